@@ -1,0 +1,29 @@
+# `make demo` and `make test` work on a fresh clone: each creates .venv and installs the
+# package (editable) into it when missing.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test test-all bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) examples/gelu_layer.py
+
+test: $(VENV)/.installed-test
+	$(PY) -m pytest -m "not slow" -n 2
+
+test-all: $(VENV)/.installed-test
+	$(PY) -m pytest -n 2
+
+clean:
+	rm -rf $(VENV) .pytest_cache

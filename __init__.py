@@ -1,0 +1,27 @@
+"""cdnajit: a JAX/XLA-style compiler that lowers array programs to AMD Instinct (CDNA) kernels.
+
+    import cdnajit as cj
+    import cdnajit.numpy as cnp
+
+    @cj.jit
+    def f(x, w):
+        return cnp.tanh(x @ w)
+"""
+import sys as _sys
+
+from . import ir
+from .errors import (CdnajitError, ConcretizationError, ParseError, TracingError, TracingTypeError,
+                     TracingValueError, TypeCheckError, VerifyError)
+from .frontend import cnp as numpy
+from .frontend import lax
+from .frontend.jit import Compiled, Lowered, jit, make_graph
+from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+
+# `import cdnajit.numpy as cnp` and `import cdnajit.lax` find the frontend's modules.
+_sys.modules[__name__ + ".numpy"] = numpy
+_sys.modules[__name__ + ".lax"] = lax
+
+__version__ = "0.1.0"
+__all__ = ["jit", "make_graph", "Lowered", "Compiled", "numpy", "lax", "ir", "tree_flatten", "tree_unflatten",
+           "tree_leaves", "tree_map", "CdnajitError", "TracingError", "TracingTypeError", "TracingValueError",
+           "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError"]

@@ -1,0 +1,129 @@
+"""Shared helpers of the cdnajit.numpy and cdnajit.lax namespaces: converting inputs to
+tracers, JAX's dtype promotion, numpy broadcasting, axis normalisation.
+
+Every public function of those namespaces is built from these and from `tracing.bind`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import TracingTypeError, TracingValueError
+from ...ir.types import NUMPY_DTYPES, TensorType, dtype_name
+from ..dtypes import is_inexact, promote
+from ..tracing import Tracer, as_tracer, bind1, check_array_like, is_python_scalar, located, python_scalar_dtype
+
+DEFAULT_FLOAT = "f64"   # 64-bit types are enabled, as jax_enable_x64
+DEFAULT_INT = "i64"
+DEFAULT_COMPLEX = "c128"
+
+
+def to_dtype_name(dtype) -> str:
+    """An IR dtype name from anything numpy/jax.numpy accept as a dtype (np.float32, 'float32', cnp.int8, float)."""
+    if isinstance(dtype, str) and dtype in NUMPY_DTYPES:
+        return dtype
+    if dtype is float:
+        return DEFAULT_FLOAT
+    if dtype is int:
+        return DEFAULT_INT
+    if dtype is complex:
+        return DEFAULT_COMPLEX
+    if dtype is bool:
+        return "bool"
+    try:
+        return dtype_name(np.dtype(dtype))
+    except (TypeError, KeyError):
+        raise TracingTypeError(located(f"unsupported dtype {dtype!r}")) from None
+
+
+def dtype_and_weak(x) -> tuple[str, bool]:
+    """The (IR dtype, weak_type) of a tracer, Python scalar or numpy array/scalar, without binding anything."""
+    if isinstance(x, Tracer):
+        return x.type.dtype, x.weak_type
+    if is_python_scalar(x):
+        dtype = python_scalar_dtype(x)
+        return dtype, dtype != "bool"
+    if isinstance(x, (list, tuple)):
+        return dtype_and_weak(np.asarray(x))  # nested Python sequences become (strong) arrays
+    check_array_like(x)
+    return dtype_name(np.asarray(x).dtype), False
+
+
+def result_type(*xs) -> tuple[str, bool]:
+    """JAX's result dtype (and weak flag) for mixing these operands."""
+    return promote(*(dtype_and_weak(x) for x in xs))
+
+
+def shape_of(x) -> tuple[int, ...]:
+    if isinstance(x, Tracer):
+        return x.shape
+    return tuple(np.shape(x))
+
+
+def convert(x: Tracer, dtype: str, weak_type: bool = False) -> Tracer:
+    """x converted to dtype (no op when it already is); the result's weak flag is `weak_type`."""
+    if x.type.dtype == dtype:
+        if x.weak_type == weak_type:
+            return x
+        return Tracer(x.value, x.trace, weak_type)
+    return bind1("convert", [x], {"dtype": dtype}, weak_type=weak_type)
+
+
+def broadcast_shapes(*shapes, what="operands") -> tuple[int, ...]:
+    """numpy's broadcasting rule; a ValueError naming every shape when they do not broadcast."""
+    ndim = max((len(s) for s in shapes), default=0)
+    result = []
+    for axis in range(ndim):
+        sizes = {s[axis - ndim + len(s)] for s in shapes if axis - ndim + len(s) >= 0} - {1}
+        if len(sizes) > 1:
+            raise TracingValueError(located(
+                f"{what} with shapes {', '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together"))
+        result.append(sizes.pop() if sizes else 1)
+    return tuple(result)
+
+
+def broadcast_to(x: Tracer, shape) -> Tracer:
+    """numpy-style (right-aligned) broadcast of x to shape."""
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    lead = len(shape) - x.ndim
+    if lead < 0 or any(d not in (1, shape[lead + i]) for i, d in enumerate(x.shape)):
+        raise TracingValueError(located(f"cannot broadcast shape {x.shape} to {shape}"))
+    return bind1("broadcast_in_dim", [x], {"shape": shape, "broadcast_dimensions": tuple(range(lead, len(shape)))},
+                 weak_type=x.weak_type)
+
+
+def promote_args(name: str, *xs, inexact=False) -> list[Tracer]:
+    """Convert operands to tracers of one dtype (JAX promotion) and one broadcast shape.
+
+    With inexact=True integers and bools are promoted further to the default float, as jnp
+    does for functions such as exp or true_divide.
+    """
+    dtype, weak = result_type(*xs)
+    if inexact and not is_inexact(dtype):
+        dtype = DEFAULT_FLOAT
+    shape = broadcast_shapes(*(shape_of(x) for x in xs), what=f"{name}: operands")
+    return [broadcast_to(convert(as_tracer(x), dtype, weak), shape) for x in xs]
+
+
+def canonical_axis(axis: int, ndim: int, name: str = "axis") -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TracingTypeError(located(f"{name} must be an int, got {axis!r}"))
+    if not -ndim <= axis < ndim:
+        raise TracingValueError(located(f"{name} {axis} is out of bounds for an array of dimension {ndim}"))
+    return int(axis) % ndim
+
+
+def canonical_axes(axis, ndim: int) -> tuple[int, ...]:
+    """An axis argument (None, an int or a sequence) as sorted distinct non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    result = tuple(canonical_axis(a, ndim) for a in axes)
+    if len(set(result)) != len(result):
+        raise TracingValueError(located(f"repeated axis in {axis!r}"))
+    return tuple(sorted(result))
+
+
+def tensor_type(x) -> TensorType:
+    return as_tracer(x).type

@@ -1,0 +1,157 @@
+"""`jit`, `make_graph` and the `Lowered`/`Compiled` stages, in the manner of jax.jit.
+
+A jitted function is traced once per signature: the argument tree structure, each dynamic
+leaf's shape, dtype and weak type, and the static arguments' values. Calls with a known
+signature reuse the compiled executable without retracing.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ..errors import TracingError, TracingTypeError
+from ..ir.core import Module, Value
+from ..ir.interpreter import interpret
+from ..ir.types import TensorType, dtype_name
+from .pytree import tree_flatten, tree_unflatten
+from .tracing import (Tracer, as_tracer, check_array_like, current_trace, is_python_scalar, located, new_trace,
+                      python_scalar_dtype)
+
+BACKENDS = ("interpret",)
+
+
+def leaf_signature(leaf) -> tuple[TensorType, bool]:
+    """The (type, weak_type) a dynamic argument leaf is traced as."""
+    if is_python_scalar(leaf):
+        dtype = python_scalar_dtype(leaf)
+        return TensorType(dtype, ()), dtype != "bool"
+    array = leaf if isinstance(leaf, np.ndarray) else np.asarray(leaf)
+    return TensorType(dtype_name(array.dtype), tuple(array.shape)), False
+
+
+class Compiled:
+    """An executable for one signature: runs flat argument arrays, returns the output pytree."""
+
+    def __init__(self, module: Module, out_tree, backend: str):
+        self.module = module
+        self.out_tree = out_tree
+        self.backend = backend
+
+    def as_text(self) -> str:
+        return str(self.module)
+
+    def call_flat(self, leaves) -> list[np.ndarray]:
+        return interpret(self.module, *leaves)
+
+    def __call__(self, *args, **kwargs):
+        leaves, _ = tree_flatten((args, kwargs))
+        return tree_unflatten(self.out_tree, self.call_flat(leaves))
+
+
+class Lowered:
+    """A traced function, before compilation: `.as_text()` is its graph IR."""
+
+    def __init__(self, module: Module, out_tree, backend: str):
+        self.module = module
+        self.out_tree = out_tree
+        self.backend = backend
+
+    def as_text(self) -> str:
+        return str(self.module)
+
+    def compile(self) -> Compiled:
+        return Compiled(self.module, self.out_tree, self.backend)
+
+
+class Jitted:
+    def __init__(self, fn, static_argnums=(), static_argnames=(), backend="interpret"):
+        if not callable(fn):
+            raise TypeError(f"jit expects a callable, got {type(fn).__name__}")
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+        self.fn = fn
+        self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        self.backend = backend
+        self.trace_count = 0
+        self._cache: dict = {}
+        functools.update_wrapper(self, fn)
+
+    def _split(self, args, kwargs):
+        """(static key, dynamic args with static ones replaced by None, dynamic kwargs)."""
+        nargs = len(args)
+        static_positions = sorted({i + nargs if i < 0 else i for i in self.static_argnums})
+        static = []
+        for i in static_positions:
+            if i >= nargs:
+                raise TracingError(located(f"static_argnums {i} is out of range for {nargs} positional arguments"))
+            static.append((i, args[i]))
+        static += [(name, kwargs[name]) for name in sorted(self.static_argnames) if name in kwargs]
+        try:
+            key = tuple(static)
+            hash(key)
+        except TypeError:
+            raise TracingTypeError(located(
+                f"static arguments must be hashable; got {[type(v).__name__ for _, v in static]}")) from None
+        dynamic_args = tuple(None if i in static_positions else a for i, a in enumerate(args))
+        dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        return key, dynamic_args, dynamic_kwargs
+
+    def _signature(self, args, kwargs):
+        static_key, dyn_args, dyn_kwargs = self._split(args, kwargs)
+        leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        for leaf in leaves:
+            check_array_like(leaf, f"argument of {self.__name__}")
+        types = tuple(leaf_signature(leaf) for leaf in leaves)
+        return (in_tree, types, static_key), leaves
+
+    def _trace(self, args, kwargs, signature) -> Lowered:
+        in_tree, types, static_key = signature
+        static_positions = {k for k, _ in static_key if isinstance(k, int)}
+        self.trace_count += 1
+        with new_trace() as trace:
+            params = [Tracer(Value(t), trace, weak) for t, weak in types]
+            trace.region.params = [p.value for p in params]
+            dyn_args, dyn_kwargs = tree_unflatten(in_tree, params)
+            call_args = [args[i] if i in static_positions else a for i, a in enumerate(dyn_args)]
+            call_kwargs = {**dyn_kwargs, **{k: v for k, v in static_key if isinstance(k, str)}}
+            out = self.fn(*call_args, **call_kwargs)
+            out_leaves, out_tree = tree_flatten(out)
+            outputs = [as_tracer(leaf, f"output of {self.__name__}") for leaf in out_leaves]
+            trace.region.outputs = [o.value for o in outputs]
+        return Lowered(Module(self.fn.__name__, trace.region), out_tree, self.backend)
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        signature, _ = self._signature(args, kwargs)
+        return self._trace(args, kwargs, signature)
+
+    def __call__(self, *args, **kwargs):
+        if current_trace() is not None:  # called from another traced function: inline
+            return self.fn(*args, **kwargs)
+        signature, leaves = self._signature(args, kwargs)
+        compiled = self._cache.get(signature)
+        if compiled is None:
+            compiled = self._trace(args, kwargs, signature).compile()
+            self._cache[signature] = compiled
+        return tree_unflatten(compiled.out_tree, compiled.call_flat(leaves))
+
+    def __get__(self, instance, owner):  # decorating a method binds like a function
+        return self if instance is None else functools.partial(self, instance)
+
+
+def jit(fn=None, *, static_argnums=(), static_argnames=(), backend="interpret"):
+    """Trace `fn` once per signature and run it compiled; usable bare or with arguments."""
+    if fn is None:
+        return lambda f: Jitted(f, static_argnums, static_argnames, backend)
+    return Jitted(fn, static_argnums, static_argnames, backend)
+
+
+def make_graph(fn, *, static_argnums=(), static_argnames=()):
+    """Like jax.make_jaxpr: `make_graph(f)(*args)` returns the traced graph-IR module."""
+    jitted = fn if isinstance(fn, Jitted) else Jitted(fn, static_argnums, static_argnames)
+
+    @functools.wraps(jitted.fn)
+    def graph(*args, **kwargs) -> Module:
+        return jitted.lower(*args, **kwargs).module
+    return graph

@@ -1,0 +1,2 @@
+"""cdnajit.lax: jax.lax's names and semantics."""
+__all__ = []

@@ -1,0 +1,1 @@
+"""Python operators, array methods and numpy dispatch (__array_ufunc__, __array_function__) on Tracer."""

@@ -1,0 +1,171 @@
+"""Contractions: dot_general and conv_general_dilated, with lax's dimension conventions."""
+import numpy as np
+
+from ..opdef import define, require, require_axes, require_dtype
+from ..types import NUMERIC, NUMPY_DTYPES, TensorType
+
+
+def contraction_result_dtype(opname, lhs: TensorType, rhs: TensorType, preferred):
+    require(lhs.dtype == rhs.dtype, f"{opname}: operands must have one dtype, got {lhs} and {rhs}")
+    require_dtype(opname, lhs, NUMERIC)
+    if preferred is None:
+        return lhs.dtype
+    require_dtype(opname, TensorType(preferred, ()), NUMERIC, "preferred_element_type")
+    kinds = lambda d: NUMPY_DTYPES[d].kind
+    require(kinds(preferred) == kinds(lhs.dtype) or (kinds(lhs.dtype) in "iu" and kinds(preferred) in "iu"),
+            f"{opname}: preferred_element_type {preferred} does not fit operands of dtype {lhs.dtype}")
+    require(NUMPY_DTYPES[preferred].itemsize >= NUMPY_DTYPES[lhs.dtype].itemsize,
+            f"{opname}: preferred_element_type {preferred} is narrower than the operands' {lhs.dtype}")
+    return preferred
+
+
+def accumulate_dtype(operand_dtype: np.dtype, result_dtype: np.dtype) -> np.dtype:
+    """Half floats accumulate in f32; otherwise the result dtype is the accumulator."""
+    if result_dtype.kind == "f" and result_dtype.itemsize == 2:
+        return np.dtype(np.float32)
+    return result_dtype
+
+
+def dot_general_infer(types, attrs, regions):
+    lhs, rhs = types
+    lc, rc, lb, rb = (attrs[k] for k in ("lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch"))
+    require(len(lc) == len(rc) and len(lb) == len(rb),
+            f"dot_general: contracting dims {list(lc)}/{list(rc)} and batch dims {list(lb)}/{list(rb)} must pair up")
+    require_axes("dot_general", tuple(lc) + tuple(lb), lhs.ndim, "lhs contracting/batch dimension")
+    require_axes("dot_general", tuple(rc) + tuple(rb), rhs.ndim, "rhs contracting/batch dimension")
+    for a, b in zip(lc, rc):
+        require(lhs.shape[a] == rhs.shape[b],
+                f"dot_general: contracting dimension {a} of lhs {lhs} (size {lhs.shape[a]}) does not match "
+                f"dimension {b} of rhs {rhs} (size {rhs.shape[b]})")
+    for a, b in zip(lb, rb):
+        require(lhs.shape[a] == rhs.shape[b],
+                f"dot_general: batch dimension {a} of lhs {lhs} does not match dimension {b} of rhs {rhs}")
+    dtype = contraction_result_dtype("dot_general", lhs, rhs, attrs["preferred_element_type"])
+    lhs_free = [d for i, d in enumerate(lhs.shape) if i not in lc and i not in lb]
+    rhs_free = [d for i, d in enumerate(rhs.shape) if i not in rc and i not in rb]
+    return [TensorType(dtype, tuple(lhs.shape[i] for i in lb) + tuple(lhs_free) + tuple(rhs_free))]
+
+
+def dot_general(lhs, rhs, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, preferred_element_type):
+    result_dtype = NUMPY_DTYPES[preferred_element_type or dtype_of(lhs)]
+    wide = accumulate_dtype(lhs.dtype, result_dtype)
+    letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+    lhs_labels = [next(letters) for _ in range(lhs.ndim)]
+    rhs_labels = [next(letters) for _ in range(rhs.ndim)]
+    for a, b in zip(lhs_contracting, rhs_contracting):
+        rhs_labels[b] = lhs_labels[a]
+    for a, b in zip(lhs_batch, rhs_batch):
+        rhs_labels[b] = lhs_labels[a]
+    out = [lhs_labels[i] for i in lhs_batch]
+    out += [l for i, l in enumerate(lhs_labels) if i not in lhs_contracting and i not in lhs_batch]
+    out += [l for i, l in enumerate(rhs_labels) if i not in rhs_contracting and i not in rhs_batch]
+    spec = f"{''.join(lhs_labels)},{''.join(rhs_labels)}->{''.join(out)}"
+    with np.errstate(all="ignore"):
+        result = np.einsum(spec, lhs.astype(wide), rhs.astype(wide))
+    return np.asarray(result).astype(result_dtype)
+
+
+def dtype_of(array):
+    from ..types import dtype_name
+    return dtype_name(array.dtype)
+
+
+define("dot_general", infer=dot_general_infer, reference=dot_general,
+       attrs={"lhs_contracting": "ints", "rhs_contracting": "ints", "lhs_batch": "ints", "rhs_batch": "ints",
+              "preferred_element_type": "dtype?"}, num_operands=2,
+       doc="result dimensions: batch, lhs free, rhs free (as lax.dot_general)")
+
+
+CONV_ATTRS = {"window_strides": "ints", "padding": "int_pairs", "lhs_dilation": "ints", "rhs_dilation": "ints",
+              "lhs_spec": "ints", "rhs_spec": "ints", "out_spec": "ints",
+              "feature_group_count": "int", "batch_group_count": "int", "preferred_element_type": "dtype?"}
+
+
+def conv_infer(types, attrs, regions):
+    lhs, rhs = types
+    n = lhs.ndim - 2
+    require(n >= 0 and rhs.ndim == lhs.ndim, f"conv_general_dilated: lhs {lhs} and rhs {rhs} must have one rank >= 2")
+    lhs_spec, rhs_spec, out_spec = attrs["lhs_spec"], attrs["rhs_spec"], attrs["out_spec"]
+    for name, spec in [("lhs_spec", lhs_spec), ("rhs_spec", rhs_spec), ("out_spec", out_spec)]:
+        require(sorted(spec) == list(range(lhs.ndim)), f"conv_general_dilated: {name} {list(spec)} is not a permutation")
+    for key in ("window_strides", "padding", "lhs_dilation", "rhs_dilation"):
+        require(len(attrs[key]) == n, f"conv_general_dilated: {key} needs {n} entries, got {list(attrs[key])}")
+    require(all(v >= 1 for v in attrs["window_strides"] + attrs["lhs_dilation"] + attrs["rhs_dilation"]),
+            "conv_general_dilated: strides and dilations must be positive")
+    groups, batch_groups = attrs["feature_group_count"], attrs["batch_group_count"]
+    batch, in_features = lhs.shape[lhs_spec[0]], lhs.shape[lhs_spec[1]]
+    out_features, kernel_in = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
+    require(groups >= 1 and batch_groups >= 1 and (groups == 1 or batch_groups == 1),
+            "conv_general_dilated: feature_group_count and batch_group_count must be >= 1, and one of them 1")
+    require(in_features == kernel_in * groups,
+            f"conv_general_dilated: lhs {lhs} has {in_features} input features but rhs {rhs} expects "
+            f"{kernel_in} x feature_group_count {groups}")
+    require(out_features % groups == 0 and out_features % batch_groups == 0 and batch % batch_groups == 0,
+            f"conv_general_dilated: {out_features} output features / batch {batch} do not divide into the groups")
+    dtype = contraction_result_dtype("conv_general_dilated", lhs, rhs, attrs["preferred_element_type"])
+    spatial = []
+    for i in range(n):
+        size = lhs.shape[lhs_spec[2 + i]]
+        dilated = (size - 1) * attrs["lhs_dilation"][i] + 1 if size > 0 else 0
+        lo, hi = attrs["padding"][i]
+        window = (rhs.shape[rhs_spec[2 + i]] - 1) * attrs["rhs_dilation"][i] + 1
+        padded = dilated + lo + hi
+        spatial.append(max((padded - window) // attrs["window_strides"][i] + 1, 0) if padded >= window else 0)
+    out_shape = [0] * lhs.ndim
+    out_shape[out_spec[0]] = batch // batch_groups
+    out_shape[out_spec[1]] = out_features
+    for i in range(n):
+        out_shape[out_spec[2 + i]] = spatial[i]
+    return [TensorType(dtype, tuple(out_shape))]
+
+
+def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, lhs_spec, rhs_spec,
+                         out_spec, feature_group_count, batch_group_count, preferred_element_type):
+    result_dtype = NUMPY_DTYPES[preferred_element_type or dtype_of(lhs)]
+    wide = accumulate_dtype(lhs.dtype, result_dtype)
+    x = np.transpose(lhs, lhs_spec).astype(wide)      # N, C, spatial...
+    w = np.transpose(rhs, rhs_spec).astype(wide)      # O, I, spatial...
+    n = x.ndim - 2
+    # Dilate and pad the input (negative padding crops).
+    dilated = np.zeros(x.shape[:2] + tuple((d - 1) * r + 1 if d > 0 else 0 for d, r in zip(x.shape[2:], lhs_dilation)), wide)
+    dilated[(slice(None), slice(None)) + tuple(slice(None, None, r) for r in lhs_dilation)] = x
+    padded = np.zeros(dilated.shape[:2] + tuple(max(d + max(lo, 0) + max(hi, 0), 0)
+                                                for d, (lo, hi) in zip(dilated.shape[2:], padding)), wide)
+    padded[(slice(None), slice(None)) + tuple(slice(max(lo, 0), max(lo, 0) + d)
+                                              for d, (lo, _) in zip(dilated.shape[2:], padding))] = dilated
+    padded = padded[(slice(None), slice(None)) + tuple(slice(-min(lo, 0), padded.shape[2 + i] + min(hi, 0))
+                                                       for i, (lo, hi) in enumerate(padding))]
+    out_spatial = [max((p - ((k - 1) * r + 1)) // s + 1, 0) if p >= (k - 1) * r + 1 else 0
+                   for p, k, r, s in zip(padded.shape[2:], w.shape[2:], rhs_dilation, window_strides)]
+    batch, channels = x.shape[:2]
+    out_features = w.shape[0]
+    if batch_group_count > 1:
+        # Split the batch into groups; each group of output features sees one batch group.
+        xs = padded.reshape((batch_group_count, batch // batch_group_count) + padded.shape[1:])
+        ws = w.reshape((batch_group_count, out_features // batch_group_count) + w.shape[1:])
+        parts = [conv_plain(xs[g], ws[g], out_spatial, window_strides, rhs_dilation, 1) for g in range(batch_group_count)]
+        out = np.concatenate(parts, axis=1)
+    else:
+        out = conv_plain(padded, w, out_spatial, window_strides, rhs_dilation, feature_group_count)
+    inverse = np.argsort(out_spec)
+    return np.transpose(out, inverse).astype(result_dtype)
+
+
+def conv_plain(x, w, out_spatial, strides, rhs_dilation, groups):
+    """Grouped cross-correlation of padded NC... input with OI... kernels: one einsum per kernel tap."""
+    batch, channels = x.shape[:2]
+    out_features, kernel_in = w.shape[:2]
+    xg = x.reshape((batch, groups, channels // groups) + x.shape[2:])
+    wg = w.reshape((groups, out_features // groups, kernel_in) + w.shape[2:])
+    out = np.zeros((batch, groups, out_features // groups) + tuple(out_spatial), x.dtype)
+    for tap in np.ndindex(*w.shape[2:]):
+        window = tuple(slice(t * r, t * r + (o - 1) * s + 1, s) if o > 0 else slice(0, 0)
+                       for t, r, o, s in zip(tap, rhs_dilation, out_spatial, strides))
+        patch = xg[(slice(None), slice(None), slice(None)) + window]
+        kernel = wg[(slice(None), slice(None), slice(None)) + tap]
+        out += np.einsum("bgi...,goi->bgo...", patch, kernel)
+    return out.reshape((batch, out_features) + tuple(out_spatial))
+
+
+define("conv_general_dilated", infer=conv_infer, reference=conv_general_dilated, attrs=CONV_ATTRS, num_operands=2,
+       doc="lax.conv_general_dilated; *_spec list (batch|out-feature, feature|in-feature, spatial...) dimensions")

@@ -1,0 +1,159 @@
+"""Reductions with a named reducer: reduce, argmax/argmin, cumulative scans, reduce_window.
+
+f16 and bf16 are accumulated in f32 and rounded once, as the generated kernels will do.
+"""
+import numpy as np
+
+from ..opdef import define, require, require_axes, require_dtype
+from ..types import FLOATS, INTS, NUMERIC, TensorType
+
+REDUCER_DTYPES = {
+    "sum": NUMERIC, "prod": NUMERIC,
+    "max": ("bool",) + INTS + FLOATS, "min": ("bool",) + INTS + FLOATS,
+    "and": ("bool",) + INTS, "or": ("bool",) + INTS,
+}
+REDUCER_UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
+                  "and": np.bitwise_and, "or": np.bitwise_or}
+
+
+def reducer_identity(reducer: str, dtype: np.dtype):
+    """The value a reduction over no elements returns (and the padding of reduce_window)."""
+    if reducer == "sum":
+        return dtype.type(0)
+    if reducer == "prod":
+        return dtype.type(1)
+    if reducer == "or":
+        return dtype.type(0)
+    if reducer == "and":  # all bits set
+        return np.bool_(True) if dtype.kind == "b" else np.array(-1).astype(dtype)[()]
+    low = reducer == "max"
+    if dtype.kind == "b":
+        return np.bool_(not low)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return dtype.type(info.min if low else info.max)
+    return dtype.type(-np.inf if low else np.inf)
+
+
+def check_reducer(opname, x: TensorType, reducer: str):
+    require(reducer in REDUCER_DTYPES, f"{opname}: unknown reducer {reducer!r}; expected one of {', '.join(REDUCER_DTYPES)}")
+    require_dtype(f"{opname} {reducer}", x, REDUCER_DTYPES[reducer])
+
+
+def accumulation_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float32) if dtype.kind == "f" and dtype.itemsize == 2 else dtype
+
+
+def reduce_infer(types, attrs, regions):
+    (x,) = types
+    check_reducer("reduce", x, attrs["reducer"])
+    require_axes("reduce", attrs["axes"], x.ndim, "axe")
+    return [TensorType(x.dtype, tuple(d for i, d in enumerate(x.shape) if i not in attrs["axes"]))]
+
+
+def reduce(x, *, reducer, axes):
+    wide = x.astype(accumulation_dtype(x.dtype))
+    ufunc = REDUCER_UFUNCS[reducer]
+    with np.errstate(all="ignore"):
+        result = ufunc.reduce(wide, axis=tuple(axes), initial=reducer_identity(reducer, wide.dtype))
+    return np.asarray(result).astype(x.dtype)
+
+
+define("reduce", infer=reduce_infer, reference=reduce, attrs={"reducer": "str", "axes": "ints"}, num_operands=1,
+       doc="reducer is sum, prod, max, min, and or or; the axes are removed")
+
+
+def arg_reduce_infer(name):
+    def infer(types, attrs, regions):
+        (x,) = types
+        axis = attrs["axis"]
+        require_dtype(name, x, ("bool",) + INTS + FLOATS)
+        require(0 <= axis < x.ndim, f"{name}: axis {axis} out of range for {x}")
+        require(x.shape[axis] > 0, f"{name}: axis {axis} of {x} is empty; an empty sequence has no {name}")
+        require_dtype(name, TensorType(attrs["index_dtype"], ()), INTS, "index_dtype")
+        return [TensorType(attrs["index_dtype"], tuple(d for i, d in enumerate(x.shape) if i != axis))]
+    return infer
+
+
+for _name, _fn in [("argmax", np.argmax), ("argmin", np.argmin)]:
+    define(_name, infer=arg_reduce_infer(_name),
+           reference=lambda x, *, axis, index_dtype, _fn=_fn: _fn(x, axis=axis).astype(index_dtype),
+           attrs={"axis": "int", "index_dtype": "dtype"}, num_operands=1,
+           doc="index of the first extreme element (the first NaN, if any) along axis")
+
+CUMULATIVE_UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def cumulative_infer(types, attrs, regions):
+    (x,) = types
+    require(attrs["reducer"] in CUMULATIVE_UFUNCS, f"cumulative: unknown reducer {attrs['reducer']!r}")
+    check_reducer("cumulative", x, attrs["reducer"])
+    require(0 <= attrs["axis"] < x.ndim, f"cumulative: axis {attrs['axis']} out of range for {x}")
+    return [x]
+
+
+def cumulative(x, *, reducer, axis, reverse):
+    wide = x.astype(accumulation_dtype(x.dtype))
+    if reverse:
+        wide = np.flip(wide, axis)
+    with np.errstate(all="ignore"):
+        result = CUMULATIVE_UFUNCS[reducer].accumulate(wide, axis=axis, dtype=wide.dtype)
+    if reverse:
+        result = np.flip(result, axis)
+    return result.astype(x.dtype)
+
+
+define("cumulative", infer=cumulative_infer, reference=cumulative,
+       attrs={"reducer": "str", "axis": "int", "reverse": "bool"}, num_operands=1,
+       doc="inclusive scan (cumsum, cumprod, cummax, cummin) along axis")
+
+
+def reduce_window_infer(types, attrs, regions):
+    (x,) = types
+    check_reducer("reduce_window", x, attrs["reducer"])
+    window, strides, padding = attrs["window_dimensions"], attrs["window_strides"], attrs["padding"]
+    base, dilation = attrs["base_dilation"], attrs["window_dilation"]
+    require(len(window) == len(strides) == len(padding) == len(base) == len(dilation) == x.ndim,
+            f"reduce_window: operand {x} needs {x.ndim} window dimensions, strides, padding pairs and dilations")
+    require(all(v >= 1 for v in window + strides + base + dilation),
+            f"reduce_window: window {list(window)}, strides {list(strides)} and dilations must be positive")
+    shape = []
+    for d, w, s, (lo, hi), b, r in zip(x.shape, window, strides, padding, base, dilation):
+        padded = (d - 1) * b + 1 + lo + hi if d > 0 else lo + hi
+        extent = (w - 1) * r + 1
+        shape.append(max((padded - extent) // s + 1, 0) if padded >= extent else 0)
+    return [TensorType(x.dtype, tuple(shape))]
+
+
+def reduce_window(x, *, reducer, window_dimensions, window_strides, padding, base_dilation, window_dilation):
+    wide = x.astype(accumulation_dtype(x.dtype))
+    identity = reducer_identity(reducer, wide.dtype)
+    # Base dilation and padding: place x's elements in an identity-filled array.
+    dilated = [(d - 1) * b + 1 if d > 0 else 0 for d, b in zip(x.shape, base_dilation)]
+    padded = np.full([max(d + lo + hi, 0) for d, (lo, hi) in zip(dilated, padding)], identity, wide.dtype)
+    src = tuple(slice(max(-lo, 0), None) for lo, _ in padding)
+    dst_view = padded[tuple(slice(max(lo, 0), None) for lo, _ in padding)]
+    placed = np.full(dilated, identity, wide.dtype)
+    placed[tuple(slice(None, None, b) for b in base_dilation)] = wide
+    placed = placed[src]
+    n = [min(a, b) for a, b in zip(dst_view.shape, placed.shape)]
+    dst_view[tuple(slice(0, k) for k in n)] = placed[tuple(slice(0, k) for k in n)]
+    (out_type,) = reduce_window_infer([TensorType("f32", x.shape)], dict(
+        reducer="sum", window_dimensions=window_dimensions, window_strides=window_strides, padding=padding,
+        base_dilation=base_dilation, window_dilation=window_dilation), [])
+    out = np.full(out_type.shape, identity, wide.dtype)
+    ufunc = REDUCER_UFUNCS[reducer]
+    # Accumulate one window offset at a time: a strided view per offset.
+    for offset in np.ndindex(*window_dimensions):
+        starts = [o * r for o, r in zip(offset, window_dilation)]
+        view = padded[tuple(slice(st, st + (n - 1) * s + 1, s) if n > 0 else slice(0, 0)
+                            for st, n, s in zip(starts, out_type.shape, window_strides))]
+        with np.errstate(all="ignore"):
+            out = ufunc(out, view)
+    return out.astype(x.dtype)
+
+
+define("reduce_window", infer=reduce_window_infer, reference=reduce_window,
+       attrs={"reducer": "str", "window_dimensions": "ints", "window_strides": "ints", "padding": "int_pairs",
+              "base_dilation": "ints", "window_dilation": "ints"}, num_operands=1,
+       doc="a reduction over sliding windows (pooling), padding with the reducer's identity")

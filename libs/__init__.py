@@ -1,0 +1,1 @@
+"""libs: see DESIGN.md."""

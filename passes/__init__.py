@@ -1,0 +1,1 @@
+"""passes: see DESIGN.md."""
