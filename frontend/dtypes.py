@@ -12,7 +12,7 @@ import functools
 import networkx as nx
 import numpy as np
 
-from ..ir.types import NUMPY_DTYPES, dtype_name
+from ..ir.types import FLOATS, INEXACT, NUMPY_DTYPES, dtype_name
 
 WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "i*", "f*", "c*"
 WEAK_DEFAULT = {WEAK_INT: "i64", WEAK_FLOAT: "f64", WEAK_COMPLEX: "c128"}
@@ -66,7 +66,7 @@ def promote_types(a, b) -> np.dtype:
 
 
 def is_float(dtype: str) -> bool:
-    return NUMPY_DTYPES[dtype].kind == "f"
+    return dtype in FLOATS  # not numpy's kind: bfloat16's kind is "V"
 
 
 def is_complex(dtype: str) -> bool:
@@ -74,7 +74,7 @@ def is_complex(dtype: str) -> bool:
 
 
 def is_inexact(dtype: str) -> bool:
-    return NUMPY_DTYPES[dtype].kind in "fc"
+    return dtype in INEXACT
 
 
 def is_integer(dtype: str) -> bool:

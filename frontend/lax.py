@@ -1,2 +1,15 @@
-"""cdnajit.lax: jax.lax's names and semantics."""
-__all__ = []
+"""cdnajit.lax: jax.lax's names and semantics, traced into the graph IR.
+
+The functions live in family modules: lax_elementwise (elementwise ops, select, convert),
+lax_shape (broadcasts, reshapes, slices, pad), lax_contract (dot_general, convolutions),
+lax_reduce (reductions, windows, cumulative scans) and lax_control (loops and branches).
+"""
+from . import lax_contract, lax_control, lax_elementwise, lax_reduce, lax_shape
+from .lax_contract import *  # noqa: F401,F403
+from .lax_control import *  # noqa: F401,F403
+from .lax_elementwise import *  # noqa: F401,F403
+from .lax_reduce import *  # noqa: F401,F403
+from .lax_shape import *  # noqa: F401,F403
+
+__all__ = (lax_elementwise.__all__ + lax_shape.__all__ + lax_contract.__all__ + lax_reduce.__all__
+           + lax_control.__all__)

@@ -38,9 +38,13 @@ def run_region(region: Region, args, outer_env: dict) -> list[np.ndarray]:
         results = opdef.reference(*operands, **kwargs)
         if not isinstance(results, (tuple, list)):
             results = (results,)
+        if len(results) != len(op.results):
+            raise AssertionError(f"reference of {op.name} returned {len(results)} results, expected {len(op.results)}")
         for value, result in zip(op.results, results):
+            # A reference returns exactly its op's type: a silent cast here would hide its bugs.
             result = np.asarray(result)
-            if result.shape != value.type.shape:
-                raise AssertionError(f"reference of {op.name} returned shape {result.shape}, expected {value.type}")
-            env[id(value)] = result.astype(NUMPY_DTYPES[value.type.dtype], copy=False)
+            if result.shape != value.type.shape or result.dtype != NUMPY_DTYPES[value.type.dtype]:
+                raise AssertionError(f"reference of {op.name} returned {result.dtype}{list(result.shape)}, "
+                                     f"expected {value.type}")
+            env[id(value)] = result
     return [env[id(v)] for v in region.outputs]

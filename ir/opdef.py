@@ -132,3 +132,12 @@ def require_same_types(opname, types):
 def require_axes(opname, axes, ndim, what="dimension"):
     require(all(0 <= a < ndim for a in axes) and len(set(axes)) == len(axes),
             f"{opname}: {what}s {list(axes)} are not distinct dimensions of a rank-{ndim} operand")
+
+
+# Helpers shared by the numpy references.
+
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype a reference computes in: f16 and bf16 widen to f32 (and round once at the end), as
+    XLA's CPU backend does; every other dtype computes in itself."""
+    half_floats = (NUMPY_DTYPES["f16"], NUMPY_DTYPES["bf16"])
+    return NUMPY_DTYPES["f32"] if np.dtype(dtype) in half_floats else np.dtype(dtype)

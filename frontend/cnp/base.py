@@ -10,7 +10,8 @@ import numpy as np
 from ...errors import TracingTypeError, TracingValueError
 from ...ir.types import NUMPY_DTYPES, TensorType, dtype_name
 from ..dtypes import is_inexact, promote
-from ..tracing import Tracer, as_tracer, bind1, check_array_like, is_python_scalar, located, python_scalar_dtype
+from ..tracing import (Tracer, as_tracer, bind1, check_array_like, constant, is_python_scalar, located,
+                       python_scalar_dtype)
 
 DEFAULT_FLOAT = "f64"   # 64-bit types are enabled, as jax_enable_x64
 DEFAULT_INT = "i64"
@@ -103,7 +104,20 @@ def promote_args(name: str, *xs, inexact=False) -> list[Tracer]:
     if inexact and not is_inexact(dtype):
         dtype = DEFAULT_FLOAT
     shape = broadcast_shapes(*(shape_of(x) for x in xs), what=f"{name}: operands")
-    return [broadcast_to(convert(as_tracer(x), dtype, weak), shape) for x in xs]
+    return [broadcast_to(scalar_constant(x, dtype, weak) if is_python_scalar(x) else convert(as_tracer(x), dtype, weak),
+                         shape) for x in xs]
+
+
+def scalar_constant(value, dtype: str, weak_type: bool) -> Tracer:
+    """A Python scalar as a constant of the dtype it promotes to (no f64 constant + convert).
+
+    As in JAX, a Python int that does not fit the integer dtype it meets is an error, not a wrap.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and NUMPY_DTYPES[dtype].kind in "iu":
+        info = np.iinfo(NUMPY_DTYPES[dtype])
+        if not info.min <= value <= info.max:
+            raise TracingValueError(located(f"Python int {value} is out of range for {dtype}"))
+    return constant(value, dtype, weak_type=weak_type)
 
 
 def canonical_axis(axis: int, ndim: int, name: str = "axis") -> int:

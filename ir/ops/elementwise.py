@@ -1,26 +1,30 @@
-"""Elementwise ops: unary and binary math, comparisons, select, convert, constant, iota.
+"""Elementwise ops: unary and binary math, comparisons, select, clamp, convert, constant, iota.
 
 Elementwise ops take operands of one shape and (but for select and complex) one dtype: the
 frontend broadcasts and promotes before it binds them, as lax does. f16 and bf16 are computed
 in f32 by the references and rounded once at the end, as XLA's CPU backend does.
 """
+import math
+
 import numpy as np
 
-from ..opdef import define, require, require_dtype, require_same_types
-from ..types import COMPLEX_OF, COMPLEX_PART, COMPLEXES, FLOATS, INEXACT, INTS, NUMERIC, NUMPY_DTYPES, TensorType
+from ..opdef import compute_dtype, define, require, require_dtype, require_same_types
+from ..types import (COMPLEX_OF, COMPLEX_PART, COMPLEXES, FLOATS, INEXACT, INTS, NUMERIC, NUMPY_DTYPES, TensorType,
+                     dtype_name)
 
 BOOL_AND_INTS = ("bool",) + INTS
 ALL_DTYPES = tuple(NUMPY_DTYPES)
 
 
 def widen_half(fn):
-    """Run a numpy function on f16/bf16 arrays in f32 and round the result back once."""
+    """Run a numpy function on f16/bf16 arrays in f32 and round a float result back once."""
     def run(*arrays):
         dtype = arrays[0].dtype
-        if dtype.itemsize == 2 and dtype.kind not in "iub":
-            result = fn(*(a.astype(np.float32) for a in arrays))
-            return result.astype(dtype) if result.dtype.kind == "f" else result
-        return fn(*arrays)
+        wide = compute_dtype(dtype)
+        if wide == dtype:
+            return fn(*arrays)
+        result = fn(*(a.astype(wide) for a in arrays))
+        return result.astype(dtype) if result.dtype == wide else result
     return run
 
 
@@ -52,19 +56,43 @@ def logistic(x):
     return 1 / (1 + np.exp(-x))
 
 
+# erf sums in long double (80-bit on x86-64: 11 more bits than f64) and rounds once, which keeps
+# it within ~1 ulp of the true f64 value; where long double is only f64 the error is a few ulp.
+SQRT_PI = np.longdouble("1.7724538509055160272981674833411451827975494561223871")
+ERF_SERIES_END = 2.5
+# erf(x) = 2/sqrt(pi) exp(-x^2) sum_n 2^n x^(2n+1) / (2n+1)!!: positive terms, so no cancellation.
+# 45 terms reach long double precision up to |x| = 2.5.
+ERF_SERIES = [np.longdouble(2 ** n) / np.longdouble(math.prod(range(1, 2 * n + 2, 2))) for n in range(45)]
+# erfc(x) = exp(-x^2)/sqrt(pi) / (x + (1/2)/(x + 1/(x + (3/2)/(x + ...)))), evaluated backward from
+# depth 45: converged past 1e-16 relative for |x| >= 2.5, where erfc < 5e-4 (so < 0.1 ulp of erf).
+ERFC_FRACTION_DEPTH = 45
+
+
 def erf(x):
-    # numpy has no erf; a float64 series/continued-fraction free formulation via math.erf per
-    # element would be slow, so use the vectorised Abramowitz-Stegun-free route through
-    # np.frompyfunc only for the reference: exactness matters more than speed here.
-    import math
-    out = np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(np.float64)
-    return out.astype(x.dtype)
+    magnitude = np.abs(x).astype(np.longdouble)
+    out = np.empty(magnitude.shape, np.longdouble)
+    near = magnitude < ERF_SERIES_END
+    a = magnitude[near]
+    total = np.full_like(a, ERF_SERIES[-1])
+    for coefficient in reversed(ERF_SERIES[:-1]):
+        total = total * (a * a) + coefficient
+    out[near] = 2 / SQRT_PI * a * total * np.exp(-a * a)
+    # Beyond |x| = 10, erfc is below 1e-44: clipping keeps inf (and NaN passes through).
+    a = np.minimum(magnitude[~near], 10)
+    fraction = a.copy()
+    for k in range(ERFC_FRACTION_DEPTH, 0, -1):
+        fraction = a + (k / 2) / fraction
+    out[~near] = 1 - np.exp(-a * a) / (SQRT_PI * fraction)
+    return np.copysign(out.astype(x.dtype), x)
 
 
 def sign(x):
+    """-1, 0 or 1; x/|x| for complex; signed zeros and NaN map to themselves, as XLA."""
     if x.dtype.kind == "c":
         magnitude = np.abs(x)
         return np.where(magnitude == 0, 0, x / np.where(magnitude == 0, 1, magnitude)).astype(x.dtype)
+    if x.dtype.kind == "f":
+        return np.where(x == 0, x, np.sign(x))
     return np.sign(x)
 
 
@@ -98,7 +126,7 @@ unary("asinh", np.arcsinh, INEXACT)
 unary("acosh", np.arccosh, INEXACT)
 unary("atanh", np.arctanh, INEXACT)
 unary("logistic", logistic, INEXACT, doc="1 / (1 + exp(-x))")
-unary("erf", erf, FLOATS)
+unary("erf", erf, FLOATS, doc="the error function, 2/sqrt(pi) * integral of exp(-t^2) from 0 to x")
 unary("is_finite", np.isfinite, FLOATS, result_dtype=lambda d: "bool")
 unary("not", np.invert, BOOL_AND_INTS, doc="logical not of bool, bitwise not of integers")
 unary("real", np.real, COMPLEXES, result_dtype=COMPLEX_PART.get)
@@ -119,60 +147,69 @@ def binary(name, reference, dtypes, result_dtype=None, doc=""):
 
 
 def divide(a, b):
-    """Float division, or integer division rounding toward zero (x/0 = -1, as XLA defines it)."""
+    """Float division; integer division rounds toward zero, with XLA's values where C leaves it
+    undefined: x / 0 is -1 (all bits set) and INT_MIN / -1 wraps to INT_MIN."""
     if a.dtype.kind not in "iu":
         return a / b
-    safe_b = np.where(b == 0, 1, b)
-    quotient = np.abs(a) // np.abs(safe_b) if a.dtype.kind == "i" else a // safe_b
-    if a.dtype.kind == "i":
-        quotient = np.where((a < 0) != (safe_b < 0), -quotient, quotient)
-    return np.where(b == 0, np.array(-1).astype(a.dtype), quotient).astype(a.dtype)
+    signed = a.dtype.kind == "i"
+    undefined = (b == 0) | (b == -1) if signed else b == 0
+    safe_b = np.where(undefined, 1, b)
+    # a - fmod(a, b) is a multiple of b closer to zero than a, so the floor division is exact.
+    quotient = (a - np.fmod(a, safe_b)) // safe_b
+    if signed:
+        quotient = np.where(b == -1, np.negative(a), quotient)
+    return np.where(b == 0, -1 if signed else np.iinfo(a.dtype).max, quotient).astype(a.dtype)
 
 
 def remainder(a, b):
-    """Remainder with the sign of the dividend (C fmod); x % 0 = x for integers, as XLA."""
+    """Remainder with the sign of the dividend (C fmod); for integers x % 0 = x, as XLA."""
     if a.dtype.kind not in "iu":
         return np.fmod(a, b)
-    safe_b = np.where(b == 0, 1, b)
-    return np.where(b == 0, a, np.fmod(a, safe_b)).astype(a.dtype)
+    undefined = (b == 0) | (b == -1) if a.dtype.kind == "i" else b == 0
+    rest = np.fmod(a, np.where(undefined, 1, b))
+    return np.where(b == 0, a, rest).astype(a.dtype)
 
 
 def power(a, b):
-    """numpy.power, with integer semantics for negative exponents: 1**-n = 1, (-1)**-n = ±1, else 0."""
-    if a.dtype.kind not in "iu":
-        return np.power(a, b)
-    if a.dtype.kind == "u":
+    """numpy.power; for signed integers a negative exponent gives XLA's values: 1 for a = 1,
+    (-1)**b for a = -1, and 0 otherwise (1/a**n truncated)."""
+    if a.dtype.kind not in "i":
         return np.power(a, b)
     nonneg = np.power(a, np.where(b < 0, 0, b))
     negative_exponent = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
     return np.where(b < 0, negative_exponent, nonneg).astype(a.dtype)
 
 
+# Shifts act on the bit pattern; the amount is read as unsigned, so a negative amount or one of at
+# least the bit width shifts every bit out (XLA): 0 for logical shifts, the sign for arithmetic.
+
 def shift_amount_ok(a, b):
-    bits = a.dtype.itemsize * 8
-    return (b >= 0) & (b < bits)
+    return (b >= 0) & (b < a.dtype.itemsize * 8)
 
 
 def shift_left(a, b):
-    return np.where(shift_amount_ok(a, b), np.left_shift(a, np.where(shift_amount_ok(a, b), b, 0)), 0).astype(a.dtype)
+    ok = shift_amount_ok(a, b)
+    return np.where(ok, np.left_shift(a, np.where(ok, b, 0).astype(a.dtype)), 0).astype(a.dtype)
 
 
 def shift_right_logical(a, b):
     unsigned = a.view(np.dtype(f"u{a.dtype.itemsize}"))
-    amount = np.where(shift_amount_ok(a, b), b, 0).astype(unsigned.dtype)
-    return np.where(shift_amount_ok(a, b), np.right_shift(unsigned, amount), 0).astype(unsigned.dtype).view(a.dtype)
+    ok = shift_amount_ok(a, b)
+    shifted = np.right_shift(unsigned, np.where(ok, b, 0).astype(unsigned.dtype))
+    return np.where(ok, shifted, 0).astype(unsigned.dtype).view(a.dtype)
 
 
 def shift_right_arithmetic(a, b):
-    bits = a.dtype.itemsize * 8
-    return np.right_shift(a, np.clip(b, 0, bits - 1).astype(a.dtype))
+    signed = a.view(np.dtype(f"i{a.dtype.itemsize}"))
+    amount = np.where(shift_amount_ok(a, b), b, a.dtype.itemsize * 8 - 1).astype(signed.dtype)
+    return np.asarray(np.right_shift(signed, amount)).view(a.dtype)
 
 
 binary("add", np.add, NUMERIC)
 binary("sub", np.subtract, NUMERIC)
 binary("mul", np.multiply, NUMERIC)
-binary("div", divide, NUMERIC, doc="float division; integer division rounds toward zero")
-binary("rem", remainder, INTS + FLOATS, doc="remainder with the sign of the dividend")
+binary("div", divide, NUMERIC, doc="float division; integer division rounds toward zero, x/0 = -1")
+binary("rem", remainder, INTS + FLOATS, doc="remainder with the sign of the dividend, x%0 = x for integers")
 binary("pow", power, NUMERIC)
 binary("max", np.maximum, ("bool",) + INTS + FLOATS, doc="NaN-propagating maximum")
 binary("min", np.minimum, ("bool",) + INTS + FLOATS, doc="NaN-propagating minimum")
@@ -181,8 +218,9 @@ binary("and", np.bitwise_and, BOOL_AND_INTS)
 binary("or", np.bitwise_or, BOOL_AND_INTS)
 binary("xor", np.bitwise_xor, BOOL_AND_INTS)
 binary("shift_left", shift_left, INTS)
-binary("shift_right_logical", shift_right_logical, INTS)
-binary("shift_right_arithmetic", shift_right_arithmetic, INTS)
+binary("shift_right_logical", shift_right_logical, INTS, doc="zero-filling right shift")
+binary("shift_right_arithmetic", shift_right_arithmetic, INTS,
+       doc="sign-filling right shift of the bit pattern (of unsigned operands too)")
 
 
 def make_complex(re, im):
@@ -195,12 +233,12 @@ def make_complex(re, im):
 binary("complex", make_complex, ("f32", "f64"), result_dtype=COMPLEX_OF.get, doc="re + i*im")
 
 for _name, _reference in [("eq", np.equal), ("ne", np.not_equal)]:
-    binary(_name, _reference, tuple(NUMPY_DTYPES), result_dtype=lambda d: "bool")
+    binary(_name, _reference, ALL_DTYPES, result_dtype=lambda d: "bool")
 for _name, _reference in [("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
     binary(_name, _reference, ("bool",) + INTS + FLOATS, result_dtype=lambda d: "bool")
 
 
-# ---- select, convert, constant, iota --------------------------------------------------------
+# ---- select, clamp, convert, constant, iota -------------------------------------------------
 
 def select_infer(types, attrs, regions):
     pred, on_true, on_false = types
@@ -213,37 +251,56 @@ def select_infer(types, attrs, regions):
 define("select", infer=select_infer, reference=lambda p, a, b: np.where(p, a, b), num_operands=3,
        doc="pred ? on_true : on_false, elementwise")
 
+CLAMP_DTYPES = ("bool",) + INTS + FLOATS
+
+
+def clamp_infer(types, attrs, regions):
+    low, x, high = types
+    require_dtype("clamp", x, CLAMP_DTYPES)
+    for bound in (low, high):
+        require(bound.dtype == x.dtype and bound.shape in ((), x.shape),
+                f"clamp: bounds {low} and {high} must be scalars or have the type of the operand {x}")
+    return [x]
+
+
+def clamp(low, x, high):
+    return np.minimum(np.maximum(x, low), high)
+
+
+define("clamp", infer=clamp_infer, reference=quiet(widen_half(clamp)), num_operands=3,
+       doc="operands: min, x, max (scalars or x's shape); min(max(x, min), max), NaN-propagating")
+
 
 def convert(x, *, dtype):
-    """Convert dtypes: float -> int saturates and maps NaN to 0; complex -> real keeps the real part."""
-    target = NUMPY_DTYPES[dtype]
-    if x.dtype.kind == "c" and target.kind != "c":
-        x = x.real
-    if x.dtype.kind == "f" and target.kind in "iu":
-        info = np.iinfo(target)
-        with np.errstate(invalid="ignore"):
-            wide = np.nan_to_num(x.astype(np.float64), nan=0.0)
-            # float64 cannot hold iinfo.max of 64-bit types exactly: saturate by comparison.
-            result = np.clip(wide, info.min, info.max)
-            out = result.astype(target)
-            out = np.where(wide >= float(info.max), info.max, out)
-            out = np.where(wide <= float(info.min), info.min, out)
-        return out.astype(target)
-    if target.kind == "b":
-        return x != 0
+    """XLA's convert: complex -> real keeps the real part, -> bool is x != 0, float -> int saturates
+    (NaN -> 0), int -> int wraps; everything else rounds to nearest."""
+    source, target = dtype_name(x.dtype), NUMPY_DTYPES[dtype]
+    if source in COMPLEXES and dtype not in COMPLEXES:
+        x, source = x.real, COMPLEX_PART[source]
+    if dtype == "bool":
+        return np.asarray(x != 0)
+    if source in FLOATS and dtype in INTS:
+        return saturate_to_int(x.astype(np.float64), target)
     return x.astype(target)
+
+
+def saturate_to_int(wide, target):
+    info = np.iinfo(target)
+    # float(info.max) rounds up to a power of two for 64-bit types: compare, never cast, out of range.
+    low, high = float(info.min), float(info.max)
+    in_range = np.where((wide > low) & (wide < high), wide, 0.0)  # NaN fails both tests: 0
+    out = np.where(wide >= high, info.max, in_range.astype(target))
+    return np.where(wide <= low, info.min, out).astype(target)
 
 
 define("convert", infer=lambda types, attrs, regions: [types[0].with_dtype(attrs["dtype"])],
        reference=quiet(convert), attrs={"dtype": "dtype"}, num_operands=1,
-       doc="element type conversion (float->int saturates, NaN -> 0)")
+       doc="element type conversion (complex -> real keeps the real part, float -> int saturates, NaN -> 0)")
 
 
 def constant_infer(types, attrs, regions):
-    from ..types import dtype_name
     value = attrs["value"]
-    require(value.dtype in (NUMPY_DTYPES[n] for n in NUMPY_DTYPES),
-            f"constant: unsupported dtype {value.dtype}")
+    require(value.dtype in NUMPY_DTYPES.values(), f"constant: unsupported dtype {value.dtype}")
     return [TensorType(dtype_name(value.dtype), tuple(value.shape))]
 
 

@@ -1,8 +1,9 @@
 """Contractions: dot_general and conv_general_dilated, with lax's dimension conventions."""
 import numpy as np
 
-from ..opdef import define, require, require_axes, require_dtype
-from ..types import NUMERIC, NUMPY_DTYPES, TensorType
+from ..opdef import compute_dtype, define, require, require_axes, require_dtype
+from ..types import COMPLEXES, FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType, dtype_name
+from .shape import pad_array
 
 
 def contraction_result_dtype(opname, lhs: TensorType, rhs: TensorType, preferred):
@@ -11,19 +12,12 @@ def contraction_result_dtype(opname, lhs: TensorType, rhs: TensorType, preferred
     if preferred is None:
         return lhs.dtype
     require_dtype(opname, TensorType(preferred, ()), NUMERIC, "preferred_element_type")
-    kinds = lambda d: NUMPY_DTYPES[d].kind
-    require(kinds(preferred) == kinds(lhs.dtype) or (kinds(lhs.dtype) in "iu" and kinds(preferred) in "iu"),
+    family = next(f for f in (INTS, FLOATS, COMPLEXES) if lhs.dtype in f)
+    require(preferred in family,
             f"{opname}: preferred_element_type {preferred} does not fit operands of dtype {lhs.dtype}")
     require(NUMPY_DTYPES[preferred].itemsize >= NUMPY_DTYPES[lhs.dtype].itemsize,
             f"{opname}: preferred_element_type {preferred} is narrower than the operands' {lhs.dtype}")
     return preferred
-
-
-def accumulate_dtype(operand_dtype: np.dtype, result_dtype: np.dtype) -> np.dtype:
-    """Half floats accumulate in f32; otherwise the result dtype is the accumulator."""
-    if result_dtype.kind == "f" and result_dtype.itemsize == 2:
-        return np.dtype(np.float32)
-    return result_dtype
 
 
 def dot_general_infer(types, attrs, regions):
@@ -47,8 +41,8 @@ def dot_general_infer(types, attrs, regions):
 
 
 def dot_general(lhs, rhs, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, preferred_element_type):
-    result_dtype = NUMPY_DTYPES[preferred_element_type or dtype_of(lhs)]
-    wide = accumulate_dtype(lhs.dtype, result_dtype)
+    result_dtype = NUMPY_DTYPES[preferred_element_type or dtype_name(lhs.dtype)]
+    wide = compute_dtype(result_dtype)  # the accumulator
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
     lhs_labels = [next(letters) for _ in range(lhs.ndim)]
     rhs_labels = [next(letters) for _ in range(rhs.ndim)]
@@ -63,11 +57,6 @@ def dot_general(lhs, rhs, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_ba
     with np.errstate(all="ignore"):
         result = np.einsum(spec, lhs.astype(wide), rhs.astype(wide))
     return np.asarray(result).astype(result_dtype)
-
-
-def dtype_of(array):
-    from ..types import dtype_name
-    return dtype_name(array.dtype)
 
 
 define("dot_general", infer=dot_general_infer, reference=dot_general,
@@ -121,20 +110,14 @@ def conv_infer(types, attrs, regions):
 
 def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, lhs_spec, rhs_spec,
                          out_spec, feature_group_count, batch_group_count, preferred_element_type):
-    result_dtype = NUMPY_DTYPES[preferred_element_type or dtype_of(lhs)]
-    wide = accumulate_dtype(lhs.dtype, result_dtype)
+    result_dtype = NUMPY_DTYPES[preferred_element_type or dtype_name(lhs.dtype)]
+    wide = compute_dtype(result_dtype)  # the accumulator
     x = np.transpose(lhs, lhs_spec).astype(wide)      # N, C, spatial...
     w = np.transpose(rhs, rhs_spec).astype(wide)      # O, I, spatial...
     n = x.ndim - 2
-    # Dilate and pad the input (negative padding crops).
-    dilated = np.zeros(x.shape[:2] + tuple((d - 1) * r + 1 if d > 0 else 0 for d, r in zip(x.shape[2:], lhs_dilation)), wide)
-    dilated[(slice(None), slice(None)) + tuple(slice(None, None, r) for r in lhs_dilation)] = x
-    padded = np.zeros(dilated.shape[:2] + tuple(max(d + max(lo, 0) + max(hi, 0), 0)
-                                                for d, (lo, hi) in zip(dilated.shape[2:], padding)), wide)
-    padded[(slice(None), slice(None)) + tuple(slice(max(lo, 0), max(lo, 0) + d)
-                                              for d, (lo, _) in zip(dilated.shape[2:], padding))] = dilated
-    padded = padded[(slice(None), slice(None)) + tuple(slice(-min(lo, 0), padded.shape[2 + i] + min(hi, 0))
-                                                       for i, (lo, hi) in enumerate(padding))]
+    # Dilate and pad the spatial dimensions with zeros (negative padding crops).
+    padded = pad_array(x, 0, [0, 0] + [lo for lo, _ in padding], [0, 0] + [hi for _, hi in padding],
+                       [0, 0] + [r - 1 for r in lhs_dilation])
     out_spatial = [max((p - ((k - 1) * r + 1)) // s + 1, 0) if p >= (k - 1) * r + 1 else 0
                    for p, k, r, s in zip(padded.shape[2:], w.shape[2:], rhs_dilation, window_strides)]
     batch, channels = x.shape[:2]

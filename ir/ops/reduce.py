@@ -4,8 +4,9 @@ f16 and bf16 are accumulated in f32 and rounded once, as the generated kernels w
 """
 import numpy as np
 
-from ..opdef import define, require, require_axes, require_dtype
-from ..types import FLOATS, INTS, NUMERIC, TensorType
+from ..opdef import compute_dtype, define, require, require_axes, require_dtype
+from ..types import FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType
+from .shape import pad_array
 
 REDUCER_DTYPES = {
     "sum": NUMERIC, "prod": NUMERIC,
@@ -36,12 +37,9 @@ def reducer_identity(reducer: str, dtype: np.dtype):
 
 
 def check_reducer(opname, x: TensorType, reducer: str):
-    require(reducer in REDUCER_DTYPES, f"{opname}: unknown reducer {reducer!r}; expected one of {', '.join(REDUCER_DTYPES)}")
+    require(reducer in REDUCER_DTYPES,
+            f"{opname}: unknown reducer {reducer!r}; expected one of {', '.join(REDUCER_DTYPES)}")
     require_dtype(f"{opname} {reducer}", x, REDUCER_DTYPES[reducer])
-
-
-def accumulation_dtype(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.float32) if dtype.kind == "f" and dtype.itemsize == 2 else dtype
 
 
 def reduce_infer(types, attrs, regions):
@@ -52,7 +50,7 @@ def reduce_infer(types, attrs, regions):
 
 
 def reduce(x, *, reducer, axes):
-    wide = x.astype(accumulation_dtype(x.dtype))
+    wide = x.astype(compute_dtype(x.dtype))
     ufunc = REDUCER_UFUNCS[reducer]
     with np.errstate(all="ignore"):
         result = ufunc.reduce(wide, axis=tuple(axes), initial=reducer_identity(reducer, wide.dtype))
@@ -75,9 +73,15 @@ def arg_reduce_infer(name):
     return infer
 
 
-for _name, _fn in [("argmax", np.argmax), ("argmin", np.argmin)]:
-    define(_name, infer=arg_reduce_infer(_name),
-           reference=lambda x, *, axis, index_dtype, _fn=_fn: _fn(x, axis=axis).astype(index_dtype),
+def arg_reduce(select_index):
+    def reference(x, *, axis, index_dtype):
+        # Half floats widen exactly; numpy's argmax/argmin return the first NaN, as XLA does.
+        return np.asarray(select_index(x.astype(compute_dtype(x.dtype)), axis=axis)).astype(NUMPY_DTYPES[index_dtype])
+    return reference
+
+
+for _name, _select_index in [("argmax", np.argmax), ("argmin", np.argmin)]:
+    define(_name, infer=arg_reduce_infer(_name), reference=arg_reduce(_select_index),
            attrs={"axis": "int", "index_dtype": "dtype"}, num_operands=1,
            doc="index of the first extreme element (the first NaN, if any) along axis")
 
@@ -93,7 +97,7 @@ def cumulative_infer(types, attrs, regions):
 
 
 def cumulative(x, *, reducer, axis, reverse):
-    wide = x.astype(accumulation_dtype(x.dtype))
+    wide = x.astype(compute_dtype(x.dtype))
     if reverse:
         wide = np.flip(wide, axis)
     with np.errstate(all="ignore"):
@@ -126,18 +130,11 @@ def reduce_window_infer(types, attrs, regions):
 
 
 def reduce_window(x, *, reducer, window_dimensions, window_strides, padding, base_dilation, window_dilation):
-    wide = x.astype(accumulation_dtype(x.dtype))
+    wide = x.astype(compute_dtype(x.dtype))
     identity = reducer_identity(reducer, wide.dtype)
-    # Base dilation and padding: place x's elements in an identity-filled array.
-    dilated = [(d - 1) * b + 1 if d > 0 else 0 for d, b in zip(x.shape, base_dilation)]
-    padded = np.full([max(d + lo + hi, 0) for d, (lo, hi) in zip(dilated, padding)], identity, wide.dtype)
-    src = tuple(slice(max(-lo, 0), None) for lo, _ in padding)
-    dst_view = padded[tuple(slice(max(lo, 0), None) for lo, _ in padding)]
-    placed = np.full(dilated, identity, wide.dtype)
-    placed[tuple(slice(None, None, b) for b in base_dilation)] = wide
-    placed = placed[src]
-    n = [min(a, b) for a, b in zip(dst_view.shape, placed.shape)]
-    dst_view[tuple(slice(0, k) for k in n)] = placed[tuple(slice(0, k) for k in n)]
+    # Base dilation and padding fill with the identity, which leaves every window's reduction unchanged.
+    padded = pad_array(wide, identity, [lo for lo, _ in padding], [hi for _, hi in padding],
+                       [b - 1 for b in base_dilation])
     (out_type,) = reduce_window_infer([TensorType("f32", x.shape)], dict(
         reducer="sum", window_dimensions=window_dimensions, window_strides=window_strides, padding=padding,
         base_dilation=base_dilation, window_dilation=window_dilation), [])
@@ -146,8 +143,8 @@ def reduce_window(x, *, reducer, window_dimensions, window_strides, padding, bas
     # Accumulate one window offset at a time: a strided view per offset.
     for offset in np.ndindex(*window_dimensions):
         starts = [o * r for o, r in zip(offset, window_dilation)]
-        view = padded[tuple(slice(st, st + (n - 1) * s + 1, s) if n > 0 else slice(0, 0)
-                            for st, n, s in zip(starts, out_type.shape, window_strides))]
+        view = padded[(Ellipsis,) + tuple(slice(st, st + (n - 1) * s + 1, s) if n > 0 else slice(0, 0)
+                                          for st, n, s in zip(starts, out_type.shape, window_strides))]
         with np.errstate(all="ignore"):
             out = ufunc(out, view)
     return out.astype(x.dtype)

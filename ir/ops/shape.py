@@ -1,8 +1,10 @@
 """Data-movement ops: broadcast, reshape, transpose, slices, concatenate, pad, rev, gather, scatter."""
 import numpy as np
 
-from ..opdef import define, require, require_axes, require_dtype, fmt_types
-from ..types import INTS, TensorType
+from ..opdef import compute_dtype, define, fmt_types, require, require_axes, require_dtype
+from ..types import FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType
+
+ALL_DTYPES = tuple(NUMPY_DTYPES)
 
 
 def broadcast_in_dim_infer(types, attrs, regions):
@@ -151,14 +153,19 @@ def pad_infer(types, attrs, regions):
     return [TensorType(x.dtype, shape)]
 
 
+def pad_array(x, fill, low, high, interior):
+    """lax.pad on numpy (also the padding of reduce_window and convolutions): `interior` fill values
+    between neighbours, then `low`/`high` fill values at the edges; negative edges crop."""
+    dilated = [d + max(d - 1, 0) * i for d, i in zip(x.shape, interior)]
+    grown = [max(lo, 0) + d + max(hi, 0) for d, lo, hi in zip(dilated, low, high)]
+    out = np.full(grown, fill, dtype=x.dtype)
+    out[tuple(slice(max(lo, 0), max(lo, 0) + d, i + 1) for lo, d, i in zip(low, dilated, interior))] = x
+    # The leading Ellipsis keeps a 0-d result an array rather than a scalar.
+    return out[(Ellipsis,) + tuple(slice(max(-lo, 0), g + min(hi, 0)) for g, lo, hi in zip(grown, low, high))]
+
+
 def pad(x, value, *, low, high, interior):
-    """lax.pad: interior padding between elements, then edge padding (negative edges crop)."""
-    dilated_shape = [d + max(d - 1, 0) * i for d, i in zip(x.shape, interior)]
-    positive = [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)]
-    out = np.full([d + lo + hi for d, (lo, hi) in zip(dilated_shape, positive)], value, dtype=x.dtype)
-    out[tuple(slice(lo, lo + d, i + 1) for (lo, _), d, i in zip(positive, dilated_shape, interior))] = x
-    crop = tuple(slice(-min(lo, 0), out.shape[k] + min(hi, 0)) for k, (lo, hi) in enumerate(zip(low, high)))
-    return out[crop].copy()
+    return pad_array(x, value, low, high, interior)
 
 
 define("pad", infer=pad_infer, reference=pad, attrs={"low": "ints", "high": "ints", "interior": "ints"},
@@ -187,41 +194,52 @@ def gather_infer(types, attrs, regions):
 def gather(x, indices):
     """result[b..., rest...] = x[indices[b..., 0], ..., indices[b..., k-1], rest...], indices clamped."""
     k = indices.shape[-1]
-    clamped = [np.clip(indices[..., j], 0, max(x.shape[j] - 1, 0)) for j in range(k)]
-    if any(x.shape[j] == 0 for j in range(k)):
-        return np.zeros(indices.shape[:-1] + x.shape[k:], x.dtype)
-    return x[tuple(clamped)].copy()
+    result_shape = indices.shape[:-1] + x.shape[k:]
+    if any(x.shape[j] == 0 for j in range(k)):  # nothing to clamp into: XLA leaves this undefined
+        return np.zeros(result_shape, x.dtype)
+    clamped = tuple(np.clip(indices[..., j], 0, x.shape[j] - 1) for j in range(k))
+    return np.broadcast_to(x[clamped], result_shape).copy()  # broadcast: k = 0 repeats all of x
 
 
 define("gather", infer=gather_infer, reference=gather, num_operands=2,
        doc="indices[..., k] select along x's first k dimensions (clamped in bounds)")
 
 SCATTER_REDUCTIONS = {"set": None, "add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+SCATTER_DTYPES = {"set": ALL_DTYPES, "add": ("bool",) + NUMERIC, "mul": ("bool",) + NUMERIC,
+                  "min": ("bool",) + INTS + FLOATS, "max": ("bool",) + INTS + FLOATS}
 
 
 def scatter_infer(types, attrs, regions):
     x, indices, updates = types
-    require(attrs["reduction"] in SCATTER_REDUCTIONS,
-            f"scatter: reduction {attrs['reduction']!r} is not one of {', '.join(SCATTER_REDUCTIONS)}")
+    reduction = attrs["reduction"]
+    require(reduction in SCATTER_REDUCTIONS,
+            f"scatter: reduction {reduction!r} is not one of {', '.join(SCATTER_REDUCTIONS)}")
+    require_dtype(f"scatter {reduction}", x, SCATTER_DTYPES[reduction])
     (expected,) = gather_infer([x, indices], {}, [])
-    require(updates == expected, f"scatter: updates {updates} must have type {expected} for operand {x} and indices {indices}")
+    require(updates == expected,
+            f"scatter: updates {updates} must have type {expected} for operand {x} and indices {indices}")
     return [x]
 
 
 def scatter(x, indices, updates, *, reduction):
-    """Functional x.at[indices].<reduction>(updates); out-of-bounds updates are dropped, as in JAX."""
-    out = x.copy()
+    """Functional x.at[indices].<reduction>(updates); out-of-bounds updates are dropped, as in JAX.
+    Where indices repeat, `set` keeps the last update; half floats combine in f32."""
+    out = x.astype(compute_dtype(x.dtype))
     k = indices.shape[-1]
-    flat_indices = indices.reshape(-1, k)
-    flat_updates = updates.reshape((-1,) + x.shape[k:])
+    count = int(np.prod(indices.shape[:-1], dtype=np.int64))  # explicit: -1 cannot be inferred from 0 elements
+    flat_indices = indices.reshape(count, k)
+    flat_updates = updates.reshape((count,) + x.shape[k:]).astype(out.dtype)
     in_bounds = np.all((flat_indices >= 0) & (flat_indices < np.array(x.shape[:k], dtype=np.int64)), axis=1)
-    where = tuple(flat_indices[in_bounds].T)
+    # A leading axis of length one makes k = 0 (every update covers all of x) index like k > 0.
+    out = out[np.newaxis]
+    where = (np.zeros(int(in_bounds.sum()), np.int64),) + tuple(flat_indices[in_bounds].T)
     chosen = flat_updates[in_bounds]
     if SCATTER_REDUCTIONS[reduction] is None:
         out[where] = chosen
     else:
-        SCATTER_REDUCTIONS[reduction].at(out, where, chosen)
-    return out
+        with np.errstate(all="ignore"):  # IEEE results (inf * 0 = NaN), integer wrap-around
+            SCATTER_REDUCTIONS[reduction].at(out, where, chosen)
+    return out[0].astype(x.dtype)
 
 
 define("scatter", infer=scatter_infer, reference=scatter, attrs={"reduction": "str"}, num_operands=3,

@@ -1,0 +1,253 @@
+"""cdnajit.lax elementwise functions: one lax name per graph-IR op, with lax's strict typing.
+
+jax.lax does not promote: the arrays given to one function must share a dtype. Weakly typed
+values (Python scalars) are the exception and take the dtype of the others. Shapes must agree
+but for 0-d operands and size-1 dimensions, which broadcast (there is no rank broadcasting).
+"""
+from __future__ import annotations
+
+import enum
+import operator
+
+from ..errors import CdnajitError, TracingTypeError
+from .cnp.base import broadcast_to, convert, dtype_and_weak, shape_of, to_dtype_name
+from .dtypes import is_inexact, is_integer, promote
+from .pytree import tree_map
+from .tracing import Tracer, as_tracer, bind1, constant, located
+
+__all__ = ["RoundingMethod", "convert_element_type", "stop_gradient", "select", "clamp", "integer_pow", "square", "reciprocal",
+           "round", "pow",
+           "neg", "abs", "sign", "floor", "ceil", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt",
+           "tanh", "sinh", "cosh", "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "logistic",
+           "erf", "is_finite", "real", "imag", "conj", "bitwise_not",
+           "add", "sub", "mul", "div", "rem", "max", "min", "atan2", "complex", "bitwise_and", "bitwise_or",
+           "bitwise_xor", "shift_left", "shift_right_logical", "shift_right_arithmetic",
+           "eq", "ne", "lt", "le", "gt", "ge"]
+
+
+# ---- static arguments and lax's strict typing ---------------------------------------------
+
+def static_int(value, what: str) -> int:
+    """A Python int from a static argument; a traced value raises ConcretizationError."""
+    try:
+        return operator.index(value)
+    except CdnajitError:
+        raise
+    except TypeError:
+        raise TracingTypeError(located(f"{what} must be an integer, got {value!r}")) from None
+
+
+def static_ints(values, what: str) -> tuple[int, ...]:
+    try:
+        items = list(values)
+    except TypeError:
+        raise TracingTypeError(located(f"{what} must be a sequence of integers, got {values!r}")) from None
+    return tuple(static_int(v, what) for v in items)
+
+
+def describe(dtype: str, weak: bool) -> str:
+    return f"weakly typed {dtype}" if weak else dtype
+
+
+def strict_dtype(name: str, xs) -> tuple[str, bool]:
+    """The one dtype (and weak flag) of lax.`name`'s operands: weak values take the strong dtype."""
+    typed = [dtype_and_weak(x) for x in xs]
+    strong = sorted({dtype for dtype, weak in typed if not weak})
+    weak_dtypes = {dtype for dtype, weak in typed if weak}
+    target = strong[0] if strong else typed[0][0]
+    fits = all(promote((target, not strong), (dtype, True))[0] == target for dtype in weak_dtypes)
+    if len(strong) > 1 or (not strong and len(weak_dtypes) > 1) or not fits:
+        got = ", ".join(describe(*t) for t in typed)
+        raise TracingTypeError(located(
+            f"lax.{name} requires arguments of one dtype, got {got}; jax.lax does not promote types: convert "
+            f"with lax.convert_element_type"))
+    return target, not strong
+
+
+def strict_shape(name: str, shapes) -> tuple[int, ...]:
+    """lax's broadcasting: 0-d operands and size-1 dimensions broadcast, ranks must agree."""
+    ranked = [tuple(s) for s in shapes if len(s)]
+    if not ranked:
+        return ()
+    if len({len(s) for s in ranked}) > 1:
+        raise TracingTypeError(located(
+            f"lax.{name} requires arrays of one rank (or 0-d), got shapes {', '.join(map(str, ranked))}"))
+    result = []
+    for sizes in zip(*ranked):
+        large = set(sizes) - {1}
+        if len(large) > 1:
+            raise TracingTypeError(located(
+                f"lax.{name} got incompatible shapes {', '.join(map(str, ranked))}"))
+        result.append(large.pop() if large else 1)
+    return tuple(result)
+
+
+def strict_operands(name: str, *xs) -> tuple[list[Tracer], bool]:
+    """Tracers of one dtype and shape for lax.`name`, and whether the result is weakly typed."""
+    dtype, weak = strict_dtype(name, xs)
+    shape = strict_shape(name, [shape_of(x) for x in xs])
+    return [broadcast_to(convert(as_tracer(x), dtype, weak), shape) for x in xs], weak
+
+
+# ---- one function per IR op ------------------------------------------------------------------
+
+def unary_op(op: str, lax_name: str | None = None):
+    lax_name = lax_name or op
+
+    def fn(x):
+        x = as_tracer(x)
+        return bind1(op, [x], weak_type=x.weak_type)
+    fn.__name__ = fn.__qualname__ = lax_name
+    fn.__doc__ = f"jax.lax.{lax_name}: the elementwise `{op}` op."
+    return fn
+
+
+def binary_op(op: str, lax_name: str | None = None, comparison: bool = False):
+    lax_name = lax_name or op
+
+    def fn(x, y):
+        (x, y), weak = strict_operands(lax_name, x, y)
+        return bind1(op, [x, y], weak_type=weak and not comparison)
+    fn.__name__ = fn.__qualname__ = lax_name
+    fn.__doc__ = f"jax.lax.{lax_name}: the elementwise `{op}` op (operands of one dtype)."
+    return fn
+
+
+neg = unary_op("neg")
+abs = unary_op("abs")
+sign = unary_op("sign")
+floor = unary_op("floor")
+ceil = unary_op("ceil")
+exp = unary_op("exp")
+exp2 = unary_op("exp2")
+log = unary_op("log")
+log1p = unary_op("log1p")
+expm1 = unary_op("expm1")
+sqrt = unary_op("sqrt")
+rsqrt = unary_op("rsqrt")
+cbrt = unary_op("cbrt")
+tanh = unary_op("tanh")
+sinh = unary_op("sinh")
+cosh = unary_op("cosh")
+sin = unary_op("sin")
+cos = unary_op("cos")
+tan = unary_op("tan")
+asin = unary_op("asin")
+acos = unary_op("acos")
+atan = unary_op("atan")
+asinh = unary_op("asinh")
+acosh = unary_op("acosh")
+atanh = unary_op("atanh")
+logistic = unary_op("logistic")
+erf = unary_op("erf")
+is_finite = unary_op("is_finite")
+real = unary_op("real")
+imag = unary_op("imag")
+conj = unary_op("conj")
+bitwise_not = unary_op("not", "bitwise_not")
+
+add = binary_op("add")
+sub = binary_op("sub")
+mul = binary_op("mul")
+div = binary_op("div")
+rem = binary_op("rem")
+max = binary_op("max")
+min = binary_op("min")
+atan2 = binary_op("atan2")
+complex = binary_op("complex")
+bitwise_and = binary_op("and", "bitwise_and")
+bitwise_or = binary_op("or", "bitwise_or")
+bitwise_xor = binary_op("xor", "bitwise_xor")
+shift_left = binary_op("shift_left")
+shift_right_logical = binary_op("shift_right_logical")
+shift_right_arithmetic = binary_op("shift_right_arithmetic")
+eq = binary_op("eq", comparison=True)
+ne = binary_op("ne", comparison=True)
+lt = binary_op("lt", comparison=True)
+le = binary_op("le", comparison=True)
+gt = binary_op("gt", comparison=True)
+ge = binary_op("ge", comparison=True)
+
+
+# ---- functions built from several ops -----------------------------------------------------------
+
+def pow(x, y):
+    """jax.lax.pow: x ** y; an integer exponent array may raise an inexact base."""
+    x_dtype, _ = dtype_and_weak(x)
+    y_dtype, y_weak = dtype_and_weak(y)
+    if is_inexact(x_dtype) and is_integer(y_dtype) and not y_weak:
+        y = convert(as_tracer(y), x_dtype)
+    (x, y), weak = strict_operands("pow", x, y)
+    return bind1("pow", [x, y], weak_type=weak)
+
+
+class RoundingMethod(enum.IntEnum):
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
+    """jax.lax.round: halves round away from zero by default, or to even."""
+    x = as_tracer(x)
+    if RoundingMethod(rounding_method) == RoundingMethod.TO_NEAREST_EVEN:
+        return bind1("round", [x], weak_type=x.weak_type)
+    # trunc(x) is exact and so is x - trunc(x): add sign(x) where that fraction is at least a half.
+    truncated = bind1("trunc", [x], weak_type=x.weak_type)
+    half_or_more = ge(abs(sub(x, truncated)), 0.5)
+    return select(half_or_more, add(truncated, sign(x)), truncated)
+
+
+def convert_element_type(operand, new_dtype):
+    """jax.lax.convert_element_type: the result is strongly typed."""
+    return convert(as_tracer(operand), to_dtype_name(new_dtype))
+
+
+def stop_gradient(x):
+    """jax.lax.stop_gradient: the identity on a pytree of arrays (cdnajit does not differentiate)."""
+    return tree_map(as_tracer, x)
+
+
+def select(pred, on_true, on_false):
+    """jax.lax.select: elementwise pred ? on_true : on_false; pred is bool, a scalar pred broadcasts."""
+    pred = as_tracer(pred)
+    if pred.type.dtype != "bool":
+        raise TracingTypeError(located(f"lax.select: the predicate must be bool, got {pred.type}"))
+    (on_true, on_false), weak = strict_operands("select", on_true, on_false)
+    if pred.shape not in ((), on_true.shape):
+        raise TracingTypeError(located(
+            f"lax.select: predicate {pred.type} must be 0-d or match the cases' shape {on_true.type}"))
+    return bind1("select", [broadcast_to(pred, on_true.shape), on_true, on_false], weak_type=weak)
+
+
+def clamp(min_value, x, max_value):
+    """jax.lax.clamp: min(max(x, min_value), max_value) elementwise."""
+    return min(max(x, min_value), max_value)
+
+
+def integer_pow(x, y: int):
+    """jax.lax.integer_pow: x ** y for a static int y, by repeated squaring (as XLA expands it)."""
+    y = static_int(y, "lax.integer_pow exponent")
+    x = as_tracer(x)
+    if y < 0 and not is_inexact(x.type.dtype):
+        raise TracingTypeError(located(
+            f"lax.integer_pow: a negative exponent {y} needs an inexact operand, got {x.type}"))
+    result, power, n = None, x, -y if y < 0 else y
+    while n:
+        if n & 1:
+            result = power if result is None else mul(result, power)
+        n >>= 1
+        if n:
+            power = mul(power, power)
+    if result is None:
+        one = constant(1, x.type.dtype, weak_type=x.weak_type)
+        result = broadcast_to(one, x.shape)
+    return div(1, result) if y < 0 else result
+
+
+def square(x):
+    return integer_pow(x, 2)
+
+
+def reciprocal(x):
+    return integer_pow(x, -1)
+

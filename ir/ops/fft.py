@@ -1,0 +1,49 @@
+"""fft: complex and real fast Fourier transforms over the trailing dimensions, as lax.fft and XLA."""
+import numpy as np
+
+from ..opdef import define, require, require_dtype
+from ..types import COMPLEX_OF, COMPLEX_PART, COMPLEXES, NUMPY_DTYPES, type_of_array
+
+FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
+
+
+def fft_infer(types, attrs, regions):
+    (x,) = types
+    fft_type, lengths = attrs["fft_type"], tuple(attrs["fft_length"])
+    require(fft_type in FFT_TYPES, f"fft: fft_type {fft_type!r} is not one of {', '.join(FFT_TYPES)}")
+    require(1 <= len(lengths) <= min(3, x.ndim) and all(n >= 1 for n in lengths),
+            f"fft: fft_length {list(lengths)} must hold 1 to 3 positive sizes, at most the rank of {x}")
+    trailing = x.shape[x.ndim - len(lengths):]
+    if fft_type == "RFFT":
+        require_dtype("fft RFFT", x, tuple(COMPLEX_OF))
+        expected = lengths
+        result = (COMPLEX_OF[x.dtype], lengths[-1] // 2 + 1)
+    else:
+        require_dtype(f"fft {fft_type}", x, COMPLEXES)
+        if fft_type == "IRFFT":
+            expected = lengths[:-1] + (lengths[-1] // 2 + 1,)
+            result = (COMPLEX_PART[x.dtype], lengths[-1])
+        else:
+            expected = lengths
+            result = (x.dtype, lengths[-1])
+    require(trailing == expected,
+            f"fft {fft_type}: operand {x} must end in dimensions {list(expected)} for fft_length {list(lengths)}")
+    dtype, last = result
+    return [x.with_dtype(dtype).with_shape(x.shape[:-1] + (last,))]
+
+
+NUMPY_FFTS = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn, "IRFFT": np.fft.irfftn}
+
+
+def fft(x, *, fft_type, fft_length):
+    """Computed in double precision, then rounded once to the result dtype."""
+    axes = tuple(range(x.ndim - len(fft_length), x.ndim))
+    wide = x.astype(np.float64 if fft_type == "RFFT" else np.complex128)
+    result = NUMPY_FFTS[fft_type](wide, s=fft_length, axes=axes)
+    (result_type,) = fft_infer([type_of_array(x)], {"fft_type": fft_type, "fft_length": fft_length}, [])
+    return result.astype(NUMPY_DTYPES[result_type.dtype])
+
+
+define("fft", infer=fft_infer, reference=fft, attrs={"fft_type": "str", "fft_length": "ints"}, num_operands=1,
+       doc="FFT and IFFT (normalized by 1/n) of complex data; RFFT real -> complex, last dimension n//2+1; "
+           "IRFFT complex -> real, last dimension fft_length[-1]; over the trailing len(fft_length) dimensions")
