@@ -4,7 +4,7 @@ The functions live in family modules: lax_elementwise (elementwise ops, select, 
 lax_shape (broadcasts, reshapes, slices, pad), lax_contract (dot_general, convolutions),
 lax_reduce (reductions, windows, cumulative scans) and lax_control (loops and branches).
 """
-from . import lax_contract, lax_control, lax_elementwise, lax_reduce, lax_shape
+from . import eager, lax_contract, lax_control, lax_elementwise, lax_reduce, lax_shape
 from .lax_contract import *  # noqa: F401,F403
 from .lax_control import *  # noqa: F401,F403
 from .lax_elementwise import *  # noqa: F401,F403
@@ -13,3 +13,6 @@ from .lax_shape import *  # noqa: F401,F403
 
 __all__ = (lax_elementwise.__all__ + lax_shape.__all__ + lax_contract.__all__ + lax_reduce.__all__
            + lax_control.__all__)
+
+# Called outside jit, every function computes eagerly through the compiler (frontend/eager.py).
+eager.make_namespace_eager(globals(), __all__, host_only={"padtype_to_pads", "conv_dimension_numbers"})

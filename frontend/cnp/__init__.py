@@ -5,6 +5,15 @@ Each family module defines `__all__`; this package re-exports them all.
 from .creation import *  # noqa: F401,F403
 from .dtypes_api import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
-from .linalg import *  # noqa: F401,F403
+from .contractions import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
-from .shape import *  # noqa: F401,F403
+from .shaping import *  # noqa: F401,F403
+from .dtypes_api import __all__ as _dtype_names
+from .. import eager as _eager
+
+ndarray = _eager.ndarray
+
+# Called outside jit, every array function computes eagerly through the compiler (frontend/eager.py).
+# dtype queries and static shape queries answer on the host.
+_eager.make_namespace_eager(globals(), [n for n in dir() if not n.startswith("_")],
+                            host_only=set(_dtype_names) | {"shape", "ndim", "size", "broadcast_shapes", "ndarray"})

@@ -27,7 +27,7 @@ __all__ = ["sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "v
 COMBINE_OP = {"sum": "add", "prod": "mul", "max": "max", "min": "min", "and": "and", "or": "or"}
 
 
-# ---- small builders shared by the functions below (and by linalg.py) ------------------------
+# ---- small builders shared by the functions below (and by contractions.py) ------------------------
 
 def full(value, dtype: str, shape) -> Tracer:
     """A constant `value` of `dtype`, broadcast to `shape`."""
