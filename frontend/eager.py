@@ -91,14 +91,14 @@ class EagerUfunc:
 def make_namespace_eager(namespace: dict, names, host_only: set):
     """Wrap every function and ufunc listed in `names` (but the host-only ones) for eager calls."""
     from .cnp.elementwise import ufunc
+    wrapped = {}  # aliases (amax is max) stay aliases
     for name in names:
         value = namespace[name]
-        if name in host_only or isinstance(value, type):
+        if name in host_only or isinstance(value, type) or not callable(value):
             continue
-        if isinstance(value, ufunc):
-            namespace[name] = EagerUfunc(value)
-        elif callable(value):
-            namespace[name] = eager(value)
+        if id(value) not in wrapped:
+            wrapped[id(value)] = EagerUfunc(value) if isinstance(value, ufunc) else eager(value)
+        namespace[name] = wrapped[id(value)]
 
 
 class ndarray(abc.ABC):
