@@ -1,0 +1,648 @@
+"""Host codegen: a kernel IR `Kernel` -> LLVM IR (built with llvmlite.ir) -> native code.
+
+The execution model of DESIGN.md on a CPU:
+- one LLVM function `wg` runs one workgroup; the entry `run(void** args, i64 first, i64 last)`
+  runs workgroups first..last-1 (linear ids, x fastest), so a thread makes one call per range.
+  `args[i]` points to parameter i: the buffer's first element, or the scalar's value (as
+  hipModuleLaunchKernel's kernelParams do).
+- the body is cut at each barrier and wave op into regions; a region is a counted loop over the
+  workgroup's work-items (the "work-item loop", which LLVM vectorizes); a barrier is simply the
+  end of one loop and the start of the next. A uniform `for`/`if` that holds a cut stays outside
+  the work-item loops: it runs once per workgroup, its bounds or condition evaluated as work-item
+  0 sees them, and its body is again cut into work-item loops.
+- a variable (or private array) used in one region lives in a stack slot that mem2reg turns into
+  registers; one used in several regions lives in a per-work-item array of workgroup size.
+- LDS is one stack block per workgroup; wave ops run per wave over the 64 lanes' values (see
+  `WAVE_OP_LOWERINGS`, where issue 5's MFMA plugs in).
+- f16/bf16 values live in f32 registers, rounded after each operation; bool is i1 (i8 in memory).
+"""
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+from ..ir.kernel import (WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer, If,
+                         Kernel, Let, Load, Math, ScalarParam, Select, Special, Store, Unary, Var, WaveOp,
+                         WaveReduce, WaveShuffle, contains_cut)
+from ..ir.kernel_verifier import sub_expressions, verify_kernel
+from ..ir.types import FLOATS, SIGNED_INTS, UNSIGNED_INTS
+from . import mathlib
+
+ENTRY = "run"
+I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
+F32, F64, PTR = ir.FloatType(), ir.DoubleType(), ir.PointerType()
+# How a dtype is held in registers and in memory.
+REGISTER_TYPES = {"bool": I1, "i8": I8, "i16": I16, "i32": I32, "i64": I64, "u8": I8, "u16": I16, "u32": I32,
+                  "u64": I64, "f16": F32, "bf16": F32, "f32": F32, "f64": F64}
+MEMORY_TYPES = {**REGISTER_TYPES, "bool": I8, "f16": I16, "bf16": I16}
+HALF_FLOATS = ("f16", "bf16")
+
+
+def is_float(dtype): return dtype in FLOATS
+def is_signed(dtype): return dtype in SIGNED_INTS
+
+
+# ---- region planning --------------------------------------------------------------------
+
+def variables_in(expr: Expr, out: set) -> set:
+    """Add to `out` the (name, dtype) of every variable and the name of every private array read."""
+    if isinstance(expr, Var):
+        out.add((expr.name, expr.dtype))
+    elif isinstance(expr, Load) and expr.buffer.space == "private":
+        out.add(expr.buffer.name)
+    for sub in sub_expressions(expr):
+        variables_in(sub, out)
+    return out
+
+
+def statement_names(stmts, out: set) -> set:
+    """Every variable and private array a list of cut-free statements defines or reads."""
+    for stmt in stmts:
+        if isinstance(stmt, (Let, Assign)):
+            out.add((stmt.var.name, stmt.var.dtype))
+            variables_in(stmt.value, out)
+        elif isinstance(stmt, Store):
+            if stmt.buffer.space == "private":
+                out.add(stmt.buffer.name)
+            variables_in(stmt.index, out)
+            variables_in(stmt.value, out)
+        elif isinstance(stmt, For):
+            out.add((stmt.var.name, stmt.var.dtype))
+            for e in (stmt.start, stmt.stop, stmt.step):
+                variables_in(e, out)
+            statement_names(stmt.body, out)
+        elif isinstance(stmt, If):
+            variables_in(stmt.cond, out)
+            statement_names(stmt.then, out)
+            statement_names(stmt.orelse, out)
+    return out
+
+
+def split_regions(stmts):
+    """Split a block into runs of cut-free statements and the statements that hold a cut:
+    yields ("items", [stmts]) and ("cut", stmt) in order."""
+    run = []
+    for stmt in stmts:
+        if contains_cut([stmt]):
+            if run:
+                yield "items", run
+                run = []
+            yield "cut", stmt
+        else:
+            run.append(stmt)
+    if run:
+        yield "items", run
+
+
+class StoragePlan:
+    """Which variables and private arrays cross a cut (and so need per-work-item arrays), and
+    which are loop variables of workgroup-level loops (one value per workgroup)."""
+
+    def __init__(self, kernel: Kernel):
+        self.regions_of: dict = {}
+        self.workgroup_level: set = set()
+        self.wave_results: set = set()
+        self.count = 1  # region 0 is the workgroup level: bounds and conditions of cut-holding statements
+        self.plan(kernel.body)
+        crossing = {name for name, regions in self.regions_of.items() if len(regions) > 1}
+        self.per_item = (crossing | self.wave_results) - self.workgroup_level
+
+    def note(self, names, region):
+        for name in names:
+            self.regions_of.setdefault(name, set()).add(region)
+
+    def new_region(self, names):
+        self.note(names, self.count)
+        self.count += 1
+
+    def plan(self, stmts):
+        for kind, part in split_regions(stmts):
+            if kind == "items":
+                self.new_region(statement_names(part, set()))
+            elif isinstance(part, WaveOp):
+                names = set()
+                for expr in part.reads():
+                    variables_in(expr, names)
+                results = {(v.name, v.dtype) for v in part.defines()}
+                # A wave op writes every lane's result at once: its results live in per-work-item arrays.
+                self.wave_results |= results
+                self.new_region(names | results)
+            elif isinstance(part, For):
+                self.workgroup_level.add((part.var.name, part.var.dtype))
+                self.note(set().union(*(variables_in(e, set()) for e in (part.start, part.stop, part.step))), 0)
+                self.plan(part.body)
+            elif isinstance(part, If):
+                self.note(variables_in(part.cond, set()), 0)
+                self.plan(part.then)
+                self.plan(part.orelse)
+
+
+# ---- the workgroup function -------------------------------------------------------------
+
+class HostKernelBuilder:
+    """Builds the LLVM module of one kernel: `wg` (one workgroup) and the `run` entry."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.module = ir.Module(name=kernel.name)
+        self.module.triple = llvm.get_process_triple()
+        self.plan = StoragePlan(kernel)
+        self.items = kernel.workgroup_items
+        self.storage: dict = {}       # (name, dtype) or private name -> (alloca, per_item)
+        self.set_item(None)           # the i64 linear work-item index being generated (None: workgroup level)
+
+    # -- small helpers --
+
+    def const(self, dtype, value):
+        return ir.Constant(REGISTER_TYPES[dtype], value)
+
+    def entry_alloca(self, type_, count=None, name=""):
+        """An alloca in the entry block (static, so LLVM promotes or hoists it)."""
+        with self.b.goto_block(self.fn.entry_basic_block):
+            if self.fn.entry_basic_block.instructions:
+                self.b.position_before(self.fn.entry_basic_block.instructions[0])
+            slot = self.b.alloca(type_, size=None if count is None else ir.Constant(I64, count), name=name)
+            slot.align = 16
+        return slot
+
+    def counted_loop(self, start, stop, step, body, signed=True, name="loop"):
+        """for (i = start; i < stop; i += step) body(i), with a phi counter."""
+        b = self.b
+        before = b.block
+        head = self.fn.append_basic_block(name + ".head")
+        loop = self.fn.append_basic_block(name + ".body")
+        done = self.fn.append_basic_block(name + ".done")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(start.type, name=name + ".i")
+        i.add_incoming(start, before)
+        compare = b.icmp_signed if signed else b.icmp_unsigned
+        b.cbranch(compare("<", i, stop), loop, done)
+        b.position_at_end(loop)
+        body(i)
+        i.add_incoming(b.add(i, step), b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    def set_item(self, index):
+        """Generate code for work-item `index` (an i64 value), or for the workgroup level (None)."""
+        self.item_index, self.item_ids_cache = index, {}
+
+    def item_loop(self, body):
+        """body() once per work-item of the workgroup: the work-item loop that LLVM vectorizes."""
+        def at(i):
+            self.set_item(i)
+            body()
+        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, self.items), ir.Constant(I64, 1), at, name="item")
+        self.set_item(None)
+
+    def for_each_lane(self, wave, body):
+        """body(lane) for each of the 64 lanes of wave `wave` (an i64), with the lane's work-item set."""
+        def at(lane):
+            self.set_item(self.b.add(self.b.mul(wave, ir.Constant(I64, WAVE_SIZE)), lane))
+            body(lane)
+        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, WAVE_SIZE), ir.Constant(I64, 1), at, name="lane")
+        self.set_item(None)
+
+    def for_each_wave(self, body):
+        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, self.items // WAVE_SIZE), ir.Constant(I64, 1), body,
+                          name="wave")
+
+    # -- storage --
+
+    def slot(self, key, dtype, count=1):
+        """The storage of a variable or private array: (pointer, per_item)."""
+        if key not in self.storage:
+            per_item = key in self.plan.per_item
+            type_ = (REGISTER_TYPES if count == 1 else MEMORY_TYPES)[dtype]
+            total = count * (self.items if per_item else 1)
+            self.storage[key] = (self.entry_alloca(type_, total if total > 1 else None, name=str(key)), per_item)
+        return self.storage[key]
+
+    def current_item(self):
+        return self.item_index if self.item_index is not None else ir.Constant(I64, 0)
+
+    def variable_pointer(self, var: Var):
+        pointer, per_item = self.slot((var.name, var.dtype), var.dtype)
+        if per_item:
+            return self.b.gep(pointer, [self.current_item()], source_etype=REGISTER_TYPES[var.dtype])
+        return pointer
+
+    def read_var(self, var: Var):
+        return self.b.load(self.variable_pointer(var), typ=REGISTER_TYPES[var.dtype])
+
+    def write_var(self, var: Var, value):
+        self.b.store(value, self.variable_pointer(var))
+
+    def index64(self, expr):
+        value = self.expr(expr)
+        if value.type.width == 64:
+            return value
+        return self.b.zext(value, I64) if expr.dtype in UNSIGNED_INTS else self.b.sext(value, I64)
+
+    def element_pointer(self, buffer, index_expr):
+        index = self.index64(index_expr)
+        memory = MEMORY_TYPES[buffer.dtype]
+        if buffer.space == "global":
+            return self.b.gep(self.buffer_args[buffer.name], [index], source_etype=memory)
+        if buffer.space == "lds":
+            return self.b.gep(self.lds_pointers[buffer.name], [index], source_etype=memory)
+        pointer, per_item = self.slot(buffer.name, buffer.dtype, buffer.count)
+        if per_item:  # element-major, so consecutive work-items touch consecutive addresses
+            index = self.b.add(self.b.mul(index, ir.Constant(I64, self.items)), self.current_item())
+        return self.b.gep(pointer, [index], source_etype=memory)
+
+    # -- conversions between memory and registers, and f16/bf16 rounding --
+
+    def from_memory(self, dtype, value):
+        b = self.b
+        if dtype == "bool":
+            return b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
+        if dtype == "f16":
+            return b.fpext(b.bitcast(value, ir.HalfType()), F32)
+        if dtype == "bf16":
+            return b.bitcast(b.shl(b.zext(value, I32), ir.Constant(I32, 16)), F32)
+        return value
+
+    def to_memory(self, dtype, value):
+        """Register value -> memory value; f16/bf16 registers already hold rounded values."""
+        b = self.b
+        if dtype == "bool":
+            return b.zext(value, I8)
+        if dtype == "f16":
+            return b.bitcast(b.fptrunc(value, ir.HalfType()), I16)
+        if dtype == "bf16":
+            return b.trunc(b.lshr(b.bitcast(value, I32), ir.Constant(I32, 16)), I16)
+        return value
+
+    def round_to(self, dtype, value):
+        """Round an f32 register value to f16/bf16 precision (round to nearest even; NaN stays NaN)."""
+        b = self.b
+        if dtype == "f16":
+            return b.fpext(b.fptrunc(value, ir.HalfType()), F32)
+        if dtype != "bf16":
+            return value
+        bits = b.bitcast(value, I32)
+        odd = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+        rounded = b.add(bits, b.add(ir.Constant(I32, 0x7FFF), odd))
+        quiet_nan = b.or_(bits, ir.Constant(I32, 0x400000))
+        is_nan = b.fcmp_unordered("uno", value, value)
+        bits = b.and_(b.select(is_nan, quiet_nan, rounded), ir.Constant(I32, 0xFFFF0000))
+        return b.bitcast(bits, F32)
+
+    # -- expressions --
+
+    def expr(self, e: Expr):
+        method = getattr(self, "expr_" + type(e).__name__.lower(), None)
+        if method is None:
+            raise NotImplementedError(f"host codegen: expression {type(e).__name__}")
+        return method(e)
+
+    def expr_const(self, e: Const):
+        value = e.value
+        if e.dtype in UNSIGNED_INTS and value >= 2 ** (REGISTER_TYPES[e.dtype].width - 1):
+            value -= 2 ** REGISTER_TYPES[e.dtype].width
+        return self.const(e.dtype, value)
+
+    def expr_var(self, e: Var):
+        return self.read_var(e)
+
+    def expr_scalarparam(self, e: ScalarParam):
+        return self.scalar_args[e.name]
+
+    def expr_special(self, e: Special):
+        if e.kind == "workgroup_id":
+            return self.workgroup_ids[e.dim]
+        if e.kind == "workgroup_size":
+            return ir.Constant(I32, self.kernel.workgroup_size[e.dim])
+        if e.kind == "num_workgroups":
+            return ir.Constant(I32, self.kernel.grid[e.dim])
+        return self.workitem_id(e.dim)
+
+    def workitem_id(self, dim):
+        """Local id along dim from the linear index (x fastest): constant divisors, so shifts for powers of 2."""
+        if dim not in self.item_ids_cache:
+            sx, sy, _ = self.kernel.workgroup_size
+            value = self.current_item()
+            stride = (1, sx, sx * sy)[dim]
+            extent = self.kernel.workgroup_size[dim]
+            if stride > 1:
+                value = self.b.udiv(value, ir.Constant(I64, stride))
+            if stride * extent < self.items:
+                value = self.b.urem(value, ir.Constant(I64, extent))
+            self.item_ids_cache[dim] = self.b.trunc(value, I32)
+        return self.item_ids_cache[dim]
+
+    def expr_load(self, e: Load):
+        pointer = self.element_pointer(e.buffer, e.index)
+        return self.from_memory(e.dtype, self.b.load(pointer, typ=MEMORY_TYPES[e.dtype]))
+
+    def expr_unary(self, e: Unary):
+        x = self.expr(e.x)
+        if e.op == "not":
+            return self.b.not_(x)
+        return self.b.fneg(x) if is_float(e.dtype) else self.b.neg(x)
+
+    def expr_select(self, e: Select):
+        return self.b.select(self.expr(e.cond), self.expr(e.on_true), self.expr(e.on_false))
+
+    def expr_compare(self, e: Compare):
+        a, b = self.expr(e.a), self.expr(e.b)
+        symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[e.op]
+        if is_float(e.a.dtype):  # ordered, but != is true when either side is NaN (as numpy)
+            return (self.b.fcmp_unordered if e.op == "ne" else self.b.fcmp_ordered)(symbol, a, b)
+        return (self.b.icmp_signed if is_signed(e.a.dtype) else self.b.icmp_unsigned)(symbol, a, b)
+
+    def expr_binary(self, e: Binary):
+        a, b = self.expr(e.a), self.expr(e.b)
+        dtype = e.dtype
+        if is_float(dtype):
+            return self.round_to(dtype, self.float_binary(e.op, a, b))
+        return self.int_binary(e.op, a, b, is_signed(dtype))
+
+    def float_binary(self, op, a, b):
+        bld = self.b
+        if op in ("max", "min"):  # NaN-propagating, as numpy.maximum / minimum
+            wins = bld.fcmp_ordered(">" if op == "max" else "<", a, b)
+            return bld.select(bld.or_(wins, bld.fcmp_unordered("uno", a, a)), a, b)
+        return {"add": bld.fadd, "sub": bld.fsub, "mul": bld.fmul, "div": bld.fdiv, "rem": bld.frem}[op](a, b)
+
+    def int_binary(self, op, a, b, signed):
+        bld = self.b
+        zero, ones = ir.Constant(a.type, 0), ir.Constant(a.type, -1)
+        simple = {"add": bld.add, "sub": bld.sub, "mul": bld.mul, "and": bld.and_, "or": bld.or_, "xor": bld.xor}
+        if op in simple:
+            return simple[op](a, b)
+        if op in ("max", "min"):
+            compare = bld.icmp_signed if signed else bld.icmp_unsigned
+            return bld.select(compare(">" if op == "max" else "<", a, b), a, b)
+        if op in ("div", "rem"):
+            # The graph IR's values where C is undefined: x/0 = -1 (all ones), x%0 = x, MIN/-1 = MIN.
+            by_zero = bld.icmp_unsigned("==", b, zero)
+            undefined = bld.or_(by_zero, bld.icmp_unsigned("==", b, ones)) if signed else by_zero
+            safe = bld.select(undefined, ir.Constant(a.type, 1), b)
+            if op == "rem":
+                return bld.select(by_zero, a, (bld.srem if signed else bld.urem)(a, safe))
+            quotient = (bld.sdiv if signed else bld.udiv)(a, safe)
+            if signed:
+                quotient = bld.select(bld.icmp_unsigned("==", b, ones), bld.neg(a), quotient)
+            return bld.select(by_zero, ones, quotient)
+        in_range = bld.icmp_unsigned("<", b, ir.Constant(a.type, a.type.width))
+        amount = bld.select(in_range, b, zero)
+        if op == "shift_left":
+            return bld.select(in_range, bld.shl(a, amount), zero)
+        if op == "shift_right_logical":
+            return bld.select(in_range, bld.lshr(a, amount), zero)
+        return bld.ashr(a, bld.select(in_range, b, ir.Constant(a.type, a.type.width - 1)))
+
+    def expr_cast(self, e: Cast):
+        return self.convert(self.expr(e.x), e.x.dtype, e.dtype)
+
+    def convert(self, x, source, target):
+        """The graph IR's `convert`: float -> int saturates with NaN -> 0; to bool is x != 0."""
+        b = self.b
+        to_type = REGISTER_TYPES[target]
+        if source == target:
+            return x
+        if target == "bool":
+            if is_float(source):
+                return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
+            return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+        if is_float(target):
+            if is_float(source):
+                if x.type != to_type:
+                    x = b.fpext(x, to_type) if x.type == F32 else b.fptrunc(x, to_type)
+            else:
+                x = (b.sitofp if is_signed(source) else b.uitofp)(x, to_type)
+            return self.round_to(target, x)
+        if is_float(source):
+            return mathlib.float_to_int(b, x, to_type, is_signed(target))
+        if to_type.width == x.type.width:
+            return x
+        if to_type.width < x.type.width:
+            return b.trunc(x, to_type)
+        return (b.sext if is_signed(source) else b.zext)(x, to_type)
+
+    def expr_math(self, e: Math):
+        args = [self.expr(a) for a in e.args]
+        dtype = e.args[0].dtype
+        if e.fn in ("abs", "sign") and not is_float(dtype):
+            return self.int_abs_sign(e.fn, args[0], is_signed(dtype))
+        result = mathlib.call(self.b, e.fn, args)
+        return result if e.fn == "is_finite" else self.round_to(dtype, result)
+
+    def int_abs_sign(self, fn, x, signed):
+        b = self.b
+        zero = ir.Constant(x.type, 0)
+        if fn == "abs":
+            return b.select(b.icmp_signed("<", x, zero), b.neg(x), x) if signed else x
+        positive = b.zext(b.icmp_signed(">", x, zero) if signed else b.icmp_unsigned(">", x, zero), x.type)
+        negative = b.zext(b.icmp_signed("<", x, zero), x.type) if signed else zero
+        return b.sub(positive, negative)
+
+    # -- statements inside a work-item loop --
+
+    def statements(self, stmts):
+        for stmt in stmts:
+            self.statement(stmt)
+
+    def statement(self, s):
+        b = self.b
+        if isinstance(s, (Let, Assign)):
+            self.write_var(s.var, self.expr(s.value))
+        elif isinstance(s, Store):
+            value = self.to_memory(s.buffer.dtype, self.expr(s.value))
+            b.store(value, self.element_pointer(s.buffer, s.index))
+        elif isinstance(s, For):
+            stop, step = self.expr(s.stop), self.expr(s.step)
+            self.counted_loop(self.expr(s.start), stop, step,
+                              lambda i: (self.write_var(s.var, i), self.statements(s.body)),
+                              signed=is_signed(s.var.dtype), name="for." + s.var.name)
+        elif isinstance(s, If):
+            with b.if_else(self.expr(s.cond)) as (then, orelse):
+                with then:
+                    self.statements(s.then)
+                with orelse:
+                    self.statements(s.orelse)
+        else:
+            raise NotImplementedError(f"host codegen: statement {type(s).__name__} inside a work-item loop")
+
+    # -- the workgroup level: regions, cuts and uniform control --
+
+    def workgroup_block(self, stmts):
+        for kind, part in split_regions(stmts):
+            if kind == "items":
+                self.item_loop(lambda: self.statements(part))
+            elif isinstance(part, Barrier):
+                pass  # the end of one work-item loop and the start of the next is the barrier
+            elif isinstance(part, WaveOp):
+                lower = WAVE_OP_LOWERINGS.get(type(part))
+                if lower is None:
+                    raise NotImplementedError(f"host codegen: no lowering for wave op {type(part).__name__}")
+                lower(self, part)
+            elif isinstance(part, For):  # uniform: bounds as work-item 0 sees them
+                start, stop, step = (self.expr(e) for e in (part.start, part.stop, part.step))
+                self.counted_loop(start, stop, step,
+                                  lambda i: (self.write_var(part.var, i), self.workgroup_block(part.body)),
+                                  signed=is_signed(part.var.dtype), name="ufor." + part.var.name)
+            elif isinstance(part, If):
+                with self.b.if_else(self.expr(part.cond)) as (then, orelse):
+                    with then:
+                        self.workgroup_block(part.then)
+                    with orelse:
+                        self.workgroup_block(part.orelse)
+
+    def build(self) -> ir.Module:
+        k = self.kernel
+        params = [PTR if isinstance(p, GlobalBuffer) else REGISTER_TYPES[p.dtype] for p in k.params]
+        self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params + [I32, I32, I32]), name="wg")
+        self.fn.linkage = "internal"
+        self.buffer_args, self.scalar_args = {}, {}
+        for param, arg in zip(k.params, self.fn.args):
+            arg.name = param.name
+            if isinstance(param, GlobalBuffer):
+                # Valid: the runtime never passes a written buffer that overlaps another parameter.
+                arg.add_attribute("noalias")
+                self.buffer_args[param.name] = arg
+            else:
+                self.scalar_args[param.name] = arg
+        self.workgroup_ids = self.fn.args[len(k.params):]
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.lds_pointers = {}
+        if k.lds:
+            block = self.entry_alloca(I8, k.lds_bytes, name="lds")
+            for buffer in k.lds:
+                offset = ir.Constant(I64, k.lds_offsets()[buffer.name])
+                start = self.b.gep(block, [offset], source_etype=I8)
+                self.lds_pointers[buffer.name] = self.b.bitcast(start, MEMORY_TYPES[buffer.dtype].as_pointer())
+        self.workgroup_block(k.body)
+        self.b.ret_void()
+        self.build_entry()
+        return self.module
+
+    def build_entry(self):
+        """`run(void** args, i64 first, i64 last)`: unpack the arguments, loop over workgroups."""
+        k = self.kernel
+        run = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name=ENTRY)
+        args_pointer, first, last = run.args
+        self.fn, self.b = run, ir.IRBuilder(run.append_basic_block("entry"))
+        values = []
+        for i, param in enumerate(k.params):
+            slot = self.b.load(self.b.gep(args_pointer, [ir.Constant(I64, i)], source_etype=PTR), typ=PTR)
+            if isinstance(param, GlobalBuffer):
+                values.append(slot)
+            else:
+                values.append(self.from_memory(param.dtype, self.b.load(slot, typ=MEMORY_TYPES[param.dtype])))
+        gx, gy, _ = k.grid
+
+        def one_workgroup(linear):
+            gx1, gy1 = max(gx, 1), max(gy, 1)  # an empty grid never runs, but must still compile
+            ids = [self.b.urem(linear, ir.Constant(I64, gx1)),
+                   self.b.urem(self.b.udiv(linear, ir.Constant(I64, gx1)), ir.Constant(I64, gy1)),
+                   self.b.udiv(linear, ir.Constant(I64, gx1 * gy1))]
+            self.b.call(wg_function, values + [self.b.trunc(v, I32) for v in ids])
+
+        wg_function = self.module.globals["wg"]
+        self.counted_loop(first, last, ir.Constant(I64, 1), one_workgroup, name="workgroup")
+        self.b.ret_void()
+
+
+# ---- wave ops -----------------------------------------------------------------------------
+
+def lower_wave_reduce(kb: HostKernelBuilder, op: WaveReduce):
+    """Per wave: gather the 64 lanes' values, combine them as the xor butterfly does (pairwise:
+    v[:32] op v[32:], then halves again), write the result to every lane."""
+    b, dtype = kb.b, op.value.dtype
+    lanes = kb.entry_alloca(REGISTER_TYPES[dtype], WAVE_SIZE, name="wave." + op.dest.name)
+    element = lambda lane: b.gep(lanes, [lane], source_etype=REGISTER_TYPES[dtype])
+
+    def wave(w):
+        kb.for_each_lane(w, lambda lane: b.store(kb.expr(op.value), element(lane)))
+        values = [b.load(element(ir.Constant(I64, lane)), typ=REGISTER_TYPES[dtype]) for lane in range(WAVE_SIZE)]
+        reduce_op = "add" if op.op == "sum" else op.op
+        while len(values) > 1:
+            half = len(values) // 2
+            values = [kb.float_binary(reduce_op, values[i], values[i + half]) if is_float(dtype)
+                      else kb.int_binary(reduce_op, values[i], values[i + half], is_signed(dtype))
+                      for i in range(half)]
+        result = kb.round_to(dtype, values[0])  # f16/bf16 combined in f32, rounded once
+        kb.for_each_lane(w, lambda lane: kb.write_var(op.dest, result))
+
+    kb.for_each_wave(wave)
+
+
+def lower_wave_shuffle(kb: HostKernelBuilder, op: WaveShuffle):
+    """Per wave: gather the lanes' values, then lane l reads the value of lane src_lane(l) % 64."""
+    b, dtype = kb.b, op.value.dtype
+    lanes = kb.entry_alloca(REGISTER_TYPES[dtype], WAVE_SIZE, name="wave." + op.dest.name)
+    element = lambda lane: b.gep(lanes, [lane], source_etype=REGISTER_TYPES[dtype])
+
+    def wave(w):
+        kb.for_each_lane(w, lambda lane: b.store(kb.expr(op.value), element(lane)))
+
+        def read(lane):
+            source = b.and_(kb.index64(op.src_lane), ir.Constant(I64, WAVE_SIZE - 1))
+            kb.write_var(op.dest, b.load(element(source), typ=REGISTER_TYPES[dtype]))
+        kb.for_each_lane(w, read)
+
+    kb.for_each_wave(wave)
+
+
+# Host lowering of each wave op class: lower(builder, op) emits code at the workgroup level.
+WAVE_OP_LOWERINGS = {WaveReduce: lower_wave_reduce, WaveShuffle: lower_wave_shuffle}
+
+
+def register_wave_op(cls, lower) -> None:
+    """Add the host lowering of a new WaveOp subclass (the extension point for MFMA)."""
+    WAVE_OP_LOWERINGS[cls] = lower
+
+
+# ---- compiling --------------------------------------------------------------------------
+
+def llvm_module(kernel: Kernel, verify: bool = True) -> ir.Module:
+    """The unoptimised LLVM module of a kernel."""
+    if verify:
+        verify_kernel(kernel)
+    return HostKernelBuilder(kernel).build()
+
+
+_compile_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def target_machine() -> llvm.TargetMachine:
+    """The host CPU's target machine, at O3 with every feature of this CPU."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+                                        opt=3, codemodel="jitdefault")
+
+
+def optimize(module: ir.Module) -> llvm.ModuleRef:
+    """Parse, verify and optimise at O3 (loop and SLP vectorizers on)."""
+    tm = target_machine()
+    with _compile_lock:
+        parsed = llvm.parse_assembly(str(module))
+        parsed.verify()
+        options = llvm.create_pipeline_tuning_options(speed_level=3)
+        options.loop_vectorization = True
+        options.slp_vectorization = True
+        builder = llvm.create_pass_builder(tm, options)
+        builder.getModulePassManager().run(parsed, builder)
+        return parsed
+
+
+def optimized_llvm_ir(kernel: Kernel) -> str:
+    return str(optimize(llvm_module(kernel)))
+
+
+def compile_object(kernel: Kernel) -> bytes:
+    """The kernel as a host object file whose symbol `run` is the entry."""
+    optimized = optimize(llvm_module(kernel))
+    with _compile_lock:
+        return target_machine().emit_object(optimized)
+

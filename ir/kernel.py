@@ -1,0 +1,519 @@
+"""Kernel IR: one structured SIMT program, written per work-item, as a HIP kernel is.
+
+The graph->kernel lowering and the libraries emit this IR; codegen/host.py lowers it to the CPU
+and the AMDGPU backend lowers the very same objects to gfx9 code. DESIGN.md ("Kernel IR and the
+execution model") is the specification; this module is the data model, printed by
+`ir/kernel_printer.py` and checked by `ir/kernel_verifier.py`.
+
+Building a kernel (an elementwise `y = exp(x)` over n elements, with a tail):
+
+    from cdnajit.ir import kernel as K
+    x = K.GlobalBuffer("x", "f32", n, readonly=True)
+    y = K.GlobalBuffer("y", "f32", n)
+    i = K.Var("i", "i32")
+    body = [K.Let(i, K.workgroup_id(0) * 64 + K.workitem_id(0)),
+            K.If(i < n, [K.Store(y, i, K.exp(x[i]))])]
+    kernel = K.Kernel("exp", params=[x, y], grid=(-(-n // 64),), workgroup_size=(64,), body=body)
+    K.verify(kernel); print(kernel)
+
+Semantics
+- Every work-item of every workgroup runs `body`. Variables (`Var`) are per-work-item mutable
+  locals, block scoped as in C: `Let` defines one, `Assign` changes it.
+- Memory: global buffers (the kernel's buffer parameters, `count` elements each), LDS buffers
+  (one per workgroup, shared by its work-items) and private arrays (one per work-item).
+  Indices are element indices of any integer dtype; out-of-range access is undefined.
+- Expressions are typed scalar trees; `Expr.dtype` is their dtype. Python numbers combine with
+  an expression as weakly typed constants of the expression's dtype (`i + 1`, `x * 0.5`).
+  `==`/`!=` keep Python's meaning (identity); compare with `.eq()` / `.ne()`.
+- f16 and bf16 values are computed in f32 and rounded to their dtype after every operation,
+  so a kernel gives the same bits as the graph interpreter, which rounds after each op.
+  Integer arithmetic wraps; integer division follows the graph IR's `div`/`rem` (x/0 = -1,
+  x%0 = x); float->int casts saturate and map NaN to 0, as the graph IR's `convert`.
+- `For(var, start, stop, step)` runs var = start, start+step, ... while var < stop (step > 0).
+  `uniform=True` on a `For` or `If` promises every work-item of the workgroup takes the same
+  path; only then may its body hold a `Barrier` or a wave op (the verifier checks both).
+- Wave ops (`WaveOp` subclasses) are collective over the 64 lanes of a wave (lane = linear
+  work-item id % 64). `WaveReduce` combines with a xor butterfly, offsets 32, 16, ..., 1
+  (lane l takes op(v[l], v[l ^ offset]) at each step), so every lane holds the same result,
+  identical to a pairwise tree v[:32] op v[32:], then [:16] op [16:32], ...; f16/bf16 values are
+  combined in f32 and rounded once. `WaveShuffle` reads `value` from lane `src_lane % 64` of
+  the same wave (HIP's `__shfl`).
+
+Extension point for wave-level matrix ops (MFMA, issue 5): subclass `WaveOp`, list the Vars it
+defines in `defines()` and the per-lane expressions it reads in `reads()`, give the verifier its
+type rule in `check(error)`, and register a host lowering with
+`codegen.host.register_wave_op(cls, lower)` (the lowering sees all 64 lanes' values at once).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from .types import FLOATS, INTS, NUMPY_DTYPES, SIGNED_INTS, UNSIGNED_INTS
+
+DTYPES = ("bool",) + INTS + FLOATS
+WAVE_SIZE = 64
+
+
+# ---- expressions ------------------------------------------------------------------------
+
+def as_expr(value, dtype: str) -> "Expr":
+    """`value` if it is an expression, else a constant of `dtype` (weak typing of Python numbers)."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, (bool, int, float, np.number, np.bool_)):
+        return Const(value, dtype)
+    raise TypeError(f"kernel IR: cannot use {value!r} of type {type(value).__name__} as an expression")
+
+
+class Expr:
+    """A typed scalar expression. Subclasses are frozen dataclasses with a `dtype`."""
+    dtype: str
+
+    def _binary(self, op, other, swap=False):
+        other = as_expr(other, self.dtype)
+        return Binary(op, other, self) if swap else Binary(op, self, other)
+
+    def __add__(self, other): return self._binary("add", other)
+    def __radd__(self, other): return self._binary("add", other, swap=True)
+    def __sub__(self, other): return self._binary("sub", other)
+    def __rsub__(self, other): return self._binary("sub", other, swap=True)
+    def __mul__(self, other): return self._binary("mul", other)
+    def __rmul__(self, other): return self._binary("mul", other, swap=True)
+    def __truediv__(self, other): return self._binary("div", other)
+    def __rtruediv__(self, other): return self._binary("div", other, swap=True)
+    def __mod__(self, other): return self._binary("rem", other)
+    def __and__(self, other): return self._binary("and", other)
+    def __or__(self, other): return self._binary("or", other)
+    def __xor__(self, other): return self._binary("xor", other)
+    def __lshift__(self, other): return self._binary("shift_left", other)
+
+    def __rshift__(self, other):  # as C: arithmetic for signed integers, logical for unsigned
+        logical = self.dtype in UNSIGNED_INTS
+        return self._binary("shift_right_logical" if logical else "shift_right_arithmetic", other)
+
+    def __neg__(self): return Unary("neg", self)
+    def __invert__(self): return Unary("not", self)
+    def __lt__(self, other): return Compare("lt", self, as_expr(other, self.dtype))
+    def __le__(self, other): return Compare("le", self, as_expr(other, self.dtype))
+    def __gt__(self, other): return Compare("gt", self, as_expr(other, self.dtype))
+    def __ge__(self, other): return Compare("ge", self, as_expr(other, self.dtype))
+    def eq(self, other): return Compare("eq", self, as_expr(other, self.dtype))
+    def ne(self, other): return Compare("ne", self, as_expr(other, self.dtype))
+
+    def cast(self, dtype: str) -> "Expr":
+        return Cast(self, dtype)
+
+    __hash__ = object.__hash__
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Expr):
+    value: bool | int | float
+    dtype: str
+
+    def __post_init__(self):
+        # Hold the value as the dtype stores it (0.1 in f32 is not 0.1), as a Python scalar.
+        if self.dtype in DTYPES:
+            with np.errstate(all="ignore"):
+                stored = np.array(self.value).astype(NUMPY_DTYPES[self.dtype])
+            object.__setattr__(self, "value", float(stored) if self.dtype in FLOATS else stored.item())
+
+
+@dataclass(frozen=True, eq=False)
+class Var(Expr):
+    """A per-work-item variable; `Var("i", "i32")` anywhere names the same variable `i`."""
+    name: str
+    dtype: str
+
+
+@dataclass(frozen=True, eq=False)
+class ScalarParam(Expr):
+    """A scalar kernel argument, passed by value and the same for every work-item."""
+    name: str
+    dtype: str
+
+
+UNARY_OPS = ("neg", "not")  # not: logical on bool, bitwise on integers
+ARITHMETIC_OPS = ("add", "sub", "mul", "div", "rem", "max", "min")
+# Shifts by an amount outside [0, bits) give 0 (or the sign for an arithmetic right shift).
+SHIFT_OPS = ("shift_left", "shift_right_arithmetic", "shift_right_logical")
+BITWISE_OPS = ("and", "or", "xor") + SHIFT_OPS
+COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
+
+
+@dataclass(frozen=True, eq=False)
+class Unary(Expr):
+    op: str
+    x: Expr
+
+    @property
+    def dtype(self): return self.x.dtype
+
+
+@dataclass(frozen=True, eq=False)
+class Binary(Expr):
+    op: str
+    a: Expr
+    b: Expr
+
+    @property
+    def dtype(self): return self.a.dtype
+
+
+@dataclass(frozen=True, eq=False)
+class Compare(Expr):
+    op: str
+    a: Expr
+    b: Expr
+    dtype: ClassVar[str] = "bool"
+
+
+@dataclass(frozen=True, eq=False)
+class Select(Expr):
+    cond: Expr
+    on_true: Expr
+    on_false: Expr
+
+    @property
+    def dtype(self): return self.on_true.dtype
+
+
+@dataclass(frozen=True, eq=False)
+class Cast(Expr):
+    x: Expr
+    dtype: str
+
+
+# Math functions by name: arity and the dtypes they take (the result has the operand dtype,
+# but for is_finite). Names are the graph IR's op names; codegen/mathlib.py implements them.
+MATH_FUNCTIONS: dict[str, tuple[int, tuple[str, ...]]] = {
+    **{name: (1, FLOATS) for name in (
+        "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "tanh", "logistic", "erf",
+        "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "cbrt", "sqrt", "rsqrt",
+        "floor", "ceil", "trunc", "round", "is_finite")},
+    "abs": (1, SIGNED_INTS + UNSIGNED_INTS + FLOATS),
+    "sign": (1, SIGNED_INTS + UNSIGNED_INTS + FLOATS),
+    "atan2": (2, FLOATS),
+    "pow": (2, FLOATS),
+}
+
+
+@dataclass(frozen=True, eq=False)
+class Math(Expr):
+    fn: str
+    args: tuple[Expr, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "args", tuple(self.args))
+
+    @property
+    def dtype(self): return "bool" if self.fn == "is_finite" else self.args[0].dtype
+
+
+def math(fn: str, *args) -> Math:
+    first = next((a for a in args if isinstance(a, Expr)), None)
+    dtype = first.dtype if first is not None else "f32"
+    return Math(fn, tuple(as_expr(a, dtype) for a in args))
+
+
+def _math_constructor(fn):
+    def build(*args):
+        return math(fn, *args)
+    build.__name__ = build.__qualname__ = fn
+    build.__doc__ = f"`{fn}` of the arguments (see codegen/mathlib.py for its error bound)."
+    return build
+
+
+# exp(x), log(x), pow(x, y), ... as module-level constructors.
+globals().update({fn: _math_constructor(fn) for fn in MATH_FUNCTIONS})
+
+
+def maximum(a, b) -> Binary:
+    """NaN-propagating maximum (the graph IR's `max`)."""
+    return a._binary("max", b) if isinstance(a, Expr) else as_expr(b, "f32")._binary("max", a, swap=True)
+
+
+def minimum(a, b) -> Binary:
+    return a._binary("min", b) if isinstance(a, Expr) else as_expr(b, "f32")._binary("min", a, swap=True)
+
+
+def select(cond, on_true, on_false) -> Select:
+    dtype = next((v.dtype for v in (on_true, on_false) if isinstance(v, Expr)), "f32")
+    return Select(cond, as_expr(on_true, dtype), as_expr(on_false, dtype))
+
+
+SPECIAL_KINDS = ("workitem_id", "workgroup_id", "workgroup_size", "num_workgroups")
+
+
+@dataclass(frozen=True, eq=False)
+class Special(Expr):
+    """A launch index or extent along dimension `dim` (0, 1 or 2), as an i32."""
+    kind: str
+    dim: int
+    dtype: ClassVar[str] = "i32"
+
+
+def workitem_id(dim: int = 0) -> Special: return Special("workitem_id", dim)
+def workgroup_id(dim: int = 0) -> Special: return Special("workgroup_id", dim)
+def workgroup_size(dim: int = 0) -> Special: return Special("workgroup_size", dim)
+def num_workgroups(dim: int = 0) -> Special: return Special("num_workgroups", dim)
+
+
+# ---- memory -----------------------------------------------------------------------------
+
+class Buffer:
+    """An array in one memory space; `buf[i]` loads element i."""
+    name: str
+    dtype: str
+    count: int
+    space: ClassVar[str]
+
+    def __getitem__(self, index) -> "Load":
+        return Load(self, as_expr(index, "i32"))
+
+    @property
+    def nbytes(self) -> int:
+        return self.count * NUMPY_DTYPES[self.dtype].itemsize
+
+
+@dataclass(frozen=True, eq=False)
+class GlobalBuffer(Buffer):
+    """A buffer parameter of the kernel (global memory)."""
+    name: str
+    dtype: str
+    count: int
+    readonly: bool = False
+    space: ClassVar[str] = "global"
+
+
+@dataclass(frozen=True, eq=False)
+class LdsBuffer(Buffer):
+    """Local data share: one array per workgroup, shared by its work-items."""
+    name: str
+    dtype: str
+    count: int
+    space: ClassVar[str] = "lds"
+
+
+@dataclass(frozen=True, eq=False)
+class PrivateArray(Buffer):
+    """An array private to each work-item (registers or scratch on the GPU)."""
+    name: str
+    dtype: str
+    count: int
+    space: ClassVar[str] = "private"
+
+
+@dataclass(frozen=True, eq=False)
+class Load(Expr):
+    buffer: Buffer
+    index: Expr
+
+    @property
+    def dtype(self): return self.buffer.dtype
+
+
+# ---- statements -------------------------------------------------------------------------
+
+class Stmt:
+    """A statement; compound statements hold their bodies as tuples of statements."""
+
+    def children(self) -> tuple[tuple["Stmt", ...], ...]:
+        return ()
+
+
+def _tuple_field(stmt, name):
+    object.__setattr__(stmt, name, tuple(getattr(stmt, name)))
+
+
+@dataclass(frozen=True, eq=False)
+class Let(Stmt):
+    var: Var
+    value: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Assign(Stmt):
+    var: Var
+    value: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Store(Stmt):
+    buffer: Buffer
+    index: Expr
+    value: Expr
+
+    def __post_init__(self):
+        object.__setattr__(self, "index", as_expr(self.index, "i32"))
+        object.__setattr__(self, "value", as_expr(self.value, self.buffer.dtype))
+
+
+@dataclass(frozen=True, eq=False)
+class For(Stmt):
+    var: Var
+    start: Expr
+    stop: Expr
+    step: Expr
+    body: tuple[Stmt, ...]
+    uniform: bool = False
+
+    def __post_init__(self):
+        for name in ("start", "stop", "step"):
+            object.__setattr__(self, name, as_expr(getattr(self, name), self.var.dtype))
+        _tuple_field(self, "body")
+
+    def children(self):
+        return (self.body,)
+
+
+@dataclass(frozen=True, eq=False)
+class If(Stmt):
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+    uniform: bool = False
+
+    def __post_init__(self):
+        _tuple_field(self, "then")
+        _tuple_field(self, "orelse")
+
+    def children(self):
+        return (self.then, self.orelse)
+
+
+@dataclass(frozen=True, eq=False)
+class Barrier(Stmt):
+    """Every work-item of the workgroup waits here; LDS writes before it are visible after it."""
+
+
+class WaveOp(Stmt):
+    """A collective over the 64 lanes of a wave: a cut point of the host codegen."""
+    kind: ClassVar[str]
+
+    def defines(self) -> tuple[Var, ...]:
+        raise NotImplementedError
+
+    def reads(self) -> tuple[Expr, ...]:
+        raise NotImplementedError
+
+    def check(self, error) -> None:
+        """Raise `error(message)` when the operands break the op's type rule."""
+
+
+WAVE_REDUCE_OPS = ("sum", "max", "min")
+
+
+@dataclass(frozen=True, eq=False)
+class WaveReduce(WaveOp):
+    """dest = op over the wave's 64 lanes of `value`, the same in every lane."""
+    dest: Var
+    op: str
+    value: Expr
+    kind: ClassVar[str] = "wave_reduce"
+
+    def defines(self): return (self.dest,)
+    def reads(self): return (self.value,)
+
+    def check(self, error):
+        if self.op not in WAVE_REDUCE_OPS:
+            error(f"unknown reduction {self.op!r}; expected one of {', '.join(WAVE_REDUCE_OPS)}")
+        if self.value.dtype == "bool":
+            error("cannot reduce bool values; cast them to an integer dtype first")
+        if self.dest.dtype != self.value.dtype:
+            error(f"result {self.dest.name}: {self.dest.dtype} differs from the value's dtype {self.value.dtype}")
+
+
+@dataclass(frozen=True, eq=False)
+class WaveShuffle(WaveOp):
+    """dest = `value` as computed by lane `src_lane % 64` of the same wave."""
+    dest: Var
+    value: Expr
+    src_lane: Expr
+    kind: ClassVar[str] = "wave_shuffle"
+
+    def __post_init__(self):
+        object.__setattr__(self, "src_lane", as_expr(self.src_lane, "i32"))
+
+    def defines(self): return (self.dest,)
+    def reads(self): return (self.value, self.src_lane)
+
+    def check(self, error):
+        if self.src_lane.dtype not in INTS:
+            error(f"source lane must be an integer, got {self.src_lane.dtype}")
+        if self.dest.dtype != self.value.dtype:
+            error(f"result {self.dest.name}: {self.dest.dtype} differs from the value's dtype {self.value.dtype}")
+
+
+def contains_cut(stmts) -> bool:
+    """Whether a barrier or wave op occurs in `stmts` (at any depth)."""
+    return any(isinstance(s, (Barrier, WaveOp)) or any(contains_cut(c) for c in s.children()) for s in stmts)
+
+
+# ---- the kernel -------------------------------------------------------------------------
+
+LDS_ALIGNMENT = 16
+
+
+def _dims3(dims) -> tuple[int, int, int]:
+    dims = tuple(int(d) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
+    return dims + (1,) * (3 - len(dims)) if len(dims) <= 3 else dims
+
+
+@dataclass(frozen=True, eq=False)
+class Kernel:
+    """A kernel: parameters (GlobalBuffer and ScalarParam, in argument order), the launch
+    (grid of workgroups and workgroup size, each padded to 3-D), LDS buffers, private arrays
+    and the per-work-item body."""
+    name: str
+    params: tuple[GlobalBuffer | ScalarParam, ...]
+    grid: tuple[int, int, int]
+    workgroup_size: tuple[int, int, int]
+    body: tuple[Stmt, ...]
+    lds: tuple[LdsBuffer, ...] = ()
+    private: tuple[PrivateArray, ...] = ()
+
+    def __post_init__(self):
+        for name in ("params", "body", "lds", "private"):
+            _tuple_field(self, name)
+        object.__setattr__(self, "grid", _dims3(self.grid))
+        object.__setattr__(self, "workgroup_size", _dims3(self.workgroup_size))
+
+    @property
+    def workgroup_items(self) -> int:
+        x, y, z = self.workgroup_size
+        return x * y * z
+
+    @property
+    def num_workgroups(self) -> int:
+        x, y, z = self.grid
+        return x * y * z
+
+    def lds_offsets(self) -> dict[str, int]:
+        """Byte offset of each LDS buffer in the workgroup's LDS block (each 16-byte aligned)."""
+        offsets, offset = {}, 0
+        for buffer in self.lds:
+            offsets[buffer.name] = offset
+            offset += -(-buffer.nbytes // LDS_ALIGNMENT) * LDS_ALIGNMENT
+        return offsets
+
+    @property
+    def lds_bytes(self) -> int:
+        return sum(-(-b.nbytes // LDS_ALIGNMENT) * LDS_ALIGNMENT for b in self.lds)
+
+    @property
+    def buffers(self) -> tuple[GlobalBuffer, ...]:
+        return tuple(p for p in self.params if isinstance(p, GlobalBuffer))
+
+    def __str__(self):
+        from .kernel_printer import print_kernel
+        return print_kernel(self)
+
+
+def verify(kernel: Kernel, max_lds_bytes: int = 64 * 1024) -> None:
+    """Raise VerifyError naming the first statement that breaks a rule of the kernel IR."""
+    from .kernel_verifier import verify_kernel
+    verify_kernel(kernel, max_lds_bytes)

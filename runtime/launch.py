@@ -1,0 +1,145 @@
+"""Load compiled kernels and launch their grids on a thread pool.
+
+    compiled = compile_kernel(kernel)      # cached in memory by the kernel's text
+    compiled(x, y, 3.5)                    # numpy arrays for buffers, numbers for scalars
+
+A launch splits the grid's workgroups into one contiguous range per worker and calls the native
+`run(args, first, last)` once per range; ctypes releases the GIL for the call, so the ranges run
+in parallel. Buffers are numpy arrays of the parameter's dtype and element count, C-contiguous, in
+native byte order; a buffer the kernel writes must not overlap any other buffer argument (the
+codegen marks buffers noalias).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from ..codegen.host import ENTRY, compile_object, target_machine
+from ..errors import CdnajitError
+from ..ir.kernel import GlobalBuffer, Kernel
+from ..ir.types import NUMPY_DTYPES
+
+RUN_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+
+
+PARALLEL_MIN_WORK_ITEMS = 1 << 14
+
+
+class LaunchError(CdnajitError, ValueError):
+    """Arguments that do not match a kernel's parameters."""
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def workers() -> int:
+    return os.cpu_count() or 1
+
+
+def thread_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="cdnajit-wg")
+        return _pool
+
+
+class CompiledKernel:
+    """A kernel loaded as native code, callable with its arguments."""
+
+    def __init__(self, kernel: Kernel, object_code: bytes):
+        self.kernel = kernel
+        self.object_code = object_code
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine())
+        self.engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        self.engine.finalize_object()
+        self.run = RUN_SIGNATURE(self.engine.get_function_address(ENTRY))
+        params = kernel.params
+        self.arg_pointers = (ctypes.c_void_p * max(len(params), 1))()
+        # Scalars live in one 8-byte slot each; args[i] points at the slot, as kernelParams do.
+        self.scalar_slots = np.zeros(max(len(params), 1), np.uint64)
+        self.scalar_views = {}
+        for i, param in enumerate(params):
+            if not isinstance(param, GlobalBuffer):
+                self.arg_pointers[i] = self.scalar_slots.ctypes.data + 8 * i
+                dtype = NUMPY_DTYPES[param.dtype]
+                self.scalar_views[i] = self.scalar_slots[i:i + 1].view(np.uint8)[:dtype.itemsize].view(dtype)
+        self.written = [i for i, p in enumerate(params) if isinstance(p, GlobalBuffer) and not p.readonly]
+        self.lock = threading.Lock()  # the argument block is shared: one launch at a time
+
+    def __call__(self, *args) -> None:
+        kernel = self.kernel
+        if len(args) != len(kernel.params):
+            raise LaunchError(f"kernel {kernel.name} takes {len(kernel.params)} arguments, got {len(args)}")
+        with self.lock:
+            for i, (param, arg) in enumerate(zip(kernel.params, args)):
+                if isinstance(param, GlobalBuffer):
+                    self.arg_pointers[i] = self.buffer_address(param, arg, i)
+                else:
+                    self.scalar_views[i][0] = arg
+            self.check_overlap(args)
+            self.launch()
+
+    def buffer_address(self, param: GlobalBuffer, array, position: int) -> int:
+        if not isinstance(array, np.ndarray):
+            raise LaunchError(f"argument {position} ({param.name}) must be a numpy array, got {type(array).__name__}")
+        expected = NUMPY_DTYPES[param.dtype]
+        flags = array.flags
+        if array.dtype != expected or array.size != param.count or not flags.c_contiguous \
+                or not array.dtype.isnative or (not param.readonly and not flags.writeable):
+            raise LaunchError(f"argument {position} ({param.name}) must be a C-contiguous, native-byte-order"
+                              f"{'' if param.readonly else ', writeable'} {expected} array of {param.count} "
+                              f"elements, got {array.dtype}{list(array.shape)}")
+        return array.ctypes.data
+
+    def check_overlap(self, args):
+        for i in self.written:
+            for j, other in enumerate(args):
+                if j != i and isinstance(other, np.ndarray) and np.may_share_memory(args[i], other):
+                    raise LaunchError(f"kernel {self.kernel.name}: buffer {self.kernel.params[i].name} is written "
+                                      f"and overlaps argument {j} ({self.kernel.params[j].name})")
+
+    def launch(self) -> None:
+        total = self.kernel.num_workgroups
+        if total == 0:
+            return
+        # Waking a pool thread costs tens of microseconds: small grids run on the calling thread.
+        parallel = total * self.kernel.workgroup_items >= PARALLEL_MIN_WORK_ITEMS
+        chunks = min(total, workers()) if parallel else 1
+        arg_block = ctypes.addressof(self.arg_pointers)
+        if chunks == 1:
+            self.run(arg_block, 0, total)
+            return
+        bounds = [total * i // chunks for i in range(chunks + 1)]
+        pool = thread_pool()
+        futures = [pool.submit(self.run, arg_block, bounds[i], bounds[i + 1]) for i in range(1, chunks)]
+        self.run(arg_block, bounds[0], bounds[1])
+        for future in futures:
+            future.result()
+
+
+_cache: dict[str, CompiledKernel] = {}
+_cache_lock = threading.Lock()
+
+
+def compile_kernel(kernel: Kernel) -> CompiledKernel:
+    """The kernel compiled for the host, cached in memory by its printed text."""
+    key = str(kernel)
+    with _cache_lock:
+        compiled = _cache.get(key)
+    if compiled is None:
+        compiled = CompiledKernel(kernel, compile_object(kernel))
+        with _cache_lock:
+            compiled = _cache.setdefault(key, compiled)
+    return compiled
+
+
+def launch(kernel: Kernel, *args) -> None:
+    """Compile (or reuse) and run a kernel over its whole grid."""
+    compile_kernel(kernel)(*args)

@@ -1,0 +1,296 @@
+"""Host codegen and launch: hand-written kernels run on the CPU against numpy models."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import cdnajit as cj
+from cdnajit.codegen.host import optimized_llvm_ir
+from cdnajit.ir import kernel as K
+from cdnajit.ir.ops.elementwise import convert, divide, remainder, shift_left
+from cdnajit.runtime.launch import LaunchError, compile_kernel
+
+RNG = np.random.default_rng(1)
+
+
+def linear_index(workgroup):
+    return K.workgroup_id(0) * workgroup + K.workitem_id(0)
+
+
+# ---- elementwise with a tail, and vectorization ------------------------------------------
+
+def elementwise_kernel(n, dtype="f32"):
+    x = K.GlobalBuffer("x", dtype, n, readonly=True)
+    y = K.GlobalBuffer("y", dtype, n)
+    scale = K.ScalarParam("scale", dtype)
+    i = K.Var("i", "i32")
+    body = [K.Let(i, linear_index(64)), K.If(i < n, [K.Store(y, i, x[i] * scale + K.maximum(x[i], 0.5))])]
+    return K.Kernel(f"axpy_{dtype}", params=[x, y, scale], grid=(-(-n // 64),), workgroup_size=(64,), body=body)
+
+
+@pytest.mark.parametrize("n", [1, 64, 1000])
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_elementwise_with_tail(n, dtype):
+    np_dtype = cj.ir.numpy_dtype(dtype)
+    x = RNG.standard_normal(n).astype(np_dtype)
+    x[0] = np.nan  # NaN propagates through max as numpy.maximum
+    y = np.full(n, -7, np_dtype)
+    compile_kernel(elementwise_kernel(n, dtype))(x, y, 1.5)
+    # Same operations in the same dtype and order: the results are identical.
+    expected = x * np_dtype.type(1.5) + np.maximum(x, np_dtype.type(0.5))
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_elementwise_work_item_loop_vectorizes():
+    text = optimized_llvm_ir(elementwise_kernel(1000))
+    assert "<8 x float>" in text or "<4 x float>" in text
+
+
+def test_math_work_item_loop_vectorizes_without_calls():
+    n = 4096
+    x, y = K.GlobalBuffer("x", "f32", n, readonly=True), K.GlobalBuffer("y", "f32", n)
+    i = K.Var("i", "i32")
+    body = [K.Let(i, linear_index(256)), K.Store(y, i, K.tanh(x[i] * 1.5 + 0.25) * 0.5 + x[i])]
+    text = optimized_llvm_ir(K.Kernel("w1", params=[x, y], grid=(16,), workgroup_size=(256,), body=body))
+    assert "<8 x float>" in text or "<4 x float>" in text
+    calls = {line.split("@")[1].split("(")[0] for line in text.splitlines() if " call " in line}
+    assert all(name.startswith("llvm.") for name in calls), calls  # intrinsics only: no libm
+
+
+# ---- LDS tree reduction with barriers inside a uniform loop ----------------------------------
+
+WG = 256
+
+
+def tree_sum_kernel(n, groups):
+    x = K.GlobalBuffer("x", "f32", n, readonly=True)
+    out = K.GlobalBuffer("out", "f32", groups)
+    tile = K.LdsBuffer("tile", "f32", WG)
+    t, g, k, s = K.Var("t", "i32"), K.Var("g", "i32"), K.Var("k", "i32"), K.Var("s", "i32")
+    body = [
+        K.Let(t, K.workitem_id(0)),
+        K.Let(g, linear_index(WG)),
+        K.Store(tile, t, K.select(g < n, x[g], 0.0)),
+        K.Barrier(),
+        K.For(k, 0, 8, 1, [
+            K.Let(s, K.Const(WG // 2, "i32") >> k),
+            K.If(t < s, [K.Store(tile, t, tile[t] + tile[t + s])]),
+            K.Barrier(),
+        ], uniform=True),
+        K.If(t.eq(0), [K.Store(out, K.workgroup_id(0), tile[0])]),
+    ]
+    return K.Kernel("tree_sum", params=[x, out], grid=(groups,), workgroup_size=(WG,), body=body, lds=[tile])
+
+
+def test_lds_tree_reduction_with_barriers_in_uniform_loop():
+    n, groups = 1000, 4
+    x = RNG.standard_normal(n).astype(np.float32)
+    out = np.zeros(groups, np.float32)
+    compile_kernel(tree_sum_kernel(n, groups))(x, out)
+    tiles = np.zeros(groups * WG, np.float32)
+    tiles[:n] = x
+    tiles = tiles.reshape(groups, WG)
+    while tiles.shape[1] > 1:  # the same pairwise order, so the same rounding
+        half = tiles.shape[1] // 2
+        tiles = tiles[:, :half] + tiles[:, half:]
+    np.testing.assert_array_equal(out, tiles[:, 0])
+
+
+# ---- wave ops ----------------------------------------------------------------------------
+
+def butterfly(values, op):
+    """The documented lane semantics: pairwise halving over each wave's 64 lanes."""
+    lanes = values.reshape(-1, 64)
+    while lanes.shape[1] > 1:
+        half = lanes.shape[1] // 2
+        lanes = op(lanes[:, :half], lanes[:, half:])
+    return np.repeat(lanes[:, 0], 64)
+
+
+@pytest.fixture(scope="module")
+def wave_kernel():
+    wg, groups = 128, 3
+    n = wg * groups
+    x = K.GlobalBuffer("x", "f32", n, readonly=True)
+    k = K.GlobalBuffer("k", "i32", n, readonly=True)
+    outs = [K.GlobalBuffer(name, dtype, n) for name, dtype in
+            [("sum", "f32"), ("max", "f32"), ("imin", "i32"), ("shuffled", "f32"), ("after", "f32")]]
+    t, g, v = K.Var("t", "i32"), K.Var("g", "i32"), K.Var("v", "f32")
+    results = {name: K.Var("r_" + name, dtype) for name, dtype in
+               [("sum", "f32"), ("max", "f32"), ("imin", "i32"), ("shuffled", "f32")]}
+    body = [
+        K.Let(t, K.workitem_id(0)), K.Let(g, linear_index(wg)), K.Let(v, x[g] * 2.0),
+        K.WaveReduce(results["sum"], "sum", v),
+        K.WaveReduce(results["max"], "max", v),
+        K.WaveReduce(results["imin"], "min", k[g]),
+        K.WaveShuffle(results["shuffled"], v + 1.0, t * 5 + 3),
+        *[K.Store(out, g, results[out.name]) for out in outs[:4]],
+        K.Store(outs[4], g, v - results["sum"]),  # v lives across the cuts
+    ]
+    kernel = K.Kernel("waves", params=[x, k] + outs, grid=(groups,), workgroup_size=(wg,), body=body)
+    return kernel, n
+
+
+def test_wave_reduce_and_shuffle_lane_semantics(wave_kernel):
+    kernel, n = wave_kernel
+    x = RNG.standard_normal(n).astype(np.float32)
+    k = RNG.integers(-1000, 1000, n).astype(np.int32)
+    outs = [np.zeros(n, np.float32), np.zeros(n, np.float32), np.zeros(n, np.int32), np.zeros(n, np.float32),
+            np.zeros(n, np.float32)]
+    compile_kernel(kernel)(x, k, *outs)
+    v = x * np.float32(2)
+    np.testing.assert_array_equal(outs[0], butterfly(v, np.add))
+    np.testing.assert_array_equal(outs[1], butterfly(v, np.maximum))
+    np.testing.assert_array_equal(outs[2], butterfly(k, np.minimum))
+    t = np.arange(n) % 128
+    source = (np.arange(n) // 64) * 64 + (t * 5 + 3) % 64
+    np.testing.assert_array_equal(outs[3], (v + np.float32(1))[source])
+    np.testing.assert_array_equal(outs[4], v - outs[0])
+
+
+# ---- non-uniform control flow, 2-D launches, integer semantics ------------------------------
+
+def test_non_uniform_if_and_loop():
+    n = 300
+    x = K.GlobalBuffer("x", "f32", n, readonly=True)
+    y = K.GlobalBuffer("y", "f32", n)
+    c = K.GlobalBuffer("c", "i32", n)
+    i, j, count = K.Var("i", "i32"), K.Var("j", "i32"), K.Var("count", "i32")
+    body = [K.Let(i, linear_index(64)),
+            K.If(i < n, [
+                K.If(x[i] > 0.0, [K.Store(y, i, K.sqrt(x[i]))], [K.Store(y, i, -x[i] * 2.0)]),
+                K.Let(count, K.Const(0, "i32")),
+                K.For(j, 0, i % 7, 1, [K.Assign(count, count + j)]),
+                K.Store(c, i, count)])]
+    kernel = K.Kernel("branches", params=[x, y, c], grid=(5,), workgroup_size=(64,), body=body)
+    xs = RNG.standard_normal(n).astype(np.float32)
+    ys, cs = np.zeros(n, np.float32), np.zeros(n, np.int32)
+    compile_kernel(kernel)(xs, ys, cs)
+    np.testing.assert_array_equal(ys, np.where(xs > 0, np.sqrt(np.abs(xs)), -xs * np.float32(2)))
+    m = np.arange(n) % 7
+    np.testing.assert_array_equal(cs, m * (m - 1) // 2)
+
+
+def test_two_dimensional_workgroups_and_grid():
+    sx, sy, gx, gy = 16, 4, 2, 3
+    n = sx * sy * gx * gy
+    out = K.GlobalBuffer("out", "i32", n)
+    lx, ly, wx, wy = (K.workitem_id(0), K.workitem_id(1), K.workgroup_id(0), K.workgroup_id(1))
+    flat = ((wy * gx + wx) * sy + ly) * sx + lx
+    code = lx + ly * 100 + wx * 10000 + wy * 1000000 + K.workgroup_size(1) * 0 + K.num_workgroups(0) * 0
+    kernel = K.Kernel("ids", params=[out], grid=(gx, gy), workgroup_size=(sx, sy), body=[K.Store(out, flat, code)])
+    result = np.zeros(n, np.int32)
+    compile_kernel(kernel)(result)
+    wy_, wx_, ly_, lx_ = np.unravel_index(np.arange(n), (gy, gx, sy, sx))
+    np.testing.assert_array_equal(result, lx_ + ly_ * 100 + wx_ * 10000 + wy_ * 1000000)
+
+
+def test_integer_division_shifts_and_saturating_casts_match_the_graph_ir():
+    n = 256
+    a, b = K.GlobalBuffer("a", "i32", n, readonly=True), K.GlobalBuffer("b", "i32", n, readonly=True)
+    f = K.GlobalBuffer("f", "f32", n, readonly=True)
+    outs = [K.GlobalBuffer(name, "i32", n) for name in ("quot", "rem", "shl", "sat")]
+    i = K.Var("i", "i32")
+    body = [K.Let(i, linear_index(256)),
+            K.Store(outs[0], i, a[i] / b[i]), K.Store(outs[1], i, a[i] % b[i]),
+            K.Store(outs[2], i, a[i] << (b[i] % 40)), K.Store(outs[3], i, f[i].cast("i32"))]
+    kernel = K.Kernel("ints", params=[a, b, f] + outs, grid=(1,), workgroup_size=(256,), body=body)
+    av = RNG.integers(-2 ** 31, 2 ** 31, n, dtype=np.int64).astype(np.int32)
+    bv = RNG.integers(-5, 5, n).astype(np.int32)
+    av[:3], bv[:3] = [np.iinfo(np.int32).min, 5, -7], [-1, 0, 0]  # MIN/-1 and x/0: XLA's values
+    fv = (RNG.standard_normal(n) * 3e9).astype(np.float32)
+    fv[:3] = [np.nan, np.inf, -np.inf]
+    results = [np.zeros(n, np.int32) for _ in outs]
+    compile_kernel(kernel)(av, bv, fv, *results)
+    np.testing.assert_array_equal(results[0], divide(av, bv))
+    np.testing.assert_array_equal(results[1], remainder(av, bv))
+    np.testing.assert_array_equal(results[2], shift_left(av, (bv % 40).astype(np.int32)))
+    np.testing.assert_array_equal(results[3], convert(fv, dtype="i32"))
+
+
+# ---- f16 and bf16 --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_half_precision_loads_stores_and_per_op_rounding(dtype):
+    n = 200
+    x = K.GlobalBuffer("x", dtype, n, readonly=True)
+    y = K.GlobalBuffer("y", dtype, n)
+    wide = K.GlobalBuffer("wide", "f32", n)
+    i = K.Var("i", "i32")
+    body = [K.Let(i, linear_index(64)),
+            K.If(i < n, [K.Store(y, i, (x[i] + 0.1) * x[i] - K.exp(x[i])),
+                         K.Store(wide, i, x[i].cast("f32") * 3.0)])]
+    kernel = K.Kernel("half_" + dtype, params=[x, y, wide], grid=(4,), workgroup_size=(64,), body=body)
+    np_dtype = np.float16 if dtype == "f16" else ml_dtypes.bfloat16
+    xs = RNG.standard_normal(n).astype(np_dtype)
+    xs[:3] = np.array([np.nan, np.inf, -0.0]).astype(np_dtype)
+    ys, ws = np.zeros(n, np_dtype), np.zeros(n, np.float32)
+    compile_kernel(kernel)(xs, ys, ws)
+    # numpy and ml_dtypes also compute each op in f32 and round it: the same bits, but for exp,
+    # whose f32 result may differ by an ulp of f32 before rounding to the half type.
+    with np.errstate(all="ignore"):
+        rounded_exp = np.exp(xs.astype(np.float32)).astype(np_dtype)
+        expected = (xs + np_dtype(0.1)) * xs - rounded_exp
+    np.testing.assert_array_equal(ys.astype(np.float32), expected.astype(np.float32))
+    np.testing.assert_array_equal(ws, xs.astype(np.float32) * np.float32(3))
+
+
+# ---- launch checks -------------------------------------------------------------------------
+
+def test_launch_rejects_bad_buffers():
+    compiled = compile_kernel(elementwise_kernel(1000))
+    good = np.zeros(1000, np.float32)
+    with pytest.raises(LaunchError, match="float32 array of 1000 elements, got float64"):
+        compiled(np.zeros(1000), good, 1.0)
+    with pytest.raises(LaunchError, match="C-contiguous"):
+        compiled(np.zeros(2000, np.float32)[::2], good, 1.0)
+    with pytest.raises(LaunchError, match="overlaps argument 0"):
+        compiled(good, good, 1.0)
+    with pytest.raises(LaunchError, match="takes 3 arguments"):
+        compiled(good)
+
+
+def test_private_arrays_and_uniform_if_across_barriers():
+    """A private array and a variable live across barriers (per-work-item storage); a uniform if
+    holding a barrier runs at the workgroup level; an i32 scalar parameter."""
+    n, wg = 256, 64
+    x = K.GlobalBuffer("x", "f32", n, readonly=True)
+    y = K.GlobalBuffer("y", "f32", n)
+    limit = K.ScalarParam("limit", "i32")
+    acc = K.PrivateArray("acc", "f32", 4)
+    scratch = K.PrivateArray("scratch", "f32", 2)  # used in one region only
+    i, j, total = K.Var("i", "i32"), K.Var("j", "i32"), K.Var("total", "f32")
+    body = [
+        K.Let(i, linear_index(wg)),
+        K.For(j, 0, 4, 1, [K.Store(acc, j, x[i] * j.cast("f32"))]),
+        K.Barrier(),
+        K.If(K.workgroup_id(0) < limit, [K.Store(acc, 3, acc[3] + 100.0), K.Barrier()], uniform=True),
+        K.Store(scratch, 1, acc[0] + acc[1]),
+        K.Let(total, scratch[1] + acc[2] + acc[3]),
+        K.Store(y, i, total),
+    ]
+    kernel = K.Kernel("private", params=[x, y, limit], grid=(n // wg,), workgroup_size=(wg,), body=body,
+                      private=[acc, scratch])
+    xs = RNG.standard_normal(n).astype(np.float32)
+    ys = np.zeros(n, np.float32)
+    compile_kernel(kernel)(xs, ys, 2)
+    acc3 = xs * np.float32(3) + np.where(np.arange(n) // wg < 2, np.float32(100), np.float32(0))
+    np.testing.assert_array_equal(ys, ((xs * np.float32(0) + xs) + xs * np.float32(2)) + acc3)
+
+
+def test_empty_grid_launches_nothing():
+    x, y = np.zeros(0, np.float32), np.zeros(0, np.float32)
+    compile_kernel(elementwise_kernel(0))(x, y, 2.0)
+
+
+def test_half_precision_wave_sum_accumulates_in_f32():
+    n = 128
+    x, out = K.GlobalBuffer("x", "bf16", n, readonly=True), K.GlobalBuffer("out", "bf16", n)
+    s, i = K.Var("s", "bf16"), K.Var("i", "i32")
+    body = [K.Let(i, K.workitem_id(0)), K.WaveReduce(s, "sum", x[i]), K.Store(out, i, s)]
+    kernel = K.Kernel("bf16_wave_sum", params=[x, out], grid=(1,), workgroup_size=(n,), body=body)
+    xs = (RNG.standard_normal(n) * 100).astype(ml_dtypes.bfloat16)
+    result = np.zeros(n, ml_dtypes.bfloat16)
+    compile_kernel(kernel)(xs, result)
+    # The butterfly in f32, rounded once: summing in bf16 would round at every step instead.
+    expected = butterfly(xs.astype(np.float32), np.add).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(result.astype(np.float32), expected.astype(np.float32))

@@ -1,0 +1,197 @@
+"""The IR math library against numpy: maximum error in ulp over dense ranges, and special values.
+
+One kernel per dtype applies every function to its own input buffers (one compile each). The
+reference is numpy in float64 for f32 results (the error is then the f32 result's distance to
+the true value, in f32 ulps) and numpy in long double (x87 80-bit) for f64 results, or
+math.erf, which glibc computes to within 1 ulp. Run with -s to see the table.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import cdnajit  # noqa: F401  (the package, as users import it)
+from cdnajit.ir import kernel as K
+from cdnajit.ir import numpy_dtype
+from cdnajit.runtime.launch import compile_kernel
+
+POINTS = 1 << 20
+WORKGROUP = 256
+RNG = np.random.default_rng(0)
+
+# Maximum error in ulp allowed per function: (f32, f64). Looser bounds, and why:
+# - pow f64: log|x| is a double-double good to ~2^-59, so y*log|x| carries an absolute error of
+#   ~|y log x| 2^-59, i.e. up to ~1.6 ulp more at |y log x| ~ 200 (the tested range).
+# - tan: a quotient of two polynomials, each with its own rounding.
+# - asin, acos: atan2 of a square root, three roundings before atan's own error.
+BOUNDS = {
+    "exp": (2, 2), "exp2": (2, 2), "expm1": (3, 3), "log": (2, 2), "log2": (3, 3), "log10": (3, 3),
+    "log1p": (3, 3), "tanh": (4, 4), "logistic": (3, 3), "sinh": (4, 4), "cosh": (3, 3),
+    "sin": (2, 2), "cos": (2, 2), "tan": (4, 4), "atan": (3, 3), "atan2": (3, 3), "asin": (4, 4),
+    "acos": (4, 4), "erf": (3, 3), "cbrt": (2, 2), "pow": (2, 4), "sqrt": (0.5, 0.5),
+}
+
+
+def logspace(low, high, n, signed=False):
+    values = 10.0 ** RNG.uniform(low, high, n)
+    return values * RNG.choice([-1.0, 1.0], n) if signed else values
+
+
+def uniform(low, high, n):
+    return RNG.uniform(low, high, n)
+
+
+def mix(*parts):
+    """Concatenate input ranges, cycled/truncated to POINTS."""
+    values = np.concatenate(parts)
+    return np.resize(values, POINTS)
+
+
+q = POINTS // 4
+# Inputs per function and dtype: the useful domain, densely, including overflow/underflow edges.
+DOMAINS = {
+    "exp": {"f32": lambda: mix(uniform(-104, 89, 3 * q), uniform(-1, 1, q)),
+            "f64": lambda: mix(uniform(-746, 710, 3 * q), uniform(-1, 1, q))},
+    "exp2": {"f32": lambda: mix(uniform(-151, 129, 3 * q), uniform(-1, 1, q)),
+             "f64": lambda: mix(uniform(-1076, 1025, 3 * q), uniform(-1, 1, q))},
+    "expm1": {"f32": lambda: mix(uniform(-20, 89, 2 * q), logspace(-30, 0, 2 * q, signed=True)),
+              "f64": lambda: mix(uniform(-40, 709, 2 * q), logspace(-300, 0, 2 * q, signed=True))},
+    "log": {"f32": lambda: mix(logspace(-45, 38, 2 * q), uniform(0.7, 1.4, 2 * q)),
+            "f64": lambda: mix(logspace(-320, 308, 2 * q), uniform(0.7, 1.4, 2 * q))},
+    "log1p": {"f32": lambda: mix(uniform(-0.999, 10, 2 * q), logspace(-30, 30, 2 * q)),
+              "f64": lambda: mix(uniform(-0.999, 10, 2 * q), logspace(-300, 300, 2 * q))},
+    "tanh": {"f32": lambda: mix(uniform(-12, 12, 2 * q), logspace(-30, 0, 2 * q, signed=True)),
+             "f64": lambda: mix(uniform(-25, 25, 2 * q), logspace(-300, 0, 2 * q, signed=True))},
+    "logistic": {"f32": lambda: uniform(-100, 100, POINTS), "f64": lambda: uniform(-700, 700, POINTS)},
+    "sinh": {"f32": lambda: mix(uniform(-89, 89, 2 * q), logspace(-30, 0, 2 * q, signed=True)),
+             "f64": lambda: mix(uniform(-710, 710, 2 * q), logspace(-300, 0, 2 * q, signed=True))},
+    "cosh": {"f32": lambda: uniform(-89, 89, POINTS), "f64": lambda: uniform(-710, 710, POINTS)},
+    "sin": {"any": lambda: mix(uniform(-10, 10, 2 * q), uniform(-1e5, 1e5, q), logspace(-30, 0, q, signed=True))},
+    "tan": {"any": lambda: mix(uniform(-10, 10, 2 * q), uniform(-1e5, 1e5, q), logspace(-30, 0, q, signed=True))},
+    "atan": {"any": lambda: mix(uniform(-10, 10, 2 * q), logspace(-30, 30, 2 * q, signed=True))},
+    "asin": {"any": lambda: mix(uniform(-1, 1, 3 * q), 1 - logspace(-7, -1, q))},
+    "erf": {"any": lambda: mix(uniform(-7, 7, 3 * q), logspace(-30, 0, q, signed=True))},
+    "cbrt": {"f32": lambda: logspace(-45, 38, POINTS, signed=True),
+             "f64": lambda: logspace(-320, 308, POINTS, signed=True)},
+    "sqrt": {"f32": lambda: logspace(-45, 38, POINTS), "f64": lambda: logspace(-320, 308, POINTS)},
+    # Two operands: (first, second).
+    "atan2": {"any": lambda: (mix(uniform(-10, 10, 2 * q), logspace(-20, 20, 2 * q, signed=True)),
+                              mix(uniform(-10, 10, 2 * q), logspace(-20, 20, 2 * q, signed=True)))},
+    "pow": {"any": lambda: (mix(logspace(-3, 3, 3 * q), -np.floor(uniform(1, 100, q))),
+                            mix(uniform(-30, 30, 3 * q), np.floor(uniform(-15, 15, q))))},
+}
+DOMAINS.update({"log2": DOMAINS["log"], "log10": DOMAINS["log"], "cos": DOMAINS["sin"], "acos": DOMAINS["asin"]})
+FUNCTIONS = sorted(DOMAINS)
+BINARY = ("atan2", "pow")
+TRIG = ("sin", "cos", "tan")
+
+
+def inputs(fn, dtype):
+    domain = DOMAINS[fn]
+    values = (domain.get(dtype) or domain["any"])()
+    values = values if isinstance(values, tuple) else (values,)
+    return tuple(np.asarray(v, numpy_dtype(dtype)) for v in values)
+
+
+def erf_reference(x):
+    return np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(np.float64)
+
+
+NUMPY_NAMES = {"asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "atan2": np.arctan2, "pow": np.power,
+               "logistic": lambda x: 1 / (1 + np.exp(-x)), "erf": None}
+
+
+def reference(fn, args, dtype):
+    """The function's value in float64 (f32 results) or long double (f64 results)."""
+    if fn == "erf":
+        return erf_reference(args[0])
+    wide = np.float64 if dtype == "f32" else np.longdouble
+    numpy_fn = NUMPY_NAMES.get(fn) or getattr(np, fn)
+    with np.errstate(all="ignore"):
+        return numpy_fn(*(a.astype(wide) for a in args))
+
+
+def ulp_error(result, exact, dtype):
+    """|result - exact| in ulps of the dtype at `exact` (infinite when only one side is inf or NaN)."""
+    np_dtype = numpy_dtype(dtype)
+    with np.errstate(all="ignore"):
+        rounded = exact.astype(np_dtype)
+        both_nan = np.isnan(result) & np.isnan(rounded)
+        same_inf = np.isinf(result) & (result == rounded)
+        ulp = np.spacing(np.abs(rounded)).astype(np.longdouble)
+        error = np.abs(result.astype(np.longdouble) - exact.astype(np.longdouble)) / ulp
+        error = np.where(both_nan | same_inf, 0.0, error)
+        return np.where(np.isnan(error), np.inf, error).astype(np.float64)
+
+
+def math_kernel(dtype, n):
+    """out_<fn>[i] = fn(in_<fn>[i], ...) for every function, over n elements."""
+    params, body = [], []
+    i = K.Var("i", "i32")
+    body.append(K.Let(i, K.workgroup_id(0) * WORKGROUP + K.workitem_id(0)))
+    for fn in FUNCTIONS:
+        operands = [K.GlobalBuffer(f"{fn}_in{k}", dtype, n, readonly=True) for k in range(2 if fn in BINARY else 1)]
+        out = K.GlobalBuffer(f"{fn}_out", dtype, n)
+        params += operands + [out]
+        body.append(K.Store(out, i, K.math(fn, *(b[i] for b in operands))))
+    return K.Kernel(f"mathlib_{dtype}", params=params, grid=(n // WORKGROUP,), workgroup_size=(WORKGROUP,), body=body)
+
+
+def run_all(dtype, n, make_inputs):
+    kernel = math_kernel(dtype, n)
+    compiled = compile_kernel(kernel)
+    args, outputs, operands = [], {}, {}
+    for fn in FUNCTIONS:
+        operands[fn] = make_inputs(fn)
+        outputs[fn] = np.zeros(n, numpy_dtype(dtype))
+        args += list(operands[fn]) + [outputs[fn]]
+    compiled(*args)
+    return operands, outputs
+
+
+@pytest.fixture(scope="module", params=["f32", "f64"])
+def measured(request):
+    dtype = request.param
+    operands, outputs = run_all(dtype, POINTS, lambda fn: inputs(fn, dtype))
+    errors = {fn: float(ulp_error(outputs[fn], reference(fn, operands[fn], dtype), dtype).max()) for fn in FUNCTIONS}
+    return dtype, errors, operands, outputs
+
+
+def test_max_ulp_error(measured):
+    dtype, errors, operands, outputs = measured
+    column = 0 if dtype == "f32" else 1
+    print(f"\nmax ulp error ({dtype}, {POINTS} points each)")
+    for fn in FUNCTIONS:
+        print(f"  {fn:9s} {errors[fn]:6.2f}   (bound {BOUNDS[fn][column]})")
+    worst = {fn: e for fn, e in errors.items() if e > BOUNDS[fn][column]}
+    assert not worst, f"{dtype}: functions over their ulp bound: {worst}"
+
+
+SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 1e-40, -1e-310,
+            1e-6, 100.0, -100.0, 1e30, -1e30, 1e300, -1e300]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_special_values(dtype):
+    """NaN, +-inf, +-0, huge and tiny inputs (every pair of them for the binary functions) as numpy."""
+    pairs = [(a, b) for a in SPECIALS for b in SPECIALS]
+    n = POINTS  # the size of the measuring kernel, so its compiled code is reused
+    firsts = np.resize(np.array([a for a, _ in pairs]), n)
+    seconds = np.resize(np.array([b for _, b in pairs]), n)
+    with np.errstate(all="ignore"):
+        make = lambda fn: (firsts.astype(numpy_dtype(dtype)), seconds.astype(numpy_dtype(dtype))) if fn in BINARY \
+            else (firsts.astype(numpy_dtype(dtype)),)
+        operands, outputs = run_all(dtype, n, make)
+    column = 0 if dtype == "f32" else 1
+    for fn in FUNCTIONS:
+        keep = slice(None, len(pairs))
+        operands[fn] = tuple(a[keep] for a in operands[fn])
+        if fn in TRIG:  # no Payne-Hanek reduction: the documented domain is |x| < 1e6
+            operands[fn] = tuple(np.where(np.abs(a) < 1e6, a, np.inf) for a in operands[fn])
+            outputs[fn] = outputs[fn].copy()
+            outputs[fn][keep] = np.where(np.abs(operands[fn][0]) < 1e6, outputs[fn][keep], np.nan)
+        expected = reference(fn, operands[fn], dtype)
+        error = ulp_error(outputs[fn][:len(pairs)], expected, dtype)
+        bad = np.nonzero(error > BOUNDS[fn][column])[0]
+        assert len(bad) == 0, (f"{fn}({', '.join(str(a[bad[0]]) for a in operands[fn])}) = {outputs[fn][bad[0]]}, "
+                               f"numpy gives {expected[bad[0]]}")
