@@ -1,0 +1,75 @@
+"""Target descriptions: the public specifications of the CDNA accelerators cdnajit compiles for.
+
+Targets are data. Tiling (passes/) reads the budgets, the AMDGPU backend (codegen/) the LLVM
+processor name, and the reports (runtime/) the peaks for occupancy and the roofline. The
+figures are the vendors' published ones, as DESIGN.md lists them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str                      # the LLVM processor, e.g. "gfx942"
+    product: str                   # e.g. "MI300X"
+    architecture: str              # e.g. "CDNA3"
+    compute_units: int
+    peak_clock_mhz: int
+    simds_per_cu: int
+    wave_size: int
+    vgprs_per_simd_lane: int       # VGPRs (arch + acc) one lane of a SIMD holds, shared by its waves
+    vgpr_granule: int              # waves are allocated VGPRs in multiples of this
+    sgprs_per_simd: int
+    max_sgprs_per_wave: int
+    max_waves_per_simd: int
+    max_workgroup_size: int
+    lds_bytes_per_cu: int
+    max_lds_bytes_per_workgroup: int
+    hbm_bytes: int
+    hbm_bandwidth: float           # bytes/s
+    # Peak dense throughput in FLOP/s (OP/s for integers) by (dtype, unit), unit "vector" or "matrix".
+    peak_flops: dict = field(default_factory=dict)
+
+
+TERA = 1e12
+
+TARGETS: dict[str, Target] = {
+    "gfx942": Target(
+        name="gfx942", product="MI300X", architecture="CDNA3", compute_units=304, peak_clock_mhz=2100,
+        simds_per_cu=4, wave_size=64, vgprs_per_simd_lane=512, vgpr_granule=8, sgprs_per_simd=800,
+        max_sgprs_per_wave=102, max_waves_per_simd=8, max_workgroup_size=1024, lds_bytes_per_cu=64 * 1024,
+        max_lds_bytes_per_workgroup=64 * 1024, hbm_bytes=192 * 10**9, hbm_bandwidth=5.3 * TERA,
+        peak_flops={("f64", "vector"): 81.7 * TERA, ("f64", "matrix"): 163.4 * TERA,
+                    ("f32", "vector"): 163.4 * TERA, ("f32", "matrix"): 163.4 * TERA,
+                    ("f16", "matrix"): 1307.4 * TERA, ("bf16", "matrix"): 1307.4 * TERA,
+                    ("i8", "matrix"): 2614.9 * TERA, ("fp8", "matrix"): 2614.9 * TERA}),
+    "gfx90a": Target(
+        name="gfx90a", product="MI250X", architecture="CDNA2", compute_units=220, peak_clock_mhz=1700,
+        simds_per_cu=4, wave_size=64, vgprs_per_simd_lane=512, vgpr_granule=8, sgprs_per_simd=800,
+        max_sgprs_per_wave=102, max_waves_per_simd=8, max_workgroup_size=1024, lds_bytes_per_cu=64 * 1024,
+        max_lds_bytes_per_workgroup=64 * 1024, hbm_bytes=128 * 10**9, hbm_bandwidth=3.2 * TERA,
+        peak_flops={("f64", "vector"): 47.9 * TERA, ("f64", "matrix"): 95.7 * TERA,
+                    ("f32", "vector"): 47.9 * TERA, ("f32", "matrix"): 95.7 * TERA,
+                    ("f16", "matrix"): 383.0 * TERA, ("bf16", "matrix"): 383.0 * TERA,
+                    ("i8", "matrix"): 383.0 * TERA}),
+    "gfx950": Target(
+        name="gfx950", product="MI355X", architecture="CDNA4", compute_units=256, peak_clock_mhz=2400,
+        simds_per_cu=4, wave_size=64, vgprs_per_simd_lane=512, vgpr_granule=8, sgprs_per_simd=800,
+        max_sgprs_per_wave=102, max_waves_per_simd=8, max_workgroup_size=1024, lds_bytes_per_cu=160 * 1024,
+        max_lds_bytes_per_workgroup=160 * 1024, hbm_bytes=288 * 10**9, hbm_bandwidth=8.0 * TERA,
+        peak_flops={("f64", "vector"): 78.6 * TERA, ("f64", "matrix"): 78.6 * TERA,
+                    ("f32", "vector"): 157.3 * TERA, ("f32", "matrix"): 157.3 * TERA,
+                    ("f16", "matrix"): 2516.0 * TERA, ("bf16", "matrix"): 2516.0 * TERA,
+                    ("fp8", "matrix"): 5033.0 * TERA}),
+}
+
+DEFAULT_TARGET = "gfx942"
+
+
+def get_target(name: str | None = None) -> Target:
+    name = name or DEFAULT_TARGET
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ValueError(f"unknown target {name!r}; known targets: {', '.join(TARGETS)}") from None
