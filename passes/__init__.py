@@ -1,1 +1,13 @@
-"""passes: see DESIGN.md."""
+"""Graph-to-graph passes and the pass manager (see DESIGN.md, "Passes").
+
+Each pass is a function Module -> Module that returns a new module and leaves its input alone.
+"""
+from .buffers import BufferAssignment, assign_buffers
+from .canonicalize import canonicalize, eliminate_common_subexpressions, fold_constants, simplify
+from .fusion import fuse
+from .manager import DEFAULT_PIPELINE, PipelineResult, run_pipeline
+from .rewrite import copy_module, eliminate_dead_code
+
+__all__ = ["canonicalize", "simplify", "fold_constants", "eliminate_common_subexpressions", "eliminate_dead_code",
+           "fuse", "assign_buffers", "BufferAssignment", "run_pipeline", "PipelineResult", "DEFAULT_PIPELINE",
+           "copy_module"]

@@ -1,0 +1,207 @@
+"""The algebraic simplification rules of canonicalize: a table of (pattern, rewrite) pairs.
+
+A rewrite is called as `rewrite(b, **bindings)` and returns the value that replaces the matched
+op's result (of the same type), or None to decline. `b` builds new ops (`b.op(name, *operands,
+**attrs)`, `b.splat(scalar, type)`), which are simplified in turn. Float rules must hold for
+every input, NaN, infinities and -0.0 included.
+"""
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from ..ir.types import COMPLEX_PART, COMPLEXES, FLOATS, INTS, numpy_dtype
+from .opclasses import ELEMENTWISE
+from .patterns import Pat
+
+x, y, c = Pat.var("x"), Pat.var("y"), Pat.var("c")
+INT_X, FLOAT_X, REAL_X = Pat.var("x", INTS), Pat.var("x", FLOATS), Pat.var("x", INTS + FLOATS)
+
+
+def float_info(dtype: str):
+    """finfo of a float dtype, or of a complex dtype's parts (ml_dtypes' finfo knows bf16)."""
+    return ml_dtypes.finfo(numpy_dtype(COMPLEX_PART.get(dtype, dtype)))
+
+
+def is_lossless(source: str, target: str) -> bool:
+    """Whether every value of dtype `source` converts to `target` exactly (so a second convert sees it whole)."""
+    if source == target or source == "bool":
+        return True
+    if target == "bool" or (source in COMPLEXES and target not in COMPLEXES) or (source not in INTS and target in INTS):
+        return False
+    if source in INTS:
+        source_info = np.iinfo(numpy_dtype(source))
+        if target in INTS:
+            target_info = np.iinfo(numpy_dtype(target))
+            return target_info.min <= source_info.min and target_info.max >= source_info.max
+        magnitude_bits = source_info.bits - (source_info.min < 0)
+        return float_info(target).nmant + 1 >= magnitude_bits
+    source_info, target_info = float_info(source), float_info(target)
+    return (target_info.nmant >= source_info.nmant and target_info.maxexp >= source_info.maxexp
+            and target_info.minexp <= source_info.minexp)
+
+
+# ---- rewrites that need more than a line ------------------------------------------------------
+
+def compose_convert(b, x, inner, outer):
+    if is_lossless(x.type.dtype, inner.attrs["dtype"]):
+        return b.op("convert", x, dtype=outer.attrs["dtype"])
+    return None
+
+
+def unit_dims_inserted(old_shape, new_shape):
+    """Where `old_shape`'s dimensions sit in `new_shape` if the latter only adds 1-sized ones; else None."""
+    dims, i = [], 0
+    for j, size in enumerate(new_shape):
+        if i < len(old_shape) and size == old_shape[i]:
+            dims.append(j)
+            i += 1
+        elif size != 1:
+            return None
+    return tuple(dims) if i == len(old_shape) else None
+
+
+def reshape_as_broadcast(b, x, r):
+    dims = unit_dims_inserted(x.type.shape, r.result.type.shape)
+    if dims is None or r.result.type.shape == x.type.shape:
+        return None
+    return b.op("broadcast_in_dim", x, shape=r.result.type.shape, broadcast_dimensions=dims)
+
+
+def is_identity_broadcast(op) -> bool:
+    (operand,) = op.operands
+    return (op.result.type.shape == operand.type.shape
+            and op.attrs["broadcast_dimensions"] == tuple(range(operand.type.ndim)))
+
+
+def is_unit_insertion(op) -> bool:
+    """A broadcast that adds only 1-sized dimensions, in order: the same elements, reshaped."""
+    (operand,) = op.operands
+    return unit_dims_inserted(operand.type.shape, op.result.type.shape) == op.attrs["broadcast_dimensions"]
+
+
+def compose_broadcasts(b, x, inner, outer):
+    dims = tuple(outer.attrs["broadcast_dimensions"][d] for d in inner.attrs["broadcast_dimensions"])
+    return b.op("broadcast_in_dim", x, shape=outer.attrs["shape"], broadcast_dimensions=dims)
+
+
+def compose_transposes(b, x, inner, outer):
+    permutation = tuple(inner.attrs["permutation"][p] for p in outer.attrs["permutation"])
+    return b.op("transpose", x, permutation=permutation)
+
+
+def is_full_slice(op) -> bool:
+    shape = op.operands[0].type.shape
+    return (all(s == 0 for s in op.attrs["start_indices"]) and op.attrs["limit_indices"] == shape
+            and all(s == 1 for s in op.attrs["strides"]))
+
+
+def compose_slices(b, x, inner, outer):
+    strides = tuple(s1 * s2 for s1, s2 in zip(inner.attrs["strides"], outer.attrs["strides"]))
+    starts = tuple(s1 + s2 * st1 for s1, s2, st1 in
+                   zip(inner.attrs["start_indices"], outer.attrs["start_indices"], inner.attrs["strides"]))
+    limits = tuple(start + (n - 1) * stride + 1 if n > 0 else start
+                   for start, n, stride in zip(starts, outer.result.type.shape, strides))
+    return b.op("slice", x, start_indices=starts, limit_indices=limits, strides=strides)
+
+
+def hoist_over_broadcasts(b, op):
+    """f(broadcast(a), broadcast(b)) -> broadcast(f(a, b)) when the broadcasts agree: no more elements to compute,
+    and broadcasts meet (and compose) as they move towards the consumers.
+
+    Broadcasts of scalars agree with any broadcast: the scalar is broadcast to the other's source shape instead.
+    """
+    broadcasts = [v.producer for v in op.operands]
+    if not all(p is not None and p.name == "broadcast_in_dim" for p in broadcasts):
+        return None
+    shaped = [p for p in broadcasts if p.operands[0].type.ndim > 0] or broadcasts
+    first = shaped[0]
+    source_shape = first.operands[0].type.shape
+    if any(p.operands[0].type.shape != source_shape or p.attrs != first.attrs for p in shaped):
+        return None
+    if math.prod(source_shape) > first.result.type.size:
+        return None
+    sources = [p.operands[0] if p in shaped else
+               b.op("broadcast_in_dim", p.operands[0], shape=source_shape, broadcast_dimensions=())
+               for p in broadcasts]
+    return b.op("broadcast_in_dim", b.op(op.name, *sources, **op.attrs), **first.attrs)
+
+
+# ---- the table ---------------------------------------------------------------------------------
+
+RULES = [
+    # x + 0 -> x: exact for integers
+    (Pat.op("add", INT_X, Pat.splat(0)), lambda b, x: x),
+    # x + -0.0 -> x for floats, x = -0.0 included (x + 0.0 is not: -0.0 + 0.0 = +0.0)
+    (Pat.op("add", FLOAT_X, Pat.splat(-0.0)), lambda b, x: x),
+    # x - 0 -> x for integers and floats (-0.0 - 0.0 = -0.0)
+    (Pat.op("sub", REAL_X, Pat.splat(0)), lambda b, x: x),
+    # x * 1 -> x, x / 1 -> x (not complex: (inf+1j)*(1+0j) has a NaN real part)
+    (Pat.op(("mul", "div"), REAL_X, Pat.splat(1)), lambda b, x: x),
+    # x ** 1 -> x
+    (Pat.op("pow", REAL_X, Pat.splat(1)), lambda b, x: x),
+    # x * 0 -> 0 for integers (not floats: inf * 0 is NaN and -1.0 * 0 is -0.0)
+    (Pat.op("mul", INT_X, Pat.splat(0, name="zero")), lambda b, x, zero: zero),
+    # x - x -> 0 and x ^ x -> 0 for integers (not floats: inf - inf is NaN)
+    (Pat.op(("sub", "xor"), INT_X, x), lambda b, x: b.splat(0, x.type)),
+    # x & x, x | x, max(x, x), min(x, x) -> x
+    (Pat.op(("and", "or", "max", "min"), x, x), lambda b, x: x),
+    # x | 0 -> x and x ^ 0 -> x (for bools: x | false, x ^ false)
+    (Pat.op(("or", "xor"), x, Pat.splat(0)), lambda b, x: x),
+    # x & true -> x for bools
+    (Pat.op("and", Pat.var("x", ("bool",)), Pat.splat(True)), lambda b, x: x),
+    # f(f(x)) -> x for the involutions neg, not and conj (-(-INT_MIN) wraps back to INT_MIN)
+    *[(Pat.op(name, Pat.op(name, x)), lambda b, x: x) for name in ("neg", "not", "conj")],
+    # abs(neg(x)) -> abs(x) and abs(abs(x)) -> abs(x) for reals
+    (Pat.op("abs", Pat.op(("neg", "abs"), REAL_X)), lambda b, x: b.op("abs", x)),
+    # select(c, x, x) -> x
+    (Pat.op("select", c, x, x), lambda b, c, x: x),
+    # select(true, x, y) -> x
+    (Pat.op("select", Pat.splat(True), x, y), lambda b, x, y: x),
+    # select(false, x, y) -> y
+    (Pat.op("select", Pat.splat(False), x, y), lambda b, x, y: y),
+    # select(!c, x, y) -> select(c, y, x)
+    (Pat.op("select", Pat.op("not", c), x, y), lambda b, c, x, y: b.op("select", c, y, x)),
+    # convert(x) to x's own dtype -> x
+    (Pat.op("convert", x, name="op"), lambda b, x, op: x if op.result.type == x.type else None),
+    # convert(convert(x)) -> convert(x) when the inner convert loses nothing
+    (Pat.op("convert", Pat.op("convert", x, name="inner"), name="outer"), compose_convert),
+    # reshape(x) to x's own shape -> x
+    (Pat.op("reshape", x, name="op"), lambda b, x, op: x if op.result.type == x.type else None),
+    # reshape(reshape(x)) -> reshape(x)
+    (Pat.op("reshape", Pat.op("reshape", x), name="op"), lambda b, x, op: b.op("reshape", x, **op.attrs)),
+    # reshape(broadcast(x)) -> reshape(x) when the broadcast only inserts 1-sized dimensions
+    (Pat.op("reshape", Pat.op("broadcast_in_dim", x, name="inner"), name="op"),
+     lambda b, x, inner, op: b.op("reshape", x, **op.attrs) if is_unit_insertion(inner) else None),
+    # a reshape that only inserts 1-sized dimensions (keepdims) -> broadcast_in_dim: one form, which fuses
+    (Pat.op("reshape", x, name="r"), reshape_as_broadcast),
+    # broadcast_in_dim(x) to x's own shape, dimensions in order -> x
+    (Pat.op("broadcast_in_dim", x, name="op"), lambda b, x, op: x if is_identity_broadcast(op) else None),
+    # broadcast_in_dim(broadcast_in_dim(x)) -> broadcast_in_dim(x), dimensions composed
+    (Pat.op("broadcast_in_dim", Pat.op("broadcast_in_dim", x, name="inner"), name="outer"), compose_broadcasts),
+    # transpose(x) by the identity permutation -> x
+    (Pat.op("transpose", x, name="op"),
+     lambda b, x, op: x if op.attrs["permutation"] == tuple(range(x.type.ndim)) else None),
+    # transpose(transpose(x)) -> transpose(x), permutations composed
+    (Pat.op("transpose", Pat.op("transpose", x, name="inner"), name="outer"), compose_transposes),
+    # slice of all of x -> x
+    (Pat.op("slice", x, name="op"), lambda b, x, op: x if is_full_slice(op) else None),
+    # slice(slice(x)) -> slice(x), starts and strides composed
+    (Pat.op("slice", Pat.op("slice", x, name="inner"), name="outer"), compose_slices),
+    # rev(x) over no dimensions -> x
+    (Pat.op("rev", x, name="op"), lambda b, x, op: x if not op.attrs["dimensions"] else None),
+    # rev(rev(x, d), d) -> x
+    (Pat.op("rev", Pat.op("rev", x, name="inner"), name="outer"),
+     lambda b, x, inner, outer: x if sorted(inner.attrs["dimensions"]) == sorted(outer.attrs["dimensions"]) else None),
+    # reduce(x) over no axes -> x
+    (Pat.op("reduce", x, name="op"), lambda b, x, op: x if not op.attrs["axes"] else None),
+    # concatenate(x) of one operand -> x
+    (Pat.op("concatenate", x), lambda b, x: x),
+    # pad(x) by nothing -> x
+    (Pat.op("pad", x, y, name="op"), lambda b, x, y, op: x if not any(op.attrs["low"] + op.attrs["high"]
+                                                                       + op.attrs["interior"]) else None),
+    # f(broadcast(a), broadcast(b)) -> broadcast(f(a, b)) for elementwise f, when the broadcasts agree
+    (Pat.any_op(ELEMENTWISE, name="op"), hoist_over_broadcasts),
+]
