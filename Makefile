@@ -16,6 +16,10 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
+$(VENV)/.installed-bench: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[bench]'
+	touch $@
+
 demo: $(VENV)/.installed
 	$(PY) examples/gelu_layer.py
 
@@ -24,6 +28,10 @@ test: $(VENV)/.installed-test
 
 test-all: $(VENV)/.installed-test
 	$(PY) -m pytest -n 2
+
+# `make bench BENCH_ARGS="--quick --only W1,W4"` passes options to the runner.
+bench: $(VENV)/.installed-bench
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,276 @@
+"""Side-by-side benchmark of cdnajit against numpy and JAX: `python benchmarks/run.py [--quick] [--only W1,W4]`.
+
+Every workload of workloads.py runs under the three peers in this one process. Each peer is called
+once untimed (the warm-up: it traces and compiles, so compile time is excluded except in the
+compile workloads, whose every timed call compiles), then timed until the time budget or the
+sample cap is reached; the table shows medians. cdnajit's result is checked against numpy's.
+Results go to benchmarks/results.json. The exit status is 1 when a result mismatches or a peer fails.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import importlib.metadata
+import inspect
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import llvmlite
+import numpy as np
+
+import cdnajit as cj
+from workloads import CACHE_DIR_VARIABLE, WORKLOADS, Context
+
+PEERS = ("cdnajit", "numpy", "jax")
+SAMPLES_PER_BUDGET = 50  # very fast calls are timed in batches so that the cap of samples fills the budget
+
+
+@dataclass(frozen=True)
+class Settings:
+    budget: float      # seconds of timed calls per measurement, roughly
+    max_samples: int
+    min_samples: int
+
+
+FULL = Settings(budget=0.5, max_samples=50, min_samples=3)
+QUICK = Settings(budget=0.05, max_samples=5, min_samples=2)
+
+
+def import_jax():
+    try:
+        import jax
+        import jax.numpy  # noqa: F401
+    except ImportError:
+        return None
+    return jax
+
+
+def median_seconds_per_call(call, setup, settings: Settings) -> tuple[float, int]:
+    """(median seconds per call, samples taken). Without `setup`, a sample is a batch of calls
+    long enough to dwarf the timer's overhead; with it, `setup` runs untimed before each call."""
+    batch = 1
+    if setup is None:
+        start = time.perf_counter()
+        call()
+        single = time.perf_counter() - start
+        batch = max(1, math.ceil(settings.budget / SAMPLES_PER_BUDGET / max(single, 1e-9)))
+    samples = []
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # as timeit does: a collection inside one sample would skew it
+    try:
+        spent = 0.0
+        while len(samples) < settings.min_samples or (spent < settings.budget and len(samples) < settings.max_samples):
+            if setup is not None:
+                setup()
+            start = time.perf_counter()
+            for _ in range(batch):
+                call()
+            elapsed = time.perf_counter() - start
+            spent += elapsed
+            samples.append(elapsed / batch)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return statistics.median(samples), len(samples)
+
+
+def peer_call(peer: str, fn, inputs, jax):
+    """A zero-argument call of `fn` on the inputs; JAX gets them on its device beforehand and,
+    as it dispatches asynchronously, its call waits for the result."""
+    if peer != "jax":
+        return lambda: fn(*inputs)
+    device_inputs = tuple(jax.device_put(x) for x in inputs)
+    return lambda: jax.block_until_ready(fn(*device_inputs))
+
+
+def check(result, reference, tolerance) -> dict:
+    rtol, atol = tolerance
+    result, reference = np.asarray(result), np.asarray(reference)
+    if result.shape != reference.shape or result.dtype != reference.dtype:
+        return {"ok": False, "reason": f"got {result.dtype}{list(result.shape)}, "
+                                       f"expected {reference.dtype}{list(reference.shape)}"}
+    error = np.abs(result.astype(np.float64) - reference.astype(np.float64))
+    return {"ok": bool(np.allclose(result, reference, rtol=rtol, atol=atol, equal_nan=True)),
+            "rtol": rtol, "atol": atol, "max_abs_error": float(np.max(error, initial=0.0))}
+
+
+def run_workload(workload, ctx: Context, settings: Settings) -> dict:
+    case = workload.build(ctx)
+    record = {"description": workload.description,
+              "inputs": [f"{x.dtype}{list(x.shape)}" for x in case.inputs],
+              "seconds": {}, "samples": {}, "errors": {}, "checks": {}}
+    outputs = {}
+    for peer in PEERS:
+        fn = getattr(case, peer)
+        if fn is None:
+            continue
+        call = peer_call(peer, fn, case.inputs, ctx.jax)
+        try:
+            if case.setup is not None:
+                case.setup()
+            outputs[peer] = call()  # warm-up: traces and compiles
+            seconds, samples = median_seconds_per_call(call, case.setup, settings)
+        except Exception as error:  # a failing peer is reported, the other peers and workloads still run
+            record["errors"][peer] = f"{type(error).__name__}: {error}"
+            continue
+        record["seconds"][peer], record["samples"][peer] = seconds, samples
+    reference_fn = case.reference or case.numpy
+    if case.tolerance is not None and reference_fn is not None:
+        reference = reference_fn(*case.inputs)
+        for peer in ("cdnajit", "jax"):
+            if peer in outputs:
+                record["checks"][peer] = check(outputs[peer], reference, case.tolerance)
+    seconds = record["seconds"]
+    record["ratios"] = {f"cdnajit_over_{peer}": seconds["cdnajit"] / seconds[peer]
+                        for peer in ("numpy", "jax") if "cdnajit" in seconds and peer in seconds}
+    if case.flops:
+        record["gflops_per_second"] = {peer: case.flops / s / 1e9 for peer, s in seconds.items()}
+    if case.note:
+        record["note"] = case.note()
+    return record
+
+
+# ---- report
+
+def format_time(seconds) -> str:
+    if seconds is None:
+        return "n/a"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def format_ratio(ratio) -> str:
+    """cdnajit's time over the peer's, and what it means in words."""
+    if ratio is None:
+        return "n/a"
+    words = f"{1 / ratio:.2f}x faster" if ratio <= 1 else f"{ratio:.2f}x slower"
+    return f"{ratio:.3g} ({words})"
+
+
+def check_mark(record) -> str:
+    if record["errors"]:
+        return "ERROR"
+    checks = record["checks"]
+    if "cdnajit" not in checks:
+        return "-"
+    return "ok" if checks["cdnajit"]["ok"] else "MISMATCH"
+
+
+def notes(record) -> str:
+    gflops = record.get("gflops_per_second")
+    if gflops:
+        return "GFLOP/s " + " / ".join(f"{peer} {gflops[peer]:.1f}" for peer in PEERS if peer in gflops)
+    return record.get("note", "")
+
+
+def print_table(results: dict, jax_available: bool, quick: bool) -> None:
+    header = ("workload", "cdnajit", "numpy", "jax", "cdnajit/numpy", "cdnajit/jax", "check", "notes")
+    rows = [header]
+    for name, record in results.items():
+        seconds, ratios = record["seconds"], record["ratios"]
+        rows.append((name, *(format_time(seconds.get(peer)) for peer in PEERS),
+                     format_ratio(ratios.get("cdnajit_over_numpy")), format_ratio(ratios.get("cdnajit_over_jax")),
+                     check_mark(record), notes(record)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for i, row in enumerate(rows):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        if i == 0:
+            print("  ".join("-" * width for width in widths))
+    print("\nTimes are medians per call. cdnajit/peer is cdnajit's time divided by the peer's: below 1 "
+          "cdnajit is faster;\n'4.00x faster' means cdnajit takes a quarter of the peer's time."
+          + ("\n--quick: smaller sizes than the descriptions say (the JSON lists the inputs)." if quick else "")
+          + ("" if jax_available else "\nJAX is not importable: its columns say n/a (`make bench` installs it)."))
+    for name, record in results.items():
+        for peer, message in record["errors"].items():
+            print(f"!!! {name}: {peer} FAILED: {message}")
+        for peer, result in record["checks"].items():
+            if not result["ok"]:
+                print(f"!!! {name}: {peer} MISMATCHES numpy: {result}")
+
+
+def jit_default_backend():
+    """What `cj.jit` runs on by default (the numbers of the interpreter and of compiled code differ)."""
+    parameter = inspect.signature(cj.jit).parameters.get("backend")
+    return None if parameter is None else parameter.default
+
+
+def machine_info(jax) -> dict:
+    cpu_model = platform.processor()
+    if Path("/proc/cpuinfo").exists():
+        models = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")]
+        cpu_model = models[0] if models else cpu_model
+    blas = np.show_config(mode="dicts").get("Build Dependencies", {}).get("blas", {})
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "platform": platform.platform(),
+        "cpu": cpu_model,
+        "cpu_count": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "python": platform.python_version(),
+        "versions": {"cdnajit": cj.__version__, "numpy": np.__version__, "llvmlite": llvmlite.__version__,
+                     "jax": jax.__version__ if jax else None, "jaxlib": importlib.metadata.version("jaxlib") if jax else None},
+        "cdnajit_jit_backend": jit_default_backend(),
+        "numpy_blas": f"{blas.get('name', '?')} {blas.get('version', '')}".strip(),
+    }
+
+
+def parse_arguments():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated workloads or groups, e.g. W1,W4 or W4.2048")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repetitions (smoke test)")
+    parser.add_argument("--json", type=Path, default=Path(__file__).with_name("results.json"),
+                        help="where to write the results (default: %(default)s)")
+    return parser.parse_args()
+
+
+def select(only: str | None):
+    if only is None:
+        return WORKLOADS
+    wanted = {name.strip() for name in only.split(",") if name.strip()}
+    known = {w.name for w in WORKLOADS} | {w.group for w in WORKLOADS}
+    if unknown := wanted - known:
+        sys.exit(f"unknown workload(s) {', '.join(sorted(unknown))}; known: {', '.join(w.name for w in WORKLOADS)}")
+    return tuple(w for w in WORKLOADS if w.name in wanted or w.group in wanted)
+
+
+def main() -> int:
+    arguments = parse_arguments()
+    workloads = select(arguments.only)
+    settings = QUICK if arguments.quick else FULL
+    jax = import_jax()
+    saved_cache_dir = os.environ.get(CACHE_DIR_VARIABLE)
+    results = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="cdnajit-bench-") as scratch:
+            ctx = Context(quick=arguments.quick, jax=jax, scratch=Path(scratch))
+            for workload in workloads:
+                print(f"{workload.name}: {workload.description} ...", file=sys.stderr, flush=True)
+                results[workload.name] = run_workload(workload, ctx, settings)
+    finally:  # the compile workloads point the cache elsewhere
+        if saved_cache_dir is None:
+            os.environ.pop(CACHE_DIR_VARIABLE, None)
+        else:
+            os.environ[CACHE_DIR_VARIABLE] = saved_cache_dir
+    print_table(results, jax is not None, arguments.quick)
+    report = {"machine": machine_info(jax), "settings": {"quick": arguments.quick, **vars(settings)},
+              "workloads": results}
+    arguments.json.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwrote {arguments.json}")
+    failed = any(check_mark(record) in ("ERROR", "MISMATCH") for record in results.values())
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
