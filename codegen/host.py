@@ -446,8 +446,11 @@ class HostKernelBuilder:
     # -- statements inside a work-item loop --
 
     def statements(self, stmts):
+        # Work-item ids first computed inside a nested block do not dominate the code after it.
+        outer_ids = dict(self.item_ids_cache)
         for stmt in stmts:
             self.statement(stmt)
+        self.item_ids_cache = outer_ids
 
     def statement(self, s):
         b = self.b

@@ -524,7 +524,9 @@ def erf_table(m: MathBuilder):
     if name not in module.globals:
         flat = [m.c(c) for row in m.spec.erf_pieces for c in row]
         array_type = ir.ArrayType(m.type, len(flat))
-        table = ir.GlobalVariable(module, array_type, name=name)
+        # On AMDGPU in the constant address space (4): address space 0 is flat there (slower loads).
+        addrspace = 4 if module.triple.startswith("amdgcn") else 0
+        table = ir.GlobalVariable(module, array_type, name=name, addrspace=addrspace)
         table.global_constant = True
         table.linkage = "internal"
         table.initializer = ir.Constant(array_type, flat)

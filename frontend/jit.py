@@ -3,6 +3,11 @@
 A jitted function is traced once per signature: the argument tree structure, each dynamic
 leaf's shape, dtype and weak type, and the static arguments' values. Calls with a known
 signature reuse the compiled executable without retracing.
+
+Backends: "compiled" (the default) runs the pass pipeline and the kernels of
+runtime/executable.py; "interpret" runs the graph with the reference interpreter (the oracle).
+A call whose arguments are all numpy arrays (no keywords, no static arguments) looks its
+executable up by the arrays' shapes and dtype numbers alone, the common case made cheap.
 """
 from __future__ import annotations
 
@@ -14,11 +19,13 @@ from ..errors import TracingError, TracingTypeError
 from ..ir.core import Module, Value
 from ..ir.interpreter import interpret
 from ..ir.types import TensorType, dtype_name
+from ..runtime.executable import Executable
 from .pytree import tree_flatten, tree_unflatten
 from .tracing import (Tracer, as_tracer, check_array_like, current_trace, is_python_scalar, located, new_trace,
                       python_scalar_dtype)
 
-BACKENDS = ("interpret",)
+BACKENDS = ("compiled", "interpret")
+STAGES = ("graph", "optimized", "kernel")
 
 
 def leaf_signature(leaf) -> tuple[TensorType, bool]:
@@ -30,23 +37,44 @@ def leaf_signature(leaf) -> tuple[TensorType, bool]:
     return TensorType(dtype_name(array.dtype), tuple(array.shape)), False
 
 
+def unflattener(out_tree):
+    """`leaves -> output pytree`, short-cut for the common trees (one array, a flat tuple)."""
+    if out_tree.kind == "leaf":
+        return lambda leaves: leaves[0]
+    if out_tree.kind == "tuple" and all(child.kind == "leaf" for child in out_tree.children):
+        return tuple
+    return lambda leaves: tree_unflatten(out_tree, leaves)
+
+
 class Compiled:
     """An executable for one signature: runs flat argument arrays, returns the output pytree."""
 
-    def __init__(self, module: Module, out_tree, backend: str):
+    def __init__(self, module: Module, out_tree, backend: str, executable: Executable | None = None):
         self.module = module
         self.out_tree = out_tree
         self.backend = backend
-
-    def as_text(self) -> str:
-        return str(self.module)
+        self.executable = executable
+        self.unflatten = unflattener(out_tree)
+        self.run = executable if executable is not None else functools.partial(interpret, module)
 
     def call_flat(self, leaves) -> list[np.ndarray]:
-        return interpret(self.module, *leaves)
+        return self.run(*leaves)
+
+    def as_text(self, stage: str = "graph") -> str:
+        """The program at one stage: "graph" (traced), "optimized" (after the passes) or "kernel"."""
+        if stage == "graph":
+            return str(self.module)
+        if stage not in STAGES:
+            raise ValueError(f"unknown stage {stage!r}; expected one of {', '.join(STAGES)}")
+        if self.executable is None:
+            raise ValueError(f"the {self.backend} backend has no {stage!r} stage; compile with backend='compiled'")
+        if stage == "optimized":
+            return str(self.executable.optimized)
+        return "\n\n".join(map(str, self.executable.kernels))
 
     def __call__(self, *args, **kwargs):
         leaves, _ = tree_flatten((args, kwargs))
-        return tree_unflatten(self.out_tree, self.call_flat(leaves))
+        return self.unflatten(self.run(*leaves))
 
 
 class Lowered:
@@ -61,11 +89,13 @@ class Lowered:
         return str(self.module)
 
     def compile(self) -> Compiled:
-        return Compiled(self.module, self.out_tree, self.backend)
+        if self.backend == "interpret":
+            return Compiled(self.module, self.out_tree, self.backend)
+        return Compiled(self.module, self.out_tree, self.backend, Executable.compile(self.module))
 
 
 class Jitted:
-    def __init__(self, fn, static_argnums=(), static_argnames=(), backend="interpret"):
+    def __init__(self, fn, static_argnums=(), static_argnames=(), backend="compiled"):
         if not callable(fn):
             raise TypeError(f"jit expects a callable, got {type(fn).__name__}")
         if backend not in BACKENDS:
@@ -75,7 +105,8 @@ class Jitted:
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self.backend = backend
         self.trace_count = 0
-        self._cache: dict = {}
+        self._cache: dict = {}        # signature -> Compiled
+        self._array_cache: dict = {}  # array_key -> Compiled, for calls on numpy arrays only
         functools.update_wrapper(self, fn)
 
     def _split(self, args, kwargs):
@@ -129,18 +160,39 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         if current_trace() is not None:  # called from another traced function: inline
             return self.fn(*args, **kwargs)
+        key = None if kwargs or self.static_argnums else array_key(args)
+        compiled = self._array_cache.get(key) if key is not None else None
+        if compiled is not None:  # the leaves are `args` themselves
+            return compiled.unflatten(compiled.run(*args))
         signature, leaves = self._signature(args, kwargs)
         compiled = self._cache.get(signature)
         if compiled is None:
             compiled = self._trace(args, kwargs, signature).compile()
             self._cache[signature] = compiled
-        return tree_unflatten(compiled.out_tree, compiled.call_flat(leaves))
+        if key is not None:
+            self._array_cache[key] = compiled
+        return compiled.unflatten(compiled.run(*leaves))
 
     def __get__(self, instance, owner):  # decorating a method binds like a function
         return self if instance is None else functools.partial(self, instance)
 
 
-def jit(fn=None, *, static_argnums=(), static_argnames=(), backend="interpret"):
+def array_key(args) -> tuple | None:
+    """(shape, dtype number) of each argument when all are numpy arrays, else None.
+
+    Arrays alike but for byte order share a key, as they share a signature. Unsupported dtypes
+    never get here: they fail the full signature check, so no executable is stored under them.
+    """
+    key = []
+    for arg in args:
+        if type(arg) is not np.ndarray:
+            return None
+        key.append(arg.shape)
+        key.append(arg.dtype.num)
+    return tuple(key)
+
+
+def jit(fn=None, *, static_argnums=(), static_argnames=(), backend="compiled"):
     """Trace `fn` once per signature and run it compiled; usable bare or with arguments."""
     if fn is None:
         return lambda f: Jitted(f, static_argnums, static_argnames, backend)

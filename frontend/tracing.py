@@ -8,6 +8,7 @@ user's source line.
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -27,6 +28,12 @@ LIBRARY_FILES = (os.path.join(PACKAGE_ROOT, "__init__.py"),)
 NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
 
 
+@functools.lru_cache(maxsize=256)
+def display_path(filename: str, cwd: str) -> str:
+    """`filename` relative to `cwd` (cached: every traced op asks, and relpath is slow)."""
+    return filename if filename.startswith("<") else os.path.relpath(filename, cwd)
+
+
 def user_location() -> str:
     """file:line of the innermost caller outside cdnajit and numpy."""
     frame = sys._getframe(1)
@@ -34,7 +41,7 @@ def user_location() -> str:
         filename = frame.f_code.co_filename
         if not (filename.startswith(LIBRARY_DIRS) or filename in LIBRARY_FILES or filename.startswith(NUMPY_DIR)
                 or filename.startswith("<frozen")):
-            return f"{os.path.relpath(filename) if not filename.startswith('<') else filename}:{frame.f_lineno}"
+            return f"{display_path(filename, os.getcwd())}:{frame.f_lineno}"
         frame = frame.f_back
     return "<unknown>"
 

@@ -37,14 +37,20 @@ def numpy_dtype(name: str) -> np.dtype:
     return NUMPY_DTYPES[name]
 
 
+def native_dtype(dtype) -> np.dtype:
+    """`dtype` in the machine's byte order: IR dtypes name values, whatever the byte order of an array."""
+    dtype = np.dtype(dtype)
+    return dtype if dtype.isnative else dtype.newbyteorder("=")
+
+
 def dtype_name(dtype) -> str:
     """The IR name of a numpy dtype (or anything np.dtype accepts); KeyError if unsupported."""
-    return DTYPE_NAMES[np.dtype(dtype)]
+    return DTYPE_NAMES[native_dtype(dtype)]
 
 
 def is_supported_dtype(dtype) -> bool:
     try:
-        return np.dtype(dtype) in DTYPE_NAMES
+        return native_dtype(dtype) in DTYPE_NAMES
     except TypeError:
         return False
 

@@ -2,4 +2,10 @@
 
 launch.py  `compile_kernel(kernel)` -> a callable `CompiledKernel` (cached by the kernel's text),
            whose call runs the grid's workgroups on a thread pool.
+executable.py  `Executable.compile(module)`: the passes, one kernel per op, and the host schedule
+           (launches, host loops and branches) that runs them; what `cj.jit` calls.
+cache.py   the persistent compile cache (CDNAJIT_CACHE_DIR): object code and whole programs on disk.
+occupancy.py  waves per SIMD from a kernel's registers, LDS and workgroup size, and its limiter.
+roofline.py   FLOPs and bytes counted from the kernel IR and launch; bound and modelled time.
+report.py     `kernel_report(kernel, target)` -> `KernelReport` (resources, occupancy, roofline).
 """

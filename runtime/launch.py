@@ -8,10 +8,14 @@ A launch splits the grid's workgroups into one contiguous range per worker and c
 in parallel. Buffers are numpy arrays of the parameter's dtype and element count, C-contiguous, in
 native byte order; a buffer the kernel writes must not overlap any other buffer argument (the
 codegen marks buffers noalias).
+
+Object code is linked into one process-wide ORC JIT, one library per kernel (libraries may all
+export `run`); a library is unloaded when its `CompiledKernel` is garbage collected.
 """
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -50,16 +54,30 @@ def thread_pool() -> ThreadPoolExecutor:
         return _pool
 
 
+_jit: llvm.LLJIT | None = None
+_libraries = itertools.count()
+_jit_lock = threading.Lock()
+
+
+def link_object(object_code: bytes) -> llvm.ResourceTracker:
+    """Load object code as a new JIT library; `tracker[ENTRY]` is the entry's address while `tracker` lives."""
+    global _jit
+    with _jit_lock:
+        if _jit is None:
+            target_machine()  # initialises the native target
+            _jit = llvm.create_lljit_compiler()
+        library = llvm.JITLibraryBuilder().add_object_img(object_code).add_current_process().export_symbol(ENTRY)
+        return library.link(_jit, f"kernel{next(_libraries)}")
+
+
 class CompiledKernel:
     """A kernel loaded as native code, callable with its arguments."""
 
     def __init__(self, kernel: Kernel, object_code: bytes):
         self.kernel = kernel
         self.object_code = object_code
-        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine())
-        self.engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
-        self.engine.finalize_object()
-        self.run = RUN_SIGNATURE(self.engine.get_function_address(ENTRY))
+        self.library = link_object(object_code)
+        self.run = RUN_SIGNATURE(self.library[ENTRY])
         params = kernel.params
         self.arg_pointers = (ctypes.c_void_p * max(len(params), 1))()
         # Scalars live in one 8-byte slot each; args[i] points at the slot, as kernelParams do.
@@ -105,14 +123,17 @@ class CompiledKernel:
                     raise LaunchError(f"kernel {self.kernel.name}: buffer {self.kernel.params[i].name} is written "
                                       f"and overlaps argument {j} ({self.kernel.params[j].name})")
 
-    def launch(self) -> None:
+    def launch(self, arg_block: int | None = None) -> None:
+        """Run the grid with the argument block at address `arg_block` (by default this kernel's own,
+        which `__call__` fills); a caller with its own block needs no lock."""
         total = self.kernel.num_workgroups
         if total == 0:
             return
         # Waking a pool thread costs tens of microseconds: small grids run on the calling thread.
         parallel = total * self.kernel.workgroup_items >= PARALLEL_MIN_WORK_ITEMS
         chunks = min(total, workers()) if parallel else 1
-        arg_block = ctypes.addressof(self.arg_pointers)
+        if arg_block is None:
+            arg_block = ctypes.addressof(self.arg_pointers)
         if chunks == 1:
             self.run(arg_block, 0, total)
             return

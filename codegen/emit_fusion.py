@@ -1,0 +1,284 @@
+"""Kernel IR for `fusion` ops (passes/fusion.py's contract), in the layout passes/tiling.py chooses.
+
+Kernel parameters follow codegen/lower.py: `in0, in1, ...` (the operands), then `out0, ...`.
+Elements come from codegen/elemental.py; this module lays out the work:
+
+- loop kernels: each work-item stores every result at its elements; full workgroups run
+  unguarded (their loops vectorize on the host), the last one guards its tail.
+- row_per_workgroup: phase after phase over the row (a reduce's phase is one more than the latest
+  phase of the reduces it reads through row broadcasts; reduces of one phase share the pass over
+  the row). A phase accumulates per work-item, then combines the workgroup (`combine_row`:
+  wave_reduce and the waves' partials in LDS, or an LDS tree for prod/and/or); the per-row values
+  that become computable are computed once, before the next phase. The last phase stores the
+  full-shaped results elementwise and the per-row results once per row (lane 0).
+- row_per_item: a work-item computes its row's reduces by looping over the row (elemental
+  `reduce`), then stores its per-row results and loops over the row for the full-shaped ones.
+"""
+from __future__ import annotations
+
+import math
+
+from ..ir import kernel as K
+from ..ir.core import Op, Value
+from ..ir.targets import get_target
+from ..passes.tiling import WAVE_REDUCERS, LaunchConfig, launch_config, reduction_signature
+from .elemental import Accumulator, ElementalEmitter, index_dtype_for, merge_axes
+from .lower import emitter, operand_buffers
+
+
+@emitter("fusion")
+def emit_fusion(op: Op, name: str) -> K.Kernel:
+    target = get_target()
+    config = launch_config(op, target)
+    builder = FusionKernel(op, name, config, target.max_lds_bytes_per_workgroup)
+    BUILDERS[config.strategy](builder)
+    return builder.kernel()
+
+
+class FusionKernel:
+    """What every fusion kernel shares: buffers, the elemental emitter, the lane and group ids."""
+
+    def __init__(self, op: Op, name: str, config: LaunchConfig, max_lds_bytes: int):
+        self.op, self.name, self.config = op, name, config
+        self.region = op.regions[0]
+        params = operand_buffers(op)
+        self.inputs, self.outputs = params[:len(op.operands)], params[len(op.operands):]
+        largest = max([v.type.size for v in self.region.params]
+                      + [v.type.size for o in self.region.ops for v in o.results]
+                      + [config.grid * config.workgroup_size * config.elements_per_item])
+        self.emitter = ElementalEmitter(self.region, self.inputs, index_dtype_for(largest),
+                                        max_lds_bytes - config.lds_bytes)
+        self.idx = self.emitter.index_dtype
+        # Index expressions stay expressions of the launch ids, never variables: a variable living
+        # across a barrier or wave op is reloaded on the host, which hides that consecutive
+        # work-items touch consecutive elements (and so stops the work-item loops vectorizing).
+        self.lane = K.workitem_id(0).cast(self.idx)
+        self.group = K.workgroup_id(0).cast(self.idx)
+        self.lds: list[K.LdsBuffer] = []
+
+    def store_results(self, results, index, linear):
+        """Store each (buffer, value) at element `index` (linear position `linear`) of its result."""
+        for buffer, value in results:
+            self.emitter.emit(K.Store(buffer, linear, self.emitter.value_at(value, index)))
+
+    def kernel(self) -> K.Kernel:
+        e = self.emitter
+        body = list(e.blocks[0])
+        if e.lds_fill:  # constant tables: filled by lane 0 after the ids are bound, then a barrier
+            body[:0] = [K.If(self.lane.eq(0), e.lds_fill), K.Barrier()]
+        return K.Kernel(self.name, params=self.inputs + self.outputs, grid=(self.config.grid,),
+                        workgroup_size=(self.config.workgroup_size,), body=body, lds=self.lds + e.lds)
+
+
+# ---- loop kernels -----------------------------------------------------------------------------
+
+def build_loop(fk: FusionKernel):
+    e, config = fk.emitter, fk.config
+    shape = fk.op.results[0].type.shape
+    n = math.prod(shape)
+    width, elements = config.workgroup_size, config.elements_per_item
+    results = list(zip(fk.outputs, fk.region.outputs))
+
+    def chunks(guarded: bool):
+        for k in range(elements):
+            first = fk.group * elements + k if elements > 1 else fk.group
+            element = first * width + fk.lane
+            index = e.index(shape, linear=element)
+            if guarded:
+                with e.block() as stores:
+                    fk.store_results(results, index, element)
+                e.emit(K.If(element < n, stores))
+            else:
+                fk.store_results(results, index, element)
+
+    full = n // (width * elements)
+    if full == config.grid:
+        chunks(guarded=False)
+    elif full == 0:
+        chunks(guarded=True)
+    else:
+        with e.block() as unguarded:
+            chunks(guarded=False)
+        with e.block() as tail:
+            chunks(guarded=True)
+        e.emit(K.If(fk.group < full, unguarded, tail))
+
+
+# ---- reduction kernels --------------------------------------------------------------------------
+
+class Rows:
+    """The row structure of a reduction fusion: S, A, the reduces by phase, the results by kind."""
+
+    def __init__(self, fk: FusionKernel):
+        self.shape, self.axes = reduction_signature(fk.region)
+        self.kept_shape = tuple(d for i, d in enumerate(self.shape) if i not in self.axes)
+        self.reduced_shape = tuple(self.shape[a] for a in self.axes)
+        self.row_size = math.prod(self.reduced_shape)
+        self.trailing = self.axes == tuple(range(len(self.shape) - len(self.axes), len(self.shape)))
+        self.reduces = [op for op in fk.region.ops if op.name == "reduce"]
+        self.depends: dict[int, frozenset] = {}
+        phase: dict[int, int] = {}
+        for r in self.reduces:
+            before = self.reduces_read(r.operands[0])
+            phase[id(r)] = 1 + max((phase[id(p)] for p in self.reduces if id(p) in before), default=-1)
+        self.phases = [[r for r in self.reduces if phase[id(r)] == p] for p in range(max(phase.values()) + 1)]
+        self.per_row, self.full = [], []
+        for buffer, value in zip(fk.outputs, fk.region.outputs):
+            if value.type.shape == self.kept_shape:
+                self.per_row.append((buffer, value))
+            elif value.type.shape == self.shape:
+                self.full.append((buffer, value))
+            else:
+                raise NotImplementedError(f"fusion {fk.name}: result {value.type} is neither the reduced "
+                                          f"operand shape {list(self.shape)} nor its rows {list(self.kept_shape)}")
+
+    def reduces_read(self, value: Value) -> frozenset:
+        """The ids of the reduce ops `value` depends on within the region."""
+        if id(value) not in self.depends:
+            op = value.producer
+            found = frozenset()
+            if op is not None:
+                found = frozenset({id(op)}) if op.name == "reduce" else frozenset()
+                for operand in op.operands:
+                    found |= self.reduces_read(operand)
+            self.depends[id(value)] = found
+        return self.depends[id(value)]
+
+    def full_index(self, fk: FusionKernel, row_index, element, row_start=None):
+        """The index into S of row element `element` (a linear position in the row)."""
+        inner = fk.emitter.index(self.reduced_shape, linear=element).components
+        components = merge_axes(row_index.components, inner, self.axes)
+        linear = row_start + element if self.trailing and row_start is not None else None
+        return fk.emitter.index(self.shape, components=components, linear=linear)
+
+
+def build_row_per_item(fk: FusionKernel):
+    e, rows = fk.emitter, Rows(fk)
+    count = math.prod(rows.kept_shape)
+    width = fk.config.workgroup_size
+    row = fk.group * width + fk.lane
+
+    def body():
+        row_index = e.index(rows.kept_shape, linear=row)
+        for r in rows.reduces:  # in order: later reduces find earlier ones in the memo
+            e.value_at(r.result, row_index)
+        fk.store_results(rows.per_row, row_index, row)
+        if rows.full and rows.row_size:
+            row_start = row * rows.row_size if rows.trailing else None
+
+            def element(j):
+                index = rows.full_index(fk, row_index, j, row_start)
+                fk.store_results(rows.full, index, index.linear)
+            e.loop(rows.row_size, element)
+
+    if count % width:
+        with e.block() as guarded:
+            body()
+        e.emit(K.If(row < count, guarded))
+    else:
+        body()
+
+
+def build_row_per_workgroup(fk: FusionKernel):
+    e, rows, config = fk.emitter, Rows(fk), fk.config
+    width, elements, size = config.workgroup_size, config.elements_per_item, rows.row_size
+    row_index = e.index(rows.kept_shape, linear=fk.group)
+    row_start = fk.group * size
+
+    def chunk(k):
+        """(index, valid, raw position) of the work-item's k-th element of the row; a position past
+        the row's end is clamped to its last element (valid says whether it counts)."""
+        position = k * width + fk.lane
+        partial = not isinstance(k, int) or (k + 1) * width > size
+        clamped = K.minimum(position, size - 1) if partial else position
+        return rows.full_index(fk, row_index, clamped, row_start), (position < size if partial else None), position
+
+    unrolled = [chunk(k) for k in range(elements)] if config.unrolled else None
+
+    def over_row(visit):
+        """visit(index, valid, position) for each of the work-item's row elements."""
+        if unrolled is not None:
+            for index, valid, position in unrolled:
+                visit(index, valid, position)
+        else:
+            e.loop(elements, lambda k: visit(*chunk(k)), hint="k")
+
+    for number, phase in enumerate(rows.phases):
+        accumulators = [Accumulator(e, r.attrs["reducer"], r.operands[0].type.dtype) for r in phase]
+        over_row(lambda index, valid, position: [acc.add(e.value_at(r.operands[0], index), valid)
+                                                  for r, acc in zip(phase, accumulators)])
+        totals = combine_row(fk, accumulators, number)
+        for r, acc, total in zip(phase, accumulators, totals):
+            e.precomputed[id(r.result)] = e.bind(acc.narrow(total), "row_" + r.attrs["reducer"])
+        done = {id(r) for p in rows.phases[:number + 1] for r in p}
+        for op in fk.region.ops:  # the per-row values now computable, once per row
+            if op.name != "reduce" and op.result.type.shape == rows.kept_shape and rows.kept_shape != rows.shape \
+                    and rows.reduces_read(op.result) <= done:
+                e.value_at(op.result, row_index)
+
+    if rows.per_row:
+        with e.block() as stores:
+            fk.store_results(rows.per_row, row_index, fk.group)
+        e.emit(K.If(fk.lane.eq(0), stores))
+
+    def store(index, valid, position):
+        if valid is None:
+            fk.store_results(rows.full, index, index.linear)
+        else:
+            with e.block() as stores:
+                fk.store_results(rows.full, index, row_start + position)
+            e.emit(K.If(valid, stores))
+
+    if rows.full:
+        over_row(store)
+
+
+def combine_row(fk: FusionKernel, accumulators, phase: int) -> list[K.Expr]:
+    """Every accumulator combined over the workgroup (the same value in every work-item).
+
+    sum/max/min: wave_reduce; with several waves, lane 0 of each wave writes the wave's total to
+    LDS and after a barrier every work-item folds them in wave order. prod/and/or (no wave op):
+    a tree over the work-items' values in LDS, halving with a barrier per step.
+    """
+    e, width = fk.emitter, fk.config.workgroup_size
+    waves = width // K.WAVE_SIZE
+    totals: list = [None] * len(accumulators)
+    partials, trees = [], []
+    for k, acc in enumerate(accumulators):
+        if acc.reducer in WAVE_REDUCERS:
+            totals[k] = e.new_var("wave_" + acc.reducer, acc.acc_dtype)
+            e.emit(K.WaveReduce(totals[k], acc.reducer, acc.var))
+            if waves > 1:
+                partials.append((k, K.LdsBuffer(f"partials{phase}_{k}", acc.acc_dtype, waves)))
+        else:
+            trees.append((k, K.LdsBuffer(f"tree{phase}_{k}", acc.acc_dtype, width)))
+    if not partials and not trees:
+        return totals
+    fk.lds += [buffer for _, buffer in partials + trees]
+    with e.block() as writes:
+        for k, buffer in partials:
+            e.emit(K.Store(buffer, fk.lane / K.WAVE_SIZE, totals[k]))
+    if writes:
+        e.emit(K.If((fk.lane % K.WAVE_SIZE).eq(0), writes))
+    for k, buffer in trees:
+        e.emit(K.Store(buffer, fk.lane, accumulators[k].var))
+    e.emit(K.Barrier())
+    step = width // 2
+    while trees and step:
+        with e.block() as halve:
+            for k, buffer in trees:
+                e.emit(K.Store(buffer, fk.lane, accumulators[k].combine(buffer[fk.lane], buffer[fk.lane + step])))
+        e.emit(K.If(fk.lane < step, halve))
+        e.emit(K.Barrier())
+        step //= 2
+    for k, buffer in partials:
+        total = buffer[0]
+        for w in range(1, waves):
+            total = accumulators[k].combine(total, buffer[w])
+        totals[k] = e.bind(total, "row_total")
+    for k, buffer in trees:
+        totals[k] = e.bind(buffer[0], "row_total")
+    return totals
+
+
+BUILDERS = {"loop": build_loop, "row_per_workgroup": build_row_per_workgroup, "row_per_item": build_row_per_item}

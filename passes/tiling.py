@@ -1,0 +1,186 @@
+"""Tiling: the launch configuration of a `fusion` kernel, chosen against a target's budgets, with reasons.
+
+`launch_config(op, target) -> LaunchConfig` is a pure function of the fusion op and the target
+(ir/targets.py); codegen/emit_fusion.py builds the kernel it describes. Strategies:
+
+- "loop" (kind loop): work-items take consecutive elements of the results' shape, so loads and
+  stores are contiguous across a wave (and across the host's vector lanes); each work-item does
+  `elements_per_item` elements, element = (group * elements_per_item + k) * workgroup_size + lane.
+- "row_per_workgroup" (kind reduction, reduced axes trailing, rows of a wave or more): a workgroup
+  reduces one row; each work-item takes `elements_per_item` elements of it (k * workgroup_size +
+  lane), then a wave reduction and, for several waves, a combination of the waves' partials in LDS
+  after a barrier. With the row's elements unrolled they stay in registers from phase to phase
+  (softmax reads x once); past MAX_UNROLLED_ELEMENTS each phase loops over the row and recomputes.
+- "row_per_item" (other reductions: columns, middle axes, short rows, empty rows): each work-item
+  loops over one row; consecutive work-items take consecutive rows, contiguous when the kept axes
+  are the trailing ones (column sums).
+
+Every choice is recorded as text in `reasons`, e.g. "row of 1024 f32: 64 work-items x 16 elements".
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..ir.core import Op, Region
+from ..ir.targets import Target, get_target
+from ..ir.types import NUMPY_DTYPES
+
+WAVE = 64
+LOOP_WORKGROUP = 256            # 4 waves: the usual choice for streaming kernels
+MAX_ROW_WORKGROUP = 256         # a row's waves combine in LDS: 4 keep that short (and the host's wave loops small)
+MAX_UNROLLED_ELEMENTS = 16      # per work-item and row, kept in registers between phases
+OCCUPANCY_WAVES = 4             # target waves per SIMD: the VGPR budget is 512 / 4 = 128 per lane
+BASE_VGPRS = 16                 # indices, accumulators and addresses, beside the per-element values
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    strategy: str                # "loop", "row_per_workgroup" or "row_per_item"
+    workgroup_size: int          # work-items, a multiple of 64
+    elements_per_item: int       # loop: elements per work-item; row_per_workgroup: row elements per work-item
+    grid: int                    # workgroups
+    lds_bytes: int = 0           # for the cross-wave combination of reductions
+    unrolled: bool = True        # row_per_workgroup: row elements unrolled (kept in registers)
+    reasons: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        head = (f"{self.strategy}: grid {self.grid} x {self.workgroup_size} work-items, "
+                f"{self.elements_per_item} element(s) per work-item, LDS {self.lds_bytes} bytes")
+        return "\n".join([head] + [f"  - {reason}" for reason in self.reasons])
+
+
+def reduction_signature(region: Region) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(S, A): the operand shape and reduced axes shared by a fused region's reduces, or None."""
+    for op in region.ops:
+        if op.name == "reduce":
+            return op.operands[0].type.shape, tuple(op.attrs["axes"])
+    return None
+
+
+def vgpr_budget(target: Target) -> int:
+    return target.vgprs_per_simd_lane // OCCUPANCY_WAVES
+
+
+def words(dtype: str) -> int:
+    """32-bit registers per element of `dtype` (f16/bf16 live in f32 registers)."""
+    return 2 if NUMPY_DTYPES[dtype].itemsize == 8 else 1
+
+
+def round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+def size_text(n: int) -> str:
+    for unit, scale in (("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return str(n)
+
+
+def launch_config(op: Op, target: Target | None = None) -> LaunchConfig:
+    """The launch configuration of the fusion op `op` on `target` (the default target if None)."""
+    target = target or get_target()
+    region = op.regions[0]
+    signature = reduction_signature(region)
+    if op.attrs["kind"] == "loop" or signature is None:
+        return loop_config(op, target)
+    return reduction_config(op, region, signature, target)
+
+
+def loop_config(op: Op, target: Target) -> LaunchConfig:
+    result = op.results[0].type
+    n = result.size
+    width = min(LOOP_WORKGROUP, round_up(max(n, 1), WAVE))
+    reasons = [f"{size_text(n)} elements of {result.dtype}: {width} work-items per workgroup "
+               f"on consecutive elements (contiguous loads and stores across each wave)"]
+    # One element per work-item: the host vectorizes across work-items, and measured on W1 (tanh
+    # chain, 4 Mi f32) 4 unrolled elements per work-item ran 1.5x slower (the 16 AVX registers
+    # spill); on the GPU a grid of n/256 workgroups already fills every CU.
+    elements = 1
+    grid = -(-n // (width * elements))
+    tail = n % (width * elements)
+    reasons.append(f"one element per work-item, grid {grid}" + (
+        f"; the last workgroup guards its {tail} elements (the others run unguarded)" if tail else "; no tail"))
+    return LaunchConfig("loop", width, elements, grid, 0, True, tuple(reasons))
+
+
+def reduction_config(op: Op, region: Region, signature, target: Target) -> LaunchConfig:
+    shape, axes = signature
+    row = math.prod(shape[a] for a in axes)
+    rows = math.prod(d for i, d in enumerate(shape) if i not in axes)
+    dtype = next(o.operands[0].type.dtype for o in region.ops if o.name == "reduce")
+    trailing = tuple(axes) == tuple(range(len(shape) - len(axes), len(shape)))
+    what = f"{rows} row(s) of {row} {dtype} over axes {list(axes)} of {list(shape)}"
+    if trailing and row >= WAVE:
+        return row_per_workgroup_config(region, shape, row, rows, what, target)
+    why = ("the reduced axes are not the trailing ones: consecutive work-items take consecutive rows, "
+           "so loads are contiguous across a wave when the kept axes are trailing" if not trailing else
+           "rows shorter than a wave: one row per work-item")
+    width = min(LOOP_WORKGROUP, round_up(max(rows, 1), WAVE))
+    grid = -(-rows // width)
+    return LaunchConfig("row_per_item", width, max(row, 1), grid, 0, False,
+                        (what, f"{why}; {width} work-items per workgroup, grid {grid}"))
+
+
+def live_words(region: Region, shape) -> int:
+    """Registers per row element for the values of the full shape that may stay live from phase to
+    phase: parameters and computed values (broadcasts, constants and iota are recomputed for free)."""
+    values = list(region.params) + [op.result for op in region.ops
+                                    if op.name not in ("broadcast_in_dim", "constant", "iota")]
+    return sum(words(v.type.dtype) for v in values if v.type.shape == tuple(shape))
+
+
+def row_per_workgroup_config(region, shape, row, rows, what, target) -> LaunchConfig:
+    live = live_words(region, shape)
+    budget = vgpr_budget(target)
+    reasons = [what]
+    width, unrolled = WAVE, True
+    while width < min(MAX_ROW_WORKGROUP, target.max_workgroup_size) and (
+            -(-row // width) > MAX_UNROLLED_ELEMENTS or BASE_VGPRS + -(-row // width) * live > budget):
+        width *= 2
+    elements = -(-row // width)
+    if elements > MAX_UNROLLED_ELEMENTS or BASE_VGPRS + elements * live > budget:
+        unrolled, width = False, LOOP_WORKGROUP
+        elements = -(-row // width)
+        reasons.append(f"a row does not fit the registers of a workgroup: {width} work-items loop over "
+                       f"{elements} elements each, and each phase recomputes its inputs")
+    else:
+        reasons.append(f"one workgroup per row: {width} work-items x {elements} elements, unrolled; "
+                       f"~{BASE_VGPRS + elements * live} VGPRs per lane <= {budget} "
+                       f"({OCCUPANCY_WAVES} waves per SIMD) keep the row in registers between phases")
+    waves = width // WAVE
+    lds, tree, wave_reduces = 0, 0, 0
+    for r in (op for op in region.ops if op.name == "reduce"):
+        dtype = r.operands[0].type.dtype
+        itemsize = NUMPY_DTYPES[accumulator_dtype(dtype)].itemsize
+        if accumulator_reducer(r.attrs["reducer"], dtype) in WAVE_REDUCERS:
+            lds += round_up(waves * itemsize, 16) if waves > 1 else 0
+            wave_reduces += 1
+        else:
+            lds, tree = lds + round_up(width * itemsize, 16), tree + 1
+    if wave_reduces and waves > 1:
+        reasons.append(f"{waves} waves: wave_reduce, then the waves' partials combined in LDS after a barrier")
+    elif wave_reduces:
+        reasons.append("one wave per row: wave_reduce alone combines the row (no LDS, no barrier)")
+    if tree:
+        reasons.append(f"{tree} prod/and/or reduction(s): a tree in LDS over the {width} work-items' values "
+                       f"({int(math.log2(width))} steps with barriers)")
+    reasons.append(f"LDS {lds} bytes <= {target.max_lds_bytes_per_workgroup}")
+    if lds > target.max_lds_bytes_per_workgroup:
+        raise ValueError(f"tiling: {lds} bytes of LDS exceed the target's {target.max_lds_bytes_per_workgroup}")
+    return LaunchConfig("row_per_workgroup", width, elements, rows, lds, unrolled, tuple(reasons))
+
+
+# Reductions the kernel IR's wave_reduce does; the others combine in an LDS tree.
+WAVE_REDUCERS = ("sum", "max", "min")
+
+
+def accumulator_dtype(dtype: str) -> str:
+    """The dtype a reduction accumulates in: f32 for f16/bf16, u8 (0/1) for bool."""
+    return "f32" if dtype in ("f16", "bf16") else "u8" if dtype == "bool" else dtype
+
+
+def accumulator_reducer(reducer: str, dtype: str) -> str:
+    """On bool's 0/1 accumulator, `and` is min and `or` is max."""
+    return {"and": "min", "or": "max"}.get(reducer, reducer) if dtype == "bool" else reducer

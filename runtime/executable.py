@@ -1,0 +1,424 @@
+"""The executable of a compiled program: its kernels and the host-side schedule that runs them.
+
+    executable = Executable.compile(module)       # a traced graph module
+    outputs = executable(*arrays)                 # numpy arrays in, fresh numpy arrays out
+
+Compiling runs the pass pipeline (passes/manager.py), then makes each top-level op of a region one
+step of a schedule:
+  - `constant`: an array the executable holds (its slot is filled before a call starts);
+  - `while` / `cond`: a host loop / branch that runs its regions' steps in turn, reading the loop
+    condition and the branch index back as host scalars;
+  - `reshape`: a view of its operand (every array the schedule holds is C-contiguous), a bitcast
+    as in XLA;
+  - any other op: a kernel from `codegen.lower.emit_kernel`, its arrays bound by the parameter
+    contract of codegen/lower.py (operands, then results, row-major). Each launch writes freshly
+    allocated results: a call shares no scratch with another, so concurrent calls take no lock.
+    An op whose results are all empty needs no kernel: its step only allocates them.
+Values live in the slots of a per-call environment (a list), one slot per SSA value.
+
+The schedule is plain data (`plan`, JSON-able). The persistent cache (runtime/cache.py) keeps each
+kernel's object code under its kernel IR text and the whole program (plan + constants) under the
+graph module's text, so a program found there runs without the passes, the emitters or LLVM.
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import re
+import time
+
+import numpy as np
+
+from ..codegen.host import compile_object
+from ..codegen.lower import HOST_OPS, emit_kernel
+from ..errors import CdnajitError
+from ..ir.core import Module, Op, Region
+from ..ir.kernel import GlobalBuffer, Kernel
+from ..ir.types import NUMPY_DTYPES
+from ..passes.manager import run_pipeline
+from .cache import CompileCache, default_cache
+from .launch import CompiledKernel
+
+ALIAS_OPS = frozenset({"reshape"})
+
+
+def schedule_ops(region: Region):
+    """The ops the schedule runs, in order: a region's ops, each host op followed by its regions' ops."""
+    for op in region.ops:
+        yield op
+        if op.name in HOST_OPS:
+            for inner in op.regions:
+                yield from schedule_ops(inner)
+
+
+def needs_kernel(op: Op) -> bool:
+    return op.name not in HOST_OPS and op.name not in ALIAS_OPS and any(v.type.size for v in op.results)
+
+
+def dims(shape) -> list[int]:
+    """A shape as JSON stores it."""
+    return [int(d) for d in shape]
+
+
+def kernel_name(module: Module, index: int) -> str:
+    return f"{re.sub(r'[^A-Za-z0-9_]', '_', module.name)}_{index}"
+
+
+def emit_kernels(module: Module) -> list[Kernel]:
+    """The kernel of every kernel op of an optimized module, in schedule order."""
+    kernel_ops = [op for op in schedule_ops(module.body) if needs_kernel(op)]
+    return [emit_kernel(op, kernel_name(module, i)) for i, op in enumerate(kernel_ops)]
+
+
+def check_contract(op: Op, kernel: Kernel) -> None:
+    """The kernel's parameters are one global buffer per operand, then per result, of their bytes."""
+    values = list(op.operands) + list(op.results)
+    params = kernel.params
+    problem = None
+    if len(params) != len(values) or not all(isinstance(p, GlobalBuffer) for p in params):
+        problem = f"{len(params)} parameters for {len(values)} operands and results"
+    else:
+        for param, value in zip(params, values):
+            nbytes = max(value.type.size, 1) * value.type.numpy_dtype.itemsize
+            if param.nbytes != nbytes:
+                problem = f"parameter {param.name} holds {param.nbytes} bytes, the value {value.type} {nbytes}"
+                break
+    if problem:
+        raise CdnajitError(f"the kernel of {op.name} ({kernel.name}) breaks the parameter contract of "
+                           f"codegen/lower.py: {problem}")
+
+
+def object_code(kernel: Kernel, cache: CompileCache) -> tuple[str, bytes]:
+    """(cache key, object code) of a kernel; the key ignores the kernel's name, which only labels it."""
+    key = cache.key("kernel", str(dataclasses.replace(kernel, name="kernel")))
+    entry = cache.load(key)
+    if entry is not None:
+        return key, entry[1]
+    code = compile_object(kernel)
+    cache.store(key, {"kind": "object"}, code)
+    return key, code
+
+
+# ---- planning: optimized module -> plan ---------------------------------------------------
+
+class Planner:
+    """Builds the plan of an optimized module, compiling its kernels (through the cache)."""
+
+    def __init__(self, module: Module, cache: CompileCache):
+        self.module, self.cache = module, cache
+        self.slots: dict[int, int] = {}
+        self.kernels: list[Kernel] = []
+        self.kernel_plans: list[dict] = []
+        self.object_codes: list[bytes] = []
+        self.constants: list[dict] = []
+        self.constant_data = bytearray()
+        self.llvm_seconds = self.emit_seconds = 0.0
+
+    def slot(self, value) -> int:
+        return self.slots.setdefault(id(value), len(self.slots))
+
+    def plan(self) -> dict:
+        body = self.block(self.module.body)
+        return {"name": self.module.name, "slots": len(self.slots), "kernels": self.kernel_plans,
+                "param_types": [[p.type.dtype, dims(p.type.shape)] for p in self.module.params],
+                "constants": self.constants, "body": body, "outputs": self.output_plan()}
+
+    def block(self, region: Region) -> dict:
+        params = [self.slot(p) for p in region.params]
+        steps = [step for step in map(self.step, region.ops) if step is not None]
+        return {"params": params, "steps": steps, "outputs": [self.slot(v) for v in region.outputs]}
+
+    def step(self, op: Op) -> dict | None:
+        if op.name == "constant":
+            self.add_constant(op)
+            return None
+        if op.name == "while":
+            cond, body = op.regions
+            return {"op": "while", "operands": [self.slot(v) for v in op.operands], "cond": self.block(cond),
+                    "body": self.block(body), "results": [self.slot(v) for v in op.results]}
+        if op.name == "cond":
+            index, *operands = op.operands
+            return {"op": "cond", "index": self.slot(index), "operands": [self.slot(v) for v in operands],
+                    "branches": [self.block(r) for r in op.regions], "results": [self.slot(v) for v in op.results]}
+        if op.name in ALIAS_OPS:
+            return {"op": "reshape", "input": self.slot(op.operands[0]), "result": self.slot(op.result),
+                    "shape": dims(op.result.type.shape)}
+        results = [[self.slot(v), v.type.dtype, dims(v.type.shape)] for v in op.results]
+        if not needs_kernel(op):
+            return {"op": "allocate", "results": results}
+        return {"op": "kernel", "kernel": self.add_kernel(op), "inputs": [self.slot(v) for v in op.operands],
+                "results": results}
+
+    def add_constant(self, op: Op) -> None:
+        array = np.ascontiguousarray(op.attrs["value"], NUMPY_DTYPES[op.result.type.dtype])
+        array = array.reshape(op.result.type.shape)
+        self.constant_data += bytes(-len(self.constant_data) % 64)  # keep each constant aligned
+        self.constants.append({"slot": self.slot(op.result), "dtype": op.result.type.dtype,
+                               "shape": dims(array.shape), "offset": len(self.constant_data)})
+        self.constant_data += array.tobytes()
+
+    def add_kernel(self, op: Op) -> int:
+        start = time.perf_counter()
+        kernel = emit_kernel(op, kernel_name(self.module, len(self.kernels)))
+        check_contract(op, kernel)
+        self.emit_seconds += time.perf_counter() - start
+        start = time.perf_counter()
+        key, code = object_code(kernel, self.cache)
+        self.llvm_seconds += time.perf_counter() - start
+        self.kernels.append(kernel)
+        self.object_codes.append(code)
+        self.kernel_plans.append({
+            "key": key, "name": kernel.name, "grid": [int(n) for n in kernel.grid],
+            "workgroup_size": [int(n) for n in kernel.workgroup_size],
+            "params": [[p.name, p.dtype, int(p.count), bool(p.readonly)] for p in kernel.params]})
+        return len(self.kernels) - 1
+
+    def output_plan(self) -> list[list]:
+        """[slot, copy] per module output. An output is handed over as is only when this call made
+        it with a top-level kernel (or is a view of one) and no earlier output holds that array;
+        parameters, constants and host loop/branch results (which may be either) are copied."""
+        region = self.module.body
+        made_by_kernel = {id(v): id(v) for op in region.ops if op.name not in HOST_OPS | ALIAS_OPS
+                          for v in op.results}
+        for op in region.ops:  # a view of a kernel's result holds that result's array
+            if op.name in ALIAS_OPS and id(op.operands[0]) in made_by_kernel:
+                made_by_kernel[id(op.result)] = made_by_kernel[id(op.operands[0])]
+        handed_over, plan = set(), []
+        for value in region.outputs:
+            array = made_by_kernel.get(id(value))
+            copy = array is None or array in handed_over
+            handed_over.add(array)
+            plan.append([self.slot(value), copy])
+        return plan
+
+
+# ---- running: plan -> steps ----------------------------------------------------------------
+
+def address(array: np.ndarray) -> int:
+    """The address of an array's first element. Through the buffer protocol for a writeable,
+    non-empty array: ten times cheaper than `ndarray.ctypes`, which read-only and empty ones take."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    except (TypeError, ValueError):
+        return array.ctypes.data
+
+
+class Allocate:
+    """The results of an op, uninitialised: all that an op whose results are all empty does."""
+    __slots__ = ("results", "types")
+
+    def __init__(self, results):
+        self.results = tuple(slot for slot, _, _ in results)
+        self.types = tuple((tuple(shape), NUMPY_DTYPES[dtype]) for _, dtype, shape in results)
+
+    def run(self, env: list) -> None:
+        for slot, (shape, dtype) in zip(self.results, self.types):
+            env[slot] = np.empty(shape, dtype)
+
+
+class Launch(Allocate):
+    """One kernel launch: allocates the results, binds every array by address, runs the grid."""
+    __slots__ = ("kernel", "inputs", "block_type")
+
+    def __init__(self, kernel: CompiledKernel, inputs, results):
+        super().__init__(results)
+        self.kernel = kernel
+        self.inputs = tuple(inputs)
+        self.block_type = ctypes.c_void_p * (len(self.inputs) + len(self.results))
+
+    def run(self, env: list) -> None:
+        addresses = [address(env[slot]) for slot in self.inputs]
+        for slot, (shape, dtype) in zip(self.results, self.types):
+            env[slot] = array = np.empty(shape, dtype)
+            addresses.append(address(array))
+        block = self.block_type(*addresses)
+        self.kernel.launch(ctypes.addressof(block))
+
+
+class Reshape:
+    __slots__ = ("input", "result", "shape")
+
+    def __init__(self, input, result, shape):
+        self.input, self.result, self.shape = input, result, tuple(shape)
+
+    def run(self, env: list) -> None:
+        env[self.result] = env[self.input].reshape(self.shape)
+
+
+class Block:
+    """A region's steps; `run(env, args)` binds its parameters, runs it and returns its outputs."""
+    __slots__ = ("params", "steps", "outputs")
+
+    def __init__(self, params, steps, outputs):
+        self.params, self.steps, self.outputs = tuple(params), tuple(steps), tuple(outputs)
+
+    def run(self, env: list, args) -> list:
+        for slot, arg in zip(self.params, args):
+            env[slot] = arg
+        for step in self.steps:
+            step.run(env)
+        return [env[slot] for slot in self.outputs]
+
+
+class WhileLoop:
+    __slots__ = ("operands", "cond", "body", "results")
+
+    def __init__(self, operands, cond: Block, body: Block, results):
+        self.operands, self.cond, self.body, self.results = tuple(operands), cond, body, tuple(results)
+
+    def run(self, env: list) -> None:
+        carry = [env[slot] for slot in self.operands]
+        while bool(self.cond.run(env, carry)[0]):
+            carry = self.body.run(env, carry)
+        for slot, array in zip(self.results, carry):
+            env[slot] = array
+
+
+class Branch:
+    __slots__ = ("index", "operands", "branches", "results")
+
+    def __init__(self, index, operands, branches, results):
+        self.index, self.operands, self.branches, self.results = index, tuple(operands), tuple(branches), tuple(results)
+
+    def run(self, env: list) -> None:
+        chosen = min(max(int(env[self.index]), 0), len(self.branches) - 1)  # clamped, as lax.switch
+        outputs = self.branches[chosen].run(env, [env[slot] for slot in self.operands])
+        for slot, array in zip(self.results, outputs):
+            env[slot] = array
+
+
+def kernel_interface(plan: dict) -> Kernel:
+    """A kernel with a cached kernel's parameters and launch but no body: what loading and
+    launching its object code reads."""
+    params = tuple(GlobalBuffer(name, dtype, count, readonly) for name, dtype, count, readonly in plan["params"])
+    return Kernel(plan["name"], params=params, grid=tuple(plan["grid"]),
+                  workgroup_size=tuple(plan["workgroup_size"]), body=())
+
+
+class Executable:
+    """A compiled program; call it with one array per parameter of the module it was compiled from.
+
+    `timings` lists (stage, seconds) of its compilation: cache lookup, passes, emission, llvm
+    (optimisation and code generation of the kernels the cache did not hold), load.
+    """
+
+    def __init__(self, plan: dict, constant_data: bytes, object_codes: list[bytes], graph: Module | None = None,
+                 optimized: Module | None = None, kernels: list[Kernel] | None = None, pipeline=None):
+        self.plan = plan
+        self.graph = graph
+        self._optimized = optimized
+        self.pipeline = pipeline
+        self._kernels = kernels
+        self.timings: list[tuple[str, float]] = []
+        interfaces = kernels if kernels is not None else [kernel_interface(k) for k in plan["kernels"]]
+        self.compiled_kernels = [CompiledKernel(k, code) for k, code in zip(interfaces, object_codes)]
+        self.initial_env: list = [None] * plan["slots"]
+        constant_data = bytearray(constant_data)  # writeable, so `address` takes its fast way
+        for constant in plan["constants"]:
+            dtype = NUMPY_DTYPES[constant["dtype"]]
+            count = int(np.prod(constant["shape"], dtype=np.int64))
+            array = np.frombuffer(constant_data, dtype, count, constant["offset"]).reshape(constant["shape"])
+            self.initial_env[constant["slot"]] = array
+        self.body = self.block(plan["body"])
+        self.param_types = tuple((slot, tuple(shape), NUMPY_DTYPES[dtype])
+                                 for slot, (dtype, shape) in zip(self.body.params, plan["param_types"]))
+        self.outputs = tuple((slot, copy) for slot, copy in plan["outputs"])
+
+    def block(self, plan: dict) -> Block:
+        return Block(plan["params"], [self.step(s) for s in plan["steps"]], plan["outputs"])
+
+    def step(self, plan: dict):
+        kind = plan["op"]
+        if kind == "kernel":
+            return Launch(self.compiled_kernels[plan["kernel"]], plan["inputs"], plan["results"])
+        if kind == "allocate":
+            return Allocate(plan["results"])
+        if kind == "reshape":
+            return Reshape(plan["input"], plan["result"], plan["shape"])
+        if kind == "while":
+            return WhileLoop(plan["operands"], self.block(plan["cond"]), self.block(plan["body"]), plan["results"])
+        return Branch(plan["index"], plan["operands"], [self.block(b) for b in plan["branches"]], plan["results"])
+
+    # -- compiling --
+
+    @classmethod
+    def compile(cls, graph: Module, cache: CompileCache | None = None, pipeline=None) -> "Executable":
+        """Compile a traced graph module; a program the cache holds skips passes, emitters and LLVM.
+
+        `pipeline` (default: the pass manager's DEFAULT_PIPELINE) is for tests that bring a module
+        already in the optimized form; such programs are not stored in the cache.
+        """
+        cache = cache if cache is not None else default_cache()
+        start = time.perf_counter()
+        program_key = cache.key("program", str(graph)) if pipeline is None else None
+        stored = cls.lookup(cache, program_key) if program_key is not None else None
+        lookup = time.perf_counter() - start
+        if stored is not None:
+            plan, constant_data, object_codes = stored
+            start = time.perf_counter()
+            executable = cls(plan, constant_data, object_codes, graph)
+            executable.timings = [("cache lookup", lookup), ("load", time.perf_counter() - start)]
+            return executable
+        start = time.perf_counter()
+        optimized = run_pipeline(graph, pipeline).module
+        passes = time.perf_counter() - start
+        planner = Planner(optimized, cache)
+        plan = planner.plan()
+        constant_data = bytes(planner.constant_data)
+        start = time.perf_counter()
+        executable = cls(plan, constant_data, planner.object_codes, graph, optimized, planner.kernels, pipeline)
+        load = time.perf_counter() - start
+        if program_key is not None:
+            cache.store(program_key, {"kind": "program", "plan": plan}, constant_data)
+        executable.timings = [("cache lookup", lookup), ("passes", passes), ("emission", planner.emit_seconds),
+                              ("llvm", planner.llvm_seconds), ("load", load)]
+        return executable
+
+    @staticmethod
+    def lookup(cache: CompileCache, program_key: str) -> tuple[dict, bytes, list[bytes]] | None:
+        """(plan, constant data, object codes) of a stored program, or None if any part is missing."""
+        entry = cache.load(program_key)
+        if entry is None:
+            return None
+        meta, constant_data = entry
+        kernels = [cache.load(kernel["key"]) for kernel in meta["plan"]["kernels"]]
+        if any(kernel is None for kernel in kernels):
+            return None
+        return meta["plan"], constant_data, [object_code for _, object_code in kernels]
+
+    @property
+    def optimized(self) -> Module:
+        """The module after the passes (run again when the program came from the cache)."""
+        if self._optimized is None:
+            self._optimized = run_pipeline(self.graph, self.pipeline).module
+        return self._optimized
+
+    @property
+    def kernels(self) -> list[Kernel]:
+        """The kernel IR of every kernel, in schedule order (emitted again after a cache hit)."""
+        if self._kernels is None:
+            self._kernels = emit_kernels(self.optimized)
+        return self._kernels
+
+    # -- running --
+
+    def __call__(self, *arrays) -> list[np.ndarray]:
+        if len(arrays) != len(self.body.params):
+            raise CdnajitError(f"{self.plan['name']} takes {len(self.body.params)} arguments, got {len(arrays)}")
+        env = self.initial_env.copy()
+        for (slot, shape, dtype), array in zip(self.param_types, arrays):
+            env[slot] = as_input(array, shape, dtype)
+        for step in self.body.steps:
+            step.run(env)
+        return [env[slot].copy() if copy else env[slot] for slot, copy in self.outputs]
+
+
+def as_input(value, shape, dtype) -> np.ndarray:
+    """`value` as a C-contiguous array of `dtype` in native byte order, copied only when it is not one."""
+    if type(value) is np.ndarray and value.dtype == dtype and value.flags.c_contiguous:
+        array = value
+    else:
+        array = np.asarray(value, dtype=dtype, order="C")
+    if array.shape != shape:
+        raise CdnajitError(f"argument of shape {array.shape} where the executable takes {shape}")
+    return array

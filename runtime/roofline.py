@@ -1,0 +1,312 @@
+"""The roofline model of a kernel on a target: FLOPs and bytes counted from the kernel IR and its
+launch, arithmetic intensity, what bounds it, and its modelled time.
+
+Counting (`count`) follows what the work-items execute:
+- every work-item of the grid runs the body; an `if` whose condition depends only on the launch
+  indices and on variables computed from them (`i < n`) counts the work-items that take each
+  branch exactly; loop trip counts multiply (per work-item, so grid-stride loops are exact), and
+  uniform loops of at most UNROLL_LIMIT trips are walked iteration by iteration so that their
+  variable is known inside (tree reductions). A condition or bound that depends on data or on a
+  scalar argument cannot be known: both branches are counted, a loop is counted once, and the
+  result says `exact=False`.
+- FLOPs: one per floating-point add, sub, mul, div, rem, max, min, negation and comparison; a
+  math function counts the floating-point instructions of its implementation in
+  codegen/mathlib.py (an fma counts 2), and also one transcendental; a wave reduction is one
+  operation per butterfly step per lane. f16/bf16 are computed in f32 (ir/kernel.py), so their
+  FLOPs run at the f32 vector peak. Integer (index) arithmetic is not counted.
+- Bytes: global loads and stores executed, times the element size (`load_bytes`, `store_bytes`);
+  the memory model (`dram_bytes`) caps each buffer's traffic at its size in each direction, as
+  the caches (256 MB of Infinity Cache on MI300X) serve repeated reads of the same data. LDS
+  traffic is reported apart and is not part of the DRAM roof.
+
+Modelled time = max(FLOPs / peak of the unit for their dtype, DRAM bytes / HBM bandwidth), with the
+peaks of ir/targets.py; the kernel is compute-bound when the first term is the larger.
+Wave-level matrix ops (MFMA, issue 5) will count at the matrix unit's peak.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ..codegen import mathlib
+from ..ir.kernel import (WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, For, If, Kernel, Let, Load, Math,
+                         Select, Special, Store, Unary, Var, WaveOp, WaveReduce)
+from ..ir.kernel_verifier import sub_expressions
+from ..ir.targets import Target
+from ..ir.types import FLOATS, NUMPY_DTYPES
+
+UNROLL_LIMIT = 64
+# Math functions that XLA's cost analysis calls transcendental (the rest are simple float ops).
+NOT_TRANSCENDENTAL = frozenset({"abs", "sign", "floor", "ceil", "trunc", "round", "is_finite"})
+FLOAT_INSTRUCTIONS = frozenset({"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fcmp"})
+WAVE_REDUCE_STEPS = WAVE_SIZE.bit_length() - 1
+
+
+@lru_cache(maxsize=None)
+def math_flops(fn: str, dtype: str) -> int:
+    """Floating-point instructions in the math library's implementation of `fn` for `dtype`."""
+    float_type = ir.DoubleType() if dtype == "f64" else ir.FloatType()
+    function = mathlib.function(ir.Module(name="count"), fn, float_type)
+    flops = 0
+    for block in function.blocks:
+        for instruction in block.instructions:
+            if instruction.opname in FLOAT_INSTRUCTIONS:
+                flops += 1
+            elif instruction.opname == "call" and instruction.callee.name.startswith("llvm."):
+                flops += 2 if instruction.callee.name.startswith("llvm.fma.") else 1
+    return flops
+
+
+def compute_dtype(dtype: str) -> str:
+    return "f32" if dtype in ("f16", "bf16") else dtype
+
+
+@dataclass
+class Counts:
+    """What one launch of a kernel executes, summed over all its work-items."""
+    flops: dict = field(default_factory=dict)            # compute dtype -> FLOPs
+    transcendentals: float = 0.0
+    loads: dict = field(default_factory=dict)            # global buffer name -> bytes loaded
+    stores: dict = field(default_factory=dict)           # global buffer name -> bytes stored
+    lds_bytes: float = 0.0                               # LDS bytes read and written
+    exact: bool = True
+
+    @property
+    def total_flops(self) -> float:
+        return sum(self.flops.values())
+
+    @property
+    def load_bytes(self) -> float:
+        return sum(self.loads.values())
+
+    @property
+    def store_bytes(self) -> float:
+        return sum(self.stores.values())
+
+
+class LaunchCounter:
+    """Walks a kernel's body once for all work-items of its launch. Values known from the launch
+    indices are numpy arrays over the axes (workgroup id x, y, z, work-item id x, y, z), or
+    scalars; None is a value that depends on data. `weight` is how many times each work-item
+    executes the statement being walked."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.shape = tuple(kernel.grid) + tuple(kernel.workgroup_size)
+        self.size = int(np.prod(self.shape))
+        self.counts = Counts()
+
+    # -- values --
+
+    def axis(self, position, extent):
+        shape = [1] * 6
+        shape[position] = extent
+        return np.arange(extent, dtype=np.int64).reshape(shape)
+
+    def value(self, e, env):
+        if isinstance(e, Const):
+            return e.value
+        if isinstance(e, Var):
+            return env.get((e.name, e.dtype))
+        if isinstance(e, Special):
+            if e.kind == "workgroup_id":
+                return self.axis(e.dim, self.kernel.grid[e.dim])
+            if e.kind == "workitem_id":
+                return self.axis(3 + e.dim, self.kernel.workgroup_size[e.dim])
+            return (self.kernel.workgroup_size if e.kind == "workgroup_size" else self.kernel.grid)[e.dim]
+        if e.dtype in FLOATS or isinstance(e, (Load, Math)) or any(s.dtype in FLOATS for s in sub_expressions(e)):
+            return None  # floats and data never steer control flow we can count
+        operands = [self.value(s, env) for s in sub_expressions(e)]
+        if any(v is None for v in operands):
+            return None
+        if isinstance(e, Unary):
+            return np.logical_not(operands[0]) if e.dtype == "bool" else (
+                -operands[0] if e.op == "neg" else np.invert(operands[0]))
+        if isinstance(e, Compare):
+            return INDEX_COMPARES[e.op](*operands)
+        if isinstance(e, Select):
+            return np.where(*operands)
+        if isinstance(e, Cast):
+            return np.not_equal(operands[0], 0) if e.dtype == "bool" else operands[0]
+        if isinstance(e, Binary) and e.op in INDEX_BINARIES:
+            return INDEX_BINARIES[e.op](*operands)
+        return None
+
+    # -- weights --
+
+    def total(self, weight) -> float:
+        """Sum of `weight` over every work-item of the launch."""
+        weight = np.asarray(weight, dtype=np.float64)
+        return float(weight.sum()) * (self.size // max(weight.size, 1)) if weight.size else 0.0
+
+    # -- costs --
+
+    def add(self, table, key, amount):
+        table[key] = table.get(key, 0.0) + amount
+
+    def expression_cost(self, e, times):
+        c = self.counts
+        if isinstance(e, Load):
+            nbytes = NUMPY_DTYPES[e.dtype].itemsize * times
+            if e.buffer.space == "global":
+                self.add(c.loads, e.buffer.name, nbytes)
+            elif e.buffer.space == "lds":
+                c.lds_bytes += nbytes
+        elif isinstance(e, Math) and e.args[0].dtype in FLOATS:
+            self.add(c.flops, compute_dtype(e.args[0].dtype), math_flops(e.fn, compute_dtype(e.args[0].dtype)) * times)
+            c.transcendentals += 0 if e.fn in NOT_TRANSCENDENTAL else times
+        elif isinstance(e, (Binary, Unary, Compare)) and sub_expressions(e)[0].dtype in FLOATS:
+            self.add(c.flops, compute_dtype(sub_expressions(e)[0].dtype), times)
+        for sub in sub_expressions(e):
+            self.expression_cost(sub, times)
+
+    def store_cost(self, s: Store, times):
+        nbytes = NUMPY_DTYPES[s.buffer.dtype].itemsize * times
+        if s.buffer.space == "global":
+            self.add(self.counts.stores, s.buffer.name, nbytes)
+        elif s.buffer.space == "lds":
+            self.counts.lds_bytes += nbytes
+
+    # -- statements --
+
+    def walk(self, stmts, env: dict, weight) -> None:
+        for s in stmts:
+            times = self.total(weight)
+            if isinstance(s, (Let, Assign)):
+                self.expression_cost(s.value, times)
+                env[(s.var.name, s.var.dtype)] = self.value(s.value, env)
+            elif isinstance(s, Store):
+                self.expression_cost(s.index, times)
+                self.expression_cost(s.value, times)
+                self.store_cost(s, times)
+            elif isinstance(s, If):
+                self.walk_if(s, env, weight, times)
+            elif isinstance(s, For):
+                self.walk_for(s, env, weight, times)
+            elif isinstance(s, WaveOp):
+                for expr in s.reads():
+                    self.expression_cost(expr, times)
+                if isinstance(s, WaveReduce) and s.value.dtype in FLOATS:
+                    self.add(self.counts.flops, compute_dtype(s.value.dtype), WAVE_REDUCE_STEPS * times)
+                for var in s.defines():
+                    env[(var.name, var.dtype)] = None
+            elif not isinstance(s, Barrier):
+                raise NotImplementedError(f"roofline: statement {type(s).__name__}")
+
+    def walk_if(self, s: If, env, weight, times):
+        self.expression_cost(s.cond, times)
+        cond = self.value(s.cond, env)
+        if cond is None:
+            self.counts.exact = False
+            then_weight = else_weight = weight
+        else:
+            then_weight, else_weight = weight * np.asarray(cond), weight * np.logical_not(cond)
+        for body, branch_weight in ((s.then, then_weight), (s.orelse, else_weight)):
+            self.walk(body, dict(env), branch_weight)
+        forget(env, s.then + s.orelse)  # the branches may have changed them
+
+    def walk_for(self, s: For, env, weight, times):
+        for expr in (s.start, s.stop, s.step):
+            self.expression_cost(expr, times)
+        start, stop, step = (self.value(e, env) for e in (s.start, s.stop, s.step))
+        key = (s.var.name, s.var.dtype)
+        trips = None
+        if start is None or stop is None or step is None:
+            self.counts.exact = False  # counted as one trip
+        else:
+            trips = np.maximum(0, -(-(np.asarray(stop) - np.asarray(start)) // np.asarray(step)))
+        if trips is not None and np.ndim(trips) == 0 and trips <= UNROLL_LIMIT:
+            for i in range(int(trips)):  # a known, short loop: walk each iteration with its index
+                env[key] = start + i * step
+                self.walk(s.body, env, weight)
+        else:  # once, with the loop variable and what the body changes unknown, times the trips
+            forget(env, s.body)
+            env[key] = None
+            self.walk(s.body, env, weight if trips is None else weight * trips)
+        forget(env, s.body)
+        env.pop(key, None)
+
+
+def forget(env: dict, stmts) -> None:
+    """Make unknown every variable the statements (at any depth) assign or define."""
+    for s in stmts:
+        if isinstance(s, (Let, Assign)):
+            env[(s.var.name, s.var.dtype)] = None
+        elif isinstance(s, WaveOp):
+            for var in s.defines():
+                env[(var.name, var.dtype)] = None
+        elif isinstance(s, For):
+            env[(s.var.name, s.var.dtype)] = None
+        for body in s.children():
+            forget(env, body)
+
+
+def truncating_division(a, b):
+    """The kernel IR's integer division (C's, truncating) for index values; x/0 as the graph IR: -1."""
+    a, b = np.asarray(a), np.asarray(b)
+    safe = np.where(b == 0, 1, b)
+    quotient = np.sign(a) * np.sign(safe) * (np.abs(a) // np.abs(safe))
+    return np.where(b == 0, -1, quotient)
+
+
+def truncating_remainder(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return np.where(b == 0, a, a - np.where(b == 0, 1, b) * truncating_division(a, b))
+
+
+INDEX_BINARIES = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": truncating_division, "rem": truncating_remainder,
+    "max": np.maximum, "min": np.minimum, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "shift_left": np.left_shift, "shift_right_arithmetic": np.right_shift, "shift_right_logical": np.right_shift,
+}
+INDEX_COMPARES = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+                  "ne": np.not_equal}
+
+
+def count(kernel: Kernel) -> Counts:
+    """FLOPs, transcendentals and bytes that one launch of the kernel executes."""
+    counter = LaunchCounter(kernel)
+    counter.walk(kernel.body, {}, np.float64(1.0))
+    return counter.counts
+
+
+@dataclass(frozen=True)
+class Roofline:
+    flops: float
+    transcendentals: float
+    bytes: float                 # DRAM bytes of the model
+    load_bytes: float            # global bytes the work-items load and store
+    store_bytes: float
+    lds_bytes: float
+    intensity: float             # FLOPs per DRAM byte
+    bound: str                   # "memory" or "compute"
+    compute_unit: str            # e.g. "vector f32": the unit and dtype of the FLOPs' peak
+    compute_us: float
+    memory_us: float
+    modelled_us: float
+    exact: bool
+
+
+def peak(target: Target, dtype: str, unit: str = "vector") -> float:
+    return target.peak_flops[(compute_dtype(dtype), unit)]
+
+
+def roofline(kernel: Kernel, target: Target, counts: Counts | None = None) -> Roofline:
+    """The kernel's place against the target's roofs (vector unit: generated kernels use no MFMA)."""
+    counts = counts or count(kernel)
+    sizes = {b.name: b.nbytes for b in kernel.buffers}
+    dram = sum(min(n, sizes[name]) for table in (counts.loads, counts.stores) for name, n in table.items())
+    compute_s = sum(flops / peak(target, dtype) for dtype, flops in counts.flops.items())
+    memory_s = dram / target.hbm_bandwidth
+    dtype = max(counts.flops, key=counts.flops.get) if counts.flops else "f32"
+    flops = counts.total_flops
+    return Roofline(
+        flops=flops, transcendentals=counts.transcendentals, bytes=dram, load_bytes=counts.load_bytes,
+        store_bytes=counts.store_bytes, lds_bytes=counts.lds_bytes,
+        intensity=flops / dram if dram else float("inf") if flops else 0.0,
+        bound="compute" if compute_s > memory_s else "memory", compute_unit=f"vector {dtype}",
+        compute_us=compute_s * 1e6, memory_us=memory_s * 1e6, modelled_us=max(compute_s, memory_s) * 1e6,
+        exact=counts.exact)

@@ -1,0 +1,400 @@
+"""Fusion kernels (codegen/emit_fusion.py, codegen/elemental.py, passes/tiling.py) against the interpreter.
+
+Each test traces a program, runs the pass pipeline, then compiles every `fusion` op's kernel and
+runs it on the operands the interpreter computed, comparing with the interpreter's results for
+that op. Exact for integer, bool and non-transcendental float programs (the kernel IR rounds
+f16/bf16 after every op, as the op table's references do); transcendental functions within the
+math library's measured bounds (codegen/mathlib.py: at most 3.12 ulp); float sums and products
+within the bound of a reordered sum (the interpreter uses numpy's pairwise order).
+"""
+import dataclasses
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import cdnajit as cj
+import cdnajit.numpy as cnp
+from cdnajit import lax
+from cdnajit.codegen import emit_fusion
+from cdnajit.codegen.host import optimized_llvm_ir
+from cdnajit.codegen.lower import emit_kernel
+from cdnajit.ir import kernel as K
+from cdnajit.ir.interpreter import run_region
+from cdnajit.ir.opdef import get_opdef
+from cdnajit.ir.targets import get_target
+from cdnajit.passes import run_pipeline
+from cdnajit.passes.tiling import launch_config
+from cdnajit.runtime.launch import compile_kernel
+
+RNG = np.random.default_rng(7)
+TARGET = get_target()
+
+
+def top_level_ops(module, args):
+    """(op, operand arrays, result arrays) for each top-level op, as the interpreter computes them."""
+    env = {id(p): np.asarray(a).astype(p.type.numpy_dtype) for p, a in zip(module.params, args)}
+    for op in module.body.ops:
+        attrs = dict(op.attrs)
+        if op.regions:
+            attrs["regions"] = [lambda *xs, r=r: run_region(r, xs, {}) for r in op.regions]
+        results = get_opdef(op.name).reference(*(env[id(v)] for v in op.operands), **attrs)
+        results = results if isinstance(results, (tuple, list)) else (results,)
+        env.update({id(v): np.asarray(r) for v, r in zip(op.results, results)})
+        yield op, [env[id(v)] for v in op.operands], [env[id(v)] for v in op.results]
+
+
+def check_config(op):
+    config = launch_config(op, TARGET)
+    assert config.workgroup_size % 64 == 0 and config.workgroup_size <= TARGET.max_workgroup_size
+    assert config.lds_bytes <= TARGET.max_lds_bytes_per_workgroup
+    assert config.reasons and all(isinstance(r, str) for r in config.reasons)
+    return config
+
+
+def run_kernel(kernel, operands, results):
+    """The kernel's outputs for these operands (flat buffers, one element for empty values)."""
+    K.verify(kernel, TARGET.max_lds_bytes_per_workgroup)
+    flat = lambda a: np.ascontiguousarray(a).reshape(-1) if a.size else np.zeros(1, a.dtype)
+    outs = [np.zeros(max(r.size, 1), r.dtype) for r in results]
+    compile_kernel(kernel)(*map(flat, operands), *outs)
+    return [o[:r.size].reshape(r.shape) for o, r in zip(outs, results)]
+
+
+def fused(f, *args, strategies=None):
+    """[(kernel results, interpreter results, launch config)] for every fusion op of f's graph."""
+    module = run_pipeline(cj.make_graph(f)(*args)).module
+    checked = []
+    for op, operands, results in top_level_ops(module, args):
+        if op.name == "fusion":
+            config = check_config(op)
+            checked.append((run_kernel(emit_kernel(op, "k"), operands, results), results, config))
+    assert checked, "the program made no fusion"
+    if strategies is not None:
+        assert {c.strategy for _, _, c in checked} == set(strategies)
+    return checked
+
+
+def assert_same(actual, expected):
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    np.testing.assert_array_equal(actual, expected)
+    if expected.dtype.kind == "f":
+        np.testing.assert_array_equal(np.signbit(actual), np.signbit(expected))
+
+
+def check_exact(f, *args, **kwargs):
+    for actual, expected, _ in fused(f, *args, **kwargs):
+        for a, e in zip(actual, expected):
+            assert_same(a, e)
+
+
+def check_close(f, *args, ulps=4, floor=0.0, strategies=None):
+    """Within `ulps` units in the last place of the expected value, or of `floor` where the value
+    is smaller (the error of a term of that size survives cancellation)."""
+    for actual, expected, _ in fused(f, *args, strategies=strategies):
+        for a, e in zip(actual, expected):
+            assert a.dtype == e.dtype and a.shape == e.shape
+            wide_a, wide_e = a.astype(np.float64), e.astype(np.float64)
+            tolerance = ulps * float(np.finfo(e.dtype).eps) * np.maximum(np.abs(wide_e), floor)
+            with np.errstate(invalid="ignore"):  # inf - inf
+                close = np.abs(wide_a - wide_e) <= tolerance
+            bad = ~(close | (np.isnan(wide_a) & np.isnan(wide_e)) | (wide_a == wide_e))
+            assert not bad.any(), (wide_a[bad][:5], wide_e[bad][:5])
+
+
+def random(shape, dtype, special=True):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return RNG.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return RNG.integers(max(info.min, -100), min(info.max, 100), size=shape, endpoint=True).astype(dtype)
+    values = RNG.standard_normal(shape) * 3
+    if special:
+        values = np.where(RNG.random(shape) < 0.05, RNG.choice([0.0, -0.0, np.inf, -np.inf, np.nan], shape), values)
+    return np.asarray(values).astype(dtype)
+
+
+FLOATS = [np.float16, ml_dtypes.bfloat16, np.float32, np.float64]
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+SIZES = [(), (1,), (63,), (64,), (65,), (1000,), (3, 257)]
+
+
+# ---- loop fusions ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape", SIZES)
+def test_float_elementwise_chain_is_exact(dtype, shape):
+    def f(x, y):
+        h = x * y - x
+        return cnp.where(h > y, cnp.maximum(h, y) / (y + 3), cnp.minimum(-h, cnp.abs(x)) % 1.5), h * h + h
+    check_exact(f, random(shape, dtype), random(shape, dtype))
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_elementwise_chain_is_exact(dtype):
+    bits = np.dtype(dtype).itemsize * 8
+
+    def f(x, y):
+        shifted = lax.shift_left(x, y % bits) ^ lax.shift_right_logical(x, y) | lax.shift_right_arithmetic(x, y)
+        return lax.div(x, y) + lax.rem(x * y, y) - shifted, lax.clamp(dtype(3), x, dtype(50)), cnp.sign(x) + -x
+    x, y = random((1000,), dtype), random((1000,), dtype)
+    y[:4] = [0, 1, 0, 2]  # division by zero gives XLA's values
+    check_exact(f, x, y)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint16, np.int64])
+def test_integer_power(dtype):
+    x = random((300,), dtype)
+    y = RNG.integers(-3 if np.dtype(dtype).kind == "i" else 0, 9, 300).astype(dtype)
+    x[:4], y[:4] = [1, 2, 0, 3], [0, 0, 0, 1]
+    check_exact(lambda a, b: lax.pow(a, b), x, y)
+
+
+def test_bool_logic_and_comparisons():
+    def f(p, q, x):
+        return (p & q) | ~p ^ q, cnp.where(p, x, -x), cnp.maximum(p, q), cnp.minimum(p, q), (x > 0) == p
+    check_exact(f, random((130,), bool), random((130,), bool), random((130,), np.float32))
+
+
+@pytest.mark.parametrize("source", [np.float64, np.float32, np.float16, ml_dtypes.bfloat16, np.int64, np.int8,
+                                    np.uint32, np.bool_])
+def test_converts(source):
+    x = random((500,), source)
+    if np.dtype(source).kind == "f":
+        x = (x * 1e3).astype(source)
+        with np.errstate(over="ignore"):  # 3e9 is inf in f16
+            x[:6] = np.array([3e9, -3e9, 2.5, -2.5, np.nan, np.inf]).astype(source)
+    targets = [np.float64, np.float32, np.float16, ml_dtypes.bfloat16, np.int8, np.int32, np.uint64, np.bool_]
+    check_exact(lambda a: tuple(a.astype(t) for t in targets if np.dtype(t) != a.dtype), x)
+
+
+MATH = [cnp.exp, cnp.exp2, cnp.log, cnp.log2, cnp.log10, cnp.log1p, cnp.expm1, cnp.tanh, cnp.sin, cnp.cos, cnp.tan,
+        cnp.arcsin, cnp.arccos, cnp.arctan, cnp.sinh, cnp.cosh, cnp.cbrt, cnp.sqrt, lax.rsqrt, lax.logistic, lax.erf,
+        cnp.floor, cnp.ceil, cnp.trunc, cnp.round]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn", MATH, ids=lambda fn: fn.__name__)
+def test_math_within_the_math_library_bounds(fn, dtype):
+    # mathlib's worst measured error is 3.12 ulp; both sides round from the same f64/f32 input.
+    x = random((777,), dtype)
+    check_close(lambda a: fn(a), x, ulps=4)
+
+
+@pytest.mark.parametrize("fn", [cnp.arcsinh, cnp.arccosh, cnp.arctanh], ids=lambda fn: fn.__name__)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_inverse_hyperbolic_formulas(fn, dtype):
+    # log1p-based formulas: log1p's 1.5 ulp plus a few roundings of its argument (each at most
+    # 1/2 ulp, damped by log1p's derivative): within 8 ulp.
+    x = np.concatenate([random((400,), np.float64), RNG.uniform(-1, 1, 200), RNG.uniform(1, 1e4, 200),
+                        [0.0, -0.0, 1.0, -1.0, 1e-30, 6e4]]).astype(dtype)
+    check_close(lambda a: fn(a), x, ulps=8)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_half_precision_math_is_computed_in_f32(dtype):
+    # An f32 result within 3.12 ulp of f32 rounds to the same f16/bf16 value but near a tie: 1 ulp.
+    check_close(lambda a: cnp.tanh(a * 1.5 + 0.25) * 0.5 + a, random((1000,), dtype), ulps=2, floor=1.0)
+
+
+def test_w1_chain_and_vectorized_loop():
+    x = random((4099,), np.float32)
+    # tanh's 2.27 ulp of a value up to 1, halved by * 0.5, plus two roundings: within 4 ulp of
+    # the result or of 1 (where + a cancels the tanh term).
+    check_close(lambda a: cnp.tanh(a * 1.5 + 0.25) * 0.5 + a, x, ulps=4, floor=1.0, strategies=["loop"])
+    module = run_pipeline(cj.make_graph(lambda a: cnp.tanh(a * 1.5 + 0.25) * 0.5 + a)(x)).module
+    (op,) = [o for o in module.body.ops if o.name == "fusion"]
+    text = optimized_llvm_ir(emit_kernel(op, "w1"))
+    assert "<8 x float>" in text or "<4 x float>" in text
+
+
+def test_broadcasting_scalars_and_zero_d():
+    def f(a, b, s):
+        return a + b * s, cnp.float32(2.5) * s + a.sum() * 0
+    check_close(f, random((5, 1), np.float32), random((1, 7), np.float32), np.float32(3.0), ulps=0)
+    check_exact(lambda a, b: a * b + 1, np.float64(2.0), np.float64(-3.5))
+
+
+def test_data_movement_inside_fusions():
+    def f(x, y):
+        moved = cnp.concatenate([x[::-1, 1:], y.T[:3, 1::2]], axis=0)        # rev, slice, transpose
+        padded = cnp.pad(x, ((1, 2), (0, 3)), constant_values=-1.0)           # pad by bounds
+        interior = lax.pad(x, np.float32(9), [(-1, 2, 1), (2, -1, 2)])         # interior and cropping pads
+        return moved * 2, padded + 1, interior - 1, cnp.reshape(x, (3, 2, 4)).transpose(2, 0, 1) + 0.5
+    check_exact(f, random((6, 4), np.float32), random((7, 6), np.float32))
+
+
+def test_iota_and_constants():
+    def f(x):
+        small = x + np.array([1.0, -2.0, 3.0, 0.5, -0.0], np.float32)        # a select tree
+        table = x + np.linspace(0, 1, 100, dtype=np.float32)[:, None]        # an LDS table
+        return small, table, lax.broadcasted_iota(np.int32, (100, 5), 0) * 3
+    check_exact(f, random((100, 5), np.float32))
+
+
+def test_several_elements_per_work_item():
+    x = random((1000,), np.float32)
+    module = run_pipeline(cj.make_graph(lambda a: a * 2 + 1)(x)).module
+    op, operands, results = next(t for t in top_level_ops(module, [x]) if t[0].name == "fusion")
+    config = dataclasses.replace(launch_config(op), elements_per_item=4, workgroup_size=64, grid=4)
+    builder = emit_fusion.FusionKernel(op, "k", config, TARGET.max_lds_bytes_per_workgroup)
+    emit_fusion.BUILDERS["loop"](builder)
+    assert_same(run_kernel(builder.kernel(), operands, results)[0], results[0])
+
+
+def test_complex_is_not_supported_in_kernels():
+    x = (RNG.standard_normal(10) + 1j).astype(np.complex64)
+    module = run_pipeline(cj.make_graph(lambda a: a * a + 1)(x)).module
+    (op,) = [o for o in module.body.ops if o.name == "fusion"]
+    with pytest.raises(NotImplementedError, match="complex"):
+        emit_kernel(op, "k")
+
+
+# ---- reduction fusions ----------------------------------------------------------------------------
+
+def softmax(x):
+    e = cnp.exp(x - cnp.max(x, axis=-1, keepdims=True))
+    return e / cnp.sum(e, axis=-1, keepdims=True)
+
+
+def layernorm(x):
+    d = x - cnp.mean(x, axis=-1, keepdims=True)
+    return d / cnp.sqrt(cnp.mean(d * d, axis=-1, keepdims=True) + 1e-5)
+
+
+ROW_SHAPES = [((4096, 1024), "row_per_workgroup"), ((7, 1000), "row_per_workgroup"), ((3, 5), "row_per_item"),
+              ((2, 3000), "row_per_workgroup"), ((5, 64), "row_per_workgroup")]
+
+
+@pytest.mark.parametrize("shape, strategy", ROW_SHAPES)
+@pytest.mark.parametrize("fn", [softmax, layernorm])
+def test_softmax_and_layernorm_over_rows(fn, shape, strategy):
+    # A row of n f32 sums in another order than numpy's pairwise sum: at most n eps relative, so
+    # 1024 eps (= 1.2e-4) covers the sum, the few-ulp exp and the division.
+    x = random(shape, np.float32, special=False)
+    for actual, expected, config in fused(fn, x, strategies=[strategy]):
+        np.testing.assert_allclose(actual[0], expected[0], rtol=1024 * 2 ** -23, atol=1024 * 2 ** -23)
+
+
+def test_rows_longer_than_the_registers_loop_over_the_row():
+    x = random((3, 20000), np.float32, special=False)
+    (actual, expected, config), = fused(lambda a: (cnp.sum(cnp.exp(a), axis=1), cnp.max(a, axis=1)), x)
+    assert not config.unrolled  # past 16 elements x 1024 work-items: each work-item loops over the row
+    np.testing.assert_allclose(actual[0], expected[0], rtol=20000 * 2 ** -23)  # a reordered sum (see below)
+    assert_same(actual[1], expected[1])
+
+
+def test_multi_phase_rows_in_a_loop_recompute_each_phase():
+    x = random((7, 1000), np.float32, special=False)
+    module = run_pipeline(cj.make_graph(softmax)(x)).module
+    op, operands, results = next(t for t in top_level_ops(module, [x]) if t[0].name == "fusion")
+    config = dataclasses.replace(launch_config(op), unrolled=False, workgroup_size=256, elements_per_item=4,
+                                 lds_bytes=64)
+    builder = emit_fusion.FusionKernel(op, "k", config, TARGET.max_lds_bytes_per_workgroup)
+    emit_fusion.BUILDERS["row_per_workgroup"](builder)
+    (actual,) = run_kernel(builder.kernel(), operands, results)
+    np.testing.assert_allclose(actual, results[0], rtol=1024 * 2 ** -23, atol=1024 * 2 ** -23)
+
+
+def reduction_bound(x, axis):
+    """Twice the worst-case error of a reordered float sum: n eps sum |x| (f32 eps for f16/bf16, which accumulate in f32)."""
+    wide = np.abs(x.astype(np.float64))
+    n = np.prod([x.shape[a] for a in np.atleast_1d(axis)]) if axis is not None else x.size
+    return 2 * n * 2 ** -23 * wide.sum(axis=axis)
+
+
+@pytest.mark.parametrize("shape, axis", [((5, 6), 0), ((300, 70), 0), ((4, 5, 6), 1), ((4, 5, 6), (0, 2)),
+                                         ((2, 3, 4), None), ((100000,), None), ((7, 1000), 1), ((3, 0), 1),
+                                         ((0, 3), 0), ((1, 1), 1)])
+def test_sum_and_max_over_any_axes(shape, axis):
+    x = random(shape, np.float32, special=False)
+    checked = fused(lambda a: (cnp.sum(a, axis=axis), cnp.max(a * 2, axis=axis, initial=-np.inf)), x)
+    (actual, expected, _), = checked
+    assert (np.abs(actual[0].astype(np.float64) - expected[0]) <= reduction_bound(x, axis)).all()
+    assert_same(actual[1], expected[1])  # max is exact in any order
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int64])
+@pytest.mark.parametrize("shape, axis", [((5, 300), 1), ((2, 3000), 1), ((37, 5), 0), ((3, 5), 1)])
+def test_integer_reductions_are_exact(dtype, shape, axis):
+    x = random(shape, dtype)
+    check_exact(lambda a: (cnp.sum(a, axis=axis), cnp.prod(a % 3 + 1, axis=axis), cnp.min(a, axis=axis),
+                           lax.reduce_and(a, (axis,)), lax.reduce_or(a, (axis,))), x)
+
+
+@pytest.mark.parametrize("shape", [(4, 100), (2, 2000), (9, 7)])
+def test_bool_reductions(shape):
+    x = RNG.random(shape) < 0.97
+    check_exact(lambda a: (cnp.all(a, axis=1), cnp.any(~a, axis=1), cnp.max(a, axis=1), cnp.min(a, axis=1)), x)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_half_precision_sums_accumulate_in_f32(dtype):
+    # Both sum in f32 and round once: the f32 sums differ by at most the reordering bound, which
+    # is far below half a half-precision ulp of the sum, so rounding differs only near a tie: 1 ulp.
+    x = random((6, 500), dtype, special=False)
+    for actual, expected, _ in fused(lambda a: (cnp.sum(a, axis=1), cnp.max(a, axis=1)), x):
+        ulp = np.abs(np.spacing(expected[0].astype(np.float32))) * (2 ** 13 if dtype == np.float16 else 2 ** 16)
+        assert (np.abs(actual[0].astype(np.float64) - expected[0].astype(np.float64)) <= ulp + 1e-3).all()
+        assert_same(actual[1], expected[1])
+
+
+def test_multi_output_reduction_with_per_row_and_full_results():
+    def f(x):
+        mean = cnp.mean(x, axis=1)
+        centered = x - mean[:, None]
+        return mean, centered * 2, cnp.sqrt(cnp.sum(centered * centered, axis=1))
+    x = random((33, 1500), np.float32, special=False)
+    (actual, expected, config), = fused(f, x)
+    assert config.lds_bytes > 0  # 1500 elements: several waves combine their partials in LDS
+    for a, e in zip(actual, expected):
+        np.testing.assert_allclose(a, e, rtol=1500 * 2 ** -23, atol=1500 * 2 ** -23 * 3)
+
+
+# ---- random programs ---------------------------------------------------------------------------
+
+UNARY = [lambda a: a * 1.5 + 0.25, lambda a: cnp.maximum(a, 0.0), lambda a: -a, lambda a: cnp.abs(a) - 1,
+         lambda a: cnp.where(a > 0, a, a * 0.5)]
+BINARY = [lambda a, b: a + b, lambda a, b: a * b, lambda a, b: cnp.minimum(a, b), lambda a, b: a - b * 2]
+REDUCTIONS = [lambda a, axis: cnp.sum(a, axis=axis, keepdims=True),
+              lambda a, axis: cnp.max(a, axis=axis, keepdims=True, initial=-np.inf)]
+
+
+@st.composite
+def programs(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 9), min_size=1, max_size=3)))
+    steps = draw(st.lists(st.tuples(st.sampled_from(["unary", "binary", "reduce"]), st.integers(0, 4),
+                                    st.integers(0, len(shape) - 1)), min_size=1, max_size=6))
+    return shape, steps
+
+
+@settings(max_examples=25, deadline=None)
+@given(programs())
+def test_random_elementwise_and_reduction_programs(program):
+    shape, steps = program
+
+    def f(x, y):
+        values = [x, y]
+        for kind, choice, axis in steps:
+            a, b = values[-1], values[-2]
+            if kind == "unary":
+                values.append(UNARY[choice % len(UNARY)](a))
+            elif kind == "binary":
+                values.append(BINARY[choice % len(BINARY)](a, b))
+            else:
+                values.append(a - REDUCTIONS[choice % len(REDUCTIONS)](a, axis))  # a row broadcast back
+        return values[-1], cnp.sum(values[-1], axis=steps[0][2])
+
+    # Small integers in f32: every sum and product is exact, in any order.
+    x = RNG.integers(-8, 8, shape).astype(np.float32)
+    y = RNG.integers(-8, 8, shape).astype(np.float32)
+    module = run_pipeline(cj.make_graph(f)(x, y)).module
+    expected = cj.ir.interpret(module, x, y)
+    for op, operands, results in top_level_ops(module, [x, y]):
+        if op.name == "fusion":
+            check_config(op)
+            for a, e in zip(run_kernel(emit_kernel(op, "k"), operands, results), results):
+                assert_same(a, e)
+    assert len(expected) == 2

@@ -1,0 +1,429 @@
+"""Generated kernels of the ops the fusion pass leaves on their own, against the interpreter.
+
+Each case builds a one-op module, interprets it (the oracle), emits the op's kernel, verifies,
+compiles and runs it, and compares: exactly where the kernel computes what the reference does in
+the same order (indexing, sort, scans, window reductions, integer contractions), within a bound
+derived from the accumulation order otherwise (float contractions, fft). Compiled kernels are
+cached by their text, so repeated shapes compile once.
+"""
+import numpy as np
+import pytest
+
+import cdnajit as cj
+import cdnajit.numpy as cnp
+from cdnajit import lax
+from cdnajit.codegen import emit_fft, emit_sort
+from cdnajit.codegen.emit_ops import index_dtype
+from cdnajit.codegen.lower import emit_kernel
+from cdnajit.ir import kernel as K
+from cdnajit.ir.core import Module, Region, Value, make_op
+from cdnajit.ir.types import FLOATS, type_of_array
+from cdnajit.runtime.launch import compile_kernel
+
+RNG = np.random.default_rng(7)
+
+
+def random_array(dtype, shape):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return RNG.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return RNG.integers(max(info.min, -100), min(info.max, 100), shape, endpoint=True).astype(dtype)
+    if dtype.kind == "c":
+        return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def one_op(opname, arrays, attrs):
+    types = [type_of_array(np.asarray(a)) for a in arrays]
+    params = [Value(t) for t in types]
+    op = make_op(opname, params, attrs, cj.ir.infer_types(opname, types, attrs))
+    return Module("one_op", Region(params, [op], list(op.results))), op
+
+
+def as_buffer(array):
+    """The kernel argument of an array: row-major elements (complex as interleaved parts), at least one."""
+    array = np.ascontiguousarray(array)
+    if array.dtype.kind == "c":
+        array = array.view(array.real.dtype)
+    flat = array.reshape(-1)
+    return flat if flat.size else np.zeros(1, flat.dtype)
+
+
+def compiled_and_expected(opname, arrays, **attrs):
+    """(kernel results, interpreter results) of one op on `arrays`."""
+    arrays = [np.asarray(a) for a in arrays]
+    module, op = one_op(opname, arrays, attrs)
+    expected = cj.ir.interpret(module, *arrays)
+    kernel = emit_kernel(op, f"test_{opname}")
+    K.verify(kernel)
+    outputs = [as_buffer(np.zeros(e.shape, e.dtype)).copy() for e in expected]
+    compile_kernel(kernel)(*[as_buffer(a) for a in arrays], *outputs)
+    return [from_buffer(out, like) for out, like in zip(outputs, expected)], expected
+
+
+def from_buffer(buffer, like):
+    """The array of `like`'s type that a kernel wrote to `buffer` (see `as_buffer`)."""
+    parts = 2 if like.dtype.kind == "c" else 1
+    return buffer[:parts * like.size].view(like.dtype).reshape(like.shape)
+
+
+def check_exact(opname, arrays, **attrs):
+    results, expected = compiled_and_expected(opname, arrays, **attrs)
+    for result, reference in zip(results, expected):
+        assert result.dtype == reference.dtype and result.shape == reference.shape
+        np.testing.assert_array_equal(result, reference)  # NaN equals NaN here, and -0.0 equals 0.0
+        if cj.ir.dtype_name(result.dtype) in FLOATS:  # so compare the signs of zeros as well
+            wide, wide_reference = result.astype(np.float64), reference.astype(np.float64)
+            numbers = ~np.isnan(wide_reference)
+            np.testing.assert_array_equal(np.signbit(wide[numbers]), np.signbit(wide_reference[numbers]))
+
+
+# ---- dynamic_slice, dynamic_update_slice --------------------------------------------------
+
+def scalar(value, dtype):
+    return np.array(value, dtype)
+
+
+DYNAMIC_SLICE_CASES = [  # (operand dtype, shape, starts, slice sizes)
+    ("f32", (7,), [scalar(3, np.int32)], (4,)),
+    ("i8", (5, 12), [scalar(-3, np.int32), scalar(100, np.int8)], (3, 4)),      # clamped low and high
+    ("bf16", (3, 4, 5), [scalar(1, np.int64), scalar(250, np.uint8), scalar(2, np.int16)], (2, 1, 3)),
+    ("f64", (65,), [scalar(63, np.uint32)], (0,)),                             # empty slice
+    ("i32", (), [], ()),                                                       # 0-d
+]
+
+
+@pytest.mark.parametrize("dtype,shape,starts,sizes", DYNAMIC_SLICE_CASES)
+def test_dynamic_slice(dtype, shape, starts, sizes):
+    check_exact("dynamic_slice", [random_array(cj.ir.numpy_dtype(dtype), shape), *starts], slice_sizes=sizes)
+
+
+DYNAMIC_UPDATE_CASES = [  # (operand dtype, shape, update shape, starts)
+    ("f32", (7, 9), (3, 2), [scalar(5, np.int32), scalar(-1, np.int8)]),      # clamped
+    ("f16", (63,), (63,), [scalar(4, np.int64)]),                             # full update
+    ("bool", (4, 5, 6), (2, 0, 3), [scalar(1, np.int32)] * 3),                # empty update
+    ("i8", (), (), []),                                                       # 0-d
+]
+
+
+@pytest.mark.parametrize("dtype,shape,update_shape,starts", DYNAMIC_UPDATE_CASES)
+def test_dynamic_update_slice(dtype, shape, update_shape, starts):
+    np_dtype = cj.ir.numpy_dtype(dtype)
+    check_exact("dynamic_update_slice", [random_array(np_dtype, shape), random_array(np_dtype, update_shape), *starts])
+
+
+# ---- gather and scatter ------------------------------------------------------------------
+
+GATHER_CASES = [  # (operand dtype, shape, indices) -- indices out of range are clamped
+    ("f32", (5, 12), np.array([[0, 1], [4, 11], [-1, 20], [2, 2]], np.int32)),
+    ("i8", (6, 7), np.array([[5], [0], [9], [-4], [3]], np.int64)),
+    ("bf16", (3, 4), np.zeros((2, 0), np.int32)),                    # k = 0: every row is all of x
+    ("f64", (4, 3), np.zeros((0, 1), np.int32)),                     # no rows
+    ("i32", (0, 3), np.array([[0], [1]], np.int32)),                 # nothing to clamp into: zeros
+    ("bool", (2, 3, 4), np.array([[[1, 2]], [[0, 0]], [[1, 9]]], np.uint8)),
+]
+
+
+@pytest.mark.parametrize("dtype,shape,indices", GATHER_CASES)
+def test_gather(dtype, shape, indices):
+    check_exact("gather", [random_array(cj.ir.numpy_dtype(dtype), shape), indices])
+
+
+# Rows repeat (0 three times, 4 twice) and fall out of bounds (-1, 7): duplicates must combine in
+# row order exactly as the reference's, out-of-bounds rows are dropped.
+DUPLICATE_ROWS = np.array([[0], [4], [0], [7], [-1], [2], [0], [4]], np.int32)
+
+SCATTER_CASES = [  # (reduction, dtype, operand shape, indices)
+    *[(reduction, "f32", (5, 12), DUPLICATE_ROWS) for reduction in ("set", "add", "mul", "min", "max")],
+    ("add", "bf16", (5, 3), DUPLICATE_ROWS),       # f16/bf16 sums and products accumulate in f32
+    ("mul", "f16", (5, 3), DUPLICATE_ROWS),
+    ("max", "bf16", (5, 3), DUPLICATE_ROWS),
+    ("add", "i32", (6,), DUPLICATE_ROWS),
+    ("mul", "i8", (5, 2), DUPLICATE_ROWS),         # wraps
+    ("add", "bool", (5, 2), DUPLICATE_ROWS),       # or
+    ("min", "bool", (5, 2), DUPLICATE_ROWS),       # and
+    ("set", "f64", (3, 4), np.array([[0, 1], [2, 3], [0, 1], [3, 0]], np.int64)),   # scalar windows
+    ("add", "f32", (2, 300), np.array([[1], [1], [0]], np.uint8)),                  # two workgroups of columns
+    ("add", "i32", (), np.zeros((3, 0), np.int32)),                                 # k = 0, 0-d
+    ("set", "f32", (4, 5), np.zeros((0, 1), np.int32)),                             # no rows: a copy
+]
+
+
+@pytest.mark.parametrize("reduction,dtype,shape,indices", SCATTER_CASES)
+def test_scatter(reduction, dtype, shape, indices):
+    np_dtype = cj.ir.numpy_dtype(dtype)
+    x = random_array(np_dtype, shape)
+    k = indices.shape[-1]
+    updates = random_array(np_dtype, indices.shape[:-1] + shape[k:])
+    if np_dtype.kind == "f":
+        x.reshape(-1)[:1] = np.nan  # NaN propagates through every reduction
+    check_exact("scatter", [x, indices, updates], reduction=reduction)
+
+
+# ---- cumulative, argmax, argmin, reduce_window -------------------------------------------
+
+def few_values(dtype, shape):
+    """Values from {0, 1, 2, 3} (so ties are common), floats with the specials of `with_specials`."""
+    np_dtype = cj.ir.numpy_dtype(dtype)
+    return with_specials(RNG.integers(0, 2 if np_dtype.kind == "b" else 4, shape).astype(np_dtype))
+
+
+def with_specials(x):
+    """Floats get a NaN, a -0.0 and repeated values."""
+    if x.dtype.kind == "f" and x.size >= 4:
+        flat = x.reshape(-1)
+        flat[1], flat[2], flat[3] = np.nan, -0.0, flat[0]
+    return x
+
+
+CUMULATIVE_CASES = [  # (reducer, dtype, shape, axis, reverse)
+    ("sum", "f32", (3, 65), 1, False),
+    ("sum", "bf16", (7, 5), 0, True),
+    ("prod", "f16", (2, 7, 3), 1, False),
+    ("max", "f64", (63,), 0, True),
+    ("min", "f32", (4, 1, 6), 2, False),
+    ("sum", "i8", (5, 9), 1, True),
+    ("prod", "i32", (3, 7), 0, False),
+    ("max", "bool", (6, 4), 0, False),
+    ("min", "bool", (6, 4), 1, True),
+    ("sum", "f32", (0, 5), 1, False),
+]
+
+
+@pytest.mark.parametrize("reducer,dtype,shape,axis,reverse", CUMULATIVE_CASES)
+def test_cumulative(reducer, dtype, shape, axis, reverse):
+    x = with_specials(random_array(cj.ir.numpy_dtype(dtype), shape))
+    check_exact("cumulative", [x], reducer=reducer, axis=axis, reverse=reverse)
+
+
+ARG_CASES = [  # (op, dtype, shape, axis, index dtype)
+    ("argmax", "f32", (3, 65), 1, "i32"),
+    ("argmin", "f32", (7, 4, 3), 1, "i64"),
+    ("argmax", "bf16", (127,), 0, "i32"),
+    ("argmin", "i8", (9, 5), 0, "u8"),
+    ("argmax", "bool", (4, 6), 1, "i32"),
+    ("argmin", "f64", (1, 7), 1, "i16"),
+]
+
+
+@pytest.mark.parametrize("opname,dtype,shape,axis,index", ARG_CASES)
+def test_arg_reductions(opname, dtype, shape, axis, index):
+    x = few_values(dtype, shape)  # ties everywhere: the first extreme wins
+    check_exact(opname, [x], axis=axis, index_dtype=index)
+
+
+REDUCE_WINDOW_CASES = [  # (reducer, dtype, shape, window, strides, padding, base dilation, window dilation)
+    ("sum", "f32", (9, 8), (3, 2), (2, 1), ((1, 1), (0, 0)), (1, 1), (1, 1)),
+    ("max", "f32", (5, 7, 3), (2, 3, 1), (1, 2, 1), ((1, 2), (-1, 3), (0, 0)), (2, 1, 1), (1, 2, 1)),
+    ("min", "bf16", (7,), (4,), (3,), ((2, 2),), (1,), (2,)),
+    ("prod", "i32", (4, 4), (2, 2), (1, 1), ((0, 1), (1, 0)), (1, 1), (1, 1)),
+    ("or", "bool", (6, 5), (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 2), (1, 1)),
+    ("sum", "f64", (), (), (), (), (), ()),
+]
+
+
+@pytest.mark.parametrize("reducer,dtype,shape,window,strides,padding,base,dilation", REDUCE_WINDOW_CASES)
+def test_reduce_window(reducer, dtype, shape, window, strides, padding, base, dilation):
+    # The kernel loops over each window in the reference's order, so even float sums are identical.
+    x = with_specials(random_array(cj.ir.numpy_dtype(dtype), shape))
+    check_exact("reduce_window", [x], reducer=reducer, window_dimensions=window, window_strides=strides,
+                padding=padding, base_dilation=base, window_dilation=dilation)
+
+
+# ---- sort -----------------------------------------------------------------------------------
+
+SORT_CASES = [  # (key dtypes then value dtypes, shape, dimension, num_keys)
+    (["f32"], (1,), 0, 1),
+    (["f32", "i32"], (3, 7), 1, 1),
+    (["f16", "i8"], (63, 2), 0, 1),
+    (["bool", "f64", "i32"], (2, 65), 1, 2),
+    (["i8", "bf16", "u8"], (127,), 0, 3),
+    (["f32"], (2, 0), 1, 1),
+]
+
+
+def sort_operands(dtypes, shape):
+    # Few distinct keys, so the order among equal keys (stability) matters.
+    return [few_values(dtype, shape) for dtype in dtypes]
+
+
+@pytest.mark.parametrize("dtypes,shape,dimension,num_keys", SORT_CASES)
+def test_sort(dtypes, shape, dimension, num_keys):
+    check_exact("sort", sort_operands(dtypes, shape), dimension=dimension, is_stable=True, num_keys=num_keys)
+
+
+@pytest.mark.parametrize("shape,dimension", [((7, 3), 0), ((2, 65), 1)])
+def test_sort_of_long_rows_ranks(monkeypatch, shape, dimension):
+    monkeypatch.setattr(emit_sort, "MAX_LDS_ROW", 4)  # rows longer than this take the rank sort
+    check_exact("sort", sort_operands(["f32", "i32"], shape), dimension=dimension, is_stable=True, num_keys=1)
+
+
+# ---- dot_general and conv_general_dilated ------------------------------------------------
+
+def check_contraction(opname, lhs, rhs, **attrs):
+    """Float results within depth * eps(accumulator) * sum |a||b| of the reference (another
+    summation order), plus one rounding of the result; integer results exactly."""
+    results, (expected,) = compiled_and_expected(opname, [lhs, rhs], **attrs)
+    (result,) = results
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    if expected.dtype.kind in "iu":
+        np.testing.assert_array_equal(result, expected)
+        return
+    magnitudes = cj.ir.OPS[opname].reference(np.abs(lhs).astype(np.float64), np.abs(rhs).astype(np.float64),
+                                             **{**attrs, "preferred_element_type": None})
+    depth = max(lhs.size * rhs.size // max(expected.size, 1), 1)   # an upper bound of the terms per result
+    accumulator_eps = np.finfo(np.float64 if expected.dtype == np.float64 else np.float32).eps
+    bound = depth * accumulator_eps * magnitudes + np.finfo(expected.dtype).eps * np.abs(expected.astype(np.float64))
+    assert np.all(np.abs(result.astype(np.float64) - expected.astype(np.float64)) <= bound)
+
+
+DOT_CASES = [  # (dtype, lhs shape, rhs shape, (lc, rc), (lb, rb), preferred)
+    ("f32", (7, 65), (65, 63), ((1,), (0,)), ((), ()), None),
+    ("f32", (127, 1), (1, 17), ((1,), (0,)), ((), ()), None),
+    ("f64", (3, 7, 5, 2), (5, 3, 9, 2), ((2, 3), (0, 3)), ((0,), (1,)), None),   # batch, two contracting dims
+    ("f16", (33, 40), (20, 33), ((0,), (1,)), ((), ()), None),                   # transposed operands
+    ("bf16", (2, 17, 9), (9, 2, 5), ((2,), (0,)), ((0,), (1,)), "f32"),
+    ("i8", (17, 40), (40, 3), ((1,), (0,)), ((), ()), "i32"),
+    ("i32", (4, 5, 6), (4, 6), ((2,), (1,)), ((0,), (0,)), None),
+    ("f32", (7,), (7,), ((0,), (0,)), ((), ()), None),                           # 0-d result
+    ("f32", (3, 0), (0, 4), ((1,), (0,)), ((), ()), None),                       # empty contraction: zeros
+    ("f32", (0, 5), (5, 4), ((1,), (0,)), ((), ()), None),                       # empty result
+]
+
+
+@pytest.mark.parametrize("dtype,lhs_shape,rhs_shape,contracting,batch,preferred", DOT_CASES)
+def test_dot_general(dtype, lhs_shape, rhs_shape, contracting, batch, preferred):
+    np_dtype = cj.ir.numpy_dtype(dtype)
+    check_contraction("dot_general", random_array(np_dtype, lhs_shape), random_array(np_dtype, rhs_shape),
+                      lhs_contracting=contracting[0], rhs_contracting=contracting[1], lhs_batch=batch[0],
+                      rhs_batch=batch[1], preferred_element_type=preferred)
+
+
+def conv_attrs(n, strides=None, padding=None, lhs_dilation=None, rhs_dilation=None, specs=None, groups=1,
+               batch_groups=1, preferred=None):
+    default = tuple(range(n + 2))
+    lhs_spec, rhs_spec, out_spec = specs or (default, default, default)
+    return dict(window_strides=strides or (1,) * n, padding=padding or ((0, 0),) * n,
+                lhs_dilation=lhs_dilation or (1,) * n, rhs_dilation=rhs_dilation or (1,) * n, lhs_spec=lhs_spec,
+                rhs_spec=rhs_spec, out_spec=out_spec, feature_group_count=groups, batch_group_count=batch_groups,
+                preferred_element_type=preferred)
+
+
+CONV_CASES = [  # (dtype, lhs shape, rhs shape, attributes)
+    ("f32", (2, 3, 9), (4, 3, 3), conv_attrs(1)),
+    ("f32", (2, 6, 9, 8), (4, 3, 3, 2), conv_attrs(2, strides=(2, 1), padding=((1, -1), (2, 0)), lhs_dilation=(1, 2),
+                                                    rhs_dilation=(2, 1), groups=2)),
+    # NHWC input, HWIO kernel, an output laid out (W, H, C, N), batch groups.
+    ("f32", (9, 4, 2, 8), (3, 2, 8, 4), conv_attrs(2, padding=((0, 0), (1, 1)), batch_groups=2,
+                                                    specs=((2, 3, 0, 1), (3, 2, 0, 1), (3, 2, 1, 0)))),
+    ("f16", (1, 2, 7), (3, 2, 7), conv_attrs(1, padding=((3, 3),))),
+    ("i32", (1, 2, 3, 3, 3), (2, 2, 2, 2, 2), conv_attrs(3, padding=((1, 0), (0, 1), (1, 1)))),
+    ("bf16", (2, 4, 5), (2, 4, 2), conv_attrs(1, strides=(3,), preferred="f32")),
+    ("f64", (1, 1, 3), (1, 1, 5), conv_attrs(1)),                                # window larger than input: empty
+]
+
+
+@pytest.mark.parametrize("dtype,lhs_shape,rhs_shape,attrs", CONV_CASES)
+def test_conv_general_dilated(dtype, lhs_shape, rhs_shape, attrs):
+    np_dtype = cj.ir.numpy_dtype(dtype)
+    check_contraction("conv_general_dilated", random_array(np_dtype, lhs_shape), random_array(np_dtype, rhs_shape),
+                      **attrs)
+
+
+# ---- fft ----------------------------------------------------------------------------------
+
+FFT_CASES = [  # (fft type, operand dtype, operand shape, fft lengths)
+    ("FFT", "c64", (3, 8), (8,)),
+    ("FFT", "c128", (1,), (1,)),
+    ("IFFT", "c128", (2, 5, 7), (5, 7)),
+    ("FFT", "c64", (2, 3, 4, 5), (3, 4, 5)),
+    ("RFFT", "f32", (2, 6, 9), (6, 9)),
+    ("RFFT", "f64", (63,), (63,)),
+    ("IRFFT", "c64", (3, 4, 5), (4, 8)),       # even length: a Nyquist term
+    ("IRFFT", "c128", (2, 4), (7,)),           # odd length
+]
+
+
+def check_fft(fft_type, dtype, shape, lengths):
+    """Both sides sum in f64 and round once: within an ulp of the result's dtype, plus the f64
+    error of a direct sum (terms x 2^-50 x sum |x|)."""
+    x = random_array(cj.ir.numpy_dtype(dtype), shape)
+    (result,), (expected,) = compiled_and_expected("fft", [x], fft_type=fft_type, fft_length=lengths)
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    terms = int(np.prod(shape[len(shape) - len(lengths):])) * 2
+    bound = np.finfo(expected.dtype).eps * np.abs(expected) + terms * 2.0 ** -50 * np.abs(x).sum()
+    assert np.all(np.abs(result - expected) <= bound)
+
+
+@pytest.mark.parametrize("fft_type,dtype,shape,lengths", FFT_CASES)
+def test_fft(fft_type, dtype, shape, lengths):
+    check_fft(fft_type, dtype, shape, lengths)
+
+
+@pytest.mark.parametrize("fft_type,dtype,shape,lengths", [("FFT", "c64", (3, 6, 5), (6, 5)),
+                                                          ("IRFFT", "c128", (3, 4, 5), (3, 4, 8))])
+def test_fft_without_private_tables(monkeypatch, fft_type, dtype, shape, lengths):
+    monkeypatch.setattr(emit_fft, "MAX_PRIVATE_LINE", 4)  # twiddles and Z recomputed where used
+    check_fft(fft_type, dtype, shape, lengths)
+
+
+# ---- traced programs, complex dtypes, index width ----------------------------------------
+
+TRACED_CASES = [  # (function, argument arrays, the op to take)
+    (lambda a, b: a @ b, [random_array(np.float32, (5, 7)), random_array(np.float32, (7, 3))], "dot_general"),
+    (lambda a: cnp.sort(a, axis=0), [random_array(np.float32, (9, 2))], "sort"),
+    (lambda a: cnp.argsort(a), [random_array(np.float32, (2, 9))], "sort"),
+    (lambda a, i: a.at[i].add(1.0), [random_array(np.float32, (4, 3)), np.array([0, 3, 0])], "scatter"),
+    (lambda a, i: a[i], [random_array(np.int32, (4, 3)), np.array([[1, 2], [3, 0]])], "gather"),
+    (lambda a: cnp.cumsum(a, axis=1), [random_array(np.float32, (3, 7))], "cumulative"),
+    (lambda a: cnp.argmax(a, axis=0), [random_array(np.float32, (7, 3))], "argmax"),
+    (lambda a, s: lax.dynamic_slice(a, (s, 1), (2, 2)), [random_array(np.float32, (5, 4)), np.int32(2)],
+     "dynamic_slice"),
+]
+
+FFT_TEXT = """
+func @f(%0: f32[2,16]) -> (c64[2,9]) {
+  %1 = fft(%0) {fft_type = "RFFT", fft_length = [16]} : c64[2,9]
+  return %1
+}
+"""
+
+
+@pytest.mark.parametrize("fn,args,opname", TRACED_CASES)
+def test_ops_of_traced_programs(fn, args, opname):
+    """The op as the frontend makes it, fed random operands of its types."""
+    check_op_of_module(cj.make_graph(fn)(*args), opname)
+
+
+def test_op_of_parsed_module():
+    check_op_of_module(cj.ir.parse(FFT_TEXT), "fft")
+
+
+def check_op_of_module(module, opname):
+    op = next(op for op in cj.ir.walk(module.body) if op.name == opname)
+    operands = [random_array(cj.ir.numpy_dtype(v.type.dtype), v.type.shape) for v in op.operands]
+    if opname in ("dot_general",):
+        check_contraction(opname, *operands, **op.attrs)
+    elif opname == "fft":
+        check_fft(op.attrs["fft_type"], op.operands[0].type.dtype, op.operands[0].type.shape, op.attrs["fft_length"])
+    else:
+        check_exact(opname, operands, **op.attrs)
+
+
+@pytest.mark.parametrize("opname,arrays,attrs", [
+    ("dot_general", [np.ones((2, 2), np.complex64)] * 2,
+     dict(lhs_contracting=(1,), rhs_contracting=(0,), lhs_batch=(), rhs_batch=(), preferred_element_type=None)),
+    ("sort", [np.ones(3, np.complex128)], dict(dimension=0, is_stable=True, num_keys=1)),
+    ("gather", [np.ones(3, np.complex64), np.zeros((1, 1), np.int32)], {}),
+])
+def test_complex_operands_are_named_as_unsupported(opname, arrays, attrs):
+    _, op = one_op(opname, arrays, attrs)
+    with pytest.raises(NotImplementedError, match=rf"{opname}.*complex dtype c(64|128)"):
+        emit_kernel(op, "complex")
+
+
+def test_index_arithmetic_widens_for_large_arrays():
+    assert index_dtype(2 ** 31 - 1, 5) == "i32"
+    assert index_dtype(7, 2 ** 31) == "i64"
