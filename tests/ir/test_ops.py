@@ -1058,6 +1058,38 @@ def check_fusion(name, rng):
             assert_matches(got[0], run_op("add", product, x)[0], what=f"fusion {dtype}{list(shape)}")
 
 
+@record("library_call")
+def check_library_call(name, rng):
+    # D = activation(alpha * op(A) @ op(B) + beta * C + bias) equals the graph ops it stands for, exactly
+    m, k, n = 3, 5, 2
+    runs = [("f32", "f32", "bias_relu"), ("f64", "f64", "bias_tanh"), ("f16", "f32", "bias_silu"),
+            ("bf16", "bf16", "bias"), ("i8", "i32", "bias_relu"), ("c64", "c64", "bias")]
+    for dtype, result, epilogue in runs:
+        for trans_a, trans_b in [(False, False), (True, False), (False, True), (True, True)]:
+            a = sample(rng, dtype, (k, m) if trans_a else (m, k))
+            b = sample(rng, dtype, (n, k) if trans_b else (k, n))
+            c, bias = sample(rng, result, (m, n)), sample(rng, result, (n,))
+            alpha, beta = (3, -1) if result in INTS else (1.5, -0.5)
+            attrs = {"library": "blas", "routine": "gemm", "solution": "", "trans_a": trans_a, "trans_b": trans_b,
+                     "alpha": alpha, "beta": beta, "epilogue": epilogue, "result_dtype": result,
+                     "compute_dtype": "f32" if dtype in ("f16", "bf16") else result}
+            (got,) = run_op(name, a, b, c, bias, attrs=attrs)
+            dot = {"lhs_contracting": (0 if trans_a else 1,), "rhs_contracting": (1 if trans_b else 0,),
+                   "lhs_batch": (), "rhs_batch": (), "preferred_element_type": None if dtype == result else result}
+            (want,) = run_op("dot_general", a, b, attrs=dot)
+            full = lambda value: np.full((m, n), value, NUMPY_DTYPES[result])
+            (want,) = run_op("mul", want, full(alpha))
+            (want,) = run_op("add", want, run_op("mul", c, full(beta))[0])
+            (want,) = run_op("add", want, np.broadcast_to(bias, (m, n)))
+            if epilogue == "bias_relu":
+                (want,) = run_op("max", want, full(0))
+            elif epilogue == "bias_tanh":
+                (want,) = run_op("tanh", want)
+            elif epilogue == "bias_silu":
+                (want,) = run_op("mul", want, run_op("logistic", want)[0])
+            assert_matches(got, want, what=f"{name} {dtype}->{result} trans {trans_a}, {trans_b} {epilogue}")
+
+
 # ---- shape rule errors ----------------------------------------------------------------------
 
 CONV_2D = conv_attrs(2, {})
