@@ -14,14 +14,15 @@ from .errors import (CdnajitError, ConcretizationError, ParseError, TracingError
                      TracingValueError, TypeCheckError, VerifyError)
 from .frontend import cnp as numpy
 from .frontend import lax
-from .frontend.jit import Compiled, Lowered, jit, make_graph
+from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from .ir.targets import Target
 
 # `import cdnajit.numpy as cnp` and `import cdnajit.lax` find the frontend's modules.
 _sys.modules[__name__ + ".numpy"] = numpy
 _sys.modules[__name__ + ".lax"] = lax
 
 __version__ = "0.1.0"
-__all__ = ["jit", "make_graph", "Lowered", "Compiled", "numpy", "lax", "ir", "tree_flatten", "tree_unflatten",
-           "tree_leaves", "tree_map", "CdnajitError", "TracingError", "TracingTypeError", "TracingValueError",
-           "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError"]
+__all__ = ["jit", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "ir", "tree_flatten",
+           "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError", "TracingTypeError",
+           "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError"]

@@ -17,7 +17,11 @@ so clamping the index a not-taken branch loads is a single `min`.
 Semantics are the op table's (ir/ops/): integer div/rem with XLA's values, NaN-propagating
 max/min, round half to even and saturating float->int converts come from the kernel IR itself;
 f16/bf16 ops are computed in f32 and rounded once per op (composite formulas widen explicitly).
-Complex dtypes have no kernels: NotImplementedError names the op.
+Complex values (passes/expand_complex.py leaves them only at kernel boundaries) are pairs of
+part elements: `parts_at` reads them from an interleaved input buffer (codegen/lower.py's layout),
+a `complex` op or a constant, through index-only data movement; `real` and `imag` take one part,
+and the kernel builders store a complex result as its two parts. Other complex ops have no kernel
+code: NotImplementedError names the op.
 """
 from __future__ import annotations
 
@@ -32,10 +36,13 @@ from ..ir import kernel as K
 from ..ir.core import Op, Region, Value
 from ..ir.kernel_printer import print_expr
 from ..ir.ops.reduce import reducer_identity
-from ..ir.types import COMPLEXES, INTS, NUMPY_DTYPES, SIGNED_INTS
+from ..ir.types import COMPLEX_PART, COMPLEXES, INTS, NUMPY_DTYPES, SIGNED_INTS
 from ..passes.tiling import accumulator_dtype, accumulator_reducer
 
 HALF_FLOATS = ("f16", "bf16")
+# Data movement whose entries only transform the index and return the operand's element as it is:
+# they move complex elements (pairs) too.
+INDEX_ONLY = ("broadcast_in_dim", "reshape", "transpose", "slice", "rev")
 SELECT_TREE_ELEMENTS = 16   # larger non-uniform constants are looked up in an LDS table
 
 
@@ -162,6 +169,7 @@ class ElementalEmitter:
         self.lds_fill: list[K.Stmt] = []
         self.lds_budget = lds_budget
         self.tables: dict[int, K.LdsBuffer] = {}
+        self.constant_parts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.counter = itertools.count()
 
     # -- statements and variables --
@@ -219,14 +227,41 @@ class ElementalEmitter:
             entry = ELEMENTAL.get(op.name)
             if entry is None:
                 raise NotImplementedError(f"no elemental kernel code for graph op '{op.name}'")
-            for operand in op.operands:
-                if operand.type.dtype in COMPLEXES:
-                    raise NotImplementedError(f"kernels do not support complex numbers: {op.name} of {operand.type}")
             expr = entry(self, op, index, lambda k, at: self.value_at(op.operands[k], at))
         if not isinstance(expr, (K.Const, K.Var)):
             expr = self.bind(expr)
         self.memos[-1][key] = expr
         return expr
+
+    def element_at(self, value: Value, index: Index):
+        """`value_at`, or `parts_at` for a complex value."""
+        return self.parts_at(value, index) if value.type.dtype in COMPLEXES else self.value_at(value, index)
+
+    def parts_at(self, value: Value, index: Index) -> tuple[K.Expr, K.Expr]:
+        """The (real, imaginary) parts of complex `value`'s element at `index`, computed once per scope."""
+        key = ("parts", id(value), index.key)
+        for memo in reversed(self.memos):
+            if key in memo:
+                return memo[key]
+        op = value.producer
+        if id(value) in self.inputs:
+            buffer, position = self.inputs[id(value)], index.linear * 2
+            parts = (buffer[position], buffer[position + 1])
+        elif op.name == "complex":
+            parts = (self.value_at(op.operands[0], index), self.value_at(op.operands[1], index))
+        elif op.name == "constant":
+            if id(op) not in self.constant_parts:  # kept alive here: constant tables are found by array id
+                array = op.attrs["value"]
+                self.constant_parts[id(op)] = (np.ascontiguousarray(array.real), np.ascontiguousarray(array.imag))
+            dtype = COMPLEX_PART[value.type.dtype]
+            parts = tuple(constant_element(self, array, dtype, index) for array in self.constant_parts[id(op)])
+        elif op.name in INDEX_ONLY:
+            parts = ELEMENTAL[op.name](self, op, index, lambda k, at: self.parts_at(op.operands[k], at))
+        else:
+            raise NotImplementedError(f"kernels do not support complex numbers: {op.name} of {value.type}")
+        parts = tuple(p if isinstance(p, (K.Const, K.Var)) else self.bind(p, "part") for p in parts)
+        self.memos[-1][key] = parts
+        return parts
 
     def constant_table(self, array: np.ndarray, dtype: str) -> K.LdsBuffer | None:
         """An LDS table holding a constant (filled once per workgroup), or None past the LDS budget."""
@@ -299,7 +334,16 @@ elemental("max", "min", "and", "or")(same_index(lambda op, a, b: max_min_and_or(
 elemental("neg")(same_index(lambda op, x: -x))
 elemental("not")(same_index(lambda op, x: ~x))
 elemental("select")(same_index(lambda op, p, a, b: K.Select(p, a, b)))
-elemental("clamp")(same_index(lambda op, low, x, high: max_min_and_or("min", max_min_and_or("max", x, low), high)))
+
+
+@elemental("clamp")
+def clamp(emitter, op, index, operand):
+    """min(max(x, low), high); a scalar bound is read at the empty index, not at x's."""
+    low, high = (operand(k, index if op.operands[k].type.shape else emitter.index((), components=()))
+                 for k in (0, 2))
+    return max_min_and_or("min", max_min_and_or("max", operand(1, index), low), high)
+
+
 elemental("convert")(same_index(lambda op, x: x.cast(op.attrs["dtype"])))
 
 
@@ -325,8 +369,10 @@ def asinh(x):
 
 @in_f32
 def acosh(x):
-    t = x - 1.0  # x < 1: sqrt of a negative number, NaN
-    return K.select(x > large_threshold(x), K.log(x) + LN2, K.log1p(t + K.sqrt(t * t + t * 2.0)))
+    # x < 1 is NaN; the formula alone gives it only on (-1, 1), where t * (t + 2) < 0.
+    t = x - 1.0
+    value = K.select(x > large_threshold(x), K.log(x) + LN2, K.log1p(t + K.sqrt(t * t + t * 2.0)))
+    return K.select(x < 1.0, K.Const(math.nan, x.dtype), value)
 
 
 @in_f32
@@ -360,11 +406,8 @@ def power(emitter, op, index, operand):
     return K.select(b < 0, negative, result)
 
 
-for _name in ("real", "imag", "conj", "complex"):
-    @elemental(_name)
-    def _complex(emitter, op, index, operand):
-        raise NotImplementedError(f"kernels do not support complex numbers: {op.name} of "
-                                  f"{', '.join(str(v.type) for v in op.operands)}")
+elemental("real")(lambda emitter, op, index, operand: emitter.parts_at(op.operands[0], index)[0])
+elemental("imag")(lambda emitter, op, index, operand: emitter.parts_at(op.operands[0], index)[1])
 
 
 # ---- sources --------------------------------------------------------------------------------
@@ -385,7 +428,10 @@ def select_tree(linear: K.Expr, values: list, dtype: str) -> K.Expr:
 
 @elemental("constant")
 def constant(emitter, op, index, operand):
-    array, dtype = op.attrs["value"], op.result.type.dtype
+    return constant_element(emitter, op.attrs["value"], op.result.type.dtype, index)
+
+
+def constant_element(emitter, array: np.ndarray, dtype: str, index: Index) -> K.Expr:
     flat = array.reshape(-1)
     if flat.size and flat.tobytes() == flat[:1].tobytes() * flat.size:  # one value (bitwise: -0.0, NaN)
         return K.Const(flat[0].item(), dtype)

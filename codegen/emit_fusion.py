@@ -3,8 +3,10 @@
 Kernel parameters follow codegen/lower.py: `in0, in1, ...` (the operands), then `out0, ...`.
 Elements come from codegen/elemental.py; this module lays out the work:
 
-- loop kernels: each work-item stores every result at its elements; full workgroups run
-  unguarded (their loops vectorize on the host), the last one guards its tail.
+- loop kernels: each work-item stores every result at its elements, with no guard: the last
+  chunk of elements ends at the end, overlapping its predecessor (one body, contiguous loads and
+  stores, so the host vectorizes it and compiles it once); only a result smaller than a
+  workgroup guards its stores.
 - row_per_workgroup: phase after phase over the row (a reduce's phase is one more than the latest
   phase of the reduces it reads through row broadcasts; reduces of one phase share the pass over
   the row). A phase accumulates per work-item, then combines the workgroup (`combine_row`:
@@ -20,19 +22,25 @@ import math
 
 from ..ir import kernel as K
 from ..ir.core import Op, Value
-from ..ir.targets import get_target
+from ..ir.targets import Target, get_target
+from ..ir.types import COMPLEXES
 from ..passes.tiling import WAVE_REDUCERS, LaunchConfig, launch_config, reduction_signature
 from .elemental import Accumulator, ElementalEmitter, index_dtype_for, merge_axes
 from .lower import emitter, operand_buffers
 
 
-@emitter("fusion")
-def emit_fusion(op: Op, name: str) -> K.Kernel:
-    target = get_target()
+@emitter("fusion", takes_target=True)
+def emit_fusion(op: Op, name: str, target: Target | None = None) -> K.Kernel:
+    target = target or get_target()
     config = launch_config(op, target)
     builder = FusionKernel(op, name, config, target.max_lds_bytes_per_workgroup)
     BUILDERS[config.strategy](builder)
     return builder.kernel()
+
+
+def buffer_elements(value: Value) -> int:
+    """Elements of the value's buffer: a complex value holds two per element."""
+    return value.type.size * (2 if value.type.dtype in COMPLEXES else 1)
 
 
 class FusionKernel:
@@ -43,8 +51,8 @@ class FusionKernel:
         self.region = op.regions[0]
         params = operand_buffers(op)
         self.inputs, self.outputs = params[:len(op.operands)], params[len(op.operands):]
-        largest = max([v.type.size for v in self.region.params]
-                      + [v.type.size for o in self.region.ops for v in o.results]
+        largest = max([buffer_elements(v) for v in self.region.params]
+                      + [buffer_elements(v) for o in self.region.ops for v in o.results]
                       + [config.grid * config.workgroup_size * config.elements_per_item])
         self.emitter = ElementalEmitter(self.region, self.inputs, index_dtype_for(largest),
                                         max_lds_bytes - config.lds_bytes)
@@ -57,9 +65,15 @@ class FusionKernel:
         self.lds: list[K.LdsBuffer] = []
 
     def store_results(self, results, index, linear):
-        """Store each (buffer, value) at element `index` (linear position `linear`) of its result."""
+        """Store each (buffer, value) at element `index` (linear position `linear`) of its result; a
+        complex element as its two parts (codegen/lower.py's layout)."""
         for buffer, value in results:
-            self.emitter.emit(K.Store(buffer, linear, self.emitter.value_at(value, index)))
+            element = self.emitter.element_at(value, index)
+            if value.type.dtype in COMPLEXES:
+                self.emitter.emit(K.Store(buffer, linear * 2, element[0]))
+                self.emitter.emit(K.Store(buffer, linear * 2 + 1, element[1]))
+            else:
+                self.emitter.emit(K.Store(buffer, linear, element))
 
     def kernel(self) -> K.Kernel:
         e = self.emitter
@@ -78,30 +92,22 @@ def build_loop(fk: FusionKernel):
     n = math.prod(shape)
     width, elements = config.workgroup_size, config.elements_per_item
     results = list(zip(fk.outputs, fk.region.outputs))
-
-    def chunks(guarded: bool):
-        for k in range(elements):
-            first = fk.group * elements + k if elements > 1 else fk.group
-            element = first * width + fk.lane
-            index = e.index(shape, linear=element)
-            if guarded:
-                with e.block() as stores:
-                    fk.store_results(results, index, element)
-                e.emit(K.If(element < n, stores))
-            else:
+    past_end = config.grid * elements * width > n
+    for k in range(elements):
+        start = (fk.group * elements + k if elements > 1 else fk.group) * width
+        if past_end and n >= width:
+            # A chunk past the end moves back to end there: it overlaps its predecessor, whose
+            # elements it computes again and stores with the same values. One body for every
+            # workgroup, without guards, so its loads and stores stay contiguous (and vectorize).
+            start = K.minimum(start, n - width)
+        element = start + fk.lane
+        index = e.index(shape, linear=element)
+        if past_end and n < width:  # a single, partial chunk
+            with e.block() as stores:
                 fk.store_results(results, index, element)
-
-    full = n // (width * elements)
-    if full == config.grid:
-        chunks(guarded=False)
-    elif full == 0:
-        chunks(guarded=True)
-    else:
-        with e.block() as unguarded:
-            chunks(guarded=False)
-        with e.block() as tail:
-            chunks(guarded=True)
-        e.emit(K.If(fk.group < full, unguarded, tail))
+            e.emit(K.If(element < n, stores))
+        else:
+            fk.store_results(results, index, element)
 
 
 # ---- reduction kernels --------------------------------------------------------------------------
@@ -214,7 +220,7 @@ def build_row_per_workgroup(fk: FusionKernel):
         for op in fk.region.ops:  # the per-row values now computable, once per row
             if op.name != "reduce" and op.result.type.shape == rows.kept_shape and rows.kept_shape != rows.shape \
                     and rows.reduces_read(op.result) <= done:
-                e.value_at(op.result, row_index)
+                e.element_at(op.result, row_index)
 
     if rows.per_row:
         with e.block() as stores:

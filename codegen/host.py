@@ -19,6 +19,7 @@ The execution model of DESIGN.md on a CPU:
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from functools import lru_cache
 
 import llvmlite.binding as llvm
@@ -27,7 +28,7 @@ import llvmlite.ir as ir
 from ..ir.kernel import (WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer, If,
                          Kernel, Let, Load, Math, ScalarParam, Select, Special, Store, Unary, Var, WaveOp,
                          WaveReduce, WaveShuffle, contains_cut)
-from ..ir.kernel_verifier import sub_expressions, verify_kernel
+from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import FLOATS, SIGNED_INTS, UNSIGNED_INTS
 from . import mathlib
 
@@ -83,32 +84,68 @@ def statement_names(stmts, out: set) -> set:
 
 def split_regions(stmts):
     """Split a block into runs of cut-free statements and the statements that hold a cut:
-    yields ("items", [stmts]) and ("cut", stmt) in order."""
+    yields ("items", [stmts]) and ("cut", stmt) in order.
+
+    A run also ends after a store to global memory that other statements follow (consecutive
+    stores stay together): the work-items of a region are independent, so one loop per store
+    is the same program, and a loop whose stores walk memory in order runs faster (softmax's
+    16 stores per work-item, at 16 places of the row, ran ~15% slower in one loop)."""
     run = []
-    for stmt in stmts:
+    for stmt, after in zip(stmts, list(stmts[1:]) + [None]):
         if contains_cut([stmt]):
             if run:
                 yield "items", run
                 run = []
             yield "cut", stmt
-        else:
-            run.append(stmt)
+            continue
+        run.append(stmt)
+        if isinstance(stmt, Store) and stmt.buffer.space == "global" and after is not None \
+                and not isinstance(after, Store):
+            yield "items", run
+            run = []
     if run:
         yield "items", run
 
 
-class StoragePlan:
-    """Which variables and private arrays cross a cut (and so need per-work-item arrays), and
-    which are loop variables of workgroup-level loops (one value per workgroup)."""
+def walk(stmts):
+    """Every statement of a block, nested ones included, in order."""
+    for stmt in stmts:
+        yield stmt
+        for block in stmt.children():
+            yield from walk(block)
 
-    def __init__(self, kernel: Kernel):
+
+def launch_invariant(expr: Expr) -> bool:
+    """Whether an expression reads only constants, launch ids and scalar parameters."""
+    return not isinstance(expr, (Var, Load)) and all(launch_invariant(sub) for sub in sub_expressions(expr))
+
+
+def reloadable_loads(kernel: Kernel) -> dict:
+    """(name, dtype) -> Load of the variables that every work-item sets once, at the top of the
+    body, to a read-only buffer's element at a launch-invariant index: a region reloads such a
+    variable (the same load, so the same value) instead of keeping it in a per-work-item array
+    (which on a row kernel copies the whole row to the stack and back)."""
+    assigned = {s.var.name for s in walk(kernel.body) if isinstance(s, Assign)}
+    return {(s.var.name, s.var.dtype): s.value for s in kernel.body
+            if isinstance(s, Let) and isinstance(s.value, Load) and s.var.name not in assigned
+            and isinstance(s.value.buffer, GlobalBuffer) and s.value.buffer.readonly
+            and launch_invariant(s.value.index)}
+
+
+class StoragePlan:
+    """Which variables and private arrays cross a cut (and so need per-work-item arrays), which
+    are loop variables of workgroup-level loops (one value per workgroup), and which are
+    reloaded from global memory in each region (`reloaded`, when `reload` is asked)."""
+
+    def __init__(self, kernel: Kernel, reload: bool = True):
         self.regions_of: dict = {}
         self.workgroup_level: set = set()
         self.wave_results: set = set()
         self.count = 1  # region 0 is the workgroup level: bounds and conditions of cut-holding statements
         self.plan(kernel.body)
+        self.reloaded = reloadable_loads(kernel) if reload else {}
         crossing = {name for name, regions in self.regions_of.items() if len(regions) > 1}
-        self.per_item = (crossing | self.wave_results) - self.workgroup_level
+        self.per_item = (crossing | self.wave_results) - self.workgroup_level - set(self.reloaded)
 
     def note(self, names, region):
         for name in names:
@@ -140,16 +177,78 @@ class StoragePlan:
                 self.plan(part.orelse)
 
 
+# ---- which math functions are called, not inlined -----------------------------------------
+
+# Transcendental calls a small kernel inlines at most. Each inlined call costs ~8 ms of LLVM
+# (optimising and compiling ~40 vector instructions; W9's 100-op chain with 50 calls took ~1 s),
+# a call of an outlined function ~0.5 ns per work-item (W1's tanh ran ~1.35x slower outlined).
+MAX_INLINED_MATH_CALLS = 8
+# Kernels of more work-items inline every call: over 2^17 work-items, an outlined call costs more
+# than 1/100 of the compile time it saves, so a program run a hundred times loses.
+MAX_OUTLINING_WORK_ITEMS = 1 << 17
+
+
+def math_calls(kernel: Kernel) -> Counter:
+    """How many calls of each (math function, dtype) the kernel's code holds."""
+    counts = Counter()
+
+    def visit(expr):
+        if isinstance(expr, Math):
+            counts[expr.fn, expr.args[0].dtype] += 1
+        for sub in sub_expressions(expr):
+            visit(sub)
+
+    for stmt in walk(kernel.body):
+        if isinstance(stmt, (Let, Assign)):
+            visit(stmt.value)
+        elif isinstance(stmt, Store):
+            visit(stmt.index)
+            visit(stmt.value)
+        for expr in (stmt.reads() if isinstance(stmt, WaveOp) else control_expressions(stmt)):
+            visit(expr)
+    return counts
+
+
+def outlined_math(kernel: Kernel) -> set:
+    """The (function, dtype) pairs to call through mathlib.outlined: in a kernel of at most
+    MAX_OUTLINING_WORK_ITEMS, the most-called ones until the remaining inlined calls fit
+    MAX_INLINED_MATH_CALLS (a function called once saves nothing)."""
+    if kernel.num_workgroups * kernel.workgroup_items > MAX_OUTLINING_WORK_ITEMS:
+        return set()
+    counts = [(n, key) for key, n in math_calls(kernel).items() if key[0] in mathlib.OUTLINABLE]
+    inlined = sum(n for n, _ in counts)
+    outlined = set()
+    for n, key in sorted(counts, reverse=True):
+        if inlined <= MAX_INLINED_MATH_CALLS or n == 1:
+            break
+        outlined.add(key)
+        inlined -= n
+    return outlined
+
+
+@lru_cache(maxsize=1)
+def vector_bits() -> int:
+    """The width of the host's vector registers: the lanes of the math functions' vector variants."""
+    features = llvm.get_host_cpu_features()
+    return 512 if features.get("avx512f") else 256 if features.get("avx") else 128
+
+
 # ---- the workgroup function -------------------------------------------------------------
 
 class HostKernelBuilder:
-    """Builds the LLVM module of one kernel: `wg` (one workgroup) and the `run` entry."""
+    """Builds the LLVM module of one kernel: `wg` (one workgroup) and the `run` entry.
 
-    def __init__(self, kernel: Kernel):
+    `tune_for_cpu` turns on what pays only on the CPU: reloading row values from global memory
+    rather than keeping per-work-item arrays, and calling shared vector math functions rather than
+    inlining every call (`outlined_math`). The AMDGPU builder, which reuses this class's lowering
+    of expressions and statements, leaves it off."""
+
+    def __init__(self, kernel: Kernel, tune_for_cpu: bool = False):
         self.kernel = kernel
         self.module = ir.Module(name=kernel.name)
         self.module.triple = llvm.get_process_triple()
-        self.plan = StoragePlan(kernel)
+        self.plan = StoragePlan(kernel, reload=tune_for_cpu)
+        self.outlined_math = outlined_math(kernel) if tune_for_cpu else set()
         self.items = kernel.workgroup_items
         self.storage: dict = {}       # (name, dtype) or private name -> (alloca, per_item)
         self.set_item(None)           # the i64 linear work-item index being generated (None: workgroup level)
@@ -232,6 +331,9 @@ class HostKernelBuilder:
         return pointer
 
     def read_var(self, var: Var):
+        reloaded = self.plan.reloaded.get((var.name, var.dtype))
+        if reloaded is not None:
+            return self.expr(reloaded)
         return self.b.load(self.variable_pointer(var), typ=REGISTER_TYPES[var.dtype])
 
     def write_var(self, var: Var, value):
@@ -431,7 +533,9 @@ class HostKernelBuilder:
         dtype = e.args[0].dtype
         if e.fn in ("abs", "sign") and not is_float(dtype):
             return self.int_abs_sign(e.fn, args[0], is_signed(dtype))
-        result = mathlib.call(self.b, e.fn, args)
+        bits = 64 if args[0].type == F64 else 32  # f16/bf16 compute in f32 registers
+        lanes = vector_bits() // bits if (e.fn, dtype) in self.outlined_math else None
+        result = mathlib.call(self.b, e.fn, args, lanes)
         return result if e.fn == "is_finite" else self.round_to(dtype, result)
 
     def int_abs_sign(self, fn, x, signed):
@@ -455,7 +559,8 @@ class HostKernelBuilder:
     def statement(self, s):
         b = self.b
         if isinstance(s, (Let, Assign)):
-            self.write_var(s.var, self.expr(s.value))
+            if (s.var.name, s.var.dtype) not in self.plan.reloaded:
+                self.write_var(s.var, self.expr(s.value))
         elif isinstance(s, Store):
             value = self.to_memory(s.buffer.dtype, self.expr(s.value))
             b.store(value, self.element_pointer(s.buffer, s.index))
@@ -556,22 +661,34 @@ class HostKernelBuilder:
 # ---- wave ops -----------------------------------------------------------------------------
 
 def lower_wave_reduce(kb: HostKernelBuilder, op: WaveReduce):
-    """Per wave: gather the 64 lanes' values, combine them as the xor butterfly does (pairwise:
-    v[:32] op v[32:], then halves again), write the result to every lane."""
+    """Per wave: the 64 lanes' values as one vector, combined as the xor butterfly does (pairwise:
+    v[:32] op v[32:], then halves again, each step one vector operation), the result written to
+    every lane. A per-work-item variable's array already holds the wave's values side by side."""
     b, dtype = kb.b, op.value.dtype
-    lanes = kb.entry_alloca(REGISTER_TYPES[dtype], WAVE_SIZE, name="wave." + op.dest.name)
-    element = lambda lane: b.gep(lanes, [lane], source_etype=REGISTER_TYPES[dtype])
+    register = REGISTER_TYPES[dtype]
+    key = (op.value.name, op.value.dtype) if isinstance(op.value, Var) else None
+    if key in kb.plan.per_item:
+        lanes = kb.slot(key, dtype)[0]
+    else:
+        lanes = kb.entry_alloca(register, WAVE_SIZE, name="wave." + op.dest.name)
+    reduce_op = "add" if op.op == "sum" else op.op
+
+    def combine(x, y):
+        return kb.float_binary(reduce_op, x, y) if is_float(dtype) else kb.int_binary(reduce_op, x, y, is_signed(dtype))
 
     def wave(w):
-        kb.for_each_lane(w, lambda lane: b.store(kb.expr(op.value), element(lane)))
-        values = [b.load(element(ir.Constant(I64, lane)), typ=REGISTER_TYPES[dtype]) for lane in range(WAVE_SIZE)]
-        reduce_op = "add" if op.op == "sum" else op.op
-        while len(values) > 1:
-            half = len(values) // 2
-            values = [kb.float_binary(reduce_op, values[i], values[i + half]) if is_float(dtype)
-                      else kb.int_binary(reduce_op, values[i], values[i + half], is_signed(dtype))
-                      for i in range(half)]
-        result = kb.round_to(dtype, values[0])  # f16/bf16 combined in f32, rounded once
+        first = b.mul(w, ir.Constant(I64, WAVE_SIZE)) if key in kb.plan.per_item else ir.Constant(I64, 0)
+        if key not in kb.plan.per_item:
+            kb.for_each_lane(w, lambda lane: b.store(kb.expr(op.value), b.gep(lanes, [lane], source_etype=register)))
+        values = b.load(b.gep(lanes, [first], source_etype=register), typ=ir.VectorType(register, WAVE_SIZE),
+                        align=16)  # the arrays' alignment (a vector's own would be its size)
+        width = WAVE_SIZE
+        while width > 1:
+            width //= 2
+            halves = [b.shuffle_vector(values, values, ir.Constant(ir.VectorType(I32, width), list(range(start, start + width))))
+                      for start in (0, width)]
+            values = combine(*halves)
+        result = kb.round_to(dtype, b.extract_element(values, ir.Constant(I32, 0)))  # f16/bf16: combined in f32
         kb.for_each_lane(w, lambda lane: kb.write_var(op.dest, result))
 
     kb.for_each_wave(wave)
@@ -609,7 +726,7 @@ def llvm_module(kernel: Kernel, verify: bool = True) -> ir.Module:
     """The unoptimised LLVM module of a kernel."""
     if verify:
         verify_kernel(kernel)
-    return HostKernelBuilder(kernel).build()
+    return HostKernelBuilder(kernel, tune_for_cpu=True).build()
 
 
 _compile_lock = threading.Lock()

@@ -132,14 +132,36 @@ class Spec:
 
 # ---- a small builder over llvmlite for one float type ------------------------------------
 
+def element_type(type_):
+    """The type of one lane of `type_` (a vector type) or `type_` itself."""
+    return type_.element if isinstance(type_, ir.VectorType) else type_
+
+
+def with_element(type_, element):
+    """`element`, or a vector of it with as many lanes as the vector type `type_`."""
+    return ir.VectorType(element, type_.count) if isinstance(type_, ir.VectorType) else element
+
+
+def type_suffix(type_) -> str:
+    """LLVM's overloaded-intrinsic suffix of a type: f32, f64, i32, v8f32..."""
+    if isinstance(type_, ir.VectorType):
+        return f"v{type_.count}{type_suffix(type_.element)}"
+    return "f32" if type_ == F32 else "f64" if type_ == F64 else f"i{type_.width}"
+
+
 class MathBuilder:
-    """Arithmetic on values of one float type (f32 or f64), with constants and intrinsics."""
+    """Arithmetic on values of one float type (f32 or f64, or a vector of either: the same
+    operations lane by lane), with constants and intrinsics."""
 
     def __init__(self, builder: ir.IRBuilder, float_type):
         self.b = builder
         self.type = float_type
-        self.spec = Spec(float_type)
-        self.int = self.spec.int
+        self.spec = Spec(element_type(float_type))
+        self.int = with_element(float_type, self.spec.int)
+
+    def widened(self) -> "MathBuilder":
+        """The builder of f64 values with the same lanes (f32 functions reduce arguments in f64)."""
+        return MathBuilder(self.b, with_element(self.type, F64))
 
     def c(self, value):
         return ir.Constant(self.type, float(self.spec.np_float(value)))
@@ -149,8 +171,7 @@ class MathBuilder:
 
     def intrinsic(self, name, *args, types=None):
         types = types or [self.type]
-        suffix = ".".join("f32" if t == F32 else "f64" if t == F64 else f"i{t.width}" for t in types)
-        full = f"llvm.{name}.{suffix}"
+        full = f"llvm.{name}.{'.'.join(map(type_suffix, types))}"
         module = self.b.module
         fn = module.globals.get(full)
         if fn is None:
@@ -222,7 +243,7 @@ class MathBuilder:
 def float_to_int(builder: ir.IRBuilder, x, int_type: ir.IntType, signed: bool):
     """Saturating float -> int with NaN -> 0 (the graph IR's `convert`, llvm.fpto*i.sat's meaning),
     from compares and a plain conversion: x86 has no vector form of the .sat intrinsics."""
-    width = int_type.width
+    width = element_type(int_type).width
     low, high = (-2.0 ** (width - 1), 2.0 ** (width - 1)) if signed else (0.0, 2.0 ** width)
     low_c, high_c = ir.Constant(x.type, low), ir.Constant(x.type, high)
     below = builder.fcmp_ordered("<", x, low_c)
@@ -412,13 +433,13 @@ def reduce_half_pi(m: MathBuilder, x):
         for part in split(PI / 2, 3):
             r = m.fma(m.neg(n), m.c(part), r)
         return m.b.and_(m.to_int(n), m.ci(3)), r
-    wide = MathBuilder(m.b, F64)
-    xd = m.b.fpext(x, F64)
+    wide = m.widened()
+    xd = m.b.fpext(x, wide.type)
     n = wide.round(wide.mul(xd, wide.c(float(2 / PI))))
     r = xd
     for part in split(PI / 2, 2):
         r = wide.fma(wide.neg(n), wide.c(part), r)
-    return m.b.trunc(m.b.and_(wide.to_int(n), wide.ci(3)), m.int), m.b.fptrunc(r, F32)
+    return m.b.trunc(m.b.and_(wide.to_int(n), wide.ci(3)), m.int), m.b.fptrunc(r, m.type)
 
 
 def sin_cos_of_reduced(m, r):
@@ -560,9 +581,9 @@ def pow(m, x, y):
         tail = m.select(m.lt(m.abs(product), m.c(700.0)), tail, m.c(0.0))  # no inf - inf
         magnitude = exp_with_tail(m, product, tail)
     else:  # f32: log and exp in f64 are exact enough for a correctly rounded-ish f32 result
-        wide = MathBuilder(b, F64)
-        product = wide.mul(b.fpext(y, F64), log(wide, b.fpext(ax, F64)))
-        magnitude = b.fptrunc(exp(wide, product), F32)
+        wide = m.widened()
+        product = wide.mul(b.fpext(y, wide.type), log(wide, b.fpext(ax, wide.type)))
+        magnitude = b.fptrunc(exp(wide, product), m.type)
     zero, inf = m.c(0.0), m.c(np.inf)
     y_positive = m.gt(y, zero)
     magnitude = m.select(m.eq(ax, inf), m.select(y_positive, inf, zero), magnitude)
@@ -605,25 +626,76 @@ FUNCTIONS = {
 
 
 def function(module: ir.Module, name: str, float_type) -> ir.Function:
-    """The internal, always-inlined LLVM function `cdna.math.<name>.<f32|f64>`, built on first use."""
-    symbol = f"cdna.math.{name}.{'f64' if float_type == F64 else 'f32'}"
+    """The internal LLVM function `cdna.math.<name>.<f32|f64|v8f32|...>`, built on first use.
+    A scalar function is always inlined; a vector one is the never-inlined variant that the
+    loop vectorizer calls in place of an `outlined` function."""
+    symbol = f"cdna.math.{name}.{type_suffix(float_type)}"
     if symbol in module.globals:
         return module.globals[symbol]
     implementation = FUNCTIONS[name]
     arity = MATH_FUNCTIONS[name][0]
-    result_type = ir.IntType(1) if name == "is_finite" else float_type
+    result_type = with_element(float_type, ir.IntType(1)) if name == "is_finite" else float_type
     fn = ir.Function(module, ir.FunctionType(result_type, [float_type] * arity), name=symbol)
     fn.linkage = "internal"
-    fn.attributes.add("alwaysinline")
+    if isinstance(float_type, ir.VectorType):
+        fn.attributes.add("noinline")
+        add_pure_attributes(fn)
+    else:
+        fn.attributes.add("alwaysinline")
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
     builder.ret(implementation(MathBuilder(builder, float_type), *fn.args))
     return fn
 
 
-def call(builder: ir.IRBuilder, name: str, args):
-    """Emit `name(*args)` (args of one float type, f32 or f64) at the builder's position."""
+def add_pure_attributes(fn: ir.Function) -> None:
+    """No memory access, no side effect, no undefined behaviour for any argument: LLVM may call the
+    function speculatively (so calls in conditional code still vectorize). llvmlite's attribute
+    list lacks `speculatable` and `willreturn`, hence the set's own `add`."""
+    fn.attributes.add("readnone")
+    fn.attributes.add("nounwind")
+    for attribute in ("speculatable", "willreturn"):
+        set.add(fn.attributes, attribute)
+
+
+# The functions worth a vector variant called rather than inlined: the polynomial ones. The others
+# are an instruction or a few; erf reads its coefficient table at a per-lane index (scalar only).
+OUTLINABLE = frozenset(FUNCTIONS) - {"erf", "sqrt", "rsqrt", "abs", "sign", "is_finite", "floor", "ceil", "trunc",
+                                     "round"}
+
+
+def outlined(module: ir.Module, name: str, float_type, lanes: int) -> ir.Function:
+    """`cdna.math.<name>.<f32|f64>.outlined`: the scalar function as a call of its vector variant on
+    `lanes` lanes, and never inlined. Its "vector-function-abi-variant" attribute (LLVM's vector
+    function ABI) tells the loop vectorizer to call the variant on `lanes` work-items at once, so
+    one copy of the function's code serves all its call sites: LLVM optimises and compiles it once,
+    where inlining pays for it at every call site (the bulk of compiling a long chain)."""
+    symbol = f"cdna.math.{name}.{type_suffix(float_type)}.outlined"
+    if symbol in module.globals:
+        return module.globals[symbol]
+    vector_type = ir.VectorType(float_type, lanes)
+    variant = function(module, name, vector_type)
+    arity = len(variant.args)
+    fn = ir.Function(module, ir.FunctionType(variant.return_value.type.element, [float_type] * arity), name=symbol)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")  # inlined, the loop would hold a vector call the vectorizer cannot widen
+    add_pure_attributes(fn)
+    mangled = f"_ZGV_LLVM_N{lanes}{'v' * arity}_{symbol}({variant.name})"
+    set.add(fn.attributes, f'"vector-function-abi-variant"="{mangled}"')
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    zeros = ir.Constant(ir.VectorType(ir.IntType(32), lanes), 0)
+    splats = [b.shuffle_vector(b.insert_element(ir.Constant(vector_type, ir.Undefined), arg, ir.Constant(ir.IntType(32), 0)),
+                               ir.Constant(vector_type, ir.Undefined), zeros) for arg in fn.args]
+    b.ret(b.extract_element(b.call(variant, splats), ir.Constant(ir.IntType(32), 0)))
+    return fn
+
+
+def call(builder: ir.IRBuilder, name: str, args, lanes: int | None = None):
+    """Emit `name(*args)` (args of one float type, f32 or f64) at the builder's position: inlined,
+    or with `lanes` (and a function in OUTLINABLE) as a call of the `outlined` function."""
     if name not in FUNCTIONS:
         raise NotImplementedError(f"math function {name!r} is not in the IR math library")
+    if lanes is not None and name in OUTLINABLE:
+        return builder.call(outlined(builder.module, name, args[0].type, lanes), list(args))
     return builder.call(function(builder.module, name, args[0].type), list(args))
 
 

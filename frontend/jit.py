@@ -8,24 +8,39 @@ Backends: "compiled" (the default) runs the pass pipeline and the kernels of
 runtime/executable.py; "interpret" runs the graph with the reference interpreter (the oracle).
 A call whose arguments are all numpy arrays (no keywords, no static arguments) looks its
 executable up by the arrays' shapes and dtype numbers alone, the common case made cheap.
+
+`target` (ir/targets.py, default gfx942) is the AMDGPU target the kernels are tiled for and
+reported on. A `Compiled` program's reports (`kernels`, `report()`, `cost_analysis()`, the AMDGPU
+stages of `as_text`, `code_object`, `save_report`) come from runtime/report.py's ProgramReport,
+made on first use: the AMDGPU backend runs only when one of them is asked for, or when
+CDNAJIT_DUMP_DIR asks for the dumps.
 """
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 
 from ..errors import TracingError, TracingTypeError
 from ..ir.core import Module, Value
 from ..ir.interpreter import interpret
+from ..ir.targets import TARGETS, Target, get_target
 from ..ir.types import TensorType, dtype_name
+from ..runtime import html_report
 from ..runtime.executable import Executable
+from ..runtime.report import STAGES, KernelReport, ProgramReport
 from .pytree import tree_flatten, tree_unflatten
 from .tracing import (Tracer, as_tracer, check_array_like, current_trace, is_python_scalar, located, new_trace,
                       python_scalar_dtype)
 
 BACKENDS = ("compiled", "interpret")
-STAGES = ("graph", "optimized", "kernel")
+DUMP_DIR_ENV = "CDNAJIT_DUMP_DIR"
+
+
+def targets() -> list[str]:
+    """The AMDGPU targets `jit(..., target=)` accepts, the default first."""
+    return list(TARGETS)
 
 
 def leaf_signature(leaf) -> tuple[TensorType, bool]:
@@ -56,21 +71,59 @@ class Compiled:
         self.executable = executable
         self.unflatten = unflattener(out_tree)
         self.run = executable if executable is not None else functools.partial(interpret, module)
+        self._program_report: ProgramReport | None = None
 
     def call_flat(self, leaves) -> list[np.ndarray]:
         return self.run(*leaves)
 
+    def program_report(self, what: str) -> ProgramReport:
+        """The executable's reports; `what` names what was asked for, for the interpreter's error."""
+        if self.executable is None:
+            raise ValueError(f"the {self.backend} backend has no {what}; compile with backend='compiled'")
+        if self._program_report is None:
+            self._program_report = ProgramReport(self.executable)
+        return self._program_report
+
     def as_text(self, stage: str = "graph") -> str:
-        """The program at one stage: "graph" (traced), "optimized" (after the passes) or "kernel"."""
+        """The program at one stage: "graph" (traced), "optimized" (after the passes), "kernel"
+        (kernel IR), "llvm-host", "llvm-amdgpu" or "asm" (gfx9 assembly), each kernel headed by its name."""
         if stage == "graph":
             return str(self.module)
         if stage not in STAGES:
             raise ValueError(f"unknown stage {stage!r}; expected one of {', '.join(STAGES)}")
-        if self.executable is None:
-            raise ValueError(f"the {self.backend} backend has no {stage!r} stage; compile with backend='compiled'")
-        if stage == "optimized":
-            return str(self.executable.optimized)
-        return "\n\n".join(map(str, self.executable.kernels))
+        return self.program_report(f"{stage!r} stage").stage_text(stage)
+
+    @property
+    def target(self) -> Target | None:
+        return self.executable.target if self.executable is not None else None
+
+    @property
+    def kernels(self) -> list[KernelReport]:
+        """One report per kernel: origin, launch, registers, LDS, occupancy, roofline, host time once profiled."""
+        return self.program_report("kernels").kernels
+
+    def report(self) -> str:
+        """The kernel table, as text."""
+        return self.program_report("kernels").table()
+
+    def cost_analysis(self) -> dict:
+        """FLOPs, transcendentals, bytes accessed and modelled time, in the manner of JAX's."""
+        return self.program_report("kernels").cost_analysis()
+
+    def code_object(self, name: str) -> bytes:
+        """The HSA code object (linked ELF) of the kernel `name`, for hipModuleLoadData."""
+        return self.program_report("kernels").code_object(name)
+
+    def save_report(self, path: str | os.PathLike) -> None:
+        """Write the HTML report (kernel table, fused graph, roofline chart) to `path`."""
+        html_report.save(self.program_report("kernels"), path)
+
+    def profile(self, *args, **kwargs):
+        """Call the program once with each kernel launch timed; `kernels` then holds host times."""
+        report = self.program_report("kernels")
+        leaves, _ = tree_flatten((args, kwargs))
+        outputs, report.profile = self.executable.profile(*leaves)
+        return self.unflatten(outputs)
 
     def __call__(self, *args, **kwargs):
         leaves, _ = tree_flatten((args, kwargs))
@@ -80,10 +133,11 @@ class Compiled:
 class Lowered:
     """A traced function, before compilation: `.as_text()` is its graph IR."""
 
-    def __init__(self, module: Module, out_tree, backend: str):
+    def __init__(self, module: Module, out_tree, backend: str, target: Target | None = None):
         self.module = module
         self.out_tree = out_tree
         self.backend = backend
+        self.target = target
 
     def as_text(self) -> str:
         return str(self.module)
@@ -91,16 +145,22 @@ class Lowered:
     def compile(self) -> Compiled:
         if self.backend == "interpret":
             return Compiled(self.module, self.out_tree, self.backend)
-        return Compiled(self.module, self.out_tree, self.backend, Executable.compile(self.module))
+        compiled = Compiled(self.module, self.out_tree, self.backend,
+                            Executable.compile(self.module, target=self.target))
+        dump_dir = os.environ.get(DUMP_DIR_ENV)
+        if dump_dir:
+            compiled.program_report("dumps").write_dumps(dump_dir)
+        return compiled
 
 
 class Jitted:
-    def __init__(self, fn, static_argnums=(), static_argnames=(), backend="compiled"):
+    def __init__(self, fn, static_argnums=(), static_argnames=(), backend="compiled", target=None):
         if not callable(fn):
             raise TypeError(f"jit expects a callable, got {type(fn).__name__}")
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
         self.fn = fn
+        self.target = target if isinstance(target, Target) else get_target(target)
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self.backend = backend
@@ -151,7 +211,7 @@ class Jitted:
             out_leaves, out_tree = tree_flatten(out)
             outputs = [as_tracer(leaf, f"output of {self.__name__}") for leaf in out_leaves]
             trace.region.outputs = [o.value for o in outputs]
-        return Lowered(Module(self.fn.__name__, trace.region), out_tree, self.backend)
+        return Lowered(Module(self.fn.__name__, trace.region), out_tree, self.backend, self.target)
 
     def lower(self, *args, **kwargs) -> Lowered:
         signature, _ = self._signature(args, kwargs)
@@ -192,11 +252,12 @@ def array_key(args) -> tuple | None:
     return tuple(key)
 
 
-def jit(fn=None, *, static_argnums=(), static_argnames=(), backend="compiled"):
-    """Trace `fn` once per signature and run it compiled; usable bare or with arguments."""
+def jit(fn=None, *, static_argnums=(), static_argnames=(), backend="compiled", target=None):
+    """Trace `fn` once per signature and run it compiled for `target` (a name of `targets()`,
+    default gfx942); usable bare or with arguments."""
     if fn is None:
-        return lambda f: Jitted(f, static_argnums, static_argnames, backend)
-    return Jitted(fn, static_argnums, static_argnames, backend)
+        return lambda f: Jitted(f, static_argnums, static_argnames, backend, target)
+    return Jitted(fn, static_argnums, static_argnames, backend, target)
 
 
 def make_graph(fn, *, static_argnums=(), static_argnames=()):

@@ -18,11 +18,13 @@ from typing import Callable
 from .. import ir
 from ..ir.core import Module
 from .canonicalize import canonicalize
+from .expand_complex import expand_complex
 from .fusion import fuse
 
 Pass = Callable[[Module], Module]
 
 DEFAULT_PIPELINE: list[tuple[str, Pass]] = [
+    ("expand_complex", expand_complex),   # first: canonicalize then folds and cleans up its real ops
     ("canonicalize", canonicalize),
     ("fusion", fuse),
 ]

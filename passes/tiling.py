@@ -101,7 +101,9 @@ def loop_config(op: Op, target: Target) -> LaunchConfig:
     grid = -(-n // (width * elements))
     tail = n % (width * elements)
     reasons.append(f"one element per work-item, grid {grid}" + (
-        f"; the last workgroup guards its {tail} elements (the others run unguarded)" if tail else "; no tail"))
+        f"; the last workgroup ends at the last element, overlapping the previous one by {width - tail} elements "
+        f"(no guards)" if tail and n >= width else f"; the workgroup guards its {tail} elements" if tail else
+        "; no tail"))
     return LaunchConfig("loop", width, elements, grid, 0, True, tuple(reasons))
 
 

@@ -7,5 +7,9 @@ executable.py  `Executable.compile(module)`: the passes, one kernel per op, and 
 cache.py   the persistent compile cache (CDNAJIT_CACHE_DIR): object code and whole programs on disk.
 occupancy.py  waves per SIMD from a kernel's registers, LDS and workgroup size, and its limiter.
 roofline.py   FLOPs and bytes counted from the kernel IR and launch; bound and modelled time.
-report.py     `kernel_report(kernel, target)` -> `KernelReport` (resources, occupancy, roofline).
+report.py     `kernel_report(kernel, target)` -> `KernelReport` (resources, occupancy, roofline);
+              `ProgramReport(executable)`: the reports, stage texts, code objects and dumps behind
+              `Compiled.kernels`, `.report()`, `.as_text()`, `.cost_analysis()`, `.code_object()`.
+html_report.py  `Compiled.save_report(path)`: kernel table, fused graph and roofline chart, one page.
+graphviz.py   the fused graph as a networkx graph, as Graphviz DOT, and drawn as SVG.
 """

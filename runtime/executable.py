@@ -19,6 +19,10 @@ Values live in the slots of a per-call environment (a list), one slot per SSA va
 The schedule is plain data (`plan`, JSON-able). The persistent cache (runtime/cache.py) keeps each
 kernel's object code under its kernel IR text and the whole program (plan + constants) under the
 graph module's text, so a program found there runs without the passes, the emitters or LLVM.
+
+Kernels are tiled for one AMDGPU target (`target`, default gfx942), which the host runs as well:
+both execute the very same kernels. `profile(*arrays)` runs a call with each launch timed; the
+plain call path has no timer.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ import ctypes
 import dataclasses
 import re
 import time
+from copy import copy as shallow_copy
 
 import numpy as np
 
@@ -34,6 +39,7 @@ from ..codegen.lower import HOST_OPS, emit_kernel
 from ..errors import CdnajitError
 from ..ir.core import Module, Op, Region
 from ..ir.kernel import GlobalBuffer, Kernel
+from ..ir.targets import Target, get_target
 from ..ir.types import NUMPY_DTYPES
 from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
@@ -64,10 +70,14 @@ def kernel_name(module: Module, index: int) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_]', '_', module.name)}_{index}"
 
 
-def emit_kernels(module: Module) -> list[Kernel]:
+def kernel_ops(module: Module) -> list[Op]:
+    """The ops of an optimized module that run as kernels, in schedule order."""
+    return [op for op in schedule_ops(module.body) if needs_kernel(op)]
+
+
+def emit_kernels(module: Module, target: Target | None = None) -> list[Kernel]:
     """The kernel of every kernel op of an optimized module, in schedule order."""
-    kernel_ops = [op for op in schedule_ops(module.body) if needs_kernel(op)]
-    return [emit_kernel(op, kernel_name(module, i)) for i, op in enumerate(kernel_ops)]
+    return [emit_kernel(op, kernel_name(module, i), target) for i, op in enumerate(kernel_ops(module))]
 
 
 def check_contract(op: Op, kernel: Kernel) -> None:
@@ -104,8 +114,8 @@ def object_code(kernel: Kernel, cache: CompileCache) -> tuple[str, bytes]:
 class Planner:
     """Builds the plan of an optimized module, compiling its kernels (through the cache)."""
 
-    def __init__(self, module: Module, cache: CompileCache):
-        self.module, self.cache = module, cache
+    def __init__(self, module: Module, cache: CompileCache, target: Target | None = None):
+        self.module, self.cache, self.target = module, cache, target
         self.slots: dict[int, int] = {}
         self.kernels: list[Kernel] = []
         self.kernel_plans: list[dict] = []
@@ -159,7 +169,7 @@ class Planner:
 
     def add_kernel(self, op: Op) -> int:
         start = time.perf_counter()
-        kernel = emit_kernel(op, kernel_name(self.module, len(self.kernels)))
+        kernel = emit_kernel(op, kernel_name(self.module, len(self.kernels)), self.target)
         check_contract(op, kernel)
         self.emit_seconds += time.perf_counter() - start
         start = time.perf_counter()
@@ -287,6 +297,20 @@ class Branch:
             env[slot] = array
 
 
+class TimedKernel:
+    """A compiled kernel whose launches add up their host time: what `Executable.profile` runs."""
+    __slots__ = ("kernel", "launches", "seconds")
+
+    def __init__(self, kernel: CompiledKernel):
+        self.kernel, self.launches, self.seconds = kernel, 0, 0.0
+
+    def launch(self, address: int) -> None:
+        start = time.perf_counter()
+        self.kernel.launch(address)
+        self.seconds += time.perf_counter() - start
+        self.launches += 1
+
+
 def kernel_interface(plan: dict) -> Kernel:
     """A kernel with a cached kernel's parameters and launch but no body: what loading and
     launching its object code reads."""
@@ -303,8 +327,10 @@ class Executable:
     """
 
     def __init__(self, plan: dict, constant_data: bytes, object_codes: list[bytes], graph: Module | None = None,
-                 optimized: Module | None = None, kernels: list[Kernel] | None = None, pipeline=None):
+                 optimized: Module | None = None, kernels: list[Kernel] | None = None, pipeline=None,
+                 target: Target | None = None):
         self.plan = plan
+        self.target = target or get_target()
         self.graph = graph
         self._optimized = optimized
         self.pipeline = pipeline
@@ -319,54 +345,61 @@ class Executable:
             count = int(np.prod(constant["shape"], dtype=np.int64))
             array = np.frombuffer(constant_data, dtype, count, constant["offset"]).reshape(constant["shape"])
             self.initial_env[constant["slot"]] = array
-        self.body = self.block(plan["body"])
+        self.body = self.block(plan["body"], self.compiled_kernels)
         self.param_types = tuple((slot, tuple(shape), NUMPY_DTYPES[dtype])
                                  for slot, (dtype, shape) in zip(self.body.params, plan["param_types"]))
         self.outputs = tuple((slot, copy) for slot, copy in plan["outputs"])
 
-    def block(self, plan: dict) -> Block:
-        return Block(plan["params"], [self.step(s) for s in plan["steps"]], plan["outputs"])
+    def block(self, plan: dict, kernels: list) -> Block:
+        """The steps of a block; its launches run `kernels` (compiled, or timed when profiling)."""
+        return Block(plan["params"], [self.step(s, kernels) for s in plan["steps"]], plan["outputs"])
 
-    def step(self, plan: dict):
+    def step(self, plan: dict, kernels: list):
         kind = plan["op"]
         if kind == "kernel":
-            return Launch(self.compiled_kernels[plan["kernel"]], plan["inputs"], plan["results"])
+            return Launch(kernels[plan["kernel"]], plan["inputs"], plan["results"])
         if kind == "allocate":
             return Allocate(plan["results"])
         if kind == "reshape":
             return Reshape(plan["input"], plan["result"], plan["shape"])
         if kind == "while":
-            return WhileLoop(plan["operands"], self.block(plan["cond"]), self.block(plan["body"]), plan["results"])
-        return Branch(plan["index"], plan["operands"], [self.block(b) for b in plan["branches"]], plan["results"])
+            return WhileLoop(plan["operands"], self.block(plan["cond"], kernels), self.block(plan["body"], kernels),
+                             plan["results"])
+        return Branch(plan["index"], plan["operands"], [self.block(b, kernels) for b in plan["branches"]],
+                      plan["results"])
 
     # -- compiling --
 
     @classmethod
-    def compile(cls, graph: Module, cache: CompileCache | None = None, pipeline=None) -> "Executable":
-        """Compile a traced graph module; a program the cache holds skips passes, emitters and LLVM.
+    def compile(cls, graph: Module, cache: CompileCache | None = None, pipeline=None,
+                target: Target | None = None) -> "Executable":
+        """Compile a traced graph module, its kernels tiled for `target` (default gfx942); a program
+        the cache holds skips passes, emitters and LLVM.
 
         `pipeline` (default: the pass manager's DEFAULT_PIPELINE) is for tests that bring a module
         already in the optimized form; such programs are not stored in the cache.
         """
         cache = cache if cache is not None else default_cache()
+        target = target or get_target()
         start = time.perf_counter()
-        program_key = cache.key("program", str(graph)) if pipeline is None else None
+        program_key = cache.key("program", f"target {target.name}\n{graph}") if pipeline is None else None
         stored = cls.lookup(cache, program_key) if program_key is not None else None
         lookup = time.perf_counter() - start
         if stored is not None:
             plan, constant_data, object_codes = stored
             start = time.perf_counter()
-            executable = cls(plan, constant_data, object_codes, graph)
+            executable = cls(plan, constant_data, object_codes, graph, target=target)
             executable.timings = [("cache lookup", lookup), ("load", time.perf_counter() - start)]
             return executable
         start = time.perf_counter()
         optimized = run_pipeline(graph, pipeline).module
         passes = time.perf_counter() - start
-        planner = Planner(optimized, cache)
+        planner = Planner(optimized, cache, target)
         plan = planner.plan()
         constant_data = bytes(planner.constant_data)
         start = time.perf_counter()
-        executable = cls(plan, constant_data, planner.object_codes, graph, optimized, planner.kernels, pipeline)
+        executable = cls(plan, constant_data, planner.object_codes, graph, optimized, planner.kernels, pipeline,
+                         target)
         load = time.perf_counter() - start
         if program_key is not None:
             cache.store(program_key, {"kind": "program", "plan": plan}, constant_data)
@@ -397,8 +430,13 @@ class Executable:
     def kernels(self) -> list[Kernel]:
         """The kernel IR of every kernel, in schedule order (emitted again after a cache hit)."""
         if self._kernels is None:
-            self._kernels = emit_kernels(self.optimized)
+            self._kernels = emit_kernels(self.optimized, self.target)
         return self._kernels
+
+    @property
+    def kernel_ops(self) -> list[Op]:
+        """The optimized module's op behind each kernel, in the order of `kernels`."""
+        return kernel_ops(self.optimized)
 
     # -- running --
 
@@ -411,6 +449,14 @@ class Executable:
         for step in self.body.steps:
             step.run(env)
         return [env[slot].copy() if copy else env[slot] for slot, copy in self.outputs]
+
+    def profile(self, *arrays) -> tuple[list[np.ndarray], list[tuple[int, float]]]:
+        """Run one call with every launch timed: (outputs, (launches, host seconds) per kernel).
+        The call runs on a copy of this executable whose steps launch timed kernels."""
+        timed = [TimedKernel(kernel) for kernel in self.compiled_kernels]
+        profiled = shallow_copy(self)
+        profiled.body = self.block(self.plan["body"], timed)
+        return profiled(*arrays), [(kernel.launches, kernel.seconds) for kernel in timed]
 
 
 def as_input(value, shape, dtype) -> np.ndarray:

@@ -121,6 +121,8 @@ def scalar_constant(value, dtype: str, weak_type: bool) -> Tracer:
 
 
 def canonical_axis(axis: int, ndim: int, name: str = "axis") -> int:
+    if isinstance(axis, Tracer):  # an axis fixes shapes: it must be known while tracing
+        axis._concrete(f"{name} needs the value")
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TracingTypeError(located(f"{name} must be an int, got {axis!r}"))
     if not -ndim <= axis < ndim:
@@ -132,7 +134,7 @@ def canonical_axes(axis, ndim: int) -> tuple[int, ...]:
     """An axis argument (None, an int or a sequence) as sorted distinct non-negative axes."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = (axis,) if isinstance(axis, (int, np.integer, Tracer)) else tuple(axis)
     result = tuple(canonical_axis(a, ndim) for a in axes)
     if len(set(result)) != len(result):
         raise TracingValueError(located(f"repeated axis in {axis!r}"))

@@ -12,7 +12,8 @@ import ml_dtypes
 import numpy as np
 
 from ...errors import TracingTypeError, TracingValueError
-from ...ir.types import NUMPY_DTYPES
+from ...ir.opdef import OPS
+from ...ir.types import NUMPY_DTYPES, is_supported_dtype
 from ..dtypes import promote
 from ..pytree import tree_leaves
 from ..tracing import Tracer, as_tracer, located
@@ -33,7 +34,10 @@ class ScalarType(type):
     def __call__(cls, value):
         if any(isinstance(leaf, Tracer) for leaf in tree_leaves(value)):
             return convert(as_tracer(value), cls.ir_dtype)
-        converted = np.asarray(value).astype(cls.dtype)
+        array = np.asarray(value)
+        # The IR's convert, so a value converts as a traced one would (floats saturate to ints).
+        converted = OPS["convert"].reference(array, dtype=cls.ir_dtype) if is_supported_dtype(array.dtype) \
+            else array.astype(cls.dtype)
         return converted[()] if converted.ndim == 0 else converted
 
     def __instancecheck__(cls, instance):

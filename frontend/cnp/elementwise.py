@@ -315,6 +315,8 @@ def rint(x):
 def around(x, decimals=0):
     """Round half to even at `decimals` decimal places (negative: tens, hundreds...), as jnp.round."""
     x = as_tracer(x)
+    if isinstance(decimals, Tracer):  # the scale 10**decimals is a constant of the program
+        decimals._concrete("round: decimals needs the value")
     if not isinstance(decimals, (int, np.integer)) or isinstance(decimals, bool):
         raise TracingTypeError(located(f"round: decimals must be an int, got {decimals!r}"))
     dtype = x.type.dtype

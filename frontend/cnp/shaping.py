@@ -584,8 +584,9 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     """jnp.delete with static obj: numpy deletes from an array of labels, and the kept labels are gathered."""
     x = asarray(arr)
     labels = np.arange(x.size).reshape(x.shape)
+    positions = static_positions(obj, "delete obj")
     try:
-        kept = np.delete(labels, static_positions(obj, "delete obj"), axis)
+        kept = np.delete(labels, positions, axis)
     except (IndexError, ValueError, TypeError) as error:
         raise TracingValueError(located(f"delete from an array of shape {x.shape}: {error}")) from None
     return take_flat(x, kept)
@@ -597,8 +598,9 @@ def insert(arr, obj, values, axis=None):
     inserted = convert(asarray(values), x.type.dtype, x.weak_type)
     array_labels = np.arange(x.size).reshape(x.shape)
     value_labels = -1 - np.arange(inserted.size).reshape(inserted.shape)
+    positions = static_positions(obj, "insert obj")
     try:
-        placed = np.insert(array_labels, static_positions(obj, "insert obj"), value_labels, axis)
+        placed = np.insert(array_labels, positions, value_labels, axis)
     except (IndexError, ValueError, TypeError) as error:
         raise TracingValueError(located(f"insert into an array of shape {x.shape}: {error}")) from None
     from_array = take_flat(x, np.maximum(placed, 0))

@@ -294,3 +294,70 @@ def test_half_precision_wave_sum_accumulates_in_f32():
     # The butterfly in f32, rounded once: summing in bf16 would round at every step instead.
     expected = butterfly(xs.astype(np.float32), np.add).astype(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(result.astype(np.float32), expected.astype(np.float32))
+
+
+# ---- code shape: outlined math, reloaded loads, one store stream per loop ----------------------
+
+def math_chain_kernel(n, dtype, links):
+    """y = x through `links` steps of v = tanh(v) + sin(v) / 2: 2 * links math calls per work-item,
+    with a guarded tail."""
+    x, y = K.GlobalBuffer("x", dtype, n, readonly=True), K.GlobalBuffer("y", dtype, n)
+    i = K.Var("i", "i32")
+    steps = [K.Var(f"v{k}", dtype) for k in range(links + 1)]
+    body = [K.Let(i, linear_index(256)),
+            K.If(i < n, [K.Let(steps[0], x[i])]
+                 + [K.Let(b, K.tanh(a) + K.sin(a) * 0.5) for a, b in zip(steps, steps[1:])]
+                 + [K.Store(y, i, steps[-1])])]
+    return K.Kernel(f"chain_{dtype}", params=[x, y], grid=(-(-n // 256),), workgroup_size=(256,), body=body)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_many_math_calls_call_shared_vector_functions(dtype, monkeypatch):
+    from cdnajit.codegen import host
+    from cdnajit.runtime.launch import CompiledKernel
+    n = 1000
+    kernel = math_chain_kernel(n, dtype, links=6)
+    # 12 calls: the most-called function is outlined until 8 or fewer remain inlined.
+    assert host.outlined_math(kernel) == {("tanh", dtype)}
+    assert host.outlined_math(math_chain_kernel(1 << 18, dtype, links=6)) == set()  # large: all inlined
+    text = optimized_llvm_ir(kernel)
+    calls = {line.split("@")[1].split("(")[0] for line in text.splitlines() if " call " in line}
+    lanes = host.vector_bits() // (64 if dtype == "f64" else 32)
+    # The guarded loop vectorized: only the vector variant is called, never the scalar function.
+    assert f"cdna.math.tanh.v{lanes}{dtype}" in calls and not any("outlined" in c for c in calls), calls
+    x = RNG.uniform(-3, 3, n).astype(cj.ir.numpy_dtype(dtype))
+    x[:3] = [np.nan, np.inf, -np.inf]
+    outputs = []
+    for limit in (host.MAX_INLINED_MATH_CALLS, 100):  # outlined, then everything inlined
+        monkeypatch.setattr(host, "MAX_INLINED_MATH_CALLS", limit)
+        y = np.zeros_like(x)
+        CompiledKernel(kernel, host.compile_object(kernel))(x, y)
+        outputs.append(y)
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+
+
+def test_loads_of_read_only_buffers_are_reloaded_after_a_cut():
+    from cdnajit.codegen.host import StoragePlan
+    n, groups = 128, 3
+    x, y = K.GlobalBuffer("x", "f32", n * groups, readonly=True), K.GlobalBuffer("y", "f32", n * groups)
+    a, b, m = K.Var("a", "f32"), K.Var("b", "f32"), K.Var("m", "f32")
+    index = K.workgroup_id(0) * n + K.workitem_id(0)
+    body = [K.Let(a, x[index]), K.Let(b, x[index] * 2.0), K.WaveReduce(m, "max", a),
+            K.Store(y, index, a - m + b)]
+    kernel = K.Kernel("reload", params=[x, y], grid=(groups,), workgroup_size=(n,), body=body)
+    plan = StoragePlan(kernel)
+    assert set(plan.reloaded) == {("a", "f32")} and ("b", "f32") in plan.per_item
+    values = RNG.standard_normal(n * groups).astype(np.float32)
+    out = np.zeros_like(values)
+    compile_kernel(kernel)(values, out)
+    np.testing.assert_array_equal(out, values - butterfly(values, np.maximum) + values * np.float32(2))
+
+
+def test_each_store_stream_gets_its_own_work_item_loop():
+    from cdnajit.codegen.host import split_regions
+    y = K.GlobalBuffer("y", "f32", 64)
+    i, v = K.Var("i", "i32"), K.Var("v", "f32")
+    stmts = [K.Let(i, K.workitem_id(0)), K.Let(v, y[i] * 2.0), K.Store(y, i, v), K.Store(y, i + 1, v),
+             K.Assign(v, v + 1.0), K.Store(y, i, v)]
+    # Consecutive stores stay in one loop; a store followed by other work ends its loop.
+    assert [len(run) for kind, run in split_regions(stmts)] == [4, 2]

@@ -195,3 +195,42 @@ def test_special_values(dtype):
         bad = np.nonzero(error > BOUNDS[fn][column])[0]
         assert len(bad) == 0, (f"{fn}({', '.join(str(a[bad[0]]) for a in operands[fn])}) = {outputs[fn][bad[0]]}, "
                                f"numpy gives {expected[bad[0]]}")
+
+
+# ---- outlined vector variants: the same results as the inlined functions -------------------
+
+SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 1e-40, -1e-40, 1e-310, 3e38, -3e38, 1e300,
+            88.7, -103.9, 709.7, -745.0, 1e6, -1e6]
+MATH_ARITY = {name: arity for name, (arity, _) in K.MATH_FUNCTIONS.items()}
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_outlined_vector_variants_match_inlined_functions(dtype, monkeypatch):
+    """Every outlinable function called through its vector variant (host.outlined_math) gives the
+    bits the inlined function gives: the same operations, lane by lane."""
+    from cdnajit.codegen import host, mathlib
+    from cdnajit.runtime.launch import CompiledKernel
+    names = sorted(mathlib.OUTLINABLE)
+    n = 4 * WORKGROUP
+    np_dtype = numpy_dtype(dtype)
+    with np.errstate(over="ignore"):
+        values = np.resize(np.concatenate([np.array(SPECIALS, np_dtype),
+                                           RNG.uniform(-30, 30, n).astype(np_dtype)]), n)
+    second = RNG.permutation(values)
+    x, y = K.GlobalBuffer("x", dtype, n, readonly=True), K.GlobalBuffer("y", dtype, n, readonly=True)
+    outs = [K.GlobalBuffer(f"out_{name}", "bool" if name == "is_finite" else dtype, n) for name in names]
+    i = K.Var("i", "i32")
+    body = [K.Let(i, K.workgroup_id(0) * WORKGROUP + K.workitem_id(0))]
+    body += [K.Store(out, i, K.math(name, *([x[i], y[i]] if MATH_ARITY[name] == 2 else [x[i]])))
+             for name, out in zip(names, outs)]
+    kernel = K.Kernel(f"outlined_{dtype}", params=[x, y] + outs, grid=(n // WORKGROUP,),
+                      workgroup_size=(WORKGROUP,), body=body)
+    results = []
+    for outline in (False, True):
+        monkeypatch.setattr(host, "outlined_math", lambda k: {(name, dtype) for name in names} if outline else set())
+        arrays = [np.zeros(n, numpy_dtype(o.dtype)) for o in outs]
+        CompiledKernel(kernel, host.compile_object(kernel))(values, second, *arrays)
+        results.append(arrays)
+    for name, inlined, outlined in zip(names, *results):
+        np.testing.assert_array_equal(outlined, inlined, err_msg=name)
+

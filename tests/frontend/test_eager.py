@@ -236,24 +236,18 @@ def test_numpy_function_eager_matches_jit(name):
     check_eager_matches_jit(getattr(cnp, name), NUMPY_CALLS[name])
 
 
-NO_COMPLEX_KERNELS = pytest.mark.xfail(raises=NotImplementedError, reason="the compiled backend has no complex "
-                                       "kernels yet; eagerly, scalar types convert numpy values on the host")
-
-
-@pytest.mark.parametrize("name", [pytest.param(name, marks=NO_COMPLEX_KERNELS) if name.startswith("complex") else name
-                                  for name in SCALAR_TYPES])
+@pytest.mark.parametrize("name", SCALAR_TYPES)
 def test_scalar_types_convert_numpy_values_as_they_convert_traced_ones(name):
     convert, values = getattr(cnp, name), np.abs(G) * 10
     assert_identical(convert(values), cj.jit(convert)(values))
 
 
-@pytest.mark.xfail(strict=True, reason="dtypes_api.ScalarType converts numpy values with numpy's astype, which "
-                                       "wraps out-of-range floats; traced values saturate, as XLA")
-@pytest.mark.filterwarnings("ignore:invalid value encountered in cast")
 @pytest.mark.parametrize("name", ["uint8", "int8", "int32"])
 def test_scalar_types_saturate_out_of_range_numpy_values_as_traced_ones(name):
-    convert, values = getattr(cnp, name), np.array([300.0, -200.0, 3e9])
+    convert, values = getattr(cnp, name), np.array([300.0, -200.0, 3e9, np.nan, -np.inf])
     assert_identical(convert(values), cj.jit(convert)(values))
+    info = np.iinfo(convert.dtype)
+    assert convert(300.0) == min(300, info.max) and convert(-1e10) == info.min  # Python floats too
 
 
 @pytest.mark.parametrize("name, method, record", [

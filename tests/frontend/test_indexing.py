@@ -144,7 +144,9 @@ def index_expressions(draw):
     shape = tuple(draw(st.lists(st.integers(0, 4), min_size=0, max_size=4)))
     items, dim = [], 0
     used_ellipsis = False
-    while dim < len(shape) and draw(st.booleans()):
+    # Items after an Ellipsis index the trailing dimensions, so once it is drawn every remaining
+    # dimension gets an item.
+    while dim < len(shape) and (used_ellipsis or draw(st.booleans())):
         size = shape[dim]
         kind = draw(st.sampled_from(["int", "slice", "none", "array", "ellipsis", "mask"]))
         if kind == "int" and size:
@@ -164,7 +166,7 @@ def index_expressions(draw):
         elif kind == "ellipsis" and not used_ellipsis:
             used_ellipsis = True
             items.append(Ellipsis)
-            dim = len(shape) - sum(1 for i in items if i is not None and i is not Ellipsis)
+            dim = draw(st.integers(dim, len(shape)))  # the dimensions the Ellipsis stands for end here
             continue
         else:
             items.append(slice(None))

@@ -217,7 +217,15 @@ def test_bad_arguments_raise_clear_errors(fn, error, message):
     lambda x, n: cnp.pad(x, n),
     lambda x, n: cnp.expand_dims(x, n),
     lambda x, n: cnp.triu(x[None], n),
+    lambda x, n: cnp.concatenate([x, x], axis=n),
+    lambda x, n: cnp.cumsum(x, axis=n),
+    lambda x, n: cnp.argsort(x, axis=n),
+    lambda x, n: cnp.sum(x, axis=n),
+    lambda x, n: cnp.round(x, n),
+    lambda x, n: cnp.delete(x, n),
+    lambda x, n: cnp.insert(x, n, 1.0),
 ])
 def test_traced_static_arguments_are_concretization_errors(fn):
-    with pytest.raises(ConcretizationError, match="test_shape.py:"):
+    with pytest.raises(ConcretizationError, match="test_shape.py:") as info:
         cj.jit(fn)(np.zeros(6), 2)
+    assert str(info.value).count("(at ") == 1
