@@ -23,21 +23,14 @@ from __future__ import annotations
 import math
 
 from ..ir import kernel as K
-from ..ir.types import COMPLEX_PART, COMPLEXES
+from ..ir.types import COMPLEXES
 from .elemental import row_major_strides
 from .emit_ops import loop_nest, offset, one_item_per_element, unravel
-from .lower import emitter
+from .lower import emitter, operand_buffers
 
 MAX_PRIVATE_LINE = 4096  # elements of a twiddle table or of Z kept per work-item (2 x 32 KiB of f64)
 WIDE = "f64"
 INDEX = "i64"
-
-
-def complex_buffer(name: str, dtype: str, size: int, readonly: bool = False) -> K.GlobalBuffer:
-    """A buffer of a value of `dtype`: complex values as interleaved parts (see the docstring)."""
-    if dtype in COMPLEXES:
-        return K.GlobalBuffer(name, COMPLEX_PART[dtype], 2 * max(size, 1), readonly=readonly)
-    return K.GlobalBuffer(name, dtype, max(size, 1), readonly=readonly)
 
 
 def load_complex(buffer: K.GlobalBuffer, is_complex: bool, position: K.Expr) -> tuple[K.Expr, K.Expr]:
@@ -87,8 +80,7 @@ def emit_fft(op, name):
     lead, last = lengths[:-1], lengths[-1]
     line_in, line_out = x.shape[-1], out.shape[-1]
     lead_count = math.prod(lead)
-    source = complex_buffer("in0", x.dtype, x.size, readonly=True)
-    result = complex_buffer("out0", out.dtype, out.size)
+    source, result = operand_buffers(op)
     x_complex, out_complex = x.dtype in COMPLEXES, out.dtype in COMPLEXES
     twiddles = Twiddles(lengths, sign)
     keep_z = bool(lead) and line_in <= MAX_PRIVATE_LINE
