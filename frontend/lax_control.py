@@ -99,7 +99,7 @@ def trace_loop_body(trace_body, avals):
 
 def emit_while(cond_region, body_region, init: list[Tracer], avals: list[Aval]) -> list[Tracer]:
     results = bind("while", [retype(x, a) for x, a in zip(init, avals)], {}, [cond_region, body_region])
-    return [Tracer(r.value, r.trace, a.weak) for r, a in zip(results, avals)]
+    return [Tracer(r.value, r.owner, a.weak) for r, a in zip(results, avals)]
 
 
 # ---- loops -------------------------------------------------------------------------------------
@@ -277,7 +277,7 @@ def emit_branches(name: str, branches, labels: list[str], index: Tracer, operand
     regions = [region if [a.type for a in avals] == [a.type for a in targets] else trace_branch(branch, label, targets)[0]
                for branch, label, (region, (_, avals)) in zip(branches, labels, traced)]
     results = bind("cond", [index, *args], {}, regions)
-    return tree_unflatten(out_tree, [Tracer(r.value, r.trace, a.weak) for r, a in zip(results, targets)])
+    return tree_unflatten(out_tree, [Tracer(r.value, r.owner, a.weak) for r, a in zip(results, targets)])
 
 
 def cond(pred, true_fun, false_fun, *operands):

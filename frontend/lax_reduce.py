@@ -181,7 +181,7 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     attrs = {"dimension": canonical_axis(dimension, operands[0].ndim, "lax.sort dimension"),
              "is_stable": bool(is_stable), "num_keys": static_int(num_keys, "lax.sort num_keys")}
     results = bind("sort", operands, attrs)
-    results = [Tracer(r.value, r.trace, x.weak_type) for r, x in zip(results, operands)]
+    results = [Tracer(r.value, r.owner, x.weak_type) for r, x in zip(results, operands)]
     return tuple(results) if several else results[0]
 
 

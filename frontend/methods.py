@@ -73,13 +73,13 @@ def __setitem__(self, index, value):
 
 # ---- methods ----------------------------------------------------------------------------------
 
-# x.trace() is absent: `trace` is the Tracer's slot holding its Trace.
 FORWARDED_METHODS = {  # method -> cdnajit.numpy function called with the array first
     "astype": "astype", "clip": "clip", "round": "round", "conj": "conj", "conjugate": "conj",
     "sum": "sum", "prod": "prod", "mean": "mean", "var": "var", "std": "std", "max": "max", "min": "min",
     "argmax": "argmax", "argmin": "argmin", "any": "any", "all": "all", "cumsum": "cumsum", "cumprod": "cumprod",
     "ravel": "ravel", "flatten": "ravel", "squeeze": "squeeze", "swapaxes": "swapaxes", "repeat": "repeat",
-    "diagonal": "diagonal", "dot": "dot", "sort": "sort", "argsort": "argsort", "ptp": "ptp", "copy": "copy",
+    "diagonal": "diagonal", "trace": "trace", "dot": "dot", "sort": "sort", "argsort": "argsort", "ptp": "ptp",
+    "copy": "copy",
 }
 
 

@@ -103,12 +103,12 @@ class Tracer:
     Python operators and array methods are installed by frontend/methods.py.
     """
 
-    __slots__ = ("value", "trace", "weak_type")
+    __slots__ = ("value", "owner", "weak_type")
     __array_priority__ = 1000  # numpy defers binary operators to us
 
-    def __init__(self, value: Value, trace: Trace, weak_type: bool = False):
+    def __init__(self, value: Value, owner: Trace, weak_type: bool = False):
         self.value = value
-        self.trace = trace
+        self.owner = owner  # the trace recording the op that made it (`trace` is the jnp method)
         self.weak_type = weak_type
 
     @property
@@ -184,7 +184,7 @@ def bind(name: str, operands, attrs=None, regions=(), weak_type: bool = False) -
     if trace is None:
         raise TracingError(located(f"{name}: no trace is active (called outside cdnajit.jit)"))
     for operand in operands:
-        if not (operand.trace.active and trace.encloses(operand.trace)):
+        if not (operand.owner.active and trace.encloses(operand.owner)):
             raise TracingError(located(
                 f"{name}: a traced value {operand.value.type} escaped the function that created it "
                 f"(a leaked tracer: it was stored outside jit or a control-flow body)"))

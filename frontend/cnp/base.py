@@ -65,7 +65,7 @@ def convert(x: Tracer, dtype: str, weak_type: bool = False) -> Tracer:
     if x.type.dtype == dtype:
         if x.weak_type == weak_type:
             return x
-        return Tracer(x.value, x.trace, weak_type)
+        return Tracer(x.value, x.owner, weak_type)
     return bind1("convert", [x], {"dtype": dtype}, weak_type=weak_type)
 
 

@@ -127,6 +127,8 @@ METHODS = [
     (lambda a: a.reshape(1, 3, 1, 4).squeeze(), lambda a: a.reshape(1, 3, 1, 4).squeeze()),
     (lambda a: a.swapaxes(0, 1), lambda a: a.swapaxes(0, 1)),
     (lambda a: a.dot(a.T), lambda a: a.dot(a.T)),
+    (lambda a: a.trace(), lambda a: a.trace()),
+    (lambda a: a.trace(1), lambda a: a.trace(1)),
     (lambda a: a.clip(1, 2), lambda a: a.clip(1, 2)),
     (lambda a: a.round(1), lambda a: a.round(1)),
     (lambda a: (a * 1j).real, lambda a: (a * np.complex64(1j)).real),
