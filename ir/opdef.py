@@ -141,3 +141,10 @@ def compute_dtype(dtype: np.dtype) -> np.dtype:
     XLA's CPU backend does; every other dtype computes in itself."""
     half_floats = (NUMPY_DTYPES["f16"], NUMPY_DTYPES["bf16"])
     return NUMPY_DTYPES["f32"] if np.dtype(dtype) in half_floats else np.dtype(dtype)
+
+
+def round_to(array, dtype) -> np.ndarray:
+    """A wide (f32 or f64) result rounded once to its narrow dtype; overflow gives inf, as IEEE says,
+    without numpy's warning."""
+    with np.errstate(over="ignore"):
+        return np.asarray(array).astype(dtype)

@@ -1,7 +1,7 @@
 """Contractions: dot_general and conv_general_dilated, with lax's dimension conventions."""
 import numpy as np
 
-from ..opdef import compute_dtype, define, require, require_axes, require_dtype
+from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to
 from ..types import COMPLEXES, FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType, dtype_name
 from .shape import pad_array
 
@@ -56,7 +56,7 @@ def dot_general(lhs, rhs, *, lhs_contracting, rhs_contracting, lhs_batch, rhs_ba
     spec = f"{''.join(lhs_labels)},{''.join(rhs_labels)}->{''.join(out)}"
     with np.errstate(all="ignore"):
         result = np.einsum(spec, lhs.astype(wide), rhs.astype(wide))
-    return np.asarray(result).astype(result_dtype)
+    return round_to(result, result_dtype)
 
 
 define("dot_general", infer=dot_general_infer, reference=dot_general,
@@ -131,7 +131,7 @@ def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs
     else:
         out = conv_plain(padded, w, out_spatial, window_strides, rhs_dilation, feature_group_count)
     inverse = np.argsort(out_spec)
-    return np.transpose(out, inverse).astype(result_dtype)
+    return round_to(np.transpose(out, inverse), result_dtype)
 
 
 def conv_plain(x, w, out_spatial, strides, rhs_dilation, groups):

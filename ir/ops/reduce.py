@@ -4,7 +4,7 @@ f16 and bf16 are accumulated in f32 and rounded once, as the generated kernels w
 """
 import numpy as np
 
-from ..opdef import compute_dtype, define, require, require_axes, require_dtype
+from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to
 from ..types import FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType
 from .shape import pad_array
 
@@ -54,7 +54,7 @@ def reduce(x, *, reducer, axes):
     ufunc = REDUCER_UFUNCS[reducer]
     with np.errstate(all="ignore"):
         result = ufunc.reduce(wide, axis=tuple(axes), initial=reducer_identity(reducer, wide.dtype))
-    return np.asarray(result).astype(x.dtype)
+    return round_to(result, x.dtype)
 
 
 define("reduce", infer=reduce_infer, reference=reduce, attrs={"reducer": "str", "axes": "ints"}, num_operands=1,
@@ -104,7 +104,7 @@ def cumulative(x, *, reducer, axis, reverse):
         result = CUMULATIVE_UFUNCS[reducer].accumulate(wide, axis=axis, dtype=wide.dtype)
     if reverse:
         result = np.flip(result, axis)
-    return result.astype(x.dtype)
+    return round_to(result, x.dtype)
 
 
 define("cumulative", infer=cumulative_infer, reference=cumulative,
@@ -147,7 +147,7 @@ def reduce_window(x, *, reducer, window_dimensions, window_strides, padding, bas
                                           for st, n, s in zip(starts, out_type.shape, window_strides))]
         with np.errstate(all="ignore"):
             out = ufunc(out, view)
-    return out.astype(x.dtype)
+    return round_to(out, x.dtype)
 
 
 define("reduce_window", infer=reduce_window_infer, reference=reduce_window,
