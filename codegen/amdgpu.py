@@ -79,8 +79,9 @@ def add_attribute(attributes: ir.values.AttributeSet, text: str) -> None:
 class AmdgpuKernelBuilder(HostKernelBuilder):
     """Builds the LLVM module of one kernel for AMDGPU; expressions reuse the host lowering."""
 
-    def __init__(self, kernel: Kernel, machine: llvm.TargetMachine):
+    def __init__(self, kernel: Kernel, machine: llvm.TargetMachine, target: Target):
         super().__init__(kernel)  # the host builder's state; its storage plan goes unused here
+        self.target = target  # wave-op lowerings refuse instructions the target lacks (LLVM would abort)
         self.module = ir.Module(name=kernel.name)
         self.module.triple = TRIPLE
         self.module.data_layout = str(machine.target_data)
@@ -300,7 +301,7 @@ def llvm_module(kernel: Kernel, target: Target | str | None = None, verify: bool
     target = resolve_target(target)
     if verify:
         verify_kernel(kernel, target.max_lds_bytes_per_workgroup)
-    return AmdgpuKernelBuilder(kernel, target_machine(target.name)).build()
+    return AmdgpuKernelBuilder(kernel, target_machine(target.name), target).build()
 
 
 def resolve_target(target: Target | str | None) -> Target:

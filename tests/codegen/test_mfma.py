@@ -313,10 +313,7 @@ def test_amdgpu_assembly_uses_the_instruction(name, target):
 
 
 def test_amdgpu_refuses_an_instruction_the_target_lacks():
-    """LLVM aborts on an MFMA intrinsic its target lacks; the lowering refuses first when the
-    builder names its target."""
+    """LLVM aborts on an MFMA intrinsic its target lacks; the lowering refuses first."""
     kernel = mfma_kernel(INSTRUCTIONS["v_mfma_i32_32x32x8i8"])
-    builder = amdgpu.AmdgpuKernelBuilder(kernel, amdgpu.target_machine("gfx942"))
-    builder.target = "gfx942"
     with pytest.raises(NotImplementedError, match="v_mfma_i32_32x32x8i8 does not exist on gfx942"):
-        builder.build()
+        amdgpu.assembly(kernel, "gfx942")
