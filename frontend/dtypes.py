@@ -12,7 +12,7 @@ import functools
 import networkx as nx
 import numpy as np
 
-from ..ir.types import FLOATS, INEXACT, NUMPY_DTYPES, dtype_name
+from ..ir.types import INEXACT, NUMPY_DTYPES, dtype_name
 
 WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "i*", "f*", "c*"
 WEAK_DEFAULT = {WEAK_INT: "i64", WEAK_FLOAT: "f64", WEAK_COMPLEX: "c128"}
@@ -63,10 +63,6 @@ def promote(*typed: tuple[str, bool]) -> tuple[str, bool]:
 def promote_types(a, b) -> np.dtype:
     """jnp.promote_types: the numpy dtype two (strong) dtypes promote to."""
     return NUMPY_DTYPES[promote((dtype_name(a), False), (dtype_name(b), False))[0]]
-
-
-def is_float(dtype: str) -> bool:
-    return dtype in FLOATS  # not numpy's kind: bfloat16's kind is "V"
 
 
 def is_complex(dtype: str) -> bool:

@@ -46,7 +46,7 @@ type rule in `check(error)`, and register a host lowering with
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np

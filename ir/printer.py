@@ -177,8 +177,3 @@ def render(module: Module) -> Printer:
 
 def print_module(module: Module) -> str:
     return "\n".join(render(module).lines) + "\n"
-
-
-def op_line_numbers(module: Module) -> dict[int, int]:
-    """The 1-based line of each op of `module` (keyed by id(op)) in str(module)."""
-    return render(module).op_lines

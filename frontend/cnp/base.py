@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import TracingTypeError, TracingValueError
-from ...ir.types import NUMPY_DTYPES, TensorType, dtype_name
+from ...ir.types import NUMPY_DTYPES, dtype_name
 from ..dtypes import is_inexact, promote
 from ..tracing import (Tracer, as_tracer, bind1, check_array_like, constant, is_python_scalar, located,
                        python_scalar_dtype)
@@ -139,7 +139,3 @@ def canonical_axes(axis, ndim: int) -> tuple[int, ...]:
     if len(set(result)) != len(result):
         raise TracingValueError(located(f"repeated axis in {axis!r}"))
     return tuple(sorted(result))
-
-
-def tensor_type(x) -> TensorType:
-    return as_tracer(x).type

@@ -114,7 +114,6 @@ def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs
     wide = compute_dtype(result_dtype)  # the accumulator
     x = np.transpose(lhs, lhs_spec).astype(wide)      # N, C, spatial...
     w = np.transpose(rhs, rhs_spec).astype(wide)      # O, I, spatial...
-    n = x.ndim - 2
     # Dilate and pad the spatial dimensions with zeros (negative padding crops).
     padded = pad_array(x, 0, [0, 0] + [lo for lo, _ in padding], [0, 0] + [hi for _, hi in padding],
                        [0, 0] + [r - 1 for r in lhs_dilation])
