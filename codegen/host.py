@@ -7,8 +7,8 @@ The execution model of DESIGN.md on a CPU:
   hipModuleLaunchKernel's kernelParams do).
 - the body is cut at each barrier and wave op into regions; a region is a counted loop over the
   workgroup's work-items (the "work-item loop", which LLVM vectorizes); a barrier is simply the
-  end of one loop and the start of the next. A uniform `for`/`if` that holds a cut stays outside
-  the work-item loops: it runs once per workgroup, its bounds or condition evaluated as work-item
+  end of one loop and the start of the next. A uniform `for` that holds a cut, and any `if`
+  marked uniform, stay outside the work-item loops: they run once per workgroup, its bounds or condition evaluated as work-item
   0 sees them, and its body is again cut into work-item loops.
 - a variable (or private array) used in one region lives in a stack slot that mem2reg turns into
   registers; one used in several regions lives in a per-work-item array of workgroup size.
@@ -89,10 +89,13 @@ def split_regions(stmts):
     A run also ends after a store to global memory that other statements follow (consecutive
     stores stay together): the work-items of a region are independent, so one loop per store
     is the same program, and a loop whose stores walk memory in order runs faster (softmax's
-    16 stores per work-item, at 16 places of the row, ran ~15% slower in one loop)."""
+    16 stores per work-item, at 16 places of the row, ran ~15% slower in one loop).
+    An `If` marked uniform is run like a cut-holding one, at the workgroup level, so each branch
+    gets work-item loops of its own with no condition inside to stop them vectorizing (a GEMM's
+    unchecked interior tiles against its bounds-checked edge tiles)."""
     run = []
     for stmt, after in zip(stmts, list(stmts[1:]) + [None]):
-        if contains_cut([stmt]):
+        if contains_cut([stmt]) or (isinstance(stmt, If) and stmt.uniform):
             if run:
                 yield "items", run
                 run = []
@@ -291,12 +294,36 @@ class HostKernelBuilder:
         self.item_index, self.item_ids_cache = index, {}
 
     def item_loop(self, body):
-        """body() once per work-item of the workgroup: the work-item loop that LLVM vectorizes."""
-        def at(i):
-            self.set_item(i)
-            body()
-        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, self.items), ir.Constant(I64, 1), at, name="item")
+        """body() once per work-item of the workgroup: the work-item loop that LLVM vectorizes.
+
+        A 1-D workgroup is one loop over the linear index. A 2-D or 3-D one is a nest of loops,
+        z outermost and x innermost, so the x loop vectorizes with the y and z ids invariant in it
+        (a GEMM's broadcast operand, a tile's row) instead of recomputed per lane by division."""
+        sizes = self.kernel.workgroup_size
+        if all(extent == 1 for extent in sizes[1:]):
+            def at(i):
+                self.set_item(i)
+                body()
+            self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, self.items), ir.Constant(I64, 1), at, name="item")
+        else:
+            self.item_nest(sizes, 2, [], body)
         self.set_item(None)
+
+    def item_nest(self, sizes, dim, outer, body):
+        """The loop of dimension `dim` inside those of `outer` (the ids of dims above it)."""
+        def at(i):
+            ids = outer + [i]
+            if dim > 0:
+                self.item_nest(sizes, dim - 1, ids, body)
+                return
+            z, y, x = ids
+            linear = self.b.add(self.b.mul(self.b.add(self.b.mul(z, ir.Constant(I64, sizes[1])), y),
+                                           ir.Constant(I64, sizes[0])), x)
+            self.set_item(linear)
+            self.item_ids_cache.update({d: self.b.trunc(v, I32) for d, v in zip((2, 1, 0), ids)})
+            body()
+        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, sizes[dim]), ir.Constant(I64, 1), at,
+                          name="item" + "xyz"[dim])
 
     def for_each_lane(self, wave, body):
         """body(lane) for each of the 64 lanes of wave `wave` (an i64), with the lane's work-item set."""
@@ -581,16 +608,24 @@ class HostKernelBuilder:
     # -- the workgroup level: regions, cuts and uniform control --
 
     def workgroup_block(self, stmts):
-        for kind, part in split_regions(stmts):
+        parts = list(split_regions(stmts))
+        for index, (kind, part) in enumerate(parts):
             if kind == "items":
                 self.item_loop(lambda: self.statements(part))
             elif isinstance(part, Barrier):
                 pass  # the end of one work-item loop and the start of the next is the barrier
             elif isinstance(part, WaveOp):
+                if index > 0 and type(parts[index - 1][1]) is type(part):
+                    continue  # lowered with the run it belongs to
                 lower = WAVE_OP_LOWERINGS.get(type(part))
                 if lower is None:
                     raise NotImplementedError(f"host codegen: no lowering for wave op {type(part).__name__}")
-                lower(self, part)
+                run = [part]
+                for _, following in parts[index + 1:]:
+                    if type(following) is not type(part):
+                        break
+                    run.append(following)
+                lower(self, run)
             elif isinstance(part, For):  # uniform: bounds as work-item 0 sees them
                 start, stop, step = (self.expr(e) for e in (part.start, part.stop, part.step))
                 self.counted_loop(start, stop, step,
@@ -660,6 +695,16 @@ class HostKernelBuilder:
 
 # ---- wave ops -----------------------------------------------------------------------------
 
+def lower_wave_reduces(kb: HostKernelBuilder, ops: list[WaveReduce]):
+    for op in ops:
+        lower_wave_reduce(kb, op)
+
+
+def lower_wave_shuffles(kb: HostKernelBuilder, ops: list[WaveShuffle]):
+    for op in ops:
+        lower_wave_shuffle(kb, op)
+
+
 def lower_wave_reduce(kb: HostKernelBuilder, op: WaveReduce):
     """Per wave: the 64 lanes' values as one vector, combined as the xor butterfly does (pairwise:
     v[:32] op v[32:], then halves again, each step one vector operation), the result written to
@@ -711,12 +756,14 @@ def lower_wave_shuffle(kb: HostKernelBuilder, op: WaveShuffle):
     kb.for_each_wave(wave)
 
 
-# Host lowering of each wave op class: lower(builder, op) emits code at the workgroup level.
-WAVE_OP_LOWERINGS = {WaveReduce: lower_wave_reduce, WaveShuffle: lower_wave_shuffle}
+# Host lowering of each wave op class: lower(builder, ops) emits code at the workgroup level for a
+# run of consecutive wave ops of that class (one or more), which it may interleave as long as each
+# lane's results are those of running them in order (MFMA keeps an accumulator in registers).
+WAVE_OP_LOWERINGS = {WaveReduce: lower_wave_reduces, WaveShuffle: lower_wave_shuffles}
 
 
 def register_wave_op(cls, lower) -> None:
-    """Add the host lowering of a new WaveOp subclass (the extension point for MFMA)."""
+    """Add the host lowering of a new WaveOp subclass: lower(builder, run of consecutive ops)."""
     WAVE_OP_LOWERINGS[cls] = lower
 
 

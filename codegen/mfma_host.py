@@ -14,15 +14,24 @@ one element each of consecutive rows of A or columns of B and D: `runs` turns th
 into (element, first lane, first tile index) triples, so each gather and scatter is a loop over a
 run of lanes with contiguous tile indices, which LLVM vectorizes like a work-item loop (the
 per-work-item values of consecutive lanes are consecutive in memory too).
+
+A run of consecutive MFMAs (a GEMM's unrolled k steps over its wave tile) takes a faster path
+when every accumulator is a private-array slice (two slices the same or disjoint) and every A and
+B value a variable kept per work-item: the D values of one register element and one run of n
+lanes are one row segment D[i][0:n], contiguous in the private array (element-major). For each
+accumulator, pairs of such segments are loaded as vectors, every MFMA of the run on that
+accumulator is applied in order (D[i][:] += A[i][k] * B[k][:], k in order, the same roundings as
+above), and they are stored once: a register-blocked GEMM micro-kernel, the accumulator leaving
+registers once per run instead of once per instruction. The pairs share each B row vector.
 """
 from __future__ import annotations
 
 import llvmlite.ir as ir
 import numpy as np
 
-from ..ir.kernel import WAVE_SIZE, Const
+from ..ir.kernel import WAVE_SIZE, Const, Var
 from ..ir.kernel_mfma import Mfma, MfmaInstruction, PrivateSlice
-from .host import F32, F64, I32, I64, HostKernelBuilder, register_wave_op
+from .host import F32, F64, I32, I64, REGISTER_TYPES, HostKernelBuilder, register_wave_op
 
 ACCUMULATION_TYPES = {"f32": F32, "f64": F64, "i32": I32}
 
@@ -123,4 +132,111 @@ def lower_mfma(kb: HostKernelBuilder, op: Mfma):
     kb.for_each_wave(wave)
 
 
-register_wave_op(Mfma, lower_mfma)
+def fast_path_applies(kb: HostKernelBuilder, ops: list[Mfma]) -> bool:
+    """Whether a run of MFMAs can take the micro-kernel path (module docstring)."""
+    first = ops[0]
+    if first.spec.blocks != 1 or any(op.instruction != first.instruction for op in ops):
+        return False
+    slices = {}
+    for op in ops:
+        if not isinstance(op.c, PrivateSlice) or op.c.array.name not in kb.plan.per_item:
+            return False
+        if not all(isinstance(v, Var) and (v.name, v.dtype) in kb.plan.per_item for v in op.a + op.b):
+            return False
+        slices.setdefault((op.c.array.name, op.c.start), op.c)
+    spans = sorted((s.array.name, s.start, s.start + s.count) for s in slices.values())
+    return all(a[0] != b[0] or a[2] <= b[1] for a, b in zip(spans, spans[1:]))
+
+
+def constant_table(kb: HostKernelBuilder, name: str, values) -> ir.GlobalVariable:
+    table = ir.GlobalVariable(kb.module, ir.ArrayType(I32, len(values)), name=kb.module.get_unique_name(name))
+    table.global_constant = True
+    table.linkage = "internal"
+    table.initializer = ir.Constant(ir.ArrayType(I32, len(values)), [int(v) for v in values])
+    return table
+
+
+def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
+    inst = ops[0].spec
+    b = kb.b
+    m, n, k = inst.m, inst.n, inst.k
+    is_float = inst.out_dtype != "i32"
+    value_type = ACCUMULATION_TYPES[inst.out_dtype]
+    segment_type = ir.VectorType(value_type, n)
+    constant = lambda value: ir.Constant(I64, value)
+    # The D segments: (register element, first lane, row i); in pairs that share B rows.
+    segments = [(element, first, start // n) for element, first, start in runs(tile_tables(inst)["d"], n)]
+    pairs = len(segments) // 2
+    tables = [constant_table(kb, f"mfma.segments.{field}", [seg[f] for seg in segments]) for f, field in
+              enumerate(("element", "lane", "row"))]
+    by_slice: dict = {}
+    for op in ops:
+        by_slice.setdefault((op.c.array.name, op.c.start), []).append(op)
+
+    def lanes_pointer(var: Var, wave, lane):
+        base, _ = kb.slot((var.name, var.dtype), var.dtype)
+        index = b.add(b.mul(wave, constant(WAVE_SIZE)), lane)
+        return b.gep(base, [index], source_etype=REGISTER_TYPES[var.dtype])
+
+    def widen(value, dtype):
+        if dtype != "i8":
+            return value
+        return b.sext(value, ir.VectorType(I32, n) if isinstance(value.type, ir.VectorType) else I32)
+
+    def splat(value):
+        vector = b.insert_element(ir.Constant(segment_type, ir.Undefined), value, ir.Constant(I32, 0))
+        return b.shuffle_vector(vector, ir.Constant(segment_type, ir.Undefined), ir.Constant(ir.VectorType(I32, n), [0] * n))
+
+    def table_value(table, index):
+        return b.zext(b.load(b.gep(table, [ir.Constant(I32, 0), index]), typ=I32), I64)
+
+    def wave(w):
+        for accumulator_ops in by_slice.values():
+            accumulator = accumulator_ops[0].c
+            acc_base, _ = kb.slot(accumulator.array.name, accumulator.array.dtype, accumulator.array.count)
+
+            def segment_pointer(index):
+                element, lane = table_value(tables[0], index), table_value(tables[1], index)
+                row = b.add(element, constant(accumulator.start))
+                flat = b.add(b.add(b.mul(row, constant(kb.items)), b.mul(w, constant(WAVE_SIZE))), lane)
+                pointer = b.gep(acc_base, [flat], source_etype=value_type)
+                return b.bitcast(pointer, segment_type.as_pointer())
+
+            def segments_at(indices):
+                pointers = [segment_pointer(i) for i in indices]
+                rows = [table_value(tables[2], i) for i in indices]
+                sums = [b.load(p, typ=segment_type, align=4) for p in pointers]
+                for op in accumulator_ops:
+                    for kk in range(k):
+                        b_lane, b_element = inst.b_layout(0, kk, 0)
+                        b_pointer = b.bitcast(lanes_pointer(op.b[b_element], w, constant(b_lane)),
+                                              ir.VectorType(REGISTER_TYPES[op.b[b_element].dtype], n).as_pointer())
+                        row_of_b = widen(b.load(b_pointer, typ=b_pointer.type.pointee, align=1), inst.in_dtype)
+                        a_lane, a_element = inst.a_layout(0, 0, kk)  # lane of A[0][kk]; row i adds i
+                        for s, row in enumerate(rows):
+                            a_var = op.a[a_element]
+                            a = b.load(lanes_pointer(a_var, w, b.add(row, constant(a_lane))),
+                                       typ=REGISTER_TYPES[a_var.dtype])
+                            product = (b.fmul if is_float else b.mul)(splat(widen(a, inst.in_dtype)), row_of_b)
+                            sums[s] = (b.fadd if is_float else b.add)(sums[s], product)
+                for pointer, total in zip(pointers, sums):
+                    b.store(total, pointer, align=4)
+
+            kb.counted_loop(constant(0), constant(pairs), constant(1),
+                            lambda p: segments_at([b.mul(p, constant(2)), b.add(b.mul(p, constant(2)), constant(1))]),
+                            name="mfma.pair")
+            if len(segments) % 2:
+                segments_at([constant(len(segments) - 1)])
+
+    kb.for_each_wave(wave)
+
+
+def lower_mfmas(kb: HostKernelBuilder, ops: list[Mfma]):
+    if len(ops) > 1 and fast_path_applies(kb, ops):
+        lower_mfma_micro_kernel(kb, ops)
+    else:
+        for op in ops:
+            lower_mfma(kb, op)
+
+
+register_wave_op(Mfma, lower_mfmas)

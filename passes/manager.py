@@ -20,12 +20,15 @@ from ..ir.core import Module
 from .canonicalize import canonicalize
 from .expand_complex import expand_complex
 from .fusion import fuse
+from .match_libraries import match_libraries, select_solutions
 
 Pass = Callable[[Module], Module]
 
 DEFAULT_PIPELINE: list[tuple[str, Pass]] = [
     ("expand_complex", expand_complex),   # first: canonicalize then folds and cleans up its real ops
     ("canonicalize", canonicalize),
+    ("match_libraries", match_libraries),   # contractions and their epilogues -> library calls
+    ("select_solutions", select_solutions),  # each call's kernel for the target
     ("fusion", fuse),
 ]
 
@@ -53,8 +56,12 @@ def dump(module: Module, folder: str, index: int, name: str) -> str:
     return path
 
 
-def run_pipeline(module: Module, pipeline=None, *, verify: bool = True, dump_dir: str | None = None) -> PipelineResult:
+def run_pipeline(module: Module, pipeline=None, *, verify: bool = True, dump_dir: str | None = None,
+                 target=None) -> PipelineResult:
     """Run each (name, pass) of `pipeline` (DEFAULT_PIPELINE if None) in turn on `module`.
+
+    A pass that depends on the target (solution selection) takes it as a `target` keyword: such
+    passes are marked with `takes_target = True`; `target` None means the default target.
 
     `verify` runs the IR verifier after each pass, if the IR has one. `dump_dir` defaults to the
     CDNAJIT_DUMP_DIR environment variable. An exception from a pass carries a note naming it.
@@ -68,7 +75,7 @@ def run_pipeline(module: Module, pipeline=None, *, verify: bool = True, dump_dir
     for index, (name, run_pass) in enumerate(pipeline, start=1):
         start = time.perf_counter()
         try:
-            module = run_pass(module)
+            module = run_pass(module, target=target) if getattr(run_pass, "takes_target", False) else run_pass(module)
         except Exception as error:
             error.add_note(f"in pass {index} ({name}) of the pipeline")
             raise

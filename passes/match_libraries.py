@@ -15,7 +15,11 @@ from __future__ import annotations
 from collections import Counter
 
 from ..ir.core import Module, Op, Value, walk
+from ..ir.targets import Target, get_target
+from ..libs.blas.generator import GemmProblem
+from ..libs.blas.heuristic import select
 from ..libs.blas.matcher import RULES as BLAS_RULES
+from ..libs.blas.tuning import tuned_solution
 from .rewrite import Rebuilder, Scope, build_op, eliminate_dead_code
 
 LIBRARY_RULES = [*BLAS_RULES]
@@ -109,3 +113,26 @@ class LibraryMatcher(Rebuilder):
 def match_libraries(module: Module, rules=None) -> Module:
     """A copy of `module` with its contractions (and what they fuse) as library calls."""
     return eliminate_dead_code(LibraryMatcher(module, LIBRARY_RULES if rules is None else rules).run(module))
+
+
+class SolutionSelector(Rebuilder):
+    """Copies a module, naming in every blas library_call the solution selected for `target`."""
+
+    def __init__(self, target: Target):
+        self.target = target
+
+    def emit(self, scope, name, operands, attrs, regions=(), types=None, location=None) -> list[Value]:
+        if name == "library_call" and attrs["library"] == "blas" and not attrs["solution"]:
+            candidate = build_op(name, operands, attrs, regions, types, location)
+            problem = GemmProblem.from_op(candidate)
+            selection = select(problem, self.target, tuned_solution(problem, self.target))
+            attrs = {**attrs, "solution": selection.solution.name}
+        return super().emit(scope, name, operands, attrs, regions, types, location)
+
+
+def select_solutions(module: Module, target: Target | None = None) -> Module:
+    """A copy of `module` whose library calls name the solution each runs on `target` (default gfx942)."""
+    return SolutionSelector(target or get_target()).run(module)
+
+
+select_solutions.takes_target = True

@@ -41,6 +41,8 @@ from ..ir.core import Module, Op, Region
 from ..ir.kernel import GlobalBuffer, Kernel
 from ..ir.targets import Target, get_target
 from ..ir.types import NUMPY_DTYPES
+from ..libs.blas import kernels as blas_kernels  # noqa: F401  (registers the library_call emitter)
+from ..libs.blas.tuning import database_stamp
 from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
 from .launch import CompiledKernel
@@ -382,7 +384,9 @@ class Executable:
         cache = cache if cache is not None else default_cache()
         target = target or get_target()
         start = time.perf_counter()
-        program_key = cache.key("program", f"target {target.name}\n{graph}") if pipeline is None else None
+        # The GEMM tuning database changes which solutions a program's library calls run.
+        program_key = cache.key("program", f"target {target.name}\ntuning {database_stamp()}\n{graph}") \
+            if pipeline is None else None
         stored = cls.lookup(cache, program_key) if program_key is not None else None
         lookup = time.perf_counter() - start
         if stored is not None:
@@ -392,7 +396,7 @@ class Executable:
             executable.timings = [("cache lookup", lookup), ("load", time.perf_counter() - start)]
             return executable
         start = time.perf_counter()
-        optimized = run_pipeline(graph, pipeline).module
+        optimized = run_pipeline(graph, pipeline, target=target).module
         passes = time.perf_counter() - start
         planner = Planner(optimized, cache, target)
         plan = planner.plan()
@@ -423,7 +427,7 @@ class Executable:
     def optimized(self) -> Module:
         """The module after the passes (run again when the program came from the cache)."""
         if self._optimized is None:
-            self._optimized = run_pipeline(self.graph, self.pipeline).module
+            self._optimized = run_pipeline(self.graph, self.pipeline, target=self.target).module
         return self._optimized
 
     @property

@@ -18,10 +18,11 @@ Counting (`count`) follows what the work-items execute:
   the memory model (`dram_bytes`) caps each buffer's traffic at its size in each direction, as
   the caches (256 MB of Infinity Cache on MI300X) serve repeated reads of the same data. LDS
   traffic is reported apart and is not part of the DRAM roof.
+- Matrix FLOPs: an MFMA is 2*m*n*k*blocks FLOPs per wave on the matrix unit, counted at the
+  matrix peak for its input dtype (`Counts.matrix_flops`).
 
 Modelled time = max(FLOPs / peak of the unit for their dtype, DRAM bytes / HBM bandwidth), with the
 peaks of ir/targets.py; the kernel is compute-bound when the first term is the larger.
-Wave-level matrix ops (MFMA, issue 5) will count at the matrix unit's peak.
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ import numpy as np
 from ..codegen import mathlib
 from ..ir.kernel import (WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, For, If, Kernel, Let, Load, Math,
                          Select, Special, Store, Unary, Var, WaveOp, WaveReduce)
+from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import sub_expressions
 from ..ir.targets import Target
 from ..ir.types import FLOATS, NUMPY_DTYPES
@@ -67,7 +69,8 @@ def compute_dtype(dtype: str) -> str:
 @dataclass
 class Counts:
     """What one launch of a kernel executes, summed over all its work-items."""
-    flops: dict = field(default_factory=dict)            # compute dtype -> FLOPs
+    flops: dict = field(default_factory=dict)            # compute dtype -> FLOPs on the vector unit
+    matrix_flops: dict = field(default_factory=dict)     # input dtype -> FLOPs on the matrix unit
     transcendentals: float = 0.0
     loads: dict = field(default_factory=dict)            # global buffer name -> bytes loaded
     stores: dict = field(default_factory=dict)           # global buffer name -> bytes stored
@@ -76,7 +79,7 @@ class Counts:
 
     @property
     def total_flops(self) -> float:
-        return sum(self.flops.values())
+        return sum(self.flops.values()) + sum(self.matrix_flops.values())
 
     @property
     def load_bytes(self) -> float:
@@ -187,6 +190,10 @@ class LaunchCounter:
             elif isinstance(s, For):
                 self.walk_for(s, env, weight, times)
             elif isinstance(s, WaveOp):
+                if isinstance(s, Mfma):  # `times` counts lanes; the wave's 64 lanes issue one instruction
+                    spec = s.spec
+                    self.add(self.counts.matrix_flops, spec.in_dtype,
+                             2 * spec.m * spec.n * spec.k * spec.blocks * times / WAVE_SIZE)
                 for expr in s.reads():
                     self.expression_cost(expr, times)
                 if isinstance(s, WaveReduce) and s.value.dtype in FLOATS:
@@ -291,22 +298,25 @@ class Roofline:
 
 
 def peak(target: Target, dtype: str, unit: str = "vector") -> float:
-    return target.peak_flops[(compute_dtype(dtype), unit)]
+    """FLOP/s of `unit` for `dtype`: the vector unit computes f16/bf16 in f32, the matrix unit natively."""
+    return target.peak_flops[(compute_dtype(dtype) if unit == "vector" else dtype, unit)]
 
 
 def roofline(kernel: Kernel, target: Target, counts: Counts | None = None) -> Roofline:
-    """The kernel's place against the target's roofs (vector unit: generated kernels use no MFMA)."""
+    """The kernel's place against the target's roofs: vector FLOPs at the vector peak, MFMA FLOPs at the matrix peak."""
     counts = counts or count(kernel)
     sizes = {b.name: b.nbytes for b in kernel.buffers}
     dram = sum(min(n, sizes[name]) for table in (counts.loads, counts.stores) for name, n in table.items())
-    compute_s = sum(flops / peak(target, dtype) for dtype, flops in counts.flops.items())
+    by_unit = {(dtype, "vector"): flops for dtype, flops in counts.flops.items()}
+    by_unit.update({(dtype, "matrix"): flops for dtype, flops in counts.matrix_flops.items()})
+    compute_s = sum(flops / peak(target, dtype, unit) for (dtype, unit), flops in by_unit.items())
     memory_s = dram / target.hbm_bandwidth
-    dtype = max(counts.flops, key=counts.flops.get) if counts.flops else "f32"
+    dtype, unit = max(by_unit, key=by_unit.get) if by_unit else ("f32", "vector")
     flops = counts.total_flops
     return Roofline(
         flops=flops, transcendentals=counts.transcendentals, bytes=dram, load_bytes=counts.load_bytes,
         store_bytes=counts.store_bytes, lds_bytes=counts.lds_bytes,
         intensity=flops / dram if dram else float("inf") if flops else 0.0,
-        bound="compute" if compute_s > memory_s else "memory", compute_unit=f"vector {dtype}",
+        bound="compute" if compute_s > memory_s else "memory", compute_unit=f"{unit} {dtype}",
         compute_us=compute_s * 1e6, memory_us=memory_s * 1e6, modelled_us=max(compute_s, memory_s) * 1e6,
         exact=counts.exact)

@@ -152,11 +152,11 @@ class Gemm:
     def rebuilt(self, m, operands=None, **changes) -> Value:
         """The GEMM with some attributes changed (and operands, if given), read in the same view."""
         call = m.op("library_call", *(operands or self.call.operands), **{**self.call.attrs, **changes})
-        return m.op("reshape", call, new_sizes=self.view) if self.view else call
+        return m.op("reshape", call, new_sizes=self.view) if self.view is not None else call
 
     def in_call_shape(self, m, value: Value) -> Value:
         """A value of the view's shape, reshaped to the call's result."""
-        return m.op("reshape", value, new_sizes=self.call.result.type.shape) if self.view else value
+        return m.op("reshape", value, new_sizes=self.call.result.type.shape) if self.view is not None else value
 
 
 def absorbable(m, value: Value, inputs=()) -> Gemm | None:

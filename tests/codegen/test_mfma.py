@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import cdnajit as cj
-from cdnajit.codegen import amdgpu
+from cdnajit.codegen import amdgpu, host
 from cdnajit.errors import VerifyError
 from cdnajit.ir import kernel as K
 from cdnajit.ir.kernel_mfma import INSTRUCTIONS, Mfma, PrivateSlice
@@ -317,3 +317,80 @@ def test_amdgpu_refuses_an_instruction_the_target_lacks():
     kernel = mfma_kernel(INSTRUCTIONS["v_mfma_i32_32x32x8i8"])
     with pytest.raises(NotImplementedError, match="v_mfma_i32_32x32x8i8 does not exist on gfx942"):
         amdgpu.assembly(kernel, "gfx942")
+
+
+# ---- a run of MFMAs: the host's micro-kernel path ------------------------------------------------
+
+def mfma_run_kernel(inst, steps, tables):
+    """Per wave: `steps` instructions into each of two accumulators (slices of one private array),
+    A_s * B_s into the first and A_s * B2_s into the second, as consecutive wave ops (a GEMM's
+    unrolled k loop); the lanes load and store by the layout tables."""
+    sizes = {"a": inst.m * inst.k, "b": inst.k * inst.n, "d": inst.m * inst.n}
+    counts = {"a": inst.a_elements, "b": inst.b_elements, "d": inst.d_elements}
+    dtypes = {"a": inst.in_dtype, "b": inst.in_dtype, "b2": inst.in_dtype, "d": inst.out_dtype}
+    per_wave = {"a": steps * sizes["a"], "b": steps * sizes["b"], "b2": steps * sizes["b"], "d": 2 * sizes["d"]}
+    inputs = {m: K.GlobalBuffer(m.upper(), dtypes[m], WAVES * per_wave[m], readonly=True) for m in ("a", "b", "b2", "d")}
+    maps = {m: K.GlobalBuffer("map_" + m, "i32", 64 * counts[m], readonly=True) for m in "abd"}
+    out = K.GlobalBuffer("out", inst.out_dtype, WAVES * per_wave["d"])
+    t, lane, wave = K.Var("t", "i32"), K.Var("lane", "i32"), K.Var("wave", "i32")
+    body = [K.Let(t, K.workitem_id(0)), K.Let(lane, t % 64),
+            K.Let(wave, K.workgroup_id(0) * (WORKGROUP // 64) + t / 64)]
+    acc = K.PrivateArray("acc", inst.out_dtype, 2 * counts["d"])
+    slices = [PrivateSlice(acc, 0, counts["d"]), PrivateSlice(acc, counts["d"], counts["d"])]
+    for half in range(2):
+        body += [K.Store(acc, half * counts["d"] + e, inputs["d"][wave * per_wave["d"] + half * sizes["d"]
+                                                                   + maps["d"][lane * counts["d"] + e]])
+                 for e in range(counts["d"])]
+    operands = []
+    for s in range(steps):
+        step = {}
+        for m, table in (("a", "a"), ("b", "b"), ("b2", "b")):
+            step[m] = [K.Var(f"{m}_{s}_{e}", dtypes[m]) for e in range(counts[table])]
+            body += [K.Let(v, inputs[m][wave * per_wave[m] + s * sizes[table] + maps[table][lane * counts[table] + e]])
+                     for e, v in enumerate(step[m])]
+        operands.append(step)
+    for step in operands:
+        body += [Mfma(inst.name, slices[0], step["a"], step["b"], slices[0]),
+                 Mfma(inst.name, slices[1], step["a"], step["b2"], slices[1])]
+    body += [K.Store(out, wave * per_wave["d"] + half * sizes["d"] + maps["d"][lane * counts["d"] + e],
+                     acc[half * counts["d"] + e]) for half in range(2) for e in range(counts["d"])]
+    params = [inputs[m] for m in ("a", "b", "b2", "d")] + [out] + [maps[m] for m in "abd"]
+    kernel = K.Kernel(f"mfma_run_{inst.name}", params=params, grid=(GROUPS,), workgroup_size=(WORKGROUP,),
+                      body=body, private=[acc])
+    return kernel, [tables[m].ravel() for m in "abd"]
+
+
+def run_of_mfmas(name, steps=3, tables=None):
+    inst = INSTRUCTIONS[name]
+    tables = tables or {m: source_table(inst, m) for m in "abd"}
+    kernel, maps = mfma_run_kernel(inst, steps, tables)
+    a, b, _ = random_operands(inst)
+    operands = [random_operands(inst) for _ in range(steps)]
+    a = np.stack([o[0][:, 0] for o in operands], axis=1)           # [waves, steps, m, k]
+    b = np.stack([o[1][:, 0] for o in operands], axis=1)
+    b2 = np.stack([random_operands(inst)[1][:, 0] for _ in range(steps)], axis=1)
+    c = np.stack([random_operands(inst)[2][:, 0] for _ in range(2)], axis=1)  # [waves, 2, m, n]
+    out = np.zeros_like(c)
+    compile_kernel(kernel)(a.ravel(), b.ravel(), b2.ravel(), c.ravel(), out.reshape(-1), *maps)
+    expected = c.copy()
+    for s in range(steps):
+        expected[:, 0] = sequential_reference(a[:, s], b[:, s], expected[:, 0])
+        expected[:, 1] = sequential_reference(a[:, s], b2[:, s], expected[:, 1])
+    return kernel, out, expected
+
+
+@pytest.mark.parametrize("name", ["v_mfma_f32_32x32x2f32", "v_mfma_f32_16x16x4f32", "v_mfma_f32_32x32x8f16",
+                                  "v_mfma_f32_16x16x16bf16_1k", "v_mfma_i32_32x32x16i8", "v_mfma_f64_16x16x4f64"])
+def test_a_run_of_instructions_takes_the_micro_kernel_path_exactly(name):
+    kernel, out, expected = run_of_mfmas(name)
+    assert "mfma.segments" in str(host.llvm_module(kernel))  # the micro-kernel path, not one op at a time
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("matrix, lane, other", [("a", 3, 35), ("b", 16, 17), ("d", 8, 9)])
+def test_the_micro_kernel_path_catches_a_wrong_lane_mapping(matrix, lane, other):
+    inst = INSTRUCTIONS["v_mfma_f32_32x32x2f32"]
+    tables = {m: source_table(inst, m) for m in "abd"}
+    tables[matrix][[lane, other]] = tables[matrix][[other, lane]]
+    _, out, expected = run_of_mfmas(inst.name, tables=tables)
+    assert not np.allclose(out, expected, rtol=1e-3, atol=1e-3)

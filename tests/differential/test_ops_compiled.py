@@ -49,9 +49,7 @@ HALVES = ("f16", "bf16")
 REALS = ("bool",) + INTS + FLOATS
 TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "cbrt", "tanh", "sinh", "cosh", "sin",
                   "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "logistic", "erf", "pow", "atan2"}
-UNSUPPORTED = {
-    "library_call": "the blas library has no GEMM kernel emitter yet",
-}
+UNSUPPORTED: dict[str, str] = {}
 # (op, complex dtype) cases that do not compile yet: passes/expand_complex.py leaves these ops
 # complex, and no kernel takes complex operands for them.
 COMPLEX_PENDING = {
@@ -907,13 +905,31 @@ def cnp_sum_rows(v):
     return lax.broadcast_in_dim(lax.reduce_sum(v, (v.ndim - 1,)), v.shape, tuple(range(v.ndim - 1)))
 
 
-@record("library_call", ("f32",))
+@record("library_call", ("f32", "f64", "f16", "bf16", "i8"))
 def build_library_call(rng, dtype):
+    """A GEMM with random sizes (1 and primes included), layouts, alpha, C and bias; i8 accumulates
+    and returns i32, f16/bf16 accumulate in f32. (tests/libs/test_blas_gemm.py covers the rest.)"""
     p = Program()
-    a, b = random_values(rng, dtype, (3, 5)), random_values(rng, dtype, (5, 4))
-    out = p.op("library_call", [p.arg(a), p.arg(b)], library="blas", routine="gemm", solution="", trans_a=False,
-               trans_b=False, alpha=1.0, beta=0.0, epilogue="none", result_dtype=dtype, compute_dtype=dtype)
-    return Case(p, [out], [a @ b], [summation_tolerance(dtype, 5, np.abs(a) @ np.abs(b))])
+    m, n, k = (int(rng.choice([1, 2, 7, 16, 33, 70])) for _ in range(3))
+    trans_a, trans_b = bool(rng.integers(2)), bool(rng.integers(2))
+    result = "i32" if dtype == "i8" else dtype
+    compute = "i32" if dtype == "i8" else "f64" if dtype == "f64" else "f32"
+    a = random_values(rng, dtype, (k, m) if trans_a else (m, k))
+    b = random_values(rng, dtype, (n, k) if trans_b else (k, n))
+    c, bias = random_values(rng, result, (m, n)), random_values(rng, result, (n,))
+    alpha, beta = (2, -1) if dtype == "i8" else (0.5, 2.0)
+    out = p.op("library_call", [p.arg(a), p.arg(b), p.arg(c), p.arg(bias)], library="blas", routine="gemm",
+               solution="", trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta, epilogue="bias_relu",
+               result_dtype=result, compute_dtype=compute)
+    wide = np.int64 if dtype == "i8" else np.float64
+    op_a, op_b = (a.T if trans_a else a).astype(wide), (b.T if trans_b else b).astype(wide)
+    expected = np.maximum(alpha * (op_a @ op_b) + beta * c.astype(wide) + bias.astype(wide), 0)
+    scale = np.abs(op_a) @ np.abs(op_b) * abs(alpha) + np.abs(beta * c.astype(wide)) + np.abs(bias.astype(wide))
+    tolerance = summation_tolerance(result, k + 3, scale)
+    if result in HALVES:  # the reference rounds the product, alpha*, +C and +bias to the half float: 4 more roundings
+        tolerance["bound"] = tolerance["bound"] + 4 * float(ml_dtypes.finfo(NUMPY_DTYPES[result]).eps) / 2 * scale
+    with np.errstate(over="ignore"):
+        return Case(p, [out], [expected.astype(NUMPY_DTYPES[result])], [tolerance])
 
 
 # ---- the tests -------------------------------------------------------------------------------

@@ -1,0 +1,320 @@
+"""The GEMM kernel generator: a `library_call blas.*` and a `Solution` -> a kernel IR `Kernel`.
+
+    D[b] = epilogue(alpha * op(A[b]) @ op(B[b]) + beta * C[b] + bias)        (ir/ops/library.py)
+
+Workgroup (x, y, z) of the grid (ceil(N / MT1), ceil(M / MT0), batch) computes the macro tile of
+D at rows m0 = y * MT0, columns n0 = x * MT1 of batch z. Main loop, over K in steps of DepthU:
+
+    stage(tile 0 -> LDS buffer 0); barrier
+    for t in 0 .. T-1:
+        if t + 1 < T: stage(tile t+1 -> LDS buffer (t+1) % 2)   # global reads overlap the math
+        multiply the tiles in buffer t % 2 into the accumulators
+        barrier
+
+LDS layout (both operands alike): a tile of R rows (M for A, N for B) and DepthU K values is kept
+K-major in groups of `k_pack` K values, element (r, k) at ((k // P) * (R + pad) + r) * P + k % P,
+P = k_pack: the values one MFMA lane reads are adjacent (one ds_read of P elements), consecutive
+lanes read consecutive rows (no bank conflicts), and `pad` rows of slack stagger the staging
+writes of consecutive K groups across banks.
+
+Staging: work-item (x, y, z) of the workgroup (X, Y, Z) moves the elements at GRVW * (x + X*u) + w
+(w < GRVW: the vector it reads) along the operand's contiguous dimension in global memory (tile
+rows, or K) and at y + Y * (z + Z*v) along the other, for every u, v that cover the tile: global
+reads are consecutive across x (coalesced on the GPU, vector loads on the host).
+A tile entirely inside A or B reads without bounds checks; an edge tile reads zeros outside.
+
+The MFMA kernels' workgroup is (16, 4, waves): lane x + 16 y of a wave is lane i of its run of m
+lanes (a row of A, a column of B and D) with i = x + 16 (y mod m/16), in run y div (m/16).
+
+Math, "mfma": wave z of the workgroup owns an (MT0 / waves_m) x (MT1 / waves_n) wave tile of
+instruction blocks; per instruction K step, every lane loads its A and B fragments from LDS by
+the instruction's lane layout (ir/kernel_mfma.py: row i of a block in lane x, its K group in
+lane row y) and the wave issues one `Mfma` per block, accumulating in a private array.
+"valu": work-item (x, y) owns rows y + 16 p and columns x + 16 q of the macro tile (p, q over the
+thread tile), an accumulator each, and per K reads its rows of A and columns of B from LDS.
+
+Epilogue, per accumulator: alpha, then beta * C, then the bias, then the activation, in the
+accumulation dtype, rounded once to D's dtype; stores are bounds-checked.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ...codegen.lower import operand_buffers
+from ...ir import kernel as K
+from ...ir.core import Op
+from ...ir.kernel_mfma import Mfma, PrivateSlice
+from ...ir.ops.library import gemm_sizes, split_epilogue
+from ...ir.types import COMPLEXES
+from .solutions import Solution
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """The sizes, layouts, dtypes and epilogue of one library_call."""
+    m: int
+    n: int
+    k: int
+    batch: int
+    trans_a: bool
+    trans_b: bool
+    in_dtype: str
+    compute_dtype: str
+    result_dtype: str
+    alpha: object
+    beta: object
+    epilogue: str
+
+    @classmethod
+    def from_op(cls, op: Op) -> "GemmProblem":
+        attrs = op.attrs
+        a, b = op.operands[0].type, op.operands[1].type
+        if a.dtype in COMPLEXES:
+            raise NotImplementedError(f"blas: complex GEMM kernels ({a.dtype}); the graph's complex products "
+                                      "reach the library as real GEMMs (passes/expand_complex.py)")
+        m, k, _, n = gemm_sizes(a, b, attrs["trans_a"], attrs["trans_b"])
+        return cls(m, n, k, math.prod(a.shape[:-2]), attrs["trans_a"], attrs["trans_b"], a.dtype,
+                   attrs["compute_dtype"], attrs["result_dtype"], attrs["alpha"], attrs["beta"], attrs["epilogue"])
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.batch * self.m * self.n * self.k
+
+    def describe(self) -> str:
+        layout = ("T" if self.trans_a else "N") + ("T" if self.trans_b else "N")
+        batch = f" batch {self.batch}" if self.batch > 1 else ""
+        return f"{self.m}x{self.n}x{self.k}{batch} {layout} {self.in_dtype}->{self.result_dtype}"
+
+
+def activation_expr(name: str | None, x: K.Expr) -> K.Expr:
+    """The epilogue's activation in kernel IR, as ir/ops/library.py's ACTIVATIONS define them."""
+    if name is None:
+        return x
+    if name == "relu":
+        return K.maximum(x, K.Const(0, x.dtype))
+    if name == "sigmoid":
+        return K.math("logistic", x)
+    if name == "tanh":
+        return K.math("tanh", x)
+    if name == "silu":
+        return x * K.math("logistic", x)
+    if name == "gelu_tanh":
+        inner = math.sqrt(2 / math.pi) * (x + 0.044715 * (x * (x * x)))
+        return x * (0.5 * (1.0 + K.math("tanh", inner)))
+    if name == "gelu_erf":
+        return (x * (K.math("erf", x / math.sqrt(2)) + 1.0)) / 2.0
+    raise NotImplementedError(f"blas: epilogue activation {name!r}")
+
+
+class GemmKernelBuilder:
+    """Builds the kernel of one (problem, solution); see the module docstring."""
+
+    def __init__(self, op: Op, solution: Solution, name: str):
+        self.problem = p = GemmProblem.from_op(op)
+        self.solution = s = solution
+        self.name = name
+        self.params = operand_buffers(op)
+        has_bias, self.activation = split_epilogue(p.epilogue)
+        self.a_buf, self.b_buf = self.params[0], self.params[1]
+        self.c_buf = self.params[2] if p.beta != 0 else None
+        self.bias_buf = self.params[-2] if has_bias else None
+        self.d_buf = self.params[-1]
+        self.acc_dtype = p.compute_dtype
+        # 64-bit index arithmetic: the host vectorizes the staging and fragment loops only when
+        # addresses are affine in the work-item id, which 32-bit math (wrapping, sign-extended) hides.
+        self.dtype = "i64"
+        # Ids and tile origins are expressions, not variables: every region recomputes them from
+        # the ids (on the host, a variable read in several regions would live in a per-work-item
+        # array, and addresses loaded from memory stop the work-item loops from vectorizing).
+        self.x, self.y, self.z = (K.workitem_id(d).cast(self.dtype) for d in range(3))
+        if s.kind == "mfma":
+            # A wave's lane is x + 16 y: its place in its run of m lanes (a row of A, a column of
+            # B and D) and which run it is in (its K group of A and B, its row group of D).
+            runs_per_y = s.spec.m // s.workgroup_size[0]
+            self.lane_in_run = self.x + s.workgroup_size[0] * (self.y % runs_per_y) if runs_per_y > 1 else self.x
+            self.run = self.y / runs_per_y if runs_per_y > 1 else self.y
+        self.n0 = K.workgroup_id(0).cast(self.dtype) * s.mt1
+        self.m0 = K.workgroup_id(1).cast(self.dtype) * s.mt0
+        self.batch = K.workgroup_id(2).cast(self.dtype)
+        self.a_elements, self.b_elements = s.lds_elements()
+        self.a_lds = K.LdsBuffer("a_lds", p.in_dtype, 2 * self.a_elements)
+        self.b_lds = K.LdsBuffer("b_lds", p.in_dtype, 2 * self.b_elements)
+        self.acc = K.PrivateArray("acc", self.acc_dtype, s.accumulators())
+
+    def const(self, value) -> K.Const:
+        return K.Const(value, self.dtype)
+
+    # -- staging: global -> LDS --
+
+    def lds_index(self, tile_rows: int, row: K.Expr, k: K.Expr) -> K.Expr:
+        pack = self.solution.k_pack
+        if pack == 1:
+            return k * (tile_rows + self.solution.lds_pad) + row
+        return ((k / pack) * (tile_rows + self.solution.lds_pad) + row) * pack + k % pack
+
+    def operands(self):
+        """Per operand: (LDS, global buffer, tile rows, matrix rows, row origin, whether rows are the
+        contiguous dimension in global memory, LDS buffer size, elements per batch)."""
+        p, s = self.problem, self.solution
+        return [(self.a_lds, self.a_buf, s.mt0, p.m, self.m0, p.trans_a, self.a_elements, p.m * p.k),
+                (self.b_lds, self.b_buf, s.mt1, p.n, self.n0, not p.trans_b, self.b_elements, p.k * p.n)]
+
+    def stage(self, operand, tile: K.Expr, buffer: K.Expr, guarded: bool) -> list[K.Stmt]:
+        """Statements moving K block `tile` of one operand into LDS buffer `buffer` (0 or 1)."""
+        p, s = self.problem, self.solution
+        lds, source, rows, extent, origin, rows_contiguous, elements, matrix = operand
+        wx, wy, wz = s.workgroup_size
+        grvw = s.global_read_vector_width
+        stmts = []
+        k0 = tile * s.depth_u
+        along_yz = self.y + wy * self.z if wz > 1 else self.y
+        base = self.batch * matrix if p.batch > 1 else self.const(0)
+        # x runs along the contiguous dimension (so the global reads are consecutive, and for
+        # rows the LDS writes too), y and z along the other.
+        x_extent, yz_extent = (rows, s.depth_u) if rows_contiguous else (s.depth_u, rows)
+        for u in range(x_extent // (wx * grvw)):
+            for v in range(yz_extent // (wy * wz)):
+                for w in range(grvw):
+                    along_x = (self.x + wx * u) * grvw + w if grvw > 1 else self.x + wx * u
+                    across = along_yz + wy * wz * v
+                    row_local, k_local = (along_x, across) if rows_contiguous else (across, along_x)
+                    row, k = origin + row_local, k0 + k_local
+                    index = base + (k * extent + row if rows_contiguous else row * p.k + k)
+                    target = buffer * elements + self.lds_index(rows, row_local, k_local)
+                    value = source[index]
+                    if guarded:
+                        stmts.append(K.If((row < extent) & (k < p.k), [K.Store(lds, target, value)],
+                                          [K.Store(lds, target, K.Const(0, p.in_dtype))]))
+                    else:
+                        stmts.append(K.Store(lds, target, value))
+        return stmts
+
+    def staged(self, tile: K.Expr, buffer: K.Expr) -> list[K.Stmt]:
+        """stage() for A, then for B, each without bounds checks when its DepthU x macro-tile block
+        lies inside the matrix (two uniform ifs: on the host, two work-item loops that vectorize
+        on their own, the contiguous one fully)."""
+        k_end = (tile + 1) * self.solution.depth_u
+        stmts = []
+        for operand in self.operands():
+            rows, extent, origin = operand[2], operand[3], operand[4]
+            inside = (origin + rows <= extent) & (k_end <= self.problem.k)
+            stmts.append(K.If(inside, self.stage(operand, tile, buffer, False),
+                              self.stage(operand, tile, buffer, True), uniform=True))
+        return stmts
+
+    # -- the kernel --
+
+    def build(self) -> K.Kernel:
+        p, s = self.problem, self.solution
+        d = self.dtype
+        steps = -(-p.k // s.depth_u)
+        t = K.Var("t", d)
+        body = [K.Store(self.acc, r, K.Const(0, self.acc_dtype)) for r in range(self.acc.count)]
+        if steps:
+            math_step = self.mfma_step if s.kind == "mfma" else self.valu_step
+            body += [*self.staged(self.const(0), self.const(0)), K.Barrier(),
+                     K.For(t, 0, steps, 1, [
+                         K.If(t + 1 < steps, self.staged(t + 1, (t + 1) % 2), uniform=True),
+                         *math_step(t % 2),
+                         K.Barrier()], uniform=True)]
+        body += self.epilogue()
+        x, y, z = s.workgroup_size
+        return K.Kernel(self.name, params=self.params, grid=(-(-p.n // s.mt1), -(-p.m // s.mt0), p.batch),
+                        workgroup_size=(x, y, z), body=body, lds=[self.a_lds, self.b_lds], private=[self.acc])
+
+    def widened(self, value: K.Expr) -> K.Expr:
+        return value if value.dtype == self.acc_dtype else value.cast(self.acc_dtype)
+
+    def mfma_step(self, buffer: K.Expr) -> list[K.Stmt]:
+        """Fragments of the DepthU block from LDS, then one Mfma per instruction K step and block."""
+        s = self.solution
+        inst = s.spec
+        pack, (blocks_m, blocks_n) = s.k_pack, s.blocks
+        wave_m, wave_n = self.z / s.waves[1], self.z % s.waves[1]
+        loads, issues = [], []
+        for step in range(s.depth_u // inst.k):
+            fragments = {}
+            for operand, lds, rows, count, wave_origin, elements in (
+                    ("a", self.a_lds, s.mt0, blocks_m, wave_m * s.wave_tile[0], self.a_elements),
+                    ("b", self.b_lds, s.mt1, blocks_n, wave_n * s.wave_tile[1], self.b_elements)):
+                for block in range(count):
+                    row = wave_origin + block * inst.m + self.lane_in_run
+                    k_group = step * (inst.k // pack) + self.run
+                    values = []
+                    for e in range(pack):
+                        var = K.Var(f"{operand}{block}_{step}_{e}", self.problem.in_dtype)
+                        index = buffer * elements + (k_group * (rows + s.lds_pad) + row) * pack + e
+                        loads.append(K.Let(var, lds[index]))
+                        values.append(var)
+                    fragments[operand, block] = values
+            for bm in range(blocks_m):
+                for bn in range(blocks_n):
+                    accumulator = PrivateSlice(self.acc, (bm * blocks_n + bn) * inst.d_elements, inst.d_elements)
+                    issues.append(Mfma(inst.name, accumulator, fragments["a", bm], fragments["b", bn], accumulator))
+        return loads + issues
+
+    def valu_step(self, buffer: K.Expr) -> list[K.Stmt]:
+        s = self.solution
+        rows, columns = s.thread_tile
+        wx, wy = s.workgroup_size[:2]
+        stmts = []
+        for k in range(s.depth_u):
+            a = [self.widened(self.a_lds[buffer * self.a_elements + k * (s.mt0 + s.lds_pad) + self.y + wy * i])
+                 for i in range(rows)]
+            b = [self.widened(self.b_lds[buffer * self.b_elements + k * (s.mt1 + s.lds_pad) + self.x + wx * j])
+                 for j in range(columns)]
+            stmts += [K.Store(self.acc, i * columns + j, self.acc[i * columns + j] + a[i] * b[j])
+                      for i in range(rows) for j in range(columns)]
+        return stmts
+
+    # -- the epilogue --
+
+    def accumulator_positions(self):
+        """(accumulator index, row in the macro tile, column in it) of each accumulator value."""
+        s = self.solution
+        if s.kind == "valu":
+            rows, columns = s.thread_tile
+            wx, wy = s.workgroup_size[:2]
+            for i in range(rows):
+                for j in range(columns):
+                    yield i * columns + j, self.y + wy * i, self.x + wx * j
+            return
+        inst = s.spec
+        height = 1 if inst.out_dtype == "f64" else 4
+        groups = K.WAVE_SIZE // inst.n
+        wave_m, wave_n = self.z / s.waves[1], self.z % s.waves[1]
+        for r in range(inst.d_elements):
+            # D[i][j] of register r in lane j + n * g: i = H*R*(r // H) + H*g + r % H.
+            for g in range(groups):
+                assert inst.d_layout(0, height * groups * (r // height) + height * g + r % height, 0) == (inst.n * g, r)
+            i_of_r = height * groups * (r // height) + r % height
+            for bm in range(s.blocks[0]):
+                for bn in range(s.blocks[1]):
+                    index = (bm * s.blocks[1] + bn) * inst.d_elements + r
+                    row = wave_m * s.wave_tile[0] + bm * inst.m + self.run * height + i_of_r
+                    yield index, row, wave_n * s.wave_tile[1] + bn * inst.n + self.lane_in_run
+
+    def epilogue(self) -> list[K.Stmt]:
+        p = self.problem
+        stmts = []
+        wide = self.acc_dtype
+        for index, row_local, column_local in self.accumulator_positions():
+            row, column = self.m0 + row_local, self.n0 + column_local
+            at = (self.batch * p.m + row) * p.n + column if p.batch > 1 else row * p.n + column
+            value = self.acc[index]
+            if p.alpha != 1:
+                value = value * K.Const(p.alpha, wide)
+            if self.c_buf is not None:
+                c = self.widened(self.c_buf[at])
+                value = value + (c if p.beta == 1 else c * K.Const(p.beta, wide))
+            if self.bias_buf is not None:
+                value = value + self.widened(self.bias_buf[column])
+            value = activation_expr(self.activation, value)
+            stmts.append(K.If((row < p.m) & (column < p.n), [K.Store(self.d_buf, at, value.cast(p.result_dtype))]))
+        return stmts
+
+
+def gemm_kernel(op: Op, solution: Solution, name: str) -> K.Kernel:
+    """The kernel of `solution` computing the library_call `op`."""
+    return GemmKernelBuilder(op, solution, name).build()

@@ -1,0 +1,147 @@
+"""Solution selection: a model of each solution's time on the target, and the pick.
+
+`select(problem, target)` returns a `Selection`: the tuned winner when the tuning database
+(tuning.py) has one for the problem's key, else the pool's solution (solutions.py) of least
+modelled time. The model, per solution, on the target's published figures (ir/targets.py):
+  - registers: accumulators, the fragments of one DepthU block (MFMA) or one K column (VALU),
+    the staging values and ~24 for addresses and loop state -> VGPRs per lane; with the LDS of
+    two buffers this gives waves per SIMD (the occupancy);
+  - compute: the padded problem (macro tiles x DepthU steps) at the matrix (MFMA) or vector
+    (VALU) peak for the dtype, in rounds of as many workgroups as the CUs hold at once;
+  - LDS: the bytes the staging writes and every wave reads per step, at 128 bytes per clock per CU;
+  - L2 -> CU: each workgroup's A and B panels, at 64 bytes per clock per CU;
+  - HBM: A, B (and C) read once and D written once, at the HBM bandwidth;
+  - latency: below 2 waves per SIMD, nothing hides the LDS and global latency: x1.25.
+The time is the largest of compute, LDS, L2 and HBM, times the latency factor; the efficiency is
+the problem's own flops at the peak over that time. Ties go to fewer, larger workgroups.
+Candidates: macro tiles of at least 64 along M and N, or the power of two covering a smaller M or
+N (`smallest_tile_edge`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ...ir.targets import Target
+from .generator import GemmProblem
+from .solutions import ELEMENT_BYTES, Solution, solution_pool
+
+LDS_BYTES_PER_CLOCK = 128
+L2_BYTES_PER_CLOCK = 64
+ADDRESS_VGPRS = 24
+LOW_OCCUPANCY_PENALTY = 1.25
+LARGE_TILE_EDGE = 64
+
+
+@dataclass(frozen=True)
+class Estimate:
+    solution: Solution
+    vgprs: int
+    waves_per_simd: int
+    seconds: float
+    efficiency: float               # problem flops at peak / modelled seconds
+    bound: str                      # compute, lds, l2 or hbm
+
+    def describe(self) -> str:
+        return (f"{self.solution.name}: modelled {self.seconds * 1e6:.1f} us, {self.efficiency:.0%} of peak, "
+                f"{self.bound}-bound, ~{self.vgprs} VGPRs, {self.waves_per_simd} waves/SIMD")
+
+
+@dataclass(frozen=True)
+class Selection:
+    solution: Solution
+    estimate: Estimate
+    reason: str
+
+
+def peak_flops(target: Target, in_dtype: str, unit: str) -> float:
+    dtype = {"i8": "i8", "f16": "f16", "bf16": "bf16", "f64": "f64"}.get(in_dtype, "f32")
+    return target.peak_flops.get((dtype, unit)) or target.peak_flops.get((dtype, "matrix")) \
+        or target.peak_flops[("f32", "vector")]
+
+
+def estimated_vgprs(solution: Solution, in_dtype: str) -> int:
+    bytes_in = ELEMENT_BYTES[in_dtype]
+    accumulators = solution.accumulators() * (2 if solution.spec.out_dtype == "f64" else 1) \
+        if solution.kind == "mfma" else solution.accumulators() * (2 if in_dtype == "f64" else 1)
+    if solution.kind == "mfma":
+        inst = solution.spec
+        steps = solution.depth_u // inst.k
+        fragments = steps * sum(solution.blocks) * inst.a_registers
+    else:
+        fragments = sum(solution.thread_tile) * max(bytes_in // 4, 1)
+    wx, wy, wz = solution.workgroup_size
+    staged = (solution.mt0 + solution.mt1) * solution.depth_u // (wx * wy * wz) * max(bytes_in // 4, 1)
+    return accumulators + fragments + staged + ADDRESS_VGPRS
+
+
+def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estimate:
+    bytes_in = ELEMENT_BYTES[problem.in_dtype]
+    clock = target.peak_clock_mhz * 1e6
+    vgprs = estimated_vgprs(solution, problem.in_dtype)
+    waves_per_group = solution.workgroup_items // target.wave_size
+    lds = solution.lds_bytes(problem.in_dtype)
+    by_vgprs = min(target.max_waves_per_simd, target.vgprs_per_simd_lane // (-(-vgprs // 8) * 8))
+    groups_by_lds = target.lds_bytes_per_cu // lds if lds else target.max_waves_per_simd
+    groups_per_cu = max(1, min(by_vgprs * target.simds_per_cu // waves_per_group, groups_by_lds))
+    waves_per_simd = max(1, min(by_vgprs, groups_per_cu * waves_per_group // target.simds_per_cu))
+
+    tiles = math.ceil(problem.m / solution.mt0) * math.ceil(problem.n / solution.mt1) * problem.batch
+    rounds = math.ceil(tiles / (target.compute_units * groups_per_cu))
+    padded_k = math.ceil(problem.k / solution.depth_u) * solution.depth_u
+    unit = "matrix" if solution.kind == "mfma" else "vector"
+    peak = peak_flops(target, problem.in_dtype, unit)
+    tile_flops = 2 * solution.mt0 * solution.mt1 * padded_k
+    compute = rounds * tile_flops * groups_per_cu / (peak / target.compute_units)
+    if solution.kind == "mfma":
+        lds_read = (sum(solution.wave_tile) * padded_k * bytes_in) * waves_per_group
+    else:
+        lds_read = (solution.mt0 + solution.mt1) * padded_k * bytes_in * solution.workgroup_items / 16
+    lds_write = (solution.mt0 + solution.mt1) * padded_k * bytes_in
+    per_cu_groups = rounds * groups_per_cu
+    lds_time = per_cu_groups * (lds_read + lds_write) / (LDS_BYTES_PER_CLOCK * clock)
+    l2_time = per_cu_groups * (solution.mt0 + solution.mt1) * padded_k * bytes_in / (L2_BYTES_PER_CLOCK * clock)
+    out_bytes = ELEMENT_BYTES.get(problem.result_dtype, 4)
+    hbm_bytes = problem.batch * ((problem.m + problem.n) * problem.k * bytes_in
+                                 + problem.m * problem.n * out_bytes * (2 if problem.beta != 0 else 1))
+    hbm_time = hbm_bytes / target.hbm_bandwidth
+    times = {"compute": compute, "lds": lds_time, "l2": l2_time, "hbm": hbm_time}
+    bound = max(times, key=times.get)
+    seconds = times[bound] * (LOW_OCCUPANCY_PENALTY if waves_per_simd < 2 else 1.0)
+    efficiency = problem.flops / peak / seconds if seconds else 0.0
+    return Estimate(solution, vgprs, waves_per_simd, seconds, efficiency, bound)
+
+
+def smallest_tile_edge(size: int) -> int:
+    """The least macro tile edge a problem dimension of `size` is given: 64, or the power of two
+    that covers a smaller size (as Tensile's libraries keep small tiles for small or skinny problems,
+    larger ones being the tiles whose L2 and LDS reuse the kernels are built around)."""
+    return min(LARGE_TILE_EDGE, 1 << max(size - 1, 0).bit_length())
+
+
+def candidates(problem: GemmProblem, target: Target) -> list[Solution]:
+    """The pool's solutions with macro tiles fit for the problem's sizes."""
+    return [s for s in solution_pool(problem.in_dtype, problem.compute_dtype, target)
+            if s.mt0 >= smallest_tile_edge(problem.m) and s.mt1 >= smallest_tile_edge(problem.n)]
+
+
+def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
+    """The candidates' estimates, fastest first (ties: larger macro tiles first)."""
+    pool = candidates(problem, target)
+    if not pool:
+        raise NotImplementedError(f"blas: no GEMM solution for {problem.in_dtype} inputs accumulated in "
+                                  f"{problem.compute_dtype} on {target.name}")
+    estimates = [estimate(problem, s, target) for s in pool]
+    return sorted(estimates, key=lambda e: (e.seconds, -e.solution.mt0 * e.solution.mt1, e.solution.name))
+
+
+def select(problem: GemmProblem, target: Target, tuned: Solution | None = None) -> Selection:
+    """The solution for `problem` on `target`: `tuned` (the tuning database's) when given, else the
+    model's fastest."""
+    if tuned is not None:
+        est = estimate(problem, tuned, target)
+        return Selection(tuned, est, f"tuned: the fastest measured for {problem.describe()} (blas.tune)")
+    best = ranked(problem, target)[0]
+    return Selection(best.solution, best, f"heuristic: least modelled time of {len(candidates(problem, target))} "
+                                          f"solutions for {problem.describe()} on {target.name} ({best.bound}-bound, "
+                                          f"{best.efficiency:.0%} of peak)")

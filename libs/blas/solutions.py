@@ -1,0 +1,171 @@
+"""The GEMM solution space: the parameters of one kernel, as Tensile names them, and the pool.
+
+A `Solution` fixes everything the kernel generator (generator.py) needs besides the problem:
+  - `kind`: "mfma" (the waves multiply with one matrix instruction) or "valu" (every work-item
+    keeps a thread tile of D in registers and multiplies with vector FMAs);
+  - the macro tile MT0 x MT1 (rows of D x columns) a workgroup computes, and DepthU, the K
+    elements staged in LDS per step of the main loop;
+  - mfma: the instruction and the wave grid (waves along M x along N); each wave computes an
+    (MT0 / waves_m) x (MT1 / waves_n) wave tile as blocks of the instruction's m x n;
+  - valu: the thread tile (rows x columns per work-item) of a 16 x 16 workgroup;
+  - `global_read_vector_width`: consecutive elements one work-item reads from global memory along
+    the operand's contiguous dimension per load (the width of one buffer_load);
+  - `lds_pad`: elements added to each LDS row against bank conflicts.
+LDS holds two copies of each tile (double buffering: the next DepthU block is read from global
+memory while the waves multiply the current one, one barrier per step).
+
+`solution_pool(in_dtype, target)` is every valid solution for an input dtype on a target: the
+instructions the target has for the dtype, and the VALU kernels. The name spells the parameters in
+Tensile's style, e.g. `Cijk_MT128x128x16_MI32x32x2_W2x2_GRVW1_PAD4` (MI = matrix instruction) or
+`Cijk_MT64x64x16_TT4x4_VALU_GRVW1_PAD4`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir.kernel import WAVE_SIZE
+from ...ir.kernel_mfma import INSTRUCTIONS, MfmaInstruction
+from ...ir.targets import Target
+
+VALU_WORKGROUP = (16, 16)     # the VALU kernels' workgroup: x along N, y along M
+MFMA_LANES_X = 16             # the MFMA kernels' workgroup x: 16 lanes, so staging can also run along K
+ELEMENT_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i32": 4}
+
+
+@dataclass(frozen=True)
+class Solution:
+    kind: str                       # "mfma" or "valu"
+    mt0: int                        # macro tile rows (M)
+    mt1: int                        # macro tile columns (N)
+    depth_u: int                    # K per main-loop step
+    instruction: str = ""           # mfma: INSTRUCTIONS key
+    waves: tuple[int, int] = (1, 1)  # mfma: waves along M, along N
+    thread_tile: tuple[int, int] = (1, 1)  # valu: rows, columns per work-item
+    global_read_vector_width: int = 1
+    lds_pad: int = 4
+
+    @property
+    def name(self) -> str:
+        core = f"Cijk_MT{self.mt0}x{self.mt1}x{self.depth_u}"
+        if self.kind == "mfma":
+            inst = self.spec
+            core += f"_MI{inst.m}x{inst.n}x{inst.k}_W{self.waves[0]}x{self.waves[1]}"
+        else:
+            core += f"_TT{self.thread_tile[0]}x{self.thread_tile[1]}_VALU"
+        return f"{core}_GRVW{self.global_read_vector_width}_PAD{self.lds_pad}"
+
+    @property
+    def spec(self) -> MfmaInstruction:
+        return INSTRUCTIONS[self.instruction]
+
+    @property
+    def workgroup_size(self) -> tuple[int, int, int]:
+        """mfma: (16, 4, waves), a wave's lane being x + 16 y; valu: 16 x 16."""
+        if self.kind == "mfma":
+            return MFMA_LANES_X, WAVE_SIZE // MFMA_LANES_X, self.waves[0] * self.waves[1]
+        return VALU_WORKGROUP[0], VALU_WORKGROUP[1], 1
+
+    @property
+    def workgroup_items(self) -> int:
+        x, y, z = self.workgroup_size
+        return x * y * z
+
+    @property
+    def wave_tile(self) -> tuple[int, int]:
+        return self.mt0 // self.waves[0], self.mt1 // self.waves[1]
+
+    @property
+    def blocks(self) -> tuple[int, int]:
+        """mfma: instruction blocks per wave along M and N."""
+        inst = self.spec
+        return self.wave_tile[0] // inst.m, self.wave_tile[1] // inst.n
+
+    @property
+    def k_pack(self) -> int:
+        """K elements stored together per LDS row entry: what one lane reads at once."""
+        return self.spec.a_elements if self.kind == "mfma" else 1
+
+    def lds_row(self, tile: int) -> int:
+        """Elements between consecutive K groups of one LDS tile of `tile` rows (or columns)."""
+        return (tile + self.lds_pad) * self.k_pack
+
+    def lds_elements(self) -> tuple[int, int]:
+        """One buffer of the A tile and of the B tile, in elements."""
+        groups = self.depth_u // self.k_pack
+        return groups * self.lds_row(self.mt0), groups * self.lds_row(self.mt1)
+
+    def lds_bytes(self, in_dtype: str) -> int:
+        """Both tiles, double-buffered, in the accumulation-free input dtype."""
+        return 2 * sum(self.lds_elements()) * ELEMENT_BYTES[in_dtype]
+
+    def accumulators(self) -> int:
+        """Accumulator values per work-item."""
+        if self.kind == "mfma":
+            return self.blocks[0] * self.blocks[1] * self.spec.d_elements
+        return self.thread_tile[0] * self.thread_tile[1]
+
+    def check(self) -> str | None:
+        """Why the parameters do not make a kernel, or None."""
+        x, y, z = self.workgroup_size
+        if self.kind == "mfma":
+            inst = self.spec
+            if inst.blocks != 1 or inst.m != inst.n:
+                return f"{inst.name}: only single-block square instructions make GEMM wave tiles"
+            if self.wave_tile[0] % inst.m or self.wave_tile[1] % inst.n or min(self.blocks) < 1:
+                return f"wave tile {self.wave_tile} is not a multiple of the instruction's {inst.m}x{inst.n}"
+            if self.depth_u % inst.k:
+                return f"DepthU {self.depth_u} is not a multiple of the instruction's K {inst.k}"
+        elif self.mt0 != VALU_WORKGROUP[1] * self.thread_tile[0] or self.mt1 != VALU_WORKGROUP[0] * self.thread_tile[1]:
+            return f"macro tile {self.mt0}x{self.mt1} is not the workgroup times the thread tile {self.thread_tile}"
+        # Staging (generator.py) runs x along an operand's contiguous dimension, in vectors of GRVW, and
+        # y + Y*z along the other: tile rows or DepthU, whichever is contiguous, must split evenly.
+        along_x, along_yz = x * self.global_read_vector_width, y * z
+        for size in (self.mt0, self.mt1, self.depth_u):
+            if size % along_x or size % along_yz:
+                return (f"macro tile {self.mt0}x{self.mt1} and DepthU {self.depth_u} must be multiples of "
+                        f"{along_x} (workgroup x times GRVW) and {along_yz} (workgroup y times z)")
+        if self.depth_u % self.k_pack:
+            return f"DepthU {self.depth_u} is not a multiple of the {self.k_pack} K values a lane reads"
+        return None
+
+
+# The instructions a GEMM of each input dtype uses, preferred first (single-block, square).
+MFMA_BY_DTYPE = {
+    "f32": ("v_mfma_f32_32x32x2f32", "v_mfma_f32_16x16x4f32"),
+    "f16": ("v_mfma_f32_32x32x8f16", "v_mfma_f32_16x16x16f16"),
+    "bf16": ("v_mfma_f32_32x32x8bf16_1k", "v_mfma_f32_16x16x16bf16_1k"),
+    "i8": ("v_mfma_i32_32x32x16i8", "v_mfma_i32_32x32x8i8"),
+    "f64": ("v_mfma_f64_16x16x4f64",),
+}
+
+
+def solution_pool(in_dtype: str, compute_dtype: str, target: Target) -> list[Solution]:
+    """Every valid solution for inputs of `in_dtype` accumulated in `compute_dtype` on `target`,
+    MFMA ones first (an instruction counts when the target has it and it accumulates in that dtype)."""
+    pool = []
+    for name in MFMA_BY_DTYPE.get(in_dtype, ()):
+        inst = INSTRUCTIONS[name]
+        if target.name not in inst.targets or inst.out_dtype != compute_dtype:
+            continue
+        for waves in ((2, 2), (1, 1), (2, 1), (1, 2)):
+            for blocks in ((2, 2), (1, 1), (4, 2), (2, 4), (4, 4)):
+                for depth_factor in (1, 2, 4):
+                    depth_u = max(inst.k * depth_factor * (4 if inst.k <= 2 else 1), 8)
+                    for grvw in (1, 4):
+                        pool.append(Solution("mfma", waves[0] * blocks[0] * inst.m, waves[1] * blocks[1] * inst.n,
+                                             depth_u, instruction=name, waves=waves,
+                                             global_read_vector_width=grvw))
+    for tile in ((4, 4), (8, 8), (2, 2), (1, 1)):
+        for depth_u in (16, 32):
+            pool.append(Solution("valu", VALU_WORKGROUP[1] * tile[0], VALU_WORKGROUP[0] * tile[1], depth_u,
+                                 thread_tile=tile))
+    unique = list(dict.fromkeys(pool))
+    return [s for s in unique if s.check() is None and s.lds_bytes(in_dtype) <= target.max_lds_bytes_per_workgroup]
+
+
+def solution_by_name(name: str, in_dtype: str, compute_dtype: str, target: Target) -> Solution:
+    for solution in solution_pool(in_dtype, compute_dtype, target):
+        if solution.name == name:
+            return solution
+    raise ValueError(f"no GEMM solution named {name!r} for {in_dtype} inputs accumulated in {compute_dtype} "
+                     f"on {target.name}")
