@@ -17,12 +17,18 @@ from .frontend import lax
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .ir.targets import Target
+from .libs import blas as _blas
+from .runtime.blas_tune import tune as _tune
+
+# The find mode runs kernels, so it lives in runtime/ (libs/ may not import it); users find it where
+# rocBLAS users look: cj.libs.blas.tune(M, N, K, dtype).
+_blas.tune = _tune
 
 # `import cdnajit.numpy as cnp` and `import cdnajit.lax` find the frontend's modules.
 _sys.modules[__name__ + ".numpy"] = numpy
 _sys.modules[__name__ + ".lax"] = lax
 
 __version__ = "0.1.0"
-__all__ = ["jit", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "ir", "tree_flatten",
+__all__ = ["jit", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "ir", "tree_flatten",
            "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError", "TracingTypeError",
            "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError"]

@@ -31,6 +31,9 @@ import cdnajit as cj
 from workloads import CACHE_DIR_VARIABLE, WORKLOADS, Context
 
 PEERS = ("cdnajit", "numpy", "jax")
+# Pause before each peer runs: OpenBLAS's and XLA's worker threads spin for a while after a call
+# (OpenBLAS about 0.1 s), and on two cores a spinning peer would take a core from the next one.
+QUIET_SECONDS = 0.3
 SAMPLES_PER_BUDGET = 50  # very fast calls are timed in batches so that the cap of samples fills the budget
 
 
@@ -114,6 +117,7 @@ def run_workload(workload, ctx: Context, settings: Settings) -> dict:
         if fn is None:
             continue
         call = peer_call(peer, fn, case.inputs, ctx.jax)
+        time.sleep(QUIET_SECONDS)
         try:
             if case.setup is not None:
                 case.setup()
@@ -199,6 +203,36 @@ def print_table(results: dict, jax_available: bool, quick: bool) -> None:
                 print(f"!!! {name}: {peer} MISMATCHES numpy: {result}")
 
 
+def gfx942_gemm_summary(size: int = 4096) -> dict:
+    """The gfx942 kernel the heuristic picks for an f16 size^3 GEMM (f32 accumulate): its modelled
+    efficiency against the MFMA f16 peak, and its resources from the AMDGPU backend (printed)."""
+    from cdnajit.codegen import amdgpu
+    from cdnajit.ir.targets import get_target
+    from cdnajit.libs.blas.generator import GemmProblem, gemm_kernel
+    from cdnajit.libs.blas.heuristic import select
+    from cdnajit.runtime.blas_tune import gemm_call
+    from cdnajit.runtime.occupancy import occupancy
+
+    target = get_target("gfx942")
+    call = gemm_call(size, size, size, "f16", "f32", 1, False, False)
+    chosen = select(GemmProblem.from_op(call), target)
+    kernel = gemm_kernel(call, chosen.solution, f"gemm_f16_{size}")
+    resources = amdgpu.resources(kernel, target)
+    waves = occupancy(target, vgprs=resources.vgpr_count, sgprs=resources.sgpr_count, lds_bytes=resources.lds_bytes,
+                      workgroup_items=kernel.workgroup_items).waves_per_simd
+    in_loop = "v_mfma" in amdgpu.assembly(kernel, target)
+    peak = target.peak_flops[("f16", "matrix")]
+    summary = {"solution": chosen.solution.name, "modelled_efficiency": chosen.estimate.efficiency,
+               "modelled_us": chosen.estimate.seconds * 1e6, "peak_tflops": peak / 1e12,
+               "vgprs": resources.vgpr_count, "agprs": resources.agpr_count, "spills": resources.vgpr_spill_count,
+               "lds_bytes": resources.lds_bytes, "waves_per_simd": waves, "uses_mfma": in_loop}
+    print(f"\ngfx942 f16 {size}^3 GEMM (f32 accumulate): {chosen.solution.name}, modelled "
+          f"{chosen.estimate.efficiency:.0%} of {peak / 1e12:.0f} TFLOP/s ({chosen.estimate.seconds * 1e6:.0f} us); "
+          f"{resources.vgpr_count} VGPRs + {resources.agpr_count} AGPRs, {resources.vgpr_spill_count} spills, "
+          f"{resources.lds_bytes} B LDS, {waves:g} waves/SIMD, v_mfma {'present' if in_loop else 'MISSING'}")
+    return summary
+
+
 def jit_default_backend():
     """What `cj.jit` runs on by default (the numbers of the interpreter and of compiled code differ)."""
     parameter = inspect.signature(cj.jit).parameters.get("backend")
@@ -266,6 +300,8 @@ def main() -> int:
     print_table(results, jax is not None, arguments.quick)
     report = {"machine": machine_info(jax), "settings": {"quick": arguments.quick, **vars(settings)},
               "workloads": results}
+    if any(w.group == "W4" for w in workloads):
+        report["gfx942_f16_gemm"] = gfx942_gemm_summary()
     arguments.json.write_text(json.dumps(report, indent=2) + "\n")
     print(f"\nwrote {arguments.json}")
     failed = any(check_mark(record) in ("ERROR", "MISMATCH") for record in results.values())

@@ -19,10 +19,11 @@ A run of consecutive MFMAs (a GEMM's unrolled k steps over its wave tile) takes 
 when every accumulator is a private-array slice (two slices the same or disjoint) and every A and
 B value a variable kept per work-item: the D values of one register element and one run of n
 lanes are one row segment D[i][0:n], contiguous in the private array (element-major). For each
-accumulator, pairs of such segments are loaded as vectors, every MFMA of the run on that
-accumulator is applied in order (D[i][:] += A[i][k] * B[k][:], k in order, the same roundings as
-above), and they are stored once: a register-blocked GEMM micro-kernel, the accumulator leaving
-registers once per run instead of once per instruction. The pairs share each B row vector.
+accumulator, groups of such segments (SEGMENT_GROUP_VALUES values in all) are loaded as vectors,
+every MFMA of the run on that accumulator is applied in order (D[i][:] += A[i][k] * B[k][:], k in
+order, the same roundings as above), and they are stored once: a register-blocked GEMM
+micro-kernel, the accumulator leaving registers once per run instead of once per instruction. The
+segments of a group share each B row vector load.
 """
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ from ..ir.kernel_mfma import Mfma, MfmaInstruction, PrivateSlice
 from .host import F32, F64, I32, I64, REGISTER_TYPES, HostKernelBuilder, register_wave_op
 
 ACCUMULATION_TYPES = {"f32": F32, "f64": F64, "i32": I32}
+# Accumulator values one micro-kernel step keeps in registers: GROUP_VALUES // n row segments.
+SEGMENT_GROUP_VALUES = 64
 
 
 def tile_tables(inst: MfmaInstruction) -> dict[str, np.ndarray]:
@@ -164,9 +167,10 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
     value_type = ACCUMULATION_TYPES[inst.out_dtype]
     segment_type = ir.VectorType(value_type, n)
     constant = lambda value: ir.Constant(I64, value)
-    # The D segments: (register element, first lane, row i); in pairs that share B rows.
+    # The D segments: (register element, first lane, row i); in groups that share B rows.
     segments = [(element, first, start // n) for element, first, start in runs(tile_tables(inst)["d"], n)]
-    pairs = len(segments) // 2
+    group = max(1, min(len(segments), SEGMENT_GROUP_VALUES // n))
+    groups = len(segments) // group
     tables = [constant_table(kb, f"mfma.segments.{field}", [seg[f] for seg in segments]) for f, field in
               enumerate(("element", "lane", "row"))]
     by_slice: dict = {}
@@ -222,11 +226,11 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
                 for pointer, total in zip(pointers, sums):
                     b.store(total, pointer, align=4)
 
-            kb.counted_loop(constant(0), constant(pairs), constant(1),
-                            lambda p: segments_at([b.mul(p, constant(2)), b.add(b.mul(p, constant(2)), constant(1))]),
-                            name="mfma.pair")
-            if len(segments) % 2:
-                segments_at([constant(len(segments) - 1)])
+            kb.counted_loop(constant(0), constant(groups), constant(1),
+                            lambda g: segments_at([b.add(b.mul(g, constant(group)), constant(i)) for i in range(group)]),
+                            name="mfma.group")
+            for rest in range(groups * group, len(segments)):
+                segments_at([constant(rest)])
 
     kb.for_each_wave(wave)
 

@@ -27,6 +27,7 @@ from ..codegen.host import optimized_llvm_ir
 from ..ir.core import Op
 from ..ir.kernel import Kernel
 from ..ir.targets import Target
+from ..libs.blas.kernels import selection_for
 from ..passes.tiling import launch_config
 from . import graphviz
 from .executable import kernel_name
@@ -64,6 +65,8 @@ class KernelReport:
     counts_exact: bool               # False when data-dependent control flow made FLOPs/bytes bounds
     host_time_us: float | None = None   # mean host time of one launch, once profiled
     launches: int | None = None         # launches in the profiled call (several in a host loop)
+    solution: str = ""                  # library kernels: the solution that ran (Tensile's name)
+    selection: str = ""                 # and why it was picked (tuned, heuristic or named)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -208,8 +211,14 @@ class ProgramReport:
 
     @cached_property
     def kernel_reports(self) -> list[KernelReport]:
-        return [kernel_report(kernel, self.target, source_ops=source_ops(op), kind=kernel_kind(op))
-                for kernel, op in zip(self.executable.kernels, self.ops)]
+        reports = []
+        for kernel, op in zip(self.executable.kernels, self.ops):
+            report = kernel_report(kernel, self.target, source_ops=source_ops(op), kind=kernel_kind(op))
+            if op.name == "library_call":
+                chosen = selection_for(op, self.target)
+                report = dataclasses.replace(report, solution=chosen.solution.name, selection=chosen.reason)
+            reports.append(report)
+        return reports
 
     @property
     def kernels(self) -> list[KernelReport]:
@@ -235,7 +244,11 @@ class ProgramReport:
                  f"modelled {cost['modelled_us']:.3g} us")
         if self.profile is not None:
             total += f", host {cost['host_seconds'] * 1e6:.1f} us"
-        return "\n".join([self.title(), "", format_table(reports), "", total]) + "\n"
+        solutions = [f"{r.name}: {r.solution} ({r.selection})" for r in reports if r.solution]
+        lines = [self.title(), "", format_table(reports), "", total]
+        if solutions:
+            lines += ["", "library solutions:", *("  " + line for line in solutions)]
+        return "\n".join(lines) + "\n"
 
     def cost_analysis(self) -> dict:
         """Totals in the manner of JAX's `Compiled.cost_analysis()`, over kernels run once each."""

@@ -3,9 +3,10 @@
 `select(problem, target)` returns a `Selection`: the tuned winner when the tuning database
 (tuning.py) has one for the problem's key, else the pool's solution (solutions.py) of least
 modelled time. The model, per solution, on the target's published figures (ir/targets.py):
-  - registers: accumulators, the fragments of one DepthU block (MFMA) or one K column (VALU),
-    the staging values and ~24 for addresses and loop state -> VGPRs per lane; with the LDS of
-    two buffers this gives waves per SIMD (the occupancy);
+  - registers: accumulators, the fragments of one DepthU block and the staged elements, with
+    weights fitted to the AMDGPU backend's counts (`estimated_vgprs`) -> VGPRs per lane; with the
+    LDS of two buffers this gives waves per SIMD (the occupancy, a fraction when a CU's workgroups
+    do not fill its four SIMDs, whose compute then idles);
   - compute: the padded problem (macro tiles x DepthU steps) at the matrix (MFMA) or vector
     (VALU) peak for the dtype, in rounds of as many workgroups as the CUs hold at once;
   - LDS: the bytes the staging writes and every wave reads per step, at 128 bytes per clock per CU;
@@ -28,7 +29,10 @@ from .solutions import ELEMENT_BYTES, Solution, solution_pool
 
 LDS_BYTES_PER_CLOCK = 128
 L2_BYTES_PER_CLOCK = 64
-ADDRESS_VGPRS = 24
+# Calibrated against the AMDGPU backend's VGPR counts (codegen/amdgpu.py) of 18 f32 and f16 solutions
+# on gfx942: a least-squares fit gives 0.8 per accumulator, 1.0 per fragment register and 5.4 per
+# staged element; rounded up here, so the model errs towards fewer waves.
+STAGED_VGPRS = 5.5
 LOW_OCCUPANCY_PENALTY = 1.25
 LARGE_TILE_EDGE = 64
 
@@ -37,14 +41,14 @@ LARGE_TILE_EDGE = 64
 class Estimate:
     solution: Solution
     vgprs: int
-    waves_per_simd: int
+    waves_per_simd: float
     seconds: float
     efficiency: float               # problem flops at peak / modelled seconds
     bound: str                      # compute, lds, l2 or hbm
 
     def describe(self) -> str:
         return (f"{self.solution.name}: modelled {self.seconds * 1e6:.1f} us, {self.efficiency:.0%} of peak, "
-                f"{self.bound}-bound, ~{self.vgprs} VGPRs, {self.waves_per_simd} waves/SIMD")
+                f"{self.bound}-bound, ~{self.vgprs} VGPRs, {self.waves_per_simd:g} waves/SIMD")
 
 
 @dataclass(frozen=True)
@@ -61,18 +65,18 @@ def peak_flops(target: Target, in_dtype: str, unit: str) -> float:
 
 
 def estimated_vgprs(solution: Solution, in_dtype: str) -> int:
-    bytes_in = ELEMENT_BYTES[in_dtype]
-    accumulators = solution.accumulators() * (2 if solution.spec.out_dtype == "f64" else 1) \
-        if solution.kind == "mfma" else solution.accumulators() * (2 if in_dtype == "f64" else 1)
+    """VGPRs per lane: the accumulators, plus the operand fragments of one DepthU block (the backend
+    hoists all of a block's LDS reads), plus STAGED_VGPRS per element a work-item stages (the value
+    held across the math for the prefetch, and its 64-bit address)."""
+    wide = 2 if (solution.spec.out_dtype if solution.kind == "mfma" else in_dtype) == "f64" else 1
+    accumulators = solution.accumulators() * wide
     if solution.kind == "mfma":
         inst = solution.spec
-        steps = solution.depth_u // inst.k
-        fragments = steps * sum(solution.blocks) * inst.a_registers
+        fragments = solution.depth_u // inst.k * sum(solution.blocks) * inst.a_registers
     else:
-        fragments = sum(solution.thread_tile) * max(bytes_in // 4, 1)
-    wx, wy, wz = solution.workgroup_size
-    staged = (solution.mt0 + solution.mt1) * solution.depth_u // (wx * wy * wz) * max(bytes_in // 4, 1)
-    return accumulators + fragments + staged + ADDRESS_VGPRS
+        fragments = solution.depth_u * sum(solution.thread_tile) * max(ELEMENT_BYTES[in_dtype] // 4, 1)
+    staged = (solution.mt0 + solution.mt1) * solution.depth_u / solution.workgroup_items
+    return math.ceil(accumulators + fragments + STAGED_VGPRS * staged)
 
 
 def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estimate:
@@ -81,10 +85,13 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     vgprs = estimated_vgprs(solution, problem.in_dtype)
     waves_per_group = solution.workgroup_items // target.wave_size
     lds = solution.lds_bytes(problem.in_dtype)
-    by_vgprs = min(target.max_waves_per_simd, target.vgprs_per_simd_lane // (-(-vgprs // 8) * 8))
+    granule = target.vgpr_granule
+    by_vgprs = min(target.max_waves_per_simd, target.vgprs_per_simd_lane // (-(-vgprs // granule) * granule))
     groups_by_lds = target.lds_bytes_per_cu // lds if lds else target.max_waves_per_simd
     groups_per_cu = max(1, min(by_vgprs * target.simds_per_cu // waves_per_group, groups_by_lds))
-    waves_per_simd = max(1, min(by_vgprs, groups_per_cu * waves_per_group // target.simds_per_cu))
+    # Waves per SIMD may be a fraction: one 1-wave workgroup per CU leaves three of its four SIMDs idle.
+    waves_per_simd = min(by_vgprs, groups_per_cu * waves_per_group / target.simds_per_cu)
+    busy_simds = min(1.0, waves_per_simd)
 
     tiles = math.ceil(problem.m / solution.mt0) * math.ceil(problem.n / solution.mt1) * problem.batch
     rounds = math.ceil(tiles / (target.compute_units * groups_per_cu))
@@ -92,7 +99,9 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     unit = "matrix" if solution.kind == "mfma" else "vector"
     peak = peak_flops(target, problem.in_dtype, unit)
     tile_flops = 2 * solution.mt0 * solution.mt1 * padded_k
-    compute = rounds * tile_flops * groups_per_cu / (peak / target.compute_units)
+    # A kernel over the VGPR file would spill: modelled as never finishing, so it is never picked.
+    compute = rounds * tile_flops * groups_per_cu / (peak / target.compute_units * busy_simds) if busy_simds \
+        else math.inf
     if solution.kind == "mfma":
         lds_read = (sum(solution.wave_tile) * padded_k * bytes_in) * waves_per_group
     else:

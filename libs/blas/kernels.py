@@ -7,21 +7,25 @@ from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from .generator import GemmProblem, gemm_kernel
-from .heuristic import select
+from .heuristic import Selection, estimate, select
 from .solutions import solution_by_name
 from .tuning import tuned_solution
 
 
-def solution_for(op: Op, target: Target):
-    """The Solution of a library_call on `target`."""
+def selection_for(op: Op, target: Target) -> Selection:
+    """The solution a library_call runs on `target`, and why: the one its `solution` attribute names
+    (set by the select_solutions pass, or by hand), else the tuned or heuristic pick."""
     problem = GemmProblem.from_op(op)
-    if op.attrs["solution"]:
-        return solution_by_name(op.attrs["solution"], problem.in_dtype, problem.compute_dtype, target)
-    return select(problem, target, tuned_solution(problem, target)).solution
+    picked = select(problem, target, tuned_solution(problem, target))
+    named = op.attrs["solution"]
+    if not named or named == picked.solution.name:
+        return picked
+    solution = solution_by_name(named, problem.in_dtype, problem.compute_dtype, target)
+    return Selection(solution, estimate(problem, solution, target), "named by the library_call's solution attribute")
 
 
 @emitter("library_call", takes_target=True)
 def emit_library_call(op: Op, name: str, target: Target) -> Kernel:
     if op.attrs["library"] != "blas":
         raise NotImplementedError(f"no kernels for library {op.attrs['library']!r}")
-    return gemm_kernel(op, solution_for(op, target), name)
+    return gemm_kernel(op, selection_for(op, target).solution, name)

@@ -1,0 +1,172 @@
+"""The GEMM library's "find" mode (`cj.libs.blas.tune`): time candidate solutions on the host and
+record the fastest in the tuning database (libs/blas/tuning.py), as Tensile's benchmarking and
+MIOpen's find-db do. It runs kernels, so it lives here rather than in libs/.
+
+    result = cj.libs.blas.tune(1024, 1024, 1024, "float32")    # progress bar on stderr
+    result.winner.name, result.table()
+
+Later compiles of a library_call with the same target, sizes, batch, layouts and dtypes use the
+recorded winner (its selection reason says "tuned"). The candidates are the heuristic's `top`
+best-modelled solutions (all of them with top=None); each is generated, compiled, run once to
+warm up and checked against numpy, then timed `repeats` times (the median counts).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CdnajitError
+from ..ir.core import Value, make_op
+from ..ir.opdef import compute_dtype, infer_types
+from ..ir.targets import Target, get_target
+from ..ir.types import NUMPY_DTYPES, TensorType, dtype_name, numpy_dtype
+from ..libs.blas.generator import GemmProblem, gemm_kernel
+from ..libs.blas.heuristic import ranked
+from ..libs.blas.matcher import SUPPORTED
+from ..libs.blas.solutions import Solution
+from ..libs.blas.tuning import database_path, load_database, problem_key, save_database
+from .launch import compile_kernel
+
+BAR_WIDTH = 30
+
+
+@dataclass(frozen=True)
+class Timing:
+    solution: Solution
+    seconds: float             # median host time of one launch
+    modelled_seconds: float    # the heuristic's time on the target
+    flops: int                 # the problem's
+
+    @property
+    def gflops(self) -> float:
+        return self.flops / self.seconds / 1e9 if self.seconds else 0.0
+
+
+@dataclass(frozen=True)
+class TuningResult:
+    key: str                   # the database key (tuning.problem_key)
+    problem: GemmProblem
+    timings: list[Timing]      # fastest first
+    database: str              # where the winner was recorded
+
+    @property
+    def winner(self) -> Solution:
+        return self.timings[0].solution
+
+    def table(self) -> str:
+        lines = [f"{self.problem.describe()}: {len(self.timings)} solutions timed on the host"]
+        for rank, t in enumerate(self.timings, 1):
+            lines.append(f"{rank:3d}  {t.solution.name:<44s} {t.seconds * 1e3:9.3f} ms  {t.gflops:8.1f} GFLOP/s  "
+                         f"(model on the target {t.modelled_seconds * 1e6:.1f} us)")
+        return "\n".join(lines)
+
+
+def gemm_call(m: int, n: int, k: int, in_dtype: str, result_dtype: str, batch: int, trans_a: bool, trans_b: bool):
+    """A lone `library_call blas.*` op of the problem, as the matcher would build it."""
+    lead = (batch,) if batch > 1 else ()
+    a = TensorType(in_dtype, lead + ((k, m) if trans_a else (m, k)))
+    b = TensorType(in_dtype, lead + ((n, k) if trans_b else (k, n)))
+    routine = "strided_batched_gemm" if batch > 1 else "gemv" if 1 in (m, n) else "gemm"
+    zero = numpy_dtype(result_dtype).type(0).item()
+    attrs = dict(library="blas", routine=routine, solution="", trans_a=trans_a, trans_b=trans_b,
+                 alpha=numpy_dtype(result_dtype).type(1).item(), beta=zero, epilogue="none",
+                 result_dtype=result_dtype, compute_dtype=dtype_name(compute_dtype(numpy_dtype(result_dtype))))
+    return make_op("library_call", [Value(a), Value(b)], attrs, infer_types("library_call", [a, b], attrs))
+
+
+def result_dtype_for(in_dtype: str, preferred_element_type) -> str:
+    allowed = SUPPORTED.get(in_dtype)
+    if allowed is None:
+        raise CdnajitError(f"blas.tune: no GEMM kernels for {in_dtype} inputs; the library takes "
+                           f"{', '.join(d for d in SUPPORTED if d != 'c64')}")
+    if preferred_element_type is None:
+        return allowed[0]
+    result = dtype_name(preferred_element_type)
+    if result not in allowed:
+        raise CdnajitError(f"blas.tune: {in_dtype} inputs give {' or '.join(allowed)} results, not {result}")
+    return result
+
+
+def random_operand(shape, dtype: str, rng) -> np.ndarray:
+    if dtype == "i8":
+        return rng.integers(-8, 8, shape, dtype=np.int8)
+    return rng.standard_normal(shape).astype(NUMPY_DTYPES[dtype])
+
+
+def progress(done: int, total: int, label: str, file) -> None:
+    filled = BAR_WIDTH * done // max(total, 1)
+    file.write(f"\rblas.tune [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total} {label:<48.48s}")
+    file.flush()
+
+
+def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bool = False, trans_b: bool = False,
+         preferred_element_type=None, target: str | Target | None = None, top: int | None = 8, repeats: int = 3,
+         show_progress: bool = True, file=None) -> TuningResult:
+    """Time the `top` best-modelled solutions of an (M, N, K) GEMM of `dtype` inputs on the host and
+    record the fastest for `target` (default gfx942) in the tuning database."""
+    for what, size in (("M", m), ("N", n), ("K", k), ("batch", batch)):
+        if not isinstance(size, (int, np.integer)) or size < 1:
+            raise CdnajitError(f"blas.tune: {what} must be a positive integer, got {size!r}")
+    target = target if isinstance(target, Target) else get_target(target)
+    try:
+        in_dtype = dtype_name(dtype)
+    except (KeyError, TypeError):
+        raise CdnajitError(f"blas.tune: unsupported dtype {dtype!r}") from None
+    call = gemm_call(int(m), int(n), int(k), in_dtype, result_dtype_for(in_dtype, preferred_element_type),
+                     int(batch), trans_a, trans_b)
+    problem = GemmProblem.from_op(call)
+    estimates = ranked(problem, target)[:top]
+    file = file or sys.stderr
+    rng = np.random.default_rng(0)
+    a, b = (random_operand(v.type.shape, v.type.dtype, rng) for v in call.operands)
+    expected, scale = reference_product(a, b, problem)
+    timings = []
+    for index, est in enumerate(estimates):
+        if show_progress:
+            progress(index, len(estimates), est.solution.name, file)
+        compiled = compile_kernel(gemm_kernel(call, est.solution, "blas_tune"))
+        d = np.empty(call.result.type.shape, NUMPY_DTYPES[problem.result_dtype])
+        compiled(a, b, d)
+        check(d, expected, scale, est.solution, problem)
+        seconds = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            compiled(a, b, d)
+            seconds.append(time.perf_counter() - start)
+        timings.append(Timing(est.solution, float(np.median(seconds)), est.seconds, problem.flops))
+    if show_progress:
+        progress(len(estimates), len(estimates), "done", file)
+        file.write("\n")
+    timings.sort(key=lambda t: t.seconds)
+    key = problem_key(problem, target)
+    database = load_database()
+    database[key] = {"solution": timings[0].solution.name, "seconds": timings[0].seconds,
+                     "candidates": len(timings)}
+    save_database(database)
+    return TuningResult(key, problem, timings, database_path())
+
+
+def reference_product(a, b, problem: GemmProblem) -> tuple[np.ndarray, np.ndarray]:
+    """op(A) @ op(B) exactly (i8) or in f64, and |op(A)| @ |op(B)|, the scale of its rounding error."""
+    wide = np.int64 if problem.in_dtype == "i8" else np.float64
+    op_a = (np.swapaxes(a, -1, -2) if problem.trans_a else a).astype(wide)
+    op_b = (np.swapaxes(b, -1, -2) if problem.trans_b else b).astype(wide)
+    return np.matmul(op_a, op_b), np.matmul(np.abs(op_a), np.abs(op_b))
+
+
+def check(d, expected, scale, solution: Solution, problem: GemmProblem) -> None:
+    """A timed kernel must compute the product: an error here is a generator bug, never a winner."""
+    if problem.in_dtype == "i8":
+        ok = np.array_equal(d.astype(np.int64), expected)
+    else:
+        # The classic bound of a K-term dot product summed in compute_dtype, |error| <= K eps |A| |B|,
+        # plus the final rounding to the result dtype.
+        compute_eps = float(np.finfo(NUMPY_DTYPES[problem.compute_dtype]).eps)
+        result_eps = float(np.finfo(NUMPY_DTYPES[problem.result_dtype]).eps)
+        bound = problem.k * compute_eps * scale + result_eps * np.abs(expected)
+        ok = bool(np.all(np.abs(d.astype(np.float64) - expected) <= bound))
+    if not ok:
+        raise CdnajitError(f"blas.tune: solution {solution.name} computed a wrong {problem.describe()} product")

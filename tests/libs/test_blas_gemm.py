@@ -1,0 +1,295 @@
+"""The GEMM library's kernels (libs/blas/generator.py) run on the host against a float64 / int64
+reference, over random problems: sizes 1, primes and multiples of the tiles, both layouts of A and
+B, batches, every dtype the library takes (f64, f32, f16, bf16 accumulated in f32, i8 in i32),
+alpha, beta with C, bias and every activation, on MFMA and VALU solutions drawn from the pool.
+Then, through `cj.jit`: the library kernel runs and its report names the solution and why; the
+accumulation type asked for with preferred_element_type; M, N or K of 0; bad input; the tuning
+database (`cj.libs.blas.tune`); and the gfx942 kernel the heuristic picks for f16 4096^3.
+
+Tolerance (`assert_gemm_close`): the kernel sums K products in the accumulation dtype and applies the
+epilogue there, rounding once to the result dtype. The standard bound of a K-term sum is
+K eps_acc sum|a||b|; alpha, C and bias add three roundings (K + 3); the activations used have a
+slope of at most 1.13 (gelu), and the math library's own error is within 4 ulp of the accumulation
+dtype; the final rounding adds eps_result |D| (half of it, doubled for the activation's ulps).
+Integers are exact (i32 wraps as int32 does; the values here cannot overflow)."""
+import math
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import cdnajit as cj
+import cdnajit.numpy as cnp
+from cdnajit import lax
+from cdnajit.codegen import amdgpu
+from cdnajit.ir.core import Value, make_op
+from cdnajit.ir.opdef import infer_types
+from cdnajit.ir.targets import get_target
+from cdnajit.ir.types import NUMPY_DTYPES, TensorType
+from cdnajit.libs.blas.generator import GemmProblem, gemm_kernel
+from cdnajit.libs.blas.heuristic import select
+from cdnajit.libs.blas.solutions import solution_pool
+from cdnajit.libs.blas.tuning import DATABASE_NAME
+from cdnajit.runtime.launch import compile_kernel
+from cdnajit.runtime.occupancy import occupancy
+
+GFX942 = get_target("gfx942")
+SIZES = (1, 2, 3, 5, 7, 13, 16, 31, 33, 64, 70)
+DTYPES = {"f64": ("f64", "f64"), "f32": ("f32", "f32"), "f16": ("f16", "f32"), "bf16": ("bf16", "f32"),
+          "i8": ("i32", "i32")}   # input -> (result, accumulation)
+FLOAT_EPILOGUES = ("none", "bias", "relu", "bias_relu", "sigmoid", "bias_tanh", "silu", "bias_gelu_tanh",
+                   "gelu_erf", "bias_sigmoid", "tanh", "bias_silu")
+INT_EPILOGUES = ("none", "bias", "relu", "bias_relu")
+ERF = np.vectorize(math.erf)
+ACTIVATIONS = {
+    None: lambda x: x,
+    "relu": lambda x: np.maximum(x, 0),
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh,
+    "silu": lambda x: x / (1 + np.exp(-x)),
+    "gelu_tanh": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3))),
+    "gelu_erf": lambda x: 0.5 * x * (1 + ERF(x / math.sqrt(2))),
+}
+
+
+def random_values(rng, dtype, shape):
+    if dtype in ("i8", "i32"):
+        return rng.integers(-9, 10, shape).astype(NUMPY_DTYPES[dtype])
+    return rng.standard_normal(shape).astype(NUMPY_DTYPES[dtype])
+
+
+def gemm_op(in_dtype, m, n, k, batch, trans_a, trans_b, alpha, beta, epilogue):
+    """A `library_call` of the problem (what the matcher builds from a traced program)."""
+    result, compute = DTYPES[in_dtype]
+    lead = (batch,) if batch > 1 else ()
+    types = [TensorType(in_dtype, lead + ((k, m) if trans_a else (m, k))),
+             TensorType(in_dtype, lead + ((n, k) if trans_b else (k, n)))]
+    if beta != 0:
+        types.append(TensorType(result, lead + (m, n)))
+    if epilogue.startswith("bias"):
+        types.append(TensorType(result, (n,)))
+    attrs = dict(library="blas", routine="strided_batched_gemm" if batch > 1 else "gemm", solution="",
+                 trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta, epilogue=epilogue, result_dtype=result,
+                 compute_dtype=compute)
+    return make_op("library_call", [Value(t) for t in types], attrs, infer_types("library_call", types, attrs))
+
+
+def expected_gemm(op, arrays):
+    """D in float64 (int64 for integers) with |A||B| and the other terms' magnitudes, the error scale."""
+    attrs = op.attrs
+    integer = attrs["result_dtype"] == "i32"
+    wide = np.int64 if integer else np.float64
+    a, b = (x.astype(wide) for x in arrays[:2])
+    op_a = np.swapaxes(a, -1, -2) if attrs["trans_a"] else a
+    op_b = np.swapaxes(b, -1, -2) if attrs["trans_b"] else b
+    product, scale = op_a @ op_b, np.abs(op_a) @ np.abs(op_b) * abs(attrs["alpha"])
+    d = attrs["alpha"] * product
+    rest = list(arrays[2:])
+    if attrs["beta"] != 0:
+        c = rest.pop(0).astype(wide)
+        d, scale = d + attrs["beta"] * c, scale + np.abs(attrs["beta"] * c)
+    has_bias = attrs["epilogue"] == "bias" or attrs["epilogue"].startswith("bias_")
+    if has_bias:
+        bias = rest.pop(0).astype(wide)
+        d, scale = d + bias, scale + np.abs(bias)
+    activation = attrs["epilogue"].removeprefix("bias_") if has_bias else attrs["epilogue"]
+    d = ACTIVATIONS[None if activation in ("none", "bias") else activation](d)
+    return d, scale
+
+
+def assert_gemm_close(got, op, arrays, k):
+    want, scale = expected_gemm(op, arrays)
+    result, compute = op.attrs["result_dtype"], op.attrs["compute_dtype"]
+    assert got.dtype == NUMPY_DTYPES[result] and got.shape == want.shape
+    if result == "i32":
+        np.testing.assert_array_equal(got.astype(np.int64), want)
+        return
+    eps_acc = float(ml_dtypes.finfo(NUMPY_DTYPES[compute]).eps)
+    eps_result = float(ml_dtypes.finfo(NUMPY_DTYPES[result]).eps)
+    bound = 1.13 * (k + 3) * eps_acc * scale + 4 * eps_acc * np.abs(want) + eps_result * np.abs(want) \
+        + np.finfo(np.float32).tiny
+    error = np.abs(got.astype(np.float64) - want)
+    worst = np.unravel_index(np.argmax(error - bound), error.shape) if error.size else None
+    assert np.all(error <= bound), f"at {worst}: got {got[worst]}, want {want[worst]}, bound {bound[worst]}"
+
+
+def small_solutions(in_dtype):
+    """The pool's solutions with tiles up to 64 x 64 x 32 (quick to compile), MFMA and VALU."""
+    compute = DTYPES[in_dtype][1]
+    return [s for s in solution_pool(in_dtype, compute, GFX942) if max(s.mt0, s.mt1) <= 64 and s.depth_u <= 32]
+
+
+def run_random_gemm(seed):
+    rng = np.random.default_rng(seed)
+    in_dtype = list(DTYPES)[seed % len(DTYPES)]
+    m, n, k = (int(rng.choice(SIZES)) for _ in range(3))
+    batch = int(rng.choice([1, 1, 3]))
+    trans_a, trans_b = bool(rng.integers(2)), bool(rng.integers(2))
+    integer = in_dtype == "i8"
+    epilogue = str(rng.choice(INT_EPILOGUES if integer else FLOAT_EPILOGUES))
+    alpha = int(rng.choice([1, -2, 3])) if integer else float(rng.choice([1.0, 0.5, -1.5]))
+    beta = int(rng.choice([0, 1, -1])) if integer else float(rng.choice([0.0, 1.0, 0.25]))
+    op = gemm_op(in_dtype, m, n, k, batch, trans_a, trans_b, alpha, beta, epilogue)
+    pool = small_solutions(in_dtype)
+    # Even seeds take an MFMA solution, odd ones a VALU solution (when the dtype has both).
+    kinds = [s for s in pool if s.kind == ("mfma" if seed % 2 == 0 else "valu")] or pool
+    solution = kinds[int(rng.integers(len(kinds)))]
+    arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
+    d = np.full(op.result.type.shape, -7, NUMPY_DTYPES[op.attrs["result_dtype"]])
+    compile_kernel(gemm_kernel(op, solution, "gemm"))(*arrays, d)
+    assert_gemm_close(d, op, arrays, k)
+    return solution
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_gemm_matches_reference(seed):
+    run_random_gemm(seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(40, 300))
+def test_random_gemm_matches_reference_long(seed):
+    run_random_gemm(seed)
+
+
+@pytest.mark.parametrize("in_dtype", list(DTYPES))
+def test_each_dtype_has_mfma_solutions_on_gfx942_and_gfx90a(in_dtype):
+    compute = DTYPES[in_dtype][1]
+    for target in ("gfx942", "gfx90a"):
+        instructions = {s.instruction for s in solution_pool(in_dtype, compute, get_target(target)) if s.kind == "mfma"}
+        assert instructions, (in_dtype, target)
+    # f32 on gfx942: both instructions the issue names; int8 32x32x16 is gfx942's own.
+    assert {s.instruction for s in solution_pool("f32", "f32", GFX942)} >= {"v_mfma_f32_32x32x2f32",
+                                                                           "v_mfma_f32_16x16x4f32"}
+    assert "v_mfma_i32_32x32x16i8" in {s.instruction for s in solution_pool("i8", "i32", GFX942)}
+    assert "v_mfma_i32_32x32x16i8" not in {s.instruction for s in solution_pool("i8", "i32", get_target("gfx90a"))}
+
+
+# ---- through cj.jit ----------------------------------------------------------------------------
+
+def test_jit_runs_the_library_kernel_and_reports_its_solution():
+    rng = np.random.default_rng(1)
+    x, w, bias = (rng.standard_normal(s).astype(np.float32) for s in ((70, 33), (33, 45), (45,)))
+    compiled = cj.jit(lambda x, w, b: cnp.tanh(x @ w + b)).lower(x, w, bias).compile()
+    (report,) = compiled.kernels
+    assert report.kind == "library" and report.source_ops == ("blas.gemm",)
+    assert report.solution.startswith("Cijk_MT") and report.selection.startswith("heuristic: ")
+    assert report.solution in compiled.as_text("optimized") and report.solution in compiled.report()
+    got = compiled(x, w, bias)
+    want = np.tanh(x.astype(np.float64) @ w + bias)
+    assert np.allclose(got, want, rtol=0, atol=36 * 1.13 * np.finfo(np.float32).eps * (np.abs(x) @ np.abs(w) + 1.5))
+
+
+@pytest.mark.parametrize("in_dtype, preferred, result", [
+    (np.float16, cnp.float32, np.float32), (ml_dtypes.bfloat16, cnp.float32, np.float32),
+    (np.int8, cnp.int32, np.int32), (np.float16, None, np.float16)])
+def test_preferred_element_type(in_dtype, preferred, result):
+    rng = np.random.default_rng(2)
+    a = rng.integers(-4, 5, (9, 17)).astype(in_dtype)
+    b = rng.integers(-4, 5, (17, 6)).astype(in_dtype)
+    by_matmul = cj.jit(lambda a, b: cnp.matmul(a, b, preferred_element_type=preferred))
+    by_dot_general = cj.jit(lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ())),
+                                                         preferred_element_type=preferred))
+    exact = a.astype(np.int64) @ b.astype(np.int64)    # small integers: every dtype holds the sums exactly
+    for function in (by_matmul, by_dot_general):
+        got = function(a, b)
+        assert got.dtype == np.dtype(result)
+        np.testing.assert_array_equal(got.astype(np.int64), exact)
+        assert [r.kind for r in function.lower(a, b).compile().kernels] == ["library"]
+
+
+@pytest.mark.parametrize("shapes", [((0, 4), (4, 3)), ((2, 4), (4, 0)), ((3, 0), (0, 5)), ((2, 0, 3), (2, 3, 4))])
+def test_zero_sizes(shapes):
+    a, b = (np.ones(s, np.float32) for s in shapes)
+    got = cj.jit(lambda a, b: a @ b)(a, b)
+    np.testing.assert_array_equal(got, a @ b)   # empty, or zeros when K is 0
+
+
+def test_k_of_zero_keeps_the_epilogue():
+    a, b, bias = np.ones((3, 0), np.float32), np.ones((0, 5), np.float32), np.arange(5, dtype=np.float32) - 2
+    got = cj.jit(lambda a, b, c: cnp.maximum(a @ b + c, 0))(a, b, bias)
+    np.testing.assert_array_equal(got, np.broadcast_to(np.maximum(bias, 0), (3, 5)))
+
+
+def test_shape_mismatch_names_shapes_and_contracting_dimensions():
+    a, b = np.ones((3, 4), np.float32), np.ones((5, 6), np.float32)
+    with pytest.raises(cj.TracingError, match=r"contracting dimension 1 of a \(shape \(3, 4\), size 4\) does not "
+                                              r"match dimension 0 of b \(shape \(5, 6\), size 5\)"):
+        cj.jit(lambda a, b: a @ b)(a, b)
+    with pytest.raises(cj.TracingError, match=r"lhs f32\[3,4\] \(size 4\) does not match dimension 0 of rhs "
+                                              r"f32\[5,6\]"):
+        cj.jit(lambda a, b: lax.dot_general(a, b, (((1,), (0,)), ((), ()))))(a, b)
+
+
+def test_unsupported_dtype_combination_is_a_clear_error():
+    a = np.ones((3, 4), np.float32)
+    with pytest.raises(cj.TracingError, match="preferred_element_type i32 does not fit operands of dtype f32"):
+        cj.jit(lambda a, b: cnp.matmul(a, b, preferred_element_type=cnp.int32))(a, a.T)
+    with pytest.raises(cj.CdnajitError, match="blas.tune: unsupported dtype"):
+        cj.libs.blas.tune(4, 4, 4, "U3")
+
+
+# ---- tuning ------------------------------------------------------------------------------------
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """Tuning writes the database into the cache folder: a folder of the test's own, so the shared
+    test cache (and the program keys the database's digest enters) stays untouched."""
+    monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_tune_records_the_winner_and_compiles_use_it(private_cache, capsys):
+    result = cj.libs.blas.tune(40, 24, 19, "float32", top=3, repeats=2)
+    assert "blas.tune [" in capsys.readouterr().err
+    assert len(result.timings) == 3 and result.timings[0].seconds <= result.timings[-1].seconds
+    assert (private_cache / DATABASE_NAME).exists()
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((40, 19)).astype(np.float32), rng.standard_normal((19, 24)).astype(np.float32)
+    compiled = cj.jit(lambda a, b: a @ b).lower(a, b).compile()
+    (report,) = compiled.kernels
+    assert report.solution == result.winner.name and report.selection.startswith("tuned")
+    assert np.allclose(compiled(a, b), a.astype(np.float64) @ b, atol=22 * np.finfo(np.float32).eps
+                       * (np.abs(a) @ np.abs(b)))
+
+
+def test_a_corrupt_database_warns_and_is_ignored(private_cache):
+    (private_cache / DATABASE_NAME).write_text("{not json")
+    a = np.ones((8, 8), np.float32)
+    with pytest.warns(UserWarning, match="unreadable GEMM tuning database"):
+        got = cj.jit(lambda a, b: a @ b)(a, a)
+    np.testing.assert_array_equal(got, a @ a)
+
+
+def test_tune_rejects_bad_sizes():
+    with pytest.raises(cj.CdnajitError, match="M must be a positive integer, got 0"):
+        cj.libs.blas.tune(0, 4, 4)
+
+
+# ---- the gfx942 kernel for f16 4096^3 --------------------------------------------------------------
+
+def loop_bodies(assembly: str):
+    """The text from each label to the last branch back to it (the loops of the kernel)."""
+    lines = assembly.splitlines()
+    labels = {m.group(1): i for i, line in enumerate(lines) if (m := re.match(r"(\.LBB\d+_\d+):", line))}
+    for label, start in labels.items():
+        back = [i for i, line in enumerate(lines) if i > start and re.search(rf"s_c?branch\w*\s+{label}\b", line)]
+        if back:
+            yield "\n".join(lines[start:back[-1] + 1])
+
+
+def test_gfx942_f16_4096_pick_uses_mfma_in_its_main_loop_without_spills():
+    op = gemm_op("f16", 4096, 4096, 4096, 1, False, False, 1.0, 0.0, "none")
+    op.attrs["result_dtype"] = "f32"   # f16 in, f32 accumulate and out, as the benchmark's problem
+    op.results[0].type = TensorType("f32", (4096, 4096))
+    chosen = select(GemmProblem.from_op(op), GFX942)
+    assert chosen.solution.kind == "mfma" and chosen.estimate.efficiency > 0.5
+    kernel = gemm_kernel(op, chosen.solution, "gemm_f16")
+    resources = amdgpu.resources(kernel, GFX942)
+    assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
+    assert resources.lds_bytes <= 64 * 1024
+    waves = occupancy(GFX942, vgprs=resources.vgpr_count, sgprs=resources.sgpr_count, lds_bytes=resources.lds_bytes,
+                      workgroup_items=chosen.solution.workgroup_items).waves_per_simd
+    assert waves >= 2
+    assert any("v_mfma_f32_" in body for body in loop_bodies(amdgpu.assembly(kernel, GFX942)))
