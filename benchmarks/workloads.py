@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import count
 from pathlib import Path
 from typing import Callable
@@ -208,6 +208,24 @@ def build_mlp(ctx: Context) -> Case:
     return Case((x, *params), *jitted_peers(mlp, ctx), tolerance=(1e-4, 1e-6), flops=flops)
 
 
+def build_mlp_tuned(ctx: Context) -> Case:
+    """W5 after the find mode: `cj.libs.blas.tune` times the model's 12 best solutions of each of the
+    MLP's GEMM problems on this host and records the fastest, in a tuning database of the
+    benchmark's own (the user's is never touched); the jitted MLP then runs the recorded winners."""
+    case = build_mlp(ctx)
+    cache_dir = tempfile.mkdtemp(prefix="tuned-", dir=ctx.scratch)
+    os.environ[CACHE_DIR_VARIABLE] = cache_dir
+    x, *params = case.inputs
+    weights = params[0::2]
+    for weight in dict.fromkeys(w.shape for w in weights):
+        cj.libs.blas.tune(x.shape[0], weight[1], weight[0], "float32", top=12, show_progress=False)
+
+    def setup():
+        os.environ[CACHE_DIR_VARIABLE] = cache_dir
+
+    return replace(case, setup=setup)
+
+
 def small_add_inputs():
     generator = rng(8)
     return normal(generator, (8,)), normal(generator, (8,))
@@ -275,6 +293,7 @@ WORKLOADS = (
     Workload("W4.2048", "f32 GEMM 2048^3", gemm_builder(2048, quick_n=256)),
     Workload("W4.f16", "f16 GEMM 1024^3, f32 accumulate (numpy: f32 GEMM of the upcast inputs)", build_gemm_f16),
     Workload("W5", "MLP forward: relu, relu, softmax; batch 256, widths 1024-1024-1024-10, f32", build_mlp),
+    Workload("W5.tuned", "the same MLP after cj.libs.blas.tune of its GEMMs on this host", build_mlp_tuned),
     Workload("W8", "per-call time of a jitted a+b on 8 float32", build_jit_call),
     Workload("W9.cold", "compile of a 100-op elementwise chain on 1024 float32, empty cache", build_compile_cold),
     Workload("W9.warm", "compile of the same chain, from the persistent cache", build_compile_warm),

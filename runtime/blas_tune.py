@@ -103,7 +103,7 @@ def progress(done: int, total: int, label: str, file) -> None:
 
 
 def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bool = False, trans_b: bool = False,
-         preferred_element_type=None, target: str | Target | None = None, top: int | None = 8, repeats: int = 3,
+         preferred_element_type=None, target: str | Target | None = None, top: int | None = 8, repeats: int = 5,
          show_progress: bool = True, file=None) -> TuningResult:
     """Time the `top` best-modelled solutions of an (M, N, K) GEMM of `dtype` inputs on the host and
     record the fastest for `target` (default gfx942) in the tuning database."""

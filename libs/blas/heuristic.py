@@ -141,7 +141,9 @@ def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
         raise NotImplementedError(f"blas: no GEMM solution for {problem.in_dtype} inputs accumulated in "
                                   f"{problem.compute_dtype} on {target.name}")
     estimates = [estimate(problem, s, target) for s in pool]
-    return sorted(estimates, key=lambda e: (e.seconds, -e.solution.mt0 * e.solution.mt1, e.solution.name))
+    # Solutions over the VGPR budget (modelled as never finishing) go only when nothing else fits.
+    fitting = [e for e in estimates if math.isfinite(e.seconds)] or estimates
+    return sorted(fitting, key=lambda e: (e.seconds, -e.solution.mt0 * e.solution.mt1, e.solution.name))
 
 
 def select(problem: GemmProblem, target: Target, tuned: Solution | None = None) -> Selection:
