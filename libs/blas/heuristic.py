@@ -8,11 +8,12 @@ modelled time. The model, per solution, on the target's published figures (ir/ta
     LDS of two buffers this gives waves per SIMD (the occupancy, a fraction when a CU's workgroups
     do not fill its four SIMDs, whose compute then idles);
   - compute: the padded problem (macro tiles x DepthU steps) at the matrix (MFMA) or vector
-    (VALU) peak for the dtype, in rounds of as many workgroups as the CUs hold at once;
+    (VALU) peak for the dtype, times SUSTAINED_ISSUE, the busiest CU running ceil(tiles / CUs)
+    workgroups with as many SIMDs busy as the waves it holds at once fill;
   - LDS: the bytes the staging writes and every wave reads per step, at 128 bytes per clock per CU;
   - L2 -> CU: each workgroup's A and B panels, at 64 bytes per clock per CU;
   - HBM: A, B (and C) read once and D written once, at the HBM bandwidth;
-  - latency: below 2 waves per SIMD, nothing hides the LDS and global latency: x1.25.
+  - latency: below 2 running waves per SIMD, nothing hides the LDS and global latency: x1.25.
 The time is the largest of compute, LDS, L2 and HBM, times the latency factor; the efficiency is
 the problem's own flops at the peak over that time. Ties go to fewer, larger workgroups.
 Candidates: macro tiles of at least 64 along M and N, or the power of two covering a smaller M or
@@ -34,6 +35,9 @@ L2_BYTES_PER_CLOCK = 64
 # staged element; rounded up here, so the model errs towards fewer waves.
 STAGED_VGPRS = 5.5
 LOW_OCCUPANCY_PENALTY = 1.25
+# The best sustained issue rate of the matrix and vector units in a GEMM main loop (barriers, address
+# and loop work between the math): rocBLAS reaches 85-92 % of the MI300X peak on large problems.
+SUSTAINED_ISSUE = 0.92
 LARGE_TILE_EDGE = 64
 
 
@@ -91,23 +95,25 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     groups_per_cu = max(1, min(by_vgprs * target.simds_per_cu // waves_per_group, groups_by_lds))
     # Waves per SIMD may be a fraction: one 1-wave workgroup per CU leaves three of its four SIMDs idle.
     waves_per_simd = min(by_vgprs, groups_per_cu * waves_per_group / target.simds_per_cu)
-    busy_simds = min(1.0, waves_per_simd)
 
     tiles = math.ceil(problem.m / solution.mt0) * math.ceil(problem.n / solution.mt1) * problem.batch
-    rounds = math.ceil(tiles / (target.compute_units * groups_per_cu))
+    # The busiest CU runs ceil(tiles / CUs) workgroups, up to groups_per_cu of them at once: a small
+    # problem runs fewer waves than the occupancy allows, and its idle SIMDs compute nothing.
+    per_cu_groups = math.ceil(tiles / target.compute_units)
+    running_waves = min(waves_per_simd, min(groups_per_cu, per_cu_groups) * waves_per_group / target.simds_per_cu)
+    busy_simds = min(1.0, running_waves)
     padded_k = math.ceil(problem.k / solution.depth_u) * solution.depth_u
     unit = "matrix" if solution.kind == "mfma" else "vector"
     peak = peak_flops(target, problem.in_dtype, unit)
     tile_flops = 2 * solution.mt0 * solution.mt1 * padded_k
     # A kernel over the VGPR file would spill: modelled as never finishing, so it is never picked.
-    compute = rounds * tile_flops * groups_per_cu / (peak / target.compute_units * busy_simds) if busy_simds \
-        else math.inf
+    compute = per_cu_groups * tile_flops / (peak / target.compute_units * busy_simds * SUSTAINED_ISSUE) \
+        if busy_simds else math.inf
     if solution.kind == "mfma":
         lds_read = (sum(solution.wave_tile) * padded_k * bytes_in) * waves_per_group
     else:
         lds_read = (solution.mt0 + solution.mt1) * padded_k * bytes_in * solution.workgroup_items / 16
     lds_write = (solution.mt0 + solution.mt1) * padded_k * bytes_in
-    per_cu_groups = rounds * groups_per_cu
     lds_time = per_cu_groups * (lds_read + lds_write) / (LDS_BYTES_PER_CLOCK * clock)
     l2_time = per_cu_groups * (solution.mt0 + solution.mt1) * padded_k * bytes_in / (L2_BYTES_PER_CLOCK * clock)
     out_bytes = ELEMENT_BYTES.get(problem.result_dtype, 4)
@@ -116,7 +122,7 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     hbm_time = hbm_bytes / target.hbm_bandwidth
     times = {"compute": compute, "lds": lds_time, "l2": l2_time, "hbm": hbm_time}
     bound = max(times, key=times.get)
-    seconds = times[bound] * (LOW_OCCUPANCY_PENALTY if waves_per_simd < 2 else 1.0)
+    seconds = times[bound] * (LOW_OCCUPANCY_PENALTY if running_waves < 2 else 1.0)
     efficiency = problem.flops / peak / seconds if seconds else 0.0
     return Estimate(solution, vgprs, waves_per_simd, seconds, efficiency, bound)
 
@@ -135,7 +141,7 @@ def candidates(problem: GemmProblem, target: Target) -> list[Solution]:
 
 
 def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
-    """The candidates' estimates, fastest first (ties: larger macro tiles first)."""
+    """The candidates' estimates, fastest first (ties: larger macro tiles, then larger instructions)."""
     pool = candidates(problem, target)
     if not pool:
         raise NotImplementedError(f"blas: no GEMM solution for {problem.in_dtype} inputs accumulated in "
@@ -143,7 +149,18 @@ def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
     estimates = [estimate(problem, s, target) for s in pool]
     # Solutions over the VGPR budget (modelled as never finishing) go only when nothing else fits.
     fitting = [e for e in estimates if math.isfinite(e.seconds)] or estimates
-    return sorted(fitting, key=lambda e: (e.seconds, -e.solution.mt0 * e.solution.mt1, e.solution.name))
+    return sorted(fitting, key=lambda e: (e.seconds, -e.solution.mt0 * e.solution.mt1, -instruction_size(e.solution),
+                                          e.solution.name))
+
+
+def instruction_size(solution: Solution) -> int:
+    """Multiply-adds per operand register of the solution's instruction (0 for VALU): among equal
+    estimates the larger MFMA reads fewer registers per multiply (32x32x2: 2048 per A and B
+    register, 16x16x4: 1024), leaving register-file bandwidth to the rest of the loop."""
+    if solution.kind != "mfma":
+        return 0
+    inst = solution.spec
+    return inst.m * inst.n * inst.k * inst.blocks // (inst.a_registers + inst.b_registers)
 
 
 def select(problem: GemmProblem, target: Target, tuned: Solution | None = None) -> Selection:
