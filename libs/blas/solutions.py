@@ -148,7 +148,7 @@ def solution_pool(in_dtype: str, compute_dtype: str, target: Target) -> list[Sol
         if target.name not in inst.targets or inst.out_dtype != compute_dtype:
             continue
         for waves in ((2, 2), (1, 1), (2, 1), (1, 2)):
-            for blocks in ((2, 2), (1, 1), (4, 2), (2, 4), (4, 4)):
+            for blocks in ((2, 2), (1, 1), (2, 1), (1, 2), (4, 2), (2, 4), (4, 4)):
                 for depth_factor in (1, 2, 4):
                     depth_u = max(inst.k * depth_factor * (4 if inst.k <= 2 else 1), 8)
                     for grvw in (1, 4):
