@@ -293,3 +293,24 @@ def test_gfx942_f16_4096_pick_uses_mfma_in_its_main_loop_without_spills():
                       workgroup_items=chosen.solution.workgroup_items).waves_per_simd
     assert waves >= 2
     assert any("v_mfma_f32_" in body for body in loop_bodies(amdgpu.assembly(kernel, GFX942)))
+
+
+def test_complex64_runs_as_real_gemms():
+    rng = np.random.default_rng(4)
+    a, b = ((rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(np.complex64) for s in ((5, 7), (7, 3)))
+    compiled = cj.jit(lambda a, b: a @ b).lower(a, b).compile()
+    assert [r.source_ops for r in compiled.kernels if r.kind == "library"] == [("blas.gemm",)] * 4
+    got, want = compiled(a, b), a.astype(np.complex128) @ b
+    # Each part is two real K-term products summed: (2K + 1) roundings of the f32 magnitudes.
+    scale = np.abs(a.real) @ np.abs(b.real) + np.abs(a.imag) @ np.abs(b.imag) \
+        + np.abs(a.real) @ np.abs(b.imag) + np.abs(a.imag) @ np.abs(b.real)
+    assert got.dtype == np.complex64
+    assert np.all(np.abs(got - want) <= 15 * np.finfo(np.float32).eps * scale)
+
+
+def test_batched_int8_is_one_strided_batched_gemm():
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(-8, 8, (3, 4, 5)).astype(np.int8), rng.integers(-8, 8, (3, 5, 6)).astype(np.int8)
+    compiled = cj.jit(lambda a, b: cnp.matmul(a, b, preferred_element_type=cnp.int32)).lower(a, b).compile()
+    assert [r.source_ops for r in compiled.kernels] == [("blas.strided_batched_gemm",)]
+    np.testing.assert_array_equal(compiled(a, b), np.matmul(a.astype(np.int32), b.astype(np.int32)))
