@@ -17,9 +17,8 @@ from collections import Counter
 from ..ir.core import Module, Op, Value, walk
 from ..ir.targets import Target, get_target
 from ..libs.blas.generator import GemmProblem
-from ..libs.blas.heuristic import select
+from ..libs.blas.heuristic import pick
 from ..libs.blas.matcher import RULES as BLAS_RULES
-from ..libs.blas.tuning import tuned_solution
 from .rewrite import Rebuilder, Scope, build_op, eliminate_dead_code
 
 LIBRARY_RULES = [*BLAS_RULES]
@@ -124,9 +123,7 @@ class SolutionSelector(Rebuilder):
     def emit(self, scope, name, operands, attrs, regions=(), types=None, location=None) -> list[Value]:
         if name == "library_call" and attrs["library"] == "blas" and not attrs["solution"]:
             candidate = build_op(name, operands, attrs, regions, types, location)
-            problem = GemmProblem.from_op(candidate)
-            selection = select(problem, self.target, tuned_solution(problem, self.target))
-            attrs = {**attrs, "solution": selection.solution.name}
+            attrs = {**attrs, "solution": pick(GemmProblem.from_op(candidate), self.target).solution.name}
         return super().emit(scope, name, operands, attrs, regions, types, location)
 
 

@@ -32,18 +32,11 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
-CACHE_DIR_ENV = "CDNAJIT_CACHE_DIR"
+from ..environment import cache_directory
+
 MAGIC = b"cdnajit1"                      # the file format's name and version
 HEADER = struct.Struct("<8sQQ32s")       # magic, metadata bytes, payload bytes, sha256(metadata + payload)
 COMPILER_FOLDERS = ("ir", "passes", "codegen", "runtime", "libs")
-
-
-def default_directory() -> str:
-    configured = os.environ.get(CACHE_DIR_ENV)
-    if configured:
-        return configured
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "cdnajit")
 
 
 @functools.cache
@@ -154,7 +147,7 @@ _caches_lock = threading.Lock()
 
 def default_cache() -> CompileCache:
     """The cache of the folder the environment names now (one object per folder, so counts add up)."""
-    directory = default_directory()
+    directory = cache_directory()
     with _caches_lock:
         if directory not in _caches:
             _caches[directory] = CompileCache(directory)

@@ -1,8 +1,8 @@
 """Solution selection: a model of each solution's time on the target, and the pick.
 
-`select(problem, target)` returns a `Selection`: the tuned winner when the tuning database
+`pick(problem, target)` returns a `Selection`: the tuned winner when the tuning database
 (tuning.py) has one for the problem's key, else the pool's solution (solutions.py) of least
-modelled time. The model, per solution, on the target's published figures (ir/targets.py):
+modelled time (`select`). The model, per solution, on the target's published figures (ir/targets.py):
   - registers: accumulators, the fragments of one DepthU block and the staged elements, with
     weights fitted to the AMDGPU backend's counts (`estimated_vgprs`) -> VGPRs per lane; with the
     LDS of two buffers this gives waves per SIMD (the occupancy, a fraction when a CU's workgroups
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from ...ir.targets import Target
 from .generator import GemmProblem
 from .solutions import ELEMENT_BYTES, Solution, solution_pool
+from .tuning import tuned_solution
 
 LDS_BYTES_PER_CLOCK = 128
 L2_BYTES_PER_CLOCK = 64
@@ -173,3 +174,9 @@ def select(problem: GemmProblem, target: Target, tuned: Solution | None = None) 
     return Selection(best.solution, best, f"heuristic: least modelled time of {len(candidates(problem, target))} "
                                           f"solutions for {problem.describe()} on {target.name} ({best.bound}-bound, "
                                           f"{best.efficiency:.0%} of peak)")
+
+
+def pick(problem: GemmProblem, target: Target) -> Selection:
+    """The solution a library call of `problem` runs on `target`: the tuning database's winner for
+    it, else the model's fastest."""
+    return select(problem, target, tuned_solution(problem, target))

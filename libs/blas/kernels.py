@@ -7,16 +7,15 @@ from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from .generator import GemmProblem, gemm_kernel
-from .heuristic import Selection, estimate, select
+from .heuristic import Selection, estimate, pick
 from .solutions import solution_by_name
-from .tuning import tuned_solution
 
 
 def selection_for(op: Op, target: Target) -> Selection:
     """The solution a library_call runs on `target`, and why: the one its `solution` attribute names
     (set by the select_solutions pass, or by hand), else the tuned or heuristic pick."""
     problem = GemmProblem.from_op(op)
-    picked = select(problem, target, tuned_solution(problem, target))
+    picked = pick(problem, target)
     named = op.attrs["solution"]
     if not named or named == picked.solution.name:
         return picked

@@ -16,20 +16,15 @@ import os
 import tempfile
 import warnings
 
+from ...environment import cache_directory
 from ...ir.targets import Target
 from .solutions import solution_by_name
 
 DATABASE_NAME = "blas_tuning.json"
 
 
-def cache_folder() -> str:
-    folder = os.environ.get("CDNAJIT_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "cdnajit")
-    return folder
-
-
 def database_path() -> str:
-    return os.path.join(cache_folder(), DATABASE_NAME)
+    return os.path.join(cache_directory(), DATABASE_NAME)
 
 
 def problem_key(problem, target: Target) -> str:
@@ -54,7 +49,7 @@ def load_database() -> dict:
 
 
 def save_database(data: dict) -> None:
-    folder = cache_folder()
+    folder = cache_directory()
     os.makedirs(folder, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".blas_tuning.")
     with os.fdopen(descriptor, "w") as file:

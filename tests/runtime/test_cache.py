@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 import cdnajit as cj
+from cdnajit.environment import cache_directory
 from cdnajit.runtime import cache as cache_module
 from cdnajit.runtime import executable as ex
-from cdnajit.runtime.cache import HEADER, MAGIC, CompileCache, default_cache, default_directory
+from cdnajit.runtime.cache import HEADER, MAGIC, CompileCache, default_cache
 
 X = np.arange(10, dtype=np.float32)
 
@@ -55,14 +56,14 @@ def test_the_default_version_and_target_name_the_host_and_the_compiler():
 
 def test_directory_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path / "mine"))
-    assert default_directory() == str(tmp_path / "mine")
+    assert cache_directory() == str(tmp_path / "mine")
     assert default_cache().directory == tmp_path / "mine"
     monkeypatch.delenv("CDNAJIT_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert default_directory() == str(tmp_path / "xdg" / "cdnajit")
+    assert cache_directory() == str(tmp_path / "xdg" / "cdnajit")
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert default_directory() == str(tmp_path / "home" / ".cache" / "cdnajit")
+    assert cache_directory() == str(tmp_path / "home" / ".cache" / "cdnajit")
 
 
 def test_a_program_hit_skips_passes_emission_and_llvm(tmp_path, monkeypatch):
