@@ -8,7 +8,7 @@ MIOpen's find-db do. It runs kernels, so it lives here rather than in libs/.
 Later compiles of a library_call with the same target, sizes, batch, layouts and dtypes use the
 recorded winner (its selection reason says "tuned"). The candidates are the heuristic's `top`
 best-modelled solutions (all of them with top=None); each is generated, compiled, run once to
-warm up and checked against numpy, then timed `repeats` times (the median counts).
+warm up and checked against numpy, then timed `repeats` times (the fastest counts).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ BAR_WIDTH = 30
 @dataclass(frozen=True)
 class Timing:
     solution: Solution
-    seconds: float             # median host time of one launch
+    seconds: float             # fastest host time of one launch
     modelled_seconds: float    # the heuristic's time on the target
     flops: int                 # the problem's
 
@@ -110,6 +110,8 @@ def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bo
     for what, size in (("M", m), ("N", n), ("K", k), ("batch", batch)):
         if not isinstance(size, (int, np.integer)) or size < 1:
             raise CdnajitError(f"blas.tune: {what} must be a positive integer, got {size!r}")
+    if top is not None and (not isinstance(top, int) or top < 1):
+        raise CdnajitError(f"blas.tune: top must be a positive integer or None (every candidate), got {top!r}")
     target = target if isinstance(target, Target) else get_target(target)
     try:
         in_dtype = dtype_name(dtype)
@@ -136,7 +138,8 @@ def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bo
             start = time.perf_counter()
             compiled(a, b, d)
             seconds.append(time.perf_counter() - start)
-        timings.append(Timing(est.solution, float(np.median(seconds)), est.seconds, problem.flops))
+        # The fastest run: other processes on the machine only ever add time.
+        timings.append(Timing(est.solution, min(seconds), est.seconds, problem.flops))
     if show_progress:
         progress(len(estimates), len(estimates), "done", file)
         file.write("\n")
