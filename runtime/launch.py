@@ -25,13 +25,16 @@ import numpy as np
 
 from ..codegen.host import ENTRY, compile_object, target_machine
 from ..errors import CdnajitError
-from ..ir.kernel import GlobalBuffer, Kernel
+from ..ir.kernel import Const, For, GlobalBuffer, Kernel
 from ..ir.types import NUMPY_DTYPES
 
 RUN_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
 PARALLEL_MIN_WORK_ITEMS = 1 << 14
+# ...or fewer work-items doing as much: statements per work-item (loops of constant trip count
+# multiplied out) times work-items. A GEMM's few workgroups with a long K loop run in parallel.
+PARALLEL_MIN_STATEMENTS = 1 << 20
 
 
 class LaunchError(CdnajitError, ValueError):
@@ -70,6 +73,28 @@ def link_object(object_code: bytes) -> llvm.ResourceTracker:
         return library.link(_jit, f"kernel{next(_libraries)}")
 
 
+def statements_per_item(stmts) -> int:
+    """Statements one work-item executes: a loop with constant bounds counts its trips, any other
+    loop its body once, and an if both branches."""
+    total = 0
+    for stmt in stmts:
+        total += 1
+        bounds = (stmt.start, stmt.stop, stmt.step) if isinstance(stmt, For) else ()
+        if bounds and all(isinstance(e, Const) for e in bounds) and stmt.step.value > 0:
+            trips = max(0, -(-(stmt.stop.value - stmt.start.value) // stmt.step.value))
+            total += trips * statements_per_item(stmt.body)
+        else:
+            total += sum(statements_per_item(body) for body in stmt.children())
+    return total
+
+
+def runs_in_parallel(kernel: Kernel) -> bool:
+    """Whether a launch is worth waking the pool's threads (tens of microseconds)."""
+    items = kernel.num_workgroups * kernel.workgroup_items
+    return kernel.num_workgroups > 1 and (
+        items >= PARALLEL_MIN_WORK_ITEMS or items * statements_per_item(kernel.body) >= PARALLEL_MIN_STATEMENTS)
+
+
 class CompiledKernel:
     """A kernel loaded as native code, callable with its arguments."""
 
@@ -89,6 +114,7 @@ class CompiledKernel:
                 dtype = NUMPY_DTYPES[param.dtype]
                 self.scalar_views[i] = self.scalar_slots[i:i + 1].view(np.uint8)[:dtype.itemsize].view(dtype)
         self.written = [i for i, p in enumerate(params) if isinstance(p, GlobalBuffer) and not p.readonly]
+        self.parallel = runs_in_parallel(kernel)
         self.lock = threading.Lock()  # the argument block is shared: one launch at a time
 
     def __call__(self, *args) -> None:
@@ -129,9 +155,8 @@ class CompiledKernel:
         total = self.kernel.num_workgroups
         if total == 0:
             return
-        # Waking a pool thread costs tens of microseconds: small grids run on the calling thread.
-        parallel = total * self.kernel.workgroup_items >= PARALLEL_MIN_WORK_ITEMS
-        chunks = min(total, workers()) if parallel else 1
+        # Waking a pool thread costs tens of microseconds: small launches run on the calling thread.
+        chunks = min(total, workers()) if self.parallel else 1
         if arg_block is None:
             arg_block = ctypes.addressof(self.arg_pointers)
         if chunks == 1:
