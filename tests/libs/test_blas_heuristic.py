@@ -1,0 +1,52 @@
+"""The GEMM heuristic's model (libs/blas/heuristic.py) on gfx942: what it charges for registers,
+LDS bank conflicts, occupancy and small problems, and what it picks."""
+from cdnajit.ir.targets import get_target
+from cdnajit.libs.blas.generator import GemmProblem
+from cdnajit.libs.blas.heuristic import estimate, estimated_vgprs, pick, ranked, select, write_conflicts
+from cdnajit.libs.blas.solutions import solution_by_name
+from cdnajit.runtime.blas_tune import gemm_call
+
+GFX942 = get_target("gfx942")
+
+
+def problem(m, n, k, dtype="f32", result="f32", trans_a=False, trans_b=False):
+    return GemmProblem.from_op(gemm_call(m, n, k, dtype, result, 1, trans_a, trans_b))
+
+
+def solution(name, dtype="f32"):
+    return solution_by_name(name, dtype, "f32", GFX942)
+
+
+def test_registers_grow_with_the_tile():
+    small = solution("Cijk_MT64x64x16_MI32x32x2_W2x2_GRVW1_PAD4")
+    large = solution("Cijk_MT128x128x16_MI32x32x2_W2x2_GRVW1_PAD4")
+    assert estimated_vgprs(small, "f32") < estimated_vgprs(large, "f32")
+
+
+def test_staging_along_k_conflicts_in_lds_banks():
+    s = solution("Cijk_MT64x64x16_MI32x32x2_W2x2_GRVW1_PAD4")
+    assert write_conflicts(s, 64, True, 4) == 1                     # rows contiguous: consecutive words
+    assert write_conflicts(s, 64, False, 4) == 4                    # 68 words apart: 4 lanes per bank
+    nn, tn = problem(1024, 1024, 1024), problem(1024, 1024, 1024, trans_a=True)
+    assert estimate(nn, s, GFX942).seconds >= estimate(tn, s, GFX942).seconds
+
+
+def test_a_one_wave_workgroup_leaves_simds_idle():
+    one_wave = solution("Cijk_MT64x64x32_MI32x32x2_W1x1_GRVW1_PAD4")
+    est = estimate(problem(4096, 4096, 4096), one_wave, GFX942)
+    assert est.waves_per_simd < 1
+
+
+def test_small_problems_get_small_tiles_and_large_ones_large_tiles():
+    assert ranked(problem(256, 10, 1024), GFX942)[0].solution.mt1 <= 32
+    big = ranked(problem(4096, 4096, 4096, "f16"), GFX942)[0]
+    assert big.solution.kind == "mfma" and big.solution.mt0 * big.solution.mt1 >= 128 * 64
+    assert 0.8 < big.efficiency < 0.95       # rocBLAS reaches 85-92 % on this problem
+
+
+def test_a_tuned_solution_wins_and_says_so():
+    p = problem(100, 100, 100)
+    valu = solution("Cijk_MT64x64x16_TT4x4_VALU_GRVW1_PAD4")
+    chosen = select(p, GFX942, valu)
+    assert chosen.solution == valu and chosen.reason.startswith("tuned")
+    assert pick(p, GFX942).reason.startswith("heuristic")   # the test cache holds no tuning database
