@@ -8,8 +8,8 @@ The execution model of DESIGN.md on a CPU:
 - the body is cut at each barrier and wave op into regions; a region is a counted loop over the
   workgroup's work-items (the "work-item loop", which LLVM vectorizes); a barrier is simply the
   end of one loop and the start of the next. A uniform `for` that holds a cut, and any `if`
-  marked uniform, stay outside the work-item loops: they run once per workgroup, its bounds or condition evaluated as work-item
-  0 sees them, and its body is again cut into work-item loops.
+  marked uniform, stay outside the work-item loops: they run once per workgroup, their bounds or
+  condition evaluated as work-item 0 sees them, and their bodies are again cut into work-item loops.
 - a variable (or private array) used in one region lives in a stack slot that mem2reg turns into
   registers; one used in several regions lives in a per-work-item array of workgroup size.
 - LDS is one stack block per workgroup; wave ops run per wave over the 64 lanes' values (see
@@ -18,6 +18,7 @@ The execution model of DESIGN.md on a CPU:
 """
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import Counter
 from functools import lru_cache
@@ -615,35 +616,37 @@ class HostKernelBuilder:
     # -- the workgroup level: regions, cuts and uniform control --
 
     def workgroup_block(self, stmts):
-        parts = list(split_regions(stmts))
-        for index, (kind, part) in enumerate(parts):
-            if kind == "items":
-                self.item_loop(lambda: self.statements(part))
-            elif isinstance(part, Barrier):
-                pass  # the end of one work-item loop and the start of the next is the barrier
-            elif isinstance(part, WaveOp):
-                if index > 0 and type(parts[index - 1][1]) is type(part):
-                    continue  # lowered with the run it belongs to
-                lower = WAVE_OP_LOWERINGS.get(type(part))
+        # Consecutive wave ops of one class are lowered together (an MFMA run); other parts one by one.
+        def wave_class(kind_part):
+            return type(kind_part[1]) if isinstance(kind_part[1], WaveOp) else None
+
+        for cls, group in itertools.groupby(split_regions(stmts), key=wave_class):
+            if cls is not None:
+                lower = WAVE_OP_LOWERINGS.get(cls)
                 if lower is None:
-                    raise NotImplementedError(f"host codegen: no lowering for wave op {type(part).__name__}")
-                run = [part]
-                for _, following in parts[index + 1:]:
-                    if type(following) is not type(part):
-                        break
-                    run.append(following)
-                lower(self, run)
-            elif isinstance(part, For):  # uniform: bounds as work-item 0 sees them
-                start, stop, step = (self.expr(e) for e in (part.start, part.stop, part.step))
-                self.counted_loop(start, stop, step,
-                                  lambda i: (self.write_var(part.var, i), self.workgroup_block(part.body)),
-                                  signed=is_signed(part.var.dtype), name="ufor." + part.var.name)
-            elif isinstance(part, If):
-                with self.b.if_else(self.expr(part.cond)) as (then, orelse):
-                    with then:
-                        self.workgroup_block(part.then)
-                    with orelse:
-                        self.workgroup_block(part.orelse)
+                    raise NotImplementedError(f"host codegen: no lowering for wave op {cls.__name__}")
+                lower(self, [part for _, part in group])
+                continue
+            for kind, part in group:
+                self.workgroup_part(kind, part)
+
+    def workgroup_part(self, kind, part):
+        """One part of split_regions other than a wave op."""
+        if kind == "items":
+            self.item_loop(lambda: self.statements(part))
+        elif isinstance(part, Barrier):
+            pass  # the end of one work-item loop and the start of the next is the barrier
+        elif isinstance(part, For):  # uniform: bounds as work-item 0 sees them
+            start, stop, step = (self.expr(e) for e in (part.start, part.stop, part.step))
+            self.counted_loop(start, stop, step,
+                              lambda i: (self.write_var(part.var, i), self.workgroup_block(part.body)),
+                              signed=is_signed(part.var.dtype), name="ufor." + part.var.name)
+        elif isinstance(part, If):
+            with self.b.if_else(self.expr(part.cond)) as (then, orelse):
+                with then:
+                    self.workgroup_block(part.then)
+                with orelse:
+                    self.workgroup_block(part.orelse)
 
     def build(self) -> ir.Module:
         k = self.kernel
@@ -702,14 +705,12 @@ class HostKernelBuilder:
 
 # ---- wave ops -----------------------------------------------------------------------------
 
-def lower_wave_reduces(kb: HostKernelBuilder, ops: list[WaveReduce]):
-    for op in ops:
-        lower_wave_reduce(kb, op)
-
-
-def lower_wave_shuffles(kb: HostKernelBuilder, ops: list[WaveShuffle]):
-    for op in ops:
-        lower_wave_shuffle(kb, op)
+def one_at_a_time(lower_one):
+    """A run lowering (WAVE_OP_LOWERINGS) that lowers each op of the run by itself."""
+    def lower(kb: HostKernelBuilder, ops):
+        for op in ops:
+            lower_one(kb, op)
+    return lower
 
 
 def lower_wave_reduce(kb: HostKernelBuilder, op: WaveReduce):
@@ -766,7 +767,7 @@ def lower_wave_shuffle(kb: HostKernelBuilder, op: WaveShuffle):
 # Host lowering of each wave op class: lower(builder, ops) emits code at the workgroup level for a
 # run of consecutive wave ops of that class (one or more), which it may interleave as long as each
 # lane's results are those of running them in order (MFMA keeps an accumulator in registers).
-WAVE_OP_LOWERINGS = {WaveReduce: lower_wave_reduces, WaveShuffle: lower_wave_shuffles}
+WAVE_OP_LOWERINGS = {WaveReduce: one_at_a_time(lower_wave_reduce), WaveShuffle: one_at_a_time(lower_wave_shuffle)}
 
 
 def register_wave_op(cls, lower) -> None:
