@@ -31,6 +31,13 @@ class Target:
     # Peak dense throughput in FLOP/s (OP/s for integers) by (dtype, unit), unit "vector" or "matrix".
     peak_flops: dict = field(default_factory=dict)
 
+    def peak(self, dtype: str, unit: str = "vector") -> float:
+        """FLOP/s (OP/s) of `unit` for operands of `dtype`. The vector unit computes f16 and bf16 in
+        f32 and has no integer figure of its own: all but f64 count at its f32 rate."""
+        if unit == "vector" and dtype != "f64":
+            dtype = "f32"
+        return self.peak_flops[(dtype, unit)]
+
 
 TERA = 1e12
 

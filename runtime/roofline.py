@@ -297,11 +297,6 @@ class Roofline:
     exact: bool
 
 
-def peak(target: Target, dtype: str, unit: str = "vector") -> float:
-    """FLOP/s of `unit` for `dtype`: the vector unit computes f16/bf16 in f32, the matrix unit natively."""
-    return target.peak_flops[(compute_dtype(dtype) if unit == "vector" else dtype, unit)]
-
-
 def roofline(kernel: Kernel, target: Target, counts: Counts | None = None) -> Roofline:
     """The kernel's place against the target's roofs: vector FLOPs at the vector peak, MFMA FLOPs at the matrix peak."""
     counts = counts or count(kernel)
@@ -309,7 +304,7 @@ def roofline(kernel: Kernel, target: Target, counts: Counts | None = None) -> Ro
     dram = sum(min(n, sizes[name]) for table in (counts.loads, counts.stores) for name, n in table.items())
     by_unit = {(dtype, "vector"): flops for dtype, flops in counts.flops.items()}
     by_unit.update({(dtype, "matrix"): flops for dtype, flops in counts.matrix_flops.items()})
-    compute_s = sum(flops / peak(target, dtype, unit) for (dtype, unit), flops in by_unit.items())
+    compute_s = sum(flops / target.peak(dtype, unit) for (dtype, unit), flops in by_unit.items())
     memory_s = dram / target.hbm_bandwidth
     dtype, unit = max(by_unit, key=by_unit.get) if by_unit else ("f32", "vector")
     flops = counts.total_flops

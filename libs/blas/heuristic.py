@@ -65,12 +65,6 @@ class Selection:
     reason: str
 
 
-def peak_flops(target: Target, in_dtype: str, unit: str) -> float:
-    dtype = {"i8": "i8", "f16": "f16", "bf16": "bf16", "f64": "f64"}.get(in_dtype, "f32")
-    return target.peak_flops.get((dtype, unit)) or target.peak_flops.get((dtype, "matrix")) \
-        or target.peak_flops[("f32", "vector")]
-
-
 def estimated_vgprs(solution: Solution, in_dtype: str) -> int:
     """VGPRs per lane: the accumulators, plus the operand fragments of one DepthU block (the backend
     hoists all of a block's LDS reads), plus STAGED_VGPRS per element a work-item stages (the value
@@ -107,7 +101,7 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     busy_simds = min(1.0, running_waves)
     padded_k = math.ceil(problem.k / solution.depth_u) * solution.depth_u
     unit = "matrix" if solution.kind == "mfma" else "vector"
-    peak = peak_flops(target, problem.in_dtype, unit)
+    peak = target.peak(problem.in_dtype, unit)
     tile_flops = 2 * solution.mt0 * solution.mt1 * padded_k
     # A kernel over the VGPR file would spill: modelled as never finishing, so it is never picked.
     compute = per_cu_groups * tile_flops / (peak / target.compute_units * busy_simds * SUSTAINED_ISSUE) \
