@@ -28,6 +28,11 @@ import llvmlite
 import numpy as np
 
 import cdnajit as cj
+from cdnajit.codegen import amdgpu
+from cdnajit.ir.targets import get_target
+from cdnajit.libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
+from cdnajit.libs.blas import heuristic
+from cdnajit.runtime.occupancy import occupancy
 from workloads import CACHE_DIR_VARIABLE, WORKLOADS, Context
 
 PEERS = ("cdnajit", "numpy", "jax")
@@ -206,22 +211,15 @@ def print_table(results: dict, jax_available: bool, quick: bool) -> None:
 def gfx942_gemm_summary(size: int = 4096) -> dict:
     """The gfx942 kernel the heuristic picks for an f16 size^3 GEMM (f32 accumulate): its modelled
     efficiency against the MFMA f16 peak, and its resources from the AMDGPU backend (printed)."""
-    from cdnajit.codegen import amdgpu
-    from cdnajit.ir.targets import get_target
-    from cdnajit.libs.blas.generator import GemmProblem, gemm_kernel
-    from cdnajit.libs.blas.heuristic import select
-    from cdnajit.runtime.blas_tune import gemm_call
-    from cdnajit.runtime.occupancy import occupancy
-
     target = get_target("gfx942")
-    call = gemm_call(size, size, size, "f16", "f32", 1, False, False)
-    chosen = select(GemmProblem.from_op(call), target)
+    call = gemm_call(size, size, size, "f16", "f32")
+    chosen = heuristic.select(GemmProblem.from_op(call), target)
     kernel = gemm_kernel(call, chosen.solution, f"gemm_f16_{size}")
     resources = amdgpu.resources(kernel, target)
     waves = occupancy(target, vgprs=resources.vgpr_count, sgprs=resources.sgpr_count, lds_bytes=resources.lds_bytes,
                       workgroup_items=kernel.workgroup_items).waves_per_simd
     in_loop = "v_mfma" in amdgpu.assembly(kernel, target)
-    peak = target.peak_flops[("f16", "matrix")]
+    peak = target.peak("f16", "matrix")
     summary = {"solution": chosen.solution.name, "modelled_efficiency": chosen.estimate.efficiency,
                "modelled_us": chosen.estimate.seconds * 1e6, "peak_tflops": peak / 1e12,
                "vgprs": resources.vgpr_count, "agprs": resources.agpr_count, "spills": resources.vgpr_spill_count,

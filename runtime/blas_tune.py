@@ -19,11 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CdnajitError
-from ..ir.core import Value, make_op
-from ..ir.opdef import compute_dtype, infer_types
 from ..ir.targets import Target, get_target
-from ..ir.types import NUMPY_DTYPES, TensorType, dtype_name, numpy_dtype
-from ..libs.blas.generator import GemmProblem, gemm_kernel
+from ..ir.types import NUMPY_DTYPES, dtype_name
+from ..libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
 from ..libs.blas.heuristic import ranked
 from ..libs.blas.matcher import SUPPORTED
 from ..libs.blas.solutions import Solution
@@ -62,19 +60,6 @@ class TuningResult:
             lines.append(f"{rank:3d}  {t.solution.name:<44s} {t.seconds * 1e3:9.3f} ms  {t.gflops:8.1f} GFLOP/s  "
                          f"(model on the target {t.modelled_seconds * 1e6:.1f} us)")
         return "\n".join(lines)
-
-
-def gemm_call(m: int, n: int, k: int, in_dtype: str, result_dtype: str, batch: int, trans_a: bool, trans_b: bool):
-    """A lone `library_call blas.*` op of the problem, as the matcher would build it."""
-    lead = (batch,) if batch > 1 else ()
-    a = TensorType(in_dtype, lead + ((k, m) if trans_a else (m, k)))
-    b = TensorType(in_dtype, lead + ((n, k) if trans_b else (k, n)))
-    routine = "strided_batched_gemm" if batch > 1 else "gemv" if 1 in (m, n) else "gemm"
-    zero = numpy_dtype(result_dtype).type(0).item()
-    attrs = dict(library="blas", routine=routine, solution="", trans_a=trans_a, trans_b=trans_b,
-                 alpha=numpy_dtype(result_dtype).type(1).item(), beta=zero, epilogue="none",
-                 result_dtype=result_dtype, compute_dtype=dtype_name(compute_dtype(numpy_dtype(result_dtype))))
-    return make_op("library_call", [Value(a), Value(b)], attrs, infer_types("library_call", [a, b], attrs))
 
 
 def result_dtype_for(in_dtype: str, preferred_element_type) -> str:
@@ -118,7 +103,7 @@ def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bo
     except (KeyError, TypeError):
         raise CdnajitError(f"blas.tune: unsupported dtype {dtype!r}") from None
     call = gemm_call(int(m), int(n), int(k), in_dtype, result_dtype_for(in_dtype, preferred_element_type),
-                     int(batch), trans_a, trans_b)
+                     batch=int(batch), trans_a=trans_a, trans_b=trans_b)
     problem = GemmProblem.from_op(call)
     estimates = ranked(problem, target)[:top]
     file = file or sys.stderr

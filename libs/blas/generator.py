@@ -43,10 +43,11 @@ from dataclasses import dataclass
 
 from ...codegen.lower import operand_buffers
 from ...ir import kernel as K
-from ...ir.core import Op
+from ...ir.core import Op, Value, make_op
 from ...ir.kernel_mfma import Mfma, PrivateSlice
+from ...ir.opdef import compute_dtype, infer_types
 from ...ir.ops.library import gemm_sizes, split_epilogue
-from ...ir.types import COMPLEXES
+from ...ir.types import COMPLEXES, TensorType, dtype_name, numpy_dtype
 from .solutions import Solution
 
 
@@ -85,6 +86,26 @@ class GemmProblem:
         layout = ("T" if self.trans_a else "N") + ("T" if self.trans_b else "N")
         batch = f" batch {self.batch}" if self.batch > 1 else ""
         return f"{self.m}x{self.n}x{self.k}{batch} {layout} {self.in_dtype}->{self.result_dtype}"
+
+
+def gemm_call(m: int, n: int, k: int, in_dtype: str, result_dtype: str, *, batch: int = 1, trans_a: bool = False,
+              trans_b: bool = False, alpha=1, beta=0, epilogue: str = "none") -> Op:
+    """A lone `library_call` of a GEMM problem, as the matcher (matcher.py) builds one from a traced
+    program: operands A and B, then C when beta != 0 and the bias when the epilogue has one. For
+    tuning, tests and reports on a problem without tracing a program."""
+    lead = (batch,) if batch > 1 else ()
+    types = [TensorType(in_dtype, lead + ((k, m) if trans_a else (m, k))),
+             TensorType(in_dtype, lead + ((n, k) if trans_b else (k, n)))]
+    if beta != 0:
+        types.append(TensorType(result_dtype, lead + (m, n)))
+    if split_epilogue(epilogue)[0]:
+        types.append(TensorType(result_dtype, (n,)))
+    scalar = numpy_dtype(result_dtype).type
+    attrs = dict(library="blas", routine="strided_batched_gemm" if batch > 1 else "gemv" if 1 in (m, n) else "gemm",
+                 solution="", trans_a=trans_a, trans_b=trans_b, alpha=scalar(alpha).item(), beta=scalar(beta).item(),
+                 epilogue=epilogue, result_dtype=result_dtype,
+                 compute_dtype=dtype_name(compute_dtype(numpy_dtype(result_dtype))))
+    return make_op("library_call", [Value(t) for t in types], attrs, infer_types("library_call", types, attrs))
 
 
 def activation_expr(name: str | None, x: K.Expr) -> K.Expr:

@@ -8,7 +8,7 @@ from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from .generator import GemmProblem, gemm_kernel
 from .heuristic import Selection, estimate, pick
-from .solutions import solution_by_name
+from .solutions import Solution, solution_by_name
 
 
 def selection_for(op: Op, target: Target) -> Selection:
@@ -23,8 +23,16 @@ def selection_for(op: Op, target: Target) -> Selection:
     return Selection(solution, estimate(problem, solution, target), "named by the library_call's solution attribute")
 
 
+def solution_for(op: Op, target: Target) -> Solution:
+    """The solution a library_call runs on `target` (selection_for's, without the reason)."""
+    problem = GemmProblem.from_op(op)
+    if op.attrs["solution"]:
+        return solution_by_name(op.attrs["solution"], problem.in_dtype, problem.compute_dtype, target)
+    return pick(problem, target).solution
+
+
 @emitter("library_call", takes_target=True)
 def emit_library_call(op: Op, name: str, target: Target) -> Kernel:
     if op.attrs["library"] != "blas":
         raise NotImplementedError(f"no kernels for library {op.attrs['library']!r}")
-    return gemm_kernel(op, selection_for(op, target).solution, name)
+    return gemm_kernel(op, solution_for(op, target), name)

@@ -22,6 +22,7 @@ Tensile's style, e.g. `Cijk_MT128x128x16_MI32x32x2_W2x2_GRVW1_PAD4` (MI = matrix
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ...ir.kernel import WAVE_SIZE
 from ...ir.kernel_mfma import INSTRUCTIONS, MfmaInstruction
@@ -142,10 +143,17 @@ MFMA_BY_DTYPE = {
 def solution_pool(in_dtype: str, compute_dtype: str, target: Target) -> list[Solution]:
     """Every valid solution for inputs of `in_dtype` accumulated in `compute_dtype` on `target`,
     MFMA ones first (an instruction counts when the target has it and it accumulates in that dtype)."""
+    return list(pool_of(in_dtype, compute_dtype, target.name, target.max_lds_bytes_per_workgroup))
+
+
+@lru_cache(maxsize=None)
+def pool_of(in_dtype: str, compute_dtype: str, target_name: str, max_lds_bytes: int) -> tuple[Solution, ...]:
+    """solution_pool, built once per dtypes and target (what of the target it depends on): every
+    compile selects from it."""
     pool = []
     for name in MFMA_BY_DTYPE.get(in_dtype, ()):
         inst = INSTRUCTIONS[name]
-        if target.name not in inst.targets or inst.out_dtype != compute_dtype:
+        if target_name not in inst.targets or inst.out_dtype != compute_dtype:
             continue
         for waves in ((2, 2), (1, 1), (2, 1), (1, 2)):
             for blocks in ((2, 2), (1, 1), (2, 1), (1, 2), (4, 2), (2, 4), (4, 4)):
@@ -159,8 +167,8 @@ def solution_pool(in_dtype: str, compute_dtype: str, target: Target) -> list[Sol
         for depth_u in (16, 32):
             pool.append(Solution("valu", VALU_WORKGROUP[1] * tile[0], VALU_WORKGROUP[0] * tile[1], depth_u,
                                  thread_tile=tile))
-    unique = list(dict.fromkeys(pool))
-    return [s for s in unique if s.check() is None and s.lds_bytes(in_dtype) <= target.max_lds_bytes_per_workgroup]
+    unique = dict.fromkeys(pool)
+    return tuple(s for s in unique if s.check() is None and s.lds_bytes(in_dtype) <= max_lds_bytes)
 
 
 def solution_by_name(name: str, in_dtype: str, compute_dtype: str, target: Target) -> Solution:

@@ -23,11 +23,9 @@ import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
 from cdnajit.codegen import amdgpu
-from cdnajit.ir.core import Value, make_op
-from cdnajit.ir.opdef import infer_types
 from cdnajit.ir.targets import get_target
-from cdnajit.ir.types import NUMPY_DTYPES, TensorType
-from cdnajit.libs.blas.generator import GemmProblem, gemm_kernel
+from cdnajit.ir.types import NUMPY_DTYPES
+from cdnajit.libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
 from cdnajit.libs.blas.heuristic import select
 from cdnajit.libs.blas.solutions import solution_pool
 from cdnajit.libs.blas.tuning import DATABASE_NAME
@@ -57,22 +55,6 @@ def random_values(rng, dtype, shape):
     if dtype in ("i8", "i32"):
         return rng.integers(-9, 10, shape).astype(NUMPY_DTYPES[dtype])
     return rng.standard_normal(shape).astype(NUMPY_DTYPES[dtype])
-
-
-def gemm_op(in_dtype, m, n, k, batch, trans_a, trans_b, alpha, beta, epilogue):
-    """A `library_call` of the problem (what the matcher builds from a traced program)."""
-    result, compute = DTYPES[in_dtype]
-    lead = (batch,) if batch > 1 else ()
-    types = [TensorType(in_dtype, lead + ((k, m) if trans_a else (m, k))),
-             TensorType(in_dtype, lead + ((n, k) if trans_b else (k, n)))]
-    if beta != 0:
-        types.append(TensorType(result, lead + (m, n)))
-    if epilogue.startswith("bias"):
-        types.append(TensorType(result, (n,)))
-    attrs = dict(library="blas", routine="strided_batched_gemm" if batch > 1 else "gemm", solution="",
-                 trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta, epilogue=epilogue, result_dtype=result,
-                 compute_dtype=compute)
-    return make_op("library_call", [Value(t) for t in types], attrs, infer_types("library_call", types, attrs))
 
 
 def expected_gemm(op, arrays):
@@ -130,7 +112,8 @@ def run_random_gemm(seed):
     epilogue = str(rng.choice(INT_EPILOGUES if integer else FLOAT_EPILOGUES))
     alpha = int(rng.choice([1, -2, 3])) if integer else float(rng.choice([1.0, 0.5, -1.5]))
     beta = int(rng.choice([0, 1, -1])) if integer else float(rng.choice([0.0, 1.0, 0.25]))
-    op = gemm_op(in_dtype, m, n, k, batch, trans_a, trans_b, alpha, beta, epilogue)
+    op = gemm_call(m, n, k, in_dtype, DTYPES[in_dtype][0], batch=batch, trans_a=trans_a, trans_b=trans_b,
+                   alpha=alpha, beta=beta, epilogue=epilogue)
     pool = small_solutions(in_dtype)
     # Even seeds take an MFMA solution, odd ones a VALU solution (when the dtype has both).
     kinds = [s for s in pool if s.kind == ("mfma" if seed % 2 == 0 else "valu")] or pool
@@ -280,9 +263,7 @@ def loop_bodies(assembly: str):
 
 
 def test_gfx942_f16_4096_pick_uses_mfma_in_its_main_loop_without_spills():
-    op = gemm_op("f16", 4096, 4096, 4096, 1, False, False, 1.0, 0.0, "none")
-    op.attrs["result_dtype"] = "f32"   # f16 in, f32 accumulate and out, as the benchmark's problem
-    op.results[0].type = TensorType("f32", (4096, 4096))
+    op = gemm_call(4096, 4096, 4096, "f16", "f32")   # f16 in, f32 accumulate and out, as the benchmark's
     chosen = select(GemmProblem.from_op(op), GFX942)
     assert chosen.solution.kind == "mfma" and chosen.estimate.efficiency > 0.5
     kernel = gemm_kernel(op, chosen.solution, "gemm_f16")

@@ -1,16 +1,15 @@
 """The GEMM heuristic's model (libs/blas/heuristic.py) on gfx942: what it charges for registers,
 LDS bank conflicts, occupancy and small problems, and what it picks."""
 from cdnajit.ir.targets import get_target
-from cdnajit.libs.blas.generator import GemmProblem
+from cdnajit.libs.blas.generator import GemmProblem, gemm_call
 from cdnajit.libs.blas.heuristic import estimate, estimated_vgprs, pick, ranked, select, write_conflicts
 from cdnajit.libs.blas.solutions import solution_by_name
-from cdnajit.runtime.blas_tune import gemm_call
 
 GFX942 = get_target("gfx942")
 
 
 def problem(m, n, k, dtype="f32", result="f32", trans_a=False, trans_b=False):
-    return GemmProblem.from_op(gemm_call(m, n, k, dtype, result, 1, trans_a, trans_b))
+    return GemmProblem.from_op(gemm_call(m, n, k, dtype, result, trans_a=trans_a, trans_b=trans_b))
 
 
 def solution(name, dtype="f32"):
