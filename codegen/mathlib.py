@@ -228,6 +228,16 @@ class MathBuilder:
     def bits(self, x): return self.b.bitcast(x, self.int)
     def from_bits(self, i): return self.b.bitcast(i, self.type)
     def to_int(self, x): return float_to_int(self.b, x, self.int, signed=True)
+
+    def nearest(self, x, scale=None):
+        """(n, k): x (times `scale`, unrounded, when given) rounded to the nearest integer, as a
+        float and as an int, for |x| < 2^(mantissa - 1): adding 1.5 * 2^mantissa leaves the
+        integer in the sum's low bits (round half to even, the default mode). Three operations
+        where rounding and a saturating conversion take nine; a NaN gives an arbitrary k (never
+        poison), which callers multiply into a NaN."""
+        shift = self.c(1.5 * 2.0 ** self.spec.mantissa)
+        shifted = self.add(x, shift) if scale is None else self.fma(x, self.c(scale), shift)
+        return self.sub(shifted, shift), self.b.sub(self.bits(shifted), self.bits(shift))
     def to_float(self, i): return self.b.sitofp(i, self.type)
 
     def pow2(self, n):
@@ -257,21 +267,21 @@ def float_to_int(builder: ir.IRBuilder, x, int_type: ir.IntType, signed: bool):
 # ---- exponentials --------------------------------------------------------------------------
 
 def reduce_ln2(m: MathBuilder, x):
-    """n = round(x / ln2), r = x - n ln2 with |r| <= ln2/2 (Cody-Waite with fma): (n as float, r)."""
-    n = m.round(m.mul(x, m.c(float(LOG2_E))))
+    """n = round(x / ln2), r = x - n ln2 with |r| <= ln2/2 (Cody-Waite with fma), for |x| within
+    the exp limits: (r, n as an int)."""
+    n, k = m.nearest(x, scale=float(LOG2_E))
     hi, lo = m.spec.ln2
     r = m.fma(m.neg(n), m.c(hi), x)
-    return n, m.fma(m.neg(n), m.c(lo), r)
+    return m.fma(m.neg(n), m.c(lo), r), k
 
 
 def exp_with_tail(m: MathBuilder, x, tail=None, scale=0):
     """e^(x + tail) * 2^scale; `tail` (tiny against x) refines the reduced argument."""
     x = m.clamp(x, *m.spec.exp_limits)
-    n, r = reduce_ln2(m, x)
+    r, k = reduce_ln2(m, x)
     if tail is not None:
         r = m.add(r, tail)
     p = m.poly(r, m.spec.exp_terms)
-    k = m.to_int(n)
     if scale:
         k = m.b.add(k, m.ci(scale))
     return m.ldexp(p, k)
@@ -284,18 +294,17 @@ def exp(m, x):
 def exp2(m, x):
     low, high = m.spec.exp_limits
     x = m.clamp(x, low * 1.4427, high * 1.4427)
-    n = m.round(x)
+    n, k = m.nearest(x)
     r = m.mul(m.sub(x, n), m.c(float(LN2)))
-    return m.ldexp(m.poly(r, m.spec.exp_terms), m.to_int(n))
+    return m.ldexp(m.poly(r, m.spec.exp_terms), k)
 
 
 def expm1(m, x, moderate_only=False):
     """e^x - 1; `moderate_only` when the caller guarantees -60 <= x <= 60 (skips the overflow path)."""
     if not moderate_only:
         x = m.clamp(x, -800.0, 800.0) if m.spec.f64 else m.clamp(x, -120.0, 120.0)
-    n, r = reduce_ln2(m, x)
+    r, k = reduce_ln2(m, x)
     em = m.fma(m.mul(r, r), m.poly(r, m.spec.expm1_terms), r)   # e^r - 1
-    k = m.to_int(n)
     big = 1000 if m.spec.f64 else 120
     # 2^n is a normal number in [2^-100, 2^big]; below, 2^n - 1 rounds to -1 anyway.
     t = m.pow2(m.b.select(m.b.icmp_signed("<", k, m.ci(-100)), m.ci(-100), k))
