@@ -126,13 +126,22 @@ def identity_const(reducer: str, dtype: str) -> K.Const:
 
 class Accumulator:
     """A per-work-item running reduction in the accumulator dtype (f32 for f16/bf16; u8 for bool,
-    where 0/1 make max `or` and min `and`): `add` elements, `narrow` the total to the value's dtype."""
+    where 0/1 make max `or` and min `and`): `add` elements, `narrow` the total to the value's dtype.
 
-    def __init__(self, emitter: "ElementalEmitter", reducer: str, dtype: str):
+    An exactly associative reducer (max, min, and, or; integer sum and product, which wrap) may
+    keep `chains` partial results that successive `add`s take in turn, folded into `var` by
+    `fold`: the same total, without one serial dependence through every element of an unrolled
+    row. A float sum or product keeps one chain, so its rounding follows the element order."""
+
+    def __init__(self, emitter: "ElementalEmitter", reducer: str, dtype: str, chains: int = 1):
         self.emitter, self.reducer, self.dtype = emitter, accumulator_reducer(reducer, dtype), dtype
         self.acc_dtype = accumulator_dtype(dtype)
-        self.var = emitter.new_var("acc", self.acc_dtype)
-        emitter.emit(K.Let(self.var, identity_const(self.reducer, self.acc_dtype)))
+        exact = self.reducer in ("max", "min", "and", "or") or self.acc_dtype in INTS
+        self.chains = [emitter.new_var("acc", self.acc_dtype) for _ in range(chains if exact else 1)]
+        self.var = self.chains[0]
+        self.added = 0
+        for var in self.chains:
+            emitter.emit(K.Let(var, identity_const(self.reducer, self.acc_dtype)))
 
     def widen(self, value: K.Expr) -> K.Expr:
         return value if value.dtype == self.acc_dtype else value.cast(self.acc_dtype)
@@ -141,8 +150,18 @@ class Accumulator:
         return COMBINE[self.reducer](a, b)
 
     def add(self, value: K.Expr, valid: K.Expr | None = None):
-        combined = self.combine(self.var, self.widen(value))
-        self.emitter.emit(K.Assign(self.var, combined if valid is None else K.select(valid, combined, self.var)))
+        var = self.chains[self.added % len(self.chains)]
+        self.added += 1
+        combined = self.combine(var, self.widen(value))
+        self.emitter.emit(K.Assign(var, combined if valid is None else K.select(valid, combined, var)))
+
+    def fold(self):
+        """Combine the chains into `var`, pairwise."""
+        live = self.chains[:max(1, min(self.added, len(self.chains)))]
+        while len(live) > 1:
+            for a, b in zip(live[::2], live[1::2]):
+                self.emitter.emit(K.Assign(a, self.combine(a, b)))
+            live = live[::2]
 
     def narrow(self, value: K.Expr) -> K.Expr:
         return value if value.dtype == self.dtype else value.cast(self.dtype)

@@ -29,6 +29,11 @@ from .elemental import Accumulator, ElementalEmitter, index_dtype_for, merge_axe
 from .lower import emitter, operand_buffers
 
 
+# Partial results of an unrolled row's exactly associative reduce: each add's latency (a max is
+# compare, mask and blend) would otherwise chain through all of the work-item's elements.
+ACCUMULATOR_CHAINS = 4
+
+
 @emitter("fusion", takes_target=True)
 def emit_fusion(op: Op, name: str, target: Target | None = None) -> K.Kernel:
     target = target or get_target()
@@ -200,6 +205,8 @@ def build_row_per_workgroup(fk: FusionKernel):
         return rows.full_index(fk, row_index, clamped, row_start), (position < size if partial else None), position
 
     unrolled = [chunk(k) for k in range(elements)] if config.unrolled else None
+    # An unrolled row's max or min runs as independent chains (a loop's body adds once).
+    chains = ACCUMULATOR_CHAINS if unrolled is not None else 1
 
     def over_row(visit):
         """visit(index, valid, position) for each of the work-item's row elements."""
@@ -210,9 +217,12 @@ def build_row_per_workgroup(fk: FusionKernel):
             e.loop(elements, lambda k: visit(*chunk(k)), hint="k")
 
     for number, phase in enumerate(rows.phases):
-        accumulators = [Accumulator(e, r.attrs["reducer"], r.operands[0].type.dtype) for r in phase]
+        accumulators = [Accumulator(e, r.attrs["reducer"], r.operands[0].type.dtype, chains)
+                        for r in phase]
         over_row(lambda index, valid, position: [acc.add(e.value_at(r.operands[0], index), valid)
                                                   for r, acc in zip(phase, accumulators)])
+        for acc in accumulators:
+            acc.fold()
         totals = combine_row(fk, accumulators, number)
         for r, acc, total in zip(phase, accumulators, totals):
             e.precomputed[id(r.result)] = e.bind(acc.narrow(total), "row_" + r.attrs["reducer"])

@@ -307,6 +307,25 @@ def test_multi_phase_rows_in_a_loop_recompute_each_phase():
     np.testing.assert_allclose(actual, results[0], rtol=1024 * 2 ** -23, atol=1024 * 2 ** -23)
 
 
+def test_an_unrolled_row_max_runs_as_independent_chains_and_stays_exact():
+    """Max takes ACCUMULATOR_CHAINS accumulators in turn (max is exact in any order); a float sum
+    keeps one, so that its rounding follows the element order."""
+    x = random((8, 1000), np.float32, special=False)
+    for k in range(8):  # row k: a NaN in the work-items' k-th elements (chain k % 4)
+        x[k, k * 64 + 5] = np.nan
+    f = lambda a: (cnp.max(a, axis=1), cnp.sum(a, axis=1))
+    module = run_pipeline(cj.make_graph(f)(x)).module
+    op = next(op for op in module.body.ops if op.name == "fusion")
+    assert launch_config(op).unrolled
+    text = str(emit_kernel(op, "k"))
+    max_chains = set(re.findall(r"(acc\d+) = max\(", text))
+    sum_chains = set(re.findall(r"(acc\d+) = \(acc\d+ \+", text))
+    assert len(max_chains) == emit_fusion.ACCUMULATOR_CHAINS and len(sum_chains) == 1, text
+    (actual, expected, _), = fused(f, x)
+    assert_same(actual[0], expected[0])
+    assert np.isnan(actual[0]).all()
+
+
 def reduction_bound(x, axis):
     """Twice the worst-case error of a reordered float sum: n eps sum |x| (f32 eps for f16/bf16, which accumulate in f32)."""
     wide = np.abs(x.astype(np.float64))
