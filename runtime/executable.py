@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import math
 import re
 import time
 from copy import copy as shallow_copy
 
 import numpy as np
 
-from ..codegen.host import compile_object
+from ..codegen.host import compile_object, is_aligned_buffer
 from ..codegen.lower import HOST_OPS, emit_kernel
 from ..errors import CdnajitError
 from ..ir.core import Module, Op, Region
@@ -45,7 +46,7 @@ from ..libs.blas import kernels as blas_kernels  # noqa: F401  (registers the li
 from ..libs.blas.tuning import database_stamp
 from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
-from .launch import CompiledKernel
+from .launch import CompiledKernel, aligned_empty
 
 ALIAS_OPS = frozenset({"reshape"})
 
@@ -229,19 +230,22 @@ class Allocate:
 
 
 class Launch(Allocate):
-    """One kernel launch: allocates the results, binds every array by address, runs the grid."""
-    __slots__ = ("kernel", "inputs", "block_type")
+    """One kernel launch: allocates the results (aligned where the kernel ABI asks), binds every
+    array by address, runs the grid."""
+    __slots__ = ("kernel", "inputs", "block_type", "allocators")
 
     def __init__(self, kernel: CompiledKernel, inputs, results):
         super().__init__(results)
         self.kernel = kernel
         self.inputs = tuple(inputs)
         self.block_type = ctypes.c_void_p * (len(self.inputs) + len(self.results))
+        self.allocators = tuple(aligned_empty if is_aligned_buffer(dtype, math.prod(shape), readonly=False)
+                                else np.empty for _, dtype, shape in results)
 
     def run(self, env: list) -> None:
         addresses = [address(env[slot]) for slot in self.inputs]
-        for slot, (shape, dtype) in zip(self.results, self.types):
-            env[slot] = array = np.empty(shape, dtype)
+        for slot, (shape, dtype), allocate in zip(self.results, self.types, self.allocators):
+            env[slot] = array = allocate(shape, dtype)
             addresses.append(address(array))
         block = self.block_type(*addresses)
         self.kernel.launch(ctypes.addressof(block))

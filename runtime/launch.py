@@ -7,7 +7,9 @@ A launch splits the grid's workgroups into one contiguous range per worker and c
 `run(args, first, last)` once per range; ctypes releases the GIL for the call, so the ranges run
 in parallel. Buffers are numpy arrays of the parameter's dtype and element count, C-contiguous, in
 native byte order; a buffer the kernel writes must not overlap any other buffer argument (the
-codegen marks buffers noalias).
+codegen marks buffers noalias). A written buffer the ABI wants aligned (codegen/host.py:
+`is_aligned_buffer`) must start at a WRITTEN_BUFFER_ALIGNMENT boundary: `aligned_empty` makes
+such arrays, and a call given a misaligned one runs through an aligned copy of it.
 
 Object code is linked into one process-wide ORC JIT, one library per kernel (libraries may all
 export `run`); a library is unloaded when its `CompiledKernel` is garbage collected.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import llvmlite.binding as llvm
 import numpy as np
 
-from ..codegen.host import ENTRY, compile_object, target_machine
+from ..codegen.host import ENTRY, WRITTEN_BUFFER_ALIGNMENT, compile_object, is_aligned_buffer, target_machine
 from ..errors import CdnajitError
 from ..ir.kernel import Const, For, GlobalBuffer, Kernel
 from ..ir.types import NUMPY_DTYPES
@@ -95,6 +98,16 @@ def runs_in_parallel(kernel: Kernel) -> bool:
         items >= PARALLEL_MIN_WORK_ITEMS or items * statements_per_item(kernel.body) >= PARALLEL_MIN_STATEMENTS)
 
 
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts at a WRITTEN_BUFFER_ALIGNMENT boundary
+    (a view into a slightly larger allocation: numpy's own are 16-byte aligned)."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = np.empty(nbytes + WRITTEN_BUFFER_ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % WRITTEN_BUFFER_ALIGNMENT
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
 class CompiledKernel:
     """A kernel loaded as native code, callable with its arguments."""
 
@@ -114,6 +127,7 @@ class CompiledKernel:
                 dtype = NUMPY_DTYPES[param.dtype]
                 self.scalar_views[i] = self.scalar_slots[i:i + 1].view(np.uint8)[:dtype.itemsize].view(dtype)
         self.written = [i for i, p in enumerate(params) if isinstance(p, GlobalBuffer) and not p.readonly]
+        self.aligned = [i for i in self.written if is_aligned_buffer(params[i].dtype, params[i].count, False)]
         self.parallel = runs_in_parallel(kernel)
         self.lock = threading.Lock()  # the argument block is shared: one launch at a time
 
@@ -128,7 +142,16 @@ class CompiledKernel:
                 else:
                     self.scalar_views[i][0] = arg
             self.check_overlap(args)
+            staged = []
+            for i in self.aligned:
+                if self.arg_pointers[i] % WRITTEN_BUFFER_ALIGNMENT:
+                    copy = aligned_empty(args[i].shape, args[i].dtype)
+                    np.copyto(copy, args[i])
+                    staged.append((args[i], copy))
+                    self.arg_pointers[i] = copy.ctypes.data
             self.launch()
+            for array, copy in staged:
+                np.copyto(array, copy)
 
     def buffer_address(self, param: GlobalBuffer, array, position: int) -> int:
         if not isinstance(array, np.ndarray):

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 import cdnajit as cj
+from cdnajit.codegen import host
 from cdnajit.codegen.host import optimized_llvm_ir
 from cdnajit.ir import kernel as K
 from cdnajit.ir.ops.elementwise import convert, divide, remainder, shift_left
-from cdnajit.runtime.launch import LaunchError, compile_kernel
+from cdnajit.runtime.launch import LaunchError, aligned_empty, compile_kernel
 
 RNG = np.random.default_rng(1)
 
@@ -234,6 +235,35 @@ def test_half_precision_loads_stores_and_per_op_rounding(dtype):
         expected = (xs + np_dtype(0.1)) * xs - rounded_exp
     np.testing.assert_array_equal(ys.astype(np.float32), expected.astype(np.float32))
     np.testing.assert_array_equal(ws, xs.astype(np.float32) * np.float32(3))
+
+
+# ---- aligned and streaming stores of written buffers -----------------------------------------
+
+def test_stores_into_large_written_buffers_are_aligned_vectors():
+    text = optimized_llvm_ir(elementwise_kernel(4096))  # 16 KiB: the ABI promises a 64-byte start
+    assert re.search(r"store <(8|16) x float> .*, align (32|64)", text), "no aligned vector stores"
+    assert "!nontemporal" not in text  # far below STREAMING_MIN_BYTES
+
+
+@pytest.mark.skipif(not host.llvm.get_process_triple().startswith("x86_64"), reason="x86 streaming stores")
+def test_very_large_written_buffers_stream_and_misaligned_arrays_are_staged(monkeypatch):
+    monkeypatch.setattr(host, "STREAMING_MIN_BYTES", 4096)
+    n = 4096
+    x = K.GlobalBuffer("x", "f32", n, readonly=True)
+    y = K.GlobalBuffer("y", "f32", n)
+    i = K.Var("i", "i32")
+    body = [K.Let(i, linear_index(64)), K.Store(y, i, x[i] * 2.0 + 1.0)]
+    kernel = K.Kernel("streamed", params=[x, y], grid=(n // 64,), workgroup_size=(64,), body=body)
+    text = optimized_llvm_ir(kernel)
+    assert re.search(r"store <(8|16) x float> .*!nontemporal", text), "no streaming vector store"
+    assert "call void @llvm.x86.sse.sfence()" in text  # streaming stores are drained before returning
+    xs = RNG.standard_normal(n).astype(np.float32)
+    compiled = compile_kernel(kernel)
+    misaligned = np.zeros(n + 1, np.float32)[1:]   # 4 bytes past numpy's 16-byte-aligned start
+    aligned = aligned_empty((n,), np.float32)
+    for out in (misaligned, aligned):
+        compiled(xs, out)
+        np.testing.assert_array_equal(out, xs * np.float32(2) + np.float32(1))
 
 
 # ---- launch checks -------------------------------------------------------------------------

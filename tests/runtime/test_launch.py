@@ -1,7 +1,14 @@
-"""When a launch wakes the thread pool (runtime/launch.py): many work-items, or few work-items with
-long loops of known trip count; never a single workgroup or a small, short grid."""
+"""runtime/launch.py: when a launch wakes the thread pool (many work-items, or few work-items with
+long loops of known trip count; never a single workgroup or a small, short grid), and the
+alignment of written buffers."""
+import numpy as np
+import pytest
+
+import cdnajit as cj
+from cdnajit.codegen.host import WRITTEN_BUFFER_ALIGNMENT
 from cdnajit.ir import kernel as K
-from cdnajit.runtime.launch import PARALLEL_MIN_WORK_ITEMS, runs_in_parallel, statements_per_item
+from cdnajit.runtime.launch import (PARALLEL_MIN_WORK_ITEMS, aligned_empty, compile_kernel, runs_in_parallel,
+                                    statements_per_item)
 
 
 def looping_kernel(workgroups: int, trips: int):
@@ -25,3 +32,27 @@ def test_parallel_by_work_items_or_by_work():
     assert not runs_in_parallel(looping_kernel(4, 1))           # 256 work-items, a few statements each
     assert runs_in_parallel(looping_kernel(4, 5000))             # the same grid with a long loop
     assert not runs_in_parallel(looping_kernel(1, 10 ** 6))      # one workgroup: nothing to share
+
+
+@pytest.mark.parametrize("shape", [(0,), (1,), (3, 5), (1000, 7)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.complex64])
+def test_aligned_empty(shape, dtype):
+    array = aligned_empty(shape, dtype)
+    assert array.shape == shape and array.dtype == dtype and array.flags.c_contiguous and array.flags.writeable
+    assert array.size == 0 or array.ctypes.data % WRITTEN_BUFFER_ALIGNMENT == 0  # an empty one is never written
+
+
+def test_a_misaligned_written_buffer_is_staged_with_its_contents():
+    """y += x three times: the kernel reads the buffer it writes, so the aligned copy starts as y."""
+    kernel = looping_kernel(16, 3)   # 1024 f32: 4 KiB, a buffer the ABI aligns
+    x = np.arange(1024, dtype=np.float32)
+    y = np.ones(1025, np.float32)[1:]
+    assert y.ctypes.data % WRITTEN_BUFFER_ALIGNMENT
+    compile_kernel(kernel)(x, y)
+    np.testing.assert_array_equal(y, 1 + 3 * x)
+
+
+def test_executables_allocate_aligned_results():
+    result = cj.jit(lambda a: a * 2.0)(np.ones((33, 31), np.float32))
+    assert result.ctypes.data % WRITTEN_BUFFER_ALIGNMENT == 0
+    np.testing.assert_array_equal(result, 2.0)
