@@ -46,9 +46,10 @@ Instantiated for the supported instructions (the table `INSTRUCTIONS`):
   i + 4*b, D[b][i][j] in lane j + 4*b, register i.
 
 Arithmetic (what the host computes; the GPU's internal summation order is not specified by the ISA):
-D[b][i][j] = C[b][i][j] + sum over k = 0, 1, ... in order of A[b][i][k] * B[b][k][j], each product
-and each addition rounded once in the accumulator type: f32 for f32, f16 and bf16 inputs (f16 and
-bf16 products are exact in f32), f64 for f64, and i32 for i8 (products and sums wrap).
+D[b][i][j] = C[b][i][j] + sum over k = 0, 1, ... in order of A[b][i][k] * B[b][k][j], each step a
+fused multiply-add (the product exact, one rounding per step) in the accumulator type: f32 for
+f32, f16 and bf16 inputs (f16 and bf16 products are exact in f32 anyway), f64 for f64, and i32
+for i8 (products and sums wrap). A CPU then runs a k step as one vector fma per row segment.
 
 AMDGPU lowering: one call of the LLVM intrinsic `INSTRUCTIONS[name].intrinsic`, with the operands
 (A, B, C, cbsz, abid, blgp), the three immediates 0:

@@ -8,6 +8,7 @@ would compute a permuted product and fail the comparison with numpy (the mutated
 the comparison catches a swap of two lanes).
 """
 import re
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -165,14 +166,35 @@ def run(inst, a, b, c, tables=None, in_place=False):
     return out
 
 
+def rounded(exact: Fraction, dtype):
+    """`exact` rounded to nearest, ties to even, in a float dtype: the f64 nearest, then whichever of
+    its dtype neighbours is nearest (rounding the f64 again could round twice)."""
+    guess = dtype.type(float(exact))
+    candidates = [guess, np.nextafter(guess, dtype.type(np.inf)), np.nextafter(guess, dtype.type(-np.inf))]
+    bits = {4: np.uint32, 8: np.uint64}[dtype.itemsize]
+    return min(candidates, key=lambda v: (abs(Fraction(float(v)) - exact), int(np.array(v).view(bits)) & 1))
+
+
+def fused_multiply_add(x, y, z):
+    """x * y + z elementwise with one rounding, to z's dtype, exactly (through fractions)."""
+    exact = np.frompyfunc(lambda u, v, w: rounded(Fraction(float(u)) * Fraction(float(v)) + Fraction(float(w)),
+                                                  z.dtype), 3, 1)
+    return exact(x, y, z).astype(z.dtype)
+
+
 def sequential_reference(a, b, c):
-    """C + sum over k in order of A[:, k] * B[k, :], in the accumulation dtype, rounding each product
-    and each sum: the arithmetic the module docstring specifies."""
+    """C + sum over k in order of A[:, k] * B[k, :] in the accumulation dtype, each step a fused
+    multiply-add (ir/kernel_mfma.py's arithmetic). f16 and bf16 products are exact in f32, and i8
+    products and i32 sums wrap alike, so those take numpy's multiply and add."""
     acc_type = c.dtype
     d = c.copy()
-    with np.errstate(over="ignore"):
-        for k in range(a.shape[-1]):
-            d = d + a[..., :, k:k + 1].astype(acc_type) * b[..., k:k + 1, :].astype(acc_type)
+    for k in range(a.shape[-1]):
+        x, y = a[..., :, k:k + 1].astype(acc_type), b[..., k:k + 1, :].astype(acc_type)
+        if a.dtype in (np.float32, np.float64):
+            d = fused_multiply_add(x, y, d)
+        else:
+            with np.errstate(over="ignore"):
+                d = d + x * y
     return d
 
 
