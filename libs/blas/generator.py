@@ -11,11 +11,16 @@ D at rows m0 = y * MT0, columns n0 = x * MT1 of batch z. Main loop, over K in st
         multiply the tiles in buffer t % 2 into the accumulators
         barrier
 
-LDS layout (both operands alike): a tile of R rows (M for A, N for B) and DepthU K values is kept
-K-major in groups of `k_pack` K values, element (r, k) at ((k // P) * (R + pad) + r) * P + k % P,
-P = k_pack: the values one MFMA lane reads are adjacent (one ds_read of P elements), consecutive
-lanes read consecutive rows (no bank conflicts), and `pad` rows of slack stagger the staging
-writes of consecutive K groups across banks.
+LDS layout, per operand (`Solution.row_major_lds`): a tile of R rows (M for A, N for B) and DepthU
+K values is kept
+  - K-major in groups of `k_pack` K values, element (r, k) at ((k // P) * (R + pad) + r) * P + k % P,
+    P = k_pack: the values one MFMA lane reads are adjacent (one ds_read of P elements),
+    consecutive lanes read consecutive rows (no bank conflicts), and `pad` rows of slack stagger
+    consecutive K groups across banks; or
+  - row-major when K is contiguous in global memory (A not transposed, B transposed) and P is 1
+    (f32, f64; Tensile's TransposeLDS): element (r, k) at r * (DepthU + 1) + k, so staging copies
+    rows as they lie instead of transposing them, and the odd row stride in words puts
+    consecutive lanes' rows in different banks.
 
 Staging: work-item (x, y, z) of the workgroup (X, Y, Z) moves the elements at GRVW * (x + X*u) + w
 (w < GRVW: the vector it reads) along the operand's contiguous dimension in global memory (tile
@@ -81,6 +86,11 @@ class GemmProblem:
     @property
     def flops(self) -> int:
         return 2 * self.batch * self.m * self.n * self.k
+
+    @property
+    def k_contiguous(self) -> tuple[bool, bool]:
+        """Whether A and B keep K contiguous in memory: A not transposed, B transposed."""
+        return not self.trans_a, self.trans_b
 
     def describe(self) -> str:
         layout = ("T" if self.trans_a else "N") + ("T" if self.trans_b else "N")
@@ -158,7 +168,7 @@ class GemmKernelBuilder:
         self.n0 = K.workgroup_id(0).cast(self.dtype) * s.mt1
         self.m0 = K.workgroup_id(1).cast(self.dtype) * s.mt0
         self.batch = K.workgroup_id(2).cast(self.dtype)
-        self.a_elements, self.b_elements = s.lds_elements()
+        self.a_elements, self.b_elements = s.lds_elements(*p.k_contiguous)
         self.a_lds = K.LdsBuffer("a_lds", p.in_dtype, 2 * self.a_elements)
         self.b_lds = K.LdsBuffer("b_lds", p.in_dtype, 2 * self.b_elements)
         self.acc = K.PrivateArray("acc", self.acc_dtype, s.accumulators())
@@ -168,11 +178,19 @@ class GemmKernelBuilder:
 
     # -- staging: global -> LDS --
 
-    def lds_index(self, tile_rows: int, row: K.Expr, k: K.Expr) -> K.Expr:
+    def lds_index(self, tile_rows: int, row: K.Expr, k_group: K.Expr, within: K.Expr | int, k_contiguous: bool) -> K.Expr:
+        """Where element (row, k) of an operand tile lies in one LDS buffer (module docstring), with
+        k = k_group * k_pack + within (whose parts the fragment loads know without dividing)."""
+        s = self.solution
+        if s.row_major_lds(k_contiguous):
+            return row * (s.depth_u + 1) + k_group + within   # k_pack is 1
+        return (k_group * (tile_rows + s.lds_pad) + row) * s.k_pack + within
+
+    def lds_index_of_k(self, tile_rows: int, row: K.Expr, k: K.Expr, k_contiguous: bool) -> K.Expr:
         pack = self.solution.k_pack
         if pack == 1:
-            return k * (tile_rows + self.solution.lds_pad) + row
-        return ((k / pack) * (tile_rows + self.solution.lds_pad) + row) * pack + k % pack
+            return self.lds_index(tile_rows, row, k, 0, k_contiguous)
+        return self.lds_index(tile_rows, row, k / pack, k % pack, k_contiguous)
 
     def operands(self):
         """Per operand: (LDS, global buffer, tile rows, matrix rows, row origin, whether rows are the
@@ -202,7 +220,7 @@ class GemmKernelBuilder:
                     row_local, k_local = (along_x, across) if rows_contiguous else (across, along_x)
                     row, k = origin + row_local, k0 + k_local
                     index = base + (k * extent + row if rows_contiguous else row * p.k + k)
-                    target = buffer * elements + self.lds_index(rows, row_local, k_local)
+                    target = buffer * elements + self.lds_index_of_k(rows, row_local, k_local, not rows_contiguous)
                     value = source[index]
                     if guarded:
                         stmts.append(K.If((row < extent) & (k < p.k), [K.Store(lds, target, value)],
@@ -252,20 +270,21 @@ class GemmKernelBuilder:
         s = self.solution
         inst = s.spec
         pack, (blocks_m, blocks_n) = s.k_pack, s.blocks
+        a_k_contiguous, b_k_contiguous = self.problem.k_contiguous
         wave_m, wave_n = self.z / s.waves[1], self.z % s.waves[1]
         loads, issues = [], []
         for step in range(s.depth_u // inst.k):
             fragments = {}
-            for operand, lds, rows, count, wave_origin, elements in (
-                    ("a", self.a_lds, s.mt0, blocks_m, wave_m * s.wave_tile[0], self.a_elements),
-                    ("b", self.b_lds, s.mt1, blocks_n, wave_n * s.wave_tile[1], self.b_elements)):
+            for operand, lds, rows, count, wave_origin, elements, k_contiguous in (
+                    ("a", self.a_lds, s.mt0, blocks_m, wave_m * s.wave_tile[0], self.a_elements, a_k_contiguous),
+                    ("b", self.b_lds, s.mt1, blocks_n, wave_n * s.wave_tile[1], self.b_elements, b_k_contiguous)):
                 for block in range(count):
                     row = wave_origin + block * inst.m + self.lane_in_run
                     k_group = step * (inst.k // pack) + self.run
                     values = []
                     for e in range(pack):
                         var = K.Var(f"{operand}{block}_{step}_{e}", self.problem.in_dtype)
-                        index = buffer * elements + (k_group * (rows + s.lds_pad) + row) * pack + e
+                        index = buffer * elements + self.lds_index(rows, row, k_group, e, k_contiguous)
                         loads.append(K.Let(var, lds[index]))
                         values.append(var)
                     fragments[operand, block] = values
@@ -280,10 +299,13 @@ class GemmKernelBuilder:
         rows, columns = s.thread_tile
         wx, wy = s.workgroup_size[:2]
         stmts = []
+        a_k_contiguous, b_k_contiguous = self.problem.k_contiguous
         for k in range(s.depth_u):
-            a = [self.widened(self.a_lds[buffer * self.a_elements + k * (s.mt0 + s.lds_pad) + self.y + wy * i])
+            a = [self.widened(self.a_lds[buffer * self.a_elements
+                                         + self.lds_index_of_k(s.mt0, self.y + wy * i, self.const(k), a_k_contiguous)])
                  for i in range(rows)]
-            b = [self.widened(self.b_lds[buffer * self.b_elements + k * (s.mt1 + s.lds_pad) + self.x + wx * j])
+            b = [self.widened(self.b_lds[buffer * self.b_elements
+                                         + self.lds_index_of_k(s.mt1, self.x + wx * j, self.const(k), b_k_contiguous)])
                  for j in range(columns)]
             stmts += [K.Store(self.acc, i * columns + j, self.acc[i * columns + j] + a[i] * b[j])
                       for i in range(rows) for j in range(columns)]

@@ -10,8 +10,9 @@ modelled time (`select`). The model, per solution, on the target's published fig
   - compute: the padded problem (macro tiles x DepthU steps) at the matrix (MFMA) or vector
     (VALU) peak for the dtype, times SUSTAINED_ISSUE, the busiest CU running ceil(tiles / CUs)
     workgroups with as many SIMDs busy as the waves it holds at once fill;
-  - LDS: the bytes the staging writes (times its bank conflicts, which depend on the operand's
-    layout: `write_conflicts`) and every wave reads per step, at 128 bytes per clock per CU;
+  - LDS: the bytes the staging writes and every wave reads per step, at 128 bytes per clock per
+    CU (each operand's LDS layout follows its contiguous dimension, generator.py, so neither
+    conflicts in the banks);
   - L2 -> CU: each workgroup's A and B panels, at 64 bytes per clock per CU;
   - HBM: A, B (and C) read once and D written once, at the HBM bandwidth;
   - latency: below 2 running waves per SIMD, nothing hides the LDS and global latency: x1.25.
@@ -31,7 +32,6 @@ from .solutions import ELEMENT_BYTES, Solution, solution_pool
 from .tuning import tuned_solution
 
 LDS_BYTES_PER_CLOCK = 128
-LDS_BANKS = 32
 L2_BYTES_PER_CLOCK = 64
 # Calibrated against the AMDGPU backend's VGPR counts (codegen/amdgpu.py) of 18 f32 and f16 solutions
 # on gfx942: a least-squares fit gives 0.8 per accumulator, 1.0 per fragment register and 5.4 per
@@ -85,7 +85,7 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     clock = target.peak_clock_mhz * 1e6
     vgprs = estimated_vgprs(solution, problem.in_dtype)
     waves_per_group = solution.workgroup_items // target.wave_size
-    lds = solution.lds_bytes(problem.in_dtype)
+    lds = solution.lds_bytes(problem.in_dtype, *problem.k_contiguous)
     granule = target.vgpr_granule
     by_vgprs = min(target.max_waves_per_simd, target.vgprs_per_simd_lane // (-(-vgprs // granule) * granule))
     groups_by_lds = target.lds_bytes_per_cu // lds if lds else target.max_waves_per_simd
@@ -110,8 +110,7 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
         lds_read = (sum(solution.wave_tile) * padded_k * bytes_in) * waves_per_group
     else:
         lds_read = (solution.mt0 + solution.mt1) * padded_k * bytes_in * solution.workgroup_items / 16
-    lds_write = sum(rows * padded_k * bytes_in * write_conflicts(solution, rows, contiguous_rows, bytes_in)
-                    for rows, contiguous_rows in ((solution.mt0, problem.trans_a), (solution.mt1, not problem.trans_b)))
+    lds_write = (solution.mt0 + solution.mt1) * padded_k * bytes_in
     lds_time = per_cu_groups * (lds_read + lds_write) / (LDS_BYTES_PER_CLOCK * clock)
     l2_time = per_cu_groups * (solution.mt0 + solution.mt1) * padded_k * bytes_in / (L2_BYTES_PER_CLOCK * clock)
     out_bytes = ELEMENT_BYTES.get(problem.result_dtype, 4)
@@ -123,18 +122,6 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     seconds = times[bound] * (LOW_OCCUPANCY_PENALTY if running_waves < 2 else 1.0)
     efficiency = problem.flops / peak / seconds if seconds else 0.0
     return Estimate(solution, vgprs, waves_per_simd, seconds, efficiency, bound)
-
-
-def write_conflicts(solution: Solution, rows: int, contiguous_rows: bool, bytes_in: int) -> int:
-    """How many times slower than conflict-free an operand's staging writes to LDS go. Staging runs
-    consecutive lanes along the operand's contiguous dimension in global memory (generator.py): along
-    rows they write consecutive LDS words; along K, with one K value per LDS entry (k_pack 1: f32,
-    f64), they write (rows + pad) entries apart, and lanes whose words fall in the same of the 32
-    banks wait for each other. (Packed K, f16/bf16/i8, is taken as conflict-free: not modelled.)"""
-    if contiguous_rows or solution.k_pack != 1:
-        return 1
-    stride_words = (rows + solution.lds_pad) * max(bytes_in // 4, 1)
-    return math.gcd(stride_words, LDS_BANKS)
 
 
 def smallest_tile_edge(size: int) -> int:

@@ -10,7 +10,7 @@ A `Solution` fixes everything the kernel generator (generator.py) needs besides 
   - valu: the thread tile (rows x columns per work-item) of a 16 x 16 workgroup;
   - `global_read_vector_width`: consecutive elements one work-item reads from global memory along
     the operand's contiguous dimension per load (the width of one buffer_load);
-  - `lds_pad`: elements added to each LDS row against bank conflicts.
+  - `lds_pad`: entries added to each K group of a K-major LDS tile against bank conflicts.
 LDS holds two copies of each tile (double buffering: the next DepthU block is read from global
 memory while the waves multiply the current one, one barrier per step).
 
@@ -86,18 +86,32 @@ class Solution:
         """K elements stored together per LDS row entry: what one lane reads at once."""
         return self.spec.a_elements if self.kind == "mfma" else 1
 
-    def lds_row(self, tile: int) -> int:
-        """Elements between consecutive K groups of one LDS tile of `tile` rows (or columns)."""
-        return (tile + self.lds_pad) * self.k_pack
+    def row_major_lds(self, k_contiguous: bool) -> bool:
+        """Whether an operand tile is kept row-major in LDS (Tensile's TransposeLDS): when its K is
+        contiguous in memory and a lane reads one K value at a time (k_pack 1: f32, f64), so that
+        staging copies rows instead of transposing them. Packed K values (f16, bf16, i8) stay
+        K-major, where staging writes each run of k_pack values together anyway."""
+        return k_contiguous and self.k_pack == 1
 
-    def lds_elements(self) -> tuple[int, int]:
+    def lds_tile(self, rows: int, k_contiguous: bool) -> int:
+        """Elements of one LDS buffer of an operand tile of `rows` rows (M for A, N for B) by DepthU
+        (generator.py's layouts): row-major, rows of DepthU + 1 values; or K-major, DepthU / k_pack
+        groups of (rows + pad) entries of k_pack values."""
+        if self.row_major_lds(k_contiguous):
+            return rows * (self.depth_u + 1)
+        return (self.depth_u // self.k_pack) * (rows + self.lds_pad) * self.k_pack
+
+    def lds_elements(self, a_k_contiguous: bool, b_k_contiguous: bool) -> tuple[int, int]:
         """One buffer of the A tile and of the B tile, in elements."""
-        groups = self.depth_u // self.k_pack
-        return groups * self.lds_row(self.mt0), groups * self.lds_row(self.mt1)
+        return self.lds_tile(self.mt0, a_k_contiguous), self.lds_tile(self.mt1, b_k_contiguous)
 
-    def lds_bytes(self, in_dtype: str) -> int:
-        """Both tiles, double-buffered, in the accumulation-free input dtype."""
-        return 2 * sum(self.lds_elements()) * ELEMENT_BYTES[in_dtype]
+    def lds_bytes(self, in_dtype: str, a_k_contiguous: bool, b_k_contiguous: bool) -> int:
+        """Both tiles, double-buffered, in the input dtype."""
+        return 2 * sum(self.lds_elements(a_k_contiguous, b_k_contiguous)) * ELEMENT_BYTES[in_dtype]
+
+    def most_lds_bytes(self, in_dtype: str) -> int:
+        """lds_bytes in the larger layout of each operand: what the solution needs for any problem."""
+        return max(self.lds_bytes(in_dtype, a, b) for a in (False, True) for b in (False, True))
 
     def accumulators(self) -> int:
         """Accumulator values per work-item."""
@@ -168,7 +182,7 @@ def pool_of(in_dtype: str, compute_dtype: str, target_name: str, max_lds_bytes: 
             pool.append(Solution("valu", VALU_WORKGROUP[1] * tile[0], VALU_WORKGROUP[0] * tile[1], depth_u,
                                  thread_tile=tile))
     unique = dict.fromkeys(pool)
-    return tuple(s for s in unique if s.check() is None and s.lds_bytes(in_dtype) <= max_lds_bytes)
+    return tuple(s for s in unique if s.check() is None and s.most_lds_bytes(in_dtype) <= max_lds_bytes)
 
 
 def solution_by_name(name: str, in_dtype: str, compute_dtype: str, target: Target) -> Solution:
