@@ -168,10 +168,54 @@ def reloadable_loads(kernel: Kernel) -> dict:
             and launch_invariant(s.value.index)}
 
 
+# Wave ops whose lowering reads some operands straight from LDS when it can: class -> the operand
+# variables it reads that way (mfma_host.py: an MFMA's A values, which it broadcasts one at a time).
+LDS_OPERANDS: dict = {}
+
+
+def expression_reads(stmt) -> list[Expr]:
+    """The expressions a statement itself (not its nested blocks) evaluates."""
+    if isinstance(stmt, (Let, Assign)):
+        return [stmt.value]
+    if isinstance(stmt, Store):
+        return [stmt.index, stmt.value]
+    if isinstance(stmt, WaveOp):
+        return list(stmt.reads())
+    return list(control_expressions(stmt))
+
+
+def expression_counts(kernel: Kernel, key) -> Counter:
+    """How many times each key(e) occurs over every expression e the kernel evaluates (sub-expressions
+    included; a key of None is not counted)."""
+    counts = Counter()
+
+    def visit(expr):
+        found = key(expr)
+        if found is not None:
+            counts[found] += 1
+        for sub in sub_expressions(expr):
+            visit(sub)
+
+    for stmt in walk(kernel.body):
+        for expr in expression_reads(stmt):
+            visit(expr)
+    return counts
+
+
+def variable_reads(kernel: Kernel) -> Counter:
+    """How many times each (name, dtype) is read in the kernel."""
+    return expression_counts(kernel, lambda e: (e.name, e.dtype) if isinstance(e, Var) else None)
+
+
+def writes_lds_or_syncs(stmt) -> bool:
+    return any(isinstance(s, Barrier) or (isinstance(s, Store) and s.buffer.space == "lds") for s in walk([stmt]))
+
+
 class StoragePlan:
     """Which variables and private arrays cross a cut (and so need per-work-item arrays), which
     are loop variables of workgroup-level loops (one value per workgroup), and which are
-    reloaded from global memory in each region (`reloaded`, when `reload` is asked)."""
+    reloaded in each region (`reloaded`, when `reload` is asked): from global memory, or from
+    LDS by the wave ops that take them as LDS operands."""
 
     def __init__(self, kernel: Kernel, reload: bool = True):
         self.regions_of: dict = {}
@@ -179,9 +223,37 @@ class StoragePlan:
         self.wave_results: set = set()
         self.count = 1  # region 0 is the workgroup level: bounds and conditions of cut-holding statements
         self.plan(kernel.body)
-        self.reloaded = reloadable_loads(kernel) if reload else {}
+        self.reloaded = {**reloadable_loads(kernel), **self.lds_operand_loads(kernel)} if reload else {}
         crossing = {name for name, regions in self.regions_of.items() if len(regions) > 1}
         self.per_item = (crossing | self.wave_results) - self.workgroup_level - set(self.reloaded)
+
+    def lds_operand_loads(self, kernel: Kernel) -> dict:
+        """(name, dtype) -> Load of the variables a block sets once to an LDS element and then reads
+        only as LDS operands (LDS_OPERANDS) of wave ops later in that block, with no barrier and no
+        LDS store in between: LDS still holds the value there. The index may read ids, constants,
+        scalar parameters and workgroup-level loop variables, which every lane can evaluate."""
+        if not LDS_OPERANDS:
+            return {}
+        assigned = {s.var.name for s in walk(kernel.body) if isinstance(s, Assign)}
+        reads = variable_reads(kernel)
+        found = {}
+        blocks = [kernel.body] + [block for s in walk(kernel.body) for block in s.children()]
+        for block in blocks:
+            for position, stmt in enumerate(block):
+                if not (isinstance(stmt, Let) and isinstance(stmt.value, Load) and stmt.value.buffer.space == "lds"
+                        and stmt.var.name not in assigned
+                        and variables_in(stmt.value.index, set()) <= self.workgroup_level):
+                    continue
+                key, operand_reads = (stmt.var.name, stmt.var.dtype), 0
+                for later in block[position + 1:]:
+                    if writes_lds_or_syncs(later):
+                        break
+                    operands = LDS_OPERANDS.get(type(later))
+                    if operands is not None:
+                        operand_reads += sum((v.name, v.dtype) == key for v in operands(later))
+                if operand_reads and operand_reads == reads[key]:
+                    found[key] = stmt.value
+        return found
 
     def note(self, names, region):
         for name in names:
@@ -226,23 +298,7 @@ MAX_OUTLINING_WORK_ITEMS = 1 << 17
 
 def math_calls(kernel: Kernel) -> Counter:
     """How many calls of each (math function, dtype) the kernel's code holds."""
-    counts = Counter()
-
-    def visit(expr):
-        if isinstance(expr, Math):
-            counts[expr.fn, expr.args[0].dtype] += 1
-        for sub in sub_expressions(expr):
-            visit(sub)
-
-    for stmt in walk(kernel.body):
-        if isinstance(stmt, (Let, Assign)):
-            visit(stmt.value)
-        elif isinstance(stmt, Store):
-            visit(stmt.index)
-            visit(stmt.value)
-        for expr in (stmt.reads() if isinstance(stmt, WaveOp) else control_expressions(stmt)):
-            visit(expr)
-    return counts
+    return expression_counts(kernel, lambda e: (e.fn, e.args[0].dtype) if isinstance(e, Math) else None)
 
 
 def outlined_math(kernel: Kernel) -> set:
@@ -812,9 +868,12 @@ def lower_wave_shuffle(kb: HostKernelBuilder, op: WaveShuffle):
 WAVE_OP_LOWERINGS = {WaveReduce: one_at_a_time(lower_wave_reduce), WaveShuffle: one_at_a_time(lower_wave_shuffle)}
 
 
-def register_wave_op(cls, lower) -> None:
-    """Add the host lowering of a new WaveOp subclass: lower(builder, run of consecutive ops)."""
+def register_wave_op(cls, lower, lds_operands=None) -> None:
+    """Add the host lowering of a new WaveOp subclass: lower(builder, run of consecutive ops); and
+    `lds_operands(op)`, the operand variables it can read straight from LDS (`LDS_OPERANDS`)."""
     WAVE_OP_LOWERINGS[cls] = lower
+    if lds_operands is not None:
+        LDS_OPERANDS[cls] = lds_operands
 
 
 # ---- compiling --------------------------------------------------------------------------

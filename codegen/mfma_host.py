@@ -17,7 +17,9 @@ per-work-item values of consecutive lanes are consecutive in memory too).
 
 A run of consecutive MFMAs (a GEMM's unrolled k steps over its wave tile) takes a faster path
 when every accumulator is a private-array slice (two slices the same or disjoint) and every A and
-B value a variable kept per work-item: the D values of one register element and one run of n
+B value a variable kept per work-item, or, for A, one that host.py's StoragePlan reloads from LDS
+(an f32/f64 fragment loaded from LDS with no barrier before the MFMA: `lds_operands` below; the
+micro-kernel then reads each A value where the kernel loaded it, with no per-work-item copy): the D values of one register element and one run of n
 lanes are one row segment D[i][0:n], contiguous in the private array (element-major). For each
 accumulator, groups of such segments (SEGMENT_GROUP_VALUES values in all) are loaded as vectors,
 every MFMA of the run on that accumulator is applied in order (D[i][:] += A[i][k] * B[k][:], k in
@@ -39,7 +41,7 @@ ACCUMULATION_TYPES = {"f32": F32, "f64": F64, "i32": I32}
 # Accumulator values one micro-kernel step keeps in registers: SEGMENT_GROUP_VALUES // n row segments
 # (measured on AVX-512 for 32x32x2 f32 with fma, 256x1024x1024: 64 values 183 GFLOP/s, 128 values
 # 193, 256 values 130 as the accumulators spill).
-SEGMENT_GROUP_VALUES = 128
+SEGMENT_GROUP_VALUES = 256
 
 
 def tile_tables(inst: MfmaInstruction) -> dict[str, np.ndarray]:
@@ -155,19 +157,14 @@ def fast_path_applies(kb: HostKernelBuilder, ops: list[Mfma]) -> bool:
     for op in ops:
         if not isinstance(op.c, PrivateSlice) or op.c.array.name not in kb.plan.per_item:
             return False
-        if not all(isinstance(v, Var) and (v.name, v.dtype) in kb.plan.per_item for v in op.a + op.b):
+        if not all(isinstance(v, Var) and (v.name, v.dtype) in kb.plan.per_item for v in op.b):
+            return False
+        if not all(isinstance(v, Var) and ((v.name, v.dtype) in kb.plan.per_item or (v.name, v.dtype) in kb.plan.reloaded)
+                   for v in op.a):
             return False
         slices.setdefault((op.c.array.name, op.c.start), op.c)
     spans = sorted((s.array.name, s.start, s.start + s.count) for s in slices.values())
     return all(a[0] != b[0] or a[2] <= b[1] for a, b in zip(spans, spans[1:]))
-
-
-def constant_table(kb: HostKernelBuilder, name: str, values) -> ir.GlobalVariable:
-    table = ir.GlobalVariable(kb.module, ir.ArrayType(I32, len(values)), name=kb.module.get_unique_name(name))
-    table.global_constant = True
-    table.linkage = "internal"
-    table.initializer = ir.Constant(ir.ArrayType(I32, len(values)), [int(v) for v in values])
-    return table
 
 
 def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
@@ -178,12 +175,11 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
     value_type = ACCUMULATION_TYPES[inst.out_dtype]
     segment_type = ir.VectorType(value_type, n)
     constant = lambda value: ir.Constant(I64, value)
-    # The D segments: (register element, first lane, row i); in groups that share B rows.
+    # The D segments: (register element, first lane, row i); in groups that share B rows. Every
+    # group is generated on its own (no loop over them): lanes and rows are constants, so LLVM
+    # folds the A operands' addresses (in LDS, or in per-work-item arrays) to fixed offsets.
     segments = [(element, first, start // n) for element, first, start in runs(tile_tables(inst)["d"], n)]
     group = max(1, min(len(segments), SEGMENT_GROUP_VALUES // n))
-    groups = len(segments) // group
-    tables = [constant_table(kb, f"mfma.segments.{field}", [seg[f] for seg in segments]) for f, field in
-              enumerate(("element", "lane", "row"))]
     by_slice: dict = {}
     for op in ops:
         by_slice.setdefault((op.c.array.name, op.c.start), []).append(op)
@@ -192,6 +188,15 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
         base, _ = kb.slot((var.name, var.dtype), var.dtype)
         index = b.add(b.mul(wave, constant(WAVE_SIZE)), lane)
         return b.gep(base, [index], source_etype=REGISTER_TYPES[var.dtype])
+
+    def lane_value(var: Var, wave, lane):
+        """A lane's value of `var`: from its per-work-item array, or reloaded from LDS."""
+        if (var.name, var.dtype) in kb.plan.reloaded:
+            kb.set_item(b.add(b.mul(wave, constant(WAVE_SIZE)), lane))
+            value = kb.read_var(var)
+            kb.set_item(None)
+            return value
+        return b.load(lanes_pointer(var, wave, lane), typ=REGISTER_TYPES[var.dtype])
 
     def widen(value, dtype):
         if dtype != "i8":
@@ -202,25 +207,21 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
         vector = b.insert_element(ir.Constant(segment_type, ir.Undefined), value, ir.Constant(I32, 0))
         return b.shuffle_vector(vector, ir.Constant(segment_type, ir.Undefined), ir.Constant(ir.VectorType(I32, n), [0] * n))
 
-    def table_value(table, index):
-        return b.zext(b.load(b.gep(table, [ir.Constant(I32, 0), index]), typ=I32), I64)
-
     def wave(w):
         for accumulator_ops in by_slice.values():
             accumulator = accumulator_ops[0].c
             acc_base, _ = kb.slot(accumulator.array.name, accumulator.array.dtype, accumulator.array.count)
 
-            def segment_pointer(index):
-                element, lane = table_value(tables[0], index), table_value(tables[1], index)
-                row = b.add(element, constant(accumulator.start))
-                flat = b.add(b.add(b.mul(row, constant(kb.items)), b.mul(w, constant(WAVE_SIZE))), lane)
+            def segment_pointer(element, lane):
+                first = (element + accumulator.start) * kb.items + lane
+                flat = b.add(b.mul(w, constant(WAVE_SIZE)), constant(first))
                 pointer = b.gep(acc_base, [flat], source_etype=value_type)
                 return b.bitcast(pointer, segment_type.as_pointer())
 
-            def segments_at(indices):
-                pointers = [segment_pointer(i) for i in indices]
-                rows = [table_value(tables[2], i) for i in indices]
-                sums = [b.load(p, typ=segment_type, align=4) for p in pointers]
+            def segments_at(chosen):
+                pointers = [segment_pointer(element, lane) for element, lane, _ in chosen]
+                rows = [row for _, _, row in chosen]
+                sums = [b.load(p, typ=segment_type, align=4, name="mfma.segment") for p in pointers]
                 for op in accumulator_ops:
                     for kk in range(k):
                         b_lane, b_element = inst.b_layout(0, kk, 0)
@@ -229,18 +230,13 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
                         row_of_b = widen(b.load(b_pointer, typ=b_pointer.type.pointee, align=1), inst.in_dtype)
                         a_lane, a_element = inst.a_layout(0, 0, kk)  # lane of A[0][kk]; row i adds i
                         for s, row in enumerate(rows):
-                            a_var = op.a[a_element]
-                            a = b.load(lanes_pointer(a_var, w, b.add(row, constant(a_lane))),
-                                       typ=REGISTER_TYPES[a_var.dtype])
+                            a = lane_value(op.a[a_element], w, constant(row + a_lane))
                             sums[s] = multiply_add(kb, splat(widen(a, inst.in_dtype)), row_of_b, sums[s])
                 for pointer, total in zip(pointers, sums):
                     b.store(total, pointer, align=4)
 
-            kb.counted_loop(constant(0), constant(groups), constant(1),
-                            lambda g: segments_at([b.add(b.mul(g, constant(group)), constant(i)) for i in range(group)]),
-                            name="mfma.group")
-            for rest in range(groups * group, len(segments)):
-                segments_at([constant(rest)])
+            for first in range(0, len(segments), group):
+                segments_at(segments[first:first + group])
 
     kb.for_each_wave(wave)
 
@@ -253,4 +249,6 @@ def lower_mfmas(kb: HostKernelBuilder, ops: list[Mfma]):
             lower_mfma(kb, op)
 
 
-register_wave_op(Mfma, lower_mfmas)
+# The A values, which the micro-kernel broadcasts one at a time, as well from LDS as from an array,
+# when LDS holds them as the registers do (f32, f64): a converted value is better converted once.
+register_wave_op(Mfma, lower_mfmas, lds_operands=lambda op: op.a if op.spec.in_dtype in ("f32", "f64") else ())

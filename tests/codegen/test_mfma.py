@@ -405,7 +405,7 @@ def run_of_mfmas(name, steps=3, tables=None):
                                   "v_mfma_f32_16x16x16bf16_1k", "v_mfma_i32_32x32x16i8", "v_mfma_f64_16x16x4f64"])
 def test_a_run_of_instructions_takes_the_micro_kernel_path_exactly(name):
     kernel, out, expected = run_of_mfmas(name)
-    assert "mfma.segments" in str(host.llvm_module(kernel))  # the micro-kernel path, not one op at a time
+    assert "mfma.segment" in str(host.llvm_module(kernel))  # the micro-kernel path, not one op at a time
     np.testing.assert_array_equal(out, expected)
 
 
@@ -416,3 +416,39 @@ def test_the_micro_kernel_path_catches_a_wrong_lane_mapping(matrix, lane, other)
     tables[matrix][[lane, other]] = tables[matrix][[other, lane]]
     _, out, expected = run_of_mfmas(inst.name, tables=tables)
     assert not np.allclose(out, expected, rtol=1e-3, atol=1e-3)
+
+
+def lds_operand_kernel(barrier_between: bool):
+    """One wave: A values loaded from LDS (reversed lanes), B from global memory, one 32x32x2 MFMA;
+    with `barrier_between`, a barrier separates the A loads from the MFMA."""
+    inst = INSTRUCTIONS["v_mfma_f32_32x32x2f32"]
+    x = K.GlobalBuffer("x", "f32", 64, readonly=True)
+    out = K.GlobalBuffer("out", "f32", 64 * inst.d_elements)
+    tile = K.LdsBuffer("tile", "f32", 64)
+    acc = K.PrivateArray("acc", "f32", inst.d_elements)
+    lane, a, b = K.Var("lane", "i32"), K.Var("a", "f32"), K.Var("b", "f32")
+    accumulator = PrivateSlice(acc, 0, inst.d_elements)
+    body = [K.Let(lane, K.workitem_id(0)), K.Store(tile, lane, x[lane] * 2.0), K.Barrier(),
+            *[K.Store(acc, e, 0.0) for e in range(inst.d_elements)],
+            K.Let(a, tile[63 - K.workitem_id(0)]), K.Let(b, x[lane]), *([K.Barrier()] if barrier_between else []),
+            Mfma(inst.name, accumulator, [a], [b], accumulator),
+            *[K.Store(out, lane * inst.d_elements + e, acc[e]) for e in range(inst.d_elements)]]
+    return K.Kernel(f"lds_operand_{barrier_between}", params=[x, out], grid=(1,), workgroup_size=(64,), body=body,
+                    lds=[tile], private=[acc])
+
+
+def test_mfma_a_operands_are_read_from_lds_only_while_lds_holds_them():
+    """An A value loaded from LDS is read there again by the MFMA's lowering, unless a barrier
+    (after which LDS may hold something else) lies between: then it is kept per work-item. Both
+    compute the same product."""
+    x = RNG.standard_normal(64).astype(np.float32)
+    results = []
+    for barrier_between in (False, True):
+        kernel = lds_operand_kernel(barrier_between)
+        reloaded = host.StoragePlan(kernel).reloaded
+        assert (("a", "f32") in reloaded) != barrier_between and ("b", "f32") not in reloaded
+        out = np.zeros(64 * 16, np.float32)
+        compile_kernel(kernel)(x, out)
+        results.append(out)
+    np.testing.assert_array_equal(results[0], results[1])
+    assert np.any(results[0])

@@ -23,6 +23,7 @@ import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
 from cdnajit.codegen import amdgpu
+from cdnajit.codegen.host import StoragePlan
 from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES
 from cdnajit.libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
@@ -295,3 +296,16 @@ def test_batched_int8_is_one_strided_batched_gemm():
     compiled = cj.jit(lambda a, b: cnp.matmul(a, b, preferred_element_type=cnp.int32)).lower(a, b).compile()
     assert [r.source_ops for r in compiled.kernels] == [("blas.strided_batched_gemm",)]
     np.testing.assert_array_equal(compiled(a, b), np.matmul(a.astype(np.int32), b.astype(np.int32)))
+
+
+@pytest.mark.parametrize("in_dtype, trans_a, reloaded", [("f32", False, True), ("f32", True, True), ("f16", False, False)])
+def test_the_host_reads_f32_a_fragments_straight_from_lds(in_dtype, trans_a, reloaded):
+    """The A fragments of an f32 MFMA kernel are read from LDS by the host's micro-kernel (no
+    per-work-item copy); B's stay in per-work-item arrays (a row of B is one vector load), and f16
+    values, which need converting, are converted once into them."""
+    op = gemm_call(128, 128, 64, in_dtype, "f32", trans_a=trans_a)
+    solution = select(GemmProblem.from_op(op), GFX942).solution
+    assert solution.kind == "mfma"
+    plan = StoragePlan(gemm_kernel(op, solution, "g"))
+    from_lds = {name[0] for (name, _), load in plan.reloaded.items() if load.buffer.space == "lds"}
+    assert from_lds == ({"a"} if reloaded else set())
