@@ -115,7 +115,7 @@ class Spec:
         self.np_float = np.float64 if self.f64 else np.float32
         self.ln2 = split(LN2, 2, self.np_float)
         self.exp_terms = taylor(0, 14 if self.f64 else 8)
-        self.expm1_terms = taylor(2, 13 if self.f64 else 8)
+        self.expm1_terms = taylor(2, 13 if self.f64 else 7)
         self.log_terms = ATANH_SERIES[:11 if self.f64 else 5]
         self.sin_terms = taylor(3, 8 if self.f64 else 4, 2, sign=-1, alternate=True)
         self.cos_terms = taylor(4, 7 if self.f64 else 4, 2, alternate=True)
@@ -299,15 +299,16 @@ def exp2(m, x):
     return m.ldexp(m.poly(r, m.spec.exp_terms), k)
 
 
-def expm1(m, x, moderate_only=False):
-    """e^x - 1; `moderate_only` when the caller guarantees -60 <= x <= 60 (skips the overflow path)."""
+def expm1(m, x, moderate_only=False, nonnegative=False):
+    """e^x - 1; `moderate_only` when the caller guarantees -60 <= x <= 60 (skips the overflow path),
+    `nonnegative` when also x >= 0 (skips the clamp of 2^n below)."""
     if not moderate_only:
         x = m.clamp(x, -800.0, 800.0) if m.spec.f64 else m.clamp(x, -120.0, 120.0)
     r, k = reduce_ln2(m, x)
     em = m.fma(m.mul(r, r), m.poly(r, m.spec.expm1_terms), r)   # e^r - 1
     big = 1000 if m.spec.f64 else 120
     # 2^n is a normal number in [2^-100, 2^big]; below, 2^n - 1 rounds to -1 anyway.
-    t = m.pow2(m.b.select(m.b.icmp_signed("<", k, m.ci(-100)), m.ci(-100), k))
+    t = m.pow2(k if nonnegative else m.b.select(m.b.icmp_signed("<", k, m.ci(-100)), m.ci(-100), k))
     moderate = m.fma(t, em, m.sub(t, m.c(1.0)))
     if moderate_only:
         return moderate
@@ -318,7 +319,7 @@ def expm1(m, x, moderate_only=False):
 def tanh(m, x):
     a = m.abs(x)
     large = m.gt(a, m.c(m.spec.sinh_large))
-    t = expm1(m, m.mul(m.select(large, m.c(m.spec.sinh_large), a), m.c(2.0)), moderate_only=True)
+    t = expm1(m, m.mul(m.select(large, m.c(m.spec.sinh_large), a), m.c(2.0)), moderate_only=True, nonnegative=True)
     r = m.select(large, m.c(1.0), m.div(t, m.add(t, m.c(2.0))))
     return m.copysign(r, x)
 
