@@ -68,6 +68,7 @@ class FusionKernel:
         self.lane = K.workitem_id(0).cast(self.idx)
         self.group = K.workgroup_id(0).cast(self.idx)
         self.lds: list[K.LdsBuffer] = []
+        self.streams: list[tuple[str, int]] = []
 
     def store_results(self, results, index, linear):
         """Store each (buffer, value) at element `index` (linear position `linear`) of its result; a
@@ -86,7 +87,8 @@ class FusionKernel:
         if e.lds_fill:  # constant tables: filled by lane 0 after the ids are bound, then a barrier
             body[:0] = [K.If(self.lane.eq(0), e.lds_fill), K.Barrier()]
         return K.Kernel(self.name, params=self.inputs + self.outputs, grid=(self.config.grid,),
-                        workgroup_size=(self.config.workgroup_size,), body=body, lds=self.lds + e.lds)
+                        workgroup_size=(self.config.workgroup_size,), body=body, lds=self.lds + e.lds,
+                        streams=self.streams)
 
 
 # ---- loop kernels -----------------------------------------------------------------------------
@@ -193,6 +195,9 @@ def build_row_per_item(fk: FusionKernel):
 def build_row_per_workgroup(fk: FusionKernel):
     e, rows, config = fk.emitter, Rows(fk), fk.config
     width, elements, size = config.workgroup_size, config.elements_per_item, rows.row_size
+    if rows.trailing:  # workgroup g's row is elements [g * size, (g + 1) * size) of every full-shaped input
+        fk.streams = [(buffer.name, size * (2 if param.type.dtype in COMPLEXES else 1))
+                      for buffer, param in zip(fk.inputs, fk.region.params) if param.type.shape == rows.shape and size]
     row_index = e.index(rows.kept_shape, linear=fk.group)
     row_start = fk.group * size
 

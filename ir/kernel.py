@@ -467,7 +467,12 @@ def _dims3(dims) -> tuple[int, int, int]:
 class Kernel:
     """A kernel: parameters (GlobalBuffer and ScalarParam, in argument order), the launch
     (grid of workgroups and workgroup size, each padded to 3-D), LDS buffers, private arrays
-    and the per-work-item body."""
+    and the per-work-item body.
+
+    `streams` are (read-only buffer name, elements) pairs saying that workgroup g (linear id)
+    reads that buffer's elements [g * elements, (g + 1) * elements): a hint, which the host turns
+    into prefetches of workgroup g + 1's slice while g runs (a row kernel reads its row, then
+    computes long enough for the hardware prefetcher to stop), and the GPU ignores."""
     name: str
     params: tuple[GlobalBuffer | ScalarParam, ...]
     grid: tuple[int, int, int]
@@ -475,9 +480,10 @@ class Kernel:
     body: tuple[Stmt, ...]
     lds: tuple[LdsBuffer, ...] = ()
     private: tuple[PrivateArray, ...] = ()
+    streams: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self):
-        for name in ("params", "body", "lds", "private"):
+        for name in ("params", "body", "lds", "private", "streams"):
             _tuple_field(self, name)
         object.__setattr__(self, "grid", _dims3(self.grid))
         object.__setattr__(self, "workgroup_size", _dims3(self.workgroup_size))

@@ -99,6 +99,7 @@ def print_kernel(kernel: Kernel) -> str:
              f"    grid {list(kernel.grid)} workgroup {list(kernel.workgroup_size)} lds {kernel.lds_bytes} bytes"]
     lines += [f"  lds {b.name}: {b.dtype}[{b.count}]" for b in kernel.lds]
     lines += [f"  private {b.name}: {b.dtype}[{b.count}]" for b in kernel.private]
+    lines += [f"  stream {name}: {elements} elements per workgroup" for name, elements in kernel.streams]
     lines.append("{")
     print_block(kernel.body, 1, lines)
     lines.append("}")

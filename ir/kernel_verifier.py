@@ -101,6 +101,12 @@ class KernelVerifier:
                 if decl.count < 0:
                     self.fail(f"{decl.name}: negative element count {decl.count}")
                 self.buffers[decl.name] = decl
+        for name, elements in k.streams:
+            buffer = self.buffers.get(name)
+            if not isinstance(buffer, GlobalBuffer) or not buffer.readonly:
+                self.fail(f"stream {name!r} is not a read-only global buffer of the kernel")
+            if not isinstance(elements, int) or elements < 1:
+                self.fail(f"stream {name}: {elements!r} elements per workgroup; expected a count >= 1")
 
     # ---- uniformity --------------------------------------------------------------------
 

@@ -287,6 +287,21 @@ def test_softmax_and_layernorm_over_rows(fn, shape, strategy):
         np.testing.assert_allclose(actual[0], expected[0], rtol=1024 * 2 ** -23, atol=1024 * 2 ** -23)
 
 
+def test_row_kernels_stream_their_rows_and_the_host_prefetches_the_next():
+    """A row kernel over trailing axes declares that workgroup g reads row g of each full-shaped
+    input (Kernel.streams); the host prefetches row g + 1 while g runs. A reduction over a leading
+    axis reads strided columns: no stream."""
+    x = random((7, 1000), np.float32, special=False)
+    module = run_pipeline(cj.make_graph(softmax)(x)).module
+    op = next(op for op in module.body.ops if op.name == "fusion")
+    kernel = emit_kernel(op, "k")
+    assert kernel.streams == (("in0", 1000),) and "stream in0: 1000 elements per workgroup" in str(kernel)
+    assert "call void @llvm.prefetch" in optimized_llvm_ir(kernel)
+    columns = run_pipeline(cj.make_graph(lambda a: cnp.sum(a, axis=0))(x)).module
+    op = next(op for op in columns.body.ops if op.name == "fusion")
+    assert emit_kernel(op, "k").streams == ()
+
+
 def test_rows_longer_than_the_registers_loop_over_the_row():
     x = random((3, 20000), np.float32, special=False)
     (actual, expected, config), = fused(lambda a: (cnp.sum(cnp.exp(a), axis=1), cnp.max(a, axis=1)), x)

@@ -12,9 +12,9 @@ T = K.Var("t", "i32")
 INDEX = K.Let(I, K.workgroup_id(0) * 64 + K.workitem_id(0))
 
 
-def kernel(body, params=(X, Y), workgroup_size=(64,), lds=(), private=()):
+def kernel(body, params=(X, Y), workgroup_size=(64,), lds=(), private=(), streams=()):
     return K.Kernel("k", params=list(params), grid=(16,), workgroup_size=workgroup_size, body=body, lds=lds,
-                    private=private)
+                    private=private, streams=streams)
 
 
 def test_printer_text():
@@ -85,6 +85,9 @@ BAD = [
     ([INDEX, K.Let(S, K.Unary("not", X[I]))], {}, "not does not apply to f32"),
     ([INDEX, K.For(K.Var("j", "i32"), 0, 4, 0, [])], {}, "loop step must be positive, got 0"),
     ([INDEX, K.Let(K.Var("b", "i32"), K.Binary("shift_left", I, I) + (I << 2))], {}, None),
+    ([], {"streams": [("y", 64)]}, "stream 'y' is not a read-only global buffer"),
+    ([], {"streams": [("x", 0)]}, "stream x: 0 elements per workgroup"),
+    ([], {"streams": [("x", 64)]}, None),
 ]
 
 
