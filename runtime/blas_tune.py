@@ -26,7 +26,7 @@ from ..libs.blas.heuristic import ranked
 from ..libs.blas.matcher import SUPPORTED
 from ..libs.blas.solutions import Solution
 from ..libs.blas.tuning import database_path, load_database, problem_key, save_database
-from .launch import compile_kernel
+from .launch import aligned_empty, compile_kernel
 
 BAR_WIDTH = 30
 
@@ -115,7 +115,7 @@ def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bo
         if show_progress:
             progress(index, len(estimates), est.solution.name, file)
         compiled = compile_kernel(gemm_kernel(call, est.solution, "blas_tune"))
-        d = np.empty(call.result.type.shape, NUMPY_DTYPES[problem.result_dtype])
+        d = aligned_empty(call.result.type.shape, NUMPY_DTYPES[problem.result_dtype])  # as the executable allocates it
         compiled(a, b, d)
         check(d, expected, scale, est.solution, problem)
         seconds = []
