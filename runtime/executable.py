@@ -46,7 +46,7 @@ from ..libs.blas import kernels as blas_kernels  # noqa: F401  (registers the li
 from ..libs.blas.tuning import database_stamp
 from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
-from .launch import CompiledKernel, aligned_empty
+from .launch import CompiledKernel, address, aligned_empty
 
 ALIAS_OPS = frozenset({"reshape"})
 
@@ -206,15 +206,6 @@ class Planner:
 
 
 # ---- running: plan -> steps ----------------------------------------------------------------
-
-def address(array: np.ndarray) -> int:
-    """The address of an array's first element. Through the buffer protocol for a writeable,
-    non-empty array: ten times cheaper than `ndarray.ctypes`, which read-only and empty ones take."""
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(array))
-    except (TypeError, ValueError):
-        return array.ctypes.data
-
 
 class Allocate:
     """The results of an op, uninitialised: all that an op whose results are all empty does."""
