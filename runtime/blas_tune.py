@@ -8,10 +8,12 @@ MIOpen's find-db do. It runs kernels, so it lives here rather than in libs/.
 Later compiles of a library_call with the same target, sizes, batch, layouts and dtypes use the
 recorded winner (its selection reason says "tuned"). The candidates are the heuristic's `top`
 best-modelled solutions (all of them with top=None); each is generated, compiled, run once to
-warm up and checked against numpy, then timed `repeats` times (the fastest counts).
+warm up and checked against numpy; then `repeats` rounds time every candidate once in turn, and
+each candidate's fastest run counts.
 """
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -110,24 +112,27 @@ def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bo
     rng = np.random.default_rng(0)
     a, b = (random_operand(v.type.shape, v.type.dtype, rng) for v in call.operands)
     expected, scale = reference_product(a, b, problem)
-    timings = []
+    d = aligned_empty(call.result.type.shape, NUMPY_DTYPES[problem.result_dtype])  # as the executable allocates it
+    kernels = []
     for index, est in enumerate(estimates):
         if show_progress:
             progress(index, len(estimates), est.solution.name, file)
         compiled = compile_kernel(gemm_kernel(call, est.solution, "blas_tune"))
-        d = aligned_empty(call.result.type.shape, NUMPY_DTYPES[problem.result_dtype])  # as the executable allocates it
         compiled(a, b, d)
         check(d, expected, scale, est.solution, problem)
-        seconds = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            compiled(a, b, d)
-            seconds.append(time.perf_counter() - start)
-        # The fastest run: other processes on the machine only ever add time.
-        timings.append(Timing(est.solution, min(seconds), est.seconds, problem.flops))
+        kernels.append(compiled)
     if show_progress:
         progress(len(estimates), len(estimates), "done", file)
         file.write("\n")
+    # Each repeat times every candidate once, in turn, and each keeps its fastest run: a burst of
+    # other load on the machine slows one repeat of several candidates, never all of one's runs.
+    seconds = [math.inf] * len(kernels)
+    for _ in range(repeats):
+        for index, compiled in enumerate(kernels):
+            start = time.perf_counter()
+            compiled(a, b, d)
+            seconds[index] = min(seconds[index], time.perf_counter() - start)
+    timings = [Timing(est.solution, best, est.seconds, problem.flops) for est, best in zip(estimates, seconds)]
     timings.sort(key=lambda t: t.seconds)
     key = problem_key(problem, target)
     database = load_database()
