@@ -46,7 +46,7 @@ from ..libs.blas import kernels as blas_kernels  # noqa: F401  (registers the li
 from ..libs.blas.tuning import database_stamp
 from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
-from .launch import CompiledKernel, address, aligned_empty
+from .launch import CompiledKernel, address, aligned_empty, runs_in_parallel
 
 ALIAS_OPS = frozenset({"reshape"})
 
@@ -183,7 +183,9 @@ class Planner:
         self.kernel_plans.append({
             "key": key, "name": kernel.name, "grid": [int(n) for n in kernel.grid],
             "workgroup_size": [int(n) for n in kernel.workgroup_size],
-            "params": [[p.name, p.dtype, int(p.count), bool(p.readonly)] for p in kernel.params]})
+            "params": [[p.name, p.dtype, int(p.count), bool(p.readonly)] for p in kernel.params],
+            # Decided from the body, which a cached plan does not keep.
+            "parallel": runs_in_parallel(kernel)})
         return len(self.kernels) - 1
 
     def output_plan(self) -> list[list]:
@@ -334,7 +336,8 @@ class Executable:
         self._kernels = kernels
         self.timings: list[tuple[str, float]] = []
         interfaces = kernels if kernels is not None else [kernel_interface(k) for k in plan["kernels"]]
-        self.compiled_kernels = [CompiledKernel(k, code) for k, code in zip(interfaces, object_codes)]
+        self.compiled_kernels = [CompiledKernel(k, code, kernel_plan["parallel"])
+                                 for k, code, kernel_plan in zip(interfaces, object_codes, plan["kernels"])]
         self.initial_env: list = [None] * plan["slots"]
         constant_data = bytearray(constant_data)  # writeable, so `address` takes its fast way
         for constant in plan["constants"]:

@@ -120,7 +120,9 @@ def aligned_empty(shape, dtype) -> np.ndarray:
 class CompiledKernel:
     """A kernel loaded as native code, callable with its arguments."""
 
-    def __init__(self, kernel: Kernel, object_code: bytes):
+    def __init__(self, kernel: Kernel, object_code: bytes, parallel: bool | None = None):
+        """`parallel`: whether launches use the thread pool (runs_in_parallel(kernel) by default,
+        which needs the kernel's body)."""
         self.kernel = kernel
         self.object_code = object_code
         self.library = link_object(object_code)
@@ -137,7 +139,7 @@ class CompiledKernel:
                 self.scalar_views[i] = self.scalar_slots[i:i + 1].view(np.uint8)[:dtype.itemsize].view(dtype)
         self.written = [i for i, p in enumerate(params) if isinstance(p, GlobalBuffer) and not p.readonly]
         self.aligned = [i for i in self.written if is_aligned_buffer(params[i].dtype, params[i].count, False)]
-        self.parallel = runs_in_parallel(kernel)
+        self.parallel = runs_in_parallel(kernel) if parallel is None else parallel
         self.lock = threading.Lock()  # the argument block is shared: one launch at a time
 
     def __call__(self, *args) -> None:

@@ -81,6 +81,16 @@ def test_a_program_hit_skips_passes_emission_and_llvm(tmp_path, monkeypatch):
     np.testing.assert_array_equal(again(X)[0], first(X)[0])
 
 
+def test_a_program_from_the_cache_launches_as_the_compiled_one(tmp_path):
+    """Whether a launch uses the thread pool depends on the kernel's body, which a cached plan
+    does not keep: a GEMM of two workgroups with a long K loop runs in parallel either way."""
+    a, b = np.ones((128, 8192), np.float32), np.ones((8192, 64), np.float32)
+    fresh = ex.Executable.compile(cj.make_graph(lambda x, y: x @ y)(a, b), CompileCache(tmp_path))
+    cached = ex.Executable.compile(cj.make_graph(lambda x, y: x @ y)(a, b), CompileCache(tmp_path))
+    assert cached.compiled_kernels[0].kernel.body == ()   # loaded, not compiled
+    assert [k.parallel for k in fresh.compiled_kernels] == [k.parallel for k in cached.compiled_kernels] == [True]
+
+
 def test_kernels_are_shared_between_programs(tmp_path, monkeypatch):
     compile_with(CompileCache(tmp_path), lambda a: a * 3.0)
     # Another program (another name, same kernel) compiles nothing new: the key ignores names.
