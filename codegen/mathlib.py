@@ -149,6 +149,16 @@ def type_suffix(type_) -> str:
     return "f32" if type_ == F32 else "f64" if type_ == F64 else f"i{type_.width}"
 
 
+def call_intrinsic(builder: ir.IRBuilder, name: str, args, types):
+    """A call of `llvm.<name>.<suffixes of types>` (declared on first use), returning types[0]."""
+    full = f"llvm.{name}.{'.'.join(map(type_suffix, types))}"
+    module = builder.module
+    fn = module.globals.get(full)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(types[0], [a.type for a in args]), name=full)
+    return builder.call(fn, list(args))
+
+
 class MathBuilder:
     """Arithmetic on values of one float type (f32 or f64, or a vector of either: the same
     operations lane by lane), with constants and intrinsics."""
@@ -170,14 +180,7 @@ class MathBuilder:
         return ir.Constant(self.int, value)
 
     def intrinsic(self, name, *args, types=None):
-        types = types or [self.type]
-        full = f"llvm.{name}.{'.'.join(map(type_suffix, types))}"
-        module = self.b.module
-        fn = module.globals.get(full)
-        if fn is None:
-            result = types[0]
-            fn = ir.Function(module, ir.FunctionType(result, [a.type for a in args]), name=full)
-        return self.b.call(fn, list(args))
+        return call_intrinsic(self.b, name, args, types or [self.type])
 
     # arithmetic
     def add(self, a, b): return self.b.fadd(a, b)

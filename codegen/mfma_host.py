@@ -19,8 +19,9 @@ A run of consecutive MFMAs (a GEMM's unrolled k steps over its wave tile) takes 
 when every accumulator is a private-array slice (two slices the same or disjoint) and every A and
 B value a variable kept per work-item, or, for A, one that host.py's StoragePlan reloads from LDS
 (an f32/f64 fragment loaded from LDS with no barrier before the MFMA: `lds_operands` below; the
-micro-kernel then reads each A value where the kernel loaded it, with no per-work-item copy): the D values of one register element and one run of n
-lanes are one row segment D[i][0:n], contiguous in the private array (element-major). For each
+micro-kernel then reads each A value where the kernel loaded it, with no per-work-item copy).
+The D values of one register element and one run of n lanes are one row segment D[i][0:n],
+contiguous in the private array (element-major). For each
 accumulator, groups of such segments (SEGMENT_GROUP_VALUES values in all) are loaded as vectors,
 every MFMA of the run on that accumulator is applied in order (D[i][:] += A[i][k] * B[k][:], k in
 order, the same fma as above), and they are stored once: a register-blocked GEMM
@@ -35,12 +36,12 @@ import numpy as np
 from ..ir.kernel import WAVE_SIZE, Const, Var
 from ..ir.kernel_mfma import Mfma, MfmaInstruction, PrivateSlice
 from .host import F32, F64, I32, I64, REGISTER_TYPES, HostKernelBuilder, register_wave_op
-from .mathlib import MathBuilder
+from .mathlib import call_intrinsic
 
 ACCUMULATION_TYPES = {"f32": F32, "f64": F64, "i32": I32}
 # Accumulator values one micro-kernel step keeps in registers: SEGMENT_GROUP_VALUES // n row segments
-# (measured on AVX-512 for 32x32x2 f32 with fma, 256x1024x1024: 64 values 183 GFLOP/s, 128 values
-# 193, 256 values 130 as the accumulators spill).
+# (measured on AVX-512 for 32x32x2 f32, 256x1024x1024 with A read from LDS: 64 values ~235
+# GFLOP/s, 128 ~215, 256 ~262; 512 would take every vector register).
 SEGMENT_GROUP_VALUES = 256
 
 
@@ -71,7 +72,7 @@ def multiply_add(kb: HostKernelBuilder, x, y, accumulator):
     element = accumulator.type.element if isinstance(accumulator.type, ir.VectorType) else accumulator.type
     if isinstance(element, ir.IntType):
         return kb.b.add(accumulator, kb.b.mul(x, y))
-    return MathBuilder(kb.b, accumulator.type).fma(x, y, accumulator)
+    return call_intrinsic(kb.b, "fma", (x, y, accumulator), [accumulator.type])
 
 
 def lower_mfma(kb: HostKernelBuilder, op: Mfma):
