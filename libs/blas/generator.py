@@ -182,9 +182,10 @@ class GemmKernelBuilder:
         """Where element (row, k) of an operand tile lies in one LDS buffer (module docstring), with
         k = k_group * k_pack + within (whose parts the fragment loads know without dividing)."""
         s = self.solution
+        stride = s.lds_stride(tile_rows, k_contiguous)
         if s.row_major_lds(k_contiguous):
-            return row * (s.depth_u + 1) + k_group + within   # k_pack is 1
-        return (k_group * (tile_rows + s.lds_pad) + row) * s.k_pack + within
+            return row * stride + k_group + within   # k_pack is 1
+        return k_group * stride + row * s.k_pack + within
 
     def lds_index_of_k(self, tile_rows: int, row: K.Expr, k: K.Expr, k_contiguous: bool) -> K.Expr:
         pack = self.solution.k_pack

@@ -93,13 +93,18 @@ class Solution:
         K-major, where staging writes each run of k_pack values together anyway."""
         return k_contiguous and self.k_pack == 1
 
-    def lds_tile(self, rows: int, k_contiguous: bool) -> int:
-        """Elements of one LDS buffer of an operand tile of `rows` rows (M for A, N for B) by DepthU
-        (generator.py's layouts): row-major, rows of DepthU + 1 values; or K-major, DepthU / k_pack
-        groups of (rows + pad) entries of k_pack values."""
+    def lds_stride(self, rows: int, k_contiguous: bool) -> int:
+        """Elements between consecutive rows of a row-major LDS tile (DepthU + 1), or between
+        consecutive K groups of a K-major one ((rows + pad) entries of k_pack values): generator.py's
+        layouts of an operand tile of `rows` rows (M for A, N for B) by DepthU."""
         if self.row_major_lds(k_contiguous):
-            return rows * (self.depth_u + 1)
-        return (self.depth_u // self.k_pack) * (rows + self.lds_pad) * self.k_pack
+            return self.depth_u + 1
+        return (rows + self.lds_pad) * self.k_pack
+
+    def lds_tile(self, rows: int, k_contiguous: bool) -> int:
+        """Elements of one LDS buffer of such a tile: its rows, or its DepthU / k_pack K groups."""
+        lines = rows if self.row_major_lds(k_contiguous) else self.depth_u // self.k_pack
+        return lines * self.lds_stride(rows, k_contiguous)
 
     def lds_elements(self, a_k_contiguous: bool, b_k_contiguous: bool) -> tuple[int, int]:
         """One buffer of the A tile and of the B tile, in elements."""
