@@ -237,16 +237,16 @@ def gfx942_gemm_summary(size: int = 4096) -> dict:
     resources = amdgpu.resources(kernel, target)
     waves = occupancy(target, vgprs=resources.vgpr_count, sgprs=resources.sgpr_count, lds_bytes=resources.lds_bytes,
                       workgroup_items=kernel.workgroup_items).waves_per_simd
-    in_loop = "v_mfma" in amdgpu.assembly(kernel, target)
+    uses_mfma = "v_mfma" in amdgpu.assembly(kernel, target)
     peak = target.peak("f16", "matrix")
     summary = {"solution": chosen.solution.name, "modelled_efficiency": chosen.estimate.efficiency,
                "modelled_us": chosen.estimate.seconds * 1e6, "peak_tflops": peak / 1e12,
                "vgprs": resources.vgpr_count, "agprs": resources.agpr_count, "spills": resources.vgpr_spill_count,
-               "lds_bytes": resources.lds_bytes, "waves_per_simd": waves, "uses_mfma": in_loop}
+               "lds_bytes": resources.lds_bytes, "waves_per_simd": waves, "uses_mfma": uses_mfma}
     print(f"\ngfx942 f16 {size}^3 GEMM (f32 accumulate): {chosen.solution.name}, modelled "
           f"{chosen.estimate.efficiency:.0%} of {peak / 1e12:.0f} TFLOP/s ({chosen.estimate.seconds * 1e6:.0f} us); "
           f"{resources.vgpr_count} VGPRs + {resources.agpr_count} AGPRs, {resources.vgpr_spill_count} spills, "
-          f"{resources.lds_bytes} B LDS, {waves:g} waves/SIMD, v_mfma {'present' if in_loop else 'MISSING'}")
+          f"{resources.lds_bytes} B LDS, {waves:g} waves/SIMD, v_mfma {'present' if uses_mfma else 'MISSING'}")
     return summary
 
 
