@@ -1,7 +1,7 @@
 """codegen: kernel IR -> LLVM IR (llvmlite) -> native code; see DESIGN.md.
 
 host.py    the host (CPU) lowering: workgroup functions, work-item loops cut at barriers and wave
-           ops, the `run(args, first, last)` entry, O3 optimisation and object code.
+           ops, the `run(args, next, last, grab)` entry, O3 optimisation and object code.
 mathlib.py the math library written once as LLVM IR, shared with the AMDGPU lowering.
 amdgpu.py  the AMDGPU lowering (gfx942/gfx90a/gfx950): assembly, relocatable ELF, linked code object.
 amdgpu_metadata.py  registers, spills, LDS and scratch read from the backend's metadata.

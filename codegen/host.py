@@ -1,8 +1,10 @@
 """Host codegen: a kernel IR `Kernel` -> LLVM IR (built with llvmlite.ir) -> native code.
 
 The execution model of DESIGN.md on a CPU:
-- one LLVM function `wg` runs one workgroup; the entry `run(void** args, i64 first, i64 last)`
-  runs workgroups first..last-1 (linear ids, x fastest), so a thread makes one call per range.
+- one LLVM function `wg` runs one workgroup; the entry `run(void** args, i64* next, i64 last,
+  i64 grab)` runs ranges of `grab` workgroups (linear ids, x fastest) that it takes from the
+  counter `*next` (an atomic add) until the counter passes `last`: every thread of a launch
+  calls it with the same counter, so a thread that runs slower takes fewer ranges.
   `args[i]` points to parameter i: the buffer's first element, or the scalar's value (as
   hipModuleLaunchKernel's kernelParams do).
 - the body is cut at each barrier and wave op into regions; a region is a counted loop over the
@@ -786,10 +788,11 @@ class HostKernelBuilder:
                                   name="prefetch")
 
     def build_entry(self):
-        """`run(void** args, i64 first, i64 last)`: unpack the arguments, loop over workgroups."""
+        """`run(void** args, i64* next, i64 last, i64 grab)`: unpack the arguments, then take
+        ranges of `grab` workgroups from the shared counter `*next` until it reaches `last`."""
         k = self.kernel
-        run = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, I64, I64]), name=ENTRY)
-        args_pointer, first, last = run.args
+        run = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), name=ENTRY)
+        args_pointer, next_pointer, last, grab = run.args
         self.fn, self.b = run, ir.IRBuilder(run.append_basic_block("entry"))
         values = []
         for i, param in enumerate(k.params):
@@ -815,8 +818,21 @@ class HostKernelBuilder:
             one_workgroup(linear)
 
         wg_function = self.module.globals["wg"]
-        self.counted_loop(first, last, ir.Constant(I64, 1), prefetch_then_run if k.streams else one_workgroup,
+        b = self.b
+        take = self.fn.append_basic_block("take")
+        taken = self.fn.append_basic_block("taken")
+        done = self.fn.append_basic_block("done")
+        b.branch(take)
+        b.position_at_end(take)
+        first = b.atomic_rmw("add", next_pointer, grab, "monotonic")
+        b.cbranch(b.icmp_signed("<", first, last), taken, done)
+        b.position_at_end(taken)
+        end = b.add(first, grab)
+        end = b.select(b.icmp_signed("<", end, last), end, last)
+        self.counted_loop(first, end, ir.Constant(I64, 1), prefetch_then_run if k.streams else one_workgroup,
                           name="workgroup")
+        b.branch(take)
+        b.position_at_end(done)
         if streamed_buffers(k):
             # Non-temporal stores are weakly ordered: drain them before the caller hands the
             # buffers on (to another thread, or to numpy).

@@ -3,10 +3,14 @@
     compiled = compile_kernel(kernel)      # cached in memory by the kernel's text
     compiled(x, y, 3.5)                    # numpy arrays for buffers, numbers for scalars
 
-A launch splits the grid's workgroups into one contiguous range per worker and calls the native
-`run(args, first, last)` once per range; ctypes releases the GIL for the call, so the ranges run
-in parallel. Buffers are numpy arrays of the parameter's dtype and element count, C-contiguous, in
-native byte order; a buffer the kernel writes must not overlap any other buffer argument (the
+A launch's threads (the caller and the pool's workers) each call the native
+`run(args, next, last, grab)` with one shared counter: each takes ranges of `grab` consecutive
+workgroups from it until none are left (codegen/host.py), so a thread that runs slower, on a
+core another tenant is using, takes fewer ranges instead of holding up the launch. ctypes releases
+the GIL for the call, so the threads run in parallel (`WorkerPool`).
+
+Buffers are numpy arrays of the parameter's dtype and element count, C-contiguous, in native byte
+order; a buffer the kernel writes must not overlap any other buffer argument (the
 codegen marks buffers noalias). A written buffer the ABI wants aligned (codegen/host.py:
 `is_aligned_buffer`) must start at a WRITTEN_BUFFER_ALIGNMENT boundary: `aligned_empty` makes
 such arrays, and a call given a misaligned one runs through an aligned copy of it.
@@ -17,11 +21,12 @@ export `run`); a library is unloaded when its `CompiledKernel` is garbage collec
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import math
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import queue
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -31,7 +36,12 @@ from ..errors import CdnajitError
 from ..ir.kernel import Const, For, GlobalBuffer, Kernel
 from ..ir.types import NUMPY_DTYPES
 
-RUN_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+RUN_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
+# Ranges per thread in a parallel launch: enough that a thread slowed to half speed (a shared
+# core; seen on the 2-core benchmark machine for tens of milliseconds at a time) costs the launch
+# a range or so rather than half its time, few enough that ranges of consecutive workgroups keep
+# their locality (a GEMM's row of tiles sharing an A panel, a stream prefetching the next row).
+RANGES_PER_THREAD = 8
 
 
 PARALLEL_MIN_WORK_ITEMS = 1 << 14
@@ -44,19 +54,77 @@ class LaunchError(CdnajitError, ValueError):
     """Arguments that do not match a kernel's parameters."""
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+def allowed_cpus() -> list[int]:
+    """The CPUs this process may run on (a `taskset` or container limit included)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
 
 
 def workers() -> int:
-    return os.cpu_count() or 1
+    return len(allowed_cpus())
 
 
-def thread_pool() -> ThreadPoolExecutor:
+try:
+    _sched_getcpu = ctypes.CDLL(None).sched_getcpu   # glibc and musl
+except (AttributeError, OSError, TypeError):
+    _sched_getcpu = None
+
+
+def current_cpu() -> int | None:
+    """The CPU the calling thread runs on, where the C library can say."""
+    return _sched_getcpu() if _sched_getcpu is not None else None
+
+
+class WorkerPool:
+    """One thread per allowed CPU, pinned to it, taking jobs from its own queue.
+
+    A launch runs on the calling thread plus the workers of the other CPUs. Pinned, a worker can
+    never be woken onto the caller's CPU: unpinned, Linux often did so (it favours the waker's CPU),
+    and the two then shared one core for tens of milliseconds until the load balancer moved one
+    (a 2-thread GEMM measured at its 1-thread time in about a third of its calls)."""
+
+    def __init__(self):
+        self.cpus = allowed_cpus()
+        self.inboxes = [queue.SimpleQueue() for _ in self.cpus]
+        for cpu, inbox in zip(self.cpus, self.inboxes):
+            threading.Thread(target=self.serve, args=(cpu, inbox), name=f"cdnajit-cpu{cpu}", daemon=True).start()
+
+    @staticmethod
+    def serve(cpu: int, inbox: queue.SimpleQueue):
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, {cpu})   # 0: this thread
+        while True:
+            job, done = inbox.get()
+            try:
+                job()
+            finally:
+                done.put(None)
+
+    def run(self, job, threads: int) -> None:
+        """job() on the calling thread and on the workers of `threads - 1` other CPUs, returning when
+        all are done."""
+        here = current_cpu()
+        helpers = [inbox for cpu, inbox in zip(self.cpus, self.inboxes) if cpu != here][:threads - 1]
+        done = queue.SimpleQueue()
+        for inbox in helpers:
+            inbox.put((job, done))
+        try:
+            job()
+        finally:
+            for _ in helpers:
+                done.get()
+
+
+_pool: WorkerPool | None = None
+_pool_lock = threading.Lock()
+
+
+def worker_pool() -> WorkerPool:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="cdnajit-wg")
+            _pool = WorkerPool()
         return _pool
 
 
@@ -190,18 +258,16 @@ class CompiledKernel:
         if total == 0:
             return
         # Waking a pool thread costs tens of microseconds: small launches run on the calling thread.
-        chunks = min(total, workers()) if self.parallel else 1
+        threads = min(total, workers()) if self.parallel else 1
         if arg_block is None:
             arg_block = ctypes.addressof(self.arg_pointers)
-        if chunks == 1:
-            self.run(arg_block, 0, total)
+        counter = ctypes.c_int64(0)
+        next_pointer = ctypes.addressof(counter)
+        if threads == 1:
+            self.run(arg_block, next_pointer, total, total)
             return
-        bounds = [total * i // chunks for i in range(chunks + 1)]
-        pool = thread_pool()
-        futures = [pool.submit(self.run, arg_block, bounds[i], bounds[i + 1]) for i in range(1, chunks)]
-        self.run(arg_block, bounds[0], bounds[1])
-        for future in futures:
-            future.result()
+        grab = max(1, total // (threads * RANGES_PER_THREAD))
+        worker_pool().run(functools.partial(self.run, arg_block, next_pointer, total, grab), threads)
 
 
 _cache: dict[str, CompiledKernel] = {}

@@ -1,14 +1,19 @@
 """runtime/launch.py: when a launch wakes the thread pool (many work-items, or few work-items with
-long loops of known trip count; never a single workgroup or a small, short grid), and the
-alignment of written buffers."""
+long loops of known trip count; never a single workgroup or a small, short grid), how its threads
+share the grid (ranges taken from one counter, helpers pinned to other CPUs), and the alignment of
+written buffers."""
+import ctypes
+import os
+import threading
+
 import numpy as np
 import pytest
 
 import cdnajit as cj
 from cdnajit.codegen.host import WRITTEN_BUFFER_ALIGNMENT
 from cdnajit.ir import kernel as K
-from cdnajit.runtime.launch import (PARALLEL_MIN_WORK_ITEMS, aligned_empty, compile_kernel, runs_in_parallel,
-                                    statements_per_item)
+from cdnajit.runtime.launch import (PARALLEL_MIN_WORK_ITEMS, aligned_empty, allowed_cpus, compile_kernel,
+                                    current_cpu, runs_in_parallel, statements_per_item, worker_pool)
 
 
 def looping_kernel(workgroups: int, trips: int):
@@ -32,6 +37,59 @@ def test_parallel_by_work_items_or_by_work():
     assert not runs_in_parallel(looping_kernel(4, 1))           # 256 work-items, a few statements each
     assert runs_in_parallel(looping_kernel(4, 5000))             # the same grid with a long loop
     assert not runs_in_parallel(looping_kernel(1, 10 ** 6))      # one workgroup: nothing to share
+
+
+def counting_kernel(workgroups: int):
+    """Work-item 0 of each workgroup adds 1 to y[workgroup id]."""
+    y = K.GlobalBuffer("y", "i32", workgroups)
+    g = K.workgroup_id(0)
+    body = [K.If(K.workitem_id(0).eq(0), [K.Store(y, g, y[g] + 1)])]
+    return K.Kernel("count", params=[y], grid=(workgroups,), workgroup_size=(64,), body=body)
+
+
+@pytest.mark.parametrize("workgroups, grab", [(1, 1), (7, 1), (7, 3), (7, 7), (7, 100), (64, 4)])
+def test_threads_sharing_one_counter_run_every_workgroup_once(workgroups, grab):
+    compiled = compile_kernel(counting_kernel(workgroups))
+    y = np.zeros(workgroups, np.int32)
+    compiled.arg_pointers[0] = y.ctypes.data
+    counter = ctypes.c_int64(0)
+    threads = [threading.Thread(target=compiled.run, args=(ctypes.addressof(compiled.arg_pointers),
+                                                           ctypes.addressof(counter), workgroups, grab))
+               for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    np.testing.assert_array_equal(y, 1)
+    assert counter.value >= workgroups   # each thread stopped at a range past the end
+
+
+def test_a_parallel_launch_runs_every_workgroup_once():
+    compiled = compile_kernel(counting_kernel(1000))
+    compiled.parallel = True
+    y = np.zeros(1000, np.int32)
+    for _ in range(5):
+        compiled(y)
+    np.testing.assert_array_equal(y, 5)
+
+
+def test_pool_helpers_run_on_other_cpus():
+    """A launch's helpers are pinned to the CPUs other than the caller's, one each."""
+    if current_cpu() is None or not hasattr(os, "sched_getaffinity"):
+        pytest.skip("the C library cannot say which CPU a thread runs on")
+    seen = []
+    lock = threading.Lock()
+
+    def job():
+        with lock:
+            seen.append((threading.get_ident(), os.sched_getaffinity(0)))
+
+    threads = len(allowed_cpus())
+    worker_pool().run(job, threads)
+    assert len(seen) == threads
+    helpers = [cpus for ident, cpus in seen if ident != threading.get_ident()]
+    assert len(helpers) == threads - 1
+    assert all(len(cpus) == 1 for cpus in helpers) and len(set().union(*helpers)) == threads - 1
 
 
 @pytest.mark.parametrize("shape", [(0,), (1,), (3, 5), (1000, 7)])
