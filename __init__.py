@@ -14,6 +14,7 @@ from .errors import (CdnajitError, ConcretizationError, ParseError, TracingError
                      TracingValueError, TypeCheckError, VerifyError)
 from .frontend import cnp as numpy
 from .frontend import lax
+from .frontend.device import device_put
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .ir.targets import Target
@@ -29,6 +30,6 @@ _sys.modules[__name__ + ".numpy"] = numpy
 _sys.modules[__name__ + ".lax"] = lax
 
 __version__ = "0.1.0"
-__all__ = ["jit", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "ir", "tree_flatten",
+__all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "ir", "tree_flatten",
            "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError", "TracingTypeError",
            "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError"]

@@ -98,10 +98,14 @@ def median_seconds_per_call(call, setup, settings: Settings) -> tuple[float, int
 
 
 def peer_call(peer: str, fn, inputs, jax):
-    """A zero-argument call of `fn` on the inputs; JAX gets them on its device beforehand and,
-    as it dispatches asynchronously, its call waits for the result."""
-    if peer != "jax":
+    """A zero-argument call of `fn` on the inputs. cdnajit and JAX get them on their devices
+    beforehand (`cj.device_put`: 64-byte aligned copies, as cdnajit allocates its own buffers;
+    `jax.device_put`), and JAX's call, as it dispatches asynchronously, waits for the result."""
+    if peer == "numpy":
         return lambda: fn(*inputs)
+    if peer == "cdnajit":
+        placed = cj.device_put(tuple(inputs))
+        return lambda: fn(*placed)
     device_inputs = tuple(jax.device_put(x) for x in inputs)
     return lambda: jax.block_until_ready(fn(*device_inputs))
 

@@ -1,0 +1,30 @@
+"""`cj.device_put`: arrays laid out as the runtime allocates its own buffers.
+
+jax.device_put copies an array to a device, where the runtime's allocator aligns it. On the host,
+cdnajit's "device memory" is numpy memory: its results start on a 64-byte boundary (a cache line,
+an AVX-512 vector; runtime/launch.py: aligned_empty), while numpy aligns large arrays to 16 bytes
+only. Kernels read both, but a GEMM whose operand rows start mid-line fetches more lines: a
+256x1024x1024 f32 GEMM ran about 10 % faster on an aligned A (benchmarks/README.md). Arrays a
+program reuses over many calls (weights, a batch) are worth placing once, as with JAX.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..runtime.launch import aligned_empty
+from .pytree import tree_map
+
+
+def device_put(tree):
+    """A copy of every array leaf of `tree` (any pytree; numbers and array-likes become arrays),
+    C-contiguous, in native byte order, starting on a 64-byte boundary."""
+    def place(leaf):
+        array = np.asarray(leaf)
+        if array.dtype.hasobject:
+            raise TypeError(f"device_put: cannot place an array of Python objects ({array.dtype}, "
+                            f"shape {array.shape})")
+        placed = aligned_empty(array.shape, array.dtype.newbyteorder("="))
+        np.copyto(placed, array)
+        return placed
+
+    return tree_map(place, tree)
