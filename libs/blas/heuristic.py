@@ -17,7 +17,9 @@ modelled time (`select`). The model, per solution, on the target's published fig
   - HBM: A, B (and C) read once and D written once, at the HBM bandwidth;
   - latency: below 2 running waves per SIMD, nothing hides the LDS and global latency: x1.25.
 The time is the largest of compute, LDS, L2 and HBM, times the latency factor; the efficiency is
-the problem's own flops at the peak over that time. Ties go to fewer, larger workgroups.
+the problem's own flops at the peak over that time. Ties go to fewer workgroups, then to less
+padding (a 256x10 problem's four workgroups of 64x16 rather than of 64x32: the same modelled time
+on the GPU, where half of the wider tile's SIMDs would multiply zeros, and half the work on the host).
 Candidates: macro tiles of at least 64 along M and N, or the power of two covering a smaller M or
 N (`smallest_tile_edge`).
 """
@@ -93,7 +95,7 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     # Waves per SIMD may be a fraction: one 1-wave workgroup per CU leaves three of its four SIMDs idle.
     waves_per_simd = min(by_vgprs, groups_per_cu * waves_per_group / target.simds_per_cu)
 
-    tiles = math.ceil(problem.m / solution.mt0) * math.ceil(problem.n / solution.mt1) * problem.batch
+    tiles = tile_count(problem, solution)
     # The busiest CU runs ceil(tiles / CUs) workgroups, up to groups_per_cu of them at once: a small
     # problem runs fewer waves than the occupancy allows, and its idle SIMDs compute nothing.
     per_cu_groups = math.ceil(tiles / target.compute_units)
@@ -138,7 +140,7 @@ def candidates(problem: GemmProblem, target: Target) -> list[Solution]:
 
 
 def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
-    """The candidates' estimates, fastest first (ties: larger macro tiles, then larger instructions)."""
+    """The candidates' estimates, fastest first (ties: fewer workgroups, less padding, larger instructions)."""
     pool = candidates(problem, target)
     if not pool:
         raise NotImplementedError(f"blas: no GEMM solution for {problem.in_dtype} inputs accumulated in "
@@ -146,8 +148,19 @@ def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
     estimates = [estimate(problem, s, target) for s in pool]
     # Solutions over the VGPR budget (modelled as never finishing) go only when nothing else fits.
     fitting = [e for e in estimates if math.isfinite(e.seconds)] or estimates
-    return sorted(fitting, key=lambda e: (e.seconds, -e.solution.mt0 * e.solution.mt1, -instruction_size(e.solution),
+    return sorted(fitting, key=lambda e: (e.seconds, tile_count(problem, e.solution), padded_area(problem, e.solution),
+                                          -instruction_size(e.solution),
                                           e.solution.name))
+
+
+def tile_count(problem: GemmProblem, solution: Solution) -> int:
+    """Workgroups of the problem's grid."""
+    return math.ceil(problem.m / solution.mt0) * math.ceil(problem.n / solution.mt1) * problem.batch
+
+
+def padded_area(problem: GemmProblem, solution: Solution) -> int:
+    """Elements of D the grid computes, padding included."""
+    return tile_count(problem, solution) * solution.mt0 * solution.mt1
 
 
 def instruction_size(solution: Solution) -> int:

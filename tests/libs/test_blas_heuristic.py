@@ -47,6 +47,15 @@ def test_small_problems_get_small_tiles_and_large_ones_large_tiles():
     assert 0.8 < big.efficiency < 0.95       # rocBLAS reaches 85-92 % on this problem
 
 
+def test_among_equal_estimates_less_padding_wins():
+    """256x10: four workgroups either way; a 64x16 tile pads N to 16 where 64x32 pads it to 32."""
+    ranking = ranked(problem(256, 10, 1024), GFX942)
+    best = ranking[0]
+    tied = [e for e in ranking if e.seconds == best.seconds]
+    assert any(e.solution.mt1 == 32 for e in tied)   # the wider tile is modelled as fast
+    assert (best.solution.mt0, best.solution.mt1) == (64, 16)
+
+
 def test_a_tuned_solution_wins_and_says_so():
     p = problem(100, 100, 100)
     valu = solution("Cijk_MT64x64x16_TT4x4_VALU_GRVW1_PAD4")
