@@ -210,15 +210,19 @@ def build_mlp(ctx: Context) -> Case:
 
 def build_mlp_tuned(ctx: Context) -> Case:
     """W5 after the find mode: `cj.libs.blas.tune` times the model's 12 best solutions of each of the
-    MLP's GEMM problems on this host and records the fastest, in a tuning database of the
-    benchmark's own (the user's is never touched); the jitted MLP then runs the recorded winners."""
+    MLP's GEMM problems, with the epilogue the matcher fuses into it (bias and relu, or bias), on
+    this host and records the fastest, in a tuning database of the benchmark's own (the user's is
+    never touched); the jitted MLP then runs the recorded winners."""
     case = build_mlp(ctx)
     cache_dir = tempfile.mkdtemp(prefix="tuned-", dir=ctx.scratch)
     os.environ[CACHE_DIR_VARIABLE] = cache_dir
     x, *params = case.inputs
     weights = params[0::2]
-    for weight in dict.fromkeys(w.shape for w in weights):
-        cj.libs.blas.tune(x.shape[0], weight[1], weight[0], "float32", top=12, show_progress=False)
+    last = len(weights) - 1
+    for layer_epilogue, shape in dict.fromkeys(("bias" if i == last else "bias_relu", w.shape)
+                                               for i, w in enumerate(weights)):
+        cj.libs.blas.tune(x.shape[0], shape[1], shape[0], "float32", epilogue=layer_epilogue, top=12,
+                          show_progress=False)
 
     def setup():
         os.environ[CACHE_DIR_VARIABLE] = cache_dir

@@ -2,7 +2,7 @@
 
 jax.device_put copies an array to a device, where the runtime's allocator aligns it. On the host,
 cdnajit's "device memory" is numpy memory: its results start on a 64-byte boundary (a cache line,
-an AVX-512 vector; runtime/launch.py: aligned_empty), while numpy aligns large arrays to 16 bytes
+an AVX-512 vector; runtime/launch.py: aligned_copy), while numpy aligns large arrays to 16 bytes
 only. Kernels read both, but a GEMM whose operand rows start mid-line fetches more lines: a
 256x1024x1024 f32 GEMM ran about 10 % faster on an aligned A (benchmarks/README.md). Arrays a
 program reuses over many calls (weights, a batch) are worth placing once, as with JAX.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime.launch import aligned_empty
+from ..runtime.launch import aligned_copy
 from .pytree import tree_map
 
 
@@ -23,8 +23,6 @@ def device_put(tree):
         if array.dtype.hasobject:
             raise TypeError(f"device_put: cannot place an array of Python objects ({array.dtype}, "
                             f"shape {array.shape})")
-        placed = aligned_empty(array.shape, array.dtype.newbyteorder("="))
-        np.copyto(placed, array)
-        return placed
+        return aligned_copy(array)
 
     return tree_map(place, tree)

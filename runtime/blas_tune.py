@@ -6,7 +6,9 @@ MIOpen's find-db do. It runs kernels, so it lives here rather than in libs/.
     result.winner.name, result.table()
 
 Later compiles of a library_call with the same target, sizes, batch, layouts and dtypes use the
-recorded winner (its selection reason says "tuned"). The candidates are the heuristic's `top`
+recorded winner (its selection reason says "tuned"); `epilogue="bias_relu"` (any of
+ir/ops/library.py's EPILOGUES) times the product with that epilogue fused, as the matcher builds it
+for `relu(x @ w + b)`, and records the winner for that epilogue only. The candidates are the heuristic's `top`
 best-modelled solutions (all of them with top=None); each is generated, compiled, run once to
 warm up and checked against numpy; then `repeats` rounds time every candidate once in turn, and
 each candidate's fastest run counts.
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CdnajitError
+from ..ir.ops.library import ACTIVATIONS, EPILOGUES, split_epilogue
 from ..ir.targets import Target, get_target
 from ..ir.types import NUMPY_DTYPES, dtype_name
 from ..libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
@@ -28,9 +31,14 @@ from ..libs.blas.heuristic import ranked
 from ..libs.blas.matcher import SUPPORTED
 from ..libs.blas.solutions import Solution
 from ..libs.blas.tuning import database_path, load_database, problem_key, save_database
-from .launch import aligned_empty, compile_kernel
+from .launch import aligned_copy, aligned_empty, compile_kernel
 
 BAR_WIDTH = 30
+# The steepest slope of a transcendental epilogue activation (gelu's, about 1.13; tanh, sigmoid,
+# silu: at most 1.1) and an allowance for its evaluation error, above the README's measured maxima
+# of a few ulp. relu is exact with slope 1.
+ACTIVATION_SLOPE = 1.2
+MATH_ULPS = 8
 
 
 @dataclass(frozen=True)
@@ -90,10 +98,10 @@ def progress(done: int, total: int, label: str, file) -> None:
 
 
 def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bool = False, trans_b: bool = False,
-         preferred_element_type=None, target: str | Target | None = None, top: int | None = 8, repeats: int = 5,
-         show_progress: bool = True, file=None) -> TuningResult:
-    """Time the `top` best-modelled solutions of an (M, N, K) GEMM of `dtype` inputs on the host and
-    record the fastest for `target` (default gfx942) in the tuning database."""
+         preferred_element_type=None, epilogue: str = "none", target: str | Target | None = None,
+         top: int | None = 8, repeats: int = 5, show_progress: bool = True, file=None) -> TuningResult:
+    """Time the `top` best-modelled solutions of an (M, N, K) GEMM of `dtype` inputs, with `epilogue`
+    fused, on the host and record the fastest for `target` (default gfx942) in the tuning database."""
     for what, size in (("M", m), ("N", n), ("K", k), ("batch", batch)):
         if not isinstance(size, (int, np.integer)) or size < 1:
             raise CdnajitError(f"blas.tune: {what} must be a positive integer, got {size!r}")
@@ -104,21 +112,28 @@ def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bo
         in_dtype = dtype_name(dtype)
     except (KeyError, TypeError):
         raise CdnajitError(f"blas.tune: unsupported dtype {dtype!r}") from None
-    call = gemm_call(int(m), int(n), int(k), in_dtype, result_dtype_for(in_dtype, preferred_element_type),
-                     batch=int(batch), trans_a=trans_a, trans_b=trans_b)
+    if epilogue not in EPILOGUES:
+        raise CdnajitError(f"blas.tune: epilogue {epilogue!r} is not one of {', '.join(EPILOGUES)}")
+    result_dtype = result_dtype_for(in_dtype, preferred_element_type)
+    activation = split_epilogue(epilogue)[1]
+    if activation is not None and result_dtype not in ACTIVATIONS[activation][1]:
+        raise CdnajitError(f"blas.tune: the {activation} epilogue takes floating-point results, not {result_dtype}")
+    call = gemm_call(int(m), int(n), int(k), in_dtype, result_dtype, batch=int(batch), trans_a=trans_a,
+                     trans_b=trans_b, epilogue=epilogue)
     problem = GemmProblem.from_op(call)
     estimates = ranked(problem, target)[:top]
     file = file or sys.stderr
     rng = np.random.default_rng(0)
-    a, b = (random_operand(v.type.shape, v.type.dtype, rng) for v in call.operands)
-    expected, scale = reference_product(a, b, problem)
+    # Aligned, as the executable allocates the intermediates a GEMM reads and cj.device_put places inputs.
+    operands = [aligned_copy(random_operand(v.type.shape, v.type.dtype, rng)) for v in call.operands]
+    expected, scale = reference_result(operands, problem)
     d = aligned_empty(call.result.type.shape, NUMPY_DTYPES[problem.result_dtype])  # as the executable allocates it
     kernels = []
     for index, est in enumerate(estimates):
         if show_progress:
             progress(index, len(estimates), est.solution.name, file)
         compiled = compile_kernel(gemm_kernel(call, est.solution, "blas_tune"))
-        compiled(a, b, d)
+        compiled(*operands, d)
         check(d, expected, scale, est.solution, problem)
         kernels.append(compiled)
     if show_progress:
@@ -130,7 +145,7 @@ def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bo
     for _ in range(repeats):
         for index, compiled in enumerate(kernels):
             start = time.perf_counter()
-            compiled(a, b, d)
+            compiled(*operands, d)
             seconds[index] = min(seconds[index], time.perf_counter() - start)
     timings = [Timing(est.solution, best, est.seconds, problem.flops) for est, best in zip(estimates, seconds)]
     timings.sort(key=lambda t: t.seconds)
@@ -142,12 +157,20 @@ def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bo
     return TuningResult(key, problem, timings, database_path())
 
 
-def reference_product(a, b, problem: GemmProblem) -> tuple[np.ndarray, np.ndarray]:
-    """op(A) @ op(B) exactly (i8) or in f64, and |op(A)| @ |op(B)|, the scale of its rounding error."""
+def reference_result(operands, problem: GemmProblem) -> tuple[np.ndarray, np.ndarray]:
+    """epilogue(op(A) @ op(B) + bias), exactly (i8) or in f64, and |op(A)| @ |op(B)|, the scale of
+    the product's rounding error."""
+    a, b = operands[:2]
     wide = np.int64 if problem.in_dtype == "i8" else np.float64
     op_a = (np.swapaxes(a, -1, -2) if problem.trans_a else a).astype(wide)
     op_b = (np.swapaxes(b, -1, -2) if problem.trans_b else b).astype(wide)
-    return np.matmul(op_a, op_b), np.matmul(np.abs(op_a), np.abs(op_b))
+    result = np.matmul(op_a, op_b)
+    has_bias, activation = split_epilogue(problem.epilogue)
+    if has_bias:
+        result = result + operands[-1].astype(wide)
+    if activation is not None:
+        result = ACTIVATIONS[activation][0](result)
+    return result, np.matmul(np.abs(op_a), np.abs(op_b))
 
 
 def check(d, expected, scale, solution: Solution, problem: GemmProblem) -> None:
@@ -156,10 +179,14 @@ def check(d, expected, scale, solution: Solution, problem: GemmProblem) -> None:
         ok = np.array_equal(d.astype(np.int64), expected)
     else:
         # The classic bound of a K-term dot product summed in compute_dtype, |error| <= K eps |A| |B|,
-        # plus the final rounding to the result dtype.
+        # carried through the activation (every one has slope at most ACTIVATION_SLOPE), plus the
+        # final rounding and the activation's own error (MATH_ULPS of the result dtype).
         compute_eps = float(np.finfo(NUMPY_DTYPES[problem.compute_dtype]).eps)
         result_eps = float(np.finfo(NUMPY_DTYPES[problem.result_dtype]).eps)
-        bound = problem.k * compute_eps * scale + result_eps * np.abs(expected)
+        activation = split_epilogue(problem.epilogue)[1]
+        slope, ulps = {None: (1, 0), "relu": (1, 0)}.get(activation, (ACTIVATION_SLOPE, MATH_ULPS))
+        bound = (slope * (problem.k * compute_eps * scale + result_eps * np.abs(expected))
+                 + ulps * result_eps * np.maximum(np.abs(expected), 1))
         ok = bool(np.all(np.abs(d.astype(np.float64) - expected) <= bound))
     if not ok:
         raise CdnajitError(f"blas.tune: solution {solution.name} computed a wrong {problem.describe()} product")

@@ -185,6 +185,14 @@ def aligned_empty(shape, dtype) -> np.ndarray:
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
+def aligned_copy(array) -> np.ndarray:
+    """A copy of an array (or array-like) as aligned_empty lays it out, in native byte order."""
+    array = np.asarray(array)
+    copy = aligned_empty(array.shape, array.dtype.newbyteorder("="))
+    np.copyto(copy, array)
+    return copy
+
+
 class CompiledKernel:
     """A kernel loaded as native code, callable with its arguments."""
 

@@ -95,7 +95,8 @@ class GemmProblem:
     def describe(self) -> str:
         layout = ("T" if self.trans_a else "N") + ("T" if self.trans_b else "N")
         batch = f" batch {self.batch}" if self.batch > 1 else ""
-        return f"{self.m}x{self.n}x{self.k}{batch} {layout} {self.in_dtype}->{self.result_dtype}"
+        epilogue = f" {self.epilogue}" if self.epilogue != "none" else ""
+        return f"{self.m}x{self.n}x{self.k}{batch} {layout} {self.in_dtype}->{self.result_dtype}{epilogue}"
 
 
 def gemm_call(m: int, n: int, k: int, in_dtype: str, result_dtype: str, *, batch: int = 1, trans_a: bool = False,

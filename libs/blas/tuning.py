@@ -4,9 +4,12 @@ solutions of a problem on the host and record the fastest in an on-disk database
     cj.libs.blas.tune(1024, 1024, 1024, "float32")          # prints a progress bar, returns the results
 
 The database is a JSON file, `blas_tuning.json` in the compile cache's folder (CDNAJIT_CACHE_DIR,
-default the user's cache directory), keyed by target, sizes, batch, layouts and dtypes; later
-compiles of a matching library_call use the recorded solution (heuristic.select). It holds only
-names and times, is written atomically, and an unreadable file counts as empty (with a warning).
+default the user's cache directory), keyed by target, sizes, batch, layouts, dtypes and, for a
+product tuned with one, its fused epilogue (as hipBLASLt's solutions are per epilogue: a kernel that
+wins the plain product can lose once every output also takes a bias and an activation). Later
+compiles of a matching library_call use the recorded solution (heuristic.select): the one tuned with
+its epilogue, else the one tuned for the plain product. The file holds only names and times, is
+written atomically, and an unreadable file counts as empty (with a warning).
 """
 from __future__ import annotations
 
@@ -27,10 +30,11 @@ def database_path() -> str:
     return os.path.join(cache_directory(), DATABASE_NAME)
 
 
-def problem_key(problem, target: Target) -> str:
+def problem_key(problem, target: Target, with_epilogue: bool = True) -> str:
     layout = ("T" if problem.trans_a else "N") + ("T" if problem.trans_b else "N")
-    return (f"{target.name}:{problem.m}x{problem.n}x{problem.k}:b{problem.batch}:{layout}:"
-            f"{problem.in_dtype}>{problem.compute_dtype}>{problem.result_dtype}")
+    key = (f"{target.name}:{problem.m}x{problem.n}x{problem.k}:b{problem.batch}:{layout}:"
+           f"{problem.in_dtype}>{problem.compute_dtype}>{problem.result_dtype}")
+    return key + f":{problem.epilogue}" if with_epilogue and problem.epilogue != "none" else key
 
 
 def load_database() -> dict:
@@ -67,8 +71,10 @@ def database_stamp() -> str:
 
 
 def tuned_solution(problem, target: Target):
-    """The recorded winner for `problem` on `target`, or None."""
-    entry = load_database().get(problem_key(problem, target))
+    """The recorded winner for `problem` on `target` (tuned with its epilogue, else for the plain
+    product), or None."""
+    database = load_database()
+    entry = database.get(problem_key(problem, target)) or database.get(problem_key(problem, target, False))
     if entry is None:
         return None
     try:

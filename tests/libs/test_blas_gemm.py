@@ -246,6 +246,32 @@ def test_a_corrupt_database_warns_and_is_ignored(private_cache):
     np.testing.assert_array_equal(got, a @ a)
 
 
+def test_tune_with_an_epilogue_records_it_apart_from_the_plain_product(private_cache):
+    """hipBLASLt-style: the winner with bias+relu fused serves that epilogue; the plain product keeps
+    the heuristic until it is tuned itself, and then serves epilogues tuned on their own no longer."""
+    result = cj.libs.blas.tune(40, 24, 19, "float32", epilogue="bias_relu", top=3, repeats=2, show_progress=False)
+    assert result.key.endswith(":bias_relu") and "bias_relu" in result.table()
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((40, 19)).astype(np.float32), rng.standard_normal((19, 24)).astype(np.float32)
+    bias = rng.standard_normal(24).astype(np.float32)
+    fused = cj.jit(lambda a, b, c: cnp.maximum(a @ b + c, 0.0)).lower(a, b, bias).compile()
+    (report,) = fused.kernels
+    assert report.solution == result.winner.name and report.selection.startswith("tuned")
+    expected = np.maximum(a.astype(np.float64) @ b + bias, 0)
+    assert np.allclose(fused(a, b, bias), expected, atol=22 * np.finfo(np.float32).eps * (np.abs(a) @ np.abs(b) + 1))
+    (plain,) = cj.jit(lambda a, b: a @ b).lower(a, b).compile().kernels
+    assert plain.selection.startswith("heuristic")
+    # A plain tuning also serves the epilogues that have none of their own.
+    plain_result = cj.libs.blas.tune(40, 24, 19, "float32", top=2, repeats=1, show_progress=False)
+    (biased,) = cj.jit(lambda a, b, c: a @ b + c).lower(a, b, bias).compile().kernels
+    assert biased.solution == plain_result.winner.name and biased.selection.startswith("tuned")
+
+
+def test_tune_rejects_an_unknown_epilogue():
+    with pytest.raises(cj.CdnajitError, match="epilogue 'bias_swish' is not one of none, bias, relu"):
+        cj.libs.blas.tune(8, 8, 8, epilogue="bias_swish")
+
+
 def test_tune_rejects_bad_sizes():
     with pytest.raises(cj.CdnajitError, match="M must be a positive integer, got 0"):
         cj.libs.blas.tune(0, 4, 4)
