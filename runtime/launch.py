@@ -92,8 +92,10 @@ class WorkerPool:
 
     @staticmethod
     def serve(cpu: int, inbox: queue.SimpleQueue):
-        if hasattr(os, "sched_setaffinity"):
+        try:
             os.sched_setaffinity(0, {cpu})   # 0: this thread
+        except (AttributeError, OSError):    # no affinity on this system, or the CPU is gone: unpinned
+            pass
         while True:
             job, done = inbox.get()
             try:
@@ -118,6 +120,17 @@ class WorkerPool:
 
 _pool: WorkerPool | None = None
 _pool_lock = threading.Lock()
+
+
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of its parent's threads: it starts a pool of its own when it launches
+    (a data loader's worker process calling a jitted function would otherwise wait forever)."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def worker_pool() -> WorkerPool:

@@ -3,6 +3,7 @@ long loops of known trip count; never a single workgroup or a small, short grid)
 share the grid (ranges taken from one counter, helpers pinned to other CPUs), and the alignment of
 written buffers."""
 import ctypes
+import multiprocessing
 import os
 import threading
 
@@ -90,6 +91,29 @@ def test_pool_helpers_run_on_other_cpus():
     helpers = [cpus for ident, cpus in seen if ident != threading.get_ident()]
     assert len(helpers) == threads - 1
     assert all(len(cpus) == 1 for cpus in helpers) and len(set().union(*helpers)) == threads - 1
+
+
+def count_in_child(connection):
+    compiled = compile_kernel(counting_kernel(1000))
+    compiled.parallel = True
+    y = np.zeros(1000, np.int32)
+    compiled(y)
+    connection.send(int(y.sum()))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
+def test_a_forked_child_launches_on_a_pool_of_its_own():
+    """The parent's pool threads do not exist in a forked child: its launch must not wait for them."""
+    worker_pool()                              # the parent's pool exists before the fork
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=count_in_child, args=(sender,))
+    child.start()
+    child.join(timeout=120)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("a parallel launch in a forked child hung")
+    assert child.exitcode == 0 and receiver.recv() == 1000
 
 
 @pytest.mark.parametrize("shape", [(0,), (1,), (3, 5), (1000, 7)])
