@@ -8,10 +8,10 @@ MIOpen's find-db do. It runs kernels, so it lives here rather than in libs/.
 Later compiles of a library_call with the same target, sizes, batch, layouts and dtypes use the
 recorded winner (its selection reason says "tuned"); `epilogue="bias_relu"` (any of
 ir/ops/library.py's EPILOGUES) times the product with that epilogue fused, as the matcher builds it
-for `relu(x @ w + b)`, and records the winner for that epilogue only. The candidates are the heuristic's `top`
-best-modelled solutions (all of them with top=None); each is generated, compiled, run once to
-warm up and checked against numpy; then `repeats` rounds time every candidate once in turn, and
-each candidate's fastest run counts.
+for `relu(x @ w + b)`, and records the winner for that epilogue only. The candidates are the
+heuristic's `top` best-modelled solutions (all of them with top=None); each is generated, compiled,
+run once to warm up and checked against numpy; then `repeats` rounds time every candidate once in
+turn, and each candidate's fastest run counts.
 """
 from __future__ import annotations
 
