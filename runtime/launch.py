@@ -61,10 +61,6 @@ def allowed_cpus() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
-def workers() -> int:
-    return len(allowed_cpus())
-
-
 try:
     _sched_getcpu = ctypes.CDLL(None).sched_getcpu   # glibc and musl
 except (AttributeError, OSError, TypeError):
@@ -278,17 +274,18 @@ class CompiledKernel:
         total = self.kernel.num_workgroups
         if total == 0:
             return
-        # Waking a pool thread costs tens of microseconds: small launches run on the calling thread.
-        threads = min(total, workers()) if self.parallel else 1
         if arg_block is None:
             arg_block = ctypes.addressof(self.arg_pointers)
         counter = ctypes.c_int64(0)
         next_pointer = ctypes.addressof(counter)
+        # Waking a pool thread costs tens of microseconds: small launches run on the calling thread.
+        pool = worker_pool() if self.parallel else None
+        threads = min(total, len(pool.cpus)) if pool is not None else 1
         if threads == 1:
             self.run(arg_block, next_pointer, total, total)
             return
         grab = max(1, total // (threads * RANGES_PER_THREAD))
-        worker_pool().run(functools.partial(self.run, arg_block, next_pointer, total, grab), threads)
+        pool.run(functools.partial(self.run, arg_block, next_pointer, total, grab), threads)
 
 
 _cache: dict[str, CompiledKernel] = {}
