@@ -153,6 +153,14 @@ class Lowered:
         return compiled
 
 
+def function_name(fn) -> str:
+    """A name for a traced callable: its own, the wrapped function's for a functools.partial, or the
+    class name of a callable object (neither of which has a __name__)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
 class Jitted:
     def __init__(self, fn, static_argnums=(), static_argnames=(), backend="compiled", target=None):
         if not callable(fn):
@@ -160,6 +168,7 @@ class Jitted:
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
         self.fn = fn
+        self.name = function_name(fn)
         self.target = target if isinstance(target, Target) else get_target(target)
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
@@ -193,7 +202,7 @@ class Jitted:
         static_key, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
         for leaf in leaves:
-            check_array_like(leaf, f"argument of {self.__name__}")
+            check_array_like(leaf, f"argument of {self.name}")
         types = tuple(leaf_signature(leaf) for leaf in leaves)
         return (in_tree, types, static_key), leaves
 
@@ -209,9 +218,9 @@ class Jitted:
             call_kwargs = {**dyn_kwargs, **{k: v for k, v in static_key if isinstance(k, str)}}
             out = self.fn(*call_args, **call_kwargs)
             out_leaves, out_tree = tree_flatten(out)
-            outputs = [as_tracer(leaf, f"output of {self.__name__}") for leaf in out_leaves]
+            outputs = [as_tracer(leaf, f"output of {self.name}") for leaf in out_leaves]
             trace.region.outputs = [o.value for o in outputs]
-        return Lowered(Module(self.fn.__name__, trace.region), out_tree, self.backend, self.target)
+        return Lowered(Module(self.name, trace.region), out_tree, self.backend, self.target)
 
     def lower(self, *args, **kwargs) -> Lowered:
         signature, _ = self._signature(args, kwargs)

@@ -109,6 +109,28 @@ def test_jit_on_a_method_binds_self_as_jax_does():
         cj.jit(Model.apply.__wrapped__)(Model(3), np.ones(2))
 
 
+def test_jit_of_a_partial_and_of_a_callable_object():
+    """Neither has a __name__: jax.jit takes both, and so does cj.jit, naming the graph after the
+    wrapped function or the object's class."""
+    import functools
+
+    def scaled(k, x):
+        return x * k
+
+    class Shift:
+        def __call__(self, x):
+            return x + 1
+
+    x = np.arange(3.0)
+    by_partial = cj.jit(functools.partial(scaled, 2.0))
+    np.testing.assert_array_equal(by_partial(x), x * 2)
+    assert by_partial.lower(x).module.name == "scaled"
+    np.testing.assert_array_equal(cj.jit(Shift())(x), x + 1)
+    assert cj.jit(Shift()).lower(x).module.name == "Shift"
+    with pytest.raises(cj.TracingTypeError, match="argument of scaled"):
+        by_partial("text")
+
+
 def test_nested_jit_inlines():
     inner = cj.jit(lambda x: x + 1)
     outer = cj.jit(lambda x: inner(x) * 2)
