@@ -12,6 +12,10 @@ The execution model of DESIGN.md on a CPU:
   end of one loop and the start of the next. A uniform `for` that holds a cut, and any `if`
   marked uniform, stay outside the work-item loops: they run once per workgroup, their bounds or
   condition evaluated as work-item 0 sees them, and their bodies are again cut into work-item loops.
+- an `if` marked alongside (ir/kernel.py) waits for the next wave op of its block: the wave op's
+  loop over waves runs, for each wave, that wave's work-items of it and then the wave's share of
+  the op, so a GEMM's loads of the next tile overlap the current tile's math instead of stalling
+  ahead of it. Without a wave op before the next barrier or cut, it runs there.
 - a variable (or private array) used in one region lives in a stack slot that mem2reg turns into
   registers; one used in several regions lives in a per-work-item array of workgroup size.
 - LDS is one stack block per workgroup; wave ops run per wave over the 64 lanes' values (see
@@ -35,7 +39,7 @@ import llvmlite.ir as ir
 
 from ..ir.kernel import (WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer, If,
                          Kernel, Let, Load, Math, ScalarParam, Select, Special, Store, Unary, Var, WaveOp,
-                         WaveReduce, WaveShuffle, contains_cut)
+                         WaveReduce, WaveShuffle, contains_cut, walk)
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import FLOATS, NUMPY_DTYPES, SIGNED_INTS, UNSIGNED_INTS
 from . import mathlib
@@ -144,14 +148,6 @@ def split_regions(stmts):
             run = []
     if run:
         yield "items", run
-
-
-def walk(stmts):
-    """Every statement of a block, nested ones included, in order."""
-    for stmt in stmts:
-        yield stmt
-        for block in stmt.children():
-            yield from walk(block)
 
 
 def launch_invariant(expr: Expr) -> bool:
@@ -354,6 +350,8 @@ class HostKernelBuilder:
         self.items = kernel.workgroup_items
         self.storage: dict = {}       # (name, dtype) or private name -> (alloca, per_item)
         self.set_item(None)           # the i64 linear work-item index being generated (None: workgroup level)
+        self.alongside = None         # an `alongside` if waiting for the next wave op's wave loop
+        self.items_of_wave = None     # while set (an i64 wave index), work-item loops cover that wave only
 
     # -- small helpers --
 
@@ -399,7 +397,9 @@ class HostKernelBuilder:
         z outermost and x innermost, so the x loop vectorizes with the y and z ids invariant in it
         (a GEMM's broadcast operand, a tile's row) instead of recomputed per lane by division."""
         sizes = self.kernel.workgroup_size
-        if all(extent == 1 for extent in sizes[1:]):
+        if self.items_of_wave is not None:
+            self.wave_item_loop(self.items_of_wave, body)
+        elif all(extent == 1 for extent in sizes[1:]):
             def at(i):
                 self.set_item(i)
                 body()
@@ -424,6 +424,19 @@ class HostKernelBuilder:
         self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, sizes[dim]), ir.Constant(I64, 1), at,
                           name="item" + "xyz"[dim])
 
+    def wave_item_loop(self, wave, body):
+        """item_loop over the 64 work-items of one wave: the (y, x) nest at z = wave when an x-y
+        plane is one wave (a GEMM's workgroups), else one loop over the wave's linear indices."""
+        sizes = self.kernel.workgroup_size
+        if sizes[0] * sizes[1] == WAVE_SIZE:
+            self.item_nest(sizes, 1, [wave], body)
+            return
+
+        def at(lane):
+            self.set_item(self.b.add(self.b.mul(wave, ir.Constant(I64, WAVE_SIZE)), lane))
+            body()
+        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, WAVE_SIZE), ir.Constant(I64, 1), at, name="item")
+
     def for_each_lane(self, wave, body):
         """body(lane) for each of the 64 lanes of wave `wave` (an i64), with the lane's work-item set."""
         def at(lane):
@@ -433,8 +446,24 @@ class HostKernelBuilder:
         self.set_item(None)
 
     def for_each_wave(self, body):
-        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, self.items // WAVE_SIZE), ir.Constant(I64, 1), body,
+        """body(wave) for each wave of the workgroup, after the wave's work-items of a waiting
+        `alongside` if (which the first wave loop after it takes)."""
+        alongside, self.alongside = self.alongside, None
+
+        def wave(w):
+            if alongside is not None:
+                self.items_of_wave = w
+                self.workgroup_part("cut", alongside)
+                self.items_of_wave = None
+            body(w)
+        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, self.items // WAVE_SIZE), ir.Constant(I64, 1), wave,
                           name="wave")
+
+    def run_waiting_alongside(self):
+        """Run a waiting `alongside` if now, whole."""
+        if self.alongside is not None:
+            waiting, self.alongside = self.alongside, None
+            self.workgroup_part("cut", waiting)
 
     # -- storage --
 
@@ -717,9 +746,18 @@ class HostKernelBuilder:
                 if lower is None:
                     raise NotImplementedError(f"host codegen: no lowering for wave op {cls.__name__}")
                 lower(self, [part for _, part in group])
+                self.run_waiting_alongside()  # a lowering without a wave loop leaves it waiting
                 continue
             for kind, part in group:
-                self.workgroup_part(kind, part)
+                if kind == "items":  # work-item statements, which the waiting if's promise lets pass it
+                    self.workgroup_part(kind, part)
+                    continue
+                self.run_waiting_alongside()
+                if isinstance(part, If) and part.alongside:
+                    self.alongside = part
+                else:
+                    self.workgroup_part(kind, part)
+        self.run_waiting_alongside()
 
     def workgroup_part(self, kind, part):
         """One part of split_regions other than a wave op."""

@@ -372,10 +372,17 @@ class For(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class If(Stmt):
+    """`alongside` (uniform ifs only) is its producer's promise that the statements after it in its
+    block, up to the next barrier, neither read what it writes nor write what it reads: a backend
+    may run it alongside them, as Tensile's schedule issues the next tile's global reads and LDS
+    writes among the current tile's MFMAs (the host runs each wave's work-items of it just before
+    that wave's share of the next wave op). The verifier checks what it can: no barrier or wave op
+    inside, stores to LDS only, no assignment to a variable defined outside."""
     cond: Expr
     then: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...] = ()
     uniform: bool = False
+    alongside: bool = False
 
     def __post_init__(self):
         _tuple_field(self, "then")
@@ -446,6 +453,14 @@ class WaveShuffle(WaveOp):
             error(f"source lane must be an integer, got {self.src_lane.dtype}")
         if self.dest.dtype != self.value.dtype:
             error(f"result {self.dest.name}: {self.dest.dtype} differs from the value's dtype {self.value.dtype}")
+
+
+def walk(stmts):
+    """Every statement of a block, nested ones included, in order."""
+    for stmt in stmts:
+        yield stmt
+        for block in stmt.children():
+            yield from walk(block)
 
 
 def contains_cut(stmts) -> bool:

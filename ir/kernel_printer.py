@@ -62,7 +62,8 @@ def statement_head(stmt: Stmt) -> str:
         return (f"for {uniform}{stmt.var.name}: {stmt.var.dtype} in range({print_expr(stmt.start)}, "
                 f"{print_expr(stmt.stop)}, {print_expr(stmt.step)}) {{")
     if isinstance(stmt, If):
-        return f"if {'uniform ' if stmt.uniform else ''}{print_expr(stmt.cond)} {{"
+        marks = ("uniform " if stmt.uniform else "") + ("alongside " if stmt.alongside else "")
+        return f"if {marks}{print_expr(stmt.cond)} {{"
     if isinstance(stmt, Barrier):
         return "barrier"
     if isinstance(stmt, WaveReduce):

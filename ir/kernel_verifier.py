@@ -12,7 +12,9 @@ printed first line. Rules:
 - uniformity: a barrier or wave op lies only under `uniform` fors and ifs, and the bounds or
   condition of a uniform statement do not depend on the work-item (a conservative, flow-
   insensitive analysis: workitem_id, private memory, wave results in workgroups of more than
-  one wave, and variables assigned from these or under such control flow are varying).
+  one wave, and variables assigned from these or under such control flow are varying);
+- alongside: an if marked alongside is uniform, holds no barrier or wave op, stores only to LDS
+  and assigns only variables of its own (the rest of its promise is its producer's).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from ..errors import VerifyError
 from .kernel import (ARITHMETIC_OPS, BITWISE_OPS, COMPARE_OPS, DTYPES, MATH_FUNCTIONS, SHIFT_OPS, SPECIAL_KINDS,
                      UNARY_OPS, WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer,
                      If, Kernel, LdsBuffer, Let, Load, Math, PrivateArray, ScalarParam, Select, Special, Stmt, Store,
-                     Unary, Var, WaveOp, WaveShuffle)
+                     Unary, Var, WaveOp, WaveShuffle, contains_cut, walk)
 from .kernel_printer import print_expr, statement_head
 from .types import INTS
 
@@ -189,6 +191,8 @@ class KernelVerifier:
         elif isinstance(stmt, If):
             self.expect(stmt.cond, "bool", scope, stmt, "condition")
             self.check_uniform_control(stmt)
+            if stmt.alongside:
+                self.check_alongside(stmt, scope)
             inner_nonuniform = nonuniform if stmt.uniform else nonuniform or stmt
             self.check_block(stmt.then, scope, inner_nonuniform)
             self.check_block(stmt.orelse, scope, inner_nonuniform)
@@ -206,6 +210,19 @@ class KernelVerifier:
                     self.define(var, scope, stmt)
         else:
             self.fail(f"unknown statement {type(stmt).__name__}", stmt)
+
+    def check_alongside(self, stmt: If, scope: dict):
+        """The checkable part of an `alongside` if's promise (ir/kernel.py: If)."""
+        if not stmt.uniform:
+            self.fail("marked alongside, but not uniform", stmt)
+        if contains_cut(stmt.then + stmt.orelse):
+            self.fail("marked alongside, but holds a barrier or wave op", stmt)
+        for inner in walk(stmt.then + stmt.orelse):
+            if isinstance(inner, Store) and inner.buffer.space != "lds":
+                self.fail(f"marked alongside, but stores to {inner.buffer.space} buffer {inner.buffer.name} "
+                          "(only LDS stores can run alongside what follows)", stmt)
+            if isinstance(inner, Assign) and inner.var.name in scope:
+                self.fail(f"marked alongside, but assigns {inner.var.name}, defined outside it", stmt)
 
     def check_uniform_control(self, stmt):
         if stmt.uniform and any(self.is_varying(e, self.varying) for e in control_expressions(stmt)):

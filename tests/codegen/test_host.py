@@ -173,6 +173,34 @@ def test_non_uniform_if_and_loop():
     np.testing.assert_array_equal(cs, m * (m - 1) // 2)
 
 
+@pytest.mark.parametrize("workgroup_size", [(64, 1, 1), (256, 1, 1), (16, 4, 4), (8, 8, 2), (32, 4, 2), (64, 2, 1)])
+def test_alongside_if_runs_in_the_next_wave_ops_wave_loop(workgroup_size):
+    """An `alongside` if waits for the next wave op, whose loop over waves runs each wave's
+    work-items of it: every work-item once (it increments), whatever the workgroup's shape."""
+    sx, sy, sz = workgroup_size
+    items, groups = sx * sy * sz, 3
+    n = items * groups
+    x, out = K.GlobalBuffer("x", "f32", n, readonly=True), K.GlobalBuffer("out", "f32", n)
+    staged = K.LdsBuffer("staged", "f32", items)
+    local, g, s = K.Var("local", "i32"), K.Var("g", "i32"), K.Var("s", "f32")
+    body = [K.Let(local, (K.workitem_id(2) * sy + K.workitem_id(1)) * sx + K.workitem_id(0)),
+            K.Let(g, K.workgroup_id(0) * items + local),
+            K.Store(staged, local, 0.0), K.Barrier(),
+            K.If(K.workgroup_id(0) >= 0, [K.Store(staged, local, staged[local] + x[g] * 3.0)], uniform=True,
+                 alongside=True),
+            K.WaveReduce(s, "sum", x[g]), K.Barrier(),
+            K.Store(out, g, staged[local] + s)]
+    kernel = K.Kernel("alongside", params=[x, out], grid=(groups,), workgroup_size=workgroup_size, body=body,
+                      lds=[staged])
+    # The if's blocks are named after the block it branches from: the body of the loop over waves.
+    labels = re.findall(r"^([\w.]+):", str(host.llvm_module(kernel)), re.M)
+    assert "wave.body.if" in labels, labels
+    xs = RNG.standard_normal(n).astype(np.float32)
+    result = np.zeros(n, np.float32)
+    compile_kernel(kernel)(xs, result)
+    np.testing.assert_array_equal(result, xs * np.float32(3) + butterfly(xs, np.add))
+
+
 def test_two_dimensional_workgroups_and_grid():
     sx, sy, gx, gy = 16, 4, 2, 3
     n = sx * sy * gx * gy

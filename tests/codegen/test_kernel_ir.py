@@ -48,6 +48,11 @@ kernel k(x: global f32[1000] readonly, y: global f32[1000], n: i32)
 }"""
 
 
+def test_alongside_prints_after_uniform():
+    body = [INDEX, K.If(WAVE_ID, [K.Store(LDS, I % 64, X[I])], uniform=True, alongside=True)]
+    assert "  if uniform alongside (workgroup_id(0) >= 0) {" in str(kernel(body, lds=[LDS]))
+
+
 def test_constants_print_their_dtype():
     u = K.GlobalBuffer("u", "u8", 64)
     body = [K.Store(u, K.workitem_id(0), K.Const(255, "u8")), K.Store(Y, 0, K.Const(0.1, "f64").cast("f32"))]
@@ -60,6 +65,8 @@ def test_valid_kernels_verify():
 
 
 S = K.Var("s", "f32")
+LDS = K.LdsBuffer("l", "f32", 64)
+WAVE_ID = K.workgroup_id(0) >= 0  # a condition every work-item sees alike
 # (body, kernel options, a fragment of the expected message)
 BAD = [
     ([INDEX, K.If(I < N, [K.Barrier()])], {}, "barrier under non-uniform control flow `if (i < 1000) {`"),
@@ -88,6 +95,15 @@ BAD = [
     ([], {"streams": [("y", 64)]}, "stream 'y' is not a read-only global buffer"),
     ([], {"streams": [("x", 0)]}, "stream x: 0 elements per workgroup"),
     ([], {"streams": [("x", 64)]}, None),
+    ([INDEX, K.If(WAVE_ID, [K.Store(LDS, I % 64, X[I])], alongside=True)], {"lds": [LDS]},
+     "marked alongside, but not uniform"),
+    ([INDEX, K.If(WAVE_ID, [K.Barrier()], uniform=True, alongside=True)], {}, "holds a barrier or wave op"),
+    ([INDEX, K.If(WAVE_ID, [K.Store(Y, I, 1.0)], uniform=True, alongside=True)], {},
+     "stores to global buffer y (only LDS stores can run alongside what follows)"),
+    ([INDEX, K.Let(S, K.Const(1.0, "f32")), K.If(WAVE_ID, [K.Assign(S, K.Const(2.0, "f32"))], uniform=True, alongside=True)], {},
+     "assigns s, defined outside it"),
+    ([INDEX, K.If(WAVE_ID, [K.Let(S, X[I]), K.Assign(S, S * 2.0), K.Store(LDS, I % 64, S)], uniform=True,
+                  alongside=True)], {"lds": [LDS]}, None),
 ]
 
 
