@@ -937,8 +937,9 @@ def build_library_call(rng, dtype):
                result_dtype=result, compute_dtype=compute)
     wide = np.int64 if dtype == "i8" else np.float64
     op_a, op_b = (a.T if trans_a else a).astype(wide), (b.T if trans_b else b).astype(wide)
-    expected = np.maximum(alpha * (op_a @ op_b) + beta * c.astype(wide) + bias.astype(wide), 0)
-    scale = np.abs(op_a) @ np.abs(op_b) * abs(alpha) + np.abs(beta * c.astype(wide)) + np.abs(bias.astype(wide))
+    with np.errstate(over="ignore", invalid="ignore"):  # f64's extreme values: `compared` below says where
+        expected = np.maximum(alpha * (op_a @ op_b) + beta * c.astype(wide) + bias.astype(wide), 0)
+        scale = np.abs(op_a) @ np.abs(op_b) * abs(alpha) + np.abs(beta * c.astype(wide)) + np.abs(bias.astype(wide))
     tolerance = summation_tolerance(result, k + 3, scale)
     if result == "f64":
         with np.errstate(all="ignore"):
