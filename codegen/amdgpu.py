@@ -44,7 +44,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..errors import CdnajitError
-from ..ir.kernel import WAVE_SIZE, Barrier, GlobalBuffer, Kernel, Special, WaveOp, WaveReduce, WaveShuffle
+from ..ir.kernel import WAVE_SIZE, Barrier, GlobalBuffer, Kernel, Prefetch, Special, WaveOp, WaveReduce, WaveShuffle
 from ..ir.kernel_verifier import verify_kernel
 from ..ir.targets import Target, get_target
 from .amdgpu_metadata import KernelResources, parse_resources
@@ -144,6 +144,8 @@ class AmdgpuKernelBuilder(HostKernelBuilder):
     def statement(self, s):
         if isinstance(s, Barrier):
             self.barrier()
+        elif isinstance(s, Prefetch):
+            pass  # gfx90a and gfx942 have no prefetch instruction (ir/kernel.py: Prefetch)
         elif isinstance(s, WaveOp):
             lower = WAVE_OP_LOWERINGS.get(type(s))
             if lower is None:

@@ -18,6 +18,8 @@ The execution model of DESIGN.md on a CPU:
   ahead of it. Without a wave op before the next barrier or cut, it runs there.
 - a variable (or private array) used in one region lives in a stack slot that mem2reg turns into
   registers; one used in several regions lives in a per-work-item array of workgroup size.
+- a Prefetch statement (a hint) runs at the workgroup level: one llvm.prefetch into L2 per cache
+  line of its runs.
 - LDS is one stack block per workgroup; wave ops run per wave over the 64 lanes' values (see
   `WAVE_OP_LOWERINGS`, where issue 5's MFMA plugs in).
 - f16/bf16 values live in f32 registers, rounded after each operation; bool is i1 (i8 in memory).
@@ -38,7 +40,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..ir.kernel import (WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer, If,
-                         Kernel, Let, Load, Math, ScalarParam, Select, Special, Store, Unary, Var, WaveOp,
+                         Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, Special, Store, Unary, Var, WaveOp,
                          WaveReduce, WaveShuffle, contains_cut, walk)
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import FLOATS, NUMPY_DTYPES, SIGNED_INTS, UNSIGNED_INTS
@@ -55,6 +57,8 @@ ALIGNED_MIN_BYTES = 1024
 # reads (a softmax over 16 MiB ran 1.3-1.7x faster with streaming stores, the input staying in L3),
 # and a streaming store needs no read of the line it overwrites.
 STREAMING_MIN_BYTES = 8 << 20
+# llvm.prefetch's locality for a Prefetch statement: 2 is x86's prefetcht1, into L2.
+PREFETCH_L2 = 2
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F32, F64, PTR = ir.FloatType(), ir.DoubleType(), ir.PointerType()
 # How a dtype is held in registers and in memory.
@@ -282,6 +286,8 @@ class StoragePlan:
                 self.note(variables_in(part.cond, set()), 0)
                 self.plan(part.then)
                 self.plan(part.orelse)
+            elif isinstance(part, Prefetch):
+                self.note(variables_in(part.start, set()), 0)
 
 
 # ---- which math functions are called, not inlined -----------------------------------------
@@ -765,6 +771,8 @@ class HostKernelBuilder:
             self.item_loop(lambda: self.statements(part))
         elif isinstance(part, Barrier):
             pass  # the end of one work-item loop and the start of the next is the barrier
+        elif isinstance(part, Prefetch):
+            self.prefetch(part)
         elif isinstance(part, For):  # uniform: bounds as work-item 0 sees them
             start, stop, step = (self.expr(e) for e in (part.start, part.stop, part.step))
             self.counted_loop(start, stop, step,
@@ -807,12 +815,31 @@ class HostKernelBuilder:
         self.build_entry()
         return self.module
 
+    def prefetch_function(self) -> ir.Function:
+        """llvm.prefetch(address, rw, locality, cache type)."""
+        return self.module.globals.get("llvm.prefetch.p0") or ir.Function(
+            self.module, ir.FunctionType(ir.VoidType(), [PTR, I32, I32, I32]), name="llvm.prefetch.p0")
+
+    def prefetch(self, part: Prefetch):
+        """A Prefetch statement: each cache line of its runs into L2 (x86's prefetcht1). L2, not L1:
+        a GEMM's next tiles would evict the L1 lines the current one works on."""
+        b, prefetch = self.b, self.prefetch_function()
+        element = buffer_bytes(part.buffer.dtype, 1)
+        start = self.element_pointer(part.buffer, part.start)
+        lines = range(0, part.run_elements * element, CACHE_LINE)
+
+        def run(r):
+            first = b.gep(start, [b.mul(r, ir.Constant(I64, part.run_stride * element))], source_etype=I8)
+            for line in lines:
+                b.call(prefetch, [b.gep(first, [ir.Constant(I64, line)], source_etype=I8), ir.Constant(I32, 0),
+                                  ir.Constant(I32, PREFETCH_L2), ir.Constant(I32, 1)])
+        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, part.runs), ir.Constant(I64, 1), run, name="prefetch")
+
     def prefetch_streams(self, values, group):
         """Prefetch workgroup `group`'s slice of each stream (Kernel.streams), one call per cache
         line, when there is such a workgroup."""
         k, b = self.kernel, self.b
-        prefetch = self.module.globals.get("llvm.prefetch.p0") or ir.Function(
-            self.module, ir.FunctionType(ir.VoidType(), [PTR, I32, I32, I32]), name="llvm.prefetch.p0")
+        prefetch = self.prefetch_function()
         pointers = {p.name: v for p, v in zip(k.params, values)}
         dtypes = {p.name: p.dtype for p in k.params}
         with b.if_then(b.icmp_signed("<", group, ir.Constant(I64, k.num_workgroups))):

@@ -397,6 +397,23 @@ class Barrier(Stmt):
     """Every work-item of the workgroup waits here; LDS writes before it are visible after it."""
 
 
+@dataclass(frozen=True, eq=False)
+class Prefetch(Stmt):
+    """A hint, at the workgroup level: the workgroup will soon read `runs` runs of `run_elements`
+    consecutive elements of global `buffer`, the first starting at `start` and each `run_stride`
+    elements after the one before. It changes no result. The host prefetches each cache line into
+    L2, for reads the hardware prefetcher cannot see coming (a GEMM operand whose K step moves to
+    new rows); gfx90a and gfx942 have no prefetch instruction, and their code ignores it."""
+    buffer: Buffer
+    start: Expr
+    runs: int
+    run_stride: int
+    run_elements: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "start", as_expr(self.start, "i32"))
+
+
 class WaveOp(Stmt):
     """A collective over the 64 lanes of a wave: a cut point of the host codegen."""
     kind: ClassVar[str]
@@ -464,8 +481,10 @@ def walk(stmts):
 
 
 def contains_cut(stmts) -> bool:
-    """Whether a barrier or wave op occurs in `stmts` (at any depth)."""
-    return any(isinstance(s, (Barrier, WaveOp)) or any(contains_cut(c) for c in s.children()) for s in stmts)
+    """Whether a barrier, wave op or prefetch (a workgroup-level statement) occurs in `stmts` (at any
+    depth)."""
+    return any(isinstance(s, (Barrier, WaveOp, Prefetch)) or any(contains_cut(c) for c in s.children())
+               for s in stmts)
 
 
 # ---- the kernel -------------------------------------------------------------------------

@@ -16,7 +16,8 @@ f32 floats and as `1.5:f64`, `True:bool`, `7:u8` otherwise; casts print as `f32(
 from __future__ import annotations
 
 from .kernel import (Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer, If, Kernel, Let,
-                     Load, Math, ScalarParam, Select, Special, Stmt, Store, Unary, Var, WaveReduce, WaveShuffle)
+                     Load, Math, Prefetch, ScalarParam, Select, Special, Stmt, Store, Unary, Var, WaveReduce,
+                     WaveShuffle)
 
 BINARY_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%", "and": "&", "or": "|", "xor": "^",
                   "shift_left": "<<", "shift_right_arithmetic": ">>", "shift_right_logical": ">>>",
@@ -66,6 +67,9 @@ def statement_head(stmt: Stmt) -> str:
         return f"if {marks}{print_expr(stmt.cond)} {{"
     if isinstance(stmt, Barrier):
         return "barrier"
+    if isinstance(stmt, Prefetch):
+        return (f"prefetch {stmt.buffer.name}[{print_expr(stmt.start)}]: {stmt.runs} runs of "
+                f"{stmt.run_elements}, stride {stmt.run_stride}")
     if isinstance(stmt, WaveReduce):
         return f"let {stmt.dest.name}: {stmt.dest.dtype} = wave_reduce.{stmt.op}({print_expr(stmt.value)})"
     if isinstance(stmt, WaveShuffle):

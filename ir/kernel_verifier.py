@@ -13,7 +13,9 @@ printed first line. Rules:
   condition of a uniform statement do not depend on the work-item (a conservative, flow-
   insensitive analysis: workitem_id, private memory, wave results in workgroups of more than
   one wave, and variables assigned from these or under such control flow are varying);
-- alongside: an if marked alongside is uniform, holds no barrier or wave op, stores only to LDS
+- prefetch: of a declared global buffer, at an integer start that every work-item sees alike,
+  under uniform control only (a workgroup-level statement);
+- alongside: an if marked alongside is uniform, holds no barrier, wave op or prefetch, stores only to LDS
   and assigns only variables of its own (the rest of its promise is its producer's).
 """
 from __future__ import annotations
@@ -21,8 +23,8 @@ from __future__ import annotations
 from ..errors import VerifyError
 from .kernel import (ARITHMETIC_OPS, BITWISE_OPS, COMPARE_OPS, DTYPES, MATH_FUNCTIONS, SHIFT_OPS, SPECIAL_KINDS,
                      UNARY_OPS, WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer,
-                     If, Kernel, LdsBuffer, Let, Load, Math, PrivateArray, ScalarParam, Select, Special, Stmt, Store,
-                     Unary, Var, WaveOp, WaveShuffle, contains_cut, walk)
+                     If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray, ScalarParam, Select, Special, Stmt,
+                     Store, Unary, Var, WaveOp, WaveShuffle, contains_cut, walk)
 from .kernel_printer import print_expr, statement_head
 from .types import INTS
 
@@ -196,6 +198,8 @@ class KernelVerifier:
             inner_nonuniform = nonuniform if stmt.uniform else nonuniform or stmt
             self.check_block(stmt.then, scope, inner_nonuniform)
             self.check_block(stmt.orelse, scope, inner_nonuniform)
+        elif isinstance(stmt, Prefetch):
+            self.check_prefetch(stmt, scope, nonuniform)
         elif isinstance(stmt, (Barrier, WaveOp)):
             if nonuniform is not None:
                 what = "barrier" if isinstance(stmt, Barrier) else stmt.kind
@@ -211,12 +215,24 @@ class KernelVerifier:
         else:
             self.fail(f"unknown statement {type(stmt).__name__}", stmt)
 
+    def check_prefetch(self, stmt: Prefetch, scope: dict, nonuniform: Stmt | None):
+        buffer = self.check_buffer(stmt.buffer, stmt)
+        if buffer.space != "global":
+            self.fail(f"prefetch of {buffer.space} buffer {buffer.name} (only global memory is prefetched)", stmt)
+        self.expect_int(stmt.start, scope, stmt, "start")
+        if nonuniform is not None or self.is_varying(stmt.start, self.varying):
+            self.fail("prefetch is a workgroup-level statement: its control flow and start must be the same "
+                      "for every work-item", stmt)
+        if stmt.runs < 1 or stmt.run_elements < 1 or stmt.run_stride < 0:
+            self.fail(f"prefetch of {stmt.runs} runs of {stmt.run_elements} elements, stride {stmt.run_stride}: "
+                      "runs and elements must be positive, the stride not negative", stmt)
+
     def check_alongside(self, stmt: If, scope: dict):
         """The checkable part of an `alongside` if's promise (ir/kernel.py: If)."""
         if not stmt.uniform:
             self.fail("marked alongside, but not uniform", stmt)
         if contains_cut(stmt.then + stmt.orelse):
-            self.fail("marked alongside, but holds a barrier or wave op", stmt)
+            self.fail("marked alongside, but holds a barrier, wave op or prefetch", stmt)
         for inner in walk(stmt.then + stmt.orelse):
             if isinstance(inner, Store) and inner.buffer.space != "lds":
                 self.fail(f"marked alongside, but stores to {inner.buffer.space} buffer {inner.buffer.name} "

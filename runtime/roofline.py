@@ -34,7 +34,7 @@ import numpy as np
 
 from ..codegen import mathlib
 from ..ir.kernel import (WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, For, If, Kernel, Let, Load, Math,
-                         Select, Special, Store, Unary, Var, WaveOp, WaveReduce)
+                         Prefetch, Select, Special, Store, Unary, Var, WaveOp, WaveReduce)
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import sub_expressions
 from ..ir.targets import Target
@@ -200,7 +200,7 @@ class LaunchCounter:
                     self.add(self.counts.flops, compute_dtype(s.value.dtype), WAVE_REDUCE_STEPS * times)
                 for var in s.defines():
                     env[(var.name, var.dtype)] = None
-            elif not isinstance(s, Barrier):
+            elif not isinstance(s, (Barrier, Prefetch)):  # a prefetch is a hint: no traffic of its own
                 raise NotImplementedError(f"roofline: statement {type(s).__name__}")
 
     def walk_if(self, s: If, env, weight, times):

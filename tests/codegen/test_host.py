@@ -173,6 +173,23 @@ def test_non_uniform_if_and_loop():
     np.testing.assert_array_equal(cs, m * (m - 1) // 2)
 
 
+def test_prefetch_is_one_l2_prefetch_per_cache_line_and_changes_nothing():
+    n = 1024
+    x, y = K.GlobalBuffer("x", "f32", n, readonly=True), K.GlobalBuffer("y", "f32", n)
+    i = K.Var("i", "i32")
+    # Two runs of 32 f32 (two cache lines each), 512 apart, in the next workgroup's half of x.
+    ahead = K.Prefetch(x, (K.workgroup_id(0) + 1) % 2 * 512, 2, 512, 32)
+    body = [ahead, K.Let(i, linear_index(256)), K.Store(y, i, x[i] + 1.0)]
+    kernel = K.Kernel("prefetching", params=[x, y], grid=(4,), workgroup_size=(256,), body=body)
+    text = optimized_llvm_ir(kernel)
+    calls = re.findall(r"call void @llvm\.prefetch\.p0\(ptr [^,]+, i32 0, i32 (\d), i32 1\)", text)
+    assert calls and set(calls) == {str(host.PREFETCH_L2)}, calls
+    xs = RNG.standard_normal(n).astype(np.float32)
+    ys = np.zeros(n, np.float32)
+    compile_kernel(kernel)(xs, ys)
+    np.testing.assert_array_equal(ys, xs + np.float32(1))
+
+
 @pytest.mark.parametrize("workgroup_size", [(64, 1, 1), (256, 1, 1), (16, 4, 4), (8, 8, 2), (32, 4, 2), (64, 2, 1)])
 def test_alongside_if_runs_in_the_next_wave_ops_wave_loop(workgroup_size):
     """An `alongside` if waits for the next wave op, whose loop over waves runs each wave's

@@ -53,6 +53,11 @@ def test_alongside_prints_after_uniform():
     assert "  if uniform alongside (workgroup_id(0) >= 0) {" in str(kernel(body, lds=[LDS]))
 
 
+def test_prefetch_prints_its_runs():
+    text = str(kernel([K.Prefetch(X, K.workgroup_id(0) * 64, 4, 100, 64)]))
+    assert "  prefetch x[(workgroup_id(0) * 64)]: 4 runs of 64, stride 100" in text
+
+
 def test_constants_print_their_dtype():
     u = K.GlobalBuffer("u", "u8", 64)
     body = [K.Store(u, K.workitem_id(0), K.Const(255, "u8")), K.Store(Y, 0, K.Const(0.1, "f64").cast("f32"))]
@@ -97,13 +102,19 @@ BAD = [
     ([], {"streams": [("x", 64)]}, None),
     ([INDEX, K.If(WAVE_ID, [K.Store(LDS, I % 64, X[I])], alongside=True)], {"lds": [LDS]},
      "marked alongside, but not uniform"),
-    ([INDEX, K.If(WAVE_ID, [K.Barrier()], uniform=True, alongside=True)], {}, "holds a barrier or wave op"),
+    ([INDEX, K.If(WAVE_ID, [K.Barrier()], uniform=True, alongside=True)], {}, "holds a barrier, wave op or prefetch"),
     ([INDEX, K.If(WAVE_ID, [K.Store(Y, I, 1.0)], uniform=True, alongside=True)], {},
      "stores to global buffer y (only LDS stores can run alongside what follows)"),
     ([INDEX, K.Let(S, K.Const(1.0, "f32")), K.If(WAVE_ID, [K.Assign(S, K.Const(2.0, "f32"))], uniform=True, alongside=True)], {},
      "assigns s, defined outside it"),
     ([INDEX, K.If(WAVE_ID, [K.Let(S, X[I]), K.Assign(S, S * 2.0), K.Store(LDS, I % 64, S)], uniform=True,
                   alongside=True)], {"lds": [LDS]}, None),
+    ([K.Prefetch(X, K.workgroup_id(0) * 64, 4, 100, 64)], {}, None),
+    ([K.Prefetch(LDS, 0, 1, 0, 64)], {"lds": [LDS]}, "prefetch of lds buffer l (only global memory is prefetched)"),
+    ([K.Prefetch(X, K.workitem_id(0), 1, 0, 64)], {}, "prefetch is a workgroup-level statement"),
+    ([INDEX, K.If(I < N, [K.Prefetch(X, 0, 1, 0, 64)])], {}, "prefetch is a workgroup-level statement"),
+    ([K.Prefetch(X, 0, 0, 0, 64)], {}, "prefetch of 0 runs of 64 elements, stride 0: runs and elements must be"),
+    ([K.Prefetch(X, X[0], 1, 0, 64)], {}, "start must be an integer, got f32"),
 ]
 
 

@@ -335,3 +335,16 @@ def test_the_host_reads_f32_a_fragments_straight_from_lds(in_dtype, trans_a, rel
     plan = StoragePlan(gemm_kernel(op, solution, "g"))
     from_lds = {name[0] for (name, _), load in plan.reloaded.items() if load.buffer.space == "lds"}
     assert from_lds == ({"a"} if reloaded else set())
+
+
+@pytest.mark.parametrize("trans_a, trans_b, prefetched", [(False, False, {"in1"}), (True, False, {"in0", "in1"}),
+                                                          (False, True, set()), (True, True, {"in0"})])
+def test_the_operands_read_along_new_rows_are_prefetched(trans_a, trans_b, prefetched):
+    """An operand whose K step moves to new rows (B not transposed, A transposed) is prefetched
+    PREFETCH_TILES blocks ahead; one read along K, which the hardware prefetcher follows, is not.
+    The staging of the next block is marked alongside the math (it writes the other LDS buffer)."""
+    op = gemm_call(128, 128, 256, "f32", "f32", trans_a=trans_a, trans_b=trans_b)
+    kernel = gemm_kernel(op, select(GemmProblem.from_op(op), GFX942).solution, "g")
+    text = str(kernel)
+    assert set(re.findall(r"prefetch (\w+)\[", text)) == prefetched  # in0 is A, in1 is B
+    assert len(re.findall(r"if uniform alongside \(\(t \+ 1:i64\) < 16:i64\)", text)) == 1
