@@ -7,7 +7,9 @@ A launch's threads (the caller and the pool's workers) each call the native
 `run(args, next, last, grab)` with one shared counter: each takes ranges of `grab` consecutive
 workgroups from it until none are left (codegen/host.py), so a thread that runs slower, on a
 core another tenant is using, takes fewer ranges instead of holding up the launch. ctypes releases
-the GIL for the call, so the threads run in parallel (`WorkerPool`).
+the GIL for the call, so the threads run in parallel (`WorkerPool`). Between launches a worker
+spins for a while before it blocks, and the caller spins on the counter until its helpers are done
+(runtime/native.py): waking a blocked thread costs tens of microseconds, a launch often less.
 
 Buffers are numpy arrays of the parameter's dtype and element count, C-contiguous, in native byte
 order; a buffer the kernel writes must not overlap any other buffer argument (the
@@ -28,13 +30,13 @@ import os
 import threading
 import queue
 
-import llvmlite.binding as llvm
 import numpy as np
 
-from ..codegen.host import ENTRY, WRITTEN_BUFFER_ALIGNMENT, compile_object, is_aligned_buffer, target_machine
+from ..codegen.host import ENTRY, WRITTEN_BUFFER_ALIGNMENT, compile_object, is_aligned_buffer
 from ..errors import CdnajitError
 from ..ir.kernel import Const, For, GlobalBuffer, Kernel
 from ..ir.types import NUMPY_DTYPES
+from .native import link_object, native_wait
 
 RUN_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 # Ranges per thread in a parallel launch: enough that a thread slowed to half speed (a shared
@@ -42,6 +44,11 @@ RUN_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.
 # a range or so rather than half its time, few enough that ranges of consecutive workgroups keep
 # their locality (a GEMM's row of tiles sharing an A panel, a stream prefetching the next row).
 RANGES_PER_THREAD = 8
+# Reads of a spin-wait (runtime/native.py; about 25 ns each on the benchmark machine's Zen 5): a
+# worker watches for the next launch for about 200 us after a job, a launch's caller for its
+# helpers' last workgroups for about 1 ms before it blocks.
+WORKER_SPIN_READS = 8000
+CALLER_SPIN_READS = 40000
 
 
 PARALLEL_MIN_WORK_ITEMS = 1 << 14
@@ -83,35 +90,46 @@ class WorkerPool:
     def __init__(self):
         self.cpus = allowed_cpus()
         self.inboxes = [queue.SimpleQueue() for _ in self.cpus]
-        for cpu, inbox in zip(self.cpus, self.inboxes):
-            threading.Thread(target=self.serve, args=(cpu, inbox), name=f"cdnajit-cpu{cpu}", daemon=True).start()
+        # Jobs posted to each worker, counted after each put: a worker that has finished one spins
+        # on its count for a while before it blocks on its inbox (`native_wait`: waking a blocked
+        # thread costs tens of microseconds, and an MLP's launches come tens of microseconds apart).
+        # The inbox stays the synchronization: a count that lags only costs a wake-up.
+        self.posted = [ctypes.c_int64(0) for _ in self.cpus]
+        self.wait, _ = native_wait()
+        for cpu, inbox, posted in zip(self.cpus, self.inboxes, self.posted):
+            threading.Thread(target=self.serve, args=(cpu, inbox, ctypes.addressof(posted)), name=f"cdnajit-cpu{cpu}",
+                             daemon=True).start()
 
-    @staticmethod
-    def serve(cpu: int, inbox: queue.SimpleQueue):
+    def serve(self, cpu: int, inbox: queue.SimpleQueue, posted: int):
         try:
             os.sched_setaffinity(0, {cpu})   # 0: this thread
         except (AttributeError, OSError):    # no affinity on this system, or the CPU is gone: unpinned
             pass
-        while True:
+        for taken in itertools.count(1):
             job, done = inbox.get()
             try:
                 job()
             finally:
                 done.put(None)
+            self.wait(posted, taken + 1, WORKER_SPIN_READS)
 
-    def run(self, job, threads: int) -> None:
+    def run(self, job, threads: int, finished: tuple[int, int] | None = None) -> None:
         """job() on the calling thread and on the workers of `threads - 1` other CPUs, returning when
-        all are done."""
+        all are done. `finished` (address, value): an i64 that reaches the value once every thread's
+        job is done (a launch's workgroup counter), which the caller spins on before it blocks."""
         here = current_cpu()
-        helpers = [inbox for cpu, inbox in zip(self.cpus, self.inboxes) if cpu != here][:threads - 1]
+        helpers = [(inbox, posted) for cpu, inbox, posted in zip(self.cpus, self.inboxes, self.posted)
+                   if cpu != here][:threads - 1]
         done = queue.SimpleQueue()
-        for inbox in helpers:
+        for inbox, posted in helpers:
             inbox.put((job, done))
+            posted.value += 1
         try:
             job()
         finally:
-            for _ in helpers:
-                done.get()
+            if finished is None or self.wait(*finished, CALLER_SPIN_READS) < finished[1]:
+                for _ in helpers:
+                    done.get()
 
 
 _pool: WorkerPool | None = None
@@ -135,22 +153,6 @@ def worker_pool() -> WorkerPool:
         if _pool is None:
             _pool = WorkerPool()
         return _pool
-
-
-_jit: llvm.LLJIT | None = None
-_libraries = itertools.count()
-_jit_lock = threading.Lock()
-
-
-def link_object(object_code: bytes) -> llvm.ResourceTracker:
-    """Load object code as a new JIT library; `tracker[ENTRY]` is the entry's address while `tracker` lives."""
-    global _jit
-    with _jit_lock:
-        if _jit is None:
-            target_machine()  # initialises the native target
-            _jit = llvm.create_lljit_compiler()
-        library = llvm.JITLibraryBuilder().add_object_img(object_code).add_current_process().export_symbol(ENTRY)
-        return library.link(_jit, f"kernel{next(_libraries)}")
 
 
 def statements_per_item(stmts) -> int:
@@ -285,7 +287,10 @@ class CompiledKernel:
             self.run(arg_block, next_pointer, total, total)
             return
         grab = max(1, total // (threads * RANGES_PER_THREAD))
-        pool.run(functools.partial(self.run, arg_block, next_pointer, total, grab), threads)
+        # Each thread ends with one take past the last range (codegen/host.py: build_entry), after
+        # its last workgroup: the counter's final value says every thread is done.
+        final = (-(-total // grab) + threads) * grab
+        pool.run(functools.partial(self.run, arg_block, next_pointer, total, grab), threads, (next_pointer, final))
 
 
 _cache: dict[str, CompiledKernel] = {}

@@ -62,7 +62,8 @@ def test_threads_sharing_one_counter_run_every_workgroup_once(workgroups, grab):
     for thread in threads:
         thread.join()
     np.testing.assert_array_equal(y, 1)
-    assert counter.value >= workgroups   # each thread stopped at a range past the end
+    # Each thread ended with one take past the last range: a launch's caller waits for this value.
+    assert counter.value == (-(-workgroups // grab) + len(threads)) * grab
 
 
 def test_a_parallel_launch_runs_every_workgroup_once():
