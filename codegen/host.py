@@ -889,7 +889,13 @@ class HostKernelBuilder:
         done = self.fn.append_basic_block("done")
         b.branch(take)
         b.position_at_end(take)
-        first = b.atomic_rmw("add", next_pointer, grab, "monotonic")
+        if streamed_buffers(k):
+            # Non-temporal stores are weakly ordered: drain them before the take that may tell the
+            # launch's caller this thread is done (runtime/launch.py), which then hands the buffers on.
+            sfence = ir.Function(self.module, ir.FunctionType(ir.VoidType(), []), name="llvm.x86.sse.sfence")
+            b.call(sfence, [])
+        # Release: a caller that reads the counter's final value (acquire) sees every store before it.
+        first = b.atomic_rmw("add", next_pointer, grab, "acq_rel")
         b.cbranch(b.icmp_signed("<", first, last), taken, done)
         b.position_at_end(taken)
         end = b.add(first, grab)
@@ -898,11 +904,6 @@ class HostKernelBuilder:
                           name="workgroup")
         b.branch(take)
         b.position_at_end(done)
-        if streamed_buffers(k):
-            # Non-temporal stores are weakly ordered: drain them before the caller hands the
-            # buffers on (to another thread, or to numpy).
-            sfence = ir.Function(self.module, ir.FunctionType(ir.VoidType(), []), name="llvm.x86.sse.sfence")
-            self.b.call(sfence, [])
         self.b.ret_void()
 
 
