@@ -376,8 +376,8 @@ class If(Stmt):
     block, up to the next barrier, neither read what it writes nor write what it reads: a backend
     may run it alongside them, as Tensile's schedule issues the next tile's global reads and LDS
     writes among the current tile's MFMAs (the host runs each wave's work-items of it just before
-    that wave's share of the next wave op). The verifier checks what it can: no barrier or wave op
-    inside, stores to LDS only, no assignment to a variable defined outside."""
+    that wave's share of the next wave op). The verifier checks what it can: no barrier, wave op or
+    prefetch inside, stores to LDS only, no assignment to a variable defined outside."""
     cond: Expr
     then: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...] = ()
