@@ -222,7 +222,7 @@ class GemmKernelBuilder:
         stmts = []
         k0 = tile * s.depth_u
         along_yz = self.y + wy * self.z if wz > 1 else self.y
-        base = self.batch * matrix if p.batch > 1 else self.const(0)
+        base = self.batch_base(matrix)
         # x runs along the contiguous dimension (so the global reads are consecutive, and for
         # rows the LDS writes too), y and z along the other.
         x_extent, yz_extent = (rows, s.depth_u) if rows_contiguous else (s.depth_u, rows)
@@ -243,34 +243,35 @@ class GemmKernelBuilder:
                         stmts.append(K.Store(lds, target, value))
         return stmts
 
+    def batch_base(self, matrix: int) -> K.Expr:
+        """This workgroup's first element in an operand of `matrix` elements per batch."""
+        return self.batch * matrix if self.problem.batch > 1 else self.const(0)
+
+    def block_inside(self, operand, tile: K.Expr) -> K.Expr:
+        """Whether K block `tile` of an operand's macro tile lies inside the matrix."""
+        rows, extent, origin = operand[2], operand[3], operand[4]
+        return (origin + rows <= extent) & ((tile + 1) * self.solution.depth_u <= self.problem.k)
+
     def staged(self, tile: K.Expr, buffer: K.Expr) -> list[K.Stmt]:
         """stage() for A, then for B, each without bounds checks when its DepthU x macro-tile block
         lies inside the matrix (two uniform ifs: on the host, two work-item loops that vectorize
         on their own, the contiguous one fully)."""
-        k_end = (tile + 1) * self.solution.depth_u
-        stmts = []
-        for operand in self.operands():
-            rows, extent, origin = operand[2], operand[3], operand[4]
-            inside = (origin + rows <= extent) & (k_end <= self.problem.k)
-            stmts.append(K.If(inside, self.stage(operand, tile, buffer, False),
-                              self.stage(operand, tile, buffer, True), uniform=True))
-        return stmts
+        return [K.If(self.block_inside(operand, tile), self.stage(operand, tile, buffer, False),
+                     self.stage(operand, tile, buffer, True), uniform=True) for operand in self.operands()]
 
     def prefetched(self, tile: K.Expr) -> list[K.Stmt]:
         """Prefetches of K block `tile` of each operand whose K step moves to new rows of global
         memory (B not transposed, A transposed): a run of MT elements in each of DepthU rows, which
         the host's hardware prefetcher does not see coming. An operand read along K (A not
         transposed) streams each row, which it does follow."""
-        p, s = self.problem, self.solution
-        k0 = tile * s.depth_u
+        depth = self.solution.depth_u
         stmts = []
-        for lds, source, rows, extent, origin, rows_contiguous, elements, matrix in self.operands():
-            if not rows_contiguous:
-                continue
-            base = self.batch * matrix if p.batch > 1 else self.const(0)
-            inside = (origin + rows <= extent) & (k0 + s.depth_u <= p.k)
-            prefetch = K.Prefetch(source, base + k0 * extent + origin, s.depth_u, extent, rows)
-            stmts.append(K.If(inside, [prefetch], uniform=True))
+        for operand in self.operands():
+            lds, source, rows, extent, origin, rows_contiguous, elements, matrix = operand
+            if rows_contiguous:
+                start = self.batch_base(matrix) + tile * depth * extent + origin
+                stmts.append(K.If(self.block_inside(operand, tile), [K.Prefetch(source, start, depth, extent, rows)],
+                                  uniform=True))
         return stmts
 
     # -- the kernel --
