@@ -125,7 +125,7 @@ def run_workload(workload, ctx: Context, settings: Settings) -> dict:
     case = workload.build(ctx)
     record = {"description": workload.description,
               "inputs": [f"{x.dtype}{list(x.shape)}" for x in case.inputs],
-              "seconds": {}, "samples": {}, "errors": {}, "checks": {}}
+              "seconds": {}, "round_seconds": {}, "samples": {}, "errors": {}, "checks": {}}
     outputs, calls = {}, {}
     for peer in PEERS:
         fn = getattr(case, peer)
@@ -154,6 +154,8 @@ def run_workload(workload, ctx: Context, settings: Settings) -> dict:
     for peer, measured in rounds.items():
         if peer not in record["errors"]:
             record["seconds"][peer] = min(seconds for seconds, _ in measured)
+            # Every round's median, in the order they ran: how far the host's load moved them.
+            record["round_seconds"][peer] = [seconds for seconds, _ in measured]
             record["samples"][peer] = sum(samples for _, samples in measured)
     reference_fn = case.reference or case.numpy
     if case.tolerance is not None and reference_fn is not None:
