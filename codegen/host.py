@@ -171,8 +171,10 @@ def reloadable_loads(kernel: Kernel) -> dict:
             and launch_invariant(s.value.index)}
 
 
-# Wave ops whose lowering reads some operands straight from LDS when it can: class -> the operand
-# variables it reads that way (mfma_host.py: an MFMA's A values, which it broadcasts one at a time).
+# Wave ops whose lowering reads some operands straight from LDS when it can: class ->
+# reads(op, key, load, workgroup_size), how many of op's operand reads of the variable `key`
+# ((name, dtype), set to the LDS element `load`) it takes from LDS (mfma_host.py: an MFMA's A
+# values, and its B values when each run of lanes reads consecutive elements).
 LDS_OPERANDS: dict = {}
 
 
@@ -251,9 +253,9 @@ class StoragePlan:
                 for later in block[position + 1:]:
                     if writes_lds_or_syncs(later):
                         break
-                    operands = LDS_OPERANDS.get(type(later))
-                    if operands is not None:
-                        operand_reads += sum((v.name, v.dtype) == key for v in operands(later))
+                    lds_reads = LDS_OPERANDS.get(type(later))
+                    if lds_reads is not None:
+                        operand_reads += lds_reads(later, key, stmt.value, kernel.workgroup_size)
                 if operand_reads and operand_reads == reads[key]:
                     found[key] = stmt.value
         return found
@@ -974,12 +976,12 @@ def lower_wave_shuffle(kb: HostKernelBuilder, op: WaveShuffle):
 WAVE_OP_LOWERINGS = {WaveReduce: one_at_a_time(lower_wave_reduce), WaveShuffle: one_at_a_time(lower_wave_shuffle)}
 
 
-def register_wave_op(cls, lower, lds_operands=None) -> None:
+def register_wave_op(cls, lower, lds_reads=None) -> None:
     """Add the host lowering of a new WaveOp subclass: lower(builder, run of consecutive ops); and
-    `lds_operands(op)`, the operand variables it can read straight from LDS (`LDS_OPERANDS`)."""
+    `lds_reads`, how many operand reads of a variable it can take straight from LDS (`LDS_OPERANDS`)."""
     WAVE_OP_LOWERINGS[cls] = lower
-    if lds_operands is not None:
-        LDS_OPERANDS[cls] = lds_operands
+    if lds_reads is not None:
+        LDS_OPERANDS[cls] = lds_reads
 
 
 # ---- compiling --------------------------------------------------------------------------

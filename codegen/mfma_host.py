@@ -17,9 +17,12 @@ per-work-item values of consecutive lanes are consecutive in memory too).
 
 A run of consecutive MFMAs (a GEMM's unrolled k steps over its wave tile) takes a faster path
 when every accumulator is a private-array slice (two slices the same or disjoint) and every A and
-B value a variable kept per work-item, or, for A, one that host.py's StoragePlan reloads from LDS
-(an f32/f64 fragment loaded from LDS with no barrier before the MFMA: `lds_operands` below; the
-micro-kernel then reads each A value where the kernel loaded it, with no per-work-item copy).
+B value a variable kept per work-item, or one that host.py's StoragePlan reloads from LDS (an
+f32/f64 fragment loaded from LDS with no barrier before the MFMA: `lds_reads` below). The
+micro-kernel then reads each A value where the kernel loaded it, and each run of n lanes' B values
+as one vector from where the first lane loaded its value: B is read from LDS only when its index
+provably gives the lanes of every run consecutive elements (`b_runs_consecutive`), as a GEMM's
+K-major LDS tile does; otherwise it is copied per work-item.
 The D values of one register element and one run of n lanes are one row segment D[i][0:n],
 contiguous in the private array (element-major). For each
 accumulator, groups of such segments (SEGMENT_GROUP_VALUES values in all) are loaded as vectors,
@@ -30,11 +33,14 @@ segments of a group share each B row vector load.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import llvmlite.ir as ir
 import numpy as np
 
-from ..ir.kernel import WAVE_SIZE, Const, Var
+from ..ir.kernel import WAVE_SIZE, Binary, Cast, Const, Expr, Load, Special, Var
 from ..ir.kernel_mfma import Mfma, MfmaInstruction, PrivateSlice
+from ..ir.kernel_verifier import sub_expressions
 from .host import F32, F64, I32, I64, REGISTER_TYPES, HostKernelBuilder, register_wave_op
 from .mathlib import call_intrinsic
 
@@ -149,6 +155,77 @@ def lower_mfma(kb: HostKernelBuilder, op: Mfma):
     kb.for_each_wave(wave)
 
 
+def terms(index: Expr) -> list[Expr]:
+    """The terms of a sum (the index itself when it is not one)."""
+    if isinstance(index, Binary) and index.op == "add":
+        return terms(index.a) + terms(index.b)
+    return [index]
+
+
+def item_value(expr: Expr, ids: tuple[int, int, int], workgroup_size) -> int | None:
+    """An integer expression of work-item ids and constants at work-item `ids`; None when it reads
+    anything else (a variable, a parameter, a workgroup id, a load) or an operation not modelled."""
+    if isinstance(expr, Const) and isinstance(expr.value, int):
+        return expr.value
+    if isinstance(expr, Special):
+        return {"workitem_id": ids, "workgroup_size": workgroup_size}.get(expr.kind, (None,) * 3)[expr.dim]
+    if isinstance(expr, Cast) and expr.dtype.startswith("i"):
+        return item_value(expr.x, ids, workgroup_size)
+    if not isinstance(expr, Binary) or expr.op not in ("add", "sub", "mul", "div", "rem"):
+        return None
+    a, b = item_value(expr.a, ids, workgroup_size), item_value(expr.b, ids, workgroup_size)
+    if a is None or b is None:
+        return None
+    if expr.op in ("div", "rem"):
+        if b == 0:
+            return None
+        quotient = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)   # C's: rounded toward zero
+        return quotient if expr.op == "div" else a - b * quotient
+    return a + b if expr.op == "add" else a - b if expr.op == "sub" else a * b
+
+
+def reads_ids(expr: Expr) -> bool:
+    return (isinstance(expr, Special) and expr.kind == "workitem_id") or any(map(reads_ids, sub_expressions(expr)))
+
+
+@lru_cache(maxsize=4096)
+def b_runs_consecutive(inst: MfmaInstruction, index: Expr, workgroup_size: tuple[int, int, int]) -> bool:
+    """Whether an LDS index, as the B value of `inst`, gives the n lanes of each of its B runs
+    (lanes b_lane .. b_lane + n - 1 for each k, in every wave) consecutive elements: its terms that
+    read work-item ids read nothing else but constants, and their sum goes up by one from lane to
+    lane. The other terms are the same in every lane: an LDS operand's index reads no per-work-item
+    variable (StoragePlan.lds_operand_loads)."""
+    varying = [term for term in terms(index) if reads_ids(term)]
+    x_size, y_size, z_size = workgroup_size
+    for wave in range(x_size * y_size * z_size // WAVE_SIZE):
+        for kk in range(inst.k):
+            first = wave * WAVE_SIZE + inst.b_layout(0, kk, 0)[0]
+            offsets = []
+            for item in range(first, first + inst.n):
+                ids = (item % x_size, item // x_size % y_size, item // (x_size * y_size))
+                values = [item_value(term, ids, workgroup_size) for term in varying]
+                if None in values:
+                    return False
+                offsets.append(sum(values))
+            if offsets != list(range(offsets[0], offsets[0] + inst.n)):
+                return False
+    return True
+
+
+def lds_reads(op: Mfma, key, load: Load, workgroup_size) -> int:
+    """How many of the MFMA's operand reads of variable `key`, set to the LDS element `load`, its
+    lowering takes from LDS: A values (broadcast one at a time) and B values (a run of lanes at once,
+    when consecutive) of f32 and f64, whose registers hold what LDS holds (a converted value is
+    better converted once)."""
+    if op.spec.in_dtype not in ("f32", "f64"):
+        return 0
+    reads = sum((v.name, v.dtype) == key for v in op.a)
+    b_reads = sum((v.name, v.dtype) == key for v in op.b)
+    if b_reads and b_runs_consecutive(op.spec, load.index, tuple(workgroup_size)):
+        reads += b_reads
+    return reads
+
+
 def fast_path_applies(kb: HostKernelBuilder, ops: list[Mfma]) -> bool:
     """Whether a run of MFMAs can take the micro-kernel path (module docstring)."""
     first = ops[0]
@@ -158,10 +235,8 @@ def fast_path_applies(kb: HostKernelBuilder, ops: list[Mfma]) -> bool:
     for op in ops:
         if not isinstance(op.c, PrivateSlice) or op.c.array.name not in kb.plan.per_item:
             return False
-        if not all(isinstance(v, Var) and (v.name, v.dtype) in kb.plan.per_item for v in op.b):
-            return False
         if not all(isinstance(v, Var) and ((v.name, v.dtype) in kb.plan.per_item or (v.name, v.dtype) in kb.plan.reloaded)
-                   for v in op.a):
+                   for v in (*op.a, *op.b)):
             return False
         slices.setdefault((op.c.array.name, op.c.start), op.c)
     spans = sorted((s.array.name, s.start, s.start + s.count) for s in slices.values())
@@ -189,6 +264,19 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
         base, _ = kb.slot((var.name, var.dtype), var.dtype)
         index = b.add(b.mul(wave, constant(WAVE_SIZE)), lane)
         return b.gep(base, [index], source_etype=REGISTER_TYPES[var.dtype])
+
+    def lanes_vector(var: Var, wave, lane):
+        """The values of `var` in lanes lane .. lane + n - 1 of the wave, as one vector: from its
+        per-work-item array, or from LDS where the first of them loaded it (b_runs_consecutive)."""
+        reloaded = kb.plan.reloaded.get((var.name, var.dtype))
+        if reloaded is None:
+            pointer = lanes_pointer(var, wave, lane)
+        else:
+            kb.set_item(b.add(b.mul(wave, constant(WAVE_SIZE)), lane))
+            pointer = kb.element_pointer(reloaded.buffer, reloaded.index)
+            kb.set_item(None)
+        vector_type = ir.VectorType(REGISTER_TYPES[var.dtype], n)
+        return b.load(b.bitcast(pointer, vector_type.as_pointer()), typ=vector_type, align=1)
 
     def lane_value(var: Var, wave, lane):
         """A lane's value of `var`: from its per-work-item array, or reloaded from LDS."""
@@ -226,9 +314,7 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
                 for op in accumulator_ops:
                     for kk in range(k):
                         b_lane, b_element = inst.b_layout(0, kk, 0)
-                        b_pointer = b.bitcast(lanes_pointer(op.b[b_element], w, constant(b_lane)),
-                                              ir.VectorType(REGISTER_TYPES[op.b[b_element].dtype], n).as_pointer())
-                        row_of_b = widen(b.load(b_pointer, typ=b_pointer.type.pointee, align=1), inst.in_dtype)
+                        row_of_b = widen(lanes_vector(op.b[b_element], w, constant(b_lane)), inst.in_dtype)
                         a_lane, a_element = inst.a_layout(0, 0, kk)  # lane of A[0][kk]; row i adds i
                         for s, row in enumerate(rows):
                             a = lane_value(op.a[a_element], w, constant(row + a_lane))
@@ -250,6 +336,4 @@ def lower_mfmas(kb: HostKernelBuilder, ops: list[Mfma]):
             lower_mfma(kb, op)
 
 
-# The A values, which the micro-kernel broadcasts one at a time, as well from LDS as from an array,
-# when LDS holds them as the registers do (f32, f64): a converted value is better converted once.
-register_wave_op(Mfma, lower_mfmas, lds_operands=lambda op: op.a if op.spec.in_dtype in ("f32", "f64") else ())
+register_wave_op(Mfma, lower_mfmas, lds_reads=lds_reads)

@@ -452,3 +452,41 @@ def test_mfma_a_operands_are_read_from_lds_only_while_lds_holds_them():
         results.append(out)
     np.testing.assert_array_equal(results[0], results[1])
     assert np.any(results[0])
+
+
+def b_from_lds_kernel(b_index: str):
+    """One wave, two 32x32x2 MFMAs into one accumulator (the host's micro-kernel path), A from
+    global memory and B from LDS, where work-item i stored x[i] at element i ("consecutive": each run
+    of 32 lanes reads consecutive elements) or at 63 - i ("reversed")."""
+    inst = INSTRUCTIONS["v_mfma_f32_32x32x2f32"]
+    x = K.GlobalBuffer("x", "f32", 64, readonly=True)
+    out = K.GlobalBuffer("out", "f32", 64 * inst.d_elements)
+    tile = K.LdsBuffer("tile", "f32", 64)
+    acc = K.PrivateArray("acc", "f32", inst.d_elements)
+    lane, a, b = K.Var("lane", "i32"), K.Var("a", "f32"), K.Var("b", "f32")
+    where = K.workitem_id(0) if b_index == "consecutive" else 63 - K.workitem_id(0)
+    accumulator = PrivateSlice(acc, 0, inst.d_elements)
+    body = [K.Let(lane, K.workitem_id(0)), K.Store(tile, where, x[lane]), K.Barrier(),
+            *[K.Store(acc, e, 0.0) for e in range(inst.d_elements)],
+            K.Let(a, x[63 - lane] * 0.5), K.Let(b, tile[where]),
+            Mfma(inst.name, accumulator, [a], [b], accumulator), Mfma(inst.name, accumulator, [b], [a], accumulator),
+            *[K.Store(out, lane * inst.d_elements + e, acc[e]) for e in range(inst.d_elements)]]
+    return K.Kernel(f"b_from_lds_{b_index}", params=[x, out], grid=(1,), workgroup_size=(64,), body=body,
+                    lds=[tile], private=[acc])
+
+
+def test_mfma_b_operands_are_read_from_lds_only_where_lanes_read_consecutive_elements():
+    """The micro-kernel reads a run of 32 lanes' B values as one vector from LDS only when their LDS
+    elements are consecutive; reversed ones are copied per work-item. Both hold every lane's x, so
+    both compute the same products."""
+    x = RNG.standard_normal(64).astype(np.float32)
+    results = []
+    for b_index in ("consecutive", "reversed"):
+        kernel = b_from_lds_kernel(b_index)
+        reloaded = host.StoragePlan(kernel).reloaded
+        assert (("b", "f32") in reloaded) == (b_index == "consecutive")
+        out = np.zeros(64 * 16, np.float32)
+        compile_kernel(kernel)(x, out)
+        results.append(out)
+    np.testing.assert_array_equal(results[0], results[1])
+    assert np.any(results[0])

@@ -324,17 +324,19 @@ def test_batched_int8_is_one_strided_batched_gemm():
     np.testing.assert_array_equal(compiled(a, b), np.matmul(a.astype(np.int32), b.astype(np.int32)))
 
 
-@pytest.mark.parametrize("in_dtype, trans_a, reloaded", [("f32", False, True), ("f32", True, True), ("f16", False, False)])
-def test_the_host_reads_f32_a_fragments_straight_from_lds(in_dtype, trans_a, reloaded):
-    """The A fragments of an f32 MFMA kernel are read from LDS by the host's micro-kernel (no
-    per-work-item copy); B's stay in per-work-item arrays (a row of B is one vector load), and f16
-    values, which need converting, are converted once into them."""
-    op = gemm_call(128, 128, 64, in_dtype, "f32", trans_a=trans_a)
+@pytest.mark.parametrize("in_dtype, trans_a, trans_b, from_lds", [
+    ("f32", False, False, {"a", "b"}), ("f32", True, False, {"a", "b"}), ("f32", False, True, {"a"}),
+    ("f32", True, True, {"a"}), ("f64", False, False, {"a", "b"}), ("f16", False, False, set())])
+def test_the_host_reads_f32_and_f64_fragments_straight_from_lds(in_dtype, trans_a, trans_b, from_lds):
+    """The host's micro-kernel reads an f32/f64 MFMA kernel's A fragments from LDS (no per-work-item
+    copy), and its B fragments too where each run of lanes reads consecutive LDS elements (B's
+    K-major tile, B not transposed); B's row-major tile (B transposed, rows DepthU + 1 apart) is
+    copied per work-item, as are f16 values, which need converting and are converted once."""
+    op = gemm_call(128, 128, 64, in_dtype, "f64" if in_dtype == "f64" else "f32", trans_a=trans_a, trans_b=trans_b)
     solution = select(GemmProblem.from_op(op), GFX942).solution
     assert solution.kind == "mfma"
     plan = StoragePlan(gemm_kernel(op, solution, "g"))
-    from_lds = {name[0] for (name, _), load in plan.reloaded.items() if load.buffer.space == "lds"}
-    assert from_lds == ({"a"} if reloaded else set())
+    assert {name[0] for (name, _), load in plan.reloaded.items() if load.buffer.space == "lds"} == from_lds
 
 
 @pytest.mark.parametrize("trans_a, trans_b, prefetched", [(False, False, {"in1"}), (True, False, {"in0", "in1"}),
