@@ -418,23 +418,26 @@ def test_the_micro_kernel_path_catches_a_wrong_lane_mapping(matrix, lane, other)
     assert not np.allclose(out, expected, rtol=1e-3, atol=1e-3)
 
 
-def lds_operand_kernel(barrier_between: bool):
-    """One wave: A values loaded from LDS (reversed lanes), B from global memory, one 32x32x2 MFMA;
-    with `barrier_between`, a barrier separates the A loads from the MFMA."""
+def lds_operand_kernel(name: str, stored_at, a_value, b_value, mfma_operands, barrier_between=False):
+    """One wave of 32x32x2 MFMAs into one accumulator: work-item i stores x[i] at LDS element
+    stored_at(i); then a = a_value(tile, x, lane, i) and b = b_value(tile, x, lane, i) (lane: a
+    variable set to i, i: the id itself), optionally a barrier, and one MFMA per (A, B) pair of
+    `mfma_operands(a, b)` (two or more take the micro-kernel path)."""
     inst = INSTRUCTIONS["v_mfma_f32_32x32x2f32"]
     x = K.GlobalBuffer("x", "f32", 64, readonly=True)
     out = K.GlobalBuffer("out", "f32", 64 * inst.d_elements)
     tile = K.LdsBuffer("tile", "f32", 64)
     acc = K.PrivateArray("acc", "f32", inst.d_elements)
     lane, a, b = K.Var("lane", "i32"), K.Var("a", "f32"), K.Var("b", "f32")
+    item = K.workitem_id(0)
     accumulator = PrivateSlice(acc, 0, inst.d_elements)
-    body = [K.Let(lane, K.workitem_id(0)), K.Store(tile, lane, x[lane] * 2.0), K.Barrier(),
+    body = [K.Let(lane, item), K.Store(tile, stored_at(item), x[lane]), K.Barrier(),
             *[K.Store(acc, e, 0.0) for e in range(inst.d_elements)],
-            K.Let(a, tile[63 - K.workitem_id(0)]), K.Let(b, x[lane]), *([K.Barrier()] if barrier_between else []),
-            Mfma(inst.name, accumulator, [a], [b], accumulator),
+            K.Let(a, a_value(tile, x, lane, item)), K.Let(b, b_value(tile, x, lane, item)),
+            *([K.Barrier()] if barrier_between else []),
+            *[Mfma(inst.name, accumulator, [first], [second], accumulator) for first, second in mfma_operands(a, b)],
             *[K.Store(out, lane * inst.d_elements + e, acc[e]) for e in range(inst.d_elements)]]
-    return K.Kernel(f"lds_operand_{barrier_between}", params=[x, out], grid=(1,), workgroup_size=(64,), body=body,
-                    lds=[tile], private=[acc])
+    return K.Kernel(name, params=[x, out], grid=(1,), workgroup_size=(64,), body=body, lds=[tile], private=[acc])
 
 
 def test_mfma_a_operands_are_read_from_lds_only_while_lds_holds_them():
@@ -444,7 +447,9 @@ def test_mfma_a_operands_are_read_from_lds_only_while_lds_holds_them():
     x = RNG.standard_normal(64).astype(np.float32)
     results = []
     for barrier_between in (False, True):
-        kernel = lds_operand_kernel(barrier_between)
+        # A from LDS (lanes reversed), B from global memory, one MFMA.
+        kernel = lds_operand_kernel(f"a_from_lds_{barrier_between}", lambda i: i, lambda tile, x, lane, i: tile[63 - i],
+                                    lambda tile, x, lane, i: x[lane], lambda a, b: [(a, b)], barrier_between)
         reloaded = host.StoragePlan(kernel).reloaded
         assert (("a", "f32") in reloaded) != barrier_between and ("b", "f32") not in reloaded
         out = np.zeros(64 * 16, np.float32)
@@ -454,27 +459,6 @@ def test_mfma_a_operands_are_read_from_lds_only_while_lds_holds_them():
     assert np.any(results[0])
 
 
-def b_from_lds_kernel(b_index: str):
-    """One wave, two 32x32x2 MFMAs into one accumulator (the host's micro-kernel path), A from
-    global memory and B from LDS, where work-item i stored x[i] at element i ("consecutive": each run
-    of 32 lanes reads consecutive elements) or at 63 - i ("reversed")."""
-    inst = INSTRUCTIONS["v_mfma_f32_32x32x2f32"]
-    x = K.GlobalBuffer("x", "f32", 64, readonly=True)
-    out = K.GlobalBuffer("out", "f32", 64 * inst.d_elements)
-    tile = K.LdsBuffer("tile", "f32", 64)
-    acc = K.PrivateArray("acc", "f32", inst.d_elements)
-    lane, a, b = K.Var("lane", "i32"), K.Var("a", "f32"), K.Var("b", "f32")
-    where = K.workitem_id(0) if b_index == "consecutive" else 63 - K.workitem_id(0)
-    accumulator = PrivateSlice(acc, 0, inst.d_elements)
-    body = [K.Let(lane, K.workitem_id(0)), K.Store(tile, where, x[lane]), K.Barrier(),
-            *[K.Store(acc, e, 0.0) for e in range(inst.d_elements)],
-            K.Let(a, x[63 - lane] * 0.5), K.Let(b, tile[where]),
-            Mfma(inst.name, accumulator, [a], [b], accumulator), Mfma(inst.name, accumulator, [b], [a], accumulator),
-            *[K.Store(out, lane * inst.d_elements + e, acc[e]) for e in range(inst.d_elements)]]
-    return K.Kernel(f"b_from_lds_{b_index}", params=[x, out], grid=(1,), workgroup_size=(64,), body=body,
-                    lds=[tile], private=[acc])
-
-
 def test_mfma_b_operands_are_read_from_lds_only_where_lanes_read_consecutive_elements():
     """The micro-kernel reads a run of 32 lanes' B values as one vector from LDS only when their LDS
     elements are consecutive; reversed ones are copied per work-item. Both hold every lane's x, so
@@ -482,7 +466,11 @@ def test_mfma_b_operands_are_read_from_lds_only_where_lanes_read_consecutive_ele
     x = RNG.standard_normal(64).astype(np.float32)
     results = []
     for b_index in ("consecutive", "reversed"):
-        kernel = b_from_lds_kernel(b_index)
+        # Work-item i stores x[i] at i or at 63 - i and reads it back as its B value; A from global
+        # memory; two MFMAs, the second with the operands swapped.
+        where = (lambda i: i) if b_index == "consecutive" else (lambda i: 63 - i)
+        kernel = lds_operand_kernel(f"b_from_lds_{b_index}", where, lambda tile, x, lane, i: x[63 - lane] * 0.5,
+                                    lambda tile, x, lane, i: tile[where(i)], lambda a, b: [(a, b), (b, a)])
         reloaded = host.StoragePlan(kernel).reloaded
         assert (("b", "f32") in reloaded) == (b_index == "consecutive")
         out = np.zeros(64 * 16, np.float32)
