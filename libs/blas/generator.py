@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ...codegen.lower import operand_buffers
 from ...ir import kernel as K
@@ -109,6 +110,20 @@ class GemmProblem:
         batch = f" batch {self.batch}" if self.batch > 1 else ""
         epilogue = f" {self.epilogue}" if self.epilogue != "none" else ""
         return f"{self.m}x{self.n}x{self.k}{batch} {layout} {self.in_dtype}->{self.result_dtype}{epilogue}"
+
+
+class Operand(NamedTuple):
+    """One GEMM operand as staging sees it: its LDS buffer and global buffer, its macro tile's rows
+    (MT0 for A, MT1 for B) and the matrix's (M or N), this workgroup's first row, whether rows are
+    the contiguous dimension in global memory, one LDS buffer's elements, elements per batch."""
+    lds: K.LdsBuffer
+    source: K.GlobalBuffer
+    rows: int
+    extent: int
+    origin: K.Expr
+    rows_contiguous: bool
+    elements: int
+    matrix: int
 
 
 def gemm_call(m: int, n: int, k: int, in_dtype: str, result_dtype: str, *, batch: int = 1, trans_a: bool = False,
@@ -206,14 +221,12 @@ class GemmKernelBuilder:
             return self.lds_index(tile_rows, row, k, 0, k_contiguous)
         return self.lds_index(tile_rows, row, k / pack, k % pack, k_contiguous)
 
-    def operands(self):
-        """Per operand: (LDS, global buffer, tile rows, matrix rows, row origin, whether rows are the
-        contiguous dimension in global memory, LDS buffer size, elements per batch)."""
+    def operands(self) -> list[Operand]:
         p, s = self.problem, self.solution
-        return [(self.a_lds, self.a_buf, s.mt0, p.m, self.m0, p.trans_a, self.a_elements, p.m * p.k),
-                (self.b_lds, self.b_buf, s.mt1, p.n, self.n0, not p.trans_b, self.b_elements, p.k * p.n)]
+        return [Operand(self.a_lds, self.a_buf, s.mt0, p.m, self.m0, p.trans_a, self.a_elements, p.m * p.k),
+                Operand(self.b_lds, self.b_buf, s.mt1, p.n, self.n0, not p.trans_b, self.b_elements, p.k * p.n)]
 
-    def stage(self, operand, tile: K.Expr, buffer: K.Expr, guarded: bool) -> list[K.Stmt]:
+    def stage(self, operand: Operand, tile: K.Expr, buffer: K.Expr, guarded: bool) -> list[K.Stmt]:
         """Statements moving K block `tile` of one operand into LDS buffer `buffer` (0 or 1)."""
         p, s = self.problem, self.solution
         lds, source, rows, extent, origin, rows_contiguous, elements, matrix = operand
@@ -247,10 +260,10 @@ class GemmKernelBuilder:
         """This workgroup's first element in an operand of `matrix` elements per batch."""
         return self.batch * matrix if self.problem.batch > 1 else self.const(0)
 
-    def block_inside(self, operand, tile: K.Expr) -> K.Expr:
+    def block_inside(self, operand: Operand, tile: K.Expr) -> K.Expr:
         """Whether K block `tile` of an operand's macro tile lies inside the matrix."""
-        rows, extent, origin = operand[2], operand[3], operand[4]
-        return (origin + rows <= extent) & ((tile + 1) * self.solution.depth_u <= self.problem.k)
+        return ((operand.origin + operand.rows <= operand.extent)
+                & ((tile + 1) * self.solution.depth_u <= self.problem.k))
 
     def staged(self, tile: K.Expr, buffer: K.Expr) -> list[K.Stmt]:
         """stage() for A, then for B, each without bounds checks when its DepthU x macro-tile block
@@ -267,11 +280,10 @@ class GemmKernelBuilder:
         depth = self.solution.depth_u
         stmts = []
         for operand in self.operands():
-            lds, source, rows, extent, origin, rows_contiguous, elements, matrix = operand
-            if rows_contiguous:
-                start = self.batch_base(matrix) + tile * depth * extent + origin
-                stmts.append(K.If(self.block_inside(operand, tile), [K.Prefetch(source, start, depth, extent, rows)],
-                                  uniform=True))
+            if operand.rows_contiguous:
+                start = self.batch_base(operand.matrix) + tile * depth * operand.extent + operand.origin
+                prefetch = K.Prefetch(operand.source, start, depth, operand.extent, operand.rows)
+                stmts.append(K.If(self.block_inside(operand, tile), [prefetch], uniform=True))
         return stmts
 
     # -- the kernel --
