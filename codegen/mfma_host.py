@@ -221,7 +221,7 @@ def lds_reads(op: Mfma, key, load: Load, workgroup_size) -> int:
         return 0
     reads = sum((v.name, v.dtype) == key for v in op.a)
     b_reads = sum((v.name, v.dtype) == key for v in op.b)
-    if b_reads and b_runs_consecutive(op.spec, load.index, tuple(workgroup_size)):
+    if b_reads and b_runs_consecutive(op.spec, load.index, workgroup_size):
         reads += b_reads
     return reads
 
