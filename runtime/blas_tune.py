@@ -10,12 +10,23 @@ recorded winner (its selection reason says "tuned"); `epilogue="bias_relu"` (any
 ir/ops/library.py's EPILOGUES) times the product with that epilogue fused, as the matcher builds it
 for `relu(x @ w + b)`, and records the winner for that epilogue only. The candidates are the
 heuristic's `top` best-modelled solutions (all of them with top=None); each is generated, compiled,
-run once to warm up and checked against numpy; then `repeats` rounds time every candidate once in
-turn, and each candidate's fastest run counts.
+run once to warm up and checked against numpy. Then two stages time them, every round running each
+candidate once, in a shuffled order:
+
+- screening: `repeats` rounds; each candidate's fastest run counts.
+- head-to-head: the FINALISTS fastest in screening and the heuristic's own pick (the incumbent,
+  which compiles use untuned) run FINAL_ROUNDS_PER_REPEAT * `repeats` more rounds. A finalist's
+  score is the median over rounds of its time divided by the incumbent's in the same round, so
+  load from other processes that slows a whole round cancels. The incumbent is replaced only by
+  a finalist whose score is below 1 - MARGIN.
+
+On a shared machine a minimum over a few runs can crown a kernel that was lucky once: one that
+took twice the incumbent's time in the benchmark's MLP had won a screening alone.
 """
 from __future__ import annotations
 
 import math
+import random
 import sys
 import time
 from dataclasses import dataclass
@@ -39,6 +50,12 @@ BAR_WIDTH = 30
 # of a few ulp. relu is exact with slope 1.
 ACTIVATION_SLOPE = 1.2
 MATH_ULPS = 8
+# The head-to-head stage (see the module's docstring): how many of screening's fastest meet the
+# incumbent, for how many rounds per screening round, and by how much a challenger's median time
+# ratio must beat it (a few per cent: a difference the machine's noise does not make).
+FINALISTS = 3
+FINAL_ROUNDS_PER_REPEAT = 3
+MARGIN = 0.03
 
 
 @dataclass(frozen=True)
@@ -47,6 +64,7 @@ class Timing:
     seconds: float             # fastest host time of one launch
     modelled_seconds: float    # the heuristic's time on the target
     flops: int                 # the problem's
+    versus_incumbent: float | None = None  # head-to-head median time ratio to the heuristic's pick
 
     @property
     def gflops(self) -> float:
@@ -57,7 +75,7 @@ class Timing:
 class TuningResult:
     key: str                   # the database key (tuning.problem_key)
     problem: GemmProblem
-    timings: list[Timing]      # fastest first
+    timings: list[Timing]      # the winner, the other finalists by head-to-head score, the rest by time
     database: str              # where the winner was recorded
 
     @property
@@ -65,10 +83,12 @@ class TuningResult:
         return self.timings[0].solution
 
     def table(self) -> str:
-        lines = [f"{self.problem.describe()}: {len(self.timings)} solutions timed on the host"]
+        lines = [f"{self.problem.describe()}: {len(self.timings)} solutions timed on the host "
+                 f"(x incumbent: median time ratio to the heuristic's pick, head to head)"]
         for rank, t in enumerate(self.timings, 1):
+            score = f"x incumbent {t.versus_incumbent:5.3f}" if t.versus_incumbent is not None else " " * 17
             lines.append(f"{rank:3d}  {t.solution.name:<44s} {t.seconds * 1e3:9.3f} ms  {t.gflops:8.1f} GFLOP/s  "
-                         f"(model on the target {t.modelled_seconds * 1e6:.1f} us)")
+                         f"{score}  (model on the target {t.modelled_seconds * 1e6:.1f} us)")
         return "\n".join(lines)
 
 
@@ -139,22 +159,52 @@ def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bo
     if show_progress:
         progress(len(estimates), len(estimates), "done", file)
         file.write("\n")
-    # Each repeat times every candidate once, in turn, and each keeps its fastest run: a burst of
-    # other load on the machine slows one repeat of several candidates, never all of one's runs.
-    seconds = [math.inf] * len(kernels)
-    for _ in range(repeats):
-        for index, compiled in enumerate(kernels):
-            start = time.perf_counter()
-            compiled(*operands, d)
-            seconds[index] = min(seconds[index], time.perf_counter() - start)
-    timings = [Timing(est.solution, best, est.seconds, problem.flops) for est, best in zip(estimates, seconds)]
-    timings.sort(key=lambda t: t.seconds)
+    order = random.Random(0)
+    screening = time_rounds(kernels, range(len(kernels)), repeats, operands, d, order)
+    seconds = [min(runs) for runs in screening]
+    # estimates[0] is the heuristic's pick: the incumbent, which heuristic.select compiles untuned.
+    finalists = sorted(set(sorted(range(len(kernels)), key=seconds.__getitem__)[:FINALISTS]) | {0})
+    final = time_rounds(kernels, finalists, FINAL_ROUNDS_PER_REPEAT * repeats, operands, d, order)
+    winner, scores = head_to_head_winner(dict(zip(finalists, final)), incumbent=0)
+    for index, runs in zip(finalists, final):
+        seconds[index] = min(seconds[index], *runs)
+    timings = [Timing(est.solution, best, est.seconds, problem.flops, scores.get(index))
+               for index, (est, best) in enumerate(zip(estimates, seconds))]
+    rest = sorted((i for i in range(len(timings)) if i != winner),
+                  key=lambda i: (scores.get(i, math.inf), timings[i].seconds))
+    timings = [timings[winner]] + [timings[i] for i in rest]
     key = problem_key(problem, target)
     database = load_database()
     database[key] = {"solution": timings[0].solution.name, "seconds": timings[0].seconds,
                      "candidates": len(timings)}
     save_database(database)
     return TuningResult(key, problem, timings, database_path())
+
+
+def time_rounds(kernels, chosen, rounds: int, operands, d, order: random.Random) -> list[list[float]]:
+    """Each chosen kernel's host time in each of `rounds` rounds, every round running the chosen
+    once each in a fresh shuffled order (a kernel always timed right after another could inherit
+    its cache state or its slow spell)."""
+    chosen = list(chosen)
+    times = {index: [] for index in chosen}
+    for _ in range(rounds):
+        for index in order.sample(chosen, len(chosen)):
+            start = time.perf_counter()
+            kernels[index](*operands, d)
+            times[index].append(time.perf_counter() - start)
+    return [times[index] for index in chosen]
+
+
+def head_to_head_winner(round_times: dict[int, list[float]], incumbent: int,
+                        margin: float = MARGIN) -> tuple[int, dict[int, float]]:
+    """The winner of rounds in which every candidate ran once, and each candidate's score: the median
+    over rounds of its time over the incumbent's. A challenger wins with the least score, and only
+    if that score is below 1 - margin; otherwise the incumbent stays."""
+    reference = round_times[incumbent]
+    scores = {index: float(np.median([t / r for t, r in zip(times, reference)]))
+              for index, times in round_times.items()}
+    best = min(scores, key=scores.get)
+    return (best if scores[best] < 1 - margin else incumbent), scores
 
 
 def reference_result(operands, problem: GemmProblem) -> tuple[np.ndarray, np.ndarray]:

@@ -30,6 +30,7 @@ from cdnajit.libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
 from cdnajit.libs.blas.heuristic import select
 from cdnajit.libs.blas.solutions import solution_pool
 from cdnajit.libs.blas.tuning import DATABASE_NAME
+from cdnajit.runtime.blas_tune import MARGIN, head_to_head_winner
 from cdnajit.runtime.launch import compile_kernel
 from cdnajit.runtime.occupancy import occupancy
 
@@ -227,7 +228,12 @@ def private_cache(tmp_path, monkeypatch):
 def test_tune_records_the_winner_and_compiles_use_it(private_cache, capsys):
     result = cj.libs.blas.tune(40, 24, 19, "float32", top=3, repeats=2)
     assert "blas.tune [" in capsys.readouterr().err
-    assert len(result.timings) == 3 and result.timings[0].seconds <= result.timings[-1].seconds
+    assert len(result.timings) == 3 and result.winner == result.timings[0].solution
+    # Every candidate of three is a finalist (FINALISTS = 3); the heuristic's pick scores exactly 1.
+    heuristic_pick = select(GemmProblem.from_op(gemm_call(40, 24, 19, "f32", "f32")), get_target(None)).solution.name
+    scores = {t.solution.name: t.versus_incumbent for t in result.timings}
+    assert scores[heuristic_pick] == 1.0 and all(s is not None for s in scores.values())
+    assert result.timings[0].solution.name == heuristic_pick or scores[result.winner.name] < 1 - MARGIN
     assert (private_cache / DATABASE_NAME).exists()
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((40, 19)).astype(np.float32), rng.standard_normal((19, 24)).astype(np.float32)
@@ -236,6 +242,18 @@ def test_tune_records_the_winner_and_compiles_use_it(private_cache, capsys):
     assert report.solution == result.winner.name and report.selection.startswith("tuned")
     assert np.allclose(compiled(a, b), a.astype(np.float64) @ b, atol=22 * np.finfo(np.float32).eps
                        * (np.abs(a) @ np.abs(b)))
+
+
+def test_a_challenger_replaces_the_heuristic_pick_only_by_its_median_round_beyond_the_margin():
+    incumbent = [1.0, 1.0, 3.0, 1.0, 1.0]              # one slow round, from other load
+    lucky_once = [0.5, 1.2, 3.1, 1.2, 1.1]             # fastest single run, slower in most rounds
+    slightly_faster = [0.99, 0.99, 2.97, 0.99, 0.98]  # within the margin
+    faster = [0.9, 0.9, 2.0, 0.92, 0.9]
+    rounds = {0: incumbent, 1: lucky_once, 2: slightly_faster}
+    winner, scores = head_to_head_winner(rounds, incumbent=0, margin=0.03)
+    assert winner == 0 and scores[0] == 1.0 and scores[1] == pytest.approx(1.1)
+    assert head_to_head_winner({**rounds, 3: faster}, incumbent=0, margin=0.03)[0] == 3
+    assert head_to_head_winner(rounds, incumbent=0, margin=0.0)[0] == 2
 
 
 def test_a_corrupt_database_warns_and_is_ignored(private_cache):
