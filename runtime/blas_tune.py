@@ -121,7 +121,8 @@ def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bo
          preferred_element_type=None, epilogue: str = "none", target: str | Target | None = None,
          top: int | None = 8, repeats: int = 5, show_progress: bool = True, file=None) -> TuningResult:
     """Time the `top` best-modelled solutions of an (M, N, K) GEMM of `dtype` inputs, with `epilogue`
-    fused, on the host and record the fastest for `target` (default gfx942) in the tuning database."""
+    fused, on the host and record the winner (the heuristic's pick unless a finalist beats it head to
+    head, see the module docstring) for `target` (default gfx942) in the tuning database."""
     for what, size in (("M", m), ("N", n), ("K", k), ("batch", batch)):
         if not isinstance(size, (int, np.integer)) or size < 1:
             raise CdnajitError(f"blas.tune: {what} must be a positive integer, got {size!r}")
