@@ -53,6 +53,11 @@ ENTRY = "run"
 WRITTEN_BUFFER_ALIGNMENT = 64
 CACHE_LINE = 64
 ALIGNED_MIN_BYTES = 1024
+# The LDS block, private arrays and per-work-item values live in the entry block's allocas, which
+# the loops read and write as whole AVX-512 vectors: aligned to a cache line, none splits across
+# two (the prologue realigns the stack). At 16, where they started within a line followed the
+# caller's stack; a GEMM whose arrays started 32 bytes into a line ran 8 % slower, 4 bytes in 11 %.
+STACK_ARRAY_ALIGNMENT = 64
 # Written buffers this large bypass the caches: an output of this size evicts what the next call
 # reads (a softmax over 16 MiB ran 1.3-1.7x faster with streaming stores, the input staying in L3),
 # and a streaming store needs no read of the line it overwrites.
@@ -372,7 +377,7 @@ class HostKernelBuilder:
             if self.fn.entry_basic_block.instructions:
                 self.b.position_before(self.fn.entry_basic_block.instructions[0])
             slot = self.b.alloca(type_, size=None if count is None else ir.Constant(I64, count), name=name)
-            slot.align = 16
+            slot.align = STACK_ARRAY_ALIGNMENT
         return slot
 
     def counted_loop(self, start, stop, step, body, signed=True, name="loop"):

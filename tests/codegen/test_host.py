@@ -10,6 +10,9 @@ from cdnajit.codegen import host
 from cdnajit.codegen.host import optimized_llvm_ir
 from cdnajit.ir import kernel as K
 from cdnajit.ir.ops.elementwise import convert, divide, remainder, shift_left
+from cdnajit.ir.targets import get_target
+from cdnajit.libs.blas.generator import gemm_call, gemm_kernel
+from cdnajit.libs.blas.solutions import solution_by_name
 from cdnajit.runtime.launch import LaunchError, aligned_empty, compile_kernel
 
 RNG = np.random.default_rng(1)
@@ -288,6 +291,18 @@ def test_stores_into_large_written_buffers_are_aligned_vectors():
     text = optimized_llvm_ir(elementwise_kernel(4096))  # 16 KiB: the ABI promises a 64-byte start
     assert re.search(r"store <(8|16) x float> .*, align (32|64)", text), "no aligned vector stores"
     assert "!nontemporal" not in text  # far below STREAMING_MIN_BYTES
+
+
+def test_stack_arrays_start_on_a_cache_line_whatever_the_callers_stack():
+    """The LDS block and private arrays are allocas aligned to STACK_ARRAY_ALIGNMENT, so the GEMM
+    micro-kernel's whole-vector loads of them are known aligned (at 16 they were align 16 and split
+    across lines whenever the caller's stack put the frame 16-48 bytes into one)."""
+    solution = solution_by_name("Cijk_MT64x64x16_MI32x32x2_W2x2_GRVW1_PAD4", "f32", "f32", get_target("gfx942"))
+    text = optimized_llvm_ir(gemm_kernel(gemm_call(64, 64, 32, "f32", "f32"), solution, "gemm"))
+    assert set(re.findall(r"= alloca .*, align (\d+)", text)) == {str(host.STACK_ARRAY_ALIGNMENT)}
+    widths = {int(w) for w in re.findall(r"load <(\d+) x float>", text)}
+    if max(widths, default=0) * 4 >= host.STACK_ARRAY_ALIGNMENT:   # vectors as wide as a line (AVX-512)
+        assert re.search(r"load <\d+ x float>, ptr %[\w.]+, align 64", text), "no line-aligned vector loads"
 
 
 @pytest.mark.skipif(not host.llvm.get_process_triple().startswith("x86_64"), reason="x86 streaming stores")
