@@ -260,10 +260,13 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
     for op in ops:
         by_slice.setdefault((op.c.array.name, op.c.start), []).append(op)
 
+    def lane_item(wave, lane):
+        """The work-item of a lane of a wave."""
+        return b.add(b.mul(wave, constant(WAVE_SIZE)), lane)
+
     def lanes_pointer(var: Var, wave, lane):
         base, _ = kb.slot((var.name, var.dtype), var.dtype)
-        index = b.add(b.mul(wave, constant(WAVE_SIZE)), lane)
-        return b.gep(base, [index], source_etype=REGISTER_TYPES[var.dtype])
+        return b.gep(base, [lane_item(wave, lane)], source_etype=REGISTER_TYPES[var.dtype])
 
     def lanes_vector(var: Var, wave, lane):
         """The values of `var` in lanes lane .. lane + n - 1 of the wave, as one vector: from its
@@ -272,7 +275,7 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
         if reloaded is None:
             pointer = lanes_pointer(var, wave, lane)
         else:
-            kb.set_item(b.add(b.mul(wave, constant(WAVE_SIZE)), lane))
+            kb.set_item(lane_item(wave, lane))
             pointer = kb.element_pointer(reloaded.buffer, reloaded.index)
             kb.set_item(None)
         vector_type = ir.VectorType(REGISTER_TYPES[var.dtype], n)
@@ -281,7 +284,7 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
     def lane_value(var: Var, wave, lane):
         """A lane's value of `var`: from its per-work-item array, or reloaded from LDS."""
         if (var.name, var.dtype) in kb.plan.reloaded:
-            kb.set_item(b.add(b.mul(wave, constant(WAVE_SIZE)), lane))
+            kb.set_item(lane_item(wave, lane))
             value = kb.read_var(var)
             kb.set_item(None)
             return value
