@@ -876,13 +876,16 @@ class HostKernelBuilder:
                 values.append(slot)
             else:
                 values.append(self.from_memory(param.dtype, self.b.load(slot, typ=MEMORY_TYPES[param.dtype])))
-        gx, gy, _ = k.grid
+        fastest, middle, slowest = k.grid_order
+        extent = [max(size, 1) for size in k.grid]  # an empty grid never runs, but must still compile
 
         def one_workgroup(linear):
-            gx1, gy1 = max(gx, 1), max(gy, 1)  # an empty grid never runs, but must still compile
-            ids = [self.b.urem(linear, ir.Constant(I64, gx1)),
-                   self.b.urem(self.b.udiv(linear, ir.Constant(I64, gx1)), ir.Constant(I64, gy1)),
-                   self.b.udiv(linear, ir.Constant(I64, gx1 * gy1))]
+            # The linear position in the host's walk (Kernel.grid_order) -> the workgroup's ids.
+            ids = [None, None, None]
+            ids[fastest] = self.b.urem(linear, ir.Constant(I64, extent[fastest]))
+            ids[middle] = self.b.urem(self.b.udiv(linear, ir.Constant(I64, extent[fastest])),
+                                      ir.Constant(I64, extent[middle]))
+            ids[slowest] = self.b.udiv(linear, ir.Constant(I64, extent[fastest] * extent[middle]))
             self.b.call(wg_function, values + [self.b.trunc(v, I32) for v in ids])
 
         def prefetch_then_run(linear):

@@ -506,7 +506,13 @@ class Kernel:
     `streams` are (read-only buffer name, elements) pairs saying that workgroup g (linear id)
     reads that buffer's elements [g * elements, (g + 1) * elements): a hint, which the host turns
     into prefetches of workgroup g + 1's slice while g runs (a row kernel reads its row, then
-    computes long enough for the hardware prefetcher to stop), and the GPU ignores."""
+    computes long enough for the hardware prefetcher to stop), and the GPU ignores.
+
+    `grid_order` is the order in which the host runs the workgroups: the grid's dimensions from the
+    fastest-varying, (0, 1, 2) walking x first. Another hint the GPU ignores (its dispatcher has its
+    own order): on the host, consecutive workgroups of one thread share what they read while it is
+    still in cache (a GEMM's B panel when the grid walks M first, generator.py). Results never
+    depend on it, as workgroups run in no promised order."""
     name: str
     params: tuple[GlobalBuffer | ScalarParam, ...]
     grid: tuple[int, int, int]
@@ -515,9 +521,10 @@ class Kernel:
     lds: tuple[LdsBuffer, ...] = ()
     private: tuple[PrivateArray, ...] = ()
     streams: tuple[tuple[str, int], ...] = ()
+    grid_order: tuple[int, int, int] = (0, 1, 2)
 
     def __post_init__(self):
-        for name in ("params", "body", "lds", "private", "streams"):
+        for name in ("params", "body", "lds", "private", "streams", "grid_order"):
             _tuple_field(self, name)
         object.__setattr__(self, "grid", _dims3(self.grid))
         object.__setattr__(self, "workgroup_size", _dims3(self.workgroup_size))

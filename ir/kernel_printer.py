@@ -105,6 +105,8 @@ def print_kernel(kernel: Kernel) -> str:
     lines += [f"  lds {b.name}: {b.dtype}[{b.count}]" for b in kernel.lds]
     lines += [f"  private {b.name}: {b.dtype}[{b.count}]" for b in kernel.private]
     lines += [f"  stream {name}: {elements} elements per workgroup" for name, elements in kernel.streams]
+    if kernel.grid_order != (0, 1, 2):
+        lines.append(f"  host order: {' then '.join('xyz'[d] for d in kernel.grid_order)}")
     lines.append("{")
     print_block(kernel.body, 1, lines)
     lines.append("}")

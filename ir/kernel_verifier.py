@@ -105,6 +105,11 @@ class KernelVerifier:
                 if decl.count < 0:
                     self.fail(f"{decl.name}: negative element count {decl.count}")
                 self.buffers[decl.name] = decl
+        if sorted(k.grid_order) != [0, 1, 2]:
+            self.fail(f"grid order {list(k.grid_order)} is not an order of the dimensions 0, 1 and 2")
+        if k.streams and k.grid_order != (0, 1, 2):
+            # A stream's slices follow the linear workgroup id, which the host prefetches in order.
+            self.fail(f"streams need the grid walked x first, not in order {list(k.grid_order)}")
         for name, elements in k.streams:
             buffer = self.buffers.get(name)
             if not isinstance(buffer, GlobalBuffer) or not buffer.readonly:

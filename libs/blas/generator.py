@@ -3,7 +3,8 @@
     D[b] = epilogue(alpha * op(A[b]) @ op(B[b]) + beta * C[b] + bias)        (ir/ops/library.py)
 
 Workgroup (x, y, z) of the grid (ceil(N / MT1), ceil(M / MT0), batch) computes the macro tile of
-D at rows m0 = y * MT0, columns n0 = x * MT1 of batch z. Main loop, over K in steps of DepthU:
+D at rows m0 = y * MT0, columns n0 = x * MT1 of batch z; the host runs them along M first when A
+is the smaller operand (`host_grid_order`). Main loop, over K in steps of DepthU:
 
     stage(tile 0 -> LDS buffer 0); barrier
     for t in 0 .. T-1:
@@ -306,7 +307,8 @@ class GemmKernelBuilder:
         body += self.epilogue()
         x, y, z = s.workgroup_size
         return K.Kernel(self.name, params=self.params, grid=(-(-p.n // s.mt1), -(-p.m // s.mt0), p.batch),
-                        workgroup_size=(x, y, z), body=body, lds=[self.a_lds, self.b_lds], private=[self.acc])
+                        workgroup_size=(x, y, z), body=body, lds=[self.a_lds, self.b_lds], private=[self.acc],
+                        grid_order=host_grid_order(p))
 
     def widened(self, value: K.Expr) -> K.Expr:
         return value if value.dtype == self.acc_dtype else value.cast(self.acc_dtype)
@@ -402,6 +404,18 @@ class GemmKernelBuilder:
             value = activation_expr(self.activation, value)
             stmts.append(K.If((row < p.m) & (column < p.n), [K.Store(self.d_buf, at, value.cast(p.result_dtype))]))
         return stmts
+
+
+def host_grid_order(problem: GemmProblem) -> tuple[int, int, int]:
+    """The order the host runs a GEMM's workgroups in (Kernel.grid_order): consecutive workgroups
+    share the panel of the operand read once, and the other operand is read again for each of
+    them. The smaller operand is the one read again: its reuse distance is then its own size, which
+    stays in cache better than the larger one's. So the grid walks the tiles along M first (sharing
+    B's panel) when A is the smaller (M < N), and along N first (sharing A's) otherwise.
+    Measured on the 2-CPU benchmark host, the W5 MLP (256x1024x1024 twice) in two campaigns of 40
+    A/B runs: about 2 % less time in the median run (time ratio 0.98), the same in quiet spells;
+    the slowest runs were not reliably better."""
+    return (1, 0, 2) if problem.m < problem.n else (0, 1, 2)
 
 
 def gemm_kernel(op: Op, solution: Solution, name: str) -> K.Kernel:

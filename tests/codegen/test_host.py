@@ -1,4 +1,5 @@
 """Host codegen and launch: hand-written kernels run on the CPU against numpy models."""
+import math
 import re
 
 import ml_dtypes
@@ -8,6 +9,7 @@ import pytest
 import cdnajit as cj
 from cdnajit.codegen import host
 from cdnajit.codegen.host import optimized_llvm_ir
+from cdnajit.errors import VerifyError
 from cdnajit.ir import kernel as K
 from cdnajit.ir.ops.elementwise import convert, divide, remainder, shift_left
 from cdnajit.ir.targets import get_target
@@ -233,6 +235,35 @@ def test_two_dimensional_workgroups_and_grid():
     compile_kernel(kernel)(result)
     wy_, wx_, ly_, lx_ = np.unravel_index(np.arange(n), (gy, gx, sy, sx))
     np.testing.assert_array_equal(result, lx_ + ly_ * 100 + wx_ * 10000 + wy_ * 1000000)
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (1, 0, 2), (2, 1, 0)])
+def test_the_host_runs_every_workgroup_once_in_the_kernels_grid_order(order):
+    # Work-item 0 of each workgroup, on one thread (a small launch), records the workgroup's turn
+    # from a counter the previous workgroup advanced: the result is the walk itself.
+    grid = (3, 2, 2)
+    turns = K.GlobalBuffer("turns", "i32", math.prod(grid))
+    counter = K.GlobalBuffer("counter", "i32", 1)
+    wx, wy, wz = (K.workgroup_id(d) for d in range(3))
+    turn = K.Var("turn", "i32")
+    body = [K.If(K.workitem_id(0).eq(0), [K.Let(turn, counter[0]), K.Store(turns, (wz * 2 + wy) * 3 + wx, turn),
+                                          K.Store(counter, 0, turn + 1)])]
+    kernel = K.Kernel("walk", params=[turns, counter], grid=grid, workgroup_size=(64,), body=body, grid_order=order)
+    assert (f"host order: {' then '.join('xyz'[d] for d in order)}" in str(kernel)) == (order != (0, 1, 2))
+    result, count = np.full(math.prod(grid), -1, np.int32), np.zeros(1, np.int32)
+    compile_kernel(kernel)(result, count)
+    ids = np.stack(np.unravel_index(np.arange(result.size), grid[::-1])[::-1])   # (x, y, z) of each entry
+    expected = np.ravel_multi_index(ids[list(order[::-1])], [grid[d] for d in order[::-1]])
+    np.testing.assert_array_equal(result, expected)
+    assert count[0] == result.size
+
+
+def test_the_verifier_rejects_a_grid_order_that_is_not_a_permutation():
+    out = K.GlobalBuffer("out", "f32", 1)
+    kernel = K.Kernel("bad", params=[out], grid=(1,), workgroup_size=(64,), body=[K.Store(out, 0, 1.0)],
+                      grid_order=(0, 0, 2))
+    with pytest.raises(VerifyError, match=r"grid order \[0, 0, 2\]"):
+        K.verify(kernel)
 
 
 def test_integer_division_shifts_and_saturating_casts_match_the_graph_ir():

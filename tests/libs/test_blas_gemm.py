@@ -368,3 +368,19 @@ def test_the_operands_read_along_new_rows_are_prefetched(trans_a, trans_b, prefe
     text = str(kernel)
     assert set(re.findall(r"prefetch (\w+)\[", text)) == prefetched  # in0 is A, in1 is B
     assert len(re.findall(r"if uniform alongside \(\(t \+ 1:i64\) < 16:i64\)", text)) == 1
+
+
+@pytest.mark.parametrize("m, n, batch, order", [(100, 300, 2, (1, 0, 2)), (300, 100, 2, (0, 1, 2)),
+                                                (128, 128, 1, (0, 1, 2))])
+def test_the_host_walks_the_tiles_along_m_first_when_a_is_the_smaller_operand(m, n, batch, order):
+    """Consecutive workgroups share the larger operand's panel and read the smaller one again
+    (generator.py: host_grid_order); the results do not depend on the walk, edge tiles and batches
+    included."""
+    rng = np.random.default_rng(m + n)
+    op = gemm_call(m, n, 37, "f32", "f32", batch=batch, epilogue="bias_relu")
+    kernel = gemm_kernel(op, select(GemmProblem.from_op(op), GFX942).solution, "g")
+    assert kernel.grid_order == order
+    arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
+    d = np.full(op.result.type.shape, -7, np.float32)
+    compile_kernel(kernel)(*arrays, d)
+    assert_gemm_close(d, op, arrays, 37)
