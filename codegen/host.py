@@ -820,6 +820,12 @@ class HostKernelBuilder:
         self.workgroup_block(k.body)
         self.b.ret_void()
         self.build_entry()
+        # LLVM's tuning for Intel's AVX-512 CPUs (rocketlake, sapphirerapids) has the vectorizers
+        # prefer 256-bit vectors; the math functions' vector variants are declared at the full width
+        # (vector_bits), and a loop vectorized at half of it calls the scalar function per lane.
+        for fn in self.module.functions:
+            if not fn.is_declaration:
+                set.add(fn.attributes, f'"prefer-vector-width"="{vector_bits()}"')
         return self.module
 
     def prefetch_function(self) -> ir.Function:
