@@ -49,7 +49,8 @@ from ..ir.kernel_verifier import verify_kernel
 from ..ir.targets import Target, get_target
 from .amdgpu_metadata import KernelResources, parse_resources
 from .host import _compile_lock  # one lock for all LLVM work: llvmlite shares one global context
-from .host import I1, I8, I32, I64, MEMORY_TYPES, REGISTER_TYPES, HostKernelBuilder, is_float, is_signed
+from .host import (I1, I8, I32, I64, MEMORY_TYPES, REGISTER_TYPES, HostKernelBuilder, add_attribute, is_float,
+                   is_signed)
 
 TRIPLE = "amdgcn-amd-amdhsa"
 GLOBAL, LDS, PRIVATE = 1, 3, 5          # AMDGPU address spaces
@@ -68,12 +69,6 @@ class PrivateAlloca(ir.instructions.AllocaInstr):
     def descr(self, buf):
         super().descr(buf)
         buf.append(f", addrspace({PRIVATE})")
-
-
-def add_attribute(attributes: ir.values.AttributeSet, text: str) -> None:
-    """Add an attribute that llvmlite's lists (taken from LLVM 14) lack but LLVM accepts: string
-    attributes ("key"="value") and `readonly` on parameters. They print as given."""
-    set.add(attributes, text)
 
 
 class AmdgpuKernelBuilder(HostKernelBuilder):

@@ -297,6 +297,14 @@ class StoragePlan:
                 self.note(variables_in(part.start, set()), 0)
 
 
+# ---- LLVM attributes -------------------------------------------------------------------
+
+def add_attribute(attributes: ir.values.AttributeSet, text: str) -> None:
+    """Add an attribute that llvmlite's lists (taken from LLVM 14) lack but LLVM accepts: string
+    attributes ("key"="value") and `readonly` on parameters. They print as given."""
+    set.add(attributes, text)
+
+
 # ---- which math functions are called, not inlined -----------------------------------------
 
 # Transcendental calls a small kernel inlines at most. Each inlined call costs ~8 ms of LLVM
@@ -825,7 +833,7 @@ class HostKernelBuilder:
         # (vector_bits), and a loop vectorized at half of it calls the scalar function per lane.
         for fn in self.module.functions:
             if not fn.is_declaration:
-                set.add(fn.attributes, f'"prefer-vector-width"="{vector_bits()}"')
+                add_attribute(fn.attributes, f'"prefer-vector-width"="{vector_bits()}"')
         return self.module
 
     def prefetch_function(self) -> ir.Function:
