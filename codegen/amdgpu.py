@@ -36,7 +36,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -48,6 +47,7 @@ from ..ir.kernel import WAVE_SIZE, Barrier, GlobalBuffer, Kernel, Prefetch, Spec
 from ..ir.kernel_verifier import verify_kernel
 from ..ir.targets import Target, get_target
 from .amdgpu_metadata import KernelResources, parse_resources
+from .fork_safe import ForkSafeLock
 from .host import _compile_lock  # one lock for all LLVM work: llvmlite shares one global context
 from .host import (I1, I8, I32, I64, MEMORY_TYPES, REGISTER_TYPES, HostKernelBuilder, add_attribute, is_float,
                    is_signed)
@@ -325,7 +325,7 @@ class AmdgpuKernel:
 
 
 _cache: dict = {}
-_cache_lock = threading.Lock()
+_cache_lock = ForkSafeLock()
 
 
 def compile_kernel(kernel: Kernel, target: Target | str | None = None) -> AmdgpuKernel:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import threading
 from collections import Counter
 from functools import lru_cache
 
@@ -45,6 +44,7 @@ from ..ir.kernel import (WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Cons
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import FLOATS, NUMPY_DTYPES, SIGNED_INTS, UNSIGNED_INTS
 from . import mathlib
+from .fork_safe import LLVM_LOCK
 
 ENTRY = "run"
 # The kernel ABI's promise for written buffers (runtime/launch.py keeps it): a 64-byte boundary
@@ -1015,7 +1015,7 @@ def llvm_module(kernel: Kernel, verify: bool = True) -> ir.Module:
     return HostKernelBuilder(kernel, tune_for_cpu=True).build()
 
 
-_compile_lock = threading.Lock()
+_compile_lock = LLVM_LOCK  # one lock for all LLVM work: llvmlite shares one global context
 
 
 @lru_cache(maxsize=1)

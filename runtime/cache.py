@@ -25,18 +25,20 @@ import json
 import os
 import struct
 import tempfile
-import threading
 import warnings
 from pathlib import Path
 
 import llvmlite
 import llvmlite.binding as llvm
 
+from ..codegen.fork_safe import ForkSafeLock
 from ..environment import cache_directory
 
 MAGIC = b"cdnajit1"                      # the file format's name and version
 HEADER = struct.Struct("<8sQQ32s")       # magic, metadata bytes, payload bytes, sha256(metadata + payload)
 COMPILER_FOLDERS = ("ir", "passes", "codegen", "runtime", "libs")
+
+_counts_lock = ForkSafeLock()  # counts and warnings of every cache, for a moment
 
 
 @functools.cache
@@ -66,7 +68,6 @@ class CompileCache:
         self.version = version if version is not None else compiler_version()
         self.hits = self.misses = self.corrupt = 0
         self._warned: set[str] = set()   # "read", "write": folder problems are reported once
-        self._lock = threading.Lock()
 
     def key(self, kind: str, text: str) -> str:
         digest = hashlib.sha256()
@@ -89,7 +90,7 @@ class CompileCache:
             self.warn_once("read", f"cannot read {path}: {error}")
             data = None
         entry = None if data is None else self.decode(data)
-        with self._lock:
+        with _counts_lock:
             if entry is not None:
                 self.hits += 1
                 return entry
@@ -134,7 +135,7 @@ class CompileCache:
                                     "compiled code is not kept across processes")
 
     def warn_once(self, problem: str, message: str) -> None:
-        with self._lock:
+        with _counts_lock:
             if problem in self._warned:
                 return
             self._warned.add(problem)
@@ -142,7 +143,7 @@ class CompileCache:
 
 
 _caches: dict[str, CompileCache] = {}
-_caches_lock = threading.Lock()
+_caches_lock = ForkSafeLock()
 
 
 def default_cache() -> CompileCache:

@@ -32,6 +32,7 @@ import queue
 
 import numpy as np
 
+from ..codegen.fork_safe import ForkSafeLock
 from ..codegen.host import ENTRY, WRITTEN_BUFFER_ALIGNMENT, compile_object, is_aligned_buffer
 from ..errors import CdnajitError
 from ..ir.kernel import Const, For, GlobalBuffer, Kernel
@@ -294,7 +295,7 @@ class CompiledKernel:
 
 
 _cache: dict[str, CompiledKernel] = {}
-_cache_lock = threading.Lock()
+_cache_lock = ForkSafeLock()  # a forked child finds it free (codegen/fork_safe.py)
 
 
 def compile_kernel(kernel: Kernel) -> CompiledKernel:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import threading
 from functools import lru_cache
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
+from ..codegen.fork_safe import LLVM_LOCK
 from ..codegen.host import ENTRY, target_machine
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
@@ -29,14 +29,13 @@ SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ct
 
 _jit: llvm.LLJIT | None = None
 _libraries = itertools.count()
-_jit_lock = threading.Lock()
 
 
 def link_object(object_code: bytes, symbol: str = ENTRY) -> llvm.ResourceTracker:
     """Load object code as a new JIT library; `tracker[symbol]` is the symbol's address while
     `tracker` lives."""
     global _jit
-    with _jit_lock:
+    with LLVM_LOCK:  # held across fork (codegen/fork_safe.py): a forked child links into the JIT it inherits
         if _jit is None:
             target_machine()  # initialises the native target
             _jit = llvm.create_lljit_compiler()
