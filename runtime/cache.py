@@ -10,19 +10,26 @@ host target (triple, CPU, CPU features) and the compiler version. The version is
 llvmlite versions plus a digest of the compiler's own sources (ir/, passes/, codegen/, runtime/,
 libs/), so object code made by an older checkout of the compiler is never reused.
 
-An entry is one file `<key>.bin`: a fixed binary header (magic, metadata length, payload length,
-SHA-256 of metadata and payload), the metadata as JSON, then the payload (raw bytes: object code,
-constant data). Nothing is unpickled. Files are written to a temporary file in the cache folder
-and renamed over the entry (os.replace), so a reader sees a whole entry or none. An entry whose
-header or hash does not check out is reported with a warning naming the file and treated as a
-miss; the caller compiles again and its store replaces the entry.
+An entry is one file `<key>.bin`: a fixed binary header (magic, the entry's own key, metadata
+length, payload length, SHA-256 of the rest of the header, the metadata and the payload), the
+metadata as JSON, then the payload (raw bytes: object code, constant data). Nothing is unpickled.
+A load checks that the file holds the key it is looked up under, so an intact entry copied or
+moved to another key's name is not run as that key's code. Only a regular file is read (opened
+without following a symbolic link and without blocking, then checked with fstat), and only up to
+`max_entry_bytes`, so a link to a device or a FIFO in the folder costs neither memory nor a hang.
+Files are written to a temporary file in the cache folder and renamed over the entry (os.replace),
+so a reader sees a whole entry or none, and a bad entry of any file type is replaced whole. An
+entry that does not check out is reported with a warning naming the file and the problem and
+treated as a miss; the caller compiles again and its store replaces the entry.
 """
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import json
 import os
+import stat
 import struct
 import tempfile
 import warnings
@@ -34,9 +41,15 @@ import llvmlite.binding as llvm
 from ..codegen.fork_safe import ForkSafeLock
 from ..environment import cache_directory
 
-MAGIC = b"cdnajit1"                      # the file format's name and version
-HEADER = struct.Struct("<8sQQ32s")       # magic, metadata bytes, payload bytes, sha256(metadata + payload)
 COMPILER_FOLDERS = ("ir", "passes", "codegen", "runtime", "libs")
+MAGIC = b"cdnajit2"                      # the file format's name and version
+HEADER = struct.Struct("<8s32sQQ32s")    # magic, key, metadata bytes, payload bytes, digest
+DIGESTED = struct.calcsize("<8s32sQQ")   # the digest covers the header before it, metadata and payload
+MAX_ENTRY_BYTES = 1 << 30                # a program's constant data can be large; a device cannot be read
+# A regular file, opened without following a link (O_NOFOLLOW: ELOOP on Linux, EMLINK on BSDs) or
+# waiting for a FIFO's writer (O_NONBLOCK).
+OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+NOT_REGULAR_ERRNOS = {errno.ELOOP, errno.EMLINK, errno.ENXIO}  # ENXIO: a socket
 
 _counts_lock = ForkSafeLock()  # counts and warnings of every cache, for a moment
 
@@ -59,15 +72,22 @@ def host_target() -> str:
     return f"{llvm.get_process_triple()}; {llvm.get_host_cpu_name()}; {llvm.get_host_cpu_features().flatten()}"
 
 
+class CorruptEntry(Exception):
+    """An entry file that cannot be used; the message says why."""
+
+
 class CompileCache:
     """Entries in one folder; `hits`, `misses` and `corrupt` count this object's loads."""
 
-    def __init__(self, directory: str | os.PathLike, target: str | None = None, version: str | None = None):
+    def __init__(self, directory: str | os.PathLike, target: str | None = None, version: str | None = None,
+                 max_entry_bytes: int = MAX_ENTRY_BYTES):
         self.directory = Path(directory)
         self.target = target if target is not None else host_target()
         self.version = version if version is not None else compiler_version()
+        self.max_entry_bytes = max_entry_bytes
         self.hits = self.misses = self.corrupt = 0
-        self._warned: set[str] = set()   # "read", "write": folder problems are reported once
+        self._warned: set[str] = set()   # "read", "write", "size": folder problems are reported once
+        self._corrupt_keys: set[str] = set()  # found corrupt and not stored since: a miss, not read again
 
     def key(self, kind: str, text: str) -> str:
         digest = hashlib.sha256()
@@ -82,45 +102,95 @@ class CompileCache:
     def load(self, key: str) -> tuple[dict, bytes] | None:
         """The entry stored under `key`, or None (a miss; a corrupt entry warns and is a miss too)."""
         path = self.path(key)
+        entry = problem = None
+        if key in self._corrupt_keys:
+            with _counts_lock:
+                self.misses += 1
+            return None
         try:
-            data = path.read_bytes()
-        except (FileNotFoundError, NotADirectoryError):  # no such entry
-            data = None
+            data = self.read(path)
+            if data is not None:
+                entry = self.decode(data, key)
+        except CorruptEntry as error:
+            problem = str(error)
         except OSError as error:
             self.warn_once("read", f"cannot read {path}: {error}")
-            data = None
-        entry = None if data is None else self.decode(data)
         with _counts_lock:
             if entry is not None:
                 self.hits += 1
                 return entry
             self.misses += 1
-            if data is not None:
+            if problem is not None:
                 self.corrupt += 1
-        if data is not None:
-            warnings.warn(f"cdnajit compile cache: corrupt entry {path}; compiling again and replacing it",
+                self._corrupt_keys.add(key)
+        if problem is not None:
+            warnings.warn(f"cdnajit compile cache: corrupt entry {path} ({problem}); compiling again and replacing it",
                           RuntimeWarning, stacklevel=2)
         return None
 
-    @staticmethod
-    def decode(data: bytes) -> tuple[dict, bytes] | None:
-        if len(data) < HEADER.size:
-            return None
-        magic, meta_size, payload_size, digest = HEADER.unpack_from(data)
-        body = data[HEADER.size:]
-        if magic != MAGIC or len(body) != meta_size + payload_size or hashlib.sha256(body).digest() != digest:
-            return None
+    def read(self, path: Path) -> bytes | None:
+        """The bytes of the regular file at `path`, or None if there is none."""
         try:
-            meta = json.loads(body[:meta_size])
-        except ValueError:
+            fd = os.open(path, OPEN_FLAGS)
+        except (FileNotFoundError, NotADirectoryError):
             return None
-        return meta, body[meta_size:]
+        except OSError as error:
+            if error.errno in NOT_REGULAR_ERRNOS:
+                raise CorruptEntry("not a regular file") from None
+            raise
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise CorruptEntry("not a regular file")
+            if info.st_size > self.max_entry_bytes:
+                raise CorruptEntry(f"{info.st_size} bytes, over the limit of {self.max_entry_bytes}")
+            chunks, remaining = [], info.st_size
+            while remaining:  # a regular file's read returns all unless at its end
+                chunk = os.read(fd, remaining)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                remaining -= len(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def decode(data: bytes, key: str) -> tuple[dict, bytes]:
+        """(metadata, payload) of an entry file's bytes, if they are a whole entry of `key`."""
+        if len(data) < HEADER.size:
+            raise CorruptEntry("shorter than a header")
+        magic, stored_key, meta_size, payload_size, digest = HEADER.unpack_from(data)
+        if magic != MAGIC:
+            raise CorruptEntry("not a cdnajit cache entry of this format")
+        if len(data) != HEADER.size + meta_size + payload_size:
+            raise CorruptEntry(f"{len(data)} bytes, the header says {HEADER.size + meta_size + payload_size}")
+        if stored_key != bytes.fromhex(key):
+            raise CorruptEntry(f"it holds the entry of key {stored_key.hex()}")
+        hashed = hashlib.sha256(memoryview(data)[:DIGESTED])
+        hashed.update(memoryview(data)[HEADER.size:])
+        if hashed.digest() != digest:
+            raise CorruptEntry("its SHA-256 does not match")
+        try:
+            meta = json.loads(data[HEADER.size:HEADER.size + meta_size])
+        except ValueError:
+            raise CorruptEntry("its metadata is not JSON") from None
+        return meta, data[HEADER.size + meta_size:]
+
+    @staticmethod
+    def encode(key: str, meta: dict, payload: bytes) -> bytes:
+        meta_bytes = json.dumps(meta, separators=(",", ":")).encode()
+        head = struct.pack("<8s32sQQ", MAGIC, bytes.fromhex(key), len(meta_bytes), len(payload))
+        digest = hashlib.sha256(head + meta_bytes + payload).digest()
+        return head + digest + meta_bytes + payload
 
     def store(self, key: str, meta: dict, payload: bytes) -> None:
         """Write the entry atomically; a cache that cannot be written warns once and is skipped."""
-        meta_bytes = json.dumps(meta, separators=(",", ":")).encode()
-        body = meta_bytes + payload
-        data = HEADER.pack(MAGIC, len(meta_bytes), len(payload), hashlib.sha256(body).digest()) + body
+        data = self.encode(key, meta, payload)
+        if len(data) > self.max_entry_bytes:
+            self.warn_once("size", f"an entry of {len(data)} bytes is over the limit of {self.max_entry_bytes}; "
+                                   "it is not kept across processes")
+            return
         temporary = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -128,6 +198,7 @@ class CompileCache:
             with os.fdopen(fd, "wb") as file:
                 file.write(data)
             os.replace(temporary, self.path(key))
+            self._corrupt_keys.discard(key)
         except OSError as error:
             if temporary is not None and os.path.exists(temporary):
                 os.unlink(temporary)
