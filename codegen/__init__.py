@@ -6,6 +6,7 @@ mathlib.py the math library written once as LLVM IR, shared with the AMDGPU lowe
 amdgpu.py  the AMDGPU lowering (gfx942/gfx90a/gfx950): assembly, relocatable ELF, linked code object.
 amdgpu_metadata.py  registers, spills, LDS and scratch read from the backend's metadata.
 mfma_host.py, mfma_amdgpu.py  the lowerings of the MFMA wave op (ir/kernel_mfma.py), registered here.
+fork_safe.py  LLVM_LOCK (llvmlite's lock, around all LLVM work, held across os.fork) and ForkSafeLock.
 """
 from . import emit_fusion  # noqa: F401
 from . import emit_contract, emit_fft, emit_indexing, emit_scan, emit_sort  # noqa: F401
