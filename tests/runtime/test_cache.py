@@ -215,9 +215,9 @@ def rotate(paths):
 
 @pytest.mark.parametrize("misplace", ["rotate programs", "rotate kernels", "copy a program", "copy a kernel"])
 def test_an_intact_entry_under_another_key_is_corrupt_and_replaced(tmp_path, misplace):
-    """An entry's header holds its key: one moved or copied to another key's name is not run (a
-    shuffled kernel crashed the process, a rotated program gave another program's answers, a copied
-    one failed with a wrong argument count on every later run); it is reported and replaced."""
+    """An entry's header holds its key: one moved or copied to another key's name is not run (run,
+    a shuffled kernel crashes the process, a rotated program gives another program's answers, a
+    copied one fails with a wrong argument count on every later run); it is reported and replaced."""
     check_programs(CompileCache(tmp_path))
     programs, kernels = entries_by_kind(tmp_path)
     assert len(programs) == 3 and len(kernels) == 3
@@ -330,8 +330,9 @@ print("peak kB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 def test_an_entry_linked_to_dev_zero_or_a_fifo_neither_grows_nor_blocks(tmp_path):
-    """A link to /dev/zero read to its end grew without limit; a FIFO blocked forever. Run in a
-    process of its own, with CDNAJIT_CACHE_DIR a fresh folder, a time limit and a data limit."""
+    """Read to its end, a link to /dev/zero grows memory without limit; opened for reading, a FIFO
+    blocks until a writer comes. Run in a process of its own, with CDNAJIT_CACHE_DIR a fresh
+    folder, a time limit and a data limit."""
     def limit_memory():
         resource.setrlimit(resource.RLIMIT_DATA, (4 << 30, 4 << 30))
 

@@ -81,8 +81,8 @@ def test_a_lock_held_by_another_thread_at_fork_is_free_in_the_child(tmp_path, na
 
 
 def test_children_forked_while_a_thread_compiles_compile_and_run(tmp_path):
-    """Before the locks were held across fork, 17 of 20 such children waited forever on llvmlite's
-    FFI lock or the JIT's lock. Each child compiles a program of its own (a new constant, so no
+    """Unless LLVM's lock is held across the fork, most such children wait forever on a lock the
+    compiling thread held when they were forked. Each child compiles a program of its own (a new constant, so no
     cache has it) that is large enough to run on the worker pool, which the child starts anew."""
     x = X
     stop = threading.Event()
