@@ -228,7 +228,7 @@ class CompiledKernel:
         self.written = [i for i, p in enumerate(params) if isinstance(p, GlobalBuffer) and not p.readonly]
         self.aligned = [i for i in self.written if is_aligned_buffer(params[i].dtype, params[i].count, False)]
         self.parallel = runs_in_parallel(kernel) if parallel is None else parallel
-        self.lock = threading.Lock()  # the argument block is shared: one launch at a time
+        self.lock = ForkSafeLock()  # the argument block is shared: one launch at a time
 
     def __call__(self, *args) -> None:
         kernel = self.kernel

@@ -80,6 +80,33 @@ def test_a_lock_held_by_another_thread_at_fork_is_free_in_the_child(tmp_path, na
         holder.join()
 
 
+def test_a_kernel_launching_in_another_thread_at_fork_launches_in_the_child(tmp_path):
+    """A kernel's launch lock (its argument block is shared) is held for the whole launch: a child
+    forked meanwhile gets it free, and launches the kernel it inherited."""
+    kernel = ex.Executable.compile(cj.make_graph(lambda v: v - 0.25)(X), CompileCache(tmp_path)).kernels[0]
+    compiled = launch.compile_kernel(kernel)
+    taken, release = threading.Event(), threading.Event()
+
+    def hold():
+        with compiled.lock:
+            taken.set()
+            release.wait()
+
+    def work():
+        result = np.empty_like(X)
+        compiled(X, result)
+        return np.array_equal(result, X - 0.25)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    taken.wait()
+    try:
+        assert in_child(work) == 0
+    finally:
+        release.set()
+        holder.join()
+
+
 def test_children_forked_while_a_thread_compiles_compile_and_run(tmp_path):
     """Unless LLVM's lock is held across the fork, most such children wait forever on a lock the
     compiling thread held when they were forked. Each child compiles a program of its own (a new constant, so no
