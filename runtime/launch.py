@@ -211,8 +211,7 @@ class CompiledKernel:
         """`parallel`: whether launches use the thread pool (runs_in_parallel(kernel) by default,
         which needs the kernel's body)."""
         self.kernel = kernel
-        self.object_code = object_code
-        self.library = link_object(object_code)
+        self.library = link_object(object_code)  # a copy: the bytes are not kept
         self.run = RUN_SIGNATURE(self.library[ENTRY])
         params = kernel.params
         self.arg_pointers = (ctypes.c_void_p * max(len(params), 1))()
