@@ -56,11 +56,5 @@ class LRUCache:
             except KeyError:  # emptied meanwhile by another thread
                 break
 
-    def values(self) -> list:
-        return list(self.entries.values())
-
     def __len__(self) -> int:
         return len(self.entries)
-
-    def __contains__(self, key) -> bool:
-        return key in self.entries

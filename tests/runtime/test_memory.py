@@ -108,10 +108,10 @@ def test_lru_cache_forgets_the_least_recently_used():
         cache.put(key, key.upper())
     assert cache.get("a") == "A"            # now the most recent
     cache.put("d", "D")
-    assert "b" not in cache and len(cache) == 3
+    assert cache.get("b") is None and len(cache) == 3
     cache.size = 1
     cache.put("e", "E")
-    assert cache.values() == ["E"]
+    assert list(cache.entries.items()) == [("e", "E")]
 
 
 def test_cache_size_knob(monkeypatch):
