@@ -45,25 +45,24 @@ def live_kernels():
 mode, count, cache_size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 x = np.ones(8, np.float32)
 
-def functions(offset):
+def functions(offset, count=count):
     for i in range(count):
         f = cj.jit(lambda x, c=float(offset + i): x * c + 1.0)   # a constant of its own: a new program
         f(x)
 
-def shapes(f, offset):
+def shapes(f, offset, count=count):
     for i in range(count):
         f(np.ones(offset + i, np.float32))
 
-def eager(offset):
+def eager(offset, count=count):
     for i in range(count):
         cnp.sin(np.ones(offset + i, np.float32))
 
-runs = {"functions": lambda offset: functions(offset),
-        "shapes": lambda offset: shapes(jitted, offset), "eager": eager}
+runs = {"functions": functions, "shapes": lambda *args: shapes(jitted, *args), "eager": eager}
 jitted = cj.jit(lambda x: x * 3.0 + 1.0)
 jitted.cache_size = cache_size
 cnp.sin.cache.size = cache_size
-runs[mode](10_000)            # warm-up: the allocator's arenas, the pool's threads
+runs[mode](10_000, cache_size + 8)   # warm-up: the allocator's arenas, the pool's threads, a full cache
 gc.collect()
 start = rss()
 runs[mode](20_000)            # compiled
