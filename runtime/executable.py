@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import math
 import re
 import time
@@ -237,8 +238,35 @@ class Allocate:
 
     def allocation_error(self, shape, dtype) -> AllocationError:
         nbytes = math.prod(shape) * dtype.itemsize
+        available = machine_memory()
+        machine = f" (it has {format_bytes(available)} of memory and swap)" if available is not None else ""
         return AllocationError(f"{self.source}: cannot allocate its result of shape {shape} and dtype {dtype}, "
-                               f"{format_bytes(nbytes)}: more memory than this machine gives")
+                               f"{format_bytes(nbytes)}: more memory than this machine gives{machine}")
+
+
+@functools.cache
+def machine_memory() -> int | None:
+    """Bytes of memory and swap this process may use (RAM within its cgroup's limit, plus swap), or
+    None where the system does not say."""
+    try:
+        with open("/proc/meminfo") as file:
+            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in file if line.split()[1:2]}
+        ram, swap = info["MemTotal"], info.get("SwapTotal", 0)
+    except (OSError, KeyError, ValueError, IndexError):
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as file:  # cgroup v2; "max" when unlimited
+            ram = min(ram, int(file.read()))
+    except (OSError, ValueError):
+        pass
+    return ram + swap
+
+
+def refuse(shape, dtype):
+    """The allocator of a result larger than the machine's memory and swap. A kernel writes every
+    element of its results, so where the system overcommits, allocating it would only end in the
+    out-of-memory killer."""
+    raise MemoryError
 
 
 class Launch(Allocate):
@@ -251,8 +279,11 @@ class Launch(Allocate):
         self.kernel = kernel
         self.inputs = tuple(inputs)
         self.block_type = ctypes.c_void_p * (len(self.inputs) + len(self.results))
-        self.allocators = tuple(aligned_empty if is_aligned_buffer(dtype, math.prod(shape), readonly=False)
-                                else np.empty for _, dtype, shape in results)
+        available = machine_memory()
+        self.allocators = tuple(
+            refuse if available is not None and math.prod(shape) * NUMPY_DTYPES[dtype].itemsize > available
+            else aligned_empty if is_aligned_buffer(dtype, math.prod(shape), readonly=False) else np.empty
+            for _, dtype, shape in results)
 
     def run(self, env: list) -> None:
         addresses = [address(env[slot]) for slot in self.inputs]
