@@ -38,12 +38,14 @@ class LRUCache:
     def __init__(self, size: int | None = None):
         self.size = default_size() if size is None else size
         self.entries: collections.OrderedDict = collections.OrderedDict()
+        # Bound once: a jitted call's lookup is on its fast path.
+        self._lookup, self._touch = self.entries.get, self.entries.move_to_end
 
     def get(self, key):
-        value = self.entries.get(key)
+        value = self._lookup(key)
         if value is not None:
             try:
-                self.entries.move_to_end(key)
+                self._touch(key)
             except KeyError:  # evicted meanwhile by another thread
                 pass
         return value
