@@ -10,8 +10,8 @@
 import sys as _sys
 
 from . import ir
-from .errors import (CdnajitError, ConcretizationError, ParseError, TracingError, TracingTypeError,
-                     TracingValueError, TypeCheckError, VerifyError)
+from .errors import (AllocationError, ArraySizeError, CdnajitError, ConcretizationError, ParseError, TracingError,
+                     TracingTypeError, TracingValueError, TypeCheckError, VerifyError)
 from .frontend import cnp as numpy
 from .frontend import lax
 from .frontend.device import device_put
@@ -32,4 +32,5 @@ _sys.modules[__name__ + ".lax"] = lax
 __version__ = "0.1.0"
 __all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "ir", "tree_flatten",
            "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError", "TracingTypeError",
-           "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError"]
+           "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError", "ArraySizeError",
+           "AllocationError"]

@@ -36,3 +36,17 @@ class TracingValueError(TracingError, ValueError):
 
 class ConcretizationError(TracingTypeError):
     """Python control flow or a concrete value was asked of a traced (abstract) value."""
+
+
+class ArraySizeError(CdnajitError, ValueError):
+    """An array whose size in bytes overflows int64, the type kernels index memory with: no machine
+    holds it. Names the op, the shape and the bytes (and, for traced code, the user's line)."""
+
+
+class ArraySizeVerifyError(VerifyError, ArraySizeError):
+    """A module with a value whose bytes overflow int64 (what the verifier raises for ArraySizeError)."""
+
+
+class AllocationError(CdnajitError, MemoryError):
+    """An array this machine cannot allocate when a program runs. Names the op, the shape, the bytes
+    and, for traced code, the user's line that made the op."""

@@ -13,10 +13,8 @@ with its arrays as constants, and cached by their contents.
 from __future__ import annotations
 
 import abc
-import collections
 import functools
 import struct
-import threading
 
 import numpy as np
 
@@ -25,12 +23,10 @@ from ..errors import TracingError
 from .cnp.creation import IndexGrid
 from .cnp.elementwise import ufunc
 from .jit import Jitted
+from .lru_cache import LRUCache
 from .pytree import tree_flatten, tree_unflatten
 from .tracing import Tracer, current_trace
 
-# Static values (Python scalars, callables) are part of a signature, so a loop over values compiles
-# once per value: the cache keeps the most recently used signatures only.
-CACHE_SIZE = 256
 NEEDS_VALUES = "needs values"  # cached for a signature whose arrays must be traced as constants
 # Types that are pytree leaves: a call on positional leaves only (cnp.add(a, b)) skips tree_flatten,
 # the largest cost of a cached eager call.
@@ -70,14 +66,14 @@ def static_leaf_key(value):
 class EagerFunction:
     """A namespace function: called as is under a trace; outside one, traced, compiled and run.
 
-    `cache` maps call signatures to compiled executables (most recently used last);
-    `trace_count` counts traces, as `Jitted.trace_count` does.
+    `cache` maps call signatures to compiled executables, the most recently used ones only (static
+    values, Python scalars and callables, are part of a signature, so a loop over values compiles
+    once per value); `trace_count` counts traces, as `Jitted.trace_count` does.
     """
 
     def __init__(self, fn):
         self.fn = fn
-        self.cache: collections.OrderedDict = collections.OrderedDict()
-        self.cache_lock = threading.Lock()  # a lookup's move_to_end and an eviction must not interleave
+        self.cache = LRUCache()
         self.trace_count = 0
         functools.update_wrapper(self, fn)
 
@@ -123,21 +119,11 @@ class EagerFunction:
         return tree, is_parameter, leaf_keys
 
     def lookup(self, signature):
-        if signature is None:
-            return None
-        with self.cache_lock:
-            compiled = self.cache.get(signature)
-            if compiled is not None:
-                self.cache.move_to_end(signature)
-            return compiled
+        return None if signature is None else self.cache.get(signature)
 
     def store(self, signature, compiled):
-        if signature is None:
-            return
-        with self.cache_lock:
-            self.cache[signature] = compiled
-            if len(self.cache) > CACHE_SIZE:
-                self.cache.popitem(last=False)
+        if signature is not None:
+            self.cache.put(signature, compiled)
 
     def compile(self, tree, leaves, is_parameter):
         """Trace the call with the parameter leaves as arguments and the others as constants."""

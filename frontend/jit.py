@@ -2,7 +2,10 @@
 
 A jitted function is traced once per signature: the argument tree structure, each dynamic
 leaf's shape, dtype and weak type, and the static arguments' values. Calls with a known
-signature reuse the compiled executable without retracing.
+signature reuse the compiled executable without retracing. The executables of the most recently
+used signatures are kept (frontend/lru_cache.py; `cache_size`, by default $CDNAJIT_JIT_CACHE_SIZE
+or 256): a function called with ever new shapes frees the native code of the oldest ones, and
+compiles them again (from the persistent cache) when they come back.
 
 Backends: "compiled" (the default) runs the pass pipeline and the kernels of
 runtime/executable.py; "interpret" runs the graph with the reference interpreter (the oracle).
@@ -30,6 +33,7 @@ from ..ir.types import TensorType, dtype_name
 from ..runtime import html_report
 from ..runtime.executable import Executable
 from ..runtime.report import STAGES, KernelReport, ProgramReport
+from .lru_cache import LRUCache
 from .pytree import tree_flatten, tree_unflatten
 from .tracing import (Tracer, as_tracer, check_array_like, current_trace, is_python_scalar, located, new_trace,
                       python_scalar_dtype)
@@ -174,9 +178,20 @@ class Jitted:
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self.backend = backend
         self.trace_count = 0
-        self._cache: dict = {}        # signature -> Compiled
-        self._array_cache: dict = {}  # array_key -> Compiled, for calls on numpy arrays only
+        self._cache = LRUCache()        # signature -> Compiled
+        self._array_cache = LRUCache()  # array_key -> Compiled, for calls on numpy arrays only
         functools.update_wrapper(self, fn)
+
+    @property
+    def cache_size(self) -> int:
+        """How many signatures' executables this function keeps, the least recently used forgotten first."""
+        return self._cache.size
+
+    @cache_size.setter
+    def cache_size(self, size: int) -> None:
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"cache_size must be a positive int, got {size!r}")
+        self._cache.size = self._array_cache.size = size
 
     def _split(self, args, kwargs):
         """(static key, dynamic args with static ones replaced by None, dynamic kwargs)."""
@@ -237,9 +252,9 @@ class Jitted:
         compiled = self._cache.get(signature)
         if compiled is None:
             compiled = self._trace(args, kwargs, signature).compile()
-            self._cache[signature] = compiled
+            self._cache.put(signature, compiled)
         if key is not None:
-            self._array_cache[key] = compiled
+            self._array_cache.put(key, compiled)
         return compiled.unflatten(compiled.run(*leaves))
 
     def __get__(self, instance, owner):  # decorating a method binds like a function

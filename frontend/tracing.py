@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from ..errors import ConcretizationError, TracingError, TracingTypeError, TypeCheckError
+from ..errors import ArraySizeError, ConcretizationError, TracingError, TracingTypeError, TypeCheckError
 from ..ir.core import Region, Value, make_op
 from ..ir.opdef import infer_types
 from ..ir.types import TensorType, dtype_name, is_supported_dtype
@@ -194,6 +194,10 @@ def bind(name: str, operands, attrs=None, regions=(), weak_type: bool = False) -
         types = infer_types(name, [o.value.type for o in operands], attrs, regions)
     except TypeCheckError as error:
         raise TracingTypeError(f"{error} (at {location})") from None
+    for i, result_type in enumerate(types):
+        problem = result_type.size_problem()
+        if problem:
+            raise ArraySizeError(f"{name}: result {i} {problem} (at {location})")
     op = make_op(name, [o.value for o in operands], attrs, types, regions, location)
     trace.region.ops.append(op)
     return [Tracer(v, trace, weak_type) for v in op.results]

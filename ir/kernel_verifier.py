@@ -20,13 +20,15 @@ printed first line. Rules:
 """
 from __future__ import annotations
 
+import math
+
 from ..errors import VerifyError
 from .kernel import (ARITHMETIC_OPS, BITWISE_OPS, COMPARE_OPS, DTYPES, MATH_FUNCTIONS, SHIFT_OPS, SPECIAL_KINDS,
                      UNARY_OPS, WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer,
                      If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray, ScalarParam, Select, Special, Stmt,
                      Store, Unary, Var, WaveOp, WaveShuffle, contains_cut, walk)
 from .kernel_printer import print_expr, statement_head
-from .types import INTS
+from .types import INTS, MAX_ARRAY_BYTES, format_bytes
 
 MAX_WORKGROUP_ITEMS = 1024
 
@@ -83,6 +85,9 @@ class KernelVerifier:
             self.fail(f"grid {list(k.grid)} must be 1 to 3 counts >= 0")
         if len(k.workgroup_size) != 3 or any(d < 1 for d in k.workgroup_size):
             self.fail(f"workgroup size {list(k.workgroup_size)} must be 1 to 3 sizes >= 1")
+        if math.prod(k.grid) * math.prod(k.workgroup_size) > MAX_ARRAY_BYTES:
+            self.fail(f"grid {list(k.grid)} of workgroups {list(k.workgroup_size)} has more work-items than an "
+                      f"int64 counts")
         if k.workgroup_items % WAVE_SIZE or k.workgroup_items > MAX_WORKGROUP_ITEMS:
             self.fail(f"workgroup size {list(k.workgroup_size)} has {k.workgroup_items} work-items; it must be "
                       f"a multiple of {WAVE_SIZE} (wave64) and at most {MAX_WORKGROUP_ITEMS}")
@@ -104,6 +109,9 @@ class KernelVerifier:
             else:
                 if decl.count < 0:
                     self.fail(f"{decl.name}: negative element count {decl.count}")
+                if decl.nbytes > MAX_ARRAY_BYTES:
+                    self.fail(f"{decl.name}: {decl.count} elements of {decl.dtype}, {format_bytes(decl.nbytes)}: more "
+                              f"than the {MAX_ARRAY_BYTES} bytes an int64 offset addresses")
                 self.buffers[decl.name] = decl
         if sorted(k.grid_order) != [0, 1, 2]:
             self.fail(f"grid order {list(k.grid_order)} is not an order of the dimensions 0, 1 and 2")

@@ -5,6 +5,7 @@ dtype names are short and fixed; numpy (with ml_dtypes for bf16) is the storage 
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import ml_dtypes
@@ -55,6 +56,10 @@ def is_supported_dtype(dtype) -> bool:
         return False
 
 
+# Kernels index memory with int64 byte offsets: a larger array can be neither addressed nor held.
+MAX_ARRAY_BYTES = 2**63 - 1
+
+
 class TensorType(NamedTuple):
     dtype: str
     shape: tuple[int, ...]
@@ -68,7 +73,19 @@ class TensorType(NamedTuple):
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        """The element count, exact (an int64 product would wrap around for shapes no machine holds)."""
+        return math.prod(map(int, self.shape))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.numpy_dtype.itemsize
+
+    def size_problem(self) -> str | None:
+        """Why no machine holds an array of this type (its bytes overflow int64), or None."""
+        if self.nbytes <= MAX_ARRAY_BYTES:
+            return None
+        return (f"{self} holds {self.size} elements, {format_bytes(self.nbytes)}: more than the "
+                f"{MAX_ARRAY_BYTES} bytes an int64 offset addresses")
 
     @property
     def numpy_dtype(self) -> np.dtype:
@@ -79,6 +96,15 @@ class TensorType(NamedTuple):
 
     def with_shape(self, shape) -> "TensorType":
         return TensorType(self.dtype, tuple(shape))
+
+
+def format_bytes(nbytes: int) -> str:
+    """`nbytes` exactly, and in binary units when that is shorter to read: "8000000000000 bytes (7.28 TiB)"."""
+    for unit, power in (("YiB", 80), ("ZiB", 70), ("EiB", 60), ("PiB", 50), ("TiB", 40), ("GiB", 30),
+                        ("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << power:
+            return f"{nbytes} bytes ({nbytes / (1 << power):.3g} {unit})"
+    return f"{nbytes} bytes"
 
 
 def type_of_array(array: np.ndarray) -> TensorType:

@@ -3,6 +3,7 @@
   - every op is in the op table, and its type rule (operand, attribute and region counts,
     attribute kinds, the region signatures of control flow) accepts it and gives exactly the
     result types the op stores;
+  - every value's array fits an int64 byte offset (ArraySizeVerifyError otherwise: its bytes overflow);
   - SSA: every value is defined once; an operand or a region's output is defined earlier in
     the same region or in an enclosing one (a region's parameters and values are visible only
     inside it); the module's outputs are defined at its top level.
@@ -13,7 +14,7 @@ the parser reads them).
 """
 from __future__ import annotations
 
-from ..errors import TypeCheckError, VerifyError
+from ..errors import ArraySizeVerifyError, TypeCheckError, VerifyError
 from .core import Module, Op, Region, Value
 from .opdef import OPS, fmt_types, infer_types
 from .printer import render
@@ -87,6 +88,9 @@ class Verifier:
         if id(value) in self.defined:
             raise self.fail(op, f"{what} ({value.type}) is already defined elsewhere; SSA values are defined once")
         self.defined.add(id(value))
+        problem = value.type.size_problem()
+        if problem:
+            raise ArraySizeVerifyError(str(self.fail(op, f"{what} {problem}")))
 
     def op(self, op: Op, visible: set[int]):
         if op.name not in OPS:

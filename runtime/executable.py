@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import math
 import re
 import time
@@ -37,11 +38,12 @@ import numpy as np
 
 from ..codegen.host import compile_object, is_aligned_buffer
 from ..codegen.lower import HOST_OPS, emit_kernel
-from ..errors import CdnajitError
+from ..errors import AllocationError, CdnajitError
 from ..ir.core import Module, Op, Region
 from ..ir.kernel import GlobalBuffer, Kernel
 from ..ir.targets import Target, get_target
-from ..ir.types import NUMPY_DTYPES
+from ..ir.types import NUMPY_DTYPES, format_bytes
+from ..ir.verifier import verify
 from ..libs.blas import kernels as blas_kernels  # noqa: F401  (registers the library_call emitter)
 from ..libs.blas.tuning import database_stamp
 from ..passes.manager import run_pipeline
@@ -67,6 +69,14 @@ def needs_kernel(op: Op) -> bool:
 def dims(shape) -> list[int]:
     """A shape as JSON stores it."""
     return [int(d) for d in shape]
+
+
+def op_source(op: Op) -> str:
+    """The op's name and the user's line that made it; for a fusion, its last op that has a line."""
+    if op.location:
+        return f"{op.name} (at {op.location})"
+    inner = next((inner for region in op.regions for inner in reversed(region.ops) if inner.location), None)
+    return f"{inner.name} (in a {op.name}, at {inner.location})" if inner is not None else op.name
 
 
 def kernel_name(module: Module, index: int) -> str:
@@ -158,9 +168,9 @@ class Planner:
                     "shape": dims(op.result.type.shape)}
         results = [[self.slot(v), v.type.dtype, dims(v.type.shape)] for v in op.results]
         if not needs_kernel(op):
-            return {"op": "allocate", "results": results}
+            return {"op": "allocate", "results": results, "source": op_source(op)}
         return {"op": "kernel", "kernel": self.add_kernel(op), "inputs": [self.slot(v) for v in op.operands],
-                "results": results}
+                "results": results, "source": op_source(op)}
 
     def add_constant(self, op: Op) -> None:
         array = np.ascontiguousarray(op.attrs["value"], NUMPY_DTYPES[op.result.type.dtype])
@@ -210,16 +220,53 @@ class Planner:
 # ---- running: plan -> steps ----------------------------------------------------------------
 
 class Allocate:
-    """The results of an op, uninitialised: all that an op whose results are all empty does."""
-    __slots__ = ("results", "types")
+    """The results of an op, uninitialised: all that an op whose results are all empty does.
+    `source` (the op and its user's line) names the op when the machine cannot hold a result."""
+    __slots__ = ("results", "types", "source")
 
-    def __init__(self, results):
+    def __init__(self, results, source: str):
         self.results = tuple(slot for slot, _, _ in results)
         self.types = tuple((tuple(shape), NUMPY_DTYPES[dtype]) for _, dtype, shape in results)
+        self.source = source
 
     def run(self, env: list) -> None:
         for slot, (shape, dtype) in zip(self.results, self.types):
-            env[slot] = np.empty(shape, dtype)
+            try:
+                env[slot] = np.empty(shape, dtype)
+            except MemoryError:
+                raise self.allocation_error(shape, dtype) from None
+
+    def allocation_error(self, shape, dtype) -> AllocationError:
+        nbytes = math.prod(shape) * dtype.itemsize
+        available = machine_memory()
+        machine = f" (it has {format_bytes(available)} of memory and swap)" if available is not None else ""
+        return AllocationError(f"{self.source}: cannot allocate its result of shape {shape} and dtype {dtype}, "
+                               f"{format_bytes(nbytes)}: more memory than this machine gives{machine}")
+
+
+@functools.cache
+def machine_memory() -> int | None:
+    """Bytes of memory and swap this process may use (RAM within its cgroup's limit, plus swap), or
+    None where the system does not say."""
+    try:
+        with open("/proc/meminfo") as file:
+            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in file if line.split()[1:2]}
+        ram, swap = info["MemTotal"], info.get("SwapTotal", 0)
+    except (OSError, KeyError, ValueError, IndexError):
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as file:  # cgroup v2; "max" when unlimited
+            ram = min(ram, int(file.read()))
+    except (OSError, ValueError):
+        pass
+    return ram + swap
+
+
+def refuse(shape, dtype):
+    """The allocator of a result larger than the machine's memory and swap. A kernel writes every
+    element of its results, so where the system overcommits, allocating it would only end in the
+    out-of-memory killer."""
+    raise MemoryError
 
 
 class Launch(Allocate):
@@ -227,18 +274,24 @@ class Launch(Allocate):
     array by address, runs the grid."""
     __slots__ = ("kernel", "inputs", "block_type", "allocators")
 
-    def __init__(self, kernel: CompiledKernel, inputs, results):
-        super().__init__(results)
+    def __init__(self, kernel: CompiledKernel, inputs, results, source: str):
+        super().__init__(results, source)
         self.kernel = kernel
         self.inputs = tuple(inputs)
         self.block_type = ctypes.c_void_p * (len(self.inputs) + len(self.results))
-        self.allocators = tuple(aligned_empty if is_aligned_buffer(dtype, math.prod(shape), readonly=False)
-                                else np.empty for _, dtype, shape in results)
+        available = machine_memory()
+        self.allocators = tuple(
+            refuse if available is not None and math.prod(shape) * NUMPY_DTYPES[dtype].itemsize > available
+            else aligned_empty if is_aligned_buffer(dtype, math.prod(shape), readonly=False) else np.empty
+            for _, dtype, shape in results)
 
     def run(self, env: list) -> None:
         addresses = [address(env[slot]) for slot in self.inputs]
         for slot, (shape, dtype), allocate in zip(self.results, self.types, self.allocators):
-            env[slot] = array = allocate(shape, dtype)
+            try:
+                env[slot] = array = allocate(shape, dtype)
+            except MemoryError:
+                raise self.allocation_error(shape, dtype) from None
             addresses.append(address(array))
         block = self.block_type(*addresses)
         self.kernel.launch(ctypes.addressof(block))
@@ -357,9 +410,9 @@ class Executable:
     def step(self, plan: dict, kernels: list):
         kind = plan["op"]
         if kind == "kernel":
-            return Launch(kernels[plan["kernel"]], plan["inputs"], plan["results"])
+            return Launch(kernels[plan["kernel"]], plan["inputs"], plan["results"], plan["source"])
         if kind == "allocate":
-            return Allocate(plan["results"])
+            return Allocate(plan["results"], plan["source"])
         if kind == "reshape":
             return Reshape(plan["input"], plan["result"], plan["shape"])
         if kind == "while":
@@ -394,6 +447,7 @@ class Executable:
             executable.timings = [("cache lookup", lookup), ("load", time.perf_counter() - start)]
             return executable
         start = time.perf_counter()
+        verify(graph)  # the passes expect a valid module (IR text may describe anything)
         optimized = run_pipeline(graph, pipeline, target=target).module
         passes = time.perf_counter() - start
         planner = Planner(optimized, cache, target)

@@ -18,7 +18,9 @@ codegen marks buffers noalias). A written buffer the ABI wants aligned (codegen/
 such arrays, and a call given a misaligned one runs through an aligned copy of it.
 
 Object code is linked into one process-wide ORC JIT, one library per kernel (libraries may all
-export `run`); a library is unloaded when its `CompiledKernel` is garbage collected.
+export `run`); a library is unloaded when its `CompiledKernel` is garbage collected, which holds
+no copy of the object code. (llvmlite 0.50 clears an unloaded library's JITDylib but cannot
+remove it: about 8 KB per library stays in the process, tests/runtime/test_memory.py.)
 """
 from __future__ import annotations
 
@@ -212,8 +214,7 @@ class CompiledKernel:
         """`parallel`: whether launches use the thread pool (runs_in_parallel(kernel) by default,
         which needs the kernel's body)."""
         self.kernel = kernel
-        self.object_code = object_code
-        self.library = link_object(object_code)
+        self.library = link_object(object_code)  # a copy: the bytes are not kept
         self.run = RUN_SIGNATURE(self.library[ENTRY])
         params = kernel.params
         self.arg_pointers = (ctypes.c_void_p * max(len(params), 1))()

@@ -7,10 +7,12 @@ jax.numpy with 64-bit types enabled: zeros(...) is float64, arange(3) is int64.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ...errors import ConcretizationError, TracingTypeError, TracingValueError
-from ...ir.types import NUMPY_DTYPES
+from ...errors import AllocationError, ConcretizationError, TracingTypeError, TracingValueError
+from ...ir.types import NUMPY_DTYPES, format_bytes
 from .. import lax_elementwise as lax
 from .. import lax_shape
 from ..dtypes import is_inexact, is_integer
@@ -172,9 +174,16 @@ def arange(start, stop=None, step=None, dtype=None):
     step = 1 if step is None else step
     if step == 0:
         raise TracingValueError(located("arange: step must not be zero"))
-    values = np.arange(start, stop, step, dtype=NUMPY_DTYPES[target])
-    if start == 0 and step == 1 and target != "bool":
-        return broadcasted_iota(target, values.shape, 0)
+    if start == 0 and step == 1 and target != "bool" and np.isrealobj(stop) and np.isfinite(stop):
+        # 0, 1, ...: an iota, its values made by a kernel when the program runs
+        return broadcasted_iota(target, (max(0, math.ceil(stop)),), 0)
+    try:
+        values = np.arange(start, stop, step, dtype=NUMPY_DTYPES[target])
+    except MemoryError:  # the values are computed here, as a constant of the program
+        count = max(0, math.ceil((stop - start) / step))
+        raise AllocationError(located(f"arange({start}, {stop}, {step}): cannot allocate its {count} values of "
+                                      f"dtype {target}, {format_bytes(count * NUMPY_DTYPES[target].itemsize)}: "
+                                      f"more memory than this machine gives")) from None
     return constant(values, target)
 
 

@@ -387,8 +387,7 @@ def test_control_flow_with_the_same_callables_traces_once():
 
 
 def test_new_static_values_trace_again_and_the_cache_stays_bounded(monkeypatch):
-    from cdnajit.frontend import eager  # white box: the bound itself
-    monkeypatch.setattr(eager, "CACHE_SIZE", 4)
+    monkeypatch.setattr(cnp.multiply.eager_call.cache, "size", 4)   # white box: the bound itself
     x = np.arange(5.0)
     before = cnp.multiply.trace_count
     for i in range(10):
