@@ -7,6 +7,6 @@ amdgpu.py  the AMDGPU lowering (gfx942/gfx90a/gfx950): assembly, relocatable ELF
 amdgpu_metadata.py  registers, spills, LDS and scratch read from the backend's metadata.
 mfma_host.py, mfma_amdgpu.py  the lowerings of the MFMA wave op (ir/kernel_mfma.py), registered here.
 """
-from . import emit_fusion  # noqa: F401
+from . import elemental_special, emit_fusion  # noqa: F401
 from . import emit_contract, emit_fft, emit_indexing, emit_scan, emit_sort  # noqa: F401
 from . import mfma_amdgpu, mfma_host  # noqa: F401

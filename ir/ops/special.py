@@ -1,0 +1,75 @@
+"""Special functions as elementwise ops: lgamma, digamma, erfc and erf_inv (jax.lax's names).
+
+Their references run Python's `math` functions (the C library's lgamma and erfc) per element, and
+for digamma and erf_inv short formulas of their own; kernels compute them in f64 and round once
+(codegen/elemental_special.py).
+"""
+import math
+
+import numpy as np
+
+from ..types import FLOATS
+from .elementwise import unary
+
+EULER_GAMMA = 0.57721566490153286060651209008240243
+
+
+def per_element(fn):
+    """A numpy function from a Python one of floats, computed in f64."""
+    def run(x):
+        out = np.frompyfunc(fn, 1, 1)(x.astype(np.float64)).astype(np.float64)
+        return out.astype(x.dtype)
+    return run
+
+
+def lgamma(x: float) -> float:
+    if math.isnan(x):
+        return x
+    try:
+        return math.lgamma(x)
+    except (ValueError, OverflowError):  # poles at 0, -1, -2, ... and overflow
+        return math.inf
+
+
+def digamma(x: float) -> float:
+    """psi(x): reflection below 1/2, recurrence up to 10, then the asymptotic series; NaN at the poles."""
+    if math.isnan(x) or x == -math.inf or (x <= 0 and x == math.floor(x)):
+        return math.nan
+    if x == math.inf:
+        return x
+    if x < 0.5:
+        return digamma(1 - x) - math.pi / math.tan(math.pi * x)
+    total = 0.0
+    while x < 10:
+        total -= 1 / x
+        x += 1
+    inverse_square = 1 / (x * x)
+    # B_2k / (2k) for k = 1..7: 1/12, -1/120, 1/252, -1/240, 1/132, -691/32760, 1/12
+    series = inverse_square * (1 / 12 - inverse_square * (1 / 120 - inverse_square * (1 / 252 - inverse_square * (
+        1 / 240 - inverse_square * (1 / 132 - inverse_square * (691 / 32760 - inverse_square / 12))))))
+    return total + math.log(x) - 0.5 / x - series
+
+
+def erf_inv(x: float) -> float:
+    """The y with erf(y) = x, by Newton's method on erf (or erfc beyond 1/2, where 1 - |x| is exact)."""
+    if math.isnan(x) or abs(x) > 1:
+        return math.nan
+    if abs(x) == 1:
+        return math.copysign(math.inf, x)
+    a = abs(x)
+    # erfc(y) ~ exp(-y^2): sqrt(-log(1 - a)) starts right of the root, where Newton's first step
+    # lands left of it, and from there it converges monotonically.
+    y = 0.0 if a <= 0.5 else math.sqrt(-math.log(1 - a))
+    for _ in range(100):
+        residual = (math.erf(y) - a) if a <= 0.5 else ((1 - a) - math.erfc(y))
+        step = residual / (2 / math.sqrt(math.pi) * math.exp(-y * y))
+        y -= step
+        if abs(step) <= 1e-17 * y:
+            break
+    return math.copysign(y, x)
+
+
+unary("lgamma", per_element(lgamma), FLOATS, doc="log |Gamma(x)|; +inf at the poles 0, -1, -2, ...")
+unary("digamma", per_element(digamma), FLOATS, doc="Gamma'(x) / Gamma(x); NaN at the poles 0, -1, -2, ...")
+unary("erfc", per_element(math.erfc), FLOATS, doc="1 - erf(x), accurate where erf(x) is near 1")
+unary("erf_inv", per_element(erf_inv), FLOATS, doc="the inverse of erf on [-1, 1]; +-inf at +-1, NaN outside")
