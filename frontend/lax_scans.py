@@ -19,7 +19,7 @@ from .lax_shape import broadcasted_iota, concatenate, full, pad, reshape, rev, s
 from .pytree import tree_flatten, tree_unflatten
 from .tracing import Tracer, as_tracer, constant, located
 
-__all__ = ["associative_scan", "cumlogsumexp", "reduce_xor", "top_k"]
+__all__ = ["associative_scan", "cumlogsumexp", "reduce_xor", "top_k", "approx_max_k", "approx_min_k"]
 
 
 def interleave(evens: Tracer, odds: Tracer, axis: int) -> Tracer:
@@ -129,3 +129,23 @@ def top_k(operand, k, *, axis=-1):
     values, order = sort((rev(operand, (axis,)), indices), axis, True, 1)
     return (slice_in_dim(rev(values, (axis,)), 0, k, 1, axis), slice_in_dim(rev(order, (axis,)), 0, k, 1, axis))
 
+
+
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95, reduction_input_size_override=-1,
+                 aggregate_to_topk=True):
+    """jax.lax.approx_max_k: the exact top_k (full recall, as JAX computes it on CPU)."""
+    return top_k(operand, k, axis=reduction_dimension)
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95, reduction_input_size_override=-1,
+                 aggregate_to_topk=True):
+    """jax.lax.approx_min_k: the exact k smallest values (NaN last) ascending, with int32 indices;
+    equal values keep index order (a stable ascending sort)."""
+    operand = as_tracer(operand)
+    axis = canonical_axis(reduction_dimension, operand.ndim, "lax.approx_min_k reduction_dimension")
+    k = static_int(k, "lax.approx_min_k k")
+    if not 0 <= k <= operand.shape[axis]:
+        raise TracingValueError(located(f"lax.approx_min_k: k = {k} must be in [0, {operand.shape[axis]}] for "
+                                        f"{operand.type} along axis {axis}"))
+    values, order = sort((operand, broadcasted_iota("i32", operand.shape, axis)), axis, True, 1)
+    return slice_in_dim(values, 0, k, 1, axis), slice_in_dim(order, 0, k, 1, axis)
