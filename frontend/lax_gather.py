@@ -152,7 +152,7 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
     index_map = check_dims("gather", "start_index_map", dnums.start_index_map, operand.ndim)
     operand_batching = check_dims("gather", "operand_batching_dims", dnums.operand_batching_dims, operand.ndim)
     indices_batching = check_dims("gather", "start_indices_batching_dims", dnums.start_indices_batching_dims,
-                                  max(indices.ndim - 1, 0))
+                                  len(indices.shape[:-1]))
     windowed = [d for d in range(operand.ndim) if d not in collapsed and d not in operand_batching]
     out_rank = indices.ndim - 1 + len(windowed)
     offset_dims = check_dims("gather", "offset_dims", dnums.offset_dims, out_rank)
@@ -190,7 +190,7 @@ def scatter_positions(name: str, operand: Tracer, indices: Tracer, updates: Trac
     index_map = check_dims(name, "scatter_dims_to_operand_dims", dnums.scatter_dims_to_operand_dims, operand.ndim)
     operand_batching = check_dims(name, "operand_batching_dims", dnums.operand_batching_dims, operand.ndim)
     indices_batching = check_dims(name, "scatter_indices_batching_dims", dnums.scatter_indices_batching_dims,
-                                  max(indices.ndim - 1, 0))
+                                  len(indices.shape[:-1]))
     windowed = [d for d in range(operand.ndim) if d not in inserted and d not in operand_batching]
     scatter_positions_ = [p for p in range(updates.ndim) if p not in window_dims]
     if (len(windowed) != len(window_dims) or len(scatter_positions_) != indices.ndim - 1
