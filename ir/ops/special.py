@@ -17,7 +17,7 @@ EULER_GAMMA = 0.57721566490153286060651209008240243
 def per_element(fn):
     """A numpy function from a Python one of floats, computed in f64."""
     def run(x):
-        out = np.frompyfunc(fn, 1, 1)(x.astype(np.float64)).astype(np.float64)
+        out = np.asarray(np.frompyfunc(fn, 1, 1)(x.astype(np.float64)), np.float64)
         return out.astype(x.dtype)
     return run
 

@@ -197,6 +197,41 @@ def check_unary(name, rng):
             assert_matches(got, want, ulps=ulps, what=f"{name} {dtype}{list(shape)}")
 
 
+def python_lgamma(x: float) -> float:
+    try:
+        return math.lgamma(x)
+    except (ValueError, OverflowError):   # the poles
+        return math.inf
+
+
+SPECIAL_FUNCTIONS = {"lgamma": python_lgamma, "erfc": math.erfc}
+
+
+@record("lgamma", "erfc", "digamma", "erf_inv")
+def check_special_function(name, rng):
+    """lgamma and erfc against Python's math (the C library's); digamma by psi(x + 1) - psi(x) = 1/x,
+    erf_inv by erf(erf_inv(x)) = x. The references compute in f64 and round once."""
+    for dtype in ("f16", "bf16", "f32", "f64"):
+        for shape in SHAPES:
+            x = sample(rng, dtype, shape, edges=name != "digamma")
+            if name == "erf_inv":
+                x = (np.tanh(wide(x)) * 0.99).astype(x.dtype)
+            (got,) = run_op(name, x)
+            if name in SPECIAL_FUNCTIONS:
+                want = python_map(SPECIAL_FUNCTIONS[name], x, dtype="f64")
+                assert_matches(got, want, ulps=2, what=f"{name} {dtype}{list(shape)}")
+            elif name == "digamma":
+                positive = np.abs(wide(x)) + 0.5
+                (low,), (high,) = run_op(name, positive), run_op(name, positive + 1)
+                assert got.dtype == x.dtype
+                np.testing.assert_allclose(wide(high) - wide(low), 1 / positive, rtol=1e-2, atol=1e-2)
+            else:
+                assert got.dtype == x.dtype
+                erf_back = python_map(math.erf, got, dtype="f64")
+                np.testing.assert_allclose(erf_back, wide(x), atol=4 * float(np.finfo(np.float32).eps)
+                                           if dtype != "f64" else 1e-15, rtol=1e-2 if dtype in ("f16", "bf16") else 0)
+
+
 def test_erf_is_within_one_ulp_in_f64_over_its_ranges():
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.uniform(0, hi, 3000) for hi in (1e-300, 1e-5, 0.5, 1, 2, 2.5, 3, 6, 30)])
