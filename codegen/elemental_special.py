@@ -1,4 +1,4 @@
-"""Kernel code of the special-function ops (ir/ops/special.py): lgamma, digamma, erfc and erf_inv.
+"""Kernel code of the special-function ops (ir/ops/special.py): lgamma, digamma, erfc, erf_inv, zeta.
 
 Each is computed in f64 and rounded once to the op's dtype, so f32 (and f16/bf16) results are
 correctly rounded but for rare ties; the f64 error bounds are measured by
@@ -16,6 +16,7 @@ Coefficients come from exact formulas (no fitted tables to trust):
   - erf_inv: M. Giles' single-precision approximation ("Approximating the erfinv function", GPU
     Computing Gems Jade Edition, 2011) or, in the far tail, the asymptotic erfc(y) ~ exp(-y^2)/(y sqrt(pi)),
     then two Halley steps on erf (or on erfc beyond 3/4, where 1 - |x| is exact).
+  - zeta: Euler-Maclaurin summation after 12 terms (ir/ops/special.py's reference, the same sums).
 The tables are derived by codegen/special_coefficients.py: zeta values and erfcx samples with
 `decimal` at 50 digits (Euler-Maclaurin sums, the Taylor series of erf).
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 import math
 
 from ..ir import kernel as K
+from ..ir.ops.special import ZETA_BERNOULLI, ZETA_TERMS
 from .elemental import elemental
 
 HALF_LOG_2PI = 0.91893853320467274178032973640561764
@@ -227,15 +229,38 @@ class Formula:
         return self.select(x.eq(0.0), x, signed)                                       # +-0 and NaN pass through
 
 
+    # -- zeta --
+
+    def zeta(self, s: K.Expr, q: K.Expr) -> K.Expr:
+        """Hurwitz zeta by Euler-Maclaurin, as ir/ops/special.py's reference (its special cases too)."""
+        total = K.Const(0.0, "f64")
+        for n in range(ZETA_TERMS):
+            total = self.let(total + K.math("pow", q + float(n), -s))
+        a = self.let(q + float(ZETA_TERMS))
+        power = self.let(K.math("pow", a, -s))                                          # a^-s
+        total = self.let(total + power * a / (s - 1.0) + power * 0.5)
+        inverse = self.let(1.0 / a)
+        inverse_square = self.let(inverse * inverse)
+        running, rising = self.let(power * inverse), s                                  # a^(-s-2j-1), (s)_(2j+1)
+        for j, coefficient in enumerate(ZETA_BERNOULLI):
+            total = self.let(total + running * rising * coefficient)
+            running = self.let(running * inverse_square)
+            rising = self.let(rising * ((s + float(2 * j + 1)) * (s + float(2 * j + 2))))
+        not_finite = self.let(~(K.math("is_finite", s) & K.math("is_finite", q)))      # NaN too
+        undefined = self.let(not_finite | (s < 1.0) | ((q < 0.0) & s.ne(K.math("floor", s))))
+        pole = self.let(s.eq(1.0) | ((q <= 0.0) & q.eq(K.math("floor", q))))
+        return self.select(undefined, nan(), self.select(pole, K.Const(math.inf, "f64"), total))
+
+
 def in_f64(method: str):
     """An elemental entry computing the op in f64 and rounding once to its dtype."""
     def entry(emitter, op, index, operand):
-        x = operand(0, index)
-        wide = x if x.dtype == "f64" else emitter.bind(x.cast("f64"))
-        result = getattr(Formula(emitter), method)(wide)
-        return result if x.dtype == "f64" else result.cast(x.dtype)
+        xs = [operand(k, index) for k in range(len(op.operands))]
+        wide = [x if x.dtype == "f64" else emitter.bind(x.cast("f64")) for x in xs]
+        result = getattr(Formula(emitter), method)(*wide)
+        return result if xs[0].dtype == "f64" else result.cast(xs[0].dtype)
     return entry
 
 
-for _name in ("lgamma", "digamma", "erfc", "erf_inv"):
+for _name in ("lgamma", "digamma", "erfc", "erf_inv", "zeta"):
     elemental(_name)(in_f64(_name))

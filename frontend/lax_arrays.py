@@ -11,6 +11,7 @@ from .cnp.base import broadcast_shapes as numpy_broadcast_shapes
 from .cnp.base import canonical_axis, dtype_and_weak, to_dtype_name
 from .lax_contract import dot_general
 from .lax_elementwise import static_int, static_ints
+from .lax_gather import GatherDimensionNumbers, GatherScatterMode, gather
 from .lax_shape import broadcast_in_dim, concatenate, full, reshape, slice_in_dim
 from .tracing import as_tracer, located
 
@@ -68,7 +69,6 @@ def tile(operand, reps):
 def index_take(src, idxs, axes):
     """jax.lax.index_take: src[idxs[0], idxs[1], ...] with idxs[i] indexing axes[i] (clamped in
     bounds); the indexed axes become one leading axis and the others follow in order."""
-    from .lax_gather import GatherDimensionNumbers, GatherScatterMode, gather
     src = as_tracer(src)
     axes = tuple(canonical_axis(a, src.ndim, "lax.index_take axis") for a in static_ints(axes, "lax.index_take axes"))
     idxs = [as_tracer(i) for i in idxs]

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import TracingValueError
 from .lax_contract import ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated
 from .lax_elementwise import static_ints
-from .lax_shape import broadcast_in_dim, rev, reshape, transpose
+from .lax_shape import broadcast_in_dim, padtype_to_pads, reshape, rev, transpose
 from .tracing import as_tracer, constant, located
 
 __all__ = ["conv_with_general_padding", "conv_transpose", "conv_general_dilated_patches", "conv_general_permutations",
@@ -106,7 +106,6 @@ def conv_general_permutations(dimension_numbers) -> tuple[tuple[int, ...], ...]:
 
 def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1) -> tuple[int, ...]:
     """jax.lax.conv_shape_tuple: the NC... result shape of a convolution of NC... and OI... shapes."""
-    from .lax_shape import padtype_to_pads
     lhs_shape, rhs_shape = static_ints(lhs_shape, "lhs_shape"), static_ints(rhs_shape, "rhs_shape")
     strides = static_ints(strides, "strides")
     pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)

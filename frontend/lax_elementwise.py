@@ -19,7 +19,7 @@ __all__ = ["RoundingMethod", "convert_element_type", "stop_gradient", "select", 
            "round", "pow",
            "neg", "abs", "sign", "floor", "ceil", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt",
            "tanh", "sinh", "cosh", "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "logistic",
-           "erf", "erfc", "erf_inv", "lgamma", "digamma", "is_finite", "real", "imag", "conj", "bitwise_not",
+           "erf", "erfc", "erf_inv", "lgamma", "digamma", "zeta", "polygamma", "is_finite", "real", "imag", "conj", "bitwise_not",
            "add", "sub", "mul", "div", "rem", "max", "min", "atan2", "complex", "bitwise_and", "bitwise_or",
            "bitwise_xor", "shift_left", "shift_right_logical", "shift_right_arithmetic",
            "eq", "ne", "lt", "le", "gt", "ge"]
@@ -144,6 +144,7 @@ erfc = unary_op("erfc")
 erf_inv = unary_op("erf_inv")
 lgamma = unary_op("lgamma")
 digamma = unary_op("digamma")
+zeta = binary_op("zeta")
 is_finite = unary_op("is_finite")
 real = unary_op("real")
 imag = unary_op("imag")
@@ -199,6 +200,27 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
     truncated = bind1("trunc", [x], weak_type=x.weak_type)
     half_or_more = ge(abs(sub(x, truncated)), 0.5)
     return select(half_or_more, add(truncated, sign(x)), truncated)
+
+
+def polygamma(m, x):
+    """jax.lax.polygamma: the m-th derivative of digamma, (-1)^(m+1) m! zeta(m + 1, x) for integer m >= 1,
+    digamma for m = 0, NaN for other m."""
+    (m, x), weak = strict_operands("polygamma", m, x)
+    if not is_inexact(x.type.dtype):
+        raise TracingTypeError(located(f"lax.polygamma takes floating operands, got {x.type}"))
+    one = constant(1, x.type.dtype)
+    # m! is exact as round(exp(lgamma(m + 1))) while it is an integer of the float type (m <= 22 in f64).
+    factorial = bind1("round", [exp(lgamma(add(m, one)))])
+    odd = ne(rem(m, constant(2, x.type.dtype)), constant(0, x.type.dtype))
+    signed = select(odd, factorial, neg(factorial))
+    higher = mul(signed, zeta(add(m, one), x))
+    valid = bitwise_and(eq(m, floor(m)), ge(m, constant(0, x.type.dtype)))
+    value = select(eq(m, constant(0, x.type.dtype)), digamma(x), higher)
+    return select(valid, value, full_like_nan(value))
+
+
+def full_like_nan(x: Tracer) -> Tracer:
+    return broadcast_to(constant(float("nan"), x.type.dtype), x.shape)
 
 
 def convert_element_type(operand, new_dtype):

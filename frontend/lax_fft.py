@@ -4,7 +4,7 @@ from __future__ import annotations
 import enum
 
 from ..errors import TracingValueError
-from ..ir.types import COMPLEX_OF, COMPLEXES
+from ..ir.types import COMPLEXES
 from .cnp.base import convert
 from .lax_elementwise import static_ints
 from .tracing import as_tracer, bind1, located

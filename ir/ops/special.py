@@ -1,7 +1,7 @@
-"""Special functions as elementwise ops: lgamma, digamma, erfc and erf_inv (jax.lax's names).
+"""Special functions as elementwise ops: lgamma, digamma, erfc, erf_inv and zeta (jax.lax's names).
 
 Their references run Python's `math` functions (the C library's lgamma and erfc) per element, and
-for digamma and erf_inv short formulas of their own; kernels compute them in f64 and round once
+for digamma, erf_inv and zeta short formulas of their own; kernels compute them in f64 and round once
 (codegen/elemental_special.py).
 """
 import math
@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ..types import FLOATS
-from .elementwise import unary
+from .elementwise import binary, unary
 
 EULER_GAMMA = 0.57721566490153286060651209008240243
 
@@ -73,3 +73,39 @@ unary("lgamma", per_element(lgamma), FLOATS, doc="log |Gamma(x)|; +inf at the po
 unary("digamma", per_element(digamma), FLOATS, doc="Gamma'(x) / Gamma(x); NaN at the poles 0, -1, -2, ...")
 unary("erfc", per_element(math.erfc), FLOATS, doc="1 - erf(x), accurate where erf(x) is near 1")
 unary("erf_inv", per_element(erf_inv), FLOATS, doc="the inverse of erf on [-1, 1]; +-inf at +-1, NaN outside")
+
+
+# Euler-Maclaurin for the Hurwitz zeta function: ZETA_TERMS terms summed, then the integral, half
+# the next term and ZETA_BERNOULLI[j] (s)_(2j+1) a^(-s-2j-1), with B_2j / (2j)!.
+ZETA_TERMS = 12
+ZETA_BERNOULLI = (1 / 12, -1 / 720, 1 / 30240, -1 / 1209600, 1 / 47900160, -691 / 1307674368000,
+                  1 / 74724249600, -3617 / 10670622842880000, 43867 / 5109094217170944000)
+
+
+def hurwitz_zeta(s: float, q: float) -> float:
+    """zeta(s, q) = sum_{n >= 0} (q + n)^-s for s > 1 (inf at s = 1 and at the poles q = 0, -1, ...;
+    NaN for s < 1 and for infinite arguments, as jax.lax.zeta)."""
+    if math.isnan(s) or math.isnan(q) or math.isinf(s) or math.isinf(q) or s < 1:
+        return math.nan
+    if s == 1 or (q <= 0 and q == math.floor(q)):
+        return math.inf
+    if q < 0 and s != math.floor(s):
+        return math.nan
+    total = sum((q + n) ** -s for n in range(ZETA_TERMS))
+    a = q + ZETA_TERMS
+    total += a ** (1 - s) / (s - 1) + a ** -s / 2
+    rising = s   # s (s + 1) ... (s + 2j - 2)
+    for j, coefficient in enumerate(ZETA_BERNOULLI):
+        total += coefficient * rising * a ** (-s - 2 * j - 1)
+        rising *= (s + 2 * j + 1) * (s + 2 * j + 2)
+    return total
+
+
+def per_element_pair(fn):
+    def run(s, q):
+        out = np.asarray(np.frompyfunc(fn, 2, 1)(s.astype(np.float64), q.astype(np.float64)), np.float64)
+        return out.astype(s.dtype)
+    return run
+
+
+binary("zeta", per_element_pair(hurwitz_zeta), FLOATS, doc="the Hurwitz zeta function sum_n (q + n)^-x of (x, q)")

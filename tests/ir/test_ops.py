@@ -232,6 +232,19 @@ def check_special_function(name, rng):
                                            if dtype != "f64" else 1e-15, rtol=1e-2 if dtype in ("f16", "bf16") else 0)
 
 
+@record("zeta")
+def check_zeta(name, rng):
+    """zeta(s, q) - zeta(s, q + 1) = q^-s, and zeta(2, 1) = pi^2 / 6."""
+    for dtype in ("f32", "f64"):
+        s = np.array([2.0, 1.5, 3.0, 7.5], NUMPY_DTYPES[dtype])
+        q = np.array([1.0, 0.3, 2.5, 10.0], NUMPY_DTYPES[dtype])
+        (low,), (high,) = run_op(name, s, q), run_op(name, s, q + 1)
+        assert low.dtype == NUMPY_DTYPES[dtype]
+        tolerance = 1e-13 if dtype == "f64" else 1e-5
+        np.testing.assert_allclose(wide(low) - wide(high), wide(q) ** -wide(s), rtol=tolerance * 10)
+        np.testing.assert_allclose(wide(low)[0], math.pi ** 2 / 6, rtol=tolerance)
+
+
 def test_erf_is_within_one_ulp_in_f64_over_its_ranges():
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.uniform(0, hi, 3000) for hi in (1e-300, 1e-5, 0.5, 1, 2, 2.5, 3, 6, 30)])

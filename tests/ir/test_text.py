@@ -22,7 +22,7 @@ UNARY = {  # operand dtype -> ops
     "i16": "not",
 }
 BINARY = {
-    "f64": "add sub mul div rem pow max min atan2 eq ne lt le gt ge complex",
+    "f64": "add sub mul div rem pow max min atan2 eq ne lt le gt ge complex zeta",
     "u8": "and or xor shift_left shift_right_logical shift_right_arithmetic",
 }
 

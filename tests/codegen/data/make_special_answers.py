@@ -60,4 +60,17 @@ for name, (fn, domains) in DOMAINS.items():
         arrays[f"{name}/{domain}/f32"] = fn(x32.astype(np.float64))
 for key in [k for k in arrays if k.startswith("digamma_negative/")]:
     arrays[key.replace("digamma_negative/", "digamma/")] = arrays.pop(key)
+# Two-argument functions: zeta(s, q) and polygamma(m, x), with the arguments as "<name>/all/a" and "/b".
+s_values = np.concatenate([1 + log_uniform(1e-3, 30.0), rng.integers(2, 9, N // 4).astype(np.float64)])
+q_values = np.concatenate([log_uniform(1e-3, 50.0, s_values.size - N // 4),
+                           -rng.uniform(0.05, 3.95, N // 4)])   # negative q with the integer s
+m_values = rng.integers(0, 6, N).astype(np.float64)
+x_values = np.concatenate([log_uniform(1e-2, 100.0, N - N // 4), -rng.uniform(0.05, 3.95, N // 4)])
+for name, fn, a, b in (("zeta", sp.zeta, s_values, q_values),
+                       ("polygamma", lambda m, x: sp.polygamma(m.astype(int), x), m_values, x_values)):
+    arrays[f"{name}/all/a"], arrays[f"{name}/all/b"] = a, b
+    arrays[f"{name}/all/f64"] = fn(a, b)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)
+    arrays[f"{name}/all/a32"], arrays[f"{name}/all/b32"] = a32, b32
+    arrays[f"{name}/all/f32"] = fn(a32.astype(np.float64), b32.astype(np.float64))
 np.savez_compressed(pathlib.Path(__file__).with_name("special_answers.npz"), **arrays)
