@@ -9,12 +9,13 @@ import math
 import numpy as np
 
 from ..errors import TracingValueError
-from .lax_contract import ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated
+from .lax_contract import ConvDimensionNumbers, conv_dimension_numbers, conv_general_dilated, dot_general
 from .lax_elementwise import static_ints
 from .lax_shape import broadcast_in_dim, padtype_to_pads, reshape, rev, transpose
 from .tracing import as_tracer, constant, located
 
-__all__ = ["conv_with_general_padding", "conv_transpose", "conv_general_dilated_patches", "conv_general_permutations",
+__all__ = ["conv_with_general_padding", "conv_transpose", "conv_general_dilated_patches", "conv_general_dilated_local",
+           "conv_general_permutations",
            "conv_shape_tuple", "conv_general_shape_tuple", "conv_transpose_shape_tuple", "reduce_window_shape_tuple"]
 
 # conv_transpose's layouts when none are given: channels last, as TensorFlow's.
@@ -92,6 +93,29 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs
     return conv_general_dilated(lhs, kernel, window_strides, padding, lhs_dilation, rhs_dilation, canonical,
                                 feature_group_count=channels, precision=precision,
                                 preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape, lhs_dilation=None, rhs_dilation=None,
+                               dimension_numbers=None, precision=None):
+    """jax.lax.conv_general_dilated_local: a convolution with a separate kernel at every output position.
+    rhs's spatial dimensions run over the output positions and its I dimension over the window's
+    inputs, channel-major as conv_general_dilated_patches lays them out: the result is, per position,
+    the patches contracted with that position's kernel."""
+    lhs, rhs = as_tracer(lhs), as_tracer(rhs)
+    patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding, lhs_dilation, rhs_dilation,
+                                           dimension_numbers, precision)
+    dnums = conv_dimension_numbers(lhs.shape, rhs.shape, dimension_numbers)
+    spatial = len(dnums.out_spec) - 2
+    # patches: (N, I, positions...) in out_spec's layout; rhs: (O, I, positions...) in rhs_spec's.
+    batch_lhs, batch_rhs = dnums.out_spec[2:], dnums.rhs_spec[2:]
+    product = dot_general(patches, rhs, (((dnums.out_spec[1],), (dnums.rhs_spec[1],)), (batch_lhs, batch_rhs)),
+                          precision)
+    # The product is (positions..., N, O): place each dimension where out_spec puts it.
+    canonical = (spatial, spatial + 1) + tuple(range(spatial))   # N, O, positions... of the product
+    permutation = [0] * len(canonical)
+    for role, d in enumerate(dnums.out_spec):
+        permutation[d] = canonical[role]
+    return transpose(product, permutation)
 
 
 # ---- host-side shape helpers ----------------------------------------------------------------

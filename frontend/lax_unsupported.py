@@ -20,7 +20,6 @@ NOT_SUPPORTED = {
     **{name: SPECIAL for name in ("bessel_i0e", "bessel_i1e", "betainc", "igamma", "igamma_grad_a", "igammac")},
     **{name: BITCAST for name in ("bitcast_convert_type", "nextafter", "reduce_precision")},
     **{name: TOKEN for name in ("after_all", "create_token")},
-    "conv_general_dilated_local": "not implemented yet (an unshared-weight convolution)",
     "ragged_dot_general": "not implemented yet: general ragged dimension numbers (lax.ragged_dot is supported)",
     "scaled_dot": "a block-scaled low-precision product: needs a scaled GEMM in the blas library",
 }

@@ -387,6 +387,7 @@ LAX_CALLS = {
     "conv_with_general_padding": call(CUBE, np.ones((2, 3, 2)), (1,), [(1, 0)], (2,), (1,)),
     "conv_transpose": call(CUBE, np.ones((2, 4, 3)), (2,), "SAME"),
     "conv_general_dilated_patches": call(CUBE, (2,), (1,), "VALID"),
+    "conv_general_dilated_local": call(CUBE, np.ones((2, 6, 3)), (1,), "VALID", (2,)),
     "ragged_dot": call(G.T, CUBE[:, :2, :], np.array([1, 2], np.int32)),
     "fft": call(C, "FFT", (3,)),
     **family("optimization_barrier stage", G),

@@ -114,3 +114,14 @@ def test_fft(fft_type, numpy_fn, dtype, want_dtype):
     np.testing.assert_allclose(got, numpy_fn(x.astype(np.complex128) if dtype != np.float32 else x), atol=1e-5)
     with pytest.raises(cj.TracingValueError, match="fft_type"):
         lax.fft(x, "dct", (8,))
+
+
+@pytest.mark.parametrize("case, config", list(enumerate([((1, 1), "VALID", (2, 2), None),
+                                                         ((2, 1), "SAME", (3, 2), ("NHWC", "IHWO", "NHWC"))])))
+def test_conv_general_dilated_local_matches_jax(case, config):
+    strides, padding, filter_shape, dn = config
+    lhs, rhs, want = (ANSWERS[f"local/{case}/{k}"] for k in ("lhs", "rhs", "out"))
+    got = eager_and_jit(lambda a, b: lax.conv_general_dilated_local(a, b, strides, padding, filter_shape,
+                                                                    dimension_numbers=dn), lhs, rhs)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)

@@ -35,4 +35,13 @@ for i, (ls, filt, strides, padding, dn) in enumerate(PATCHES):
     arrays[f"patches/{i}/out"] = np.asarray(lax.conv_general_dilated_patches(
         lhs, filt, strides, padding, dimension_numbers=dn))
 
+# conv_general_dilated_local: (lhs shape, rhs shape, strides, padding, filter_shape, dimension_numbers)
+LOCAL = [((2, 3, 5, 4), (4, 3 * 2 * 2, 4, 3), (1, 1), "VALID", (2, 2), None),
+         ((1, 6, 5, 2), (2 * 3 * 2, 3, 5, 3), (2, 1), "SAME", (3, 2), ("NHWC", "IHWO", "NHWC"))]
+for i, (ls, rs, strides, padding, filt, dn) in enumerate(LOCAL):
+    lhs, rhs = rng.standard_normal(ls), rng.standard_normal(rs)
+    arrays[f"local/{i}/lhs"], arrays[f"local/{i}/rhs"] = lhs, rhs
+    arrays[f"local/{i}/out"] = np.asarray(lax.conv_general_dilated_local(
+        lhs, rhs, strides, padding, filt, dimension_numbers=dn))
+
 np.savez_compressed(pathlib.Path(__file__).with_name("lax_answers.npz"), **arrays)
