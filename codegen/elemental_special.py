@@ -17,6 +17,8 @@ Coefficients come from exact formulas (no fitted tables to trust):
     Computing Gems Jade Edition, 2011) or, in the far tail, the asymptotic erfc(y) ~ exp(-y^2)/(y sqrt(pi)),
     then two Halley steps on erf (or on erfc beyond 3/4, where 1 - |x| is exact).
   - zeta: Euler-Maclaurin summation after 12 terms (ir/ops/special.py's reference, the same sums).
+  - bessel_i0e, bessel_i1e: the power series of I_nu (positive terms) times exp(-|x|) below 30, Hankel's
+    asymptotic series beyond (as the reference).
 The tables are derived by codegen/special_coefficients.py: zeta values and erfcx samples with
 `decimal` at 50 digits (Euler-Maclaurin sums, the Taylor series of erf).
 """
@@ -25,8 +27,9 @@ from __future__ import annotations
 import math
 
 from ..ir import kernel as K
-from ..ir.ops.special import ZETA_BERNOULLI, ZETA_TERMS
-from .elemental import elemental
+from ..ir.ops.special import (BESSEL_ASYMPTOTIC_TERMS, BESSEL_SERIES_END, BESSEL_SERIES_TERMS, ZETA_BERNOULLI,
+                               ZETA_TERMS)
+from .elemental import elemental, with_sign_of
 
 HALF_LOG_2PI = 0.91893853320467274178032973640561764
 ERFC_CHEBYSHEV_LOW, ERFC_CHEBYSHEV_HIGH = 0.5, 2.5
@@ -251,6 +254,36 @@ class Formula:
         pole = self.let(s.eq(1.0) | ((q <= 0.0) & q.eq(K.math("floor", q))))
         return self.select(undefined, nan(), self.select(pole, K.Const(math.inf, "f64"), total))
 
+    # -- bessel_i0e, bessel_i1e --
+
+    def bessel_ie(self, order: int, x: K.Expr) -> K.Expr:
+        """exp(-|x|) I_order(x) as ir/ops/special.py's reference: the power series, or Hankel's series."""
+        a = self.let(K.math("abs", x))
+        small = self.select(a < BESSEL_SERIES_END, a, K.Const(0.0, "f64"))
+        quarter_square = self.let(small * small * 0.25)
+        term = K.Const(1.0, "f64") if order == 0 else self.let(small * 0.5)
+        total = K.Const(0.0, "f64")
+        for k in range(BESSEL_SERIES_TERMS):
+            total = self.let(total + term)
+            term = self.let(term * quarter_square / float((k + 1) * (k + 1 + order)))
+        series = self.let(total * K.exp(-small))
+        large = self.select(a < BESSEL_SERIES_END, K.Const(BESSEL_SERIES_END, "f64"), a)
+        mu, term, total = 4 * order * order, K.Const(1.0, "f64"), K.Const(0.0, "f64")
+        inverse = self.let(1.0 / large)
+        for k in range(1, BESSEL_ASYMPTOTIC_TERMS + 1):
+            total = self.let(total + term)
+            term = self.let(term * inverse * (-(mu - (2 * k - 1) ** 2) / (8 * k)))
+        asymptotic = self.let(total / K.sqrt(large * (2 * math.pi)))
+        value = self.select(a < BESSEL_SERIES_END, series, asymptotic)
+        value = self.select(a.eq(math.inf), K.Const(0.0, "f64"), value)
+        return with_sign_of(x, value) if order else value
+
+    def bessel_i0e(self, x: K.Expr) -> K.Expr:
+        return self.bessel_ie(0, x)
+
+    def bessel_i1e(self, x: K.Expr) -> K.Expr:
+        return self.let(self.bessel_ie(1, x))
+
 
 def in_f64(method: str):
     """An elemental entry computing the op in f64 and rounding once to its dtype."""
@@ -262,5 +295,5 @@ def in_f64(method: str):
     return entry
 
 
-for _name in ("lgamma", "digamma", "erfc", "erf_inv", "zeta"):
+for _name in ("lgamma", "digamma", "erfc", "erf_inv", "zeta", "bessel_i0e", "bessel_i1e"):
     elemental(_name)(in_f64(_name))

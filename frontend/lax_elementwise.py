@@ -19,7 +19,7 @@ __all__ = ["RoundingMethod", "convert_element_type", "stop_gradient", "select", 
            "round", "pow",
            "neg", "abs", "sign", "floor", "ceil", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt",
            "tanh", "sinh", "cosh", "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "logistic",
-           "erf", "erfc", "erf_inv", "lgamma", "digamma", "zeta", "polygamma", "is_finite", "real", "imag", "conj", "bitwise_not",
+           "erf", "erfc", "erf_inv", "lgamma", "digamma", "zeta", "polygamma", "bessel_i0e", "bessel_i1e", "is_finite", "real", "imag", "conj", "bitwise_not",
            "add", "sub", "mul", "div", "rem", "max", "min", "atan2", "complex", "bitwise_and", "bitwise_or",
            "bitwise_xor", "shift_left", "shift_right_logical", "shift_right_arithmetic",
            "eq", "ne", "lt", "le", "gt", "ge"]
@@ -145,6 +145,8 @@ erf_inv = unary_op("erf_inv")
 lgamma = unary_op("lgamma")
 digamma = unary_op("digamma")
 zeta = binary_op("zeta")
+bessel_i0e = unary_op("bessel_i0e")
+bessel_i1e = unary_op("bessel_i1e")
 is_finite = unary_op("is_finite")
 real = unary_op("real")
 imag = unary_op("imag")

@@ -1,7 +1,8 @@
-"""Special functions as elementwise ops: lgamma, digamma, erfc, erf_inv and zeta (jax.lax's names).
+"""Special functions as elementwise ops: lgamma, digamma, erfc, erf_inv, zeta and the exponentially
+scaled Bessel functions bessel_i0e and bessel_i1e (jax.lax's names).
 
 Their references run Python's `math` functions (the C library's lgamma and erfc) per element, and
-for digamma, erf_inv and zeta short formulas of their own; kernels compute them in f64 and round once
+for digamma, erf_inv, zeta and the Bessel functions short formulas of their own; kernels compute them in f64 and round once
 (codegen/elemental_special.py).
 """
 import math
@@ -109,3 +110,36 @@ def per_element_pair(fn):
 
 
 binary("zeta", per_element_pair(hurwitz_zeta), FLOATS, doc="the Hurwitz zeta function sum_n (q + n)^-x of (x, q)")
+
+
+# I_nu(x) e^-x for nu = 0, 1: the power series (positive terms) up to BESSEL_SERIES_END, where 90 terms
+# converge; beyond, Hankel's asymptotic series, whose 20th term is below 1e-18 there.
+BESSEL_SERIES_END = 30.0
+BESSEL_SERIES_TERMS = 90
+BESSEL_ASYMPTOTIC_TERMS = 20
+
+
+def bessel_ie(order: int, x: float) -> float:
+    """exp(-|x|) I_order(x), odd in x for order 1."""
+    if math.isnan(x):
+        return x
+    a = abs(x)
+    if math.isinf(a):
+        return math.copysign(0.0, x) if order else 0.0
+    if a < BESSEL_SERIES_END:
+        quarter_square, term, total = a * a / 4, (a / 2) ** order, 0.0
+        for k in range(BESSEL_SERIES_TERMS):
+            total += term
+            term *= quarter_square / ((k + 1) * (k + 1 + order))
+        value = total * math.exp(-a)
+    else:
+        mu, term, total = 4 * order * order, 1.0, 0.0
+        for k in range(1, BESSEL_ASYMPTOTIC_TERMS + 1):
+            total += term
+            term *= -(mu - (2 * k - 1) ** 2) / (8 * k * a)
+        value = total / math.sqrt(2 * math.pi * a)
+    return math.copysign(value, x) if order else value
+
+
+unary("bessel_i0e", per_element(lambda x: bessel_ie(0, x)), FLOATS, doc="exp(-|x|) I0(x)")
+unary("bessel_i1e", per_element(lambda x: bessel_ie(1, x)), FLOATS, doc="exp(-|x|) I1(x)")

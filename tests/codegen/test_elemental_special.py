@@ -1,4 +1,4 @@
-"""lax.lgamma, digamma, erfc and erf_inv compiled, against scipy.special's values (glibc's for erfc:
+"""lax.lgamma, digamma, erfc, erf_inv, zeta, polygamma, bessel_i0e and bessel_i1e compiled, against scipy.special's values (glibc's for erfc:
 scipy's is ~500 ulp off near 25) stored in data/special_answers.npz (made by
 data/make_special_answers.py), and their special values.
 
@@ -26,7 +26,8 @@ ANSWERS = np.load(pathlib.Path(__file__).parent / "data" / "special_answers.npz"
 # Maximum f64 error (ulp, as the module docstring measures it) per (function, domain), as measured
 # (README's table); f32 is 0.5 ulp for all, allowed 0.51 for the f64 value's own error.
 F64_BOUNDS = {("lgamma", "positive"): 2, ("lgamma", "negative"): 5, ("digamma", "positive"): 8,
-              ("digamma", "negative"): 6, ("erfc", "all"): 3, ("erf_inv", "all"): 3}
+              ("digamma", "negative"): 6, ("erfc", "all"): 3, ("erf_inv", "all"): 3,
+              ("bessel_i0e", "all"): 12, ("bessel_i1e", "all"): 11}
 MIXED = {"lgamma", "digamma"}
 
 
@@ -66,6 +67,8 @@ SPECIAL = {
     "digamma": [NAN, INF, NAN, NAN, NAN, NAN, -0.5772156649015329],
     "erfc": [2.0, 0.0, NAN, 1.0, 1.0, 1.8427007929497148, 0.15729920705028513],
     "erf_inv": [NAN, NAN, NAN, 0.0, -0.0, -INF, INF],
+    "bessel_i0e": [0.0, 0.0, NAN, 1.0, 1.0, 0.46575960759364043, 0.46575960759364043],
+    "bessel_i1e": [-0.0, 0.0, NAN, 0.0, -0.0, -0.2079104153497085, 0.2079104153497085],
 }
 
 

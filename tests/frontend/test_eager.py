@@ -363,6 +363,7 @@ LAX_CALLS = {
     "map": call(row_sum, G),
     **family("lgamma digamma erfc", P),
     "erf_inv": call(F),
+    **family("bessel_i0e bessel_i1e", G),
     **family("zeta polygamma", P, P),
     "select_n": call(I32, F32, F32 * 2, F32 * 3),
     **family("population_count clz", I),

@@ -232,6 +232,19 @@ def check_special_function(name, rng):
                                            if dtype != "f64" else 1e-15, rtol=1e-2 if dtype in ("f16", "bf16") else 0)
 
 
+@record("bessel_i0e", "bessel_i1e")
+def check_bessel(name, rng):
+    """Known values (scipy's i0e(1), i1e(1)); i0e even, i1e odd."""
+    one = {"bessel_i0e": 0.46575960759364043, "bessel_i1e": 0.2079104153497085}[name]
+    for dtype in ("f16", "f32", "f64"):
+        x = np.array([1.0, -1.0, 0.0, 7.5, -7.5], NUMPY_DTYPES[dtype])
+        (got,) = run_op(name, x)
+        assert got.dtype == x.dtype
+        np.testing.assert_allclose(wide(got)[0], one, rtol=float(np.finfo(NUMPY_DTYPES[dtype]).eps))
+        sign = 1 if name == "bessel_i0e" else -1
+        np.testing.assert_array_equal(got[[1, 4]], sign * got[[0, 3]])
+
+
 @record("zeta")
 def check_zeta(name, rng):
     """zeta(s, q) - zeta(s, q + 1) = q^-s, and zeta(2, 1) = pi^2 / 6."""

@@ -46,6 +46,10 @@ DOMAINS = {
     # scipy's erfc is ~500 ulp off near x = 25 (checked with the continued fraction at 40 digits);
     # glibc's erfc (math.erfc) is within an ulp there and keeps subnormal results.
     "erfc": (np.vectorize(math.erfc), {"all": np.concatenate([rng.uniform(-6.0, 27.0, N), rng.uniform(-0.6, 3.0, N)])}),
+    "bessel_i0e": (sp.i0e, {"all": np.concatenate([rng.uniform(-40.0, 40.0, N), log_uniform(1e-3, 1e4),
+                                                   -log_uniform(1e-3, 1e4)])}),
+    "bessel_i1e": (sp.i1e, {"all": np.concatenate([rng.uniform(-40.0, 40.0, N), log_uniform(1e-3, 1e4),
+                                                   -log_uniform(1e-3, 1e4)])}),
     "erf_inv": (sp.erfinv, {"all": np.concatenate([rng.uniform(-1.0, 1.0, N),
                                                     1 - log_uniform(1e-16, 0.5), -(1 - log_uniform(1e-7, 0.5))])}),
 }
