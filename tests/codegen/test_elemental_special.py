@@ -142,7 +142,7 @@ def test_tables_match_their_derivation():
 
 # Two-argument functions: (bound in f64 ulp, measured; f32 within 0.51 ulp for zeta, computed in f64 and
 # rounded once, and 1.5 for polygamma, whose m! and zeta round separately in f32).
-PAIR_BOUNDS = {"zeta": (0.51, 4), "polygamma": (1.5, 6)}
+PAIR_BOUNDS = {"zeta": (0.51, 5), "polygamma": (1.5, 6)}
 
 
 @pytest.mark.parametrize("name", sorted(PAIR_BOUNDS))

@@ -10,7 +10,7 @@ import numpy as np
 import scipy.special as sp
 
 rng = np.random.default_rng(20261204)
-N = 1500
+N = 1000
 
 
 def log_uniform(low, high, n=N):
