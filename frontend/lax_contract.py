@@ -6,15 +6,26 @@ free dimensions; convolution layouts are given as strings ('NCHW', 'OIHW', 'NCHW
 """
 from __future__ import annotations
 
+import enum
 from typing import NamedTuple
 
 from ..errors import TracingTypeError, TracingValueError
 from .cnp.base import canonical_axis, convert, to_dtype_name
-from .lax_elementwise import static_int, static_ints, strict_dtype
-from .lax_shape import padtype_to_pads
+from .lax_elementwise import bitwise_and, ge, lt, select, static_int, static_ints, strict_dtype, sub
+from .lax_reduce import cumsum, reduce_sum
+from .lax_shape import broadcast_in_dim, broadcasted_iota, full, padtype_to_pads
 from .tracing import as_tracer, bind1, located
 
-__all__ = ["dot_general", "dot", "ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_dilated", "conv"]
+__all__ = ["Precision", "dot_general", "dot", "ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_dilated", "conv",
+           "ragged_dot"]
+
+
+class Precision(enum.Enum):
+    """jax.lax.Precision: accepted by the contractions and ignored (cdnajit computes in the operand
+    dtype's full precision, or in preferred_element_type)."""
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
 
 
 def contraction_operands(name: str, lhs, rhs):
@@ -129,3 +140,26 @@ def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_ty
     """jax.lax.conv: conv_general_dilated in NC... / OI... layout without dilation."""
     return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
                                 preferred_element_type=preferred_element_type)
+
+
+def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=None, group_offset=None,
+               out_sharding=None):
+    """jax.lax.ragged_dot: lhs [m, k] rows in consecutive groups of group_sizes [g], group i times
+    rhs[i] ([g, k, n]); rows past the groups are 0. Every group's product is formed, then each row
+    keeps its own group's."""
+    lhs, rhs, weak = contraction_operands("ragged_dot", lhs, rhs)
+    group_sizes = as_tracer(group_sizes)
+    if group_offset is not None:
+        raise NotImplementedError(located("lax.ragged_dot: group_offset is not supported"))
+    if lhs.ndim != 2 or rhs.ndim != 3 or group_sizes.shape != rhs.shape[:1] or lhs.shape[1] != rhs.shape[1]:
+        raise TracingTypeError(located(
+            f"lax.ragged_dot takes lhs [m, k], rhs [g, k, n] and group_sizes [g], got {lhs.type}, {rhs.type} and "
+            f"{group_sizes.type}"))
+    (m, _), (g, _, n) = lhs.shape, rhs.shape
+    products = dot_general(lhs, rhs, (((1,), (1,)), ((), ())), precision, preferred_element_type)   # [m, g, n]
+    ends = broadcast_in_dim(convert(cumsum(group_sizes), "i64"), (m, g), (1,))
+    sizes = broadcast_in_dim(convert(group_sizes, "i64"), (m, g), (1,))
+    row = broadcasted_iota("i64", (m, g), 0)
+    in_group = bitwise_and(ge(row, sub(ends, sizes)), lt(row, ends))
+    kept = select(broadcast_in_dim(in_group, (m, g, n), (0, 1)), products, full(products.shape, 0, products.type.dtype))
+    return reduce_sum(kept, (1,))

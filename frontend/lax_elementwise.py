@@ -9,17 +9,17 @@ from __future__ import annotations
 import enum
 import operator
 
-from ..errors import CdnajitError, TracingTypeError
+from ..errors import CdnajitError, TracingTypeError, TracingValueError
 from .cnp.base import broadcast_to, convert, dtype_and_weak, shape_of, to_dtype_name
 from .dtypes import is_inexact, is_integer, promote
 from .pytree import tree_map
 from .tracing import Tracer, as_tracer, bind1, constant, located
 
-__all__ = ["RoundingMethod", "convert_element_type", "stop_gradient", "select", "clamp", "integer_pow", "square", "reciprocal",
+__all__ = ["RoundingMethod", "convert_element_type", "stop_gradient", "select", "select_n", "clamp", "integer_pow", "square", "reciprocal",
            "round", "pow",
            "neg", "abs", "sign", "floor", "ceil", "exp", "exp2", "log", "log1p", "expm1", "sqrt", "rsqrt", "cbrt",
            "tanh", "sinh", "cosh", "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "logistic",
-           "erf", "is_finite", "real", "imag", "conj", "bitwise_not",
+           "erf", "erfc", "erf_inv", "lgamma", "digamma", "zeta", "polygamma", "bessel_i0e", "bessel_i1e", "is_finite", "real", "imag", "conj", "bitwise_not",
            "add", "sub", "mul", "div", "rem", "max", "min", "atan2", "complex", "bitwise_and", "bitwise_or",
            "bitwise_xor", "shift_left", "shift_right_logical", "shift_right_arithmetic",
            "eq", "ne", "lt", "le", "gt", "ge"]
@@ -140,6 +140,13 @@ acosh = unary_op("acosh")
 atanh = unary_op("atanh")
 logistic = unary_op("logistic")
 erf = unary_op("erf")
+erfc = unary_op("erfc")
+erf_inv = unary_op("erf_inv")
+lgamma = unary_op("lgamma")
+digamma = unary_op("digamma")
+zeta = binary_op("zeta")
+bessel_i0e = unary_op("bessel_i0e")
+bessel_i1e = unary_op("bessel_i1e")
 is_finite = unary_op("is_finite")
 real = unary_op("real")
 imag = unary_op("imag")
@@ -197,6 +204,27 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
     return select(half_or_more, add(truncated, sign(x)), truncated)
 
 
+def polygamma(m, x):
+    """jax.lax.polygamma: the m-th derivative of digamma, (-1)^(m+1) m! zeta(m + 1, x) for integer m >= 1,
+    digamma for m = 0, NaN for other m."""
+    (m, x), weak = strict_operands("polygamma", m, x)
+    if not is_inexact(x.type.dtype):
+        raise TracingTypeError(located(f"lax.polygamma takes floating operands, got {x.type}"))
+    one = constant(1, x.type.dtype)
+    # m! is exact as round(exp(lgamma(m + 1))) while it is an integer of the float type (m <= 22 in f64).
+    factorial = bind1("round", [exp(lgamma(add(m, one)))])
+    odd = ne(rem(m, constant(2, x.type.dtype)), constant(0, x.type.dtype))
+    signed = select(odd, factorial, neg(factorial))
+    higher = mul(signed, zeta(add(m, one), x))
+    valid = bitwise_and(eq(m, floor(m)), ge(m, constant(0, x.type.dtype)))
+    value = select(eq(m, constant(0, x.type.dtype)), digamma(x), higher)
+    return select(valid, value, full_like_nan(value))
+
+
+def full_like_nan(x: Tracer) -> Tracer:
+    return broadcast_to(constant(float("nan"), x.type.dtype), x.shape)
+
+
 def convert_element_type(operand, new_dtype):
     """jax.lax.convert_element_type: the result is strongly typed."""
     return convert(as_tracer(operand), to_dtype_name(new_dtype))
@@ -207,16 +235,41 @@ def stop_gradient(x):
     return tree_map(as_tracer, x)
 
 
-def select(pred, on_true, on_false):
-    """jax.lax.select: elementwise pred ? on_true : on_false; pred is bool, a scalar pred broadcasts."""
-    pred = as_tracer(pred)
-    if pred.type.dtype != "bool":
-        raise TracingTypeError(located(f"lax.select: the predicate must be bool, got {pred.type}"))
-    (on_true, on_false), weak = strict_operands("select", on_true, on_false)
-    if pred.shape not in ((), on_true.shape):
+def select_n(which, *cases):
+    """jax.lax.select_n: cases[which] elementwise. `which` is bool (at most two cases) or an integer
+    array, 0-d or of the cases' shape; the cases share one dtype and one shape (no broadcasting).
+    An out-of-range integer picks the nearest case, as XLA's tree of selects does."""
+    which = as_tracer(which)
+    if not cases:
+        raise TracingValueError(located("lax.select_n needs at least one case"))
+    dtype = which.type.dtype
+    if dtype != "bool" and not is_integer(dtype):
+        raise TracingTypeError(located(f"lax.select_n: `which` must be bool or an integer array, got {which.type}"))
+    if dtype == "bool" and len(cases) > 2:
+        raise TracingTypeError(located(f"lax.select_n: a bool `which` selects between at most 2 cases, got {len(cases)}"))
+    case_dtype, weak = strict_dtype("select_n", cases)
+    tracers = [convert(as_tracer(case), case_dtype, weak) for case in cases]
+    shapes = [t.shape for t in tracers]
+    if len(set(shapes)) > 1:
+        raise TracingTypeError(located(f"lax.select_n: the cases must have one shape, got {', '.join(map(str, shapes))}"))
+    if which.shape not in ((), shapes[0]):
         raise TracingTypeError(located(
-            f"lax.select: predicate {pred.type} must be 0-d or match the cases' shape {on_true.type}"))
-    return bind1("select", [broadcast_to(pred, on_true.shape), on_true, on_false], weak_type=weak)
+            f"lax.select_n: `which` {which.type} must be 0-d or have the cases' shape {shapes[0]}"))
+    which = broadcast_to(which, shapes[0])
+
+    def pick(first: int, options: list[Tracer]) -> Tracer:
+        if len(options) == 1:
+            return options[0]
+        middle = len(options) // 2
+        below = lt(which, constant(first + middle, dtype)) if dtype != "bool" else bitwise_not(which)
+        return bind1("select", [below, pick(first, options[:middle]), pick(first + middle, options[middle:])],
+                     weak_type=weak)
+    return pick(0, tracers)
+
+
+def select(pred, on_true, on_false):
+    """jax.lax.select: elementwise pred ? on_true : on_false, select_n(pred, on_false, on_true)."""
+    return select_n(pred, on_false, on_true)
 
 
 def clamp(min_value, x, max_value):

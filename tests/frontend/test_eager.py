@@ -17,6 +17,7 @@ import pytest
 import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
+from cdnajit.frontend.lax_unsupported import NOT_SUPPORTED
 
 THIS_FILE = os.path.basename(__file__)
 
@@ -264,9 +265,21 @@ def test_ufunc_methods_eager_match_jit(name, method, record):
 LAX_NOT_CALLED = {
     "ConvDimensionNumbers": "a type", "RoundingMethod": "an enum",
     "padtype_to_pads": "a host-only query on shapes", "conv_dimension_numbers": "a host-only query on shapes",
-    **dict.fromkeys("eager lax_contract lax_control lax_elementwise lax_reduce lax_shape".split(),
-                    "a module of the package"),
+    **dict.fromkeys("eager lax_arrays lax_bits lax_contract lax_control lax_conv lax_elementwise lax_fft lax_gather "
+                    "lax_program lax_reduce lax_scans lax_shape lax_unsupported".split(), "a module of the package"),
+    **dict.fromkeys("FftType GatherDimensionNumbers GatherScatterMode Precision ScatterDimensionNumbers".split(),
+                    "a type"),
+    **dict.fromkeys("broadcast_shapes dtype conv_general_permutations conv_shape_tuple conv_general_shape_tuple "
+                    "conv_transpose_shape_tuple reduce_window_shape_tuple shape_as_value".split(),
+                    "a host-only query on shapes or dtypes"),
+    "composite": "returns a function", "dce_sink": "returns None",
+    **dict.fromkeys(NOT_SUPPORTED, "not supported: raises NotImplementedError (test_lax_coverage.py)"),
 }
+
+
+GATHER_ROWS = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
+SCATTER_ROWS = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                           scatter_dims_to_operand_dims=(0,))
 
 
 def double_while_small(carry):
@@ -348,6 +361,41 @@ LAX_CALLS = {
     "fori_loop": call(0, 4, fori_body, G),
     "scan": call(scan_step, np.zeros(3), G),
     "map": call(row_sum, G),
+    **family("lgamma digamma erfc", P),
+    "erf_inv": call(F),
+    **family("bessel_i0e bessel_i1e", G),
+    **family("zeta polygamma", P, P),
+    "select_n": call(I32, F32, F32 * 2, F32 * 3),
+    **family("population_count clz", I),
+    "mulhi": call(I, J),
+    "split": call(G, (1, 2), 1),
+    "stack": call([G, F], 1),
+    "unstack": call(G, 1),
+    "tile": call(G, (2, 1)),
+    "index_take": call(G, (np.array([1, 0]), np.array([2, 2])), (0, 1)),
+    "broadcast_to_rank": call(F32, 3),
+    "broadcast_like": call(F32, G),
+    "empty": call((2, 3), np.float32),
+    "batch_matmul": call(CUBE, CUBE.transpose(0, 2, 1)),
+    "gather": call(G, np.array([[1], [0]]), GATHER_ROWS, (1, 3)),
+    **family("scatter scatter_add scatter_sub scatter_mul scatter_min scatter_max", G, np.array([[1], [0]]), F,
+             SCATTER_ROWS),
+    "scatter_apply": call(G, np.array([[1], [1]]), plus_one, SCATTER_ROWS, update_shape=(2, 3)),
+    "associative_scan": call(lax.add, G, axis=1),
+    "cumlogsumexp": call(G, 1, True),
+    "reduce_xor": call(I, (1,)),
+    **family("top_k approx_max_k approx_min_k", G, 2),
+    "conv_with_general_padding": call(CUBE, np.ones((2, 3, 2)), (1,), [(1, 0)], (2,), (1,)),
+    "conv_transpose": call(CUBE, np.ones((2, 4, 3)), (2,), "SAME"),
+    "conv_general_dilated_patches": call(CUBE, (2,), (1,), "VALID"),
+    "conv_general_dilated_local": call(CUBE, np.ones((2, 6, 3)), (1,), "VALID", (2,)),
+    "ragged_dot": call(G.T, CUBE[:, :2, :], np.array([1, 2], np.int32)),
+    "fft": call(C, "FFT", (3,)),
+    **family("optimization_barrier stage", G),
+    "with_sharding_constraint": call(G, None),
+    "platform_dependent": call(G, default=plus_one),
+    "custom_root": call(plus_one, G, lambda f, x: f(x), None),
+    "custom_linear_solve": call(plus_one, G, lambda f, x: f(x)),
 }
 
 

@@ -173,10 +173,12 @@ def test_select_and_clamp():
     pred = np.array([True, False, True])
     a, b = sample((3,), np.float32, 1), sample((3,), np.float32, 2)
     np.testing.assert_array_equal(run(lax.select, pred, a, b), np.where(pred, a, b))
-    np.testing.assert_array_equal(run(lambda p, x: lax.select(p, x, 0.0), np.True_, a), a)
+    np.testing.assert_array_equal(run(lambda p, x: lax.select(p, x, lax.full_like(x, 0.0)), np.True_, a), a)
     np.testing.assert_array_equal(run(lambda x: lax.clamp(-0.5, x, 0.5), a), np.clip(a, -0.5, 0.5))
-    with pytest.raises(cj.TracingTypeError, match="predicate must be bool"):
+    with pytest.raises(cj.TracingTypeError, match="must be bool or an integer"):
         run(lax.select, a, a, b)
+    with pytest.raises(cj.TracingTypeError, match="one shape"):   # as jax.lax: no broadcasting of the cases
+        run(lambda p, x: lax.select(p, x, 0.0), np.True_, a)
 
 
 @pytest.mark.parametrize("src, dst", [(np.float64, np.int32), (np.int32, np.float16), (np.float32, np.bool_),

@@ -197,6 +197,67 @@ def check_unary(name, rng):
             assert_matches(got, want, ulps=ulps, what=f"{name} {dtype}{list(shape)}")
 
 
+def python_lgamma(x: float) -> float:
+    try:
+        return math.lgamma(x)
+    except (ValueError, OverflowError):   # the poles
+        return math.inf
+
+
+SPECIAL_FUNCTIONS = {"lgamma": python_lgamma, "erfc": math.erfc}
+
+
+@record("lgamma", "erfc", "digamma", "erf_inv")
+def check_special_function(name, rng):
+    """lgamma and erfc against Python's math (the C library's); digamma by psi(x + 1) - psi(x) = 1/x,
+    erf_inv by erf(erf_inv(x)) = x. The references compute in f64 and round once."""
+    for dtype in ("f16", "bf16", "f32", "f64"):
+        for shape in SHAPES:
+            x = sample(rng, dtype, shape, edges=name != "digamma")
+            if name == "erf_inv":
+                x = (np.tanh(wide(x)) * 0.99).astype(x.dtype)
+            (got,) = run_op(name, x)
+            if name in SPECIAL_FUNCTIONS:
+                want = python_map(SPECIAL_FUNCTIONS[name], x, dtype="f64")
+                assert_matches(got, want, ulps=2, what=f"{name} {dtype}{list(shape)}")
+            elif name == "digamma":
+                positive = np.abs(wide(x)) + 0.5
+                (low,), (high,) = run_op(name, positive), run_op(name, positive + 1)
+                assert got.dtype == x.dtype
+                np.testing.assert_allclose(wide(high) - wide(low), 1 / positive, rtol=1e-2, atol=1e-2)
+            else:
+                assert got.dtype == x.dtype
+                erf_back = python_map(math.erf, got, dtype="f64")
+                np.testing.assert_allclose(erf_back, wide(x), atol=4 * float(np.finfo(np.float32).eps)
+                                           if dtype != "f64" else 1e-15, rtol=1e-2 if dtype in ("f16", "bf16") else 0)
+
+
+@record("bessel_i0e", "bessel_i1e")
+def check_bessel(name, rng):
+    """Known values (scipy's i0e(1), i1e(1)); i0e even, i1e odd."""
+    one = {"bessel_i0e": 0.46575960759364043, "bessel_i1e": 0.2079104153497085}[name]
+    for dtype in ("f16", "f32", "f64"):
+        x = np.array([1.0, -1.0, 0.0, 7.5, -7.5], NUMPY_DTYPES[dtype])
+        (got,) = run_op(name, x)
+        assert got.dtype == x.dtype
+        np.testing.assert_allclose(wide(got)[0], one, rtol=float(np.finfo(NUMPY_DTYPES[dtype]).eps))
+        sign = 1 if name == "bessel_i0e" else -1
+        np.testing.assert_array_equal(got[[1, 4]], sign * got[[0, 3]])
+
+
+@record("zeta")
+def check_zeta(name, rng):
+    """zeta(s, q) - zeta(s, q + 1) = q^-s, and zeta(2, 1) = pi^2 / 6."""
+    for dtype in ("f32", "f64"):
+        s = np.array([2.0, 1.5, 3.0, 7.5], NUMPY_DTYPES[dtype])
+        q = np.array([1.0, 0.3, 2.5, 10.0], NUMPY_DTYPES[dtype])
+        (low,), (high,) = run_op(name, s, q), run_op(name, s, q + 1)
+        assert low.dtype == NUMPY_DTYPES[dtype]
+        tolerance = 1e-13 if dtype == "f64" else 1e-5
+        np.testing.assert_allclose(wide(low) - wide(high), wide(q) ** -wide(s), rtol=tolerance * 10)
+        np.testing.assert_allclose(wide(low)[0], math.pi ** 2 / 6, rtol=tolerance)
+
+
 def test_erf_is_within_one_ulp_in_f64_over_its_ranges():
     rng = np.random.default_rng(1)
     x = np.concatenate([rng.uniform(0, hi, 3000) for hi in (1e-300, 1e-5, 0.5, 1, 2, 2.5, 3, 6, 30)])

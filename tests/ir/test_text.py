@@ -17,12 +17,13 @@ from cdnajit.ir.types import COMPLEX_PART, INTS, NUMPY_DTYPES, TensorType
 
 UNARY = {  # operand dtype -> ops
     "f32": "neg abs sign floor ceil round trunc exp exp2 log log2 log10 log1p expm1 sqrt rsqrt cbrt tanh sinh cosh "
-           "sin cos tan asin acos atan asinh acosh atanh logistic erf is_finite",
+           "sin cos tan asin acos atan asinh acosh atanh logistic erf is_finite lgamma digamma erfc erf_inv "
+           "bessel_i0e bessel_i1e",
     "c64": "real imag conj",
     "i16": "not",
 }
 BINARY = {
-    "f64": "add sub mul div rem pow max min atan2 eq ne lt le gt ge complex",
+    "f64": "add sub mul div rem pow max min atan2 eq ne lt le gt ge complex zeta",
     "u8": "and or xor shift_left shift_right_logical shift_right_arithmetic",
 }
 
