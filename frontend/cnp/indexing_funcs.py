@@ -23,7 +23,7 @@ from ..tracing import Tracer, constant, located
 from . import elementwise as el
 from . import reductions as red
 from . import shaping as sh
-from .base import DEFAULT_INT, broadcast_shapes, canonical_axis, convert, result_type, shape_of
+from .base import DEFAULT_INT, promote_args, broadcast_shapes, canonical_axis, convert, result_type, shape_of
 from .array_funcs import resize
 from .creation import arange, asarray, full, ones, static_shape, tri, zeros
 
@@ -50,8 +50,9 @@ def result_size(size, name: str, arrays, count) -> int:
         return size
     if any(isinstance(a, Tracer) for a in arrays):
         raise ConcretizationError(located(
-            f"{name}: the length of the result depends on the values of a traced array, which are not known "
-            f"while tracing. Pass a static size= (and optionally fill_value=) to get a result of fixed length"))
+            f"{name}: the length of the result depends on the values of a traced array (a data-dependent shape), "
+            f"which are not known while tracing. Pass a static size= (and optionally fill_value=) to get a "
+            f"result of fixed length"))
     return int(count())
 
 
@@ -324,7 +325,7 @@ def choose(a, choices, out=None, mode="raise"):
     if not is_integer(idx.type.dtype):
         raise TracingTypeError(located(f"choose: a must be integers, got {idx.type}"))
     idx = el.remainder(idx, n) if mode == "wrap" else el.clip(idx, 0, n - 1)
-    promoted = el.promote_args("choose", *choices)
+    promoted = promote_args("choose", *choices)
     shape = broadcast_shapes(idx.shape, promoted[0].shape, what="choose: a and choices")
     result = sh.broadcast_to(promoted[0], shape)
     idx = sh.broadcast_to(idx, shape)
@@ -344,7 +345,7 @@ def select(condlist, choicelist, default=0):
     for c in conditions:
         if not is_bool(c.type.dtype):
             raise TracingTypeError(located(f"select: condlist entries must be bool arrays, got {c.type}"))
-    default, *choices = el.promote_args("select", default, *choicelist)
+    default, *choices = promote_args("select", default, *choicelist)
     result = default
     for condition, choice in zip(reversed(conditions), reversed(choices)):
         result = el.where(condition, choice, result)
