@@ -13,6 +13,7 @@ from .array_funcs import *  # noqa: F401,F403
 from .histograms import *  # noqa: F401,F403
 from .setops import *  # noqa: F401,F403
 from .numerical import *  # noqa: F401,F403
+from .statistics import *  # noqa: F401,F403
 from .dtypes_api import __all__ as _dtype_names
 from . import array_funcs as _array_funcs
 from . import indexing_funcs as _indexing_funcs
