@@ -14,8 +14,10 @@ from .histograms import *  # noqa: F401,F403
 from .setops import *  # noqa: F401,F403
 from .numerical import *  # noqa: F401,F403
 from .statistics import *  # noqa: F401,F403
+from .functional import *  # noqa: F401,F403
 from .dtypes_api import __all__ as _dtype_names
 from . import array_funcs as _array_funcs
+from . import functional as _functional
 from . import indexing_funcs as _indexing_funcs
 from .. import eager as _eager
 
@@ -25,4 +27,5 @@ ndarray = _eager.ndarray
 # dtype queries and static shape queries answer on the host.
 _eager.make_namespace_eager(globals(), [n for n in dir() if not n.startswith("_")],
                             host_only=set(_dtype_names) | {"shape", "ndim", "size", "broadcast_shapes", "ndarray"}
-                            | _indexing_funcs.HOST_ONLY | _array_funcs.HOST_ONLY)
+                            | _indexing_funcs.HOST_ONLY | _array_funcs.HOST_ONLY
+                            | _functional.HOST_ONLY)
