@@ -15,6 +15,7 @@ from .setops import *  # noqa: F401,F403
 from .numerical import *  # noqa: F401,F403
 from .statistics import *  # noqa: F401,F403
 from .functional import *  # noqa: F401,F403
+from .type_aliases import *  # noqa: F401,F403
 from .dtypes_api import __all__ as _dtype_names
 from . import array_funcs as _array_funcs
 from . import functional as _functional

@@ -22,7 +22,7 @@ from ..tracing import Tracer, located
 from . import elementwise as el
 from . import reductions as red
 from . import shaping as sh
-from .base import DEFAULT_INT, canonical_axis, convert, promote_args, result_type
+from .base import DEFAULT_INT, canonical_axis, convert, result_type
 from .creation import arange, asarray, full, zeros
 from .histograms import searchsorted
 from .indexing_funcs import count_true, fill_tail, packed, result_size
@@ -210,7 +210,7 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
 def union1d(ar1, ar2, *, size=None, fill_value=None):
     """jnp.union1d: the sorted distinct elements of both (flattened) arrays."""
     size = result_size(size, "union1d", [ar1, ar2], lambda: len(np.union1d(ar1, ar2)))
-    a, b = promote_args("union1d", sh.ravel(ar1), sh.ravel(ar2))
+    a, b = flat_pair(ar1, ar2)
     return unique(sh.concatenate([a, b]), size=size, fill_value=fill_value)
 
 
