@@ -113,11 +113,10 @@ def nonzero(a, *, size=None, fill_value=None):
 
 def argwhere(a, *, size=None, fill_value=None):
     """jnp.argwhere: i64[count, ndim], the indices of the nonzero elements (a 0-d array as 1-d)."""
-    x = asarray(a)
-    if x.ndim == 0:
+    if not shape_of(a):
         size = result_size(size, "argwhere", [a], lambda: np.count_nonzero(np.asarray(a)))
         return zeros((size, 0), DEFAULT_INT)
-    return sh.stack(nonzero(x, size=size, fill_value=fill_value), axis=1)
+    return sh.stack(nonzero(a, size=size, fill_value=fill_value), axis=1)  # a, not a tracer: its count is known
 
 
 def flatnonzero(a, *, size=None, fill_value=None):
