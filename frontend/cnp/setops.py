@@ -9,6 +9,7 @@ setxor1d, and 0 for setdiff1d.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -92,7 +93,7 @@ def sorted_with_mask(rows: Tracer, equal_nan: bool) -> tuple[Tracer, Tracer, Tra
     """(rows sorted lexicographically, bool mask of the first row of each run of equal rows, the
     sorting permutation): rows is (n, ...), compared whole."""
     n = rows.shape[0]
-    columns = sh.reshape(rows, (n, -1))
+    columns = sh.reshape(rows, (n, math.prod(rows.shape[1:])))
     if is_complex(rows.type.dtype):  # a NaN anywhere is the NaN, as numpy's unique treats it
         columns = el.where(el.isnan(columns), np.nan, columns)
     keys = [columns[:, j] for j in range(columns.shape[1])] if columns.shape[1] else []
