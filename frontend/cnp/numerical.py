@@ -64,6 +64,8 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     if len(parts) > 1:
         x = sh.concatenate(parts, axis=axis)
     for _ in range(n):
+        if x.shape[axis] == 0:
+            break
         upper = lax_shape.slice_in_dim(x, 1, x.shape[axis], axis=axis)
         lower = lax_shape.slice_in_dim(x, 0, max(x.shape[axis] - 1, 0), axis=axis)
         x = el.not_equal(upper, lower) if is_bool(x.type.dtype) else el.subtract(upper, lower)
