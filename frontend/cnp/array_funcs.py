@@ -111,7 +111,7 @@ def rollaxis(a, axis, start=0):
     start = static_int(start, "rollaxis start")
     if not -x.ndim <= start <= x.ndim:
         raise TracingValueError(located(f"rollaxis: start {start} is out of range for {x.ndim} dimensions"))
-    start = start % (x.ndim + 1) if start < 0 else start
+    start = start + x.ndim if start < 0 else start  # numpy's rule for a negative start
     if axis < start:
         start -= 1
     return sh.moveaxis(x, axis, start)
