@@ -19,7 +19,6 @@ from .type_aliases import *  # noqa: F401,F403
 from .dtypes_api import __all__ as _dtype_names
 from . import array_funcs as _array_funcs
 from . import functional as _functional
-from . import indexing_funcs as _indexing_funcs
 from .. import eager as _eager
 
 ndarray = _eager.ndarray
@@ -28,5 +27,4 @@ ndarray = _eager.ndarray
 # dtype queries and static shape queries answer on the host.
 _eager.make_namespace_eager(globals(), [n for n in dir() if not n.startswith("_")],
                             host_only=set(_dtype_names) | {"shape", "ndim", "size", "broadcast_shapes", "ndarray"}
-                            | _indexing_funcs.HOST_ONLY | _array_funcs.HOST_ONLY
-                            | _functional.HOST_ONLY)
+                            | _array_funcs.HOST_ONLY | _functional.HOST_ONLY)

@@ -32,9 +32,6 @@ __all__ = ["nonzero", "argwhere", "flatnonzero", "take", "take_along_axis", "put
            "tril_indices_from", "triu_indices_from", "diag_indices", "diag_indices_from", "mask_indices",
            "unravel_index", "ravel_multi_index", "ix_", "fill_diagonal", "r_", "c_", "s_", "index_exp"]
 
-# Values that answer on the host: index expressions only build Python index tuples.
-HOST_ONLY = {"s_", "index_exp"}
-
 
 # ---- static result sizes ---------------------------------------------------------------------
 
