@@ -20,7 +20,7 @@ from ..tracing import Tracer, located
 from . import elementwise as el
 from . import reductions as red
 from . import shaping as sh
-from .base import DEFAULT_INT, promote_args, convert, result_type
+from .base import DEFAULT_INT, convert, promote_args, result_type
 from .creation import arange, asarray, linspace, ones_like, zeros
 from .indexing_funcs import ix_, ravel_multi_index, result_size
 
@@ -134,10 +134,11 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
             low, high = asarray(0.0, dtype), asarray(1.0, dtype)
         else:
             low, high = red.min(x), red.max(x)
-    else:
-        if np.shape(range) != (2,) and not (isinstance(range, (list, tuple)) and len(range) == 2):
+    else:  # a pair, whose bounds may be traced
+        pair = range if isinstance(range, (list, tuple, Tracer)) else np.asarray(range)
+        if getattr(pair, "ndim", 1) != 1 or len(pair) != 2:
             raise TracingValueError(located(f"histogram: range must be a (min, max) pair, got {range!r}"))
-        low, high = range
+        low, high = pair[0], pair[1]
     low, high = convert(asarray(low), dtype), convert(asarray(high), dtype)
     empty = el.equal(low, high)
     low, high = el.where(empty, el.subtract(low, 0.5), low), el.where(empty, el.add(high, 0.5), high)

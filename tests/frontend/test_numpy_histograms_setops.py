@@ -184,7 +184,9 @@ def test_lexsort_partition_sort_complex(run_both):
     assert cnp.sort_complex(np.array([3, 1], np.int32)).dtype == np.complex64  # JAX (stored)
 
 
-def test_histogram_of_traced_data_under_jit():
+def test_histogram_of_traced_data_and_range_under_jit():
     data = RNG.normal(size=100)
     counts, edges = cj.jit(lambda d: cnp.histogram(d, 5))(data)
     np.testing.assert_array_equal(counts, np.histogram(data, 5)[0])
+    counts, edges = cj.jit(lambda d, lo: cnp.histogram(d, 4, range=(lo, 1.5)))(data, -0.5)
+    np.testing.assert_array_equal(counts, np.histogram(data, 4, range=(-0.5, 1.5))[0])
