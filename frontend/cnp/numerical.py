@@ -33,7 +33,7 @@ __all__ = ["diff", "ediff1d", "gradient", "trapezoid", "interp", "unwrap", "kron
            "frexp", "nextafter", "spacing", "bitwise_count", "packbits", "unpackbits"]
 
 
-def inexact(name: str, *xs) -> list[Tracer]:
+def inexact(*xs) -> list[Tracer]:
     """The operands promoted together, then to their inexact dtype (jnp's promote_dtypes_inexact),
     without broadcasting."""
     dtype = to_inexact(result_type(*xs)[0])
@@ -118,7 +118,7 @@ def gradient(f, *varargs, axis=None, edge_order=None):
     if edge_order is not None:
         raise NotImplementedError(located("gradient: edge_order is not supported (as in JAX): the edges are "
                                           "first-order differences"))
-    (x,) = inexact("gradient", f)
+    (x,) = inexact(f)
     axes = tuple(range(x.ndim)) if axis is None else tuple(
         canonical_axis(a, x.ndim) for a in ((axis,) if isinstance(axis, int) else axis))
     if not axes:
@@ -142,10 +142,10 @@ def gradient(f, *varargs, axis=None, edge_order=None):
 def trapezoid(y, x=None, dx=1.0, axis=-1):
     """jnp.trapezoid: the trapezoidal rule along axis, with sample points x or spacing dx."""
     if x is None:
-        (values,) = inexact("trapezoid", y)
+        (values,) = inexact(y)
         widths = asarray(dx)
     else:
-        values, points = inexact("trapezoid", y, x)
+        values, points = inexact(y, x)
         widths = diff(points) if points.ndim == 1 else sh.moveaxis(diff(points, axis=axis), axis, -1)
     values = sh.moveaxis(values, axis, -1)
     heights = el.add(values[..., 1:], values[..., :-1])
@@ -155,8 +155,8 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
 def interp(x, xp, fp, left=None, right=None, period=None):
     """jnp.interp: piecewise-linear interpolation of (xp, fp) at x (xp increasing); left/right are the
     values outside, or with period the points wrap around."""
-    x_arr, xp_arr = inexact("interp", x, xp)
-    (fp_arr,) = inexact("interp", fp)
+    x_arr, xp_arr = inexact(x, xp)
+    (fp_arr,) = inexact(fp)
     if xp_arr.ndim != 1 or fp_arr.ndim != 1 or xp_arr.shape != fp_arr.shape or not xp_arr.size:
         raise TracingValueError(located(f"interp: xp and fp must be nonempty 1-d arrays of one length, got "
                                         f"shapes {xp_arr.shape} and {fp_arr.shape}"))
@@ -263,7 +263,7 @@ def convolution(name: str, a, v, mode: str, precision, preferred_element_type) -
     if mode not in CONVOLUTION_MODES:
         raise TracingValueError(located(f"{name}: mode must be one of {', '.join(CONVOLUTION_MODES)}, got "
                                         f"{mode!r}"))
-    x, y = (asarray(a), asarray(v)) if preferred_element_type is not None else inexact(name, a, v)
+    x, y = (asarray(a), asarray(v)) if preferred_element_type is not None else inexact(a, v)
     if x.ndim != 1 or y.ndim != 1:
         raise TracingValueError(located(f"{name}: only 1-d inputs are supported, got shapes {x.shape} and {y.shape}"))
     if not x.size or not y.size:
@@ -334,7 +334,7 @@ def polymul(a1, a2, *, trim_leading_zeros=False):
     """jnp.polymul: the product of two polynomials (inexact dtype)."""
     if trim_leading_zeros:  # a value-dependent length: needs concrete coefficients
         a1, a2 = trim_zeros(a1, "f"), trim_zeros(a2, "f")
-    x, y = inexact("polymul", a1, a2)
+    x, y = inexact(a1, a2)
     if not x.size:
         x = zeros((1,), x.type.dtype)
     if not y.size:
@@ -348,7 +348,7 @@ def polydiv(u, v, *, trim_leading_zeros=False):
     if trim_leading_zeros:
         raise NotImplementedError(located("polydiv: trim_leading_zeros=True is not supported (its result length "
                                           "depends on the values)"))
-    dividend, divisor = inexact("polydiv", u, v)
+    dividend, divisor = inexact(u, v)
     m, n = dividend.shape[0] - 1, divisor.shape[0] - 1
     scale = el.divide(1.0, divisor[0])
     quotient = zeros((max(m - n + 1, 1),), dividend.type.dtype)
@@ -361,7 +361,7 @@ def polydiv(u, v, *, trim_leading_zeros=False):
 
 def polyder(p, m=1):
     """jnp.polyder: the m-th derivative of a polynomial (inexact dtype)."""
-    (coefficients,) = inexact("polyder", p)
+    (coefficients,) = inexact(p)
     m = static_int(m, "polyder m")
     if m < 0:
         raise TracingValueError(located(f"polyder: order of the derivative must be non-negative, got {m}"))
@@ -378,7 +378,7 @@ def polyint(p, m=1, k=None):
     m = static_int(m, "polyint m")
     if m < 0:
         raise TracingValueError(located(f"polyint: order of the integral must be non-negative, got {m}"))
-    coefficients, constants = inexact("polyint", p, 0 if k is None else k)
+    coefficients, constants = inexact(p, 0 if k is None else k)
     if m == 0:
         return coefficients
     constants = sh.atleast_1d(constants)
@@ -396,7 +396,7 @@ def polyint(p, m=1, k=None):
 def poly(seq_of_zeros):
     """jnp.poly: the coefficients of the monic polynomial with the given roots (a matrix's
     characteristic polynomial needs its eigenvalues: not supported yet)."""
-    (zeros_,) = inexact("poly", seq_of_zeros)
+    (zeros_,) = inexact(seq_of_zeros)
     if zeros_.ndim == 2 and zeros_.shape[0] == zeros_.shape[1] and zeros_.shape[0]:
         raise NotImplementedError(located("poly of a square matrix needs its eigenvalues (linalg.eigvals), which "
                                           "cdnajit does not have yet (libs/linalg)"))
@@ -483,7 +483,7 @@ ASYMPTOTIC_TERMS = 25
 
 def i0(x):
     """jnp.i0: the modified Bessel function of the first kind, order 0 (real inputs)."""
-    (v,) = inexact("i0", x)
+    (v,) = inexact(x)
     if is_complex(v.type.dtype):
         raise NotImplementedError(located("i0 of complex input is not supported (as in JAX)"))
     a = el.abs(v)
@@ -538,7 +538,7 @@ def lcm(x1, x2):
 
 def ldexp(x1, x2):
     """jnp.ldexp: x1 * 2**x2 (x2 integers), the power split in two so that it overflows only with the result."""
-    x = inexact("ldexp", x1)[0]
+    x = inexact(x1)[0]
     exponent = asarray(x2)
     if not is_integer(exponent.type.dtype):
         raise TracingTypeError(located(f"ldexp: x2 must be integers, got {exponent.type}"))
@@ -551,7 +551,7 @@ def ldexp(x1, x2):
 def frexp(x):
     """jnp.frexp: (mantissa in [0.5, 1) with x's sign, int32 exponent) with x = mantissa * 2**exponent;
     0, infinities and NaN give (x, 0)."""
-    (v,) = inexact("frexp", x)
+    (v,) = inexact(x)
     if is_complex(v.type.dtype):
         raise TracingTypeError(located("frexp does not support complex input"))
     a = el.abs(v)

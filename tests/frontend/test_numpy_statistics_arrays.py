@@ -63,6 +63,9 @@ def test_nan_statistics_dtypes_as_jax():
     assert cnp.nanquantile(i, 0.3) == 0.5
     f = np.array([0.5, 2.0, 1.0, np.nan, 2.0], np.float32)
     assert cnp.nanpercentile(f, 30).dtype == np.float32 and np.isclose(cnp.nanpercentile(f, 30), 0.95)
+    # 'nearest' takes the lower element on a tie (numpy rounds the position half to even)
+    x = np.array([1.0, 2, 3, 4, 5, 6, np.nan])
+    np.testing.assert_array_equal(cnp.nanquantile(x, np.array([0.5, 0.7, 0.1]), method="nearest"), [3.0, 4.0, 1.0])
 
 
 @pytest.mark.parametrize("method", ["linear", "lower", "higher", "midpoint"])  # nearest: numpy rounds ties to even
