@@ -22,6 +22,7 @@ from ..errors import TracingError
 # cnp's family modules are loaded before this one: cnp/__init__ imports it after them.
 from .cnp.creation import IndexGrid
 from .cnp.elementwise import ufunc
+from .cnp.indexing_funcs import AxisConcatenator
 from .jit import Jitted
 from .lru_cache import LRUCache
 from .pytree import tree_flatten, tree_unflatten
@@ -164,10 +165,10 @@ class EagerUfunc(ufunc):
         return self.eager_call.trace_count
 
 
-class EagerIndexGrid(IndexGrid):
-    """cdnajit.numpy.mgrid / ogrid, whose indexing also works eagerly."""
+class EagerIndexing:
+    """Mixin of mgrid, ogrid, r_ and c_'s eager versions: indexing also works eagerly."""
 
-    def __init__(self, traced: IndexGrid):
+    def __init__(self, traced):
         vars(self).update(vars(traced))
         self.eager_getitem = EagerFunction(traced.__getitem__)
 
@@ -175,12 +176,22 @@ class EagerIndexGrid(IndexGrid):
         return self.eager_getitem(key)
 
 
+class EagerIndexGrid(EagerIndexing, IndexGrid):
+    """cdnajit.numpy.mgrid / ogrid."""
+
+
+class EagerAxisConcatenator(EagerIndexing, AxisConcatenator):
+    """cdnajit.numpy.r_ / c_."""
+
+
 def eager_version(value):
-    """`value` made to work eagerly: functions, ufuncs and index grids; anything else as is."""
+    """`value` made to work eagerly: functions, ufuncs, index grids and r_/c_; anything else as is."""
     if isinstance(value, ufunc):
         return EagerUfunc(value)
     if isinstance(value, IndexGrid):
         return EagerIndexGrid(value)
+    if isinstance(value, AxisConcatenator):
+        return EagerAxisConcatenator(value)
     if callable(value) and not isinstance(value, type):
         return EagerFunction(value)
     return value

@@ -21,6 +21,7 @@ CDNAJIT_DUMP_DIR asks for the dumps.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 
 import numpy as np
@@ -165,6 +166,43 @@ def function_name(fn) -> str:
     return getattr(fn, "__name__", type(fn).__name__)
 
 
+def resolve_static_args(fn, static_argnums, static_argnames) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """jax.jit's rules: given only numbers (or only names), the other is inferred from fn's signature,
+    so a static parameter is static whether passed by position or by keyword. Numbers beyond fn's
+    positional parameters and names it does not take are a ValueError, as in JAX."""
+    nums_given = static_argnums is not None and static_argnums != ()
+    names_given = static_argnames is not None and static_argnames != ()
+    argnums = () if static_argnums is None else (
+        (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums))
+    argnames = () if static_argnames is None else (
+        (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames))
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # some builtins have no signature: nothing to infer or check
+        return argnums, argnames
+    either = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    if nums_given and not names_given:
+        argnames = tuple(k for i, (k, p) in enumerate(parameters.items()) if p.kind == either and i in argnums)
+    elif names_given and not nums_given:
+        argnums = tuple(i for i, (k, p) in enumerate(parameters.items()) if p.kind == either and k in argnames)
+    kinds = [p.kind for p in parameters.values()]
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        positional = sum(k in (inspect.Parameter.POSITIONAL_ONLY, either) for k in kinds)
+        if argnums and (-min(argnums) > positional or max(argnums) >= positional):
+            raise ValueError(f"jit of {function_name(fn)}: static_argnums={argnums}, but the function only "
+                             f"accepts {positional} positional arguments")
+    positional_only = {k for k, p in parameters.items()
+                       if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL)}
+    if positional_only & set(argnames):
+        raise ValueError(f"jit of {function_name(fn)}: static_argnames {sorted(positional_only & set(argnames))} "
+                         f"are positional-only parameters")
+    keywords = {k for k, p in parameters.items() if p.kind in (either, inspect.Parameter.KEYWORD_ONLY)}
+    if inspect.Parameter.VAR_KEYWORD not in kinds and set(argnames) - keywords:
+        raise ValueError(f"jit of {function_name(fn)}: static_argnames {sorted(set(argnames) - keywords)} "
+                         f"are not parameters of the function")
+    return argnums, argnames
+
+
 class Jitted:
     def __init__(self, fn, static_argnums=(), static_argnames=(), backend="compiled", target=None):
         if not callable(fn):
@@ -174,8 +212,7 @@ class Jitted:
         self.fn = fn
         self.name = function_name(fn)
         self.target = target if isinstance(target, Target) else get_target(target)
-        self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-        self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+        self.static_argnums, self.static_argnames = resolve_static_args(fn, static_argnums, static_argnames)
         self.backend = backend
         self.trace_count = 0
         self._cache = LRUCache()        # signature -> Compiled
@@ -196,12 +233,13 @@ class Jitted:
     def _split(self, args, kwargs):
         """(static key, dynamic args with static ones replaced by None, dynamic kwargs)."""
         nargs = len(args)
-        static_positions = sorted({i + nargs if i < 0 else i for i in self.static_argnums})
-        static = []
-        for i in static_positions:
-            if i >= nargs:
+        # As in JAX, a static position past the call's positional arguments is skipped: that
+        # argument was passed by keyword (static by its inferred name) or left to its default.
+        for i in self.static_argnums:
+            if i < -nargs:
                 raise TracingError(located(f"static_argnums {i} is out of range for {nargs} positional arguments"))
-            static.append((i, args[i]))
+        static_positions = sorted({i % nargs for i in self.static_argnums if i < nargs})
+        static = [(i, args[i]) for i in static_positions]
         static += [(name, kwargs[name]) for name in sorted(self.static_argnames) if name in kwargs]
         try:
             key = tuple(static)

@@ -61,6 +61,15 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     return contract(a, b, (a_axis,), (b_axis,), preferred_element_type=preferred_element_type)
 
 
+def transposed(x: Tracer, leading) -> Tracer:
+    """x with the dimensions `leading` first, in that order, and the others (of size 1) after them;
+    no transpose when `leading` is in increasing order (moving size-1 dimensions is a reshape)."""
+    if list(leading) == sorted(leading):
+        return x
+    permutation = tuple(leading) + tuple(i for i in range(x.ndim) if i not in leading)
+    return bind1("transpose", [x], {"permutation": permutation})
+
+
 def matmul(a, b, *, precision=None, preferred_element_type=None):
     """jnp.matmul: stacks of matrices with broadcast batch dimensions; 1-d operands as vectors.
 
@@ -93,8 +102,9 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
                 f"together"))
     a_kept = shared + a_only + [nb, nb + 1]
     b_kept = shared + b_only + [nb, nb + 1]
-    a_squeezed = reshape(a_matrix, tuple(a_matrix.shape[i] for i in a_kept))
-    b_squeezed = reshape(b_matrix, tuple(b_matrix.shape[i] for i in b_kept))
+    # Kept dimensions in that order (shared ones first: a transpose), then the size-1 ones dropped.
+    a_squeezed = reshape(transposed(a_matrix, a_kept), tuple(a_matrix.shape[i] for i in a_kept))
+    b_squeezed = reshape(transposed(b_matrix, b_kept), tuple(b_matrix.shape[i] for i in b_kept))
     n_shared = len(shared)
     result = contract(a_squeezed, b_squeezed, (a_squeezed.ndim - 1,), (b_squeezed.ndim - 2,),
                       tuple(range(n_shared)), tuple(range(n_shared)), preferred_element_type)

@@ -16,7 +16,7 @@ import operator
 
 import numpy as np
 
-from ...errors import ConcretizationError, TracingTypeError, TracingValueError
+from ...errors import TracingTypeError, TracingValueError
 from .. import lax_elementwise
 from ..dtypes import is_complex, is_inexact, is_integer
 from ..tracing import Tracer, as_tracer, bind1, constant, located
@@ -656,12 +656,10 @@ def angle(z, deg=False):
 # ---- selection and clipping -------------------------------------------------------------------
 
 def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
-    """x where condition is true (nonzero), else y; all three broadcast together."""
+    """x where condition is true (nonzero), else y; all three broadcast together. With the condition
+    alone, nonzero(condition, size=size, fill_value=fill_value)."""
     if x is None and y is None:
-        raise ConcretizationError(located(
-            "where(condition) with one argument returns the indices of the true elements: their number "
-            "depends on the values (a data-dependent shape), which tracing cannot know. Use "
-            "where(condition, x, y) instead"))
+        return namespace_function("nonzero", "where(condition)")(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise TracingTypeError(located("where takes either one argument or three (condition, x, y), not two"))
     if size is not None or fill_value is not None:

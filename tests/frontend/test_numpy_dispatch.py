@@ -67,11 +67,18 @@ def test_numpy_ufunc_methods():
         np.testing.assert_allclose(r, e, rtol=1e-12)
 
 
-@pytest.mark.parametrize("ufunc", [np.gcd, np.lcm, np.ldexp, np.nextafter, np.spacing, np.frexp, np.bitwise_count])
+@pytest.mark.parametrize("ufunc", [np.nextafter, np.spacing])
 def test_unsupported_ufunc_names_itself(ufunc):
-    args = (I,) * ufunc.nin
-    with pytest.raises(NotImplementedError, match=f"np.{ufunc.__name__}"):
+    args = (Y,) * ufunc.nin
+    with pytest.raises(NotImplementedError, match=ufunc.__name__):
         run(lambda *a: ufunc(*a), *args)
+
+
+@pytest.mark.parametrize("ufunc", [np.gcd, np.lcm, np.bitwise_count])
+def test_integer_ufuncs_dispatch(ufunc):
+    args = (I,) * ufunc.nin
+    np.testing.assert_array_equal(run(lambda *a: ufunc(*a), *args), ufunc(*args).astype(
+        np.uint8 if ufunc is np.bitwise_count else I.dtype))
 
 
 def test_ufunc_keywords_and_out_are_rejected():
@@ -138,7 +145,7 @@ def test_shape_queries():
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda a: np.histogram(a), "np.histogram"),
+    (lambda a: np.real_if_close(a), "np.real_if_close"),
     (lambda a: np.linalg.svd(a), "np.linalg.svd"),
     (lambda a: np.fft.fft(a), "np.fft.fft"),
 ])

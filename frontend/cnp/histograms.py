@@ -1,0 +1,211 @@
+"""Counting and binning, as jax.numpy: searchsorted, digitize, bincount, histogram,
+histogram_bin_edges, histogram2d and histogramdd.
+
+searchsorted is a branch-free binary search: ceil(log2(n + 1)) rounds, each a gather of the
+sorted array at every query's midpoint, so it costs O(m log n) for m queries. The order is
+jnp.sort's: NaNs sort last. The number of bins is static, as in JAX; the bin edges may be traced.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from ...errors import TracingTypeError, TracingValueError
+from ..dtypes import is_complex, is_inexact, is_integer, to_inexact
+from ..indexing import getitem, scatter
+from ..lax_elementwise import static_int
+from ..tracing import Tracer, located
+from . import elementwise as el
+from . import reductions as red
+from . import shaping as sh
+from .base import DEFAULT_INT, convert, promote_args, result_type
+from .creation import arange, asarray, linspace, ones_like, zeros
+from .indexing_funcs import ix_, ravel_multi_index, result_size
+
+__all__ = ["searchsorted", "digitize", "bincount", "histogram", "histogram_bin_edges", "histogram2d",
+           "histogramdd"]
+
+SEARCH_DTYPE = "i32"  # jnp.searchsorted and digitize return int32 indices
+
+
+# ---- searching ---------------------------------------------------------------------------------
+
+def sorts_before(a: Tracer, b: Tracer, or_equal: bool) -> Tracer:
+    """a < b (or a <= b) in jnp.sort's order, where NaN is greater than every number."""
+    if or_equal:
+        return el.logical_not(sorts_before(b, a, False))
+    less = el.less(a, b)
+    if not is_inexact(a.type.dtype) or is_complex(a.type.dtype):
+        return less
+    return el.logical_or(less, el.logical_and(el.isnan(b), el.logical_not(el.isnan(a))))
+
+
+def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+    """jnp.searchsorted: for each v, the int32 index where it would be inserted into the sorted 1-d a
+    (before equal elements for side='left', after them for 'right'); `sorter` sorts an unsorted a."""
+    if side not in ("left", "right"):
+        raise TracingValueError(located(f"searchsorted: side must be 'left' or 'right', got {side!r}"))
+    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
+        raise TracingValueError(located(f"searchsorted: unknown method {method!r}"))
+    sorted_a = asarray(a)
+    if sorted_a.ndim != 1:
+        raise TracingValueError(located(f"searchsorted: a must be 1-d, got shape {sorted_a.shape}"))
+    if sorter is not None:
+        sorted_a = getitem(sorted_a, asarray(sorter))
+    dtype, weak = result_type(sorted_a, v)
+    sorted_a, queries = convert(sorted_a, dtype), convert(asarray(v), dtype, weak)
+    n = sorted_a.shape[0]
+    low = zeros(queries.shape, DEFAULT_INT)
+    high = el.add(low, n)
+    for _ in range(math.ceil(math.log2(n + 1))):
+        middle = el.floor_divide(el.add(low, high), 2)
+        pivot = getitem(sorted_a, el.clip(middle, 0, max(n - 1, 0)))
+        go_right = sorts_before(pivot, queries, or_equal=side == "right")
+        active = el.less(low, high)
+        low = el.where(el.logical_and(active, go_right), el.add(middle, 1), low)
+        high = el.where(el.logical_and(active, el.logical_not(go_right)), middle, high)
+    return convert(low, SEARCH_DTYPE)
+
+
+def digitize(x, bins, right=False, *, method=None):
+    """jnp.digitize: the int32 index of the bin of each x, for increasing or decreasing 1-d bins."""
+    edges = asarray(bins)
+    if edges.ndim != 1:
+        raise TracingValueError(located(f"digitize: bins must be 1-d, got shape {edges.shape}"))
+    values = asarray(x)
+    if edges.shape[0] == 0:
+        return zeros(values.shape, SEARCH_DTYPE)
+    side = "left" if right else "right"
+    kwargs = {} if method is None else {"method": method}
+    increasing = searchsorted(edges, values, side=side, **kwargs)
+    decreasing = el.subtract(edges.shape[0], searchsorted(sh.flip(edges), values, side=side, **kwargs))
+    return el.where(el.greater_equal(edges[-1], edges[0]), increasing, convert(decreasing, SEARCH_DTYPE))
+
+
+# ---- counting ------------------------------------------------------------------------------------
+
+def bincount(x, weights=None, minlength=0, *, length=None):
+    """jnp.bincount: occurrences (or summed weights) of each non-negative integer in x; negative
+    values count as 0 and values from `length` on are dropped, as in JAX. Without length the
+    count needs concrete x."""
+    values = asarray(x)
+    if not is_integer(values.type.dtype):
+        raise TracingTypeError(located(f"bincount: x must be integers, got {values.type}"))
+    if values.ndim != 1:
+        raise TracingValueError(located(f"bincount: x must be 1-d, got shape {values.shape}"))
+    minlength = static_int(minlength, "bincount minlength")
+    if minlength < 0:
+        raise TracingValueError(located(f"bincount: minlength must be non-negative, got {minlength}"))
+    if length is None:
+        length = result_size(None, "bincount (without length=)", [x],
+                             lambda: max(minlength, int(np.max(np.asarray(x), initial=-1)) + 1))
+    else:
+        length = result_size(length, "bincount length", [], None)
+    if weights is None:
+        weights = ones_like(values, dtype=DEFAULT_INT)
+    else:
+        weights = asarray(weights)
+        if weights.shape != values.shape:
+            raise TracingValueError(located(f"bincount: weights (shape {weights.shape}) must have the shape of "
+                                            f"x ({values.shape})"))
+    counts = zeros((length,), weights.type.dtype)
+    return scatter(counts, el.maximum(values, 0), weights, "add", mode="drop")
+
+
+# ---- histograms ----------------------------------------------------------------------------------
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """jnp.histogram_bin_edges: `bins` (a 1-d array) as given, or bins + 1 equal-width edges over
+    range (default: a's min to max; an empty range is widened by 0.5 each side)."""
+    x = asarray(a)
+    dtype = to_inexact(x.type.dtype)
+    if np.ndim(bins) == 1 or (isinstance(bins, Tracer) and bins.ndim == 1):
+        return convert(asarray(bins), dtype)
+    if isinstance(bins, str):
+        raise NotImplementedError(located(f"histogram: bins={bins!r} (a bin-width estimator) is not supported, "
+                                          f"as in JAX; pass a number of bins or the edges"))
+    count = static_int(bins, "histogram bins")
+    if count < 1:
+        raise TracingValueError(located(f"histogram: bins must be positive, got {count}"))
+    if range is None:
+        if x.size == 0:
+            low, high = asarray(0.0, dtype), asarray(1.0, dtype)
+        else:
+            low, high = red.min(x), red.max(x)
+    else:  # a pair, whose bounds may be traced
+        pair = range if isinstance(range, (list, tuple, Tracer)) else np.asarray(range)
+        if getattr(pair, "ndim", 1) != 1 or len(pair) != 2:
+            raise TracingValueError(located(f"histogram: range must be a (min, max) pair, got {range!r}"))
+        low, high = pair[0], pair[1]
+    low, high = convert(asarray(low), dtype), convert(asarray(high), dtype)
+    empty = el.equal(low, high)
+    low, high = el.where(empty, el.subtract(low, 0.5), low), el.where(empty, el.add(high, 0.5), high)
+    return linspace(low, high, count + 1, dtype=dtype)
+
+
+def bin_indices(values: Tracer, edges: Tracer) -> Tracer:
+    """The 1-based bin of each value (0: below, len(edges): above); the last edge closes the last bin."""
+    index = convert(searchsorted(edges, values, side="right"), DEFAULT_INT)
+    return el.where(el.equal(values, edges[-1]), el.subtract(index, 1), index)
+
+
+def histogram(a, bins=10, range=None, weights=None, density=None):
+    """jnp.histogram: (counts or summed weights per bin, bin edges); density divides by the total
+    and the bin widths. Counts have the weights' dtype (a's inexact dtype without weights)."""
+    x = sh.ravel(a)
+    if weights is not None:
+        weights = sh.ravel(weights)
+        if weights.shape != x.shape:
+            raise TracingValueError(located(f"histogram: weights (shape {weights.shape}) must have the shape of "
+                                            f"a ({x.shape})"))
+        x, weights = promote_args("histogram", x, weights, inexact=True)
+    edges = histogram_bin_edges(x, bins, range, weights)
+    if weights is None:
+        weights = ones_like(x, dtype=edges.type.dtype)
+    index = bin_indices(x, edges)
+    counts = scatter(zeros(edges.shape, weights.type.dtype), index, weights, "add", mode="drop")[1:]
+    if density:
+        widths = el.subtract(edges[1:], edges[:-1])
+        counts = el.divide(el.divide(counts, widths), red.sum(counts))
+    return counts, edges
+
+
+def histogramdd(sample, bins=10, range=None, weights=None, density=None):
+    """jnp.histogramdd: counts of the N points of sample (N, D) in a D-dimensional grid of bins."""
+    points = asarray(sample)
+    if points.ndim != 2:
+        raise TracingValueError(located(f"histogramdd: sample must be 2-d (N, D), got shape {points.shape}"))
+    n, d = points.shape
+    if range is not None and (len(range) != d or any(r is not None and np.shape(r)[0] != 2 for r in range)):
+        raise TracingValueError(located(f"histogramdd: range should be a list of {d} (min, max) pairs"))
+    if isinstance(bins, (int, np.integer)):
+        bins = [bins] * d
+    elif len(bins) != d:
+        raise TracingValueError(located(f"histogramdd: bins should have one entry per dimension ({d})"))
+    edges_by_dim, index_by_dim = [], []
+    for i in builtins.range(d):  # the `range` argument shadows the builtin
+        column = points[:, i]
+        edges = histogram_bin_edges(column, bins[i], None if range is None else range[i], weights)
+        edges_by_dim.append(edges)
+        index_by_dim.append(bin_indices(column, edges))
+    counts_shape = tuple(e.shape[0] + 1 for e in edges_by_dim)
+    flat = ravel_multi_index(tuple(index_by_dim), counts_shape, mode="clip")
+    counts = bincount(flat, None if weights is None else asarray(weights), length=math.prod(counts_shape))
+    counts = sh.reshape(counts, counts_shape)[(slice(1, -1),) * d]
+    if density:
+        counts = el.divide(counts, red.sum(counts))
+        for width in ix_(*(el.subtract(e[1:], e[:-1]) for e in edges_by_dim)):
+            counts = el.divide(counts, width)
+    return counts, edges_by_dim
+
+
+def histogram2d(x, y, bins=10, range=None, weights=None, density=None):
+    """jnp.histogram2d: (counts, x edges, y edges) of the points (x[i], y[i])."""
+    points = sh.stack(promote_args("histogram2d", x, y), axis=1)
+    if not isinstance(bins, (int, np.integer)) and len(bins) != 2:
+        bins = [bins, bins]  # one array of edges for both dimensions
+    counts, (x_edges, y_edges) = histogramdd(points, bins, range, weights, density)
+    return counts, x_edges, y_edges
+
