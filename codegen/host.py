@@ -675,8 +675,13 @@ class HostKernelBuilder:
 
     def float_binary(self, op, a, b):
         bld = self.b
-        if op in ("max", "min"):  # NaN-propagating, as numpy.maximum / minimum
+        if op in ("max", "min"):
+            # NaN-propagating, as numpy.maximum / minimum; equal operands (so +0 and -0) combine
+            # their bits, so max(+0, -0) = +0 and min(+0, -0) = -0 in either order, as JAX.
             wins = bld.fcmp_ordered(">" if op == "max" else "<", a, b)
+            bits = mathlib.with_element(a.type, I64 if mathlib.element_type(a.type) == F64 else I32)
+            tie = (bld.and_ if op == "max" else bld.or_)(bld.bitcast(a, bits), bld.bitcast(b, bits))
+            b = bld.select(bld.fcmp_ordered("==", a, b), bld.bitcast(tie, a.type), b)
             return bld.select(bld.or_(wins, bld.fcmp_unordered("uno", a, a)), a, b)
         return {"add": bld.fadd, "sub": bld.fsub, "mul": bld.fmul, "div": bld.fdiv, "rem": bld.frem}[op](a, b)
 

@@ -316,7 +316,7 @@ def expm1(m, x, moderate_only=False, nonnegative=False):
     if moderate_only:
         return moderate
     huge = m.sub(m.ldexp(m.add(em, m.c(1.0)), k), m.c(1.0))
-    return m.select(m.b.icmp_signed(">", k, m.ci(big)), huge, moderate)
+    return keep_zero(m, x, m.select(m.b.icmp_signed(">", k, m.ci(big)), huge, moderate))
 
 
 def tanh(m, x):
@@ -405,7 +405,7 @@ def log1p(m, x):
     u = m.add(x, m.c(1.0))
     correction = m.div(m.sub(x, m.sub(u, m.c(1.0))), u)
     usable = m.all(m.lt(m.abs(u), m.c(np.inf)), m.b.fcmp_ordered("!=", u, m.c(0.0)))
-    return m.add(log(m, u), m.select(usable, correction, m.c(0.0)))
+    return keep_zero(m, x, m.add(log(m, u), m.select(usable, correction, m.c(0.0))))
 
 
 def log_double_double(m: MathBuilder, x):
@@ -469,11 +469,17 @@ def quadrant_bit(m, q, bit):
     return m.b.icmp_unsigned("!=", m.b.and_(q, m.ci(bit)), m.ci(0))
 
 
+def keep_zero(m, x, result):
+    """`result`, or x itself where x is +-0: for the odd functions that are x near 0 (sin, tan,
+    expm1, log1p), whose reduction or correction terms turn -0 into +0."""
+    return m.select(m.eq(x, m.c(0.0)), x, result)
+
+
 def sin(m, x):
     q, r = reduce_half_pi(m, x)
     s, c = sin_cos_of_reduced(m, r)
     value = m.select(quadrant_bit(m, q, 1), c, s)
-    return m.select(quadrant_bit(m, q, 2), m.neg(value), value)
+    return keep_zero(m, x, m.select(quadrant_bit(m, q, 2), m.neg(value), value))
 
 
 def cos(m, x):
@@ -487,7 +493,7 @@ def cos(m, x):
 def tan(m, x):
     q, r = reduce_half_pi(m, x)
     s, c = sin_cos_of_reduced(m, r)
-    return m.select(quadrant_bit(m, q, 1), m.neg(m.div(c, s)), m.div(s, c))
+    return keep_zero(m, x, m.select(quadrant_bit(m, q, 1), m.neg(m.div(c, s)), m.div(s, c)))
 
 
 def atan(m, x):
