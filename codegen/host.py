@@ -1089,6 +1089,11 @@ def optimize(module: ir.Module) -> llvm.ModuleRef:
         options.slp_vectorization = True
         builder = llvm.create_pass_builder(tm, options)
         builder.getModulePassManager().run(parsed, builder)
+        # Inline what the loop vectorizer called and asks to be (mathlib.huge_variant's lane tests).
+        after = llvm.create_new_module_pass_manager()
+        after.add_always_inliner_pass()
+        after.add_simplify_cfg_pass()
+        after.run(parsed, builder)
         return parsed
 
 

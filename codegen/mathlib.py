@@ -652,22 +652,43 @@ def huge_lanes(b: ir.IRBuilder, x):
 
 
 def huge_variant(module: ir.Module, name: str, vector_type) -> ir.Function:
-    """`cdna.math.<name>_huge.<vNfT>(x)`: the huge function on the lanes that need it, one by
-    one (the others undefined); no work when none does."""
+    """`cdna.math.<name>_huge.<vNfT>(x)`: the huge function on the lanes that need it (the others
+    undefined). Always inlined, but only into the calls the loop vectorizer makes (nothing calls
+    it before), by the pass that runs after it (codegen/host.py's optimize): the loop then tests
+    its lanes and branches around the out-of-line work, instead of calling a function for it."""
     symbol = f"cdna.math.{name}_huge.{type_suffix(vector_type)}"
     if symbol in module.globals:
         return module.globals[symbol]
     fn = ir.Function(module, ir.FunctionType(vector_type, [vector_type]), name=symbol)
     fn.linkage = "internal"
-    fn.attributes.add("noinline")
+    fn.attributes.add("alwaysinline")
     add_pure_attributes(fn)
     x = fn.args[0]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     mask, any_lane = huge_lanes(b, x)
-    result = ir.Constant(vector_type, ir.Undefined)
     with b.if_then(b.not_(any_lane)):
-        b.ret(result)
+        b.ret(ir.Constant(vector_type, ir.Undefined))
+    b.ret(b.call(huge_lanes_function(module, name, vector_type), [x, mask]))
+    return fn
+
+
+def huge_lanes_function(module: ir.Module, name: str, vector_type) -> ir.Function:
+    """`cdna.math.<name>_huge.<vNfT>.lanes(x, mask)`: the scalar huge function on each lane in
+    mask, one by one (the others undefined); never inlined, and not speculatable, so that its
+    call stays behind the lane test rather than becoming a select of its result."""
+    symbol = f"cdna.math.{name}_huge.{type_suffix(vector_type)}.lanes"
+    if symbol in module.globals:
+        return module.globals[symbol]
+    fn = ir.Function(module, ir.FunctionType(vector_type, [vector_type, with_element(vector_type, ir.IntType(1))]),
+                     name=symbol)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("readnone")
+    fn.attributes.add("nounwind")
+    x, mask = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
     scalar = huge_function(module, name, vector_type.element)
+    result = ir.Constant(vector_type, ir.Undefined)
     for lane in range(vector_type.count):
         at = ir.Constant(ir.IntType(32), lane)
         before = b.block
