@@ -64,15 +64,27 @@ def test_gathers_at_rem_div_and_mixed_indices_everywhere(index_dtype, form, m):
     check_gathers(index_dtype, form, m, SIZES, (0, 3, 37))
 
 
-@pytest.mark.parametrize("dtype", ("bool",) + INTS + FLOATS)
-def test_broadcasts_of_a_row_over_every_dtype(dtype):
+def check_broadcasts(dtype, rows, shapes, widths):
     rng = np.random.default_rng(5)
-    for row in (16, 32, 63, 65):
+    for row in rows:
         x = (rng.standard_normal(row) * 50).astype(NUMPY_DTYPES[dtype])
-        for shape in [(80, row), (16, 5, row), (3, 129, row)]:
+        for shape in shapes(row):
             got = np.asarray(cj.jit(lambda v, s=shape: cnp.broadcast_to(v, s))(x))
             np.testing.assert_array_equal(got, np.broadcast_to(x, shape), err_msg=str(shape))
         column = x[:, None]
-        for width in (16, 65):
+        for width in widths:
             got = np.asarray(cj.jit(lambda v, w=width: cnp.broadcast_to(v, (row, w)))(column))
             np.testing.assert_array_equal(got, np.broadcast_to(column, (row, width)))
+
+
+@pytest.mark.parametrize("dtype", ("bool",) + INTS + FLOATS)
+def test_broadcasts_of_a_row_over_every_dtype(dtype):
+    """The shapes of the defect: (80, 16), (16, 5, 16) and (16, 5, 32), every dtype."""
+    check_broadcasts(dtype, (16, 32), lambda row: [(80, row), (16, 5, row)] if row == 16 else [(16, 5, row)], ())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ("bool",) + INTS + FLOATS)
+def test_broadcasts_of_rows_and_columns_over_every_dtype(dtype):
+    check_broadcasts(dtype, (16, 32, 63, 64, 65, 128, 129, 257, 1000),
+                     lambda row: [(80, row), (16, 5, row), (3, 129, row)], (16, 63, 65, 257))
