@@ -77,6 +77,10 @@ def is_float(dtype): return dtype in FLOATS
 def is_signed(dtype): return dtype in SIGNED_INTS
 
 
+def is_power_of_two(n) -> bool:
+    return isinstance(n, int) and n > 0 and n & (n - 1) == 0
+
+
 def buffer_bytes(dtype: str, count: int) -> int:
     return count * NUMPY_DTYPES[dtype].itemsize
 
@@ -364,6 +368,7 @@ class HostKernelBuilder:
 
     def __init__(self, kernel: Kernel, tune_for_cpu: bool = False):
         self.kernel = kernel
+        self.tune_for_cpu = tune_for_cpu
         self.module = ir.Module(name=kernel.name)
         self.module.triple = llvm.get_process_triple()
         self.plan = StoragePlan(kernel, reload=tune_for_cpu)
@@ -373,6 +378,8 @@ class HostKernelBuilder:
         self.set_item(None)           # the i64 linear work-item index being generated (None: workgroup level)
         self.alongside = None         # an `alongside` if waiting for the next wave op's wave loop
         self.items_of_wave = None     # while set (an i64 wave index), work-item loops cover that wave only
+        self.hidden_masks: dict = {}  # (type, mask) -> the mask as a value LLVM cannot see through
+        self.item_for_depth = 0       # how many work-item level `for` loops enclose the code generated
 
     # -- small helpers --
 
@@ -387,6 +394,30 @@ class HostKernelBuilder:
             slot = self.b.alloca(type_, size=None if count is None else ir.Constant(I64, count), name=name)
             slot.align = STACK_ARRAY_ALIGNMENT
         return slot
+
+    def low_bits(self, value, modulus: int):
+        """value % modulus for an unsigned value and a power-of-two modulus: value & (modulus - 1).
+
+        LLVM 22's loop vectorizer takes a constant mask of an induction, `(i + c) & m`, for a
+        consecutive index even where it wraps inside the loop, when m + 1 is smaller than the
+        loop's trip count (a 16-element row broadcast to (80, 16) loaded 64 consecutive elements
+        of the 16-element input). There the mask is a value it cannot see through, an empty inline
+        asm in the function's entry block (outside every loop), so the `and` stays opaque and the
+        load a gather: moduli up to the work-item loop's trip count, and any inside a kernel's own
+        loop, whose trip count may be anything. Larger moduli (a 1024-wide bias broadcast over
+        256-item workgroups) keep the constant mask, which the vectorizer handles correctly, and
+        their consecutive loads (hiding it there made that bias add 2x slower)."""
+        mask = ir.Constant(value.type, modulus - 1)
+        if not self.tune_for_cpu or (modulus > self.items and not self.item_for_depth):
+            return self.b.and_(value, mask)
+        key = (str(value.type), modulus)
+        if key not in self.hidden_masks:
+            with self.b.goto_block(self.fn.entry_basic_block):
+                if self.fn.entry_basic_block.instructions:
+                    self.b.position_before(self.fn.entry_basic_block.instructions[0])
+                hide = ir.InlineAsm(ir.FunctionType(value.type, [value.type]), "", "=r,0")
+                self.hidden_masks[key] = self.b.call(hide, [mask], name="mask")
+        return self.b.and_(value, self.hidden_masks[key])
 
     def counted_loop(self, start, stop, step, body, signed=True, name="loop"):
         """for (i = start; i < stop; i += step) body(i), with a phi counter."""
@@ -610,7 +641,8 @@ class HostKernelBuilder:
             if stride > 1:
                 value = self.b.udiv(value, ir.Constant(I64, stride))
             if stride * extent < self.items:
-                value = self.b.urem(value, ir.Constant(I64, extent))
+                value = self.low_bits(value, extent) if is_power_of_two(extent) \
+                    else self.b.urem(value, ir.Constant(I64, extent))
             self.item_ids_cache[dim] = self.b.trunc(value, I32)
         return self.item_ids_cache[dim]
 
@@ -643,8 +675,13 @@ class HostKernelBuilder:
 
     def float_binary(self, op, a, b):
         bld = self.b
-        if op in ("max", "min"):  # NaN-propagating, as numpy.maximum / minimum
+        if op in ("max", "min"):
+            # NaN-propagating, as numpy.maximum / minimum; equal operands (so +0 and -0) combine
+            # their bits, so max(+0, -0) = +0 and min(+0, -0) = -0 in either order, as JAX.
             wins = bld.fcmp_ordered(">" if op == "max" else "<", a, b)
+            bits = mathlib.with_element(a.type, I64 if mathlib.element_type(a.type) == F64 else I32)
+            tie = (bld.and_ if op == "max" else bld.or_)(bld.bitcast(a, bits), bld.bitcast(b, bits))
+            b = bld.select(bld.fcmp_ordered("==", a, b), bld.bitcast(tie, a.type), b)
             return bld.select(bld.or_(wins, bld.fcmp_unordered("uno", a, a)), a, b)
         return {"add": bld.fadd, "sub": bld.fsub, "mul": bld.fmul, "div": bld.fdiv, "rem": bld.frem}[op](a, b)
 
@@ -661,6 +698,8 @@ class HostKernelBuilder:
             # The graph IR's values where C is undefined: x/0 = -1 (all ones), x%0 = x, MIN/-1 = MIN.
             by_zero = bld.icmp_unsigned("==", b, zero)
             undefined = bld.or_(by_zero, bld.icmp_unsigned("==", b, ones)) if signed else by_zero
+            if op == "rem" and isinstance(b, ir.Constant) and is_power_of_two(b.constant):
+                return self.power_of_two_rem(a, b.constant, signed)
             safe = bld.select(undefined, ir.Constant(a.type, 1), b)
             if op == "rem":
                 return bld.select(by_zero, a, (bld.srem if signed else bld.urem)(a, safe))
@@ -675,6 +714,15 @@ class HostKernelBuilder:
         if op == "shift_right_logical":
             return bld.select(in_range, bld.lshr(a, amount), zero)
         return bld.ashr(a, bld.select(in_range, b, ir.Constant(a.type, a.type.width - 1)))
+
+    def power_of_two_rem(self, a, modulus: int, signed: bool):
+        """a % modulus (C's truncated remainder) for a constant power of two, through low_bits."""
+        low = self.low_bits(a, modulus)
+        if not signed:
+            return low
+        b, zero = self.b, ir.Constant(a.type, 0)
+        wraps = b.and_(b.icmp_signed("<", a, zero), b.icmp_unsigned("!=", low, zero))
+        return b.select(wraps, b.sub(low, ir.Constant(a.type, modulus)), low)
 
     def expr_cast(self, e: Cast):
         return self.convert(self.expr(e.x), e.x.dtype, e.dtype)
@@ -742,9 +790,11 @@ class HostKernelBuilder:
             b.store(value, self.element_pointer(s.buffer, s.index))
         elif isinstance(s, For):
             stop, step = self.expr(s.stop), self.expr(s.step)
+            self.item_for_depth += 1
             self.counted_loop(self.expr(s.start), stop, step,
                               lambda i: (self.write_var(s.var, i), self.statements(s.body)),
                               signed=is_signed(s.var.dtype), name="for." + s.var.name)
+            self.item_for_depth -= 1
         elif isinstance(s, If):
             with b.if_else(self.expr(s.cond)) as (then, orelse):
                 with then:
@@ -1039,6 +1089,11 @@ def optimize(module: ir.Module) -> llvm.ModuleRef:
         options.slp_vectorization = True
         builder = llvm.create_pass_builder(tm, options)
         builder.getModulePassManager().run(parsed, builder)
+        # Inline what the loop vectorizer called and asks to be (mathlib.huge_variant's lane tests).
+        after = llvm.create_new_module_pass_manager()
+        after.add_always_inliner_pass()
+        after.add_simplify_cfg_pass()
+        after.run(parsed, builder)
         return parsed
 
 

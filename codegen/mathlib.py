@@ -18,7 +18,8 @@ polynomial:
 - sinh = (E + E/(E + 1)) / 2 with E = expm1(|x|) below 1, h - 1/(4h) with h = e^|x| / 2 above;
   cosh = h + 1/(4h).
 - sin, cos, tan: n = round(x 2/pi), r = x - n pi/2 in three fma steps (f64) or in f64 (f32),
-  Taylor polynomials of sin and cos on |r| <= pi/4, the quadrant chosen by n mod 4.
+  Taylor polynomials of sin and cos on |r| <= pi/4, the quadrant chosen by n mod 4; from
+  |x| = 2^20 on, Payne-Hanek's reduction (`payne_hanek`), out of line (`with_huge_arguments`).
 - atan: |x| > tan(3pi/8) -> pi/2 - atan(1/|x|), |x| > tan(pi/8) -> pi/4 + atan((|x|-1)/(|x|+1)),
   then t + t^3 P(t^2) with P fitted (below). atan2, asin = atan2(x, sqrt((1-x)(1+x))), acos.
 - erf: x P(x^2) on |x| < 1; on [1, 6) (f64) or [1, 4) (f32) a polynomial per interval of
@@ -49,9 +50,9 @@ compared with the f64 value of the function), by tests/codegen/test_mathlib.py:
     logistic   2.40  2.23  [-100, 100] / [-700, 700]
     sinh       1.92  2.06  [-89, 89] / [-710, 710] and tiny
     cosh       1.32  1.19  [-89, 89] / [-710, 710]
-    sin        1.41  1.46  [-1e5, 1e5], [-10, 10] and tiny; |x| >= 1e6 is not accurate (no Payne-Hanek)
-    cos        1.41  1.44  as sin
-    tan        2.83  2.72  as sin
+    sin        1.44  1.43  [-1e5, 1e5], [-10, 10], tiny, and +-[1e5, max] log-uniform
+    cos        1.47  1.43  as sin
+    tan        2.83  2.85  as sin
     atan       2.01  2.15  [-10, 10] and +-[1e-30, 1e30]
     atan2      2.39  2.53  both operands in [-10, 10] and +-[1e-20, 1e20]
     asin       3.04  3.02  [-1, 1] and 1 - [1e-7, 0.1]
@@ -316,7 +317,7 @@ def expm1(m, x, moderate_only=False, nonnegative=False):
     if moderate_only:
         return moderate
     huge = m.sub(m.ldexp(m.add(em, m.c(1.0)), k), m.c(1.0))
-    return m.select(m.b.icmp_signed(">", k, m.ci(big)), huge, moderate)
+    return keep_zero(m, x, m.select(m.b.icmp_signed(">", k, m.ci(big)), huge, moderate))
 
 
 def tanh(m, x):
@@ -405,7 +406,7 @@ def log1p(m, x):
     u = m.add(x, m.c(1.0))
     correction = m.div(m.sub(x, m.sub(u, m.c(1.0))), u)
     usable = m.all(m.lt(m.abs(u), m.c(np.inf)), m.b.fcmp_ordered("!=", u, m.c(0.0)))
-    return m.add(log(m, u), m.select(usable, correction, m.c(0.0)))
+    return keep_zero(m, x, m.add(log(m, u), m.select(usable, correction, m.c(0.0))))
 
 
 def log_double_double(m: MathBuilder, x):
@@ -437,22 +438,269 @@ def two_sum(m, a, b):
 
 # ---- trigonometry --------------------------------------------------------------------------
 
-def reduce_half_pi(m: MathBuilder, x):
-    """(quadrant n mod 4 as an int, r) with x = n pi/2 + r, |r| <= pi/4. f64: three fma steps of
-    a 3-part pi/2 (accurate while |x| < 2^20); f32: in f64 with a 2-part pi/2."""
-    if m.spec.f64:
-        n = m.round(m.mul(x, m.c(float(2 / PI))))
-        r = x
-        for part in split(PI / 2, 3):
-            r = m.fma(m.neg(n), m.c(part), r)
-        return m.b.and_(m.to_int(n), m.ci(3)), r
-    wide = m.widened()
-    xd = m.b.fpext(x, wide.type)
-    n = wide.round(wide.mul(xd, wide.c(float(2 / PI))))
-    r = xd
-    for part in split(PI / 2, 2):
-        r = wide.fma(wide.neg(n), wide.c(part), r)
-    return m.b.trunc(m.b.and_(wide.to_int(n), wide.ci(3)), m.int), m.b.fptrunc(r, m.type)
+def two_over_pi_bits(count: int) -> int:
+    """The first `count` bits of 2/pi after the binary point, as an integer: pi from Machin's
+    formula pi/4 = 4 atan(1/5) - atan(1/239) in exact integer arithmetic, with 64 guard bits.
+    Its first words, A2F9836E4E441529 FC2757D1F534DDC0, are those of fdlibm's `ipio2` table
+    (k_rem_pio2.c: 0xA2F983, 0x6E4E44, 0x1529FC, ...); tests/codegen/test_mathlib.py checks them."""
+    precision = count + 64
+    one = 1 << precision
+
+    def atan_inverse(n):  # atan(1/n) * one, by its alternating series
+        total, power, k = 0, one // n, 0
+        while power:
+            total += power // (2 * k + 1) if k % 2 == 0 else -(power // (2 * k + 1))
+            power //= n * n
+            k += 1
+        return total
+    pi = 4 * (4 * atan_inverse(5) - atan_inverse(239))
+    return (2 * one * one // pi) >> (precision - count)
+
+
+# Payne-Hanek reduction (Payne and Hanek, "Radian reduction for trigonometric functions", SIGNUM
+# Newsletter 18, 1983): 2/pi as 64-bit words after 64 zero bits, so that the 192-bit window of it
+# that a double's exponent selects starts at bit E + 62 >= 0 for every |x| >= PAYNE_HANEK_FROM.
+TWO_OVER_PI_WORDS = 21
+TWO_OVER_PI = [(two_over_pi_bits(64 * (TWO_OVER_PI_WORDS - 1)) >> (64 * (TWO_OVER_PI_WORDS - 2 - i))) & (2 ** 64 - 1)
+               for i in range(TWO_OVER_PI_WORDS - 1)]
+TWO_OVER_PI = [0] + TWO_OVER_PI
+# Below, Cody-Waite with a 3-part pi/2 (f64) or 2-part in f64 (f32) is accurate: n < 2^20.
+PAYNE_HANEK_FROM = 2.0 ** 20
+
+
+def two_over_pi_table(m: MathBuilder):
+    """TWO_OVER_PI as a constant global array of i64 in the module."""
+    name = "cdna.math.two_over_pi"
+    module = m.b.module
+    if name not in module.globals:
+        array_type = ir.ArrayType(ir.IntType(64), len(TWO_OVER_PI))
+        addrspace = 4 if module.triple.startswith("amdgcn") else 0
+        table = ir.GlobalVariable(module, array_type, name=name, addrspace=addrspace)
+        table.global_constant = True
+        table.linkage = "internal"
+        table.initializer = ir.Constant(array_type, [ir.Constant(ir.IntType(64), w - (1 << 64) if w >> 63 else w)
+                                                     for w in TWO_OVER_PI])
+    return module.globals[name]
+
+
+def table_words(m: MathBuilder, index):
+    """TWO_OVER_PI[index] for an i64 index (or a vector of them, loaded lane by lane)."""
+    b, table = m.b, two_over_pi_table(m)
+    i64 = ir.IntType(64)
+
+    def load(i):
+        return b.load(b.gep(table, [ir.Constant(i64, 0), i], source_etype=table.value_type), typ=i64)
+    if not isinstance(index.type, ir.VectorType):
+        return load(index)
+    words = ir.Constant(ir.VectorType(i64, index.type.count), ir.Undefined)
+    for lane in range(index.type.count):
+        at = ir.Constant(ir.IntType(32), lane)
+        words = b.insert_element(words, load(b.extract_element(index, at)), at)
+    return words
+
+
+def payne_hanek(m: MathBuilder, x):
+    """(quadrant mod 4 as an int, r) with x = n pi/2 + r, |r| <= pi/4, for an f64 x (or vector)
+    with |x| >= PAYNE_HANEK_FROM, finite: x = M 2^E (M < 2^53) times the 192 bits of 2/pi from
+    bit E - 1 on (earlier bits give multiples of 4), the product's bits 190-191 the quadrant and
+    the 128 below them the fraction, which is then rounded to the nearest quadrant and times
+    pi/2 in double-double. The bits after the window add below 2^-137 to the fraction; a double
+    is never closer than about 2^-61 to a multiple of pi/2."""
+    b = m.b
+    lanes = (lambda t: with_element(x.type, t))
+    i64, i128, i256 = (lanes(ir.IntType(n)) for n in (64, 128, 256))
+    c = lambda t, v: ir.Constant(t, v)
+    bits = m.bits(m.abs(x))
+    exponent = b.sub(b.lshr(bits, m.ci(52)), m.ci(1075))                 # E
+    mantissa = b.or_(b.and_(bits, m.ci(2 ** 52 - 1)), m.ci(2 ** 52))    # M
+    start = b.add(exponent, m.ci(62))                                     # bit E + 62 of the table
+    word = b.lshr(start, m.ci(6))
+    shift = b.zext(b.and_(start, m.ci(63)), i256)
+    window = c(i256, 0)
+    for k in range(4):
+        w = b.zext(table_words(m, b.add(word, m.ci(k))), i256)
+        window = b.or_(window, b.shl(w, c(i256, 64 * (3 - k))))
+    window = b.lshr(b.shl(window, shift), c(i256, 64))                   # 192 bits from the start bit
+    product = b.mul(b.zext(mantissa, i256), window)                      # x 2/pi times 2^190
+    quadrant = b.trunc(b.lshr(product, c(i256, 190)), i64)
+    fraction = b.trunc(b.lshr(product, c(i256, 62)), i128)               # in [0, 1) times 2^128
+    quadrant = b.add(quadrant, b.zext(b.icmp_signed("<", fraction, c(i128, 0)), i64))  # round to nearest
+    high = b.trunc(b.ashr(fraction, c(i128, 64)), i64)                   # signed: the fraction in [-1/2, 1/2)
+    low = b.trunc(fraction, i64)
+    high_f = b.sitofp(high, m.type)
+    rest = b.sub(high, b.fptosi(high_f, i64))                            # what rounding high lost, exactly
+    scale = 2.0 ** -64
+    f_hi = m.mul(high_f, m.c(scale))
+    f_lo = m.fma(b.uitofp(low, m.type), m.c(scale * scale), m.mul(b.sitofp(rest, m.type), m.c(scale)))
+    pi_hi, pi_lo = split(PI / 2, 2)
+    r_hi = m.mul(f_hi, m.c(pi_hi))
+    r_lo = m.add(m.fma(f_hi, m.c(pi_hi), m.neg(r_hi)), m.fma(f_hi, m.c(pi_lo), m.mul(f_lo, m.c(pi_hi))))
+    r = m.add(r_hi, r_lo)
+    negative = m.lt(x, m.c(0.0))
+    quadrant = b.and_(b.select(negative, b.neg(quadrant), quadrant), m.ci(3))
+    return quadrant, m.select(negative, m.neg(r), r)
+
+
+def reduce_half_pi(m: MathBuilder, x, huge: bool = False):
+    """(quadrant n mod 4 as an int, r) with x = n pi/2 + r, |r| <= pi/4. For |x| below
+    PAYNE_HANEK_FROM, f64: three fma steps of a 3-part pi/2; f32: in f64 with a 2-part pi/2.
+    `huge`: for |x| from PAYNE_HANEK_FROM on, inf and NaN (which give NaN), by Payne-Hanek in f64."""
+    wide = m if m.spec.f64 else m.widened()
+    xd = x if m.spec.f64 else m.b.fpext(x, wide.type)
+    if huge:
+        q, r = payne_hanek(wide, xd)
+        r = wide.select(wide.lt(wide.abs(xd), wide.c(np.inf)), r, wide.sub(xd, xd))  # inf, NaN -> NaN
+    else:
+        n = wide.round(wide.mul(xd, wide.c(float(2 / PI))))
+        r = xd
+        for part in split(PI / 2, 3 if m.spec.f64 else 2):
+            r = wide.fma(wide.neg(n), wide.c(part), r)
+        q = m.b.and_(wide.to_int(n), wide.ci(3))
+    return (q, r) if m.spec.f64 else (m.b.trunc(q, m.int), m.b.fptrunc(r, m.type))
+
+
+def with_huge_arguments(name: str, fast):
+    """A trigonometric function from its quadrant form `fast(m, x, q, r)`: Cody-Waite's (q, r)
+    where |x| < PAYNE_HANEK_FROM, and only where some argument is not, Payne-Hanek's, computed by
+    `cdna.math.<name>_huge`, so ordinary arguments pay one compare and a never-taken branch.
+    In a work-item loop the loop vectorizer calls that function's masked vector variant (which
+    returns at once when no lane needs it); in a vector function the branch tests all lanes."""
+    def function_of(m: MathBuilder, x):
+        b = m.b
+        if isinstance(x.type, ir.VectorType):
+            huge, taken = huge_lanes(b, x)
+        else:
+            huge = taken = b.fcmp_unordered(">=", m.abs(x), m.c(PAYNE_HANEK_FROM))
+        ordinary = fast(m, x, *reduce_half_pi(m, m.select(huge, m.c(0.0), x)))
+        before = b.block
+        big = b.append_basic_block(f"{name}.huge")
+        join = b.append_basic_block(f"{name}.join")
+        b.cbranch(taken, big, join)
+        b.position_at_end(big)
+        if isinstance(x.type, ir.VectorType):
+            value = b.select(huge, b.call(huge_variant(b.module, name, x.type), [x]), ordinary)
+        else:
+            value = b.call(huge_function(b.module, name, x.type, fast), [x])
+        after_big = b.block
+        b.branch(join)
+        b.position_at_end(join)
+        result = b.phi(x.type)
+        result.add_incoming(ordinary, before)
+        result.add_incoming(value, after_big)
+        return result
+    function_of.quadrant_form = fast
+    return function_of
+
+
+# Vector widths for which the huge functions get vector variants (the loop vectorizer picks the
+# one of its vectorization factor).
+HUGE_VARIANT_LANES = (2, 4, 8, 16)
+
+
+def huge_function(module: ir.Module, name: str, float_type, fast=None) -> ir.Function:
+    """`cdna.math.<name>_huge.<f32|f64>(x)`: the function by Payne-Hanek's reduction (of
+    PAYNE_HANEK_FROM where |x| is below), inlined on AMDGPU. On the host never inlined, and
+    speculatable, so that the loop vectorizer calls it unconditionally through its vector variants,
+    which compute only the lanes that need it, and return at once when none does."""
+    symbol = f"cdna.math.{name}_huge.{type_suffix(float_type)}"
+    if symbol in module.globals:
+        return module.globals[symbol]
+    fast = fast or FUNCTIONS[name].quadrant_form
+    fn = ir.Function(module, ir.FunctionType(float_type, [float_type]), name=symbol)
+    fn.linkage = "internal"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    m = MathBuilder(b, float_type)
+    x = fn.args[0]
+    x = m.select(b.fcmp_unordered(">=", m.abs(x), m.c(PAYNE_HANEK_FROM)), x, m.c(PAYNE_HANEK_FROM))
+    b.ret(fast(m, x, *reduce_half_pi(m, x, huge=True)))
+    if module.triple.startswith("amdgcn"):
+        fn.attributes.add("alwaysinline")
+        return fn
+    fn.attributes.add("noinline")
+    add_pure_attributes(fn)
+    variants = [huge_variant(module, name, ir.VectorType(float_type, lanes)) for lanes in HUGE_VARIANT_LANES]
+    mangled = [f"_ZGV_LLVM_N{v.args[0].type.count}v_{symbol}({v.name})"
+               for v in variants]
+    set.add(fn.attributes, f'"vector-function-abi-variant"="{",".join(mangled)}"')
+    keep_alive(module, variants)
+    return fn
+
+
+def keep_alive(module: ir.Module, functions) -> None:
+    """List functions in @llvm.compiler.used, so that the optimizer keeps them until the loop
+    vectorizer has had the chance to call them (nothing calls a vector variant before)."""
+    name = "llvm.compiler.used"
+    kept = list(module.globals[name].initializer.constant) if name in module.globals else []
+    if name in module.globals:
+        del module.globals[name]
+        module.scope._useset.discard(name)
+    kept += list(functions)
+    array_type = ir.ArrayType(ir.PointerType(), len(kept))
+    used = ir.GlobalVariable(module, array_type, name=name)
+    used.linkage = "appending"
+    used.section = "llvm.metadata"
+    used.initializer = ir.Constant(array_type, kept)
+
+
+def huge_lanes(b: ir.IRBuilder, x):
+    """The lanes (an <N x i1>) of a float vector x whose |x| >= PAYNE_HANEK_FROM, inf or NaN,
+    and whether there is any."""
+    m = MathBuilder(b, x.type)
+    huge = b.fcmp_unordered(">=", m.abs(x), m.c(PAYNE_HANEK_FROM))
+    as_int = ir.IntType(x.type.count)
+    return huge, b.icmp_unsigned("!=", b.bitcast(huge, as_int), ir.Constant(as_int, 0))
+
+
+def huge_variant(module: ir.Module, name: str, vector_type) -> ir.Function:
+    """`cdna.math.<name>_huge.<vNfT>(x)`: the huge function on the lanes that need it (the others
+    undefined). Always inlined, but only into the calls the loop vectorizer makes (nothing calls
+    it before), by the pass that runs after it (codegen/host.py's optimize): the loop then tests
+    its lanes and branches around the out-of-line work, instead of calling a function for it."""
+    symbol = f"cdna.math.{name}_huge.{type_suffix(vector_type)}"
+    if symbol in module.globals:
+        return module.globals[symbol]
+    fn = ir.Function(module, ir.FunctionType(vector_type, [vector_type]), name=symbol)
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")
+    add_pure_attributes(fn)
+    x = fn.args[0]
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    mask, any_lane = huge_lanes(b, x)
+    with b.if_then(b.not_(any_lane)):
+        b.ret(ir.Constant(vector_type, ir.Undefined))
+    b.ret(b.call(huge_lanes_function(module, name, vector_type), [x, mask]))
+    return fn
+
+
+def huge_lanes_function(module: ir.Module, name: str, vector_type) -> ir.Function:
+    """`cdna.math.<name>_huge.<vNfT>.lanes(x, mask)`: the scalar huge function on each lane in
+    mask, one by one (the others undefined); never inlined, and not speculatable, so that its
+    call stays behind the lane test rather than becoming a select of its result."""
+    symbol = f"cdna.math.{name}_huge.{type_suffix(vector_type)}.lanes"
+    if symbol in module.globals:
+        return module.globals[symbol]
+    fn = ir.Function(module, ir.FunctionType(vector_type, [vector_type, with_element(vector_type, ir.IntType(1))]),
+                     name=symbol)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("readnone")
+    fn.attributes.add("nounwind")
+    x, mask = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    scalar = huge_function(module, name, vector_type.element)
+    result = ir.Constant(vector_type, ir.Undefined)
+    for lane in range(vector_type.count):
+        at = ir.Constant(ir.IntType(32), lane)
+        before = b.block
+        with b.if_then(b.extract_element(mask, at)):
+            inserted = b.insert_element(result, b.call(scalar, [b.extract_element(x, at)]), at)
+            then_block = b.block
+        merged = b.phi(vector_type)
+        merged.add_incoming(inserted, then_block)
+        merged.add_incoming(result, before)
+        result = merged
+    b.ret(result)
+    return fn
 
 
 def sin_cos_of_reduced(m, r):
@@ -469,25 +717,33 @@ def quadrant_bit(m, q, bit):
     return m.b.icmp_unsigned("!=", m.b.and_(q, m.ci(bit)), m.ci(0))
 
 
-def sin(m, x):
-    q, r = reduce_half_pi(m, x)
+def keep_zero(m, x, result):
+    """`result`, or x itself where x is +-0: for the odd functions that are x near 0 (sin, tan,
+    expm1, log1p), whose reduction or correction terms turn -0 into +0."""
+    return m.select(m.eq(x, m.c(0.0)), x, result)
+
+
+def sin_of_quadrant(m, x, q, r):
     s, c = sin_cos_of_reduced(m, r)
     value = m.select(quadrant_bit(m, q, 1), c, s)
-    return m.select(quadrant_bit(m, q, 2), m.neg(value), value)
+    return keep_zero(m, x, m.select(quadrant_bit(m, q, 2), m.neg(value), value))
 
 
-def cos(m, x):
-    q, r = reduce_half_pi(m, x)
+def cos_of_quadrant(m, x, q, r):
     s, c = sin_cos_of_reduced(m, r)
     value = m.select(quadrant_bit(m, q, 1), s, c)
     q_plus_1 = m.b.add(q, m.ci(1))
     return m.select(quadrant_bit(m, q_plus_1, 2), m.neg(value), value)
 
 
-def tan(m, x):
-    q, r = reduce_half_pi(m, x)
+def tan_of_quadrant(m, x, q, r):
     s, c = sin_cos_of_reduced(m, r)
-    return m.select(quadrant_bit(m, q, 1), m.neg(m.div(c, s)), m.div(s, c))
+    return keep_zero(m, x, m.select(quadrant_bit(m, q, 1), m.neg(m.div(c, s)), m.div(s, c)))
+
+
+sin = with_huge_arguments("sin", sin_of_quadrant)
+cos = with_huge_arguments("cos", cos_of_quadrant)
+tan = with_huge_arguments("tan", tan_of_quadrant)
 
 
 def atan(m, x):

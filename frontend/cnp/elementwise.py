@@ -364,13 +364,14 @@ arctan2 = atan2 = simple_binary("arctan2", "atan2", promote_inexact)
 
 
 def float_divmod(x1: Tracer, x2: Tracer) -> tuple[Tracer, Tracer]:
-    """numpy's floor division and modulo of floats: the modulo takes the sign of the divisor."""
+    """numpy's floor division and modulo of floats: the modulo takes the sign of the divisor; by
+    +-0 the quotient is x1 / x2 (+-inf, or NaN for 0 / 0), as numpy and JAX, and the modulo NaN."""
     mod = apply("rem", x1, x2)
     quotient = divide(subtract(x1, mod), x2)
     adjust = logical_and(not_equal(mod, 0), not_equal(sign(x2), sign(mod)))
     mod = where(adjust, add(mod, x2), mod)
     quotient = where(adjust, subtract(quotient, 1), quotient)
-    return apply("round", quotient), mod
+    return where(equal(x2, 0), divide(x1, x2), apply("round", quotient)), mod
 
 
 @binary_ufunc("floor_divide")

@@ -146,6 +146,26 @@ def binary(name, reference, dtypes, result_dtype=None, doc=""):
     define(name, infer=infer, reference=quiet(widen_half(reference)), num_operands=2, doc=doc)
 
 
+def order_signed_zeros(result, a, b, take_negative):
+    """`result` of numpy's maximum/minimum with ties of zeros settled as JAX (and IEEE 754-2019's
+    maximum/minimum) settle them, whatever the operands' order: max(+0, -0) = +0, min = -0.
+    numpy returns its first operand there."""
+    if result.dtype.kind != "f":
+        return result
+    negative = np.logical_or if take_negative else np.logical_and
+    tie = (a == 0) & (b == 0)
+    zero = np.where(negative(np.signbit(a), np.signbit(b)), -0.0, 0.0).astype(result.dtype)
+    return np.where(tie, zero, result)
+
+
+def maximum(a, b):
+    return order_signed_zeros(np.maximum(a, b), a, b, take_negative=False)
+
+
+def minimum(a, b):
+    return order_signed_zeros(np.minimum(a, b), a, b, take_negative=True)
+
+
 def divide(a, b):
     """Float division; integer division rounds toward zero, with XLA's values where C leaves it
     undefined: x / 0 is -1 (all bits set) and INT_MIN / -1 wraps to INT_MIN."""
@@ -211,8 +231,8 @@ binary("mul", np.multiply, NUMERIC)
 binary("div", divide, NUMERIC, doc="float division; integer division rounds toward zero, x/0 = -1")
 binary("rem", remainder, INTS + FLOATS, doc="remainder with the sign of the dividend, x%0 = x for integers")
 binary("pow", power, NUMERIC)
-binary("max", np.maximum, ("bool",) + INTS + FLOATS, doc="NaN-propagating maximum")
-binary("min", np.minimum, ("bool",) + INTS + FLOATS, doc="NaN-propagating minimum")
+binary("max", maximum, ("bool",) + INTS + FLOATS, doc="NaN-propagating maximum; +0 is above -0")
+binary("min", minimum, ("bool",) + INTS + FLOATS, doc="NaN-propagating minimum; -0 is below +0")
 binary("atan2", np.arctan2, FLOATS)
 binary("and", np.bitwise_and, BOOL_AND_INTS)
 binary("or", np.bitwise_or, BOOL_AND_INTS)
@@ -264,7 +284,7 @@ def clamp_infer(types, attrs, regions):
 
 
 def clamp(low, x, high):
-    return np.minimum(np.maximum(x, low), high)
+    return minimum(maximum(x, low), high)
 
 
 define("clamp", infer=clamp_infer, reference=quiet(widen_half(clamp)), num_operands=3,

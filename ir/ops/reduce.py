@@ -49,11 +49,24 @@ def reduce_infer(types, attrs, regions):
     return [TensorType(x.dtype, tuple(d for i, d in enumerate(x.shape) if i not in attrs["axes"]))]
 
 
+def settle_zero_signs(result, wide, reducer, combine):
+    """A float max/min's zero results as JAX gives them (ops/elementwise.py's maximum): +0 for
+    max where any +0 took part, -0 for min where any -0 did. `combine(mask)` folds a mask of the
+    elements the way the reduction folded them."""
+    if reducer not in ("max", "min") or wide.dtype.kind != "f":
+        return result
+    wanted = (wide == 0) & (np.signbit(wide) == (reducer == "min"))
+    seen = combine(wanted)
+    zero = np.asarray(0.0 if reducer == "max" else -0.0, wide.dtype)
+    return np.where((result == 0) & seen, zero, result)
+
+
 def reduce(x, *, reducer, axes):
     wide = x.astype(compute_dtype(x.dtype))
     ufunc = REDUCER_UFUNCS[reducer]
     with np.errstate(all="ignore"):
         result = ufunc.reduce(wide, axis=tuple(axes), initial=reducer_identity(reducer, wide.dtype))
+    result = settle_zero_signs(result, wide, reducer, lambda mask: mask.any(axis=tuple(axes)))
     return round_to(result, x.dtype)
 
 
@@ -102,6 +115,7 @@ def cumulative(x, *, reducer, axis, reverse):
         wide = np.flip(wide, axis)
     with np.errstate(all="ignore"):
         result = CUMULATIVE_UFUNCS[reducer].accumulate(wide, axis=axis, dtype=wide.dtype)
+    result = settle_zero_signs(result, wide, reducer, lambda mask: np.logical_or.accumulate(mask, axis=axis))
     if reverse:
         result = np.flip(result, axis)
     return round_to(result, x.dtype)

@@ -66,8 +66,11 @@ DOMAINS = {
     "sinh": {"f32": lambda: mix(uniform(-89, 89, 2 * q), logspace(-30, 0, 2 * q, signed=True)),
              "f64": lambda: mix(uniform(-710, 710, 2 * q), logspace(-300, 0, 2 * q, signed=True))},
     "cosh": {"f32": lambda: uniform(-89, 89, POINTS), "f64": lambda: uniform(-710, 710, POINTS)},
-    "sin": {"any": lambda: mix(uniform(-10, 10, 2 * q), uniform(-1e5, 1e5, q), logspace(-30, 0, q, signed=True))},
-    "tan": {"any": lambda: mix(uniform(-10, 10, 2 * q), uniform(-1e5, 1e5, q), logspace(-30, 0, q, signed=True))},
+    # Trigonometry up to the largest float (Payne-Hanek reduction from 2^20 on).
+    "sin": {"f32": lambda: mix(uniform(-10, 10, q), uniform(-1e5, 1e5, q), logspace(-30, 0, q, signed=True),
+                               logspace(5, 38.53, q, signed=True)),
+            "f64": lambda: mix(uniform(-10, 10, q), uniform(-1e5, 1e5, q), logspace(-300, 0, q, signed=True),
+                               logspace(5, 308.25, q, signed=True))},
     "atan": {"any": lambda: mix(uniform(-10, 10, 2 * q), logspace(-30, 30, 2 * q, signed=True))},
     "asin": {"any": lambda: mix(uniform(-1, 1, 3 * q), 1 - logspace(-7, -1, q))},
     "erf": {"any": lambda: mix(uniform(-7, 7, 3 * q), logspace(-30, 0, q, signed=True))},
@@ -80,7 +83,8 @@ DOMAINS = {
     "pow": {"any": lambda: (mix(logspace(-3, 3, 3 * q), -np.floor(uniform(1, 100, q))),
                             mix(uniform(-30, 30, 3 * q), np.floor(uniform(-15, 15, q))))},
 }
-DOMAINS.update({"log2": DOMAINS["log"], "log10": DOMAINS["log"], "cos": DOMAINS["sin"], "acos": DOMAINS["asin"]})
+DOMAINS.update({"log2": DOMAINS["log"], "log10": DOMAINS["log"], "cos": DOMAINS["sin"], "tan": DOMAINS["sin"],
+                "acos": DOMAINS["asin"]})
 FUNCTIONS = sorted(DOMAINS)
 BINARY = ("atan2", "pow")
 TRIG = ("sin", "cos", "tan")
@@ -169,6 +173,10 @@ def test_max_ulp_error(measured):
 
 SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 1e-40, -1e-310,
             1e-6, 100.0, -100.0, 1e30, -1e30, 1e300, -1e300]
+# Huge trigonometric arguments: the reduction's edges, the largest floats, and the double
+# nearest a multiple of pi/2 (J.-M. Muller, Elementary Functions, ch. 11: 6381956970095103 2^797).
+HUGE = [2.0 ** 20, -(2.0 ** 20), 2.0 ** 20 - 1, 3e16, -3e16, 6e16, 1e30, -1e30, 3.4028235e38, -3.4028235e38,
+        1e300, 1.7976931348623157e308, -1.7976931348623157e308, 6381956970095103.0 * 2.0 ** 797]
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
@@ -186,10 +194,6 @@ def test_special_values(dtype):
     for fn in FUNCTIONS:
         keep = slice(None, len(pairs))
         operands[fn] = tuple(a[keep] for a in operands[fn])
-        if fn in TRIG:  # no Payne-Hanek reduction: the documented domain is |x| < 1e6
-            operands[fn] = tuple(np.where(np.abs(a) < 1e6, a, np.inf) for a in operands[fn])
-            outputs[fn] = outputs[fn].copy()
-            outputs[fn][keep] = np.where(np.abs(operands[fn][0]) < 1e6, outputs[fn][keep], np.nan)
         expected = reference(fn, operands[fn], dtype)
         error = ulp_error(outputs[fn][:len(pairs)], expected, dtype)
         bad = np.nonzero(error > BOUNDS[fn][column])[0]
@@ -234,3 +238,43 @@ def test_outlined_vector_variants_match_inlined_functions(dtype, monkeypatch):
     for name, inlined, outlined in zip(names, *results):
         np.testing.assert_array_equal(outlined, inlined, err_msg=name)
 
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "f16", "bf16"])
+def test_trigonometry_of_huge_arguments(dtype):
+    """sin, cos, tan of huge finite arguments within their ulp bounds (f32 bounds for f16/bf16,
+    which compute in f32 and round once, plus that rounding), against long double numpy."""
+    import ml_dtypes
+    import cdnajit as cj
+    import cdnajit.numpy as cnp
+    np_dtype = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64}[dtype]
+    with np.errstate(over="ignore"):
+        x = np.array([v for v in HUGE if abs(v) <= float(np.finfo(np.float32).max) or dtype == "f64"], np_dtype)
+    x = x[np.isfinite(x.astype(np.float64))]
+    column = 1 if dtype == "f64" else 0
+    for fn in TRIG:
+        got = np.asarray(cj.jit(getattr(cnp, fn))(x)).astype(np.float64)
+        exact = getattr(np, fn)(x.astype(np.longdouble))
+        if dtype in ("f16", "bf16"):  # the f32 result rounded once more: within half an ulp of it
+            error = np.abs(got - exact.astype(np.float64)) / np.spacing(np.abs(exact.astype(np_dtype))).astype(np.float64)
+            assert (error <= 1.0).all(), f"{fn}({x[np.argmax(error)]}) = {got[np.argmax(error)]}"
+        else:
+            error = ulp_error(got.astype(np_dtype), exact, dtype)
+            assert (error <= BOUNDS[fn][column]).all(), f"{fn}({x[np.argmax(error)]}) = {got[np.argmax(error)]}"
+
+
+def test_the_bits_of_two_over_pi_are_fdlibms():
+    """The Payne-Hanek table's first bits against fdlibm's published `ipio2` (k_rem_pio2.c), 24 bits
+    an entry, and the table against 2/pi computed once more, independently, from math.pi's bits
+    (good to 2^-53, so only the first word is compared)."""
+    from cdnajit.codegen.mathlib import TWO_OVER_PI
+    ipio2 = [0xA2F983, 0x6E4E44, 0x1529FC, 0x2757D1, 0xF534DD, 0xC0DB62, 0x95993C, 0x439041, 0xFE5163]
+    fdlibm = 0
+    for entry in ipio2:
+        fdlibm = fdlibm << 24 | entry
+    ours = 0
+    for word in TWO_OVER_PI[1:5]:
+        ours = ours << 64 | word
+    assert TWO_OVER_PI[0] == 0
+    assert ours >> (256 - 24 * len(ipio2)) == fdlibm
+    assert abs(TWO_OVER_PI[1] / 2.0 ** 64 - 2 / math.pi) < 2.0 ** -52

@@ -41,6 +41,7 @@ import cdnajit as cj
 from cdnajit import lax
 from cdnajit.ir.core import Module, Region, Value, make_op
 from cdnajit.ir.opdef import OPS, compute_dtype
+from cdnajit.ir.ops.elementwise import maximum, minimum  # numpy's, with JAX's order of signed zeros
 from cdnajit.ir.types import COMPLEX_PART, COMPLEXES, FLOATS, INTS, NUMPY_DTYPES, SIGNED_INTS, type_of_array
 from cdnajit.passes.manager import run_pipeline
 from cdnajit.runtime.executable import Executable
@@ -372,8 +373,8 @@ RECORDS |= {
     "div": binary("div", floats_only(np.true_divide), numeric("div")),
     "rem": binary("rem", floats_only(np.fmod), real_numeric("rem")),
     "pow": binary("pow", floats_only(np.power), real_numeric("pow"), rhs=int_exponents),
-    "max": binary("max", np.maximum, ("bool",) + real_numeric("max")),
-    "min": binary("min", np.minimum, ("bool",) + real_numeric("min")),
+    "max": binary("max", maximum, ("bool",) + real_numeric("max")),
+    "min": binary("min", minimum, ("bool",) + real_numeric("min")),
     "atan2": binary("atan2", np.arctan2, FLOATS),
     "and": binary("and", np.bitwise_and, logical("and")),
     "or": binary("or", np.bitwise_or, logical("or")),
@@ -418,7 +419,7 @@ def build_clamp(rng, dtype):
     px = p.arg(x)
     outputs = [p.op("clamp", [p.arg(scalar_low), px, p.arg(scalar_high)]),
                p.op("clamp", [p.arg(low), fed(p, px), p.arg(high)])]
-    clamp = lambda lo, v, hi: np.minimum(np.maximum(v, lo), hi)
+    clamp = lambda lo, v, hi: minimum(maximum(v, lo), hi)
     return Case(p, outputs, [with_numpy(clamp, scalar_low, x, scalar_high), with_numpy(clamp, low, fed_numpy(x), high)])
 
 

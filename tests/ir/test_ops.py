@@ -18,6 +18,7 @@ import pytest
 import cdnajit as cj
 from cdnajit.errors import TypeCheckError
 from cdnajit.ir.core import Module, Region, Value, make_op
+from cdnajit.ir.ops.elementwise import maximum, minimum  # numpy's, with JAX's order of signed zeros
 from cdnajit.ir.opdef import OPS, infer_types
 from cdnajit.ir.types import (COMPLEXES, FLOATS, INEXACT, INTS, NUMPY_DTYPES, SIGNED_INTS, TensorType, dtype_name,
                               type_of_array)
@@ -318,7 +319,7 @@ def binary_operands(rng, name, dtype, shape):
 # name -> (expectation on wide() values, ulps); integer ops with XLA semantics use int_oracle.
 BINARY = {
     "add": (np.add, 1), "sub": (np.subtract, 1), "mul": (np.multiply, 1), "div": (np.divide, 1),
-    "rem": (np.fmod, 0), "pow": (np.power, 8), "max": (np.maximum, 0), "min": (np.minimum, 0),
+    "rem": (np.fmod, 0), "pow": (np.power, 8), "max": (maximum, 0), "min": (minimum, 0),
     "atan2": (np.arctan2, 4), "and": (np.bitwise_and, 0), "or": (np.bitwise_or, 0), "xor": (np.bitwise_xor, 0),
     "shift_left": (None, 0), "shift_right_logical": (None, 0), "shift_right_arithmetic": (None, 0),
     "complex": (lambda re, im: python_map(complex, re, im, dtype="c128"), 0),
@@ -357,10 +358,13 @@ def check_binary(name, rng):
     ("shift_left", np.int8([1, 1, 3]), np.int8([7, -1, 8]), [-128, 0, 0]),
     ("max", np.float32([np.nan, 1, -np.inf]), np.float32([1, np.nan, 2]), [np.nan, np.nan, 2]),
     ("min", np.float32([np.nan, 1]), np.float32([1, np.nan]), [np.nan, np.nan]),
+    ("max", np.float32([0, -0.0, -0.0]), np.float32([-0.0, 0, -0.0]), [0, 0, -0.0]),  # JAX's answers
+    ("min", np.float32([0, -0.0, 0]), np.float32([-0.0, 0, 0]), [-0.0, -0.0, 0]),
 ])
 def test_integer_and_nan_semantics_of_xla(name, a, b, want):
     (got,) = run_op(name, a, b)
     np.testing.assert_array_equal(got, np.array(want).astype(got.dtype))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(np.array(want).astype(got.dtype)), err_msg="signed zeros")
 
 
 @record("select")
