@@ -79,3 +79,14 @@ def is_integer(dtype: str) -> bool:
 
 def is_bool(dtype: str) -> bool:
     return dtype == "bool"
+
+
+# jnp's to-inexact rule (dtypes.to_inexact_dtype), with 64-bit types enabled: bools and integers of up
+# to 32 bits become float32, 64-bit integers float64; floats and complexes are kept.
+TO_INEXACT = {"bool": "f32", "i8": "f32", "i16": "f32", "i32": "f32", "u8": "f32", "u16": "f32", "u32": "f32",
+              "i64": "f64", "u64": "f64"}
+
+
+def to_inexact(dtype: str) -> str:
+    """The inexact dtype jnp computes a float function of `dtype` in (cos, divide, mean...)."""
+    return TO_INEXACT.get(dtype, dtype)

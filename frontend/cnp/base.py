@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import TracingTypeError, TracingValueError
 from ...ir.types import NUMPY_DTYPES, dtype_name
-from ..dtypes import is_inexact, promote
+from ..dtypes import promote, to_inexact
 from ..tracing import (Tracer, as_tracer, bind1, check_array_like, constant, is_python_scalar, located,
                        python_scalar_dtype)
 
@@ -97,12 +97,13 @@ def broadcast_to(x: Tracer, shape) -> Tracer:
 def promote_args(name: str, *xs, inexact=False) -> list[Tracer]:
     """Convert operands to tracers of one dtype (JAX promotion) and one broadcast shape.
 
-    With inexact=True integers and bools are promoted further to the default float, as jnp
-    does for functions such as exp or true_divide.
+    With inexact=True integers and bools are promoted further to a float (jnp's to-inexact rule:
+    float32 for bools and integers up to 32 bits, float64 for 64-bit ones), as jnp does for
+    functions such as exp or true_divide.
     """
     dtype, weak = result_type(*xs)
-    if inexact and not is_inexact(dtype):
-        dtype = DEFAULT_FLOAT
+    if inexact:
+        dtype = to_inexact(dtype)
     shape = broadcast_shapes(*(shape_of(x) for x in xs), what=f"{name}: operands")
     return [broadcast_to(scalar_constant(x, dtype, weak) if is_python_scalar(x) else convert(as_tracer(x), dtype, weak),
                          shape) for x in xs]

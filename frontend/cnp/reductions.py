@@ -13,9 +13,9 @@ import math
 from ...errors import TracingTypeError, TracingValueError
 from ...ir.ops.reduce import reducer_identity
 from ...ir.types import COMPLEX_PART, NUMPY_DTYPES
-from ..dtypes import is_complex, is_inexact, is_integer
+from ..dtypes import is_complex, is_inexact, is_integer, to_inexact
 from ..tracing import Tracer, as_tracer, bind, bind1, constant, located
-from .base import (DEFAULT_FLOAT, DEFAULT_INT, broadcast_to, canonical_axes, canonical_axis, convert, result_type,
+from .base import (DEFAULT_INT, broadcast_to, canonical_axes, canonical_axis, convert, result_type,
                    shape_of, to_dtype_name)
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "var", "std", "average",
@@ -66,9 +66,6 @@ def promote_integer_dtype(dtype: str) -> str:
     return dtype
 
 
-def inexact_dtype(dtype: str) -> str:
-    return dtype if is_inexact(dtype) else DEFAULT_FLOAT
-
 
 def upcast_half(dtype: str) -> str:
     """The dtype a statistic of `dtype` is computed in: f16/bf16 in f32, as jnp does."""
@@ -88,9 +85,9 @@ def where_mask(name: str, where, shape) -> Tracer:
 
 # ---- the reduction core ----------------------------------------------------------------------
 
-def reduce_array(name: str, x: Tracer, axes, reducer: str, *, keepdims=False, where=None, initial=None,
-                 weak_type=False) -> Tracer:
-    """Reduce `x` (already of the result dtype) over sorted `axes` with an IR reducer, jnp style."""
+def reduce_array(name: str, x: Tracer, axes, reducer: str, *, keepdims=False, where=None, initial=None) -> Tracer:
+    """Reduce `x` (already of the result dtype) over sorted `axes` with an IR reducer, jnp style; as
+    jnp's reductions, the result is strongly typed, even for a Python scalar."""
     dtype = x.type.dtype
     if where is not None:
         identity = reducer_identity(reducer, NUMPY_DTYPES[dtype])
@@ -103,7 +100,7 @@ def reduce_array(name: str, x: Tracer, axes, reducer: str, *, keepdims=False, wh
         result = bind1(COMBINE_OP[reducer], [result, broadcast_to(init, result.shape)])
     if keepdims:
         result = reshape(result, kept_dims_shape(x.shape, axes))
-    return convert(result, dtype, weak_type)
+    return convert(result, dtype)
 
 
 def make_accumulation(name: str, reducer: str, bool_reducer: str):
@@ -118,8 +115,7 @@ def make_accumulation(name: str, reducer: str, bool_reducer: str):
         else:
             result_dtype = promote_integer_dtype(x.type.dtype) if promote_integers else x.type.dtype
         return reduce_array(name, convert(x, result_dtype), axes, bool_reducer if result_dtype == "bool" else reducer,
-                            keepdims=keepdims, where=where, initial=initial,
-                            weak_type=dtype is None and x.weak_type)
+                            keepdims=keepdims, where=where, initial=initial)
     reduction.__name__ = reduction.__qualname__ = name
     reduction.__doc__ = f"jnp.{name}: the {name} of the elements over `axis`."
     return reduction
@@ -138,8 +134,7 @@ def make_extremum(name: str, reducer: str):
             if builtins.any(x.shape[i] == 0 for i in axes):
                 raise TracingValueError(located(f"zero-size array to reduction operation {name} which has no "
                                                 f"identity (array of shape {x.shape}, axis {axis})"))
-        return reduce_array(name, x, axes, reducer, keepdims=keepdims, where=where, initial=initial,
-                            weak_type=x.weak_type)
+        return reduce_array(name, x, axes, reducer, keepdims=keepdims, where=where, initial=initial)
     reduction.__name__ = reduction.__qualname__ = name
     reduction.__doc__ = f"jnp.{name}: the {name}imum over `axis` (NaN if any element is NaN)."
     return reduction
@@ -178,7 +173,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     reject_out("mean", out)
     x = as_tracer(a)
     axes = canonical_axes(axis, x.ndim)
-    result_dtype = to_dtype_name(dtype) if dtype is not None else inexact_dtype(x.type.dtype)
+    result_dtype = to_dtype_name(dtype) if dtype is not None else to_inexact(x.type.dtype)
     compute = upcast_half(result_dtype)
     total = sum(x, axes, dtype=compute, keepdims=keepdims, where=where)
     count = element_count("mean", x, axes, keepdims, where, compute, total.shape)
@@ -195,8 +190,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     x = as_tracer(a)
     axes = canonical_axes(axis, x.ndim)
     if dtype is None:
-        result_dtype = COMPLEX_PART.get(x.type.dtype, x.type.dtype) if is_inexact(x.type.dtype) else DEFAULT_FLOAT
-        compute = upcast_half(inexact_dtype(x.type.dtype))
+        result_dtype = COMPLEX_PART.get(to_inexact(x.type.dtype), to_inexact(x.type.dtype))
+        compute = upcast_half(to_inexact(x.type.dtype))
     else:
         result_dtype = to_dtype_name(dtype)
         if is_complex(x.type.dtype) and not is_complex(result_dtype):
@@ -227,7 +222,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         x = as_tracer(a)
         scale = full(math.prod(x.shape[i] for i in canonical_axes(axis, x.ndim)), avg.type.dtype, avg.shape)
         return (avg, scale) if returned else avg
-    dtype = inexact_dtype(result_type(a, weights)[0])
+    dtype = to_inexact(result_type(a, weights)[0])
     x, w = convert(as_tracer(a), dtype), convert(as_tracer(weights), dtype)
     axes = canonical_axes(axis, x.ndim)
     if w.shape != x.shape:
@@ -454,7 +449,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
     reject_out("quantile", out)
     if method not in QUANTILE_METHODS:
         raise TracingValueError(located(f"quantile: method {method!r} is not one of {', '.join(QUANTILE_METHODS)}"))
-    dtype = inexact_dtype(result_type(a, q)[0])
+    dtype = to_inexact(result_type(a, q)[0])
     if is_complex(dtype):
         raise TracingTypeError(located(f"quantile: complex input {dtype} has no order"))
     x, q = convert(as_tracer(a), dtype), convert(as_tracer(q), dtype)
@@ -499,7 +494,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
     """jnp.percentile: quantile of q / 100."""
-    dtype = inexact_dtype(result_type(a, q)[0])
+    dtype = to_inexact(result_type(a, q)[0])
     fraction = bind1("div", [convert(as_tracer(q), dtype), full(100, dtype, shape_of(q))])
     return quantile(a, fraction, axis, out, overwrite_input, method, keepdims)
 
