@@ -1,9 +1,10 @@
 """cdnajit.numpy reductions: sums and extrema, statistics, arg-reductions, cumulative
 reductions, sorting and order statistics, with jax.numpy's semantics (64-bit types enabled).
 
-Dtype rules follow jnp: sum/prod (and cumsum/cumprod) of bools and narrow integers give
-i64 (unsigned: u64); mean/var/std of integers give f64; f16/bf16 statistics accumulate in
-f32 and round once; var/std of complex give the real dtype; indices are i64.
+Dtype rules follow jnp: sum/prod (and cumulative_sum/prod) of bools and narrow integers give
+i64 (unsigned: u64); mean/var/std of bools and integers give f32 (of 64-bit integers f64), jnp's
+to-inexact rule; f16/bf16 statistics accumulate in f32 and round once; var/std of complex give the
+real dtype; indices are i64.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ...ir.ops.reduce import reducer_identity
 from ...ir.types import COMPLEX_PART, NUMPY_DTYPES
 from ..dtypes import is_complex, is_inexact, is_integer, to_inexact
 from ..tracing import Tracer, as_tracer, bind, bind1, constant, located
-from .base import (DEFAULT_INT, broadcast_to, canonical_axes, canonical_axis, convert, result_type,
+from .base import (DEFAULT_FLOAT, DEFAULT_INT, broadcast_to, canonical_axes, canonical_axis, convert, result_type,
                    shape_of, to_dtype_name)
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "var", "std", "average",
@@ -168,13 +169,21 @@ def element_count(name: str, x: Tracer, axes, keepdims, where, dtype: str, resul
     return sum(where_mask(name, where, x.shape), axes, dtype=dtype, keepdims=keepdims)
 
 
+def statistic_dtype(name: str, dtype) -> str:
+    """A statistic's dtype= argument; as jnp, bool is refused."""
+    result = to_dtype_name(dtype)
+    if result == "bool":
+        raise TracingTypeError(located(f"{name}: dtype bool is not supported; use a numeric dtype"))
+    return result
+
+
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """jnp.mean: integers give f64; f16/bf16 accumulate in f32."""
     reject_out("mean", out)
     x = as_tracer(a)
     axes = canonical_axes(axis, x.ndim)
-    result_dtype = to_dtype_name(dtype) if dtype is not None else to_inexact(x.type.dtype)
-    compute = upcast_half(result_dtype)
+    result_dtype = statistic_dtype("mean", dtype) if dtype is not None else to_inexact(x.type.dtype)
+    compute = upcast_half(to_inexact(result_dtype))
     total = sum(x, axes, dtype=compute, keepdims=keepdims, where=where)
     count = element_count("mean", x, axes, keepdims, where, compute, total.shape)
     return convert(bind1("div", [total, count]), result_dtype)
@@ -197,21 +206,32 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         if is_complex(x.type.dtype) and not is_complex(result_dtype):
             raise TracingValueError(located(f"var: a real dtype {result_dtype} for the variance of a complex array "
                                             f"{x.type} is not supported; use a complex dtype"))
+        statistic_dtype("var", dtype)
         compute = upcast_half(result_dtype)
     x = convert(x, compute)
-    centered = bind1("sub", [x, broadcast_to(mean(x, axes, keepdims=True, where=where), x.shape)])
+    centered = bind1("sub", [x, broadcast_to(mean(x, axes, dtype=compute, keepdims=True, where=where), x.shape)])
     if is_complex(compute):
         squared = bind1("real", [bind1("mul", [centered, bind1("conj", [centered])])])
     else:
         squared = bind1("mul", [centered, centered])
     total = sum(squared, axes, keepdims=keepdims, where=where)
+    if is_integer(compute):
+        # jnp computes an integer dtype's variance in that dtype and divides by a Python float: the
+        # result is a weakly typed f64.
+        total, squared = convert(total, DEFAULT_FLOAT), convert(squared, DEFAULT_FLOAT)
+        result_dtype = DEFAULT_FLOAT
     count = element_count("var", x, axes, keepdims, where, squared.type.dtype, total.shape)
     count = bind1("sub", [count, full(ddof, squared.type.dtype, count.shape)])
-    return convert(bind1("div", [total, count]), COMPLEX_PART.get(result_dtype, result_dtype))
+    variance = bind1("div", [total, count])
+    if dtype is None:
+        return convert(variance, COMPLEX_PART.get(result_dtype, result_dtype))
+    return convert(variance, result_dtype, weak_type=is_integer(compute))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     """jnp.std: the square root of var."""
+    if dtype is not None and not is_inexact(to_dtype_name(dtype)):
+        raise TracingValueError(located(f"std: dtype {to_dtype_name(dtype)} is not supported; use an inexact dtype"))
     return bind1("sqrt", [var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction)])
 
 
@@ -295,8 +315,8 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     if not is_inexact(x.type.dtype):
         return mean(x, axis, dtype, keepdims=keepdims, where=where)
     axes = canonical_axes(axis, x.ndim)
-    result_dtype = to_dtype_name(dtype) if dtype is not None else x.type.dtype
-    compute = upcast_half(result_dtype)
+    result_dtype = statistic_dtype("nanmean", dtype) if dtype is not None else x.type.dtype
+    compute = upcast_half(to_inexact(result_dtype))
     total = sum(nan_replaced(x, 0), axes, dtype=compute, keepdims=keepdims, where=where)
     count = sum(bind1("not", [is_nan(x)]), axes, dtype=compute, keepdims=keepdims, where=where)
     return convert(bind1("div", [total, count]), result_dtype)
@@ -333,10 +353,12 @@ argmin = make_arg_reduction("argmin")
 
 # ---- cumulative reductions ---------------------------------------------------------------------
 
-def cumulative(name: str, reducer: str, a, axis, dtype, *, nan_fill=None) -> Tracer:
-    """An inclusive scan along `axis` (the flattened array if None), with jnp's integer promotion.
+def cumulative(name: str, reducer: str, a, axis, dtype, *, nan_fill=None, promote_integers=False) -> Tracer:
+    """An inclusive scan along `axis` (the flattened array if None), in `dtype` if given.
 
-    A bool `dtype` scans the truth values in i64 and converts back, as jnp does.
+    As jnp's cumsum/cumprod, integers keep their dtype and bools scan as i64; the array API's
+    cumulative_sum/prod widen integers as sum does (promote_integers). A bool `dtype` scans the
+    truth values in i64 and converts back, as jnp does.
     """
     x = as_tracer(a)
     if axis is None:
@@ -347,7 +369,12 @@ def cumulative(name: str, reducer: str, a, axis, dtype, *, nan_fill=None) -> Tra
     requested = to_dtype_name(dtype) if dtype is not None else None
     if requested == "bool":
         x = nonzero(x)
-    scan_dtype = promote_integer_dtype(requested or x.type.dtype)
+    if requested not in (None, "bool"):
+        scan_dtype = requested
+    elif promote_integers:
+        scan_dtype = promote_integer_dtype(x.type.dtype)
+    else:
+        scan_dtype = DEFAULT_INT if x.type.dtype == "bool" else x.type.dtype
     result = bind1("cumulative", [convert(x, scan_dtype)], {"reducer": reducer, "axis": axis, "reverse": False})
     return nonzero(result) if requested == "bool" else result
 
@@ -388,7 +415,7 @@ def make_array_api_cumulative(name: str, reducer: str, initial_value: int):
                                                 f"is only optional for one-dimensional arrays"))
             axis = 0
         axis = canonical_axis(axis, x.ndim)
-        result = cumulative(name, reducer, x, axis, dtype)
+        result = cumulative(name, reducer, x, axis, dtype, promote_integers=True)
         if not include_initial:
             return result
         shape = tuple(1 if i == axis else d for i, d in enumerate(result.shape))
