@@ -270,9 +270,9 @@ def identity(n, dtype=None):
 
 
 def tri(N, M=None, k=0, dtype=None):
-    """jnp.tri: ones at and below the k-th diagonal, float64 by default."""
+    """jnp.tri: ones at and below the k-th diagonal, float32 by default (as jnp.tri, unlike eye)."""
     n, m = matrix_sizes("tri", N, M)
-    return convert(diagonal_band(n, m, k, lax.le), to_dtype_name(dtype) if dtype is not None else DEFAULT_FLOAT)
+    return convert(diagonal_band(n, m, k, lax.le), to_dtype_name(dtype) if dtype is not None else "f32")
 
 
 # ---- grids ------------------------------------------------------------------------------------------

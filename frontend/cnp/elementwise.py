@@ -65,9 +65,9 @@ def strong(x: Tracer) -> Tracer:
 
 
 def weak_if_all(result: Tracer, *inputs) -> Tracer:
-    """result, weakly typed only when every input is a Python scalar (bools included) or a weak
-    tracer: jnp's result for functions whose composition mixes a weak value with a strong one."""
-    weak = all(is_python_scalar(x) or (isinstance(x, Tracer) and x.weak_type) for x in inputs)
+    """result, weakly typed only when it is and every input is a Python scalar (bools included) or a
+    weak tracer: jnp's result for functions whose composition mixes a weak value with a strong one."""
+    weak = result.weak_type and all(is_python_scalar(x) or (isinstance(x, Tracer) and x.weak_type) for x in inputs)
     return convert(result, result.type.dtype, weak)
 
 
@@ -338,6 +338,8 @@ def around(x, decimals=0):
     if not isinstance(decimals, (int, np.integer)) or isinstance(decimals, bool):
         raise TracingTypeError(located(f"round: decimals must be an int, got {decimals!r}"))
     dtype = x.type.dtype
+    if dtype == "bool":
+        raise TracingValueError(located("round: bool input is not supported (as in jnp); convert it to a number"))
     if not is_inexact(dtype):
         if decimals < 0:
             raise NotImplementedError("round of an integer array with decimals < 0 is not implemented (as in jnp)")
@@ -458,7 +460,7 @@ def power(x1, x2):
         return strong(result) if is_integer(result.type.dtype) or mixed else result
     (base,) = promote_numeric("power", x1)
     if is_integer(base.type.dtype) and exponent < 0:
-        raise TracingValueError(located(f"power: integers cannot be raised to a negative power ({exponent}); "
+        raise TracingTypeError(located(f"power: integers cannot be raised to a negative power ({exponent}); "
                                         f"convert the base to a float dtype"))
     return lax_elementwise.integer_pow(base, exponent)
 
@@ -712,6 +714,10 @@ def clip(arr, /, min=None, max=None, *, a_min=None, a_max=None):
     """arr limited to [min, max] (either may be None); jnp's maximum/minimum promotion applies."""
     low = min if a_min is None else a_min
     high = max if a_max is None else a_max
+    for bound in (arr, low, high):
+        if bound is not None and is_complex(dtype_and_weak(bound)[0]):
+            raise TracingValueError(located(f"clip: complex values have no order and cannot be clipped, got "
+                                            f"{lax_elementwise.describe(*dtype_and_weak(bound))}"))
     if low is None and high is None:
         return as_tracer(arr)
     if low is not None:

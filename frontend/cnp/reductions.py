@@ -16,8 +16,8 @@ from ...ir.ops.reduce import reducer_identity
 from ...ir.types import COMPLEX_PART, NUMPY_DTYPES
 from ..dtypes import is_complex, is_inexact, is_integer, to_inexact
 from ..tracing import Tracer, as_tracer, bind, bind1, constant, located
-from .base import (DEFAULT_FLOAT, DEFAULT_INT, broadcast_to, canonical_axes, canonical_axis, convert, result_type,
-                   shape_of, to_dtype_name)
+from .base import (DEFAULT_FLOAT, DEFAULT_INT, broadcast_to, canonical_axes, canonical_axis, convert, dtype_and_weak,
+                   result_type, shape_of, to_dtype_name)
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "var", "std", "average",
            "argmax", "argmin", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nancumsum", "nancumprod",
@@ -114,7 +114,9 @@ def make_accumulation(name: str, reducer: str, bool_reducer: str):
         if dtype is not None:
             result_dtype = to_dtype_name(dtype)
         else:
-            result_dtype = promote_integer_dtype(x.type.dtype) if promote_integers else x.type.dtype
+            # Without promote_integers jnp still counts bools, in int32.
+            result_dtype = promote_integer_dtype(x.type.dtype) if promote_integers else \
+                "i32" if x.type.dtype == "bool" else x.type.dtype
         return reduce_array(name, convert(x, result_dtype), axes, bool_reducer if result_dtype == "bool" else reducer,
                             keepdims=keepdims, where=where, initial=initial)
     reduction.__name__ = reduction.__qualname__ = name
@@ -403,8 +405,9 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     return cumulative("nancumprod", "prod", a, axis, dtype, nan_fill=1)
 
 
-def make_array_api_cumulative(name: str, reducer: str, initial_value: int):
-    """cumulative_sum / cumulative_prod (array API): axis required beyond 1-d, optional initial element."""
+def make_array_api_cumulative(name: str, reducer: str, initial_value: int, promote_integers: bool):
+    """cumulative_sum / cumulative_prod (array API): axis required beyond 1-d, optional initial element.
+    jnp's cumulative_sum widens integers as sum does; its cumulative_prod keeps them."""
     def array_api_cumulative(x, /, *, axis=None, dtype=None, include_initial=False):
         x = as_tracer(x)
         if x.ndim == 0:
@@ -415,7 +418,7 @@ def make_array_api_cumulative(name: str, reducer: str, initial_value: int):
                                                 f"is only optional for one-dimensional arrays"))
             axis = 0
         axis = canonical_axis(axis, x.ndim)
-        result = cumulative(name, reducer, x, axis, dtype, promote_integers=True)
+        result = cumulative(name, reducer, x, axis, dtype, promote_integers=promote_integers)
         if not include_initial:
             return result
         shape = tuple(1 if i == axis else d for i, d in enumerate(result.shape))
@@ -425,8 +428,8 @@ def make_array_api_cumulative(name: str, reducer: str, initial_value: int):
     return array_api_cumulative
 
 
-cumulative_sum = make_array_api_cumulative("cumulative_sum", "sum", 0)
-cumulative_prod = make_array_api_cumulative("cumulative_prod", "prod", 1)
+cumulative_sum = make_array_api_cumulative("cumulative_sum", "sum", 0, promote_integers=True)
+cumulative_prod = make_array_api_cumulative("cumulative_prod", "prod", 1, promote_integers=False)
 
 
 # ---- sorting and order statistics ----------------------------------------------------------------
@@ -476,9 +479,9 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
     reject_out("quantile", out)
     if method not in QUANTILE_METHODS:
         raise TracingValueError(located(f"quantile: method {method!r} is not one of {', '.join(QUANTILE_METHODS)}"))
-    dtype = to_inexact(result_type(a, q)[0])
+    dtype = to_inexact(dtype_and_weak(a)[0])  # jnp promotes a alone; q takes its dtype
     if is_complex(dtype):
-        raise TracingTypeError(located(f"quantile: complex input {dtype} has no order"))
+        raise TracingValueError(located(f"quantile: complex input {dtype} has no order"))
     x, q = convert(as_tracer(a), dtype), convert(as_tracer(q), dtype)
     axes = canonical_axes(axis, x.ndim)
     if builtins.any(x.shape[i] == 0 for i in axes):
@@ -521,7 +524,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
     """jnp.percentile: quantile of q / 100."""
-    dtype = to_inexact(result_type(a, q)[0])
+    dtype = to_inexact(dtype_and_weak(a)[0])
     fraction = bind1("div", [convert(as_tracer(q), dtype), full(100, dtype, shape_of(q))])
     return quantile(a, fraction, axis, out, overwrite_input, method, keepdims)
 
