@@ -144,6 +144,8 @@ reduce_or = named_reduction("or")
 def cumulative(reducer: str, lax_name: str):
     def fn(operand, axis=0, reverse=False):
         operand = as_tracer(operand)
+        if operand.type.dtype == "bool" and reducer in ("max", "min"):
+            raise TracingTypeError(located(f"lax.{lax_name} does not accept bool operands (as jax.lax)"))
         axis = canonical_axis(axis, operand.ndim, f"lax.{lax_name} axis")
         return bind1("cumulative", [operand], {"reducer": reducer, "axis": axis, "reverse": bool(reverse)},
                      weak_type=operand.weak_type)

@@ -285,7 +285,8 @@ def lax_cases() -> list[Case]:
     cases += cases_of("lax", "dot", fn("dot"), SAME_PAIRS)
     cases += cases_of("lax", "select", lambda ns, a, b: ns.select(ns.ne(a, a), a, b),
                       SAME_PAIRS + [(d, 3) for d in DTYPES] + [(d, 2.5) for d in DTYPES])
-    cases += cases_of("lax", "clamp", lambda ns, x: ns.clamp(0, x, 1), UNARY_INPUTS, "[0,x,1]")
+    cases += cases_of("lax", "clamp", fn("clamp"), [(0, d, 1) for d in DTYPES] + [(d, d, d) for d in DTYPES]
+                      + [(0, 3, 1), (0.5, 2.5, 1.5)])
     cases += cases_of("lax", "reduce", lambda ns, x: ns.reduce(x, 0, ns.add, (0,)), [(d,) for d in DTYPES], "[add,0]")
     cases += cases_of("lax", "reduce_window", lambda ns, x: ns.reduce_window(x, 0, ns.add, (1, 2), (1, 1), "VALID"),
                       [(d,) for d in DTYPES], "[add,0]")

@@ -45,8 +45,10 @@ def main():
         if case.id in answers:
             raise SystemExit(f"duplicate case id {case.id}")
         answers[case.id] = jax_answer(case)
-    OUT.write_text(json.dumps({"jax_version": jax.__version__, "x64": True, "cases": answers}, indent=0,
-                              sort_keys=True) + "\n")
+    # One case a line, so that a regenerated table diffs readably.
+    lines = [f"  {json.dumps(k)}: {json.dumps(answers[k])}" for k in sorted(answers)]
+    OUT.write_text(f'{{"jax_version": {json.dumps(jax.__version__)}, "x64": true, "cases": {{\n'
+                   + ",\n".join(lines) + "\n}}\n")
     errors = sum(isinstance(a, dict) for a in answers.values())
     print(f"{len(answers)} cases ({errors} rejected by JAX) -> {OUT}")
 

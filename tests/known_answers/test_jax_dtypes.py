@@ -58,13 +58,52 @@ def traced_answer(case):
             else [np.asarray(leaf).dtype.name, False] for leaf in seen]
 
 
+# Where cdnajit knowingly differs, each with the reason; every other difference fails the test.
+# Complex operands of these functions are not implemented: cdnajit raises NotImplementedError.
+COMPLEX_NOT_IMPLEMENTED = {
+    "numpy.max", "numpy.min", "numpy.amax", "numpy.amin", "numpy.nanmax", "numpy.nanmin", "numpy.ptp",
+    "numpy.max_initial", "numpy.argmax", "numpy.argmin", "numpy.argmax_keepdims", "numpy.arctan2", "numpy.atan2",
+    "numpy.logaddexp", "numpy.logaddexp2", "numpy.method.max", "numpy.method.min", "numpy.method.ptp",
+    "numpy.method.argmax", "numpy.method.argmin", "lax.max", "lax.min", "lax.reduce_max", "lax.reduce_min",
+    "lax.cummax", "lax.cummin", "lax.argmax", "lax.argmin", "lax.atan2", "lax.exp2",
+}
+# jnp.dot of a narrow integer array and a Python int is a TypeError in JAX (its lax.mul meets an int64);
+# cdnajit gives jnp.multiply's dtype, the array's.
+JAX_REJECTS_VALID_CALL = {"numpy.dot[scalar]"}
+
+
+def function_of(case) -> str:
+    return case.id.split("(")[0].split("[")[0]
+
+
+def lax_weak_scalar_superset(case, expected, got) -> bool:
+    """jax.lax refuses a Python scalar whose default dtype (int64, float64) is not the arrays'; cdnajit.lax
+    lets it take the arrays' dtype (frontend/lax_elementwise.py). Accepted when cdnajit gives what JAX
+    gives for the same call with every operand an array of that dtype."""
+    arrays = case.arrays()
+    if case.namespace != "lax" or not isinstance(expected, dict) or isinstance(got, dict) or len(set(arrays)) != 1:
+        return False
+    same_dtype_id = f"{case.id[:case.id.index('(')]}({','.join(arrays[0] for _ in case.specs)})"
+    return KNOWN.get(same_dtype_id) == [[dtype, False] for dtype, _ in got]
+
+
+def accepted_difference(case, expected, got) -> bool:
+    if isinstance(expected, dict) and expected["error"] == "AttributeError":
+        return True  # the function is not in this JAX's namespace (jnp.fix was removed); cdnajit keeps it
+    if isinstance(got, dict) and got["error"] == "NotImplementedError":
+        return function_of(case) in COMPLEX_NOT_IMPLEMENTED and "complex" in got["message"]
+    if case.id.split("(")[0] in JAX_REJECTS_VALID_CALL:
+        return True
+    return lax_weak_scalar_superset(case, expected, got)
+
+
 def mismatch(case) -> str | None:
     expected, got = KNOWN[case.id], traced_answer(case)
-    if isinstance(expected, dict) and isinstance(got, dict):
-        return None if got["error"] == expected["error"] else f"{case.id}: JAX {expected}, cdnajit {got}"
-    if expected != got:
-        return f"{case.id}: JAX {expected}, cdnajit {got}"
-    return None
+    if isinstance(expected, dict) and isinstance(got, dict) and got["error"] == expected["error"]:
+        return None
+    if expected == got or accepted_difference(case, expected, got):
+        return None
+    return f"{case.id}: JAX {expected}, cdnajit {got}"
 
 
 def test_every_case_has_a_known_answer():
@@ -111,7 +150,10 @@ def test_rejected_dtype_names_function_and_dtype():
         cj.make_graph(clax.sin)(np.ones(2, np.int32))
 
 
-if __name__ == "__main__":  # a summary of every mismatch: python tests/known_answers/test_jax_dtypes.py
+if __name__ == "__main__":  # a summary: python tests/known_answers/test_jax_dtypes.py
     found = [p for p in map(mismatch, CASES) if p]
+    accepted = sum(KNOWN[c.id] != traced_answer(c) and not (isinstance(KNOWN[c.id], dict) and "error" in
+                                                           traced_answer(c)) for c in CASES) - len(found)
     print("\n".join(found))
-    print(f"{len(CASES)} cases over {len(BY_FUNCTION)} functions; {len(found)} differ from JAX")
+    print(f"{len(CASES)} cases over {len(BY_FUNCTION)} functions; {len(found)} differ from JAX, "
+          f"{accepted} accepted differences")
