@@ -15,7 +15,8 @@ import operator
 
 from ..errors import CdnajitError, TracingTypeError
 from ..ir.types import COMPLEX_OF
-from .cnp.base import broadcast_to, convert, dtype_and_weak, shape_of, to_dtype_name
+from .cnp.base import (broadcast_to, complex_not_implemented, convert, dtype_and_weak, require_integer, shape_of,
+                       to_dtype_name)
 from .dtypes import is_inexact, is_integer, promote
 from .pytree import tree_map
 from .tracing import Tracer, as_tracer, bind1, constant, located
@@ -101,22 +102,34 @@ def strict_operands(name: str, *xs) -> tuple[list[Tracer], bool]:
 
 # ---- one function per IR op ------------------------------------------------------------------
 
-def unary_op(op: str, lax_name: str | None = None):
+def unary_op(op: str, lax_name: str | None = None, real_only: bool = False, integer: bool = False):
+    """lax.`lax_name`; real_only: complex operands are not implemented (JAX defines them); integer: the
+    operand must be an integer or bool (a TypeError naming the function otherwise)."""
     lax_name = lax_name or op
 
     def fn(x):
         x = as_tracer(x)
+        if integer:
+            require_integer(f"lax.{lax_name}", x)
+        if real_only:
+            complex_not_implemented(f"lax.{lax_name}", x)
         return bind1(op, [x], weak_type=x.weak_type)
     fn.__name__ = fn.__qualname__ = lax_name
     fn.__doc__ = f"jax.lax.{lax_name}: the elementwise `{op}` op."
     return fn
 
 
-def binary_op(op: str, lax_name: str | None = None):
+def binary_op(op: str, lax_name: str | None = None, real_only: bool = False, integer: bool = False):
+    """lax.`lax_name`; real_only: complex operands are not implemented (JAX defines them); integer: the
+    operands must be integers or bools (a TypeError naming the function otherwise)."""
     lax_name = lax_name or op
 
     def fn(x, y):
         (x, y), weak = strict_operands(lax_name, x, y)
+        if integer:
+            require_integer(f"lax.{lax_name}", x)
+        if real_only:
+            complex_not_implemented(f"lax.{lax_name}", x)
         return bind1(op, [x, y], weak_type=weak)
     fn.__name__ = fn.__qualname__ = lax_name
     fn.__doc__ = f"jax.lax.{lax_name}: the elementwise `{op}` op (operands of one dtype)."
@@ -128,7 +141,7 @@ sign = unary_op("sign")
 floor = unary_op("floor")
 ceil = unary_op("ceil")
 exp = unary_op("exp")
-exp2 = unary_op("exp2")
+exp2 = unary_op("exp2", real_only=True)
 log = unary_op("log")
 log1p = unary_op("log1p")
 expm1 = unary_op("expm1")
@@ -152,20 +165,20 @@ erf = unary_op("erf")
 is_finite = unary_op("is_finite")
 real = unary_op("real")
 imag = unary_op("imag")
-bitwise_not = unary_op("not", "bitwise_not")
+bitwise_not = unary_op("not", "bitwise_not", integer=True)
 
 add = binary_op("add")
 sub = binary_op("sub")
 mul = binary_op("mul")
 div = binary_op("div")
 rem = binary_op("rem")
-max = binary_op("max")
-min = binary_op("min")
-atan2 = binary_op("atan2")
+max = binary_op("max", real_only=True)
+min = binary_op("min", real_only=True)
+atan2 = binary_op("atan2", real_only=True)
 complex = binary_op("complex")
-bitwise_and = binary_op("and", "bitwise_and")
-bitwise_or = binary_op("or", "bitwise_or")
-bitwise_xor = binary_op("xor", "bitwise_xor")
+bitwise_and = binary_op("and", "bitwise_and", integer=True)
+bitwise_or = binary_op("or", "bitwise_or", integer=True)
+bitwise_xor = binary_op("xor", "bitwise_xor", integer=True)
 shift_left = binary_op("shift_left")
 shift_right_logical = binary_op("shift_right_logical")
 shift_right_arithmetic = binary_op("shift_right_arithmetic")
@@ -255,6 +268,7 @@ def select(pred, on_true, on_false):
 
 def clamp(min_value, x, max_value):
     """jax.lax.clamp: min(max(x, min_value), max_value) elementwise."""
+    complex_not_implemented("lax.clamp", x)
     return min(max(x, min_value), max_value)
 
 

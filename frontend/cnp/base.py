@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import TracingTypeError, TracingValueError
 from ...ir.types import NUMPY_DTYPES, dtype_name
-from ..dtypes import promote, to_inexact
+from ..dtypes import is_complex, is_integer, promote, to_inexact
 from ..tracing import (Tracer, as_tracer, bind1, check_array_like, constant, is_python_scalar, located,
                        python_scalar_dtype)
 
@@ -47,6 +47,25 @@ def dtype_and_weak(x) -> tuple[str, bool]:
         return dtype_and_weak(np.asarray(x))  # nested Python sequences become (strong) arrays
     check_array_like(x)
     return dtype_name(np.asarray(x).dtype), False
+
+
+def require_integer(name: str, x: Tracer, allow_bool: bool = True):
+    """A TypeError naming the function and the dtype when x is not an integer (or bool) array, as
+    JAX raises for bitwise functions of floats."""
+    dtype = x.type.dtype
+    if not (is_integer(dtype) or (allow_bool and dtype == "bool")):
+        accepted = "integers and bools" if allow_bool else "integers"
+        raise TracingTypeError(located(f"{name} does not accept dtype {NUMPY_DTYPES[dtype].name}; it accepts "
+                                       f"{accepted}"))
+
+
+def complex_not_implemented(name: str, *xs):
+    """A NotImplementedError for complex operands of a function JAX defines on them and cdnajit does not
+    yet (the IR has no complex order, atan2 or exp2)."""
+    for x in xs:
+        dtype = dtype_and_weak(x)[0]
+        if is_complex(dtype):
+            raise NotImplementedError(located(f"{name} of complex operands ({dtype}) is not implemented"))
 
 
 def result_type(*xs) -> tuple[str, bool]:

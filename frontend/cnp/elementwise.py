@@ -20,7 +20,8 @@ from ...errors import ConcretizationError, TracingTypeError, TracingValueError
 from .. import lax_elementwise
 from ..dtypes import is_complex, is_inexact, is_integer
 from ..tracing import Tracer, as_tracer, bind1, constant, is_python_scalar, located
-from .base import broadcast_shapes, broadcast_to, convert, dtype_and_weak, promote_args, to_dtype_name
+from .base import (broadcast_shapes, broadcast_to, complex_not_implemented, convert, dtype_and_weak, promote_args,
+                   require_integer, to_dtype_name)
 from .dtypes_api import finfo
 
 __all__ = [
@@ -380,7 +381,18 @@ def multiply(x1, x2):
 subtract = simple_binary("subtract", "sub")
 divide = true_divide = simple_binary("divide", "div", promote_inexact)
 float_power = simple_binary("float_power", "pow", promote_inexact)
-arctan2 = atan2 = simple_binary("arctan2", "atan2", promote_inexact)
+
+
+
+@binary_ufunc("arctan2")
+def arctan2(x1, x2):
+    """The angle of the point (x2, x1), in (-pi, pi]."""
+    x1, x2 = promote_inexact("arctan2", x1, x2)
+    complex_not_implemented("arctan2", x1)
+    return apply("atan2", x1, x2)
+
+
+atan2 = arctan2
 
 
 def float_divmod(x1: Tracer, x2: Tracer) -> tuple[Tracer, Tracer]:
@@ -524,7 +536,7 @@ def log_add_exp(name, exp_fn, log1p_scale):
     def fn(x1, x2):
         inputs = x1, x2
         x1, x2 = promote_inexact(name, x1, x2)
-        reject_complex(name, x1)
+        complex_not_implemented(name, x1)
         delta = subtract(x1, x2)
         stable = add(maximum(x1, x2), multiply(log1p(exp_fn(negative(absolute(delta)))), log1p_scale))
         # delta is NaN when both are the same infinity (or a NaN): x1 + x2 is then the answer.
@@ -591,16 +603,26 @@ def logical_not(x):
     return apply("not", truth(x))
 
 
-bitwise_and = simple_binary("bitwise_and", "and", identity=-1)
-bitwise_or = simple_binary("bitwise_or", "or", identity=0)
-bitwise_xor = simple_binary("bitwise_xor", "xor", identity=0)
-left_shift = bitwise_left_shift = simple_binary("left_shift", "shift_left", promote_numeric)
+def bitwise_binary(name, opname, promotion=promote_args, **methods) -> ufunc:
+    """A ufunc of integer (or bool) operands binding one IR op; other dtypes are a TypeError naming it."""
+    def fn(x1, x2):
+        x1, x2 = promotion(name, x1, x2)
+        require_integer(name, x1)
+        return apply(opname, x1, x2)
+    return ufunc(fn, name, **methods)
+
+
+bitwise_and = bitwise_binary("bitwise_and", "and", identity=-1)
+bitwise_or = bitwise_binary("bitwise_or", "or", identity=0)
+bitwise_xor = bitwise_binary("bitwise_xor", "xor", identity=0)
+left_shift = bitwise_left_shift = bitwise_binary("left_shift", "shift_left", promote_numeric)
 
 
 @binary_ufunc("right_shift")
 def right_shift(x1, x2):
     """x1 >> x2: arithmetic for signed integers, logical for unsigned ones."""
     x1, x2 = promote_numeric("right_shift", x1, x2)
+    require_integer("right_shift", x1)
     return apply("shift_right_logical" if x1.type.dtype in UNSIGNED else "shift_right_arithmetic", x1, x2)
 
 
@@ -609,7 +631,9 @@ bitwise_right_shift = right_shift
 
 def invert(x):
     """Bitwise not of integers, logical not of bools."""
-    return apply("not", as_tracer(x))
+    x = as_tracer(x)
+    require_integer("invert", x)
+    return apply("not", x)
 
 
 bitwise_not = bitwise_invert = invert

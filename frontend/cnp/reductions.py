@@ -16,8 +16,8 @@ from ...ir.ops.reduce import reducer_identity
 from ...ir.types import COMPLEX_PART, NUMPY_DTYPES
 from ..dtypes import is_complex, is_inexact, is_integer, to_inexact
 from ..tracing import Tracer, as_tracer, bind, bind1, constant, located
-from .base import (DEFAULT_FLOAT, DEFAULT_INT, broadcast_to, canonical_axes, canonical_axis, convert, dtype_and_weak,
-                   result_type, shape_of, to_dtype_name)
+from .base import (DEFAULT_FLOAT, DEFAULT_INT, broadcast_to, canonical_axes, canonical_axis, complex_not_implemented,
+                   convert, dtype_and_weak, result_type, shape_of, to_dtype_name)
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "var", "std", "average",
            "argmax", "argmin", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nancumsum", "nancumprod",
@@ -129,6 +129,7 @@ def make_extremum(name: str, reducer: str):
     def reduction(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         reject_out(name, out)
         x = as_tracer(a)
+        complex_not_implemented(name, x)
         axes = canonical_axes(axis, x.ndim)
         if initial is None:
             if where is not None:
@@ -331,6 +332,7 @@ def make_arg_reduction(name: str):
     def arg_reduction(a, axis=None, out=None, keepdims=None):
         reject_out(name, out)
         x = as_tracer(a)
+        complex_not_implemented(name, x)
         if axis is None:
             flat = reshape(x, (x.size,))
             kept_shape = (1,) * x.ndim
