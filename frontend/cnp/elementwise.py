@@ -5,7 +5,8 @@ then binds one elementwise IR op, or composes other functions of this module whe
 (floor_divide and mod follow numpy's sign rules, fmax ignores NaN, ...). Three promotion flavours:
   - plain: the lattice join (add, maximum, comparisons, ...);
   - numeric: the join, with bool turned into int32 (jnp's to_numeric_dtype: remainder, power, ...);
-  - inexact: the join, with integers and bools turned into float64 (exp, sin, divide, ...).
+  - inexact: the join, then jnp's to-inexact rule: bools and integers up to 32 bits become float32,
+    64-bit integers float64 (exp, sin, divide, ...).
 Binary functions are `ufunc` objects: callable, with `.outer`, and `.reduce`/`.accumulate` where
 jax.numpy has them (they call the reductions of cdnajit.numpy).
 """
@@ -192,7 +193,7 @@ def simple_binary(name, opname, promotion=promote_args, **methods) -> ufunc:
     return ufunc(fn, name, **methods)
 
 
-# ---- unary math: integers and bools promote to float64 -------------------------------------
+# ---- unary math: integers and bools promote to float ----------------------------------------
 
 def inexact_unary(name, opname, on_complex=None, weak=True):
     """jnp's unary float functions; `on_complex` composes the function where the IR op is real-only.
@@ -233,7 +234,7 @@ arctanh = atanh = inexact_unary("arctanh", "atanh")
 
 
 def reciprocal(x):
-    """1/x; integers promote to float64 (unlike numpy, as jnp)."""
+    """1/x; integers promote to float by jnp's to-inexact rule (unlike numpy)."""
     (x,) = promote_inexact("reciprocal", x)
     return divide(1, x)
 
@@ -258,7 +259,7 @@ def sinc(x):
 
 
 def fabs(x):
-    """|x| for real inputs; integers promote to float64."""
+    """|x| for real inputs; integers promote to float by jnp's to-inexact rule."""
     (x,) = promote_inexact("fabs", x)
     reject_complex("fabs", x)
     return apply("abs", x)
@@ -383,7 +384,6 @@ divide = true_divide = simple_binary("divide", "div", promote_inexact)
 float_power = simple_binary("float_power", "pow", promote_inexact)
 
 
-
 @binary_ufunc("arctan2")
 def arctan2(x1, x2):
     """The angle of the point (x2, x1), in (-pi, pi]."""
@@ -473,7 +473,7 @@ def power(x1, x2):
     (base,) = promote_numeric("power", x1)
     if is_integer(base.type.dtype) and exponent < 0:
         raise TracingTypeError(located(f"power: integers cannot be raised to a negative power ({exponent}); "
-                                        f"convert the base to a float dtype"))
+                                       f"convert the base to a float dtype"))
     return lax_elementwise.integer_pow(base, exponent)
 
 
