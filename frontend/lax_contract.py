@@ -39,6 +39,25 @@ def part_size(dtype: str) -> int:
     return NUMPY_DTYPES[COMPLEX_PART.get(dtype, dtype)].itemsize
 
 
+def check_preferred(opname: str, dtype: str, preferred: str | None):
+    """jax.lax's rules for preferred_element_type (a TypeError otherwise): dot_general takes any type for
+    float operands and one at least as wide for integer and complex ones; conv_general_dilated takes
+    one at least as wide, of the operands' family or a higher one (complex only from complex, unsigned
+    integers not from signed ones)."""
+    if preferred is None or dtype == "bool" or preferred == dtype:
+        return
+    wide_enough = preferred != "bool" and part_size(preferred) >= part_size(dtype)
+    if opname == "dot_general":
+        accepted = dtype in FLOATS or wide_enough
+    else:
+        accepted = (wide_enough and family(preferred) >= family(dtype)
+                    and (family(preferred) < 2 or family(dtype) == 2)
+                    and not (preferred.startswith("u") and dtype.startswith("i")))
+    if not accepted:
+        raise TracingTypeError(located(f"lax.{opname} does not accept preferred_element_type {preferred} for "
+                                       f"operands of dtype {dtype}"))
+
+
 def bind_contraction(opname: str, lhs: Tracer, rhs: Tracer, attrs: dict, preferred_element_type, weak: bool):
     """The IR contraction of operands of one dtype, with the result dtype jax.lax gives for
     preferred_element_type. The IR accepts a preferred type of the operands' family and at least
@@ -48,11 +67,7 @@ def bind_contraction(opname: str, lhs: Tracer, rhs: Tracer, attrs: dict, preferr
     preferred = None if preferred_element_type is None else to_dtype_name(preferred_element_type)
     dtype = lhs.type.dtype
     numeric_preferred = preferred not in (None, "bool")
-    if preferred is not None and dtype in INTS + COMPLEXES and (
-            preferred == "bool" or part_size(preferred) < part_size(dtype)):
-        raise TracingTypeError(located(
-            f"lax.{opname}: preferred_element_type {preferred} is narrower than the operands' {dtype}; as jax.lax, "
-            f"integer and complex operands may only contract into a type at least as wide"))
+    check_preferred(opname, dtype, preferred)
     if dtype == "bool":
         compute = preferred if numeric_preferred else DEFAULT_INT
     elif numeric_preferred and family(preferred) > family(dtype):

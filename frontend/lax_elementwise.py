@@ -210,14 +210,11 @@ def conj(x):
 
 
 def pow(x, y):
-    """jax.lax.pow: x ** y for an inexact x; the exponent has x's dtype or is an integer (an array
-    or a Python int), as jax.lax.pow accepts."""
-    x_dtype, x_weak = dtype_and_weak(x)
+    """jax.lax.pow: x ** y; an integer exponent (an array or a Python int) may raise an inexact base.
+    Integer bases are accepted too (jax.lax.pow refuses them): the IR's pow computes them exactly."""
+    x_dtype, _ = dtype_and_weak(x)
     y_dtype, y_weak = dtype_and_weak(y)
-    if not is_inexact(x_dtype):
-        raise TracingTypeError(located(f"lax.pow: the base must be floating-point or complex, got "
-                                       f"{describe(x_dtype, x_weak)}"))
-    if is_integer(y_dtype):
+    if is_inexact(x_dtype) and is_integer(y_dtype):
         y = convert(as_tracer(y), x_dtype, y_weak)
     (x, y), weak = strict_operands("pow", x, y)
     return bind1("pow", [x, y], weak_type=weak)

@@ -167,6 +167,10 @@ def numpy_cases() -> list[Case]:
                        "where_x_0": lambda ns, x: ns.where(x != 0, x, 0),
                        "where_x_0.5": lambda ns, x: ns.where(x != 0, x, 0.5),
                        "meshgrid": lambda ns, x: ns.meshgrid(x[0], x[1])[0],
+                       "array_split": lambda ns, x: ns.array_split(x, 2)[1],
+                       "hsplit": lambda ns, x: ns.hsplit(x, 2)[0], "vsplit": lambda ns, x: ns.vsplit(x, 2)[0],
+                       "dsplit": lambda ns, x: ns.dsplit(ns.atleast_3d(x), 1)[0],
+                       "broadcast_arrays": lambda ns, x: ns.broadcast_arrays(x, x[0])[1],
                        }.items():
         cases += cases_of("numpy", name, call, [(d,) for d in DTYPES])
     for name in NUMPY_BINARY:
@@ -178,7 +182,7 @@ def numpy_cases() -> list[Case]:
     cases += cases_of("numpy", "einsum", lambda ns, a, b: ns.einsum("ij,jk->ik", a, b), SAME_PAIRS)
     cases += cases_of("numpy", "dot", lambda ns, a, b: ns.dot(a, b), [(d, 2) for d in DTYPES] + [(d, 2.5) for d in DTYPES],
                       "[scalar]")
-    for name in ["concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"]:
+    for name in ["concatenate", "concat", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"]:
         cases += cases_of("numpy", name, lambda ns, a, b, name=name: getattr(ns, name)([a, b]), ALL_PAIRS)
     cases += cases_of("numpy", "append", fn("append"), SAME_PAIRS + [("int8", "float16"), ("uint8", "int8")])
     cases += cases_of("numpy", "where", lambda ns, a, b: ns.where(a > 0, a, b), ALL_PAIRS)
@@ -273,6 +277,11 @@ def lax_cases() -> list[Case]:
                           UNARY_INPUTS, f"[{dt}]")
         cases += cases_of("lax", "full", lambda ns, dt=dt: ns.full((2,), 1, dt), [()], f"[{dt}]")
         cases += cases_of("lax", "iota", lambda ns, dt=dt: ns.iota(dt, 3), [()], f"[{dt}]")
+        cases += cases_of("lax", "broadcasted_iota", lambda ns, dt=dt: ns.broadcasted_iota(dt, (2, 3), 1), [()],
+                          f"[{dt}]")
+        cases += cases_of("lax", "conv_general_dilated", lambda ns, a, b, dt=dt: ns.conv_general_dilated(
+            a[None, None], b[None, None], (1, 1), "VALID", preferred_element_type=dt), [(d, d) for d in DTYPES],
+            f"[preferred={dt}]")
         cases += cases_of("lax", "full_like", lambda ns, x, dt=dt: ns.full_like(x, 1, dt), [(d,) for d in DTYPES],
                           f"[{dt}]")
         cases += cases_of("lax", "dot_general", lambda ns, a, b, dt=dt: ns.dot_general(
@@ -303,6 +312,17 @@ def lax_cases() -> list[Case]:
             "cond": lambda ns, x: ns.cond(True, lambda v: v, lambda v: v, x),
             "fori_loop": lambda ns, x: ns.fori_loop(0, 2, lambda i, v: v, x),
             "while_loop": lambda ns, x: ns.while_loop(lambda v: False, lambda v: v, x),
+            "slice_in_dim": lambda ns, x: ns.slice_in_dim(x, 0, 1), "index_in_dim": lambda ns, x: ns.index_in_dim(x, 1),
+            "dynamic_slice_in_dim": lambda ns, x: ns.dynamic_slice_in_dim(x, 0, 1),
+            "dynamic_index_in_dim": lambda ns, x: ns.dynamic_index_in_dim(x, 1),
+            "dynamic_update_slice_in_dim": lambda ns, x: ns.dynamic_update_slice_in_dim(x, x[:1], 0, 0),
+            "dynamic_update_index_in_dim": lambda ns, x: ns.dynamic_update_index_in_dim(x, x[0], 1, 0),
+            "sort_key_val": lambda ns, x: ns.sort_key_val(x, x)[1],
+            "switch": lambda ns, x: ns.switch(1, [lambda v: v, lambda v: v], x),
+            "scan": lambda ns, x: ns.scan(lambda c, r: (c, r), x[0], x)[1],
+            "map": lambda ns, x: ns.map(lambda r: r, x),
+            "conv_general_dilated": lambda ns, x: ns.conv_general_dilated(x[None, None], x[None, None], (1, 1),
+                                                                          "VALID"),
     }.items():
         cases += cases_of("lax", name, call, [(d,) for d in DTYPES])
     cases += cases_of("lax", "fori_loop", lambda ns: ns.fori_loop(0, 2, lambda i, v: v + i, 0), [()], "[weak int carry]")
