@@ -146,7 +146,8 @@ def numpy_cases() -> list[Case]:
     for name in ["reshape", "broadcast_to"]:
         cases += cases_of("numpy", name, lambda ns, x, name=name: getattr(ns, name)(x, (4,) if name == "reshape"
                                                                                    else (2, 2, 2)), UNARY_INPUTS[:15])
-    for name, call in {"expand_dims": lambda ns, x: ns.expand_dims(x, 0), "moveaxis": lambda ns, x: ns.moveaxis(x, 0, 1),
+    for name, call in {"expand_dims": lambda ns, x: ns.expand_dims(x, 0),
+                       "moveaxis": lambda ns, x: ns.moveaxis(x, 0, 1),
                        "swapaxes": lambda ns, x: ns.swapaxes(x, 0, 1), "roll": lambda ns, x: ns.roll(x, 1),
                        "tile": lambda ns, x: ns.tile(x, 2), "repeat": lambda ns, x: ns.repeat(x, 2),
                        "pad": lambda ns, x: ns.pad(x, 1), "pad_constant": lambda ns, x: ns.pad(x, 1, constant_values=2),
@@ -180,7 +181,8 @@ def numpy_cases() -> list[Case]:
         inputs = ALL_PAIRS if name in ("dot", "matmul") else SAME_PAIRS
         cases += cases_of("numpy", name, fn(name), inputs)
     cases += cases_of("numpy", "einsum", lambda ns, a, b: ns.einsum("ij,jk->ik", a, b), SAME_PAIRS)
-    cases += cases_of("numpy", "dot", lambda ns, a, b: ns.dot(a, b), [(d, 2) for d in DTYPES] + [(d, 2.5) for d in DTYPES],
+    cases += cases_of("numpy", "dot", lambda ns, a, b: ns.dot(a, b),
+                      [(d, 2) for d in DTYPES] + [(d, 2.5) for d in DTYPES],
                       "[scalar]")
     for name in ["concatenate", "concat", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"]:
         cases += cases_of("numpy", name, lambda ns, a, b, name=name: getattr(ns, name)([a, b]), ALL_PAIRS)
@@ -229,7 +231,8 @@ def operator_cases() -> list[Case]:
     for name in METHODS:
         cases += cases_of("numpy", f"method.{name}", method_call(name), [(d,) for d in DTYPES])
     for dt in DTYPE_ARGS:
-        cases += cases_of("numpy", "method.astype", lambda ns, x, dt=dt: x.astype(dt), [(d,) for d in DTYPES], f"[{dt}]")
+        cases += cases_of("numpy", "method.astype", lambda ns, x, dt=dt: x.astype(dt), [(d,) for d in DTYPES],
+                          f"[{dt}]")
         cases += cases_of("numpy", "method.sum", lambda ns, x, dt=dt: x.sum(dtype=dt), [(d,) for d in DTYPES],
                           f"[dtype={dt}]")
     cases += cases_of("numpy", "method.at.set", lambda ns, x: x.at[0].set(2.5), [(d,) for d in DTYPES], "[2.5]")
@@ -325,7 +328,8 @@ def lax_cases() -> list[Case]:
                                                                           "VALID"),
     }.items():
         cases += cases_of("lax", name, call, [(d,) for d in DTYPES])
-    cases += cases_of("lax", "fori_loop", lambda ns: ns.fori_loop(0, 2, lambda i, v: v + i, 0), [()], "[weak int carry]")
+    cases += cases_of("lax", "fori_loop", lambda ns: ns.fori_loop(0, 2, lambda i, v: v + i, 0), [()],
+                      "[weak int carry]")
     cases += cases_of("lax", "fori_loop", lambda ns: ns.fori_loop(0, 2, lambda i, v: v + 1.0, 0.0), [()],
                       "[weak float carry]")
     return cases
