@@ -73,13 +73,13 @@ NUMPY_UNARY = [
     "cumsum", "cumprod", "nancumsum", "nancumprod", "nansum", "nanprod", "nanmax", "nanmin", "nanmean",
     "count_nonzero", "ptp", "sort", "argsort", "median",
     # creation from an array, shaping: the dtype is kept
-    "array", "asarray", "zeros_like", "ones_like", "empty_like", "copy", "ravel", "transpose", "permute_dims",
+    "array", "asarray", "zeros_like", "ones_like", "empty_like", "copy", "ravel", "transpose",
     "atleast_1d", "atleast_2d", "atleast_3d", "flip", "fliplr", "flipud", "rot90", "triu", "tril", "diag", "diagonal",
     "trace", "squeeze",
 ]
 # Functions that want an array (a Python scalar is a 0-d array, but these need an axis or two).
 NEEDS_ARRAY = {"cumsum", "cumprod", "nancumsum", "nancumprod", "sort", "argsort", "fliplr", "flipud", "rot90",
-               "triu", "tril", "diag", "diagonal", "trace", "transpose", "permute_dims", "flip", "ravel"}
+               "triu", "tril", "diag", "diagonal", "trace", "transpose", "flip", "ravel"}
 
 NUMPY_BINARY = [
     "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder", "mod", "fmod", "divmod",
@@ -149,6 +149,7 @@ def numpy_cases() -> list[Case]:
     for name, call in {"expand_dims": lambda ns, x: ns.expand_dims(x, 0),
                        "moveaxis": lambda ns, x: ns.moveaxis(x, 0, 1),
                        "swapaxes": lambda ns, x: ns.swapaxes(x, 0, 1), "roll": lambda ns, x: ns.roll(x, 1),
+                       "permute_dims": lambda ns, x: ns.permute_dims(x, (1, 0)),
                        "tile": lambda ns, x: ns.tile(x, 2), "repeat": lambda ns, x: ns.repeat(x, 2),
                        "pad": lambda ns, x: ns.pad(x, 1), "pad_constant": lambda ns, x: ns.pad(x, 1, constant_values=2),
                        "split": lambda ns, x: ns.split(x, 2)[0], "delete": lambda ns, x: ns.delete(x, 0),
@@ -218,6 +219,8 @@ def method_call(name):
         return lambda ns, x: (x != 0).sum()
     if name == "clip":
         return lambda ns, x: x.clip(0, 1)
+    if name in ("real", "imag"):  # properties
+        return lambda ns, x: getattr(x, name)
     return lambda ns, x: getattr(x, name)()
 
 
