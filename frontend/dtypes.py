@@ -46,7 +46,7 @@ def _join(a: str, b: str) -> str:
 def lattice_node(dtype: str, weak: bool) -> str:
     if not weak:
         return dtype
-    kind = NUMPY_DTYPES[dtype].kind
+    kind = "f" if dtype == "bf16" else NUMPY_DTYPES[dtype].kind  # ml_dtypes' bfloat16 has numpy kind 'V'
     return {"b": "bool", "i": WEAK_INT, "u": WEAK_INT, "f": WEAK_FLOAT, "c": WEAK_COMPLEX}[kind]
 
 

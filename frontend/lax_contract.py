@@ -10,11 +10,13 @@ import enum
 from typing import NamedTuple
 
 from ..errors import TracingTypeError, TracingValueError
-from .cnp.base import canonical_axis, convert, to_dtype_name
-from .lax_elementwise import bitwise_and, ge, lt, select, static_int, static_ints, strict_dtype, sub
+from ..ir.types import COMPLEX_PART, COMPLEXES, FLOATS, INTS, NUMPY_DTYPES
+from .cnp.base import DEFAULT_INT, broadcast_to, canonical_axis, convert, dtype_and_weak, to_dtype_name
+from .dtypes import promote
+from .lax_elementwise import bitwise_and, ge, lt, select, static_int, static_ints, sub
 from .lax_reduce import cumsum, reduce_sum
 from .lax_shape import broadcast_in_dim, broadcasted_iota, full, padtype_to_pads
-from .tracing import as_tracer, bind1, located
+from .tracing import Tracer, as_tracer, bind1, constant, located
 
 __all__ = ["Precision", "dot_general", "dot", "ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_dilated", "conv",
            "ragged_dot"]
@@ -29,12 +31,68 @@ class Precision(enum.Enum):
 
 
 def contraction_operands(name: str, lhs, rhs):
-    dtype, weak = strict_dtype(name, [lhs, rhs])
+    """lhs and rhs in their promoted dtype: unlike lax's elementwise functions, jax.lax's contractions
+    accept operands of different dtypes (int8 with int16 contracts in int16)."""
+    dtype, weak = promote(dtype_and_weak(lhs), dtype_and_weak(rhs))
     return convert(as_tracer(lhs), dtype, weak), convert(as_tracer(rhs), dtype, weak), weak
 
 
-def preferred_dtype(preferred_element_type):
-    return None if preferred_element_type is None else to_dtype_name(preferred_element_type)
+# The families the IR's preferred_element_type must stay within, from the lowest.
+FAMILIES = (INTS, FLOATS, COMPLEXES)
+
+
+def family(dtype: str) -> int:
+    return next(i for i, f in enumerate(FAMILIES) if dtype in f)
+
+
+def part_size(dtype: str) -> int:
+    """The bytes of a dtype's (real) components."""
+    return NUMPY_DTYPES[COMPLEX_PART.get(dtype, dtype)].itemsize
+
+
+def check_preferred(opname: str, dtype: str, preferred: str | None):
+    """jax.lax's rules for preferred_element_type (a TypeError otherwise): dot_general takes any type for
+    float operands and one at least as wide for integer and complex ones; conv_general_dilated takes
+    one at least as wide, of the operands' family or a higher one (complex only from complex, unsigned
+    integers not from signed ones)."""
+    if preferred is None or dtype == "bool" or preferred == dtype:
+        return
+    wide_enough = preferred != "bool" and part_size(preferred) >= part_size(dtype)
+    if opname == "dot_general":
+        accepted = dtype in FLOATS or wide_enough
+    else:
+        accepted = (wide_enough and family(preferred) >= family(dtype)
+                    and (family(preferred) < 2 or family(dtype) == 2)
+                    and not (preferred.startswith("u") and dtype.startswith("i")))
+    if not accepted:
+        raise TracingTypeError(located(f"lax.{opname} does not accept preferred_element_type {preferred} for "
+                                       f"operands of dtype {dtype}"))
+
+
+def bind_contraction(opname: str, lhs: Tracer, rhs: Tracer, attrs: dict, preferred_element_type, weak: bool):
+    """The IR contraction of operands of one dtype, with the result dtype jax.lax gives for
+    preferred_element_type. The IR accepts a preferred type of the operands' family and at least
+    their width; otherwise the operands convert to it (a higher family: int8 operands give float32)
+    or the result does (a lower or narrower one). Bools contract as integers, nonzero at the end
+    when the result is bool (an or of ands)."""
+    preferred = None if preferred_element_type is None else to_dtype_name(preferred_element_type)
+    dtype = lhs.type.dtype
+    numeric_preferred = preferred not in (None, "bool")
+    check_preferred(opname, dtype, preferred)
+    if dtype == "bool":
+        compute = preferred if numeric_preferred else DEFAULT_INT
+    elif numeric_preferred and family(preferred) > family(dtype):
+        compute = preferred
+    else:
+        compute = dtype
+    lhs, rhs = convert(lhs, compute), convert(rhs, compute)
+    fits = (numeric_preferred and preferred != compute and family(preferred) == family(compute)
+            and NUMPY_DTYPES[preferred].itemsize >= NUMPY_DTYPES[compute].itemsize)
+    result = bind1(opname, [lhs, rhs], {**attrs, "preferred_element_type": preferred if fits else None},
+                   weak_type=weak and preferred is None)
+    if preferred == "bool" or (preferred is None and dtype == "bool"):
+        return bind1("ne", [result, broadcast_to(constant(0, result.type.dtype), result.shape)])
+    return result if preferred is None else convert(result, preferred)
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
@@ -53,9 +111,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     attrs = {"lhs_contracting": axes(lhs_contracting, lhs.ndim, "lhs contracting"),
              "rhs_contracting": axes(rhs_contracting, rhs.ndim, "rhs contracting"),
              "lhs_batch": axes(lhs_batch, lhs.ndim, "lhs batch"),
-             "rhs_batch": axes(rhs_batch, rhs.ndim, "rhs batch"),
-             "preferred_element_type": preferred_dtype(preferred_element_type)}
-    return bind1("dot_general", [lhs, rhs], attrs, weak_type=weak and preferred_element_type is None)
+             "rhs_batch": axes(rhs_batch, rhs.ndim, "rhs batch")}
+    return bind_contraction("dot_general", lhs, rhs, attrs, preferred_element_type, weak)
 
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
@@ -131,9 +188,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
              "lhs_dilation": lhs_dilation, "rhs_dilation": rhs_dilation,
              "lhs_spec": dnums.lhs_spec, "rhs_spec": dnums.rhs_spec, "out_spec": dnums.out_spec,
              "feature_group_count": static_int(feature_group_count, "lax.conv_general_dilated feature_group_count"),
-             "batch_group_count": static_int(batch_group_count, "lax.conv_general_dilated batch_group_count"),
-             "preferred_element_type": preferred_dtype(preferred_element_type)}
-    return bind1("conv_general_dilated", [lhs, rhs], attrs, weak_type=weak and preferred_element_type is None)
+             "batch_group_count": static_int(batch_group_count, "lax.conv_general_dilated batch_group_count")}
+    return bind_contraction("conv_general_dilated", lhs, rhs, attrs, preferred_element_type, weak)
 
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):

@@ -1,16 +1,22 @@
 """cdnajit.lax elementwise functions: one lax name per graph-IR op, with lax's strict typing.
 
-jax.lax does not promote: the arrays given to one function must share a dtype. Weakly typed
-values (Python scalars) are the exception and take the dtype of the others. Shapes must agree
-but for 0-d operands and size-1 dimensions, which broadcast (there is no rank broadcasting).
+jax.lax does not promote: the arrays given to one function must share a dtype; the result is
+weakly typed when every operand is. Weakly typed values (Python scalars) take the dtype of the
+others. That is looser than jax.lax, which has required a Python scalar to have the array's dtype
+under its default dtype (lax.add(float32_array, 2.0) is a TypeError there): every program jax.lax
+accepts gives the same dtypes here. Shapes must agree but for 0-d operands and size-1 dimensions,
+which broadcast (there is no rank broadcasting).
 """
 from __future__ import annotations
 
+import builtins
 import enum
 import operator
 
 from ..errors import CdnajitError, TracingTypeError, TracingValueError
-from .cnp.base import broadcast_to, convert, dtype_and_weak, shape_of, to_dtype_name
+from ..ir.types import COMPLEX_OF
+from .cnp.base import (broadcast_to, complex_not_implemented, convert, dtype_and_weak, require_integer, shape_of,
+                       to_dtype_name)
 from .dtypes import is_inexact, is_integer, promote
 from .pytree import tree_map
 from .tracing import Tracer, as_tracer, bind1, constant, located
@@ -47,6 +53,11 @@ def static_ints(values, what: str) -> tuple[int, ...]:
 
 def describe(dtype: str, weak: bool) -> str:
     return f"weakly typed {dtype}" if weak else dtype
+
+
+def scalar_like(x: Tracer, value) -> Tracer:
+    """A constant `value` of x's dtype and weak type, to combine with x in a lax function."""
+    return constant(value, x.type.dtype, weak_type=x.weak_type)
 
 
 def strict_dtype(name: str, xs) -> tuple[str, bool]:
@@ -91,35 +102,46 @@ def strict_operands(name: str, *xs) -> tuple[list[Tracer], bool]:
 
 # ---- one function per IR op ------------------------------------------------------------------
 
-def unary_op(op: str, lax_name: str | None = None):
+def unary_op(op: str, lax_name: str | None = None, real_only: bool = False, integer: bool = False):
+    """lax.`lax_name`; real_only: complex operands are not implemented (JAX defines them); integer: the
+    operand must be an integer or bool (a TypeError naming the function otherwise)."""
     lax_name = lax_name or op
 
     def fn(x):
         x = as_tracer(x)
+        if integer:
+            require_integer(f"lax.{lax_name}", x)
+        if real_only:
+            complex_not_implemented(f"lax.{lax_name}", x)
         return bind1(op, [x], weak_type=x.weak_type)
     fn.__name__ = fn.__qualname__ = lax_name
     fn.__doc__ = f"jax.lax.{lax_name}: the elementwise `{op}` op."
     return fn
 
 
-def binary_op(op: str, lax_name: str | None = None, comparison: bool = False):
+def binary_op(op: str, lax_name: str | None = None, real_only: bool = False, integer: bool = False):
+    """lax.`lax_name`; real_only: complex operands are not implemented (JAX defines them); integer: the
+    operands must be integers or bools (a TypeError naming the function otherwise)."""
     lax_name = lax_name or op
 
     def fn(x, y):
         (x, y), weak = strict_operands(lax_name, x, y)
-        return bind1(op, [x, y], weak_type=weak and not comparison)
+        if integer:
+            require_integer(f"lax.{lax_name}", x)
+        if real_only:
+            complex_not_implemented(f"lax.{lax_name}", x)
+        return bind1(op, [x, y], weak_type=weak)
     fn.__name__ = fn.__qualname__ = lax_name
     fn.__doc__ = f"jax.lax.{lax_name}: the elementwise `{op}` op (operands of one dtype)."
     return fn
 
 
 neg = unary_op("neg")
-abs = unary_op("abs")
 sign = unary_op("sign")
 floor = unary_op("floor")
 ceil = unary_op("ceil")
 exp = unary_op("exp")
-exp2 = unary_op("exp2")
+exp2 = unary_op("exp2", real_only=True)
 log = unary_op("log")
 log1p = unary_op("log1p")
 expm1 = unary_op("expm1")
@@ -150,40 +172,57 @@ bessel_i1e = unary_op("bessel_i1e")
 is_finite = unary_op("is_finite")
 real = unary_op("real")
 imag = unary_op("imag")
-conj = unary_op("conj")
-bitwise_not = unary_op("not", "bitwise_not")
+bitwise_not = unary_op("not", "bitwise_not", integer=True)
 
 add = binary_op("add")
 sub = binary_op("sub")
 mul = binary_op("mul")
 div = binary_op("div")
 rem = binary_op("rem")
-max = binary_op("max")
-min = binary_op("min")
-atan2 = binary_op("atan2")
+max = binary_op("max", real_only=True)
+min = binary_op("min", real_only=True)
+atan2 = binary_op("atan2", real_only=True)
 complex = binary_op("complex")
-bitwise_and = binary_op("and", "bitwise_and")
-bitwise_or = binary_op("or", "bitwise_or")
-bitwise_xor = binary_op("xor", "bitwise_xor")
+bitwise_and = binary_op("and", "bitwise_and", integer=True)
+bitwise_or = binary_op("or", "bitwise_or", integer=True)
+bitwise_xor = binary_op("xor", "bitwise_xor", integer=True)
 shift_left = binary_op("shift_left")
 shift_right_logical = binary_op("shift_right_logical")
 shift_right_arithmetic = binary_op("shift_right_arithmetic")
-eq = binary_op("eq", comparison=True)
-ne = binary_op("ne", comparison=True)
-lt = binary_op("lt", comparison=True)
-le = binary_op("le", comparison=True)
-gt = binary_op("gt", comparison=True)
-ge = binary_op("ge", comparison=True)
+eq = binary_op("eq")
+ne = binary_op("ne")
+lt = binary_op("lt")
+le = binary_op("le")
+gt = binary_op("gt")
+ge = binary_op("ge")
 
 
 # ---- functions built from several ops -----------------------------------------------------------
 
+def abs(x):
+    """jax.lax.abs: |x| for signed and inexact x (jax.lax refuses unsigned integers and bools)."""
+    x = as_tracer(x)
+    if x.type.dtype == "bool" or x.type.dtype.startswith("u"):
+        raise TracingTypeError(located(f"lax.abs does not accept {x.type.dtype} operands; it takes signed "
+                                       f"integers, floats and complexes"))
+    return bind1("abs", [x], weak_type=x.weak_type)
+
+
+def conj(x):
+    """jax.lax.conj: the complex conjugate; a float32/float64 operand gives complex64/complex128."""
+    x = as_tracer(x)
+    if x.type.dtype in COMPLEX_OF:
+        x = convert(x, COMPLEX_OF[x.type.dtype], x.weak_type)
+    return bind1("conj", [x], weak_type=x.weak_type)
+
+
 def pow(x, y):
-    """jax.lax.pow: x ** y; an integer exponent array may raise an inexact base."""
+    """jax.lax.pow: x ** y; an integer exponent (an array or a Python int) may raise an inexact base.
+    Integer bases are accepted too (jax.lax.pow refuses them): the IR's pow computes them exactly."""
     x_dtype, _ = dtype_and_weak(x)
     y_dtype, y_weak = dtype_and_weak(y)
-    if is_inexact(x_dtype) and is_integer(y_dtype) and not y_weak:
-        y = convert(as_tracer(y), x_dtype)
+    if is_inexact(x_dtype) and is_integer(y_dtype):
+        y = convert(as_tracer(y), x_dtype, y_weak)
     (x, y), weak = strict_operands("pow", x, y)
     return bind1("pow", [x, y], weak_type=weak)
 
@@ -200,7 +239,7 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
         return bind1("round", [x], weak_type=x.weak_type)
     # trunc(x) is exact and so is x - trunc(x): add sign(x) where that fraction is at least a half.
     truncated = bind1("trunc", [x], weak_type=x.weak_type)
-    half_or_more = ge(abs(sub(x, truncated)), 0.5)
+    half_or_more = ge(abs(sub(x, truncated)), scalar_like(x, 0.5))
     return select(half_or_more, add(truncated, sign(x)), truncated)
 
 
@@ -226,8 +265,13 @@ def full_like_nan(x: Tracer) -> Tracer:
 
 
 def convert_element_type(operand, new_dtype):
-    """jax.lax.convert_element_type: the result is strongly typed."""
-    return convert(as_tracer(operand), to_dtype_name(new_dtype))
+    """jax.lax.convert_element_type: the result is strongly typed. As jax.lax, a Python complex
+    does not convert to a real dtype (a complex array does, keeping its real part)."""
+    dtype = to_dtype_name(new_dtype)
+    if isinstance(operand, builtins.complex) and dtype not in (*COMPLEX_OF.values(), "bool"):
+        raise TracingTypeError(located(f"lax.convert_element_type: the Python complex {operand!r} cannot be "
+                                       f"converted to {dtype}"))
+    return convert(as_tracer(operand), dtype)
 
 
 def stop_gradient(x):
@@ -274,6 +318,7 @@ def select(pred, on_true, on_false):
 
 def clamp(min_value, x, max_value):
     """jax.lax.clamp: min(max(x, min_value), max_value) elementwise."""
+    complex_not_implemented("lax.clamp", x)
     return min(max(x, min_value), max_value)
 
 
@@ -292,9 +337,8 @@ def integer_pow(x, y: int):
         if n:
             power = mul(power, power)
     if result is None:
-        one = constant(1, x.type.dtype, weak_type=x.weak_type)
-        result = broadcast_to(one, x.shape)
-    return div(1, result) if y < 0 else result
+        result = broadcast_to(scalar_like(x, 1), x.shape)
+    return div(broadcast_to(scalar_like(x, 1), x.shape), result) if y < 0 else result
 
 
 def square(x):

@@ -13,7 +13,7 @@ from ..errors import TracingTypeError, TracingValueError
 from ..ir.core import Value
 from ..ir.ops.reduce import reducer_identity
 from ..ir.types import TensorType
-from .cnp.base import canonical_axis, convert, to_dtype_name
+from .cnp.base import canonical_axis, complex_not_implemented, convert, to_dtype_name
 from .lax_elementwise import add, bitwise_and, bitwise_or, max, min, mul, static_int, static_ints, strict_dtype
 from .lax_shape import pad, padtype_to_pads
 from .pytree import tree_flatten, tree_unflatten
@@ -125,6 +125,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
 def named_reduction(reducer: str):
     def fn(operand, axes):
         operand = as_tracer(operand)
+        if reducer in ("max", "min"):
+            complex_not_implemented(f"lax.reduce_{reducer}", operand)
         axes = tuple(canonical_axis(a, operand.ndim, f"lax.reduce_{reducer} axis")
                      for a in static_ints(axes, f"lax.reduce_{reducer} axes"))
         return bind1("reduce", [operand], {"reducer": reducer, "axes": axes}, weak_type=operand.weak_type)
@@ -144,6 +146,10 @@ reduce_or = named_reduction("or")
 def cumulative(reducer: str, lax_name: str):
     def fn(operand, axis=0, reverse=False):
         operand = as_tracer(operand)
+        if reducer in ("max", "min"):
+            complex_not_implemented(f"lax.{lax_name}", operand)
+            if operand.type.dtype == "bool":
+                raise TracingTypeError(located(f"lax.{lax_name} does not accept bool operands (as jax.lax)"))
         axis = canonical_axis(axis, operand.ndim, f"lax.{lax_name} axis")
         return bind1("cumulative", [operand], {"reducer": reducer, "axis": axis, "reverse": bool(reverse)},
                      weak_type=operand.weak_type)
@@ -161,6 +167,7 @@ cummin = cumulative("min", "cummin")
 def arg_reduction(op: str):
     def fn(operand, axis, index_dtype):
         operand = as_tracer(operand)
+        complex_not_implemented(f"lax.{op}", operand)
         attrs = {"axis": canonical_axis(axis, operand.ndim, f"lax.{op} axis"), "index_dtype": to_dtype_name(index_dtype)}
         return bind1(op, [operand], attrs)
     fn.__name__ = fn.__qualname__ = op

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import TracingTypeError, TracingValueError
 from ...ir.types import NUMPY_DTYPES, dtype_name
-from ..dtypes import is_inexact, promote
+from ..dtypes import is_complex, is_integer, promote, to_inexact
 from ..tracing import (Tracer, as_tracer, bind1, check_array_like, constant, is_python_scalar, located,
                        python_scalar_dtype)
 
@@ -47,6 +47,25 @@ def dtype_and_weak(x) -> tuple[str, bool]:
         return dtype_and_weak(np.asarray(x))  # nested Python sequences become (strong) arrays
     check_array_like(x)
     return dtype_name(np.asarray(x).dtype), False
+
+
+def require_integer(name: str, x: Tracer, allow_bool: bool = True):
+    """A TypeError naming the function and the dtype when x is not an integer (or bool) array, as
+    JAX raises for bitwise functions of floats."""
+    dtype = x.type.dtype
+    if not (is_integer(dtype) or (allow_bool and dtype == "bool")):
+        accepted = "integers and bools" if allow_bool else "integers"
+        raise TracingTypeError(located(f"{name} does not accept dtype {NUMPY_DTYPES[dtype].name}; it accepts "
+                                       f"{accepted}"))
+
+
+def complex_not_implemented(name: str, *xs):
+    """A NotImplementedError for complex operands of a function JAX defines on them and cdnajit does not
+    yet (the IR has no complex order, atan2 or exp2)."""
+    for x in xs:
+        dtype = dtype_and_weak(x)[0]
+        if is_complex(dtype):
+            raise NotImplementedError(located(f"{name} of complex operands ({dtype}) is not implemented"))
 
 
 def result_type(*xs) -> tuple[str, bool]:
@@ -97,12 +116,13 @@ def broadcast_to(x: Tracer, shape) -> Tracer:
 def promote_args(name: str, *xs, inexact=False) -> list[Tracer]:
     """Convert operands to tracers of one dtype (JAX promotion) and one broadcast shape.
 
-    With inexact=True integers and bools are promoted further to the default float, as jnp
-    does for functions such as exp or true_divide.
+    With inexact=True integers and bools are promoted further to a float (jnp's to-inexact rule:
+    float32 for bools and integers up to 32 bits, float64 for 64-bit ones), as jnp does for
+    functions such as exp or true_divide.
     """
     dtype, weak = result_type(*xs)
-    if inexact and not is_inexact(dtype):
-        dtype = DEFAULT_FLOAT
+    if inexact:
+        dtype = to_inexact(dtype)
     shape = broadcast_shapes(*(shape_of(x) for x in xs), what=f"{name}: operands")
     return [broadcast_to(scalar_constant(x, dtype, weak) if is_python_scalar(x) else convert(as_tracer(x), dtype, weak),
                          shape) for x in xs]

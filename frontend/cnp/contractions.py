@@ -23,9 +23,10 @@ def contract(lhs, rhs, lhs_contracting=(), rhs_contracting=(), lhs_batch=(), rhs
 
     Bools contract as integers and compare with zero (an or of ands), as jnp's bool matmul
     gives. Integer operands with a float or complex preferred type are converted to it, the
-    mixed contraction XLA performs.
+    mixed contraction XLA performs. As jnp, the result is weakly typed when the promotion is
+    (u64 with i64 joins at the weak float).
     """
-    dtype, _ = result_type(lhs, rhs)
+    dtype, weak = result_type(lhs, rhs)
     preferred = to_dtype_name(preferred_element_type) if preferred_element_type is not None else None
     logical = dtype == "bool" and preferred in (None, "bool")
     if logical:
@@ -38,7 +39,7 @@ def contract(lhs, rhs, lhs_contracting=(), rhs_contracting=(), lhs_batch=(), rhs
     result = bind1("dot_general", [convert(as_tracer(lhs), operand_dtype), convert(as_tracer(rhs), operand_dtype)],
                    {"lhs_contracting": tuple(lhs_contracting), "rhs_contracting": tuple(rhs_contracting),
                     "lhs_batch": tuple(lhs_batch), "rhs_batch": tuple(rhs_batch),
-                    "preferred_element_type": preferred})
+                    "preferred_element_type": preferred}, weak_type=weak and preferred is None)
     return nonzero(result) if logical else result
 
 

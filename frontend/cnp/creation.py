@@ -15,7 +15,7 @@ from ...errors import AllocationError, ConcretizationError, TracingTypeError, Tr
 from ...ir.types import NUMPY_DTYPES, format_bytes
 from .. import lax_elementwise as lax
 from .. import lax_shape
-from ..dtypes import is_inexact, is_integer
+from ..dtypes import is_inexact, is_integer, to_inexact
 from ..lax_elementwise import static_int
 from ..lax_shape import broadcast_in_dim, broadcasted_iota
 from ..tracing import Tracer, as_tracer, bind1, check_array_like, constant, located
@@ -35,10 +35,6 @@ def static_shape(shape, what: str) -> tuple[int, ...]:
         raise TracingValueError(located(f"{what}: negative dimensions are not allowed, got shape {dims}"))
     return dims
 
-
-def inexact_dtype(dtype: str) -> str:
-    """The dtype a computation on `dtype` runs in when it needs fractions (ints and bool -> float64)."""
-    return dtype if is_inexact(dtype) else DEFAULT_FLOAT
 
 
 # ---- array, asarray ------------------------------------------------------------------------------
@@ -207,8 +203,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     num = static_int(num, "linspace num")
     if num < 0:
         raise TracingValueError(located(f"linspace: number of samples {num} must be non-negative"))
-    target = to_dtype_name(dtype) if dtype is not None else inexact_dtype(result_type(start, stop)[0])
-    computation = inexact_dtype(target)
+    target = to_dtype_name(dtype) if dtype is not None else to_inexact(result_type(start, stop)[0])
+    computation = to_inexact(target)
     bounds_shape = broadcast_shapes(shape_of(start), shape_of(stop), what="linspace: start and stop")
     start, stop = (broadcast_to(convert(asarray(v), computation), bounds_shape) for v in (start, stop))
     axis = canonical_axis(axis, len(bounds_shape) + 1)
@@ -232,8 +228,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """jnp.logspace: base ** linspace(start, stop), computed in the inexact dtype, then converted."""
-    target = to_dtype_name(dtype) if dtype is not None else inexact_dtype(result_type(start, stop)[0])
-    computation = inexact_dtype(target)
+    target = to_dtype_name(dtype) if dtype is not None else to_inexact(result_type(start, stop)[0])
+    computation = to_inexact(target)
     exponents = linspace(start, stop, num, endpoint, dtype=computation, axis=axis)
     axis = canonical_axis(axis, exponents.ndim)
     bounds_shape = exponents.shape[:axis] + exponents.shape[axis + 1:]
@@ -244,8 +240,8 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """jnp.geomspace: sign(start) * logspace(log10|start|, log10|stop|) (start and stop of one sign)."""
-    target = to_dtype_name(dtype) if dtype is not None else inexact_dtype(result_type(start, stop)[0])
-    computation = inexact_dtype(target)
+    target = to_dtype_name(dtype) if dtype is not None else to_inexact(result_type(start, stop)[0])
+    computation = to_inexact(target)
     start, stop = (convert(asarray(v), computation) for v in (start, stop))
     sign = lax.sign(start)
     log_start, log_stop = (bind1("log10", [lax.div(v, sign)]) for v in (start, stop))
@@ -283,9 +279,9 @@ def identity(n, dtype=None):
 
 
 def tri(N, M=None, k=0, dtype=None):
-    """jnp.tri: ones at and below the k-th diagonal, float64 by default."""
+    """jnp.tri: ones at and below the k-th diagonal, float32 by default (as jnp.tri, unlike eye)."""
     n, m = matrix_sizes("tri", N, M)
-    return convert(diagonal_band(n, m, k, lax.le), to_dtype_name(dtype) if dtype is not None else DEFAULT_FLOAT)
+    return convert(diagonal_band(n, m, k, lax.le), to_dtype_name(dtype) if dtype is not None else "f32")
 
 
 # ---- grids ------------------------------------------------------------------------------------------

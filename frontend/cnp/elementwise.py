@@ -5,7 +5,8 @@ then binds one elementwise IR op, or composes other functions of this module whe
 (floor_divide and mod follow numpy's sign rules, fmax ignores NaN, ...). Three promotion flavours:
   - plain: the lattice join (add, maximum, comparisons, ...);
   - numeric: the join, with bool turned into int32 (jnp's to_numeric_dtype: remainder, power, ...);
-  - inexact: the join, with integers and bools turned into float64 (exp, sin, divide, ...).
+  - inexact: the join, then jnp's to-inexact rule: bools and integers up to 32 bits become float32,
+    64-bit integers float64 (exp, sin, divide, ...).
 Binary functions are `ufunc` objects: callable, with `.outer`, and `.reduce`/`.accumulate` where
 jax.numpy has them (they call the reductions of cdnajit.numpy).
 """
@@ -19,8 +20,9 @@ import numpy as np
 from ...errors import TracingTypeError, TracingValueError
 from .. import lax_elementwise
 from ..dtypes import is_complex, is_inexact, is_integer
-from ..tracing import Tracer, as_tracer, bind1, constant, located
-from .base import broadcast_shapes, broadcast_to, convert, promote_args, to_dtype_name
+from ..tracing import Tracer, as_tracer, bind1, constant, is_python_scalar, located
+from .base import (broadcast_shapes, broadcast_to, complex_not_implemented, convert, dtype_and_weak, promote_args,
+                   require_integer, to_dtype_name)
 from .dtypes_api import finfo
 
 __all__ = [
@@ -55,9 +57,20 @@ UNSIGNED = ("u8", "u16", "u32", "u64")
 
 def apply(opname: str, *operands: Tracer, **attrs) -> Tracer:
     """Bind an elementwise IR op on operands of one type; the result is weakly typed when every
-    operand is, as in JAX, except bool results, which are never weak."""
-    result = bind1(opname, operands, attrs, weak_type=all(o.weak_type for o in operands))
-    return convert(result, "bool") if result.type.dtype == "bool" else result
+    operand is, as in JAX (comparisons of Python scalars give weakly typed bools too)."""
+    return bind1(opname, operands, attrs, weak_type=all(o.weak_type for o in operands))
+
+
+def strong(x: Tracer) -> Tracer:
+    """x, strongly typed: where jnp composes a function from ops that drop the weak type."""
+    return convert(x, x.type.dtype)
+
+
+def weak_if_all(result: Tracer, *inputs) -> Tracer:
+    """result, weakly typed only when it is and every input is a Python scalar (bools included) or a
+    weak tracer: jnp's result for functions whose composition mixes a weak value with a strong one."""
+    weak = result.weak_type and all(is_python_scalar(x) or (isinstance(x, Tracer) and x.weak_type) for x in inputs)
+    return convert(result, result.type.dtype, weak)
 
 
 def promote_numeric(name: str, *xs) -> list[Tracer]:
@@ -77,9 +90,11 @@ def filled(x: Tracer, value, dtype: str | None = None) -> Tracer:
     return broadcast_to(constant(value, dtype or x.type.dtype), x.shape)
 
 
-def reject_complex(name: str, x: Tracer):
+def reject_complex(name: str, x: Tracer, error=TracingTypeError):
+    """An error naming the function and the dtype for a complex operand; jnp raises a ValueError
+    rather than a TypeError for some functions (hypot, signbit, isposinf...), and so does `error`."""
     if is_complex(x.type.dtype):
-        raise TracingTypeError(located(f"{name} does not support complex operands, got {x.type}"))
+        raise error(located(f"{name} does not support complex operands, got {x.type}"))
 
 
 def with_name(fn, name: str, doc: str):
@@ -178,23 +193,28 @@ def simple_binary(name, opname, promotion=promote_args, **methods) -> ufunc:
     return ufunc(fn, name, **methods)
 
 
-# ---- unary math: integers and bools promote to float64 -------------------------------------
+# ---- unary math: integers and bools promote to float ----------------------------------------
 
-def inexact_unary(name, opname, on_complex=None):
-    """jnp's unary float functions; `on_complex` composes the function where the IR op is real-only."""
+def inexact_unary(name, opname, on_complex=None, weak=True):
+    """jnp's unary float functions; `on_complex` composes the function where the IR op is real-only.
+    With weak=False the result is strongly typed even for a Python scalar."""
     def fn(x):
         (x,) = promote_inexact(name, x)
         if on_complex is not None and is_complex(x.type.dtype):
-            return on_complex(x)
-        return apply(opname, x)
-    return with_name(fn, name, f"jax.numpy.{name}, elementwise; integer and bool inputs promote to float64.")
+            result = on_complex(x)
+        else:
+            result = apply(opname, x)
+        return result if weak else strong(result)
+    return with_name(fn, name, f"jax.numpy.{name}, elementwise; integers and bools promote to float32 "
+                               f"(64-bit ones to float64).")
 
 
 exp = inexact_unary("exp", "exp")
 log = inexact_unary("log", "log")
 exp2 = inexact_unary("exp2", "exp2", on_complex=lambda z: exp(multiply(z, LN2)))
-log2 = inexact_unary("log2", "log2", on_complex=lambda z: divide(log(z), LN2))
-log10 = inexact_unary("log10", "log10", on_complex=lambda z: divide(log(z), LN10))
+# jnp computes log2 and log10 as log(x) / log(base), a strongly typed constant: never weak.
+log2 = inexact_unary("log2", "log2", on_complex=lambda z: divide(log(z), LN2), weak=False)
+log10 = inexact_unary("log10", "log10", on_complex=lambda z: divide(log(z), LN10), weak=False)
 log1p = inexact_unary("log1p", "log1p")
 expm1 = inexact_unary("expm1", "expm1")
 sqrt = inexact_unary("sqrt", "sqrt")
@@ -214,7 +234,7 @@ arctanh = atanh = inexact_unary("arctanh", "atanh")
 
 
 def reciprocal(x):
-    """1/x; integers promote to float64 (unlike numpy, as jnp)."""
+    """1/x; integers promote to float by jnp's to-inexact rule (unlike numpy)."""
     (x,) = promote_inexact("reciprocal", x)
     return divide(1, x)
 
@@ -239,7 +259,7 @@ def sinc(x):
 
 
 def fabs(x):
-    """|x| for real inputs; integers promote to float64."""
+    """|x| for real inputs; integers promote to float by jnp's to-inexact rule."""
     (x,) = promote_inexact("fabs", x)
     reject_complex("fabs", x)
     return apply("abs", x)
@@ -276,13 +296,13 @@ def signbit(x):
     """Whether the sign bit is set: true for negative numbers and -0.0 (a NaN counts as positive:
     the IR has no bitcast to read a NaN's sign)."""
     x = as_tracer(x)
-    reject_complex("signbit", x)
+    reject_complex("signbit", x, TracingValueError)
     if not (is_inexact(x.type.dtype) or is_integer(x.type.dtype)) or x.type.dtype in UNSIGNED:
         return filled(x, False, "bool")
     if is_integer(x.type.dtype):
-        return less(x, 0)
+        return strong(less(x, 0))
     negative_zero = logical_and(equal(x, 0), less(divide(1, x), 0))
-    return logical_or(less(x, 0), negative_zero)
+    return strong(logical_or(less(x, 0), negative_zero))
 
 
 def integral_rounding(name, opname):
@@ -320,6 +340,8 @@ def around(x, decimals=0):
     if not isinstance(decimals, (int, np.integer)) or isinstance(decimals, bool):
         raise TracingTypeError(located(f"round: decimals must be an int, got {decimals!r}"))
     dtype = x.type.dtype
+    if dtype == "bool":
+        raise TracingValueError(located("round: bool input is not supported (as in jnp); convert it to a number"))
     if not is_inexact(dtype):
         if decimals < 0:
             raise NotImplementedError("round of an integer array with decimals < 0 is not implemented (as in jnp)")
@@ -360,7 +382,17 @@ def multiply(x1, x2):
 subtract = simple_binary("subtract", "sub")
 divide = true_divide = simple_binary("divide", "div", promote_inexact)
 float_power = simple_binary("float_power", "pow", promote_inexact)
-arctan2 = atan2 = simple_binary("arctan2", "atan2", promote_inexact)
+
+
+@binary_ufunc("arctan2")
+def arctan2(x1, x2):
+    """The angle of the point (x2, x1), in (-pi, pi]."""
+    x1, x2 = promote_inexact("arctan2", x1, x2)
+    complex_not_implemented("arctan2", x1)
+    return apply("atan2", x1, x2)
+
+
+atan2 = arctan2
 
 
 def float_divmod(x1: Tracer, x2: Tracer) -> tuple[Tracer, Tracer]:
@@ -433,11 +465,16 @@ def power(x1, x2):
     """x1 ** x2. A concrete integer exponent keeps x1's dtype, as jnp's integer_pow does."""
     exponent = concrete_int(x2)
     if exponent is None:
-        return apply("pow", *promote_numeric("power", x1, x2))
+        (base_dtype, _), (exponent_dtype, exponent_weak) = dtype_and_weak(x1), dtype_and_weak(x2)
+        result = apply("pow", *promote_numeric("power", x1, x2))
+        # jnp raises integers by repeated squaring, and an inexact base to an integer array's power
+        # with the mixed-dtype lax.pow: both give strongly typed results.
+        mixed = is_inexact(base_dtype) and is_integer(exponent_dtype) and not exponent_weak
+        return strong(result) if is_integer(result.type.dtype) or mixed else result
     (base,) = promote_numeric("power", x1)
     if is_integer(base.type.dtype) and exponent < 0:
-        raise TracingValueError(located(f"power: integers cannot be raised to a negative power ({exponent}); "
-                                        f"convert the base to a float dtype"))
+        raise TracingTypeError(located(f"power: integers cannot be raised to a negative power ({exponent}); "
+                                       f"convert the base to a float dtype"))
     return lax_elementwise.integer_pow(base, exponent)
 
 
@@ -473,15 +510,16 @@ fmin = nan_ignoring_extremum("fmin", lambda a, b: less(a, b))
 @binary_ufunc("hypot")
 def hypot(x1, x2):
     """sqrt(x1**2 + x2**2) without intermediate overflow: big * sqrt(1 + (small/big)**2)."""
+    inputs = x1, x2
     x1, x2 = promote_inexact("hypot", x1, x2)
-    reject_complex("hypot", x1)
+    reject_complex("hypot", x1, TracingValueError)
     x1, x2 = absolute(x1), absolute(x2)
     has_inf = logical_or(isinf(x1), isinf(x2))
     big, small = maximum(x1, x2), minimum(x1, x2)
     big_is_zero = equal(big, 0)
     ratio = divide(small, where(big_is_zero, 1, big))
     result = where(big_is_zero, big, multiply(big, sqrt(add(1, square(ratio)))))
-    return where(has_inf, math.inf, result)
+    return weak_if_all(where(has_inf, math.inf, result), *inputs)
 
 
 @binary_ufunc("copysign")
@@ -494,14 +532,17 @@ def copysign(x1, x2):
 
 
 def log_add_exp(name, exp_fn, log1p_scale):
-    """log(exp(x1) + exp(x2)) in base e or 2, as max + log1p(exp(-|x1 - x2|)) (no overflow)."""
+    """log(exp(x1) + exp(x2)) in base e or 2, as max + log1p(exp(-|x1 - x2|)) (no overflow).
+    jnp's logaddexp2 is strongly typed unless both inputs are weak; logaddexp keeps the promotion's."""
     def fn(x1, x2):
+        inputs = x1, x2
         x1, x2 = promote_inexact(name, x1, x2)
-        reject_complex(name, x1)
+        complex_not_implemented(name, x1)
         delta = subtract(x1, x2)
         stable = add(maximum(x1, x2), multiply(log1p(exp_fn(negative(absolute(delta)))), log1p_scale))
         # delta is NaN when both are the same infinity (or a NaN): x1 + x2 is then the answer.
-        return where(isnan(delta), add(x1, x2), stable)
+        result = where(isnan(delta), add(x1, x2), stable)
+        return weak_if_all(result, *inputs) if log1p_scale != 1.0 else result
     return ufunc(fn, name)
 
 
@@ -512,8 +553,11 @@ logaddexp2 = log_add_exp("logaddexp2", exp2, 1 / LN2)
 @binary_ufunc("heaviside")
 def heaviside(x1, x2):
     """0 where x1 < 0, 1 where x1 > 0, x2 where x1 == 0, NaN where x1 is NaN (as numpy)."""
+    inputs = x1, x2
     x1, x2 = promote_inexact("heaviside", x1, x2)
-    return where(less(x1, 0), 0, where(greater(x1, 0), 1, where(isnan(x1), x1, x2)))
+    reject_complex("heaviside", x1)
+    # jnp's result is weakly typed when x1 is.
+    return weak_if_all(where(less(x1, 0), 0, where(greater(x1, 0), 1, where(isnan(x1), x1, x2))), inputs[0])
 
 
 # ---- comparisons and logic --------------------------------------------------------------------
@@ -525,7 +569,8 @@ def comparison(name, opname):
         if is_complex(x1.type.dtype) and opname not in ("eq", "ne"):
             real1, real2 = apply("real", x1), apply("real", x2)
             by_imag = apply(opname, apply("imag", x1), apply("imag", x2))
-            return where(apply("eq", real1, real2), by_imag, apply(opname, real1, real2))
+            by_real = apply(opname, real1, real2)
+            return bind1("select", [apply("eq", real1, real2), by_imag, by_real], weak_type=by_real.weak_type)
         return apply(opname, x1, x2)
     return ufunc(fn, name)
 
@@ -546,7 +591,7 @@ def truth(x) -> Tracer:
 
 def logical(name, opname, **methods):
     def fn(x1, x2):
-        return apply(opname, *promote_args(name, truth(x1), truth(x2)))
+        return weak_if_all(apply(opname, *(truth(x) for x in promote_args(name, x1, x2))), x1, x2)
     return ufunc(fn, name, **methods)
 
 
@@ -559,16 +604,26 @@ def logical_not(x):
     return apply("not", truth(x))
 
 
-bitwise_and = simple_binary("bitwise_and", "and", identity=-1)
-bitwise_or = simple_binary("bitwise_or", "or", identity=0)
-bitwise_xor = simple_binary("bitwise_xor", "xor", identity=0)
-left_shift = bitwise_left_shift = simple_binary("left_shift", "shift_left", promote_numeric)
+def bitwise_binary(name, opname, promotion=promote_args, **methods) -> ufunc:
+    """A ufunc of integer (or bool) operands binding one IR op; other dtypes are a TypeError naming it."""
+    def fn(x1, x2):
+        x1, x2 = promotion(name, x1, x2)
+        require_integer(name, x1)
+        return apply(opname, x1, x2)
+    return ufunc(fn, name, **methods)
+
+
+bitwise_and = bitwise_binary("bitwise_and", "and", identity=-1)
+bitwise_or = bitwise_binary("bitwise_or", "or", identity=0)
+bitwise_xor = bitwise_binary("bitwise_xor", "xor", identity=0)
+left_shift = bitwise_left_shift = bitwise_binary("left_shift", "shift_left", promote_numeric)
 
 
 @binary_ufunc("right_shift")
 def right_shift(x1, x2):
     """x1 >> x2: arithmetic for signed integers, logical for unsigned ones."""
     x1, x2 = promote_numeric("right_shift", x1, x2)
+    require_integer("right_shift", x1)
     return apply("shift_right_logical" if x1.type.dtype in UNSIGNED else "shift_right_arithmetic", x1, x2)
 
 
@@ -577,7 +632,9 @@ bitwise_right_shift = right_shift
 
 def invert(x):
     """Bitwise not of integers, logical not of bools."""
-    return apply("not", as_tracer(x))
+    x = as_tracer(x)
+    require_integer("invert", x)
+    return apply("not", x)
 
 
 bitwise_not = bitwise_invert = invert
@@ -588,7 +645,7 @@ bitwise_not = bitwise_invert = invert
 def isnan(x):
     x = as_tracer(x)
     if not is_inexact(x.type.dtype):
-        return filled(x, False, "bool")
+        return convert(filled(x, False, "bool"), "bool", x.weak_type)
     return not_equal(x, x)
 
 
@@ -598,13 +655,13 @@ def isinf(x):
         return logical_or(isinf(real(x)), isinf(imag(x)))
     if not is_inexact(x.type.dtype):
         return filled(x, False, "bool")
-    return equal(absolute(x), math.inf)
+    return strong(equal(absolute(x), math.inf))
 
 
 def isfinite(x):
     x = as_tracer(x)
     if is_complex(x.type.dtype):
-        return logical_and(isfinite(real(x)), isfinite(imag(x)))
+        return apply("and", isfinite(real(x)), isfinite(imag(x)))
     if not is_inexact(x.type.dtype):
         return filled(x, True, "bool")
     return apply("is_finite", x)
@@ -613,10 +670,10 @@ def isfinite(x):
 def signed_infinity_test(name, infinity):
     def fn(x):
         x = as_tracer(x)
-        reject_complex(name, x)
+        reject_complex(name, x, TracingValueError)
         if not is_inexact(x.type.dtype):
             return filled(x, False, "bool")
-        return equal(x, infinity)
+        return strong(equal(x, infinity))
     return with_name(fn, name, f"jax.numpy.{name}: x == {infinity}.")
 
 
@@ -649,8 +706,12 @@ conjugate = conj
 
 def angle(z, deg=False):
     """The argument of complex z (0 or pi for real z), in radians or degrees."""
-    (z,) = promote_inexact("angle", z)
+    z = as_tracer(z)
+    if not is_inexact(z.type.dtype):  # jnp.angle converts integers and bools to float64 itself
+        z = convert(z, "f64")
     result = arctan2(imag(z), real(z))
+    if not is_complex(z.type.dtype):  # jnp's arctan2(0, x) meets a strongly typed zero
+        result = strong(result)
     return multiply(result, 180 / math.pi) if deg else result
 
 
@@ -676,6 +737,10 @@ def clip(arr, /, min=None, max=None, *, a_min=None, a_max=None):
     """arr limited to [min, max] (either may be None); jnp's maximum/minimum promotion applies."""
     low = min if a_min is None else a_min
     high = max if a_max is None else a_max
+    for bound in (arr, low, high):
+        if bound is not None and is_complex(dtype_and_weak(bound)[0]):
+            raise TracingValueError(located(f"clip: complex values have no order and cannot be clipped, got "
+                                            f"{lax_elementwise.describe(*dtype_and_weak(bound))}"))
     if low is None and high is None:
         return as_tracer(arr)
     if low is not None:
@@ -693,9 +758,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         return x
     if is_complex(dtype):
         parts = [nan_to_num(part, nan=nan, posinf=posinf, neginf=neginf) for part in (real(x), imag(x))]
-        return apply("complex", *parts)
+        return strong(apply("complex", *parts))
     info = finfo(x.dtype)
-    x = where(isnan(x), nan, x)
+    x = where(isnan(x), nan, strong(x))
     x = where(isposinf(x), float(info.max) if posinf is None else posinf, x)
     return where(isneginf(x), float(info.min) if neginf is None else neginf, x)
 

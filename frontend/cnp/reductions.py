@@ -1,9 +1,10 @@
 """cdnajit.numpy reductions: sums and extrema, statistics, arg-reductions, cumulative
 reductions, sorting and order statistics, with jax.numpy's semantics (64-bit types enabled).
 
-Dtype rules follow jnp: sum/prod (and cumsum/cumprod) of bools and narrow integers give
-i64 (unsigned: u64); mean/var/std of integers give f64; f16/bf16 statistics accumulate in
-f32 and round once; var/std of complex give the real dtype; indices are i64.
+Dtype rules follow jnp: sum/prod (and cumulative_sum/prod) of bools and narrow integers give
+i64 (unsigned: u64); mean/var/std of bools and integers give f32 (of 64-bit integers f64), jnp's
+to-inexact rule; f16/bf16 statistics accumulate in f32 and round once; var/std of complex give the
+real dtype; indices are i64.
 """
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ import math
 from ...errors import TracingTypeError, TracingValueError
 from ...ir.ops.reduce import reducer_identity
 from ...ir.types import COMPLEX_PART, NUMPY_DTYPES
-from ..dtypes import is_complex, is_inexact, is_integer
+from ..dtypes import is_complex, is_inexact, is_integer, to_inexact
 from ..tracing import Tracer, as_tracer, bind, bind1, constant, located
-from .base import (DEFAULT_FLOAT, DEFAULT_INT, broadcast_to, canonical_axes, canonical_axis, convert, result_type,
-                   shape_of, to_dtype_name)
+from .base import (DEFAULT_FLOAT, DEFAULT_INT, broadcast_to, canonical_axes, canonical_axis, complex_not_implemented,
+                   convert, dtype_and_weak, result_type, shape_of, to_dtype_name)
 
 __all__ = ["sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "var", "std", "average",
            "argmax", "argmin", "cumsum", "cumprod", "cumulative_sum", "cumulative_prod", "nancumsum", "nancumprod",
@@ -66,9 +67,6 @@ def promote_integer_dtype(dtype: str) -> str:
     return dtype
 
 
-def inexact_dtype(dtype: str) -> str:
-    return dtype if is_inexact(dtype) else DEFAULT_FLOAT
-
 
 def upcast_half(dtype: str) -> str:
     """The dtype a statistic of `dtype` is computed in: f16/bf16 in f32, as jnp does."""
@@ -88,9 +86,9 @@ def where_mask(name: str, where, shape) -> Tracer:
 
 # ---- the reduction core ----------------------------------------------------------------------
 
-def reduce_array(name: str, x: Tracer, axes, reducer: str, *, keepdims=False, where=None, initial=None,
-                 weak_type=False) -> Tracer:
-    """Reduce `x` (already of the result dtype) over sorted `axes` with an IR reducer, jnp style."""
+def reduce_array(name: str, x: Tracer, axes, reducer: str, *, keepdims=False, where=None, initial=None) -> Tracer:
+    """Reduce `x` (already of the result dtype) over sorted `axes` with an IR reducer, jnp style; as
+    jnp's reductions, the result is strongly typed, even for a Python scalar."""
     dtype = x.type.dtype
     if where is not None:
         identity = reducer_identity(reducer, NUMPY_DTYPES[dtype])
@@ -103,7 +101,7 @@ def reduce_array(name: str, x: Tracer, axes, reducer: str, *, keepdims=False, wh
         result = bind1(COMBINE_OP[reducer], [result, broadcast_to(init, result.shape)])
     if keepdims:
         result = reshape(result, kept_dims_shape(x.shape, axes))
-    return convert(result, dtype, weak_type)
+    return convert(result, dtype)
 
 
 def make_accumulation(name: str, reducer: str, bool_reducer: str):
@@ -116,10 +114,11 @@ def make_accumulation(name: str, reducer: str, bool_reducer: str):
         if dtype is not None:
             result_dtype = to_dtype_name(dtype)
         else:
-            result_dtype = promote_integer_dtype(x.type.dtype) if promote_integers else x.type.dtype
+            # Without promote_integers jnp still counts bools, in int32.
+            result_dtype = promote_integer_dtype(x.type.dtype) if promote_integers else \
+                "i32" if x.type.dtype == "bool" else x.type.dtype
         return reduce_array(name, convert(x, result_dtype), axes, bool_reducer if result_dtype == "bool" else reducer,
-                            keepdims=keepdims, where=where, initial=initial,
-                            weak_type=dtype is None and x.weak_type)
+                            keepdims=keepdims, where=where, initial=initial)
     reduction.__name__ = reduction.__qualname__ = name
     reduction.__doc__ = f"jnp.{name}: the {name} of the elements over `axis`."
     return reduction
@@ -130,6 +129,7 @@ def make_extremum(name: str, reducer: str):
     def reduction(a, axis=None, out=None, keepdims=False, initial=None, where=None):
         reject_out(name, out)
         x = as_tracer(a)
+        complex_not_implemented(name, x)
         axes = canonical_axes(axis, x.ndim)
         if initial is None:
             if where is not None:
@@ -138,8 +138,7 @@ def make_extremum(name: str, reducer: str):
             if builtins.any(x.shape[i] == 0 for i in axes):
                 raise TracingValueError(located(f"zero-size array to reduction operation {name} which has no "
                                                 f"identity (array of shape {x.shape}, axis {axis})"))
-        return reduce_array(name, x, axes, reducer, keepdims=keepdims, where=where, initial=initial,
-                            weak_type=x.weak_type)
+        return reduce_array(name, x, axes, reducer, keepdims=keepdims, where=where, initial=initial)
     reduction.__name__ = reduction.__qualname__ = name
     reduction.__doc__ = f"jnp.{name}: the {name}imum over `axis` (NaN if any element is NaN)."
     return reduction
@@ -173,13 +172,21 @@ def element_count(name: str, x: Tracer, axes, keepdims, where, dtype: str, resul
     return sum(where_mask(name, where, x.shape), axes, dtype=dtype, keepdims=keepdims)
 
 
+def statistic_dtype(name: str, dtype) -> str:
+    """A statistic's dtype= argument; as jnp, bool is refused."""
+    result = to_dtype_name(dtype)
+    if result == "bool":
+        raise TracingTypeError(located(f"{name}: dtype bool is not supported; use a numeric dtype"))
+    return result
+
+
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """jnp.mean: integers give f64; f16/bf16 accumulate in f32."""
     reject_out("mean", out)
     x = as_tracer(a)
     axes = canonical_axes(axis, x.ndim)
-    result_dtype = to_dtype_name(dtype) if dtype is not None else inexact_dtype(x.type.dtype)
-    compute = upcast_half(result_dtype)
+    result_dtype = statistic_dtype("mean", dtype) if dtype is not None else to_inexact(x.type.dtype)
+    compute = upcast_half(to_inexact(result_dtype))
     total = sum(x, axes, dtype=compute, keepdims=keepdims, where=where)
     count = element_count("mean", x, axes, keepdims, where, compute, total.shape)
     return convert(bind1("div", [total, count]), result_dtype)
@@ -195,28 +202,39 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     x = as_tracer(a)
     axes = canonical_axes(axis, x.ndim)
     if dtype is None:
-        result_dtype = COMPLEX_PART.get(x.type.dtype, x.type.dtype) if is_inexact(x.type.dtype) else DEFAULT_FLOAT
-        compute = upcast_half(inexact_dtype(x.type.dtype))
+        result_dtype = COMPLEX_PART.get(to_inexact(x.type.dtype), to_inexact(x.type.dtype))
+        compute = upcast_half(to_inexact(x.type.dtype))
     else:
         result_dtype = to_dtype_name(dtype)
         if is_complex(x.type.dtype) and not is_complex(result_dtype):
             raise TracingValueError(located(f"var: a real dtype {result_dtype} for the variance of a complex array "
                                             f"{x.type} is not supported; use a complex dtype"))
+        statistic_dtype("var", dtype)
         compute = upcast_half(result_dtype)
     x = convert(x, compute)
-    centered = bind1("sub", [x, broadcast_to(mean(x, axes, keepdims=True, where=where), x.shape)])
+    centered = bind1("sub", [x, broadcast_to(mean(x, axes, dtype=compute, keepdims=True, where=where), x.shape)])
     if is_complex(compute):
         squared = bind1("real", [bind1("mul", [centered, bind1("conj", [centered])])])
     else:
         squared = bind1("mul", [centered, centered])
     total = sum(squared, axes, keepdims=keepdims, where=where)
+    if is_integer(compute):
+        # jnp computes an integer dtype's variance in that dtype and divides by a Python float: the
+        # result is a weakly typed f64.
+        total, squared = convert(total, DEFAULT_FLOAT), convert(squared, DEFAULT_FLOAT)
+        result_dtype = DEFAULT_FLOAT
     count = element_count("var", x, axes, keepdims, where, squared.type.dtype, total.shape)
     count = bind1("sub", [count, full(ddof, squared.type.dtype, count.shape)])
-    return convert(bind1("div", [total, count]), COMPLEX_PART.get(result_dtype, result_dtype))
+    variance = bind1("div", [total, count])
+    if dtype is None:
+        return convert(variance, COMPLEX_PART.get(result_dtype, result_dtype))
+    return convert(variance, result_dtype, weak_type=is_integer(compute))
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     """jnp.std: the square root of var."""
+    if dtype is not None and not is_inexact(to_dtype_name(dtype)):
+        raise TracingValueError(located(f"std: dtype {to_dtype_name(dtype)} is not supported; use an inexact dtype"))
     return bind1("sqrt", [var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction)])
 
 
@@ -227,7 +245,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         x = as_tracer(a)
         scale = full(math.prod(x.shape[i] for i in canonical_axes(axis, x.ndim)), avg.type.dtype, avg.shape)
         return (avg, scale) if returned else avg
-    dtype = inexact_dtype(result_type(a, weights)[0])
+    dtype = to_inexact(result_type(a, weights)[0])
     x, w = convert(as_tracer(a), dtype), convert(as_tracer(weights), dtype)
     axes = canonical_axes(axis, x.ndim)
     if w.shape != x.shape:
@@ -300,8 +318,8 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     if not is_inexact(x.type.dtype):
         return mean(x, axis, dtype, keepdims=keepdims, where=where)
     axes = canonical_axes(axis, x.ndim)
-    result_dtype = to_dtype_name(dtype) if dtype is not None else x.type.dtype
-    compute = upcast_half(result_dtype)
+    result_dtype = statistic_dtype("nanmean", dtype) if dtype is not None else x.type.dtype
+    compute = upcast_half(to_inexact(result_dtype))
     total = sum(nan_replaced(x, 0), axes, dtype=compute, keepdims=keepdims, where=where)
     count = sum(bind1("not", [is_nan(x)]), axes, dtype=compute, keepdims=keepdims, where=where)
     return convert(bind1("div", [total, count]), result_dtype)
@@ -314,6 +332,7 @@ def make_arg_reduction(name: str):
     def arg_reduction(a, axis=None, out=None, keepdims=None):
         reject_out(name, out)
         x = as_tracer(a)
+        complex_not_implemented(name, x)
         if axis is None:
             flat = reshape(x, (x.size,))
             kept_shape = (1,) * x.ndim
@@ -338,10 +357,12 @@ argmin = make_arg_reduction("argmin")
 
 # ---- cumulative reductions ---------------------------------------------------------------------
 
-def cumulative(name: str, reducer: str, a, axis, dtype, *, nan_fill=None) -> Tracer:
-    """An inclusive scan along `axis` (the flattened array if None), with jnp's integer promotion.
+def cumulative(name: str, reducer: str, a, axis, dtype, *, nan_fill=None, promote_integers=False) -> Tracer:
+    """An inclusive scan along `axis` (the flattened array if None), in `dtype` if given.
 
-    A bool `dtype` scans the truth values in i64 and converts back, as jnp does.
+    As jnp's cumsum/cumprod, integers keep their dtype and bools scan as i64; the array API's
+    cumulative_sum/prod widen integers as sum does (promote_integers). A bool `dtype` scans the
+    truth values in i64 and converts back, as jnp does.
     """
     x = as_tracer(a)
     if axis is None:
@@ -352,7 +373,12 @@ def cumulative(name: str, reducer: str, a, axis, dtype, *, nan_fill=None) -> Tra
     requested = to_dtype_name(dtype) if dtype is not None else None
     if requested == "bool":
         x = nonzero(x)
-    scan_dtype = promote_integer_dtype(requested or x.type.dtype)
+    if requested not in (None, "bool"):
+        scan_dtype = requested
+    elif promote_integers:
+        scan_dtype = promote_integer_dtype(x.type.dtype)
+    else:
+        scan_dtype = DEFAULT_INT if x.type.dtype == "bool" else x.type.dtype
     result = bind1("cumulative", [convert(x, scan_dtype)], {"reducer": reducer, "axis": axis, "reverse": False})
     return nonzero(result) if requested == "bool" else result
 
@@ -381,8 +407,9 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     return cumulative("nancumprod", "prod", a, axis, dtype, nan_fill=1)
 
 
-def make_array_api_cumulative(name: str, reducer: str, initial_value: int):
-    """cumulative_sum / cumulative_prod (array API): axis required beyond 1-d, optional initial element."""
+def make_array_api_cumulative(name: str, reducer: str, initial_value: int, promote_integers: bool):
+    """cumulative_sum / cumulative_prod (array API): axis required beyond 1-d, optional initial element.
+    jnp's cumulative_sum widens integers as sum does; its cumulative_prod keeps them."""
     def array_api_cumulative(x, /, *, axis=None, dtype=None, include_initial=False):
         x = as_tracer(x)
         if x.ndim == 0:
@@ -393,7 +420,7 @@ def make_array_api_cumulative(name: str, reducer: str, initial_value: int):
                                                 f"is only optional for one-dimensional arrays"))
             axis = 0
         axis = canonical_axis(axis, x.ndim)
-        result = cumulative(name, reducer, x, axis, dtype)
+        result = cumulative(name, reducer, x, axis, dtype, promote_integers=promote_integers)
         if not include_initial:
             return result
         shape = tuple(1 if i == axis else d for i, d in enumerate(result.shape))
@@ -403,8 +430,8 @@ def make_array_api_cumulative(name: str, reducer: str, initial_value: int):
     return array_api_cumulative
 
 
-cumulative_sum = make_array_api_cumulative("cumulative_sum", "sum", 0)
-cumulative_prod = make_array_api_cumulative("cumulative_prod", "prod", 1)
+cumulative_sum = make_array_api_cumulative("cumulative_sum", "sum", 0, promote_integers=True)
+cumulative_prod = make_array_api_cumulative("cumulative_prod", "prod", 1, promote_integers=False)
 
 
 # ---- sorting and order statistics ----------------------------------------------------------------
@@ -454,9 +481,9 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
     reject_out("quantile", out)
     if method not in QUANTILE_METHODS:
         raise TracingValueError(located(f"quantile: method {method!r} is not one of {', '.join(QUANTILE_METHODS)}"))
-    dtype = inexact_dtype(result_type(a, q)[0])
+    dtype = to_inexact(dtype_and_weak(a)[0])  # jnp promotes a alone; q takes its dtype
     if is_complex(dtype):
-        raise TracingTypeError(located(f"quantile: complex input {dtype} has no order"))
+        raise TracingValueError(located(f"quantile: complex input {dtype} has no order"))
     x, q = convert(as_tracer(a), dtype), convert(as_tracer(q), dtype)
     axes = canonical_axes(axis, x.ndim)
     if builtins.any(x.shape[i] == 0 for i in axes):
@@ -499,7 +526,7 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
 
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
     """jnp.percentile: quantile of q / 100."""
-    dtype = inexact_dtype(result_type(a, q)[0])
+    dtype = to_inexact(dtype_and_weak(a)[0])
     fraction = bind1("div", [convert(as_tracer(q), dtype), full(100, dtype, shape_of(q))])
     return quantile(a, fraction, axis, out, overwrite_input, method, keepdims)
 

@@ -216,5 +216,5 @@ def test_item_assignment_points_to_at():
 def test_bad_dtype_for_an_operator_names_the_op_and_dtype():
     with pytest.raises(cj.TracingTypeError, match=r"neg.*bool.*test_operators\.py"):
         run(lambda a: -(a > 0), X)
-    with pytest.raises(cj.TracingTypeError, match=r"shift_left.*f32"):
+    with pytest.raises(cj.TracingTypeError, match=r"left_shift does not accept dtype float32"):
         run(lambda a: a << 1, X)
