@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..errors import TracingTypeError, TracingValueError
-from .cnp.base import canonical_axis, convert, to_dtype_name
+from .cnp.base import DEFAULT_INT, canonical_axis, convert, to_dtype_name
+from .cnp.reductions import nonzero
 from .lax_elementwise import static_int, static_ints, strict_dtype
 from .lax_shape import padtype_to_pads
 from .tracing import as_tracer, bind1, located
@@ -44,6 +45,14 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
              "lhs_batch": axes(lhs_batch, lhs.ndim, "lhs batch"),
              "rhs_batch": axes(rhs_batch, rhs.ndim, "rhs batch"),
              "preferred_element_type": preferred_dtype(preferred_element_type)}
+    if lhs.type.dtype == "bool":
+        # A bool contraction is an or of ands: count the true products as integers, then compare;
+        # with another preferred type the operands contract as that type.
+        preferred = attrs["preferred_element_type"]
+        attrs["preferred_element_type"] = None
+        operand_dtype = DEFAULT_INT if preferred in (None, "bool") else preferred
+        result = bind1("dot_general", [convert(lhs, operand_dtype), convert(rhs, operand_dtype)], attrs)
+        return nonzero(result) if preferred in (None, "bool") else result
     return bind1("dot_general", [lhs, rhs], attrs, weak_type=weak and preferred_element_type is None)
 
 
