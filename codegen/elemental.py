@@ -153,10 +153,14 @@ class Accumulator:
         for var in self.chains:
             emitter.emit(K.Let(var, identity_const(self.reducer, self.acc_dtype)))
         self.blocked = self.reducer == "sum" and not exact
-        self.partial = emitter.new_var("block", self.acc_dtype) if self.blocked else None
+        self.partial: K.Var | None = None     # declared by the first block
         self.in_block = False
-        if self.blocked:
-            emitter.emit(K.Let(self.partial, identity_const(self.reducer, self.acc_dtype)))
+
+    def declare_partial(self):
+        """The block partial, declared in the current block (outside the loop over blocks)."""
+        if self.partial is None:
+            self.partial = self.emitter.new_var("block", self.acc_dtype)
+            self.emitter.emit(K.Let(self.partial, identity_const(self.reducer, self.acc_dtype)))
 
     def start_block(self):
         self.emitter.emit(K.Assign(self.partial, identity_const(self.reducer, self.acc_dtype)))
@@ -199,6 +203,8 @@ def accumulate_loop(emitter: "ElementalEmitter", count: int, accumulators, body:
         emitter.loop(count, body, hint)
         return
     blocks, tail = divmod(count, SUM_BLOCK)
+    for acc in blocked:
+        acc.declare_partial()
 
     def block(first, size):
         for acc in blocked:
