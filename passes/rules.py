@@ -130,6 +130,12 @@ def hoist_over_broadcasts(b, op):
     return b.op("broadcast_in_dim", b.op(op.name, *sources, **op.attrs), **first.attrs)
 
 
+def float_sum_of_copies(b, x, copies: int):
+    """The sum of `copies` copies of float x: copies * x rounded once (in f64), plus the sum's +0.0."""
+    product = b.op("mul", b.op("convert", x, dtype="f64"), b.splat(float(copies), TensorType("f64", x.type.shape)))
+    return b.op("add", b.op("convert", product, dtype=x.type.dtype), b.splat(0.0, x.type))
+
+
 def reduce_of_broadcast(b, x, broadcast, op):
     """reduce(broadcast(x)) -> broadcast(combine(reduce(x), n)): x is reduced over the dimensions the
     reduction keeps of it, and the n copies the broadcast made along the reduced axes are combined
@@ -137,9 +143,11 @@ def reduce_of_broadcast(b, x, broadcast, op):
 
     max, min, and, or of n copies are the value; a sum is n times it (integers wrap as n additions
     do; floats are multiplied in f64, one rounding, and +0.0 is added as the sum's 0.0 start value
-    does, so -0.0 sums to +0.0); an integer prod is a power when n fits the dtype (square and
-    multiply wraps as n multiplications do). Float and complex prods and complex sums of copies
-    are left: a power or a product rounds differently from n operations.
+    does, so -0.0 sums to +0.0; complex numbers part by part, since (inf + 0j) * n is not a sum);
+    an integer prod is a power when n fits the dtype (square and multiply wraps as n
+    multiplications do). Float and complex prods of copies are left: a power rounds differently
+    from n multiplications. A float sum over x's own axes and copies is n times x's sum: as a
+    summation order would, it rounds within the sum's error bound, not as any one order does.
     """
     axes, reducer = set(op.attrs["axes"]), op.attrs["reducer"]
     shape, dims = broadcast.result.type.shape, broadcast.attrs["broadcast_dimensions"]
@@ -149,7 +157,7 @@ def reduce_of_broadcast(b, x, broadcast, op):
         return None    # the broadcast makes no copies: nothing to gain
     if copies == 0:
         return b.splat(reducer_identity(reducer, op.result.type.numpy_dtype), op.result.type)
-    if copies > 1 and ((reducer == "sum" and dtype in COMPLEXES) or (reducer == "prod" and dtype not in INTS)):
+    if copies > 1 and reducer == "prod" and dtype not in INTS:
         return None
     if reducer == "prod" and copies > 1 and copies > np.iinfo(numpy_dtype(dtype)).max:
         return None
@@ -157,10 +165,11 @@ def reduce_of_broadcast(b, x, broadcast, op):
     if copies > 1 and reducer == "sum" and dtype in INTS:
         # n wraps to the dtype: n * y and n additions of y agree modulo 2**bits.
         reduced = b.op("mul", reduced, b.splat(np.array(copies).astype(numpy_dtype(dtype)), reduced.type))
+    elif copies > 1 and reducer == "sum" and dtype in COMPLEXES:
+        reduced = b.op("complex", float_sum_of_copies(b, b.op("real", reduced), copies),
+                       float_sum_of_copies(b, b.op("imag", reduced), copies))
     elif copies > 1 and reducer == "sum":
-        wide = b.op("convert", reduced, dtype="f64")
-        product = b.op("mul", wide, b.splat(float(copies), wide.type))
-        reduced = b.op("add", b.op("convert", product, dtype=dtype), b.splat(0.0, reduced.type))
+        reduced = float_sum_of_copies(b, reduced, copies)
     elif copies > 1 and reducer == "prod":
         reduced = b.op("pow", reduced, b.splat(copies, reduced.type))
     kept = [d for d in range(len(shape)) if d not in axes]

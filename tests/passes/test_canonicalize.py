@@ -383,23 +383,36 @@ func @f(%0: i32[3], %1: f32[3], %2: i8[]) -> (i32[3], f32[3], i8[]) {
   return %5, %7, %9
 }"""),
     ("reduce_of_broadcast_source_axes_and_empty", """
-func @f(%0: f32[3,5], %1: c64[3]) -> (f32[4,3], f32[3], c64[]) {
+func @f(%0: f32[3,5], %1: c64[3]) -> (f32[4,3], f32[3], c64[3]) {
   %2 = broadcast_in_dim(%0) {shape = [4, 3, 5], broadcast_dimensions = [1, 2]} : f32[4,3,5]
   %3 = reduce(%2) {reducer = "sum", axes = [2]} : f32[4,3]
   %4 = broadcast_in_dim(%0) {shape = [0, 3, 5], broadcast_dimensions = [1, 2]} : f32[0,3,5]
   %5 = reduce(%4) {reducer = "max", axes = [0, 2]} : f32[3]
   %6 = broadcast_in_dim(%1) {shape = [2, 3], broadcast_dimensions = [1]} : c64[2,3]
-  %7 = reduce(%6) {reducer = "sum", axes = [0, 1]} : c64[]
+  %7 = reduce(%6) {reducer = "sum", axes = [0]} : c64[3]
   return %3, %5, %7
 }""", """
-func @f(%0: f32[3,5], %1: c64[3]) -> (f32[4,3], f32[3], c64[]) {
+func @f(%0: f32[3,5], %1: c64[3]) -> (f32[4,3], f32[3], c64[3]) {
   %2 = reduce(%0) {reducer = "sum", axes = [1]} : f32[3]
   %3 = broadcast_in_dim(%2) {shape = [4, 3], broadcast_dimensions = [1]} : f32[4,3]
   %4 = constant() {value = dense<-inf>} : f32[]
   %5 = broadcast_in_dim(%4) {shape = [3], broadcast_dimensions = []} : f32[3]
-  %6 = broadcast_in_dim(%1) {shape = [2, 3], broadcast_dimensions = [1]} : c64[2,3]
-  %7 = reduce(%6) {reducer = "sum", axes = [0, 1]} : c64[]
-  return %3, %5, %7
+  %6 = real(%1) : f32[3]
+  %7 = convert(%6) {dtype = f64} : f64[3]
+  %8 = constant() {value = dense<2.0>} : f64[]
+  %9 = broadcast_in_dim(%8) {shape = [3], broadcast_dimensions = []} : f64[3]
+  %10 = mul(%7, %9) : f64[3]
+  %11 = convert(%10) {dtype = f32} : f32[3]
+  %12 = constant() {value = dense<0.0>} : f32[]
+  %13 = broadcast_in_dim(%12) {shape = [3], broadcast_dimensions = []} : f32[3]
+  %14 = add(%11, %13) : f32[3]
+  %15 = imag(%1) : f32[3]
+  %16 = convert(%15) {dtype = f64} : f64[3]
+  %17 = mul(%16, %9) : f64[3]
+  %18 = convert(%17) {dtype = f32} : f32[3]
+  %19 = add(%18, %13) : f32[3]
+  %20 = complex(%14, %19) : c64[3]
+  return %3, %5, %20
 }"""),
     ("constant_folding", """
 func @f(%0: f32[2]) -> (f32[2]) {
