@@ -199,6 +199,18 @@ def test_mixed_dtypes_promote_as_jax():
     assert run(lambda x, y: cnp.einsum("i,i", x, y), sample((3,), np.int8), sample((3,), np.uint8)).dtype == np.int16
 
 
+@pytest.mark.parametrize("preferred", [None, np.bool_, np.int32, np.float32])
+def test_lax_dot_general_of_bools(preferred):
+    # jax.lax.dot_general on bools: an or of ands (bool), or the count of true products in the
+    # preferred type (dtypes as jax 0.10.2 gives them).
+    a, b = sample((3, 70), np.bool_), sample((70, 2), np.bool_, seed=1)
+    got = run(lambda x, y: cj.lax.dot_general(x, y, (((1,), (0,)), ((), ())), preferred_element_type=preferred), a, b)
+    counts = a.astype(np.int64) @ b.astype(np.int64)
+    expected = counts != 0 if preferred in (None, np.bool_) else counts.astype(preferred)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_batched_matmul_against_a_broadcast_matrix_is_one_dot_general():
     graph = str(cj.make_graph(cnp.matmul)(np.ones((8, 5, 3), np.float32), np.ones((3, 4), np.float32)))
     assert graph.count("dot_general") == 1 and "broadcast_in_dim" not in graph and "transpose" not in graph
