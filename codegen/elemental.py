@@ -120,6 +120,13 @@ COMBINE: dict[str, Callable] = {
 }
 
 
+# A float sum adds this many elements into a block partial, then the partial into the running total:
+# the error bound grows as BLOCK + n / BLOCK roundings instead of n, and an f32 total of equal terms
+# keeps growing past 2**24 of them (up to 2**24 blocks). One add per block: the inner loop is the
+# plain loop it was.
+SUM_BLOCK = 4096
+
+
 def identity_const(reducer: str, dtype: str) -> K.Const:
     return K.Const(reducer_identity(reducer, NUMPY_DTYPES[dtype]).item(), dtype)
 
@@ -131,7 +138,10 @@ class Accumulator:
     An exactly associative reducer (max, min, and, or; integer sum and product, which wrap) may
     keep `chains` partial results that successive `add`s take in turn, folded into `var` by
     `fold`: the same total, without one serial dependence through every element of an unrolled
-    row. A float sum or product keeps one chain, so its rounding follows the element order."""
+    row. A float sum or product keeps one chain, so its rounding follows the element order.
+
+    A float sum is `blocked`: between `start_block` and `end_block` its adds go to a block partial,
+    which `end_block` adds to the total (`accumulate_loop` runs a long loop as such blocks)."""
 
     def __init__(self, emitter: "ElementalEmitter", reducer: str, dtype: str, chains: int = 1):
         self.emitter, self.reducer, self.dtype = emitter, accumulator_reducer(reducer, dtype), dtype
@@ -142,6 +152,23 @@ class Accumulator:
         self.added = 0
         for var in self.chains:
             emitter.emit(K.Let(var, identity_const(self.reducer, self.acc_dtype)))
+        self.blocked = self.reducer == "sum" and not exact
+        self.partial: K.Var | None = None     # declared by the first block
+        self.in_block = False
+
+    def declare_partial(self):
+        """The block partial, declared in the current block (outside the loop over blocks)."""
+        if self.partial is None:
+            self.partial = self.emitter.new_var("block", self.acc_dtype)
+            self.emitter.emit(K.Let(self.partial, identity_const(self.reducer, self.acc_dtype)))
+
+    def start_block(self):
+        self.emitter.emit(K.Assign(self.partial, identity_const(self.reducer, self.acc_dtype)))
+        self.in_block = True
+
+    def end_block(self):
+        self.emitter.emit(K.Assign(self.var, self.combine(self.var, self.partial)))
+        self.in_block = False
 
     def widen(self, value: K.Expr) -> K.Expr:
         return value if value.dtype == self.acc_dtype else value.cast(self.acc_dtype)
@@ -150,7 +177,7 @@ class Accumulator:
         return COMBINE[self.reducer](a, b)
 
     def add(self, value: K.Expr, valid: K.Expr | None = None):
-        var = self.chains[self.added % len(self.chains)]
+        var = self.partial if self.in_block else self.chains[self.added % len(self.chains)]
         self.added += 1
         combined = self.combine(var, self.widen(value))
         self.emitter.emit(K.Assign(var, combined if valid is None else K.select(valid, combined, var)))
@@ -165,6 +192,29 @@ class Accumulator:
 
     def narrow(self, value: K.Expr) -> K.Expr:
         return value if value.dtype == self.dtype else value.cast(self.dtype)
+
+
+def accumulate_loop(emitter: "ElementalEmitter", count: int, accumulators, body: Callable[[K.Expr], None],
+                    hint: str = "j"):
+    """for j in 0..count: body(j), where body adds to `accumulators`; when one is blocked and the loop
+    is longer than SUM_BLOCK, as blocks of SUM_BLOCK elements (and a last, shorter one)."""
+    blocked = [acc for acc in accumulators if acc.blocked]
+    if not blocked or count <= SUM_BLOCK:
+        emitter.loop(count, body, hint)
+        return
+    blocks, tail = divmod(count, SUM_BLOCK)
+    for acc in blocked:
+        acc.declare_partial()
+
+    def block(first, size):
+        for acc in blocked:
+            acc.start_block()
+        emitter.loop(size, lambda k: body(first + k), hint)
+        for acc in blocked:
+            acc.end_block()
+    emitter.loop(blocks, lambda b: block(b * SUM_BLOCK, SUM_BLOCK), "block")
+    if tail:
+        block(K.Const(blocks * SUM_BLOCK, emitter.index_dtype), tail)
 
 
 # ---- the emitter ----------------------------------------------------------------------------
@@ -556,5 +606,5 @@ def reduce(emitter, op, index, operand):
         acc.add(operand(0, emitter.index(x.shape, components=merge_axes(index.components, inner, axes))))
 
     if math.prod(reduced_shape):
-        emitter.loop(math.prod(reduced_shape), body)
+        accumulate_loop(emitter, math.prod(reduced_shape), [acc], body)
     return acc.narrow(acc.var)

@@ -25,7 +25,7 @@ from ..ir.core import Op, Value
 from ..ir.targets import Target, get_target
 from ..ir.types import COMPLEXES
 from ..passes.tiling import WAVE_REDUCERS, LaunchConfig, launch_config, reduction_signature
-from .elemental import Accumulator, ElementalEmitter, index_dtype_for, merge_axes
+from .elemental import Accumulator, ElementalEmitter, accumulate_loop, index_dtype_for, merge_axes
 from .lower import emitter, operand_buffers
 
 
@@ -213,19 +213,19 @@ def build_row_per_workgroup(fk: FusionKernel):
     # An unrolled row's max or min runs as independent chains (a loop's body adds once).
     chains = ACCUMULATOR_CHAINS if unrolled is not None else 1
 
-    def over_row(visit):
+    def over_row(visit, accumulators=()):
         """visit(index, valid, position) for each of the work-item's row elements."""
         if unrolled is not None:
             for index, valid, position in unrolled:
                 visit(index, valid, position)
         else:
-            e.loop(elements, lambda k: visit(*chunk(k)), hint="k")
+            accumulate_loop(e, elements, accumulators, lambda k: visit(*chunk(k)), hint="k")
 
     for number, phase in enumerate(rows.phases):
         accumulators = [Accumulator(e, r.attrs["reducer"], r.operands[0].type.dtype, chains)
                         for r in phase]
         over_row(lambda index, valid, position: [acc.add(e.value_at(r.operands[0], index), valid)
-                                                  for r, acc in zip(phase, accumulators)])
+                                                  for r, acc in zip(phase, accumulators)], accumulators)
         for acc in accumulators:
             acc.fold()
         totals = combine_row(fk, accumulators, number)

@@ -12,7 +12,8 @@ import math
 import ml_dtypes
 import numpy as np
 
-from ..ir.types import COMPLEX_PART, COMPLEXES, FLOATS, INTS, numpy_dtype
+from ..ir.ops.reduce import reducer_identity
+from ..ir.types import COMPLEX_PART, COMPLEXES, FLOATS, INTS, TensorType, numpy_dtype
 from .opclasses import ELEMENTWISE
 from .patterns import Pat
 
@@ -129,6 +130,53 @@ def hoist_over_broadcasts(b, op):
     return b.op("broadcast_in_dim", b.op(op.name, *sources, **op.attrs), **first.attrs)
 
 
+def float_sum_of_copies(b, x, copies: int):
+    """The sum of `copies` copies of float x: copies * x rounded once (in f64), plus the sum's +0.0."""
+    product = b.op("mul", b.op("convert", x, dtype="f64"), b.splat(float(copies), TensorType("f64", x.type.shape)))
+    return b.op("add", b.op("convert", product, dtype=x.type.dtype), b.splat(0.0, x.type))
+
+
+def reduce_of_broadcast(b, x, broadcast, op):
+    """reduce(broadcast(x)) -> broadcast(combine(reduce(x), n)): x is reduced over the dimensions the
+    reduction keeps of it, and the n copies the broadcast made along the reduced axes are combined
+    algebraically.
+
+    max, min, and, or of n copies are the value; a sum is n times it (integers wrap as n additions
+    do; floats are multiplied in f64, one rounding, and +0.0 is added as the sum's 0.0 start value
+    does, so -0.0 sums to +0.0; complex numbers part by part, since (inf + 0j) * n is not a sum);
+    an integer prod is a power when n fits the dtype (square and multiply wraps as n
+    multiplications do). Float and complex prods of copies are left: a power rounds differently
+    from n multiplications. A float sum over x's own axes and copies is n times x's sum: as a
+    summation order would, it rounds within the sum's error bound, not as any one order does.
+    """
+    axes, reducer = set(op.attrs["axes"]), op.attrs["reducer"]
+    shape, dims = broadcast.result.type.shape, broadcast.attrs["broadcast_dimensions"]
+    dtype = x.type.dtype
+    copies = math.prod(shape[d] for d in axes if d not in dims or x.type.shape[dims.index(d)] != shape[d])
+    if copies == 1 and x.type.size == broadcast.result.type.size:
+        return None    # the broadcast makes no copies: nothing to gain
+    if copies == 0:
+        return b.splat(reducer_identity(reducer, op.result.type.numpy_dtype), op.result.type)
+    if copies > 1 and reducer == "prod" and dtype not in INTS:
+        return None
+    if reducer == "prod" and copies > 1 and copies > np.iinfo(numpy_dtype(dtype)).max:
+        return None
+    reduced = b.op("reduce", x, reducer=reducer, axes=tuple(i for i, d in enumerate(dims) if d in axes))
+    if copies > 1 and reducer == "sum" and dtype in INTS:
+        # n wraps to the dtype: n * y and n additions of y agree modulo 2**bits.
+        reduced = b.op("mul", reduced, b.splat(np.array(copies).astype(numpy_dtype(dtype)), reduced.type))
+    elif copies > 1 and reducer == "sum" and dtype in COMPLEXES:
+        reduced = b.op("complex", float_sum_of_copies(b, b.op("real", reduced), copies),
+                       float_sum_of_copies(b, b.op("imag", reduced), copies))
+    elif copies > 1 and reducer == "sum":
+        reduced = float_sum_of_copies(b, reduced, copies)
+    elif copies > 1 and reducer == "prod":
+        reduced = b.op("pow", reduced, b.splat(copies, reduced.type))
+    kept = [d for d in range(len(shape)) if d not in axes]
+    return b.op("broadcast_in_dim", reduced, shape=op.result.type.shape,
+                broadcast_dimensions=tuple(kept.index(d) for d in dims if d not in axes))
+
+
 # ---- the table ---------------------------------------------------------------------------------
 
 RULES = [
@@ -197,6 +245,8 @@ RULES = [
      lambda b, x, inner, outer: x if sorted(inner.attrs["dimensions"]) == sorted(outer.attrs["dimensions"]) else None),
     # reduce(x) over no axes -> x
     (Pat.op("reduce", x, name="op"), lambda b, x, op: x if not op.attrs["axes"] else None),
+    # reduce(broadcast(x)) -> broadcast(reduce(x)) with the copies combined: n * x, x ** n, x
+    (Pat.op("reduce", Pat.op("broadcast_in_dim", x, name="broadcast"), name="op"), reduce_of_broadcast),
     # concatenate(x) of one operand -> x
     (Pat.op("concatenate", x), lambda b, x: x),
     # pad(x) by nothing -> x

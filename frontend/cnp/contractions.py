@@ -101,14 +101,15 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
             raise TracingValueError(located(
                 f"matmul: batch dimensions of a (shape {a.shape}) and b (shape {b.shape}) cannot be broadcast "
                 f"together"))
-    a_kept = shared + a_only + [nb, nb + 1]
-    b_kept = shared + b_only + [nb, nb + 1]
-    # Kept dimensions in that order (shared ones first: a transpose), then the size-1 ones dropped.
-    a_squeezed = reshape(transposed(a_matrix, a_kept), tuple(a_matrix.shape[i] for i in a_kept))
-    b_squeezed = reshape(transposed(b_matrix, b_kept), tuple(b_matrix.shape[i] for i in b_kept))
-    n_shared = len(shared)
+    # Squeezing drops dimensions only (a reshape keeps the order); the shared batch dimensions are
+    # named in place, so neither operand is transposed.
+    a_kept = sorted(shared + a_only) + [nb, nb + 1]
+    b_kept = sorted(shared + b_only) + [nb, nb + 1]
+    a_squeezed = reshape(a_matrix, tuple(a_matrix.shape[i] for i in a_kept))
+    b_squeezed = reshape(b_matrix, tuple(b_matrix.shape[i] for i in b_kept))
     result = contract(a_squeezed, b_squeezed, (a_squeezed.ndim - 1,), (b_squeezed.ndim - 2,),
-                      tuple(range(n_shared)), tuple(range(n_shared)), preferred_element_type)
+                      tuple(a_kept.index(i) for i in shared), tuple(b_kept.index(i) for i in shared),
+                      preferred_element_type)
     # dot_general gives (shared, a_only, M, b_only, N); put the batch positions back in order.
     produced = shared + a_only + ["M"] + b_only + ["N"]
     permutation = tuple(produced.index(d) for d in list(range(nb)) + ["M", "N"])

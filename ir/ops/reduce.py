@@ -1,6 +1,11 @@
 """Reductions with a named reducer: reduce, argmax/argmin, cumulative scans, reduce_window.
 
-f16 and bf16 are accumulated in f32 and rounded once, as the generated kernels will do.
+f16 and bf16 are accumulated in f32 and rounded once, as the generated kernels will do. Float and
+complex sums are pairwise (numpy's add.reduce along a contiguous last axis, where the reduced axes
+are moved): the error grows as log2(n) roundings, and an f32 sum of equal terms keeps growing past
+2**24 of them, as JAX's does. The kernels sum in blocks (codegen/elemental.py's SUM_BLOCK) and
+combine the work-items' partials in a tree: the two agree within the n * eps * sum(|x|) bound,
+not bit for bit.
 """
 import numpy as np
 
@@ -64,6 +69,12 @@ def settle_zero_signs(result, wide, reducer, combine):
 def reduce(x, *, reducer, axes):
     wide = x.astype(compute_dtype(x.dtype))
     ufunc = REDUCER_UFUNCS[reducer]
+    if reducer == "sum" and wide.dtype.kind in "fc" and axes:
+        # numpy sums pairwise only along a contiguous axis (other axes add row after row).
+        kept = [d for d in range(wide.ndim) if d not in axes]
+        rows = np.ascontiguousarray(wide.transpose(kept + list(axes)))
+        wide = rows.reshape(rows.shape[:len(kept)] + (int(np.prod([wide.shape[a] for a in axes])),))
+        axes = (wide.ndim - 1,)
     with np.errstate(all="ignore"):
         result = ufunc.reduce(wide, axis=tuple(axes), initial=reducer_identity(reducer, wide.dtype))
     result = settle_zero_signs(result, wide, reducer, lambda mask: mask.any(axis=tuple(axes)))

@@ -26,7 +26,7 @@ def sample(shape, dtype, seed=0):
     if dtype == np.bool_:
         return rng.random(shape) < 0.4
     if dtype.kind in "iu":
-        return rng.integers(-4, 5, size=shape).astype(dtype)
+        return rng.integers(0 if dtype.kind == "u" else -4, 5, size=shape).astype(dtype)
     values = rng.standard_normal(shape)
     if dtype.kind == "c":
         values = values + 1j * rng.standard_normal(shape)
@@ -61,9 +61,9 @@ def assert_contraction_close(got, exact, magnitude, dtype, k):
         assert np.all(np.abs(wide(got) - exact) <= tolerance + 1e-300), np.max(np.abs(wide(got) - exact) - tolerance)
 
 
-def check(fn, np_fn, a, b, k, dtype=None):
+def check(fn, np_fn, a, b, k, dtype=None, backend="interpret"):
     """Run fn on (a, b) and compare with np_fn in float64 and np_fn on |a|, |b| for the bound."""
-    got = run(fn, a, b)
+    got = cj.jit(fn, backend=backend)(a, b)
     exact = np_fn(wide(a), wide(b))
     magnitude = np_fn(np.abs(wide(a)).astype(np.float64), np.abs(wide(b)).astype(np.float64))
     assert_contraction_close(got, exact, magnitude, dtype or np.result_type(a, b), k)
@@ -199,6 +199,18 @@ def test_mixed_dtypes_promote_as_jax():
     assert run(lambda x, y: cnp.einsum("i,i", x, y), sample((3,), np.int8), sample((3,), np.uint8)).dtype == np.int16
 
 
+@pytest.mark.parametrize("preferred", [None, np.bool_, np.int32, np.float32])
+def test_lax_dot_general_of_bools(preferred):
+    # jax.lax.dot_general on bools: an or of ands (bool), or the count of true products in the
+    # preferred type (dtypes as jax 0.10.2 gives them).
+    a, b = sample((3, 70), np.bool_), sample((70, 2), np.bool_, seed=1)
+    got = run(lambda x, y: cj.lax.dot_general(x, y, (((1,), (0,)), ((), ())), preferred_element_type=preferred), a, b)
+    counts = a.astype(np.int64) @ b.astype(np.int64)
+    expected = counts != 0 if preferred in (None, np.bool_) else counts.astype(preferred)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_batched_matmul_against_a_broadcast_matrix_is_one_dot_general():
     graph = str(cj.make_graph(cnp.matmul)(np.ones((8, 5, 3), np.float32), np.ones((3, 4), np.float32)))
     assert graph.count("dot_general") == 1 and "broadcast_in_dim" not in graph and "transpose" not in graph
@@ -248,3 +260,166 @@ def test_trace_and_tensordot_bad_arguments():
     raises_here(ValueError, lambda a: cnp.trace(a, axis1=1, axis2=-1), np.ones((2, 2)), match="same axis")
     raises_here(ValueError, lambda a, b: cnp.tensordot(a, b, 3), np.ones((2, 2)), np.ones((2, 2)), match="axes=3")
     raises_here(TypeError, lambda a, b: cnp.tensordot(a, b, "x"), np.ones((2, 2)), np.ones((2, 2)), match="axes")
+
+
+# ---- compiled kernels: contractions through libs/blas, against numpy ------------------------------
+
+DTYPE_NAMES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint32", "float16", "bfloat16", "float32",
+               "float64", "complex64", "complex128"]
+# The result dtype of jnp.matmul(a, b) (jax 0.10.2, jax_enable_x64=True), row: a's dtype, column:
+# b's dtype in DTYPE_NAMES order; einsum, dot, tensordot, vdot, outer and lax.dot_general on
+# promoted operands agree with it.
+JAX_MATMUL_DTYPE = {
+    "bool": "bool int8 int16 int32 int64 uint8 uint32 float16 bfloat16 float32 float64 complex64 complex128",
+    "int8": "int8 int8 int16 int32 int64 int16 int64 float16 bfloat16 float32 float64 complex64 complex128",
+    "int16": "int16 int16 int16 int32 int64 int16 int64 float16 bfloat16 float32 float64 complex64 complex128",
+    "int32": "int32 int32 int32 int32 int64 int32 int64 float16 bfloat16 float32 float64 complex64 complex128",
+    "int64": "int64 int64 int64 int64 int64 int64 int64 float16 bfloat16 float32 float64 complex64 complex128",
+    "uint8": "uint8 int16 int16 int32 int64 uint8 uint32 float16 bfloat16 float32 float64 complex64 complex128",
+    "uint32": "uint32 int64 int64 int64 int64 uint32 uint32 float16 bfloat16 float32 float64 complex64 complex128",
+    "float16": "float16 float16 float16 float16 float16 float16 float16 float16 float32 float32 float64 complex64 "
+               "complex128",
+    "bfloat16": "bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 float32 bfloat16 float32 float64 "
+                "complex64 complex128",
+    "float32": "float32 float32 float32 float32 float32 float32 float32 float32 float32 float32 float64 complex64 "
+               "complex128",
+    "float64": "float64 float64 float64 float64 float64 float64 float64 float64 float64 float64 float64 complex128 "
+               "complex128",
+    "complex64": "complex64 complex64 complex64 complex64 complex64 complex64 complex64 complex64 complex64 complex64 "
+                 "complex128 complex64 complex128",
+    "complex128": " ".join(["complex128"] * 13),
+}
+DTYPE_PAIRS = [(a, b) for a in DTYPE_NAMES for b in DTYPE_NAMES]
+# Pairs the default run covers: each dtype with itself plus the mixes that convert a bool or an
+# integer operand, or widen a half-precision one.
+QUICK_PAIRS = [("int32", "bool"), ("bool", "bool"), ("int8", "uint8"), ("uint32", "int8"), ("float16", "bfloat16"),
+               ("int64", "float16"), ("float32", "complex128"), ("bfloat16", "bfloat16"), ("uint8", "uint8")]
+
+
+def jax_dtype(a, b):
+    dtype = JAX_MATMUL_DTYPE[a].split()[DTYPE_NAMES.index(b)]
+    return BF16 if dtype == "bfloat16" else np.dtype(dtype)
+
+
+def as_dtype(name):
+    return BF16 if name == "bfloat16" else np.dtype(name)
+
+
+def check_compiled(fn, np_fn, a, b, k, dtype):
+    check(fn, np_fn, a, b, k, dtype, backend="compiled")
+
+
+def test_compiled_matmul_with_batch_dimensions_broadcast_from_different_ranks():
+    # a's batch (2,) meets b's (2, 2): a's one batch dimension pairs with b's second.
+    a, b = sample((2, 2, 3), np.float32), sample((2, 2, 3, 1), np.float32, seed=1)
+    check_compiled(cnp.matmul, np.matmul, a, b, 3, np.float32)
+
+
+def test_compiled_int_matmul_against_a_gathered_bool_operand():
+    x0 = sample((1, 3, 129, 8), np.int32)
+    index = np.array([3, 1, 2, 0])
+
+    def program(x, xp):
+        square = 1 + x @ xp.swapaxes(x, -1, -2)
+        return square @ xp.broadcast_to(x, (4, 3, 3, 129, 8))[index, 2].astype(bool)
+    got = cj.jit(lambda x: program(x, cnp))(x0)
+    expected = program(x0.astype(np.int64), np).astype(np.int32)
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("a_name,b_name", [
+    pytest.param(a, b, marks=[] if (a, b) in QUICK_PAIRS else pytest.mark.slow) for a, b in DTYPE_PAIRS])
+def test_compiled_matmul_every_dtype_pair(a_name, b_name):
+    a, b = sample((2, 3, 65), as_dtype(a_name)), sample((65, 4), as_dtype(b_name), seed=1)
+    check_compiled(cnp.matmul, np.matmul, a, b, 65, jax_dtype(a_name, b_name))
+
+
+BROADCAST_MATMUL_SHAPES = [
+    ((2, 2, 3), (2, 2, 3, 1)), ((3, 1, 4, 5), (2, 5, 3)), ((1, 4, 5), (3, 1, 5, 2)), ((2, 1, 3, 1, 4), (5, 1, 4, 2)),
+    ((4, 5), (2, 3, 5, 1)), ((1, 1, 2, 3), (1, 3, 1)), ((2, 3, 0, 4), (3, 4, 2)), ((1, 2, 4), (0, 4, 3)),
+    ((5,), (2, 1, 5, 3)), ((2, 1, 1, 5), (5,)), ((1, 1), (3, 1, 2)), ((2, 65, 63), (3, 1, 63, 1)),
+]
+
+
+def quick_or_slow(values, quick):
+    return [pytest.param(v, marks=[] if v in quick else pytest.mark.slow) for v in values]
+
+
+@pytest.mark.parametrize("dtype", quick_or_slow(["float32", "int32", "bool", "complex64", "float16"], ["float32"]))
+@pytest.mark.parametrize("a_shape,b_shape", BROADCAST_MATMUL_SHAPES)
+def test_compiled_matmul_broadcasts_batch_dimensions(a_shape, b_shape, dtype):
+    a, b = sample(a_shape, as_dtype(dtype)), sample(b_shape, as_dtype(dtype), seed=1)
+    check_compiled(cnp.matmul, np.matmul, a, b, a_shape[-1], as_dtype(dtype))
+
+
+TILE_SIZES = [1, 63, 65, 129]
+
+
+@pytest.mark.parametrize("dtype", quick_or_slow(["float32", "int8", "bfloat16", "complex128"], ["float32"]))
+@pytest.mark.parametrize("m,n,k", [pytest.param(m, n, k, marks=[] if (m, n, k) in [(65, 63, 129), (1, 129, 65)]
+                                                else pytest.mark.slow)
+                                   for m in TILE_SIZES for n in TILE_SIZES for k in TILE_SIZES])
+def test_compiled_matmul_sizes_crossing_tiles(m, n, k, dtype):
+    a, b = sample((m, k), as_dtype(dtype)), sample((k, n), as_dtype(dtype), seed=1)
+    check_compiled(cnp.matmul, np.matmul, a, b, k, as_dtype(dtype))
+
+
+# Operands that reach the GEMM transposed, strided or broadcast: the view is taken in the program.
+VIEW_CASES = [
+    ("a.T @ b", lambda xp, a, b: xp.swapaxes(a, -1, -2) @ b, (65, 3), (65, 5)),
+    ("a @ b.T", lambda xp, a, b: a @ xp.swapaxes(b, -1, -2), (2, 3, 65), (4, 65)),
+    ("a.T @ b.T", lambda xp, a, b: a.T @ b.T, (63, 3), (5, 63)),
+    ("strided rows and columns", lambda xp, a, b: a[::2, 1::3] @ b[::3], (9, 200), (201, 4)),
+    ("reversed", lambda xp, a, b: a[::-1] @ b[:, ::-1], (5, 7), (7, 6)),
+    ("broadcast operand", lambda xp, a, b: xp.broadcast_to(a, (3, 4, 65)) @ b, (4, 65), (3, 65, 2)),
+    ("column of a batch", lambda xp, a, b: a[:, 1] @ b, (3, 4, 5), (3, 5, 2)),
+]
+
+
+@pytest.mark.parametrize("dtype", quick_or_slow(["float32", "int32", "complex64"], ["float32"]))
+@pytest.mark.parametrize("name,program,a_shape,b_shape", VIEW_CASES, ids=[c[0] for c in VIEW_CASES])
+def test_compiled_matmul_of_views(name, program, a_shape, b_shape, dtype):
+    a, b = sample(a_shape, as_dtype(dtype)), sample(b_shape, as_dtype(dtype), seed=1)
+    k = program(np, np.ones(a_shape), np.ones(b_shape)).max()
+    check_compiled(lambda x, y: program(cnp, x, y), lambda x, y: program(np, x, y), a, b, int(k), as_dtype(dtype))
+
+
+# (name, cnp program, numpy program, a's shape, b's shape, contraction length)
+OTHER_CONTRACTIONS = [
+    ("dot", cnp.dot, np.dot, (3, 65, 4), (2, 4, 63), 4),
+    ("dot vector", cnp.dot, np.dot, (65,), (65, 3), 65),
+    ("dot scalar", cnp.dot, np.dot, (), (3, 4), 1),
+    ("matrix @ vector", cnp.matmul, np.matmul, (2, 63, 129), (129,), 129),
+    ("vector @ matrix", cnp.matmul, np.matmul, (129,), (3, 129, 1), 129),
+    ("vector @ vector", cnp.matmul, np.matmul, (65,), (65,), 65),
+    ("einsum batch", lambda a, b: cnp.einsum("bij,jbk->kbi", a, b), lambda a, b: np.einsum("bij,jbk->kbi", a, b),
+     (3, 5, 65), (65, 3, 2), 65),
+    ("einsum broadcast", lambda a, b: cnp.einsum("...ij,...jk", a, b), lambda a, b: np.einsum("...ij,...jk", a, b),
+     (2, 1, 3, 4), (3, 4, 5), 4),
+    ("tensordot", lambda a, b: cnp.tensordot(a, b, ([0, 2], [1, 0])),
+     lambda a, b: np.tensordot(a, b, ([0, 2], [1, 0])), (3, 4, 65), (65, 3, 2), 195),
+    ("vdot", cnp.vdot, np.vdot, (5, 13), (65,), 65),
+    ("inner", cnp.inner, np.inner, (2, 3, 63), (4, 63), 63),
+    ("outer", cnp.outer, np.outer, (2, 3), (65,), 1),
+    ("lax.dot_general", lambda a, b: cj.lax.dot_general(a, b, (((2,), (0,)), ((1,), (2,)))),
+     lambda a, b: np.einsum("ibk,kjb->bij", a, b), (3, 4, 65), (65, 2, 4), 65),
+    ("lax.dot_general no batch", lambda a, b: cj.lax.dot_general(a, b, (((0,), (1,)), ((), ()))),
+     lambda a, b: np.einsum("ki,jk->ij", a, b), (63, 3), (2, 63), 63),
+]
+
+
+@pytest.mark.parametrize("dtype", quick_or_slow(["float32", "float64", "int16", "uint8", "bool", "bfloat16",
+                                                 "complex64"], ["float32", "bool"]))
+@pytest.mark.parametrize("name,fn,np_fn,a_shape,b_shape,k", OTHER_CONTRACTIONS, ids=[c[0] for c in OTHER_CONTRACTIONS])
+def test_compiled_contractions_match_numpy(name, fn, np_fn, a_shape, b_shape, k, dtype):
+    a, b = sample(a_shape, as_dtype(dtype)), sample(b_shape, as_dtype(dtype), seed=1)
+    check_compiled(fn, np_fn, a, b, k, as_dtype(dtype))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("a_name,b_name", DTYPE_PAIRS)
+@pytest.mark.parametrize("name,fn,np_fn,a_shape,b_shape,k", OTHER_CONTRACTIONS[:12:3],
+                         ids=[c[0] for c in OTHER_CONTRACTIONS[:12:3]])
+def test_compiled_contractions_every_dtype_pair(name, fn, np_fn, a_shape, b_shape, k, a_name, b_name):
+    a, b = sample(a_shape, as_dtype(a_name)), sample(b_shape, as_dtype(b_name), seed=1)
+    check_compiled(fn, np_fn, a, b, k, jax_dtype(a_name, b_name))

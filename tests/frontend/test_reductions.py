@@ -464,3 +464,60 @@ def test_bad_sort_and_quantile_arguments():
     raises_here(ValueError, lambda a: cnp.quantile(a, 0.5, method="bogus"), x, match="method")
     raises_here(ValueError, lambda a: cnp.median(a, axis=1), np.ones((3, 0)), match="empty")
     raises_here(ValueError, lambda a: cnp.median(a), x.astype(np.complex64), match="complex")  # as jnp
+
+
+# ---- compiled kernels ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype,result_dtype", [(np.float32, np.float32), (np.float64, np.float64),
+                                                (np.int8, np.int64), (np.uint32, np.uint64),
+                                                (np.complex64, np.complex64)])
+def test_sum_of_a_huge_broadcast_is_the_count_times_the_value(dtype, result_dtype):
+    # 10**12 elements: only the algebraic rewrite (no kernel loops over them) answers in time.
+    # Integer sums widen to 64 bits (jnp's sum); the float sum is 3 * 10**12 rounded once.
+    got = cj.jit(lambda x: cnp.broadcast_to(x, (10**6, 10**6)).sum())(dtype(3))
+    assert got.dtype == result_dtype
+    assert got == np.asarray(3 * 10**12).astype(result_dtype)
+    if dtype != np.complex64:
+        assert cj.jit(lambda x: cnp.broadcast_to(x, (10**6, 10**6)).max())(dtype(3)) == 3
+
+
+# Compiled float sums add SUM_BLOCK terms into a block partial, then the partial into the
+# work-item's total, then combine work-items in a tree (at most 1024 of them): each term meets at
+# most SUM_BLOCK + n / SUM_BLOCK + 10 roundings, so |error| <= that many eps times sum(|x|).
+SUM_BLOCK = 4096
+
+
+def blocked_sum_bound(n: int, dtype, magnitude):
+    return (SUM_BLOCK + n / SUM_BLOCK + 10) * float(np.finfo(dtype).eps) * magnitude
+
+
+@pytest.mark.parametrize("shape,axis", [((2**25 + 3,), None), ((2**25 + 3, 2), 0), ((2, 2**25 + 3), 1)])
+def test_compiled_f32_sum_of_more_than_2_24_ones_keeps_counting(shape, axis):
+    # The ones are computed in the kernel (an iota compared with zero): no 2**25-element input.
+    def ones_sum(x):
+        ones = (cj.lax.broadcasted_iota(np.int32, shape, 0) >= 0).astype(np.float32)
+        return cnp.sum(ones, axis=axis) + x
+    got = cj.jit(ones_sum)(np.float32(0))
+    np.testing.assert_array_equal(got, np.full(got.shape, 2**25 + 3, np.float32))
+
+
+@pytest.mark.parametrize("shape,axis", [((3 * 4096 + 5, 3), 0), ((3, 3 * 4096 + 5), 1), ((5 * 4096 + 1,), None)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_long_float_sums_within_the_blocked_bound(shape, axis, dtype):
+    x = sample(shape, dtype)
+    got = cj.jit(lambda a: cnp.sum(a, axis=axis))(x)
+    n = x.size if axis is None else shape[axis]
+    exact = np.sum(x.astype(np.float64), axis=axis)
+    bound = blocked_sum_bound(n, dtype, np.sum(np.abs(x.astype(np.float64)), axis=axis))
+    assert got.dtype == dtype
+    assert np.all(np.abs(got - exact) <= bound)
+
+
+@pytest.mark.slow
+def test_compiled_mean_of_a_large_f32_array_matches_numpy():
+    x = np.random.default_rng(0).random(2**25 + 7, dtype=np.float32)
+    got = cj.jit(cnp.mean)(x)
+    exact = np.mean(x.astype(np.float64))
+    # numpy's pairwise mean is within a few eps; the blocked one within the bound (plus the division).
+    assert abs(float(got) - exact) <= blocked_sum_bound(x.size, np.float32, exact) + 2 * np.finfo(np.float32).eps * exact
+    assert abs(float(np.mean(x)) - exact) <= blocked_sum_bound(x.size, np.float32, exact)

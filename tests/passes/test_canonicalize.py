@@ -303,6 +303,117 @@ func @f(%0: f32[2,3]) -> (f32[2,3], f32[2,3], f32[2,3], f32[2,3], f32[2,3]) {
 func @f(%0: f32[2,3]) -> (f32[2,3], f32[2,3], f32[2,3], f32[2,3], f32[2,3]) {
   return %0, %0, %0, %0, %0
 }"""),
+    ("reduce_of_broadcast_float_sum", """
+func @f(%0: f32[], %1: f16[3]) -> (f32[], f16[3]) {
+  %2 = broadcast_in_dim(%0) {shape = [2, 2], broadcast_dimensions = []} : f32[2,2]
+  %3 = reduce(%2) {reducer = "sum", axes = [0, 1]} : f32[]
+  %4 = broadcast_in_dim(%1) {shape = [4, 3], broadcast_dimensions = [1]} : f16[4,3]
+  %5 = reduce(%4) {reducer = "sum", axes = [0]} : f16[3]
+  return %3, %5
+}""", """
+func @f(%0: f32[], %1: f16[3]) -> (f32[], f16[3]) {
+  %2 = convert(%0) {dtype = f64} : f64[]
+  %3 = constant() {value = dense<4.0>} : f64[]
+  %4 = mul(%2, %3) : f64[]
+  %5 = convert(%4) {dtype = f32} : f32[]
+  %6 = constant() {value = dense<0.0>} : f32[]
+  %7 = add(%5, %6) : f32[]
+  %8 = convert(%1) {dtype = f64} : f64[3]
+  %9 = broadcast_in_dim(%3) {shape = [3], broadcast_dimensions = []} : f64[3]
+  %10 = mul(%8, %9) : f64[3]
+  %11 = convert(%10) {dtype = f16} : f16[3]
+  %12 = constant() {value = dense<0.0>} : f16[]
+  %13 = broadcast_in_dim(%12) {shape = [3], broadcast_dimensions = []} : f16[3]
+  %14 = add(%11, %13) : f16[3]
+  return %7, %14
+}"""),
+    ("reduce_of_broadcast_int_sum_wraps", """
+func @f(%0: i8[1,3]) -> (i8[3], i64[]) {
+  %1 = broadcast_in_dim(%0) {shape = [300, 3], broadcast_dimensions = [0, 1]} : i8[300,3]
+  %2 = reduce(%1) {reducer = "sum", axes = [0]} : i8[3]
+  %3 = convert(%0) {dtype = i64} : i64[1,3]
+  %4 = broadcast_in_dim(%3) {shape = [5, 2, 3], broadcast_dimensions = [1, 2]} : i64[5,2,3]
+  %5 = reduce(%4) {reducer = "sum", axes = [0, 1, 2]} : i64[]
+  return %2, %5
+}""", """
+func @f(%0: i8[1,3]) -> (i8[3], i64[]) {
+  %1 = reduce(%0) {reducer = "sum", axes = [0]} : i8[3]
+  %2 = constant() {value = dense<44>} : i8[]
+  %3 = broadcast_in_dim(%2) {shape = [3], broadcast_dimensions = []} : i8[3]
+  %4 = mul(%1, %3) : i8[3]
+  %5 = convert(%0) {dtype = i64} : i64[1,3]
+  %6 = reduce(%5) {reducer = "sum", axes = [0, 1]} : i64[]
+  %7 = constant() {value = dense<10>} : i64[]
+  %8 = mul(%6, %7) : i64[]
+  return %4, %8
+}"""),
+    ("reduce_of_broadcast_idempotent", """
+func @f(%0: f32[3], %1: bool[3], %2: i32[3]) -> (f32[3], f32[3], bool[], i32[3]) {
+  %3 = broadcast_in_dim(%0) {shape = [4, 3, 5], broadcast_dimensions = [1]} : f32[4,3,5]
+  %4 = reduce(%3) {reducer = "max", axes = [0, 2]} : f32[3]
+  %5 = reduce(%3) {reducer = "min", axes = [0, 2]} : f32[3]
+  %6 = broadcast_in_dim(%1) {shape = [3, 7], broadcast_dimensions = [0]} : bool[3,7]
+  %7 = reduce(%6) {reducer = "and", axes = [0, 1]} : bool[]
+  %8 = broadcast_in_dim(%2) {shape = [2, 3], broadcast_dimensions = [1]} : i32[2,3]
+  %9 = reduce(%8) {reducer = "or", axes = [0]} : i32[3]
+  return %4, %5, %7, %9
+}""", """
+func @f(%0: f32[3], %1: bool[3], %2: i32[3]) -> (f32[3], f32[3], bool[], i32[3]) {
+  %3 = reduce(%1) {reducer = "and", axes = [0]} : bool[]
+  return %0, %0, %3, %2
+}"""),
+    ("reduce_of_broadcast_prod", """
+func @f(%0: i32[3], %1: f32[3], %2: i8[]) -> (i32[3], f32[3], i8[]) {
+  %3 = broadcast_in_dim(%0) {shape = [3, 5], broadcast_dimensions = [0]} : i32[3,5]
+  %4 = reduce(%3) {reducer = "prod", axes = [1]} : i32[3]
+  %5 = broadcast_in_dim(%1) {shape = [3, 5], broadcast_dimensions = [0]} : f32[3,5]
+  %6 = reduce(%5) {reducer = "prod", axes = [1]} : f32[3]
+  %7 = broadcast_in_dim(%2) {shape = [200], broadcast_dimensions = []} : i8[200]
+  %8 = reduce(%7) {reducer = "prod", axes = [0]} : i8[]
+  return %4, %6, %8
+}""", """
+func @f(%0: i32[3], %1: f32[3], %2: i8[]) -> (i32[3], f32[3], i8[]) {
+  %3 = constant() {value = dense<5>} : i32[]
+  %4 = broadcast_in_dim(%3) {shape = [3], broadcast_dimensions = []} : i32[3]
+  %5 = pow(%0, %4) : i32[3]
+  %6 = broadcast_in_dim(%1) {shape = [3, 5], broadcast_dimensions = [0]} : f32[3,5]
+  %7 = reduce(%6) {reducer = "prod", axes = [1]} : f32[3]
+  %8 = broadcast_in_dim(%2) {shape = [200], broadcast_dimensions = []} : i8[200]
+  %9 = reduce(%8) {reducer = "prod", axes = [0]} : i8[]
+  return %5, %7, %9
+}"""),
+    ("reduce_of_broadcast_source_axes_and_empty", """
+func @f(%0: f32[3,5], %1: c64[3]) -> (f32[4,3], f32[3], c64[3]) {
+  %2 = broadcast_in_dim(%0) {shape = [4, 3, 5], broadcast_dimensions = [1, 2]} : f32[4,3,5]
+  %3 = reduce(%2) {reducer = "sum", axes = [2]} : f32[4,3]
+  %4 = broadcast_in_dim(%0) {shape = [0, 3, 5], broadcast_dimensions = [1, 2]} : f32[0,3,5]
+  %5 = reduce(%4) {reducer = "max", axes = [0, 2]} : f32[3]
+  %6 = broadcast_in_dim(%1) {shape = [2, 3], broadcast_dimensions = [1]} : c64[2,3]
+  %7 = reduce(%6) {reducer = "sum", axes = [0]} : c64[3]
+  return %3, %5, %7
+}""", """
+func @f(%0: f32[3,5], %1: c64[3]) -> (f32[4,3], f32[3], c64[3]) {
+  %2 = reduce(%0) {reducer = "sum", axes = [1]} : f32[3]
+  %3 = broadcast_in_dim(%2) {shape = [4, 3], broadcast_dimensions = [1]} : f32[4,3]
+  %4 = constant() {value = dense<-inf>} : f32[]
+  %5 = broadcast_in_dim(%4) {shape = [3], broadcast_dimensions = []} : f32[3]
+  %6 = real(%1) : f32[3]
+  %7 = convert(%6) {dtype = f64} : f64[3]
+  %8 = constant() {value = dense<2.0>} : f64[]
+  %9 = broadcast_in_dim(%8) {shape = [3], broadcast_dimensions = []} : f64[3]
+  %10 = mul(%7, %9) : f64[3]
+  %11 = convert(%10) {dtype = f32} : f32[3]
+  %12 = constant() {value = dense<0.0>} : f32[]
+  %13 = broadcast_in_dim(%12) {shape = [3], broadcast_dimensions = []} : f32[3]
+  %14 = add(%11, %13) : f32[3]
+  %15 = imag(%1) : f32[3]
+  %16 = convert(%15) {dtype = f64} : f64[3]
+  %17 = mul(%16, %9) : f64[3]
+  %18 = convert(%17) {dtype = f32} : f32[3]
+  %19 = add(%18, %13) : f32[3]
+  %20 = complex(%14, %19) : c64[3]
+  return %3, %5, %20
+}"""),
     ("constant_folding", """
 func @f(%0: f32[2]) -> (f32[2]) {
   %1 = constant() {value = dense<[1.5, 2.0]>} : f32[2]
