@@ -163,7 +163,11 @@ class Formula:
     def lgamma(self, x: K.Expr) -> K.Expr:
         reflect = self.let(x <= 0.0)
         value = self.lgamma_positive(self.select(reflect, 1.0 - x, x))
-        reflected = self.let(K.log(math.pi / self.abs_sinpi(x)) - value)
+        sinpi = self.abs_sinpi(x)
+        reflected = self.let(K.log(math.pi / sinpi) - value)
+        # At the poles (non-positive integers) lgamma is +inf; the formula would give inf - inf where
+        # lgamma(1 - x) overflows too (x = -max).
+        reflected = self.select(sinpi.eq(0.0), K.Const(math.inf, "f64"), reflected)
         result = self.select(reflect, reflected, value)
         return self.select(x.eq(-math.inf), K.Const(math.inf, "f64"), result)
 

@@ -92,7 +92,9 @@ def hurwitz_zeta(s: float, q: float) -> float:
         return math.inf
     if q < 0 and s != math.floor(s):
         return math.nan
-    total = sum((q + n) ** -s for n in range(ZETA_TERMS))
+    # numpy's power overflows to inf (q near 0 with a large s), where Python's float raises.
+    with np.errstate(over="ignore"):
+        total = float(sum(np.float64(q + n) ** -s for n in range(ZETA_TERMS)))
     a = q + ZETA_TERMS
     total += a ** (1 - s) / (s - 1) + a ** -s / 2
     rising = s   # s (s + 1) ... (s + 2j - 2)

@@ -20,6 +20,9 @@ Tolerances (the `assert_close` fixture, tests/conftest.py):
   most 3.1 ulp against the true value; numpy's own f32 functions add up to ~1 ulp), and 1 ulp in
   f16/bf16, where both sides compute in f32 and round once: f32 results a few f32 ulp apart round
   to the same half float or to neighbours;
+- SPECIAL ops (lgamma, digamma, erfc, erf_inv, zeta, bessel_i0e, bessel_i1e), compared with the
+  interpreter's reference: both compute in f64 and round once, so 1 ulp below f64; in f64 the bound
+  measured by tests/codegen/test_elemental_special.py plus 1 (the SPECIAL table);
 - sums, products and contractions accumulate in another order than numpy's pairwise sums: each
   of the n terms is rounded at most once per addition, so the error is at most n eps S, with S
   the same sum over magnitudes (computed in f64 by the op's reference) and eps the accumulator's
@@ -50,6 +53,12 @@ HALVES = ("f16", "bf16")
 REALS = ("bool",) + INTS + FLOATS
 TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "cbrt", "tanh", "sinh", "cosh", "sin",
                   "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "logistic", "erf", "pow", "atan2"}
+# The special functions (codegen/elemental_special.py) against the interpreter's reference: the
+# f64 bound in ulp is the README's measured one plus 1 for the reference's own rounding; for lgamma
+# and digamma it is in ulp of max(|result|, 1), as measured (near their roots nothing keeps
+# relative accuracy).
+SPECIAL = {"lgamma": (6, True), "digamma": (9, True), "erfc": (4, False), "erf_inv": (4, False),
+           "bessel_i0e": (13, False), "bessel_i1e": (12, False), "zeta": (6, False)}
 UNSUPPORTED: dict[str, str] = {}
 # (op, complex dtype) cases that do not compile yet: passes/expand_complex.py leaves these ops
 # complex, and no kernel takes complex operands for them.
@@ -224,9 +233,21 @@ def elementwise_tolerance(name: str, dtype: str, expected=None) -> dict:
         if name == "log1p":  # log(1 + z), as numpy: 1 + z rounds by ~eps |1 + z|, an absolute ~eps in the log
             magnitude = magnitude + 1
         return {"bound": COMPLEX_ROUNDING * eps_of(dtype) * magnitude}
+    if name in SPECIAL and dtype in FLOATS:
+        return special_tolerance(name, dtype, expected)
     if name not in TRANSCENDENTAL or dtype not in FLOATS:
         return {}
     return {"ulps": 1 if dtype in HALVES else 4}
+
+
+def special_tolerance(name: str, dtype: str, expected) -> dict:
+    """SPECIAL ops (module docstring): 1 ulp below f64, SPECIAL's bound in f64."""
+    if dtype != "f64":
+        return {"ulps": 1}
+    ulps, absolute_near_one = SPECIAL[name]
+    if absolute_near_one:  # ulps of |result| above 1, an absolute ulps * eps below
+        return {"ulps": ulps, "bound": ulps * eps_of(dtype)}
+    return {"ulps": ulps}
 
 
 def overflow_defined(unfused, extended) -> np.ndarray:
@@ -359,6 +380,10 @@ for _name, (_fn, _domain) in INEXACT_UNARY.items():
     RECORDS[_name] = unary(_name, _fn, FLOATS + ("c64",), _domain)
 for _name, (_fn, _domain) in FLOAT_UNARY.items():
     RECORDS[_name] = unary(_name, _fn, FLOATS, _domain)
+for _name, _domain in [("lgamma", "positive"), ("digamma", "positive"), ("erfc", "normal"), ("erf_inv", "unit"),
+                      ("bessel_i0e", "normal"), ("bessel_i1e", "normal")]:
+    RECORDS[_name] = unary(_name, None, FLOATS, _domain)
+RECORDS["zeta"] = binary("zeta", None, FLOATS, "positive")
 RECORDS |= {
     "neg": unary("neg", np.negative, numeric("neg")),
     "abs": unary("abs", np.abs, numeric("abs")),
