@@ -1,0 +1,286 @@
+"""Random programs: drawing, writing as Python source, running on both backends, checking against
+the oracle, classifying a failure, and shrinking it to a pasteable repro."""
+from __future__ import annotations
+
+import math
+import re
+import traceback
+import warnings
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+import cdnajit as cj
+import cdnajit.numpy as cnp
+from cdnajit import lax
+
+from .jaxtypes import np_dtype
+from .ops import OPS, Block, Gen, Node
+from .values import compare, literal
+
+WEIGHTS = {name: entry.weight for name, entry in OPS.items() if entry.weight}
+
+
+@dataclass
+class Program:
+    nodes: list            # inputs are nodes of op "input"
+    outputs: tuple
+    vals: list = field(default_factory=list, repr=False)   # the oracle's value of each node
+
+    @property
+    def inputs(self):
+        return [k for k, n in enumerate(self.nodes) if n.op == "input"]
+
+    def evaluate(self):
+        vals = []
+        for node in self.nodes:
+            vals.append(OPS[node.op].evaluate(node, vals))
+        self.vals = vals
+        return vals
+
+
+def generate(seed: int) -> Program:
+    """A program of 3 to 30 ops over 1 to 3 inputs, every value it makes evaluated by the oracle."""
+    rng = np.random.default_rng(seed)
+    g = Gen(rng, [])
+    nodes = []
+
+    def add(node):
+        val = OPS[node.op].evaluate(node, g.vals)
+        nodes.append(node)
+        g.vals.append(val)
+
+    for _ in range(int(rng.integers(1, 3))):
+        add(g.input())
+    names, weights = zip(*WEIGHTS.items())
+    p = np.array(weights) / sum(weights)
+    target = int(rng.choice([3, 5, 8, 12, 20, 30], p=[0.2, 0.25, 0.25, 0.15, 0.1, 0.05]))
+    attempts = 0
+    while len(nodes) - len([n for n in nodes if n.op == "input"]) < target and attempts < 200:
+        attempts += 1
+        drawn = OPS[str(rng.choice(names, p=p))].draw(g)
+        if drawn is None:
+            continue
+        drawn = drawn if isinstance(drawn, list) else [drawn]
+        if drawn[-1].op == "contract" and -1 in drawn[-1].args:
+            drawn[-1].args = tuple(len(nodes) if a == -1 else a for a in drawn[-1].args)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                state = (list(nodes), list(g.vals))
+                for node in drawn:
+                    add(node)
+        except (ValueError, IndexError, TypeError, MemoryError, OverflowError):
+            nodes[:], g.vals[:] = state   # parameters the oracle refuses (JAX would too)
+    made = [k for k, n in enumerate(nodes) if n.op != "input"]
+    extra = [int(k) for k in rng.choice(made, min(len(made) - 1, int(rng.integers(0, 3))), replace=False)] if made else []
+    program = Program(nodes, tuple(dict.fromkeys([made[-1] if made else 0] + extra)))
+    program.vals = g.vals
+    return program
+
+
+# ---- source ------------------------------------------------------------------------------------
+
+def write(program: Program, name="program") -> str:
+    params = [f"x{k}" for k in program.inputs]
+    lines = [f"def {name}({', '.join(params)}):"]
+    names = {k: f"x{k}" for k in program.inputs}
+    lines += write_nodes(program.nodes, names, "    ", skip_inputs=True)
+    lines.append(f"    return ({''.join(names[k] + ', ' for k in program.outputs)})")
+    return "\n".join(lines)
+
+
+def write_nodes(nodes, names: dict, indent: str, skip_inputs=False, offset=0) -> list:
+    lines = []
+    for k, node in enumerate(nodes, offset):
+        if node.op == "input":
+            continue
+        out = f"v{k}" if indent == "    " else f"b{indent.count(' ')}_{k}"
+        args = [names[a] for a in node.args]
+        if node.op == "control":
+            lines += write_control(node, args, out, indent, k)
+        else:
+            lines.append(f"{indent}{out} = {OPS[node.op].source(node, args)}")
+        names[k] = out
+    return lines
+
+
+def write_block(block: Block, fname: str, params: list, indent: str) -> list:
+    lines = [f"{indent}def {fname}({', '.join(params)}):"]
+    names = dict(enumerate(params))
+    lines += write_nodes(block.nodes, names, indent + "    ", offset=block.n_params)
+    lines.append(f"{indent}    return {names[block.output]}")
+    return lines
+
+
+def write_control(node, args, out, indent, k) -> list:
+    p = node.params
+    form = p["form"]
+    if form == "fori_loop":
+        return write_block(p["body"], f"body{k}", ["c", "i"], indent) + [
+            f"{indent}{out} = lax.fori_loop(0, {p['trips']}, lambda i, c: body{k}(c, i), {args[0]})"]
+    if form == "while_loop":
+        return write_block(p["body"], f"body{k}", ["c"], indent) + [
+            f"{indent}{out} = lax.while_loop(lambda s: s[0] < {p['trips']}, lambda s: (s[0] + 1, body{k}(s[1])), "
+            f"(0, {args[0]}))[1]"]
+    if form == "cond":
+        lines = write_block(p["body"], f"yes{k}", ["c"], indent) + write_block(p["other"], f"no{k}", ["c"], indent)
+        total = (f"cnp.real(cnp.sum({args[0]}.astype(cnp.complex128)))" if p["complex"] else
+                 f"cnp.sum({args[0]}.astype(cnp.float64))")
+        return lines + [f"{indent}{out} = lax.cond({total} > {p['threshold']}, yes{k}, no{k}, {args[0]})"]
+    return write_block(p["body"], f"step{k}", ["c", "x"], indent) + [
+        f"{indent}{out} = lax.scan(lambda c, x: (step{k}(c, x), None), {args[0]}[0], {args[0]})[0]"]
+
+
+def inputs_source(program: Program) -> list:
+    lines = []
+    for k in program.inputs:
+        p = program.nodes[k].params
+        if "array" in p:
+            lines.append(f"x{k} = {literal(p['array'])}")
+        else:
+            lines.append(f"x{k} = make_input({p['shape']!r}, {p['dtype']!r}, seed={p['seed']}, specials={p['specials']})")
+    return lines
+
+
+def as_function(program: Program):
+    namespace = {"cnp": cnp, "lax": lax, "np": np}
+    exec(write(program), namespace)
+    return namespace["program"]
+
+
+def arguments(program: Program):
+    return [program.vals[k].ref for k in program.inputs]
+
+
+# ---- running and checking ------------------------------------------------------------------------
+
+@dataclass
+class Failure:
+    kind: str        # e.g. "mismatch compiled", "crash compiled: ValueError", "dtype", "mismatch interpret"
+    detail: str
+
+
+def check(program: Program, backends=("compiled", "interpret")) -> Failure | None:
+    """Run `program` on each backend and compare every output with the oracle."""
+    if not program.vals:
+        program.evaluate()
+    fn = as_function(program)
+    args = arguments(program)
+    for backend in backends:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                results = cj.jit(fn, backend=backend)(*args)
+        except Exception as error:   # noqa: BLE001 - every exception is a finding
+            frame = traceback.extract_tb(error.__traceback__)[-1]
+            where = f"{frame.filename.split('cdnajit/')[-1].split('fuzz/')[-1]}:{frame.lineno}"
+            message = str(error).splitlines()[0][:300] if str(error) else ""
+            return Failure(f"crash {backend}: {type(error).__name__} at {where}", message)
+        dtype_failure = None
+        for n, (k, got) in enumerate(zip(program.outputs, results)):
+            problem = compare(got, program.vals[k], f"output {n} (v{k})")
+            if problem and ": dtype" in problem:
+                dtype_failure = dtype_failure or (k, problem)
+                problem = compare(got, program.vals[k], f"output {n} (v{k})", check_dtype=False)
+            if problem and dtype_failure and dtype_failure[0] == k:
+                problem += f" (and {dtype_failure[1].split(': ', 1)[1]})"
+            if dtype_failure and not problem and n == len(results) - 1:
+                k, problem = dtype_failure
+            if problem:
+                node = program.nodes[k]
+                op = node.op + ("." + str(node.params.get("name", node.params.get("form", node.params.get("mode", "")))))
+                source = "/".join(sorted({program.vals[a].dtype for a in node.args}))
+                kind = f"dtype {op}({source})" if ": dtype" in problem else f"mismatch {backend} {op}"
+                return Failure(kind, problem)
+    return None
+
+
+def same_kind(a: Failure | None, b: Failure) -> bool:
+    if a is None:
+        return False
+    if b.kind.startswith("dtype"):
+        return a.kind.startswith("dtype") and re.sub(r".*: dtype", "", a.detail) == re.sub(r".*: dtype", "", b.detail)
+    return a.kind.split(" ")[:2] == b.kind.split(" ")[:2]
+
+
+# ---- shrinking -----------------------------------------------------------------------------------
+
+def prune(program: Program) -> Program:
+    """Drop nodes no output needs, renumbering the rest."""
+    needed = set(program.outputs)
+    for k in range(len(program.nodes) - 1, -1, -1):
+        if k in needed:
+            needed.update(program.nodes[k].args)
+    keep = sorted(needed)
+    index = {old: new for new, old in enumerate(keep)}
+    nodes = [replace(program.nodes[k], args=tuple(index[a] for a in program.nodes[k].args)) for k in keep]
+    return Program(nodes, tuple(index[k] for k in program.outputs))
+
+
+def candidates(program: Program):
+    """Smaller variants: fewer outputs; a node replaced by an input holding its oracle value; an
+    input cut to fewer elements along one axis."""
+    outs = program.outputs
+    for k in outs:
+        if len(outs) > 1:
+            yield Program(program.nodes, (k,))
+    for k, node in enumerate(program.nodes):
+        if node.op != "input" and k in program.outputs and node.args:
+            # the output's operand as an input: keeps only the last op
+            pass
+        if node.op != "input":
+            val = program.vals[k]
+            if math.prod(val.shape) <= 1 << 16:
+                nodes = list(program.nodes)
+                nodes[k] = Node("input", (), {"array": val.ref, "dtype": val.dtype, "shape": val.shape})
+                yield Program(nodes, program.outputs)
+    for k in program.inputs:
+        node = program.nodes[k]
+        array = program.vals[k].ref
+        for axis, d in enumerate(array.shape):
+            for size in sorted({1, d // 2, d - 1} - {d}):
+                if 0 < size < d:
+                    nodes = list(program.nodes)
+                    nodes[k] = Node("input", (), {"array": np.take(array, range(size), axis=axis),
+                                                  "dtype": node.params["dtype"], "shape": None})
+                    yield Program(nodes, program.outputs)
+
+
+def shrink(program: Program, failure: Failure, budget: int = 150) -> tuple[Program, Failure]:
+    """Greedy: take the first smaller variant that still fails the same way, until none does."""
+    tries = 0
+    current = prune(program)
+    current.evaluate()
+    improved = True
+    while improved and tries < budget:
+        improved = False
+        for candidate in candidates(current):
+            tries += 1
+            if tries > budget:
+                break
+            try:
+                candidate = prune(candidate)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    candidate.evaluate()
+            except Exception:   # noqa: BLE001 - the oracle refuses the variant's shapes
+                continue
+            result = check(candidate)
+            if same_kind(result, failure):
+                current, failure, improved = candidate, result, True
+                break
+    return current, failure
+
+
+def repro(program: Program, failure: Failure) -> str:
+    """Python source that shows the failure when pasted at the repository root."""
+    lines = ["import sys; sys.path.insert(0, 'tests/differential')",
+             "import ml_dtypes, numpy as np, cdnajit as cj, cdnajit.numpy as cnp",
+             "from cdnajit import lax",
+             "from fuzzing.values import make_input", "", write(program), ""]
+    lines += inputs_source(program)
+    args = ", ".join(f"x{k}" for k in program.inputs)
+    lines += [f"print(cj.jit(program)({args}))", f"print(cj.jit(program, backend='interpret')({args}))",
+              f"# {failure.kind}: {failure.detail}"]
+    return "\n".join(lines)
