@@ -6,6 +6,7 @@ import numpy as np
 import math
 
 from .jaxtypes import kind, np_dtype, promote, real_of, to_inexact
+from .known import SIGNBIT_OF_NAN_OPEN, TRIG_DOMAIN_LIMITED
 from .values import UNKNOWN, ZERO_SIGN_FREE, Val, exact, finfo, rounded, ulp
 
 # Unary functions of floats: (source template, float64 function, how an operand's error propagates,
@@ -108,9 +109,8 @@ def unary_float(name: str, v: Val) -> Val:
     if ulps and dtype == "float64":
         ulps += 2   # numpy's own float64 result is off by up to about 1 ulp too
     result = rounded(y, dtype, err, ulps)
-    if name in ("sin", "cos") and dtype != "float64":
-        # the math library reduces |x| < 1e6 accurately (README); beyond it the result is not defined
-        result.err = np.where(np.abs(x) > 1e5, UNKNOWN, result.err)
+    if name in ("sin", "cos", "tan") and TRIG_DOMAIN_LIMITED:
+        result.err = np.where(np.abs(x) >= 1e6, UNKNOWN, result.err)
     return result
 
 
@@ -130,7 +130,10 @@ def unary_same(name: str, v: Val) -> Val:
 def predicate(name: str, v: Val) -> Val:
     x = v.wide()
     ref = PREDICATES[name](x)
-    return Val(ref, "bool", np.where(v.err > 0, UNKNOWN, 0.0))
+    err = np.where(v.err > 0, UNKNOWN, 0.0)
+    if name == "signbit" and SIGNBIT_OF_NAN_OPEN:
+        err = np.where(np.isnan(x), UNKNOWN, err)
+    return Val(ref, "bool", err)
 
 
 def invert(v: Val) -> Val:
@@ -162,7 +165,7 @@ def binary_dtype(name: str, a: str, b: str) -> str | None:
 
 def binary(name: str, a: Val, b: Val, dtype: str) -> Val:
     """`a <name> b` of JAX: both operands converted to the promoted type, then the op."""
-    compute = dtype if name not in COMPARISONS else promote(a.dtype, b.dtype)[0]
+    compute = dtype if name not in COMPARISONS else promote(a.type_name, b.type_name)[0]
     a, b = convert(a, compute), convert(b, compute)
     ea, eb = np.broadcast_arrays(a.err, b.err)
     k = kind(compute)
@@ -194,6 +197,8 @@ def binary(name: str, a: Val, b: Val, dtype: str) -> Val:
             err = np.where((ea > 0) | (eb > 0), UNKNOWN, 0.0)
             ulps = 0 if name == "%" else 4
         ref = ARITHMETIC[name](x, y)
+        if name == "%":   # a zero remainder takes x's sign (C's fmod, as XLA's rem), not numpy's y's
+            ref = np.where(ref == 0, np.copysign(0.0, x), ref)
         if name in ("maximum", "minimum"):
             ref = np.where(np.isnan(x) | np.isnan(y), np.nan, ref)
             err = np.where((x == 0) & (y == 0) & (np.signbit(x) != np.signbit(y)) & (err == 0),

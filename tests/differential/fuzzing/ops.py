@@ -17,7 +17,7 @@ from .jaxtypes import ALL, kind, np_dtype, promote, real_of, to_inexact
 from .values import UNKNOWN, Val, exact, literal, make_input
 
 SIZES = (0, 1, 1, 2, 3, 3, 4, 5, 7, 8, 16, 31, 32, 33, 63, 64, 65, 127, 129, 257, 1000)
-DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint32", "float16", "bfloat16", "float32",
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64", "float16", "bfloat16", "float32",
           "float64", "float32", "float64", "complex64", "complex128")
 MAX_ELEMENTS = 1 << 16
 SCALARS = (0, 1, 2, -1, 3, 7, 127, 255, -128, 2 ** 31 - 1, 0.5, -2.5, 1e-3, 3.0, 1e30, float("inf"),
@@ -236,13 +236,16 @@ class Binary:
         a = vals[node.args[0]]
         if len(node.args) > 1:
             b = vals[node.args[1]]
-            dtype = ew.binary_dtype(p["name"], a.dtype, b.dtype)
+            types = (a.type_name, b.type_name)
         else:
-            dtype = ew.binary_dtype(p["name"], a.dtype, ew.weak(p["scalar"]))
-            b = ew.scalar_val(p["scalar"], promote(a.dtype, ew.weak(p["scalar"]))[0])
+            types = (a.type_name, ew.weak(p["scalar"]))
+            b = ew.scalar_val(p["scalar"], promote(*types)[0])
+        dtype = ew.binary_dtype(p["name"], *types)
         if p.get("swap"):
             a, b = b, a
-        return ew.binary(p["name"], a, b, dtype)
+        result = ew.binary(p["name"], a, b, dtype)
+        result.weak = p["name"] not in ew.COMPARISONS and promote(*types)[1]
+        return result
 
 
 def _scalar_source(value):
@@ -721,20 +724,21 @@ def draw_body(g: Gen, params: list) -> Block:
     carry = params[0]
     fit = [k for k, v in enumerate(inner.vals) if _broadcasts_to(v.shape, carry.shape) and k >= len(params)]
     out = fit[-1] if fit else 0
-    nodes.append(Node("fit", (out,), {"shape": carry.shape, "dtype": carry.dtype}))
+    nodes.append(Node("fit", (out, 0), {"shape": carry.shape, "dtype": carry.dtype}))
     return Block(len(params), nodes, len(params) + len(nodes) - 1)
 
 
 @op("fit", 0)
 class Fit:
-    """Brings a body's result to the carry's shape and dtype."""
+    """Brings a body's result (operand 0) to the carry's (operand 1) shape and dtype."""
 
     def draw(self, g):
         return None
 
     def source(self, node, names):
         p = node.params
-        return f"cnp.broadcast_to({names[0]}, {p['shape']!r}).astype(cnp.{_dtype_name(p['dtype'])})"
+        # the carry's own dtype, as a JAX user writes it: a dtype defect upstream then does not stop tracing
+        return f"cnp.broadcast_to({names[0]}, {names[1]}.shape).astype({names[1]}.dtype)"
 
     def evaluate(self, node, vals):
         v = vals[node.args[0]]

@@ -24,6 +24,12 @@ class Val:
     ref: np.ndarray
     dtype: str
     err: np.ndarray
+    weak: bool = False   # weakly typed, as a Python scalar's results are (JAX's weak types)
+
+    @property
+    def type_name(self):
+        """The dtype name for promotion: "i*", "f*" or "c*" when weak."""
+        return {"i": "i*", "u": "i*", "f": "f*", "c": "c*"}.get(self.kind, self.dtype) if self.weak else self.dtype
 
     @property
     def shape(self):
@@ -169,7 +175,8 @@ def literal(array: np.ndarray) -> str:
     dtype = "ml_dtypes.bfloat16" if name == "bfloat16" else f"np.{name}"
     if array.dtype.kind == "f" or name == "bfloat16":
         items = [float(v) for v in array.astype(np.float64).ravel()]
-        text = "[" + ", ".join(repr(v) if np.isfinite(v) else f"float('{v}')" for v in items) + "]"
+        text = "[" + ", ".join(repr(v) if np.isfinite(v) else f"{'-' * bool(np.signbit(v))}float('{abs(v)}')"
+                               for v in items) + "]"
     elif array.dtype.kind == "c":
         text = "[" + ", ".join(f"complex({v.real!r}, {v.imag!r})" for v in array.ravel()) + "]"
     else:
