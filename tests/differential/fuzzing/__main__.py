@@ -24,6 +24,9 @@ def run(n: int, seed: int, shrink_failures: bool = True, out=sys.stdout, quiet=F
         program = generate(program_seed)
         ops += sum(1 for node in program.nodes if node.op != "input")
         failure = check(program)
+        if (i + 1) % 100 == 0:
+            print(f"-- {i + 1} programs, {sum(kinds.values())} failures, {time.time() - start:.0f} s", file=sys.stderr,
+                  flush=True)
         if failure is None:
             continue
         kinds[failure.kind] += 1

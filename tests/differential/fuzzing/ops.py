@@ -19,7 +19,8 @@ from .values import UNKNOWN, Val, exact, literal, make_input
 SIZES = (0, 1, 1, 2, 3, 3, 4, 5, 7, 8, 16, 31, 32, 33, 63, 64, 65, 127, 129, 257, 1000)
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64", "float16", "bfloat16", "float32",
           "float64", "float32", "float64", "complex64", "complex128")
-MAX_ELEMENTS = 1 << 16
+MAX_ELEMENTS = 1 << 16   # per value
+MAX_WORK = 1 << 21       # multiply-adds per contraction (the oracle forms every product)
 SCALARS = (0, 1, 2, -1, 3, 7, 127, 255, -128, 2 ** 31 - 1, 0.5, -2.5, 1e-3, 3.0, 1e30, float("inf"),
            float("nan"), -0.0, 1j, 0.5 - 2j)
 
@@ -41,8 +42,22 @@ class Block:
     def evaluate(self, args: list) -> Val:
         vals = list(args)
         for node in self.nodes:
-            vals.append(OPS[node.op].evaluate(node, vals))
+            vals.append(evaluate(node, vals))
         return vals[self.output]
+
+
+# Ops whose result is weakly typed when their first operand is (JAX's rule: elementwise functions
+# and data movement keep a weak type; reductions, casts, arg-ops and loops drop it).
+KEEP_WEAK = {"unary", "slice", "reshape", "gather", "scatter", "combine"}
+
+
+def evaluate(node, vals) -> Val:
+    """The oracle's value of `node` given the values before it."""
+    result = OPS[node.op].evaluate(node, vals)
+    keeps = node.op in KEEP_WEAK or (node.op == "sort" and node.params["name"] == "sort")
+    if keeps and result.kind != "b" and node.args and vals[node.args[0]].weak:
+        result.weak = True
+    return result
 
 
 class Gen:
@@ -217,7 +232,8 @@ class Binary:
                     continue
                 swap = bool(g.rng.random() < 0.3)
                 return Node("binary", (i,), {"name": name, "scalar": value, "swap": swap})
-            j = g.pick(lambda b: _broadcasts(a.shape, b.shape))
+            j = g.pick(lambda b: _broadcasts(a.shape, b.shape) and
+                       math.prod(np.broadcast_shapes(a.shape, b.shape)) <= MAX_ELEMENTS)
             if j is None or ew.binary_dtype(name, a.dtype, g.vals[j].dtype) is None:
                 continue
             return Node("binary", (i, j), {"name": name})
@@ -271,8 +287,9 @@ class Where:
         if c is None:
             return None
         shape = g.vals[c].shape
-        i = g.pick(lambda v: _broadcasts(v.shape, shape))
-        j = g.pick(lambda v: _broadcasts(v.shape, shape) and _broadcasts(v.shape, g.vals[i].shape))
+        i = g.pick(lambda v: _broadcasts(v.shape, shape) and math.prod(np.broadcast_shapes(v.shape, shape)) <= MAX_ELEMENTS)
+        j = g.pick(lambda v: _broadcasts(v.shape, shape) and _broadcasts(v.shape, g.vals[i].shape) and
+                   math.prod(np.broadcast_shapes(v.shape, shape, g.vals[i].shape)) <= MAX_ELEMENTS)
         return Node("where", (c, i, j))
 
     def source(self, node, names):
@@ -280,7 +297,10 @@ class Where:
 
     def evaluate(self, node, vals):
         c, a, b = (vals[k] for k in node.args)
-        return ew.where(c, a, b, promote(a.dtype, b.dtype)[0])
+        dtype, weak = promote(a.type_name, b.type_name)
+        result = ew.where(c, a, b, dtype)
+        result.weak = weak
+        return result
 
 
 @op("cast", 1.5)
@@ -368,7 +388,7 @@ class Cumulative:
         return st.cumulative(p["name"], v, p["axis"] % len(v.shape), p["reverse"])
 
 
-@op("contract", 2)
+@op("contract", 1.2)
 class Contract:
     """matmul with broadcast batch dimensions (the partner a new input or an earlier value), A @ A^T,
     and einsum with transposed operands."""
@@ -381,7 +401,7 @@ class Contract:
         kdim = a.shape[-1]
         form = g.choice(["matmul", "matmul", "gram", "einsum"] if len(a.shape) >= 2 else ["matmul"])
         if form == "gram":
-            if len(a.shape) < 2 or a.shape[-2] * a.shape[-2] * kdim * max(1, math.prod(a.shape[:-2])) > 1 << 21:
+            if len(a.shape) < 2 or a.shape[-2] * math.prod(a.shape) > MAX_WORK or a.shape[-2] ** 2 > MAX_ELEMENTS:
                 return None
             return Node("contract", (i,), {"form": "gram"})
         j = g.pick(lambda b: len(b.shape) >= (2 if form == "einsum" else 1) and (b.shape[-2] if len(b.shape) >= 2 else b.shape[0]) == kdim
@@ -396,8 +416,12 @@ class Contract:
             if rank > 2 and g.rng.random() < 0.4:
                 batch = [int(g.choice((1, 2)))] + batch
             shape = tuple(batch[-(rank - 2):] if rank > 2 else []) + ((kdim, n) if rank >= 2 else (kdim,))
+            if math.prod(shape) > MAX_ELEMENTS or math.prod(a.shape) * n > MAX_WORK:
+                return None
             dtype = a.dtype if g.rng.random() < 0.7 else g.choice(DTYPES)
             return [g.input(shape, dtype), Node("contract", (i, -1), {"form": form})]
+        if math.prod(a.shape) * (g.vals[j].shape[-1] if len(g.vals[j].shape) >= 2 else 1) > MAX_WORK:
+            return None
         return Node("contract", (i, j), {"form": form})
 
     def source(self, node, names):
@@ -425,7 +449,7 @@ class Contract:
             b = st.moved(a, lambda x: np.swapaxes(x, -1, -2))
         else:
             b = vals[node.args[1]]
-        dtype = promote(a.dtype, b.dtype)[0]
+        dtype = promote(a.type_name, b.type_name)[0]
         if node.params["form"] == "einsum" and len(b.shape) >= 2:
             node.params["ranks"] = (len(a.shape), len(b.shape))
         ra, rb = len(a.shape), len(b.shape)
@@ -691,10 +715,10 @@ class Combine:
         name = p["name"]
         if name in ("concatenate", "stack"):
             w = vals[node.args[1]]
-            dtype = promote(v.dtype, w.dtype)[0]
+            dtype, weak = promote(v.type_name, w.type_name)
             v, w = ew.convert(v, dtype), ew.convert(w, dtype)
             fn = np.concatenate if name == "concatenate" else np.stack
-            return Val(fn([v.ref, w.ref], axis=p["axis"]), dtype, fn([v.err, w.err], axis=p["axis"]))
+            return Val(fn([v.ref, w.ref], axis=p["axis"]), dtype, fn([v.err, w.err], axis=p["axis"]), weak)
         if name == "pad":
             out = st.moved(v, lambda x: np.pad(x, p["widths"], mode=p["mode"]))
             return out
@@ -718,7 +742,7 @@ def draw_body(g: Gen, params: list) -> Block:
         if node is None or isinstance(node, list):
             continue
         try:
-            val = OPS[node.op].evaluate(node, inner.vals)
+            val = evaluate(node, inner.vals)
         except Exception:
             continue
         nodes.append(node)

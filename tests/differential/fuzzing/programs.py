@@ -14,7 +14,7 @@ import cdnajit.numpy as cnp
 from cdnajit import lax
 
 from .jaxtypes import np_dtype
-from .ops import OPS, Block, Gen, Node
+from .ops import MAX_ELEMENTS, OPS, Block, Gen, Node, evaluate
 from .values import compare, literal
 
 WEIGHTS = {name: entry.weight for name, entry in OPS.items() if entry.weight}
@@ -33,7 +33,7 @@ class Program:
     def evaluate(self):
         vals = []
         for node in self.nodes:
-            vals.append(OPS[node.op].evaluate(node, vals))
+            vals.append(evaluate(node, vals))
         self.vals = vals
         return vals
 
@@ -45,7 +45,7 @@ def generate(seed: int) -> Program:
     nodes = []
 
     def add(node):
-        val = OPS[node.op].evaluate(node, g.vals)
+        val = evaluate(node, g.vals)
         nodes.append(node)
         g.vals.append(val)
 
@@ -69,6 +69,8 @@ def generate(seed: int) -> Program:
                 state = (list(nodes), list(g.vals))
                 for node in drawn:
                     add(node)
+                if math.prod(g.vals[-1].shape) > MAX_ELEMENTS:
+                    raise ValueError("a result past the size limit")
         except (ValueError, IndexError, TypeError, MemoryError, OverflowError):
             nodes[:], g.vals[:] = state   # parameters the oracle refuses (JAX would too)
     made = [k for k, n in enumerate(nodes) if n.op != "input"]
@@ -188,9 +190,9 @@ def check(program: Program, backends=("compiled", "interpret")) -> Failure | Non
                 problem += f" (and {dtype_failure[1].split(': ', 1)[1]})"
             if dtype_failure and not problem and n == len(results) - 1:
                 k, problem = dtype_failure
-            if problem and ": dtype" not in problem:
+            if problem:
                 inner = first_dtype_difference(program)
-                if inner:
+                if inner and inner[0] != k:
                     k, problem = inner[0], f"{problem}; but first v{inner[0]} {inner[1]}"
             if problem:
                 node = program.nodes[k]

@@ -10,7 +10,7 @@ from .values import UNKNOWN, ZERO_SIGN_FREE, Val, finfo, rounded, unit_roundoff
 
 def moved(v: Val, fn) -> Val:
     """An op that only moves elements: the same function of the reference and of the bounds."""
-    return Val(np.array(fn(v.ref)), v.dtype, np.array(fn(v.err), np.float64))
+    return Val(np.array(fn(v.ref)), v.dtype, np.array(fn(v.err), np.float64), v.weak)
 
 
 def _terms(shape, axes):
