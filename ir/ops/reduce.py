@@ -50,6 +50,8 @@ def reduce_infer(types, attrs, regions):
 
 
 def reduce(x, *, reducer, axes):
+    if not axes:   # reduces nothing: the operand itself (adding the identity would turn -0.0 into 0.0)
+        return x.copy()
     wide = x.astype(compute_dtype(x.dtype))
     ufunc = REDUCER_UFUNCS[reducer]
     with np.errstate(all="ignore"):
