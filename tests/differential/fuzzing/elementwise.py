@@ -2,8 +2,9 @@
 oracles with the error propagation of the package docstring's model."""
 from __future__ import annotations
 
-import numpy as np
 import math
+
+import numpy as np
 
 from .jaxtypes import kind, np_dtype, promote, real_of, to_inexact
 from .known import SIGNBIT_OF_NAN_OPEN, TRIG_DOMAIN_LIMITED

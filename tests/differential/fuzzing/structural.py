@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .elementwise import convert
 from .jaxtypes import kind, np_dtype, real_of, sum_dtype, to_inexact
 from .values import UNKNOWN, ZERO_SIGN_FREE, Val, finfo, rounded, unit_roundoff
 
@@ -41,6 +42,8 @@ def reduce(name: str, v: Val, axes: tuple, keepdims: bool) -> Val:
                 err = np.where(mixed & (ref == 0) & (err == 0), ZERO_SIGN_FREE, err)
             return Val(np.asarray(ref), v.dtype, np.asarray(err, np.float64))
         dtype = sum_dtype(v.dtype) if name in ("sum", "prod") else to_inexact(v.dtype)
+        if not axes and v.shape:   # no axis reduced: JAX returns the (converted) operand, -0.0 kept
+            return convert(v, dtype)
         if kind(dtype) in "iu":
             x = v.ref.astype(np_dtype(dtype))
             ref = np.sum(x, axis=axes, keepdims=keepdims) if name == "sum" else np.prod(x, axis=axes, keepdims=keepdims)
@@ -70,7 +73,10 @@ def reduce(name: str, v: Val, axes: tuple, keepdims: bool) -> Val:
             err = np.where((high > big) | (low < float(finfo(dtype).tiny) / u), UNKNOWN, err)
         err = np.where(unknown, UNKNOWN, err)
         exact = np.all(v.err == 0, axis=axes, keepdims=keepdims) & (n <= 1)
-        return rounded(ref, dtype, np.where(exact, 0.0, err), np.where(exact, 0, 1))
+        result = rounded(ref, dtype, np.where(exact, 0.0, err), np.where(exact, 0, 1))
+        # the sign of a zero sum depends on the order (XLA sums [-0.0] to -0.0, [-0.0, -0.0] to 0.0)
+        result.err = np.where((result.ref == 0) & (result.err == 0), ZERO_SIGN_FREE, result.err)
+        return result
 
 
 def argreduce(name: str, v: Val, axis: int) -> Val:
