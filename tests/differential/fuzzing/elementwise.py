@@ -8,7 +8,7 @@ import numpy as np
 
 from .jaxtypes import kind, np_dtype, promote, real_of, to_inexact
 from .known import SIGNBIT_OF_NAN_OPEN, TRIG_DOMAIN_LIMITED
-from .values import UNKNOWN, ZERO_SIGN_FREE, Val, exact, finfo, rounded, ulp
+from .values import UNKNOWN, ZERO_SIGN_FREE, Val, exact, finfo, rounded, ulp, unit_roundoff
 
 # Unary functions of floats: (source template, float64 function, how an operand's error propagates,
 # ulps the compiled function may be off (the math library's measured maximum, README, rounded up)).
@@ -83,7 +83,19 @@ def convert(v: Val, dtype: str) -> Val:
         if src in "iub":   # integers round once into the float type
             ref = v.ref.astype(np_dtype(dtype))
             return Val(ref, dtype, np.where(v.err > 0, UNKNOWN, 0.0))
+        if v.dtype in ("float64", "complex128") and dtype in ("float16", "bfloat16"):
+            wide = wide.astype(np.float32).astype(np.float64)   # XLA converts through f32 (rounding twice)
         return rounded(wide, dtype, v.err)
+
+
+def integer_pow(v: Val, n: int) -> Val:
+    """jnp.power(x, n) of a Python int n is lax.integer_pow: repeated squaring in x's dtype, each
+    step rounding, so the relative error grows to about |n| u."""
+    x = v.wide()
+    with np.errstate(all="ignore"):
+        ref = np.power(x, float(n))
+        err = np.where(v.err > 0, UNKNOWN, 2 * (abs(n) + 1) * unit_roundoff(v.dtype) * np.abs(ref))
+    return rounded(ref, v.dtype, np.where(np.isfinite(ref) & (ref != 0), err, np.where(v.err > 0, UNKNOWN, 0.0)))
 
 
 def unary_float(name: str, v: Val) -> Val:

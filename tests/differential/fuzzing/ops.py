@@ -259,6 +259,8 @@ class Binary:
             types = (a.type_name, ew.weak(p["scalar"]))
             b = ew.scalar_val(p["scalar"], promote(*types)[0])
         dtype = ew.binary_dtype(p["name"], *types)
+        if p["name"] == "power" and len(node.args) == 1 and type(p["scalar"]) is int and not p.get("swap"):
+            return ew.integer_pow(ew.convert(a, dtype), p["scalar"])
         if p.get("swap"):
             a, b = b, a
         result = ew.binary(p["name"], a, b, dtype)
