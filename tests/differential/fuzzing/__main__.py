@@ -11,7 +11,7 @@ from .known import EXCLUDED
 from .programs import check, generate, repro, shrink
 
 
-def run(n: int, seed: int, shrink_failures: bool = True, out=sys.stdout, quiet=False):
+def run(n: int, seed: int, shrink_failures: bool = True, out=sys.stdout, quiet=False, quick=False):
     """Check programs seed*1_000_003 + i for i < n; returns (failures by kind, an example of each
     kind, ops run, seconds). Each failure is shrunk and printed; with `quiet`, and for the known
     kinds of known.py, only the first of each kind."""
@@ -21,7 +21,7 @@ def run(n: int, seed: int, shrink_failures: bool = True, out=sys.stdout, quiet=F
     start = time.time()
     for i in range(n):
         program_seed = seed * 1_000_003 + i
-        program = generate(program_seed)
+        program = generate(program_seed, quick)
         ops += sum(1 for node in program.nodes if node.op != "input")
         failure = check(program)
         if (i + 1) % 100 == 0:
@@ -45,8 +45,9 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-shrink", action="store_true")
     parser.add_argument("--quiet", action="store_true", help="print one repro per failure kind")
+    parser.add_argument("--quick", action="store_true", help="programs of at most 12 ops (the `make test` tier)")
     args = parser.parse_args(argv)
-    kinds, _, ops, seconds = run(args.n, args.seed, not args.no_shrink, quiet=args.quiet)
+    kinds, _, ops, seconds = run(args.n, args.seed, not args.no_shrink, quiet=args.quiet, quick=args.quick)
     print(f"{args.n} programs ({ops} ops), seed {args.seed}, {seconds:.0f} s: {sum(kinds.values())} failures")
     for kind, count in kinds.most_common():
         print(f"  {count:5d}  {kind}")

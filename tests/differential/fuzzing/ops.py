@@ -140,8 +140,8 @@ class Input:
     def evaluate(self, node, vals):
         p = node.params
         array = p["array"] if "array" in p else make_input(p["shape"], p["dtype"], p["seed"], p["specials"])
-        for axis, size in p.get("cuts", ()):   # cut by the shrinker
-            array = np.take(array, range(size), axis=axis)
+        for axis, start, stop in p.get("cuts", ()):   # cut by the shrinker
+            array = np.take(array, range(start, stop), axis=axis)
         v = exact(array, p["dtype"])
         v.is_input = True
         return v
