@@ -48,7 +48,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-shrink", action="store_true")
     parser.add_argument("--quiet", action="store_true", help="print one repro per failure kind")
-    parser.add_argument("--quick", action="store_true", help="programs of at most 12 ops (the `make test` tier)")
+    parser.add_argument("--quick", action="store_true", help="programs of at most 10 ops (the `make test` tier)")
     args = parser.parse_args(argv)
     kinds, _, ops, seconds = run(args.n, args.seed, not args.no_shrink, quiet=args.quiet, quick=args.quick)
     print(f"{args.n} programs ({ops} ops), seed {args.seed}, {seconds:.0f} s: {sum(kinds.values())} failures")

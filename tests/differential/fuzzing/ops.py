@@ -84,7 +84,8 @@ class Gen:
             shape = tuple(int(self.choice(SIZES)) for _ in range(r))
             if big and r:
                 shape = shape[:-1] + (int(self.choice((4096, 1000, 65536 // max(1, math.prod(shape[:-1]) or 1)))),)
-            if math.prod(shape) <= (limit if big else 2048):
+            # zero-sized dimensions count as 1: padding or broadcasting may fill the others
+            if math.prod(max(d, 1) for d in shape) <= (limit if big else 2048):
                 return shape
         return (3,) * (rank or 0)
 
@@ -604,9 +605,12 @@ class Gather:
         if n == 0:
             return None
         j = g.pick(lambda w: w.kind in "iu" and 0 < len(w.shape) <= 2 and math.prod(w.shape) <= 4096)
-        if j is not None and g.rng.random() < 0.5:
+        rest = math.prod(v.shape) // n
+        if j is not None and g.rng.random() < 0.5 and math.prod(g.vals[j].shape) * rest <= MAX_ELEMENTS:
             return Node("gather", (i, j), {"axis": axis, "n": n})
         count = int(g.choice((1, 3, 8, 65)))
+        if count * rest > MAX_ELEMENTS:
+            return None
         index = g.rng.integers(-n, n, count)
         return Node("gather", (i,), {"axis": axis, "index": index})
 

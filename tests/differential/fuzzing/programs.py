@@ -39,7 +39,7 @@ class Program:
 
 
 def generate(seed: int, quick: bool = False) -> Program:
-    """A program of 3 to 30 ops (`quick`: 3 to 12) over 1 to 3 inputs, every value it makes
+    """A program of 3 to 30 ops (`quick`: 3 to 10) over 1 to 3 inputs, every value it makes
     evaluated by the oracle."""
     rng = np.random.default_rng(seed)
     g = Gen(rng, [])
@@ -56,7 +56,7 @@ def generate(seed: int, quick: bool = False) -> Program:
     p = np.array(weights) / sum(weights)
     target = int(rng.choice([3, 5, 8, 12, 20, 30], p=[0.2, 0.25, 0.25, 0.15, 0.1, 0.05]))
     if quick:
-        target = min(target, 12)
+        target = min(target, 10)
     attempts = 0
     while len(nodes) - len([n for n in nodes if n.op == "input"]) < target and attempts < 200:
         attempts += 1
