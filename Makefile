@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-all bench clean
+.PHONY: demo test test-all fuzz bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,14 @@ test: $(VENV)/.installed-test
 
 test-all: $(VENV)/.installed-test
 	$(PY) -m pytest -n 2
+
+# `make fuzz N=10000 SEED=3` checks N random programs (tests/differential/fuzzing) in a private
+# compile cache and prints a shrunk repro of each failure, then the counts by kind.
+N ?= 1000
+SEED ?= 0
+fuzz: $(VENV)/.installed-test
+	cache=$$(mktemp -d) && cd tests/differential && CDNAJIT_CACHE_DIR=$$cache ../../$(PY) -m fuzzing --n $(N) --seed $(SEED); \
+	status=$$?; rm -rf $$cache; exit $$status
 
 # `make bench BENCH_ARGS="--quick --only W1,W4"` passes options to the runner.
 bench: $(VENV)/.installed-bench

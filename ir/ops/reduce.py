@@ -67,6 +67,8 @@ def settle_zero_signs(result, wide, reducer, combine):
 
 
 def reduce(x, *, reducer, axes):
+    if not axes:   # reduces nothing: the operand itself (adding the identity would turn -0.0 into 0.0)
+        return x.copy()
     wide = x.astype(compute_dtype(x.dtype))
     ufunc = REDUCER_UFUNCS[reducer]
     if reducer == "sum" and wide.dtype.kind in "fc" and axes:

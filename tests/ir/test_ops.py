@@ -515,6 +515,8 @@ def check_reduce(name, rng):
                 (got,) = run_op("reduce", x, attrs={"reducer": reducer, "axes": axes})
                 out_shape, groups = lanes(x, axes)
                 want = from_python([python_reduce(reducer, dtype, g) for g in groups], dtype, out_shape)
+                if not axes:   # XLA's reduce over no dimensions returns the operand (-0.0 stays -0.0)
+                    want = x
                 ulps, atol = reduction_tolerance(reducer, dtype, x)
                 assert_matches(got, want, ulps=ulps, atol=atol, signed_zeros=reducer not in ("max", "min"),
                                what=f"reduce {reducer} {dtype}{list(shape)} axes {list(axes)}")
@@ -1270,3 +1272,27 @@ def test_every_op_has_a_record():
 @pytest.mark.parametrize("name", sorted(RECORDS))
 def test_op_matches_its_expectation(name):
     RECORDS[name](name, np.random.default_rng(zlib.crc32(name.encode())))
+
+
+@pytest.mark.parametrize("reducer", ["sum", "prod", "max", "min"])
+def test_reduce_over_no_axes_is_the_operand_itself(reducer):
+    # found by tests/differential/fuzzing: sum over axes [] added the identity 0, so -0.0 became 0.0
+    x = np.array([-0.0, np.nan, -np.inf, 2.5], np.float32)
+    module = cj.ir.parse(f'func @f(%0: f32[4]) -> (f32[4]) {{\n'
+                         f'  %1 = reduce(%0) {{reducer = "{reducer}", axes = []}} : f32[4]\n  return %1\n}}')
+    (result,) = cj.ir.interpret(module, x)
+    np.testing.assert_array_equal(np.signbit(result), np.signbit(x))
+    np.testing.assert_array_equal(result, x)
+
+
+@pytest.mark.parametrize("dtype, value, want", [
+    ("f16", 1 + 2 ** -11 + 2 ** -40, 1.0),        # just above a tie: f32 rounds it onto the tie, then to even
+    ("bf16", 1 + 2 ** -8 + 2 ** -40, 1.0),
+    ("bf16", 6.078125089971231, 6.0625),          # found by tests/differential/fuzzing
+])
+def test_convert_f64_to_half_types_rounds_through_f32_as_xla(dtype, value, want):
+    # answers of jax.numpy (x64) stored: jnp.array([value]).astype(dtype)
+    module = cj.ir.parse(f"func @f(%0: f64[1]) -> ({dtype}[1]) {{\n"
+                         f"  %1 = convert(%0) {{dtype = {dtype}}} : {dtype}[1]\n  return %1\n}}")
+    (result,) = cj.ir.interpret(module, np.array([value]))
+    assert float(result[0]) == want
