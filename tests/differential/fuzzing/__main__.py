@@ -7,7 +7,6 @@ import collections
 import sys
 import time
 
-from .known import EXCLUDED
 from .programs import check, generate, repro, shrink
 
 
@@ -30,11 +29,7 @@ def run(n: int, seed: int, shrink_failures: bool = True, out=sys.stdout, quiet=F
         if failure is None:
             continue
         kinds[failure.kind] += 1
-        known = any(failure.kind.startswith(k) for k in EXCLUDED)
-        if quiet and known:   # counted, not shrunk: the findings file has their repros
-            examples.setdefault(failure.kind, (program_seed, program, failure))
-            continue
-        if failure.kind not in examples or not (quiet or known):
+        if failure.kind not in examples or not quiet:
             small, small_failure = shrink(program, failure) if shrink_failures else (program, failure)
             examples.setdefault(failure.kind, (program_seed, small, small_failure))
             print(f"==== program seed {program_seed}: {failure.kind}\n{repro(small, small_failure)}\n",

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .jaxtypes import kind, np_dtype, promote, real_of, to_inexact
-from .known import SIGNBIT_OF_NAN_OPEN, TRIG_DOMAIN_LIMITED
+from .known import SIGNBIT_OF_NAN_OPEN
 from .values import UNKNOWN, ZERO_SIGN_FREE, Val, exact, finfo, rounded, ulp, unit_roundoff
 
 # Unary functions of floats: (source template, float64 function, how an operand's error propagates,
@@ -121,10 +121,7 @@ def unary_float(name: str, v: Val) -> Val:
             err = rule[1] * e
     if ulps and dtype == "float64":
         ulps += 2   # numpy's own float64 result is off by up to about 1 ulp too
-    result = rounded(y, dtype, err, ulps)
-    if name in ("sin", "cos", "tan") and TRIG_DOMAIN_LIMITED:
-        result.err = np.where(np.abs(x) >= 1e6, UNKNOWN, result.err)
-    return result
+    return rounded(y, dtype, err, ulps)
 
 
 def unary_same(name: str, v: Val) -> Val:

@@ -14,7 +14,7 @@ import numpy as np
 from . import elementwise as ew
 from . import structural as st
 from .jaxtypes import ALL, kind, np_dtype, promote, real_of, to_inexact
-from .values import UNKNOWN, Val, exact, literal, make_input
+from .values import UNKNOWN, Val, exact, make_input
 
 SIZES = (0, 1, 1, 2, 3, 3, 4, 5, 7, 8, 16, 31, 32, 33, 63, 64, 65, 127, 129, 257, 1000)
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64", "float16", "bfloat16", "float32",
@@ -768,7 +768,6 @@ class Fit:
         return None
 
     def source(self, node, names):
-        p = node.params
         # the carry's own dtype, as a JAX user writes it: a dtype defect upstream then does not stop tracing
         return f"cnp.broadcast_to({names[0]}, {names[1]}.shape).astype({names[1]}.dtype)"
 
