@@ -106,6 +106,9 @@ class Expr:
     def cast(self, dtype: str) -> "Expr":
         return Cast(self, dtype)
 
+    def bitcast(self, dtype: str) -> "Expr":
+        return Bitcast(self, dtype)
+
     __hash__ = object.__hash__
 
 
@@ -183,6 +186,14 @@ class Select(Expr):
 
 @dataclass(frozen=True, eq=False)
 class Cast(Expr):
+    x: Expr
+    dtype: str
+
+
+@dataclass(frozen=True, eq=False)
+class Bitcast(Expr):
+    """x's bits read as `dtype`, a non-bool dtype of x's width (the graph IR's `bitcast_convert`
+    of equal widths; kernels build different widths from integer shifts and casts of these)."""
     x: Expr
     dtype: str
 

@@ -175,6 +175,13 @@ STRUCTURED = {
           %1 = rev(%0) {dimensions = [0, 1]} : u32[2,3]
           return %1
         }""",
+    "bitcast_convert": """
+        func @bitcast_convert(%0: f32[2,3], %1: u8[3,2]) -> (u16[2,3,2], f16[3], i32[2,3]) {
+          %2 = bitcast_convert(%0) {dtype = u16} : u16[2,3,2]
+          %3 = bitcast_convert(%1) {dtype = f16} : f16[3]
+          %4 = bitcast_convert(%0) {dtype = i32} : i32[2,3]
+          return %2, %3, %4
+        }""",
     "gather": """
         func @gather(%0: f32[5,3], %1: i32[4,1]) -> (f32[4,3]) {
           %2 = gather(%0, %1) : f32[4,3]
