@@ -557,16 +557,21 @@ def bitcast_convert(emitter, op, index, operand):
         return operand(0, index).bitcast(target)
     if source_bits > target_bits:
         *outer, piece = index.components
-        whole = operand(0, emitter.index(x.shape, components=outer)).bitcast(source_wide)
+        whole = as_bits(operand(0, emitter.index(x.shape, components=outer)), source_wide)
         shifted = whole >> piece.cast(source_wide) * target_bits
-        return shifted.cast(target_wide).bitcast(target)
+        return as_bits(shifted.cast(target_wide), target)
     assembled = None
     for k in range(target_bits // source_bits):
         comps = (*index.components, K.Const(k, index.dtype))
-        piece = operand(0, emitter.index(x.shape, components=comps)).bitcast(source_wide).cast(target_wide)
+        piece = as_bits(operand(0, emitter.index(x.shape, components=comps)), source_wide).cast(target_wide)
         piece = piece << k * source_bits if k else piece
         assembled = piece if assembled is None else assembled | piece
-    return assembled.bitcast(target)
+    return as_bits(assembled, target)
+
+
+def as_bits(x: K.Expr, dtype: str) -> K.Expr:
+    """x's bits as dtype, of x's width (x itself when it has that dtype)."""
+    return x if x.dtype == dtype else x.bitcast(dtype)
 
 
 # ---- reduce ---------------------------------------------------------------------------------
