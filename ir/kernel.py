@@ -28,7 +28,8 @@ Semantics
 - f16 and bf16 values are computed in f32 and rounded to their dtype after every operation,
   so a kernel gives the same bits as the graph interpreter, which rounds after each op.
   Integer arithmetic wraps; integer division follows the graph IR's `div`/`rem` (x/0 = -1,
-  x%0 = x); float->int casts saturate and map NaN to 0, as the graph IR's `convert`.
+  x%0 = x); float->int casts saturate and map NaN to 0, as the graph IR's `convert`. `Bitcast`
+  reads a value's bits as another non-bool dtype of the same width, NaN payloads and all.
 - `For(var, start, stop, step)` runs var = start, start+step, ... while var < stop (step > 0).
   `uniform=True` on a `For` or `If` promises every work-item of the workgroup takes the same
   path; only then may its body hold a `Barrier` or a wave op (the verifier checks both).
