@@ -591,6 +591,39 @@ def concatenate(emitter, op, index, operand):
     return result
 
 
+def unsigned_of_width(dtype: str) -> str:
+    return f"u{NUMPY_DTYPES[dtype].itemsize * 8}"
+
+
+@elemental("bitcast_convert")
+def bitcast_convert(emitter, op, index, operand):
+    """Equal widths: one kernel-IR bitcast. A wider operand: piece k (the trailing index) of its element is
+    bits [k*w, (k+1)*w) of it (little-endian, as numpy's .view); a narrower one: the pieces along its
+    trailing axis shifted into place and or-ed together."""
+    x, target = op.operands[0].type, op.attrs["dtype"]
+    source_wide, target_wide = unsigned_of_width(x.dtype), unsigned_of_width(target)
+    source_bits, target_bits = (NUMPY_DTYPES[d].itemsize * 8 for d in (source_wide, target_wide))
+    if source_bits == target_bits:
+        return operand(0, index).bitcast(target)
+    if source_bits > target_bits:
+        *outer, piece = index.components
+        whole = as_bits(operand(0, emitter.index(x.shape, components=outer)), source_wide)
+        shifted = whole >> piece.cast(source_wide) * target_bits
+        return as_bits(shifted.cast(target_wide), target)
+    assembled = None
+    for k in range(target_bits // source_bits):
+        comps = (*index.components, K.Const(k, index.dtype))
+        piece = as_bits(operand(0, emitter.index(x.shape, components=comps)), source_wide).cast(target_wide)
+        piece = piece << k * source_bits if k else piece
+        assembled = piece if assembled is None else assembled | piece
+    return as_bits(assembled, target)
+
+
+def as_bits(x: K.Expr, dtype: str) -> K.Expr:
+    """x's bits as dtype, of x's width (x itself when it has that dtype)."""
+    return x if x.dtype == dtype else x.bitcast(dtype)
+
+
 # ---- reduce ---------------------------------------------------------------------------------
 
 @elemental("reduce")

@@ -727,6 +727,12 @@ class HostKernelBuilder:
     def expr_cast(self, e: Cast):
         return self.convert(self.expr(e.x), e.x.dtype, e.dtype)
 
+    def expr_bitcast(self, e: Expr):
+        """x's bits as another dtype of its width, through the memory forms (f16/bf16 registers are f32)."""
+        bits = self.to_memory(e.x.dtype, self.expr(e.x))
+        target = MEMORY_TYPES[e.dtype]
+        return self.from_memory(e.dtype, bits if bits.type == target else self.b.bitcast(bits, target))
+
     def convert(self, x, source, target):
         """The graph IR's `convert`: float -> int saturates with NaN -> 0; to bool is x != 0."""
         b = self.b

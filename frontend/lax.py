@@ -5,12 +5,14 @@ lax_shape (broadcasts, reshapes, slices, pad), lax_contract (dot_general, convol
 lax_reduce (reductions, windows, cumulative scans), lax_control (loops and branches), lax_arrays
 (split, stack, tile and other helpers), lax_gather (gather and the scatter family), lax_conv (convolution
 variants and shape helpers), lax_scans (associative_scan, top_k...), lax_program (barriers, composites,
-solvers), lax_bits (population_count, clz, mulhi), lax_fft; lax_unsupported raises NotImplementedError,
-with the reason, for the jax.lax functions not supported yet.
+solvers), lax_bits (population_count, clz, mulhi), lax_bitcast (bitcast_convert_type, nextafter,
+reduce_precision), lax_fft; lax_unsupported raises NotImplementedError, with the reason, for the jax.lax
+functions not supported yet.
 """
-from . import (eager, lax_arrays, lax_bits, lax_contract, lax_control, lax_conv, lax_elementwise, lax_fft, lax_gather,
-               lax_program, lax_reduce, lax_scans, lax_shape, lax_unsupported)
+from . import (eager, lax_arrays, lax_bitcast, lax_bits, lax_contract, lax_control, lax_conv, lax_elementwise, lax_fft,
+               lax_gather, lax_program, lax_reduce, lax_scans, lax_shape, lax_unsupported)
 from .lax_arrays import *  # noqa: F401,F403
+from .lax_bitcast import *  # noqa: F401,F403
 from .lax_bits import *  # noqa: F401,F403
 from .lax_contract import *  # noqa: F401,F403
 from .lax_control import *  # noqa: F401,F403
@@ -26,7 +28,7 @@ from .lax_unsupported import *  # noqa: F401,F403
 
 __all__ = (lax_elementwise.__all__ + lax_shape.__all__ + lax_contract.__all__ + lax_reduce.__all__
            + lax_control.__all__ + lax_arrays.__all__ + lax_gather.__all__ + lax_conv.__all__ + lax_scans.__all__
-           + lax_program.__all__ + lax_bits.__all__ + lax_fft.__all__ + lax_unsupported.__all__)
+           + lax_program.__all__ + lax_bits.__all__ + lax_bitcast.__all__ + lax_fft.__all__ + lax_unsupported.__all__)
 
 # Called outside jit, every function computes eagerly through the compiler (frontend/eager.py).
 eager.make_namespace_eager(globals(), __all__, host_only={

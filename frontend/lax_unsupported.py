@@ -9,7 +9,6 @@ from .tracing import located
 COLLECTIVE = "a collective over named mesh axes: needs the ccl library (multi-device programs)"
 RANDOM = "random number generation: needs the random library"
 SPECIAL = "a special function without a compiled kernel yet"
-BITCAST = "reinterprets bit patterns: needs a bitcast in the kernel IR"
 TOKEN = "an ordering token for side effects: cdnajit programs have none"
 
 NOT_SUPPORTED = {
@@ -18,7 +17,6 @@ NOT_SUPPORTED = {
                                       "psum_scatter", "pswapaxes", "ragged_all_to_all")},
     **{name: RANDOM for name in ("rng_bit_generator", "rng_uniform", "random_gamma_grad")},
     **{name: SPECIAL for name in ("betainc", "igamma", "igamma_grad_a", "igammac")},
-    **{name: BITCAST for name in ("bitcast_convert_type", "nextafter", "reduce_precision")},
     **{name: TOKEN for name in ("after_all", "create_token")},
     "ragged_dot_general": "not implemented yet: general ragged dimension numbers (lax.ragged_dot is supported)",
     "scaled_dot": "a block-scaled low-precision product: needs a scaled GEMM in the blas library",

@@ -28,7 +28,8 @@ Semantics
 - f16 and bf16 values are computed in f32 and rounded to their dtype after every operation,
   so a kernel gives the same bits as the graph interpreter, which rounds after each op.
   Integer arithmetic wraps; integer division follows the graph IR's `div`/`rem` (x/0 = -1,
-  x%0 = x); float->int casts saturate and map NaN to 0, as the graph IR's `convert`.
+  x%0 = x); float->int casts saturate and map NaN to 0, as the graph IR's `convert`. `Bitcast`
+  reads a value's bits as another non-bool dtype of the same width, NaN payloads and all.
 - `For(var, start, stop, step)` runs var = start, start+step, ... while var < stop (step > 0).
   `uniform=True` on a `For` or `If` promises every work-item of the workgroup takes the same
   path; only then may its body hold a `Barrier` or a wave op (the verifier checks both).
@@ -105,6 +106,9 @@ class Expr:
 
     def cast(self, dtype: str) -> "Expr":
         return Cast(self, dtype)
+
+    def bitcast(self, dtype: str) -> "Expr":
+        return Bitcast(self, dtype)
 
     __hash__ = object.__hash__
 
@@ -183,6 +187,14 @@ class Select(Expr):
 
 @dataclass(frozen=True, eq=False)
 class Cast(Expr):
+    x: Expr
+    dtype: str
+
+
+@dataclass(frozen=True, eq=False)
+class Bitcast(Expr):
+    """x's bits read as `dtype`, a non-bool dtype of x's width (the graph IR's `bitcast_convert`
+    of equal widths; kernels build different widths from integer shifts and casts of these)."""
     x: Expr
     dtype: str
 

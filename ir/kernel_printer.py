@@ -15,7 +15,7 @@ f32 floats and as `1.5:f64`, `True:bool`, `7:u8` otherwise; casts print as `f32(
 """
 from __future__ import annotations
 
-from .kernel import (Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer, If, Kernel, Let,
+from .kernel import (Assign, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For, GlobalBuffer, If, Kernel, Let,
                      Load, Math, Prefetch, ScalarParam, Select, Special, Stmt, Store, Unary, Var, WaveReduce,
                      WaveShuffle)
 
@@ -41,6 +41,8 @@ def print_expr(expr: Expr) -> str:
         return f"select({print_expr(expr.cond)}, {print_expr(expr.on_true)}, {print_expr(expr.on_false)})"
     if isinstance(expr, Cast):
         return f"{expr.dtype}({print_expr(expr.x)})"
+    if isinstance(expr, Bitcast):
+        return f"bitcast_{expr.dtype}({print_expr(expr.x)})"
     if isinstance(expr, Math):
         return f"{expr.fn}({', '.join(print_expr(a) for a in expr.args)})"
     if isinstance(expr, Load):

@@ -24,11 +24,11 @@ import math
 
 from ..errors import VerifyError
 from .kernel import (ARITHMETIC_OPS, BITWISE_OPS, COMPARE_OPS, DTYPES, MATH_FUNCTIONS, SHIFT_OPS, SPECIAL_KINDS,
-                     UNARY_OPS, WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer,
-                     If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray, ScalarParam, Select, Special, Stmt,
-                     Store, Unary, Var, WaveOp, WaveShuffle, contains_cut, walk)
+                     UNARY_OPS, WAVE_SIZE, Assign, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For,
+                     GlobalBuffer, If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray, ScalarParam, Select,
+                     Special, Stmt, Store, Unary, Var, WaveOp, WaveShuffle, contains_cut, walk)
 from .kernel_printer import print_expr, statement_head
-from .types import INTS, MAX_ARRAY_BYTES, format_bytes
+from .types import INTS, MAX_ARRAY_BYTES, NUMPY_DTYPES, format_bytes
 
 MAX_WORKGROUP_ITEMS = 1024
 
@@ -39,7 +39,7 @@ def verify_kernel(kernel: Kernel, max_lds_bytes: int = 64 * 1024) -> None:
 
 def sub_expressions(expr: Expr):
     """The direct operands of an expression."""
-    if isinstance(expr, (Unary, Cast)):
+    if isinstance(expr, (Unary, Cast, Bitcast)):
         return (expr.x,)
     if isinstance(expr, (Binary, Compare)):
         return (expr.a, expr.b)
@@ -310,6 +310,10 @@ class KernelVerifier:
         elif isinstance(expr, Cast):
             if expr.dtype not in DTYPES:
                 bad(f"cast to unsupported dtype {expr.dtype!r}")
+        elif isinstance(expr, Bitcast):
+            if (expr.dtype not in DTYPES[1:] or operands[0] == "bool"
+                    or NUMPY_DTYPES[expr.dtype].itemsize != NUMPY_DTYPES[operands[0]].itemsize):
+                bad(f"bitcast of {operands[0]} to {expr.dtype}: needs two non-bool dtypes of one width")
         elif isinstance(expr, Math):
             if expr.fn not in MATH_FUNCTIONS:
                 bad(f"unknown math function {expr.fn!r}")

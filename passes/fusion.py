@@ -145,8 +145,8 @@ class FusionPlan:
 
     def can_compute(self, op: Op, signature) -> bool:
         """Whether a data-movement op that reads a computed value keeps the contract."""
-        if op.name in ELEMENTWISE:
-            return True
+        if op.name in ELEMENTWISE or op.name == "bitcast_convert" and op.result.type.shape == op.operands[0].type.shape:
+            return True   # elementwise: a bitcast between dtypes of one width
         if op.name != "broadcast_in_dim" or signature is None:
             return False
         shape, axes = signature

@@ -12,7 +12,7 @@ COMMUTATIVE = frozenset({"add", "mul", "max", "min", "and", "or", "xor", "eq", "
 # Ops that only move or convert data: inside a fused kernel each output element is found by index
 # arithmetic on the operands, so they can be recomputed on demand wherever they are used.
 DATA_MOVEMENT = frozenset({"broadcast_in_dim", "reshape", "transpose", "slice", "rev", "pad", "concatenate",
-                           "convert"})
+                           "convert", "bitcast_convert"})
 
 # Ops without operands that generate their data.
 SOURCES = frozenset({"constant", "iota"})

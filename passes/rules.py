@@ -52,6 +52,16 @@ def compose_convert(b, x, inner, outer):
     return None
 
 
+def compose_bitcasts(b, x, outer):
+    """The bits pass through both unchanged, so one bitcast (or none) does, if it gives outer's type: a
+    same-shaped result has x's width (the bytes are as many), so the single bitcast is legal."""
+    if outer.result.type == x.type:
+        return x
+    if outer.result.type.shape == x.type.shape:
+        return b.op("bitcast_convert", x, **outer.attrs)
+    return None
+
+
 def unit_dims_inserted(old_shape, new_shape):
     """Where `old_shape`'s dimensions sit in `new_shape` if the latter only adds 1-sized ones; else None."""
     dims, i = [], 0
@@ -216,6 +226,10 @@ RULES = [
     (Pat.op("convert", x, name="op"), lambda b, x, op: x if op.result.type == x.type else None),
     # convert(convert(x)) -> convert(x) when the inner convert loses nothing
     (Pat.op("convert", Pat.op("convert", x, name="inner"), name="outer"), compose_convert),
+    # bitcast_convert(x) to x's own dtype -> x
+    (Pat.op("bitcast_convert", x, name="op"), lambda b, x, op: x if op.result.type == x.type else None),
+    # bitcast_convert(bitcast_convert(x)) -> x, or one bitcast_convert of the same shape
+    (Pat.op("bitcast_convert", Pat.op("bitcast_convert", x), name="outer"), compose_bitcasts),
     # reshape(x) to x's own shape -> x
     (Pat.op("reshape", x, name="op"), lambda b, x, op: x if op.result.type == x.type else None),
     # reshape(reshape(x)) -> reshape(x)

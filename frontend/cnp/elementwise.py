@@ -18,7 +18,7 @@ import operator
 import numpy as np
 
 from ...errors import TracingTypeError, TracingValueError
-from .. import lax_elementwise
+from .. import lax_bitcast, lax_elementwise
 from ..dtypes import is_complex, is_inexact, is_integer
 from ..tracing import Tracer, as_tracer, bind1, constant, is_python_scalar, located
 from .base import (broadcast_shapes, broadcast_to, complex_not_implemented, convert, dtype_and_weak, promote_args,
@@ -293,16 +293,15 @@ def square(x):
 
 
 def signbit(x):
-    """Whether the sign bit is set: true for negative numbers and -0.0 (a NaN counts as positive:
-    the IR has no bitcast to read a NaN's sign)."""
+    """Whether the sign bit is set: true for negative numbers, -0.0, -inf and NaNs with the sign bit (a
+    float's bits read as a signed integer are negative exactly then)."""
     x = as_tracer(x)
     reject_complex("signbit", x, TracingValueError)
     if not (is_inexact(x.type.dtype) or is_integer(x.type.dtype)) or x.type.dtype in UNSIGNED:
         return filled(x, False, "bool")
     if is_integer(x.type.dtype):
         return strong(less(x, 0))
-    negative_zero = logical_and(equal(x, 0), less(divide(1, x), 0))
-    return strong(logical_or(less(x, 0), negative_zero))
+    return strong(less(lax_bitcast.bitcast_convert_type(x, f"i{x.dtype.itemsize * 8}"), 0))
 
 
 def integral_rounding(name, opname):

@@ -1,10 +1,10 @@
 """Numerical functions, as jax.numpy: differences and integrals (diff, ediff1d, gradient,
 trapezoid, interp, unwrap), products (kron, cross, vander, convolve, correlate), polynomials,
-window functions and i0, and integer and float bit functions (gcd, lcm, ldexp, frexp,
-bitwise_count, packbits, unpackbits).
+window functions and i0, and integer and float bit functions (gcd, lcm, ldexp, frexp, nextafter,
+spacing, bitwise_count, packbits, unpackbits).
 
 Functions that need a library of a later stage (eigenvalues for roots and poly of a matrix, least
-squares for polyfit, bit casts for nextafter and spacing) raise NotImplementedError naming it.
+squares for polyfit) raise NotImplementedError naming it.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ...errors import TracingTypeError, TracingValueError
-from .. import lax_shape
+from .. import lax_bitcast, lax_shape
 from ..dtypes import is_bool, is_complex, is_integer, to_inexact
 from ..lax_contract import conv_general_dilated
 from ..lax_control import while_loop
@@ -570,14 +570,30 @@ def frexp(x):
     return mantissa, el.where(special, 0, convert(exponent, "i32"))
 
 
-def nextafter(x1, x2):
-    raise NotImplementedError(located("nextafter needs a bit cast between floats and integers "
-                                      "(lax.bitcast_convert_type), which cdnajit does not have yet"))
+def promoted_inexact(name: str, *xs) -> list[Tracer]:
+    """The operands promoted together and broadcast, then to their inexact dtype, weak ones staying weak
+    (jnp's promote_args_inexact); complex operands are rejected."""
+    args = [convert(a, to_inexact(a.type.dtype), a.weak_type) for a in promote_args(name, *xs)]
+    el.reject_complex(name, args[0])
+    return args
 
 
-def spacing(x):
-    raise NotImplementedError(located("spacing needs a bit cast between floats and integers "
-                                      "(lax.bitcast_convert_type), which cdnajit does not have yet"))
+def nextafter(x1, x2, /):
+    """jnp.nextafter: the float after x1 in the direction of x2 (lax.nextafter of the promoted operands)."""
+    return lax_bitcast.nextafter(*promoted_inexact("nextafter", x1, x2))
+
+
+def spacing(x, /):
+    """jnp.spacing: the distance from x to the next float away from zero (f16: towards +inf, as numpy),
+    with x's sign; strongly typed."""
+    (v,) = promoted_inexact("spacing", x)
+    dtype = v.type.dtype
+    inf = el.filled(v, math.inf)
+    if dtype == "f16":
+        return convert(el.subtract(lax_bitcast.nextafter(v, inf), v), dtype)
+    result = convert(el.subtract(lax_bitcast.nextafter(v, el.copysign(inf, v)), v), dtype)
+    smallest_subnormal = float(np.finfo(v.dtype).smallest_subnormal)
+    return el.where(el.equal(result, 0), el.copysign(el.filled(result, smallest_subnormal), v), result)
 
 
 def bitwise_count(x, /):

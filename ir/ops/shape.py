@@ -1,8 +1,9 @@
-"""Data-movement ops: broadcast, reshape, transpose, slices, concatenate, pad, rev, gather, scatter."""
+"""Data-movement ops: broadcast, reshape, transpose, slices, concatenate, pad, rev, bitcast_convert, gather,
+scatter."""
 import numpy as np
 
 from ..opdef import compute_dtype, define, fmt_types, require, require_axes, require_dtype
-from ..types import FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType
+from ..types import FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType, dtype_name
 
 ALL_DTYPES = tuple(NUMPY_DTYPES)
 
@@ -180,6 +181,40 @@ def rev_infer(types, attrs, regions):
 
 define("rev", infer=rev_infer, reference=lambda x, *, dimensions: np.flip(x, dimensions).copy(),
        attrs={"dimensions": "ints"}, num_operands=1, doc="reverse the order of elements along dimensions")
+
+
+BITCAST_DTYPES = INTS + FLOATS
+
+
+def bit_width(dtype: str) -> int:
+    return NUMPY_DTYPES[dtype].itemsize * 8
+
+
+def bitcast_convert_infer(types, attrs, regions):
+    """XLA's BitcastConvertType: equal widths keep the shape; a wider operand gains a trailing dimension of
+    the width ratio; a narrower one loses its trailing dimension, which must be that ratio."""
+    (x,) = types
+    target = attrs["dtype"]
+    require_dtype("bitcast_convert", x, BITCAST_DTYPES)
+    require_dtype("bitcast_convert", TensorType(target, x.shape), BITCAST_DTYPES, "result")
+    source_bits, target_bits = bit_width(x.dtype), bit_width(target)
+    if source_bits >= target_bits:
+        ratio = source_bits // target_bits
+        return [TensorType(target, x.shape + ((ratio,) if ratio > 1 else ()))]
+    ratio = target_bits // source_bits
+    require(x.ndim >= 1 and x.shape[-1] == ratio,
+            f"bitcast_convert: {x} to {target} needs a last dimension of {ratio} ({target_bits} / {source_bits} bits)")
+    return [TensorType(target, x.shape[:-1])]
+
+
+def bitcast_convert(x, *, dtype):
+    """numpy's .view of the elements' bytes in memory order: little-endian here, as on the GPU and in XLA."""
+    (result_type,) = bitcast_convert_infer([TensorType(dtype_name(x.dtype), x.shape)], {"dtype": dtype}, [])
+    return np.ascontiguousarray(x).reshape(-1).view(NUMPY_DTYPES[dtype]).reshape(result_type.shape)
+
+
+define("bitcast_convert", infer=bitcast_convert_infer, reference=bitcast_convert, attrs={"dtype": "dtype"},
+       num_operands=1, doc="the operand's bits read as dtype (bool and complex excluded); see the shape rule")
 
 
 def gather_infer(types, attrs, regions):

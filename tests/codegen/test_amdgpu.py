@@ -128,6 +128,25 @@ def test_pipeline_softmax_kernels_compile_for_gfx942():
         assert result.resources.lds_bytes == kernel.lds_bytes
 
 
+def bit_functions(x, packed):
+    return (cj.lax.bitcast_convert_type(x, np.uint8), cj.lax.bitcast_convert_type(packed, np.float32),
+            cj.lax.nextafter(x, -x), cj.lax.reduce_precision(x, 5, 10), cnp.signbit(x.astype(np.float16)))
+
+
+def test_pipeline_bitcast_kernels_compile_for_gfx942():
+    """bitcast_convert of equal widths (fused into nextafter, reduce_precision, f16 signbit) and between
+    widths (byte stores of shifted pieces; LLVM merges the four byte loads of a widening one into a
+    dword load) lowers to spill-free gfx942 code."""
+    compiled = cj.jit(bit_functions).lower(np.zeros(1000, np.float32), np.zeros((1000, 4), np.uint8)).compile()
+    all_ops = set()
+    for kernel in compiled.executable.kernels:
+        result = amdgpu.compile_kernel(kernel)
+        all_ops |= instructions(result.assembly)
+        assert (result.resources.vgpr_spill_count, result.resources.scratch_bytes) == (0, 0)
+    assert {"global_store_byte", "global_load_dword", "global_store_dword"} <= all_ops, all_ops
+    assert any(op.startswith(("v_lshrrev", "v_bfe", "v_lshlrev", "v_perm", "v_or")) for op in all_ops), all_ops
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f64", "f16", "bf16", "i32", "i64", "u8"])
 def test_wave_ops_use_the_butterfly_patterns(dtype):
     """xor 32 by ds_bpermute, xor 16/8/4 by ds_swizzle, xor 2/1 by DPP quad permutes, and the

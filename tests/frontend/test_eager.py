@@ -364,7 +364,7 @@ def test_ufunc_methods_eager_match_jit(name, method, record):
 LAX_NOT_CALLED = {
     "ConvDimensionNumbers": "a type", "RoundingMethod": "an enum",
     "padtype_to_pads": "a host-only query on shapes", "conv_dimension_numbers": "a host-only query on shapes",
-    **dict.fromkeys("eager lax_arrays lax_bits lax_contract lax_control lax_conv lax_elementwise lax_fft lax_gather "
+    **dict.fromkeys("eager lax_arrays lax_bitcast lax_bits lax_contract lax_control lax_conv lax_elementwise lax_fft lax_gather "
                     "lax_program lax_reduce lax_scans lax_shape lax_unsupported".split(), "a module of the package"),
     **dict.fromkeys("FftType GatherDimensionNumbers GatherScatterMode Precision ScatterDimensionNumbers".split(),
                     "a type"),
@@ -467,6 +467,9 @@ LAX_CALLS = {
     "select_n": call(I32, F32, F32 * 2, F32 * 3),
     **family("population_count clz", I),
     "mulhi": call(I, J),
+    "bitcast_convert_type": call(F32, np.uint8),
+    "nextafter": call(F, G),
+    "reduce_precision": call(G, 5, 10),
     "split": call(G, (1, 2), 1),
     "stack": call([G, F], 1),
     "unstack": call(G, 1),

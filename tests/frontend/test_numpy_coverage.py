@@ -53,8 +53,6 @@ NOT_SUPPORTED = {
                     "uint2 uint4".split(), NARROW_FLOAT_REASON),
     "polyfit": "needs a least-squares solver (linalg.lstsq): libs/linalg",
     "roots": "needs the eigenvalues of the companion matrix (linalg.eigvals): libs/linalg",
-    "nextafter": "needs a bit cast between floats and integers (lax.bitcast_convert_type)",
-    "spacing": "needs a bit cast between floats and integers (lax.bitcast_convert_type)",
     "fromfile": "not supported by JAX either (impure); use asarray(np.fromfile(...))",
     "fromiter": "not supported by JAX either (impure); use asarray(np.fromiter(...))",
     "from_dlpack": "cdnajit arrays are numpy arrays; use np.from_dlpack",
@@ -65,8 +63,6 @@ NOT_SUPPORTED = {
 STUB_CALLS = {
     "polyfit": (np.arange(3.0), np.arange(3.0), 1),
     "roots": (np.ones(3),),
-    "nextafter": (np.ones(2), 2.0),
-    "spacing": (np.ones(2),),
     "fromfile": ("data.bin",),
     "fromiter": ([1, 2],),
     "from_dlpack": (np.ones(2),),

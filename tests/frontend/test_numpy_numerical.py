@@ -199,7 +199,3 @@ def test_packbits_unpackbits(run_both):
     np.testing.assert_array_equal(cnp.unpackbits(packed, axis=1, count=13), np.unpackbits(packed, axis=1, count=13))
 
 
-def test_bit_cast_functions_name_what_they_need():
-    for fn, args in [(cnp.nextafter, (np.ones(2), 2.0)), (cnp.spacing, (np.ones(2),))]:
-        with pytest.raises(NotImplementedError, match="bitcast_convert_type"):
-            fn(*args)

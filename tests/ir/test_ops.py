@@ -770,6 +770,22 @@ def check_rev(name, rng):
             assert_matches(got, want, what=f"{name} {dtype}{list(x_shape)} {dims}")
 
 
+@record("bitcast_convert")
+def check_bitcast_convert(name, rng):
+    """Every pair of non-bool real dtypes: the result's bytes are the operand's, in the shape XLA gives."""
+    for source in INTS + FLOATS:
+        for target in INTS + FLOATS:
+            source_bytes, target_bytes = NUMPY_DTYPES[source].itemsize, NUMPY_DTYPES[target].itemsize
+            ratio = max(source_bytes, target_bytes) // min(source_bytes, target_bytes)
+            for outer in [(), (0,), (7,), (2, 3)]:
+                shape = outer + (ratio,) if source_bytes < target_bytes else outer
+                x = sample(rng, source, shape)
+                (got,) = run_op(name, x, attrs={"dtype": target})
+                want_shape = outer + (ratio,) if source_bytes > target_bytes else outer
+                assert got.shape == want_shape and got.dtype == NUMPY_DTYPES[target], (source, target, got.shape)
+                assert got.tobytes() == x.tobytes(), f"{name} {source}{list(shape)} -> {target}"
+
+
 GATHER_CASES = [((5,), (3, 1)), ((4, 3), (2, 2, 1)), ((4, 3), (5, 2)), ((4, 3), (0, 1)), ((3,), (2, 0)),
                 ((2, 3), (1,)), ((), (4, 0))]
 
@@ -1177,6 +1193,10 @@ BAD_INPUTS = [
     ("clamp", ["f32[2]", "f32[3]", "f32[]"], {}, ["f32[2]", "f32[3]"]),
     ("clamp", ["c64[]", "c64[3]", "c64[]"], {}, ["c64[3]"]),
     ("convert", ["f32[2]"], {"dtype": "f8"}, ["f8"]),
+    ("bitcast_convert", ["u8[3]"], {"dtype": "f32"}, ["u8[3]", "f32", "last dimension of 4"]),
+    ("bitcast_convert", ["u8[]"], {"dtype": "u16"}, ["u8[]", "u16"]),
+    ("bitcast_convert", ["bool[4]"], {"dtype": "u8"}, ["bool[4]", "bool"]),
+    ("bitcast_convert", ["f32[2]"], {"dtype": "c64"}, ["c64"]),
     ("iota", [], {"dtype": "f32", "shape": (3,), "dimension": 1}, ["[3]"]),
     ("iota", [], {"dtype": "bool", "shape": (3,), "dimension": 0}, ["bool"]),
     ("reduce", ["bool[3]"], {"reducer": "sum", "axes": (0,)}, ["bool[3]"]),

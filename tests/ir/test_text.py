@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import cdnajit as cj
 from cdnajit.ir import opdef
 from cdnajit.ir.core import Module, Region, make_op, walk
-from cdnajit.ir.types import COMPLEX_PART, INTS, NUMPY_DTYPES, TensorType
+from cdnajit.ir.types import COMPLEX_PART, FLOATS, INTS, NUMPY_DTYPES, TensorType
 
 # ---- one explicit round trip per op ---------------------------------------------------------
 
@@ -174,6 +174,13 @@ STRUCTURED = {
         func @rev(%0: u32[2,3]) -> (u32[2,3]) {
           %1 = rev(%0) {dimensions = [0, 1]} : u32[2,3]
           return %1
+        }""",
+    "bitcast_convert": """
+        func @bitcast_convert(%0: f32[2,3], %1: u8[3,2]) -> (u16[2,3,2], f16[3], i32[2,3]) {
+          %2 = bitcast_convert(%0) {dtype = u16} : u16[2,3,2]
+          %3 = bitcast_convert(%1) {dtype = f16} : f16[3]
+          %4 = bitcast_convert(%0) {dtype = i32} : i32[2,3]
+          return %2, %3, %4
         }""",
     "gather": """
         func @gather(%0: f32[5,3], %1: i32[4,1]) -> (f32[4,3]) {
@@ -495,6 +502,12 @@ class RandomModule:
     def gen_convert(self):
         self.emit("convert", [self.pick()], {"dtype": self.draw(st.sampled_from(list(NUMPY_DTYPES)))})
 
+    def gen_bitcast(self):
+        x = self.pick(lambda v: v.type.dtype in INTS + FLOATS)
+        if x is not None:
+            targets = [d for d in INTS + FLOATS if accepts("bitcast_convert", [x.type], {"dtype": d})]
+            self.emit("bitcast_convert", [x], {"dtype": self.draw(st.sampled_from(targets))})
+
     def gen_shape_op(self):
         x = self.pick()
         n = x.type.ndim
@@ -573,7 +586,7 @@ class RandomModule:
         return self.pick(lambda v: v.type == t)
 
     GENERATORS = ["gen_constant", "gen_iota", "gen_unary", "gen_unary", "gen_binary", "gen_binary", "gen_select",
-                  "gen_convert", "gen_shape_op", "gen_reduction", "gen_dot", "gen_while", "gen_cond"]
+                  "gen_convert", "gen_bitcast", "gen_shape_op", "gen_reduction", "gen_dot", "gen_while", "gen_cond"]
 
     def random_ops(self, count):
         for _ in range(count):

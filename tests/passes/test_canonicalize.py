@@ -193,6 +193,23 @@ func @f(%0: f32[2]) -> (f32[2]) {
 func @f(%0: f32[2]) -> (f32[2]) {
   return %0
 }"""),
+    ("bitcast_chains_compose", """
+func @f(%0: f32[2], %1: u8[2,4]) -> (f32[2], u32[2], u16[2,2], f32[2]) {
+  %2 = bitcast_convert(%0) {dtype = u8} : u8[2,4]
+  %3 = bitcast_convert(%2) {dtype = f32} : f32[2]
+  %4 = bitcast_convert(%0) {dtype = i32} : i32[2]
+  %5 = bitcast_convert(%4) {dtype = u32} : u32[2]
+  %6 = bitcast_convert(%1) {dtype = f32} : f32[2]
+  %7 = bitcast_convert(%6) {dtype = u16} : u16[2,2]
+  %8 = bitcast_convert(%0) {dtype = f32} : f32[2]
+  return %3, %5, %7, %8
+}""", """
+func @f(%0: f32[2], %1: u8[2,4]) -> (f32[2], u32[2], u16[2,2], f32[2]) {
+  %2 = bitcast_convert(%0) {dtype = u32} : u32[2]
+  %3 = bitcast_convert(%1) {dtype = f32} : f32[2]
+  %4 = bitcast_convert(%3) {dtype = u16} : u16[2,2]
+  return %0, %2, %4, %0
+}"""),
     ("convert_chain_lossless", """
 func @f(%0: f32[2], %1: i16[2]) -> (f16[2], f32[2], i8[2]) {
   %2 = convert(%0) {dtype = f64} : f64[2]

@@ -234,6 +234,61 @@ func @f(%0: f32[8], %1: i64[]) -> (f32[8]) {
   }
   return %3
 }"""),
+    # A bitcast between dtypes of one width is elementwise: it fuses between computed values.
+    ("equal_width_bitcast_fuses_as_elementwise", """
+func @f(%0: f32[4,8]) -> (i32[4,8]) {
+  %1 = exp(%0) : f32[4,8]
+  %2 = bitcast_convert(%1) {dtype = i32} : i32[4,8]
+  %3 = add(%2, %2) : i32[4,8]
+  return %3
+}""", """
+func @f(%0: f32[4,8]) -> (i32[4,8]) {
+  %1 = fusion(%0) {kind = "loop"} : i32[4,8] {
+    ^(%2: f32[4,8]):
+      %3 = exp(%2) : f32[4,8]
+      %4 = bitcast_convert(%3) {dtype = i32} : i32[4,8]
+      %5 = add(%4, %4) : i32[4,8]
+      yield %5
+  }
+  return %1
+}"""),
+    # Between widths it changes the shape: a leaf (index arithmetic on its operand), fused with its readers.
+    ("narrowing_bitcast_is_a_leaf", """
+func @f(%0: f32[4,8]) -> (u8[4,8,4]) {
+  %1 = exp(%0) : f32[4,8]
+  %2 = bitcast_convert(%1) {dtype = u8} : u8[4,8,4]
+  %3 = add(%2, %2) : u8[4,8,4]
+  return %3
+}""", """
+func @f(%0: f32[4,8]) -> (u8[4,8,4]) {
+  %1 = fusion(%0) {kind = "loop"} : f32[4,8] {
+    ^(%2: f32[4,8]):
+      %3 = exp(%2) : f32[4,8]
+      yield %3
+  }
+  %4 = fusion(%1) {kind = "loop"} : u8[4,8,4] {
+    ^(%5: f32[4,8]):
+      %6 = bitcast_convert(%5) {dtype = u8} : u8[4,8,4]
+      %7 = add(%6, %6) : u8[4,8,4]
+      yield %7
+  }
+  return %4
+}"""),
+    ("widening_bitcast_of_a_parameter_fuses", """
+func @f(%0: u8[4,8,4]) -> (f32[4,8]) {
+  %1 = bitcast_convert(%0) {dtype = f32} : f32[4,8]
+  %2 = exp(%1) : f32[4,8]
+  return %2
+}""", """
+func @f(%0: u8[4,8,4]) -> (f32[4,8]) {
+  %1 = fusion(%0) {kind = "loop"} : f32[4,8] {
+    ^(%2: u8[4,8,4]):
+      %3 = bitcast_convert(%2) {dtype = f32} : f32[4,8]
+      %4 = exp(%3) : f32[4,8]
+      yield %4
+  }
+  return %1
+}"""),
 ]
 
 

@@ -7,7 +7,6 @@ import math
 import numpy as np
 
 from .jaxtypes import kind, np_dtype, promote, real_of, to_inexact
-from .known import SIGNBIT_OF_NAN_OPEN
 from .values import UNKNOWN, ZERO_SIGN_FREE, Val, exact, finfo, rounded, ulp, unit_roundoff
 
 # Unary functions of floats: (source template, float64 function, how an operand's error propagates,
@@ -141,8 +140,6 @@ def predicate(name: str, v: Val) -> Val:
     x = v.wide()
     ref = PREDICATES[name](x)
     err = np.where(v.err > 0, UNKNOWN, 0.0)
-    if name == "signbit" and SIGNBIT_OF_NAN_OPEN:
-        err = np.where(np.isnan(x), UNKNOWN, err)
     return Val(ref, "bool", err)
 
 
