@@ -21,7 +21,7 @@ The execution model of DESIGN.md on a CPU:
 - a Prefetch statement (a hint) runs at the workgroup level: one llvm.prefetch into L2 per cache
   line of its runs.
 - LDS is one stack block per workgroup; wave ops run per wave over the 64 lanes' values (see
-  `WAVE_OP_LOWERINGS`, where issue 5's MFMA plugs in).
+  `WAVE_OP_LOWERINGS`, where libs/blas's MFMA plugs in).
 - f16/bf16 values live in f32 registers, rounded after each operation; bool is i1 (i8 in memory).
 - a written buffer of ALIGNED_MIN_BYTES or more starts at a WRITTEN_BUFFER_ALIGNMENT boundary
   (the runtime allocates it so, as a device allocator does), so a vector store never splits a

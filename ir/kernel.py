@@ -40,7 +40,7 @@ Semantics
   combined in f32 and rounded once. `WaveShuffle` reads `value` from lane `src_lane % 64` of
   the same wave (HIP's `__shfl`).
 
-Extension point for wave-level matrix ops (MFMA, issue 5): subclass `WaveOp`, list the Vars it
+Extension point for wave-level matrix ops (MFMA): subclass `WaveOp`, list the Vars it
 defines in `defines()` and the per-lane expressions it reads in `reads()`, give the verifier its
 type rule in `check(error)`, and register a host lowering with
 `codegen.host.register_wave_op(cls, lower)` (the lowering sees all 64 lanes' values at once).

@@ -1,4 +1,4 @@
-"""Bad and unusual inputs of compiled programs (issue 3): signatures, layouts, empty arrays, NaN and Inf.
+"""Bad and unusual inputs of compiled programs: signatures, layouts, empty arrays, NaN and Inf.
 
 - A call whose arguments differ in shape or dtype from a compiled signature retraces; going back
   to an earlier signature reuses its executable, never a wrong one.
