@@ -458,6 +458,34 @@ def build_convert(rng, dtype):
     return Case(p, outputs, [None] * len(outputs))
 
 
+BITCAST_DTYPES = tuple(d for d in REALS if d != "bool")
+
+
+@record("bitcast_convert", BITCAST_DTYPES)
+def build_bitcast_convert(rng, dtype):
+    """From `dtype` to every dtype of its width and of the others (a trailing dimension of the width
+    ratio gained or lost), on special values and a random shape; numpy's .view is the oracle."""
+    p = Program()
+    width = NUMPY_DTYPES[dtype].itemsize
+    arrays = [special_vector(rng, dtype, "wide"), random_values(rng, dtype, random_shape(rng) + (8,), "wide")]
+    outputs, numpy = [], []
+    for a in arrays:
+        v = p.arg(a)
+        for target in BITCAST_DTYPES:
+            ratio = NUMPY_DTYPES[target].itemsize / width
+            if ratio > 1 and a.shape[-1] % ratio:
+                continue
+            source, operand = a, v
+            if ratio > 1:   # the operand's last dimension must be the ratio: split it first
+                shape = a.shape[:-1] + (a.shape[-1] // int(ratio), int(ratio))
+                source, operand = a.reshape(shape), p.op("reshape", [v], new_sizes=shape)
+            outputs.append(p.op("bitcast_convert", [operand], dtype=target))
+            expected = np.ascontiguousarray(source).view(NUMPY_DTYPES[target])
+            numpy.append(expected.reshape(source.shape[:-1]) if ratio > 1 else
+                         expected.reshape(source.shape + ((int(1 / ratio),) if ratio < 1 else ())))
+    return Case(p, outputs, numpy)
+
+
 @record("constant", real_numeric("constant") + ("bool", "c64"))
 def build_constant(rng, dtype):
     """Constants of one value, of up to 16 values (a select tree) and of more (an LDS table), added in kernels."""

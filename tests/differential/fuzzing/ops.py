@@ -377,7 +377,8 @@ class Cumulative:
         names = ["cumsum", "cumprod"] + (["cummax", "cummin"] if v.kind in "iuf" else [])
         rank = len(v.shape)
         return Node("cumulative", (i,), {"name": g.choice(names), "axis": int(g.rng.integers(-rank, rank)),
-                                         "reverse": bool(g.rng.random() < 0.3), "rank": rank})
+                                         # reverse= needs lax's functions, which take numbers only
+                                         "reverse": v.kind != "b" and bool(g.rng.random() < 0.3), "rank": rank})
 
     def source(self, node, names):
         p = node.params
