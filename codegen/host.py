@@ -43,7 +43,7 @@ from ..ir.kernel import (WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Cons
                          WaveReduce, WaveShuffle, contains_cut, walk)
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import FLOATS, NUMPY_DTYPES, SIGNED_INTS, UNSIGNED_INTS
-from . import mathlib
+from . import mathlib, narrow_convert
 from .fork_safe import LLVM_LOCK
 
 ENTRY = "run"
@@ -738,9 +738,14 @@ class HostKernelBuilder:
                 return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
             return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
         if is_float(target):
+            # f64 -> f16/bf16 and wide integers -> bf16 would round twice through f32 (narrow_convert).
+            if source == "f64" and target in HALF_FLOATS:
+                return self.from_memory(target, narrow_convert.f64_to_narrow_bits(b, x, target))
             if is_float(source):
                 if x.type != to_type:
                     x = b.fpext(x, to_type) if x.type == F32 else b.fptrunc(x, to_type)
+            elif target == "bf16" and x.type.width > narrow_convert.F32_KEPT_BITS:
+                x = narrow_convert.int_to_sticky_f32(b, x, is_signed(source))
             else:
                 x = (b.sitofp if is_signed(source) else b.uitofp)(x, to_type)
             return self.round_to(target, x)
