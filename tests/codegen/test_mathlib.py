@@ -20,8 +20,9 @@ WORKGROUP = 256
 RNG = np.random.default_rng(0)
 
 # Maximum error in ulp allowed per function: (f32, f64). Looser bounds, and why:
-# - pow f64: log|x| is a double-double good to ~2^-59, so y*log|x| carries an absolute error of
-#   ~|y log x| 2^-59, i.e. up to ~1.6 ulp more at |y log x| ~ 200 (the tested range).
+# - pow f64: log|x| is a double-double good to ~2^-58 (its polynomial's rounding; measured), so
+#   y*log|x| carries an absolute error of ~|y log x| 2^-58, i.e. up to ~2.5 ulp more at
+#   |y log x| ~ 200 (the dense range), up to ~12 near the exp's limits (LOG_DOUBLE_DOUBLE_ERROR).
 # - tan: a quotient of two polynomials, each with its own rounding.
 # - asin, acos: atan2 of a square root, three roundings before atan's own error.
 BOUNDS = {
@@ -30,6 +31,7 @@ BOUNDS = {
     "sin": (2, 2), "cos": (2, 2), "tan": (4, 4), "atan": (3, 3), "atan2": (3, 3), "asin": (4, 4),
     "acos": (4, 4), "erf": (3, 3), "cbrt": (2, 2), "pow": (2, 4), "sqrt": (0.5, 0.5),
 }
+LOG_DOUBLE_DOUBLE_ERROR = 2.0 ** -57   # pow f64's log|x|, relative, with a factor 2 to spare
 
 
 def logspace(low, high, n, signed=False):
@@ -279,3 +281,44 @@ def test_the_bits_of_two_over_pi_are_fdlibms():
     assert TWO_OVER_PI[0] == 0
     assert ours >> (256 - 24 * len(ipio2)) == fdlibm
     assert abs(TWO_OVER_PI[1] / 2.0 ** 64 - 2 / math.pi) < 2.0 ** -52
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_pow_near_the_subnormal_range(dtype):
+    """pow whose results are subnormal or near the smallest normal, within its ulp bound (the ulp
+    of a subnormal result is the smallest subnormal): y log|x| near the exp's lower limit, where
+    the product's rounding error must still reach the exp."""
+    import cdnajit as cj
+    import cdnajit.numpy as cnp
+    np_dtype = numpy_dtype(dtype)
+    info = np.finfo(np_dtype)
+    n = 4096
+    # Results 2^t with t from a few binades above the smallest normal to below the smallest subnormal.
+    t = RNG.uniform(np.log2(float(info.smallest_subnormal)) - 1, np.log2(float(info.tiny)) + 4, n)
+    x = logspace(-3, 3, n)
+    x = x[np.abs(np.log(x)) > 0.01]
+    y = t[:len(x)] * np.log(2) / np.log(x)
+    # Negative bases with integer exponents (odd ones keep the sign).
+    bases = -logspace(-2, 2, n // 4)
+    bases = bases[np.abs(np.log(-bases)) > 0.1]
+    powers = np.round(t[:len(bases)] * np.log(2) / np.log(-bases))
+    keep = np.abs(powers) < 2 ** 24
+    largest = float(info.max)
+    x = np.concatenate([x, bases[keep], [-largest, largest, 2.0, 2.0, 0.5, -0.5]])
+    y = np.concatenate([y, powers[keep], [-1.0, -1.0, float(np.log2(float(info.smallest_subnormal))),
+                                          float(np.log2(float(info.smallest_subnormal))) - 1, 1000.0, 1001.0]])
+    x, y = x.astype(np_dtype), y.astype(np_dtype)
+    got = np.asarray(cj.jit(cnp.power)(x, y))
+    exact = reference("pow", (x, y), dtype)
+    error = ulp_error(got, exact, dtype)
+    # f64: the exp's 2 ulps, plus log|x|'s relative error (2^-57, LOG_DOUBLE_DOUBLE_ERROR) times
+    # |y log|x|| (up to 745 here), relative to the result: in ulps of a subnormal result, less.
+    if dtype == "f64":
+        ulp = np.spacing(np.abs(exact.astype(np_dtype))).astype(np.float64)
+        allowed = 2 + np.abs(exact.astype(np.float64)) * np.abs(y * np.log(np.abs(x))) * LOG_DOUBLE_DOUBLE_ERROR / ulp
+    else:
+        allowed = BOUNDS["pow"][0]
+    worst = int(np.argmax(error - allowed))
+    assert (error <= allowed).all(), \
+        f"pow({x[worst]!r}, {y[worst]!r}) = {got[worst]!r}: {error[worst]:.2f} ulp"
+    assert got[-6] == np.power(np.longdouble(x[-6]), np.longdouble(y[-6])).astype(np_dtype)  # -1/max, exactly
