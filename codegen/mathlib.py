@@ -576,7 +576,9 @@ def with_huge_arguments(name: str, fast):
             huge, taken = huge_lanes(b, x)
         else:
             huge = taken = b.fcmp_unordered(">=", m.abs(x), m.c(PAYNE_HANEK_FROM))
-        ordinary = fast(m, x, *reduce_half_pi(m, m.select(huge, m.c(0.0), x)))
+        # Huge lanes' ordinary results are garbage, never poison (the reduction's float -> int
+        # saturates), and the huge path replaces them.
+        ordinary = fast(m, x, *reduce_half_pi(m, x))
         before = b.block
         big = b.append_basic_block(f"{name}.huge")
         join = b.append_basic_block(f"{name}.join")
@@ -690,6 +692,10 @@ def huge_lanes_function(module: ir.Module, name: str, vector_type) -> ir.Functio
     fn.attributes.add("noinline")
     fn.attributes.add("readnone")
     fn.attributes.add("nounwind")
+    # x86-64's intel_ocl_bicc keeps zmm16-31 and k4-7 across the call: the loop around it keeps
+    # its constants in registers instead of spilling them all (the C convention saves no vector).
+    if module.triple.startswith("x86_64"):
+        fn.calling_convention = "intel_ocl_bicc"
     x, mask = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     scalar = huge_function(module, name, vector_type.element)
@@ -749,6 +755,7 @@ def tan_of_quadrant(m, x, q, r):
 sin = with_huge_arguments("sin", sin_of_quadrant)
 cos = with_huge_arguments("cos", cos_of_quadrant)
 tan = with_huge_arguments("tan", tan_of_quadrant)
+HUGE_ARGUMENT_FUNCTIONS = ("sin", "cos", "tan")   # those with a Payne-Hanek path
 
 
 def atan(m, x):
