@@ -322,3 +322,24 @@ def test_pow_near_the_subnormal_range(dtype):
     assert (error <= allowed).all(), \
         f"pow({x[worst]!r}, {y[worst]!r}) = {got[worst]!r}: {error[worst]:.2f} ulp"
     assert got[-6] == np.power(np.longdouble(x[-6]), np.longdouble(y[-6])).astype(np_dtype)  # -1/max, exactly
+
+
+@pytest.mark.parametrize("fn", ["sin", "exp"])
+def test_loops_of_huge_argument_functions_are_interleaved(fn):
+    """A work-item loop calling sin/cos/tan asks LLVM to interleave it twice (the branch around
+    their Payne-Hanek call stops the vectorizer doing it by itself); after optimization its
+    vector body holds the polynomial twice. Other loops keep LLVM's own choice."""
+    from cdnajit.codegen import host
+    x, out = K.GlobalBuffer("x", "f64", 4096, readonly=True), K.GlobalBuffer("out", "f64", 4096)
+    i = K.Var("i", "i32")
+    kernel = K.Kernel(f"loop_{fn}", params=[x, out], grid=(4096 // WORKGROUP,), workgroup_size=(WORKGROUP,),
+                      body=[K.Let(i, K.workgroup_id(0) * WORKGROUP + K.workitem_id(0)),
+                            K.Store(out, i, K.math(fn, x[i]))])
+    text = str(host.llvm_module(kernel))
+    assert ('"llvm.loop.interleave.count", i32 2' in text) == (fn == "sin")
+    if fn == "sin":
+        optimized = str(host.optimized_module(kernel))
+        body = optimized[optimized.index("vector.body:"):]
+        body = body[:body.index("\n\n")]
+        # sin's polynomial has 8 terms (7 fma) and cos's 7 (6), for each of two vectors
+        assert body.count("@llvm.fma.v") >= 2 * 13
