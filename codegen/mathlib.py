@@ -410,26 +410,33 @@ def log1p(m, x):
 
 
 def log_double_double(m: MathBuilder, x):
-    """log(x) for finite x > 0 as hi + lo, good to about 2^-58 relative (for pow): what is left is
-    the rounding of the polynomial in T."""
+    """log(x) for finite x > 0 as hi + lo, good to about 2^-62 relative (for pow).
+
+    log(1 + f) = 2 atanh(s) = 2 (s + s_lo) + s T, T = z P(z), z = s^2, P = 2/3 + 2z/5 + ...: s T is
+    up to 1 % of the result, so its leading part s z 2/3 is a double-double too (from z and s z
+    as double-doubles and 2/3 as two floats) and only s z (P - 2/3) is rounded plainly."""
     e, f, s, _ = log_parts(m, x)
     u = m.add(f, m.c(2.0))
     u_lo = m.add(m.sub(m.c(2.0), u), f)
     s_lo = m.div(m.sub(m.fma(m.neg(s), u, f), m.mul(s, u_lo)), u)
-    # z = (s + s_lo)^2 as z + z_lo (s_lo moves it by up to 2^-52, its rounding by 2^-53), and
-    # T = z P(z) with z_lo through P's leading term: T's error is then P's own.
     z = m.mul(s, s)
-    z_lo = m.fma(s, s, m.neg(z))
-    z_lo = m.fma(m.mul(s, m.c(2.0)), s_lo, z_lo)
-    t = m.fma(z, m.poly(z, m.spec.log_terms), m.mul(z_lo, m.c(m.spec.log_terms[0])))
-    # log(1+f) = 2 atanh(s) = 2s + 2 s_lo + s T;  e ln2 as a product with its exact error.
+    z_lo = m.fma(m.mul(s, m.c(2.0)), s_lo, m.fma(s, s, m.neg(z)))          # (s + s_lo)^2 = z + z_lo
+    a = m.mul(s, z)
+    a_lo = m.add(m.fma(s, z, m.neg(a)), m.fma(s, z_lo, m.mul(s_lo, z)))     # (s + s_lo)^3 = a + a_lo
+    c0_hi, c0_lo = split(Decimal(2) / 3, 2)
+    rest = m.mul(z, m.poly(z, m.spec.log_terms[1:]))                       # P - 2/3
+    st_hi = m.mul(a, m.c(c0_hi))
+    st_lo = m.fma(a, m.c(c0_hi), m.neg(st_hi))
+    st_lo = m.add(st_lo, m.fma(a, rest, m.fma(a_lo, m.c(c0_hi), m.mul(a, m.c(c0_lo)))))
+    # e ln2 as a product with its exact error.
     ln2 = float(LN2)
     e_hi = m.mul(e, m.c(ln2))
     e_lo = m.fma(e, m.c(ln2), m.neg(e_hi))
     e_lo = m.fma(e, m.c(float(LN2 - Decimal(ln2))), e_lo)
     two_s = m.mul(s, m.c(2.0))
     total, error = two_sum(m, e_hi, two_s)
-    lo = m.add(m.add(error, e_lo), m.fma(s, t, m.mul(s_lo, m.c(2.0))))
+    total, error2 = two_sum(m, total, st_hi)
+    lo = m.add(m.add(m.add(error, error2), e_lo), m.fma(s_lo, m.c(2.0), st_lo))
     hi = m.add(total, lo)
     return hi, m.sub(lo, m.sub(hi, total))
 
