@@ -410,7 +410,7 @@ def log1p(m, x):
 
 
 def log_double_double(m: MathBuilder, x):
-    """log(x) for finite x > 0 as hi + lo, good to about 2^-62 relative (for pow).
+    """log(x) for finite x > 0 as hi + lo, good to about 2^-61 relative (for pow).
 
     log(1 + f) = 2 atanh(s) = 2 (s + s_lo) + s T, T = z P(z), z = s^2, P = 2/3 + 2z/5 + ...: s T is
     up to 1 % of the result, so its leading part s z 2/3 is a double-double too (from z and s z
