@@ -59,7 +59,7 @@ compared with the f64 value of the function), by tests/codegen/test_mathlib.py:
     acos       2.87  3.12  as asin
     erf        2.41  2.00  [-7, 7] and tiny
     cbrt       0.75  0.76  +-(0, max] log-uniform incl. subnormals
-    pow        0.50  1.13  x in [1e-3, 1e3], y in [-30, 30]; negative x with integer y
+    pow        0.50  1.00  x in [1e-3, 1e3], y in [-30, 30]; negative x with integer y
     sqrt       0.50  0.50  llvm.sqrt (correctly rounded)
 """
 from __future__ import annotations
@@ -410,21 +410,33 @@ def log1p(m, x):
 
 
 def log_double_double(m: MathBuilder, x):
-    """log(x) for finite x > 0 as hi + lo, good to about 2^-59 relative (for pow)."""
+    """log(x) for finite x > 0 as hi + lo, good to about 2^-61 relative (for pow).
+
+    log(1 + f) = 2 atanh(s) = 2 (s + s_lo) + s T, T = z P(z), z = s^2, P = 2/3 + 2z/5 + ...: s T is
+    up to 1 % of the result, so its leading part s z 2/3 is a double-double too (from z and s z
+    as double-doubles and 2/3 as two floats) and only s z (P - 2/3) is rounded plainly."""
     e, f, s, _ = log_parts(m, x)
     u = m.add(f, m.c(2.0))
     u_lo = m.add(m.sub(m.c(2.0), u), f)
     s_lo = m.div(m.sub(m.fma(m.neg(s), u, f), m.mul(s, u_lo)), u)
     z = m.mul(s, s)
-    t = m.mul(z, m.poly(z, m.spec.log_terms))
-    # log(1+f) = 2 atanh(s) = 2s + 2 s_lo + s T;  e ln2 as a product with its exact error.
+    z_lo = m.fma(m.mul(s, m.c(2.0)), s_lo, m.fma(s, s, m.neg(z)))          # (s + s_lo)^2 = z + z_lo
+    a = m.mul(s, z)
+    a_lo = m.add(m.fma(s, z, m.neg(a)), m.fma(s, z_lo, m.mul(s_lo, z)))     # (s + s_lo)^3 = a + a_lo
+    c0_hi, c0_lo = split(Decimal(2) / 3, 2)
+    rest = m.mul(z, m.poly(z, m.spec.log_terms[1:]))                       # P - 2/3
+    st_hi = m.mul(a, m.c(c0_hi))
+    st_lo = m.fma(a, m.c(c0_hi), m.neg(st_hi))
+    st_lo = m.add(st_lo, m.fma(a, rest, m.fma(a_lo, m.c(c0_hi), m.mul(a, m.c(c0_lo)))))
+    # e ln2 as a product with its exact error.
     ln2 = float(LN2)
     e_hi = m.mul(e, m.c(ln2))
     e_lo = m.fma(e, m.c(ln2), m.neg(e_hi))
     e_lo = m.fma(e, m.c(float(LN2 - Decimal(ln2))), e_lo)
     two_s = m.mul(s, m.c(2.0))
     total, error = two_sum(m, e_hi, two_s)
-    lo = m.add(m.add(error, e_lo), m.fma(s, t, m.mul(s_lo, m.c(2.0))))
+    total, error2 = two_sum(m, total, st_hi)
+    lo = m.add(m.add(m.add(error, error2), e_lo), m.fma(s_lo, m.c(2.0), st_lo))
     hi = m.add(total, lo)
     return hi, m.sub(lo, m.sub(hi, total))
 
@@ -571,7 +583,9 @@ def with_huge_arguments(name: str, fast):
             huge, taken = huge_lanes(b, x)
         else:
             huge = taken = b.fcmp_unordered(">=", m.abs(x), m.c(PAYNE_HANEK_FROM))
-        ordinary = fast(m, x, *reduce_half_pi(m, m.select(huge, m.c(0.0), x)))
+        # Huge lanes' ordinary results are garbage, never poison (the reduction's float -> int
+        # saturates), and the huge path replaces them.
+        ordinary = fast(m, x, *reduce_half_pi(m, x))
         before = b.block
         big = b.append_basic_block(f"{name}.huge")
         join = b.append_basic_block(f"{name}.join")
@@ -685,6 +699,10 @@ def huge_lanes_function(module: ir.Module, name: str, vector_type) -> ir.Functio
     fn.attributes.add("noinline")
     fn.attributes.add("readnone")
     fn.attributes.add("nounwind")
+    # x86-64's intel_ocl_bicc keeps zmm16-31 and k4-7 across the call: the loop around it keeps
+    # its constants in registers instead of spilling them all (the C convention saves no vector).
+    if module.triple.startswith("x86_64"):
+        fn.calling_convention = "intel_ocl_bicc"
     x, mask = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     scalar = huge_function(module, name, vector_type.element)
@@ -744,6 +762,7 @@ def tan_of_quadrant(m, x, q, r):
 sin = with_huge_arguments("sin", sin_of_quadrant)
 cos = with_huge_arguments("cos", cos_of_quadrant)
 tan = with_huge_arguments("tan", tan_of_quadrant)
+HUGE_ARGUMENT_FUNCTIONS = ("sin", "cos", "tan")   # those with a Payne-Hanek path
 
 
 def atan(m, x):
@@ -847,7 +866,10 @@ def pow(m, x, y):
         hi, lo = log_double_double(m, ax)
         product = m.mul(y, hi)
         tail = m.fma(y, lo, m.fma(y, hi, m.neg(product)))
-        tail = m.select(m.lt(m.abs(product), m.c(700.0)), tail, m.c(0.0))  # no inf - inf
+        # The tail counts down to the exp's limits (subnormal results too); beyond them the result
+        # is 0 or inf whatever it is (and a huge product's tail would not be tiny, an infinite one's NaN).
+        low, high = m.spec.exp_limits
+        tail = m.select(m.all(m.gt(product, m.c(low)), m.lt(product, m.c(high))), tail, m.c(0.0))
         magnitude = exp_with_tail(m, product, tail)
     else:  # f32: log and exp in f64 are exact enough for a correctly rounded-ish f32 result
         wide = m.widened()

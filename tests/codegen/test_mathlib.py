@@ -20,16 +20,18 @@ WORKGROUP = 256
 RNG = np.random.default_rng(0)
 
 # Maximum error in ulp allowed per function: (f32, f64). Looser bounds, and why:
-# - pow f64: log|x| is a double-double good to ~2^-59, so y*log|x| carries an absolute error of
-#   ~|y log x| 2^-59, i.e. up to ~1.6 ulp more at |y log x| ~ 200 (the tested range).
+# - pow f64 (not looser: the exp's 2): log|x| is a double-double good to ~2^-61 (measured), so
+#   y*log|x| adds ~|y log x| 2^-61 relative, under 1 ulp in the dense range and up to ~1.5 ulp more
+#   near the exp's limits (LOG_DOUBLE_DOUBLE_ERROR, test_pow_near_the_subnormal_range).
 # - tan: a quotient of two polynomials, each with its own rounding.
 # - asin, acos: atan2 of a square root, three roundings before atan's own error.
 BOUNDS = {
     "exp": (2, 2), "exp2": (2, 2), "expm1": (3, 3), "log": (2, 2), "log2": (3, 3), "log10": (3, 3),
     "log1p": (3, 3), "tanh": (4, 4), "logistic": (3, 3), "sinh": (4, 4), "cosh": (3, 3),
     "sin": (2, 2), "cos": (2, 2), "tan": (4, 4), "atan": (3, 3), "atan2": (3, 3), "asin": (4, 4),
-    "acos": (4, 4), "erf": (3, 3), "cbrt": (2, 2), "pow": (2, 4), "sqrt": (0.5, 0.5),
+    "acos": (4, 4), "erf": (3, 3), "cbrt": (2, 2), "pow": (2, 2), "sqrt": (0.5, 0.5),
 }
+LOG_DOUBLE_DOUBLE_ERROR = 2.0 ** -60   # pow f64's log|x|, relative, with a factor 2 to spare
 
 
 def logspace(low, high, n, signed=False):
@@ -182,7 +184,8 @@ HUGE = [2.0 ** 20, -(2.0 ** 20), 2.0 ** 20 - 1, 3e16, -3e16, 6e16, 1e30, -1e30, 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_special_values(dtype):
     """NaN, +-inf, +-0, huge and tiny inputs (every pair of them for the binary functions) as numpy."""
-    pairs = [(a, b) for a in SPECIALS for b in SPECIALS]
+    values = list({repr(v): v for v in SPECIALS + VARIANT_SPECIALS}.values())  # by repr: 0.0 and -0.0 both
+    pairs = [(a, b) for a in values for b in values]
     n = POINTS  # the size of the measuring kernel, so its compiled code is reused
     firsts = np.resize(np.array([a for a, _ in pairs]), n)
     seconds = np.resize(np.array([b for _, b in pairs]), n)
@@ -203,8 +206,8 @@ def test_special_values(dtype):
 
 # ---- outlined vector variants: the same results as the inlined functions -------------------
 
-SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 1e-40, -1e-40, 1e-310, 3e38, -3e38, 1e300,
-            88.7, -103.9, 709.7, -745.0, 1e6, -1e6]
+VARIANT_SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 1e-40, -1e-40, 1e-310, 3e38, -3e38, 1e300,
+                    88.7, -103.9, 709.7, -745.0, 1e6, -1e6]
 MATH_ARITY = {name: arity for name, (arity, _) in K.MATH_FUNCTIONS.items()}
 
 
@@ -218,7 +221,7 @@ def test_outlined_vector_variants_match_inlined_functions(dtype, monkeypatch):
     n = 4 * WORKGROUP
     np_dtype = numpy_dtype(dtype)
     with np.errstate(over="ignore"):
-        values = np.resize(np.concatenate([np.array(SPECIALS, np_dtype),
+        values = np.resize(np.concatenate([np.array(VARIANT_SPECIALS, np_dtype),
                                            RNG.uniform(-30, 30, n).astype(np_dtype)]), n)
     second = RNG.permutation(values)
     x, y = K.GlobalBuffer("x", dtype, n, readonly=True), K.GlobalBuffer("y", dtype, n, readonly=True)
@@ -278,3 +281,65 @@ def test_the_bits_of_two_over_pi_are_fdlibms():
     assert TWO_OVER_PI[0] == 0
     assert ours >> (256 - 24 * len(ipio2)) == fdlibm
     assert abs(TWO_OVER_PI[1] / 2.0 ** 64 - 2 / math.pi) < 2.0 ** -52
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_pow_near_the_subnormal_range(dtype):
+    """pow whose results are subnormal or near the smallest normal, within its ulp bound (the ulp
+    of a subnormal result is the smallest subnormal): y log|x| near the exp's lower limit, where
+    the product's rounding error must still reach the exp."""
+    import cdnajit as cj
+    import cdnajit.numpy as cnp
+    np_dtype = numpy_dtype(dtype)
+    info = np.finfo(np_dtype)
+    n = 4096
+    # Results 2^t with t from a few binades above the smallest normal to below the smallest subnormal.
+    t = RNG.uniform(np.log2(float(info.smallest_subnormal)) - 1, np.log2(float(info.tiny)) + 4, n)
+    x = logspace(-3, 3, n)
+    x = x[np.abs(np.log(x)) > 0.01]
+    y = t[:len(x)] * np.log(2) / np.log(x)
+    # Negative bases with integer exponents (odd ones keep the sign).
+    bases = -logspace(-2, 2, n // 4)
+    bases = bases[np.abs(np.log(-bases)) > 0.1]
+    powers = np.round(t[:len(bases)] * np.log(2) / np.log(-bases))
+    keep = np.abs(powers) < 2 ** 24
+    largest = float(info.max)
+    x = np.concatenate([x, bases[keep], [-largest, largest, 2.0, 2.0, 0.5, -0.5]])
+    y = np.concatenate([y, powers[keep], [-1.0, -1.0, float(np.log2(float(info.smallest_subnormal))),
+                                          float(np.log2(float(info.smallest_subnormal))) - 1, 1000.0, 1001.0]])
+    x, y = x.astype(np_dtype), y.astype(np_dtype)
+    got = np.asarray(cj.jit(cnp.power)(x, y))
+    exact = reference("pow", (x, y), dtype)
+    error = ulp_error(got, exact, dtype)
+    # f64: the exp's 2 ulps, plus log|x|'s relative error (LOG_DOUBLE_DOUBLE_ERROR) times
+    # |y log|x|| (up to 745 here), relative to the result: in ulps of a subnormal result, less.
+    if dtype == "f64":
+        ulp = np.spacing(np.abs(exact.astype(np_dtype))).astype(np.float64)
+        allowed = 2 + np.abs(exact.astype(np.float64)) * np.abs(y * np.log(np.abs(x))) * LOG_DOUBLE_DOUBLE_ERROR / ulp
+    else:
+        allowed = BOUNDS["pow"][0]
+    worst = int(np.argmax(error - allowed))
+    assert (error <= allowed).all(), \
+        f"pow({x[worst]!r}, {y[worst]!r}) = {got[worst]!r}: {error[worst]:.2f} ulp"
+    assert got[-6] == np.power(np.longdouble(x[-6]), np.longdouble(y[-6])).astype(np_dtype)  # -1/max, exactly
+
+
+@pytest.mark.parametrize("fn", ["sin", "exp"])
+def test_loops_of_huge_argument_functions_are_interleaved(fn):
+    """A work-item loop calling sin/cos/tan asks LLVM to interleave it twice (the branch around
+    their Payne-Hanek call stops the vectorizer doing it by itself); after optimization its
+    vector body holds the polynomial twice. Other loops keep LLVM's own choice."""
+    from cdnajit.codegen import host
+    x, out = K.GlobalBuffer("x", "f64", 4096, readonly=True), K.GlobalBuffer("out", "f64", 4096)
+    i = K.Var("i", "i32")
+    kernel = K.Kernel(f"loop_{fn}", params=[x, out], grid=(4096 // WORKGROUP,), workgroup_size=(WORKGROUP,),
+                      body=[K.Let(i, K.workgroup_id(0) * WORKGROUP + K.workitem_id(0)),
+                            K.Store(out, i, K.math(fn, x[i]))])
+    text = str(host.llvm_module(kernel))
+    assert ('"llvm.loop.interleave.count", i32 2' in text) == (fn == "sin")
+    if fn == "sin":
+        optimized = str(host.optimized_module(kernel))
+        body = optimized[optimized.index("vector.body:"):]
+        body = body[:body.index("\n\n")]
+        # sin's polynomial has 8 terms (7 fma) and cos's 7 (6), for each of two vectors
+        assert body.count("@llvm.fma.v") >= 2 * 13
