@@ -82,8 +82,6 @@ def convert(v: Val, dtype: str) -> Val:
         if src in "iub":   # integers round once into the float type
             ref = v.ref.astype(np_dtype(dtype))
             return Val(ref, dtype, np.where(v.err > 0, UNKNOWN, 0.0))
-        if v.dtype in ("float64", "complex128") and dtype in ("float16", "bfloat16"):
-            wide = wide.astype(np.float32).astype(np.float64)   # XLA converts through f32 (rounding twice)
         return rounded(wide, dtype, v.err)
 
 
