@@ -1127,12 +1127,20 @@ def optimize(module: ir.Module) -> llvm.ModuleRef:
         options.slp_vectorization = True
         builder = llvm.create_pass_builder(tm, options)
         builder.getModulePassManager().run(parsed, builder)
+        if COMPILER_USED.search(str(parsed)):
+            # The math library's vector variants were kept for the loop vectorizer; the ones it did not
+            # call go now, before the inliner and the backend spend time on them.
+            parsed = llvm.parse_assembly(COMPILER_USED.sub("", str(parsed)))
         # Inline what the loop vectorizer called and asks to be (mathlib.huge_variant's lane tests).
         after = llvm.create_new_module_pass_manager()
         after.add_always_inliner_pass()
+        after.add_global_dead_code_eliminate_pass()
         after.add_simplify_cfg_pass()
         after.run(parsed, builder)
         return parsed
+
+
+COMPILER_USED = re.compile(r"^@llvm\.compiler\.used = .*$", re.M)
 
 
 # An optimized module's alias scopes of `wg`'s buffer parameters (LLVM names them when it inlines
