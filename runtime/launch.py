@@ -43,11 +43,11 @@ from .native import link_object, native_wait
 
 RUN_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 # Ranges per thread in a parallel launch: enough that a thread slowed to half speed (a shared
-# core; seen on the 2-core benchmark machine for tens of milliseconds at a time) costs the launch
+# core, for tens of milliseconds at a time on a shared host) costs the launch
 # a range or so rather than half its time, few enough that ranges of consecutive workgroups keep
 # their locality (a GEMM's row of tiles sharing an A panel, a stream prefetching the next row).
 RANGES_PER_THREAD = 8
-# Reads of a spin-wait (runtime/native.py; about 25 ns each on the benchmark machine's Zen 5): a
+# Reads of a spin-wait (runtime/native.py; tens of nanoseconds each): a
 # worker watches for the next launch for about 200 us after a job, a launch's caller for its
 # helpers' last workgroups for about 1 ms before it blocks.
 WORKER_SPIN_READS = 8000

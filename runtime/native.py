@@ -6,8 +6,8 @@ worker pool (runtime/launch.py), built with llvmlite like the kernels.
 reads the i64 at `word` (an acquire load) until it is at least `target` or `limit` reads have
 been made, pausing between reads (x86's `pause`, which also lets a sibling hyperthread run), and
 returns the last value read. Called through ctypes, it spins with the GIL released: a Python loop
-would hold the GIL the thread it waits for needs. Waking a thread blocked in the kernel took
-40-50 us on the 2-core benchmark machine (a VM): a wait that spins first sees the word change
+would hold the GIL the thread it waits for needs. Waking a thread blocked in the kernel takes
+tens of microseconds in a virtual machine: a wait that spins first sees the word change
 within a fraction of a microsecond.
 """
 from __future__ import annotations
