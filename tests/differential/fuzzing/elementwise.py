@@ -138,6 +138,11 @@ def predicate(name: str, v: Val) -> Val:
     x = v.wide()
     ref = PREDICATES[name](x)
     err = np.where(v.err > 0, UNKNOWN, 0.0)
+    if name == "signbit":
+        # IEEE 754 leaves the sign of a NaN that an operation makes (0/0, a NaN min) to the
+        # implementation, and x86, numpy and LLVM's folding choose differently: compared elsewhere
+        # (tests/frontend/test_bitcast.py) on NaNs given as inputs.
+        err = np.where(np.isnan(x), UNKNOWN, err)
     return Val(ref, "bool", err)
 
 
