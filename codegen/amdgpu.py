@@ -48,7 +48,7 @@ from ..ir.kernel_verifier import verify_kernel
 from ..ir.targets import Target, get_target
 from .amdgpu_metadata import KernelResources, parse_resources
 from .fork_safe import ForkSafeLock
-from .host import _compile_lock  # one lock for all LLVM work: llvmlite shares one global context
+from .fork_safe import LLVM_LOCK  # one lock for all LLVM work: llvmlite shares one global context
 from .host import (I1, I8, I32, I64, MEMORY_TYPES, REGISTER_TYPES, HostKernelBuilder, add_attribute, is_float,
                    is_signed)
 
@@ -337,7 +337,7 @@ def compile_kernel(kernel: Kernel, target: Target | str | None = None) -> Amdgpu
             return _cache[key]
     module = llvm_module(kernel, target)
     machine = target_machine(target.name)
-    with _compile_lock:
+    with LLVM_LOCK:
         parsed = llvm.parse_assembly(str(module))
         parsed.verify()
         options = llvm.create_pipeline_tuning_options(speed_level=3)

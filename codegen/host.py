@@ -1106,9 +1106,6 @@ def llvm_module(kernel: Kernel, verify: bool = True) -> ir.Module:
     return HostKernelBuilder(kernel, tune_for_cpu=True).build()
 
 
-_compile_lock = LLVM_LOCK  # one lock for all LLVM work: llvmlite shares one global context
-
-
 @lru_cache(maxsize=1)
 def target_machine() -> llvm.TargetMachine:
     """The host CPU's target machine, at O3 with every feature of this CPU."""
@@ -1122,7 +1119,7 @@ def target_machine() -> llvm.TargetMachine:
 def optimize(module: ir.Module) -> llvm.ModuleRef:
     """Parse, verify and optimise at O3 (loop and SLP vectorizers on)."""
     tm = target_machine()
-    with _compile_lock:
+    with LLVM_LOCK:
         parsed = llvm.parse_assembly(str(module))
         parsed.verify()
         options = llvm.create_pipeline_tuning_options(speed_level=3)
@@ -1176,7 +1173,7 @@ def streaming_stores(module: llvm.ModuleRef, buffers: set[str]) -> llvm.ModuleRe
     marked = VECTOR_STORE.sub(mark, text)
     if marked == text:
         return module
-    with _compile_lock:
+    with LLVM_LOCK:
         streamed = llvm.parse_assembly(f"{marked}\n!{hint} = !{{i32 1}}\n")
         streamed.verify()
     return streamed
@@ -1196,6 +1193,6 @@ def optimized_llvm_ir(kernel: Kernel) -> str:
 def compile_object(kernel: Kernel) -> bytes:
     """The kernel as a host object file whose symbol `run` is the entry."""
     optimized = optimized_module(kernel)
-    with _compile_lock:
+    with LLVM_LOCK:
         return target_machine().emit_object(optimized)
 

@@ -71,7 +71,7 @@ def clz(x):
 def mulhi(x, y, /):
     """jax.lax.mulhi: the high half of the double-width product of x and y (signed or unsigned)."""
     (x, y), weak = strict_operands("mulhi", integer_operand("mulhi", x), integer_operand("mulhi", y))
-    dtype, unsigned = x.type.dtype, unsigned_of(x.type.dtype)
+    dtype = x.type.dtype
     bits = bits_of(dtype)
     if bits < 64:
         wide = ("i" if dtype in SIGNED_INTS else "u") + str(2 * bits)

@@ -15,7 +15,7 @@ from ...errors import AllocationError, ConcretizationError, TracingTypeError, Tr
 from ...ir.types import NUMPY_DTYPES, format_bytes
 from .. import lax_elementwise as lax
 from .. import lax_shape
-from ..dtypes import is_inexact, is_integer, to_inexact
+from ..dtypes import is_integer, to_inexact
 from ..lax_elementwise import static_int
 from ..lax_shape import broadcast_in_dim, broadcasted_iota
 from ..tracing import Tracer, as_tracer, bind1, check_array_like, constant, located

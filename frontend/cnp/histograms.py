@@ -21,7 +21,7 @@ from . import elementwise as el
 from . import reductions as red
 from . import shaping as sh
 from .base import DEFAULT_INT, convert, promote_args, result_type
-from .creation import arange, asarray, linspace, ones_like, zeros
+from .creation import asarray, linspace, ones_like, zeros
 from .indexing_funcs import ix_, ravel_multi_index, result_size
 
 __all__ = ["searchsorted", "digitize", "bincount", "histogram", "histogram_bin_edges", "histogram2d",

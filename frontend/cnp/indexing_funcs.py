@@ -19,11 +19,11 @@ from .. import lax_shape
 from ..dtypes import is_bool, is_inexact, is_integer
 from ..indexing import getitem, scatter
 from ..lax_elementwise import static_int
-from ..tracing import Tracer, constant, located
+from ..tracing import Tracer, located
 from . import elementwise as el
 from . import reductions as red
 from . import shaping as sh
-from .base import DEFAULT_INT, promote_args, broadcast_shapes, canonical_axis, convert, result_type, shape_of
+from .base import DEFAULT_INT, promote_args, broadcast_shapes, canonical_axis, convert, shape_of
 from .array_funcs import resize
 from .creation import arange, asarray, full, ones, static_shape, tri, zeros
 
