@@ -8,6 +8,4 @@ amdgpu_metadata.py  registers, spills, LDS and scratch read from the backend's m
 mfma_host.py, mfma_amdgpu.py  the lowerings of the MFMA wave op (ir/kernel_mfma.py), registered here.
 fork_safe.py  LLVM_LOCK (llvmlite's lock, around all LLVM work, held across os.fork) and ForkSafeLock.
 """
-from . import elemental_special, emit_fusion  # noqa: F401
-from . import emit_contract, emit_fft, emit_indexing, emit_scan, emit_sort  # noqa: F401
 from . import mfma_amdgpu, mfma_host  # noqa: F401

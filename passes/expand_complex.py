@@ -10,7 +10,7 @@ each complex value as two real ones. What stays complex is the boundary:
     same way: fft (its kernel reads and writes complex buffers itself), scatter with `mul`,
     products of windows, the inverse trigonometric and hyperbolic functions.
 Kernels read and write a complex value as numpy lays it out (interleaved re, im of the part dtype:
-see codegen/lower.py); codegen/elemental.py loads `real`/`imag` of such a buffer and stores a
+see lowering/emitters.py); lowering/elemental.py loads `real`/`imag` of such a buffer and stores a
 `complex` result as pairs.
 
 Accuracy. Additive ops, data movement, conj, comparisons, select and converts are exact, as are

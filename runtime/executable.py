@@ -10,8 +10,8 @@ step of a schedule:
     condition and the branch index back as host scalars;
   - `reshape`: a view of its operand (every array the schedule holds is C-contiguous), a bitcast
     as in XLA;
-  - any other op: a kernel from `codegen.lower.emit_kernel`, its arrays bound by the parameter
-    contract of codegen/lower.py (operands, then results, row-major). Each launch writes freshly
+  - any other op: a kernel from `lowering.emitters.emit_kernel`, its arrays bound by the parameter
+    contract of lowering/emitters.py (operands, then results, row-major). Each launch writes freshly
     allocated results: a call shares no scratch with another, so concurrent calls take no lock.
     An op whose results are all empty needs no kernel: its step only allocates them.
 Values live in the slots of a per-call environment (a list), one slot per SSA value.
@@ -37,7 +37,7 @@ from copy import copy as shallow_copy
 import numpy as np
 
 from ..codegen.host import compile_object, is_aligned_buffer
-from ..codegen.lower import HOST_OPS, emit_kernel
+from ..lowering.emitters import HOST_OPS, emit_kernel
 from ..errors import AllocationError, CdnajitError
 from ..ir.core import Module, Op, Region
 from ..ir.kernel import GlobalBuffer, Kernel
@@ -108,7 +108,7 @@ def check_contract(op: Op, kernel: Kernel) -> None:
                 break
     if problem:
         raise CdnajitError(f"the kernel of {op.name} ({kernel.name}) breaks the parameter contract of "
-                           f"codegen/lower.py: {problem}")
+                           f"lowering/emitters.py: {problem}")
 
 
 def object_code(kernel: Kernel, cache: CompileCache) -> tuple[str, bytes]:

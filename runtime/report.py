@@ -28,7 +28,7 @@ from ..ir.core import Op
 from ..ir.kernel import Kernel
 from ..ir.targets import Target
 from ..libs.blas.kernels import selection_for
-from ..passes.tiling import launch_config
+from ..lowering.tiling import launch_config
 from . import graphviz
 from .executable import kernel_name
 from .occupancy import occupancy

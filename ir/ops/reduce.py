@@ -3,7 +3,7 @@
 f16 and bf16 are accumulated in f32 and rounded once, as the generated kernels will do. Float and
 complex sums are pairwise (numpy's add.reduce along a contiguous last axis, where the reduced axes
 are moved): the error grows as log2(n) roundings, and an f32 sum of equal terms keeps growing past
-2**24 of them, as JAX's does. The kernels sum in blocks (codegen/elemental.py's SUM_BLOCK) and
+2**24 of them, as JAX's does. The kernels sum in blocks (lowering/elemental.py's SUM_BLOCK) and
 combine the work-items' partials in a tree: the two agree within the n * eps * sum(|x|) bound,
 not bit for bit.
 """

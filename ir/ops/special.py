@@ -3,7 +3,7 @@ scaled Bessel functions bessel_i0e and bessel_i1e (jax.lax's names).
 
 Their references run Python's `math` functions (the C library's lgamma and erfc) per element, and
 for digamma, erf_inv, zeta and the Bessel functions short formulas of their own; kernels compute them in f64 and round once
-(codegen/elemental_special.py).
+(lowering/elemental_special.py).
 """
 import math
 

@@ -55,7 +55,7 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ...codegen.lower import operand_buffers
+from ...lowering.emitters import operand_buffers
 from ...ir import kernel as K
 from ...ir.core import Op, Value, make_op
 from ...ir.kernel_mfma import Mfma, PrivateSlice

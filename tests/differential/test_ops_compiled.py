@@ -22,7 +22,7 @@ Tolerances (the `assert_close` fixture, tests/conftest.py):
   to the same half float or to neighbours;
 - SPECIAL ops (lgamma, digamma, erfc, erf_inv, zeta, bessel_i0e, bessel_i1e), compared with the
   interpreter's reference: both compute in f64 and round once, so 1 ulp below f64; in f64 the bound
-  measured by tests/codegen/test_elemental_special.py plus 1 (the SPECIAL table);
+  measured by tests/lowering/test_elemental_special.py plus 1 (the SPECIAL table);
 - sums, products and contractions accumulate in another order than numpy's pairwise sums: each
   of the n terms is rounded at most once per addition, so the error is at most n eps S, with S
   the same sum over magnitudes (computed in f64 by the op's reference) and eps the accumulator's
@@ -53,7 +53,7 @@ HALVES = ("f16", "bf16")
 REALS = ("bool",) + INTS + FLOATS
 TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "cbrt", "tanh", "sinh", "cosh", "sin",
                   "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "logistic", "erf", "pow", "atan2"}
-# The special functions (codegen/elemental_special.py) against the interpreter's reference: the
+# The special functions (lowering/elemental_special.py) against the interpreter's reference: the
 # f64 bound in ulp is the README's measured one plus 1 for the reference's own rounding; for lgamma
 # and digamma it is in ulp of max(|result|, 1), as measured (near their roots nothing keeps
 # relative accuracy).

@@ -11,7 +11,7 @@ import pytest
 import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
-from cdnajit.codegen import lower
+from cdnajit.lowering import emitters as lower
 from cdnajit.errors import CdnajitError
 from cdnajit.runtime import executable as ex
 from cdnajit.runtime.cache import CompileCache

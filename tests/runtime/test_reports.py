@@ -13,7 +13,7 @@ import cdnajit.numpy as cnp
 from cdnajit import lax
 from cdnajit.codegen import amdgpu
 from cdnajit.ir.targets import get_target
-from cdnajit.passes.tiling import launch_config
+from cdnajit.lowering.tiling import launch_config
 from cdnajit.runtime.occupancy import occupancy
 from cdnajit.runtime.roofline import math_flops, roofline
 

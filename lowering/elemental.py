@@ -18,7 +18,7 @@ Semantics are the op table's (ir/ops/): integer div/rem with XLA's values, NaN-p
 max/min, round half to even and saturating float->int converts come from the kernel IR itself;
 f16/bf16 ops are computed in f32 and rounded once per op (composite formulas widen explicitly).
 Complex values (passes/expand_complex.py leaves them only at kernel boundaries) are pairs of
-part elements: `parts_at` reads them from an interleaved input buffer (codegen/lower.py's layout),
+part elements: `parts_at` reads them from an interleaved input buffer (lowering/emitters.py's layout),
 a `complex` op or a constant, through index-only data movement; `real` and `imag` take one part,
 and the kernel builders store a complex result as its two parts. Other complex ops have no kernel
 code: NotImplementedError names the op.
@@ -37,7 +37,7 @@ from ..ir.core import Op, Region, Value
 from ..ir.kernel_printer import print_expr
 from ..ir.ops.reduce import reducer_identity
 from ..ir.types import COMPLEX_PART, COMPLEXES, INTS, NUMPY_DTYPES, SIGNED_INTS
-from ..passes.tiling import accumulator_dtype, accumulator_reducer
+from .tiling import accumulator_dtype, accumulator_reducer
 
 HALF_FLOATS = ("f16", "bf16")
 # Data movement whose entries only transform the index and return the operand's element as it is:

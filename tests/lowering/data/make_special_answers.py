@@ -1,7 +1,7 @@
 """Generates special_answers.npz, the known answers of test_elemental_special.py: scipy.special's
 values (f64; glibc's for erfc) at fixed random points of each function's domains (digamma below 0 by the reflection
 formula from scipy's positive values, see digamma_reflected). Run once, with scipy installed:
-    python tests/codegen/data/make_special_answers.py
+    python tests/lowering/data/make_special_answers.py
 """
 import math
 import pathlib

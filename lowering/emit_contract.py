@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 
 from ..ir import kernel as K
-from ..passes.tiling import accumulator_dtype
 from .elemental import row_major_strides
 from .emit_ops import all_of, index_dtype, loop_nest, offset, one_item_per_element, reject_complex, unravel
-from .lower import emitter, operand_buffers
+from .emitters import emitter, operand_buffers
+from .tiling import accumulator_dtype
 
 TILE = 16  # a TILE x TILE block of the result per workgroup of TILE x TILE work-items, K in steps of TILE
 

@@ -3,7 +3,7 @@
 Complex buffers. The kernel IR has no complex dtype: a c64 (c128) operand or result is a buffer of
 f32 (f64) holding 2 x size elements (2 for an empty value), the real and imaginary parts of each
 element interleaved (re0, im0, re1, im1, ...): numpy's memory layout of a C-contiguous complex
-array, with the bytes the parameter contract of codegen/lower.py counts. The runtime binds the
+array, with the bytes the parameter contract of lowering/emitters.py counts. The runtime binds the
 complex array itself (by address), or its real view `array.view(np.float32)` (float64 for c128).
 
 Method. One work-item per line of the result along the last dimension (a batch index and the
@@ -26,7 +26,7 @@ from ..ir import kernel as K
 from ..ir.types import COMPLEXES
 from .elemental import row_major_strides
 from .emit_ops import loop_nest, offset, one_item_per_element, unravel
-from .lower import emitter, operand_buffers
+from .emitters import emitter, operand_buffers
 
 MAX_PRIVATE_LINE = 4096  # elements of a twiddle table or of Z kept per work-item (2 x 32 KiB of f64)
 WIDE = "f64"

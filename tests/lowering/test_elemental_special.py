@@ -133,7 +133,7 @@ def test_empty_and_odd_shapes():
 
 
 def test_tables_match_their_derivation():
-    from cdnajit.codegen import elemental_special, special_coefficients
+    from cdnajit.lowering import elemental_special, special_coefficients
     for name, derived in special_coefficients.tables().items():
         stored = getattr(elemental_special, name)
         assert (tuple(stored) if isinstance(stored, tuple) else stored) == (

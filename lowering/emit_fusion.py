@@ -1,7 +1,7 @@
-"""Kernel IR for `fusion` ops (passes/fusion.py's contract), in the layout passes/tiling.py chooses.
+"""Kernel IR for `fusion` ops (passes/fusion.py's contract), in the layout lowering/tiling.py chooses.
 
-Kernel parameters follow codegen/lower.py: `in0, in1, ...` (the operands), then `out0, ...`.
-Elements come from codegen/elemental.py; this module lays out the work:
+Kernel parameters follow lowering/emitters.py: `in0, in1, ...` (the operands), then `out0, ...`.
+Elements come from lowering/elemental.py; this module lays out the work:
 
 - loop kernels: each work-item stores every result at its elements, with no guard: the last
   chunk of elements ends at the end, overlapping its predecessor (one body, contiguous loads and
@@ -24,9 +24,9 @@ from ..ir import kernel as K
 from ..ir.core import Op, Value
 from ..ir.targets import Target, get_target
 from ..ir.types import COMPLEXES
-from ..passes.tiling import WAVE_REDUCERS, LaunchConfig, launch_config, reduction_signature
 from .elemental import Accumulator, ElementalEmitter, accumulate_loop, index_dtype_for, merge_axes
-from .lower import emitter, operand_buffers
+from .emitters import emitter, operand_buffers
+from .tiling import WAVE_REDUCERS, LaunchConfig, launch_config, reduction_signature
 
 
 # Partial results of an unrolled row's exactly associative reduce: each add's latency (a max is
@@ -72,7 +72,7 @@ class FusionKernel:
 
     def store_results(self, results, index, linear):
         """Store each (buffer, value) at element `index` (linear position `linear`) of its result; a
-        complex element as its two parts (codegen/lower.py's layout)."""
+        complex element as its two parts (lowering/emitters.py's layout)."""
         for buffer, value in results:
             element = self.emitter.element_at(value, index)
             if value.type.dtype in COMPLEXES:

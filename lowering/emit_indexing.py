@@ -12,11 +12,11 @@ import math
 
 from ..ir import kernel as K
 from ..ir.types import UNSIGNED_INTS
-from ..passes.tiling import accumulator_dtype
 from .elemental import HALF_FLOATS, row_major_strides
 from .emit_ops import (WORKGROUP_ITEMS, all_of, combine, index_dtype, offset, one_item_per_element,
                        reject_complex, unravel)
-from .lower import emitter, operand_buffers
+from .emitters import emitter, operand_buffers
+from .tiling import accumulator_dtype
 
 
 def widened(value: K.Expr) -> K.Expr:

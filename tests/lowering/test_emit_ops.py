@@ -12,9 +12,9 @@ import pytest
 import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
-from cdnajit.codegen import emit_fft, emit_sort
-from cdnajit.codegen.emit_ops import index_dtype
-from cdnajit.codegen.lower import emit_kernel
+from cdnajit.lowering import emit_fft, emit_sort
+from cdnajit.lowering.emit_ops import index_dtype
+from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.ir import kernel as K
 from cdnajit.ir.core import Module, Region, Value, make_op
 from cdnajit.ir.types import FLOATS, type_of_array

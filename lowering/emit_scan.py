@@ -7,11 +7,11 @@ order, so results match it exactly: f16/bf16 accumulate in f32 and round once.
 from __future__ import annotations
 
 from ..ir import kernel as K
-from ..passes.tiling import accumulator_dtype
 from .elemental import identity_const, row_major_strides
 from .emit_ops import (all_of, combine, index_dtype, loop_nest, offset, one_item_per_element, reject_complex,
                        row_layout, row_start, unravel)
-from .lower import emitter, operand_buffers
+from .emitters import emitter, operand_buffers
+from .tiling import accumulator_dtype
 
 
 @emitter("cumulative")

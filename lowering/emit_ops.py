@@ -1,7 +1,7 @@
 """Building blocks shared by the kernel emitters of the ops the fusion pass leaves on their own.
 
 Those ops get simple, correct generated kernels here (the libraries under libs/ replace
-the heavy ones); each family has its module, registered with `@emitter` (codegen/lower.py):
+the heavy ones); each family has its module, registered with `@emitter` (lowering/emitters.py):
   emit_contract.py  dot_general (LDS-tiled), conv_general_dilated (direct)
   emit_indexing.py  gather, scatter, dynamic_slice, dynamic_update_slice
   emit_scan.py      cumulative, argmax, argmin, reduce_window

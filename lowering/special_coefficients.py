@@ -1,6 +1,6 @@
-"""The derivations of codegen/elemental_special.py's coefficient tables, at 50 digits with `decimal`.
+"""The derivations of lowering/elemental_special.py's coefficient tables, at 50 digits with `decimal`.
 
-Not imported by the compiler: tests/codegen/test_elemental_special.py runs these and checks the
+Not imported by the compiler: tests/lowering/test_elemental_special.py runs these and checks the
 stored tables against them (a few seconds of decimal arithmetic, too slow for every import).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fusion kernels (codegen/emit_fusion.py, codegen/elemental.py, passes/tiling.py) against the interpreter.
+"""Fusion kernels (lowering/emit_fusion.py, lowering/elemental.py, lowering/tiling.py) against the interpreter.
 
 Each test traces a program, runs the pass pipeline, then compiles every `fusion` op's kernel and
 runs it on the operands the interpreter computed, comparing with the interpreter's results for
@@ -18,15 +18,15 @@ from hypothesis import given, settings, strategies as st
 import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
-from cdnajit.codegen import emit_fusion
+from cdnajit.lowering import emit_fusion
 from cdnajit.codegen.host import optimized_llvm_ir
-from cdnajit.codegen.lower import emit_kernel
+from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.ir import kernel as K
 from cdnajit.ir.interpreter import run_region
 from cdnajit.ir.opdef import get_opdef
 from cdnajit.ir.targets import get_target
 from cdnajit.passes import run_pipeline
-from cdnajit.passes.tiling import launch_config
+from cdnajit.lowering.tiling import launch_config
 from cdnajit.runtime.launch import compile_kernel
 
 RNG = np.random.default_rng(7)

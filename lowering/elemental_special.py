@@ -2,7 +2,7 @@
 
 Each is computed in f64 and rounded once to the op's dtype, so f32 (and f16/bf16) results are
 correctly rounded but for rare ties; the f64 error bounds are measured by
-tests/codegen/test_elemental_special.py against scipy.special (stored answers).
+tests/lowering/test_elemental_special.py against scipy.special (stored answers).
 
 Coefficients come from exact formulas (no fitted tables to trust):
   - lgamma: around 2, lgamma(2 + z) = (1 - gamma) z + sum_k (-1)^k (zeta(k) - 1) / k z^k (|z| <= 1/2),
@@ -19,7 +19,7 @@ Coefficients come from exact formulas (no fitted tables to trust):
   - zeta: Euler-Maclaurin summation after 12 terms (ir/ops/special.py's reference, the same sums).
   - bessel_i0e, bessel_i1e: the power series of I_nu (positive terms) times exp(-|x|) below 30, Hankel's
     asymptotic series beyond (as the reference).
-The tables are derived by codegen/special_coefficients.py: zeta values and erfcx samples with
+The tables are derived by lowering/special_coefficients.py: zeta values and erfcx samples with
 `decimal` at 50 digits (Euler-Maclaurin sums, the Taylor series of erf).
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ HALF_LOG_2PI = 0.91893853320467274178032973640561764
 ERFC_CHEBYSHEV_LOW, ERFC_CHEBYSHEV_HIGH = 0.5, 2.5
 ERFC_FRACTION_DEPTH = 45
 
-# The tables below are derived by codegen/special_coefficients.py (which the tests rerun):
+# The tables below are derived by lowering/special_coefficients.py (which the tests rerun):
 # lgamma(2 + z) / z = sum_k LGAMMA_AT_2[k] z^k, |z| <= 1/2 (terms fall as 4^-k / k);
 # Stirling: lgamma(y) = (y - 1/2) log y - y + log(2 pi)/2 + sum_k STIRLING[k-1] / y^(2k-1), y >= 8;
 # psi(x0 + h) = sum_n DIGAMMA_AT_ROOT[n - 1] h^n, |h| <= 1/2, x0 = DIGAMMA_ROOT_HI + DIGAMMA_ROOT_LO;

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..ir import kernel as K
 from ..ir.types import FLOATS
 from .emit_ops import WORKGROUP_ITEMS, index_dtype, one_item_per_element, reject_complex, row_layout, row_start
-from .lower import emitter, operand_buffers
+from .emitters import emitter, operand_buffers
 
 MAX_LDS_ROW = 8192  # two i32 permutations of the row fill the 64 KiB of LDS
 
