@@ -418,13 +418,8 @@ def apply(name: str, z: C, **attrs) -> C:
     return C(call(name, z.re, **attrs), call(name, z.im, **attrs))
 
 
-def pad_with_one(z: C, axis: int, low: int, high: int) -> C:
-    """z padded along `axis` with the product's identity 1 + 0i."""
-    ndim = z.re.type.ndim
-    edges = dict(low=tuple(low if d == axis else 0 for d in range(ndim)),
-                 high=tuple(high if d == axis else 0 for d in range(ndim)), interior=(0,) * ndim)
-    one = z.re.b.full(1.0, z.re.type.with_shape(()))
-    return C(call("pad", z.re, one, **edges), call("pad", z.im, one.like(0.0), **edges))
+def concatenate(x: C, y: C, axis: int) -> C:
+    return C(call("concatenate", x.re, y.re, dimension=axis), call("concatenate", x.im, y.im, dimension=axis))
 
 
 def slice_along(z: C, axis: int, start: int, limit: int, stride: int = 1) -> C:
@@ -447,23 +442,27 @@ def product_over(x: C, axes) -> C:
         x = apply("transpose", x, permutation=tuple(kept + list(axes)))
     x = apply("reshape", x, new_sizes=kept_shape + (count,))
     axis = len(kept_shape)
+    if count == 1:  # numpy and XLA multiply the identity in: 1 * (-0 - 1i) is +0 - 1i
+        x = cmul(C(x.re.like(1.0), x.im.like(0.0)), x)
     while count > 1:
-        if count % 2:
-            x = pad_with_one(x, axis, 0, 1)
-            count += 1
-        x = cmul(slice_along(x, axis, 0, count, 2), slice_along(x, axis, 1, count, 2))
-        count //= 2
+        # An odd count's last element is carried to the next level as it is.
+        pairs = cmul(slice_along(x, axis, 0, count - 1, 2), slice_along(x, axis, 1, count, 2))
+        x = concatenate(pairs, slice_along(x, axis, count - 1, count), axis) if count % 2 else pairs
+        count = count // 2 + count % 2
     return apply("reshape", x, new_sizes=kept_shape)
 
 
 def running_product(x: C, axis: int, reverse: bool) -> C:
-    """Inclusive products along `axis` (Hillis and Steele): step k multiplies in the value k back."""
+    """Inclusive products along `axis` (Hillis and Steele): step k multiplies in the value k back; the
+    first k values are already final and kept as they are (so the first element is x's own, signed
+    zeros included, as numpy's)."""
     n = x.re.type.shape[axis]
     if reverse:
         x = apply("rev", x, dimensions=(axis,))
     step = 1
     while step < n:
-        x = cmul(pad_with_one(slice_along(x, axis, 0, n - step), axis, step, 0), x)
+        x = concatenate(slice_along(x, axis, 0, step),
+                        cmul(slice_along(x, axis, 0, n - step), slice_along(x, axis, step, n)), axis)
         step *= 2
     return apply("rev", x, dimensions=(axis,)) if reverse else x
 

@@ -281,3 +281,23 @@ def test_exp_log_pow_edges():
     assert abs(exp[2].real - expected.real) <= 8 * np.finfo(float).eps * expected.real
     assert log[1].real == -np.inf and np.signbit(log[3].imag)   # the branch cut side of -0.0
     assert power[1] == 0 and np.all(unit == 1)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda z: cnp.cumprod(z, axis=0),
+    lambda z: cnp.cumprod(z[::-1], axis=0)[::-1],
+    lambda z: lax.cumprod(z, axis=0, reverse=True),
+    lambda z: cnp.prod(z[:1], axis=0),
+    lambda z: cnp.prod(z, axis=0),
+])
+def test_products_keep_the_signed_zeros_numpy_keeps(fn):
+    # A running or reduced product's elements that take one factor are that factor itself, as in numpy
+    # (1 + 0i times -0 - 1i would be +0 - 1i); so is an odd count's last, carried element. (Products
+    # with zero parts may differ in their sign from numpy's, as the association differs: a tree of
+    # pairwise products here, left to right there; none of these has one.)
+    z = np.array([complex(-0.0, -1.0), complex(2.5, 0.25), complex(1.0, -0.0)], np.complex64)
+    expected = np.asarray(cj.jit(fn, backend="interpret")(z))
+    got = np.asarray(cj.jit(fn)(z))
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(np.signbit(got.real), np.signbit(expected.real))
+    np.testing.assert_array_equal(np.signbit(got.imag), np.signbit(expected.imag))
