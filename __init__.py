@@ -20,6 +20,7 @@ from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .ir.targets import Target
 from .libs import blas as _blas
 from .runtime.blas_tune import tune as _tune
+from .version import __version__
 
 # The find mode runs kernels, so it lives in runtime/ (libs/ may not import it); users find it where
 # rocBLAS users look: cj.libs.blas.tune(M, N, K, dtype).
@@ -29,7 +30,6 @@ _blas.tune = _tune
 _sys.modules[__name__ + ".numpy"] = numpy
 _sys.modules[__name__ + ".lax"] = lax
 
-__version__ = "0.1.0"
 __all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "ir", "tree_flatten",
            "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError", "TracingTypeError",
            "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError", "ArraySizeError",

@@ -1,7 +1,9 @@
 """The op table: one `OpDef` per graph-IR op.
 
 An entry holds everything the IR needs to know about an op, in one place:
-  - `attrs`: the attribute names and their kinds (read by the parser and the verifier);
+  - `attrs`: the attribute names and their kinds (read by the parser and the verifier); an op whose
+    attributes depend on its other attributes (`library_call`: each library routine has its own)
+    also has `more_attrs(attrs) -> {name: kind}`, the rest given the ones in `attrs`;
   - `infer`: the shape/dtype rule, (operand types, attrs, regions) -> result types, raising
     `TypeCheckError` with a message naming the problem;
   - `reference`: the numpy implementation used by the interpreter, (*arrays, **attrs) ->
@@ -35,17 +37,22 @@ class OpDef:
     # Number of regions, or None for "one or more" (the branches of `cond`).
     num_regions: int = 0
     doc: str = ""
+    more_attrs: Callable[[dict], dict] | None = None
+
+    def attr_kinds(self, attrs: dict) -> dict:
+        """Every attribute of the op and its kind, given its attributes (only `more_attrs` reads them)."""
+        return self.attrs if self.more_attrs is None else {**self.attrs, **self.more_attrs(attrs)}
 
 
 OPS: dict[str, OpDef] = {}
 
 
-def define(name, *, infer, reference, attrs=None, num_operands=None, num_regions=0, doc=""):
+def define(name, *, infer, reference, attrs=None, num_operands=None, num_regions=0, doc="", more_attrs=None):
     if name in OPS:
         raise ValueError(f"op {name!r} is defined twice")
     for kind in (attrs or {}).values():
         assert kind.rstrip("?") in ATTR_KINDS, (name, kind)
-    OPS[name] = OpDef(name, infer, reference, dict(attrs or {}), num_operands, num_regions, doc)
+    OPS[name] = OpDef(name, infer, reference, dict(attrs or {}), num_operands, num_regions, doc, more_attrs)
     return OPS[name]
 
 
@@ -90,14 +97,16 @@ def infer_types(name: str, operand_types, attrs: dict, regions=()) -> list[Tenso
     opdef = get_opdef(name)
     if opdef.num_operands is not None and len(operand_types) != opdef.num_operands:
         raise TypeCheckError(f"{name} takes {opdef.num_operands} operands, got {len(operand_types)}")
-    missing = set(opdef.attrs) - set(attrs)
-    extra = set(attrs) - set(opdef.attrs)
+    # An op's own attributes first: with `more_attrs`, they decide what the others are.
+    kinds = opdef.attr_kinds(attrs) if set(opdef.attrs) <= set(attrs) else opdef.attrs
+    missing = set(kinds) - set(attrs)
+    extra = set(attrs) - set(kinds)
     if missing or extra:
         raise TypeCheckError(f"{name}: missing attributes {sorted(missing)}, unknown attributes {sorted(extra)}"
                              if missing and extra else
                              f"{name}: missing attributes {sorted(missing)}" if missing else
                              f"{name}: unknown attributes {sorted(extra)}")
-    for key, kind in opdef.attrs.items():
+    for key, kind in kinds.items():
         if not check_attr_kind(kind, attrs[key]):
             raise TypeCheckError(f"{name}: attribute {key}={attrs[key]!r} is not a {kind}")
     if opdef.num_regions is None:

@@ -204,25 +204,38 @@ class ModuleBuilder:
 
     def attrs(self, opname, opdef, node, result_types) -> dict:
         attrs = {}
-        for attr in children(node):
-            key, value_node = attr.children
-            if key in attrs:
+        pairs = [attr.children for attr in children(node)]
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
                 raise self.error(key, f"{opname}: attribute {key} is given twice")
-            if key not in opdef.attrs:
-                known = ", ".join(opdef.attrs) or "none"
+            seen.add(key)
+        # The op's own attributes first: with `more_attrs`, they decide what the others are.
+        for key, value_node in pairs:
+            if key in opdef.attrs:
+                attrs[str(key)] = self.attr(opname, key, opdef.attrs[key], value_node, result_types)
+        try:
+            kinds = opdef.attr_kinds(attrs)
+        except TypeCheckError as error:
+            raise self.error(opname, str(error)) from None
+        for key, value_node in pairs:
+            if key not in kinds:
+                known = ", ".join(kinds) or "none"
                 raise self.error(key, f"{opname} has no attribute '{key}' (its attributes: {known})")
-            kind = opdef.attrs[key]
-            optional = kind.endswith("?")
-            kind = kind.rstrip("?")
-            if optional and kind_of(value_node) == "NONE":
-                attrs[str(key)] = None
-                continue
-            value = ATTR_READERS[kind](self, value_node, result_types)
-            if value is None:
-                raise self.error(value_node, f"{opname}: attribute {key} must be {KIND_NAMES[kind]}"
-                                             f"{' or none' if optional else ''}, got '{self.snippet(value_node)}'")
-            attrs[str(key)] = value
+            if key not in opdef.attrs:
+                attrs[str(key)] = self.attr(opname, key, kinds[key], value_node, result_types)
         return attrs
+
+    def attr(self, opname, key, kind, value_node, result_types):
+        optional = kind.endswith("?")
+        kind = kind.rstrip("?")
+        if optional and kind_of(value_node) == "NONE":
+            return None
+        value = ATTR_READERS[kind](self, value_node, result_types)
+        if value is None:
+            raise self.error(value_node, f"{opname}: attribute {key} must be {KIND_NAMES[kind]}"
+                                         f"{' or none' if optional else ''}, got '{self.snippet(value_node)}'")
+        return value
 
     # Readers of the attribute kinds: the value, or None when the text is not of that kind.
 

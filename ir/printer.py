@@ -117,6 +117,17 @@ def format_module_name(name) -> str:
     return "@" + (name if isinstance(name, str) and IDENTIFIER.fullmatch(name) else json.dumps(str(name)))
 
 
+def attr_kinds(op) -> dict:
+    """The kinds of an op's attributes, as far as the op table knows them (the printer prints broken ops too)."""
+    opdef = OPS.get(op.name)
+    if opdef is None:
+        return {}
+    try:
+        return opdef.attr_kinds(op.attrs)
+    except Exception:  # noqa: BLE001  (attributes that do not name a known routine: print them as they are)
+        return opdef.attrs
+
+
 class Printer:
     def __init__(self):
         self.names: dict[int, str] = {}
@@ -131,7 +142,7 @@ class Printer:
         return self.names[id(value)]
 
     def attrs_text(self, op) -> str:
-        kinds = OPS[op.name].attrs if op.name in OPS else {}
+        kinds = attr_kinds(op)
         order = [key for key in kinds if key in op.attrs] + sorted(set(op.attrs) - set(kinds))
         items = [f"{key} = {format_attr(op.attrs[key], kinds.get(key))}" for key in order]
         return " {" + ", ".join(items) + "}" if items else ""

@@ -1,6 +1,7 @@
-"""libs: the built-in libraries (see DESIGN.md, "Libraries").
+"""libs: the built-in libraries (see docs/design.md, "The library contract").
 
-A library is a pattern table that matches graph ops into `library_call`s (ir/ops/library.py), run
-by passes/match_libraries.py, plus (later) its solutions, heuristic and kernel generator.
-Today: blas/ (GEMM).
+A library is a package here that registers one `Library` (ir/ops/library.py): its routines, its
+matcher rules, its solution selection and its kernel emitter. Importing this package registers
+every built-in library: adding one is adding its folder and its line below.
 """
+from . import blas  # noqa: F401

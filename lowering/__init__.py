@@ -8,7 +8,7 @@ elemental.py  the kernel-IR expression of one element of a graph op (XLA's eleme
 emit_fusion.py  fusion kernels in tiling.py's layouts.
 emit_ops.py   building blocks of the kernels of the ops fusion leaves alone, one module per family:
               emit_contract.py, emit_indexing.py, emit_scan.py, emit_sort.py, emit_fft.py.
-Library calls are lowered by their library's own emitter (libs/, through ir/ops/library.py's registry).
+emit_library.py  a library_call: its library's own emitter (libs/, through ir/ops/library.py's registry).
 """
 from . import elemental_special, emit_fusion  # noqa: F401
-from . import emit_contract, emit_fft, emit_indexing, emit_scan, emit_sort  # noqa: F401
+from . import emit_contract, emit_fft, emit_indexing, emit_library, emit_scan, emit_sort  # noqa: F401

@@ -1,7 +1,7 @@
 """match_libraries: contractions, and the ops a library can fuse with them, become `library_call`s.
 
-It runs after canonicalize and before fusion. The libraries' pattern tables (LIBRARY_RULES: today
-libs/blas/matcher.py) are applied as the module is rebuilt op by op: each op, as it is built, is
+It runs after canonicalize and before fusion. The registered libraries' pattern tables (their
+`rules`, ir/ops/library.py), in registration order, are applied as the module is rebuilt op by op: each op, as it is built, is
 replaced by the first rule that matches it and does not decline. Ops are built in order, so a
 rule sees its operands already matched, and a chain (dot_general, scale, add C, add bias,
 activation) folds into one call in one sweep. The calls and ops left unread are then dropped (DCE).
@@ -15,13 +15,9 @@ from __future__ import annotations
 from collections import Counter
 
 from ..ir.core import Module, Op, Value, walk
+from ..ir.ops.library import LIBRARIES
 from ..ir.targets import Target, get_target
-from ..libs.blas.generator import GemmProblem
-from ..libs.blas.heuristic import pick
-from ..libs.blas.matcher import RULES as BLAS_RULES
 from .rewrite import Rebuilder, Scope, build_op, eliminate_dead_code
-
-LIBRARY_RULES = [*BLAS_RULES]
 
 # How far below a rule's root `owns` looks for the ops that read the call's result. Deeper than any
 # pattern (gelu's is 9 ops deep), and it bounds the search; a reader missed makes `owns` say no.
@@ -109,21 +105,27 @@ class LibraryMatcher(Rebuilder):
         return candidate.results
 
 
+def library_rules() -> list:
+    """The registered libraries' rules, in registration order."""
+    return [rule for library in LIBRARIES.values() for rule in library.rules]
+
+
 def match_libraries(module: Module, rules=None) -> Module:
     """A copy of `module` with its contractions (and what they fuse) as library calls."""
-    return eliminate_dead_code(LibraryMatcher(module, LIBRARY_RULES if rules is None else rules).run(module))
+    return eliminate_dead_code(LibraryMatcher(module, library_rules() if rules is None else rules).run(module))
 
 
 class SolutionSelector(Rebuilder):
-    """Copies a module, naming in every blas library_call the solution selected for `target`."""
+    """Copies a module, naming in every library_call the solution its library selects for `target`."""
 
     def __init__(self, target: Target):
         self.target = target
 
     def emit(self, scope, name, operands, attrs, regions=(), types=None, location=None) -> list[Value]:
-        if name == "library_call" and attrs["library"] == "blas" and not attrs["solution"]:
+        select = LIBRARIES[attrs["library"]].select if name == "library_call" else None
+        if select is not None and not attrs["solution"]:
             candidate = build_op(name, operands, attrs, regions, types, location)
-            attrs = {**attrs, "solution": pick(GemmProblem.from_op(candidate), self.target).solution.name}
+            attrs = {**attrs, "solution": select(candidate, self.target)}
         return super().emit(scope, name, operands, attrs, regions, types, location)
 
 

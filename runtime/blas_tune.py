@@ -7,7 +7,7 @@ MIOpen's find-db do. It runs kernels, so it lives here rather than in libs/.
 
 Later compiles of a library_call with the same target, sizes, batch, layouts and dtypes use the
 recorded winner (its selection reason says "tuned"); `epilogue="bias_relu"` (any of
-ir/ops/library.py's EPILOGUES) times the product with that epilogue fused, as the matcher builds it
+libs/blas/routines.py's EPILOGUES) times the product with that epilogue fused, as the matcher builds it
 for `relu(x @ w + b)`, and records the winner for that epilogue only. The candidates are the
 heuristic's `top` best-modelled solutions (all of them with top=None); each is generated, compiled,
 run once to warm up and checked against numpy. Then two stages time them, every round running each
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CdnajitError
-from ..ir.ops.library import ACTIVATIONS, EPILOGUES, split_epilogue
+from ..libs.blas.routines import ACTIVATIONS, EPILOGUES, split_epilogue
 from ..ir.targets import Target, get_target
 from ..ir.types import NUMPY_DTYPES, dtype_name
 from ..libs.blas.generator import GemmProblem, gemm_call, gemm_kernel

@@ -7,8 +7,8 @@
 
 A key is the SHA-256 of the entry's kind, the text it was compiled from (kernel IR, graph IR), the
 host target (triple, CPU, CPU features) and the compiler version. The version is the cdnajit and
-llvmlite versions plus a digest of the compiler's own sources (ir/, passes/, codegen/, runtime/,
-libs/), so object code made by an older checkout of the compiler is never reused.
+llvmlite versions plus a digest of the compiler's own sources (ir/, passes/, lowering/,
+libs/, codegen/, runtime/), so object code made by an older checkout of the compiler is never reused.
 
 An entry is one file `<key>.bin`: a fixed binary header (magic, the entry's own key, metadata
 length, payload length, SHA-256 of the rest of the header, the metadata and the payload), the
@@ -40,8 +40,9 @@ import llvmlite.binding as llvm
 
 from ..codegen.fork_safe import ForkSafeLock
 from ..environment import cache_directory
+from ..version import __version__
 
-COMPILER_FOLDERS = ("ir", "passes", "codegen", "runtime", "libs")
+COMPILER_FOLDERS = ("ir", "passes", "lowering", "libs", "codegen", "runtime")
 MAGIC = b"cdnajit2"                      # the file format's name and version
 HEADER = struct.Struct("<8s32sQQ32s")    # magic, key, metadata bytes, payload bytes, digest
 DIGESTED = struct.calcsize("<8s32sQQ")   # the digest covers the header before it, metadata and payload
@@ -56,7 +57,6 @@ _counts_lock = ForkSafeLock()  # counts and warnings of every cache, for a momen
 
 @functools.cache
 def compiler_version() -> str:
-    from .. import __version__
     root = Path(__file__).resolve().parent.parent
     sources = hashlib.sha256()
     for folder in COMPILER_FOLDERS:

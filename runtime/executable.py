@@ -36,16 +36,16 @@ from copy import copy as shallow_copy
 
 import numpy as np
 
+from .. import libs  # noqa: F401  (registers the built-in libraries)
 from ..codegen.host import compile_object, is_aligned_buffer
-from ..lowering.emitters import HOST_OPS, emit_kernel
 from ..errors import AllocationError, CdnajitError
 from ..ir.core import Module, Op, Region
 from ..ir.kernel import GlobalBuffer, Kernel
+from ..ir.ops.library import cache_stamps
 from ..ir.targets import Target, get_target
 from ..ir.types import NUMPY_DTYPES, format_bytes
 from ..ir.verifier import verify
-from ..libs.blas import kernels as blas_kernels  # noqa: F401  (registers the library_call emitter)
-from ..libs.blas.tuning import database_stamp
+from ..lowering.emitters import HOST_OPS, emit_kernel
 from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
 from .launch import CompiledKernel, address, aligned_empty, runs_in_parallel
@@ -435,8 +435,8 @@ class Executable:
         cache = cache if cache is not None else default_cache()
         target = target or get_target()
         start = time.perf_counter()
-        # The GEMM tuning database changes which solutions a program's library calls run.
-        program_key = cache.key("program", f"target {target.name}\ntuning {database_stamp()}\n{graph}") \
+        # A library's state outside the IR (a tuning database) changes which solutions its calls run.
+        program_key = cache.key("program", f"target {target.name}\nlibraries {cache_stamps()}\n{graph}") \
             if pipeline is None else None
         stored = cls.lookup(cache, program_key) if program_key is not None else None
         lookup = time.perf_counter() - start

@@ -26,8 +26,8 @@ from ..codegen import amdgpu
 from ..codegen.host import optimized_llvm_ir
 from ..ir.core import Op
 from ..ir.kernel import Kernel
+from ..ir.ops.library import LIBRARIES
 from ..ir.targets import Target
-from ..libs.blas.kernels import selection_for
 from ..lowering.tiling import launch_config
 from . import graphviz
 from .executable import kernel_name
@@ -214,9 +214,10 @@ class ProgramReport:
         reports = []
         for kernel, op in zip(self.executable.kernels, self.ops):
             report = kernel_report(kernel, self.target, source_ops=source_ops(op), kind=kernel_kind(op))
-            if op.name == "library_call":
-                chosen = selection_for(op, self.target)
-                report = dataclasses.replace(report, solution=chosen.solution.name, selection=chosen.reason)
+            explain = LIBRARIES[op.attrs["library"]].explain if op.name == "library_call" else None
+            if explain is not None:
+                solution, reason = explain(op, self.target)
+                report = dataclasses.replace(report, solution=solution, selection=reason)
             reports.append(report)
         return reports
 

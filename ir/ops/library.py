@@ -1,164 +1,100 @@
-"""`library_call`: a contraction the library matcher (passes/match_libraries.py) handed to a library.
+"""`library_call`: work the library matcher (passes/match_libraries.py) handed to a library, and the
+contract every library under libs/ registers by.
 
-Today the one library is "blas" (libs/blas): a GEMM in hipBLASLt's form, row-major,
+    %d = library_call(%a, %b) {library = "blas", routine = "gemm", solution = "", trans_a = false, ...}
 
-    D = epilogue(alpha * op(A) @ op(B) + beta * C + bias)       op(X) = X, or X's transpose if trans_x
+Every call has three attributes: `library` and `routine` name what it computes, and `solution`
+names the kernel the library's solution selection picked for it ("" until the select_solutions
+pass runs). The routine adds its own attributes (a GEMM's transposes, alpha, beta, epilogue...),
+its shape rule and its numpy reference, so the parser, printer, verifier and interpreter handle a
+call of any registered routine as they handle any op.
 
-Operands: A, B, then C (of D's type) when beta != 0, then bias (a row of N elements, added to every
-row of D) when the epilogue starts with "bias". A is [M, K] ([K, M] if trans_a) and B is [K, N]
-([N, K] if trans_b); the batched routines put one batch dimension first in A, B, C and D.
-Attributes:
-  - `library`, `routine` (gemm, gemv, batched_gemm, strided_batched_gemm) and `solution`, the
-    kernel the library's heuristic picked ("" until selection). The matcher emits
-    strided_batched_gemm for batches (dense tensors have one batch stride); batched_gemm is
-    rocBLAS's form with an array of pointers, left to the library's solution selection;
-  - `trans_a`, `trans_b`, the scalars `alpha` and `beta` (ints for an integer D, complex for a
-    complex one), and `epilogue`: "none", "bias", an activation, or "bias_" + an activation
-    (ACTIVATIONS);
-  - `result_dtype` (D's) and `compute_dtype` (the accumulator's: f32 for f16/bf16, i32 for i8).
-
-The reference computes as the graph ops the matcher replaced did, step by step with their
-references: the product (accumulated in compute_dtype, rounded once to result_dtype, as
-dot_general's reference), then alpha, C, bias and the activation, each rounded to result_dtype.
-So interpreting a matched module gives the original's results; a kernel may keep the epilogue in
-the accumulator and round once. Activations are computed in the forms written below; a graph that
-wrote one otherwise (another association, constants to 10 digits) agrees to a few ulp.
+A library registers one `Library` (its package's `__init__.py` calls `register_library`), which
+holds everything the compiler asks of it:
+  - `routines`: name -> `Routine` (attributes, shape rule, reference);
+  - `rules`: (pattern, rewrite) pairs the library matcher applies (passes/match_libraries.py);
+  - `select(op, target) -> str`: the solution a call runs on a target;
+  - `emit(op, kernel_name, target) -> Kernel`: the kernel of a call (lowering/emit_library.py);
+  - `explain(op, target) -> (solution, reason)`: what the reports say it runs, and why;
+  - `cache_stamp() -> str`: state outside the IR that changes its kernels (a tuning database),
+    part of every compiled program's cache key.
+The pipeline, the executable and the reports read only this registry: none of them names a library.
 """
-import math
+from __future__ import annotations
 
-import numpy as np
+from dataclasses import dataclass, field
+from typing import Callable
 
-from ..opdef import OPS, define, fmt_types, require
-from ..types import COMPLEXES, FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType
-from .linalg import dot_general
+from ..opdef import define, require
 
-ROUTINES = {  # routine -> rank of A and B (a batch dimension first, for the batched ones)
-    "gemm": 2, "gemv": 2, "batched_gemm": 3, "strided_batched_gemm": 3,
-}
-LIBRARIES = ("blas",)
-HALF_FLOATS = ("f16", "bf16")
+# The attributes every library_call has; a routine's own follow them.
+COMMON_ATTRS = {"library": "str", "routine": "str", "solution": "str"}
 
 
-def apply(name, *arrays):
-    """Op `name`'s reference on arrays: the epilogue computes as the graph's ops do."""
-    return OPS[name].reference(*arrays)
+@dataclass(frozen=True)
+class Routine:
+    """One routine of a library, as the op table describes an op: `attrs` are its attributes beyond
+    COMMON_ATTRS (name -> kind, ir/opdef.py's ATTR_KINDS), `infer(types, attrs)` its shape/dtype rule
+    (raising TypeCheckError) and `reference(*arrays, **attrs)` its numpy reference."""
+    attrs: dict
+    infer: Callable
+    reference: Callable
+    doc: str = ""
 
 
-def splat(value, like: np.ndarray) -> np.ndarray:
-    return np.full(like.shape, value, like.dtype)
+@dataclass(frozen=True)
+class Library:
+    name: str
+    routines: dict[str, Routine]
+    rules: tuple = ()
+    select: Callable | None = None
+    emit: Callable | None = None
+    explain: Callable | None = None
+    cache_stamp: Callable[[], str] = field(default=lambda: "")
 
 
-def gelu_tanh(x):
-    # x * (0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))), as jax.nn.gelu(approximate=True)
-    cube = apply("mul", x, apply("mul", x, x))
-    inner = apply("mul", splat(math.sqrt(2 / math.pi), x), apply("add", x, apply("mul", splat(0.044715, x), cube)))
-    return apply("mul", x, apply("mul", splat(0.5, x), apply("add", splat(1, x), apply("tanh", inner))))
+LIBRARIES: dict[str, Library] = {}
 
 
-def gelu_erf(x):
-    # x * (erf(x / sqrt(2)) + 1) / 2, as jax.nn.gelu(approximate=False)
-    erf = apply("erf", apply("div", x, splat(math.sqrt(2), x)))
-    return apply("div", apply("mul", x, apply("add", erf, splat(1, x))), splat(2, x))
+def register_library(library: Library) -> Library:
+    if library.name in LIBRARIES:
+        raise ValueError(f"library {library.name!r} is registered twice")
+    LIBRARIES[library.name] = library
+    return library
 
 
-# activation -> (reference, the result dtypes it accepts)
-ACTIVATIONS = {
-    "relu": (lambda x: apply("max", x, splat(0, x)), INTS + FLOATS),
-    "sigmoid": (lambda x: apply("logistic", x), FLOATS),
-    "tanh": (lambda x: apply("tanh", x), FLOATS),
-    "silu": (lambda x: apply("mul", x, apply("logistic", x)), FLOATS),
-    "gelu_tanh": (gelu_tanh, FLOATS),
-    "gelu_erf": (gelu_erf, FLOATS),
-}
-EPILOGUES = ("none", "bias", *ACTIVATIONS, *(f"bias_{name}" for name in ACTIVATIONS))
+def unregister_library(name: str) -> None:
+    """Drop a library from the registry (a test's toy library, after the test)."""
+    del LIBRARIES[name]
 
 
-def split_epilogue(epilogue: str) -> tuple[bool, str | None]:
-    """("bias_relu") -> (True, "relu"); ("bias") -> (True, None); ("none") -> (False, None)."""
-    has_bias = epilogue == "bias" or epilogue.startswith("bias_")
-    activation = epilogue[len("bias_"):] if epilogue.startswith("bias_") else epilogue
-    return has_bias, (None if activation in ("none", "bias") else activation)
+def cache_stamps() -> str:
+    """Every registered library's `cache_stamp`, for a compiled program's cache key."""
+    return "; ".join(f"{name} {library.cache_stamp()}" for name, library in LIBRARIES.items())
 
 
-def gemm_sizes(a: TensorType, b: TensorType, trans_a: bool, trans_b: bool):
-    """(M, K of A, K of B, N) of the matrices op(A) and op(B)."""
-    rows_a, columns_a = a.shape[-2:]
-    rows_b, columns_b = b.shape[-2:]
-    m, k_a = (columns_a, rows_a) if trans_a else (rows_a, columns_a)
-    k_b, n = (columns_b, rows_b) if trans_b else (rows_b, columns_b)
-    return m, k_a, k_b, n
+def routine_of(attrs: dict) -> Routine:
+    """The Routine a library_call's `library` and `routine` attributes name; TypeCheckError if none."""
+    library = LIBRARIES.get(attrs.get("library"))
+    require(library is not None, f"library_call: unknown library {attrs.get('library')!r} "
+                                 f"(registered: {', '.join(LIBRARIES) or 'none'})")
+    routine = library.routines.get(attrs.get("routine"))
+    require(routine is not None, f"library_call: {library.name}'s routine {attrs.get('routine')!r} is not one of "
+                                 f"{', '.join(library.routines)}")
+    return routine
 
 
-def scalar_fits(value, dtype: str) -> bool:
-    """Whether alpha or beta is a number of dtype's kind: an int for integers, real for floats."""
-    if dtype in INTS:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return not isinstance(value, bool) and (dtype in COMPLEXES or not isinstance(value, complex))
+def routine_attrs(attrs: dict) -> dict:
+    return routine_of(attrs).attrs
 
 
 def library_call_infer(types, attrs, regions):
-    name = "library_call"
-    require(attrs["library"] in LIBRARIES, f"{name}: unknown library {attrs['library']!r}")
-    routine, epilogue = attrs["routine"], attrs["epilogue"]
-    require(routine in ROUTINES, f"{name}: routine {routine!r} is not one of {', '.join(ROUTINES)}")
-    require(epilogue in EPILOGUES, f"{name}: epilogue {epilogue!r} is not one of {', '.join(EPILOGUES)}")
-    has_bias, activation = split_epilogue(epilogue)
-    has_c = attrs["beta"] != 0
-    expected = 2 + has_c + has_bias
-    require(len(types) == expected, f"{name}: beta={attrs['beta']} and epilogue {epilogue!r} take {expected} "
-                                    f"operands (A, B{', C' if has_c else ''}{', bias' if has_bias else ''}), "
-                                    f"got ({fmt_types(types)})")
-    a, b = types[:2]
-    rank = ROUTINES[routine]
-    require(a.ndim == rank and b.ndim == rank, f"{name}: {routine} takes operands of rank {rank}, got {a} and {b}")
-    require(a.shape[:-2] == b.shape[:-2], f"{name}: the batch dimensions of A {a} and B {b} differ")
-    require(a.dtype == b.dtype and a.dtype in NUMERIC, f"{name}: A {a} and B {b} must have one numeric dtype")
-    m, k_a, k_b, n = gemm_sizes(a, b, attrs["trans_a"], attrs["trans_b"])
-    require(k_a == k_b, f"{name}: op(A) is {m}x{k_a} (A {a}, trans_a={attrs['trans_a']}) but op(B) is {k_b}x{n} "
-                        f"(B {b}, trans_b={attrs['trans_b']}): the contracting sizes {k_a} and {k_b} differ")
-    require(routine != "gemv" or m == 1 or n == 1, f"{name}: gemv needs M or N of 1, got {m}x{n}")
-    result_dtype, compute = attrs["result_dtype"], attrs["compute_dtype"]
-    family = next(f for f in (INTS, FLOATS, COMPLEXES) if a.dtype in f)
-    for what, dtype in [("result_dtype", result_dtype), ("compute_dtype", compute)]:
-        require(dtype in family and NUMPY_DTYPES[dtype].itemsize >= NUMPY_DTYPES[a.dtype].itemsize,
-                f"{name}: {what} {dtype} does not hold products of operands of dtype {a.dtype}")
-    require(compute not in HALF_FLOATS, f"{name}: compute_dtype {compute}: half floats accumulate in f32")
-    for what in ("alpha", "beta"):
-        require(scalar_fits(attrs[what], result_dtype), f"{name}: {what}={attrs[what]!r} is not a {result_dtype}")
-    result = TensorType(result_dtype, a.shape[:-2] + (m, n))
-    if has_c:
-        require(types[2] == result, f"{name}: C must have D's type {result}, got {types[2]}")
-    if has_bias:
-        require(types[-1] == TensorType(result_dtype, (n,)), f"{name}: bias must be {result_dtype}[{n}], "
-                                                             f"got {types[-1]}")
-    if activation is not None:
-        require(result_dtype in ACTIVATIONS[activation][1],
-                f"{name}: epilogue {epilogue!r} is not defined on {result_dtype}")
-    return [result]
+    return routine_of(attrs).infer(types, attrs)
 
 
-def library_call(a, b, *rest, library, routine, solution, trans_a, trans_b, alpha, beta, epilogue, result_dtype,
-                 compute_dtype):
-    batch = tuple(range(a.ndim - 2))
-    # The product as dot_general's reference computes it: accumulate in compute_dtype, round once
-    # (overflowing to inf as IEEE says, silently).
-    product = dot_general(a, b, lhs_contracting=(a.ndim - 2 if trans_a else a.ndim - 1,),
-                          rhs_contracting=(b.ndim - 1 if trans_b else b.ndim - 2,), lhs_batch=batch, rhs_batch=batch,
-                          preferred_element_type=compute_dtype)
-    with np.errstate(over="ignore"):
-        d = product.astype(NUMPY_DTYPES[result_dtype])
-    if alpha != 1:
-        d = apply("mul", d, splat(alpha, d))
-    if beta != 0:
-        c = rest[0]
-        d = apply("add", d, c if beta == 1 else apply("mul", c, splat(beta, c)))
-    has_bias, activation = split_epilogue(epilogue)
-    if has_bias:
-        d = apply("add", d, np.broadcast_to(rest[-1], d.shape))
-    return d if activation is None else ACTIVATIONS[activation][0](d)
+def library_call(*arrays, library, routine, solution, **attrs):
+    return routine_of({"library": library, "routine": routine}).reference(*arrays, **attrs)
 
 
-define("library_call", infer=library_call_infer, reference=library_call,
-       attrs={"library": "str", "routine": "str", "solution": "str", "trans_a": "bool", "trans_b": "bool",
-              "alpha": "scalar", "beta": "scalar", "epilogue": "str", "result_dtype": "dtype", "compute_dtype": "dtype"},
-       doc="D = epilogue(alpha * op(A) @ op(B) + beta * C + bias), a library routine (see the module docstring)")
+define("library_call", infer=library_call_infer, reference=library_call, attrs=COMMON_ATTRS, more_attrs=routine_attrs,
+       doc="a routine of a library under libs/ (see the module docstring)")

@@ -1,6 +1,6 @@
 """The GEMM kernel generator: a `library_call blas.*` and a `Solution` -> a kernel IR `Kernel`.
 
-    D[b] = epilogue(alpha * op(A[b]) @ op(B[b]) + beta * C[b] + bias)        (ir/ops/library.py)
+    D[b] = epilogue(alpha * op(A[b]) @ op(B[b]) + beta * C[b] + bias)        (routines.py)
 
 Workgroup (x, y, z) of the grid (ceil(N / MT1), ceil(M / MT0), batch) computes the macro tile of
 D at rows m0 = y * MT0, columns n0 = x * MT1 of batch z; the host runs them along M first when A
@@ -55,13 +55,13 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ...lowering.emitters import operand_buffers
 from ...ir import kernel as K
 from ...ir.core import Op, Value, make_op
 from ...ir.kernel_mfma import Mfma, PrivateSlice
 from ...ir.opdef import compute_dtype, infer_types
-from ...ir.ops.library import gemm_sizes, split_epilogue
 from ...ir.types import COMPLEXES, TensorType, dtype_name, numpy_dtype
+from ...lowering.emitters import operand_buffers
+from .routines import gemm_sizes, split_epilogue
 from .solutions import Solution
 
 # How many K blocks ahead the operands read along new rows are prefetched (host: on 2 threads,
@@ -148,7 +148,7 @@ def gemm_call(m: int, n: int, k: int, in_dtype: str, result_dtype: str, *, batch
 
 
 def activation_expr(name: str | None, x: K.Expr) -> K.Expr:
-    """The epilogue's activation in kernel IR, as ir/ops/library.py's ACTIVATIONS define them."""
+    """The epilogue's activation in kernel IR, as routines.py's ACTIVATIONS define them."""
     if name is None:
         return x
     if name == "relu":

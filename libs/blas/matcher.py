@@ -12,7 +12,7 @@ A rewrite is called as `rewrite(m, **bindings)`: `m.op(name, *operands, **attrs)
 compute from it), so absorbing them leaves the old GEMM unread instead of computing it twice.
 It returns the value that replaces the matched root, or None to decline.
 
-How a dot_general maps to a GEMM (libs' row-major convention, ir/ops/library.py): its batch, free
+How a dot_general maps to a GEMM (libs' row-major convention, routines.py): its batch, free
 and contracting dimensions are flattened into B, M (or N) and K. An operand whose dimensions lie
 in the order (batch, free, contracting) or (batch, contracting, free) is reshaped, which moves no
 data; the second order is a transposed operand (trans_a / trans_b). Transposes feeding the
@@ -31,9 +31,9 @@ import numpy as np
 
 from ...ir.core import Op, Value
 from ...ir.opdef import compute_dtype
-from ...ir.ops.library import ACTIVATIONS, split_epilogue
 from ...ir.types import FLOATS, INEXACT, dtype_name, numpy_dtype
 from ...passes.patterns import Pat, splat_value
+from .routines import ACTIVATIONS, split_epilogue
 
 # operand dtype -> the result dtypes the library computes it to (f16/bf16 accumulate in f32, i8 in i32)
 SUPPORTED = {"f64": ("f64",), "f32": ("f32",), "f16": ("f16", "f32"), "bf16": ("bf16", "f32"), "i8": ("i32",),
