@@ -122,8 +122,8 @@ COMBINE: dict[str, Callable] = {
 
 # A float sum adds this many elements into a block partial, then the partial into the running total:
 # the error bound grows as BLOCK + n / BLOCK roundings instead of n, and an f32 total of equal terms
-# keeps growing past 2**24 of them (up to 2**24 blocks). One add per block: the inner loop is the
-# plain loop it was.
+# keeps growing past 2**24 of them (up to 2**24 blocks). It costs one add per block: the inner
+# loop stays a plain loop over the block's elements.
 SUM_BLOCK = 4096
 
 

@@ -3,7 +3,10 @@
 Both accumulate in the result dtype's accumulator (f16/bf16 results in f32, rounded once; integers
 in the result dtype, wrapping), operands converted to it as they are read. Dimension orders are
 free: offsets come from index arithmetic on the operands' own strides, no transposes.
-The library issue (rocBLAS/MIOpen-like solutions) replaces these kernels for speed.
+These are simple, correct kernels for what no library takes: passes/match_libraries.py makes the
+dot_generals libs/blas supports GEMM library calls, so this dot_general kernel runs the others
+(products without contracting dimensions, dtypes the library lacks); convolutions all run here,
+as cdnajit has no convolution library (MIOpen's role).
 """
 from __future__ import annotations
 

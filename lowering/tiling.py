@@ -94,9 +94,10 @@ def loop_config(op: Op, target: Target) -> LaunchConfig:
     width = min(LOOP_WORKGROUP, round_up(max(n, 1), WAVE))
     reasons = [f"{size_text(n)} elements of {result.dtype}: {width} work-items per workgroup "
                f"on consecutive elements (contiguous loads and stores across each wave)"]
-    # One element per work-item: the host vectorizes across work-items, and measured on W1 (tanh
-    # chain, 4 Mi f32) 4 unrolled elements per work-item ran 1.5x slower (the 16 AVX registers
-    # spill); on the GPU a grid of n/256 workgroups already fills every CU.
+    # One element per work-item: the host vectorizes across work-items, and unrolling several
+    # elements per work-item multiplies the live values of a long elementwise chain until the
+    # vector registers spill (16 with AVX2; 4 elements per work-item made a 4 Mi f32 tanh chain
+    # 1.5x slower); on the GPU a grid of n/256 workgroups already fills every CU.
     elements = 1
     grid = -(-n // (width * elements))
     tail = n % (width * elements)

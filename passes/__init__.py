@@ -1,4 +1,4 @@
-"""Graph-to-graph passes and the pass manager (see DESIGN.md, "Passes").
+"""Graph-to-graph passes and the pass manager (see docs/design.md).
 
 Each pass is a function Module -> Module that returns a new module and leaves its input alone.
 """

@@ -1,9 +1,9 @@
 """Buffer assignment: which values of a module's top level may share memory, by liveness.
 
-Run after fusion, when each top-level op is one kernel (or library call, or host loop) and the
-top level is the schedule. A value is live from the op that makes it to the last op that reads
-it (a read inside an op's regions counts as a read by that op); the module's outputs stay live
-to the end. A kernel reads its inputs while it writes its results, so a value made by op i and a
+It applies after fusion, when each top-level op is one kernel (or library call, or host loop)
+and the top level is the schedule. A value is live from the op that makes it to the last op that
+reads it (a read inside an op's regions counts as a read by that op); the module's outputs stay
+live to the end. A kernel reads its inputs while it writes its results, so a value made by op i and a
 value last read by op i overlap. Values whose live ranges do not overlap may share a buffer.
 
 Parameters (the caller's arrays) and constants (the executable's data) get no buffer. Values
@@ -11,6 +11,9 @@ inside regions (a `while` body's temporaries) are the host loop's business and a
 The assignment is a linear scan in schedule order: a value takes the smallest free buffer that
 holds it, else the largest free buffer (grown to fit), else a new buffer. Nothing in the IR
 changes: the result is a `BufferAssignment`.
+
+It is an analysis, not a pass of the pipeline (passes/manager.py): the executable allocates each
+call's results afresh (runtime/executable.py), and nothing in the compiler reads an assignment.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""runtime: loading compiled kernels and launching their grids; see DESIGN.md.
+"""runtime: loading compiled kernels and launching their grids; see docs/design.md.
 
 launch.py  `compile_kernel(kernel)` -> a callable `CompiledKernel` (cached by the kernel's text),
            whose call runs the grid's workgroups on a thread pool.

@@ -20,8 +20,8 @@ candidate once, in a shuffled order:
   load from other processes that slows a whole round cancels. The incumbent is replaced only by
   a finalist whose score is below 1 - MARGIN.
 
-On a shared machine a minimum over a few runs can crown a kernel that was lucky once: after a
-screening alone picked its kernels, the benchmark's tuned MLP once took twice the untuned one's time.
+Why head to head: on a shared machine a minimum over a few runs can crown a kernel that was lucky
+once, and a slower kernel recorded as the winner then serves every later compile of the problem.
 """
 from __future__ import annotations
 

@@ -86,9 +86,9 @@ class WorkerPool:
     """One thread per allowed CPU, pinned to it, taking jobs from its own queue.
 
     A launch runs on the calling thread plus the workers of the other CPUs. Pinned, a worker can
-    never be woken onto the caller's CPU: unpinned, Linux often did so (it favours the waker's CPU),
-    and the two then shared one core for tens of milliseconds until the load balancer moved one
-    (a 2-thread GEMM measured at its 1-thread time in about a third of its calls)."""
+    never be woken onto the caller's CPU: an unpinned one often is (Linux favours the waker's CPU),
+    and the two then share one core for tens of milliseconds until the load balancer moves one,
+    so that a 2-thread GEMM takes its 1-thread time in about a third of its calls."""
 
     def __init__(self):
         self.cpus = allowed_cpus()

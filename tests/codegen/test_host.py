@@ -326,7 +326,7 @@ def test_stores_into_large_written_buffers_are_aligned_vectors():
 
 def test_stack_arrays_start_on_a_cache_line_whatever_the_callers_stack():
     """The LDS block and private arrays are allocas aligned to STACK_ARRAY_ALIGNMENT, so the GEMM
-    micro-kernel's whole-vector loads of them are known aligned (at 16 they were align 16 and split
+    micro-kernel's whole-vector loads of them are known aligned (aligned to 16 only, they would split
     across lines whenever the caller's stack put the frame 16-48 bytes into one)."""
     solution = solution_by_name("Cijk_MT64x64x16_MI32x32x2_W2x2_GRVW1_PAD4", "f32", "f32", get_target("gfx942"))
     text = optimized_llvm_ir(gemm_kernel(gemm_call(64, 64, 32, "f32", "f32"), solution, "gemm"))

@@ -118,7 +118,8 @@ def test_traced_dtypes_match_jax(function):
     assert not problems, f"{len(problems)} of {len(BY_FUNCTION[function])} cases differ:\n" + "\n".join(problems)
 
 
-# Run compiled, eagerly: the examples and one case per family of dtype rules.
+# Run compiled, eagerly: the common surprises (float functions of integers and bools, mean, cumsum) and one
+# case per family of dtype rules.
 # (Operators and methods are not here: outside jit the inputs are numpy arrays, which use numpy's.)
 EAGER_IDS = [
     "numpy.cos(int32)", "numpy.sqrt(uint8)", "numpy.exp(bool)", "numpy.tanh(int64)", "numpy.divide(int32,int32)",

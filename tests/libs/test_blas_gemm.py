@@ -144,7 +144,7 @@ def test_each_dtype_has_mfma_solutions_on_gfx942_and_gfx90a(in_dtype):
     for target in ("gfx942", "gfx90a"):
         instructions = {s.instruction for s in solution_pool(in_dtype, compute, get_target(target)) if s.kind == "mfma"}
         assert instructions, (in_dtype, target)
-    # f32 on gfx942: both instructions the issue names; int8 32x32x16 is gfx942's own.
+    # f32 on gfx942: the two f32 MFMA shapes the tiles use (32x32x2, 16x16x4); int8 32x32x16 is gfx942's own.
     assert {s.instruction for s in solution_pool("f32", "f32", GFX942)} >= {"v_mfma_f32_32x32x2f32",
                                                                            "v_mfma_f32_16x16x4f32"}
     assert "v_mfma_i32_32x32x16i8" in {s.instruction for s in solution_pool("i8", "i32", GFX942)}

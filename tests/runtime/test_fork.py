@@ -20,7 +20,7 @@ from cdnajit.runtime import launch
 from cdnajit.runtime.cache import CompileCache, default_cache
 
 X = np.linspace(-2, 2, 1 << 16)  # large enough for a launch on the worker pool
-CHILD_SECONDS = 60  # a child compiles one small program: seconds on a loaded 2-core machine
+CHILD_SECONDS = 60  # a child compiles one small program: seconds on a small, loaded machine
 
 
 def in_child(work) -> int:
