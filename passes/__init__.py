@@ -2,7 +2,6 @@
 
 Each pass is a function Module -> Module that returns a new module and leaves its input alone.
 """
-from .buffers import BufferAssignment, assign_buffers
 from .canonicalize import canonicalize, eliminate_common_subexpressions, fold_constants, simplify
 from .fusion import fuse
 from .manager import DEFAULT_PIPELINE, PipelineResult, run_pipeline
@@ -10,5 +9,5 @@ from .match_libraries import match_libraries
 from .rewrite import copy_module, eliminate_dead_code
 
 __all__ = ["canonicalize", "simplify", "fold_constants", "eliminate_common_subexpressions", "eliminate_dead_code",
-           "fuse", "assign_buffers", "BufferAssignment", "run_pipeline", "PipelineResult", "DEFAULT_PIPELINE",
+           "fuse", "run_pipeline", "PipelineResult", "DEFAULT_PIPELINE",
            "copy_module", "match_libraries"]
