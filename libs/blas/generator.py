@@ -16,8 +16,8 @@ Each K step also prefetches, PREFETCH_TILES blocks ahead, the rows of the operan
 moves to new rows (`prefetched`; ir/kernel.py: Prefetch, a hint the host follows).
 
 The staging `if` is marked alongside (ir/kernel.py): it writes only the buffer the math does not
-read, so the host runs each wave's share of it next to that wave's MFMAs (on a 2-core host,
-256x1024x1024 f32 took 1.81 ms instead of 1.91: the loads of one wave's share overlap math).
+read, so the host runs each wave's share of it next to that wave's MFMAs: the loads of one wave's
+share overlap math.
 
 LDS layout, per operand (`Solution.row_major_lds`): a tile of R rows (M for A, N for B) and DepthU
 K values is kept
@@ -411,10 +411,7 @@ def host_grid_order(problem: GemmProblem) -> tuple[int, int, int]:
     share the panel of the operand read once, and the other operand is read again for each of
     them. The smaller operand is the one read again: its reuse distance is then its own size, which
     stays in cache better than the larger one's. So the grid walks the tiles along M first (sharing
-    B's panel) when A is the smaller (M < N), and along N first (sharing A's) otherwise.
-    Measured on the 2-CPU benchmark host, the W5 MLP (256x1024x1024 twice) in two campaigns of 40
-    A/B runs: about 2 % less time in the median run (time ratio 0.98), the same in quiet spells;
-    the slowest runs were not reliably better."""
+    B's panel) when A is the smaller (M < N), and along N first (sharing A's) otherwise."""
     return (1, 0, 2) if problem.m < problem.n else (0, 1, 2)
 
 
