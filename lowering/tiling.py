@@ -1,7 +1,8 @@
 """Tiling: the launch configuration of a `fusion` kernel, chosen against a target's budgets, with reasons.
 
 `launch_config(op, target) -> LaunchConfig` is a pure function of the fusion op and the target
-(ir/targets.py); lowering/emit_fusion.py builds the kernel it describes. Strategies:
+(ir/targets.py). It is not a pass: the decision is made when lowering/emit_fusion.py emits the
+kernel it describes (and the reports call it again to print the reasons). Strategies:
 
 - "loop" (kind loop): work-items take consecutive elements of the results' shape, so loads and
   stores are contiguous across a wave (and across the host's vector lanes); each work-item does
