@@ -27,3 +27,12 @@ def test_random_programs():
 @pytest.mark.parametrize("part", range(10))
 def test_random_programs_many(part):
     check_programs(1000, seed=100 + part)
+
+
+@pytest.mark.parametrize("program_seed", [
+    101001519,   # cumprod of c64 whose first element is -0 - 1j: the compiled scan multiplied it by 1 + 0i
+    202000732,   # |x| / cumprod(x) of 476 c128: the oracle's division bound overflowed (|y|^2 > f64 max)
+])
+def test_programs_that_failed(program_seed):
+    from fuzzing.programs import check, generate
+    assert check(generate(program_seed)) is None

@@ -197,7 +197,8 @@ def binary(name: str, a: Val, b: Val, dtype: str) -> Val:
             if k == "c":
                 err = err + 2 * ulp(mx * my, compute)
         elif name == "/":
-            err = np.where(my > eb, (mx * eb + my * ea) / (my * (my - eb)), UNKNOWN)
+            # (mx eb + my ea) / (my (my - eb)), divided through by my first: my^2 may overflow.
+            err = np.where(my > eb, ((mx / my) * eb + ea) / (my - eb), UNKNOWN)
             err = np.where((ea > 0) | (eb > 0), err, 0.0)
             if k == "c":
                 err = err + 8 * ulp(mx / my, compute)
