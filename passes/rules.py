@@ -47,9 +47,14 @@ def is_lossless(source: str, target: str) -> bool:
 # ---- rewrites that need more than a line ------------------------------------------------------
 
 def compose_convert(b, x, inner, outer):
-    if is_lossless(x.type.dtype, inner.attrs["dtype"]):
-        return b.op("convert", x, dtype=outer.attrs["dtype"])
-    return None
+    source, middle, target = x.type.dtype, inner.attrs["dtype"], outer.attrs["dtype"]
+    if not is_lossless(source, middle):
+        return None
+    # An integer through a float to an integer: the float -> int convert saturates where int -> int
+    # wraps (int8 -5 through f64 to u8 is 0, directly 251), so they agree only where nothing overflows.
+    if source in INTS and middle not in INTS and target in INTS and not is_lossless(source, target):
+        return None
+    return b.op("convert", x, dtype=target)
 
 
 def compose_bitcasts(b, x, outer):

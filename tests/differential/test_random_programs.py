@@ -32,6 +32,9 @@ def test_random_programs_many(part):
 @pytest.mark.parametrize("program_seed", [
     101001519,   # cumprod of c64 whose first element is -0 - 1j: the compiled scan multiplied it by 1 + 0i
     202000732,   # |x| / cumprod(x) of 476 c128: the oracle's division bound overflowed (|y|^2 > f64 max)
+    202001814,   # int8 -> f64 -> u32 composed into one int8 -> u32 convert, which wraps where f64 -> u32 saturates
+    202002758,   # the same through u8
+    202003167,   # the oracle called concatenate(weak f64, f32) weak (only both-weak operands make a weak result)
 ])
 def test_programs_that_failed(program_seed):
     from fuzzing.programs import check, generate

@@ -224,6 +224,22 @@ func @f(%0: f32[2], %1: i16[2]) -> (f16[2], f32[2], i8[2]) {
   %3 = convert(%1) {dtype = i8} : i8[2]
   return %2, %0, %3
 }"""),
+    # int -> float -> int saturates where int -> int wraps: composed only when the ints' ranges nest
+    ("convert_chain_through_float_to_narrower_int_kept", """
+func @f(%0: i8[2]) -> (u8[2], u32[2], i32[2]) {
+  %1 = convert(%0) {dtype = f64} : f64[2]
+  %2 = convert(%1) {dtype = u8} : u8[2]
+  %3 = convert(%1) {dtype = u32} : u32[2]
+  %4 = convert(%1) {dtype = i32} : i32[2]
+  return %2, %3, %4
+}""", """
+func @f(%0: i8[2]) -> (u8[2], u32[2], i32[2]) {
+  %1 = convert(%0) {dtype = f64} : f64[2]
+  %2 = convert(%1) {dtype = u8} : u8[2]
+  %3 = convert(%1) {dtype = u32} : u32[2]
+  %4 = convert(%0) {dtype = i32} : i32[2]
+  return %2, %3, %4
+}"""),
     ("convert_chain_lossy_kept", """
 func @f(%0: f64[2], %1: i64[2], %2: f32[2]) -> (f64[2], f64[2], f32[2]) {
   %3 = convert(%0) {dtype = f32} : f32[2]
