@@ -41,7 +41,8 @@ import numpy as np
 from ..ir.kernel import WAVE_SIZE, Binary, Cast, Const, Expr, Load, Special, Var
 from ..ir.kernel_mfma import Mfma, MfmaInstruction, PrivateSlice
 from ..ir.kernel_verifier import sub_expressions
-from .host import F32, F64, I32, I64, REGISTER_TYPES, HostKernelBuilder, register_wave_op
+from .host import HostKernelBuilder, register_wave_op
+from .llvm_kernel import F32, F64, I32, I64, REGISTER_TYPES
 from .mathlib import call_intrinsic
 
 ACCUMULATION_TYPES = {"f32": F32, "f64": F64, "i32": I32}
@@ -247,7 +248,7 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
     """The run of MFMAs `ops` (fast_path_applies) as one micro-kernel per wave (module docstring)."""
     inst = ops[0].spec
     b = kb.b
-    m, n, k = inst.m, inst.n, inst.k
+    n, k = inst.n, inst.k
     value_type = ACCUMULATION_TYPES[inst.out_dtype]
     segment_type = ir.VectorType(value_type, n)
     constant = lambda value: ir.Constant(I64, value)
