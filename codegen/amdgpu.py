@@ -18,6 +18,9 @@ convention per kernel, executed by every work-item of the grid.
   offset 32 through `ds_bpermute`, 16/8/4 through `ds_swizzle` (bit-mask mode), 2/1 through DPP
   quad permutes; `WaveShuffle` is a `ds_bpermute` from lane src % 64. f16/bf16 values are
   computed in f32 and rounded as on the host; the math library (codegen/mathlib.py) is the same.
+- The facts a kernel states for scheduling (Prefetch, `Kernel.streams`, `Kernel.grid_order`,
+  `If.alongside`: ir/kernel.py) go unused: CDNA has no data prefetch instruction, the dispatcher
+  picks the workgroups' order, and the statements run in order, waves overlapping in hardware.
 
 Expressions and work-item statements are lowered by the shared base (codegen/llvm_kernel.py's
 `KernelBuilder`, of which the host builder is a sibling), so both targets compute the same
@@ -288,6 +291,9 @@ def target_machine(target_name: str) -> llvm.TargetMachine:
 def llvm_module(kernel: Kernel, target: Target | str | None = None, verify: bool = True) -> ir.Module:
     """The unoptimised LLVM module of a kernel for an AMDGPU target."""
     target = resolve_target(target)
+    if kernel.wave_size != target.wave_size:
+        raise ValueError(f"kernel {kernel.name} was built for waves of {kernel.wave_size} lanes; {target.name}'s "
+                         f"have {target.wave_size}")
     if verify:
         verify_kernel(kernel, target.max_lds_bytes_per_workgroup)
     return AmdgpuKernelBuilder(kernel, target_machine(target.name), target).build()

@@ -36,7 +36,7 @@ from typing import ClassVar
 
 import llvmlite.ir as ir
 
-from ..ir.kernel import (WAVE_SIZE, Assign, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer, If, Kernel, Let, Load, Math,
+from ..ir.kernel import (Assign, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer, If, Kernel, Let, Load, Math,
                          ScalarParam, Select, Store, Unary, Var)
 from ..ir.types import FLOATS, SIGNED_INTS, UNSIGNED_INTS
 from . import mathlib, narrow_convert
@@ -83,7 +83,7 @@ class KernelBuilder:
     def __init__(self, kernel: Kernel, triple: str):
         self.kernel = kernel
         self.items = kernel.workgroup_items
-        self.wave_size = WAVE_SIZE
+        self.wave_size = kernel.wave_size
         self.module = ir.Module(name=kernel.name)
         self.module.triple = triple
         self.storage: dict = {}
