@@ -57,12 +57,12 @@ CACHE_LINE = 64
 ALIGNED_MIN_BYTES = 1024
 # The LDS block, private arrays and per-work-item values live in the entry block's allocas, which
 # the loops read and write as whole AVX-512 vectors: aligned to a cache line, none splits across
-# two (the prologue realigns the stack). At 16, where they started within a line followed the
-# caller's stack; a GEMM whose arrays started 32 bytes into a line ran 8 % slower, 4 bytes in 11 %.
+# two (the prologue realigns the stack). At the ABI's 16, where they start within a line would
+# follow the caller's stack, and a vector that straddles two lines costs two accesses.
 STACK_ARRAY_ALIGNMENT = 64
-# Written buffers this large bypass the caches: an output of this size evicts what the next call
-# reads (a softmax over 16 MiB ran 1.3-1.7x faster with streaming stores, the input staying in L3),
-# and a streaming store needs no read of the line it overwrites.
+# Written buffers this large bypass the caches: an output of this size would evict what the next
+# call reads (the inputs, which stay in L3), and a streaming store needs no read of the line it
+# overwrites.
 STREAMING_MIN_BYTES = 8 << 20
 # llvm.prefetch's locality for a Prefetch statement: 2 is x86's prefetcht1, into L2.
 PREFETCH_L2 = 2
@@ -128,8 +128,8 @@ def split_regions(stmts):
 
     A run also ends after a store to global memory that other statements follow (consecutive
     stores stay together): the work-items of a region are independent, so one loop per store
-    is the same program, and a loop whose stores walk memory in order runs faster (softmax's
-    16 stores per work-item, at 16 places of the row, ran ~15% slower in one loop).
+    is the same program, and a loop whose stores walk memory in order runs faster than one whose
+    stores go to several places of a row at once.
     An `If` marked uniform is run like a cut-holding one, at the workgroup level, so each branch
     gets work-item loops of its own with no condition inside to stop them vectorizing (a GEMM's
     unchecked interior tiles against its bounds-checked edge tiles)."""
@@ -291,8 +291,8 @@ class StoragePlan:
 # ---- which math functions are called, not inlined -----------------------------------------
 
 # Transcendental calls a small kernel inlines at most. Each inlined call costs ~8 ms of LLVM
-# (optimising and compiling ~40 vector instructions; W9's 100-op chain with 50 calls took ~1 s),
-# a call of an outlined function ~0.5 ns per work-item (W1's tanh ran ~1.35x slower outlined).
+# (optimising and compiling ~40 vector instructions), a call of an outlined function ~0.5 ns per
+# work-item: a long chain of math in a small kernel compiles far faster outlined.
 MAX_INLINED_MATH_CALLS = 8
 # Kernels of more work-items inline every call: over 2^17 work-items, an outlined call costs more
 # than 1/100 of the compile time it saves, so a program run a hundred times loses.
@@ -312,8 +312,8 @@ def outlined_math(kernel: Kernel) -> set:
         return set()
     # A 2-D or 3-D workgroup's work-item loops nest, and LLVM unrolls the short inner one: the SLP
     # vectorizer then bundles the unrolled calls of an outlined function into its vector variant,
-    # which LLVM 22 (llvmlite 0.50) miscompiled: GEMM epilogues with tanh, sigmoid or silu on f16
-    # and bf16 lost their stores or looped forever (tests/libs/test_blas_gemm.py, seeds 37 and 63).
+    # which LLVM 22 (llvmlite 0.50) miscompiles: GEMM epilogues with tanh, sigmoid or silu on f16
+    # and bf16 lose their stores or loop forever (tests/libs/test_blas_gemm.py has such epilogues).
     # Inlined, the same math is correct.
     if any(extent > 1 for extent in kernel.workgroup_size[1:]):
         return set()
@@ -329,9 +329,8 @@ def outlined_math(kernel: Kernel) -> set:
 
 
 # sin, cos and tan branch around their Payne-Hanek call (mathlib.with_huge_arguments), and LLVM's
-# loop vectorizer then no longer interleaves their loops (f64 ones it did without that call):
-# twice, the polynomials' fma chains of two vectors overlap (measured on 2 Mi elements: f64
-# sin/cos/tan loops 1.3-1.5x faster, f32 ones 1.15x).
+# loop vectorizer does not interleave a loop with that branch by itself: asked to, it runs two
+# vectors at once, so the polynomials' fma chains of the two overlap.
 INTERLEAVED_MATH = {(fn, dtype): 2 for fn in mathlib.HUGE_ARGUMENT_FUNCTIONS for dtype in ("f32", "f64")}
 
 
@@ -369,7 +368,7 @@ class HostKernelBuilder(KernelBuilder):
         self.outlined_math = outlined_math(kernel)
         self.item_loop_hints = item_loop_hints(kernel)
         # The GEMM library's MFMA kernels keep constant masks: their index forms are checked over
-        # every tile edge by tests/libs, and hidden masks make their staging loops gathers (2x slower).
+        # every tile edge by tests/libs, and hidden masks would make their staging loops gathers.
         self.hide_small_masks = not any(isinstance(s, WaveOp) for s in walk(kernel.body))
         # self.storage: (name, dtype) or private name -> (alloca, per_item)
         self.set_item(None)           # the i64 linear work-item index being generated (None: workgroup level)
@@ -404,7 +403,8 @@ class HostKernelBuilder(KernelBuilder):
         load a gather: moduli up to the work-item loop's trip count, and any inside a kernel's own
         loop, whose trip count may be anything. Larger moduli (a 1024-wide bias broadcast over
         256-item workgroups) keep the constant mask, which the vectorizer handles correctly, and
-        their consecutive loads (hiding it there made that bias add 2x slower)."""
+        their consecutive loads (hidden, they would be gathers). Only the host vectorizes work-item
+        loops: other backends keep the base builder's plain mask."""
         mask = ir.Constant(value.type, modulus - 1)
         if not self.hide_small_masks or (modulus > self.items and not self.item_for_depth):
             return self.b.and_(value, mask)

@@ -86,7 +86,7 @@ class KernelBuilder:
         self.wave_size = kernel.wave_size
         self.module = ir.Module(name=kernel.name)
         self.module.triple = triple
-        self.storage: dict = {}
+        self.storage: dict = {}  # the backend's slots of variables and private arrays, by key
 
     # -- the backend's part --
 

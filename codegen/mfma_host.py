@@ -46,9 +46,9 @@ from .llvm_kernel import F32, F64, I32, I64, REGISTER_TYPES
 from .mathlib import call_intrinsic
 
 ACCUMULATION_TYPES = {"f32": F32, "f64": F64, "i32": I32}
-# Accumulator values one micro-kernel step keeps in registers: SEGMENT_GROUP_VALUES // n row segments
-# (measured on AVX-512 for 32x32x2 f32, 256x1024x1024 with A read from LDS: 64 values ~235
-# GFLOP/s, 128 ~215, 256 ~262; 512 would take every vector register).
+# Accumulator values one micro-kernel step keeps in registers: SEGMENT_GROUP_VALUES // n row segments.
+# 256 f32 values are 16 of AVX-512's 32 vector registers, leaving the rest to the operands; 512
+# would take every one.
 SEGMENT_GROUP_VALUES = 256
 
 
