@@ -8,7 +8,8 @@ the work-item statements (Let, Assign, Store, For, If), f16/bf16 rounding (f16 a
 live in f32 registers, rounded after each operation; bool is i1 in registers and i8 in memory),
 counted loops with their llvm.loop hints, and the registry of wave-op lowerings.
 
-What a backend provides (a subclass of KernelBuilder):
+What a backend provides (a subclass of KernelBuilder; a new target, NVPTX say, is one more
+sibling that provides the same):
 - `target_label`: the backend's name in error messages ("host", "AMDGPU").
 - `wave_op_lowerings`: its own dict, WaveOp subclass -> lowering, filled through the class method
   `register_wave_op` (each backend decides the lowering's signature: the host lowers a run of
