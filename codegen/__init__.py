@@ -1,8 +1,11 @@
 """codegen: kernel IR -> LLVM IR (llvmlite) -> native code; see DESIGN.md.
 
+llvm_kernel.py  KernelBuilder, the target-neutral lowering of expressions and work-item
+           statements; the host and AMDGPU builders are its sibling subclasses (its docstring lists
+           what a backend provides).
 host.py    the host (CPU) lowering: workgroup functions, work-item loops cut at barriers and wave
            ops, the `run(args, next, last, grab)` entry, O3 optimisation and object code.
-mathlib.py the math library written once as LLVM IR, shared with the AMDGPU lowering.
+mathlib.py the math library written once as LLVM IR, shared by every backend.
 amdgpu.py  the AMDGPU lowering (gfx942/gfx90a/gfx950): assembly, relocatable ELF, linked code object.
 amdgpu_metadata.py  registers, spills, LDS and scratch read from the backend's metadata.
 mfma_host.py, mfma_amdgpu.py  the lowerings of the MFMA wave op (ir/kernel_mfma.py), registered here.

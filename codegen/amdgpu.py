@@ -18,9 +18,14 @@ convention per kernel, executed by every work-item of the grid.
   offset 32 through `ds_bpermute`, 16/8/4 through `ds_swizzle` (bit-mask mode), 2/1 through DPP
   quad permutes; `WaveShuffle` is a `ds_bpermute` from lane src % 64. f16/bf16 values are
   computed in f32 and rounded as on the host; the math library (codegen/mathlib.py) is the same.
+- The facts a kernel states for scheduling (Prefetch, `Kernel.streams`, `Kernel.grid_order`,
+  `If.alongside`: ir/kernel.py) go unused: CDNA has no data prefetch instruction, the dispatcher
+  picks the workgroups' order, and the statements run in order, waves overlapping in hardware.
 
-Expressions are lowered by the host builder's own methods (`HostKernelBuilder`), so both targets
-compute the same operations; this module overrides only what differs on the GPU.
+Expressions and work-item statements are lowered by the shared base (codegen/llvm_kernel.py's
+`KernelBuilder`, of which the host builder is a sibling), so both targets compute the same
+operations; this module provides the backend's hooks: the kernel function and its arguments,
+address spaces, launch ids, barriers and wave ops.
 
 Code object: LLVM emits a relocatable ELF (e_machine EM_AMDGPU = 224); HIP loads a *linked*
 shared object, so `code_object` links it with ld.lld (`-shared`) of LLVM 16 or newer (older
@@ -38,19 +43,20 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import ClassVar
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..errors import CdnajitError
-from ..ir.kernel import WAVE_SIZE, Barrier, GlobalBuffer, Kernel, Prefetch, Special, WaveOp, WaveReduce, WaveShuffle
+from ..ir.kernel import Barrier, GlobalBuffer, Kernel, Prefetch, Special, WaveOp, WaveReduce, WaveShuffle
 from ..ir.kernel_verifier import verify_kernel
 from ..ir.targets import Target, get_target
 from .amdgpu_metadata import KernelResources, parse_resources
 from .fork_safe import ForkSafeLock
 from .fork_safe import LLVM_LOCK  # one lock for all LLVM work: llvmlite shares one global context
-from .host import (I1, I8, I32, I64, MEMORY_TYPES, REGISTER_TYPES, HostKernelBuilder, add_attribute, is_float,
-                   is_signed)
+from .llvm_kernel import (I1, I8, I32, I64, MEMORY_TYPES, REGISTER_TYPES, KernelBuilder, add_attribute, is_float,
+                          is_signed)
 
 TRIPLE = "amdgcn-amd-amdhsa"
 GLOBAL, LDS, PRIVATE = 1, 3, 5          # AMDGPU address spaces
@@ -71,14 +77,17 @@ class PrivateAlloca(ir.instructions.AllocaInstr):
         buf.append(f", addrspace({PRIVATE})")
 
 
-class AmdgpuKernelBuilder(HostKernelBuilder):
-    """Builds the LLVM module of one kernel for AMDGPU; expressions reuse the host lowering."""
+class AmdgpuKernelBuilder(KernelBuilder):
+    """Builds the LLVM module of one kernel for AMDGPU: one `amdgpu_kernel` function that every
+    work-item runs."""
+
+    target_label = "AMDGPU"
+    # lower(builder, op): one wave op, for the calling work-item.
+    wave_op_lowerings: ClassVar[dict] = {}
 
     def __init__(self, kernel: Kernel, machine: llvm.TargetMachine, target: Target):
-        super().__init__(kernel)  # the host builder's state; its storage plan goes unused here
+        super().__init__(kernel, TRIPLE)
         self.target = target  # wave-op lowerings refuse instructions the target lacks (LLVM would abort)
-        self.module = ir.Module(name=kernel.name)
-        self.module.triple = TRIPLE
         self.module.data_layout = str(machine.target_data)
         version = self.module.add_metadata([ir.Constant(I32, 1), "amdhsa_code_object_version",
                                             ir.Constant(I32, CODE_OBJECT_VERSION)])
@@ -134,7 +143,7 @@ class AmdgpuKernelBuilder(HostKernelBuilder):
         kind = "workitem" if e.kind == "workitem_id" else "workgroup"
         return self.intrinsic(f"llvm.amdgcn.{kind}.id.{DIMENSIONS[e.dim]}", I32, [])
 
-    # -- statements: barriers and wave ops inline, the rest as on the host --
+    # -- statements: barriers and wave ops inline, the rest by the base --
 
     def statement(self, s):
         if isinstance(s, Barrier):
@@ -142,10 +151,7 @@ class AmdgpuKernelBuilder(HostKernelBuilder):
         elif isinstance(s, Prefetch):
             pass  # gfx90a and gfx942 have no prefetch instruction (ir/kernel.py: Prefetch)
         elif isinstance(s, WaveOp):
-            lower = WAVE_OP_LOWERINGS.get(type(s))
-            if lower is None:
-                raise NotImplementedError(f"AMDGPU codegen: no lowering for wave op {type(s).__name__}")
-            lower(self, s)
+            self.wave_op_lowering(type(s))(self, s)
         else:
             super().statement(s)
 
@@ -164,18 +170,11 @@ class AmdgpuKernelBuilder(HostKernelBuilder):
         self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params), name=k.name)
         self.fn.calling_convention = "amdgpu_kernel"
         add_attribute(self.fn.attributes, f'"amdgpu-flat-work-group-size"="{self.items},{self.items}"')
-        self.buffer_args, self.scalar_args = {}, {}
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
-        for param, arg in zip(k.params, self.fn.args):
-            arg.name = param.name
-            if isinstance(param, GlobalBuffer):
-                # As on the host: the runtime never passes a written buffer that overlaps another.
-                arg.add_attribute("noalias")
-                if param.readonly:
-                    add_attribute(arg.attributes, "readonly")
-                self.buffer_args[param.name] = arg
-            else:
-                self.scalar_args[param.name] = self.from_memory(param.dtype, arg)
+        self.bind_parameters(self.fn.args)
+        for param in k.buffers:
+            if param.readonly:
+                add_attribute(self.buffer_args[param.name].attributes, "readonly")
         self.lds_pointers = {}
         if k.lds:
             block_type = ir.ArrayType(I8, k.lds_bytes)
@@ -253,7 +252,7 @@ def lower_wave_reduce(kb: AmdgpuKernelBuilder, op: WaveReduce):
     dtype = op.value.dtype
     reduce_op = "add" if op.op == "sum" else op.op
     value = kb.expr(op.value)
-    offset = WAVE_SIZE // 2
+    offset = kb.wave_size // 2
     while offset:
         other = cross_lane(kb, value, xor_move(kb, offset))
         value = (kb.float_binary(reduce_op, value, other) if is_float(dtype)
@@ -267,17 +266,13 @@ def lower_wave_shuffle(kb: AmdgpuKernelBuilder, op: WaveShuffle):
     source = kb.expr(op.src_lane)
     if source.type.width != 32:
         source = b.trunc(source, I32) if source.type.width > 32 else b.zext(source, I32)
-    source = b.and_(source, ir.Constant(I32, WAVE_SIZE - 1))
+    source = b.and_(source, ir.Constant(I32, kb.wave_size - 1))
     kb.write_var(op.dest, cross_lane(kb, kb.expr(op.value), bpermute(kb, source)))
 
 
-# AMDGPU lowering of each wave op class: lower(builder, op) emits code for the calling work-item.
-WAVE_OP_LOWERINGS = {WaveReduce: lower_wave_reduce, WaveShuffle: lower_wave_shuffle}
-
-
-def register_wave_op(cls, lower) -> None:
-    """Add the AMDGPU lowering of a new WaveOp subclass (the extension point for MFMA)."""
-    WAVE_OP_LOWERINGS[cls] = lower
+register_wave_op = AmdgpuKernelBuilder.register_wave_op
+register_wave_op(WaveReduce, lower_wave_reduce)
+register_wave_op(WaveShuffle, lower_wave_shuffle)
 
 
 # ---- compiling ------------------------------------------------------------------------------
@@ -296,6 +291,9 @@ def target_machine(target_name: str) -> llvm.TargetMachine:
 def llvm_module(kernel: Kernel, target: Target | str | None = None, verify: bool = True) -> ir.Module:
     """The unoptimised LLVM module of a kernel for an AMDGPU target."""
     target = resolve_target(target)
+    if kernel.wave_size != target.wave_size:
+        raise ValueError(f"kernel {kernel.name} was built for waves of {kernel.wave_size} lanes; {target.name}'s "
+                         f"have {target.wave_size}")
     if verify:
         verify_kernel(kernel, target.max_lds_bytes_per_workgroup)
     return AmdgpuKernelBuilder(kernel, target_machine(target.name), target).build()

@@ -21,7 +21,7 @@ The execution model of DESIGN.md on a CPU:
 - a Prefetch statement (a hint) runs at the workgroup level: one llvm.prefetch into L2 per cache
   line of its runs.
 - LDS is one stack block per workgroup; wave ops run per wave over the 64 lanes' values (see
-  `WAVE_OP_LOWERINGS`, where libs/blas's MFMA plugs in).
+  `HostKernelBuilder.wave_op_lowerings`, where MFMA plugs in).
 - f16/bf16 values live in f32 registers, rounded after each operation; bool is i1 (i8 in memory).
 - a written buffer of ALIGNED_MIN_BYTES or more starts at a WRITTEN_BUFFER_ALIGNMENT boundary
   (the runtime allocates it so, as a device allocator does), so a vector store never splits a
@@ -34,17 +34,19 @@ import itertools
 import re
 from collections import Counter
 from functools import lru_cache
+from typing import ClassVar
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from ..ir.kernel import (WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer, If,
-                         Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, Special, Store, Unary, Var, WaveOp,
-                         WaveReduce, WaveShuffle, contains_cut, walk)
+from ..ir.kernel import (Assign, Barrier, Expr, For, GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, Special,
+                         Store, Var, WaveOp, WaveReduce, WaveShuffle, contains_cut, walk)
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
-from ..ir.types import FLOATS, NUMPY_DTYPES, SIGNED_INTS, UNSIGNED_INTS
-from . import mathlib, narrow_convert
+from ..ir.types import NUMPY_DTYPES
+from . import mathlib
 from .fork_safe import LLVM_LOCK
+from .llvm_kernel import (I8, I32, I64, MEMORY_TYPES, PTR, REGISTER_TYPES, KernelBuilder, add_attribute, is_float,
+                          is_power_of_two, is_signed)
 
 ENTRY = "run"
 # The kernel ABI's promise for written buffers (runtime/launch.py keeps it): a 64-byte boundary
@@ -55,30 +57,15 @@ CACHE_LINE = 64
 ALIGNED_MIN_BYTES = 1024
 # The LDS block, private arrays and per-work-item values live in the entry block's allocas, which
 # the loops read and write as whole AVX-512 vectors: aligned to a cache line, none splits across
-# two (the prologue realigns the stack). At 16, where they started within a line followed the
-# caller's stack; a GEMM whose arrays started 32 bytes into a line ran 8 % slower, 4 bytes in 11 %.
+# two (the prologue realigns the stack). At the ABI's 16, where they start within a line would
+# follow the caller's stack, and a vector that straddles two lines costs two accesses.
 STACK_ARRAY_ALIGNMENT = 64
-# Written buffers this large bypass the caches: an output of this size evicts what the next call
-# reads (a softmax over 16 MiB ran 1.3-1.7x faster with streaming stores, the input staying in L3),
-# and a streaming store needs no read of the line it overwrites.
+# Written buffers this large bypass the caches: an output of this size would evict what the next
+# call reads (the inputs, which stay in L3), and a streaming store needs no read of the line it
+# overwrites.
 STREAMING_MIN_BYTES = 8 << 20
 # llvm.prefetch's locality for a Prefetch statement: 2 is x86's prefetcht1, into L2.
 PREFETCH_L2 = 2
-I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
-F32, F64, PTR = ir.FloatType(), ir.DoubleType(), ir.PointerType()
-# How a dtype is held in registers and in memory.
-REGISTER_TYPES = {"bool": I1, "i8": I8, "i16": I16, "i32": I32, "i64": I64, "u8": I8, "u16": I16, "u32": I32,
-                  "u64": I64, "f16": F32, "bf16": F32, "f32": F32, "f64": F64}
-MEMORY_TYPES = {**REGISTER_TYPES, "bool": I8, "f16": I16, "bf16": I16}
-HALF_FLOATS = ("f16", "bf16")
-
-
-def is_float(dtype): return dtype in FLOATS
-def is_signed(dtype): return dtype in SIGNED_INTS
-
-
-def is_power_of_two(n) -> bool:
-    return isinstance(n, int) and n > 0 and n & (n - 1) == 0
 
 
 def buffer_bytes(dtype: str, count: int) -> int:
@@ -141,8 +128,8 @@ def split_regions(stmts):
 
     A run also ends after a store to global memory that other statements follow (consecutive
     stores stay together): the work-items of a region are independent, so one loop per store
-    is the same program, and a loop whose stores walk memory in order runs faster (softmax's
-    16 stores per work-item, at 16 places of the row, ran ~15% slower in one loop).
+    is the same program, and a loop whose stores walk memory in order runs faster than one whose
+    stores go to several places of a row at once.
     An `If` marked uniform is run like a cut-holding one, at the workgroup level, so each branch
     gets work-item loops of its own with no condition inside to stop them vectorizing (a GEMM's
     unchecked interior tiles against its bounds-checked edge tiles)."""
@@ -301,19 +288,11 @@ class StoragePlan:
                 self.note(variables_in(part.start, set()), 0)
 
 
-# ---- LLVM attributes -------------------------------------------------------------------
-
-def add_attribute(attributes: ir.values.AttributeSet, text: str) -> None:
-    """Add an attribute that llvmlite's lists (taken from LLVM 14) lack but LLVM accepts: string
-    attributes ("key"="value") and `readonly` on parameters. They print as given."""
-    set.add(attributes, text)
-
-
 # ---- which math functions are called, not inlined -----------------------------------------
 
 # Transcendental calls a small kernel inlines at most. Each inlined call costs ~8 ms of LLVM
-# (optimising and compiling ~40 vector instructions; W9's 100-op chain with 50 calls took ~1 s),
-# a call of an outlined function ~0.5 ns per work-item (W1's tanh ran ~1.35x slower outlined).
+# (optimising and compiling ~40 vector instructions), a call of an outlined function ~0.5 ns per
+# work-item: a long chain of math in a small kernel compiles far faster outlined.
 MAX_INLINED_MATH_CALLS = 8
 # Kernels of more work-items inline every call: over 2^17 work-items, an outlined call costs more
 # than 1/100 of the compile time it saves, so a program run a hundred times loses.
@@ -333,8 +312,8 @@ def outlined_math(kernel: Kernel) -> set:
         return set()
     # A 2-D or 3-D workgroup's work-item loops nest, and LLVM unrolls the short inner one: the SLP
     # vectorizer then bundles the unrolled calls of an outlined function into its vector variant,
-    # which LLVM 22 (llvmlite 0.50) miscompiled: GEMM epilogues with tanh, sigmoid or silu on f16
-    # and bf16 lost their stores or looped forever (tests/libs/test_blas_gemm.py, seeds 37 and 63).
+    # which LLVM 22 (llvmlite 0.50) miscompiles: GEMM epilogues with tanh, sigmoid or silu on f16
+    # and bf16 lose their stores or loop forever (tests/libs/test_blas_gemm.py has such epilogues).
     # Inlined, the same math is correct.
     if any(extent > 1 for extent in kernel.workgroup_size[1:]):
         return set()
@@ -350,9 +329,8 @@ def outlined_math(kernel: Kernel) -> set:
 
 
 # sin, cos and tan branch around their Payne-Hanek call (mathlib.with_huge_arguments), and LLVM's
-# loop vectorizer then no longer interleaves their loops (f64 ones it did without that call):
-# twice, the polynomials' fma chains of two vectors overlap (measured on 2 Mi elements: f64
-# sin/cos/tan loops 1.3-1.5x faster, f32 ones 1.15x).
+# loop vectorizer does not interleave a loop with that branch by itself: asked to, it runs two
+# vectors at once, so the polynomials' fma chains of the two overlap.
 INTERLEAVED_MATH = {(fn, dtype): 2 for fn in mathlib.HUGE_ARGUMENT_FUNCTIONS for dtype in ("f32", "f64")}
 
 
@@ -361,14 +339,6 @@ def item_loop_hints(kernel: Kernel) -> dict | None:
     counts = [INTERLEAVED_MATH[key] for key in math_calls(kernel) if key in INTERLEAVED_MATH]
     return {"interleave.count": max(counts)} if counts else None
 
-
-def loop_id(module: ir.Module, hints: dict) -> ir.MDValue:
-    """A loop's `!llvm.loop` node: its first operand itself (as LLVM requires), then the hints."""
-    properties = [module.add_metadata([ir.MetaDataString(module, f"llvm.loop.{name}"), ir.Constant(I32, value)])
-                  for name, value in sorted(hints.items())]
-    node = module.add_metadata([ir.MetaDataString(module, "cdnajit.loop")] + properties)
-    node.operands = (node, *properties)  # llvmlite has no self-reference: set after creation
-    return node
 
 
 @lru_cache(maxsize=1)
@@ -380,27 +350,27 @@ def vector_bits() -> int:
 
 # ---- the workgroup function -------------------------------------------------------------
 
-class HostKernelBuilder:
-    """Builds the LLVM module of one kernel: `wg` (one workgroup) and the `run` entry.
+class HostKernelBuilder(KernelBuilder):
+    """Builds the LLVM module of one kernel for the host CPU: `wg` (one workgroup, its body cut
+    into work-item loops) and the `run` entry. Row values are reloaded from global memory rather
+    than kept in per-work-item arrays (StoragePlan), and the most-called math functions of a small
+    kernel are called as shared vector functions rather than inlined (`outlined_math`)."""
 
-    `tune_for_cpu` turns on what pays only on the CPU: reloading row values from global memory
-    rather than keeping per-work-item arrays, and calling shared vector math functions rather than
-    inlining every call (`outlined_math`). The AMDGPU builder, which reuses this class's lowering
-    of expressions and statements, leaves it off."""
+    target_label = "host"
+    # lower(builder, ops): a run of consecutive wave ops of one class (one or more), lowered at the
+    # workgroup level; it may interleave them as long as each lane's results are those of running
+    # them in order (MFMA keeps an accumulator in registers).
+    wave_op_lowerings: ClassVar[dict] = {}
 
-    def __init__(self, kernel: Kernel, tune_for_cpu: bool = False):
-        self.kernel = kernel
-        self.tune_for_cpu = tune_for_cpu
-        self.module = ir.Module(name=kernel.name)
-        self.module.triple = llvm.get_process_triple()
-        self.plan = StoragePlan(kernel, reload=tune_for_cpu)
-        self.outlined_math = outlined_math(kernel) if tune_for_cpu else set()
+    def __init__(self, kernel: Kernel):
+        super().__init__(kernel, llvm.get_process_triple())
+        self.plan = StoragePlan(kernel)
+        self.outlined_math = outlined_math(kernel)
         self.item_loop_hints = item_loop_hints(kernel)
-        self.items = kernel.workgroup_items
         # The GEMM library's MFMA kernels keep constant masks: their index forms are checked over
-        # every tile edge by tests/libs, and hidden masks make their staging loops gathers (2x slower).
-        self.hide_small_masks = tune_for_cpu and not any(isinstance(s, WaveOp) for s in walk(kernel.body))
-        self.storage: dict = {}       # (name, dtype) or private name -> (alloca, per_item)
+        # every tile edge by tests/libs, and hidden masks would make their staging loops gathers.
+        self.hide_small_masks = not any(isinstance(s, WaveOp) for s in walk(kernel.body))
+        # self.storage: (name, dtype) or private name -> (alloca, per_item)
         self.set_item(None)           # the i64 linear work-item index being generated (None: workgroup level)
         self.alongside = None         # an `alongside` if waiting for the next wave op's wave loop
         self.items_of_wave = None     # while set (an i64 wave index), work-item loops cover that wave only
@@ -409,8 +379,9 @@ class HostKernelBuilder:
 
     # -- small helpers --
 
-    def const(self, dtype, value):
-        return ir.Constant(REGISTER_TYPES[dtype], value)
+    def math_lanes(self, fn, dtype):
+        bits = 64 if dtype == "f64" else 32  # f16/bf16 compute in f32 registers
+        return vector_bits() // bits if (fn, dtype) in self.outlined_math else None
 
     def entry_alloca(self, type_, count=None, name=""):
         """An alloca in the entry block (static, so LLVM promotes or hoists it)."""
@@ -432,7 +403,8 @@ class HostKernelBuilder:
         load a gather: moduli up to the work-item loop's trip count, and any inside a kernel's own
         loop, whose trip count may be anything. Larger moduli (a 1024-wide bias broadcast over
         256-item workgroups) keep the constant mask, which the vectorizer handles correctly, and
-        their consecutive loads (hiding it there made that bias add 2x slower)."""
+        their consecutive loads (hidden, they would be gathers). Only the host vectorizes work-item
+        loops: other backends keep the base builder's plain mask."""
         mask = ir.Constant(value.type, modulus - 1)
         if not self.hide_small_masks or (modulus > self.items and not self.item_for_depth):
             return self.b.and_(value, mask)
@@ -444,28 +416,6 @@ class HostKernelBuilder:
                 hide = ir.InlineAsm(ir.FunctionType(value.type, [value.type]), "", "=r,0")
                 self.hidden_masks[key] = self.b.call(hide, [mask], name="mask")
         return self.b.and_(value, self.hidden_masks[key])
-
-    def counted_loop(self, start, stop, step, body, signed=True, name="loop", hints=None):
-        """for (i = start; i < stop; i += step) body(i), with a phi counter; `hints` are the loop's
-        llvm.loop.* properties ({"interleave.count": 2})."""
-        b = self.b
-        before = b.block
-        head = self.fn.append_basic_block(name + ".head")
-        loop = self.fn.append_basic_block(name + ".body")
-        done = self.fn.append_basic_block(name + ".done")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(start.type, name=name + ".i")
-        i.add_incoming(start, before)
-        compare = b.icmp_signed if signed else b.icmp_unsigned
-        b.cbranch(compare("<", i, stop), loop, done)
-        b.position_at_end(loop)
-        body(i)
-        i.add_incoming(b.add(i, step), b.block)
-        latch = b.branch(head)
-        if hints:
-            latch.set_metadata("llvm.loop", loop_id(self.module, hints))
-        b.position_at_end(done)
 
     def set_item(self, index):
         """Generate code for work-item `index` (an i64 value), or for the workgroup level (None)."""
@@ -510,21 +460,21 @@ class HostKernelBuilder:
         """item_loop over the 64 work-items of one wave: the (y, x) nest at z = wave when an x-y
         plane is one wave (a GEMM's workgroups), else one loop over the wave's linear indices."""
         sizes = self.kernel.workgroup_size
-        if sizes[0] * sizes[1] == WAVE_SIZE:
+        if sizes[0] * sizes[1] == self.wave_size:
             self.item_nest(sizes, 1, [wave], body)
             return
 
         def at(lane):
-            self.set_item(self.b.add(self.b.mul(wave, ir.Constant(I64, WAVE_SIZE)), lane))
+            self.set_item(self.b.add(self.b.mul(wave, ir.Constant(I64, self.wave_size)), lane))
             body()
-        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, WAVE_SIZE), ir.Constant(I64, 1), at, name="item")
+        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, self.wave_size), ir.Constant(I64, 1), at, name="item")
 
     def for_each_lane(self, wave, body):
         """body(lane) for each of the 64 lanes of wave `wave` (an i64), with the lane's work-item set."""
         def at(lane):
-            self.set_item(self.b.add(self.b.mul(wave, ir.Constant(I64, WAVE_SIZE)), lane))
+            self.set_item(self.b.add(self.b.mul(wave, ir.Constant(I64, self.wave_size)), lane))
             body(lane)
-        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, WAVE_SIZE), ir.Constant(I64, 1), at, name="lane")
+        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, self.wave_size), ir.Constant(I64, 1), at, name="lane")
         self.set_item(None)
 
     def for_each_wave(self, body):
@@ -538,7 +488,7 @@ class HostKernelBuilder:
                 self.workgroup_part("cut", alongside)
                 self.items_of_wave = None
             body(w)
-        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, self.items // WAVE_SIZE), ir.Constant(I64, 1), wave,
+        self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, self.items // self.wave_size), ir.Constant(I64, 1), wave,
                           name="wave")
 
     def run_waiting_alongside(self):
@@ -573,15 +523,6 @@ class HostKernelBuilder:
             return self.expr(reloaded)
         return self.b.load(self.variable_pointer(var), typ=REGISTER_TYPES[var.dtype])
 
-    def write_var(self, var: Var, value):
-        self.b.store(value, self.variable_pointer(var))
-
-    def index64(self, expr):
-        value = self.expr(expr)
-        if value.type.width == 64:
-            return value
-        return self.b.zext(value, I64) if expr.dtype in UNSIGNED_INTS else self.b.sext(value, I64)
-
     def element_pointer(self, buffer, index_expr):
         index = self.index64(index_expr)
         memory = MEMORY_TYPES[buffer.dtype]
@@ -594,63 +535,7 @@ class HostKernelBuilder:
             index = self.b.add(self.b.mul(index, ir.Constant(I64, self.items)), self.current_item())
         return self.b.gep(pointer, [index], source_etype=memory)
 
-    # -- conversions between memory and registers, and f16/bf16 rounding --
-
-    def from_memory(self, dtype, value):
-        b = self.b
-        if dtype == "bool":
-            return b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
-        if dtype == "f16":
-            return b.fpext(b.bitcast(value, ir.HalfType()), F32)
-        if dtype == "bf16":
-            return b.bitcast(b.shl(b.zext(value, I32), ir.Constant(I32, 16)), F32)
-        return value
-
-    def to_memory(self, dtype, value):
-        """Register value -> memory value; f16/bf16 registers already hold rounded values."""
-        b = self.b
-        if dtype == "bool":
-            return b.zext(value, I8)
-        if dtype == "f16":
-            return b.bitcast(b.fptrunc(value, ir.HalfType()), I16)
-        if dtype == "bf16":
-            return b.trunc(b.lshr(b.bitcast(value, I32), ir.Constant(I32, 16)), I16)
-        return value
-
-    def round_to(self, dtype, value):
-        """Round an f32 register value to f16/bf16 precision (round to nearest even; NaN stays NaN)."""
-        b = self.b
-        if dtype == "f16":
-            return b.fpext(b.fptrunc(value, ir.HalfType()), F32)
-        if dtype != "bf16":
-            return value
-        bits = b.bitcast(value, I32)
-        odd = b.and_(b.lshr(bits, ir.Constant(I32, 16)), ir.Constant(I32, 1))
-        rounded = b.add(bits, b.add(ir.Constant(I32, 0x7FFF), odd))
-        quiet_nan = b.or_(bits, ir.Constant(I32, 0x400000))
-        is_nan = b.fcmp_unordered("uno", value, value)
-        bits = b.and_(b.select(is_nan, quiet_nan, rounded), ir.Constant(I32, 0xFFFF0000))
-        return b.bitcast(bits, F32)
-
-    # -- expressions --
-
-    def expr(self, e: Expr):
-        method = getattr(self, "expr_" + type(e).__name__.lower(), None)
-        if method is None:
-            raise NotImplementedError(f"host codegen: expression {type(e).__name__}")
-        return method(e)
-
-    def expr_const(self, e: Const):
-        value = e.value
-        if e.dtype in UNSIGNED_INTS and value >= 2 ** (REGISTER_TYPES[e.dtype].width - 1):
-            value -= 2 ** REGISTER_TYPES[e.dtype].width
-        return self.const(e.dtype, value)
-
-    def expr_var(self, e: Var):
-        return self.read_var(e)
-
-    def expr_scalarparam(self, e: ScalarParam):
-        return self.scalar_args[e.name]
+    # -- launch ids --
 
     def expr_special(self, e: Special):
         if e.kind == "workgroup_id":
@@ -676,174 +561,23 @@ class HostKernelBuilder:
             self.item_ids_cache[dim] = self.b.trunc(value, I32)
         return self.item_ids_cache[dim]
 
-    def expr_load(self, e: Load):
-        pointer = self.element_pointer(e.buffer, e.index)
-        return self.from_memory(e.dtype, self.b.load(pointer, typ=MEMORY_TYPES[e.dtype]))
-
-    def expr_unary(self, e: Unary):
-        x = self.expr(e.x)
-        if e.op == "not":
-            return self.b.not_(x)
-        return self.b.fneg(x) if is_float(e.dtype) else self.b.neg(x)
-
-    def expr_select(self, e: Select):
-        return self.b.select(self.expr(e.cond), self.expr(e.on_true), self.expr(e.on_false))
-
-    def expr_compare(self, e: Compare):
-        a, b = self.expr(e.a), self.expr(e.b)
-        symbol = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}[e.op]
-        if is_float(e.a.dtype):  # ordered, but != is true when either side is NaN (as numpy)
-            return (self.b.fcmp_unordered if e.op == "ne" else self.b.fcmp_ordered)(symbol, a, b)
-        return (self.b.icmp_signed if is_signed(e.a.dtype) else self.b.icmp_unsigned)(symbol, a, b)
-
-    def expr_binary(self, e: Binary):
-        a, b = self.expr(e.a), self.expr(e.b)
-        dtype = e.dtype
-        if is_float(dtype):
-            return self.round_to(dtype, self.float_binary(e.op, a, b))
-        return self.int_binary(e.op, a, b, is_signed(dtype))
-
-    def float_binary(self, op, a, b):
-        bld = self.b
-        if op in ("max", "min"):
-            # NaN-propagating, as numpy.maximum / minimum; equal operands (so +0 and -0) combine
-            # their bits, so max(+0, -0) = +0 and min(+0, -0) = -0 in either order, as JAX.
-            wins = bld.fcmp_ordered(">" if op == "max" else "<", a, b)
-            bits = mathlib.with_element(a.type, I64 if mathlib.element_type(a.type) == F64 else I32)
-            tie = (bld.and_ if op == "max" else bld.or_)(bld.bitcast(a, bits), bld.bitcast(b, bits))
-            b = bld.select(bld.fcmp_ordered("==", a, b), bld.bitcast(tie, a.type), b)
-            return bld.select(bld.or_(wins, bld.fcmp_unordered("uno", a, a)), a, b)
-        return {"add": bld.fadd, "sub": bld.fsub, "mul": bld.fmul, "div": bld.fdiv, "rem": bld.frem}[op](a, b)
-
-    def int_binary(self, op, a, b, signed):
-        bld = self.b
-        zero, ones = ir.Constant(a.type, 0), ir.Constant(a.type, -1)
-        simple = {"add": bld.add, "sub": bld.sub, "mul": bld.mul, "and": bld.and_, "or": bld.or_, "xor": bld.xor}
-        if op in simple:
-            return simple[op](a, b)
-        if op in ("max", "min"):
-            compare = bld.icmp_signed if signed else bld.icmp_unsigned
-            return bld.select(compare(">" if op == "max" else "<", a, b), a, b)
-        if op in ("div", "rem"):
-            # The graph IR's values where C is undefined: x/0 = -1 (all ones), x%0 = x, MIN/-1 = MIN.
-            by_zero = bld.icmp_unsigned("==", b, zero)
-            undefined = bld.or_(by_zero, bld.icmp_unsigned("==", b, ones)) if signed else by_zero
-            if op == "rem" and isinstance(b, ir.Constant) and is_power_of_two(b.constant):
-                return self.power_of_two_rem(a, b.constant, signed)
-            safe = bld.select(undefined, ir.Constant(a.type, 1), b)
-            if op == "rem":
-                return bld.select(by_zero, a, (bld.srem if signed else bld.urem)(a, safe))
-            quotient = (bld.sdiv if signed else bld.udiv)(a, safe)
-            if signed:
-                quotient = bld.select(bld.icmp_unsigned("==", b, ones), bld.neg(a), quotient)
-            return bld.select(by_zero, ones, quotient)
-        in_range = bld.icmp_unsigned("<", b, ir.Constant(a.type, a.type.width))
-        amount = bld.select(in_range, b, zero)
-        if op == "shift_left":
-            return bld.select(in_range, bld.shl(a, amount), zero)
-        if op == "shift_right_logical":
-            return bld.select(in_range, bld.lshr(a, amount), zero)
-        return bld.ashr(a, bld.select(in_range, b, ir.Constant(a.type, a.type.width - 1)))
-
-    def power_of_two_rem(self, a, modulus: int, signed: bool):
-        """a % modulus (C's truncated remainder) for a constant power of two, through low_bits."""
-        low = self.low_bits(a, modulus)
-        if not signed:
-            return low
-        b, zero = self.b, ir.Constant(a.type, 0)
-        wraps = b.and_(b.icmp_signed("<", a, zero), b.icmp_unsigned("!=", low, zero))
-        return b.select(wraps, b.sub(low, ir.Constant(a.type, modulus)), low)
-
-    def expr_cast(self, e: Cast):
-        return self.convert(self.expr(e.x), e.x.dtype, e.dtype)
-
-    def expr_bitcast(self, e: Expr):
-        """x's bits as another dtype of its width, through the memory forms (f16/bf16 registers are f32)."""
-        bits = self.to_memory(e.x.dtype, self.expr(e.x))
-        target = MEMORY_TYPES[e.dtype]
-        return self.from_memory(e.dtype, bits if bits.type == target else self.b.bitcast(bits, target))
-
-    def convert(self, x, source, target):
-        """The graph IR's `convert`: float -> int saturates with NaN -> 0; to bool is x != 0."""
-        b = self.b
-        to_type = REGISTER_TYPES[target]
-        if source == target:
-            return x
-        if target == "bool":
-            if is_float(source):
-                return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
-            return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
-        if is_float(target):
-            # f64 -> f16/bf16 and wide integers -> bf16 would round twice through f32 (narrow_convert).
-            if source == "f64" and target in HALF_FLOATS:
-                return self.from_memory(target, narrow_convert.f64_to_narrow_bits(b, x, target))
-            if is_float(source):
-                if x.type != to_type:
-                    x = b.fpext(x, to_type) if x.type == F32 else b.fptrunc(x, to_type)
-            elif target == "bf16" and x.type.width > narrow_convert.F32_KEPT_BITS:
-                x = narrow_convert.int_to_sticky_f32(b, x, is_signed(source))
-            else:
-                x = (b.sitofp if is_signed(source) else b.uitofp)(x, to_type)
-            return self.round_to(target, x)
-        if is_float(source):
-            return mathlib.float_to_int(b, x, to_type, is_signed(target))
-        if to_type.width == x.type.width:
-            return x
-        if to_type.width < x.type.width:
-            return b.trunc(x, to_type)
-        return (b.sext if is_signed(source) else b.zext)(x, to_type)
-
-    def expr_math(self, e: Math):
-        args = [self.expr(a) for a in e.args]
-        dtype = e.args[0].dtype
-        if e.fn in ("abs", "sign") and not is_float(dtype):
-            return self.int_abs_sign(e.fn, args[0], is_signed(dtype))
-        bits = 64 if args[0].type == F64 else 32  # f16/bf16 compute in f32 registers
-        lanes = vector_bits() // bits if (e.fn, dtype) in self.outlined_math else None
-        result = mathlib.call(self.b, e.fn, args, lanes)
-        return result if e.fn == "is_finite" else self.round_to(dtype, result)
-
-    def int_abs_sign(self, fn, x, signed):
-        b = self.b
-        zero = ir.Constant(x.type, 0)
-        if fn == "abs":
-            return b.select(b.icmp_signed("<", x, zero), b.neg(x), x) if signed else x
-        positive = b.zext(b.icmp_signed(">", x, zero) if signed else b.icmp_unsigned(">", x, zero), x.type)
-        negative = b.zext(b.icmp_signed("<", x, zero), x.type) if signed else zero
-        return b.sub(positive, negative)
-
     # -- statements inside a work-item loop --
 
     def statements(self, stmts):
         # Work-item ids first computed inside a nested block do not dominate the code after it.
         outer_ids = dict(self.item_ids_cache)
-        for stmt in stmts:
-            self.statement(stmt)
+        super().statements(stmts)
         self.item_ids_cache = outer_ids
 
     def statement(self, s):
-        b = self.b
-        if isinstance(s, (Let, Assign)):
-            if (s.var.name, s.var.dtype) not in self.plan.reloaded:
-                self.write_var(s.var, self.expr(s.value))
-        elif isinstance(s, Store):
-            value = self.to_memory(s.buffer.dtype, self.expr(s.value))
-            b.store(value, self.element_pointer(s.buffer, s.index))
-        elif isinstance(s, For):
-            stop, step = self.expr(s.stop), self.expr(s.step)
+        if isinstance(s, (Let, Assign)) and (s.var.name, s.var.dtype) in self.plan.reloaded:
+            return  # read_var loads the value where it is read
+        if isinstance(s, For):
             self.item_for_depth += 1
-            self.counted_loop(self.expr(s.start), stop, step,
-                              lambda i: (self.write_var(s.var, i), self.statements(s.body)),
-                              signed=is_signed(s.var.dtype), name="for." + s.var.name)
+            super().statement(s)
             self.item_for_depth -= 1
-        elif isinstance(s, If):
-            with b.if_else(self.expr(s.cond)) as (then, orelse):
-                with then:
-                    self.statements(s.then)
-                with orelse:
-                    self.statements(s.orelse)
         else:
-            raise NotImplementedError(f"host codegen: statement {type(s).__name__} inside a work-item loop")
+            super().statement(s)
 
     # -- the workgroup level: regions, cuts and uniform control --
 
@@ -854,10 +588,7 @@ class HostKernelBuilder:
 
         for cls, group in itertools.groupby(split_regions(stmts), key=wave_class):
             if cls is not None:
-                lower = WAVE_OP_LOWERINGS.get(cls)
-                if lower is None:
-                    raise NotImplementedError(f"host codegen: no lowering for wave op {cls.__name__}")
-                lower(self, [part for _, part in group])
+                self.wave_op_lowering(cls)(self, [part for _, part in group])
                 self.run_waiting_alongside()  # a lowering without a wave loop leaves it waiting
                 continue
             for kind, part in group:
@@ -896,19 +627,12 @@ class HostKernelBuilder:
         params = [PTR if isinstance(p, GlobalBuffer) else REGISTER_TYPES[p.dtype] for p in k.params]
         self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params + [I32, I32, I32]), name="wg")
         self.fn.linkage = "internal"
-        self.buffer_args, self.scalar_args = {}, {}
-        for param, arg in zip(k.params, self.fn.args):
-            arg.name = param.name
-            if isinstance(param, GlobalBuffer):
-                # Valid: the runtime never passes a written buffer that overlaps another parameter.
-                arg.add_attribute("noalias")
-                if is_aligned_buffer(param.dtype, param.count, param.readonly):
-                    arg.attributes.align = WRITTEN_BUFFER_ALIGNMENT
-                self.buffer_args[param.name] = arg
-            else:
-                self.scalar_args[param.name] = arg
-        self.workgroup_ids = self.fn.args[len(k.params):]
         self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.bind_parameters(self.fn.args)
+        for param in k.buffers:
+            if is_aligned_buffer(param.dtype, param.count, param.readonly):
+                self.buffer_args[param.name].attributes.align = WRITTEN_BUFFER_ALIGNMENT
+        self.workgroup_ids = self.fn.args[len(k.params):]
         self.lds_pointers = {}
         if k.lds:
             block = self.entry_alloca(I8, k.lds_bytes, name="lds")
@@ -1025,7 +749,7 @@ class HostKernelBuilder:
 # ---- wave ops -----------------------------------------------------------------------------
 
 def one_at_a_time(lower_one):
-    """A run lowering (WAVE_OP_LOWERINGS) that lowers each op of the run by itself."""
+    """A run lowering (HostKernelBuilder.wave_op_lowerings) that lowers each op of the run by itself."""
     def lower(kb: HostKernelBuilder, ops):
         for op in ops:
             lower_one(kb, op)
@@ -1042,19 +766,19 @@ def lower_wave_reduce(kb: HostKernelBuilder, op: WaveReduce):
     if key in kb.plan.per_item:
         lanes = kb.slot(key, dtype)[0]
     else:
-        lanes = kb.entry_alloca(register, WAVE_SIZE, name="wave." + op.dest.name)
+        lanes = kb.entry_alloca(register, kb.wave_size, name="wave." + op.dest.name)
     reduce_op = "add" if op.op == "sum" else op.op
 
     def combine(x, y):
         return kb.float_binary(reduce_op, x, y) if is_float(dtype) else kb.int_binary(reduce_op, x, y, is_signed(dtype))
 
     def wave(w):
-        first = b.mul(w, ir.Constant(I64, WAVE_SIZE)) if key in kb.plan.per_item else ir.Constant(I64, 0)
+        first = b.mul(w, ir.Constant(I64, kb.wave_size)) if key in kb.plan.per_item else ir.Constant(I64, 0)
         if key not in kb.plan.per_item:
             kb.for_each_lane(w, lambda lane: b.store(kb.expr(op.value), b.gep(lanes, [lane], source_etype=register)))
-        values = b.load(b.gep(lanes, [first], source_etype=register), typ=ir.VectorType(register, WAVE_SIZE),
+        values = b.load(b.gep(lanes, [first], source_etype=register), typ=ir.VectorType(register, kb.wave_size),
                         align=16)  # the arrays' alignment (a vector's own would be its size)
-        width = WAVE_SIZE
+        width = kb.wave_size
         while width > 1:
             width //= 2
             halves = [b.shuffle_vector(values, values, ir.Constant(ir.VectorType(I32, width), list(range(start, start + width))))
@@ -1069,32 +793,30 @@ def lower_wave_reduce(kb: HostKernelBuilder, op: WaveReduce):
 def lower_wave_shuffle(kb: HostKernelBuilder, op: WaveShuffle):
     """Per wave: gather the lanes' values, then lane l reads the value of lane src_lane(l) % 64."""
     b, dtype = kb.b, op.value.dtype
-    lanes = kb.entry_alloca(REGISTER_TYPES[dtype], WAVE_SIZE, name="wave." + op.dest.name)
+    lanes = kb.entry_alloca(REGISTER_TYPES[dtype], kb.wave_size, name="wave." + op.dest.name)
     element = lambda lane: b.gep(lanes, [lane], source_etype=REGISTER_TYPES[dtype])
 
     def wave(w):
         kb.for_each_lane(w, lambda lane: b.store(kb.expr(op.value), element(lane)))
 
         def read(lane):
-            source = b.and_(kb.index64(op.src_lane), ir.Constant(I64, WAVE_SIZE - 1))
+            source = b.and_(kb.index64(op.src_lane), ir.Constant(I64, kb.wave_size - 1))
             kb.write_var(op.dest, b.load(element(source), typ=REGISTER_TYPES[dtype]))
         kb.for_each_lane(w, read)
 
     kb.for_each_wave(wave)
 
 
-# Host lowering of each wave op class: lower(builder, ops) emits code at the workgroup level for a
-# run of consecutive wave ops of that class (one or more), which it may interleave as long as each
-# lane's results are those of running them in order (MFMA keeps an accumulator in registers).
-WAVE_OP_LOWERINGS = {WaveReduce: one_at_a_time(lower_wave_reduce), WaveShuffle: one_at_a_time(lower_wave_shuffle)}
-
-
 def register_wave_op(cls, lower, lds_reads=None) -> None:
     """Add the host lowering of a new WaveOp subclass: lower(builder, run of consecutive ops); and
     `lds_reads`, how many operand reads of a variable it can take straight from LDS (`LDS_OPERANDS`)."""
-    WAVE_OP_LOWERINGS[cls] = lower
+    HostKernelBuilder.register_wave_op(cls, lower)
     if lds_reads is not None:
         LDS_OPERANDS[cls] = lds_reads
+
+
+register_wave_op(WaveReduce, one_at_a_time(lower_wave_reduce))
+register_wave_op(WaveShuffle, one_at_a_time(lower_wave_shuffle))
 
 
 # ---- compiling --------------------------------------------------------------------------
@@ -1103,7 +825,7 @@ def llvm_module(kernel: Kernel, verify: bool = True) -> ir.Module:
     """The unoptimised LLVM module of a kernel."""
     if verify:
         verify_kernel(kernel)
-    return HostKernelBuilder(kernel, tune_for_cpu=True).build()
+    return HostKernelBuilder(kernel).build()
 
 
 @lru_cache(maxsize=1)

@@ -15,7 +15,7 @@ from ..ir.kernel import Const
 from ..ir.kernel_mfma import Mfma, PrivateSlice
 from ..ir.targets import Target
 from .amdgpu import AmdgpuKernelBuilder, register_wave_op
-from .host import I8, I16, I32, REGISTER_TYPES
+from .llvm_kernel import I8, I16, I32, REGISTER_TYPES
 
 FRAGMENT_ELEMENT_TYPES = {"f16": ir.HalfType(), "bf16": I16, "i8": I8}
 

@@ -38,16 +38,17 @@ from functools import lru_cache
 import llvmlite.ir as ir
 import numpy as np
 
-from ..ir.kernel import WAVE_SIZE, Binary, Cast, Const, Expr, Load, Special, Var
+from ..ir.kernel import Binary, Cast, Const, Expr, Load, Special, Var
 from ..ir.kernel_mfma import Mfma, MfmaInstruction, PrivateSlice
 from ..ir.kernel_verifier import sub_expressions
-from .host import F32, F64, I32, I64, REGISTER_TYPES, HostKernelBuilder, register_wave_op
+from .host import HostKernelBuilder, register_wave_op
+from .llvm_kernel import F32, F64, I32, I64, REGISTER_TYPES
 from .mathlib import call_intrinsic
 
 ACCUMULATION_TYPES = {"f32": F32, "f64": F64, "i32": I32}
-# Accumulator values one micro-kernel step keeps in registers: SEGMENT_GROUP_VALUES // n row segments
-# (measured on AVX-512 for 32x32x2 f32, 256x1024x1024 with A read from LDS: 64 values ~235
-# GFLOP/s, 128 ~215, 256 ~262; 512 would take every vector register).
+# Accumulator values one micro-kernel step keeps in registers: SEGMENT_GROUP_VALUES // n row segments.
+# 256 f32 values are 16 of AVX-512's 32 vector registers, leaving the rest to the operands; 512
+# would take every one.
 SEGMENT_GROUP_VALUES = 256
 
 
@@ -65,7 +66,7 @@ def runs(table: np.ndarray, width: int) -> list[tuple[int, int, int]]:
     consecutive; the runs cover the table."""
     result = []
     for element in range(table.shape[1]):
-        for first in range(0, WAVE_SIZE, width):
+        for first in range(0, table.shape[0], width):
             start = int(table[first, element])
             assert (table[first:first + width, element] == start + np.arange(width)).all(), "MFMA layout is not in runs"
             result.append((element, first, start))
@@ -100,7 +101,7 @@ def lower_mfma(kb: HostKernelBuilder, op: Mfma):
     def lane_run(wave, first, width, body):
         """body(offset) for the lanes first .. first+width-1 of the wave, each lane's work-item set."""
         def at(offset):
-            kb.set_item(b.add(b.mul(wave, constant(WAVE_SIZE)), b.add(constant(first), offset)))
+            kb.set_item(b.add(b.mul(wave, constant(kb.wave_size)), b.add(constant(first), offset)))
             body(offset)
         kb.counted_loop(constant(0), constant(width), constant(1), at, name="mfma.lanes")
         kb.set_item(None)
@@ -197,9 +198,9 @@ def b_runs_consecutive(inst: MfmaInstruction, index: Expr, workgroup_size: tuple
     variable (StoragePlan.lds_operand_loads)."""
     varying = [term for term in terms(index) if reads_ids(term)]
     x_size, y_size, z_size = workgroup_size
-    for wave in range(x_size * y_size * z_size // WAVE_SIZE):
+    for wave in range(x_size * y_size * z_size // inst.wave_size):
         for kk in range(inst.k):
-            first = wave * WAVE_SIZE + inst.b_layout(0, kk, 0)[0]
+            first = wave * inst.wave_size + inst.b_layout(0, kk, 0)[0]
             offsets = []
             for item in range(first, first + inst.n):
                 ids = (item % x_size, item // x_size % y_size, item // (x_size * y_size))
@@ -247,7 +248,7 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
     """The run of MFMAs `ops` (fast_path_applies) as one micro-kernel per wave (module docstring)."""
     inst = ops[0].spec
     b = kb.b
-    m, n, k = inst.m, inst.n, inst.k
+    n, k = inst.n, inst.k
     value_type = ACCUMULATION_TYPES[inst.out_dtype]
     segment_type = ir.VectorType(value_type, n)
     constant = lambda value: ir.Constant(I64, value)
@@ -262,7 +263,7 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
 
     def lane_item(wave, lane):
         """The work-item of a lane of a wave."""
-        return b.add(b.mul(wave, constant(WAVE_SIZE)), lane)
+        return b.add(b.mul(wave, constant(kb.wave_size)), lane)
 
     def lanes_pointer(var: Var, wave, lane):
         base, _ = kb.slot((var.name, var.dtype), var.dtype)
@@ -306,7 +307,7 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
 
             def segment_pointer(element, lane):
                 first = (element + accumulator.start) * kb.items + lane
-                flat = b.add(b.mul(w, constant(WAVE_SIZE)), constant(first))
+                flat = b.add(b.mul(w, constant(kb.wave_size)), constant(first))
                 pointer = b.gep(acc_base, [flat], source_etype=value_type)
                 return b.bitcast(pointer, segment_type.as_pointer())
 

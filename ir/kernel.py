@@ -1,7 +1,8 @@
 """Kernel IR: one structured SIMT program, written per work-item, as a HIP kernel is.
 
-The graph->kernel lowering and the libraries emit this IR; codegen/host.py lowers it to the CPU
-and the AMDGPU backend lowers the very same objects to gfx9 code. DESIGN.md ("Kernel IR and the
+The graph->kernel lowering (lowering/) and the libraries emit this IR; the backends
+(codegen/llvm_kernel.py's KernelBuilder and its siblings: the host CPU's, AMDGPU's) lower the
+very same objects, so every target computes the same results. DESIGN.md ("Kernel IR and the
 execution model") is the specification; this module is the data model, printed by
 `ir/kernel_printer.py` and checked by `ir/kernel_verifier.py`.
 
@@ -33,17 +34,19 @@ Semantics
 - `For(var, start, stop, step)` runs var = start, start+step, ... while var < stop (step > 0).
   `uniform=True` on a `For` or `If` promises every work-item of the workgroup takes the same
   path; only then may its body hold a `Barrier` or a wave op (the verifier checks both).
-- Wave ops (`WaveOp` subclasses) are collective over the 64 lanes of a wave (lane = linear
-  work-item id % 64). `WaveReduce` combines with a xor butterfly, offsets 32, 16, ..., 1
-  (lane l takes op(v[l], v[l ^ offset]) at each step), so every lane holds the same result,
-  identical to a pairwise tree v[:32] op v[32:], then [:16] op [16:32], ...; f16/bf16 values are
-  combined in f32 and rounded once. `WaveShuffle` reads `value` from lane `src_lane % 64` of
-  the same wave (HIP's `__shfl`).
+- Wave ops (`WaveOp` subclasses) are collective over the W lanes of a wave (lane = linear
+  work-item id % W), W being `Kernel.wave_size`: the target's, 64 on every CDNA accelerator.
+  `WaveReduce` combines with a xor butterfly, offsets W/2, W/4, ..., 1 (lane l takes
+  op(v[l], v[l ^ offset]) at each step), so every lane holds the same result, identical to a
+  pairwise tree v[:W/2] op v[W/2:], then halves again, ...; f16/bf16 values are combined in f32
+  and rounded once. `WaveShuffle` reads `value` from lane `src_lane % W` of the same wave
+  (HIP's `__shfl`).
 
 Extension point for wave-level matrix ops (MFMA): subclass `WaveOp`, list the Vars it
 defines in `defines()` and the per-lane expressions it reads in `reads()`, give the verifier its
-type rule in `check(error)`, and register a host lowering with
-`codegen.host.register_wave_op(cls, lower)` (the lowering sees all 64 lanes' values at once).
+type rule in `check(error, wave_size)`, and register each backend's lowering
+(`codegen.host.register_wave_op(cls, lower)`, which sees all the wave's lanes at once, and
+`codegen.amdgpu.register_wave_op(cls, lower)`, which runs per work-item).
 """
 from __future__ import annotations
 
@@ -52,10 +55,10 @@ from typing import ClassVar
 
 import numpy as np
 
+from .targets import get_target
 from .types import FLOATS, INTS, NUMPY_DTYPES, SIGNED_INTS, UNSIGNED_INTS
 
 DTYPES = ("bool",) + INTS + FLOATS
-WAVE_SIZE = 64
 
 
 # ---- expressions ------------------------------------------------------------------------
@@ -385,11 +388,14 @@ class For(Stmt):
 @dataclass(frozen=True, eq=False)
 class If(Stmt):
     """`alongside` (uniform ifs only) is its producer's promise that the statements after it in its
-    block, up to the next barrier, neither read what it writes nor write what it reads: a backend
-    may run it alongside them, as Tensile's schedule issues the next tile's global reads and LDS
-    writes among the current tile's MFMAs (the host runs each wave's work-items of it just before
-    that wave's share of the next wave op). The verifier checks what it can: no barrier, wave op or
-    prefetch inside, stores to LDS only, no assignment to a variable defined outside."""
+    block, up to the next barrier, neither read what it writes nor write what it reads. It is a
+    fact about the program, not an instruction to any target: any order of the if's work and
+    theirs gives the same results, so a backend may interleave them (the host runs each wave's
+    work-items of the if just before that wave's share of the next wave op, so a GEMM's loads of
+    the next tile overlap the current tile's math) or ignore the mark (AMDGPU runs the statements
+    in order and leaves the overlap to the hardware's scheduling of waves). The verifier checks
+    what it can: no barrier, wave op or prefetch inside, stores to LDS only, no assignment to a
+    variable defined outside."""
     cond: Expr
     then: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...] = ()
@@ -411,11 +417,12 @@ class Barrier(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class Prefetch(Stmt):
-    """A hint, at the workgroup level: the workgroup will soon read `runs` runs of `run_elements`
-    consecutive elements of global `buffer`, the first starting at `start` and each `run_stride`
-    elements after the one before. It changes no result. The host prefetches each cache line into
-    L2, for reads the hardware prefetcher cannot see coming (a GEMM operand whose K step moves to
-    new rows); gfx90a and gfx942 have no prefetch instruction, and their code ignores it."""
+    """A fact about what comes next, at the workgroup level: the workgroup will soon read `runs`
+    runs of `run_elements` consecutive elements of global `buffer`, the first starting at `start`
+    and each `run_stride` elements after the one before. It changes no result, so a backend may
+    turn it into prefetches or drop it. The host prefetches each cache line into L2, for reads its
+    hardware prefetcher cannot see coming (a GEMM operand whose K step moves to new rows); the
+    AMDGPU backend drops it (CDNA has no data prefetch instruction)."""
     buffer: Buffer
     start: Expr
     runs: int
@@ -427,7 +434,8 @@ class Prefetch(Stmt):
 
 
 class WaveOp(Stmt):
-    """A collective over the 64 lanes of a wave: a cut point of the host codegen."""
+    """A collective over the lanes of a wave (Kernel.wave_size); like a barrier, it stands only under
+    uniform control flow."""
     kind: ClassVar[str]
 
     def defines(self) -> tuple[Var, ...]:
@@ -436,8 +444,9 @@ class WaveOp(Stmt):
     def reads(self) -> tuple[Expr, ...]:
         raise NotImplementedError
 
-    def check(self, error) -> None:
-        """Raise `error(message)` when the operands break the op's type rule."""
+    def check(self, error, wave_size: int) -> None:
+        """Raise `error(message)` when the operands break the op's type rule, or the op cannot run
+        on waves of `wave_size` lanes (the kernel's)."""
 
 
 WAVE_REDUCE_OPS = ("sum", "max", "min")
@@ -445,7 +454,7 @@ WAVE_REDUCE_OPS = ("sum", "max", "min")
 
 @dataclass(frozen=True, eq=False)
 class WaveReduce(WaveOp):
-    """dest = op over the wave's 64 lanes of `value`, the same in every lane."""
+    """dest = op over the wave's lanes of `value`, the same in every lane."""
     dest: Var
     op: str
     value: Expr
@@ -454,7 +463,7 @@ class WaveReduce(WaveOp):
     def defines(self): return (self.dest,)
     def reads(self): return (self.value,)
 
-    def check(self, error):
+    def check(self, error, wave_size):
         if self.op not in WAVE_REDUCE_OPS:
             error(f"unknown reduction {self.op!r}; expected one of {', '.join(WAVE_REDUCE_OPS)}")
         if self.value.dtype == "bool":
@@ -465,7 +474,7 @@ class WaveReduce(WaveOp):
 
 @dataclass(frozen=True, eq=False)
 class WaveShuffle(WaveOp):
-    """dest = `value` as computed by lane `src_lane % 64` of the same wave."""
+    """dest = `value` as computed by lane `src_lane % wave_size` of the same wave."""
     dest: Var
     value: Expr
     src_lane: Expr
@@ -477,7 +486,7 @@ class WaveShuffle(WaveOp):
     def defines(self): return (self.dest,)
     def reads(self): return (self.value, self.src_lane)
 
-    def check(self, error):
+    def check(self, error, wave_size):
         if self.src_lane.dtype not in INTS:
             error(f"source lane must be an integer, got {self.src_lane.dtype}")
         if self.dest.dtype != self.value.dtype:
@@ -515,16 +524,24 @@ class Kernel:
     (grid of workgroups and workgroup size, each padded to 3-D), LDS buffers, private arrays
     and the per-work-item body.
 
-    `streams` are (read-only buffer name, elements) pairs saying that workgroup g (linear id)
-    reads that buffer's elements [g * elements, (g + 1) * elements): a hint, which the host turns
-    into prefetches of workgroup g + 1's slice while g runs (a row kernel reads its row, then
-    computes long enough for the hardware prefetcher to stop), and the GPU ignores.
+    `wave_size` is the number of lanes of a wave the kernel was built for: the target's
+    (ir/targets.py; 64 on every CDNA accelerator, the default). Wave ops and the work-item ->
+    lane mapping follow it; the AMDGPU backend refuses a kernel built for a wave size other than
+    its target's, and the host runs any.
 
-    `grid_order` is the order in which the host runs the workgroups: the grid's dimensions from the
-    fastest-varying, (0, 1, 2) walking x first. Another hint the GPU ignores (its dispatcher has its
-    own order): on the host, consecutive workgroups of one thread share what they read while it is
-    still in cache (a GEMM's B panel when the grid walks M first, generator.py). Results never
-    depend on it, as workgroups run in no promised order."""
+    `streams` and `grid_order` are facts about the kernel's memory reads that its producer states,
+    for backends that choose when and in which order workgroups run; they change no result (the
+    workgroups of a launch run in no promised order), and a backend may use or ignore them:
+    - `streams`: (read-only buffer name, elements) pairs saying that workgroup g (linear id)
+      reads exactly that buffer's elements [g * elements, (g + 1) * elements). The host, which
+      runs a thread's workgroups one after the other, prefetches workgroup g + 1's slice while g
+      runs (a row kernel reads its row, then computes long enough for the hardware prefetcher to
+      stop); AMDGPU ignores it.
+    - `grid_order`: the grid's dimensions ordered by how much workgroups adjacent along them share
+      what they read, the most first ((0, 1, 2): x; a GEMM whose grid walks M first shares its B
+      panel). The host walks the grid in this order, so that consecutive workgroups of one thread
+      find the shared data still in cache; AMDGPU ignores it (the GPU's dispatcher has its own
+      order)."""
     name: str
     params: tuple[GlobalBuffer | ScalarParam, ...]
     grid: tuple[int, int, int]
@@ -534,6 +551,7 @@ class Kernel:
     private: tuple[PrivateArray, ...] = ()
     streams: tuple[tuple[str, int], ...] = ()
     grid_order: tuple[int, int, int] = (0, 1, 2)
+    wave_size: int = get_target().wave_size
 
     def __post_init__(self):
         for name in ("params", "body", "lds", "private", "streams", "grid_order"):

@@ -76,7 +76,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .kernel import WAVE_SIZE, Expr, PrivateArray, Var, WaveOp, as_expr
+from .kernel import Expr, PrivateArray, Var, WaveOp, as_expr
 from .kernel_printer import print_expr
 
 BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "i8": 8, "i32": 32}
@@ -96,18 +96,19 @@ class MfmaInstruction:
     intrinsic: str          # the LLVM intrinsic
     targets: tuple[str, ...]
     gfx942_mnemonic: str    # how gfx942 and gfx950 assembly spell it
+    wave_size: int = 64     # the lanes it spans: a whole wave of every CDNA target
 
     @property
     def a_elements(self) -> int:
-        return self.k * self.m * self.blocks // WAVE_SIZE
+        return self.k * self.m * self.blocks // self.wave_size
 
     @property
     def b_elements(self) -> int:
-        return self.k * self.n * self.blocks // WAVE_SIZE
+        return self.k * self.n * self.blocks // self.wave_size
 
     @property
     def d_elements(self) -> int:
-        return self.m * self.n * self.blocks // WAVE_SIZE
+        return self.m * self.n * self.blocks // self.wave_size
 
     @property
     def a_registers(self) -> int:
@@ -141,15 +142,15 @@ class MfmaInstruction:
     def d_layout(self, block, i, j):
         """(lane, element) holding C[block][i][j] and D[block][i][j]."""
         height = 1 if BITS[self.out_dtype] == 64 else 4
-        groups = WAVE_SIZE // self.n
-        side_by_side = max(1, WAVE_SIZE * height // (self.m * self.n))
+        groups = self.wave_size // self.n
+        side_by_side = max(1, self.wave_size * height // (self.m * self.n))
         lane = j + self.n * (block % side_by_side) + self.n * side_by_side * ((i // height) % groups)
-        element = (self.m * self.n // WAVE_SIZE) * block + height * (i // (height * groups)) + i % height
+        element = (self.m * self.n // self.wave_size) * block + height * (i // (height * groups)) + i % height
         return lane, element
 
     @cached_property
     def lane_tables(self) -> dict[str, np.ndarray]:
-        """For "a", "b" and "d": an int32 array [64, elements] giving the row-major flat index, in
+        """For "a", "b" and "d": an int32 array [wave_size, elements] giving the row-major flat index, in
         A[blocks][m][k], B[blocks][k][n] or D[blocks][m][n], of each lane's element."""
         shapes = {"a": (self.blocks, self.m, self.k), "b": (self.blocks, self.k, self.n),
                   "d": (self.blocks, self.m, self.n)}
@@ -158,7 +159,7 @@ class MfmaInstruction:
         tables = {}
         for name, shape in shapes.items():
             lane, element = layouts[name](*np.indices(shape))
-            table = np.full((WAVE_SIZE, counts[name]), -1, dtype=np.int32)
+            table = np.full((self.wave_size, counts[name]), -1, dtype=np.int32)
             table[lane.ravel(), element.ravel()] = np.arange(int(np.prod(shape)), dtype=np.int32)
             assert (table >= 0).all() and np.unique(table).size == table.size, f"{self.name}: {name} is not a bijection"
             tables[name] = table
@@ -248,10 +249,12 @@ class Mfma(WaveOp):
     def reads(self):
         return self.a + self.b + self.accumulator
 
-    def check(self, error):
+    def check(self, error, wave_size):
         inst = INSTRUCTIONS.get(self.instruction)
         if inst is None:
             error(f"unknown MFMA instruction {self.instruction!r}; supported: {', '.join(INSTRUCTIONS)}")
+        if inst.wave_size != wave_size:
+            error(f"{inst.name} spans a wave of {inst.wave_size} lanes; the kernel's waves have {wave_size}")
         for name, values, count, dtype in (("A", self.a, inst.a_elements, inst.in_dtype),
                                            ("B", self.b, inst.b_elements, inst.in_dtype),
                                            ("C", self.accumulator, inst.d_elements, inst.out_dtype)):

@@ -2,7 +2,7 @@
 compile cache on it, so two kernels that print alike compile alike).
 
     kernel exp(x: global f32[1000] readonly, y: global f32[1000])
-        grid [16, 1, 1] workgroup [64, 1, 1] lds 0 bytes
+        grid [16, 1, 1] workgroup [64, 1, 1] wave 64 lds 0 bytes
     {
       let i: i32 = ((workgroup_id(0) * 64) + workitem_id(0))
       if (i < 1000) {
@@ -103,12 +103,13 @@ def print_param(param) -> str:
 
 def print_kernel(kernel: Kernel) -> str:
     lines = [f"kernel {kernel.name}({', '.join(print_param(p) for p in kernel.params)})",
-             f"    grid {list(kernel.grid)} workgroup {list(kernel.workgroup_size)} lds {kernel.lds_bytes} bytes"]
+             f"    grid {list(kernel.grid)} workgroup {list(kernel.workgroup_size)} wave {kernel.wave_size} "
+             f"lds {kernel.lds_bytes} bytes"]
     lines += [f"  lds {b.name}: {b.dtype}[{b.count}]" for b in kernel.lds]
     lines += [f"  private {b.name}: {b.dtype}[{b.count}]" for b in kernel.private]
     lines += [f"  stream {name}: {elements} elements per workgroup" for name, elements in kernel.streams]
     if kernel.grid_order != (0, 1, 2):
-        lines.append(f"  host order: {' then '.join('xyz'[d] for d in kernel.grid_order)}")
+        lines.append(f"  grid order: {' then '.join('xyz'[d] for d in kernel.grid_order)}")
     lines.append("{")
     print_block(kernel.body, 1, lines)
     lines.append("}")

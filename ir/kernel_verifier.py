@@ -24,7 +24,7 @@ import math
 
 from ..errors import VerifyError
 from .kernel import (ARITHMETIC_OPS, BITWISE_OPS, COMPARE_OPS, DTYPES, MATH_FUNCTIONS, SHIFT_OPS, SPECIAL_KINDS,
-                     UNARY_OPS, WAVE_SIZE, Assign, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For,
+                     UNARY_OPS, Assign, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For,
                      GlobalBuffer, If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray, ScalarParam, Select,
                      Special, Stmt, Store, Unary, Var, WaveOp, WaveShuffle, contains_cut, walk)
 from .kernel_printer import print_expr, statement_head
@@ -88,9 +88,11 @@ class KernelVerifier:
         if math.prod(k.grid) * math.prod(k.workgroup_size) > MAX_ARRAY_BYTES:
             self.fail(f"grid {list(k.grid)} of workgroups {list(k.workgroup_size)} has more work-items than an "
                       f"int64 counts")
-        if k.workgroup_items % WAVE_SIZE or k.workgroup_items > MAX_WORKGROUP_ITEMS:
+        if not isinstance(k.wave_size, int) or k.wave_size < 1 or k.wave_size & (k.wave_size - 1):
+            self.fail(f"wave size {k.wave_size!r} must be a power of two")
+        if k.workgroup_items % k.wave_size or k.workgroup_items > MAX_WORKGROUP_ITEMS:
             self.fail(f"workgroup size {list(k.workgroup_size)} has {k.workgroup_items} work-items; it must be "
-                      f"a multiple of {WAVE_SIZE} (wave64) and at most {MAX_WORKGROUP_ITEMS}")
+                      f"a multiple of the wave size {k.wave_size} and at most {MAX_WORKGROUP_ITEMS}")
         if k.lds_bytes > self.max_lds_bytes:
             self.fail(f"LDS of {k.lds_bytes} bytes exceeds the limit of {self.max_lds_bytes} bytes")
         names = set()
@@ -139,7 +141,7 @@ class KernelVerifier:
     def varying_variables(self) -> set[str]:
         """Names of the variables that may differ between the work-items of a workgroup."""
         varying: set[str] = set()
-        wave_results_vary = self.kernel.workgroup_items > WAVE_SIZE
+        wave_results_vary = self.kernel.workgroup_items > self.kernel.wave_size
 
         def visit(stmts, under_varying_control):
             for stmt in stmts:
@@ -222,7 +224,7 @@ class KernelVerifier:
             if isinstance(stmt, WaveOp):
                 for expr in stmt.reads():
                     self.check_expr(expr, scope, stmt)
-                stmt.check(lambda message: self.fail(message, stmt))
+                stmt.check(lambda message: self.fail(message, stmt), self.kernel.wave_size)
                 for var in stmt.defines():
                     self.define(var, scope, stmt)
         else:

@@ -1,7 +1,8 @@
 """Target descriptions: the public specifications of the CDNA accelerators cdnajit compiles for.
 
-Targets are data. Tiling (passes/) reads the budgets, the AMDGPU backend (codegen/) the LLVM
-processor name, and the reports (runtime/) the peaks for occupancy and the roofline. The
+Targets are data. Tiling (lowering/) reads the budgets and the wave size (which the kernels it
+builds record as `Kernel.wave_size`), the AMDGPU backend (codegen/) the LLVM processor name, and
+the reports (runtime/) the peaks for occupancy and the roofline. The
 figures are the vendors' published ones, as DESIGN.md lists them.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ class Target:
     compute_units: int
     peak_clock_mhz: int
     simds_per_cu: int
-    wave_size: int
+    wave_size: int                 # lanes of a wave: 64 on every CDNA accelerator
     vgprs_per_simd_lane: int       # VGPRs (arch + acc) one lane of a SIMD holds, shared by its waves
     vgpr_granule: int              # waves are allocated VGPRs in multiples of this
     sgprs_per_simd: int

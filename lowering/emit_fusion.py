@@ -38,7 +38,7 @@ ACCUMULATOR_CHAINS = 4
 def emit_fusion(op: Op, name: str, target: Target | None = None) -> K.Kernel:
     target = target or get_target()
     config = launch_config(op, target)
-    builder = FusionKernel(op, name, config, target.max_lds_bytes_per_workgroup)
+    builder = FusionKernel(op, name, config, target)
     BUILDERS[config.strategy](builder)
     return builder.kernel()
 
@@ -51,8 +51,9 @@ def buffer_elements(value: Value) -> int:
 class FusionKernel:
     """What every fusion kernel shares: buffers, the elemental emitter, the lane and group ids."""
 
-    def __init__(self, op: Op, name: str, config: LaunchConfig, max_lds_bytes: int):
+    def __init__(self, op: Op, name: str, config: LaunchConfig, target: Target):
         self.op, self.name, self.config = op, name, config
+        self.wave_size = target.wave_size
         self.region = op.regions[0]
         params = operand_buffers(op)
         self.inputs, self.outputs = params[:len(op.operands)], params[len(op.operands):]
@@ -60,7 +61,7 @@ class FusionKernel:
                       + [buffer_elements(v) for o in self.region.ops for v in o.results]
                       + [config.grid * config.workgroup_size * config.elements_per_item])
         self.emitter = ElementalEmitter(self.region, self.inputs, index_dtype_for(largest),
-                                        max_lds_bytes - config.lds_bytes)
+                                        target.max_lds_bytes_per_workgroup - config.lds_bytes)
         self.idx = self.emitter.index_dtype
         # Index expressions stay expressions of the launch ids, never variables: a variable living
         # across a barrier or wave op is reloaded on the host, which hides that consecutive
@@ -88,7 +89,7 @@ class FusionKernel:
             body[:0] = [K.If(self.lane.eq(0), e.lds_fill), K.Barrier()]
         return K.Kernel(self.name, params=self.inputs + self.outputs, grid=(self.config.grid,),
                         workgroup_size=(self.config.workgroup_size,), body=body, lds=self.lds + e.lds,
-                        streams=self.streams)
+                        streams=self.streams, wave_size=self.wave_size)
 
 
 # ---- loop kernels -----------------------------------------------------------------------------
@@ -262,7 +263,7 @@ def combine_row(fk: FusionKernel, accumulators, phase: int) -> list[K.Expr]:
     a tree over the work-items' values in LDS, halving with a barrier per step.
     """
     e, width = fk.emitter, fk.config.workgroup_size
-    waves = width // K.WAVE_SIZE
+    waves = width // fk.wave_size
     totals: list = [None] * len(accumulators)
     partials, trees = [], []
     for k, acc in enumerate(accumulators):
@@ -278,9 +279,9 @@ def combine_row(fk: FusionKernel, accumulators, phase: int) -> list[K.Expr]:
     fk.lds += [buffer for _, buffer in partials + trees]
     with e.block() as writes:
         for k, buffer in partials:
-            e.emit(K.Store(buffer, fk.lane / K.WAVE_SIZE, totals[k]))
+            e.emit(K.Store(buffer, fk.lane / fk.wave_size, totals[k]))
     if writes:
-        e.emit(K.If((fk.lane % K.WAVE_SIZE).eq(0), writes))
+        e.emit(K.If((fk.lane % fk.wave_size).eq(0), writes))
     for k, buffer in trees:
         e.emit(K.Store(buffer, fk.lane, accumulators[k].var))
     e.emit(K.Barrier())

@@ -33,7 +33,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..codegen import mathlib
-from ..ir.kernel import (WAVE_SIZE, Assign, Barrier, Binary, Cast, Compare, Const, For, If, Kernel, Let, Load, Math,
+from ..ir.kernel import (Assign, Barrier, Binary, Cast, Compare, Const, For, If, Kernel, Let, Load, Math,
                          Prefetch, Select, Special, Store, Unary, Var, WaveOp, WaveReduce)
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import sub_expressions
@@ -44,7 +44,6 @@ UNROLL_LIMIT = 64
 # Math functions that XLA's cost analysis calls transcendental (the rest are simple float ops).
 NOT_TRANSCENDENTAL = frozenset({"abs", "sign", "floor", "ceil", "trunc", "round", "is_finite"})
 FLOAT_INSTRUCTIONS = frozenset({"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fcmp"})
-WAVE_REDUCE_STEPS = WAVE_SIZE.bit_length() - 1
 
 
 @lru_cache(maxsize=None)
@@ -60,6 +59,11 @@ def math_flops(fn: str, dtype: str) -> int:
             elif instruction.opname == "call" and instruction.callee.name.startswith("llvm."):
                 flops += 2 if instruction.callee.name.startswith("llvm.fma.") else 1
     return flops
+
+
+def wave_reduce_steps(kernel: Kernel) -> int:
+    """The combining steps of a wave reduction: the xor butterfly's log2 of the wave size."""
+    return kernel.wave_size.bit_length() - 1
 
 
 def compute_dtype(dtype: str) -> str:
@@ -190,14 +194,14 @@ class LaunchCounter:
             elif isinstance(s, For):
                 self.walk_for(s, env, weight, times)
             elif isinstance(s, WaveOp):
-                if isinstance(s, Mfma):  # `times` counts lanes; the wave's 64 lanes issue one instruction
+                if isinstance(s, Mfma):  # `times` counts lanes; a wave's lanes issue one instruction
                     spec = s.spec
                     self.add(self.counts.matrix_flops, spec.in_dtype,
-                             2 * spec.m * spec.n * spec.k * spec.blocks * times / WAVE_SIZE)
+                             2 * spec.m * spec.n * spec.k * spec.blocks * times / spec.wave_size)
                 for expr in s.reads():
                     self.expression_cost(expr, times)
                 if isinstance(s, WaveReduce) and s.value.dtype in FLOATS:
-                    self.add(self.counts.flops, compute_dtype(s.value.dtype), WAVE_REDUCE_STEPS * times)
+                    self.add(self.counts.flops, compute_dtype(s.value.dtype), wave_reduce_steps(self.kernel) * times)
                 for var in s.defines():
                     env[(var.name, var.dtype)] = None
             elif not isinstance(s, (Barrier, Prefetch)):  # a prefetch is a hint: no traffic of its own

@@ -373,7 +373,7 @@ class GemmKernelBuilder:
             return
         inst = s.spec
         height = 1 if inst.out_dtype == "f64" else 4
-        groups = K.WAVE_SIZE // inst.n
+        groups = inst.wave_size // inst.n
         wave_m, wave_n = self.z / s.waves[1], self.z % s.waves[1]
         for r in range(inst.d_elements):
             # D[i][j] of register r in lane j + n * g: i = H*R*(r // H) + H*g + r % H.

@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ...ir.kernel import WAVE_SIZE
 from ...ir.kernel_mfma import INSTRUCTIONS, MfmaInstruction
 from ...ir.targets import Target
 
@@ -63,7 +62,7 @@ class Solution:
     def workgroup_size(self) -> tuple[int, int, int]:
         """mfma: (16, 4, waves), a wave's lane being x + 16 y; valu: 16 x 16."""
         if self.kind == "mfma":
-            return MFMA_LANES_X, WAVE_SIZE // MFMA_LANES_X, self.waves[0] * self.waves[1]
+            return MFMA_LANES_X, self.spec.wave_size // MFMA_LANES_X, self.waves[0] * self.waves[1]
         return VALU_WORKGROUP[0], VALU_WORKGROUP[1], 1
 
     @property

@@ -1,6 +1,7 @@
 """AMDGPU codegen: hand-written kernels compile to gfx9 code whose instructions, resources and ELF
 are what the kernel IR asks for. (No GPU here: the lane semantics are checked on the assembler's
 own spelling of the cross-lane patterns; the host tests check the same kernels' results.)"""
+import dataclasses
 import re
 import struct
 
@@ -157,6 +158,12 @@ def test_wave_ops_use_the_butterfly_patterns(dtype):
                     "quad_perm:[1,0,3,2]", "ds_bpermute_b32"):
         assert pattern in text, pattern
     assert compiled.resources.vgpr_spill_count == 0 and compiled.resources.scratch_bytes == 0
+
+
+def test_a_kernel_built_for_another_wave_size_is_refused():
+    kernel = dataclasses.replace(wave_kernel("f32"), wave_size=32)
+    with pytest.raises(ValueError, match="built for waves of 32 lanes; gfx942's have 64"):
+        amdgpu.llvm_module(kernel)
 
 
 def test_kernel_arguments_as_hip_lays_them_out():

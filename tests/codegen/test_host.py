@@ -1,4 +1,5 @@
 """Host codegen and launch: hand-written kernels run on the CPU against numpy models."""
+import dataclasses
 import math
 import re
 
@@ -105,13 +106,13 @@ def test_lds_tree_reduction_with_barriers_in_uniform_loop():
 
 # ---- wave ops ----------------------------------------------------------------------------
 
-def butterfly(values, op):
-    """The documented lane semantics: pairwise halving over each wave's 64 lanes."""
-    lanes = values.reshape(-1, 64)
+def butterfly(values, op, wave_size=64):
+    """The documented lane semantics: pairwise halving over each wave's lanes."""
+    lanes = values.reshape(-1, wave_size)
     while lanes.shape[1] > 1:
         half = lanes.shape[1] // 2
         lanes = op(lanes[:, :half], lanes[:, half:])
-    return np.repeat(lanes[:, 0], 64)
+    return np.repeat(lanes[:, 0], wave_size)
 
 
 @pytest.fixture(scope="module")
@@ -138,19 +139,22 @@ def wave_kernel():
     return kernel, n
 
 
-def test_wave_reduce_and_shuffle_lane_semantics(wave_kernel):
+@pytest.mark.parametrize("wave_size", [64, 32])
+def test_wave_reduce_and_shuffle_lane_semantics(wave_kernel, wave_size):
+    """At the kernel's wave size: 64 is CDNA's; 32 shows the host reads it from the kernel."""
     kernel, n = wave_kernel
+    kernel = dataclasses.replace(kernel, wave_size=wave_size)
     x = RNG.standard_normal(n).astype(np.float32)
     k = RNG.integers(-1000, 1000, n).astype(np.int32)
     outs = [np.zeros(n, np.float32), np.zeros(n, np.float32), np.zeros(n, np.int32), np.zeros(n, np.float32),
             np.zeros(n, np.float32)]
     compile_kernel(kernel)(x, k, *outs)
     v = x * np.float32(2)
-    np.testing.assert_array_equal(outs[0], butterfly(v, np.add))
-    np.testing.assert_array_equal(outs[1], butterfly(v, np.maximum))
-    np.testing.assert_array_equal(outs[2], butterfly(k, np.minimum))
+    np.testing.assert_array_equal(outs[0], butterfly(v, np.add, wave_size))
+    np.testing.assert_array_equal(outs[1], butterfly(v, np.maximum, wave_size))
+    np.testing.assert_array_equal(outs[2], butterfly(k, np.minimum, wave_size))
     t = np.arange(n) % 128
-    source = (np.arange(n) // 64) * 64 + (t * 5 + 3) % 64
+    source = (np.arange(n) // wave_size) * wave_size + (t * 5 + 3) % wave_size
     np.testing.assert_array_equal(outs[3], (v + np.float32(1))[source])
     np.testing.assert_array_equal(outs[4], v - outs[0])
 
@@ -249,7 +253,7 @@ def test_the_host_runs_every_workgroup_once_in_the_kernels_grid_order(order):
     body = [K.If(K.workitem_id(0).eq(0), [K.Let(turn, counter[0]), K.Store(turns, (wz * 2 + wy) * 3 + wx, turn),
                                           K.Store(counter, 0, turn + 1)])]
     kernel = K.Kernel("walk", params=[turns, counter], grid=grid, workgroup_size=(64,), body=body, grid_order=order)
-    assert (f"host order: {' then '.join('xyz'[d] for d in order)}" in str(kernel)) == (order != (0, 1, 2))
+    assert (f"grid order: {' then '.join('xyz'[d] for d in order)}" in str(kernel)) == (order != (0, 1, 2))
     result, count = np.full(math.prod(grid), -1, np.int32), np.zeros(1, np.int32)
     compile_kernel(kernel)(result, count)
     ids = np.stack(np.unravel_index(np.arange(result.size), grid[::-1])[::-1])   # (x, y, z) of each entry

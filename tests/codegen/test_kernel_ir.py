@@ -12,9 +12,8 @@ T = K.Var("t", "i32")
 INDEX = K.Let(I, K.workgroup_id(0) * 64 + K.workitem_id(0))
 
 
-def kernel(body, params=(X, Y), workgroup_size=(64,), lds=(), private=(), streams=()):
-    return K.Kernel("k", params=list(params), grid=(16,), workgroup_size=workgroup_size, body=body, lds=lds,
-                    private=private, streams=streams)
+def kernel(body, params=(X, Y), **options):
+    return K.Kernel("k", params=list(params), grid=(16,), body=body, **{"workgroup_size": (64,), **options})
 
 
 def test_printer_text():
@@ -29,7 +28,7 @@ def test_printer_text():
     text = str(kernel(body, params=(X, Y, n), lds=[tile]))
     assert text == """\
 kernel k(x: global f32[1000] readonly, y: global f32[1000], n: i32)
-    grid [16, 1, 1] workgroup [64, 1, 1] lds 256 bytes
+    grid [16, 1, 1] workgroup [64, 1, 1] wave 64 lds 256 bytes
   lds tile: f32[64]
 {
   let i: i32 = ((workgroup_id(0) * 64) + workitem_id(0))
@@ -91,7 +90,9 @@ BAD = [
     ([INDEX, K.Assign(K.Var("z", "f32"), X[I])], {}, "assignment to undefined variable 'z'"),
     ([INDEX, K.WaveReduce(K.Var("r", "f64"), "sum", X[I])], {}, "result r: f64 differs from the value's dtype f32"),
     ([INDEX, K.WaveReduce(S, "prod", X[I])], {}, "unknown reduction 'prod'"),
-    ([], {"workgroup_size": (96,)}, "must be a multiple of 64 (wave64)"),
+    ([], {"workgroup_size": (96,)}, "must be a multiple of the wave size 64"),
+    ([], {"workgroup_size": (96,), "wave_size": 32}, None),
+    ([], {"wave_size": 48}, "wave size 48 must be a power of two"),
     ([], {"lds": [K.LdsBuffer("big", "f32", 20000)]}, "LDS of 80000 bytes exceeds the limit of 65536 bytes"),
     ([INDEX, K.Store(K.GlobalBuffer("w", "f32", 8), I, 1.0)], {}, "buffer 'w' is not declared"),
     ([INDEX, K.Let(S, K.Unary("not", X[I]))], {}, "not does not apply to f32"),

@@ -280,9 +280,9 @@ def test_gemm_loop_accumulates_in_place_over_k():
 
 # ---- the kernel IR rules -----------------------------------------------------------------------
 
-def verify_single(op, private=()):
+def verify_single(op, private=(), wave_size=64):
     x = K.GlobalBuffer("x", "f32", 64, readonly=True)
-    kernel = K.Kernel("k", params=[x], grid=(1,), workgroup_size=(64,), private=private,
+    kernel = K.Kernel("k", params=[x], grid=(1,), workgroup_size=(64,), private=private, wave_size=wave_size,
                       body=[K.Let(K.Var("v", "f32"), x[K.workitem_id(0)]), K.Let(K.Var("h", "f16"), K.Const(1, "f16")),
                             op])
     K.verify(kernel)
@@ -306,6 +306,12 @@ ACC = K.PrivateArray("acc", "f32", 4)
 def test_verifier_rejects_bad_operands(op, message):
     with pytest.raises(VerifyError, match=re.escape(message)):
         verify_single(op, private=[ACC])
+
+
+def test_mfma_in_a_kernel_of_another_wave_size_is_rejected():
+    op = Mfma("v_mfma_f32_16x16x4f32", D4, V, V, [V] * 4)
+    with pytest.raises(VerifyError, match="spans a wave of 64 lanes; the kernel's waves have 32"):
+        verify_single(op, wave_size=32)
 
 
 def test_mfma_under_divergent_control_flow_is_rejected():

@@ -240,7 +240,7 @@ def test_several_elements_per_work_item():
     module = run_pipeline(cj.make_graph(lambda a: a * 2 + 1)(x)).module
     op, operands, results = next(t for t in top_level_ops(module, [x]) if t[0].name == "fusion")
     config = dataclasses.replace(launch_config(op), elements_per_item=4, workgroup_size=64, grid=4)
-    builder = emit_fusion.FusionKernel(op, "k", config, TARGET.max_lds_bytes_per_workgroup)
+    builder = emit_fusion.FusionKernel(op, "k", config, TARGET)
     emit_fusion.BUILDERS["loop"](builder)
     assert_same(run_kernel(builder.kernel(), operands, results)[0], results[0])
 
@@ -316,7 +316,7 @@ def test_multi_phase_rows_in_a_loop_recompute_each_phase():
     op, operands, results = next(t for t in top_level_ops(module, [x]) if t[0].name == "fusion")
     config = dataclasses.replace(launch_config(op), unrolled=False, workgroup_size=256, elements_per_item=4,
                                  lds_bytes=64)
-    builder = emit_fusion.FusionKernel(op, "k", config, TARGET.max_lds_bytes_per_workgroup)
+    builder = emit_fusion.FusionKernel(op, "k", config, TARGET)
     emit_fusion.BUILDERS["row_per_workgroup"](builder)
     (actual,) = run_kernel(builder.kernel(), operands, results)
     np.testing.assert_allclose(actual, results[0], rtol=1024 * 2 ** -23, atol=1024 * 2 ** -23)
