@@ -298,10 +298,14 @@ class KernelBuilder:
             return bld.select(compare(">" if op == "max" else "<", a, b), a, b)
         if op in ("div", "rem"):
             # The graph IR's values where C is undefined: x/0 = -1 (all ones), x%0 = x, MIN/-1 = MIN.
-            by_zero = bld.icmp_unsigned("==", b, zero)
-            undefined = bld.or_(by_zero, bld.icmp_unsigned("==", b, ones)) if signed else by_zero
             if op == "rem" and isinstance(b, ir.Constant) and is_power_of_two(b.constant):
                 return self.power_of_two_rem(a, b.constant, signed)
+            if isinstance(b, ir.Constant) and b.constant != 0 and not (signed and b.constant == -1):
+                # A constant divisor where C's division is defined (index arithmetic): no guards.
+                return {("div", True): bld.sdiv, ("div", False): bld.udiv, ("rem", True): bld.srem,
+                        ("rem", False): bld.urem}[op, signed](a, b)
+            by_zero = bld.icmp_unsigned("==", b, zero)
+            undefined = bld.or_(by_zero, bld.icmp_unsigned("==", b, ones)) if signed else by_zero
             safe = bld.select(undefined, ir.Constant(a.type, 1), b)
             if op == "rem":
                 return bld.select(by_zero, a, (bld.srem if signed else bld.urem)(a, safe))

@@ -72,13 +72,42 @@ def as_expr(value, dtype: str) -> "Expr":
     raise TypeError(f"kernel IR: cannot use {value!r} of type {type(value).__name__} as an expression")
 
 
+def fold_integer(op: str, a: "Expr", b: "Expr") -> "Expr | None":
+    """`a op b` of integers without an instruction where the answer is plain: constants combined
+    (wrapping, as the kernel's arithmetic does), x + 0, x - 0, x * 1, x * 0, x / 1, x % 1. Index
+    arithmetic is full of them (a tile's first row is 0 * stride + ...), and each would cost a
+    backend instruction to build and optimize away. None where there is nothing to fold."""
+    ca = a.value if isinstance(a, Const) else None
+    cb = b.value if isinstance(b, Const) else None
+    if ca is not None and cb is not None and op in ("add", "sub", "mul"):
+        dtype = NUMPY_DTYPES[a.dtype]
+        with np.errstate(all="ignore"):
+            x, y = np.array(ca, dtype), np.array(cb, dtype)
+            return Const((x + y) if op == "add" else (x - y) if op == "sub" else (x * y), a.dtype)
+    if op == "add":
+        return b if ca == 0 else a if cb == 0 else None
+    if op == "sub":
+        return a if cb == 0 else None
+    if op == "mul":
+        if ca == 0 or cb == 0:
+            return Const(0, a.dtype)
+        return b if ca == 1 else a if cb == 1 else None
+    if op == "div":
+        return a if cb == 1 else None
+    if op == "rem":
+        return Const(0, a.dtype) if cb == 1 else None
+    return None
+
+
 class Expr:
     """A typed scalar expression. Subclasses are frozen dataclasses with a `dtype`."""
     dtype: str
 
     def _binary(self, op, other, swap=False):
         other = as_expr(other, self.dtype)
-        return Binary(op, other, self) if swap else Binary(op, self, other)
+        a, b = (other, self) if swap else (self, other)
+        folded = fold_integer(op, a, b) if a.dtype in INTS and b.dtype == a.dtype else None
+        return Binary(op, a, b) if folded is None else folded
 
     def __add__(self, other): return self._binary("add", other)
     def __radd__(self, other): return self._binary("add", other, swap=True)
