@@ -188,6 +188,10 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     result_dtype = statistic_dtype("mean", dtype) if dtype is not None else to_inexact(x.type.dtype)
     compute = upcast_half(to_inexact(result_dtype))
     total = sum(x, axes, dtype=compute, keepdims=keepdims, where=where)
+    if where is None and math.prod(x.shape[i] for i in axes) == 1:
+        # XLA simplifies JAX's division by a count of 1 away; for complex values that matters: a
+        # complex division by 1 + 0i spreads a NaN real part to the imaginary part.
+        return convert(total, result_dtype)
     count = element_count("mean", x, axes, keepdims, where, compute, total.shape)
     return convert(bind1("div", [total, count]), result_dtype)
 

@@ -521,3 +521,15 @@ def test_compiled_mean_of_a_large_f32_array_matches_numpy():
     # numpy's pairwise mean is within a few eps; the blocked one within the bound (plus the division).
     assert abs(float(got) - exact) <= blocked_sum_bound(x.size, np.float32, exact) + 2 * np.finfo(np.float32).eps * exact
     assert abs(float(np.mean(x)) - exact) <= blocked_sum_bound(x.size, np.float32, exact)
+
+
+def test_mean_of_one_complex_element_is_the_element():
+    # JAX's answer (0.10.2, x64): jnp.mean over one element divides by 1 + 0i, which XLA simplifies
+    # away, so a NaN real part leaves the imaginary part alone; over two elements the complex
+    # division spreads it (inf - 0.2j and 1 + 1j average to inf + nan j).
+    x = np.array([[complex(np.nan, -0.1928466)]], np.complex64)
+    for backend in ("compiled", "interpret"):
+        got = cj.jit(lambda v: cnp.mean(v, axis=0), backend=backend)(x)
+        np.testing.assert_array_equal(got.imag, np.float32([-0.1928466]))
+        pair = cj.jit(cnp.mean, backend=backend)(np.array([complex(np.inf, -0.2), 1 + 1j], np.complex64))
+        assert np.isinf(pair.real) and np.isnan(pair.imag)

@@ -60,7 +60,10 @@ def reduce(name: str, v: Val, axes: tuple, keepdims: bool) -> Val:
             err = np.sum(v.err, axis=axes, keepdims=keepdims) + 2 * n * u * total
             err = np.where(total > big, UNKNOWN, err)   # a partial sum may overflow in some order
             if name == "mean":
-                ref, err = ref / max(n, 1) if n else ref / 0, err / max(n, 1)
+                # JAX divides by the count as a value of the dtype: a complex division (which spreads a
+                # NaN part to both), but for a count of 1, which XLA simplifies away
+                count = np.complex128(n) if kind(dtype) == "c" else n
+                ref, err = ref / count if n != 1 else ref, err / max(n, 1)
                 err = err + 2 * u * np.abs(ref)
         else:
             ref = np.prod(x, axis=axes, keepdims=keepdims)
