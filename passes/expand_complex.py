@@ -442,8 +442,6 @@ def product_over(x: C, axes) -> C:
         x = apply("transpose", x, permutation=tuple(kept + list(axes)))
     x = apply("reshape", x, new_sizes=kept_shape + (count,))
     axis = len(kept_shape)
-    if count == 1:  # numpy and XLA multiply the identity in: 1 * (-0 - 1i) is +0 - 1i
-        x = cmul(C(x.re.like(1.0), x.im.like(0.0)), x)
     while count > 1:
         # An odd count's last element is carried to the next level as it is.
         pairs = cmul(slice_along(x, axis, 0, count - 1, 2), slice_along(x, axis, 1, count, 2))

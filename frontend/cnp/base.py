@@ -131,12 +131,15 @@ def promote_args(name: str, *xs, inexact=False) -> list[Tracer]:
 def scalar_constant(value, dtype: str, weak_type: bool) -> Tracer:
     """A Python scalar as a constant of the dtype it promotes to (no f64 constant + convert).
 
-    As in JAX, a Python int that does not fit the integer dtype it meets is an error, not a wrap.
+    As in JAX, a Python int that does not fit the integer dtype it meets wraps to it (uint8 + 300 adds
+    44, uint64 == -1 compares with 2**64 - 1); one that fits no 64-bit integer is an error.
     """
     if isinstance(value, int) and not isinstance(value, bool) and NUMPY_DTYPES[dtype].kind in "iu":
+        if not -2 ** 63 <= value < 2 ** 64:
+            raise TracingValueError(located(f"Python int {value} is out of range for 64-bit integers ({dtype})"))
         info = np.iinfo(NUMPY_DTYPES[dtype])
         if not info.min <= value <= info.max:
-            raise TracingValueError(located(f"Python int {value} is out of range for {dtype}"))
+            value = np.array(value % 2 ** info.bits, np.uint64).astype(NUMPY_DTYPES[dtype]).item()
     return constant(value, dtype, weak_type=weak_type)
 
 

@@ -7,6 +7,8 @@ are moved): the error grows as log2(n) roundings, and an f32 sum of equal terms 
 combine the work-items' partials in a tree: the two agree within the n * eps * sum(|x|) bound,
 not bit for bit.
 """
+import math
+
 import numpy as np
 
 from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to
@@ -69,6 +71,10 @@ def settle_zero_signs(result, wide, reducer, combine):
 def reduce(x, *, reducer, axes):
     if not axes:   # reduces nothing: the operand itself (adding the identity would turn -0.0 into 0.0)
         return x.copy()
+    if reducer == "prod" and x.dtype.kind == "c" and math.prod(x.shape[a] for a in axes) == 1:
+        # The product of one complex element is the element, as XLA gives it; numpy's 1 * x is not
+        # (1 * (-inf + inf i) is NaN, 1 * (-0 - i) is +0 - i).
+        return np.squeeze(x, axis=tuple(axes)).copy()
     wide = x.astype(compute_dtype(x.dtype))
     ufunc = REDUCER_UFUNCS[reducer]
     if reducer == "sum" and wide.dtype.kind in "fc" and axes:

@@ -31,6 +31,8 @@ def test_random_programs_many(part):
 
 @pytest.mark.parametrize("program_seed", [
     101004052,   # mean of one c64 element nan - 0.19j: JAX's division by 1 + 0i is simplified away, not Smith's
+    303007002,   # prod over no axes of -inf + inf i: the product of one element is the element, not 1 * x
+    404001631,   # uint64 == -1 in a loop body: a Python int wraps to the array's dtype, as JAX's
     101001519,   # cumprod of c64 whose first element is -0 - 1j: the compiled scan multiplied it by 1 + 0i
     202000732,   # |x| / cumprod(x) of 476 c128: the oracle's division bound overflowed (|y|^2 > f64 max)
     202001814,   # int8 -> f64 -> u32 composed into one int8 -> u32 convert, which wraps where f64 -> u32 saturates

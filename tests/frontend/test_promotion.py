@@ -217,3 +217,24 @@ def test_constants():
     assert cnp.pi == math.pi and cnp.e == math.e and cnp.inf == math.inf and math.isnan(cnp.nan)
     assert cnp.newaxis is None
     assert cnp.euler_gamma == pytest.approx(0.5772156649015329, rel=1e-16)
+
+
+@pytest.mark.parametrize("fn, x, expected", [
+    # JAX 0.10.2's answers (x64): a Python int meets an integer array by wrapping to its dtype.
+    (lambda a: a == -1, np.array([2**64 - 1, 5], np.uint64), [True, False]),
+    (lambda a: a < -1, np.array([2**64 - 1, 5], np.uint64), [False, True]),
+    (lambda a: a + (-1), np.array([2**64 - 1, 5], np.uint64), np.array([2**64 - 2, 4], np.uint64)),
+    (lambda a: a + 300, np.array([255], np.uint8), np.array([43], np.uint8)),
+    (lambda a: a == 200, np.array([-56], np.int8), [True]),
+    (lambda a: a + 2**40, np.array([5], np.int32), np.array([5], np.int32)),
+])
+def test_python_ints_wrap_to_the_array_dtype(fn, x, expected):
+    for backend in ("compiled", "interpret"):
+        got = cj.jit(fn, backend=backend)(x)
+        np.testing.assert_array_equal(got, expected)
+        assert got.dtype == np.asarray(expected).dtype or np.asarray(expected).dtype == bool
+
+
+def test_a_python_int_beyond_64_bits_is_an_error():
+    with pytest.raises(cj.CdnajitError, match="1180591620717411303424"):
+        cj.jit(lambda a: a * 2**70)(np.array([1], np.uint8))

@@ -291,7 +291,7 @@ def test_exp_log_pow_edges():
     lambda z: cnp.prod(z, axis=0),
 ])
 def test_products_keep_the_signed_zeros_numpy_keeps(fn):
-    # A running or reduced product's elements that take one factor are that factor itself, as in numpy
+    # A running or reduced product's elements that take one factor are that factor itself, as in JAX
     # (1 + 0i times -0 - 1i would be +0 - 1i); so is an odd count's last, carried element. (Products
     # with zero parts may differ in their sign from numpy's, as the association differs: a tree of
     # pairwise products here, left to right there; none of these has one.)

@@ -67,6 +67,8 @@ def reduce(name: str, v: Val, axes: tuple, keepdims: bool) -> Val:
                 err = err + 2 * u * np.abs(ref)
         else:
             ref = np.prod(x, axis=axes, keepdims=keepdims)
+            if n == 1 and kind(dtype) == "c":   # JAX's product of one element is the element, not 1 * x
+                ref = x.reshape(ref.shape)
             m = np.abs(x)
             relative = np.where(v.err > 0, v.err / m, 0.0)
             err = np.abs(ref) * (2 * n * u + np.sum(relative, axis=axes, keepdims=keepdims) * 1.01)
