@@ -119,9 +119,18 @@ class FusionPlan:
             if (self.is_fusible(i) and op.name in SOURCES | DATA_MOVEMENT
                     and all(p in from_constants for p in self.operand_producers[i])):
                 from_constants.add(i)
-        return {i for i in from_constants
-                if not any(id(v) in self.escaping for v in self.ops[i].results)
-                and all(self.is_fusible(u) for v in self.ops[i].results for u in self.users.get(id(v), []))}
+        copied = {i for i in from_constants
+                  if not any(id(v) in self.escaping for v in self.ops[i].results)
+                  and all(self.is_fusible(u) for v in self.ops[i].results for u in self.users.get(id(v), []))}
+        # A copy re-makes its operands too, so its producers must be copied as well: one that is not
+        # (it is also read by an unfused op, a `cond`) is a kernel's result the copy would read
+        # before the schedule, which knows no edge through a copied op, has made it.
+        changed = True
+        while changed:
+            kept = {i for i in copied if all(p is None or p in copied or p not in from_constants
+                                             or self.ops[p].name == "constant" for p in self.operand_producers[i])}
+            changed, copied = kept != copied, kept
+        return copied
 
     def is_copied(self, value: Value) -> bool:
         """Whether fusions copy the op making `value` instead of reading it (also for enclosing regions' constants)."""

@@ -31,6 +31,9 @@ def test_random_programs_many(part):
 
 @pytest.mark.parametrize("program_seed", [
     101004052,   # mean of one c64 element nan - 0.19j: JAX's division by 1 + 0i is simplified away, not Smith's
+    202009511,   # the oracle called power(0.001, traced uint64) weak (jit gives lax.pow's strong result)
+    202010157,   # fusion copied convert(slice(broadcast(0))) into a kernel scheduled before the slice a cond read
+    404004460,   # the oracle kept a weak type through a sum over no axes
     303007002,   # prod over no axes of -inf + inf i: the product of one element is the element, not 1 * x
     404001631,   # uint64 == -1 in a loop body: a Python int wraps to the array's dtype, as JAX's
     101001519,   # cumprod of c64 whose first element is -0 - 1j: the compiled scan multiplied it by 1 + 0i

@@ -444,3 +444,30 @@ def test_fusing_again_changes_nothing_and_canonicalize_keeps_kernels_closed():
     canonical = canonicalize(fused)
     check_fused(canonical)
     assert [op.name for op in canonical.body.ops] == [op.name for op in fused.body.ops]
+
+
+def test_an_op_is_copied_only_with_its_producers(check_equivalent):
+    # slice(broadcast(0)) is also read by a cond, so it is materialized; the convert reading it must
+    # then not be copied into a kernel scheduled before it (the schedule has no edge through copies).
+    text = """
+func @f(%0: f32[8], %1: i32[]) -> (f64[4], f32[4]) {
+  %5 = slice(%0) {start_indices = [2], limit_indices = [6], strides = [1]} : f32[4]
+  %2 = constant() {value = dense<0.0>} : f32[]
+  %3 = broadcast_in_dim(%2) {shape = [8], broadcast_dimensions = []} : f32[8]
+  %4 = slice(%3) {start_indices = [2], limit_indices = [6], strides = [1]} : f32[4]
+  %6 = convert(%4) {dtype = f64} : f64[4]
+  %7 = convert(%5) {dtype = f64} : f64[4]
+  %8 = add(%6, %7) : f64[4]
+  %9 = cond(%1, %4, %5) : f32[4] {
+    ^(%10: f32[4], %11: f32[4]):
+      yield %10
+    ^(%12: f32[4], %13: f32[4]):
+      %14 = mul(%12, %13) : f32[4]
+      yield %14
+  }
+  return %8, %9
+}"""
+    module = cj.ir.parse(text)
+    result = fuse(module)
+    cj.ir.verify(result)
+    check_equivalent(module, result)

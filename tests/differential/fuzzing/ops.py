@@ -48,6 +48,7 @@ class Block:
 
 # Ops whose result is weakly typed when their first operand is (JAX's rule: elementwise functions
 # and data movement keep a weak type; reductions, casts, arg-ops and loops drop it).
+INTEGER_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 KEEP_WEAK = {"unary", "slice", "reshape", "gather", "scatter", "combine"}
 
 
@@ -268,6 +269,9 @@ class Binary:
             a, b = b, a
         result = ew.binary(p["name"], a, b, dtype)
         result.weak = p["name"] not in ew.COMPARISONS and promote(*types)[1]
+        exponent = types[0] if p.get("swap") else types[1]
+        if p["name"] == "power" and exponent in INTEGER_DTYPES:
+            result.weak = False   # jnp.power to a traced integer array: lax.pow's (or integer squaring's) strong result
         return result
 
 

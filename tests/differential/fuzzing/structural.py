@@ -42,8 +42,9 @@ def reduce(name: str, v: Val, axes: tuple, keepdims: bool) -> Val:
                 err = np.where(mixed & (ref == 0) & (err == 0), ZERO_SIGN_FREE, err)
             return Val(np.asarray(ref), v.dtype, np.asarray(err, np.float64))
         dtype = sum_dtype(v.dtype) if name in ("sum", "prod") else to_inexact(v.dtype)
-        if not axes and v.shape:   # no axis reduced: JAX returns the (converted) operand, -0.0 kept
-            return convert(v, dtype)
+        if not axes and v.shape:   # no axis reduced: JAX returns the (converted) operand, -0.0 kept, not weak
+            kept = convert(v, dtype)
+            return Val(kept.ref, kept.dtype, kept.err)
         if kind(dtype) in "iu":
             x = v.ref.astype(np_dtype(dtype))
             ref = np.sum(x, axis=axes, keepdims=keepdims) if name == "sum" else np.prod(x, axis=axes, keepdims=keepdims)
