@@ -459,7 +459,7 @@ class Contract:
             b = st.moved(a, lambda x: np.swapaxes(x, -1, -2))
         else:
             b = vals[node.args[1]]
-        dtype = promote(a.type_name, b.type_name)[0]
+        dtype, weak = promote(a.type_name, b.type_name)   # int64 @ uint64 is a weak f64, as JAX's
         if node.params["form"] == "einsum" and len(b.shape) >= 2:
             node.params["ranks"] = (len(a.shape), len(b.shape))
         ra, rb = len(a.shape), len(b.shape)
@@ -480,7 +480,9 @@ class Contract:
             b = _broadcast_batch(b, ab, rb)
             spec = ("abcd"[:len(ab)] + "mk" if ra >= 2 else "k", "abcd"[:len(ab)] + "kn" if rb >= 2 else "k",
                     "abcd"[:len(ab)] + ("m" if ra >= 2 else "") + ("n" if rb >= 2 else ""))
-        return st.contract(a, b, dtype, *spec)
+        result = st.contract(a, b, dtype, *spec)
+        result.weak = weak
+        return result
 
 
 def _batch_ok(a, b):
