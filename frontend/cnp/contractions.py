@@ -316,8 +316,8 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None, pre
         subscripts, operands = subscripts_from_sublists((subscripts,) + operands)
     if not operands:
         raise TracingValueError(located("einsum: at least one operand is needed"))
-    dtype, _ = result_type(*operands)
-    operands = [convert(as_tracer(x), dtype) for x in operands]
+    dtype, weak = result_type(*operands)   # int64 with uint64 is a weak f64, as in JAX
+    operands = [convert(as_tracer(x), dtype, weak) for x in operands]
     labels, output = parse_subscripts(subscripts, operands)
     sizes = label_sizes(labels, operands)
     simplified = [diagonals_and_squeezed(x, ls, sizes) for x, ls in zip(operands, labels)]

@@ -238,3 +238,12 @@ def test_python_ints_wrap_to_the_array_dtype(fn, x, expected):
 def test_a_python_int_beyond_64_bits_is_an_error():
     with pytest.raises(cj.CdnajitError, match="1180591620717411303424"):
         cj.jit(lambda a: a * 2**70)(np.array([1], np.uint8))
+
+
+def test_contractions_of_int64_and_uint64_are_weak_f64():
+    # JAX 0.10.2 (x64): int64 and uint64 promote to a weak f64, which a contraction's result keeps,
+    # so where(c, int64 @ uint64, f32) is f32.
+    a, b, c = np.ones((2, 2), np.int64), np.ones((2, 2), np.uint64), np.ones((2, 2), np.float32)
+    for fn in (lambda a, b: a @ b, lambda a, b: cnp.einsum("ij,jk->ik", a, b), lambda a, b: cnp.dot(a, b)):
+        got = cj.jit(lambda a, b, c: cnp.where(True, fn(a, b), c))(a, b, c)
+        assert got.dtype == np.float32
