@@ -275,6 +275,13 @@ class Binary:
         return result
 
 
+def loop_index(k: int) -> Val:
+    """fori_loop's index with Python int bounds: a weak int64, as JAX's (uint64 + i stays uint64)."""
+    index = exact(np.array(k), "int64")
+    index.weak = True
+    return index
+
+
 def _scalar_source(value):
     if isinstance(value, float) and not math.isfinite(value):
         return f"float('{value}')"
@@ -801,7 +808,7 @@ class Control:
                 return None
             carry = Val(v.ref[0] if v.shape[0] else np.zeros(v.shape[1:], v.ref.dtype), v.dtype, np.zeros(v.shape[1:]))
             return Node("control", (i,), {"form": form, "body": draw_body(g, [carry, carry])})
-        params = [v] if form != "fori_loop" else [v, exact(np.array(0), "int64")]
+        params = [v] if form != "fori_loop" else [v, loop_index(0)]
         node = Node("control", (i,), {"form": form, "body": draw_body(g, params), "trips": int(g.rng.integers(0, 4))})
         if form == "cond":
             node.params["other"] = draw_body(g, [v])
@@ -819,7 +826,7 @@ class Control:
         if p["form"] in ("fori_loop", "while_loop"):
             carry = v
             for k in range(p["trips"]):
-                args = [carry] + ([exact(np.array(k), "int64")] if p["form"] == "fori_loop" else [])
+                args = [carry] + ([loop_index(k)] if p["form"] == "fori_loop" else [])
                 carry = body.evaluate(args)
             return carry
         if p["form"] == "cond":
