@@ -37,6 +37,7 @@ def test_random_programs_many(part):
     505002751,   # the oracle called int64 @ uint64 a strong f64 (JAX: weak, as their promotion)
     106000545,   # the oracle's fori_loop index was a strong int64 (JAX's is weak: uint64 + i stays uint64)
     104000727,   # the same index, in a program whose oracle shape followed the wrong promotion
+    107001189,   # the oracle dropped the weak type through lax.cummin (lax's cummax/cummin keep it)
     303007002,   # prod over no axes of -inf + inf i: the product of one element is the element, not 1 * x
     404001631,   # uint64 == -1 in a loop body: a Python int wraps to the array's dtype, as JAX's
     101001519,   # cumprod of c64 whose first element is -0 - 1j: the compiled scan multiplied it by 1 + 0i

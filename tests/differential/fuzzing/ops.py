@@ -56,6 +56,7 @@ def evaluate(node, vals) -> Val:
     """The oracle's value of `node` given the values before it."""
     result = OPS[node.op].evaluate(node, vals)
     keeps = node.op in KEEP_WEAK or (node.op == "sort" and node.params["name"] == "sort")
+    keeps = keeps or (node.op == "cumulative" and node.params["name"] in ("cummax", "cummin"))   # lax's keep it
     if node.op == "combine" and node.params["name"] in ("concatenate", "stack"):
         keeps = False   # weak only when both operands are (the promotion says so), not when the first is
     if keeps and result.kind != "b" and node.args and vals[node.args[0]].weak:
