@@ -34,6 +34,7 @@ import re
 
 import numpy as np
 
+from ..errors import TypeCheckError
 from .core import Module, Region
 from .opdef import OPS
 from .types import COMPLEX_PART, COMPLEXES, DTYPE_NAMES, FLOATS, NUMPY_DTYPES
@@ -124,7 +125,7 @@ def attr_kinds(op) -> dict:
         return {}
     try:
         return opdef.attr_kinds(op.attrs)
-    except Exception:  # noqa: BLE001  (attributes that do not name a known routine: print them as they are)
+    except TypeCheckError:  # attributes that name no registered routine: printed as they are
         return opdef.attrs
 
 
