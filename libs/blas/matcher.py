@@ -17,7 +17,8 @@ and contracting dimensions are flattened into B, M (or N) and K. An operand whos
 in the order (batch, free, contracting) or (batch, contracting, free) is reshaped, which moves no
 data; the second order is a transposed operand (trans_a / trans_b). Transposes feeding the
 dot_general are looked through (their permutation composes with the dimension numbers), and so
-are scalar factors of float operands (they go to alpha). An operand in neither order is
+are positive scalar factors of float operands (they go to alpha; a negative one stays, since
+alpha * (a @ b) and (-a) @ b differ in the sign of a zero result). An operand in neither order is
 transposed into the first one. dot_generals without contracting dimensions (outer products,
 products with scalars) and dtypes the library lacks (SUPPORTED) stay as they are.
 """
@@ -59,19 +60,23 @@ def constant_factor(value: Value) -> tuple[Value, object] | None:
     return None
 
 
+def is_positive(number) -> bool:
+    return not isinstance(number, complex) and number > 0
+
+
 def peeled(value: Value) -> tuple[Value, tuple[int, ...], object]:
     """(source, permutation, scale): `value` is transpose(scale * source, permutation), looking through
-    transposes, negations and multiplications by a constant (the last two for inexact dtypes only: a
-    scaled integer operand would wrap in the operand's dtype, not the wider result's)."""
+    transposes and multiplications by a positive real constant. Those are for inexact dtypes only: a
+    scaled integer operand would wrap in the operand's dtype, not the wider result's. Negative
+    factors stay: an empty or all-zero sum is +0 whatever the operands' signs, while a negative
+    alpha would make it -0 (as JAX computes `(-a) @ b`, it is +0)."""
     permutation, scale = tuple(range(value.type.ndim)), 1
     inexact = value.type.dtype in INEXACT
     while (op := value.producer) is not None:
         if op.name == "transpose":
             permutation = tuple(op.attrs["permutation"][p] for p in permutation)
             value = op.operands[0]
-        elif inexact and op.name == "neg":
-            scale, value = -scale, op.operands[0]
-        elif inexact and (factored := constant_factor(value)):
+        elif inexact and (factored := constant_factor(value)) and is_positive(factored[1]):
             value, scale = factored[0], scale * factored[1]
         else:
             break
