@@ -31,7 +31,6 @@ The execution model of DESIGN.md on a CPU:
 from __future__ import annotations
 
 import itertools
-import re
 from collections import Counter
 from functools import lru_cache
 from typing import ClassVar
@@ -44,7 +43,7 @@ from ..ir.kernel import (Assign, Barrier, Expr, For, GlobalBuffer, If, Kernel, L
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import NUMPY_DTYPES
 from . import mathlib
-from .fork_safe import LLVM_LOCK
+from . import llvm_worker
 from .llvm_kernel import (I8, I32, I64, MEMORY_TYPES, PTR, REGISTER_TYPES, KernelBuilder, add_attribute, is_float,
                           is_power_of_two, is_signed)
 
@@ -828,93 +827,12 @@ def llvm_module(kernel: Kernel, verify: bool = True) -> ir.Module:
     return HostKernelBuilder(kernel).build()
 
 
-@lru_cache(maxsize=1)
-def target_machine() -> llvm.TargetMachine:
-    """The host CPU's target machine, at O3 with every feature of this CPU."""
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, codemodel="jitdefault")
-
-
-def optimize(module: ir.Module) -> llvm.ModuleRef:
-    """Parse, verify and optimise at O3 (loop and SLP vectorizers on)."""
-    tm = target_machine()
-    with LLVM_LOCK:
-        parsed = llvm.parse_assembly(str(module))
-        parsed.verify()
-        options = llvm.create_pipeline_tuning_options(speed_level=3)
-        options.loop_vectorization = True
-        options.slp_vectorization = True
-        builder = llvm.create_pass_builder(tm, options)
-        builder.getModulePassManager().run(parsed, builder)
-        if COMPILER_USED.search(str(parsed)):
-            # The math library's vector variants were kept for the loop vectorizer; the ones it did not
-            # call go now, before the inliner and the backend spend time on them.
-            parsed = llvm.parse_assembly(COMPILER_USED.sub("", str(parsed)))
-        # Inline what the loop vectorizer called and asks to be (mathlib.huge_variant's lane tests).
-        after = llvm.create_new_module_pass_manager()
-        after.add_always_inliner_pass()
-        after.add_global_dead_code_eliminate_pass()
-        after.add_simplify_cfg_pass()
-        after.run(parsed, builder)
-        return parsed
-
-
-COMPILER_USED = re.compile(r"^@llvm\.compiler\.used = .*$", re.M)
-
-
-# An optimized module's alias scopes of `wg`'s buffer parameters (LLVM names them when it inlines
-# `wg` into `run`), the scope lists that stores carry, and the vector stores themselves.
-SCOPE = re.compile(r'^!(\d+) = distinct !\{!\d+, !\d+, !"wg: %([\w.]+)"\}$', re.M)
-SCOPE_LIST = re.compile(r'^!(\d+) = !\{!(\d+)\}$', re.M)
-VECTOR_STORE = re.compile(r'^(\s*store <(\d+) x (\w+)> [^\n]*?, align (\d+), !alias\.scope !(\d+))(.*)$', re.M)
-ELEMENT_BYTES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4, "i64": 8, "double": 8}
-
-
-def streaming_stores(module: llvm.ModuleRef, buffers: set[str]) -> llvm.ModuleRef:
-    """`module` with its vector stores into `buffers` marked !nontemporal where their alignment is
-    at least their size (what x86's streaming stores need; LLVM's loop vectorizer refuses to
-    vectorize a loop whose scalar stores carry the hint, so it is added after optimization, on the
-    module's text: llvmlite cannot set metadata on a parsed instruction)."""
-    text = str(module)
-    scopes = {number for number, name in SCOPE.findall(text) if name in buffers}
-    lists = {number for number, member in SCOPE_LIST.findall(text) if member in scopes}
-    if not lists:
-        return module
-    hint = 1 + max(int(n) for n in re.findall(r"^!(\d+) =", text, re.M))
-
-    def mark(store: re.Match) -> str:
-        head, lanes, element, align, scope, rest = store.groups()
-        size = int(lanes) * ELEMENT_BYTES.get(element, 0)
-        if scope not in lists or size < 16 or int(align) < size:
-            return store.group(0)
-        return f"{head}{rest}, !nontemporal !{hint}"
-
-    marked = VECTOR_STORE.sub(mark, text)
-    if marked == text:
-        return module
-    with LLVM_LOCK:
-        streamed = llvm.parse_assembly(f"{marked}\n!{hint} = !{{i32 1}}\n")
-        streamed.verify()
-    return streamed
-
-
-def optimized_module(kernel: Kernel) -> llvm.ModuleRef:
-    """The kernel's LLVM module, optimized, with its streaming stores marked."""
-    optimized = optimize(llvm_module(kernel))
-    buffers = streamed_buffers(kernel)
-    return streaming_stores(optimized, buffers) if buffers else optimized
-
-
 def optimized_llvm_ir(kernel: Kernel) -> str:
-    return str(optimized_module(kernel))
+    """The kernel's LLVM module, optimized, with its streaming stores marked."""
+    return llvm_worker.run("optimized_ir", str(llvm_module(kernel)), streamed_buffers(kernel))
 
 
 def compile_object(kernel: Kernel) -> bytes:
     """The kernel as a host object file whose symbol `run` is the entry."""
-    optimized = optimized_module(kernel)
-    with LLVM_LOCK:
-        return target_machine().emit_object(optimized)
+    return llvm_worker.run("object_code", str(llvm_module(kernel)), streamed_buffers(kernel))
 

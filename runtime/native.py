@@ -20,7 +20,8 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..codegen.fork_safe import LLVM_LOCK
-from ..codegen.host import ENTRY, target_machine
+from ..codegen.host import ENTRY
+from ..codegen.host_llvm import target_machine
 
 I1, I64 = ir.IntType(1), ir.IntType(64)
 NAME = "wait_at_least"

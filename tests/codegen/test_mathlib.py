@@ -338,7 +338,7 @@ def test_loops_of_huge_argument_functions_are_interleaved(fn):
     text = str(host.llvm_module(kernel))
     assert ('"llvm.loop.interleave.count", i32 2' in text) == (fn == "sin")
     if fn == "sin":
-        optimized = str(host.optimized_module(kernel))
+        optimized = host.optimized_llvm_ir(kernel)
         body = optimized[optimized.index("vector.body:"):]
         body = body[:body.index("\n\n")]
         # sin's polynomial has 8 terms (7 fma) and cos's 7 (6), for each of two vectors
