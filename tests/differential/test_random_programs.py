@@ -47,6 +47,7 @@ def test_random_programs_many(part):
     202003167,   # the oracle called concatenate(weak f64, f32) weak (only both-weak operands make a weak result)
     104000575,   # einsum of -x0 with K = 0: the negation went to alpha and made the empty sum -0 (JAX: +0)
     107001120,   # a weak fori_loop init carried through astype(int64) stayed weak (JAX: strong, so where(.., int8) is int64)
+    606005669,   # cnp.pad dropped the weak type of minimum(int16, 1e30), so its product with bf16 was f64 (JAX: bf16)
 ])
 def test_programs_that_failed(program_seed):
     from fuzzing.programs import check, generate
