@@ -14,7 +14,7 @@ from fuzzing.__main__ import run  # noqa: E402
 
 
 def check_programs(n, seed, quick=False):
-    kinds, examples, ops, seconds = run(n, seed, quiet=True, out=sys.stderr, quick=quick)
+    kinds, examples, programs, ops, seconds = run(n, seed, quiet=True, out=sys.stderr, quick=quick)
     assert not kinds, "failures (repros above): " + "; ".join(
         f"{count} x {kind}: {examples[kind][2].detail}" for kind, count in kinds.items())
 
