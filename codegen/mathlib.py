@@ -913,6 +913,7 @@ FUNCTIONS = {
     "sqrt": MathBuilder.sqrt, "abs": MathBuilder.abs, "floor": MathBuilder.floor, "round": MathBuilder.round,
     "ceil": lambda m, x: m.intrinsic("ceil", x), "trunc": lambda m, x: m.intrinsic("trunc", x),
     "rsqrt": lambda m, x: m.div(m.c(1.0), m.sqrt(x)),
+    "fma": MathBuilder.fma,
 }
 
 
@@ -951,7 +952,7 @@ def add_pure_attributes(fn: ir.Function) -> None:
 # The functions worth a vector variant called rather than inlined: the polynomial ones. The others
 # are an instruction or a few; erf reads its coefficient table at a per-lane index (scalar only).
 OUTLINABLE = frozenset(FUNCTIONS) - {"erf", "sqrt", "rsqrt", "abs", "sign", "is_finite", "floor", "ceil", "trunc",
-                                     "round"}
+                                     "round", "fma"}
 
 
 def outlined(module: ir.Module, name: str, float_type, lanes: int) -> ir.Function:

@@ -242,6 +242,7 @@ MATH_FUNCTIONS: dict[str, tuple[int, tuple[str, ...]]] = {
     "sign": (1, SIGNED_INTS + UNSIGNED_INTS + FLOATS),
     "atan2": (2, FLOATS),
     "pow": (2, FLOATS),
+    "fma": (3, ("f32", "f64")),   # a*b + c rounded once (the complex product's parts)
 }
 
 

@@ -379,7 +379,7 @@ def in_f32(fn):
 # Graph ops that are one kernel-IR math function of the same name.
 MATH_OPS = ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "tanh", "logistic", "erf", "sin", "cos",
             "tan", "asin", "acos", "atan", "sinh", "cosh", "cbrt", "sqrt", "rsqrt", "floor", "ceil", "trunc",
-            "round", "is_finite", "abs", "sign", "atan2")
+            "round", "is_finite", "abs", "sign", "atan2", "fma")
 for _name in MATH_OPS:
     elemental(_name)(same_index(lambda op, *xs: K.math(op.name, *xs)))
 

@@ -16,7 +16,7 @@ see lowering/emitters.py); lowering/elemental.py loads `real`/`imag` of such a b
 Accuracy. Additive ops, data movement, conj, comparisons, select and converts are exact, as are
 division (numpy's scaled algorithm, step by step) and expm1 (numpy's formula). Elsewhere the
 formulas are the textbook ones, guarded against overflow where numpy's are:
-  - mul: numpy fuses the products (FMA), these round each: a few ulp of |x|*|y| per part;
+  - mul: one product of each part rounded, the other fused (fma), as XLA's: a few ulp of |x|*|y|;
   - abs: c64 widens to f64 (exact squares) and rounds once; c128 scales, m*sqrt(1 + (n/m)^2): 2 ulp;
   - log: log|z| from log1p near |z| = 1 (no cancellation), atan2 for the angle;
   - sqrt: numpy's (Kahan's) formula without cancellation; exp, sin, cos, sinh, cosh: products of
@@ -140,7 +140,10 @@ class Builder:
 # ---- arithmetic on parts, shared by the rules ---------------------------------------------------
 
 def cmul(x: C, y: C) -> C:
-    return C(x.re * y.re - x.im * y.im, x.re * y.im + x.im * y.re)
+    """Each part one product rounded and one fused into an fma, the ones XLA's CPU code fuses (the
+    sign of an exactly cancelling part's rounding error shows which): finite wherever the exact
+    part is, though the rounded products alone may overflow."""
+    return C(call("fma", x.re, y.re, -(x.im * y.im)), call("fma", x.im, y.re, x.re * y.im))
 
 
 def cdiv(x: C, y: C) -> C:

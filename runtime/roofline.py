@@ -42,7 +42,7 @@ from ..ir.types import FLOATS, NUMPY_DTYPES
 
 UNROLL_LIMIT = 64
 # Math functions that XLA's cost analysis calls transcendental (the rest are simple float ops).
-NOT_TRANSCENDENTAL = frozenset({"abs", "sign", "floor", "ceil", "trunc", "round", "is_finite"})
+NOT_TRANSCENDENTAL = frozenset({"abs", "sign", "floor", "ceil", "trunc", "round", "is_finite", "fma"})
 FLOAT_INSTRUCTIONS = frozenset({"fadd", "fsub", "fmul", "fdiv", "frem", "fneg", "fcmp"})
 
 

@@ -225,9 +225,101 @@ def shift_right_arithmetic(a, b):
     return np.asarray(np.right_shift(signed, amount)).view(a.dtype)
 
 
+# ---- fma ------------------------------------------------------------------------------------
+# a*b + c rounded once, the multiply-add every AMDGPU and x86-64 CPU has. The complex product uses
+# it (passes/expand_complex.py), as XLA's does: a part rounded once is finite wherever the exact
+# part is, even when one of its two products alone overflows. f32 and f64 only: the parts of the
+# complex dtypes.
+
+def two_sum(x, y):
+    """s + e == x + y exactly, s = fl(x + y) (Knuth's TwoSum; exact unless s overflows)."""
+    s = x + y
+    y_part = s - x
+    return s, (x - (s - y_part)) + (y - y_part)
+
+
+def sum_to_odd(x, y):
+    """x + y rounded to odd: truncated, and the last bit set when inexact. Rounding that once more
+    to nearest at 2 or more fewer bits gives the correctly rounded x + y (Boldo and Melquiond,
+    "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to odd", IEEE
+    Trans. Computers 57(4), 2008)."""
+    s, e = two_sum(x, y)
+    bits = s.view(np.uint64 if s.dtype == np.float64 else np.uint32)
+    even = (bits & 1) == 0
+    toward = np.where(e > 0, np.inf, -np.inf).astype(s.dtype)
+    return np.where((e != 0) & even & np.isfinite(s), np.nextafter(s, toward), s)
+
+
+def veltkamp_split(x):
+    """Veltkamp's split of f64 x into 26 + 27 significant bits: hi + lo == x (|x| < 2^996)."""
+    t = x * 134217729.0   # 2^27 + 1
+    hi = t - (t - x)
+    return hi, x - hi
+
+
+def exact_fma(a, b, c):
+    """a*b + c in Python's exact rationals, rounded once by int / int (correctly rounded), for
+    finite operands with a nonzero product; an exact zero sum is +0, as IEEE rounds it."""
+    from fractions import Fraction
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+
+
+def fma(a, b, c):
+    if a.dtype == np.float32:
+        # The f64 product of two f32 is exact, and its sum with c rounded to odd then to f32 is a*b + c
+        # rounded once (53 >= 24 + 2 bits; no f64 overflow or underflow from f32 operands).
+        wide = [np.asarray(x, np.float64) for x in (a, b, c)]
+        return sum_to_odd(wide[0] * wide[1], wide[2]).astype(np.float32)
+    a, b, c = np.broadcast_arrays(*(np.asarray(x, np.float64) for x in (a, b, c)))
+    # Boldo and Melquiond's emulated fma (reference above): the exact product as hi + lo (Dekker),
+    # c + hi as s + e, then s + (e + lo rounded to odd) rounded to nearest.
+    a_hi, a_lo = veltkamp_split(a)
+    b_hi, b_lo = veltkamp_split(b)
+    p_hi = a * b
+    p_lo = ((a_hi * b_hi - p_hi) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+    s, e = two_sum(c, p_hi)
+    result = s + sum_to_odd(e, p_lo)
+    # A finite product plus a non-finite c is c; a non-finite operand of the product, or a zero
+    # product (exact, and its sum signed as IEEE signs a sum of zeros), gives the plain IEEE a*b + c.
+    finite_product = np.isfinite(a) & np.isfinite(b)
+    plain = ~finite_product | (a == 0) | (b == 0)
+    result = np.select([finite_product & ~np.isfinite(c), plain], [c, a * b + c], result)
+    # Outside these bounds a split or the product's low part can overflow or underflow.
+    safe = ((np.abs(p_hi) >= 2.0 ** -900) & (np.abs(p_hi) <= 2.0 ** 1000) & (np.abs(a) <= 2.0 ** 990)
+            & (np.abs(b) <= 2.0 ** 990) & (np.abs(c) <= 2.0 ** 1000))
+    exact = ~plain & np.isfinite(c) & ~safe
+    flat = result.reshape(-1)
+    for i in np.flatnonzero(exact):
+        flat[i] = exact_fma(a.flat[i], b.flat[i], c.flat[i])
+    return result
+
+
+def fma_infer(types, attrs, regions):
+    require(types[0] == types[1] == types[2], f"fma: operands must have one type, got {', '.join(map(str, types))}")
+    require_dtype("fma", types[0], ("f32", "f64"))
+    return [types[0]]
+
+
+define("fma", infer=fma_infer, reference=quiet(fma), num_operands=3, doc="a*b + c rounded once (f32, f64)")
+
+def multiply(a, b):
+    """numpy's product; a complex one as XLA's CPU code computes it, one product of each part fused
+    into an fma (passes/expand_complex.py's cmul)."""
+    if a.dtype.kind != "c":
+        return np.multiply(a, b)
+    out = np.empty(a.shape, a.dtype)
+    out.real = fma(a.real, b.real, -(a.imag * b.imag))
+    out.imag = fma(a.imag, b.real, a.real * b.imag)
+    return out
+
+
 binary("add", np.add, NUMERIC)
 binary("sub", np.subtract, NUMERIC)
-binary("mul", np.multiply, NUMERIC)
+binary("mul", multiply, NUMERIC)
 binary("div", divide, NUMERIC, doc="float division; integer division rounds toward zero, x/0 = -1")
 binary("rem", remainder, INTS + FLOATS, doc="remainder with the sign of the dividend, x%0 = x for integers")
 binary("pow", power, NUMERIC)

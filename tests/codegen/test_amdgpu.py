@@ -230,7 +230,7 @@ def test_the_whole_math_library_compiles_inline(dtype):
     for fn, (arity, _) in K.MATH_FUNCTIONS.items():
         out = K.GlobalBuffer(f"o_{fn}", "bool" if fn == "is_finite" else dtype, n)
         outs.append(out)
-        body.append(K.Store(out, i, K.math(fn, *[x[i], y[i]][:arity])))
+        body.append(K.Store(out, i, K.math(fn, *[x[i], y[i], x[i]][:arity])))
     compiled = amdgpu.compile_kernel(K.Kernel(f"math_{dtype}", params=[x, y] + outs, grid=(1,),
                                               workgroup_size=(n,), body=body))
     ops = instructions(compiled.assembly)

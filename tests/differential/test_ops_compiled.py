@@ -434,6 +434,21 @@ def build_select(rng, dtype):
     return Case(p, outputs, [np.where(pred, a, b), np.where(~pred, fed_numpy(a), b)])
 
 
+@record("fma", ("f32", "f64"))
+def build_fma(rng, dtype):
+    """Special triples, and products that cancel c: the kernel's fma against the reference, exactly."""
+    p = Program()
+    shape = random_shape(rng)
+    a, b = special_pairs(rng, dtype)
+    c = np.roll(special_vector(rng, dtype, length=a.size), 1)
+    x, y, z = (random_values(rng, dtype, shape) for _ in range(3))
+    with np.errstate(all="ignore"):
+        z = np.where(rng.random(shape) < 0.5, z, -(x * y)).astype(x.dtype)
+    px = p.arg(x)
+    outputs = [p.op("fma", [p.arg(a), p.arg(b), p.arg(c)]), p.op("fma", [fed(p, px), p.arg(y), p.arg(z)])]
+    return Case(p, outputs, [None, None])
+
+
 @record("clamp", ("bool",) + real_numeric("clamp"))
 def build_clamp(rng, dtype):
     """Scalar bounds and bounds of the operand's shape; low > high at some elements."""

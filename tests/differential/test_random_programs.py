@@ -7,7 +7,10 @@ error model), compiled and interpreted, checked against numpy evaluated with JAX
 import os
 import sys
 
+import numpy as np
 import pytest
+
+import cdnajit as cj
 
 sys.path.insert(0, os.path.dirname(__file__))
 from fuzzing.__main__ import run  # noqa: E402
@@ -47,6 +50,7 @@ def test_random_programs_many(part):
     202003167,   # the oracle called concatenate(weak f64, f32) weak (only both-weak operands make a weak result)
     104000575,   # einsum of -x0 with K = 0: the negation went to alpha and made the empty sum -0 (JAX: +0)
     107001120,   # a weak fori_loop init carried through astype(int64) stayed weak (JAX: strong, so where(.., int8) is int64)
+    707004754,   # (-1.396e154 - 9.558e153j)**2 rounded both products, so inf - inf = nan (JAX: fma, finite)
     606005669,   # cnp.pad dropped the weak type of minimum(int16, 1e30), so its product with bf16 was f64 (JAX: bf16)
 ])
 def test_programs_that_failed(program_seed):
@@ -54,10 +58,15 @@ def test_programs_that_failed(program_seed):
     assert check(generate(program_seed)) is None
 
 
-@pytest.mark.xfail(strict=True, reason="open defect: complex multiplication rounds each product (passes/"
-                   "expand_complex.py cmul) where numpy and XLA fuse one into an FMA, so a product near the "
-                   "overflow threshold becomes inf (or inf - inf = nan) where JAX gives a finite value (or -inf)")
 def test_complex_products_near_overflow_match_jax():
-    # (-1.396e154 - 9.558e153j)**2: JAX and numpy give 1.0354123925938427e308 + inf j (fma(a, a, -b*b)).
-    from fuzzing.programs import check, generate
-    assert check(generate(707004754)) is None
+    # Each part fuses one of its products into an fma, as XLA's: re = fma(xr, yr, -(xi*yi)), im =
+    # fma(xi, yr, xr*yi). (-1.396e154 - 9.558e153j)**2 has a finite real part though 1.396e154**2
+    # alone overflows (fuzz seed 707004754 found it); the last two products cancel exactly in one
+    # part, which is then the rounding error of the other product: its sign says which was fused.
+    z = np.array([-1.396e154 - 9.558e153j, 3 - 4j, 1.3e154 + 1.3e154j, 1.3e154 + 0.7e154j], np.complex128)
+    w = np.array([-1.396e154 - 9.558e153j, 1e300 + 1e300j, 1.3e154 - 1.3e154j, 0.7e154 + 1.3e154j], np.complex128)
+    jax_answer = [complex(1.0352623600000002e+308, np.inf), 7e+300 - 1e+300j, complex(np.inf, 5.095988158258485e+291),
+                  complex(-4.979011328355966e+291, np.inf)]
+    got = cj.jit(lambda x, y: x * y)(z, w)
+    np.testing.assert_array_equal(got.real, np.real(jax_answer))
+    np.testing.assert_array_equal(got.imag, np.imag(jax_answer))

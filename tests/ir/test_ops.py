@@ -377,6 +377,60 @@ def check_select(name, rng):
                                          a.dtype).reshape(shape), what=f"select {dtype}{list(shape)}")
 
 
+def correctly_rounded(exact, dtype: str) -> float:
+    """The rational `exact` rounded to nearest-even in f32 or f64 (inf past the largest finite's
+    rounding boundary), from the neighbours of its f64 rounding, compared exactly."""
+    from fractions import Fraction
+    np_dtype = NUMPY_DTYPES[dtype].type
+    top = Fraction(float(np.finfo(np_dtype).max)) * (2 - Fraction(1, 2 ** np.finfo(np_dtype).nmant))
+    if abs(exact) >= top:   # at or past max + half an ulp
+        return math.inf if exact > 0 else -math.inf
+    near = np_dtype(float(exact))
+    candidates = [np.nextafter(near, np_dtype(-np.inf)), near, np.nextafter(near, np_dtype(np.inf))]
+    finite = [c for c in candidates if np.isfinite(c)]
+    bits = lambda c: int(np.asarray(c).view(np.uint32 if dtype == "f32" else np.uint64))
+    return float(min(finite, key=lambda c: (abs(Fraction(float(c)) - exact), bits(c) & 1)))
+
+
+def exact_fma_oracle(dtype):
+    from fractions import Fraction
+
+    def fma(a, b, c):
+        if math.isfinite(a) and math.isfinite(b) and not math.isfinite(c):
+            return c   # the exact product is finite
+        if not all(math.isfinite(t) for t in (a, b, c)) or a == 0 or b == 0:
+            scalar = NUMPY_DTYPES[dtype].type
+            with np.errstate(all="ignore"):
+                return float(scalar(a) * scalar(b) + scalar(c))
+        exact = Fraction(a) * Fraction(b) + Fraction(c)
+        return 0.0 if exact == 0 else correctly_rounded(exact, dtype)
+    return fma
+
+
+@record("fma")
+def check_fma(name, rng):
+    """Exact against rationals: random operands, sums that cancel (c = -a*b to a few ulp), and
+    products past the largest finite value whose sum with c is finite (the complex product's case)."""
+    assert [d for d in ALL_DTYPES if accepts("fma", [TensorType(d, (3,))] * 3)] == ["f32", "f64"]
+    for dtype in ("f32", "f64"):
+        np_dtype = NUMPY_DTYPES[dtype].type
+        big = np.sqrt(np.finfo(np_dtype).max) * np_dtype(1.3)
+        for shape in SHAPES + [(400,)]:
+            a, b = sample(rng, dtype, shape), sample(rng, dtype, shape)
+            with np.errstate(all="ignore"):
+                c = sample(rng, dtype, shape)
+                cancel = -(a.astype(np.float64) * b).astype(np_dtype) * (1 + rng.normal(0, 4e-7, shape)).astype(np_dtype)
+                c = np.where(rng.random(shape) < 0.5, c, cancel).astype(np_dtype)
+                if a.size:
+                    a.flat[0], b.flat[0], c.flat[0] = big, big, -np.finfo(np_dtype).max
+                    scale = np_dtype(1e30 if dtype == "f32" else 1e290)   # split and product bounds
+                    a.flat[-1], b.flat[-1] = a.flat[-1] * scale, b.flat[-1] / scale / scale
+            (got,) = run_op("fma", a, b, c)
+            assert_matches(got, python_map(exact_fma_oracle(dtype), a, b, c, dtype=dtype), what=f"fma {dtype}{list(shape)}")
+    (got,) = run_op("fma", np.float64([big]), np.float64([big]), np.float64([-np.finfo(np.float64).max]))
+    assert np.isfinite(got).all(), got   # the product alone overflows
+
+
 @record("clamp")
 def check_clamp(name, rng):
     dtypes = [d for d in ALL_DTYPES if accepts("clamp", [TensorType(d, (3,))] * 3)]

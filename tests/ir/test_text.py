@@ -53,6 +53,11 @@ STRUCTURED = {
           %3 = clamp(%0, %1, %2) : f32[2,3]
           return %3
         }""",
+    "fma": """
+        func @fma(%0: f64[2,3], %1: f64[2,3], %2: f64[2,3]) -> (f64[2,3]) {
+          %3 = fma(%0, %1, %2) : f64[2,3]
+          return %3
+        }""",
     "fft": """
         func @rfft(%0: f64[2,8]) -> (c128[2,5]) {
           %1 = fft(%0) {fft_type = "RFFT", fft_length = [8]} : c128[2,5]
