@@ -31,17 +31,21 @@ The execution model of DESIGN.md on a CPU:
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import ClassVar
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
+import numpy as np
 
-from ..ir.kernel import (Assign, Barrier, Expr, For, GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, Special,
-                         Store, Var, WaveOp, WaveReduce, WaveShuffle, contains_cut, walk)
+from ..ir.kernel import (Assign, Barrier, Binary, Cast, Const, Expr, For, GlobalBuffer, If, Kernel, Let, Load, Math,
+                         Prefetch, Special, Store, Unary, Var, WaveOp, WaveReduce, WaveShuffle, contains_cut, walk)
+from ..ir.opdef import OPS
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
-from ..ir.types import NUMPY_DTYPES
+from ..ir.types import INTS, NUMPY_DTYPES
 from . import mathlib
 from . import llvm_worker
 from .llvm_kernel import (I8, I32, I64, MEMORY_TYPES, PTR, REGISTER_TYPES, KernelBuilder, add_attribute, is_float,
@@ -349,6 +353,49 @@ def vector_bits() -> int:
 
 # ---- the workgroup function -------------------------------------------------------------
 
+# ---- index arithmetic of a known lane ----------------------------------------------------------
+# A GEMM micro-kernel (codegen/mfma_host.py) reads each lane's operand at an LDS index computed from
+# the work-item id; there the lane is a constant and only the wave varies. The part of such an index
+# that depends on the work-item alone is evaluated here, for every wave, and emitted as v0 + wave *
+# step where it is affine in the wave (always, for a GEMM's layouts): a few instructions where the
+# expression tree would be dozens, for LLVM to build, optimize and fold away per operand.
+
+ITEM_ONLY_SPECIALS = ("workitem_id", "workgroup_size")
+
+
+def item_only(e: Expr) -> bool:
+    """Whether an integer expression depends on nothing but the work-item id."""
+    if isinstance(e, Const):
+        return True
+    if isinstance(e, Special):
+        return e.kind in ITEM_ONLY_SPECIALS
+    if isinstance(e, (Binary, Unary, Cast)) and e.dtype in INTS:
+        return all(x.dtype in INTS and item_only(x) for x in sub_expressions(e))
+    return False
+
+
+def wrapped(value: int, bits: int) -> int:
+    """`value` modulo 2^bits, as a signed integer (an LLVM constant of that width)."""
+    value %= 2 ** bits
+    return value - 2 ** bits if value >= 2 ** (bits - 1) else value
+
+
+def item_values(e: Expr, operands: list[np.ndarray], items: np.ndarray, workgroup_size) -> np.ndarray:
+    """An item_only expression's values at the linear work-item indices `items`, from its operands'
+    values there, with the graph IR ops' references (the kernel IR's integers are the graph IR's:
+    wrapping, x/0 = -1, ...)."""
+    if isinstance(e, Const):
+        return np.full(items.shape, e.value, NUMPY_DTYPES[e.dtype])
+    if isinstance(e, Special):
+        if e.kind == "workgroup_size":
+            return np.full(items.shape, workgroup_size[e.dim], np.int32)
+        stride = math.prod(workgroup_size[:e.dim])
+        return ((items // stride) % workgroup_size[e.dim]).astype(np.int32)
+    if isinstance(e, Cast):
+        return OPS["convert"].reference(*operands, dtype=e.dtype)
+    return OPS[e.op].reference(*operands)
+
+
 class HostKernelBuilder(KernelBuilder):
     """Builds the LLVM module of one kernel for the host CPU: `wg` (one workgroup, its body cut
     into work-item loops) and the `run` entry. Row values are reloaded from global memory rather
@@ -375,6 +422,10 @@ class HostKernelBuilder(KernelBuilder):
         self.items_of_wave = None     # while set (an i64 wave index), work-item loops cover that wave only
         self.hidden_masks: dict = {}  # (type, mask) -> the mask as a value LLVM cannot see through
         self.item_for_depth = 0       # how many work-item level `for` loops enclose the code generated
+        self.item_only_cache: dict = {}          # id(expr) -> (expr, item_only(expr))
+        self.item_dependence_cache: dict = {}    # id(expr) -> (expr, depends_on_item(expr))
+        self.item_tables: dict = {}              # id(expr) -> (expr, item_table(expr))
+        self.expression_memo = None              # see memoized_expressions
 
     # -- small helpers --
 
@@ -418,7 +469,86 @@ class HostKernelBuilder(KernelBuilder):
 
     def set_item(self, index):
         """Generate code for work-item `index` (an i64 value), or for the workgroup level (None)."""
-        self.item_index, self.item_ids_cache = index, {}
+        self.item_index, self.item_ids_cache, self.lane_of_wave = index, {}, None
+
+    def set_lane_item(self, wave, lane: int):
+        """Generate code for the constant lane `lane` of wave `wave` (an i64 value): see
+        item_only above."""
+        self.set_item(self.b.add(self.b.mul(wave, ir.Constant(I64, self.wave_size)), ir.Constant(I64, lane)))
+        self.lane_of_wave = (wave, lane)
+
+    def expr(self, e: Expr):
+        memo = self.expression_memo
+        key = None if memo is None or isinstance(e, Const) else self.memo_key(e)
+        if key is None:
+            return self.expr_at_lane(e)
+        key = (self.b.block, key)   # a value defined earlier in the block dominates the new use
+        if key not in memo:
+            memo[key] = self.expr_at_lane(e)
+        return memo[key]
+
+    def expr_at_lane(self, e: Expr):
+        """e; at a constant lane (set_lane_item), its item_only part as v0 + wave * step."""
+        if self.lane_of_wave is not None and e.dtype in INTS and not isinstance(e, Const) and self.is_item_only(e):
+            values = self.per_wave_values(e, self.lane_of_wave[1])
+            step = values[1] - values[0] if len(values) > 1 else 0
+            if all(v == values[0] + w * step for w, v in enumerate(values)):
+                type_ = REGISTER_TYPES[e.dtype]
+                first = ir.Constant(type_, wrapped(values[0], type_.width))
+                if step == 0:
+                    return first
+                wave = self.lane_of_wave[0]
+                wave = self.b.trunc(wave, type_) if type_.width < 64 else wave
+                return self.b.add(first, self.b.mul(wave, ir.Constant(type_, wrapped(step, type_.width))))
+        return super().expr(e)
+
+    @contextmanager
+    def memoized_expressions(self):
+        """While open, each expression is generated once per basic block: those that do not depend
+        on the work-item by their identity, item_only ones at a constant lane by their values in
+        every wave. Only for code that stores to no variable and no LDS or global buffer (an MFMA
+        micro-kernel), so that equal expressions have equal values."""
+        self.expression_memo = {}
+        try:
+            yield
+        finally:
+            self.expression_memo = None
+
+    def memo_key(self, e: Expr):
+        if self.lane_of_wave is not None and e.dtype in INTS and self.is_item_only(e):
+            return ("at lane", e.dtype, self.per_wave_values(e, self.lane_of_wave[1]))
+        return None if self.depends_on_item(e) else ("same", id(e))
+
+    def depends_on_item(self, e: Expr) -> bool:
+        """Whether e's value may differ between work-items: a work-item id, a variable kept per
+        work-item or reloaded, or a load from a private array."""
+        if id(e) not in self.item_dependence_cache:
+            if isinstance(e, Special):
+                depends = e.kind == "workitem_id"
+            elif isinstance(e, Var):
+                depends = (e.name, e.dtype) in self.plan.per_item or (e.name, e.dtype) in self.plan.reloaded
+            else:
+                depends = (isinstance(e, Load) and e.buffer.space == "private") or \
+                    any(self.depends_on_item(x) for x in sub_expressions(e))
+            self.item_dependence_cache[id(e)] = (e, depends)   # e kept alive, so its id stays its own
+        return self.item_dependence_cache[id(e)][1]
+
+    def is_item_only(self, e: Expr) -> bool:
+        if id(e) not in self.item_only_cache:
+            self.item_only_cache[id(e)] = (e, item_only(e))   # e kept alive, so its id stays its own
+        return self.item_only_cache[id(e)][1]
+
+    def per_wave_values(self, e: Expr, lane: int) -> tuple[int, ...]:
+        """An item_only e's values at `lane` of each wave, as Python ints."""
+        return tuple(int(v) for v in self.item_table(e)[lane::self.wave_size])
+
+    def item_table(self, e: Expr) -> np.ndarray:
+        """An item_only e's values at every work-item of the workgroup."""
+        if id(e) not in self.item_tables:
+            items = np.arange(self.items)
+            operands = [self.item_table(x) for x in sub_expressions(e)]
+            self.item_tables[id(e)] = (e, item_values(e, operands, items, self.kernel.workgroup_size))
+        return self.item_tables[id(e)][1]
 
     def item_loop(self, body):
         """body() once per work-item of the workgroup: the work-item loop that LLVM vectorizes.

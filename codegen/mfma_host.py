@@ -73,6 +73,14 @@ def runs(table: np.ndarray, width: int) -> list[tuple[int, int, int]]:
     return result
 
 
+class Poison(ir.FormattedConstant):
+    """An undefined value printed as one word: llvmlite prints an undefined vector element by
+    element, in each of a micro-kernel's hundreds of splats (text that LLVM then parses)."""
+
+    def __init__(self, type_):
+        self.type, self.constant = type_, "poison"   # Constant.__init__ would make a vector a list
+
+
 def multiply_add(kb: HostKernelBuilder, x, y, accumulator):
     """accumulator + x * y: one fused multiply-add for floats (llvm.fma, scalar or vector), a
     wrapping multiply and add for integers."""
@@ -274,9 +282,9 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
         per-work-item array, or from LDS where the first of them loaded it (b_runs_consecutive)."""
         reloaded = kb.plan.reloaded.get((var.name, var.dtype))
         if reloaded is None:
-            pointer = lanes_pointer(var, wave, lane)
+            pointer = lanes_pointer(var, wave, constant(lane))
         else:
-            kb.set_item(lane_item(wave, lane))
+            kb.set_lane_item(wave, lane)
             pointer = kb.element_pointer(reloaded.buffer, reloaded.index)
             kb.set_item(None)
         vector_type = ir.VectorType(REGISTER_TYPES[var.dtype], n)
@@ -285,20 +293,22 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
     def lane_value(var: Var, wave, lane):
         """A lane's value of `var`: from its per-work-item array, or reloaded from LDS."""
         if (var.name, var.dtype) in kb.plan.reloaded:
-            kb.set_item(lane_item(wave, lane))
+            kb.set_lane_item(wave, lane)
             value = kb.read_var(var)
             kb.set_item(None)
             return value
-        return b.load(lanes_pointer(var, wave, lane), typ=REGISTER_TYPES[var.dtype])
+        return b.load(lanes_pointer(var, wave, constant(lane)), typ=REGISTER_TYPES[var.dtype])
 
     def widen(value, dtype):
         if dtype != "i8":
             return value
         return b.sext(value, ir.VectorType(I32, n) if isinstance(value.type, ir.VectorType) else I32)
 
+    poison = Poison(segment_type)
+    broadcast = ir.Constant(ir.VectorType(I32, n), [0] * n)
+
     def splat(value):
-        vector = b.insert_element(ir.Constant(segment_type, ir.Undefined), value, ir.Constant(I32, 0))
-        return b.shuffle_vector(vector, ir.Constant(segment_type, ir.Undefined), ir.Constant(ir.VectorType(I32, n), [0] * n))
+        return b.shuffle_vector(b.insert_element(poison, value, ir.Constant(I32, 0)), poison, broadcast)
 
     def wave(w):
         for accumulator_ops in by_slice.values():
@@ -318,16 +328,17 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
                 for op in accumulator_ops:
                     for kk in range(k):
                         b_lane, b_element = inst.b_layout(0, kk, 0)
-                        row_of_b = widen(lanes_vector(op.b[b_element], w, constant(b_lane)), inst.in_dtype)
+                        row_of_b = widen(lanes_vector(op.b[b_element], w, b_lane), inst.in_dtype)
                         a_lane, a_element = inst.a_layout(0, 0, kk)  # lane of A[0][kk]; row i adds i
                         for s, row in enumerate(rows):
-                            a = lane_value(op.a[a_element], w, constant(row + a_lane))
+                            a = lane_value(op.a[a_element], w, row + a_lane)
                             sums[s] = multiply_add(kb, splat(widen(a, inst.in_dtype)), row_of_b, sums[s])
                 for pointer, total in zip(pointers, sums):
                     b.store(total, pointer, align=4)
 
-            for first in range(0, len(segments), group):
-                segments_at(segments[first:first + group])
+            with kb.memoized_expressions():
+                for first in range(0, len(segments), group):
+                    segments_at(segments[first:first + group])
 
     kb.for_each_wave(wave)
 
