@@ -23,15 +23,16 @@ import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
 from cdnajit.codegen import amdgpu
-from cdnajit.codegen.host import StoragePlan
+from cdnajit.codegen.host import StoragePlan, compile_object
 from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES
-from cdnajit.libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
+from cdnajit.libs.blas.generator import Edges, GemmProblem, gemm_call, gemm_kernel
 from cdnajit.libs.blas.heuristic import select
 from cdnajit.libs.blas.solutions import solution_pool
 from cdnajit.libs.blas.tuning import DATABASE_NAME
 from cdnajit.runtime.blas_tune import MARGIN, head_to_head_winner
-from cdnajit.runtime.launch import compile_kernel
+from cdnajit.runtime import executable
+from cdnajit.runtime.launch import CompiledKernel, compile_kernel
 from cdnajit.runtime.occupancy import occupancy
 
 GFX942 = get_target("gfx942")
@@ -367,7 +368,7 @@ def test_the_operands_read_along_new_rows_are_prefetched(trans_a, trans_b, prefe
     kernel = gemm_kernel(op, select(GemmProblem.from_op(op), GFX942).solution, "g")
     text = str(kernel)
     assert set(re.findall(r"prefetch (\w+)\[", text)) == prefetched  # in0 is A, in1 is B
-    assert len(re.findall(r"if uniform alongside \(\(t \+ 1:i64\) < 16:i64\)", text)) == 1
+    assert len(re.findall(r"if uniform alongside \(\(t \+ 1:i64\) < \(\(k \+ 15:i64\) / 16:i64\)\)", text)) == 1
 
 
 @pytest.mark.parametrize("m, n, batch, order", [(100, 300, 2, (1, 0, 2)), (300, 100, 2, (0, 1, 2)),
@@ -384,3 +385,101 @@ def test_the_host_walks_the_tiles_along_m_first_when_a_is_the_smaller_operand(m,
     d = np.full(op.result.type.shape, -7, np.float32)
     compile_kernel(kernel)(*arrays, d)
     assert_gemm_close(d, op, arrays, 37)
+
+
+# ---- one kernel per solution: sizes and scalars are arguments ----------------------------------
+
+RUNTIME_SIZES = [(1, 1, 1, 1), (63, 65, 129, 1), (65, 63, 1, 1), (129, 1, 65, 1), (2, 70, 33, 3), (7, 5, 0, 1),
+                 (64, 64, 64, 2)]   # m, n, k, batch: 1, sizes either side of the tiles, K of 0, batches
+
+
+def run_at(compiled, op, arrays):
+    """D of the problem `op` from a solution's compiled kernel, its sizes and scalars passed as
+    the kernel's arguments (generator.py: m, n, k, batch, alpha, then beta when C is read)."""
+    p = GemmProblem.from_op(op)
+    d = np.full(op.result.type.shape, -7, NUMPY_DTYPES[op.attrs["result_dtype"]])
+    compiled(*arrays, d, p.m, p.n, p.k, p.batch, p.alpha, *([p.beta] if p.beta != 0 else []))
+    return d
+
+
+@pytest.mark.parametrize("kind", ["mfma", "valu"])
+@pytest.mark.parametrize("in_dtype", list(DTYPES))
+def test_one_compiled_kernel_runs_every_problem_of_its_solution(in_dtype, kind):
+    """A solution's kernel, compiled once, computes problems of any size, crossing its tiles or
+    not, K of 0 and batches included, with alpha, beta, C and a bias, against the reference."""
+    rng = np.random.default_rng(list(DTYPES).index(in_dtype) * 2 + (kind == "mfma"))
+    pool = [s for s in small_solutions(in_dtype) if s.kind == kind]
+    if not pool:
+        pytest.skip(f"no {kind} solution for {in_dtype}")
+    solution = pool[int(rng.integers(len(pool)))]
+    trans_a, trans_b = bool(rng.integers(2)), bool(rng.integers(2))
+    alpha, beta = (3, -1) if in_dtype == "i8" else (-1.5, 0.25)
+
+    def problem(m, n, k, batch):
+        return gemm_call(m, n, k, in_dtype, DTYPES[in_dtype][0], batch=batch, trans_a=trans_a, trans_b=trans_b,
+                         alpha=alpha, beta=beta, epilogue="bias_relu")
+
+    kernel = gemm_kernel(problem(63, 65, 129, 1), solution, "g")   # every dimension ends inside a tile
+    compiled = CompiledKernel(kernel, compile_object(kernel))
+    for m, n, k, batch in RUNTIME_SIZES:
+        op = problem(m, n, k, batch)
+        arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
+        assert_gemm_close(run_at(compiled, op, arrays), op, arrays, k)
+
+
+def test_sizes_that_are_multiples_of_the_tiles_take_the_variant_without_bounds_checks():
+    """M, N and K multiples of MT0, MT1 and DepthU select the edge-free variant (Edges): its kernel
+    has no bounds check, and serves every such problem."""
+    rng = np.random.default_rng(11)
+    solution = next(s for s in small_solutions("f32") if s.kind == "mfma")
+    mt0, mt1, depth = solution.mt0, solution.mt1, solution.depth_u
+
+    def problem(m, n, k, batch=1):
+        return gemm_call(m, n, k, "f32", "f32", batch=batch, alpha=0.5)
+
+    kernel = gemm_kernel(problem(2 * mt0, mt1, 2 * depth), solution, "g")
+    assert Edges.of(GemmProblem.from_op(problem(2 * mt0, mt1, 2 * depth)), solution) == Edges(False, False, False)
+    assert not re.search(r"< [mnk]\)", str(kernel))           # no `row < m`, `column < n`, `k < k`
+    assert gemm_kernel(problem(3 * mt0, 2 * mt1, 5 * depth, 2), solution, "g").code_text() == kernel.code_text()
+    assert gemm_kernel(problem(3 * mt0 + 1, 2 * mt1, 5 * depth), solution, "g").code_text() != kernel.code_text()
+    compiled = CompiledKernel(kernel, compile_object(kernel))
+    for m, n, k, batch in [(mt0, mt1, depth, 1), (3 * mt0, 2 * mt1, 5 * depth, 2), (mt0, 3 * mt1, 0, 1)]:
+        op = problem(m, n, k, batch)
+        arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
+        assert_gemm_close(run_at(compiled, op, arrays), op, arrays, k)
+
+
+def test_a_new_size_with_the_same_solution_compiles_no_kernel(tmp_path, monkeypatch):
+    """Through cj.jit with an empty cache: the first GEMM compiles its kernel, a second of another
+    size that picks the same solution (and variant) loads the same object code: no LLVM compile."""
+    monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path))
+    compiled_kernels = []
+    compile_for_real = executable.compile_object
+    monkeypatch.setattr(executable, "compile_object",
+                        lambda kernel: compiled_kernels.append(kernel.name) or compile_for_real(kernel))
+    rng = np.random.default_rng(12)
+    solutions = []
+    for m, n, k in [(70, 90, 33), (75, 95, 37), (101, 150, 61)]:
+        a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+        compiled = cj.jit(lambda a, b: a @ b).lower(a, b).compile()
+        (report,) = compiled.kernels
+        solutions.append(report.solution)
+        want = a.astype(np.float64) @ b
+        assert np.all(np.abs(compiled(a, b) - want) <= 1.13 * (k + 3) * np.finfo(np.float32).eps
+                      * (np.abs(a) @ np.abs(b)) + np.finfo(np.float32).eps * np.abs(want))
+        if len(solutions) == 1:
+            assert len(compiled_kernels) == 1
+    assert len(set(solutions)) == 1 and len(compiled_kernels) == 1, (solutions, compiled_kernels)
+
+
+@pytest.mark.parametrize("shapes", [((1, 1), (1, 1)), ((63, 65), (65, 129)), ((2, 65, 63), (2, 63, 17))])
+def test_complex_gemms_at_sizes_across_the_tiles(shapes):
+    """c64 products reach the library as real GEMMs (passes/expand_complex.py). Error model: each
+    part of an element sums 2K real products in f32, |a_r b_r| + |a_i b_i| <= 2 |a||b| per term."""
+    rng = np.random.default_rng(13)
+    a, b = ((rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(np.complex64) for s in shapes)
+    got = cj.jit(lambda a, b: a @ b)(a, b)
+    want = a.astype(np.complex128) @ b
+    k = shapes[0][-1]
+    bound = 2 * 1.13 * (2 * k + 3) * np.finfo(np.float32).eps * (np.abs(a) @ np.abs(b)) + np.finfo(np.float32).tiny
+    assert got.dtype == np.complex64 and np.all(np.abs(got - want) <= bound)
