@@ -30,12 +30,17 @@ test-all: $(VENV)/.installed-test
 	$(PY) -m pytest -n 2
 
 # `make fuzz N=10000 SEED=3` checks N random programs (tests/differential/fuzzing) in a private
-# compile cache and prints a shrunk repro of each failure, then the counts by kind.
+# compile cache and prints a shrunk repro of each failure, then the counts by kind; JOBS=2 splits
+# them between two processes (each prints its part's counts).
 N ?= 1000
 SEED ?= 0
+JOBS ?= 1
 fuzz: $(VENV)/.installed-test
-	cache=$$(mktemp -d) && cd tests/differential && CDNAJIT_CACHE_DIR=$$cache ../../$(PY) -m fuzzing --n $(N) --seed $(SEED); \
-	status=$$?; rm -rf $$cache; exit $$status
+	cache=$$(mktemp -d) && cd tests/differential && pids= && \
+	for part in $$(seq 0 $$(($(JOBS) - 1))); do \
+		CDNAJIT_CACHE_DIR=$$cache ../../$(PY) -m fuzzing --n $(N) --seed $(SEED) --part $$part/$(JOBS) & pids="$$pids $$!"; \
+	done; \
+	status=0; for pid in $$pids; do wait $$pid || status=1; done; rm -rf $$cache; exit $$status
 
 # `make bench BENCH_ARGS="--quick --only W1,W4"` passes options to the runner.
 bench: $(VENV)/.installed-bench

@@ -83,10 +83,7 @@ def run(name: str, *args):
     """host_llvm's function `name` on `args`, here or in the worker process."""
     global _worker, _in_process_left
     with _worker_lock:
-        in_process = _in_process_left > 0
-        if in_process:
-            _in_process_left -= 1
-        else:
+        if _in_process_left == 0:
             if _worker is not None and _worker.answered >= COMPILES_PER_WORKER:
                 _worker.close()
                 _worker = None
@@ -103,6 +100,7 @@ def run(name: str, *args):
                 _worker.close(kill=True)
                 _worker = None
                 raise
+        _in_process_left -= 1
     with LLVM_LOCK:
         return host_llvm.REQUESTS[name](*args)
 

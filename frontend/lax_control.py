@@ -6,8 +6,8 @@ loop counter and, for scan, the stacked outputs become extra loop-carried values
 
 Carries and operands are pytrees. A carry's type is fixed by its initial value, as in JAX: a
 body output of another dtype is an error, except that a weakly typed output (a Python scalar)
-converts to the carry's dtype, and a weakly typed initial value (`0.0`) widens to the strong
-dtype the body gives it (then the body is traced again with the widened carry).
+converts to the carry's dtype, and a weakly typed initial value (`0.0`) becomes the strong type
+the body gives it, of its dtype or a wider one (then the body is traced again with that carry).
 """
 from __future__ import annotations
 
@@ -72,12 +72,15 @@ def carry_outputs(name: str, what: str, avals: list[Aval], outs: list[Tracer], i
     for k, (aval, out) in enumerate(zip(avals, outs)):
         carry_dtype, out_dtype = aval.type.dtype, out.type.dtype
         fits = out.shape == aval.type.shape
-        if fits and (out_dtype == carry_dtype or
-                     out.weak_type and promote((carry_dtype, aval.weak), (out_dtype, True))[0] == carry_dtype):
-            converted.append(retype(out, aval))
-        elif fits and aval.weak and promote((carry_dtype, True), (out_dtype, out.weak_type))[0] == out_dtype:
+        if (fits and aval.weak and (out_dtype != carry_dtype or not out.weak_type)
+                and promote((carry_dtype, True), (out_dtype, out.weak_type))[0] == out_dtype):
+            # A weak carry takes a strong output's type, its dtype's or a wider one: a weak `0` carried
+            # through `(c + 1).astype(int64)` is a strong int64, as JAX promotes a weak initial value.
             widened[k] = Aval(out.type, out.weak_type)
             converted.append(out)
+        elif fits and (out_dtype == carry_dtype or
+                       out.weak_type and promote((carry_dtype, aval.weak), (out_dtype, True))[0] == carry_dtype):
+            converted.append(retype(out, aval))
         else:
             raise TracingTypeError(located(
                 f"lax.{name}: {what} returns {describe(str(out.type), out.weak_type)} for carry leaf {k} but the "

@@ -451,10 +451,11 @@ def pad_pairs(value, ndim: int, what: str) -> np.ndarray:
 
 
 def pad_constant(x: Tracer, widths: np.ndarray, constant_values) -> Tracer:
+    """The fill takes x's dtype and weak type: jnp.pad of a weak array is weak, as lax.pad's operand decides."""
     if isinstance(constant_values, Tracer):
         if constant_values.ndim:
             raise NotImplementedError(located("pad: traced constant_values must be a scalar"))
-        value = convert(constant_values, x.type.dtype)
+        value = convert(constant_values, x.type.dtype, x.weak_type)
         return lax_shape.pad(x, value, [(int(lo), int(hi), 0) for lo, hi in widths])
     values = pad_pairs(constant_values, x.ndim, "constant_values")
     for axis, ((lo, hi), (lo_value, hi_value)) in enumerate(zip(widths, values)):
@@ -462,7 +463,7 @@ def pad_constant(x: Tracer, widths: np.ndarray, constant_values) -> Tracer:
             if amount:
                 config = [(0, 0, 0)] * x.ndim
                 config[axis] = (int(amount), 0, 0) if side == "low" else (0, int(amount), 0)
-                x = lax_shape.pad(x, filled((), fill, x.type.dtype), config)
+                x = lax_shape.pad(x, filled((), fill, x.type.dtype, x.weak_type), config)
     return x
 
 

@@ -88,6 +88,16 @@ def test_weak_initial_carry_widens_to_the_body_dtype():
     np.testing.assert_array_equal(got, np.full(3, 1.5, np.float32))
 
 
+@pytest.mark.parametrize("trips", [0, 2])
+def test_weak_initial_carry_becomes_strong_in_its_own_dtype(trips):
+    # JAX (x64): a weak 3 carried through an astype(int64) is a strong int64, so int8 + it is int64,
+    # even when the loop runs no trip; a carry that stays weak leaves the int8 as it is.
+    strong = run(lambda x: x + lax.fori_loop(0, trips, lambda i, c: (c + i).astype(cnp.int64), 3), np.int8(1))
+    assert strong.dtype == np.int64 and strong == 4 + (trips == 2)
+    weak = run(lambda x: x + lax.fori_loop(0, trips, lambda i, c: c + i, 3), np.int8(1))
+    assert weak.dtype == np.int8 and weak == 4 + (trips == 2)
+
+
 # ---- while_loop ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])

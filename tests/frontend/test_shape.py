@@ -152,6 +152,14 @@ def test_concatenate_promotes_as_jax():
     assert listed.dtype == np.float64       # a list is a strongly typed float64 array
 
 
+@pytest.mark.parametrize("how", [dict(), dict(constant_values=3), dict(mode="edge"), dict(mode="wrap")])
+def test_pad_keeps_the_weak_type(how):
+    # JAX: minimum(int16, 1e30) is a weak f64, padded it stays weak, so @ a bf16 matrix is bf16.
+    f = cj.jit(lambda x, w: cnp.pad(cnp.minimum(x, 1e30), (0, 1), **how) @ w)
+    got = f(np.arange(3, dtype=np.int16), np.ones((4, 2), ml_dtypes.bfloat16))
+    assert got.dtype == ml_dtypes.bfloat16
+
+
 def test_roll_with_a_traced_shift():
     x = np.arange(12).reshape(3, 4)
     f = cj.jit(lambda x, s: (cnp.roll(x, s, axis=1), cnp.roll(x, s)))

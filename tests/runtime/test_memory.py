@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 import cdnajit as cj
-import cdnajit.numpy as cnp
 from cdnajit.frontend.lru_cache import SIZE_ENV, LRUCache, default_size
 from cdnajit.runtime.launch import CompiledKernel
 

@@ -790,8 +790,8 @@ class Fit:
 
     def evaluate(self, node, vals):
         v = vals[node.args[0]]
-        v = st.moved(v, lambda x: np.broadcast_to(x, node.params["shape"]))
-        return ew.convert(v, node.params["dtype"])
+        v = ew.convert(st.moved(v, lambda x: np.broadcast_to(x, node.params["shape"])), node.params["dtype"])
+        return Val(v.ref, v.dtype, v.err)   # astype's result is strong, whatever its operand was
 
 
 @op("control", 1.2)
@@ -825,7 +825,8 @@ class Control:
         v = vals[node.args[0]]
         body = p["body"]
         if p["form"] in ("fori_loop", "while_loop"):
-            carry = v
+            # The body ends in an astype (fit), a strong result: JAX makes a weak init strong to match.
+            carry = Val(v.ref, v.dtype, v.err)
             for k in range(p["trips"]):
                 args = [carry] + ([loop_index(k)] if p["form"] == "fori_loop" else [])
                 carry = body.evaluate(args)
