@@ -10,8 +10,9 @@ solution gets the same kernel text and the same object code: a new size costs no
 (the compile cache keys object code by Kernel.code_text, which leaves the arguments out). What
 the kernel still depends on is the solution's variant: the layouts (trans_a, trans_b), the
 dtypes, the epilogue's terms (C, bias, activation) and the host's walk of the grid
-(`host_grid_order`: M first or N first, two variants). Operands are dense: the leading
-dimensions and batch strides follow from M, N and K.
+(`host_grid_order`: M first or N first, two variants) and whether N and K are multiples of the
+tile (`Edges`, two more). Operands are dense: the leading dimensions and batch strides follow from
+M, N and K, at runtime too.
 
 Workgroup (x, y, z) of the grid (ceil(N / MT1), ceil(M / MT0), batch) computes the macro tile of
 D at rows m0 = y * MT0, columns n0 = x * MT1 of batch z; the host runs them along M first when A
@@ -45,7 +46,9 @@ Staging: work-item (x, y, z) of the workgroup (X, Y, Z) moves the elements at GR
 (w < GRVW: the vector it reads) along the operand's contiguous dimension in global memory (tile
 rows, or K) and at y + Y * (z + Z*v) along the other, for every u, v that cover the tile: global
 reads are consecutive across x (coalesced on the GPU, vector loads on the host).
-A tile entirely inside A or B reads without bounds checks; an edge tile reads zeros outside.
+A tile entirely inside A or B reads without bounds checks; an edge tile reads zeros outside N and
+K (checked, in the variant whose N or K ends inside a tile: Edges) and clamps A's rows to M
+(a row past M reads the last row, whose products reach only rows of D that are not stored).
 
 The MFMA kernels' workgroup is (16, 4, waves): lane x + 16 y of a wave is lane i of its run of m
 lanes (a row of A, a column of B and D) with i = x + 16 (y mod m/16), in run y div (m/16).
@@ -58,7 +61,8 @@ lane row y) and the wave issues one `Mfma` per block, accumulating in a private 
 thread tile), an accumulator each, and per K reads its rows of A and columns of B from LDS.
 
 Epilogue, per accumulator: alpha, then beta * C, then the bias, then the activation, in the
-accumulation dtype, rounded once to D's dtype; stores are bounds-checked.
+accumulation dtype, rounded once to D's dtype; a workgroup on the last rows checks each store
+against M, and every workgroup checks against N in the variant whose N ends inside a tile.
 """
 from __future__ import annotations
 
@@ -128,7 +132,9 @@ class GemmProblem:
 class Operand(NamedTuple):
     """One GEMM operand as staging sees it: its LDS buffer and global buffer, its macro tile's rows
     (MT0 for A, MT1 for B) and the matrix's (M or N), this workgroup's first row, whether rows are
-    the contiguous dimension in global memory, one LDS buffer's elements, elements per batch."""
+    the contiguous dimension in global memory, one LDS buffer's elements, elements per batch, and
+    how rows past the matrix are kept out. A clamped row past M reads row M - 1: a value of A
+    whose products only reach rows of D that are never stored, so no bounds check is needed."""
     lds: K.LdsBuffer
     source: K.GlobalBuffer
     rows: int
@@ -137,22 +143,31 @@ class Operand(NamedTuple):
     rows_contiguous: bool
     elements: int
     matrix: K.Expr
-    edge: bool
+    edge: bool          # rows may end inside the tile, checked (B: the variant's N edge)
+    clamped: bool       # rows may end inside the tile, read clamped to the last row (A: M, at runtime)
 
 
 class Edges(NamedTuple):
-    """Which of M, N and K may end inside a tile (MT0, MT1, DepthU): the solution's variant for a
-    problem, as Tensile's size predicates make one. A dimension that is a multiple of its tile
-    needs no bounds checks along it (the host's edge-free code vectorizes its stores and skips the
-    guarded staging: a 1024^3 f32 GEMM runs about 10% faster), so the variant follows from the
-    sizes' divisibility, never from the sizes themselves."""
-    m: bool
+    """Which of N and K may end inside a tile (MT1, DepthU): the solution's variant for a problem,
+    as Tensile's size predicates make one, named in the kernel (`name`). A dimension that is a
+    multiple of its tile needs no bounds checks along it (the host's edge-free code vectorizes its
+    stores and skips the guarded staging: a 1024^3 f32 GEMM runs about 10% faster), so the variant
+    follows from the sizes' divisibility, never from the sizes themselves.
+    M is never part of the variant: it is the rows of A and D, a model's batch, which changes from
+    call to call while its widths (N, K) stay; every kernel checks at runtime, once per workgroup,
+    whether its macro tile ends inside M, and runs the interior tiles without bounds checks (the
+    MLP at batch 100 then runs the kernels compiled for batch 256)."""
     n: bool
     k: bool
 
     @classmethod
     def of(cls, problem: GemmProblem, solution: Solution) -> "Edges":
-        return cls(problem.m % solution.mt0 != 0, problem.n % solution.mt1 != 0, problem.k % solution.depth_u != 0)
+        return cls(problem.n % solution.mt1 != 0, problem.k % solution.depth_u != 0)
+
+    @property
+    def name(self) -> str:
+        """The variant's name: the dimensions whose edges the kernel checks ("MNK", "M": M alone)."""
+        return "M" + "N" * self.n + "K" * self.k
 
 
 def gemm_call(m: int, n: int, k: int, in_dtype: str, result_dtype: str, *, batch: int = 1, trans_a: bool = False,
@@ -264,14 +279,15 @@ class GemmKernelBuilder:
     def operands(self) -> list[Operand]:
         p, s = self.problem, self.solution
         return [Operand(self.a_lds, self.a_buf, s.mt0, self.m, self.m0, p.trans_a, self.a_elements, self.m * self.k,
-                        self.edges.m),
+                        False, True),
                 Operand(self.b_lds, self.b_buf, s.mt1, self.n, self.n0, not p.trans_b, self.b_elements,
-                        self.k * self.n, self.edges.n)]
+                        self.k * self.n, self.edges.n, False)]
 
-    def stage(self, operand: Operand, tile: K.Expr, buffer: K.Expr, guarded: bool) -> list[K.Stmt]:
-        """Statements moving K block `tile` of one operand into LDS buffer `buffer` (0 or 1)."""
+    def stage(self, operand: Operand, tile: K.Expr, buffer: K.Expr, guarded: bool, clamp: bool) -> list[K.Stmt]:
+        """Statements moving K block `tile` of one operand into LDS buffer `buffer` (0 or 1), with
+        bounds checks (`guarded`) and clamped rows (`clamp`) where the operand's edges need them."""
         p, s = self.problem, self.solution
-        lds, source, rows, extent, origin, rows_contiguous, elements, matrix, edge = operand
+        lds, source, rows, extent, origin, rows_contiguous, elements, matrix, edge, clamped = operand
         wx, wy, wz = s.workgroup_size
         grvw = s.global_read_vector_width
         stmts = []
@@ -288,7 +304,8 @@ class GemmKernelBuilder:
                     across = along_yz + wy * wz * v
                     row_local, k_local = (along_x, across) if rows_contiguous else (across, along_x)
                     row, k = origin + row_local, k0 + k_local
-                    index = base + (k * extent + row if rows_contiguous else row * self.k + k)
+                    read = K.minimum(row, extent - 1) if clamp and clamped else row
+                    index = base + (k * extent + read if rows_contiguous else read * self.k + k)
                     target = buffer * elements + self.lds_index_of_k(rows, row_local, k_local, not rows_contiguous)
                     value = source[index]
                     if guarded:
@@ -303,11 +320,11 @@ class GemmKernelBuilder:
         """This workgroup's first element in an operand of `matrix` elements per batch."""
         return self.batch * matrix
 
-    def block_inside(self, operand: Operand, tile: K.Expr) -> K.Expr | None:
-        """Whether K block `tile` of an operand's macro tile lies inside the matrix; None where the
-        variant (Edges) says it always does."""
-        return all_of(([operand.origin + operand.rows <= operand.extent] if operand.edge else [])
-                      + ([(tile + 1) * self.solution.depth_u <= self.k] if self.edges.k else []))
+    def block_inside(self, operand: Operand, tile: K.Expr, rows: bool = True) -> K.Expr | None:
+        """Whether K block `tile` of an operand's macro tile lies inside the matrix (along K only,
+        without `rows`); None where the variant (Edges) says it always does."""
+        return all_of(([operand.origin + operand.rows <= operand.extent] if rows and (operand.edge or operand.clamped)
+                       else []) + ([(tile + 1) * self.solution.depth_u <= self.k] if self.edges.k else []))
 
     def staged(self, tile: K.Expr, buffer: K.Expr) -> list[K.Stmt]:
         """stage() for A, then for B, each without bounds checks when its DepthU x macro-tile block
@@ -315,13 +332,18 @@ class GemmKernelBuilder:
         on their own, the contiguous one fully). An operand whose blocks are all inside (Edges)
         still gets a uniform if of its own, on a true condition: in one work-item loop with the
         other operand's staging, LLVM vectorizes the pair only behind runtime pointer checks
-        (a 1024^3 f32 GEMM ran 40% slower so)."""
+        (a 1024^3 f32 GEMM ran 40% slower so).
+        A's rows are clamped (Operand): when they run across the work-items, clamping costs one
+        minimum per row, and every tile runs the clamped copy; when they are the contiguous
+        dimension, it would stop the loads from being consecutive, and only the last tile runs it."""
         stmts = []
         for operand in self.operands():
-            inside = self.block_inside(operand, tile)
-            unguarded = self.stage(operand, tile, buffer, False)
+            clamp_always = operand.clamped and not operand.rows_contiguous
+            inside = self.block_inside(operand, tile, rows=not clamp_always)
+            unguarded = self.stage(operand, tile, buffer, False, clamp_always)
+            checked = self.edges.k or operand.edge
             stmts.append(K.If(K.Const(True, "bool"), unguarded, uniform=True) if inside is None else
-                         K.If(inside, unguarded, self.stage(operand, tile, buffer, True), uniform=True))
+                         K.If(inside, unguarded, self.stage(operand, tile, buffer, checked, True), uniform=True))
         return stmts
 
     def prefetched(self, tile: K.Expr) -> list[K.Stmt]:
@@ -440,6 +462,12 @@ class GemmKernelBuilder:
                     yield index, row, wave_n * s.wave_tile[1] + bn * inst.n + self.lane_in_run
 
     def epilogue(self) -> list[K.Stmt]:
+        """The stores of D: a workgroup whose macro tile ends inside M (checked once, at runtime:
+        Edges) stores every row without checking it, one on the last rows checks each."""
+        return [K.If(self.m0 + self.solution.mt0 <= self.m, self.stores(rows_checked=False),
+                     self.stores(rows_checked=True), uniform=True)]
+
+    def stores(self, rows_checked: bool) -> list[K.Stmt]:
         p = self.problem
         stmts = []
         for index, row_local, column_local in self.accumulator_positions():
@@ -452,7 +480,7 @@ class GemmKernelBuilder:
             if self.bias_buf is not None:
                 value = value + self.widened(self.bias_buf[column])
             value = activation_expr(self.activation, value)
-            inside = all_of(([row < self.m] if self.edges.m else []) + ([column < self.n] if self.edges.n else []))
+            inside = all_of(([row < self.m] if rows_checked else []) + ([column < self.n] if self.edges.n else []))
             if inside is not None:
                 stmts.append(K.If(inside, [K.Store(self.d_buf, at, value.cast(p.result_dtype))]))
                 continue

@@ -428,8 +428,8 @@ def test_one_compiled_kernel_runs_every_problem_of_its_solution(in_dtype, kind):
 
 
 def test_sizes_that_are_multiples_of_the_tiles_take_the_variant_without_bounds_checks():
-    """M, N and K multiples of MT0, MT1 and DepthU select the edge-free variant (Edges): its kernel
-    has no bounds check, and serves every such problem."""
+    """N and K multiples of MT1 and DepthU select the variant without their bounds checks (Edges):
+    its kernel checks only M, at runtime, and serves every such problem, M crossing its tiles or not."""
     rng = np.random.default_rng(11)
     solution = next(s for s in small_solutions("f32") if s.kind == "mfma")
     mt0, mt1, depth = solution.mt0, solution.mt1, solution.depth_u
@@ -438,38 +438,74 @@ def test_sizes_that_are_multiples_of_the_tiles_take_the_variant_without_bounds_c
         return gemm_call(m, n, k, "f32", "f32", batch=batch, alpha=0.5)
 
     kernel = gemm_kernel(problem(2 * mt0, mt1, 2 * depth), solution, "g")
-    assert Edges.of(GemmProblem.from_op(problem(2 * mt0, mt1, 2 * depth)), solution) == Edges(False, False, False)
-    assert not re.search(r"< [mnk]\)", str(kernel))           # no `row < m`, `column < n`, `k < k`
-    assert gemm_kernel(problem(3 * mt0, 2 * mt1, 5 * depth, 2), solution, "g").code_text() == kernel.code_text()
-    assert gemm_kernel(problem(3 * mt0 + 1, 2 * mt1, 5 * depth), solution, "g").code_text() != kernel.code_text()
+    assert Edges.of(GemmProblem.from_op(problem(2 * mt0, mt1, 2 * depth)), solution) == Edges(False, False)
+    assert Edges(False, False).name == "M" and Edges(True, True).name == "MNK"
+    assert not re.search(r"< [nk]\)", str(kernel))           # no `column < n`, `k < k`
+    for other in [problem(3 * mt0, 2 * mt1, 5 * depth, 2), problem(3 * mt0 + 1, 2 * mt1, 5 * depth),
+                  problem(2 * mt0 + 7, mt1, depth)]:   # M past its tiles: checked at runtime
+        assert gemm_kernel(other, solution, "g").code_text() == kernel.code_text()
+    assert gemm_kernel(problem(3 * mt0, 2 * mt1 + 1, 5 * depth), solution, "g").code_text() != kernel.code_text()
+    assert gemm_kernel(problem(3 * mt0, 2 * mt1, 5 * depth + 1), solution, "g").code_text() != kernel.code_text()
     compiled = CompiledKernel(kernel, compile_object(kernel))
-    for m, n, k, batch in [(mt0, mt1, depth, 1), (3 * mt0, 2 * mt1, 5 * depth, 2), (mt0, 3 * mt1, 0, 1)]:
+    for m, n, k, batch in [(mt0, mt1, depth, 1), (3 * mt0, 2 * mt1, 5 * depth, 2), (mt0, 3 * mt1, 0, 1),
+                           (mt0 + 1, mt1, 2 * depth, 1), (5, 2 * mt1, depth, 3), (2 * mt0 - 1, mt1, depth, 2)]:
         op = problem(m, n, k, batch)
         arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
         assert_gemm_close(run_at(compiled, op, arrays), op, arrays, k)
 
 
-def test_a_new_size_with_the_same_solution_compiles_no_kernel(tmp_path, monkeypatch):
-    """Through cj.jit with an empty cache: the first GEMM compiles its kernel, a second of another
-    size that picks the same solution (and variant) loads the same object code: no LLVM compile."""
+def two_layers(xp, x, w1, b1, w2, b2):
+    return xp.maximum(x @ w1 + b1, 0.0) @ w2 + b2
+
+
+# Programs a user writes, each with the shapes of its calls: every call after the first picks the
+# first one's solutions and variants (Edges: N and K crossing the tiles in every call, or in none),
+# and a magnitude bound: the program on |inputs| with its signs made positive (relu is 1-Lipschitz
+# and keeps |x| <= |x|), which bounds every product's sum of |a||b|.
+NEW_SIZE_PROGRAMS = {
+    "matmul": (lambda xp, a, b: a @ b, [[(70, 33), (33, 90)], [(75, 37), (37, 95)], [(101, 61), (61, 150)]],
+               lambda a, b: a @ b),
+    "batched": (lambda xp, a, b: a @ b, [[(2, 70, 33), (2, 33, 90)], [(3, 75, 37), (3, 37, 95)]],
+                lambda a, b: a @ b),
+    "transposed": (lambda xp, a, b: a.T @ b.T, [[(33, 70), (90, 33)], [(37, 75), (95, 37)]],
+                   lambda a, b: a.T @ b.T),
+    "alpha_beta": (lambda xp, a, b, c: 2.0 * (a @ b) - 0.5 * c,
+                   [[(70, 33), (33, 90), (70, 90)], [(75, 37), (37, 95), (75, 95)]],
+                   lambda a, b, c: 2.0 * (a @ b) + 0.5 * c),
+    # An MLP's layers at a new batch: only M changes, N and K stay multiples of the tiles or not.
+    "mlp_batch": (two_layers, [[(256, 64), (64, 64), (64,), (64, 10), (10,)],
+                               [(100, 64), (64, 64), (64,), (64, 10), (10,)]],
+                  lambda x, w1, b1, w2, b2: (x @ w1 + b1) @ w2 + b2),
+}
+
+
+@pytest.mark.parametrize("name", list(NEW_SIZE_PROGRAMS))
+def test_a_new_size_with_the_same_solution_compiles_no_gemm_kernel(name, tmp_path, monkeypatch):
+    """Through cj.jit with an empty cache: the first call compiles its GEMM kernels, a call at new
+    sizes that picks the same solutions loads the same object code: no LLVM compile of a library
+    kernel (kernels with arguments; the fusions around them have static sizes and may compile).
+    Error bound: (K + 3) eps per product (module docstring), twice for two layers in a row."""
     monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path))
-    compiled_kernels = []
+    program, calls, magnitude = NEW_SIZE_PROGRAMS[name]
+    gemm_compiles = []
     compile_for_real = executable.compile_object
     monkeypatch.setattr(executable, "compile_object",
-                        lambda kernel: compiled_kernels.append(kernel.name) or compile_for_real(kernel))
+                        lambda kernel: gemm_compiles.extend([kernel.name] * bool(kernel.arguments))
+                        or compile_for_real(kernel))
     rng = np.random.default_rng(12)
+    jitted = cj.jit(lambda *arrays: program(cnp, *arrays))
     solutions = []
-    for m, n, k in [(70, 90, 33), (75, 95, 37), (101, 150, 61)]:
-        a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
-        compiled = cj.jit(lambda a, b: a @ b).lower(a, b).compile()
-        (report,) = compiled.kernels
-        solutions.append(report.solution)
-        want = a.astype(np.float64) @ b
-        assert np.all(np.abs(compiled(a, b) - want) <= 1.13 * (k + 3) * np.finfo(np.float32).eps
-                      * (np.abs(a) @ np.abs(b)) + np.finfo(np.float32).eps * np.abs(want))
-        if len(solutions) == 1:
-            assert len(compiled_kernels) == 1
-    assert len(set(solutions)) == 1 and len(compiled_kernels) == 1, (solutions, compiled_kernels)
+    for number, shapes in enumerate(calls):
+        arrays = [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
+        compiled = jitted.lower(*arrays).compile()
+        solutions.append([report.solution for report in compiled.kernels if report.solution])
+        want = program(np, *(a.astype(np.float64) for a in arrays))
+        k = max(shape[-1] for shape in shapes)
+        bound = 2 * (k + 3) * np.finfo(np.float32).eps * magnitude(*(np.abs(a.astype(np.float64)) for a in arrays))
+        assert np.all(np.abs(compiled(*arrays) - want) <= bound + np.finfo(np.float32).eps * np.abs(want))
+        assert solutions[-1] and (gemm_compiles if number == 0 else not gemm_compiles), (number, gemm_compiles)
+        gemm_compiles.clear()
+    assert all(s == solutions[0] for s in solutions), solutions
 
 
 @pytest.mark.parametrize("shapes", [((1, 1), (1, 1)), ((63, 65), (65, 129)), ((2, 65, 63), (2, 63, 17))])
