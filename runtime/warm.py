@@ -17,10 +17,9 @@ from ..ir.kernel import Kernel
 from ..ir.targets import Target, get_target
 from ..libs.blas import kernels as blas
 from ..libs.blas.prebuilt import common_calls, prebuilt_dtypes
+from .blas_tune import progress
 from .cache import default_cache
 from .executable import object_code
-
-BAR_WIDTH = 30
 
 
 @dataclass(frozen=True)
@@ -45,12 +44,6 @@ def prebuilt_kernels(target: Target, dtypes=None) -> list[Kernel]:
     return list(kernels.values())
 
 
-def progress(done: int, total: int, label: str, file) -> None:
-    filled = BAR_WIDTH * done // max(total, 1)
-    file.write(f"\rwarm [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total} {label:<40.40s}")
-    file.flush()
-
-
 def warm(target: str | Target | None = None, dtypes=None, show_progress: bool = True, file=None) -> WarmResult:
     """Compile the common problems' GEMM kernels for `target` (default gfx942) into the cache."""
     target = target if isinstance(target, Target) else get_target(target)
@@ -61,12 +54,12 @@ def warm(target: str | Target | None = None, dtypes=None, show_progress: bool = 
     compiled = 0
     for index, kernel in enumerate(kernels):
         if show_progress:
-            progress(index, len(kernels), kernel_label(kernel), file)
+            progress(index, len(kernels), kernel_label(kernel), file, task="warm")
         misses = cache.misses
         object_code(kernel, cache)
         compiled += cache.misses - misses
     if show_progress:
-        progress(len(kernels), len(kernels), "done", file)
+        progress(len(kernels), len(kernels), "done", file, task="warm")
         file.write("\n")
     size = sum(path.stat().st_size for path in cache.directory.rglob("*") if path.is_file())
     return WarmResult(len(kernels), compiled, time.perf_counter() - start, size)

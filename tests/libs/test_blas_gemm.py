@@ -245,6 +245,19 @@ def test_tune_records_the_winner_and_compiles_use_it(private_cache, capsys):
                        * (np.abs(a) @ np.abs(b)))
 
 
+def test_tuning_another_size_loads_the_candidates_kernels_from_the_cache(private_cache, monkeypatch):
+    """The find mode compiles each candidate's kernel once: tuning another size of the same
+    candidates (and variant: N and K past the tiles, M > N) compiles nothing."""
+    compiles = []
+    compile_for_real = executable.compile_object
+    monkeypatch.setattr(executable, "compile_object", lambda kernel: compiles.append(kernel) or compile_for_real(kernel))
+    first = cj.libs.blas.tune(40, 24, 19, "float32", top=2, repeats=1, show_progress=False)
+    assert len(compiles) == 2
+    second = cj.libs.blas.tune(45, 30, 23, "float32", top=2, repeats=1, show_progress=False)
+    assert {t.solution for t in second.timings} == {t.solution for t in first.timings}
+    assert len(compiles) == 2
+
+
 def test_a_challenger_replaces_the_heuristic_pick_only_by_its_median_round_beyond_the_margin():
     incumbent = [1.0, 1.0, 3.0, 1.0, 1.0]              # one slow round, from other load
     lucky_once = [0.5, 1.2, 3.1, 1.2, 1.1]             # fastest single run, slower in most rounds
