@@ -463,7 +463,8 @@ class GemmKernelBuilder:
 
     def epilogue(self) -> list[K.Stmt]:
         """The stores of D: a workgroup whose macro tile ends inside M (checked once, at runtime:
-        Edges) stores every row without checking it, one on the last rows checks each."""
+        Edges) stores every row without checking it, one on the last rows checks each. (One copy
+        that checks every store compiles 5-20% faster, but ran a 2048^3 f32 GEMM 13% slower.)"""
         return [K.If(self.m0 + self.solution.mt0 <= self.m, self.stores(rows_checked=False),
                      self.stores(rows_checked=True), uniform=True)]
 
