@@ -149,7 +149,7 @@ class Operand(NamedTuple):
 
 class Edges(NamedTuple):
     """Which of N and K may end inside a tile (MT1, DepthU): the solution's variant for a problem,
-    as Tensile's size predicates make one, named in the kernel (`name`). A dimension that is a
+    as Tensile's size predicates make one, named in the reports (`name`). A dimension that is a
     multiple of its tile needs no bounds checks along it (the host's edge-free code vectorizes its
     stores and skips the guarded staging: a 1024^3 f32 GEMM runs about 10% faster), so the variant
     follows from the sizes' divisibility, never from the sizes themselves.
