@@ -492,7 +492,8 @@ NEW_SIZE_PROGRAMS = {
 }
 
 
-@pytest.mark.parametrize("name", list(NEW_SIZE_PROGRAMS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in ("batched", "transposed")
+                                  else name for name in NEW_SIZE_PROGRAMS])
 def test_a_new_size_with_the_same_solution_compiles_no_gemm_kernel(name, tmp_path, monkeypatch):
     """Through cj.jit with an empty cache: the first call compiles its GEMM kernels, a call at new
     sizes that picks the same solutions loads the same object code: no LLVM compile of a library
