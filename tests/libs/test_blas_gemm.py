@@ -522,6 +522,52 @@ def test_a_new_size_with_the_same_solution_compiles_no_gemm_kernel(name, tmp_pat
     assert all(s == solutions[0] for s in solutions), solutions
 
 
+def mlp_softmax(xp, x, w1, b1, w2, b2, w3, b3):
+    """The W5 benchmark's MLP (benchmarks/workloads.py): relu, relu, softmax."""
+    h = xp.maximum(xp.maximum(x @ w1 + b1, 0.0) @ w2 + b2, 0.0) @ w3 + b3
+    e = xp.exp(h - xp.max(h, axis=-1, keepdims=True))
+    return e / xp.sum(e, axis=-1, keepdims=True)
+
+
+@pytest.mark.slow
+def test_the_w5_mlp_at_batch_100_after_batch_256_compiles_no_gemm_kernel(tmp_path, monkeypatch):
+    """The benchmark's 256x1024x1024x10 f32 MLP, then at batch 100: its GEMM kernels are loaded, only
+    kernels of static sizes (the softmax's) compile. Error bound: each logit is off by at most
+    delta = 3 (K + 3) eps times the layers' magnitudes (the program on |inputs|, relu dropped);
+    a softmax probability then by at most p (exp(2 delta_max) - 1) of its row, plus its own f32
+    rounding: h - max h (eps |h - max h| in exp's argument), exp (1 ulp), a 10-term sum (9), the
+    division (1)."""
+    monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path))
+    gemm_compiles = []
+    compile_for_real = executable.compile_object
+    monkeypatch.setattr(executable, "compile_object",
+                        lambda kernel: gemm_compiles.extend([kernel.name] * bool(kernel.arguments))
+                        or compile_for_real(kernel))
+    rng = np.random.default_rng(14)
+    widths = (1024, 1024, 1024, 10)
+    params = []
+    for fan_in, fan_out in zip(widths, widths[1:]):
+        params += [(rng.standard_normal((fan_in, fan_out)) * fan_in**-0.5).astype(np.float32),
+                   (rng.standard_normal(fan_out) * 0.1).astype(np.float32)]
+    jitted = cj.jit(lambda *arrays: mlp_softmax(cnp, *arrays))
+    eps = np.finfo(np.float32).eps
+    for batch, compiles in [(256, 2), (100, 0)]:   # bias_relu twice (one kernel), then bias
+        x = rng.standard_normal((batch, 1024)).astype(np.float32)
+        got = jitted(x, *params)
+        assert len(gemm_compiles) == compiles, (batch, gemm_compiles)
+        gemm_compiles.clear()
+        wide = [a.astype(np.float64) for a in (x, *params)]
+        want = mlp_softmax(np, *wide)
+        magnitude, logits = np.abs(wide[0]), wide[0]
+        for layer, (w, b) in enumerate(zip(wide[1::2], wide[2::2])):
+            magnitude = magnitude @ np.abs(w) + np.abs(b)
+            logits = logits @ w + b if layer == 2 else np.maximum(logits @ w + b, 0)
+        delta = 3 * (1024 + 3) * eps * magnitude.max(axis=-1, keepdims=True)
+        spread = (logits.max(axis=-1, keepdims=True) - logits.min(axis=-1, keepdims=True))
+        rounding = (11 + 2 * spread) * eps * want
+        assert np.all(np.abs(got - want) <= want * np.expm1(2 * delta) + rounding + np.finfo(np.float32).tiny)
+
+
 @pytest.mark.parametrize("shapes", [((1, 1), (1, 1)), ((63, 65), (65, 129)), ((2, 65, 63), (2, 63, 17))])
 def test_complex_gemms_at_sizes_across_the_tiles(shapes):
     """c64 products reach the library as real GEMMs (passes/expand_complex.py). Error model: each
