@@ -467,6 +467,18 @@ def test_sizes_that_are_multiples_of_the_tiles_take_the_variant_without_bounds_c
         assert_gemm_close(run_at(compiled, op, arrays), op, arrays, k)
 
 
+@pytest.fixture
+def gemm_compiles(tmp_path, monkeypatch):
+    """An empty compile cache of the test's own, and the names of the library kernels (those with
+    arguments) that LLVM compiles from then on."""
+    monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path))
+    names = []
+    compile_for_real = executable.compile_object
+    monkeypatch.setattr(executable, "compile_object",
+                        lambda kernel: names.extend([kernel.name] * bool(kernel.arguments)) or compile_for_real(kernel))
+    return names
+
+
 def two_layers(xp, x, w1, b1, w2, b2):
     return xp.maximum(x @ w1 + b1, 0.0) @ w2 + b2
 
@@ -494,18 +506,12 @@ NEW_SIZE_PROGRAMS = {
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in ("batched", "transposed")
                                   else name for name in NEW_SIZE_PROGRAMS])
-def test_a_new_size_with_the_same_solution_compiles_no_gemm_kernel(name, tmp_path, monkeypatch):
+def test_a_new_size_with_the_same_solution_compiles_no_gemm_kernel(name, gemm_compiles):
     """Through cj.jit with an empty cache: the first call compiles its GEMM kernels, a call at new
     sizes that picks the same solutions loads the same object code: no LLVM compile of a library
     kernel (kernels with arguments; the fusions around them have static sizes and may compile).
     Error bound: (K + 3) eps per product (module docstring), twice for two layers in a row."""
-    monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path))
     program, calls, magnitude = NEW_SIZE_PROGRAMS[name]
-    gemm_compiles = []
-    compile_for_real = executable.compile_object
-    monkeypatch.setattr(executable, "compile_object",
-                        lambda kernel: gemm_compiles.extend([kernel.name] * bool(kernel.arguments))
-                        or compile_for_real(kernel))
     rng = np.random.default_rng(12)
     jitted = cj.jit(lambda *arrays: program(cnp, *arrays))
     solutions = []
@@ -530,19 +536,13 @@ def mlp_softmax(xp, x, w1, b1, w2, b2, w3, b3):
 
 
 @pytest.mark.slow
-def test_the_w5_mlp_at_batch_100_after_batch_256_compiles_no_gemm_kernel(tmp_path, monkeypatch):
+def test_the_w5_mlp_at_batch_100_after_batch_256_compiles_no_gemm_kernel(gemm_compiles):
     """The benchmark's 256x1024x1024x10 f32 MLP, then at batch 100: its GEMM kernels are loaded, only
     kernels of static sizes (the softmax's) compile. Error bound: each logit is off by at most
     delta = 3 (K + 3) eps times the layers' magnitudes (the program on |inputs|, relu dropped);
     a softmax probability then by at most p (exp(2 delta_max) - 1) of its row, plus its own f32
     rounding: h - max h (eps |h - max h| in exp's argument), exp (1 ulp), a 10-term sum (9), the
     division (1)."""
-    monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path))
-    gemm_compiles = []
-    compile_for_real = executable.compile_object
-    monkeypatch.setattr(executable, "compile_object",
-                        lambda kernel: gemm_compiles.extend([kernel.name] * bool(kernel.arguments))
-                        or compile_for_real(kernel))
     rng = np.random.default_rng(14)
     widths = (1024, 1024, 1024, 10)
     params = []
