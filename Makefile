@@ -20,7 +20,13 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[bench]'
 	touch $@
 
-demo: $(VENV)/.installed
+# The first demo also compiles the f32 GEMM kernels of common problems into the compile cache
+# (`python -m cdnajit warm`, all dtypes: README, "GEMM library").
+$(VENV)/.warmed: $(VENV)/.installed
+	$(PY) -m cdnajit warm --dtypes f32
+	touch $@
+
+demo: $(VENV)/.installed $(VENV)/.warmed
 	$(PY) examples/gelu_layer.py
 
 test: $(VENV)/.installed-test

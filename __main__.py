@@ -4,12 +4,14 @@
                                         [--stage all] [--out DIR]
     python -m cdnajit report FILE.py:FUNC --args '...' [--target gfx942] [--html report.html] [--profile]
     python -m cdnajit targets
+    python -m cdnajit warm [--target gfx942] [--dtypes f32,f16]
 
 `--args` lists one graph-IR type per positional parameter of FUNC (`f32[4096,1024]`, `i32[]` for
 a scalar); FUNC is traced on arrays of those types. FUNC may be a plain function or a `cj.jit` one
 (its function is used, compiled for `--target`). Usage errors (a missing file or function, a bad
 type string, an unknown target or stage) print one line on stderr and exit with status 2; errors
 that cdnajit raises while tracing FUNC print one line and exit with status 1.
+`warm` compiles the GEMM kernels of common problems into the compile cache (runtime/warm.py).
 """
 from __future__ import annotations
 
@@ -27,7 +29,9 @@ from cdnajit.errors import CdnajitError
 from cdnajit.frontend.jit import Jitted
 from cdnajit.ir.targets import DEFAULT_TARGET, TARGETS
 from cdnajit.ir.types import NUMPY_DTYPES
+from cdnajit.libs.blas.prebuilt import prebuilt_dtypes
 from cdnajit.runtime.report import STAGES
+from cdnajit.runtime.warm import warm as warm_cache
 
 TYPE = re.compile(r"\s*(?P<dtype>[A-Za-z0-9]+)\[(?P<dims>[0-9,\s]*)\]\s*")
 STAGE_EXTENSIONS = {"llvm-host": ".ll", "llvm-amdgpu": ".ll", "asm": ".s"}
@@ -148,10 +152,18 @@ def targets(parser, args) -> None:
               f"{target.hbm_bandwidth / 1e12:>4.1f} TB/s {target.lds_bytes_per_cu // 1024:>3} KiB{default}")
 
 
+def warm(parser, args) -> None:
+    dtypes = [d.strip() for d in args.dtypes.split(",")] if args.dtypes else None
+    unknown = [d for d in dtypes or () if d not in prebuilt_dtypes()]
+    if unknown:
+        parser.error(f"--dtypes: {', '.join(unknown)} not among the GEMM input dtypes {', '.join(prebuilt_dtypes())}")
+    print(warm_cache(args.target, dtypes).describe())
+
+
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog="python -m cdnajit", description="cdnajit: compile array programs for AMD Instinct "
                             "GPUs and inspect their kernels.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{dump,report,targets}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{dump,report,targets,warm}")
 
     def program_command(name, help_text):
         command = commands.add_parser(name, help=help_text, description=help_text)
@@ -174,6 +186,13 @@ def build_parser() -> ArgumentParser:
     command.set_defaults(run=report, parser=command)
     command = commands.add_parser("targets", help="list the AMDGPU targets", description="list the AMDGPU targets")
     command.set_defaults(run=targets, parser=command)
+    help_text = "compile the GEMM kernels of common problems into the compile cache, as a library ships them"
+    command = commands.add_parser("warm", help=help_text, description=help_text)
+    command.add_argument("--target", default=DEFAULT_TARGET, choices=list(TARGETS),
+                         help=f"the AMDGPU target whose solutions are picked (default {DEFAULT_TARGET})")
+    command.add_argument("--dtypes", metavar="LIST", help=f"comma-separated input dtypes (default all: "
+                         f"{','.join(prebuilt_dtypes())})")
+    command.set_defaults(run=warm, parser=command)
     return parser
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from itertools import count
@@ -103,6 +104,17 @@ def mlp(xp, x, w1, b1, w2, b2, w3, b3):
 
 def matmul(xp, a, b):
     return a @ b
+
+
+def causal_attention(xp, q, k, v):
+    """Attention over q, k, v of [batch, sequence, heads, head size], each position attending to
+    itself and the ones before it: two batched matmuls and a softmax, written out."""
+    q, k, v = (xp.swapaxes(t, 1, 2) for t in (q, k, v))           # [batch, heads, sequence, head size]
+    scores = (q @ xp.swapaxes(k, 2, 3)) * (1.0 / math.sqrt(q.shape[-1]))
+    sequence = q.shape[2]
+    causal = xp.arange(sequence)[:, None] >= xp.arange(sequence)[None, :]
+    weights = softmax(xp, xp.where(causal, scores, -xp.inf))
+    return xp.swapaxes(weights @ v, 1, 2)
 
 
 def matmul_f32_accumulate(xp, a, b):
@@ -230,6 +242,79 @@ def build_mlp_tuned(ctx: Context) -> Case:
     return replace(case, setup=setup)
 
 
+def cold_compile_case(program, inputs, ctx: Context, tolerance, x64: bool = False) -> Case:
+    """W12: the first call of `program` with an empty persistent cache (a fresh folder before every
+    call) and, for JAX, cleared caches and a new jit: tracing, compiling and one run, side by side."""
+    def setup():
+        os.environ[CACHE_DIR_VARIABLE] = tempfile.mkdtemp(prefix="cold-", dir=ctx.scratch)
+        if ctx.jax:
+            ctx.jax.clear_caches()
+
+    def cdnajit_fn(*arrays):
+        return cj.jit(bind(program, cnp))(*arrays)
+
+    def jax_fn(*arrays):
+        if not x64:
+            return ctx.jax.jit(bind(program, ctx.jax.numpy))(*arrays)
+        # jax.device_put made f32 copies of f64 inputs (64-bit types are off by default): the
+        # numpy inputs go in, under 64-bit types, as cdnajit's semantics are.
+        with ctx.jax.enable_x64(True):
+            return ctx.jax.jit(bind(program, ctx.jax.numpy))(*inputs)
+
+    return Case(inputs, cdnajit_fn, numpy=None, jax=jax_fn if ctx.jax else None, tolerance=tolerance,
+                reference=bind(program, np), setup=setup)
+
+
+def build_cold_mlp(ctx: Context) -> Case:
+    case = build_mlp(ctx)
+    return cold_compile_case(mlp, case.inputs, ctx, case.tolerance)
+
+
+def build_cold_gemm_f64(ctx: Context) -> Case:
+    size = 200 if ctx.quick else 1000
+    generator = rng(10)
+    a, b = normal(generator, (size, size), np.float64), normal(generator, (size, size), np.float64)
+    # gemm_tolerance's argument in f64: k steps of partial sums ~sqrt(k), each rounded by 2**-53.
+    return cold_compile_case(matmul, (a, b), ctx, (1e-12, size * math.sqrt(size) * 2.0**-53), x64=True)
+
+
+def build_cold_attention(ctx: Context) -> Case:
+    batch, sequence, heads, size = (1, 64, 2, 32) if ctx.quick else (2, 512, 8, 64)
+    generator = rng(11)
+    q, k, v = (normal(generator, (batch, sequence, heads, size)) for _ in range(3))
+    # Scores are 64-term f32 sums of O(1) products scaled by 1/8 (error ~1e-6 relative); the softmax
+    # and the second product average O(1) values with weights summing to one: a few 1e-6.
+    return cold_compile_case(causal_attention, (q, k, v), ctx, (1e-4, 1e-5))
+
+
+def build_cold_mlp_new_batch(ctx: Context) -> Case:
+    """The W5 MLP called at batch 100 after batch 256: the persistent cache holds what the batch-256
+    call compiled (copied into a fresh folder before every call), JAX's jit has compiled batch 256
+    (after cleared caches). A GEMM kernel serves every M, so cdnajit compiles only the kernels whose
+    sizes are static (the elementwise and softmax ones); JAX compiles the program for the new shape."""
+    case = build_mlp(ctx)
+    x, *params = case.inputs
+    small = normal(rng(12), (100 if not ctx.quick else 20, x.shape[1]))
+    primed = tempfile.mkdtemp(prefix="primed-", dir=ctx.scratch)
+    os.environ[CACHE_DIR_VARIABLE] = primed
+    cj.jit(bind(mlp, cnp))(x, *params)
+    jax_mlp = ctx.jax.jit(bind(mlp, ctx.jax.numpy)) if ctx.jax else None
+
+    def setup():
+        fresh = tempfile.mkdtemp(prefix="batch-", dir=ctx.scratch)
+        shutil.copytree(primed, fresh, dirs_exist_ok=True)
+        os.environ[CACHE_DIR_VARIABLE] = fresh
+        if ctx.jax:
+            ctx.jax.clear_caches()
+            ctx.jax.block_until_ready(jax_mlp(x, *params))
+
+    def cdnajit_fn(*arrays):
+        return cj.jit(bind(mlp, cnp))(*arrays)
+
+    return Case((small, *params), cdnajit_fn, numpy=None, jax=jax_mlp, tolerance=case.tolerance,
+                reference=bind(mlp, np), setup=setup)
+
+
 def small_add_inputs():
     generator = rng(8)
     return normal(generator, (8,)), normal(generator, (8,))
@@ -302,4 +387,10 @@ WORKLOADS = (
     Workload("W9.cold", "compile of a 100-op elementwise chain on 1024 float32, empty cache", build_compile_cold),
     Workload("W9.warm", "compile of the same chain, from the persistent cache", build_compile_warm),
     Workload("W10", "per-call time of an eager add on 8 float32", build_eager_call),
+    Workload("W12.mlp", "first call, empty cache: the W5 MLP", build_cold_mlp),
+    Workload("W12.f64", "first call, empty cache: a 1000x1000 f64 GEMM", build_cold_gemm_f64),
+    Workload("W12.attention", "first call, empty cache: causal attention, B=2 S=512 H=8 D=64 f32, "
+             "softmax and two matmuls", build_cold_attention),
+    Workload("W12.batch100", "the W5 MLP at batch 100 after batch 256: no GEMM kernel compiled",
+             build_cold_mlp_new_batch),
 )

@@ -136,6 +136,8 @@ class AmdgpuKernelBuilder(KernelBuilder):
 
     def expr_special(self, e: Special):
         size = (self.kernel.workgroup_size if e.kind in ("workitem_id", "workgroup_size") else self.kernel.grid)[e.dim]
+        if e.kind == "num_workgroups" and not isinstance(size, int):  # a runtime extent
+            return self.b.trunc(self.grid_extent(e.dim), I32)
         if e.kind in ("workgroup_size", "num_workgroups"):
             return ir.Constant(I32, size)
         if size == 1:  # a dimension of extent 1: the id is 0

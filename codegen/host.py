@@ -75,9 +75,10 @@ def buffer_bytes(dtype: str, count: int) -> int:
     return count * NUMPY_DTYPES[dtype].itemsize
 
 
-def is_aligned_buffer(dtype: str, count: int, readonly: bool) -> bool:
-    """Whether the kernel ABI promises this buffer parameter a WRITTEN_BUFFER_ALIGNMENT start."""
-    return not readonly and buffer_bytes(dtype, count) >= ALIGNED_MIN_BYTES
+def is_aligned_buffer(dtype: str, count, readonly: bool) -> bool:
+    """Whether the kernel ABI promises this buffer parameter a WRITTEN_BUFFER_ALIGNMENT start. A
+    count the launch decides (an extent) promises nothing: the code must hold for every size."""
+    return not readonly and isinstance(count, int) and buffer_bytes(dtype, count) >= ALIGNED_MIN_BYTES
 
 
 def streamed_buffers(kernel: Kernel) -> set[str]:
@@ -86,7 +87,7 @@ def streamed_buffers(kernel: Kernel) -> set[str]:
     if not llvm.get_process_triple().startswith("x86_64"):
         return set()
     return {p.name for p in kernel.params if isinstance(p, GlobalBuffer) and not p.readonly
-            and buffer_bytes(p.dtype, p.count) >= STREAMING_MIN_BYTES}
+            and isinstance(p.count, int) and buffer_bytes(p.dtype, p.count) >= STREAMING_MIN_BYTES}
 
 
 # ---- region planning --------------------------------------------------------------------
@@ -311,7 +312,7 @@ def outlined_math(kernel: Kernel) -> set:
     """The (function, dtype) pairs to call through mathlib.outlined: in a kernel of at most
     MAX_OUTLINING_WORK_ITEMS, the most-called ones until the remaining inlined calls fit
     MAX_INLINED_MATH_CALLS (a function called once saves nothing)."""
-    if kernel.num_workgroups * kernel.workgroup_items > MAX_OUTLINING_WORK_ITEMS:
+    if not kernel.static_grid or kernel.num_workgroups * kernel.workgroup_items > MAX_OUTLINING_WORK_ITEMS:
         return set()
     # A 2-D or 3-D workgroup's work-item loops nest, and LLVM unrolls the short inner one: the SLP
     # vectorizer then bundles the unrolled calls of an outlined function into its vector variant,
@@ -672,7 +673,7 @@ class HostKernelBuilder(KernelBuilder):
         if e.kind == "workgroup_size":
             return ir.Constant(I32, self.kernel.workgroup_size[e.dim])
         if e.kind == "num_workgroups":
-            return ir.Constant(I32, self.kernel.grid[e.dim])
+            return self.b.trunc(self.grid_extent(e.dim), I32)
         return self.workitem_id(e.dim)
 
     def workitem_id(self, dim):
@@ -793,8 +794,10 @@ class HostKernelBuilder(KernelBuilder):
         start = self.element_pointer(part.buffer, part.start)
         lines = range(0, part.run_elements * element, CACHE_LINE)
 
+        stride = b.mul(self.index64(part.run_stride), ir.Constant(I64, element))
+
         def run(r):
-            first = b.gep(start, [b.mul(r, ir.Constant(I64, part.run_stride * element))], source_etype=I8)
+            first = b.gep(start, [b.mul(r, stride)], source_etype=I8)
             for line in lines:
                 b.call(prefetch, [b.gep(first, [ir.Constant(I64, line)], source_etype=I8), ir.Constant(I32, 0),
                                   ir.Constant(I32, PREFETCH_L2), ir.Constant(I32, 1)])
@@ -835,15 +838,24 @@ class HostKernelBuilder(KernelBuilder):
             else:
                 values.append(self.from_memory(param.dtype, self.b.load(slot, typ=MEMORY_TYPES[param.dtype])))
         fastest, middle, slowest = k.grid_order
-        extent = [max(size, 1) for size in k.grid]  # an empty grid never runs, but must still compile
+        # Runtime extents are computed here, once per call, from the scalars just loaded.
+        self.scalar_args = {p.name: v for p, v in zip(k.params, values) if not isinstance(p, GlobalBuffer)}
+        one = ir.Constant(I64, 1)
+        extent = []
+        for dim, size in enumerate(k.grid):  # an empty grid never runs, but must still compile
+            if isinstance(size, int):
+                extent.append(ir.Constant(I64, max(size, 1)))
+            else:
+                size = self.grid_extent(dim)
+                extent.append(self.b.select(self.b.icmp_signed("<", size, one), one, size))
+        plane = self.b.mul(extent[fastest], extent[middle])
 
         def one_workgroup(linear):
             # The linear position in the host's walk (Kernel.grid_order) -> the workgroup's ids.
             ids = [None, None, None]
-            ids[fastest] = self.b.urem(linear, ir.Constant(I64, extent[fastest]))
-            ids[middle] = self.b.urem(self.b.udiv(linear, ir.Constant(I64, extent[fastest])),
-                                      ir.Constant(I64, extent[middle]))
-            ids[slowest] = self.b.udiv(linear, ir.Constant(I64, extent[fastest] * extent[middle]))
+            ids[fastest] = self.b.urem(linear, extent[fastest])
+            ids[middle] = self.b.urem(self.b.udiv(linear, extent[fastest]), extent[middle])
+            ids[slowest] = self.b.udiv(linear, plane)
             self.b.call(wg_function, values + [self.b.trunc(v, I32) for v in ids])
 
         def prefetch_then_run(linear):

@@ -182,6 +182,12 @@ class KernelBuilder:
     def write_var(self, var: Var, value):
         self.b.store(value, self.variable_pointer(var))
 
+    def grid_extent(self, dim: int):
+        """The grid's extent along `dim` as an i64: a constant, or its extent expression (ir/kernel.py:
+        runtime sizes) computed from the scalar arguments, never from a launch's `arguments`."""
+        extent = self.kernel.grid[dim]
+        return ir.Constant(I64, extent) if isinstance(extent, int) else self.index64(extent)
+
     def index64(self, expr):
         value = self.expr(expr)
         if value.type.width == 64:

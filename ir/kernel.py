@@ -50,6 +50,7 @@ type rule in `check(error, wave_size)`, and register each backend's lowering
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -321,15 +322,19 @@ class Buffer:
 
     @property
     def nbytes(self) -> int:
+        if not isinstance(self.count, int):
+            raise TypeError(f"buffer {self.name}: its size is a launch's ({self.count!r}); ask Kernel.launch_count")
         return self.count * NUMPY_DTYPES[self.dtype].itemsize
 
 
 @dataclass(frozen=True, eq=False)
 class GlobalBuffer(Buffer):
-    """A buffer parameter of the kernel (global memory)."""
+    """A buffer parameter of the kernel (global memory). `count` is a number of elements, or an
+    integer expression of the kernel's scalar parameters (a launch extent, see Kernel): the kernel
+    then holds for any size the launch gives, and a backend may claim nothing that depends on it."""
     name: str
     dtype: str
-    count: int
+    count: "int | Expr"
     readonly: bool = False
     space: ClassVar[str] = "global"
 
@@ -456,11 +461,12 @@ class Prefetch(Stmt):
     buffer: Buffer
     start: Expr
     runs: int
-    run_stride: int
+    run_stride: Expr
     run_elements: int
 
     def __post_init__(self):
         object.__setattr__(self, "start", as_expr(self.start, "i32"))
+        object.__setattr__(self, "run_stride", as_expr(self.run_stride, "i32"))
 
 
 class WaveOp(Stmt):
@@ -543,9 +549,46 @@ def contains_cut(stmts) -> bool:
 LDS_ALIGNMENT = 16
 
 
-def _dims3(dims) -> tuple[int, int, int]:
-    dims = tuple(int(d) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
+def _dims3(dims) -> tuple:
+    dims = tuple(d if isinstance(d, Expr) else int(d) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
     return dims + (1,) * (3 - len(dims)) if len(dims) <= 3 else dims
+
+
+# ---- launch extents: integer expressions of scalar parameters -----------------------------
+
+EXTENT_OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+              "max": max, "min": min}
+
+
+def is_extent(expr) -> bool:
+    """Whether `expr` is a launch extent the runtime can evaluate: an integer built from constants
+    and scalar parameters with + - * / (toward zero, by a positive constant), max and min."""
+    if isinstance(expr, (Const, ScalarParam)):
+        return expr.dtype in INTS
+    if isinstance(expr, Binary) and expr.dtype in INTS:
+        if expr.op == "div":
+            return is_extent(expr.a) and isinstance(expr.b, Const) and expr.b.value > 0
+        return expr.op in EXTENT_OPS and is_extent(expr.a) and is_extent(expr.b)
+    return False
+
+
+def evaluate_extent(expr, arguments: dict):
+    """The value of an int, or of an extent expression given its scalar parameters' values."""
+    if isinstance(expr, int):
+        return expr
+    if isinstance(expr, Const):
+        return int(expr.value)
+    if isinstance(expr, ScalarParam):
+        return int(arguments[expr.name])
+    a, b = evaluate_extent(expr.a, arguments), evaluate_extent(expr.b, arguments)
+    if expr.op == "div":
+        return a // b if a >= 0 else -(-a // b)  # toward zero, as the kernel's division
+    return EXTENT_OPS[expr.op](a, b)
+
+
+def ceil_div(value: "Expr | int", divisor: int) -> "Expr | int":
+    """ceil(value / divisor) for value >= 0 and a constant divisor > 0, as an extent expression."""
+    return -(-value // divisor) if isinstance(value, int) else (value + (divisor - 1)) / divisor
 
 
 @dataclass(frozen=True, eq=False)
@@ -571,7 +614,16 @@ class Kernel:
       what they read, the most first ((0, 1, 2): x; a GEMM whose grid walks M first shares its B
       panel). The host walks the grid in this order, so that consecutive workgroups of one thread
       find the shared data still in cache; AMDGPU ignores it (the GPU's dispatcher has its own
-      order)."""
+      order).
+
+    Runtime sizes: a grid dimension or a buffer's count may be an extent (`is_extent`: integer
+    arithmetic on scalar parameters), so that one kernel serves every problem size and compiles
+    once: a library's kernel per solution, not per problem. The backends compute such a grid from
+    the arguments at launch and claim nothing that depends on such a count (alignment, streaming
+    stores). `arguments` are (scalar parameter, value) pairs that bind the kernel to one launch,
+    the op it was emitted for: the launch's, not the code's, so `code_text` (what the compile
+    cache keys object code by) leaves them out, with the name. `launch_grid` and `launch_count`
+    evaluate the extents under them."""
     name: str
     params: tuple[GlobalBuffer | ScalarParam, ...]
     grid: tuple[int, int, int]
@@ -582,9 +634,10 @@ class Kernel:
     streams: tuple[tuple[str, int], ...] = ()
     grid_order: tuple[int, int, int] = (0, 1, 2)
     wave_size: int = get_target().wave_size
+    arguments: tuple[tuple[str, int | float], ...] = ()
 
     def __post_init__(self):
-        for name in ("params", "body", "lds", "private", "streams", "grid_order"):
+        for name in ("params", "body", "lds", "private", "streams", "grid_order", "arguments"):
             _tuple_field(self, name)
         object.__setattr__(self, "grid", _dims3(self.grid))
         object.__setattr__(self, "workgroup_size", _dims3(self.workgroup_size))
@@ -595,9 +648,28 @@ class Kernel:
         return x * y * z
 
     @property
+    def static_grid(self) -> bool:
+        """Whether the grid is known without the arguments (every dimension a number)."""
+        return all(isinstance(d, int) for d in self.grid)
+
+    def launch_grid(self, arguments: dict | None = None) -> tuple[int, int, int]:
+        """The grid of a launch with these scalar arguments (by default the kernel's own)."""
+        values = dict(self.arguments) if arguments is None else arguments
+        return tuple(evaluate_extent(d, values) for d in self.grid)
+
+    def launch_count(self, buffer: GlobalBuffer, arguments: dict | None = None) -> int:
+        """A buffer parameter's elements in a launch with these scalar arguments (default: the kernel's)."""
+        return evaluate_extent(buffer.count, dict(self.arguments) if arguments is None else arguments)
+
+    @property
     def num_workgroups(self) -> int:
-        x, y, z = self.grid
+        """Workgroups of the launch the kernel's arguments describe."""
+        x, y, z = self.launch_grid()
         return x * y * z
+
+    def code_text(self) -> str:
+        """The kernel's text without its name and arguments: what its object code depends on."""
+        return str(dataclasses.replace(self, name="kernel", arguments=()))
 
     def lds_offsets(self) -> dict[str, int]:
         """Byte offset of each LDS buffer in the workgroup's LDS block (each 16-byte aligned)."""

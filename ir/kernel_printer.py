@@ -71,7 +71,7 @@ def statement_head(stmt: Stmt) -> str:
         return "barrier"
     if isinstance(stmt, Prefetch):
         return (f"prefetch {stmt.buffer.name}[{print_expr(stmt.start)}]: {stmt.runs} runs of "
-                f"{stmt.run_elements}, stride {stmt.run_stride}")
+                f"{stmt.run_elements}, stride {print_expr(stmt.run_stride)}")
     if isinstance(stmt, WaveReduce):
         return f"let {stmt.dest.name}: {stmt.dest.dtype} = wave_reduce.{stmt.op}({print_expr(stmt.value)})"
     if isinstance(stmt, WaveShuffle):
@@ -95,16 +95,23 @@ def print_block(stmts, indent: int, lines: list[str]) -> None:
             lines.append(pad + "}")
 
 
+def print_extent(extent) -> str:
+    """A count or grid dimension: a number, or an expression of scalar parameters."""
+    return print_expr(extent) if isinstance(extent, Expr) else str(extent)
+
+
 def print_param(param) -> str:
     if isinstance(param, GlobalBuffer):
-        return f"{param.name}: global {param.dtype}[{param.count}]{' readonly' if param.readonly else ''}"
+        return f"{param.name}: global {param.dtype}[{print_extent(param.count)}]{' readonly' if param.readonly else ''}"
     return f"{param.name}: {param.dtype}"
 
 
 def print_kernel(kernel: Kernel) -> str:
     lines = [f"kernel {kernel.name}({', '.join(print_param(p) for p in kernel.params)})",
-             f"    grid {list(kernel.grid)} workgroup {list(kernel.workgroup_size)} wave {kernel.wave_size} "
-             f"lds {kernel.lds_bytes} bytes"]
+             f"    grid [{', '.join(map(print_extent, kernel.grid))}] workgroup {list(kernel.workgroup_size)} "
+             f"wave {kernel.wave_size} lds {kernel.lds_bytes} bytes"]
+    if kernel.arguments:
+        lines.append(f"    arguments {', '.join(f'{name} = {value!r}' for name, value in kernel.arguments)}")
     lines += [f"  lds {b.name}: {b.dtype}[{b.count}]" for b in kernel.lds]
     lines += [f"  private {b.name}: {b.dtype}[{b.count}]" for b in kernel.private]
     lines += [f"  stream {name}: {elements} elements per workgroup" for name, elements in kernel.streams]

@@ -2,7 +2,8 @@
 
 Errors are `VerifyError("kernel k: `if (i < n) {`: ...")`, naming the offending statement by its
 printed first line. Rules:
-- launch: grid dims >= 0, workgroup dims >= 1 with a product that is a multiple of 64 (wave64)
+- launch: grid dims >= 0 or extents (integer expressions of declared scalar parameters, as global
+  buffer counts may be too; arguments bind declared scalars), workgroup dims >= 1 with a product that is a multiple of 64 (wave64)
   and at most 1024; LDS at most `max_lds_bytes`; unique parameter, LDS and private names;
 - types: every expression is well typed (same dtypes on both sides of a binary op, bool
   conditions, integer indices, math functions on the dtypes they take, stores of the
@@ -26,8 +27,8 @@ from ..errors import VerifyError
 from .kernel import (ARITHMETIC_OPS, BITWISE_OPS, COMPARE_OPS, DTYPES, MATH_FUNCTIONS, SHIFT_OPS, SPECIAL_KINDS,
                      UNARY_OPS, Assign, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For,
                      GlobalBuffer, If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray, ScalarParam, Select,
-                     Special, Stmt, Store, Unary, Var, WaveOp, WaveShuffle, contains_cut, walk)
-from .kernel_printer import print_expr, statement_head
+                     Special, Stmt, Store, Unary, Var, WaveOp, WaveShuffle, contains_cut, is_extent, walk)
+from .kernel_printer import print_expr, print_extent, statement_head
 from .types import INTS, MAX_ARRAY_BYTES, NUMPY_DTYPES, format_bytes
 
 MAX_WORKGROUP_ITEMS = 1024
@@ -81,11 +82,13 @@ class KernelVerifier:
 
     def check_declarations(self):
         k = self.kernel
-        if len(k.grid) != 3 or any(not isinstance(d, int) or d < 0 for d in k.grid):
-            self.fail(f"grid {list(k.grid)} must be 1 to 3 counts >= 0")
+        grid = [print_extent(d) for d in k.grid]
+        if len(k.grid) != 3 or any(not (isinstance(d, int) and d >= 0) and not is_extent(d) for d in k.grid):
+            self.fail(f"grid {grid} must be 1 to 3 counts >= 0 or extents (integer expressions of scalar "
+                      "parameters)")
         if len(k.workgroup_size) != 3 or any(d < 1 for d in k.workgroup_size):
             self.fail(f"workgroup size {list(k.workgroup_size)} must be 1 to 3 sizes >= 1")
-        if math.prod(k.grid) * math.prod(k.workgroup_size) > MAX_ARRAY_BYTES:
+        if k.static_grid and math.prod(k.grid) * math.prod(k.workgroup_size) > MAX_ARRAY_BYTES:
             self.fail(f"grid {list(k.grid)} of workgroups {list(k.workgroup_size)} has more work-items than an "
                       f"int64 counts")
         if not isinstance(k.wave_size, int) or k.wave_size < 1 or k.wave_size & (k.wave_size - 1):
@@ -108,6 +111,11 @@ class KernelVerifier:
                 self.fail(f"{decl.name}: unsupported dtype {decl.dtype!r}; expected one of {', '.join(DTYPES)}")
             if isinstance(decl, ScalarParam):
                 self.scalars[decl.name] = decl
+            elif not isinstance(decl.count, int):
+                if not isinstance(decl, GlobalBuffer) or not is_extent(decl.count):
+                    self.fail(f"{decl.name}: count {print_extent(decl.count)} must be a number (or, for a global "
+                              "buffer, an extent: an integer expression of scalar parameters)")
+                self.buffers[decl.name] = decl
             else:
                 if decl.count < 0:
                     self.fail(f"{decl.name}: negative element count {decl.count}")
@@ -117,6 +125,9 @@ class KernelVerifier:
                 self.buffers[decl.name] = decl
         if sorted(k.grid_order) != [0, 1, 2]:
             self.fail(f"grid order {list(k.grid_order)} is not an order of the dimensions 0, 1 and 2")
+        self.check_extents()
+        if k.streams and not k.static_grid:
+            self.fail("streams need a grid known without the arguments")
         if k.streams and k.grid_order != (0, 1, 2):
             # A stream's slices follow the linear workgroup id, which the host prefetches in order.
             self.fail(f"streams need the grid walked x first, not in order {list(k.grid_order)}")
@@ -126,6 +137,19 @@ class KernelVerifier:
                 self.fail(f"stream {name!r} is not a read-only global buffer of the kernel")
             if not isinstance(elements, int) or elements < 1:
                 self.fail(f"stream {name}: {elements!r} elements per workgroup; expected a count >= 1")
+
+    def check_extents(self):
+        """Runtime extents read only declared integer scalar parameters; `arguments` bind declared
+        scalar parameters, each once."""
+        k = self.kernel
+        extents = [d for d in k.grid if not isinstance(d, int)] + \
+            [p.count for p in k.buffers if not isinstance(p.count, int)]
+        for extent in extents:
+            self.check_expr(extent, {}, None)
+        bound = [name for name, _ in k.arguments]
+        for name in bound:
+            if name not in self.scalars or bound.count(name) > 1:
+                self.fail(f"argument {name!r} is not a scalar parameter of the kernel, or is bound twice")
 
     # ---- uniformity --------------------------------------------------------------------
 
@@ -238,9 +262,15 @@ class KernelVerifier:
         if nonuniform is not None or self.is_varying(stmt.start, self.varying):
             self.fail("prefetch is a workgroup-level statement: its control flow and start must be the same "
                       "for every work-item", stmt)
-        if stmt.runs < 1 or stmt.run_elements < 1 or stmt.run_stride < 0:
-            self.fail(f"prefetch of {stmt.runs} runs of {stmt.run_elements} elements, stride {stmt.run_stride}: "
-                      "runs and elements must be positive, the stride not negative", stmt)
+        self.expect_int(stmt.run_stride, scope, stmt, "run stride")
+        if self.is_varying(stmt.run_stride, self.varying):
+            self.fail("prefetch is a workgroup-level statement: its run stride must be the same for every "
+                      "work-item", stmt)
+        negative_stride = isinstance(stmt.run_stride, Const) and stmt.run_stride.value < 0
+        if stmt.runs < 1 or stmt.run_elements < 1 or negative_stride:
+            self.fail(f"prefetch of {stmt.runs} runs of {stmt.run_elements} elements, stride "
+                      f"{print_expr(stmt.run_stride)}: runs and elements must be positive, the stride not negative",
+                      stmt)
 
     def check_alongside(self, stmt: If, scope: dict):
         """The checkable part of an `alongside` if's promise (ir/kernel.py: If)."""

@@ -9,8 +9,9 @@ Later compiles of a library_call with the same target, sizes, batch, layouts and
 recorded winner (its selection reason says "tuned"); `epilogue="bias_relu"` (any of
 libs/blas/routines.py's EPILOGUES) times the product with that epilogue fused, as the matcher builds it
 for `relu(x @ w + b)`, and records the winner for that epilogue only. The candidates are the
-heuristic's `top` best-modelled solutions (all of them with top=None); each is generated, compiled,
-run once to warm up and checked against numpy. Then two stages time them, every round running each
+heuristic's `top` best-modelled solutions (all of them with top=None); each is generated, compiled
+(or loaded from the compile cache: a solution's kernel serves every size), run once to warm up and
+checked against numpy. Then two stages time them, every round running each
 candidate once, in a shuffled order:
 
 - screening: `repeats` rounds; each candidate's fastest run counts.
@@ -42,7 +43,9 @@ from ..libs.blas.heuristic import ranked
 from ..libs.blas.matcher import SUPPORTED
 from ..libs.blas.solutions import Solution
 from ..libs.blas.tuning import database_path, load_database, problem_key, save_database
-from .launch import aligned_copy, aligned_empty, compile_kernel
+from .cache import default_cache
+from .executable import object_code
+from .launch import CompiledKernel, aligned_copy, aligned_empty
 
 BAR_WIDTH = 30
 # The steepest slope of a transcendental epilogue activation (gelu's, about 1.13; tanh, sigmoid,
@@ -111,9 +114,10 @@ def random_operand(shape, dtype: str, rng) -> np.ndarray:
     return rng.standard_normal(shape).astype(NUMPY_DTYPES[dtype])
 
 
-def progress(done: int, total: int, label: str, file) -> None:
+def progress(done: int, total: int, label: str, file, task: str = "blas.tune") -> None:
+    """One line of a progress bar on `file`, rewritten in place: `task [###...] done/total label`."""
     filled = BAR_WIDTH * done // max(total, 1)
-    file.write(f"\rblas.tune [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total} {label:<48.48s}")
+    file.write(f"\r{task} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total} {label:<48.48s}")
     file.flush()
 
 
@@ -153,7 +157,10 @@ def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bo
     for index, est in enumerate(estimates):
         if show_progress:
             progress(index, len(estimates), est.solution.name, file)
-        compiled = compile_kernel(gemm_kernel(call, est.solution, "blas_tune"))
+        # A solution's kernel serves every size: one compiled for another problem, by a program or
+        # an earlier tune, is loaded from the compile cache.
+        kernel = gemm_kernel(call, est.solution, "blas_tune")
+        compiled = CompiledKernel(kernel, object_code(kernel, default_cache())[1])
         compiled(*operands, d)
         check(d, expected, scale, est.solution, problem)
         kernels.append(compiled)

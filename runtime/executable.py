@@ -27,7 +27,6 @@ plain call path has no timer.
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import functools
 import math
 import re
@@ -40,7 +39,7 @@ from .. import libs  # noqa: F401  (registers the built-in libraries)
 from ..codegen.host import compile_object, is_aligned_buffer
 from ..errors import AllocationError, CdnajitError
 from ..ir.core import Module, Op, Region
-from ..ir.kernel import GlobalBuffer, Kernel
+from ..ir.kernel import GlobalBuffer, Kernel, ScalarParam
 from ..ir.ops.library import cache_stamps
 from ..ir.targets import Target, get_target
 from ..ir.types import NUMPY_DTYPES, format_bytes
@@ -94,17 +93,25 @@ def emit_kernels(module: Module, target: Target | None = None) -> list[Kernel]:
 
 
 def check_contract(op: Op, kernel: Kernel) -> None:
-    """The kernel's parameters are one global buffer per operand, then per result, of their bytes."""
+    """The kernel's parameters are one global buffer per operand, then per result, of their bytes
+    (at the kernel's arguments), then any scalar parameters, each bound by the kernel's arguments."""
     values = list(op.operands) + list(op.results)
-    params = kernel.params
+    buffers, scalars = kernel.params[:len(values)], kernel.params[len(values):]
+    bound = dict(kernel.arguments)
     problem = None
-    if len(params) != len(values) or not all(isinstance(p, GlobalBuffer) for p in params):
-        problem = f"{len(params)} parameters for {len(values)} operands and results"
+    if len(buffers) != len(values) or not all(isinstance(p, GlobalBuffer) for p in buffers) \
+            or any(isinstance(p, GlobalBuffer) for p in scalars):
+        problem = f"{len(kernel.params)} parameters for {len(values)} operands and results"
+    elif unbound := [p.name for p in scalars if p.name not in bound]:
+        problem = f"scalar parameters {', '.join(unbound)} have no value in the kernel's arguments"
     else:
-        for param, value in zip(params, values):
-            nbytes = max(value.type.size, 1) * value.type.numpy_dtype.itemsize
-            if param.nbytes != nbytes:
-                problem = f"parameter {param.name} holds {param.nbytes} bytes, the value {value.type} {nbytes}"
+        for param, value in zip(buffers, values):
+            # A buffer of a static count holds at least one element; a runtime count is the value's own.
+            elements = max(value.type.size, 1) if isinstance(param.count, int) else value.type.size
+            nbytes = elements * value.type.numpy_dtype.itemsize
+            held = kernel.launch_count(param) * NUMPY_DTYPES[param.dtype].itemsize
+            if held != nbytes:
+                problem = f"parameter {param.name} holds {held} bytes, the value {value.type} {nbytes}"
                 break
     if problem:
         raise CdnajitError(f"the kernel of {op.name} ({kernel.name}) breaks the parameter contract of "
@@ -112,8 +119,9 @@ def check_contract(op: Op, kernel: Kernel) -> None:
 
 
 def object_code(kernel: Kernel, cache: CompileCache) -> tuple[str, bytes]:
-    """(cache key, object code) of a kernel; the key ignores the kernel's name, which only labels it."""
-    key = cache.key("kernel", str(dataclasses.replace(kernel, name="kernel")))
+    """(cache key, object code) of a kernel; the key is its code's text (Kernel.code_text), without
+    the name, which only labels it, and the arguments, which one launch binds."""
+    key = cache.key("kernel", kernel.code_text())
     entry = cache.load(key)
     if entry is not None:
         return key, entry[1]
@@ -191,9 +199,11 @@ class Planner:
         self.kernels.append(kernel)
         self.object_codes.append(code)
         self.kernel_plans.append({
-            "key": key, "name": kernel.name, "grid": [int(n) for n in kernel.grid],
+            "key": key, "name": kernel.name, "grid": [int(n) for n in kernel.launch_grid()],
             "workgroup_size": [int(n) for n in kernel.workgroup_size],
-            "params": [[p.name, p.dtype, int(p.count), bool(p.readonly)] for p in kernel.params],
+            "params": [[p.name, p.dtype, int(kernel.launch_count(p)), bool(p.readonly)] for p in kernel.buffers],
+            "scalars": [[p.name, p.dtype] for p in kernel.params if not isinstance(p, GlobalBuffer)],
+            "arguments": [[name, value] for name, value in kernel.arguments],
             # Decided from the body, which a cached plan does not keep.
             "parallel": runs_in_parallel(kernel)})
         return len(self.kernels) - 1
@@ -271,14 +281,14 @@ def refuse(shape, dtype):
 
 class Launch(Allocate):
     """One kernel launch: allocates the results (aligned where the kernel ABI asks), binds every
-    array by address, runs the grid."""
+    array by address, then the kernel's bound scalars (CompiledKernel.bound_addresses), runs the grid."""
     __slots__ = ("kernel", "inputs", "block_type", "allocators")
 
     def __init__(self, kernel: CompiledKernel, inputs, results, source: str):
         super().__init__(results, source)
         self.kernel = kernel
         self.inputs = tuple(inputs)
-        self.block_type = ctypes.c_void_p * (len(self.inputs) + len(self.results))
+        self.block_type = ctypes.c_void_p * (len(self.inputs) + len(self.results) + len(kernel.bound_addresses))
         available = machine_memory()
         self.allocators = tuple(
             refuse if available is not None and math.prod(shape) * NUMPY_DTYPES[dtype].itemsize > available
@@ -293,7 +303,7 @@ class Launch(Allocate):
             except MemoryError:
                 raise self.allocation_error(shape, dtype) from None
             addresses.append(address(array))
-        block = self.block_type(*addresses)
+        block = self.block_type(*addresses, *self.kernel.bound_addresses)
         self.kernel.launch(ctypes.addressof(block))
 
 
@@ -351,10 +361,11 @@ class Branch:
 
 class TimedKernel:
     """A compiled kernel whose launches add up their host time: what `Executable.profile` runs."""
-    __slots__ = ("kernel", "launches", "seconds")
+    __slots__ = ("kernel", "launches", "seconds", "bound_addresses")
 
     def __init__(self, kernel: CompiledKernel):
         self.kernel, self.launches, self.seconds = kernel, 0, 0.0
+        self.bound_addresses = kernel.bound_addresses
 
     def launch(self, address: int) -> None:
         start = time.perf_counter()
@@ -366,9 +377,11 @@ class TimedKernel:
 def kernel_interface(plan: dict) -> Kernel:
     """A kernel with a cached kernel's parameters and launch but no body: what loading and
     launching its object code reads."""
-    params = tuple(GlobalBuffer(name, dtype, count, readonly) for name, dtype, count, readonly in plan["params"])
+    params = tuple(GlobalBuffer(name, dtype, count, readonly) for name, dtype, count, readonly in plan["params"]) \
+        + tuple(ScalarParam(name, dtype) for name, dtype in plan["scalars"])
     return Kernel(plan["name"], params=params, grid=tuple(plan["grid"]),
-                  workgroup_size=tuple(plan["workgroup_size"]), body=())
+                  workgroup_size=tuple(plan["workgroup_size"]), body=(),
+                  arguments=tuple((name, value) for name, value in plan["arguments"]))
 
 
 class Executable:

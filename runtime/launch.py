@@ -37,7 +37,7 @@ import numpy as np
 from ..codegen.fork_safe import ForkSafeLock
 from ..codegen.host import ENTRY, WRITTEN_BUFFER_ALIGNMENT, compile_object, is_aligned_buffer
 from ..errors import CdnajitError
-from ..ir.kernel import Const, For, GlobalBuffer, Kernel
+from ..ir.kernel import For, GlobalBuffer, Kernel, ScalarParam, evaluate_extent, is_extent
 from ..ir.types import NUMPY_DTYPES
 from .native import link_object, native_wait
 
@@ -158,26 +158,42 @@ def worker_pool() -> WorkerPool:
         return _pool
 
 
-def statements_per_item(stmts) -> int:
-    """Statements one work-item executes: a loop with constant bounds counts its trips, any other
-    loop its body once, and an if both branches."""
+def known_extent(expr, arguments: dict) -> int | None:
+    """An expression's value when it is an extent of known arguments (or a constant), else None."""
+    if not is_extent(expr):
+        return None
+    try:
+        return evaluate_extent(expr, arguments)
+    except KeyError:  # a scalar the arguments do not bind
+        return None
+
+
+def statements_per_item(stmts, arguments: dict | None = None) -> int:
+    """Statements one work-item executes: a loop whose bounds are constants or extents of the
+    scalar `arguments` counts its trips, any other loop its body once, and an if both branches."""
+    arguments = arguments or {}
     total = 0
     for stmt in stmts:
         total += 1
-        bounds = (stmt.start, stmt.stop, stmt.step) if isinstance(stmt, For) else ()
-        if bounds and all(isinstance(e, Const) for e in bounds) and stmt.step.value > 0:
-            trips = max(0, -(-(stmt.stop.value - stmt.start.value) // stmt.step.value))
-            total += trips * statements_per_item(stmt.body)
+        bounds = [known_extent(e, arguments) for e in (stmt.start, stmt.stop, stmt.step)] \
+            if isinstance(stmt, For) else ()
+        if bounds and None not in bounds:
+            start, stop, step = bounds
+            trips = max(0, -(-(stop - start) // step)) if step > 0 else 0
+            total += trips * statements_per_item(stmt.body, arguments)
         else:
-            total += sum(statements_per_item(body) for body in stmt.children())
+            total += sum(statements_per_item(body, arguments) for body in stmt.children())
     return total
 
 
-def runs_in_parallel(kernel: Kernel) -> bool:
-    """Whether a launch is worth waking the pool's threads (tens of microseconds)."""
-    items = kernel.num_workgroups * kernel.workgroup_items
-    return kernel.num_workgroups > 1 and (
-        items >= PARALLEL_MIN_WORK_ITEMS or items * statements_per_item(kernel.body) >= PARALLEL_MIN_STATEMENTS)
+def runs_in_parallel(kernel: Kernel, arguments: dict | None = None) -> bool:
+    """Whether a launch (with these scalar arguments, by default the kernel's own) is worth waking
+    the pool's threads (tens of microseconds)."""
+    arguments = dict(kernel.arguments) if arguments is None else arguments
+    workgroups = math.prod(kernel.launch_grid(arguments))
+    items = workgroups * kernel.workgroup_items
+    return workgroups > 1 and (items >= PARALLEL_MIN_WORK_ITEMS
+                               or items * statements_per_item(kernel.body, arguments) >= PARALLEL_MIN_STATEMENTS)
 
 
 def address(array: np.ndarray) -> int:
@@ -212,7 +228,9 @@ class CompiledKernel:
 
     def __init__(self, kernel: Kernel, object_code: bytes, parallel: bool | None = None):
         """`parallel`: whether launches use the thread pool (runs_in_parallel(kernel) by default,
-        which needs the kernel's body)."""
+        which needs the kernel's body). A kernel with runtime extents (ir/kernel.py) launches with
+        its `arguments` from `launch`, which the caller's argument block then ends with
+        (`bound_addresses`), or with the scalars a call passes."""
         self.kernel = kernel
         self.library = link_object(object_code)  # a copy: the bytes are not kept
         self.run = RUN_SIGNATURE(self.library[ENTRY])
@@ -224,21 +242,38 @@ class CompiledKernel:
         for i, param in enumerate(params):
             if not isinstance(param, GlobalBuffer):
                 self.arg_pointers[i] = self.scalar_slots.ctypes.data + 8 * i
-                dtype = NUMPY_DTYPES[param.dtype]
-                self.scalar_views[i] = self.scalar_slots[i:i + 1].view(np.uint8)[:dtype.itemsize].view(dtype)
+                self.scalar_views[i] = scalar_view(self.scalar_slots, i, param.dtype)
+        # The kernel's own arguments, in slots of their own (a call's scalars go to scalar_slots).
+        scalars = [p for p in params if not isinstance(p, GlobalBuffer)]
+        bound = dict(kernel.arguments)
+        self.bound_slots = np.zeros(max(len(scalars), 1), np.uint64)
+        self.bound_addresses = tuple(self.bound_slots.ctypes.data + 8 * i for i in range(len(scalars)))
+        if all(p.name in bound for p in scalars):
+            for i, param in enumerate(scalars):
+                scalar_view(self.bound_slots, i, param.dtype)[0] = bound[param.name]
         self.written = [i for i, p in enumerate(params) if isinstance(p, GlobalBuffer) and not p.readonly]
         self.aligned = [i for i in self.written if is_aligned_buffer(params[i].dtype, params[i].count, False)]
-        self.parallel = runs_in_parallel(kernel) if parallel is None else parallel
+        # Known without a call's scalars when the grid is static or the kernel binds them.
+        launchable = kernel.static_grid or all(p.name in bound for p in scalars)
+        self.total = kernel.num_workgroups if launchable else None
+        self.parallel = parallel if parallel is not None or not launchable else runs_in_parallel(kernel)
         self.lock = ForkSafeLock()  # the argument block is shared: one launch at a time
 
     def __call__(self, *args) -> None:
+        """Launch with one argument per parameter; the trailing scalars the kernel's arguments bind
+        may be left out."""
         kernel = self.kernel
+        bound = dict(kernel.arguments)
+        omitted = kernel.params[len(args):]
+        if omitted and all(isinstance(p, ScalarParam) and p.name in bound for p in omitted):
+            args += tuple(bound[p.name] for p in omitted)
         if len(args) != len(kernel.params):
             raise LaunchError(f"kernel {kernel.name} takes {len(kernel.params)} arguments, got {len(args)}")
+        arguments = {p.name: arg for p, arg in zip(kernel.params, args) if not isinstance(p, GlobalBuffer)}
         with self.lock:
             for i, (param, arg) in enumerate(zip(kernel.params, args)):
                 if isinstance(param, GlobalBuffer):
-                    self.arg_pointers[i] = self.buffer_address(param, arg, i)
+                    self.arg_pointers[i] = self.buffer_address(param, arg, i, arguments)
                 else:
                     self.scalar_views[i][0] = arg
             self.check_overlap(args)
@@ -249,19 +284,24 @@ class CompiledKernel:
                     np.copyto(copy, args[i])
                     staged.append((args[i], copy))
                     self.arg_pointers[i] = copy.ctypes.data
-            self.launch()
+            if kernel.static_grid:
+                self.launch()
+            else:
+                self.launch(total=math.prod(kernel.launch_grid(arguments)),
+                            parallel=self.parallel if self.parallel is not None else runs_in_parallel(kernel, arguments))
             for array, copy in staged:
                 np.copyto(array, copy)
 
-    def buffer_address(self, param: GlobalBuffer, array, position: int) -> int:
+    def buffer_address(self, param: GlobalBuffer, array, position: int, arguments: dict) -> int:
         if not isinstance(array, np.ndarray):
             raise LaunchError(f"argument {position} ({param.name}) must be a numpy array, got {type(array).__name__}")
         expected = NUMPY_DTYPES[param.dtype]
+        count = self.kernel.launch_count(param, arguments)
         flags = array.flags
-        if array.dtype != expected or array.size != param.count or not flags.c_contiguous \
+        if array.dtype != expected or array.size != count or not flags.c_contiguous \
                 or not array.dtype.isnative or (not param.readonly and not flags.writeable):
             raise LaunchError(f"argument {position} ({param.name}) must be a C-contiguous, native-byte-order"
-                              f"{'' if param.readonly else ', writeable'} {expected} array of {param.count} "
+                              f"{'' if param.readonly else ', writeable'} {expected} array of {count} "
                               f"elements, got {array.dtype}{list(array.shape)}")
         return array.ctypes.data
 
@@ -272,10 +312,11 @@ class CompiledKernel:
                     raise LaunchError(f"kernel {self.kernel.name}: buffer {self.kernel.params[i].name} is written "
                                       f"and overlaps argument {j} ({self.kernel.params[j].name})")
 
-    def launch(self, arg_block: int | None = None) -> None:
+    def launch(self, arg_block: int | None = None, total: int | None = None, parallel: bool | None = None) -> None:
         """Run the grid with the argument block at address `arg_block` (by default this kernel's own,
-        which `__call__` fills); a caller with its own block needs no lock."""
-        total = self.kernel.num_workgroups
+        which `__call__` fills); a caller with its own block needs no lock. `total` and `parallel`
+        (by default the kernel's) are for a call that brings its own scalars."""
+        total = self.total if total is None else total
         if total == 0:
             return
         if arg_block is None:
@@ -283,7 +324,7 @@ class CompiledKernel:
         counter = ctypes.c_int64(0)
         next_pointer = ctypes.addressof(counter)
         # Waking a pool thread costs tens of microseconds: small launches run on the calling thread.
-        pool = worker_pool() if self.parallel else None
+        pool = worker_pool() if (self.parallel if parallel is None else parallel) else None
         threads = min(total, len(pool.cpus)) if pool is not None else 1
         if threads == 1:
             self.run(arg_block, next_pointer, total, total)
@@ -293,6 +334,11 @@ class CompiledKernel:
         # its last workgroup: the counter's final value says every thread is done.
         final = (-(-total // grab) + threads) * grab
         pool.run(functools.partial(self.run, arg_block, next_pointer, total, grab), threads, (next_pointer, final))
+
+
+def scalar_view(slots: np.ndarray, i: int, dtype: str) -> np.ndarray:
+    """Slot i of an array of 8-byte scalar slots, as a one-element array of `dtype`."""
+    return slots[i:i + 1].view(np.uint8)[:NUMPY_DTYPES[dtype].itemsize].view(NUMPY_DTYPES[dtype])
 
 
 _cache: dict[str, CompiledKernel] = {}

@@ -88,7 +88,7 @@ def kernel_report(kernel: Kernel, target: Target | str | None = None, *, source_
                          lds_bytes=resources.lds_bytes, workgroup_items=kernel.workgroup_items)
     roof = roofline(kernel, target)
     return KernelReport(
-        name=kernel.name, source_ops=tuple(source_ops), kind=kind, target=target.name, grid=kernel.grid,
+        name=kernel.name, source_ops=tuple(source_ops), kind=kind, target=target.name, grid=kernel.launch_grid(),
         workgroup_size=kernel.workgroup_size, lds_bytes=resources.lds_bytes, vgpr_count=resources.vgpr_count,
         agpr_count=resources.agpr_count, sgpr_count=resources.sgpr_count, vgpr_spills=resources.vgpr_spill_count,
         sgpr_spills=resources.sgpr_spill_count, scratch_bytes=resources.scratch_bytes,

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..codegen import mathlib
 from ..ir.kernel import (Assign, Barrier, Binary, Cast, Compare, Const, For, If, Kernel, Let, Load, Math,
-                         Prefetch, Select, Special, Store, Unary, Var, WaveOp, WaveReduce)
+                         Prefetch, ScalarParam, Select, Special, Store, Unary, Var, WaveOp, WaveReduce)
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import sub_expressions
 from ..ir.targets import Target
@@ -102,7 +102,9 @@ class LaunchCounter:
 
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
-        self.shape = tuple(kernel.grid) + tuple(kernel.workgroup_size)
+        self.grid = kernel.launch_grid()
+        self.arguments = dict(kernel.arguments)
+        self.shape = tuple(self.grid) + tuple(kernel.workgroup_size)
         self.size = int(np.prod(self.shape))
         self.counts = Counts()
 
@@ -118,12 +120,14 @@ class LaunchCounter:
             return e.value
         if isinstance(e, Var):
             return env.get((e.name, e.dtype))
+        if isinstance(e, ScalarParam) and e.dtype not in FLOATS:  # known for the launch its arguments bind
+            return self.arguments.get(e.name)
         if isinstance(e, Special):
             if e.kind == "workgroup_id":
-                return self.axis(e.dim, self.kernel.grid[e.dim])
+                return self.axis(e.dim, self.grid[e.dim])
             if e.kind == "workitem_id":
                 return self.axis(3 + e.dim, self.kernel.workgroup_size[e.dim])
-            return (self.kernel.workgroup_size if e.kind == "workgroup_size" else self.kernel.grid)[e.dim]
+            return (self.kernel.workgroup_size if e.kind == "workgroup_size" else self.grid)[e.dim]
         if e.dtype in FLOATS or isinstance(e, (Load, Math)) or any(s.dtype in FLOATS for s in sub_expressions(e)):
             return None  # floats and data never steer control flow we can count
         operands = [self.value(s, env) for s in sub_expressions(e)]
@@ -304,7 +308,7 @@ class Roofline:
 def roofline(kernel: Kernel, target: Target, counts: Counts | None = None) -> Roofline:
     """The kernel's place against the target's roofs: vector FLOPs at the vector peak, MFMA FLOPs at the matrix peak."""
     counts = counts or count(kernel)
-    sizes = {b.name: b.nbytes for b in kernel.buffers}
+    sizes = {b.name: kernel.launch_count(b) * NUMPY_DTYPES[b.dtype].itemsize for b in kernel.buffers}
     dram = sum(min(n, sizes[name]) for table in (counts.loads, counts.stores) for name, n in table.items())
     by_unit = {(dtype, "vector"): flops for dtype, flops in counts.flops.items()}
     by_unit.update({(dtype, "matrix"): flops for dtype, flops in counts.matrix_flops.items()})

@@ -2,6 +2,18 @@
 
     D[b] = epilogue(alpha * op(A[b]) @ op(B[b]) + beta * C[b] + bias)        (routines.py)
 
+One kernel per solution, not per problem: M, N, K, the batch count, alpha and beta are the
+kernel's scalar parameters (i64 sizes; alpha and beta in the accumulation dtype), the operands'
+element counts and the grid are extents of them (ir/kernel.py: runtime sizes), and the kernel's
+`arguments` bind them to the library_call it was emitted for. So every problem that picks a
+solution gets the same kernel text and the same object code: a new size costs no LLVM compile
+(the compile cache keys object code by Kernel.code_text, which leaves the arguments out). What
+the kernel still depends on is the solution's variant: the layouts (trans_a, trans_b), the
+dtypes, the epilogue's terms (C, bias, activation) and the host's walk of the grid
+(`host_grid_order`: M first or N first, two variants) and whether N and K are multiples of the
+tile (`Edges`, two more). Operands are dense: the leading dimensions and batch strides follow from
+M, N and K, at runtime too.
+
 Workgroup (x, y, z) of the grid (ceil(N / MT1), ceil(M / MT0), batch) computes the macro tile of
 D at rows m0 = y * MT0, columns n0 = x * MT1 of batch z; the host runs them along M first when A
 is the smaller operand (`host_grid_order`). Main loop, over K in steps of DepthU:
@@ -34,7 +46,9 @@ Staging: work-item (x, y, z) of the workgroup (X, Y, Z) moves the elements at GR
 (w < GRVW: the vector it reads) along the operand's contiguous dimension in global memory (tile
 rows, or K) and at y + Y * (z + Z*v) along the other, for every u, v that cover the tile: global
 reads are consecutive across x (coalesced on the GPU, vector loads on the host).
-A tile entirely inside A or B reads without bounds checks; an edge tile reads zeros outside.
+A tile entirely inside A or B reads without bounds checks; an edge tile reads zeros outside N and
+K (checked, in the variant whose N or K ends inside a tile: Edges) and clamps A's rows to M
+(a row past M reads the last row, whose products reach only rows of D that are not stored).
 
 The MFMA kernels' workgroup is (16, 4, waves): lane x + 16 y of a wave is lane i of its run of m
 lanes (a row of A, a column of B and D) with i = x + 16 (y mod m/16), in run y div (m/16).
@@ -47,10 +61,12 @@ lane row y) and the wave issues one `Mfma` per block, accumulating in a private 
 thread tile), an accumulator each, and per K reads its rows of A and columns of B from LDS.
 
 Epilogue, per accumulator: alpha, then beta * C, then the bias, then the activation, in the
-accumulation dtype, rounded once to D's dtype; stores are bounds-checked.
+accumulation dtype, rounded once to D's dtype; a workgroup on the last rows checks each store
+against M, and every workgroup checks against N in the variant whose N ends inside a tile.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -116,15 +132,42 @@ class GemmProblem:
 class Operand(NamedTuple):
     """One GEMM operand as staging sees it: its LDS buffer and global buffer, its macro tile's rows
     (MT0 for A, MT1 for B) and the matrix's (M or N), this workgroup's first row, whether rows are
-    the contiguous dimension in global memory, one LDS buffer's elements, elements per batch."""
+    the contiguous dimension in global memory, one LDS buffer's elements, elements per batch, and
+    how rows past the matrix are kept out. A clamped row past M reads row M - 1: a value of A
+    whose products only reach rows of D that are never stored, so no bounds check is needed."""
     lds: K.LdsBuffer
     source: K.GlobalBuffer
     rows: int
-    extent: int
+    extent: K.Expr
     origin: K.Expr
     rows_contiguous: bool
     elements: int
-    matrix: int
+    matrix: K.Expr
+    edge: bool          # rows may end inside the tile, checked (B: the variant's N edge)
+    clamped: bool       # rows may end inside the tile, read clamped to the last row (A: M, at runtime)
+
+
+class Edges(NamedTuple):
+    """Which of N and K may end inside a tile (MT1, DepthU): the solution's variant for a problem,
+    as Tensile's size predicates make one, named in the reports (`name`). A dimension that is a
+    multiple of its tile needs no bounds checks along it (the host's edge-free code vectorizes its
+    stores and skips the guarded staging: a 1024^3 f32 GEMM runs about 10% faster), so the variant
+    follows from the sizes' divisibility, never from the sizes themselves.
+    M is never part of the variant: it is the rows of A and D, a model's batch, which changes from
+    call to call while its widths (N, K) stay; every kernel checks at runtime, once per workgroup,
+    whether its macro tile ends inside M, and runs the interior tiles without bounds checks (the
+    MLP at batch 100 then runs the kernels compiled for batch 256)."""
+    n: bool
+    k: bool
+
+    @classmethod
+    def of(cls, problem: GemmProblem, solution: Solution) -> "Edges":
+        return cls(problem.n % solution.mt1 != 0, problem.k % solution.depth_u != 0)
+
+    @property
+    def name(self) -> str:
+        """The variant's name: the dimensions whose edges the kernel checks ("MNK", "M": M alone)."""
+        return "M" + "N" * self.n + "K" * self.k
 
 
 def gemm_call(m: int, n: int, k: int, in_dtype: str, result_dtype: str, *, batch: int = 1, trans_a: bool = False,
@@ -174,16 +217,27 @@ class GemmKernelBuilder:
         self.problem = p = GemmProblem.from_op(op)
         self.solution = s = solution
         self.name = name
-        self.params = operand_buffers(op)
+        self.acc_dtype = p.compute_dtype
+        self.edges = Edges.of(p, s)
+        # 64-bit index arithmetic: the host vectorizes the staging and fragment loops only when
+        # addresses are affine in the work-item id, which 32-bit math (wrapping, sign-extended) hides.
+        self.dtype = "i64"
+        # The problem's sizes and scalars: kernel parameters, bound by `arguments` (module docstring).
+        self.m, self.n, self.k, self.batches = (K.ScalarParam(name, self.dtype) for name in ("m", "n", "k", "batch"))
+        self.alpha = K.ScalarParam("alpha", self.acc_dtype)
+        self.beta = K.ScalarParam("beta", self.acc_dtype) if p.beta != 0 else None
         has_bias, self.activation = split_epilogue(p.epilogue)
+        matrix = {"a": self.m * self.k, "b": self.k * self.n, "d": self.m * self.n}
+        counts = [self.batches * matrix["a"], self.batches * matrix["b"]] \
+            + [self.batches * matrix["d"]] * (p.beta != 0) + [self.n] * has_bias + [self.batches * matrix["d"]]
+        self.params = [K.GlobalBuffer(b.name, b.dtype, count, b.readonly) for b, count in zip(operand_buffers(op), counts)]
         self.a_buf, self.b_buf = self.params[0], self.params[1]
         self.c_buf = self.params[2] if p.beta != 0 else None
         self.bias_buf = self.params[-2] if has_bias else None
         self.d_buf = self.params[-1]
-        self.acc_dtype = p.compute_dtype
-        # 64-bit index arithmetic: the host vectorizes the staging and fragment loops only when
-        # addresses are affine in the work-item id, which 32-bit math (wrapping, sign-extended) hides.
-        self.dtype = "i64"
+        self.scalars = [self.m, self.n, self.k, self.batches, self.alpha] + [self.beta] * (p.beta != 0)
+        self.arguments = [("m", p.m), ("n", p.n), ("k", p.k), ("batch", p.batch), ("alpha", p.alpha)] \
+            + [("beta", p.beta)] * (p.beta != 0)
         # Ids and tile origins are expressions, not variables: every region recomputes them from
         # the ids (on the host, a variable read in several regions would live in a per-work-item
         # array, and addresses loaded from memory stop the work-item loops from vectorizing).
@@ -224,13 +278,16 @@ class GemmKernelBuilder:
 
     def operands(self) -> list[Operand]:
         p, s = self.problem, self.solution
-        return [Operand(self.a_lds, self.a_buf, s.mt0, p.m, self.m0, p.trans_a, self.a_elements, p.m * p.k),
-                Operand(self.b_lds, self.b_buf, s.mt1, p.n, self.n0, not p.trans_b, self.b_elements, p.k * p.n)]
+        return [Operand(self.a_lds, self.a_buf, s.mt0, self.m, self.m0, p.trans_a, self.a_elements, self.m * self.k,
+                        False, True),
+                Operand(self.b_lds, self.b_buf, s.mt1, self.n, self.n0, not p.trans_b, self.b_elements,
+                        self.k * self.n, self.edges.n, False)]
 
-    def stage(self, operand: Operand, tile: K.Expr, buffer: K.Expr, guarded: bool) -> list[K.Stmt]:
-        """Statements moving K block `tile` of one operand into LDS buffer `buffer` (0 or 1)."""
+    def stage(self, operand: Operand, tile: K.Expr, buffer: K.Expr, guarded: bool, clamp: bool) -> list[K.Stmt]:
+        """Statements moving K block `tile` of one operand into LDS buffer `buffer` (0 or 1), with
+        bounds checks (`guarded`) and clamped rows (`clamp`) where the operand's edges need them."""
         p, s = self.problem, self.solution
-        lds, source, rows, extent, origin, rows_contiguous, elements, matrix = operand
+        lds, source, rows, extent, origin, rows_contiguous, elements, matrix, edge, clamped = operand
         wx, wy, wz = s.workgroup_size
         grvw = s.global_read_vector_width
         stmts = []
@@ -247,31 +304,47 @@ class GemmKernelBuilder:
                     across = along_yz + wy * wz * v
                     row_local, k_local = (along_x, across) if rows_contiguous else (across, along_x)
                     row, k = origin + row_local, k0 + k_local
-                    index = base + (k * extent + row if rows_contiguous else row * p.k + k)
+                    read = K.minimum(row, extent - 1) if clamp and clamped else row
+                    index = base + (k * extent + read if rows_contiguous else read * self.k + k)
                     target = buffer * elements + self.lds_index_of_k(rows, row_local, k_local, not rows_contiguous)
                     value = source[index]
                     if guarded:
-                        stmts.append(K.If((row < extent) & (k < p.k), [K.Store(lds, target, value)],
+                        inside = all_of(([row < extent] if edge else []) + ([k < self.k] if self.edges.k else []))
+                        stmts.append(K.If(inside, [K.Store(lds, target, value)],
                                           [K.Store(lds, target, K.Const(0, p.in_dtype))]))
                     else:
                         stmts.append(K.Store(lds, target, value))
         return stmts
 
-    def batch_base(self, matrix: int) -> K.Expr:
+    def batch_base(self, matrix: K.Expr) -> K.Expr:
         """This workgroup's first element in an operand of `matrix` elements per batch."""
-        return self.batch * matrix if self.problem.batch > 1 else self.const(0)
+        return self.batch * matrix
 
-    def block_inside(self, operand: Operand, tile: K.Expr) -> K.Expr:
-        """Whether K block `tile` of an operand's macro tile lies inside the matrix."""
-        return ((operand.origin + operand.rows <= operand.extent)
-                & ((tile + 1) * self.solution.depth_u <= self.problem.k))
+    def block_inside(self, operand: Operand, tile: K.Expr, rows: bool = True) -> K.Expr | None:
+        """Whether K block `tile` of an operand's macro tile lies inside the matrix (along K only,
+        without `rows`); None where the variant (Edges) says it always does."""
+        return all_of(([operand.origin + operand.rows <= operand.extent] if rows and (operand.edge or operand.clamped)
+                       else []) + ([(tile + 1) * self.solution.depth_u <= self.k] if self.edges.k else []))
 
     def staged(self, tile: K.Expr, buffer: K.Expr) -> list[K.Stmt]:
         """stage() for A, then for B, each without bounds checks when its DepthU x macro-tile block
         lies inside the matrix (two uniform ifs: on the host, two work-item loops that vectorize
-        on their own, the contiguous one fully)."""
-        return [K.If(self.block_inside(operand, tile), self.stage(operand, tile, buffer, False),
-                     self.stage(operand, tile, buffer, True), uniform=True) for operand in self.operands()]
+        on their own, the contiguous one fully). An operand whose blocks are all inside (Edges)
+        still gets a uniform if of its own, on a true condition: in one work-item loop with the
+        other operand's staging, LLVM vectorizes the pair only behind runtime pointer checks
+        (a 1024^3 f32 GEMM ran 40% slower so).
+        A's rows are clamped (Operand): when they run across the work-items, clamping costs one
+        minimum per row, and every tile runs the clamped copy; when they are the contiguous
+        dimension, it would stop the loads from being consecutive, and only the last tile runs it."""
+        stmts = []
+        for operand in self.operands():
+            clamp_always = operand.clamped and not operand.rows_contiguous
+            inside = self.block_inside(operand, tile, rows=not clamp_always)
+            unguarded = self.stage(operand, tile, buffer, False, clamp_always)
+            checked = self.edges.k or operand.edge
+            stmts.append(K.If(K.Const(True, "bool"), unguarded, uniform=True) if inside is None else
+                         K.If(inside, unguarded, self.stage(operand, tile, buffer, checked, True), uniform=True))
+        return stmts
 
     def prefetched(self, tile: K.Expr) -> list[K.Stmt]:
         """Prefetches of K block `tile` of each operand whose K step moves to new rows of global
@@ -284,7 +357,8 @@ class GemmKernelBuilder:
             if operand.rows_contiguous:
                 start = self.batch_base(operand.matrix) + tile * depth * operand.extent + operand.origin
                 prefetch = K.Prefetch(operand.source, start, depth, operand.extent, operand.rows)
-                stmts.append(K.If(self.block_inside(operand, tile), [prefetch], uniform=True))
+                inside = self.block_inside(operand, tile)
+                stmts.append(prefetch if inside is None else K.If(inside, [prefetch], uniform=True))
         return stmts
 
     # -- the kernel --
@@ -292,23 +366,24 @@ class GemmKernelBuilder:
     def build(self) -> K.Kernel:
         p, s = self.problem, self.solution
         d = self.dtype
-        steps = -(-p.k // s.depth_u)
+        steps = K.ceil_div(self.k, s.depth_u)
         t = K.Var("t", d)
+        math_step = self.mfma_step if s.kind == "mfma" else self.valu_step
         body = [K.Store(self.acc, r, K.Const(0, self.acc_dtype)) for r in range(self.acc.count)]
-        if steps:
-            math_step = self.mfma_step if s.kind == "mfma" else self.valu_step
-            body += [*self.staged(self.const(0), self.const(0)), K.Barrier(),
-                     K.For(t, 0, steps, 1, [
-                         K.If(t + PREFETCH_TILES < steps, self.prefetched(t + PREFETCH_TILES), uniform=True),
-                         # The next tile goes to the other LDS buffer, which the math does not read.
-                         K.If(t + 1 < steps, self.staged(t + 1, (t + 1) % 2), uniform=True, alongside=True),
-                         *math_step(t % 2),
-                         K.Barrier()], uniform=True)]
+        body += [K.If(self.k > 0, [
+            *self.staged(self.const(0), self.const(0)), K.Barrier(),
+            K.For(t, 0, steps, 1, [
+                K.If(t + PREFETCH_TILES < steps, self.prefetched(t + PREFETCH_TILES), uniform=True),
+                # The next tile goes to the other LDS buffer, which the math does not read.
+                K.If(t + 1 < steps, self.staged(t + 1, (t + 1) % 2), uniform=True, alongside=True),
+                *math_step(t % 2),
+                K.Barrier()], uniform=True)], uniform=True)]
         body += self.epilogue()
         x, y, z = s.workgroup_size
-        return K.Kernel(self.name, params=self.params, grid=(-(-p.n // s.mt1), -(-p.m // s.mt0), p.batch),
+        return K.Kernel(self.name, params=self.params + self.scalars,
+                        grid=(K.ceil_div(self.n, s.mt1), K.ceil_div(self.m, s.mt0), self.batches),
                         workgroup_size=(x, y, z), body=body, lds=[self.a_lds, self.b_lds], private=[self.acc],
-                        grid_order=host_grid_order(p))
+                        grid_order=host_grid_order(p), arguments=self.arguments)
 
     def widened(self, value: K.Expr) -> K.Expr:
         return value if value.dtype == self.acc_dtype else value.cast(self.acc_dtype)
@@ -387,23 +462,41 @@ class GemmKernelBuilder:
                     yield index, row, wave_n * s.wave_tile[1] + bn * inst.n + self.lane_in_run
 
     def epilogue(self) -> list[K.Stmt]:
+        """The stores of D: a workgroup whose macro tile ends inside M (checked once, at runtime:
+        Edges) stores every row without checking it, one on the last rows checks each. (One copy
+        that checks every store compiles 5-20% faster, but ran a 2048^3 f32 GEMM 13% slower.)"""
+        return [K.If(self.m0 + self.solution.mt0 <= self.m, self.stores(rows_checked=False),
+                     self.stores(rows_checked=True), uniform=True)]
+
+    def stores(self, rows_checked: bool) -> list[K.Stmt]:
         p = self.problem
         stmts = []
-        wide = self.acc_dtype
         for index, row_local, column_local in self.accumulator_positions():
             row, column = self.m0 + row_local, self.n0 + column_local
-            at = (self.batch * p.m + row) * p.n + column if p.batch > 1 else row * p.n + column
-            value = self.acc[index]
-            if p.alpha != 1:
-                value = value * K.Const(p.alpha, wide)
+            at = (self.batch * self.m + row) * self.n + column
+            # Multiplying by an alpha or beta of 1 changes no value (x * 1 is x, for -0, inf and NaN too).
+            value = self.acc[index] * self.alpha
             if self.c_buf is not None:
-                c = self.widened(self.c_buf[at])
-                value = value + (c if p.beta == 1 else c * K.Const(p.beta, wide))
+                value = value + self.widened(self.c_buf[at]) * self.beta
             if self.bias_buf is not None:
                 value = value + self.widened(self.bias_buf[column])
             value = activation_expr(self.activation, value)
-            stmts.append(K.If((row < p.m) & (column < p.n), [K.Store(self.d_buf, at, value.cast(p.result_dtype))]))
+            inside = all_of(([row < self.m] if rows_checked else []) + ([column < self.n] if self.edges.n else []))
+            if inside is not None:
+                stmts.append(K.If(inside, [K.Store(self.d_buf, at, value.cast(p.result_dtype))]))
+                continue
+            # Each value a variable of its own, so that the host stores it in a work-item loop of
+            # its own (codegen/host.py: split_regions): one loop holding every row's store would
+            # have to prove that rows N apart never overlap, which it cannot for a runtime N, and
+            # stays scalar (a 2048^3 f32 GEMM ran 14% slower so).
+            result = K.Var(f"d{index}", p.result_dtype)
+            stmts += [K.Let(result, value.cast(p.result_dtype)), K.Store(self.d_buf, at, result)]
         return stmts
+
+
+def all_of(conditions: list[K.Expr]) -> K.Expr | None:
+    """The conjunction of bool conditions; None for none."""
+    return functools.reduce(lambda a, b: a & b, conditions) if conditions else None
 
 
 def host_grid_order(problem: GemmProblem) -> tuple[int, int, int]:

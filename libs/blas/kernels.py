@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
-from .generator import GemmProblem, gemm_kernel
+from .generator import Edges, GemmProblem, gemm_kernel
 from .heuristic import Selection, estimate, pick
 from .solutions import Solution, solution_by_name
 
@@ -37,8 +37,10 @@ def select(op: Op, target: Target) -> str:
 
 
 def explain(op: Op, target: Target) -> tuple[str, str]:
+    """The solution and why, with the kernel variant the problem's sizes select (generator.Edges)."""
     chosen = selection_for(op, target)
-    return chosen.solution.name, chosen.reason
+    edges = Edges.of(GemmProblem.from_op(op), chosen.solution)
+    return chosen.solution.name, f"{chosen.reason}; variant: bounds checks on {edges.name}"
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:

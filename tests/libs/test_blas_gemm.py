@@ -23,15 +23,16 @@ import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
 from cdnajit.codegen import amdgpu
-from cdnajit.codegen.host import StoragePlan
+from cdnajit.codegen.host import StoragePlan, compile_object
 from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES
-from cdnajit.libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
+from cdnajit.libs.blas.generator import Edges, GemmProblem, gemm_call, gemm_kernel
 from cdnajit.libs.blas.heuristic import select
 from cdnajit.libs.blas.solutions import solution_pool
 from cdnajit.libs.blas.tuning import DATABASE_NAME
 from cdnajit.runtime.blas_tune import MARGIN, head_to_head_winner
-from cdnajit.runtime.launch import compile_kernel
+from cdnajit.runtime import executable
+from cdnajit.runtime.launch import CompiledKernel, compile_kernel
 from cdnajit.runtime.occupancy import occupancy
 
 GFX942 = get_target("gfx942")
@@ -244,6 +245,19 @@ def test_tune_records_the_winner_and_compiles_use_it(private_cache, capsys):
                        * (np.abs(a) @ np.abs(b)))
 
 
+def test_tuning_another_size_loads_the_candidates_kernels_from_the_cache(private_cache, monkeypatch):
+    """The find mode compiles each candidate's kernel once: tuning another size of the same
+    candidates (and variant: N and K past the tiles, M > N) compiles nothing."""
+    compiles = []
+    compile_for_real = executable.compile_object
+    monkeypatch.setattr(executable, "compile_object", lambda kernel: compiles.append(kernel) or compile_for_real(kernel))
+    first = cj.libs.blas.tune(40, 24, 19, "float32", top=2, repeats=1, show_progress=False)
+    assert len(compiles) == 2
+    second = cj.libs.blas.tune(45, 30, 23, "float32", top=2, repeats=1, show_progress=False)
+    assert {t.solution for t in second.timings} == {t.solution for t in first.timings}
+    assert len(compiles) == 2
+
+
 def test_a_challenger_replaces_the_heuristic_pick_only_by_its_median_round_beyond_the_margin():
     incumbent = [1.0, 1.0, 3.0, 1.0, 1.0]              # one slow round, from other load
     lucky_once = [0.5, 1.2, 3.1, 1.2, 1.1]             # fastest single run, slower in most rounds
@@ -367,7 +381,7 @@ def test_the_operands_read_along_new_rows_are_prefetched(trans_a, trans_b, prefe
     kernel = gemm_kernel(op, select(GemmProblem.from_op(op), GFX942).solution, "g")
     text = str(kernel)
     assert set(re.findall(r"prefetch (\w+)\[", text)) == prefetched  # in0 is A, in1 is B
-    assert len(re.findall(r"if uniform alongside \(\(t \+ 1:i64\) < 16:i64\)", text)) == 1
+    assert len(re.findall(r"if uniform alongside \(\(t \+ 1:i64\) < \(\(k \+ 15:i64\) / 16:i64\)\)", text)) == 1
 
 
 @pytest.mark.parametrize("m, n, batch, order", [(100, 300, 2, (1, 0, 2)), (300, 100, 2, (0, 1, 2)),
@@ -384,3 +398,184 @@ def test_the_host_walks_the_tiles_along_m_first_when_a_is_the_smaller_operand(m,
     d = np.full(op.result.type.shape, -7, np.float32)
     compile_kernel(kernel)(*arrays, d)
     assert_gemm_close(d, op, arrays, 37)
+
+
+# ---- one kernel per solution: sizes and scalars are arguments ----------------------------------
+
+RUNTIME_SIZES = [(1, 1, 1, 1), (63, 65, 129, 1), (65, 63, 1, 1), (129, 1, 65, 1), (2, 70, 33, 3), (7, 5, 0, 1),
+                 (64, 64, 64, 2)]   # m, n, k, batch: 1, sizes either side of the tiles, K of 0, batches
+
+
+def run_at(compiled, op, arrays):
+    """D of the problem `op` from a solution's compiled kernel, its sizes and scalars passed as
+    the kernel's arguments (generator.py: m, n, k, batch, alpha, then beta when C is read)."""
+    p = GemmProblem.from_op(op)
+    d = np.full(op.result.type.shape, -7, NUMPY_DTYPES[op.attrs["result_dtype"]])
+    compiled(*arrays, d, p.m, p.n, p.k, p.batch, p.alpha, *([p.beta] if p.beta != 0 else []))
+    return d
+
+
+@pytest.mark.parametrize("kind", ["mfma", "valu"])
+@pytest.mark.parametrize("in_dtype", list(DTYPES))
+def test_one_compiled_kernel_runs_every_problem_of_its_solution(in_dtype, kind):
+    """A solution's kernel, compiled once, computes problems of any size, crossing its tiles or
+    not, K of 0 and batches included, with alpha, beta, C and a bias, against the reference."""
+    rng = np.random.default_rng(list(DTYPES).index(in_dtype) * 2 + (kind == "mfma"))
+    pool = [s for s in small_solutions(in_dtype) if s.kind == kind]
+    if not pool:
+        pytest.skip(f"no {kind} solution for {in_dtype}")
+    solution = pool[int(rng.integers(len(pool)))]
+    trans_a, trans_b = bool(rng.integers(2)), bool(rng.integers(2))
+    alpha, beta = (3, -1) if in_dtype == "i8" else (-1.5, 0.25)
+
+    def problem(m, n, k, batch):
+        return gemm_call(m, n, k, in_dtype, DTYPES[in_dtype][0], batch=batch, trans_a=trans_a, trans_b=trans_b,
+                         alpha=alpha, beta=beta, epilogue="bias_relu")
+
+    kernel = gemm_kernel(problem(63, 65, 129, 1), solution, "g")   # every dimension ends inside a tile
+    compiled = CompiledKernel(kernel, compile_object(kernel))
+    for m, n, k, batch in RUNTIME_SIZES:
+        op = problem(m, n, k, batch)
+        arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
+        assert_gemm_close(run_at(compiled, op, arrays), op, arrays, k)
+
+
+def test_sizes_that_are_multiples_of_the_tiles_take_the_variant_without_bounds_checks():
+    """N and K multiples of MT1 and DepthU select the variant without their bounds checks (Edges):
+    its kernel checks only M, at runtime, and serves every such problem, M crossing its tiles or not."""
+    rng = np.random.default_rng(11)
+    solution = next(s for s in small_solutions("f32") if s.kind == "mfma")
+    mt0, mt1, depth = solution.mt0, solution.mt1, solution.depth_u
+
+    def problem(m, n, k, batch=1):
+        return gemm_call(m, n, k, "f32", "f32", batch=batch, alpha=0.5)
+
+    kernel = gemm_kernel(problem(2 * mt0, mt1, 2 * depth), solution, "g")
+    assert Edges.of(GemmProblem.from_op(problem(2 * mt0, mt1, 2 * depth)), solution) == Edges(False, False)
+    assert Edges(False, False).name == "M" and Edges(True, True).name == "MNK"
+    assert not re.search(r"< [nk]\)", str(kernel))           # no `column < n`, `k < k`
+    for other in [problem(3 * mt0, 2 * mt1, 5 * depth, 2), problem(3 * mt0 + 1, 2 * mt1, 5 * depth),
+                  problem(2 * mt0 + 7, mt1, depth)]:   # M past its tiles: checked at runtime
+        assert gemm_kernel(other, solution, "g").code_text() == kernel.code_text()
+    assert gemm_kernel(problem(3 * mt0, 2 * mt1 + 1, 5 * depth), solution, "g").code_text() != kernel.code_text()
+    assert gemm_kernel(problem(3 * mt0, 2 * mt1, 5 * depth + 1), solution, "g").code_text() != kernel.code_text()
+    compiled = CompiledKernel(kernel, compile_object(kernel))
+    for m, n, k, batch in [(mt0, mt1, depth, 1), (3 * mt0, 2 * mt1, 5 * depth, 2), (mt0, 3 * mt1, 0, 1),
+                           (mt0 + 1, mt1, 2 * depth, 1), (5, 2 * mt1, depth, 3), (2 * mt0 - 1, mt1, depth, 2)]:
+        op = problem(m, n, k, batch)
+        arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
+        assert_gemm_close(run_at(compiled, op, arrays), op, arrays, k)
+
+
+@pytest.fixture
+def gemm_compiles(tmp_path, monkeypatch):
+    """An empty compile cache of the test's own, and the names of the library kernels (those with
+    arguments) that LLVM compiles from then on."""
+    monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path))
+    names = []
+    compile_for_real = executable.compile_object
+    monkeypatch.setattr(executable, "compile_object",
+                        lambda kernel: names.extend([kernel.name] * bool(kernel.arguments)) or compile_for_real(kernel))
+    return names
+
+
+def two_layers(xp, x, w1, b1, w2, b2):
+    return xp.maximum(x @ w1 + b1, 0.0) @ w2 + b2
+
+
+# Programs a user writes, each with the shapes of its calls: every call after the first picks the
+# first one's solutions and variants (Edges: N and K crossing the tiles in every call, or in none),
+# and a magnitude bound: the program on |inputs| with its signs made positive (relu is 1-Lipschitz
+# and keeps |x| <= |x|), which bounds every product's sum of |a||b|.
+NEW_SIZE_PROGRAMS = {
+    "matmul": (lambda xp, a, b: a @ b, [[(70, 33), (33, 90)], [(75, 37), (37, 95)], [(101, 61), (61, 150)]],
+               lambda a, b: a @ b),
+    "batched": (lambda xp, a, b: a @ b, [[(2, 70, 33), (2, 33, 90)], [(3, 75, 37), (3, 37, 95)]],
+                lambda a, b: a @ b),
+    "transposed": (lambda xp, a, b: a.T @ b.T, [[(33, 70), (90, 33)], [(37, 75), (95, 37)]],
+                   lambda a, b: a.T @ b.T),
+    "alpha_beta": (lambda xp, a, b, c: 2.0 * (a @ b) - 0.5 * c,
+                   [[(70, 33), (33, 90), (70, 90)], [(75, 37), (37, 95), (75, 95)]],
+                   lambda a, b, c: 2.0 * (a @ b) + 0.5 * c),
+    # An MLP's layers at a new batch: only M changes, N and K stay multiples of the tiles or not.
+    "mlp_batch": (two_layers, [[(256, 64), (64, 64), (64,), (64, 10), (10,)],
+                               [(100, 64), (64, 64), (64,), (64, 10), (10,)]],
+                  lambda x, w1, b1, w2, b2: (x @ w1 + b1) @ w2 + b2),
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in ("batched", "transposed")
+                                  else name for name in NEW_SIZE_PROGRAMS])
+def test_a_new_size_with_the_same_solution_compiles_no_gemm_kernel(name, gemm_compiles):
+    """Through cj.jit with an empty cache: the first call compiles its GEMM kernels, a call at new
+    sizes that picks the same solutions loads the same object code: no LLVM compile of a library
+    kernel (kernels with arguments; the fusions around them have static sizes and may compile).
+    Error bound: (K + 3) eps per product (module docstring), twice for two layers in a row."""
+    program, calls, magnitude = NEW_SIZE_PROGRAMS[name]
+    rng = np.random.default_rng(12)
+    jitted = cj.jit(lambda *arrays: program(cnp, *arrays))
+    solutions = []
+    for number, shapes in enumerate(calls):
+        arrays = [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
+        compiled = jitted.lower(*arrays).compile()
+        solutions.append([report.solution for report in compiled.kernels if report.solution])
+        want = program(np, *(a.astype(np.float64) for a in arrays))
+        k = max(shape[-1] for shape in shapes)
+        bound = 2 * (k + 3) * np.finfo(np.float32).eps * magnitude(*(np.abs(a.astype(np.float64)) for a in arrays))
+        assert np.all(np.abs(compiled(*arrays) - want) <= bound + np.finfo(np.float32).eps * np.abs(want))
+        assert solutions[-1] and (gemm_compiles if number == 0 else not gemm_compiles), (number, gemm_compiles)
+        gemm_compiles.clear()
+    assert all(s == solutions[0] for s in solutions), solutions
+
+
+def mlp_softmax(xp, x, w1, b1, w2, b2, w3, b3):
+    """The W5 benchmark's MLP (benchmarks/workloads.py): relu, relu, softmax."""
+    h = xp.maximum(xp.maximum(x @ w1 + b1, 0.0) @ w2 + b2, 0.0) @ w3 + b3
+    e = xp.exp(h - xp.max(h, axis=-1, keepdims=True))
+    return e / xp.sum(e, axis=-1, keepdims=True)
+
+
+@pytest.mark.slow
+def test_the_w5_mlp_at_batch_100_after_batch_256_compiles_no_gemm_kernel(gemm_compiles):
+    """The benchmark's 256x1024x1024x10 f32 MLP, then at batch 100: its GEMM kernels are loaded, only
+    kernels of static sizes (the softmax's) compile. Error bound: each logit is off by at most
+    delta = 3 (K + 3) eps times the layers' magnitudes (the program on |inputs|, relu dropped);
+    a softmax probability then by at most p (exp(2 delta_max) - 1) of its row, plus its own f32
+    rounding: h - max h (eps |h - max h| in exp's argument), exp (1 ulp), a 10-term sum (9), the
+    division (1)."""
+    rng = np.random.default_rng(14)
+    widths = (1024, 1024, 1024, 10)
+    params = []
+    for fan_in, fan_out in zip(widths, widths[1:]):
+        params += [(rng.standard_normal((fan_in, fan_out)) * fan_in**-0.5).astype(np.float32),
+                   (rng.standard_normal(fan_out) * 0.1).astype(np.float32)]
+    jitted = cj.jit(lambda *arrays: mlp_softmax(cnp, *arrays))
+    eps = np.finfo(np.float32).eps
+    for batch, compiles in [(256, 2), (100, 0)]:   # bias_relu twice (one kernel), then bias
+        x = rng.standard_normal((batch, 1024)).astype(np.float32)
+        got = jitted(x, *params)
+        assert len(gemm_compiles) == compiles, (batch, gemm_compiles)
+        gemm_compiles.clear()
+        wide = [a.astype(np.float64) for a in (x, *params)]
+        want = mlp_softmax(np, *wide)
+        magnitude, logits = np.abs(wide[0]), wide[0]
+        for layer, (w, b) in enumerate(zip(wide[1::2], wide[2::2])):
+            magnitude = magnitude @ np.abs(w) + np.abs(b)
+            logits = logits @ w + b if layer == 2 else np.maximum(logits @ w + b, 0)
+        delta = 3 * (1024 + 3) * eps * magnitude.max(axis=-1, keepdims=True)
+        spread = (logits.max(axis=-1, keepdims=True) - logits.min(axis=-1, keepdims=True))
+        rounding = (11 + 2 * spread) * eps * want
+        assert np.all(np.abs(got - want) <= want * np.expm1(2 * delta) + rounding + np.finfo(np.float32).tiny)
+
+
+@pytest.mark.parametrize("shapes", [((1, 1), (1, 1)), ((63, 65), (65, 129)), ((2, 65, 63), (2, 63, 17))])
+def test_complex_gemms_at_sizes_across_the_tiles(shapes):
+    """c64 products reach the library as real GEMMs (passes/expand_complex.py). Error model: each
+    part of an element sums 2K real products in f32, |a_r b_r| + |a_i b_i| <= 2 |a||b| per term."""
+    rng = np.random.default_rng(13)
+    a, b = ((rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(np.complex64) for s in shapes)
+    got = cj.jit(lambda a, b: a @ b)(a, b)
+    want = a.astype(np.complex128) @ b
+    k = shapes[0][-1]
+    bound = 2 * 1.13 * (2 * k + 3) * np.finfo(np.float32).eps * (np.abs(a) @ np.abs(b)) + np.finfo(np.float32).tiny
+    assert got.dtype == np.complex64 and np.all(np.abs(got - want) <= bound)
