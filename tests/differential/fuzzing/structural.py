@@ -19,6 +19,12 @@ def _terms(shape, axes):
 
 
 def _finite_abs(x):
+    """|x| of the finite values, for the summation bounds; a complex value's parts are summed
+    apart, so one whose other part is inf or NaN still counts its finite part (sum(nan + 4j, ..)
+    has an imaginary part to bound)."""
+    if np.iscomplexobj(x):
+        finite_part = lambda part: np.where(np.isfinite(part), part, 0.0)
+        return np.hypot(finite_part(x.real), finite_part(x.imag)).astype(np.float64)
     m = np.abs(x).astype(np.float64)
     return np.where(np.isfinite(m), m, 0.0)
 
