@@ -52,8 +52,13 @@ def round_half_even(x):
 
 
 def logistic(x):
-    # 1/(1+exp(-x)) without overflow warnings for large negative x.
-    return 1 / (1 + np.exp(-x))
+    """1/(1+exp(-x)); for real x below 0 as exp(x)/(1+exp(x)), since exp(-x) overflows long before
+    the result underflows (logistic(-96) is 2.0e-42 in f32), and f32 in f64, rounded once."""
+    if x.dtype.kind == "c":
+        return 1 / (1 + np.exp(-x))
+    wide = x.astype(np.float64)
+    e = np.exp(-np.abs(wide))
+    return np.where(wide >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
 
 
 # erf sums in long double (80-bit on x86-64: 11 more bits than f64) and rounds once, which keeps
