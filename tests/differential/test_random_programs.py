@@ -51,6 +51,8 @@ def test_random_programs_many(part):
     104000575,   # einsum of -x0 with K = 0: the negation went to alpha and made the empty sum -0 (JAX: +0)
     107001120,   # a weak fori_loop init carried through astype(int64) stayed weak (JAX: strong, so where(.., int8) is int64)
     707004754,   # (-1.396e154 - 9.558e153j)**2 rounded both products, so inf - inf = nan (JAX: fma, finite)
+    1010003516,  # oracle: power(1e30, bool) taken as strong f64; JAX keeps it weak (+ f16 is f16)
+    1010003692,  # oracle: arctan of an undetermined product (possibly inf * 0 = NaN) was bounded by pi/2
     909012001,   # interpreter: logistic(-96.0) in f32 gave 0 (exp(96) overflowed), JAX 2.03e-42
     909006462,   # oracle: a sum of (nan + yj) terms bounded its finite imaginary part by 0 (|nan + yj| dropped)
     606005669,   # cnp.pad dropped the weak type of minimum(int16, 1e30), so its product with bf16 was f64 (JAX: bf16)

@@ -110,7 +110,9 @@ def unary_float(name: str, v: Val) -> Val:
         elif rule in ("inc", "dec", "step"):
             lo, hi = fn(x - e), fn(x + e)
             spread = np.maximum(np.abs(lo - y), np.abs(hi - y))
-            jump = (np.isnan(lo) != np.isnan(y)) | (np.isnan(hi) != np.isnan(y))
+            # An undetermined operand (infinite bound) may be NaN (a product's inf * 0), which no
+            # interval holds: its image is undetermined too, bounded function or not.
+            jump = (np.isnan(lo) != np.isnan(y)) | (np.isnan(hi) != np.isnan(y)) | np.isinf(e)
             if rule == "step":
                 spread = np.where(lo != hi, UNKNOWN, 0.0)
             err = np.where(e > 0, np.where(jump, UNKNOWN, spread), 0.0)

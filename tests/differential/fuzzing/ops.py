@@ -271,8 +271,10 @@ class Binary:
         result = ew.binary(p["name"], a, b, dtype)
         result.weak = p["name"] not in ew.COMPARISONS and promote(*types)[1]
         exponent = types[0] if p.get("swap") else types[1]
-        if p["name"] == "power" and exponent in INTEGER_DTYPES:
-            result.weak = False   # jnp.power to a traced integer array: lax.pow's (or integer squaring's) strong result
+        if p["name"] == "power" and exponent in INTEGER_DTYPES and exponent != "bool":
+            # jnp.power to a traced integer array: lax.pow's (or integer squaring's) strong result;
+            # a bool exponent is promoted as any operand (1e30 ** bool_array stays weak)
+            result.weak = False
         return result
 
 
