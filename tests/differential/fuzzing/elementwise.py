@@ -115,6 +115,9 @@ def unary_float(name: str, v: Val) -> Val:
             jump = (np.isnan(lo) != np.isnan(y)) | (np.isnan(hi) != np.isnan(y)) | np.isinf(e)
             if rule == "step":
                 spread = np.where(lo != hi, UNKNOWN, 0.0)
+            # the interval's ends may be zeros of both signs (trunc of -0.1 and 0.1, or of a cummax's
+            # sign-free zero): the result's sign is then open
+            spread = np.where((spread == 0) & (np.signbit(lo) != np.signbit(hi)), ZERO_SIGN_FREE, spread)
             err = np.where(e > 0, np.where(jump, UNKNOWN, spread), 0.0)
         else:
             err = rule[1] * e
