@@ -441,8 +441,10 @@ cumulative_prod = make_array_api_cumulative("cumulative_prod", "prod", 1, promot
 # ---- sorting and order statistics ----------------------------------------------------------------
 
 def sorted_along(operands, axis: int, num_keys: int = 1, stable: bool = True) -> list[Tracer]:
-    """The IR sort: operands of one shape sorted together by the first `num_keys` (NaNs last)."""
-    return bind("sort", list(operands), {"dimension": axis, "is_stable": stable, "num_keys": num_keys})
+    """The IR sort: operands of one shape sorted together by the first `num_keys` (NaNs last); each
+    result keeps its operand's weak type, as lax.sort's."""
+    results = bind("sort", list(operands), {"dimension": axis, "is_stable": stable, "num_keys": num_keys})
+    return [Tracer(r.value, r.owner, x.weak_type) for r, x in zip(results, operands)]
 
 
 def flat_and_axis(a, axis) -> tuple[Tracer, int]:
@@ -458,7 +460,7 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
         raise NotImplementedError(located("sort: the 'order' argument (structured arrays) is not supported"))
     x, axis = flat_and_axis(a, axis)
     (result,) = sorted_along([x], axis, stable=stable)
-    return bind1("rev", [result], {"dimensions": (axis,)}) if descending else result
+    return bind1("rev", [result], {"dimensions": (axis,)}, weak_type=x.weak_type) if descending else result
 
 
 def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
