@@ -364,17 +364,6 @@ def vector_bits() -> int:
 ITEM_ONLY_SPECIALS = ("workitem_id", "workgroup_size")
 
 
-def item_only(e: Expr) -> bool:
-    """Whether an integer expression depends on nothing but the work-item id."""
-    if isinstance(e, Const):
-        return True
-    if isinstance(e, Special):
-        return e.kind in ITEM_ONLY_SPECIALS
-    if isinstance(e, (Binary, Unary, Cast)) and e.dtype in INTS:
-        return all(x.dtype in INTS and item_only(x) for x in sub_expressions(e))
-    return False
-
-
 def wrapped(value: int, bits: int) -> int:
     """`value` modulo 2^bits, as a signed integer (an LLVM constant of that width)."""
     value %= 2 ** bits
@@ -382,7 +371,7 @@ def wrapped(value: int, bits: int) -> int:
 
 
 def item_values(e: Expr, operands: list[np.ndarray], items: np.ndarray, workgroup_size) -> np.ndarray:
-    """An item_only expression's values at the linear work-item indices `items`, from its operands'
+    """An item-only expression's values at the linear work-item indices `items`, from its operands'
     values there, with the graph IR ops' references (the kernel IR's integers are the graph IR's:
     wrapping, x/0 = -1, ...)."""
     if isinstance(e, Const):
@@ -423,7 +412,7 @@ class HostKernelBuilder(KernelBuilder):
         self.items_of_wave = None     # while set (an i64 wave index), work-item loops cover that wave only
         self.hidden_masks: dict = {}  # (type, mask) -> the mask as a value LLVM cannot see through
         self.item_for_depth = 0       # how many work-item level `for` loops enclose the code generated
-        self.item_only_cache: dict = {}          # id(expr) -> (expr, item_only(expr))
+        self.item_only_cache: dict = {}          # id(expr) -> (expr, is_item_only(expr))
         self.item_dependence_cache: dict = {}    # id(expr) -> (expr, depends_on_item(expr))
         self.item_tables: dict = {}              # id(expr) -> (expr, item_table(expr))
         self.expression_memo = None              # see memoized_expressions
@@ -474,7 +463,7 @@ class HostKernelBuilder(KernelBuilder):
 
     def set_lane_item(self, wave, lane: int):
         """Generate code for the constant lane `lane` of wave `wave` (an i64 value): see
-        item_only above."""
+        "index arithmetic of a known lane" above."""
         self.set_item(self.b.add(self.b.mul(wave, ir.Constant(I64, self.wave_size)), ir.Constant(I64, lane)))
         self.lane_of_wave = (wave, lane)
 
@@ -489,9 +478,9 @@ class HostKernelBuilder(KernelBuilder):
         return memo[key]
 
     def expr_at_lane(self, e: Expr):
-        """e; at a constant lane (set_lane_item), its item_only part as v0 + wave * step."""
-        if self.lane_of_wave is not None and e.dtype in INTS and not isinstance(e, Const) and self.is_item_only(e):
-            values = self.per_wave_values(e, self.lane_of_wave[1])
+        """e; at a constant lane (set_lane_item), its item-only part as v0 + wave * step."""
+        values = self.lane_values(e) if not isinstance(e, Const) else None
+        if values is not None:
             step = values[1] - values[0] if len(values) > 1 else 0
             if all(v == values[0] + w * step for w, v in enumerate(values)):
                 type_ = REGISTER_TYPES[e.dtype]
@@ -506,7 +495,7 @@ class HostKernelBuilder(KernelBuilder):
     @contextmanager
     def memoized_expressions(self):
         """While open, each expression is generated once per basic block: those that do not depend
-        on the work-item by their identity, item_only ones at a constant lane by their values in
+        on the work-item by their identity, item-only ones at a constant lane by their values in
         every wave. Only for code that stores to no variable and no LDS or global buffer (an MFMA
         micro-kernel), so that equal expressions have equal values."""
         self.expression_memo = {}
@@ -516,40 +505,55 @@ class HostKernelBuilder(KernelBuilder):
             self.expression_memo = None
 
     def memo_key(self, e: Expr):
-        if self.lane_of_wave is not None and e.dtype in INTS and self.is_item_only(e):
-            return ("at lane", e.dtype, self.per_wave_values(e, self.lane_of_wave[1]))
+        values = self.lane_values(e)
+        if values is not None:
+            return ("at lane", e.dtype, values)
         return None if self.depends_on_item(e) else ("same", id(e))
+
+    def cached(self, table: dict, e: Expr, compute):
+        """compute(e), once per expression: `table` maps id(e) to (e, value), e kept alive so
+        that its id stays its own."""
+        if id(e) not in table:
+            table[id(e)] = (e, compute(e))
+        return table[id(e)][1]
 
     def depends_on_item(self, e: Expr) -> bool:
         """Whether e's value may differ between work-items: a work-item id, a variable kept per
         work-item or reloaded, or a load from a private array."""
-        if id(e) not in self.item_dependence_cache:
+        def compute(e):
             if isinstance(e, Special):
-                depends = e.kind == "workitem_id"
-            elif isinstance(e, Var):
-                depends = (e.name, e.dtype) in self.plan.per_item or (e.name, e.dtype) in self.plan.reloaded
-            else:
-                depends = (isinstance(e, Load) and e.buffer.space == "private") or \
-                    any(self.depends_on_item(x) for x in sub_expressions(e))
-            self.item_dependence_cache[id(e)] = (e, depends)   # e kept alive, so its id stays its own
-        return self.item_dependence_cache[id(e)][1]
+                return e.kind == "workitem_id"
+            if isinstance(e, Var):
+                return (e.name, e.dtype) in self.plan.per_item or (e.name, e.dtype) in self.plan.reloaded
+            return (isinstance(e, Load) and e.buffer.space == "private") or \
+                any(self.depends_on_item(x) for x in sub_expressions(e))
+        return self.cached(self.item_dependence_cache, e, compute)
 
     def is_item_only(self, e: Expr) -> bool:
-        if id(e) not in self.item_only_cache:
-            self.item_only_cache[id(e)] = (e, item_only(e))   # e kept alive, so its id stays its own
-        return self.item_only_cache[id(e)][1]
+        """Whether an integer expression depends on nothing but the work-item id."""
+        def compute(e):
+            if isinstance(e, Const):
+                return True
+            if isinstance(e, Special):
+                return e.kind in ITEM_ONLY_SPECIALS
+            if isinstance(e, (Binary, Unary, Cast)) and e.dtype in INTS:
+                return all(x.dtype in INTS and self.is_item_only(x) for x in sub_expressions(e))
+            return False
+        return self.cached(self.item_only_cache, e, compute)
 
-    def per_wave_values(self, e: Expr, lane: int) -> tuple[int, ...]:
-        """An item_only e's values at `lane` of each wave, as Python ints."""
-        return tuple(int(v) for v in self.item_table(e)[lane::self.wave_size])
+    def lane_values(self, e: Expr) -> tuple[int, ...] | None:
+        """At a constant lane (set_lane_item), an item-only integer e's values there in each wave,
+        as Python ints; else None."""
+        if self.lane_of_wave is None or e.dtype not in INTS or not self.is_item_only(e):
+            return None
+        return tuple(int(v) for v in self.item_table(e)[self.lane_of_wave[1]::self.wave_size])
 
     def item_table(self, e: Expr) -> np.ndarray:
-        """An item_only e's values at every work-item of the workgroup."""
-        if id(e) not in self.item_tables:
-            items = np.arange(self.items)
+        """An item-only e's values at every work-item of the workgroup."""
+        def compute(e):
             operands = [self.item_table(x) for x in sub_expressions(e)]
-            self.item_tables[id(e)] = (e, item_values(e, operands, items, self.kernel.workgroup_size))
-        return self.item_tables[id(e)][1]
+            return item_values(e, operands, np.arange(self.items), self.kernel.workgroup_size)
+        return self.cached(self.item_tables, e, compute)
 
     def item_loop(self, body):
         """body() once per work-item of the workgroup: the work-item loop that LLVM vectorizes.
