@@ -22,7 +22,9 @@ merging A and B is illegal when a path A -> X -> B leads through a group X outsi
 on the group graph with networkx). A value a group makes and something outside it uses becomes
 one of the fusion's results, but for a broadcast that expands its operand: each kernel reading one
 broadcasts its operand itself (a broadcast read by several ops is first copied, one per reader),
-so no kernel writes out broadcast data. Small constants, iota and data movement of these are not
+so no kernel writes out broadcast data. A reshape left a group of its own (read by an unfused op, a
+library call, or a result) stays a reshape: the executable runs it as a view, with no kernel.
+Small constants, iota and data movement of these are not
 grouped but copied into every fusion that reads them. Ops with regions (while, cond; their regions are
 fused in turn), dot_general, convolutions, gather/scatter, sort, fft, ... stay unfused: they get
 their own kernels or library calls. Constants stay at the top of their region.
@@ -247,6 +249,13 @@ class FusionPlan:
         return list(nx.lexicographical_topological_sort(self.graph, key=lambda node: self.span(node)[0]))
 
 
+def is_view(plan: FusionPlan, group: Group) -> bool:
+    """A group of one reshape of a value made outside it: the executable runs it as a view of its
+    operand (a bitcast), with no kernel."""
+    (i,) = group.members if len(group.members) == 1 else (None,)
+    return i is not None and plan.ops[i].name == "reshape" and not plan.is_copied(plan.ops[i].operands[0])
+
+
 class Fuser(Rebuilder):
     def copy_op(self, op: Op, scope: Scope):
         if op.name == "fusion":  # already a kernel: copied as it is
@@ -262,6 +271,8 @@ class Fuser(Rebuilder):
         for node in plan.schedule():
             group = plan.groups.get(node)
             if group is None:
+                self.copy_op(plan.ops[node], scope)
+            elif group.outputs and is_view(plan, group):
                 self.copy_op(plan.ops[node], scope)
             elif group.outputs:
                 self.emit_fusion(plan, group, scope)

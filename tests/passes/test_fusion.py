@@ -274,6 +274,29 @@ func @f(%0: f32[4,8]) -> (u8[4,8,4]) {
   }
   return %4
 }"""),
+    # A reshape that no kernel reads (a dot or a library call does, or the program returns it) is a
+    # view of its operand: it stays a reshape, which the executable runs with no kernel.
+    ("a_reshape_read_by_no_kernel_stays_a_view", """
+func @f(%0: f32[2,4,8], %1: f32[8,3]) -> (f32[8,3], f32[2,4,3], f32[24]) {
+  %2 = exp(%0) : f32[2,4,8]
+  %3 = reshape(%2) {new_sizes = [8, 8]} : f32[8,8]
+  %4 = dot_general(%3, %1) {lhs_contracting = [1], rhs_contracting = [0], lhs_batch = [], rhs_batch = [], preferred_element_type = none} : f32[8,3]
+  %5 = reshape(%4) {new_sizes = [2, 4, 3]} : f32[2,4,3]
+  %6 = reshape(%1) {new_sizes = [24]} : f32[24]
+  return %4, %5, %6
+}""", """
+func @f(%0: f32[2,4,8], %1: f32[8,3]) -> (f32[8,3], f32[2,4,3], f32[24]) {
+  %2 = fusion(%0) {kind = "loop"} : f32[2,4,8] {
+    ^(%3: f32[2,4,8]):
+      %4 = exp(%3) : f32[2,4,8]
+      yield %4
+  }
+  %5 = reshape(%2) {new_sizes = [8, 8]} : f32[8,8]
+  %6 = dot_general(%5, %1) {lhs_contracting = [1], rhs_contracting = [0], lhs_batch = [], rhs_batch = [], preferred_element_type = none} : f32[8,3]
+  %7 = reshape(%6) {new_sizes = [2, 4, 3]} : f32[2,4,3]
+  %8 = reshape(%1) {new_sizes = [24]} : f32[24]
+  return %6, %7, %8
+}"""),
     ("widening_bitcast_of_a_parameter_fuses", """
 func @f(%0: u8[4,8,4]) -> (f32[4,8]) {
   %1 = bitcast_convert(%0) {dtype = f32} : f32[4,8]
