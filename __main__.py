@@ -4,14 +4,14 @@
                                         [--stage all] [--out DIR]
     python -m cdnajit report FILE.py:FUNC --args '...' [--target gfx942] [--html report.html] [--profile]
     python -m cdnajit targets
-    python -m cdnajit warm [--target gfx942] [--dtypes f32,f16]
+    python -m cdnajit warm [--target gfx942] [--dtypes f32,f16] [--jobs N]
 
 `--args` lists one graph-IR type per positional parameter of FUNC (`f32[4096,1024]`, `i32[]` for
 a scalar); FUNC is traced on arrays of those types. FUNC may be a plain function or a `cj.jit` one
 (its function is used, compiled for `--target`). Usage errors (a missing file or function, a bad
 type string, an unknown target or stage) print one line on stderr and exit with status 2; errors
 that cdnajit raises while tracing FUNC print one line and exit with status 1.
-`warm` compiles the GEMM kernels of common problems into the compile cache (runtime/warm.py).
+`warm` compiles the GEMM kernels of common problems into the library's kernel folder (runtime/warm.py).
 """
 from __future__ import annotations
 
@@ -157,7 +157,13 @@ def warm(parser, args) -> None:
     unknown = [d for d in dtypes or () if d not in prebuilt_dtypes()]
     if unknown:
         parser.error(f"--dtypes: {', '.join(unknown)} not among the GEMM input dtypes {', '.join(prebuilt_dtypes())}")
-    print(warm_cache(args.target, dtypes).describe())
+    print(warm_cache(args.target, dtypes, jobs=args.jobs).describe())
+
+
+def positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
 
 
 def build_parser() -> ArgumentParser:
@@ -186,12 +192,15 @@ def build_parser() -> ArgumentParser:
     command.set_defaults(run=report, parser=command)
     command = commands.add_parser("targets", help="list the AMDGPU targets", description="list the AMDGPU targets")
     command.set_defaults(run=targets, parser=command)
-    help_text = "compile the GEMM kernels of common problems into the compile cache, as a library ships them"
+    help_text = ("compile the GEMM kernels of common problems into the library's kernel folder "
+                 "($CDNAJIT_LIBRARY_DIR, else share/cdnajit/kernels of this Python environment), as a library ships them")
     command = commands.add_parser("warm", help=help_text, description=help_text)
     command.add_argument("--target", default=DEFAULT_TARGET, choices=list(TARGETS),
                          help=f"the AMDGPU target whose solutions are picked (default {DEFAULT_TARGET})")
     command.add_argument("--dtypes", metavar="LIST", help=f"comma-separated input dtypes (default all: "
                          f"{','.join(prebuilt_dtypes())})")
+    command.add_argument("--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N",
+                         help="compile in N processes at once (default: one per CPU)")
     command.set_defaults(run=warm, parser=command)
     return parser
 

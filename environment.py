@@ -2,10 +2,15 @@
 
 CDNAJIT_CACHE_DIR is the folder of the persistent compile cache (runtime/cache.py) and of the GEMM
 tuning database (libs/blas/tuning.py); unset, it is the user's cache folder.
+CDNAJIT_LIBRARY_DIR is the folder of the libraries' prebuilt kernels (`python -m cdnajit warm`,
+runtime/warm.py); unset, it is share/cdnajit/kernels under the Python environment cdnajit is
+installed in, so the kernels come and go with the installation, as a ROCm library's do.
 """
 import os
+import sys
 
 CACHE_DIR_ENV = "CDNAJIT_CACHE_DIR"
+LIBRARY_DIR_ENV = "CDNAJIT_LIBRARY_DIR"
 
 
 def cache_directory() -> str:
@@ -16,3 +21,8 @@ def cache_directory() -> str:
         return configured
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "cdnajit")
+
+
+def library_directory() -> str:
+    """$CDNAJIT_LIBRARY_DIR, else <sys.prefix>/share/cdnajit/kernels (read at each call)."""
+    return os.environ.get(LIBRARY_DIR_ENV) or os.path.join(sys.prefix, "share", "cdnajit", "kernels")

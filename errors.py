@@ -50,3 +50,8 @@ class ArraySizeVerifyError(VerifyError, ArraySizeError):
 class AllocationError(CdnajitError, MemoryError):
     """An array this machine cannot allocate when a program runs. Names the op, the shape, the bytes
     and, for traced code, the user's line that made the op."""
+
+
+class LibraryStoreError(CdnajitError, OSError):
+    """The folder of the libraries' prebuilt kernels cannot be written: names it and the variable
+    that moves it."""

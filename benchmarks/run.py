@@ -34,7 +34,7 @@ from cdnajit.ir.targets import get_target
 from cdnajit.libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
 from cdnajit.libs.blas import heuristic
 from cdnajit.runtime.occupancy import occupancy
-from workloads import CACHE_DIR_VARIABLE, WORKLOADS, Context
+from workloads import CACHE_DIR_VARIABLE, LIBRARY_DIR_VARIABLE, WORKLOADS, Context
 
 PEERS = ("cdnajit", "numpy", "jax")
 # Pause before each peer runs: OpenBLAS's and XLA's worker threads spin for a while after a call
@@ -308,7 +308,7 @@ def main() -> int:
     workloads = select(arguments.only)
     settings = QUICK if arguments.quick else FULL
     jax = import_jax()
-    saved_cache_dir = os.environ.get(CACHE_DIR_VARIABLE)
+    saved = {name: os.environ.get(name) for name in (CACHE_DIR_VARIABLE, LIBRARY_DIR_VARIABLE)}
     results = {}
     try:
         with tempfile.TemporaryDirectory(prefix="cdnajit-bench-") as scratch:
@@ -316,11 +316,12 @@ def main() -> int:
             for workload in workloads:
                 print(f"{workload.name}: {workload.description} ...", file=sys.stderr, flush=True)
                 results[workload.name] = run_workload(workload, ctx, settings)
-    finally:  # the compile workloads point the cache elsewhere
-        if saved_cache_dir is None:
-            os.environ.pop(CACHE_DIR_VARIABLE, None)
-        else:
-            os.environ[CACHE_DIR_VARIABLE] = saved_cache_dir
+    finally:  # the compile workloads point the cache and the library's kernels elsewhere
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     print_table(results, jax is not None, arguments.quick)
     report = {"machine": machine_info(jax), "settings": {"quick": arguments.quick, **vars(settings)},
               "workloads": results}

@@ -21,8 +21,13 @@ import numpy as np
 
 import cdnajit as cj
 import cdnajit.numpy as cnp
+from cdnajit.environment import library_directory
 
 CACHE_DIR_VARIABLE = "CDNAJIT_CACHE_DIR"
+LIBRARY_DIR_VARIABLE = "CDNAJIT_LIBRARY_DIR"
+# The library's prebuilt kernels as installed (`python -m cdnajit warm`; `make bench` runs it for f32
+# and f64): the W12 cases use them, but the one that shows a first call without them.
+INSTALLED_LIBRARY = library_directory()
 
 
 @dataclass(frozen=True)
@@ -242,11 +247,15 @@ def build_mlp_tuned(ctx: Context) -> Case:
     return replace(case, setup=setup)
 
 
-def cold_compile_case(program, inputs, ctx: Context, tolerance, x64: bool = False) -> Case:
+def cold_compile_case(program, inputs, ctx: Context, tolerance, x64: bool = False, library: bool = True) -> Case:
     """W12: the first call of `program` with an empty persistent cache (a fresh folder before every
-    call) and, for JAX, cleared caches and a new jit: tracing, compiling and one run, side by side."""
+    call) and, for JAX, cleared caches and a new jit: tracing, compiling and one run, side by side.
+    The library's prebuilt kernels are the installed ones, or with `library=False` none (an empty
+    folder too), so that every GEMM kernel compiles."""
     def setup():
         os.environ[CACHE_DIR_VARIABLE] = tempfile.mkdtemp(prefix="cold-", dir=ctx.scratch)
+        os.environ[LIBRARY_DIR_VARIABLE] = (INSTALLED_LIBRARY if library else
+                                            tempfile.mkdtemp(prefix="no-library-", dir=ctx.scratch))
         if ctx.jax:
             ctx.jax.clear_caches()
 
@@ -261,13 +270,24 @@ def cold_compile_case(program, inputs, ctx: Context, tolerance, x64: bool = Fals
         with ctx.jax.enable_x64(True):
             return ctx.jax.jit(bind(program, ctx.jax.numpy))(*inputs)
 
+    def note():
+        installed = Path(INSTALLED_LIBRARY)
+        if library and not (installed.is_dir() and any(installed.glob("*.bin"))):
+            return f"no prebuilt kernels in {installed}: run `python -m cdnajit warm` first"
+        return ""
+
     return Case(inputs, cdnajit_fn, numpy=None, jax=jax_fn if ctx.jax else None, tolerance=tolerance,
-                reference=bind(program, np), setup=setup)
+                reference=bind(program, np), setup=setup, note=note)
 
 
 def build_cold_mlp(ctx: Context) -> Case:
     case = build_mlp(ctx)
     return cold_compile_case(mlp, case.inputs, ctx, case.tolerance)
+
+
+def build_cold_mlp_no_library(ctx: Context) -> Case:
+    case = build_mlp(ctx)
+    return cold_compile_case(mlp, case.inputs, ctx, case.tolerance, library=False)
 
 
 def build_cold_gemm_f64(ctx: Context) -> Case:
@@ -289,21 +309,23 @@ def build_cold_attention(ctx: Context) -> Case:
 
 def build_cold_mlp_new_batch(ctx: Context) -> Case:
     """The W5 MLP called at batch 100 after batch 256: the persistent cache holds what the batch-256
-    call compiled (copied into a fresh folder before every call), JAX's jit has compiled batch 256
+    call compiled (copied into a fresh folder before every call; no library kernels installed, so
+    the GEMM kernels are those it compiled), JAX's jit has compiled batch 256
     (after cleared caches). A GEMM kernel serves every M, so cdnajit compiles only the kernels whose
     sizes are static (the elementwise and softmax ones); JAX compiles the program for the new shape."""
     case = build_mlp(ctx)
     x, *params = case.inputs
     small = normal(rng(12), (100 if not ctx.quick else 20, x.shape[1]))
     primed = tempfile.mkdtemp(prefix="primed-", dir=ctx.scratch)
-    os.environ[CACHE_DIR_VARIABLE] = primed
+    no_library = tempfile.mkdtemp(prefix="no-library-", dir=ctx.scratch)
+    os.environ[CACHE_DIR_VARIABLE], os.environ[LIBRARY_DIR_VARIABLE] = primed, no_library
     cj.jit(bind(mlp, cnp))(x, *params)
     jax_mlp = ctx.jax.jit(bind(mlp, ctx.jax.numpy)) if ctx.jax else None
 
     def setup():
         fresh = tempfile.mkdtemp(prefix="batch-", dir=ctx.scratch)
         shutil.copytree(primed, fresh, dirs_exist_ok=True)
-        os.environ[CACHE_DIR_VARIABLE] = fresh
+        os.environ[CACHE_DIR_VARIABLE], os.environ[LIBRARY_DIR_VARIABLE] = fresh, no_library
         if ctx.jax:
             ctx.jax.clear_caches()
             ctx.jax.block_until_ready(jax_mlp(x, *params))
@@ -387,10 +409,13 @@ WORKLOADS = (
     Workload("W9.cold", "compile of a 100-op elementwise chain on 1024 float32, empty cache", build_compile_cold),
     Workload("W9.warm", "compile of the same chain, from the persistent cache", build_compile_warm),
     Workload("W10", "per-call time of an eager add on 8 float32", build_eager_call),
-    Workload("W12.mlp", "first call, empty cache: the W5 MLP", build_cold_mlp),
-    Workload("W12.f64", "first call, empty cache: a 1000x1000 f64 GEMM", build_cold_gemm_f64),
-    Workload("W12.attention", "first call, empty cache: causal attention, B=2 S=512 H=8 D=64 f32, "
-             "softmax and two matmuls", build_cold_attention),
-    Workload("W12.batch100", "the W5 MLP at batch 100 after batch 256: no GEMM kernel compiled",
-             build_cold_mlp_new_batch),
+    Workload("W12.mlp", "first call, empty cache, the library's kernels installed: the W5 MLP", build_cold_mlp),
+    Workload("W12.f64", "first call, empty cache, the library's kernels installed: a 1000x1000 f64 GEMM",
+             build_cold_gemm_f64),
+    Workload("W12.attention", "first call, empty cache, the library's kernels installed: causal attention, "
+             "B=2 S=512 H=8 D=64 f32, softmax and two matmuls", build_cold_attention),
+    Workload("W12.bare", "first call, empty cache, no library kernels installed: the W5 MLP",
+             build_cold_mlp_no_library),
+    Workload("W12.batch100", "the W5 MLP at batch 100 after batch 256, no library kernels installed: "
+             "no GEMM kernel compiled", build_cold_mlp_new_batch),
 )

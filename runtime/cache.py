@@ -21,6 +21,11 @@ Files are written to a temporary file in the cache folder and renamed over the e
 so a reader sees a whole entry or none, and a bad entry of any file type is replaced whole. An
 entry that does not check out is reported with a warning naming the file and the problem and
 treated as a miss; the caller compiles again and its store replaces the entry.
+
+`library_cache()` is the store of the libraries' prebuilt kernels (`python -m cdnajit warm`): the
+same entries under the same keys, in a folder of the installation rather than the user's cache, so
+an empty cache still finds them. Its entries record the compiler version that made them, and
+`remove_other_versions` clears out those an older checkout left.
 """
 from __future__ import annotations
 
@@ -39,7 +44,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ..codegen.fork_safe import ForkSafeLock
-from ..environment import cache_directory
+from ..environment import cache_directory, library_directory
 from ..version import __version__
 
 COMPILER_FOLDERS = ("ir", "passes", "lowering", "libs", "codegen", "runtime")
@@ -205,6 +210,21 @@ class CompileCache:
             self.warn_once("write", f"cannot write to {self.directory}: {error}; "
                                     "compiled code is not kept across processes")
 
+    def remove_other_versions(self) -> int:
+        """Delete the entries whose metadata names another compiler version (or none, or cannot be
+        read); the number deleted."""
+        removed = 0
+        for path in self.directory.glob("*.bin"):
+            try:
+                data = self.read(path)
+                meta = self.decode(data, path.stem)[0] if data is not None else None
+            except (CorruptEntry, OSError, ValueError):
+                meta = None
+            if meta is None or meta.get("compiler") != self.version:
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed
+
     def warn_once(self, problem: str, message: str) -> None:
         with _counts_lock:
             if problem in self._warned:
@@ -219,7 +239,16 @@ _caches_lock = ForkSafeLock()
 
 def default_cache() -> CompileCache:
     """The cache of the folder the environment names now (one object per folder, so counts add up)."""
-    directory = cache_directory()
+    return cache_at(cache_directory())
+
+
+def library_cache() -> CompileCache:
+    """The store of the libraries' prebuilt kernels (environment.library_directory): entries of the
+    same format and keys, written by `python -m cdnajit warm` and read where the cache misses."""
+    return cache_at(library_directory())
+
+
+def cache_at(directory: str) -> CompileCache:
     with _caches_lock:
         if directory not in _caches:
             _caches[directory] = CompileCache(directory)

@@ -46,7 +46,7 @@ from ..ir.types import NUMPY_DTYPES, format_bytes
 from ..ir.verifier import verify
 from ..lowering.emitters import HOST_OPS, emit_kernel
 from ..passes.manager import run_pipeline
-from .cache import CompileCache, default_cache
+from .cache import CompileCache, default_cache, library_cache
 from .launch import CompiledKernel, address, aligned_empty, runs_in_parallel
 
 ALIAS_OPS = frozenset({"reshape"})
@@ -120,9 +120,10 @@ def check_contract(op: Op, kernel: Kernel) -> None:
 
 def object_code(kernel: Kernel, cache: CompileCache) -> tuple[str, bytes]:
     """(cache key, object code) of a kernel; the key is its code's text (Kernel.code_text), without
-    the name, which only labels it, and the arguments, which one launch binds."""
+    the name, which only labels it, and the arguments, which one launch binds. A kernel the cache
+    lacks may be one of the libraries' prebuilt ones (library_cache)."""
     key = cache.key("kernel", kernel.code_text())
-    entry = cache.load(key)
+    entry = cache.load(key) or library_cache().load(key)
     if entry is not None:
         return key, entry[1]
     code = compile_object(kernel)

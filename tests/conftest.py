@@ -3,9 +3,11 @@ differential comparison.
 
 The compile cache (runtime/cache.py) lives in a temporary folder made when the session starts and
 removed when it ends, so tests never read or fill the user's cache, and a kernel compiled by one
-test is loaded from disk by the next. Under pytest-xdist the controller makes the folder before
-it starts the workers, which inherit the environment and so share it (entries are written
-atomically, so concurrent writers are safe).
+test is loaded from disk by the next. The library's prebuilt kernels (`python -m cdnajit warm`)
+point at an empty folder beside it, so a test compiles what it counts whether or not the
+installation has them. Under pytest-xdist the controller makes the folders before it starts the
+workers, which inherit the environment and so share them (entries are written atomically, so
+concurrent writers are safe).
 """
 import os
 import shutil
@@ -17,6 +19,7 @@ import pytest
 from hypothesis import settings
 
 CACHE_VARIABLE = "CDNAJIT_CACHE_DIR"
+LIBRARY_VARIABLE = "CDNAJIT_LIBRARY_DIR"
 
 # CI (which sets CI=true) runs the same hypothesis examples every time, so a submission is judged on
 # a fixed set; local runs draw new examples and keep exploring.
@@ -26,21 +29,24 @@ if os.environ.get("CI"):
 
 
 def pytest_configure(config):
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker: the controller set the folder up
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker: the controller set the folders up
         return
-    config.cdnajit_cache = (tempfile.mkdtemp(prefix="cdnajit-test-cache-"), os.environ.get(CACHE_VARIABLE))
-    os.environ[CACHE_VARIABLE] = config.cdnajit_cache[0]
+    root = tempfile.mkdtemp(prefix="cdnajit-test-cache-")
+    config.cdnajit_folders = root, {name: os.environ.get(name) for name in (CACHE_VARIABLE, LIBRARY_VARIABLE)}
+    os.environ[CACHE_VARIABLE] = os.path.join(root, "cache")
+    os.environ[LIBRARY_VARIABLE] = os.path.join(root, "library")
 
 
 def pytest_unconfigure(config):
-    if not hasattr(config, "cdnajit_cache"):
+    if not hasattr(config, "cdnajit_folders"):
         return
-    directory, previous = config.cdnajit_cache
-    shutil.rmtree(directory, ignore_errors=True)
-    if previous is None:
-        os.environ.pop(CACHE_VARIABLE, None)
-    else:
-        os.environ[CACHE_VARIABLE] = previous
+    root, previous = config.cdnajit_folders
+    shutil.rmtree(root, ignore_errors=True)
+    for name, value in previous.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def ulp_of(expected: np.ndarray, dtype) -> np.ndarray:

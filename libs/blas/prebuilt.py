@@ -3,11 +3,14 @@ as rocBLAS's and hipBLASLt's kernels are built with the library rather than on f
 
 A kernel serves every problem that picks its solution and variant (generator.py), so a set of
 common problems stands for the kernels a program is likely to need: square products from 128 to
-4096 (1000 among them, whose N and K end inside the tiles: the other variant), and the layers of a model (batch 256 times a width from 256 to 4096, the plain product and
-the epilogues the matcher fuses: bias, bias and relu, bias and the tanh GELU; a 10-wide head),
-in the layouts `a @ b` and `a @ b.T` (a linear layer either way), for each input dtype the library takes and the
-result dtypes it computes from it (matcher.SUPPORTED). A new batch size then costs nothing: M is
-not part of a kernel's variant.
+4096 (1000 among them, whose N and K end inside the tiles: the other variant); the layers of a
+model (batch 256 times a width from 256 to 4096, the plain product and the epilogues the matcher
+fuses: bias, bias and relu, bias and the tanh GELU; a 10-wide head); and attention's two batched
+products (scores, sequence x sequence x head size, and their weighting of the values, sequence x
+head size x sequence, over 16 batch-heads, for sequences of 512 to 2048 and heads of 64 and 128).
+Each comes in the layouts `a @ b` and `a @ b.T` (a linear layer either way), for each input dtype
+the library takes and the result dtypes it computes from it (matcher.SUPPORTED). A new batch size
+then costs nothing: M and the batch count are not part of a kernel's variant.
 """
 from __future__ import annotations
 
@@ -21,6 +24,9 @@ LAYER_BATCH = 256
 LAYER_WIDTHS = (256, 512, 1024, 4096)
 HEAD_WIDTH = 10
 LAYER_EPILOGUES = ("none", "bias", "bias_relu", "bias_gelu_tanh")
+ATTENTION_BATCH = 16                          # batch x heads
+ATTENTION_SEQUENCES = (512, 1024, 2048)
+ATTENTION_HEAD_SIZES = (64, 128)
 LAYOUTS = ((False, False), (False, True))    # (trans_a, trans_b): a @ b, a @ b.T
 
 
@@ -39,6 +45,10 @@ def common_calls(in_dtype: str) -> list[Op]:
             shapes += [(LAYER_BATCH, HEAD_WIDTH, width, "bias") for width in LAYER_WIDTHS]
             calls += [gemm_call(m, n, k, in_dtype, result_dtype, trans_a=trans_a, trans_b=trans_b, epilogue=epilogue)
                       for m, n, k, epilogue in shapes if takes_epilogue(epilogue, result_dtype)]
+            attention = [(s, s, d) for s in ATTENTION_SEQUENCES for d in ATTENTION_HEAD_SIZES]
+            attention += [(s, d, s) for s in ATTENTION_SEQUENCES for d in ATTENTION_HEAD_SIZES]
+            calls += [gemm_call(m, n, k, in_dtype, result_dtype, batch=ATTENTION_BATCH, trans_a=trans_a,
+                                trans_b=trans_b) for m, n, k in attention]
     return calls
 
 

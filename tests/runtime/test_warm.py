@@ -1,5 +1,6 @@
-"""`python -m cdnajit warm` (runtime/warm.py): the common problems' GEMM kernels go into the compile
-cache once each, and a program whose GEMM picks one of them, at another size, compiles no kernel."""
+"""`python -m cdnajit warm` (runtime/warm.py): the common problems' GEMM kernels go into the library
+store once each, and a program whose GEMM picks one of them, at another size and with an empty
+compile cache, compiles no kernel."""
 import io
 
 import numpy as np
@@ -11,23 +12,28 @@ from cdnajit.ir.targets import get_target
 from cdnajit.libs.blas.generator import gemm_call
 from cdnajit.libs.blas.prebuilt import common_calls, prebuilt_dtypes
 from cdnajit.runtime import executable, warm
+from cdnajit.runtime.cache import library_cache
 
 
 @pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path))
-    return tmp_path
+def private_folders(tmp_path, monkeypatch):
+    """(compile cache, library store), both empty."""
+    monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CDNAJIT_LIBRARY_DIR", str(tmp_path / "library"))
+    return tmp_path / "cache", tmp_path / "library"
 
 
-def test_warm_compiles_each_kernel_once_and_programs_then_load_them(private_cache, monkeypatch):
+def test_warm_compiles_each_kernel_once_and_programs_then_load_them(private_folders, monkeypatch):
     # Two problems of one kernel (M < N, N and K past the tiles in both), one with an epilogue of its own.
     calls = [gemm_call(70, 90, 33, "f32", "f32"), gemm_call(75, 95, 37, "f32", "f32"),
              gemm_call(70, 90, 33, "f32", "f32", epilogue="bias_relu")]
     monkeypatch.setattr(warm, "common_calls", lambda in_dtype: calls if in_dtype == "f32" else [])
     out = io.StringIO()
-    first = warm.warm(dtypes=["f32"], file=out)
-    assert (first.kernels, first.compiled) == (2, 2) and first.cache_bytes > 0
+    first = warm.warm(dtypes=["f32"], file=out, jobs=2)   # two processes
+    assert (first.kernels, first.compiled) == (2, 2) and first.store_bytes > 0
     assert "warm [" in out.getvalue() and "2/2 done" in out.getvalue()
+    cache, library = private_folders
+    assert len(list(library.glob("*.bin"))) == 2 and not cache.exists()
     again = warm.warm(dtypes=["f32"], show_progress=False)
     assert (again.kernels, again.compiled) == (2, 0)
 
@@ -60,3 +66,27 @@ def test_warm_refuses_an_unknown_dtype(capsys):
         main(["warm", "--dtypes", "f32,f99"])
     assert exit_info.value.code == 2
     assert "--dtypes: f99 not among the GEMM input dtypes" in capsys.readouterr().err
+
+
+def test_warm_replaces_the_entries_of_another_compiler_version(private_folders, monkeypatch):
+    calls = [gemm_call(70, 90, 33, "f32", "f32")]
+    monkeypatch.setattr(warm, "common_calls", lambda in_dtype: calls if in_dtype == "f32" else [])
+    _, library = private_folders
+    store = library_cache()
+    old_key = store.key("kernel", "the code of an older compiler")
+    store.store(old_key, {"kind": "object", "compiler": "cdnajit 0.0; an older checkout"}, b"old object code")
+    (library / "not-an-entry.bin").write_bytes(b"junk")
+    result = warm.warm(dtypes=["f32"], show_progress=False)
+    assert result.compiled == 1
+    assert [path.stem for path in library.glob("*.bin")] == [store.key("kernel", warm.prebuilt_kernels(
+        get_target("gfx942"), ["f32"])[0].code_text())]
+
+
+def test_warm_into_a_folder_it_cannot_write_says_which_and_how_to_move_it(tmp_path, monkeypatch, capsys):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("CDNAJIT_LIBRARY_DIR", str(tmp_path / "a-file" / "kernels"))
+    monkeypatch.setattr(warm, "common_calls", lambda in_dtype: [])
+    assert main(["warm", "--dtypes", "f32"]) == 1
+    error = capsys.readouterr().err
+    assert f"cannot write the library's kernels to {tmp_path / 'a-file' / 'kernels'} (Not a directory)" in error
+    assert "set CDNAJIT_LIBRARY_DIR to a folder you can write" in error
