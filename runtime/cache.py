@@ -211,16 +211,17 @@ class CompileCache:
                                     "compiled code is not kept across processes")
 
     def remove_other_versions(self) -> int:
-        """Delete the entries whose metadata names another compiler version (or none, or cannot be
-        read); the number deleted."""
+        """Delete the entries whose metadata names a compiler version other than this one (entries
+        that name none, or cannot be read, are not the store's to judge: a folder shared with a
+        compile cache keeps them); the number deleted."""
         removed = 0
         for path in self.directory.glob("*.bin"):
             try:
                 data = self.read(path)
-                meta = self.decode(data, path.stem)[0] if data is not None else None
+                meta = self.decode(data, path.stem)[0] if data is not None else {}
             except (CorruptEntry, OSError, ValueError):
-                meta = None
-            if meta is None or meta.get("compiler") != self.version:
+                meta = {}
+            if meta.get("compiler", self.version) != self.version:
                 path.unlink(missing_ok=True)
                 removed += 1
         return removed

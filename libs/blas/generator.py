@@ -153,10 +153,11 @@ class Edges(NamedTuple):
     multiple of its tile needs no bounds checks along it (the host's edge-free code vectorizes its
     stores and skips the guarded staging: a 1024^3 f32 GEMM runs about 10% faster), so the variant
     follows from the sizes' divisibility, never from the sizes themselves.
-    M is never part of the variant: it is the rows of A and D, a model's batch, which changes from
-    call to call while its widths (N, K) stay; every kernel checks at runtime, once per workgroup,
-    whether its macro tile ends inside M, and runs the interior tiles without bounds checks (the
-    MLP at batch 100 then runs the kernels compiled for batch 256)."""
+    M is never part of this variant (only of the walk order, by M < N: host_grid_order): it is
+    the rows of A and D, a model's batch, which changes from call to call while its widths (N, K)
+    stay; every kernel checks at runtime, once per workgroup, whether its macro tile ends inside M,
+    and runs the interior tiles without bounds checks (the MLP at batch 100 then runs the kernels
+    compiled for batch 256)."""
     n: bool
     k: bool
 

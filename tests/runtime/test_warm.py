@@ -68,18 +68,20 @@ def test_warm_refuses_an_unknown_dtype(capsys):
     assert "--dtypes: f99 not among the GEMM input dtypes" in capsys.readouterr().err
 
 
-def test_warm_replaces_the_entries_of_another_compiler_version(private_folders, monkeypatch):
+def test_warm_removes_the_entries_of_another_compiler_version_and_no_others(private_folders, monkeypatch):
     calls = [gemm_call(70, 90, 33, "f32", "f32")]
     monkeypatch.setattr(warm, "common_calls", lambda in_dtype: calls if in_dtype == "f32" else [])
     _, library = private_folders
     store = library_cache()
     old_key = store.key("kernel", "the code of an older compiler")
     store.store(old_key, {"kind": "object", "compiler": "cdnajit 0.0; an older checkout"}, b"old object code")
+    cached_key = store.key("kernel", "a compile cache's entry, which names no compiler")
+    store.store(cached_key, {"kind": "object"}, b"object code")
     (library / "not-an-entry.bin").write_bytes(b"junk")
     result = warm.warm(dtypes=["f32"], show_progress=False)
     assert result.compiled == 1
-    assert [path.stem for path in library.glob("*.bin")] == [store.key("kernel", warm.prebuilt_kernels(
-        get_target("gfx942"), ["f32"])[0].code_text())]
+    new_key = store.key("kernel", warm.prebuilt_kernels(get_target("gfx942"), ["f32"])[0].code_text())
+    assert {path.stem for path in library.glob("*.bin")} == {new_key, cached_key, "not-an-entry"}
 
 
 def test_warm_into_a_folder_it_cannot_write_says_which_and_how_to_move_it(tmp_path, monkeypatch, capsys):
