@@ -841,7 +841,6 @@ class HostKernelBuilder(KernelBuilder):
                 values.append(slot)
             else:
                 values.append(self.from_memory(param.dtype, self.b.load(slot, typ=MEMORY_TYPES[param.dtype])))
-        fastest, middle, slowest = k.grid_order
         # Runtime extents are computed here, once per call, from the scalars just loaded.
         self.scalar_args = {p.name: v for p, v in zip(k.params, values) if not isinstance(p, GlobalBuffer)}
         one = ir.Constant(I64, 1)
@@ -852,14 +851,23 @@ class HostKernelBuilder(KernelBuilder):
             else:
                 size = self.grid_extent(dim)
                 extent.append(self.b.select(self.b.icmp_signed("<", size, one), one, size))
-        plane = self.b.mul(extent[fastest], extent[middle])
+        # The alternate walk's condition, once per call (Kernel.alternate_grid_order).
+        alternate = self.expr(k.alternate_grid_order[0]) if k.alternate_grid_order else None
 
-        def one_workgroup(linear):
-            # The linear position in the host's walk (Kernel.grid_order) -> the workgroup's ids.
+        def ids_in(order, linear):
+            # The linear position in a walk of the grid in `order` -> the workgroup's ids.
+            fastest, middle, slowest = order
             ids = [None, None, None]
             ids[fastest] = self.b.urem(linear, extent[fastest])
             ids[middle] = self.b.urem(self.b.udiv(linear, extent[fastest]), extent[middle])
-            ids[slowest] = self.b.udiv(linear, plane)
+            ids[slowest] = self.b.udiv(linear, self.b.mul(extent[fastest], extent[middle]))
+            return ids
+
+        def one_workgroup(linear):
+            ids = ids_in(k.grid_order, linear)
+            if alternate is not None:
+                others = ids_in(k.alternate_grid_order[1], linear)
+                ids = [self.b.select(alternate, other, own) for own, other in zip(ids, others)]
             self.b.call(wg_function, values + [self.b.trunc(v, I32) for v in ids])
 
         def prefetch_then_run(linear):

@@ -614,7 +614,10 @@ class Kernel:
       what they read, the most first ((0, 1, 2): x; a GEMM whose grid walks M first shares its B
       panel). The host walks the grid in this order, so that consecutive workgroups of one thread
       find the shared data still in cache; AMDGPU ignores it (the GPU's dispatcher has its own
-      order).
+      order). `alternate_grid_order`, () or (condition, order), names another order for launches
+      whose scalar arguments make the bool condition (a comparison of extents) true: which order
+      shares more can depend on the sizes (a GEMM walks M first when M < N), and one kernel
+      serves both.
 
     Runtime sizes: a grid dimension or a buffer's count may be an extent (`is_extent`: integer
     arithmetic on scalar parameters), so that one kernel serves every problem size and compiles
@@ -635,9 +638,11 @@ class Kernel:
     grid_order: tuple[int, int, int] = (0, 1, 2)
     wave_size: int = get_target().wave_size
     arguments: tuple[tuple[str, int | float], ...] = ()
+    alternate_grid_order: tuple = ()    # () or (condition: Compare of extents, order)
 
     def __post_init__(self):
-        for name in ("params", "body", "lds", "private", "streams", "grid_order", "arguments"):
+        for name in ("params", "body", "lds", "private", "streams", "grid_order", "arguments",
+                     "alternate_grid_order"):
             _tuple_field(self, name)
         object.__setattr__(self, "grid", _dims3(self.grid))
         object.__setattr__(self, "workgroup_size", _dims3(self.workgroup_size))

@@ -115,8 +115,11 @@ def print_kernel(kernel: Kernel) -> str:
     lines += [f"  lds {b.name}: {b.dtype}[{b.count}]" for b in kernel.lds]
     lines += [f"  private {b.name}: {b.dtype}[{b.count}]" for b in kernel.private]
     lines += [f"  stream {name}: {elements} elements per workgroup" for name, elements in kernel.streams]
-    if kernel.grid_order != (0, 1, 2):
+    if kernel.grid_order != (0, 1, 2) or kernel.alternate_grid_order:
         lines.append(f"  grid order: {' then '.join('xyz'[d] for d in kernel.grid_order)}")
+    if kernel.alternate_grid_order:
+        condition, order = kernel.alternate_grid_order
+        lines.append(f"  grid order: {' then '.join('xyz'[d] for d in order)} when {print_expr(condition)}")
     lines.append("{")
     print_block(kernel.body, 1, lines)
     lines.append("}")

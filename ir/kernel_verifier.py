@@ -126,9 +126,10 @@ class KernelVerifier:
         if sorted(k.grid_order) != [0, 1, 2]:
             self.fail(f"grid order {list(k.grid_order)} is not an order of the dimensions 0, 1 and 2")
         self.check_extents()
+        self.check_alternate_grid_order()
         if k.streams and not k.static_grid:
             self.fail("streams need a grid known without the arguments")
-        if k.streams and k.grid_order != (0, 1, 2):
+        if k.streams and (k.grid_order != (0, 1, 2) or k.alternate_grid_order):
             # A stream's slices follow the linear workgroup id, which the host prefetches in order.
             self.fail(f"streams need the grid walked x first, not in order {list(k.grid_order)}")
         for name, elements in k.streams:
@@ -150,6 +151,20 @@ class KernelVerifier:
         for name in bound:
             if name not in self.scalars or bound.count(name) > 1:
                 self.fail(f"argument {name!r} is not a scalar parameter of the kernel, or is bound twice")
+
+    def check_alternate_grid_order(self):
+        """() or (condition, order): the condition compares two extents, the order is one of the
+        dimensions 0, 1 and 2."""
+        alternate = self.kernel.alternate_grid_order
+        if not alternate:
+            return
+        condition, order = alternate if len(alternate) == 2 else (None, None)
+        if not (isinstance(condition, Compare) and is_extent(condition.a) and is_extent(condition.b)):
+            self.fail("the alternate grid order is not (condition, order) with a condition comparing two extents "
+                      "(integer expressions of scalar parameters)")
+        self.check_expr(condition, {}, None)
+        if sorted(order) != [0, 1, 2]:
+            self.fail(f"alternate grid order {list(order)} is not an order of the dimensions 0, 1 and 2")
 
     # ---- uniformity --------------------------------------------------------------------
 

@@ -9,14 +9,14 @@ element counts and the grid are extents of them (ir/kernel.py: runtime sizes), a
 solution gets the same kernel text and the same object code: a new size costs no LLVM compile
 (the compile cache keys object code by Kernel.code_text, which leaves the arguments out). What
 the kernel still depends on is the solution's variant: the layouts (trans_a, trans_b), the
-dtypes, the epilogue's terms (C, bias, activation) and the host's walk of the grid
-(`host_grid_order`: M first or N first, two variants) and whether N and K are multiples of the
-tile (`Edges`, two more). Operands are dense: the leading dimensions and batch strides follow from
+dtypes, the epilogue's terms (C, bias, activation) and whether N and K are multiples of the tile
+(`Edges`). The host's walk of the grid (N first, or M first when M < N: N_FIRST, M_FIRST) is
+chosen at launch. Operands are dense: the leading dimensions and batch strides follow from
 M, N and K, at runtime too.
 
 Workgroup (x, y, z) of the grid (ceil(N / MT1), ceil(M / MT0), batch) computes the macro tile of
 D at rows m0 = y * MT0, columns n0 = x * MT1 of batch z; the host runs them along M first when A
-is the smaller operand (`host_grid_order`). Main loop, over K in steps of DepthU:
+is the smaller operand (M_FIRST). Main loop, over K in steps of DepthU:
 
     stage(tile 0 -> LDS buffer 0); barrier
     for t in 0 .. T-1:
@@ -153,11 +153,11 @@ class Edges(NamedTuple):
     multiple of its tile needs no bounds checks along it (the host's edge-free code vectorizes its
     stores and skips the guarded staging: a 1024^3 f32 GEMM runs about 10% faster), so the variant
     follows from the sizes' divisibility, never from the sizes themselves.
-    M is never part of this variant (only of the walk order, by M < N: host_grid_order): it is
-    the rows of A and D, a model's batch, which changes from call to call while its widths (N, K)
-    stay; every kernel checks at runtime, once per workgroup, whether its macro tile ends inside M,
-    and runs the interior tiles without bounds checks (the MLP at batch 100 then runs the kernels
-    compiled for batch 256)."""
+    M is never part of a variant: it is the rows of A and D, a model's batch, which changes from
+    call to call while its widths (N, K) stay (the walk order that depends on it is chosen at
+    launch); every kernel checks at runtime, once per workgroup, whether its macro tile ends inside
+    M, and runs the interior tiles without bounds checks (the MLP at batch 100 then runs the
+    kernels compiled for batch 256)."""
     n: bool
     k: bool
 
@@ -384,7 +384,8 @@ class GemmKernelBuilder:
         return K.Kernel(self.name, params=self.params + self.scalars,
                         grid=(K.ceil_div(self.n, s.mt1), K.ceil_div(self.m, s.mt0), self.batches),
                         workgroup_size=(x, y, z), body=body, lds=[self.a_lds, self.b_lds], private=[self.acc],
-                        grid_order=host_grid_order(p), arguments=self.arguments)
+                        grid_order=N_FIRST, alternate_grid_order=(self.m < self.n, M_FIRST),
+                        arguments=self.arguments)
 
     def widened(self, value: K.Expr) -> K.Expr:
         return value if value.dtype == self.acc_dtype else value.cast(self.acc_dtype)
@@ -500,13 +501,13 @@ def all_of(conditions: list[K.Expr]) -> K.Expr | None:
     return functools.reduce(lambda a, b: a & b, conditions) if conditions else None
 
 
-def host_grid_order(problem: GemmProblem) -> tuple[int, int, int]:
-    """The order the host runs a GEMM's workgroups in (Kernel.grid_order): consecutive workgroups
-    share the panel of the operand read once, and the other operand is read again for each of
-    them. The smaller operand is the one read again: its reuse distance is then its own size, which
-    stays in cache better than the larger one's. So the grid walks the tiles along M first (sharing
-    B's panel) when A is the smaller (M < N), and along N first (sharing A's) otherwise."""
-    return (1, 0, 2) if problem.m < problem.n else (0, 1, 2)
+# The orders the host runs a GEMM's workgroups in (Kernel.grid_order): consecutive workgroups share
+# the panel of the operand read once, and the other operand is read again for each of them. The
+# smaller operand is the one read again: its reuse distance is then its own size, which stays in
+# cache better than the larger one's. So the grid walks the tiles along N first (sharing A's panel)
+# by default, and along M first (sharing B's) when A is the smaller, M < N: an alternate order the
+# kernel chooses at launch (Kernel.alternate_grid_order), so that M stays out of its variant.
+N_FIRST, M_FIRST = (0, 1, 2), (1, 0, 2)
 
 
 def gemm_kernel(op: Op, solution: Solution, name: str) -> K.Kernel:

@@ -10,8 +10,7 @@ products (scores, sequence x sequence x head size, and their weighting of the va
 head size x sequence, over 16 batch-heads, for sequences of 512 to 2048 and heads of 64 and 128).
 Each comes in the layouts `a @ b` and `a @ b.T` (a linear layer either way), for each input dtype
 the library takes and the result dtypes it computes from it (matcher.SUPPORTED). A new batch size
-then costs nothing: the batch count is not part of a kernel's variant, nor M but for the walk
-order (M < N).
+then costs nothing: M and the batch count are not part of a kernel's variant.
 """
 from __future__ import annotations
 

@@ -262,6 +262,39 @@ def test_the_host_runs_every_workgroup_once_in_the_kernels_grid_order(order):
     assert count[0] == result.size
 
 
+def test_the_host_walks_the_alternate_grid_order_in_launches_whose_arguments_choose_it():
+    # As above, with the order a scalar argument chooses at launch: one compiled kernel walks both.
+    grid = (3, 2, 2)
+    turns = K.GlobalBuffer("turns", "i32", math.prod(grid))
+    counter = K.GlobalBuffer("counter", "i32", 1)
+    m, n = K.ScalarParam("m", "i64"), K.ScalarParam("n", "i64")
+    wx, wy, wz = (K.workgroup_id(d) for d in range(3))
+    turn = K.Var("turn", "i32")
+    body = [K.If(K.workitem_id(0).eq(0), [K.Let(turn, counter[0]), K.Store(turns, (wz * 2 + wy) * 3 + wx, turn),
+                                          K.Store(counter, 0, turn + 1)])]
+    kernel = K.Kernel("walk", params=[turns, counter, m, n], grid=grid, workgroup_size=(64,), body=body,
+                      grid_order=(2, 0, 1), alternate_grid_order=(m < n, (1, 0, 2)))
+    assert "grid order: z then x then y\n  grid order: y then x then z when (m < n)" in str(kernel)
+    compiled = compile_kernel(kernel)
+    ids = np.stack(np.unravel_index(np.arange(math.prod(grid)), grid[::-1])[::-1])   # (x, y, z) of each entry
+    for m_value, n_value, order in [(1, 2, (1, 0, 2)), (2, 1, (2, 0, 1)), (2, 2, (2, 0, 1))]:
+        result, count = np.full(math.prod(grid), -1, np.int32), np.zeros(1, np.int32)
+        compiled(result, count, m_value, n_value)
+        expected = np.ravel_multi_index(ids[list(order[::-1])], [grid[d] for d in order[::-1]])
+        np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.parametrize("alternate, message", [
+    ((K.Const(True, "bool"), (1, 0, 2)), "not \\(condition, order\\) with a condition comparing two extents"),
+    ((K.ScalarParam("m", "i64") < 2, (1, 1, 2)), r"alternate grid order \[1, 1, 2\]")])
+def test_the_verifier_rejects_a_bad_alternate_grid_order(alternate, message):
+    out = K.GlobalBuffer("out", "f32", 1)
+    kernel = K.Kernel("bad", params=[out, K.ScalarParam("m", "i64")], grid=(1,), workgroup_size=(64,),
+                      body=[K.Store(out, 0, 1.0)], alternate_grid_order=alternate)
+    with pytest.raises(VerifyError, match=message):
+        K.verify(kernel)
+
+
 def test_the_verifier_rejects_a_grid_order_that_is_not_a_permutation():
     out = K.GlobalBuffer("out", "f32", 1)
     kernel = K.Kernel("bad", params=[out], grid=(1,), workgroup_size=(64,), body=[K.Store(out, 0, 1.0)],
