@@ -365,7 +365,7 @@ class GemmKernelBuilder:
     # -- the kernel --
 
     def build(self) -> K.Kernel:
-        p, s = self.problem, self.solution
+        s = self.solution
         d = self.dtype
         steps = K.ceil_div(self.k, s.depth_u)
         t = K.Var("t", d)
