@@ -34,6 +34,7 @@ from cdnajit.ir.targets import get_target
 from cdnajit.libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
 from cdnajit.libs.blas import heuristic
 from cdnajit.runtime.occupancy import occupancy
+from loop_workloads import LOOP_WORKLOADS
 from workloads import CACHE_DIR_VARIABLE, LIBRARY_DIR_VARIABLE, WORKLOADS, Context
 
 PEERS = ("cdnajit", "numpy", "jax")
@@ -45,6 +46,8 @@ QUIET_SECONDS = 0.3
 # Timing each peer in rounds that alternate with the others', and keeping the best round, lets a
 # burst spoil a round rather than a result, for every peer alike.
 ROUNDS = 3
+# Every workload, the groups in their numbers' order (W11's loop programs live in a module of their own).
+ALL_WORKLOADS = tuple(sorted((*WORKLOADS, *LOOP_WORKLOADS), key=lambda w: int(w.group[1:])))
 
 
 @dataclass(frozen=True)
@@ -295,12 +298,12 @@ def parse_arguments():
 
 def select(only: str | None):
     if only is None:
-        return WORKLOADS
+        return ALL_WORKLOADS
     wanted = {name.strip() for name in only.split(",") if name.strip()}
-    known = {w.name for w in WORKLOADS} | {w.group for w in WORKLOADS}
+    known = {w.name for w in ALL_WORKLOADS} | {w.group for w in ALL_WORKLOADS}
     if unknown := wanted - known:
-        sys.exit(f"unknown workload(s) {', '.join(sorted(unknown))}; known: {', '.join(w.name for w in WORKLOADS)}")
-    return tuple(w for w in WORKLOADS if w.name in wanted or w.group in wanted)
+        sys.exit(f"unknown workload(s) {', '.join(sorted(unknown))}; known: {', '.join(w.name for w in ALL_WORKLOADS)}")
+    return tuple(w for w in ALL_WORKLOADS if w.name in wanted or w.group in wanted)
 
 
 def main() -> int:
