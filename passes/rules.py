@@ -151,6 +151,12 @@ def float_sum_of_copies(b, x, copies: int):
     return b.op("add", b.op("convert", product, dtype=x.type.dtype), b.splat(0.0, x.type))
 
 
+def reduce_of_one_element(b, x, op):
+    if math.prod(x.type.shape[a] for a in op.attrs["axes"]) != 1:
+        return None
+    return x if x.type == op.result.type else b.op("reshape", x, new_sizes=op.result.type.shape)
+
+
 def reduce_of_broadcast(b, x, broadcast, op):
     """reduce(broadcast(x)) -> broadcast(combine(reduce(x), n)): x is reduced over the dimensions the
     reduction keeps of it, and the n copies the broadcast made along the reduced axes are combined
@@ -262,8 +268,9 @@ RULES = [
     # rev(rev(x, d), d) -> x
     (Pat.op("rev", Pat.op("rev", x, name="inner"), name="outer"),
      lambda b, x, inner, outer: x if sorted(inner.attrs["dimensions"]) == sorted(outer.attrs["dimensions"]) else None),
-    # reduce(x) over no axes -> x
-    (Pat.op("reduce", x, name="op"), lambda b, x, op: x if not op.attrs["axes"] else None),
+    # reduce(x) over axes of one element in all (or none) -> reshape(x): the element, as XLA simplifies
+    # it (adding the identity would turn -0.0 into +0.0)
+    (Pat.op("reduce", x, name="op"), reduce_of_one_element),
     # reduce(broadcast(x)) -> broadcast(reduce(x)) with the copies combined: n * x, x ** n, x
     (Pat.op("reduce", Pat.op("broadcast_in_dim", x, name="broadcast"), name="op"), reduce_of_broadcast),
     # concatenate(x) of one operand -> x

@@ -69,11 +69,10 @@ def settle_zero_signs(result, wide, reducer, combine):
 
 
 def reduce(x, *, reducer, axes):
-    if not axes:   # reduces nothing: the operand itself (adding the identity would turn -0.0 into 0.0)
-        return x.copy()
-    if reducer == "prod" and x.dtype.kind == "c" and math.prod(x.shape[a] for a in axes) == 1:
-        # The product of one complex element is the element, as XLA gives it; numpy's 1 * x is not
-        # (1 * (-inf + inf i) is NaN, 1 * (-0 - i) is +0 - i).
+    if math.prod(x.shape[a] for a in axes) == 1:
+        # One element (or no axes) reduced: the element itself, as XLA simplifies such a reduce to a
+        # reshape. Combining it with the identity would not be: 0 + -0.0 is +0.0, 1 * (-inf + inf i)
+        # is NaN, 1 * (-0 - i) is +0 - i.
         return np.squeeze(x, axis=tuple(axes)).copy()
     wide = x.astype(compute_dtype(x.dtype))
     ufunc = REDUCER_UFUNCS[reducer]

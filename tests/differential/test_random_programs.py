@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import cdnajit as cj
+import cdnajit.numpy as cnp
 
 sys.path.insert(0, os.path.dirname(__file__))
 from fuzzing.__main__ import run  # noqa: E402
@@ -52,6 +53,7 @@ def test_random_programs_many(part):
     107001120,   # a weak fori_loop init carried through astype(int64) stayed weak (JAX: strong, so where(.., int8) is int64)
     707004754,   # (-1.396e154 - 9.558e153j)**2 rounded both products, so inf - inf = nan (JAX: fma, finite)
     1313006593,  # cnp.sort dropped the weak type of int64 * -2.5, so f32 @ it was f64 (JAX: f32)
+    1616011759,  # mean of complex 1 - 0j (0-d): the oracle added the identity; JAX keeps the element, -0.0 too
     1111012866,  # oracle: trunc of cummax's sign-free zero (max of 0 and -0) compared the zero's sign
     1010003516,  # oracle: power(1e30, bool) taken as strong f64; JAX keeps it weak (+ f16 is f16)
     1010003692,  # oracle: arctan of an undetermined product (possibly inf * 0 = NaN) was bounded by pi/2
@@ -62,6 +64,26 @@ def test_random_programs_many(part):
 def test_programs_that_failed(program_seed):
     from fuzzing.programs import check, generate
     assert check(generate(program_seed)) is None
+
+
+@pytest.mark.parametrize("function, x, want", [
+    # (program, input, JAX 0.10.2's answer under jax_enable_x64, stored here)
+    (lambda x: cnp.sum(x, axis=0), np.array([[-0.0, -0.0]]), np.array([-0.0, -0.0])),
+    (lambda x: cnp.sum(x), np.array([-0.0]), np.array(-0.0)),
+    (lambda x: cnp.sum(x), np.array([[-0.0, -0.0]]), np.array(0.0)),
+    (lambda x: cnp.mean(x), np.array([complex(1.0, -0.0)]), np.array(complex(1.0, -0.0))),
+    (lambda x: cnp.mean(x), np.array(complex(1.0, -0.0)), np.array(complex(1.0, -0.0))),
+    (lambda x: cnp.prod(x, axis=1), np.array([[complex(-0.0, -1.0)]], np.complex64),
+     np.array([complex(-0.0, -1.0)], np.complex64)),
+])
+def test_a_reduction_of_one_element_is_the_element_as_in_jax(function, x, want):
+    """XLA simplifies a reduce whose axes hold one element to a reshape: the element, its zero's sign
+    kept (fuzz seed 1616, program 1616011759); of two or more, the sum starts from +0."""
+    got = cj.jit(function)(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(np.real(got)), np.signbit(np.real(want)))
+    np.testing.assert_array_equal(np.signbit(np.imag(got)), np.signbit(np.imag(want)))
 
 
 def test_complex_products_near_overflow_match_jax():

@@ -569,8 +569,10 @@ def check_reduce(name, rng):
                 (got,) = run_op("reduce", x, attrs={"reducer": reducer, "axes": axes})
                 out_shape, groups = lanes(x, axes)
                 want = from_python([python_reduce(reducer, dtype, g) for g in groups], dtype, out_shape)
-                if not axes:   # XLA's reduce over no dimensions returns the operand (-0.0 stays -0.0)
-                    want = x
+                if math.prod(shape[a] for a in axes) == 1:
+                    # One element (or none of the axes) reduced: XLA's reduce is then a reshape, so the
+                    # element itself (-0.0 stays -0.0)
+                    want = x.reshape(out_shape)
                 ulps, atol = reduction_tolerance(reducer, dtype, x)
                 assert_matches(got, want, ulps=ulps, atol=atol, signed_zeros=reducer not in ("max", "min"),
                                what=f"reduce {reducer} {dtype}{list(shape)} axes {list(axes)}")
@@ -1357,6 +1359,19 @@ def test_reduce_over_no_axes_is_the_operand_itself(reducer):
     (result,) = cj.ir.interpret(module, x)
     np.testing.assert_array_equal(np.signbit(result), np.signbit(x))
     np.testing.assert_array_equal(result, x)
+
+
+@pytest.mark.parametrize("reducer", ["sum", "prod", "max", "min"])
+def test_reduce_over_axes_of_one_element_is_the_element(reducer):
+    # found by tests/differential/fuzzing (seed 1616): XLA simplifies a reduce whose axes hold one
+    # element to a reshape, so JAX's jnp.sum(x, axis=0) of f32[1, 3] [[-0., nan, -inf]] keeps -0.0;
+    # adding the identity gave +0.0.
+    x = np.array([[-0.0, np.nan, -np.inf]], np.float32)
+    text = (f'func @f(%0: f32[1,3]) -> (f32[3]) {{\n'
+            f'  %1 = reduce(%0) {{reducer = "{reducer}", axes = [0]}} : f32[3]\n  return %1\n}}')
+    (result,) = cj.ir.interpret(cj.ir.parse(text), x)
+    np.testing.assert_array_equal(np.signbit(result), np.signbit(x[0]))
+    np.testing.assert_array_equal(result, x[0])
 
 
 @pytest.mark.parametrize("dtype, value, want", [

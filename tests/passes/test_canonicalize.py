@@ -336,6 +336,20 @@ func @f(%0: f32[2,3]) -> (f32[2,3], f32[2,3], f32[2,3], f32[2,3], f32[2,3]) {
 func @f(%0: f32[2,3]) -> (f32[2,3], f32[2,3], f32[2,3], f32[2,3], f32[2,3]) {
   return %0, %0, %0, %0, %0
 }"""),
+    # One element reduced: the element, as XLA simplifies it (the identity added would make -0.0 +0.0).
+    ("reduce_of_one_element_is_a_reshape", """
+func @f(%0: f32[1,3,1], %1: c64[1]) -> (f32[3], f32[1,3], c64[]) {
+  %2 = reduce(%0) {reducer = "sum", axes = [0, 2]} : f32[3]
+  %3 = reduce(%0) {reducer = "max", axes = [2]} : f32[1,3]
+  %4 = reduce(%1) {reducer = "prod", axes = [0]} : c64[]
+  return %2, %3, %4
+}""", """
+func @f(%0: f32[1,3,1], %1: c64[1]) -> (f32[3], f32[1,3], c64[]) {
+  %2 = reshape(%0) {new_sizes = [3]} : f32[3]
+  %3 = reshape(%0) {new_sizes = [1, 3]} : f32[1,3]
+  %4 = reshape(%1) {new_sizes = []} : c64[]
+  return %2, %3, %4
+}"""),
     ("reduce_of_broadcast_float_sum", """
 func @f(%0: f32[], %1: f16[3]) -> (f32[], f16[3]) {
   %2 = broadcast_in_dim(%0) {shape = [2, 2], broadcast_dimensions = []} : f32[2,2]
@@ -370,7 +384,7 @@ func @f(%0: i8[1,3]) -> (i8[3], i64[]) {
   return %2, %5
 }""", """
 func @f(%0: i8[1,3]) -> (i8[3], i64[]) {
-  %1 = reduce(%0) {reducer = "sum", axes = [0]} : i8[3]
+  %1 = reshape(%0) {new_sizes = [3]} : i8[3]
   %2 = constant() {value = dense<44>} : i8[]
   %3 = broadcast_in_dim(%2) {shape = [3], broadcast_dimensions = []} : i8[3]
   %4 = mul(%1, %3) : i8[3]

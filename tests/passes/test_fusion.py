@@ -444,7 +444,7 @@ def test_random_programs_keep_their_results(instructions, rows, cols, dtype, che
         np.zeros((rows, cols), dtype), np.zeros(cols, dtype))
     result = fuse(canonicalize(module))
     check_fused(result)
-    assert all(op.name in ("fusion", "constant") for op in result.body.ops)
+    assert all(op.name in ("fusion", "constant", "reshape") for op in result.body.ops)   # reshape: a view
     read_by_kernels = {id(v) for fusion in fusions(result) for v in fusion.operands}
     for fusion in fusions(result):
         for inner, outer in zip(fusion.regions[0].outputs, fusion.results):

@@ -51,6 +51,10 @@ def reduce(name: str, v: Val, axes: tuple, keepdims: bool) -> Val:
         if not axes and v.shape:   # no axis reduced: JAX returns the (converted) operand, -0.0 kept, not weak
             kept = convert(v, dtype)
             return Val(kept.ref, kept.dtype, kept.err)
+        if n == 1:   # one element reduced: XLA makes the reduce a reshape, so the element, -0.0 kept
+            kept = convert(v, dtype)
+            shape = np.sum(np.zeros(v.shape), axis=axes, keepdims=keepdims).shape
+            return Val(kept.ref.reshape(shape), kept.dtype, kept.err.reshape(shape))
         if kind(dtype) in "iu":
             x = v.ref.astype(np_dtype(dtype))
             ref = np.sum(x, axis=axes, keepdims=keepdims) if name == "sum" else np.prod(x, axis=axes, keepdims=keepdims)
@@ -68,14 +72,12 @@ def reduce(name: str, v: Val, axes: tuple, keepdims: bool) -> Val:
             err = np.where(total > big, UNKNOWN, err)   # a partial sum may overflow in some order
             if name == "mean":
                 # JAX divides by the count as a value of the dtype: a complex division (which spreads a
-                # NaN part to both), but for a count of 1, which XLA simplifies away
+                # NaN part to both; a count of 1 is the element, above)
                 count = np.complex128(n) if kind(dtype) == "c" else n
-                ref, err = ref / count if n != 1 else ref, err / max(n, 1)
+                ref, err = ref / count, err / max(n, 1)
                 err = err + 2 * u * np.abs(ref)
         else:
             ref = np.prod(x, axis=axes, keepdims=keepdims)
-            if n == 1 and kind(dtype) == "c":   # JAX's product of one element is the element, not 1 * x
-                ref = x.reshape(ref.shape)
             m = np.abs(x)
             relative = np.where(v.err > 0, v.err / m, 0.0)
             err = np.abs(ref) * (2 * n * u + np.sum(relative, axis=axes, keepdims=keepdims) * 1.01)
