@@ -271,9 +271,17 @@ def scatter(x, indices, updates, *, reduction):
     chosen = flat_updates[in_bounds]
     if SCATTER_REDUCTIONS[reduction] is None:
         out[where] = chosen
-    else:
-        with np.errstate(all="ignore"):  # IEEE results (inf * 0 = NaN), integer wrap-around
-            SCATTER_REDUCTIONS[reduction].at(out, where, chosen)
+        return out[0].astype(x.dtype)
+    before = out.copy()
+    with np.errstate(all="ignore"):  # IEEE results (inf * 0 = NaN), integer wrap-around
+        SCATTER_REDUCTIONS[reduction].at(out, where, chosen)
+    if reduction in ("min", "max") and out.dtype.kind == "f":
+        # Zeros of both signs settle as JAX's minimum and maximum settle them, not as numpy's ufunc
+        # (which keeps its first operand): min takes -0.0 where any -0.0 met, max +0.0.
+        negative = reduction == "min"
+        seen = (before == 0) & (np.signbit(before) == negative)
+        np.logical_or.at(seen, where, (chosen == 0) & (np.signbit(chosen) == negative))
+        out = np.where((out == 0) & seen, np.asarray(-0.0 if negative else 0.0, out.dtype), out)
     return out[0].astype(x.dtype)
 
 

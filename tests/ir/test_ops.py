@@ -1374,6 +1374,20 @@ def test_reduce_over_axes_of_one_element_is_the_element(reducer):
     np.testing.assert_array_equal(result, x[0])
 
 
+@pytest.mark.parametrize("reduction, x, want", [
+    ("min", [-0.0, 0.0, 0.0], [-0.0, -0.0, 0.0]),
+    ("max", [-0.0, 0.0, -0.0], [0.0, 0.0, -0.0]),
+])
+def test_scatter_min_and_max_settle_zero_signs_as_jax(reduction, x, want):
+    # found by tests/differential/fuzzing (seed 1919): numpy's minimum.at keeps its first operand on
+    # a tie of zeros, so x.at[i].min(+0.) of -0. gave +0.; JAX's min takes -0. where any -0. meets.
+    indices = np.array([[0], [1], [2], [2]], np.int32)
+    updates = np.array([0.0, -0.0, 0.0, 0.0] if reduction == "min" else [0.0, -0.0, -0.0, -0.0], np.float32)
+    (got,) = run_op("scatter", np.array(x, np.float32), indices, updates, attrs={"reduction": reduction})
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(np.array(want)))
+
+
 @pytest.mark.parametrize("dtype, value, want", [
     # just above a tie: rounded once, up (XLA on the CPU rounds through f32 onto the tie, then to even: 1.0)
     ("f16", 1 + 2 ** -11 + 2 ** -40, 1 + 2 ** -10),

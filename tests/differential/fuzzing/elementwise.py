@@ -219,6 +219,9 @@ def binary(name: str, a: Val, b: Val, dtype: str) -> Val:
             ref = np.where(np.isnan(x) | np.isnan(y), np.nan, ref)
             err = np.where((x == 0) & (y == 0) & (np.signbit(x) != np.signbit(y)) & (err == 0),
                            ZERO_SIGN_FREE, err)
+        # An exact zero made from an operand whose value or zero sign is open has an open sign too
+        # (0 times a zero of open sign; fuzz seed 1919, program 1919007186)
+        err = np.where((ref == 0) & (err == 0) & ((ea > 0) | (eb > 0)), ZERO_SIGN_FREE, err)
         return rounded(ref, dtype, err, ulps)
 
 
