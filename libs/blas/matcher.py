@@ -16,10 +16,9 @@ How a dot_general maps to a GEMM (libs' row-major convention, routines.py): its 
 and contracting dimensions are flattened into B, M (or N) and K. An operand whose dimensions lie
 in the order (batch, free, contracting) or (batch, contracting, free) is reshaped, which moves no
 data; the second order is a transposed operand (trans_a / trans_b). Transposes feeding the
-dot_general are looked through (their permutation composes with the dimension numbers), and so
-are positive scalar factors of float operands (they go to alpha; a negative one stays, since
-alpha * (a @ b) and (-a) @ b differ in the sign of a zero result). An operand in neither order is
-transposed into the first one. dot_generals without contracting dimensions (outer products,
+dot_general are looked through (their permutation composes with the dimension numbers); scalar
+factors of the operands are not (`peeled`), those of the result go to alpha. An operand in neither
+order is transposed into the first one. dot_generals without contracting dimensions (outer products,
 products with scalars) and dtypes the library lacks (SUPPORTED) stay as they are.
 """
 from __future__ import annotations
@@ -32,7 +31,7 @@ import numpy as np
 
 from ...ir.core import Op, Value
 from ...ir.opdef import compute_dtype
-from ...ir.types import FLOATS, INEXACT, dtype_name, numpy_dtype
+from ...ir.types import FLOATS, dtype_name, numpy_dtype
 from ...passes.patterns import Pat, splat_value
 from .routines import ACTIVATIONS, split_epilogue
 
@@ -60,27 +59,16 @@ def constant_factor(value: Value) -> tuple[Value, object] | None:
     return None
 
 
-def is_positive(number) -> bool:
-    return not isinstance(number, complex) and number > 0
-
-
-def peeled(value: Value) -> tuple[Value, tuple[int, ...], object]:
-    """(source, permutation, scale): `value` is transpose(scale * source, permutation), looking through
-    transposes and multiplications by a positive real constant. Those are for inexact dtypes only: a
-    scaled integer operand would wrap in the operand's dtype, not the wider result's. Negative
-    factors stay: an empty or all-zero sum is +0 whatever the operands' signs, while a negative
-    alpha would make it -0 (as JAX computes `(-a) @ b`, it is +0)."""
-    permutation, scale = tuple(range(value.type.ndim)), 1
-    inexact = value.type.dtype in INEXACT
-    while (op := value.producer) is not None:
-        if op.name == "transpose":
-            permutation = tuple(op.attrs["permutation"][p] for p in permutation)
-            value = op.operands[0]
-        elif inexact and (factored := constant_factor(value)) and is_positive(factored[1]):
-            value, scale = factored[0], scale * factored[1]
-        else:
-            break
-    return value, permutation, scale
+def peeled(value: Value) -> tuple[Value, tuple[int, ...]]:
+    """(source, permutation): `value` is transpose(source, permutation), looking through transposes.
+    A constant factor of an operand stays an operand's: folded into alpha it would change what
+    overflows (JAX's (x * 1e30) @ y is NaN where x * 1e30 is inf and y is 0) and the sign of a zero
+    sum (a negative alpha makes JAX's +0 a -0)."""
+    permutation = tuple(range(value.type.ndim))
+    while (op := value.producer) is not None and op.name == "transpose":
+        permutation = tuple(op.attrs["permutation"][p] for p in permutation)
+        value = op.operands[0]
+    return value, permutation
 
 
 def lies_in_order(shape, *groups) -> bool:
@@ -112,8 +100,8 @@ def gemm_from_dot(m, lhs, rhs, dot):
     attrs, result = dot.attrs, dot.result.type
     if not attrs["lhs_contracting"] or result.dtype not in SUPPORTED.get(lhs.type.dtype, ()):
         return None
-    lhs, lhs_perm, lhs_scale = peeled(lhs)
-    rhs, rhs_perm, rhs_scale = peeled(rhs)
+    lhs, lhs_perm = peeled(lhs)
+    rhs, rhs_perm = peeled(rhs)
     lhs_batch = [lhs_perm[d] for d in attrs["lhs_batch"]]
     rhs_batch = [rhs_perm[d] for d in attrs["rhs_batch"]]
     lhs_free = free_dimensions(len(lhs_perm), attrs["lhs_contracting"], attrs["lhs_batch"], lhs_perm)
@@ -133,7 +121,7 @@ def gemm_from_dot(m, lhs, rhs, dot):
     rows, columns = a.type.shape[-1 if trans_a else -2], b.type.shape[-2 if trans_b else -1]
     routine = "strided_batched_gemm" if batched else "gemv" if 1 in (rows, columns) else "gemm"
     call = m.op("library_call", a, b, library="blas", routine=routine, solution="", trans_a=trans_a, trans_b=trans_b,
-                alpha=in_dtype(lhs_scale * rhs_scale, result.dtype), beta=in_dtype(0, result.dtype), epilogue="none",
+                alpha=in_dtype(1, result.dtype), beta=in_dtype(0, result.dtype), epilogue="none",
                 result_dtype=result.dtype, compute_dtype=dtype_name(compute_dtype(numpy_dtype(result.dtype))))
     return call if call.type == result else m.op("reshape", call, new_sizes=result.shape)
 

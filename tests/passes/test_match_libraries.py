@@ -128,7 +128,7 @@ func @f(%0: f32[4], %1: f32[6], %2: i64[4,5], %3: i64[5,6]) -> (f32[4,6], i64[4,
   %5 = dot_general(%2, %3) {lhs_contracting = [1], rhs_contracting = [0], lhs_batch = [], rhs_batch = [], preferred_element_type = none} : i64[4,6]
   return %4, %5
 }"""),
-    ("scalar_factors_of_the_result_and_positive_ones_of_operands_are_alpha", """
+    ("scalar_factors_of_the_result_are_alpha_those_of_operands_stay", """
 func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
   %2 = constant() {value = dense<0.5>} : f32[]
   %3 = broadcast_in_dim(%2) {shape = [4, 5], broadcast_dimensions = []} : f32[4,5]
@@ -141,9 +141,12 @@ func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
   return %9
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
-  %2 = neg(%1) : f32[5,6]
-  %3 = library_call(%0, %2) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.5, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,6]
-  return %3
+  %2 = constant() {value = dense<0.5>} : f32[]
+  %3 = broadcast_in_dim(%2) {shape = [4, 5], broadcast_dimensions = []} : f32[4,5]
+  %4 = mul(%0, %3) : f32[4,5]
+  %5 = neg(%1) : f32[5,6]
+  %6 = library_call(%4, %5) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 3.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  return %6
 }"""),
     ("integer_operand_factors_stay_result_factors_are_alpha", """
 func @f(%0: i8[4,5], %1: i8[5,6]) -> (i32[4,6]) {
