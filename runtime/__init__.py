@@ -1,7 +1,8 @@
 """runtime: loading compiled kernels and launching their grids; see docs/design.md.
 
 launch.py  `compile_kernel(kernel)` -> a callable `CompiledKernel` (cached by the kernel's text),
-           whose call runs the grid's workgroups on a thread pool.
+           whose call runs the grid's workgroups on a thread pool; `object_code(kernel, cache)`,
+           the object code of a kernel's code text from the cache, the library store or LLVM.
 executable.py  `Executable.compile(module)`: the passes, one kernel per op, and the host schedule
            (launches, host loops and branches) that runs them; what `cj.jit` calls.
 cache.py   the persistent compile cache (CDNAJIT_CACHE_DIR): object code and whole programs on disk.

@@ -44,8 +44,7 @@ from ..libs.blas.matcher import SUPPORTED
 from ..libs.blas.solutions import Solution
 from ..libs.blas.tuning import database_path, load_database, problem_key, save_database
 from .cache import default_cache
-from .executable import object_code
-from .launch import CompiledKernel, aligned_copy, aligned_empty
+from .launch import CompiledKernel, aligned_copy, aligned_empty, object_code
 
 BAR_WIDTH = 30
 # The steepest slope of a transcendental epilogue activation (gelu's, about 1.13; tanh, sigmoid,

@@ -36,7 +36,7 @@ from copy import copy as shallow_copy
 import numpy as np
 
 from .. import libs  # noqa: F401  (registers the built-in libraries)
-from ..codegen.host import compile_object, is_aligned_buffer
+from ..codegen.host import is_aligned_buffer
 from ..errors import AllocationError, CdnajitError
 from ..ir.core import Module, Op, Region
 from ..ir.kernel import GlobalBuffer, Kernel, ScalarParam
@@ -46,8 +46,8 @@ from ..ir.types import NUMPY_DTYPES, format_bytes
 from ..ir.verifier import verify
 from ..lowering.emitters import HOST_OPS, emit_kernel
 from ..passes.manager import run_pipeline
-from .cache import CompileCache, default_cache, library_cache
-from .launch import CompiledKernel, address, aligned_empty, runs_in_parallel
+from .cache import CompileCache, default_cache
+from .launch import CompiledKernel, address, aligned_empty, object_code, runs_in_parallel
 
 ALIAS_OPS = frozenset({"reshape"})
 
@@ -116,19 +116,6 @@ def check_contract(op: Op, kernel: Kernel) -> None:
     if problem:
         raise CdnajitError(f"the kernel of {op.name} ({kernel.name}) breaks the parameter contract of "
                            f"lowering/emitters.py: {problem}")
-
-
-def object_code(kernel: Kernel, cache: CompileCache) -> tuple[str, bytes]:
-    """(cache key, object code) of a kernel; the key is its code's text (Kernel.code_text), without
-    the name, which only labels it, and the arguments, which one launch binds. A kernel the cache
-    lacks may be one of the libraries' prebuilt ones (library_cache)."""
-    key = cache.key("kernel", kernel.code_text())
-    entry = cache.load(key) or library_cache().load(key)
-    if entry is not None:
-        return key, entry[1]
-    code = compile_object(kernel)
-    cache.store(key, {"kind": "object"}, code)
-    return key, code
 
 
 # ---- planning: optimized module -> plan ---------------------------------------------------

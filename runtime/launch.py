@@ -1,6 +1,6 @@
 """Load compiled kernels and launch their grids on a thread pool.
 
-    compiled = compile_kernel(kernel)      # cached in memory by the kernel's text
+    compiled = compile_kernel(kernel)      # object code through the compile cache (object_code)
     compiled(x, y, 3.5)                    # numpy arrays for buffers, numbers for scalars
 
 A launch's threads (the caller and the pool's workers) each call the native
@@ -39,6 +39,7 @@ from ..codegen.host import ENTRY, WRITTEN_BUFFER_ALIGNMENT, compile_object, is_a
 from ..errors import CdnajitError
 from ..ir.kernel import For, GlobalBuffer, Kernel, ScalarParam, evaluate_extent, is_extent
 from ..ir.types import NUMPY_DTYPES
+from .cache import CompileCache, default_cache, library_cache
 from .native import link_object, native_wait
 
 RUN_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -345,13 +346,29 @@ _cache: dict[str, CompiledKernel] = {}
 _cache_lock = ForkSafeLock()  # a forked child finds it free (codegen/fork_safe.py)
 
 
+def object_code(kernel: Kernel, cache: CompileCache) -> tuple[str, bytes]:
+    """(cache key, object code) of a kernel; the key is its code's text (Kernel.code_text), without
+    the name, which only labels it, and the arguments, which one launch binds. A kernel the cache
+    lacks may be one of the libraries' prebuilt ones (library_cache)."""
+    key = cache.key("kernel", kernel.code_text())
+    entry = cache.load(key) or library_cache().load(key)
+    if entry is not None:
+        return key, entry[1]
+    code = compile_object(kernel)
+    cache.store(key, {"kind": "object"}, code)
+    return key, code
+
+
 def compile_kernel(kernel: Kernel) -> CompiledKernel:
-    """The kernel compiled for the host, cached in memory by its printed text."""
+    """The kernel loaded for the host, cached in memory by its printed text (name and arguments
+    included); its object code comes through the compile cache (`object_code`), so a kernel that
+    differs from a compiled one only in its arguments (a library solution's new problem) or its
+    name costs no LLVM compile."""
     key = str(kernel)
     with _cache_lock:
         compiled = _cache.get(key)
     if compiled is None:
-        compiled = CompiledKernel(kernel, compile_object(kernel))
+        compiled = CompiledKernel(kernel, object_code(kernel, default_cache())[1])
         with _cache_lock:
             compiled = _cache.setdefault(key, compiled)
     return compiled

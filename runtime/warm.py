@@ -4,7 +4,7 @@ not the user's compile cache), as a ROCm library ships its kernels.
 
 Each problem's call is emitted as a compiled program emits it (the library's `emit` for the
 target), and its kernel's object code is stored under the key a program looks it up by
-(`executable.object_code`: the kernel's code text), so a later program whose GEMM picks that
+(`launch.object_code`: the kernel's code text), so a later program whose GEMM picks that
 solution and variant, at any size and with an empty compile cache, loads it instead of compiling.
 Problems that share a kernel are compiled once; kernels already in the store cost a lookup, and
 entries an older compiler made are removed first.
@@ -26,7 +26,7 @@ from ..ir.targets import Target, get_target
 from ..libs.blas import kernels as blas
 from ..libs.blas.prebuilt import common_calls, prebuilt_dtypes
 from .blas_tune import progress
-from . import executable
+from . import launch
 from .cache import library_cache
 
 
@@ -78,12 +78,12 @@ def warm(target: str | Target | None = None, dtypes=None, show_progress: bool = 
     if jobs > 1 and len(missing) > 1:
         # Fresh interpreters (spawn), not forks of this one: a caller's threads hold no lock in them.
         with ProcessPoolExecutor(min(jobs, len(missing)), mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(executable.compile_object, kernel): (key, kernel) for key, kernel in missing}
+            futures = {pool.submit(launch.compile_object, kernel): (key, kernel) for key, kernel in missing}
             for future in as_completed(futures):
                 stored(*futures[future], future.result())
     else:
         for key, kernel in missing:
-            stored(key, kernel, executable.compile_object(kernel))
+            stored(key, kernel, launch.compile_object(kernel))
     if show_progress:
         progress(len(kernels), len(kernels), "done", file, task="warm")
         file.write("\n")

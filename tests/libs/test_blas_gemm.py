@@ -31,7 +31,7 @@ from cdnajit.libs.blas.heuristic import select
 from cdnajit.libs.blas.solutions import solution_pool
 from cdnajit.libs.blas.tuning import DATABASE_NAME
 from cdnajit.runtime.blas_tune import MARGIN, head_to_head_winner
-from cdnajit.runtime import executable
+from cdnajit.runtime import launch
 from cdnajit.runtime.launch import CompiledKernel, compile_kernel
 from cdnajit.runtime.occupancy import occupancy
 
@@ -105,36 +105,52 @@ def small_solutions(in_dtype):
     return [s for s in solution_pool(in_dtype, compute, GFX942) if max(s.mt0, s.mt1) <= 64 and s.depth_u <= 32]
 
 
-def run_random_gemm(seed):
+def size_of_the_same_variant(rng, first: int, tile: int) -> int:
+    """A size from SIZES (or a multiple of `tile`) that is a multiple of `tile` exactly when `first`
+    is: a problem of the same kernel variant (generator.Edges)."""
+    if first % tile:
+        return int(rng.choice([s for s in SIZES if s % tile]))
+    return int(rng.choice([s for s in SIZES if s % tile == 0] + [tile, 2 * tile]))
+
+
+def run_random_gemm(seed, problems=3):
+    """One random kernel (dtype, solution, layouts, epilogue, whether C is read) run on `problems`
+    random problems of its variant: M, batch, alpha and beta free, N and K of the first problem's
+    divisibility by the tile. The kernel compiles once (launch.object_code: the code text is the
+    same), as a library solution serves every problem it is selected for."""
     rng = np.random.default_rng(seed)
     in_dtype = list(DTYPES)[seed % len(DTYPES)]
-    m, n, k = (int(rng.choice(SIZES)) for _ in range(3))
-    batch = int(rng.choice([1, 1, 3]))
     trans_a, trans_b = bool(rng.integers(2)), bool(rng.integers(2))
     integer = in_dtype == "i8"
     epilogue = str(rng.choice(INT_EPILOGUES if integer else FLOAT_EPILOGUES))
-    alpha = int(rng.choice([1, -2, 3])) if integer else float(rng.choice([1.0, 0.5, -1.5]))
-    beta = int(rng.choice([0, 1, -1])) if integer else float(rng.choice([0.0, 1.0, 0.25]))
-    op = gemm_call(m, n, k, in_dtype, DTYPES[in_dtype][0], batch=batch, trans_a=trans_a, trans_b=trans_b,
-                   alpha=alpha, beta=beta, epilogue=epilogue)
+    reads_c = bool(rng.integers(2))
     pool = small_solutions(in_dtype)
     # Even seeds take an MFMA solution, odd ones a VALU solution (when the dtype has both).
     kinds = [s for s in pool if s.kind == ("mfma" if seed % 2 == 0 else "valu")] or pool
     solution = kinds[int(rng.integers(len(kinds)))]
-    arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
-    d = np.full(op.result.type.shape, -7, NUMPY_DTYPES[op.attrs["result_dtype"]])
-    compile_kernel(gemm_kernel(op, solution, "gemm"))(*arrays, d)
-    assert_gemm_close(d, op, arrays, k)
-    return solution
+    first_n, first_k = int(rng.choice(SIZES)), int(rng.choice(SIZES))
+    for i in range(problems):
+        m = int(rng.choice(SIZES))
+        n = first_n if i == 0 else size_of_the_same_variant(rng, first_n, solution.mt1)
+        k = first_k if i == 0 else size_of_the_same_variant(rng, first_k, solution.depth_u)
+        batch = int(rng.choice([1, 1, 3]))
+        alpha = int(rng.choice([1, -2, 3])) if integer else float(rng.choice([1.0, 0.5, -1.5]))
+        beta = (int(rng.choice([1, -1])) if integer else float(rng.choice([1.0, 0.25]))) if reads_c else 0
+        op = gemm_call(m, n, k, in_dtype, DTYPES[in_dtype][0], batch=batch, trans_a=trans_a, trans_b=trans_b,
+                       alpha=alpha, beta=beta, epilogue=epilogue)
+        arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
+        d = np.full(op.result.type.shape, -7, NUMPY_DTYPES[op.attrs["result_dtype"]])
+        compile_kernel(gemm_kernel(op, solution, "gemm"))(*arrays, d)
+        assert_gemm_close(d, op, arrays, k)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(14))
 def test_random_gemm_matches_reference(seed):
     run_random_gemm(seed)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(40, 300))
+@pytest.mark.parametrize("seed", range(14, 200))
 def test_random_gemm_matches_reference_long(seed):
     run_random_gemm(seed)
 
@@ -249,8 +265,8 @@ def test_tuning_another_size_loads_the_candidates_kernels_from_the_cache(private
     """The find mode compiles each candidate's kernel once: tuning another size of the same
     candidates (and variant: N and K past the tiles, M > N) compiles nothing."""
     compiles = []
-    compile_for_real = executable.compile_object
-    monkeypatch.setattr(executable, "compile_object", lambda kernel: compiles.append(kernel) or compile_for_real(kernel))
+    compile_for_real = launch.compile_object
+    monkeypatch.setattr(launch, "compile_object", lambda kernel: compiles.append(kernel) or compile_for_real(kernel))
     first = cj.libs.blas.tune(40, 24, 19, "float32", top=2, repeats=1, show_progress=False)
     assert len(compiles) == 2
     second = cj.libs.blas.tune(45, 30, 23, "float32", top=2, repeats=1, show_progress=False)
@@ -477,10 +493,26 @@ def gemm_compiles(tmp_path, monkeypatch):
     arguments) that LLVM compiles from then on."""
     monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path))
     names = []
-    compile_for_real = executable.compile_object
-    monkeypatch.setattr(executable, "compile_object",
+    compile_for_real = launch.compile_object
+    monkeypatch.setattr(launch, "compile_object",
                         lambda kernel: names.extend([kernel.name] * bool(kernel.arguments)) or compile_for_real(kernel))
     return names
+
+
+
+def test_compile_kernel_loads_a_compiled_solution_for_a_new_problem(gemm_compiles):
+    """runtime/launch.compile_kernel finds object code by the kernel's code text: the kernel of a
+    solution built for another problem of its variant (other M, N, K, batch, alpha and beta) loads
+    the compiled one and computes that problem."""
+    rng = np.random.default_rng(12)
+    solution = next(s for s in small_solutions("f32") if s.kind == "valu")
+    for m, n, k, batch, alpha, beta in [(5, 7, 3, 1, 0.5, 1.0), (70, 13, 31, 3, -1.5, 0.25)]:
+        op = gemm_call(m, n, k, "f32", "f32", batch=batch, alpha=alpha, beta=beta)
+        arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
+        d = np.full(op.result.type.shape, -7, np.float32)
+        compile_kernel(gemm_kernel(op, solution, "g"))(*arrays, d)
+        assert_gemm_close(d, op, arrays, k)
+    assert gemm_compiles == ["g"]
 
 
 def two_layers(xp, x, w1, b1, w2, b2):
