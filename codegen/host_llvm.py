@@ -22,14 +22,21 @@ from functools import lru_cache
 import llvmlite.binding as llvm
 
 
+# Vector gathers stay scalar loads: where LLVM vectorized a strided read into AVX-512 gathers, x86's
+# instruction selection took 13 s on one GEMM kernel (a single-wave MFMA tile, whose B values are
+# copied per work-item with a stride of 17), and the kernels measured on a Zen 5 host ran as fast
+# or faster without them (a stride-3 slice 5x faster).
+FEATURES = ",+prefer-no-gather"
+
+
 @lru_cache(maxsize=1)
 def target_machine() -> llvm.TargetMachine:
-    """The host CPU's target machine, at O3 with every feature of this CPU."""
+    """The host CPU's target machine, at O3 with every feature of this CPU (and FEATURES)."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, codemodel="jitdefault")
+    features = llvm.get_host_cpu_features().flatten() + FEATURES
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=features, opt=3, codemodel="jitdefault")
 
 
 COMPILER_USED = re.compile(r"^@llvm\.compiler\.used = .*$", re.M)

@@ -374,6 +374,25 @@ def test_stack_arrays_start_on_a_cache_line_whatever_the_callers_stack():
         assert re.search(line_aligned, text), "no line-aligned vector loads"
 
 
+@pytest.mark.skipif(not host.llvm.get_process_triple().startswith("x86_64"), reason="x86 gathers")
+def test_strided_reads_are_not_vectorized_into_gathers():
+    """host_llvm.FEATURES: a strided read (x[:, ::3] of 15 columns) stays scalar loads, no
+    llvm.masked.gather (whose instruction selection took seconds in a GEMM kernel), and the kernel
+    computes the slice."""
+    rows = 256
+    x = K.GlobalBuffer("x", "f32", rows * 15, readonly=True)
+    y = K.GlobalBuffer("y", "f32", rows * 5)
+    i = K.Var("i", "u32")
+    body = [K.Let(i, K.workgroup_id(0).cast("u32") * 64 + K.workitem_id(0).cast("u32")),
+            K.Store(y, i, x[(i / 5) * 15 + (i % 5) * 3] * 2.0)]
+    kernel = K.Kernel("strided", params=[x, y], grid=(rows * 5 // 64,), workgroup_size=(64,), body=body)
+    assert "masked.gather" not in optimized_llvm_ir(kernel)
+    xs = RNG.standard_normal(rows * 15).astype(np.float32)
+    out = aligned_empty((rows * 5,), np.float32)
+    compile_kernel(kernel)(xs, out)
+    np.testing.assert_array_equal(out, xs.reshape(rows, 15)[:, ::3].ravel() * np.float32(2))
+
+
 @pytest.mark.skipif(not host.llvm.get_process_triple().startswith("x86_64"), reason="x86 streaming stores")
 def test_very_large_written_buffers_stream_and_misaligned_arrays_are_staged(monkeypatch):
     monkeypatch.setattr(host, "STREAMING_MIN_BYTES", 4096)
