@@ -323,6 +323,16 @@ def outlined_math(kernel: Kernel) -> set:
         return set()
     counts = [(n, key) for key, n in math_calls(kernel).items() if key[0] in mathlib.OUTLINABLE]
     inlined = sum(n for n, _ in counts)
+    # Outlined functions of one float width only: a work-item loop calling f64 variants (on N
+    # lanes) and f32 ones (on 2N) is miscompiled by LLVM 22's loop and SLP vectorizers together,
+    # which prove the workgroup's body unreachable and drop it (fuzz seed 2323, program
+    # 2323011023: cos(f32(log2(f64 x)))). The width with more calls is outlined.
+    calls_of_width = Counter()
+    for n, (_, dtype) in counts:
+        calls_of_width[dtype == "f64"] += n
+    if len(calls_of_width) > 1:
+        f64_outlined = calls_of_width[True] > calls_of_width[False]
+        counts = [(n, key) for n, key in counts if (key[1] == "f64") == f64_outlined]
     outlined = set()
     for n, key in sorted(counts, reverse=True):
         if inlined <= MAX_INLINED_MATH_CALLS or n == 1:
@@ -353,6 +363,37 @@ def vector_bits() -> int:
 
 
 # ---- the workgroup function -------------------------------------------------------------
+
+# ---- 32-bit indices computed in 64 bits ----------------------------------------------------
+# A u32 index such as `workgroup_id * 4 + workitem_id % 4` (a broadcast operand of a row kernel)
+# emitted in i32 and zero-extended is vectorized wrongly by LLVM 22's loop vectorizer: it reads
+# elements base .. base + 63 where the index repeats base .. base + 3 (a predicated zext of
+# `invariant + (i & 3)`; fuzz seed 2323, program 2323016947). Computed in i64 from the start, the
+# same index vectorizes correctly. That is exact when no intermediate value wraps, which
+# `u32_bound` proves from the ids' and constants' ranges.
+WIDENED_OPS = {"add": "add", "mul": "mul", "div": "udiv", "rem": "urem", "and": "and_"}
+
+
+def u32_bound(e: Expr, kernel: Kernel) -> int | None:
+    """The largest value of a u32 expression of constants, launch ids (of a static grid) and +, *,
+    / and % by positive constants, & with constants, when no intermediate value reaches 2^32;
+    else None."""
+    if e.dtype != "u32":
+        return None
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, Cast) and isinstance(e.x, Special):
+        extent = {"workitem_id": kernel.workgroup_size, "workgroup_id": kernel.grid}.get(e.x.kind)
+        bound = extent[e.x.dim] - 1 if extent is not None and isinstance(extent[e.x.dim], int) else None
+    elif isinstance(e, Binary) and e.op in WIDENED_OPS:
+        a, b = u32_bound(e.a, kernel), u32_bound(e.b, kernel)
+        if a is None or b is None or (e.op in ("div", "rem") and not (isinstance(e.b, Const) and b > 0)):
+            return None
+        bound = {"add": a + b, "mul": a * b, "div": a // max(b, 1), "rem": min(a, b - 1), "and": min(a, b)}[e.op]
+    else:
+        return None
+    return bound if bound is not None and bound < 2 ** 32 else None
+
 
 # ---- index arithmetic of a known lane ----------------------------------------------------------
 # A GEMM micro-kernel (codegen/mfma_host.py) reads each lane's operand at an LDS index computed from
@@ -656,6 +697,19 @@ class HostKernelBuilder(KernelBuilder):
         if reloaded is not None:
             return self.expr(reloaded)
         return self.b.load(self.variable_pointer(var), typ=REGISTER_TYPES[var.dtype])
+
+    def index64(self, expr):
+        """A buffer index as an i64: a u32 one u32_bound proves computed in i64 (WIDENED_OPS)."""
+        if self.lane_of_wave is None and u32_bound(expr, self.kernel) is not None:
+            return self.widened(expr)
+        return super().index64(expr)
+
+    def widened(self, e: Expr):
+        if isinstance(e, Const):
+            return ir.Constant(I64, e.value)
+        if isinstance(e, Cast):   # of a launch id, which is never negative
+            return self.b.zext(self.expr(e.x), I64)
+        return getattr(self.b, WIDENED_OPS[e.op])(self.widened(e.a), self.widened(e.b))
 
     def element_pointer(self, buffer, index_expr):
         index = self.index64(index_expr)

@@ -16,6 +16,7 @@ from cdnajit.ir.ops.elementwise import convert, divide, remainder, shift_left
 from cdnajit.ir.targets import get_target
 from cdnajit.libs.blas.generator import gemm_call, gemm_kernel
 from cdnajit.libs.blas.solutions import solution_by_name
+from cdnajit.runtime.executable import Executable
 from cdnajit.runtime.launch import LaunchError, aligned_empty, compile_kernel
 
 RNG = np.random.default_rng(1)
@@ -372,6 +373,37 @@ def test_stack_arrays_start_on_a_cache_line_whatever_the_callers_stack():
     if max(widths, default=0) * 4 >= host.STACK_ARRAY_ALIGNMENT:   # vectors as wide as a line (AVX-512)
         line_aligned = rf"load <\d+ x float>, ptr %[\w.]+, align {host.STACK_ARRAY_ALIGNMENT}\b"
         assert re.search(line_aligned, text), "no line-aligned vector loads"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.bool_])
+def test_a_row_reduction_reads_its_broadcast_operand_per_item(dtype):
+    """Each workgroup reduces a row of 64 products x0[g, i] * x1[i % 4 + 4 g]: the broadcast
+    operand's index `workgroup_id * 4 + workitem_id % 4` is computed in 64 bits (host.u32_bound),
+    which LLVM's loop vectorizer reads as it is; in 32 bits, zero-extended, it read 64
+    consecutive elements (past the end of x1)."""
+    x1 = RNG.integers(0, 3, (2, 1, 1, 4)).astype(dtype)
+    x0 = RNG.integers(0, 3, (1, 2, 8, 4)).astype(dtype)
+    reduce = cj.numpy.any if dtype == np.bool_ else cj.numpy.sum
+    got = cj.jit(lambda a, b: reduce(b * a, axis=(1, 2, 3)))(x0, x1)
+    want = np.any(x1 * x0, axis=(1, 2, 3)) if dtype == np.bool_ else np.sum(x1 * x0, axis=(1, 2, 3), dtype=got.dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_outlined_math_is_of_one_float_width():
+    """A kernel calling f64 and f32 math is outlined in one width (host.outlined_math; both, LLVM
+    dropped the workgroup's body), and computes cos(f32(log2(f64 x))) over a row of 449."""
+    x = (np.arange(449) % 7).astype(np.uint8)
+
+    def program(v):
+        return (cj.numpy.cos(cj.numpy.log2(v.astype(np.float64)).astype(np.float32)),
+                cj.numpy.tanh(cj.numpy.sum(v, keepdims=True)))
+
+    compiled = Executable.compile(cj.make_graph(program)(x))
+    assert len({dtype == "f64" for _, dtype in host.outlined_math(compiled.kernels[0])}) == 1
+    with np.errstate(divide="ignore"):
+        want = np.cos(np.log2(x.astype(np.float64)).astype(np.float32))
+    got = compiled(x)[0]
+    np.testing.assert_allclose(got, want, rtol=4 * 2.0 ** -23, atol=2.0 ** -24)
 
 
 @pytest.mark.skipif(not host.llvm.get_process_triple().startswith("x86_64"), reason="x86 gathers")
