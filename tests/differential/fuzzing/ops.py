@@ -60,7 +60,9 @@ def evaluate(node, vals) -> Val:
     result = OPS[node.op].evaluate(node, vals)
     keeps = node.op in KEEP_WEAK and not (node.op == "unary" and node.params["name"] in STRONG_UNARY)
     keeps = keeps or (node.op == "sort" and node.params["name"] == "sort")
-    keeps = keeps or (node.op == "cumulative" and node.params["name"] in ("cummax", "cummin"))   # lax's keep it
+    # lax's cumulative functions keep a weak type (cummax, cummin, and any reversed one: fuzz seed
+    # 2424, program 2424010611); jnp.cumsum and jnp.cumprod drop it.
+    keeps = keeps or (node.op == "cumulative" and (node.params["name"] in ("cummax", "cummin") or node.params["reverse"]))
     if node.op == "combine" and node.params["name"] in ("concatenate", "stack"):
         keeps = False   # weak only when both operands are (the promotion says so), not when the first is
     if keeps and result.kind != "b" and node.args and vals[node.args[0]].weak:
