@@ -323,16 +323,6 @@ def outlined_math(kernel: Kernel) -> set:
         return set()
     counts = [(n, key) for key, n in math_calls(kernel).items() if key[0] in mathlib.OUTLINABLE]
     inlined = sum(n for n, _ in counts)
-    # Outlined functions of one float width only: a work-item loop calling f64 variants (on N
-    # lanes) and f32 ones (on 2N) is miscompiled by LLVM 22's loop and SLP vectorizers together,
-    # which prove the workgroup's body unreachable and drop it (fuzz seed 2323, program
-    # 2323011023: cos(f32(log2(f64 x)))). The width with more calls is outlined.
-    calls_of_width = Counter()
-    for n, (_, dtype) in counts:
-        calls_of_width[dtype == "f64"] += n
-    if len(calls_of_width) > 1:
-        f64_outlined = calls_of_width[True] > calls_of_width[False]
-        counts = [(n, key) for n, key in counts if (key[1] == "f64") == f64_outlined]
     outlined = set()
     for n, key in sorted(counts, reverse=True):
         if inlined <= MAX_INLINED_MATH_CALLS or n == 1:

@@ -59,8 +59,10 @@ def test_random_programs_many(part):
     1919007186,  # interpreter: x.at[i].min(0.) over -0. kept numpy's +0 (JAX: -0); oracle: 0 * a zero of open sign
     1111012866,  # oracle: trunc of cummax's sign-free zero (max of 0 and -0) compared the zero's sign
     2323016947,  # any(x1 * x0) over a row of one wave: LLVM vectorized in0[wg * 4 + item % 4] as contiguous
-    2323011023,  # cos(f32(log2(f64 x))): outlined f64 and f32 math in one loop, the body dropped by LLVM
+    2323011023,  # cos(f32(log2(f64 x))): LLVM's SLP vectorizer on outlined math dropped the kernel's body
+    2525015111,  # cosh(x) >= argmin(x) and its sum, one row kernel: the SLP vectorizer on outlined cosh, garbage
     2424010611,  # oracle: lax.cumprod(reverse=True) of a weak f64 taken as strong; lax's cumulative functions keep it
+    2626008085,  # oracle: power(weak f64, 2) taken as strong; lax.integer_pow keeps the weak type
     1010003516,  # oracle: power(1e30, bool) taken as strong f64; JAX keeps it weak (+ f16 is f16)
     1010003692,  # oracle: arctan of an undetermined product (possibly inf * 0 = NaN) was bounded by pi/2
     909012001,   # interpreter: logistic(-96.0) in f32 gave 0 (exp(96) overflowed), JAX 2.03e-42

@@ -271,7 +271,10 @@ class Binary:
             b = ew.scalar_val(p["scalar"], promote(*types)[0])
         dtype = ew.binary_dtype(p["name"], *types)
         if p["name"] == "power" and len(node.args) == 1 and type(p["scalar"]) is int and not p.get("swap"):
-            return ew.integer_pow(ew.convert(a, dtype), p["scalar"])
+            # lax.integer_pow keeps a weak operand weak (fuzz seed 2626, program 2626008085)
+            result = ew.integer_pow(ew.convert(a, dtype), p["scalar"])
+            result.weak = promote(*types)[1]
+            return result
         if p.get("swap"):
             a, b = b, a
         result = ew.binary(p["name"], a, b, dtype)
