@@ -207,6 +207,9 @@ def binary(name: str, a: Val, b: Val, dtype: str) -> Val:
             err = np.where((ea > 0) | (eb > 0), err, 0.0)
             if k == "c":
                 err = err + 8 * ulp(mx / my, compute)
+                # XLA divides by |y|^2 in the operands' precision: where that underflows, its answer
+                # is 0/0 or x/0, NaN or inf (fuzz seed 2828, program 2828011404: -0 / 9.2e-41)
+                err = np.where(my * my < finfo(compute).tiny, UNKNOWN, err)
         elif name in ("maximum", "minimum"):
             err = np.maximum(ea, eb)
         else:   # %, power, arctan2: defined only for exact operands here
