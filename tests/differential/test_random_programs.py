@@ -64,6 +64,7 @@ def test_random_programs_many(part):
     2424010611,  # oracle: lax.cumprod(reverse=True) of a weak f64 taken as strong; lax's cumulative functions keep it
     2626008085,  # oracle: power(weak f64, 2) taken as strong; lax.integer_pow keeps the weak type
     2828011404,  # oracle: -0 / complex64 9.2e-41: XLA's |y|^2 underflows to 0, so NaN (numpy: -0)
+    2929010023,  # oracle: uint64 ** int8 (arrays) taken as strong; JAX promotes them to a weak f64 first
     1010003516,  # oracle: power(1e30, bool) taken as strong f64; JAX keeps it weak (+ f16 is f16)
     1010003692,  # oracle: arctan of an undetermined product (possibly inf * 0 = NaN) was bounded by pi/2
     909012001,   # interpreter: logistic(-96.0) in f32 gave 0 (exp(96) overflowed), JAX 2.03e-42

@@ -282,8 +282,11 @@ class Binary:
         exponent = types[0] if p.get("swap") else types[1]
         if p["name"] == "power" and exponent in INTEGER_DTYPES and exponent != "bool":
             # jnp.power to a traced integer array: lax.pow's (or integer squaring's) strong result;
-            # a bool exponent is promoted as any operand (1e30 ** bool_array stays weak)
-            result.weak = False
+            # a bool exponent is promoted as any operand (1e30 ** bool_array stays weak), and so
+            # is an integer base: uint64 ** int8 is the weak float of their promotion (fuzz seed
+            # 2929, program 2929010023)
+            base = types[1] if p.get("swap") else types[0]
+            result.weak = base in INTEGER_DTYPES and promote(*types)[1]
         return result
 
 
