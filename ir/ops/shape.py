@@ -272,10 +272,11 @@ def scatter(x, indices, updates, *, reduction):
     if SCATTER_REDUCTIONS[reduction] is None:
         out[where] = chosen
         return out[0].astype(x.dtype)
-    before = out.copy()
+    settles_zeros = reduction in ("min", "max") and out.dtype.kind == "f"
+    before = out.copy() if settles_zeros else None
     with np.errstate(all="ignore"):  # IEEE results (inf * 0 = NaN), integer wrap-around
         SCATTER_REDUCTIONS[reduction].at(out, where, chosen)
-    if reduction in ("min", "max") and out.dtype.kind == "f":
+    if settles_zeros:
         # Zeros of both signs settle as JAX's minimum and maximum settle them, not as numpy's ufunc
         # (which keeps its first operand): min takes -0.0 where any -0.0 met, max +0.0.
         negative = reduction == "min"
