@@ -41,6 +41,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 import numpy as np
 
+from ..environment import compile_jobs
 from ..ir.kernel import (Assign, Barrier, Binary, Cast, Const, Expr, For, GlobalBuffer, If, Kernel, Let, Load, Math,
                          Prefetch, Special, Store, Unary, Var, WaveOp, WaveReduce, WaveShuffle, contains_cut, walk)
 from ..ir.opdef import OPS
@@ -1033,4 +1034,13 @@ def optimized_llvm_ir(kernel: Kernel) -> str:
 def compile_object(kernel: Kernel) -> bytes:
     """The kernel as a host object file whose symbol `run` is the entry."""
     return llvm_worker.run("object_code", str(llvm_module(kernel)), streamed_buffers(kernel))
+
+
+def compile_objects(kernels: list[Kernel]) -> list[bytes]:
+    """[compile_object(k) for k in kernels], on $CDNAJIT_COMPILE_JOBS CPUs at once (by default all
+    this process may use), the longest kernels first so that no CPU is left with one at the end
+    (a kernel's code text is a fair measure of its LLVM time)."""
+    order = sorted(range(len(kernels)), key=lambda i: -len(kernels[i].code_text()))
+    codes = llvm_worker.map_in_forks(compile_object, [kernels[i] for i in order], compile_jobs())
+    return [code for _, code in sorted(zip(order, codes))]
 

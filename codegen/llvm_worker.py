@@ -1,7 +1,9 @@
 """Where LLVM optimises host kernels: in this process for its first IN_PROCESS_COMPILES kernels,
-then in a worker process that is replaced every COMPILES_PER_WORKER kernels.
+then in a worker process that is replaced every COMPILES_PER_WORKER kernels; and, for several
+kernels at once, also in forked copies of this process.
 
     run("object_code", text, streamed)    a codegen/host_llvm.py function's result
+    map_in_forks(compile, kernels, jobs)  [compile(k) for k in kernels], on up to `jobs` CPUs
 
 llvmlite 0.50 keeps about 70 KB of C++ memory per module it optimises and never frees it (its
 PassBuilder's pipeline and instrumentation; measured, and reusing a built pipeline aborts). A
@@ -17,8 +19,11 @@ module), that request raises a RuntimeError and the next one starts a new worker
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import pickle
+import signal
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +108,111 @@ def run(name: str, *args):
         _in_process_left -= 1
     with LLVM_LOCK:
         return host_llvm.REQUESTS[name](*args)
+
+
+# Fork only on Linux: elsewhere a forked child of a process with threads may hang in the system's
+# own libraries (macOS), or there is no fork.
+FORK_AVAILABLE = sys.platform.startswith("linux") and hasattr(os, "fork")
+# An item's index in the queue of tasks, a pipe: all are written before the first read, and a
+# pipe holds 64 KiB; Linux reads a 4-byte record of a pipe whole, under the pipe's lock, so the
+# processes taking tasks never split one.
+TASK = struct.Struct("<I")
+MAX_QUEUED_TASKS = 4096
+
+
+def map_in_forks(function, items: list, jobs: int) -> list:
+    """[function(item) for item in items], computed by this process and up to `jobs` - 1 forked
+    copies of it at once. Each takes the next item left, in the given order (put the longest
+    first), until none are. Raises what a call raised, or a RuntimeError where a child died."""
+    if len(items) > MAX_QUEUED_TASKS:
+        return [result for start in range(0, len(items), MAX_QUEUED_TASKS)
+                for result in map_in_forks(function, items[start:start + MAX_QUEUED_TASKS], jobs)]
+    forks = min(jobs, len(items)) - 1
+    if forks < 1 or not FORK_AVAILABLE:
+        return [function(item) for item in items]
+    tasks, queue = os.pipe()
+    os.write(queue, b"".join(TASK.pack(i) for i in range(len(items))))
+    os.close(queue)
+    children: dict[int, int] = {}   # pid -> the read end of its results
+    results: dict[int, object] = {}
+    try:
+        for _ in range(forks):
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(read_end)
+                _serve_forked(function, items, tasks, write_end)   # never returns
+            os.close(write_end)
+            children[pid] = read_end
+        for index in _taken_tasks(tasks):
+            results[index] = function(items[index])
+        failure = None
+        for pid, read_end in list(children.items()):
+            message = _read_all(read_end)
+            status = os.waitpid(pid, 0)[1]
+            del children[pid]
+            os.close(read_end)
+            ok, value = _reply(message, status)
+            if ok:
+                results.update(value)
+            failure = failure or (None if ok else value)
+        if failure is not None:
+            raise failure
+    finally:
+        os.close(tasks)
+        for pid, read_end in children.items():   # left by an error or an interrupt here
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            os.close(read_end)
+    return [results[i] for i in range(len(items))]
+
+
+def _reply(message: bytes, status: int) -> tuple[bool, object]:
+    """A child's (True, results) or (False, exception); a child that died sent nothing."""
+    if not message:
+        return False, RuntimeError(f"a forked compile process ended with status "
+                                   f"{os.waitstatus_to_exitcode(status)}: LLVM crashed on one of the kernels")
+    try:
+        return pickle.loads(message)
+    except Exception as error:   # an exception of a class that cannot be rebuilt from its arguments
+        return False, RuntimeError(f"a forked compile process failed, and its error could not be read: {error}")
+
+
+def _taken_tasks(tasks: int):
+    while record := os.read(tasks, TASK.size):
+        yield TASK.unpack(record)[0]
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _serve_forked(function, items: list, tasks: int, results: int) -> None:
+    """A forked child's life: take tasks, send (True, [(index, result)...]) or (False, exception)
+    pickled, exit. It compiles in its own process (its leak ends with it)."""
+    global _in_process_left
+    try:
+        _in_process_left = len(items)
+        message = pickle.dumps((True, [(index, function(items[index])) for index in _taken_tasks(tasks)]))
+    except BaseException as error:
+        try:
+            message = pickle.dumps((False, error))
+        except Exception:
+            message = pickle.dumps((False, RuntimeError(f"{type(error).__name__}: {error}")))
+    try:
+        _write_all(results, message)
+    finally:
+        os._exit(0)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def worker_pid() -> int | None:

@@ -47,7 +47,7 @@ from ..ir.verifier import verify
 from ..lowering.emitters import HOST_OPS, emit_kernel
 from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
-from .launch import CompiledKernel, address, aligned_empty, object_code, runs_in_parallel
+from .launch import CompiledKernel, address, aligned_empty, object_codes, runs_in_parallel
 
 ALIAS_OPS = frozenset({"reshape"})
 
@@ -121,7 +121,8 @@ def check_contract(op: Op, kernel: Kernel) -> None:
 # ---- planning: optimized module -> plan ---------------------------------------------------
 
 class Planner:
-    """Builds the plan of an optimized module, compiling its kernels (through the cache)."""
+    """Builds the plan of an optimized module, compiling its kernels (through the cache), all at
+    once after the plan is built, so that they compile in parallel (launch.object_codes)."""
 
     def __init__(self, module: Module, cache: CompileCache, target: Target | None = None):
         self.module, self.cache, self.target = module, cache, target
@@ -138,6 +139,11 @@ class Planner:
 
     def plan(self) -> dict:
         body = self.block(self.module.body)
+        start = time.perf_counter()
+        for kernel_plan, (key, code) in zip(self.kernel_plans, object_codes(self.kernels, self.cache)):
+            kernel_plan["key"] = key
+            self.object_codes.append(code)
+        self.llvm_seconds += time.perf_counter() - start
         return {"name": self.module.name, "slots": len(self.slots), "kernels": self.kernel_plans,
                 "param_types": [[p.type.dtype, dims(p.type.shape)] for p in self.module.params],
                 "constants": self.constants, "body": body, "outputs": self.output_plan()}
@@ -181,13 +187,10 @@ class Planner:
         kernel = emit_kernel(op, kernel_name(self.module, len(self.kernels)), self.target)
         check_contract(op, kernel)
         self.emit_seconds += time.perf_counter() - start
-        start = time.perf_counter()
-        key, code = object_code(kernel, self.cache)
-        self.llvm_seconds += time.perf_counter() - start
         self.kernels.append(kernel)
-        self.object_codes.append(code)
         self.kernel_plans.append({
-            "key": key, "name": kernel.name, "grid": [int(n) for n in kernel.launch_grid()],
+            "key": None,   # set with the object code, once every kernel is emitted (`plan`)
+            "name": kernel.name, "grid": [int(n) for n in kernel.launch_grid()],
             "workgroup_size": [int(n) for n in kernel.workgroup_size],
             "params": [[p.name, p.dtype, int(kernel.launch_count(p)), bool(p.readonly)] for p in kernel.buffers],
             "scalars": [[p.name, p.dtype] for p in kernel.params if not isinstance(p, GlobalBuffer)],

@@ -35,7 +35,7 @@ import queue
 import numpy as np
 
 from ..codegen.fork_safe import ForkSafeLock
-from ..codegen.host import ENTRY, WRITTEN_BUFFER_ALIGNMENT, compile_object, is_aligned_buffer
+from ..codegen.host import ENTRY, WRITTEN_BUFFER_ALIGNMENT, compile_objects, is_aligned_buffer
 from ..errors import CdnajitError
 from ..ir.kernel import For, GlobalBuffer, Kernel, ScalarParam, evaluate_extent, is_extent
 from ..ir.types import NUMPY_DTYPES
@@ -346,17 +346,31 @@ _cache: dict[str, CompiledKernel] = {}
 _cache_lock = ForkSafeLock()  # a forked child finds it free (codegen/fork_safe.py)
 
 
+def object_codes(kernels: list[Kernel], cache: CompileCache) -> list[tuple[str, bytes]]:
+    """(cache key, object code) of each kernel; the key is its code's text (Kernel.code_text),
+    without the name, which only labels it, and the arguments, which one launch binds. A kernel the
+    cache lacks may be one of the libraries' prebuilt ones (library_cache); the rest compile at
+    once (compile_objects), each distinct code once."""
+    keys = [cache.key("kernel", kernel.code_text()) for kernel in kernels]
+    codes: dict[str, bytes] = {}
+    missing: dict[str, Kernel] = {}
+    for key, kernel in zip(keys, kernels):
+        if key not in codes and key not in missing:
+            entry = cache.load(key) or library_cache().load(key)
+            if entry is None:
+                missing[key] = kernel
+            else:
+                codes[key] = entry[1]
+    if missing:
+        for key, code in zip(missing, compile_objects(list(missing.values()))):
+            cache.store(key, {"kind": "object"}, code)
+            codes[key] = code
+    return [(key, codes[key]) for key in keys]
+
+
 def object_code(kernel: Kernel, cache: CompileCache) -> tuple[str, bytes]:
-    """(cache key, object code) of a kernel; the key is its code's text (Kernel.code_text), without
-    the name, which only labels it, and the arguments, which one launch binds. A kernel the cache
-    lacks may be one of the libraries' prebuilt ones (library_cache)."""
-    key = cache.key("kernel", kernel.code_text())
-    entry = cache.load(key) or library_cache().load(key)
-    if entry is not None:
-        return key, entry[1]
-    code = compile_object(kernel)
-    cache.store(key, {"kind": "object"}, code)
-    return key, code
+    """(cache key, object code) of one kernel (`object_codes`)."""
+    return object_codes([kernel], cache)[0]
 
 
 def compile_kernel(kernel: Kernel) -> CompiledKernel:

@@ -19,6 +19,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..codegen.host import compile_object
 from ..environment import LIBRARY_DIR_ENV
 from ..errors import LibraryStoreError
 from ..ir.kernel import Kernel
@@ -26,7 +27,6 @@ from ..ir.targets import Target, get_target
 from ..libs.blas import kernels as blas
 from ..libs.blas.prebuilt import common_calls, prebuilt_dtypes
 from .blas_tune import progress
-from . import launch
 from .cache import library_cache
 
 
@@ -78,12 +78,12 @@ def warm(target: str | Target | None = None, dtypes=None, show_progress: bool = 
     if jobs > 1 and len(missing) > 1:
         # Fresh interpreters (spawn), not forks of this one: a caller's threads hold no lock in them.
         with ProcessPoolExecutor(min(jobs, len(missing)), mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(launch.compile_object, kernel): (key, kernel) for key, kernel in missing}
+            futures = {pool.submit(compile_object, kernel): (key, kernel) for key, kernel in missing}
             for future in as_completed(futures):
                 stored(*futures[future], future.result())
     else:
         for key, kernel in missing:
-            stored(key, kernel, launch.compile_object(kernel))
+            stored(key, kernel, compile_object(kernel))
     if show_progress:
         progress(len(kernels), len(kernels), "done", file, task="warm")
         file.write("\n")

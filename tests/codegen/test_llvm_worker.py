@@ -2,6 +2,7 @@
 here, the worker is replaced as it should be, and its failures are clear errors."""
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -80,3 +81,62 @@ def test_a_forked_child_starts_its_own_worker(in_worker):
     assert os.waitpid(child, 0)[1] == 0
     host.compile_object(add_kernel(5.0))              # the parent's worker still answers it
     assert llvm_worker.worker_pid() == parent_worker
+
+
+# ---- map_in_forks: a batch of kernels on several CPUs ----
+
+def slow_square(item):
+    time.sleep(0.05)
+    return os.getpid(), item * item
+
+
+@pytest.mark.skipif(not llvm_worker.FORK_AVAILABLE, reason="forks only on Linux")
+def test_map_in_forks_shares_the_items_and_keeps_their_order():
+    results = llvm_worker.map_in_forks(slow_square, list(range(9)), jobs=3)
+    assert [square for _, square in results] == [i * i for i in range(9)]
+    pids = {pid for pid, _ in results}
+    assert os.getpid() in pids and len(pids) > 1
+    for pid in pids - {os.getpid()}:   # each child was waited for
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def fails_on_five(item):
+    time.sleep(0.02)
+    if item == 5:
+        raise ValueError("item five")
+    return item
+
+
+@pytest.mark.skipif(not llvm_worker.FORK_AVAILABLE, reason="forks only on Linux")
+def test_map_in_forks_raises_a_call_s_error_whichever_process_made_it():
+    for _ in range(3):
+        with pytest.raises(ValueError, match="item five"):
+            llvm_worker.map_in_forks(fails_on_five, list(range(8)), jobs=2)
+
+
+@pytest.mark.skipif(not llvm_worker.FORK_AVAILABLE, reason="forks only on Linux")
+def test_a_child_that_dies_fails_the_batch_clearly():
+    parent = os.getpid()
+
+    def dies_in_a_child(item):
+        time.sleep(0.02)
+        if os.getpid() != parent:
+            os._exit(3)
+        return item
+
+    with pytest.raises(RuntimeError, match="forked compile process ended with status 3"):
+        llvm_worker.map_in_forks(dies_in_a_child, list(range(6)), jobs=2)
+
+
+@pytest.mark.skipif(not llvm_worker.FORK_AVAILABLE, reason="forks only on Linux")
+def test_compile_objects_in_forks_gives_each_kernel_its_own_object(monkeypatch):
+    monkeypatch.setenv("CDNAJIT_COMPILE_JOBS", "2")
+    kernels = [add_kernel(float(c)) for c in range(4)]
+    assert host.compile_objects(kernels) == [host.compile_object(k) for k in kernels]
+
+
+def test_compile_jobs_must_be_a_positive_number(monkeypatch):
+    monkeypatch.setenv("CDNAJIT_COMPILE_JOBS", "many")
+    with pytest.raises(ValueError, match="CDNAJIT_COMPILE_JOBS='many'"):
+        host.compile_objects([add_kernel(1.0), add_kernel(2.0)])

@@ -265,8 +265,8 @@ def test_tuning_another_size_loads_the_candidates_kernels_from_the_cache(private
     """The find mode compiles each candidate's kernel once: tuning another size of the same
     candidates (and variant: N and K past the tiles, M > N) compiles nothing."""
     compiles = []
-    compile_for_real = launch.compile_object
-    monkeypatch.setattr(launch, "compile_object", lambda kernel: compiles.append(kernel) or compile_for_real(kernel))
+    compile_for_real = launch.compile_objects
+    monkeypatch.setattr(launch, "compile_objects", lambda kernels: compiles.extend(kernels) or compile_for_real(kernels))
     first = cj.libs.blas.tune(40, 24, 19, "float32", top=2, repeats=1, show_progress=False)
     assert len(compiles) == 2
     second = cj.libs.blas.tune(45, 30, 23, "float32", top=2, repeats=1, show_progress=False)
@@ -493,9 +493,9 @@ def gemm_compiles(tmp_path, monkeypatch):
     arguments) that LLVM compiles from then on."""
     monkeypatch.setenv("CDNAJIT_CACHE_DIR", str(tmp_path))
     names = []
-    compile_for_real = launch.compile_object
-    monkeypatch.setattr(launch, "compile_object",
-                        lambda kernel: names.extend([kernel.name] * bool(kernel.arguments)) or compile_for_real(kernel))
+    compile_for_real = launch.compile_objects
+    monkeypatch.setattr(launch, "compile_objects", lambda kernels: names.extend(
+        kernel.name for kernel in kernels if kernel.arguments) or compile_for_real(kernels))
     return names
 
 

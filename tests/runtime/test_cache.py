@@ -80,7 +80,7 @@ def test_a_program_hit_skips_passes_emission_and_llvm(tmp_path, monkeypatch):
 
     for name in ("run_pipeline", "emit_kernel"):
         monkeypatch.setattr(ex, name, fail)
-    monkeypatch.setattr(launch, "compile_object", fail)
+    monkeypatch.setattr(launch, "compile_objects", fail)
     fresh = CompileCache(tmp_path)  # as a new process sees the folder
     again = compile_with(fresh)
     assert (fresh.hits, fresh.misses) == (2, 0)
@@ -100,7 +100,7 @@ def test_a_program_from_the_cache_launches_as_the_compiled_one(tmp_path):
 def test_kernels_are_shared_between_programs(tmp_path, monkeypatch):
     compile_with(CompileCache(tmp_path), lambda a: a * 3.0)
     # Another program (another name, same kernel) compiles nothing new: the key ignores names.
-    monkeypatch.setattr(launch, "compile_object", lambda kernel: pytest.fail("compiled a cached kernel"))
+    monkeypatch.setattr(launch, "compile_objects", lambda kernels: pytest.fail("compiled a cached kernel"))
     cache = CompileCache(tmp_path)
 
     def times_three(v):
