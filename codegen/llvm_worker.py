@@ -26,6 +26,7 @@ import signal
 import struct
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 from . import host_llvm
@@ -138,7 +139,14 @@ def map_in_forks(function, items: list, jobs: int) -> list:
     try:
         for _ in range(forks):
             read_end, write_end = os.pipe()
-            pid = os.fork()
+            with warnings.catch_warnings():
+                # JAX (when imported) and Python 3.12 warn that a fork of a process with threads
+                # may deadlock in a lock another thread held. The child takes none: it runs this
+                # file's compile requests (LLVM's lock is released in it, codegen/fork_safe.py)
+                # and leaves by os._exit, never touching JAX or the launch threads' state.
+                warnings.filterwarnings("ignore", r".*fork\(\)", category=RuntimeWarning)
+                warnings.filterwarnings("ignore", r".*fork\(\)", category=DeprecationWarning)
+                pid = os.fork()
             if pid == 0:
                 os.close(read_end)
                 _serve_forked(function, items, tasks, write_end)   # never returns
