@@ -1,10 +1,15 @@
-"""Kernels of the indexing ops: dynamic_slice, dynamic_update_slice, gather and scatter.
+"""Kernels of the indexing ops: dynamic_slice, dynamic_update_slice, gather and scatter; the
+in-place forms of the updates, and copy.
 
 Index values (start scalars, gather/scatter index rows) are read in their own integer dtype and
 widened to i64 (u64 for unsigned) before they are clamped or bounds-checked, so no start value
 wraps whatever its dtype. Scatter is deterministic and race-free: every element of `x` is written
 by exactly one work-item, which applies the update rows in index order, as the reference does
 (`set`: the last in-bounds update wins; add/mul/min/max combine in row order).
+
+An in-place update (passes/in_place.py) gets its operand's buffer as its result: its kernel writes
+only the updated elements and never reads the operand parameter, which the executable binds to
+the same array.
 """
 from __future__ import annotations
 
@@ -44,6 +49,14 @@ def start_variables(start_buffers, sizes, shape, dtype: str) -> tuple[list[K.Stm
     return stmts, starts
 
 
+def window_element(i, window_shape, shape, start_buffers, dtype) -> tuple[list[K.Stmt], K.Expr]:
+    """Statements, and the row-major index in `shape` of element i of the window of `window_shape`
+    at the clamped starts: what dynamic_slice reads and an in-place update writes."""
+    stmts, starts = start_variables(start_buffers, window_shape, shape, dtype)
+    coord_stmts, coords = unravel(i, window_shape, "c")
+    return stmts + coord_stmts, offset([c + s for c, s in zip(coords, starts)], row_major_strides(shape), dtype)
+
+
 @emitter("dynamic_slice")
 def emit_dynamic_slice(op, name):
     reject_complex(op)
@@ -53,10 +66,8 @@ def emit_dynamic_slice(op, name):
     dtype = index_dtype(x.size, out.size)
 
     def body(i):
-        stmts, starts = start_variables(start_buffers, out.shape, x.shape, dtype)
-        coord_stmts, coords = unravel(i, out.shape, "c")
-        source_index = offset([c + s for c, s in zip(coords, starts)], row_major_strides(x.shape), dtype)
-        return stmts + coord_stmts + [K.Store(result, i, source[source_index])]
+        stmts, source_index = window_element(i, out.shape, x.shape, start_buffers, dtype)
+        return stmts + [K.Store(result, i, source[source_index])]
     return one_item_per_element(name, params, out.size, body, dtype)
 
 
@@ -78,6 +89,29 @@ def emit_dynamic_update_slice(op, name):
         return stmts + coord_stmts + [K.If(inside, [K.Store(result, i, updates[update_index])],
                                            [K.Store(result, i, source[i])])]
     return one_item_per_element(name, params, x.size, body, dtype)
+
+
+@emitter("dynamic_update_slice_in_place")
+def emit_dynamic_update_slice_in_place(op, name):
+    """One work-item per element of the update, storing it at its place in the result."""
+    reject_complex(op)
+    x, update = op.operands[0].type, op.operands[1].type
+    params = operand_buffers(op)
+    updates, start_buffers, result = params[1], params[2:-1], params[-1]
+    dtype = index_dtype(x.size, update.size)
+
+    def body(i):
+        stmts, target = window_element(i, update.shape, x.shape, start_buffers, dtype)
+        return stmts + [K.Store(result, target, updates[i])]
+    return one_item_per_element(name, params, update.size, body, dtype)
+
+
+@emitter("copy")
+def emit_copy(op, name):
+    source, result = operand_buffers(op)
+    dtype = index_dtype(op.result.type.size)
+    return one_item_per_element(name, [source, result], op.result.type.size,
+                                lambda i: [K.Store(result, i, source[i])], dtype)
 
 
 @emitter("gather")
@@ -108,12 +142,14 @@ def emit_gather(op, name):
     return one_item_per_element(name, params, out.size, body, dtype)
 
 
-@emitter("scatter")
+@emitter("scatter", "scatter_in_place")
 def emit_scatter(op, name):
     """x = operand, indices rows of k indices into x's first k dimensions, updates one window of
     x.shape[k:] per row. With P windows in x, W elements per window and R rows: work-item w owns
-    element w of every window (of x and of the updates), so no two work-items write one element."""
+    element w of every window (of x and of the updates), so no two work-items write one element.
+    In place, x is the result already: the kernel only applies the rows."""
     reject_complex(op)
+    in_place = op.name == "scatter_in_place"
     x, indices = op.operands[0].type, op.operands[1].type
     reduction = op.attrs["reduction"]
     k = indices.shape[-1]
@@ -144,7 +180,8 @@ def emit_scatter(op, name):
             valid, target = row_target(r, row_stmts)
             update = updates[r * window + w].cast(wide)
             row_stmts.append(K.If(valid & target.eq(p), [K.Assign(acc, combine(reduction, acc, update))]))
-            return [K.Let(p, i / window), K.Let(w, i % window), K.Let(acc, source[i].cast(wide)),
+            initial = (result if in_place else source)[i]
+            return [K.Let(p, i / window), K.Let(w, i % window), K.Let(acc, initial.cast(wide)),
                     K.For(r, 0, rows, 1, row_stmts), K.Store(result, i, acc.cast(x.dtype))]
         return one_item_per_element(name, params, x.size, body, dtype)
 
@@ -162,12 +199,15 @@ def emit_scatter(op, name):
     if reduction != "set":
         new = combine(reduction, result[position], new)
     row_stmts.append(K.If(valid, [K.Let(position, target * window + w), K.Store(result, position, new)]))
-    body = [
-        K.Let(t, K.workitem_id(0).cast(dtype)),
-        K.Let(g, K.workgroup_id(0).cast(dtype)),
+    copy_columns = [
         K.Let(width, K.minimum(K.Const(WORKGROUP_ITEMS, dtype), window - first)),
         K.For(e, t, width * windows, WORKGROUP_ITEMS, [copy]),
         K.Barrier(),
+    ]
+    body = [
+        K.Let(t, K.workitem_id(0).cast(dtype)),
+        K.Let(g, K.workgroup_id(0).cast(dtype)),
+        *([] if in_place else copy_columns),
         K.Let(w, first + t),
         K.If(w < window, [K.For(r, 0, rows, 1, row_stmts)]),
     ]

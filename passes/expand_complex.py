@@ -357,7 +357,7 @@ for _name, _fn in ELEMENTWISE_RULES.items():
 
 
 @expands("broadcast_in_dim", "reshape", "transpose", "slice", "rev", "pad", "concatenate", "dynamic_slice",
-         "dynamic_update_slice", "gather", "select")
+         "dynamic_update_slice", "dynamic_update_slice_in_place", "gather", "select", "copy")
 def per_part(b, op, args):
     """The op on the real parts, then on the imaginary parts (index and predicate operands shared)."""
     re = b.op(op.name, *[a.re if isinstance(a, C) else a for a in args], **op.attrs)
@@ -365,7 +365,7 @@ def per_part(b, op, args):
     return [C(re, im)]
 
 
-@expands("scatter")
+@expands("scatter", "scatter_in_place")
 def scatter(b, op, args):
     return per_part(b, op, args) if op.attrs["reduction"] in ("set", "add") else None
 

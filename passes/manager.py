@@ -20,6 +20,7 @@ from ..ir.core import Module
 from .canonicalize import canonicalize
 from .expand_complex import expand_complex
 from .fusion import fuse
+from .in_place import in_place
 from .match_libraries import match_libraries, select_solutions
 
 Pass = Callable[[Module], Module]
@@ -30,6 +31,7 @@ DEFAULT_PIPELINE: list[tuple[str, Pass]] = [
     ("match_libraries", match_libraries),   # contractions and their epilogues -> library calls
     ("select_solutions", select_solutions),  # each call's kernel for the target
     ("fusion", fuse),
+    ("in_place", in_place),   # last: decides on the ops that run
 ]
 
 

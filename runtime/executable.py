@@ -36,11 +36,12 @@ from copy import copy as shallow_copy
 import numpy as np
 
 from .. import libs  # noqa: F401  (registers the built-in libraries)
-from ..codegen.host import is_aligned_buffer
+from ..codegen.host import WRITTEN_BUFFER_ALIGNMENT, is_aligned_buffer
 from ..errors import AllocationError, CdnajitError
 from ..ir.core import Module, Op, Region
 from ..ir.kernel import GlobalBuffer, Kernel, ScalarParam
 from ..ir.ops.library import cache_stamps
+from ..ir.ops.shape import IN_PLACE_FORMS
 from ..ir.targets import Target, get_target
 from ..ir.types import NUMPY_DTYPES, format_bytes
 from ..ir.verifier import verify
@@ -50,6 +51,7 @@ from .cache import CompileCache, default_cache
 from .launch import CompiledKernel, address, aligned_empty, object_codes, runs_in_parallel
 
 ALIAS_OPS = frozenset({"reshape"})
+IN_PLACE_OPS = frozenset(IN_PLACE_FORMS.values())
 
 
 def schedule_ops(region: Region):
@@ -172,7 +174,7 @@ class Planner:
         if not needs_kernel(op):
             return {"op": "allocate", "results": results, "source": op_source(op)}
         return {"op": "kernel", "kernel": self.add_kernel(op), "inputs": [self.slot(v) for v in op.operands],
-                "results": results, "source": op_source(op)}
+                "results": results, "source": op_source(op), "in_place": op.name in IN_PLACE_OPS}
 
     def add_constant(self, op: Op) -> None:
         array = np.ascontiguousarray(op.attrs["value"], NUMPY_DTYPES[op.result.type.dtype])
@@ -298,6 +300,25 @@ class Launch(Allocate):
         self.kernel.launch(ctypes.addressof(block))
 
 
+class LaunchInPlace(Launch):
+    """The launch of an in-place update (passes/in_place.py): its result is its first operand's
+    array, which the kernel writes over. That array came from a launch of the same dtype and size,
+    so it has the alignment the ABI asks; were it not, the kernel writes a copy (the pass made sure
+    nothing else reads the operand)."""
+    __slots__ = ()
+
+    def run(self, env: list) -> None:
+        (slot,), (shape, dtype), (allocate,) = self.results, self.types[0], self.allocators
+        array = env[self.inputs[0]]
+        if allocate is aligned_empty and address(array) % WRITTEN_BUFFER_ALIGNMENT:
+            array = aligned_empty(shape, dtype)
+            array[...] = env[self.inputs[0]]
+        env[slot] = array
+        addresses = [address(env[i]) for i in self.inputs]
+        block = self.block_type(*addresses, address(array), *self.kernel.bound_addresses)
+        self.kernel.launch(ctypes.addressof(block))
+
+
 class Reshape:
     __slots__ = ("input", "result", "shape")
 
@@ -414,7 +435,8 @@ class Executable:
     def step(self, plan: dict, kernels: list):
         kind = plan["op"]
         if kind == "kernel":
-            return Launch(kernels[plan["kernel"]], plan["inputs"], plan["results"], plan["source"])
+            launch = LaunchInPlace if plan["in_place"] else Launch
+            return launch(kernels[plan["kernel"]], plan["inputs"], plan["results"], plan["source"])
         if kind == "allocate":
             return Allocate(plan["results"], plan["source"])
         if kind == "reshape":

@@ -1,8 +1,8 @@
 """Data-movement ops: broadcast, reshape, transpose, slices, concatenate, pad, rev, bitcast_convert, gather,
-scatter."""
+scatter; and the in-place forms of the updates with the copy that makes them safe."""
 import numpy as np
 
-from ..opdef import compute_dtype, define, fmt_types, require, require_axes, require_dtype
+from ..opdef import OPS, compute_dtype, define, fmt_types, require, require_axes, require_dtype
 from ..types import FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType, dtype_name
 
 ALL_DTYPES = tuple(NUMPY_DTYPES)
@@ -288,3 +288,19 @@ def scatter(x, indices, updates, *, reduction):
 
 define("scatter", infer=scatter_infer, reference=scatter, attrs={"reduction": "str"}, num_operands=3,
        doc="indices as in gather; reduction is set, add, mul, min or max")
+
+
+# ---- in place -------------------------------------------------------------------------------
+# passes/in_place.py, the last pass, turns an update whose operand nothing reads afterwards into
+# its in-place form, and puts a `copy` before a loop whose carried array the loop updates in place
+# when the loop's initial array is still needed. An in-place op computes what its plain form
+# computes; the executable writes its result into the operand's buffer (only the updated elements).
+IN_PLACE_FORMS = {"dynamic_update_slice": "dynamic_update_slice_in_place", "scatter": "scatter_in_place"}
+
+for plain, in_place in IN_PLACE_FORMS.items():
+    opdef = OPS[plain]
+    define(in_place, infer=opdef.infer, reference=opdef.reference, attrs=opdef.attrs,
+           num_operands=opdef.num_operands, doc=f"{plain}, written into the operand's buffer")
+
+define("copy", infer=lambda types, attrs, regions: [types[0]], reference=lambda x: x.copy(), num_operands=1,
+       doc="the operand in a buffer of its own")

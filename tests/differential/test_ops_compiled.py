@@ -31,6 +31,7 @@ Ops the compiled backend cannot run yet are listed in UNSUPPORTED (complex cases
 with the reason; they must raise NotImplementedError naming the op, and fail this test when they
 start to compile, so that they move out of those tables.
 """
+import functools
 import math
 import zlib
 from dataclasses import dataclass, field
@@ -663,14 +664,16 @@ def build_dynamic_slice(rng, dtype):
 
 
 @record("dynamic_update_slice", MOVEMENT_DTYPES)
-def build_dynamic_update_slice(rng, dtype):
+def build_dynamic_update_slice(rng, dtype, name="dynamic_update_slice"):
+    """The update of an argument, which stays a copy, and of a computed value, which the compiled
+    program updates in place (passes/in_place.py)."""
     p = Program()
     x = random_values(rng, dtype, random_shape(rng))
     update = random_values(rng, dtype, tuple(int(rng.integers(0, d + 1)) for d in x.shape))
     starts, clamped = start_scalars(rng, x.shape, update.shape)
     px, pu, ps = p.arg(x), p.arg(update), [p.arg(s) for s in starts]
-    outputs = [p.op("dynamic_update_slice", [px, pu] + ps),
-               p.op("dynamic_update_slice", [fed(p, px), fed(p, pu)] + ps)]
+    outputs = [p.op(name, [px, pu] + ps),
+               p.op(name, [fed(p, px), fed(p, pu)] + ps)]
     window = tuple(slice(s, s + n) for s, n in zip(clamped, update.shape))
     expected = []
     for base, piece in [(x, update), (fed_numpy(x), fed_numpy(update))]:
@@ -678,6 +681,20 @@ def build_dynamic_update_slice(rng, dtype):
         base[window] = piece
         expected.append(base)
     return Case(p, outputs, expected)
+
+
+# The in-place forms, written by hand: an argument's update goes back to the plain form (the
+# caller's array is never written; the test checks the arguments), a computed value's stays.
+record("dynamic_update_slice_in_place", MOVEMENT_DTYPES)(
+    functools.partial(build_dynamic_update_slice, name="dynamic_update_slice_in_place"))
+
+
+@record("copy", MOVEMENT_DTYPES)
+def build_copy(rng, dtype):
+    p = Program()
+    x = random_values(rng, dtype, random_shape(rng))
+    px = p.arg(x)
+    return Case(p, [p.op("copy", [px]), p.op("copy", [fed(p, px)])], [x, fed_numpy(x)])
 
 
 def random_indices(rng, shape, count_shape, k, out_of_bounds=True):
@@ -706,7 +723,7 @@ SCATTER_REDUCTIONS = ("set", "add", "mul", "min", "max")
 
 
 @record("scatter", MOVEMENT_DTYPES + ("c128",))
-def build_scatter(rng, dtype):
+def build_scatter(rng, dtype, name="scatter"):
     """Every reduction the dtype has, with repeated and out-of-bounds indices: the kernel applies
     the updates in index order, as the reference, so even float add/mul are exact."""
     p = Program()
@@ -716,9 +733,12 @@ def build_scatter(rng, dtype):
     updates = random_values(rng, dtype, indices.shape[:-1] + x.shape[k:], "near_one")
     px, pi, pu = p.arg(x), p.arg(indices), p.arg(updates)
     allowed = {"c64": ["set", "add"], "c128": ["mul"]}.get(dtype, SCATTER_REDUCTIONS)  # c128: COMPLEX_PENDING
-    outputs = [p.op("scatter", [px, pi, pu], reduction=r) for r in allowed]
-    outputs.append(p.op("scatter", [fed(p, px), pi, fed(p, pu)], reduction=str(rng.choice(allowed))))
+    outputs = [p.op(name, [px, pi, pu], reduction=r) for r in allowed]
+    outputs.append(p.op(name, [fed(p, px), pi, fed(p, pu)], reduction=str(rng.choice(allowed))))
     return Case(p, outputs, [None] * len(outputs))
+
+
+record("scatter_in_place", MOVEMENT_DTYPES)(functools.partial(build_scatter, name="scatter_in_place"))
 
 
 # ---- reductions, scans, sorts ------------------------------------------------------------------
@@ -1054,7 +1074,10 @@ def test_compiled_matches_interpreter_and_numpy(opname, dtype, assert_close):
             Executable.compile(module)(*case.program.args)
         return
     expected = cj.ir.interpret(module, *case.program.args)
+    arguments = [np.copy(a) for a in case.program.args]
     actual = Executable.compile(module)(*case.program.args)
+    for i, (after, before) in enumerate(zip(case.program.args, arguments)):
+        np.testing.assert_array_equal(after, before, err_msg=f"the compiled program wrote argument {i}")
     tolerances = case.tolerances or [{}] * len(case.outputs)
     assert len(actual) == len(expected) == len(case.numpy) == len(tolerances)
     for i, (result, oracle, numpy, tolerance) in enumerate(zip(actual, expected, case.numpy, tolerances)):

@@ -765,7 +765,7 @@ def check_dynamic_slice(name, rng):
             assert_matches(got, want, what=f"{name} {dtype}{list(x_shape)} starts {starts}")
 
 
-@record("dynamic_update_slice")
+@record("dynamic_update_slice", "dynamic_update_slice_in_place")
 def check_dynamic_update_slice(name, rng):
     for index_dtype, dtype in zip(INTS * 2, ALL_DTYPES * 2):
         for x_shape, sizes in DYNAMIC_SLICE_CASES:
@@ -778,6 +778,16 @@ def check_dynamic_update_slice(name, rng):
                 inside = tuple(k - f for k, f in zip(index, first))
                 return update[inside] if all(0 <= j < n for j, n in zip(inside, sizes)) else x[index]
             assert_matches(got, from_indices(element, x_shape, dtype), what=f"{name} {dtype}{list(x_shape)} {starts}")
+
+
+@record("copy")
+def check_copy(name, rng):
+    for dtype in ALL_DTYPES:
+        for shape in SHAPES:
+            x = sample(rng, dtype, shape)
+            (got,) = run_op(name, x)
+            assert not np.shares_memory(got, x), "copy returned its operand's buffer"
+            assert_matches(got, x, what=f"{name} {dtype}{list(shape)}")
 
 
 @record("concatenate")
@@ -874,7 +884,7 @@ SCATTER_COMBINE = {"set": lambda old, new: new, "add": operator.add, "mul": oper
                    "max": lambda a, b: math.nan if math.isnan(a) or math.isnan(b) else max(a, b)}
 
 
-@record("scatter")
+@record("scatter", "scatter_in_place")
 def check_scatter(name, rng):
     for reduction, combine in SCATTER_COMBINE.items():
         dtypes = [d for d in ALL_DTYPES if accepts(name, [tensor(f"{d}[3]"), tensor("i32[2,1]"), tensor(f"{d}[2]")],

@@ -197,6 +197,13 @@ STRUCTURED = {
           %3 = scatter(%0, %1, %2) {reduction = "add"} : f32[5,3]
           return %3
         }""",
+    "in place": """
+        func @in_place(%0: f32[5,3], %1: i32[4,1], %2: f32[4,3], %3: f32[2,3], %4: i32[]) -> (f32[5,3]) {
+          %5 = copy(%0) : f32[5,3]
+          %6 = scatter_in_place(%5, %1, %2) {reduction = "set"} : f32[5,3]
+          %7 = dynamic_update_slice_in_place(%6, %3, %4, %4) : f32[5,3]
+          return %7
+        }""",
     "while": """
         func @count(%0: f32[3]) -> (i32[], f32[3]) {
           %1 = constant() {value = dense<0>} : i32[]
