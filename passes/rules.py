@@ -12,8 +12,9 @@ import math
 import ml_dtypes
 import numpy as np
 
+from ..ir.opdef import compute_dtype
 from ..ir.ops.reduce import reducer_identity
-from ..ir.types import COMPLEX_PART, COMPLEXES, FLOATS, INTS, TensorType, numpy_dtype
+from ..ir.types import COMPLEX_PART, COMPLEXES, FLOATS, INTS, TensorType, dtype_name, numpy_dtype
 from .opclasses import ELEMENTWISE
 from .patterns import Pat
 
@@ -198,6 +199,35 @@ def reduce_of_broadcast(b, x, broadcast, op):
                 broadcast_dimensions=tuple(kept.index(d) for d in dims if d not in axes))
 
 
+def dot_as_reduction(b, lhs, rhs, op):
+    """A dot_general whose operands' free dimensions all have size 1 (dot products of vectors, as
+    `a @ b` of two vectors traces) -> the sum over the contracting axes of their product, in the
+    accumulator's dtype and rounded once, as dot_general's reference: a reduction that fuses with
+    its neighbours rather than a GEMM of one row and one column (XLA's algebraic simplifier
+    reduces such dots too)."""
+    lc, rc, lb, rb = (op.attrs[k] for k in ("lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch"))
+    result = op.result.type
+    real = set(INTS + FLOATS)
+    if not lc or not {lhs.type.dtype, rhs.type.dtype, result.dtype} <= real:
+        return None
+    operands = []
+    for x, contracting, batch in ((lhs, lc, lb), (rhs, rc, rb)):
+        free = tuple(i for i in range(x.type.ndim) if i not in contracting and i not in batch)
+        if any(x.type.shape[i] != 1 for i in free):
+            return None
+        # (batch..., contracting...), paired as dot_general pairs them; the 1-sized free dims dropped.
+        ordered = b.op("transpose", x, permutation=tuple(batch) + tuple(contracting) + free)
+        kept = tuple(x.type.shape[i] for i in tuple(batch) + tuple(contracting))
+        wide = dtype_name(compute_dtype(numpy_dtype(result.dtype)))
+        operands.append(b.op("convert", b.op("reshape", ordered, new_sizes=kept), dtype=wide))
+    total = b.op("reduce", b.op("mul", *operands), reducer="sum", axes=tuple(range(len(lb), len(lb) + len(lc))))
+    if total.type.dtype in FLOATS:
+        # A dot accumulates from +0.0, a reduction from its first term: products that are all -0.0
+        # sum to -0.0, their dot to +0.0.
+        total = b.op("add", total, b.splat(0.0, total.type))
+    return b.op("reshape", b.op("convert", total, dtype=result.dtype), new_sizes=result.shape)
+
+
 # ---- the table ---------------------------------------------------------------------------------
 
 RULES = [
@@ -278,6 +308,8 @@ RULES = [
     # pad(x) by nothing -> x
     (Pat.op("pad", x, y, name="op"), lambda b, x, y, op: x if not any(op.attrs["low"] + op.attrs["high"]
                                                                        + op.attrs["interior"]) else None),
+    # dot_general of vectors (no free dimensions) -> reduce(mul(x, y)) in the accumulator's dtype
+    (Pat.op("dot_general", Pat.var("lhs"), Pat.var("rhs"), name="op"), dot_as_reduction),
     # f(broadcast(a), broadcast(b)) -> broadcast(f(a, b)) for elementwise f, when the broadcasts agree
     (Pat.any_op(ELEMENTWISE, name="op"), hoist_over_broadcasts),
 ]

@@ -110,18 +110,31 @@ def test_arrangement_becomes_one_gemm(name, draw):
     s = sizes(rng)
     a, b = (rng.standard_normal(shape).astype(np.float32) for shape in shapes(s))
     module, result = optimized(function, a, b)
-    call = only_call(result)
-    m, n = call.result.type.shape[-2:]
-    # A matrix with a dimension of 1 lies in both orders: its flag is then free.
-    for operand, flag, expected in zip(call.operands, ("trans_a", "trans_b"), (trans_a, trans_b)):
-        if 1 not in operand.type.shape[-2:]:
-            assert call.attrs[flag] == expected, result
-    assert call.attrs["routine"] == expected_routine(s["B"] if batched else 1, m, n), result
+    (dot,) = [op for op in walk(module.body) if op.name == "dot_general"]
+    if all(is_vector(operand, dot, side) for side, operand in enumerate(dot.operands)):
+        # Dot products of vectors are a sum of products (passes/rules.py: dot_as_reduction), no GEMM.
+        assert not calls(result) and any(op.name == "reduce" for op in walk(result.body)), result
+        k = math.prod(dot.operands[0].type.shape[i] for i in dot.attrs["lhs_contracting"])
+    else:
+        call = only_call(result)
+        m, n = call.result.type.shape[-2:]
+        # A matrix with a dimension of 1 lies in both orders: its flag is then free.
+        for operand, flag, expected in zip(call.operands, ("trans_a", "trans_b"), (trans_a, trans_b)):
+            if 1 not in operand.type.shape[-2:]:
+                assert call.attrs[flag] == expected, result
+        assert call.attrs["routine"] == expected_routine(s["B"] if batched else 1, m, n), result
+        k = a.size // max(m * (s["B"] if batched else 1), 1) if m else 1
     (got,) = cj.ir.interpret(result, a, b)
     want = oracle(a.astype(np.float64), b.astype(np.float64))
     magnitude = oracle(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
-    k = a.size // max(m * (s["B"] if batched else 1), 1) if m else 1
     assert_product_close(got, want, magnitude, k, np.float32)
+
+
+def is_vector(operand, dot, side: int) -> bool:
+    """Whether a dot_general operand's free dimensions all have size 1."""
+    prefix = "lhs" if side == 0 else "rhs"
+    bound = set(dot.attrs[f"{prefix}_contracting"]) | set(dot.attrs[f"{prefix}_batch"])
+    return all(d == 1 for i, d in enumerate(operand.type.shape) if i not in bound)
 
 
 # ---- dtypes -----------------------------------------------------------------------------------

@@ -18,6 +18,48 @@ func @f(%0: i32[2,3]) -> (i32[2,3]) {
 func @f(%0: i32[2,3]) -> (i32[2,3]) {
   return %0
 }"""),
+    ("dot_of_vectors_batched_is_a_sum_of_products_in_f32", """
+func @f(%0: f16[3,5], %1: f16[5,3]) -> (f16[3]) {
+  %2 = dot_general(%0, %1) {lhs_contracting = [1], rhs_contracting = [0], lhs_batch = [0], rhs_batch = [1], preferred_element_type = none} : f16[3]
+  return %2
+}""", """
+func @f(%0: f16[3,5], %1: f16[5,3]) -> (f16[3]) {
+  %2 = convert(%0) {dtype = f32} : f32[3,5]
+  %3 = transpose(%1) {permutation = [1, 0]} : f16[3,5]
+  %4 = convert(%3) {dtype = f32} : f32[3,5]
+  %5 = mul(%2, %4) : f32[3,5]
+  %6 = reduce(%5) {reducer = "sum", axes = [1]} : f32[3]
+  %7 = constant() {value = dense<0.0>} : f32[]
+  %8 = broadcast_in_dim(%7) {shape = [3], broadcast_dimensions = []} : f32[3]
+  %9 = add(%6, %8) : f32[3]
+  %10 = convert(%9) {dtype = f16} : f16[3]
+  return %10
+}"""),
+    ("dot_of_a_row_and_a_column_is_a_sum_of_products", """
+func @f(%0: f32[1,5], %1: f32[5,1]) -> (f32[1,1]) {
+  %2 = dot_general(%0, %1) {lhs_contracting = [1], rhs_contracting = [0], lhs_batch = [], rhs_batch = [], preferred_element_type = none} : f32[1,1]
+  return %2
+}""", """
+func @f(%0: f32[1,5], %1: f32[5,1]) -> (f32[1,1]) {
+  %2 = transpose(%0) {permutation = [1, 0]} : f32[5,1]
+  %3 = reshape(%2) {new_sizes = [5]} : f32[5]
+  %4 = reshape(%1) {new_sizes = [5]} : f32[5]
+  %5 = mul(%3, %4) : f32[5]
+  %6 = reduce(%5) {reducer = "sum", axes = [0]} : f32[]
+  %7 = constant() {value = dense<0.0>} : f32[]
+  %8 = add(%6, %7) : f32[]
+  %9 = broadcast_in_dim(%8) {shape = [1, 1], broadcast_dimensions = []} : f32[1,1]
+  return %9
+}"""),
+    ("dot_of_a_matrix_stays", """
+func @f(%0: f32[2,5], %1: f32[5]) -> (f32[2]) {
+  %2 = dot_general(%0, %1) {lhs_contracting = [1], rhs_contracting = [0], lhs_batch = [], rhs_batch = [], preferred_element_type = none} : f32[2]
+  return %2
+}""", """
+func @f(%0: f32[2,5], %1: f32[5]) -> (f32[2]) {
+  %2 = dot_general(%0, %1) {lhs_contracting = [1], rhs_contracting = [0], lhs_batch = [], rhs_batch = [], preferred_element_type = none} : f32[2]
+  return %2
+}"""),
     ("add_float_positive_zero_kept", """
 func @f(%0: f32[3]) -> (f32[3]) {
   %1 = constant() {value = dense<[0.0, 0.0, 0.0]>} : f32[3]
