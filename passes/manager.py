@@ -21,6 +21,7 @@ from .canonicalize import canonicalize
 from .expand_complex import expand_complex
 from .fusion import fuse
 from .match_libraries import match_libraries, select_solutions
+from .split_reductions import split_reductions
 
 Pass = Callable[[Module], Module]
 
@@ -29,6 +30,7 @@ DEFAULT_PIPELINE: list[tuple[str, Pass]] = [
     ("canonicalize", canonicalize),
     ("match_libraries", match_libraries),   # contractions and their epilogues -> library calls
     ("select_solutions", select_solutions),  # each call's kernel for the target
+    ("split_reductions", split_reductions),   # before fusion: each half fuses with its producers or consumers
     ("fusion", fuse),
 ]
 
