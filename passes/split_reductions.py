@@ -91,7 +91,11 @@ def plan_split(op: Op) -> Split | None:
         partials = min(-(-PARTIAL_ROWS // kept), n // MIN_CHUNK)
     else:   # the second reduce loops over the partials as the first over a chunk: at most sqrt(N) each
         partials = min(-(-PARTIAL_ITEMS // kept), math.isqrt(n))
-    return Split(kept_before, n, kept_after, partials) if partials >= MIN_PARTIALS else None
+    if partials < MIN_PARTIALS:
+        return None
+    # A divisor of N, down to half as many partials, needs no padding (nor its select).
+    partials = next((d for d in range(partials, partials // 2, -1) if n % d == 0), partials)
+    return Split(kept_before, n, kept_after, partials)
 
 
 def consumers(module: Module) -> dict[int, set[int]]:
@@ -196,6 +200,7 @@ class ReductionSplitter(Rebuilder):
         `fill` None: the padding is masked later, so any value does: a broadcast scalar is broadcast
         anew, and the rest padded with 1, which no elementwise op traps on (an integer divisor).
         """
+        fill = fill if split.padding else None
         key = (id(value), split.flat_shape, split.shape, None if fill is None else np.asarray(fill).tobytes())
         if key not in scope.relayouts:
             producer = value.producer
