@@ -44,11 +44,12 @@ from .fusion import MAX_ROW_ELEMENTS
 from .opclasses import ELEMENTWISE
 from .rewrite import Rebuilder, Scope, eliminate_dead_code
 
-MIN_REDUCED_ELEMENTS = MAX_ROW_ELEMENTS + 1  # shorter rows stay whole: fusion keeps them on chip for multi-phase kernels (softmax)
-PARTIAL_ROWS = 1024        # partials of a trailing reduce, a workgroup each: ~3 per CU of gfx942's 304, many per host thread
-MIN_CHUNK = 1024           # elements per partial row at least: 4 for each of a 256-work-item workgroup
-PARTIAL_ITEMS = 16384      # partials of a non-trailing reduce, a work-item each: 64 workgroups of 256
-MIN_PARTIALS = 4           # fewer partials per result do not pay for a second kernel
+# Shorter rows stay whole: fusion keeps them on chip for multi-phase row kernels (softmax, layernorm).
+MIN_REDUCED_ELEMENTS = MAX_ROW_ELEMENTS + 1
+PARTIAL_ROWS = 1024     # partials of a trailing reduce, a workgroup each: ~3 per CU of gfx942's 304
+MIN_CHUNK = 1024        # elements per partial row at least: 4 for each of a 256-work-item workgroup
+PARTIAL_ITEMS = 16384   # partials of another reduce, a work-item each: 64 workgroups of 256
+MIN_PARTIALS = 4        # fewer partials per result do not pay for a second kernel
 WIDE = {"f16": "f32", "bf16": "f32"}   # what half floats accumulate in (ir/ops/reduce.py)
 
 
@@ -88,9 +89,9 @@ def plan_split(op: Op) -> Split | None:
     if n < MIN_REDUCED_ELEMENTS or kept == 0:
         return None
     if kept_after == 1:
-        partials = min(-(-PARTIAL_ROWS // kept), n // MIN_CHUNK)
+        partials = min(PARTIAL_ROWS // kept, n // MIN_CHUNK)
     else:   # the second reduce loops over the partials as the first over a chunk: at most sqrt(N) each
-        partials = min(-(-PARTIAL_ITEMS // kept), math.isqrt(n))
+        partials = min(PARTIAL_ITEMS // kept, math.isqrt(n))
     if partials < MIN_PARTIALS:
         return None
     # A divisor of N, down to half as many partials, needs no padding (nor its select).
