@@ -199,7 +199,7 @@ class ReductionSplitter(Rebuilder):
         """Built `value`, of the reduce's operand shape, reshaped (and padded with `fill`) to the split shape.
 
         `fill` None: the padding is masked later, so any value does: a broadcast scalar is broadcast
-        anew, and the rest padded with 1, which no elementwise op traps on (an integer divisor).
+        anew, and the rest padded with 1, on which no elementwise op traps (0 might, as an integer divisor).
         """
         fill = fill if split.padding else None
         key = (id(value), split.flat_shape, split.shape, None if fill is None else np.asarray(fill).tobytes())
