@@ -17,7 +17,9 @@ left alone). N is padded to P * k and the operand reshaped to (K1, P, k, K2), 1-
 left out, then reduced over k: each partial reduces a contiguous chunk. With K2 = 1 (reduced axes
 trailing) a workgroup reduces each chunk; otherwise a work-item does, streaming through its chunk
 (the strided order (K1, k, P, K2), whose waves read consecutive elements, ran the host's loops
-up to 10x slower: P * K2 * itemsize a multiple of 4 KiB puts a work-item's every load in one cache set).
+up to 10x slower: P * K2 * itemsize a multiple of 4 KiB puts a work-item's every load in one
+cache set). The second reduce takes the partials (K1, P, K2) transposed to (K1, K2, P), so that
+a workgroup, not one work-item's loop, reduces each result's P partials.
 
 A fused kernel computes data movement on its inputs only (passes/fusion.py), so the reshape is
 applied at the operand's leaves: its elementwise producers are rebuilt on reshaped leaves, and
@@ -48,7 +50,8 @@ from .rewrite import Rebuilder, Scope, eliminate_dead_code
 MIN_REDUCED_ELEMENTS = MAX_ROW_ELEMENTS + 1
 PARTIAL_ROWS = 1024     # partials of a trailing reduce, a workgroup each: ~3 per CU of gfx942's 304
 MIN_CHUNK = 1024        # elements per partial row at least: 4 for each of a 256-work-item workgroup
-PARTIAL_ITEMS = 16384   # partials of another reduce, a work-item each: 64 workgroups of 256
+PARTIAL_ITEMS = 65536   # partials of another reduce, a work-item each: 256 workgroups of 256, ~1 per CU
+MIN_ITEM_CHUNK = 64     # elements per partial of a work-item at least: its loop, not the launch, dominates
 MIN_PARTIALS = 4        # fewer partials per result do not pay for a second kernel
 WIDE = {"f16": "f32", "bf16": "f32"}   # what half floats accumulate in (ir/ops/reduce.py)
 
@@ -90,8 +93,8 @@ def plan_split(op: Op) -> Split | None:
         return None
     if kept_after == 1:
         partials = min(PARTIAL_ROWS // kept, n // MIN_CHUNK)
-    else:   # the second reduce loops over the partials as the first over a chunk: at most sqrt(N) each
-        partials = min(PARTIAL_ITEMS // kept, math.isqrt(n))
+    else:
+        partials = min(PARTIAL_ITEMS // kept, n // MIN_ITEM_CHUNK)
     if partials < MIN_PARTIALS:
         return None
     # A divisor of N, down to half as many partials, needs no padding (nor its select).
@@ -167,7 +170,12 @@ class ReductionSplitter(Rebuilder):
                 leaf = self.op(scope, "convert", leaf, dtype=wide)
             operand = self.relayout(leaf, split, scope, identity)
         partials = self.op(scope, "reduce", operand, reducer=reducer, axes=(split.first_axis,))
-        result = self.op(scope, "reduce", partials, reducer=reducer, axes=(split.second_axis,))
+        if split.padded_axis + 1 < len(split.flat_shape):   # kept axes after: the partials' axis moved last
+            order = tuple(a for a in range(len(split.flat_shape)) if a != split.padded_axis) + (split.padded_axis,)
+            partials = self.op(scope, "transpose", partials, permutation=order)
+            result = self.op(scope, "reduce", partials, reducer=reducer, axes=(len(order) - 1,))
+        else:
+            result = self.op(scope, "reduce", partials, reducer=reducer, axes=(split.second_axis,))
         if wide != dtype:
             result = self.op(scope, "convert", result, dtype=dtype)
         if result.type.shape != op.result.type.shape:   # 1-sized kept axes, or several kept axes merged

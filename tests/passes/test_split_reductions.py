@@ -82,12 +82,13 @@ func @f(%0: f32[20011,3]) -> (f32[1,3]) {
 }""", """
 func @f(%0: f32[20011,3]) -> (f32[1,3]) {
   %1 = constant() {value = dense<0.0>} : f32[]
-  %2 = pad(%0, %1) {low = [0, 0], high = [11, 0], interior = [0, 0]} : f32[20022,3]
-  %3 = reshape(%2) {new_sizes = [141, 142, 3]} : f32[141,142,3]
-  %4 = reduce(%3) {reducer = "sum", axes = [1]} : f32[141,3]
-  %5 = reduce(%4) {reducer = "sum", axes = [0]} : f32[3]
-  %6 = reshape(%5) {new_sizes = [1, 3]} : f32[1,3]
-  return %6
+  %2 = pad(%0, %1) {low = [0, 0], high = [9, 0], interior = [0, 0]} : f32[20020,3]
+  %3 = reshape(%2) {new_sizes = [308, 65, 3]} : f32[308,65,3]
+  %4 = reduce(%3) {reducer = "sum", axes = [1]} : f32[308,3]
+  %5 = transpose(%4) {permutation = [1, 0]} : f32[3,308]
+  %6 = reduce(%5) {reducer = "sum", axes = [1]} : f32[3]
+  %7 = reshape(%6) {new_sizes = [1, 3]} : f32[1,3]
+  return %7
 }"""),
     ("half_sum_accumulates_in_f32_and_masks_the_padding", False, """
 func @f(%0: f16[2,16411]) -> (f16[2]) {
@@ -126,12 +127,13 @@ func @f(%0: bool[2,1,20011,1,3]) -> (bool[2,1,3]) {
 func @f(%0: bool[2,1,20011,1,3]) -> (bool[2,1,3]) {
   %1 = reshape(%0) {new_sizes = [2, 20011, 3]} : bool[2,20011,3]
   %2 = constant() {value = dense<true>} : bool[]
-  %3 = pad(%1, %2) {low = [0, 0, 0], high = [0, 11, 0], interior = [0, 0, 0]} : bool[2,20022,3]
-  %4 = reshape(%3) {new_sizes = [2, 141, 142, 3]} : bool[2,141,142,3]
-  %5 = reduce(%4) {reducer = "and", axes = [2]} : bool[2,141,3]
-  %6 = reduce(%5) {reducer = "and", axes = [1]} : bool[2,3]
-  %7 = reshape(%6) {new_sizes = [2, 1, 3]} : bool[2,1,3]
-  return %7
+  %3 = pad(%1, %2) {low = [0, 0, 0], high = [0, 9, 0], interior = [0, 0, 0]} : bool[2,20020,3]
+  %4 = reshape(%3) {new_sizes = [2, 308, 65, 3]} : bool[2,308,65,3]
+  %5 = reduce(%4) {reducer = "and", axes = [2]} : bool[2,308,3]
+  %6 = transpose(%5) {permutation = [0, 2, 1]} : bool[2,3,308]
+  %7 = reduce(%6) {reducer = "and", axes = [2]} : bool[2,3]
+  %8 = reshape(%7) {new_sizes = [2, 1, 3]} : bool[2,1,3]
+  return %8
 }"""),
     ("a_producer_read_elsewhere_stays_a_leaf", False, """
 func @f(%0: f32[32768]) -> (f32[], f32[32768]) {
