@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import cdnajit as cj
+import cdnajit.numpy as cnp
 from cdnajit import lax
 from cdnajit.ir.core import walk
 from cdnajit.passes import run_pipeline
@@ -201,6 +202,15 @@ def test_split_reductions_text(name, exact, before, after, check_equivalent):
     cj.ir.verify(result)
     if exact:   # integer, bool, max and min results do not depend on the grouping
         check_equivalent(module, result, trials=2)
+
+
+def test_the_first_reduce_fuses_with_its_producers_and_the_second_with_its_consumers():
+    x = np.zeros(1 << 20)
+    graph = cj.make_graph(lambda a, b: cnp.sqrt(cnp.max(cnp.abs(a - b))))(x, x)
+    first, second = [op for op in run_pipeline(graph).module.body.ops if op.name == "fusion"]
+    assert [op.name for op in first.regions[0].ops] == ["reshape", "reshape", "sub", "abs", "reduce"]
+    assert [op.name for op in second.regions[0].ops] == ["reduce", "sqrt"]
+    assert second.operands == first.results
 
 
 def test_rows_that_fusion_keeps_on_chip_stay_whole():
