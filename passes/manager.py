@@ -22,6 +22,7 @@ from .expand_complex import expand_complex
 from .fusion import fuse
 from .in_place import in_place
 from .match_libraries import match_libraries, select_solutions
+from .split_reductions import split_reductions
 
 Pass = Callable[[Module], Module]
 
@@ -30,6 +31,7 @@ DEFAULT_PIPELINE: list[tuple[str, Pass]] = [
     ("canonicalize", canonicalize),
     ("match_libraries", match_libraries),   # contractions and their epilogues -> library calls
     ("select_solutions", select_solutions),  # each call's kernel for the target
+    ("split_reductions", split_reductions),   # before fusion: each half fuses with its producers or consumers
     ("fusion", fuse),
     ("in_place", in_place),   # last: decides on the ops that run
 ]
