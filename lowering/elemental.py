@@ -4,7 +4,8 @@ An entry `entry(emitter, op, index, operand) -> Expr` receives the op, the posit
 element (an `Index` into the op's result) and `operand(k, index)`, which gives element `index` of
 operand k. Data-movement ops only transform the index (a broadcast drops components, a transpose
 permutes them, a reshape goes through the linear index, slice/rev scale, offset and mirror, pad and
-concatenate select by bounds); elementwise ops combine their operands' elements at the same index;
+concatenate select by bounds, dynamic_slice offsets by its clamped starts: elemental_indexing.py);
+elementwise ops combine their operands' elements at the same index;
 `reduce` loops over the reduced elements.
 
 `ElementalEmitter.value_at(value, index)` walks a fused region this way. Every element it makes is
@@ -502,7 +503,9 @@ def constant(emitter, op, index, operand):
 
 def constant_element(emitter, array: np.ndarray, dtype: str, index: Index) -> K.Expr:
     flat = array.reshape(-1)
-    if flat.size and flat.tobytes() == flat[:1].tobytes() * flat.size:  # one value (bitwise: -0.0, NaN)
+    if not flat.size:  # no element is ever read (a kernel of an empty result still emits one)
+        return K.Const(0, dtype)
+    if flat.tobytes() == flat[:1].tobytes() * flat.size:  # one value (bitwise: -0.0, NaN)
         return K.Const(flat[0].item(), dtype)
     if flat.size > SELECT_TREE_ELEMENTS:
         table = emitter.constant_table(array, dtype)

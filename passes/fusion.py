@@ -2,15 +2,18 @@
 
 What a fused region holds (the contract kernel generation relies on). Each value in it is either
   - a *leaf*: made by `constant`, `iota` or a data-movement op (broadcast_in_dim, reshape,
-    transpose, slice, rev, pad, concatenate, convert) from region parameters and other leaves.
-    A leaf may have any shape: a kernel computes its elements on demand by index arithmetic; or
+    transpose, slice, rev, pad, concatenate, dynamic_slice, convert) from region parameters and
+    other leaves. A leaf may have any shape: a kernel computes its elements on demand by index
+    arithmetic. A dynamic_slice's element c is its operand's c + s, s its start scalars clamped
+    as the op's reference does; the starts (SCALAR_OPERANDS_FROM) may also be computed values;
   - *computed*: by an elementwise op (its operands have its shape, or are scalars), a `reduce`,
     or a *row broadcast* (broadcast_in_dim of a computed per-row value back over the reduced
     axes, the kept axes in order). A computed value has an iteration shape: for kind "loop" the
     one shape of all the fusion's results; for kind "reduction" the operand shape S of its
-    reduces (all alike: one S, one set of reduced axes A) or the reduced shape S\\A. A row
-    broadcast needs rows of at most MAX_ROW_ELEMENTS: the kernel keeps a row on chip between
-    its phases.
+    reduces (all alike: one S, one set of reduced axes A) or the reduced shape S\\A. A 0-d
+    computed value (a dynamic_slice's start arithmetic) needs none: the kernel computes it where
+    it is read. A row broadcast needs rows of at most MAX_ROW_ELEMENTS: the kernel keeps a row
+    on chip between its phases.
   Every result has an iteration shape. Softmax and layernorm over rows are one "reduction"
   fusion each: a kernel that reduces each row, broadcasts the result back and reduces again.
 
@@ -43,6 +46,12 @@ from .rewrite import Rebuilder, Scope, uses_of
 FUSIBLE = ELEMENTWISE | DATA_MOVEMENT | SOURCES | {"reduce"}
 SMALL_CONSTANT_ELEMENTS = 1024   # constants up to this size are copied into the kernels that read them
 MAX_ROW_ELEMENTS = 16384         # a row of f32 kept in 64 KiB of LDS, for multi-phase row kernels
+
+
+# A leaf's operands from this position on are scalars it reads once, at the empty index, not element
+# by element: they may be computed in the leaf's group, which leaves it a leaf (a 0-d computed value
+# has no iteration shape: a kernel computes it where it is read).
+SCALAR_OPERANDS_FROM = {"dynamic_slice": 1}   # its start indices
 
 
 def is_expanding_broadcast(op: Op) -> bool:
@@ -175,7 +184,8 @@ class FusionPlan:
         while changed:  # leaves that now read a computed value of the group are computed, and so on
             changed = False
             for i in list(leaves):
-                if any(p in members and p not in leaves for p in self.operand_producers[i]):
+                moved = self.operand_producers[i][:SCALAR_OPERANDS_FROM.get(self.ops[i].name)]
+                if any(p in members and p not in leaves for p in moved):
                     if not self.can_compute(self.ops[i], signature):
                         return None
                     leaves.discard(i)
@@ -192,7 +202,7 @@ class FusionPlan:
             iteration_shapes = output_shapes or computed_shapes
             if len(iteration_shapes) > 1:
                 return None
-        if not computed_shapes <= iteration_shapes or not output_shapes <= iteration_shapes:
+        if not computed_shapes - {()} <= iteration_shapes or not output_shapes <= iteration_shapes:
             return None
         return Group(members, leaves, computed_shapes, signature, outputs, min(a.first, b.first), max(a.last, b.last))
 

@@ -10,9 +10,10 @@ ELEMENTWISE = frozenset(name for name, opdef in OPS.items()
 COMMUTATIVE = frozenset({"add", "mul", "max", "min", "and", "or", "xor", "eq", "ne"})
 
 # Ops that only move or convert data: inside a fused kernel each output element is found by index
-# arithmetic on the operands, so they can be recomputed on demand wherever they are used.
+# arithmetic on the operands, so they can be recomputed on demand wherever they are used
+# (dynamic_slice's element c is its operand's c + the clamped start scalars).
 DATA_MOVEMENT = frozenset({"broadcast_in_dim", "reshape", "transpose", "slice", "rev", "pad", "concatenate",
-                           "convert", "bitcast_convert"})
+                           "dynamic_slice", "convert", "bitcast_convert"})
 
 # Ops without operands that generate their data.
 SOURCES = frozenset({"constant", "iota"})

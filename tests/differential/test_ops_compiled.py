@@ -45,6 +45,7 @@ import cdnajit as cj
 from cdnajit import lax
 from cdnajit.ir.core import Module, Region, Value, make_op
 from cdnajit.ir.opdef import OPS, compute_dtype
+from cdnajit.ir.ops.shape import clamped_starts
 from cdnajit.ir.ops.elementwise import maximum, minimum  # numpy's, with JAX's order of signed zeros
 from cdnajit.ir.types import COMPLEX_PART, COMPLEXES, FLOATS, INTS, NUMPY_DTYPES, SIGNED_INTS, type_of_array
 from cdnajit.passes.manager import run_pipeline
@@ -641,8 +642,8 @@ def build_concatenate(rng, dtype):
 
 
 def start_scalars(rng, shape, sizes):
-    """One start per dimension, in i32 or i64, sometimes negative or past the end (clamped)."""
-    dtype = NUMPY_DTYPES[str(rng.choice(["i32", "i64", "u32"]))]
+    """One start per dimension, signed or unsigned, sometimes negative or past the end (clamped)."""
+    dtype = NUMPY_DTYPES[str(rng.choice(["i32", "i64", "u32", "u8"]))]
     starts = [int(rng.integers(-3, d + 4)) for d in shape]
     if dtype.kind == "u":
         starts = [abs(s) for s in starts]
@@ -657,10 +658,16 @@ def build_dynamic_slice(rng, dtype):
     sizes = tuple(int(rng.integers(0, d + 1)) for d in x.shape)
     starts, clamped = start_scalars(rng, x.shape, sizes)
     px, ps = p.arg(x), [p.arg(s) for s in starts]
+    # Alone, fed, and read by a fused consumer whose kernel computes the starts (s + 1, wrapping).
+    ones = [p.op("constant", [], value=np.ones((), s.dtype)) for s in starts]
+    shifted = [p.op("add", [s, one]) for s, one in zip(ps, ones)]
     outputs = [p.op("dynamic_slice", [px] + ps, slice_sizes=sizes),
-               p.op("dynamic_slice", [fed(p, px)] + ps, slice_sizes=sizes)]
+               p.op("dynamic_slice", [fed(p, px)] + ps, slice_sizes=sizes),
+               fed(p, p.op("dynamic_slice", [px] + shifted, slice_sizes=sizes))]
     window = tuple(slice(s, s + n) for s, n in zip(clamped, sizes))
-    return Case(p, outputs, [x[window], fed_numpy(x)[window]])
+    shifted_starts = [(np.atleast_1d(s) + s.dtype.type(1))[0] for s in starts]
+    shifted_window = tuple(slice(s, s + n) for s, n in zip(clamped_starts(shifted_starts, sizes, x.shape), sizes))
+    return Case(p, outputs, [x[window], fed_numpy(x)[window], fed_numpy(x[shifted_window])])
 
 
 @record("dynamic_update_slice", MOVEMENT_DTYPES)

@@ -245,6 +245,49 @@ def test_several_elements_per_work_item():
     assert_same(run_kernel(builder.kernel(), operands, results)[0], results[0])
 
 
+# (operand shape, slice sizes, start values, start dtype): the kernel computes each start as s - 1
+# (wrapping below zero for unsigned dtypes), then clamps it as the op's reference does.
+DYNAMIC_SLICE_CASES = [
+    ((7,), (3,), [6], np.int32),                              # clamped high
+    ((5, 12), (3, 4), [-3, 100], np.int8),                    # clamped low and high
+    ((3, 300), (2, 257), [2, 21], np.uint16),                 # a row crossing 256-work-item workgroups
+    ((1000,), (999,), [2 ** 40], np.uint64),                  # a start past u32
+    ((65, 1), (64, 1), [-(2 ** 40), 1], np.int64),
+    ((130, 65), (1, 65), [0, 0], np.uint32),                  # 0 - 1 wraps to the largest u32: clamped high
+    ((4, 0, 3), (2, 0, 2), [1, 5, 1], np.uint8),              # empty
+    ((513,), (300,), [-1], np.int16),
+    ((), (), [], np.int32),                                   # 0-d
+]
+SLICED_DTYPES = [np.float32, np.bool_, np.int8, np.uint16, np.int64, np.float16, ml_dtypes.bfloat16, np.uint64,
+                 np.float64]
+
+
+@pytest.mark.parametrize("case", range(len(DYNAMIC_SLICE_CASES)))
+def test_dynamic_slice_with_computed_starts_fuses_into_its_reader(case):
+    shape, sizes, starts, start_dtype = DYNAMIC_SLICE_CASES[case]
+    dtype = SLICED_DTYPES[case % len(SLICED_DTYPES)]
+
+    def f(x, *starts):
+        window = lax.dynamic_slice(x, [s - 1 for s in starts], sizes)
+        return ~window if window.dtype == np.bool_ else window * 2
+    args = [random(shape, dtype), *(np.array(s, start_dtype) for s in starts)]
+    module = run_pipeline(cj.make_graph(f)(*args)).module
+    assert [op.name for op in module.body.ops] == ["fusion"]
+    assert "dynamic_slice" in {op.name for op in module.body.ops[0].regions[0].ops}
+    check_exact(f, *args)
+
+
+def test_indexing_rows_and_elements_fuses_into_the_arithmetic():
+    # x[i - 1] and x[i, j] (negative indices normalised in the kernel) read by one elementwise kernel.
+    def f(x, i, j):
+        return x[i - 1] * 2 + x[i, j], x[:, j] - x[-1, j]
+    for i, j in [(0, 0), (3, -2), (-5, 64)]:
+        args = [random((5, 65), np.float32), np.int32(i), np.int32(j)]
+        module = run_pipeline(cj.make_graph(f)(*args)).module
+        assert "dynamic_slice" not in {op.name for op in module.body.ops}
+        check_exact(f, *args)
+
+
 def test_complex_values_cross_kernels_as_interleaved_parts():
     # passes/expand_complex.py leaves real/imag of complex parameters and complex(re, im) results;
     # their buffers hold numpy's layout: 2 x size parts, (re, im) interleaved.
@@ -275,6 +318,18 @@ def layernorm(x):
 
 ROW_SHAPES = [((4096, 1024), "row_per_workgroup"), ((7, 1000), "row_per_workgroup"), ((3, 5), "row_per_item"),
               ((2, 3000), "row_per_workgroup"), ((5, 64), "row_per_workgroup")]
+
+
+@pytest.mark.parametrize("shape, strategy", [((9, 1000), "row_per_workgroup"), ((6, 5), "row_per_item")])
+def test_rows_read_at_computed_starts_feed_row_reductions(shape, strategy):
+    # The rows' start (i - 1, normalised and clamped in the kernel) is read in every phase; the
+    # tolerance is test_softmax_and_layernorm_over_rows' (a reordered row sum).
+    def f(x, i):
+        return softmax(lax.dynamic_slice(x, (i - 1, 0), (3, shape[1])))
+    for i in [0, 4, -2, 100]:
+        for actual, expected, _ in fused(f, random(shape, np.float32, special=False), np.int32(i),
+                                         strategies=[strategy]):
+            np.testing.assert_allclose(actual[0], expected[0], rtol=1024 * 2 ** -23, atol=1024 * 2 ** -23)
 
 
 @pytest.mark.parametrize("shape, strategy", ROW_SHAPES)

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import cdnajit as cj
 import cdnajit.numpy as cnp
+from cdnajit import lax
 from cdnajit.frontend.tracing import bind1, constant
 from cdnajit.ir.core import walk
 from cdnajit.passes import canonicalize, fuse
@@ -297,6 +298,98 @@ func @f(%0: f32[2,4,8], %1: f32[8,3]) -> (f32[8,3], f32[2,4,3], f32[24]) {
   %8 = reshape(%1) {new_sizes = [24]} : f32[24]
   return %6, %7, %8
 }"""),
+    # A dynamic_slice is a leaf: its reader's kernel reads the operand at the clamped start, and
+    # the start scalars' arithmetic (0-d computed values: no iteration shape) joins that kernel.
+    ("dynamic_slice_and_its_start_arithmetic_fuse_into_the_reader", """
+func @f(%0: f32[8,16], %1: i32[]) -> (f32[16]) {
+  %2 = constant() {value = dense<1>} : i32[]
+  %3 = sub(%1, %2) : i32[]
+  %4 = constant() {value = dense<0>} : i32[]
+  %5 = dynamic_slice(%0, %3, %4) {slice_sizes = [1, 16]} : f32[1,16]
+  %6 = reshape(%5) {new_sizes = [16]} : f32[16]
+  %7 = exp(%6) : f32[16]
+  return %7
+}""", """
+func @f(%0: f32[8,16], %1: i32[]) -> (f32[16]) {
+  %2 = fusion(%1, %0) {kind = "loop"} : f32[16] {
+    ^(%3: i32[], %4: f32[8,16]):
+      %5 = constant() {value = dense<1>} : i32[]
+      %6 = sub(%3, %5) : i32[]
+      %7 = constant() {value = dense<0>} : i32[]
+      %8 = dynamic_slice(%4, %6, %7) {slice_sizes = [1, 16]} : f32[1,16]
+      %9 = reshape(%8) {new_sizes = [16]} : f32[16]
+      %10 = exp(%9) : f32[16]
+      yield %10
+  }
+  return %2
+}"""),
+    # Its sliced operand is moved, not computed: a computed one stays the result of its own kernel.
+    ("dynamic_slice_of_a_computed_value_starts_the_next_kernel", """
+func @f(%0: f32[8,16], %1: u8[], %2: i64[]) -> (f32[4,4]) {
+  %3 = exp(%0) : f32[8,16]
+  %4 = dynamic_slice(%3, %1, %2) {slice_sizes = [4, 4]} : f32[4,4]
+  %5 = neg(%4) : f32[4,4]
+  return %5
+}""", """
+func @f(%0: f32[8,16], %1: u8[], %2: i64[]) -> (f32[4,4]) {
+  %3 = fusion(%0) {kind = "loop"} : f32[8,16] {
+    ^(%4: f32[8,16]):
+      %5 = exp(%4) : f32[8,16]
+      yield %5
+  }
+  %6 = fusion(%3, %1, %2) {kind = "loop"} : f32[4,4] {
+    ^(%7: f32[8,16], %8: u8[], %9: i64[]):
+      %10 = dynamic_slice(%7, %8, %9) {slice_sizes = [4, 4]} : f32[4,4]
+      %11 = neg(%10) : f32[4,4]
+      yield %11
+  }
+  return %6
+}"""),
+    # A start used outside too is a 0-d result: it cannot share a kernel of results of another shape.
+    ("a_start_read_outside_stays_a_result_of_its_own_kernel", """
+func @f(%0: f32[8,16], %1: i64[]) -> (f32[16], i64[]) {
+  %2 = constant() {value = dense<1>} : i64[]
+  %3 = add(%1, %2) : i64[]
+  %4 = constant() {value = dense<0>} : i64[]
+  %5 = dynamic_slice(%0, %3, %4) {slice_sizes = [1, 16]} : f32[1,16]
+  %6 = reshape(%5) {new_sizes = [16]} : f32[16]
+  %7 = mul(%6, %6) : f32[16]
+  return %7, %3
+}""", """
+func @f(%0: f32[8,16], %1: i64[]) -> (f32[16], i64[]) {
+  %2 = fusion(%1) {kind = "loop"} : i64[] {
+    ^(%3: i64[]):
+      %4 = constant() {value = dense<1>} : i64[]
+      %5 = add(%3, %4) : i64[]
+      yield %5
+  }
+  %6 = fusion(%0, %2) {kind = "loop"} : f32[16] {
+    ^(%7: f32[8,16], %8: i64[]):
+      %9 = constant() {value = dense<0>} : i64[]
+      %10 = dynamic_slice(%7, %8, %9) {slice_sizes = [1, 16]} : f32[1,16]
+      %11 = reshape(%10) {new_sizes = [16]} : f32[16]
+      %12 = mul(%11, %11) : f32[16]
+      yield %12
+  }
+  return %6, %2
+}"""),
+    ("a_reduction_reads_a_dynamic_slice", """
+func @f(%0: f32[8,16], %1: i32[]) -> (f32[]) {
+  %2 = constant() {value = dense<0>} : i32[]
+  %3 = dynamic_slice(%0, %1, %2) {slice_sizes = [1, 16]} : f32[1,16]
+  %4 = reduce(%3) {reducer = "sum", axes = [0, 1]} : f32[]
+  return %4
+}""", """
+func @f(%0: f32[8,16], %1: i32[]) -> (f32[]) {
+  %2 = fusion(%0, %1) {kind = "reduction"} : f32[] {
+    ^(%3: f32[8,16], %4: i32[]):
+      %5 = constant() {value = dense<0>} : i32[]
+      %6 = dynamic_slice(%3, %4, %5) {slice_sizes = [1, 16]} : f32[1,16]
+      %7 = reduce(%6) {reducer = "sum", axes = [0, 1]} : f32[]
+      yield %7
+  }
+  return %2
+}"""),
     ("widening_bitcast_of_a_parameter_fuses", """
 func @f(%0: u8[4,8,4]) -> (f32[4,8]) {
   %1 = bitcast_convert(%0) {dtype = f32} : f32[4,8]
@@ -375,6 +468,29 @@ def test_large_constants_are_operands_and_small_ones_are_copied():
     (fusion,) = fusions(result)
     assert len(fusion.operands) == 2
     assert [op.name for op in fusion.regions[0].ops] == ["add", "constant", "broadcast_in_dim", "mul"]
+
+
+def gauss_seidel(a):
+    def row(i, a):
+        def point(j, a):
+            return a.at[i, j].set(0.25 * (a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1]))
+        return lax.fori_loop(1, a.shape[1] - 1, point, a)
+    return lax.fori_loop(1, a.shape[0] - 1, row, a)
+
+
+def test_a_loop_body_reads_its_dynamic_slices_in_the_kernel_of_their_arithmetic(check_equivalent):
+    # The four neighbour reads, their index arithmetic and the update's value: one kernel; the
+    # update's index vector and the scatter are the others.
+    module = cj.make_graph(gauss_seidel)(np.zeros((5, 6), np.float32))
+    result = fuse(canonicalize(module))
+    check_fused(result)
+    (innermost,) = [op for op in walk(result.body)
+                    if op.name == "while" and not any(inner.name == "while" for inner in walk(op.regions[1]))]
+    names = [op.name for op in innermost.regions[1].ops if op.name != "constant"]
+    assert names == ["fusion", "fusion", "scatter"]
+    (point,) = [op for op in innermost.regions[1].ops if op.name == "fusion" and op.results[-1].type.dtype == "f32"]
+    assert [op.name for op in point.regions[0].ops].count("dynamic_slice") == 4
+    check_equivalent(module, result, trials=1)
 
 
 def test_no_cycle_between_groups_on_a_wider_diamond():
