@@ -332,6 +332,19 @@ def test_rows_read_at_computed_starts_feed_row_reductions(shape, strategy):
             np.testing.assert_allclose(actual[0], expected[0], rtol=1024 * 2 ** -23, atol=1024 * 2 ** -23)
 
 
+@pytest.mark.parametrize("n, m", [(10, 20), (300, 700), (2000, 2100)])
+def test_a_start_computed_from_a_reduce_is_read_after_its_phase(n, m):
+    # The slice's start is a first reduction's result; a second reduction and a per-row result read
+    # the slice (and a slice of it): one kernel, two phases.
+    def f(x, y):
+        total = cnp.sum(x) % 13
+        window = lax.dynamic_slice(y, (total,), (n,))
+        return cnp.sum(window * x), window[total % 5] + total
+    args = [RNG.integers(-5, 9, n).astype(np.int32), RNG.integers(-9, 9, m).astype(np.int32)]
+    assert len(fused(f, *args)) == 1
+    check_exact(f, *args)
+
+
 @pytest.mark.parametrize("shape, strategy", ROW_SHAPES)
 @pytest.mark.parametrize("fn", [softmax, layernorm])
 def test_softmax_and_layernorm_over_rows(fn, shape, strategy):
