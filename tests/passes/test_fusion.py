@@ -390,6 +390,56 @@ func @f(%0: f32[8,16], %1: i32[]) -> (f32[]) {
   }
   return %2
 }"""),
+    # A loop-carried array, sliced at an index computed from the loop counter in the same kernel.
+    ("a_loop_carried_array_is_sliced_in_the_kernel_that_reads_the_slice", """
+func @f(%0: f32[3,4], %1: i64[]) -> (f32[3,4]) {
+  %2 = constant() {value = dense<0>} : i64[]
+  %3, %4 = while(%2, %0) : (i64[], f32[3,4]) {
+    ^(%5: i64[], %6: f32[3,4]):
+      %7 = lt(%5, %1) : bool[]
+      yield %7
+    ^(%8: i64[], %9: f32[3,4]):
+      %10 = constant() {value = dense<1>} : i64[]
+      %11 = sub(%8, %10) : i64[]
+      %12 = dynamic_slice(%9, %11, %2) {slice_sizes = [1, 4]} : f32[1,4]
+      %13 = broadcast_in_dim(%12) {shape = [3, 4], broadcast_dimensions = [0, 1]} : f32[3,4]
+      %14 = add(%9, %13) : f32[3,4]
+      %15 = add(%8, %10) : i64[]
+      yield %15, %14
+  }
+  return %4
+}""", """
+func @f(%0: f32[3,4], %1: i64[]) -> (f32[3,4]) {
+  %2 = constant() {value = dense<0>} : i64[]
+  %3, %4 = while(%2, %0) : (i64[], f32[3,4]) {
+    ^(%5: i64[], %6: f32[3,4]):
+      %7 = fusion(%5, %1) {kind = "loop"} : bool[] {
+        ^(%8: i64[], %9: i64[]):
+          %10 = lt(%8, %9) : bool[]
+          yield %10
+      }
+      yield %7
+    ^(%11: i64[], %12: f32[3,4]):
+      %13 = fusion(%11, %12) {kind = "loop"} : f32[3,4] {
+        ^(%14: i64[], %15: f32[3,4]):
+          %16 = constant() {value = dense<1>} : i64[]
+          %17 = sub(%14, %16) : i64[]
+          %18 = constant() {value = dense<0>} : i64[]
+          %19 = dynamic_slice(%15, %17, %18) {slice_sizes = [1, 4]} : f32[1,4]
+          %20 = broadcast_in_dim(%19) {shape = [3, 4], broadcast_dimensions = [0, 1]} : f32[3,4]
+          %21 = add(%15, %20) : f32[3,4]
+          yield %21
+      }
+      %22 = fusion(%11) {kind = "loop"} : i64[] {
+        ^(%23: i64[]):
+          %24 = constant() {value = dense<1>} : i64[]
+          %25 = add(%23, %24) : i64[]
+          yield %25
+      }
+      yield %22, %13
+  }
+  return %4
+}"""),
     ("widening_bitcast_of_a_parameter_fuses", """
 func @f(%0: u8[4,8,4]) -> (f32[4,8]) {
   %1 = bitcast_convert(%0) {dtype = f32} : f32[4,8]
