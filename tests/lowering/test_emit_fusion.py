@@ -211,6 +211,20 @@ def test_w1_chain_and_vectorized_loop():
     assert re.search(r"<(4|8|16) x float>", text), "no float vectors (SSE, AVX or AVX-512 widths)"
 
 
+def test_clamp_bounds_computed_in_the_kernel():
+    module = cj.ir.parse("""
+func @f(%0: f32[300], %1: f32[]) -> (f32[300]) {
+  %2 = exp(%1) : f32[]
+  %3 = neg(%2) : f32[]
+  %4 = clamp(%3, %0, %2) : f32[300]
+  return %4
+}""")
+    x = random((300,), np.float32)
+    for s in [np.float32(0.5), np.float32(-np.inf), np.float32(np.nan)]:
+        (op, operands, results), = top_level_ops(run_pipeline(module).module, [x, s])
+        assert_same(run_kernel(emit_kernel(op, "k"), operands, results)[0], results[0])
+
+
 def test_broadcasting_scalars_and_zero_d():
     def f(a, b, s):
         return a + b * s, cnp.float32(2.5) * s + a.sum() * 0

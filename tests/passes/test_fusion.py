@@ -440,6 +440,24 @@ func @f(%0: f32[3,4], %1: i64[]) -> (f32[3,4]) {
   }
   return %4
 }"""),
+    # clamp reads its scalar bounds at the empty index: computed ones join its kernel as well.
+    ("computed_scalar_clamp_bounds_fuse_into_the_clamp", """
+func @f(%0: f32[300], %1: f32[]) -> (f32[300]) {
+  %2 = exp(%1) : f32[]
+  %3 = neg(%2) : f32[]
+  %4 = clamp(%3, %0, %2) : f32[300]
+  return %4
+}""", """
+func @f(%0: f32[300], %1: f32[]) -> (f32[300]) {
+  %2 = fusion(%1, %0) {kind = "loop"} : f32[300] {
+    ^(%3: f32[], %4: f32[300]):
+      %5 = exp(%3) : f32[]
+      %6 = neg(%5) : f32[]
+      %7 = clamp(%6, %4, %5) : f32[300]
+      yield %7
+  }
+  return %2
+}"""),
     ("widening_bitcast_of_a_parameter_fuses", """
 func @f(%0: u8[4,8,4]) -> (f32[4,8]) {
   %1 = bitcast_convert(%0) {dtype = f32} : f32[4,8]
