@@ -1,5 +1,5 @@
-"""Kernels of the indexing ops: dynamic_slice, dynamic_update_slice, gather and scatter; the
-in-place forms of the updates, and copy.
+"""Kernels of the indexing ops: dynamic_update_slice, gather and scatter; the in-place forms of the
+updates, and copy. (dynamic_slice is a leaf of fused kernels: lowering/elemental_indexing.py.)
 
 Index values (start scalars, gather/scatter index rows) are read in their own integer dtype and
 widened to i64 (u64 for unsigned) before they are clamped or bounds-checked, so no start value
@@ -49,28 +49,6 @@ def start_variables(start_buffers, sizes, shape, dtype: str) -> tuple[list[K.Stm
     return stmts, starts
 
 
-def window_element(i, window_shape, shape, start_buffers, dtype) -> tuple[list[K.Stmt], K.Expr]:
-    """Statements, and the row-major index in `shape` of element i of the window of `window_shape`
-    at the clamped starts: what dynamic_slice reads and an in-place update writes."""
-    stmts, starts = start_variables(start_buffers, window_shape, shape, dtype)
-    coord_stmts, coords = unravel(i, window_shape, "c")
-    return stmts + coord_stmts, offset([c + s for c, s in zip(coords, starts)], row_major_strides(shape), dtype)
-
-
-@emitter("dynamic_slice")
-def emit_dynamic_slice(op, name):
-    reject_complex(op)
-    x, out = op.operands[0].type, op.result.type
-    params = operand_buffers(op)
-    source, start_buffers, result = params[0], params[1:-1], params[-1]
-    dtype = index_dtype(x.size, out.size)
-
-    def body(i):
-        stmts, source_index = window_element(i, out.shape, x.shape, start_buffers, dtype)
-        return stmts + [K.Store(result, i, source[source_index])]
-    return one_item_per_element(name, params, out.size, body, dtype)
-
-
 @emitter("dynamic_update_slice")
 def emit_dynamic_update_slice(op, name):
     reject_complex(op)
@@ -101,8 +79,10 @@ def emit_dynamic_update_slice_in_place(op, name):
     dtype = index_dtype(x.size, update.size)
 
     def body(i):
-        stmts, target = window_element(i, update.shape, x.shape, start_buffers, dtype)
-        return stmts + [K.Store(result, target, updates[i])]
+        stmts, starts = start_variables(start_buffers, update.shape, x.shape, dtype)
+        coord_stmts, coords = unravel(i, update.shape, "c")
+        target = offset([c + s for c, s in zip(coords, starts)], row_major_strides(x.shape), dtype)
+        return stmts + coord_stmts + [K.Store(result, target, updates[i])]
     return one_item_per_element(name, params, update.size, body, dtype)
 
 

@@ -11,7 +11,6 @@ import pytest
 
 import cdnajit as cj
 import cdnajit.numpy as cnp
-from cdnajit import lax
 from cdnajit.lowering import emit_fft, emit_sort
 from cdnajit.lowering.emit_ops import index_dtype
 from cdnajit.lowering.emitters import emit_kernel
@@ -80,24 +79,10 @@ def check_exact(opname, arrays, **attrs):
             np.testing.assert_array_equal(np.signbit(wide[numbers]), np.signbit(wide_reference[numbers]))
 
 
-# ---- dynamic_slice, dynamic_update_slice --------------------------------------------------
+# ---- dynamic_update_slice ---------------------------------------------------------------
 
 def scalar(value, dtype):
     return np.array(value, dtype)
-
-
-DYNAMIC_SLICE_CASES = [  # (operand dtype, shape, starts, slice sizes)
-    ("f32", (7,), [scalar(3, np.int32)], (4,)),
-    ("i8", (5, 12), [scalar(-3, np.int32), scalar(100, np.int8)], (3, 4)),      # clamped low and high
-    ("bf16", (3, 4, 5), [scalar(1, np.int64), scalar(250, np.uint8), scalar(2, np.int16)], (2, 1, 3)),
-    ("f64", (65,), [scalar(63, np.uint32)], (0,)),                             # empty slice
-    ("i32", (), [], ()),                                                       # 0-d
-]
-
-
-@pytest.mark.parametrize("dtype,shape,starts,sizes", DYNAMIC_SLICE_CASES)
-def test_dynamic_slice(dtype, shape, starts, sizes):
-    check_exact("dynamic_slice", [random_array(cj.ir.numpy_dtype(dtype), shape), *starts], slice_sizes=sizes)
 
 
 DYNAMIC_UPDATE_CASES = [  # (operand dtype, shape, update shape, starts)
@@ -379,8 +364,6 @@ TRACED_CASES = [  # (function, argument arrays, the op to take)
     (lambda a, i: a[i], [random_array(np.int32, (4, 3)), np.array([[1, 2], [3, 0]])], "gather"),
     (lambda a: cnp.cumsum(a, axis=1), [random_array(np.float32, (3, 7))], "cumulative"),
     (lambda a: cnp.argmax(a, axis=0), [random_array(np.float32, (7, 3))], "argmax"),
-    (lambda a, s: lax.dynamic_slice(a, (s, 1), (2, 2)), [random_array(np.float32, (5, 4)), np.int32(2)],
-     "dynamic_slice"),
 ]
 
 FFT_TEXT = """
