@@ -44,12 +44,10 @@ HELD = frozenset({"constant"})   # results the executable holds across calls: ne
 @dataclass
 class Decisions:
     in_place: set[int] = field(default_factory=set)            # ids of the updates made in place
-    owned_carries: dict[int, set[int]] = field(default_factory=dict)   # while id -> carries it owns
-    copies: dict[int, set[int]] = field(default_factory=dict)          # while id -> operands copied first
+    copies: dict[int, set[int]] = field(default_factory=dict)  # while id -> its operands copied first
 
     def merge(self, other: "Decisions") -> None:
         self.in_place |= other.in_place
-        self.owned_carries.update(other.owned_carries)
         self.copies.update(other.copies)
 
 
@@ -161,7 +159,6 @@ class RegionPlan:
                 break
             owned = kept
         self.decisions.merge(decisions)
-        self.decisions.owned_carries[id(op)] = owned
         inside = list(region_uses(op))
         copies = set()
         for k in sorted(owned):
