@@ -295,6 +295,33 @@ func @f(%0: i64[], %1: f32[8], %2: f32[1]) -> (f32[8], i64[]) {
   return %4, %5
 }
 """),
+    ("branches_own_only_what_they_make", """
+func @f(%0: i32[], %1: f32[8], %2: f32[2], %3: i32[]) -> (f32[8]) {
+  %4 = cond(%0, %1) : (f32[8]) {
+    ^(%5: f32[8]):
+      %6 = dynamic_update_slice(%5, %2, %3) : f32[8]
+      yield %6
+    ^(%7: f32[8]):
+      %8 = neg(%7) : f32[8]
+      %9 = dynamic_update_slice(%8, %2, %3) : f32[8]
+      yield %9
+  }
+  %10 = dynamic_update_slice(%4, %2, %3) : f32[8]
+  return %10
+}""", """
+func @f(%0: i32[], %1: f32[8], %2: f32[2], %3: i32[]) -> (f32[8]) {
+  %4 = cond(%0, %1) : f32[8] {
+    ^(%5: f32[8]):
+      %6 = dynamic_update_slice(%5, %2, %3) : f32[8]
+      yield %6
+    ^(%7: f32[8]):
+      %8 = neg(%7) : f32[8]
+      %9 = dynamic_update_slice_in_place(%8, %2, %3) : f32[8]
+      yield %9
+  }
+  %10 = dynamic_update_slice(%4, %2, %3) : f32[8]
+  return %10
+}"""),
     ("hand_written_in_place_update_of_an_argument", """
 func @f(%0: f32[8], %1: f32[2], %2: i32[]) -> (f32[8]) {
   %3 = dynamic_update_slice_in_place(%0, %1, %2) : f32[8]
