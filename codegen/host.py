@@ -1038,9 +1038,7 @@ def compile_object(kernel: Kernel) -> bytes:
 
 def compile_objects(kernels: list[Kernel]) -> list[bytes]:
     """[compile_object(k) for k in kernels], on $CDNAJIT_COMPILE_JOBS CPUs at once (by default all
-    this process may use), the longest kernels first so that no CPU is left with one at the end
-    (a kernel's code text is a fair measure of its LLVM time)."""
-    order = sorted(range(len(kernels)), key=lambda i: -len(kernels[i].code_text()))
-    codes = llvm_worker.map_in_forks(compile_object, [kernels[i] for i in order], compile_jobs())
-    return [code for _, code in sorted(zip(order, codes))]
+    this process may use), each taking the next kernel in the given order: put the longest first,
+    so that no CPU is left with one at the end."""
+    return llvm_worker.map_in_forks(compile_object, kernels, compile_jobs())
 

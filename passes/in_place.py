@@ -32,12 +32,11 @@ import itertools
 from dataclasses import dataclass, field
 
 from ..ir.core import Module, Op, Region, Value, walk
-from ..ir.ops.shape import IN_PLACE_FORMS
+from ..ir.ops.shape import IN_PLACE_FORMS, IN_PLACE_OPS
 from .rewrite import Rebuilder, Scope, uses_of
 
 PLAIN_FORMS = {**{plain: plain for plain in IN_PLACE_FORMS}, **{v: k for k, v in IN_PLACE_FORMS.items()}}
 VIEWS = frozenset({"reshape"})   # ops the executable runs as a view of their operand
-IN_PLACE_OPS = frozenset(IN_PLACE_FORMS.values())
 HELD = frozenset({"constant"})   # results the executable holds across calls: never written
 
 

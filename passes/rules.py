@@ -210,6 +210,7 @@ def dot_as_reduction(b, lhs, rhs, op):
     real = set(INTS + FLOATS)
     if not lc or not {lhs.type.dtype, rhs.type.dtype, result.dtype} <= real:
         return None
+    wide = dtype_name(compute_dtype(numpy_dtype(result.dtype)))
     operands = []
     for x, contracting, batch in ((lhs, lc, lb), (rhs, rc, rb)):
         free = tuple(i for i in range(x.type.ndim) if i not in contracting and i not in batch)
@@ -218,7 +219,6 @@ def dot_as_reduction(b, lhs, rhs, op):
         # (batch..., contracting...), paired as dot_general pairs them; the 1-sized free dims dropped.
         ordered = b.op("transpose", x, permutation=tuple(batch) + tuple(contracting) + free)
         kept = tuple(x.type.shape[i] for i in tuple(batch) + tuple(contracting))
-        wide = dtype_name(compute_dtype(numpy_dtype(result.dtype)))
         operands.append(b.op("convert", b.op("reshape", ordered, new_sizes=kept), dtype=wide))
     total = b.op("reduce", b.op("mul", *operands), reducer="sum", axes=tuple(range(len(lb), len(lb) + len(lc))))
     if total.type.dtype in FLOATS:

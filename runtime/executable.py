@@ -41,7 +41,7 @@ from ..errors import AllocationError, CdnajitError
 from ..ir.core import Module, Op, Region
 from ..ir.kernel import GlobalBuffer, Kernel, ScalarParam
 from ..ir.ops.library import cache_stamps
-from ..ir.ops.shape import IN_PLACE_FORMS
+from ..ir.ops.shape import IN_PLACE_OPS
 from ..ir.targets import Target, get_target
 from ..ir.types import NUMPY_DTYPES, format_bytes
 from ..ir.verifier import verify
@@ -51,7 +51,6 @@ from .cache import CompileCache, default_cache
 from .launch import CompiledKernel, address, aligned_empty, object_codes, runs_in_parallel
 
 ALIAS_OPS = frozenset({"reshape"})
-IN_PLACE_OPS = frozenset(IN_PLACE_FORMS.values())
 
 
 def schedule_ops(region: Region):
@@ -309,13 +308,14 @@ class LaunchInPlace(Launch):
 
     def run(self, env: list) -> None:
         (slot,), (shape, dtype), (allocate,) = self.results, self.types[0], self.allocators
-        array = env[self.inputs[0]]
-        if allocate is aligned_empty and address(array) % WRITTEN_BUFFER_ALIGNMENT:
+        addresses = [address(env[i]) for i in self.inputs]
+        array, result = env[self.inputs[0]], addresses[0]
+        if allocate is aligned_empty and result % WRITTEN_BUFFER_ALIGNMENT:
             array = aligned_empty(shape, dtype)
             array[...] = env[self.inputs[0]]
+            result = address(array)
         env[slot] = array
-        addresses = [address(env[i]) for i in self.inputs]
-        block = self.block_type(*addresses, address(array), *self.kernel.bound_addresses)
+        block = self.block_type(*addresses, result, *self.kernel.bound_addresses)
         self.kernel.launch(ctypes.addressof(block))
 
 

@@ -351,18 +351,21 @@ def object_codes(kernels: list[Kernel], cache: CompileCache) -> list[tuple[str, 
     without the name, which only labels it, and the arguments, which one launch binds. A kernel the
     cache lacks may be one of the libraries' prebuilt ones (library_cache); the rest compile at
     once (compile_objects), each distinct code once."""
-    keys = [cache.key("kernel", kernel.code_text()) for kernel in kernels]
+    texts = [kernel.code_text() for kernel in kernels]
+    keys = [cache.key("kernel", text) for text in texts]
     codes: dict[str, bytes] = {}
-    missing: dict[str, Kernel] = {}
-    for key, kernel in zip(keys, kernels):
+    missing: dict[str, tuple[int, Kernel]] = {}   # key -> (code text length, kernel)
+    for key, text, kernel in zip(keys, texts, kernels):
         if key not in codes and key not in missing:
             entry = cache.load(key) or library_cache().load(key)
             if entry is None:
-                missing[key] = kernel
+                missing[key] = (len(text), kernel)
             else:
                 codes[key] = entry[1]
     if missing:
-        for key, code in zip(missing, compile_objects(list(missing.values()))):
+        # The longest first (a kernel's code text is a fair measure of its LLVM time).
+        order = sorted(missing, key=lambda key: -missing[key][0])
+        for key, code in zip(order, compile_objects([missing[key][1] for key in order])):
             cache.store(key, {"kind": "object"}, code)
             codes[key] = code
     return [(key, codes[key]) for key in keys]

@@ -296,6 +296,7 @@ define("scatter", infer=scatter_infer, reference=scatter, attrs={"reduction": "s
 # when the loop's initial array is still needed. An in-place op computes what its plain form
 # computes; the executable writes its result into the operand's buffer (only the updated elements).
 IN_PLACE_FORMS = {"dynamic_update_slice": "dynamic_update_slice_in_place", "scatter": "scatter_in_place"}
+IN_PLACE_OPS = frozenset(IN_PLACE_FORMS.values())
 
 for plain, in_place in IN_PLACE_FORMS.items():
     opdef = OPS[plain]
