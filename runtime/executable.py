@@ -49,6 +49,7 @@ from ..lowering.emitters import HOST_OPS, emit_kernel
 from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
 from .launch import CompiledKernel, address, aligned_empty, object_codes, runs_in_parallel
+from .native_loop import NativeLoop
 
 ALIAS_OPS = frozenset({"reshape"})
 
@@ -161,10 +162,12 @@ class Planner:
         if op.name == "while":
             cond, body = op.regions
             return {"op": "while", "operands": [self.slot(v) for v in op.operands], "cond": self.block(cond),
-                    "body": self.block(body), "results": [self.slot(v) for v in op.results]}
+                    "body": self.block(body), "results": [self.slot(v) for v in op.results],
+                    "types": [[v.type.dtype, dims(v.type.shape)] for v in op.results], "source": op_source(op)}
         if op.name == "cond":
             index, *operands = op.operands
-            return {"op": "cond", "index": self.slot(index), "operands": [self.slot(v) for v in operands],
+            return {"op": "cond", "index": self.slot(index), "index_dtype": index.type.dtype,
+                    "operands": [self.slot(v) for v in operands],
                     "branches": [self.block(r) for r in op.regions], "results": [self.slot(v) for v in op.results]}
         if op.name in ALIAS_OPS:
             return {"op": "reshape", "input": self.slot(op.operands[0]), "result": self.slot(op.result),
@@ -405,8 +408,9 @@ class Executable:
 
     def __init__(self, plan: dict, constant_data: bytes, object_codes: list[bytes], graph: Module | None = None,
                  optimized: Module | None = None, kernels: list[Kernel] | None = None, pipeline=None,
-                 target: Target | None = None):
+                 target: Target | None = None, cache: CompileCache | None = None):
         self.plan = plan
+        self.cache = cache if cache is not None else default_cache()
         self.target = target or get_target()
         self.graph = graph
         self._optimized = optimized
@@ -423,16 +427,18 @@ class Executable:
             count = int(np.prod(constant["shape"], dtype=np.int64))
             array = np.frombuffer(constant_data, dtype, count, constant["offset"]).reshape(constant["shape"])
             self.initial_env[constant["slot"]] = array
-        self.body = self.block(plan["body"], self.compiled_kernels)
+        self.body = self.block(plan["body"], self.compiled_kernels, native=True)
         self.param_types = tuple((slot, tuple(shape), NUMPY_DTYPES[dtype])
                                  for slot, (dtype, shape) in zip(self.body.params, plan["param_types"]))
         self.outputs = tuple((slot, copy) for slot, copy in plan["outputs"])
 
-    def block(self, plan: dict, kernels: list) -> Block:
-        """The steps of a block; its launches run `kernels` (compiled, or timed when profiling)."""
-        return Block(plan["params"], [self.step(s, kernels) for s in plan["steps"]], plan["outputs"])
+    def block(self, plan: dict, kernels: list, native: bool = False) -> Block:
+        """The steps of a block; its launches run `kernels` (compiled, or timed when profiling).
+        `native`: its loops run as native code (NativeLoop) rather than as Python loops, which
+        only a profile runs, to time each launch."""
+        return Block(plan["params"], [self.step(s, kernels, native) for s in plan["steps"]], plan["outputs"])
 
-    def step(self, plan: dict, kernels: list):
+    def step(self, plan: dict, kernels: list, native: bool = False):
         kind = plan["op"]
         if kind == "kernel":
             launch = LaunchInPlace if plan["in_place"] else Launch
@@ -441,10 +447,12 @@ class Executable:
             return Allocate(plan["results"], plan["source"])
         if kind == "reshape":
             return Reshape(plan["input"], plan["result"], plan["shape"])
+        if kind == "while" and native:
+            return NativeLoop(plan, self.plan["kernels"], kernels, self.plan["slots"], self.cache)
         if kind == "while":
             return WhileLoop(plan["operands"], self.block(plan["cond"], kernels), self.block(plan["body"], kernels),
                              plan["results"])
-        return Branch(plan["index"], plan["operands"], [self.block(b, kernels) for b in plan["branches"]],
+        return Branch(plan["index"], plan["operands"], [self.block(b, kernels, native) for b in plan["branches"]],
                       plan["results"])
 
     # -- compiling --
@@ -469,7 +477,7 @@ class Executable:
         if stored is not None:
             plan, constant_data, object_codes = stored
             start = time.perf_counter()
-            executable = cls(plan, constant_data, object_codes, graph, target=target)
+            executable = cls(plan, constant_data, object_codes, graph, target=target, cache=cache)
             executable.timings = [("cache lookup", lookup), ("load", time.perf_counter() - start)]
             return executable
         start = time.perf_counter()
@@ -481,7 +489,7 @@ class Executable:
         constant_data = bytes(planner.constant_data)
         start = time.perf_counter()
         executable = cls(plan, constant_data, planner.object_codes, graph, optimized, planner.kernels, pipeline,
-                         target)
+                         target, cache)
         load = time.perf_counter() - start
         if program_key is not None:
             cache.store(program_key, {"kind": "program", "plan": plan}, constant_data)

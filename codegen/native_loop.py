@@ -1,0 +1,363 @@
+"""A `while` step of an executable's schedule as one native function: the loop, its condition,
+its body's launches, nested loops and branches, with no Python between entry and return.
+
+    layout = loop_layout(step, kernel_plans)       # the arena: a buffer per value made inside
+    text = loop_module(step, layout, kernel_plans) # LLVM IR of `loop(slots, table) -> status`
+
+The step and the kernel plans are plain data (runtime/executable.py's plan). The function reads
+and writes one *address table*, `slots`: an i64 per SSA slot of the program, the address of that
+value's elements, then two spare buffers per loop carry. The caller fills the addresses of the
+values made outside the loop (`layout.reads`) and of the arena's buffers (`layout.buffers`,
+offsets into one allocation per call); the function sets the rest as it runs, as the Python
+schedule sets its environment: an in-place update's result and a reshape take their operand's
+address, a loop's or a branch's results its carried or chosen values'. On return the loop's
+result slots hold its results' addresses.
+
+`table` is the executable's: i64 entries [the parallel launch callback, Python's
+PyGILState_Ensure, PyErr_CheckSignals, PyErr_Clear and PyGILState_Release, each kernel's `run`,
+each kernel's bound scalar addresses], so that the code is the same in every process and is
+cached by its text. A launch builds its argument block on the stack and calls the
+kernel's `run` (codegen/host.py) over its whole grid on this thread, or, for a launch worth the
+worker pool (runtime/launch.py: `runs_in_parallel`), calls back into the runtime to run it there.
+
+Loop carries. A body's output k that is its parameter k (or an in-place update of it) needs
+nothing. One that the body makes with a kernel of its own is written into one of the carry's two
+spare buffers, the one not holding the current value (the slot of the value that it updates in
+place, its *root*, is pointed there before the body runs): the carry alternates between them and
+never writes the loop's initial operand, which may be the caller's. Any other output (another
+parameter, a value from outside, a nested loop's or branch's result, a root that two outputs
+share) is copied into the spare buffer that does not hold the current value, unless it is that
+value. Every carry's new address is read before any is set, so that a body that swaps its
+carries reads the old ones.
+
+A long loop stays interruptible: every loop's header reads the cycle counter and, every
+POLL_CYCLES, takes the GIL and runs Python's pending signal handlers (PyErr_CheckSignals, as a C
+extension's long loop does); when one raised (Ctrl-C's KeyboardInterrupt), it drops the
+exception and returns INTERRUPTED at once, for the runtime to raise KeyboardInterrupt.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+from ..ir.types import NUMPY_DTYPES, SIGNED_INTS
+from . import llvm_worker
+from .host import WRITTEN_BUFFER_ALIGNMENT, is_aligned_buffer
+from .llvm_kernel import I8, I32, I64, MEMORY_TYPES, PTR
+
+LOOP_ENTRY = "loop"
+FINISHED, INTERRUPTED, MISALIGNED = 0, 1, 2
+# About a millisecond between interrupt polls at a few GHz.
+POLL_CYCLES = 1 << 22
+# The table's entries before the kernels' `run` addresses.
+PARALLEL_LAUNCH, GIL_ENSURE, CHECK_SIGNALS, CLEAR_ERROR, GIL_RELEASE = range(5)
+TABLE_HEADER = 5
+
+
+def value_bytes(dtype: str, shape) -> int:
+    return math.prod(shape) * NUMPY_DTYPES[dtype].itemsize
+
+
+def blocks_of(step: dict) -> list[dict]:
+    if step["op"] == "while":
+        return [step["cond"], step["body"]]
+    return step.get("branches", [])
+
+
+@dataclass
+class Carry:
+    """How a loop's carry k gets its next value: "same" (the body's output is the parameter, or an
+    in-place update of it), "alternate" (the body's own kernel result `root`, written into the
+    spare that does not hold the current value) or "copy" (copied into that spare). `spares`:
+    the slots of its two spare buffers in the address table."""
+    kind: str
+    nbytes: int
+    root: int | None = None
+    spares: tuple[int, int] | None = None
+
+
+@dataclass
+class LoopLayout:
+    reads: list[int]                               # slots made outside the loop that it reads
+    buffers: list[tuple[int, int]]                 # (slot, arena offset): a buffer per value made inside
+    arena_bytes: int
+    table_slots: int                               # the address table's length
+    carries: dict[int, list[Carry]] = field(default_factory=dict)   # id(while step) -> its carries
+
+
+def body_roots(block: dict) -> tuple[dict[int, int], set[int]]:
+    """(root per slot of a body block, the slots its own kernels make). A value's root is the value
+    whose buffer holds it: an in-place update's or a reshape's is its operand's root."""
+    roots, made = {}, set()
+    for step in block["steps"]:
+        if step["op"] == "kernel" and step["in_place"]:
+            source = step["inputs"][0]
+            roots[step["results"][0][0]] = roots.get(source, source)
+        elif step["op"] == "reshape":
+            roots[step["result"]] = roots.get(step["input"], step["input"])
+        elif step["op"] in ("kernel", "allocate"):
+            made.update(slot for slot, _, _ in step["results"])
+    return roots, made
+
+
+def loop_layout(step: dict, slot_count: int) -> LoopLayout:
+    """The arena and address table of a top-level `while` step (see the module's docstring)."""
+    defined, used, buffers, carries = set(), set(), [], {}
+    offset, spare_slot = 0, slot_count
+
+    def claim(nbytes: int) -> int:
+        nonlocal offset
+        start = offset
+        offset += -(-max(nbytes, 1) // WRITTEN_BUFFER_ALIGNMENT) * WRITTEN_BUFFER_ALIGNMENT
+        return start
+
+    def visit(step: dict) -> None:
+        nonlocal spare_slot
+        kind = step["op"]
+        if kind == "kernel":
+            used.update(step["inputs"])
+            for slot, dtype, shape in step["results"]:
+                defined.add(slot)
+                if not step["in_place"]:
+                    buffers.append((slot, claim(value_bytes(dtype, shape))))
+        elif kind == "allocate":
+            for slot, dtype, shape in step["results"]:
+                defined.add(slot)
+                buffers.append((slot, claim(value_bytes(dtype, shape))))
+        elif kind == "reshape":
+            used.add(step["input"])
+            defined.add(step["result"])
+        else:
+            used.update(step["operands"])
+            if kind == "cond":
+                used.add(step["index"])
+            defined.update(step["results"])
+            for block in blocks_of(step):
+                defined.update(block["params"])
+                used.update(block["outputs"])
+                for inner in block["steps"]:
+                    visit(inner)
+            if kind == "while":
+                body = step["body"]
+                roots, made = body_roots(body)
+                claimed = set()
+                loop_carries = []
+                for k, (param, output) in enumerate(zip(body["params"], body["outputs"])):
+                    nbytes = value_bytes(*step["types"][k])
+                    root = roots.get(output, output)
+                    if root == param:
+                        loop_carries.append(Carry("same", nbytes))
+                        continue
+                    spares = (spare_slot, spare_slot + 1)
+                    spare_slot += 2
+                    buffers.extend((slot, claim(nbytes)) for slot in spares)
+                    if root in made and root not in claimed:
+                        claimed.add(root)
+                        loop_carries.append(Carry("alternate", nbytes, root, spares))
+                    else:
+                        loop_carries.append(Carry("copy", nbytes, None, spares))
+                carries[id(step)] = loop_carries
+
+    visit(step)
+    return LoopLayout(sorted(used - defined), buffers, offset, spare_slot, carries)
+
+
+class LoopBuilder:
+    """Builds `loop(ptr slots, ptr table) -> i32` for one top-level while step."""
+
+    def __init__(self, layout: LoopLayout, kernel_plans: list[dict]):
+        self.layout, self.kernel_plans = layout, kernel_plans
+        self.module = ir.Module(name="cdnajit_loop")
+        self.module.triple = llvm.get_process_triple()
+        function = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR]), name=LOOP_ENTRY)
+        self.function = function
+        self.slots, self.table = function.args
+        self.entry = ir.IRBuilder(function.append_basic_block("entry"))   # stack slots only
+        self.b = ir.IRBuilder(function.append_basic_block("start"))
+        self.counter = self.entry.alloca(I64, name="counter")
+        self.last_poll = self.entry.alloca(I64, name="last_poll")
+        self.cycles = ir.Function(self.module, ir.FunctionType(I64, []), name="llvm.readcyclecounter")
+        self.memcpy = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, ir.IntType(1)]),
+                                  name="llvm.memcpy.p0.p0.i64")
+        self.b.store(self.b.call(self.cycles, []), self.last_poll)
+        bound, self.bound_base = TABLE_HEADER + len(kernel_plans), []
+        for plan in kernel_plans:
+            self.bound_base.append(bound)
+            bound += len(plan["scalars"])
+
+    # -- the address table
+
+    def address(self, slot: int) -> ir.Value:
+        return self.b.load(self.b.gep(self.slots, [ir.Constant(I64, slot)], source_etype=I64), typ=I64)
+
+    def set_address(self, slot: int, value: ir.Value) -> None:
+        self.b.store(value, self.b.gep(self.slots, [ir.Constant(I64, slot)], source_etype=I64))
+
+    def table_entry(self, index: int) -> ir.Value:
+        return self.b.load(self.b.gep(self.table, [ir.Constant(I64, index)], source_etype=I64), typ=I64)
+
+    def pointer(self, address: ir.Value) -> ir.Value:
+        return self.b.inttoptr(address, PTR)
+
+    # -- steps
+
+    def build(self, step: dict) -> str:
+        self.step(step)
+        self.b.ret(ir.Constant(I32, FINISHED))
+        self.entry.branch(self.function.basic_blocks[1])
+        return str(self.module)
+
+    def block(self, block: dict) -> None:
+        for step in block["steps"]:
+            self.step(step)
+
+    def step(self, step: dict) -> None:
+        kind = step["op"]
+        if kind == "kernel":
+            self.launch(step)
+        elif kind == "reshape":
+            self.set_address(step["result"], self.address(step["input"]))
+        elif kind == "while":
+            self.loop(step)
+        elif kind == "cond":
+            self.branch(step)
+        # "allocate": its results' buffers are in the arena already
+
+    def launch(self, step: dict) -> None:
+        b, plan = self.b, self.kernel_plans[step["kernel"]]
+        addresses = [self.address(slot) for slot in step["inputs"]]
+        for slot, dtype, shape in step["results"]:
+            if step["in_place"]:
+                target = addresses[0]
+                self.set_address(slot, target)
+                if is_aligned_buffer(dtype, math.prod(shape), readonly=False):
+                    # The update's operand came from a launch (passes/in_place.py), which aligned it.
+                    misaligned = b.icmp_unsigned("!=", b.urem(target, ir.Constant(I64, WRITTEN_BUFFER_ALIGNMENT)),
+                                                 ir.Constant(I64, 0))
+                    with b.if_then(misaligned, likely=False):
+                        b.ret(ir.Constant(I32, MISALIGNED))
+                addresses.append(target)
+            else:
+                addresses.append(self.address(slot))
+        base = self.bound_base[step["kernel"]]
+        addresses += [self.table_entry(base + i) for i in range(len(plan["scalars"]))]
+        total = math.prod(plan["grid"])
+        if total == 0:
+            return
+        arguments = self.entry.alloca(ir.ArrayType(I64, max(len(addresses), 1)))
+        for i, value in enumerate(addresses):
+            b.store(value, b.gep(arguments, [ir.Constant(I64, 0), ir.Constant(I64, i)]))
+        arguments = b.bitcast(arguments, PTR)
+        if plan["parallel"]:
+            self.call_entry(PARALLEL_LAUNCH, ir.VoidType(), [ir.Constant(I64, step["kernel"]), arguments])
+        else:
+            b.store(ir.Constant(I64, 0), self.counter)
+            self.call_entry(TABLE_HEADER + step["kernel"], ir.VoidType(),
+                            [arguments, self.counter, ir.Constant(I64, total), ir.Constant(I64, total)])
+
+    def call_entry(self, entry: int, result, args: list) -> ir.Value:
+        """Call the function whose address is the table's entry `entry`."""
+        signature = ir.FunctionType(result, [a.type for a in args])
+        return self.b.call(self.b.inttoptr(self.table_entry(entry), ir.PointerType(signature)), args)
+
+    def poll(self) -> None:
+        """Run Python's pending signal handlers when POLL_CYCLES have passed since they last ran;
+        return INTERRUPTED when one raised."""
+        b = self.b
+        now = b.call(self.cycles, [])
+        due = b.icmp_unsigned(">", b.sub(now, b.load(self.last_poll, typ=I64)), ir.Constant(I64, POLL_CYCLES))
+        with b.if_then(due, likely=False):
+            b.store(now, self.last_poll)
+            gil = self.call_entry(GIL_ENSURE, I32, [])
+            raised = b.icmp_signed("<", self.call_entry(CHECK_SIGNALS, I32, []), ir.Constant(I32, 0))
+            with b.if_then(raised, likely=False):
+                self.call_entry(CLEAR_ERROR, ir.VoidType(), [])
+            self.call_entry(GIL_RELEASE, ir.VoidType(), [gil])
+            with b.if_then(raised, likely=False):
+                b.ret(ir.Constant(I32, INTERRUPTED))
+
+    def other_spare(self, carry: Carry, current: ir.Value) -> ir.Value:
+        first, second = (self.address(slot) for slot in carry.spares)
+        return self.b.select(self.b.icmp_unsigned("==", current, first), second, first)
+
+    def loop(self, step: dict) -> None:
+        b, cond, body = self.b, step["cond"], step["body"]
+        carries = self.layout.carries[id(step)]
+        for k, operand in enumerate(step["operands"]):
+            value = self.address(operand)
+            self.set_address(cond["params"][k], value)
+            self.set_address(body["params"][k], value)
+        header = self.function.append_basic_block("while")
+        run_body = self.function.append_basic_block("body")
+        done = self.function.append_basic_block("done")
+        b.branch(header)
+        b.position_at_end(header)
+        self.poll()
+        self.block(cond)
+        predicate = b.load(self.pointer(self.address(cond["outputs"][0])), typ=I8)
+        b.cbranch(b.icmp_unsigned("!=", predicate, ir.Constant(I8, 0)), run_body, done)
+        b.position_at_end(run_body)
+        for k, carry in enumerate(carries):
+            if carry.kind == "alternate":
+                self.set_address(carry.root, self.other_spare(carry, self.address(body["params"][k])))
+        self.block(body)
+        updated = []
+        for k, carry in enumerate(carries):
+            current = self.address(body["params"][k])
+            if carry.kind == "same":
+                updated.append(current)
+            elif carry.kind == "alternate":
+                updated.append(self.address(body["outputs"][k]))
+            else:
+                source, spare = self.address(body["outputs"][k]), self.other_spare(carry, current)
+                moved = b.icmp_unsigned("!=", source, current)
+                with b.if_then(moved):
+                    b.call(self.memcpy, [self.pointer(spare), self.pointer(source), ir.Constant(I64, carry.nbytes),
+                                         ir.Constant(ir.IntType(1), 0)])
+                updated.append(b.select(moved, spare, current))
+        for k, value in enumerate(updated):
+            self.set_address(cond["params"][k], value)
+            self.set_address(body["params"][k], value)
+        b.branch(header)
+        b.position_at_end(done)
+        for k, result in enumerate(step["results"]):
+            self.set_address(result, self.address(body["params"][k]))
+
+    def branch(self, step: dict) -> None:
+        b, branches = self.b, step["branches"]
+        dtype = step["index_dtype"]
+        index = b.load(self.pointer(self.address(step["index"])), typ=MEMORY_TYPES[dtype])
+        last = ir.Constant(I64, len(branches) - 1)
+        if dtype in SIGNED_INTS:
+            index = b.sext(index, I64) if index.type != I64 else index
+            index = b.select(b.icmp_signed("<", index, ir.Constant(I64, 0)), ir.Constant(I64, 0), index)
+            chosen = b.select(b.icmp_signed(">", index, last), last, index)
+        else:
+            index = b.zext(index, I64) if index.type != I64 else index
+            chosen = b.select(b.icmp_unsigned(">", index, last), last, index)
+        join = self.function.append_basic_block("joined")
+        targets = [self.function.append_basic_block(f"branch{i}") for i in range(len(branches))]
+        switch = b.switch(chosen, targets[-1])
+        for i, (target, region) in enumerate(zip(targets, branches)):
+            switch.add_case(ir.Constant(I64, i), target)
+            b.position_at_end(target)
+            for param, operand in zip(region["params"], step["operands"]):
+                self.set_address(param, self.address(operand))
+            self.block(region)
+            for result, output in zip(step["results"], region["outputs"]):
+                self.set_address(result, self.address(output))
+            b.branch(join)
+        b.position_at_end(join)
+
+
+def loop_module(step: dict, layout: LoopLayout, kernel_plans: list[dict]) -> str:
+    """The LLVM IR text of the step's native loop (unoptimised; codegen/host_llvm.py compiles it)."""
+    return LoopBuilder(layout, kernel_plans).build(step)
+
+
+def compile_loop(text: str) -> bytes:
+    """The object code of a loop_module text, its symbol LOOP_ENTRY the entry."""
+    return llvm_worker.run("object_code", text, set())

@@ -1,0 +1,95 @@
+"""A top-level `while` step of a schedule run as native code (codegen/native_loop.py): one call
+per loop, however many iterations and launches it makes.
+
+    loop = NativeLoop(step, plan["kernels"], compiled_kernels, plan["slots"], cache)
+    loop.run(env)      # as the Python steps do: reads its operands from env, sets its results
+
+Each run allocates one arena (every buffer the loop's values and spare carries need: no
+allocation inside the loop) and one address table, so concurrent calls share nothing but the
+executable's table of kernel entries. The results are views into the arena, or the arrays the
+loop was given when a carry is updated in place or left as it was.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ..codegen.native_loop import (INTERRUPTED, LOOP_ENTRY, MISALIGNED, compile_loop, loop_layout, loop_module,
+                                   value_bytes)
+from ..errors import CdnajitError
+from ..ir.types import NUMPY_DTYPES
+from .cache import CompileCache
+from .launch import CompiledKernel, address, aligned_empty
+from .native import link_object
+
+LOOP_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+PARALLEL_LAUNCH_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)
+
+
+def function_address(function) -> int:
+    return ctypes.cast(function, ctypes.c_void_p).value
+
+
+def loop_object_code(text: str, cache: CompileCache) -> bytes:
+    key = cache.key("loop", text)
+    entry = cache.load(key)
+    if entry is not None:
+        return entry[1]
+    code = compile_loop(text)
+    cache.store(key, {"kind": "object"}, code)
+    return code
+
+
+class NativeLoop:
+    __slots__ = ("layout", "library", "function", "launch_in_pool", "table", "reads", "buffer_slots",
+                 "buffer_offsets", "results", "source")
+
+    def __init__(self, step: dict, kernel_plans: list[dict], kernels: list[CompiledKernel], slot_count: int,
+                 cache: CompileCache):
+        self.layout = layout = loop_layout(step, slot_count)
+        self.library = link_object(loop_object_code(loop_module(step, layout, kernel_plans), cache), LOOP_ENTRY)
+        self.function = LOOP_SIGNATURE(self.library[LOOP_ENTRY])
+        # A launch worth the worker pool comes back here (the pool's threads are Python's).
+        self.launch_in_pool = PARALLEL_LAUNCH_SIGNATURE(lambda index, block: kernels[index].launch(block))
+        api = ctypes.pythonapi
+        table = [function_address(self.launch_in_pool)]
+        table += [function_address(f) for f in (api.PyGILState_Ensure, api.PyErr_CheckSignals, api.PyErr_Clear,
+                                                 api.PyGILState_Release)]
+        table += [function_address(kernel.run) for kernel in kernels]
+        table += [bound for kernel in kernels for bound in kernel.bound_addresses]
+        self.table = np.array(table, np.uint64)
+        self.reads = np.array(layout.reads, np.intp)
+        self.buffer_slots = np.array([slot for slot, _ in layout.buffers], np.intp)
+        self.buffer_offsets = np.array([offset for _, offset in layout.buffers], np.uint64)
+        self.results = tuple((slot, tuple(shape), NUMPY_DTYPES[dtype], value_bytes(dtype, shape))
+                             for slot, (dtype, shape) in zip(step["results"], step["types"]))
+        self.source = step["source"]
+
+    def run(self, env: list) -> None:
+        arena = aligned_empty((self.layout.arena_bytes,), np.uint8)
+        base = address(arena)
+        slots = np.zeros(self.layout.table_slots, np.uint64)
+        given = {}
+        for slot in self.reads:
+            array = env[slot]
+            slots[slot] = start = address(array)
+            given.setdefault(start, array)
+        slots[self.buffer_slots] = base + self.buffer_offsets
+        status = self.function(slots.ctypes.data, self.table.ctypes.data)
+        if status == INTERRUPTED:
+            raise KeyboardInterrupt
+        if status == MISALIGNED:
+            raise CdnajitError(f"{self.source}: an in-place update inside the loop was given a misaligned buffer "
+                               "(a compiler bug: passes/in_place.py should have copied it)")
+        for slot, shape, dtype, nbytes in self.results:
+            start = int(slots[slot])
+            if nbytes == 0:
+                env[slot] = np.empty(shape, dtype)
+            elif start in given and given[start].nbytes == nbytes and given[start].dtype == dtype:
+                env[slot] = given[start].reshape(shape)
+            elif base <= start and start + nbytes <= base + arena.size:
+                env[slot] = arena[start - base:start - base + nbytes].view(dtype).reshape(shape)
+            else:
+                raise CdnajitError(f"{self.source}: the loop's result is at an address it was not given "
+                                   "(a compiler bug in codegen/native_loop.py)")
