@@ -1,0 +1,204 @@
+"""Loops run as native code (codegen/native_loop.py, runtime/native_loop.py): every way a carry
+gets its next value agrees with the interpreter, a loop makes no Python-level launch, concurrent
+calls share nothing, Ctrl-C interrupts a loop that never ends, a cached program loads its loops."""
+import os
+import signal
+import threading
+
+import numpy as np
+import pytest
+
+import cdnajit as cj
+import cdnajit.numpy as cnp
+from cdnajit import lax
+from cdnajit.codegen import native_loop as codegen_loop
+from cdnajit.runtime import executable as ex
+from cdnajit.runtime.cache import CompileCache
+from cdnajit.runtime.native_loop import NativeLoop
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return CompileCache(tmp_path / "cache")
+
+
+def compile_fn(fn, cache, *args):
+    module = cj.make_graph(fn)(*args)
+    return module, ex.Executable.compile(module, cache)
+
+
+def assert_matches_interpreter(fn, cache, *args):
+    module, executable = compile_fn(fn, cache, *args)
+    before = [np.array(a, copy=True) for a in args]
+    actual = executable(*args)
+    expected = cj.ir.interpret(module, *args)
+    for a, e in zip(actual, expected):
+        assert a.dtype == e.dtype and a.shape == e.shape
+        np.testing.assert_array_equal(a, e)
+    for arg, copy in zip(args, before):   # nothing the caller did not donate is written
+        np.testing.assert_array_equal(arg, copy)
+    return executable
+
+
+def rotate(x, y, z):          # carries that swap: each is copied from another parameter
+    return lax.fori_loop(0, 5, lambda i, c: (c[1], c[2], c[0]), (x, y, z))
+
+
+def from_outside(x, y):       # a carry set to a value made before the loop
+    return lax.fori_loop(0, 3, lambda i, c: (y * 2.0, c[1] + c[0]), (x, x))
+
+
+def one_value_twice(x):       # two carries share the body's one result
+    return lax.fori_loop(0, 4, lambda i, c: (c[0] + c[1], c[0] + c[1]), (x, x * 2.0))
+
+
+def passed_through(x, y):     # a carry the body leaves as it is
+    return lax.fori_loop(0, 4, lambda i, c: (c[0], c[1] * c[0]), (x, y))
+
+
+def point_updates(a):         # an in-place update per iteration, of the caller's array's copy
+    return lax.fori_loop(0, a.shape[0], lambda i, a: a.at[i, (i * 3) % a.shape[1]].set(a[i, 0] + 1.0), a)
+
+
+def inner_loop_result(x):     # the outer carry is a nested loop's result
+    return lax.fori_loop(0, 3, lambda i, c: lax.fori_loop(0, i + 2, lambda j, d: d * 1.5 - 1.0, c), x)
+
+
+def branch_result(x):         # the carry is a branch's result, one branch passing it through
+    return lax.fori_loop(0, 6, lambda i, c: lax.cond(i % 3 == 0, lambda v: v, lambda v: v + i.astype(v.dtype), c), x)
+
+
+def switch_index(x):          # an index of each signedness, clamped to the branches
+    def body(i, c):
+        index = (i - 2).astype(cnp.int8)
+        return lax.switch(index, [lambda v: v + 1.0, lambda v: v * 2.0, lambda v: v - 3.0], c)
+    return lax.fori_loop(0, 6, body, x)
+
+
+def large_body(x):            # launches worth the worker pool inside a loop
+    return lax.fori_loop(0, 3, lambda i, c: c * 2.0 - 1.0, x)
+
+
+def scan_outputs(xs):         # a scan's stacked outputs: dynamic_update_slice in place per step
+    return lax.scan(lambda c, x: (c * 0.5 + x, c - x), xs[0], xs)
+
+
+def zero_trips(x):
+    return lax.fori_loop(3, 1, lambda i, c: (c[0] + 1.0, c[1] - 1), (x, 7))
+
+
+def collatz(n):               # integer and bool work only
+    return lax.while_loop(lambda c: c[0] != 1,
+                          lambda c: (cnp.where(c[0] % 2 == 0, c[0] // 2, 3 * c[0] + 1), c[1] + 1), (n, 0))
+
+
+X = np.linspace(-2, 2, 67).astype(np.float32)
+M = np.arange(35, dtype=np.float64).reshape(5, 7)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (rotate, (X, X[::-1].copy(), X * 3)),
+    (from_outside, (X, X[::-1].copy())),
+    (one_value_twice, (M,)),
+    (passed_through, (X, X + 1)),
+    (point_updates, (M,)),
+    (inner_loop_result, (X,)),
+    (branch_result, (M,)),
+    (switch_index, (X,)),
+    (large_body, (np.linspace(0, 1, 70_001).astype(np.float32),)),
+    (scan_outputs, (M,)),
+    (zero_trips, (X,)),
+    (collatz, (np.int64(27),)),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_native_loops_match_the_interpreter(fn, args, cache):
+    executable = assert_matches_interpreter(fn, cache, *args)
+    assert any(isinstance(step, NativeLoop) for step in executable.body.steps)
+
+
+def test_a_loop_makes_no_python_level_launch(cache, monkeypatch):
+    module, executable = compile_fn(point_updates, cache, M)
+    counted = []
+
+    def counting(kind):
+        original = kind.run
+
+        def run(self, env):
+            counted.append(kind.__name__)
+            return original(self, env)
+        return run
+    for kind in (ex.Launch, ex.LaunchInPlace, ex.WhileLoop):
+        monkeypatch.setattr(kind, "run", counting(kind))
+    np.testing.assert_array_equal(executable(M)[0], cj.ir.interpret(module, M)[0])
+    top_level_kernels = [s for s in executable.plan["body"]["steps"] if s["op"] == "kernel"]
+    assert len(counted) == len(top_level_kernels)   # the copy before the loop; none inside it
+
+
+def loop_kernel_steps(block):
+    for step in block["steps"]:
+        if step["op"] == "kernel":
+            yield step
+        for inner in codegen_loop.blocks_of(step):
+            yield from loop_kernel_steps(inner)
+
+
+def test_a_one_element_update_in_a_loop_touches_one_element(cache):
+    """Each launch inside the Gauss-Seidel-like loop writes a few scalars or, updating the 200 x 200
+    array in place, a grid of one workgroup (a 200 x 200 copy would take 157 of 256 items): no
+    iteration copies the array."""
+    a = np.zeros((200, 200), np.float32)
+    module, executable = compile_fn(point_updates, cache, a)
+    (loop,) = [s for s in executable.plan["body"]["steps"] if s["op"] == "while"]
+    kernels = executable.plan["kernels"]
+    steps = list(loop_kernel_steps(loop["body"]))
+    assert any(step["in_place"] for step in steps)
+    for step in steps:
+        plan = kernels[step["kernel"]]
+        if step["in_place"]:
+            assert np.prod(plan["grid"]) == 1, plan
+        else:
+            assert all(np.prod(shape) <= 2 for _, _, shape in step["results"]), step
+    layout = codegen_loop.loop_layout(loop, executable.plan["slots"])
+    assert layout.arena_bytes < a.nbytes   # the carry is updated where it is: no spare buffers
+
+
+def test_concurrent_calls_of_a_loop(cache):
+    module, executable = compile_fn(point_updates, cache, M)
+    inputs = [M + i for i in range(8)]
+    expected = [cj.ir.interpret(module, x)[0] for x in inputs]
+    results = [None] * 8
+
+    def work(i):
+        for _ in range(30):
+            results[i] = executable(inputs[i])[0]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for result, want in zip(results, expected):
+        np.testing.assert_array_equal(result, want)
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals go to the main thread")
+def test_ctrl_c_interrupts_a_loop_that_never_ends(cache):
+    module, executable = compile_fn(lambda n: lax.while_loop(lambda c: c >= 0, lambda c: c + 1, n), cache,
+                                    np.int64(0))
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            executable(np.int64(0))
+    finally:
+        timer.cancel()
+    assert executable(np.int64(-5))[0] == -5   # still usable
+
+
+def test_a_cached_program_loads_its_loops_without_llvm(cache, monkeypatch):
+    module, first = compile_fn(collatz, cache, np.int64(27))
+
+    def refuse(text):
+        raise AssertionError("the loop was compiled again")
+    monkeypatch.setattr("cdnajit.runtime.native_loop.compile_loop", refuse)
+    again = ex.Executable.compile(module, cache)
+    assert [int(v) for v in again(np.int64(27))] == [1, 111]
