@@ -871,7 +871,8 @@ class HostKernelBuilder(KernelBuilder):
 
     def build_entry(self):
         """`run(void** args, i64* next, i64 last, i64 grab)`: unpack the arguments, then take
-        ranges of `grab` workgroups from the shared counter `*next` until it reaches `last`."""
+        ranges of `grab` workgroups from the shared counter `*next` until it reaches `last`
+        (with grab == last, the caller's thread runs the launch alone)."""
         k = self.kernel
         run = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), name=ENTRY)
         args_pointer, next_pointer, last, grab = run.args
@@ -932,7 +933,21 @@ class HostKernelBuilder(KernelBuilder):
             sfence = ir.Function(self.module, ir.FunctionType(ir.VoidType(), []), name="llvm.x86.sse.sfence")
             b.call(sfence, [])
         # Release: a caller that reads the counter's final value (acquire) sees every store before it.
-        first = b.atomic_rmw("add", next_pointer, grab, "acq_rel")
+        # A caller that takes the whole grid at once (grab == last) runs it alone: its counter is
+        # private, and plain accesses let a caller that inlines `run` (codegen/native_loop.py)
+        # keep the counter in a register.
+        alone = b.icmp_signed("==", grab, last)
+        with b.if_else(alone) as (private, shared):
+            with private:
+                private_block = b.block
+                private_first = b.load(next_pointer, typ=I64)
+                b.store(b.add(private_first, grab), next_pointer)
+            with shared:
+                shared_block = b.block
+                shared_first = b.atomic_rmw("add", next_pointer, grab, "acq_rel")
+        first = b.phi(I64)
+        first.add_incoming(private_first, private_block)
+        first.add_incoming(shared_first, shared_block)
         b.cbranch(b.icmp_signed("<", first, last), taken, done)
         b.position_at_end(taken)
         end = b.add(first, grab)

@@ -13,6 +13,11 @@ schedule sets its environment: an in-place update's result and a reshape take th
 address, a loop's or a branch's results its carried or chosen values'. On return the loop's
 result slots hold its results' addresses.
 
+A launch of one workgroup on this thread (a loop counter's increment, a compare, a one-element
+read or update) calls its kernel's `run` directly: the kernel's module is linked into the loop's
+(`link_kernels`), where LLVM inlines it, so that scalar work costs a few instructions rather
+than an indirect call and a walk over a workgroup's items. Other launches call through the table.
+
 `table` is the executable's: i64 entries [the parallel launch callback, Python's
 PyGILState_Ensure, PyErr_CheckSignals, PyErr_Clear and PyGILState_Release, each kernel's `run`,
 each kernel's bound scalar addresses], so that the code is the same in every process and is
@@ -30,8 +35,8 @@ share) is copied into the spare buffer that does not hold the current value, unl
 value. Every carry's new address is read before any is set, so that a body that swaps its
 carries reads the old ones.
 
-A long loop stays interruptible: every loop's header reads the cycle counter and, every
-POLL_CYCLES, takes the GIL and runs Python's pending signal handlers (PyErr_CheckSignals, as a C
+A long loop stays interruptible: the function counts its work (a work-item per launched item, one
+per loop iteration) and, every POLL_WORK, takes the GIL and runs Python's pending signal handlers (PyErr_CheckSignals, as a C
 extension's long loop does); when one raised (Ctrl-C's KeyboardInterrupt), it drops the
 exception and returns INTERRUPTED at once, for the runtime to raise KeyboardInterrupt.
 """
@@ -45,16 +50,39 @@ import llvmlite.ir as ir
 
 from ..ir.types import NUMPY_DTYPES, SIGNED_INTS
 from . import llvm_worker
-from .host import WRITTEN_BUFFER_ALIGNMENT, is_aligned_buffer
+from .fork_safe import LLVM_LOCK
+from .host import ENTRY, WRITTEN_BUFFER_ALIGNMENT, is_aligned_buffer
 from .llvm_kernel import I8, I32, I64, MEMORY_TYPES, PTR
 
 LOOP_ENTRY = "loop"
 FINISHED, INTERRUPTED, MISALIGNED = 0, 1, 2
-# About a millisecond between interrupt polls at a few GHz.
-POLL_CYCLES = 1 << 22
+# Work between interrupt polls: about a millisecond of launched work-items, or of the iterations
+# of a loop of scalar work (a poll takes the GIL: tens of nanoseconds when no thread holds it).
+POLL_WORK = 1 << 20
 # The table's entries before the kernels' `run` addresses.
 PARALLEL_LAUNCH, GIL_ENSURE, CHECK_SIGNALS, CLEAR_ERROR, GIL_RELEASE = range(5)
 TABLE_HEADER = 5
+
+
+def direct_kernels(step: dict, kernel_plans: list[dict]) -> list[int]:
+    """The kernels the loop calls directly (linked into its module): those it launches on one
+    workgroup, on this thread."""
+    direct = set()
+
+    def visit(step):
+        if step["op"] == "kernel":
+            plan = kernel_plans[step["kernel"]]
+            if math.prod(plan["grid"]) == 1 and not plan["parallel"]:
+                direct.add(step["kernel"])
+        for block in blocks_of(step):
+            for inner in block["steps"]:
+                visit(inner)
+    visit(step)
+    return sorted(direct)
+
+
+def direct_entry(kernel: int) -> str:
+    return f"run_kernel{kernel}"
 
 
 def value_bytes(dtype: str, shape) -> int:
@@ -168,7 +196,7 @@ def loop_layout(step: dict, slot_count: int) -> LoopLayout:
 class LoopBuilder:
     """Builds `loop(ptr slots, ptr table) -> i32` for one top-level while step."""
 
-    def __init__(self, layout: LoopLayout, kernel_plans: list[dict]):
+    def __init__(self, layout: LoopLayout, kernel_plans: list[dict], direct: list[int]):
         self.layout, self.kernel_plans = layout, kernel_plans
         self.module = ir.Module(name="cdnajit_loop")
         self.module.triple = llvm.get_process_triple()
@@ -178,11 +206,12 @@ class LoopBuilder:
         self.entry = ir.IRBuilder(function.append_basic_block("entry"))   # stack slots only
         self.b = ir.IRBuilder(function.append_basic_block("start"))
         self.counter = self.entry.alloca(I64, name="counter")
-        self.last_poll = self.entry.alloca(I64, name="last_poll")
-        self.cycles = ir.Function(self.module, ir.FunctionType(I64, []), name="llvm.readcyclecounter")
+        self.work = self.entry.alloca(I64, name="work")
         self.memcpy = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, ir.IntType(1)]),
                                   name="llvm.memcpy.p0.p0.i64")
-        self.b.store(self.b.call(self.cycles, []), self.last_poll)
+        self.b.store(ir.Constant(I64, 0), self.work)
+        run_type = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64])
+        self.direct = {k: ir.Function(self.module, run_type, name=direct_entry(k)) for k in direct}
         bound, self.bound_base = TABLE_HEADER + len(kernel_plans), []
         for plan in kernel_plans:
             self.bound_base.append(bound)
@@ -247,6 +276,7 @@ class LoopBuilder:
         total = math.prod(plan["grid"])
         if total == 0:
             return
+        self.count_work(total * math.prod(plan["workgroup_size"]))
         arguments = self.entry.alloca(ir.ArrayType(I64, max(len(addresses), 1)))
         for i, value in enumerate(addresses):
             b.store(value, b.gep(arguments, [ir.Constant(I64, 0), ir.Constant(I64, i)]))
@@ -255,22 +285,29 @@ class LoopBuilder:
             self.call_entry(PARALLEL_LAUNCH, ir.VoidType(), [ir.Constant(I64, step["kernel"]), arguments])
         else:
             b.store(ir.Constant(I64, 0), self.counter)
-            self.call_entry(TABLE_HEADER + step["kernel"], ir.VoidType(),
-                            [arguments, self.counter, ir.Constant(I64, total), ir.Constant(I64, total)])
+            run_arguments = [arguments, self.counter, ir.Constant(I64, total), ir.Constant(I64, total)]
+            if step["kernel"] in self.direct:
+                b.call(self.direct[step["kernel"]], run_arguments)
+            else:
+                self.call_entry(TABLE_HEADER + step["kernel"], ir.VoidType(), run_arguments)
 
     def call_entry(self, entry: int, result, args: list) -> ir.Value:
         """Call the function whose address is the table's entry `entry`."""
         signature = ir.FunctionType(result, [a.type for a in args])
         return self.b.call(self.b.inttoptr(self.table_entry(entry), ir.PointerType(signature)), args)
 
+    def count_work(self, amount: int) -> ir.Value:
+        total = self.b.add(self.b.load(self.work, typ=I64), ir.Constant(I64, amount))
+        self.b.store(total, self.work)
+        return total
+
     def poll(self) -> None:
-        """Run Python's pending signal handlers when POLL_CYCLES have passed since they last ran;
-        return INTERRUPTED when one raised."""
+        """Count an iteration; run Python's pending signal handlers when POLL_WORK has been done
+        since they last ran, and return INTERRUPTED when one raised."""
         b = self.b
-        now = b.call(self.cycles, [])
-        due = b.icmp_unsigned(">", b.sub(now, b.load(self.last_poll, typ=I64)), ir.Constant(I64, POLL_CYCLES))
+        due = b.icmp_signed(">=", self.count_work(1), ir.Constant(I64, POLL_WORK))
         with b.if_then(due, likely=False):
-            b.store(now, self.last_poll)
+            b.store(ir.Constant(I64, 0), self.work)
             gil = self.call_entry(GIL_ENSURE, I32, [])
             raised = b.icmp_signed("<", self.call_entry(CHECK_SIGNALS, I32, []), ir.Constant(I32, 0))
             with b.if_then(raised, likely=False):
@@ -354,8 +391,25 @@ class LoopBuilder:
 
 
 def loop_module(step: dict, layout: LoopLayout, kernel_plans: list[dict]) -> str:
-    """The LLVM IR text of the step's native loop (unoptimised; codegen/host_llvm.py compiles it)."""
-    return LoopBuilder(layout, kernel_plans).build(step)
+    """The LLVM IR text of the step's native loop (unoptimised), declaring the entries of its
+    direct kernels (`link_kernels` brings their code)."""
+    return LoopBuilder(layout, kernel_plans, direct_kernels(step, kernel_plans)).build(step)
+
+
+def link_kernels(loop_text: str, kernel_texts: dict[int, str]) -> str:
+    """The loop's module with each direct kernel's module (kernel index -> its unoptimised LLVM
+    text, codegen/host.py) linked in, its entry renamed to the loop's name for it and made
+    internal, so that LLVM may inline it and drop it. The kernels' own internal symbols are
+    renamed apart by the linker."""
+    with LLVM_LOCK:
+        loop = llvm.parse_assembly(loop_text)
+        for index, text in kernel_texts.items():
+            kernel = llvm.parse_assembly(text)
+            kernel.get_function(ENTRY).name = direct_entry(index)
+            loop.link_in(kernel)
+            loop.get_function(direct_entry(index)).linkage = "internal"
+        loop.verify()
+        return str(loop)
 
 
 def compile_loop(text: str) -> bytes:

@@ -36,7 +36,7 @@ from copy import copy as shallow_copy
 import numpy as np
 
 from .. import libs  # noqa: F401  (registers the built-in libraries)
-from ..codegen.host import WRITTEN_BUFFER_ALIGNMENT, is_aligned_buffer
+from ..codegen.host import WRITTEN_BUFFER_ALIGNMENT, is_aligned_buffer, llvm_module
 from ..errors import AllocationError, CdnajitError
 from ..ir.core import Module, Op, Region
 from ..ir.kernel import GlobalBuffer, Kernel, ScalarParam
@@ -448,7 +448,8 @@ class Executable:
         if kind == "reshape":
             return Reshape(plan["input"], plan["result"], plan["shape"])
         if kind == "while" and native:
-            return NativeLoop(plan, self.plan["kernels"], kernels, self.plan["slots"], self.cache)
+            return NativeLoop(plan, self.plan["kernels"], kernels, self.plan["slots"],
+                              lambda index: str(llvm_module(self.kernels[index])), self.cache)
         if kind == "while":
             return WhileLoop(plan["operands"], self.block(plan["cond"], kernels), self.block(plan["body"], kernels),
                              plan["results"])

@@ -1,7 +1,7 @@
 """A top-level `while` step of a schedule run as native code (codegen/native_loop.py): one call
 per loop, however many iterations and launches it makes.
 
-    loop = NativeLoop(step, plan["kernels"], compiled_kernels, plan["slots"], cache)
+    loop = NativeLoop(step, plan["kernels"], compiled_kernels, plan["slots"], kernel_text, cache)
     loop.run(env)      # as the Python steps do: reads its operands from env, sets its results
 
 Each run allocates one arena (every buffer the loop's values and spare carries need: no
@@ -15,8 +15,8 @@ import ctypes
 
 import numpy as np
 
-from ..codegen.native_loop import (INTERRUPTED, LOOP_ENTRY, MISALIGNED, compile_loop, loop_layout, loop_module,
-                                   value_bytes)
+from ..codegen.native_loop import (INTERRUPTED, LOOP_ENTRY, MISALIGNED, compile_loop, direct_kernels, link_kernels,
+                                   loop_layout, loop_module, value_bytes)
 from ..errors import CdnajitError
 from ..ir.types import NUMPY_DTYPES
 from .cache import CompileCache
@@ -31,12 +31,17 @@ def function_address(function) -> int:
     return ctypes.cast(function, ctypes.c_void_p).value
 
 
-def loop_object_code(text: str, cache: CompileCache) -> bytes:
-    key = cache.key("loop", text)
+def loop_object_code(step: dict, layout, kernel_plans: list[dict], kernel_text, cache: CompileCache) -> bytes:
+    """The loop's object code, through the cache: its key is the loop's text and the cache keys
+    of the kernels it links in, so that a stored program's loops load without the kernels' IR.
+    `kernel_text(index)`: a kernel's unoptimised LLVM text, asked for only on a miss."""
+    text = loop_module(step, layout, kernel_plans)
+    direct = direct_kernels(step, kernel_plans)
+    key = cache.key("loop", "\n".join([text] + [kernel_plans[k]["key"] for k in direct]))
     entry = cache.load(key)
     if entry is not None:
         return entry[1]
-    code = compile_loop(text)
+    code = compile_loop(link_kernels(text, {k: kernel_text(k) for k in direct}))
     cache.store(key, {"kind": "object"}, code)
     return code
 
@@ -46,9 +51,9 @@ class NativeLoop:
                  "buffer_offsets", "results", "source")
 
     def __init__(self, step: dict, kernel_plans: list[dict], kernels: list[CompiledKernel], slot_count: int,
-                 cache: CompileCache):
+                 kernel_text, cache: CompileCache):
         self.layout = layout = loop_layout(step, slot_count)
-        self.library = link_object(loop_object_code(loop_module(step, layout, kernel_plans), cache), LOOP_ENTRY)
+        self.library = link_object(loop_object_code(step, layout, kernel_plans, kernel_text, cache), LOOP_ENTRY)
         self.function = LOOP_SIGNATURE(self.library[LOOP_ENTRY])
         # A launch worth the worker pool comes back here (the pool's threads are Python's).
         self.launch_in_pool = PARALLEL_LAUNCH_SIGNATURE(lambda index, block: kernels[index].launch(block))
