@@ -91,7 +91,8 @@ class Compiled:
 
     def as_text(self, stage: str = "graph") -> str:
         """The program at one stage: "graph" (traced), "optimized" (after the passes), "kernel"
-        (kernel IR), "llvm-host", "llvm-amdgpu" or "asm" (gfx9 assembly), each kernel headed by its name."""
+        (kernel IR), "llvm-host", "llvm-amdgpu" or "asm" (gfx9 assembly), each kernel headed by its name,
+        or "schedule" (the steps that run the kernels: launches, native loops, in-place updates)."""
         if stage == "graph":
             return str(self.module)
         if stage not in STAGES:

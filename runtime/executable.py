@@ -50,9 +50,7 @@ from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
 from .launch import CompiledKernel, address, aligned_empty, object_codes, runs_in_parallel
 from .native_loop import NativeLoop
-
-ALIAS_OPS = frozenset({"reshape"})
-
+from .schedule import ALIAS_OPS, needs_kernel
 
 def schedule_ops(region: Region):
     """The ops the schedule runs, in order: a region's ops, each host op followed by its regions' ops."""
@@ -61,10 +59,6 @@ def schedule_ops(region: Region):
         if op.name in HOST_OPS:
             for inner in op.regions:
                 yield from schedule_ops(inner)
-
-
-def needs_kernel(op: Op) -> bool:
-    return op.name not in HOST_OPS and op.name not in ALIAS_OPS and any(v.type.size for v in op.results)
 
 
 def dims(shape) -> list[int]:

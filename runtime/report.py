@@ -33,9 +33,10 @@ from . import graphviz
 from .executable import kernel_name
 from .occupancy import occupancy
 from .roofline import roofline
+from .schedule import launch_text, launches_per_call, schedule_text
 
 KINDS = ("fused", "library", "generated")
-STAGES = ("graph", "optimized", "kernel", "llvm-host", "llvm-amdgpu", "asm")
+STAGES = ("graph", "optimized", "schedule", "kernel", "llvm-host", "llvm-amdgpu", "asm")
 
 
 @dataclass
@@ -65,6 +66,7 @@ class KernelReport:
     counts_exact: bool               # False when data-dependent control flow made FLOPs/bytes bounds
     host_time_us: float | None = None   # mean host time of one launch, once profiled
     launches: int | None = None         # launches in the profiled call (several in a host loop)
+    launches_per_call: str = "1"        # from the schedule: a count, "at most" one, or "per iteration"
     solution: str = ""                  # library kernels: the solution that ran (Tensile's name)
     selection: str = ""                 # and why it was picked (tuned, heuristic or named)
 
@@ -135,14 +137,6 @@ def si(value: float, unit: str = "") -> str:
     return f"{value:.3g} {unit}".rstrip()
 
 
-def launch_text(dims) -> str:
-    """A launch shape without its trailing 1s: 256, 16x16."""
-    dims = list(dims)
-    while len(dims) > 1 and dims[-1] == 1:
-        dims.pop()
-    return "x".join(map(str, dims))
-
-
 def host_text(report: KernelReport) -> str:
     """The mean host time of a launch, and the launches when the kernel ran more than once."""
     if report.host_time_us is None:
@@ -168,6 +162,7 @@ COLUMNS = (
     ("FLOP/B", lambda r: f"{r.intensity:.3g}"),
     ("bound", lambda r: r.bound if r.bound == "memory" else f"compute ({r.compute_unit})"),
     ("model us", lambda r: f"{r.modelled_us:.3g}"),
+    ("launches", lambda r: r.launches_per_call),
     ("host us", lambda r: host_text(r)),
     ("source ops", lambda r: summarize_ops(r.source_ops)),
 )
@@ -212,8 +207,10 @@ class ProgramReport:
     @cached_property
     def kernel_reports(self) -> list[KernelReport]:
         reports = []
-        for kernel, op in zip(self.executable.kernels, self.ops):
+        launches = launches_per_call(self.executable.optimized)
+        for kernel, op, count in zip(self.executable.kernels, self.ops, launches):
             report = kernel_report(kernel, self.target, source_ops=source_ops(op), kind=kernel_kind(op))
+            report = dataclasses.replace(report, launches_per_call=count)
             explain = LIBRARIES[op.attrs["library"]].explain if op.name == "library_call" else None
             if explain is not None:
                 solution, reason = explain(op, self.target)
@@ -282,6 +279,8 @@ class ProgramReport:
             return str(self.executable.graph)
         if stage == "optimized":
             return str(self.executable.optimized)
+        if stage == "schedule":
+            return schedule_text(self.executable)
         kernels = self.executable.kernels
         if stage == "kernel":
             return "\n\n".join(map(str, kernels))

@@ -65,8 +65,8 @@ def test_dump_to_a_folder(program_file, tmp_path):
     out = tmp_path / "dumps"
     result = run_cli("dump", f"{program_file}:scaled_tanh", "--args", "f32[8, 100] f32[100]", "--out", str(out))
     assert result.returncode == 0, result.stderr
-    stages = {f"scaled_tanh.{stage}" for stage in ("graph.txt", "optimized.txt", "kernel.txt", "llvm-host.ll",
-                                                   "llvm-amdgpu.ll", "asm.s")}
+    stages = {f"scaled_tanh.{stage}" for stage in ("graph.txt", "optimized.txt", "schedule.txt", "kernel.txt",
+                                                   "llvm-host.ll", "llvm-amdgpu.ll", "asm.s")}
     per_kernel = {"scaled_tanh_0.gfx942.s", "scaled_tanh_0.gfx942.hsaco", "scaled_tanh_0.report.txt"}
     written = set(os.listdir(out))
     assert written == stages | per_kernel | {"scaled_tanh.report.txt", "scaled_tanh.fused.dot"}

@@ -15,6 +15,7 @@ from cdnajit.codegen import native_loop as codegen_loop
 from cdnajit.runtime import executable as ex
 from cdnajit.runtime.cache import CompileCache
 from cdnajit.runtime.native_loop import NativeLoop
+from cdnajit.runtime.schedule import launches_per_call
 
 
 @pytest.fixture
@@ -202,3 +203,36 @@ def test_a_cached_program_loads_its_loops_without_llvm(cache, monkeypatch):
     monkeypatch.setattr("cdnajit.runtime.native_loop.compile_loop", refuse)
     again = ex.Executable.compile(module, cache)
     assert [int(v) for v in again(np.int64(27))] == [1, 111]
+
+
+def gauss_seidel_like(a):   # three counted loops, the inner two from 1
+    def row(i, a):
+        return lax.fori_loop(1, a.shape[1] - 1, lambda j, a: a.at[i, j].set((a[i - 1, j] + a[i, j + 1]) * 0.5), a)
+    return lax.fori_loop(0, 3, lambda _, a: lax.fori_loop(1, a.shape[0] - 1, row, a), a)
+
+
+def test_launches_per_call_are_the_loops_trip_counts(cache):
+    a = np.arange(42, dtype=np.float32).reshape(6, 7)
+    module, executable = compile_fn(gauss_seidel_like, cache, a)
+    counts = launches_per_call(executable.optimized)
+    _, profile = executable.profile(a)
+    assert len(counts) == len(profile) and len(set(counts)) > 2
+    assert counts == [str(launches) for launches, _ in profile]
+
+
+def test_launches_of_unknown_loops_and_branches(cache):
+    def program(n, x):
+        y = lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))[1]
+        return lax.cond(n > 2, lambda v: v + 1.0, lambda v: v - 1.0, y)
+    module, executable = compile_fn(program, cache, np.int64(3), X)
+    counts = launches_per_call(executable.optimized)
+    assert "per iteration" in counts and "at most 1" in counts
+
+
+def test_schedule_text_shows_native_loops_and_in_place_updates(cache):
+    text = cj.jit(point_updates).lower(M).compile().as_text("schedule")
+    assert text.startswith("schedule @point_updates(s0)")
+    assert "native loop: arena" in text and "= while (" in text
+    assert "in place on s" in text and "inlined" in text and text.rstrip().endswith("(copied)")
+    text = cj.jit(large_body).lower(np.zeros(70_001, np.float32)).compile().as_text("schedule")
+    assert "worker pool" in text

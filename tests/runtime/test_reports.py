@@ -149,7 +149,7 @@ def test_stages(compiled, stage):
 
 def test_unknown_stage_and_the_interpreter():
     x, = arrays((4, 64))
-    with pytest.raises(ValueError, match="unknown stage 'isa'; expected one of graph, optimized, kernel, "
+    with pytest.raises(ValueError, match="unknown stage 'isa'; expected one of graph, optimized, schedule, kernel, "
                                          "llvm-host, llvm-amdgpu, asm"):
         cj.jit(softmax).lower(x).compile().as_text("isa")
     interpreted = cj.jit(softmax, backend="interpret").lower(x).compile()
