@@ -204,8 +204,30 @@ def resolve_static_args(fn, static_argnums, static_argnames) -> tuple[tuple[int,
     return argnums, argnames
 
 
+def resolve_donated_args(fn, donate_argnums, static_argnums) -> tuple[int, ...]:
+    """donate_argnums as a tuple, checked: ints, not static, within the positional parameters."""
+    argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
+    if not all(isinstance(i, int) for i in argnums):
+        raise TypeError(f"jit of {function_name(fn)}: donate_argnums must be ints, got {argnums!r}")
+    if set(argnums) & set(static_argnums):
+        raise ValueError(f"jit of {function_name(fn)}: arguments {sorted(set(argnums) & set(static_argnums))} "
+                         f"are both static and donated")
+    try:
+        kinds = [p.kind for p in inspect.signature(fn).parameters.values()]
+    except (TypeError, ValueError):
+        return argnums
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        positional = sum(k in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                         for k in kinds)
+        if argnums and (-min(argnums) > positional or max(argnums) >= positional):
+            raise ValueError(f"jit of {function_name(fn)}: donate_argnums={argnums}, but the function only "
+                             f"accepts {positional} positional arguments")
+    return argnums
+
+
 class Jitted:
-    def __init__(self, fn, static_argnums=(), static_argnames=(), backend="compiled", target=None):
+    def __init__(self, fn, static_argnums=(), static_argnames=(), backend="compiled", target=None,
+                 donate_argnums=()):
         if not callable(fn):
             raise TypeError(f"jit expects a callable, got {type(fn).__name__}")
         if backend not in BACKENDS:
@@ -214,6 +236,7 @@ class Jitted:
         self.name = function_name(fn)
         self.target = target if isinstance(target, Target) else get_target(target)
         self.static_argnums, self.static_argnames = resolve_static_args(fn, static_argnums, static_argnames)
+        self.donate_argnums = resolve_donated_args(fn, donate_argnums, self.static_argnums)
         self.backend = backend
         self.trace_count = 0
         self._cache = LRUCache()        # signature -> Compiled
@@ -274,7 +297,21 @@ class Jitted:
             out_leaves, out_tree = tree_flatten(out)
             outputs = [as_tracer(leaf, f"output of {self.name}") for leaf in out_leaves]
             trace.region.outputs = [o.value for o in outputs]
-        return Lowered(Module(self.name, trace.region), out_tree, self.backend, self.target)
+        donated = self.donated_leaves(dyn_args)
+        return Lowered(Module(self.name, trace.region, donated), out_tree, self.backend, self.target)
+
+    def donated_leaves(self, dyn_args) -> frozenset:
+        """The flat argument positions (module parameters) of the donated arguments' leaves: each
+        positional argument's leaves come in order, before the keyword arguments'."""
+        nargs = len(dyn_args)
+        positions = {i % nargs for i in self.donate_argnums if -nargs <= i < nargs}
+        donated, start = set(), 0
+        for i, arg in enumerate(dyn_args):
+            count = len(tree_flatten(arg)[0])
+            if i in positions:
+                donated.update(range(start, start + count))
+            start += count
+        return frozenset(donated)
 
     def lower(self, *args, **kwargs) -> Lowered:
         signature, _ = self._signature(args, kwargs)
@@ -315,12 +352,17 @@ def array_key(args) -> tuple | None:
     return tuple(key)
 
 
-def jit(fn=None, *, static_argnums=(), static_argnames=(), backend="compiled", target=None):
+def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), backend="compiled", target=None):
     """Trace `fn` once per signature and run it compiled for `target` (a name of `targets()`,
-    default gfx942); usable bare or with arguments."""
+    default gfx942); usable bare or with arguments.
+
+    `donate_argnums`, as in JAX: the arrays of these positional arguments may be written over by
+    the call (an update such as `x.at[i].set(v)` of a donated `x` writes into the caller's array,
+    and may be returned as the result): the caller must not use them afterwards. A donated
+    array that is read-only, or shares memory with another argument, is copied first."""
     if fn is None:
-        return lambda f: Jitted(f, static_argnums, static_argnames, backend, target)
-    return Jitted(fn, static_argnums, static_argnames, backend, target)
+        return lambda f: Jitted(f, static_argnums, static_argnames, backend, target, donate_argnums)
+    return Jitted(fn, static_argnums, static_argnames, backend, target, donate_argnums)
 
 
 def make_graph(fn, *, static_argnums=(), static_argnames=()):

@@ -65,6 +65,9 @@ class Op:
 class Module:
     name: str
     body: Region
+    # Parameters whose buffers the caller donates (jit's donate_argnums): the program may write
+    # results over them (passes/in_place.py). Printed as `%0: f32[4] donated`.
+    donated: frozenset = frozenset()
 
     @property
     def params(self) -> list[Value]:

@@ -113,13 +113,16 @@ class ModuleBuilder:
         name = symbol[1:]
         if name.startswith('"'):
             name = self.string(symbol)
-        return Module(name, body)
+        donated = frozenset(i for i, param in enumerate(children(params)) if param.children[2] is not None)
+        return Module(name, body, donated)
 
     def region(self, params, ops, outputs) -> Region:
         self.scopes.append({})
         region = Region()
         for param in children(params):
-            name, type_node = param.children
+            name, type_node, donated = param.children
+            if donated is not None and len(self.scopes) > 1:
+                raise self.error(donated, "only the function's parameters may be donated, not a region's")
             region.params.append(self.define(name, Value(self.type(type_node))))
         region.ops = [self.op(node) for node in ops]
         region.outputs = [self.lookup(name) for name in children(outputs)]

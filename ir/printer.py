@@ -178,7 +178,8 @@ def keyword_line(keyword: str, names) -> str:
 
 def render(module: Module) -> Printer:
     printer = Printer()
-    params = ", ".join(f"{printer.define(p)}: {p.type}" for p in module.params)
+    params = ", ".join(f"{printer.define(p)}: {p.type}" + (" donated" if i in module.donated else "")
+                       for i, p in enumerate(module.params))
     results = ", ".join(str(v.type) for v in module.outputs)
     printer.lines.append(f"func {format_module_name(module.name)}({params}) -> ({results}) {{")
     printer.print_ops(module.body, "  ")

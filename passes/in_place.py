@@ -12,8 +12,9 @@ Buffers. A reshape is a view (the executable runs it as one), so each value has 
 a fresh root; a reshape or an in-place update holds its operand's roots; a `cond` result, or a
 `while` result the loop does not own, may hold any root its operands or its regions' captured
 values hold, or a new one. A region *owns* a root that no one outside it can read: its kernels'
-results, and the parameters of a loop body that its `while` hands over owned (below). A module's
-arguments (the caller's arrays), constants and values of enclosing regions are never owned.
+results, the parameters of a loop body that its `while` hands over owned (below), and a module's
+donated arguments (`Module.donated`). The other arguments (the caller's arrays), constants and
+values of enclosing regions are never owned.
 
 An update is in place when its operand holds exactly one root r, r is owned, no other operand of
 the update may hold r, and no later op (nor any op inside a later op's regions) reads a value
@@ -214,7 +215,7 @@ class InPlaceRewriter(Rebuilder):
 
 def in_place(module: Module) -> Module:
     decisions = Decisions()
-    RegionPlan(module.body, set(), decisions)
+    RegionPlan(module.body, set(module.donated), decisions)
     if not decisions.in_place and not any(op.name in IN_PLACE_OPS for op in walk(module.body)):
         return module
     return InPlaceRewriter(decisions).run(module)

@@ -34,7 +34,7 @@ class Rebuilder:
     """Copies a module; subclasses rewrite ops on the way by overriding `emit` or `copy_op`."""
 
     def run(self, module: Module) -> Module:
-        return Module(module.name, self.copy_region(module.body, None))
+        return Module(module.name, self.copy_region(module.body, None), module.donated)
 
     def new_scope(self, parent: Scope | None) -> Scope:
         return Scope(parent)

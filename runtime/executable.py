@@ -141,6 +141,7 @@ class Planner:
             self.object_codes.append(code)
         self.llvm_seconds += time.perf_counter() - start
         return {"name": self.module.name, "slots": len(self.slots), "kernels": self.kernel_plans,
+                "donated": sorted(self.module.donated),
                 "param_types": [[p.type.dtype, dims(p.type.shape)] for p in self.module.params],
                 "constants": self.constants, "body": body, "outputs": self.output_plan()}
 
@@ -425,6 +426,7 @@ class Executable:
         self.param_types = tuple((slot, tuple(shape), NUMPY_DTYPES[dtype])
                                  for slot, (dtype, shape) in zip(self.body.params, plan["param_types"]))
         self.outputs = tuple((slot, copy) for slot, copy in plan["outputs"])
+        self.donated = tuple(plan["donated"])
 
     def block(self, plan: dict, kernels: list, native: bool = False) -> Block:
         """The steps of a block; its launches run `kernels` (compiled, or timed when profiling).
@@ -531,6 +533,14 @@ class Executable:
         env = self.initial_env.copy()
         for (slot, shape, dtype), array in zip(self.param_types, arrays):
             env[slot] = as_input(array, shape, dtype)
+        for i in self.donated:
+            # The program may write over a donated array: one it cannot write, or that another
+            # argument also reads, is replaced by a copy.
+            slot = self.param_types[i][0]
+            donated = env[slot]
+            if not donated.flags.writeable or any(np.may_share_memory(donated, other)
+                                                  for j, other in enumerate(arrays) if j != i):
+                env[slot] = donated.copy()
         for step in self.body.steps:
             step.run(env)
         return [env[slot].copy() if copy else env[slot] for slot, copy in self.outputs]

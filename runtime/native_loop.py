@@ -15,12 +15,13 @@ import ctypes
 
 import numpy as np
 
+from ..codegen.host import WRITTEN_BUFFER_ALIGNMENT
 from ..codegen.native_loop import (INTERRUPTED, LOOP_ENTRY, MISALIGNED, compile_loop, direct_kernels, link_kernels,
                                    loop_layout, loop_module, value_bytes)
 from ..errors import CdnajitError
 from ..ir.types import NUMPY_DTYPES
 from .cache import CompileCache
-from .launch import CompiledKernel, address, aligned_empty
+from .launch import CompiledKernel, address, aligned_copy, aligned_empty
 from .native import link_object
 
 LOOP_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
@@ -48,7 +49,7 @@ def loop_object_code(step: dict, layout, kernel_plans: list[dict], kernel_text, 
 
 class NativeLoop:
     __slots__ = ("layout", "library", "function", "launch_in_pool", "table", "reads", "buffer_slots",
-                 "buffer_offsets", "results", "source")
+                 "buffer_offsets", "results", "source", "kept_operands")
 
     def __init__(self, step: dict, kernel_plans: list[dict], kernels: list[CompiledKernel], slot_count: int,
                  kernel_text, cache: CompileCache):
@@ -70,8 +71,16 @@ class NativeLoop:
         self.results = tuple((slot, tuple(shape), NUMPY_DTYPES[dtype], value_bytes(dtype, shape))
                              for slot, (dtype, shape) in zip(step["results"], step["types"]))
         self.source = step["source"]
+        # The operands of carries the loop keeps in their buffers, which its updates may write in place.
+        self.kept_operands = tuple(operand for operand, carry in zip(step["operands"], layout.carries[id(step)])
+                                   if carry.kind == "same")
 
     def run(self, env: list) -> None:
+        for slot in self.kept_operands:
+            # An update in place writes the buffer with the kernels' alignment. The pass gave the
+            # loop a buffer of its own (a kernel's, aligned) unless it was donated by the caller.
+            if address(env[slot]) % WRITTEN_BUFFER_ALIGNMENT and env[slot].size:
+                env[slot] = aligned_copy(env[slot])
         arena = aligned_empty((self.layout.arena_bytes,), np.uint8)
         base = address(arena)
         slots = np.zeros(self.layout.table_slots, np.uint64)
@@ -86,7 +95,7 @@ class NativeLoop:
             raise KeyboardInterrupt
         if status == MISALIGNED:
             raise CdnajitError(f"{self.source}: an in-place update inside the loop was given a misaligned buffer "
-                               "(a compiler bug: passes/in_place.py should have copied it)")
+                               "(a compiler bug: the loop's own buffers are aligned)")
         for slot, shape, dtype, nbytes in self.results:
             start = int(slots[slot])
             if nbytes == 0:
