@@ -305,8 +305,30 @@ def scatter(x, index, values, reduction: str, mode=None) -> Tracer:
         raise TracingValueError(located(f"x.at[...]: values of shape {updates.shape} cannot be broadcast to the "
                                         f"indexed shape {plan.shape} of an array of shape {x.shape}"))
     updates = broadcast_to(updates, plan.shape)
+    box = static_box(entries)
+    if reduction == "set" and box is not None and x.ndim:
+        # A box of static bounds (x.at[1:-1].set(v), x.at[2, :].set(v)): XLA's dynamic-update-slice,
+        # which the in-place pass writes over x as one contiguous copy per row.
+        starts, sizes = box
+        return lax_shape.dynamic_update_slice(x, lax_shape.reshape(updates, sizes), starts)
     result = bind1("scatter", [flat_x, positions, updates], {"reduction": reduction}, weak_type=x.weak_type)
     return lax_shape.reshape(result, x.shape)
+
+
+def static_box(entries: list[Entry]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(starts, sizes) per axis when the index is static ints and unit-step slices (new axes aside):
+    the indexed elements are a box of x, in bounds. None otherwise."""
+    starts, sizes = [], []
+    for e in entries:
+        if e.kind == "slice" and e.value[1] == 1:
+            starts.append(e.value[0])
+            sizes.append(e.value[2])
+        elif e.kind == "int" and not isinstance(e.value, Tracer):
+            starts.append(e.value)
+            sizes.append(1)
+        elif e.kind != "none":
+            return None
+    return tuple(starts), tuple(sizes)
 
 
 class IndexUpdateRef:

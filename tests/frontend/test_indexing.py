@@ -231,6 +231,8 @@ UPDATE_CASES = [
     ((3, 4), (NEG, slice(None)), 2.0), ((3, 4), (1, Ellipsis), np.ones((1, 1, 4))),
     ((2, 3, 4), (0, slice(None), [1, 1, 2]), np.arange(9.0).reshape(3, 3) + 1), ((), (), 4.0), ((), None, [4.0]),
     ((3, 0), (1,), 1.0), ((4,), np.array([], int), 1.0), ((3, 4), 1, np.ones((1, 4)) * 2),
+    ((6,), slice(1, -1), np.arange(4.0)), ((2, 3, 4), (slice(0, 2), None, -1, slice(1, 3)), np.ones((2, 1, 2))),
+    ((4, 5), (slice(2, 2), slice(None)), 1.0),
 ]
 
 
@@ -244,6 +246,11 @@ def test_at_updates_match_numpy(case, method):
     # divide and power run as x / ones.at[i].multiply(v) (as JAX): rounding may differ from numpy's
     # repeated in-place updates by an ulp or so.
     np.testing.assert_allclose(got, expected, rtol=1e-14 if method in ("divide", "power") else 0)
+
+
+def test_static_box_updates_are_dynamic_update_slices():
+    text = cj.jit(lambda x: (x.at[1:-1].set(x[:-2]), x.at[2, 1:3].set(0.0))).lower(np.zeros((5, 4))).as_text()
+    assert text.count("dynamic_update_slice(") == 2 and "scatter" not in text
 
 
 def test_at_set_with_duplicates_last_wins_and_add_accumulates():
