@@ -88,7 +88,8 @@ class NativeLoop:
         for slot in self.reads:
             array = env[slot]
             slots[slot] = start = address(array)
-            given.setdefault(start, array)
+            if array.nbytes:   # an empty array may share its address with another array
+                given.setdefault(start, array)
         slots[self.buffer_slots] = base + self.buffer_offsets
         status = self.function(slots.ctypes.data, self.table.ctypes.data)
         if status == INTERRUPTED:

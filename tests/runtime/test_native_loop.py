@@ -88,6 +88,10 @@ def zero_trips(x):
     return lax.fori_loop(3, 1, lambda i, c: (c[0] + 1.0, c[1] - 1), (x, 7))
 
 
+def empty_complex_carries(x):   # fuzz seed 3636011760: an empty constant shares the counter's address
+    return lax.fori_loop(0, 0, lambda i, c: cnp.broadcast_to(cnp.arcsin(i), c.shape).astype(c.dtype), x / 0)
+
+
 def collatz(n):               # integer and bool work only
     return lax.while_loop(lambda c: c[0] != 1,
                           lambda c: (cnp.where(c[0] % 2 == 0, c[0] // 2, 3 * c[0] + 1), c[1] + 1), (n, 0))
@@ -110,6 +114,7 @@ M = np.arange(35, dtype=np.float64).reshape(5, 7)
     (scan_outputs, (M,)),
     (zero_trips, (X,)),
     (collatz, (np.int64(27),)),
+    (empty_complex_carries, (np.zeros(0, np.complex64),)),
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_native_loops_match_the_interpreter(fn, args, cache):
     executable = assert_matches_interpreter(fn, cache, *args)
