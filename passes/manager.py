@@ -21,6 +21,7 @@ from .canonicalize import canonicalize
 from .expand_complex import expand_complex
 from .fusion import fuse
 from .in_place import in_place
+from .licm import licm
 from .match_libraries import match_libraries, select_solutions
 from .split_reductions import split_reductions
 
@@ -29,6 +30,7 @@ Pass = Callable[[Module], Module]
 DEFAULT_PIPELINE: list[tuple[str, Pass]] = [
     ("expand_complex", expand_complex),   # first: canonicalize then folds and cleans up its real ops
     ("canonicalize", canonicalize),
+    ("licm", licm),   # loop-invariant ops before their loops, where they become library calls and fuse too
     ("match_libraries", match_libraries),   # contractions and their epilogues -> library calls
     ("select_solutions", select_solutions),  # each call's kernel for the target
     ("split_reductions", split_reductions),   # before fusion: each half fuses with its producers or consumers
