@@ -699,10 +699,6 @@ def huge_lanes_function(module: ir.Module, name: str, vector_type) -> ir.Functio
     fn.attributes.add("noinline")
     fn.attributes.add("readnone")
     fn.attributes.add("nounwind")
-    # x86-64's intel_ocl_bicc keeps zmm16-31 and k4-7 across the call: the loop around it keeps
-    # its constants in registers instead of spilling them all (the C convention saves no vector).
-    if module.triple.startswith("x86_64"):
-        fn.calling_convention = "intel_ocl_bicc"
     x, mask = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     scalar = huge_function(module, name, vector_type.element)

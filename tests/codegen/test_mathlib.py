@@ -266,6 +266,20 @@ def test_trigonometry_of_huge_arguments(dtype):
             assert (error <= BOUNDS[fn][column]).all(), f"{fn}({x[np.argmax(error)]}) = {got[np.argmax(error)]}"
 
 
+def test_ordinary_arguments_after_a_huge_one_in_a_row_loop():
+    """A row kernel's vectorized loop over a row: after a chunk with a huge argument (its lanes
+    computed one by one, out of line), the following chunks' and rows' results are still the
+    ordinary ones (fuzz seed 3636012190: a call convention that kept vector registers across the
+    out-of-line call lost them)."""
+    import cdnajit as cj
+    import cdnajit.numpy as cnp
+    x = np.tile(np.array([1, 0, 3, 1, 8, 2, 2, 8, 6, 2, 4, 5, 0, 4, 0, 5, 1, 7, 7, 3, 2, 3, 2.0**32, 7, 1, 7, 3, 4],
+                         np.float32), (2, 1))
+    for fn in TRIG:
+        _, got = cj.jit(lambda v: (cnp.sum(v, axis=1), getattr(cnp, fn)(v)))(x)
+        np.testing.assert_allclose(got, getattr(np, fn)(x.astype(np.float64)), rtol=1e-6, atol=1e-6, err_msg=fn)
+
+
 def test_the_bits_of_two_over_pi_are_fdlibms():
     """The Payne-Hanek table's first bits against fdlibm's published `ipio2` (k_rem_pio2.c), 24 bits
     an entry, and the table against 2/pi computed once more, independently, from math.pi's bits
