@@ -4,14 +4,17 @@ per loop, however many iterations and launches it makes.
     loop = NativeLoop(step, plan["kernels"], compiled_kernels, plan["slots"], kernel_text, cache)
     loop.run(env)      # as the Python steps do: reads its operands from env, sets its results
 
-Each run allocates one arena (every buffer the loop's values and spare carries need: no
-allocation inside the loop) and one address table, so concurrent calls share nothing but the
-executable's table of kernel entries. The results are views into the arena, or the arrays the
+Each run takes one arena (every buffer the loop's values and spare carries need: no allocation
+inside the loop) and one address table, so concurrent calls share nothing but the executable's
+table of kernel entries. Arenas are kept for later runs (`ArenaPool`): a large fresh allocation
+costs a page fault per 4 KiB on its first touch, as much as the loop's own work for a short one. The results are views into the arena, or the arrays the
 loop was given when a carry is updated in place or left as it was.
 """
 from __future__ import annotations
 
 import ctypes
+import sys
+import threading
 
 import numpy as np
 
@@ -23,6 +26,31 @@ from ..ir.types import NUMPY_DTYPES
 from .cache import CompileCache
 from .launch import CompiledKernel, address, aligned_copy, aligned_empty
 from .native import link_object
+
+# Arenas a loop keeps: one per concurrent call, up to this many.
+KEPT_ARENAS = 4
+
+
+class ArenaPool:
+    """The arenas of one loop. An arena is free when nothing but the pool refers to it: no array
+    of a call in progress, and no result handed to a caller is a view into it."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+        self.arenas: list[np.ndarray] = []
+        self.lock = threading.Lock()
+
+    def take(self) -> np.ndarray:
+        with self.lock:
+            for arena in self.arenas:
+                # References: the list, the loop variable and getrefcount's argument.
+                if sys.getrefcount(arena) == 3:
+                    return arena
+            arena = aligned_empty((self.nbytes,), np.uint8)
+            if len(self.arenas) < KEPT_ARENAS:
+                self.arenas.append(arena)
+            return arena
+
 
 LOOP_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 PARALLEL_LAUNCH_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)
@@ -49,11 +77,12 @@ def loop_object_code(step: dict, layout, kernel_plans: list[dict], kernel_text, 
 
 class NativeLoop:
     __slots__ = ("layout", "library", "function", "launch_in_pool", "table", "reads", "buffer_slots",
-                 "buffer_offsets", "results", "source", "kept_operands")
+                 "buffer_offsets", "results", "source", "kept_operands", "arenas")
 
     def __init__(self, step: dict, kernel_plans: list[dict], kernels: list[CompiledKernel], slot_count: int,
                  kernel_text, cache: CompileCache):
         self.layout = layout = loop_layout(step, slot_count)
+        self.arenas = ArenaPool(layout.arena_bytes)
         self.library = link_object(loop_object_code(step, layout, kernel_plans, kernel_text, cache), LOOP_ENTRY)
         self.function = LOOP_SIGNATURE(self.library[LOOP_ENTRY])
         # A launch worth the worker pool comes back here (the pool's threads are Python's).
@@ -81,7 +110,7 @@ class NativeLoop:
             # loop a buffer of its own (a kernel's, aligned) unless it was donated by the caller.
             if address(env[slot]) % WRITTEN_BUFFER_ALIGNMENT and env[slot].size:
                 env[slot] = aligned_copy(env[slot])
-        arena = aligned_empty((self.layout.arena_bytes,), np.uint8)
+        arena = self.arenas.take()
         base = address(arena)
         slots = np.zeros(self.layout.table_slots, np.uint64)
         given = {}

@@ -14,7 +14,8 @@ from cdnajit import lax
 from cdnajit.codegen import native_loop as codegen_loop
 from cdnajit.runtime import executable as ex
 from cdnajit.runtime.cache import CompileCache
-from cdnajit.runtime.native_loop import NativeLoop
+from cdnajit.runtime.launch import address
+from cdnajit.runtime.native_loop import ArenaPool, NativeLoop
 from cdnajit.runtime.schedule import launches_per_call
 
 
@@ -241,3 +242,22 @@ def test_schedule_text_shows_native_loops_and_in_place_updates(cache):
     assert "in place on s" in text and "inlined" in text and text.rstrip().endswith("(copied)")
     text = cj.jit(large_body).lower(np.zeros(70_001, np.float32)).compile().as_text("schedule")
     assert "worker pool" in text
+
+
+def test_an_arena_is_reused_once_nothing_refers_to_it():
+    pool = ArenaPool(1024)
+    first = pool.take()
+    view = first[64:128].view(np.float32)      # a result handed to a caller, say
+    del first
+    second = pool.take()
+    assert not np.shares_memory(second, view)
+    del second, view
+    assert len({address(pool.take()) for _ in range(3)}) == 1
+
+
+def test_repeated_calls_of_a_loop_keep_one_arena(cache):
+    module, executable = compile_fn(point_updates, cache, M)
+    (loop,) = [step for step in executable.body.steps if isinstance(step, NativeLoop)]
+    for _ in range(3):
+        np.testing.assert_array_equal(executable(M)[0], cj.ir.interpret(module, M)[0])
+    assert len(loop.arenas.arenas) == 1
