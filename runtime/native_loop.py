@@ -32,8 +32,10 @@ KEPT_ARENAS = 4
 
 
 class ArenaPool:
-    """The arenas of one loop. An arena is free when nothing but the pool refers to it: no array
-    of a call in progress, and no result handed to a caller is a view into it."""
+    """The arenas of one loop, each an aligned view of an allocation it owns (launch.aligned_empty).
+    An arena is free when nothing but the pool refers to its allocation: every view of it (an
+    array of a call in progress, a result handed to a caller) refers to the allocation itself,
+    as numpy's views do to the array that owns their memory."""
 
     def __init__(self, nbytes: int):
         self.nbytes = nbytes
@@ -43,13 +45,13 @@ class ArenaPool:
     def take(self) -> np.ndarray:
         with self.lock:
             for arena in self.arenas:
-                # References: the list, the loop variable and getrefcount's argument.
-                if sys.getrefcount(arena) == 3:
-                    return arena
+                # References to the allocation: the arena's, and getrefcount's argument.
+                if sys.getrefcount(arena.base) == 2:
+                    return arena[:]
             arena = aligned_empty((self.nbytes,), np.uint8)
             if len(self.arenas) < KEPT_ARENAS:
                 self.arenas.append(arena)
-            return arena
+            return arena[:]
 
 
 LOOP_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
