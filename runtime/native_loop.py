@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -62,30 +63,35 @@ def function_address(function) -> int:
     return ctypes.cast(function, ctypes.c_void_p).value
 
 
-def loop_object_code(step: dict, layout, kernel_plans: list[dict], kernel_text, cache: CompileCache) -> bytes:
-    """The loop's object code, through the cache: its key is the loop's text and the cache keys
-    of the kernels it links in, so that a stored program's loops load without the kernels' IR.
-    `kernel_text(index)`: a kernel's unoptimised LLVM text, asked for only on a miss."""
+def loop_object_code(step: dict, layout, kernel_plans: list[dict], kernel_text,
+                     cache: CompileCache) -> tuple[bytes, float]:
+    """(the loop's object code, seconds of LLVM spent on it), through the cache: its key is the
+    loop's text and the cache keys of the kernels it links in, so that a stored program's loops
+    load without the kernels' IR. `kernel_text(index)`: a kernel's unoptimised LLVM text, asked
+    for only on a miss."""
     text = loop_module(step, layout, kernel_plans)
     direct = direct_kernels(step, kernel_plans)
     key = cache.key("loop", "\n".join([text] + [kernel_plans[k]["key"] for k in direct]))
     entry = cache.load(key)
     if entry is not None:
-        return entry[1]
+        return entry[1], 0.0
+    start = time.perf_counter()
     code = compile_loop(link_kernels(text, {k: kernel_text(k) for k in direct}))
+    seconds = time.perf_counter() - start
     cache.store(key, {"kind": "object"}, code)
-    return code
+    return code, seconds
 
 
 class NativeLoop:
     __slots__ = ("layout", "library", "function", "launch_in_pool", "table", "reads", "buffer_slots",
-                 "buffer_offsets", "results", "source", "kept_operands", "arenas")
+                 "buffer_offsets", "results", "source", "kept_operands", "arenas", "llvm_seconds")
 
     def __init__(self, step: dict, kernel_plans: list[dict], kernels: list[CompiledKernel], slot_count: int,
                  kernel_text, cache: CompileCache):
         self.layout = layout = loop_layout(step, slot_count)
         self.arenas = ArenaPool(layout.arena_bytes)
-        self.library = link_object(loop_object_code(step, layout, kernel_plans, kernel_text, cache), LOOP_ENTRY)
+        code, self.llvm_seconds = loop_object_code(step, layout, kernel_plans, kernel_text, cache)
+        self.library = link_object(code, LOOP_ENTRY)
         self.function = LOOP_SIGNATURE(self.library[LOOP_ENTRY])
         # A launch worth the worker pool comes back here (the pool's threads are Python's).
         self.launch_in_pool = PARALLEL_LAUNCH_SIGNATURE(lambda index, block: kernels[index].launch(block))
