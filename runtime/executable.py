@@ -114,6 +114,19 @@ def check_contract(op: Op, kernel: Kernel) -> None:
                            f"lowering/emitters.py: {problem}")
 
 
+def kept_carries(op: Op) -> list[int]:
+    """The carries k of a `while` whose body yields parameter k or an in-place update of it: the
+    loop's result k is its operand k's array (codegen/native_loop.py: a "same" carry)."""
+    body = op.regions[1]
+    roots = {}
+    for inner in body.ops:
+        if inner.name in IN_PLACE_OPS or inner.name in ALIAS_OPS:
+            source = inner.operands[0]
+            roots[id(inner.results[0])] = roots.get(id(source), id(source))
+    return [k for k, (param, output) in enumerate(zip(body.params, body.outputs))
+            if roots.get(id(output), id(output)) == id(param)]
+
+
 # ---- planning: optimized module -> plan ---------------------------------------------------
 
 class Planner:
@@ -200,14 +213,20 @@ class Planner:
 
     def output_plan(self) -> list[list]:
         """[slot, copy] per module output. An output is handed over as is only when this call made
-        it with a top-level kernel (or is a view of one) and no earlier output holds that array;
-        parameters, constants and host loop/branch results (which may be either) are copied."""
+        it with a top-level kernel (or it is a view of one, or a loop's carry kept in that array)
+        and no earlier output holds that array; parameters, constants, branch results and loop
+        carries in the loop's arena are copied."""
         region = self.module.body
         made_by_kernel = {id(v): id(v) for op in region.ops if op.name not in HOST_OPS | ALIAS_OPS
                           for v in op.results}
-        for op in region.ops:  # a view of a kernel's result holds that result's array
+        for op in region.ops:
             if op.name in ALIAS_OPS and id(op.operands[0]) in made_by_kernel:
+                # a view of a kernel's result holds that result's array
                 made_by_kernel[id(op.result)] = made_by_kernel[id(op.operands[0])]
+            elif op.name == "while":
+                for k in kept_carries(op):
+                    if id(op.operands[k]) in made_by_kernel:
+                        made_by_kernel[id(op.results[k])] = made_by_kernel[id(op.operands[k])]
         handed_over, plan = set(), []
         for value in region.outputs:
             array = made_by_kernel.get(id(value))
