@@ -131,66 +131,150 @@ def body_roots(block: dict) -> tuple[dict[int, int], set[int]]:
     return roots, made
 
 
+def aligned_bytes(nbytes: int) -> int:
+    """An arena buffer's bytes: at least one, rounded up to the kernels' alignment."""
+    return -(-max(nbytes, 1) // WRITTEN_BUFFER_ALIGNMENT) * WRITTEN_BUFFER_ALIGNMENT
+
+
+def step_reads(step: dict) -> set[int]:
+    """Every slot a step reads, inside its regions too (captured values included)."""
+    kind = step["op"]
+    if kind == "kernel":
+        return set(step["inputs"])
+    if kind == "reshape":
+        return {step["input"]}
+    if kind == "allocate":
+        return set()
+    reads = set(step["operands"]) | ({step["index"]} if kind == "cond" else set())
+    for block in blocks_of(step):
+        reads.update(block["outputs"])
+        for inner in block["steps"]:
+            reads |= step_reads(inner)
+    return reads
+
+
+@dataclass
+class Lifetime:
+    """A buffer (or a nested step's whole region) of a block: live from the step that makes it to
+    the last step that reads it or a value it holds; `placements` are (slot, offset) within it."""
+    start: int
+    end: int
+    nbytes: int
+    placements: list
+
+
+def first_fit(lifetimes: list[Lifetime]) -> tuple[int, list[tuple[int, int]]]:
+    """(bytes, (slot, offset) per buffer): each lifetime, in order, at the lowest offset where it
+    overlaps no placed one that is live at the same time."""
+    placed, placements, size = [], [], 0
+    for life in lifetimes:
+        offset = 0
+        for other_offset, other in sorted(placed, key=lambda p: p[0]):
+            live_together = other.start <= life.end and life.start <= other.end
+            if live_together and other_offset < offset + life.nbytes and offset < other_offset + other.nbytes:
+                offset = other_offset + other.nbytes
+        placed.append((offset, life))
+        size = max(size, offset + life.nbytes)
+        placements += [(slot, offset + inner) for slot, inner in life.placements]
+    return size, placements
+
+
 def loop_layout(step: dict, slot_count: int) -> LoopLayout:
-    """The arena and address table of a top-level `while` step (see the module's docstring)."""
-    defined, used, buffers, carries = set(), set(), [], {}
-    offset, spare_slot = 0, slot_count
+    """The arena and address table of a top-level `while` step (see the module's docstring).
 
-    def claim(nbytes: int) -> int:
-        nonlocal offset
-        start = offset
-        offset += -(-max(nbytes, 1) // WRITTEN_BUFFER_ALIGNMENT) * WRITTEN_BUFFER_ALIGNMENT
-        return start
+    Buffers are assigned by liveness, block by block: a value made in a block lives from its step
+    to the last step that reads it or a value held in its buffer (an in-place update of it, a
+    view of it, a nested loop's or branch's result that may be it), or to the block's end if the
+    block yields it; values that are never live together share bytes. A nested loop or branch is
+    one lifetime in its block, its region laid out the same way inside: a loop's region holds
+    its carries' spare buffers, then its condition's and its body's buffers over the same bytes
+    (they never live together: the condition's are dead once the body starts, and the body's once
+    its results are carried); a branch's region holds its branches' over the same bytes."""
+    carries, spare_slot = {}, slot_count
 
-    def visit(step: dict) -> None:
+    def block_region(block: dict, skipped: set[int]) -> tuple[int, list]:
+        steps, lifetimes, roots = block["steps"], [], {}
+
+        def read(slots, position):
+            for slot in slots:
+                for life in roots.get(slot, ()):
+                    life.end = max(life.end, position)
+
+        for position, inner in enumerate(steps):
+            read(step_reads(inner), position)
+            kind = inner["op"]
+            if kind == "reshape":
+                roots[inner["result"]] = roots.get(inner["input"], [])
+            elif kind == "kernel" and inner["in_place"]:
+                roots[inner["results"][0][0]] = roots.get(inner["inputs"][0], [])
+            elif kind in ("kernel", "allocate"):
+                for slot, dtype, shape in inner["results"]:
+                    if slot in skipped:      # a carry's root: its bytes are the carry's spares
+                        roots[slot] = []
+                        continue
+                    life = Lifetime(position, position, aligned_bytes(value_bytes(dtype, shape)), [(slot, 0)])
+                    lifetimes.append(life)
+                    roots[slot] = [life]
+            else:
+                nbytes, placements = loop_region(inner) if kind == "while" else branch_region(inner)
+                life = Lifetime(position, position, nbytes, placements)
+                lifetimes.append(life)
+                # A result may also be an operand or a captured value (a carry kept in place, a
+                # loop that did not run, a branch yielding what it was given).
+                held = [life] + [other for slot in step_reads(inner) for other in roots.get(slot, ())]
+                for slot in inner["results"]:
+                    roots[slot] = held
+        read(block["outputs"], len(steps))
+        return first_fit(lifetimes)
+
+    def branch_region(step: dict) -> tuple[int, list]:
+        regions = [block_region(block, set()) for block in step["branches"]]
+        return max(size for size, _ in regions), [p for _, placements in regions for p in placements]
+
+    def loop_region(step: dict) -> tuple[int, list]:
         nonlocal spare_slot
+        body = step["body"]
+        roots, made = body_roots(body)
+        claimed, loop_carries, placements, offset = set(), [], [], 0
+        for k, (param, output) in enumerate(zip(body["params"], body["outputs"])):
+            nbytes = value_bytes(*step["types"][k])
+            root = roots.get(output, output)
+            if root == param:
+                loop_carries.append(Carry("same", nbytes))
+                continue
+            spares = (spare_slot, spare_slot + 1)
+            spare_slot += 2
+            for slot in spares:
+                placements.append((slot, offset))
+                offset += aligned_bytes(nbytes)
+            if root in made and root not in claimed:
+                claimed.add(root)
+                loop_carries.append(Carry("alternate", nbytes, root, spares))
+            else:
+                loop_carries.append(Carry("copy", nbytes, None, spares))
+        carries[id(step)] = loop_carries
+        cond_bytes, cond_placements = block_region(step["cond"], set())
+        body_bytes, body_placements = block_region(body, claimed)
+        placements += [(slot, offset + inner) for slot, inner in cond_placements + body_placements]
+        return offset + max(cond_bytes, body_bytes), placements
+
+    arena_bytes, buffers = loop_region(step)
+    defined = set()
+
+    def define(step: dict) -> None:
         kind = step["op"]
-        if kind == "kernel":
-            used.update(step["inputs"])
-            for slot, dtype, shape in step["results"]:
-                defined.add(slot)
-                if not step["in_place"]:
-                    buffers.append((slot, claim(value_bytes(dtype, shape))))
-        elif kind == "allocate":
-            for slot, dtype, shape in step["results"]:
-                defined.add(slot)
-                buffers.append((slot, claim(value_bytes(dtype, shape))))
+        if kind in ("kernel", "allocate"):
+            defined.update(slot for slot, _, _ in step["results"])
         elif kind == "reshape":
-            used.add(step["input"])
             defined.add(step["result"])
         else:
-            used.update(step["operands"])
-            if kind == "cond":
-                used.add(step["index"])
             defined.update(step["results"])
             for block in blocks_of(step):
                 defined.update(block["params"])
-                used.update(block["outputs"])
                 for inner in block["steps"]:
-                    visit(inner)
-            if kind == "while":
-                body = step["body"]
-                roots, made = body_roots(body)
-                claimed = set()
-                loop_carries = []
-                for k, (param, output) in enumerate(zip(body["params"], body["outputs"])):
-                    nbytes = value_bytes(*step["types"][k])
-                    root = roots.get(output, output)
-                    if root == param:
-                        loop_carries.append(Carry("same", nbytes))
-                        continue
-                    spares = (spare_slot, spare_slot + 1)
-                    spare_slot += 2
-                    buffers.extend((slot, claim(nbytes)) for slot in spares)
-                    if root in made and root not in claimed:
-                        claimed.add(root)
-                        loop_carries.append(Carry("alternate", nbytes, root, spares))
-                    else:
-                        loop_carries.append(Carry("copy", nbytes, None, spares))
-                carries[id(step)] = loop_carries
-
-    visit(step)
-    return LoopLayout(sorted(used - defined), buffers, offset, spare_slot, carries)
+                    define(inner)
+    define(step)
+    return LoopLayout(sorted(step_reads(step) - defined), buffers, arena_bytes, spare_slot, carries)
 
 
 class LoopBuilder:

@@ -276,3 +276,23 @@ def test_a_carry_updated_in_its_own_array_is_handed_over_uncopied(cache):
         for got, want in zip(outputs, cj.ir.interpret(module, M)):
             np.testing.assert_array_equal(got, want)
         assert len(outputs) == 1 or not np.shares_memory(outputs[0], outputs[1])
+
+
+def sorted_steps(x):       # three kernels a step, each value dead once the next is made
+    return lax.fori_loop(0, 3, lambda i, c: cnp.sort(cnp.cumsum(cnp.sort(c)) * -0.5), x)
+
+
+def test_values_never_live_together_share_arena_bytes(cache):
+    x = np.linspace(-1, 1, 1000).astype(np.float32)
+    executable = assert_matches_interpreter(sorted_steps, cache, x)
+    (loop,) = [s for s in executable.plan["body"]["steps"] if s["op"] == "while"]
+    layout = codegen_loop.loop_layout(loop, executable.plan["slots"])
+    kernels = [s for s in loop["body"]["steps"] if s["op"] == "kernel"]
+    assert len(kernels) >= 3
+    spares = sum(2 * codegen_loop.aligned_bytes(c.nbytes) for c in layout.carries[id(loop)] if c.spares)
+    made = sum(codegen_loop.aligned_bytes(codegen_loop.value_bytes(dtype, shape))
+               for step in kernels for _, dtype, shape in step["results"])
+    assert layout.arena_bytes < spares + made
+    offsets = dict(layout.buffers)
+    firsts = [step["results"][0][0] for step in kernels]
+    assert len({offsets.get(slot) for slot in firsts if slot in offsets}) < len([s for s in firsts if s in offsets])
