@@ -1,8 +1,9 @@
 """A `while` step of an executable's schedule as one native function: the loop, its condition,
 its body's launches, nested loops and branches, with no Python between entry and return.
 
-    layout = loop_layout(step, kernel_plans)       # the arena: a buffer per value made inside
+    layout = loop_layout(step, slot_count)         # the arena and the address table's layout
     text = loop_module(step, layout, kernel_plans) # LLVM IR of `loop(slots, table) -> status`
+    code = compile_loop(link_kernels(text, {k: kernel_text for k in direct_kernels(...)}))
 
 The step and the kernel plans are plain data (runtime/executable.py's plan). The function reads
 and writes one *address table*, `slots`: an i64 per SSA slot of the program, the address of that
@@ -36,9 +37,10 @@ value. Every carry's new address is read before any is set, so that a body that 
 carries reads the old ones.
 
 A long loop stays interruptible: the function counts its work (a work-item per launched item, one
-per loop iteration) and, every POLL_WORK, takes the GIL and runs Python's pending signal handlers (PyErr_CheckSignals, as a C
-extension's long loop does); when one raised (Ctrl-C's KeyboardInterrupt), it drops the
-exception and returns INTERRUPTED at once, for the runtime to raise KeyboardInterrupt.
+per loop iteration) and, every POLL_WORK, takes the GIL and runs Python's pending signal handlers
+(PyErr_CheckSignals, as a C extension's long loop does); when one raised (Ctrl-C's
+KeyboardInterrupt), it drops the exception and returns INTERRUPTED at once, for the runtime to
+raise KeyboardInterrupt.
 """
 from __future__ import annotations
 

@@ -7,8 +7,9 @@ per loop, however many iterations and launches it makes.
 Each run takes one arena (every buffer the loop's values and spare carries need: no allocation
 inside the loop) and one address table, so concurrent calls share nothing but the executable's
 table of kernel entries. Arenas are kept for later runs (`ArenaPool`): a large fresh allocation
-costs a page fault per 4 KiB on its first touch, as much as the loop's own work for a short one. The results are views into the arena, or the arrays the
-loop was given when a carry is updated in place or left as it was.
+costs a page fault per 4 KiB on its first touch, as much as the loop's own work for a short one.
+The results are views into the arena, or the arrays the loop was given when a carry is updated
+in place or left as it was.
 """
 from __future__ import annotations
 

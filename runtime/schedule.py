@@ -120,13 +120,16 @@ def schedule_text(executable) -> str:
     for constant in plan["constants"]:
         lines.append(f"  s{constant['slot']} = constant {constant['dtype']}{constant['shape']}")
 
-    def step_lines(step: dict, indent: str, direct: frozenset) -> None:
+    def step_lines(step: dict, indent: str, direct: frozenset | None) -> None:
+        """A step's lines; `direct`: the kernels linked into the native loop the step is in (None
+        outside loops)."""
         kind = step["op"]
         if kind == "kernel":
             kernel = kernels[step["kernel"]]
             results = slots_text(slot for slot, _, _ in step["results"])
             how = ["in place on s%d" % step["inputs"][0]] if step["in_place"] else []
-            how += ["worker pool" if kernel["parallel"] else "inlined" if step["kernel"] in direct else "this thread"]
+            how += ["worker pool" if kernel["parallel"] else "inlined" if direct and step["kernel"] in direct
+                    else "this thread"]
             grid = f"{launch_text(kernel['grid'])} x {launch_text(kernel['workgroup_size'])}"
             lines.append(f"{indent}{results} = launch {kernel['name']}({slots_text(step['inputs'])})  "
                          f"grid {grid}; {', '.join(how)}")
@@ -134,43 +137,28 @@ def schedule_text(executable) -> str:
             lines.append(f"{indent}{slots_text(s for s, _, _ in step['results'])} = allocate (empty)")
         elif kind == "reshape":
             lines.append(f"{indent}s{step['result']} = view of s{step['input']} as {step['shape']}")
-        elif kind == "while":
-            lines.append(f"{indent}{slots_text(step['results'])} = while ({slots_text(step['operands'])}) {{")
-            for name, block in (("cond", step["cond"]), ("body", step["body"])):
+        else:
+            if kind == "while" and direct is None:
+                layout = loop_layout(step, plan["slots"])
+                carries = ", ".join(f"s{p}: {c.kind}" for p, c in zip(step["body"]["params"], layout.carries[id(step)]))
+                lines.append(f"{indent}native loop: arena {format_bytes(layout.arena_bytes)}; carries {carries}")
+                direct = frozenset(direct_kernels(step, kernels))
+            if kind == "while":
+                head = f"while ({slots_text(step['operands'])})"
+                blocks = [("cond", step["cond"]), ("body", step["body"])]
+            else:
+                head = f"cond s{step['index']} ({slots_text(step['operands'])})"
+                blocks = [(f"branch {i}", block) for i, block in enumerate(step["branches"])]
+            lines.append(f"{indent}{slots_text(step['results'])} = {head} {{")
+            for name, block in blocks:
                 lines.append(f"{indent}  {name}({slots_text(block['params'])}):")
                 for inner in block["steps"]:
                     step_lines(inner, indent + "    ", direct)
                 lines.append(f"{indent}    yield {slots_text(block['outputs'])}")
             lines.append(f"{indent}}}")
-        else:
-            lines.append(f"{indent}{slots_text(step['results'])} = cond s{step['index']} ({slots_text(step['operands'])}) {{")
-            for i, block in enumerate(step["branches"]):
-                lines.append(f"{indent}  branch {i}({slots_text(block['params'])}):")
-                for inner in block["steps"]:
-                    step_lines(inner, indent + "    ", direct)
-                lines.append(f"{indent}    yield {slots_text(block['outputs'])}")
-            lines.append(f"{indent}}}")
 
-    def top_level(block: dict, indent: str) -> None:
-        for step in block["steps"]:
-            if step["op"] == "while":
-                layout = loop_layout(step, plan["slots"])
-                carries = layout.carries[id(step)]
-                kinds = ", ".join(f"s{p}: {c.kind}" for p, c in zip(step["body"]["params"], carries))
-                lines.append(f"{indent}native loop: arena {format_bytes(layout.arena_bytes)}; carries {kinds}")
-                step_lines(step, indent, frozenset(direct_kernels(step, kernels)))
-            elif step["op"] == "cond":
-                lines.append(f"{indent}{slots_text(step['results'])} = cond s{step['index']} "
-                             f"({slots_text(step['operands'])}) {{")
-                for i, branch in enumerate(step["branches"]):
-                    lines.append(f"{indent}  branch {i}({slots_text(branch['params'])}):")
-                    top_level(branch, indent + "    ")
-                    lines.append(f"{indent}    yield {slots_text(branch['outputs'])}")
-                lines.append(f"{indent}}}")
-            else:
-                step_lines(step, indent, frozenset())
-
-    top_level(plan["body"], "  ")
+    for step in plan["body"]["steps"]:
+        step_lines(step, "  ", None)
     outputs = ", ".join(f"s{slot}" + (" (copied)" if copy else "") for slot, copy in plan["outputs"])
     lines.append(f"  return {outputs}")
     return "\n".join(lines) + "\n"
