@@ -7,6 +7,9 @@ Elements come from lowering/elemental.py; this module lays out the work:
   chunk of elements ends at the end, overlapping its predecessor (one body, contiguous loads and
   stores, so the host vectorizes it and compiles it once); only a result smaller than a
   workgroup guards its stores.
+- loop_by_rows kernels: workgroup (chunk, row) stores the row's elements from column
+  chunk * width + lane, the last chunk moved back to end at the row's end as above; the index's
+  row components come from the row id (uniform), its last one is the column.
 - row_per_workgroup: phase after phase over the row (a reduce's phase is one more than the latest
   phase of the reduces it reads through row broadcasts; reduces of one phase share the pass over
   the row). A phase accumulates per work-item, then combines the workgroup (`combine_row`:
@@ -59,7 +62,7 @@ class FusionKernel:
         self.inputs, self.outputs = params[:len(op.operands)], params[len(op.operands):]
         largest = max([buffer_elements(v) for v in self.region.params]
                       + [buffer_elements(v) for o in self.region.ops for v in o.results]
-                      + [config.grid * config.workgroup_size * config.elements_per_item])
+                      + [config.grid * config.grid_rows * config.workgroup_size * config.elements_per_item])
         self.emitter = ElementalEmitter(self.region, self.inputs, index_dtype_for(largest),
                                         target.max_lds_bytes_per_workgroup - config.lds_bytes)
         self.idx = self.emitter.index_dtype
@@ -87,7 +90,7 @@ class FusionKernel:
         body = list(e.blocks[0])
         if e.lds_fill:  # constant tables: filled by lane 0 after the ids are bound, then a barrier
             body[:0] = [K.If(self.lane.eq(0), e.lds_fill), K.Barrier()]
-        return K.Kernel(self.name, params=self.inputs + self.outputs, grid=(self.config.grid,),
+        return K.Kernel(self.name, params=self.inputs + self.outputs, grid=(self.config.grid, self.config.grid_rows),
                         workgroup_size=(self.config.workgroup_size,), body=body, lds=self.lds + e.lds,
                         streams=self.streams, wave_size=self.wave_size)
 
@@ -116,6 +119,20 @@ def build_loop(fk: FusionKernel):
             e.emit(K.If(element < n, stores))
         else:
             fk.store_results(results, index, element)
+
+
+def build_loop_by_rows(fk: FusionKernel):
+    e, width = fk.emitter, fk.config.workgroup_size
+    shape = fk.op.results[0].type.shape
+    length = shape[-1]
+    start = fk.group * width
+    if fk.config.grid * width > length:  # the last chunk moves back to end at the row's end (no guards)
+        start = K.minimum(start, length - width)
+    column = start + fk.lane
+    row = K.workgroup_id(1).cast(fk.idx)
+    components = e.index(shape[:-1], linear=row).components + (column,)
+    fk.store_results(list(zip(fk.outputs, fk.region.outputs)),
+                     e.index(shape, components=components, linear=row * length + column), row * length + column)
 
 
 # ---- reduction kernels --------------------------------------------------------------------------
@@ -303,4 +320,5 @@ def combine_row(fk: FusionKernel, accumulators, phase: int) -> list[K.Expr]:
     return totals
 
 
-BUILDERS = {"loop": build_loop, "row_per_workgroup": build_row_per_workgroup, "row_per_item": build_row_per_item}
+BUILDERS = {"loop": build_loop, "loop_by_rows": build_loop_by_rows, "row_per_workgroup": build_row_per_workgroup,
+            "row_per_item": build_row_per_item}

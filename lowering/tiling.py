@@ -7,6 +7,12 @@ kernel it describes (and the reports call it again to print the reasons). Strate
 - "loop" (kind loop): work-items take consecutive elements of the results' shape, so loads and
   stores are contiguous across a wave (and across the host's vector lanes); each work-item does
   `elements_per_item` elements, element = (group * elements_per_item + k) * workgroup_size + lane.
+- "loop_by_rows" (kind loop, whose elements need their index's components: broadcasts, slices,
+  transposes, iota, ... over a result of 2 or more dimensions with rows of a wave or more): the
+  grid's second dimension walks the rows of the result (every axis but the last), the first one
+  the chunks of a row; column = chunk start + lane. The row's components are uniform in a
+  workgroup (computed once, the host hoists what they load) and the column is contiguous, where
+  the flat layout divides every element's linear index by the row length and gathers.
 - "row_per_workgroup" (kind reduction, reduced axes trailing, rows of a wave or more): a workgroup
   reduces one row; each work-item takes `elements_per_item` elements of it (k * workgroup_size +
   lane), then a wave reduction and, for several waves, a combination of the waves' partials in LDS
@@ -26,6 +32,7 @@ from dataclasses import dataclass
 from ..ir.core import Op, Region
 from ..ir.targets import Target, get_target
 from ..ir.types import NUMPY_DTYPES
+from ..passes.opclasses import ELEMENTWISE
 
 WAVE = 64
 LOOP_WORKGROUP = 256            # 4 waves: the usual choice for streaming kernels
@@ -37,16 +44,18 @@ BASE_VGPRS = 16                 # indices, accumulators and addresses, beside th
 
 @dataclass(frozen=True)
 class LaunchConfig:
-    strategy: str                # "loop", "row_per_workgroup" or "row_per_item"
+    strategy: str                # "loop", "loop_by_rows", "row_per_workgroup" or "row_per_item"
     workgroup_size: int          # work-items, a multiple of 64
     elements_per_item: int       # loop: elements per work-item; row_per_workgroup: row elements per work-item
-    grid: int                    # workgroups
+    grid: int                    # workgroups (loop_by_rows: per row)
     lds_bytes: int = 0           # for the cross-wave combination of reductions
     unrolled: bool = True        # row_per_workgroup: row elements unrolled (kept in registers)
     reasons: tuple[str, ...] = ()
+    grid_rows: int = 1           # the grid's second dimension: loop_by_rows' rows
 
     def describe(self) -> str:
-        head = (f"{self.strategy}: grid {self.grid} x {self.workgroup_size} work-items, "
+        grid = f"({self.grid}, {self.grid_rows})" if self.grid_rows > 1 else f"{self.grid}"
+        head = (f"{self.strategy}: grid {grid} x {self.workgroup_size} work-items, "
                 f"{self.elements_per_item} element(s) per work-item, LDS {self.lds_bytes} bytes")
         return "\n".join([head] + [f"  - {reason}" for reason in self.reasons])
 
@@ -89,9 +98,34 @@ def launch_config(op: Op, target: Target | None = None) -> LaunchConfig:
     return reduction_config(op, region, signature, target)
 
 
+# Ops whose element at a linear index needs no components of it: elementwise ops read their
+# operands at the same index, a reshape's operand is read at the same linear index, a constant's
+# table too. The others (broadcasts of more than one element, slices, transposes, iota, ...) read
+# through the index's components, which the flat loop layout derives by div and mod per element.
+FLAT_INDEXED = ELEMENTWISE | {"convert", "bitcast_convert", "reshape", "constant"}
+
+
+def needs_components(region: Region) -> bool:
+    """Whether a loop fusion's elements read their operands through the index's components."""
+    return any(not (op.name in FLAT_INDEXED or op.name == "broadcast_in_dim" and op.operands[0].type.size <= 1)
+               for op in region.ops)
+
+
+def row_chunks(length: int) -> tuple[int, int]:
+    """(chunks, width): the fewest work-items covering a row of `length` >= WAVE in chunks of
+    `width`, a multiple of WAVE of at most LOOP_WORKGROUP and at most `length` (the last chunk
+    moves back to end at the row's end, so none needs a guard); of equal totals, the widest."""
+    widths = range(WAVE, min(LOOP_WORKGROUP, length) + 1, WAVE)
+    width = min(widths, key=lambda w: (-(-length // w) * w, -w))
+    return -(-length // width), width
+
+
 def loop_config(op: Op, target: Target) -> LaunchConfig:
     result = op.results[0].type
     n = result.size
+    rows = math.prod(result.shape[:-1])
+    if rows > 1 and result.shape[-1] >= WAVE and needs_components(op.regions[0]):
+        return loop_by_rows_config(result, rows)
     width = min(LOOP_WORKGROUP, round_up(max(n, 1), WAVE))
     reasons = [f"{size_text(n)} elements of {result.dtype}: {width} work-items per workgroup "
                f"on consecutive elements (contiguous loads and stores across each wave)"]
@@ -107,6 +141,18 @@ def loop_config(op: Op, target: Target) -> LaunchConfig:
         f"(no guards)" if tail and n >= width else f"; the workgroup guards its {tail} elements" if tail else
         "; no tail"))
     return LaunchConfig("loop", width, elements, grid, 0, True, tuple(reasons))
+
+
+def loop_by_rows_config(result, rows: int) -> LaunchConfig:
+    length = result.shape[-1]
+    chunks, width = row_chunks(length)
+    reasons = [f"{rows} rows of {length} {result.dtype}, whose elements read through the index's components: "
+               f"a grid of {chunks} chunk(s) per row x {rows} rows, so a workgroup's row is uniform and its "
+               f"columns consecutive (contiguous loads and stores, no div or mod per element)",
+               f"{width} work-items per chunk: {chunks * width} work-items per row of {length}" + (
+                   f"; the last chunk ends at the row's end, overlapping the previous one by "
+                   f"{chunks * width - length} elements (no guards)" if chunks * width > length else "")]
+    return LaunchConfig("loop_by_rows", width, 1, chunks, 0, True, tuple(reasons), rows)
 
 
 def reduction_config(op: Op, region: Region, signature, target: Target) -> LaunchConfig:

@@ -249,6 +249,85 @@ def test_iota_and_constants():
     check_exact(f, random((100, 5), np.float32))
 
 
+def fusion_op(f, *args):
+    (op,) = [o for o in run_pipeline(cj.make_graph(f)(*args)).module.body.ops if o.name == "fusion"]
+    return op
+
+
+def floyd_warshall_step(d, k):
+    return cnp.minimum(d, d[:, k, None] + d[None, k, :])
+
+
+def test_a_fusion_reading_through_components_is_laid_out_by_rows():
+    d, k = random((300, 300), np.float32), np.int32(7)
+    op = fusion_op(floyd_warshall_step, d, k)
+    config = launch_config(op, TARGET)
+    assert (config.strategy, config.grid, config.grid_rows, config.workgroup_size) == ("loop_by_rows", 5, 300, 64)
+    assert "300 rows of 300 f32" in config.reasons[0] and "overlapping the previous one by 20" in config.reasons[1]
+    kernel = emit_kernel(op, "k")
+    assert kernel.grid == (5, 300, 1) and kernel.workgroup_size == (64, 1, 1)
+    # The row is the second grid dimension and the column a chunk's start plus the lane: no element
+    # divides its linear index by the row length.
+    text = str(kernel)
+    assert "workgroup_id(1)" in text and "/ 300" not in text and "% 300" not in text
+    assert re.search(r"<(4|8|16) x float>", optimized_llvm_ir(kernel)), "no float vectors"
+
+
+@pytest.mark.parametrize("f, shapes", [
+    (lambda a, b: a * b - a, [(300, 300), (300, 300)]),                    # same-shape elementwise
+    (lambda a, s: a * s + 1, [(300, 300), ()]),                            # a scalar broadcast: flat
+    (lambda a: cnp.reshape(a, (300, 300)) + 1, [(90000,)]),                 # a reshape: the linear index
+    (lambda a, b: a + b[None, :], [(300, 40), (40,)]),                      # rows shorter than a wave
+    (lambda a: a[1:] + a[:-1], [(5001,)]),                                 # one dimension
+])
+def test_flat_fusions_keep_the_flat_loop(f, shapes):
+    op = fusion_op(f, *(random(shape, np.float32) for shape in shapes))
+    config = launch_config(op, TARGET)
+    assert config.strategy == "loop" and config.grid_rows == 1
+    assert emit_kernel(op, "k").grid[1:] == (1, 1)
+
+
+@pytest.mark.parametrize("length, chunks, width", [(64, 1, 64), (65, 2, 64), (200, 2, 128), (256, 1, 256),
+                                                   (300, 5, 64), (1000, 4, 256), (1024, 4, 256)])
+def test_rows_split_into_chunks_of_the_fewest_work_items(length, chunks, width):
+    op = fusion_op(lambda a, b: a + b[None, :], random((3, length), np.float32), random((length,), np.float32))
+    config = launch_config(op, TARGET)
+    assert (config.strategy, config.grid, config.grid_rows, config.workgroup_size) == (
+        "loop_by_rows", chunks, 3, width)
+
+
+def iota_product(shape):
+    return lax.broadcasted_iota(np.float32, shape, 0) * lax.broadcasted_iota(np.float32, shape, 1)
+
+
+# (shapes of the operands, program): broadcasts from either side, dynamic slices, transposes, iota,
+# over rows shorter and longer than a workgroup, odd sizes, 3-D results, one row or one column.
+BY_ROWS_PROGRAMS = [
+    ([(300, 300), ()], floyd_warshall_step),
+    ([(7, 65), (65,)], lambda a, b: a + b[None, :]),
+    ([(3, 257), (3,)], lambda a, b: a * b[:, None]),
+    ([(5, 129), (5, 1), (1, 129)], lambda a, b, c: cnp.maximum(a - b, c)),
+    ([(64, 1000)], lambda a: a - a[:, :1] + a[3]),
+    ([(70, 70)], lambda a: a.T * 2 + a),
+    ([(2, 3, 300), (300,), (2, 3, 1)], lambda a, b, c: a * b + c),
+    ([(4, 5, 97)], lambda a: cnp.transpose(a, (1, 0, 2))[::-1] + 1),
+    ([(1, 300), (300, 1)], lambda a, b: a + b),                              # one row plus one column
+    ([(300, 1), (1, 300)], lambda a, b: a * b - b),
+    ([(9, 511)], lambda a: a + iota_product(a.shape)),
+    ([(40, 200), ()], lambda a, k: lax.dynamic_slice(a, (k, k * 2), (30, 130)) + 1),
+    ([(6, 130)], lambda a: cnp.pad(a, ((1, 2), (3, 0)), constant_values=-1.0)[1:, :] * a[0, 0]),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BY_ROWS_PROGRAMS)))
+def test_by_rows_kernels_match_the_interpreter(case):
+    shapes, f = BY_ROWS_PROGRAMS[case]
+    args = [random(shape, np.float32) if shape else np.int32(15) for shape in shapes]  # 15: a clamped start
+    strategies = {c.strategy for _, _, c in fused(f, *args)}
+    assert "loop_by_rows" in strategies
+    check_exact(f, *args)
+
+
 def test_several_elements_per_work_item():
     x = random((1000,), np.float32)
     module = run_pipeline(cj.make_graph(lambda a: a * 2 + 1)(x)).module

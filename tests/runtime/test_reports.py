@@ -82,7 +82,7 @@ def test_resources_occupancy_and_roofline_agree_with_their_modules(compiled, nam
         if op.name == "fusion":  # the LDS the backend allocated is what tiling allotted, as is the launch
             config = launch_config(op, target)
             assert report.lds_bytes == config.lds_bytes
-            assert (report.grid[0], report.workgroup_size[0]) == (config.grid, config.workgroup_size)
+            assert (tuple(report.grid[:2]), report.workgroup_size[0]) == ((config.grid, config.grid_rows), config.workgroup_size)
         expected = occupancy(target, vgprs=report.vgpr_count, sgprs=report.sgpr_count, lds_bytes=report.lds_bytes,
                              workgroup_items=math.prod(report.workgroup_size))
         assert (report.occupancy, report.occupancy_limiter) == (expected.waves_per_simd, expected.limiter)
@@ -103,11 +103,12 @@ def test_elementwise_roofline_by_hand(compiled):
     report, = compiled("elementwise").kernels
     n, cols = 300 * 257, 257
     # Per work-item one element: tanh (its math-library instructions), a multiply and an add. The
-    # grid covers n rounded up to whole workgroups (the last one overlaps its neighbour rather than
-    # guarding a tail), so that many elements are computed. Bytes: x and the result once each, the
-    # broadcast row b once (the model caps a buffer's traffic at its size).
-    work_items = int(np.prod(report.grid)) * int(np.prod(report.workgroup_size))
-    assert n <= work_items < n + int(np.prod(report.workgroup_size))
+    # broadcast row makes the layout loop_by_rows: each row of 257 is 5 chunks of 64 work-items (the
+    # last one overlaps its neighbour rather than guarding a tail), so that many elements are
+    # computed. Bytes: x and the result once each, the broadcast row b once (the model caps a
+    # buffer's traffic at its size).
+    assert (report.grid, report.workgroup_size) == ((5, 300, 1), (64, 1, 1))
+    work_items = 5 * 300 * 64
     assert report.flops == work_items * (math_flops("tanh", "f32") + 2)
     assert report.bytes == 4 * (2 * n + cols)
     assert report.bound == "memory"
