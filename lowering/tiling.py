@@ -98,6 +98,10 @@ def launch_config(op: Op, target: Target | None = None) -> LaunchConfig:
     return reduction_config(op, region, signature, target)
 
 
+# HIP's limit on a grid's second dimension (hipDeviceProp_t.maxGridSize[1] on CDNA): more rows
+# keep the flat layout.
+MAX_GRID_ROWS = 65535
+
 # Ops whose element at a linear index needs no components of it: elementwise ops read their
 # operands at the same index, a reshape's operand is read at the same linear index, a constant's
 # table too. The others (broadcasts of more than one element, slices, transposes, iota, ...) read
@@ -124,7 +128,7 @@ def loop_config(op: Op, target: Target) -> LaunchConfig:
     result = op.results[0].type
     n = result.size
     rows = math.prod(result.shape[:-1])
-    if rows > 1 and result.shape[-1] >= WAVE and needs_components(op.regions[0]):
+    if 1 < rows <= MAX_GRID_ROWS and result.shape[-1] >= WAVE and needs_components(op.regions[0]):
         return loop_by_rows_config(result, rows)
     width = min(LOOP_WORKGROUP, round_up(max(n, 1), WAVE))
     reasons = [f"{size_text(n)} elements of {result.dtype}: {width} work-items per workgroup "
