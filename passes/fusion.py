@@ -91,8 +91,9 @@ class FusionPlan:
     dependencies; unfused ops are nodes too, so paths through them count.
     """
 
-    def __init__(self, region: Region):
-        self.ops = region.ops
+    def __init__(self, region: Region, exact: bool = False):
+        """`exact`: search every path for cycles, without makes_cycle's pruning."""
+        self.ops, self.exact = region.ops, exact
         self.producer = {id(v): i for i, op in enumerate(self.ops) for v in op.results}
         self.operand_producers = [[self.producer.get(id(v)) for v in op.operands] for op in self.ops]
         self.users: dict[int, list[int]] = {}
@@ -213,12 +214,14 @@ class FusionPlan:
     def makes_cycle(self, a: int, b: int) -> bool:
         """Whether merging groups a and b would close a cycle: one reaches the other through a third group.
 
-        A path from X to Y needs an op of X before an op of Y, so X's first op before Y's last:
-        that bound skips most searches.
+        An edge from X to Y needs an op of X before an op of Y, so X's first op before Y's last:
+        that bound skips most searches. It holds for a path only while the groups on it are runs
+        of consecutive ops; a group whose ops straddle another node can carry a path back, which
+        the bound misses (and `plan_region` then plans again with `exact`).
         """
         for source, target in ((a, b), (b, a)):
             for successor in self.graph.successors(source):
-                if (successor != target and self.span(successor)[0] < self.span(target)[1]
+                if (successor != target and (self.exact or self.span(successor)[0] < self.span(target)[1])
                         and nx.has_path(self.graph, successor, target)):
                     return True
         return False
@@ -259,6 +262,13 @@ class FusionPlan:
         return list(nx.lexicographical_topological_sort(self.graph, key=lambda node: self.span(node)[0]))
 
 
+def plan_region(region: Region) -> FusionPlan:
+    """The fusion plan of a region: with makes_cycle's pruning, or, where that let a cycle
+    through, with every path searched."""
+    plan = FusionPlan(region)
+    return plan if nx.is_directed_acyclic_graph(plan.graph) else FusionPlan(region, exact=True)
+
+
 def is_view(plan: FusionPlan, group: Group) -> bool:
     """A group of one reshape of a value made outside it: the executable runs it as a view of its
     operand (a bitcast), with no kernel."""
@@ -274,7 +284,7 @@ class Fuser(Rebuilder):
             super().copy_op(op, scope)
 
     def copy_ops(self, region: Region, scope: Scope) -> list[Value]:
-        plan = FusionPlan(region)
+        plan = plan_region(region)
         for op in region.ops:
             if op.name == "constant":
                 self.copy_op(op, scope)

@@ -12,7 +12,8 @@ from cdnajit import lax
 from cdnajit.frontend.tracing import bind1, constant
 from cdnajit.ir.core import walk
 from cdnajit.passes import canonicalize, fuse
-from cdnajit.passes.fusion import MAX_ROW_ELEMENTS, SMALL_CONSTANT_ELEMENTS
+from cdnajit.passes.fusion import MAX_ROW_ELEMENTS, SMALL_CONSTANT_ELEMENTS, FusionPlan, plan_region
+from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
 
 
 def check_fused(module):
@@ -678,3 +679,21 @@ func @f(%0: f32[8], %1: i32[]) -> (f64[4], f32[4]) {
     result = fuse(module)
     cj.ir.verify(result)
     check_equivalent(module, result)
+
+
+def test_a_group_straddling_a_loop_does_not_close_a_cycle():
+    """Fuzz seed 4141014152: `eq(x0, x0)` and the final `mul(..., x0)` are siblings, one group
+    whose ops straddle the scan; the slice feeding the scan then joins the matmul's group, which
+    the first reads. The pruned cycle search missed that path; the plan is made again exactly."""
+    def program(x0, x2):
+        v3 = (x0 == x0) @ x2
+        v4 = lax.scan(lambda c, x: (cnp.broadcast_to(x == (0.5 - 2j), c.shape).astype(c.dtype), None), x2[0], x2)[0]
+        return v4 * x0, v3
+
+    x0, x2 = np.array([3, -1, 7]), np.array([True, False, True])
+    module = cj.make_graph(program)(x0, x2)
+    before_fusion = run_pipeline(module, [p for p in DEFAULT_PIPELINE if p[0] not in ("fusion", "in_place")]).module
+    assert not nx.is_directed_acyclic_graph(FusionPlan(before_fusion.body).graph)
+    assert nx.is_directed_acyclic_graph(plan_region(before_fusion.body).graph)
+    for got, want in zip(cj.jit(program)(x0, x2), cj.ir.interpret(module, x0, x2)):
+        np.testing.assert_array_equal(got, want)
