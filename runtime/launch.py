@@ -54,8 +54,10 @@ RANGES_PER_THREAD = 8
 WORKER_SPIN_READS = 8000
 CALLER_SPIN_READS = 40000
 
-
-PARALLEL_MIN_WORK_ITEMS = 1 << 14
+# A launch runs on the worker pool from this many work-items (handing work to the pool and
+# waiting for it costs tens of microseconds, as much as 100 K elements of a short elementwise
+# chain on one thread; benchmarks/NOTES.md has the measurements)...
+PARALLEL_MIN_WORK_ITEMS = 1 << 17
 # ...or fewer work-items doing as much: statements per work-item (loops of constant trip count
 # multiplied out) times work-items. A GEMM's few workgroups with a long K loop run in parallel.
 PARALLEL_MIN_STATEMENTS = 1 << 20

@@ -111,7 +111,7 @@ M = np.arange(35, dtype=np.float64).reshape(5, 7)
     (inner_loop_result, (X,)),
     (branch_result, (M,)),
     (switch_index, (X,)),
-    (large_body, (np.linspace(0, 1, 70_001).astype(np.float32),)),
+    (large_body, (np.linspace(0, 1, 300_001).astype(np.float32),)),
     (scan_outputs, (M,)),
     (zero_trips, (X,)),
     (collatz, (np.int64(27),)),
@@ -240,7 +240,7 @@ def test_schedule_text_shows_native_loops_and_in_place_updates(cache):
     assert text.startswith("schedule @point_updates(s0)")
     assert "native loop: arena" in text and "= while (" in text
     assert "in place on s" in text and "inlined" in text and "\n  return s" in text
-    text = cj.jit(large_body).lower(np.zeros(70_001, np.float32)).compile().as_text("schedule")
+    text = cj.jit(large_body).lower(np.zeros(300_001, np.float32)).compile().as_text("schedule")
     assert "worker pool" in text
 
 
