@@ -52,6 +52,7 @@ from .launch import CompiledKernel, address, aligned_empty, object_codes, runs_i
 from .native_loop import NativeLoop
 from .schedule import ALIAS_OPS, needs_kernel
 
+
 def schedule_ops(region: Region):
     """The ops the schedule runs, in order: a region's ops, each host op followed by its regions' ops."""
     for op in region.ops:
