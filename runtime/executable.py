@@ -27,7 +27,6 @@ plain call path has no timer.
 from __future__ import annotations
 
 import ctypes
-import functools
 import math
 import re
 import time
@@ -48,7 +47,7 @@ from ..ir.verifier import verify
 from ..lowering.emitters import HOST_OPS, emit_kernel
 from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
-from .launch import CompiledKernel, address, aligned_empty, object_codes, runs_in_parallel
+from .launch import CompiledKernel, address, aligned_empty, machine_memory, object_codes, runs_in_parallel
 from .native_loop import NativeLoop
 from .schedule import ALIAS_OPS, needs_kernel
 
@@ -262,24 +261,6 @@ class Allocate:
         machine = f" (it has {format_bytes(available)} of memory and swap)" if available is not None else ""
         return AllocationError(f"{self.source}: cannot allocate its result of shape {shape} and dtype {dtype}, "
                                f"{format_bytes(nbytes)}: more memory than this machine gives{machine}")
-
-
-@functools.cache
-def machine_memory() -> int | None:
-    """Bytes of memory and swap this process may use (RAM within its cgroup's limit, plus swap), or
-    None where the system does not say."""
-    try:
-        with open("/proc/meminfo") as file:
-            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in file if line.split()[1:2]}
-        ram, swap = info["MemTotal"], info.get("SwapTotal", 0)
-    except (OSError, KeyError, ValueError, IndexError):
-        return None
-    try:
-        with open("/sys/fs/cgroup/memory.max") as file:  # cgroup v2; "max" when unlimited
-            ram = min(ram, int(file.read()))
-    except (OSError, ValueError):
-        pass
-    return ram + swap
 
 
 def refuse(shape, dtype):

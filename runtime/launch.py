@@ -161,6 +161,24 @@ def worker_pool() -> WorkerPool:
         return _pool
 
 
+@functools.cache
+def machine_memory() -> int | None:
+    """Bytes of memory and swap this process may use (RAM within its cgroup's limit, plus swap), or
+    None where the system does not say."""
+    try:
+        with open("/proc/meminfo") as file:
+            info = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in file if line.split()[1:2]}
+        ram, swap = info["MemTotal"], info.get("SwapTotal", 0)
+    except (OSError, KeyError, ValueError, IndexError):
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as file:  # cgroup v2; "max" when unlimited
+            ram = min(ram, int(file.read()))
+    except (OSError, ValueError):
+        pass
+    return ram + swap
+
+
 def known_extent(expr, arguments: dict) -> int | None:
     """An expression's value when it is an extent of known arguments (or a constant), else None."""
     if not is_extent(expr):

@@ -23,10 +23,10 @@ import numpy as np
 from ..codegen.host import WRITTEN_BUFFER_ALIGNMENT
 from ..codegen.native_loop import (INTERRUPTED, LOOP_ENTRY, MISALIGNED, compile_loop, direct_kernels, link_kernels,
                                    loop_layout, loop_module, value_bytes)
-from ..errors import CdnajitError
-from ..ir.types import NUMPY_DTYPES
+from ..errors import AllocationError, CdnajitError
+from ..ir.types import NUMPY_DTYPES, format_bytes
 from .cache import CompileCache
-from .launch import CompiledKernel, address, aligned_copy, aligned_empty
+from .launch import CompiledKernel, address, aligned_copy, aligned_empty, machine_memory
 from .native import link_object
 
 # Arenas a loop keeps: one per concurrent call, up to this many.
@@ -37,10 +37,11 @@ class ArenaPool:
     """The arenas of one loop, each an aligned view of an allocation it owns (launch.aligned_empty).
     An arena is free when nothing but the pool refers to its allocation: every view of it (an
     array of a call in progress, a result handed to a caller) refers to the allocation itself,
-    as numpy's views do to the array that owns their memory."""
+    as numpy's views do to the array that owns their memory. `source` names the loop when the
+    machine cannot hold an arena."""
 
-    def __init__(self, nbytes: int):
-        self.nbytes = nbytes
+    def __init__(self, nbytes: int, source: str = "a loop"):
+        self.nbytes, self.source = nbytes, source
         self.arenas: list[np.ndarray] = []
         self.lock = threading.Lock()
 
@@ -50,7 +51,16 @@ class ArenaPool:
                 # References to the allocation: the arena's, and getrefcount's argument.
                 if sys.getrefcount(arena.base) == 2:
                     return arena[:]
-            arena = aligned_empty((self.nbytes,), np.uint8)
+            available = machine_memory()
+            try:
+                # Beyond memory and swap, allocating would only end in the out-of-memory killer.
+                if available is not None and self.nbytes > available:
+                    raise MemoryError
+                arena = aligned_empty((self.nbytes,), np.uint8)
+            except MemoryError:
+                machine = f" (it has {format_bytes(available)} of memory and swap)" if available is not None else ""
+                raise AllocationError(f"{self.source}: cannot allocate the loop's buffers, {format_bytes(self.nbytes)}: "
+                                      f"more memory than this machine gives{machine}") from None
             if len(self.arenas) < KEPT_ARENAS:
                 self.arenas.append(arena)
             return arena[:]
@@ -90,7 +100,7 @@ class NativeLoop:
     def __init__(self, step: dict, kernel_plans: list[dict], kernels: list[CompiledKernel], slot_count: int,
                  kernel_text, cache: CompileCache):
         self.layout = layout = loop_layout(step, slot_count)
-        self.arenas = ArenaPool(layout.arena_bytes)
+        self.arenas = ArenaPool(layout.arena_bytes, step["source"])
         code, self.llvm_seconds = loop_object_code(step, layout, kernel_plans, kernel_text, cache)
         self.library = link_object(code, LOOP_ENTRY)
         self.function = LOOP_SIGNATURE(self.library[LOOP_ENTRY])

@@ -12,6 +12,7 @@ import pytest
 
 import cdnajit as cj
 import cdnajit.numpy as cnp
+from cdnajit import lax
 from cdnajit.errors import AllocationError, ArraySizeError, ArraySizeVerifyError, CdnajitError, VerifyError
 from cdnajit.ir import kernel as K
 from cdnajit.ir.kernel_verifier import verify_kernel
@@ -204,3 +205,15 @@ def test_format_bytes():
     assert format_bytes(1023) == "1023 bytes"
     assert format_bytes(8 * 10**12) == "8000000000000 bytes (7.28 TiB)"
     assert format_bytes(2**80) == f"{2**80} bytes (1 YiB)"
+
+
+def sorted_terabyte_in_a_loop(x):
+    return lax.fori_loop(0, 2, lambda i, c: c + cnp.sort(cnp.full((10**12,), i * 1.0))[0], x)
+
+
+@terabytes
+def test_a_loop_whose_buffers_the_machine_cannot_hold():
+    with pytest.raises(AllocationError) as info:
+        cj.jit(sorted_terabyte_in_a_loop)(0.0)
+    message = str(info.value)
+    assert "cannot allocate the loop's buffers" in message and where(sorted_terabyte_in_a_loop) in message
