@@ -5,24 +5,26 @@
 
 Compiling runs the pass pipeline (passes/manager.py), then makes each top-level op of a region one
 step of a schedule:
-  - `constant`: an array the executable holds (its slot is filled before a call starts);
-  - `while` / `cond`: a host loop / branch that runs its regions' steps in turn, reading the loop
-    condition and the branch index back as host scalars;
+  - `constant`: an array the executable holds;
+  - `while` / `cond`: a loop / branch that runs its regions' steps in turn, reading the loop
+    condition and the branch index from memory;
   - `reshape`: a view of its operand (every array the schedule holds is C-contiguous), a bitcast
     as in XLA;
   - any other op: a kernel from `lowering.emitters.emit_kernel`, its arrays bound by the parameter
-    contract of lowering/emitters.py (operands, then results, row-major). Each launch writes freshly
-    allocated results: a call shares no scratch with another, so concurrent calls take no lock.
-    An op whose results are all empty needs no kernel: its step only allocates them.
-Values live in the slots of a per-call environment (a list), one slot per SSA value.
+    contract of lowering/emitters.py (operands, then results, row-major). An op whose results are
+    all empty needs no kernel: its step only allocates them.
+Each value has a slot, one per SSA value. The schedule is plain data (`plan`, JSON-able); a call
+runs it as one native function (runtime/native_schedule.py), its values in a per-call arena, its
+results in fresh arrays: a call shares no scratch with another, so concurrent calls take no lock.
 
-The schedule is plain data (`plan`, JSON-able). The persistent cache (runtime/cache.py) keeps each
-kernel's object code under its kernel IR text and the whole program (plan + constants) under the
-graph module's text, so a program found there runs without the passes, the emitters or LLVM.
+The persistent cache (runtime/cache.py) keeps each kernel's object code under its kernel IR text,
+and the whole program (plan, constants and the schedule's object code) under the graph module's
+text, so a program found there runs without the passes, the emitters or LLVM.
 
 Kernels are tiled for one AMDGPU target (`target`, default gfx942), which the host runs as well:
-both execute the very same kernels. `profile(*arrays)` runs a call with each launch timed; the
-plain call path has no timer.
+both execute the very same kernels. `profile(*arrays)` runs a call with each launch timed: it runs
+the schedule's steps in Python, one timed launch at a time (the `Block` steps below); the plain
+call path has no timer.
 """
 from __future__ import annotations
 
@@ -30,25 +32,25 @@ import ctypes
 import math
 import re
 import time
-from copy import copy as shallow_copy
 
 import numpy as np
 
 from .. import libs  # noqa: F401  (registers the built-in libraries)
 from ..codegen.host import WRITTEN_BUFFER_ALIGNMENT, is_aligned_buffer, llvm_module
-from ..errors import AllocationError, CdnajitError
+from ..errors import CdnajitError
 from ..ir.core import Module, Op, Region
 from ..ir.kernel import GlobalBuffer, Kernel, ScalarParam
 from ..ir.ops.library import cache_stamps
 from ..ir.ops.shape import IN_PLACE_OPS
 from ..ir.targets import Target, get_target
-from ..ir.types import NUMPY_DTYPES, format_bytes
+from ..ir.types import NUMPY_DTYPES
 from ..ir.verifier import verify
 from ..lowering.emitters import HOST_OPS, emit_kernel
 from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
-from .launch import CompiledKernel, address, aligned_empty, machine_memory, object_codes, runs_in_parallel
-from .native_loop import NativeLoop
+from .launch import (CompiledKernel, address, aligned_copy, aligned_empty, allocation_error, machine_memory,
+                     object_codes, runs_in_parallel)
+from .native_schedule import NativeSchedule
 from .schedule import ALIAS_OPS, needs_kernel
 
 
@@ -114,19 +116,6 @@ def check_contract(op: Op, kernel: Kernel) -> None:
                            f"lowering/emitters.py: {problem}")
 
 
-def kept_carries(op: Op) -> list[int]:
-    """The carries k of a `while` whose body yields parameter k or an in-place update of it: the
-    loop's result k is its operand k's array (codegen/native_loop.py: a "same" carry)."""
-    body = op.regions[1]
-    roots = {}
-    for inner in body.ops:
-        if inner.name in IN_PLACE_OPS or inner.name in ALIAS_OPS:
-            source = inner.operands[0]
-            roots[id(inner.results[0])] = roots.get(id(source), id(source))
-    return [k for k, (param, output) in enumerate(zip(body.params, body.outputs))
-            if roots.get(id(output), id(output)) == id(param)]
-
-
 # ---- planning: optimized module -> plan ---------------------------------------------------
 
 class Planner:
@@ -156,7 +145,8 @@ class Planner:
         return {"name": self.module.name, "slots": len(self.slots), "kernels": self.kernel_plans,
                 "donated": sorted(self.module.donated),
                 "param_types": [[p.type.dtype, dims(p.type.shape)] for p in self.module.params],
-                "constants": self.constants, "body": body, "outputs": self.output_plan()}
+                "constants": self.constants, "body": body,
+                "outputs": [[self.slot(v), v.type.dtype, dims(v.type.shape)] for v in self.module.body.outputs]}
 
     def block(self, region: Region) -> dict:
         params = [self.slot(p) for p in region.params]
@@ -211,32 +201,8 @@ class Planner:
             "parallel": runs_in_parallel(kernel)})
         return len(self.kernels) - 1
 
-    def output_plan(self) -> list[list]:
-        """[slot, copy] per module output. An output is handed over as is only when this call made
-        it with a top-level kernel (or it is a view of one, or a loop's carry kept in that array)
-        and no earlier output holds that array; parameters, constants, branch results and loop
-        carries in the loop's arena are copied."""
-        region = self.module.body
-        made_by_kernel = {id(v): id(v) for op in region.ops if op.name not in HOST_OPS | ALIAS_OPS
-                          for v in op.results}
-        for op in region.ops:
-            if op.name in ALIAS_OPS and id(op.operands[0]) in made_by_kernel:
-                # a view of a kernel's result holds that result's array
-                made_by_kernel[id(op.result)] = made_by_kernel[id(op.operands[0])]
-            elif op.name == "while":
-                for k in kept_carries(op):
-                    if id(op.operands[k]) in made_by_kernel:
-                        made_by_kernel[id(op.results[k])] = made_by_kernel[id(op.operands[k])]
-        handed_over, plan = set(), []
-        for value in region.outputs:
-            array = made_by_kernel.get(id(value))
-            copy = array is None or array in handed_over
-            handed_over.add(array)
-            plan.append([self.slot(value), copy])
-        return plan
 
-
-# ---- running: plan -> steps ----------------------------------------------------------------
+# ---- running a profile: plan -> steps run in Python, each launch timed ---------------------
 
 class Allocate:
     """The results of an op, uninitialised: all that an op whose results are all empty does.
@@ -253,14 +219,7 @@ class Allocate:
             try:
                 env[slot] = np.empty(shape, dtype)
             except MemoryError:
-                raise self.allocation_error(shape, dtype) from None
-
-    def allocation_error(self, shape, dtype) -> AllocationError:
-        nbytes = math.prod(shape) * dtype.itemsize
-        available = machine_memory()
-        machine = f" (it has {format_bytes(available)} of memory and swap)" if available is not None else ""
-        return AllocationError(f"{self.source}: cannot allocate its result of shape {shape} and dtype {dtype}, "
-                               f"{format_bytes(nbytes)}: more memory than this machine gives{machine}")
+                raise allocation_error(self.source, shape, dtype) from None
 
 
 def refuse(shape, dtype):
@@ -292,7 +251,7 @@ class Launch(Allocate):
             try:
                 env[slot] = array = allocate(shape, dtype)
             except MemoryError:
-                raise self.allocation_error(shape, dtype) from None
+                raise allocation_error(self.source, shape, dtype) from None
             addresses.append(address(array))
         block = self.block_type(*addresses, *self.kernel.bound_addresses)
         self.kernel.launch(ctypes.addressof(block))
@@ -404,7 +363,9 @@ class Executable:
 
     def __init__(self, plan: dict, constant_data: bytes, object_codes: list[bytes], graph: Module | None = None,
                  optimized: Module | None = None, kernels: list[Kernel] | None = None, pipeline=None,
-                 target: Target | None = None, cache: CompileCache | None = None):
+                 target: Target | None = None, cache: CompileCache | None = None, schedule_code: bytes | None = None):
+        """`schedule_code`: the native schedule's object code, where the cache held it (else it is
+        compiled, from the kernels' IR)."""
         self.plan = plan
         self.cache = cache if cache is not None else default_cache()
         self.target = target or get_target()
@@ -423,19 +384,17 @@ class Executable:
             count = int(np.prod(constant["shape"], dtype=np.int64))
             array = np.frombuffer(constant_data, dtype, count, constant["offset"]).reshape(constant["shape"])
             self.initial_env[constant["slot"]] = array
-        self.body = self.block(plan["body"], self.compiled_kernels, native=True)
-        self.param_types = tuple((slot, tuple(shape), NUMPY_DTYPES[dtype])
-                                 for slot, (dtype, shape) in zip(self.body.params, plan["param_types"]))
-        self.outputs = tuple((slot, copy) for slot, copy in plan["outputs"])
+        constants = {constant["slot"]: self.initial_env[constant["slot"]] for constant in plan["constants"]}
+        self.schedule = NativeSchedule(plan, self.compiled_kernels, constants,
+                                       lambda index: str(llvm_module(self.kernels[index])), schedule_code)
+        self.param_types = tuple((tuple(shape), NUMPY_DTYPES[dtype]) for dtype, shape in plan["param_types"])
         self.donated = tuple(plan["donated"])
 
-    def block(self, plan: dict, kernels: list, native: bool = False) -> Block:
-        """The steps of a block; its launches run `kernels` (compiled, or timed when profiling).
-        `native`: its loops run as native code (NativeLoop) rather than as Python loops, which
-        only a profile runs, to time each launch."""
-        return Block(plan["params"], [self.step(s, kernels, native) for s in plan["steps"]], plan["outputs"])
+    def block(self, plan: dict, kernels: list) -> Block:
+        """The steps of a block, run in Python; its launches run `kernels` (timed, in a profile)."""
+        return Block(plan["params"], [self.step(s, kernels) for s in plan["steps"]], plan["outputs"])
 
-    def step(self, plan: dict, kernels: list, native: bool = False):
+    def step(self, plan: dict, kernels: list):
         kind = plan["op"]
         if kind == "kernel":
             launch = LaunchInPlace if plan["in_place"] else Launch
@@ -444,13 +403,10 @@ class Executable:
             return Allocate(plan["results"], plan["source"])
         if kind == "reshape":
             return Reshape(plan["input"], plan["result"], plan["shape"])
-        if kind == "while" and native:
-            return NativeLoop(plan, self.plan["kernels"], kernels, self.plan["slots"],
-                              lambda index: str(llvm_module(self.kernels[index])), self.cache)
         if kind == "while":
             return WhileLoop(plan["operands"], self.block(plan["cond"], kernels), self.block(plan["body"], kernels),
                              plan["results"])
-        return Branch(plan["index"], plan["operands"], [self.block(b, kernels, native) for b in plan["branches"]],
+        return Branch(plan["index"], plan["operands"], [self.block(b, kernels) for b in plan["branches"]],
                       plan["results"])
 
     # -- compiling --
@@ -473,9 +429,10 @@ class Executable:
         stored = cls.lookup(cache, program_key) if program_key is not None else None
         lookup = time.perf_counter() - start
         if stored is not None:
-            plan, constant_data, object_codes = stored
+            plan, constant_data, object_codes, schedule_code = stored
             start = time.perf_counter()
-            executable = cls(plan, constant_data, object_codes, graph, target=target, cache=cache)
+            executable = cls(plan, constant_data, object_codes, graph, target=target, cache=cache,
+                             schedule_code=schedule_code)
             executable.timings = [("cache lookup", lookup), ("load", time.perf_counter() - start)]
             return executable
         start = time.perf_counter()
@@ -488,36 +445,29 @@ class Executable:
         start = time.perf_counter()
         executable = cls(plan, constant_data, planner.object_codes, graph, optimized, planner.kernels, pipeline,
                          target, cache)
-        loops_llvm = sum(step.llvm_seconds for step in executable.native_loops())
-        load = time.perf_counter() - start - loops_llvm
+        schedule_llvm = executable.schedule.llvm_seconds
+        load = time.perf_counter() - start - schedule_llvm
         if program_key is not None:
-            cache.store(program_key, {"kind": "program", "plan": plan}, constant_data)
+            cache.store(program_key, {"kind": "program", "plan": plan, "constant_bytes": len(constant_data)},
+                        constant_data + executable.schedule.object_code)
         executable.timings = [("cache lookup", lookup), ("passes", passes), ("emission", planner.emit_seconds),
-                              ("llvm", planner.llvm_seconds + loops_llvm), ("load", load)]
+                              ("llvm", planner.llvm_seconds + schedule_llvm), ("load", load)]
         return executable
 
-    def native_loops(self) -> list[NativeLoop]:
-        """The loops this executable runs as native code (top-level ones, and those in branches)."""
-        def loops(block: Block):
-            for step in block.steps:
-                if isinstance(step, NativeLoop):
-                    yield step
-                elif isinstance(step, Branch):
-                    for branch in step.branches:
-                        yield from loops(branch)
-        return list(loops(self.body))
-
     @staticmethod
-    def lookup(cache: CompileCache, program_key: str) -> tuple[dict, bytes, list[bytes]] | None:
-        """(plan, constant data, object codes) of a stored program, or None if any part is missing."""
+    def lookup(cache: CompileCache, program_key: str) -> tuple[dict, bytes, list[bytes], bytes] | None:
+        """(plan, constant data, the kernels' object codes, the schedule's object code) of a stored
+        program, or None if any part is missing."""
         entry = cache.load(program_key)
         if entry is None:
             return None
-        meta, constant_data = entry
+        meta, payload = entry
         kernels = [cache.load(kernel["key"]) for kernel in meta["plan"]["kernels"]]
         if any(kernel is None for kernel in kernels):
             return None
-        return meta["plan"], constant_data, [object_code for _, object_code in kernels]
+        constant_bytes = meta["constant_bytes"]
+        return (meta["plan"], payload[:constant_bytes], [object_code for _, object_code in kernels],
+                payload[constant_bytes:])
 
     @property
     def optimized(self) -> Module:
@@ -541,30 +491,32 @@ class Executable:
     # -- running --
 
     def __call__(self, *arrays) -> list[np.ndarray]:
-        if len(arrays) != len(self.body.params):
-            raise CdnajitError(f"{self.plan['name']} takes {len(self.body.params)} arguments, got {len(arrays)}")
-        env = self.initial_env.copy()
-        for (slot, shape, dtype), array in zip(self.param_types, arrays):
-            env[slot] = as_input(array, shape, dtype)
+        return self.schedule.run(self.inputs(arrays))
+
+    def inputs(self, arrays) -> list[np.ndarray]:
+        """The arguments as the schedule reads them: C-contiguous arrays of the parameters' types,
+        a donated one writeable, aligned as a kernel writing it wants, and shared with no other."""
+        if len(arrays) != len(self.param_types):
+            raise CdnajitError(f"{self.plan['name']} takes {len(self.param_types)} arguments, got {len(arrays)}")
+        inputs = [as_input(array, shape, dtype) for (shape, dtype), array in zip(self.param_types, arrays)]
         for i in self.donated:
             # The program may write over a donated array: one it cannot write, or that another
-            # argument also reads, is replaced by a copy.
-            slot = self.param_types[i][0]
-            donated = env[slot]
+            # argument also reads, is replaced by a copy, as is one a kernel may not write where it is.
+            donated = inputs[i]
             if not donated.flags.writeable or any(np.may_share_memory(donated, other)
-                                                  for j, other in enumerate(arrays) if j != i):
-                env[slot] = donated.copy()
-        for step in self.body.steps:
-            step.run(env)
-        return [env[slot].copy() if copy else env[slot] for slot, copy in self.outputs]
+                                                  for j, other in enumerate(arrays) if j != i) \
+                    or (is_aligned_buffer(self.plan["param_types"][i][0], donated.size, readonly=False)
+                        and address(donated) % WRITTEN_BUFFER_ALIGNMENT):
+                inputs[i] = aligned_copy(donated)
+        return inputs
 
     def profile(self, *arrays) -> tuple[list[np.ndarray], list[tuple[int, float]]]:
         """Run one call with every launch timed: (outputs, (launches, host seconds) per kernel).
-        The call runs on a copy of this executable whose steps launch timed kernels."""
+        The call runs the schedule's steps in Python (`Block`), each launch a timed kernel."""
         timed = [TimedKernel(kernel) for kernel in self.compiled_kernels]
-        profiled = shallow_copy(self)
-        profiled.body = self.block(self.plan["body"], timed)
-        return profiled(*arrays), [(kernel.launches, kernel.seconds) for kernel in timed]
+        body = self.block(self.plan["body"], timed)
+        outputs = body.run(self.initial_env.copy(), self.inputs(arrays))
+        return [np.array(output) for output in outputs], [(kernel.launches, kernel.seconds) for kernel in timed]
 
 
 def as_input(value, shape, dtype) -> np.ndarray:

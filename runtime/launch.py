@@ -36,9 +36,9 @@ import numpy as np
 
 from ..codegen.fork_safe import ForkSafeLock
 from ..codegen.host import ENTRY, WRITTEN_BUFFER_ALIGNMENT, compile_objects, is_aligned_buffer
-from ..errors import CdnajitError
+from ..errors import AllocationError, CdnajitError
 from ..ir.kernel import For, GlobalBuffer, Kernel, ScalarParam, evaluate_extent, is_extent
-from ..ir.types import NUMPY_DTYPES
+from ..ir.types import NUMPY_DTYPES, format_bytes
 from .cache import CompileCache, default_cache, library_cache
 from .native import link_object, native_wait
 
@@ -177,6 +177,16 @@ def machine_memory() -> int | None:
     except (OSError, ValueError):
         pass
     return ram + swap
+
+
+def allocation_error(source: str, shape, dtype) -> AllocationError:
+    """The error of a result of `shape` and `dtype` that the machine cannot hold; `source` names the
+    op that makes it and the user's line."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    available = machine_memory()
+    machine = f" (it has {format_bytes(available)} of memory and swap)" if available is not None else ""
+    return AllocationError(f"{source}: cannot allocate its result of shape {tuple(shape)} and dtype {np.dtype(dtype)}, "
+                           f"{format_bytes(nbytes)}: more memory than this machine gives{machine}")
 
 
 def known_extent(expr, arguments: dict) -> int | None:

@@ -2,7 +2,7 @@
 call, and the schedule as text (`compiled.as_text("schedule")`).
 
     launches_per_call(module)   # per kernel op, in schedule order: "1", "300", "per iteration", ...
-    schedule_text(executable)   # the steps, native loops with their arenas, in-place updates
+    schedule_text(executable)   # the native schedule's steps and arena, loops, in-place updates
 
 A `while` has a known trip count when it is a counted loop, as `fori_loop` traces: a carry that
 starts at a constant, grows by a constant step each iteration, and is compared (`lt`) with a
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codegen.native_loop import direct_kernels, loop_layout
+from ..codegen.native_schedule import direct_kernels, schedule_layout
 from ..ir.core import Module, Op, Region, Value
 from ..ir.types import format_bytes
 from ..lowering.emitters import HOST_OPS
@@ -110,25 +110,26 @@ def slots_text(slots) -> str:
 
 
 def schedule_text(executable) -> str:
-    """The schedule of an executable: each step with the slots it reads and writes (s0, s1, ...:
-    the executable's values), kernel launches with their grid, whether they run on the worker
-    pool, are linked into a native loop, or update their first operand in place; native loops
-    with their arena."""
+    """The native schedule of an executable (codegen/native_schedule.py): its arena, each step with
+    the slots it reads and writes (s0, s1, ...: the executable's values), kernel launches with
+    their grid, whether they run on the worker pool, are linked into the schedule (inlined) or
+    update their first operand in place; loops with their carries; which results are copied."""
     plan = executable.plan
     kernels = plan["kernels"]
-    lines = [f"schedule @{plan['name']}({slots_text(plan['body']['params'])}): {len(kernels)} kernels"]
+    layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["donated"])
+    direct = frozenset(direct_kernels(plan["body"], kernels))
+    lines = [f"schedule @{plan['name']}({slots_text(plan['body']['params'])}): {len(kernels)} kernels, "
+             f"one native function; arena {format_bytes(layout.arena_bytes)}"]
     for constant in plan["constants"]:
         lines.append(f"  s{constant['slot']} = constant {constant['dtype']}{constant['shape']}")
 
-    def step_lines(step: dict, indent: str, direct: frozenset | None) -> None:
-        """A step's lines; `direct`: the kernels linked into the native loop the step is in (None
-        outside loops)."""
+    def step_lines(step: dict, indent: str) -> None:
         kind = step["op"]
         if kind == "kernel":
             kernel = kernels[step["kernel"]]
             results = slots_text(slot for slot, _, _ in step["results"])
             how = ["in place on s%d" % step["inputs"][0]] if step["in_place"] else []
-            how += ["worker pool" if kernel["parallel"] else "inlined" if direct and step["kernel"] in direct
+            how += ["worker pool" if kernel["parallel"] else "inlined" if step["kernel"] in direct
                     else "this thread"]
             grid = f"{launch_text(kernel['grid'])} x {launch_text(kernel['workgroup_size'])}"
             lines.append(f"{indent}{results} = launch {kernel['name']}({slots_text(step['inputs'])})  "
@@ -138,12 +139,9 @@ def schedule_text(executable) -> str:
         elif kind == "reshape":
             lines.append(f"{indent}s{step['result']} = view of s{step['input']} as {step['shape']}")
         else:
-            if kind == "while" and direct is None:
-                layout = loop_layout(step, plan["slots"])
-                carries = ", ".join(f"s{p}: {c.kind}" for p, c in zip(step["body"]["params"], layout.carries[id(step)]))
-                lines.append(f"{indent}native loop: arena {format_bytes(layout.arena_bytes)}; carries {carries}")
-                direct = frozenset(direct_kernels(step, kernels))
             if kind == "while":
+                carries = ", ".join(f"s{p}: {c.kind}" for p, c in zip(step["body"]["params"], layout.carries[id(step)]))
+                lines.append(f"{indent}loop carries {carries}")
                 head = f"while ({slots_text(step['operands'])})"
                 blocks = [("cond", step["cond"]), ("body", step["body"])]
             else:
@@ -153,12 +151,14 @@ def schedule_text(executable) -> str:
             for name, block in blocks:
                 lines.append(f"{indent}  {name}({slots_text(block['params'])}):")
                 for inner in block["steps"]:
-                    step_lines(inner, indent + "    ", direct)
+                    step_lines(inner, indent + "    ")
                 lines.append(f"{indent}    yield {slots_text(block['outputs'])}")
             lines.append(f"{indent}}}")
 
     for step in plan["body"]["steps"]:
-        step_lines(step, "  ", None)
-    outputs = ", ".join(f"s{slot}" + (" (copied)" if copy else "") for slot, copy in plan["outputs"])
+        step_lines(step, "  ")
+    outputs = ", ".join(f"s{slot}" + (" (copied)" if output.copied_from is not None else
+                                      " (the donated array)" if output.param is not None else "")
+                        for (slot, _, _), output in zip(plan["outputs"], layout.outputs))
     lines.append(f"  return {outputs}")
     return "\n".join(lines) + "\n"

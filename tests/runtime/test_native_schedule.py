@@ -1,6 +1,7 @@
-"""Loops run as native code (codegen/native_loop.py, runtime/native_loop.py): every way a carry
-gets its next value agrees with the interpreter, a loop makes no Python-level launch, concurrent
-calls share nothing, Ctrl-C interrupts a loop that never ends, a cached program loads its loops."""
+"""A program's schedule runs as one native function (codegen/native_schedule.py,
+runtime/native_schedule.py): every way a loop carry gets its next value agrees with the
+interpreter, a call makes no Python-level launch, results are fresh arrays, concurrent calls share
+nothing, Ctrl-C interrupts a loop that never ends, a cached program loads its schedule."""
 import os
 import signal
 import threading
@@ -11,11 +12,11 @@ import pytest
 import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
-from cdnajit.codegen import native_loop as codegen_loop
+from cdnajit.codegen import native_schedule as codegen_schedule
 from cdnajit.runtime import executable as ex
 from cdnajit.runtime.cache import CompileCache
 from cdnajit.runtime.launch import address
-from cdnajit.runtime.native_loop import ArenaPool, NativeLoop
+from cdnajit.runtime.native_schedule import ArenaPool
 from cdnajit.runtime.schedule import launches_per_call
 
 
@@ -119,12 +120,13 @@ M = np.arange(35, dtype=np.float64).reshape(5, 7)
 ], ids=lambda v: getattr(v, "__name__", None))
 def test_native_loops_match_the_interpreter(fn, args, cache):
     executable = assert_matches_interpreter(fn, cache, *args)
-    assert any(isinstance(step, NativeLoop) for step in executable.body.steps)
+    assert any(step["op"] == "while" for step in executable.plan["body"]["steps"])
 
 
-def test_a_loop_makes_no_python_level_launch(cache, monkeypatch):
+def test_a_call_makes_no_python_level_launch(cache, monkeypatch):
     module, executable = compile_fn(point_updates, cache, M)
     counted = []
+    monkeypatch.setattr(ex.CompiledKernel, "launch", lambda *args: counted.append("launch"))
 
     def counting(kind):
         original = kind.run
@@ -133,18 +135,18 @@ def test_a_loop_makes_no_python_level_launch(cache, monkeypatch):
             counted.append(kind.__name__)
             return original(self, env)
         return run
-    for kind in (ex.Launch, ex.LaunchInPlace, ex.WhileLoop):
+    for kind in (ex.Allocate, ex.Launch, ex.LaunchInPlace, ex.Reshape, ex.WhileLoop, ex.Branch):
         monkeypatch.setattr(kind, "run", counting(kind))
     np.testing.assert_array_equal(executable(M)[0], cj.ir.interpret(module, M)[0])
-    top_level_kernels = [s for s in executable.plan["body"]["steps"] if s["op"] == "kernel"]
-    assert len(counted) == len(top_level_kernels)   # the copy before the loop; none inside it
+    assert any(s["op"] == "kernel" for s in executable.plan["body"]["steps"])   # the copy before the loop
+    assert counted == []
 
 
 def loop_kernel_steps(block):
     for step in block["steps"]:
         if step["op"] == "kernel":
             yield step
-        for inner in codegen_loop.blocks_of(step):
+        for inner in codegen_schedule.blocks_of(step):
             yield from loop_kernel_steps(inner)
 
 
@@ -164,8 +166,9 @@ def test_a_one_element_update_in_a_loop_touches_one_element(cache):
             assert np.prod(plan["grid"]) == 1, plan
         else:
             assert all(np.prod(shape) <= 2 for _, _, shape in step["results"]), step
-    layout = codegen_loop.loop_layout(loop, executable.plan["slots"])
-    assert layout.arena_bytes < a.nbytes   # the carry is updated where it is: no spare buffers
+    layout = codegen_schedule.schedule_layout(executable.plan["body"], executable.plan["outputs"],
+                                              executable.plan["slots"])
+    assert layout.arena_bytes < a.nbytes   # the carry is updated in the result's buffer: no spares
 
 
 def test_concurrent_calls_of_a_loop(cache):
@@ -201,12 +204,12 @@ def test_ctrl_c_interrupts_a_loop_that_never_ends(cache):
     assert executable(np.int64(-5))[0] == -5   # still usable
 
 
-def test_a_cached_program_loads_its_loops_without_llvm(cache, monkeypatch):
+def test_a_cached_program_loads_its_schedule_without_llvm(cache, monkeypatch):
     module, first = compile_fn(collatz, cache, np.int64(27))
 
     def refuse(text):
-        raise AssertionError("the loop was compiled again")
-    monkeypatch.setattr("cdnajit.runtime.native_loop.compile_loop", refuse)
+        raise AssertionError("the schedule was compiled again")
+    monkeypatch.setattr("cdnajit.runtime.native_schedule.compile_schedule", refuse)
     again = ex.Executable.compile(module, cache)
     assert [int(v) for v in again(np.int64(27))] == [1, 111]
 
@@ -238,14 +241,14 @@ def test_launches_of_unknown_loops_and_branches(cache):
 def test_schedule_text_shows_native_loops_and_in_place_updates(cache):
     text = cj.jit(point_updates).lower(M).compile().as_text("schedule")
     assert text.startswith("schedule @point_updates(s0)")
-    assert "native loop: arena" in text and "= while (" in text
+    assert "one native function; arena" in text and "loop carries s" in text and "= while (" in text
     assert "in place on s" in text and "inlined" in text and "\n  return s" in text
     text = cj.jit(large_body).lower(np.zeros(300_001, np.float32)).compile().as_text("schedule")
     assert "worker pool" in text
 
 
 def test_an_arena_is_reused_once_nothing_refers_to_it():
-    pool = ArenaPool(1024)
+    pool = ArenaPool(1024, AssertionError)
     first = pool.take()
     view = first[64:128].view(np.float32)      # a result handed to a caller, say
     del first
@@ -255,12 +258,12 @@ def test_an_arena_is_reused_once_nothing_refers_to_it():
     assert len({address(pool.take()) for _ in range(3)}) == 1
 
 
-def test_repeated_calls_of_a_loop_keep_one_arena(cache):
-    module, executable = compile_fn(point_updates, cache, M)
-    (loop,) = [step for step in executable.body.steps if isinstance(step, NativeLoop)]
+def test_repeated_calls_keep_one_arena(cache):
+    x = np.linspace(-1, 1, 1000).astype(np.float32)
+    module, executable = compile_fn(sorted_steps, cache, x)
     for _ in range(3):
-        np.testing.assert_array_equal(executable(M)[0], cj.ir.interpret(module, M)[0])
-    assert len(loop.arenas.arenas) == 1
+        np.testing.assert_array_equal(executable(x)[0], cj.ir.interpret(module, x)[0])
+    assert len(executable.schedule.arenas.arenas) == 1
 
 
 def test_a_carry_updated_in_its_own_array_is_handed_over_uncopied(cache):
@@ -271,7 +274,9 @@ def test_a_carry_updated_in_its_own_array_is_handed_over_uncopied(cache):
         return ys, ys
     for fn, copied in ((lambda xs: scan_outputs(xs)[1], []), (twice, [False, True])):
         module, executable = compile_fn(fn, cache, M)
-        assert [copy for _, copy in executable.plan["outputs"]] == (copied or [False])
+        layout = codegen_schedule.schedule_layout(executable.plan["body"], executable.plan["outputs"],
+                                                  executable.plan["slots"])
+        assert [output.copied_from is not None for output in layout.outputs] == (copied or [False])
         outputs = executable(M)
         for got, want in zip(outputs, cj.ir.interpret(module, M)):
             np.testing.assert_array_equal(got, want)
@@ -286,11 +291,12 @@ def test_values_never_live_together_share_arena_bytes(cache):
     x = np.linspace(-1, 1, 1000).astype(np.float32)
     executable = assert_matches_interpreter(sorted_steps, cache, x)
     (loop,) = [s for s in executable.plan["body"]["steps"] if s["op"] == "while"]
-    layout = codegen_loop.loop_layout(loop, executable.plan["slots"])
+    layout = codegen_schedule.schedule_layout(executable.plan["body"], executable.plan["outputs"],
+                                              executable.plan["slots"])
     kernels = [s for s in loop["body"]["steps"] if s["op"] == "kernel"]
     assert len(kernels) >= 3
-    spares = sum(2 * codegen_loop.aligned_bytes(c.nbytes) for c in layout.carries[id(loop)] if c.spares)
-    made = sum(codegen_loop.aligned_bytes(codegen_loop.value_bytes(dtype, shape))
+    spares = sum(2 * codegen_schedule.aligned_bytes(c.nbytes) for c in layout.carries[id(loop)] if c.spares)
+    made = sum(codegen_schedule.aligned_bytes(codegen_schedule.value_bytes(dtype, shape))
                for step in kernels for _, dtype, shape in step["results"])
     assert layout.arena_bytes < spares + made
     offsets = dict(layout.buffers)

@@ -1,23 +1,32 @@
-"""A `while` step of an executable's schedule as one native function: the loop, its condition,
-its body's launches, nested loops and branches, with no Python between entry and return.
+"""An executable's whole schedule as one native function: its launches, loops (their conditions,
+bodies, nested loops and branches) and branches, and the copies into its results, with no
+Python between entry and return.
 
-    layout = loop_layout(step, slot_count)         # the arena and the address table's layout
-    text = loop_module(step, layout, kernel_plans) # LLVM IR of `loop(slots, table) -> status`
-    code = compile_loop(link_kernels(text, {k: kernel_text for k in direct_kernels(...)}))
+    layout = schedule_layout(plan["body"], plan["outputs"], slot_count)   # arena, address table
+    text = schedule_module(plan["body"], layout, kernel_plans)  # LLVM IR of `schedule(slots, table)`
+    code = compile_schedule(link_kernels(text, {k: kernel_text for k in direct}), optimize=bool(direct))
 
-The step and the kernel plans are plain data (runtime/executable.py's plan). The function reads
+The plan and the kernel plans are plain data (runtime/executable.py's plan). The function reads
 and writes one *address table*, `slots`: an i64 per SSA slot of the program, the address of that
-value's elements, then two spare buffers per loop carry. The caller fills the addresses of the
-values made outside the loop (`layout.reads`) and of the arena's buffers (`layout.buffers`,
-offsets into one allocation per call); the function sets the rest as it runs, as the Python
-schedule sets its environment: an in-place update's result and a reshape take their operand's
-address, a loop's or a branch's results its carried or chosen values'. On return the loop's
-result slots hold its results' addresses.
+value's elements, then two spare buffers per loop carry, then one buffer per copied result. The
+caller fills the addresses of the program's parameters and constants (`layout.reads`) and of the
+results' buffers (`layout.outputs`, allocated per call: results are arrays the caller owns), and
+passes the address of one `arena` per call; the function sets the addresses of the arena's
+buffers (`layout.buffers`: offsets into it) on entry, and the rest as it runs: an in-place
+update's result and a reshape take their operand's address, a loop's or a branch's results its
+carried or chosen values'.
 
-A launch of one workgroup on this thread (a loop counter's increment, a compare, a one-element
-read or update) calls its kernel's `run` directly: the kernel's module is linked into the loop's
-(`link_kernels`), where LLVM inlines it, so that scalar work costs a few instructions rather
-than an indirect call and a walk over a workgroup's items. Other launches call through the table.
+A result is written where its kernel writes it when it is a top-level kernel's result (or a view
+of one, an in-place update of one, or a loop carry kept in one), and no earlier result holds
+that buffer: the caller gives that kernel the result's buffer. Any other result (a parameter
+returned, a constant, a value in the arena) is copied into its buffer at the end.
+
+A launch of one workgroup on this thread inside a loop (a loop counter's increment, a compare, a
+one-element read or update) calls its kernel's `run` directly: the kernel's module is linked
+into the schedule's (`link_kernels`), where LLVM inlines it, so that scalar work costs a few
+instructions rather than an indirect call and a walk over a workgroup's items. Other launches
+call through the table (at top level, a launch runs once: linking its kernel again would cost
+compile time and gain nothing).
 
 `table` is the executable's: i64 entries [the parallel launch callback, Python's
 PyGILState_Ensure, PyErr_CheckSignals, PyErr_Clear and PyGILState_Release, each kernel's `run`,
@@ -54,9 +63,10 @@ from ..ir.types import NUMPY_DTYPES, SIGNED_INTS
 from . import llvm_worker
 from .fork_safe import LLVM_LOCK
 from .host import ENTRY, WRITTEN_BUFFER_ALIGNMENT, is_aligned_buffer
+from .host_llvm import target_machine
 from .llvm_kernel import I8, I32, I64, MEMORY_TYPES, PTR
 
-LOOP_ENTRY = "loop"
+SCHEDULE_ENTRY = "schedule"
 FINISHED, INTERRUPTED, MISALIGNED = 0, 1, 2
 # Work between interrupt polls: about a millisecond of launched work-items, or of the iterations
 # of a loop of scalar work (a poll takes the GIL: tens of nanoseconds when no thread holds it).
@@ -66,20 +76,27 @@ PARALLEL_LAUNCH, GIL_ENSURE, CHECK_SIGNALS, CLEAR_ERROR, GIL_RELEASE = range(5)
 TABLE_HEADER = 5
 
 
-def direct_kernels(step: dict, kernel_plans: list[dict]) -> list[int]:
-    """The kernels the loop calls directly (linked into its module): those it launches on one
-    workgroup, on this thread."""
+def blocks_of(step: dict) -> list[dict]:
+    if step["op"] == "while":
+        return [step["cond"], step["body"]]
+    return step.get("branches", [])
+
+
+def direct_kernels(body: dict, kernel_plans: list[dict]) -> list[int]:
+    """The kernels the schedule calls directly (linked into its module): those launched on one
+    workgroup, on this thread, inside a loop."""
     direct = set()
 
-    def visit(step):
+    def visit(step, in_loop: bool):
         if step["op"] == "kernel":
             plan = kernel_plans[step["kernel"]]
-            if math.prod(plan["grid"]) == 1 and not plan["parallel"]:
+            if in_loop and math.prod(plan["grid"]) == 1 and not plan["parallel"]:
                 direct.add(step["kernel"])
         for block in blocks_of(step):
             for inner in block["steps"]:
-                visit(inner)
-    visit(step)
+                visit(inner, in_loop or step["op"] == "while")
+    for step in body["steps"]:
+        visit(step, False)
     return sorted(direct)
 
 
@@ -89,12 +106,6 @@ def direct_entry(kernel: int) -> str:
 
 def value_bytes(dtype: str, shape) -> int:
     return math.prod(shape) * NUMPY_DTYPES[dtype].itemsize
-
-
-def blocks_of(step: dict) -> list[dict]:
-    if step["op"] == "while":
-        return [step["cond"], step["body"]]
-    return step.get("branches", [])
 
 
 @dataclass
@@ -110,26 +121,51 @@ class Carry:
 
 
 @dataclass
-class LoopLayout:
-    reads: list[int]                               # slots made outside the loop that it reads
+class Output:
+    """A result's buffer: at table slot `slot`, written there by the kernel that makes it
+    (`copied_from` None) or copied from slot `copied_from` at the end. The caller allocates it, but
+    where it is the array of the donated parameter `param`. `source` names the step that made the
+    value (for an allocation error)."""
+    slot: int
+    copied_from: int | None
+    dtype: str
+    shape: tuple
+    source: str
+    param: int | None = None
+
+
+@dataclass
+class ScheduleLayout:
+    reads: list[int]                               # the program's parameters and constants it reads
     buffers: list[tuple[int, int]]                 # (slot, arena offset): a buffer per value made inside
     arena_bytes: int
     table_slots: int                               # the address table's length
+    outputs: list[Output]
     carries: dict[int, list[Carry]] = field(default_factory=dict)   # id(while step) -> its carries
+    largest: tuple | None = None                   # (bytes, source, dtype, shape) of the largest arena buffer
 
 
-def body_roots(block: dict) -> tuple[dict[int, int], set[int]]:
-    """(root per slot of a body block, the slots its own kernels make). A value's root is the value
-    whose buffer holds it: an in-place update's or a reshape's is its operand's root."""
+def value_roots(block: dict) -> tuple[dict[int, int], set[int]]:
+    """(root per slot of a block, the slots its own kernels make). A value's root is the value
+    whose buffer holds it: an in-place update's or a reshape's is its operand's root, a loop's
+    result of a carry kept in its buffer (a "same" carry) its operand's root."""
     roots, made = {}, set()
     for step in block["steps"]:
-        if step["op"] == "kernel" and step["in_place"]:
+        kind = step["op"]
+        if kind == "kernel" and step["in_place"]:
             source = step["inputs"][0]
             roots[step["results"][0][0]] = roots.get(source, source)
-        elif step["op"] == "reshape":
+        elif kind == "reshape":
             roots[step["result"]] = roots.get(step["input"], step["input"])
-        elif step["op"] in ("kernel", "allocate"):
+        elif kind in ("kernel", "allocate"):
             made.update(slot for slot, _, _ in step["results"])
+        elif kind == "while":
+            body = step["body"]
+            body_roots, _ = value_roots(body)
+            for param, output, operand, result in zip(body["params"], body["outputs"], step["operands"],
+                                                      step["results"]):
+                if body_roots.get(output, output) == param:
+                    roots[result] = roots.get(operand, operand)
     return roots, made
 
 
@@ -181,8 +217,32 @@ def first_fit(lifetimes: list[Lifetime]) -> tuple[int, list[tuple[int, int]]]:
     return size, placements
 
 
-def loop_layout(step: dict, slot_count: int) -> LoopLayout:
-    """The arena and address table of a top-level `while` step (see the module's docstring).
+def made_values(block: dict):
+    """(slot, dtype, shape, source) of each value a block's steps make, inside their regions too,
+    and the slots they define (results, regions' parameters)."""
+    made, defined = [], set()
+
+    def visit(step: dict, source: str) -> None:
+        kind = step["op"]
+        source = step.get("source", source)
+        if kind in ("kernel", "allocate"):
+            made.extend((slot, dtype, tuple(shape), source) for slot, dtype, shape in step["results"])
+            defined.update(slot for slot, _, _ in step["results"])
+        elif kind == "reshape":
+            defined.add(step["result"])
+        else:
+            defined.update(step["results"])
+            for block in blocks_of(step):
+                defined.update(block["params"])
+                for inner in block["steps"]:
+                    visit(inner, source)
+    for step in block["steps"]:
+        visit(step, "the program")
+    return made, defined
+
+
+def schedule_layout(body: dict, outputs: list[list], slot_count: int, donated=()) -> ScheduleLayout:
+    """The arena and address table of a program's schedule (see the module's docstring).
 
     Buffers are assigned by liveness, block by block: a value made in a block lives from its step
     to the last step that reads it or a value held in its buffer (an in-place update of it, a
@@ -191,7 +251,9 @@ def loop_layout(step: dict, slot_count: int) -> LoopLayout:
     one lifetime in its block, its region laid out the same way inside: a loop's region holds
     its carries' spare buffers, then its condition's and its body's buffers over the same bytes
     (they never live together: the condition's are dead once the body starts, and the body's once
-    its results are carried); a branch's region holds its branches' over the same bytes."""
+    its results are carried); a branch's region holds its branches' over the same bytes. A
+    result's own buffer (see the module's docstring) is not in the arena; nor is a result held in
+    the array of a `donated` parameter (their indices), which is handed back as that result."""
     carries, spare_slot = {}, slot_count
 
     def block_region(block: dict, skipped: set[int]) -> tuple[int, list]:
@@ -211,7 +273,7 @@ def loop_layout(step: dict, slot_count: int) -> LoopLayout:
                 roots[inner["results"][0][0]] = roots.get(inner["inputs"][0], [])
             elif kind in ("kernel", "allocate"):
                 for slot, dtype, shape in inner["results"]:
-                    if slot in skipped:      # a carry's root: its bytes are the carry's spares
+                    if slot in skipped:      # a carry's root or a result's: a buffer of its own
                         roots[slot] = []
                         continue
                     life = Lifetime(position, position, aligned_bytes(value_bytes(dtype, shape)), [(slot, 0)])
@@ -236,7 +298,7 @@ def loop_layout(step: dict, slot_count: int) -> LoopLayout:
     def loop_region(step: dict) -> tuple[int, list]:
         nonlocal spare_slot
         body = step["body"]
-        roots, made = body_roots(body)
+        roots, made = value_roots(body)
         claimed, loop_carries, placements, offset = set(), [], [], 0
         for k, (param, output) in enumerate(zip(body["params"], body["outputs"])):
             nbytes = value_bytes(*step["types"][k])
@@ -260,35 +322,44 @@ def loop_layout(step: dict, slot_count: int) -> LoopLayout:
         placements += [(slot, offset + inner) for slot, inner in cond_placements + body_placements]
         return offset + max(cond_bytes, body_bytes), placements
 
-    arena_bytes, buffers = loop_region(step)
-    defined = set()
-
-    def define(step: dict) -> None:
-        kind = step["op"]
-        if kind in ("kernel", "allocate"):
-            defined.update(slot for slot, _, _ in step["results"])
-        elif kind == "reshape":
-            defined.add(step["result"])
+    values, defined = made_values(body)
+    sources = {slot: source for slot, _, _, source in values}
+    roots, made = value_roots(body)
+    donated_slots = {body["params"][i]: i for i in donated}
+    owned = {}   # root slot -> the result written in it
+    for k, (slot, _, _) in enumerate(outputs):
+        root = roots.get(slot, slot)
+        if (root in made or root in donated_slots) and root not in owned:
+            owned[root] = k
+    arena_bytes, buffers = block_region(body, set(owned))
+    result_buffers = []
+    for k, (slot, dtype, shape) in enumerate(outputs):
+        root = roots.get(slot, slot)
+        source = sources.get(root, sources.get(slot, "the program"))
+        if owned.get(root) == k:
+            result_buffers.append(Output(root, None, dtype, tuple(shape), source, donated_slots.get(root)))
         else:
-            defined.update(step["results"])
-            for block in blocks_of(step):
-                defined.update(block["params"])
-                for inner in block["steps"]:
-                    define(inner)
-    define(step)
-    return LoopLayout(sorted(step_reads(step) - defined), buffers, arena_bytes, spare_slot, carries)
+            result_buffers.append(Output(spare_slot, slot, dtype, tuple(shape), source))
+            spare_slot += 1
+    reads = set(body["params"]) | {slot for slot, _, _ in outputs}
+    for step in body["steps"]:
+        reads |= step_reads(step)
+    arena_values = [(value_bytes(dtype, shape), source, dtype, shape) for slot, dtype, shape, source in values
+                    if slot not in owned]
+    return ScheduleLayout(sorted(reads - defined), buffers, arena_bytes, spare_slot, result_buffers, carries,
+                          max(arena_values, default=None, key=lambda value: value[0]))
 
 
-class LoopBuilder:
-    """Builds `loop(ptr slots, ptr table) -> i32` for one top-level while step."""
+class ScheduleBuilder:
+    """Builds `schedule(ptr slots, ptr table, i64 arena) -> i32` for a program's body."""
 
-    def __init__(self, layout: LoopLayout, kernel_plans: list[dict], direct: list[int]):
+    def __init__(self, layout: ScheduleLayout, kernel_plans: list[dict], direct: list[int]):
         self.layout, self.kernel_plans = layout, kernel_plans
-        self.module = ir.Module(name="cdnajit_loop")
+        self.module = ir.Module(name="cdnajit_schedule")
         self.module.triple = llvm.get_process_triple()
-        function = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR]), name=LOOP_ENTRY)
+        function = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR, I64]), name=SCHEDULE_ENTRY)
         self.function = function
-        self.slots, self.table = function.args
+        self.slots, self.table, self.arena = function.args
         self.entry = ir.IRBuilder(function.append_basic_block("entry"))   # stack slots only
         self.b = ir.IRBuilder(function.append_basic_block("start"))
         self.counter = self.entry.alloca(I64, name="counter")
@@ -319,8 +390,17 @@ class LoopBuilder:
 
     # -- steps
 
-    def build(self, step: dict) -> str:
-        self.step(step)
+    def build(self, body: dict) -> str:
+        for slot, offset in self.layout.buffers:
+            # An arena past 2**63 bytes is never allocated (runtime/native_schedule.py refuses it
+            # before the call): its offsets only need to be valid i64 constants.
+            offset = (offset + (1 << 63)) % (1 << 64) - (1 << 63)
+            self.set_address(slot, self.b.add(self.arena, ir.Constant(I64, offset)))
+        self.block(body)
+        for output in self.layout.outputs:
+            nbytes = value_bytes(output.dtype, output.shape)
+            if output.copied_from is not None and nbytes:
+                self.copy(self.address(output.slot), self.address(output.copied_from), nbytes)
         self.b.ret(ir.Constant(I32, FINISHED))
         self.entry.branch(self.function.basic_blocks[1])
         return str(self.module)
@@ -382,6 +462,10 @@ class LoopBuilder:
         signature = ir.FunctionType(result, [a.type for a in args])
         return self.b.call(self.b.inttoptr(self.table_entry(entry), ir.PointerType(signature)), args)
 
+    def copy(self, target: ir.Value, source: ir.Value, nbytes: int) -> None:
+        self.b.call(self.memcpy, [self.pointer(target), self.pointer(source), ir.Constant(I64, nbytes),
+                                  ir.Constant(ir.IntType(1), 0)])
+
     def count_work(self, amount: int) -> ir.Value:
         total = self.b.add(self.b.load(self.work, typ=I64), ir.Constant(I64, amount))
         self.b.store(total, self.work)
@@ -438,8 +522,7 @@ class LoopBuilder:
                 source, spare = self.address(body["outputs"][k]), self.other_spare(carry, current)
                 moved = b.icmp_unsigned("!=", source, current)
                 with b.if_then(moved):
-                    b.call(self.memcpy, [self.pointer(spare), self.pointer(source), ir.Constant(I64, carry.nbytes),
-                                         ir.Constant(ir.IntType(1), 0)])
+                    self.copy(spare, source, carry.nbytes)
                 updated.append(b.select(moved, spare, current))
         for k, value in enumerate(updated):
             self.set_address(cond["params"][k], value)
@@ -476,28 +559,36 @@ class LoopBuilder:
         b.position_at_end(join)
 
 
-def loop_module(step: dict, layout: LoopLayout, kernel_plans: list[dict]) -> str:
-    """The LLVM IR text of the step's native loop (unoptimised), declaring the entries of its
-    direct kernels (`link_kernels` brings their code)."""
-    return LoopBuilder(layout, kernel_plans, direct_kernels(step, kernel_plans)).build(step)
+def schedule_module(body: dict, layout: ScheduleLayout, kernel_plans: list[dict]) -> str:
+    """The LLVM IR text of a program's schedule (unoptimised), declaring the entries of its direct
+    kernels (`link_kernels` brings their code)."""
+    return ScheduleBuilder(layout, kernel_plans, direct_kernels(body, kernel_plans)).build(body)
 
 
-def link_kernels(loop_text: str, kernel_texts: dict[int, str]) -> str:
-    """The loop's module with each direct kernel's module (kernel index -> its unoptimised LLVM
-    text, codegen/host.py) linked in, its entry renamed to the loop's name for it and made
+def link_kernels(schedule_text: str, kernel_texts: dict[int, str]) -> str:
+    """The schedule's module with each direct kernel's module (kernel index -> its unoptimised LLVM
+    text, codegen/host.py) linked in, its entry renamed to the schedule's name for it and made
     internal, so that LLVM may inline it and drop it. The kernels' own internal symbols are
     renamed apart by the linker."""
     with LLVM_LOCK:
-        loop = llvm.parse_assembly(loop_text)
+        schedule = llvm.parse_assembly(schedule_text)
         for index, text in kernel_texts.items():
             kernel = llvm.parse_assembly(text)
             kernel.get_function(ENTRY).name = direct_entry(index)
-            loop.link_in(kernel)
-            loop.get_function(direct_entry(index)).linkage = "internal"
-        loop.verify()
-        return str(loop)
+            schedule.link_in(kernel)
+            schedule.get_function(direct_entry(index)).linkage = "internal"
+        schedule.verify()
+        return str(schedule)
 
 
-def compile_loop(text: str) -> bytes:
-    """The object code of a loop_module text, its symbol LOOP_ENTRY the entry."""
-    return llvm_worker.run("object_code", text, set())
+def compile_schedule(text: str, optimize: bool) -> bytes:
+    """The object code of a schedule_module text, its symbol SCHEDULE_ENTRY the entry. `optimize`:
+    through the kernels' pipeline (codegen/host_llvm.py), which inlines the linked kernels; a
+    schedule without any is a few loads, stores and calls, and only goes through code generation
+    (here, in a millisecond or two: W9's compile time counts every program's schedule)."""
+    if optimize:
+        return llvm_worker.run("object_code", text, set())
+    with LLVM_LOCK:
+        parsed = llvm.parse_assembly(text)
+        parsed.verify()
+        return target_machine().emit_object(parsed)

@@ -1,0 +1,178 @@
+"""An executable's schedule run as native code (codegen/native_schedule.py): one call per program
+call, however many launches, loops and branches it makes.
+
+    schedule = NativeSchedule(plan, compiled_kernels, constants, kernel_text, object_code)
+    outputs = schedule.run(inputs)      # C-contiguous arrays of the parameters' types -> fresh results
+
+Each run takes one arena (every buffer the program's intermediate values and loop carries need:
+no allocation inside a call) and one address table, so concurrent calls share nothing but the
+executable's table of kernel entries. Arenas are kept for later runs (`ArenaPool`): a large fresh
+allocation costs a page fault per 4 KiB on its first touch, as much as a short program's own work.
+The results are allocated per run, so that the caller owns them.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import sys
+import threading
+import time
+
+import numpy as np
+
+from ..codegen.host import is_aligned_buffer
+from ..codegen.native_schedule import (INTERRUPTED, MISALIGNED, SCHEDULE_ENTRY, compile_schedule, direct_kernels,
+                                       link_kernels, schedule_layout, schedule_module, value_bytes)
+from ..errors import AllocationError, CdnajitError
+from ..ir.types import NUMPY_DTYPES, format_bytes
+from .launch import CompiledKernel, address, aligned_empty, allocation_error, machine_memory
+from .native import link_object
+
+# Arenas an executable keeps: one per concurrent call, up to this many.
+KEPT_ARENAS = 4
+
+
+class ArenaPool:
+    """The arenas of one executable, each an aligned view of an allocation it owns
+    (launch.aligned_empty). An arena is free when nothing but the pool refers to its allocation:
+    every view of it (a call in progress holds one) refers to the allocation itself, as numpy's
+    views do to the array that owns their memory. `unholdable` is the error to raise when the
+    machine cannot hold an arena."""
+
+    def __init__(self, nbytes: int, unholdable):
+        self.nbytes, self.unholdable = nbytes, unholdable
+        self.arenas: list[np.ndarray] = []
+        self.lock = threading.Lock()
+
+    def take(self) -> np.ndarray:
+        with self.lock:
+            for arena in self.arenas:
+                # References to the allocation: the arena's, and getrefcount's argument.
+                if sys.getrefcount(arena.base) == 2:
+                    return arena[:]
+            available = machine_memory()
+            try:
+                # Beyond memory and swap, allocating would only end in the out-of-memory killer.
+                if available is not None and self.nbytes > available:
+                    raise MemoryError
+                arena = aligned_empty((self.nbytes,), np.uint8)
+            except MemoryError:
+                raise self.unholdable() from None
+            if len(self.arenas) < KEPT_ARENAS:
+                self.arenas.append(arena)
+            return arena[:]
+
+
+SCHEDULE_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
+PARALLEL_LAUNCH_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)
+
+
+def function_address(function) -> int:
+    return ctypes.cast(function, ctypes.c_void_p).value
+
+
+def schedule_object_code(plan: dict, layout, kernel_text) -> bytes:
+    """The schedule's object code, its direct kernels linked in. `kernel_text(index)`: a kernel's
+    unoptimised LLVM text (codegen/host.py)."""
+    direct = direct_kernels(plan["body"], plan["kernels"])
+    text = schedule_module(plan["body"], layout, plan["kernels"])
+    return compile_schedule(link_kernels(text, {k: kernel_text(k) for k in direct}), optimize=bool(direct))
+
+
+def result_allocator(dtype: str, shape):
+    """How a run allocates a result: aligned where a kernel writing it wants (codegen/host.py), and
+    refused beyond the machine's memory and swap (where the system overcommits, allocating it
+    would only end in the out-of-memory killer)."""
+    available = machine_memory()
+    if available is not None and value_bytes(dtype, shape) > available:
+        return None
+    if is_aligned_buffer(dtype, math.prod(shape), readonly=False):
+        return aligned_empty
+    return np.empty
+
+
+class NativeSchedule:
+    """`object_code`: the schedule's, where the compile cache held it; else it is compiled
+    (`llvm_seconds` is the time that took) and kept in `object_code` for the cache."""
+    __slots__ = ("layout", "object_code", "library", "function", "launch_in_pool", "table", "table_address",
+                 "template_type", "template", "params", "results", "donated_results", "arenas", "llvm_seconds", "name")
+
+    def __init__(self, plan: dict, kernels: list[CompiledKernel], constants: dict[int, np.ndarray], kernel_text,
+                 object_code: bytes | None = None):
+        self.name = plan["name"]
+        self.layout = layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["donated"])
+        self.arenas = ArenaPool(layout.arena_bytes, self.unholdable_arena)
+        start = time.perf_counter()
+        self.object_code = object_code if object_code is not None else schedule_object_code(plan, layout, kernel_text)
+        self.llvm_seconds = time.perf_counter() - start if object_code is None else 0.0
+        self.library = link_object(self.object_code, SCHEDULE_ENTRY)
+        self.function = SCHEDULE_SIGNATURE(self.library[SCHEDULE_ENTRY])
+        # A launch worth the worker pool comes back here (the pool's threads are Python's).
+        self.launch_in_pool = PARALLEL_LAUNCH_SIGNATURE(lambda index, block: kernels[index].launch(block))
+        api = ctypes.pythonapi
+        table = [function_address(self.launch_in_pool)]
+        table += [function_address(f) for f in (api.PyGILState_Ensure, api.PyErr_CheckSignals, api.PyErr_Clear,
+                                                 api.PyGILState_Release)]
+        table += [function_address(kernel.run) for kernel in kernels]
+        table += [bound for kernel in kernels for bound in kernel.bound_addresses]
+        self.table = np.array(table, np.uint64)
+        self.table_address = address(self.table)
+        # The address table before a run: the constants' addresses (the constants live as long as
+        # the executable); a run adds its parameters' and results'. A ctypes array: its items are
+        # set and its address taken faster than a numpy array's.
+        self.template_type = ctypes.c_uint64 * layout.table_slots
+        self.template = self.template_type()
+        for slot, array in constants.items():
+            self.template[slot] = address(array)
+        self.params = tuple(plan["body"]["params"])
+        missing = set(layout.reads) - set(self.params) - set(constants)
+        if missing:
+            raise CdnajitError(f"{self.name}: the schedule reads slots {sorted(missing)} that no step, parameter "
+                               "or constant sets (a compiler bug in codegen/native_schedule.py)")
+        # (slot, shape, dtype, allocator, source) of each result the run allocates, and the
+        # donated parameter of each it hands back.
+        self.results = tuple((output.slot, output.shape, NUMPY_DTYPES[output.dtype],
+                              result_allocator(output.dtype, output.shape), output.source)
+                             for output in layout.outputs if output.param is None)
+        self.donated_results = tuple((k, output.param, output.shape) for k, output in enumerate(layout.outputs)
+                                     if output.param is not None)
+
+    def unholdable_arena(self) -> AllocationError:
+        """The error of an arena the machine cannot hold: naming the largest value in it where that
+        alone is more than the machine gives, else the program and the arena's size."""
+        available = machine_memory()
+        largest = self.layout.largest
+        if largest is not None and available is not None and largest[0] > available:
+            _, source, dtype, shape = largest
+            return allocation_error(source, shape, NUMPY_DTYPES[dtype])
+        machine = f" (it has {format_bytes(available)} of memory and swap)" if available is not None else ""
+        return AllocationError(f"{self.name}: cannot allocate the buffers of its intermediate values, "
+                               f"{format_bytes(self.layout.arena_bytes)}: more memory than this machine gives{machine}")
+
+    def run(self, inputs) -> list[np.ndarray]:
+        slots = self.template_type.from_buffer_copy(self.template)
+        for slot, array in zip(self.params, inputs):
+            slots[slot] = address(array)
+        arena = self.arenas.take() if self.layout.buffers else None
+        outputs = []
+        for slot, shape, dtype, allocate, source in self.results:
+            try:
+                if allocate is None:
+                    raise MemoryError
+                array = allocate(shape, dtype)
+            except MemoryError:
+                raise allocation_error(source, shape, dtype) from None
+            slots[slot] = address(array)
+            outputs.append(array)
+        status = self.function(ctypes.addressof(slots), self.table_address,
+                               address(arena) if arena is not None else 0)
+        del arena   # free for the next run
+        if status == INTERRUPTED:
+            raise KeyboardInterrupt
+        if status == MISALIGNED:
+            raise CdnajitError(f"{self.name}: an in-place update was given a misaligned buffer (a compiler bug: "
+                               "the schedule's own buffers are aligned, and a donated one is aligned before the call)")
+        for k, param, shape in self.donated_results:
+            outputs.insert(k, inputs[param].reshape(shape))
+        return outputs
+
