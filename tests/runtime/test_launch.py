@@ -1,11 +1,13 @@
 """runtime/launch.py: when a launch wakes the thread pool (many work-items, or few work-items with
 long loops of known trip count; never a single workgroup or a small, short grid), how its threads
-share the grid (ranges taken from one counter, helpers pinned to other CPUs), and the alignment of
-written buffers."""
+share the grid (ranges taken from one counter), launches on the native pool (back to back, while
+its workers sleep, from many threads at once, in a forked child; tests/runtime/test_native.py has
+the pool's own), and the alignment of written buffers."""
 import ctypes
 import multiprocessing
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -13,8 +15,8 @@ import pytest
 import cdnajit as cj
 from cdnajit.codegen.host import WRITTEN_BUFFER_ALIGNMENT
 from cdnajit.ir import kernel as K
-from cdnajit.runtime.launch import (PARALLEL_MIN_WORK_ITEMS, aligned_empty, compile_kernel,
-                                    current_cpu, runs_in_parallel, statements_per_item, worker_pool)
+from cdnajit.runtime.launch import (PARALLEL_MIN_WORK_ITEMS, aligned_empty, compile_kernel, runs_in_parallel,
+                                    statements_per_item, worker_pool)
 
 
 def looping_kernel(workgroups: int, trips: int):
@@ -66,39 +68,44 @@ def test_threads_sharing_one_counter_run_every_workgroup_once(workgroups, grab):
     assert counter.value == (-(-workgroups // grab) + len(threads)) * grab
 
 
-def test_a_parallel_launch_runs_every_workgroup_once():
-    compiled = compile_kernel(counting_kernel(1000))
+def parallel_counting_kernel(workgroups: int):
+    """The counting kernel, launched on the pool, and a zeroed buffer for it."""
+    compiled = compile_kernel(counting_kernel(workgroups))
     compiled.parallel = True
-    y = np.zeros(1000, np.int32)
-    for _ in range(5):
+    return compiled, np.zeros(workgroups, np.int32)
+
+
+# Launches back to back; thousands of small ones (the caller often done before a worker claims
+# its seat); and launches 0.1 s apart, far past the workers' spin: they block on their conditions.
+@pytest.mark.parametrize("workgroups, launches, pause", [(1000, 5, 0.0), (16, 5000, 0.0), (1000, 3, 0.1)])
+def test_a_parallel_launch_runs_every_workgroup_once(workgroups, launches, pause):
+    compiled, y = parallel_counting_kernel(workgroups)
+    for _ in range(launches):
+        time.sleep(pause)
         compiled(y)
-    np.testing.assert_array_equal(y, 5)
+    np.testing.assert_array_equal(y, launches)
 
 
-def test_pool_helpers_run_on_other_cpus():
-    """A launch's helpers each run pinned to one CPU, no two to the same one."""
-    if current_cpu() is None or not hasattr(os, "sched_getaffinity"):
-        pytest.skip("the C library cannot say which CPU a thread runs on")
-    seen = []
-    lock = threading.Lock()
+def test_concurrent_launches_from_many_threads():
+    """One launch holds the pool at a time; the others run alone on their own threads."""
+    compiled, _ = parallel_counting_kernel(1000)
+    results = [np.zeros(1000, np.int32) for _ in range(8)]
+    blocks = [(ctypes.c_void_p * 1)(y.ctypes.data) for y in results]
 
-    def job():
-        with lock:
-            seen.append((threading.get_ident(), os.sched_getaffinity(0)))
-
-    pool = worker_pool()
-    threads = len(pool.cpus)
-    pool.run(job, threads)
-    assert len(seen) == threads
-    helpers = [cpus for ident, cpus in seen if ident != threading.get_ident()]
-    assert len(helpers) == threads - 1
-    assert all(len(cpus) == 1 for cpus in helpers) and len(set().union(*helpers)) == threads - 1
+    def launch_many(block):
+        for _ in range(200):
+            compiled.launch(ctypes.addressof(block))
+    threads = [threading.Thread(target=launch_many, args=(block,)) for block in blocks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for y in results:
+        np.testing.assert_array_equal(y, 200)
 
 
 def count_in_child(connection):
-    compiled = compile_kernel(counting_kernel(1000))
-    compiled.parallel = True
-    y = np.zeros(1000, np.int32)
+    compiled, y = parallel_counting_kernel(1000)
     compiled(y)
     connection.send(int(y.sum()))
 
