@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import llvmlite.binding as llvm
+import llvmlite.ir as ir
 
 from ..codegen.fork_safe import LLVM_LOCK
 from ..codegen.host_llvm import target_machine
@@ -25,3 +26,11 @@ def link_object(object_code: bytes, *symbols: str) -> llvm.ResourceTracker:
         for symbol in symbols:
             library.export_symbol(symbol)
         return library.link(_jit, f"library{next(_libraries)}")
+
+
+def link_module(module: ir.Module, *symbols: str) -> llvm.ResourceTracker:
+    """Compile a small llvmlite module (unoptimised: hand-written code such as the worker pool's)
+    and load it as `link_object` does."""
+    parsed = llvm.parse_assembly(str(module))
+    parsed.verify()
+    return link_object(target_machine().emit_object(parsed), *symbols)

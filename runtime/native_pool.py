@@ -68,8 +68,7 @@ from typing import NamedTuple
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from ..codegen.host_llvm import target_machine
-from .native import link_object
+from .native import link_module
 
 # Ranges per thread in a parallel launch: enough that a thread slowed to half speed (a shared
 # core, for tens of milliseconds at a time on a shared host) costs the launch
@@ -326,10 +325,7 @@ class PoolCode(NamedTuple):
 @lru_cache(maxsize=1)
 def pool_code() -> PoolCode:
     """The pool's functions, compiled and linked once per process (a forked child's copy works)."""
-    parsed = llvm.parse_assembly(str(PoolModule().module))
-    parsed.verify()
-    code = target_machine().emit_object(parsed)
-    library = link_object(code, SERVE, LAUNCH)
+    library = link_module(PoolModule().module, SERVE, LAUNCH)
     launch_address = library[LAUNCH]
     return PoolCode(SERVE_SIGNATURE(library[SERVE]), LAUNCH_SIGNATURE(launch_address), launch_address, library)
 

@@ -1,14 +1,16 @@
 """runtime/launch.py: when a launch wakes the thread pool (many work-items, or few work-items with
 long loops of known trip count; never a single workgroup or a small, short grid), how its threads
 share the grid (ranges taken from one counter), launches on the native pool (back to back, while
-its workers sleep, from many threads at once, in a forked child; tests/runtime/test_native.py has
-the pool's own), and the alignment of written buffers."""
+its workers sleep, from many threads at once, from compiled code, in a forked child;
+tests/runtime/test_native.py has the pool's own), and the alignment of written buffers."""
 import ctypes
 import multiprocessing
 import os
 import threading
 import time
 
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
 import numpy as np
 import pytest
 
@@ -17,6 +19,10 @@ from cdnajit.codegen.host import WRITTEN_BUFFER_ALIGNMENT
 from cdnajit.ir import kernel as K
 from cdnajit.runtime.launch import (PARALLEL_MIN_WORK_ITEMS, aligned_empty, compile_kernel, runs_in_parallel,
                                     statements_per_item, worker_pool)
+from cdnajit.runtime.native import link_module
+from cdnajit.runtime.native_pool import pool_code
+
+I64, PTR = ir.IntType(64), ir.PointerType()
 
 
 def looping_kernel(workgroups: int, trips: int):
@@ -102,6 +108,41 @@ def test_concurrent_launches_from_many_threads():
         thread.join()
     for y in results:
         np.testing.assert_array_equal(y, 200)
+
+
+def launching_loop():
+    """`launch_times(pool_launch, pool, run, block, total, times)`: compiled code that calls
+    pool_launch `times` times through its address, as a native loop does."""
+    module = ir.Module(name="launching")
+    module.triple = llvm.get_process_triple()
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, PTR, PTR, PTR, I64, I64]), name="launch_times")
+    launch_address, pool, run, block, total, times = function.args
+    entry, loop, done = (function.append_basic_block(name) for name in ("entry", "loop", "done"))
+    b = ir.IRBuilder(entry)
+    pool_launch = b.inttoptr(launch_address, ir.PointerType(ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, I64])))
+    b.branch(loop)
+    b.position_at_end(loop)
+    count = b.phi(I64)
+    count.add_incoming(ir.Constant(I64, 0), entry)
+    b.call(pool_launch, [pool, run, block, total])
+    counted = b.add(count, ir.Constant(I64, 1))
+    count.add_incoming(counted, loop)
+    b.cbranch(b.icmp_signed("<", counted, times), loop, done)
+    b.position_at_end(done)
+    b.ret_void()
+    return link_module(module, "launch_times")
+
+
+def test_compiled_code_launches_on_the_pool_through_its_address():
+    compiled = compile_kernel(counting_kernel(1000))
+    y = np.zeros(1000, np.int32)
+    block = (ctypes.c_void_p * 1)(y.ctypes.data)
+    library = launching_loop()
+    launch_times = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_int64, ctypes.c_int64)(library["launch_times"])
+    launch_times(pool_code().launch_address, worker_pool().address, compiled.run_address, ctypes.addressof(block),
+                 1000, 300)
+    np.testing.assert_array_equal(y, 300)
 
 
 def count_in_child(connection):

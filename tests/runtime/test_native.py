@@ -9,9 +9,8 @@ import llvmlite.ir as ir
 import numpy as np
 import pytest
 
-from cdnajit.codegen.host_llvm import target_machine
 from cdnajit.runtime.launch import worker_pool
-from cdnajit.runtime.native import link_object
+from cdnajit.runtime.native import link_module
 from cdnajit.runtime.native_pool import pool_code
 
 I64, PTR = ir.IntType(64), ir.PointerType()
@@ -52,9 +51,7 @@ def recording_run():
     b.cbranch(b.or_(taken_by_another, b.icmp_signed(">=", counted, ir.Constant(I64, PATIENCE))), take, hold)
     b.position_at_end(done)
     b.ret_void()
-    parsed = llvm.parse_assembly(str(module))
-    parsed.verify()
-    return link_object(target_machine().emit_object(parsed), "run")
+    return link_module(module, "run")
 
 
 def test_a_launch_runs_its_helpers_on_other_cpus_one_each():
@@ -90,3 +87,4 @@ def test_the_pool_exposes_what_native_callers_need():
     code = pool_code()
     assert pool.address % 128 == 0 and code.launch_address == ctypes.cast(code.launch, ctypes.c_void_p).value
     assert ctypes.c_int64.from_address(pool.address).value == len(pool.cpus)   # the pool's worker count
+
