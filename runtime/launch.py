@@ -6,10 +6,9 @@
 A launch's threads (the caller and the pool's workers) each call the native
 `run(args, next, last, grab)` with one shared counter: each takes ranges of `grab` consecutive
 workgroups from it until none are left (codegen/host.py), so a thread that runs slower, on a
-core another tenant is using, takes fewer ranges instead of holding up the launch. ctypes releases
-the GIL for the call, so the threads run in parallel (`WorkerPool`). Between launches a worker
-spins for a while before it blocks, and the caller spins on the counter until its helpers are done
-(runtime/native.py): waking a blocked thread costs tens of microseconds, a launch often less.
+core another tenant is using, takes fewer ranges instead of holding up the launch. The pool and
+its protocol are native code (runtime/native_pool.py: `pool_launch`, called here through ctypes,
+which releases the GIL, and callable from compiled code as it is).
 
 Buffers are numpy arrays of the parameter's dtype and element count, C-contiguous, in native byte
 order; a buffer the kernel writes must not overlap any other buffer argument (the
@@ -26,11 +25,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import itertools
 import math
 import os
 import threading
-import queue
 
 import numpy as np
 
@@ -40,19 +37,10 @@ from ..errors import AllocationError, CdnajitError
 from ..ir.kernel import For, GlobalBuffer, Kernel, ScalarParam, evaluate_extent, is_extent
 from ..ir.types import NUMPY_DTYPES, format_bytes
 from .cache import CompileCache, default_cache, library_cache
-from .native import link_object, native_wait
+from .native import link_object
+from .native_pool import WorkerPool
 
 RUN_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
-# Ranges per thread in a parallel launch: enough that a thread slowed to half speed (a shared
-# core, for tens of milliseconds at a time on a shared host) costs the launch
-# a range or so rather than half its time, few enough that ranges of consecutive workgroups keep
-# their locality (a GEMM's row of tiles sharing an A panel, a stream prefetching the next row).
-RANGES_PER_THREAD = 8
-# Reads of a spin-wait (runtime/native.py; tens of nanoseconds each): a
-# worker watches for the next launch for about 200 us after a job, a launch's caller for its
-# helpers' last workgroups for about 1 ms before it blocks.
-WORKER_SPIN_READS = 8000
-CALLER_SPIN_READS = 40000
 
 # A launch runs on the worker pool from this many work-items (handing work to the pool and
 # waiting for it costs tens of microseconds, as much as 100 K elements of a short elementwise
@@ -65,77 +53,6 @@ PARALLEL_MIN_STATEMENTS = 1 << 20
 
 class LaunchError(CdnajitError, ValueError):
     """Arguments that do not match a kernel's parameters."""
-
-
-def allowed_cpus() -> list[int]:
-    """The CPUs this process may run on (a `taskset` or container limit included)."""
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
-
-
-try:
-    _sched_getcpu = ctypes.CDLL(None).sched_getcpu   # glibc and musl
-except (AttributeError, OSError, TypeError):
-    _sched_getcpu = None
-
-
-def current_cpu() -> int | None:
-    """The CPU the calling thread runs on, where the C library can say."""
-    return _sched_getcpu() if _sched_getcpu is not None else None
-
-
-class WorkerPool:
-    """One thread per allowed CPU, pinned to it, taking jobs from its own queue.
-
-    A launch runs on the calling thread plus the workers of the other CPUs. Pinned, a worker can
-    never be woken onto the caller's CPU: an unpinned one often is (Linux favours the waker's CPU),
-    and the two then share one core for tens of milliseconds until the load balancer moves one,
-    so that a 2-thread GEMM takes its 1-thread time in about a third of its calls."""
-
-    def __init__(self):
-        self.cpus = allowed_cpus()
-        self.inboxes = [queue.SimpleQueue() for _ in self.cpus]
-        # Jobs posted to each worker, counted after each put: a worker that has finished one spins
-        # on its count for a while before it blocks on its inbox (`native_wait`: waking a blocked
-        # thread costs tens of microseconds, and an MLP's launches come tens of microseconds apart).
-        # The inbox stays the synchronization: a count that lags only costs a wake-up.
-        self.posted = [ctypes.c_int64(0) for _ in self.cpus]
-        self.wait, _ = native_wait()
-        for cpu, inbox, posted in zip(self.cpus, self.inboxes, self.posted):
-            threading.Thread(target=self.serve, args=(cpu, inbox, ctypes.addressof(posted)), name=f"cdnajit-cpu{cpu}",
-                             daemon=True).start()
-
-    def serve(self, cpu: int, inbox: queue.SimpleQueue, posted: int):
-        try:
-            os.sched_setaffinity(0, {cpu})   # 0: this thread
-        except (AttributeError, OSError):    # no affinity on this system, or the CPU is gone: unpinned
-            pass
-        for taken in itertools.count(1):
-            job, done = inbox.get()
-            try:
-                job()
-            finally:
-                done.put(None)
-            self.wait(posted, taken + 1, WORKER_SPIN_READS)
-
-    def run(self, job, threads: int, finished: tuple[int, int] | None = None) -> None:
-        """job() on the calling thread and on the workers of `threads - 1` other CPUs, returning when
-        all are done. `finished` (address, value): an i64 that reaches the value once every thread's
-        job is done (a launch's workgroup counter), which the caller spins on before it blocks."""
-        here = current_cpu()
-        helpers = [(inbox, posted) for cpu, inbox, posted in zip(self.cpus, self.inboxes, self.posted)
-                   if cpu != here][:threads - 1]
-        done = queue.SimpleQueue()
-        for inbox, posted in helpers:
-            inbox.put((job, done))
-            posted.value += 1
-        try:
-            job()
-        finally:
-            if finished is None or self.wait(*finished, CALLER_SPIN_READS) < finished[1]:
-                for _ in helpers:
-                    done.get()
 
 
 _pool: WorkerPool | None = None
@@ -154,6 +71,8 @@ if hasattr(os, "register_at_fork"):
 
 
 def worker_pool() -> WorkerPool:
+    """The process's pool, started on its first parallel launch; `.address` is what native code
+    passes to `pool_launch` (runtime/native_pool.py)."""
     global _pool
     with _pool_lock:
         if _pool is None:
@@ -263,8 +182,9 @@ class CompiledKernel:
         its `arguments` from `launch`, which the caller's argument block then ends with
         (`bound_addresses`), or with the scalars a call passes."""
         self.kernel = kernel
-        self.library = link_object(object_code)  # a copy: the bytes are not kept
-        self.run = RUN_SIGNATURE(self.library[ENTRY])
+        self.library = link_object(object_code, ENTRY)  # a copy: the bytes are not kept
+        self.run_address = self.library[ENTRY]
+        self.run = RUN_SIGNATURE(self.run_address)
         params = kernel.params
         self.arg_pointers = (ctypes.c_void_p * max(len(params), 1))()
         # Scalars live in one 8-byte slot each; args[i] points at the slot, as kernelParams do.
@@ -352,19 +272,12 @@ class CompiledKernel:
             return
         if arg_block is None:
             arg_block = ctypes.addressof(self.arg_pointers)
-        counter = ctypes.c_int64(0)
-        next_pointer = ctypes.addressof(counter)
         # Waking a pool thread costs tens of microseconds: small launches run on the calling thread.
-        pool = worker_pool() if (self.parallel if parallel is None else parallel) else None
-        threads = min(total, len(pool.cpus)) if pool is not None else 1
-        if threads == 1:
-            self.run(arg_block, next_pointer, total, total)
-            return
-        grab = max(1, total // (threads * RANGES_PER_THREAD))
-        # Each thread ends with one take past the last range (codegen/host.py: build_entry), after
-        # its last workgroup: the counter's final value says every thread is done.
-        final = (-(-total // grab) + threads) * grab
-        pool.run(functools.partial(self.run, arg_block, next_pointer, total, grab), threads, (next_pointer, final))
+        if self.parallel if parallel is None else parallel:
+            worker_pool().launch(self.run_address, arg_block, total)
+        else:
+            counter = ctypes.c_int64(0)
+            self.run(arg_block, ctypes.addressof(counter), total, total)
 
 
 def scalar_view(slots: np.ndarray, i: int, dtype: str) -> np.ndarray:

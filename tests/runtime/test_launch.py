@@ -1,20 +1,28 @@
 """runtime/launch.py: when a launch wakes the thread pool (many work-items, or few work-items with
 long loops of known trip count; never a single workgroup or a small, short grid), how its threads
-share the grid (ranges taken from one counter, helpers pinned to other CPUs), and the alignment of
-written buffers."""
+share the grid (ranges taken from one counter), launches on the native pool (back to back, while
+its workers sleep, from many threads at once, from compiled code, in a forked child;
+tests/runtime/test_native.py has the pool's own), and the alignment of written buffers."""
 import ctypes
 import multiprocessing
 import os
 import threading
+import time
 
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
 import numpy as np
 import pytest
 
 import cdnajit as cj
 from cdnajit.codegen.host import WRITTEN_BUFFER_ALIGNMENT
 from cdnajit.ir import kernel as K
-from cdnajit.runtime.launch import (PARALLEL_MIN_WORK_ITEMS, aligned_empty, compile_kernel,
-                                    current_cpu, runs_in_parallel, statements_per_item, worker_pool)
+from cdnajit.runtime.launch import (PARALLEL_MIN_WORK_ITEMS, aligned_empty, compile_kernel, runs_in_parallel,
+                                    statements_per_item, worker_pool)
+from cdnajit.runtime.native import link_module
+from cdnajit.runtime.native_pool import pool_code
+
+I64, PTR = ir.IntType(64), ir.PointerType()
 
 
 def looping_kernel(workgroups: int, trips: int):
@@ -66,39 +74,79 @@ def test_threads_sharing_one_counter_run_every_workgroup_once(workgroups, grab):
     assert counter.value == (-(-workgroups // grab) + len(threads)) * grab
 
 
-def test_a_parallel_launch_runs_every_workgroup_once():
-    compiled = compile_kernel(counting_kernel(1000))
+def parallel_counting_kernel(workgroups: int):
+    """The counting kernel, launched on the pool, and a zeroed buffer for it."""
+    compiled = compile_kernel(counting_kernel(workgroups))
     compiled.parallel = True
-    y = np.zeros(1000, np.int32)
-    for _ in range(5):
+    return compiled, np.zeros(workgroups, np.int32)
+
+
+# Launches back to back; thousands of small ones (the caller often done before a worker claims
+# its seat); and launches 0.1 s apart, far past the workers' spin: they block on their conditions.
+@pytest.mark.parametrize("workgroups, launches, pause", [(1000, 5, 0.0), (16, 5000, 0.0), (1000, 3, 0.1)])
+def test_a_parallel_launch_runs_every_workgroup_once(workgroups, launches, pause):
+    compiled, y = parallel_counting_kernel(workgroups)
+    for _ in range(launches):
+        time.sleep(pause)
         compiled(y)
-    np.testing.assert_array_equal(y, 5)
+    np.testing.assert_array_equal(y, launches)
 
 
-def test_pool_helpers_run_on_other_cpus():
-    """A launch's helpers each run pinned to one CPU, no two to the same one."""
-    if current_cpu() is None or not hasattr(os, "sched_getaffinity"):
-        pytest.skip("the C library cannot say which CPU a thread runs on")
-    seen = []
-    lock = threading.Lock()
+def test_concurrent_launches_from_many_threads():
+    """One launch holds the pool at a time; the others run alone on their own threads."""
+    compiled, _ = parallel_counting_kernel(1000)
+    results = [np.zeros(1000, np.int32) for _ in range(8)]
+    blocks = [(ctypes.c_void_p * 1)(y.ctypes.data) for y in results]
 
-    def job():
-        with lock:
-            seen.append((threading.get_ident(), os.sched_getaffinity(0)))
+    def launch_many(block):
+        for _ in range(200):
+            compiled.launch(ctypes.addressof(block))
+    threads = [threading.Thread(target=launch_many, args=(block,)) for block in blocks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for y in results:
+        np.testing.assert_array_equal(y, 200)
 
-    pool = worker_pool()
-    threads = len(pool.cpus)
-    pool.run(job, threads)
-    assert len(seen) == threads
-    helpers = [cpus for ident, cpus in seen if ident != threading.get_ident()]
-    assert len(helpers) == threads - 1
-    assert all(len(cpus) == 1 for cpus in helpers) and len(set().union(*helpers)) == threads - 1
+
+def launching_loop():
+    """`launch_times(pool_launch, pool, run, block, total, times)`: compiled code that calls
+    pool_launch `times` times through its address, as a native loop does."""
+    module = ir.Module(name="launching")
+    module.triple = llvm.get_process_triple()
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, PTR, PTR, PTR, I64, I64]), name="launch_times")
+    launch_address, pool, run, block, total, times = function.args
+    entry, loop, done = (function.append_basic_block(name) for name in ("entry", "loop", "done"))
+    b = ir.IRBuilder(entry)
+    pool_launch = b.inttoptr(launch_address, ir.PointerType(ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, I64])))
+    b.branch(loop)
+    b.position_at_end(loop)
+    count = b.phi(I64)
+    count.add_incoming(ir.Constant(I64, 0), entry)
+    b.call(pool_launch, [pool, run, block, total])
+    counted = b.add(count, ir.Constant(I64, 1))
+    count.add_incoming(counted, loop)
+    b.cbranch(b.icmp_signed("<", counted, times), loop, done)
+    b.position_at_end(done)
+    b.ret_void()
+    return link_module(module, "launch_times")
+
+
+def test_compiled_code_launches_on_the_pool_through_its_address():
+    compiled = compile_kernel(counting_kernel(1000))
+    y = np.zeros(1000, np.int32)
+    block = (ctypes.c_void_p * 1)(y.ctypes.data)
+    library = launching_loop()
+    launch_times = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_int64, ctypes.c_int64)(library["launch_times"])
+    launch_times(pool_code().launch_address, worker_pool().address, compiled.run_address, ctypes.addressof(block),
+                 1000, 300)
+    np.testing.assert_array_equal(y, 300)
 
 
 def count_in_child(connection):
-    compiled = compile_kernel(counting_kernel(1000))
-    compiled.parallel = True
-    y = np.zeros(1000, np.int32)
+    compiled, y = parallel_counting_kernel(1000)
     compiled(y)
     connection.send(int(y.sum()))
 
