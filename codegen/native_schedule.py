@@ -28,12 +28,13 @@ instructions rather than an indirect call and a walk over a workgroup's items. O
 call through the table (at top level, a launch runs once: linking its kernel again would cost
 compile time and gain nothing).
 
-`table` is the executable's: i64 entries [the parallel launch callback, Python's
-PyGILState_Ensure, PyErr_CheckSignals, PyErr_Clear and PyGILState_Release, each kernel's `run`,
-each kernel's bound scalar addresses], so that the code is the same in every process and is
-cached by its text. A launch builds its argument block on the stack and calls the
-kernel's `run` (codegen/host.py) over its whole grid on this thread, or, for a launch worth the
-worker pool (runtime/launch.py: `runs_in_parallel`), calls back into the runtime to run it there.
+`table` is the executable's: i64 entries [the worker pool's `pool_launch` and the pool
+(runtime/native_pool.py), Python's PyGILState_Ensure, PyErr_CheckSignals, PyErr_Clear and
+PyGILState_Release, each kernel's `run`, each kernel's bound scalar addresses], so that the code
+is the same in every process and is stored with the program. A launch builds its argument block
+on the stack and calls the kernel's `run` (codegen/host.py) over its whole grid on this thread,
+or, for a launch worth the worker pool (runtime/launch.py: `runs_in_parallel`), calls
+`pool_launch(pool, run, block, workgroups)`, whose threads wait in native code.
 
 Loop carries. A body's output k that is its parameter k (or an in-place update of it) needs
 nothing. One that the body makes with a kernel of its own is written into one of the carry's two
@@ -72,8 +73,8 @@ FINISHED, INTERRUPTED, MISALIGNED = 0, 1, 2
 # of a loop of scalar work (a poll takes the GIL: tens of nanoseconds when no thread holds it).
 POLL_WORK = 1 << 20
 # The table's entries before the kernels' `run` addresses.
-PARALLEL_LAUNCH, GIL_ENSURE, CHECK_SIGNALS, CLEAR_ERROR, GIL_RELEASE = range(5)
-TABLE_HEADER = 5
+POOL_LAUNCH, POOL, GIL_ENSURE, CHECK_SIGNALS, CLEAR_ERROR, GIL_RELEASE = range(6)
+TABLE_HEADER = 6
 
 
 def blocks_of(step: dict) -> list[dict]:
@@ -448,7 +449,9 @@ class ScheduleBuilder:
             b.store(value, b.gep(arguments, [ir.Constant(I64, 0), ir.Constant(I64, i)]))
         arguments = b.bitcast(arguments, PTR)
         if plan["parallel"]:
-            self.call_entry(PARALLEL_LAUNCH, ir.VoidType(), [ir.Constant(I64, step["kernel"]), arguments])
+            run = self.b.inttoptr(self.table_entry(TABLE_HEADER + step["kernel"]), PTR)
+            self.call_entry(POOL_LAUNCH, ir.VoidType(),
+                            [self.pointer(self.table_entry(POOL)), run, arguments, ir.Constant(I64, total)])
         else:
             b.store(ir.Constant(I64, 0), self.counter)
             run_arguments = [arguments, self.counter, ir.Constant(I64, total), ir.Constant(I64, total)]

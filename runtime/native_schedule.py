@@ -25,8 +25,9 @@ from ..codegen.native_schedule import (INTERRUPTED, MISALIGNED, SCHEDULE_ENTRY, 
                                        link_kernels, schedule_layout, schedule_module, value_bytes)
 from ..errors import AllocationError, CdnajitError
 from ..ir.types import NUMPY_DTYPES, format_bytes
-from .launch import CompiledKernel, address, aligned_empty, allocation_error, machine_memory
+from .launch import CompiledKernel, address, aligned_empty, allocation_error, machine_memory, worker_pool
 from .native import link_object
+from .native_pool import pool_code
 
 # Arenas an executable keeps: one per concurrent call, up to this many.
 KEPT_ARENAS = 4
@@ -64,7 +65,6 @@ class ArenaPool:
 
 
 SCHEDULE_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
-PARALLEL_LAUNCH_SIGNATURE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)
 
 
 def function_address(function) -> int:
@@ -94,7 +94,7 @@ def result_allocator(dtype: str, shape):
 class NativeSchedule:
     """`object_code`: the schedule's, where the compile cache held it; else it is compiled
     (`llvm_seconds` is the time that took) and kept in `object_code` for the cache."""
-    __slots__ = ("layout", "object_code", "library", "function", "launch_in_pool", "table", "table_address",
+    __slots__ = ("layout", "object_code", "library", "function", "table", "table_address",
                  "template_type", "template", "params", "results", "donated_results", "arenas", "llvm_seconds", "name")
 
     def __init__(self, plan: dict, kernels: list[CompiledKernel], constants: dict[int, np.ndarray], kernel_text,
@@ -107,13 +107,15 @@ class NativeSchedule:
         self.llvm_seconds = time.perf_counter() - start if object_code is None else 0.0
         self.library = link_object(self.object_code, SCHEDULE_ENTRY)
         self.function = SCHEDULE_SIGNATURE(self.library[SCHEDULE_ENTRY])
-        # A launch worth the worker pool comes back here (the pool's threads are Python's).
-        self.launch_in_pool = PARALLEL_LAUNCH_SIGNATURE(lambda index, block: kernels[index].launch(block))
+        # The pool is started with the first schedule that launches on it (a forked child's copy of
+        # the schedule names its parent's pool, whose threads it lacks: its launches then run on
+        # the calling thread alone, runtime/native_pool.py).
+        parallel = any(kernel_plan["parallel"] for kernel_plan in plan["kernels"])
+        table = [pool_code().launch_address, worker_pool().address if parallel else 0]
         api = ctypes.pythonapi
-        table = [function_address(self.launch_in_pool)]
         table += [function_address(f) for f in (api.PyGILState_Ensure, api.PyErr_CheckSignals, api.PyErr_Clear,
                                                  api.PyGILState_Release)]
-        table += [function_address(kernel.run) for kernel in kernels]
+        table += [kernel.run_address for kernel in kernels]
         table += [bound for kernel in kernels for bound in kernel.bound_addresses]
         self.table = np.array(table, np.uint64)
         self.table_address = address(self.table)

@@ -123,8 +123,11 @@ def test_native_loops_match_the_interpreter(fn, args, cache):
     assert any(step["op"] == "while" for step in executable.plan["body"]["steps"])
 
 
-def test_a_call_makes_no_python_level_launch(cache, monkeypatch):
-    module, executable = compile_fn(point_updates, cache, M)
+@pytest.mark.parametrize("fn, x", [(point_updates, M), (large_body, np.linspace(0, 1, 300_001).astype(np.float32))],
+                         ids=["scalar work", "worker pool"])
+def test_a_call_makes_no_python_level_launch(fn, x, cache, monkeypatch):
+    """Neither a Python step nor a Python launch (the pool's launches are native code too)."""
+    module, executable = compile_fn(fn, cache, x)
     counted = []
     monkeypatch.setattr(ex.CompiledKernel, "launch", lambda *args: counted.append("launch"))
 
@@ -137,8 +140,10 @@ def test_a_call_makes_no_python_level_launch(cache, monkeypatch):
         return run
     for kind in (ex.Allocate, ex.Launch, ex.LaunchInPlace, ex.Reshape, ex.WhileLoop, ex.Branch):
         monkeypatch.setattr(kind, "run", counting(kind))
-    np.testing.assert_array_equal(executable(M)[0], cj.ir.interpret(module, M)[0])
-    assert any(s["op"] == "kernel" for s in executable.plan["body"]["steps"])   # the copy before the loop
+    np.testing.assert_array_equal(executable(x)[0], cj.ir.interpret(module, x)[0])
+    launches = [s for s in executable.plan["body"]["steps"] if s["op"] == "kernel"]
+    assert launches or fn is large_body     # point_updates: the copy before the loop
+    assert fn is point_updates or any(kernel["parallel"] for kernel in executable.plan["kernels"])
     assert counted == []
 
 
