@@ -25,7 +25,7 @@ provably gives the lanes of every run consecutive elements (`b_runs_consecutive`
 K-major LDS tile does; otherwise it is copied per work-item.
 The D values of one register element and one run of n lanes are one row segment D[i][0:n],
 contiguous in the private array (element-major). For each
-accumulator, groups of such segments (SEGMENT_GROUP_VALUES values in all) are loaded as vectors,
+accumulator, groups of such segments (segment_group_bytes() in all) are loaded as vectors,
 every MFMA of the run on that accumulator is applied in order (D[i][:] += A[i][k] * B[k][:], k in
 order, the same fma as above), and they are stored once: a register-blocked GEMM
 micro-kernel, the accumulator leaving registers once per run instead of once per instruction. The
@@ -41,15 +41,22 @@ import numpy as np
 from ..ir.kernel import Binary, Cast, Const, Expr, Load, Special, Var
 from ..ir.kernel_mfma import Mfma, MfmaInstruction, PrivateSlice
 from ..ir.kernel_verifier import sub_expressions
-from .host import HostKernelBuilder, register_wave_op
+from ..ir.types import NUMPY_DTYPES
+from .host import HostKernelBuilder, register_wave_op, vector_bits
 from .llvm_kernel import F32, F64, I32, I64, REGISTER_TYPES
 from .mathlib import call_intrinsic
 
 ACCUMULATION_TYPES = {"f32": F32, "f64": F64, "i32": I32}
-# Accumulator values one micro-kernel step keeps in registers: SEGMENT_GROUP_VALUES // n row segments.
-# 256 f32 values are 16 of AVX-512's 32 vector registers, leaving the rest to the operands; 512
-# would take every one.
-SEGMENT_GROUP_VALUES = 256
+
+
+@lru_cache(maxsize=1)
+def segment_group_bytes() -> int:
+    """The accumulator bytes one micro-kernel step keeps in registers: half the vector register
+    file (AVX-512: 32 registers of 64 bytes, 256 f32 values; AVX2: 16 of 32 bytes, 64 f32),
+    leaving the rest to the A and B operands. More spills: on an AVX2 host, a 1024^3 f32 GEMM
+    takes 60 ms with 256 values, 51 with 128, 33 with 64 and 38 with 32."""
+    registers = 32 if vector_bits() == 512 else 16
+    return registers * vector_bits() // 8 // 2
 
 
 def tile_tables(inst: MfmaInstruction) -> dict[str, np.ndarray]:
@@ -264,7 +271,7 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
     # group is generated on its own (no loop over them): lanes and rows are constants, so LLVM
     # folds the A operands' addresses (in LDS, or in per-work-item arrays) to fixed offsets.
     segments = [(element, first, start // n) for element, first, start in runs(tile_tables(inst)["d"], n)]
-    group = max(1, min(len(segments), SEGMENT_GROUP_VALUES // n))
+    group = max(1, min(len(segments), segment_group_bytes() // (n * NUMPY_DTYPES[inst.out_dtype].itemsize)))
     by_slice: dict = {}
     for op in ops:
         by_slice.setdefault((op.c.array.name, op.c.start), []).append(op)
