@@ -70,6 +70,11 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
+def started_pool() -> WorkerPool | None:
+    """The process's pool if it has started (a forked child's has not, until it launches)."""
+    return _pool
+
+
 def worker_pool() -> WorkerPool:
     """The process's pool, started on its first parallel launch; `.address` is what native code
     passes to `pool_launch` (runtime/native_pool.py)."""

@@ -21,11 +21,12 @@ import time
 import numpy as np
 
 from ..codegen.host import is_aligned_buffer
-from ..codegen.native_schedule import (INTERRUPTED, MISALIGNED, SCHEDULE_ENTRY, compile_schedule, direct_kernels,
-                                       link_kernels, schedule_layout, schedule_module, value_bytes)
+from ..codegen.native_schedule import (INTERRUPTED, MISALIGNED, POOL, SCHEDULE_ENTRY, compile_schedule,
+                                       direct_kernels, link_kernels, schedule_layout, schedule_module, value_bytes)
 from ..errors import AllocationError, CdnajitError
 from ..ir.types import NUMPY_DTYPES, format_bytes
-from .launch import CompiledKernel, address, aligned_empty, allocation_error, machine_memory, worker_pool
+from .launch import (CompiledKernel, address, aligned_empty, allocation_error, machine_memory, started_pool,
+                     worker_pool)
 from .native import link_object
 from .native_pool import pool_code
 
@@ -94,7 +95,7 @@ def result_allocator(dtype: str, shape):
 class NativeSchedule:
     """`object_code`: the schedule's, where the compile cache held it; else it is compiled
     (`llvm_seconds` is the time that took) and kept in `object_code` for the cache."""
-    __slots__ = ("layout", "object_code", "library", "function", "table", "table_address",
+    __slots__ = ("layout", "object_code", "library", "function", "pool", "table", "table_address",
                  "template_type", "template", "params", "results", "donated_results", "arenas", "llvm_seconds", "name")
 
     def __init__(self, plan: dict, kernels: list[CompiledKernel], constants: dict[int, np.ndarray], kernel_text,
@@ -107,11 +108,10 @@ class NativeSchedule:
         self.llvm_seconds = time.perf_counter() - start if object_code is None else 0.0
         self.library = link_object(self.object_code, SCHEDULE_ENTRY)
         self.function = SCHEDULE_SIGNATURE(self.library[SCHEDULE_ENTRY])
-        # The pool is started with the first schedule that launches on it (a forked child's copy of
-        # the schedule names its parent's pool, whose threads it lacks: its launches then run on
-        # the calling thread alone, runtime/native_pool.py).
+        # The pool is started with the first schedule that launches on it.
         parallel = any(kernel_plan["parallel"] for kernel_plan in plan["kernels"])
-        table = [pool_code().launch_address, worker_pool().address if parallel else 0]
+        self.pool = worker_pool() if parallel else None
+        table = [pool_code().launch_address, self.pool.address if parallel else 0]
         api = ctypes.pythonapi
         table += [function_address(f) for f in (api.PyGILState_Ensure, api.PyErr_CheckSignals, api.PyErr_Clear,
                                                  api.PyGILState_Release)]
@@ -152,6 +152,11 @@ class NativeSchedule:
                                f"{format_bytes(self.layout.arena_bytes)}: more memory than this machine gives{machine}")
 
     def run(self, inputs) -> list[np.ndarray]:
+        if self.pool is not None and self.pool is not started_pool():
+            # A forked child: its parent's pool has no threads here (and may have been forked
+            # with a worker's mutex held). The child's own pool takes the launches.
+            self.pool = worker_pool()
+            self.table[POOL] = self.pool.address
         slots = self.template_type.from_buffer_copy(self.template)
         for slot, array in zip(self.params, inputs):
             slots[slot] = address(array)

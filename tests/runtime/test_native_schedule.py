@@ -2,6 +2,7 @@
 runtime/native_schedule.py): every way a loop carry gets its next value agrees with the
 interpreter, a call makes no Python-level launch, results are fresh arrays, concurrent calls share
 nothing, Ctrl-C interrupts a loop that never ends, a cached program loads its schedule."""
+import multiprocessing
 import os
 import signal
 import threading
@@ -15,7 +16,7 @@ from cdnajit import lax
 from cdnajit.codegen import native_schedule as codegen_schedule
 from cdnajit.runtime import executable as ex
 from cdnajit.runtime.cache import CompileCache
-from cdnajit.runtime.launch import address
+from cdnajit.runtime.launch import address, started_pool
 from cdnajit.runtime.native_schedule import ArenaPool
 from cdnajit.runtime.schedule import launches_per_call
 
@@ -193,6 +194,29 @@ def test_concurrent_calls_of_a_loop(cache):
         thread.join()
     for result, want in zip(results, expected):
         np.testing.assert_array_equal(result, want)
+
+
+def call_in_child(executable, x, expected, connection):
+    result = executable(x)[0]
+    connection.send((bool(np.array_equal(result, expected)), executable.schedule.pool is started_pool()))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
+def test_a_forked_child_runs_the_schedule_on_a_pool_of_its_own(cache):
+    """The parent's pool threads do not exist in a forked child: the schedule it inherited
+    launches on the child's own pool."""
+    x = np.linspace(0, 1, 300_001).astype(np.float32)
+    module, executable = compile_fn(large_body, cache, x)
+    expected = executable(x)[0]
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    child = context.Process(target=call_in_child, args=(executable, x, expected, sender))
+    child.start()
+    child.join(timeout=120)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("a forked child's parallel launch hung")
+    assert receiver.recv() == (True, True) and child.exitcode == 0   # its result; its own pool
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals go to the main thread")
