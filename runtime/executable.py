@@ -358,7 +358,8 @@ class Executable:
     """A compiled program; call it with one array per parameter of the module it was compiled from.
 
     `timings` lists (stage, seconds) of its compilation: cache lookup, passes, emission, llvm
-    (optimisation and code generation of the kernels the cache did not hold), load.
+    (optimisation and code generation of the kernels the cache did not hold, and of the native
+    schedule), load.
     """
 
     def __init__(self, plan: dict, constant_data: bytes, object_codes: list[bytes], graph: Module | None = None,
