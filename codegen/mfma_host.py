@@ -23,16 +23,20 @@ micro-kernel then reads each A value where the kernel loaded it, and each run of
 as one vector from where the first lane loaded its value: B is read from LDS only when its index
 provably gives the lanes of every run consecutive elements (`b_runs_consecutive`), as a GEMM's
 K-major LDS tile does; otherwise it is copied per work-item.
-The D values of one register element and one run of n lanes are one row segment D[i][0:n],
-contiguous in the private array (element-major). For each
-accumulator, groups of such segments (segment_group_bytes() in all) are loaded as vectors,
-every MFMA of the run on that accumulator is applied in order (D[i][:] += A[i][k] * B[k][:], k in
-order, the same fma as above), and they are stored once: a register-blocked GEMM
-micro-kernel, the accumulator leaving registers once per run instead of once per instruction. The
-segments of a group share each B row vector load.
+The D values of one register element and one run of n lanes are one row D[i][0:n], contiguous in
+the private array (element-major), cut into segments D[i][j:j + w] (`micro_tile`: w = n, or two
+vector registers on 16-register hosts). For each accumulator, groups of segments of one column
+range are loaded as vectors, every MFMA of the run on that accumulator is applied in order
+(D[i][j:j + w] += A[i][k] * B[k][j:j + w], k in order, the same fma as above), and they are stored
+once: a register-blocked GEMM micro-kernel, the accumulator leaving registers once per run instead
+of once per instruction. The segments of a group share each B vector load. Groups read the same B
+(and A) values, which LLVM would load once for all of them and keep, spilled, across groups, its
+scheduler then running each accumulator's FMA chain on its own: on 16-register hosts a compiler
+barrier (`fence`) after each group keeps them apart.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 
 import llvmlite.ir as ir
@@ -49,14 +53,39 @@ from .mathlib import call_intrinsic
 ACCUMULATION_TYPES = {"f32": F32, "f64": F64, "i32": I32}
 
 
-@lru_cache(maxsize=1)
-def segment_group_bytes() -> int:
-    """The accumulator bytes one micro-kernel step keeps in registers: half the vector register
-    file (AVX-512: 32 registers of 64 bytes, 256 f32 values; AVX2: 16 of 32 bytes, 64 f32),
-    leaving the rest to the A and B operands. More spills: on an AVX2 host, a 1024^3 f32 GEMM
-    takes 60 ms with 256 values, 51 with 128, 33 with 64 and 38 with 32."""
-    registers = 32 if vector_bits() == 512 else 16
-    return registers * vector_bits() // 8 // 2
+@dataclass(frozen=True)
+class MicroTile:
+    """The register block of one micro-kernel step (lower_mfma_micro_kernel)."""
+    width: int          # accumulator values per D row segment (a whole row: the instruction's n)
+    rows: int           # row segments per group, kept in registers together
+    fenced: bool        # whether a compiler barrier closes each group (`fence`)
+
+
+@lru_cache(maxsize=None)
+def micro_tile(n: int, value_bytes: int) -> MicroTile:
+    """The micro-kernel's block for D rows of n accumulator values of `value_bytes` bytes each.
+    AVX-512 (32 registers of 64 bytes): whole rows, 1024 bytes in all (half the register file,
+    the rest for the A and B operands), not fenced.
+    16-register hosts (AVX2: 32 bytes each): segments of two registers, six of them at a time: 12
+    accumulator registers, 2 for a B row's two vectors and 1 for the A broadcast (BLIS's 6x16
+    block on Haswell), with 12 independent FMA chains to hide the FMA latency; fenced, as LLVM
+    otherwise merges the loads of different groups (module docstring). On a loaded AVX2 host a
+    1024^3 f32 GEMM took 48.5 ms with whole rows two at a time unfenced, 47 ms fenced and 43.5 ms
+    in fenced groups of six two-register segments (medians of three interleaved runs); idle, it
+    had taken 33 ms with whole rows two at a time (64 values), 60 with 256, 51 with 128, 38 with 32."""
+    if vector_bits() == 512:
+        return MicroTile(n, max(1, 1024 // (n * value_bytes)), fenced=False)
+    vector = vector_bits() // 8 // value_bytes
+    width = min(n, 2 * vector)
+    return MicroTile(width, max(1, 12 * vector // width), fenced=True)
+
+
+def groups(segments: list, size: int) -> list[list]:
+    """`segments` in consecutive groups of at most `size`, as even as can be (32 in groups of at
+    most 6: 5, 5, 6, 5, 5, 6, not five of 6 and one of 2)."""
+    count = -(-len(segments) // size)
+    bounds = [len(segments) * i // count for i in range(count + 1)]
+    return [segments[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
 def tile_tables(inst: MfmaInstruction) -> dict[str, np.ndarray]:
@@ -259,19 +288,32 @@ def fast_path_applies(kb: HostKernelBuilder, ops: list[Mfma]) -> bool:
     return all(a[0] != b[0] or a[2] <= b[1] for a, b in zip(spans, spans[1:]))
 
 
+def fence(kb: HostKernelBuilder, pointers: list):
+    """A compiler barrier: an empty asm statement that may read and write the memory of `pointers`
+    (their allocas: the accumulators, LDS), so LLVM neither reuses a load of that memory from before
+    it nor moves a load or store of it across."""
+    asm_type = ir.FunctionType(ir.VoidType(), [pointer.type for pointer in pointers])
+    constraints = ",".join(["r"] * len(pointers) + ["~{memory}"])
+    kb.b.call(ir.InlineAsm(asm_type, "", constraints, side_effect=True), pointers)
+
+
 def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
     """The run of MFMAs `ops` (fast_path_applies) as one micro-kernel per wave (module docstring)."""
     inst = ops[0].spec
     b = kb.b
     n, k = inst.n, inst.k
     value_type = ACCUMULATION_TYPES[inst.out_dtype]
-    segment_type = ir.VectorType(value_type, n)
+    tile = micro_tile(n, NUMPY_DTYPES[inst.out_dtype].itemsize)
+    width = tile.width
+    segment_type = ir.VectorType(value_type, width)
     constant = lambda value: ir.Constant(I64, value)
-    # The D segments: (register element, first lane, row i); in groups that share B rows. Every
-    # group is generated on its own (no loop over them): lanes and rows are constants, so LLVM
-    # folds the A operands' addresses (in LDS, or in per-work-item arrays) to fixed offsets.
-    segments = [(element, first, start // n) for element, first, start in runs(tile_tables(inst)["d"], n)]
-    group = max(1, min(len(segments), segment_group_bytes() // (n * NUMPY_DTYPES[inst.out_dtype].itemsize)))
+    # The D segments: (register element, first lane, row i, first column j); in groups of one
+    # column range, which share its B row vectors. Every group is generated on its own (no loop
+    # over them): lanes and rows are constants, so LLVM folds the A operands' addresses (in LDS,
+    # or in per-work-item arrays) to fixed offsets.
+    rows = [(element, first, start // n) for element, first, start in runs(tile_tables(inst)["d"], n)]
+    column_groups = [groups([(element, first + column, row, column) for element, first, row in rows], tile.rows)
+                     for column in range(0, n, width)]
     by_slice: dict = {}
     for op in ops:
         by_slice.setdefault((op.c.array.name, op.c.start), []).append(op)
@@ -285,7 +327,7 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
         return b.gep(base, [lane_item(wave, lane)], source_etype=REGISTER_TYPES[var.dtype])
 
     def lanes_vector(var: Var, wave, lane):
-        """The values of `var` in lanes lane .. lane + n - 1 of the wave, as one vector: from its
+        """The values of `var` in lanes lane .. lane + width - 1 of the wave, as one vector: from its
         per-work-item array, or from LDS where the first of them loaded it (b_runs_consecutive)."""
         reloaded = kb.plan.reloaded.get((var.name, var.dtype))
         if reloaded is None:
@@ -294,7 +336,7 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
             kb.set_lane_item(wave, lane)
             pointer = kb.element_pointer(reloaded.buffer, reloaded.index)
             kb.set_item(None)
-        vector_type = ir.VectorType(REGISTER_TYPES[var.dtype], n)
+        vector_type = ir.VectorType(REGISTER_TYPES[var.dtype], width)
         return b.load(b.bitcast(pointer, vector_type.as_pointer()), typ=vector_type, align=1)
 
     def lane_value(var: Var, wave, lane):
@@ -309,10 +351,10 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
     def widen(value, dtype):
         if dtype != "i8":
             return value
-        return b.sext(value, ir.VectorType(I32, n) if isinstance(value.type, ir.VectorType) else I32)
+        return b.sext(value, ir.VectorType(I32, width) if isinstance(value.type, ir.VectorType) else I32)
 
     poison = Poison(segment_type)
-    broadcast = ir.Constant(ir.VectorType(I32, n), [0] * n)
+    broadcast = ir.Constant(ir.VectorType(I32, width), [0] * width)
 
     def splat(value):
         return b.shuffle_vector(b.insert_element(poison, value, ir.Constant(I32, 0)), poison, broadcast)
@@ -329,23 +371,26 @@ def lower_mfma_micro_kernel(kb: HostKernelBuilder, ops: list[Mfma]):
                 return b.bitcast(pointer, segment_type.as_pointer())
 
             def segments_at(chosen):
-                pointers = [segment_pointer(element, lane) for element, lane, _ in chosen]
-                rows = [row for _, _, row in chosen]
+                pointers = [segment_pointer(element, lane) for element, lane, _, _ in chosen]
+                column = chosen[0][3]
                 sums = [b.load(p, typ=segment_type, align=4, name="mfma.segment") for p in pointers]
                 for op in accumulator_ops:
                     for kk in range(k):
-                        b_lane, b_element = inst.b_layout(0, kk, 0)
-                        row_of_b = widen(lanes_vector(op.b[b_element], w, b_lane), inst.in_dtype)
+                        b_lane, b_element = inst.b_layout(0, kk, 0)  # lane of B[kk][0]; column j adds j
+                        row_of_b = widen(lanes_vector(op.b[b_element], w, b_lane + column), inst.in_dtype)
                         a_lane, a_element = inst.a_layout(0, 0, kk)  # lane of A[0][kk]; row i adds i
-                        for s, row in enumerate(rows):
+                        for s, (_, _, row, _) in enumerate(chosen):
                             a = lane_value(op.a[a_element], w, row + a_lane)
                             sums[s] = multiply_add(kb, splat(widen(a, inst.in_dtype)), row_of_b, sums[s])
                 for pointer, total in zip(pointers, sums):
                     b.store(total, pointer, align=4)
+                if tile.fenced:
+                    fence(kb, [acc_base, *kb.lds_pointers.values()])
 
             with kb.memoized_expressions():
-                for first in range(0, len(segments), group):
-                    segments_at(segments[first:first + group])
+                for column_group in column_groups:
+                    for chosen in column_group:
+                        segments_at(chosen)
 
     kb.for_each_wave(wave)
 

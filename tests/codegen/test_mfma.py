@@ -15,6 +15,7 @@ import pytest
 
 import cdnajit as cj
 from cdnajit.codegen import amdgpu, host
+from cdnajit.codegen.mfma_host import groups
 from cdnajit.errors import VerifyError
 from cdnajit.ir import kernel as K
 from cdnajit.ir.kernel_mfma import INSTRUCTIONS, Mfma, PrivateSlice
@@ -413,6 +414,13 @@ def test_a_run_of_instructions_takes_the_micro_kernel_path_exactly(name):
     kernel, out, expected = run_of_mfmas(name)
     assert "mfma.segment" in str(host.llvm_module(kernel))  # the micro-kernel path, not one op at a time
     np.testing.assert_array_equal(out, expected)
+
+
+def test_micro_kernel_groups_cover_the_segments_in_order_as_evenly_as_they_can():
+    assert [len(group) for group in groups(list(range(32)), 6)] == [5, 5, 6, 5, 5, 6]
+    assert [len(group) for group in groups(list(range(32)), 8)] == [8, 8, 8, 8]
+    assert [len(group) for group in groups(list(range(3)), 6)] == [3]
+    assert sum(groups(list(range(16)), 6), []) == list(range(16))
 
 
 @pytest.mark.parametrize("matrix, lane, other", [("a", 3, 35), ("b", 16, 17), ("d", 8, 9)])
