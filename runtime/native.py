@@ -1,5 +1,5 @@
-"""The ORC JIT that native code is linked into: kernels (runtime/launch.py), native loops
-(runtime/native_loop.py) and the worker pool (runtime/native_pool.py), one library each."""
+"""The ORC JIT that native code is linked into: kernels (runtime/launch.py), programs' schedules
+(runtime/native_schedule.py) and the worker pool (runtime/native_pool.py), one library each."""
 from __future__ import annotations
 
 import itertools
