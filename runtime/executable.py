@@ -29,7 +29,6 @@ call path has no timer.
 from __future__ import annotations
 
 import ctypes
-import math
 import re
 import time
 
@@ -48,8 +47,8 @@ from ..ir.verifier import verify
 from ..lowering.emitters import HOST_OPS, emit_kernel
 from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
-from .launch import (CompiledKernel, address, aligned_copy, aligned_empty, allocation_error, machine_memory,
-                     object_codes, runs_in_parallel)
+from .launch import (CompiledKernel, address, aligned_copy, aligned_empty, allocation_error, object_codes,
+                     result_allocator, runs_in_parallel)
 from .native_schedule import NativeSchedule
 from .schedule import ALIAS_OPS, needs_kernel
 
@@ -222,13 +221,6 @@ class Allocate:
                 raise allocation_error(self.source, shape, dtype) from None
 
 
-def refuse(shape, dtype):
-    """The allocator of a result larger than the machine's memory and swap. A kernel writes every
-    element of its results, so where the system overcommits, allocating it would only end in the
-    out-of-memory killer."""
-    raise MemoryError
-
-
 class Launch(Allocate):
     """One kernel launch: allocates the results (aligned where the kernel ABI asks), binds every
     array by address, then the kernel's bound scalars (CompiledKernel.bound_addresses), runs the grid."""
@@ -239,11 +231,7 @@ class Launch(Allocate):
         self.kernel = kernel
         self.inputs = tuple(inputs)
         self.block_type = ctypes.c_void_p * (len(self.inputs) + len(self.results) + len(kernel.bound_addresses))
-        available = machine_memory()
-        self.allocators = tuple(
-            refuse if available is not None and math.prod(shape) * NUMPY_DTYPES[dtype].itemsize > available
-            else aligned_empty if is_aligned_buffer(dtype, math.prod(shape), readonly=False) else np.empty
-            for _, dtype, shape in results)
+        self.allocators = tuple(result_allocator(dtype, shape) for _, dtype, shape in results)
 
     def run(self, env: list) -> None:
         addresses = [address(env[slot]) for slot in self.inputs]

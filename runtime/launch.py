@@ -103,6 +103,22 @@ def machine_memory() -> int | None:
     return ram + swap
 
 
+def refuse(shape, dtype):
+    """The allocator of a result larger than the machine's memory and swap."""
+    raise MemoryError
+
+
+def result_allocator(dtype: str, shape):
+    """How a result of `dtype` and `shape` is allocated: aligned where a kernel writing it wants
+    (codegen/host.py: is_aligned_buffer), and refused beyond the machine's memory and swap. A
+    kernel writes every element of its results, so where the system overcommits, allocating more
+    would only end in the out-of-memory killer."""
+    available = machine_memory()
+    if available is not None and math.prod(shape) * NUMPY_DTYPES[dtype].itemsize > available:
+        return refuse
+    return aligned_empty if is_aligned_buffer(dtype, math.prod(shape), readonly=False) else np.empty
+
+
 def allocation_error(source: str, shape, dtype) -> AllocationError:
     """The error of a result of `shape` and `dtype` that the machine cannot hold; `source` names the
     op that makes it and the user's line."""

@@ -13,20 +13,18 @@ The results are allocated per run, so that the caller owns them.
 from __future__ import annotations
 
 import ctypes
-import math
 import sys
 import threading
 import time
 
 import numpy as np
 
-from ..codegen.host import is_aligned_buffer
 from ..codegen.native_schedule import (INTERRUPTED, MISALIGNED, POOL, SCHEDULE_ENTRY, compile_schedule,
-                                       direct_kernels, link_kernels, schedule_layout, schedule_module, value_bytes)
+                                       direct_kernels, link_kernels, schedule_layout, schedule_module)
 from ..errors import AllocationError, CdnajitError
 from ..ir.types import NUMPY_DTYPES, format_bytes
-from .launch import (CompiledKernel, address, aligned_empty, allocation_error, machine_memory, started_pool,
-                     worker_pool)
+from .launch import (CompiledKernel, address, aligned_empty, allocation_error, machine_memory, result_allocator,
+                     started_pool, worker_pool)
 from .native import link_object
 from .native_pool import pool_code
 
@@ -78,18 +76,6 @@ def schedule_object_code(plan: dict, layout, kernel_text) -> bytes:
     direct = direct_kernels(plan["body"], plan["kernels"])
     text = schedule_module(plan["body"], layout, plan["kernels"])
     return compile_schedule(link_kernels(text, {k: kernel_text(k) for k in direct}), optimize=bool(direct))
-
-
-def result_allocator(dtype: str, shape):
-    """How a run allocates a result: aligned where a kernel writing it wants (codegen/host.py), and
-    refused beyond the machine's memory and swap (where the system overcommits, allocating it
-    would only end in the out-of-memory killer)."""
-    available = machine_memory()
-    if available is not None and value_bytes(dtype, shape) > available:
-        return None
-    if is_aligned_buffer(dtype, math.prod(shape), readonly=False):
-        return aligned_empty
-    return np.empty
 
 
 class NativeSchedule:
@@ -164,8 +150,6 @@ class NativeSchedule:
         outputs = []
         for slot, shape, dtype, allocate, source in self.results:
             try:
-                if allocate is None:
-                    raise MemoryError
                 array = allocate(shape, dtype)
             except MemoryError:
                 raise allocation_error(source, shape, dtype) from None

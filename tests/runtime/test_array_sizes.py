@@ -17,7 +17,8 @@ from cdnajit.errors import AllocationError, ArraySizeError, ArraySizeVerifyError
 from cdnajit.ir import kernel as K
 from cdnajit.ir.kernel_verifier import verify_kernel
 from cdnajit.ir.types import MAX_ARRAY_BYTES, TensorType, format_bytes
-from cdnajit.runtime.executable import Executable, machine_memory
+from cdnajit.runtime.executable import Executable
+from cdnajit.runtime.launch import machine_memory
 
 HUGE = 2**55          # f64 elements: 2**58 bytes, more than any address space, fewer than int64 counts
 
