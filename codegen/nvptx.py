@@ -203,7 +203,8 @@ class NvptxKernelBuilder(KernelBuilder):
             return
         asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [I32, I32]), "bar.sync $0, $1;", "r,r,~{memory}",
                            side_effect=True)
-        self.b.call(asm, [self.b.add(wave, ir.Constant(I32, 1)), ir.Constant(I32, self.wave_size)])
+        # convergent: LLVM must not move it into control flow that only some threads take.
+        self.b.call(asm, [self.b.add(wave, ir.Constant(I32, 1)), ir.Constant(I32, self.wave_size)], attrs=("convergent",))
 
     def wave_scratch_pointer(self, wave, byte_offset):
         """The byte `byte_offset` (i32) of the wave's scratch area."""
