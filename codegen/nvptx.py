@@ -34,7 +34,8 @@ threads of a block, so a wave of 64 is two consecutive warps).
   barriers; barrier 0 is the block's, so a workgroup of 16 waves (1024 work-items) synchronises its
   wave ops on barrier 0, which is correct too: wave ops stand only under workgroup-uniform control
   flow (ir/kernel_verifier.py), so every work-item of the block reaches each of them.
-- Floating point as the host computes it: PTX's `add`/`mul` without a rounding modifier may be
+- Floating point as the host computes it: `rem` is C's fmod computed exactly
+  (codegen/exact_remainder.py: LLVM's NVPTX `frem` rounds); PTX's `add`/`mul` without a rounding modifier may be
   fused into fma by ptxas, so the backend runs with LLVM's NVPTX FMA contraction off
   (`-nvptx-fma-level=0`: every f32/f64 add and mul is emitted `.rn`, which ptxas never fuses);
   division and square root are IEEE (LLVM's defaults for NVPTX), denormals are kept (no ftz).
@@ -55,6 +56,7 @@ import llvmlite.ir as ir
 from ..ir.kernel import Barrier, GlobalBuffer, Kernel, Prefetch, Special, WaveOp, WaveReduce, WaveShuffle, walk
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import verify_kernel
+from . import exact_remainder
 from .fork_safe import LLVM_LOCK, ForkSafeLock
 from .llvm_kernel import I8, I32, I64, MEMORY_TYPES, REGISTER_TYPES, KernelBuilder, add_attribute, is_float, is_signed
 
@@ -183,6 +185,12 @@ class NvptxKernelBuilder(KernelBuilder):
         size = ir.Constant(I32, self.wave_size)
         return self.b.udiv(item, size), self.b.urem(item, size)
 
+    def float_binary(self, op, a, b):
+        """As the base, but `rem` exactly: LLVM's NVPTX frem rounds (codegen/exact_remainder.py)."""
+        if op == "rem":
+            return exact_remainder.fmod(self.b, a, b)
+        return super().float_binary(op, a, b)
+
     # -- statements: barriers and wave ops inline, the rest by the base --
 
     def statement(self, s):
@@ -226,7 +234,7 @@ class NvptxKernelBuilder(KernelBuilder):
         for param in k.buffers:
             if param.readonly:
                 add_attribute(self.buffer_args[param.name].attributes, "readonly")
-        self.shared = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), name=f"{k.name}.shared", addrspace=SHARED)
+        self.shared = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), name="cdnajit_shared", addrspace=SHARED)
         self.shared.linkage = "external"
         self.shared.align = SHARED_ALIGNMENT
         self.shared.type = ir.PointerType(addrspace=SHARED)  # opaque, so element pointers take any type

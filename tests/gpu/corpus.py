@@ -13,10 +13,12 @@ backend bug, never rounding.
 
 `python tests/gpu/corpus.py` runs the whole corpus once and prints one line per case and the
 counts; tests/gpu/test_gpu.py runs it under compute-sanitizer's racecheck, synccheck and memcheck.
-`python tests/gpu/corpus.py --fuzz N SEED` runs N random programs of tests/differential/fuzzing.
+`python tests/gpu/corpus.py --fuzz N SEED` runs N random programs of tests/differential/fuzzing;
+`--planted-race` runs the tree sum without its barriers (racecheck's control: it must report it).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -27,6 +29,7 @@ import numpy as np
 
 import cdnajit as cj
 import cdnajit.numpy as cnp
+from cdnajit.ir import kernel as K
 from cdnajit.ir.kernel_mfma import INSTRUCTIONS
 from cdnajit.runtime import nvptx_runner
 from cdnajit.runtime.launch import compile_kernel
@@ -103,8 +106,17 @@ def mfma_case(name):
 
 
 def elementwise_case():
-    kernel = test_amdgpu.elementwise_kernel()
+    kernel = dataclasses.replace(test_amdgpu.elementwise_kernel(), arguments=(("scale", 0.75),))
     return kernel, [normal(1000), np.zeros(1000, np.float32)]
+
+
+def racy_tree_sum_case():
+    """The tree sum with its barriers removed: a planted race that racecheck must report."""
+    kernel = test_amdgpu.tree_sum_kernel()
+    body = [s for s in kernel.body if not isinstance(s, K.Barrier)]
+    body = [dataclasses.replace(s, body=[t for t in s.body if not isinstance(t, K.Barrier)], uniform=False)
+            if isinstance(s, K.For) else s for s in body]
+    return dataclasses.replace(kernel, name="racy_tree_sum", body=tuple(body)), [normal(1000), np.zeros(4, np.float32)]
 
 
 def tree_sum_case():
@@ -132,6 +144,8 @@ def difference(got, want, what: str) -> str | None:
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"{what}: {got.dtype}{got.shape} on the GPU, {want.dtype}{want.shape} on the CPU"
+    if got.dtype.kind == "V":   # ml_dtypes' bfloat16 and float8 types: exactly held in f32
+        got, want = got.astype(np.float32), want.astype(np.float32)
     if got.dtype.kind in "fc":
         same = (got == want) & (np.signbit(got.real) == np.signbit(want.real)) if got.dtype.kind == "f" else got == want
         same |= np.isnan(got) & np.isnan(want)
@@ -192,6 +206,11 @@ def check_random_program(seed: int) -> str | None:
 
 def main(argv) -> int:
     failures, start = 0, time.time()
+    if argv[:1] == ["--planted-race"]:   # GPU only: what racecheck must catch (tests/gpu/test_gpu.py)
+        kernel, arrays = racy_tree_sum_case()
+        nvptx_runner.run_kernel(kernel, *arrays)
+        print("planted race ran", flush=True)
+        return 0
     if argv[:1] == ["--fuzz"]:
         count, seed = int(argv[1]), int(argv[2])
         names = [seed * 1_000_003 + i for i in range(count)]

@@ -36,17 +36,29 @@ def test_random_programs_agree_with_the_cpu(part):
     assert not problems, problems
 
 
-@pytest.mark.parametrize("tool", sorted(SANITIZER_SUMMARY))
-def test_corpus_is_clean_under_compute_sanitizer(tool):
+def sanitized(tool, *corpus_args):
+    """(exit status, output) of corpus.py run under compute-sanitizer's `tool`."""
     sanitizer = shutil.which("compute-sanitizer") or "/usr/local/cuda/bin/compute-sanitizer"
     if not os.path.exists(sanitizer):
         pytest.skip("compute-sanitizer is not installed")
     extra = ["--racecheck-report", "all"] if tool == "racecheck" else []
     result = subprocess.run([sanitizer, "--tool", tool, *extra, "--print-limit", "20", sys.executable,
-                             os.path.join(os.path.dirname(__file__), "corpus.py")],
+                             os.path.join(os.path.dirname(__file__), "corpus.py"), *corpus_args],
                             capture_output=True, text=True, timeout=3600)
-    output = result.stdout + result.stderr
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_racecheck_reports_the_planted_race():
+    """The control: the tree sum without its barriers is reported (so a clean run means something)."""
+    _, output = sanitized("racecheck", "--planted-race")
+    summary = re.search(SANITIZER_SUMMARY["racecheck"], output)
+    assert summary and int(summary.group(1)) > 0, output[-3000:]
+
+
+@pytest.mark.parametrize("tool", sorted(SANITIZER_SUMMARY))
+def test_corpus_is_clean_under_compute_sanitizer(tool):
+    returncode, output = sanitized(tool)
     summary = re.search(SANITIZER_SUMMARY[tool], output)
     assert summary, output[-3000:]
     assert all(int(count) == 0 for count in summary.groups()), output[-6000:]
-    assert result.returncode == 0 and " 0 failures" in output, output[-3000:]
+    assert returncode == 0 and " 0 failures" in output, output[-3000:]
