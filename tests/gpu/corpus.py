@@ -95,6 +95,13 @@ PROGRAMS = {
     "transpose_concat": (lambda x, y: cnp.concatenate([x.T, y], axis=0), (normal(40, 70), normal(3, 40))),
     "reduce_window": (lambda x: lax.reduce_window(x, -np.inf, lax.max, (3, 3), (2, 2), "VALID"), (normal(45, 61),)),
     "fori_loop": (loop, (normal(999),)),
+    "matmul_transposed": (lambda a, b: a.T @ b.T, (normal(45, 77), normal(66, 45))),
+    "var_columns": (lambda x: cnp.var(x, axis=0), (normal(500, 37),)),
+    "argmin_3d": (lambda x: cnp.argmin(x, axis=1), (normal(5, 300, 9),)),
+    "cumsum_long": (lambda x: cnp.cumsum(x), (normal(20_000),)),
+    "sort_long": (lambda x: cnp.sort(x), (normal(5000),)),
+    "conv1d_f16": (lambda x, w: lax.conv(x, w, (2,), "VALID"), (normal(2, 4, 50, dtype=np.float16),
+                                                                  normal(6, 4, 5, dtype=np.float16))),
 }
 
 
