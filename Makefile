@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-all fuzz bench clean
+.PHONY: demo test test-all test-gpu fuzz bench clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,10 +36,16 @@ demo: $(VENV)/.installed $(VENV)/.warmed-f32
 	$(PY) examples/gelu_layer.py
 
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -m "not slow" -n 2
+	$(PY) -m pytest -m "not slow and not gpu" -n 2
 
 test-all: $(VENV)/.installed-test
-	$(PY) -m pytest -n 2
+	$(PY) -m pytest -m "not gpu" -n 2
+
+# `make test-gpu` on a machine with an NVIDIA GPU and compute-sanitizer: the corpus and random
+# programs on the GPU against the CPU, and the corpus under racecheck, synccheck and memcheck
+# (tests/gpu; CDNAJIT_GPU_PROGRAMS=N sets how many random programs, 300 by default).
+test-gpu: $(VENV)/.installed-test
+	$(PY) -m pytest -m gpu -n 0 tests/gpu
 
 # `make fuzz N=10000 SEED=3` checks N random programs (tests/differential/fuzzing) in a private
 # compile cache and prints a shrunk repro of each failure, then the counts by kind; JOBS=2 splits

@@ -1,0 +1,337 @@
+"""NVPTX codegen: a kernel IR `Kernel` -> LLVM IR for `nvptx64-nvidia-cuda` -> PTX for sm_90 (Hopper:
+the H100 and H200), which the CUDA driver compiles at load (runtime/nvptx_runner.py runs it).
+
+What it is for: validation on real SIMT hardware. The kernel IR is written for CDNA, and the CPU
+runs a workgroup one region at a time, so a missing barrier, an LDS race or an out-of-bounds index
+never shows there; on an NVIDIA GPU the work-items of a workgroup really run concurrently, and
+compute-sanitizer (racecheck, synccheck, memcheck) checks every shared and global access. The
+results are CDNA's, not NVIDIA's: a wave is 64 lanes whatever the hardware's warp (32).
+
+The kernel runs as CUDA would run it: one `ptx_kernel` function per kernel, executed by every
+work-item, a workgroup being a thread block (work-items linearised x fastest, as CUDA numbers the
+threads of a block, so a wave of 64 is two consecutive warps).
+- Arguments: one per kernel parameter, in `kernel.params` order, as cuLaunchKernel's
+  `kernelParams[i]` points to them: a buffer is a `ptr addrspace(1)` (global memory; noalias, and
+  readonly where the kernel IR says so), a scalar is passed by value (bool as i8, f16/bf16 as their
+  16 bits).
+- Ids: `llvm.nvvm.read.ptx.sreg.tid.*` and `llvm.nvvm.read.ptx.sreg.ctaid.*`; workgroup size and
+  grid are constants of the kernel, or extents of its scalar arguments (as on AMDGPU).
+- Memory: global = addrspace(1). Shared memory (addrspace 3) is one dynamic block (`.extern
+  .shared`), sized at launch by `shared_bytes(kernel)`: the kernel's LDS laid out by
+  `kernel.lds_offsets()`, then one scratch area per wave for the wave ops (`WaveScratch`). Dynamic,
+  because CDNA's 64 KiB of LDS is more than PTX's 48 KiB of static shared memory (the runner raises
+  the launch's limit where it needs more). Variables and private arrays are allocas, which the
+  backend keeps in registers or local memory.
+- `Barrier` is `llvm.nvvm.barrier0` (`bar.sync 0`, __syncthreads: shared and global accesses before
+  it are visible to the block after it).
+- Wave ops are emulated through the wave's scratch in shared memory, with a barrier over the wave's
+  64 threads (`bar.sync 1 + wave, 64`, a named barrier per wave) before and after the exchange, so
+  lane i sees lane j's value whatever the warps' interleaving: `WaveReduce` writes each lane's value
+  and every lane combines the 64 in the host's order (v[:32] op v[32:], then halves again, the xor
+  butterfly's result; f16/bf16 combined in f32 and rounded once), `WaveShuffle` reads lane
+  src % 64's value, and MFMA (codegen/mfma_nvptx.py) gathers A and B into tiles and computes each
+  lane's D elements with the exact CDNA lane layout and the host's arithmetic. PTX has 16 named
+  barriers; barrier 0 is the block's, so a workgroup of 16 waves (1024 work-items) synchronises its
+  wave ops on barrier 0, which is correct too: wave ops stand only under workgroup-uniform control
+  flow (ir/kernel_verifier.py), so every work-item of the block reaches each of them.
+- Floating point as the host computes it: `rem` is C's fmod computed exactly
+  (codegen/exact_remainder.py: LLVM's NVPTX `frem` rounds); PTX's `add`/`mul` without a rounding modifier may be
+  fused into fma by ptxas, so the backend runs with LLVM's NVPTX FMA contraction off
+  (`-nvptx-fma-level=0`: every f32/f64 add and mul is emitted `.rn`, which ptxas never fuses);
+  division and square root are IEEE (LLVM's defaults for NVPTX), denormals are kept (no ftz).
+- Prefetch, `Kernel.streams`, `Kernel.grid_order` and `If.alongside` go unused, as on AMDGPU.
+
+Expressions and work-item statements are lowered by the shared base (codegen/llvm_kernel.py); this
+module provides the backend's hooks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import ClassVar
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+from ..ir.kernel import Barrier, GlobalBuffer, Kernel, Prefetch, Special, WaveOp, WaveReduce, WaveShuffle, walk
+from ..ir.kernel_mfma import Mfma
+from ..ir.kernel_verifier import verify_kernel
+from . import exact_remainder
+from .fork_safe import LLVM_LOCK, ForkSafeLock
+from .llvm_kernel import I8, I32, I64, MEMORY_TYPES, REGISTER_TYPES, KernelBuilder, add_attribute, is_float, is_signed
+
+TRIPLE = "nvptx64-nvidia-cuda"
+ARCHITECTURE = "sm_90"
+PTX_VERSION = "+ptx80"      # PTX ISA 8.0 (CUDA 12.0): sm_90's first; every newer driver loads it
+GLOBAL, SHARED = 1, 3       # NVPTX address spaces
+WARP = 32
+NAMED_BARRIERS = 16         # bar.sync ids 0..15; 0 is the block's
+DIMENSIONS = "xyz"
+SHARED_ALIGNMENT = 16
+LANE_SLOT_BYTES = 8         # a lane's value in a WaveReduce/WaveShuffle exchange (the widest register)
+
+
+@dataclass(frozen=True)
+class WaveScratch:
+    """The shared memory the wave ops of a kernel use: `per_wave` bytes for each of its waves,
+    starting at `offset` (after the kernel's LDS)."""
+    offset: int
+    per_wave: int
+    waves: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.per_wave * self.waves
+
+
+def mfma_scratch_bytes(op: Mfma) -> int:
+    """A wave's A and B tiles of one MFMA, in its accumulation type (codegen/mfma_nvptx.py)."""
+    inst = op.spec
+    element = 8 if inst.out_dtype == "f64" else 4
+    return (inst.blocks * inst.m * inst.k + inst.blocks * inst.k * inst.n) * element
+
+
+def wave_scratch(kernel: Kernel) -> WaveScratch:
+    per_wave = 0
+    for stmt in walk(kernel.body):
+        if isinstance(stmt, (WaveReduce, WaveShuffle)):
+            per_wave = max(per_wave, kernel.wave_size * LANE_SLOT_BYTES)
+        elif isinstance(stmt, Mfma):
+            per_wave = max(per_wave, mfma_scratch_bytes(stmt))
+        elif isinstance(stmt, WaveOp):
+            raise NotImplementedError(f"NVPTX codegen: no lowering for wave op {type(stmt).__name__}")
+    offset = -(-kernel.lds_bytes // SHARED_ALIGNMENT) * SHARED_ALIGNMENT
+    return WaveScratch(offset, per_wave, kernel.workgroup_items // kernel.wave_size)
+
+
+def shared_bytes(kernel: Kernel) -> int:
+    """The dynamic shared memory a launch of the kernel needs: its LDS and its waves' scratch."""
+    return wave_scratch(kernel).end
+
+
+class NvptxKernelBuilder(KernelBuilder):
+    """Builds the LLVM module of one kernel for NVPTX: one `ptx_kernel` function that every
+    work-item runs."""
+
+    target_label = "NVPTX"
+    # lower(builder, op): one wave op, for the calling work-item.
+    wave_op_lowerings: ClassVar[dict] = {}
+
+    def __init__(self, kernel: Kernel, machine: llvm.TargetMachine):
+        super().__init__(kernel, TRIPLE)
+        self.module.data_layout = str(machine.target_data)
+        self.scratch = wave_scratch(kernel)
+
+    # -- intrinsics and allocas --
+
+    def intrinsic(self, name, result_type, args):
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(result_type, [a.type for a in args]), name=name)
+        return self.b.call(fn, list(args))
+
+    def entry_alloca(self, type_, count=None, name=""):
+        block = self.fn.entry_basic_block
+        with self.b.goto_block(block):
+            if block.instructions:
+                self.b.position_before(block.instructions[0])
+            slot = self.b.alloca(type_, None if count is None else ir.Constant(I32, count), name=name)
+            slot.align = 16
+        return slot
+
+    # -- storage: every variable and private array is one alloca per work-item --
+
+    def private_slot(self, key, type_, count=None):
+        if key not in self.storage:
+            self.storage[key] = self.entry_alloca(type_, count, name=str(key))
+        return self.storage[key]
+
+    def variable_pointer(self, var):
+        return self.private_slot((var.name, var.dtype), REGISTER_TYPES[var.dtype])
+
+    def element_pointer(self, buffer, index_expr):
+        index = self.index64(index_expr)
+        memory = MEMORY_TYPES[buffer.dtype]
+        if buffer.space == "global":
+            base = self.buffer_args[buffer.name]
+        elif buffer.space == "lds":
+            base = self.lds_pointers[buffer.name]
+        else:
+            base = self.private_slot(buffer.name, memory, buffer.count)
+        return self.b.gep(base, [index], inbounds=True, source_etype=memory)
+
+    # -- launch indices --
+
+    def expr_special(self, e: Special):
+        size = (self.kernel.workgroup_size if e.kind in ("workitem_id", "workgroup_size") else self.kernel.grid)[e.dim]
+        if e.kind == "num_workgroups" and not isinstance(size, int):  # a runtime extent
+            return self.b.trunc(self.grid_extent(e.dim), I32)
+        if e.kind in ("workgroup_size", "num_workgroups"):
+            return ir.Constant(I32, size)
+        if size == 1:  # a dimension of extent 1: the id is 0
+            return ir.Constant(I32, 0)
+        register = "tid" if e.kind == "workitem_id" else "ctaid"
+        return self.intrinsic(f"llvm.nvvm.read.ptx.sreg.{register}.{DIMENSIONS[e.dim]}", I32, [])
+
+    def flat_item(self):
+        """The work-item's index in its workgroup, x fastest (CUDA's thread numbering)."""
+        x, y, _ = self.kernel.workgroup_size
+        ids = [self.expr_special(Special("workitem_id", dim)) for dim in range(3)]
+        return self.b.add(ids[0], self.b.mul(ir.Constant(I32, x), self.b.add(ids[1], self.b.mul(ir.Constant(I32, y),
+                                                                                              ids[2]))))
+
+    def wave_and_lane(self):
+        item = self.flat_item()
+        size = ir.Constant(I32, self.wave_size)
+        return self.b.udiv(item, size), self.b.urem(item, size)
+
+    def float_binary(self, op, a, b):
+        """As the base, but `rem` exactly: LLVM's NVPTX frem rounds (codegen/exact_remainder.py)."""
+        if op == "rem":
+            return exact_remainder.fmod(self.b, a, b)
+        return super().float_binary(op, a, b)
+
+    # -- statements: barriers and wave ops inline, the rest by the base --
+
+    def statement(self, s):
+        if isinstance(s, Barrier):
+            self.intrinsic("llvm.nvvm.barrier0", ir.VoidType(), [])
+        elif isinstance(s, Prefetch):
+            pass  # a statement of intent for the host's scheduling (ir/kernel.py: Prefetch)
+        elif isinstance(s, WaveOp):
+            self.wave_op_lowering(type(s))(self, s)
+        else:
+            super().statement(s)
+
+    def wave_barrier(self, wave):
+        """Wait for the other 63 lanes of the wave; their shared-memory accesses before it are
+        visible after it (bar.sync orders the memory accesses of the threads taking part)."""
+        if self.scratch.waves >= NAMED_BARRIERS or self.wave_size % WARP:
+            self.intrinsic("llvm.nvvm.barrier0", ir.VoidType(), [])  # the block's (module docstring)
+            return
+        asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [I32, I32]), "bar.sync $0, $1;", "r,r,~{memory}",
+                           side_effect=True)
+        # convergent: LLVM must not move it into control flow that only some threads take.
+        self.b.call(asm, [self.b.add(wave, ir.Constant(I32, 1)), ir.Constant(I32, self.wave_size)], attrs=("convergent",))
+
+    def wave_scratch_pointer(self, wave, byte_offset):
+        """The byte `byte_offset` (i32) of the wave's scratch area."""
+        start = self.b.add(ir.Constant(I32, self.scratch.offset), self.b.mul(wave, ir.Constant(I32, self.scratch.per_wave)))
+        return self.b.gep(self.shared, [self.b.add(start, byte_offset)], inbounds=True, source_etype=I8)
+
+    # -- the kernel function --
+
+    def build(self) -> ir.Module:
+        k = self.kernel
+        params = [ir.PointerType(addrspace=GLOBAL) if isinstance(p, GlobalBuffer) else MEMORY_TYPES[p.dtype]
+                  for p in k.params]
+        self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params), name=k.name)
+        self.fn.calling_convention = "ptx_kernel"
+        x, y, z = k.workgroup_size
+        add_attribute(self.fn.attributes, f'"nvvm.reqntid"="{x},{y},{z}"')
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.bind_parameters(self.fn.args)
+        for param in k.buffers:
+            if param.readonly:
+                add_attribute(self.buffer_args[param.name].attributes, "readonly")
+        self.shared = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), name="cdnajit_shared", addrspace=SHARED)
+        self.shared.linkage = "external"
+        self.shared.align = SHARED_ALIGNMENT
+        self.shared.type = ir.PointerType(addrspace=SHARED)  # opaque, so element pointers take any type
+        offsets = k.lds_offsets()
+        self.lds_pointers = {buffer.name: self.b.gep(self.shared, [ir.Constant(I32, offsets[buffer.name])],
+                                                     inbounds=True, source_etype=I8) for buffer in k.lds}
+        self.statements(k.body)
+        self.b.ret_void()
+        return self.module
+
+
+# ---- wave ops -----------------------------------------------------------------------------
+
+def exchange(kb: NvptxKernelBuilder, value, read):
+    """Every lane writes `value` to its slot of the wave's scratch; after the wave's barrier,
+    read(slot_pointer) computes the lane's result from the 64 slots; a second barrier keeps the
+    slots until every lane has read them (the next wave op writes them again)."""
+    b = kb.b
+    wave, lane = kb.wave_and_lane()
+    slot = lambda lane_index: kb.wave_scratch_pointer(wave, b.mul(lane_index, ir.Constant(I32, LANE_SLOT_BYTES)))
+    stored = b.zext(value, I8) if value.type == ir.IntType(1) else value
+    b.store(stored, slot(lane))
+    kb.wave_barrier(wave)
+
+    def load(lane_index):
+        loaded = b.load(slot(lane_index), typ=stored.type)
+        return b.trunc(loaded, value.type) if value.type != stored.type else loaded
+    result = read(load, lane)
+    kb.wave_barrier(wave)
+    return result
+
+
+def lower_wave_reduce(kb: NvptxKernelBuilder, op: WaveReduce):
+    dtype = op.value.dtype
+    reduce_op = "add" if op.op == "sum" else op.op
+
+    def combine(load, lane):
+        values = [load(ir.Constant(I32, i)) for i in range(kb.wave_size)]
+        while len(values) > 1:  # v[:half] op v[half:], as the host (and lane 0 of the xor butterfly)
+            half = len(values) // 2
+            values = [kb.float_binary(reduce_op, a, c) if is_float(dtype) else kb.int_binary(reduce_op, a, c, is_signed(dtype))
+                      for a, c in zip(values[:half], values[half:])]
+        return values[0]
+    kb.write_var(op.dest, kb.round_to(dtype, exchange(kb, kb.expr(op.value), combine)))
+
+
+def lower_wave_shuffle(kb: NvptxKernelBuilder, op: WaveShuffle):
+    b = kb.b
+    source = kb.expr(op.src_lane)
+    if source.type.width != 32:
+        source = b.trunc(source, I32) if source.type.width > 32 else b.zext(source, I32)
+    source = b.and_(source, ir.Constant(I32, kb.wave_size - 1))
+    kb.write_var(op.dest, exchange(kb, kb.expr(op.value), lambda load, lane: load(source)))
+
+
+register_wave_op = NvptxKernelBuilder.register_wave_op
+register_wave_op(WaveReduce, lower_wave_reduce)
+register_wave_op(WaveShuffle, lower_wave_shuffle)
+
+
+# ---- compiling ------------------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def target_machine() -> llvm.TargetMachine:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    # Fused multiply-adds only where the kernel IR asks for one (llvm.fma): module docstring.
+    llvm.set_option("", "-nvptx-fma-level=0")
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=ARCHITECTURE, features=PTX_VERSION, opt=3)
+
+
+def llvm_module(kernel: Kernel, verify: bool = True) -> ir.Module:
+    """The unoptimised LLVM module of a kernel for NVPTX."""
+    from . import mfma_nvptx  # noqa: F401 - registers the MFMA lowering
+    if verify:
+        verify_kernel(kernel)
+    return NvptxKernelBuilder(kernel, target_machine()).build()
+
+
+_cache: dict = {}
+_cache_lock = ForkSafeLock()
+
+
+def ptx(kernel: Kernel) -> str:
+    """The kernel's PTX (sm_90), optimised at O3; cached in memory by the kernel's text."""
+    key = str(kernel)
+    with _cache_lock:
+        if key in _cache:
+            return _cache[key]
+    module = llvm_module(kernel)
+    machine = target_machine()
+    with LLVM_LOCK:
+        parsed = llvm.parse_assembly(str(module))
+        parsed.verify()
+        options = llvm.create_pipeline_tuning_options(speed_level=3)
+        builder = llvm.create_pass_builder(machine, options)
+        builder.getModulePassManager().run(parsed, builder)
+        text = machine.emit_assembly(parsed)
+    with _cache_lock:
+        return _cache.setdefault(key, text)

@@ -1,0 +1,240 @@
+"""The GPU corpus: programs that exercise every kernel emitter and library solution kind that
+exists (elementwise fusion, reductions, softmax rows, the BLAS GEMM solutions with MFMA in each
+dtype, scans, sort, top_k, conv, fft, gather/scatter, loops), and hand-written kernels (LDS tree
+sum with barriers, wave reduce/shuffle in every register type, every MFMA instruction), with sizes
+that cross workgroup boundaries but keep compute-sanitizer's runs short.
+
+Each case runs on the GPU (runtime/nvptx_runner.py) and on the CPU (the host backend) and must
+agree bit for bit (NaNs equal): both backends lower the same kernel IR through the same base
+(codegen/llvm_kernel.py) with the same math library, fused multiply-adds only where the IR asks
+(codegen/nvptx.py: no contraction), IEEE division and square root, denormals kept, so every
+operation rounds the same; a difference is a race, a missing barrier, an out-of-bounds read or a
+backend bug, never rounding.
+
+`python tests/gpu/corpus.py` runs the whole corpus once and prints one line per case and the
+counts; tests/gpu/test_gpu.py runs it under compute-sanitizer's racecheck, synccheck and memcheck.
+`python tests/gpu/corpus.py --fuzz N SEED` runs N random programs of tests/differential/fuzzing;
+`--planted-race` runs the tree sum without its barriers (racecheck's control: it must report it).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+import warnings
+
+import ml_dtypes
+import numpy as np
+
+import cdnajit as cj
+import cdnajit.numpy as cnp
+from cdnajit.ir import kernel as K
+from cdnajit.ir.kernel_mfma import INSTRUCTIONS
+from cdnajit.runtime import nvptx_runner
+from cdnajit.runtime.launch import compile_kernel
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "codegen"), os.path.join(HERE, "..", "differential")]
+import test_amdgpu  # noqa: E402  (the hand-written kernels of the AMDGPU tests)
+import test_mfma  # noqa: E402  (the MFMA layout kernels)
+
+RNG = np.random.default_rng(32)
+lax = cj.lax
+
+
+def normal(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def conv2d(x, w):
+    return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+
+def loop(x):
+    return lax.fori_loop(0, 3, lambda i, v: cnp.tanh(v) * 1.5 + i, x)
+
+
+def top_k_values(x):
+    return lax.top_k(x, 5)[0]
+
+
+# name -> (function, arguments): each a program of the frontend, compiled as a user compiles it.
+PROGRAMS = {
+    "elementwise_f32": (lambda x, y: cnp.tanh(x) * y + cnp.exp(-x * x), (normal(1000), normal(1000))),
+    "elementwise_f16_bf16": (lambda x: (x.astype(np.float16) * 3).astype(ml_dtypes.bfloat16) + 1, (normal(777),)),
+    "elementwise_f64_int": (lambda x, n: cnp.sin(x) + (n % 7).astype(np.float64), (normal(513, dtype=np.float64),
+                                                                              RNG.integers(-99, 99, 513))),
+    "broadcast_where": (lambda x, y: cnp.where(x > 0, x, y[:, None] * 2), (normal(65, 129), normal(65))),
+    "sum_rows": (lambda x: cnp.sum(x, axis=1), (normal(37, 1000),)),
+    "sum_columns": (lambda x: cnp.sum(x, axis=0), (normal(300, 77),)),
+    "max_all": (lambda x: cnp.max(x), (normal(100_003),)),
+    "argmax_rows": (lambda x: cnp.argmax(x, axis=-1), (normal(33, 515),)),
+    "softmax": (test_amdgpu.softmax, (normal(19, 1030),)),
+    "mean_f16": (lambda x: cnp.mean(x, axis=-1), (normal(21, 301, dtype=np.float16),)),
+    "matmul_f32": (lambda a, b: a @ b, (normal(100, 70), normal(70, 90))),
+    "matmul_f32_large": (lambda a, b: a @ b, (normal(130, 260), normal(260, 200))),
+    "matmul_f16": (lambda a, b: a @ b, (normal(96, 64, dtype=np.float16), normal(64, 80, dtype=np.float16))),
+    "matmul_bf16": (lambda a, b: a @ b, (normal(70, 33).astype(ml_dtypes.bfloat16), normal(33, 65).astype(ml_dtypes.bfloat16))),
+    "matmul_f64": (lambda a, b: a @ b, (normal(50, 40, dtype=np.float64), normal(40, 30, dtype=np.float64))),
+    "matmul_i8": (lambda a, b: a @ b, (RNG.integers(-128, 128, (64, 48)).astype(np.int8),
+                                       RNG.integers(-128, 128, (48, 40)).astype(np.int8))),
+    "batched_matmul": (lambda a, b: cnp.einsum("bij,bjk->bik", a, b), (normal(3, 40, 50), normal(3, 50, 30))),
+    "matvec": (lambda a, x: a @ x, (normal(300, 200), normal(200))),
+    "cumsum": (lambda x: cnp.cumsum(x, axis=-1), (normal(7, 1500),)),
+    "cumsum_columns": (lambda x: cnp.cumsum(x, axis=0), (normal(300, 5),)),
+    "cummax": (lambda x: lax.cummax(x, axis=0), (normal(1030),)),
+    "sort": (lambda x: cnp.sort(x, axis=-1), (normal(5, 1000),)),
+    "argsort_int": (lambda x: cnp.argsort(x), (RNG.integers(0, 50, 700),)),
+    "top_k": (top_k_values, (normal(9, 300),)),
+    "conv2d": (conv2d, (normal(2, 3, 17, 19), normal(8, 3, 3, 3))),
+    "fft": (lambda x: lax.fft(x, "FFT", (256,)), ((normal(4, 256) + 1j * normal(4, 256)).astype(np.complex64),)),
+    "rfft_odd": (lambda x: lax.fft(x, "RFFT", (100,)), (normal(3, 100),)),
+    "gather_take": (lambda x, i: cnp.take(x, i, axis=0), (normal(50, 33), RNG.integers(0, 50, 70))),
+    "scatter_add": (lambda x, i, v: x.at[i].add(v), (normal(100), RNG.integers(0, 100, 300), normal(300))),
+    "transpose_concat": (lambda x, y: cnp.concatenate([x.T, y], axis=0), (normal(40, 70), normal(3, 40))),
+    "reduce_window": (lambda x: lax.reduce_window(x, -np.inf, lax.max, (3, 3), (2, 2), "VALID"), (normal(45, 61),)),
+    "fori_loop": (loop, (normal(999),)),
+    "matmul_transposed": (lambda a, b: a.T @ b.T, (normal(45, 77), normal(66, 45))),
+    "var_columns": (lambda x: cnp.var(x, axis=0), (normal(500, 37),)),
+    "argmin_3d": (lambda x: cnp.argmin(x, axis=1), (normal(5, 300, 9),)),
+    "cumsum_long": (lambda x: cnp.cumsum(x), (normal(20_000),)),
+    "sort_long": (lambda x: cnp.sort(x), (normal(5000),)),
+    "conv1d_f16": (lambda x, w: lax.conv(x, w, (2,), "VALID"), (normal(2, 4, 50, dtype=np.float16),
+                                                                  normal(6, 4, 5, dtype=np.float16))),
+}
+
+
+def mfma_case(name):
+    inst = INSTRUCTIONS[name]
+    a, b, c = test_mfma.random_operands(inst)
+    tables = [test_mfma.source_table(inst, m).ravel() for m in "abd"]
+    return test_mfma.mfma_kernel(inst), [a.ravel(), b.ravel(), c.ravel(), np.zeros(c.size, c.dtype), *tables]
+
+
+def elementwise_case():
+    kernel = dataclasses.replace(test_amdgpu.elementwise_kernel(), arguments=(("scale", 0.75),))
+    return kernel, [normal(1000), np.zeros(1000, np.float32)]
+
+
+def racy_tree_sum_case():
+    """The tree sum with its barriers removed: a planted race that racecheck must report."""
+    kernel = test_amdgpu.tree_sum_kernel()
+    body = [s for s in kernel.body if not isinstance(s, K.Barrier)]
+    body = [dataclasses.replace(s, body=[t for t in s.body if not isinstance(t, K.Barrier)], uniform=False)
+            if isinstance(s, K.For) else s for s in body]
+    return dataclasses.replace(kernel, name="racy_tree_sum", body=tuple(body)), [normal(1000), np.zeros(4, np.float32)]
+
+
+def tree_sum_case():
+    return test_amdgpu.tree_sum_kernel(), [normal(1000), np.zeros(4, np.float32)]
+
+
+def waves_case(dtype):
+    x = RNG.standard_normal(384) * 50
+    array = x.astype(cj.ir.numpy_dtype(dtype))
+    return test_amdgpu.wave_kernel(dtype), [array, np.zeros_like(array)]
+
+
+# name -> () -> (kernel, one array per buffer): hand-written kernel IR, run as it is.
+KERNELS = {
+    "kernel_elementwise": elementwise_case,
+    "kernel_tree_sum": tree_sum_case,
+    **{f"kernel_waves_{dtype}": (lambda dtype=dtype: waves_case(dtype))
+       for dtype in ("f32", "f64", "f16", "bf16", "i32", "i64", "u8")},
+    **{f"kernel_{name}": (lambda name=name: mfma_case(name)) for name in INSTRUCTIONS},
+}
+
+
+def difference(got, want, what: str) -> str | None:
+    """None when the arrays agree bit for bit (NaNs of any payload equal), else what differs."""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"{what}: {got.dtype}{got.shape} on the GPU, {want.dtype}{want.shape} on the CPU"
+    if got.dtype.kind == "V":   # ml_dtypes' bfloat16 and float8 types: exactly held in f32
+        got, want = got.astype(np.float32), want.astype(np.float32)
+    if got.dtype.kind in "fc":
+        same = (got == want) & (np.signbit(got.real) == np.signbit(want.real)) if got.dtype.kind == "f" else got == want
+        same |= np.isnan(got) & np.isnan(want)
+    else:
+        same = got == want
+    if same.all():
+        return None
+    first = np.argwhere(~same)[0]
+    return (f"{what}: {int((~same).sum())} of {same.size} elements differ, first at {tuple(int(i) for i in first)}: "
+            f"GPU {got[tuple(first)]!r}, CPU {want[tuple(first)]!r}")
+
+
+def check_program(fn, args) -> str | None:
+    compiled = cj.jit(fn).lower(*args).compile()
+    want = compiled(*args)
+    got = nvptx_runner.run_program(compiled, *args)
+    want, got = (want if isinstance(want, (tuple, list)) else [want]), (got if isinstance(got, (tuple, list)) else [got])
+    for n, (g, w) in enumerate(zip(got, want)):
+        problem = difference(g, w, f"output {n}")
+        if problem:
+            return problem
+    return None
+
+
+def check_kernel(make) -> str | None:
+    kernel, arrays = make()
+    cpu = [np.array(a) for a in arrays]
+    compile_kernel(kernel)(*cpu)
+    gpu = [np.array(a) for a in arrays]
+    nvptx_runner.run_kernel(kernel, *gpu)
+    for buffer, g, c in zip(kernel.buffers, gpu, cpu):
+        problem = difference(g, c, f"buffer {buffer.name}")
+        if problem:
+            return problem
+    return None
+
+
+def check_case(name: str) -> str | None:
+    if name in KERNELS:
+        return check_kernel(KERNELS[name])
+    return check_program(*PROGRAMS[name])
+
+
+def check_random_program(seed: int) -> str | None:
+    """A program of the random-program tester (its inputs, its function), GPU against CPU; None
+    also where the CPU refuses it (the tester's oracle judges those, not this comparison)."""
+    from fuzzing.programs import arguments, as_function, generate
+    program = generate(seed, quick=True)
+    fn, args = as_function(program), arguments(program)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cj.jit(fn)(*args)
+        except Exception:   # noqa: BLE001 - the tester's oracle judges what the CPU refuses
+            return None
+        return check_program(fn, args)
+
+
+def main(argv) -> int:
+    failures, start = 0, time.time()
+    if argv[:1] == ["--planted-race"]:   # GPU only: what racecheck must catch (tests/gpu/test_gpu.py)
+        kernel, arrays = racy_tree_sum_case()
+        nvptx_runner.run_kernel(kernel, *arrays)
+        print("planted race ran", flush=True)
+        return 0
+    if argv[:1] == ["--fuzz"]:
+        count, seed = int(argv[1]), int(argv[2])
+        names = [seed * 1_000_003 + i for i in range(count)]
+        check = check_random_program
+    else:
+        names = [n for n in [*PROGRAMS, *KERNELS] if not argv or n in argv]
+        check = check_case
+    for name in names:
+        try:
+            problem = check(name)
+        except Exception as error:   # noqa: BLE001 - reported with the case it broke
+            problem = f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"
+        failures += problem is not None
+        print(f"{name}: {problem or 'ok'}", flush=True)
+    print(f"{len(names)} cases, {failures} failures, {time.time() - start:.0f} s", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
