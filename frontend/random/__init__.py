@@ -3,3 +3,4 @@
 from .continuous import (bernoulli, cauchy, exponential, gumbel, laplace, logistic, normal, truncated_normal,
                          uniform)
 from .keys import PRNGKey, PRNGKeyArray, fold_in, key, key_data, key_impl, split, wrap_key_data
+from .discrete import bits, categorical, choice, permutation, randint
