@@ -67,13 +67,23 @@ def const(value, dtype: str):
     return cnp.asarray(np.asarray(value, dtype=np.dtype(dtype)))
 
 
+def uniform_bit_width(dtype: str) -> int:
+    """The random bits a uniform float of dtype takes: its width, at least 8."""
+    info = finfo(dtype)
+    return 8 if info.nmant < 8 else info.bits
+
+
 def uniform_floats(key, shape, dtype):
+    """Floats in [0, 1) from the key's bits for `shape`."""
+    return floats_of_bits(threefry.random_bits(key, uniform_bit_width(dtype), shape), dtype)
+
+
+def floats_of_bits(bits, dtype):
     """Floats in [0, 1): the top mantissa bits of random bits under the exponent of 1.0, minus 1."""
     info = finfo(dtype)
     nbits, nmant = info.bits, info.nmant
-    rng_bits = 8 if nmant < 8 else nbits
+    rng_bits = uniform_bit_width(dtype)
     uint = f"uint{nbits}"
-    bits = threefry.random_bits(key, rng_bits, shape)
     if rng_bits != nbits:
         bits = lax.convert_element_type(bits, uint)
     one_bits = np.array(1.0, dtype=np.dtype(dtype)).view(np.dtype(uint))
@@ -86,7 +96,11 @@ def uniform_between(key, shape, dtype, minval, maxval):
     """jax.random._uniform: uniform floats scaled to [minval, maxval), never below minval."""
     minval = lax.convert_element_type(cnp.asarray(minval), dtype)
     maxval = lax.convert_element_type(cnp.asarray(maxval), dtype)
-    floats = uniform_floats(key, shape, dtype)
+    return scaled(uniform_floats(key, shape, dtype), minval, maxval)
+
+
+def scaled(floats, minval, maxval):
+    """Floats in [0, 1) moved to [minval, maxval), never below minval (of the floats' dtype)."""
     return cnp.maximum(minval, multiply_add(floats, cnp.subtract(maxval, minval), minval))
 
 
@@ -111,9 +125,14 @@ def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
 
 
 def normal_floats(key, shape, dtype):
-    """sqrt(2) erfinv(u) for u uniform in (-1, 1)."""
+    return normal_of_floats(uniform_floats(key, shape, dtype))
+
+
+def normal_of_floats(floats):
+    """sqrt(2) erfinv(u) for u uniform in (-1, 1), from floats in [0, 1)."""
+    dtype = str(floats.dtype)
     lo = np.nextafter(np.array(-1.0, np.dtype(dtype)), np.array(0.0, np.dtype(dtype)))
-    u = uniform_between(key, shape, dtype, const(lo, dtype), const(1.0, dtype))
+    u = scaled(floats, const(lo, dtype), const(1.0, dtype))
     return lax.mul(const(np.sqrt(2), dtype), lax.erf_inv(u))
 
 
