@@ -121,7 +121,16 @@ def uniform_jit(key, minval, maxval, shape, dtype):
 def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
     """jax.random.uniform: floats in [minval, maxval)."""
     data, _ = key_data_of("uniform", key)
-    return uniform_jit(data, minval, maxval, shape=canonical_shape(shape), dtype=float_dtype("uniform", dtype))
+    shape = canonical_shape(shape)
+    try:
+        fits = np.broadcast_shapes(shape, np.shape(minval), np.shape(maxval)) == shape
+    except ValueError:
+        fits = False
+    if not fits:   # JAX's lax.max then fails: a TypeError
+        raise TracingTypeError(located(
+            f"uniform: minval of shape {np.shape(minval)} and maxval of shape {np.shape(maxval)} do not broadcast "
+            f"to shape {shape}"))
+    return uniform_jit(data, minval, maxval, shape=shape, dtype=float_dtype("uniform", dtype))
 
 
 def normal_floats(key, shape, dtype):
