@@ -5,4 +5,5 @@ from .continuous import (bernoulli, cauchy, exponential, gumbel, laplace, logist
 from .keys import PRNGKey, PRNGKeyArray, fold_in, key, key_data, key_impl, split, wrap_key_data
 from .discrete import bits, categorical, choice, permutation, randint
 from .gamma import ball, beta, dirichlet, gamma, generalized_normal, loggamma, poisson, t
+from . import rocrand
 from .matrices import multivariate_normal, orthogonal
