@@ -10,6 +10,7 @@ import numpy as np
 from ...errors import TracingTypeError, TracingValueError
 from .. import cnp
 from .. import lax
+from ...lowering.elemental_special import GILES_CENTRAL, GILES_TAIL
 from ..jit import jit
 from ..tracing import as_tracer, bind1, located
 from . import threefry
@@ -142,7 +143,24 @@ def normal_of_floats(floats):
     dtype = str(floats.dtype)
     lo = np.nextafter(np.array(-1.0, np.dtype(dtype)), np.array(0.0, np.dtype(dtype)))
     u = scaled(floats, const(lo, dtype), const(1.0, dtype))
-    return lax.mul(const(np.sqrt(2), dtype), lax.erf_inv(u))
+    return lax.mul(const(np.sqrt(2), dtype), erf_inv_f32(u) if dtype == "float32" else lax.erf_inv(u))
+
+
+def erf_inv_f32(x):
+    """erf_inv of float32 as XLA computes it: M. Giles' single-precision polynomials ("Approximating
+    the erfinv function", GPU Computing Gems, 2011) in w = -log1p(-x^2), below and above w = 5, each
+    step a fused multiply-add; +-inf at +-1. A few ulps from the correctly rounded lax.erf_inv (up to
+    ~40 eps in the far tails) and several times cheaper; it is the normal sampler's, as JAX's."""
+    w = lax.neg(lax.log1p(lax.neg(lax.mul(x, x))))
+    central = cnp.less(w, const(5.0, "float32"))
+    w = cnp.where(central, lax.sub(w, const(2.5, "float32")), lax.sub(lax.sqrt(w), const(3.0, "float32")))
+    coefficients = [cnp.where(central, const(c, "float32"), const(t, "float32"))
+                    for c, t in zip(GILES_CENTRAL, GILES_TAIL)]
+    p = coefficients[-1]
+    for c in reversed(coefficients[:-1]):
+        p = multiply_add(p, w, c)
+    return cnp.where(cnp.equal(lax.abs(x), const(1.0, "float32")), lax.mul(x, const(np.inf, "float32")),
+                     lax.mul(p, x))
 
 
 def normal_any(key, shape, dtype):

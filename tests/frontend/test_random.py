@@ -47,7 +47,10 @@ def test_transforms_against_numpy(dtype):
         within_eps(cr.gumbel(KEY, (N,), dtype), -np.log(-np.log(u)), dtype, bound=4.0)   # log of a rounded log
         lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
         u = uniform_inputs(lo, dtype).astype(np.float64)
-        within_eps(cr.normal(KEY, (N,), dtype), np.sqrt(2) * scipy.special.erfinv(u), dtype)
+        # float32 takes XLA's formula (Giles' polynomial in w = -log1p(-u^2)), whose rounding of u^2
+        # costs up to eps / (1 - u^2) relative in w, tens of eps in the tails; float64 is correctly rounded.
+        within_eps(cr.normal(KEY, (N,), dtype), np.sqrt(2) * scipy.special.erfinv(u), dtype,
+                   bound=32.0 if dtype == "float32" else 2.0)
 
 
 def ks_pvalue(samples, cdf) -> float:

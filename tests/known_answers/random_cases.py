@@ -84,10 +84,11 @@ def cases():
 
     # -- transforms of uniform floats --
     # XLA CPU's own error on these formulas bounds the difference: its f64 log and log1p are up to
-    # 63 eps from the correctly rounded value, its f32 erf_inv (Giles' polynomial, from x * x) up to
-    # ~40 eps in the tails, measured against numpy/scipy on the same (exact) uniform floats;
-    # cdnajit's are within 2 eps of those references (tests/frontend/test_random.py).
-    xla_error = {("normal", "float32"): 64, ("normal", "float64"): 16, ("truncated_normal", "float32"): 8,
+    # 63 eps from the correctly rounded value, its f64 erf_inv up to ~15, measured against numpy/scipy
+    # on the same (exact) uniform floats; cdnajit's are within 2 eps of those references
+    # (tests/frontend/test_random.py). The f32 normal computes erf_inv by XLA's own formula (Giles'
+    # polynomial in log1p(-x^2)): only log1p's rounding differs, a few eps through the polynomial.
+    xla_error = {("normal", "float32"): 4, ("normal", "float64"): 16, ("truncated_normal", "float32"): 8,
                  ("truncated_normal", "float64"): 16, ("exponential", "float32"): 2, ("exponential", "float64"): 64,
                  ("laplace", "float32"): 2, ("laplace", "float64"): 64, ("logistic", "float32"): 2,
                  ("logistic", "float64"): 64, ("gumbel", "float32"): 2, ("gumbel", "float64"): 2,
@@ -100,7 +101,7 @@ def cases():
             c[f"{name}({dtype})"] = (f"eps {xla_error[name, dtype]}",
                                      lambda r, k, d=dtype, n=name: getattr(r, n)(k, (500,), d))
     c["normal(float16)"] = ("eps 1", lambda r, k: r.normal(k, (100,), "float16"))
-    c["normal(complex64)"] = ("eps 64", lambda r, k: r.normal(k, (50,), "complex64"))
+    c["normal(complex64)"] = ("eps 4", lambda r, k: r.normal(k, (50,), "complex64"))
     c["normal(default)"] = ("eps 16", lambda r, k: r.normal(k, (3, 4)))
     c["multivariate_normal"] = ("eps 16", lambda r, k: r.multivariate_normal(k, MEAN, COV, (40,)))
     c["orthogonal(5, (3,))"] = ("agree 1.0 1e-9", lambda r, k: r.orthogonal(k, 5, (3,)))
