@@ -143,7 +143,12 @@ def normal_of_floats(floats):
     dtype = str(floats.dtype)
     lo = np.nextafter(np.array(-1.0, np.dtype(dtype)), np.array(0.0, np.dtype(dtype)))
     u = scaled(floats, const(lo, dtype), const(1.0, dtype))
-    return lax.mul(const(np.sqrt(2), dtype), erf_inv_f32(u) if dtype == "float32" else lax.erf_inv(u))
+    return lax.mul(const(np.sqrt(2), dtype), erf_inv(u))
+
+
+def erf_inv(u):
+    """jax.random's erf_inv: XLA's formula for float32 (JAX's bits, and fast), else lax.erf_inv."""
+    return erf_inv_f32(u) if str(u.dtype) == "float32" else lax.erf_inv(u)
 
 
 def erf_inv_f32(x):
@@ -197,7 +202,7 @@ def truncated_normal_core(key, lower, upper, shape, dtype):
     upper = lax.convert_element_type(cnp.asarray(upper), dtype)
     a = lax.erf(cnp.divide(lower, sqrt2))
     b = lax.erf(cnp.divide(upper, sqrt2))
-    out = cnp.multiply(sqrt2, lax.erf_inv(uniform_between(key, shape, dtype, a, b)))
+    out = cnp.multiply(sqrt2, erf_inv(uniform_between(key, shape, dtype, a, b)))
     return cnp.clip(out, lax.nextafter(lower, const(np.inf, dtype)), lax.nextafter(upper, const(-np.inf, dtype)))
 
 
