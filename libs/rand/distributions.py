@@ -38,22 +38,25 @@ def result_dtype(distribution: str, dtype: str) -> str:
 
 # -- numpy --
 
-def uniform_numpy(words: list[np.ndarray], dtype: str) -> np.ndarray:
-    """Uniforms from one block's words (each an array over blocks): the block's values in order."""
-    if dtype == "f32":
-        return [((w.astype(np.float32) + np.float32(0.5)) * np.float32(2.0 ** -32)) for w in words]
+def uniform_numpy(words: list[np.ndarray], dtype: str, words_per_value: int = 2) -> np.ndarray:
+    """Uniforms from one block's words (each an array over blocks): the block's values in order. A
+    generator of one word per value (Sobol32) gives f64 values as (u + 1/2) 2^-32 too."""
+    if dtype == "f32" or words_per_value == 1:
+        real = np.float32 if dtype == "f32" else np.float64
+        return [(w.astype(real) + real(0.5)) * real(2.0 ** -32) for w in words]
     wide = [(words[i].astype(np.uint64) << np.uint64(32)) | words[i + 1].astype(np.uint64)
             for i in range(0, len(words), 2)]
     return [((w >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53 for w in wide]
 
 
-def values_numpy(words, distribution: str, dtype: str, mean: float, stddev: float, lam: float):
+def values_numpy(words, distribution: str, dtype: str, mean: float, stddev: float, lam: float,
+                 words_per_value: int = 2):
     """The block's values (a list of arrays over blocks) of the distribution."""
     if distribution == "bits":
         return list(words)
     if distribution == "poisson":
         return [poisson_numpy(u, lam) for u in uniform_numpy(words, "f64")]
-    u = uniform_numpy(words, dtype)
+    u = uniform_numpy(words, dtype, words_per_value)
     if distribution == "uniform":
         return u
     out = []
@@ -80,9 +83,9 @@ def poisson_numpy(u: np.ndarray, lam: float) -> np.ndarray:
 
 # -- kernel expressions --
 
-def uniform_kernel(words: list[K.Expr], dtype: str, let) -> list[K.Expr]:
-    if dtype == "f32":
-        return [let((w.cast("f32") + 0.5) * K.Const(2.0 ** -32, "f32")) for w in words]
+def uniform_kernel(words: list[K.Expr], dtype: str, let, words_per_value: int = 2) -> list[K.Expr]:
+    if dtype == "f32" or words_per_value == 1:
+        return [let((w.cast(dtype) + 0.5) * K.Const(2.0 ** -32, dtype)) for w in words]
     out = []
     for i in range(0, len(words), 2):
         wide = let((words[i].cast("u64") << K.Const(32, "u64")) | words[i + 1].cast("u64"))

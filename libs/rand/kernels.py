@@ -8,7 +8,7 @@ from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.targets import Target
 from ...lowering.emitters import operand_buffers
-from . import distributions, philox
+from . import distributions, philox, sobol
 
 WORKGROUP_ITEMS = 256
 
@@ -23,6 +23,8 @@ def select(op: Op, target: Target) -> str:
 
 
 def explain(op: Op, target: Target) -> tuple[str, str]:
+    if op.attrs["generator"] == "sobol32":
+        return solution_name(op), "one work-item per value: the xor of direction numbers over a Gray code"
     per_block = 4 // distributions.words_per_value(op.attrs["distribution"], op.attrs["dtype"])
     return solution_name(op), f"one work-item per Philox block of 4 words: {per_block} values each"
 
@@ -50,6 +52,36 @@ class Body:
 
 
 def emit(op: Op, name: str, target: Target) -> K.Kernel:
+    return (emit_sobol if op.attrs["generator"] == "sobol32" else emit_philox)(op, name)
+
+
+def emit_sobol(op: Op, name: str) -> K.Kernel:
+    """One work-item per value: dimension d = e / n, point offset + e % n, the xor of d's direction
+    numbers over the point's Gray code bits."""
+    a = op.attrs
+    count, dimensions = K.ScalarParam("count", "i64"), K.ScalarParam("dimensions", "i64")
+    _, offset_in, table, out = operand_buffers(op)
+    table = K.GlobalBuffer(table.name, table.dtype, dimensions * sobol.BITS, readonly=True)
+    out = K.GlobalBuffer(out.name, out.dtype, dimensions * count)
+    e = K.Var("e", "i64")
+    body = Body()
+    d = body.let(e / count)
+    n = body.let(offset_in[0] + (e % count).cast("u64"))
+    gray = body.let((n ^ (n >> K.Const(1, "u64"))).cast("u32"))
+    x = K.Const(0, "u32")
+    for k in range(sobol.BITS):
+        bit_set = ((gray >> K.Const(k, "u32")) & K.Const(1, "u32")).ne(K.Const(0, "u32"))
+        x = body.let(x ^ K.select(bit_set, table[d * sobol.BITS + k], K.Const(0, "u32")))
+    (value,) = [x] if a["distribution"] == "bits" else distributions.uniform_kernel([x], a["dtype"], body.let, 1)
+    dims, points = op.result.type.shape
+    return K.Kernel(name, params=[*operand_buffers(op)[:1], offset_in, table, out, count, dimensions],
+                    grid=(K.ceil_div(dimensions * count, WORKGROUP_ITEMS),), workgroup_size=(WORKGROUP_ITEMS,),
+                    body=[K.Let(e, K.workgroup_id(0).cast("i64") * WORKGROUP_ITEMS + K.workitem_id(0).cast("i64")),
+                          K.If(e < dimensions * count, [*body.stmts, K.Store(out, e, value)])],
+                    arguments=[("count", max(1, points)), ("dimensions", max(1, dims))])
+
+
+def emit_philox(op: Op, name: str) -> K.Kernel:
     a = op.attrs
     distribution, dtype = a["distribution"], a["dtype"]
     per_block = 4 // distributions.words_per_value(distribution, dtype)

@@ -1,4 +1,4 @@
-"""libs/rand: Philox4x32-10 against Random123's known answers, its compiled kernels against the
+"""libs/rand: Philox4x32-10 against Random123's known answers, Sobol32 against scipy's Sobol' points, its compiled kernels against the
 routine's numpy reference (libs/rand/routines.py) over sizes crossing workgroup and block boundaries
 and unaligned offsets, one kernel per solution, and the distributions' shapes (KS tests at 1e-4).
 
@@ -13,7 +13,7 @@ import pytest
 import scipy.stats
 
 import cdnajit as cj
-from cdnajit.libs.rand import philox, routines
+from cdnajit.libs.rand import philox, routines, sobol
 from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
 
@@ -104,9 +104,30 @@ def test_poisson_moments():
 
 
 def test_bad_input():
-    with pytest.raises(NotImplementedError, match="only philox4x32_10"):
+    with pytest.raises(NotImplementedError, match="only philox4x32_10, sobol32"):
         cj.libs.rand.generate("mrg32k3a", (4,))
     with pytest.raises(ValueError, match="distribution 'gamma'"):
         cj.libs.rand.generate(GENERATOR, (4,), "gamma")
     with pytest.raises(cj.CdnajitError, match="lam must be in"):
         cj.libs.rand.generate(GENERATOR, (4,), "poisson", lam=-1.0)
+    with pytest.raises(ValueError, match=r"shape \(dimensions, n\)"):
+        cj.libs.rand.generate("sobol32", (9, 4))
+    with pytest.raises(cj.CdnajitError, match="sobol32 gives bits, uniform"):
+        cj.libs.rand.generate("sobol32", (2, 4), "normal")
+
+
+@pytest.mark.filterwarnings("ignore:The balance properties")
+@pytest.mark.parametrize("dimensions, n, offset", [(1, 1, 0), (3, 257, 0), (8, 1000, 24), (5, 64, 2 ** 31 + 1)])
+def test_sobol_against_scipy(dimensions, n, offset):
+    """Sobol32's bits are scipy's unscrambled Sobol' points (Joe and Kuo's direction numbers, Gray-code
+    order) times 2^32, exactly (scipy's floats are those integers over 2^32); beyond scipy's reach
+    (offset 2^31 + 1) the library's numpy reference."""
+    bits = cj.libs.rand.generate("sobol32", (dimensions, n), "bits", offset=offset)
+    if offset < 2 ** 20:
+        points = scipy.stats.qmc.Sobol(dimensions, scramble=False).random(offset + n)[offset:]
+        want = (points.T * 2.0 ** 32).astype(np.uint32)
+    else:
+        want = sobol.points_numpy(sobol.direction_numbers(dimensions), offset, n)
+    np.testing.assert_array_equal(bits, want)
+    uniform = cj.libs.rand.generate("sobol32", (dimensions, n), "uniform", offset=offset, dtype="float64")
+    np.testing.assert_array_equal(uniform, (want + 0.5) * 2.0 ** -32)
