@@ -10,7 +10,8 @@ cdnajit.random) and a raw key, run the same way on both, and how its results mus
                 the other; N is XLA's error on the formula (below).
   agree F R     rejection loops: each element's accept/reject decisions compare rounded
                 transcendentals, so a decision may flip on a 1-ulp difference and that element then
-                follows other draws; at least the fraction F of elements agree to relative R.
+                follows other draws; at least the fraction F of elements agree to relative R. Also
+                formulas chaining several elementary functions (F = 1, R about 100 eps).
   error         JAX raises; the stored answer is the exception's class name.
 """
 from __future__ import annotations
@@ -122,6 +123,18 @@ def cases():
     c["poisson(bad lam)"] = ("agree 1.0 0", lambda r, k: r.poisson(k, np.array([-1.0, np.nan, 15.0]), (2, 3)))
     c["generalized_normal(1.5)"] = ("agree 0.9 1e-9", lambda r, k: r.generalized_normal(k, 1.5, (300,)))
     c["ball(3)"] = ("agree 0.8 1e-9", lambda r, k: r.ball(k, 3, shape=(100,)))
+
+    # -- the rest of jax.random: formulas chaining several elementary functions (or gamma loops) --
+    c["rademacher"] = ("exact", lambda r, k: r.rademacher(k, (50,)))
+    c["geometric(0.3)"] = ("exact", lambda r, k: r.geometric(k, 0.3, (200,)))
+    c["triangular(f32)"] = ("exact", lambda r, k: r.triangular(k, -1.0, 0.5, 2.0, (200,), "float32"))
+    for name, args in (("lognormal", (0.5,)), ("pareto", (2.0,)), ("rayleigh", (2.0,)), ("weibull_min", (2.0, 1.5))):
+        for dtype, rtol in (("float32", "1e-5"), ("float64", "1e-12")):
+            c[f"{name}({dtype})"] = (f"agree 1.0 {rtol}", lambda r, k, n=name, a=args, d=dtype:
+                                     getattr(r, n)(k, *a, (200,), d))
+    c["maxwell"] = ("agree 1.0 1e-12", lambda r, k: r.maxwell(k, (200,)))
+    c["chisquare(3)"] = ("agree 0.95 1e-9", lambda r, k: r.chisquare(k, 3.0, (200,)))
+    c["f(3, 5)"] = ("agree 0.9 1e-9", lambda r, k: r.f(k, 3.0, 5.0, (200,)))
 
     # -- bad input: JAX's error class --
     c["split(key of shape (3,))"] = ("error", lambda r, k: r.split(np.zeros(3, np.uint32)))
