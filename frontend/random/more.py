@@ -1,5 +1,6 @@
 """The rest of jax.random's samplers, each JAX's formula on the samplers above: clone, rademacher,
-lognormal, pareto, chisquare, f, rayleigh, weibull_min, geometric, triangular, maxwell."""
+lognormal, pareto, chisquare, f, rayleigh, weibull_min, geometric, triangular, maxwell, wald,
+double_sided_maxwell."""
 from __future__ import annotations
 
 import numpy as np
@@ -141,3 +142,41 @@ def maxwell(key, shape=(), dtype=None):
     """jax.random.maxwell: the norm of a 3-vector of standard normals."""
     data, _ = key_data_of("maxwell", key)
     return maxwell_core(data, shape=canonical_shape(shape), dtype=float_dtype("maxwell", dtype))
+
+
+@compiled("shape", "dtype")
+def wald_core(key, mean, shape, dtype):
+    keys = threefry.split_keys(key, (2,))
+    mean = cnp.broadcast_to(as_dtype(mean, dtype), shape)
+    y = cnp.square(normal_floats(keys[0], shape, dtype))
+    z = uniform_floats(keys[1], shape, dtype)
+    mean_sq = cnp.square(mean)
+    root = cnp.sqrt(cnp.add(cnp.multiply(cnp.multiply(const(4.0, dtype), mean), y),
+                            cnp.multiply(mean_sq, cnp.square(y))))
+    x = cnp.subtract(cnp.add(mean, cnp.divide(cnp.multiply(mean_sq, y), const(2.0, dtype))),
+                     cnp.multiply(cnp.divide(mean, const(2.0, dtype)), root))
+    return cnp.where(cnp.less_equal(z, cnp.divide(mean, cnp.add(mean, x))), x, cnp.divide(mean_sq, x))
+
+
+def wald(key, mean, shape=None, dtype=None):
+    """jax.random.wald: inverse Gaussian variates (Michael, Schucany and Haas' transformation)."""
+    data, _ = key_data_of("wald", key)
+    return wald_core(data, mean, shape=result_shape("wald", shape, mean), dtype=float_dtype("wald", dtype))
+
+
+@compiled("shape", "dtype")
+def double_sided_maxwell_core(key, loc, scale, shape, dtype):
+    keys = threefry.split_keys(key, (2,))
+    magnitude = maxwell_core(keys[0], shape=shape, dtype=dtype)
+    sign = rademacher_core(keys[1], shape=shape, dtype=dtype)
+    return cnp.add(cnp.multiply(cnp.multiply(sign, magnitude), scale), loc)
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+    """jax.random.double_sided_maxwell: a Maxwell variate with a random sign, scaled and moved; the
+    parameters' shape is appended to `shape` (or is the shape, for shape ())."""
+    data, _ = key_data_of("double_sided_maxwell", key)
+    params = tuple(np.broadcast_shapes(np.shape(loc), np.shape(scale)))
+    shape = canonical_shape(shape)
+    return double_sided_maxwell_core(data, loc, scale, shape=(shape or params) + params,
+                                     dtype=float_dtype("double_sided_maxwell", dtype))

@@ -133,6 +133,8 @@ def cases():
             c[f"{name}({dtype})"] = (f"agree 1.0 {rtol}", lambda r, k, n=name, a=args, d=dtype:
                                      getattr(r, n)(k, *a, (200,), d))
     c["maxwell"] = ("agree 1.0 1e-12", lambda r, k: r.maxwell(k, (200,)))
+    c["wald(1.5)"] = ("agree 1.0 1e-12", lambda r, k: r.wald(k, 1.5, (200,)))
+    c["double_sided_maxwell"] = ("agree 1.0 1e-12", lambda r, k: r.double_sided_maxwell(k, 1.0, 2.0, (100,)))
     c["chisquare(3)"] = ("agree 0.95 1e-9", lambda r, k: r.chisquare(k, 3.0, (200,)))
     c["f(3, 5)"] = ("agree 0.9 1e-9", lambda r, k: r.f(k, 3.0, 5.0, (200,)))
 
