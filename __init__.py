@@ -14,23 +14,29 @@ from .errors import (AllocationError, ArraySizeError, CdnajitError, Concretizati
                      TracingTypeError, TracingValueError, TypeCheckError, VerifyError)
 from .frontend import cnp as numpy
 from .frontend import lax
+from .frontend import random
 from .frontend.device import device_put
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .ir.targets import Target
 from .libs import blas as _blas
+from .libs import rand as _rand
 from .runtime.blas_tune import tune as _tune
 from .version import __version__
 
 # The find mode runs kernels, so it lives in runtime/ (libs/ may not import it); users find it where
 # rocBLAS users look: cj.libs.blas.tune(M, N, K, dtype).
 _blas.tune = _tune
+# The rand library's generators are called from user code, inside or outside jit: the frontend builds
+# the call, so users find it as cuRAND/rocRAND users look: cj.libs.rand.generate(...).
+_rand.generate = random.rocrand.generate
 
 # `import cdnajit.numpy as cnp` and `import cdnajit.lax` find the frontend's modules.
 _sys.modules[__name__ + ".numpy"] = numpy
 _sys.modules[__name__ + ".lax"] = lax
+_sys.modules[__name__ + ".random"] = random
 
-__all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "ir", "tree_flatten",
+__all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "random", "ir", "tree_flatten",
            "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError", "TracingTypeError",
            "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError", "ArraySizeError",
            "AllocationError"]

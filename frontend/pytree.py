@@ -41,8 +41,8 @@ def tree_flatten(tree) -> tuple[list, TreeDef]:
     def visit(node) -> TreeDef:
         if node is None:
             return TreeDef("none", None, ())
-        if _is_namedtuple(node):
-            return TreeDef("namedtuple", type(node), tuple(visit(c) for c in node))
+        if _is_namedtuple(node):   # its fields, even where its class iterates otherwise (random.PRNGKeyArray)
+            return TreeDef("namedtuple", type(node), tuple(visit(c) for c in tuple.__iter__(node)))
         if isinstance(node, tuple):
             return TreeDef("tuple", None, tuple(visit(c) for c in node))
         if isinstance(node, list):

@@ -1,0 +1,16 @@
+"""libs/rand: random number generators as rocRAND provides them, as library kernels.
+
+philox.py         Philox4x32-10 (Random123), on numpy and on kernel expressions.
+sobol.py          Sobol32 quasi-random points, Joe and Kuo's direction numbers (8 dimensions).
+distributions.py  uniform, normal (Box-Muller), log-normal and Poisson on a generator's words.
+routines.py       the `generate` routine: attributes, shape rule, numpy reference.
+kernels.py        its solutions (generator x distribution x dtype) and their kernels.
+Calls come from `cj.libs.rand.generate` (frontend/random/rocrand.py), not from a matcher: no rules.
+This file registers the library (ir/ops/library.py's contract).
+"""
+from ...ir.ops.library import Library, register_library
+from . import kernels, routines
+
+LIBRARY = register_library(Library(
+    name="rand", routines=routines.ROUTINES, select=kernels.select, emit=kernels.emit, explain=kernels.explain,
+    cache_stamp=lambda: "rand 1"))

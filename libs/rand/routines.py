@@ -1,0 +1,66 @@
+"""The rand library's one routine, `generate`: values of a distribution from a generator's stream,
+given a 64-bit seed and an offset (the index of the first value in the stream), both u64 scalars
+operands so that a new seed or offset compiles nothing. Sobol32 takes a third operand, its direction
+numbers (u32[dimensions, 32]), and gives points of shape (dimensions, n), dimension-major as rocRAND."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...ir.opdef import require
+from ...ir.ops.library import Routine
+from ...ir.types import TensorType
+from . import distributions, philox, sobol
+
+GENERATORS = ("philox4x32_10", "sobol32")
+SOBOL_DISTRIBUTIONS = ("bits", "uniform")
+DTYPES = ("f32", "f64")
+ATTRS = {"generator": "str", "distribution": "str", "dtype": "dtype", "shape": "ints", "mean": "float",
+         "stddev": "float", "lam": "float"}
+
+
+def generate_infer(types, attrs):
+    require(attrs["generator"] in GENERATORS, f"rand.generate: generator {attrs['generator']!r} is not one of "
+                                              f"{', '.join(GENERATORS)}")
+    sobol32 = attrs["generator"] == "sobol32"
+    require(len(types) == 2 + sobol32 and all(t == TensorType("u64", ()) for t in types[:2]),
+            f"library_call: rand.generate takes a u64 seed and a u64 offset"
+            f"{' and sobol32 direction numbers' if sobol32 else ''}, got {', '.join(map(str, types))}")
+    if sobol32:
+        shape = tuple(attrs["shape"])
+        require(len(shape) == 2 and types[2] == TensorType("u32", (shape[0], sobol.BITS)),
+                f"rand.generate: sobol32 gives (dimensions, n) points from u32[dimensions, {sobol.BITS}] direction "
+                f"numbers, got shape {shape} and {types[2]}")
+        require(attrs["distribution"] in SOBOL_DISTRIBUTIONS,
+                f"rand.generate: sobol32 gives {', '.join(SOBOL_DISTRIBUTIONS)}, not {attrs['distribution']}")
+    require(attrs["distribution"] in distributions.DISTRIBUTIONS,
+            f"rand.generate: distribution {attrs['distribution']!r} is not one of "
+            f"{', '.join(distributions.DISTRIBUTIONS)}")
+    require(attrs["dtype"] in DTYPES, f"rand.generate: dtype {attrs['dtype']} is not one of {', '.join(DTYPES)}")
+    require(attrs["distribution"] != "poisson" or 0.0 <= attrs["lam"] <= distributions.MAX_POISSON_LAM,
+            f"rand.generate: poisson's lam must be in [0, {distributions.MAX_POISSON_LAM}], got {attrs['lam']}")
+    require(attrs["stddev"] >= 0.0, f"rand.generate: stddev must be >= 0, got {attrs['stddev']}")
+    return [TensorType(distributions.result_dtype(attrs["distribution"], attrs["dtype"]), tuple(attrs["shape"]))]
+
+
+def generate_reference(seed, offset, *directions, generator, distribution, dtype, shape, mean, stddev, lam):
+    """The stream's values [offset, offset + size) of the distribution, in numpy."""
+    seed, offset = int(seed), int(offset)
+    if generator == "sobol32":
+        words = [sobol.points_numpy(directions[0], offset, shape[1])]
+        return np.asarray(distributions.values_numpy(words, distribution, dtype, 0.0, 1.0, 0.0, words_per_value=1)[0])
+    size = math.prod(shape)
+    per_block = 4 // distributions.words_per_value(distribution, dtype)
+    first, skip = offset // per_block, offset % per_block
+    blocks = np.arange(first, first + -(-(skip + size) // per_block), dtype=np.uint64)
+    counter = [(blocks & np.uint64(0xFFFFFFFF)).astype(np.uint32), (blocks >> np.uint64(32)).astype(np.uint32),
+               np.zeros(blocks.shape, np.uint32), np.zeros(blocks.shape, np.uint32)]
+    words = philox.rounds_numpy(counter, (seed & 0xFFFFFFFF, seed >> 32))
+    values = distributions.values_numpy(words, distribution, dtype, mean, stddev, lam)
+    stream = np.stack(values, axis=-1).reshape(-1)
+    return stream[skip:skip + size].reshape(shape)
+
+
+ROUTINES = {"generate": Routine(attrs=ATTRS, infer=generate_infer, reference=generate_reference,
+                                doc="values of a distribution from a generator's stream at (seed, offset)")}

@@ -1,0 +1,133 @@
+"""libs/rand: Philox4x32-10 against Random123's known answers, Sobol32 against scipy's Sobol' points, its compiled kernels against the
+routine's numpy reference (libs/rand/routines.py) over sizes crossing workgroup and block boundaries
+and unaligned offsets, one kernel per solution, and the distributions' shapes (KS tests at 1e-4).
+
+Error model: uniform and bits are integer arithmetic and one exact scaling, compared exactly; normal
+and log-normal compute log, sqrt, cos, sin, exp in f64 on both sides, where cdnajit's math library
+and numpy's libm may differ by an ulp each: 8 ulps of f64 relative, plus, near the zeros of cos and
+sin, the angle's rounding (2 pi eps) times the radius (< 6) times stddev (2) absolute (exact after
+rounding to f32 but for ties); Poisson's sequential search has the same arithmetic on both sides: exact.
+"""
+import numpy as np
+import pytest
+import scipy.stats
+
+import cdnajit as cj
+from cdnajit.libs.rand import philox, routines, sobol
+from cdnajit.lowering.emitters import emit_kernel
+from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
+
+# Random123's tests/kat_vectors, the three "philox4x32 10" lines (counter, key, result), as published
+# with the Random123 library (D. E. Shaw Research, github.com/DEShawResearch/random123).
+RANDOM123_KAT = [
+    ((0x00000000, 0x00000000, 0x00000000, 0x00000000), (0x00000000, 0x00000000),
+     (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+    ((0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF),
+     (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+    ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
+     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
+]
+GENERATOR = "philox4x32_10"
+
+
+@pytest.mark.parametrize("counter, key, expected", RANDOM123_KAT)
+def test_philox_reference_known_answers(counter, key, expected):
+    words = philox.rounds_numpy([np.array([w], np.uint32) for w in counter], key)
+    assert [int(w[0]) for w in words] == list(expected)
+
+
+def test_philox_kernel_known_answer():
+    """The compiled kernel's first block for seed 0 is Random123's all-zero vector."""
+    bits = cj.libs.rand.generate(GENERATOR, (4,), "bits", seed=0)
+    np.testing.assert_array_equal(bits, np.array(RANDOM123_KAT[0][2], np.uint32))
+
+
+def reference(shape, distribution, seed, offset, dtype, **params):
+    attrs = {"mean": 0.0, "stddev": 1.0, "lam": 1.0, **params}
+    return routines.generate_reference(seed, offset, generator=GENERATOR, distribution=distribution,
+                                       dtype={"float32": "f32", "float64": "f64"}[dtype], shape=shape, **attrs)
+
+
+@pytest.mark.parametrize("distribution, dtype", [("bits", "float32"), ("uniform", "float32"), ("uniform", "float64"),
+                                                 ("normal", "float32"), ("normal", "float64"),
+                                                 ("log_normal", "float64"), ("poisson", "float32")])
+@pytest.mark.parametrize("shape, offset", [((1,), 0), ((1023,), 5), ((4, 257), 2 ** 40 + 3), ((0,), 1)])
+def test_kernels_match_the_reference(distribution, dtype, shape, offset):
+    params = {"mean": 0.5, "stddev": 2.0} if distribution in ("normal", "log_normal") else {"lam": 7.5}
+    got = cj.libs.rand.generate(GENERATOR, shape, distribution, seed=2 ** 33 + 17, offset=offset, dtype=dtype,
+                                **params)
+    want = reference(shape, distribution, 2 ** 33 + 17, offset, dtype, **params)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if distribution in ("normal", "log_normal"):
+        eps = np.finfo(np.float64).eps
+        np.testing.assert_allclose(got, want, rtol=8 * eps, atol=2 * 6 * 2 * np.pi * eps)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def test_offsets_continue_the_stream():
+    whole = cj.libs.rand.generate(GENERATOR, (100,), seed=9)
+    np.testing.assert_array_equal(cj.libs.rand.generate(GENERATOR, (37,), seed=9, offset=63), whole[63:])
+
+
+def test_one_kernel_per_solution():
+    """A new size, seed or offset compiles nothing: the kernel's code text (what the compile cache keys
+    object code by) is the same; only its arguments differ."""
+    def kernel(n):
+        graph = cj.make_graph(lambda s: cj.libs.rand.generate(GENERATOR, (n,), "normal", seed=s))(np.uint64(1))
+        module = run_pipeline(graph, DEFAULT_PIPELINE).module
+        (call,) = [op for op in module.body.ops if op.name == "library_call"]
+        assert call.attrs["solution"] == "philox4x32_10_normal_f32"
+        return emit_kernel(call, "k")
+    small, large = kernel(1000), kernel(77777)
+    assert small.code_text() == large.code_text() and dict(small.arguments)["count"] == 1000
+
+
+def test_inside_jit_with_a_traced_seed():
+    f = cj.jit(lambda seed: cj.libs.rand.generate(GENERATOR, (64,), seed=seed) * 2.0)
+    np.testing.assert_array_equal(f(np.uint64(5)), (reference((64,), "uniform", 5, 0, "float32") * 2).astype(np.float32))
+
+
+@pytest.mark.parametrize("distribution, params, cdf", [
+    ("uniform", {}, scipy.stats.uniform.cdf),
+    ("normal", {"mean": 1.0, "stddev": 3.0}, scipy.stats.norm(1.0, 3.0).cdf),
+    ("log_normal", {"mean": 0.0, "stddev": 0.5}, scipy.stats.lognorm(0.5).cdf),
+])
+def test_distributions(distribution, params, cdf):
+    x = cj.libs.rand.generate(GENERATOR, (20000,), distribution, seed=11, dtype="float64", **params)
+    assert scipy.stats.kstest(x, cdf).pvalue > 1e-4
+
+
+def test_poisson_moments():
+    k = cj.libs.rand.generate(GENERATOR, (20000,), "poisson", seed=3, lam=40.0).astype(np.float64)
+    assert abs(k.mean() - 40.0) < 5 * np.sqrt(40.0 / k.size) and abs(k.var() / 40.0 - 1) < 0.05
+
+
+def test_bad_input():
+    with pytest.raises(NotImplementedError, match="only philox4x32_10, sobol32"):
+        cj.libs.rand.generate("mrg32k3a", (4,))
+    with pytest.raises(ValueError, match="distribution 'gamma'"):
+        cj.libs.rand.generate(GENERATOR, (4,), "gamma")
+    with pytest.raises(cj.CdnajitError, match="lam must be in"):
+        cj.libs.rand.generate(GENERATOR, (4,), "poisson", lam=-1.0)
+    with pytest.raises(ValueError, match=r"shape \(dimensions, n\)"):
+        cj.libs.rand.generate("sobol32", (9, 4))
+    with pytest.raises(cj.CdnajitError, match="sobol32 gives bits, uniform"):
+        cj.libs.rand.generate("sobol32", (2, 4), "normal")
+
+
+@pytest.mark.filterwarnings("ignore:The balance properties")
+@pytest.mark.parametrize("dimensions, n, offset", [(1, 1, 0), (3, 257, 0), (8, 1000, 24), (5, 64, 2 ** 31 + 1)])
+def test_sobol_against_scipy(dimensions, n, offset):
+    """Sobol32's bits are scipy's unscrambled Sobol' points (Joe and Kuo's direction numbers, Gray-code
+    order) times 2^32, exactly (scipy's floats are those integers over 2^32); beyond scipy's reach
+    (offset 2^31 + 1) the library's numpy reference."""
+    bits = cj.libs.rand.generate("sobol32", (dimensions, n), "bits", offset=offset)
+    if offset < 2 ** 20:
+        points = scipy.stats.qmc.Sobol(dimensions, scramble=False).random(offset + n)[offset:]
+        want = (points.T * 2.0 ** 32).astype(np.uint32)
+    else:
+        want = sobol.points_numpy(sobol.direction_numbers(dimensions), offset, n)
+    np.testing.assert_array_equal(bits, want)
+    uniform = cj.libs.rand.generate("sobol32", (dimensions, n), "uniform", offset=offset, dtype="float64")
+    np.testing.assert_array_equal(uniform, (want + 0.5) * 2.0 ** -32)
