@@ -1,0 +1,142 @@
+"""The radix sort's kernels: one digit's per-run histogram, and its stable scatter.
+
+Both kernels share one layout: a grid of (ceil(runs / ITEMS), rows) workgroups of ITEMS work-items,
+work-item t of workgroup g owning run u = g * ITEMS + t of its row, the RUN_LENGTH consecutive
+elements it walks in order. Each work-item keeps its 256 digit counters in its own column of an LDS
+table (`counter[d * ITEMS + t]`), so work-items never share a counter and the kernels need no
+barrier and no atomics:
+  - histogram: count the run's digits, then write the column to counts[row, d * runs + u];
+  - scatter: load the column from the offsets (the exclusive scan of the counts along the row, the
+    place of the run's first element of digit d), then walk the run in order, sending each element
+    to its digit's counter and incrementing it: equal digits keep their order, so every pass is
+    stable and the LSD sort of all passes is.
+The digit is read from the key on the fly (`ordered_bits`), so the keys travel unchanged: the
+sorted keys keep their -0.0 and NaN bits. The shift is a scalar parameter: one kernel serves every
+pass of a key dtype, and the row count and length are scalar parameters: one kernel serves every
+problem of a dtype.
+"""
+from __future__ import annotations
+
+from ...ir import kernel as K
+from ...ir.core import Op
+from ...lowering.emitters import operand_buffers
+from .routines import RADIX, RADIX_BITS, index_dtype_of, key_bits
+
+ITEMS = 64          # work-items (runs) per workgroup, a wave: a 256 x 64 table of i32 counters fills 64 KiB of LDS
+RUN_LENGTH = 4096   # elements per run (the calls' run_length): a work-item's sequential share of its row
+
+
+def ordered_bits(key: K.Expr, dtype: str) -> K.Expr:
+    """The kernel form of routines.ordered_bits: unsigned bits (u32, u64 for 64-bit keys) in numpy's order."""
+    width = key_bits(dtype)
+    wide = "u64" if width == 64 else "u32"
+    if dtype == "bool":
+        return key.cast("u8").cast(wide)
+    if dtype[0] == "u":
+        return key.cast(wide)
+    sign = K.Const(1 << (width - 1), wide)
+    if dtype[0] == "i":
+        unsigned = key.bitcast(f"u{width}").cast(wide) if width in (32, 64) else \
+            (key.cast("i32") + (1 << (width - 1))).bitcast("u32")
+        return unsigned ^ sign if width in (32, 64) else unsigned
+    bits = key.bitcast(f"u{width}").cast(wide)
+    mask = K.Const((1 << width) - 1, wide)
+    negative = (bits & sign).ne(K.Const(0, wide))
+    mapped = K.select(negative, ~bits & mask, bits | sign)
+    return K.select(key.ne(key), mask, K.select(key.eq(K.Const(0.0, dtype)), sign, mapped))
+
+
+def digit(key: K.Expr, dtype: str, shift: K.Expr, index: str) -> K.Expr:
+    bits = ordered_bits(key, dtype)
+    return ((bits >> shift.cast(bits.dtype)) & K.Const(RADIX - 1, bits.dtype)).cast(index)
+
+
+class RunLayout:
+    """The scalar parameters, ids and bounds the two kernels share."""
+
+    def __init__(self, op: Op):
+        keys = op.operands[0].type
+        self.key_dtype = keys.dtype
+        self.index = index_dtype_of(*keys.shape)
+        self.rows, self.length = (K.ScalarParam(n, self.index) for n in ("rows", "length"))
+        self.shift = K.ScalarParam("shift", "u32")
+        self.run_length = op.attrs["run_length"]
+        self.runs = (self.length + (self.run_length - 1)) / self.run_length
+        self.arguments = (("rows", keys.shape[0]), ("length", keys.shape[1]), ("shift", op.attrs["shift"]))
+        self.grid = ((self.runs + (ITEMS - 1)) / ITEMS, self.rows)
+        idx = self.index
+        self.t, self.run, self.row, self.start, self.stop, self.j, self.d, self.place = (
+            K.Var(n, idx) for n in ("t", "run", "row", "start", "stop", "j", "d", "place"))
+        self.key = K.Var("key", keys.dtype)
+        self.counter = K.LdsBuffer("counter", "i32", RADIX * ITEMS)  # places within a row (< 2^31)
+
+    def buffers(self, op: Op, counts_operand: int | None) -> list:
+        """The op's buffers, sized by the scalar parameters: rows x length elements, or the counts."""
+        counts = self.rows * self.runs * RADIX
+        sized = []
+        for k, buffer in enumerate(operand_buffers(op)):
+            count = counts if k == counts_operand else self.rows * self.length
+            sized.append(K.GlobalBuffer(buffer.name, buffer.dtype, count, buffer.readonly))
+        return sized
+
+    def prologue(self) -> list[K.Stmt]:
+        idx = self.index
+        return [K.Let(self.t, K.workitem_id(0).cast(idx)),
+                K.Let(self.run, K.workgroup_id(0).cast(idx) * ITEMS + self.t),
+                K.Let(self.row, K.workgroup_id(1).cast(idx)),
+                K.Let(self.start, self.run * self.run_length),
+                K.Let(self.stop, K.minimum(self.start + self.run_length, self.length))]
+
+    def column(self, d: K.Expr) -> K.Expr:
+        return d * ITEMS + self.t
+
+    def count_place(self, d: K.Expr) -> K.Expr:
+        """Where digit d of this run counts in the row's counts (digit-major, run-minor)."""
+        return (self.row * RADIX + d) * self.runs + self.run
+
+    def walk(self, keys: K.GlobalBuffer, body: list[K.Stmt]) -> K.For:
+        """For each element j of the run in order: `key` and its digit `d` defined, then body."""
+        return K.For(self.j, self.start, self.stop, 1, [
+            K.Let(self.key, keys[self.row * self.length + self.j]),
+            K.Let(self.d, digit(self.key, self.key_dtype, self.shift, self.index)), *body])
+
+    def kernel(self, name: str, params, body) -> K.Kernel:
+        scalars = [self.rows, self.length, self.shift]
+        return K.Kernel(name, params=[*params, *scalars], grid=self.grid, workgroup_size=(ITEMS,),
+                        body=[*self.prologue(), K.If(self.run < self.runs, body)], lds=[self.counter],
+                        arguments=self.arguments)
+
+
+def histogram_kernel(op: Op, name: str) -> K.Kernel:
+    layout = RunLayout(op)
+    keys, counts = layout.buffers(op, counts_operand=1)
+    d, c = layout.d, layout.counter
+    zero = K.Const(0, "i32")
+    body = [K.For(d, 0, RADIX, 1, [K.Store(c, layout.column(d), zero)]),
+            layout.walk(keys, [K.Store(c, layout.column(d), c[layout.column(d)] + 1)]),
+            K.For(d, 0, RADIX, 1, [K.Store(counts, layout.count_place(d), c[layout.column(d)].cast(layout.index))])]
+    return layout.kernel(name, [keys, counts], body)
+
+
+def scatter_kernel(op: Op, name: str) -> K.Kernel:
+    layout = RunLayout(op)
+    operands = len(op.operands)
+    buffers = layout.buffers(op, counts_operand=operands - 1)
+    sources, offsets, results = buffers[:operands - 1], buffers[operands - 1], buffers[operands:]
+    d, c, place, row = layout.d, layout.counter, layout.place, layout.row
+    length = layout.length
+    moves = [K.Store(results[0], row * length + place, layout.key)]
+    moves += [K.Store(result, row * length + place, source[row * length + layout.j])
+              for source, result in zip(sources[1:], results[1:])]
+    body = [K.For(d, 0, RADIX, 1, [K.Store(c, layout.column(d), offsets[layout.count_place(d)].cast("i32"))]),
+            layout.walk(sources[0], [K.Let(place, c[layout.column(d)].cast(layout.index)), *moves,
+                                     K.Store(c, layout.column(d), (place + 1).cast("i32"))])]
+    return layout.kernel(name, buffers, body)
+
+
+def describe(op: Op) -> str:
+    keys = op.operands[0].type
+    passes = key_bits(keys.dtype) // RADIX_BITS
+    return (f"LSD radix sort of {keys.dtype} keys, {RADIX_BITS}-bit digits ({passes} passes of histogram, "
+            f"exclusive scan, stable scatter); runs of {op.attrs['run_length']} elements per work-item, {ITEMS} work-items "
+            f"per workgroup, digit counters in LDS ({RADIX} x {ITEMS})")
