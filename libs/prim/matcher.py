@@ -33,7 +33,8 @@ def as_rows(m, values, axis: int) -> list[Value]:
     last = len(shape) - 1
     permutation = tuple(d for d in range(len(shape)) if d != axis) + (axis,)
     moved = [v if axis == last else m.op("transpose", v, permutation=permutation) for v in values]
-    return [m.op("reshape", v, new_sizes=(math.prod(shape) // max(shape[axis], 1), shape[axis])) for v in moved]
+    rows = math.prod(d for k, d in enumerate(shape) if k != axis)
+    return [m.op("reshape", v, new_sizes=(rows, shape[axis])) for v in moved]
 
 
 def from_rows(m, values, shape, axis: int) -> list[Value]:
@@ -58,26 +59,26 @@ def scanned(m, x: Value, reducer: str, exclusive: bool) -> Value:
 
 
 def radix_sorted(m, sort):
-    """sort by one real key along a long axis -> an LSD radix sort: per digit, a histogram, its
-    exclusive scan and a stable scatter of the keys and every payload."""
-    keys, *payloads = sort.operands
-    dimension = sort.attrs["dimension"]
-    if sort.attrs["num_keys"] != 1 or keys.type.dtype not in SORT_KEY_DTYPES or \
-            any(p.type.dtype in COMPLEXES for p in payloads) or keys.type.shape[dimension] < MIN_RADIX_LENGTH:
+    """sort along a long axis -> an LSD radix sort: per digit of each key (the last key first, its
+    least significant digit first), a histogram, its exclusive scan and a stable scatter of every operand."""
+    operands, num_keys, dimension = sort.operands, sort.attrs["num_keys"], sort.attrs["dimension"]
+    if any(v.type.dtype not in SORT_KEY_DTYPES for v in operands) or \
+            not MIN_RADIX_LENGTH <= operands[0].type.shape[dimension] < 2 ** 31:
         return None
-    rows = as_rows(m, sort.operands, dimension)
-    for shift in digit_shifts(keys.type.dtype):
-        (counts,) = call(m, "radix_histogram", rows[0], shift=shift, run_length=RUN_LENGTH)
-        offsets = scanned(m, counts, "sum", exclusive=True)
-        rows = call(m, "radix_scatter", *rows, offsets, shift=shift, run_length=RUN_LENGTH)
-    return from_rows(m, rows, keys.type.shape, dimension)
+    rows = as_rows(m, operands, dimension)
+    for key in reversed(range(num_keys)):
+        for shift in digit_shifts(operands[key].type.dtype):
+            (counts,) = call(m, "radix_histogram", rows[key], shift=shift, run_length=RUN_LENGTH)
+            offsets = scanned(m, counts, "sum", exclusive=True)
+            rows = call(m, "radix_scatter", *rows, offsets, shift=shift, run_length=RUN_LENGTH, key=key)
+    return from_rows(m, rows, operands[0].type.shape, dimension)
 
 
 def scan_of(m, op):
     """cumulative along an axis -> an inclusive scan of rows (reversed before and after if reverse)."""
     (x,) = op.operands
     axis = op.attrs["axis"]
-    if x.type.dtype in COMPLEXES or x.type.size == 0:
+    if x.type.dtype in COMPLEXES:
         return None
     if op.attrs["reverse"]:
         x = m.op("rev", x, dimensions=(axis,))
@@ -87,7 +88,7 @@ def scan_of(m, op):
 
 
 RULES = [
-    # sort(keys, payloads...) {num_keys = 1} along a long axis -> radix_histogram, scan, radix_scatter per digit
+    # sort(keys..., payloads...) along a long axis -> radix_histogram, scan, radix_scatter per digit of each key
     (Pat.any_op("sort", name="sort"), radix_sorted),
     # cumulative(x) {reducer, axis, reverse} -> scan, or run_totals, scan, scan_runs (reduce-then-scan)
     (Pat.any_op("cumulative", name="op"), scan_of),

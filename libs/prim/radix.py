@@ -54,8 +54,8 @@ def digit(key: K.Expr, dtype: str, shift: K.Expr, index: str) -> K.Expr:
 class RunLayout:
     """The scalar parameters, ids and bounds the two kernels share."""
 
-    def __init__(self, op: Op):
-        keys = op.operands[0].type
+    def __init__(self, op: Op, key: int = 0):
+        keys = op.operands[key].type
         self.key_dtype = keys.dtype
         self.index = index_dtype_of(*keys.shape)
         self.rows, self.length = (K.ScalarParam(n, self.index) for n in ("rows", "length"))
@@ -119,24 +119,23 @@ def histogram_kernel(op: Op, name: str) -> K.Kernel:
 
 
 def scatter_kernel(op: Op, name: str) -> K.Kernel:
-    layout = RunLayout(op)
+    layout = RunLayout(op, op.attrs["key"])
     operands = len(op.operands)
     buffers = layout.buffers(op, counts_operand=operands - 1)
     sources, offsets, results = buffers[:operands - 1], buffers[operands - 1], buffers[operands:]
-    d, c, place, row = layout.d, layout.counter, layout.place, layout.row
+    d, c, place, row, key = layout.d, layout.counter, layout.place, layout.row, op.attrs["key"]
     length = layout.length
-    moves = [K.Store(results[0], row * length + place, layout.key)]
-    moves += [K.Store(result, row * length + place, source[row * length + layout.j])
-              for source, result in zip(sources[1:], results[1:])]
+    moves = [K.Store(result, row * length + place, layout.key if k == key else source[row * length + layout.j])
+             for k, (source, result) in enumerate(zip(sources, results))]
     body = [K.For(d, 0, RADIX, 1, [K.Store(c, layout.column(d), offsets[layout.count_place(d)].cast("i32"))]),
-            layout.walk(sources[0], [K.Let(place, c[layout.column(d)].cast(layout.index)), *moves,
-                                     K.Store(c, layout.column(d), (place + 1).cast("i32"))])]
+            layout.walk(sources[key], [K.Let(place, c[layout.column(d)].cast(layout.index)), *moves,
+                                       K.Store(c, layout.column(d), (place + 1).cast("i32"))])]
     return layout.kernel(name, buffers, body)
 
 
 def describe(op: Op) -> str:
-    keys = op.operands[0].type
+    keys = op.operands[op.attrs.get("key", 0)].type
     passes = key_bits(keys.dtype) // RADIX_BITS
-    return (f"LSD radix sort of {keys.dtype} keys, {RADIX_BITS}-bit digits ({passes} passes of histogram, "
+    return (f"LSD radix sort pass of {keys.dtype} keys (shift {op.attrs['shift']}), {RADIX_BITS}-bit digits ({passes} passes of histogram, "
             f"exclusive scan, stable scatter); runs of {op.attrs['run_length']} elements per work-item, {ITEMS} work-items "
             f"per workgroup, digit counters in LDS ({RADIX} x {ITEMS})")

@@ -9,10 +9,11 @@ Radix sort (LSD, 8-bit digits, one pass per digit from the least significant):
     count of digit d in run u at [r, d * runs + u]. The digit of a key is
     `(ordered_bits(key) >> shift) & 255`, where ordered_bits maps the key to unsigned bits whose
     order is numpy's (NaNs last, -0.0 equal to 0.0; see `ordered_bits`).
-  - `radix_scatter(keys, payloads..., offsets) {shift, run_length}` -> (keys, payloads...): with
-    `offsets` the exclusive scan of the histogram along each row, every element of run u with
-    digit d goes to `offsets[r, d * runs + u]` plus its rank among the run's elements of digit d:
-    the rows stably sorted by the digit.
+  - `radix_scatter(operands..., offsets) {shift, run_length, key}` -> (operands...): with
+    `offsets` the exclusive scan of operand `key`'s histogram along each row, every element of run
+    u with digit d goes to `offsets[r, d * runs + u]` plus its rank among the run's elements of
+    digit d: the rows of every operand stably sorted by the key's digit. Several keys sort as
+    numpy's lexsort: every digit of the least significant key first.
 Scans (reduce-then-scan of runs: a scan of more runs than one is three calls):
   - `run_totals(x) {reducer, run_length}` -> (rows, runs), accumulator dtype: each run's reduction,
     sequential from its first element;
@@ -114,28 +115,31 @@ def radix_histogram(keys, *, shift, run_length):
 def radix_scatter_infer(types, attrs):
     check_rows("radix_scatter", types)
     require(len(types) >= 2, f"prim.radix_scatter takes keys, payloads and offsets, got {fmt_types(types)}")
-    keys, *payloads, offsets = types
+    *operands, offsets = types
+    require(0 <= attrs["key"] < len(operands), f"prim.radix_scatter: key {attrs['key']} is not one of "
+                                               f"the {len(operands)} operands")
+    keys = operands[attrs["key"]]
     check_keys("radix_scatter", keys, attrs)
-    require(all(p.shape == keys.shape and p.dtype not in COMPLEXES for p in payloads),
-            f"prim.radix_scatter: payloads must be real arrays of the keys' shape, got {fmt_types(types)}")
+    require(all(p.shape == keys.shape and p.dtype not in COMPLEXES for p in operands),
+            f"prim.radix_scatter: operands must be real arrays of one shape, got {fmt_types(types)}")
     require(offsets == counts_type(keys, attrs["run_length"]),
             f"prim.radix_scatter: offsets must be {counts_type(keys, attrs['run_length'])}, got {offsets}")
-    return [keys, *payloads]
+    return operands
 
 
-def radix_scatter(keys, *rest, shift, run_length):
-    *payloads, offsets = rest
-    rows, length = keys.shape
+def radix_scatter(*arrays, shift, run_length, key):
+    *operands, offsets = arrays
+    rows, length = operands[key].shape
     runs = runs_of(length, run_length)
-    results = [np.empty_like(a) for a in (keys, *payloads)]
-    group_of = digits(keys, shift) * runs + np.arange(length) // run_length
+    results = [np.empty_like(a) for a in operands]
+    group_of = digits(operands[key], shift) * runs + np.arange(length) // run_length
     for r in range(rows):
         group = group_of[r]
         order = np.argsort(group, kind="stable")
         first = np.searchsorted(group[order], group[order], side="left")  # the group's first place in order
         position = np.empty(length, np.int64)
         position[order] = offsets[r, group[order]] + np.arange(length) - first
-        for source, result in zip((keys, *payloads), results):
+        for source, result in zip(operands, results):
             result[r, position] = source[r]
     return tuple(results)
 
@@ -220,8 +224,8 @@ RADIX_ATTRS = {"shift": "int", "run_length": "int"}
 ROUTINES = {
     "radix_histogram": Routine(RADIX_ATTRS, radix_histogram_infer, radix_histogram,
                                "per-run counts of one 8-bit digit of the keys' ordered bits"),
-    "radix_scatter": Routine(RADIX_ATTRS, radix_scatter_infer, radix_scatter,
-                             "keys and payloads stably scattered by one digit to the scanned counts"),
+    "radix_scatter": Routine({**RADIX_ATTRS, "key": "int"}, radix_scatter_infer, radix_scatter,
+                             "every operand stably scattered by one digit of one of them"),
     "run_totals": Routine({"reducer": "str", "run_length": "int"}, run_totals_infer, run_totals,
                           "each run's reduction"),
     "scan": Routine({"reducer": "str", "exclusive": "bool"}, scan_infer, scan, "a sequential scan of each row"),
