@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
-from . import radix, scan
+from . import histogram, radix, scan
 
 # routine -> (the solution's name, its kernel emitter, its description for the reports)
 SOLUTIONS = {
@@ -14,6 +14,7 @@ SOLUTIONS = {
     "run_totals": (f"run_totals_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
     "scan": (f"scan_rows_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
     "scan_runs": (f"scan_runs_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
+    "bin_counts": (f"bin_counts_search_w{histogram.ITEMS}", histogram.bin_counts_kernel, histogram.describe),
 }
 
 

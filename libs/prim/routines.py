@@ -22,6 +22,12 @@ Scans (reduce-then-scan of runs: a scan of more runs than one is three calls):
   - `scan_runs(x, carries) {reducer, exclusive, run_length}`: each run scanned, run u > 0 starting
     from `carries[r, u]` (the reduction of the runs before it); run 0 as `scan`.
 Floats of 16 bits accumulate in f32 and every result rounds once, as the `cumulative` op does.
+Histogram:
+  - `bin_counts(x, edges, weights) {run_length}` -> (runs, bins + 1), accumulator dtype: x and
+    weights 1-D of one length, edges 1-D and sorted. Element i falls in slot
+    `searchsorted(edges, x[i], side="right")` (NaN after every edge), one less where x[i] equals the
+    last edge (the last bin is closed); slot 0 is below the first edge and slot len(edges) (past
+    the end, not kept) above the last. Row u sums the weights of run u per slot, in element order.
 """
 from __future__ import annotations
 
@@ -220,6 +226,33 @@ def scan_runs(x, carries, *, reducer, exclusive, run_length):
     return result
 
 
+def bin_slots(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    slots = np.searchsorted(edges, x, side="right")
+    slots[np.isnan(x)] = edges.size
+    slots[x == edges[-1]] -= 1
+    return slots
+
+
+def bin_counts_infer(types, attrs):
+    require(len(types) == 3 and all(t.ndim == 1 for t in types) and types[0].shape == types[2].shape,
+            f"prim.bin_counts takes x, edges and weights, 1-d, x and weights of one length, got {fmt_types(types)}")
+    x, edges, weights = types
+    require(edges.dtype == x.dtype and edges.size >= 1, f"prim.bin_counts: edges must be a non-empty {x.dtype} "
+                                                         f"vector, got {edges}")
+    require(weights.dtype not in COMPLEXES + ("bool",), f"prim.bin_counts: weights of dtype {weights.dtype}")
+    return [TensorType(accumulator_type(weights), (runs_of(x.size, attrs["run_length"]), edges.size))]
+
+
+def bin_counts(x, edges, weights, *, run_length):
+    runs = runs_of(x.size, run_length)
+    counts = np.zeros((runs, edges.size), compute_dtype(weights.dtype))
+    slots, wide_weights = bin_slots(x, edges), wide(weights)
+    run = np.arange(x.size) // run_length
+    kept = slots < edges.size
+    np.add.at(counts, (run[kept], slots[kept]), wide_weights[kept])  # in element order, as the kernel
+    return counts
+
+
 RADIX_ATTRS = {"shift": "int", "run_length": "int"}
 ROUTINES = {
     "radix_histogram": Routine(RADIX_ATTRS, radix_histogram_infer, radix_histogram,
@@ -231,4 +264,5 @@ ROUTINES = {
     "scan": Routine({"reducer": "str", "exclusive": "bool"}, scan_infer, scan, "a sequential scan of each row"),
     "scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"}, scan_runs_infer, scan_runs,
                          "each run scanned from the carry of the runs before it"),
+    "bin_counts": Routine({"run_length": "int"}, bin_counts_infer, bin_counts, "per-run weight sums of each bin"),
 }

@@ -144,3 +144,28 @@ def test_reverse_scan():
     x = np.random.default_rng(2).integers(-9, 9, (2, 2 * RUN + 7)).astype(np.int64)
     np.testing.assert_array_equal(cj.jit(lambda a: lax.cumsum(a, axis=1, reverse=True))(x),
                                   np.flip(np.cumsum(np.flip(x, 1), axis=1), 1))
+
+
+@pytest.mark.parametrize("length", [0, 1, RUN + 3, pytest.param(WORKGROUP + 7, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_histogram_counts_as_numpy(length, dtype):
+    """Counts are exact; values on edges, at the closed last edge, outside the range and NaN included."""
+    x = (np.random.default_rng(length).standard_normal(length) * 3).round(1).astype(dtype)
+    if dtype != np.int32 and length > 10:
+        x[::97] = np.nan
+    counts, edges = cj.jit(lambda a: cnp.histogram(a, bins=37, range=(-4, 4)))(x)
+    finite = x[~np.isnan(x)] if dtype != np.int32 else x
+    np.testing.assert_array_equal(counts, np.histogram(finite, bins=37, range=(-4, 4))[0])
+    optimized = cj.jit(lambda a: cnp.histogram(a, bins=37, range=(-4, 4))).lower(x).compile().as_text("optimized")
+    assert 'routine = "bin_counts"' in optimized
+
+
+def test_weighted_histogram_of_uneven_edges():
+    """Each bin sums its weights per run in element order, then the runs' sums: within
+    (n - 1) * eps * sum(w) of numpy's (both orders are recursive sums of positive weights)."""
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal(3 * RUN).astype(np.float32), rng.random(3 * RUN).astype(np.float32)
+    edges = np.array([-3, -1, 0, 0.5, 2.0], np.float32)
+    counts, _ = cj.jit(lambda a, w: cnp.histogram(a, bins=edges, weights=w))(x, w)
+    want = np.histogram(x, bins=edges, weights=w.astype(np.float64))[0]
+    np.testing.assert_allclose(counts, want, rtol=0, atol=2 * x.size * np.finfo(np.float32).eps * w.sum())
