@@ -20,6 +20,9 @@ MIN_RADIX_LENGTH = 1024
 # A scan of rows of more runs than this, and too few rows to fill the machine one row per
 # work-item, is reduce-then-scan: three launches of a work-item per run.
 SCAN_RUN_LENGTH = 4096
+# Rows up to this length sort whole in one kernel, a row per work-item, staying in its cache
+# between passes (256 KiB of f32 keys); longer rows go through memory once per pass.
+MAX_ROW_SORT_LENGTH = 1 << 16
 FEW_ROWS = 256
 
 
@@ -66,6 +69,9 @@ def radix_sorted(m, sort):
             not MIN_RADIX_LENGTH <= operands[0].type.shape[dimension] < 2 ** 31:
         return None
     rows = as_rows(m, operands, dimension)
+    if rows[0].type.shape[1] <= MAX_ROW_SORT_LENGTH:
+        sorted_rows = call(m, "radix_sort_rows", *rows, num_keys=num_keys)[:len(rows)]
+        return from_rows(m, sorted_rows, operands[0].type.shape, dimension)
     for key in reversed(range(num_keys)):
         for shift in digit_shifts(operands[key].type.dtype):
             (counts,) = call(m, "radix_histogram", rows[key], shift=shift, run_length=RUN_LENGTH)
@@ -88,7 +94,8 @@ def scan_of(m, op):
 
 
 RULES = [
-    # sort(keys..., payloads...) along a long axis -> radix_histogram, scan, radix_scatter per digit of each key
+    # sort(keys..., payloads...) along an axis of up to 2^16 -> radix_sort_rows; a longer axis ->
+    # radix_histogram, scan, radix_scatter per digit of each key
     (Pat.any_op("sort", name="sort"), radix_sorted),
     # cumulative(x) {reducer, axis, reverse} -> scan, or run_totals, scan, scan_runs (reduce-then-scan)
     (Pat.any_op("cumulative", name="op"), scan_of),

@@ -1,10 +1,12 @@
-"""The radix sort's kernels: one digit's per-run histogram, and its stable scatter.
+"""The radix sort's kernels: one digit's per-run histogram and its stable scatter (rows longer
+than a cache holds: one pass through memory per digit), and the whole sort of rows that fit, a
+row per work-item (`rows_kernel`).
 
-Both kernels share one layout: a grid of (ceil(runs / ITEMS), rows) workgroups of ITEMS work-items,
+The first two share one layout: a grid of (ceil(runs / ITEMS), rows) workgroups of ITEMS work-items,
 work-item t of workgroup g owning run u = g * ITEMS + t of its row, the RUN_LENGTH consecutive
-elements it walks in order. Each work-item keeps its 256 digit counters in its own column of an LDS
-table (`counter[d * ITEMS + t]`), so work-items never share a counter and the kernels need no
-barrier and no atomics:
+elements it walks in order. Each work-item keeps its 256 digit counters in its own part of an LDS
+table (`counter_slot`), so work-items never share a counter and the kernels need no barrier and
+no atomics:
   - histogram: count the run's digits, then write the column to counts[row, d * runs + u];
   - scatter: load the column from the offsets (the exclusive scan of the counts along the row, the
     place of the run's first element of digit d), then walk the run in order, sending each element
@@ -20,7 +22,7 @@ from __future__ import annotations
 from ...ir import kernel as K
 from ...ir.core import Op
 from ...lowering.emitters import operand_buffers
-from .routines import RADIX, RADIX_BITS, index_dtype_of, key_bits
+from .routines import RADIX, RADIX_BITS, index_dtype_of, key_bits, row_passes
 
 ITEMS = 64          # work-items (runs) per workgroup, a wave: a 256 x 64 table of i32 counters fills 64 KiB of LDS
 RUN_LENGTH = 4096   # elements per run (the calls' run_length): a work-item's sequential share of its row
@@ -44,6 +46,14 @@ def ordered_bits(key: K.Expr, dtype: str) -> K.Expr:
     negative = (bits & sign).ne(K.Const(0, wide))
     mapped = K.select(negative, ~bits & mask, bits | sign)
     return K.select(key.ne(key), mask, K.select(key.eq(K.Const(0.0, dtype)), sign, mapped))
+
+
+def counter_slot(d: K.Expr, t: K.Expr) -> K.Expr:
+    """Work-item t's counter of digit d in the LDS table: a work-item's 256 counters are
+    contiguous (1 KiB, in the host core's L1 cache while it walks its run), and the digit is
+    swizzled by the lane (d xor t mod 32) so that the lanes of a wave counting the same digit hit
+    32 different LDS banks on the GPU."""
+    return t * RADIX + (d ^ (t & 31))
 
 
 def digit(key: K.Expr, dtype: str, shift: K.Expr, index: str) -> K.Expr:
@@ -88,7 +98,7 @@ class RunLayout:
                 K.Let(self.stop, K.minimum(self.start + self.run_length, self.length))]
 
     def column(self, d: K.Expr) -> K.Expr:
-        return d * ITEMS + self.t
+        return counter_slot(d, self.t)
 
     def count_place(self, d: K.Expr) -> K.Expr:
         """Where digit d of this run counts in the row's counts (digit-major, run-minor)."""
@@ -131,6 +141,56 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
             layout.walk(sources[key], [K.Let(place, c[layout.column(d)].cast(layout.index)), *moves,
                                        K.Store(c, layout.column(d), (place + 1).cast("i32"))])]
     return layout.kernel(name, buffers, body)
+
+
+def rows_kernel(op: Op, name: str) -> K.Kernel:
+    """radix_sort_rows: work-item t of workgroup g sorts row g * ITEMS + t whole, pass after pass
+    (routines.row_passes, unrolled: each pass's source and destination buffers are fixed), with
+    its 256 counters in its LDS column: count the digits, scan the counters into places, scatter."""
+    types = [v.type for v in op.operands]
+    count = len(types)
+    rows_count, length_count = types[0].shape
+    idx = index_dtype_of(rows_count, length_count)
+    rows, length = K.ScalarParam("rows", idx), K.ScalarParam("length", idx)
+    buffers = [K.GlobalBuffer(b.name, b.dtype, rows * length, b.readonly) for b in operand_buffers(op)]
+    inputs, results, scratch = buffers[:count], buffers[count:2 * count], buffers[2 * count:]
+    t, row, base, j, d, place, total, seen = (K.Var(n, idx) for n in ("t", "row", "base", "j", "d", "place", "total",
+                                                                       "seen"))
+    counter = K.LdsBuffer("counter", "i32", RADIX * ITEMS)
+    column = counter_slot(d, t)
+    passes = row_passes(types, op.attrs["num_keys"])
+    body, source = [], inputs
+    for number, (key, shift) in enumerate(passes):
+        target = results if (len(passes) - 1 - number) % 2 == 0 else scratch
+        value = K.Var(f"key{number}", types[key].dtype)
+        digit_of = lambda at: digit(source[key][base + at], types[key].dtype, K.Const(shift, "u32"), idx)
+        moves = [K.Store(out, base + place, value if k == key else src[base + j])
+                 for k, (src, out) in enumerate(zip(source, target))]
+        body += [
+            K.For(d, 0, RADIX, 1, [K.Store(counter, column, K.Const(0, "i32"))]),
+            K.For(j, 0, length, 1, [K.Let(d, digit_of(j)), K.Store(counter, column, counter[column] + 1)]),
+            K.Assign(total, K.Const(0, idx)),
+            K.For(d, 0, RADIX, 1, [K.Let(seen, counter[column].cast(idx)), K.Store(counter, column, total.cast("i32")),
+                                   K.Assign(total, total + seen)]),
+            K.For(j, 0, length, 1, [
+                K.Let(value, source[key][base + j]),
+                K.Let(d, digit(value, types[key].dtype, K.Const(shift, "u32"), idx)),
+                K.Let(place, counter[column].cast(idx)), *moves,
+                K.Store(counter, column, (place + 1).cast("i32"))])]
+        source = target
+    prologue = [K.Let(t, K.workitem_id(0).cast(idx)), K.Let(row, K.workgroup_id(0).cast(idx) * ITEMS + t)]
+    return K.Kernel(name, params=[*buffers, rows, length], grid=((rows + (ITEMS - 1)) / ITEMS,),
+                    workgroup_size=(ITEMS,), lds=[counter],
+                    body=[*prologue, K.If(row < rows, [K.Let(base, row * length), K.Let(total, K.Const(0, idx)),
+                                                       *body])],
+                    arguments=(("rows", rows_count), ("length", length_count)))
+
+
+def describe_rows(op: Op) -> str:
+    passes = row_passes([v.type for v in op.operands], op.attrs["num_keys"])
+    return (f"segmented LSD radix sort, a row per work-item ({ITEMS} per workgroup), {len(passes)} passes of "
+            f"{RADIX_BITS}-bit digits in one kernel (count, scan, stable scatter), digit counters in LDS "
+            f"({RADIX} x {ITEMS})")
 
 
 def describe(op: Op) -> str:

@@ -14,6 +14,11 @@ Radix sort (LSD, 8-bit digits, one pass per digit from the least significant):
     u with digit d goes to `offsets[r, d * runs + u]` plus its rank among the run's elements of
     digit d: the rows of every operand stably sorted by the key's digit. Several keys sort as
     numpy's lexsort: every digit of the least significant key first.
+  - `radix_sort_rows(operands...) {num_keys}` -> (operands..., scratch...): each row sorted whole
+    by one work-item, every pass of every key in one kernel, the row staying in cache between
+    passes (rocPRIM's segmented radix sort, a segment per row); passes alternate between the
+    results and scratch copies of every operand (results only when there is one pass), so that
+    the last pass writes the results. The scratch holds the rows after the next-to-last pass.
 Scans (reduce-then-scan of runs: a scan of more runs than one is three calls):
   - `run_totals(x) {reducer, run_length}` -> (rows, runs), accumulator dtype: each run's reduction,
     sequential from its first element;
@@ -253,12 +258,38 @@ def bin_counts(x, edges, weights, *, run_length):
     return counts
 
 
+def row_passes(types, num_keys: int) -> list[tuple[int, int]]:
+    """(key operand, shift) of every pass of an LSD sort by the first num_keys operands: the last
+    key's digits first, least significant first."""
+    return [(key, shift) for key in reversed(range(num_keys)) for shift in digit_shifts(types[key].dtype)]
+
+
+def radix_sort_rows_infer(types, attrs):
+    check_rows("radix_sort_rows", types)
+    require(1 <= attrs["num_keys"] <= len(types), f"prim.radix_sort_rows: num_keys {attrs['num_keys']} of "
+                                                  f"{len(types)} operands")
+    require(all(t.shape == types[0].shape and t.dtype in SORT_KEY_DTYPES for t in types),
+            f"prim.radix_sort_rows: operands must be real arrays of one shape, got {fmt_types(types)}")
+    scratch = types if len(row_passes(types, attrs["num_keys"])) > 1 else []
+    return [*types, *scratch]
+
+
+def radix_sort_rows(*operands, num_keys):
+    states = [operands]
+    for key, shift in row_passes(operands, num_keys):
+        order = np.argsort(digits(states[-1][key], shift), axis=1, kind="stable")
+        states.append(tuple(np.take_along_axis(a, order, axis=1) for a in states[-1]))
+    return (*states[-1], *(states[-2] if len(states) > 2 else ()))
+
+
 RADIX_ATTRS = {"shift": "int", "run_length": "int"}
 ROUTINES = {
     "radix_histogram": Routine(RADIX_ATTRS, radix_histogram_infer, radix_histogram,
                                "per-run counts of one 8-bit digit of the keys' ordered bits"),
     "radix_scatter": Routine({**RADIX_ATTRS, "key": "int"}, radix_scatter_infer, radix_scatter,
                              "every operand stably scattered by one digit of one of them"),
+    "radix_sort_rows": Routine({"num_keys": "int"}, radix_sort_rows_infer, radix_sort_rows,
+                               "each row radix sorted whole by one work-item, in cache"),
     "run_totals": Routine({"reducer": "str", "run_length": "int"}, run_totals_infer, run_totals,
                           "each run's reduction"),
     "scan": Routine({"reducer": "str", "exclusive": "bool"}, scan_infer, scan, "a sequential scan of each row"),
