@@ -9,8 +9,9 @@ orders, so the two differ by at most twice that (tested with the f64 sum as the 
 routines' references follow the kernels' order, so the interpreter agrees with the compiled code
 bit for bit.
 
-Sizes cross the layout's boundaries: runs of 4096 elements per work-item, 64 runs per
-workgroup (262144 elements), rows shorter than 1024 left to the LDS merge sort.
+Sizes cross the layouts' boundaries: rows shorter than 1024 are left to the LDS merge sort, rows
+up to 2^16 sort whole (a row per work-item, 64 rows per workgroup), longer ones pass through
+memory per digit in runs of 4096 elements per work-item, 64 runs per workgroup (262144 elements).
 """
 import ml_dtypes
 import numpy as np
@@ -20,7 +21,7 @@ import cdnajit as cj
 import cdnajit.lax as lax
 import cdnajit.numpy as cnp
 
-RUN, WORKGROUP = 4096, 4096 * 64
+RUN, WORKGROUP, LONG_ROW = 4096, 4096 * 64, (1 << 16) + 1
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
           ml_dtypes.bfloat16, "float32", "float64"]
 FAST_DTYPES = ("int32", "float32")
@@ -63,10 +64,15 @@ def test_every_key_dtype_sorts_as_numpy(dtype):
     check_sort(keys((3001, 2), dtype), axis=0)
 
 
-@pytest.mark.parametrize("length", [1024, RUN - 1, RUN + 1, 3 * RUN + 17,
+@pytest.mark.parametrize("length", [1024, RUN + 1, LONG_ROW - 1, LONG_ROW, 17 * RUN + 17,
                                     pytest.param(WORKGROUP + 5, marks=pytest.mark.slow)])
 def test_lengths_across_runs_and_workgroups(length):
     check_sort(keys(length, np.float32, seed=length), axis=0)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float16", "float64"])
+def test_long_rows_of_other_key_widths(dtype):
+    check_sort(keys((LONG_ROW + 9, 2), dtype), axis=0)
 
 
 @pytest.mark.parametrize("shape, axis", [((3, 1500, 2), 1), ((1100, 3), 0), ((5, 1200), -1), ((4, 0), 1), ((0, 2000), 1)])
@@ -90,22 +96,37 @@ def test_several_keys_sort_as_lexsort():
     np.testing.assert_array_equal(cj.jit(lambda a, b: cnp.lexsort((b, a)))(a, b), order)
 
 
+def library_codes(compiled) -> set:
+    codes = {kernel.code_text() for kernel in compiled.executable.kernels}
+    return {code for code in codes if "rows: i32" in code}  # the library's (not the iota's)
+
+
 def test_the_sort_is_library_calls_compiled_per_solution():
     texts = []
-    for length in (5000, 7001):
+    for length in (LONG_ROW, LONG_ROW + 3 * RUN):
         compiled = cj.jit(lambda a: cnp.argsort(a)).lower(np.zeros(length, np.float32)).compile()
         optimized = compiled.as_text("optimized")
         assert optimized.count('routine = "radix_scatter"') == 4, optimized  # four 8-bit digits
         assert "LSD radix sort pass of f32 keys" in compiled.report()
-        codes = {kernel.kernel.code_text() for kernel in compiled.executable.compiled_kernels}
-        texts.append({code for code in codes if "rows: i32" in code})  # the library's (not the iota)
-    # One histogram, one scan and one scatter kernel serve every pass and both sizes.
-    assert texts[0] == texts[1] and len(texts[0]) == 3
+        texts.append(library_codes(compiled))
+    # One histogram, one scatter and the three kernels of the counts' reduce-then-scan (run totals,
+    # their scan, the runs' scan) serve every pass and both sizes.
+    assert texts[0] == texts[1] and len(texts[0]) == 5
+
+
+def test_rows_that_fit_sort_whole_in_one_kernel():
+    texts = []
+    for shape in ((3, 5000), (1000, 1200)):
+        compiled = cj.jit(lambda a: cnp.sort(a, axis=1)).lower(np.zeros(shape, np.float32)).compile()
+        assert compiled.as_text("optimized").count('routine = "radix_sort_rows"') == 1
+        assert "segmented LSD radix sort, a row per work-item" in compiled.report()
+        texts.append(library_codes(compiled))
+    assert texts[0] == texts[1] and len(texts[0]) == 1
 
 
 def test_the_interpreter_runs_the_routines_as_the_kernels():
-    x = keys((2, 6000), np.float32, seed=5)
-    fn = lambda a: (cnp.argsort(a, axis=1), cnp.cumsum(a, axis=1))
+    x = keys((2, LONG_ROW), np.float32, seed=5)
+    fn = lambda a: (cnp.argsort(a, axis=1), cnp.sort(a[:, :5000], axis=1), cnp.cumsum(a, axis=1))
     compiled, interpreted = cj.jit(fn)(x), cj.jit(fn, backend="interpret")(x)
     for got, want in zip(compiled, interpreted):
         assert same_bits(np.asarray(got), np.asarray(want))
