@@ -3,10 +3,11 @@ ITEMS runs per workgroup, each summing its run's weights into its own row of the
 global memory, where a row of a few hundred slots stays in the work-item's cache), so no two
 work-items share a slot and no atomics are needed; the graph sums the rows.
 
-An element's slot is a binary search of the edges (any sorted edges, even or not): the number of
-edges at or below it, in ceil(log2(edges + 1)) halving steps (a scalar argument: one kernel serves
-every count of edges and every length), with NaN past every edge and the last edge closing the
-last bin.
+An element's slot is the number of edges at or below it, with NaN past every edge and the last
+edge closing the last bin. Any sorted edges: a binary search, ceil(log2(edges + 1)) halving steps
+(a scalar argument: one kernel serves every count of edges and every length). Equal bins (the
+`even` variant): the slot from the value's offset times bins / width, corrected against the
+edges, with branches a random input predicts (a binary search mispredicts half its steps).
 """
 from __future__ import annotations
 
@@ -31,19 +32,30 @@ def bin_counts_kernel(op: Op, name: str) -> K.Kernel:
                                  for b in operand_buffers(op))
     run, start, stop, j, k, b, slot, probe = (K.Var(n, idx) for n in ("run", "start", "stop", "j", "k", "b", "slot",
                                                                       "probe"))
-    value = K.Var("value", x_type.dtype)
+    value, scale = K.Var("value", x_type.dtype), K.Var("scale", x_type.dtype)
     row = lambda at: run * slots + at
-    search = [K.Let(slot, K.Const(0, idx)),
-              K.For(b, 0, steps, 1, [
-                  K.Let(probe, slot + (K.Const(1, idx) << (steps - 1 - b))),
-                  K.If((probe <= slots) & (edges[K.minimum(probe, slots) - 1] <= value), [K.Assign(slot, probe)])]),
-              K.If(value.ne(value), [K.Assign(slot, slots)]),
-              K.If(value.eq(edges[slots - 1]), [K.Assign(slot, slot - 1)])]
+    if op.attrs["even"]:
+        # Equal bins: the slot from the value's offset, then corrected against the edges (the
+        # estimate's rounding is at most one off; two rounds each way), as numpy's histogram.
+        estimate = ((value - edges[0]) * scale).cast(idx)
+        search = [K.Let(slot, K.minimum(K.maximum(estimate, K.Const(0, idx)), slots - 2) + 1)]
+        for _ in range(2):
+            down = (slot > 0) & (value < edges[K.maximum(slot - 1, K.Const(0, idx))])
+            up = (slot < slots) & (edges[K.minimum(slot, slots - 1)] <= value)
+            search += [K.Assign(slot, K.select(down, slot - 1, K.select(up, slot + 1, slot)))]
+    else:
+        search = [K.Let(slot, K.Const(0, idx)),
+                  K.For(b, 0, steps, 1, [
+                      K.Let(probe, slot + (K.Const(1, idx) << (steps - 1 - b))),
+                      K.If((probe <= slots) & (edges[K.minimum(probe, slots) - 1] <= value), [K.Assign(slot, probe)])])]
+    search += [K.If(value.ne(value), [K.Assign(slot, slots)]),
+               K.If(value.eq(edges[slots - 1]), [K.Assign(slot, slot - 1)])]
     walk = K.For(j, start, stop, 1, [
         K.Let(value, x[j]), *search,
         K.If(slot < slots, [K.Store(result, row(slot), result[row(slot)] + weights[j].cast(acc))])])
     body = [K.Let(run, K.workgroup_id(0).cast(idx) * ITEMS + K.workitem_id(0).cast(idx)),
             K.If(run < runs, [
+                K.Let(scale, (slots - 1).cast(x_type.dtype) / (edges[slots - 1] - edges[0])),
                 K.Let(start, run * run_length), K.Let(stop, K.minimum(start + run_length, length)),
                 K.For(k, 0, slots, 1, [K.Store(result, row(k), K.Const(0, acc))]), walk])]
     return K.Kernel(name, params=[x, edges, weights, result, length, slots, steps],
@@ -53,5 +65,6 @@ def bin_counts_kernel(op: Op, name: str) -> K.Kernel:
 
 
 def describe(op: Op) -> str:
-    return (f"histogram by binary search of {op.operands[1].type.size} edges; runs of {op.attrs['run_length']} "
+    how = "offset estimate, corrected against" if op.attrs["even"] else "binary search of"
+    return (f"histogram by {how} {op.operands[1].type.size} edges; runs of {op.attrs['run_length']} "
             f"elements per work-item, {ITEMS} work-items per workgroup, each summing into its own row")

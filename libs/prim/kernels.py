@@ -15,7 +15,7 @@ SOLUTIONS = {
     "run_totals": (f"run_totals_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
     "scan": (f"scan_rows_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
     "scan_runs": (f"scan_runs_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
-    "bin_counts": (f"bin_counts_search_w{histogram.ITEMS}", histogram.bin_counts_kernel, histogram.describe),
+    "bin_counts": (f"bin_counts_w{histogram.ITEMS}", histogram.bin_counts_kernel, histogram.describe),
 }
 
 

@@ -28,8 +28,9 @@ Scans (reduce-then-scan of runs: a scan of more runs than one is three calls):
     from `carries[r, u]` (the reduction of the runs before it); run 0 as `scan`.
 Floats of 16 bits accumulate in f32 and every result rounds once, as the `cumulative` op does.
 Histogram:
-  - `bin_counts(x, edges, weights) {run_length}` -> (runs, bins + 1), accumulator dtype: x and
-    weights 1-D of one length, edges 1-D and sorted. Element i falls in slot
+  - `bin_counts(x, edges, weights) {run_length, even}` -> (runs, bins + 1), accumulator dtype: x
+    and weights 1-D of one length, edges 1-D and sorted (`even`: equally spaced, which the kernel
+    may use to find the bin; the result is the same). Element i falls in slot
     `searchsorted(edges, x[i], side="right")` (NaN after every edge), one less where x[i] equals the
     last edge (the last bin is closed); slot 0 is below the first edge and slot len(edges) (past
     the end, not kept) above the last. Row u sums the weights of run u per slot, in element order.
@@ -248,7 +249,7 @@ def bin_counts_infer(types, attrs):
     return [TensorType(accumulator_type(weights), (runs_of(x.size, attrs["run_length"]), edges.size))]
 
 
-def bin_counts(x, edges, weights, *, run_length):
+def bin_counts(x, edges, weights, *, run_length, even):
     runs = runs_of(x.size, run_length)
     counts = np.zeros((runs, edges.size), compute_dtype(weights.dtype))
     slots, wide_weights = bin_slots(x, edges), wide(weights)
@@ -295,5 +296,5 @@ ROUTINES = {
     "scan": Routine({"reducer": "str", "exclusive": "bool"}, scan_infer, scan, "a sequential scan of each row"),
     "scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"}, scan_runs_infer, scan_runs,
                          "each run scanned from the carry of the runs before it"),
-    "bin_counts": Routine({"run_length": "int"}, bin_counts_infer, bin_counts, "per-run weight sums of each bin"),
+    "bin_counts": Routine({"run_length": "int", "even": "bool"}, bin_counts_infer, bin_counts, "per-run weight sums of each bin"),
 }

@@ -190,3 +190,15 @@ def test_weighted_histogram_of_uneven_edges():
     counts, _ = cj.jit(lambda a, w: cnp.histogram(a, bins=edges, weights=w))(x, w)
     want = np.histogram(x, bins=edges, weights=w.astype(np.float64))[0]
     np.testing.assert_allclose(counts, want, rtol=0, atol=2 * x.size * np.finfo(np.float32).eps * w.sum())
+
+
+def test_equal_bins_and_their_edges_given_count_alike():
+    """The equal-bins kernel (an estimate corrected against the edges) and the binary search agree
+    on the same edges, values beyond both ends and on the closed last edge included, in every run."""
+    x = (np.random.default_rng(6).standard_normal(3 * RUN) * 2.5).astype(np.float32)
+    x[::101] = 4.0
+    even = cj.jit(lambda a: cnp.histogram(a, bins=64, range=(-4.0, 4.0)))
+    counts, edges = even(x)
+    assert 'even = true' in even.lower(x).compile().as_text("optimized")
+    searched = cj.jit(lambda a: cnp.histogram(a, bins=edges)[0])
+    np.testing.assert_array_equal(counts, searched(x))
