@@ -66,7 +66,7 @@ def radix_sorted(m, sort):
     least significant digit first), a histogram, its exclusive scan and a stable scatter of every operand."""
     operands, num_keys, dimension = sort.operands, sort.attrs["num_keys"], sort.attrs["dimension"]
     if any(v.type.dtype not in SORT_KEY_DTYPES for v in operands) or \
-            not MIN_RADIX_LENGTH <= operands[0].type.shape[dimension] < 2 ** 31:
+            operands[0].type.shape[dimension] < MIN_RADIX_LENGTH:
         return None
     rows = as_rows(m, operands, dimension)
     if rows[0].type.shape[1] <= MAX_ROW_SORT_LENGTH:

@@ -78,7 +78,7 @@ class RunLayout:
         self.t, self.run, self.row, self.start, self.stop, self.j, self.d, self.place = (
             K.Var(n, idx) for n in ("t", "run", "row", "start", "stop", "j", "d", "place"))
         self.key = K.Var("key", keys.dtype)
-        self.counter = K.LdsBuffer("counter", "i32", RADIX * ITEMS)  # places within a row (< 2^31)
+        self.counter = K.LdsBuffer("counter", "i32", RADIX * ITEMS)  # counts, or places below 2^31
 
     def buffers(self, op: Op, counts_operand: int | None) -> list:
         """The op's buffers, sized by the scalar parameters: rows x length elements, or the counts."""
@@ -137,9 +137,17 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
     length = layout.length
     moves = [K.Store(result, row * length + place, layout.key if k == key else source[row * length + layout.j])
              for k, (source, result) in enumerate(zip(sources, results))]
-    body = [K.For(d, 0, RADIX, 1, [K.Store(c, layout.column(d), offsets[layout.count_place(d)].cast("i32"))]),
-            layout.walk(sources[key], [K.Let(place, c[layout.column(d)].cast(layout.index)), *moves,
-                                       K.Store(c, layout.column(d), (place + 1).cast("i32"))])]
+    if layout.index == "i32":
+        # The counters hold the places themselves.
+        start = offsets[layout.count_place(d)].cast("i32")
+        place_of = c[layout.column(d)].cast(layout.index)
+    else:
+        # Places past 2^31 do not fit the i32 counters: they count within the run, from its offset.
+        start = K.Const(0, "i32")
+        place_of = offsets[layout.count_place(d)] + c[layout.column(d)].cast(layout.index)
+    body = [K.For(d, 0, RADIX, 1, [K.Store(c, layout.column(d), start)]),
+            layout.walk(sources[key], [K.Let(place, place_of), *moves,
+                                       K.Store(c, layout.column(d), (c[layout.column(d)] + 1))])]
     return layout.kernel(name, buffers, body)
 
 
