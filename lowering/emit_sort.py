@@ -8,7 +8,9 @@ smaller ones in the later run, smaller or equal ones in the earlier run, which k
 stable), then writes its id there; passes alternate between two halves of the LDS buffer, with a
 barrier between them. The keys are read from the operands by element id; at the end every
 operand's row is gathered through the permutation.
-Longer rows are the prim library's (libs/prim: an LSD radix sort, matched from the graph).
+Rows of 1024 elements or more are the prim library's (libs/prim: LSD radix sorts, matched from
+the graph before lowering); this kernel sorts shorter rows, and rows up to MAX_LDS_ROW in a
+pipeline without the library matcher.
 """
 from __future__ import annotations
 
