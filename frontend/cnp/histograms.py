@@ -154,14 +154,17 @@ def bin_indices(values: Tracer, edges: Tracer) -> Tracer:
     return el.where(el.equal(values, edges[-1]), el.subtract(index, 1), index)
 
 
-def bin_sums(x: Tracer, edges: Tracer, weights: Tracer, even: bool) -> Tracer:
-    """The summed weights of x's values per bin of the edges (the last bin closed), by the prim
-    library's histogram: each run of the values sums its own row of slots, then the rows are summed.
-    `even`: the edges are equally spaced (a number of bins was given)."""
+def bin_sums(x: Tracer, edges: Tracer, weights: Tracer | None, even: bool) -> Tracer:
+    """The summed weights of x's values per bin of the edges (the last bin closed; without weights,
+    counts in the edges' dtype), by the prim library's histogram: each run of the values sums its
+    own row of slots, then the rows are summed. `even`: the edges are equally spaced (a number of
+    bins was given)."""
     x = convert(x, edges.type.dtype)  # the edges have x's inexact dtype
-    partials = bind1("library_call", [x, edges, weights], {"library": "prim", "routine": "bin_counts", "solution": "",
-                                                            "run_length": BIN_RUN_LENGTH, "even": even})
-    return convert(red.sum(partials, axis=0), weights.type.dtype)[1:]
+    counted = edges if weights is None else weights
+    operands = [x, edges] + ([] if weights is None else [weights])
+    partials = bind1("library_call", operands, {"library": "prim", "routine": "bin_counts", "solution": "",
+                                                "run_length": BIN_RUN_LENGTH, "even": even})
+    return convert(red.sum(partials, axis=0), counted.type.dtype)[1:]
 
 
 def histogram(a, bins=10, range=None, weights=None, density=None):
@@ -175,8 +178,6 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
                                             f"a ({x.shape})"))
         x, weights = promote_args("histogram", x, weights, inexact=True)
     edges = histogram_bin_edges(x, bins, range, weights)
-    if weights is None:
-        weights = ones_like(x, dtype=edges.type.dtype)
     even = not (np.ndim(bins) == 1 or (isinstance(bins, Tracer) and bins.ndim == 1))
     counts = bin_sums(x, edges, weights, even)
     if density:

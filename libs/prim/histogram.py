@@ -21,15 +21,17 @@ RUN_LENGTH = 4096   # elements per run (the calls' run_length)
 
 
 def bin_counts_kernel(op: Op, name: str) -> K.Kernel:
-    x_type, edges_type, weights_type = (v.type for v in op.operands)
+    x_type, edges_type = op.operands[0].type, op.operands[1].type
+    weighted = len(op.operands) == 3
     idx = "i32" if x_type.size < 2 ** 31 else "i64"
-    acc = accumulator_type(weights_type)
+    acc = accumulator_type(op.operands[-1].type if weighted else edges_type)
     length, slots, steps = (K.ScalarParam(n, idx) for n in ("length", "slots", "steps"))
     run_length = op.attrs["run_length"]
     runs = (length + (run_length - 1)) / run_length
     sized = {"in0": length, "in1": slots, "in2": length, "out0": runs * slots}
-    x, edges, weights, result = (K.GlobalBuffer(b.name, b.dtype, sized[b.name], b.readonly)
-                                 for b in operand_buffers(op))
+    buffers = [K.GlobalBuffer(b.name, b.dtype, sized[b.name], b.readonly) for b in operand_buffers(op)]
+    x, edges, result = buffers[0], buffers[1], buffers[-1]
+    weight = (lambda at: buffers[2][at].cast(acc)) if weighted else (lambda at: K.Const(1, acc))
     run, start, stop, j, k, b, slot, probe = (K.Var(n, idx) for n in ("run", "start", "stop", "j", "k", "b", "slot",
                                                                       "probe"))
     value, scale = K.Var("value", x_type.dtype), K.Var("scale", x_type.dtype)
@@ -52,13 +54,13 @@ def bin_counts_kernel(op: Op, name: str) -> K.Kernel:
                K.If(value.eq(edges[slots - 1]), [K.Assign(slot, slot - 1)])]
     walk = K.For(j, start, stop, 1, [
         K.Let(value, x[j]), *search,
-        K.If(slot < slots, [K.Store(result, row(slot), result[row(slot)] + weights[j].cast(acc))])])
+        K.If(slot < slots, [K.Store(result, row(slot), result[row(slot)] + weight(j))])])
     body = [K.Let(run, K.workgroup_id(0).cast(idx) * ITEMS + K.workitem_id(0).cast(idx)),
             K.If(run < runs, [
                 K.Let(scale, (slots - 1).cast(x_type.dtype) / (edges[slots - 1] - edges[0])),
                 K.Let(start, run * run_length), K.Let(stop, K.minimum(start + run_length, length)),
                 K.For(k, 0, slots, 1, [K.Store(result, row(k), K.Const(0, acc))]), walk])]
-    return K.Kernel(name, params=[x, edges, weights, result, length, slots, steps],
+    return K.Kernel(name, params=[*buffers, length, slots, steps],
                     grid=((runs + (ITEMS - 1)) / ITEMS,), workgroup_size=(ITEMS,), body=body,
                     arguments=(("length", x_type.size), ("slots", edges_type.size),
                                ("steps", edges_type.size.bit_length())))

@@ -28,9 +28,10 @@ Scans (reduce-then-scan of runs: a scan of more runs than one is three calls):
     from `carries[r, u]` (the reduction of the runs before it); run 0 as `scan`.
 Floats of 16 bits accumulate in f32 and every result rounds once, as the `cumulative` op does.
 Histogram:
-  - `bin_counts(x, edges, weights) {run_length, even}` -> (runs, bins + 1), accumulator dtype: x
-    and weights 1-D of one length, edges 1-D and sorted (`even`: equally spaced, which the kernel
-    may use to find the bin; the result is the same). Element i falls in slot
+  - `bin_counts(x, edges[, weights]) {run_length, even}` -> (runs, bins + 1), accumulator dtype
+    (of the weights, else of the edges, each element then weighing 1): x and weights 1-D of one
+    length, edges 1-D and sorted (`even`: equally spaced, which the kernel may use to find the
+    bin; the result is the same). Element i falls in slot
     `searchsorted(edges, x[i], side="right")` (NaN after every edge), one less where x[i] equals the
     last edge (the last bin is closed); slot 0 is below the first edge and slot len(edges) (past
     the end, not kept) above the last. Row u sums the weights of run u per slot, in element order.
@@ -240,16 +241,20 @@ def bin_slots(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 
 def bin_counts_infer(types, attrs):
-    require(len(types) == 3 and all(t.ndim == 1 for t in types) and types[0].shape == types[2].shape,
-            f"prim.bin_counts takes x, edges and weights, 1-d, x and weights of one length, got {fmt_types(types)}")
-    x, edges, weights = types
+    weighs_right = len(types) == 2 or (len(types) == 3 and types[2].shape == types[0].shape)
+    require(weighs_right and all(t.ndim == 1 for t in types),
+            f"prim.bin_counts takes x, edges and optional weights, 1-d, x and weights of one length, "
+            f"got {fmt_types(types)}")
+    x, edges, *weights = types
     require(edges.dtype == x.dtype and edges.size >= 1, f"prim.bin_counts: edges must be a non-empty {x.dtype} "
                                                          f"vector, got {edges}")
-    require(weights.dtype not in COMPLEXES + ("bool",), f"prim.bin_counts: weights of dtype {weights.dtype}")
-    return [TensorType(accumulator_type(weights), (runs_of(x.size, attrs["run_length"]), edges.size))]
+    counted = weights[0] if weights else edges
+    require(counted.dtype not in COMPLEXES + ("bool",), f"prim.bin_counts: weights of dtype {counted.dtype}")
+    return [TensorType(accumulator_type(counted), (runs_of(x.size, attrs["run_length"]), edges.size))]
 
 
-def bin_counts(x, edges, weights, *, run_length, even):
+def bin_counts(x, edges, *weights, run_length, even):
+    weights = weights[0] if weights else np.ones(x.shape, edges.dtype)
     runs = runs_of(x.size, run_length)
     counts = np.zeros((runs, edges.size), compute_dtype(weights.dtype))
     slots, wide_weights = bin_slots(x, edges), wide(weights)
