@@ -14,6 +14,7 @@ from .errors import (AllocationError, ArraySizeError, CdnajitError, Concretizati
                      TracingTypeError, TracingValueError, TypeCheckError, VerifyError)
 from .frontend import cnp as numpy
 from .frontend import lax
+from .frontend import ops
 from .frontend import random
 from .frontend.device import device_put
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
@@ -34,9 +35,10 @@ _rand.generate = random.rocrand.generate
 # `import cdnajit.numpy as cnp` and `import cdnajit.lax` find the frontend's modules.
 _sys.modules[__name__ + ".numpy"] = numpy
 _sys.modules[__name__ + ".lax"] = lax
+_sys.modules[__name__ + ".ops"] = ops
 _sys.modules[__name__ + ".random"] = random
 
-__all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "random", "ir", "tree_flatten",
-           "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError", "TracingTypeError",
+__all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "ops", "random",
+           "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError", "TracingTypeError",
            "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError", "ArraySizeError",
            "AllocationError"]

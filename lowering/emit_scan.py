@@ -1,8 +1,9 @@
-"""Kernels of the scans and window reductions: cumulative, argmax, argmin and reduce_window.
+"""Kernels of the arg reductions and window reductions: argmax, argmin and reduce_window (the
+scans, `cumulative`, are the prim library's: libs/prim).
 
-Each is one work-item per row (cumulative, argmax, argmin: a row runs along `axis`, its elements
-`inner` apart) or per output element (reduce_window), looping sequentially in the reference's
-order, so results match it exactly: f16/bf16 accumulate in f32 and round once.
+Each is one work-item per row (argmax, argmin: a row runs along `axis`, its elements `inner`
+apart) or per output element (reduce_window), looping sequentially in the reference's order, so
+results match it exactly: f16/bf16 accumulate in f32 and round once.
 """
 from __future__ import annotations
 
@@ -12,31 +13,6 @@ from .emit_ops import (all_of, combine, index_dtype, loop_nest, offset, one_item
                        row_layout, row_start, unravel)
 from .emitters import emitter, operand_buffers
 from .tiling import accumulator_dtype
-
-
-@emitter("cumulative")
-def emit_cumulative(op, name):
-    reject_complex(op)
-    x = op.operands[0].type
-    reducer, reverse = op.attrs["reducer"], op.attrs["reverse"]
-    rows, length, inner = row_layout(x.shape, op.attrs["axis"])
-    params = operand_buffers(op)
-    source, result = params
-    dtype, wide = index_dtype(x.size), accumulator_dtype(x.dtype)
-
-    def body(r):
-        base, j, position, acc = K.Var("base", dtype), K.Var("j", dtype), K.Var("position", dtype), K.Var("acc", wide)
-        first = base + (length - 1) * inner if reverse else base
-        step = -inner if reverse else inner
-        # The scan starts from the first element itself (not from the identity: 0 + -0.0 is +0.0).
-        return [K.Let(base, row_start(r, length, inner)),
-                K.Let(acc, source[first].cast(wide)),
-                K.Store(result, first, acc.cast(x.dtype)),
-                K.For(j, 1, length, 1, [
-                    K.Let(position, first + j * step),
-                    K.Assign(acc, combine(reducer, acc, source[position].cast(wide))),
-                    K.Store(result, position, acc.cast(x.dtype))])]
-    return one_item_per_element(name, params, rows if length else 0, body, dtype)
 
 
 def arg_reduce_emitter(opname: str, compare: str):

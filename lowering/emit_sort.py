@@ -8,14 +8,15 @@ smaller ones in the later run, smaller or equal ones in the earlier run, which k
 stable), then writes its id there; passes alternate between two halves of the LDS buffer, with a
 barrier between them. The keys are read from the operands by element id; at the end every
 operand's row is gathered through the permutation.
-Longer rows: a rank sort, one work-item per element counting the elements that go before it
-(O(n^2) per row, but correct for any length; the prim library replaces it).
+Rows of 1024 elements or more are the prim library's (libs/prim: LSD radix sorts, matched from
+the graph before lowering); this kernel sorts shorter rows, and rows up to MAX_LDS_ROW in a
+pipeline without the library matcher.
 """
 from __future__ import annotations
 
 from ..ir import kernel as K
 from ..ir.types import FLOATS
-from .emit_ops import WORKGROUP_ITEMS, index_dtype, one_item_per_element, reject_complex, row_layout, row_start
+from .emit_ops import WORKGROUP_ITEMS, index_dtype, reject_complex, row_layout, row_start
 from .emitters import emitter, operand_buffers
 
 MAX_LDS_ROW = 8192  # two i32 permutations of the row fill the 64 KiB of LDS
@@ -54,9 +55,10 @@ def emit_sort(op, name):
     inputs, outputs = params[:len(op.operands)], params[len(op.operands):]
     keys = inputs[:op.attrs["num_keys"]]
     dtype = index_dtype(op.operands[0].type.size)
-    if length <= MAX_LDS_ROW:
-        return merge_sort_kernel(name, params, inputs, outputs, keys, rows, length, inner, dtype)
-    return rank_sort_kernel(name, params, inputs, outputs, keys, rows, length, inner, dtype)
+    if length > MAX_LDS_ROW:
+        raise NotImplementedError(f"sort: rows of {length} elements (more than {MAX_LDS_ROW}) are sorted by the prim "
+                                  "library's radix sort, which this pipeline did not match")
+    return merge_sort_kernel(name, params, inputs, outputs, keys, rows, length, inner, dtype)
 
 
 def merge_sort_kernel(name, params, inputs, outputs, keys, rows, length, inner, dtype):
@@ -110,16 +112,3 @@ def merge_sort_kernel(name, params, inputs, outputs, keys, rows, length, inner, 
     ]
     return K.Kernel(name, params=params, grid=(rows if length else 0,), workgroup_size=(items,), body=body,
                     lds=[perm])
-
-
-def rank_sort_kernel(name, params, inputs, outputs, keys, rows, length, inner, dtype):
-    def body(i):
-        base, e, j, rank = (K.Var(n, dtype) for n in ("base", "e", "j", "rank"))
-        key_stmts, my_keys = let_keys("key", key_values(keys, base + e * inner))
-        other_keys = key_values(keys, base + j * inner)
-        before = less(other_keys, my_keys) | (~less(my_keys, other_keys) & (j < e))
-        return [K.Let(base, row_start(i / length, length, inner)), K.Let(e, i % length), *key_stmts,
-                K.Let(rank, K.Const(0, dtype)),
-                K.For(j, 0, length, 1, [K.Assign(rank, rank + K.select(before, K.Const(1, dtype), K.Const(0, dtype)))]),
-                *[K.Store(out, base + rank * inner, source[base + e * inner]) for source, out in zip(inputs, outputs)]]
-    return one_item_per_element(name, params, rows * length, body, dtype)

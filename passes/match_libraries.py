@@ -41,8 +41,12 @@ class Match:
         self.matcher, self.scope, self.root = matcher, scope, root
 
     def op(self, name: str, *operands: Value, **attrs) -> Value:
-        (result,) = self.matcher.emit(self.scope, name, list(operands), attrs, location=self.root.location)
+        (result,) = self.ops(name, *operands, **attrs)
         return result
+
+    def ops(self, name: str, *operands: Value, **attrs) -> list[Value]:
+        """The results of a new op of any number of results (a library_call of several, a sort's rewrite)."""
+        return self.matcher.emit(self.scope, name, list(operands), attrs, location=self.root.location)
 
     def owns(self, value: Value, inputs=()) -> bool:
         """Whether the matched ops (from the root down to `value`) are the only readers of `value` and of the
@@ -93,14 +97,15 @@ class LibraryMatcher(Rebuilder):
 
     def emit(self, scope, name, operands, attrs, regions=(), types=None, location=None) -> list[Value]:
         candidate = build_op(name, operands, attrs, regions, types, location)
-        if len(candidate.results) == 1:
-            for pattern, rewrite in self.rules_by_op.get(name, ()):
-                bindings = pattern.match_op(candidate, {})
-                if bindings is not None:
-                    replacement = rewrite(Match(self, scope, candidate), **bindings)
-                    if replacement is not None:
-                        assert replacement.type == candidate.result.type, (name, replacement)
-                        return [replacement]
+        for pattern, rewrite in self.rules_by_op.get(name, ()):
+            bindings = pattern.match_op(candidate, {})
+            if bindings is not None:
+                replacement = rewrite(Match(self, scope, candidate), **bindings)
+                if replacement is not None:
+                    # A rewrite of a one-result op returns a value; of a several-result op (sort), a list.
+                    replacements = list(replacement) if isinstance(replacement, (list, tuple)) else [replacement]
+                    assert [v.type for v in replacements] == [v.type for v in candidate.results], (name, replacement)
+                    return replacements
         scope.ops.append(candidate)
         return candidate.results
 

@@ -78,10 +78,13 @@ class Pat:
             if scalar is None or not same_bits(scalar, self.value):
                 return None
             return {**bindings, self.name: value} if self.name else bindings
+        if value.producer is not None and len(value.producer.results) != 1:
+            return None  # an operand pattern names one op's one result
         return self.match_op(value.producer, bindings)
 
     def match_op(self, op: Op | None, bindings: dict) -> dict | None:
-        if op is None or op.name not in self.ops or len(op.results) != 1:
+        """Match a rule's root op (of any number of results: a sort's rule rewrites all of them)."""
+        if op is None or op.name not in self.ops:
             return None
         bound = {**bindings, self.name: op} if self.name else bindings
         if self.operands is None:

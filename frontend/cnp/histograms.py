@@ -4,6 +4,8 @@ histogram_bin_edges, histogram2d and histogramdd.
 searchsorted is a branch-free binary search: ceil(log2(n + 1)) rounds, each a gather of the
 sorted array at every query's midpoint, so it costs O(m log n) for m queries. The order is
 jnp.sort's: NaNs sort last. The number of bins is static, as in JAX; the bin edges may be traced.
+histogram counts through the prim library (libs/prim: `bin_counts`, a binary search of the edges
+per value and per-run sums, without a scatter); histogram2d/histogramdd combine bin indices.
 """
 from __future__ import annotations
 
@@ -13,10 +15,11 @@ import math
 import numpy as np
 
 from ...errors import TracingTypeError, TracingValueError
+from ...libs.prim.histogram import RUN_LENGTH as BIN_RUN_LENGTH
 from ..dtypes import is_complex, is_inexact, is_integer, to_inexact
 from ..indexing import getitem, scatter
 from ..lax_elementwise import static_int
-from ..tracing import Tracer, located
+from ..tracing import Tracer, bind1, located
 from . import elementwise as el
 from . import reductions as red
 from . import shaping as sh
@@ -151,6 +154,19 @@ def bin_indices(values: Tracer, edges: Tracer) -> Tracer:
     return el.where(el.equal(values, edges[-1]), el.subtract(index, 1), index)
 
 
+def bin_sums(x: Tracer, edges: Tracer, weights: Tracer | None, even: bool) -> Tracer:
+    """The summed weights of x's values per bin of the edges (the last bin closed; without weights,
+    counts in the edges' dtype), by the prim library's histogram: each run of the values sums its
+    own row of slots, then the rows are summed. `even`: the edges are equally spaced (a number of
+    bins was given)."""
+    x = convert(x, edges.type.dtype)  # the edges have x's inexact dtype
+    counted = edges if weights is None else weights
+    operands = [x, edges] + ([] if weights is None else [weights])
+    partials = bind1("library_call", operands, {"library": "prim", "routine": "bin_counts", "solution": "",
+                                                "run_length": BIN_RUN_LENGTH, "even": even})
+    return convert(red.sum(partials, axis=0), counted.type.dtype)[1:]
+
+
 def histogram(a, bins=10, range=None, weights=None, density=None):
     """jnp.histogram: (counts or summed weights per bin, bin edges); density divides by the total
     and the bin widths. Counts have the weights' dtype (a's inexact dtype without weights)."""
@@ -162,10 +178,8 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
                                             f"a ({x.shape})"))
         x, weights = promote_args("histogram", x, weights, inexact=True)
     edges = histogram_bin_edges(x, bins, range, weights)
-    if weights is None:
-        weights = ones_like(x, dtype=edges.type.dtype)
-    index = bin_indices(x, edges)
-    counts = scatter(zeros(edges.shape, weights.type.dtype), index, weights, "add", mode="drop")[1:]
+    even = not (np.ndim(bins) == 1 or (isinstance(bins, Tracer) and bins.ndim == 1))
+    counts = bin_sums(x, edges, weights, even)
     if density:
         widths = el.subtract(edges[1:], edges[:-1])
         counts = el.divide(el.divide(counts, widths), red.sum(counts))

@@ -1,0 +1,114 @@
+"""W14: the parallel primitives (libs/prim) as numpy and JAX users call them: sorts, a scan,
+unique with size= and a histogram, under cdnajit, numpy and JAX.
+
+Sorts and integer results are exact (tolerance (0, 0)); the float cumsum's order differs from
+numpy's sequential sum (reduce-then-scan), so it is held to the recursive-summation bound.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from workloads import Case, Context, Workload, jitted_peers, rng
+
+F32_EPSILON = 2.0**-24   # unit roundoff of float32
+
+
+def sort(xp, x):
+    return xp.sort(x)
+
+
+def argsort(xp, x):
+    return xp.argsort(x, stable=True)
+
+
+def sort_rows(xp, x):
+    return xp.sort(x, axis=-1)
+
+
+def cumsum(xp, x):
+    return xp.cumsum(x)
+
+
+UNIQUE_VALUES = 1 << 20
+
+
+def unique(xp, x):
+    return xp.unique(x, size=UNIQUE_VALUES, fill_value=-1)
+
+
+def histogram(xp, x):
+    return xp.histogram(x, bins=256, range=(-4.0, 4.0))[0]
+
+
+def x64_jax(program, ctx: Context, inputs):
+    """JAX's jit of the program with 64-bit types (for f64 inputs), on inputs placed under them."""
+    if ctx.jax is None:
+        return None
+    jitted = ctx.jax.jit(lambda *a: program(ctx.jax.numpy, *a))
+    with ctx.jax.enable_x64(True):
+        placed = tuple(ctx.jax.device_put(x) for x in inputs)
+
+    def call(*_runner_inputs):
+        with ctx.jax.enable_x64(True):
+            return jitted(*placed)
+    return call
+
+
+def exact_case(program, inputs, ctx: Context, x64: bool = False) -> Case:
+    ours, numpy_fn, jax_fn = jitted_peers(program, ctx)
+    if x64:
+        jax_fn = x64_jax(program, ctx, inputs)
+    return Case(inputs, ours, numpy=numpy_fn, jax=jax_fn, tolerance=(0.0, 0.0))
+
+
+def build_sort(ctx: Context) -> Case:
+    return exact_case(sort, (rng(40).standard_normal(1 << (16 if ctx.quick else 24)).astype(np.float32),), ctx)
+
+
+def build_argsort(ctx: Context) -> Case:
+    x = rng(41).standard_normal(1 << (14 if ctx.quick else 22))
+    ours, numpy_fn, _ = jitted_peers(argsort, ctx)
+    return Case((x,), ours, numpy=lambda x: np.argsort(x, kind="stable"), jax=x64_jax(argsort, ctx, (x,)),
+                tolerance=(0.0, 0.0))
+
+
+def build_sort_rows(ctx: Context) -> Case:
+    rows = 10 if ctx.quick else 1000
+    return exact_case(sort_rows, (rng(42).standard_normal((rows, 10_000)).astype(np.float32),), ctx)
+
+
+def build_cumsum(ctx: Context) -> Case:
+    x = rng(43).standard_normal(1 << (16 if ctx.quick else 24)).astype(np.float32)
+    # Recursive summation in either order is within (n - 1) u sum|x| of the exact prefix sums.
+    atol = 2 * x.size * F32_EPSILON * float(np.sum(np.abs(x), dtype=np.float64))
+    ours, numpy_fn, jax_fn = jitted_peers(cumsum, ctx)
+    return Case((x,), ours, numpy=numpy_fn, jax=jax_fn, tolerance=(0.0, atol))
+
+
+def build_unique(ctx: Context) -> Case:
+    x = rng(44).integers(0, UNIQUE_VALUES, 1 << (14 if ctx.quick else 22)).astype(np.int32)
+    ours, _, jax_fn = jitted_peers(unique, ctx)
+
+    def numpy_fn(x):
+        values = np.unique(x)
+        return np.concatenate([values, np.full(UNIQUE_VALUES - values.size, -1, x.dtype)])
+    return Case((x,), ours, numpy=numpy_fn, jax=jax_fn, tolerance=(0.0, 0.0))
+
+
+def build_histogram(ctx: Context) -> Case:
+    x = rng(45).standard_normal(1 << (16 if ctx.quick else 24)).astype(np.float32)
+    ours, numpy_fn, jax_fn = jitted_peers(histogram, ctx)
+    # jnp.histogram counts in floats (the weights' dtype): f32 holds every count below 2^24 exactly.
+    return Case((x,), ours, numpy=lambda x: numpy_fn(x).astype(np.float32), jax=jax_fn, tolerance=(0.0, 0.0))
+
+
+PRIM_WORKLOADS = (
+    Workload("W14.sort", "sort 16 Mi f32 (radix sort: 4 passes of digit histogram, scan, stable scatter)",
+             build_sort),
+    Workload("W14.argsort", "argsort 4 Mi f64, stable (radix sort of keys with an index payload, 8 passes)",
+             build_argsort),
+    Workload("W14.sort_rows", "sort 1000 rows of 10 000 f32 along the last axis", build_sort_rows),
+    Workload("W14.cumsum", "cumsum of 16 Mi f32 (reduce-then-scan of 4096-element runs)", build_cumsum),
+    Workload("W14.unique", "unique of 4 Mi i32 with size=2^20", build_unique),
+    Workload("W14.histogram", "histogram of 16 Mi f32 into 256 even bins", build_histogram),
+)

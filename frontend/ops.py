@@ -1,0 +1,64 @@
+"""cdnajit.ops: jax.ops's segment reductions.
+
+`segment_sum(data, segment_ids, num_segments)` is the array of num_segments rows (data's trailing
+shape) whose row s combines every data[i] with segment_ids[i] == s, starting from the reduction's
+identity (0, 1, the dtype's lowest or highest value; a segment no id names keeps it). Ids outside
+[0, num_segments) are dropped, as JAX's default mode (FILL_OR_DROP, with negative ids out of
+bounds, not counted from the end). The rows combine by the graph's scatter with that reduction.
+`num_segments` must be static under jit, as in JAX; without it, the ids must be concrete and it
+is max(ids) + 1.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConcretizationError, TracingValueError
+from ..ir.ops.reduce import reducer_identity
+from ..ir.types import NUMPY_DTYPES
+from .cnp import elementwise as el
+from .cnp.base import DEFAULT_INT, convert
+from .cnp.creation import asarray, full
+from .dtypes import is_integer
+from .eager import make_namespace_eager
+from .indexing import scatter
+from .lax_elementwise import static_int
+from .tracing import Tracer, located
+
+__all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min"]
+
+
+def segment_reduction(name: str, reducer: str, scatter_reduction: str):
+    def segment(data, segment_ids, num_segments=None, indices_are_sorted=False, unique_indices=False,
+                bucket_size=None, mode=None):
+        if mode not in (None, "drop", "fill"):
+            raise NotImplementedError(located(f"{name}: mode {mode!r} is not supported (ids outside the "
+                                              f"segments are dropped)"))
+        data, ids = asarray(data), asarray(segment_ids)
+        if not is_integer(ids.type.dtype):
+            raise TracingValueError(located(f"{name}: segment_ids must be integers, got {ids.type}"))
+        if data.ndim == 0 or ids.shape != data.shape[:1]:
+            raise TracingValueError(located(f"{name}: segment_ids of shape {ids.shape} must have one id per "
+                                            f"row of data, of shape {data.shape}"))
+        if num_segments is None:
+            if isinstance(segment_ids, Tracer):
+                raise ConcretizationError(located(f"{name}: num_segments must be given for traced segment_ids"))
+            num_segments = int(np.max(segment_ids, initial=-1)) + 1
+        num_segments = static_int(num_segments, f"{name}: num_segments")
+        identity = reducer_identity(reducer, NUMPY_DTYPES[data.type.dtype]).item()
+        initial = full((num_segments,) + data.shape[1:], identity, data.type.dtype)
+        ids = convert(ids, DEFAULT_INT)
+        # Negative ids are out of bounds (JAX does not count them from the end): move them past the last.
+        ids = el.where(el.less(ids, 0), num_segments, ids)
+        return scatter(initial, ids, data, scatter_reduction, mode="drop")
+    segment.__name__ = segment.__qualname__ = name
+    segment.__doc__ = f"jax.ops.{name}: the {reducer} of data's rows per segment id (see the module docstring)."
+    return segment
+
+
+segment_sum = segment_reduction("segment_sum", "sum", "add")
+segment_prod = segment_reduction("segment_prod", "prod", "mul")
+segment_max = segment_reduction("segment_max", "max", "max")
+segment_min = segment_reduction("segment_min", "min", "min")
+
+# Called outside jit, each computes eagerly through the compiler (frontend/eager.py).
+make_namespace_eager(globals(), __all__, host_only=set())

@@ -1,0 +1,32 @@
+"""What the PRIM library tells the compiler about a `library_call prim.*`: the solution (one per
+routine: the algorithm and its tile sizes, named), why, and the kernel of radix.py or scan.py."""
+from __future__ import annotations
+
+from ...ir.core import Op
+from ...ir.kernel import Kernel
+from ...ir.targets import Target
+from . import histogram, radix, scan
+
+# routine -> (the solution's name, its kernel emitter, its description for the reports)
+SOLUTIONS = {
+    "radix_histogram": (f"radix_histogram_8bit_w{radix.ITEMS}", radix.histogram_kernel, radix.describe),
+    "radix_scatter": (f"radix_scatter_8bit_w{radix.ITEMS}", radix.scatter_kernel, radix.describe),
+    "radix_sort_rows": (f"radix_sort_rows_8bit_w{radix.ITEMS}", radix.rows_kernel, radix.describe_rows),
+    "run_totals": (f"run_totals_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
+    "scan": (f"scan_rows_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
+    "scan_runs": (f"scan_runs_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
+    "bin_counts": (f"bin_counts_w{histogram.ITEMS}", histogram.bin_counts_kernel, histogram.describe),
+}
+
+
+def select(op: Op, target: Target) -> str:
+    return SOLUTIONS[op.attrs["routine"]][0]
+
+
+def explain(op: Op, target: Target) -> tuple[str, str]:
+    name, _, describe = SOLUTIONS[op.attrs["routine"]]
+    return name, describe(op)
+
+
+def emit(op: Op, name: str, target: Target) -> Kernel:
+    return SOLUTIONS[op.attrs["routine"]][1](op, name)

@@ -1,0 +1,102 @@
+"""The PRIM library's pattern table: the graph's sorts and scans become `library_call prim.*`.
+
+A routine works on (rows, length) rows (routines.py), so every rewrite moves the op's axis last
+(a transpose, unless it is last already), flattens the other axes into rows (a reshape, a view),
+calls the routines, and undoes both on the results.
+"""
+from __future__ import annotations
+
+import math
+
+from ...ir.core import Value
+from ...ir.types import COMPLEXES
+from ...passes.patterns import Pat
+from .radix import RUN_LENGTH
+from .routines import SORT_KEY_DTYPES, digit_shifts
+
+# Rows shorter than this sort in LDS, a workgroup per row (lowering/emit_sort.py's merge sort):
+# 256 digit counters per run cost more than the row's merge passes.
+MIN_RADIX_LENGTH = 1024
+# A scan of rows of more runs than this, and too few rows to fill the machine one row per
+# work-item, is reduce-then-scan: three launches of a work-item per run.
+SCAN_RUN_LENGTH = 4096
+# Rows up to this length sort whole in one kernel, a row per work-item, staying in its cache
+# between passes (256 KiB of f32 keys); longer rows go through memory once per pass.
+MAX_ROW_SORT_LENGTH = 1 << 16
+FEW_ROWS = 256
+
+
+def call(m, routine: str, *operands: Value, **attrs) -> list[Value]:
+    return m.ops("library_call", *operands, library="prim", routine=routine, solution="", **attrs)
+
+
+def as_rows(m, values, axis: int) -> list[Value]:
+    """Each value with `axis` moved last and the other axes flattened: (rows, length)."""
+    shape = values[0].type.shape
+    last = len(shape) - 1
+    permutation = tuple(d for d in range(len(shape)) if d != axis) + (axis,)
+    moved = [v if axis == last else m.op("transpose", v, permutation=permutation) for v in values]
+    rows = math.prod(d for k, d in enumerate(shape) if k != axis)
+    return [m.op("reshape", v, new_sizes=(rows, shape[axis])) for v in moved]
+
+
+def from_rows(m, values, shape, axis: int) -> list[Value]:
+    """as_rows undone: rows back to `shape` along `axis`."""
+    last = len(shape) - 1
+    moved_shape = tuple(d for k, d in enumerate(shape) if k != axis) + (shape[axis],)
+    inverse = tuple(range(axis)) + (last,) + tuple(range(axis, last))
+    shaped = [m.op("reshape", v, new_sizes=moved_shape) for v in values]
+    return [v if axis == last else m.op("transpose", v, permutation=inverse) for v in shaped]
+
+
+def scanned(m, x: Value, reducer: str, exclusive: bool) -> Value:
+    """The scan of each row of x: one work-item per row, or reduce-then-scan of runs for few long rows."""
+    rows, length = x.type.shape
+    if length <= SCAN_RUN_LENGTH or rows >= FEW_ROWS:
+        (result,) = call(m, "scan", x, reducer=reducer, exclusive=exclusive)
+        return result
+    (totals,) = call(m, "run_totals", x, reducer=reducer, run_length=SCAN_RUN_LENGTH)
+    (carries,) = call(m, "scan", totals, reducer=reducer, exclusive=True)
+    (result,) = call(m, "scan_runs", x, carries, reducer=reducer, exclusive=exclusive, run_length=SCAN_RUN_LENGTH)
+    return result
+
+
+def radix_sorted(m, sort):
+    """sort along a long axis -> an LSD radix sort: per digit of each key (the last key first, its
+    least significant digit first), a histogram, its exclusive scan and a stable scatter of every operand."""
+    operands, num_keys, dimension = sort.operands, sort.attrs["num_keys"], sort.attrs["dimension"]
+    if any(v.type.dtype not in SORT_KEY_DTYPES for v in operands) or \
+            operands[0].type.shape[dimension] < MIN_RADIX_LENGTH:
+        return None
+    rows = as_rows(m, operands, dimension)
+    if rows[0].type.shape[1] <= MAX_ROW_SORT_LENGTH:
+        sorted_rows = call(m, "radix_sort_rows", *rows, num_keys=num_keys)[:len(rows)]
+        return from_rows(m, sorted_rows, operands[0].type.shape, dimension)
+    for key in reversed(range(num_keys)):
+        for shift in digit_shifts(operands[key].type.dtype):
+            (counts,) = call(m, "radix_histogram", rows[key], shift=shift, run_length=RUN_LENGTH)
+            offsets = scanned(m, counts, "sum", exclusive=True)
+            rows = call(m, "radix_scatter", *rows, offsets, shift=shift, run_length=RUN_LENGTH, key=key)
+    return from_rows(m, rows, operands[0].type.shape, dimension)
+
+
+def scan_of(m, op):
+    """cumulative along an axis -> an inclusive scan of rows (reversed before and after if reverse)."""
+    (x,) = op.operands
+    axis = op.attrs["axis"]
+    if x.type.dtype in COMPLEXES:
+        return None
+    if op.attrs["reverse"]:
+        x = m.op("rev", x, dimensions=(axis,))
+    (rows,) = as_rows(m, [x], axis)
+    (result,) = from_rows(m, [scanned(m, rows, op.attrs["reducer"], exclusive=False)], x.type.shape, axis)
+    return m.op("rev", result, dimensions=(axis,)) if op.attrs["reverse"] else result
+
+
+RULES = [
+    # sort(keys..., payloads...) along an axis of up to 2^16 -> radix_sort_rows; a longer axis ->
+    # radix_histogram, scan, radix_scatter per digit of each key
+    (Pat.any_op("sort", name="sort"), radix_sorted),
+    # cumulative(x) {reducer, axis, reverse} -> scan, or run_totals, scan, scan_runs (reduce-then-scan)
+    (Pat.any_op("cumulative", name="op"), scan_of),
+]

@@ -1,0 +1,209 @@
+"""The radix sort's kernels: one digit's per-run histogram and its stable scatter (rows longer
+than a cache holds: one pass through memory per digit), and the whole sort of rows that fit, a
+row per work-item (`rows_kernel`).
+
+The first two share one layout: a grid of (ceil(runs / ITEMS), rows) workgroups of ITEMS work-items,
+work-item t of workgroup g owning run u = g * ITEMS + t of its row, the RUN_LENGTH consecutive
+elements it walks in order. Each work-item keeps its 256 digit counters in its own part of an LDS
+table (`counter_slot`), so work-items never share a counter and the kernels need no barrier and
+no atomics:
+  - histogram: count the run's digits, then write the column to counts[row, d * runs + u];
+  - scatter: load the column from the offsets (the exclusive scan of the counts along the row, the
+    place of the run's first element of digit d), then walk the run in order, sending each element
+    to its digit's counter and incrementing it: equal digits keep their order, so every pass is
+    stable and the LSD sort of all passes is.
+The digit is read from the key on the fly (`ordered_bits`), so the keys travel unchanged: the
+sorted keys keep their -0.0 and NaN bits. The shift is a scalar parameter: one kernel serves every
+pass of a key dtype, and the row count and length are scalar parameters: one kernel serves every
+problem of a dtype.
+"""
+from __future__ import annotations
+
+from ...ir import kernel as K
+from ...ir.core import Op
+from ...lowering.emitters import operand_buffers
+from .routines import RADIX, RADIX_BITS, index_dtype_of, key_bits, row_passes
+
+ITEMS = 64          # work-items (runs) per workgroup, a wave: a 256 x 64 table of i32 counters fills 64 KiB of LDS
+RUN_LENGTH = 4096   # elements per run (the calls' run_length): a work-item's sequential share of its row
+
+
+def ordered_bits(key: K.Expr, dtype: str) -> K.Expr:
+    """The kernel form of routines.ordered_bits: unsigned bits (u32, u64 for 64-bit keys) in numpy's order."""
+    width = key_bits(dtype)
+    wide = "u64" if width == 64 else "u32"
+    if dtype == "bool":
+        return key.cast("u8").cast(wide)
+    if dtype[0] == "u":
+        return key.cast(wide)
+    sign = K.Const(1 << (width - 1), wide)
+    if dtype[0] == "i":
+        unsigned = key.bitcast(f"u{width}").cast(wide) if width in (32, 64) else \
+            (key.cast("i32") + (1 << (width - 1))).bitcast("u32")
+        return unsigned ^ sign if width in (32, 64) else unsigned
+    bits = key.bitcast(f"u{width}").cast(wide)
+    mask = K.Const((1 << width) - 1, wide)
+    negative = (bits & sign).ne(K.Const(0, wide))
+    mapped = K.select(negative, ~bits & mask, bits | sign)
+    return K.select(key.ne(key), mask, K.select(key.eq(K.Const(0.0, dtype)), sign, mapped))
+
+
+def counter_slot(d: K.Expr, t: K.Expr) -> K.Expr:
+    """Work-item t's counter of digit d in the LDS table: a work-item's 256 counters are
+    contiguous (1 KiB, in the host core's L1 cache while it walks its run), and the digit is
+    swizzled by the lane (d xor t mod 32) so that the lanes of a wave counting the same digit hit
+    32 different LDS banks on the GPU."""
+    return t * RADIX + (d ^ (t & 31))
+
+
+def digit(key: K.Expr, dtype: str, shift: K.Expr, index: str) -> K.Expr:
+    bits = ordered_bits(key, dtype)
+    return ((bits >> shift.cast(bits.dtype)) & K.Const(RADIX - 1, bits.dtype)).cast(index)
+
+
+class RunLayout:
+    """The scalar parameters, ids and bounds the two kernels share."""
+
+    def __init__(self, op: Op, key: int = 0):
+        keys = op.operands[key].type
+        self.key_dtype = keys.dtype
+        self.index = index_dtype_of(*keys.shape)
+        self.rows, self.length = (K.ScalarParam(n, self.index) for n in ("rows", "length"))
+        self.shift = K.ScalarParam("shift", "u32")
+        self.run_length = op.attrs["run_length"]
+        self.runs = (self.length + (self.run_length - 1)) / self.run_length
+        self.arguments = (("rows", keys.shape[0]), ("length", keys.shape[1]), ("shift", op.attrs["shift"]))
+        self.grid = ((self.runs + (ITEMS - 1)) / ITEMS, self.rows)
+        idx = self.index
+        self.t, self.run, self.row, self.start, self.stop, self.j, self.d, self.place = (
+            K.Var(n, idx) for n in ("t", "run", "row", "start", "stop", "j", "d", "place"))
+        self.key = K.Var("key", keys.dtype)
+        self.counter = K.LdsBuffer("counter", "i32", RADIX * ITEMS)  # counts, or places below 2^31
+
+    def buffers(self, op: Op, counts_operand: int | None) -> list:
+        """The op's buffers, sized by the scalar parameters: rows x length elements, or the counts."""
+        counts = self.rows * self.runs * RADIX
+        sized = []
+        for k, buffer in enumerate(operand_buffers(op)):
+            count = counts if k == counts_operand else self.rows * self.length
+            sized.append(K.GlobalBuffer(buffer.name, buffer.dtype, count, buffer.readonly))
+        return sized
+
+    def prologue(self) -> list[K.Stmt]:
+        idx = self.index
+        return [K.Let(self.t, K.workitem_id(0).cast(idx)),
+                K.Let(self.run, K.workgroup_id(0).cast(idx) * ITEMS + self.t),
+                K.Let(self.row, K.workgroup_id(1).cast(idx)),
+                K.Let(self.start, self.run * self.run_length),
+                K.Let(self.stop, K.minimum(self.start + self.run_length, self.length))]
+
+    def column(self, d: K.Expr) -> K.Expr:
+        return counter_slot(d, self.t)
+
+    def count_place(self, d: K.Expr) -> K.Expr:
+        """Where digit d of this run counts in the row's counts (digit-major, run-minor)."""
+        return (self.row * RADIX + d) * self.runs + self.run
+
+    def walk(self, keys: K.GlobalBuffer, body: list[K.Stmt]) -> K.For:
+        """For each element j of the run in order: `key` and its digit `d` defined, then body."""
+        return K.For(self.j, self.start, self.stop, 1, [
+            K.Let(self.key, keys[self.row * self.length + self.j]),
+            K.Let(self.d, digit(self.key, self.key_dtype, self.shift, self.index)), *body])
+
+    def kernel(self, name: str, params, body) -> K.Kernel:
+        scalars = [self.rows, self.length, self.shift]
+        return K.Kernel(name, params=[*params, *scalars], grid=self.grid, workgroup_size=(ITEMS,),
+                        body=[*self.prologue(), K.If(self.run < self.runs, body)], lds=[self.counter],
+                        arguments=self.arguments)
+
+
+def histogram_kernel(op: Op, name: str) -> K.Kernel:
+    layout = RunLayout(op)
+    keys, counts = layout.buffers(op, counts_operand=1)
+    d, c = layout.d, layout.counter
+    zero = K.Const(0, "i32")
+    body = [K.For(d, 0, RADIX, 1, [K.Store(c, layout.column(d), zero)]),
+            layout.walk(keys, [K.Store(c, layout.column(d), c[layout.column(d)] + 1)]),
+            K.For(d, 0, RADIX, 1, [K.Store(counts, layout.count_place(d), c[layout.column(d)].cast(layout.index))])]
+    return layout.kernel(name, [keys, counts], body)
+
+
+def scatter_kernel(op: Op, name: str) -> K.Kernel:
+    layout = RunLayout(op, op.attrs["key"])
+    operands = len(op.operands)
+    buffers = layout.buffers(op, counts_operand=operands - 1)
+    sources, offsets, results = buffers[:operands - 1], buffers[operands - 1], buffers[operands:]
+    d, c, place, row, key = layout.d, layout.counter, layout.place, layout.row, op.attrs["key"]
+    length = layout.length
+    moves = [K.Store(result, row * length + place, layout.key if k == key else source[row * length + layout.j])
+             for k, (source, result) in enumerate(zip(sources, results))]
+    if layout.index == "i32":
+        # The counters hold the places themselves.
+        start = offsets[layout.count_place(d)].cast("i32")
+        place_of = c[layout.column(d)].cast(layout.index)
+    else:
+        # Places past 2^31 do not fit the i32 counters: they count within the run, from its offset.
+        start = K.Const(0, "i32")
+        place_of = offsets[layout.count_place(d)] + c[layout.column(d)].cast(layout.index)
+    body = [K.For(d, 0, RADIX, 1, [K.Store(c, layout.column(d), start)]),
+            layout.walk(sources[key], [K.Let(place, place_of), *moves,
+                                       K.Store(c, layout.column(d), (c[layout.column(d)] + 1))])]
+    return layout.kernel(name, buffers, body)
+
+
+def rows_kernel(op: Op, name: str) -> K.Kernel:
+    """radix_sort_rows: work-item t of workgroup g sorts row g * ITEMS + t whole, pass after pass
+    (routines.row_passes, unrolled: each pass's source and destination buffers are fixed), with
+    its 256 counters in its LDS column: count the digits, scan the counters into places, scatter."""
+    types = [v.type for v in op.operands]
+    count = len(types)
+    rows_count, length_count = types[0].shape
+    idx = index_dtype_of(rows_count, length_count)
+    rows, length = K.ScalarParam("rows", idx), K.ScalarParam("length", idx)
+    buffers = [K.GlobalBuffer(b.name, b.dtype, rows * length, b.readonly) for b in operand_buffers(op)]
+    inputs, results, scratch = buffers[:count], buffers[count:2 * count], buffers[2 * count:]
+    t, row, base, j, d, place, total, seen = (K.Var(n, idx) for n in ("t", "row", "base", "j", "d", "place", "total",
+                                                                       "seen"))
+    counter = K.LdsBuffer("counter", "i32", RADIX * ITEMS)
+    column = counter_slot(d, t)
+    passes = row_passes(types, op.attrs["num_keys"])
+    body, source = [], inputs
+    for number, (key, shift) in enumerate(passes):
+        target = results if (len(passes) - 1 - number) % 2 == 0 else scratch
+        value = K.Var(f"key{number}", types[key].dtype)
+        digit_of = lambda at: digit(source[key][base + at], types[key].dtype, K.Const(shift, "u32"), idx)
+        moves = [K.Store(out, base + place, value if k == key else src[base + j])
+                 for k, (src, out) in enumerate(zip(source, target))]
+        body += [
+            K.For(d, 0, RADIX, 1, [K.Store(counter, column, K.Const(0, "i32"))]),
+            K.For(j, 0, length, 1, [K.Let(d, digit_of(j)), K.Store(counter, column, counter[column] + 1)]),
+            K.Assign(total, K.Const(0, idx)),
+            K.For(d, 0, RADIX, 1, [K.Let(seen, counter[column].cast(idx)), K.Store(counter, column, total.cast("i32")),
+                                   K.Assign(total, total + seen)]),
+            K.For(j, 0, length, 1, [
+                K.Let(value, source[key][base + j]),
+                K.Let(d, digit(value, types[key].dtype, K.Const(shift, "u32"), idx)),
+                K.Let(place, counter[column].cast(idx)), *moves,
+                K.Store(counter, column, (place + 1).cast("i32"))])]
+        source = target
+    prologue = [K.Let(t, K.workitem_id(0).cast(idx)), K.Let(row, K.workgroup_id(0).cast(idx) * ITEMS + t)]
+    return K.Kernel(name, params=[*buffers, rows, length], grid=((rows + (ITEMS - 1)) / ITEMS,),
+                    workgroup_size=(ITEMS,), lds=[counter],
+                    body=[*prologue, K.If(row < rows, [K.Let(base, row * length), K.Let(total, K.Const(0, idx)),
+                                                       *body])],
+                    arguments=(("rows", rows_count), ("length", length_count)))
+
+
+def describe_rows(op: Op) -> str:
+    passes = row_passes([v.type for v in op.operands], op.attrs["num_keys"])
+    return (f"segmented LSD radix sort, a row per work-item ({ITEMS} per workgroup), {len(passes)} passes of "
+            f"{RADIX_BITS}-bit digits in one kernel (count, scan, stable scatter), digit counters in LDS "
+            f"({RADIX} x {ITEMS})")
+
+
+def describe(op: Op) -> str:
+    keys = op.operands[op.attrs.get("key", 0)].type
+    passes = key_bits(keys.dtype) // RADIX_BITS
+    return (f"LSD radix sort pass of {keys.dtype} keys (shift {op.attrs['shift']}), {RADIX_BITS}-bit digits ({passes} passes of histogram, "
+            f"exclusive scan, stable scatter); runs of {op.attrs['run_length']} elements per work-item, {ITEMS} work-items "
+            f"per workgroup, digit counters in LDS ({RADIX} x {ITEMS})")

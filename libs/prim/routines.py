@@ -1,0 +1,305 @@
+"""The PRIM library's routines (ir/ops/library.py's contract), rocPRIM's device-wide primitives as
+kernels over rows: every operand is 2-D, (rows, length), row-major, and a routine works on each row
+on its own (a batched sort or scan is one call; the matcher moves the axis last and flattens the
+others). A row is cut into *runs* of `run_length` consecutive elements, the unit one work-item
+scans or sorts sequentially; `runs = ceil(length / run_length)`.
+
+Radix sort (LSD, 8-bit digits, one pass per digit from the least significant):
+  - `radix_histogram(keys) {shift, run_length}` -> counts (rows, 256 * runs), index dtype: row r's
+    count of digit d in run u at [r, d * runs + u]. The digit of a key is
+    `(ordered_bits(key) >> shift) & 255`, where ordered_bits maps the key to unsigned bits whose
+    order is numpy's (NaNs last, -0.0 equal to 0.0; see `ordered_bits`).
+  - `radix_scatter(operands..., offsets) {shift, run_length, key}` -> (operands...): with
+    `offsets` the exclusive scan of operand `key`'s histogram along each row, every element of run
+    u with digit d goes to `offsets[r, d * runs + u]` plus its rank among the run's elements of
+    digit d: the rows of every operand stably sorted by the key's digit. Several keys sort as
+    numpy's lexsort: every digit of the least significant key first.
+  - `radix_sort_rows(operands...) {num_keys}` -> (operands..., scratch...): each row sorted whole
+    by one work-item, every pass of every key in one kernel, the row staying in cache between
+    passes (rocPRIM's segmented radix sort, a segment per row); passes alternate between the
+    results and scratch copies of every operand (results only when there is one pass), so that
+    the last pass writes the results. The scratch holds the rows after the next-to-last pass.
+Scans (reduce-then-scan of runs: a scan of more runs than one is three calls):
+  - `run_totals(x) {reducer, run_length}` -> (rows, runs), accumulator dtype: each run's reduction,
+    sequential from its first element;
+  - `scan(x) {reducer, exclusive}`: each row scanned sequentially from its first element
+    (exclusive: from the reducer's identity, the last element left out); the carries of runs;
+  - `scan_runs(x, carries) {reducer, exclusive, run_length}`: each run scanned, run u > 0 starting
+    from `carries[r, u]` (the reduction of the runs before it); run 0 as `scan`.
+Floats of 16 bits accumulate in f32 and every result rounds once, as the `cumulative` op does.
+Histogram:
+  - `bin_counts(x, edges[, weights]) {run_length, even}` -> (runs, bins + 1), accumulator dtype
+    (of the weights, else of the edges, each element then weighing 1): x and weights 1-D of one
+    length, edges 1-D and sorted (`even`: equally spaced, which the kernel may use to find the
+    bin; the result is the same). Element i falls in slot
+    `searchsorted(edges, x[i], side="right")` (NaN after every edge), one less where x[i] equals the
+    last edge (the last bin is closed); slot 0 is below the first edge and slot len(edges) (past
+    the end, not kept) above the last. Row u sums the weights of run u per slot, in element order.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.opdef import compute_dtype, fmt_types, require, round_to
+from ...ir.ops.library import Routine
+from ...ir.ops.reduce import CUMULATIVE_UFUNCS, check_reducer, cumulative, reducer_identity
+from ...ir.types import COMPLEXES, NUMPY_DTYPES, TensorType
+
+RADIX_BITS = 8
+RADIX = 1 << RADIX_BITS
+SORT_KEY_DTYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64")
+
+
+def key_bits(dtype: str) -> int:
+    """The width of a key's ordered bits: 8 for bool, else the dtype's."""
+    return NUMPY_DTYPES[dtype].itemsize * 8
+
+
+def digit_shifts(dtype: str) -> list[int]:
+    """The shift of every radix pass of a key dtype, least significant digit first."""
+    return list(range(0, key_bits(dtype), RADIX_BITS))
+
+
+def runs_of(length: int, run_length: int) -> int:
+    return -(-length // run_length)
+
+
+def index_dtype_of(rows: int, length: int) -> str:
+    return "i32" if rows * length < 2 ** 31 else "i64"
+
+
+def ordered_bits(keys: np.ndarray) -> np.ndarray:
+    """Unsigned integers (u32, or u64 for 64-bit keys) in the order numpy sorts `keys`: signed
+    integers with the sign bit flipped; floats with every bit flipped if negative, else the sign
+    bit set, zeros of either sign as +0.0, NaNs as all ones (after +inf, all equal)."""
+    width = keys.dtype.itemsize * 8
+    wide = np.uint64 if width == 64 else np.uint32
+    kind = keys.dtype.kind
+    if kind in "bu":
+        return keys.astype(wide)
+    unsigned = keys.view(np.dtype(f"u{width // 8}")).astype(wide)
+    sign = wide(1) << wide(width - 1)
+    if kind == "i":
+        return unsigned ^ sign
+    mask = wide((1 << width) - 1)
+    mapped = np.where(unsigned & sign, ~unsigned & mask, unsigned | sign)
+    mapped = np.where(keys == 0, sign, mapped)
+    return np.where(np.isnan(keys), mask, mapped).astype(wide)
+
+
+def digits(keys: np.ndarray, shift: int) -> np.ndarray:
+    bits = ordered_bits(keys)
+    return ((bits >> bits.dtype.type(shift)) & (RADIX - 1)).astype(np.int64)
+
+
+def check_rows(name: str, types, count: int | None = None):
+    require(count is None or len(types) == count, f"prim.{name} takes {count} operands, got {fmt_types(types)}")
+    require(all(t.ndim == 2 for t in types), f"prim.{name}: operands are (rows, length), got {fmt_types(types)}")
+
+
+def check_keys(name: str, keys: TensorType, attrs):
+    require(keys.dtype in SORT_KEY_DTYPES, f"prim.{name}: keys of dtype {keys.dtype} cannot be radix sorted")
+    require(attrs["shift"] in digit_shifts(keys.dtype), f"prim.{name}: shift {attrs['shift']} is not a digit of "
+                                                        f"{keys.dtype} keys")
+    require(attrs["run_length"] > 0, f"prim.{name}: run_length must be positive")
+
+
+def counts_type(keys: TensorType, run_length: int) -> TensorType:
+    rows, length = keys.shape
+    return TensorType(index_dtype_of(rows, length), (rows, RADIX * runs_of(length, run_length)))
+
+
+def radix_histogram_infer(types, attrs):
+    check_rows("radix_histogram", types, 1)
+    check_keys("radix_histogram", types[0], attrs)
+    return [counts_type(types[0], attrs["run_length"])]
+
+
+def radix_histogram(keys, *, shift, run_length):
+    rows, length = keys.shape
+    runs = runs_of(length, run_length)
+    counts = np.zeros((rows, RADIX * runs), NUMPY_DTYPES[index_dtype_of(rows, length)])
+    run = np.arange(length) // run_length
+    for r in range(rows):
+        np.add.at(counts[r], digits(keys[r], shift) * runs + run, 1)
+    return counts
+
+
+def radix_scatter_infer(types, attrs):
+    check_rows("radix_scatter", types)
+    require(len(types) >= 2, f"prim.radix_scatter takes keys, payloads and offsets, got {fmt_types(types)}")
+    *operands, offsets = types
+    require(0 <= attrs["key"] < len(operands), f"prim.radix_scatter: key {attrs['key']} is not one of "
+                                               f"the {len(operands)} operands")
+    keys = operands[attrs["key"]]
+    check_keys("radix_scatter", keys, attrs)
+    require(all(p.shape == keys.shape and p.dtype not in COMPLEXES for p in operands),
+            f"prim.radix_scatter: operands must be real arrays of one shape, got {fmt_types(types)}")
+    require(offsets == counts_type(keys, attrs["run_length"]),
+            f"prim.radix_scatter: offsets must be {counts_type(keys, attrs['run_length'])}, got {offsets}")
+    return operands
+
+
+def radix_scatter(*arrays, shift, run_length, key):
+    *operands, offsets = arrays
+    rows, length = operands[key].shape
+    runs = runs_of(length, run_length)
+    results = [np.empty_like(a) for a in operands]
+    group_of = digits(operands[key], shift) * runs + np.arange(length) // run_length
+    for r in range(rows):
+        group = group_of[r]
+        order = np.argsort(group, kind="stable")
+        first = np.searchsorted(group[order], group[order], side="left")  # the group's first place in order
+        position = np.empty(length, np.int64)
+        position[order] = offsets[r, group[order]] + np.arange(length) - first
+        for source, result in zip(operands, results):
+            result[r, position] = source[r]
+    return tuple(results)
+
+
+def accumulator_type(x: TensorType) -> str:
+    return "f32" if x.dtype in ("f16", "bf16") else x.dtype
+
+
+def check_scan(name: str, x: TensorType, attrs):
+    require(attrs["reducer"] in CUMULATIVE_UFUNCS, f"prim.{name}: unknown reducer {attrs['reducer']!r}")
+    check_reducer(f"prim.{name}", x, attrs["reducer"])
+    require(attrs.get("run_length", 1) > 0, f"prim.{name}: run_length must be positive")
+
+
+def run_totals_infer(types, attrs):
+    check_rows("run_totals", types, 1)
+    (x,) = types
+    check_scan("run_totals", x, attrs)
+    rows, length = x.shape
+    return [TensorType(accumulator_type(x), (rows, runs_of(length, attrs["run_length"])))]
+
+
+def wide(x: np.ndarray) -> np.ndarray:
+    return x.astype(compute_dtype(x.dtype))
+
+
+def run_totals(x, *, reducer, run_length):
+    rows, length = x.shape
+    runs = runs_of(length, run_length)
+    totals = np.empty((rows, runs), compute_dtype(x.dtype))
+    for u in range(runs):
+        part = wide(x[:, u * run_length:(u + 1) * run_length])
+        totals[:, u] = cumulative(part, reducer=reducer, axis=1, reverse=False)[:, -1]
+    return totals
+
+
+def scan_infer(types, attrs):
+    check_rows("scan", types, 1)
+    check_scan("scan", types[0], attrs)
+    return [types[0]]
+
+
+def scanned(x, carry, reducer, exclusive):
+    """One run scanned sequentially from `carry` (None: from its first element, or the identity if
+    exclusive), in the accumulator dtype, each result rounded once to x's dtype."""
+    rows = x.shape[0]
+    part = wide(x)
+    if exclusive:
+        start = carry if carry is not None else np.full(rows, reducer_identity(reducer, part.dtype), part.dtype)
+        sequence = np.concatenate([start[:, None], part[:, :-1]], axis=1)
+        result = cumulative(sequence, reducer=reducer, axis=1, reverse=False)
+    elif carry is not None:
+        sequence = np.concatenate([carry[:, None], part], axis=1)
+        result = cumulative(sequence, reducer=reducer, axis=1, reverse=False)[:, 1:]
+    else:
+        result = cumulative(part, reducer=reducer, axis=1, reverse=False)
+    return round_to(result, x.dtype)
+
+
+def scan(x, *, reducer, exclusive):
+    return scanned(x, None, reducer, exclusive) if x.shape[1] else x.copy()
+
+
+def scan_runs_infer(types, attrs):
+    check_rows("scan_runs", types, 2)
+    x, carries = types
+    check_scan("scan_runs", x, attrs)
+    expected = TensorType(accumulator_type(x), (x.shape[0], runs_of(x.shape[1], attrs["run_length"])))
+    require(carries == expected, f"prim.scan_runs: carries must be {expected}, got {carries}")
+    return [x]
+
+
+def scan_runs(x, carries, *, reducer, exclusive, run_length):
+    result = np.empty_like(x)
+    for u in range(carries.shape[1]):
+        part = slice(u * run_length, (u + 1) * run_length)
+        result[:, part] = scanned(x[:, part], carries[:, u] if u else None, reducer, exclusive)
+    return result
+
+
+def bin_slots(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    slots = np.searchsorted(edges, x, side="right")
+    slots[np.isnan(x)] = edges.size
+    slots[x == edges[-1]] -= 1
+    return slots
+
+
+def bin_counts_infer(types, attrs):
+    weighs_right = len(types) == 2 or (len(types) == 3 and types[2].shape == types[0].shape)
+    require(weighs_right and all(t.ndim == 1 for t in types),
+            f"prim.bin_counts takes x, edges and optional weights, 1-d, x and weights of one length, "
+            f"got {fmt_types(types)}")
+    x, edges, *weights = types
+    require(edges.dtype == x.dtype and edges.size >= 1, f"prim.bin_counts: edges must be a non-empty {x.dtype} "
+                                                         f"vector, got {edges}")
+    counted = weights[0] if weights else edges
+    require(counted.dtype not in COMPLEXES + ("bool",), f"prim.bin_counts: weights of dtype {counted.dtype}")
+    return [TensorType(accumulator_type(counted), (runs_of(x.size, attrs["run_length"]), edges.size))]
+
+
+def bin_counts(x, edges, *weights, run_length, even):
+    weights = weights[0] if weights else np.ones(x.shape, edges.dtype)
+    runs = runs_of(x.size, run_length)
+    counts = np.zeros((runs, edges.size), compute_dtype(weights.dtype))
+    slots, wide_weights = bin_slots(x, edges), wide(weights)
+    run = np.arange(x.size) // run_length
+    kept = slots < edges.size
+    np.add.at(counts, (run[kept], slots[kept]), wide_weights[kept])  # in element order, as the kernel
+    return counts
+
+
+def row_passes(types, num_keys: int) -> list[tuple[int, int]]:
+    """(key operand, shift) of every pass of an LSD sort by the first num_keys operands: the last
+    key's digits first, least significant first."""
+    return [(key, shift) for key in reversed(range(num_keys)) for shift in digit_shifts(types[key].dtype)]
+
+
+def radix_sort_rows_infer(types, attrs):
+    check_rows("radix_sort_rows", types)
+    require(1 <= attrs["num_keys"] <= len(types), f"prim.radix_sort_rows: num_keys {attrs['num_keys']} of "
+                                                  f"{len(types)} operands")
+    require(all(t.shape == types[0].shape and t.dtype in SORT_KEY_DTYPES for t in types),
+            f"prim.radix_sort_rows: operands must be real arrays of one shape, got {fmt_types(types)}")
+    scratch = types if len(row_passes(types, attrs["num_keys"])) > 1 else []
+    return [*types, *scratch]
+
+
+def radix_sort_rows(*operands, num_keys):
+    states = [operands]
+    for key, shift in row_passes(operands, num_keys):
+        order = np.argsort(digits(states[-1][key], shift), axis=1, kind="stable")
+        states.append(tuple(np.take_along_axis(a, order, axis=1) for a in states[-1]))
+    return (*states[-1], *(states[-2] if len(states) > 2 else ()))
+
+
+RADIX_ATTRS = {"shift": "int", "run_length": "int"}
+ROUTINES = {
+    "radix_histogram": Routine(RADIX_ATTRS, radix_histogram_infer, radix_histogram,
+                               "per-run counts of one 8-bit digit of the keys' ordered bits"),
+    "radix_scatter": Routine({**RADIX_ATTRS, "key": "int"}, radix_scatter_infer, radix_scatter,
+                             "every operand stably scattered by one digit of one of them"),
+    "radix_sort_rows": Routine({"num_keys": "int"}, radix_sort_rows_infer, radix_sort_rows,
+                               "each row radix sorted whole by one work-item, in cache"),
+    "run_totals": Routine({"reducer": "str", "run_length": "int"}, run_totals_infer, run_totals,
+                          "each run's reduction"),
+    "scan": Routine({"reducer": "str", "exclusive": "bool"}, scan_infer, scan, "a sequential scan of each row"),
+    "scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"}, scan_runs_infer, scan_runs,
+                         "each run scanned from the carry of the runs before it"),
+    "bin_counts": Routine({"run_length": "int", "even": "bool"}, bin_counts_infer, bin_counts, "per-run weight sums of each bin"),
+}

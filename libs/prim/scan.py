@@ -1,0 +1,83 @@
+"""The scans' kernels (routines.py: run_totals, scan, scan_runs): a work-item walks one run of a row
+in order, in the accumulator dtype, so the results are the routines' references exactly.
+
+A scan of long rows is reduce-then-scan, three launches: `run_totals` (each run's reduction,
+ITEMS runs per workgroup, a grid of (ceil(runs / ITEMS), rows)), `scan` of the totals (exclusive:
+each run's carry) and `scan_runs` (each run scanned again from its carry). rocPRIM's single-pass
+scan instead has each workgroup wait for its predecessors' published prefixes (decoupled
+look-back); the kernel IR has no atomics and no ordering of global memory between workgroups, and
+the host runs a launch's workgroups in no promised order on a pool whose threads may not all be
+running, so a workgroup spinning on another's flag could wait for a workgroup that never starts.
+Reduce-then-scan reads the input twice instead of once and needs no such promise.
+`scan` alone, one work-item per row (ITEMS rows per workgroup), scans rows with few runs.
+"""
+from __future__ import annotations
+
+from ...ir import kernel as K
+from ...ir.core import Op
+from ...lowering.elemental import identity_const
+from ...lowering.emit_ops import combine
+from ...lowering.emitters import operand_buffers
+from .routines import accumulator_type, index_dtype_of
+
+ITEMS = 64   # work-items (runs, or rows for `scan`) per workgroup
+
+
+def scan_kernel(op: Op, name: str) -> K.Kernel:
+    routine, attrs = op.attrs["routine"], op.attrs
+    x = op.operands[0].type
+    idx, acc_dtype = index_dtype_of(*x.shape), accumulator_type(x)
+    rows, length = (K.ScalarParam(n, idx) for n in ("rows", "length"))
+    t, row, run, start, stop, j = (K.Var(n, idx) for n in ("t", "row", "run", "start", "stop", "j"))
+    acc = K.Var("acc", acc_dtype)
+    reducer, exclusive = attrs["reducer"], attrs.get("exclusive", False)
+    if routine == "scan":
+        runs, run_length = K.Const(1, idx), length
+        grid = ((rows + (ITEMS - 1)) / ITEMS,)
+        ids = [K.Let(row, K.workgroup_id(0).cast(idx) * ITEMS + t), K.Let(run, K.Const(0, idx))]
+        active = row < rows
+    else:
+        run_length = K.Const(attrs["run_length"], idx)
+        runs = (length + (attrs["run_length"] - 1)) / attrs["run_length"]
+        grid = ((runs + (ITEMS - 1)) / ITEMS, rows)
+        ids = [K.Let(row, K.workgroup_id(1).cast(idx)), K.Let(run, K.workgroup_id(0).cast(idx) * ITEMS + t)]
+        active = run < runs
+    buffers = operand_buffers(op)
+    sizes = {"in0": rows * length, "in1": rows * runs, "out0": rows * (runs if routine == "run_totals" else length)}
+    params = [K.GlobalBuffer(b.name, b.dtype, sizes[b.name], b.readonly) for b in buffers]
+    source, result = params[0], params[-1]
+    element = lambda at: source[row * length + at].cast(acc_dtype)
+    put = lambda at, value: K.Store(result, row * length + at, value.cast(x.dtype))
+    fold = lambda: K.Assign(acc, combine(reducer, acc, element(j)))
+    if routine == "run_totals":
+        walk = [K.Let(acc, element(start)), K.For(j, start + 1, stop, 1, [fold()]),
+                K.Store(result, row * runs + run, acc)]
+    else:
+        carried = run > 0
+        carry = params[1][row * runs + run] if routine == "scan_runs" else None
+        if exclusive:
+            first = identity_const(reducer, acc_dtype)
+            walk = [K.Let(acc, first if carry is None else K.select(carried, carry, first)),
+                    K.For(j, start, stop, 1, [put(j, acc), fold()])]
+        elif carry is None:
+            walk = [K.Let(acc, element(start)), put(start, acc), K.For(j, start + 1, stop, 1, [fold(), put(j, acc)])]
+        else:
+            # Run 0 starts from its first element (0 + -0.0 would be +0.0), the others from their carry.
+            walk = [K.Let(acc, K.select(carried, carry, element(start))),
+                    K.If(~carried, [put(start, acc)]),
+                    K.For(j, K.select(carried, start, start + 1), stop, 1, [fold(), put(j, acc)])]
+    body = [K.Let(t, K.workitem_id(0).cast(idx)), *ids,
+            K.If(active, [K.Let(start, run * run_length), K.Let(stop, K.minimum(start + run_length, length)),
+                          K.If(start < stop, walk)])]
+    return K.Kernel(name, params=[*params, rows, length], grid=grid, workgroup_size=(ITEMS,), body=body,
+                    arguments=(("rows", x.shape[0]), ("length", x.shape[1])))
+
+
+def describe(op: Op) -> str:
+    routine, attrs = op.attrs["routine"], op.attrs
+    kind = "exclusive" if attrs.get("exclusive") else "inclusive"
+    if routine == "scan":
+        return f"{kind} {attrs['reducer']} scan, one row per work-item, {ITEMS} rows per workgroup"
+    what = "run totals (the reduce of reduce-then-scan)" if routine == "run_totals" else \
+        f"{kind} {attrs['reducer']} scan of runs from their carries (the scan of reduce-then-scan)"
+    return f"{what}; runs of {attrs['run_length']} elements per work-item, {ITEMS} work-items per workgroup"

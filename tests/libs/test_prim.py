@@ -1,0 +1,204 @@
+"""libs/prim: the radix sort and the scans, differentially against numpy and the interpreter.
+
+Sorts are exact: numpy's stable argsort (NaNs last, -0.0 equal to 0.0) gives the expected
+permutation, and the sorted values are compared bit for bit (so -0.0 and NaN payloads must travel
+in the stable order). Integer and max/min scans are exact. A float cumsum is reduce-then-scan, a
+different association from numpy's sequential sum: by the standard bound on recursive summation,
+each prefix differs from the exact sum by at most (n - 1) * eps * sum(|x|) over the prefix, for both
+orders, so the two differ by at most twice that (tested with the f64 sum as the exact one). The
+routines' references follow the kernels' order, so the interpreter agrees with the compiled code
+bit for bit.
+
+Sizes cross the layouts' boundaries: rows shorter than 1024 are left to the LDS merge sort, rows
+up to 2^16 sort whole (a row per work-item, 64 rows per workgroup), longer ones pass through
+memory per digit in runs of 4096 elements per work-item, 64 runs per workgroup (262144 elements).
+"""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import cdnajit as cj
+import cdnajit.lax as lax
+import cdnajit.numpy as cnp
+
+RUN, WORKGROUP, LONG_ROW = 4096, 4096 * 64, (1 << 16) + 1
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+          ml_dtypes.bfloat16, "float32", "float64"]
+FAST_DTYPES = ("int32", "float32")
+
+
+def keys(shape, dtype, seed=0):
+    """Random keys with many duplicates; floats with NaNs, infinities and zeros of both signs."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    if dtype == bool:
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True) // 3 * 3
+    x = (rng.standard_normal(shape) * 4).round(1).astype(dtype)
+    flat = x.reshape(-1)
+    for every, value in [(7, np.nan), (11, -0.0), (13, 0.0), (17, np.inf), (19, -np.inf)]:
+        flat[::every] = value
+    return x
+
+
+def expected_order(x, axis):
+    wide = x.astype(np.float32) if x.dtype == ml_dtypes.bfloat16 else x
+    return np.argsort(wide, axis=axis, kind="stable")
+
+
+def same_bits(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def check_sort(x, axis):
+    order = expected_order(x, axis)
+    assert same_bits(cj.jit(lambda a: cnp.sort(a, axis=axis))(x), np.take_along_axis(x, order, axis))
+    np.testing.assert_array_equal(cj.jit(lambda a: cnp.argsort(a, axis=axis))(x), order)
+
+
+@pytest.mark.parametrize("dtype", [pytest.param(d, marks=() if d in FAST_DTYPES else pytest.mark.slow) for d in DTYPES],
+                         ids=lambda d: np.dtype(d).name)
+def test_every_key_dtype_sorts_as_numpy(dtype):
+    check_sort(keys((3001, 2), dtype), axis=0)
+
+
+@pytest.mark.parametrize("length", [1024, RUN + 1, LONG_ROW - 1, LONG_ROW, 17 * RUN + 17,
+                                    pytest.param(WORKGROUP + 5, marks=pytest.mark.slow)])
+def test_lengths_across_runs_and_workgroups(length):
+    check_sort(keys(length, np.float32, seed=length), axis=0)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float16", "float64"])
+def test_long_rows_of_other_key_widths(dtype):
+    check_sort(keys((LONG_ROW + 9, 2), dtype), axis=0)
+
+
+@pytest.mark.parametrize("shape, axis", [((3, 1500, 2), 1), ((1100, 3), 0), ((5, 1200), -1), ((4, 0), 1), ((0, 2000), 1)])
+def test_batched_rows_along_any_axis(shape, axis):
+    check_sort(keys(shape, np.int32, seed=len(shape)), axis)
+
+
+@pytest.mark.parametrize("length", [0, 1, 2])
+def test_short_rows(length):
+    check_sort(keys(length, np.float32), axis=0)
+
+
+def test_several_keys_sort_as_lexsort():
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(0, 4, 3000).astype(np.int16), keys(3000, np.float64)
+    c = np.arange(3000, dtype=np.int64)
+    order = np.lexsort((b, a))
+    results = cj.jit(lambda a, b, c: lax.sort((a, b, c), num_keys=2))(a, b, c)
+    for result, operand in zip(results, (a, b, c)):
+        assert same_bits(result, operand[order])
+    np.testing.assert_array_equal(cj.jit(lambda a, b: cnp.lexsort((b, a)))(a, b), order)
+
+
+def library_codes(compiled) -> set:
+    codes = {kernel.code_text() for kernel in compiled.executable.kernels}
+    return {code for code in codes if "rows: i32" in code}  # the library's (not the iota's)
+
+
+def test_the_sort_is_library_calls_compiled_per_solution():
+    texts = []
+    for length in (LONG_ROW, LONG_ROW + 3 * RUN):
+        compiled = cj.jit(lambda a: cnp.argsort(a)).lower(np.zeros(length, np.float32)).compile()
+        optimized = compiled.as_text("optimized")
+        assert optimized.count('routine = "radix_scatter"') == 4, optimized  # four 8-bit digits
+        assert "LSD radix sort pass of f32 keys" in compiled.report()
+        texts.append(library_codes(compiled))
+    # One histogram, one scatter and the three kernels of the counts' reduce-then-scan (run totals,
+    # their scan, the runs' scan) serve every pass and both sizes.
+    assert texts[0] == texts[1] and len(texts[0]) == 5
+
+
+def test_rows_that_fit_sort_whole_in_one_kernel():
+    texts = []
+    for shape in ((3, 5000), (1000, 1200)):
+        compiled = cj.jit(lambda a: cnp.sort(a, axis=1)).lower(np.zeros(shape, np.float32)).compile()
+        assert compiled.as_text("optimized").count('routine = "radix_sort_rows"') == 1
+        assert "segmented LSD radix sort, a row per work-item" in compiled.report()
+        texts.append(library_codes(compiled))
+    assert texts[0] == texts[1] and len(texts[0]) == 1
+
+
+def test_the_interpreter_runs_the_routines_as_the_kernels():
+    x = keys((2, LONG_ROW), np.float32, seed=5)
+    fn = lambda a: (cnp.argsort(a, axis=1), cnp.sort(a[:, :5000], axis=1), cnp.cumsum(a, axis=1))
+    compiled, interpreted = cj.jit(fn)(x), cj.jit(fn, backend="interpret")(x)
+    for got, want in zip(compiled, interpreted):
+        assert same_bits(np.asarray(got), np.asarray(want))
+
+
+SCANS = {"cumsum": (cnp.cumsum, np.cumsum), "cumprod": (cnp.cumprod, np.cumprod),
+         "cummax": (lambda a, axis: lax.cummax(a, axis=axis), np.maximum.accumulate),
+         "cummin": (lambda a, axis: lax.cummin(a, axis=axis), np.minimum.accumulate)}
+
+
+@pytest.mark.parametrize("name", list(SCANS))
+@pytest.mark.parametrize("shape, axis", [((3 * RUN + 5,), 0), ((3, 2 * RUN + 1), 1), ((300, 7), 0), ((1,), 0), ((0, 3), 0)])
+def test_integer_scans_are_exact(name, shape, axis):
+    x = np.random.default_rng(len(shape)).integers(-3, 4, shape).astype(np.int32)
+    ours, theirs = SCANS[name]
+    np.testing.assert_array_equal(cj.jit(lambda a: ours(a, axis=axis))(x), theirs(x, axis=axis))
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_float_max_min_scans_are_exact(name):
+    x = keys((2, 3 * RUN + 3), np.float32, seed=9)
+    ours, theirs = SCANS[name]
+    assert same_bits(cj.jit(lambda a: ours(a, axis=1))(x), theirs(x, axis=1))
+
+
+@pytest.mark.parametrize("length", [RUN - 1, 5 * RUN + 3, pytest.param(WORKGROUP * 2 + 1, marks=pytest.mark.slow)])
+def test_float_cumsum_within_the_summation_bound(length):
+    x = np.random.default_rng(length).standard_normal(length).astype(np.float32)
+    got = cj.jit(cnp.cumsum)(x).astype(np.float64)
+    exact = np.cumsum(x.astype(np.float64))
+    bound = 2 * (np.arange(length) + 1) * np.finfo(np.float32).eps * np.cumsum(np.abs(x.astype(np.float64)))
+    assert np.all(np.abs(got - exact) <= bound)
+
+
+def test_reverse_scan():
+    x = np.random.default_rng(2).integers(-9, 9, (2, 2 * RUN + 7)).astype(np.int64)
+    np.testing.assert_array_equal(cj.jit(lambda a: lax.cumsum(a, axis=1, reverse=True))(x),
+                                  np.flip(np.cumsum(np.flip(x, 1), axis=1), 1))
+
+
+@pytest.mark.parametrize("length", [0, 1, RUN + 3, pytest.param(WORKGROUP + 7, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_histogram_counts_as_numpy(length, dtype):
+    """Counts are exact; values on edges, at the closed last edge, outside the range and NaN included."""
+    x = (np.random.default_rng(length).standard_normal(length) * 3).round(1).astype(dtype)
+    if dtype != np.int32 and length > 10:
+        x[::97] = np.nan
+    counts, edges = cj.jit(lambda a: cnp.histogram(a, bins=37, range=(-4, 4)))(x)
+    finite = x[~np.isnan(x)] if dtype != np.int32 else x
+    np.testing.assert_array_equal(counts, np.histogram(finite, bins=37, range=(-4, 4))[0])
+    optimized = cj.jit(lambda a: cnp.histogram(a, bins=37, range=(-4, 4))).lower(x).compile().as_text("optimized")
+    assert 'routine = "bin_counts"' in optimized
+
+
+def test_weighted_histogram_of_uneven_edges():
+    """Each bin sums its weights per run in element order, then the runs' sums: within
+    (n - 1) * eps * sum(w) of numpy's (both orders are recursive sums of positive weights)."""
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal(3 * RUN).astype(np.float32), rng.random(3 * RUN).astype(np.float32)
+    edges = np.array([-3, -1, 0, 0.5, 2.0], np.float32)
+    counts, _ = cj.jit(lambda a, w: cnp.histogram(a, bins=edges, weights=w))(x, w)
+    want = np.histogram(x, bins=edges, weights=w.astype(np.float64))[0]
+    np.testing.assert_allclose(counts, want, rtol=0, atol=2 * x.size * np.finfo(np.float32).eps * w.sum())
+
+
+def test_equal_bins_and_their_edges_given_count_alike():
+    """The equal-bins kernel (an estimate corrected against the edges) and the binary search agree
+    on the same edges, values beyond both ends and on the closed last edge included, in every run."""
+    x = (np.random.default_rng(6).standard_normal(3 * RUN) * 2.5).astype(np.float32)
+    x[::101] = 4.0
+    even = cj.jit(lambda a: cnp.histogram(a, bins=64, range=(-4.0, 4.0)))
+    counts, edges = even(x)
+    assert 'even = true' in even.lower(x).compile().as_text("optimized")
+    searched = cj.jit(lambda a: cnp.histogram(a, bins=edges)[0])
+    np.testing.assert_array_equal(counts, searched(x))
