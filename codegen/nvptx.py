@@ -58,7 +58,7 @@ from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import verify_kernel
 from . import exact_remainder
 from .fork_safe import LLVM_LOCK, ForkSafeLock
-from .llvm_kernel import I8, I32, I64, MEMORY_TYPES, REGISTER_TYPES, KernelBuilder, add_attribute, is_float, is_signed
+from .llvm_kernel import I8, I32, MEMORY_TYPES, REGISTER_TYPES, KernelBuilder, add_attribute, is_float, is_signed
 
 TRIPLE = "nvptx64-nvidia-cuda"
 ARCHITECTURE = "sm_90"

@@ -7,5 +7,5 @@ from .discrete import bits, categorical, choice, permutation, randint
 from .gamma import ball, beta, dirichlet, gamma, generalized_normal, loggamma, poisson, t
 from . import rocrand
 from .matrices import multivariate_normal, orthogonal
-from .more import (chisquare, clone, double_sided_maxwell, f, geometric, lognormal, maxwell, pareto, rademacher,
+from .derived import (chisquare, clone, double_sided_maxwell, f, geometric, lognormal, maxwell, pareto, rademacher,
                    rayleigh, triangular, wald, weibull_min)

@@ -15,8 +15,7 @@ from .. import cnp
 from .. import lax
 from ..tracing import located
 from . import threefry
-from .continuous import (DEFAULT_FLOAT, FLOATS, canonical_shape, check_shape, compiled, gumbel, result_shape,
-                         uniform)
+from .continuous import DEFAULT_FLOAT, FLOATS, canonical_shape, check_shape, compiled, gumbel, uniform
 from .keys import key_data_of
 
 DEFAULT_INT = "int64"    # x64: jax.random's int and uint defaults are 64-bit

@@ -1,4 +1,4 @@
-"""The rest of jax.random's samplers, each JAX's formula on the samplers above: clone, rademacher,
+"""The rest of jax.random's samplers, each derived by JAX's formula from the samplers above: clone, rademacher,
 lognormal, pareto, chisquare, f, rayleigh, weibull_min, geometric, triangular, maxwell, wald,
 double_sided_maxwell."""
 from __future__ import annotations
