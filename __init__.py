@@ -14,6 +14,7 @@ from .errors import (AllocationError, ArraySizeError, CdnajitError, Concretizati
                      TracingTypeError, TracingValueError, TypeCheckError, VerifyError)
 from .frontend import cnp as numpy
 from .frontend import lax
+from .frontend import nn
 from .frontend.device import device_put
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
@@ -26,11 +27,12 @@ from .version import __version__
 # rocBLAS users look: cj.libs.blas.tune(M, N, K, dtype).
 _blas.tune = _tune
 
-# `import cdnajit.numpy as cnp` and `import cdnajit.lax` find the frontend's modules.
+# `import cdnajit.numpy as cnp`, `import cdnajit.lax` and `import cdnajit.nn` find the frontend's modules.
 _sys.modules[__name__ + ".numpy"] = numpy
 _sys.modules[__name__ + ".lax"] = lax
+_sys.modules[__name__ + ".nn"] = nn
 
-__all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "ir", "tree_flatten",
+__all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ir", "tree_flatten",
            "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError", "TracingTypeError",
            "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError", "ArraySizeError",
            "AllocationError"]
