@@ -20,6 +20,7 @@ import numpy as np
 from ...ir.opdef import require
 from ...ir.ops.library import Routine
 from ...ir.ops.linalg import CONV_ATTRS, conv_general_dilated, conv_infer
+from ...ir.ops.shape import pad_array
 from ...ir.types import TensorType
 from ..blas.routines import ACTIVATIONS, EPILOGUES, apply, split_epilogue
 
@@ -51,5 +52,48 @@ def conv_fwd_reference(x, w, *bias, epilogue, **conv_attrs):
     return y if activation is None else ACTIVATIONS[activation][0](y)
 
 
-ROUTINES = {"conv_fwd": Routine({**CONV_ATTRS, "epilogue": "str"}, conv_fwd_infer, conv_fwd_reference,
+IM2COL_ATTRS = {"window": "ints", "window_strides": "ints", "padding": "int_pairs", "lhs_dilation": "ints",
+                "rhs_dilation": "ints", "lhs_spec": "ints"}
+
+
+def im2col_sizes(x: TensorType, attrs) -> tuple[int, list[int], int]:
+    """(batch, output sizes, features) of im2col's x."""
+    spec = attrs["lhs_spec"]
+    out = []
+    for j, window in enumerate(attrs["window"]):
+        size = x.shape[spec[2 + j]]
+        dilated = (size - 1) * attrs["lhs_dilation"][j] + 1 if size > 0 else 0
+        padded = dilated + sum(attrs["padding"][j])
+        span = (window - 1) * attrs["rhs_dilation"][j] + 1
+        out.append((padded - span) // attrs["window_strides"][j] + 1 if padded >= span else 0)
+    return x.shape[spec[0]], out, x.shape[spec[1]]
+
+
+def im2col_infer(types, attrs):
+    require(len(types) == 1, f"library_call: dnn.im2col takes one operand (x), got {len(types)}")
+    [x] = types
+    require(len(attrs["lhs_spec"]) == x.ndim and len(attrs["window"]) == x.ndim - 2,
+            f"library_call: dnn.im2col's lhs_spec and window do not fit x {x}")
+    batch, out, features = im2col_sizes(x, attrs)
+    return [TensorType(x.dtype, (batch * int(np.prod(out)), int(np.prod(attrs["window"])) * features))]
+
+
+def im2col_reference(x, *, window, window_strides, padding, lhs_dilation, rhs_dilation, lhs_spec):
+    """patches[(n, o...), (t..., c)] = x[n, c, o*stride + t*rdil - pad] (zero on padding and dilation holes)."""
+    xt = np.transpose(x, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))
+    padded = pad_array(xt, 0, [0] + [lo for lo, _ in padding] + [0], [0] + [hi for _, hi in padding] + [0],
+                       [0] + [d - 1 for d in lhs_dilation] + [0])
+    batch, out, features = im2col_sizes(TensorType("f32", x.shape), dict(
+        window=window, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation, lhs_spec=lhs_spec))
+    taps = []
+    for tap in np.ndindex(*window):
+        index = tuple(slice(t * r, t * r + (o - 1) * s + 1, s) for t, r, o, s in zip(tap, rhs_dilation, out, window_strides))
+        taps.append(padded[(slice(None), *index, slice(None))])
+    return np.stack(taps, axis=-2).reshape(batch * int(np.prod(out)), -1)
+
+
+ROUTINES = {"im2col": Routine(IM2COL_ATTRS, im2col_infer, im2col_reference,
+                              "patches[(n, o...), (t..., c)] of x: im2col + GEMM's first step (libs/dnn/im2col.py)"),
+            "conv_fwd": Routine({**CONV_ATTRS, "epilogue": "str"}, conv_fwd_infer, conv_fwd_reference,
                                 "y = epilogue(conv_general_dilated(x, w) + bias) (libs/dnn/routines.py)")}

@@ -209,22 +209,49 @@ def test_jit_matches_conv_bias_activation_and_reports_the_solver():
         return nn.gelu(lax.conv_general_dilated(y, w2, (1, 1), "VALID", dimension_numbers=dn) + b2)
     compiled = cj.jit(block).lower(x, w1, b1, w2, b2).compile()
     text = compiled.as_text("optimized")
-    assert text.count('routine = "conv_fwd"') == 2
-    assert 'epilogue = "bias_relu"' in text and 'epilogue = "bias_gelu_tanh"' in text
+    # The 3x3 conv: im2col + a BLAS GEMM whose epilogue took the bias and relu; the 1x1: dnn.conv_fwd.
+    assert text.count('routine = "conv_fwd"') == 1 and text.count('routine = "im2col"') == 1
+    assert 'library = "blas"' in text and 'epilogue = "bias_relu"' in text and 'epilogue = "bias_gelu_tanh"' in text
     report = compiled.report()
-    assert "gemm_1x1 (heuristic" in report and "implicit_gemm (heuristic" in report
+    assert "gemm_1x1 (heuristic" in report and "im2col (the patches of im2col + GEMM" in report
     want = cj.jit(block, backend="interpret")(x, w1, b1, w2, b2)
     np.testing.assert_allclose(compiled(x, w1, b1, w2, b2), want, rtol=2e-5, atol=2e-5)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_im2col_gemm_matches_the_interpreter(seed):
+    """The im2col + GEMM rewrite (ungrouped float convolutions, windows above 1x1) over random layouts,
+    strides, padding and dilations, compiled against the reference interpreter of the same program."""
+    rng = np.random.default_rng(100 + seed)
+    dtype = ("f32", "f64", "bf16")[seed]
+    op = random_conv(rng, dtype)
+    while op.attrs["feature_group_count"] != 1 or op.attrs["batch_group_count"] != 1 \
+            or math.prod(ConvProblem.from_op(op).window) == 1:
+        op = random_conv(rng, dtype)
+    a = op.attrs
+    arrays = [random_values(rng, dtype, v.type.shape) for v in op.operands[:2]]
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, a["window_strides"], a["padding"], a["lhs_dilation"], a["rhs_dilation"],
+                                        (a["lhs_spec"], a["rhs_spec"], a["out_spec"]))
+    compiled = cj.jit(f).lower(*arrays).compile()
+    assert 'routine = "im2col"' in compiled.as_text("optimized")
+    got = compiled(*arrays)
+    y = np.asarray(got)
+    plain = make_op("library_call", list(op.operands[:2]), {**op.attrs, "epilogue": "none"},
+                    infer_types("library_call", [v.type for v in op.operands[:2]], {**op.attrs, "epilogue": "none"}))
+    assert_conv_close(y, plain, arrays)
+
+
 def test_nchw_bias_written_with_new_axes_is_absorbed():
     rng = np.random.default_rng(4)
-    x = rng.standard_normal((2, 3, 7, 7)).astype(np.float32)
-    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    x = rng.standard_normal((2, 4, 7, 7)).astype(np.float32)
+    w = rng.standard_normal((4, 1, 3, 3)).astype(np.float32)
     b = rng.standard_normal(4).astype(np.float32)
 
-    def f(x, w, b):
-        return nn.sigmoid(lax.conv_general_dilated(x, w, (2, 2), ((1, 0), (0, 1))) + b[:, None, None])
+    def f(x, w, b):  # depthwise, NCHW: a dnn.conv_fwd call (the depthwise solver)
+        return nn.sigmoid(lax.conv_general_dilated(x, w, (2, 2), ((1, 0), (0, 1)), feature_group_count=4)
+                          + b[:, None, None])
     compiled = cj.jit(f).lower(x, w, b).compile()
     assert 'epilogue = "bias_sigmoid"' in compiled.as_text("optimized")
     np.testing.assert_allclose(compiled(x, w, b), cj.jit(f, backend="interpret")(x, w, b), rtol=1e-5, atol=1e-6)
