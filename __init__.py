@@ -20,12 +20,23 @@ from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .ir.targets import Target
 from .libs import blas as _blas
+from .libs import dnn as _dnn
 from .runtime.blas_tune import tune as _tune
+from .runtime.dnn_find import find_module as _dnn_find_module
 from .version import __version__
 
 # The find mode runs kernels, so it lives in runtime/ (libs/ may not import it); users find it where
 # rocBLAS users look: cj.libs.blas.tune(M, N, K, dtype).
 _blas.tune = _tune
+
+
+def _dnn_find(fn, *args, **options):
+    """cj.libs.dnn.find(fn, *args): time the applicable solvers of each convolution of fn(*args) and record
+    the winners in the find-db (runtime/dnn_find.py); options: target, repeats, progress."""
+    return _dnn_find_module(make_graph(fn)(*args), **options)
+
+
+_dnn.find = _dnn_find
 
 # `import cdnajit.numpy as cnp`, `import cdnajit.lax` and `import cdnajit.nn` find the frontend's modules.
 _sys.modules[__name__ + ".numpy"] = numpy

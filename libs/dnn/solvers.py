@@ -1,6 +1,6 @@
 """The convolution solvers, as MIOpen's: each with an applicability test (None when it applies, else
 the reason it does not), a cost model on the target, and its kernel. The heuristic picks the
-applicable solver of least modelled time; a find-mode winner would come first (not built yet).
+applicable solver of least modelled time; a find-mode winner (find_db.py) comes first.
 
 The cost model: time = max(flops / (peak * efficiency), bytes / bandwidth), where efficiency is the
 solver's share of the target's vector (or matrix) peak its kernel reaches, and bytes count the
@@ -17,6 +17,7 @@ from ...ir.targets import Target
 from ...ir.types import FLOATS, NUMPY_DTYPES
 from ..blas import kernels as blas_kernels
 from ..blas.generator import gemm_call
+from . import find_db
 from .direct import direct_kernel
 from .implicit_gemm import TILE, implicit_gemm_kernel
 from .problem import ConvProblem
@@ -138,7 +139,11 @@ def applicable(p: ConvProblem) -> list[Solver]:
 
 
 def pick(p: ConvProblem, target: Target) -> tuple[Solver, str]:
-    """The applicable solver of least modelled time, and why."""
+    """The find-db's winner for the problem (when it still applies), else the applicable solver of least
+    modelled time; and why."""
+    recorded = find_db.recorded_solver(p, target)
+    if recorded in SOLVERS and SOLVERS[recorded].refuse(p) is None:
+        return SOLVERS[recorded], f"find-db: the fastest measured for {p.describe()} (cj.libs.dnn.find)"
     ranked = sorted(applicable(p), key=lambda s: modelled_time(s, p, target))
     best = ranked[0]
     others = ", ".join(f"{s.name} {modelled_time(s, p, target) * 1e6:.3g} us" for s in ranked[1:]) or "none"
