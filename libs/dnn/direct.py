@@ -1,6 +1,7 @@
 """The direct solvers' kernel: one work-item per output element, looping over its window's taps and the
 input features of its group (MIOpen's direct convolution, without LDS: each work-item's reads are
-consecutive across work-items along the output's innermost dimension).
+consecutive across work-items along the output's innermost dimension). Two variants of each kernel:
+with and without lhs dilation (`ConvProblem.dilated`), whose holes cost divisions per tap.
 
     y[n, k, o...] = epilogue(sum over taps t, features c of x[n', g*C + c, o*stride + t*rdil - pad] * w[k, c, t])
 
@@ -43,10 +44,14 @@ def epilogue(params: ConvParams, acc: K.Expr, feature: K.Expr) -> K.Expr:
     return activation_expr(activation, acc)
 
 
-def tap_position(params: ConvParams, j: int, out_coord: K.Expr, tap: K.Expr) -> tuple[K.Expr, K.Expr]:
-    """(valid, input coordinate) along spatial dimension j of output coordinate `out_coord` and tap `tap`."""
+def tap_position(params, j: int, out_coord: K.Expr, tap: K.Expr, dilated: bool) -> tuple[K.Expr, K.Expr]:
+    """(valid, input coordinate) along spatial dimension j of output coordinate `out_coord` and tap `tap`.
+    Without lhs dilation (`dilated` False: the kernel variant of problems whose lhs_dilation is all 1s)
+    there are no holes to skip and no division."""
     s = params.spatial
     padded = out_coord * s["stride"][j] + tap * s["rhs_dilation"][j] - s["pad"][j]
+    if not dilated:
+        return (padded >= 0) & (padded < s["in_size"][j]), padded
     dilation = s["lhs_dilation"][j]
     valid = (padded >= 0) & (padded <= (s["in_size"][j] - 1) * dilation) & (padded % dilation).eq(0)
     return valid, padded / dilation
@@ -69,7 +74,7 @@ def direct_kernel(op, problem, name: str, depthwise: bool) -> K.Kernel:
     taps = [K.Var(f"t{j}", dtype) for j in range(p.spatial)]
     valid, x_coords = [], []
     for j in range(p.spatial):
-        ok, coord = tap_position(params, j, spatial_out[j], taps[j])
+        ok, coord = tap_position(params, j, spatial_out[j], taps[j], p.dilated)
         valid.append(ok)
         x_coords.append(coord)
     feature_term = K.Const(0, dtype) if depthwise else channel

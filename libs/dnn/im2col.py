@@ -67,10 +67,18 @@ def im2col_gemm(m, lhs: Value, rhs: Value, attrs: dict, result_type) -> Value:
     return y if permutation == tuple(range(ndim)) else m.op("transpose", y, permutation=permutation)
 
 
+def offset_of(coords, sizes) -> K.Expr:
+    """The row-major index of `coords` in runtime `sizes`, by multiplications."""
+    index = coords[0]
+    for coord, size in zip(coords[1:], sizes[1:]):
+        index = index * size + coord
+    return index
+
+
 def im2col_kernel(op, name: str) -> K.Kernel:
     """Workgroup (x, row) writes features x*WORKGROUP... of every tap of one row of the patches: the row's
-    coordinates are uniform across the workgroup (computed once), the features consecutive (vector
-    copies on the host). Sizes are scalar parameters."""
+    coordinates are uniform across the workgroup, the features consecutive (vector copies on the host),
+    the taps nested loops (no division per tap). Sizes are scalar parameters; lhs dilation is a variant."""
     attrs, x_type = op.attrs, op.operands[0].type
     spatial = x_type.ndim - 2
     dtype = "i64"
@@ -90,22 +98,26 @@ def im2col_kernel(op, name: str) -> K.Kernel:
     x_buf, out_buf = operand_buffers(op)
     x_buf = K.GlobalBuffer(x_buf.name, x_buf.dtype, product(x_shape), True)
     out_buf = K.GlobalBuffer(out_buf.name, out_buf.dtype, rows * taps * c)
-    feature, tap, row = (K.Var(label, dtype) for label in ("feature", "tap", "row"))
+    feature, row = (K.Var(label, dtype) for label in ("feature", "row"))
     body = [K.Let(feature, K.workgroup_id(0).cast(dtype) * WORKGROUP + K.workitem_id(0).cast(dtype)),
             K.Let(row, K.workgroup_id(1).cast(dtype))]
     row_stmts, row_coords = unravel(row, [n] + sizes["out_size"], "r")
-    tap_stmts, tap_coords = unravel(tap, sizes["window"], "t")
+    taps_at = [K.Var(f"t{j}", dtype) for j in range(spatial)]
     geometry = SimpleNamespace(spatial=sizes)
     valid, x_coords = [], []
+    dilated = any(d > 1 for d in attrs["lhs_dilation"])
     for j in range(spatial):
-        ok, coord = tap_position(geometry, j, row_coords[1 + j], tap_coords[j])
+        ok, coord = tap_position(geometry, j, row_coords[1 + j], taps_at[j], dilated)
         valid.append(ok)
         x_coords.append(coord)
+    tap = offset_of(taps_at, sizes["window"])  # the taps' row-major index, by multiplications
     x_index = ConvParams.offset([row_coords[0], feature] + x_coords, row_major(x_shape), attrs["lhs_spec"])
     value = K.Var("value", x_type.dtype)
-    copy = tap_stmts + [K.Let(value, K.Const(0, x_type.dtype)), K.If(all_of(valid), [K.Assign(value, x_buf[x_index])]),
-                        K.Store(out_buf, (row * taps + tap) * c + feature, value)]
-    body += row_stmts + [K.If(feature < c, [K.For(tap, 0, taps, 1, copy)])]
+    copy = [K.Let(value, K.Const(0, x_type.dtype)), K.If(all_of(valid), [K.Assign(value, x_buf[x_index])]),
+            K.Store(out_buf, (row * taps + tap) * c + feature, value)]
+    for t, size in reversed(list(zip(taps_at, sizes["window"]))):
+        copy = [K.For(t, 0, size, 1, copy)]
+    body += row_stmts + [K.If(feature < c, copy)]
     scalars = [n, c] + [s for k in SPATIAL_SCALARS for s in sizes[k]]
     return K.Kernel(name, params=(x_buf, out_buf, *scalars), grid=((c + (WORKGROUP - 1)) / WORKGROUP, rows),
                     workgroup_size=(WORKGROUP,), body=body, arguments=tuple(arguments))

@@ -47,7 +47,7 @@ def implicit_gemm_kernel(op, problem, name: str) -> K.Kernel:
     a_stmts, a_coords = unravel(a_k, window + [params.c], "a")
     valid, x_coords = [], []
     for j in range(p.spatial):
-        ok, coord = tap_position(params, j, row[1 + j], a_coords[j])
+        ok, coord = tap_position(params, j, row[1 + j], a_coords[j], p.dilated)
         valid.append(ok)
         x_coords.append(coord)
     x_index = params.offset([row[0], g * params.c + a_coords[-1]] + x_coords, params.x_strides, p.lhs_spec)

@@ -59,6 +59,11 @@ class ConvProblem:
         return len(self.in_size)
 
     @property
+    def dilated(self) -> bool:
+        """Whether x is lhs-dilated (a transposed convolution): the kernels' variant that skips the holes."""
+        return any(d > 1 for d in self.lhs_dilation)
+
+    @property
     def acc_dtype(self) -> str:
         return dtype_name(compute_dtype(numpy_dtype(self.result_dtype)))
 
