@@ -14,6 +14,7 @@ from .errors import (AllocationError, ArraySizeError, CdnajitError, Concretizati
                      TracingTypeError, TracingValueError, TypeCheckError, VerifyError)
 from .frontend import cnp as numpy
 from .frontend import lax
+from .frontend import nn
 from .frontend import ops
 from .frontend import random
 from .frontend.device import device_put
@@ -21,8 +22,10 @@ from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .ir.targets import Target
 from .libs import blas as _blas
+from .libs import dnn as _dnn
 from .libs import rand as _rand
 from .runtime.blas_tune import tune as _tune
+from .runtime.dnn_find import find_module as _dnn_find_module
 from .version import __version__
 
 # The find mode runs kernels, so it lives in runtime/ (libs/ may not import it); users find it where
@@ -32,13 +35,23 @@ _blas.tune = _tune
 # the call, so users find it as cuRAND/rocRAND users look: cj.libs.rand.generate(...).
 _rand.generate = random.rocrand.generate
 
-# `import cdnajit.numpy as cnp` and `import cdnajit.lax` find the frontend's modules.
+
+def _dnn_find(fn, *args, **options):
+    """cj.libs.dnn.find(fn, *args): time the applicable solvers of each convolution of fn(*args) and record
+    the winners in the find-db (runtime/dnn_find.py); options: target, repeats, progress."""
+    return _dnn_find_module(make_graph(fn)(*args), **options)
+
+
+_dnn.find = _dnn_find
+
+# `import cdnajit.numpy as cnp`, `import cdnajit.lax`, `.nn`, `.ops` and `.random` find the frontend's modules.
 _sys.modules[__name__ + ".numpy"] = numpy
 _sys.modules[__name__ + ".lax"] = lax
+_sys.modules[__name__ + ".nn"] = nn
 _sys.modules[__name__ + ".ops"] = ops
 _sys.modules[__name__ + ".random"] = random
 
-__all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "ops", "random",
-           "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError", "TracingTypeError",
-           "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError", "ArraySizeError",
+__all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
+           "random", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",
+           "TracingTypeError", "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError", "ArraySizeError",
            "AllocationError"]

@@ -34,6 +34,7 @@ from cdnajit.ir.targets import get_target
 from cdnajit.libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
 from cdnajit.libs.blas import heuristic
 from cdnajit.runtime.occupancy import occupancy
+from dnn_workloads import DNN_WORKLOADS
 from loop_workloads import LOOP_WORKLOADS
 from prim_workloads import PRIM_WORKLOADS
 from rand_workloads import RAND_WORKLOADS
@@ -50,7 +51,7 @@ QUIET_SECONDS = 0.3
 ROUNDS = 3
 # Every workload, the groups in their numbers' order (W11's loop programs and the libraries' workloads
 # live in modules of their own).
-ALL_WORKLOADS = tuple(sorted((*WORKLOADS, *LOOP_WORKLOADS, *PRIM_WORKLOADS, *RAND_WORKLOADS),
+ALL_WORKLOADS = tuple(sorted((*WORKLOADS, *LOOP_WORKLOADS, *DNN_WORKLOADS, *PRIM_WORKLOADS, *RAND_WORKLOADS),
                              key=lambda w: int(w.group[1:])))
 
 

@@ -5,5 +5,6 @@ matcher rules, its solution selection and its kernel emitter. Importing this pac
 every built-in library: adding one is adding its folder and its line below.
 """
 from . import blas  # noqa: F401
+from . import dnn  # noqa: F401
 from . import prim  # noqa: F401
 from . import rand  # noqa: F401

@@ -1,12 +1,13 @@
-"""Kernels of the contractions: dot_general (LDS-tiled) and conv_general_dilated (direct).
+"""The kernel of dot_general (LDS-tiled) for the products no library takes.
 
-Both accumulate in the result dtype's accumulator (f16/bf16 results in f32, rounded once; integers
+It accumulates in the result dtype's accumulator (f16/bf16 results in f32, rounded once; integers
 in the result dtype, wrapping), operands converted to it as they are read. Dimension orders are
 free: offsets come from index arithmetic on the operands' own strides, no transposes.
-These are simple, correct kernels for what no library takes: passes/match_libraries.py makes the
+It is a simple, correct kernel: passes/match_libraries.py makes the
 dot_generals libs/blas supports GEMM library calls, so this dot_general kernel runs the others
-(products without contracting dimensions, dtypes the library lacks); convolutions all run here,
-as cdnajit has no convolution library (MIOpen's role).
+(products without contracting dimensions, dtypes the library lacks). Convolutions are libs/dnn's
+(every real convolution becomes a `library_call dnn.conv_fwd`; complex ones are expanded to real
+ones before).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import math
 
 from ..ir import kernel as K
 from .elemental import row_major_strides
-from .emit_ops import all_of, index_dtype, loop_nest, offset, one_item_per_element, reject_complex, unravel
+from .emit_ops import index_dtype, offset, reject_complex, unravel
 from .emitters import emitter, operand_buffers
 from .tiling import accumulator_dtype
 
@@ -79,50 +80,3 @@ def emit_dot_general(op, name):
              K.If((m < rows) & (n < cols), [K.Store(result, (z * rows + m) * cols + n, acc.cast(out.dtype))])]
     return K.Kernel(name, params=params, grid=(-(-cols // TILE), -(-rows // TILE), batch),
                     workgroup_size=(TILE, TILE), body=body, lds=[a_tile, b_tile])
-
-
-@emitter("conv_general_dilated")
-def emit_conv_general_dilated(op, name):
-    """One work-item per output element loops over its window's taps and the input features of its
-    group; a tap that lands on padding or between lhs-dilated elements is skipped (it reads zero)."""
-    reject_complex(op)
-    lhs, rhs, out = op.operands[0].type, op.operands[1].type, op.result.type
-    attrs = op.attrs
-    lhs_spec, rhs_spec, out_spec = attrs["lhs_spec"], attrs["rhs_spec"], attrs["out_spec"]
-    groups, batch_groups = attrs["feature_group_count"], attrs["batch_group_count"]
-    out_features, kernel_in = rhs.shape[rhs_spec[0]], rhs.shape[rhs_spec[1]]
-    out_batch = out.shape[out_spec[0]]
-    spatial = range(lhs.ndim - 2)
-    params = operand_buffers(op)
-    x, w, result = params
-    dtype, wide = index_dtype(lhs.size, rhs.size, out.size), accumulator_dtype(out.dtype)
-    x_strides, w_strides = row_major_strides(lhs.shape), row_major_strides(rhs.shape)
-
-    def body(i):
-        stmts, coords = unravel(i, out.shape, "o")
-        feature = coords[out_spec[1]]
-        in_batch, in_feature0 = K.Var("in_batch", dtype), K.Var("in_feature0", dtype)
-        # Feature groups: output feature o reads the input features of group o / (O / G).
-        # Batch groups: output feature o reads batch group o / (O / BG), whose batches are in order.
-        stmts += [K.Let(in_batch, (feature / (out_features // batch_groups)) * out_batch + coords[out_spec[0]]),
-                  K.Let(in_feature0, (feature / (out_features // groups)) * kernel_in)]
-        acc, channel = K.Var("acc", wide), K.Var("channel", dtype)
-        taps = [K.Var(f"t{j}", dtype) for j in spatial]
-        valid, x_coords = [], []
-        for j in spatial:
-            dilation = attrs["lhs_dilation"][j]
-            padded = coords[out_spec[2 + j]] * attrs["window_strides"][j] + taps[j] * attrs["rhs_dilation"][j] \
-                - attrs["padding"][j][0]
-            valid.append((padded >= 0) & (padded <= (lhs.shape[lhs_spec[2 + j]] - 1) * dilation))
-            if dilation > 1:
-                valid.append((padded % dilation).eq(0))
-            x_coords.append(padded / dilation if dilation > 1 else padded)
-        x_index = offset([in_batch, in_feature0 + channel] + x_coords,
-                         [x_strides[d] for d in lhs_spec], dtype)
-        w_index = offset([feature, channel] + taps, [w_strides[d] for d in rhs_spec], dtype)
-        tap = K.If(all_of(valid), [K.For(channel, 0, kernel_in, 1, [
-            K.Assign(acc, acc + x[x_index].cast(wide) * w[w_index].cast(wide))])])
-        window = [rhs.shape[rhs_spec[2 + j]] for j in spatial]
-        return stmts + [K.Let(acc, K.Const(0, wide))] + loop_nest(taps, window, [tap]) + \
-            [K.Store(result, i, acc.cast(out.dtype))]
-    return one_item_per_element(name, params, out.size, body, dtype)

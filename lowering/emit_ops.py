@@ -2,7 +2,7 @@
 
 Those ops get simple, correct generated kernels here (the libraries under libs/ replace
 the heavy ones); each family has its module, registered with `@emitter` (lowering/emitters.py):
-  emit_contract.py  dot_general (LDS-tiled), conv_general_dilated (direct)
+  emit_contract.py  dot_general (LDS-tiled)
   emit_indexing.py  gather, scatter, dynamic_slice, dynamic_update_slice
   emit_scan.py      cumulative, argmax, argmin, reduce_window
   emit_sort.py      sort (merge sort in LDS per row, rank sort for long rows)

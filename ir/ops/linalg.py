@@ -87,8 +87,9 @@ def conv_infer(types, attrs, regions):
     require(groups >= 1 and batch_groups >= 1 and (groups == 1 or batch_groups == 1),
             "conv_general_dilated: feature_group_count and batch_group_count must be >= 1, and one of them 1")
     require(in_features == kernel_in * groups,
-            f"conv_general_dilated: lhs {lhs} has {in_features} input features but rhs {rhs} expects "
-            f"{kernel_in} x feature_group_count {groups}")
+            f"conv_general_dilated: lhs {lhs} has {in_features} input features (dimension {lhs_spec[1]} of "
+            f"lhs_spec {list(lhs_spec)}) but rhs {rhs} expects {kernel_in} (dimension {rhs_spec[1]} of rhs_spec "
+            f"{list(rhs_spec)}) x feature_group_count {groups}")
     require(out_features % groups == 0 and out_features % batch_groups == 0 and batch % batch_groups == 0,
             f"conv_general_dilated: {out_features} output features / batch {batch} do not divide into the groups")
     dtype = contraction_result_dtype("conv_general_dilated", lhs, rhs, attrs["preferred_element_type"])

@@ -235,15 +235,6 @@ def is_constant_near(value: Value, target: float) -> bool:
     return abs(float(scalar) - target) <= tolerance * abs(target)
 
 
-def activated_if_constants(name, **targets):
-    """activated(name), when each bound constant is near its target value."""
-    rewrite = activated(name)
-
-    def checked(m, x, **constants):
-        return rewrite(m, x) if all(is_constant_near(constants[k], t) for k, t in targets.items()) else None
-    return checked
-
-
 x = Pat.var("x")
 
 
@@ -260,15 +251,33 @@ def gelu_shapes(one_plus_g):
 c1, c2 = Pat.var("c1"), Pat.var("c2")
 # x^3 as cnp writes x**3 (x * (x * x)) or as pow(x, 3.0)
 CUBES = [Pat.op("mul", x, Pat.op("mul", x, x)), Pat.op("pow", x, Pat.splat(3))]
-# gelu, tanh form: 1 + tanh(c1 * (x + c2 * x^3)) with c1 = sqrt(2/pi), c2 = 0.044715
-GELU_TANH = [(shape, activated_if_constants("gelu_tanh", c1=math.sqrt(2 / math.pi), c2=0.044715))
-             for cube in CUBES
-             for shape in gelu_shapes(Pat.op("add", Pat.splat(1), Pat.op("tanh", Pat.op(
-                 "mul", c1, Pat.op("add", x, Pat.op("mul", c2, cube))))))]
-# gelu, erf form: 1 + erf(x / c1) with c1 = sqrt(2), or 1 + erf(x * c1) with c1 = 1/sqrt(2)
-GELU_ERF = [(shape, activated_if_constants("gelu_erf", c1=target))
-            for scaling, target in [("div", math.sqrt(2)), ("mul", math.sqrt(0.5))]
-            for shape in gelu_shapes(Pat.op("add", Pat.splat(1), Pat.op("erf", Pat.op(scaling, x, c1))))]
+
+
+def activation_rules(activated) -> list:
+    """The activations as the graph writes them, each rule applying `activated(name)` (a rewrite of x):
+    gelu (tanh and erf forms), silu = x * logistic(x), relu = max(x, 0), tanh, sigmoid. libs/dnn applies
+    the same table to its convolutions."""
+    def if_constants(name, **targets):
+        rewrite = activated(name)
+
+        def checked(m, x, **constants):
+            return rewrite(m, x) if all(is_constant_near(constants[k], t) for k, t in targets.items()) else None
+        return checked
+    # gelu, tanh form: 1 + tanh(c1 * (x + c2 * x^3)) with c1 = sqrt(2/pi), c2 = 0.044715
+    gelu_tanh = [(shape, if_constants("gelu_tanh", c1=math.sqrt(2 / math.pi), c2=0.044715))
+                 for cube in CUBES
+                 for shape in gelu_shapes(Pat.op("add", Pat.splat(1), Pat.op("tanh", Pat.op(
+                     "mul", c1, Pat.op("add", x, Pat.op("mul", c2, cube))))))]
+    # gelu, erf form: 1 + erf(x / c1) with c1 = sqrt(2), or 1 + erf(x * c1) with c1 = 1/sqrt(2)
+    gelu_erf = [(shape, if_constants("gelu_erf", c1=target))
+                for scaling, target in [("div", math.sqrt(2)), ("mul", math.sqrt(0.5))]
+                for shape in gelu_shapes(Pat.op("add", Pat.splat(1), Pat.op("erf", Pat.op(scaling, x, c1))))]
+    return [*gelu_tanh, *gelu_erf,
+            (Pat.op("mul", x, Pat.op("logistic", x)), activated("silu")),
+            (Pat.op("max", x, Pat.splat(0)), activated("relu")),
+            (Pat.op("tanh", x), activated("tanh")),
+            (Pat.op("logistic", x), activated("sigmoid"))]
+
 
 RULES = [
     # dot_general(a, b) -> library_call blas gemm / gemv / strided_batched_gemm, transposes and scales of a, b absorbed
@@ -276,12 +285,7 @@ RULES = [
     # transpose(gemm(a, b)) of the matrix dimensions -> gemm(b, a), transposes flipped
     (Pat.op("transpose", x, name="root"), transposed_result),
     # gelu (tanh and erf forms), silu = x * logistic(x), relu = max(x, 0), tanh, sigmoid -> the epilogue
-    *GELU_TANH,
-    *GELU_ERF,
-    (Pat.op("mul", x, Pat.op("logistic", x)), activated("silu")),
-    (Pat.op("max", x, Pat.splat(0)), activated("relu")),
-    (Pat.op("tanh", x), activated("tanh")),
-    (Pat.op("logistic", x), activated("sigmoid")),
+    *activation_rules(activated),
     # gemm * s -> alpha *= s; -gemm -> alpha = -alpha
     (Pat.op("mul", x, Pat.var("y")), scaled_result),
     (Pat.op("neg", x), negated_result),

@@ -1,0 +1,20 @@
+"""libs/dnn: convolutions, as MIOpen provides them.
+
+routines.py   the routine conv_fwd (y = epilogue(conv(x, w) + bias)): attributes, shape rule, reference.
+matcher.py    the pattern table turning the graph's convolutions, and the bias and activation after them,
+              into `library_call dnn.conv_fwd`.
+problem.py    a call's problem (sizes, layouts, MIOpen's key) and its sizes as kernel scalar parameters.
+solvers.py    the solvers (gemm_1x1, implicit_gemm, depthwise, direct): applicability, cost model, pick.
+im2col.py     im2col + GEMM: the graph rewrite (dnn.im2col, then a dot_general libs/blas takes) for
+              ungrouped float convolutions with windows above 1x1.
+direct.py, implicit_gemm.py   the solvers' kernels (gemm_1x1 is libs/blas's GEMM kernel).
+kernels.py    the answers to the compiler's questions about a call.
+find_db.py    the find-db: the solvers the find mode (runtime/dnn_find.py, cj.libs.dnn.find) measured fastest.
+This file registers the library (ir/ops/library.py's contract).
+"""
+from ...ir.ops.library import Library, register_library
+from . import find_db, kernels, matcher, routines
+
+LIBRARY = register_library(Library(
+    name="dnn", routines=routines.ROUTINES, rules=tuple(matcher.RULES), select=kernels.select, emit=kernels.emit,
+    explain=kernels.explain, cache_stamp=find_db.stamp))

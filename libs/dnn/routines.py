@@ -1,0 +1,99 @@
+"""The DNN library's routines (ir/ops/library.py's contract), as MIOpen's convolution API names them.
+
+    conv_fwd:  y = epilogue(conv_general_dilated(x, w) + bias)
+
+Operands: x and w as lax.conv_general_dilated takes them (any dimension numbers, 1-D to 3-D,
+strides, padding, lhs/rhs dilation, feature and batch groups), then the bias (one value per output
+feature, of y's dtype) when the epilogue starts with "bias". Attributes, beside library_call's own
+(`library` = "dnn", `routine`, `solution`): conv_general_dilated's own (ir/ops/linalg.py's
+CONV_ATTRS) and `epilogue`: "none", "bias", an activation of libs/blas (relu, sigmoid, tanh, silu,
+gelu_tanh, gelu_erf) or "bias_" + one.
+
+The reference computes as the graph ops the matcher replaced did: the convolution's reference
+(accumulated in the accumulator dtype, rounded once), then the bias and the activation, each rounded
+to y's dtype; a kernel keeps the epilogue in the accumulator and rounds once.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.opdef import require
+from ...ir.ops.library import Routine
+from ...ir.ops.linalg import CONV_ATTRS, conv_general_dilated, conv_infer
+from ...ir.ops.shape import pad_array
+from ...ir.types import TensorType
+from ..blas.routines import ACTIVATIONS, EPILOGUES, apply, split_epilogue
+
+
+def conv_fwd_infer(types, attrs):
+    epilogue = attrs["epilogue"]
+    require(epilogue in EPILOGUES, f"library_call: epilogue {epilogue!r} is not one of {', '.join(EPILOGUES)}")
+    has_bias, activation = split_epilogue(epilogue)
+    require(len(types) == 2 + has_bias, f"library_call: dnn.conv_fwd with epilogue {epilogue!r} takes "
+                                        f"{2 + has_bias} operands (x, w{', bias' if has_bias else ''}), got {len(types)}")
+    [result] = conv_infer(types[:2], attrs, ())
+    features = result.shape[attrs["out_spec"][1]]
+    if has_bias:
+        require(types[2] == TensorType(result.dtype, (features,)),
+                f"library_call: dnn.conv_fwd's bias must be {result.dtype}[{features}], got {types[2]}")
+    if activation is not None:
+        require(result.dtype in ACTIVATIONS[activation][1],
+                f"library_call: epilogue {epilogue!r} is not defined on {result.dtype}")
+    return [result]
+
+
+def conv_fwd_reference(x, w, *bias, epilogue, **conv_attrs):
+    y = conv_general_dilated(x, w, **conv_attrs)
+    has_bias, activation = split_epilogue(epilogue)
+    if has_bias:
+        shape = [1] * y.ndim
+        shape[conv_attrs["out_spec"][1]] = -1
+        y = apply("add", y, np.broadcast_to(bias[0].reshape(shape), y.shape))
+    return y if activation is None else ACTIVATIONS[activation][0](y)
+
+
+IM2COL_ATTRS = {"window": "ints", "window_strides": "ints", "padding": "int_pairs", "lhs_dilation": "ints",
+                "rhs_dilation": "ints", "lhs_spec": "ints"}
+
+
+def im2col_sizes(x: TensorType, attrs) -> tuple[int, list[int], int]:
+    """(batch, output sizes, features) of im2col's x."""
+    spec = attrs["lhs_spec"]
+    out = []
+    for j, window in enumerate(attrs["window"]):
+        size = x.shape[spec[2 + j]]
+        dilated = (size - 1) * attrs["lhs_dilation"][j] + 1 if size > 0 else 0
+        padded = dilated + sum(attrs["padding"][j])
+        span = (window - 1) * attrs["rhs_dilation"][j] + 1
+        out.append((padded - span) // attrs["window_strides"][j] + 1 if padded >= span else 0)
+    return x.shape[spec[0]], out, x.shape[spec[1]]
+
+
+def im2col_infer(types, attrs):
+    require(len(types) == 1, f"library_call: dnn.im2col takes one operand (x), got {len(types)}")
+    [x] = types
+    require(len(attrs["lhs_spec"]) == x.ndim and len(attrs["window"]) == x.ndim - 2,
+            f"library_call: dnn.im2col's lhs_spec and window do not fit x {x}")
+    batch, out, features = im2col_sizes(x, attrs)
+    return [TensorType(x.dtype, (batch * int(np.prod(out)), int(np.prod(attrs["window"])) * features))]
+
+
+def im2col_reference(x, *, window, window_strides, padding, lhs_dilation, rhs_dilation, lhs_spec):
+    """patches[(n, o...), (t..., c)] = x[n, c, o*stride + t*rdil - pad] (zero on padding and dilation holes)."""
+    xt = np.transpose(x, (lhs_spec[0], *lhs_spec[2:], lhs_spec[1]))
+    padded = pad_array(xt, 0, [0] + [lo for lo, _ in padding] + [0], [0] + [hi for _, hi in padding] + [0],
+                       [0] + [d - 1 for d in lhs_dilation] + [0])
+    batch, out, features = im2col_sizes(TensorType("f32", x.shape), dict(
+        window=window, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation, lhs_spec=lhs_spec))
+    taps = []
+    for tap in np.ndindex(*window):
+        index = tuple(slice(t * r, t * r + (o - 1) * s + 1, s) for t, r, o, s in zip(tap, rhs_dilation, out, window_strides))
+        taps.append(padded[(slice(None), *index, slice(None))])
+    return np.stack(taps, axis=-2).reshape(batch * int(np.prod(out)), -1)
+
+
+ROUTINES = {"im2col": Routine(IM2COL_ATTRS, im2col_infer, im2col_reference,
+                              "patches[(n, o...), (t..., c)] of x: im2col + GEMM's first step (libs/dnn/im2col.py)"),
+            "conv_fwd": Routine({**CONV_ATTRS, "epilogue": "str"}, conv_fwd_infer, conv_fwd_reference,
+                                "y = epilogue(conv_general_dilated(x, w) + bias) (libs/dnn/routines.py)")}

@@ -1,0 +1,267 @@
+"""libs/dnn: every convolution solver, forced by name, against the routine's reference (the graph's
+conv_general_dilated reference, then the bias and activation) over random configurations: layouts
+(any permutation of the dimension numbers), 1-D to 3-D, odd sizes, strides, padding (negative too),
+lhs and rhs dilation, feature and batch groups, epilogues, and dtypes f32/f64/f16/bf16 (and i32 for
+the direct solvers). Then through `cj.jit`: the matcher makes the call, the report names the solver
+and why, and bad input is named.
+
+Error model: each output sums C*R*S products accumulated in the accumulator dtype (f32 for
+f16/bf16) in another order than the reference's; the difference is at most (terms) ulps of the
+accumulator times the sum of |products|, then one rounding to the result dtype and the
+activation's few ulps. Tolerance: 4 * terms * eps(acc) * sum|x*w| + 4 eps(result) * |y| + tiny.
+"""
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import cdnajit as cj
+import cdnajit.nn as nn
+from cdnajit import lax
+from cdnajit.errors import TracingTypeError
+from cdnajit.ir.core import Value, make_op
+from cdnajit.ir.opdef import infer_types
+from cdnajit.ir.ops.linalg import conv_general_dilated
+from cdnajit.ir.targets import get_target
+from cdnajit.ir.types import NUMPY_DTYPES, TensorType
+from cdnajit.libs.dnn.problem import ConvProblem
+from cdnajit.libs.dnn.routines import conv_fwd_reference
+from cdnajit.libs.dnn.solvers import SOLVERS, applicable, solver_named
+from cdnajit.runtime.launch import compile_kernel
+
+GFX942 = get_target("gfx942")
+FLOAT_DTYPES = ("f32", "f64", "f16", "bf16")
+EPILOGUES = ("none", "bias", "relu", "bias_relu", "bias_gelu_tanh", "bias_silu", "sigmoid", "bias_tanh", "gelu_erf")
+
+
+def conv_call(x_shape, w_shape, dtype, epilogue="none", **conv):
+    """A lone `library_call dnn.conv_fwd`, as the matcher builds one."""
+    attrs = dict(library="dnn", routine="conv_fwd", solution="", epilogue=epilogue, preferred_element_type=None,
+                 **conv)
+    types = [TensorType(dtype, x_shape), TensorType(dtype, w_shape)]
+    if epilogue.startswith("bias"):
+        types.append(TensorType(dtype, (w_shape[conv["rhs_spec"][0]],)))
+    result = infer_types("library_call", types, attrs)
+    return make_op("library_call", [Value(t) for t in types], attrs, result)
+
+
+def random_conv(rng, dtype, spatial=None, depthwise=False, one_by_one=False):
+    """A random convolution call: shapes, layouts, strides, padding, dilations, groups, epilogue."""
+    spatial = spatial or int(rng.choice([1, 2, 2, 3]))
+    ndim = spatial + 2
+    lhs_spec, rhs_spec, out_spec = (tuple(int(d) for d in rng.permutation(ndim)) for _ in range(3))
+    if one_by_one:  # NHWC-like x and y: the 1x1 GEMM's layouts
+        lhs_spec = out_spec = (0, ndim - 1) + tuple(range(1, ndim - 1))
+    groups = batch_groups = 1
+    if depthwise:
+        c_per_group, groups = 1, int(rng.integers(1, 6))
+    elif not one_by_one and rng.random() < 0.3:
+        groups = int(rng.integers(2, 4))
+        c_per_group = int(rng.integers(1, 4))
+    else:
+        c_per_group = int(rng.integers(1, 7))
+    if not one_by_one and not depthwise and groups == 1 and rng.random() < 0.15:
+        batch_groups = int(rng.integers(2, 4))
+    k = (groups if groups > 1 else batch_groups) * int(rng.integers(1, 4 if groups > 1 else 20))
+    n = batch_groups * int(rng.integers(1, 4))
+    window = [1] * spatial if one_by_one else [int(rng.integers(1, 4)) for _ in range(spatial)]
+    in_size = [int(rng.integers(1, 9 if spatial < 3 else 6)) for _ in range(spatial)]
+    if one_by_one:
+        strides, padding, lhs_dil, rhs_dil = [1] * spatial, [(0, 0)] * spatial, [1] * spatial, [1] * spatial
+    else:
+        strides = [int(rng.integers(1, 3)) for _ in range(spatial)]
+        lhs_dil = [int(rng.choice([1, 1, 2])) for _ in range(spatial)]
+        rhs_dil = [int(rng.choice([1, 1, 2])) for _ in range(spatial)]
+        padding = [(int(rng.integers(-1, 3)), int(rng.integers(0, 3))) for _ in range(spatial)]
+        # Keep every output size >= 1: the padded input must hold the dilated window.
+        for j in range(spatial):
+            dilated_in = (in_size[j] - 1) * lhs_dil[j] + 1
+            span = (window[j] - 1) * rhs_dil[j] + 1
+            lo, hi = padding[j]
+            if dilated_in + lo + hi < span:
+                padding[j] = (lo, hi + span - (dilated_in + lo + hi))
+    x_shape = [0] * ndim
+    for d, size in zip(lhs_spec, [n, c_per_group * groups] + in_size):
+        x_shape[d] = size
+    w_shape = [0] * ndim
+    for d, size in zip(rhs_spec, [k, c_per_group] + window):
+        w_shape[d] = size
+    epilogue = str(rng.choice(EPILOGUES)) if dtype in FLOAT_DTYPES else str(rng.choice(["none", "bias", "relu"]))
+    return conv_call(tuple(x_shape), tuple(w_shape), dtype, epilogue, window_strides=tuple(strides),
+                     padding=tuple(padding), lhs_dilation=tuple(lhs_dil), rhs_dilation=tuple(rhs_dil),
+                     lhs_spec=lhs_spec, rhs_spec=rhs_spec, out_spec=out_spec, feature_group_count=groups,
+                     batch_group_count=batch_groups)
+
+
+def random_values(rng, dtype, shape):
+    if dtype.startswith("i"):
+        return rng.integers(-4, 5, shape).astype(NUMPY_DTYPES[dtype])
+    return rng.standard_normal(shape).astype(NUMPY_DTYPES[dtype])
+
+
+def assert_conv_close(got, op, arrays):
+    """Within the module docstring's error model of the reference."""
+    attrs = {k: v for k, v in op.attrs.items() if k not in ("library", "routine", "solution")}
+    want = conv_fwd_reference(*arrays, **attrs)
+    dtype = op.result.type.dtype
+    if dtype.startswith("i"):
+        np.testing.assert_array_equal(got, want)
+        return
+    problem = ConvProblem.from_op(op)
+    terms = problem.c * math.prod(problem.window)
+    conv_attrs = {k: v for k, v in attrs.items() if k != "epilogue"}
+    magnitude = magnitude_sums(arrays[0], arrays[1], conv_attrs)
+    acc_eps = float(ml_dtypes.finfo(NUMPY_DTYPES[problem.acc_dtype]).eps)
+    eps = float(ml_dtypes.finfo(NUMPY_DTYPES[dtype]).eps)
+    want64, got64 = want.astype(np.float64), got.astype(np.float64)
+    tolerance = 4 * terms * acc_eps * magnitude + 4 * eps * np.abs(want64) + 4 * eps
+    bad = ~(np.abs(got64 - want64) <= tolerance)
+    assert not bad.any(), (f"{problem.describe()}: {bad.sum()} of {bad.size} outside the error model, worst "
+                           f"{np.abs(got64 - want64)[bad].max()} (got {got64[bad][:4]}, want {want64[bad][:4]})")
+
+
+def magnitude_sums(x, w, conv_attrs):
+    """sum |x * w| per output: the conv reference of the magnitudes, in f64."""
+    return np.abs(conv_general_dilated(np.abs(x.astype(np.float64)), np.abs(w.astype(np.float64)),
+                                       **{**conv_attrs, "preferred_element_type": None}))
+
+
+def run_solver(name, op, rng):
+    solver = solver_named(name, ConvProblem.from_op(op))
+    kernel = solver.emit(op, ConvProblem.from_op(op), "conv", GFX942)
+    arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
+    y = np.full(op.result.type.shape, -7, NUMPY_DTYPES[op.result.type.dtype])
+    compile_kernel(kernel)(*arrays, y)
+    assert_conv_close(y, op, arrays)
+    return kernel
+
+
+def run_random(name, seed, count, **shape_options):
+    """`count` random problems of one dtype on solver `name`; problems of one variant share one kernel text."""
+    rng = np.random.default_rng(seed)
+    dtypes = FLOAT_DTYPES + (("i32",) if name in ("direct", "depthwise") else ())
+    dtype = dtypes[seed % len(dtypes)]
+    texts = set()
+    for _ in range(count):
+        op = random_conv(rng, dtype, **shape_options)
+        while SOLVERS[name].refuse(ConvProblem.from_op(op)) is not None:
+            op = random_conv(rng, dtype, **shape_options)
+        texts.add(run_solver(name, op, rng).code_text())
+    return texts
+
+
+SOLVER_OPTIONS = {"direct": {}, "implicit_gemm": {}, "depthwise": {"depthwise": True}, "gemm_1x1": {"one_by_one": True}}
+
+
+# gemm_1x1's problems pick BLAS solutions whose kernels take seconds each to compile: two problems here.
+@pytest.mark.parametrize("name", SOLVER_OPTIONS)
+@pytest.mark.parametrize("seed", range(2))
+def test_random_convolutions_match_reference(name, seed):
+    run_random(name, seed, 2 if name == "gemm_1x1" else 6, **SOLVER_OPTIONS[name])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SOLVER_OPTIONS)
+@pytest.mark.parametrize("seed", range(2, 12))
+def test_random_convolutions_match_reference_long(name, seed):
+    run_random(name, seed, 25, **SOLVER_OPTIONS[name])
+
+
+def test_a_solver_compiles_per_solution_not_per_problem():
+    """Problems that differ only in sizes (batch, spatial, features, strides, padding) share a kernel text."""
+    def call(n, h, c, k, stride, pad):
+        return conv_call((n, h, h + 1, c), (3, 3, c, k), "f32", "bias_relu", window_strides=(stride, stride),
+                         padding=((pad, pad), (pad, 0)), lhs_dilation=(1, 1), rhs_dilation=(1, 1),
+                         lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2),
+                         feature_group_count=1, batch_group_count=1)
+    for name in ("direct", "implicit_gemm"):
+        texts = {SOLVERS[name].emit(op, ConvProblem.from_op(op), "k", GFX942).code_text()
+                 for op in (call(1, 5, 3, 4, 1, 1), call(4, 9, 7, 17, 2, 0))}
+        assert len(texts) == 1, name
+
+
+def test_a_solver_forced_that_does_not_apply_says_why():
+    op = conv_call((1, 5, 5, 3), (3, 3, 3, 4), "f32", window_strides=(1, 1), padding=((1, 1), (1, 1)),
+                   lhs_dilation=(1, 1), rhs_dilation=(1, 1), lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1),
+                   out_spec=(0, 3, 1, 2), feature_group_count=1, batch_group_count=1)
+    problem = ConvProblem.from_op(op)
+    with pytest.raises(NotImplementedError, match="solver 'gemm_1x1' does not apply .*the window is 3x3, not 1x1"):
+        solver_named("gemm_1x1", problem)
+    with pytest.raises(NotImplementedError, match="depthwise needs 1"):
+        solver_named("depthwise", problem)
+    with pytest.raises(NotImplementedError, match="no convolution solver 'winograd'"):
+        solver_named("winograd", problem)
+    assert [s.name for s in applicable(problem)] == ["implicit_gemm", "direct"]
+    assert problem.key() == "1-3-5x5-4-3x3-1_1x1_1-1x1-1x1-l1x1-g1-bg1-NHWC-HWIO-NHWC-f32-F"
+
+
+def test_jit_matches_conv_bias_activation_and_reports_the_solver():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 9, 8, 6)).astype(np.float32)
+    w1 = rng.standard_normal((3, 3, 6, 6)).astype(np.float32)
+    w2 = rng.standard_normal((1, 1, 6, 5)).astype(np.float32)
+    b1, b2 = rng.standard_normal(6).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def block(x, w1, b1, w2, b2):
+        y = nn.relu(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dn) + b1)
+        return nn.gelu(lax.conv_general_dilated(y, w2, (1, 1), "VALID", dimension_numbers=dn) + b2)
+    compiled = cj.jit(block).lower(x, w1, b1, w2, b2).compile()
+    text = compiled.as_text("optimized")
+    # The 3x3 conv: im2col + a BLAS GEMM whose epilogue took the bias and relu; the 1x1: dnn.conv_fwd.
+    assert text.count('routine = "conv_fwd"') == 1 and text.count('routine = "im2col"') == 1
+    assert 'library = "blas"' in text and 'epilogue = "bias_relu"' in text and 'epilogue = "bias_gelu_tanh"' in text
+    report = compiled.report()
+    assert "gemm_1x1 (heuristic" in report and "im2col (the patches of im2col + GEMM" in report
+    want = cj.jit(block, backend="interpret")(x, w1, b1, w2, b2)
+    np.testing.assert_allclose(compiled(x, w1, b1, w2, b2), want, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_im2col_gemm_matches_the_interpreter(seed):
+    """The im2col + GEMM rewrite (ungrouped float convolutions, windows above 1x1) over random layouts,
+    strides, padding and dilations, compiled against the reference interpreter of the same program."""
+    rng = np.random.default_rng(100 + seed)
+    dtype = ("f32", "f64", "bf16")[seed]
+    op = random_conv(rng, dtype)
+    while op.attrs["feature_group_count"] != 1 or op.attrs["batch_group_count"] != 1 \
+            or math.prod(ConvProblem.from_op(op).window) == 1:
+        op = random_conv(rng, dtype)
+    a = op.attrs
+    arrays = [random_values(rng, dtype, v.type.shape) for v in op.operands[:2]]
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, a["window_strides"], a["padding"], a["lhs_dilation"], a["rhs_dilation"],
+                                        (a["lhs_spec"], a["rhs_spec"], a["out_spec"]))
+    compiled = cj.jit(f).lower(*arrays).compile()
+    assert 'routine = "im2col"' in compiled.as_text("optimized")
+    got = compiled(*arrays)
+    y = np.asarray(got)
+    plain = make_op("library_call", list(op.operands[:2]), {**op.attrs, "epilogue": "none"},
+                    infer_types("library_call", [v.type for v in op.operands[:2]], {**op.attrs, "epilogue": "none"}))
+    assert_conv_close(y, plain, arrays)
+
+
+def test_nchw_bias_written_with_new_axes_is_absorbed():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 4, 7, 7)).astype(np.float32)
+    w = rng.standard_normal((4, 1, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+
+    def f(x, w, b):  # depthwise, NCHW: a dnn.conv_fwd call (the depthwise solver)
+        return nn.sigmoid(lax.conv_general_dilated(x, w, (2, 2), ((1, 0), (0, 1)), feature_group_count=4)
+                          + b[:, None, None])
+    compiled = cj.jit(f).lower(x, w, b).compile()
+    assert 'epilogue = "bias_sigmoid"' in compiled.as_text("optimized")
+    np.testing.assert_allclose(compiled(x, w, b), cj.jit(f, backend="interpret")(x, w, b), rtol=1e-5, atol=1e-6)
+
+
+def test_mismatched_channels_name_the_shapes_and_dimension_numbers():
+    x = np.zeros((1, 5, 5, 3), np.float32)
+    w = np.zeros((3, 3, 4, 8), np.float32)
+    with pytest.raises(TracingTypeError, match=r"lhs f32\[1,5,5,3\] has 3 input features \(dimension 3 of lhs_spec "
+                                               r"\[0, 3, 1, 2\]\) but rhs f32\[3,3,4,8\] expects 4 \(dimension 2 of "
+                                               r"rhs_spec \[3, 2, 0, 1\]\) x feature_group_count 1"):
+        cj.jit(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                                     dimension_numbers=("NHWC", "HWIO", "NHWC")))(x, w)
