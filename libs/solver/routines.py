@@ -1,0 +1,111 @@
+"""The solver library's routines (ir/ops/library.py's contract), LAPACK's and rocSOLVER's, on stacks
+of row-major matrices: every operand has one batch dimension first ([B, rows, columns]; B may be 1).
+
+  getrf(A[B, m, n]) -> LU[B, m, n], pivots[B, min(m, n)] i32, permutation[B, m] i32
+      LU with partial pivoting, P A = L U: L unit lower (below LU's diagonal), U upper (on and
+      above it). pivots[k] is the row swapped with row k at step k (LAPACK's ipiv, from 0);
+      permutation is P as row indices (row i of P A is row permutation[i] of A). The pivot of a
+      column is its first entry of largest magnitude (LAPACK's i_amax). A zero pivot is left in U
+      and its column is not scaled (LAPACK's getf2): solving with it gives infs/NaNs.
+  potrf(A[B, n, n]) -> L[B, n, n]
+      Cholesky, A = L L^T, of A's lower triangle (its upper one is not read); L's upper triangle is
+      zero. A matrix that is not positive definite takes the square root of a negative number:
+      NaN from that column on.
+  trsm(A[B, n, n], X[B, n, k]) -> Y[B, n, k], attributes lower, trans, unit_diagonal
+      Y = op(A)^-1 X for a triangular A (left side; op(A) = A^T when trans), reading only the
+      triangle `lower` names (and not the diagonal when unit_diagonal).
+
+The references compute step by step as the kernels do (kernels.py), in the operands' dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.opdef import require
+from ...ir.ops.library import Routine
+from ...ir.types import TensorType
+
+DTYPES = ("f32", "f64")   # real floats; complex matrices are refused by the frontend
+
+
+def check_matrices(routine: str, types, count: int):
+    require(len(types) == count, f"library_call: solver.{routine} takes {count} operand(s), got {len(types)}")
+    for t in types:
+        require(t.ndim == 3, f"library_call: solver.{routine} takes stacks of matrices [B, rows, columns], got {t}")
+        require(t.dtype in DTYPES, f"library_call: solver.{routine} takes {' or '.join(DTYPES)}, got {t}")
+    require(len({t.dtype for t in types}) == 1, f"library_call: solver.{routine}'s operands differ in dtype: "
+                                                f"{', '.join(map(str, types))}")
+
+
+def getrf_infer(types, attrs):
+    check_matrices("getrf", types, 1)
+    (a,) = types
+    batch, m, n = a.shape
+    return [a, TensorType("i32", (batch, min(m, n))), TensorType("i32", (batch, m))]
+
+
+def getrf_reference(a):
+    lu = np.array(a, copy=True)
+    batch, m, n = lu.shape
+    pivots = np.zeros((batch, min(m, n)), np.int32)
+    permutation = np.tile(np.arange(m, dtype=np.int32), (batch, 1))
+    rows = np.arange(batch)
+    with np.errstate(all="ignore"):
+        for k in range(min(m, n)):
+            p = k + np.argmax(np.abs(lu[:, k:, k]), axis=1)
+            pivots[:, k] = p
+            lu[rows, k], lu[rows, p] = lu[rows, p].copy(), lu[rows, k].copy()
+            permutation[rows, k], permutation[rows, p] = permutation[rows, p], permutation[rows, k].copy()
+            pivot = lu[:, k, k]
+            scaled = pivot != 0
+            lu[scaled, k + 1:, k] /= pivot[scaled, None]
+            lu[:, k + 1:, k + 1:] -= lu[:, k + 1:, k:k + 1] * lu[:, k:k + 1, k + 1:]
+    return lu, pivots, permutation
+
+
+def potrf_infer(types, attrs):
+    check_matrices("potrf", types, 1)
+    (a,) = types
+    require(a.shape[1] == a.shape[2], f"library_call: solver.potrf takes square matrices, got {a}")
+    return [a]
+
+
+def potrf_reference(a):
+    l = np.tril(a)
+    n = a.shape[-1]
+    with np.errstate(all="ignore"):
+        for j in range(n):
+            diagonal = np.sqrt(l[:, j, j] - np.sum(l[:, j, :j] * l[:, j, :j], axis=1))
+            l[:, j, j] = diagonal
+            below = l[:, j + 1:, j] - np.sum(l[:, j + 1:, :j] * l[:, j:j + 1, :j], axis=2)
+            l[:, j + 1:, j] = below / diagonal[:, None]
+    return l
+
+
+def trsm_infer(types, attrs):
+    check_matrices("trsm", types, 2)
+    a, x = types
+    require(a.shape[1] == a.shape[2] and a.shape[0] == x.shape[0] and a.shape[2] == x.shape[1],
+            f"library_call: solver.trsm takes A[B, n, n] and X[B, n, k], got {a} and {x}")
+    return [x]
+
+
+def trsm_reference(a, x, lower, trans, unit_diagonal):
+    op_a = np.swapaxes(a, 1, 2) if trans else a
+    forward = lower != trans   # op(A) lower: rows in order
+    y = np.array(x, copy=True)
+    n = a.shape[1]
+    with np.errstate(all="ignore"):
+        for i in (range(n) if forward else reversed(range(n))):
+            done = slice(0, i) if forward else slice(i + 1, n)
+            row = y[:, i, :] - np.sum(op_a[:, i, done, None] * y[:, done, :], axis=1)
+            y[:, i, :] = row if unit_diagonal else row / op_a[:, i, i, None]
+    return y
+
+
+ROUTINES = {
+    "getrf": Routine({}, getrf_infer, getrf_reference, "LU with partial pivoting (libs/solver/routines.py)"),
+    "potrf": Routine({}, potrf_infer, potrf_reference, "Cholesky of the lower triangle (libs/solver/routines.py)"),
+    "trsm": Routine({"lower": "bool", "trans": "bool", "unit_diagonal": "bool"}, trsm_infer, trsm_reference,
+                    "triangular solve, left side (libs/solver/routines.py)"),
+}
