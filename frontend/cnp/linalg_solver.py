@@ -145,3 +145,15 @@ def trsm(a: Tracer, x: Tracer, *, lower: bool, trans: bool, unit_diagonal: bool)
             solved[k0] = solver_call("trsm", [op_a[:, k0:k0 + kb, k0:k0 + kb], rhs], lower=forward, trans=False,
                                      unit_diagonal=unit_diagonal)[0]
     return sh.concatenate([solved[k0] for k0 in starts], axis=1)
+
+
+# ---- laswp -------------------------------------------------------------------------------------
+
+def laswp(pivots: Tracer, rows: int) -> tuple[Tracer, Tracer]:
+    """(permutation, inverse) of a stack of LAPACK pivots [B, k] on `rows` rows (routines.py's laswp)."""
+    batch = pivots.shape[0]
+    if is_empty(pivots):
+        identity = arange_rows(batch, rows)
+        return identity, identity
+    permutation, inverse = solver_call("laswp", [pivots.astype("int32")], rows=rows)
+    return permutation, inverse

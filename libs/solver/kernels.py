@@ -143,7 +143,28 @@ def trsm_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, size, rhs], b * rhs, body, [("batch", batch), ("n", n), ("k", columns)])
 
 
-KERNELS = {"getrf": getrf_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel}
+def laswp_kernel(op: Op, name: str) -> Kernel:
+    batch, steps = op.operands[0].type.shape
+    b, count, rows = sizes("batch", "pivots", "m")
+    pivots, permutation, inverse = params = resized(operand_buffers(op), [b * count, b * rows, b * rows])
+    i, k = K.Var("i", INDEX), K.Var("k", INDEX)
+    p, swap = K.Var("p", INDEX), K.Var("swap", "i32")
+
+    def body(g):
+        at = lambda r: g * rows + r
+        return [
+            loop("i", 0, rows, [K.Store(permutation, at(i), i.cast("i32"))]),
+            loop("k", 0, count, [
+                K.Let(p, pivots[g * count + k].cast(INDEX)),
+                K.Let(swap, permutation[at(k)]), K.Store(permutation, at(k), permutation[at(p)]),
+                K.Store(permutation, at(p), swap)]),
+            loop("i", 0, rows, [K.Store(inverse, at(permutation[at(i)].cast(INDEX)), i.cast("i32"))])]
+
+    return per_item(name, params, [b, count, rows], b, body,
+                    [("batch", batch), ("pivots", steps), ("m", op.attrs["rows"])])
+
+
+KERNELS = {"getrf": getrf_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:

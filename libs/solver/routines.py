@@ -15,6 +15,10 @@ of row-major matrices: every operand has one batch dimension first ([B, rows, co
       Y = op(A)^-1 X for a triangular A (left side; op(A) = A^T when trans), reading only the
       triangle `lower` names (and not the diagonal when unit_diagonal).
 
+  laswp(pivots[B, k] i32) -> permutation[B, m] i32, inverse[B, m] i32, attribute rows (m)
+      the permutation LAPACK's row swaps make (pivots[k] swapped with k, in order, from the
+      identity), and its inverse (inverse[permutation[i]] = i).
+
 The references compute step by step as the kernels do (kernels.py), in the operands' dtype.
 """
 from __future__ import annotations
@@ -103,9 +107,32 @@ def trsm_reference(a, x, lower, trans, unit_diagonal):
     return y
 
 
+def laswp_infer(types, attrs):
+    require(len(types) == 1 and types[0].ndim == 2 and types[0].dtype == "i32",
+            f"library_call: solver.laswp takes one i32 stack of pivots [B, k], got {', '.join(map(str, types))}")
+    rows = attrs["rows"]
+    require(rows >= types[0].shape[1], f"library_call: solver.laswp: {types[0]} has more pivots than rows={rows}")
+    result = TensorType("i32", (types[0].shape[0], rows))
+    return [result, result]
+
+
+def laswp_reference(pivots, rows):
+    batch = pivots.shape[0]
+    permutation = np.tile(np.arange(rows, dtype=np.int32), (batch, 1))
+    every = np.arange(batch)
+    for k in range(pivots.shape[1]):
+        p = pivots[:, k]
+        permutation[every, k], permutation[every, p] = permutation[every, p], permutation[every, k].copy()
+    inverse = np.empty_like(permutation)
+    inverse[every[:, None], permutation] = np.arange(rows, dtype=np.int32)
+    return permutation, inverse
+
+
 ROUTINES = {
     "getrf": Routine({}, getrf_infer, getrf_reference, "LU with partial pivoting (libs/solver/routines.py)"),
     "potrf": Routine({}, potrf_infer, potrf_reference, "Cholesky of the lower triangle (libs/solver/routines.py)"),
     "trsm": Routine({"lower": "bool", "trans": "bool", "unit_diagonal": "bool"}, trsm_infer, trsm_reference,
                     "triangular solve, left side (libs/solver/routines.py)"),
+    "laswp": Routine({"rows": "int"}, laswp_infer, laswp_reference,
+                     "the permutation of LU's row swaps (libs/solver/routines.py)"),
 }
