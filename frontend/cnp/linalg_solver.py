@@ -9,21 +9,24 @@ differ in height, share one compiled kernel per routine.
 Blocking (LAPACK's right-looking algorithms, with rocBLAS's trsm, which multiplies by the inverses
 of diagonal blocks so that the bulk of the work is GEMM):
   - getrf: panels of BLOCK columns, each factored recursively (the panel of a panel is SMALL
-    columns wide) and its row swaps applied to the whole row block by one gather;
+    columns wide) and its row swaps applied to the rows below the panel by one row gather (lapmr);
+    the factored blocks are written into the matrix in place (dynamic_update_slice);
   - potrf: diagonal blocks factored by the kernel, the column below them and the trailing
     update by products with the block's inverse;
   - trsm: blocks of rows solved with the inverses of the diagonal blocks, each a GEMM.
 """
 from __future__ import annotations
 
+from .. import lax_shape
 from ..tracing import Tracer, bind
 from . import contractions as con
 from . import creation as cr
-from . import indexing_funcs as ix
 from . import shaping as sh
 
 BLOCK = 128        # columns per panel of a blocked factorization
-SMALL = 32         # matrices up to this size go to the unblocked kernel whole
+SMALL = 128        # matrices up to this size go to the unblocked kernel whole
+FEW_COLUMNS = 64   # a trsm of fewer right-hand sides substitutes directly: n^2 work per column, where
+                   # inverting the diagonal blocks costs n BLOCK^2 however few the columns
 
 
 def solver_call(routine: str, operands, **attrs) -> list[Tracer]:
@@ -35,8 +38,15 @@ def is_empty(*xs: Tracer) -> bool:
 
 
 def rows_of(x: Tracer, permutation: Tracer) -> Tracer:
-    """x[b, permutation[b, i], :] for every b and i: a stack's rows gathered."""
-    return ix.take_along_axis(x, permutation[:, :, None], axis=1, mode="clip")
+    """x[b, permutation[b, i], :] for every b and i (routines.py's lapmr)."""
+    if is_empty(x, permutation):
+        return cr.zeros((x.shape[0], permutation.shape[1], x.shape[2]), x.type.dtype)
+    return solver_call("lapmr", [x, permutation.astype("int32")])[0]
+
+
+def placed(x: Tracer, update: Tracer, *starts: int) -> Tracer:
+    """x with `update` written at `starts` (an update in place when x is not read after it)."""
+    return lax_shape.dynamic_update_slice(x, update, starts)
 
 
 def arange_rows(batch: int, rows: int) -> Tracer:
@@ -59,21 +69,23 @@ def getrf(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
 def getrf_blocked(a: Tracer, width: int):
     batch, m, n = a.shape
     steps = min(m, n)
-    rows, row_blocks, pivot_blocks = a, [], []
-    permutation = arange_rows(batch, m)
+    lu, pivot_blocks = a, []
     for k0 in range(0, steps, width):
         kb = min(width, steps - k0)
-        panel, pivots, panel_permutation = getrf(rows[:, :, k0:k0 + kb])
-        permuted = rows_of(rows, panel_permutation)
-        permutation = sh.concatenate([permutation[:, :k0], rows_of(permutation[:, k0:, None], panel_permutation)[:, :, 0]],
-                                     axis=1)
+        panel, pivots, panel_permutation = getrf(lu[:, k0:, k0:k0 + kb])
         pivot_blocks.append(pivots + k0)
-        # U12 = L11^-1 A12, then A22 -= L21 U12 (a GEMM).
-        u12 = trsm(panel[:, :kb], permuted[:, :kb, k0 + kb:], lower=True, trans=False, unit_diagonal=True)
-        row_blocks.append(sh.concatenate([permuted[:, :kb, :k0], panel[:, :kb], u12], axis=2))
-        trailing = permuted[:, kb:, k0 + kb:] - con.matmul(panel[:, kb:], u12)
-        rows = sh.concatenate([permuted[:, kb:, :k0], panel[:, kb:], trailing], axis=2)
-    return sh.concatenate(row_blocks + [rows], axis=1), sh.concatenate(pivot_blocks, axis=1), permutation
+        # The panel's row swaps on the rows below k0 (all columns), then its columns in place.
+        rows = placed(rows_of(lu, panel_permutation + k0), panel, 0, 0, k0)
+        if k0 + kb < n:
+            # U12 = L11^-1 A12, then A22 -= L21 U12 (a GEMM whose C is A22).
+            u12 = trsm(panel[:, :kb], rows[:, :kb, k0 + kb:], lower=True, trans=False, unit_diagonal=True)
+            rows = placed(rows, u12, 0, 0, k0 + kb)
+            if kb < m - k0:
+                trailing = -con.matmul(panel[:, kb:], u12) + rows[:, kb:, k0 + kb:]
+                rows = placed(rows, trailing, 0, kb, k0 + kb)
+        lu = placed(lu, rows, 0, k0, 0)
+    pivots = sh.concatenate(pivot_blocks, axis=1)
+    return lu, pivots, laswp(pivots, m)[0]
 
 
 # ---- potrf -------------------------------------------------------------------------------------
@@ -116,7 +128,7 @@ def trsm(a: Tracer, x: Tracer, *, lower: bool, trans: bool, unit_diagonal: bool)
     if is_empty(a, x):
         return x
     attrs = {"lower": lower, "trans": trans, "unit_diagonal": unit_diagonal}
-    if n <= BLOCK:
+    if n <= BLOCK or x.shape[2] < FEW_COLUMNS:
         return solver_call("trsm", [a, x], **attrs)[0]
     op_a = sh.swapaxes(a, 1, 2) if trans else a
     forward = lower != trans

@@ -1,7 +1,8 @@
 """The solver library's kernels, and its answers to the compiler (ir/ops/library.py's contract).
 
 Solution "workitem_per_matrix" (rocSOLVER's batched small-matrix kernels): every work-item runs
-one matrix's factorization (getrf, potrf), or one right-hand side column's substitution (trsm),
+one matrix's factorization (getrf, potrf), one right-hand side column's substitution (trsm) (the
+row gather lapmr is a plain copy, a workgroup per row segment),
 serially, as LAPACK's unblocked routines (getf2, potf2, trsv) do; 64 work-items a workgroup, as
 many workgroups as the batch needs, so a stack of 10 000 matrices is one launch. The sizes and the
 batch are scalar parameters: one kernel per routine, attributes and dtype serves every problem.
@@ -26,6 +27,8 @@ def select(op: Op, target: Target) -> str:
 
 
 def explain(op: Op, target: Target) -> tuple[str, str]:
+    if op.attrs["routine"] == "lapmr":
+        return SOLUTION, "a workgroup per row segment of the result (the library's only solution)"
     unit = "right-hand side column" if op.attrs["routine"] == "trsm" else "matrix"
     return SOLUTION, f"one work-item per {unit}, the batch in the grid (the library's only solution)"
 
@@ -164,7 +167,24 @@ def laswp_kernel(op: Op, name: str) -> Kernel:
                     [("batch", batch), ("pivots", steps), ("m", op.attrs["rows"])])
 
 
-KERNELS = {"getrf": getrf_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
+def lapmr_kernel(op: Op, name: str) -> Kernel:
+    """A workgroup per WORKGROUP_ITEMS columns of one row of Y (grid: columns, rows, matrices): a copy
+    with no index division."""
+    x_type, permutation_type = (v.type for v in op.operands)
+    b, rows, columns, picked = sizes("batch", "m", "n", "p")
+    x, permutation, y = params = resized(operand_buffers(op), [b * rows * columns, b * picked, b * picked * columns])
+    column = K.workgroup_id(0).cast(INDEX) * WORKGROUP_ITEMS + K.workitem_id(0).cast(INDEX)
+    row, matrix = K.workgroup_id(1).cast(INDEX), K.workgroup_id(2).cast(INDEX)
+    source = matrix * rows + permutation[matrix * picked + row].cast(INDEX)
+    body = [K.If(column < columns, [
+        K.Store(y, (matrix * picked + row) * columns + column, x[source * columns + column])])]
+    batch, m, n = x_type.shape
+    return K.Kernel(name, params=params + [b, rows, columns, picked],
+                    grid=(K.ceil_div(columns, WORKGROUP_ITEMS), picked, b), workgroup_size=(WORKGROUP_ITEMS,),
+                    body=body, arguments=[("batch", batch), ("m", m), ("n", n), ("p", permutation_type.shape[1])])
+
+
+KERNELS = {"getrf": getrf_kernel, "lapmr": lapmr_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:

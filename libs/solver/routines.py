@@ -19,6 +19,10 @@ of row-major matrices: every operand has one batch dimension first ([B, rows, co
       the permutation LAPACK's row swaps make (pivots[k] swapped with k, in order, from the
       identity), and its inverse (inverse[permutation[i]] = i).
 
+  lapmr(X[B, m, n], permutation[B, p] i32) -> Y[B, p, n]
+      rows gathered: Y[b, i] = X[b, permutation[b, i]] (LAPACK's lapmr, forward), the row swaps
+      of a blocked LU applied to the rows they move.
+
 The references compute step by step as the kernels do (kernels.py), in the operands' dtype.
 """
 from __future__ import annotations
@@ -128,6 +132,19 @@ def laswp_reference(pivots, rows):
     return permutation, inverse
 
 
+def lapmr_infer(types, attrs):
+    require(len(types) == 2 and types[0].ndim == 3 and types[1].ndim == 2 and types[1].dtype == "i32"
+            and types[0].shape[0] == types[1].shape[0],
+            f"library_call: solver.lapmr takes X[B, m, n] and an i32 permutation [B, p], got "
+            f"{', '.join(map(str, types))}")
+    x, permutation = types
+    return [TensorType(x.dtype, (x.shape[0], permutation.shape[1], x.shape[2]))]
+
+
+def lapmr_reference(x, permutation):
+    return np.take_along_axis(x, permutation[:, :, None].astype(np.int64), axis=1)
+
+
 ROUTINES = {
     "getrf": Routine({}, getrf_infer, getrf_reference, "LU with partial pivoting (libs/solver/routines.py)"),
     "potrf": Routine({}, potrf_infer, potrf_reference, "Cholesky of the lower triangle (libs/solver/routines.py)"),
@@ -135,4 +152,5 @@ ROUTINES = {
                     "triangular solve, left side (libs/solver/routines.py)"),
     "laswp": Routine({"rows": "int"}, laswp_infer, laswp_reference,
                      "the permutation of LU's row swaps (libs/solver/routines.py)"),
+    "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
 }
