@@ -1,4 +1,4 @@
-"""cdnajit.scipy.linalg: jax.scipy.linalg's LU, Cholesky and triangular functions on stacks of
+"""cdnajit.scipy.linalg: jax.scipy.linalg's LU, QR, Cholesky and triangular functions on stacks of
 matrices, over the solver library (frontend/cnp/linalg_solver.py), with scipy's conventions:
 a right-hand side b is one vector per matrix when b.ndim == a.ndim - 1, else matrices (..., n, k).
 """
@@ -13,12 +13,13 @@ from .cnp.base import result_type
 from .cnp.indexing_funcs import take
 from .cnp.linalg import (as_stack, broadcast_batches, check_matrices, cholesky as numpy_cholesky, det, from_stack,
                          inv, matrices, promoted)
+from .cnp.linalg import qr as numpy_qr
 from .cnp.linalg import solve as numpy_solve
 from .cnp.linalg_solver import getrf, laswp, rows_of, trsm
 from .tracing import located
 
 __all__ = ["lu", "lu_factor", "lu_solve", "cho_factor", "cho_solve", "solve_triangular", "cholesky", "solve", "inv",
-           "det", "block_diag", "toeplitz"]
+           "det", "qr", "block_diag", "toeplitz"]
 
 TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}   # conjugation: real matrices only
 
@@ -125,6 +126,18 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     if assume_a in ("lower triangular", "upper triangular"):
         return solve_triangular(a, b, lower=assume_a.startswith("lower"))
     raise NotImplementedError(located(f"solve: assume_a={assume_a!r} is not implemented"))
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """scipy's qr: (Q, R) for mode "full" (Q m x m) or "economic" (Q m x k), (R,) for mode "r"."""
+    if pivoting:
+        raise NotImplementedError(located("qr: pivoting=True (geqp3) is not implemented"))
+    modes = {"full": "complete", "economic": "reduced", "r": "r"}
+    if mode not in modes:
+        raise TracingValueError(located(f"qr: mode must be 'full', 'economic' or 'r', got {mode!r}"))
+    if mode == "r":
+        return (numpy_qr(a, "complete")[1],)
+    return numpy_qr(a, modes[mode])
 
 
 def block_diag(*arrays):

@@ -1,10 +1,11 @@
 """cdnajit.numpy.linalg: jax.numpy.linalg's functions on stacks of matrices (leading batch dimensions).
 
-Factorizations and solves go to the solver library through linalg_solver.py (getrf, potrf, trsm);
+Factorizations and solves go to the solver library through linalg_solver.py (getrf, potrf, trsm,
+geqrf, orgqr);
 the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
 matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices and the
-decompositions the solver library does not have yet (qr, eigh, svd, eig) raise NotImplementedError.
+decompositions the solver library does not have yet (eigh, svd, eig) raise NotImplementedError.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from .array_funcs import matrix_transpose, vecdot
 from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
-from .linalg_solver import getrf, identity_stack, potrf, rows_of, trsm
+from .linalg_solver import geqrf, getrf, identity_stack, orgqr, potrf, rows_of, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
@@ -142,6 +143,24 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     failed = red.any(el.logical_not(el.greater(sh.diagonal(l, axis1=1, axis2=2), 0)), axis=1)
     l = from_stack(el.where(failed[:, None, None], math.nan, l), a.shape[:-2])
     return matrix_transpose(l) if upper else l
+
+
+def qr(a, mode: str = "reduced"):
+    """jnp.linalg.qr: (Q, R) with a = Q R, Q orthonormal columns; mode "reduced" (Q m x k, R k x n,
+    k = min(m, n)), "complete" (Q m x m, R m x n), "r" (R only, k x n) or "raw" (LAPACK's
+    Householder vectors transposed, and tau)."""
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise TracingValueError(located(f"qr: mode must be 'reduced', 'complete', 'r' or 'raw', got {mode!r}"))
+    a = matrices("qr", a, square=False)
+    *batch, m, n = a.shape
+    packed, tau = geqrf(as_stack(a))
+    if mode == "raw":
+        return from_stack(sh.swapaxes(packed, 1, 2), tuple(batch)), sh.reshape(tau, (*batch, tau.shape[1]))
+    rows = m if mode == "complete" else min(m, n)
+    r = from_stack(sh.triu(packed[:, :rows, :]), tuple(batch))
+    if mode == "r":
+        return r
+    return from_stack(orgqr(packed, tau, rows), tuple(batch)), r
 
 
 # ---- products and shapes (the array API's linalg names) -------------------------------------------
@@ -311,7 +330,6 @@ def not_implemented(name: str, needs: str):
     return function
 
 
-qr = not_implemented("qr", "a Householder QR (geqrf, orgqr)")
 eigh = not_implemented("eigh", "a symmetric eigensolver (syevd, syevj)")
 eigvalsh = not_implemented("eigvalsh", "a symmetric eigensolver (syevd, syevj)")
 svd = not_implemented("svd", "a singular value decomposition (gesvd)")

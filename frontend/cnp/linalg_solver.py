@@ -169,3 +169,24 @@ def laswp(pivots: Tracer, rows: int) -> tuple[Tracer, Tracer]:
         return identity, identity
     permutation, inverse = solver_call("laswp", [pivots.astype("int32")], rows=rows)
     return permutation, inverse
+
+
+# ---- geqrf, orgqr ------------------------------------------------------------------------------
+
+def geqrf(a: Tracer) -> tuple[Tracer, Tracer]:
+    """(QR, tau) of a stack [B, m, n] (routines.py's geqrf: unblocked, one work-item per matrix)."""
+    batch, m, n = a.shape
+    if is_empty(a):
+        return a, cr.zeros((batch, min(m, n)), a.type.dtype)
+    qr, tau = solver_call("geqrf", [a])
+    return qr, tau
+
+
+def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
+    """The first `columns` columns of Q (routines.py's orgqr)."""
+    batch, m, n = qr.shape
+    if batch == 0 or m == 0 or columns == 0:
+        return cr.zeros((batch, m, columns), qr.type.dtype)
+    if min(m, n) == 0:
+        return identity_stack(batch, m, qr.type.dtype)[:, :, :columns]
+    return solver_call("orgqr", [qr, tau], columns=columns)[0]

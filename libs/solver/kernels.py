@@ -184,7 +184,77 @@ def lapmr_kernel(op: Op, name: str) -> Kernel:
                     body=body, arguments=[("batch", batch), ("m", m), ("n", n), ("p", permutation_type.shape[1])])
 
 
-KERNELS = {"getrf": getrf_kernel, "lapmr": lapmr_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
+def reflection(x, subtract, v, tau, first_row, rows, columns, first_column):
+    """Statements applying H = I - tau v v^T to the matrix x(row, column) in rows first_row.. and
+    columns first_column..: v(row) reads v below first_row, where v is 1; subtract(row, column,
+    amount) writes x(row, column) - amount."""
+    c, i = K.Var("c", INDEX), K.Var("i", INDEX)
+    w = K.Var("w", tau.dtype)
+    return [loop("c", first_column, columns, [
+        K.Let(w, x(first_row, c)),
+        loop("i", first_row + 1, rows, [K.Assign(w, w + v(i) * x(i, c))]),
+        K.Assign(w, w * tau),
+        subtract(first_row, c, w),
+        loop("i", first_row + 1, rows, [subtract(i, c, w * v(i))])])]
+
+
+def geqrf_kernel(op: Op, name: str) -> Kernel:
+    batch, m, n = op.operands[0].type.shape
+    b, rows, columns = sizes("batch", "m", "n")
+    steps = K.minimum(rows, columns)
+    a, qr, taus = params = resized(operand_buffers(op), [b * rows * columns, b * rows * columns, b * steps])
+    j, i = K.Var("j", INDEX), K.Var("i", INDEX)
+    alpha, norm2, beta, tau, scale = (K.Var(v, a.dtype) for v in ("alpha", "norm2", "beta", "tau", "scale"))
+
+    def body(g):
+        at = lambda r, c: g * rows * columns + r * columns + c
+        below = lambda r: qr[at(r, j)]
+        subtract = lambda r, c, amount: K.Store(qr, at(r, c), qr[at(r, c)] - amount)
+        return [
+            loop("e", 0, rows * columns, [K.Store(qr, g * rows * columns + K.Var("e", INDEX),
+                                                  a[g * rows * columns + K.Var("e", INDEX)])]),
+            loop("j", 0, steps, [
+                # larfg: beta = -sign(alpha) ||column||, v = column below / (alpha - beta), tau = (beta - alpha) / beta
+                K.Let(alpha, qr[at(j, j)]), K.Let(norm2, K.Const(0, a.dtype)),
+                loop("i", j + 1, rows, [K.Assign(norm2, norm2 + below(i) * below(i))]),
+                K.Let(tau, K.Const(0, a.dtype)),
+                K.If(norm2.ne(0), [
+                    K.Let(beta, K.sqrt(alpha * alpha + norm2)),
+                    K.If(alpha >= 0, [K.Assign(beta, -beta)]),
+                    K.Assign(tau, (beta - alpha) / beta),
+                    K.Let(scale, 1 / (alpha - beta)),
+                    loop("i", j + 1, rows, [K.Store(qr, at(i, j), below(i) * scale)]),
+                    K.Store(qr, at(j, j), beta)]),
+                K.Store(taus, g * steps + j, tau),
+                *reflection(lambda r, c: qr[at(r, c)], subtract, below, tau, j, rows, columns, j + 1)])]
+
+    return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
+
+
+def orgqr_kernel(op: Op, name: str) -> Kernel:
+    batch, m, n = op.operands[0].type.shape
+    b, rows, columns, wanted = sizes("batch", "m", "n", "q")
+    steps = K.minimum(rows, columns)
+    qr, taus, q = params = resized(operand_buffers(op), [b * rows * columns, b * steps, b * rows * wanted])
+    t, i, c = K.Var("t", INDEX), K.Var("i", INDEX), K.Var("c", INDEX)
+
+    def body(g):
+        at = lambda r, col: g * rows * wanted + r * wanted + col
+        j = steps - 1 - t
+        v = lambda r: qr[g * rows * columns + r * columns + j]
+        subtract = lambda r, col, amount: K.Store(q, at(r, col), q[at(r, col)] - amount)
+        return [
+            loop("i", 0, rows, [loop("c", 0, wanted, [K.Store(q, at(i, c), K.select(i.eq(c), 1, 0).cast(q.dtype))])]),
+            # H_{k-1}, then ... H_0 applied to the identity's columns (org2r's order); H_j leaves
+            # the columns before j, which are zero from row j down, as they are.
+            loop("t", 0, steps, [*reflection(lambda r, col: q[at(r, col)], subtract, v, taus[g * steps + j], j, rows,
+                                             wanted, j)])]
+
+    return per_item(name, params, [b, rows, columns, wanted], b, body,
+                    [("batch", batch), ("m", m), ("n", n), ("q", op.attrs["columns"])])
+
+
+KERNELS = {"geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:

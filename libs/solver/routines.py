@@ -23,6 +23,13 @@ of row-major matrices: every operand has one batch dimension first ([B, rows, co
       rows gathered: Y[b, i] = X[b, permutation[b, i]] (LAPACK's lapmr, forward), the row swaps
       of a blocked LU applied to the rows they move.
 
+  geqrf(A[B, m, n]) -> QR[B, m, n], tau[B, min(m, n)]
+      Householder QR, LAPACK's geqr2: A = H_0 ... H_{k-1} R with H_j = I - tau_j v_j v_j^T, v_j
+      zero above j, 1 at j, QR's column j below the diagonal; R on and above QR's diagonal.
+      tau_j = 0 (H_j = I) where the column below the diagonal is zero already.
+  orgqr(QR[B, m, n], tau[B, k]) -> Q[B, m, q], attribute columns (q)
+      the first q columns of H_0 ... H_{k-1} (LAPACK's org2r; q = k reduced, q = m complete).
+
 The references compute step by step as the kernels do (kernels.py), in the operands' dtype.
 """
 from __future__ import annotations
@@ -145,6 +152,64 @@ def lapmr_reference(x, permutation):
     return np.take_along_axis(x, permutation[:, :, None].astype(np.int64), axis=1)
 
 
+def geqrf_infer(types, attrs):
+    check_matrices("geqrf", types, 1)
+    (a,) = types
+    batch, m, n = a.shape
+    return [a, TensorType(a.dtype, (batch, min(m, n)))]
+
+
+def householder(column):
+    """(beta, tau, v without its leading 1) of LAPACK's larfg for a stack of columns [B, r]."""
+    alpha, rest = column[:, 0], column[:, 1:]
+    norm = np.sqrt(alpha * alpha + np.sum(rest * rest, axis=1))
+    beta = np.where(alpha >= 0, -norm, norm)
+    reflect = np.sum(rest * rest, axis=1) != 0
+    tau = np.where(reflect, (beta - alpha) / beta, 0).astype(column.dtype)
+    v = np.where(reflect[:, None], rest / (alpha - beta)[:, None], 0).astype(column.dtype)
+    return np.where(reflect, beta, alpha).astype(column.dtype), tau, v
+
+
+def reflect(x, v, tau):
+    """(I - tau v v^T) x for stacks: v [B, r] (its leading 1 included), x [B, r, c]."""
+    w = np.einsum("br,brc->bc", v, x)
+    return x - tau[:, None, None] * v[:, :, None] * w[:, None, :]
+
+
+def geqrf_reference(a):
+    qr = np.array(a, copy=True)
+    batch, m, n = qr.shape
+    taus = np.zeros((batch, min(m, n)), qr.dtype)
+    with np.errstate(all="ignore"):
+        for j in range(min(m, n)):
+            beta, tau, v = householder(qr[:, j:, j])
+            qr[:, j, j], qr[:, j + 1:, j], taus[:, j] = beta, v, tau
+            full = np.concatenate([np.ones((batch, 1), qr.dtype), v], axis=1)
+            qr[:, j:, j + 1:] = reflect(qr[:, j:, j + 1:], full, tau)
+    return qr, taus
+
+
+def orgqr_infer(types, attrs):
+    require(len(types) == 2, f"library_call: solver.orgqr takes QR and tau, got {', '.join(map(str, types))}")
+    qr, tau = types
+    check_matrices("orgqr", [qr], 1)
+    batch, m, n = qr.shape
+    columns = attrs["columns"]
+    require(tau.shape == (batch, min(m, n)) and tau.dtype == qr.dtype and min(m, n) <= columns <= m,
+            f"library_call: solver.orgqr takes QR[B, m, n], tau[B, min(m, n)] and columns in [min(m, n), m], got "
+            f"{qr}, {tau} and columns={columns}")
+    return [TensorType(qr.dtype, (batch, m, columns))]
+
+
+def orgqr_reference(qr, tau, columns):
+    batch, m, n = qr.shape
+    q = np.tile(np.eye(m, columns, dtype=qr.dtype), (batch, 1, 1))
+    for j in reversed(range(min(m, n))):
+        v = np.concatenate([np.ones((batch, 1), qr.dtype), qr[:, j + 1:, j]], axis=1)
+        q[:, j:, :] = reflect(q[:, j:, :], v, tau[:, j])
+    return q
+
+
 ROUTINES = {
     "getrf": Routine({}, getrf_infer, getrf_reference, "LU with partial pivoting (libs/solver/routines.py)"),
     "potrf": Routine({}, potrf_infer, potrf_reference, "Cholesky of the lower triangle (libs/solver/routines.py)"),
@@ -152,5 +217,8 @@ ROUTINES = {
                     "triangular solve, left side (libs/solver/routines.py)"),
     "laswp": Routine({"rows": "int"}, laswp_infer, laswp_reference,
                      "the permutation of LU's row swaps (libs/solver/routines.py)"),
+    "geqrf": Routine({}, geqrf_infer, geqrf_reference, "Householder QR (libs/solver/routines.py)"),
+    "orgqr": Routine({"columns": "int"}, orgqr_infer, orgqr_reference,
+                     "Q of a Householder QR (libs/solver/routines.py)"),
     "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
 }
