@@ -1,4 +1,4 @@
-"""cdnajit.scipy.linalg: jax.scipy.linalg's LU, QR, Cholesky and triangular functions on stacks of
+"""cdnajit.scipy.linalg: jax.scipy.linalg's LU, QR, Cholesky, eigh and triangular functions on stacks of
 matrices, over the solver library (frontend/cnp/linalg_solver.py), with scipy's conventions:
 a right-hand side b is one vector per matrix when b.ndim == a.ndim - 1, else matrices (..., n, k).
 """
@@ -13,13 +13,14 @@ from .cnp.base import result_type
 from .cnp.indexing_funcs import take
 from .cnp.linalg import (as_stack, broadcast_batches, check_matrices, cholesky as numpy_cholesky, det, from_stack,
                          inv, matrices, promoted)
+from .cnp.linalg import eigh as numpy_eigh
 from .cnp.linalg import qr as numpy_qr
 from .cnp.linalg import solve as numpy_solve
 from .cnp.linalg_solver import getrf, laswp, rows_of, trsm
 from .tracing import located
 
 __all__ = ["lu", "lu_factor", "lu_solve", "cho_factor", "cho_solve", "solve_triangular", "cholesky", "solve", "inv",
-           "det", "qr", "block_diag", "toeplitz"]
+           "det", "qr", "eigh", "block_diag", "toeplitz"]
 
 TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}   # conjugation: real matrices only
 
@@ -138,6 +139,15 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     if mode == "r":
         return (numpy_qr(a, "complete")[1],)
     return numpy_qr(a, modes[mode])
+
+
+def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False, turbo=True, eigvals=None,
+         type=1, check_finite=True):
+    """scipy's eigh of one symmetric matrix's `lower` (or upper) triangle; w, or (w, v)."""
+    if b is not None or eigvals is not None:
+        raise NotImplementedError(located("eigh: the generalized problem (b) and eigvals subsets are not implemented"))
+    w, v = numpy_eigh(a, UPLO="L" if lower else "U", symmetrize_input=False)
+    return w if eigvals_only else (w, v)
 
 
 def block_diag(*arrays):

@@ -1,11 +1,11 @@
 """cdnajit.numpy.linalg: jax.numpy.linalg's functions on stacks of matrices (leading batch dimensions).
 
 Factorizations and solves go to the solver library through linalg_solver.py (getrf, potrf, trsm,
-geqrf, orgqr);
+geqrf, orgqr, syevj);
 the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
 matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices and the
-decompositions the solver library does not have yet (eigh, svd, eig) raise NotImplementedError.
+decompositions the solver library does not have yet (svd, eig) raise NotImplementedError.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from .array_funcs import matrix_transpose, vecdot
 from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
-from .linalg_solver import geqrf, getrf, identity_stack, orgqr, potrf, rows_of, trsm
+from .linalg_solver import geqrf, getrf, identity_stack, orgqr, potrf, rows_of, syevj, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
@@ -161,6 +161,29 @@ def qr(a, mode: str = "reduced"):
     if mode == "r":
         return r
     return from_stack(orgqr(packed, tau, rows), tuple(batch)), r
+
+
+def symmetric(name: str, a, UPLO: str, symmetrize_input: bool) -> Tracer:
+    """(a + a^T) / 2 when symmetrize_input, else the UPLO triangle mirrored."""
+    if UPLO not in ("L", "U"):
+        raise TracingValueError(located(f"{name}: UPLO must be 'L' or 'U', got {UPLO!r}"))
+    a = matrices(name, a)
+    if symmetrize_input:
+        return (a + matrix_transpose(a)) / 2
+    triangle = sh.tril(a) if UPLO == "L" else sh.triu(a)
+    return triangle + matrix_transpose(sh.tril(a, -1) if UPLO == "L" else sh.triu(a, 1))
+
+
+def eigh(a, UPLO: str = "L", symmetrize_input: bool = True):
+    """jnp.linalg.eigh: (eigenvalues ascending, eigenvectors as columns) of symmetric matrices, by
+    cyclic Jacobi (syevj: one work-item per matrix)."""
+    a = symmetric("eigh", a, UPLO, symmetrize_input)
+    w, v = syevj(as_stack(a))
+    return sh.reshape(w, a.shape[:-1]), from_stack(v, a.shape[:-2])
+
+
+def eigvalsh(a, UPLO: str = "L", *, symmetrize_input: bool = True):
+    return eigh(a, UPLO, symmetrize_input)[0]
 
 
 # ---- products and shapes (the array API's linalg names) -------------------------------------------
@@ -330,8 +353,6 @@ def not_implemented(name: str, needs: str):
     return function
 
 
-eigh = not_implemented("eigh", "a symmetric eigensolver (syevd, syevj)")
-eigvalsh = not_implemented("eigvalsh", "a symmetric eigensolver (syevd, syevj)")
 svd = not_implemented("svd", "a singular value decomposition (gesvd)")
 svdvals = not_implemented("svdvals", "a singular value decomposition (gesvd)")
 eig = not_implemented("eig", "a general eigensolver (geev)")

@@ -190,3 +190,14 @@ def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
     if min(m, n) == 0:
         return identity_stack(batch, m, qr.type.dtype)[:, :, :columns]
     return solver_call("orgqr", [qr, tau], columns=columns)[0]
+
+
+# ---- syevj -------------------------------------------------------------------------------------
+
+def syevj(a: Tracer) -> tuple[Tracer, Tracer]:
+    """(w ascending, V) of a stack of symmetric matrices [B, n, n] (routines.py's syevj)."""
+    batch, n, _ = a.shape
+    if is_empty(a):
+        return cr.zeros((batch, n), a.type.dtype), a
+    w, v, _ = solver_call("syevj", [a])
+    return w, v

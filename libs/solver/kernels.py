@@ -11,11 +11,15 @@ splits them into panels that these kernels factor and GEMM updates that libs/bla
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
+from ...ir.types import NUMPY_DTYPES
 from ...lowering.emitters import operand_buffers
+from .routines import MAX_SWEEPS
 
 SOLUTION = "workitem_per_matrix"
 WORKGROUP_ITEMS = 64
@@ -254,7 +258,66 @@ def orgqr_kernel(op: Op, name: str) -> Kernel:
                     [("batch", batch), ("m", m), ("n", n), ("q", op.attrs["columns"])])
 
 
-KERNELS = {"geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
+def rotated(x, first, second, c, s, along_rows: bool, count):
+    """Statements turning columns (or rows) first and second of x(row, column) by [[c, s], [-s, c]]."""
+    k = K.Var("k", INDEX)
+    one, two = K.Var("one", c.dtype), K.Var("two", c.dtype)
+    place = (lambda index: (index, k)) if along_rows else (lambda index: (k, index))
+    read, write = x
+    return [loop("k", 0, count, [
+        K.Let(one, read(*place(first))), K.Let(two, read(*place(second))),
+        write(*place(first), c * one - s * two), write(*place(second), s * one + c * two)])]
+
+
+def syevj_kernel(op: Op, name: str) -> Kernel:
+    batch, n, _ = op.operands[0].type.shape
+    b, size = sizes("batch", "n")
+    a, w, v, d = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * size, b * size * size])
+    dtype = a.dtype
+    i, j, k, p, q, best = (K.Var(x, INDEX) for x in ("i", "j", "k", "p", "q", "best"))
+    total, off, theta, t, c, s, apq, swap, swap_column = (
+        K.Var(x, dtype) for x in ("total", "off", "theta", "t", "c", "s", "apq", "swap", "swap_column"))
+    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
+
+    def body(g):
+        at = lambda r, col: g * size * size + r * size + col
+        matrix = (lambda r, col: d[at(r, col)], lambda r, col, value: K.Store(d, at(r, col), value))
+        vectors = (lambda r, col: v[at(r, col)], lambda r, col, value: K.Store(v, at(r, col), value))
+        rotation = [
+            K.Let(theta, (d[at(q, q)] - d[at(p, p)]) / (2 * apq)),
+            K.Let(t, K.select(theta >= 0, K.Const(1, dtype), K.Const(-1, dtype))
+                  / (K.abs(theta) + K.sqrt(theta * theta + 1))),
+            K.Let(c, 1 / K.sqrt(t * t + 1)), K.Let(s, t * c),
+            *rotated(matrix, p, q, c, s, False, size), *rotated(matrix, p, q, c, s, True, size),
+            *rotated(vectors, p, q, c, s, False, size)]
+        return [
+            K.Let(total, K.Const(0, dtype)),
+            loop("i", 0, size, [loop("j", 0, size, [
+                K.Store(d, at(i, j), a[at(i, j)]), K.Store(v, at(i, j), K.select(i.eq(j), 1, 0).cast(dtype)),
+                K.Assign(total, total + a[at(i, j)] * a[at(i, j)])])]),
+            loop("sweep", 0, MAX_SWEEPS, [
+                K.Let(off, K.Const(0, dtype)),
+                loop("i", 0, size, [loop("j", 0, size, [
+                    K.If(i.ne(j), [K.Assign(off, off + d[at(i, j)] * d[at(i, j)])])])]),
+                K.If(off > epsilon * epsilon * total, [
+                    loop("p", 0, size, [loop("q", p + 1, size, [
+                        K.Let(apq, d[at(p, q)]), K.If(apq.ne(0), rotation)])])])]),
+            # Eigenvalues ascending (selection sort), the vectors' columns with them.
+            loop("i", 0, size, [K.Store(w, g * size + i, d[at(i, i)])]),
+            loop("i", 0, size, [
+                K.Let(best, i),
+                loop("j", i + 1, size, [K.If(w[g * size + j] < w[g * size + best], [K.Assign(best, j)])]),
+                K.If(best.ne(i), [
+                    K.Let(swap, w[g * size + i]), K.Store(w, g * size + i, w[g * size + best]),
+                    K.Store(w, g * size + best, swap),
+                    loop("k", 0, size, [
+                        K.Let(swap_column, v[at(k, i)]), K.Store(v, at(k, i), v[at(k, best)]),
+                        K.Store(v, at(k, best), swap_column)])])])]
+
+    return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
+
+
+KERNELS = {"syevj": syevj_kernel, "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:

@@ -30,6 +30,12 @@ of row-major matrices: every operand has one batch dimension first ([B, rows, co
   orgqr(QR[B, m, n], tau[B, k]) -> Q[B, m, q], attribute columns (q)
       the first q columns of H_0 ... H_{k-1} (LAPACK's org2r; q = k reduced, q = m complete).
 
+  syevj(A[B, n, n]) -> w[B, n], V[B, n, n], D[B, n, n]
+      symmetric eigenproblem by cyclic Jacobi (rocSOLVER's syevj): rotations J^T A J zero each
+      off-diagonal entry in turn (Golub and Van Loan's sym.schur2), sweep after sweep until the
+      off-diagonal part's Frobenius norm is at most eps ||A||_F (or MAX_SWEEPS); A = V diag(w) V^T
+      with w ascending, D the rotated matrix (diagonal to that tolerance). A must be symmetric.
+
 The references compute step by step as the kernels do (kernels.py), in the operands' dtype.
 """
 from __future__ import annotations
@@ -210,6 +216,45 @@ def orgqr_reference(qr, tau, columns):
     return q
 
 
+MAX_SWEEPS = 30   # cyclic Jacobi converges quadratically: about 10 sweeps in f64 for n up to a few hundred
+
+
+def syevj_infer(types, attrs):
+    check_matrices("syevj", types, 1)
+    (a,) = types
+    batch, n, columns = a.shape
+    require(n == columns, f"library_call: solver.syevj takes square matrices, got {a}")
+    return [TensorType(a.dtype, (batch, n)), a, a]
+
+
+def syevj_reference(a):
+    d = np.array(a, copy=True)
+    batch, n, _ = d.shape
+    v = np.tile(np.eye(n, dtype=d.dtype), (batch, 1, 1))
+    epsilon = np.finfo(d.dtype).eps
+    with np.errstate(all="ignore"):
+        for b in range(batch):
+            total = np.sum(d[b] * d[b])
+            for _ in range(MAX_SWEEPS):
+                if np.sum(d[b] * d[b]) - np.sum(np.diagonal(d[b]) ** 2) <= epsilon * epsilon * total:
+                    break
+                for p in range(n):
+                    for q in range(p + 1, n):
+                        if d[b, p, q] == 0:
+                            continue
+                        theta = (d[b, q, q] - d[b, p, p]) / (2 * d[b, p, q])
+                        t = (1 if theta >= 0 else -1) / (abs(theta) + np.sqrt(theta * theta + 1))
+                        c = 1 / np.sqrt(t * t + 1)
+                        s = t * c
+                        rotation = np.array([[c, s], [-s, c]], d.dtype)
+                        d[b][:, [p, q]] = d[b][:, [p, q]] @ rotation
+                        d[b][[p, q], :] = rotation.T @ d[b][[p, q], :]
+                        v[b][:, [p, q]] = v[b][:, [p, q]] @ rotation
+    w = np.diagonal(d, axis1=1, axis2=2).copy()
+    order = np.argsort(w, axis=1, kind="stable")
+    return (np.take_along_axis(w, order, axis=1), np.take_along_axis(v, order[:, None, :], axis=2), d)
+
+
 ROUTINES = {
     "getrf": Routine({}, getrf_infer, getrf_reference, "LU with partial pivoting (libs/solver/routines.py)"),
     "potrf": Routine({}, potrf_infer, potrf_reference, "Cholesky of the lower triangle (libs/solver/routines.py)"),
@@ -220,5 +265,6 @@ ROUTINES = {
     "geqrf": Routine({}, geqrf_infer, geqrf_reference, "Householder QR (libs/solver/routines.py)"),
     "orgqr": Routine({"columns": "int"}, orgqr_infer, orgqr_reference,
                      "Q of a Householder QR (libs/solver/routines.py)"),
+    "syevj": Routine({}, syevj_infer, syevj_reference, "symmetric eigensolver, Jacobi (libs/solver/routines.py)"),
     "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
 }
