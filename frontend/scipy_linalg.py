@@ -16,11 +16,12 @@ from .cnp.linalg import (as_stack, broadcast_batches, check_matrices, cholesky a
 from .cnp.linalg import eigh as numpy_eigh
 from .cnp.linalg import qr as numpy_qr
 from .cnp.linalg import solve as numpy_solve
+from .cnp.linalg import svd as numpy_svd
 from .cnp.linalg_solver import getrf, laswp, rows_of, trsm
 from .tracing import located
 
 __all__ = ["lu", "lu_factor", "lu_solve", "cho_factor", "cho_solve", "solve_triangular", "cholesky", "solve", "inv",
-           "det", "qr", "eigh", "block_diag", "toeplitz"]
+           "det", "qr", "eigh", "svd", "block_diag", "toeplitz"]
 
 TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}   # conjugation: real matrices only
 
@@ -148,6 +149,11 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite
         raise NotImplementedError(located("eigh: the generalized problem (b) and eigvals subsets are not implemented"))
     w, v = numpy_eigh(a, UPLO="L" if lower else "U", symmetrize_input=False)
     return w if eigvals_only else (w, v)
+
+
+def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True, lapack_driver="gesdd"):
+    """scipy's svd: (U, s, Vh), or s (one-sided Jacobi; lapack_driver names LAPACK's and is ignored)."""
+    return numpy_svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
 
 
 def block_diag(*arrays):

@@ -1,15 +1,17 @@
 """cdnajit.numpy.linalg: jax.numpy.linalg's functions on stacks of matrices (leading batch dimensions).
 
 Factorizations and solves go to the solver library through linalg_solver.py (getrf, potrf, trsm,
-geqrf, orgqr, syevj);
+geqrf, orgqr, syevj, gesvdj);
 the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
 matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices and the
-decompositions the solver library does not have yet (svd, eig) raise NotImplementedError.
+general eigenproblem (eig, eigvals: the solver library has no geev yet) raise NotImplementedError.
 """
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from ...errors import TracingValueError
 from ..dtypes import is_complex
@@ -24,7 +26,7 @@ from .array_funcs import matrix_transpose, vecdot
 from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
-from .linalg_solver import geqrf, getrf, identity_stack, orgqr, potrf, rows_of, syevj, trsm
+from .linalg_solver import geqrf, gesvdj, getrf, identity_stack, orgqr, potrf, rows_of, syevj, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
@@ -186,6 +188,85 @@ def eigvalsh(a, UPLO: str = "L", *, symmetrize_input: bool = True):
     return eigh(a, UPLO, symmetrize_input)[0]
 
 
+def svd_stack(a: Tracer, full_matrices: bool, compute_uv: bool):
+    """(U, s, V^T) of a stack [B, m, n] by one-sided Jacobi on the taller of a and a^T; U completed to
+    an orthonormal basis (m x m when full_matrices) by a QR of its columns, whose R is diag(+-1)
+    where s > 0 (the zero singular values' columns, sorted last, are zero until then)."""
+    batch, m, n = a.shape
+    if m < n:
+        u, s, vt = svd_stack(sh.swapaxes(a, 1, 2), full_matrices, compute_uv)
+        return (None if vt is None else sh.swapaxes(vt, 1, 2)), s, (None if u is None else sh.swapaxes(u, 1, 2))
+    s, u, v = gesvdj(a)
+    if not compute_uv:
+        return None, s, None
+    packed, tau = geqrf(u)
+    q = orgqr(packed, tau, m if full_matrices else n)
+    signs = el.where(el.less(sh.diagonal(packed, axis1=1, axis2=2), 0), -1.0, 1.0).astype(a.type.dtype)
+    signs = sh.concatenate([signs, cr.ones((batch, q.shape[2] - n), a.type.dtype)], axis=1)
+    return q * signs[:, None, :], s, sh.swapaxes(v, 1, 2)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False, subset_by_index=None):
+    """jnp.linalg.svd: (U, s descending, Vh) with a = U diag(s) Vh, or s alone."""
+    if subset_by_index is not None:
+        raise NotImplementedError(located("svd: subset_by_index is not implemented"))
+    a = matrices("svd", a, square=False)
+    batch = a.shape[:-2]
+    u, s, vt = svd_stack(as_stack(a), full_matrices, compute_uv)
+    s = sh.reshape(s, (*batch, s.shape[1]))
+    return (from_stack(u, batch), s, from_stack(vt, batch)) if compute_uv else s
+
+
+def svdvals(x, /):
+    return svd(x, compute_uv=False)
+
+
+def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
+    """jnp.linalg.pinv: V diag(1/s) U^T over the singular values above rtol * s_max (rtol defaults
+    to 10 max(m, n) eps, as JAX's)."""
+    a = matrices("pinv", a, square=False)
+    rtol = rcond if rcond is not None else rtol
+    if rtol is None:
+        rtol = 10 * max(a.shape[-2:]) * float(np.finfo(np.dtype(a.type.numpy_dtype)).eps)
+    u, s, vt = svd(a, full_matrices=False)
+    cutoff = rtol * red.max(s, axis=-1, keepdims=True, initial=0.0)
+    inverse = el.where(el.greater(s, cutoff), 1 / el.where(el.greater(s, cutoff), s, 1), 0)
+    return con.matmul(matrix_transpose(vt) * inverse[..., None, :], matrix_transpose(u))
+
+
+def matrix_rank(M, rtol=None, *, tol=None):
+    """jnp.linalg.matrix_rank: singular values above rtol * s_max (rtol defaults to max(m, n) eps)."""
+    m = matrices("matrix_rank", M, square=False)
+    s = svdvals(m)
+    if tol is None:
+        if rtol is None:
+            rtol = max(m.shape[-2:]) * float(np.finfo(np.dtype(m.type.numpy_dtype)).eps)
+        tol = rtol * red.max(s, axis=-1, keepdims=True, initial=0.0)
+    return red.sum(el.greater(s, tol), axis=-1)
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
+    """jnp.linalg.lstsq: (x minimising ||a x - b||, squared residual norms, rank, s), x = pinv(a) b
+    over the singular values above rcond * s_max (rcond defaults to max(m, n) eps)."""
+    a, b = promoted("lstsq", a, b)
+    if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
+        raise TracingValueError(located(f"lstsq: a must be 2-d and b (m,) or (m, k) with m = a's rows, got shapes "
+                                        f"{a.shape} and {b.shape}"))
+    if rcond is None:
+        rcond = max(a.shape) * float(np.finfo(np.dtype(a.type.numpy_dtype)).eps)
+    u, s, vt = svd(a, full_matrices=False)
+    cutoff = rcond * red.max(s, initial=0.0)
+    kept = el.greater(s, cutoff)
+    inverse = el.where(kept, 1 / el.where(kept, s, 1), 0)
+    x = con.matmul(matrix_transpose(vt) * inverse[None, :], con.matmul(matrix_transpose(u), b))
+    residual = b - con.matmul(a, x)
+    resid = red.sum(residual * residual, axis=0)
+    rank = red.sum(kept)
+    if numpy_resid and not (a.shape[0] > a.shape[1]):
+        resid = cr.zeros((0,), a.type.dtype)
+    return x, resid, rank, s
+
+
 # ---- products and shapes (the array API's linalg names) -------------------------------------------
 
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
@@ -302,8 +383,7 @@ SINGULAR_VALUE_ORDS = (2, -2, "nuc")
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
-    """jnp.linalg.matrix_norm over the last two axes: 'fro', 1, -1, inf, -inf (2, -2 and 'nuc' need
-    singular values, which the solver library does not compute yet)."""
+    """jnp.linalg.matrix_norm over the last two axes."""
     return norm(x, ord, axis=(-2, -1), keepdims=keepdims)
 
 
@@ -325,7 +405,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if ord in (None, "fro"):
         return el.sqrt(red.sum(el.abs(x) ** 2, axis=axis, keepdims=keepdims))
     if ord in SINGULAR_VALUE_ORDS:
-        raise NotImplementedError(located(f"norm: ord={ord!r} needs singular values (svd), not implemented yet"))
+        values = svdvals(sh.moveaxis(x, (rows, columns), (-2, -1)))
+        result = red.sum(values, axis=-1) if ord == "nuc" else (red.max if ord == 2 else red.min)(values, axis=-1)
+        return sh.expand_dims(result, sorted((rows, columns))) if keepdims else result
     if ord in (1, -1, math.inf, -math.inf):
         summed, then = (rows, columns) if ord in (1, -1) else (columns, rows)
         reduce = red.max if ord in (1, math.inf) else red.min
@@ -336,9 +418,11 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def cond(x, p=None):
-    """jnp.linalg.cond: norm(x, p) * norm(inv(x), p) for p in 'fro', 1, -1, inf, -inf."""
-    if p in (None, 2, -2, "nuc"):
-        raise NotImplementedError(located(f"cond: p={p!r} needs singular values (svd), not implemented yet"))
+    """jnp.linalg.cond: s_max / s_min (p None or 2; s_min / s_max for -2), else norm(x, p) norm(inv(x), p)."""
+    if p in (None, 2, -2):
+        values = svdvals(matrices("cond", x, square=False))
+        ratio = values[..., 0] / values[..., -1]
+        return ratio if p != -2 else 1 / ratio
     x = matrices("cond", x)
     return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
 
@@ -353,10 +437,5 @@ def not_implemented(name: str, needs: str):
     return function
 
 
-svd = not_implemented("svd", "a singular value decomposition (gesvd)")
-svdvals = not_implemented("svdvals", "a singular value decomposition (gesvd)")
-eig = not_implemented("eig", "a general eigensolver (geev)")
-eigvals = not_implemented("eigvals", "a general eigensolver (geev)")
-lstsq = not_implemented("lstsq", "a singular value decomposition (gesvd)")
-pinv = not_implemented("pinv", "a singular value decomposition (gesvd)")
-matrix_rank = not_implemented("matrix_rank", "a singular value decomposition (gesvd)")
+eig = not_implemented("eig", "a general eigensolver (geev: Hessenberg reduction and the double-shift QR)")
+eigvals = not_implemented("eigvals", "a general eigensolver (geev: Hessenberg reduction and the double-shift QR)")

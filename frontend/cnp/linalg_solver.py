@@ -201,3 +201,14 @@ def syevj(a: Tracer) -> tuple[Tracer, Tracer]:
         return cr.zeros((batch, n), a.type.dtype), a
     w, v, _ = solver_call("syevj", [a])
     return w, v
+
+
+# ---- gesvdj ------------------------------------------------------------------------------------
+
+def gesvdj(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
+    """(s descending, U [B, m, n], V [B, n, n]) of a stack [B, m, n] with m >= n (routines.py's gesvdj)."""
+    batch, m, n = a.shape
+    if is_empty(a):
+        return cr.zeros((batch, n), a.type.dtype), a, identity_stack(batch, n, a.type.dtype)
+    s, u, v = solver_call("gesvdj", [a])
+    return s, u, v

@@ -269,14 +269,47 @@ def rotated(x, first, second, c, s, along_rows: bool, count):
         write(*place(first), c * one - s * two), write(*place(second), s * one + c * two)])]
 
 
+def jacobi_rotation(app, aqq, apq, c, s, t):
+    """Statements setting c and s of the rotation [[c, s], [-s, c]] that zeroes apq of a symmetric
+    2x2 (Golub and Van Loan's sym.schur2; t is a scratch variable)."""
+    dtype = c.dtype
+    theta = (aqq - app) / (2 * apq)
+    return [K.Let(t, K.select(theta >= 0, K.Const(1, dtype), K.Const(-1, dtype))
+                  / (K.abs(theta) + K.sqrt(theta * theta + 1))),
+            K.Let(c, 1 / K.sqrt(t * t + 1)), K.Let(s, t * c)]
+
+
+def column_swaps(values, matrices, i, best):
+    """Statements swapping entries i and best of `values` (a buffer and its base) and columns i and
+    best of each (read, write, rows) matrix."""
+    buffer, base = values
+    k = K.Var("k", INDEX)
+    swap, swap_column = K.Var("swap", buffer.dtype), K.Var("swap_column", buffer.dtype)
+    return [K.Let(swap, buffer[base + i]), K.Store(buffer, base + i, buffer[base + best]),
+            K.Store(buffer, base + best, swap),
+            *[loop("k", 0, rows, [K.Let(swap_column, read(k, i)), write(k, i, read(k, best)),
+                                  write(k, best, swap_column)]) for read, write, rows in matrices]]
+
+
+def sorted_by(values, size, matrices, descending: bool):
+    """Selection sort of `values` (buffer, base) of `size` entries, with the (read, write, rows)
+    matrices' columns."""
+    i, j, best = K.Var("i", INDEX), K.Var("j", INDEX), K.Var("best", INDEX)
+    buffer, base = values
+    better = (lambda x, y: x > y) if descending else (lambda x, y: x < y)
+    return [loop("i", 0, size, [
+        K.Let(best, i),
+        loop("j", i + 1, size, [K.If(better(buffer[base + j], buffer[base + best]), [K.Assign(best, j)])]),
+        K.If(best.ne(i), column_swaps(values, matrices, i, best))])]
+
+
 def syevj_kernel(op: Op, name: str) -> Kernel:
     batch, n, _ = op.operands[0].type.shape
     b, size = sizes("batch", "n")
     a, w, v, d = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * size, b * size * size])
     dtype = a.dtype
-    i, j, k, p, q, best = (K.Var(x, INDEX) for x in ("i", "j", "k", "p", "q", "best"))
-    total, off, theta, t, c, s, apq, swap, swap_column = (
-        K.Var(x, dtype) for x in ("total", "off", "theta", "t", "c", "s", "apq", "swap", "swap_column"))
+    i, j, p, q = (K.Var(x, INDEX) for x in ("i", "j", "p", "q"))
+    total, off, t, c, s, apq = (K.Var(x, dtype) for x in ("total", "off", "t", "c", "s", "apq"))
     epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
 
     def body(g):
@@ -284,10 +317,7 @@ def syevj_kernel(op: Op, name: str) -> Kernel:
         matrix = (lambda r, col: d[at(r, col)], lambda r, col, value: K.Store(d, at(r, col), value))
         vectors = (lambda r, col: v[at(r, col)], lambda r, col, value: K.Store(v, at(r, col), value))
         rotation = [
-            K.Let(theta, (d[at(q, q)] - d[at(p, p)]) / (2 * apq)),
-            K.Let(t, K.select(theta >= 0, K.Const(1, dtype), K.Const(-1, dtype))
-                  / (K.abs(theta) + K.sqrt(theta * theta + 1))),
-            K.Let(c, 1 / K.sqrt(t * t + 1)), K.Let(s, t * c),
+            *jacobi_rotation(d[at(p, p)], d[at(q, q)], apq, c, s, t),
             *rotated(matrix, p, q, c, s, False, size), *rotated(matrix, p, q, c, s, True, size),
             *rotated(vectors, p, q, c, s, False, size)]
         return [
@@ -302,22 +332,59 @@ def syevj_kernel(op: Op, name: str) -> Kernel:
                 K.If(off > epsilon * epsilon * total, [
                     loop("p", 0, size, [loop("q", p + 1, size, [
                         K.Let(apq, d[at(p, q)]), K.If(apq.ne(0), rotation)])])])]),
-            # Eigenvalues ascending (selection sort), the vectors' columns with them.
+            # Eigenvalues ascending, the vectors' columns with them.
             loop("i", 0, size, [K.Store(w, g * size + i, d[at(i, i)])]),
-            loop("i", 0, size, [
-                K.Let(best, i),
-                loop("j", i + 1, size, [K.If(w[g * size + j] < w[g * size + best], [K.Assign(best, j)])]),
-                K.If(best.ne(i), [
-                    K.Let(swap, w[g * size + i]), K.Store(w, g * size + i, w[g * size + best]),
-                    K.Store(w, g * size + best, swap),
-                    loop("k", 0, size, [
-                        K.Let(swap_column, v[at(k, i)]), K.Store(v, at(k, i), v[at(k, best)]),
-                        K.Store(v, at(k, best), swap_column)])])])]
+            *sorted_by((w, g * size), size, [(*vectors, size)], descending=False)]
 
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
-KERNELS = {"syevj": syevj_kernel, "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
+def gesvdj_kernel(op: Op, name: str) -> Kernel:
+    batch, m, n = op.operands[0].type.shape
+    b, rows, columns = sizes("batch", "m", "n")
+    a, sv, u, v = params = resized(operand_buffers(op), [b * rows * columns, b * columns, b * rows * columns,
+                                                         b * columns * columns])
+    dtype = a.dtype
+    i, j, k, p, q = (K.Var(x, INDEX) for x in ("i", "j", "k", "p", "q"))
+    rotations = K.Var("rotations", INDEX)
+    alpha, beta, gamma, t, c, s, norm = (K.Var(x, dtype) for x in ("alpha", "beta", "gamma", "t", "c", "s", "norm"))
+    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
+
+    def body(g):
+        at_u = lambda r, col: g * rows * columns + r * columns + col
+        at_v = lambda r, col: g * columns * columns + r * columns + col
+        left = (lambda r, col: u[at_u(r, col)], lambda r, col, value: K.Store(u, at_u(r, col), value))
+        right = (lambda r, col: v[at_v(r, col)], lambda r, col, value: K.Store(v, at_v(r, col), value))
+        pair = [
+            K.Let(alpha, K.Const(0, dtype)), K.Let(beta, K.Const(0, dtype)), K.Let(gamma, K.Const(0, dtype)),
+            loop("k", 0, rows, [K.Assign(alpha, alpha + u[at_u(k, p)] * u[at_u(k, p)]),
+                                K.Assign(beta, beta + u[at_u(k, q)] * u[at_u(k, q)]),
+                                K.Assign(gamma, gamma + u[at_u(k, p)] * u[at_u(k, q)])]),
+            K.If(K.abs(gamma) > epsilon * K.sqrt(alpha * beta), [
+                K.Assign(rotations, rotations + 1),
+                *jacobi_rotation(alpha, beta, gamma, c, s, t),
+                *rotated(left, p, q, c, s, False, rows), *rotated(right, p, q, c, s, False, columns)])]
+        return [
+            loop("e", 0, rows * columns, [K.Store(u, g * rows * columns + K.Var("e", INDEX),
+                                                 a[g * rows * columns + K.Var("e", INDEX)])]),
+            loop("i", 0, columns, [loop("j", 0, columns, [
+                K.Store(v, at_v(i, j), K.select(i.eq(j), 1, 0).cast(dtype))])]),
+            K.Let(rotations, K.Const(1, INDEX)),
+            loop("sweep", 0, MAX_SWEEPS, [K.If(rotations > 0, [
+                K.Assign(rotations, K.Const(0, INDEX)),
+                loop("p", 0, columns, [loop("q", p + 1, columns, pair)])])]),
+            # s = the columns' norms, U = the columns normalised (a zero column stays zero), descending.
+            loop("j", 0, columns, [
+                K.Let(norm, K.Const(0, dtype)),
+                loop("k", 0, rows, [K.Assign(norm, norm + u[at_u(k, j)] * u[at_u(k, j)])]),
+                K.Assign(norm, K.sqrt(norm)), K.Store(sv, g * columns + j, norm),
+                K.If(norm.ne(0), [loop("k", 0, rows, [K.Store(u, at_u(k, j), u[at_u(k, j)] / norm)])])]),
+            *sorted_by((sv, g * columns), columns, [(*left, rows), (*right, columns)], descending=True)]
+
+    return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
+
+
+KERNELS = {"gesvdj": gesvdj_kernel, "syevj": syevj_kernel, "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:

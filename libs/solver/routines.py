@@ -36,6 +36,12 @@ of row-major matrices: every operand has one batch dimension first ([B, rows, co
       off-diagonal part's Frobenius norm is at most eps ||A||_F (or MAX_SWEEPS); A = V diag(w) V^T
       with w ascending, D the rotated matrix (diagonal to that tolerance). A must be symmetric.
 
+  gesvdj(A[B, m, n], m >= n) -> s[B, n], U[B, m, n], V[B, n, n]
+      one-sided Jacobi (Hestenes; rocSOLVER's gesvdj): rotations of A's column pairs (the Jacobi
+      rotation of their 2x2 Gram matrix) until every pair is orthogonal to eps (or MAX_SWEEPS);
+      then s = the columns' norms, descending, U = the columns / s (a zero column stays zero),
+      A = U diag(s) V^T.
+
 The references compute step by step as the kernels do (kernels.py), in the operands' dtype.
 """
 from __future__ import annotations
@@ -242,10 +248,7 @@ def syevj_reference(a):
                     for q in range(p + 1, n):
                         if d[b, p, q] == 0:
                             continue
-                        theta = (d[b, q, q] - d[b, p, p]) / (2 * d[b, p, q])
-                        t = (1 if theta >= 0 else -1) / (abs(theta) + np.sqrt(theta * theta + 1))
-                        c = 1 / np.sqrt(t * t + 1)
-                        s = t * c
+                        c, s = jacobi_rotation(d[b, p, p], d[b, q, q], d[b, p, q])
                         rotation = np.array([[c, s], [-s, c]], d.dtype)
                         d[b][:, [p, q]] = d[b][:, [p, q]] @ rotation
                         d[b][[p, q], :] = rotation.T @ d[b][[p, q], :]
@@ -253,6 +256,50 @@ def syevj_reference(a):
     w = np.diagonal(d, axis1=1, axis2=2).copy()
     order = np.argsort(w, axis=1, kind="stable")
     return (np.take_along_axis(w, order, axis=1), np.take_along_axis(v, order[:, None, :], axis=2), d)
+
+
+def gesvdj_infer(types, attrs):
+    check_matrices("gesvdj", types, 1)
+    (a,) = types
+    batch, m, n = a.shape
+    require(m >= n, f"library_call: solver.gesvdj takes matrices with at least as many rows as columns, got {a}")
+    return [TensorType(a.dtype, (batch, n)), a, TensorType(a.dtype, (batch, n, n))]
+
+
+def jacobi_rotation(app, aqq, apq):
+    """(c, s) of the rotation [[c, s], [-s, c]] that zeroes apq of a symmetric 2x2 (sym.schur2)."""
+    theta = (aqq - app) / (2 * apq)
+    t = (1 if theta >= 0 else -1) / (abs(theta) + np.sqrt(theta * theta + 1))
+    c = 1 / np.sqrt(t * t + 1)
+    return c, t * c
+
+
+def gesvdj_reference(a):
+    u = np.array(a, copy=True)
+    batch, m, n = u.shape
+    v = np.tile(np.eye(n, dtype=u.dtype), (batch, 1, 1))
+    epsilon = np.finfo(u.dtype).eps
+    with np.errstate(all="ignore"):
+        for b in range(batch):
+            for _ in range(MAX_SWEEPS):
+                rotations = 0
+                for p in range(n):
+                    for q in range(p + 1, n):
+                        alpha, beta, gamma = u[b, :, p] @ u[b, :, p], u[b, :, q] @ u[b, :, q], u[b, :, p] @ u[b, :, q]
+                        if gamma == 0 or abs(gamma) <= epsilon * np.sqrt(alpha * beta):
+                            continue
+                        rotations += 1
+                        rotation = np.array(jacobi_rotation(alpha, beta, gamma), u.dtype)
+                        rotation = np.array([[rotation[0], rotation[1]], [-rotation[1], rotation[0]]], u.dtype)
+                        u[b][:, [p, q]] = u[b][:, [p, q]] @ rotation
+                        v[b][:, [p, q]] = v[b][:, [p, q]] @ rotation
+                if rotations == 0:
+                    break
+        s = np.sqrt(np.sum(u * u, axis=1))
+        u = np.where(s[:, None, :] != 0, u / s[:, None, :], u)
+    order = np.argsort(-s, axis=1, kind="stable")
+    return (np.take_along_axis(s, order, axis=1), np.take_along_axis(u, order[:, None, :], axis=2),
+            np.take_along_axis(v, order[:, None, :], axis=2))
 
 
 ROUTINES = {
@@ -266,5 +313,7 @@ ROUTINES = {
     "orgqr": Routine({"columns": "int"}, orgqr_infer, orgqr_reference,
                      "Q of a Householder QR (libs/solver/routines.py)"),
     "syevj": Routine({}, syevj_infer, syevj_reference, "symmetric eigensolver, Jacobi (libs/solver/routines.py)"),
+    "gesvdj": Routine({}, gesvdj_infer, gesvdj_reference, "singular values, one-sided Jacobi "
+                                                          "(libs/solver/routines.py)"),
     "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
 }
