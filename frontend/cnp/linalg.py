@@ -26,7 +26,8 @@ from .array_funcs import matrix_transpose, vecdot
 from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
-from .linalg_solver import geqrf, gesvdj, getrf, identity_stack, orgqr, potrf, rows_of, syevj, trsm
+from .linalg_solver import direct_solve, geqrf, gesvdj, getrf, getrs, identity_stack, orgqr, potrf, rows_of, syevj, \
+    trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
@@ -71,6 +72,8 @@ def from_stack(x: Tracer, batch: tuple) -> Tracer:
 
 def lu_solve_stack(lu: Tracer, permutation: Tracer, b: Tracer) -> Tracer:
     """A^-1 B from P A = L U, every operand a stack (B [S, n, k])."""
+    if direct_solve(lu, b):
+        return getrs(lu, permutation, b)
     y = trsm(lu, rows_of(b, permutation), lower=True, trans=False, unit_diagonal=True)
     return trsm(lu, y, lower=False, trans=False, unit_diagonal=False)
 

@@ -128,7 +128,7 @@ def trsm(a: Tracer, x: Tracer, *, lower: bool, trans: bool, unit_diagonal: bool)
     if is_empty(a, x):
         return x
     attrs = {"lower": lower, "trans": trans, "unit_diagonal": unit_diagonal}
-    if n <= BLOCK or x.shape[2] < FEW_COLUMNS:
+    if direct_solve(a, x):
         return solver_call("trsm", [a, x], **attrs)[0]
     op_a = sh.swapaxes(a, 1, 2) if trans else a
     forward = lower != trans
@@ -157,6 +157,21 @@ def trsm(a: Tracer, x: Tracer, *, lower: bool, trans: bool, unit_diagonal: bool)
             solved[k0] = solver_call("trsm", [op_a[:, k0:k0 + kb, k0:k0 + kb], rhs], lower=forward, trans=False,
                                      unit_diagonal=unit_diagonal)[0]
     return sh.concatenate([solved[k0] for k0 in starts], axis=1)
+
+
+# ---- getrs -------------------------------------------------------------------------------------
+
+def direct_solve(a: Tracer, x: Tracer) -> bool:
+    """Whether trsm (and getrs) substitute directly rather than by blocks: small matrices, or few
+    right-hand sides (n^2 work per column, where inverting the diagonal blocks costs n BLOCK^2)."""
+    return a.shape[1] <= BLOCK or x.shape[2] < FEW_COLUMNS
+
+
+def getrs(lu: Tracer, permutation: Tracer, x: Tracer) -> Tracer:
+    """A^-1 X from getrf's factors in one kernel (routines.py's getrs), for a direct_solve problem."""
+    if is_empty(lu, x):
+        return x
+    return solver_call("getrs", [lu, permutation, x])[0]
 
 
 # ---- laswp -------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def select(op: Op, target: Target) -> str:
 def explain(op: Op, target: Target) -> tuple[str, str]:
     if op.attrs["routine"] == "lapmr":
         return SOLUTION, "a workgroup per row segment of the result (the library's only solution)"
-    unit = "right-hand side column" if op.attrs["routine"] == "trsm" else "matrix"
+    unit = "right-hand side column" if op.attrs["routine"] in ("trsm", "getrs") else "matrix"
     return SOLUTION, f"one work-item per {unit}, the batch in the grid (the library's only solution)"
 
 
@@ -123,29 +123,55 @@ def potrf_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
+def substitution(op_a, y, at, size, forward: bool, unit: bool, total):
+    """Statements solving op_a(i, j) y = y in place for one column (y(row) read, at(row) its index):
+    rows in order for a lower triangular op_a (forward), else in reverse."""
+    t, j = K.Var("t", INDEX), K.Var("j", INDEX)
+    i = t if forward else size - 1 - t
+    done = (0, i) if forward else (i + 1, size)
+    solved = total if unit else total / op_a(i, i)
+    return [loop("t", 0, size, [
+        K.Let(total, y[at(i)]),
+        loop("j", *done, [K.Assign(total, total - op_a(i, j) * y[at(j)])]),
+        K.Store(y, at(i), solved)])]
+
+
 def trsm_kernel(op: Op, name: str) -> Kernel:
     batch, n, _ = op.operands[0].type.shape
     columns = op.operands[1].type.shape[2]
     lower, trans, unit = (op.attrs[key] for key in ("lower", "trans", "unit_diagonal"))
     b, size, rhs = sizes("batch", "n", "k")
     a, x, y = params = resized(operand_buffers(op), [b * size * size, b * size * rhs, b * size * rhs])
-    t, j = K.Var("t", INDEX), K.Var("j", INDEX)
+    t = K.Var("t", INDEX)
     total = K.Var("total", a.dtype)
-    forward = lower != trans        # op(A) is lower triangular: rows in order
 
     def body(g):
         matrix, column = g / rhs, g % rhs
         op_a = lambda r, c: a[matrix * size * size + (c * size + r if trans else r * size + c)]
         at = lambda r: matrix * size * rhs + r * rhs + column
-        i = t if forward else size - 1 - t
-        done = (0, i) if forward else (i + 1, size)
-        solved = total if unit else total / op_a(i, i)
-        return [
-            loop("t", 0, size, [K.Store(y, at(t), x[at(t)])]),
-            loop("t", 0, size, [
-                K.Let(total, y[at(i)]),
-                loop("j", *done, [K.Assign(total, total - op_a(i, j) * y[at(j)])]),
-                K.Store(y, at(i), solved)])]
+        return [loop("t", 0, size, [K.Store(y, at(t), x[at(t)])]),
+                *substitution(op_a, y, at, size, lower != trans, unit, total)]
+
+    return per_item(name, params, [b, size, rhs], b * rhs, body, [("batch", batch), ("n", n), ("k", columns)])
+
+
+def getrs_kernel(op: Op, name: str) -> Kernel:
+    """One work-item per right-hand side column: its rows permuted, then L's and U's substitutions."""
+    batch, n, _ = op.operands[0].type.shape
+    columns = op.operands[2].type.shape[2]
+    b, size, rhs = sizes("batch", "n", "k")
+    lu, permutation, x, y = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * rhs,
+                                                                   b * size * rhs])
+    t = K.Var("t", INDEX)
+    total = K.Var("total", lu.dtype)
+
+    def body(g):
+        matrix, column = g / rhs, g % rhs
+        factor = lambda r, c: lu[matrix * size * size + r * size + c]
+        at = lambda r: matrix * size * rhs + r * rhs + column
+        return [loop("t", 0, size, [K.Store(y, at(t), x[at(permutation[matrix * size + t].cast(INDEX))])]),
+                *substitution(factor, y, at, size, True, True, total),
+                *substitution(factor, y, at, size, False, False, total)]
 
     return per_item(name, params, [b, size, rhs], b * rhs, body, [("batch", batch), ("n", n), ("k", columns)])
 
@@ -384,7 +410,7 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
 
 
-KERNELS = {"gesvdj": gesvdj_kernel, "syevj": syevj_kernel, "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
+KERNELS = {"getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel, "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:

@@ -42,6 +42,10 @@ of row-major matrices: every operand has one batch dimension first ([B, rows, co
       then s = the columns' norms, descending, U = the columns / s (a zero column stays zero),
       A = U diag(s) V^T.
 
+  getrs(LU[B, n, n], permutation[B, n] i32, X[B, n, k]) -> Y[B, n, k]
+      A^-1 X from getrf's P A = L U: X's rows permuted, then L's and U's substitutions, in one
+      kernel (LAPACK's getrs, no transpose).
+
 The references compute step by step as the kernels do (kernels.py), in the operands' dtype.
 """
 from __future__ import annotations
@@ -302,6 +306,25 @@ def gesvdj_reference(a):
             np.take_along_axis(v, order[:, None, :], axis=2))
 
 
+def getrs_infer(types, attrs):
+    require(len(types) == 3, f"library_call: solver.getrs takes LU, permutation and X, got "
+                             f"{', '.join(map(str, types))}")
+    lu, permutation, x = types
+    check_matrices("getrs", [lu, x], 2)
+    batch, n, _ = lu.shape
+    require(lu.shape[2] == n and permutation.shape == (batch, n) and permutation.dtype == "i32"
+            and x.shape[:2] == (batch, n),
+            f"library_call: solver.getrs takes LU[B, n, n], an i32 permutation [B, n] and X[B, n, k], got "
+            f"{', '.join(map(str, types))}")
+    return [x]
+
+
+def getrs_reference(lu, permutation, x):
+    y = lapmr_reference(x, permutation)
+    y = trsm_reference(lu, y, lower=True, trans=False, unit_diagonal=True)
+    return trsm_reference(lu, y, lower=False, trans=False, unit_diagonal=False)
+
+
 ROUTINES = {
     "getrf": Routine({}, getrf_infer, getrf_reference, "LU with partial pivoting (libs/solver/routines.py)"),
     "potrf": Routine({}, potrf_infer, potrf_reference, "Cholesky of the lower triangle (libs/solver/routines.py)"),
@@ -315,5 +338,6 @@ ROUTINES = {
     "syevj": Routine({}, syevj_infer, syevj_reference, "symmetric eigensolver, Jacobi (libs/solver/routines.py)"),
     "gesvdj": Routine({}, gesvdj_infer, gesvdj_reference, "singular values, one-sided Jacobi "
                                                           "(libs/solver/routines.py)"),
+    "getrs": Routine({}, getrs_infer, getrs_reference, "solve with getrf's factors (libs/solver/routines.py)"),
     "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
 }

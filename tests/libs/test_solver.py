@@ -13,8 +13,8 @@ import pytest
 
 import cdnajit as cj
 from cdnajit.frontend.tracing import bind
-from cdnajit.libs.solver.routines import getrf_reference, laswp_reference, lapmr_reference, potrf_reference, \
-    trsm_reference
+from cdnajit.libs.solver.routines import getrf_reference, getrs_reference, laswp_reference, lapmr_reference, \
+    potrf_reference, trsm_reference
 from cdnajit.runtime import launch
 
 DTYPES = [np.float32, np.float64]
@@ -101,6 +101,17 @@ def test_trsm_solves_each_triangle_and_transpose(dtype, lower, trans, unit):
     assert np.max(np.abs(residual) / (scale * n * eps(dtype))) <= BOUND
     np.testing.assert_allclose(y, trsm_reference(a, x, lower, trans, unit), rtol=BOUND * n * eps(dtype),
                                atol=BOUND * n * eps(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_getrs_solves_with_getrf_factors(dtype):
+    a = (np.random.default_rng(5).standard_normal((70, 6, 6)) + 3 * np.eye(6)).astype(dtype)
+    x = np.random.default_rng(6).standard_normal((70, 6, 2)).astype(dtype)
+    lu, _, permutation = getrf_reference(a)
+    (y,) = cj.jit(lambda lu, p, x: tuple(call("getrs", lu, p, x)))(lu, permutation, x)
+    residual = a.astype(np.float64) @ y - x
+    assert relative(residual, a, 6, dtype) / max(np.abs(y).max(), 1) <= BOUND
+    np.testing.assert_allclose(y, getrs_reference(lu, permutation, x), rtol=0, atol=BOUND * 6 * eps(dtype) * np.abs(y).max())
 
 
 def test_laswp_and_lapmr_follow_lapack_row_swaps():
