@@ -14,6 +14,7 @@ of diagonal blocks so that the bulk of the work is GEMM):
   - potrf: diagonal blocks factored by the kernel, the column below them and the trailing
     update by products with the block's inverse;
   - trsm: blocks of rows solved with the inverses of the diagonal blocks, each a GEMM.
+geqrf/orgqr, syevj and gesvdj run unblocked at every size (one work-item per matrix).
 """
 from __future__ import annotations
 

@@ -1,13 +1,14 @@
 """The solver library's kernels, and its answers to the compiler (ir/ops/library.py's contract).
 
-Solution "workitem_per_matrix" (rocSOLVER's batched small-matrix kernels): every work-item runs
-one matrix's factorization (getrf, potrf), one right-hand side column's substitution (trsm) (the
-row gather lapmr is a plain copy, a workgroup per row segment),
-serially, as LAPACK's unblocked routines (getf2, potf2, trsv) do; 64 work-items a workgroup, as
-many workgroups as the batch needs, so a stack of 10 000 matrices is one launch. The sizes and the
-batch are scalar parameters: one kernel per routine, attributes and dtype serves every problem.
-Large matrices are not given to one work-item: the frontend (frontend/cnp/linalg_blocked.py)
-splits them into panels that these kernels factor and GEMM updates that libs/blas runs.
+Solution "workitem_per_matrix" (rocSOLVER's batched small-matrix kernels): every work-item runs,
+serially as LAPACK's unblocked routines do, one matrix's factorization or decomposition (getrf:
+getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, laswp) or one right-hand side
+column's substitution (trsm, getrs); 64 work-items a workgroup, as many workgroups as the batch
+needs, so a stack of 10 000 matrices is one launch. The row gather lapmr is a plain copy, a
+workgroup per row segment. The sizes and the batch are scalar parameters: one kernel per routine,
+attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
+to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them into panels that these
+kernels factor and GEMM updates that libs/blas runs; QR, eigh and svd have no blocked form yet.
 """
 from __future__ import annotations
 
