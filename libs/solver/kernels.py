@@ -5,7 +5,7 @@ serially as LAPACK's unblocked routines do, one matrix's factorization or decomp
 getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, laswp) or one right-hand side
 column's substitution (trsm, getrs); 64 work-items a workgroup, as many workgroups as the batch
 needs, so a stack of 10 000 matrices is one launch. The row gather lapmr is a plain copy, a
-workgroup per row segment. The sizes and the batch are scalar parameters: one kernel per routine,
+workgroup per row. The sizes and the batch are scalar parameters: one kernel per routine,
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
 to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them into panels that these
 kernels factor and GEMM updates that libs/blas runs; QR, eigh and svd have no blocked form yet.
@@ -33,7 +33,7 @@ def select(op: Op, target: Target) -> str:
 
 def explain(op: Op, target: Target) -> tuple[str, str]:
     if op.attrs["routine"] == "lapmr":
-        return SOLUTION, "a workgroup per row segment of the result (the library's only solution)"
+        return SOLUTION, "a workgroup per row of the result (the library's only solution)"
     unit = "right-hand side column" if op.attrs["routine"] in ("trsm", "getrs") else "matrix"
     return SOLUTION, f"one work-item per {unit}, the batch in the grid (the library's only solution)"
 
@@ -199,20 +199,24 @@ def laswp_kernel(op: Op, name: str) -> Kernel:
 
 
 def lapmr_kernel(op: Op, name: str) -> Kernel:
-    """A workgroup per WORKGROUP_ITEMS columns of one row of Y (grid: columns, rows, matrices): a copy
-    with no index division."""
+    """A workgroup per row of Y (grid: rows, matrices), each work-item copying one contiguous run of
+    about n / WORKGROUP_ITEMS of its elements (a loop the host vectorizes), with no index division
+    per element."""
     x_type, permutation_type = (v.type for v in op.operands)
     b, rows, columns, picked = sizes("batch", "m", "n", "p")
     x, permutation, y = params = resized(operand_buffers(op), [b * rows * columns, b * picked, b * picked * columns])
-    column = K.workgroup_id(0).cast(INDEX) * WORKGROUP_ITEMS + K.workitem_id(0).cast(INDEX)
-    row, matrix = K.workgroup_id(1).cast(INDEX), K.workgroup_id(2).cast(INDEX)
-    source = matrix * rows + permutation[matrix * picked + row].cast(INDEX)
-    body = [K.If(column < columns, [
-        K.Store(y, (matrix * picked + row) * columns + column, x[source * columns + column])])]
+    row, matrix = K.workgroup_id(0).cast(INDEX), K.workgroup_id(1).cast(INDEX)
+    run = (columns + (WORKGROUP_ITEMS - 1)) / WORKGROUP_ITEMS
+    first = K.workitem_id(0).cast(INDEX) * run
+    source, target, column = K.Var("source", INDEX), K.Var("target", INDEX), K.Var("column", INDEX)
+    body = [
+        K.Let(source, (matrix * rows + permutation[matrix * picked + row].cast(INDEX)) * columns),
+        K.Let(target, (matrix * picked + row) * columns),
+        K.For(column, first, K.minimum(first + run, columns), 1, [K.Store(y, target + column, x[source + column])])]
     batch, m, n = x_type.shape
-    return K.Kernel(name, params=params + [b, rows, columns, picked],
-                    grid=(K.ceil_div(columns, WORKGROUP_ITEMS), picked, b), workgroup_size=(WORKGROUP_ITEMS,),
-                    body=body, arguments=[("batch", batch), ("m", m), ("n", n), ("p", permutation_type.shape[1])])
+    return K.Kernel(name, params=params + [b, rows, columns, picked], grid=(picked, b),
+                    workgroup_size=(WORKGROUP_ITEMS,), body=body,
+                    arguments=[("batch", batch), ("m", m), ("n", n), ("p", permutation_type.shape[1])])
 
 
 def reflection(x, subtract, v, tau, first_row, rows, columns, first_column):
