@@ -8,6 +8,7 @@
         return cnp.tanh(x @ w)
 """
 import sys as _sys
+import types as _types
 
 from . import ir
 from .errors import (AllocationError, ArraySizeError, CdnajitError, ConcretizationError, ParseError, TracingError,
@@ -17,6 +18,8 @@ from .frontend import lax
 from .frontend import nn
 from .frontend import ops
 from .frontend import random
+from .frontend import eager as _eager
+from .frontend import scipy_linalg as _scipy_linalg
 from .frontend.device import device_put
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
@@ -51,7 +54,14 @@ _sys.modules[__name__ + ".nn"] = nn
 _sys.modules[__name__ + ".ops"] = ops
 _sys.modules[__name__ + ".random"] = random
 
+# `import cdnajit.scipy.linalg` (jax.scipy.linalg's functions), eager outside jit as cdnajit.numpy.
+scipy = _types.ModuleType(__name__ + ".scipy", "cdnajit.scipy: jax.scipy's namespaces (linalg)")
+scipy.linalg = _scipy_linalg
+_eager.make_namespace_eager(vars(_scipy_linalg), _scipy_linalg.__all__, host_only=set())
+_sys.modules[__name__ + ".scipy"] = scipy
+_sys.modules[__name__ + ".scipy.linalg"] = _scipy_linalg
+
 __all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
-           "random", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",
-           "TracingTypeError", "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError", "ArraySizeError",
-           "AllocationError"]
+           "random", "scipy", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",
+           "TracingTypeError", "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError",
+           "ArraySizeError", "AllocationError"]

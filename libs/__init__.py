@@ -8,3 +8,4 @@ from . import blas  # noqa: F401
 from . import dnn  # noqa: F401
 from . import prim  # noqa: F401
 from . import rand  # noqa: F401
+from . import solver  # noqa: F401

@@ -1,0 +1,444 @@
+"""cdnajit.numpy.linalg: jax.numpy.linalg's functions on stacks of matrices (leading batch dimensions).
+
+Factorizations and solves go to the solver library through linalg_solver.py (getrf, potrf, trsm,
+geqrf, orgqr, syevj, gesvdj);
+the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
+promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
+matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices and the
+general eigenproblem (eig, eigvals: the solver library has no geev yet) raise NotImplementedError.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import TracingValueError
+from ..dtypes import is_complex
+from ..lax_elementwise import static_int
+from ..tracing import Tracer, located
+from . import contractions as con
+from . import creation as cr
+from . import elementwise as el
+from . import reductions as red
+from . import shaping as sh
+from .array_funcs import matrix_transpose, vecdot
+from .base import broadcast_shapes, convert, result_type
+from ..dtypes import to_inexact
+from .numerical import cross as numpy_cross
+from .linalg_solver import direct_solve, geqrf, gesvdj, getrf, getrs, identity_stack, orgqr, potrf, rows_of, syevj, \
+    trsm
+
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
+           "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
+           "matrix_norm", "cond", "tensorsolve", "tensorinv", "qr", "eigh", "eigvalsh", "svd", "svdvals", "eig",
+           "eigvals", "lstsq", "pinv", "matrix_rank"]
+
+
+# ---- stacks of matrices ---------------------------------------------------------------------------
+
+def promoted(name: str, *xs) -> list[Tracer]:
+    """The operands as tracers of the one float dtype jnp computes them in (integers promoted)."""
+    dtype, _ = result_type(*xs)
+    dtype = to_inexact(dtype)
+    if is_complex(dtype):
+        raise NotImplementedError(located(f"{name} of complex matrices ({dtype}) is not implemented: "
+                                          f"the solver library has real kernels only"))
+    return [convert(cr.asarray(x), dtype) for x in xs]
+
+
+def check_matrices(name: str, x: Tracer, square: bool = True, what: str = "a"):
+    if x.ndim < 2:
+        raise TracingValueError(located(f"{name}: {what} must be an array of matrices (at least 2 dimensions), "
+                                        f"got shape {x.shape}"))
+    if square and x.shape[-1] != x.shape[-2]:
+        raise TracingValueError(located(f"{name}: {what} must be square matrices (..., n, n), got shape {x.shape}"))
+
+
+def matrices(name: str, a, square: bool = True) -> Tracer:
+    (x,) = promoted(name, a)
+    check_matrices(name, x, square)
+    return x
+
+
+def as_stack(x: Tracer) -> Tracer:
+    """[..., m, n] -> [B, m, n]."""
+    return sh.reshape(x, (math.prod(x.shape[:-2]), *x.shape[-2:]))
+
+
+def from_stack(x: Tracer, batch: tuple) -> Tracer:
+    return sh.reshape(x, (*batch, *x.shape[1:]))
+
+
+def lu_solve_stack(lu: Tracer, permutation: Tracer, b: Tracer) -> Tracer:
+    """A^-1 B from P A = L U, every operand a stack (B [S, n, k])."""
+    if direct_solve(lu, b):
+        return getrs(lu, permutation, b)
+    y = trsm(lu, rows_of(b, permutation), lower=True, trans=False, unit_diagonal=True)
+    return trsm(lu, y, lower=False, trans=False, unit_diagonal=False)
+
+
+def broadcast_batches(name: str, a: Tracer, b: Tracer, b_core: int) -> tuple[Tracer, Tracer, tuple]:
+    """a [..., n, n] and b [..., <b_core dims>] with their batch dimensions broadcast together."""
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:b.ndim - b_core], what=f"{name}: the batch dimensions of "
+                                                                           f"a {a.shape} and b {b.shape}")
+    return (sh.broadcast_to(a, batch + a.shape[-2:]), sh.broadcast_to(b, batch + b.shape[b.ndim - b_core:]),
+            batch)
+
+
+# ---- solves -----------------------------------------------------------------------------------------
+
+def solve(a, b):
+    """jnp.linalg.solve: x with a @ x = b. b is one vector per matrix (..., n) when 1-d, else matrices
+    (..., n, k); batch dimensions broadcast."""
+    a, b = promoted("solve", a, b)
+    check_matrices("solve", a)
+    vector = b.ndim == 1
+    if b.ndim < 1 or b.shape[-2 if not vector else -1] != a.shape[-1]:
+        raise TracingValueError(located(f"solve: b must be (..., {a.shape[-1]}) or (..., {a.shape[-1]}, k) for a of "
+                                        f"shape {a.shape}, got shape {b.shape}"))
+    if vector:
+        b = b[:, None]
+    a, b, batch = broadcast_batches("solve", a, b, 2)
+    lu, _, permutation = getrf(as_stack(a))
+    x = from_stack(lu_solve_stack(lu, permutation, as_stack(b)), batch)
+    return x[..., 0] if vector else x
+
+
+def inv(a):
+    """jnp.linalg.inv: solve(a, I)."""
+    a = matrices("inv", a)
+    stack = as_stack(a)
+    lu, _, permutation = getrf(stack)
+    return from_stack(lu_solve_stack(lu, permutation, identity_stack(*stack.shape[:2], a.type.dtype)), a.shape[:-2])
+
+
+def lu_diagonal_and_parity(name: str, a) -> tuple[Tracer, Tracer]:
+    """(the diagonal of U, the sign of P) of P A = L U, stacked as a's batch dimensions."""
+    a = matrices(name, a)
+    lu, pivots, _ = getrf(as_stack(a))
+    swaps = red.sum(el.not_equal(pivots, cr.arange(pivots.shape[1], dtype="int32")), axis=1)
+    parity = el.where(el.equal(swaps % 2, 0), 1, -1).astype(a.type.dtype)
+    return (sh.reshape(sh.diagonal(lu, axis1=1, axis2=2), (*a.shape[:-2], a.shape[-1])),
+            sh.reshape(parity, a.shape[:-2]))
+
+
+def det(a):
+    """jnp.linalg.det: the product of U's diagonal, signed by the permutation (0 for a singular matrix)."""
+    diagonal, parity = lu_diagonal_and_parity("det", a)
+    return parity * red.prod(diagonal, axis=-1)
+
+
+def slogdet(a, *, method=None):
+    """jnp.linalg.slogdet: (sign, log|det|), (0, -inf) for a singular matrix."""
+    if method not in (None, "lu"):
+        raise NotImplementedError(located(f"slogdet: method {method!r} is not implemented (only 'lu')"))
+    diagonal, parity = lu_diagonal_and_parity("slogdet", a)
+    sign = parity * red.prod(el.sign(diagonal), axis=-1)
+    return sign, red.sum(el.log(el.abs(diagonal)), axis=-1)
+
+
+def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
+    """jnp.linalg.cholesky: L with a = L L^T of (a + a^T) / 2 (U = L^T when upper); NaNs where a is not
+    positive definite."""
+    a = matrices("cholesky", a)
+    if symmetrize_input:
+        a = (a + matrix_transpose(a)) / 2
+    l = potrf(as_stack(a))
+    failed = red.any(el.logical_not(el.greater(sh.diagonal(l, axis1=1, axis2=2), 0)), axis=1)
+    l = from_stack(el.where(failed[:, None, None], math.nan, l), a.shape[:-2])
+    return matrix_transpose(l) if upper else l
+
+
+def qr(a, mode: str = "reduced"):
+    """jnp.linalg.qr: (Q, R) with a = Q R, Q orthonormal columns; mode "reduced" (Q m x k, R k x n,
+    k = min(m, n)), "complete" (Q m x m, R m x n), "r" (R only, k x n) or "raw" (LAPACK's
+    Householder vectors transposed, and tau)."""
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise TracingValueError(located(f"qr: mode must be 'reduced', 'complete', 'r' or 'raw', got {mode!r}"))
+    a = matrices("qr", a, square=False)
+    *batch, m, n = a.shape
+    packed, tau = geqrf(as_stack(a))
+    if mode == "raw":
+        return from_stack(sh.swapaxes(packed, 1, 2), tuple(batch)), sh.reshape(tau, (*batch, tau.shape[1]))
+    rows = m if mode == "complete" else min(m, n)
+    r = from_stack(sh.triu(packed[:, :rows, :]), tuple(batch))
+    if mode == "r":
+        return r
+    return from_stack(orgqr(packed, tau, rows), tuple(batch)), r
+
+
+def symmetric(name: str, a, UPLO: str, symmetrize_input: bool) -> Tracer:
+    """(a + a^T) / 2 when symmetrize_input, else the UPLO triangle mirrored."""
+    if UPLO not in ("L", "U"):
+        raise TracingValueError(located(f"{name}: UPLO must be 'L' or 'U', got {UPLO!r}"))
+    a = matrices(name, a)
+    if symmetrize_input:
+        return (a + matrix_transpose(a)) / 2
+    triangle = sh.tril(a) if UPLO == "L" else sh.triu(a)
+    return triangle + matrix_transpose(sh.tril(a, -1) if UPLO == "L" else sh.triu(a, 1))
+
+
+def eigh(a, UPLO: str = "L", symmetrize_input: bool = True):
+    """jnp.linalg.eigh: (eigenvalues ascending, eigenvectors as columns) of symmetric matrices, by
+    cyclic Jacobi (syevj: one work-item per matrix)."""
+    a = symmetric("eigh", a, UPLO, symmetrize_input)
+    w, v = syevj(as_stack(a))
+    return sh.reshape(w, a.shape[:-1]), from_stack(v, a.shape[:-2])
+
+
+def eigvalsh(a, UPLO: str = "L", *, symmetrize_input: bool = True):
+    return eigh(a, UPLO, symmetrize_input)[0]
+
+
+def svd_stack(a: Tracer, full_matrices: bool, compute_uv: bool):
+    """(U, s, V^T) of a stack [B, m, n] by one-sided Jacobi on the taller of a and a^T; U completed to
+    an orthonormal basis (m x m when full_matrices) by a QR of its columns, whose R is diag(+-1)
+    where s > 0 (the zero singular values' columns, sorted last, are zero until then)."""
+    batch, m, n = a.shape
+    if m < n:
+        u, s, vt = svd_stack(sh.swapaxes(a, 1, 2), full_matrices, compute_uv)
+        return (None if vt is None else sh.swapaxes(vt, 1, 2)), s, (None if u is None else sh.swapaxes(u, 1, 2))
+    s, u, v = gesvdj(a)
+    if not compute_uv:
+        return None, s, None
+    packed, tau = geqrf(u)
+    q = orgqr(packed, tau, m if full_matrices else n)
+    signs = el.where(el.less(sh.diagonal(packed, axis1=1, axis2=2), 0), -1.0, 1.0).astype(a.type.dtype)
+    signs = sh.concatenate([signs, cr.ones((batch, q.shape[2] - n), a.type.dtype)], axis=1)
+    return q * signs[:, None, :], s, sh.swapaxes(v, 1, 2)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False, subset_by_index=None):
+    """jnp.linalg.svd: (U, s descending, Vh) with a = U diag(s) Vh, or s alone."""
+    if subset_by_index is not None:
+        raise NotImplementedError(located("svd: subset_by_index is not implemented"))
+    a = matrices("svd", a, square=False)
+    batch = a.shape[:-2]
+    u, s, vt = svd_stack(as_stack(a), full_matrices, compute_uv)
+    s = sh.reshape(s, (*batch, s.shape[1]))
+    return (from_stack(u, batch), s, from_stack(vt, batch)) if compute_uv else s
+
+
+def svdvals(x, /):
+    return svd(x, compute_uv=False)
+
+
+def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
+    """jnp.linalg.pinv: V diag(1/s) U^T over the singular values above rtol * s_max (rtol defaults
+    to 10 max(m, n) eps, as JAX's)."""
+    a = matrices("pinv", a, square=False)
+    rtol = rcond if rcond is not None else rtol
+    if rtol is None:
+        rtol = 10 * max(a.shape[-2:]) * float(np.finfo(np.dtype(a.type.numpy_dtype)).eps)
+    u, s, vt = svd(a, full_matrices=False)
+    cutoff = rtol * red.max(s, axis=-1, keepdims=True, initial=0.0)
+    inverse = el.where(el.greater(s, cutoff), 1 / el.where(el.greater(s, cutoff), s, 1), 0)
+    return con.matmul(matrix_transpose(vt) * inverse[..., None, :], matrix_transpose(u))
+
+
+def matrix_rank(M, rtol=None, *, tol=None):
+    """jnp.linalg.matrix_rank: singular values above rtol * s_max (rtol defaults to max(m, n) eps)."""
+    m = matrices("matrix_rank", M, square=False)
+    s = svdvals(m)
+    if tol is None:
+        if rtol is None:
+            rtol = max(m.shape[-2:]) * float(np.finfo(np.dtype(m.type.numpy_dtype)).eps)
+        tol = rtol * red.max(s, axis=-1, keepdims=True, initial=0.0)
+    return red.sum(el.greater(s, tol), axis=-1)
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
+    """jnp.linalg.lstsq: (x minimising ||a x - b||, squared residual norms, rank, s), x = pinv(a) b
+    over the singular values above rcond * s_max (rcond defaults to max(m, n) eps)."""
+    a, b = promoted("lstsq", a, b)
+    if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
+        raise TracingValueError(located(f"lstsq: a must be 2-d and b (m,) or (m, k) with m = a's rows, got shapes "
+                                        f"{a.shape} and {b.shape}"))
+    if rcond is None:
+        rcond = max(a.shape) * float(np.finfo(np.dtype(a.type.numpy_dtype)).eps)
+    u, s, vt = svd(a, full_matrices=False)
+    cutoff = rcond * red.max(s, initial=0.0)
+    kept = el.greater(s, cutoff)
+    inverse = el.where(kept, 1 / el.where(kept, s, 1), 0)
+    x = con.matmul(matrix_transpose(vt) * inverse[None, :], con.matmul(matrix_transpose(u), b))
+    residual = b - con.matmul(a, x)
+    resid = red.sum(residual * residual, axis=0)
+    rank = red.sum(kept)
+    if numpy_resid and not (a.shape[0] > a.shape[1]):
+        resid = cr.zeros((0,), a.type.dtype)
+    return x, resid, rank, s
+
+
+# ---- products and shapes (the array API's linalg names) -------------------------------------------
+
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
+    return con.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def outer(x1, x2, /):
+    """jnp.linalg.outer: of two vectors only."""
+    x, y = cr.asarray(x1), cr.asarray(x2)
+    if x.ndim != 1 or y.ndim != 1:
+        raise TracingValueError(located(f"outer: x1 and x2 must be 1-d, got shapes {x.shape} and {y.shape}"))
+    return con.outer(x, y)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """jnp.linalg.trace: over the last two axes."""
+    return con.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def diagonal(x, /, *, offset=0):
+    """jnp.linalg.diagonal: of the last two axes."""
+    return sh.diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    """jnp.linalg.cross: of 3-vectors only."""
+    x, y = cr.asarray(x1), cr.asarray(x2)
+    if x.shape[axis] != 3 or y.shape[axis] != 3:
+        raise TracingValueError(located(f"cross: axis {axis} must have size 3 in both operands, got shapes "
+                                        f"{x.shape} and {y.shape}"))
+    return numpy_cross(x, y, axis=axis)
+
+
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+    return con.tensordot(x1, x2, axes, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def multi_dot(arrays, *, precision=None):
+    """jnp.linalg.multi_dot: the chain product (a first 1-d operand is a row, a last one a column),
+    multiplied from the left."""
+    arrays = [cr.asarray(x) for x in arrays]
+    if len(arrays) < 2:
+        raise TracingValueError(located(f"multi_dot: expected at least two arrays, got {len(arrays)}"))
+    result = arrays[0]
+    for x in arrays[1:]:
+        result = con.dot(result, x, precision=precision)
+    return result
+
+
+def matrix_power(a, n):
+    """jnp.linalg.matrix_power: a^n by repeated squaring (inv(a)^-n for n < 0, I for n = 0)."""
+    a = cr.asarray(a)
+    n = static_int(n, "matrix_power exponent")
+    check_matrices("matrix_power", a)
+    if n == 0:
+        return sh.broadcast_to(cr.eye(a.shape[-1], dtype=a.type.dtype), a.shape)
+    if n < 0:
+        a, n = inv(a), -n
+    result, square = None, a
+    while n:
+        if n & 1:
+            result = square if result is None else con.matmul(result, square)
+        n >>= 1
+        if n:
+            square = con.matmul(square, square)
+    return result
+
+
+def tensorinv(a, ind=2):
+    """jnp.linalg.tensorinv: inv of a reshaped to a square matrix at `ind`, reshaped back swapped."""
+    a = cr.asarray(a)
+    rows, columns = math.prod(a.shape[:ind]), math.prod(a.shape[ind:])
+    if ind <= 0 or rows != columns:
+        raise TracingValueError(located(f"tensorinv: the dimensions of a {a.shape} before and after ind={ind} must "
+                                        f"have equal products, got {rows} and {columns}"))
+    return sh.reshape(inv(sh.reshape(a, (rows, columns))), a.shape[ind:] + a.shape[:ind])
+
+
+def tensorsolve(a, b, axes=None):
+    """jnp.linalg.tensorsolve: x with tensordot(a, x, x.ndim) = b."""
+    a, b = cr.asarray(a), cr.asarray(b)
+    if axes is not None:
+        a = sh.moveaxis(a, axes, [a.ndim - len(axes) + i for i in range(len(axes))])
+    x_shape = a.shape[b.ndim:]
+    rows, columns = math.prod(b.shape), math.prod(x_shape)
+    if a.shape[:b.ndim] != b.shape or rows != columns:
+        raise TracingValueError(located(f"tensorsolve: a {a.shape} must be b's shape {b.shape} followed by x's, of "
+                                        f"the same size"))
+    return sh.reshape(solve(sh.reshape(a, (rows, columns)), sh.reshape(b, (rows,))), x_shape)
+
+
+# ---- norms ------------------------------------------------------------------------------------------
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """jnp.linalg.vector_norm: every ord (inf, -inf, 0: the count of nonzeros, p: (sum |x|^p)^(1/p))."""
+    (x,) = promoted("vector_norm", x)
+    if axis is None:
+        axis = tuple(range(x.ndim))
+    size = el.abs(x)
+    if ord == math.inf:
+        return red.max(size, axis=axis, keepdims=keepdims)
+    if ord == -math.inf:
+        return red.min(size, axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return red.sum(el.not_equal(x, 0).astype(size.type.dtype), axis=axis, keepdims=keepdims)
+    if ord == 1:
+        return red.sum(size, axis=axis, keepdims=keepdims)
+    if ord == 2:
+        return el.sqrt(red.sum(size * size, axis=axis, keepdims=keepdims))
+    return el.power(red.sum(el.power(size, ord), axis=axis, keepdims=keepdims), 1.0 / ord)
+
+
+SINGULAR_VALUE_ORDS = (2, -2, "nuc")
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """jnp.linalg.matrix_norm over the last two axes."""
+    return norm(x, ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """jnp.linalg.norm: a vector norm over one axis, a matrix norm over two."""
+    (x,) = promoted("norm", x)
+    if axis is None:
+        if ord is None:
+            return vector_norm(x, axis=None, keepdims=keepdims)
+        if x.ndim not in (1, 2):
+            raise TracingValueError(located(f"norm: ord={ord!r} needs axis for an array of shape {x.shape}"))
+        axis = tuple(range(x.ndim))
+    axis = (axis,) if isinstance(axis, int) else tuple(axis)
+    if len(axis) == 1:
+        return vector_norm(x, axis=axis, keepdims=keepdims, ord=2 if ord is None else ord)
+    if len(axis) != 2:
+        raise TracingValueError(located(f"norm: axis must name one or two axes, got {axis}"))
+    rows, columns = (a % x.ndim for a in axis)
+    if ord in (None, "fro"):
+        return el.sqrt(red.sum(el.abs(x) ** 2, axis=axis, keepdims=keepdims))
+    if ord in SINGULAR_VALUE_ORDS:
+        values = svdvals(sh.moveaxis(x, (rows, columns), (-2, -1)))
+        result = red.sum(values, axis=-1) if ord == "nuc" else (red.max if ord == 2 else red.min)(values, axis=-1)
+        return sh.expand_dims(result, sorted((rows, columns))) if keepdims else result
+    if ord in (1, -1, math.inf, -math.inf):
+        summed, then = (rows, columns) if ord in (1, -1) else (columns, rows)
+        reduce = red.max if ord in (1, math.inf) else red.min
+        sums = red.sum(el.abs(x), axis=summed, keepdims=True)
+        result = reduce(sums, axis=then, keepdims=True)
+        return result if keepdims else sh.squeeze(result, axis=(rows, columns))
+    raise TracingValueError(located(f"norm: invalid ord {ord!r} for a matrix norm"))
+
+
+def cond(x, p=None):
+    """jnp.linalg.cond: s_max / s_min (p None or 2; s_min / s_max for -2), else norm(x, p) norm(inv(x), p)."""
+    if p in (None, 2, -2):
+        values = svdvals(matrices("cond", x, square=False))
+        ratio = values[..., 0] / values[..., -1]
+        return ratio if p != -2 else 1 / ratio
+    x = matrices("cond", x)
+    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+
+
+# ---- what needs the decompositions the solver library does not have yet ------------------------------
+
+def not_implemented(name: str, needs: str):
+    def function(*args, **kwargs):
+        raise NotImplementedError(located(f"cdnajit.numpy.linalg.{name} is not implemented: it needs {needs}, which "
+                                          f"the solver library (libs/solver) does not compute yet"))
+    function.__name__ = function.__qualname__ = name
+    return function
+
+
+eig = not_implemented("eig", "a general eigensolver (geev: Hessenberg reduction and the double-shift QR)")
+eigvals = not_implemented("eigvals", "a general eigensolver (geev: Hessenberg reduction and the double-shift QR)")

@@ -1,0 +1,183 @@
+"""cdnajit.scipy.linalg: jax.scipy.linalg's LU, QR, Cholesky, eigh and triangular functions on stacks of
+matrices, over the solver library (frontend/cnp/linalg_solver.py), with scipy's conventions:
+a right-hand side b is one vector per matrix when b.ndim == a.ndim - 1, else matrices (..., n, k).
+"""
+from __future__ import annotations
+
+from ..errors import TracingValueError
+from .cnp import creation as cr
+from .cnp import elementwise as el
+from .cnp import contractions as con
+from .cnp import shaping as sh
+from .cnp.base import result_type
+from .cnp.indexing_funcs import take
+from .cnp.linalg import (as_stack, broadcast_batches, check_matrices, cholesky as numpy_cholesky, det, from_stack,
+                         inv, matrices, promoted)
+from .cnp.linalg import eigh as numpy_eigh
+from .cnp.linalg import qr as numpy_qr
+from .cnp.linalg import solve as numpy_solve
+from .cnp.linalg import svd as numpy_svd
+from .cnp.linalg_solver import getrf, laswp, rows_of, trsm
+from .tracing import located
+
+__all__ = ["lu", "lu_factor", "lu_solve", "cho_factor", "cho_solve", "solve_triangular", "cholesky", "solve", "inv",
+           "det", "qr", "eigh", "svd", "block_diag", "toeplitz"]
+
+TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}   # conjugation: real matrices only
+
+
+def right_hand_side(name: str, a, b) -> tuple:
+    """(a, b as matrices [..., n, k] with a's batch, whether b was vectors, the batch shape)."""
+    a, b = promoted(name, a, b)
+    check_matrices(name, a)
+    vector = b.ndim == a.ndim - 1
+    if b.ndim < 1 or b.shape[-1 if vector else -2] != a.shape[-1]:
+        raise TracingValueError(located(f"{name}: b must be (..., {a.shape[-1]}) or (..., {a.shape[-1]}, k) for a "
+                                        f"of shape {a.shape}, got shape {b.shape}"))
+    if vector:
+        b = b[..., None]
+    a, b, batch = broadcast_batches(name, a, b, 2)
+    return as_stack(a), as_stack(b), vector, batch
+
+
+def as_given(x, vector: bool, batch: tuple):
+    x = from_stack(x, batch)
+    return x[..., 0] if vector else x
+
+
+def trans_flag(name: str, trans) -> bool:
+    if trans not in TRANS:
+        raise TracingValueError(located(f"{name}: trans must be 0, 1, 2 or 'N', 'T', 'C', got {trans!r}"))
+    return TRANS[trans]
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True):
+    """(lu, piv): L and U in one matrix (P A = L U), piv LAPACK's row swaps from 0 (int32)."""
+    a = matrices("lu_factor", a, square=False)
+    lu, pivots, _ = getrf(as_stack(a))
+    return from_stack(lu, a.shape[:-2]), sh.reshape(pivots, (*a.shape[:-2], pivots.shape[1]))
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    """x with a x = b (trans 0) or a^T x = b (trans 1, 2) from lu_factor's (lu, piv)."""
+    lu, piv = lu_and_piv
+    transposed = trans_flag("lu_solve", trans)
+    lu, b, vector, batch = right_hand_side("lu_solve", lu, b)
+    pivots = sh.reshape(sh.broadcast_to(cr.asarray(piv), batch + cr.asarray(piv).shape[-1:]),
+                        (lu.shape[0], -1))
+    permutation, inverse = laswp(pivots, lu.shape[1])
+    if transposed:   # a^T = U^T L^T P: x = P^T L^-T U^-T b
+        y = trsm(lu, b, lower=False, trans=True, unit_diagonal=False)
+        x = rows_of(trsm(lu, y, lower=True, trans=True, unit_diagonal=True), inverse)
+    else:
+        y = trsm(lu, rows_of(b, permutation), lower=True, trans=False, unit_diagonal=True)
+        x = trsm(lu, y, lower=False, trans=False, unit_diagonal=False)
+    return as_given(x, vector, batch)
+
+
+def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
+    """(p, l, u) with a = p l u ((p l, u) with permute_l); l is m x k and u k x n, k = min(m, n)."""
+    a = matrices("lu", a, square=False)
+    *batch, m, n = a.shape
+    k = min(m, n)
+    packed, _, permutation = getrf(as_stack(a))
+    l = el.add(sh.tril(packed[:, :, :k], -1), cr.eye(m, k, dtype=a.type.dtype))
+    u = sh.triu(packed[:, :k, :])
+    # p[permutation[i], i] = 1: a = P^T L U
+    p = el.equal(permutation[:, None, :], cr.arange(m, dtype="int32")[None, :, None]).astype(a.type.dtype)
+    if permute_l:
+        return from_stack(con.matmul(p, l), tuple(batch)), from_stack(u, tuple(batch))
+    return from_stack(p, tuple(batch)), from_stack(l, tuple(batch)), from_stack(u, tuple(batch))
+
+
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    """The Cholesky factor: L (lower) or U = L^T, NaNs where a is not positive definite."""
+    return numpy_cholesky(a, upper=not lower)
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    """(c, lower): the factor in c's `lower` triangle (the other triangle zero, as JAX gives)."""
+    return cholesky(a, lower=lower), lower
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """x with a x = b from cho_factor's (c, lower)."""
+    c, lower = c_and_lower
+    lower = bool(lower)   # a Python bool, or the 0-d array an eager cho_factor returns
+    c, b, vector, batch = right_hand_side("cho_solve", c, b)
+    # a = L L^T: L y = b, L^T x = y (L = c, or c^T when c holds U).
+    y = trsm(c, b, lower=lower, trans=not lower, unit_diagonal=False)
+    x = trsm(c, y, lower=lower, trans=lower, unit_diagonal=False)
+    return as_given(x, vector, batch)
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True):
+    """x with op(a) x = b for a triangular a (only its `lower` or upper triangle is read)."""
+    transposed = trans_flag("solve_triangular", trans)
+    a, b, vector, batch = right_hand_side("solve_triangular", a, b)
+    return as_given(trsm(a, b, lower=lower, trans=transposed, unit_diagonal=unit_diagonal), vector, batch)
+
+
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True, assume_a="gen"):
+    """scipy's solve: by LU ('gen'), Cholesky ('pos'), or a triangle ('lower triangular' and 'upper ...')."""
+    if assume_a in ("gen", "general", "sym", "symmetric"):
+        a, b, vector, batch = right_hand_side("solve", a, b)
+        return as_given(numpy_solve(a, b), vector, batch)
+    if assume_a in ("pos", "positive definite"):
+        return cho_solve(cho_factor(a, lower=lower), b)
+    if assume_a in ("lower triangular", "upper triangular"):
+        return solve_triangular(a, b, lower=assume_a.startswith("lower"))
+    raise NotImplementedError(located(f"solve: assume_a={assume_a!r} is not implemented"))
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """scipy's qr: (Q, R) for mode "full" (Q m x m) or "economic" (Q m x k), (R,) for mode "r"."""
+    if pivoting:
+        raise NotImplementedError(located("qr: pivoting=True (geqp3) is not implemented"))
+    modes = {"full": "complete", "economic": "reduced", "r": "r"}
+    if mode not in modes:
+        raise TracingValueError(located(f"qr: mode must be 'full', 'economic' or 'r', got {mode!r}"))
+    if mode == "r":
+        return (numpy_qr(a, "complete")[1],)
+    return numpy_qr(a, modes[mode])
+
+
+def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False, turbo=True, eigvals=None,
+         type=1, check_finite=True):
+    """scipy's eigh of one symmetric matrix's `lower` (or upper) triangle; w, or (w, v)."""
+    if b is not None or eigvals is not None:
+        raise NotImplementedError(located("eigh: the generalized problem (b) and eigvals subsets are not implemented"))
+    w, v = numpy_eigh(a, UPLO="L" if lower else "U", symmetrize_input=False)
+    return w if eigvals_only else (w, v)
+
+
+def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True, lapack_driver="gesdd"):
+    """scipy's svd: (U, s, Vh), or s (one-sided Jacobi; lapack_driver names LAPACK's and is ignored)."""
+    return numpy_svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+def block_diag(*arrays):
+    """The matrices (scalars and vectors as 1 x n) along a block diagonal, zeros elsewhere."""
+    blocks = [sh.atleast_2d(cr.asarray(x)) for x in arrays]
+    if not blocks:
+        return cr.zeros((1, 0))
+    dtype, _ = result_type(*blocks)
+    columns = sum(x.shape[1] for x in blocks)
+    rows, start = [], 0
+    for x in blocks:
+        x = x.astype(dtype)
+        width = x.shape[1]
+        rows.append(sh.concatenate([cr.zeros((x.shape[0], start), dtype), x,
+                                    cr.zeros((x.shape[0], columns - start - width), dtype)], axis=1))
+        start += width
+    return sh.concatenate(rows, axis=0)
+
+
+def toeplitz(c, r=None):
+    """The Toeplitz matrix with first column c and first row r (r = conj(c) if omitted; r[0] ignored)."""
+    c = sh.ravel(cr.asarray(c))
+    r = el.conj(c) if r is None else sh.ravel(cr.asarray(r))
+    values = sh.concatenate([c[::-1], r[1:]])    # element (i, j) is values[len(c) - 1 - i + j]
+    i = cr.arange(c.shape[0])[:, None]
+    j = cr.arange(r.shape[0])[None, :]
+    return take(values, c.shape[0] - 1 - i + j)

@@ -1,0 +1,15 @@
+"""libs/solver: dense factorizations and solves, as rocSOLVER provides them.
+
+routines.py   the routines (getrf, getrs, potrf, trsm, laswp, lapmr, geqrf, orgqr, syevj, gesvdj): attributes, shape rule, numpy reference.
+kernels.py    their kernels (one work-item per matrix: the batched small-matrix solution) and the
+              answers to the compiler's questions about a call.
+The frontend (frontend/cnp/linalg*.py) emits the calls: a factorization of a large matrix is a
+sequence of panel calls and libs/blas GEMMs it writes out, as rocSOLVER's host code does.
+This file registers the library (ir/ops/library.py's contract).
+"""
+from ...ir.ops.library import Library, register_library
+from . import kernels, routines
+
+LIBRARY = register_library(Library(
+    name="solver", routines=routines.ROUTINES, select=kernels.select, emit=kernels.emit, explain=kernels.explain,
+    cache_stamp=lambda: "1"))

@@ -1,0 +1,422 @@
+"""The solver library's kernels, and its answers to the compiler (ir/ops/library.py's contract).
+
+Solution "workitem_per_matrix" (rocSOLVER's batched small-matrix kernels): every work-item runs,
+serially as LAPACK's unblocked routines do, one matrix's factorization or decomposition (getrf:
+getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, laswp) or one right-hand side
+column's substitution (trsm, getrs); 64 work-items a workgroup, as many workgroups as the batch
+needs, so a stack of 10 000 matrices is one launch. The row gather lapmr is a plain copy, a
+workgroup per row. The sizes and the batch are scalar parameters: one kernel per routine,
+attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
+to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them into panels that these
+kernels factor and GEMM updates that libs/blas runs; QR, eigh and svd have no blocked form yet.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import kernel as K
+from ...ir.core import Op
+from ...ir.kernel import Kernel
+from ...ir.targets import Target
+from ...ir.types import NUMPY_DTYPES
+from ...lowering.emitters import operand_buffers
+from .routines import MAX_SWEEPS
+
+SOLUTION = "workitem_per_matrix"
+WORKGROUP_ITEMS = 64
+INDEX = "i64"
+
+
+def select(op: Op, target: Target) -> str:
+    return SOLUTION
+
+
+def explain(op: Op, target: Target) -> tuple[str, str]:
+    if op.attrs["routine"] == "lapmr":
+        return SOLUTION, "a workgroup per row of the result (the library's only solution)"
+    unit = "right-hand side column" if op.attrs["routine"] in ("trsm", "getrs") else "matrix"
+    return SOLUTION, f"one work-item per {unit}, the batch in the grid (the library's only solution)"
+
+
+def sizes(*names: str) -> list[K.ScalarParam]:
+    return [K.ScalarParam(name, INDEX) for name in names]
+
+
+def resized(buffers, counts) -> list[K.GlobalBuffer]:
+    """The op's buffers with counts that are extents of the size parameters (any problem size)."""
+    return [K.GlobalBuffer(b.name, b.dtype, count, b.readonly) for b, count in zip(buffers, counts)]
+
+
+def per_item(name, params, scalars, items, body, arguments) -> Kernel:
+    """A kernel running body(g) for each g in [0, items), one work-item each."""
+    g = K.Var("g", INDEX)
+    linear = K.workgroup_id(0).cast(INDEX) * WORKGROUP_ITEMS + K.workitem_id(0).cast(INDEX)
+    return K.Kernel(name, params=params + scalars, grid=(K.ceil_div(items, WORKGROUP_ITEMS),),
+                    workgroup_size=(WORKGROUP_ITEMS,), body=[K.Let(g, linear), K.If(g < items, body(g))],
+                    arguments=arguments)
+
+
+def loop(var: str, start, stop, body) -> K.For:
+    return K.For(K.Var(var, INDEX), start, stop, 1, body)
+
+
+def getrf_kernel(op: Op, name: str) -> Kernel:
+    batch, m, n = op.operands[0].type.shape
+    b, rows, columns = sizes("batch", "m", "n")
+    steps = K.minimum(rows, columns)
+    a, lu, pivots, permutation = params = resized(
+        operand_buffers(op), [b * rows * columns, b * rows * columns, b * steps, b * rows])
+    i, j, k, p = (K.Var(v, INDEX) for v in "ijkp")
+    best, value, pivot = (K.Var(v, a.dtype) for v in ("best", "value", "pivot"))
+
+    def body(g):
+        base = g * rows * columns
+        at = lambda r, c: base + r * columns + c
+        swap = K.Var("swap", a.dtype)
+        swap_index = K.Var("swap_index", "i32")
+        return [
+            loop("e", 0, rows * columns, [K.Store(lu, base + K.Var("e", INDEX), a[base + K.Var("e", INDEX)])]),
+            loop("i", 0, rows, [K.Store(permutation, g * rows + i, i.cast("i32"))]),
+            loop("k", 0, steps, [
+                # The pivot: the first entry of largest magnitude in column k, on or below the diagonal.
+                K.Let(p, k), K.Let(best, K.abs(lu[at(k, k)])),
+                loop("i", k + 1, rows, [
+                    K.Let(value, K.abs(lu[at(i, k)])),
+                    K.If(value > best, [K.Assign(best, value), K.Assign(p, i)])]),
+                K.Store(pivots, g * steps + k, p.cast("i32")),
+                K.If(p.ne(k), [
+                    loop("j", 0, columns, [
+                        K.Let(swap, lu[at(k, j)]), K.Store(lu, at(k, j), lu[at(p, j)]), K.Store(lu, at(p, j), swap)]),
+                    K.Let(swap_index, permutation[g * rows + k]),
+                    K.Store(permutation, g * rows + k, permutation[g * rows + p]),
+                    K.Store(permutation, g * rows + p, swap_index)]),
+                # L's column k (a zero pivot leaves it unscaled, as getf2), then the rank-1 update.
+                K.Let(pivot, lu[at(k, k)]),
+                K.If(pivot.ne(0), [loop("i", k + 1, rows, [K.Store(lu, at(i, k), lu[at(i, k)] / pivot)])]),
+                loop("i", k + 1, rows, [
+                    K.Let(value, lu[at(i, k)]),
+                    loop("j", k + 1, columns, [K.Store(lu, at(i, j), lu[at(i, j)] - value * lu[at(k, j)])])])])]
+
+    return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
+
+
+def potrf_kernel(op: Op, name: str) -> Kernel:
+    batch, n, _ = op.operands[0].type.shape
+    b, size = sizes("batch", "n")
+    a, l = params = resized(operand_buffers(op), [b * size * size] * 2)
+    i, j, k = (K.Var(v, INDEX) for v in "ijk")
+    total, diagonal = K.Var("total", a.dtype), K.Var("diagonal", a.dtype)
+
+    def body(g):
+        at = lambda r, c: g * size * size + r * size + c
+        return [
+            loop("i", 0, size, [loop("j", 0, size, [K.Store(l, at(i, j), K.select(j <= i, a[at(i, j)], 0))])]),
+            loop("j", 0, size, [
+                # Column j from the columns before it (left-looking, potf2's order).
+                K.Let(total, l[at(j, j)]),
+                loop("k", 0, j, [K.Assign(total, total - l[at(j, k)] * l[at(j, k)])]),
+                K.Let(diagonal, K.sqrt(total)), K.Store(l, at(j, j), diagonal),
+                loop("i", j + 1, size, [
+                    K.Assign(total, l[at(i, j)]),
+                    loop("k", 0, j, [K.Assign(total, total - l[at(i, k)] * l[at(j, k)])]),
+                    K.Store(l, at(i, j), total / diagonal)])])]
+
+    return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
+
+
+def substitution(op_a, y, at, size, forward: bool, unit: bool, total):
+    """Statements solving op_a(i, j) y = y in place for one column (y(row) read, at(row) its index):
+    rows in order for a lower triangular op_a (forward), else in reverse."""
+    t, j = K.Var("t", INDEX), K.Var("j", INDEX)
+    i = t if forward else size - 1 - t
+    done = (0, i) if forward else (i + 1, size)
+    solved = total if unit else total / op_a(i, i)
+    return [loop("t", 0, size, [
+        K.Let(total, y[at(i)]),
+        loop("j", *done, [K.Assign(total, total - op_a(i, j) * y[at(j)])]),
+        K.Store(y, at(i), solved)])]
+
+
+def trsm_kernel(op: Op, name: str) -> Kernel:
+    batch, n, _ = op.operands[0].type.shape
+    columns = op.operands[1].type.shape[2]
+    lower, trans, unit = (op.attrs[key] for key in ("lower", "trans", "unit_diagonal"))
+    b, size, rhs = sizes("batch", "n", "k")
+    a, x, y = params = resized(operand_buffers(op), [b * size * size, b * size * rhs, b * size * rhs])
+    t = K.Var("t", INDEX)
+    total = K.Var("total", a.dtype)
+
+    def body(g):
+        matrix, column = g / rhs, g % rhs
+        op_a = lambda r, c: a[matrix * size * size + (c * size + r if trans else r * size + c)]
+        at = lambda r: matrix * size * rhs + r * rhs + column
+        return [loop("t", 0, size, [K.Store(y, at(t), x[at(t)])]),
+                *substitution(op_a, y, at, size, lower != trans, unit, total)]
+
+    return per_item(name, params, [b, size, rhs], b * rhs, body, [("batch", batch), ("n", n), ("k", columns)])
+
+
+def getrs_kernel(op: Op, name: str) -> Kernel:
+    """One work-item per right-hand side column: its rows permuted, then L's and U's substitutions."""
+    batch, n, _ = op.operands[0].type.shape
+    columns = op.operands[2].type.shape[2]
+    b, size, rhs = sizes("batch", "n", "k")
+    lu, permutation, x, y = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * rhs,
+                                                                   b * size * rhs])
+    t = K.Var("t", INDEX)
+    total = K.Var("total", lu.dtype)
+
+    def body(g):
+        matrix, column = g / rhs, g % rhs
+        factor = lambda r, c: lu[matrix * size * size + r * size + c]
+        at = lambda r: matrix * size * rhs + r * rhs + column
+        return [loop("t", 0, size, [K.Store(y, at(t), x[at(permutation[matrix * size + t].cast(INDEX))])]),
+                *substitution(factor, y, at, size, True, True, total),
+                *substitution(factor, y, at, size, False, False, total)]
+
+    return per_item(name, params, [b, size, rhs], b * rhs, body, [("batch", batch), ("n", n), ("k", columns)])
+
+
+def laswp_kernel(op: Op, name: str) -> Kernel:
+    batch, steps = op.operands[0].type.shape
+    b, count, rows = sizes("batch", "pivots", "m")
+    pivots, permutation, inverse = params = resized(operand_buffers(op), [b * count, b * rows, b * rows])
+    i, k = K.Var("i", INDEX), K.Var("k", INDEX)
+    p, swap = K.Var("p", INDEX), K.Var("swap", "i32")
+
+    def body(g):
+        at = lambda r: g * rows + r
+        return [
+            loop("i", 0, rows, [K.Store(permutation, at(i), i.cast("i32"))]),
+            loop("k", 0, count, [
+                K.Let(p, pivots[g * count + k].cast(INDEX)),
+                K.Let(swap, permutation[at(k)]), K.Store(permutation, at(k), permutation[at(p)]),
+                K.Store(permutation, at(p), swap)]),
+            loop("i", 0, rows, [K.Store(inverse, at(permutation[at(i)].cast(INDEX)), i.cast("i32"))])]
+
+    return per_item(name, params, [b, count, rows], b, body,
+                    [("batch", batch), ("pivots", steps), ("m", op.attrs["rows"])])
+
+
+def lapmr_kernel(op: Op, name: str) -> Kernel:
+    """A workgroup per row of Y (grid: rows, matrices), each work-item copying one contiguous run of
+    about n / WORKGROUP_ITEMS of its elements (a loop the host vectorizes), with no index division
+    per element."""
+    x_type, permutation_type = (v.type for v in op.operands)
+    b, rows, columns, picked = sizes("batch", "m", "n", "p")
+    x, permutation, y = params = resized(operand_buffers(op), [b * rows * columns, b * picked, b * picked * columns])
+    row, matrix = K.workgroup_id(0).cast(INDEX), K.workgroup_id(1).cast(INDEX)
+    run = (columns + (WORKGROUP_ITEMS - 1)) / WORKGROUP_ITEMS
+    first = K.workitem_id(0).cast(INDEX) * run
+    source, target, column = K.Var("source", INDEX), K.Var("target", INDEX), K.Var("column", INDEX)
+    body = [
+        K.Let(source, (matrix * rows + permutation[matrix * picked + row].cast(INDEX)) * columns),
+        K.Let(target, (matrix * picked + row) * columns),
+        K.For(column, first, K.minimum(first + run, columns), 1, [K.Store(y, target + column, x[source + column])])]
+    batch, m, n = x_type.shape
+    return K.Kernel(name, params=params + [b, rows, columns, picked], grid=(picked, b),
+                    workgroup_size=(WORKGROUP_ITEMS,), body=body,
+                    arguments=[("batch", batch), ("m", m), ("n", n), ("p", permutation_type.shape[1])])
+
+
+def reflection(x, subtract, v, tau, first_row, rows, columns, first_column):
+    """Statements applying H = I - tau v v^T to the matrix x(row, column) in rows first_row.. and
+    columns first_column..: v(row) reads v below first_row, where v is 1; subtract(row, column,
+    amount) writes x(row, column) - amount."""
+    c, i = K.Var("c", INDEX), K.Var("i", INDEX)
+    w = K.Var("w", tau.dtype)
+    return [loop("c", first_column, columns, [
+        K.Let(w, x(first_row, c)),
+        loop("i", first_row + 1, rows, [K.Assign(w, w + v(i) * x(i, c))]),
+        K.Assign(w, w * tau),
+        subtract(first_row, c, w),
+        loop("i", first_row + 1, rows, [subtract(i, c, w * v(i))])])]
+
+
+def geqrf_kernel(op: Op, name: str) -> Kernel:
+    batch, m, n = op.operands[0].type.shape
+    b, rows, columns = sizes("batch", "m", "n")
+    steps = K.minimum(rows, columns)
+    a, qr, taus = params = resized(operand_buffers(op), [b * rows * columns, b * rows * columns, b * steps])
+    j, i = K.Var("j", INDEX), K.Var("i", INDEX)
+    alpha, norm2, beta, tau, scale = (K.Var(v, a.dtype) for v in ("alpha", "norm2", "beta", "tau", "scale"))
+
+    def body(g):
+        at = lambda r, c: g * rows * columns + r * columns + c
+        below = lambda r: qr[at(r, j)]
+        subtract = lambda r, c, amount: K.Store(qr, at(r, c), qr[at(r, c)] - amount)
+        return [
+            loop("e", 0, rows * columns, [K.Store(qr, g * rows * columns + K.Var("e", INDEX),
+                                                  a[g * rows * columns + K.Var("e", INDEX)])]),
+            loop("j", 0, steps, [
+                # larfg: beta = -sign(alpha) ||column||, v = column below / (alpha - beta), tau = (beta - alpha) / beta
+                K.Let(alpha, qr[at(j, j)]), K.Let(norm2, K.Const(0, a.dtype)),
+                loop("i", j + 1, rows, [K.Assign(norm2, norm2 + below(i) * below(i))]),
+                K.Let(tau, K.Const(0, a.dtype)),
+                K.If(norm2.ne(0), [
+                    K.Let(beta, K.sqrt(alpha * alpha + norm2)),
+                    K.If(alpha >= 0, [K.Assign(beta, -beta)]),
+                    K.Assign(tau, (beta - alpha) / beta),
+                    K.Let(scale, 1 / (alpha - beta)),
+                    loop("i", j + 1, rows, [K.Store(qr, at(i, j), below(i) * scale)]),
+                    K.Store(qr, at(j, j), beta)]),
+                K.Store(taus, g * steps + j, tau),
+                *reflection(lambda r, c: qr[at(r, c)], subtract, below, tau, j, rows, columns, j + 1)])]
+
+    return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
+
+
+def orgqr_kernel(op: Op, name: str) -> Kernel:
+    batch, m, n = op.operands[0].type.shape
+    b, rows, columns, wanted = sizes("batch", "m", "n", "q")
+    steps = K.minimum(rows, columns)
+    qr, taus, q = params = resized(operand_buffers(op), [b * rows * columns, b * steps, b * rows * wanted])
+    t, i, c = K.Var("t", INDEX), K.Var("i", INDEX), K.Var("c", INDEX)
+
+    def body(g):
+        at = lambda r, col: g * rows * wanted + r * wanted + col
+        j = steps - 1 - t
+        v = lambda r: qr[g * rows * columns + r * columns + j]
+        subtract = lambda r, col, amount: K.Store(q, at(r, col), q[at(r, col)] - amount)
+        return [
+            loop("i", 0, rows, [loop("c", 0, wanted, [K.Store(q, at(i, c), K.select(i.eq(c), 1, 0).cast(q.dtype))])]),
+            # H_{k-1}, then ... H_0 applied to the identity's columns (org2r's order); H_j leaves
+            # the columns before j, which are zero from row j down, as they are.
+            loop("t", 0, steps, [*reflection(lambda r, col: q[at(r, col)], subtract, v, taus[g * steps + j], j, rows,
+                                             wanted, j)])]
+
+    return per_item(name, params, [b, rows, columns, wanted], b, body,
+                    [("batch", batch), ("m", m), ("n", n), ("q", op.attrs["columns"])])
+
+
+def rotated(x, first, second, c, s, along_rows: bool, count):
+    """Statements turning columns (or rows) first and second of x(row, column) by [[c, s], [-s, c]]."""
+    k = K.Var("k", INDEX)
+    one, two = K.Var("one", c.dtype), K.Var("two", c.dtype)
+    place = (lambda index: (index, k)) if along_rows else (lambda index: (k, index))
+    read, write = x
+    return [loop("k", 0, count, [
+        K.Let(one, read(*place(first))), K.Let(two, read(*place(second))),
+        write(*place(first), c * one - s * two), write(*place(second), s * one + c * two)])]
+
+
+def jacobi_rotation(app, aqq, apq, c, s, t):
+    """Statements setting c and s of the rotation [[c, s], [-s, c]] that zeroes apq of a symmetric
+    2x2 (Golub and Van Loan's sym.schur2; t is a scratch variable)."""
+    dtype = c.dtype
+    theta = (aqq - app) / (2 * apq)
+    return [K.Let(t, K.select(theta >= 0, K.Const(1, dtype), K.Const(-1, dtype))
+                  / (K.abs(theta) + K.sqrt(theta * theta + 1))),
+            K.Let(c, 1 / K.sqrt(t * t + 1)), K.Let(s, t * c)]
+
+
+def column_swaps(values, matrices, i, best):
+    """Statements swapping entries i and best of `values` (a buffer and its base) and columns i and
+    best of each (read, write, rows) matrix."""
+    buffer, base = values
+    k = K.Var("k", INDEX)
+    swap, swap_column = K.Var("swap", buffer.dtype), K.Var("swap_column", buffer.dtype)
+    return [K.Let(swap, buffer[base + i]), K.Store(buffer, base + i, buffer[base + best]),
+            K.Store(buffer, base + best, swap),
+            *[loop("k", 0, rows, [K.Let(swap_column, read(k, i)), write(k, i, read(k, best)),
+                                  write(k, best, swap_column)]) for read, write, rows in matrices]]
+
+
+def sorted_by(values, size, matrices, descending: bool):
+    """Selection sort of `values` (buffer, base) of `size` entries, with the (read, write, rows)
+    matrices' columns."""
+    i, j, best = K.Var("i", INDEX), K.Var("j", INDEX), K.Var("best", INDEX)
+    buffer, base = values
+    better = (lambda x, y: x > y) if descending else (lambda x, y: x < y)
+    return [loop("i", 0, size, [
+        K.Let(best, i),
+        loop("j", i + 1, size, [K.If(better(buffer[base + j], buffer[base + best]), [K.Assign(best, j)])]),
+        K.If(best.ne(i), column_swaps(values, matrices, i, best))])]
+
+
+def syevj_kernel(op: Op, name: str) -> Kernel:
+    batch, n, _ = op.operands[0].type.shape
+    b, size = sizes("batch", "n")
+    a, w, v, d = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * size, b * size * size])
+    dtype = a.dtype
+    i, j, p, q = (K.Var(x, INDEX) for x in ("i", "j", "p", "q"))
+    total, off, t, c, s, apq = (K.Var(x, dtype) for x in ("total", "off", "t", "c", "s", "apq"))
+    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
+
+    def body(g):
+        at = lambda r, col: g * size * size + r * size + col
+        matrix = (lambda r, col: d[at(r, col)], lambda r, col, value: K.Store(d, at(r, col), value))
+        vectors = (lambda r, col: v[at(r, col)], lambda r, col, value: K.Store(v, at(r, col), value))
+        rotation = [
+            *jacobi_rotation(d[at(p, p)], d[at(q, q)], apq, c, s, t),
+            *rotated(matrix, p, q, c, s, False, size), *rotated(matrix, p, q, c, s, True, size),
+            *rotated(vectors, p, q, c, s, False, size)]
+        return [
+            K.Let(total, K.Const(0, dtype)),
+            loop("i", 0, size, [loop("j", 0, size, [
+                K.Store(d, at(i, j), a[at(i, j)]), K.Store(v, at(i, j), K.select(i.eq(j), 1, 0).cast(dtype)),
+                K.Assign(total, total + a[at(i, j)] * a[at(i, j)])])]),
+            loop("sweep", 0, MAX_SWEEPS, [
+                K.Let(off, K.Const(0, dtype)),
+                loop("i", 0, size, [loop("j", 0, size, [
+                    K.If(i.ne(j), [K.Assign(off, off + d[at(i, j)] * d[at(i, j)])])])]),
+                K.If(off > epsilon * epsilon * total, [
+                    loop("p", 0, size, [loop("q", p + 1, size, [
+                        K.Let(apq, d[at(p, q)]), K.If(apq.ne(0), rotation)])])])]),
+            # Eigenvalues ascending, the vectors' columns with them.
+            loop("i", 0, size, [K.Store(w, g * size + i, d[at(i, i)])]),
+            *sorted_by((w, g * size), size, [(*vectors, size)], descending=False)]
+
+    return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
+
+
+def gesvdj_kernel(op: Op, name: str) -> Kernel:
+    batch, m, n = op.operands[0].type.shape
+    b, rows, columns = sizes("batch", "m", "n")
+    a, sv, u, v = params = resized(operand_buffers(op), [b * rows * columns, b * columns, b * rows * columns,
+                                                         b * columns * columns])
+    dtype = a.dtype
+    i, j, k, p, q = (K.Var(x, INDEX) for x in ("i", "j", "k", "p", "q"))
+    rotations = K.Var("rotations", INDEX)
+    alpha, beta, gamma, t, c, s, norm = (K.Var(x, dtype) for x in ("alpha", "beta", "gamma", "t", "c", "s", "norm"))
+    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
+
+    def body(g):
+        at_u = lambda r, col: g * rows * columns + r * columns + col
+        at_v = lambda r, col: g * columns * columns + r * columns + col
+        left = (lambda r, col: u[at_u(r, col)], lambda r, col, value: K.Store(u, at_u(r, col), value))
+        right = (lambda r, col: v[at_v(r, col)], lambda r, col, value: K.Store(v, at_v(r, col), value))
+        pair = [
+            K.Let(alpha, K.Const(0, dtype)), K.Let(beta, K.Const(0, dtype)), K.Let(gamma, K.Const(0, dtype)),
+            loop("k", 0, rows, [K.Assign(alpha, alpha + u[at_u(k, p)] * u[at_u(k, p)]),
+                                K.Assign(beta, beta + u[at_u(k, q)] * u[at_u(k, q)]),
+                                K.Assign(gamma, gamma + u[at_u(k, p)] * u[at_u(k, q)])]),
+            K.If(K.abs(gamma) > epsilon * K.sqrt(alpha * beta), [
+                K.Assign(rotations, rotations + 1),
+                *jacobi_rotation(alpha, beta, gamma, c, s, t),
+                *rotated(left, p, q, c, s, False, rows), *rotated(right, p, q, c, s, False, columns)])]
+        return [
+            loop("e", 0, rows * columns, [K.Store(u, g * rows * columns + K.Var("e", INDEX),
+                                                 a[g * rows * columns + K.Var("e", INDEX)])]),
+            loop("i", 0, columns, [loop("j", 0, columns, [
+                K.Store(v, at_v(i, j), K.select(i.eq(j), 1, 0).cast(dtype))])]),
+            K.Let(rotations, K.Const(1, INDEX)),
+            loop("sweep", 0, MAX_SWEEPS, [K.If(rotations > 0, [
+                K.Assign(rotations, K.Const(0, INDEX)),
+                loop("p", 0, columns, [loop("q", p + 1, columns, pair)])])]),
+            # s = the columns' norms, U = the columns normalised (a zero column stays zero), descending.
+            loop("j", 0, columns, [
+                K.Let(norm, K.Const(0, dtype)),
+                loop("k", 0, rows, [K.Assign(norm, norm + u[at_u(k, j)] * u[at_u(k, j)])]),
+                K.Assign(norm, K.sqrt(norm)), K.Store(sv, g * columns + j, norm),
+                K.If(norm.ne(0), [loop("k", 0, rows, [K.Store(u, at_u(k, j), u[at_u(k, j)] / norm)])])]),
+            *sorted_by((sv, g * columns), columns, [(*left, rows), (*right, columns)], descending=True)]
+
+    return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
+
+
+KERNELS = {"getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel, "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
+
+
+def emit(op: Op, name: str, target: Target) -> Kernel:
+    return KERNELS[op.attrs["routine"]](op, name)

@@ -1,0 +1,343 @@
+"""The solver library's routines (ir/ops/library.py's contract), LAPACK's and rocSOLVER's, on stacks
+of row-major matrices: every operand has one batch dimension first ([B, rows, columns]; B may be 1).
+
+  getrf(A[B, m, n]) -> LU[B, m, n], pivots[B, min(m, n)] i32, permutation[B, m] i32
+      LU with partial pivoting, P A = L U: L unit lower (below LU's diagonal), U upper (on and
+      above it). pivots[k] is the row swapped with row k at step k (LAPACK's ipiv, from 0);
+      permutation is P as row indices (row i of P A is row permutation[i] of A). The pivot of a
+      column is its first entry of largest magnitude (LAPACK's i_amax). A zero pivot is left in U
+      and its column is not scaled (LAPACK's getf2): solving with it gives infs/NaNs.
+  potrf(A[B, n, n]) -> L[B, n, n]
+      Cholesky, A = L L^T, of A's lower triangle (its upper one is not read); L's upper triangle is
+      zero. A matrix that is not positive definite takes the square root of a negative number:
+      NaN from that column on.
+  trsm(A[B, n, n], X[B, n, k]) -> Y[B, n, k], attributes lower, trans, unit_diagonal
+      Y = op(A)^-1 X for a triangular A (left side; op(A) = A^T when trans), reading only the
+      triangle `lower` names (and not the diagonal when unit_diagonal).
+
+  laswp(pivots[B, k] i32) -> permutation[B, m] i32, inverse[B, m] i32, attribute rows (m)
+      the permutation LAPACK's row swaps make (pivots[k] swapped with k, in order, from the
+      identity), and its inverse (inverse[permutation[i]] = i).
+
+  lapmr(X[B, m, n], permutation[B, p] i32) -> Y[B, p, n]
+      rows gathered: Y[b, i] = X[b, permutation[b, i]] (LAPACK's lapmr, forward), the row swaps
+      of a blocked LU applied to the rows they move.
+
+  geqrf(A[B, m, n]) -> QR[B, m, n], tau[B, min(m, n)]
+      Householder QR, LAPACK's geqr2: A = H_0 ... H_{k-1} R with H_j = I - tau_j v_j v_j^T, v_j
+      zero above j, 1 at j, QR's column j below the diagonal; R on and above QR's diagonal.
+      tau_j = 0 (H_j = I) where the column below the diagonal is zero already.
+  orgqr(QR[B, m, n], tau[B, k]) -> Q[B, m, q], attribute columns (q)
+      the first q columns of H_0 ... H_{k-1} (LAPACK's org2r; q = k reduced, q = m complete).
+
+  syevj(A[B, n, n]) -> w[B, n], V[B, n, n], D[B, n, n]
+      symmetric eigenproblem by cyclic Jacobi (rocSOLVER's syevj): rotations J^T A J zero each
+      off-diagonal entry in turn (Golub and Van Loan's sym.schur2), sweep after sweep until the
+      off-diagonal part's Frobenius norm is at most eps ||A||_F (or MAX_SWEEPS); A = V diag(w) V^T
+      with w ascending, D the rotated matrix (diagonal to that tolerance). A must be symmetric.
+
+  gesvdj(A[B, m, n], m >= n) -> s[B, n], U[B, m, n], V[B, n, n]
+      one-sided Jacobi (Hestenes; rocSOLVER's gesvdj): rotations of A's column pairs (the Jacobi
+      rotation of their 2x2 Gram matrix) until every pair is orthogonal to eps (or MAX_SWEEPS);
+      then s = the columns' norms, descending, U = the columns / s (a zero column stays zero),
+      A = U diag(s) V^T.
+
+  getrs(LU[B, n, n], permutation[B, n] i32, X[B, n, k]) -> Y[B, n, k]
+      A^-1 X from getrf's P A = L U: X's rows permuted, then L's and U's substitutions, in one
+      kernel (LAPACK's getrs, no transpose).
+
+The references compute step by step as the kernels do (kernels.py), in the operands' dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.opdef import require
+from ...ir.ops.library import Routine
+from ...ir.types import TensorType
+
+DTYPES = ("f32", "f64")   # real floats; complex matrices are refused by the frontend
+
+
+def check_matrices(routine: str, types, count: int):
+    require(len(types) == count, f"library_call: solver.{routine} takes {count} operand(s), got {len(types)}")
+    for t in types:
+        require(t.ndim == 3, f"library_call: solver.{routine} takes stacks of matrices [B, rows, columns], got {t}")
+        require(t.dtype in DTYPES, f"library_call: solver.{routine} takes {' or '.join(DTYPES)}, got {t}")
+    require(len({t.dtype for t in types}) == 1, f"library_call: solver.{routine}'s operands differ in dtype: "
+                                                f"{', '.join(map(str, types))}")
+
+
+def getrf_infer(types, attrs):
+    check_matrices("getrf", types, 1)
+    (a,) = types
+    batch, m, n = a.shape
+    return [a, TensorType("i32", (batch, min(m, n))), TensorType("i32", (batch, m))]
+
+
+def getrf_reference(a):
+    lu = np.array(a, copy=True)
+    batch, m, n = lu.shape
+    pivots = np.zeros((batch, min(m, n)), np.int32)
+    permutation = np.tile(np.arange(m, dtype=np.int32), (batch, 1))
+    rows = np.arange(batch)
+    with np.errstate(all="ignore"):
+        for k in range(min(m, n)):
+            p = k + np.argmax(np.abs(lu[:, k:, k]), axis=1)
+            pivots[:, k] = p
+            lu[rows, k], lu[rows, p] = lu[rows, p].copy(), lu[rows, k].copy()
+            permutation[rows, k], permutation[rows, p] = permutation[rows, p], permutation[rows, k].copy()
+            pivot = lu[:, k, k]
+            scaled = pivot != 0
+            lu[scaled, k + 1:, k] /= pivot[scaled, None]
+            lu[:, k + 1:, k + 1:] -= lu[:, k + 1:, k:k + 1] * lu[:, k:k + 1, k + 1:]
+    return lu, pivots, permutation
+
+
+def potrf_infer(types, attrs):
+    check_matrices("potrf", types, 1)
+    (a,) = types
+    require(a.shape[1] == a.shape[2], f"library_call: solver.potrf takes square matrices, got {a}")
+    return [a]
+
+
+def potrf_reference(a):
+    l = np.tril(a)
+    n = a.shape[-1]
+    with np.errstate(all="ignore"):
+        for j in range(n):
+            diagonal = np.sqrt(l[:, j, j] - np.sum(l[:, j, :j] * l[:, j, :j], axis=1))
+            l[:, j, j] = diagonal
+            below = l[:, j + 1:, j] - np.sum(l[:, j + 1:, :j] * l[:, j:j + 1, :j], axis=2)
+            l[:, j + 1:, j] = below / diagonal[:, None]
+    return l
+
+
+def trsm_infer(types, attrs):
+    check_matrices("trsm", types, 2)
+    a, x = types
+    require(a.shape[1] == a.shape[2] and a.shape[0] == x.shape[0] and a.shape[2] == x.shape[1],
+            f"library_call: solver.trsm takes A[B, n, n] and X[B, n, k], got {a} and {x}")
+    return [x]
+
+
+def trsm_reference(a, x, lower, trans, unit_diagonal):
+    op_a = np.swapaxes(a, 1, 2) if trans else a
+    forward = lower != trans   # op(A) lower: rows in order
+    y = np.array(x, copy=True)
+    n = a.shape[1]
+    with np.errstate(all="ignore"):
+        for i in (range(n) if forward else reversed(range(n))):
+            done = slice(0, i) if forward else slice(i + 1, n)
+            row = y[:, i, :] - np.sum(op_a[:, i, done, None] * y[:, done, :], axis=1)
+            y[:, i, :] = row if unit_diagonal else row / op_a[:, i, i, None]
+    return y
+
+
+def laswp_infer(types, attrs):
+    require(len(types) == 1 and types[0].ndim == 2 and types[0].dtype == "i32",
+            f"library_call: solver.laswp takes one i32 stack of pivots [B, k], got {', '.join(map(str, types))}")
+    rows = attrs["rows"]
+    require(rows >= types[0].shape[1], f"library_call: solver.laswp: {types[0]} has more pivots than rows={rows}")
+    result = TensorType("i32", (types[0].shape[0], rows))
+    return [result, result]
+
+
+def laswp_reference(pivots, rows):
+    batch = pivots.shape[0]
+    permutation = np.tile(np.arange(rows, dtype=np.int32), (batch, 1))
+    every = np.arange(batch)
+    for k in range(pivots.shape[1]):
+        p = pivots[:, k]
+        permutation[every, k], permutation[every, p] = permutation[every, p], permutation[every, k].copy()
+    inverse = np.empty_like(permutation)
+    inverse[every[:, None], permutation] = np.arange(rows, dtype=np.int32)
+    return permutation, inverse
+
+
+def lapmr_infer(types, attrs):
+    require(len(types) == 2 and types[0].ndim == 3 and types[1].ndim == 2 and types[1].dtype == "i32"
+            and types[0].shape[0] == types[1].shape[0],
+            f"library_call: solver.lapmr takes X[B, m, n] and an i32 permutation [B, p], got "
+            f"{', '.join(map(str, types))}")
+    x, permutation = types
+    return [TensorType(x.dtype, (x.shape[0], permutation.shape[1], x.shape[2]))]
+
+
+def lapmr_reference(x, permutation):
+    return np.take_along_axis(x, permutation[:, :, None].astype(np.int64), axis=1)
+
+
+def geqrf_infer(types, attrs):
+    check_matrices("geqrf", types, 1)
+    (a,) = types
+    batch, m, n = a.shape
+    return [a, TensorType(a.dtype, (batch, min(m, n)))]
+
+
+def householder(column):
+    """(beta, tau, v without its leading 1) of LAPACK's larfg for a stack of columns [B, r]."""
+    alpha, rest = column[:, 0], column[:, 1:]
+    norm = np.sqrt(alpha * alpha + np.sum(rest * rest, axis=1))
+    beta = np.where(alpha >= 0, -norm, norm)
+    reflect = np.sum(rest * rest, axis=1) != 0
+    tau = np.where(reflect, (beta - alpha) / beta, 0).astype(column.dtype)
+    v = np.where(reflect[:, None], rest / (alpha - beta)[:, None], 0).astype(column.dtype)
+    return np.where(reflect, beta, alpha).astype(column.dtype), tau, v
+
+
+def reflect(x, v, tau):
+    """(I - tau v v^T) x for stacks: v [B, r] (its leading 1 included), x [B, r, c]."""
+    w = np.einsum("br,brc->bc", v, x)
+    return x - tau[:, None, None] * v[:, :, None] * w[:, None, :]
+
+
+def geqrf_reference(a):
+    qr = np.array(a, copy=True)
+    batch, m, n = qr.shape
+    taus = np.zeros((batch, min(m, n)), qr.dtype)
+    with np.errstate(all="ignore"):
+        for j in range(min(m, n)):
+            beta, tau, v = householder(qr[:, j:, j])
+            qr[:, j, j], qr[:, j + 1:, j], taus[:, j] = beta, v, tau
+            full = np.concatenate([np.ones((batch, 1), qr.dtype), v], axis=1)
+            qr[:, j:, j + 1:] = reflect(qr[:, j:, j + 1:], full, tau)
+    return qr, taus
+
+
+def orgqr_infer(types, attrs):
+    require(len(types) == 2, f"library_call: solver.orgqr takes QR and tau, got {', '.join(map(str, types))}")
+    qr, tau = types
+    check_matrices("orgqr", [qr], 1)
+    batch, m, n = qr.shape
+    columns = attrs["columns"]
+    require(tau.shape == (batch, min(m, n)) and tau.dtype == qr.dtype and min(m, n) <= columns <= m,
+            f"library_call: solver.orgqr takes QR[B, m, n], tau[B, min(m, n)] and columns in [min(m, n), m], got "
+            f"{qr}, {tau} and columns={columns}")
+    return [TensorType(qr.dtype, (batch, m, columns))]
+
+
+def orgqr_reference(qr, tau, columns):
+    batch, m, n = qr.shape
+    q = np.tile(np.eye(m, columns, dtype=qr.dtype), (batch, 1, 1))
+    for j in reversed(range(min(m, n))):
+        v = np.concatenate([np.ones((batch, 1), qr.dtype), qr[:, j + 1:, j]], axis=1)
+        q[:, j:, :] = reflect(q[:, j:, :], v, tau[:, j])
+    return q
+
+
+MAX_SWEEPS = 30   # cyclic Jacobi converges quadratically: about 10 sweeps in f64 for n up to a few hundred
+
+
+def syevj_infer(types, attrs):
+    check_matrices("syevj", types, 1)
+    (a,) = types
+    batch, n, columns = a.shape
+    require(n == columns, f"library_call: solver.syevj takes square matrices, got {a}")
+    return [TensorType(a.dtype, (batch, n)), a, a]
+
+
+def syevj_reference(a):
+    d = np.array(a, copy=True)
+    batch, n, _ = d.shape
+    v = np.tile(np.eye(n, dtype=d.dtype), (batch, 1, 1))
+    epsilon = np.finfo(d.dtype).eps
+    with np.errstate(all="ignore"):
+        for b in range(batch):
+            total = np.sum(d[b] * d[b])
+            for _ in range(MAX_SWEEPS):
+                if np.sum(d[b] * d[b]) - np.sum(np.diagonal(d[b]) ** 2) <= epsilon * epsilon * total:
+                    break
+                for p in range(n):
+                    for q in range(p + 1, n):
+                        if d[b, p, q] == 0:
+                            continue
+                        c, s = jacobi_rotation(d[b, p, p], d[b, q, q], d[b, p, q])
+                        rotation = np.array([[c, s], [-s, c]], d.dtype)
+                        d[b][:, [p, q]] = d[b][:, [p, q]] @ rotation
+                        d[b][[p, q], :] = rotation.T @ d[b][[p, q], :]
+                        v[b][:, [p, q]] = v[b][:, [p, q]] @ rotation
+    w = np.diagonal(d, axis1=1, axis2=2).copy()
+    order = np.argsort(w, axis=1, kind="stable")
+    return (np.take_along_axis(w, order, axis=1), np.take_along_axis(v, order[:, None, :], axis=2), d)
+
+
+def gesvdj_infer(types, attrs):
+    check_matrices("gesvdj", types, 1)
+    (a,) = types
+    batch, m, n = a.shape
+    require(m >= n, f"library_call: solver.gesvdj takes matrices with at least as many rows as columns, got {a}")
+    return [TensorType(a.dtype, (batch, n)), a, TensorType(a.dtype, (batch, n, n))]
+
+
+def jacobi_rotation(app, aqq, apq):
+    """(c, s) of the rotation [[c, s], [-s, c]] that zeroes apq of a symmetric 2x2 (sym.schur2)."""
+    theta = (aqq - app) / (2 * apq)
+    t = (1 if theta >= 0 else -1) / (abs(theta) + np.sqrt(theta * theta + 1))
+    c = 1 / np.sqrt(t * t + 1)
+    return c, t * c
+
+
+def gesvdj_reference(a):
+    u = np.array(a, copy=True)
+    batch, m, n = u.shape
+    v = np.tile(np.eye(n, dtype=u.dtype), (batch, 1, 1))
+    epsilon = np.finfo(u.dtype).eps
+    with np.errstate(all="ignore"):
+        for b in range(batch):
+            for _ in range(MAX_SWEEPS):
+                rotations = 0
+                for p in range(n):
+                    for q in range(p + 1, n):
+                        alpha, beta, gamma = u[b, :, p] @ u[b, :, p], u[b, :, q] @ u[b, :, q], u[b, :, p] @ u[b, :, q]
+                        if gamma == 0 or abs(gamma) <= epsilon * np.sqrt(alpha * beta):
+                            continue
+                        rotations += 1
+                        rotation = np.array(jacobi_rotation(alpha, beta, gamma), u.dtype)
+                        rotation = np.array([[rotation[0], rotation[1]], [-rotation[1], rotation[0]]], u.dtype)
+                        u[b][:, [p, q]] = u[b][:, [p, q]] @ rotation
+                        v[b][:, [p, q]] = v[b][:, [p, q]] @ rotation
+                if rotations == 0:
+                    break
+        s = np.sqrt(np.sum(u * u, axis=1))
+        u = np.where(s[:, None, :] != 0, u / s[:, None, :], u)
+    order = np.argsort(-s, axis=1, kind="stable")
+    return (np.take_along_axis(s, order, axis=1), np.take_along_axis(u, order[:, None, :], axis=2),
+            np.take_along_axis(v, order[:, None, :], axis=2))
+
+
+def getrs_infer(types, attrs):
+    require(len(types) == 3, f"library_call: solver.getrs takes LU, permutation and X, got "
+                             f"{', '.join(map(str, types))}")
+    lu, permutation, x = types
+    check_matrices("getrs", [lu, x], 2)
+    batch, n, _ = lu.shape
+    require(lu.shape[2] == n and permutation.shape == (batch, n) and permutation.dtype == "i32"
+            and x.shape[:2] == (batch, n),
+            f"library_call: solver.getrs takes LU[B, n, n], an i32 permutation [B, n] and X[B, n, k], got "
+            f"{', '.join(map(str, types))}")
+    return [x]
+
+
+def getrs_reference(lu, permutation, x):
+    y = lapmr_reference(x, permutation)
+    y = trsm_reference(lu, y, lower=True, trans=False, unit_diagonal=True)
+    return trsm_reference(lu, y, lower=False, trans=False, unit_diagonal=False)
+
+
+ROUTINES = {
+    "getrf": Routine({}, getrf_infer, getrf_reference, "LU with partial pivoting (libs/solver/routines.py)"),
+    "potrf": Routine({}, potrf_infer, potrf_reference, "Cholesky of the lower triangle (libs/solver/routines.py)"),
+    "trsm": Routine({"lower": "bool", "trans": "bool", "unit_diagonal": "bool"}, trsm_infer, trsm_reference,
+                    "triangular solve, left side (libs/solver/routines.py)"),
+    "laswp": Routine({"rows": "int"}, laswp_infer, laswp_reference,
+                     "the permutation of LU's row swaps (libs/solver/routines.py)"),
+    "geqrf": Routine({}, geqrf_infer, geqrf_reference, "Householder QR (libs/solver/routines.py)"),
+    "orgqr": Routine({"columns": "int"}, orgqr_infer, orgqr_reference,
+                     "Q of a Householder QR (libs/solver/routines.py)"),
+    "syevj": Routine({}, syevj_infer, syevj_reference, "symmetric eigensolver, Jacobi (libs/solver/routines.py)"),
+    "gesvdj": Routine({}, gesvdj_infer, gesvdj_reference, "singular values, one-sided Jacobi "
+                                                          "(libs/solver/routines.py)"),
+    "getrs": Routine({}, getrs_infer, getrs_reference, "solve with getrf's factors (libs/solver/routines.py)"),
+    "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
+}

@@ -1,0 +1,174 @@
+"""cdnajit.numpy.linalg's QR, symmetric eigen- and singular value decompositions (and what is built on
+them: pinv, lstsq, matrix_rank, cond, the 2-norms) against numpy, on stacks in f32 and f64.
+
+Error model: Householder QR and the Jacobi methods are backward stable (Higham, 19.3; Demmel and
+Veselic, "Jacobi's method is more accurate than QR", 1992), with backward errors of order n eps ||A||
+after their O(1) sweeps, so each test bounds ||A - factors|| / (||A|| n eps) and the departure from
+orthogonality ||Q^T Q - I|| / (n eps) by BOUND. Eigen- and singular vectors are defined up to sign,
+so they are checked through these identities; eigen- and singular values, perturbed by at most
+||E||_2 (Weyl), agree with numpy's to BOUND n eps ||A||.
+"""
+import numpy as np
+import pytest
+
+import cdnajit as cj
+import cdnajit.numpy as cnp
+import cdnajit.scipy.linalg as csl
+from cdnajit.frontend.tracing import bind
+from cdnajit.libs.solver.routines import geqrf_reference, gesvdj_reference, orgqr_reference, syevj_reference
+
+DTYPES = [np.float32, np.float64]
+# f32 repeats the f64 cases' paths with other kernels: in `make test-all` only.
+DTYPES_FAST_F64 = [pytest.param(np.float32, marks=pytest.mark.slow), np.float64]
+BOUND = 8
+
+
+def eps(dtype):
+    return np.finfo(dtype).eps
+
+
+def norms(x):
+    return np.linalg.norm(np.asarray(x, np.float64), axis=(-2, -1))
+
+
+def backward_error(a, product, dtype):
+    n = max(a.shape[-2:] + (1,))
+    return np.max(norms(np.asarray(a, np.float64) - product) / (np.maximum(norms(a), 1e-300) * n * eps(dtype)))
+
+
+def orthogonality(q, dtype):
+    """||Q^T Q - I|| / (n eps) of a stack of matrices with orthonormal columns."""
+    q = np.asarray(q, np.float64)
+    n = max(q.shape[-2], 1)
+    return np.max(norms(np.swapaxes(q, -1, -2) @ q - np.eye(q.shape[-1])) / (n * eps(dtype)))
+
+
+def random(shape, dtype, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
+@pytest.mark.parametrize("shape", [(7, 4), (3, 5), (2, 6, 6)])
+@pytest.mark.parametrize("mode", ["reduced", "complete"])
+def test_qr(dtype, shape, mode):
+    a = random(shape, dtype)
+    q, r = cnp.linalg.qr(a, mode=mode)
+    want_q, want_r = np.linalg.qr(a, mode=mode)
+    assert q.shape == want_q.shape and r.shape == want_r.shape and q.dtype == dtype
+    assert np.all(np.tril(r, -1) == 0)
+    assert backward_error(a, q.astype(np.float64) @ r, dtype) <= BOUND
+    assert orthogonality(q, dtype) <= BOUND
+    assert cnp.linalg.qr(a, mode="r").shape == np.linalg.qr(a, mode="r").shape
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_eigh_on_a_stack(dtype):
+    x = random((2, 3, 9, 9), dtype, seed=1)
+    w, v = cnp.linalg.eigh(x)
+    s = ((x + np.swapaxes(x, -1, -2)) / 2).astype(np.float64)
+    assert np.all(np.diff(w, axis=-1) >= 0)
+    assert backward_error(s, (v * w[..., None, :]).astype(np.float64) @ np.swapaxes(v, -1, -2), dtype) <= BOUND
+    assert orthogonality(v, dtype) <= BOUND
+    scale = np.linalg.norm(s, 2, axis=(-2, -1))[..., None]
+    assert np.max(np.abs(w - np.linalg.eigvalsh(s)) / (scale * 9 * eps(dtype))) <= BOUND
+    np.testing.assert_array_equal(cnp.linalg.eigvalsh(x), w)
+
+
+def test_eigh_reads_one_triangle_without_symmetrizing():
+    a = random((5, 5), np.float64, seed=2)
+    for uplo in ("L", "U"):
+        w = cnp.linalg.eigvalsh(a, UPLO=uplo, symmetrize_input=False)
+        np.testing.assert_allclose(w, np.linalg.eigvalsh(a, UPLO=uplo), rtol=0, atol=BOUND * 5 * eps(np.float64) * 10)
+    w, v = csl.eigh(a, lower=False)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(a, UPLO="U"), rtol=0, atol=BOUND * 5 * eps(np.float64) * 10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
+@pytest.mark.parametrize("shape", [(6, 4), (3, 7), (2, 5, 5)])
+@pytest.mark.parametrize("full_matrices", [True, False])
+def test_svd(dtype, shape, full_matrices):
+    a = random(shape, dtype, seed=3)
+    u, s, vh = cnp.linalg.svd(a, full_matrices=full_matrices)
+    want_u, want_s, want_vh = np.linalg.svd(a, full_matrices=full_matrices)
+    assert (u.shape, s.shape, vh.shape) == (want_u.shape, want_s.shape, want_vh.shape)
+    k = min(shape[-2:])
+    assert np.all(np.diff(s, axis=-1) <= 0)
+    assert backward_error(a, (u[..., :k] * s[..., None, :]).astype(np.float64) @ vh[..., :k, :], dtype) <= BOUND
+    assert orthogonality(u, dtype) <= BOUND and orthogonality(np.swapaxes(vh, -1, -2), dtype) <= BOUND
+    scale = want_s[..., :1]
+    assert np.max(np.abs(s - want_s) / (scale * max(shape) * eps(dtype))) <= BOUND
+    np.testing.assert_array_equal(cnp.linalg.svdvals(a), s)
+
+
+def test_rank_deficient_matrices():
+    """Rank 2 in 6 x 5: two singular values above the rest by 1/eps; U stays orthonormal (its
+    columns of zero singular values come from the QR completion), and pinv, lstsq and matrix_rank
+    agree with numpy's."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((6, 2)) @ rng.standard_normal((2, 5))
+    u, s, vh = cnp.linalg.svd(a)
+    assert orthogonality(u, np.float64) <= BOUND and np.all(s[2:] <= 1e-14 * s[0])
+    assert cnp.linalg.matrix_rank(a) == 2
+    np.testing.assert_array_equal(cnp.linalg.matrix_rank(np.stack([a, np.eye(6, 5), np.zeros((6, 5))])), [2, 5, 0])
+    np.testing.assert_allclose(cnp.linalg.pinv(a), np.linalg.pinv(a), rtol=0, atol=1e-13 * np.abs(np.linalg.pinv(a)).max())
+    b = rng.standard_normal((6, 3))
+    x, resid, rank, sv = cnp.linalg.lstsq(a, b)
+    want_x, _, want_rank, want_sv = np.linalg.lstsq(a, b)
+    np.testing.assert_allclose(x, want_x, rtol=0, atol=1e-13 * np.abs(want_x).max())
+    assert rank == want_rank
+    np.testing.assert_allclose(resid, np.sum((b - a @ want_x) ** 2, axis=0), rtol=1e-12)
+
+
+def test_singular_value_norms_and_cond():
+    a = random((3, 4, 4), np.float64, seed=5)
+    for ord in (2, -2, "nuc"):
+        np.testing.assert_allclose(cnp.linalg.norm(a, ord, axis=(1, 2)), np.linalg.norm(a, ord, axis=(1, 2)),
+                                   rtol=1e-13)
+    for p in (None, 2, -2):
+        np.testing.assert_allclose(cnp.linalg.cond(a, p), np.linalg.cond(a, p), rtol=1e-12)
+    assert cnp.linalg.norm(a, 2, axis=(1, 2), keepdims=True).shape == (3, 1, 1)
+
+
+def test_scipy_qr_and_svd():
+    a = random((5, 3), np.float64, seed=6)
+    q, r = csl.qr(a)
+    assert q.shape == (5, 5) and r.shape == (5, 3) and backward_error(a, q @ r, np.float64) <= BOUND
+    q, r = csl.qr(a, mode="economic")
+    assert q.shape == (5, 3) and r.shape == (3, 3)
+    (r,) = csl.qr(a, mode="r")
+    assert r.shape == (5, 3)
+    np.testing.assert_allclose(csl.svd(a, compute_uv=False), np.linalg.svd(a, compute_uv=False), rtol=1e-13)
+
+
+def test_empty_decompositions():
+    assert [x.shape for x in cnp.linalg.qr(np.zeros((0, 3)))] == [(0, 0), (0, 3)]
+    assert [x.shape for x in cnp.linalg.svd(np.zeros((2, 3, 0)))] == [(2, 3, 3), (2, 0), (2, 0, 0)]
+    assert [x.shape for x in cnp.linalg.eigh(np.zeros((0, 2, 2)))] == [(0, 2), (0, 2, 2)]
+    with pytest.raises(NotImplementedError, match="linalg.eig is not implemented: it needs a general eigensolver"):
+        cnp.linalg.eig(np.eye(2))
+
+
+# ---- the routines against their references -------------------------------------------------------------
+
+def call(routine, *operands, **attrs):
+    return bind("library_call", list(operands), {"library": "solver", "routine": routine, "solution": "", **attrs})
+
+
+def test_the_decomposition_routines_match_their_references():
+    """geqrf, orgqr, syevj and gesvdj compiled against routines.py's numpy references, which make the
+    same rotations and reflections in the same order (the sums' order differs: BOUND n eps)."""
+    a = random((3, 6, 4), np.float64, seed=7)
+    qr, tau = cj.jit(lambda x: tuple(call("geqrf", x)))(a)
+    want_qr, want_tau = geqrf_reference(a)
+    tolerance = BOUND * 6 * eps(np.float64) * np.abs(a).max()
+    np.testing.assert_allclose(qr, want_qr, rtol=0, atol=tolerance)
+    np.testing.assert_allclose(tau, want_tau, rtol=0, atol=tolerance)
+    (q,) = cj.jit(lambda x, t: tuple(call("orgqr", x, t, columns=6)))(qr, tau)
+    np.testing.assert_allclose(q, orgqr_reference(qr, tau, 6), rtol=0, atol=tolerance)
+    s, u, v = cj.jit(lambda x: tuple(call("gesvdj", x)))(a)
+    want = gesvdj_reference(a)
+    np.testing.assert_allclose(s, want[0], rtol=0, atol=tolerance)
+    np.testing.assert_allclose(np.abs(u), np.abs(want[1]), rtol=0, atol=100 * tolerance)
+    sym = a[:, :4] + np.swapaxes(a[:, :4], 1, 2)
+    w, vectors, _ = cj.jit(lambda x: tuple(call("syevj", x)))(sym)
+    np.testing.assert_allclose(w, syevj_reference(sym)[0], rtol=0, atol=tolerance)
