@@ -183,6 +183,73 @@ def test_non_uniform_if_and_loop():
     np.testing.assert_array_equal(cs, m * (m - 1) // 2)
 
 
+def else_if_chain(value, slot):
+    """slot = 0 below -1, 2 above 1, 3 at 0, else 1: an if whose else is an if whose else is an
+    if, each assigning `slot`, defined before them."""
+    return [K.Assign(slot, K.Const(1, "i32")),
+            K.If(value < -1, [K.Assign(slot, slot - 1)],
+                 [K.If(value > 1, [K.Assign(slot, slot + 1)], [K.If(value.eq(0), [K.Assign(slot, slot + 2)])])])]
+
+
+def else_if_chain_model(values):
+    return np.select([values < -1, values > 1, values == 0], [0, 2, 3], 1)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+def test_else_if_chain_in_a_loop_of_each_work_item(dtype):
+    """libs/prim's first equal-bins bin_counts shape, for 1, 2, 3 and 64 active work-items of a
+    workgroup: in a `for` of each work-item, the else-if chain classifies each element of the
+    work-item's run and the work-item counts the slots into its own row. Integers and small
+    integer floats compare exactly, so the counts equal numpy's."""
+    groups, run, active = 2, 5, K.ScalarParam("active", "i32")
+    n = groups * 64 * run
+    x = K.GlobalBuffer("x", dtype, n, readonly=True)
+    counts = K.GlobalBuffer("counts", "i32", groups * 64 * 4)
+    t, j, k, slot, value = (K.Var("t", "i32"), K.Var("j", "i32"), K.Var("k", "i32"), K.Var("slot", "i32"),
+                            K.Var("value", dtype))
+    row = lambda at: t * 4 + at
+    body = [K.Let(t, linear_index(64)),
+            K.If(K.workitem_id(0) < active, [
+                K.Let(slot, K.Const(-1, "i32")),
+                K.For(k, 0, 4, 1, [K.Store(counts, row(k), K.Const(0, "i32"))]),
+                K.For(j, 0, run, 1, [K.Let(value, x[t * run + j]), *else_if_chain(value, slot),
+                                     K.Store(counts, row(slot), counts[row(slot)] + 1)])])]
+    compiled = compile_kernel(K.Kernel("else_if_loop", params=[x, counts, active], grid=(groups,),
+                                       workgroup_size=(64,), body=body))
+    xs = RNG.integers(-3, 4, n).astype(cj.ir.numpy_dtype(dtype))
+    slots = else_if_chain_model(xs.reshape(groups, 64, run))
+    for items in (1, 2, 3, 64):
+        result = np.full(groups * 64 * 4, -5, np.int32)
+        compiled(xs, result, items)
+        expected = np.full((groups, 64, 4), -5, np.int32)
+        expected[:, :items] = (slots[:, :items, :, None] == np.arange(4)).sum(axis=2)
+        np.testing.assert_array_equal(result.reshape(groups, 64, 4), expected, err_msg=f"{items} active work-items")
+
+
+@pytest.mark.parametrize("dtype", ["f32", "i32"])
+def test_else_if_chain_in_the_vectorized_work_item_loop(dtype):
+    """The same chain straight in the work-item loop, which vectorizes (the branches become
+    selects), for 1, 2, 3 and 64 active work-items."""
+    groups, active = 2, K.ScalarParam("active", "i32")
+    n = groups * 64
+    x, out = K.GlobalBuffer("x", dtype, n, readonly=True), K.GlobalBuffer("out", "i32", n)
+    t, slot, value = K.Var("t", "i32"), K.Var("slot", "i32"), K.Var("value", dtype)
+    body = [K.Let(t, linear_index(64)),
+            K.If(K.workitem_id(0) < active, [
+                K.Let(slot, K.Const(-1, "i32")), K.Let(value, x[t]), *else_if_chain(value, slot),
+                K.Store(out, t, slot)])]
+    kernel = K.Kernel("else_if_items", params=[x, out, active], grid=(groups,), workgroup_size=(64,), body=body)
+    assert re.search(r"<(4|8|16) x i32>", optimized_llvm_ir(kernel)), "the work-item loop did not vectorize"
+    compiled = compile_kernel(kernel)
+    xs = RNG.integers(-3, 4, n).astype(cj.ir.numpy_dtype(dtype))
+    slots = else_if_chain_model(xs.reshape(groups, 64))
+    for items in (1, 2, 3, 64):
+        result = np.full(n, -5, np.int32)
+        compiled(xs, result, items)
+        expected = np.where(np.arange(64) < items, slots, -5)
+        np.testing.assert_array_equal(result.reshape(groups, 64), expected, err_msg=f"{items} active work-items")
+
+
 def test_prefetch_is_one_l2_prefetch_per_cache_line_and_changes_nothing():
     n = 1024
     x, y = K.GlobalBuffer("x", "f32", n, readonly=True), K.GlobalBuffer("y", "f32", n)
