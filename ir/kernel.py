@@ -143,6 +143,12 @@ class Expr:
     def bitcast(self, dtype: str) -> "Expr":
         return Bitcast(self, dtype)
 
+    def __bool__(self):
+        # Python's `and`, `or`, `not`, `if` and chained comparisons (`0 <= i < n` is `0 <= i and i < n`)
+        # would ask for a truth value and silently keep one side of a condition.
+        raise TypeError("a kernel expression has no truth value when the kernel is built: combine conditions "
+                        "with `&`, `|` and `~`, and write `(0 <= i) & (i < n)` for a chained comparison")
+
     __hash__ = object.__hash__
 
 
