@@ -233,17 +233,15 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None) -> Initializer:
 
 def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None) -> Initializer:
     """Xiao et al. (2018): a convolution kernel (3, 4 or 5 dimensions, spatial axes first) that is an
-    orthogonal matrix at the spatial center and zero elsewhere. As JAX's, the orthogonal matrix is
-    drawn in the builder's dtype (float64 for None) and then rounded to the init's dtype."""
+    orthogonal matrix (drawn as `orthogonal` draws it) at the spatial center and zero elsewhere."""
     def init(key, shape, dtype=dtype):
         shape = canonical_shape(shape)
         if len(shape) not in (3, 4, 5):
             raise TracingValueError(located(f"Delta orthogonal initializer requires a 3D, 4D or 5D shape, got {shape}"))
         if shape[-1] < shape[-2]:
             raise TracingValueError(located(f"`fan_in` must be less or equal than `fan_out`, got shape {shape}"))
+        matrix = orthogonal(scale, column_axis, dtype)(key, shape[-2:])
         # The matrix at index (k - 1) // 2 of each spatial axis of length k, zeros around it.
         spatial = [((k - 1) // 2, k - 1 - (k - 1) // 2) for k in shape[:-2]]
-        matrix = cnp.reshape(orthogonal_matrix(key, shape[-2:]), (1,) * len(spatial) + shape[-2:])
-        return cnp.pad(matrix, spatial + [(0, 0), (0, 0)]).astype(dtype_or_default(dtype))
-    orthogonal_matrix = orthogonal(scale=scale, column_axis=column_axis, dtype=dtype)
+        return cnp.pad(cnp.reshape(matrix, (1,) * len(spatial) + shape[-2:]), spatial + [(0, 0), (0, 0)])
     return init
