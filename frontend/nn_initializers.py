@@ -37,6 +37,7 @@ DISTRIBUTIONS = ("truncated_normal", "normal", "uniform")
 
 
 class Initializer(Protocol):
+    """What the builders return: init(key, shape, dtype) -> an array of that shape and dtype."""
     def __call__(self, key, shape, dtype=None):
         ...
 
