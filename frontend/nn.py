@@ -6,7 +6,7 @@ promote where jnp's own ops promote), softmax subtracts the maximum first, gelu'
 approximation, attention computes its logits and softmax in at least f32. Convolutions followed by
 these activations, and attention, are what the dnn library matches (libs/dnn).
 
-`nn.initializers` needs random numbers, which cdnajit.random provides; it is not defined yet.
+`nn.initializers` (nn_initializers.py) holds jax.nn.initializers, drawn with cdnajit.random.
 """
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ import numpy as np
 
 from ..errors import TracingTypeError, TracingValueError
 from . import cnp, eager, lax
+from . import nn_initializers as initializers
 from .dtypes import is_inexact
 from .tracing import as_tracer, located
 
 __all__ = ["identity", "relu", "relu6", "leaky_relu", "elu", "celu", "selu", "gelu", "silu", "swish", "sigmoid",
            "log_sigmoid", "softplus", "soft_sign", "hard_tanh", "hard_sigmoid", "hard_silu", "hard_swish", "mish",
            "squareplus", "tanh", "glu", "softmax", "log_softmax", "logsumexp", "standardize", "one_hot",
-           "dot_product_attention"]
+           "dot_product_attention", "initializers"]
 
 # selu's constants: Klambauer et al., "Self-Normalizing Neural Networks" (2017), eq. 14.
 SELU_ALPHA = 1.6732632423543772848170429916717
