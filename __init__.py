@@ -51,6 +51,7 @@ _dnn.find = _dnn_find
 _sys.modules[__name__ + ".numpy"] = numpy
 _sys.modules[__name__ + ".lax"] = lax
 _sys.modules[__name__ + ".nn"] = nn
+_sys.modules[__name__ + ".nn.initializers"] = nn.initializers
 _sys.modules[__name__ + ".ops"] = ops
 _sys.modules[__name__ + ".random"] = random
 
