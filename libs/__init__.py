@@ -5,3 +5,4 @@ matcher rules, its solution selection and its kernel emitter. Importing this pac
 every built-in library: adding one is adding its folder and its line below.
 """
 from . import blas  # noqa: F401
+from . import fft  # noqa: F401
