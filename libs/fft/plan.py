@@ -8,7 +8,10 @@ A 1-D transform of length N along one axis is planned as
     kernel over L1 with stride L2 that multiplies its results by the twiddles w_N^(k1 n2), then a
     stockham kernel over L2 that writes its results transposed, X[k1 + L1 k2]. L1 is the largest
     factor not above sqrt(N) (so L1 <= L2, and the second pass reads rows).
-Lengths with a prime factor above 13 have no plan here (Bluestein is not implemented yet).
+  - `bluestein`: otherwise (a prime factor above 13, or too long for two passes), Bluestein's chirp-z
+    algorithm through a power-of-two plan of length M >= 2N - 1: the input times the chirp, zero-padded
+    to M, convolved with the chirp filter by two FFTs and an inverse FFT of length M, times the chirp.
+A plan that would need a third pass (a length above LDS_LIMIT^2, or a Bluestein M above it) has none.
 
 Plans are cached by (length, part dtype) (`plan_for`): the plan cache keyed by problem.
 """
@@ -54,24 +57,22 @@ class Node:
 
 @dataclass(frozen=True)
 class Plan:
-    kind: str                     # "identity", "stockham" or "two_pass"
+    kind: str                     # "identity", "stockham", "two_pass" or "bluestein"
     length: int
-    nodes: tuple[Node, ...]
+    nodes: tuple[Node, ...]       # the stockham nodes (for bluestein: those of `inner`)
+    inner: "Plan | None" = None   # bluestein's plan of length M
 
     @property
     def name(self) -> str:
         return f"{self.kind}_len{self.length}"
 
 
-@functools.lru_cache(maxsize=1024)
-def plan_for(length: int, part_dtype: str) -> Plan | None:
-    """The plan of a 1-D transform of `length` in precision `part_dtype`, or None when none exists."""
-    if length == 1:
-        return Plan("identity", 1, ())
+def direct_plan(length: int, part_dtype: str) -> Plan | None:
+    """The stockham or two_pass plan of `length`, if its radices allow one."""
     radices = radices_of(length)
+    limit = lds_limit(part_dtype)
     if radices is None:
         return None
-    limit = lds_limit(part_dtype)
     if length <= limit:
         return Plan("stockham", length, (Node(length, radices),))
     for first in sorted((d for d in range(2, math.isqrt(length) + 1) if length % d == 0), reverse=True):
@@ -79,3 +80,15 @@ def plan_for(length: int, part_dtype: str) -> Plan | None:
         if second <= limit:
             return Plan("two_pass", length, (Node(first, radices_of(first)), Node(second, radices_of(second))))
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def plan_for(length: int, part_dtype: str) -> Plan | None:
+    """The plan of a 1-D transform of `length` in precision `part_dtype`, or None when none exists."""
+    if length == 1:
+        return Plan("identity", 1, ())
+    direct = direct_plan(length, part_dtype)
+    if direct is not None:
+        return direct
+    inner = direct_plan(1 << (2 * length - 2).bit_length(), part_dtype)
+    return None if inner is None else Plan("bluestein", length, inner.nodes, inner)
