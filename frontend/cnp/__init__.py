@@ -28,3 +28,4 @@ ndarray = _eager.ndarray
 _eager.make_namespace_eager(globals(), [n for n in dir() if not n.startswith("_")],
                             host_only=set(_dtype_names) | {"shape", "ndim", "size", "broadcast_shapes", "ndarray"}
                             | _array_funcs.HOST_ONLY | _functional.HOST_ONLY)
+from . import fft  # noqa: F401,E402  (cdnajit.numpy.fft: its own namespace, made eager in it)
