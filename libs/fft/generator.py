@@ -12,8 +12,9 @@ w_(Ns R)^(r (j mod Ns)) (from the table: w_N^(r (j mod Ns) N / (Ns R))), runs th
 (butterfly.py) and writes them at (j / Ns) Ns R + (j mod Ns) + r Ns, so the last pass leaves the
 result in natural order (Stockham's autosort). Passes alternate between two LDS buffers; the first
 reads global memory and the last writes it, with the scale, the two-pass plan's twiddle
-w_L^(k n2) (two table levels) and the transposed layout applied on the way out. Transform g of the
-launch is x[g / C, :, g mod C] of x viewed [B M, N, C]: consecutive transforms of a workgroup are
+w_L^(k n2) (two table levels) and the transposed layout applied on the way out. The scale and the
+table's size are scalar parameters too; whether there is a scale (not 1) and a twiddle (L > 0) are
+variants of the code. Transform g of the launch is x[g / C, :, g mod C] of x viewed [B M, N, C]: consecutive transforms of a workgroup are
 consecutive c, so a strided pass reads runs of consecutive elements.
 """
 from __future__ import annotations
@@ -114,6 +115,7 @@ def pointwise_kernel(op, name: str) -> K.Kernel:
     x_type = op.operands[0].type
     part = part_of(op) if op.result.type.dtype in COMPLEXES else op.result.type.dtype
     batch, in_length, length, inner = (K.ScalarParam(n, INDEX) for n in ("batch", "in_length", "length", "inner"))
+    scale = K.ScalarParam("scale", part)
     x = K.GlobalBuffer("in0", part, batch * in_length * inner * parts(input_kind), readonly=True)
     factor_length = K.ScalarParam("factor_length", INDEX)
     f = K.GlobalBuffer("in1", part, factor_length * 2, readonly=True)
@@ -137,13 +139,14 @@ def pointwise_kernel(op, name: str) -> K.Kernel:
             w = (f[i * 2], f[i * 2 + 1] if factor == "plain" else -f[i * 2 + 1])
             value = multiply(tail, value, w)
         if op.attrs["scale"] != 1.0:
-            value = tail.complex(value[0] * op.attrs["scale"], value[1] * op.attrs["scale"])
+            value = tail.complex(value[0] * scale, value[1] * scale)
         return stmts + tail.stmts + store(y, e, value, output_kind)
-    params = [x] + ([f] if factor != "none" else []) + [y, batch, in_length, length, inner]
+    params = [x] + ([f] if factor != "none" else []) + [y, batch, in_length, length, inner, scale]
     b_count, l_in, l_out, c_count = x_type.shape[0], x_type.shape[1], op.attrs["length"], x_type.shape[2]
     if input_kind == "real_pairs":
         c_count //= 2
-    arguments = [("batch", b_count), ("in_length", l_in), ("length", l_out), ("inner", c_count)]
+    arguments = [("batch", b_count), ("in_length", l_in), ("length", l_out), ("inner", c_count),
+                 ("scale", op.attrs["scale"])]
     if factor != "none":
         params.append(factor_length)
         arguments.append(("factor_length", op.operands[1].type.shape[0]))
@@ -192,12 +195,14 @@ def stockham_kernel(op, name: str) -> K.Kernel:
     twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
     length = math.prod(radices)
     part = part_of(op)
-    table_count = op.operands[1].type.shape[1]
+    table_count = K.ScalarParam("table_count", INDEX)
     per_group = max(1, ITEMS_PER_GROUP // length)
     items = 64 if per_group * length <= 512 else 256
 
     total, rows, inner = (K.ScalarParam(n, INDEX) for n in ("transforms", "rows", "inner"))
     block = K.ScalarParam("twiddle_block", INDEX)      # C N / L: entries of c sharing one n2
+    step = K.ScalarParam("twiddle_step", LOCAL)        # routines.large_step(L)
+    factor = K.ScalarParam("scale", part)
     x = K.GlobalBuffer("in0", part, total * (length * parts(input_kind)), readonly=True)
     table = K.GlobalBuffer("in1", part, 2 * table_count, readonly=True)
     y = K.GlobalBuffer("out0", part, total * (length * parts(output_kind)))
@@ -206,7 +211,8 @@ def stockham_kernel(op, name: str) -> K.Kernel:
     body = [K.Let(item, K.workitem_id(0).cast(LOCAL)), K.Let(first, K.workgroup_id(0).cast(INDEX) * per_group)]
 
     def twiddle(index: K.Expr):
-        return table[index], (-table[index + table_count] if sign < 0 else table[index + table_count])
+        sine = table[index.cast(INDEX) + table_count]
+        return table[index], (-sine if sign < 0 else sine)
 
     def global_position(regs: Registers, transform: K.Var, n: K.Expr, transposed: bool) -> K.Var:
         """The element index of entry n of transform `transform` (of the workgroup) in x's or y's layout."""
@@ -252,9 +258,8 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                            K.Store(target[1], t * length + index, value[1])]
                 continue
             if scale != 1.0:
-                value = regs.complex(value[0] * scale, value[1] * scale)
+                value = regs.complex(value[0] * factor, value[1] * factor)
             if twiddle_length:   # w_L^(k n2), k n2 < L: two table levels
-                step = large_step(twiddle_length)
                 n2 = ((first + t.cast(INDEX)) % inner) / block
                 exponent = regs.let((index.cast(INDEX) * n2).cast(LOCAL))
                 low, high = twiddle(length + exponent % step), twiddle(length + step + exponent / step)
@@ -269,6 +274,8 @@ def stockham_kernel(op, name: str) -> K.Kernel:
     if input_kind == "real_pairs":
         c //= 2
     arguments = (("transforms", b * m * c), ("rows", m), ("inner", c),
-                 ("twiddle_block", c * length // twiddle_length if twiddle_length else 1))
-    return K.Kernel(name, params=[x, table, y, total, rows, inner, block], grid=(K.ceil_div(total, per_group),),
+                 ("twiddle_block", c * length // twiddle_length if twiddle_length else 1),
+                 ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", scale),
+                 ("table_count", op.operands[1].type.shape[1]))
+    return K.Kernel(name, params=[x, table, y, total, rows, inner, block, step, factor, table_count], grid=(K.ceil_div(total, per_group),),
                     workgroup_size=(items,), body=body, lds=lds if len(radices) > 1 else (), arguments=arguments)
