@@ -34,6 +34,7 @@ from cdnajit.ir.targets import get_target
 from cdnajit.libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
 from cdnajit.libs.blas import heuristic
 from cdnajit.runtime.occupancy import occupancy
+from fft_workloads import FFT_WORKLOADS
 from loop_workloads import LOOP_WORKLOADS
 from workloads import CACHE_DIR_VARIABLE, LIBRARY_DIR_VARIABLE, WORKLOADS, Context
 
@@ -46,8 +47,8 @@ QUIET_SECONDS = 0.3
 # Timing each peer in rounds that alternate with the others', and keeping the best round, lets a
 # burst spoil a round rather than a result, for every peer alike.
 ROUNDS = 3
-# Every workload, the groups in their numbers' order (W11's loop programs live in a module of their own).
-ALL_WORKLOADS = tuple(sorted((*WORKLOADS, *LOOP_WORKLOADS), key=lambda w: int(w.group[1:])))
+# Every workload, the groups in their numbers' order (W11's loop programs and W7's FFTs live in modules of their own).
+ALL_WORKLOADS = tuple(sorted((*WORKLOADS, *LOOP_WORKLOADS, *FFT_WORKLOADS), key=lambda w: int(w.group[1:])))
 
 
 @dataclass(frozen=True)
