@@ -114,7 +114,7 @@ func @f(%0: f32[3]) -> (f32[3]) {
   %1 = library_call(%0, %0, %0) {library = "toy", routine = "fma", solution = ""} : f32[3]
   return %1
 }"""
-    with pytest.raises(cj.ParseError, match=r"unknown library 'toy' \(registered: blas\)"):
+    with pytest.raises(cj.ParseError, match=r"unknown library 'toy' \(registered: blas[^)]*\)"):
         parse(text)
     with pytest.raises(ValueError, match="registered twice"):
         register_library(Library(name="blas", routines={}))
