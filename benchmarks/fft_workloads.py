@@ -28,24 +28,28 @@ def tolerance(reference, length: int, epsilon: float) -> tuple[float, float]:
     return 0.0, ERROR_FACTOR * epsilon * math.log2(max(length, 2)) * magnitude
 
 
-def jax_peer(ctx: Context, function, x64: bool = False):
-    """jax.jit(function(jax.numpy)), or None without JAX; with x64, run under 64-bit types."""
+def jax_peer(ctx: Context, function, inputs, x64: bool = False):
+    """jax.jit(function(jax.numpy)), or None without JAX. With `x64`, JAX runs with 64-bit types on
+    inputs put on its device under them (the runner's `jax.device_put`, made without 64-bit types,
+    would be complex64 copies, so its arguments are then ignored)."""
     if ctx.jax is None:
         return None
     jitted = ctx.jax.jit(lambda *arrays: function(ctx.jax.numpy, *arrays))
     if not x64:
         return jitted
+    with ctx.jax.enable_x64(True):
+        placed = tuple(ctx.jax.device_put(x) for x in inputs)
 
-    def call(*arrays):
+    def call(*_runner_inputs):
         with ctx.jax.enable_x64(True):
-            return jitted(*arrays)
+            return jitted(*placed)
     return call
 
 
 def case(ctx: Context, function, inputs, length: int, epsilon: float, x64: bool = False) -> Case:
     reference = function(np, *inputs)
     return Case(inputs, cj.jit(lambda *arrays: function(cnp, *arrays)), numpy=lambda *arrays: function(np, *arrays),
-                jax=jax_peer(ctx, function, x64), tolerance=tolerance(np.asarray(reference), length, epsilon),
+                jax=jax_peer(ctx, function, inputs, x64), tolerance=tolerance(np.asarray(reference), length, epsilon),
                 flops=int(5 * np.asarray(reference).size * math.log2(max(length, 2))))
 
 

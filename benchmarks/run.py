@@ -120,7 +120,8 @@ def check(result, reference, tolerance) -> dict:
     if result.shape != reference.shape or result.dtype != reference.dtype:
         return {"ok": False, "reason": f"got {result.dtype}{list(result.shape)}, "
                                        f"expected {reference.dtype}{list(reference.shape)}"}
-    error = np.abs(result.astype(np.float64) - reference.astype(np.float64))
+    wide = np.complex128 if result.dtype.kind == "c" else np.float64   # complex results: both parts
+    error = np.abs(result.astype(wide) - reference.astype(wide))
     return {"ok": bool(np.allclose(result, reference, rtol=rtol, atol=atol, equal_nan=True)),
             "rtol": rtol, "atol": atol, "max_abs_error": float(np.max(error, initial=0.0))}
 
