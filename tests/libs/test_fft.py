@@ -236,3 +236,10 @@ def test_empty_batches():
     for x in (np.zeros((0, 8), np.complex64), np.zeros((3, 0, 5), np.complex128)):
         got = cj.jit(lambda v: lax.fft(v, "FFT", (x.shape[-1],)))(x)
         assert np.asarray(got).shape == x.shape
+
+
+def test_axes_pass_views_not_copies():
+    """Between the passes of an n-D transform, values are reshaped views: no copy kernel."""
+    module = cj.make_graph(lambda v: lax.fft(v, "FFT", (8, 8, 8)))(rng_complex((8, 8, 8), np.complex64))
+    names = [op.name for op in run_pipeline(module, DEFAULT_PIPELINE).module.body.ops]
+    assert "fusion" not in names and names.count("library_call") == 4, names
