@@ -71,6 +71,19 @@ def elementwise(name: str, params: list, count: K.Expr, body, arguments) -> K.Ke
                     arguments=tuple(arguments))
 
 
+def by_rows(name: str, params: list, length: K.Expr, rows: K.Expr, body, arguments) -> K.Kernel:
+    """One work-item per entry i < length of each row < rows (extents): body(regs, i, row) ->
+    statements. A row per grid row, so what depends on the row alone is computed once per workgroup."""
+    i, row = K.Var("i", INDEX), K.Var("row", INDEX)
+    regs = Registers(None, "v")
+    stmts = body(regs, i, row)
+    first = K.workgroup_id(0).cast(INDEX) * ELEMENTWISE_ITEMS + K.workitem_id(0).cast(INDEX)
+    return K.Kernel(name, params=params, grid=(K.ceil_div(length, ELEMENTWISE_ITEMS), rows),
+                    workgroup_size=(ELEMENTWISE_ITEMS,),
+                    body=[K.Let(row, K.workgroup_id(1).cast(INDEX)), K.Let(i, first),
+                          K.If(i < length, regs.stmts + stmts)], arguments=tuple(arguments))
+
+
 def twiddles_kernel(op, name: str) -> K.Kernel:
     """table[0, t] = cos(angle t), table[1, t] = sin(angle t), computed in f64 and rounded once; the
     lengths are scalar parameters."""
@@ -122,9 +135,9 @@ def pointwise_kernel(op, name: str) -> K.Kernel:
     y = K.GlobalBuffer("out0", part, batch * length * inner * parts(output_kind))
     load_kind = "complex" if hermitian else input_kind
 
-    def body(regs, e):
-        c, row = regs.let(e % inner), regs.let(e / inner)
-        i, b = regs.let(row % length), regs.let(row / length)
+    def body(regs, i, row):
+        b, c = regs.let(row / inner), regs.let(row % inner)
+        e = regs.let((b * length + i) * inner + c)
         mirrored = regs.let(K.select(i < in_length, i, length - i) if hermitian else i)
         re, im = K.Var("x_re", part), K.Var("x_im", part)
         loaded = load(x, (b * in_length + mirrored) * inner + c, load_kind)
@@ -150,7 +163,7 @@ def pointwise_kernel(op, name: str) -> K.Kernel:
     if factor != "none":
         params.append(factor_length)
         arguments.append(("factor_length", op.operands[1].type.shape[0]))
-    return elementwise(name, params, batch * length * inner, body, arguments)
+    return by_rows(name, params, length, batch * inner, body, arguments)
 
 
 def real_edge_kernel(op, name: str) -> K.Kernel:
@@ -214,14 +227,14 @@ def stockham_kernel(op, name: str) -> K.Kernel:
         sine = table[index.cast(INDEX) + table_count]
         return table[index], (-sine if sign < 0 else sine)
 
-    def global_position(regs: Registers, transform: K.Var, n: K.Expr, transposed: bool) -> K.Var:
-        """The element index of entry n of transform `transform` (of the workgroup) in x's or y's layout."""
-        g = first + transform.cast(INDEX)
-        row, c = g / inner, g % inner
-        n = n.cast(INDEX)
+    def layout(regs: Registers, transform: K.Var, transposed: bool) -> tuple[K.Var, K.Expr]:
+        """(element index of entry 0, distance between entries) of transform `transform` (of the
+        workgroup) in x's or y's layout: the divisions once per butterfly, not per entry."""
+        g = regs.let(first + transform.cast(INDEX))
+        row, c = regs.let(g / inner), regs.let(g % inner)
         if transposed:   # y[b, n, m, c] of [B, N, M, C], with row = b M + m
-            return regs.let((((row / rows) * length + n) * rows + row % rows) * inner + c)
-        return regs.let((row * length + n) * inner + c)
+            return regs.let(((row / rows) * (length * rows) + row % rows) * inner + c), rows * inner
+        return regs.let(row * (length * inner) + c), inner
 
     for p, radix in enumerate(radices):
         stride = math.prod(radices[:p])                 # Ns
@@ -232,11 +245,13 @@ def stockham_kernel(op, name: str) -> K.Kernel:
         regs.stmts += [K.Let(t, jl / per_transform), K.Let(j, jl % per_transform)]
         inside = (first + t.cast(INDEX)) < total
         values = []
+        if p == 0:
+            origin, distance = layout(regs, t, False)
         for r in range(radix):
             n = j + r * per_transform
             if p == 0:   # from global memory, zero for the transforms past the launch's last
                 re, im = K.Var(f"x{r}_re", part), K.Var(f"x{r}_im", part)
-                loaded = load(x, global_position(regs, t, n, False), input_kind)
+                loaded = load(x, origin + n.cast(INDEX) * distance, input_kind)
                 regs.stmts += [K.Let(re, K.Const(0.0, part)), K.Let(im, K.Const(0.0, part)),
                                K.If(inside, [K.Assign(re, loaded[0]), K.Assign(im, loaded[1])])]
                 values.append((re, im))
@@ -251,6 +266,8 @@ def stockham_kernel(op, name: str) -> K.Kernel:
         base = regs.let((j / stride) * (stride * radix) + (k if k is not None else 0))
         last = p == len(radices) - 1
         stores = []
+        if last:
+            origin, distance = layout(regs, t, transpose)
         for r, value in enumerate(outputs):
             index = base + r * stride
             if not last:
@@ -264,7 +281,7 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                 exponent = regs.let((index.cast(INDEX) * n2).cast(LOCAL))
                 low, high = twiddle(length + exponent % step), twiddle(length + step + exponent / step)
                 value = multiply(regs, value, multiply(regs, low, high))
-            stores += store(y, global_position(regs, t, index, transpose), value, output_kind)
+            stores += store(y, regs.let(origin + index.cast(INDEX) * distance), value, output_kind)
         if last:
             stores = [K.If(inside, stores)]
         body.append(K.For(jl, item, per_group * per_transform, items, regs.stmts + stores))
