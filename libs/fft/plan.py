@@ -3,7 +3,7 @@
 A 1-D transform of length N along one axis is planned as
   - nothing, for N = 1;
   - `stockham`: one kernel, when N is a product of the generated radices (butterfly.RADICES) and
-    the whole transform fits in LDS (LDS_LIMIT: two ping-pong buffers of re and im parts);
+    the whole transform fits in LDS (`lds_limit`: two ping-pong buffers of re and im parts);
   - `two_pass`: N = L1 x L2, both stockham lengths (rocFFT's column and row passes): a stockham
     kernel over L1 with stride L2 that multiplies its results by the twiddles w_N^(k1 n2), then a
     stockham kernel over L2 that writes its results transposed, X[k1 + L1 k2]. L1 is the largest
@@ -11,7 +11,7 @@ A 1-D transform of length N along one axis is planned as
   - `bluestein`: otherwise (a prime factor above 13, or too long for two passes), Bluestein's chirp-z
     algorithm through a power-of-two plan of length M >= 2N - 1: the input times the chirp, zero-padded
     to M, convolved with the chirp filter by two FFTs and an inverse FFT of length M, times the chirp.
-A plan that would need a third pass (a length above LDS_LIMIT^2, or a Bluestein M above it) has none.
+A plan that would need a third pass (a length above lds_limit^2, or a Bluestein M above it) has none.
 
 Plans are cached by (length, part dtype) (`plan_for`): the plan cache keyed by problem.
 """
