@@ -110,3 +110,10 @@ def test_the_optimized_graph_holds_library_calls():
     text = cj.jit(lambda a: cnp.fft.rfft2(a)).lower(np.ones((16, 12), np.float32)).compile().as_text("optimized")
     assert 'routine = "rfft_post"' in text and 'solution = "stockham_len16_radix[16]"' in text
     assert " fft(" not in text
+
+
+def test_numpy_code_dispatches_to_cdnajit_fft():
+    """numpy.fft called on traced arrays runs cdnajit.numpy.fft (frontend's __array_function__ dispatch)."""
+    def spectrum(a):
+        return np.fft.irfft(np.fft.rfft(a) * 2.0, a.shape[-1])
+    close(cj.jit(spectrum)(REAL), spectrum(REAL))
