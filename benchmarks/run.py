@@ -35,6 +35,7 @@ from cdnajit.libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
 from cdnajit.libs.blas import heuristic
 from cdnajit.runtime.occupancy import occupancy
 from dnn_workloads import DNN_WORKLOADS
+from fft_workloads import FFT_WORKLOADS
 from loop_workloads import LOOP_WORKLOADS
 from prim_workloads import PRIM_WORKLOADS
 from rand_workloads import RAND_WORKLOADS
@@ -52,8 +53,8 @@ QUIET_SECONDS = 0.3
 ROUNDS = 3
 # Every workload, the groups in their numbers' order (W11's loop programs and the libraries' workloads
 # live in modules of their own).
-ALL_WORKLOADS = tuple(sorted((*WORKLOADS, *LOOP_WORKLOADS, *DNN_WORKLOADS, *PRIM_WORKLOADS, *RAND_WORKLOADS,
-                              *SOLVER_WORKLOADS), key=lambda w: int(w.group[1:])))
+ALL_WORKLOADS = tuple(sorted((*WORKLOADS, *LOOP_WORKLOADS, *DNN_WORKLOADS, *FFT_WORKLOADS, *PRIM_WORKLOADS,
+                              *RAND_WORKLOADS, *SOLVER_WORKLOADS), key=lambda w: int(w.group[1:])))
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,8 @@ def check(result, reference, tolerance) -> dict:
     if result.shape != reference.shape or result.dtype != reference.dtype:
         return {"ok": False, "reason": f"got {result.dtype}{list(result.shape)}, "
                                        f"expected {reference.dtype}{list(reference.shape)}"}
-    error = np.abs(result.astype(np.float64) - reference.astype(np.float64))
+    wide = np.complex128 if result.dtype.kind == "c" else np.float64   # complex results: both parts
+    error = np.abs(result.astype(wide) - reference.astype(wide))
     return {"ok": bool(np.allclose(result, reference, rtol=rtol, atol=atol, equal_nan=True)),
             "rtol": rtol, "atol": atol, "max_abs_error": float(np.max(error, initial=0.0))}
 

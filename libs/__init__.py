@@ -6,6 +6,7 @@ every built-in library: adding one is adding its folder and its line below.
 """
 from . import blas  # noqa: F401
 from . import dnn  # noqa: F401
+from . import fft  # noqa: F401
 from . import prim  # noqa: F401
 from . import rand  # noqa: F401
 from . import solver  # noqa: F401

@@ -6,7 +6,6 @@ the heavy ones); each family has its module, registered with `@emitter` (lowerin
   emit_indexing.py  gather, scatter, dynamic_slice, dynamic_update_slice
   emit_scan.py      cumulative, argmax, argmin, reduce_window
   emit_sort.py      sort (merge sort in LDS per row, rank sort for long rows)
-  emit_fft.py       fft (per-line DFT; the layout of complex buffers is in its docstring)
 Most kernels run one work-item per output element (`one_item_per_element`), index arithmetic
 turning the linear index into coordinates (`unravel`) and coordinates into offsets (`offset`).
 """

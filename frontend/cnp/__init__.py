@@ -29,6 +29,7 @@ _eager.make_namespace_eager(globals(), [n for n in dir() if not n.startswith("_"
                             host_only=set(_dtype_names) | {"shape", "ndim", "size", "broadcast_shapes", "ndarray"}
                             | _array_funcs.HOST_ONLY | _functional.HOST_ONLY)
 
-# cnp.linalg: a namespace of its own, eager outside jit as the rest.
+# cnp.linalg and cnp.fft: namespaces of their own, eager outside jit as the rest (fft makes itself eager).
+from . import fft  # noqa: F401,E402
 from . import linalg  # noqa: E402
 _eager.make_namespace_eager(vars(linalg), linalg.__all__, host_only=set())

@@ -3,7 +3,7 @@
 Each case builds a one-op module, interprets it (the oracle), emits the op's kernel, verifies,
 compiles and runs it, and compares: exactly where the kernel computes what the reference does in
 the same order (indexing, sort, scans, window reductions, integer contractions), within a bound
-derived from the accumulation order otherwise (float contractions, fft). Compiled kernels are
+derived from the accumulation order otherwise (float contractions). Compiled kernels are
 cached by their text, so repeated shapes compile once.
 """
 import numpy as np
@@ -11,7 +11,7 @@ import pytest
 
 import cdnajit as cj
 import cdnajit.numpy as cnp
-from cdnajit.lowering import emit_fft, emit_sort
+from cdnajit.lowering import emit_sort
 from cdnajit.lowering.emit_ops import index_dtype
 from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.ir import kernel as K
@@ -317,43 +317,6 @@ def test_conv_general_dilated(dtype, lhs_shape, rhs_shape, attrs):
                       **attrs)
 
 
-# ---- fft ----------------------------------------------------------------------------------
-
-FFT_CASES = [  # (fft type, operand dtype, operand shape, fft lengths)
-    ("FFT", "c64", (3, 8), (8,)),
-    ("FFT", "c128", (1,), (1,)),
-    ("IFFT", "c128", (2, 5, 7), (5, 7)),
-    ("FFT", "c64", (2, 3, 4, 5), (3, 4, 5)),
-    ("RFFT", "f32", (2, 6, 9), (6, 9)),
-    ("RFFT", "f64", (63,), (63,)),
-    ("IRFFT", "c64", (3, 4, 5), (4, 8)),       # even length: a Nyquist term
-    ("IRFFT", "c128", (2, 4), (7,)),           # odd length
-]
-
-
-def check_fft(fft_type, dtype, shape, lengths):
-    """Both sides sum in f64 and round once: within an ulp of the result's dtype, plus the f64
-    error of a direct sum (terms x 2^-50 x sum |x|)."""
-    x = random_array(cj.ir.numpy_dtype(dtype), shape)
-    (result,), (expected,) = compiled_and_expected("fft", [x], fft_type=fft_type, fft_length=lengths)
-    assert result.dtype == expected.dtype and result.shape == expected.shape
-    terms = int(np.prod(shape[len(shape) - len(lengths):])) * 2
-    bound = np.finfo(expected.dtype).eps * np.abs(expected) + terms * 2.0 ** -50 * np.abs(x).sum()
-    assert np.all(np.abs(result - expected) <= bound)
-
-
-@pytest.mark.parametrize("fft_type,dtype,shape,lengths", FFT_CASES)
-def test_fft(fft_type, dtype, shape, lengths):
-    check_fft(fft_type, dtype, shape, lengths)
-
-
-@pytest.mark.parametrize("fft_type,dtype,shape,lengths", [("FFT", "c64", (3, 6, 5), (6, 5)),
-                                                          ("IRFFT", "c128", (3, 4, 5), (3, 4, 8))])
-def test_fft_without_private_tables(monkeypatch, fft_type, dtype, shape, lengths):
-    monkeypatch.setattr(emit_fft, "MAX_PRIVATE_LINE", 4)  # twiddles and Z recomputed where used
-    check_fft(fft_type, dtype, shape, lengths)
-
-
 # ---- traced programs, complex dtypes, index width ----------------------------------------
 
 TRACED_CASES = [  # (function, argument arrays, the op to take)
@@ -366,22 +329,10 @@ TRACED_CASES = [  # (function, argument arrays, the op to take)
     (lambda a: cnp.argmax(a, axis=0), [random_array(np.float32, (7, 3))], "argmax"),
 ]
 
-FFT_TEXT = """
-func @f(%0: f32[2,16]) -> (c64[2,9]) {
-  %1 = fft(%0) {fft_type = "RFFT", fft_length = [16]} : c64[2,9]
-  return %1
-}
-"""
-
-
 @pytest.mark.parametrize("fn,args,opname", TRACED_CASES)
 def test_ops_of_traced_programs(fn, args, opname):
     """The op as the frontend makes it, fed random operands of its types."""
     check_op_of_module(cj.make_graph(fn)(*args), opname)
-
-
-def test_op_of_parsed_module():
-    check_op_of_module(cj.ir.parse(FFT_TEXT), "fft")
 
 
 def check_op_of_module(module, opname):
@@ -389,8 +340,6 @@ def check_op_of_module(module, opname):
     operands = [random_array(cj.ir.numpy_dtype(v.type.dtype), v.type.shape) for v in op.operands]
     if opname in ("dot_general",):
         check_contraction(opname, *operands, **op.attrs)
-    elif opname == "fft":
-        check_fft(op.attrs["fft_type"], op.operands[0].type.dtype, op.operands[0].type.shape, op.attrs["fft_length"])
     else:
         check_exact(opname, operands, **op.attrs)
 

@@ -1,0 +1,298 @@
+"""The kernels of the FFT library, in kernel IR: the Stockham autosort FFT of a plan node and the small
+kernels around it (twiddle tables, Bluestein's chirp and pointwise products, the real transforms' edges).
+
+Every kernel is compiled per routine and options, never per problem: the sizes (transforms, rows,
+lengths of the elementwise kernels) are scalar parameters, the grid and the buffers' sizes extents of
+them. Only a Stockham node's radices (so its length) are part of its code.
+
+Stockham kernel. A workgroup computes `per_group` transforms (several for short lengths), each whole
+in LDS: pass p of radix R, with Ns the product of the radices before it, takes butterfly j of each
+transform (j < N / R), reads its R values at j + r N / R, multiplies them by the twiddles
+w_(Ns R)^(r (j mod Ns)) (from the table: w_N^(r (j mod Ns) N / (Ns R))), runs the radix-R butterfly
+(butterfly.py) and writes them at (j / Ns) Ns R + (j mod Ns) + r Ns, so the last pass leaves the
+result in natural order (Stockham's autosort). Passes alternate between two LDS buffers; the first
+reads global memory and the last writes it, with the scale, the two-pass plan's twiddle
+w_L^(k n2) (two table levels) and the transposed layout applied on the way out. The scale and the
+table's size are scalar parameters too; whether there is a scale (not 1) and a twiddle (L > 0) are
+variants of the code. Transform g of the launch is x[g / C, :, g mod C] of x viewed [B M, N, C]: consecutive transforms of a workgroup are
+consecutive c, so a strided pass reads runs of consecutive elements.
+"""
+from __future__ import annotations
+
+import math
+
+from ...ir import kernel as K
+from ...ir.types import COMPLEX_PART, COMPLEXES
+from .butterfly import Registers, dft
+from .routines import large_step
+
+INDEX = "i64"     # global element indices (a batch of transforms may exceed 2^31 parts)
+LOCAL = "i32"     # LDS indices and butterfly counters
+ITEMS_PER_GROUP = 1024   # transforms per workgroup: about this many elements (at least one transform)
+ELEMENTWISE_ITEMS = 256
+
+
+def part_of(op) -> str:
+    dtype = op.result.type.dtype
+    return COMPLEX_PART.get(dtype, dtype)
+
+
+def load(buffer: K.GlobalBuffer, position: K.Expr, kind: str) -> tuple[K.Expr, K.Expr]:
+    """(re, im) of element `position` of a value of `kind` (routines.KINDS)."""
+    if kind == "real":
+        return buffer[position], K.Const(0.0, buffer.dtype)
+    return buffer[position * 2], buffer[position * 2 + 1]
+
+
+def store(buffer: K.GlobalBuffer, position: K.Expr, value, kind: str) -> list[K.Stmt]:
+    if kind == "real":
+        return [K.Store(buffer, position, value[0])]
+    return [K.Store(buffer, position * 2, value[0]), K.Store(buffer, position * 2 + 1, value[1])]
+
+
+def parts(kind: str) -> int:
+    """Buffer elements per complex element of a value of `kind`."""
+    return 1 if kind == "real" else 2
+
+
+def multiply(regs: Registers, a, b):
+    return regs.complex(a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0])
+
+
+def elementwise(name: str, params: list, count: K.Expr, body, arguments) -> K.Kernel:
+    """One work-item per element e < count (an extent of the scalar parameters, bound by `arguments`):
+    body(regs, e) -> statements."""
+    e = K.Var("e", INDEX)
+    regs = Registers(None, "v")
+    stmts = body(regs, e)
+    item = K.workgroup_id(0).cast(INDEX) * ELEMENTWISE_ITEMS + K.workitem_id(0).cast(INDEX)
+    return K.Kernel(name, params=params, grid=(K.ceil_div(count, ELEMENTWISE_ITEMS),),
+                    workgroup_size=(ELEMENTWISE_ITEMS,), body=[K.Let(e, item), K.If(e < count, regs.stmts + stmts)],
+                    arguments=tuple(arguments))
+
+
+def by_rows(name: str, params: list, length: K.Expr, rows: K.Expr, body, arguments) -> K.Kernel:
+    """One work-item per entry i < length of each row < rows (extents): body(regs, i, row) ->
+    statements. A row per grid row, so what depends on the row alone is computed once per workgroup."""
+    i, row = K.Var("i", INDEX), K.Var("row", INDEX)
+    regs = Registers(None, "v")
+    stmts = body(regs, i, row)
+    first = K.workgroup_id(0).cast(INDEX) * ELEMENTWISE_ITEMS + K.workitem_id(0).cast(INDEX)
+    return K.Kernel(name, params=params, grid=(K.ceil_div(length, ELEMENTWISE_ITEMS), rows),
+                    workgroup_size=(ELEMENTWISE_ITEMS,),
+                    body=[K.Let(row, K.workgroup_id(1).cast(INDEX)), K.Let(i, first),
+                          K.If(i < length, regs.stmts + stmts)], arguments=tuple(arguments))
+
+
+def twiddles_kernel(op, name: str) -> K.Kernel:
+    """table[0, t] = cos(angle t), table[1, t] = sin(angle t), computed in f64 and rounded once; the
+    lengths are scalar parameters."""
+    count = op.result.type.shape[1]
+    length, twiddle_length = K.ScalarParam("length", INDEX), K.ScalarParam("twiddle_length", INDEX)
+    step, size = K.ScalarParam("step", INDEX), K.ScalarParam("count", INDEX)
+    table = K.GlobalBuffer("out0", part_of(op), size * 2)
+
+    def body(regs, t):
+        wide, tau = t.cast("f64"), 2 * math.pi
+        small = regs.let(wide * (tau / length.cast("f64")))
+        low = regs.let((wide - length.cast("f64")) * (tau / twiddle_length.cast("f64")))
+        high = regs.let((wide - (length + step).cast("f64")) * (tau * step.cast("f64") / twiddle_length.cast("f64")))
+        angle = regs.let(K.select(t < length, small, K.select(t < length + step, low, high)))
+        return [K.Store(table, t, K.cos(angle).cast(table.dtype)), K.Store(table, t + size, K.sin(angle).cast(table.dtype))]
+    return elementwise(name, [table, length, twiddle_length, step, size], size, body, [
+        ("length", op.attrs["length"]), ("twiddle_length", max(op.attrs["twiddle_length"], 1)),
+        ("step", large_step(op.attrs["twiddle_length"])), ("count", count)])
+
+
+def chirp_kernel(op, name: str) -> K.Kernel:
+    """b[m] = exp(-sign pi i (m^2 mod 2N) / N) (m < N, and mirrored), the square reduced exactly in i64."""
+    length, size = K.ScalarParam("length", INDEX), K.ScalarParam("size", INDEX)
+    b = K.GlobalBuffer("out0", COMPLEX_PART[op.result.type.dtype], size * 2)
+    sign = op.attrs["sign"]
+
+    def body(regs, m):
+        mirrored = regs.let(K.select(m < length, m, size - m))
+        inside = (m < length) | (mirrored < length)
+        square = regs.let((mirrored * mirrored) % (2 * length))
+        angle = regs.let(square.cast("f64") * (math.pi / length.cast("f64")))
+        zero = K.Const(0.0, "f64")
+        re, im = K.select(inside, K.cos(angle), zero), K.select(inside, -sign * K.sin(angle), zero)
+        return store(b, m, (re.cast(b.dtype), im.cast(b.dtype)), "complex")
+    return elementwise(name, [b, length, size], size, body,
+                       [("length", op.attrs["length"]), ("size", op.attrs["size"])])
+
+
+def pointwise_kernel(op, name: str) -> K.Kernel:
+    factor, input_kind, output_kind = op.attrs["factor"], op.attrs["input_kind"], op.attrs["output_kind"]
+    hermitian = input_kind == "hermitian"
+    x_type = op.operands[0].type
+    part = part_of(op) if op.result.type.dtype in COMPLEXES else op.result.type.dtype
+    batch, in_length, length, inner = (K.ScalarParam(n, INDEX) for n in ("batch", "in_length", "length", "inner"))
+    scale = K.ScalarParam("scale", part)
+    x = K.GlobalBuffer("in0", part, batch * in_length * inner * parts(input_kind), readonly=True)
+    factor_length = K.ScalarParam("factor_length", INDEX)
+    f = K.GlobalBuffer("in1", part, factor_length * 2, readonly=True)
+    y = K.GlobalBuffer("out0", part, batch * length * inner * parts(output_kind))
+    load_kind = "complex" if hermitian else input_kind
+
+    def body(regs, i, row):
+        b, c = regs.let(row / inner), regs.let(row % inner)
+        e = regs.let((b * length + i) * inner + c)
+        mirrored = regs.let(K.select(i < in_length, i, length - i) if hermitian else i)
+        re, im = K.Var("x_re", part), K.Var("x_im", part)
+        loaded = load(x, (b * in_length + mirrored) * inner + c, load_kind)
+        stmts = [K.Let(re, K.Const(0.0, part)), K.Let(im, K.Const(0.0, part)),
+                 K.If(mirrored < in_length, [K.Assign(re, loaded[0]), K.Assign(im, loaded[1])])]
+        if hermitian:   # conj past the half spectrum; no imaginary part at 0 and length / 2
+            real_only = i.eq(0) | (i * 2).eq(length)
+            stmts.append(K.Assign(im, K.select(real_only, K.Const(0.0, part), K.select(i < in_length, im, -im))))
+        value = (re, im)
+        tail = Registers(part, "w")
+        if factor != "none":
+            w = (f[i * 2], f[i * 2 + 1] if factor == "plain" else -f[i * 2 + 1])
+            value = multiply(tail, value, w)
+        if op.attrs["scale"] != 1.0:
+            value = tail.complex(value[0] * scale, value[1] * scale)
+        return stmts + tail.stmts + store(y, e, value, output_kind)
+    params = [x] + ([f] if factor != "none" else []) + [y, batch, in_length, length, inner, scale]
+    b_count, l_in, l_out, c_count = x_type.shape[0], x_type.shape[1], op.attrs["length"], x_type.shape[2]
+    if input_kind == "real_pairs":
+        c_count //= 2
+    arguments = [("batch", b_count), ("in_length", l_in), ("length", l_out), ("inner", c_count),
+                 ("scale", op.attrs["scale"])]
+    if factor != "none":
+        params.append(factor_length)
+        arguments.append(("factor_length", op.operands[1].type.shape[0]))
+    return by_rows(name, params, length, batch * inner, body, arguments)
+
+
+def real_edge_kernel(op, name: str) -> K.Kernel:
+    """rfft_post and irfft_pre (routines.py): one work-item per result entry k, reading entries k and K - k."""
+    post = op.attrs["routine"] == "rfft_post"
+    part = part_of(op)
+    batch, half = K.ScalarParam("batch", INDEX), K.ScalarParam("half", INDEX)   # B, K
+    width_in, width_out = (half, half + 1) if post else (half + 1, half)
+    x = K.GlobalBuffer("in0", part, batch * width_in * 2, readonly=True)
+    table = K.GlobalBuffer("in1", part, half * 4, readonly=True)
+    y = K.GlobalBuffer("out0", part, batch * width_out * 2)
+
+    def body(regs, e):
+        k, b = regs.let(e % width_out), regs.let(e / width_out)
+        if post:   # entries k and K - k of Z, Z[K] being Z[0]
+            a = load(x, b * half + K.select(k < half, k, k - half), "complex")
+            mirror = regs.let(half - k)
+            z = load(x, b * half + K.select(mirror < half, mirror, mirror - half), "complex")
+            c = (z[0], -z[1])
+            even = regs.complex((a[0] + c[0]) * 0.5, (a[1] + c[1]) * 0.5)
+            odd = regs.complex((a[1] - c[1]) * 0.5, (c[0] - a[0]) * 0.5)    # -i (a - c) / 2
+            w = (table[k], -table[k + half * 2])                            # exp(-2 pi i k / N)
+        else:      # entries k and K - k of X, without the imaginary parts of X[0] and X[K]
+            a = load(x, b * width_in + k, "complex")
+            z = load(x, b * width_in + (half - k), "complex")
+            a = (a[0], K.select(k.eq(0), K.Const(0.0, part), a[1]))
+            c = (z[0], K.select(k.eq(0), K.Const(0.0, part), -z[1]))
+            even = regs.complex(a[0] + c[0], a[1] + c[1])
+            diff = regs.complex(a[0] - c[0], a[1] - c[1])
+            odd = (-diff[1], diff[0])                                       # i (a - c)
+            w = (table[k], table[k + half * 2])                             # exp(2 pi i k / N)
+        turned = multiply(regs, odd, w)
+        return store(y, e, (even[0] + turned[0], even[1] + turned[1]), "complex")
+    half_value = op.result.type.shape[1] - 1 if post else op.result.type.shape[1]
+    return elementwise(name, [x, table, y, batch, half], batch * width_out, body,
+                       [("batch", op.result.type.shape[0]), ("half", half_value)])
+
+
+def stockham_kernel(op, name: str) -> K.Kernel:
+    radices = tuple(op.attrs["radices"])
+    sign, scale, transpose = op.attrs["sign"], op.attrs["scale"], op.attrs["transpose"]
+    twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
+    length = math.prod(radices)
+    part = part_of(op)
+    table_count = K.ScalarParam("table_count", INDEX)
+    per_group = max(1, ITEMS_PER_GROUP // length)
+    items = 64 if per_group * length <= 512 else 256
+
+    total, rows, inner = (K.ScalarParam(n, INDEX) for n in ("transforms", "rows", "inner"))
+    block = K.ScalarParam("twiddle_block", INDEX)      # C N / L: entries of c sharing one n2
+    step = K.ScalarParam("twiddle_step", LOCAL)        # routines.large_step(L)
+    factor = K.ScalarParam("scale", part)
+    x = K.GlobalBuffer("in0", part, total * (length * parts(input_kind)), readonly=True)
+    table = K.GlobalBuffer("in1", part, 2 * table_count, readonly=True)
+    y = K.GlobalBuffer("out0", part, total * (length * parts(output_kind)))
+    lds = [K.LdsBuffer(f"{which}_{side}", part, per_group * length) for which in "ab" for side in ("re", "im")]
+    item, first = K.Var("item", LOCAL), K.Var("first", INDEX)
+    body = [K.Let(item, K.workitem_id(0).cast(LOCAL)), K.Let(first, K.workgroup_id(0).cast(INDEX) * per_group)]
+
+    def twiddle(index: K.Expr):
+        sine = table[index.cast(INDEX) + table_count]
+        return table[index], (-sine if sign < 0 else sine)
+
+    def layout(regs: Registers, transform: K.Var, transposed: bool) -> tuple[K.Var, K.Expr]:
+        """(element index of entry 0, distance between entries) of transform `transform` (of the
+        workgroup) in x's or y's layout: the divisions once per butterfly, not per entry."""
+        g = regs.let(first + transform.cast(INDEX))
+        row, c = regs.let(g / inner), regs.let(g % inner)
+        if transposed:   # y[b, n, m, c] of [B, N, M, C], with row = b M + m
+            return regs.let(((row / rows) * (length * rows) + row % rows) * inner + c), rows * inner
+        return regs.let(row * (length * inner) + c), inner
+
+    for p, radix in enumerate(radices):
+        stride = math.prod(radices[:p])                 # Ns
+        per_transform = length // radix
+        source, target = (lds[0:2], lds[2:4]) if p % 2 else (lds[2:4], lds[0:2])
+        jl, t, j = K.Var(f"jl{p}", LOCAL), K.Var(f"t{p}", LOCAL), K.Var(f"j{p}", LOCAL)
+        regs = Registers(part, f"v{p}_")
+        regs.stmts += [K.Let(t, jl / per_transform), K.Let(j, jl % per_transform)]
+        inside = (first + t.cast(INDEX)) < total
+        values = []
+        if p == 0:
+            origin, distance = layout(regs, t, False)
+        for r in range(radix):
+            n = j + r * per_transform
+            if p == 0:   # from global memory, zero for the transforms past the launch's last
+                re, im = K.Var(f"x{r}_re", part), K.Var(f"x{r}_im", part)
+                loaded = load(x, origin + n.cast(INDEX) * distance, input_kind)
+                regs.stmts += [K.Let(re, K.Const(0.0, part)), K.Let(im, K.Const(0.0, part)),
+                               K.If(inside, [K.Assign(re, loaded[0]), K.Assign(im, loaded[1])])]
+                values.append((re, im))
+            else:
+                values.append((source[0][t * length + n], source[1][t * length + n]))
+        k = regs.let(j % stride) if stride > 1 else None
+        values = [regs.complex(*v) for v in values]
+        if k is not None:
+            for r in range(1, radix):
+                values[r] = multiply(regs, values[r], twiddle(k * (r * (length // (stride * radix)))))
+        outputs = dft(regs, values, sign)
+        base = regs.let((j / stride) * (stride * radix) + (k if k is not None else 0))
+        last = p == len(radices) - 1
+        stores = []
+        if last:
+            origin, distance = layout(regs, t, transpose)
+        for r, value in enumerate(outputs):
+            index = base + r * stride
+            if not last:
+                stores += [K.Store(target[0], t * length + index, value[0]),
+                           K.Store(target[1], t * length + index, value[1])]
+                continue
+            if scale != 1.0:
+                value = regs.complex(value[0] * factor, value[1] * factor)
+            if twiddle_length:   # w_L^(k n2), k n2 < L: two table levels
+                n2 = ((first + t.cast(INDEX)) % inner) / block
+                exponent = regs.let((index.cast(INDEX) * n2).cast(LOCAL))
+                low, high = twiddle(length + exponent % step), twiddle(length + step + exponent / step)
+                value = multiply(regs, value, multiply(regs, low, high))
+            stores += store(y, regs.let(origin + index.cast(INDEX) * distance), value, output_kind)
+        if last:
+            stores = [K.If(inside, stores)]
+        body.append(K.For(jl, item, per_group * per_transform, items, regs.stmts + stores))
+        if not last:
+            body.append(K.Barrier())
+    b, m, _, c = op.operands[0].type.shape
+    if input_kind == "real_pairs":
+        c //= 2
+    arguments = (("transforms", b * m * c), ("rows", m), ("inner", c),
+                 ("twiddle_block", c * length // twiddle_length if twiddle_length else 1),
+                 ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", scale),
+                 ("table_count", op.operands[1].type.shape[1]))
+    return K.Kernel(name, params=[x, table, y, total, rows, inner, block, step, factor, table_count], grid=(K.ceil_div(total, per_group),),
+                    workgroup_size=(items,), body=body, lds=lds if len(radices) > 1 else (), arguments=arguments)

@@ -1,0 +1,94 @@
+"""FFT plans, as rocFFT builds them: a tree of kernel nodes chosen by the transform's length and precision.
+
+A 1-D transform of length N along one axis is planned as
+  - nothing, for N = 1;
+  - `stockham`: one kernel, when N is a product of the generated radices (butterfly.RADICES) and
+    the whole transform fits in LDS (`lds_limit`: two ping-pong buffers of re and im parts);
+  - `two_pass`: N = L1 x L2, both stockham lengths (rocFFT's column and row passes): a stockham
+    kernel over L1 with stride L2 that multiplies its results by the twiddles w_N^(k1 n2), then a
+    stockham kernel over L2 that writes its results transposed, X[k1 + L1 k2]. L1 is the largest
+    factor not above sqrt(N) (so L1 <= L2, and the second pass reads rows).
+  - `bluestein`: otherwise (a prime factor above 13, or too long for two passes), Bluestein's chirp-z
+    algorithm through a power-of-two plan of length M >= 2N - 1: the input times the chirp, zero-padded
+    to M, convolved with the chirp filter by two FFTs and an inverse FFT of length M, times the chirp.
+A plan that would need a third pass (a length above lds_limit^2, or a Bluestein M above it) has none.
+
+Plans are cached by (length, part dtype) (`plan_for`): the plan cache keyed by problem.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from .butterfly import RADICES
+
+LDS_BYTES = 64 * 1024
+
+
+def lds_limit(part_dtype: str) -> int:
+    """The longest transform one workgroup keeps in LDS: 2 buffers x (re, im) x N x itemsize <= 64 KiB."""
+    itemsize = 4 if part_dtype == "f32" else 8
+    return LDS_BYTES // (4 * itemsize)
+
+
+def radices_of(n: int) -> tuple[int, ...] | None:
+    """n as a product of generated radices, largest first (fewest passes), or None if n has another factor."""
+    radices = []
+    while n > 1:
+        radix = next((r for r in RADICES if n % r == 0), None)
+        if radix is None:
+            return None
+        radices.append(radix)
+        n //= radix
+    return tuple(radices)
+
+
+@dataclass(frozen=True)
+class Node:
+    """One kernel of a plan: a Stockham FFT of `length` = prod(radices), one pass per radix."""
+    length: int
+    radices: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        return f"stockham_len{self.length}_radix[{','.join(map(str, self.radices))}]"
+
+
+@dataclass(frozen=True)
+class Plan:
+    kind: str                     # "identity", "stockham", "two_pass" or "bluestein"
+    length: int
+    nodes: tuple[Node, ...]       # the stockham nodes (for bluestein: those of `inner`)
+    inner: "Plan | None" = None   # bluestein's plan of length M
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}_len{self.length}"
+
+
+def direct_plan(length: int, part_dtype: str) -> Plan | None:
+    """The stockham or two_pass plan of `length`, if its radices allow one."""
+    radices = radices_of(length)
+    limit = lds_limit(part_dtype)
+    if radices is None:
+        return None
+    if length <= limit:
+        return Plan("stockham", length, (Node(length, radices),))
+    for first in sorted((d for d in range(2, math.isqrt(length) + 1) if length % d == 0), reverse=True):
+        second = length // first
+        if second <= limit:
+            return Plan("two_pass", length, (Node(first, radices_of(first)), Node(second, radices_of(second))))
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def plan_for(length: int, part_dtype: str) -> Plan | None:
+    """The plan of a 1-D transform of `length` in precision `part_dtype`, or None when none exists."""
+    if length == 1:
+        return Plan("identity", 1, ())
+    direct = direct_plan(length, part_dtype)
+    if direct is not None:
+        return direct
+    inner = direct_plan(1 << (2 * length - 2).bit_length(), part_dtype)
+    return None if inner is None else Plan("bluestein", length, inner.nodes, inner)

@@ -1,0 +1,245 @@
+"""libs/fft: plans, the optimized IR's calls and the kernels' accuracy against numpy's pocketfft.
+
+Error model (every accuracy assertion): a Stockham FFT of length N makes about log2(N) passes, each
+adding a few roundings of the part dtype's eps relative to the data's L2 norm, and the twiddles are
+within an ulp; Bluestein adds the error of three FFTs of its length M < 4N and the chirp's products.
+So the relative L2 error to pocketfft in float64 is at most ERROR_FACTOR x eps x log2(max(N, 2)),
+with N the plan's longest transform (M for Bluestein): the reference's own error is far below it
+in float64, and an f32 transform is compared with the float64 answer of its (f32) input.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import cdnajit as cj
+from cdnajit import lax
+from cdnajit.ir.core import walk
+from cdnajit.ir.ops.library import LIBRARIES
+from cdnajit.ir.targets import get_target
+from cdnajit.libs.fft import plan as fft_plan
+from cdnajit.libs.fft.butterfly import RADICES
+from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
+
+ERROR_FACTOR = 2.0
+EPS = {np.complex64: np.finfo(np.float32).eps, np.complex128: np.finfo(np.float64).eps}
+
+
+def rng_complex(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def relative_error(got, want) -> float:
+    got, want = np.asarray(got).astype(np.complex128), np.asarray(want)
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), np.finfo(np.float64).tiny))
+
+
+def bound(length: int, dtype, part: str) -> float:
+    plan = fft_plan.plan_for(length, part)
+    longest = plan.inner.length if plan.kind == "bluestein" else length
+    return ERROR_FACTOR * EPS[dtype] * math.log2(max(longest, 2))
+
+
+def check_fft(length: int, dtype=np.complex128, batch=3, inverse=False):
+    x = rng_complex((batch, length), dtype, seed=length)
+    kind = "IFFT" if inverse else "FFT"
+    got = cj.jit(lambda v: lax.fft(v, kind, (length,)))(x)
+    want = (np.fft.ifft if inverse else np.fft.fft)(x.astype(np.complex128), axis=-1)
+    part = "f32" if dtype == np.complex64 else "f64"
+    assert np.asarray(got).dtype == dtype
+    assert relative_error(got, want) <= bound(length, dtype, part), (length, relative_error(got, want))
+
+
+# ---- plans -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("length,part,kind,name", [
+    (1, "f64", "identity", "identity_len1"),
+    (4096, "f32", "stockham", "stockham_len4096"),
+    (4096, "f64", "two_pass", "two_pass_len4096"),      # c128 keeps 2048 in LDS
+    (2 ** 20, "f32", "two_pass", "two_pass_len1048576"),
+    (10007, "f64", "bluestein", "bluestein_len10007"),
+    (17, "f32", "bluestein", "bluestein_len17"),
+    (2 ** 25, "f32", None, None),                      # would need three passes
+])
+def test_plans_by_length(length, part, kind, name):
+    plan = fft_plan.plan_for(length, part)
+    assert (plan and plan.kind) == kind and (plan and plan.name) == name
+    if plan is not None:
+        assert fft_plan.plan_for(length, part) is plan             # the plan cache
+        assert all(math.prod(node.radices) == node.length and set(node.radices) <= set(RADICES)
+                   for node in plan.nodes)
+
+
+def test_node_names_and_radices():
+    assert fft_plan.Node(4096, (16, 16, 16)).name == "stockham_len4096_radix[16,16,16]"
+    assert fft_plan.radices_of(1000) == (10, 10, 10) and fft_plan.radices_of(2 * 3 * 5 * 7 * 11 * 13) is not None
+    assert fft_plan.radices_of(17) is None
+
+
+def test_the_optimized_ir_names_the_plan_nodes():
+    x = rng_complex((2, 10007), np.complex128)
+    text = str(run_pipeline(cj.make_graph(lambda v: lax.fft(v, "FFT", (10007,)))(x), DEFAULT_PIPELINE).module)
+    assert 'solution = "bluestein_len10007_chirp"' in text
+    assert 'solution = "stockham_len128_radix[16,8]"' in text and "stockham_len256_radix[16,16]" in text
+    assert "= fft(" not in text
+
+
+def check_report(function, x, solutions):
+    """The kernel report names the plan's nodes, and no gfx942 kernel spills."""
+    compiled = cj.jit(function).lower(x).compile()
+    report = compiled.report()
+    assert all(solution in report for solution in solutions), report
+    for kernel in compiled.kernels:
+        assert kernel.vgpr_spills == 0 and kernel.sgpr_spills == 0 and kernel.scratch_bytes == 0, kernel
+    return compiled
+
+
+def test_the_report_names_the_plan_nodes_without_spills():
+    x = rng_complex((2, 17), np.complex64)
+    compiled = check_report(lambda v: lax.fft(v, "FFT", (17,)), x, ["bluestein_len17_chirp", "stockham_len64_radix[16,4]"])
+    assert relative_error(compiled(x), np.fft.fft(x.astype(np.complex128))) <= bound(17, np.complex64, "f32")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("length,dtype", [(4096, np.complex64), (2048 * 13, np.complex128), (11 * 13 * 7, np.complex128)])
+def test_large_nodes_do_not_spill(length, dtype):
+    x = rng_complex((2, length), dtype)
+    part = "f32" if dtype == np.complex64 else "f64"
+    check_report(lambda v: lax.fft(v, "FFT", (length,)), x, [node.name for node in fft_plan.plan_for(length, part).nodes])
+
+
+def kernels_of(batch):
+    """The fft library's kernels of an IFFT of length 96 over `batch` rows, as the pipeline emits them."""
+    module = cj.make_graph(lambda v: lax.fft(v, "IFFT", (96,)))(rng_complex((batch, 96), np.complex64))
+    optimized = run_pipeline(module, DEFAULT_PIPELINE).module
+    return [LIBRARIES["fft"].emit(op, "k", get_target()) for op in walk(optimized.body) if op.name == "library_call"]
+
+
+def test_a_new_batch_compiles_no_kernel():
+    """Compiled per plan node, never per problem: the kernels of batches 3 and 5 have one code text."""
+    three, five = kernels_of(3), kernels_of(5)
+    assert len(three) == 2 and [k.code_text() for k in three] == [k.code_text() for k in five]
+    assert [k.arguments for k in three] != [k.arguments for k in five]
+
+
+@pytest.fixture
+def small_lds(monkeypatch):
+    """A 1 KiB LDS budget: lengths above 64 (c64) or 32 (c128) need two passes, so that the two-pass
+    plans of every axis and kind run at small sizes."""
+    monkeypatch.setattr(fft_plan, "LDS_BYTES", 1024)
+    fft_plan.plan_for.cache_clear()
+    yield
+    fft_plan.plan_for.cache_clear()
+
+
+@pytest.mark.parametrize("shape,lengths,kind,dtype", [
+    ((3, 96), (96,), "FFT", np.complex64),
+    ((2, 80, 3), (80, 3), "IFFT", np.complex128),        # two passes on an axis with C = 3 after it
+    ((4, 256), (256,), "RFFT", np.float64),              # the N / 2 = 128 pairs in two passes
+    ((4, 129), (256,), "IRFFT", np.complex64),
+    ((2, 77), (77,), "RFFT", np.float32),                # odd: the full plan of 77 = 7 x 11
+    ((2, 39), (77,), "IRFFT", np.complex128),
+    ((2, 37), (37,), "FFT", np.complex128),              # Bluestein through a two-pass M = 128
+])
+def test_two_pass_plans(small_lds, shape, lengths, kind, dtype):
+    rng = np.random.default_rng(7)
+    x = rng_complex(shape, dtype) if np.dtype(dtype).kind == "c" else rng.standard_normal(shape).astype(dtype)
+    compiled = cj.jit(lambda v: lax.fft(v, kind, lengths)).lower(x).compile()
+    assert "twiddles_len" in compiled.as_text("optimized") and "_large" in compiled.as_text("optimized")
+    reference = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn, "IRFFT": np.fft.irfftn}[kind]
+    axes = tuple(range(len(shape) - len(lengths), len(shape)))
+    want = reference(x.astype(np.complex128 if kind != "RFFT" else np.float64), s=lengths, axes=axes)
+    complex_dtype = np.complex64 if np.dtype(dtype) in (np.float32, np.complex64) else np.complex128
+    assert relative_error(compiled(x), want) <= ERROR_FACTOR * EPS[complex_dtype] * math.log2(4 * max(lengths)) * 2
+
+
+# ---- accuracy ------------------------------------------------------------------------------------
+
+SAMPLE_LENGTHS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 31, 64, 97, 100, 143, 243, 256, 625,
+                  1000, 1024, 2048, 4096]
+
+
+@pytest.mark.parametrize("length", SAMPLE_LENGTHS)
+def test_c128_lengths(length):
+    check_fft(length)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("length", range(1, 4097))
+def test_every_length_to_4096(length):
+    check_fft(length, batch=1)
+
+
+@pytest.mark.parametrize("length,inverse", [(8, True), (60, False), (1331, True), (4096, False), (8192, True),
+                                            (101, False)])
+def test_c64_lengths(length, inverse):
+    check_fft(length, np.complex64, inverse=inverse)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exponent", range(13, 23))
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_powers_of_two(exponent, dtype):
+    check_fft(2 ** exponent, dtype, batch=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("length", [4099, 7919, 10007, 2 * 3 * 5 * 7 * 11 * 13, 17 * 19, 2 ** 12 * 3])
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_primes_and_mixed_radices(length, dtype):
+    check_fft(length, dtype, batch=2)
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 8, 15, 16, 34, 100, 243, 1000])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_real_round_trips(length, dtype):
+    """rfft against pocketfft, and irfft(rfft(x)) = x (even N: the N / 2 plan with rfft_post /
+    irfft_pre; odd N: the real and hermitian edges of the N plan)."""
+    x = np.random.default_rng(length).standard_normal((2, length)).astype(dtype)
+    spectrum = cj.jit(lambda v: lax.fft(v, "RFFT", (length,)))(x)
+    back = cj.jit(lambda v: lax.fft(v, "IRFFT", (length,)))(spectrum)
+    complex_dtype = np.complex64 if dtype == np.float32 else np.complex128
+    tolerance = 2 * bound(max(length // 2, 1), complex_dtype, "f32" if dtype == np.float32 else "f64")
+    assert np.asarray(spectrum).dtype == complex_dtype and np.asarray(back).dtype == dtype
+    assert relative_error(spectrum, np.fft.rfft(x.astype(np.float64))) <= tolerance
+    assert relative_error(back, x.astype(np.float64)) <= 2 * tolerance
+
+
+@pytest.mark.parametrize("length", [6, 9])
+def test_irfft_ignores_the_imaginary_parts_numpy_ignores(length):
+    """numpy's c2r reads only the real parts of the DC term and (even N) the Nyquist term."""
+    half = np.fft.rfft(np.random.default_rng(0).standard_normal((2, length)))
+    half[:, 0] += 3j
+    half[:, -1] += 5j
+    got = cj.jit(lambda v: lax.fft(v, "IRFFT", (length,)))(half)
+    assert relative_error(got, np.fft.irfft(half, length)) <= 4 * bound(length, np.complex128, "f64")
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_round_trip_3d(dtype):
+    x = rng_complex((2, 12, 10, 17), dtype)
+    fn = cj.jit(lambda v: lax.fft(lax.fft(v, "FFT", (12, 10, 17)), "IFFT", (12, 10, 17)))
+    assert relative_error(fn(x), x) <= 4 * bound(17, dtype, "f32" if dtype == np.complex64 else "f64")
+
+
+def test_the_interpreter_runs_the_matched_module():
+    """The routines' references (libs/fft/routines.py) give the plan's result when interpreted."""
+    x = rng_complex((2, 6, 37), np.complex128)
+    module = cj.make_graph(lambda v: lax.fft(v, "FFT", (6, 37)))(x)
+    optimized = run_pipeline(module, DEFAULT_PIPELINE).module
+    (got,) = cj.ir.interpret(optimized, x)
+    assert relative_error(got, np.fft.fftn(x, axes=(1, 2))) <= 1e-14
+
+
+def test_empty_batches():
+    for x in (np.zeros((0, 8), np.complex64), np.zeros((3, 0, 5), np.complex128)):
+        got = cj.jit(lambda v: lax.fft(v, "FFT", (x.shape[-1],)))(x)
+        assert np.asarray(got).shape == x.shape
+
+
+def test_axes_pass_views_not_copies():
+    """Between the passes of an n-D transform, values are reshaped views: no copy kernel."""
+    module = cj.make_graph(lambda v: lax.fft(v, "FFT", (8, 8, 8)))(rng_complex((8, 8, 8), np.complex64))
+    names = [op.name for op in run_pipeline(module, DEFAULT_PIPELINE).module.body.ops]
+    assert "fusion" not in names and names.count("library_call") == 4, names
