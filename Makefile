@@ -20,7 +20,7 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[bench]'
 	touch $@
 
-# The library's prebuilt GEMM kernels (`python -m cdnajit warm`: README, "GEMM library"), made again
+# The library's prebuilt GEMM kernels (`python -m cdnajit warm`: docs/libraries.md, "BLAS"), made again
 # when the compiler's sources change (they are keyed by them): f32 for the demo, f32 and f64 for the
 # benchmarks (W12). A warm removes the kernels of other sources, so each stamp names its dtypes.
 COMPILER_SOURCES := $(shell find ir passes lowering libs codegen runtime -name '*.py')

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .tracing import located
 
 COLLECTIVE = "a collective over named mesh axes: needs the ccl library (multi-device programs)"
-RANDOM = "random number generation: needs the random library"
+RANDOM = "lax's own random-number primitives: not implemented (use cdnajit.random)"
 SPECIAL = "a special function without a compiled kernel yet"
 TOKEN = "an ordering token for side effects: cdnajit programs have none"
 
