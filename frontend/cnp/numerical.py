@@ -399,7 +399,7 @@ def poly(seq_of_zeros):
     (zeros_,) = inexact(seq_of_zeros)
     if zeros_.ndim == 2 and zeros_.shape[0] == zeros_.shape[1] and zeros_.shape[0]:
         raise NotImplementedError(located("poly of a square matrix needs its eigenvalues (linalg.eigvals), which "
-                                          "cdnajit does not have yet (libs/linalg)"))
+                                          "cdnajit does not have yet (the solver library's geev)"))
     if zeros_.ndim != 1:
         raise TracingValueError(located(f"poly: input must be 1-d or a square 2-d array, got shape {zeros_.shape}"))
     result = ones((1,), zeros_.type.dtype)
@@ -410,13 +410,52 @@ def poly(seq_of_zeros):
 
 
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
-    raise NotImplementedError(located("polyfit needs a least-squares solver (linalg.lstsq), which cdnajit does not "
-                                      "have yet (libs/linalg)"))
+    """jnp.polyfit: the least-squares polynomial of degree deg through (x, y) (y may hold columns), by
+    lstsq on the Vandermonde matrix with its columns scaled to unit norm, as numpy and JAX fit it."""
+    from . import linalg  # linalg imports this module (cross)
+    order = static_int(deg, "polyfit deg") + 1
+    x, y = asarray(x), asarray(y)
+    dtype = to_inexact(result_type(x, y)[0])
+    x, y = convert(x, dtype), convert(y, dtype)
+    if order < 1:
+        raise TracingValueError(located(f"polyfit: expected deg >= 0, got {order - 1}"))
+    if x.ndim != 1 or x.shape[0] == 0:
+        raise TracingTypeError(located(f"polyfit: expected a non-empty 1-d x, got shape {x.shape}"))
+    if y.ndim not in (1, 2) or y.shape[0] != x.shape[0]:
+        raise TracingTypeError(located(f"polyfit: expected y of shape ({x.shape[0]},) or ({x.shape[0]}, k) as x "
+                                       f"{x.shape}, got {y.shape}"))
+    if rcond is None:
+        rcond = x.shape[0] * float(np.finfo(np.dtype(x.type.numpy_dtype)).eps)
+    lhs, rhs = vander(x, order), y
+    if w is not None:
+        w = asarray(w)
+        if w.ndim != 1 or w.shape[0] != x.shape[0]:
+            raise TracingTypeError(located(f"polyfit: expected w of shape ({x.shape[0]},), got {w.shape}"))
+        lhs = el.multiply(lhs, sh.expand_dims(w, 1))
+        rhs = el.multiply(rhs, sh.expand_dims(w, 1) if rhs.ndim == 2 else w)
+    scale = el.sqrt(red.sum(el.multiply(lhs, lhs), axis=0))
+    lhs = el.divide(lhs, sh.expand_dims(scale, 0))
+    c, residuals, rank, s = linalg.lstsq(lhs, rhs, rcond)
+    c = el.divide(c, sh.expand_dims(scale, 1) if c.ndim == 2 else scale)
+    if full:
+        return c, residuals, rank, s, asarray(rcond)
+    if not cov:
+        return c
+    base = el.divide(linalg.inv(linalg.matmul(sh.swapaxes(lhs, 0, 1), lhs)), linalg.outer(scale, scale))
+    if cov == "unscaled":
+        factor = asarray(1.0, x.type.dtype)
+    elif x.shape[0] <= order:
+        raise TracingValueError(located("polyfit: the number of data points must exceed order to scale the "
+                                        "covariance matrix"))
+    else:
+        factor = el.divide(residuals, x.shape[0] - order)
+        factor = factor[0] if factor.ndim else factor
+    return c, (el.multiply(base, factor) if y.ndim == 1 else el.multiply(sh.expand_dims(base, 2), factor))
 
 
 def roots(p, *, strip_zeros=True):
     raise NotImplementedError(located("roots needs the eigenvalues of the companion matrix (linalg.eigvals), "
-                                      "which cdnajit does not have yet (libs/linalg)"))
+                                      "which cdnajit does not have yet (the solver library's geev)"))
 
 
 # ---- windows and i0 ------------------------------------------------------------------------------
