@@ -83,8 +83,10 @@ NUMPY_NOT_CALLED = {  # public names that are not array functions, and why
     "ndarray": "the array type (tested below)",
     "ufunc": "the ufunc type (its instances are in the table)",
     **dict.fromkeys("base creation contractions dtypes_api elementwise reductions shaping indexing_funcs array_funcs "
-                    "histograms setops numerical statistics functional type_aliases".split(),
+                    "histograms setops numerical statistics functional type_aliases linalg_solver".split(),
                     "a family module of the package"),
+    **dict.fromkeys("fft linalg".split(), "a namespace of its own, tested in tests/frontend/test_numpy_fft.py and "
+                                          "test_numpy_linalg.py"),
     **dict.fromkeys("bool single double csingle cdouble float_ complex_ character flexible object_ ComplexWarning"
                     .split(), "another name of a scalar type, or numpy's own type"),
     **dict.fromkeys("s_ index_exp".split(), "an index expression: builds Python index tuples on the host"),
