@@ -154,6 +154,7 @@ def test_bad_input_names_the_shapes():
 
 # ---- the blocked algorithms ------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_blocked_solve_and_cholesky(small_blocks):
     """n = 19 with blocks of 8 and panels of 4: ragged last blocks in getrf, potrf and trsm."""
     dtype = np.float64

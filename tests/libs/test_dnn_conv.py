@@ -156,14 +156,14 @@ SOLVER_OPTIONS = {"direct": {}, "implicit_gemm": {}, "depthwise": {"depthwise": 
 
 # gemm_1x1's problems pick BLAS solutions whose kernels take seconds each to compile: two problems here.
 @pytest.mark.parametrize("name", SOLVER_OPTIONS)
-@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("seed", range(1))
 def test_random_convolutions_match_reference(name, seed):
     run_random(name, seed, 2 if name == "gemm_1x1" else 6, **SOLVER_OPTIONS[name])
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SOLVER_OPTIONS)
-@pytest.mark.parametrize("seed", range(2, 12))
+@pytest.mark.parametrize("seed", range(1, 12))
 def test_random_convolutions_match_reference_long(name, seed):
     run_random(name, seed, 25, **SOLVER_OPTIONS[name])
 

@@ -156,8 +156,9 @@ def test_two_pass_plans(small_lds, shape, lengths, kind, dtype):
 
 # ---- accuracy ------------------------------------------------------------------------------------
 
-SAMPLE_LENGTHS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 31, 64, 97, 100, 143, 243, 256, 625,
-                  1000, 1024, 2048, 4096]
+# Every generated radix, a Bluestein length (17, 97) and large single-kernel plans; the others under test-all.
+SAMPLE_LENGTHS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 97, 100, 1000, 4096,
+                  *(pytest.param(n, marks=pytest.mark.slow) for n in (31, 64, 143, 243, 256, 625, 1024, 2048))]
 
 
 @pytest.mark.parametrize("length", SAMPLE_LENGTHS)
@@ -191,7 +192,8 @@ def test_primes_and_mixed_radices(length, dtype):
     check_fft(length, dtype, batch=2)
 
 
-@pytest.mark.parametrize("length", [1, 2, 3, 8, 15, 16, 34, 100, 243, 1000])
+@pytest.mark.parametrize("length", [1, 2, 3, 8, 15, 34, 1000,
+                                    *(pytest.param(n, marks=pytest.mark.slow) for n in (16, 100, 243))])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_real_round_trips(length, dtype):
     """rfft against pocketfft, and irfft(rfft(x)) = x (even N: the N / 2 plan with rfft_post /
