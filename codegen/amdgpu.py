@@ -49,20 +49,19 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..errors import CdnajitError
-from ..ir.kernel import Barrier, GlobalBuffer, Kernel, Prefetch, Special, WaveOp, WaveReduce, WaveShuffle
+from ..ir.kernel import GlobalBuffer, Kernel, WaveReduce, WaveShuffle
 from ..ir.kernel_verifier import verify_kernel
 from ..ir.targets import Target, get_target
 from .amdgpu_metadata import KernelResources, parse_resources
 from .fork_safe import ForkSafeLock
 from .fork_safe import LLVM_LOCK  # one lock for all LLVM work: llvmlite shares one global context
-from .llvm_kernel import (I1, I8, I32, I64, MEMORY_TYPES, REGISTER_TYPES, KernelBuilder, add_attribute, is_float,
-                          is_signed)
+from .gpu_kernel import GpuKernelBuilder
+from .llvm_kernel import I1, I8, I32, I64, MEMORY_TYPES, add_attribute, is_float, is_signed
 
 TRIPLE = "amdgcn-amd-amdhsa"
 GLOBAL, LDS, PRIVATE = 1, 3, 5          # AMDGPU address spaces
 CODE_OBJECT_VERSION = 500
 EM_AMDGPU = 224
-DIMENSIONS = "xyz"
 
 
 class PrivateAlloca(ir.instructions.AllocaInstr):
@@ -77,7 +76,7 @@ class PrivateAlloca(ir.instructions.AllocaInstr):
         buf.append(f", addrspace({PRIVATE})")
 
 
-class AmdgpuKernelBuilder(KernelBuilder):
+class AmdgpuKernelBuilder(GpuKernelBuilder):
     """Builds the LLVM module of one kernel for AMDGPU: one `amdgpu_kernel` function that every
     work-item runs."""
 
@@ -93,69 +92,21 @@ class AmdgpuKernelBuilder(KernelBuilder):
                                             ir.Constant(I32, CODE_OBJECT_VERSION)])
         self.module.add_named_metadata("llvm.module.flags", version)
 
-    # -- intrinsics and allocas --
-
-    def intrinsic(self, name, result_type, args):
-        fn = self.module.globals.get(name)
-        if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(result_type, [a.type for a in args]), name=name)
-        return self.b.call(fn, list(args))
+    # -- allocas --
 
     def entry_alloca(self, type_, count=None, name=""):
         block = self.fn.entry_basic_block
         with self.b.goto_block(block):
-            if block.instructions:
-                self.b.position_before(block.instructions[0])
+            self.at_entry_start()
             slot = PrivateAlloca(block, type_, None if count is None else ir.Constant(I32, count), name)
             slot.align = 16
             self.b._insert(slot)  # IRBuilder.alloca has no address space: insert ours as it would
         return slot
 
-    # -- storage: every variable and private array is one private alloca per work-item --
+    # -- launch ids and barriers --
 
-    def private_slot(self, key, type_, count=None):
-        if key not in self.storage:
-            self.storage[key] = self.entry_alloca(type_, count, name=str(key))
-        return self.storage[key]
-
-    def variable_pointer(self, var):
-        return self.private_slot((var.name, var.dtype), REGISTER_TYPES[var.dtype])
-
-    def element_pointer(self, buffer, index_expr):
-        index = self.index64(index_expr)
-        memory = MEMORY_TYPES[buffer.dtype]
-        if buffer.space == "global":
-            base = self.buffer_args[buffer.name]
-        elif buffer.space == "lds":
-            base = self.lds_pointers[buffer.name]
-        else:
-            base = self.private_slot(buffer.name, memory, buffer.count)
-        return self.b.gep(base, [index], inbounds=True, source_etype=memory)
-
-    # -- launch indices --
-
-    def expr_special(self, e: Special):
-        size = (self.kernel.workgroup_size if e.kind in ("workitem_id", "workgroup_size") else self.kernel.grid)[e.dim]
-        if e.kind == "num_workgroups" and not isinstance(size, int):  # a runtime extent
-            return self.b.trunc(self.grid_extent(e.dim), I32)
-        if e.kind in ("workgroup_size", "num_workgroups"):
-            return ir.Constant(I32, size)
-        if size == 1:  # a dimension of extent 1: the id is 0
-            return ir.Constant(I32, 0)
-        kind = "workitem" if e.kind == "workitem_id" else "workgroup"
-        return self.intrinsic(f"llvm.amdgcn.{kind}.id.{DIMENSIONS[e.dim]}", I32, [])
-
-    # -- statements: barriers and wave ops inline, the rest by the base --
-
-    def statement(self, s):
-        if isinstance(s, Barrier):
-            self.barrier()
-        elif isinstance(s, Prefetch):
-            pass  # gfx90a and gfx942 have no prefetch instruction (ir/kernel.py: Prefetch)
-        elif isinstance(s, WaveOp):
-            self.wave_op_lowering(type(s))(self, s)
-        else:
-            super().statement(s)
+    def launch_id(self, kind, dimension):
+        return self.intrinsic(f"llvm.amdgcn.{kind}.id.{dimension}", I32, [])
 
     def barrier(self):
         """HIP's __syncthreads: LDS writes before it are visible to the workgroup after it."""

@@ -53,12 +53,13 @@ from typing import ClassVar
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from ..ir.kernel import Barrier, GlobalBuffer, Kernel, Prefetch, Special, WaveOp, WaveReduce, WaveShuffle, walk
+from ..ir.kernel import GlobalBuffer, Kernel, Special, WaveOp, WaveReduce, WaveShuffle, walk
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import verify_kernel
 from . import exact_remainder
 from .fork_safe import LLVM_LOCK, ForkSafeLock
-from .llvm_kernel import I8, I32, MEMORY_TYPES, REGISTER_TYPES, KernelBuilder, add_attribute, is_float, is_signed
+from .gpu_kernel import GpuKernelBuilder
+from .llvm_kernel import I8, I32, MEMORY_TYPES, add_attribute, is_float, is_signed
 
 TRIPLE = "nvptx64-nvidia-cuda"
 ARCHITECTURE = "sm_90"
@@ -66,7 +67,6 @@ PTX_VERSION = "+ptx80"      # PTX ISA 8.0 (CUDA 12.0): sm_90's first; every newe
 GLOBAL, SHARED = 1, 3       # NVPTX address spaces
 WARP = 32
 NAMED_BARRIERS = 16         # bar.sync ids 0..15; 0 is the block's
-DIMENSIONS = "xyz"
 SHARED_ALIGNMENT = 16
 LANE_SLOT_BYTES = 8         # a lane's value in a WaveReduce/WaveShuffle exchange (the widest register)
 
@@ -109,7 +109,7 @@ def shared_bytes(kernel: Kernel) -> int:
     return wave_scratch(kernel).end
 
 
-class NvptxKernelBuilder(KernelBuilder):
+class NvptxKernelBuilder(GpuKernelBuilder):
     """Builds the LLVM module of one kernel for NVPTX: one `ptx_kernel` function that every
     work-item runs."""
 
@@ -122,56 +122,23 @@ class NvptxKernelBuilder(KernelBuilder):
         self.module.data_layout = str(machine.target_data)
         self.scratch = wave_scratch(kernel)
 
-    # -- intrinsics and allocas --
-
-    def intrinsic(self, name, result_type, args):
-        fn = self.module.globals.get(name)
-        if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(result_type, [a.type for a in args]), name=name)
-        return self.b.call(fn, list(args))
+    # -- allocas --
 
     def entry_alloca(self, type_, count=None, name=""):
-        block = self.fn.entry_basic_block
-        with self.b.goto_block(block):
-            if block.instructions:
-                self.b.position_before(block.instructions[0])
+        with self.b.goto_block(self.fn.entry_basic_block):
+            self.at_entry_start()
             slot = self.b.alloca(type_, None if count is None else ir.Constant(I32, count), name=name)
             slot.align = 16
         return slot
 
-    # -- storage: every variable and private array is one alloca per work-item --
+    # -- launch ids and barriers --
 
-    def private_slot(self, key, type_, count=None):
-        if key not in self.storage:
-            self.storage[key] = self.entry_alloca(type_, count, name=str(key))
-        return self.storage[key]
+    def launch_id(self, kind, dimension):
+        register = "tid" if kind == "workitem" else "ctaid"
+        return self.intrinsic(f"llvm.nvvm.read.ptx.sreg.{register}.{dimension}", I32, [])
 
-    def variable_pointer(self, var):
-        return self.private_slot((var.name, var.dtype), REGISTER_TYPES[var.dtype])
-
-    def element_pointer(self, buffer, index_expr):
-        index = self.index64(index_expr)
-        memory = MEMORY_TYPES[buffer.dtype]
-        if buffer.space == "global":
-            base = self.buffer_args[buffer.name]
-        elif buffer.space == "lds":
-            base = self.lds_pointers[buffer.name]
-        else:
-            base = self.private_slot(buffer.name, memory, buffer.count)
-        return self.b.gep(base, [index], inbounds=True, source_etype=memory)
-
-    # -- launch indices --
-
-    def expr_special(self, e: Special):
-        size = (self.kernel.workgroup_size if e.kind in ("workitem_id", "workgroup_size") else self.kernel.grid)[e.dim]
-        if e.kind == "num_workgroups" and not isinstance(size, int):  # a runtime extent
-            return self.b.trunc(self.grid_extent(e.dim), I32)
-        if e.kind in ("workgroup_size", "num_workgroups"):
-            return ir.Constant(I32, size)
-        if size == 1:  # a dimension of extent 1: the id is 0
-            return ir.Constant(I32, 0)
-        register = "tid" if e.kind == "workitem_id" else "ctaid"
-        return self.intrinsic(f"llvm.nvvm.read.ptx.sreg.{register}.{DIMENSIONS[e.dim]}", I32, [])
+    def barrier(self):
+        self.intrinsic("llvm.nvvm.barrier0", ir.VoidType(), [])
 
     def flat_item(self):
         """The work-item's index in its workgroup, x fastest (CUDA's thread numbering)."""
@@ -191,17 +158,7 @@ class NvptxKernelBuilder(KernelBuilder):
             return exact_remainder.fmod(self.b, a, b)
         return super().float_binary(op, a, b)
 
-    # -- statements: barriers and wave ops inline, the rest by the base --
-
-    def statement(self, s):
-        if isinstance(s, Barrier):
-            self.intrinsic("llvm.nvvm.barrier0", ir.VoidType(), [])
-        elif isinstance(s, Prefetch):
-            pass  # a statement of intent for the host's scheduling (ir/kernel.py: Prefetch)
-        elif isinstance(s, WaveOp):
-            self.wave_op_lowering(type(s))(self, s)
-        else:
-            super().statement(s)
+    # -- wave ops: an exchange through the wave's scratch between named barriers --
 
     def wave_barrier(self, wave):
         """Wait for the other 63 lanes of the wave; their shared-memory accesses before it are
