@@ -12,7 +12,7 @@ import numpy as np
 
 import cdnajit as cj
 import cdnajit.numpy as cnp
-from workloads import Case, Context, Workload, rng
+from workloads import Case, Context, Workload, jax_call_x64, rng
 
 F32_EPSILON = 2.0**-24
 F64_EPSILON = 2.0**-53
@@ -37,13 +37,7 @@ def jax_peer(ctx: Context, function, inputs, x64: bool = False):
     jitted = ctx.jax.jit(lambda *arrays: function(ctx.jax.numpy, *arrays))
     if not x64:
         return jitted
-    with ctx.jax.enable_x64(True):
-        placed = tuple(ctx.jax.device_put(x) for x in inputs)
-
-    def call(*_runner_inputs):
-        with ctx.jax.enable_x64(True):
-            return jitted(*placed)
-    return call
+    return jax_call_x64(ctx.jax, jitted, inputs)
 
 
 def case(ctx: Context, function, inputs, length: int, epsilon: float, x64: bool = False) -> Case:

@@ -7,7 +7,6 @@ in place through `.at[]` have a numpy twin that assigns into a copy, as numpy co
 """
 from __future__ import annotations
 
-import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -15,7 +14,7 @@ import numpy as np
 import cdnajit as cj
 import cdnajit.lax as clax
 import cdnajit.numpy as cnp
-from workloads import Case, Context, Workload, normal, rng
+from workloads import Case, Context, Workload, jax_call_x64, normal, rng
 
 F32_EPSILON = 2.0**-24   # unit roundoff of float32
 F64_EPSILON = 2.0**-53   # unit roundoff of float64
@@ -58,21 +57,14 @@ def cdnajit_peer(program):
 
 
 def jax_peer(program, ctx: Context, inputs, x64: bool = False):
-    """`jax.jit` of the program, or None without JAX. With `x64`, JAX runs with 64-bit types (as
-    cdnajit's semantics are) on inputs put on its device under them, here: the runner's
-    `jax.device_put`, made without 64-bit types, would be float32 copies, so its arguments are ignored."""
+    """`jax.jit` of the program, or None without JAX; with `x64`, computing with 64-bit types
+    (workloads.jax_call_x64)."""
     if ctx.jax is None:
         return None
     jitted = ctx.jax.jit(bind_loops(program, ctx.jax.numpy, ctx.jax.lax))
     if not x64:
         return jitted
-    with ctx.jax.enable_x64(True):
-        placed = tuple(ctx.jax.device_put(x) for x in inputs)
-
-    def call(*_runner_inputs):
-        with ctx.jax.enable_x64(True):
-            return jitted(*placed)
-    return call
+    return jax_call_x64(ctx.jax, jitted, inputs)
 
 
 # ---- the programs

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workloads import Case, Context, Workload, jitted_peers, rng
+from workloads import Case, Context, Workload, jax_call_x64, jitted_peers, rng
 
 F32_EPSILON = 2.0**-24   # unit roundoff of float32
 
@@ -45,13 +45,7 @@ def x64_jax(program, ctx: Context, inputs):
     if ctx.jax is None:
         return None
     jitted = ctx.jax.jit(lambda *a: program(ctx.jax.numpy, *a))
-    with ctx.jax.enable_x64(True):
-        placed = tuple(ctx.jax.device_put(x) for x in inputs)
-
-    def call(*_runner_inputs):
-        with ctx.jax.enable_x64(True):
-            return jitted(*placed)
-    return call
+    return jax_call_x64(ctx.jax, jitted, inputs)
 
 
 def exact_case(program, inputs, ctx: Context, x64: bool = False) -> Case:

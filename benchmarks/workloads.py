@@ -77,6 +77,19 @@ def bind(program, xp):
     return bound
 
 
+def jax_call_x64(jax, jitted, inputs):
+    """A JAX peer that computes with 64-bit types on, as cdnajit's semantics are: its inputs put on the
+    device once under them (the runner's `jax.device_put`, made without them, would be 32-bit copies),
+    so the runner's arguments are ignored."""
+    with jax.enable_x64(True):
+        placed = tuple(jax.device_put(x) for x in inputs)
+
+    def call(*_runner_inputs):
+        with jax.enable_x64(True):
+            return jitted(*placed)
+    return call
+
+
 def jitted_peers(program, ctx: Context):
     """cdnajit, numpy and JAX callables of `program(xp, *arrays)`, jitted where the peer jits."""
     jax_fn = ctx.jax.jit(bind(program, ctx.jax.numpy)) if ctx.jax else None
