@@ -39,6 +39,7 @@ import llvmlite.ir as ir
 
 from ..ir.kernel import (Assign, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer, If, Kernel, Let, Load, Math,
                          ScalarParam, Select, Store, Unary, Var)
+from ..ir.kernel_mfma import PrivateSlice
 from ..ir.types import FLOATS, SIGNED_INTS, UNSIGNED_INTS
 from . import mathlib, narrow_convert
 
@@ -181,6 +182,15 @@ class KernelBuilder:
 
     def write_var(self, var: Var, value):
         self.b.store(value, self.variable_pointer(var))
+
+    def write_result_element(self, dest, element: int, value, dtype: str):
+        """Element `element` of a wave op's destination (an MFMA's D): a slice of a private array (an
+        accumulator kept in per-lane memory), stored as `dtype`, or a tuple of variables."""
+        if isinstance(dest, PrivateSlice):
+            index = Const(dest.start + element, "i32")
+            self.b.store(self.to_memory(dtype, value), self.element_pointer(dest.array, index))
+        else:
+            self.write_var(dest[element], value)
 
     def grid_extent(self, dim: int):
         """The grid's extent along `dim` as an i64: a constant, or its extent expression (ir/kernel.py:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..ir.kernel import Const
-from ..ir.kernel_mfma import Mfma, PrivateSlice
+from ..ir.kernel_mfma import Mfma
 from ..ir.targets import Target
 from .amdgpu import AmdgpuKernelBuilder, register_wave_op
 from .llvm_kernel import I8, I16, I32, REGISTER_TYPES
@@ -61,11 +60,7 @@ def lower_mfma(kb: AmdgpuKernelBuilder, op: Mfma):
     d = kb.intrinsic(inst.intrinsic, c.type, [a, b_operand, c, zero, zero, zero])
     for element in range(inst.d_elements):
         value = b.extract_element(d, ir.Constant(I32, element))
-        if isinstance(op.dest, PrivateSlice):
-            index = Const(op.dest.start + element, "i32")
-            b.store(kb.to_memory(inst.out_dtype, value), kb.element_pointer(op.dest.array, index))
-        else:
-            kb.write_var(op.dest[element], value)
+        kb.write_result_element(op.dest, element, value, inst.out_dtype)
 
 
 register_wave_op(Mfma, lower_mfma)

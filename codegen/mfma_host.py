@@ -185,11 +185,7 @@ def lower_mfma(kb: HostKernelBuilder, op: Mfma):
         for element, first, start in runs(tables["d"], n):
             def load(offset, element=element, start=start):
                 value = b.load(tile_element("d", b.add(constant(start), offset)), typ=value_type)
-                if isinstance(op.dest, PrivateSlice):
-                    index = Const(op.dest.start + element, "i32")
-                    b.store(kb.to_memory(inst.out_dtype, value), kb.element_pointer(op.dest.array, index))
-                else:
-                    kb.write_var(op.dest[element], value)
+                kb.write_result_element(op.dest, element, value, inst.out_dtype)
             lane_run(wave, first, n, load)
 
     def wave(w):

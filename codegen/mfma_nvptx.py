@@ -17,8 +17,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from ..ir.kernel import Const
-from ..ir.kernel_mfma import Mfma, PrivateSlice
+from ..ir.kernel_mfma import Mfma
 from .llvm_kernel import F32, F64, I32
 from .mathlib import call_intrinsic
 from .nvptx import GLOBAL, NvptxKernelBuilder, register_wave_op
@@ -89,11 +88,7 @@ def lower_mfma(kb: NvptxKernelBuilder, op: Mfma):
     kb.wave_barrier(wave)
 
     for element, value in enumerate(results):
-        if isinstance(op.dest, PrivateSlice):
-            index = Const(op.dest.start + element, "i32")
-            b.store(kb.to_memory(inst.out_dtype, value), kb.element_pointer(op.dest.array, index))
-        else:
-            kb.write_var(op.dest[element], value)
+        kb.write_result_element(op.dest, element, value, inst.out_dtype)
 
 
 register_wave_op(Mfma, lower_mfma)

@@ -261,6 +261,7 @@ def test_norms_of_every_ord():
         cnp.linalg.norm(x[0], 3)
 
 
+@pytest.mark.slow
 def test_cond_matrix_power_tensorinv_tensorsolve():
     a = matrices((2, 4, 4), np.float64, seed=12)
     for p in ["fro", 1, -1, np.inf, -np.inf]:

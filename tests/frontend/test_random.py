@@ -57,8 +57,8 @@ def ks_pvalue(samples, cdf) -> float:
     return scipy.stats.kstest(np.asarray(samples, np.float64).ravel(), cdf).pvalue
 
 
-@pytest.mark.parametrize("alpha", [pytest.param(0.2, marks=pytest.mark.slow), 1.0,
-                                   pytest.param(7.5, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("alpha", [0.2, 1.0, 7.5])
 def test_gamma_distribution(alpha):
     assert ks_pvalue(cr.gamma(KEY, alpha, (N,), "float32"), scipy.stats.gamma(alpha).cdf) > 1e-4
 
@@ -72,8 +72,8 @@ def test_beta_dirichlet_t_distributions():
     assert ks_pvalue(cr.t(KEY, 3.0, (N,)), scipy.stats.t(3.0).cdf) > 1e-4
 
 
-@pytest.mark.parametrize("lam", [0.7, pytest.param(6.0, marks=pytest.mark.slow),
-                                 pytest.param(40.0, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("lam", [0.7, 6.0, 40.0])
 def test_poisson_distribution(lam):
     """Counts against the Poisson pmf by a chi-square test over the bins of expected count >= 20."""
     k = cr.poisson(KEY, lam, (N,))

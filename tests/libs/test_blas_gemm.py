@@ -144,13 +144,13 @@ def run_random_gemm(seed, problems=3):
         assert_gemm_close(d, op, arrays, k)
 
 
-@pytest.mark.parametrize("seed", range(14))
+@pytest.mark.parametrize("seed", [*range(12), 13])   # seed 12 (a 30 s case) runs with the long ones
 def test_random_gemm_matches_reference(seed):
     run_random_gemm(seed)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(14, 200))
+@pytest.mark.parametrize("seed", [12, *range(14, 200)])
 def test_random_gemm_matches_reference_long(seed):
     run_random_gemm(seed)
 
@@ -294,6 +294,7 @@ def test_a_corrupt_database_warns_and_is_ignored(private_cache):
     np.testing.assert_array_equal(got, a @ a)
 
 
+@pytest.mark.slow
 def test_tune_with_an_epilogue_records_it_apart_from_the_plain_product(private_cache):
     """hipBLASLt-style: the winner with bias+relu fused serves that epilogue; the plain product keeps
     the heuristic until it is tuned itself, and then serves epilogues tuned on their own no longer."""
