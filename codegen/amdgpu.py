@@ -49,14 +49,14 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..errors import CdnajitError
-from ..ir.kernel import GlobalBuffer, Kernel, WaveReduce, WaveShuffle
+from ..ir.kernel import Kernel, WaveReduce, WaveShuffle
 from ..ir.kernel_verifier import verify_kernel
 from ..ir.targets import Target, get_target
 from .amdgpu_metadata import KernelResources, parse_resources
 from .fork_safe import ForkSafeLock
 from .fork_safe import LLVM_LOCK  # one lock for all LLVM work: llvmlite shares one global context
 from .gpu_kernel import GpuKernelBuilder
-from .llvm_kernel import I1, I8, I32, I64, MEMORY_TYPES, add_attribute, is_float, is_signed
+from .llvm_kernel import I1, I8, I32, I64, is_float, is_signed
 
 TRIPLE = "amdgcn-amd-amdhsa"
 GLOBAL, LDS, PRIVATE = 1, 3, 5          # AMDGPU address spaces
@@ -118,16 +118,7 @@ class AmdgpuKernelBuilder(GpuKernelBuilder):
 
     def build(self) -> ir.Module:
         k = self.kernel
-        params = [ir.PointerType(addrspace=GLOBAL) if isinstance(p, GlobalBuffer) else MEMORY_TYPES[p.dtype]
-                  for p in k.params]
-        self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params), name=k.name)
-        self.fn.calling_convention = "amdgpu_kernel"
-        add_attribute(self.fn.attributes, f'"amdgpu-flat-work-group-size"="{self.items},{self.items}"')
-        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
-        self.bind_parameters(self.fn.args)
-        for param in k.buffers:
-            if param.readonly:
-                add_attribute(self.buffer_args[param.name].attributes, "readonly")
+        self.kernel_function("amdgpu_kernel", f'"amdgpu-flat-work-group-size"="{self.items},{self.items}"')
         self.lds_pointers = {}
         if k.lds:
             block_type = ir.ArrayType(I8, k.lds_bytes)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ..ir.kernel import Barrier, Prefetch, Special, WaveOp
-from .llvm_kernel import I32, MEMORY_TYPES, REGISTER_TYPES, KernelBuilder
+from ..ir.kernel import Barrier, GlobalBuffer, Prefetch, Special, WaveOp
+from .llvm_kernel import I32, MEMORY_TYPES, REGISTER_TYPES, KernelBuilder, add_attribute
 
 DIMENSIONS = "xyz"
+GLOBAL = 1  # the global address space, on AMDGPU and NVPTX alike
 
 
 class GpuKernelBuilder(KernelBuilder):
@@ -27,6 +28,22 @@ class GpuKernelBuilder(KernelBuilder):
         block = self.fn.entry_basic_block
         if block.instructions:
             self.b.position_before(block.instructions[0])
+
+    def kernel_function(self, calling_convention: str, attribute: str):
+        """The kernel's function (global buffers in address space 1 on both GPU targets, scalars by
+        value), with its calling convention and launch-bounds attribute; its parameters bound and
+        its read-only buffers marked, the builder at its entry."""
+        k = self.kernel
+        params = [ir.PointerType(addrspace=GLOBAL) if isinstance(p, GlobalBuffer) else MEMORY_TYPES[p.dtype]
+                  for p in k.params]
+        self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params), name=k.name)
+        self.fn.calling_convention = calling_convention
+        add_attribute(self.fn.attributes, attribute)
+        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
+        self.bind_parameters(self.fn.args)
+        for param in k.buffers:
+            if param.readonly:
+                add_attribute(self.buffer_args[param.name].attributes, "readonly")
 
     # -- storage: every variable and private array is one alloca per work-item --
 

@@ -53,13 +53,13 @@ from typing import ClassVar
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from ..ir.kernel import GlobalBuffer, Kernel, Special, WaveOp, WaveReduce, WaveShuffle, walk
+from ..ir.kernel import Kernel, Special, WaveOp, WaveReduce, WaveShuffle, walk
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import verify_kernel
 from . import exact_remainder
 from .fork_safe import LLVM_LOCK, ForkSafeLock
 from .gpu_kernel import GpuKernelBuilder
-from .llvm_kernel import I8, I32, MEMORY_TYPES, add_attribute, is_float, is_signed
+from .llvm_kernel import I8, I32, is_float, is_signed
 
 TRIPLE = "nvptx64-nvidia-cuda"
 ARCHITECTURE = "sm_90"
@@ -180,17 +180,8 @@ class NvptxKernelBuilder(GpuKernelBuilder):
 
     def build(self) -> ir.Module:
         k = self.kernel
-        params = [ir.PointerType(addrspace=GLOBAL) if isinstance(p, GlobalBuffer) else MEMORY_TYPES[p.dtype]
-                  for p in k.params]
-        self.fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), params), name=k.name)
-        self.fn.calling_convention = "ptx_kernel"
         x, y, z = k.workgroup_size
-        add_attribute(self.fn.attributes, f'"nvvm.reqntid"="{x},{y},{z}"')
-        self.b = ir.IRBuilder(self.fn.append_basic_block("entry"))
-        self.bind_parameters(self.fn.args)
-        for param in k.buffers:
-            if param.readonly:
-                add_attribute(self.buffer_args[param.name].attributes, "readonly")
+        self.kernel_function("ptx_kernel", f'"nvvm.reqntid"="{x},{y},{z}"')
         self.shared = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), name="cdnajit_shared", addrspace=SHARED)
         self.shared.linkage = "external"
         self.shared.align = SHARED_ALIGNMENT
