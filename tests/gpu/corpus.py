@@ -1,6 +1,7 @@
 """The GPU corpus: programs that exercise every kernel emitter and library solution kind that
 exists (elementwise fusion, reductions, softmax rows, the BLAS GEMM solutions with MFMA in each
-dtype, scans, sort, top_k, conv, fft, gather/scatter, loops), and hand-written kernels (LDS tree
+dtype, scans, sort, top_k, gather/scatter, loops; DNN's convolution solvers, FFT's plan nodes, PRIM's
+sorts, scans and histogram, RAND's generators and SOLVER's factorizations), and hand-written kernels (LDS tree
 sum with barriers, wave reduce/shuffle in every register type, every MFMA instruction), with sizes
 that cross workgroup boundaries but keep compute-sanitizer's runs short.
 
@@ -59,6 +60,56 @@ def top_k_values(x):
     return lax.top_k(x, 5)[0]
 
 
+def nhwc_conv(stride=(1, 1), padding="SAME", lhs_dilation=None, groups=1):
+    return lambda x, w: lax.conv_general_dilated(x, w, stride, padding, lhs_dilation=lhs_dilation,
+                                                 dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=groups)
+
+
+def conv_bias_relu(x, w, b):
+    return cj.nn.relu(nhwc_conv()(x, w) + b)
+
+
+def complex_normal(*shape, dtype=np.complex64):
+    return (normal(*shape) + 1j * normal(*shape)).astype(dtype)
+
+
+def spd(n):
+    a = normal(n, n, dtype=np.float64)
+    return a @ a.T + n * np.eye(n)
+
+
+# name -> (function, arguments) for each library solution kind: the comment names the solution the
+# library picks for these shapes (the optimized IR's `library_call ..., solution = ...`).
+LIBRARY_PROGRAMS = {
+    "dnn_im2col_gemm_epilogue": (conv_bias_relu, (normal(2, 9, 11, 8), normal(3, 3, 8, 16), normal(16))),   # im2col + GEMM
+    "dnn_gemm_1x1": (nhwc_conv(), (normal(2, 7, 9, 16), normal(1, 1, 16, 24))),
+    "dnn_depthwise": (nhwc_conv(groups=12), (normal(2, 9, 10, 12), normal(3, 3, 1, 12))),
+    "dnn_transposed": (nhwc_conv(padding=((1, 2), (1, 2)), lhs_dilation=(2, 2)), (normal(2, 6, 7, 8), normal(3, 3, 8, 8))),
+    "dnn_implicit_gemm": (lambda x, w: lax.conv_general_dilated(x, w, (2, 2), "SAME", feature_group_count=2),
+                          (normal(2, 6, 13, 11), normal(8, 3, 3, 3))),
+    "fft_c128_mixed_radix": (lambda x: cnp.fft.fft(x), (complex_normal(3, 360, dtype=np.complex128),)),   # [10,6,6]
+    "fft_two_pass": (lambda x: cnp.fft.fft(x), (complex_normal(1, 65536),)),   # 256 x 256 with large twiddles
+    "fft_bluestein": (lambda x: cnp.fft.ifft(x), (complex_normal(2, 1009),)),   # chirp, pointwise products
+    "fft_real_round_trip": (lambda x: cnp.fft.irfft(cnp.fft.rfft(x)), (normal(3, 512),)),   # rfft_post, irfft_pre
+    "fft2": (lambda x: cnp.fft.fft2(x), (complex_normal(2, 48, 40),)),
+    "prim_radix_sort": (lambda x: cnp.sort(x), (normal(5000),)),
+    "prim_radix_argsort_rows": (lambda x: cnp.argsort(x, axis=-1), (normal(3, 2000),)),
+    "prim_scan": (lambda x: cnp.cumsum(x), (normal(20_000),)),   # scan_rows, run_totals, scan_runs
+    "prim_histogram": (lambda x: cnp.histogram(x, bins=37)[0], (normal(10_000),)),   # bin_counts
+    "random_normal_threefry": (lambda key: cj.random.normal(key, (3000,)), (np.asarray(cj.random.PRNGKey(3)),)),
+    "rand_philox": (lambda: cj.libs.rand.generate("philox4x32_10", (1000,), "normal", seed=42), ()),
+    "rand_sobol": (lambda: cj.libs.rand.generate("sobol32", (4, 500), "uniform", seed=0), ()),
+    "solver_batched_solve": (lambda a, b: cnp.linalg.solve(a, b),
+                             (normal(50, 4, 4) + 4 * np.eye(4, dtype=np.float32), normal(50, 4, 1))),
+    "solver_blocked_lu": (lambda a, b: cnp.linalg.solve(a, b),   # getrf panels, laswp, trsm, GEMM updates
+                          (normal(300, 300, dtype=np.float64) + 30 * np.eye(300), normal(300, 3, dtype=np.float64))),
+    "solver_blocked_cholesky": (lambda a: cnp.linalg.cholesky(a), (spd(300),)),
+    "solver_inv_det": (lambda a: (cnp.linalg.inv(a), cnp.linalg.det(a)), (normal(7, 33, 33, dtype=np.float64),)),
+    "solver_qr_jacobi": (lambda a: (cnp.linalg.qr(a)[1], cnp.linalg.eigvalsh(a + a.T), cnp.linalg.svd(a, compute_uv=False)),
+                         (normal(20, 20, dtype=np.float64),)),   # geqrf, syevj, gesvdj
+}
+
+
 # name -> (function, arguments): each a program of the frontend, compiled as a user compiles it.
 PROGRAMS = {
     "elementwise_f32": (lambda x, y: cnp.tanh(x) * y + cnp.exp(-x * x), (normal(1000), normal(1000))),
@@ -102,6 +153,7 @@ PROGRAMS = {
     "sort_long": (lambda x: cnp.sort(x), (normal(5000),)),
     "conv1d_f16": (lambda x, w: lax.conv(x, w, (2,), "VALID"), (normal(2, 4, 50, dtype=np.float16),
                                                                   normal(6, 4, 5, dtype=np.float16))),
+    **LIBRARY_PROGRAMS,
 }
 
 
