@@ -78,6 +78,16 @@ class GpuKernelBuilder(KernelBuilder):
             return ir.Constant(I32, 0)
         return self.launch_id("workitem" if e.kind == "workitem_id" else "workgroup", DIMENSIONS[e.dim])
 
+    # -- wave ops --
+
+    def source_lane(self, lane_expr):
+        """A WaveShuffle's source lane as an i32 within the wave: the IR's index modulo the wave size
+        (ir/kernel.py: WaveShuffle), whatever integer type it has."""
+        lane = self.expr(lane_expr)
+        if lane.type.width != 32:
+            lane = self.b.trunc(lane, I32) if lane.type.width > 32 else self.b.zext(lane, I32)
+        return self.b.and_(lane, ir.Constant(I32, self.wave_size - 1))
+
     # -- statements: barriers and wave ops inline, the rest by the base --
 
     def statement(self, s):

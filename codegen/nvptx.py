@@ -230,11 +230,7 @@ def lower_wave_reduce(kb: NvptxKernelBuilder, op: WaveReduce):
 
 
 def lower_wave_shuffle(kb: NvptxKernelBuilder, op: WaveShuffle):
-    b = kb.b
-    source = kb.expr(op.src_lane)
-    if source.type.width != 32:
-        source = b.trunc(source, I32) if source.type.width > 32 else b.zext(source, I32)
-    source = b.and_(source, ir.Constant(I32, kb.wave_size - 1))
+    source = kb.source_lane(op.src_lane)
     kb.write_var(op.dest, exchange(kb, kb.expr(op.value), lambda load, lane: load(source)))
 
 
