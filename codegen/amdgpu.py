@@ -55,7 +55,7 @@ from ..ir.targets import Target, get_target
 from .amdgpu_metadata import KernelResources, parse_resources
 from .fork_safe import ForkSafeLock
 from .fork_safe import LLVM_LOCK  # one lock for all LLVM work: llvmlite shares one global context
-from .gpu_kernel import GpuKernelBuilder
+from .gpu_kernel import GpuKernelBuilder, optimised_module
 from .llvm_kernel import I1, I8, I32, I64, is_float, is_signed
 
 TRIPLE = "amdgcn-amd-amdhsa"
@@ -276,11 +276,7 @@ def compile_kernel(kernel: Kernel, target: Target | str | None = None) -> Amdgpu
     module = llvm_module(kernel, target)
     machine = target_machine(target.name)
     with LLVM_LOCK:
-        parsed = llvm.parse_assembly(str(module))
-        parsed.verify()
-        options = llvm.create_pipeline_tuning_options(speed_level=3)
-        builder = llvm.create_pass_builder(machine, options)
-        builder.getModulePassManager().run(parsed, builder)
+        parsed = optimised_module(module, machine)
         # Code generation rewrites the module it runs on (control flow annotation): one copy each.
         compiled = AmdgpuKernel(kernel.name, target.name, str(parsed), machine.emit_assembly(parsed.clone()),
                                 machine.emit_object(parsed.clone()))

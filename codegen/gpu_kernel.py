@@ -3,6 +3,7 @@ one function every work-item runs, so variables and private arrays are allocas o
 launch ids come from the target's intrinsics, and barriers and wave ops are the target's own."""
 from __future__ import annotations
 
+import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..ir.kernel import Barrier, GlobalBuffer, Prefetch, Special, WaveOp
@@ -99,3 +100,13 @@ class GpuKernelBuilder(KernelBuilder):
             self.wave_op_lowering(type(s))(self, s)
         else:
             super().statement(s)
+
+
+def optimised_module(module: ir.Module, machine: llvm.TargetMachine) -> llvm.ModuleRef:
+    """`module` parsed, verified and optimised at O3 for `machine` (the caller holds LLVM_LOCK)."""
+    parsed = llvm.parse_assembly(str(module))
+    parsed.verify()
+    options = llvm.create_pipeline_tuning_options(speed_level=3)
+    builder = llvm.create_pass_builder(machine, options)
+    builder.getModulePassManager().run(parsed, builder)
+    return parsed

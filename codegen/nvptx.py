@@ -58,7 +58,7 @@ from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import verify_kernel
 from . import exact_remainder
 from .fork_safe import LLVM_LOCK, ForkSafeLock
-from .gpu_kernel import GpuKernelBuilder
+from .gpu_kernel import GpuKernelBuilder, optimised_module
 from .llvm_kernel import I8, I32, is_float, is_signed
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -271,11 +271,7 @@ def ptx(kernel: Kernel) -> str:
     module = llvm_module(kernel)
     machine = target_machine()
     with LLVM_LOCK:
-        parsed = llvm.parse_assembly(str(module))
-        parsed.verify()
-        options = llvm.create_pipeline_tuning_options(speed_level=3)
-        builder = llvm.create_pass_builder(machine, options)
-        builder.getModulePassManager().run(parsed, builder)
+        parsed = optimised_module(module, machine)
         text = machine.emit_assembly(parsed)
     with _cache_lock:
         return _cache.setdefault(key, text)
