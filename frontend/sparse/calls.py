@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .. import cnp, lax
 from ..jit import jit
+from ...ir.types import dtype_name
 from ..tracing import as_tracer, bind
 
 CHUNK = 256   # nonzeros per work-item of csrmv (libs/sparse/spmv.py)
@@ -81,7 +82,7 @@ def csr_todense(data, indices, indptr, columns: int):
 
 @jit(static_argnames=("index_dtype",))
 def dense_row_counts(a, index_dtype: str):
-    return with_start(sparse_call("dense2csr_count", a, index_dtype=index_dtype)[0])
+    return with_start(sparse_call("dense2csr_count", a, index_dtype=dtype_name(index_dtype))[0])
 
 
 @jit(static_argnames=("nse",))

@@ -79,6 +79,7 @@ class BCSR:
                                                 for a in (data, indices, indptr))
         check_csr_values("BCSR", self.data, self.indices, self.indptr, self.shape)
 
+    __array_ufunc__ = None   # numpy's operators defer to ours (dense @ sparse)
     nse = property(lambda self: int(self.data.shape[0]))
     dtype = property(lambda self: self.data.dtype)
     ndim = property(lambda self: 2)
@@ -144,6 +145,7 @@ class BCOO:
                 raise TracingValueError(located(f"BCOO: index {tuple(self.indices[k])} of entry {k} is outside the "
                                                 f"shape {self.shape}"))
 
+    __array_ufunc__ = None   # numpy's operators defer to ours (dense @ sparse)
     nse = property(lambda self: int(self.data.shape[0]))
     dtype = property(lambda self: self.data.dtype)
     ndim = property(lambda self: 2)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import INDEX, buffers, loop, sizes, variables, widened
+from .common import INDEX, ITEMS, buffers, loop, sizes, variables, widened
 
 SOLVE_ITEMS = 256
 
@@ -51,7 +51,7 @@ def levels_kernel(op: Op, name: str) -> K.Kernel:
         K.Store(level_ptr, 0, 0)]
     rows = op.operands[0].type.shape[0] - 1
     return K.Kernel(name, params=[indptr, indices, order, level_ptr, levels, row_level, *params], grid=(1,),
-                    workgroup_size=(1,), body=[K.If(K.workitem_id(0).eq(0), body)],
+                    workgroup_size=(ITEMS,), body=[K.If(K.workitem_id(0).eq(0), body)],
                     arguments=[("m", rows), ("total", op.operands[1].type.shape[0])])
 
 
