@@ -142,7 +142,7 @@ class BCOO:
             bad = (self.indices < 0) | (self.indices >= np.array(self.shape))
             if bad.any():
                 k = int(np.argmax(bad.any(axis=1)))
-                raise TracingValueError(located(f"BCOO: index {tuple(self.indices[k])} of entry {k} is outside the "
+                raise TracingValueError(located(f"BCOO: index {tuple(self.indices[k].tolist())} of entry {k} is outside the "
                                                 f"shape {self.shape}"))
 
     __array_ufunc__ = None   # numpy's operators defer to ours (dense @ sparse)
