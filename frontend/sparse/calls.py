@@ -7,9 +7,9 @@ from __future__ import annotations
 from .. import cnp, lax
 from ..jit import jit
 from ...ir.types import dtype_name
+from ...libs.sparse.routines import CHUNK
 from ..tracing import as_tracer, bind
 
-CHUNK = 256   # nonzeros per work-item of csrmv (libs/sparse/spmv.py)
 
 
 def sparse_call(routine: str, *operands, **attrs):

@@ -13,8 +13,8 @@ The frontend (frontend/sparse/) holds the formats and chains the calls; this fil
 library (ir/ops/library.py's contract).
 """
 from ...ir.ops.library import Library, register_library
-from . import kernels, routines
+from . import kernels, matcher, routines
 
 LIBRARY = register_library(Library(
-    name="sparse", routines=routines.ROUTINES, select=kernels.select, emit=kernels.emit, explain=kernels.explain,
+    name="sparse", routines=routines.ROUTINES, rules=tuple(matcher.RULES), select=kernels.select, emit=kernels.emit, explain=kernels.explain,
     cache_stamp=lambda: "1"))

@@ -47,6 +47,7 @@ from ...ir.ops.library import Routine
 from ...ir.types import TensorType
 
 VALUE_DTYPES = ("f32", "f64")
+CHUNK = 256   # nonzeros per work-item of csrmv, as its callers (the matcher, cdnajit.sparse) ask
 INDEX_DTYPES = ("i32", "i64")
 
 

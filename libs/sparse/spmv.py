@@ -1,6 +1,6 @@
 """SpMV, SpMM and SDDMM kernels (routines.py's csrmv, ellmv, csrmm, sddmm).
 
-csrmv, "nnz_split": the nonzeros are cut into chunks of CHUNK consecutive entries, a work-item
+csrmv, "nnz_split": the nonzeros are cut into chunks of `chunk` consecutive entries (routines.CHUNK), a work-item
 each, so every work-item does the same work however uneven the rows are (a power-law matrix's
 row of 10 000 entries is 40 chunks of 40 work-items), as rocSPARSE's adaptive csrmv balances
 rows of very different lengths, and as merge-path SpMV splits the work evenly. A chunk finds its
@@ -22,7 +22,6 @@ from ...ir import kernel as K
 from ...ir.core import Op
 from .common import INDEX, ITEMS, bits, buffers, last_at_most, loop, per_item, sizes, variables, widened
 
-CHUNK = 256   # nonzeros per work-item of csrmv (the calls' chunk)
 
 
 def csrmv_kernel(op: Op, name: str) -> K.Kernel:
