@@ -69,7 +69,23 @@ def check_csr_values(what: str, data, indices, indptr, shape):
                                         f"{used.min()} to {used.max()}"))
 
 
-class BCSR:
+class SparseMatrix:
+    """What BCSR and BCOO share: a 2-D shape, values `data` (nse of them), no batch or dense dimensions."""
+    __array_ufunc__ = None   # numpy's operators defer to ours (dense @ sparse)
+    nse = property(lambda self: int(self.data.shape[0]))
+    dtype = property(lambda self: self.data.dtype)
+    ndim = property(lambda self: 2)
+    n_batch = n_dense = 0
+
+    def check_axes(self, axes):
+        if axes not in (None, (1, 0), [1, 0]):
+            raise TracingValueError(located(f"{type(self).__name__}.transpose: axes of a matrix are (1, 0), got {axes}"))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({np.dtype(str(self.dtype)).name}{list(self.shape)}, nse={self.nse})"
+
+
+class BCSR(SparseMatrix):
     """A CSR matrix: row r's entries data[indptr[r]:indptr[r + 1]] at columns indices[...]."""
 
     def __init__(self, args, *, shape):
@@ -78,12 +94,6 @@ class BCSR:
         self.data, self.indices, self.indptr = (a if isinstance(a, Tracer) else np.asarray(a)
                                                 for a in (data, indices, indptr))
         check_csr_values("BCSR", self.data, self.indices, self.indptr, self.shape)
-
-    __array_ufunc__ = None   # numpy's operators defer to ours (dense @ sparse)
-    nse = property(lambda self: int(self.data.shape[0]))
-    dtype = property(lambda self: self.data.dtype)
-    ndim = property(lambda self: 2)
-    n_batch = n_dense = 0
 
     @classmethod
     def fromdense(cls, mat, *, nse=None, index_dtype="int32"):
@@ -98,15 +108,14 @@ class BCSR:
         return calls.csr_todense(self.data, self.indices, self.indptr, columns=self.shape[1])
 
     def transpose(self, axes=None):
-        if axes not in (None, (1, 0), [1, 0]):
-            raise TracingValueError(located(f"BCSR.transpose: axes of a matrix are (1, 0), got {axes}"))
+        self.check_axes(axes)
         data, indices, indptr = calls.csr_transposed(self.data, self.indices, self.indptr, columns=self.shape[1])
         return BCSR((data, indices, indptr), shape=self.shape[::-1])
 
     T = property(transpose)
 
     def __matmul__(self, other):
-        if isinstance(other, (BCSR, BCOO)):
+        if isinstance(other, SparseMatrix):
             return spgemm(self, other if isinstance(other, BCSR) else BCSR.from_bcoo(other))
         return csr_dot_dense(self, other)
 
@@ -124,11 +133,8 @@ class BCSR:
     def sum(self, axis=None):
         return summed(self, axis)
 
-    def __repr__(self):
-        return f"BCSR(float{np.dtype(str(self.dtype)).itemsize * 8}{list(self.shape)}, nse={self.nse})"
 
-
-class BCOO:
+class BCOO(SparseMatrix):
     """A COO matrix: entry k is data[k] at (indices[k, 0], indices[k, 1]); duplicates add up."""
 
     def __init__(self, args, *, shape):
@@ -145,12 +151,6 @@ class BCOO:
                 raise TracingValueError(located(f"BCOO: index {tuple(self.indices[k].tolist())} of entry {k} is outside the "
                                                 f"shape {self.shape}"))
 
-    __array_ufunc__ = None   # numpy's operators defer to ours (dense @ sparse)
-    nse = property(lambda self: int(self.data.shape[0]))
-    dtype = property(lambda self: self.data.dtype)
-    ndim = property(lambda self: 2)
-    n_batch = n_dense = 0
-
     @classmethod
     def fromdense(cls, mat, *, nse=None, index_dtype="int32"):
         csr = fromdense_csr(mat, nse=nse, index_dtype=index_dtype)
@@ -164,8 +164,7 @@ class BCOO:
         return self.to_bcsr().todense()
 
     def transpose(self, axes=None):
-        if axes not in (None, (1, 0), [1, 0]):
-            raise TracingValueError(located(f"BCOO.transpose: axes of a matrix are (1, 0), got {axes}"))
+        self.check_axes(axes)
         return BCOO((self.data, cnp.asarray(self.indices)[:, ::-1]), shape=self.shape[::-1])
 
     T = property(transpose)
@@ -193,9 +192,6 @@ class BCOO:
 
     def sum_duplicates(self, nse=None):
         return sum_duplicates(self, nse=nse)
-
-    def __repr__(self):
-        return f"BCOO(float{np.dtype(str(self.dtype)).itemsize * 8}{list(self.shape)}, nse={self.nse})"
 
 
 register_pytree_node(BCSR, lambda x: ((x.data, x.indices, x.indptr), x.shape),
