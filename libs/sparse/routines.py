@@ -27,7 +27,8 @@ operand (or the attribute `columns`).
       each row's distinct columns counted in a hash table of 2 x its bound at table_ptr's offsets
   spgemm_numeric(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, table_ptr, c_indptr)
       {nse} -> c_indices[nse], c_data[nse], keys[T], values[T]: each row's products summed by
-      column in its hash table, then written in column order at c_indptr's offsets
+      column in its hash table, then written in the table's slot order at c_indptr's offsets
+      (columns unsorted within a row, as scipy's product leaves them)
   csrsv_levels(indptr, indices) {lower} -> order[m], level_ptr[m + 1], levels[1], row_level[m]
       the rows of a triangular matrix by level (a row's level is one more than the highest of the
       rows it reads), in level order, ascending within a level; the rows of level l are
@@ -47,7 +48,7 @@ from ...ir.ops.library import Routine
 from ...ir.types import TensorType
 
 VALUE_DTYPES = ("f32", "f64")
-CHUNK = 256   # nonzeros per work-item of csrmv, as its callers (the matcher, cdnajit.sparse) ask
+CHUNK = 1024   # nonzeros per work-item of csrmv, as its callers (the matcher, cdnajit.sparse) ask
 INDEX_DTYPES = ("i32", "i64")
 
 
@@ -288,7 +289,6 @@ def spgemm_numeric(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, tab
         start, size = int(table_ptr[r]), int(table_ptr[r + 1] - table_ptr[r])
         hashed_row(row_products(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, r), keys, values, start, size)
         used = [s for s in range(start, start + size) if keys[s] >= 0]
-        used.sort(key=lambda s: keys[s])
         at = int(c_indptr[r])
         c_indices[at:at + len(used)] = keys[used]
         c_data[at:at + len(used)] = values[used]

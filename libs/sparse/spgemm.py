@@ -5,8 +5,8 @@ The frontend runs the passes in order: `spgemm_bound` counts each row's products
 nonzeros it can have); the tables get 2 x that many slots (load at most 1/2), at offsets that an
 exclusive scan of the bounds gives; `spgemm_symbolic` inserts each row's product columns into its
 table and counts the distinct ones; a scan of the counts is C's indptr; `spgemm_numeric` inserts
-them again with their values, summing per column, and writes the row in column order (an
-insertion sort into C's row). rocSPARSE keeps the tables in LDS; here they are global buffers,
+them again with their values, summing per column, and writes the row's entries in the order of
+their slots (columns unsorted within a row, as scipy's product leaves them). rocSPARSE keeps the tables in LDS; here they are global buffers,
 results of the calls, since a row's table has no bound known when the kernel is compiled.
 
 Probing is linear from the multiplicative hash of the column. The kernel IR's loops have fixed
@@ -90,31 +90,21 @@ def numeric_kernel(op: Op, name: str) -> K.Kernel:
     (a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, table_ptr, c_indptr,
      c_indices, c_data, keys, values) = buffers(
         op, [m + 1, a_total, a_total, n + 1, b_total, b_total, m + 1, m + 1, nse, nse, table, table])
-    start, size, s, q, column, at, filled, key, position, t, e, from_ = variables(
-        "start", "size", "s", "q", "column", "at", "filled", "key", "position", "t", "e", "from")
-    value = K.Var("value", a_data.dtype)
+    start, size, s, q, column, at, from_ = variables("start", "size", "s", "q", "column", "at", "from")
 
-    def sorted_out():
-        # Each used slot inserted into C's row (at, filled so far) at its rank among the columns there.
-        shifted = at + filled - 1 - t
-        return [K.Let(at, widened(c_indptr[r_var])), K.Let(filled, K.Const(0, INDEX)),
+    def written_out(r):
+        # The used slots in order, at C's row start.
+        return [K.Let(at, widened(c_indptr[r])),
                 loop(s, 0, size, [K.If(widened(keys[start + s]) >= 0, [
-                    K.Let(key, widened(keys[start + s])), K.Let(value, values[start + s]),
-                    K.Let(position, K.Const(0, INDEX)),
-                    loop(e, 0, filled, [K.If(widened(c_indices[at + e]) < key, [K.Assign(position, position + 1)])]),
-                    loop(t, 0, filled - position, [
-                        K.Store(c_indices, shifted + 1, c_indices[shifted]), K.Store(c_data, shifted + 1, c_data[shifted])]),
-                    K.Store(c_indices, at + position, key.cast(c_indices.dtype)), K.Store(c_data, at + position, value),
-                    K.Assign(filled, filled + 1)])])]
-
-    r_var = K.Var("g", INDEX)
+                    K.Store(c_indices, at, keys[start + s]), K.Store(c_data, at, values[start + s]),
+                    K.Assign(at, at + 1)])])]
 
     def body(r):
         products = for_products(a_indptr, a_indices, b_indptr, b_indices, r, lambda p: insert(
             keys, values, start, size, column, a_data[p] * b_data[q], "n", []), q, column)
         return [K.If(r < m, [
             K.Let(start, widened(table_ptr[r])), K.Let(size, widened(table_ptr[r + 1]) - start),
-            *clear(keys, values, start, size, s), *products, *sorted_out()],
+            *clear(keys, values, start, size, s), *products, *written_out(r)],
             [loop(from_, K.minimum(widened(c_indptr[m]), nse), nse, [K.Store(c_indices, from_, 0),
                                                                      K.Store(c_data, from_, 0)])])]
 
