@@ -3,8 +3,8 @@ writes without a sparse type, `segment_sum(vals * x[cols], row_ids, m)`, becomes
 
 In the graph that idiom is a scatter-add of `mul(vals, gather(x, cols))` into zeros of m rows.
 The rewrite keeps its meaning for any ids: the gather clamps columns into [0, n) (the rewrite
-clamps them), the scatter drops rows outside [0, m) (the rewrite moves negative ids to m, and the
-row starts that coo2csr finds leave every id >= m past indptr[m], where csrmv reads nothing),
+clamps them), the scatter drops rows outside [0, m) (the rewrite moves them to m, and the row
+starts that coo2csr finds leave the entries of row m past indptr[m], where csrmv reads nothing),
 and ids in any order with repeats sum the same (the rewrite sorts the entries by row with the
 graph's sort, which libs/prim runs as a radix sort). Only the order of the additions changes,
 as in any library call. The optimized IR then shows `sparse.coo2csr` and `sparse.csrmv`.
@@ -14,13 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.core import Value
+from ...ir.types import TensorType
 from ...passes.patterns import Pat
 from .routines import CHUNK, VALUE_DTYPES
 
 
-def filled(m, value, count) -> Value:
-    """An i64 vector of `count` copies of `value`."""
-    scalar = m.op("constant", value=np.array(value, np.int64))
+def filled(m, value, dtype: str, count) -> Value:
+    """A vector of `count` copies of `value`."""
+    scalar = m.op("constant", value=np.array(value, TensorType(dtype, ()).numpy_dtype))
     return m.op("broadcast_in_dim", scalar, shape=(count,), broadcast_dimensions=())
 
 
@@ -29,15 +30,18 @@ def segment_spmv(m, scatter, zeros, rows, vals, x, columns):
     if scatter.attrs["reduction"] != "add" or x.type.ndim != 1 or vals.type.ndim != 1 or \
             vals.type.dtype not in VALUE_DTYPES or x.type.dtype != vals.type.dtype or zeros.type.ndim != 1 or \
             rows.type.shape[1:] != (1,) or columns.type.shape[1:] != (1,) or \
-            "i" not in (rows.type.dtype[0], columns.type.dtype[0]) or vals.type.shape[0] == 0 or x.type.shape[0] == 0:
+            not all(v.type.dtype[0] in "iu" for v in (rows, columns)) or vals.type.shape[0] == 0 or x.type.shape[0] == 0:
         return None
     nnz, (count,), n = vals.type.shape[0], zeros.type.shape, x.type.shape[0]
-    as_index = lambda v: m.op("convert", m.op("reshape", v, new_sizes=(nnz,)), dtype="i64")
-    row_ids, column_ids = as_index(rows), as_index(columns)
-    dropped = m.op("lt", row_ids, filled(m, 0, nnz))
-    row_ids = m.op("select", dropped, filled(m, count, nnz), row_ids)
-    column_ids = m.op("clamp", m.op("constant", value=np.array(0, np.int64)), column_ids,
-                      m.op("constant", value=np.array(n - 1, np.int64)))
+    index = "i32" if max(count, n) < 2**31 - 1 else "i64"
+    vector = lambda v: m.op("reshape", v, new_sizes=(nnz,))
+    # Rows: ids outside [0, m) become m (as unsigned, a negative id is above m), sorted after every
+    # row; columns clamped into [0, n). i32 keys where the sizes allow: half the radix passes of i64.
+    unsigned = m.op("convert", vector(rows), dtype="u64")
+    row_ids = m.op("convert", m.op("min", unsigned, filled(m, count, "u64", nnz)), dtype=index)
+    column_ids = m.op("convert", m.op("clamp", m.op("constant", value=np.array(0, np.int64)),
+                                      m.op("convert", vector(columns), dtype="i64"),
+                                      m.op("constant", value=np.array(n - 1, np.int64))), dtype=index)
     sorted_rows, sorted_columns, sorted_vals = m.ops("sort", row_ids, column_ids, vals, dimension=0, is_stable=True,
                                                      num_keys=1)
     (indptr,) = m.ops("library_call", sorted_rows, library="sparse", routine="coo2csr", solution="", rows=count)

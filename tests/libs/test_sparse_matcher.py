@@ -33,9 +33,9 @@ def test_the_idiom_becomes_csrmv_as_text():
     out = print_module(matched(IDIOM))
     lines = [line.strip() for line in out.splitlines()]
     assert any(line.startswith("%") and "= sort(" in line and "num_keys = 1" in line for line in lines), out
-    assert any('routine = "coo2csr"' in line and "rows = 4" in line and line.endswith(": i64[5]") for line in lines), out
+    assert any('routine = "coo2csr"' in line and "rows = 4" in line and line.endswith(": i32[5]") for line in lines), out
     assert any('routine = "csrmv"' in line and "chunk = 1024" in line and
-               line.endswith(": (f64[4], f64[2], i64[2])") for line in lines), out
+               line.endswith(": (f64[4], f64[2], i32[2])") for line in lines), out
     assert sum(" = scatter(" in line and 'reduction = "add"' in line for line in lines) == 1, out
     assert " = gather(" not in out, out
 
