@@ -38,7 +38,9 @@ def as_dtype(x, dtype):
 
 
 def index_dtype(*arrays) -> str:
-    return "int64" if any(str(a.dtype) in ("int64", "i64", "uint32", "uint64") for a in arrays) else "int32"
+    """int32 if every index array fits it by its dtype, else int64."""
+    names = {np.dtype(str(a.dtype)).name for a in arrays}
+    return "int32" if names <= {"int8", "int16", "int32", "uint8", "uint16"} else "int64"
 
 
 def check_shape(what: str, shape) -> tuple[int, int]:
@@ -91,8 +93,11 @@ class BCSR(SparseMatrix):
     def __init__(self, args, *, shape):
         data, indices, indptr = args
         self.shape = check_shape("BCSR", shape)
-        self.data, self.indices, self.indptr = (a if isinstance(a, Tracer) else np.asarray(a)
-                                                for a in (data, indices, indptr))
+        data, indices, indptr = (a if isinstance(a, Tracer) else np.asarray(a) for a in (data, indices, indptr))
+        # The library takes one index dtype per call, int32 or int64: other or mixed ones are widened.
+        index = index_dtype(indices, indptr)
+        self.data, self.indices, self.indptr = data, *(a if np.dtype(str(a.dtype)).name == index else a.astype(index)
+                                                       for a in (indices, indptr))
         check_csr_values("BCSR", self.data, self.indices, self.indptr, self.shape)
 
     @classmethod

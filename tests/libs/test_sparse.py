@@ -83,7 +83,12 @@ def test_spmv_random(m, n, density, dtype):
 
 @pytest.mark.slow
 def test_spmv_power_law_and_zero_nnz():
-    check_spmv(power_law_csr(2000, 1500, seed=3), np.random.default_rng(3).standard_normal(1500))
+    a = power_law_csr(2000, 1500, seed=3)
+    x = np.random.default_rng(3).standard_normal(1500)
+    check_spmv(a, x)
+    mixed = cs.csr_matrix((a.data, a.indices.astype(np.int64), a.indptr.astype(np.uint32)), shape=a.shape)
+    assert mixed.indices.dtype == mixed.indptr.dtype == np.int64
+    np.testing.assert_array_less(np.abs(mixed @ x - a @ x), model_tolerance(a, x) * 1.0001 + 1e-300)
     empty = sp.csr_matrix((5, 4))
     np.testing.assert_array_equal(ours(empty) @ np.ones(4), np.zeros(5))
 
