@@ -216,3 +216,38 @@ def test_bcoo_api_under_jit():
     np.testing.assert_allclose(total, 2 * dense.sum(), atol=1e-12)
     np.testing.assert_array_equal(squared, dense * dense)
     np.testing.assert_allclose(columns, dense.sum(0), atol=1e-12)
+
+
+@pytest.mark.slow
+def test_every_routine_builds_for_amdgpu():
+    """Each routine's kernel goes through the AMDGPU backend into the program's kernel reports."""
+    from cdnajit.frontend.sparse import calls
+    from cdnajit.libs.sparse.routines import ROUTINES
+
+    a = random_csr(40, 40, 0.1, seed=16) + sp.eye(40, format="csr")
+    arrays = (a.data, a.indices.astype(np.int32), a.indptr.astype(np.int32))
+    table_ptr = np.zeros(41, np.int32)
+    programs = [
+        (lambda d, i, p, v: cs.csr_matrix((d, i, p), shape=a.shape).T @ v, (*arrays, np.ones((40, 3)))),
+        (lambda d, i, p, v: cs.spsolve_triangular(cs.csr_matrix((d, i, p), shape=a.shape), v[0]),
+         (*arrays, np.ones((40, 40)))),
+        (lambda d, i, p, v: cs.sddmm(cs.csr_matrix((d, i, p), shape=a.shape), v, v).data @ d, (*arrays, np.ones((40, 40)))),
+        (lambda d: cs.bcsr_fromdense(d, nse=300).indices, (a.toarray(),)),
+        (lambda c, v, x: cs.ell_matvec(c, v, x), (np.zeros((4, 3), np.int32), np.ones((4, 3)), np.ones(5))),
+        (lambda i, p: calls.spgemm_tables(i, p, p), arrays[1:]),
+        (lambda i, p, t: calls.spgemm_symbolic(i, p, i, p, t, table=20), (*arrays[1:], table_ptr)),
+        (lambda d, i, p, t: calls.spgemm_numeric(d, i, p, d, i, p, t, t, nse=10, table=20), (*arrays, table_ptr)),
+        (lambda r, c, d, x: ops_segment_spmv(r, c, d, x), (np.zeros(30, np.int32), np.zeros(30, np.int32), np.ones(30),
+                                                          np.ones(40))),
+    ]
+    reported = set()
+    for program, inputs in programs:
+        for kernel in cj.jit(program).lower(*inputs).compile().kernels:
+            routines = {op.split(".")[1] for op in kernel.source_ops if op.startswith("sparse.")}
+            assert not routines or kernel.vgpr_count > 0, kernel   # the AMDGPU backend's resource usage
+            reported |= routines
+    assert reported == set(ROUTINES)
+
+
+def ops_segment_spmv(rows, columns, values, x):
+    return cj.ops.segment_sum(values * x[columns], rows, num_segments=40)
