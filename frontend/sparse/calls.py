@@ -92,8 +92,8 @@ def dense_to_csr(a, indptr, nse: int):
 
 @jit
 def spgemm_tables(a_indices, a_indptr, b_indptr):
-    """The offsets of each row's hash table (2 slots per product of the row)."""
-    return with_start(2 * sparse_call("spgemm_bound", a_indptr, a_indices, b_indptr)[0])
+    """The offsets of each row's hash table (libs/sparse/spgemm.py sizes them)."""
+    return with_start(sparse_call("spgemm_bound", a_indptr, a_indices, b_indptr)[0])
 
 
 @jit(static_argnames=("table",))

@@ -21,10 +21,10 @@ operand (or the attribute `columns`).
   dense2csr_count(A[m, n]) -> counts[m]                       nonzeros per row
   dense2csr(A[m, n], indptr) {nse} -> indices[nse], data[nse] the nonzeros of each row in column
       order, at indptr's offsets; slots past indptr[m] hold column 0, value 0
-  spgemm_bound(a_indptr, a_indices, b_indptr) -> counts[m]   products per row of A B (an upper
-      bound of its nonzeros: the size of the row's hash table)
+  spgemm_bound(a_indptr, a_indices, b_indptr) -> slots[m]    each row's hash table size: the least
+      power of two at least 2 x the row's products of A B (a bound of its nonzeros), 0 for none
   spgemm_symbolic(a_indptr, a_indices, b_indptr, b_indices, table_ptr) -> row_nnz[m], keys[T]
-      each row's distinct columns counted in a hash table of 2 x its bound at table_ptr's offsets
+      each row's distinct columns counted in its hash table, at table_ptr's offsets
   spgemm_numeric(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, table_ptr, c_indptr)
       {nse} -> c_indices[nse], c_data[nse], keys[T], values[T]: each row's products summed by
       column in its hash table, then written in the table's slot order at c_indptr's offsets
@@ -228,13 +228,18 @@ def spgemm_bound_infer(types, attrs):
 
 def spgemm_bound(a_indptr, a_indices, b_indptr):
     lengths = np.diff(b_indptr)
-    counts = [lengths[a_indices[a_indptr[r]:a_indptr[r + 1]]].sum() for r in range(len(a_indptr) - 1)]
-    return np.array(counts, a_indptr.dtype).reshape(-1)
+    counts = [int(lengths[a_indices[a_indptr[r]:a_indptr[r + 1]]].sum()) for r in range(len(a_indptr) - 1)]
+    return np.array([table_slots(c) for c in counts], a_indptr.dtype).reshape(-1)
+
+
+def table_slots(products: int) -> int:
+    return 0 if products == 0 else 1 << (2 * products - 1).bit_length()
 
 
 def hash_slot(column, size):
-    """The first slot tried for a column in a table of `size` slots (Knuth's multiplicative hash)."""
-    return (column * 2654435761) % size
+    """The first slot tried for a column in a table of `size` slots, a power of two (Knuth's
+    multiplicative hash, its bits from 16 up)."""
+    return ((column * 2654435761) >> 16) & (size - 1)
 
 
 def row_products(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, r):
@@ -250,7 +255,7 @@ def hashed_row(products, keys, values, start, size):
     for column, value in products:
         slot = hash_slot(column, size)
         while keys[start + slot] not in (-1, column):
-            slot = (slot + 1) % size
+            slot = (slot + 1) & (size - 1)
         if keys[start + slot] == -1:
             keys[start + slot] = column
             if values is not None:
@@ -356,7 +361,7 @@ ROUTINES = {
     "dense2csr_count": Routine({"index_dtype": "dtype"}, dense2csr_count_infer, dense2csr_count,
                                "nonzeros per row of a dense matrix"),
     "dense2csr": Routine({"nse": "int"}, dense2csr_infer, dense2csr, "a dense matrix's nonzeros, row by row"),
-    "spgemm_bound": Routine({}, spgemm_bound_infer, spgemm_bound, "products per row of A B"),
+    "spgemm_bound": Routine({}, spgemm_bound_infer, spgemm_bound, "hash table slots per row of A B"),
     "spgemm_symbolic": Routine({"table": "int"}, spgemm_symbolic_infer, spgemm_symbolic, "nonzeros per row of A B"),
     "spgemm_numeric": Routine({"nse": "int", "table": "int"}, spgemm_numeric_infer, spgemm_numeric,
                               "A B's columns and values, row by row"),

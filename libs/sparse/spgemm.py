@@ -2,14 +2,15 @@
 by row product with a hash table per row, as rocSPARSE's csrgemm: a work-item per row of A.
 
 The frontend runs the passes in order: `spgemm_bound` counts each row's products (the most
-nonzeros it can have); the tables get 2 x that many slots (load at most 1/2), at offsets that an
-exclusive scan of the bounds gives; `spgemm_symbolic` inserts each row's product columns into its
+nonzeros it can have) and sizes its table, the least power of two of at least twice as many
+slots (load at most 1/2; a power of two, so that a slot is a mask, not a division), at offsets
+that an exclusive scan of the sizes gives; `spgemm_symbolic` inserts each row's product columns into its
 table and counts the distinct ones; a scan of the counts is C's indptr; `spgemm_numeric` inserts
 them again with their values, summing per column, and writes the row's entries in the order of
 their slots (columns unsorted within a row, as scipy's product leaves them). rocSPARSE keeps the tables in LDS; here they are global buffers,
 results of the calls, since a row's table has no bound known when the kernel is compiled.
 
-Probing is linear from the multiplicative hash of the column. The kernel IR's loops have fixed
+Probing is linear from the multiplicative hash of the column (routines.hash_slot). The kernel IR's loops have fixed
 trip counts, so a probe sequence is PROBES tries written out, then (only for an insert still not
 placed) a loop over the rest of the table.
 """
@@ -31,8 +32,8 @@ def insert(keys, values, start, size, column, value, names: str, on_new):
         K.If(widened(keys[at]).eq(-1), [K.Store(keys, at, column.cast(keys.dtype)), *on_new]),
         *([K.Store(values, at, values[at] + value)] if values is not None else []),
         K.Assign(placed, K.Const(1, INDEX))],
-        [K.Assign(slot, (slot + 1) % size)])])]
-    return [K.Let(slot, column * HASH % size), K.Let(placed, K.Const(0, INDEX)),
+        [K.Assign(slot, (slot + 1) & (size - 1))])])]
+    return [K.Let(slot, ((column * HASH) >> 16) & (size - 1)), K.Let(placed, K.Const(0, INDEX)),
             *attempt * PROBES,
             loop(t, 0, K.select(placed.eq(0), size, K.Const(0, INDEX)), attempt)]
 
@@ -48,14 +49,17 @@ def for_products(a_indptr, a_indices, b_indptr, b_indices, r, body, b_position: 
 def bound_kernel(op: Op, name: str) -> K.Kernel:
     m, n, total = params = sizes("m", "n", "total")
     a_indptr, a_indices, b_indptr, counts = buffers(op, [m + 1, total, n + 1, m])
-    p, k, count = variables("p", "k", "count")
+    p, k, count, slots, doubling = variables("p", "k", "count", "slots", "doubling")
 
     def body(r):
+        # slots: 0 for no products, else doubled from 1 until it reaches 2 x count (62 steps bound any i64 count).
         return [K.Let(count, K.Const(0, INDEX)),
                 loop(p, widened(a_indptr[r]), widened(a_indptr[r + 1]), [
                     K.Let(k, widened(a_indices[p])),
                     K.Assign(count, count + widened(b_indptr[k + 1]) - widened(b_indptr[k]))]),
-                K.Store(counts, r, count.cast(counts.dtype))]
+                K.Let(slots, K.select(count > 0, K.Const(1, INDEX), K.Const(0, INDEX))),
+                loop(doubling, 0, 62, [K.If((slots > 0) & (slots < 2 * count), [K.Assign(slots, slots * 2)])]),
+                K.Store(counts, r, slots.cast(counts.dtype))]
 
     a, indices, b = (v.type.shape[0] for v in op.operands)
     return per_item(name, [a_indptr, a_indices, b_indptr, counts, *params], m, body,
