@@ -11,7 +11,7 @@ from .formats import BCOO, BCSR, check_shape, fromdense_csr, sddmm, spsolve_tria
 
 __all__ = ["BCOO", "BCSR", "fromdense", "todense", "bcoo_fromdense", "bcoo_todense", "bcsr_fromdense",
            "bcsr_todense", "bcoo_dot_general", "bcoo_transpose", "bcoo_sum_duplicates", "csr_matrix", "coo_matrix",
-           "csc_matrix", "sddmm", "spsolve_triangular", "ell_matvec", "sum_duplicates"]
+           "csc_matrix", "sddmm", "spsolve_triangular", "ell_matvec", "sum_duplicates", "bcoo_reshape"]
 
 ell_matvec = calls.ell_matvec
 
@@ -90,3 +90,7 @@ def coo_matrix(arg, shape=None) -> BCOO:
         indices = (cnp.stack if traced else np.stack)([row, col], axis=1)
         return BCOO((data, indices), shape=shape)
     return fromdense(arg)
+
+
+def bcoo_reshape(mat: BCOO, *, new_sizes):
+    return mat.reshape(tuple(new_sizes))

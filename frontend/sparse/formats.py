@@ -174,6 +174,16 @@ class BCOO(SparseMatrix):
 
     T = property(transpose)
 
+    def reshape(self, *shape):
+        """The same entries in a matrix of another shape of as many elements (row-major order)."""
+        shape = check_shape("BCOO.reshape", shape[0] if len(shape) == 1 else shape)
+        if shape[0] * shape[1] != self.shape[0] * self.shape[1]:
+            raise TracingValueError(located(f"BCOO.reshape: {self.shape} has {self.shape[0] * self.shape[1]} elements, "
+                                            f"{shape} has {shape[0] * shape[1]}"))
+        indices = cnp.asarray(self.indices).astype("int64")
+        linear = indices[:, 0] * self.shape[1] + indices[:, 1]
+        return BCOO((self.data, cnp.stack([linear // shape[1], linear % shape[1]], axis=1)), shape=shape)
+
     def __matmul__(self, other):
         return self.to_bcsr() @ other
 

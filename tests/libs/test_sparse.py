@@ -208,9 +208,10 @@ def test_bcoo_api_under_jit():
     def f(d, v):
         m = cs.fromdense(d, nse=a.nnz + 3)
         return (m @ v, m.T @ cs.bcoo_dot_general(m, v, dimension_numbers=(((1,), (0,)), ((), ()))),
-                (m * 2.0).sum(), (m * d).todense(), m.sum(0))
+                (m * 2.0).sum(), (m * d).todense(), m.sum(0), m.reshape(25, 80).todense())
 
-    y, z, total, squared, columns = f(dense, x)
+    y, z, total, squared, columns, reshaped = f(dense, x)
+    np.testing.assert_array_equal(reshaped, dense.reshape(25, 80))
     np.testing.assert_allclose(y, dense @ x, atol=1e-12)
     np.testing.assert_allclose(z, dense.T @ (dense @ x), atol=1e-12)
     np.testing.assert_allclose(total, 2 * dense.sum(), atol=1e-12)
