@@ -51,8 +51,12 @@ def csrmv_kernel(op: Op, name: str) -> K.Kernel:
             K.If(s < nnz, [
                 *last_at_most(indptr, m, s, steps, first, probes[0]),
                 *last_at_most(indptr, m, e - 1, steps, last, probes[1]),
-                *last_at_most(indptr, m, s - 1, steps, previous, probes[2]),
-                K.Let(empty_from, K.select(c > 0, previous + 1, K.Const(0, INDEX))),
+                # Empty rows just before `first` (indptr[first - 1] = s) are this chunk's to zero,
+                # from the row after the one holding nonzero s - 1: searched only then.
+                K.Let(empty_from, first),
+                K.If((first > 0) & (widened(indptr[K.maximum(first - 1, K.Const(0, INDEX))]).eq(s)), [
+                    *last_at_most(indptr, m, s - 1, steps, previous, probes[2]),
+                    K.Assign(empty_from, K.select(c > 0, previous + 1, K.Const(0, INDEX)))]),
                 zero_rows(empty_from, first),
                 *[K.Store(carry_rows, 2 * c + k, first.cast(carry_rows.dtype)) for k in (0, 1)],
                 loop(r, first, last + 1, row_sum),

@@ -89,6 +89,14 @@ def test_spmv_power_law_and_zero_nnz():
     mixed = cs.csr_matrix((a.data, a.indices.astype(np.int64), a.indptr.astype(np.uint32)), shape=a.shape)
     assert mixed.indices.dtype == mixed.indptr.dtype == np.int64
     np.testing.assert_array_less(np.abs(mixed @ x - a @ x), model_tolerance(a, x) * 1.0001 + 1e-300)
+    # Rows of exactly one chunk (routines.CHUNK) between empty rows: chunk boundaries at row starts.
+    from cdnajit.libs.sparse.routines import CHUNK
+    lengths = np.array([0, CHUNK, 0, 0, CHUNK, 0, CHUNK // 2, CHUNK // 2, 0, 3 * CHUNK, 0])
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    rng = np.random.default_rng(4)
+    aligned = sp.csr_matrix((rng.standard_normal(indptr[-1]), rng.integers(0, 50, indptr[-1]), indptr),
+                            shape=(len(lengths), 50))
+    check_spmv(aligned, rng.standard_normal(50))
     empty = sp.csr_matrix((5, 4))
     np.testing.assert_array_equal(ours(empty) @ np.ones(4), np.zeros(5))
 
