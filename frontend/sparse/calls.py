@@ -42,6 +42,16 @@ def ell_matvec(columns, values, x):
     return sparse_call("ellmv", columns, values, x)[0]
 
 
+@jit(static_argnames=("width",))
+def csr_to_ell(data, indices, indptr, width: int):
+    return sparse_call("csr2ell", indptr, indices, data, width=width)
+
+
+@jit
+def row_lengths_max(indptr):
+    return cnp.max(cnp.diff(indptr), initial=0)
+
+
 @jit
 def csr_sampled(indices, indptr, a, bt):
     """(a @ bt.T) at the CSR pattern's nonzeros (SDDMM)."""

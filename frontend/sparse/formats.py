@@ -119,6 +119,15 @@ class BCSR(SparseMatrix):
 
     T = property(transpose)
 
+    def to_ell(self, width=None):
+        """(columns[m, width], values[m, width]): each row's entries in ELL slots, padded with column -1
+        (ell_matvec's operands). width defaults to the longest row; under jit it must be given, and a
+        longer row keeps its first `width` entries."""
+        if width is None:
+            concrete("to_ell without width", self.indptr)
+            width = int(calls.row_lengths_max(self.indptr))
+        return calls.csr_to_ell(self.data, self.indices, self.indptr, width=int(width))
+
     def __matmul__(self, other):
         if isinstance(other, SparseMatrix):
             return spgemm(self, other if isinstance(other, BCSR) else BCSR.from_bcoo(other))

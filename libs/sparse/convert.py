@@ -1,10 +1,10 @@
-"""Format conversion kernels (routines.py's csr2coo, coo2csr, dense2csr_count, dense2csr), a
+"""Format conversion kernels (routines.py's csr2coo, coo2csr, csr2ell, dense2csr_count, dense2csr), a
 work-item per row; what needs a sort (COO to CSR, CSR to CSC) sorts with the graph's `sort`,
 which libs/prim runs as a radix sort, as rocSPARSE sorts with rocPRIM.
 
 csr2coo: each row writes its id over its nonzeros (the last work-item zeroes the padding).
 coo2csr: row r's start is the number of nonzeros of rows below r, a binary search of the sorted
-row ids. dense2csr_count counts each row's nonzeros; dense2csr writes them at indptr's offsets
+row ids. csr2ell copies each row into its slots. dense2csr_count counts each row's nonzeros; dense2csr writes them at indptr's offsets
 (rocSPARSE's nnz and dense2csr), the last work-item zeroing the slots past the last row.
 """
 from __future__ import annotations
@@ -76,3 +76,20 @@ def dense2csr_kernel(op: Op, name: str) -> K.Kernel:
     rows, columns = op.operands[0].type.shape
     return per_item(name, [a, indptr, indices, data, *params], m + 1, body,
                     [("m", rows), ("n", columns), ("nse", op.attrs["nse"])])
+
+
+def csr2ell_kernel(op: Op, name: str) -> K.Kernel:
+    m, total, width = params = sizes("m", "total", "width")
+    indptr, indices, data, columns, values = buffers(op, [m + 1, total, total, m * width, m * width])
+    k, p = variables("k", "p")
+
+    def body(r):
+        return [loop(k, 0, width, [
+            K.Let(p, widened(indptr[r]) + k),
+            K.If(p < widened(indptr[r + 1]),
+                 [K.Store(columns, r * width + k, indices[p]), K.Store(values, r * width + k, data[p])],
+                 [K.Store(columns, r * width + k, -1), K.Store(values, r * width + k, 0)])])]
+
+    rows = op.operands[0].type.shape[0] - 1
+    return per_item(name, [indptr, indices, data, columns, values, *params], m, body,
+                    [("m", rows), ("total", op.operands[1].type.shape[0]), ("width", op.attrs["width"])])

@@ -18,6 +18,7 @@ SOLUTIONS = {
     "sddmm": ("nonzero_per_item", spmv.sddmm_kernel, "a work-item per nonzero, its row by binary search"),
     "csr2coo": ("row_per_item", convert.csr2coo_kernel, "a work-item per row"),
     "coo2csr": ("binary_search", convert.coo2csr_kernel, "a work-item per row start, a binary search of the row ids"),
+    "csr2ell": ("row_per_item", convert.csr2ell_kernel, "a work-item per row"),
     "dense2csr_count": ("row_per_item", convert.dense2csr_count_kernel, "a work-item per row"),
     "dense2csr": ("row_per_item", convert.dense2csr_kernel, "a work-item per row"),
     "spgemm_bound": ("row_per_item", spgemm.bound_kernel, "a work-item per row of A"),

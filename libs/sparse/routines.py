@@ -18,6 +18,8 @@ operand (or the attribute `columns`).
   sddmm(indptr, indices, A[m, K], Bt[n, K]) -> values[nnz]     (A Bt^T) at A's pattern (sampled product)
   csr2coo(indptr) {nnz} -> rows[nnz]                          the row of each nonzero
   coo2csr(rows[nnz]) {rows} -> indptr[rows + 1]               row starts of row-sorted row ids
+  csr2ell(indptr, indices, data) {width} -> columns[m, width], values[m, width]
+      each row's first `width` entries in its slots, the rest of its slots column -1, value 0
   dense2csr_count(A[m, n]) -> counts[m]                       nonzeros per row
   dense2csr(A[m, n], indptr) {nse} -> indices[nse], data[nse] the nonzeros of each row in column
       order, at indptr's offsets; slots past indptr[m] hold column 0, value 0
@@ -193,6 +195,25 @@ def coo2csr(rows_of_nonzeros, *, rows):
     return np.searchsorted(rows_of_nonzeros, np.arange(rows + 1), side="left").astype(rows_of_nonzeros.dtype)
 
 
+def csr2ell_infer(types, attrs):
+    check("csr2ell", types, 3, indices=(0, 1), values=(2,))
+    indptr, indices, data = types
+    check_csr("csr2ell", indptr, indices, data)
+    require(attrs["width"] >= 0, "library_call: sparse.csr2ell: width must be >= 0")
+    shape = (indptr.shape[0] - 1, attrs["width"])
+    return [TensorType(indptr.dtype, shape), TensorType(data.dtype, shape)]
+
+
+def csr2ell(indptr, indices, data, *, width):
+    m = len(indptr) - 1
+    columns, values = np.full((m, width), -1, indptr.dtype), np.zeros((m, width), data.dtype)
+    for r in range(m):
+        kept = min(int(indptr[r + 1] - indptr[r]), width)
+        columns[r, :kept] = indices[indptr[r]:indptr[r] + kept]
+        values[r, :kept] = data[indptr[r]:indptr[r] + kept]
+    return columns, values
+
+
 def dense2csr_count_infer(types, attrs):
     check("dense2csr_count", types, 1, values=(0,))
     require(types[0].ndim == 2, f"library_call: sparse.dense2csr_count takes a matrix, got {types[0]}")
@@ -358,6 +379,7 @@ ROUTINES = {
     "sddmm": Routine({}, sddmm_infer, sddmm, "(A Bt^T) sampled at a CSR pattern"),
     "csr2coo": Routine({"nnz": "int"}, csr2coo_infer, csr2coo, "row id of each nonzero"),
     "coo2csr": Routine({"rows": "int"}, coo2csr_infer, coo2csr, "row starts of sorted row ids"),
+    "csr2ell": Routine({"width": "int"}, csr2ell_infer, csr2ell, "a CSR matrix's rows in ELL slots"),
     "dense2csr_count": Routine({"index_dtype": "dtype"}, dense2csr_count_infer, dense2csr_count,
                                "nonzeros per row of a dense matrix"),
     "dense2csr": Routine({"nse": "int"}, dense2csr_infer, dense2csr, "a dense matrix's nonzeros, row by row"),

@@ -147,6 +147,10 @@ def test_spmm_sddmm_ell(dtype):
     for r, c in zip(*np.nonzero(columns >= 0)):
         dense[r, columns[r, c]] += values[r, c]
     np.testing.assert_allclose(cs.ell_matvec(columns, values, v), dense @ v, atol=6 * eps * 10)
+    ell_columns, ell_values = ours(a).to_ell()
+    assert ell_columns.shape == (129, np.diff(a.indptr).max())
+    np.testing.assert_allclose(cs.ell_matvec(ell_columns, ell_values, b[:, 0]), a @ b[:, 0],
+                               atol=70 * eps * (abs(a) @ np.abs(b[:, 0])).max())
 
 
 @pytest.mark.slow
@@ -250,6 +254,7 @@ def test_every_routine_builds_for_amdgpu():
          (*arrays, np.ones((40, 40)))),
         (lambda d, i, p, v: cs.sddmm(cs.csr_matrix((d, i, p), shape=a.shape), v, v).data @ d, (*arrays, np.ones((40, 40)))),
         (lambda d: cs.bcsr_fromdense(d, nse=300).indices, (a.toarray(),)),
+        (lambda d, i, p: cs.csr_matrix((d, i, p), shape=a.shape).to_ell(width=4), arrays),
         (lambda c, v, x: cs.ell_matvec(c, v, x), (np.zeros((4, 3), np.int32), np.ones((4, 3)), np.ones(5))),
         (lambda i, p: calls.spgemm_tables(i, p, p), arrays[1:]),
         (lambda i, p, t: calls.spgemm_symbolic(i, p, i, p, t, table=20), (*arrays[1:], table_ptr)),
