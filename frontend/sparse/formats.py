@@ -23,14 +23,20 @@ def is_traced(*arrays) -> bool:
     return any(isinstance(a, Tracer) for a in arrays)
 
 
-def value_dtype(*arrays) -> str:
-    """The common float dtype of the values (integers compute in float64, as JAX's x64 promotes)."""
+def value_dtype(*arrays, complex_ok=False) -> str:
+    """The common float dtype of the values (integers compute in float64, as JAX's x64 promotes);
+    complex only where the caller splits it into real products (`complex_ok`)."""
     name = np.result_type(*[np.dtype(str(a.dtype)) if isinstance(a, Tracer) else np.asarray(a).dtype
                             for a in arrays]).name
     if name.startswith("complex"):
-        raise NotImplementedError(located(f"cdnajit.sparse: complex values ({name}) are not supported yet "
-                                          "(the sparse library's kernels are f32 and f64)"))
+        if complex_ok:
+            return name
+        raise NotImplementedError(located(f"cdnajit.sparse: complex values ({name}) are supported by products "
+                                          "with dense arrays only (the sparse library's kernels are f32 and f64)"))
     return name if name in FLOATS else "float64"
+
+
+REAL_PART = {"complex64": "float32", "complex128": "float64"}
 
 
 def as_dtype(x, dtype):
@@ -235,11 +241,23 @@ def csr_dot_dense(a: BCSR, x):
     if x.ndim not in (1, 2) or x.shape[0] != n:
         raise TracingValueError(located(f"sparse @ dense: a matrix of shape {a.shape} times an array of shape "
                                         f"{x.shape} (its first dimension must be {n})"))
-    dtype = value_dtype(a.data, x)
+    dtype = value_dtype(a.data, x, complex_ok=True)
+    if dtype in REAL_PART:
+        return complex_product(a, as_dtype(x, dtype), dtype)
     data, x = as_dtype(a.data, dtype), as_dtype(x, dtype)
     if x.ndim == 1:
         return calls.csr_matvec(data, a.indices, a.indptr, x)
     return calls.csr_matmat(data, a.indices, a.indptr, x)
+
+
+def complex_product(a: BCSR, x, dtype: str):
+    """A complex product as four real ones on A's structure: (Ar + i Ai)(xr + i xi) =
+    (Ar xr - Ai xi) + i (Ar xi + Ai xr)."""
+    data = as_dtype(a.data, dtype)
+    real, imag = (BCSR((part(data), a.indices, a.indptr), shape=a.shape) for part in (cnp.real, cnp.imag))
+    xr, xi = cnp.real(x), cnp.imag(x)
+    return as_dtype(csr_dot_dense(real, xr) - csr_dot_dense(imag, xi), dtype) + \
+        1j * as_dtype(csr_dot_dense(real, xi) + csr_dot_dense(imag, xr), dtype)
 
 
 def multiplied(a: BCSR, other):

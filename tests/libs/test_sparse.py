@@ -102,6 +102,23 @@ def test_spmv_power_law_and_zero_nnz():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_products(dtype):
+    """Four real products on one structure; the error model of each real part's two sums of k products."""
+    rng = np.random.default_rng(6)
+    a = random_csr(70, 50, 0.1, seed=6, dense_row=3)
+    a = sp.csr_matrix(((a.data + 1j * rng.standard_normal(a.nnz)).astype(dtype), a.indices, a.indptr), shape=a.shape)
+    x = (rng.standard_normal(50) + 1j * rng.standard_normal(50)).astype(dtype)
+    b = (rng.standard_normal((50, 3)) + 1j * rng.standard_normal((50, 3))).astype(dtype)
+    eps = np.finfo(dtype).eps
+    for operand in (x, b):
+        got = ours(a) @ operand
+        assert got.dtype == dtype
+        bound = 2 * 50 * eps * (abs(a) @ np.abs(operand)) + np.finfo(dtype).tiny
+        assert np.all(np.abs(got - a @ operand) <= bound)
+
+
+@pytest.mark.slow
 def test_spmv_interpreted_equals_compiled():
     """The routine's reference (chunks, carries) and its kernel agree bit for bit."""
     a = power_law_csr(300, 200, seed=5)
