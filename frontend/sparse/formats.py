@@ -277,7 +277,7 @@ def summed(a: BCSR, axis):
     if axis not in (0, 1):
         raise TracingValueError(located(f"sum: axis {axis} is out of range for a matrix"))
     matrix = a if axis == 1 else a.transpose()
-    return csr_dot_dense(matrix, cnp.ones((matrix.shape[1],), value_dtype(a.data)))
+    return csr_dot_dense(matrix, cnp.ones((matrix.shape[1],), value_dtype(a.data, complex_ok=True)))
 
 
 def fromdense_csr(mat, *, nse=None, index_dtype="int32") -> BCSR:

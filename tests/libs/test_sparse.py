@@ -116,6 +116,8 @@ def test_complex_products(dtype):
         assert got.dtype == dtype
         bound = 2 * 50 * eps * (abs(a) @ np.abs(operand)) + np.finfo(dtype).tiny
         assert np.all(np.abs(got - a @ operand) <= bound)
+    np.testing.assert_array_equal(ours(a).T.todense(), a.toarray().T)
+    np.testing.assert_allclose(ours(a).sum(0), a.toarray().sum(0), atol=2 * 70 * eps * abs(a).sum(0).max())
 
 
 @pytest.mark.slow
