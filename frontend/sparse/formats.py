@@ -308,19 +308,21 @@ def concrete(what: str, *arrays):
 
 def spgemm(a: BCSR, b: BCSR) -> BCSR:
     """A B for two CSR matrices (rocSPARSE's csrgemm): the hash tables' offsets, the symbolic pass
-    (C's indptr), the numeric pass (C's columns, sorted, and values). Outside jit only."""
+    (C's indptr), the numeric pass (C's columns, unsorted within a row as scipy's, and values).
+    Outside jit only."""
     concrete("sparse @ sparse", a.data, a.indices, a.indptr, b.data, b.indices, b.indptr)
     if a.shape[1] != b.shape[0]:
         raise TracingValueError(located(f"sparse @ sparse: shapes {a.shape} and {b.shape} do not chain"))
     dtype = value_dtype(a.data, b.data)
     index = index_dtype(a.indices, a.indptr, b.indices, b.indptr)
-    a_indices, a_indptr, b_indices, b_indptr = (np.asarray(x).astype(index) for x in
+    a_indices, a_indptr, b_indices, b_indptr = (np.asarray(x).astype(index, copy=False) for x in
                                                 (a.indices, a.indptr, b.indices, b.indptr))
     table_ptr = calls.spgemm_tables(a_indices, a_indptr, b_indptr)
     table = int(table_ptr[-1])
     c_indptr = calls.spgemm_symbolic(a_indices, a_indptr, b_indices, b_indptr, table_ptr, table=table)
-    data, indices = calls.spgemm_numeric(np.asarray(a.data).astype(dtype), a_indices, a_indptr,
-                                         np.asarray(b.data).astype(dtype), b_indices, b_indptr, table_ptr, c_indptr,
+    data, indices = calls.spgemm_numeric(np.asarray(a.data).astype(dtype, copy=False), a_indices, a_indptr,
+                                         np.asarray(b.data).astype(dtype, copy=False), b_indices, b_indptr, table_ptr,
+                                         c_indptr,
                                          nse=int(c_indptr[-1]), table=table)
     return BCSR((data, indices, c_indptr), shape=(a.shape[0], b.shape[1]))
 
