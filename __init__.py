@@ -20,6 +20,7 @@ from .frontend import ops
 from .frontend import random
 from .frontend import eager as _eager
 from .frontend import scipy_linalg as _scipy_linalg
+from .frontend import sparse
 from .frontend.device import device_put
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
@@ -54,6 +55,7 @@ _sys.modules[__name__ + ".nn"] = nn
 _sys.modules[__name__ + ".nn.initializers"] = nn.initializers
 _sys.modules[__name__ + ".ops"] = ops
 _sys.modules[__name__ + ".random"] = random
+_sys.modules[__name__ + ".sparse"] = sparse
 
 # `import cdnajit.scipy.linalg` (jax.scipy.linalg's functions), eager outside jit as cdnajit.numpy.
 scipy = _types.ModuleType(__name__ + ".scipy", "cdnajit.scipy: jax.scipy's namespaces (linalg)")
@@ -63,6 +65,6 @@ _sys.modules[__name__ + ".scipy"] = scipy
 _sys.modules[__name__ + ".scipy.linalg"] = _scipy_linalg
 
 __all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
-           "random", "scipy", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",
+           "random", "sparse", "scipy", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",
            "TracingTypeError", "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError",
            "ArraySizeError", "AllocationError"]

@@ -1,13 +1,14 @@
-"""Pytrees as JAX defines them: nested tuples, lists, dicts (keys sorted), namedtuples and None;
-everything else is a leaf. A `TreeDef` is hashable, so it can key the jit cache."""
+"""Pytrees as JAX defines them: nested tuples, lists, dicts (keys sorted), namedtuples, None and the
+classes registered with `register_pytree_node` (their static part in the TreeDef, as JAX's aux
+data); everything else is a leaf. A `TreeDef` is hashable, so it can key the jit cache."""
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
 
 class TreeDef(NamedTuple):
-    kind: str                 # "leaf", "none", "tuple", "list", "dict" or "namedtuple"
-    aux: Any                  # dict keys, or the namedtuple class
+    kind: str                 # "leaf", "none", "tuple", "list", "dict", "namedtuple" or "node"
+    aux: Any                  # dict keys, the namedtuple class, or a node's (class, static aux data)
     children: tuple
 
     @property
@@ -25,10 +26,20 @@ class TreeDef(NamedTuple):
         if self.kind == "dict":
             inner = ", ".join(f"{k!r}: {c}" for k, c in zip(self.aux, self.children))
             return "{" + inner + "}"
-        return {"tuple": f"({inner})", "list": f"[{inner}]"}.get(self.kind, f"{getattr(self.aux, '__name__', '')}({inner})")
+        named = self.aux[0] if self.kind == "node" else self.aux
+        return {"tuple": f"({inner})", "list": f"[{inner}]"}.get(self.kind, f"{getattr(named, '__name__', '')}({inner})")
 
 
 LEAF = TreeDef("leaf", None, ())
+
+# Registered classes: class -> (flatten: x -> (children, hashable aux), unflatten: (aux, children) -> x).
+NODE_TYPES: dict[type, tuple] = {}
+
+
+def register_pytree_node(cls: type, flatten, unflatten) -> None:
+    """Make instances of `cls` pytree nodes (jax.tree_util.register_pytree_node): `flatten(x)` gives
+    (children, aux), aux hashable and part of a jit signature; `unflatten(aux, children)` rebuilds x."""
+    NODE_TYPES[cls] = (flatten, unflatten)
 
 
 def _is_namedtuple(x) -> bool:
@@ -41,6 +52,9 @@ def tree_flatten(tree) -> tuple[list, TreeDef]:
     def visit(node) -> TreeDef:
         if node is None:
             return TreeDef("none", None, ())
+        if type(node) in NODE_TYPES:
+            children, aux = NODE_TYPES[type(node)][0](node)
+            return TreeDef("node", (type(node), aux), tuple(visit(c) for c in children))
         if _is_namedtuple(node):   # its fields, even where its class iterates otherwise (random.PRNGKeyArray)
             return TreeDef("namedtuple", type(node), tuple(visit(c) for c in tuple.__iter__(node)))
         if isinstance(node, tuple):
@@ -71,6 +85,9 @@ def tree_unflatten(treedef: TreeDef, leaves):
             return children
         if node.kind == "dict":
             return dict(zip(node.aux, children))
+        if node.kind == "node":
+            cls, aux = node.aux
+            return NODE_TYPES[cls][1](aux, children)
         return node.aux(*children)
 
     return build(treedef)

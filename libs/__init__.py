@@ -10,3 +10,4 @@ from . import fft  # noqa: F401
 from . import prim  # noqa: F401
 from . import rand  # noqa: F401
 from . import solver  # noqa: F401
+from . import sparse  # noqa: F401

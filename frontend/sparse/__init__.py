@@ -1,0 +1,96 @@
+"""cdnajit.sparse: jax.experimental.sparse's BCOO and BCSR (2-D), their operations, and scipy.sparse-
+style constructors, on the sparse library (libs/sparse). See formats.py."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import cnp
+from ..tracing import Tracer
+from . import calls
+from .formats import BCOO, BCSR, check_shape, fromdense_csr, sddmm, spsolve_triangular, sum_duplicates
+
+__all__ = ["BCOO", "BCSR", "fromdense", "todense", "bcoo_fromdense", "bcoo_todense", "bcsr_fromdense",
+           "bcsr_todense", "bcoo_dot_general", "bcoo_transpose", "bcoo_sum_duplicates", "csr_matrix", "coo_matrix",
+           "csc_matrix", "sddmm", "spsolve_triangular", "ell_matvec", "sum_duplicates", "bcoo_reshape"]
+
+ell_matvec = calls.ell_matvec
+
+
+def fromdense(mat, *, nse=None, index_dtype="int32") -> BCOO:
+    """jax.experimental.sparse.fromdense: a BCOO of mat's nonzeros (nse needed under jit)."""
+    return BCOO.fromdense(mat, nse=nse, index_dtype=index_dtype)
+
+
+bcoo_fromdense = fromdense
+
+
+def bcsr_fromdense(mat, *, nse=None, index_dtype="int32") -> BCSR:
+    return fromdense_csr(mat, nse=nse, index_dtype=index_dtype)
+
+
+def todense(arr):
+    return arr.todense() if isinstance(arr, (BCOO, BCSR)) else arr
+
+
+bcoo_todense = bcsr_todense = todense
+
+
+def bcoo_transpose(mat: BCOO, *, permutation):
+    return mat.transpose(tuple(permutation))
+
+
+def bcoo_sum_duplicates(mat: BCOO, nse=None) -> BCOO:
+    return sum_duplicates(mat, nse=nse)
+
+
+def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
+    """lax.dot_general with a sparse operand: a matrix contracted over its columns with a dense
+    vector's or matrix's first dimension (sparse @ dense), or a dense operand's last dimension with
+    the matrix's rows (dense @ sparse). Other dimension numbers are not supported."""
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+    lhs_contract, rhs_contract = tuple(lhs_contract), tuple(rhs_contract)
+    if lhs_batch or rhs_batch:
+        raise NotImplementedError("bcoo_dot_general: batch dimensions are not supported (2-D matrices only)")
+    if isinstance(lhs, (BCOO, BCSR)) and lhs_contract == (1,) and rhs_contract == (0,):
+        return lhs @ rhs
+    if isinstance(rhs, (BCOO, BCSR)) and rhs_contract == (0,) and lhs_contract == (getattr(lhs, "ndim", 0) - 1,):
+        return lhs @ rhs
+    raise NotImplementedError(f"bcoo_dot_general: dimension numbers {dimension_numbers} for "
+                              f"{type(lhs).__name__} and {type(rhs).__name__} (supported: sparse (1,) x dense (0,), "
+                              "dense (last,) x sparse (0,))")
+
+
+def csr_matrix(arg, shape=None) -> BCSR:
+    """scipy.sparse.csr_matrix((data, indices, indptr), shape) as a BCSR; a dense matrix is converted."""
+    if isinstance(arg, tuple) and len(arg) == 3:
+        if shape is None:
+            raise ValueError("csr_matrix((data, indices, indptr)) needs shape")
+        return BCSR(arg, shape=shape)
+    return bcsr_fromdense(arg)
+
+
+def csc_matrix(arg, shape=None) -> BCSR:
+    """scipy.sparse.csc_matrix((data, indices, indptr), shape): column c's entries data[indptr[c]:
+    indptr[c + 1]] at rows indices[...], converted to a BCSR (the transpose's CSR, transposed)."""
+    if isinstance(arg, tuple) and len(arg) == 3:
+        if shape is None:
+            raise ValueError("csc_matrix((data, indices, indptr)) needs shape")
+        m, n = check_shape("csc_matrix", shape)
+        return BCSR(arg, shape=(n, m)).transpose()
+    return bcsr_fromdense(arg)
+
+
+def coo_matrix(arg, shape=None) -> BCOO:
+    """scipy.sparse.coo_matrix((data, (row, col)), shape) as a BCOO (duplicates add up)."""
+    if isinstance(arg, tuple) and len(arg) == 2 and isinstance(arg[1], tuple):
+        data, (row, col) = arg
+        if shape is None:
+            raise ValueError("coo_matrix((data, (row, col))) needs shape")
+        traced = isinstance(row, Tracer) or isinstance(col, Tracer)
+        indices = (cnp.stack if traced else np.stack)([row, col], axis=1)
+        return BCOO((data, indices), shape=shape)
+    return fromdense(arg)
+
+
+def bcoo_reshape(mat: BCOO, *, new_sizes):
+    return mat.reshape(tuple(new_sizes))

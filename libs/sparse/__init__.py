@@ -1,0 +1,20 @@
+"""libs/sparse: sparse matrices as rocSPARSE provides them (CSR, with COO, CSC and ELL through
+conversions): SpMV, SpMM, SDDMM, SpGEMM, triangular solve, format conversions.
+
+routines.py   the routines: attributes, shape rule, numpy reference.
+common.py     what the kernels share (sizes as scalar parameters, a binary search).
+spmv.py       csrmv (nonzeros split evenly: load-balanced), ellmv, csrmm, sddmm.
+convert.py    csr2coo, coo2csr, dense2csr_count, dense2csr.
+spgemm.py     spgemm_bound, spgemm_symbolic, spgemm_numeric (hash tables per row).
+csrsv.py      csrsv_levels, csrsv (level scheduling).
+kernels.py    the solutions and the answers to the compiler's questions.
+matcher.py    the dense CSR idiom (segment_sum of vals * x[cols] by row ids) as csrmv.
+The frontend (frontend/sparse/) holds the formats and chains the calls; this file registers the
+library (ir/ops/library.py's contract).
+"""
+from ...ir.ops.library import Library, register_library
+from . import kernels, matcher, routines
+
+LIBRARY = register_library(Library(
+    name="sparse", routines=routines.ROUTINES, rules=tuple(matcher.RULES), select=kernels.select, emit=kernels.emit, explain=kernels.explain,
+    cache_stamp=lambda: "1"))

@@ -1,0 +1,54 @@
+"""What the sparse library's kernels share: sizes as i64 scalar parameters, buffers whose counts are
+extents of them, a work-item per item of a 1-D grid, and the binary search of a sorted array."""
+from __future__ import annotations
+
+from ...ir import kernel as K
+from ...ir.core import Op
+from ...lowering.emitters import operand_buffers
+
+INDEX = "i64"   # positions and loop counters; index arrays are read as i32 or i64 and widened
+ITEMS = 64      # work-items per workgroup
+
+
+def sizes(*names: str) -> list[K.ScalarParam]:
+    return [K.ScalarParam(name, INDEX) for name in names]
+
+
+def variables(*names: str, dtype: str = INDEX) -> list[K.Var]:
+    return [K.Var(name, dtype) for name in names]
+
+
+def buffers(op: Op, counts) -> list[K.GlobalBuffer]:
+    """The call's operand then result buffers, with counts that are extents of the size parameters."""
+    return [K.GlobalBuffer(b.name, b.dtype, count, b.readonly) for b, count in zip(operand_buffers(op), counts)]
+
+
+def per_item(name, params, items, body, arguments) -> K.Kernel:
+    """A kernel running body(g) for each g in [0, items), a work-item each, ITEMS per workgroup."""
+    g = K.Var("g", INDEX)
+    linear = K.workgroup_id(0).cast(INDEX) * ITEMS + K.workitem_id(0).cast(INDEX)
+    return K.Kernel(name, params=params, grid=(K.ceil_div(items, ITEMS),), workgroup_size=(ITEMS,),
+                    body=[K.Let(g, linear), K.If(g < items, body(g))], arguments=arguments)
+
+
+def loop(var: K.Var, start, stop, body) -> K.For:
+    return K.For(var, start, stop, 1, body)
+
+
+def widened(load: K.Expr) -> K.Expr:
+    return load.cast(INDEX)
+
+
+def last_at_most(array: K.Buffer, last: K.Expr, value: K.Expr, steps: K.Expr, result: K.Var, probe: K.Var):
+    """Statements setting `result` to the largest r in [0, last] with array[r] <= value (0 if none):
+    array sorted, 2^steps > last (the histogram's binary search: one halving step per bit)."""
+    b = K.Var(probe.name + "_bit", INDEX)
+    return [K.Let(result, K.Const(0, INDEX)),
+            loop(b, 0, steps, [
+                K.Let(probe, result + (K.Const(1, INDEX) << (steps - 1 - b))),
+                K.If((probe <= last) & (widened(array[K.minimum(probe, last)]) <= value), [K.Assign(result, probe)])])]
+
+
+def bits(count: int) -> int:
+    """The halving steps of a binary search over indices [0, count]."""
+    return max(count, 0).bit_length()

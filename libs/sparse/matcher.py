@@ -1,0 +1,59 @@
+"""The sparse library's pattern table: the dense idiom of a CSR (or COO) product that a JAX user
+writes without a sparse type, `segment_sum(vals * x[cols], row_ids, m)`, becomes `sparse.csrmv`.
+
+In the graph that idiom is a scatter-add of `mul(vals, gather(x, cols))` into zeros of m rows.
+The rewrite keeps its meaning for any ids: the gather clamps columns into [0, n) (the rewrite
+clamps them), the scatter drops rows outside [0, m) (the rewrite moves them to m, and the row
+starts that coo2csr finds leave the entries of row m past indptr[m], where csrmv reads nothing),
+and ids in any order with repeats sum the same (the rewrite sorts the entries by row with the
+graph's sort, which libs/prim runs as a radix sort). Only the order of the additions changes,
+as in any library call. The optimized IR then shows `sparse.coo2csr` and `sparse.csrmv`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.core import Value
+from ...ir.types import TensorType
+from ...passes.patterns import Pat
+from .routines import CHUNK, VALUE_DTYPES
+
+
+def filled(m, value, dtype: str, count) -> Value:
+    """A vector of `count` copies of `value`."""
+    scalar = m.op("constant", value=np.array(value, TensorType(dtype, ()).numpy_dtype))
+    return m.op("broadcast_in_dim", scalar, shape=(count,), broadcast_dimensions=())
+
+
+def segment_spmv(m, scatter, zeros, rows, vals, x, columns):
+    """scatter-add(zeros[m], rows[nnz, 1], vals * gather(x[n], columns[nnz, 1])) -> csrmv."""
+    if scatter.attrs["reduction"] != "add" or x.type.ndim != 1 or vals.type.ndim != 1 or \
+            vals.type.dtype not in VALUE_DTYPES or x.type.dtype != vals.type.dtype or zeros.type.ndim != 1 or \
+            rows.type.shape[1:] != (1,) or columns.type.shape[1:] != (1,) or \
+            not all(v.type.dtype[0] in "iu" for v in (rows, columns)) or vals.type.shape[0] == 0 or x.type.shape[0] == 0:
+        return None
+    nnz, (count,), n = vals.type.shape[0], zeros.type.shape, x.type.shape[0]
+    index = "i32" if max(count, n) < 2**31 - 1 else "i64"
+    vector = lambda v: m.op("reshape", v, new_sizes=(nnz,))
+    # Rows: ids outside [0, m) become m (as unsigned, a negative id is above m), sorted after every
+    # row; columns clamped into [0, n). i32 keys where the sizes allow: half the radix passes of i64.
+    unsigned = m.op("convert", vector(rows), dtype="u64")
+    row_ids = m.op("convert", m.op("min", unsigned, filled(m, count, "u64", nnz)), dtype=index)
+    column_ids = m.op("convert", m.op("clamp", m.op("constant", value=np.array(0, np.int64)),
+                                      m.op("convert", vector(columns), dtype="i64"),
+                                      m.op("constant", value=np.array(n - 1, np.int64))), dtype=index)
+    sorted_rows, sorted_columns, sorted_vals = m.ops("sort", row_ids, column_ids, vals, dimension=0, is_stable=True,
+                                                     num_keys=1)
+    (indptr,) = m.ops("library_call", sorted_rows, library="sparse", routine="coo2csr", solution="", rows=count)
+    y, carries, carry_rows = m.ops("library_call", indptr, sorted_columns, sorted_vals, x, library="sparse",
+                                   routine="csrmv", solution="", chunk=CHUNK)
+    carry_index = m.op("reshape", carry_rows, new_sizes=(carry_rows.type.shape[0], 1))
+    return m.op("scatter", y, carry_index, carries, reduction="add")
+
+
+RULES = [
+    # scatter_add(0[m], rows, vals * gather(x, cols)) -> sort by row, coo2csr, csrmv, scatter-add of the carries
+    (Pat.op("scatter", Pat.splat(0, name="zeros"), Pat.var("rows"),
+            Pat.op("mul", Pat.var("vals"), Pat.op("gather", Pat.var("x"), Pat.var("columns"))), name="scatter"),
+     segment_spmv),
+]

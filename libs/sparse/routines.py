@@ -1,0 +1,392 @@
+"""The sparse library's routines (ir/ops/library.py's contract), rocSPARSE's, on CSR matrices held as
+three arrays: `indptr` (m + 1 row starts, sorted, indptr[0] = 0), `indices` (a column per nonzero)
+and `data` (a value per nonzero); the first indptr[m] entries of indices and data are the matrix,
+any after them are padding no routine reads. Index arrays are i32 or i64 (one dtype per call),
+values f32 or f64. Sizes come from the operands' shapes: m = len(indptr) - 1, n from the dense
+operand (or the attribute `columns`).
+
+  csrmv(indptr, indices, data, x[n]) {chunk} -> y[m], carries[2 C], carry_rows[2 C]
+      y = A x, load-balanced by nonzeros (see kernels_spmv.py): C = ceil(nnz / chunk) chunks of
+      `chunk` consecutive nonzeros, each summing its rows' products in order. A row lying whole in
+      one chunk is written to y; a row crossing a chunk boundary gets y = 0 from the chunk holding
+      its first nonzero and each chunk's partial sum of it in `carries` (slot 2c for the chunk's
+      first row, 2c + 1 for its last; an unused slot holds 0 for the chunk's first row), which
+      the caller adds into y (a scatter-add: `spmv` below in the frontend).
+  ellmv(columns[m, K], values[m, K], x[n]) -> y[m]
+      ELL: row r's K slots, a negative column marking padding.
+  csrmm(indptr, indices, data, B[n, k]) -> C[m, k]           C = A B
+  sddmm(indptr, indices, A[m, K], Bt[n, K]) -> values[nnz]     (A Bt^T) at A's pattern (sampled product)
+  csr2coo(indptr) {nnz} -> rows[nnz]                          the row of each nonzero
+  coo2csr(rows[nnz]) {rows} -> indptr[rows + 1]               row starts of row-sorted row ids
+  csr2ell(indptr, indices, data) {width} -> columns[m, width], values[m, width]
+      each row's first `width` entries in its slots, the rest of its slots column -1, value 0
+  dense2csr_count(A[m, n]) -> counts[m]                       nonzeros per row
+  dense2csr(A[m, n], indptr) {nse} -> indices[nse], data[nse] the nonzeros of each row in column
+      order, at indptr's offsets; slots past indptr[m] hold column 0, value 0
+  spgemm_bound(a_indptr, a_indices, b_indptr) -> slots[m]    each row's hash table size: the least
+      power of two at least 2 x the row's products of A B (a bound of its nonzeros), 0 for none
+  spgemm_symbolic(a_indptr, a_indices, b_indptr, b_indices, table_ptr) -> row_nnz[m], keys[T]
+      each row's distinct columns counted in its hash table, at table_ptr's offsets
+  spgemm_numeric(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, table_ptr, c_indptr)
+      {nse} -> c_indices[nse], c_data[nse], keys[T], values[T]: each row's products summed by
+      column in its hash table, then written in the table's slot order at c_indptr's offsets
+      (columns unsorted within a row, as scipy's product leaves them)
+  csrsv_levels(indptr, indices) {lower} -> order[m], level_ptr[m + 1], levels[1], row_level[m]
+      the rows of a triangular matrix by level (a row's level is one more than the highest of the
+      rows it reads), in level order, ascending within a level; the rows of level l are
+      order[level_ptr[l]:level_ptr[l + 1]]
+  csrsv(indptr, indices, data, order, level_ptr, levels, x) {lower, unit_diagonal} -> y
+      y = T^-1 x for the triangle of A (`lower`: entries left of the diagonal, else right; the
+      diagonal entry from A unless unit_diagonal), level by level
+
+The references compute as the kernels do (sums in nonzero order from 0).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.opdef import fmt_types, require
+from ...ir.ops.library import Routine
+from ...ir.types import TensorType
+
+VALUE_DTYPES = ("f32", "f64")
+CHUNK = 1024   # nonzeros per work-item of csrmv, as its callers (the matcher, cdnajit.sparse) ask
+INDEX_DTYPES = ("i32", "i64")
+
+
+def check(routine: str, types, count: int, indices=(), values=()):
+    """`count` operands; those at positions `indices` 1-D index arrays of one dtype, at `values` float arrays."""
+    require(len(types) == count, f"library_call: sparse.{routine} takes {count} operands, got {fmt_types(types)}")
+    index_dtypes = {types[i].dtype for i in indices}
+    require(all(types[i].dtype in INDEX_DTYPES and types[i].ndim == 1 for i in indices) and len(index_dtypes) <= 1,
+            f"library_call: sparse.{routine}'s index arrays must be 1-D, all i32 or all i64, got {fmt_types(types)}")
+    value_dtypes = {types[i].dtype for i in values}
+    require(all(types[i].dtype in VALUE_DTYPES for i in values) and len(value_dtypes) <= 1,
+            f"library_call: sparse.{routine}'s values must be all f32 or all f64, got {fmt_types(types)}")
+
+
+def check_csr(routine: str, indptr: TensorType, indices: TensorType, data: TensorType | None = None):
+    require(indptr.shape[0] >= 1, f"library_call: sparse.{routine}: indptr needs m + 1 >= 1 entries, got {indptr}")
+    require(data is None or (data.ndim == 1 and data.shape == indices.shape),
+            f"library_call: sparse.{routine}: indices {indices} and data {data} differ in length")
+
+
+def chunks_of(nnz: int, chunk: int) -> int:
+    return -(-nnz // chunk)
+
+
+def row_of(indptr, position):
+    """The row holding nonzero `position` (the last row starting at or before it)."""
+    return int(np.searchsorted(indptr, position, side="right")) - 1
+
+
+def ordered_sum(values, dtype):
+    """values summed one by one from 0, in order (np.cumsum's order)."""
+    return np.cumsum(values, dtype=dtype)[-1] if len(values) else dtype.type(0)
+
+
+# ---- SpMV, SpMM, SDDMM -------------------------------------------------------------------------
+
+def csrmv_infer(types, attrs):
+    check("csrmv", types, 4, indices=(0, 1), values=(2, 3))
+    indptr, indices, data, x = types
+    check_csr("csrmv", indptr, indices, data)
+    require(x.ndim == 1, f"library_call: sparse.csrmv takes a vector x, got {x}")
+    require(attrs["chunk"] > 0, "library_call: sparse.csrmv: chunk must be positive")
+    carries = 2 * chunks_of(indices.shape[0], attrs["chunk"])
+    return [TensorType(data.dtype, (indptr.shape[0] - 1,)), TensorType(data.dtype, (carries,)),
+            TensorType(indptr.dtype, (carries,))]
+
+
+def csrmv(indptr, indices, data, x, *, chunk):
+    m, nnz = len(indptr) - 1, int(indptr[-1])
+    products = data[:nnz] * x[indices[:nnz]]
+    count = chunks_of(len(indices), chunk)
+    y = np.zeros(m, data.dtype)
+    carries, carry_rows = np.zeros(2 * count, data.dtype), np.zeros(2 * count, indptr.dtype)
+    for c in range(count):
+        s, e = c * chunk, min(c * chunk + chunk, nnz)
+        if s >= e:
+            continue
+        first, last = row_of(indptr, s), row_of(indptr, e - 1)
+        carry_rows[2 * c:2 * c + 2] = first
+        for r in range(first, last + 1):
+            start, stop = int(indptr[r]), int(indptr[r + 1])
+            total = ordered_sum(products[max(start, s):min(stop, e)], data.dtype)
+            if start >= s and stop <= e:
+                y[r] = total
+            else:
+                slot = 2 * c + (r != first)
+                carries[slot], carry_rows[slot] = total, r
+    return y, carries, carry_rows
+
+
+def ellmv_infer(types, attrs):
+    check("ellmv", types, 3, values=(1, 2))
+    columns, values, x = types
+    require(columns.dtype in INDEX_DTYPES and columns.ndim == 2 and columns.shape == values.shape and x.ndim == 1,
+            f"library_call: sparse.ellmv takes columns[m, K] (integers), values[m, K] and x[n], got {fmt_types(types)}")
+    return [TensorType(values.dtype, columns.shape[:1])]
+
+
+def ellmv(columns, values, x):
+    kept = columns >= 0
+    products = np.where(kept, values * x[np.where(kept, columns, 0)], 0).astype(values.dtype)
+    return np.cumsum(products, axis=1, dtype=values.dtype)[:, -1] if columns.shape[1] else \
+        np.zeros(len(columns), values.dtype)
+
+
+def csrmm_infer(types, attrs):
+    check("csrmm", types, 4, indices=(0, 1), values=(2, 3))
+    indptr, indices, data, b = types
+    check_csr("csrmm", indptr, indices, data)
+    require(b.ndim == 2, f"library_call: sparse.csrmm takes a matrix B[n, k], got {b}")
+    return [TensorType(data.dtype, (indptr.shape[0] - 1, b.shape[1]))]
+
+
+def csrmm(indptr, indices, data, b):
+    m = len(indptr) - 1
+    c = np.zeros((m, b.shape[1]), data.dtype)
+    for r in range(m):
+        span = slice(int(indptr[r]), int(indptr[r + 1]))
+        c[r] = np.cumsum(data[span, None] * b[indices[span]], axis=0, dtype=data.dtype)[-1] if span.stop > span.start \
+            else 0
+    return c
+
+
+def sddmm_infer(types, attrs):
+    check("sddmm", types, 4, indices=(0, 1), values=(2, 3))
+    indptr, indices, a, bt = types
+    check_csr("sddmm", indptr, indices)
+    require(a.ndim == 2 and bt.ndim == 2 and a.shape[1] == bt.shape[1] and a.shape[0] == indptr.shape[0] - 1,
+            f"library_call: sparse.sddmm takes A[m, K] and Bt[n, K] for m + 1 = len(indptr), got {fmt_types(types)}")
+    return [TensorType(a.dtype, indices.shape)]
+
+
+def sddmm(indptr, indices, a, bt):
+    values = np.zeros(len(indices), a.dtype)
+    for r in range(len(indptr) - 1):
+        for p in range(int(indptr[r]), int(indptr[r + 1])):
+            values[p] = ordered_sum(a[r] * bt[indices[p]], a.dtype)
+    return values
+
+
+# ---- conversions -------------------------------------------------------------------------------
+
+def csr2coo_infer(types, attrs):
+    check("csr2coo", types, 1, indices=(0,))
+    return [TensorType(types[0].dtype, (attrs["nnz"],))]
+
+
+def csr2coo(indptr, *, nnz):
+    rows = np.zeros(nnz, indptr.dtype)
+    counts = np.diff(indptr)
+    rows[:int(indptr[-1])] = np.repeat(np.arange(len(indptr) - 1), counts)
+    return rows
+
+
+def coo2csr_infer(types, attrs):
+    check("coo2csr", types, 1, indices=(0,))
+    require(attrs["rows"] >= 0, "library_call: sparse.coo2csr: rows must be >= 0")
+    return [TensorType(types[0].dtype, (attrs["rows"] + 1,))]
+
+
+def coo2csr(rows_of_nonzeros, *, rows):
+    return np.searchsorted(rows_of_nonzeros, np.arange(rows + 1), side="left").astype(rows_of_nonzeros.dtype)
+
+
+def csr2ell_infer(types, attrs):
+    check("csr2ell", types, 3, indices=(0, 1), values=(2,))
+    indptr, indices, data = types
+    check_csr("csr2ell", indptr, indices, data)
+    require(attrs["width"] >= 0, "library_call: sparse.csr2ell: width must be >= 0")
+    shape = (indptr.shape[0] - 1, attrs["width"])
+    return [TensorType(indptr.dtype, shape), TensorType(data.dtype, shape)]
+
+
+def csr2ell(indptr, indices, data, *, width):
+    m = len(indptr) - 1
+    columns, values = np.full((m, width), -1, indptr.dtype), np.zeros((m, width), data.dtype)
+    for r in range(m):
+        kept = min(int(indptr[r + 1] - indptr[r]), width)
+        columns[r, :kept] = indices[indptr[r]:indptr[r] + kept]
+        values[r, :kept] = data[indptr[r]:indptr[r] + kept]
+    return columns, values
+
+
+def dense2csr_count_infer(types, attrs):
+    check("dense2csr_count", types, 1, values=(0,))
+    require(types[0].ndim == 2, f"library_call: sparse.dense2csr_count takes a matrix, got {types[0]}")
+    return [TensorType(attrs["index_dtype"], types[0].shape[:1])]
+
+
+def dense2csr_count(a, *, index_dtype):
+    return np.count_nonzero(a, axis=1).astype(TensorType(index_dtype, ()).numpy_dtype)
+
+
+def dense2csr_infer(types, attrs):
+    check("dense2csr", types, 2, indices=(1,), values=(0,))
+    a, indptr = types
+    require(a.ndim == 2 and indptr.shape[0] == a.shape[0] + 1,
+            f"library_call: sparse.dense2csr takes A[m, n] and indptr[m + 1], got {fmt_types(types)}")
+    return [TensorType(indptr.dtype, (attrs["nse"],)), TensorType(a.dtype, (attrs["nse"],))]
+
+
+def dense2csr(a, indptr, *, nse):
+    rows, columns = np.nonzero(a)
+    indices, data = np.zeros(nse, indptr.dtype), np.zeros(nse, a.dtype)
+    kept = min(len(rows), nse)
+    indices[:kept], data[:kept] = columns[:kept], a[rows[:kept], columns[:kept]]
+    return indices, data
+
+
+# ---- SpGEMM --------------------------------------------------------------------------------------
+
+def spgemm_bound_infer(types, attrs):
+    check("spgemm_bound", types, 3, indices=(0, 1, 2))
+    return [TensorType(types[0].dtype, (types[0].shape[0] - 1,))]
+
+
+def spgemm_bound(a_indptr, a_indices, b_indptr):
+    lengths = np.diff(b_indptr)
+    counts = [int(lengths[a_indices[a_indptr[r]:a_indptr[r + 1]]].sum()) for r in range(len(a_indptr) - 1)]
+    return np.array([table_slots(c) for c in counts], a_indptr.dtype).reshape(-1)
+
+
+def table_slots(products: int) -> int:
+    return 0 if products == 0 else 1 << (2 * products - 1).bit_length()
+
+
+def hash_slot(column, size):
+    """The first slot tried for a column in a table of `size` slots, a power of two (Knuth's
+    multiplicative hash, its bits from 16 up)."""
+    return ((column * 2654435761) >> 16) & (size - 1)
+
+
+def row_products(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, r):
+    for p in range(int(a_indptr[r]), int(a_indptr[r + 1])):
+        k = a_indices[p]
+        for q in range(int(b_indptr[k]), int(b_indptr[k + 1])):
+            yield int(b_indices[q]), (None if a_data is None else a_data[p] * b_data[q])
+
+
+def hashed_row(products, keys, values, start, size):
+    """Insert (column, value) products into the table keys/values[start:start + size] (linear
+    probing, -1 empty); values summed per column in product order."""
+    for column, value in products:
+        slot = hash_slot(column, size)
+        while keys[start + slot] not in (-1, column):
+            slot = (slot + 1) & (size - 1)
+        if keys[start + slot] == -1:
+            keys[start + slot] = column
+            if values is not None:
+                values[start + slot] = 0
+        if values is not None:
+            values[start + slot] += value
+
+
+def spgemm_symbolic_infer(types, attrs):
+    check("spgemm_symbolic", types, 5, indices=(0, 1, 2, 3, 4))
+    a_indptr, table_ptr = types[0], types[4]
+    return [TensorType(a_indptr.dtype, (a_indptr.shape[0] - 1,)), TensorType(a_indptr.dtype, (attrs["table"],))]
+
+
+def spgemm_symbolic(a_indptr, a_indices, b_indptr, b_indices, table_ptr, *, table):
+    keys = np.full(table, -1, a_indptr.dtype)
+    row_nnz = np.zeros(len(a_indptr) - 1, a_indptr.dtype)
+    for r in range(len(row_nnz)):
+        start, size = int(table_ptr[r]), int(table_ptr[r + 1] - table_ptr[r])
+        hashed_row(row_products(a_indptr, a_indices, None, b_indptr, b_indices, None, r), keys, None, start, size)
+        row_nnz[r] = np.count_nonzero(keys[start:start + size] >= 0)
+    return row_nnz, keys
+
+
+def spgemm_numeric_infer(types, attrs):
+    check("spgemm_numeric", types, 8, indices=(0, 1, 3, 4, 6, 7), values=(2, 5))
+    index, value = types[0].dtype, types[2].dtype
+    return [TensorType(index, (attrs["nse"],)), TensorType(value, (attrs["nse"],)),
+            TensorType(index, (attrs["table"],)), TensorType(value, (attrs["table"],))]
+
+
+def spgemm_numeric(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, table_ptr, c_indptr, *, nse, table):
+    keys, values = np.full(table, -1, a_indptr.dtype), np.zeros(table, a_data.dtype)
+    c_indices, c_data = np.zeros(nse, a_indptr.dtype), np.zeros(nse, a_data.dtype)
+    for r in range(len(a_indptr) - 1):
+        start, size = int(table_ptr[r]), int(table_ptr[r + 1] - table_ptr[r])
+        hashed_row(row_products(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, r), keys, values, start, size)
+        used = [s for s in range(start, start + size) if keys[s] >= 0]
+        at = int(c_indptr[r])
+        c_indices[at:at + len(used)] = keys[used]
+        c_data[at:at + len(used)] = values[used]
+    return c_indices, c_data, keys, values
+
+
+# ---- triangular solve ----------------------------------------------------------------------------
+
+def in_triangle(r, column, lower):
+    return column < r if lower else column > r
+
+
+def csrsv_levels_infer(types, attrs):
+    check("csrsv_levels", types, 2, indices=(0, 1))
+    m = types[0].shape[0] - 1
+    index = types[0].dtype
+    return [TensorType(index, (m,)), TensorType(index, (m + 1,)), TensorType(index, (1,)), TensorType(index, (m,))]
+
+
+def csrsv_levels(indptr, indices, *, lower):
+    m = len(indptr) - 1
+    level = np.zeros(m, np.int64)
+    rows = range(m) if lower else range(m - 1, -1, -1)
+    for r in rows:
+        for p in range(int(indptr[r]), int(indptr[r + 1])):
+            if in_triangle(r, int(indices[p]), lower):
+                level[r] = max(level[r], level[indices[p]] + 1)
+    levels = int(level.max()) + 1 if m else 0
+    order = np.argsort(level, kind="stable").astype(indptr.dtype)
+    level_ptr = np.zeros(m + 1, indptr.dtype)
+    level_ptr[1:levels + 1] = np.cumsum(np.bincount(level, minlength=levels))
+    level_ptr[levels + 1:] = m
+    return order, level_ptr, np.array([levels], indptr.dtype), level.astype(indptr.dtype)
+
+
+def csrsv_infer(types, attrs):
+    check("csrsv", types, 7, indices=(0, 1, 3, 4, 5), values=(2, 6))
+    indptr, x = types[0], types[6]
+    require(x.shape == (indptr.shape[0] - 1,), f"library_call: sparse.csrsv: x must have m entries, got {x}")
+    return [x]
+
+
+def csrsv(indptr, indices, data, order, level_ptr, levels, x, *, lower, unit_diagonal):
+    y = np.zeros_like(x)
+    for r in order:
+        total, diagonal = x[r], x.dtype.type(1)
+        for p in range(int(indptr[r]), int(indptr[r + 1])):
+            column = int(indices[p])
+            if in_triangle(r, column, lower):
+                total = total - data[p] * y[column]
+            elif column == r and not unit_diagonal:
+                diagonal = data[p]
+        with np.errstate(all="ignore"):
+            y[r] = total / diagonal
+    return y
+
+
+ROUTINES = {
+    "csrmv": Routine({"chunk": "int"}, csrmv_infer, csrmv, "y = A x by chunks of nonzeros, with carries"),
+    "ellmv": Routine({}, ellmv_infer, ellmv, "y = A x for an ELL matrix"),
+    "csrmm": Routine({}, csrmm_infer, csrmm, "C = A B, A CSR, B dense"),
+    "sddmm": Routine({}, sddmm_infer, sddmm, "(A Bt^T) sampled at a CSR pattern"),
+    "csr2coo": Routine({"nnz": "int"}, csr2coo_infer, csr2coo, "row id of each nonzero"),
+    "coo2csr": Routine({"rows": "int"}, coo2csr_infer, coo2csr, "row starts of sorted row ids"),
+    "csr2ell": Routine({"width": "int"}, csr2ell_infer, csr2ell, "a CSR matrix's rows in ELL slots"),
+    "dense2csr_count": Routine({"index_dtype": "dtype"}, dense2csr_count_infer, dense2csr_count,
+                               "nonzeros per row of a dense matrix"),
+    "dense2csr": Routine({"nse": "int"}, dense2csr_infer, dense2csr, "a dense matrix's nonzeros, row by row"),
+    "spgemm_bound": Routine({}, spgemm_bound_infer, spgemm_bound, "hash table slots per row of A B"),
+    "spgemm_symbolic": Routine({"table": "int"}, spgemm_symbolic_infer, spgemm_symbolic, "nonzeros per row of A B"),
+    "spgemm_numeric": Routine({"nse": "int", "table": "int"}, spgemm_numeric_infer, spgemm_numeric,
+                              "A B's columns and values, row by row"),
+    "csrsv_levels": Routine({"lower": "bool"}, csrsv_levels_infer, csrsv_levels, "a triangle's rows by level"),
+    "csrsv": Routine({"lower": "bool", "unit_diagonal": "bool"}, csrsv_infer, csrsv, "triangular solve by levels"),
+}

@@ -1,0 +1,126 @@
+"""SpMV, SpMM and SDDMM kernels (routines.py's csrmv, ellmv, csrmm, sddmm).
+
+csrmv, "nnz_split": the nonzeros are cut into chunks of `chunk` consecutive entries (routines.CHUNK), a work-item
+each, so every work-item does the same work however uneven the rows are (a power-law matrix's
+row of 10 000 entries is 40 chunks of 40 work-items), as rocSPARSE's adaptive csrmv balances
+rows of very different lengths, and as merge-path SpMV splits the work evenly. A chunk finds its
+first and last rows by binary search of indptr and sums each of its rows' products in order; a
+row lying whole in the chunk is written to y, a row crossing a chunk boundary leaves one partial
+sum per chunk in `carries`, which the caller adds into y with a scatter-add (rocSPARSE adds them
+with atomics; the kernel IR has none, so the second step is a graph op). Every row of y is
+written exactly once: empty rows by the chunk after them (the last chunk: the rows after it).
+The sizes and nnz are scalar parameters: one kernel per dtype pair serves every matrix.
+
+ellmv: a work-item per row of an ELL matrix (every row K slots, negative columns padding).
+csrmm, "row_columns": a workgroup per row of A and ITEMS columns of B, each work-item summing
+its column (B's rows are read contiguously across the workgroup).
+sddmm: a work-item per nonzero, its row by binary search of indptr, a dot product of K.
+"""
+from __future__ import annotations
+
+from ...ir import kernel as K
+from ...ir.core import Op
+from .common import INDEX, ITEMS, bits, buffers, last_at_most, loop, per_item, sizes, variables, widened
+
+
+
+def csrmv_kernel(op: Op, name: str) -> K.Kernel:
+    chunk = op.attrs["chunk"]
+    m, n, total, steps = params = sizes("m", "n", "total", "steps")
+    chunks = K.ceil_div(total, chunk)
+    indptr, indices, data, x, y, carries, carry_rows = buffers(op, [m + 1, total, total, n, m, 2 * chunks, 2 * chunks])
+    nnz, s, e, first, last, previous, empty_from, r, start, stop, j, slot = variables(
+        "nnz", "s", "e", "first", "last", "previous", "empty_from", "r", "start", "stop", "j", "slot")
+    probes = variables("probe_first", "probe_last", "probe_previous")
+    acc = K.Var("acc", data.dtype)
+    zero_rows = lambda begin, end: loop(r, begin, end, [K.Store(y, r, 0)])
+
+    def body(c):
+        row_sum = [
+            K.Let(start, widened(indptr[r])), K.Let(stop, widened(indptr[r + 1])), K.Let(acc, K.Const(0, data.dtype)),
+            loop(j, K.maximum(start, s), K.minimum(stop, e), [
+                K.Assign(acc, acc + data[j] * x[widened(indices[j])])]),
+            K.If((start >= s) & (stop <= e), [K.Store(y, r, acc)], [
+                K.If(start >= s, [K.Store(y, r, 0)]),
+                K.Let(slot, 2 * c + K.select(r.eq(first), K.Const(0, INDEX), K.Const(1, INDEX))),
+                K.Store(carries, slot, acc), K.Store(carry_rows, slot, r.cast(carry_rows.dtype))])]
+        return [
+            K.Let(nnz, widened(indptr[m])), K.Let(s, c * chunk), K.Let(e, K.minimum(s + chunk, nnz)),
+            *[K.Store(carries, 2 * c + k, 0) for k in (0, 1)], *[K.Store(carry_rows, 2 * c + k, 0) for k in (0, 1)],
+            K.If(c.eq(0) & nnz.eq(0), [zero_rows(0, m)]),
+            K.If(s < nnz, [
+                *last_at_most(indptr, m, s, steps, first, probes[0]),
+                *last_at_most(indptr, m, e - 1, steps, last, probes[1]),
+                # Empty rows just before `first` (indptr[first - 1] = s) are this chunk's to zero,
+                # from the row after the one holding nonzero s - 1: searched only then.
+                K.Let(empty_from, first),
+                K.If((first > 0) & (widened(indptr[K.maximum(first - 1, K.Const(0, INDEX))]).eq(s)), [
+                    *last_at_most(indptr, m, s - 1, steps, previous, probes[2]),
+                    K.Assign(empty_from, K.select(c > 0, previous + 1, K.Const(0, INDEX)))]),
+                zero_rows(empty_from, first),
+                *[K.Store(carry_rows, 2 * c + k, first.cast(carry_rows.dtype)) for k in (0, 1)],
+                loop(r, first, last + 1, row_sum),
+                K.If(e.eq(nnz), [zero_rows(last + 1, m)])])]
+
+    indptr_type, indices_type, _, x_type = (v.type for v in op.operands)
+    rows = indptr_type.shape[0] - 1
+    return per_item(name, [indptr, indices, data, x, y, carries, carry_rows, *params], chunks, body,
+                    [("m", rows), ("n", x_type.shape[0]), ("total", indices_type.shape[0]), ("steps", bits(rows))])
+
+
+def ellmv_kernel(op: Op, name: str) -> K.Kernel:
+    m, width, n = params = sizes("m", "width", "n")
+    columns, values, x, y = buffers(op, [m * width, m * width, n, m])
+    k, column = variables("k", "column")
+    acc = K.Var("acc", values.dtype)
+
+    def body(r):
+        return [K.Let(acc, K.Const(0, values.dtype)),
+                loop(k, 0, width, [
+                    K.Let(column, widened(columns[r * width + k])),
+                    K.If(column >= 0, [K.Assign(acc, acc + values[r * width + k] * x[column])])]),
+                K.Store(y, r, acc)]
+
+    (rows, slots), count = op.operands[0].type.shape, op.operands[2].type.shape[0]
+    return per_item(name, [columns, values, x, y, *params], m, body, [("m", rows), ("width", slots), ("n", count)])
+
+
+def csrmm_kernel(op: Op, name: str) -> K.Kernel:
+    m, n, k, total = params = sizes("m", "n", "k", "total")
+    indptr, indices, data, b, c = buffers(op, [m + 1, total, total, n * k, m * k])
+    row, column, p = variables("row", "column", "p")
+    acc = K.Var("acc", data.dtype)
+    body = [
+        K.Let(row, K.workgroup_id(1).cast(INDEX)),
+        K.Let(column, K.workgroup_id(0).cast(INDEX) * ITEMS + K.workitem_id(0).cast(INDEX)),
+        K.If(column < k, [
+            K.Let(acc, K.Const(0, data.dtype)),
+            loop(p, widened(indptr[row]), widened(indptr[row + 1]), [
+                K.Assign(acc, acc + data[p] * b[widened(indices[p]) * k + column])]),
+            K.Store(c, row * k + column, acc)])]
+    rows = op.operands[0].type.shape[0] - 1
+    n_rows, columns = op.operands[3].type.shape
+    return K.Kernel(name, params=[indptr, indices, data, b, c, *params], grid=(K.ceil_div(k, ITEMS), m),
+                    workgroup_size=(ITEMS,), body=body,
+                    arguments=[("m", rows), ("n", n_rows), ("k", columns), ("total", op.operands[1].type.shape[0])])
+
+
+def sddmm_kernel(op: Op, name: str) -> K.Kernel:
+    m, n, depth, total, steps = params = sizes("m", "n", "depth", "total", "steps")
+    indptr, indices, a, bt, values = buffers(op, [m + 1, total, m * depth, n * depth, total])
+    row, column, probe, t = variables("row", "column", "probe", "t")
+    acc = K.Var("acc", a.dtype)
+
+    def body(p):
+        return [K.Let(acc, K.Const(0, a.dtype)),
+                K.If(p < widened(indptr[m]), [
+                    *last_at_most(indptr, m, p, steps, row, probe),
+                    K.Let(column, widened(indices[p])),
+                    loop(t, 0, depth, [K.Assign(acc, acc + a[row * depth + t] * bt[column * depth + t])])]),
+                K.Store(values, p, acc)]
+
+    rows = op.operands[0].type.shape[0] - 1
+    n_rows, width = op.operands[3].type.shape
+    return per_item(name, [indptr, indices, a, bt, values, *params], total, body,
+                    [("m", rows), ("n", n_rows), ("depth", width), ("total", op.operands[1].type.shape[0]),
+                     ("steps", bits(rows))])

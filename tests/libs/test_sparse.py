@@ -1,0 +1,295 @@
+"""libs/sparse against scipy.sparse, through cdnajit.sparse, compiled (and interpreted where said).
+
+Matrices: random CSR with empty rows, one dense row, nnz = 0, and a power-law matrix (rows from 1
+to hundreds of entries, several crossing csrmv's chunks). Tolerances from the error model of a
+sum of k products in order (Higham's gamma_k): |computed - exact| <= k eps (|A| |x|) per entry,
+k the row's length; conversions, transposes and the triangular solve of a unit-free matrix with
+exact entries are compared exactly or with the same model.
+"""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spl
+
+import cdnajit as cj
+import cdnajit.sparse as cs
+
+
+def random_csr(m, n, density, seed, dtype=np.float64, dense_row=None, empty_rows=()):
+    a = sp.random(m, n, density=density, random_state=seed, format="lil", dtype=dtype)
+    if dense_row is not None:
+        a[dense_row, :] = np.arange(1, n + 1, dtype=dtype) / n
+    for r in empty_rows:
+        a[r, :] = 0
+    a = a.tocsr()
+    a.eliminate_zeros()
+    return a
+
+
+def power_law_csr(m, n, seed, dtype=np.float64):
+    """Row lengths drawn from a Pareto law (1 to n), columns uniform: very uneven rows."""
+    rng = np.random.default_rng(seed)
+    lengths = np.minimum(np.ceil(rng.pareto(1.2, m)).astype(int) + 1, n)
+    lengths[rng.integers(m)] = n   # one full row, many chunks long
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    indices = np.concatenate([np.sort(rng.choice(n, k, replace=False)) for k in lengths]).astype(np.int32)
+    return sp.csr_matrix((rng.standard_normal(indptr[-1]).astype(dtype), indices, indptr), shape=(m, n))
+
+
+def ours(a):
+    return cs.csr_matrix((a.data, a.indices, a.indptr), shape=a.shape)
+
+
+def model_tolerance(a, x):
+    """k eps (|A| |x|), k = the longest row, per entry of A x."""
+    eps = np.finfo(a.dtype).eps
+    k = max(np.diff(a.indptr).max(initial=0), 1)
+    return k * eps * (abs(a) @ np.abs(x)) + np.finfo(a.dtype).tiny
+
+
+def check_spmv(a, x):
+    y = ours(a) @ x
+    np.testing.assert_array_less(np.abs(y - a @ x), model_tolerance(a, x) * 1.0001 + 1e-300)
+    assert y.dtype == a.dtype
+
+
+def test_spmv_smoke():
+    """Empty rows, a dense row, 2774 nonzeros in three chunks of csrmv: a row starts exactly at the
+    first boundary and one crosses the second; f64, int32 indices."""
+    a = random_csr(300, 400, 0.02, seed=1, dense_row=7, empty_rows=(0, 5, 299))
+    check_spmv(a, np.random.default_rng(0).standard_normal(400))
+
+
+def test_bad_input_is_named():
+    with pytest.raises(cj.TracingValueError, match="column indices must be in"):
+        cs.csr_matrix((np.ones(2), np.array([0, 5]), np.array([0, 1, 2])), shape=(2, 3))
+    with pytest.raises(cj.TracingValueError, match="never decrease"):
+        cs.csr_matrix((np.ones(2), np.array([0, 1]), np.array([0, 2, 1])), shape=(2, 3))
+    with pytest.raises(cj.TracingValueError, match="indptr must have 3 entries"):
+        cs.csr_matrix((np.ones(2), np.array([0, 1]), np.array([0, 2])), shape=(2, 3))
+    with pytest.raises(cj.TracingValueError, match=r"index \(2, 0\) of entry 1 is outside"):
+        cs.coo_matrix((np.ones(2), (np.array([0, 2]), np.array([0, 0]))), shape=(2, 3))
+    a = ours(random_csr(4, 3, 0.5, seed=0))
+    with pytest.raises(cj.TracingValueError, match=r"shape \(4, 3\) times an array of shape \(4,\)"):
+        a @ np.ones(4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, n, density", [(1, 1, 1.0), (65, 33, 0.1), (1000, 700, 0.01), (257, 3000, 0.05)])
+def test_spmv_random(m, n, density, dtype):
+    a = random_csr(m, n, density, seed=m, dtype=dtype, dense_row=m // 2, empty_rows=(0,))
+    check_spmv(a, np.random.default_rng(m).standard_normal(n).astype(dtype))
+
+
+@pytest.mark.slow
+def test_spmv_power_law_and_zero_nnz():
+    a = power_law_csr(2000, 1500, seed=3)
+    x = np.random.default_rng(3).standard_normal(1500)
+    check_spmv(a, x)
+    mixed = cs.csr_matrix((a.data, a.indices.astype(np.int64), a.indptr.astype(np.uint32)), shape=a.shape)
+    assert mixed.indices.dtype == mixed.indptr.dtype == np.int64
+    np.testing.assert_array_less(np.abs(mixed @ x - a @ x), model_tolerance(a, x) * 1.0001 + 1e-300)
+    # Rows of exactly one chunk (routines.CHUNK) between empty rows: chunk boundaries at row starts.
+    from cdnajit.libs.sparse.routines import CHUNK
+    lengths = np.array([0, CHUNK, 0, 0, CHUNK, 0, CHUNK // 2, CHUNK // 2, 0, 3 * CHUNK, 0])
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    rng = np.random.default_rng(4)
+    aligned = sp.csr_matrix((rng.standard_normal(indptr[-1]), rng.integers(0, 50, indptr[-1]), indptr),
+                            shape=(len(lengths), 50))
+    check_spmv(aligned, rng.standard_normal(50))
+    empty = sp.csr_matrix((5, 4))
+    np.testing.assert_array_equal(ours(empty) @ np.ones(4), np.zeros(5))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_products(dtype):
+    """Four real products on one structure; the error model of each real part's two sums of k products."""
+    rng = np.random.default_rng(6)
+    a = random_csr(70, 50, 0.1, seed=6, dense_row=3)
+    a = sp.csr_matrix(((a.data + 1j * rng.standard_normal(a.nnz)).astype(dtype), a.indices, a.indptr), shape=a.shape)
+    x = (rng.standard_normal(50) + 1j * rng.standard_normal(50)).astype(dtype)
+    b = (rng.standard_normal((50, 3)) + 1j * rng.standard_normal((50, 3))).astype(dtype)
+    eps = np.finfo(dtype).eps
+    for operand in (x, b):
+        got = ours(a) @ operand
+        assert got.dtype == dtype
+        bound = 2 * 50 * eps * (abs(a) @ np.abs(operand)) + np.finfo(dtype).tiny
+        assert np.all(np.abs(got - a @ operand) <= bound)
+    np.testing.assert_array_equal(ours(a).T.todense(), a.toarray().T)
+    np.testing.assert_allclose(ours(a).sum(0), a.toarray().sum(0), atol=2 * 70 * eps * abs(a).sum(0).max())
+
+
+@pytest.mark.slow
+def test_spmv_interpreted_equals_compiled():
+    """The routine's reference (chunks, carries) and its kernel agree bit for bit."""
+    a = power_law_csr(300, 200, seed=5)
+    x = np.random.default_rng(5).standard_normal(200)
+    f = lambda m, v: m @ v
+    np.testing.assert_array_equal(cj.jit(f)(ours(a), x), cj.jit(f, backend="interpret")(ours(a), x))
+
+
+def test_kernels_are_per_solution_not_per_problem():
+    """Two matrices of other sizes and nnz give every sparse call the same kernel code (sizes are
+    scalar arguments), so the second compiles no kernel."""
+    from cdnajit.ir.core import walk
+    from cdnajit.lowering.emitters import emit_kernel
+    from cdnajit.passes import run_pipeline
+    from cdnajit.passes.manager import DEFAULT_PIPELINE
+
+    def code_texts(m, n):
+        a = random_csr(m, n, 0.1, seed=m)
+        program = lambda d, i, p, v: cs.csr_matrix((d, i, p), shape=a.shape) @ v
+        module = run_pipeline(cj.make_graph(program)(a.data, a.indices, a.indptr, np.ones(n)), DEFAULT_PIPELINE).module
+        return [emit_kernel(op, "k").code_text() for op in walk(module.body)
+                if op.name == "library_call" and op.attrs["library"] == "sparse"]
+
+    first, second = code_texts(50, 40), code_texts(333, 97)
+    assert len(first) == 1 and first == second
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_spmm_sddmm_ell(dtype):
+    rng = np.random.default_rng(7)
+    a = random_csr(129, 70, 0.08, seed=7, dtype=dtype, dense_row=3, empty_rows=(0, 128))
+    b = rng.standard_normal((70, 67)).astype(dtype)
+    eps = np.finfo(dtype).eps
+    np.testing.assert_allclose(ours(a) @ b, a @ b, atol=70 * eps * (abs(a) @ np.abs(b)).max())
+    x, y = rng.standard_normal((129, 16)).astype(dtype), rng.standard_normal((16, 70)).astype(dtype)
+    sampled = cs.sddmm(ours(a), x, y).todense()
+    np.testing.assert_allclose(sampled, (x @ y) * (a.toarray() != 0), atol=16 * eps * (np.abs(x) @ np.abs(y)).max())
+    columns = np.where(rng.random((40, 6)) < 0.7, rng.integers(0, 30, (40, 6)), -1)
+    values = rng.standard_normal((40, 6)).astype(dtype)
+    v = rng.standard_normal(30).astype(dtype)
+    dense = np.zeros((40, 30), dtype)
+    for r, c in zip(*np.nonzero(columns >= 0)):
+        dense[r, columns[r, c]] += values[r, c]
+    np.testing.assert_allclose(cs.ell_matvec(columns, values, v), dense @ v, atol=6 * eps * 10)
+    ell_columns, ell_values = ours(a).to_ell()
+    assert ell_columns.shape == (129, np.diff(a.indptr).max())
+    np.testing.assert_allclose(cs.ell_matvec(ell_columns, ell_values, b[:, 0]), a @ b[:, 0],
+                               atol=70 * eps * (abs(a) @ np.abs(b[:, 0])).max())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_conversions(index_dtype):
+    a = random_csr(90, 61, 0.1, seed=9, dense_row=4, empty_rows=(0, 89))
+    dense = a.toarray()
+    csr = cs.bcsr_fromdense(dense, index_dtype=index_dtype)
+    assert csr.indices.dtype == index_dtype and csr.nse == a.nnz
+    np.testing.assert_array_equal(csr.indptr, a.indptr)
+    np.testing.assert_array_equal(csr.indices, a.indices)
+    np.testing.assert_array_equal(csr.todense(), dense)
+    t = ours(a).T
+    np.testing.assert_array_equal(t.indptr, a.T.tocsr().indptr)
+    np.testing.assert_array_equal(t.todense(), dense.T)
+    csc = a.tocsc()
+    np.testing.assert_array_equal(cs.csc_matrix((csc.data, csc.indices, csc.indptr), shape=a.shape).todense(), dense)
+    np.testing.assert_array_equal(cs.fromdense(dense).todense(), dense)
+    np.testing.assert_array_equal(cs.bcsr_fromdense(np.zeros((3, 4))).todense(), np.zeros((3, 4)))
+
+
+@pytest.mark.slow
+def test_coo_duplicates_and_unsorted_are_summed():
+    rng = np.random.default_rng(11)
+    rows, columns = rng.integers(0, 20, 300), rng.integers(0, 15, 300)
+    data = rng.standard_normal(300)
+    reference = sp.coo_matrix((data, (rows, columns)), shape=(20, 15))
+    coo = cs.coo_matrix((data, (rows, columns)), shape=(20, 15))
+    np.testing.assert_allclose(coo.todense(), reference.toarray(), atol=1e-13)
+    np.testing.assert_allclose(coo @ np.ones(15), reference @ np.ones(15), atol=1e-13)
+    merged = coo.sum_duplicates()
+    reference.sum_duplicates()
+    expected = reference.tocsr().tocoo()
+    assert merged.nse == expected.nnz
+    np.testing.assert_array_equal(merged.indices, np.stack([expected.row, expected.col], axis=1))
+    np.testing.assert_allclose(merged.data, expected.data, atol=1e-13)
+
+
+@pytest.mark.slow
+def test_spgemm():
+    a = random_csr(200, 150, 0.03, seed=12, dense_row=1, empty_rows=(0,))
+    b = random_csr(150, 170, 0.03, seed=13, dense_row=2)
+    c = ours(a) @ ours(b)
+    expected = (a @ b).tocsr()
+    expected.sort_indices()
+    np.testing.assert_array_equal(c.indptr, expected.indptr)
+    got = sp.csr_matrix((c.data, c.indices, c.indptr), shape=c.shape)
+    got.sort_indices()
+    np.testing.assert_array_equal(got.indices, expected.indices)
+    np.testing.assert_allclose(got.data, expected.data, atol=150 * np.finfo(float).eps * (abs(a) @ abs(b)).max())
+    with pytest.raises(cj.ConcretizationError, match="outside jit only"):
+        cj.jit(lambda x, y: x @ y)(ours(a), ours(b))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lower", [True, False])
+def test_triangular_solve(lower):
+    m = 300
+    t = sp.random(m, m, density=0.02, random_state=14) + sp.eye(m) * 4
+    t = (sp.tril(t) if lower else sp.triu(t)).tocsr()
+    b = np.random.default_rng(14).standard_normal(m)
+    x = cs.spsolve_triangular(ours(t), b, lower=lower)
+    np.testing.assert_allclose(x, spl.spsolve_triangular(t, b, lower=lower), rtol=1e-12, atol=1e-12)
+    f = cj.jit(lambda a, v: cs.spsolve_triangular(a, v, lower=lower), backend="interpret")
+    np.testing.assert_allclose(f(ours(t), b), x, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_bcoo_api_under_jit():
+    a = random_csr(50, 40, 0.1, seed=15)
+    dense = a.toarray()
+    x = np.random.default_rng(15).standard_normal(40)
+
+    @cj.jit
+    def f(d, v):
+        m = cs.fromdense(d, nse=a.nnz + 3)
+        return (m @ v, m.T @ cs.bcoo_dot_general(m, v, dimension_numbers=(((1,), (0,)), ((), ()))),
+                (m * 2.0).sum(), (m * d).todense(), m.sum(0), m.reshape(25, 80).todense())
+
+    y, z, total, squared, columns, reshaped = f(dense, x)
+    np.testing.assert_array_equal(reshaped, dense.reshape(25, 80))
+    np.testing.assert_allclose(y, dense @ x, atol=1e-12)
+    np.testing.assert_allclose(z, dense.T @ (dense @ x), atol=1e-12)
+    np.testing.assert_allclose(total, 2 * dense.sum(), atol=1e-12)
+    np.testing.assert_array_equal(squared, dense * dense)
+    np.testing.assert_allclose(columns, dense.sum(0), atol=1e-12)
+
+
+@pytest.mark.slow
+def test_every_routine_builds_for_amdgpu():
+    """Each routine's kernel goes through the AMDGPU backend into the program's kernel reports."""
+    from cdnajit.frontend.sparse import calls
+    from cdnajit.libs.sparse.routines import ROUTINES
+
+    a = random_csr(40, 40, 0.1, seed=16) + sp.eye(40, format="csr")
+    arrays = (a.data, a.indices.astype(np.int32), a.indptr.astype(np.int32))
+    table_ptr = np.zeros(41, np.int32)
+    programs = [
+        (lambda d, i, p, v: cs.csr_matrix((d, i, p), shape=a.shape).T @ v, (*arrays, np.ones((40, 3)))),
+        (lambda d, i, p, v: cs.spsolve_triangular(cs.csr_matrix((d, i, p), shape=a.shape), v[0]),
+         (*arrays, np.ones((40, 40)))),
+        (lambda d, i, p, v: cs.sddmm(cs.csr_matrix((d, i, p), shape=a.shape), v, v).data @ d, (*arrays, np.ones((40, 40)))),
+        (lambda d: cs.bcsr_fromdense(d, nse=300).indices, (a.toarray(),)),
+        (lambda d, i, p: cs.csr_matrix((d, i, p), shape=a.shape).to_ell(width=4), arrays),
+        (lambda c, v, x: cs.ell_matvec(c, v, x), (np.zeros((4, 3), np.int32), np.ones((4, 3)), np.ones(5))),
+        (lambda i, p: calls.spgemm_tables(i, p, p), arrays[1:]),
+        (lambda i, p, t: calls.spgemm_symbolic(i, p, i, p, t, table=20), (*arrays[1:], table_ptr)),
+        (lambda d, i, p, t: calls.spgemm_numeric(d, i, p, d, i, p, t, t, nse=10, table=20), (*arrays, table_ptr)),
+        (lambda r, c, d, x: ops_segment_spmv(r, c, d, x), (np.zeros(30, np.int32), np.zeros(30, np.int32), np.ones(30),
+                                                          np.ones(40))),
+    ]
+    reported = set()
+    for program, inputs in programs:
+        for kernel in cj.jit(program).lower(*inputs).compile().kernels:
+            routines = {op.split(".")[1] for op in kernel.source_ops if op.startswith("sparse.")}
+            assert not routines or kernel.vgpr_count > 0, kernel   # the AMDGPU backend's resource usage
+            reported |= routines
+    assert reported == set(ROUTINES)
+
+
+def ops_segment_spmv(rows, columns, values, x):
+    return cj.ops.segment_sum(values * x[columns], rows, num_segments=40)

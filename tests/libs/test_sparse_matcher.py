@@ -1,0 +1,79 @@
+"""The sparse matcher (libs/sparse/matcher.py) as IR text in and out: the dense CSR idiom
+segment_sum(vals * x[cols], rows) becomes a sort by row, sparse.coo2csr, sparse.csrmv and a
+scatter-add of its carries; the interpreted result is the segment sum (to the rounding of a sum of
+k products, k the longest row: k eps sum |vals x|, Higham's gamma_k), including rows given in any
+order, repeated, negative or past the last segment, and columns clamped as the gather clamps."""
+import numpy as np
+import pytest
+
+import cdnajit as cj
+import cdnajit.ops as ops
+from cdnajit.ir.interpreter import interpret
+from cdnajit.ir.parser import parse
+from cdnajit.ir.printer import print_module
+from cdnajit.libs.sparse.matcher import RULES
+from cdnajit.passes import canonicalize, match_libraries
+
+IDIOM = """
+func @spmv(%0: f64[9], %1: i64[9,1], %2: i64[9,1], %3: f64[6]) -> (f64[4]) {
+  %4 = gather(%3, %2) : f64[9]
+  %5 = mul(%0, %4) : f64[9]
+  %6 = constant() {value = dense<0.0>} : f64[]
+  %7 = broadcast_in_dim(%6) {shape = [4], broadcast_dimensions = []} : f64[4]
+  %8 = scatter(%7, %1, %5) {reduction = "add"} : f64[4]
+  return %8
+}"""
+
+
+def matched(text):
+    return match_libraries(parse(text), list(RULES))
+
+
+def test_the_idiom_becomes_csrmv_as_text():
+    out = print_module(matched(IDIOM))
+    lines = [line.strip() for line in out.splitlines()]
+    assert any(line.startswith("%") and "= sort(" in line and "num_keys = 1" in line for line in lines), out
+    assert any('routine = "coo2csr"' in line and "rows = 4" in line and line.endswith(": i32[5]") for line in lines), out
+    assert any('routine = "csrmv"' in line and "chunk = 1024" in line and
+               line.endswith(": (f64[4], f64[2], i32[2])") for line in lines), out
+    assert sum(" = scatter(" in line and 'reduction = "add"' in line for line in lines) == 1, out
+    assert " = gather(" not in out, out
+
+
+def test_the_rewrite_computes_the_segment_sum():
+    rng = np.random.default_rng(0)
+    vals, x = rng.standard_normal(9), rng.standard_normal(6)
+    rows = np.array([[3], [0], [3], [-1], [7], [2], [0], [3], [1]])   # unsorted, repeated, -1 and 7 dropped
+    columns = np.array([[0], [5], [9], [-2], [1], [2], [3], [4], [0]])  # 9 and -2 clamped
+    module = parse(IDIOM)
+    (want,) = interpret(module, vals, rows, columns, x)
+    (got,) = interpret(matched(IDIOM), vals, rows, columns, x)
+    magnitude = np.zeros(4)
+    np.add.at(magnitude, np.clip(rows[:, 0], 0, 3), np.abs(vals * x[np.clip(columns[:, 0], 0, 5)]))
+    np.testing.assert_array_less(np.abs(got - want), 3 * np.finfo(float).eps * magnitude + 1e-300)
+
+
+def test_other_scatters_are_left_alone():
+    text = IDIOM.replace('reduction = "add"', 'reduction = "max"')
+    assert "library_call" not in print_module(matched(text))
+    text = IDIOM.replace("dense<0.0>", "dense<1.0>")
+    assert "library_call" not in print_module(matched(text))
+
+
+@pytest.mark.slow
+def test_segment_sum_compiles_to_csrmv():
+    """The traced idiom, compiled: its optimized IR names the call and the result is the segment sum."""
+    def f(vals, cols, rows, x):
+        return ops.segment_sum(vals * x[cols], rows, num_segments=50)
+
+    rng = np.random.default_rng(1)
+    rows, cols = rng.integers(0, 50, 400).astype(np.int32), rng.integers(0, 30, 400).astype(np.int32)
+    vals, x = rng.standard_normal(400), rng.standard_normal(30)
+    compiled = cj.jit(f).lower(vals, cols, rows, x).compile()
+    assert 'routine = "csrmv"' in compiled.as_text("optimized")
+    want = np.zeros(50)
+    np.add.at(want, rows, vals * x[cols])
+    magnitude = np.zeros(50)
+    np.add.at(magnitude, rows, np.abs(vals * x[cols]))
+    np.testing.assert_array_less(np.abs(compiled(vals, cols, rows, x) - want),
+                                 np.bincount(rows, minlength=50) * np.finfo(float).eps * magnitude + 1e-300)
