@@ -1,8 +1,9 @@
 """Contractions: dot_general and conv_general_dilated, with lax's dimension conventions."""
 import numpy as np
 
-from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to
+from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to, set_rules
 from ..types import COMPLEXES, FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType, dtype_name
+from .rules import is_differentiable
 from .shape import pad_array
 
 
@@ -63,6 +64,77 @@ define("dot_general", infer=dot_general_infer, reference=dot_general,
        attrs={"lhs_contracting": "ints", "rhs_contracting": "ints", "lhs_batch": "ints", "rhs_batch": "ints",
               "preferred_element_type": "dtype?"}, num_operands=2,
        doc="result dimensions: batch, lhs free, rhs free (as lax.dot_general)")
+
+
+def free_dims(ndim, contracting, batch):
+    return [d for d in range(ndim) if d not in contracting and d not in batch]
+
+
+def consecutive(*lengths):
+    """Consecutive ranges of these lengths: the positions of a dot_general result's groups of dimensions."""
+    ranges, start = [], 0
+    for n in lengths:
+        ranges.append(list(range(start, start + n)))
+        start += n
+    return ranges
+
+
+def dot_ct_lhs(b, ct, lhs_type, rhs, lc, rc, lb, rb, result_rhs_first=False):
+    """The lhs cotangent of dot_general: ct contracted with rhs over rhs's free dimensions (as JAX's
+    transpose rule), then put back in lhs's dimension order. `result_rhs_first`: ct's free dimensions
+    have rhs's before lhs's (used for the rhs cotangent, with the roles swapped)."""
+    lhs_free = free_dims(lhs_type.ndim, lc, lb)
+    rhs_free = free_dims(rhs.type.ndim, rc, rb)
+    if result_rhs_first:
+        ct_batch, ct_rhs_free, _ = consecutive(len(lb), len(rhs_free), len(lhs_free))
+    else:
+        ct_batch, _, ct_rhs_free = consecutive(len(lb), len(lhs_free), len(rhs_free))
+    product = b.op("dot_general", ct, rhs, lhs_contracting=tuple(ct_rhs_free), rhs_contracting=tuple(rhs_free),
+                   lhs_batch=tuple(ct_batch), rhs_batch=tuple(rb), preferred_element_type=None)
+    # product's dimensions: lhs batch, lhs free, then lhs's contracting ones in rhs's order.
+    contracting_by_rhs = [lc[i] for i in np.argsort(rc)]
+    return b.transpose(b.convert(product, lhs_type.dtype), np.argsort(list(lb) + lhs_free + contracting_by_rhs))
+
+
+def dot_general_vjp(b, op, primals, outs, cts):
+    lhs, rhs = primals
+    (ct,) = cts
+    lc, rc, lb, rb = (op.attrs[k] for k in ("lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch"))
+    ct = b.convert(ct, lhs.type.dtype)
+    return [dot_ct_lhs(b, ct, lhs.type, rhs, lc, rc, lb, rb) if is_differentiable(lhs.type) else None,
+            dot_ct_lhs(b, ct, rhs.type, lhs, rc, lc, rb, lb, result_rhs_first=True)
+            if is_differentiable(rhs.type) else None]
+
+
+def dot_general_jvp(b, op, primals, tangents, outs):
+    lhs, rhs = primals
+    total = None
+    if tangents[0] is not None:
+        total = b.ops("dot_general", [tangents[0], rhs], op.attrs)[0]
+    if tangents[1] is not None:
+        total = b.add(total, b.ops("dot_general", [lhs, tangents[1]], op.attrs)[0])
+    return [total]
+
+
+def dot_general_batch(b, op, operands, batched):
+    """Both operands batched: the batch is one more batch dimension (first in the result). One operand
+    batched: the batch is one of its free dimensions, moved first in the result."""
+    lhs, rhs = operands
+    lc, rc, lb, rb = (op.attrs[k] for k in ("lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch"))
+    up = lambda dims, flag: tuple(d + 1 for d in dims) if flag else tuple(dims)
+    attrs = {"lhs_contracting": up(lc, batched[0]), "rhs_contracting": up(rc, batched[1]),
+             "lhs_batch": up(lb, batched[0]), "rhs_batch": up(rb, batched[1]),
+             "preferred_element_type": op.attrs["preferred_element_type"]}
+    if all(batched):
+        attrs["lhs_batch"], attrs["rhs_batch"] = (0,) + attrs["lhs_batch"], (0,) + attrs["rhs_batch"]
+        return b.ops("dot_general", [lhs, rhs], attrs), [True]
+    (result,) = b.ops("dot_general", [lhs, rhs], attrs)
+    position = len(lb) if batched[0] else len(lb) + len(free_dims(lhs.type.ndim, lc, lb))
+    order = [position] + [d for d in range(result.type.ndim) if d != position]
+    return [b.transpose(result, order)], [True]
+
+
+set_rules("dot_general", jvp=dot_general_jvp, vjp=dot_general_vjp, batch=dot_general_batch)
 
 
 CONV_ATTRS = {"window_strides": "ints", "padding": "int_pairs", "lhs_dilation": "ints", "rhs_dilation": "ints",

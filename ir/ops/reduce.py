@@ -11,8 +11,9 @@ import math
 
 import numpy as np
 
-from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to
+from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to, set_rules
 from ..types import FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType
+from .rules import batch_by_attrs, shifted, zero_derivative
 from .shape import pad_array
 
 REDUCER_DTYPES = {
@@ -92,6 +93,46 @@ define("reduce", infer=reduce_infer, reference=reduce, attrs={"reducer": "str", 
        doc="reducer is sum, prod, max, min, and or or; the axes are removed")
 
 
+def kept_dims(op, x):
+    return tuple(a for a in range(x.type.ndim) if a not in op.attrs["axes"])
+
+
+def extreme_weights(b, op, x, out):
+    """max/min: the elements equal to the result share its derivative equally (as JAX)."""
+    hit = b.op("eq", x, b.broadcast(out, x.type.shape, kept_dims(op, x)))
+    weights = b.convert(hit, x.type.dtype)
+    count = b.broadcast(b.sum(weights, op.attrs["axes"]), x.type.shape, kept_dims(op, x))
+    return b.div(weights, count)
+
+
+def require_smooth_reducer(op):
+    if op.attrs["reducer"] == "prod":
+        raise NotImplementedError("differentiation of a product reduction is not supported")
+
+
+def reduce_jvp(b, op, primals, tangents, outs):
+    (x,), (t,) = primals, tangents
+    if t is None or op.attrs["reducer"] in ("and", "or"):
+        return [None]
+    require_smooth_reducer(op)
+    if op.attrs["reducer"] != "sum":
+        t = b.mul(t, extreme_weights(b, op, x, outs[0]))
+    return [b.sum(t, op.attrs["axes"])]
+
+
+def reduce_vjp(b, op, primals, outs, cts):
+    (x,), (ct,) = primals, cts
+    if op.attrs["reducer"] in ("and", "or"):
+        return [None]
+    require_smooth_reducer(op)
+    spread = b.broadcast(ct, x.type.shape, kept_dims(op, x))
+    return [spread if op.attrs["reducer"] == "sum" else b.mul(spread, extreme_weights(b, op, x, outs[0]))]
+
+
+set_rules("reduce", jvp=reduce_jvp, vjp=reduce_vjp)
+batch_by_attrs("reduce", lambda attrs, size: {"reducer": attrs["reducer"], "axes": shifted(attrs["axes"])})
+
+
 def arg_reduce_infer(name):
     def infer(types, attrs, regions):
         (x,) = types
@@ -115,6 +156,8 @@ for _name, _select_index in [("argmax", np.argmax), ("argmin", np.argmin)]:
     define(_name, infer=arg_reduce_infer(_name), reference=arg_reduce(_select_index),
            attrs={"axis": "int", "index_dtype": "dtype"}, num_operands=1,
            doc="index of the first extreme element (the first NaN, if any) along axis")
+    zero_derivative(_name)
+    batch_by_attrs(_name, lambda attrs, size: {**attrs, "axis": attrs["axis"] + 1})
 
 CUMULATIVE_UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
@@ -142,6 +185,27 @@ def cumulative(x, *, reducer, axis, reverse):
 define("cumulative", infer=cumulative_infer, reference=cumulative,
        attrs={"reducer": "str", "axis": "int", "reverse": "bool"}, num_operands=1,
        doc="inclusive scan (cumsum, cumprod, cummax, cummin) along axis")
+
+
+def cumulative_jvp(b, op, primals, tangents, outs):
+    require_cumulative_sum(op)
+    return [None if tangents[0] is None else b.op("cumulative", tangents[0], **op.attrs)]
+
+
+def cumulative_vjp(b, op, primals, outs, cts):
+    """A cumulative sum's transpose is the cumulative sum the other way."""
+    require_cumulative_sum(op)
+    return [b.op("cumulative", cts[0], **{**op.attrs, "reverse": not op.attrs["reverse"]})]
+
+
+def require_cumulative_sum(op):
+    if op.attrs["reducer"] != "sum":
+        raise NotImplementedError(f"differentiation of cumulative {op.attrs['reducer']} is not supported "
+                                  f"(cumulative sum is)")
+
+
+set_rules("cumulative", jvp=cumulative_jvp, vjp=cumulative_vjp)
+batch_by_attrs("cumulative", lambda attrs, size: {**attrs, "axis": attrs["axis"] + 1})
 
 
 def reduce_window_infer(types, attrs, regions):
