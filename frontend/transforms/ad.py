@@ -9,9 +9,11 @@ depend on a differentiated input are walked backward.
 """
 from __future__ import annotations
 
-from ...errors import TracingTypeError
+import numpy as np
+
 from ...ir.opdef import get_opdef
 from ...ir.ops.rules import is_differentiable
+from ...ir.types import NUMPY_DTYPES
 from ..pytree import tree_flatten, tree_map, tree_unflatten
 from ..tracing import Tracer, located
 from .core import Scope, builder, captured, closure_convert, emit, leaves_of, outside_jit, trace_function
@@ -246,3 +248,88 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
         return (grads, value[1]) if has_aux else grads
     grad_fun.__name__ = f"grad_{getattr(fun, '__name__', 'fun')}"
     return grad_fun
+
+
+# ---- Jacobians -------------------------------------------------------------------------------
+
+def basis(leaf):
+    """The standard basis of leaf's space: an identity of leaf.size stacked as (size, *leaf.shape)."""
+    n = leaf.type.size
+    eye = np.eye(n, dtype=NUMPY_DTYPES[leaf.type.dtype]).reshape((n,) + leaf.shape)
+    return builder().op("constant", value=eye)
+
+
+def stacked_to_jacobian(stacked, out_shape, in_shape, stack_first_is_input):
+    """A vmapped JVP's (n_in, *out) or VJP's (n_out, *in) stack as the Jacobian (*out, *in)."""
+    b = builder()
+    if stack_first_is_input:   # (n_in, *out) -> (*out, n_in) -> (*out, *in)
+        moved = b.transpose(stacked, list(range(1, stacked.type.ndim)) + [0])
+        return b.reshape(moved, tuple(out_shape) + tuple(in_shape))
+    return b.reshape(stacked, tuple(out_shape) + tuple(in_shape))
+
+
+def chosen_args(fun, args, argnums):
+    """(the differentiated arguments as a tuple, fun of them alone)."""
+    nums = argnums_tuple(argnums, len(args), "jacobian")
+
+    def of_chosen(*xs):
+        full = list(args)
+        for i, x in zip(nums, xs):
+            full[i] = x
+        return fun(*full)
+    return tuple(args[i] for i in nums), of_chosen
+
+
+def jacobian_tree(out_tree, in_tree, blocks, argnums):
+    """blocks[j][i]: d out leaf j / d in leaf i, as JAX nests them: the output's tree of the inputs'."""
+    in_part = lambda row: (lambda tree: tree[0] if isinstance(argnums, int) else tree)(tree_unflatten(in_tree, row))
+    return tree_unflatten(out_tree, [in_part(row) for row in blocks])
+
+
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+    """jax.jacfwd: the Jacobian by forward mode, one vmapped JVP over each input's basis."""
+    from .batching import vmap
+
+    def jacobian(*args):
+        xs, of_chosen = chosen_args(fun, args, argnums)
+        x_leaves, in_tree = leaves_of(xs, "differentiated argument")
+        require_inexact_inputs(x_leaves, False)
+        columns, out_tree, outs = [], None, None
+        for i, leaf in enumerate(x_leaves):
+            def push(t, i=i):
+                tangents = [t if k == i else builder().zeros_like(x) for k, x in enumerate(x_leaves)]
+                return jvp(of_chosen, tuple(tree_unflatten(in_tree, x_leaves)), tuple(tree_unflatten(in_tree, tangents)))
+            out, stacked = vmap(push, out_axes=(None, 0))(basis(leaf))
+            out_leaves, out_tree = tree_flatten(out)
+            outs = out_leaves
+            columns.append([stacked_to_jacobian(s, o.shape, leaf.shape, True)
+                            for s, o in zip(tree_flatten(stacked)[0], out_leaves)])
+        blocks = [[columns[i][j] for i in range(len(x_leaves))] for j in range(len(outs))]
+        return jacobian_tree(out_tree, in_tree, blocks, argnums)
+    return outside_jit(jacobian)
+
+
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
+    """jax.jacrev: the Jacobian by reverse mode, one vmapped VJP over each output's basis."""
+    from .batching import vmap
+
+    def jacobian(*args):
+        xs, of_chosen = chosen_args(fun, args, argnums)
+        x_leaves, in_tree = leaves_of(xs, "differentiated argument")
+        require_inexact_inputs(x_leaves, allow_int)
+        out = of_chosen(*xs)
+        out_leaves, out_tree = leaves_of(out, "output")
+        blocks = []
+        for j, o in enumerate(out_leaves):
+            def pull(ct, j=j):
+                cts = [ct if k == j else builder().zeros_like(y) for k, y in enumerate(out_leaves)]
+                return pullback(of_chosen, xs, tree_unflatten(out_tree, cts), False)
+            stacked = tree_flatten(vmap(pull)(basis(o)))[0]
+            blocks.append([stacked_to_jacobian(s, o.shape, x.shape, False) for s, x in zip(stacked, x_leaves)])
+        return jacobian_tree(out_tree, in_tree, blocks, argnums)
+    return outside_jit(jacobian)
+
+
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+    """jax.hessian: jacfwd of jacrev."""
+    return jacfwd(jacrev(fun, argnums), argnums)
