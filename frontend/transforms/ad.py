@@ -16,7 +16,7 @@ from ...ir.ops.rules import is_differentiable
 from ...ir.types import NUMPY_DTYPES
 from ..pytree import tree_flatten, tree_map, tree_unflatten
 from ..tracing import Tracer, located
-from .core import Scope, builder, captured, closure_convert, emit, leaves_of, outside_jit, trace_function
+from .core import Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, trace_function
 
 
 def rule_of(op, kind: str):
@@ -36,9 +36,7 @@ def jvp_region(region, primals, tangents, primal_scope=None, tangent_scope=None)
     derivs = tangent_scope.child() if tangent_scope else Scope(default=lambda v: None)
     values.bind(region.params, primals)
     derivs.bind(region.params, tangents)
-    b = builder(jvp_region=lambda r, p, t: jvp_region(r, p, t, values, derivs),
-                vjp_region=None, batch_region=None)
-    b.closure_convert = lambda regions: closure_convert(regions, values)
+    b = builder(values, jvp_region=lambda r, p, t: jvp_region(r, p, t, values, derivs))
     for op in region.ops:
         operands = [values.lookup(v) for v in op.operands]
         operand_tangents = [derivs.lookup(v) for v in op.operands]
@@ -64,11 +62,10 @@ def forward_pass(region, primals, scope=None):
         operands = [values.lookup(v) for v in op.operands]
         outs = emit(op, operands, values)
         values.bind(op.results, outs)
-        if any(id(v) in active for v in op.operands):
+        reads = op.operands + (captured_values(op.regions) if op.regions else [])
+        if any(id(v) in active for v in reads):
             walked.append((op, operands, outs))
             active.update(id(r) for r in op.results if is_differentiable(r.type))
-    b = builder(vjp_region=lambda r, p, c: vjp_region(r, p, c, values), jvp_region=None, batch_region=None)
-    b.closure_convert = lambda regions: closure_convert(regions, values)
 
     def backward(output_cts):
         cts: dict[int, Tracer] = {}
@@ -76,6 +73,8 @@ def forward_pass(region, primals, scope=None):
         def add(value, ct):
             if ct is not None and id(value) in active:
                 cts[id(value)] = b.add(cts.get(id(value)), ct)
+        b = builder(values, vjp_region=lambda r, p, c: vjp_region(r, p, c, values),
+                    add_captured_cts=lambda outside, outside_cts: [add(v, c) for v, c in zip(outside, outside_cts)])
         for value, ct in zip(region.outputs, output_cts):
             add(value, ct)
         for op, operands, outs in reversed(walked):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...ir.opdef import get_opdef
 from ..pytree import LEAF, TreeDef, tree_flatten, tree_unflatten
 from ..tracing import Tracer, current_trace, located
-from .core import Scope, builder, captured, closure_convert, emit, leaves_of, outside_jit, trace_function
+from .core import Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, trace_function
 
 
 def batch_region(region, operands, batched, axis_size, scope=None, flags=None):
@@ -21,9 +21,8 @@ def batch_region(region, operands, batched, axis_size, scope=None, flags=None):
     lanes = flags.child() if flags else Scope(default=lambda v: False)
     values.bind(region.params, operands)
     lanes.bind(region.params, batched)
-    b = builder(axis_size=axis_size,
+    b = builder(values, axis_size=axis_size,
                 batch_region=lambda r, o, f: batch_region(r, o, f, axis_size, values, lanes))
-    b.closure_convert = lambda regions: closure_convert(regions, values)
     for op in region.ops:
         operands_ = [values.lookup(v) for v in op.operands]
         flags_ = [lanes.lookup(v) for v in op.operands]
@@ -40,7 +39,6 @@ def batch_region(region, operands, batched, axis_size, scope=None, flags=None):
 
 
 def captures_batched(region, lanes: Scope) -> bool:
-    from .core import captured_values
     return any(lanes.lookup(v) for v in captured_values([region]))
 
 

@@ -104,8 +104,8 @@ def captured_values(regions) -> list[Value]:
 
 
 def closure_convert(regions, scope: Scope):
-    """The regions with what they read from outside as extra parameters (after their own), and those
-    values' tracers in `scope`: a rule that must know every input of a region (reverse mode of cond)."""
+    """The regions with what they read from outside as extra parameters (after their own), those
+    values, and their tracers in `scope`: for a rule that must know every input of a region."""
     outside = captured_values(regions)
     extra = [scope.lookup(v) for v in outside]
 
@@ -115,11 +115,21 @@ def closure_convert(regions, scope: Scope):
             inner.bind(list(region.params) + outside, params)
             return eval_region_ops(region, inner)
         return new_region(region.param_types + [v.type for v in outside], body)
-    return [convert(r) for r in regions], extra
+    return [convert(r) for r in regions], outside, extra
 
 
-def builder(**hooks) -> Builder:
-    return Builder(bind, trace_region=new_region, **hooks)
+def builder(scope: Scope | None = None, **hooks) -> Builder:
+    """A rule builder recording in the current trace; with `scope`, regions can be closure-converted."""
+    scope = scope if scope is not None else Scope(default=captured)
+    return Builder(bind, trace_region=new_region, closure_convert=lambda regions: closure_convert(regions, scope),
+                   eval_region=lambda region, operands: eval_region(region, operands, scope), **hooks)
+
+
+def eval_region(region: Region, operands, scope: Scope) -> list[Tracer]:
+    """Record `region`'s ops on `operands` in the current trace."""
+    inner = scope.child()
+    inner.bind(region.params, operands)
+    return eval_region_ops(region, inner)
 
 
 # ---- functions of pytrees -------------------------------------------------------------------

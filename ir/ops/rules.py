@@ -14,8 +14,10 @@ table entry holds (`set_rules` beside the op's `define`, as JAX keeps a primitiv
 
 `b` is a `Builder`: it records ops in the transformation's trace (`b.op`, `b.ops`) and gives the
 region-holding ops' rules the transformations themselves (`b.trace_region`, `b.jvp_region`,
-`b.vjp_region`, `b.batch_region`), as JAX's control-flow rules call ad.jvp_jaxpr. The values are the
-transformation's handles: anything with a graph-IR `type`.
+`b.vjp_region`, `b.batch_region`, `b.closure_convert`, `b.eval_region`), as JAX's control-flow rules call
+ad.jvp_jaxpr. A region may read values of the regions around it; in reverse mode their cotangents
+go back through `b.add_captured_cts`. The values are the transformation's handles: anything with a
+graph-IR `type`.
 """
 from __future__ import annotations
 
@@ -34,13 +36,18 @@ class Builder:
     """Records ops for the rules; the transformation supplies `bind` and its region transformations."""
 
     def __init__(self, bind, axis_size=None, trace_region=None, jvp_region=None, vjp_region=None,
-                 batch_region=None):
+                 batch_region=None, closure_convert=None, add_captured_cts=None, eval_region=None):
         self.bind = bind                  # (name, operands, attrs, regions) -> result handles
         self.axis_size = axis_size        # vmap's batch size
         self.trace_region = trace_region  # (param types, fn(params) -> outputs) -> Region
         self.jvp_region = jvp_region      # (region, primals, tangents) -> (outputs, output tangents)
         self.vjp_region = vjp_region      # (region, primals, output cts) -> parameter cts (zeros filled in)
         self.batch_region = batch_region  # (region, operands, batched) -> (outputs, batched flags)
+        # (regions) -> (the regions taking what they read from outside as extra parameters after
+        # their own, the IR values read, their handles)
+        self.closure_convert = closure_convert
+        self.add_captured_cts = add_captured_cts  # (IR values read from outside, their cotangents)
+        self.eval_region = eval_region    # (region, operands) -> its outputs, its ops recorded as they are
 
     def op(self, name, *operands, **attrs):
         (result,) = self.bind(name, list(operands), attrs, ())
