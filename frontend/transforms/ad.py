@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.opdef import get_opdef
 from ...ir.ops.rules import is_differentiable
 from ...ir.types import NUMPY_DTYPES
 from ..pytree import tree_flatten, tree_map, tree_unflatten
 from ..tracing import Tracer, located
-from .core import Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, trace_function
+from .core import Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, rule_for, trace_function
 
 
 def rule_of(op, kind: str):
-    rule = getattr(get_opdef(op.name), kind)
+    rule = rule_for(op, kind)
     if rule is None:
         mode = "forward-mode" if kind == "jvp" else "reverse-mode"
         raise NotImplementedError(f"{mode} differentiation of {op.name} is not supported (at {op.location})")

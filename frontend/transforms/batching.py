@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...ir.opdef import get_opdef
 from ..pytree import LEAF, TreeDef, tree_flatten, tree_unflatten
 from ..tracing import Tracer, current_trace, located
-from .core import Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, trace_function
+from .core import CALL_RULES, CallRules, Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, trace_function
 
 
 def batch_region(region, operands, batched, axis_size, scope=None, flags=None):
@@ -31,11 +31,21 @@ def batch_region(region, operands, batched, axis_size, scope=None, flags=None):
             if rule is None:
                 raise NotImplementedError(f"vmap of {op.name} is not supported (at {op.location})")
             outs, out_flags = rule(b, op, operands_, flags_)
+            if op in CALL_RULES and outs:
+                CALL_RULES[outs[0].value.producer] = CALL_RULES[op].batched or UNSUPPORTED_BATCHED_CALL
         else:
             outs, out_flags = emit(op, operands_, values), [False] * len(op.results)
         values.bind(op.results, outs)
         lanes.bind(op.results, out_flags)
     return [values.lookup(v) for v in region.outputs], [lanes.lookup(v) for v in region.outputs]
+
+
+def differentiate_batched_call(*args):
+    raise NotImplementedError("differentiation of a vmapped custom_jvp or custom_vjp function is not supported; "
+                              "apply vmap to the differentiated function instead (vmap(grad(f)))")
+
+
+UNSUPPORTED_BATCHED_CALL = CallRules(jvp=differentiate_batched_call, vjp=differentiate_batched_call)
 
 
 def captures_batched(region, lanes: Scope) -> bool:

@@ -11,9 +11,12 @@ one's output is ops in a trace, which the next one reads.
 from __future__ import annotations
 
 import functools
+import weakref
+from typing import Callable, NamedTuple
 
 from ...errors import TracingError
 from ...ir.core import Region, Value
+from ...ir.opdef import get_opdef
 from ...ir.ops.rules import Builder
 from ..jit import Jitted
 from ..pytree import tree_flatten, tree_unflatten
@@ -61,9 +64,31 @@ def new_region(types, fn) -> Region:
     return trace.region
 
 
+class CallRules(NamedTuple):
+    """The rules of a call op (custom.py), with the op table's signatures; `batched`: the rules of the
+    call vmap makes of it (None: differentiating it is not supported)."""
+    jvp: Callable
+    vjp: Callable
+    batched: "CallRules | None" = None
+
+
+# Call ops with rules of their own (custom_jvp, custom_vjp, stop_gradient), by op.
+CALL_RULES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def rule_for(op, kind: str):
+    """The op's own rule of `kind` if it is a call with rules, else its op table entry's (maybe None)."""
+    rules = CALL_RULES.get(op)
+    return getattr(rules, kind) if rules is not None else getattr(get_opdef(op.name), kind)
+
+
 def emit(op, operands, scope: Scope) -> list[Tracer]:
-    """Record `op` on new operands in the current trace, its regions copied with `scope`'s values."""
-    return bind(op.name, operands, op.attrs, [copy_region(r, scope) for r in op.regions])
+    """Record `op` on new operands in the current trace, its regions copied with `scope`'s values (a
+    call with rules keeps them)."""
+    results = bind(op.name, operands, op.attrs, [copy_region(r, scope) for r in op.regions])
+    if op in CALL_RULES and results:
+        CALL_RULES[results[0].value.producer] = CALL_RULES[op]
+    return results
 
 
 def copy_region(region: Region, scope: Scope) -> Region:
