@@ -41,7 +41,8 @@ def jvp_region(region, primals, tangents, primal_scope=None, tangent_scope=None)
         operand_tangents = [derivs.lookup(v) for v in op.operands]
         outs = emit(op, operands, values)
         values.bind(op.results, outs)
-        if any(t is not None for t in operand_tangents):
+        captures_tangents = op.regions and any(derivs.lookup(v) is not None for v in captured_values(op.regions))
+        if any(t is not None for t in operand_tangents) or captures_tangents:
             out_tangents = rule_of(op, "jvp")(b, op, operands, operand_tangents, outs)
             derivs.bind(op.results, [t if is_differentiable(r.type) else None
                                      for t, r in zip(out_tangents, op.results)])

@@ -304,9 +304,25 @@ def pad_transpose(b, op, primals, ct):
     return [ct_x, ct_value]
 
 
+
+
+def pad_batch(b, op, operands, batched):
+    """The batch is a dimension padded by nothing; a batched padding value is added where the padding
+    is (a padded mask of ones, times each lane's value)."""
+    x, value = operands
+    attrs = {"low": (0,) + op.attrs["low"], "high": (0,) + op.attrs["high"], "interior": (0,) + op.attrs["interior"]}
+    x = b.move_batch_to_front(x, batched[0])
+    if not batched[1]:
+        return b.ops("pad", [x, value], attrs), [True]
+    zero = b.full((), 0, x.type.dtype)
+    padded = b.ops("pad", [x, zero], attrs)[0]
+    mask = b.ops("pad", [b.full(x.type.shape, 0, x.type.dtype), b.full((), 1, x.type.dtype)], attrs)[0]
+    values = b.broadcast(value, padded.type.shape, (0,))
+    return [b.add(padded, b.mul(mask, values))], [True]
+
+
 linear("pad", pad_transpose)
-batch_by_attrs("pad", lambda attrs, size: {"low": (0,) + attrs["low"], "high": (0,) + attrs["high"],
-                                           "interior": (0,) + attrs["interior"]})
+set_rules("pad", batch=pad_batch)
 
 
 def rev_infer(types, attrs, regions):
