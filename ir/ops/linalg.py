@@ -89,8 +89,7 @@ def dot_ct_lhs(b, ct, lhs_type, rhs, lc, rc, lb, rb, result_rhs_first=False):
         ct_batch, ct_rhs_free, _ = consecutive(len(lb), len(rhs_free), len(lhs_free))
     else:
         ct_batch, _, ct_rhs_free = consecutive(len(lb), len(lhs_free), len(rhs_free))
-    product = b.op("dot_general", ct, rhs, lhs_contracting=tuple(ct_rhs_free), rhs_contracting=tuple(rhs_free),
-                   lhs_batch=tuple(ct_batch), rhs_batch=tuple(rb), preferred_element_type=None)
+    product = b.dot_general(ct, rhs, ct_rhs_free, rhs_free, ct_batch, list(rb))
     # product's dimensions: lhs batch, lhs free, then lhs's contracting ones in rhs's order.
     contracting_by_rhs = [lc[i] for i in np.argsort(rc)]
     return b.transpose(b.convert(product, lhs_type.dtype), np.argsort(list(lb) + lhs_free + contracting_by_rhs))

@@ -112,6 +112,23 @@ class Builder:
         shape = (self.axis_size,) + x.type.shape
         return self.broadcast(x, shape, tuple(range(1, len(shape))))
 
+    def dot_general(self, lhs, rhs, lhs_contracting, rhs_contracting, lhs_batch, rhs_batch):
+        """dot_general; with nothing to contract, the product of the operands broadcast to the result
+        (as XLA's algebraic simplifier rewrites such a dot), which fuses with its neighbours."""
+        if lhs_contracting:
+            return self.op("dot_general", lhs, rhs, lhs_contracting=tuple(lhs_contracting),
+                           rhs_contracting=tuple(rhs_contracting), lhs_batch=tuple(lhs_batch),
+                           rhs_batch=tuple(rhs_batch), preferred_element_type=None)
+        lhs_free = [d for d in range(lhs.type.ndim) if d not in lhs_batch]
+        rhs_free = [d for d in range(rhs.type.ndim) if d not in rhs_batch]
+        shape = (tuple(lhs.type.shape[d] for d in lhs_batch) + tuple(lhs.type.shape[d] for d in lhs_free)
+                 + tuple(rhs.type.shape[d] for d in rhs_free))
+        nb, nl = len(lhs_batch), len(lhs_free)
+        lhs_dims = [lhs_batch.index(d) if d in lhs_batch else nb + lhs_free.index(d) for d in range(lhs.type.ndim)]
+        rhs_dims = [rhs_batch.index(d) if d in rhs_batch else nb + nl + rhs_free.index(d)
+                    for d in range(rhs.type.ndim)]
+        return self.mul(self.broadcast(lhs, shape, lhs_dims), self.broadcast(rhs, shape, rhs_dims))
+
     def select(self, pred, on_true, on_false):
         return self.op("select", pred, on_true, on_false)
 
