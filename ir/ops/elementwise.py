@@ -141,6 +141,12 @@ unary("imag", np.imag, COMPLEXES, result_dtype=COMPLEX_PART.get)
 unary("conj", np.conj, COMPLEXES)
 
 
+def require_real(name, x):
+    if x.type.dtype in COMPLEXES:
+        raise NotImplementedError(f"differentiation of {name} of a complex operand is not supported")
+    return x
+
+
 # Their derivatives d out / d x (x the operand, out the result), as JAX's JVP rules; complex operands
 # follow the same formulas (holomorphic functions, JAX's convention).
 def derivative(fn):
@@ -177,11 +183,15 @@ UNARY_DERIVATIVES = {
     "atanh": lambda b, x, out: b.div(b.full_like(x, 1), b.op("sub", b.full_like(x, 1), b.mul(x, x))),
     "logistic": lambda b, x, out: b.mul(out, b.op("sub", b.full_like(out, 1), out)),
     "erf": lambda b, x, out: b.scale(b.op("exp", b.neg(b.mul(x, x))), 2 / math.sqrt(math.pi)),
-    "abs": lambda b, x, out: b.op("sign", x),
+    "abs": lambda b, x, out: b.op("sign", require_real("abs", x)),
 }
 for _name, _fn in UNARY_DERIVATIVES.items():
     elementwise_derivatives(_name, derivative(_fn))
 linear("neg", lambda b, op, primals, ct: [b.neg(ct)])
+# The complex parts, with JAX's transposes: real's is complex(ct, 0), imag's complex(0, -ct).
+linear("real", lambda b, op, primals, ct: [b.op("complex", ct, b.zeros_like(ct))])
+linear("imag", lambda b, op, primals, ct: [b.op("complex", b.zeros_like(ct), b.neg(ct))])
+linear("conj", lambda b, op, primals, ct: [b.op("conj", ct)])
 zero_derivative("sign", "floor", "ceil", "round", "trunc", "is_finite", "not")
 batch_elementwise_ops("neg", "sign", "floor", "ceil", "round", "trunc", "is_finite", "not", "real", "imag", "conj",
                       *UNARY_DERIVATIVES)
@@ -451,6 +461,7 @@ def make_complex(re, im):
 
 binary("complex", make_complex, ("f32", "f64"), result_dtype=COMPLEX_OF.get, doc="re + i*im")
 batch_elementwise_ops("complex")
+linear("complex", lambda b, op, primals, ct: [b.op("real", ct), b.neg(b.op("imag", ct))])
 
 for _name, _reference in [("eq", np.equal), ("ne", np.not_equal)]:
     binary(_name, _reference, ALL_DTYPES, result_dtype=lambda d: "bool")

@@ -223,3 +223,100 @@ def conv_plain(x, w, out_spatial, strides, rhs_dilation, groups):
 
 define("conv_general_dilated", infer=conv_infer, reference=conv_general_dilated, attrs=CONV_ATTRS, num_operands=2,
        doc="lax.conv_general_dilated; *_spec list (batch|out-feature, feature|in-feature, spatial...) dimensions")
+
+
+# ---- conv_general_dilated's rules ---------------------------------------------------------------
+# The cotangents are convolutions themselves (the transposed convolutions): the input's is the
+# output cotangent convolved with the reversed kernel, its in and out features swapped, strides
+# becoming input dilation; the kernel's is the input convolved with the output cotangent, batch and
+# features swapped, strides becoming kernel dilation. Grouped convolutions are not supported there.
+
+def dilated(sizes, dilation):
+    return [0 if d == 0 else (d - 1) * k + 1 for d, k in zip(sizes, dilation)]
+
+
+def spatial(shape, spec):
+    return [shape[d] for d in spec[2:]]
+
+
+def swap_first_two(spec):
+    return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def require_ungrouped(op):
+    if op.attrs["feature_group_count"] != 1 or op.attrs["batch_group_count"] != 1:
+        raise NotImplementedError("reverse-mode differentiation of a grouped convolution is not supported")
+
+
+def conv_vjp(b, op, primals, outs, cts):
+    require_ungrouped(op)
+    lhs, rhs = primals
+    (ct,) = cts
+    a = op.attrs
+    strides, padding, lhs_dilation, rhs_dilation = (a["window_strides"], a["padding"], a["lhs_dilation"],
+                                                    a["rhs_dilation"])
+    lhs_spec, rhs_spec, out_spec = a["lhs_spec"], a["rhs_spec"], a["out_spec"]
+    in_sizes = dilated(spatial(lhs.type.shape, lhs_spec), lhs_dilation)
+    window = dilated(spatial(rhs.type.shape, rhs_spec), rhs_dilation)
+    out_sizes = dilated(spatial(ct.type.shape, out_spec), strides)
+    ct = b.convert(ct, lhs.type.dtype)
+    common = {"feature_group_count": 1, "batch_group_count": 1, "preferred_element_type": None}
+    before = [w - low - 1 for w, (low, _) in zip(window, padding)]
+    lhs_padding = tuple((lo, i + w - 1 - o - lo) for lo, i, w, o in zip(before, in_sizes, window, out_sizes))
+    flipped = b.op("rev", rhs, dimensions=tuple(rhs_spec[2:]))
+    ct_lhs = b.op("conv_general_dilated", ct, flipped, window_strides=tuple(lhs_dilation), padding=lhs_padding,
+                  lhs_dilation=tuple(strides), rhs_dilation=tuple(rhs_dilation), lhs_spec=tuple(out_spec),
+                  rhs_spec=swap_first_two(rhs_spec), out_spec=tuple(lhs_spec), **common)
+    rhs_padding = tuple((low, o - i + w - low - 1) for (low, _), i, w, o in zip(padding, in_sizes, window, out_sizes))
+    ct_rhs = b.op("conv_general_dilated", lhs, ct, window_strides=tuple(rhs_dilation), padding=rhs_padding,
+                  lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(strides), lhs_spec=swap_first_two(lhs_spec),
+                  rhs_spec=swap_first_two(out_spec), out_spec=swap_first_two(rhs_spec), **common)
+    return [ct_lhs if is_differentiable(lhs.type) else None, ct_rhs if is_differentiable(rhs.type) else None]
+
+
+def conv_jvp(b, op, primals, tangents, outs):
+    lhs, rhs = primals
+    total = None
+    if tangents[0] is not None:
+        total = b.ops("conv_general_dilated", [tangents[0], rhs], op.attrs)[0]
+    if tangents[1] is not None:
+        total = b.add(total, b.ops("conv_general_dilated", [lhs, tangents[1]], op.attrs)[0])
+    return [total]
+
+
+def merge_lanes(b, x, dim):
+    """x (lanes leading, then an operand of the lane's shape) with the lanes merged into the lane
+    dimension `dim`, lane-major."""
+    order = [d for d in range(1, x.type.ndim) if d != dim + 1]
+    order[dim:dim] = [0, dim + 1]
+    moved = b.transpose(x, order)
+    shape = list(moved.type.shape)
+    return b.reshape(moved, tuple(shape[:dim] + [shape[dim] * shape[dim + 1]] + shape[dim + 2:]))
+
+
+def split_lanes(b, x, dim, lanes):
+    """The inverse of merge_lanes: dimension `dim` split lane-major, the lanes moved first."""
+    shape = list(x.type.shape)
+    split = b.reshape(x, tuple(shape[:dim] + [lanes, shape[dim] // lanes] + shape[dim + 1:]))
+    return b.transpose(split, [dim] + [d for d in range(split.type.ndim) if d != dim])
+
+
+def conv_batch(b, op, operands, batched):
+    """A batched input with one kernel: the lanes are more images, merged into the batch dimension. A
+    batched kernel: the lanes are feature groups (each lane's input features convolved with its own
+    kernel), as JAX batches it."""
+    lhs, rhs = operands
+    lhs_spec, rhs_spec, out_spec = op.attrs["lhs_spec"], op.attrs["rhs_spec"], op.attrs["out_spec"]
+    lanes = b.axis_size
+    if not batched[1]:
+        (out,) = b.ops("conv_general_dilated", [merge_lanes(b, lhs, lhs_spec[0]), rhs], op.attrs)
+        return [split_lanes(b, out, out_spec[0], lanes)], [True]
+    if op.attrs["feature_group_count"] != 1 or op.attrs["batch_group_count"] != 1:
+        raise NotImplementedError("vmap of a grouped conv_general_dilated over a batched kernel is not supported")
+    lhs = merge_lanes(b, b.move_batch_to_front(lhs, batched[0]), lhs_spec[1])
+    rhs = merge_lanes(b, rhs, rhs_spec[0])
+    (out,) = b.ops("conv_general_dilated", [lhs, rhs], {**op.attrs, "feature_group_count": lanes})
+    return [split_lanes(b, out, out_spec[1], lanes)], [True]
+
+
+set_rules("conv_general_dilated", jvp=conv_jvp, vjp=conv_vjp, batch=conv_batch)

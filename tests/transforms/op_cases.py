@@ -51,6 +51,9 @@ UNARY = {
     "acos": (lax.acos, UNIT), "atan": (lax.atan, ANY), "asinh": (lax.asinh, ANY), "acosh": (lax.acosh, ABOVE_ONE),
     "atanh": (lax.atanh, UNIT), "logistic": (lax.logistic, ANY), "erf": (lax.erf, ANY),
     "abs": (lax.abs, uniform(0.2, 1.0, 3, 4)),
+    "lgamma": (lax.lgamma, POSITIVE), "digamma": (lax.digamma, POSITIVE), "erfc": (lax.erfc, ANY),
+    "erf_inv": (lax.erf_inv, UNIT), "bessel_i0e": (lax.bessel_i0e, uniform(0.2, 1.5, 3, 4)),
+    "bessel_i1e": (lax.bessel_i1e, uniform(0.2, 1.5, 3, 4)),
 }
 
 CASES: dict[str, Case] = {name: Case(fn, args_of(make)) for name, (fn, make) in UNARY.items()}
@@ -91,6 +94,17 @@ CASES.update({
     "dot_general": Case(lambda a, b: a @ b, args_of(ANY, uniform(-1, 1, 4, 2))),
     "dot_general_batched": Case(lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))),
                                 args_of(uniform(-1, 1, 2, 3, 4), uniform(-1, 1, 2, 4, 5))),
+    "zeta": Case(lambda q: lax.zeta(cnp.full_like(q, 3.0), q), args_of(POSITIVE)),
+    "complex": Case(lambda x, y: lax.real(lax.complex(x, y) * lax.complex(y, x))
+                    + lax.imag(lax.conj(lax.complex(x, y) ** 2)), args_of(ANY, ANY)),
+    "sort": Case(lambda x: cnp.sort(x, axis=1) * cnp.arange(4.), args_of(distinct(3, 4))),
+    "conv_general_dilated": Case(
+        lambda x, w: lax.conv_general_dilated(x, w, (2, 1), [(1, 0), (1, 2)], rhs_dilation=(1, 2),
+                                              dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        args_of(uniform(-1, 1, 2, 5, 6, 3), uniform(-1, 1, 3, 2, 3, 4))),
+    "conv_lhs_dilated": Case(
+        lambda x, w: lax.conv_general_dilated(x, w, (1, 1), [(0, 1), (2, 1)], lhs_dilation=(2, 1)),
+        args_of(uniform(-1, 1, 2, 3, 4, 5), uniform(-1, 1, 2, 3, 2, 3))),
     "cond": Case(lambda x: lax.cond(x.sum() > 0, lambda v: cnp.sin(v) * x, lambda v: v ** 3, x), args_of(ANY)),
     "fori_loop": Case(lambda x: lax.fori_loop(0, 3, lambda i, c: cnp.sin(c) * x + i, x), args_of(ANY)),
     "scan": Case(lambda x: lax.scan(lambda c, r: (c * r + 1.0, cnp.tanh(c)), cnp.ones(4), x), args_of(ANY)),
