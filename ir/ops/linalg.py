@@ -3,7 +3,7 @@ import numpy as np
 
 from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to, set_rules
 from ..types import COMPLEXES, FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType, dtype_name
-from .rules import is_differentiable
+from .rules import bilinear_jvp, is_differentiable
 from .shape import pad_array
 
 
@@ -105,16 +105,6 @@ def dot_general_vjp(b, op, primals, outs, cts):
             if is_differentiable(rhs.type) else None]
 
 
-def dot_general_jvp(b, op, primals, tangents, outs):
-    lhs, rhs = primals
-    total = None
-    if tangents[0] is not None:
-        total = b.ops("dot_general", [tangents[0], rhs], op.attrs)[0]
-    if tangents[1] is not None:
-        total = b.add(total, b.ops("dot_general", [lhs, tangents[1]], op.attrs)[0])
-    return [total]
-
-
 def dot_general_batch(b, op, operands, batched):
     """Both operands batched: the batch is one more batch dimension (first in the result). One operand
     batched: the batch is one of its free dimensions, moved first in the result."""
@@ -133,7 +123,7 @@ def dot_general_batch(b, op, operands, batched):
     return [b.transpose(result, order)], [True]
 
 
-set_rules("dot_general", jvp=dot_general_jvp, vjp=dot_general_vjp, batch=dot_general_batch)
+set_rules("dot_general", jvp=bilinear_jvp, vjp=dot_general_vjp, batch=dot_general_batch)
 
 
 CONV_ATTRS = {"window_strides": "ints", "padding": "int_pairs", "lhs_dilation": "ints", "rhs_dilation": "ints",
@@ -274,16 +264,6 @@ def conv_vjp(b, op, primals, outs, cts):
     return [ct_lhs if is_differentiable(lhs.type) else None, ct_rhs if is_differentiable(rhs.type) else None]
 
 
-def conv_jvp(b, op, primals, tangents, outs):
-    lhs, rhs = primals
-    total = None
-    if tangents[0] is not None:
-        total = b.ops("conv_general_dilated", [tangents[0], rhs], op.attrs)[0]
-    if tangents[1] is not None:
-        total = b.add(total, b.ops("conv_general_dilated", [lhs, tangents[1]], op.attrs)[0])
-    return [total]
-
-
 def merge_lanes(b, x, dim):
     """x (lanes leading, then an operand of the lane's shape) with the lanes merged into the lane
     dimension `dim`, lane-major."""
@@ -319,4 +299,4 @@ def conv_batch(b, op, operands, batched):
     return [split_lanes(b, out, out_spec[1], lanes)], [True]
 
 
-set_rules("conv_general_dilated", jvp=conv_jvp, vjp=conv_vjp, batch=conv_batch)
+set_rules("conv_general_dilated", jvp=bilinear_jvp, vjp=conv_vjp, batch=conv_batch)

@@ -165,6 +165,18 @@ def linear(name, transpose):
     set_rules(name, jvp=jvp, vjp=vjp)
 
 
+def bilinear_jvp(b, op, primals, tangents, outs):
+    """The JVP of an op linear in each of its two operands (dot_general, convolutions): the op of
+    each tangent with the other operand, summed."""
+    lhs, rhs = primals
+    total = None
+    if tangents[0] is not None:
+        total = b.ops(op.name, [tangents[0], rhs], op.attrs)[0]
+    if tangents[1] is not None:
+        total = b.add(total, b.ops(op.name, [lhs, tangents[1]], op.attrs)[0])
+    return [total]
+
+
 def zero_derivative(*names):
     """Ops whose results are piecewise constant (floor, sign, comparisons) or not differentiable values
     (integers, bools): zero tangents and cotangents."""
