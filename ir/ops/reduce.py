@@ -8,13 +8,14 @@ combine the work-items' partials in a tree: the two agree within the n * eps * s
 not bit for bit.
 """
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
 from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to, set_rules
 from ..types import FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType
 from .rules import batch_by_attrs, shifted, zero_derivative
-from .shape import pad_array
+from .shape import pad_array, pad_transpose, slice_transpose
 
 REDUCER_DTYPES = {
     "sum": NUMERIC, "prod": NUMERIC,
@@ -250,3 +251,85 @@ define("reduce_window", infer=reduce_window_infer, reference=reduce_window,
        attrs={"reducer": "str", "window_dimensions": "ints", "window_strides": "ints", "padding": "int_pairs",
               "base_dilation": "ints", "window_dilation": "ints"}, num_operands=1,
        doc="a reduction over sliding windows (pooling), padding with the reducer's identity")
+
+
+# reduce_window's rules, written as its reference computes it: the operand padded (with base
+# dilation as interior padding), one strided slice of it per window offset, combined. The tangent
+# and the cotangent go through the same slices: a sum spreads to every element of each window, a
+# max or min to the first element of the window that equals the result (as XLA's select_and_scatter).
+
+def window_views(b, op, padded):
+    """(offset slice attrs, the strided slice of `padded` at that window offset) per window offset."""
+    out_shape = reduce_window_infer([TensorType("f32", padded.type.shape)], {
+        **op.attrs, "padding": tuple((0, 0) for _ in padded.type.shape),
+        "base_dilation": (1,) * padded.type.ndim}, [])[0].shape
+    views = []
+    for offset in np.ndindex(*op.attrs["window_dimensions"]):
+        starts = tuple(o * r for o, r in zip(offset, op.attrs["window_dilation"]))
+        limits = tuple(s + (n - 1) * k + 1 if n else s for s, n, k in zip(starts, out_shape, op.attrs["window_strides"]))
+        attrs = {"start_indices": starts, "limit_indices": limits, "strides": tuple(op.attrs["window_strides"])}
+        views.append((attrs, b.op("slice", padded, **attrs)))
+    return views
+
+
+def padding_attrs(op):
+    return {"low": tuple(lo for lo, _ in op.attrs["padding"]), "high": tuple(hi for _, hi in op.attrs["padding"]),
+            "interior": tuple(d - 1 for d in op.attrs["base_dilation"])}
+
+
+def padded_operand(b, op, x, fill):
+    return b.op("pad", x, b.full((), fill, x.type.dtype), **padding_attrs(op))
+
+
+def first_hits(b, views, out):
+    """Per offset, where its element is the window's result and no earlier offset's was."""
+    taken, hits = None, []
+    for _, view in views:
+        hit = b.op("eq", view, out)
+        if taken is not None:
+            hit = b.op("and", hit, b.op("not", taken))
+        taken = hit if taken is None else b.op("or", taken, hit)
+        hits.append(hit)
+    return hits
+
+
+def require_window_reducer(op):
+    if op.attrs["reducer"] not in ("sum", "max", "min"):
+        raise NotImplementedError(f"differentiation of reduce_window {op.attrs['reducer']} is not supported")
+
+
+def reduce_window_jvp(b, op, primals, tangents, outs):
+    require_window_reducer(op)
+    (x,), (t,) = primals, tangents
+    if t is None:
+        return [None]
+    if op.attrs["reducer"] == "sum":
+        return b.ops("reduce_window", [t], op.attrs)
+    identity = reducer_identity(op.attrs["reducer"], NUMPY_DTYPES[x.type.dtype]).item()
+    hits = first_hits(b, window_views(b, op, padded_operand(b, op, x, identity)), outs[0])
+    total = None
+    for hit, (_, view) in zip(hits, window_views(b, op, padded_operand(b, op, t, 0))):
+        total = b.add(total, b.select(hit, view, b.zeros_like(view)))
+    return [total]
+
+
+def reduce_window_vjp(b, op, primals, outs, cts):
+    require_window_reducer(op)
+    (x,), (ct,) = primals, cts
+    identity = reducer_identity(op.attrs["reducer"], NUMPY_DTYPES[x.type.dtype]).item()
+    padded = padded_operand(b, op, x, identity)
+    views = window_views(b, op, padded)
+    hits = first_hits(b, views, outs[0]) if op.attrs["reducer"] != "sum" else [None] * len(views)
+    total = None
+    for hit, (attrs, _) in zip(hits, views):
+        part = ct if hit is None else b.select(hit, ct, b.zeros_like(ct))
+        (spread,) = slice_transpose(b, SimpleNamespace(attrs=attrs), [padded], part)
+        total = b.add(total, spread)
+    return [pad_transpose(b, SimpleNamespace(attrs=padding_attrs(op)), [x, None], total)[0]]
+
+
+set_rules("reduce_window", jvp=reduce_window_jvp, vjp=reduce_window_vjp)
+batch_by_attrs("reduce_window", lambda attrs, size: {
+    "reducer": attrs["reducer"], "window_dimensions": (1,) + attrs["window_dimensions"],
+    "window_strides": (1,) + attrs["window_strides"], "padding": ((0, 0),) + attrs["padding"],
+    "base_dilation": (1,) + attrs["base_dilation"], "window_dilation": (1,) + attrs["window_dilation"]})

@@ -3,7 +3,7 @@ scatter; and the in-place forms of the updates with the copy that makes them saf
 import numpy as np
 
 from ..opdef import OPS, compute_dtype, define, fmt_types, require, require_axes, require_dtype, set_rules
-from .rules import batch_by_attrs, batch_elementwise, is_differentiable, linear, require_batched_only_first, shifted
+from .rules import batch_by_attrs, batch_elementwise, is_differentiable, linear, shifted, zero_derivative
 from ..types import FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType, dtype_name
 
 ALL_DTYPES = tuple(NUMPY_DTYPES)
@@ -369,6 +369,8 @@ def bitcast_convert(x, *, dtype):
 
 define("bitcast_convert", infer=bitcast_convert_infer, reference=bitcast_convert, attrs={"dtype": "dtype"},
        num_operands=1, doc="the operand's bits read as dtype (bool and complex excluded); see the shape rule")
+zero_derivative("bitcast_convert")
+set_rules("bitcast_convert", batch=batch_elementwise)
 
 
 def gather_infer(types, attrs, regions):

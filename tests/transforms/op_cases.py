@@ -105,6 +105,15 @@ CASES.update({
     "conv_lhs_dilated": Case(
         lambda x, w: lax.conv_general_dilated(x, w, (1, 1), [(0, 1), (2, 1)], lhs_dilation=(2, 1)),
         args_of(uniform(-1, 1, 2, 3, 4, 5), uniform(-1, 1, 2, 3, 2, 3))),
+    "reduce_window_sum": Case(lambda x: lax.reduce_window(x ** 2, 0.0, lax.add, (2, 2), (1, 2), [(1, 0), (0, 1)]),
+                              args_of(ANY)),
+    "reduce_window_max": Case(lambda x: lax.reduce_window(x, -np.inf, lax.max, (2, 3), (1, 1), [(0, 1), (1, 1)]),
+                              args_of(distinct(3, 4))),
+    "fft": Case(lambda x, y: lax.real(cnp.fft.fft(lax.complex(x, y)) * (1 + 2j))
+                + lax.imag(cnp.fft.ifft(lax.complex(y, x))), args_of(ANY, ANY)),
+    "rfft_irfft": Case(lambda x: (lax.real(cnp.fft.rfft(x) * (2 - 1j)), cnp.fft.irfft(lax.complex(x, x * x)[:, :3], n=5),
+                                  cnp.fft.irfft(lax.complex(x * x, x)[:, :3], n=4)),
+                       args_of(uniform(-1, 1, 3, 5))),
     "cond": Case(lambda x: lax.cond(x.sum() > 0, lambda v: cnp.sin(v) * x, lambda v: v ** 3, x), args_of(ANY)),
     "fori_loop": Case(lambda x: lax.fori_loop(0, 3, lambda i, c: cnp.sin(c) * x + i, x), args_of(ANY)),
     "scan": Case(lambda x: lax.scan(lambda c, r: (c * r + 1.0, cnp.tanh(c)), cnp.ones(4), x), args_of(ANY)),
@@ -118,7 +127,7 @@ FORWARD_ONLY = {
 
 # Ops whose rules say their derivative is zero or that have no float results: covered by the graph
 # test's list, not by finite differences.
-ZERO_DERIVATIVE_OPS = {"sign", "floor", "ceil", "round", "trunc", "is_finite", "not", "and", "or", "xor",
+ZERO_DERIVATIVE_OPS = {"bitcast_convert", "sign", "floor", "ceil", "round", "trunc", "is_finite", "not", "and", "or", "xor",
                        "shift_left", "shift_right_logical", "shift_right_arithmetic", "eq", "ne", "lt", "le", "gt",
                        "ge", "argmax", "argmin"}
 # Ops with rules that traced programs do not contain: the passes make them (copy, fma).
