@@ -35,7 +35,10 @@ def stop_gradient(x):
     if current_trace() is None:
         return x
     leaves, tree = tree_flatten(x)
-    return tree_unflatten(tree, call(lambda *xs: xs, tuple(leaves), "stop_gradient", STOPPED))
+    results = call(lambda *xs: xs, tuple(leaves), "stop_gradient", STOPPED)
+    for result, leaf in zip(results, leaves):   # the identity keeps weak types
+        result.weak_type = leaf.weak_type
+    return tree_unflatten(tree, results)
 
 
 def split_nondiff(args, nondiff_argnums):
