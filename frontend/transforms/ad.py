@@ -267,16 +267,25 @@ def stacked_to_jacobian(stacked, out_shape, in_shape, stack_first_is_input):
     return b.reshape(stacked, tuple(out_shape) + tuple(in_shape))
 
 
-def chosen_args(fun, args, argnums):
-    """(the differentiated arguments as a tuple, fun of them alone)."""
+def chosen_args(fun, args, argnums, has_aux=False):
+    """(the differentiated arguments as a tuple, fun of them alone, its auxiliary data or None):
+    with has_aux, fun's output is a pair and the function differentiated is its first part."""
     nums = argnums_tuple(argnums, len(args), "jacobian")
 
     def of_chosen(*xs):
         full = list(args)
         for i, x in zip(nums, xs):
             full[i] = x
-        return fun(*full)
-    return tuple(args[i] for i in nums), of_chosen
+        out = fun(*full)
+        if has_aux and not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise TypeError(located("has_aux=True requires the function to return a pair (output, auxiliary data)"))
+        return out[0] if has_aux else out
+    chosen = tuple(args[i] for i in nums)
+    return chosen, of_chosen, (fun(*args)[1] if has_aux else None)
+
+
+def with_aux(jacobian, aux, has_aux):
+    return (jacobian, aux) if has_aux else jacobian
 
 
 def jacobian_tree(out_tree, in_tree, blocks, argnums):
@@ -290,7 +299,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     from .batching import vmap
 
     def jacobian(*args):
-        xs, of_chosen = chosen_args(fun, args, argnums)
+        xs, of_chosen, aux = chosen_args(fun, args, argnums, has_aux)
         x_leaves, in_tree = leaves_of(xs, "differentiated argument")
         require_inexact_inputs(x_leaves, False)
         columns, out_tree, outs = [], None, None
@@ -304,7 +313,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
             columns.append([stacked_to_jacobian(s, o.shape, leaf.shape, True)
                             for s, o in zip(tree_flatten(stacked)[0], out_leaves)])
         blocks = [[columns[i][j] for i in range(len(x_leaves))] for j in range(len(outs))]
-        return jacobian_tree(out_tree, in_tree, blocks, argnums)
+        return with_aux(jacobian_tree(out_tree, in_tree, blocks, argnums), aux, has_aux)
     return outside_jit(jacobian)
 
 
@@ -313,7 +322,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     from .batching import vmap
 
     def jacobian(*args):
-        xs, of_chosen = chosen_args(fun, args, argnums)
+        xs, of_chosen, aux = chosen_args(fun, args, argnums, has_aux)
         x_leaves, in_tree = leaves_of(xs, "differentiated argument")
         require_inexact_inputs(x_leaves, allow_int)
         out = of_chosen(*xs)
@@ -325,10 +334,10 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
                 return pullback(of_chosen, xs, tree_unflatten(out_tree, cts), False)
             stacked = tree_flatten(vmap(pull)(basis(o)))[0]
             blocks.append([stacked_to_jacobian(s, o.shape, x.shape, False) for s, x in zip(stacked, x_leaves)])
-        return jacobian_tree(out_tree, in_tree, blocks, argnums)
+        return with_aux(jacobian_tree(out_tree, in_tree, blocks, argnums), aux, has_aux)
     return outside_jit(jacobian)
 
 
 def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """jax.hessian: jacfwd of jacrev."""
-    return jacfwd(jacrev(fun, argnums), argnums)
+    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)

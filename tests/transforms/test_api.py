@@ -158,3 +158,15 @@ def test_custom_vjp_wrong_structure():
     f.defvjp(lambda x, y: (x * y, (x, y)), lambda res, g: (g * res[1],))
     with pytest.raises(TypeError, match=r"Custom VJP bwd rule must produce an output with the same container"):
         interpreted(cj.grad(lambda x: cnp.sum(f(x, x))))(X)
+
+
+def test_jacobians_with_aux_and_holomorphic_grad():
+    f = lambda x: (cnp.sin(x) * x[0], {"aux": x * 2})
+    for jacobian in (cj.jacfwd, cj.jacrev):
+        jac, aux = interpreted(jacobian(f, has_aux=True))(X)
+        expected = np.diag(np.cos(X) * X[0])
+        expected[:, 0] += np.sin(X)
+        np.testing.assert_allclose(jac, expected, rtol=1e-14)
+        np.testing.assert_allclose(aux["aux"], 2 * X)
+    z = np.array(1.5 + 0.5j)
+    np.testing.assert_allclose(interpreted(cj.grad(lambda z: z * z, holomorphic=True))(z), 2 * z)
