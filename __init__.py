@@ -29,7 +29,7 @@ from .frontend.transforms.api import (ShapeDtypeStruct, block_until_ready, debug
                                       debug_print as _debug_print, device_get, eval_shape, make_jaxpr, named_call,
                                       pure_callback)
 from .frontend.transforms.batching import vmap
-from .frontend.transforms.custom import checkpoint, custom_jvp, custom_vjp
+from .frontend.transforms.custom import checkpoint, custom_jvp, custom_vjp, custom_vmap as _custom_vmap
 from .ir.targets import Target
 from .libs import blas as _blas
 from .libs import dnn as _dnn
@@ -80,9 +80,12 @@ debug = _types.ModuleType(__name__ + ".debug", "cdnajit.debug: jax.debug's print
 debug.print, debug.callback = _debug_print, _debug_callback
 _sys.modules[__name__ + ".debug"] = debug
 remat = checkpoint
+custom_batching = _types.ModuleType(__name__ + ".custom_batching", "cdnajit.custom_batching: jax.custom_batching's custom_vmap")
+custom_batching.custom_vmap = _custom_vmap
+_sys.modules[__name__ + ".custom_batching"] = custom_batching
 
 __all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
-           "custom_jvp", "custom_vjp", "checkpoint", "remat", "tree_util", "debug", "eval_shape", "ShapeDtypeStruct",
+           "custom_jvp", "custom_vjp", "checkpoint", "remat", "custom_batching", "tree_util", "debug", "eval_shape", "ShapeDtypeStruct",
            "make_jaxpr", "block_until_ready", "device_get", "named_call", "pure_callback", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
            "random", "scipy", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",
            "TracingTypeError", "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError",

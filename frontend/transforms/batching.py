@@ -8,10 +8,9 @@ batch where the caller wants it.
 """
 from __future__ import annotations
 
-from ...ir.opdef import get_opdef
 from ..pytree import LEAF, TreeDef, tree_flatten, tree_unflatten
 from ..tracing import Tracer, current_trace, located
-from .core import CALL_RULES, CallRules, Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, trace_function
+from .core import CALL_RULES, CallRules, Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, rule_for, trace_function
 
 
 def batch_region(region, operands, batched, axis_size, scope=None, flags=None):
@@ -27,12 +26,13 @@ def batch_region(region, operands, batched, axis_size, scope=None, flags=None):
         operands_ = [values.lookup(v) for v in op.operands]
         flags_ = [lanes.lookup(v) for v in op.operands]
         if any(flags_) or any(captures_batched(r, lanes) for r in op.regions):
-            rule = get_opdef(op.name).batch
+            rule = rule_for(op, "batch")
             if rule is None:
                 raise NotImplementedError(f"vmap of {op.name} is not supported (at {op.location})")
             outs, out_flags = rule(b, op, operands_, flags_)
-            if op in CALL_RULES and outs:
-                CALL_RULES[outs[0].value.producer] = CALL_RULES[op].batched or UNSUPPORTED_BATCHED_CALL
+            if op in CALL_RULES and CALL_RULES[op].batch is None and outs:   # cond's rule made a call op
+                rules = CALL_RULES[op]
+                CALL_RULES[outs[0].value.producer] = rules if rules.lane_independent else UNSUPPORTED_BATCHED_CALL
         else:
             outs, out_flags = emit(op, operands_, values), [False] * len(op.results)
         values.bind(op.results, outs)

@@ -65,11 +65,13 @@ def new_region(types, fn) -> Region:
 
 
 class CallRules(NamedTuple):
-    """The rules of a call op (custom.py), with the op table's signatures; `batched`: the rules of the
-    call vmap makes of it (None: differentiating it is not supported)."""
-    jvp: Callable
-    vjp: Callable
-    batched: "CallRules | None" = None
+    """The rules of a call op (custom.py), with the op table's signatures; one left None is the op
+    table's (cond's: the body transformed). `lane_independent`: the rules hold as they are for the
+    call that cond's batch rule makes of it (else differentiating that is not supported)."""
+    jvp: Callable | None = None
+    vjp: Callable | None = None
+    batch: Callable | None = None
+    lane_independent: bool = False
 
 
 # Call ops with rules of their own (custom_jvp, custom_vjp, stop_gradient), by op.
@@ -79,7 +81,8 @@ CALL_RULES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 def rule_for(op, kind: str):
     """The op's own rule of `kind` if it is a call with rules, else its op table entry's (maybe None)."""
     rules = CALL_RULES.get(op)
-    return getattr(rules, kind) if rules is not None else getattr(get_opdef(op.name), kind)
+    own = getattr(rules, kind) if rules is not None else None
+    return own if own is not None else getattr(get_opdef(op.name), kind)
 
 
 def emit(op, operands, scope: Scope) -> list[Tracer]:

@@ -1,4 +1,4 @@
-"""Functions with rules of their own: stop_gradient, custom_jvp, custom_vjp, checkpoint.
+"""Functions with rules of their own: stop_gradient, custom_jvp, custom_vjp, custom_vmap, checkpoint.
 
 Each call is traced as a `cond` of one branch (the function's body) on a constant index: a call op
 the passes inline (canonicalize folds a cond whose branch is known), whose region the
@@ -26,8 +26,7 @@ def call(fun, args: tuple, what: str, rules: CallRules | None):
 
 
 STOPPED = CallRules(jvp=lambda b, op, primals, tangents, outs: [None] * len(outs),
-                    vjp=lambda b, op, primals, outs, cts: [None] * len(primals))
-STOPPED = STOPPED._replace(batched=STOPPED)
+                    vjp=lambda b, op, primals, outs, cts: [None] * len(primals), lane_independent=True)
 
 
 def stop_gradient(x):
@@ -156,6 +155,41 @@ class custom_vjp:
             return [None] + [None if ct is None else b.convert(leaves_of(ct, "cotangent")[0][0], p.type.dtype)
                              for ct, p in zip(ct_leaves, primals)]
         return call(lambda *xs: self.fun(*full(xs)), diff, name, CallRules(jvp=jvp, vjp=vjp))
+
+
+class custom_vmap:
+    """jax.custom_batching.custom_vmap: `fun` batched by the rule given with `def_vmap`,
+    rule(axis_size, in_batched, *args) -> (out, out_batched), in_batched and out_batched pytrees of
+    bools like the arguments and the output, the batch leading. Differentiation goes through `fun`."""
+
+    def __init__(self, fun):
+        self.fun = fun
+        self.rule = None
+        self._eager = outside_jit(self.traced)
+        functools.update_wrapper(self, fun)
+
+    def def_vmap(self, rule):
+        self.rule = rule
+        return rule
+
+    def __call__(self, *args):
+        if self.rule is None:
+            raise AttributeError(f"No batching rule defined for custom_vmap function {self.__name__} using def_vmap.")
+        return self._eager(*args)
+
+    def traced(self, *args):
+        _, in_tree = tree_flatten(args)
+
+        def batch(b, op, operands, batched):
+            leaves, flags = operands[1:], batched[1:]
+            out, out_batched = self.rule(b.axis_size, tree_unflatten(in_tree, flags), *tree_unflatten(in_tree, leaves))
+            out_leaves, out_tree = leaves_of(out, f"output of the vmap rule of {self.__name__}")
+            flag_leaves, flag_tree = tree_flatten(out_batched)
+            if flag_tree != out_tree or len(out_leaves) != len(op.results):
+                raise ValueError(located(f"custom_vmap rule of {self.__name__} returned output tree {out_tree} and "
+                                         f"out_batched tree {flag_tree}; they must match the function's output"))
+            return out_leaves, [bool(f) for f in flag_leaves]
+        return call(self.fun, args, self.__name__, CallRules(batch=batch))
 
 
 def checkpoint(fun, prevent_cse=True, policy=None, static_argnums=()):

@@ -170,3 +170,18 @@ def test_jacobians_with_aux_and_holomorphic_grad():
         np.testing.assert_allclose(aux["aux"], 2 * X)
     z = np.array(1.5 + 0.5j)
     np.testing.assert_allclose(interpreted(cj.grad(lambda z: z * z, holomorphic=True))(z), 2 * z)
+
+
+def test_custom_vmap_and_stop_gradient_under_vmap():
+    @cj.custom_batching.custom_vmap
+    def f(x):
+        return x * 2
+
+    @f.def_vmap
+    def rule(axis_size, in_batched, x):
+        return x * 3, in_batched[0]
+    np.testing.assert_allclose(interpreted(f)(X), 2 * X)
+    np.testing.assert_allclose(interpreted(cj.vmap(f))(X), 3 * X)
+    # vmap first, then grad: the batched stop_gradient still stops.
+    g = cj.grad(lambda x: cnp.sum(cj.vmap(cj.vmap(lambda v: v * lax.stop_gradient(v)))(x)))
+    np.testing.assert_allclose(interpreted(g)(np.ones((2, 3)) * 3), np.full((2, 3), 3.0))
