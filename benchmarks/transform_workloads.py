@@ -39,6 +39,28 @@ def training_step(xp, api, x, labels, w1, b1, w2, b2, w3, b3):
     return xp.concatenate([xp.reshape(loss, (1,))] + [xp.ravel(p) for p in api.tree_util.tree_leaves(new)])
 
 
+def cnn_logits(xp, lax, params, x):
+    """Two 3x3 convolutions (same padding), each with relu and 2x2 max pooling, then a dense layer."""
+    (k1, c1), (k2, c2), (w, b) = params
+    for kernel, bias in ((k1, c1), (k2, c2)):
+        x = lax.conv_general_dilated(x, kernel, (1, 1), [(1, 1), (1, 1)], dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        x = xp.maximum(x + bias, 0.0)
+        x = lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    return xp.reshape(x, (x.shape[0], -1)) @ w + b
+
+
+def cnn_training_step(xp, api, x, labels, k1, c1, k2, c2, w, b):
+    params = ((k1, c1), (k2, c2), (w, b))
+
+    def loss(p):
+        logits = cnn_logits(xp, api.lax, p, x)
+        shifted = logits - xp.max(logits, axis=-1, keepdims=True)
+        return -xp.mean(xp.sum(labels * (shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))), axis=-1))
+    value, grads = api.value_and_grad(loss)(params)
+    new = api.tree_util.tree_map(lambda p, g: p - LEARNING_RATE * g, params, grads)
+    return xp.concatenate([xp.reshape(value, (1,))] + [xp.ravel(p) for p in api.tree_util.tree_leaves(new)])
+
+
 def logistic_loss(xp, w, x, y):
     return xp.log1p(xp.exp(-y * xp.dot(x, w)))
 
@@ -96,6 +118,20 @@ def build_training_step(ctx: Context) -> Case:
                 flops=flops)
 
 
+def build_cnn_training_step(ctx: Context) -> Case:
+    batch = 8 if ctx.quick else 32
+    generator = rng(62)
+    x = normal(generator, (batch, 28, 28, 1))
+    labels = np.eye(10, dtype=np.float32)[generator.integers(0, 10, batch)]
+    params = [normal(generator, (3, 3, 1, 8), scale=1 / 3), normal(generator, (8,), scale=0.1),
+              normal(generator, (3, 3, 8, 16), scale=(72 ** -0.5)), normal(generator, (16,), scale=0.1),
+              normal(generator, (7 * 7 * 16, 10), scale=784 ** -0.5), normal(generator, (10,), scale=0.1)]
+    compiled, jax_fn, interpreted = peers(cnn_training_step, ctx)
+    # f32 convolutions (K <= 72) and a dense layer (K = 784) in either summation order, max pooling
+    # exact: ~1e-5 relative on the gradients, times the learning rate on the update.
+    return Case((x, labels, *params), compiled, None, jax_fn, tolerance=(1e-4, 1e-6), reference=interpreted)
+
+
 def build_per_example_grads(ctx: Context) -> Case:
     examples, features = (256, 64) if ctx.quick else (4096, 512)
     generator = rng(61)
@@ -118,6 +154,9 @@ def build_rosenbrock_hessian(ctx: Context) -> Case:
 TRANSFORM_WORKLOADS = (
     Workload("W18.train_step", "W5 MLP training step, batch 256 f32: value_and_grad of softmax cross-entropy "
              "and an SGD update (numpy: none; checked against the interpreter)", build_training_step),
+    Workload("W18.cnn_train_step", "small CNN training step, batch 32 28x28x1 f32: two 3x3 convs with relu and "
+             "2x2 max pooling, a dense layer; value_and_grad and SGD (checked against the interpreter)",
+             build_cnn_training_step),
     Workload("W18.per_example_grads", "per-example gradients vmap(grad) of logistic regression, 4096 x 512 f32",
              build_per_example_grads),
     Workload("W18.hessian", "hessian (jacfwd of jacrev) of the 100-variable Rosenbrock function, f32",
