@@ -13,7 +13,7 @@ import numpy as np
 
 from ...ir.ops.rules import is_differentiable
 from ...ir.types import NUMPY_DTYPES
-from ..pytree import tree_flatten, tree_map, tree_unflatten
+from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import Tracer, located
 from .core import Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, rule_for, trace_function
 
@@ -137,8 +137,7 @@ def jvp(fun, primals, tangents, has_aux=False):
 
 def linearize(fun, *primals):
     """jax.linearize: (fun(*primals), f_jvp) with f_jvp(*tangents) the JVP at primals."""
-    out = jvp(fun, primals, tree_map(lambda x: x * 0 if isinstance(x, Tracer) else x - x, primals))[0]
-    return out, lambda *tangents: jvp(fun, primals, tangents)[1]
+    return forward(fun, primals, False), lambda *tangents: jvp(fun, primals, tangents)[1]
 
 
 def vjp(fun, *primals, has_aux=False):

@@ -14,13 +14,12 @@ import functools
 import weakref
 from typing import Callable, NamedTuple
 
-from ...errors import TracingError
 from ...ir.core import Region, Value
 from ...ir.opdef import get_opdef
 from ...ir.ops.rules import Builder
 from ..jit import Jitted
 from ..pytree import tree_flatten, tree_unflatten
-from ..tracing import Tracer, as_tracer, bind, current_trace, located, new_trace
+from ..tracing import Tracer, as_tracer, bind, current_trace, new_trace
 
 
 class Scope:
@@ -199,8 +198,3 @@ def outside_jit(transformed=None, static_argnums=()):
             jitted = Jitted(transformed, static_argnums=static_argnums)
         return jitted(*args, **kwargs)
     return call
-
-
-def require_trace(what: str):
-    if current_trace() is None:
-        raise TracingError(located(f"{what}: no trace is active"))
