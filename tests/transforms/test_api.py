@@ -138,16 +138,16 @@ def test_integer_tangents_are_zero():
 def test_grad_errors_name_the_users_line():
     with pytest.raises(TypeError, match=r"Gradient only defined for scalar-output functions.*test_api.py"):
         interpreted(cj.grad(lambda x: x * 2))(X)
-    with pytest.raises(TypeError, match=r"grad requires real-valued outputs.*int64"):
+    with pytest.raises(TypeError, match=r"grad requires real-valued outputs.*int64.*test_api.py"):
         interpreted(cj.grad(lambda x: cnp.sum(x).astype(int)))(X)
-    with pytest.raises(TypeError, match=r"grad requires real- or complex-valued inputs.*int64"):
+    with pytest.raises(TypeError, match=r"grad requires real- or complex-valued inputs.*int64.*test_api.py"):
         interpreted(cj.grad(lambda x: cnp.sum(x * 1.0)))(np.arange(3))
 
 
 def test_vmap_errors():
-    with pytest.raises(ValueError, match=r"vmap got inconsistent sizes for array axes to be mapped"):
+    with pytest.raises(ValueError, match=r"(?s)vmap got inconsistent sizes for array axes to be mapped.*test_api.py"):
         interpreted(cj.vmap(lambda a, b: a + b))(np.ones(3), np.ones(4))
-    with pytest.raises(ValueError, match=r"in_axes specification must be a tree prefix"):
+    with pytest.raises(ValueError, match=r"in_axes specification must be a tree prefix.*test_api.py"):
         interpreted(cj.vmap(lambda a, b: a + b, in_axes=(0, 0, 0)))(np.ones(3), np.ones(3))
 
 
@@ -156,7 +156,7 @@ def test_custom_vjp_wrong_structure():
     def f(x, y):
         return x * y
     f.defvjp(lambda x, y: (x * y, (x, y)), lambda res, g: (g * res[1],))
-    with pytest.raises(TypeError, match=r"Custom VJP bwd rule must produce an output with the same container"):
+    with pytest.raises(TypeError, match=r"Custom VJP bwd rule must produce an output with the same container.*test_api.py"):
         interpreted(cj.grad(lambda x: cnp.sum(f(x, x))))(X)
 
 
