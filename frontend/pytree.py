@@ -31,10 +31,6 @@ class TreeDef(NamedTuple):
             return f"CustomNode({self.aux[0].__name__}[{self.aux[1]!r}], [{inner}])"
         return {"tuple": f"({inner})", "list": f"[{inner}]"}.get(self.kind, f"{getattr(self.aux, '__name__', '')}({inner})")
 
-    @property
-    def num_nodes(self) -> int:
-        return 1 + sum(child.num_nodes for child in self.children)
-
 
 LEAF = TreeDef("leaf", None, ())
 
