@@ -313,6 +313,34 @@ def reduce_window_jvp(b, op, primals, tangents, outs):
     return [total]
 
 
+def tiles_exactly(op):
+    """Whether the windows tile the operand: each element in at most one window, none padded in."""
+    a = op.attrs
+    return (a["window_dimensions"] == a["window_strides"] and all(d == 1 for d in a["window_dilation"])
+            and all(d == 1 for d in a["base_dilation"]) and all(p == (0, 0) for p in a["padding"]))
+
+
+def interleave(b, parts, window, shape):
+    """The operand-shaped cotangent from one output-shaped part per window offset (windows tiling the
+    operand): the parts interleaved dimension by dimension, the uncovered remainder zero."""
+    n = parts[0].type.shape
+    spread = {offset: b.reshape(part, tuple(s for d in n for s in (d, 1)))
+              for offset, part in zip(np.ndindex(*window), parts)}
+
+    def combine(prefix):
+        dim = len(prefix)
+        if dim == len(window):
+            return spread[prefix]
+        pieces = [combine(prefix + (k,)) for k in range(window[dim])]
+        return pieces[0] if len(pieces) == 1 else b.op("concatenate", *pieces, dimension=2 * dim + 1)
+    tiled = b.reshape(combine(()), tuple(d * w for d, w in zip(n, window)))
+    high = tuple(full - d * w for full, d, w in zip(shape, n, window))
+    if not any(high):
+        return tiled
+    return b.op("pad", tiled, b.full((), 0, tiled.type.dtype), low=(0,) * len(shape), high=high,
+                interior=(0,) * len(shape))
+
+
 def reduce_window_vjp(b, op, primals, outs, cts):
     require_window_reducer(op)
     (x,), (ct,) = primals, cts
@@ -320,9 +348,11 @@ def reduce_window_vjp(b, op, primals, outs, cts):
     padded = padded_operand(b, op, x, identity)
     views = window_views(b, op, padded)
     hits = first_hits(b, views, outs[0]) if op.attrs["reducer"] != "sum" else [None] * len(views)
+    parts = [ct if hit is None else b.select(hit, ct, b.zeros_like(ct)) for hit in hits]
+    if tiles_exactly(op) and ct.type.size:
+        return [interleave(b, parts, op.attrs["window_dimensions"], x.type.shape)]
     total = None
-    for hit, (attrs, _) in zip(hits, views):
-        part = ct if hit is None else b.select(hit, ct, b.zeros_like(ct))
+    for part, (attrs, _) in zip(parts, views):
         (spread,) = slice_transpose(b, SimpleNamespace(attrs=attrs), [padded], part)
         total = b.add(total, spread)
     return [pad_transpose(b, SimpleNamespace(attrs=padding_attrs(op)), [x, None], total)[0]]

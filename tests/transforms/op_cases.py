@@ -109,6 +109,10 @@ CASES.update({
                               args_of(ANY)),
     "reduce_window_max": Case(lambda x: lax.reduce_window(x, -np.inf, lax.max, (2, 3), (1, 1), [(0, 1), (1, 1)]),
                               args_of(distinct(3, 4))),
+    # Windows tiling the operand (pooling): the cotangent parts interleaved; ties (relu's zeros) go to
+    # the first element of the window.
+    "max_pool": Case(lambda x: lax.reduce_window(cnp.maximum(x, 0.0), -np.inf, lax.max, (2, 2), (2, 2), "VALID"),
+                     args_of(distinct(5, 4))),
     "fft": Case(lambda x, y: lax.real(cnp.fft.fft(lax.complex(x, y)) * (1 + 2j))
                 + lax.imag(cnp.fft.ifft(lax.complex(y, x))), args_of(ANY, ANY)),
     "rfft_irfft": Case(lambda x: (lax.real(cnp.fft.rfft(x) * (2 - 1j)), cnp.fft.irfft(lax.complex(x, x * x)[:, :3], n=5),
