@@ -152,20 +152,38 @@ def dynamic_slice_vjp(b, op, primals, outs, cts):
     return [b.ops("dynamic_update_slice", [b.zeros_like(x), cts[0], *starts], {})[0]] + [None] * len(starts)
 
 
-def batch_start_indices(b, op, operands, batched, first):
-    """The starts with a 0 for the batch dimension; batched starts are not supported."""
-    starts = operands[first:]
-    if any(batched[first:]):
-        raise NotImplementedError(f"vmap of {op.name} with batched start indices is not supported "
-                                  f"(index with a batched array through gather instead)")
-    dtype = starts[0].type.dtype if starts else "i32"
-    return [b.full((), 0, dtype)] + list(starts)
+def window_indices(b, x_type, starts, batched, sizes, lanes):
+    """gather/scatter indices (lanes, *sizes, rank) of each lane's window: its starts clamped as
+    dynamic_slice clamps them (into [0, dim - size]), plus the position in the window."""
+    rank = len(sizes)
+    columns = []
+    for k, (start, flag) in enumerate(zip(starts, batched)):
+        start = b.op("clamp", b.full((), 0, "i64"), b.convert(start, "i64"),
+                     b.full((), x_type.shape[k] - sizes[k], "i64"))
+        shape = (lanes,) + tuple(sizes)
+        spread = b.broadcast(start, shape, (0,) if flag else ())
+        offset = b.op("iota", dtype="i64", shape=shape, dimension=k + 1)
+        columns.append(b.reshape(b.add(spread, offset), shape + (1,)))
+    if not columns:
+        return b.full((lanes,) + tuple(sizes) + (0,), 0, "i64")
+    return columns[0] if rank == 1 else b.op("concatenate", *columns, dimension=rank + 1)
 
 
 def dynamic_slice_batch(b, op, operands, batched):
-    starts = batch_start_indices(b, op, operands, batched, 1)
-    sizes = (b.axis_size,) + op.attrs["slice_sizes"]
-    return b.ops("dynamic_slice", [operands[0], *starts], {"slice_sizes": sizes}), [True]
+    """Batched starts: each lane's window gathered (the lane number first where the operand is batched
+    too); otherwise a slice of every lane at once."""
+    x, starts = operands[0], operands[1:]
+    sizes = op.attrs["slice_sizes"]
+    if not any(batched[1:]):
+        dtype = starts[0].type.dtype if starts else "i32"
+        x = b.move_batch_to_front(x, batched[0])
+        return b.ops("dynamic_slice", [x, b.full((), 0, dtype), *starts],
+                     {"slice_sizes": (b.axis_size,) + sizes}), [True]
+    lane_type = x.type if not batched[0] else TensorType(x.type.dtype, x.type.shape[1:])
+    indices = window_indices(b, lane_type, starts, batched[1:], sizes, b.axis_size)
+    if batched[0]:
+        indices = with_batch_coordinate(b, indices, True)
+    return [b.op("gather", x, indices)], [True]
 
 
 set_rules("dynamic_slice", jvp=dynamic_slice_jvp, vjp=dynamic_slice_vjp, batch=dynamic_slice_batch)
@@ -206,9 +224,15 @@ def dynamic_update_slice_vjp(b, op, primals, outs, cts):
 
 
 def dynamic_update_slice_batch(b, op, operands, batched):
-    starts = batch_start_indices(b, op, operands, batched, 2)
+    """Batched starts: each lane's update scattered into its window; otherwise one update of every lane."""
     x, update = (b.move_batch_to_front(v, f) for v, f in zip(operands[:2], batched[:2]))
-    return b.ops("dynamic_update_slice", [x, update, *starts], {}), [True]
+    starts = operands[2:]
+    if not any(batched[2:]):
+        dtype = starts[0].type.dtype if starts else "i32"
+        return b.ops("dynamic_update_slice", [x, update, b.full((), 0, dtype), *starts], {}), [True]
+    lane_type = TensorType(x.type.dtype, x.type.shape[1:])
+    indices = window_indices(b, lane_type, starts, batched[2:], update.type.shape[1:], b.axis_size)
+    return [b.op("scatter", x, with_batch_coordinate(b, indices, True), update, reduction="set")], [True]
 
 
 set_rules("dynamic_update_slice", jvp=dynamic_update_slice_jvp, vjp=dynamic_update_slice_vjp,

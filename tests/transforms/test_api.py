@@ -185,3 +185,21 @@ def test_custom_vmap_and_stop_gradient_under_vmap():
     # vmap first, then grad: the batched stop_gradient still stops.
     g = cj.grad(lambda x: cnp.sum(cj.vmap(cj.vmap(lambda v: v * lax.stop_gradient(v)))(x)))
     np.testing.assert_allclose(interpreted(g)(np.ones((2, 3)) * 3), np.full((2, 3), 3.0))
+
+
+def test_vmap_of_dynamic_slices_with_batched_starts():
+    """Each lane's window (clamped into bounds, as dynamic_slice clamps) against a loop over lanes."""
+    xs = np.arange(3 * 5 * 4.).reshape(3, 5, 4)
+    starts = np.array([0, 2, 7])   # 7 is clamped to 3
+    window = lambda x, i: lax.dynamic_slice(x, (i, 1), (2, 3))
+    loop = np.stack([interpreted(window)(x, i) for x, i in zip(xs, starts)])
+    np.testing.assert_array_equal(interpreted(cj.vmap(window))(xs, starts), loop)
+    shared = np.stack([interpreted(window)(xs[0], i) for i in starts])
+    np.testing.assert_array_equal(interpreted(cj.vmap(window, in_axes=(None, 0)))(xs[0], starts), shared)
+    update = lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 1))
+    us = -np.ones((3, 2, 3))
+    loop = np.stack([interpreted(update)(x, u, i) for x, u, i in zip(xs, us, starts)])
+    np.testing.assert_array_equal(interpreted(cj.vmap(update))(xs, us, starts), loop)
+    grads = interpreted(cj.vmap(cj.grad(lambda x, i: cnp.sum(window(x, i) ** 2))))(xs, starts)
+    np.testing.assert_array_equal(grads, np.stack([interpreted(cj.grad(lambda x: cnp.sum(window(x, i) ** 2)))(x)
+                                                   for x, i in zip(xs, starts)]))
