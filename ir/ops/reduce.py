@@ -106,18 +106,48 @@ def extreme_weights(b, op, x, out):
     return b.div(weights, count)
 
 
-def require_smooth_reducer(op):
+def exclusive_products(b, op, x):
+    """d prod / d x_i: the product of the other elements of its row, as the products of the elements
+    before it times those after it (exact where x has zeros, unlike prod / x_i)."""
+    if x.type.size == 0:
+        return b.zeros_like(x)
+    axes, kept = list(op.attrs["axes"]), list(kept_dims(op, x))
+    moved = b.transpose(x, kept + axes)
+    length = int(np.prod([x.type.shape[d] for d in axes], dtype=np.int64))
+    rows = b.reshape(moved, tuple(x.type.shape[d] for d in kept) + (length,))
+    last = rows.type.ndim - 1
+    one = b.full((), 1, x.type.dtype)
+
+    def shifted_products(reverse):
+        products = b.op("cumulative", rows, reducer="prod", axis=last, reverse=reverse)
+        n = rows.type.shape[last]
+        # The products before each element: all but the last, shifted right with a 1 in front (and
+        # the other way round for the products after it).
+        cut = (1, n) if reverse else (0, n - 1)
+        keep = [cut if d == last else (0, size) for d, size in enumerate(rows.type.shape)]
+        part = b.op("slice", products, start_indices=tuple(k[0] for k in keep), limit_indices=tuple(k[1] for k in keep),
+                    strides=(1,) * rows.type.ndim)
+        edge = (0, 1) if reverse else (1, 0)
+        pad = [edge if d == last else (0, 0) for d in range(rows.type.ndim)]
+        return b.op("pad", part, one, low=tuple(p[0] for p in pad), high=tuple(p[1] for p in pad),
+                    interior=(0,) * rows.type.ndim)
+    others = b.mul(shifted_products(False), shifted_products(True))
+    return b.transpose(b.reshape(others, moved.type.shape), np.argsort(kept + axes))
+
+
+def reduce_partials(b, op, x, out):
+    """d out / d x for the smooth reducers, as an array of x's shape."""
     if op.attrs["reducer"] == "prod":
-        raise NotImplementedError("differentiation of a product reduction is not supported")
+        return exclusive_products(b, op, x)
+    return extreme_weights(b, op, x, out)
 
 
 def reduce_jvp(b, op, primals, tangents, outs):
     (x,), (t,) = primals, tangents
     if t is None or op.attrs["reducer"] in ("and", "or"):
         return [None]
-    require_smooth_reducer(op)
     if op.attrs["reducer"] != "sum":
-        t = b.mul(t, extreme_weights(b, op, x, outs[0]))
+        t = b.mul(t, reduce_partials(b, op, x, outs[0]))
     return [b.sum(t, op.attrs["axes"])]
 
 
@@ -125,9 +155,8 @@ def reduce_vjp(b, op, primals, outs, cts):
     (x,), (ct,) = primals, cts
     if op.attrs["reducer"] in ("and", "or"):
         return [None]
-    require_smooth_reducer(op)
     spread = b.broadcast(ct, x.type.shape, kept_dims(op, x))
-    return [spread if op.attrs["reducer"] == "sum" else b.mul(spread, extreme_weights(b, op, x, outs[0]))]
+    return [spread if op.attrs["reducer"] == "sum" else b.mul(spread, reduce_partials(b, op, x, outs[0]))]
 
 
 set_rules("reduce", jvp=reduce_jvp, vjp=reduce_vjp)

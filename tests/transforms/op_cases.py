@@ -90,6 +90,8 @@ CASES.update({
     "reduce_sum": Case(lambda x: cnp.sum(x ** 2, axis=1), args_of(ANY)),
     "reduce_max": Case(lambda x: cnp.max(x, axis=0), args_of(distinct(3, 4))),
     "reduce_min": Case(lambda x: cnp.min(x, axis=1), args_of(distinct(3, 4))),
+    "reduce_prod": Case(lambda x: cnp.prod(x, axis=(0, 2)), args_of(uniform(0.5, 1.5, 3, 2, 4))),
+    "reduce_prod_zero": Case(lambda x: cnp.prod(x * np.array([1.0, 0.0, 1.0, 1.0]), axis=1), args_of(ANY)),
     "cumulative": Case(lambda x: cnp.cumsum(x ** 2, axis=1), args_of(ANY)),
     "dot_general": Case(lambda a, b: a @ b, args_of(ANY, uniform(-1, 1, 4, 2))),
     "dot_general_batched": Case(lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))),
