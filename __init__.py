@@ -23,7 +23,14 @@ from .frontend import scipy_linalg as _scipy_linalg
 from .frontend import sparse
 from .frontend.device import device_put
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
+from .frontend import pytree as _pytree
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
+from .frontend.transforms.ad import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
+from .frontend.transforms.api import (ShapeDtypeStruct, block_until_ready, debug_callback as _debug_callback,
+                                      debug_print as _debug_print, device_get, eval_shape, make_jaxpr, named_call,
+                                      pure_callback)
+from .frontend.transforms.batching import vmap
+from .frontend.transforms.custom import checkpoint, custom_jvp, custom_vjp, custom_vmap as _custom_vmap
 from .ir.targets import Target
 from .libs import blas as _blas
 from .libs import dnn as _dnn
@@ -64,7 +71,24 @@ _eager.make_namespace_eager(vars(_scipy_linalg), _scipy_linalg.__all__, host_onl
 _sys.modules[__name__ + ".scipy"] = scipy
 _sys.modules[__name__ + ".scipy.linalg"] = _scipy_linalg
 
-__all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
+# `cj.tree_util` as jax.tree_util; `cj.debug` as jax.debug (outside traced code).
+tree_util = _types.ModuleType(__name__ + ".tree_util", "cdnajit.tree_util: jax.tree_util's pytree functions")
+for _name in ("tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "tree_structure", "register_pytree_node",
+              "register_pytree_node_class", "Partial", "TreeDef"):
+    setattr(tree_util, _name, getattr(_pytree, _name))
+tree_util.PyTreeDef = _pytree.TreeDef
+_sys.modules[__name__ + ".tree_util"] = tree_util
+debug = _types.ModuleType(__name__ + ".debug", "cdnajit.debug: jax.debug's print and callback (outside traced code)")
+debug.print, debug.callback = _debug_print, _debug_callback
+_sys.modules[__name__ + ".debug"] = debug
+remat = checkpoint
+custom_batching = _types.ModuleType(__name__ + ".custom_batching", "cdnajit.custom_batching: jax.custom_batching's custom_vmap")
+custom_batching.custom_vmap = _custom_vmap
+_sys.modules[__name__ + ".custom_batching"] = custom_batching
+
+__all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
+           "custom_jvp", "custom_vjp", "checkpoint", "remat", "custom_batching", "tree_util", "debug", "eval_shape", "ShapeDtypeStruct",
+           "make_jaxpr", "block_until_ready", "device_get", "named_call", "pure_callback", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
            "random", "sparse", "scipy", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",
            "TracingTypeError", "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError",
            "ArraySizeError", "AllocationError"]

@@ -41,6 +41,7 @@ from prim_workloads import PRIM_WORKLOADS
 from rand_workloads import RAND_WORKLOADS
 from solver_workloads import SOLVER_WORKLOADS
 from sparse_workloads import SPARSE_WORKLOADS
+from transform_workloads import TRANSFORM_WORKLOADS
 from workloads import CACHE_DIR_VARIABLE, LIBRARY_DIR_VARIABLE, WORKLOADS, Context
 
 PEERS = ("cdnajit", "numpy", "jax")
@@ -55,7 +56,8 @@ ROUNDS = 3
 # Every workload, the groups in their numbers' order (W11's loop programs and the libraries' workloads
 # live in modules of their own).
 ALL_WORKLOADS = tuple(sorted((*WORKLOADS, *LOOP_WORKLOADS, *DNN_WORKLOADS, *FFT_WORKLOADS, *PRIM_WORKLOADS,
-                              *RAND_WORKLOADS, *SOLVER_WORKLOADS, *SPARSE_WORKLOADS), key=lambda w: int(w.group[1:])))
+                              *RAND_WORKLOADS, *SOLVER_WORKLOADS, *SPARSE_WORKLOADS, *TRANSFORM_WORKLOADS),
+                             key=lambda w: int(w.group[1:])))
 
 
 @dataclass(frozen=True)

@@ -275,8 +275,9 @@ def convert_element_type(operand, new_dtype):
 
 
 def stop_gradient(x):
-    """jax.lax.stop_gradient: the identity on a pytree of arrays (cdnajit does not differentiate)."""
-    return tree_map(as_tracer, x)
+    """jax.lax.stop_gradient: the identity on a pytree of arrays, with zero derivative."""
+    from .transforms.custom import stop_gradient as stopped  # transforms import the frontend's namespaces
+    return stopped(tree_map(as_tracer, x))
 
 
 def select_n(which, *cases):

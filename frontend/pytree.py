@@ -1,14 +1,15 @@
 """Pytrees as JAX defines them: nested tuples, lists, dicts (keys sorted), namedtuples, None and the
-classes registered with `register_pytree_node` (their static part in the TreeDef, as JAX's aux
-data); everything else is a leaf. A `TreeDef` is hashable, so it can key the jit cache."""
+node types registered with `register_pytree_node`; everything else is a leaf. A `TreeDef` is
+hashable, so it can key the jit cache (a registered node's auxiliary data must be hashable, as in JAX)."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import functools
+from typing import Any, Callable, NamedTuple
 
 
 class TreeDef(NamedTuple):
-    kind: str                 # "leaf", "none", "tuple", "list", "dict", "namedtuple" or "node"
-    aux: Any                  # dict keys, the namedtuple class, or a node's (class, static aux data)
+    kind: str                 # "leaf", "none", "tuple", "list", "dict", "namedtuple" or "custom"
+    aux: Any                  # dict keys, the namedtuple class, or (registered type, its aux data)
     children: tuple
 
     @property
@@ -26,20 +27,35 @@ class TreeDef(NamedTuple):
         if self.kind == "dict":
             inner = ", ".join(f"{k!r}: {c}" for k, c in zip(self.aux, self.children))
             return "{" + inner + "}"
-        named = self.aux[0] if self.kind == "node" else self.aux
-        return {"tuple": f"({inner})", "list": f"[{inner}]"}.get(self.kind, f"{getattr(named, '__name__', '')}({inner})")
+        if self.kind == "custom":
+            return f"CustomNode({self.aux[0].__name__}[{self.aux[1]!r}], [{inner}])"
+        return {"tuple": f"({inner})", "list": f"[{inner}]"}.get(self.kind, f"{getattr(self.aux, '__name__', '')}({inner})")
 
 
 LEAF = TreeDef("leaf", None, ())
 
-# Registered classes: class -> (flatten: x -> (children, hashable aux), unflatten: (aux, children) -> x).
-NODE_TYPES: dict[type, tuple] = {}
+
+class NodeType(NamedTuple):
+    flatten: Callable      # node -> (children, aux data)
+    unflatten: Callable    # (aux data, children) -> node
 
 
-def register_pytree_node(cls: type, flatten, unflatten) -> None:
-    """Make instances of `cls` pytree nodes (jax.tree_util.register_pytree_node): `flatten(x)` gives
-    (children, aux), aux hashable and part of a jit signature; `unflatten(aux, children)` rebuilds x."""
-    NODE_TYPES[cls] = (flatten, unflatten)
+REGISTERED: dict[type, NodeType] = {}
+
+
+def register_pytree_node(nodetype: type, flatten_func, unflatten_func) -> None:
+    """jax.tree_util.register_pytree_node: instances of `nodetype` are tree nodes, flattened to
+    (children, hashable aux data) and rebuilt by unflatten_func(aux data, children)."""
+    if nodetype in REGISTERED:
+        raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
+    REGISTERED[nodetype] = NodeType(flatten_func, unflatten_func)
+
+
+def register_pytree_node_class(cls):
+    """jax.tree_util.register_pytree_node_class: a class with `tree_flatten()` and the classmethod
+    `tree_unflatten(aux, children)` becomes a node type (a decorator)."""
+    register_pytree_node(cls, lambda node: node.tree_flatten(), cls.tree_unflatten)
+    return cls
 
 
 def _is_namedtuple(x) -> bool:
@@ -52,9 +68,10 @@ def tree_flatten(tree) -> tuple[list, TreeDef]:
     def visit(node) -> TreeDef:
         if node is None:
             return TreeDef("none", None, ())
-        if type(node) in NODE_TYPES:
-            children, aux = NODE_TYPES[type(node)][0](node)
-            return TreeDef("node", (type(node), aux), tuple(visit(c) for c in children))
+        registered = REGISTERED.get(type(node))
+        if registered is not None:
+            children, aux = registered.flatten(node)
+            return TreeDef("custom", (type(node), aux), tuple(visit(c) for c in children))
         if _is_namedtuple(node):   # its fields, even where its class iterates otherwise (random.PRNGKeyArray)
             return TreeDef("namedtuple", type(node), tuple(visit(c) for c in tuple.__iter__(node)))
         if isinstance(node, tuple):
@@ -85,9 +102,8 @@ def tree_unflatten(treedef: TreeDef, leaves):
             return children
         if node.kind == "dict":
             return dict(zip(node.aux, children))
-        if node.kind == "node":
-            cls, aux = node.aux
-            return NODE_TYPES[cls][1](aux, children)
+        if node.kind == "custom":
+            return REGISTERED[node.aux[0]].unflatten(node.aux[1], children)
         return node.aux(*children)
 
     return build(treedef)
@@ -97,7 +113,33 @@ def tree_leaves(tree) -> list:
     return tree_flatten(tree)[0]
 
 
+def tree_structure(tree) -> TreeDef:
+    return tree_flatten(tree)[1]
+
+
 def tree_map(fn, tree, *rest):
+    """fn applied to the leaves of `tree` and the corresponding leaves of `rest` (same structure)."""
     leaves, treedef = tree_flatten(tree)
-    others = [tree_flatten(r)[0] for r in rest]
+    others = []
+    for other in rest:
+        other_leaves, other_def = tree_flatten(other)
+        if other_def != treedef:
+            raise ValueError(f"Custom node type mismatch; expected type: {treedef}; got {other_def}."
+                             if other_def.kind != treedef.kind else
+                             f"tree_map: the trees differ in structure: {treedef} and {other_def}")
+        others.append(other_leaves)
     return tree_unflatten(treedef, [fn(*xs) for xs in zip(leaves, *others)])
+
+
+class Partial(functools.partial):
+    """jax.tree_util.Partial: a functools.partial that is a pytree, its arguments the leaves and its
+    function part of the structure (so it can be passed to jit-compiled functions)."""
+
+    def __new__(cls, func, *args, **kw):
+        if isinstance(func, functools.partial):   # flattened as one Partial, as JAX does
+            args, kw, func = func.args + args, {**func.keywords, **kw}, func.func
+        return super().__new__(cls, func, *args, **kw)
+
+
+register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
+                     lambda func, children: Partial(func, *children[0], **children[1]))

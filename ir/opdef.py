@@ -14,7 +14,7 @@ one `define(...)` call in a family module under ir/ops/.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -38,6 +38,9 @@ class OpDef:
     num_regions: int = 0
     doc: str = ""
     more_attrs: Callable[[dict], dict] | None = None
+    jvp: Callable | None = None
+    vjp: Callable | None = None
+    batch: Callable | None = None
 
     def attr_kinds(self, attrs: dict) -> dict:
         """Every attribute of the op and its kind, given its attributes (only `more_attrs` reads them)."""
@@ -54,6 +57,12 @@ def define(name, *, infer, reference, attrs=None, num_operands=None, num_regions
         assert kind.rstrip("?") in ATTR_KINDS, (name, kind)
     OPS[name] = OpDef(name, infer, reference, dict(attrs or {}), num_operands, num_regions, doc, more_attrs)
     return OPS[name]
+
+
+def set_rules(name, **rules):
+    """Give op `name` its transformation rules (jvp=, vjp=, batch=)."""
+    assert set(rules) <= {"jvp", "vjp", "batch"}, rules
+    OPS[name] = replace(OPS[name], **rules)
 
 
 def get_opdef(name: str) -> OpDef:

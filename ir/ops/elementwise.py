@@ -8,7 +8,9 @@ import math
 
 import numpy as np
 
-from ..opdef import compute_dtype, define, require, require_dtype, require_same_types
+from ..opdef import compute_dtype, define, require, require_dtype, require_same_types, set_rules
+from .rules import (batch_elementwise, batch_elementwise_ops, elementwise_derivatives, is_differentiable, linear,
+                    zero_derivative)
 from ..types import (COMPLEX_OF, COMPLEX_PART, COMPLEXES, FLOATS, INEXACT, INTS, NUMERIC, NUMPY_DTYPES, TensorType,
                      dtype_name)
 
@@ -137,6 +139,62 @@ unary("not", np.invert, BOOL_AND_INTS, doc="logical not of bool, bitwise not of 
 unary("real", np.real, COMPLEXES, result_dtype=COMPLEX_PART.get)
 unary("imag", np.imag, COMPLEXES, result_dtype=COMPLEX_PART.get)
 unary("conj", np.conj, COMPLEXES)
+
+
+def require_real(name, x):
+    if x.type.dtype in COMPLEXES:
+        raise NotImplementedError(f"differentiation of {name} of a complex operand is not supported")
+    return x
+
+
+# Their derivatives d out / d x (x the operand, out the result), as JAX's JVP rules; complex operands
+# follow the same formulas (holomorphic functions, JAX's convention).
+def derivative(fn):
+    return lambda b, primals, out: fn(b, primals[0], out)
+
+
+def sqrt_of(b, x):
+    return b.op("sqrt", x)
+
+
+LN2 = math.log(2)
+UNARY_DERIVATIVES = {
+    "exp": lambda b, x, out: out,
+    "exp2": lambda b, x, out: b.scale(out, LN2),
+    "log": lambda b, x, out: b.div(b.full_like(x, 1), x),
+    "log2": lambda b, x, out: b.div(b.full_like(x, 1 / LN2), x),
+    "log10": lambda b, x, out: b.div(b.full_like(x, 1 / math.log(10)), x),
+    "log1p": lambda b, x, out: b.div(b.full_like(x, 1), b.add(x, b.full_like(x, 1))),
+    "expm1": lambda b, x, out: b.add(out, b.full_like(out, 1)),
+    "sqrt": lambda b, x, out: b.div(b.full_like(out, 0.5), out),
+    "rsqrt": lambda b, x, out: b.div(b.scale(out, -0.5), x),
+    "cbrt": lambda b, x, out: b.div(out, b.scale(x, 3)),
+    "tanh": lambda b, x, out: b.op("sub", b.full_like(out, 1), b.mul(out, out)),
+    "sinh": lambda b, x, out: b.op("cosh", x),
+    "cosh": lambda b, x, out: b.op("sinh", x),
+    "sin": lambda b, x, out: b.op("cos", x),
+    "cos": lambda b, x, out: b.neg(b.op("sin", x)),
+    "tan": lambda b, x, out: b.add(b.full_like(out, 1), b.mul(out, out)),
+    "asin": lambda b, x, out: b.op("rsqrt", b.op("sub", b.full_like(x, 1), b.mul(x, x))),
+    "acos": lambda b, x, out: b.neg(b.op("rsqrt", b.op("sub", b.full_like(x, 1), b.mul(x, x)))),
+    "atan": lambda b, x, out: b.div(b.full_like(x, 1), b.add(b.full_like(x, 1), b.mul(x, x))),
+    "asinh": lambda b, x, out: b.op("rsqrt", b.add(b.mul(x, x), b.full_like(x, 1))),
+    "acosh": lambda b, x, out: b.op("rsqrt", b.mul(b.op("sub", x, b.full_like(x, 1)), b.add(x, b.full_like(x, 1)))),
+    "atanh": lambda b, x, out: b.div(b.full_like(x, 1), b.op("sub", b.full_like(x, 1), b.mul(x, x))),
+    "logistic": lambda b, x, out: b.mul(out, b.op("sub", b.full_like(out, 1), out)),
+    "erf": lambda b, x, out: b.scale(b.op("exp", b.neg(b.mul(x, x))), 2 / math.sqrt(math.pi)),
+    "abs": lambda b, x, out: b.op("sign", require_real("abs", x)),
+}
+for _name, _fn in UNARY_DERIVATIVES.items():
+    elementwise_derivatives(_name, derivative(_fn))
+linear("neg", lambda b, op, primals, ct: [b.neg(ct)])
+# The complex parts, with JAX's transposes: real's is complex(ct, 0), imag's complex(0, -ct).
+linear("real", lambda b, op, primals, ct: [b.op("complex", ct, b.zeros_like(ct))])
+linear("imag", lambda b, op, primals, ct: [b.op("complex", b.zeros_like(ct), b.neg(ct))])
+linear("conj", lambda b, op, primals, ct: [b.op("conj", ct)])
+zero_derivative("sign", "floor", "ceil", "round", "trunc", "is_finite", "not")
+batch_elementwise_ops("neg", "sign", "floor", "ceil", "round", "trunc", "is_finite", "not", "real", "imag", "conj",
+                      *UNARY_DERIVATIVES)
 
 
 # ---- binary -----------------------------------------------------------------------------
@@ -340,6 +398,60 @@ binary("shift_right_arithmetic", shift_right_arithmetic, INTS,
        doc="sign-filling right shift of the bit pattern (of unsigned operands too)")
 
 
+def quotient_partial(b, primals, out):
+    return b.div(b.full_like(out, 1), primals[1])
+
+
+def pow_exponent_partial(b, primals, out):
+    """d x**y / d y = log(x) x**y, 0 where x is 0 (JAX's choice: the limit for y > 0)."""
+    x = primals[0]
+    safe = b.select(b.op("eq", x, b.zeros_like(x)), b.full_like(x, 1), x)
+    return b.mul(b.op("log", safe), out)
+
+
+def pow_base_partial(b, primals, out):
+    """d x**y / d x = y x**(y-1) (0 where y is 0)."""
+    x, y = primals
+    power = b.mul(y, b.op("pow", x, b.op("sub", y, b.full_like(y, 1))))
+    return b.select(b.op("eq", y, b.zeros_like(y)), b.zeros_like(y), power)
+
+
+def pick_partial(chosen, tie):
+    """max/min: the operand that is chosen gets the derivative, each half of it on a tie (as JAX)."""
+    def partial(b, primals, out):
+        x, y = primals
+        ones = b.full_like(x, 1)
+        on_tie = b.select(b.op("eq", x, y), b.full_like(x, 0.5), b.zeros_like(x))
+        return b.select(b.op(chosen, x, y) if tie == 0 else b.op(chosen, y, x), ones, on_tie)
+    return partial
+
+
+def atan2_partial(which):
+    """atan2(x, y): d/dx = y / (x^2 + y^2), d/dy = -x / (x^2 + y^2)."""
+    def partial(b, primals, out):
+        x, y = primals
+        denominator = b.add(b.mul(x, x), b.mul(y, y))
+        return b.div(y, denominator) if which == 0 else b.div(b.neg(x), denominator)
+    return partial
+
+
+linear("add", lambda b, op, primals, ct: [ct, ct])
+linear("sub", lambda b, op, primals, ct: [ct, b.neg(ct)])
+elementwise_derivatives("mul", lambda b, p, out: p[1], lambda b, p, out: p[0])
+elementwise_derivatives("div", quotient_partial, lambda b, p, out: b.neg(b.div(out, p[1])))
+elementwise_derivatives("pow", pow_base_partial, pow_exponent_partial)
+elementwise_derivatives("max", pick_partial("gt", 0), pick_partial("gt", 1))
+elementwise_derivatives("min", pick_partial("lt", 0), pick_partial("lt", 1))
+elementwise_derivatives("atan2", atan2_partial(0), atan2_partial(1))
+# rem(x, y) = x - y trunc(x / y): 1 and -trunc(x / y) almost everywhere.
+elementwise_derivatives("rem", lambda b, p, out: b.full_like(out, 1),
+                        lambda b, p, out: b.neg(b.op("trunc", b.div(p[0], p[1]))))
+elementwise_derivatives("fma", lambda b, p, out: p[1], lambda b, p, out: p[0], lambda b, p, out: b.full_like(out, 1))
+zero_derivative("and", "or", "xor", "shift_left", "shift_right_logical", "shift_right_arithmetic")
+batch_elementwise_ops("add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "fma", "and", "or", "xor",
+                      "shift_left", "shift_right_logical", "shift_right_arithmetic")
+
+
 def make_complex(re, im):
     dtype = np.complex64 if re.dtype == np.float32 else np.complex128
     out = np.empty(re.shape, dtype)
@@ -348,11 +460,15 @@ def make_complex(re, im):
 
 
 binary("complex", make_complex, ("f32", "f64"), result_dtype=COMPLEX_OF.get, doc="re + i*im")
+batch_elementwise_ops("complex")
+linear("complex", lambda b, op, primals, ct: [b.op("real", ct), b.neg(b.op("imag", ct))])
 
 for _name, _reference in [("eq", np.equal), ("ne", np.not_equal)]:
     binary(_name, _reference, ALL_DTYPES, result_dtype=lambda d: "bool")
 for _name, _reference in [("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
     binary(_name, _reference, ("bool",) + INTS + FLOATS, result_dtype=lambda d: "bool")
+zero_derivative("eq", "ne", "lt", "le", "gt", "ge")
+batch_elementwise_ops("eq", "ne", "lt", "le", "gt", "ge")
 
 
 # ---- select, clamp, convert, constant, iota -------------------------------------------------
@@ -367,6 +483,23 @@ def select_infer(types, attrs, regions):
 
 define("select", infer=select_infer, reference=lambda p, a, b: np.where(p, a, b), num_operands=3,
        doc="pred ? on_true : on_false, elementwise")
+
+
+def select_transpose(b, op, primals, ct):
+    pred = primals[0]
+    zeros = b.zeros_like(ct)
+    return [None, b.select(pred, ct, zeros), b.select(pred, zeros, ct)]
+
+
+def select_jvp(b, op, primals, tangents, outs):
+    if tangents[1] is None and tangents[2] is None:
+        return [None]
+    on_true, on_false = b.zeros_if_none(tangents[1:], primals[1:])
+    return [b.select(primals[0], on_true, on_false)]
+
+
+set_rules("select", jvp=select_jvp, vjp=lambda b, op, primals, outs, cts: select_transpose(b, op, primals, cts[0]),
+          batch=batch_elementwise)
 
 CLAMP_DTYPES = ("bool",) + INTS + FLOATS
 
@@ -386,6 +519,48 @@ def clamp(low, x, high):
 
 define("clamp", infer=clamp_infer, reference=quiet(widen_half(clamp)), num_operands=3,
        doc="operands: min, x, max (scalars or x's shape); min(max(x, min), max), NaN-propagating")
+
+
+def clamp_partial(which):
+    """clamp(low, x, high): the derivative goes to x inside [low, high], else to the bound that holds."""
+    def partial(b, primals, out):
+        low, x, high = (b.broadcast(v, x_shape, ()) if v.type.shape != x_shape else v
+                        for v, x_shape in zip(primals, [primals[1].type.shape] * 3))
+        below, above = b.op("lt", x, low), b.op("gt", x, high)
+        chosen = {0: below, 2: above, 1: b.op("not", b.op("or", below, above))}[which]
+        return b.select(chosen, b.full_like(x, 1), b.zeros_like(x))
+    return partial
+
+
+def clamp_vjp(b, op, primals, outs, cts):
+    cts_full = [b.mul(cts[0], clamp_partial(i)(b, primals, outs[0])) for i in range(3)]
+    return [ct if x.type.shape == ct.type.shape else b.sum(ct, range(ct.type.ndim))
+            for ct, x in zip(cts_full, primals)]
+
+
+def clamp_jvp(b, op, primals, tangents, outs):
+    total = None
+    for i, t in enumerate(tangents):
+        if t is not None:
+            t = t if t.type.shape == outs[0].type.shape else b.broadcast(t, outs[0].type.shape, ())
+            total = b.add(total, b.mul(t, clamp_partial(i)(b, primals, outs[0])))
+    return [total]
+
+
+def clamp_batch(b, op, operands, batched):
+    shape = (b.axis_size,) + operands[1].type.shape[1 if batched[1] else 0:]
+    full = []
+    for x, f in zip(operands, batched):
+        rank = x.type.ndim - (1 if f else 0)
+        if rank == 0 and len(shape) > 1:  # a scalar bound: to the operand's shape
+            x = b.broadcast(x, shape, (0,) if f else ())
+        else:
+            x = b.move_batch_to_front(x, f)
+        full.append(x)
+    return b.ops("clamp", full, {}), [True]
+
+
+set_rules("clamp", jvp=clamp_jvp, vjp=clamp_vjp, batch=clamp_batch)
 
 
 def convert(x, *, dtype):
@@ -414,6 +589,21 @@ def saturate_to_int(wide, target):
 define("convert", infer=lambda types, attrs, regions: [types[0].with_dtype(attrs["dtype"])],
        reference=quiet(convert), attrs={"dtype": "dtype"}, num_operands=1,
        doc="element type conversion (complex -> real keeps the real part, float -> int saturates, NaN -> 0)")
+
+
+def convert_jvp(b, op, primals, tangents, outs):
+    (t,) = tangents
+    if t is None or not is_differentiable(outs[0].type):
+        return [None]
+    return [b.convert(t, op.attrs["dtype"])]
+
+
+def convert_vjp(b, op, primals, outs, cts):
+    (x,) = primals
+    return [b.convert(cts[0], x.type.dtype) if is_differentiable(x.type) else None]
+
+
+set_rules("convert", jvp=convert_jvp, vjp=convert_vjp, batch=batch_elementwise)
 
 
 def constant_infer(types, attrs, regions):

@@ -1,7 +1,8 @@
 """fft: complex and real fast Fourier transforms over the trailing dimensions, as lax.fft and XLA."""
 import numpy as np
 
-from ..opdef import define, require, require_dtype
+from ..opdef import define, require, require_dtype, set_rules
+from .rules import batch_elementwise, linear
 from ..types import COMPLEX_OF, COMPLEX_PART, COMPLEXES, NUMPY_DTYPES, type_of_array
 
 FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
@@ -47,3 +48,33 @@ def fft(x, *, fft_type, fft_length):
 define("fft", infer=fft_infer, reference=fft, attrs={"fft_type": "str", "fft_length": "ints"}, num_operands=1,
        doc="FFT and IFFT (normalized by 1/n) of complex data; RFFT real -> complex, last dimension n//2+1; "
            "IRFFT complex -> real, last dimension fft_length[-1]; over the trailing len(fft_length) dimensions")
+
+
+def fft_transpose(b, op, primals, ct):
+    """FFT and IFFT are symmetric matrices: their own transposes (no conjugation, as JAX's). RFFT is
+    the FFT of the real operand made complex, cut to n//2+1: its transpose pads the cotangent back
+    to n, transforms it and keeps the real part. IRFFT's is RFFT's transform of the cotangent, the
+    bins that stand for two (all but the first and, for even n, the last) doubled, scaled by 1/n and
+    conjugated (JAX's convention)."""
+    fft_type, lengths = op.attrs["fft_type"], tuple(op.attrs["fft_length"])
+    if fft_type in ("FFT", "IFFT"):
+        return [b.op("fft", ct, **op.attrs)]
+    if fft_type == "RFFT":
+        n, kept = lengths[-1], ct.type.shape[-1]
+        zero = b.full((), 0, ct.type.dtype)
+        full = b.op("pad", ct, zero, low=(0,) * ct.type.ndim, high=(0,) * (ct.type.ndim - 1) + (n - kept,),
+                    interior=(0,) * ct.type.ndim)
+        return [b.op("real", b.op("fft", full, fft_type="FFT", fft_length=lengths))]
+    transformed = b.op("fft", ct, fft_type="RFFT", fft_length=lengths)
+    bins = transformed.type.shape[-1]
+    doubled = np.full(bins, 2.0)
+    doubled[0] = 1.0
+    if lengths[-1] % 2 == 0:
+        doubled[-1] = 1.0
+    weights = b.op("constant", value=(doubled / np.prod(lengths)).astype(NUMPY_DTYPES[transformed.type.dtype]))
+    scaled = b.mul(transformed, b.broadcast(weights, transformed.type.shape, (transformed.type.ndim - 1,)))
+    return [b.op("conj", scaled)]
+
+
+linear("fft", fft_transpose)
+set_rules("fft", batch=batch_elementwise)

@@ -1,8 +1,9 @@
 """Contractions: dot_general and conv_general_dilated, with lax's dimension conventions."""
 import numpy as np
 
-from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to
+from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to, set_rules
 from ..types import COMPLEXES, FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType, dtype_name
+from .rules import bilinear_jvp, is_differentiable
 from .shape import pad_array
 
 
@@ -63,6 +64,66 @@ define("dot_general", infer=dot_general_infer, reference=dot_general,
        attrs={"lhs_contracting": "ints", "rhs_contracting": "ints", "lhs_batch": "ints", "rhs_batch": "ints",
               "preferred_element_type": "dtype?"}, num_operands=2,
        doc="result dimensions: batch, lhs free, rhs free (as lax.dot_general)")
+
+
+def free_dims(ndim, contracting, batch):
+    return [d for d in range(ndim) if d not in contracting and d not in batch]
+
+
+def consecutive(*lengths):
+    """Consecutive ranges of these lengths: the positions of a dot_general result's groups of dimensions."""
+    ranges, start = [], 0
+    for n in lengths:
+        ranges.append(list(range(start, start + n)))
+        start += n
+    return ranges
+
+
+def dot_ct_lhs(b, ct, lhs_type, rhs, lc, rc, lb, rb, result_rhs_first=False):
+    """The lhs cotangent of dot_general: ct contracted with rhs over rhs's free dimensions (as JAX's
+    transpose rule), then put back in lhs's dimension order. `result_rhs_first`: ct's free dimensions
+    have rhs's before lhs's (used for the rhs cotangent, with the roles swapped)."""
+    lhs_free = free_dims(lhs_type.ndim, lc, lb)
+    rhs_free = free_dims(rhs.type.ndim, rc, rb)
+    if result_rhs_first:
+        ct_batch, ct_rhs_free, _ = consecutive(len(lb), len(rhs_free), len(lhs_free))
+    else:
+        ct_batch, _, ct_rhs_free = consecutive(len(lb), len(lhs_free), len(rhs_free))
+    product = b.dot_general(ct, rhs, ct_rhs_free, rhs_free, ct_batch, list(rb))
+    # product's dimensions: lhs batch, lhs free, then lhs's contracting ones in rhs's order.
+    contracting_by_rhs = [lc[i] for i in np.argsort(rc)]
+    return b.transpose(b.convert(product, lhs_type.dtype), np.argsort(list(lb) + lhs_free + contracting_by_rhs))
+
+
+def dot_general_vjp(b, op, primals, outs, cts):
+    lhs, rhs = primals
+    (ct,) = cts
+    lc, rc, lb, rb = (op.attrs[k] for k in ("lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch"))
+    ct = b.convert(ct, lhs.type.dtype)
+    return [dot_ct_lhs(b, ct, lhs.type, rhs, lc, rc, lb, rb) if is_differentiable(lhs.type) else None,
+            dot_ct_lhs(b, ct, rhs.type, lhs, rc, lc, rb, lb, result_rhs_first=True)
+            if is_differentiable(rhs.type) else None]
+
+
+def dot_general_batch(b, op, operands, batched):
+    """Both operands batched: the batch is one more batch dimension (first in the result). One operand
+    batched: the batch is one of its free dimensions, moved first in the result."""
+    lhs, rhs = operands
+    lc, rc, lb, rb = (op.attrs[k] for k in ("lhs_contracting", "rhs_contracting", "lhs_batch", "rhs_batch"))
+    up = lambda dims, flag: tuple(d + 1 for d in dims) if flag else tuple(dims)
+    attrs = {"lhs_contracting": up(lc, batched[0]), "rhs_contracting": up(rc, batched[1]),
+             "lhs_batch": up(lb, batched[0]), "rhs_batch": up(rb, batched[1]),
+             "preferred_element_type": op.attrs["preferred_element_type"]}
+    if all(batched):
+        attrs["lhs_batch"], attrs["rhs_batch"] = (0,) + attrs["lhs_batch"], (0,) + attrs["rhs_batch"]
+        return b.ops("dot_general", [lhs, rhs], attrs), [True]
+    (result,) = b.ops("dot_general", [lhs, rhs], attrs)
+    position = len(lb) if batched[0] else len(lb) + len(free_dims(lhs.type.ndim, lc, lb))
+    order = [position] + [d for d in range(result.type.ndim) if d != position]
+    return [b.transpose(result, order)], [True]
+
+
+set_rules("dot_general", jvp=bilinear_jvp, vjp=dot_general_vjp, batch=dot_general_batch)
 
 
 CONV_ATTRS = {"window_strides": "ints", "padding": "int_pairs", "lhs_dilation": "ints", "rhs_dilation": "ints",
@@ -152,3 +213,90 @@ def conv_plain(x, w, out_spatial, strides, rhs_dilation, groups):
 
 define("conv_general_dilated", infer=conv_infer, reference=conv_general_dilated, attrs=CONV_ATTRS, num_operands=2,
        doc="lax.conv_general_dilated; *_spec list (batch|out-feature, feature|in-feature, spatial...) dimensions")
+
+
+# ---- conv_general_dilated's rules ---------------------------------------------------------------
+# The cotangents are convolutions themselves (the transposed convolutions): the input's is the
+# output cotangent convolved with the reversed kernel, its in and out features swapped, strides
+# becoming input dilation; the kernel's is the input convolved with the output cotangent, batch and
+# features swapped, strides becoming kernel dilation. Grouped convolutions are not supported there.
+
+def dilated(sizes, dilation):
+    return [0 if d == 0 else (d - 1) * k + 1 for d, k in zip(sizes, dilation)]
+
+
+def spatial(shape, spec):
+    return [shape[d] for d in spec[2:]]
+
+
+def swap_first_two(spec):
+    return (spec[1], spec[0]) + tuple(spec[2:])
+
+
+def require_ungrouped(op):
+    if op.attrs["feature_group_count"] != 1 or op.attrs["batch_group_count"] != 1:
+        raise NotImplementedError("reverse-mode differentiation of a grouped convolution is not supported")
+
+
+def conv_vjp(b, op, primals, outs, cts):
+    require_ungrouped(op)
+    lhs, rhs = primals
+    (ct,) = cts
+    a = op.attrs
+    strides, padding, lhs_dilation, rhs_dilation = (a["window_strides"], a["padding"], a["lhs_dilation"],
+                                                    a["rhs_dilation"])
+    lhs_spec, rhs_spec, out_spec = a["lhs_spec"], a["rhs_spec"], a["out_spec"]
+    in_sizes = dilated(spatial(lhs.type.shape, lhs_spec), lhs_dilation)
+    window = dilated(spatial(rhs.type.shape, rhs_spec), rhs_dilation)
+    out_sizes = dilated(spatial(ct.type.shape, out_spec), strides)
+    ct = b.convert(ct, lhs.type.dtype)
+    common = {"feature_group_count": 1, "batch_group_count": 1, "preferred_element_type": None}
+    before = [w - low - 1 for w, (low, _) in zip(window, padding)]
+    lhs_padding = tuple((lo, i + w - 1 - o - lo) for lo, i, w, o in zip(before, in_sizes, window, out_sizes))
+    flipped = b.op("rev", rhs, dimensions=tuple(rhs_spec[2:]))
+    ct_lhs = b.op("conv_general_dilated", ct, flipped, window_strides=tuple(lhs_dilation), padding=lhs_padding,
+                  lhs_dilation=tuple(strides), rhs_dilation=tuple(rhs_dilation), lhs_spec=tuple(out_spec),
+                  rhs_spec=swap_first_two(rhs_spec), out_spec=tuple(lhs_spec), **common)
+    rhs_padding = tuple((low, o - i + w - low - 1) for (low, _), i, w, o in zip(padding, in_sizes, window, out_sizes))
+    ct_rhs = b.op("conv_general_dilated", lhs, ct, window_strides=tuple(rhs_dilation), padding=rhs_padding,
+                  lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(strides), lhs_spec=swap_first_two(lhs_spec),
+                  rhs_spec=swap_first_two(out_spec), out_spec=swap_first_two(rhs_spec), **common)
+    return [ct_lhs if is_differentiable(lhs.type) else None, ct_rhs if is_differentiable(rhs.type) else None]
+
+
+def merge_lanes(b, x, dim):
+    """x (lanes leading, then an operand of the lane's shape) with the lanes merged into the lane
+    dimension `dim`, lane-major."""
+    order = [d for d in range(1, x.type.ndim) if d != dim + 1]
+    order[dim:dim] = [0, dim + 1]
+    moved = b.transpose(x, order)
+    shape = list(moved.type.shape)
+    return b.reshape(moved, tuple(shape[:dim] + [shape[dim] * shape[dim + 1]] + shape[dim + 2:]))
+
+
+def split_lanes(b, x, dim, lanes):
+    """The inverse of merge_lanes: dimension `dim` split lane-major, the lanes moved first."""
+    shape = list(x.type.shape)
+    split = b.reshape(x, tuple(shape[:dim] + [lanes, shape[dim] // lanes] + shape[dim + 1:]))
+    return b.transpose(split, [dim] + [d for d in range(split.type.ndim) if d != dim])
+
+
+def conv_batch(b, op, operands, batched):
+    """A batched input with one kernel: the lanes are more images, merged into the batch dimension. A
+    batched kernel: the lanes are feature groups (each lane's input features convolved with its own
+    kernel), as JAX batches it."""
+    lhs, rhs = operands
+    lhs_spec, rhs_spec, out_spec = op.attrs["lhs_spec"], op.attrs["rhs_spec"], op.attrs["out_spec"]
+    lanes = b.axis_size
+    if not batched[1]:
+        (out,) = b.ops("conv_general_dilated", [merge_lanes(b, lhs, lhs_spec[0]), rhs], op.attrs)
+        return [split_lanes(b, out, out_spec[0], lanes)], [True]
+    if op.attrs["feature_group_count"] != 1 or op.attrs["batch_group_count"] != 1:
+        raise NotImplementedError("vmap of a grouped conv_general_dilated over a batched kernel is not supported")
+    lhs = merge_lanes(b, b.move_batch_to_front(lhs, batched[0]), lhs_spec[1])
+    rhs = merge_lanes(b, rhs, rhs_spec[0])
+    (out,) = b.ops("conv_general_dilated", [lhs, rhs], {**op.attrs, "feature_group_count": lanes})
+    return [split_lanes(b, out, out_spec[1], lanes)], [True]
+
+
+set_rules("conv_general_dilated", jvp=bilinear_jvp, vjp=conv_vjp, batch=conv_batch)

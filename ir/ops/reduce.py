@@ -8,12 +8,14 @@ combine the work-items' partials in a tree: the two agree within the n * eps * s
 not bit for bit.
 """
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
-from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to
+from ..opdef import compute_dtype, define, require, require_axes, require_dtype, round_to, set_rules
 from ..types import FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType
-from .shape import pad_array
+from .rules import batch_by_attrs, shifted, zero_derivative
+from .shape import pad_array, pad_transpose, slice_transpose
 
 REDUCER_DTYPES = {
     "sum": NUMERIC, "prod": NUMERIC,
@@ -92,6 +94,75 @@ define("reduce", infer=reduce_infer, reference=reduce, attrs={"reducer": "str", 
        doc="reducer is sum, prod, max, min, and or or; the axes are removed")
 
 
+def kept_dims(op, x):
+    return tuple(a for a in range(x.type.ndim) if a not in op.attrs["axes"])
+
+
+def extreme_weights(b, op, x, out):
+    """max/min: the elements equal to the result share its derivative equally (as JAX)."""
+    hit = b.op("eq", x, b.broadcast(out, x.type.shape, kept_dims(op, x)))
+    weights = b.convert(hit, x.type.dtype)
+    count = b.broadcast(b.sum(weights, op.attrs["axes"]), x.type.shape, kept_dims(op, x))
+    return b.div(weights, count)
+
+
+def exclusive_products(b, op, x):
+    """d prod / d x_i: the product of the other elements of its row, as the products of the elements
+    before it times those after it (exact where x has zeros, unlike prod / x_i)."""
+    if x.type.size == 0:
+        return b.zeros_like(x)
+    axes, kept = list(op.attrs["axes"]), list(kept_dims(op, x))
+    moved = b.transpose(x, kept + axes)
+    length = int(np.prod([x.type.shape[d] for d in axes], dtype=np.int64))
+    rows = b.reshape(moved, tuple(x.type.shape[d] for d in kept) + (length,))
+    last = rows.type.ndim - 1
+    one = b.full((), 1, x.type.dtype)
+
+    def shifted_products(reverse):
+        products = b.op("cumulative", rows, reducer="prod", axis=last, reverse=reverse)
+        n = rows.type.shape[last]
+        # The products before each element: all but the last, shifted right with a 1 in front (and
+        # the other way round for the products after it).
+        cut = (1, n) if reverse else (0, n - 1)
+        keep = [cut if d == last else (0, size) for d, size in enumerate(rows.type.shape)]
+        part = b.op("slice", products, start_indices=tuple(k[0] for k in keep), limit_indices=tuple(k[1] for k in keep),
+                    strides=(1,) * rows.type.ndim)
+        edge = (0, 1) if reverse else (1, 0)
+        pad = [edge if d == last else (0, 0) for d in range(rows.type.ndim)]
+        return b.op("pad", part, one, low=tuple(p[0] for p in pad), high=tuple(p[1] for p in pad),
+                    interior=(0,) * rows.type.ndim)
+    others = b.mul(shifted_products(False), shifted_products(True))
+    return b.transpose(b.reshape(others, moved.type.shape), np.argsort(kept + axes))
+
+
+def reduce_partials(b, op, x, out):
+    """d out / d x for the smooth reducers, as an array of x's shape."""
+    if op.attrs["reducer"] == "prod":
+        return exclusive_products(b, op, x)
+    return extreme_weights(b, op, x, out)
+
+
+def reduce_jvp(b, op, primals, tangents, outs):
+    (x,), (t,) = primals, tangents
+    if t is None or op.attrs["reducer"] in ("and", "or"):
+        return [None]
+    if op.attrs["reducer"] != "sum":
+        t = b.mul(t, reduce_partials(b, op, x, outs[0]))
+    return [b.sum(t, op.attrs["axes"])]
+
+
+def reduce_vjp(b, op, primals, outs, cts):
+    (x,), (ct,) = primals, cts
+    if op.attrs["reducer"] in ("and", "or"):
+        return [None]
+    spread = b.broadcast(ct, x.type.shape, kept_dims(op, x))
+    return [spread if op.attrs["reducer"] == "sum" else b.mul(spread, reduce_partials(b, op, x, outs[0]))]
+
+
+set_rules("reduce", jvp=reduce_jvp, vjp=reduce_vjp)
+batch_by_attrs("reduce", lambda attrs, size: {"reducer": attrs["reducer"], "axes": shifted(attrs["axes"])})
+
+
 def arg_reduce_infer(name):
     def infer(types, attrs, regions):
         (x,) = types
@@ -115,6 +186,8 @@ for _name, _select_index in [("argmax", np.argmax), ("argmin", np.argmin)]:
     define(_name, infer=arg_reduce_infer(_name), reference=arg_reduce(_select_index),
            attrs={"axis": "int", "index_dtype": "dtype"}, num_operands=1,
            doc="index of the first extreme element (the first NaN, if any) along axis")
+    zero_derivative(_name)
+    batch_by_attrs(_name, lambda attrs, size: {**attrs, "axis": attrs["axis"] + 1})
 
 CUMULATIVE_UFUNCS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
@@ -142,6 +215,27 @@ def cumulative(x, *, reducer, axis, reverse):
 define("cumulative", infer=cumulative_infer, reference=cumulative,
        attrs={"reducer": "str", "axis": "int", "reverse": "bool"}, num_operands=1,
        doc="inclusive scan (cumsum, cumprod, cummax, cummin) along axis")
+
+
+def cumulative_jvp(b, op, primals, tangents, outs):
+    require_cumulative_sum(op)
+    return [None if tangents[0] is None else b.op("cumulative", tangents[0], **op.attrs)]
+
+
+def cumulative_vjp(b, op, primals, outs, cts):
+    """A cumulative sum's transpose is the cumulative sum the other way."""
+    require_cumulative_sum(op)
+    return [b.op("cumulative", cts[0], **{**op.attrs, "reverse": not op.attrs["reverse"]})]
+
+
+def require_cumulative_sum(op):
+    if op.attrs["reducer"] != "sum":
+        raise NotImplementedError(f"differentiation of cumulative {op.attrs['reducer']} is not supported "
+                                  f"(cumulative sum is)")
+
+
+set_rules("cumulative", jvp=cumulative_jvp, vjp=cumulative_vjp)
+batch_by_attrs("cumulative", lambda attrs, size: {**attrs, "axis": attrs["axis"] + 1})
 
 
 def reduce_window_infer(types, attrs, regions):
@@ -186,3 +280,115 @@ define("reduce_window", infer=reduce_window_infer, reference=reduce_window,
        attrs={"reducer": "str", "window_dimensions": "ints", "window_strides": "ints", "padding": "int_pairs",
               "base_dilation": "ints", "window_dilation": "ints"}, num_operands=1,
        doc="a reduction over sliding windows (pooling), padding with the reducer's identity")
+
+
+# reduce_window's rules, written as its reference computes it: the operand padded (with base
+# dilation as interior padding), one strided slice of it per window offset, combined. The tangent
+# and the cotangent go through the same slices: a sum spreads to every element of each window, a
+# max or min to the first element of the window that equals the result (as XLA's select_and_scatter).
+
+def window_views(b, op, padded):
+    """(offset slice attrs, the strided slice of `padded` at that window offset) per window offset."""
+    out_shape = reduce_window_infer([TensorType("f32", padded.type.shape)], {
+        **op.attrs, "padding": tuple((0, 0) for _ in padded.type.shape),
+        "base_dilation": (1,) * padded.type.ndim}, [])[0].shape
+    views = []
+    for offset in np.ndindex(*op.attrs["window_dimensions"]):
+        starts = tuple(o * r for o, r in zip(offset, op.attrs["window_dilation"]))
+        limits = tuple(s + (n - 1) * k + 1 if n else s for s, n, k in zip(starts, out_shape, op.attrs["window_strides"]))
+        attrs = {"start_indices": starts, "limit_indices": limits, "strides": tuple(op.attrs["window_strides"])}
+        views.append((attrs, b.op("slice", padded, **attrs)))
+    return views
+
+
+def padding_attrs(op):
+    return {"low": tuple(lo for lo, _ in op.attrs["padding"]), "high": tuple(hi for _, hi in op.attrs["padding"]),
+            "interior": tuple(d - 1 for d in op.attrs["base_dilation"])}
+
+
+def padded_operand(b, op, x, fill):
+    return b.op("pad", x, b.full((), fill, x.type.dtype), **padding_attrs(op))
+
+
+def first_hits(b, views, out):
+    """Per offset, where its element is the window's result and no earlier offset's was."""
+    taken, hits = None, []
+    for _, view in views:
+        hit = b.op("eq", view, out)
+        if taken is not None:
+            hit = b.op("and", hit, b.op("not", taken))
+        taken = hit if taken is None else b.op("or", taken, hit)
+        hits.append(hit)
+    return hits
+
+
+def require_window_reducer(op):
+    if op.attrs["reducer"] not in ("sum", "max", "min"):
+        raise NotImplementedError(f"differentiation of reduce_window {op.attrs['reducer']} is not supported")
+
+
+def reduce_window_jvp(b, op, primals, tangents, outs):
+    require_window_reducer(op)
+    (x,), (t,) = primals, tangents
+    if t is None:
+        return [None]
+    if op.attrs["reducer"] == "sum":
+        return b.ops("reduce_window", [t], op.attrs)
+    identity = reducer_identity(op.attrs["reducer"], NUMPY_DTYPES[x.type.dtype]).item()
+    hits = first_hits(b, window_views(b, op, padded_operand(b, op, x, identity)), outs[0])
+    total = None
+    for hit, (_, view) in zip(hits, window_views(b, op, padded_operand(b, op, t, 0))):
+        total = b.add(total, b.select(hit, view, b.zeros_like(view)))
+    return [total]
+
+
+def tiles_exactly(op):
+    """Whether the windows tile the operand: each element in at most one window, none padded in."""
+    a = op.attrs
+    return (a["window_dimensions"] == a["window_strides"] and all(d == 1 for d in a["window_dilation"])
+            and all(d == 1 for d in a["base_dilation"]) and all(p == (0, 0) for p in a["padding"]))
+
+
+def interleave(b, parts, window, shape):
+    """The operand-shaped cotangent from one output-shaped part per window offset (windows tiling the
+    operand): the parts interleaved dimension by dimension, the uncovered remainder zero."""
+    n = parts[0].type.shape
+    spread = {offset: b.reshape(part, tuple(s for d in n for s in (d, 1)))
+              for offset, part in zip(np.ndindex(*window), parts)}
+
+    def combine(prefix):
+        dim = len(prefix)
+        if dim == len(window):
+            return spread[prefix]
+        pieces = [combine(prefix + (k,)) for k in range(window[dim])]
+        return pieces[0] if len(pieces) == 1 else b.op("concatenate", *pieces, dimension=2 * dim + 1)
+    tiled = b.reshape(combine(()), tuple(d * w for d, w in zip(n, window)))
+    high = tuple(full - d * w for full, d, w in zip(shape, n, window))
+    if not any(high):
+        return tiled
+    return b.op("pad", tiled, b.full((), 0, tiled.type.dtype), low=(0,) * len(shape), high=high,
+                interior=(0,) * len(shape))
+
+
+def reduce_window_vjp(b, op, primals, outs, cts):
+    require_window_reducer(op)
+    (x,), (ct,) = primals, cts
+    identity = reducer_identity(op.attrs["reducer"], NUMPY_DTYPES[x.type.dtype]).item()
+    padded = padded_operand(b, op, x, identity)
+    views = window_views(b, op, padded)
+    hits = first_hits(b, views, outs[0]) if op.attrs["reducer"] != "sum" else [None] * len(views)
+    parts = [ct if hit is None else b.select(hit, ct, b.zeros_like(ct)) for hit in hits]
+    if tiles_exactly(op) and ct.type.size:
+        return [interleave(b, parts, op.attrs["window_dimensions"], x.type.shape)]
+    total = None
+    for part, (attrs, _) in zip(parts, views):
+        (spread,) = slice_transpose(b, SimpleNamespace(attrs=attrs), [padded], part)
+        total = b.add(total, spread)
+    return [pad_transpose(b, SimpleNamespace(attrs=padding_attrs(op)), [x, None], total)[0]]
+
+
+set_rules("reduce_window", jvp=reduce_window_jvp, vjp=reduce_window_vjp)
+batch_by_attrs("reduce_window", lambda attrs, size: {
+    "reducer": attrs["reducer"], "window_dimensions": (1,) + attrs["window_dimensions"],
+    "window_strides": (1,) + attrs["window_strides"], "padding": ((0, 0),) + attrs["padding"],
+    "base_dilation": (1,) + attrs["base_dilation"], "window_dilation": (1,) + attrs["window_dilation"]})

@@ -2,7 +2,8 @@
 scatter; and the in-place forms of the updates with the copy that makes them safe."""
 import numpy as np
 
-from ..opdef import OPS, compute_dtype, define, fmt_types, require, require_axes, require_dtype
+from ..opdef import OPS, compute_dtype, define, fmt_types, require, require_axes, require_dtype, set_rules
+from .rules import batch_by_attrs, batch_elementwise, is_differentiable, linear, shifted, zero_derivative
 from ..types import FLOATS, INTS, NUMERIC, NUMPY_DTYPES, TensorType, dtype_name
 
 ALL_DTYPES = tuple(NUMPY_DTYPES)
@@ -36,6 +37,22 @@ define("broadcast_in_dim", infer=broadcast_in_dim_infer, reference=broadcast_in_
        doc="operand dimension i becomes result dimension broadcast_dimensions[i]")
 
 
+def broadcast_in_dim_transpose(b, op, primals, ct):
+    """Sum the cotangent over the dimensions the broadcast made: new ones and size-1 ones it stretched."""
+    (x,) = primals
+    dims, shape = op.attrs["broadcast_dimensions"], op.attrs["shape"]
+    stretched = {dims[i] for i in range(x.type.ndim) if x.type.shape[i] == 1 and shape[dims[i]] != 1}
+    summed = [a for a in range(len(shape)) if a not in dims or a in stretched]
+    kept = sorted((i for i in range(x.type.ndim) if dims[i] not in stretched), key=lambda i: dims[i])
+    reduced = b.sum(ct, summed)
+    return [b.reshape(b.transpose(reduced, [kept.index(i) for i in sorted(kept)]), x.type.shape)]
+
+
+linear("broadcast_in_dim", broadcast_in_dim_transpose)
+batch_by_attrs("broadcast_in_dim", lambda attrs, size: {
+    "shape": (size,) + attrs["shape"], "broadcast_dimensions": (0,) + shifted(attrs["broadcast_dimensions"])})
+
+
 def reshape_infer(types, attrs, regions):
     (x,) = types
     new = attrs["new_sizes"]
@@ -46,6 +63,8 @@ def reshape_infer(types, attrs, regions):
 
 define("reshape", infer=reshape_infer, reference=lambda x, *, new_sizes: x.reshape(new_sizes),
        attrs={"new_sizes": "ints"}, num_operands=1, doc="row-major reshape")
+linear("reshape", lambda b, op, primals, ct: [b.reshape(ct, primals[0].type.shape)])
+batch_by_attrs("reshape", lambda attrs, size: {"new_sizes": (size,) + attrs["new_sizes"]})
 
 
 def transpose_infer(types, attrs, regions):
@@ -57,6 +76,8 @@ def transpose_infer(types, attrs, regions):
 
 define("transpose", infer=transpose_infer, reference=lambda x, *, permutation: np.transpose(x, permutation),
        attrs={"permutation": "ints"}, num_operands=1)
+linear("transpose", lambda b, op, primals, ct: [b.transpose(ct, np.argsort(op.attrs["permutation"]))])
+batch_by_attrs("transpose", lambda attrs, size: {"permutation": (0,) + shifted(attrs["permutation"])})
 
 
 def slice_infer(types, attrs, regions):
@@ -74,6 +95,23 @@ define("slice", infer=slice_infer,
        reference=lambda x, *, start_indices, limit_indices, strides:
            x[tuple(slice(a, b, s) for a, b, s in zip(start_indices, limit_indices, strides))].copy(),
        attrs={"start_indices": "ints", "limit_indices": "ints", "strides": "ints"}, num_operands=1)
+
+
+def slice_transpose(b, op, primals, ct):
+    """The cotangent padded with zeros back to the operand's shape (strides as interior padding)."""
+    (x,) = primals
+    if ct.type.size == 0:
+        return [b.zeros_like(x)]
+    start, strides = op.attrs["start_indices"], op.attrs["strides"]
+    high = tuple(d - (s + (n - 1) * k + 1) for d, s, n, k in zip(x.type.shape, start, ct.type.shape, strides))
+    return [b.op("pad", ct, b.full((), 0, ct.type.dtype), low=tuple(start), high=high,
+                 interior=tuple(k - 1 for k in strides))]
+
+
+linear("slice", slice_transpose)
+batch_by_attrs("slice", lambda attrs, size: {"start_indices": (0,) + attrs["start_indices"],
+                                             "limit_indices": (size,) + attrs["limit_indices"],
+                                             "strides": (1,) + attrs["strides"]})
 
 
 def require_index_scalars(opname, index_types, ndim):
@@ -105,6 +143,52 @@ define("dynamic_slice", infer=dynamic_slice_infer, reference=dynamic_slice, attr
        doc="operands: array, then one integer scalar start per dimension (clamped in bounds)")
 
 
+def dynamic_slice_jvp(b, op, primals, tangents, outs):
+    return [None if tangents[0] is None else b.ops("dynamic_slice", [tangents[0], *primals[1:]], op.attrs)[0]]
+
+
+def dynamic_slice_vjp(b, op, primals, outs, cts):
+    x, *starts = primals
+    return [b.ops("dynamic_update_slice", [b.zeros_like(x), cts[0], *starts], {})[0]] + [None] * len(starts)
+
+
+def window_indices(b, x_type, starts, batched, sizes, lanes):
+    """gather/scatter indices (lanes, *sizes, rank) of each lane's window: its starts clamped as
+    dynamic_slice clamps them (into [0, dim - size]), plus the position in the window."""
+    rank = len(sizes)
+    columns = []
+    for k, (start, flag) in enumerate(zip(starts, batched)):
+        start = b.op("clamp", b.full((), 0, "i64"), b.convert(start, "i64"),
+                     b.full((), x_type.shape[k] - sizes[k], "i64"))
+        shape = (lanes,) + tuple(sizes)
+        spread = b.broadcast(start, shape, (0,) if flag else ())
+        offset = b.op("iota", dtype="i64", shape=shape, dimension=k + 1)
+        columns.append(b.reshape(b.add(spread, offset), shape + (1,)))
+    if not columns:
+        return b.full((lanes,) + tuple(sizes) + (0,), 0, "i64")
+    return columns[0] if rank == 1 else b.op("concatenate", *columns, dimension=rank + 1)
+
+
+def dynamic_slice_batch(b, op, operands, batched):
+    """Batched starts: each lane's window gathered (the lane number first where the operand is batched
+    too); otherwise a slice of every lane at once."""
+    x, starts = operands[0], operands[1:]
+    sizes = op.attrs["slice_sizes"]
+    if not any(batched[1:]):
+        dtype = starts[0].type.dtype if starts else "i32"
+        x = b.move_batch_to_front(x, batched[0])
+        return b.ops("dynamic_slice", [x, b.full((), 0, dtype), *starts],
+                     {"slice_sizes": (b.axis_size,) + sizes}), [True]
+    lane_type = x.type if not batched[0] else TensorType(x.type.dtype, x.type.shape[1:])
+    indices = window_indices(b, lane_type, starts, batched[1:], sizes, b.axis_size)
+    if batched[0]:
+        indices = with_batch_coordinate(b, indices, True)
+    return [b.op("gather", x, indices)], [True]
+
+
+set_rules("dynamic_slice", jvp=dynamic_slice_jvp, vjp=dynamic_slice_vjp, batch=dynamic_slice_batch)
+
+
 def dynamic_update_slice_infer(types, attrs, regions):
     x, update, *indices = types
     require(update.dtype == x.dtype and update.ndim == x.ndim and all(u <= d for u, d in zip(update.shape, x.shape)),
@@ -124,6 +208,37 @@ define("dynamic_update_slice", infer=dynamic_update_slice_infer, reference=dynam
        doc="operands: array, update, then one integer scalar start per dimension (clamped in bounds)")
 
 
+def dynamic_update_slice_jvp(b, op, primals, tangents, outs):
+    if tangents[0] is None and tangents[1] is None:
+        return [None]
+    x_t, update_t = b.zeros_if_none(tangents[:2], primals[:2])
+    return b.ops("dynamic_update_slice", [x_t, update_t, *primals[2:]], {})
+
+
+def dynamic_update_slice_vjp(b, op, primals, outs, cts):
+    x, update, *starts = primals
+    (ct,) = cts
+    ct_x = b.ops("dynamic_update_slice", [ct, b.zeros_like(update), *starts], {})[0]
+    ct_update = b.ops("dynamic_slice", [ct, *starts], {"slice_sizes": update.type.shape})[0]
+    return [ct_x, ct_update] + [None] * len(starts)
+
+
+def dynamic_update_slice_batch(b, op, operands, batched):
+    """Batched starts: each lane's update scattered into its window; otherwise one update of every lane."""
+    x, update = (b.move_batch_to_front(v, f) for v, f in zip(operands[:2], batched[:2]))
+    starts = operands[2:]
+    if not any(batched[2:]):
+        dtype = starts[0].type.dtype if starts else "i32"
+        return b.ops("dynamic_update_slice", [x, update, b.full((), 0, dtype), *starts], {}), [True]
+    lane_type = TensorType(x.type.dtype, x.type.shape[1:])
+    indices = window_indices(b, lane_type, starts, batched[2:], update.type.shape[1:], b.axis_size)
+    return [b.op("scatter", x, with_batch_coordinate(b, indices, True), update, reduction="set")], [True]
+
+
+set_rules("dynamic_update_slice", jvp=dynamic_update_slice_jvp, vjp=dynamic_update_slice_vjp,
+          batch=dynamic_update_slice_batch)
+
+
 def concatenate_infer(types, attrs, regions):
     dim = attrs["dimension"]
     require(len(types) >= 1, "concatenate needs at least one operand")
@@ -140,6 +255,26 @@ def concatenate_infer(types, attrs, regions):
 
 define("concatenate", infer=concatenate_infer,
        reference=lambda *xs, dimension: np.concatenate(xs, axis=dimension), attrs={"dimension": "int"})
+
+
+def concatenate_transpose(b, op, primals, ct):
+    dim, start, cts = op.attrs["dimension"], 0, []
+    for x in primals:
+        size = x.type.shape[dim]
+        starts = tuple(start if a == dim else 0 for a in range(ct.type.ndim))
+        limits = tuple(start + size if a == dim else n for a, n in enumerate(ct.type.shape))
+        cts.append(b.op("slice", ct, start_indices=starts, limit_indices=limits, strides=(1,) * ct.type.ndim))
+        start += size
+    return cts
+
+
+def concatenate_batch(b, op, operands, batched):
+    operands = [b.move_batch_to_front(x, f) for x, f in zip(operands, batched)]
+    return b.ops("concatenate", operands, {"dimension": op.attrs["dimension"] + 1}), [True]
+
+
+linear("concatenate", concatenate_transpose)
+set_rules("concatenate", batch=concatenate_batch)
 
 
 def pad_infer(types, attrs, regions):
@@ -173,6 +308,47 @@ define("pad", infer=pad_infer, reference=pad, attrs={"low": "ints", "high": "int
        num_operands=2, doc="operands: array, scalar padding value")
 
 
+def pad_transpose(b, op, primals, ct):
+    """The operand's cotangent is the cotangent at the operand's elements: negative edges (crops) padded
+    back with zeros, then a strided slice; the padding value's is the sum of the rest."""
+    x, value = primals
+    low, high, interior = op.attrs["low"], op.attrs["high"], op.attrs["interior"]
+    zero = b.full((), 0, ct.type.dtype)
+    if any(lo < 0 for lo in low) or any(hi < 0 for hi in high):
+        ct = b.op("pad", ct, zero, low=tuple(max(-lo, 0) for lo in low), high=tuple(max(-hi, 0) for hi in high),
+                  interior=(0,) * ct.type.ndim)
+    if x.type.size == 0:
+        ct_x = b.zeros_like(x)
+    else:
+        starts = tuple(max(lo, 0) for lo in low)
+        limits = tuple(s + (d - 1) * (i + 1) + 1 for s, d, i in zip(starts, x.type.shape, interior))
+        ct_x = b.op("slice", ct, start_indices=starts, limit_indices=limits, strides=tuple(i + 1 for i in interior))
+    everything = tuple(range(ct.type.ndim))
+    ct_value = b.op("sub", b.sum(ct, everything), b.sum(ct_x, everything))
+    return [ct_x, ct_value]
+
+
+
+
+def pad_batch(b, op, operands, batched):
+    """The batch is a dimension padded by nothing; a batched padding value is added where the padding
+    is (a padded mask of ones, times each lane's value)."""
+    x, value = operands
+    attrs = {"low": (0,) + op.attrs["low"], "high": (0,) + op.attrs["high"], "interior": (0,) + op.attrs["interior"]}
+    x = b.move_batch_to_front(x, batched[0])
+    if not batched[1]:
+        return b.ops("pad", [x, value], attrs), [True]
+    zero = b.full((), 0, x.type.dtype)
+    padded = b.ops("pad", [x, zero], attrs)[0]
+    mask = b.ops("pad", [b.full(x.type.shape, 0, x.type.dtype), b.full((), 1, x.type.dtype)], attrs)[0]
+    values = b.broadcast(value, padded.type.shape, (0,))
+    return [b.add(padded, b.mul(mask, values))], [True]
+
+
+linear("pad", pad_transpose)
+set_rules("pad", batch=pad_batch)
+
+
 def rev_infer(types, attrs, regions):
     (x,) = types
     require_axes("rev", attrs["dimensions"], x.ndim)
@@ -181,6 +357,8 @@ def rev_infer(types, attrs, regions):
 
 define("rev", infer=rev_infer, reference=lambda x, *, dimensions: np.flip(x, dimensions).copy(),
        attrs={"dimensions": "ints"}, num_operands=1, doc="reverse the order of elements along dimensions")
+linear("rev", lambda b, op, primals, ct: [b.op("rev", ct, **op.attrs)])
+batch_by_attrs("rev", lambda attrs, size: {"dimensions": shifted(attrs["dimensions"])})
 
 
 BITCAST_DTYPES = INTS + FLOATS
@@ -215,6 +393,8 @@ def bitcast_convert(x, *, dtype):
 
 define("bitcast_convert", infer=bitcast_convert_infer, reference=bitcast_convert, attrs={"dtype": "dtype"},
        num_operands=1, doc="the operand's bits read as dtype (bool and complex excluded); see the shape rule")
+zero_derivative("bitcast_convert")
+set_rules("bitcast_convert", batch=batch_elementwise)
 
 
 def gather_infer(types, attrs, regions):
@@ -238,6 +418,43 @@ def gather(x, indices):
 
 define("gather", infer=gather_infer, reference=gather, num_operands=2,
        doc="indices[..., k] select along x's first k dimensions (clamped in bounds)")
+
+
+def clamped_indices(b, x, indices):
+    """gather's indices clamped into x's bounds, as gather itself clamps them."""
+    k = indices.type.shape[-1]
+    dtype = indices.type.dtype
+    high = b.broadcast(b.op("constant", value=np.array([d - 1 for d in x.type.shape[:k]], NUMPY_DTYPES[dtype])),
+                       indices.type.shape, (indices.type.ndim - 1,))
+    return b.op("clamp", b.zeros_like(indices), indices, high)
+
+
+def gather_jvp(b, op, primals, tangents, outs):
+    return [None if tangents[0] is None else b.op("gather", tangents[0], primals[1])]
+
+
+def gather_vjp(b, op, primals, outs, cts):
+    """Each gathered element's cotangent is added where it came from (a scatter-add)."""
+    x, indices = primals
+    return [b.op("scatter", b.zeros_like(x), clamped_indices(b, x, indices), cts[0], reduction="add"), None]
+
+
+def with_batch_coordinate(b, indices, batched):
+    """Indices of a batched operand: each lane's indices with its lane number in front."""
+    indices = b.move_batch_to_front(indices, batched)
+    shape = indices.type.shape
+    lane = b.op("iota", dtype=indices.type.dtype, shape=shape[:-1] + (1,), dimension=0)
+    return b.op("concatenate", lane, indices, dimension=len(shape) - 1)
+
+
+def gather_batch(b, op, operands, batched):
+    x, indices = operands
+    if batched[0]:
+        indices = with_batch_coordinate(b, indices, batched[1])
+    return [b.op("gather", x, indices)], [True]
+
+
+set_rules("gather", jvp=gather_jvp, vjp=gather_vjp, batch=gather_batch)
 
 SCATTER_REDUCTIONS = {"set": None, "add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
 SCATTER_DTYPES = {"set": ALL_DTYPES, "add": ("bool",) + NUMERIC, "mul": ("bool",) + NUMERIC,
@@ -290,6 +507,45 @@ define("scatter", infer=scatter_infer, reference=scatter, attrs={"reduction": "s
        doc="indices as in gather; reduction is set, add, mul, min or max")
 
 
+def require_scatter_add(op):
+    if op.attrs["reduction"] != "add":
+        raise NotImplementedError(f"differentiation of scatter {op.attrs['reduction']} is not supported "
+                                  f"(scatter add is)")
+
+
+def scatter_jvp(b, op, primals, tangents, outs):
+    require_scatter_add(op)
+    if tangents[0] is None and tangents[2] is None:
+        return [None]
+    x_t, updates_t = b.zeros_if_none([tangents[0], tangents[2]], [primals[0], primals[2]])
+    return [b.op("scatter", x_t, primals[1], updates_t, reduction="add")]
+
+
+def scatter_vjp(b, op, primals, outs, cts):
+    """x's cotangent passes through; an update's is the cotangent where it landed, 0 where it was
+    dropped (out of bounds)."""
+    require_scatter_add(op)
+    x, indices, updates = primals
+    (ct,) = cts
+    k = indices.type.shape[-1]
+    landed = b.op("eq", clamped_indices(b, x, indices), indices)
+    landed = b.op("reduce", landed, reducer="and", axes=(indices.type.ndim - 1,))
+    mask = b.broadcast(landed, updates.type.shape, tuple(range(landed.type.ndim)))
+    gathered = b.op("gather", ct, indices)
+    return [ct, None, b.select(mask, gathered, b.zeros_like(gathered)) if k else gathered]
+
+
+def scatter_batch(b, op, operands, batched):
+    x, indices, updates = operands
+    x = b.move_batch_to_front(x, batched[0])
+    indices = with_batch_coordinate(b, indices, batched[1])
+    updates = b.move_batch_to_front(updates, batched[2])
+    return [b.op("scatter", x, indices, updates, **op.attrs)], [True]
+
+
+set_rules("scatter", jvp=scatter_jvp, vjp=scatter_vjp, batch=scatter_batch)
+
+
 # ---- in place -------------------------------------------------------------------------------
 # passes/in_place.py, the last pass, turns an update whose operand nothing reads afterwards into
 # its in-place form, and puts a `copy` before a loop whose carried array the loop updates in place
@@ -305,3 +561,5 @@ for plain, in_place in IN_PLACE_FORMS.items():
 
 define("copy", infer=lambda types, attrs, regions: [types[0]], reference=lambda x: x.copy(), num_operands=1,
        doc="the operand in a buffer of its own")
+linear("copy", lambda b, op, primals, ct: [ct])
+set_rules("copy", batch=batch_elementwise)

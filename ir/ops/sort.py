@@ -1,7 +1,8 @@
 """sort: sorts several arrays of one shape along a dimension by their first operands, as lax.sort."""
 import numpy as np
 
-from ..opdef import compute_dtype, define, fmt_types, require
+from ..opdef import compute_dtype, define, fmt_types, require, set_rules
+from .rules import is_differentiable
 
 
 def sort_infer(types, attrs, regions):
@@ -37,3 +38,34 @@ def sort(*operands, dimension, is_stable, num_keys):
 define("sort", infer=sort_infer, reference=sort, attrs={"dimension": "int", "is_stable": "bool", "num_keys": "int"},
        doc="sorts all operands along dimension by the first num_keys operands, lexicographically; "
            "NaNs last, -0.0 equal to 0.0; is_stable keeps the order of equal keys")
+
+
+def sort_jvp(b, op, primals, tangents, outs):
+    """The tangents ride along as more operands (not keys): each is permuted as its operand is."""
+    positions = [i for i, t in enumerate(tangents) if t is not None]
+    results = b.ops("sort", list(primals) + [tangents[i] for i in positions], op.attrs)
+    out_tangents = [None] * len(primals)
+    for i, t in zip(positions, results[len(primals):]):
+        out_tangents[i] = t
+    return out_tangents
+
+
+def sort_vjp(b, op, primals, outs, cts):
+    """Sorting the positions along with the keys gives the permutation; sorting the cotangents by
+    those positions puts each back where its element came from."""
+    dimension = op.attrs["dimension"]
+    shape = primals[0].type.shape
+    positions = b.op("iota", dtype="i64", shape=shape, dimension=dimension)
+    permutation = b.ops("sort", list(primals) + [positions], op.attrs)[-1]
+    back = {"dimension": dimension, "is_stable": True, "num_keys": 1}
+    return [None if ct is None or not is_differentiable(x.type) else b.ops("sort", [permutation, ct], back)[1]
+            for ct, x in zip(cts, primals)]
+
+
+def sort_batch(b, op, operands, batched):
+    operands = [b.move_batch_to_front(x, f) for x, f in zip(operands, batched)]
+    attrs = {**op.attrs, "dimension": op.attrs["dimension"] + 1}
+    return b.ops("sort", operands, attrs), [True] * len(operands)
+
+
+set_rules("sort", jvp=sort_jvp, vjp=sort_vjp, batch=sort_batch)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..types import FLOATS
 from .elementwise import binary, unary
+from .rules import batch_elementwise_ops, elementwise_derivatives
 
 EULER_GAMMA = 0.57721566490153286060651209008240243
 
@@ -75,6 +76,14 @@ unary("digamma", per_element(digamma), FLOATS, doc="Gamma'(x) / Gamma(x); NaN at
 unary("erfc", per_element(math.erfc), FLOATS, doc="1 - erf(x), accurate where erf(x) is near 1")
 unary("erf_inv", per_element(erf_inv), FLOATS, doc="the inverse of erf on [-1, 1]; +-inf at +-1, NaN outside")
 
+# lgamma' = digamma; digamma' = polygamma(1, x) = zeta(2, x); erfc' = -2/sqrt(pi) exp(-x^2);
+# erf_inv' = sqrt(pi)/2 exp(erf_inv(x)^2).
+elementwise_derivatives("lgamma", lambda b, p, out: b.op("digamma", p[0]))
+elementwise_derivatives("digamma", lambda b, p, out: b.op("zeta", b.full_like(p[0], 2), p[0]))
+elementwise_derivatives("erfc", lambda b, p, out: b.scale(b.op("exp", b.neg(b.mul(p[0], p[0]))), -2 / math.sqrt(math.pi)))
+elementwise_derivatives("erf_inv", lambda b, p, out: b.scale(b.op("exp", b.mul(out, out)), math.sqrt(math.pi) / 2))
+batch_elementwise_ops("lgamma", "digamma", "erfc", "erf_inv")
+
 
 # Euler-Maclaurin for the Hurwitz zeta function: ZETA_TERMS terms summed, then the integral, half
 # the next term and ZETA_BERNOULLI[j] (s)_(2j+1) a^(-s-2j-1), with B_2j / (2j)!.
@@ -112,6 +121,9 @@ def per_element_pair(fn):
 
 
 binary("zeta", per_element_pair(hurwitz_zeta), FLOATS, doc="the Hurwitz zeta function sum_n (q + n)^-x of (x, q)")
+# d zeta(x, q) / dq = -x zeta(x + 1, q); the derivative in x is not defined (as in JAX).
+elementwise_derivatives("zeta", None, lambda b, p, out: b.mul(b.neg(p[0]), b.op("zeta", b.add(p[0], b.full_like(p[0], 1)), p[1])))
+batch_elementwise_ops("zeta")
 
 
 # I_nu(x) e^-x for nu = 0, 1: the power series (positive terms) up to BESSEL_SERIES_END, where 90 terms
@@ -145,3 +157,18 @@ def bessel_ie(order: int, x: float) -> float:
 
 unary("bessel_i0e", per_element(lambda x: bessel_ie(0, x)), FLOATS, doc="exp(-|x|) I0(x)")
 unary("bessel_i1e", per_element(lambda x: bessel_ie(1, x)), FLOATS, doc="exp(-|x|) I1(x)")
+
+
+def bessel_i1e_derivative(b, primals, out):
+    """i1e' = i0e - i1e (sign(x) + 1/x), which is 1/2 at 0."""
+    x = primals[0]
+    at_zero = b.op("eq", x, b.zeros_like(x))
+    safe = b.select(at_zero, b.full_like(x, 1), x)
+    slope = b.op("sub", b.op("bessel_i0e", x), b.mul(out, b.add(b.op("sign", x), b.div(b.full_like(x, 1), safe))))
+    return b.select(at_zero, b.full_like(x, 0.5), slope)
+
+
+# i0e' = i1e - sign(x) i0e.
+elementwise_derivatives("bessel_i0e", lambda b, p, out: b.op("sub", b.op("bessel_i1e", p[0]), b.mul(b.op("sign", p[0]), out)))
+elementwise_derivatives("bessel_i1e", bessel_i1e_derivative)
+batch_elementwise_ops("bessel_i0e", "bessel_i1e")

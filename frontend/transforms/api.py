@@ -1,0 +1,124 @@
+"""JAX's top-level helpers around the transformations: eval_shape, ShapeDtypeStruct, make_jaxpr,
+block_until_ready, device_get, named_call, and jax.debug / pure_callback outside traced code."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ...ir.types import is_supported_dtype
+from ..jit import Jitted
+from ..pytree import tree_flatten, tree_map, tree_unflatten
+from ..tracing import Tracer, current_trace, located
+
+
+class ShapeDtypeStruct:
+    """jax.ShapeDtypeStruct: an array's shape and dtype, without its values."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, sharding=None, weak_type=False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
+        if not is_supported_dtype(self.dtype):
+            raise TypeError(f"ShapeDtypeStruct: unsupported dtype {self.dtype}")
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type)
+                == (other.shape, other.dtype, other.weak_type))
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+
+def stand_in(leaf):
+    """An argument standing for `leaf` while tracing: a ShapeDtypeStruct (or anything with a shape and
+    a dtype) becomes a zero-stride array of its type, which costs no memory."""
+    if isinstance(leaf, (np.ndarray, np.generic, Tracer, bool, int, float, complex)):
+        return leaf
+    if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
+        return np.broadcast_to(np.zeros((), leaf.dtype), tuple(leaf.shape))
+    return leaf
+
+
+def lower_abstract(fun, args, kwargs, static_argnums=()):
+    leaves, tree = tree_flatten((args, kwargs))
+    args, kwargs = tree_unflatten(tree, [stand_in(leaf) for leaf in leaves])
+    return Jitted(fun, static_argnums=static_argnums).lower(*args, **kwargs)
+
+
+def eval_shape(fun, *args, **kwargs):
+    """jax.eval_shape: fun's output as ShapeDtypeStructs, found by tracing it (nothing runs)."""
+    lowered = lower_abstract(fun, args, kwargs)
+    outs = [ShapeDtypeStruct(v.type.shape, v.type.numpy_dtype) for v in lowered.module.outputs]
+    return tree_unflatten(lowered.out_tree, outs)
+
+
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False, abstracted_axes=None):
+    """jax.make_jaxpr: `make_jaxpr(f)(*args)` is the traced graph-IR module (printable as text);
+    arguments may be ShapeDtypeStructs. With return_shape, also the output's ShapeDtypeStructs."""
+    @functools.wraps(fun)
+    def graph(*args, **kwargs):
+        lowered = lower_abstract(fun, args, kwargs, static_argnums)
+        if not return_shape:
+            return lowered.module
+        outs = [ShapeDtypeStruct(v.type.shape, v.type.numpy_dtype) for v in lowered.module.outputs]
+        return lowered.module, tree_unflatten(lowered.out_tree, outs)
+    return graph
+
+
+def block_until_ready(x):
+    """jax.block_until_ready: cdnajit's calls return when their results are written, so x itself."""
+    return x
+
+
+def device_get(x):
+    """jax.device_get: the pytree's arrays as numpy arrays (cdnajit's arrays are host numpy arrays)."""
+    return tree_map(np.asarray, x)
+
+
+def named_call(fun, *, name=None):
+    """jax.named_call: fun itself (cdnajit's graph IR has no named scopes; the ops keep their source lines)."""
+    return fun
+
+
+def host_only(what: str):
+    if current_trace() is not None:
+        raise NotImplementedError(located(f"{what} inside a traced function needs a host callback from compiled "
+                                          f"code, which cdnajit does not have; call it outside jit"))
+
+
+def debug_print(fmt: str, *args, **kwargs):
+    """jax.debug.print outside traced code: prints fmt.format(*args, **kwargs)."""
+    host_only("jax.debug.print")
+    print(fmt.format(*args, **kwargs))
+
+
+def debug_callback(callback, *args, **kwargs):
+    """jax.debug.callback outside traced code: calls callback(*args, **kwargs)."""
+    host_only("jax.debug.callback")
+    callback(*args, **kwargs)
+
+
+def pure_callback(callback, result_shape_dtypes, *args, vmap_method=None, **kwargs):
+    """jax.pure_callback outside traced code: callback's result, checked against result_shape_dtypes."""
+    host_only("jax.pure_callback")
+    result = callback(*args, **kwargs)
+    leaves, tree = tree_flatten(result)
+    expected, expected_tree = tree_flatten(result_shape_dtypes)
+    if tree != expected_tree:
+        raise TypeError(f"pure_callback: the callback returned a tree {tree}, expected {expected_tree}")
+    for leaf, want in zip(leaves, expected):
+        got = np.asarray(leaf)
+        if got.shape != tuple(want.shape) or got.dtype != np.dtype(want.dtype):
+            raise TypeError(f"pure_callback: the callback returned {got.dtype}{list(got.shape)}, expected "
+                            f"{np.dtype(want.dtype)}{list(want.shape)}")
+    return tree_unflatten(tree, [np.asarray(leaf) for leaf in leaves])

@@ -1,0 +1,205 @@
+"""The transformations' API as JAX users call it: argnums, has_aux, pytrees, nesting, custom rules,
+vmap's axes, tree_util and the top-level helpers, and JAX's errors for bad input naming the
+user's line. Run through the reference interpreter where the values are checked (one compiled
+smoke case)."""
+import numpy as np
+import pytest
+
+import cdnajit as cj
+import cdnajit.lax as lax
+import cdnajit.numpy as cnp
+
+X = np.linspace(0.1, 1.0, 4)
+
+
+def interpreted(fn):
+    return cj.jit(fn, backend="interpret")
+
+
+def test_grad_compiled_outside_jit():
+    np.testing.assert_allclose(cj.grad(lambda x: cnp.sum(cnp.sin(x)))(X), np.cos(X), rtol=1e-14)
+
+
+def test_argnums_has_aux_and_pytrees():
+    def f(a, b, c):
+        return cnp.sum(a["w"] * b[0]) + c, (a["w"] * 2, "aux")
+    run = interpreted(lambda a, b, c: cj.value_and_grad(lambda *xs: f(*xs)[0], argnums=(0, 1))(a, b, c))
+    value, (ga, gb) = run({"w": X}, (X ** 2,), 1.0)
+    np.testing.assert_allclose(value, np.sum(X ** 3) + 1)
+    np.testing.assert_allclose(ga["w"], X ** 2)
+    np.testing.assert_allclose(gb[0], X)
+    g, aux = interpreted(lambda x: cj.grad(lambda x: (cnp.sum(x ** 2), x * 3), has_aux=True)(x))(X)
+    np.testing.assert_allclose(g, 2 * X)
+    np.testing.assert_allclose(aux, 3 * X)
+
+
+def test_nested_transformations():
+    # d^2/dx^2 sin = -sin, per element by vmap of grad of grad; hessian of a quadratic form.
+    second = interpreted(cj.vmap(cj.grad(cj.grad(cnp.sin))))(X)
+    np.testing.assert_allclose(second, -np.sin(X), rtol=1e-13)
+    a = np.arange(9.).reshape(3, 3)
+    np.testing.assert_allclose(interpreted(cj.hessian(lambda x: x @ a @ x))(X[:3]), a + a.T, atol=1e-12)
+    # vmap of vmap: an outer product.
+    outer = interpreted(cj.vmap(cj.vmap(lambda x, y: x * y, in_axes=(None, 0)), in_axes=(0, None)))(X, X[:3])
+    np.testing.assert_allclose(outer, np.outer(X, X[:3]))
+
+
+def test_jvp_linearize_vjp():
+    out, tangent = interpreted(lambda x, t: cj.jvp(cnp.exp, (x,), (t,)))(X, np.ones(4))
+    np.testing.assert_allclose(tangent, np.exp(X))
+    out, f_jvp = cj.linearize(cnp.sin, X)
+    np.testing.assert_allclose(f_jvp(np.ones(4)), np.cos(X), rtol=1e-14)
+    out, pullback = cj.vjp(lambda x, y: x * y, X, 2 * X)
+    cx, cy = pullback(np.ones(4))
+    np.testing.assert_allclose(cx, 2 * X)
+    np.testing.assert_allclose(cy, X)
+
+
+def test_vmap_axes():
+    m = np.arange(12.).reshape(3, 4)
+    np.testing.assert_allclose(interpreted(cj.vmap(cnp.sum, in_axes=1))(m), m.sum(0))
+    np.testing.assert_allclose(interpreted(cj.vmap(lambda r: r * 2, out_axes=1))(m), (m * 2).T)
+    tree = interpreted(cj.vmap(lambda d: {"s": d["a"] + d["b"]}, in_axes=({"a": 0, "b": None},)))(
+        {"a": m, "b": np.ones(4)})
+    np.testing.assert_allclose(tree["s"], m + 1)
+    made = interpreted(cj.vmap(lambda: cnp.ones(2), axis_size=3))()
+    np.testing.assert_allclose(made, np.ones((3, 2)))
+
+
+def test_vmapped_matmul_is_one_dot_general():
+    w = np.ones((4, 5))
+    module = cj.make_jaxpr(cj.vmap(lambda x: x @ w))(np.ones((7, 4)))
+    assert [op.name for op in module.body.ops].count("dot_general") == 1
+    assert "while" not in str(module)
+
+
+def test_custom_rules_and_stop_gradient():
+    @cj.custom_jvp
+    def safe_log(x):
+        return cnp.log(x)
+    safe_log.defjvp(lambda p, t: (safe_log(p[0]), t[0] / cnp.maximum(p[0], 1.0)))
+    np.testing.assert_allclose(interpreted(cj.grad(lambda x: cnp.sum(safe_log(x))))(X), 1.0)
+
+    @cj.custom_vjp
+    def clip_gradient(x):
+        return x
+    clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (cnp.clip(g, -0.5, 0.5),))
+    np.testing.assert_allclose(interpreted(cj.grad(lambda x: cnp.sum(clip_gradient(x) * 3)))(X), 0.5)
+    np.testing.assert_allclose(interpreted(cj.grad(lambda x: cnp.sum(x * lax.stop_gradient(x))))(X), X)
+    remat = cj.checkpoint(lambda x: cnp.sin(cnp.sin(x)))
+    np.testing.assert_allclose(interpreted(cj.grad(lambda x: cnp.sum(remat(x))))(X), np.cos(np.sin(X)) * np.cos(X))
+
+
+def test_while_loop_forward_mode_only():
+    f = lambda x: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * x), (0, x))[1]
+    np.testing.assert_allclose(interpreted(cj.jacfwd(f))(X), np.diag(4 * X ** 3), atol=1e-14)
+    # A loop of static trip count (a counter from a constant, +1, below a constant) reverses through
+    # its stored carries; one whose end depends on values does not, as in JAX.
+    np.testing.assert_allclose(interpreted(cj.grad(lambda x: cnp.sum(f(x))))(X), 4 * X ** 3, rtol=1e-14)
+    data_bound = lambda x: lax.while_loop(lambda c: cnp.sum(c) < 10, lambda c: c * 2, x)
+    with pytest.raises(NotImplementedError, match="reverse-mode differentiation of a while_loop"):
+        interpreted(cj.grad(lambda x: cnp.sum(data_bound(x))))(X)
+
+
+def test_tree_util_and_helpers():
+    tu = cj.tree_util
+
+    @tu.register_pytree_node_class
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+        def tree_flatten(self):
+            return (self.a, self.b), "pair"
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            return cls(*children)
+    leaves, tree = tu.tree_flatten(Pair(1, (2, 3)))
+    assert leaves == [1, 2, 3] and tu.tree_unflatten(tree, [4, 5, 6]).b == (5, 6)
+    g = interpreted(cj.grad(lambda p: cnp.sum(p.a * p.b)))(Pair(X, 2 * X))
+    np.testing.assert_allclose(g.a, 2 * X)
+    partial = tu.Partial(lambda a, b: a * b, X)
+    np.testing.assert_allclose(interpreted(lambda p, y: p(y))(partial, X), X * X)
+    assert tu.tree_structure({"a": 1, "b": [2]}) == tu.tree_structure({"a": 0, "b": [0]})
+    shape = cj.eval_shape(lambda x: x @ x.T, cj.ShapeDtypeStruct((3, 4), np.float32))
+    assert shape == cj.ShapeDtypeStruct((3, 3), np.float32)
+    assert "dot_general" in str(cj.make_jaxpr(lambda x: x @ x.T)(cj.ShapeDtypeStruct((3, 4), np.float32)))
+    assert cj.block_until_ready(X) is X and isinstance(cj.device_get({"x": X})["x"], np.ndarray)
+
+
+def test_integer_tangents_are_zero():
+    out, tangent = interpreted(lambda x, t: cj.jvp(lambda x: x * 2, (x,), (t,)))(np.arange(3), np.arange(3))
+    np.testing.assert_array_equal(tangent, 0)
+
+
+# ---- bad input: JAX's errors, naming the line that made the call -------------------------------
+
+def test_grad_errors_name_the_users_line():
+    with pytest.raises(TypeError, match=r"Gradient only defined for scalar-output functions.*test_api.py"):
+        interpreted(cj.grad(lambda x: x * 2))(X)
+    with pytest.raises(TypeError, match=r"grad requires real-valued outputs.*int64.*test_api.py"):
+        interpreted(cj.grad(lambda x: cnp.sum(x).astype(int)))(X)
+    with pytest.raises(TypeError, match=r"grad requires real- or complex-valued inputs.*int64.*test_api.py"):
+        interpreted(cj.grad(lambda x: cnp.sum(x * 1.0)))(np.arange(3))
+
+
+def test_vmap_errors():
+    with pytest.raises(ValueError, match=r"(?s)vmap got inconsistent sizes for array axes to be mapped.*test_api.py"):
+        interpreted(cj.vmap(lambda a, b: a + b))(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match=r"in_axes specification must be a tree prefix.*test_api.py"):
+        interpreted(cj.vmap(lambda a, b: a + b, in_axes=(0, 0, 0)))(np.ones(3), np.ones(3))
+
+
+def test_custom_vjp_wrong_structure():
+    @cj.custom_vjp
+    def f(x, y):
+        return x * y
+    f.defvjp(lambda x, y: (x * y, (x, y)), lambda res, g: (g * res[1],))
+    with pytest.raises(TypeError, match=r"Custom VJP bwd rule must produce an output with the same container.*test_api.py"):
+        interpreted(cj.grad(lambda x: cnp.sum(f(x, x))))(X)
+
+
+def test_jacobians_with_aux_and_holomorphic_grad():
+    f = lambda x: (cnp.sin(x) * x[0], {"aux": x * 2})
+    for jacobian in (cj.jacfwd, cj.jacrev):
+        jac, aux = interpreted(jacobian(f, has_aux=True))(X)
+        expected = np.diag(np.cos(X) * X[0])
+        expected[:, 0] += np.sin(X)
+        np.testing.assert_allclose(jac, expected, rtol=1e-14)
+        np.testing.assert_allclose(aux["aux"], 2 * X)
+    z = np.array(1.5 + 0.5j)
+    np.testing.assert_allclose(interpreted(cj.grad(lambda z: z * z, holomorphic=True))(z), 2 * z)
+
+
+def test_custom_vmap_and_stop_gradient_under_vmap():
+    @cj.custom_batching.custom_vmap
+    def f(x):
+        return x * 2
+
+    @f.def_vmap
+    def rule(axis_size, in_batched, x):
+        return x * 3, in_batched[0]
+    np.testing.assert_allclose(interpreted(f)(X), 2 * X)
+    np.testing.assert_allclose(interpreted(cj.vmap(f))(X), 3 * X)
+    # vmap first, then grad: the batched stop_gradient still stops.
+    g = cj.grad(lambda x: cnp.sum(cj.vmap(cj.vmap(lambda v: v * lax.stop_gradient(v)))(x)))
+    np.testing.assert_allclose(interpreted(g)(np.ones((2, 3)) * 3), np.full((2, 3), 3.0))
+
+
+def test_vmap_of_dynamic_slices_with_batched_starts():
+    """Each lane's window (clamped into bounds, as dynamic_slice clamps) against a loop over lanes."""
+    xs = np.arange(3 * 5 * 4.).reshape(3, 5, 4)
+    starts = np.array([0, 2, 7])   # 7 is clamped to 3
+    window = lambda x, i: lax.dynamic_slice(x, (i, 1), (2, 3))
+    loop = np.stack([interpreted(window)(x, i) for x, i in zip(xs, starts)])
+    np.testing.assert_array_equal(interpreted(cj.vmap(window))(xs, starts), loop)
+    shared = np.stack([interpreted(window)(xs[0], i) for i in starts])
+    np.testing.assert_array_equal(interpreted(cj.vmap(window, in_axes=(None, 0)))(xs[0], starts), shared)
+    update = lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 1))
+    us = -np.ones((3, 2, 3))
+    loop = np.stack([interpreted(update)(x, u, i) for x, u, i in zip(xs, us, starts)])
+    np.testing.assert_array_equal(interpreted(cj.vmap(update))(xs, us, starts), loop)
+    grads = interpreted(cj.vmap(cj.grad(lambda x, i: cnp.sum(window(x, i) ** 2))))(xs, starts)
+    np.testing.assert_array_equal(grads, np.stack([interpreted(cj.grad(lambda x: cnp.sum(window(x, i) ** 2)))(x)
+                                                   for x, i in zip(xs, starts)]))

@@ -1,0 +1,55 @@
+"""The transformations whose results generate_jax_transforms.py stores (jax_transforms.json) and
+test_jax_transforms.py compares. Each case is a function of a namespace `ns` (ns.np: jax.numpy or
+cdnajit.numpy; ns.lax; ns.api: jax or cdnajit) returning a pytree of float64 arrays. Inputs are
+fixed formulas (no random generators, which differ between the two)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def ramp(*shape, scale=1.0, phase=0.0):
+    """A deterministic array of values in [-scale, scale]."""
+    n = int(np.prod(shape))
+    return (scale * np.sin(np.arange(n) * 0.7 + phase)).reshape(shape)
+
+
+def mlp_loss(ns):
+    def loss(params, x, y):
+        (w1, b1), (w2, b2) = params
+        h = ns.np.tanh(x @ w1 + b1)
+        return ns.np.mean((h @ w2 + b2 - y) ** 2)
+    return loss
+
+
+MLP_ARGS = (((ramp(5, 8, scale=0.5), ramp(8, phase=1.0)), (ramp(8, 3, scale=0.5, phase=2.0), ramp(3, phase=3.0))),
+            ramp(16, 5, phase=4.0), ramp(16, 3, phase=5.0))
+
+
+def rosenbrock(ns):
+    return lambda x: ns.np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def logistic_loss(ns):
+    return lambda w, x, y: ns.np.log1p(ns.np.exp(-y * ns.np.dot(x, w)))
+
+
+def rnn_loss(ns):
+    def loss(w, xs):
+        h, hs = ns.lax.scan(lambda h, x: (ns.np.tanh(w @ h + x), h), ns.np.zeros(4), xs)
+        return ns.np.sum(h ** 2) + ns.np.sum(hs)
+    return loss
+
+
+def branchy(ns):
+    return lambda x: ns.lax.cond(x[0] > 0, lambda v: ns.np.sin(v) * v, lambda v: ns.np.exp(v), x).sum()
+
+
+CASES = {
+    "mlp_value_and_grad": lambda ns: ns.api.value_and_grad(mlp_loss(ns))(*MLP_ARGS),
+    "rosenbrock_hessian": lambda ns: ns.api.hessian(rosenbrock(ns))(ramp(7, scale=1.2)),
+    "per_example_grads": lambda ns: ns.api.vmap(ns.api.grad(logistic_loss(ns)), in_axes=(None, 0, 0))(
+        ramp(6, phase=0.3), ramp(10, 6, phase=1.1), np.sign(ramp(10, phase=2.0))),
+    "rnn_grad": lambda ns: ns.api.grad(rnn_loss(ns))(ramp(4, 4, scale=0.4), ramp(5, 4, phase=0.5)),
+    "cond_grads": lambda ns: [ns.api.grad(branchy(ns))(ramp(3, phase=p)) for p in (0.5, 3.5)],
+    "jacfwd_jacrev": lambda ns: [ns.api.jacfwd(ns.np.sin)(ramp(3)), ns.api.jacrev(lambda x: x[::-1] * x)(ramp(4))],
+}
