@@ -1,5 +1,6 @@
-"""cdnajit.lax associative scans and the functions built like them: associative_scan, cumlogsumexp,
-reduce_xor (a pairwise tree) and top_k (a stable sort).
+"""cdnajit.lax associative scans and the functions built like them: associative_scan, cumlogsumexp
+(the prim library's scan with a logaddexp reducer for real floats), reduce_xor (a pairwise tree) and
+top_k (a stable sort).
 
 associative_scan is the odd/even recursion (Blelloch's work-efficient scan written with slices): combine
 neighbouring pairs, scan those halves recursively (the results at odd positions), then combine each
@@ -10,6 +11,7 @@ from __future__ import annotations
 import math
 
 from ..errors import TracingTypeError, TracingValueError
+from ..libs.prim.matcher import scan_along
 from .cnp.base import canonical_axis
 from .dtypes import is_inexact
 from .lax_elementwise import (abs, add, bitwise_and, bitwise_xor, eq, exp, log1p, max, neg, select, static_int,
@@ -17,7 +19,7 @@ from .lax_elementwise import (abs, add, bitwise_and, bitwise_xor, eq, exp, log1p
 from .lax_reduce import sort
 from .lax_shape import broadcasted_iota, concatenate, full, pad, reshape, rev, slice_in_dim, transpose
 from .pytree import tree_flatten, tree_unflatten
-from .tracing import Tracer, as_tracer, constant, located
+from .tracing import Tracer, as_tracer, bind, bind1, constant, located
 
 __all__ = ["associative_scan", "cumlogsumexp", "reduce_xor", "top_k", "approx_max_k", "approx_min_k"]
 
@@ -86,12 +88,32 @@ def logaddexp(a: Tracer, b: Tracer) -> Tracer:
     return add(largest, log1p(exp(gap)))
 
 
+class Tracing:
+    """Builds graph ops in the current trace, as a library matcher's match builds them (`op`, `ops`),
+    so the frontend can call a library's rewrite directly (libs/prim's scan_along)."""
+
+    @staticmethod
+    def op(name, *operands, **attrs):
+        return bind1(name, list(operands), attrs)
+
+    @staticmethod
+    def ops(name, *operands, **attrs):
+        return bind(name, list(operands), attrs)
+
+
 def cumlogsumexp(operand, axis=0, reverse=False):
-    """jax.lax.cumlogsumexp: the running log(sum(exp(x))) along axis, without overflow."""
+    """jax.lax.cumlogsumexp: the running log(sum(exp(x))) along axis, without overflow. Real floats: the
+    prim library's sequential logaddexp scan (reduce-then-scan for long rows); complex: the
+    associative scan of logaddexp."""
     operand = as_tracer(operand)
     if not is_inexact(operand.type.dtype):
         raise TracingTypeError(located(f"lax.cumlogsumexp needs a floating operand, got {operand.type}"))
-    return associative_scan(logaddexp, operand, reverse, axis)
+    if operand.ndim == 0:
+        raise TracingValueError(located(f"lax.cumlogsumexp needs an operand of rank at least 1, got {operand.type}"))
+    axis = canonical_axis(axis, operand.ndim, "lax.cumlogsumexp axis")
+    if operand.type.dtype in ("c64", "c128"):
+        return associative_scan(logaddexp, operand, reverse, axis)
+    return scan_along(Tracing, operand, "logaddexp", axis, bool(reverse))
 
 
 def reduce_xor(operand, axes):

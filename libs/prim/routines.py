@@ -161,10 +161,41 @@ def accumulator_type(x: TensorType) -> str:
     return "f32" if x.dtype in ("f16", "bf16") else x.dtype
 
 
+# The scans' reducers: the `cumulative` op's, and logaddexp (lax.cumlogsumexp; the frontend calls it).
+SCAN_REDUCERS = (*CUMULATIVE_UFUNCS, "logaddexp")
+
+
 def check_scan(name: str, x: TensorType, attrs):
-    require(attrs["reducer"] in CUMULATIVE_UFUNCS, f"prim.{name}: unknown reducer {attrs['reducer']!r}")
-    check_reducer(f"prim.{name}", x, attrs["reducer"])
+    reducer = attrs["reducer"]
+    require(reducer in SCAN_REDUCERS, f"prim.{name}: unknown reducer {reducer!r}; expected one of "
+                                      f"{', '.join(SCAN_REDUCERS)}")
+    if reducer == "logaddexp":
+        require(x.dtype in ("f16", "bf16", "f32", "f64"), f"prim.{name}: logaddexp scans floats, got {x}")
+    else:
+        check_reducer(f"prim.{name}", x, reducer)
     require(attrs.get("run_length", 1) > 0, f"prim.{name}: run_length must be positive")
+
+
+def logaddexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """log(exp(a) + exp(b)) as the scan kernel computes it: max + log1p(exp(-|a - b|)), equal operands
+    (infinities too) giving max + log 2."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.where(a == b, a.dtype.type(0), -np.abs(a - b))
+        return np.maximum(a, b) + np.log1p(np.exp(gap))
+
+
+def scan_identity(reducer: str, dtype: np.dtype):
+    return dtype.type(-np.inf) if reducer == "logaddexp" else reducer_identity(reducer, dtype)
+
+
+def accumulate(x: np.ndarray, reducer: str) -> np.ndarray:
+    """The inclusive scan of each row, element after element."""
+    if reducer != "logaddexp":
+        return cumulative(x, reducer=reducer, axis=1, reverse=False)
+    out = x.copy()
+    for j in range(1, x.shape[1]):
+        out[:, j] = logaddexp(out[:, j - 1], x[:, j])
+    return out
 
 
 def run_totals_infer(types, attrs):
@@ -185,7 +216,7 @@ def run_totals(x, *, reducer, run_length):
     totals = np.empty((rows, runs), compute_dtype(x.dtype))
     for u in range(runs):
         part = wide(x[:, u * run_length:(u + 1) * run_length])
-        totals[:, u] = cumulative(part, reducer=reducer, axis=1, reverse=False)[:, -1]
+        totals[:, u] = accumulate(part, reducer)[:, -1]
     return totals
 
 
@@ -201,14 +232,14 @@ def scanned(x, carry, reducer, exclusive):
     rows = x.shape[0]
     part = wide(x)
     if exclusive:
-        start = carry if carry is not None else np.full(rows, reducer_identity(reducer, part.dtype), part.dtype)
+        start = carry if carry is not None else np.full(rows, scan_identity(reducer, part.dtype), part.dtype)
         sequence = np.concatenate([start[:, None], part[:, :-1]], axis=1)
-        result = cumulative(sequence, reducer=reducer, axis=1, reverse=False)
+        result = accumulate(sequence, reducer)
     elif carry is not None:
         sequence = np.concatenate([carry[:, None], part], axis=1)
-        result = cumulative(sequence, reducer=reducer, axis=1, reverse=False)[:, 1:]
+        result = accumulate(sequence, reducer)[:, 1:]
     else:
-        result = cumulative(part, reducer=reducer, axis=1, reverse=False)
+        result = accumulate(part, reducer)
     return round_to(result, x.dtype)
 
 

@@ -202,3 +202,39 @@ def test_equal_bins_and_their_edges_given_count_alike():
     assert 'even = true' in even.lower(x).compile().as_text("optimized")
     searched = cj.jit(lambda a: cnp.histogram(a, bins=edges)[0])
     np.testing.assert_array_equal(counts, searched(x))
+
+
+@pytest.mark.parametrize("dtype, shape, axis, reverse", [
+    (np.float32, (3, 2 * RUN + 1), 1, False),          # few long rows: reduce-then-scan
+    (np.float64, (2 * RUN + 3,), 0, True),
+    pytest.param(np.float16, (300, 7), 0, False, marks=pytest.mark.slow),   # a row per work-item
+    pytest.param(ml_dtypes.bfloat16, (5, 9), 1, True, marks=pytest.mark.slow),
+    (np.float32, (0, 3), 0, False), (np.float64, (1,), 0, False)])
+def test_cumlogsumexp_is_a_logaddexp_scan(dtype, shape, axis, reverse):
+    """lax.cumlogsumexp of real floats is prim's scan with a logaddexp reducer, against numpy's
+    logaddexp.accumulate in f64 (with -inf, inf and NaN). Error model: logaddexp's derivative in each
+    operand is at most 1, so errors add: each step rounds max + log1p(exp(-gap)) to within
+    eps |result| + 3 eps (log1p and exp within an ulp each, the sum once), in the accumulator (f32 for
+    f16/bf16), plus one rounding to the dtype: n (eps_acc (|r| + 3)) + eps_dtype |r| with r the largest result."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(shape) * 8).astype(dtype)
+    flat = x.reshape(-1)
+    flat[::97] = -np.inf
+    flat[5::331] = np.inf
+    flat[7::1013] = np.nan
+    f = cj.jit(lambda a: lax.cumlogsumexp(a, axis=axis, reverse=reverse))
+    assert 'reducer = "logaddexp"' in f.lower(x).compile().as_text("optimized")
+    got = f(x)
+    wide = np.flip(x, axis).astype(np.float64) if reverse else x.astype(np.float64)
+    with np.errstate(invalid="ignore"):   # inf - inf in numpy's logaddexp: NaN, as the kernel's
+        want = np.logaddexp.accumulate(wide, axis=axis) if x.size else wide
+    want = np.flip(want, axis) if reverse else want
+    assert got.dtype == x.dtype and got.shape == x.shape
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(np.isfinite(got.astype(np.float64)), finite)
+    np.testing.assert_array_equal(got.astype(np.float64)[~finite], want[~finite])
+    if finite.any():
+        n, r = shape[axis], np.abs(want[finite]).max()
+        eps_acc = np.finfo(np.float64 if dtype == np.float64 else np.float32).eps
+        tolerance = n * eps_acc * (r + 3) + float(np.finfo(dtype).eps) * r
+        assert np.abs(got.astype(np.float64)[finite] - want[finite]).max() <= tolerance
