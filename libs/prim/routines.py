@@ -35,6 +35,12 @@ Histogram:
     `searchsorted(edges, x[i], side="right")` (NaN after every edge), one less where x[i] equals the
     last edge (the last bin is closed); slot 0 is below the first edge and slot len(edges) (past
     the end, not kept) above the last. Row u sums the weights of run u per slot, in element order.
+Segmented reduction:
+  - `segment_reduce(data, ids) {reducer, run_length, num_segments}` -> (runs, num_segments, inner),
+    accumulator dtype: data (n, inner), ids (n,) of an integer dtype; block u combines, from the
+    reducer's identity, the data rows of run u into row ids[i] of the block, in element order, rows
+    whose id is outside [0, num_segments) left out. The reduction of the blocks is the segmented
+    reduction (jax.ops.segment_*).
 """
 from __future__ import annotations
 
@@ -43,7 +49,7 @@ import numpy as np
 from ...ir.opdef import compute_dtype, fmt_types, require, round_to
 from ...ir.ops.library import Routine
 from ...ir.ops.reduce import CUMULATIVE_UFUNCS, check_reducer, cumulative, reducer_identity
-from ...ir.types import COMPLEXES, NUMPY_DTYPES, TensorType
+from ...ir.types import COMPLEXES, INTS, NUMPY_DTYPES, TensorType
 
 RADIX_BITS = 8
 RADIX = 1 << RADIX_BITS
@@ -295,6 +301,30 @@ def bin_counts(x, edges, *weights, run_length, even):
     return counts
 
 
+def segment_reduce_infer(types, attrs):
+    require(len(types) == 2 and types[0].ndim == 2 and types[1].ndim == 1 and types[1].shape[0] == types[0].shape[0],
+            f"prim.segment_reduce takes data (n, inner) and ids (n,), got {fmt_types(types)}")
+    data, ids = types
+    require(ids.dtype in INTS, f"prim.segment_reduce: ids must be integers, got {ids}")
+    require(data.dtype not in COMPLEXES and attrs["reducer"] in ("sum", "prod", "max", "min"),
+            f"prim.segment_reduce: a sum, prod, max or min of real data, got {attrs['reducer']} of {data}")
+    check_reducer("prim.segment_reduce", data, attrs["reducer"])
+    require(attrs["num_segments"] >= 0 and attrs["run_length"] > 0,
+            f"prim.segment_reduce: num_segments {attrs['num_segments']}, run_length {attrs['run_length']}")
+    return [TensorType(accumulator_type(data), (runs_of(data.shape[0], attrs["run_length"]), attrs["num_segments"],
+                                                data.shape[1]))]
+
+
+def segment_reduce(data, ids, *, reducer, run_length, num_segments):
+    part = wide(data)
+    blocks = np.full((runs_of(data.shape[0], run_length), num_segments, data.shape[1]),
+                     reducer_identity(reducer, part.dtype), part.dtype)
+    kept = (ids >= 0) & (ids < num_segments)
+    run = np.arange(data.shape[0]) // run_length
+    CUMULATIVE_UFUNCS[reducer].at(blocks, (run[kept], ids[kept]), part[kept])   # in element order, as the kernel
+    return blocks
+
+
 def row_passes(types, num_keys: int) -> list[tuple[int, int]]:
     """(key operand, shift) of every pass of an LSD sort by the first num_keys operands: the last
     key's digits first, least significant first."""
@@ -332,5 +362,7 @@ ROUTINES = {
     "scan": Routine({"reducer": "str", "exclusive": "bool"}, scan_infer, scan, "a sequential scan of each row"),
     "scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"}, scan_runs_infer, scan_runs,
                          "each run scanned from the carry of the runs before it"),
+    "segment_reduce": Routine({"reducer": "str", "run_length": "int", "num_segments": "int"}, segment_reduce_infer,
+                              segment_reduce, "per-run blocks of a segmented reduction"),
     "bin_counts": Routine({"run_length": "int", "even": "bool"}, bin_counts_infer, bin_counts, "per-run weight sums of each bin"),
 }
