@@ -15,10 +15,13 @@ import numpy as np
 
 from ...errors import ConcretizationError, TracingTypeError, TracingValueError
 from ...ir.types import NUMPY_DTYPES
+from ...libs.prim.matcher import scanned
+from ...libs.prim.select import RUN_LENGTH as SELECT_RUN_LENGTH
 from .. import lax_shape
 from ..dtypes import is_bool, is_inexact, is_integer
 from ..indexing import getitem, scatter
 from ..lax_elementwise import static_int
+from ..lax_scans import Tracing
 from ..tracing import Tracer, located
 from . import elementwise as el
 from . import reductions as red
@@ -59,11 +62,20 @@ def flattened(a):
 
 
 def packed(mask: Tracer, values: Tracer, size: int, fill) -> Tracer:
-    """values[mask] (mask and values along axis 0), the first `size` of them, then `fill`."""
-    position = red.cumsum(mask, dtype=DEFAULT_INT)
-    target = el.where(mask, el.subtract(position, 1), size)  # false elements land out of range: dropped
-    out = full((size,) + values.shape[1:], fill, values.type.dtype)
-    return scatter(out, target, values, "set", mode="drop")
+    """values[mask] (mask and values along axis 0), the first `size` of them, then `fill`: the prim
+    library's stream compaction (libs/prim/select.py): each run's count of the mask, their exclusive
+    scan (every run's first place) and their total, then one kernel writing the selected values."""
+    n = mask.shape[0]
+    rows = sh.reshape(values, (n, math.prod(values.shape[1:])))
+    counted = sh.reshape(convert(mask, "i64"), (1, n))
+    (counts,) = Tracing.ops("library_call", counted, library="prim", routine="run_totals", solution="",
+                            reducer="sum", run_length=SELECT_RUN_LENGTH)
+    places = sh.reshape(scanned(Tracing, counts, "sum", exclusive=True), (counts.shape[1],))
+    total = red.sum(counts)
+    fill = convert(asarray(fill), values.type.dtype)
+    out = Tracing.op("library_call", mask, rows, places, total, fill, library="prim", routine="select_runs",
+                     solution="", run_length=SELECT_RUN_LENGTH, size=size)
+    return sh.reshape(out, (size,) + values.shape[1:])
 
 
 def count_true(mask: Tracer) -> Tracer:

@@ -35,6 +35,11 @@ Histogram:
     `searchsorted(edges, x[i], side="right")` (NaN after every edge), one less where x[i] equals the
     last edge (the last bin is closed); slot 0 is below the first edge and slot len(edges) (past
     the end, not kept) above the last. Row u sums the weights of run u per slot, in element order.
+Stream compaction:
+  - `select_runs(mask, values, places, total, fill) {run_length, size}` -> (size, inner), values'
+    dtype: mask bool (n,), values (n, inner), places (runs,) the exclusive scan of each run's count
+    of true mask elements, total their sum, fill a scalar: values[mask] in order, the first `size`
+    of them, then `fill` (numpy's values[mask][:size], padded).
 Segmented reduction:
   - `segment_reduce(data, ids) {reducer, run_length, num_segments}` -> (runs, num_segments, inner),
     accumulator dtype: data (n, inner), ids (n,) of an integer dtype; block u combines, from the
@@ -325,6 +330,26 @@ def segment_reduce(data, ids, *, reducer, run_length, num_segments):
     return blocks
 
 
+def select_runs_infer(types, attrs):
+    require(len(types) == 5, f"prim.select_runs takes mask, values, places, total and fill, got {fmt_types(types)}")
+    mask, values, places, total, fill = types
+    n = mask.shape[0] if mask.ndim == 1 else -1
+    require(mask.dtype == "bool" and values.ndim == 2 and values.shape[0] == n
+            and places == TensorType("i64", (runs_of(n, attrs["run_length"]),)) and total == TensorType("i64", ())
+            and fill == TensorType(values.dtype, ()),
+            f"prim.select_runs: mask bool[n], values (n, inner), places i64[runs], total i64[] and a fill of the "
+            f"values' dtype, got {fmt_types(types)}")
+    require(attrs["size"] >= 0 and attrs["run_length"] > 0, f"prim.select_runs: size {attrs['size']}")
+    return [TensorType(values.dtype, (attrs["size"], values.shape[1]))]
+
+
+def select_runs(mask, values, places, total, fill, *, run_length, size):
+    out = np.full((size, values.shape[1]), fill, values.dtype)
+    selected = values[mask][:size]
+    out[:len(selected)] = selected
+    return out
+
+
 def row_passes(types, num_keys: int) -> list[tuple[int, int]]:
     """(key operand, shift) of every pass of an LSD sort by the first num_keys operands: the last
     key's digits first, least significant first."""
@@ -364,5 +389,7 @@ ROUTINES = {
                          "each run scanned from the carry of the runs before it"),
     "segment_reduce": Routine({"reducer": "str", "run_length": "int", "num_segments": "int"}, segment_reduce_infer,
                               segment_reduce, "per-run blocks of a segmented reduction"),
+    "select_runs": Routine({"run_length": "int", "size": "int"}, select_runs_infer, select_runs,
+                           "stream compaction of runs from their scanned places"),
     "bin_counts": Routine({"run_length": "int", "even": "bool"}, bin_counts_infer, bin_counts, "per-run weight sums of each bin"),
 }

@@ -238,3 +238,29 @@ def test_cumlogsumexp_is_a_logaddexp_scan(dtype, shape, axis, reverse):
         eps_acc = np.finfo(np.float64 if dtype == np.float64 else np.float32).eps
         tolerance = n * eps_acc * (r + 3) + float(np.finfo(dtype).eps) * r
         assert np.abs(got.astype(np.float64)[finite] - want[finite]).max() <= tolerance
+
+
+@pytest.mark.parametrize("dtype, n, size, density", [
+    ("int32", 3 * RUN + 5, 5000, 0.3),             # runs of one workgroup, size cutting the selection
+    ("float64", 65 * RUN + 3, 65 * RUN + 9, 0.5),  # across workgroups, size past the count: a filled tail
+    pytest.param("int8", RUN, RUN, 1.0, marks=pytest.mark.slow),
+    pytest.param("uint64", 1001, 2, 0.01, marks=pytest.mark.slow),
+    pytest.param(ml_dtypes.bfloat16, 5000, 7000, 0.9, marks=pytest.mark.slow),
+    ("bool", 0, 3, 0.5), ("float32", 100, 0, 0.5)])
+def test_stream_compaction_serves_nonzero_and_compress(dtype, n, size, density):
+    """cnp.nonzero / compress with size= are prim.select_runs: numpy's selection in order, cut to size,
+    then the fill (exact: values only move)."""
+    rng = np.random.default_rng(5)
+    condition = rng.random(n) < density
+    values = keys((n, 2), dtype, seed=6)
+    f = cj.jit(lambda c, v: (cnp.nonzero(c, size=size, fill_value=-1)[0],
+                             cnp.compress(c, v, axis=0, size=size, fill_value=3)))
+    assert f.lower(condition, values).compile().as_text("optimized").count('routine = "select_runs"') == 2
+    got_index, got_values = f(condition, values)
+    want_index = np.full(size, -1)
+    selected = np.flatnonzero(condition)[:size]
+    want_index[:selected.size] = selected
+    want_values = np.full((size, 2), 3, values.dtype)
+    want_values[:selected.size] = values[selected]
+    np.testing.assert_array_equal(got_index, want_index)
+    assert got_values.dtype == values.dtype and same_bits(got_values, want_values)
