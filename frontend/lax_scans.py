@@ -1,6 +1,6 @@
 """cdnajit.lax associative scans and the functions built like them: associative_scan, cumlogsumexp
 (the prim library's scan with a logaddexp reducer for real floats), reduce_xor (a pairwise tree) and
-top_k (a stable sort).
+top_k (the prim library's top_k_rows, or a stable sort).
 
 associative_scan is the odd/even recursion (Blelloch's work-efficient scan written with slices): combine
 neighbouring pairs, scan those halves recursively (the results at odd positions), then combine each
@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 
 from ..errors import TracingTypeError, TracingValueError
-from ..libs.prim.matcher import scan_along
+from ..libs.prim.matcher import MIN_RADIX_LENGTH, as_rows, from_rows, scan_along
+from ..libs.prim.routines import SORT_KEY_DTYPES
+from ..libs.prim.topk import MAX_K as MAX_TOP_K
 from .cnp.base import canonical_axis
 from .dtypes import is_inexact
 from .lax_elementwise import (abs, add, bitwise_and, bitwise_xor, eq, exp, log1p, max, neg, select, static_int,
@@ -138,7 +140,8 @@ def reduce_xor(operand, axes):
 
 def top_k(operand, k, *, axis=-1):
     """jax.lax.top_k: the k largest values along axis (NaN largest), descending, with their int32
-    indices; equal values keep index order. A stable ascending sort of the reversed array, reversed."""
+    indices; equal values keep index order. Rows of 1024 or more and k up to 32: the prim library's
+    one-pass top_k_rows; otherwise a stable ascending sort of the reversed array, reversed."""
     operand = as_tracer(operand)
     if operand.ndim == 0:
         raise TracingTypeError(located(f"lax.top_k needs an operand of rank at least 1, got {operand.type}"))
@@ -147,6 +150,10 @@ def top_k(operand, k, *, axis=-1):
     n = operand.shape[axis]
     if not 0 <= k <= n:
         raise TracingValueError(located(f"lax.top_k: k = {k} must be in [0, {n}] for {operand.type} along axis {axis}"))
+    if operand.type.dtype in SORT_KEY_DTYPES and k <= MAX_TOP_K and n >= MIN_RADIX_LENGTH:
+        (rows,) = as_rows(Tracing, [operand], axis)
+        top = Tracing.ops("library_call", rows, library="prim", routine="top_k_rows", solution="", k=k)
+        return tuple(from_rows(Tracing, top, operand.shape[:axis] + (k,) + operand.shape[axis + 1:], axis))
     indices = rev(broadcasted_iota("i32", operand.shape, axis), (axis,))
     values, order = sort((rev(operand, (axis,)), indices), axis, True, 1)
     return (slice_in_dim(rev(values, (axis,)), 0, k, 1, axis), slice_in_dim(rev(order, (axis,)), 0, k, 1, axis))

@@ -40,6 +40,10 @@ Stream compaction:
     dtype: mask bool (n,), values (n, inner), places (runs,) the exclusive scan of each run's count
     of true mask elements, total their sum, fill a scalar: values[mask] in order, the first `size`
     of them, then `fill` (numpy's values[mask][:size], padded).
+Top k:
+  - `top_k_rows(x) {k}` -> (values (rows, k), indices (rows, k) i32): each row's k largest in the
+    sort's order (`ordered_bits`: NaN largest, -0.0 equal to 0.0), descending, equal values in
+    index order (lax.top_k).
 Segmented reduction:
   - `segment_reduce(data, ids) {reducer, run_length, num_segments}` -> (runs, num_segments, inner),
     accumulator dtype: data (n, inner), ids (n,) of an integer dtype; block u combines, from the
@@ -350,6 +354,19 @@ def select_runs(mask, values, places, total, fill, *, run_length, size):
     return out
 
 
+def top_k_rows_infer(types, attrs):
+    check_rows("top_k_rows", types, 1)
+    (x,) = types
+    require(x.dtype in SORT_KEY_DTYPES and 0 <= attrs["k"] <= x.shape[1],
+            f"prim.top_k_rows: k = {attrs['k']} of rows of {x} (k at most the row's length, a sortable dtype)")
+    return [TensorType(x.dtype, (x.shape[0], attrs["k"])), TensorType("i32", (x.shape[0], attrs["k"]))]
+
+
+def top_k_rows(x, *, k):
+    order = np.argsort(~ordered_bits(x), axis=1, kind="stable")[:, :k]   # descending, ties in index order
+    return np.take_along_axis(x, order, axis=1), order.astype(np.int32)
+
+
 def row_passes(types, num_keys: int) -> list[tuple[int, int]]:
     """(key operand, shift) of every pass of an LSD sort by the first num_keys operands: the last
     key's digits first, least significant first."""
@@ -389,6 +406,7 @@ ROUTINES = {
                          "each run scanned from the carry of the runs before it"),
     "segment_reduce": Routine({"reducer": "str", "run_length": "int", "num_segments": "int"}, segment_reduce_infer,
                               segment_reduce, "per-run blocks of a segmented reduction"),
+    "top_k_rows": Routine({"k": "int"}, top_k_rows_infer, top_k_rows, "each row's k largest, descending"),
     "select_runs": Routine({"run_length": "int", "size": "int"}, select_runs_infer, select_runs,
                            "stream compaction of runs from their scanned places"),
     "bin_counts": Routine({"run_length": "int", "even": "bool"}, bin_counts_infer, bin_counts, "per-run weight sums of each bin"),

@@ -264,3 +264,25 @@ def test_stream_compaction_serves_nonzero_and_compress(dtype, n, size, density):
     want_values[:selected.size] = values[selected]
     np.testing.assert_array_equal(got_index, want_index)
     assert got_values.dtype == values.dtype and same_bits(got_values, want_values)
+
+
+@pytest.mark.parametrize("dtype, shape, axis, k", [
+    ("float32", (5000,), 0, 7), ("int32", (70, 1100), 1, 32),   # rows across workgroups (64 rows each)
+    pytest.param("float64", (1500, 3), 0, 1, marks=pytest.mark.slow),
+    pytest.param("float16", (2, 1024), 1, 0, marks=pytest.mark.slow),
+    pytest.param("uint8", (4, 3000), 1, 20, marks=pytest.mark.slow),
+    pytest.param(ml_dtypes.bfloat16, (1030,), 0, 5, marks=pytest.mark.slow)])
+def test_top_k_is_one_ordered_pass(dtype, shape, axis, k):
+    """lax.top_k of rows of 1024 or more (k <= 32) is prim.top_k_rows: numpy's stable descending
+    order (NaN largest, -0.0 equal to 0.0, equal values in index order) cut to k; exact."""
+    x = keys(shape, dtype, seed=8)
+    moved = np.moveaxis(x, axis, -1)
+    f = cj.jit(lambda a: lax.top_k(cnp.moveaxis(a, axis, -1), k))
+    assert 'routine = "top_k_rows"' in f.lower(x).compile().as_text("optimized")
+    values, indices = f(x)
+    wide = moved.astype(np.float64)
+    n = moved.shape[-1]
+    order = np.stack([np.lexsort((np.arange(n), -np.nan_to_num(row, nan=0.0), ~np.isnan(row)))
+                      for row in wide.reshape(-1, n)]).reshape(moved.shape)[..., :k]
+    np.testing.assert_array_equal(indices, order.astype(np.int32))
+    assert same_bits(values, np.take_along_axis(moved, order, axis=-1))
