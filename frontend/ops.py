@@ -12,23 +12,21 @@ is max(ids) + 1.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..errors import ConcretizationError, TracingValueError
 from ..ir.ops.reduce import reducer_identity
 from ..ir.types import COMPLEXES, NUMPY_DTYPES
-from ..libs.prim.segments import MAX_SEGMENTS, RUN_LENGTH
+from ..libs.prim.segments import MAX_SEGMENTS
 from .cnp import elementwise as el
-from .cnp import shaping as sh
 from .cnp.base import DEFAULT_INT, convert
 from .cnp.creation import asarray, full
+from .cnp.histograms import segment_blocks
 from .dtypes import is_integer
 from .eager import make_namespace_eager
 from .indexing import scatter
 from .lax_elementwise import static_int
-from .tracing import Tracer, bind1, located
+from .tracing import Tracer, located
 
 __all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min"]
 
@@ -61,16 +59,6 @@ def segment_reduction(name: str, reducer: str, scatter_reduction: str):
     segment.__name__ = segment.__qualname__ = name
     segment.__doc__ = f"jax.ops.{name}: the {reducer} of data's rows per segment id (see the module docstring)."
     return segment
-
-
-def segment_blocks(data: Tracer, ids: Tracer, num_segments: int, reducer: str) -> Tracer:
-    """prim.segment_reduce's per-run blocks of data rows (flattened to (n, inner)), reduced over the runs."""
-    rows = sh.reshape(data, (data.shape[0], math.prod(data.shape[1:])))
-    blocks = bind1("library_call", [rows, ids], {"library": "prim", "routine": "segment_reduce", "solution": "",
-                                                 "reducer": reducer, "run_length": RUN_LENGTH,
-                                                 "num_segments": num_segments})
-    reduced = bind1("reduce", [blocks], {"reducer": reducer, "axes": (0,)})
-    return sh.reshape(convert(reduced, data.type.dtype), (num_segments,) + data.shape[1:])
 
 
 segment_sum = segment_reduction("segment_sum", "sum", "add")
