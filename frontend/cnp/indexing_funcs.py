@@ -17,8 +17,8 @@ from ...errors import ConcretizationError, TracingTypeError, TracingValueError
 from ...ir.types import NUMPY_DTYPES
 from ...libs.prim.matcher import scanned
 from ...libs.prim.select import RUN_LENGTH as SELECT_RUN_LENGTH
-from .. import lax_shape
-from ..dtypes import is_bool, is_inexact, is_integer
+from .. import lax_elementwise, lax_shape
+from ..dtypes import is_bool, is_complex, is_inexact, is_integer
 from ..indexing import getitem, scatter
 from ..lax_elementwise import static_int
 from ..lax_scans import Tracing
@@ -65,8 +65,12 @@ def packed(mask: Tracer, values: Tracer, size: int, fill) -> Tracer:
     """values[mask] (mask and values along axis 0), the first `size` of them, then `fill`: the prim
     library's stream compaction (libs/prim/select.py): each run's count of the mask, their exclusive
     scan (every run's first place) and their total, then one kernel writing the selected values."""
-    n = mask.shape[0]
-    rows = sh.reshape(values, (n, math.prod(values.shape[1:])))
+    n, inner = mask.shape[0], math.prod(values.shape[1:])
+    if is_complex(values.type.dtype):   # each part on its own: the kernel moves real elements
+        fill = convert(asarray(fill), values.type.dtype)
+        return lax_elementwise.complex(packed(mask, el.real(values), size, el.real(fill)),
+                                       packed(mask, el.imag(values), size, el.imag(fill)))
+    rows = sh.reshape(values, (n, inner))
     counted = sh.reshape(convert(mask, "i64"), (1, n))
     (counts,) = Tracing.ops("library_call", counted, library="prim", routine="run_totals", solution="",
                             reducer="sum", run_length=SELECT_RUN_LENGTH)
