@@ -71,11 +71,14 @@ def packed(mask: Tracer, values: Tracer, size: int, fill) -> Tracer:
         return lax_elementwise.complex(packed(mask, el.real(values), size, el.real(fill)),
                                        packed(mask, el.imag(values), size, el.imag(fill)))
     rows = sh.reshape(values, (n, inner))
-    counted = sh.reshape(convert(mask, "i64"), (1, n))
+    # Counted as i32 where no count can pass 2^31 (half the traffic of i64); places and total are
+    # one number per run, widened to i64.
+    count_dtype = "i32" if n < 2 ** 31 else "i64"
+    counted = sh.reshape(convert(mask, count_dtype), (1, n))
     (counts,) = Tracing.ops("library_call", counted, library="prim", routine="run_totals", solution="",
                             reducer="sum", run_length=SELECT_RUN_LENGTH)
-    places = sh.reshape(scanned(Tracing, counts, "sum", exclusive=True), (counts.shape[1],))
-    total = red.sum(counts)
+    places = convert(sh.reshape(scanned(Tracing, counts, "sum", exclusive=True), (counts.shape[1],)), "i64")
+    total = convert(red.sum(counts), "i64")
     fill = convert(asarray(fill), values.type.dtype)
     out = Tracing.op("library_call", mask, rows, places, total, fill, library="prim", routine="select_runs",
                      solution="", run_length=SELECT_RUN_LENGTH, size=size)
