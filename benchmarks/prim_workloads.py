@@ -1,5 +1,6 @@
 """W14: the parallel primitives (libs/prim) as numpy and JAX users call them: sorts, a scan,
-unique with size= and a histogram, under cdnajit, numpy and JAX.
+unique with size= and a histogram, top_k, segment_sum and nonzero with size=, under cdnajit, numpy
+and JAX.
 
 Sorts and integer results are exact (tolerance (0, 0)); the float cumsum's order differs from
 numpy's sequential sum (reduce-then-scan), so it is held to the recursive-summation bound.
@@ -8,6 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+import cdnajit as cj
+import cdnajit.lax as lax
+import cdnajit.numpy as cnp
+import cdnajit.ops as ops
 from workloads import Case, Context, Workload, jax_call_x64, jitted_peers, rng
 
 F32_EPSILON = 2.0**-24   # unit roundoff of float32
@@ -96,6 +101,56 @@ def build_histogram(ctx: Context) -> Case:
     return Case((x,), ours, numpy=lambda x: numpy_fn(x).astype(np.float32), jax=jax_fn, tolerance=(0.0, 0.0))
 
 
+TOP_K, SEGMENTS, NONZERO_SIZE = 8, 1000, 1 << 22
+
+
+def size(ctx: Context) -> int:
+    return 1 << (16 if ctx.quick else 24)
+
+
+def build_top_k(ctx: Context) -> Case:
+    """lax.top_k (numpy: argpartition of the negated values, then a sort of the k; distinct values, so
+    the indices are unique)."""
+    x = rng(46).permutation(size(ctx)).astype(np.float32)
+
+    def numpy_fn(x):
+        top = np.argpartition(-x, TOP_K)[:TOP_K]
+        top = top[np.argsort(-x[top], kind="stable")]
+        return x[top], top.astype(np.int32)
+    jax_fn = ctx.jax.jit(lambda x: ctx.jax.lax.top_k(x, TOP_K)) if ctx.jax else None
+    return Case((x,), cj.jit(lambda x: lax.top_k(x, TOP_K)), numpy=numpy_fn, jax=jax_fn, tolerance=(0.0, 0.0))
+
+
+def build_segment_sum(ctx: Context) -> Case:
+    """cdnajit.ops.segment_sum (numpy: bincount with weights, in f64; JAX: jax.ops.segment_sum), f32
+    data: held to the recursive-summation bound over the largest segment."""
+    generator = rng(47)
+    x = generator.standard_normal(size(ctx)).astype(np.float32)
+    ids = generator.integers(0, SEGMENTS, x.size).astype(np.int32)
+    atol = 2 * x.size * F32_EPSILON * float(np.abs(x).sum())
+    jax_fn = ctx.jax.jit(lambda x, i: ctx.jax.ops.segment_sum(x, i, num_segments=SEGMENTS)) if ctx.jax else None
+    return Case((x, ids), cj.jit(lambda x, i: ops.segment_sum(x, i, num_segments=SEGMENTS)),
+                numpy=lambda x, i: np.bincount(i, weights=x, minlength=SEGMENTS).astype(np.float32), jax=jax_fn,
+                tolerance=(0.0, atol))
+
+
+def nonzero(xp, x):
+    return xp.nonzero(x, size=NONZERO_SIZE, fill_value=-1)[0]
+
+
+def build_nonzero(ctx: Context) -> Case:
+    """nonzero with size= of a 16 Mi f32 array with a quarter of it nonzero (stream compaction); JAX
+    under x64, so that its indices are int64 as numpy's and cdnajit's."""
+    x = rng(48).standard_normal(size(ctx)).astype(np.float32)
+    x[x < 0.67] = 0.0
+
+    def numpy_fn(x):
+        found = np.flatnonzero(x)[:NONZERO_SIZE]
+        return np.concatenate([found, np.full(NONZERO_SIZE - found.size, -1)])
+    ours, _, _ = jitted_peers(nonzero, ctx)
+    return Case((x,), ours, numpy=numpy_fn, jax=x64_jax(nonzero, ctx, (x,)), tolerance=(0.0, 0.0))
+
+
 PRIM_WORKLOADS = (
     Workload("W14.sort", "sort 16 Mi f32 (radix sort: 4 passes of digit histogram, scan, stable scatter)",
              build_sort),
@@ -105,4 +160,8 @@ PRIM_WORKLOADS = (
     Workload("W14.cumsum", "cumsum of 16 Mi f32 (reduce-then-scan of 4096-element runs)", build_cumsum),
     Workload("W14.unique", "unique of 4 Mi i32 with size=2^20", build_unique),
     Workload("W14.histogram", "histogram of 16 Mi f32 into 256 even bins", build_histogram),
+    Workload("W14.top_k", "lax.top_k of 16 Mi f32, k = 8 (one ordered insertion pass)", build_top_k),
+    Workload("W14.segment_sum", "ops.segment_sum of 16 Mi f32 into 1000 segments (per-run blocks)", build_segment_sum),
+    Workload("W14.nonzero", "nonzero of 16 Mi f32 (a quarter nonzero) with size=2^22 (stream compaction)",
+             build_nonzero),
 )

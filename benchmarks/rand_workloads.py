@@ -4,7 +4,9 @@
   threefry bits; numpy: default_rng().standard_normal, another generator and algorithm);
 - uniform_f64: `random.uniform(key, (16 Mi,))` float64 (JAX under x64; numpy: default_rng().random);
 - philox_uniform_f32: 16 Mi Philox4x32-10 uniforms from cj.libs.rand against numpy's
-  Generator(Philox).random(dtype=float32) (numpy's Philox is the 4x64 variant).
+  Generator(Philox).random(dtype=float32) (numpy's Philox is the 4x64 variant);
+- xorwow_uniform_f32, mrg32k3a_uniform_f32: 16 Mi uniforms of libs/rand's sequential generators
+  against numpy's default_rng().random(dtype=float32) (numpy has neither generator).
 Each peer generates its own stream: the check compares cdnajit with the stream it must reproduce
 (JAX's, or libs/rand's numpy reference), not with numpy's.
 """
@@ -94,6 +96,18 @@ def build_philox_uniform_f32(ctx: Context) -> Case:
                 tolerance=(0.0, 0.0))
 
 
+def sequential_uniform_f32(generator_name: str):
+    """cj.libs.rand's sequential generators against numpy's fastest uniform float32 (PCG64; numpy has
+    neither XORWOW nor MRG32k3a). Not checked here: the reference steps the generator in Python
+    (minutes at 16 Mi); tests/libs/test_rand.py checks the kernels against it bit for bit."""
+    def build(ctx: Context) -> Case:
+        n = size(ctx)
+        generator = np.random.default_rng(0)
+        return Case((np.uint64(1234),), cj.jit(lambda s: cj.libs.rand.generate(generator_name, (n,), seed=s)),
+                    numpy=lambda s: generator.random(n, dtype=np.float32), jax=None, tolerance=None)
+    return build
+
+
 RAND_WORKLOADS = (
     Workload("W13.normal_f32", "random.normal(key, (16 Mi,)) float32: threefry bits, erf_inv "
              "(numpy: default_rng().standard_normal)", build_normal_f32),
@@ -101,4 +115,8 @@ RAND_WORKLOADS = (
              "default_rng().random)", build_uniform_f64),
     Workload("W13.philox_uniform_f32", "cj.libs.rand Philox4x32-10 uniform, 16 Mi float32 (numpy: "
              "Generator(Philox).random, Philox4x64)", build_philox_uniform_f32),
+    Workload("W13.xorwow_uniform_f32", "cj.libs.rand XORWOW uniform, 16 Mi float32: runs of 4096 words a work-item "
+             "after a jump-matrix skip-ahead (numpy: default_rng().random(float32))", sequential_uniform_f32("xorwow")),
+    Workload("W13.mrg32k3a_uniform_f32", "cj.libs.rand MRG32k3a uniform, 16 Mi float32 (numpy: "
+             "default_rng().random(float32))", sequential_uniform_f32("mrg32k3a")),
 )

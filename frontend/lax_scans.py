@@ -1,5 +1,6 @@
-"""cdnajit.lax associative scans and the functions built like them: associative_scan, cumlogsumexp,
-reduce_xor (a pairwise tree) and top_k (a stable sort).
+"""cdnajit.lax associative scans and the functions built like them: associative_scan, cumlogsumexp
+(the prim library's scan with a logaddexp reducer for real floats), reduce_xor (a pairwise tree) and
+top_k (the prim library's top_k_rows, or a stable sort).
 
 associative_scan is the odd/even recursion (Blelloch's work-efficient scan written with slices): combine
 neighbouring pairs, scan those halves recursively (the results at odd positions), then combine each
@@ -10,14 +11,20 @@ from __future__ import annotations
 import math
 
 from ..errors import TracingTypeError, TracingValueError
+from ..ir.ops.reduce import reducer_identity
+from ..ir.types import NUMPY_DTYPES
+from ..libs.prim.matcher import FEW_ROWS, MIN_RADIX_LENGTH, as_rows, from_rows, scan_along
+from ..libs.prim.routines import SORT_KEY_DTYPES
+from ..libs.prim.topk import MAX_K as MAX_TOP_K
 from .cnp.base import canonical_axis
 from .dtypes import is_inexact
-from .lax_elementwise import (abs, add, bitwise_and, bitwise_xor, eq, exp, log1p, max, neg, select, static_int,
+from .lax_elementwise import (abs, add, bitwise_and, bitwise_xor, eq, exp, log1p, max, mul, neg, rem, select, static_int,
                               static_ints, sub)
-from .lax_reduce import sort
-from .lax_shape import broadcasted_iota, concatenate, full, pad, reshape, rev, slice_in_dim, transpose
+from .lax_reduce import reduce_max, sort
+from .lax_shape import (broadcast_in_dim, broadcasted_iota, concatenate, full, pad, reshape, rev, slice_in_dim,
+                        transpose)
 from .pytree import tree_flatten, tree_unflatten
-from .tracing import Tracer, as_tracer, constant, located
+from .tracing import Tracer, as_tracer, bind, bind1, constant, located
 
 __all__ = ["associative_scan", "cumlogsumexp", "reduce_xor", "top_k", "approx_max_k", "approx_min_k"]
 
@@ -86,12 +93,32 @@ def logaddexp(a: Tracer, b: Tracer) -> Tracer:
     return add(largest, log1p(exp(gap)))
 
 
+class Tracing:
+    """Builds graph ops in the current trace, as a library matcher's match builds them (`op`, `ops`),
+    so the frontend can call a library's rewrite directly (libs/prim's scan_along)."""
+
+    @staticmethod
+    def op(name, *operands, **attrs):
+        return bind1(name, list(operands), attrs)
+
+    @staticmethod
+    def ops(name, *operands, **attrs):
+        return bind(name, list(operands), attrs)
+
+
 def cumlogsumexp(operand, axis=0, reverse=False):
-    """jax.lax.cumlogsumexp: the running log(sum(exp(x))) along axis, without overflow."""
+    """jax.lax.cumlogsumexp: the running log(sum(exp(x))) along axis, without overflow. Real floats: the
+    prim library's sequential logaddexp scan (reduce-then-scan for long rows); complex: the
+    associative scan of logaddexp."""
     operand = as_tracer(operand)
     if not is_inexact(operand.type.dtype):
         raise TracingTypeError(located(f"lax.cumlogsumexp needs a floating operand, got {operand.type}"))
-    return associative_scan(logaddexp, operand, reverse, axis)
+    if operand.ndim == 0:
+        raise TracingValueError(located(f"lax.cumlogsumexp needs an operand of rank at least 1, got {operand.type}"))
+    axis = canonical_axis(axis, operand.ndim, "lax.cumlogsumexp axis")
+    if operand.type.dtype in ("c64", "c128"):
+        return associative_scan(logaddexp, operand, reverse, axis)
+    return scan_along(Tracing, operand, "logaddexp", axis, bool(reverse))
 
 
 def reduce_xor(operand, axes):
@@ -114,9 +141,35 @@ def reduce_xor(operand, axes):
     return reshape(x, kept_shape)
 
 
+CHUNKED_TOP_K_LENGTH = 1 << 16   # few rows this long: chunks of it run on many work-items (chunked_top_k)
+
+
+def chunked_top_k(rows: Tracer, k: int) -> list[Tracer]:
+    """top_k_rows of few long rows as two passes: each row cut into FEW_ROWS chunks (padded at the end
+    with the dtype's lowest value, which a real element of equal value precedes in index order), the
+    top k of every chunk, then the top k of those candidates; the candidates' row positions are then
+    picked by the second pass's indices (a one-hot selection over the few candidates)."""
+    count, n = rows.shape
+    chunk = -(-n // FEW_ROWS)
+    lowest = constant(reducer_identity("max", NUMPY_DTYPES[rows.type.dtype]), rows.type.dtype)
+    padded = pad(rows, lowest, [(0, 0, 0), (0, chunk * FEW_ROWS - n, 0)])
+    chunks = reshape(padded, (count * FEW_ROWS, chunk))
+    values, indices = Tracing.ops("library_call", chunks, library="prim", routine="top_k_rows", solution="", k=k)
+    first = mul(rem(broadcasted_iota("i32", (count * FEW_ROWS, k), 0), constant(FEW_ROWS, "i32")),
+                constant(chunk, "i32"))
+    candidates = reshape(values, (count, FEW_ROWS * k))
+    positions = reshape(add(indices, first), (count, FEW_ROWS * k))
+    best, picked = Tracing.ops("library_call", candidates, library="prim", routine="top_k_rows", solution="", k=k)
+    shape = (count, k, FEW_ROWS * k)
+    chosen = eq(broadcasted_iota("i32", shape, 2), broadcast_in_dim(picked, shape, (0, 1)))
+    spread = select(chosen, broadcast_in_dim(positions, shape, (0, 2)), full(shape, 0, "i32"))
+    return [best, reduce_max(spread, (2,))]
+
+
 def top_k(operand, k, *, axis=-1):
     """jax.lax.top_k: the k largest values along axis (NaN largest), descending, with their int32
-    indices; equal values keep index order. A stable ascending sort of the reversed array, reversed."""
+    indices; equal values keep index order. Rows of 1024 or more and k up to 32: the prim library's
+    one-pass top_k_rows; otherwise a stable ascending sort of the reversed array, reversed."""
     operand = as_tracer(operand)
     if operand.ndim == 0:
         raise TracingTypeError(located(f"lax.top_k needs an operand of rank at least 1, got {operand.type}"))
@@ -125,6 +178,12 @@ def top_k(operand, k, *, axis=-1):
     n = operand.shape[axis]
     if not 0 <= k <= n:
         raise TracingValueError(located(f"lax.top_k: k = {k} must be in [0, {n}] for {operand.type} along axis {axis}"))
+    if operand.type.dtype in SORT_KEY_DTYPES and k <= MAX_TOP_K and n >= MIN_RADIX_LENGTH:
+        (rows,) = as_rows(Tracing, [operand], axis)
+        top = Tracing.ops("library_call", rows, library="prim", routine="top_k_rows", solution="", k=k)
+        if rows.shape[0] < FEW_ROWS and n >= CHUNKED_TOP_K_LENGTH:
+            top = chunked_top_k(rows, k)
+        return tuple(from_rows(Tracing, top, operand.shape[:axis] + (k,) + operand.shape[axis + 1:], axis))
     indices = rev(broadcasted_iota("i32", operand.shape, axis), (axis,))
     values, order = sort((rev(operand, (axis,)), indices), axis, True, 1)
     return (slice_in_dim(rev(values, (axis,)), 0, k, 1, axis), slice_in_dim(rev(order, (axis,)), 0, k, 1, axis))

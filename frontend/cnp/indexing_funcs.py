@@ -15,10 +15,13 @@ import numpy as np
 
 from ...errors import ConcretizationError, TracingTypeError, TracingValueError
 from ...ir.types import NUMPY_DTYPES
-from .. import lax_shape
-from ..dtypes import is_bool, is_inexact, is_integer
+from ...libs.prim.matcher import scanned
+from ...libs.prim.select import RUN_LENGTH as SELECT_RUN_LENGTH
+from .. import lax_elementwise, lax_shape
+from ..dtypes import is_bool, is_complex, is_inexact, is_integer
 from ..indexing import getitem, scatter
 from ..lax_elementwise import static_int
+from ..lax_scans import Tracing
 from ..tracing import Tracer, located
 from . import elementwise as el
 from . import reductions as red
@@ -59,11 +62,27 @@ def flattened(a):
 
 
 def packed(mask: Tracer, values: Tracer, size: int, fill) -> Tracer:
-    """values[mask] (mask and values along axis 0), the first `size` of them, then `fill`."""
-    position = red.cumsum(mask, dtype=DEFAULT_INT)
-    target = el.where(mask, el.subtract(position, 1), size)  # false elements land out of range: dropped
-    out = full((size,) + values.shape[1:], fill, values.type.dtype)
-    return scatter(out, target, values, "set", mode="drop")
+    """values[mask] (mask and values along axis 0), the first `size` of them, then `fill`: the prim
+    library's stream compaction (libs/prim/select.py): each run's count of the mask, their exclusive
+    scan (every run's first place) and their total, then one kernel writing the selected values."""
+    n, inner = mask.shape[0], math.prod(values.shape[1:])
+    if is_complex(values.type.dtype):   # each part on its own: the kernel moves real elements
+        fill = convert(asarray(fill), values.type.dtype)
+        return lax_elementwise.complex(packed(mask, el.real(values), size, el.real(fill)),
+                                       packed(mask, el.imag(values), size, el.imag(fill)))
+    rows = sh.reshape(values, (n, inner))
+    # Counted as i32 where no count can pass 2^31 (half the traffic of i64); places and total are
+    # one number per run, widened to i64.
+    count_dtype = "i32" if n < 2 ** 31 else "i64"
+    counted = sh.reshape(convert(mask, count_dtype), (1, n))
+    (counts,) = Tracing.ops("library_call", counted, library="prim", routine="run_totals", solution="",
+                            reducer="sum", run_length=SELECT_RUN_LENGTH)
+    places = convert(sh.reshape(scanned(Tracing, counts, "sum", exclusive=True), (counts.shape[1],)), "i64")
+    total = convert(red.sum(counts), "i64")
+    fill = convert(asarray(fill), values.type.dtype)
+    out = Tracing.op("library_call", mask, rows, places, total, fill, library="prim", routine="select_runs",
+                     solution="", run_length=SELECT_RUN_LENGTH, size=size)
+    return sh.reshape(out, (size,) + values.shape[1:])
 
 
 def count_true(mask: Tracer) -> Tracer:

@@ -14,10 +14,10 @@ from .continuous import canonical_shape, compiled
 
 
 @compiled("generator", "shape", "distribution", "dtype", "mean", "stddev", "lam")
-def generate_call(seed, offset, directions, generator, shape, distribution, dtype, mean, stddev, lam):
+def generate_call(seed, offset, table, generator, shape, distribution, dtype, mean, stddev, lam):
     operands = [as_tracer(cnp.asarray(seed).astype("uint64")), as_tracer(cnp.asarray(offset).astype("uint64"))]
-    if directions is not None:
-        operands.append(as_tracer(directions))
+    if table is not None:
+        operands.append(as_tracer(table))
     return bind1("library_call", operands,
                  {"library": "rand", "routine": "generate", "solution": "", "generator": generator,
                   "distribution": distribution, "dtype": dtype, "shape": tuple(shape), "mean": mean,
@@ -27,13 +27,13 @@ def generate_call(seed, offset, directions, generator, shape, distribution, dtyp
 def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, dtype="float32", mean=0.0, stddev=1.0,
              lam=1.0):
     """Values of `distribution` ("bits": the raw 32-bit words as uint32, "uniform" in (0, 1], "normal", "log_normal", "poisson" as uint32) from
-    the generator's stream (rocRAND's "philox4x32_10", or "sobol32" quasi-random points of shape
-    (dimensions, n), "bits" or "uniform", which ignore the seed), starting `offset` values (points)
-    into the stream of `seed`. seed and offset may be traced; the rest are static."""
+    the generator's stream (rocRAND's "philox4x32_10", "xorwow", "mrg32k3a", or "sobol32" quasi-random
+    points of shape (dimensions, n), "bits" or "uniform", which ignore the seed), starting `offset`
+    values (points) into the stream of `seed`. seed and offset may be traced; the rest are static."""
     if generator not in routines.GENERATORS:
         raise NotImplementedError(located(
-            f"rand generator {generator!r}: only {', '.join(routines.GENERATORS)} are implemented (XORWOW, "
-            f"MRG32k3a and MT19937 are not yet)"))
+            f"rand generator {generator!r}: only {', '.join(routines.GENERATORS)} are implemented (MT19937 "
+            f"and MTGP32 are not)"))
     if distribution not in distributions.DISTRIBUTIONS:
         raise TracingValueError(located(
             f"rand distribution {distribution!r} is not one of {', '.join(distributions.DISTRIBUTIONS)}"))
@@ -45,12 +45,11 @@ def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, dtyp
     if isinstance(offset, int):
         offset = np.uint64(operator.index(offset))
     shape = canonical_shape(shape)
-    directions = None
     if generator == "sobol32":
         if len(shape) != 2 or not 1 <= shape[0] <= sobol.MAX_DIMENSIONS:
             raise TracingValueError(located(
                 f"rand.generate: sobol32 gives points of shape (dimensions, n) with 1 <= dimensions <= "
                 f"{sobol.MAX_DIMENSIONS} (Joe and Kuo's first direction numbers), got {shape}"))
-        directions = sobol.direction_numbers(shape[0])
-    return generate_call(seed, offset, directions, generator=generator, shape=canonical_shape(shape), distribution=distribution,
+    table = routines.table(generator, shape)
+    return generate_call(seed, offset, table, generator=generator, shape=canonical_shape(shape), distribution=distribution,
                          dtype=dtype_name(dtype), mean=float(mean), stddev=float(stddev), lam=float(lam))

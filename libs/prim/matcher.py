@@ -80,17 +80,22 @@ def radix_sorted(m, sort):
     return from_rows(m, rows, operands[0].type.shape, dimension)
 
 
-def scan_of(m, op):
-    """cumulative along an axis -> an inclusive scan of rows (reversed before and after if reverse)."""
-    (x,) = op.operands
-    axis = op.attrs["axis"]
-    if x.type.dtype in COMPLEXES:
-        return None
-    if op.attrs["reverse"]:
+def scan_along(m, x: Value, reducer: str, axis: int, reverse: bool) -> Value:
+    """The inclusive scan of x along axis (reversed before and after if reverse). `m` builds ops
+    (`op`, `ops`): a match here, the frontend's tracer for lax.cumlogsumexp."""
+    if reverse:
         x = m.op("rev", x, dimensions=(axis,))
     (rows,) = as_rows(m, [x], axis)
-    (result,) = from_rows(m, [scanned(m, rows, op.attrs["reducer"], exclusive=False)], x.type.shape, axis)
-    return m.op("rev", result, dimensions=(axis,)) if op.attrs["reverse"] else result
+    (result,) = from_rows(m, [scanned(m, rows, reducer, exclusive=False)], x.type.shape, axis)
+    return m.op("rev", result, dimensions=(axis,)) if reverse else result
+
+
+def scan_of(m, op):
+    """cumulative along an axis -> an inclusive scan of rows."""
+    (x,) = op.operands
+    if x.type.dtype in COMPLEXES:
+        return None
+    return scan_along(m, x, op.attrs["reducer"], op.attrs["axis"], op.attrs["reverse"])
 
 
 RULES = [

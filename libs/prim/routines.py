@@ -35,6 +35,21 @@ Histogram:
     `searchsorted(edges, x[i], side="right")` (NaN after every edge), one less where x[i] equals the
     last edge (the last bin is closed); slot 0 is below the first edge and slot len(edges) (past
     the end, not kept) above the last. Row u sums the weights of run u per slot, in element order.
+Stream compaction:
+  - `select_runs(mask, values, places, total, fill) {run_length, size}` -> (size, inner), values'
+    dtype: mask bool (n,), values (n, inner), places (runs,) the exclusive scan of each run's count
+    of true mask elements, total their sum, fill a scalar: values[mask] in order, the first `size`
+    of them, then `fill` (numpy's values[mask][:size], padded).
+Top k:
+  - `top_k_rows(x) {k}` -> (values (rows, k), indices (rows, k) i32): each row's k largest in the
+    sort's order (`ordered_bits`: NaN largest, -0.0 equal to 0.0), descending, equal values in
+    index order (lax.top_k).
+Segmented reduction:
+  - `segment_reduce(data, ids) {reducer, run_length, num_segments}` -> (runs, num_segments, inner),
+    accumulator dtype: data (n, inner), ids (n,) of an integer dtype; block u combines, from the
+    reducer's identity, the data rows of run u into row ids[i] of the block, in element order, rows
+    whose id is outside [0, num_segments) left out. The reduction of the blocks is the segmented
+    reduction (jax.ops.segment_*).
 """
 from __future__ import annotations
 
@@ -43,7 +58,7 @@ import numpy as np
 from ...ir.opdef import compute_dtype, fmt_types, require, round_to
 from ...ir.ops.library import Routine
 from ...ir.ops.reduce import CUMULATIVE_UFUNCS, check_reducer, cumulative, reducer_identity
-from ...ir.types import COMPLEXES, NUMPY_DTYPES, TensorType
+from ...ir.types import COMPLEXES, INTS, NUMPY_DTYPES, TensorType
 
 RADIX_BITS = 8
 RADIX = 1 << RADIX_BITS
@@ -161,10 +176,41 @@ def accumulator_type(x: TensorType) -> str:
     return "f32" if x.dtype in ("f16", "bf16") else x.dtype
 
 
+# The scans' reducers: the `cumulative` op's, and logaddexp (lax.cumlogsumexp; the frontend calls it).
+SCAN_REDUCERS = (*CUMULATIVE_UFUNCS, "logaddexp")
+
+
 def check_scan(name: str, x: TensorType, attrs):
-    require(attrs["reducer"] in CUMULATIVE_UFUNCS, f"prim.{name}: unknown reducer {attrs['reducer']!r}")
-    check_reducer(f"prim.{name}", x, attrs["reducer"])
+    reducer = attrs["reducer"]
+    require(reducer in SCAN_REDUCERS, f"prim.{name}: unknown reducer {reducer!r}; expected one of "
+                                      f"{', '.join(SCAN_REDUCERS)}")
+    if reducer == "logaddexp":
+        require(x.dtype in ("f16", "bf16", "f32", "f64"), f"prim.{name}: logaddexp scans floats, got {x}")
+    else:
+        check_reducer(f"prim.{name}", x, reducer)
     require(attrs.get("run_length", 1) > 0, f"prim.{name}: run_length must be positive")
+
+
+def logaddexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """log(exp(a) + exp(b)) as the scan kernel computes it: max + log1p(exp(-|a - b|)), equal operands
+    (infinities too) giving max + log 2."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.where(a == b, a.dtype.type(0), -np.abs(a - b))
+        return np.maximum(a, b) + np.log1p(np.exp(gap))
+
+
+def scan_identity(reducer: str, dtype: np.dtype):
+    return dtype.type(-np.inf) if reducer == "logaddexp" else reducer_identity(reducer, dtype)
+
+
+def accumulate(x: np.ndarray, reducer: str) -> np.ndarray:
+    """The inclusive scan of each row, element after element."""
+    if reducer != "logaddexp":
+        return cumulative(x, reducer=reducer, axis=1, reverse=False)
+    out = x.copy()
+    for j in range(1, x.shape[1]):
+        out[:, j] = logaddexp(out[:, j - 1], x[:, j])
+    return out
 
 
 def run_totals_infer(types, attrs):
@@ -185,7 +231,7 @@ def run_totals(x, *, reducer, run_length):
     totals = np.empty((rows, runs), compute_dtype(x.dtype))
     for u in range(runs):
         part = wide(x[:, u * run_length:(u + 1) * run_length])
-        totals[:, u] = cumulative(part, reducer=reducer, axis=1, reverse=False)[:, -1]
+        totals[:, u] = accumulate(part, reducer)[:, -1]
     return totals
 
 
@@ -201,14 +247,14 @@ def scanned(x, carry, reducer, exclusive):
     rows = x.shape[0]
     part = wide(x)
     if exclusive:
-        start = carry if carry is not None else np.full(rows, reducer_identity(reducer, part.dtype), part.dtype)
+        start = carry if carry is not None else np.full(rows, scan_identity(reducer, part.dtype), part.dtype)
         sequence = np.concatenate([start[:, None], part[:, :-1]], axis=1)
-        result = cumulative(sequence, reducer=reducer, axis=1, reverse=False)
+        result = accumulate(sequence, reducer)
     elif carry is not None:
         sequence = np.concatenate([carry[:, None], part], axis=1)
-        result = cumulative(sequence, reducer=reducer, axis=1, reverse=False)[:, 1:]
+        result = accumulate(sequence, reducer)[:, 1:]
     else:
-        result = cumulative(part, reducer=reducer, axis=1, reverse=False)
+        result = accumulate(part, reducer)
     return round_to(result, x.dtype)
 
 
@@ -264,6 +310,63 @@ def bin_counts(x, edges, *weights, run_length, even):
     return counts
 
 
+def segment_reduce_infer(types, attrs):
+    require(len(types) == 2 and types[0].ndim == 2 and types[1].ndim == 1 and types[1].shape[0] == types[0].shape[0],
+            f"prim.segment_reduce takes data (n, inner) and ids (n,), got {fmt_types(types)}")
+    data, ids = types
+    require(ids.dtype in INTS, f"prim.segment_reduce: ids must be integers, got {ids}")
+    require(data.dtype not in COMPLEXES and attrs["reducer"] in ("sum", "prod", "max", "min"),
+            f"prim.segment_reduce: a sum, prod, max or min of real data, got {attrs['reducer']} of {data}")
+    check_reducer("prim.segment_reduce", data, attrs["reducer"])
+    require(attrs["num_segments"] >= 0 and attrs["run_length"] > 0,
+            f"prim.segment_reduce: num_segments {attrs['num_segments']}, run_length {attrs['run_length']}")
+    return [TensorType(accumulator_type(data), (runs_of(data.shape[0], attrs["run_length"]), attrs["num_segments"],
+                                                data.shape[1]))]
+
+
+def segment_reduce(data, ids, *, reducer, run_length, num_segments):
+    part = wide(data)
+    blocks = np.full((runs_of(data.shape[0], run_length), num_segments, data.shape[1]),
+                     reducer_identity(reducer, part.dtype), part.dtype)
+    kept = (ids >= 0) & (ids < num_segments)
+    run = np.arange(data.shape[0]) // run_length
+    CUMULATIVE_UFUNCS[reducer].at(blocks, (run[kept], ids[kept]), part[kept])   # in element order, as the kernel
+    return blocks
+
+
+def select_runs_infer(types, attrs):
+    require(len(types) == 5, f"prim.select_runs takes mask, values, places, total and fill, got {fmt_types(types)}")
+    mask, values, places, total, fill = types
+    n = mask.shape[0] if mask.ndim == 1 else -1
+    require(mask.dtype == "bool" and values.ndim == 2 and values.shape[0] == n
+            and places == TensorType("i64", (runs_of(n, attrs["run_length"]),)) and total == TensorType("i64", ())
+            and fill == TensorType(values.dtype, ()),
+            f"prim.select_runs: mask bool[n], values (n, inner), places i64[runs], total i64[] and a fill of the "
+            f"values' dtype, got {fmt_types(types)}")
+    require(attrs["size"] >= 0 and attrs["run_length"] > 0, f"prim.select_runs: size {attrs['size']}")
+    return [TensorType(values.dtype, (attrs["size"], values.shape[1]))]
+
+
+def select_runs(mask, values, places, total, fill, *, run_length, size):
+    out = np.full((size, values.shape[1]), fill, values.dtype)
+    selected = values[mask][:size]
+    out[:len(selected)] = selected
+    return out
+
+
+def top_k_rows_infer(types, attrs):
+    check_rows("top_k_rows", types, 1)
+    (x,) = types
+    require(x.dtype in SORT_KEY_DTYPES and 0 <= attrs["k"] <= x.shape[1],
+            f"prim.top_k_rows: k = {attrs['k']} of rows of {x} (k at most the row's length, a sortable dtype)")
+    return [TensorType(x.dtype, (x.shape[0], attrs["k"])), TensorType("i32", (x.shape[0], attrs["k"]))]
+
+
+def top_k_rows(x, *, k):
+    order = np.argsort(~ordered_bits(x), axis=1, kind="stable")[:, :k]   # descending, ties in index order
+    return np.take_along_axis(x, order, axis=1), order.astype(np.int32)
+
+
 def row_passes(types, num_keys: int) -> list[tuple[int, int]]:
     """(key operand, shift) of every pass of an LSD sort by the first num_keys operands: the last
     key's digits first, least significant first."""
@@ -301,5 +404,10 @@ ROUTINES = {
     "scan": Routine({"reducer": "str", "exclusive": "bool"}, scan_infer, scan, "a sequential scan of each row"),
     "scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"}, scan_runs_infer, scan_runs,
                          "each run scanned from the carry of the runs before it"),
+    "segment_reduce": Routine({"reducer": "str", "run_length": "int", "num_segments": "int"}, segment_reduce_infer,
+                              segment_reduce, "per-run blocks of a segmented reduction"),
+    "top_k_rows": Routine({"k": "int"}, top_k_rows_infer, top_k_rows, "each row's k largest, descending"),
+    "select_runs": Routine({"run_length": "int", "size": "int"}, select_runs_infer, select_runs,
+                           "stream compaction of runs from their scanned places"),
     "bin_counts": Routine({"run_length": "int", "even": "bool"}, bin_counts_infer, bin_counts, "per-run weight sums of each bin"),
 }

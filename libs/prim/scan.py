@@ -13,6 +13,8 @@ Reduce-then-scan reads the input twice instead of once and needs no such promise
 """
 from __future__ import annotations
 
+import math
+
 from ...ir import kernel as K
 from ...ir.core import Op
 from ...lowering.elemental import identity_const
@@ -21,6 +23,18 @@ from ...lowering.emitters import operand_buffers
 from .routines import accumulator_type, index_dtype_of
 
 ITEMS = 64   # work-items (runs, or rows for `scan`) per workgroup
+
+
+def combine_scan(reducer: str, a: K.Expr, b: K.Expr) -> K.Expr:
+    """a <reducer> b; logaddexp as routines.logaddexp: max + log1p(exp(-|a - b|)), 0 for equal operands."""
+    if reducer != "logaddexp":
+        return combine(reducer, a, b)
+    gap = K.select(a.eq(b), K.Const(0.0, a.dtype), -K.abs(a - b))
+    return K.maximum(a, b) + K.log1p(K.exp(gap))
+
+
+def scan_identity(reducer: str, dtype: str) -> K.Const:
+    return K.Const(-math.inf, dtype) if reducer == "logaddexp" else identity_const(reducer, dtype)
 
 
 def scan_kernel(op: Op, name: str) -> K.Kernel:
@@ -48,7 +62,7 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
     source, result = params[0], params[-1]
     element = lambda at: source[row * length + at].cast(acc_dtype)
     put = lambda at, value: K.Store(result, row * length + at, value.cast(x.dtype))
-    fold = lambda: K.Assign(acc, combine(reducer, acc, element(j)))
+    fold = lambda: K.Assign(acc, combine_scan(reducer, acc, element(j)))
     if routine == "run_totals":
         walk = [K.Let(acc, element(start)), K.For(j, start + 1, stop, 1, [fold()]),
                 K.Store(result, row * runs + run, acc)]
@@ -56,7 +70,7 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
         carried = run > 0
         carry = params[1][row * runs + run] if routine == "scan_runs" else None
         if exclusive:
-            first = identity_const(reducer, acc_dtype)
+            first = scan_identity(reducer, acc_dtype)
             walk = [K.Let(acc, first if carry is None else K.select(carried, carry, first)),
                     K.For(j, start, stop, 1, [put(j, acc), fold()])]
         elif carry is None:

@@ -1,16 +1,21 @@
 """What the rand library tells the compiler about a `library_call rand.generate`: its solution (the
-generator, distribution and dtype: the code) and its kernel, one work-item per generator block
-(four 32-bit words) writing that block's values. The size, the distribution's parameters and the
-Poisson loop's length are scalar parameters, the seed and offset operands: one kernel per solution."""
+generator, distribution and dtype: the code) and its kernel. Philox: one work-item per generator block
+(four 32-bit words) writing that block's values. Sequential generators (XORWOW, MRG32k3a): one
+work-item per run of BLOCKS_PER_ITEM blocks, which skips ahead to its run's first word with the jump
+matrices (one matrix-vector product per set bit of the word's index) and then steps through the run.
+The size, the distribution's parameters and the Poisson loop's length are scalar parameters, the seed
+and offset operands: one kernel per solution."""
 from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.targets import Target
 from ...lowering.emitters import operand_buffers
-from . import distributions, philox, sobol
+from . import distributions, mrg32k3a, philox, sobol, xorwow
 
 WORKGROUP_ITEMS = 256
+BLOCKS_PER_ITEM = 1024     # a sequential generator's run: its jump (up to 64 matrix products) is then
+                           # a few operations per word
 
 
 def solution_name(op: Op) -> str:
@@ -25,6 +30,9 @@ def select(op: Op, target: Target) -> str:
 def explain(op: Op, target: Target) -> tuple[str, str]:
     if op.attrs["generator"] == "sobol32":
         return solution_name(op), "one work-item per value: the xor of direction numbers over a Gray code"
+    if op.attrs["generator"] in ("xorwow", "mrg32k3a"):
+        return solution_name(op), (f"one work-item per run of {BLOCKS_PER_ITEM} blocks of 4 words: skip-ahead by "
+                                   f"jump matrices, then {4 * BLOCKS_PER_ITEM} sequential steps")
     per_block = 4 // distributions.words_per_value(op.attrs["distribution"], op.attrs["dtype"])
     return solution_name(op), f"one work-item per Philox block of 4 words: {per_block} values each"
 
@@ -32,17 +40,18 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
 class Body:
     """The statements of a work-item, with a fresh variable per named intermediate."""
 
-    def __init__(self):
+    def __init__(self, prefix: str = "v"):
         self.stmts: list[K.Stmt] = []
+        self.prefix = prefix
 
     def let(self, expr: K.Expr) -> K.Var:
-        var = K.Var(f"v{len(self.stmts)}", expr.dtype)
+        var = K.Var(f"{self.prefix}{len(self.stmts)}", expr.dtype)
         self.stmts.append(K.Let(var, expr))
         return var
 
     def poisson_loop(self, u: K.Expr, lam: K.Expr, terms: K.Expr) -> K.Var:
         """The CDF's sequential search (distributions.poisson_numpy, the same arithmetic)."""
-        n = len(self.stmts)
+        n = f"{self.prefix}{len(self.stmts)}"
         k, p, cdf, i = K.Var(f"k{n}", "u32"), K.Var(f"p{n}", "f64"), K.Var(f"c{n}", "f64"), K.Var(f"i{n}", "i64")
         self.stmts += [K.Let(k, K.Const(0, "u32")), K.Let(p, K.exp(-lam)), K.Let(cdf, p),
                        K.For(i, 1, terms + 1, 1, [K.Assign(k, K.select(u > cdf, i.cast("u32"), k)),
@@ -52,7 +61,10 @@ class Body:
 
 
 def emit(op: Op, name: str, target: Target) -> K.Kernel:
-    return (emit_sobol if op.attrs["generator"] == "sobol32" else emit_philox)(op, name)
+    generator = op.attrs["generator"]
+    if generator in SEQUENTIAL:
+        return emit_sequential(op, name, SEQUENTIAL[generator])
+    return (emit_sobol if generator == "sobol32" else emit_philox)(op, name)
 
 
 def emit_sobol(op: Op, name: str) -> K.Kernel:
@@ -81,15 +93,96 @@ def emit_sobol(op: Op, name: str) -> K.Kernel:
                     arguments=[("count", max(1, points)), ("dimensions", max(1, dims))])
 
 
+class Scalars:
+    """A generate kernel's scalar parameters: the count, the distribution's parameters, the arguments."""
+
+    def __init__(self, op: Op):
+        a = op.attrs
+        self.count = K.ScalarParam("count", "i64")
+        self.mean, self.stddev = K.ScalarParam("mean", "f64"), K.ScalarParam("stddev", "f64")
+        self.lam, self.terms = K.ScalarParam("lam", "f64"), K.ScalarParam("terms", "i64")
+        self.params = {"bits": [self.count], "uniform": [self.count], "normal": [self.count, self.mean, self.stddev],
+                       "log_normal": [self.count, self.mean, self.stddev],
+                       "poisson": [self.count, self.lam, self.terms]}[a["distribution"]]
+        values = {"count": max(1, _size(op)), "mean": a["mean"], "stddev": a["stddev"], "lam": a["lam"],
+                  "terms": distributions.poisson_terms(a["lam"])}
+        self.arguments = [(s.name, values[s.name]) for s in self.params]
+
+    def values(self, op: Op, words: list[K.Expr], body: Body) -> list[K.Expr]:
+        return distributions.values_kernel(words, op.attrs["distribution"], op.attrs["dtype"], self.mean, self.stddev,
+                                           self.lam, self.terms, body.let, body.poisson_loop)
+
+
+SEQUENTIAL = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}
+
+
+def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
+    """Work-item t runs blocks [t B, (t + 1) B) of the call (B = BLOCKS_PER_ITEM), block b being words
+    4 (first + b) .. 4 (first + b) + 3 of the stream, first = offset / values per block; the state is
+    seeded, jumped to the run's first word, then stepped four words a block."""
+    a = op.attrs
+    per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"])
+    scalars = Scalars(op)
+    count = scalars.count
+    seed_in, offset_in, table, out = operand_buffers(op)
+    table = K.GlobalBuffer(table.name, table.dtype, table.count, readonly=True)
+    out = K.GlobalBuffer(out.name, out.dtype, count)
+    blocks = count / per_block + 2             # enough blocks for any offset's misalignment
+    items = K.ceil_div(blocks, BLOCKS_PER_ITEM)
+    body = Body()
+    t = body.let(K.workgroup_id(0).cast("i64") * WORKGROUP_ITEMS + K.workitem_id(0).cast("i64"))
+    offset = body.let(offset_in[0])
+    skip = body.let((offset % K.Const(per_block, "u64")).cast("i64"))
+    first_word = body.let((offset / K.Const(per_block, "u64") + (t * BLOCKS_PER_ITEM).cast("u64")) * K.Const(4, "u64"))
+    state = [body.let(v) for v in _flatten(generator.seeded_kernel(body.let(seed_in[0]), body.let))]
+    shape = _state_shape(generator)
+    state_vars = _unflatten(state, shape)
+    jump = generator.jump_kernel(*state_vars, first_word, table, "j")
+    step = Body("s")
+    current = state_vars
+    words = []
+    for _ in range(4):
+        word, *current = generator.step_kernel(*current, step.let)
+        words.append(word)
+    values = scalars.values(op, words, step)
+    b = K.Var("b", "i64")
+    stores = []
+    for j, value in enumerate(values):
+        e = K.Var(f"e{j}", "i64")
+        stores += [K.Let(e, (t * BLOCKS_PER_ITEM + b) * per_block + j - skip),
+                   K.If((e >= 0) & (e < count), [K.Store(out, e, value)])]
+    advance = [K.Assign(var, value) for var, value in zip(state, _flatten(tuple(current)))]
+    run = K.For(b, 0, BLOCKS_PER_ITEM, 1, [*step.stmts, *stores, *advance])
+    return K.Kernel(name, params=[seed_in, offset_in, table, out, *scalars.params],
+                    grid=(K.ceil_div(items, WORKGROUP_ITEMS),), workgroup_size=(WORKGROUP_ITEMS,),
+                    body=[*body.stmts, K.If(t < items, [*jump, run])], arguments=scalars.arguments)
+
+
+def _state_shape(generator) -> tuple[int, ...]:
+    """The lengths of the state's parts: XORWOW (register of 5, counter), MRG32k3a (3, 3)."""
+    return (xorwow.WORDS, 0) if generator is xorwow else (3, 3)
+
+
+def _flatten(parts) -> list[K.Expr]:
+    """A state (lists of words, or a lone word as XORWOW's counter) as one list."""
+    return [w for part in parts for w in (part if isinstance(part, list) else [part])]
+
+
+def _unflatten(words: list, shape: tuple[int, ...]):
+    """The inverse of _flatten: a part of length 0 is a lone word."""
+    parts, i = [], 0
+    for length in shape:
+        parts.append(words[i:i + length] if length else words[i])
+        i += max(1, length)
+    return parts
+
+
 def emit_philox(op: Op, name: str) -> K.Kernel:
     a = op.attrs
     distribution, dtype = a["distribution"], a["dtype"]
     per_block = 4 // distributions.words_per_value(distribution, dtype)
-    count = K.ScalarParam("count", "i64")
-    mean, stddev = K.ScalarParam("mean", "f64"), K.ScalarParam("stddev", "f64")
-    lam, terms = K.ScalarParam("lam", "f64"), K.ScalarParam("terms", "i64")
-    scalars = {"bits": [count], "uniform": [count], "normal": [count, mean, stddev], "log_normal": [count, mean, stddev],
-               "poisson": [count, lam, terms]}[distribution]
+    scalars = Scalars(op)
+    count = scalars.count
     seed_in, offset_in, out = operand_buffers(op)
     out = K.GlobalBuffer(out.name, out.dtype, count)
     items = count / per_block + 2             # enough blocks for any offset's misalignment
@@ -102,19 +195,15 @@ def emit_philox(op: Op, name: str) -> K.Kernel:
                K.Const(0, "u32"), K.Const(0, "u32")]
     key = [body.let(seed.cast("u32")), body.let((seed >> K.Const(32, "u64")).cast("u32"))]
     words = philox.rounds_kernel(counter, key, body.let)
-    values = distributions.values_kernel(words, distribution, dtype, mean, stddev, lam, terms, body.let,
-                                         body.poisson_loop)
+    values = scalars.values(op, words, body)
     stores = []
     for j, value in enumerate(values):
         e = K.Var(f"e{j}", "i64")
         stores += [K.Let(e, t * per_block + j - skip),
                    K.If((e >= 0) & (e < count), [K.Store(out, e, value)])]
-    arguments = {"count": max(1, _size(op)), "mean": a["mean"], "stddev": a["stddev"], "lam": a["lam"],
-                 "terms": distributions.poisson_terms(a["lam"])}
-    return K.Kernel(name, params=[seed_in, offset_in, out, *scalars], grid=(K.ceil_div(items, WORKGROUP_ITEMS),),
+    return K.Kernel(name, params=[seed_in, offset_in, out, *scalars.params], grid=(K.ceil_div(items, WORKGROUP_ITEMS),),
                     workgroup_size=(WORKGROUP_ITEMS,),
-                    body=[*body.stmts, K.If(t < items, stores)],
-                    arguments=[(s.name, arguments[s.name]) for s in scalars])
+                    body=[*body.stmts, K.If(t < items, stores)], arguments=scalars.arguments)
 
 
 def _size(op: Op) -> int:

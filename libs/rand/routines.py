@@ -1,7 +1,10 @@
 """The rand library's one routine, `generate`: values of a distribution from a generator's stream,
 given a 64-bit seed and an offset (the index of the first value in the stream), both u64 scalars
 operands so that a new seed or offset compiles nothing. Sobol32 takes a third operand, its direction
-numbers (u32[dimensions, 32]), and gives points of shape (dimensions, n), dimension-major as rocRAND."""
+numbers (u32[dimensions, 32]), and gives points of shape (dimensions, n), dimension-major as rocRAND.
+The sequential generators (XORWOW, MRG32k3a) take their skip-ahead matrices as the third operand; their
+stream is rocRAND's device API's: word i is the i-th `rocrand()` after `rocrand_init(seed, 0, 0)`, and
+a block of the distribution is four consecutive words, as a Philox block is four words of one counter."""
 from __future__ import annotations
 
 import math
@@ -11,9 +14,10 @@ import numpy as np
 from ...ir.opdef import require
 from ...ir.ops.library import Routine
 from ...ir.types import TensorType
-from . import distributions, philox, sobol
+from . import distributions, mrg32k3a, philox, sobol, xorwow
 
-GENERATORS = ("philox4x32_10", "sobol32")
+SEQUENTIAL = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}   # generator -> module (JUMPS, words, kernels)
+GENERATORS = ("philox4x32_10", "sobol32", *SEQUENTIAL)
 SOBOL_DISTRIBUTIONS = ("bits", "uniform")
 DTYPES = ("f32", "f64")
 ATTRS = {"generator": "str", "distribution": "str", "dtype": "dtype", "shape": "ints", "mean": "float",
@@ -24,9 +28,14 @@ def generate_infer(types, attrs):
     require(attrs["generator"] in GENERATORS, f"rand.generate: generator {attrs['generator']!r} is not one of "
                                               f"{', '.join(GENERATORS)}")
     sobol32 = attrs["generator"] == "sobol32"
-    require(len(types) == 2 + sobol32 and all(t == TensorType("u64", ()) for t in types[:2]),
-            f"library_call: rand.generate takes a u64 seed and a u64 offset"
-            f"{' and sobol32 direction numbers' if sobol32 else ''}, got {', '.join(map(str, types))}")
+    table = {"sobol32": " and sobol32 direction numbers", "xorwow": " and its jump matrices",
+             "mrg32k3a": " and its jump matrices"}.get(attrs["generator"], "")
+    require(len(types) == 2 + bool(table) and all(t == TensorType("u64", ()) for t in types[:2]),
+            f"library_call: rand.generate takes a u64 seed and a u64 offset{table}, got {', '.join(map(str, types))}")
+    if attrs["generator"] in SEQUENTIAL:
+        jumps = SEQUENTIAL[attrs["generator"]].JUMPS
+        require(types[2] == TensorType({"uint32": "u32", "uint64": "u64"}[jumps.dtype.name], jumps.shape),
+                f"rand.generate: {attrs['generator']}'s jump matrices are {jumps.dtype}{list(jumps.shape)}, got {types[2]}")
     if sobol32:
         shape = tuple(attrs["shape"])
         require(len(shape) == 2 and types[2] == TensorType("u32", (shape[0], sobol.BITS)),
@@ -44,6 +53,13 @@ def generate_infer(types, attrs):
     return [TensorType(distributions.result_dtype(attrs["distribution"], attrs["dtype"]), tuple(attrs["shape"]))]
 
 
+def table(generator: str, shape) -> "np.ndarray | None":
+    """The generator's third operand: Sobol32's direction numbers, a sequential generator's jumps."""
+    if generator == "sobol32":
+        return sobol.direction_numbers(shape[0])
+    return SEQUENTIAL[generator].JUMPS if generator in SEQUENTIAL else None
+
+
 def generate_reference(seed, offset, *directions, generator, distribution, dtype, shape, mean, stddev, lam):
     """The stream's values [offset, offset + size) of the distribution, in numpy."""
     seed, offset = int(seed), int(offset)
@@ -54,9 +70,13 @@ def generate_reference(seed, offset, *directions, generator, distribution, dtype
     per_block = 4 // distributions.words_per_value(distribution, dtype)
     first, skip = offset // per_block, offset % per_block
     blocks = np.arange(first, first + -(-(skip + size) // per_block), dtype=np.uint64)
-    counter = [(blocks & np.uint64(0xFFFFFFFF)).astype(np.uint32), (blocks >> np.uint64(32)).astype(np.uint32),
-               np.zeros(blocks.shape, np.uint32), np.zeros(blocks.shape, np.uint32)]
-    words = philox.rounds_numpy(counter, (seed & 0xFFFFFFFF, seed >> 32))
+    if generator in SEQUENTIAL:
+        stream = SEQUENTIAL[generator].words(seed, 4 * first, 4 * len(blocks))
+        words = [stream[j::4] for j in range(4)]
+    else:
+        counter = [(blocks & np.uint64(0xFFFFFFFF)).astype(np.uint32), (blocks >> np.uint64(32)).astype(np.uint32),
+                   np.zeros(blocks.shape, np.uint32), np.zeros(blocks.shape, np.uint32)]
+        words = philox.rounds_numpy(counter, (seed & 0xFFFFFFFF, seed >> 32))
     values = distributions.values_numpy(words, distribution, dtype, mean, stddev, lam)
     stream = np.stack(values, axis=-1).reshape(-1)
     return stream[skip:skip + size].reshape(shape)

@@ -1,10 +1,18 @@
-"""cdnajit.ops: jax.ops's segment reductions against numpy's ufunc.at (exact: each segment combines
-its rows in id order, as ufunc.at does, and max/min/integer sums are exact in any order)."""
+"""cdnajit.ops: jax.ops's segment reductions against numpy's ufunc.at. Exact where the order does not
+matter or is ufunc.at's: max/min, integer sums and products, and float sums of one run (the prim
+library's segmented reduction combines each run of 4096 rows in id order, as ufunc.at does). Float
+sums over several runs add the runs' partial sums: by the recursive-summation bound each order is
+within (n - 1) eps sum|x| of the exact sum over the segment, so the two within twice that (numpy's
+sum in f64 as the exact one). The interpreter runs the routine's reference: bit for bit the kernel.
+"""
+import ml_dtypes
 import numpy as np
 import pytest
 
 import cdnajit as cj
 import cdnajit.ops as ops
+
+RUN = 4096   # libs/prim/segments.py's RUN_LENGTH
 
 REDUCTIONS = {"segment_sum": (np.add, 0), "segment_prod": (np.multiply, 1),
               "segment_max": (np.maximum, None), "segment_min": (np.minimum, None)}
@@ -45,3 +53,54 @@ def test_traced_ids_need_num_segments():
 def test_ids_must_match_the_rows():
     with pytest.raises(cj.TracingValueError, match=r"segment_ids of shape \(2,\) must have one id per row"):
         ops.segment_max(np.ones((3, 2)), np.zeros(2, np.int32), num_segments=2)
+
+
+def prim_calls(f, *args) -> int:
+    return f.lower(*args).compile().as_text("optimized").count('routine = "segment_reduce"')
+
+
+SEGMENT_CASES = [(np.float32, 2 * RUN + 5, 37, (3,)), (np.int64, 65 * RUN + 1, 4, ()), (np.float64, 3 * RUN, 4096, ()),
+                 (np.uint8, 1000, 9, (2, 2)), (np.int16, RUN + 1, 5, ()), (np.float16, 700, 6, ()),
+                 (ml_dtypes.bfloat16, 300, 3, (2,))]
+
+
+@pytest.mark.parametrize("name, dtype, n, segments, inner", [
+    pytest.param(name, *case, marks=() if (name, case[0]) in (("segment_sum", np.float32), ("segment_max", np.int64))
+                 else pytest.mark.slow) for name in REDUCTIONS for case in SEGMENT_CASES])
+def test_segmented_reduction_across_runs(name, dtype, n, segments, inner):
+    """prim.segment_reduce over runs and workgroups (64 runs), ids out of range on both sides."""
+    rng = np.random.default_rng(1)
+    data = (rng.integers(-3, 4, (n,) + inner) if np.dtype(dtype).kind in "iu" and name != "segment_prod"
+            else rng.standard_normal((n,) + inner) * 2)
+    if name == "segment_prod" and np.dtype(dtype).kind not in "iu":
+        data = 1 + data / 64                          # products that neither overflow nor vanish
+    data = data.astype(dtype)
+    ids = rng.integers(-2, segments + 2, n)
+    f = cj.jit(lambda d, i: getattr(ops, name)(d, i, num_segments=segments))
+    assert prim_calls(f, data, ids) == 1
+    got = f(data, ids)
+    want = expected(name, data, ids, segments)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    inexact = np.dtype(dtype).kind == "f" or dtype is ml_dtypes.bfloat16
+    if name in ("segment_sum", "segment_prod") and inexact:
+        eps = float(ml_dtypes.finfo(dtype).eps)
+        keep = (ids >= 0) & (ids < segments)
+        absolute = np.zeros((segments,) + inner)
+        np.add.at(absolute, ids[keep], np.abs(data[keep].astype(np.float64)))
+        if name == "segment_prod":                    # |log| errors add as the sum's: relative
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=4 * n * eps)
+        else:
+            assert np.all(np.abs(got.astype(np.float64) - want.astype(np.float64)) <= 2 * (n - 1) * eps * absolute + eps)
+    else:
+        np.testing.assert_array_equal(got, want)
+    interpreted = cj.jit(lambda d, i: getattr(ops, name)(d, i, num_segments=segments), backend="interpret")
+    np.testing.assert_array_equal(interpreted(data, ids), got)
+
+
+def test_many_segments_or_complex_data_scatter():
+    """Beyond 4096 segments (the per-run blocks would outgrow the data) and for complex data the rows
+    combine by the graph's scatter."""
+    data, ids = np.arange(10, dtype=np.float32), np.arange(10) * 500
+    f = cj.jit(lambda d, i: ops.segment_sum(d, i, num_segments=5000))
+    assert prim_calls(f, data, ids) == 0
+    np.testing.assert_array_equal(f(data, ids), expected("segment_sum", data, ids, 5000))

@@ -202,3 +202,91 @@ def test_equal_bins_and_their_edges_given_count_alike():
     assert 'even = true' in even.lower(x).compile().as_text("optimized")
     searched = cj.jit(lambda a: cnp.histogram(a, bins=edges)[0])
     np.testing.assert_array_equal(counts, searched(x))
+
+
+@pytest.mark.parametrize("dtype, shape, axis, reverse", [
+    (np.float32, (3, 2 * RUN + 1), 1, False),          # few long rows: reduce-then-scan
+    (np.float64, (2 * RUN + 3,), 0, True),
+    pytest.param(np.float16, (300, 7), 0, False, marks=pytest.mark.slow),   # a row per work-item
+    pytest.param(ml_dtypes.bfloat16, (5, 9), 1, True, marks=pytest.mark.slow),
+    (np.float32, (0, 3), 0, False), (np.float64, (1,), 0, False)])
+def test_cumlogsumexp_is_a_logaddexp_scan(dtype, shape, axis, reverse):
+    """lax.cumlogsumexp of real floats is prim's scan with a logaddexp reducer, against numpy's
+    logaddexp.accumulate in f64 (with -inf, inf and NaN). Error model: logaddexp's derivative in each
+    operand is at most 1, so errors add: each step rounds max + log1p(exp(-gap)) to within
+    eps |result| + 3 eps (log1p and exp within an ulp each, the sum once), in the accumulator (f32 for
+    f16/bf16), plus one rounding to the dtype: n (eps_acc (|r| + 3)) + eps_dtype |r| with r the largest result."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(shape) * 8).astype(dtype)
+    flat = x.reshape(-1)
+    flat[::97] = -np.inf
+    flat[5::331] = np.inf
+    flat[7::1013] = np.nan
+    f = cj.jit(lambda a: lax.cumlogsumexp(a, axis=axis, reverse=reverse))
+    assert 'reducer = "logaddexp"' in f.lower(x).compile().as_text("optimized")
+    got = f(x)
+    wide = np.flip(x, axis).astype(np.float64) if reverse else x.astype(np.float64)
+    with np.errstate(invalid="ignore"):   # inf - inf in numpy's logaddexp: NaN, as the kernel's
+        want = np.logaddexp.accumulate(wide, axis=axis) if x.size else wide
+    want = np.flip(want, axis) if reverse else want
+    assert got.dtype == x.dtype and got.shape == x.shape
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(np.isfinite(got.astype(np.float64)), finite)
+    np.testing.assert_array_equal(got.astype(np.float64)[~finite], want[~finite])
+    if finite.any():
+        n, r = shape[axis], np.abs(want[finite]).max()
+        eps_acc = np.finfo(np.float64 if dtype == np.float64 else np.float32).eps
+        tolerance = n * eps_acc * (r + 3) + float(np.finfo(dtype).eps) * r
+        assert np.abs(got.astype(np.float64)[finite] - want[finite]).max() <= tolerance
+
+
+@pytest.mark.parametrize("dtype, n, size, density", [
+    ("int32", 3 * RUN + 5, 5000, 0.3),             # runs of one workgroup, size cutting the selection
+    ("float64", 65 * RUN + 3, 65 * RUN + 9, 0.5),  # across workgroups, size past the count: a filled tail
+    pytest.param("int8", RUN, RUN, 1.0, marks=pytest.mark.slow),
+    pytest.param("uint64", 1001, 2, 0.01, marks=pytest.mark.slow),
+    pytest.param(ml_dtypes.bfloat16, 5000, 7000, 0.9, marks=pytest.mark.slow),
+    pytest.param("complex64", 5000, 4000, 0.7, marks=pytest.mark.slow),   # each part compacted on its own
+    ("bool", 0, 3, 0.5), ("float32", 100, 0, 0.5)])
+def test_stream_compaction_serves_nonzero_and_compress(dtype, n, size, density):
+    """cnp.nonzero / compress with size= are prim.select_runs: numpy's selection in order, cut to size,
+    then the fill (exact: values only move)."""
+    rng = np.random.default_rng(5)
+    condition = rng.random(n) < density
+    values = keys((n, 2), dtype, seed=6)
+    f = cj.jit(lambda c, v: (cnp.nonzero(c, size=size, fill_value=-1)[0],
+                             cnp.compress(c, v, axis=0, size=size, fill_value=3)))
+    calls = 3 if np.dtype(dtype).kind == "c" else 2      # a complex array's parts compact one by one
+    assert f.lower(condition, values).compile().as_text("optimized").count('routine = "select_runs"') == calls
+    got_index, got_values = f(condition, values)
+    want_index = np.full(size, -1)
+    selected = np.flatnonzero(condition)[:size]
+    want_index[:selected.size] = selected
+    want_values = np.full((size, 2), 3, values.dtype)
+    want_values[:selected.size] = values[selected]
+    np.testing.assert_array_equal(got_index, want_index)
+    assert got_values.dtype == values.dtype and same_bits(got_values, want_values)
+
+
+@pytest.mark.parametrize("dtype, shape, axis, k", [
+    ("float32", (100_003,), 0, 7),                # a long row: 256 chunks' top k, then their candidates' top k
+    ("int32", (70, 1100), 1, 32),                 # rows across workgroups (64 rows each)
+    pytest.param("float32", (5000,), 0, 7, marks=pytest.mark.slow),
+    pytest.param("float64", (1500, 3), 0, 1, marks=pytest.mark.slow),
+    pytest.param("float16", (2, 1024), 1, 0, marks=pytest.mark.slow),
+    pytest.param("uint8", (4, 3000), 1, 20, marks=pytest.mark.slow),
+    pytest.param(ml_dtypes.bfloat16, (1030,), 0, 5, marks=pytest.mark.slow)])
+def test_top_k_is_one_ordered_pass(dtype, shape, axis, k):
+    """lax.top_k of rows of 1024 or more (k <= 32) is prim.top_k_rows: numpy's stable descending
+    order (NaN largest, -0.0 equal to 0.0, equal values in index order) cut to k; exact."""
+    x = keys(shape, dtype, seed=8)
+    moved = np.moveaxis(x, axis, -1)
+    f = cj.jit(lambda a: lax.top_k(cnp.moveaxis(a, axis, -1), k))
+    assert 'routine = "top_k_rows"' in f.lower(x).compile().as_text("optimized")
+    values, indices = f(x)
+    wide = moved.astype(np.float64)
+    n = moved.shape[-1]
+    order = np.stack([np.lexsort((np.arange(n), -np.nan_to_num(row, nan=0.0), ~np.isnan(row)))
+                      for row in wide.reshape(-1, n)]).reshape(moved.shape)[..., :k]
+    np.testing.assert_array_equal(indices, order.astype(np.int32))
+    assert same_bits(values, np.take_along_axis(moved, order, axis=-1))

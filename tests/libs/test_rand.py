@@ -1,4 +1,6 @@
-"""libs/rand: Philox4x32-10 against Random123's known answers, Sobol32 against scipy's Sobol' points, its compiled kernels against the
+"""libs/rand: Philox4x32-10 against Random123's known answers, XORWOW against Marsaglia's generator's
+published outputs, MRG32k3a against L'Ecuyer's reference outputs (also after skip-ahead), Sobol32
+against scipy's Sobol' points, the compiled kernels against the
 routine's numpy reference (libs/rand/routines.py) over sizes crossing workgroup and block boundaries
 and unaligned offsets, one kernel per solution, and the distributions' shapes (KS tests at 1e-4).
 
@@ -13,7 +15,7 @@ import pytest
 import scipy.stats
 
 import cdnajit as cj
-from cdnajit.libs.rand import philox, routines, sobol
+from cdnajit.libs.rand import mrg32k3a, philox, routines, sobol, xorwow
 from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
 
@@ -57,6 +59,11 @@ def test_kernels_match_the_reference(distribution, dtype, shape, offset):
     got = cj.libs.rand.generate(GENERATOR, shape, distribution, seed=2 ** 33 + 17, offset=offset, dtype=dtype,
                                 **params)
     want = reference(shape, distribution, 2 ** 33 + 17, offset, dtype, **params)
+    assert_matches(got, want, distribution)
+
+
+def assert_matches(got, want, distribution):
+    """The module docstring's error model: exact but for the transcendental distributions."""
     assert got.dtype == want.dtype and got.shape == want.shape
     if distribution in ("normal", "log_normal"):
         eps = np.finfo(np.float64).eps
@@ -70,14 +77,15 @@ def test_offsets_continue_the_stream():
     np.testing.assert_array_equal(cj.libs.rand.generate(GENERATOR, (37,), seed=9, offset=63), whole[63:])
 
 
-def test_one_kernel_per_solution():
+@pytest.mark.parametrize("generator", [GENERATOR, pytest.param("mrg32k3a", marks=pytest.mark.slow)])
+def test_one_kernel_per_solution(generator):
     """A new size, seed or offset compiles nothing: the kernel's code text (what the compile cache keys
     object code by) is the same; only its arguments differ."""
     def kernel(n):
-        graph = cj.make_graph(lambda s: cj.libs.rand.generate(GENERATOR, (n,), "normal", seed=s))(np.uint64(1))
+        graph = cj.make_graph(lambda s: cj.libs.rand.generate(generator, (n,), "normal", seed=s))(np.uint64(1))
         module = run_pipeline(graph, DEFAULT_PIPELINE).module
         (call,) = [op for op in module.body.ops if op.name == "library_call"]
-        assert call.attrs["solution"] == "philox4x32_10_normal_f32"
+        assert call.attrs["solution"] == f"{generator}_normal_f32"
         return emit_kernel(call, "k")
     small, large = kernel(1000), kernel(77777)
     assert small.code_text() == large.code_text() and dict(small.arguments)["count"] == 1000
@@ -104,8 +112,8 @@ def test_poisson_moments():
 
 
 def test_bad_input():
-    with pytest.raises(NotImplementedError, match="only philox4x32_10, sobol32"):
-        cj.libs.rand.generate("mrg32k3a", (4,))
+    with pytest.raises(NotImplementedError, match="only philox4x32_10, sobol32, xorwow, mrg32k3a"):
+        cj.libs.rand.generate("mt19937", (4,))
     with pytest.raises(ValueError, match="distribution 'gamma'"):
         cj.libs.rand.generate(GENERATOR, (4,), "gamma")
     with pytest.raises(cj.CdnajitError, match="lam must be in"):
@@ -131,3 +139,69 @@ def test_sobol_against_scipy(dimensions, n, offset):
     np.testing.assert_array_equal(bits, want)
     uniform = cj.libs.rand.generate("sobol32", (dimensions, n), "uniform", offset=offset, dtype="float64")
     np.testing.assert_array_equal(uniform, (want + 0.5) * 2.0 ** -32)
+
+
+# Marsaglia's xorwow ("Xorshift RNGs", 2003) from the paper's initial x, y, z, w, v, d: its first nine
+# outputs, as D's Phobos std.random checks its Xorshift192. rocRAND's seeding xors the seed's halves
+# with 0x2c7f967f and 0xa03697cb before multiplying, so this seed leaves Marsaglia's state untouched.
+MARSAGLIA_SEED = 0xA03697CB2C7F967F
+MARSAGLIA_XORWOW = [246875399, 3690007200, 1264581005, 3906711041, 1866187943, 2481925219, 2464530826,
+                    1604040631, 3653403911]
+# L'Ecuyer's MRG32k3a (RngStream.c) from the seed 12345 x 6: outputs 1-5, 1000, 100 000 and 1 000 000
+# as U = Y / (m1 + 1); the outputs at 1000 and beyond go through the skip-ahead matrices.
+LECUYER_MRG32K3A = {0: 0.12701112204657714, 1: 0.3185275653967945, 2: 0.30918601558327008,
+                    3: 0.82584686292711362, 4: 0.2216299157820229, 999: 0.98607848680213228,
+                    99999: 0.69628910995743587, 999999: 0.37578835621568801}
+
+
+def test_xorwow_known_answers():
+    assert xorwow.seeded(MARSAGLIA_SEED) == (list(xorwow.INITIAL), xorwow.INITIAL_D)
+    assert list(xorwow.words(MARSAGLIA_SEED, 0, 9)) == MARSAGLIA_XORWOW
+    bits = cj.libs.rand.generate("xorwow", (9,), "bits", seed=MARSAGLIA_SEED)
+    np.testing.assert_array_equal(bits, np.array(MARSAGLIA_XORWOW, np.uint32))
+
+
+def test_mrg32k3a_known_answers():
+    for n, u in LECUYER_MRG32K3A.items():
+        g1, g2 = mrg32k3a.jump([12345] * 3, [12345] * 3, n)
+        assert mrg32k3a.step(g1, g2)[0] * 2.328306549295727688e-10 == u
+
+
+@pytest.mark.parametrize("generator", ["xorwow", "mrg32k3a"])
+def test_skip_ahead_is_stepping(generator):
+    """The jump matrices' product over an offset's bits is that many steps (the references)."""
+    module = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}[generator]
+    whole = module.words(77, 0, 700)
+    for offset in (1, 2, 255, 256, 513):
+        np.testing.assert_array_equal(module.words(77, offset, 700 - offset), whole[offset:])
+
+
+SEQUENTIAL_CASES = [("xorwow", "bits", "float32"), ("mrg32k3a", "uniform", "float64")]
+SEQUENTIAL_SLOW = [pytest.param(g, d, t, marks=pytest.mark.slow) for g in ("xorwow", "mrg32k3a")
+                   for d, t in [("bits", "float32"), ("uniform", "float32"), ("uniform", "float64"),
+                                ("normal", "float32"), ("normal", "float64"), ("log_normal", "float64"),
+                                ("poisson", "float32")] if (g, d, t) not in SEQUENTIAL_CASES]
+
+
+@pytest.mark.parametrize("generator, distribution, dtype", SEQUENTIAL_CASES + SEQUENTIAL_SLOW)
+def test_sequential_kernels_match_the_reference(generator, distribution, dtype):
+    """Sizes across work-items' runs (4096 words each) and unaligned offsets, far ones included (the
+    kernel's skip-ahead against the reference's)."""
+    params = {"mean": 0.5, "stddev": 2.0} if distribution in ("normal", "log_normal") else {"lam": 7.5}
+    for shape, offset in [((1,), 0), ((3, 1701), 5), ((300,), 2 ** 40 + 3), ((0,), 1)]:
+        got = cj.libs.rand.generate(generator, shape, distribution, seed=2 ** 33 + 17, offset=offset, dtype=dtype,
+                                    **params)
+        want = routines.generate_reference(2 ** 33 + 17, offset, generator=generator, distribution=distribution,
+                                           dtype={"float32": "f32", "float64": "f64"}[dtype], shape=shape,
+                                           **{"mean": 0.0, "stddev": 1.0, "lam": 1.0, **params})
+        assert_matches(got, want, distribution)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("generator", ["xorwow", "mrg32k3a"])
+def test_sequential_distributions(generator):
+    x = cj.libs.rand.generate(generator, (20000,), "normal", seed=11, dtype="float64", mean=1.0, stddev=3.0)
+    assert scipy.stats.kstest(x, scipy.stats.norm(1.0, 3.0).cdf).pvalue > 1e-4
+    k = cj.libs.rand.generate(generator, (20000,), "poisson", seed=3, lam=40.0).astype(np.float64)
+    assert abs(k.mean() - 40.0) < 5 * np.sqrt(40.0 / k.size) and abs(k.var() / 40.0 - 1) < 0.05
+
