@@ -16,17 +16,20 @@ from ...ir.types import INTS, FLOATS
 from ...passes.patterns import Pat
 from ..blas.matcher import activation_rules
 from ..blas.routines import ACTIVATIONS, split_epilogue
-from . import im2col
+from . import im2col, subpixel
 
 CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "lhs_spec", "rhs_spec", "out_spec",
                    "feature_group_count", "batch_group_count", "preferred_element_type")
 
 
 def conv_from_graph(m, lhs, rhs, conv):
-    """The im2col + GEMM rewrite where it applies (im2col.py), else a dnn.conv_fwd call."""
+    """An lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; the im2col +
+    GEMM rewrite where it applies (im2col.py); else a dnn.conv_fwd call."""
     if conv.result.type.dtype not in INTS + FLOATS:
         return None
     attrs = {name: conv.attrs[name] for name in CONV_ATTR_NAMES}
+    if subpixel.refuse(lhs, rhs, attrs, conv.result.type) is None:
+        return subpixel.sub_pixel(m, lhs, rhs, attrs, conv.result.type)
     if im2col.refuse(lhs, rhs, attrs) is None:
         return im2col.im2col_gemm(m, lhs, rhs, attrs, conv.result.type)
     return m.op("library_call", lhs, rhs, library="dnn", routine="conv_fwd", solution="", epilogue="none", **attrs)
