@@ -16,7 +16,7 @@ from ...ir.types import INTS, FLOATS
 from ...passes.patterns import Pat
 from ..blas.matcher import activation_rules
 from ..blas.routines import ACTIVATIONS, split_epilogue
-from . import im2col, subpixel
+from . import im2col, pool, subpixel
 
 CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "lhs_spec", "rhs_spec", "out_spec",
                    "feature_group_count", "batch_group_count", "preferred_element_type")
@@ -33,6 +33,13 @@ def conv_from_graph(m, lhs, rhs, conv):
     if im2col.refuse(lhs, rhs, attrs) is None:
         return im2col.im2col_gemm(m, lhs, rhs, attrs, conv.result.type)
     return m.op("library_call", lhs, rhs, library="dnn", routine="conv_fwd", solution="", epilogue="none", **attrs)
+
+
+def pooled(m, x, window):
+    """reduce_window -> library_call dnn.pool, where pool.py's kernel applies."""
+    if pool.refuse(x.type, window.attrs) is not None:
+        return None
+    return m.op("library_call", x, library="dnn", routine="pool", solution="", **window.attrs)
 
 
 def absorbable(m, value: Value, inputs=()) -> Op | None:
@@ -81,6 +88,8 @@ x = Pat.var("x")
 RULES = [
     # conv_general_dilated(x, w) -> library_call dnn.conv_fwd
     (Pat.op("conv_general_dilated", Pat.var("lhs"), Pat.var("rhs"), name="conv"), conv_from_graph),
+    # reduce_window(x) max/min/sum, the last dimension not pooled -> library_call dnn.pool
+    (Pat.op("reduce_window", Pat.var("x"), name="window"), pooled),
     # conv + broadcast(bias) along the output features (either operand order) -> epilogue "bias"
     (Pat.op("add", x, Pat.op("broadcast_in_dim", Pat.var("bias"), name="row")), added_bias),
     (Pat.op("add", Pat.op("broadcast_in_dim", Pat.var("bias"), name="row"), x), added_bias),
