@@ -26,6 +26,7 @@ from .problem import SPATIAL_SCALARS, ConvParams, product, row_major
 from .routines import im2col_sizes
 
 WORKGROUP = 64
+NARROW = 16  # fewer input features than this: the narrow variant (a work-item per row and feature)
 
 
 def refuse(lhs: Value, rhs: Value, attrs: dict) -> str | None:
@@ -78,7 +79,10 @@ def offset_of(coords, sizes) -> K.Expr:
 def im2col_kernel(op, name: str) -> K.Kernel:
     """Workgroup (x, row) writes features x*WORKGROUP... of every tap of one row of the patches: the row's
     coordinates are uniform across the workgroup, the features consecutive (vector copies on the host),
-    the taps nested loops (no division per tap). Sizes are scalar parameters; lhs dilation is a variant."""
+    the taps nested loops (no division per tap). With fewer than NARROW features (a network's first
+    layers: 1 or 3), most of such a workgroup would idle: the narrow variant runs a work-item per row and
+    feature instead (a division each). Sizes are scalar parameters; lhs dilation and narrowness are
+    variants."""
     attrs, x_type = op.attrs, op.operands[0].type
     spatial = x_type.ndim - 2
     dtype = "i64"
@@ -99,8 +103,16 @@ def im2col_kernel(op, name: str) -> K.Kernel:
     x_buf = K.GlobalBuffer(x_buf.name, x_buf.dtype, product(x_shape), True)
     out_buf = K.GlobalBuffer(out_buf.name, out_buf.dtype, rows * taps * c)
     feature, row = (K.Var(label, dtype) for label in ("feature", "row"))
-    body = [K.Let(feature, K.workgroup_id(0).cast(dtype) * WORKGROUP + K.workitem_id(0).cast(dtype)),
-            K.Let(row, K.workgroup_id(1).cast(dtype))]
+    narrow = features < NARROW
+    if narrow:
+        item = K.Var("item", dtype)
+        body = [K.Let(item, K.workgroup_id(0).cast(dtype) * WORKGROUP + K.workitem_id(0).cast(dtype)),
+                K.Let(row, item / c), K.Let(feature, item - row * c)]
+        grid = ((rows * c + (WORKGROUP - 1)) / WORKGROUP,)
+    else:
+        body = [K.Let(feature, K.workgroup_id(0).cast(dtype) * WORKGROUP + K.workitem_id(0).cast(dtype)),
+                K.Let(row, K.workgroup_id(1).cast(dtype))]
+        grid = ((c + (WORKGROUP - 1)) / WORKGROUP, rows)
     row_stmts, row_coords = unravel(row, [n] + sizes["out_size"], "r")
     taps_at = [K.Var(f"t{j}", dtype) for j in range(spatial)]
     geometry = SimpleNamespace(spatial=sizes)
@@ -117,7 +129,6 @@ def im2col_kernel(op, name: str) -> K.Kernel:
             K.Store(out_buf, (row * taps + tap) * c + feature, value)]
     for t, size in reversed(list(zip(taps_at, sizes["window"]))):
         copy = [K.For(t, 0, size, 1, copy)]
-    body += row_stmts + [K.If(feature < c, copy)]
+    body += [K.If(row < rows, row_stmts + copy)] if narrow else row_stmts + [K.If(feature < c, copy)]
     scalars = [n, c] + [s for k in SPATIAL_SCALARS for s in sizes[k]]
-    return K.Kernel(name, params=(x_buf, out_buf, *scalars), grid=((c + (WORKGROUP - 1)) / WORKGROUP, rows),
-                    workgroup_size=(WORKGROUP,), body=body, arguments=tuple(arguments))
+    return K.Kernel(name, params=(x_buf, out_buf, *scalars), grid=grid, workgroup_size=(WORKGROUP,), body=body, arguments=tuple(arguments))

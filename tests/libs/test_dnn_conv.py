@@ -25,7 +25,7 @@ from cdnajit.ir.opdef import infer_types
 from cdnajit.ir.ops.linalg import conv_general_dilated
 from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES, TensorType
-from cdnajit.libs.dnn import subpixel
+from cdnajit.libs.dnn import im2col, subpixel
 from cdnajit.libs.dnn.problem import ConvProblem
 from cdnajit.libs.dnn.routines import conv_fwd_reference
 from cdnajit.libs.dnn.solvers import SOLVERS, applicable, solver_named
@@ -224,9 +224,11 @@ def test_jit_matches_conv_bias_activation_and_reports_the_solver():
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_im2col_gemm_matches_the_interpreter(seed):
+def test_im2col_gemm_matches_the_interpreter(seed, monkeypatch):
     """The im2col + GEMM rewrite (ungrouped float convolutions, windows above 1x1) over random layouts,
-    strides, padding and dilations, compiled against the reference interpreter of the same program."""
+    strides, padding and dilations, compiled against the reference interpreter of the same program.
+    Seed 1 forces im2col's wide variant (a workgroup per row), the others its narrow one (few features)."""
+    monkeypatch.setattr(im2col, "NARROW", 0 if seed == 1 else 10**9)
     rng = np.random.default_rng(100 + seed)
     dtype = ("f32", "f64", "bf16")[seed]
     op = random_conv(rng, dtype)
