@@ -111,6 +111,13 @@ def attention(lax, nn, q, k, v):
     return nn.dot_product_attention(q, k, v)
 
 
+def attention_by_hand(lax, nn, q, k, v):
+    """softmax(q k^T / sqrt(d)) v written out, as a user writes it without nn.dot_product_attention."""
+    logits = lax.dot_general(q, k, (((3,), (3,)), ((0, 2), (0, 2)))) / math.sqrt(q.shape[-1])  # (b, h, t, s)
+    weights = nn.softmax(logits, axis=-1)
+    return lax.dot_general(weights, v, (((3,), (1,)), ((0, 1), (0, 2)))).transpose(0, 2, 1, 3)  # (b, t, h, d)
+
+
 # ---- the cases ---------------------------------------------------------------------------------
 
 def conv_builder(layout: str):
@@ -199,7 +206,11 @@ def build_lenet5(ctx: Context) -> Case:
     return Case((x, *params), cdnajit_fn, numpy_fn, jax_fn, tolerance=(rtol, 5 * atol), flops=flops)
 
 
-def build_attention(ctx: Context) -> Case:
+def attention_builder(program):
+    return lambda ctx: build_attention(ctx, program)
+
+
+def build_attention(ctx: Context, program) -> Case:
     b, s, heads, d = (1, 128, 2, 64) if ctx.quick else (4, 1024, 8, 64)
     generator = rng(65)
     q, k, v = (normal(generator, (b, s, heads, d)) for _ in range(3))
@@ -207,7 +218,7 @@ def build_attention(ctx: Context) -> Case:
     def numpy_fn(q, k, v):
         logits = np.einsum("bthd,bshd->bhts", q, k) / np.float32(math.sqrt(d))
         return np.einsum("bhts,bshd->bthd", numpy_softmax(logits), v)
-    cdnajit_fn, jax_fn = peers(attention, ctx)
+    cdnajit_fn, jax_fn = peers(program, ctx)
     # Logits sum d products (|q.k| ~ sqrt(d)), outputs s probabilities times O(1) values.
     return Case((q, k, v), cdnajit_fn, numpy_fn, jax_fn, tolerance=(1e-4, (d + s) * 2.0**-24 * 16),
                 flops=4 * b * heads * s * s * d)
@@ -225,5 +236,7 @@ DNN_WORKLOADS = (
     Workload("W6.max_pool", "max pooling 2x2 stride 2 on 8x112x112x64 NHWC (lax.reduce_window)", build_max_pool),
     Workload("W6.lenet5", "LeNet-5 forward, batch 64, 32x32x1 NHWC: two 5x5 convs with relu and average pools, "
              "three dense layers", build_lenet5),
-    Workload("W6.attention", "nn.dot_product_attention B=4 S=1024 H=8 D=64 f32", build_attention),
+    Workload("W6.attention", "nn.dot_product_attention B=4 S=1024 H=8 D=64 f32", attention_builder(attention)),
+    Workload("W6.attention_by_hand", "softmax(q k^T / sqrt(d)) v written by hand, B=4 S=1024 H=8 D=64 f32",
+             attention_builder(attention_by_hand)),
 )
