@@ -24,8 +24,8 @@ def selection_for(op: Op, target: Target):
 
 # The routines of one kernel each: (its name, what it does, its emitter).
 ONE_KERNEL = {
-    "im2col": ("im2col", "the patches of im2col + GEMM (the GEMM is libs/blas's): one workgroup per row and tap, "
-                         "features consecutive", im2col_kernel),
+    "im2col": ("im2col", "the patches of im2col + GEMM (the GEMM is libs/blas's): a work-item per row and run of features, "
+                         "looping over the taps", im2col_kernel),
     "pool": ("pool", "a work-item per row of the pooled dimensions and run of consecutive features, looping "
                      "over the window's taps in order", pool_kernel),
 }
