@@ -4,6 +4,8 @@ them (conv -> bias -> activation):
 
     y = activation(conv_general_dilated(x, w) + bias)
 
+and window reductions (max, min, sum) whose last dimension is not pooled become `library_call dnn.pool`.
+
 Each rule is a (pattern, rewrite) pair, as in libs/blas/matcher.py, run by passes/match_libraries.py
 op by op, so the rules see the conv already matched and absorb the following ops one at a time, each
 only while the call has not yet applied a later step. Every real dtype matches: the direct solver
