@@ -94,8 +94,28 @@ def max_pool(lax, nn, x):
     return lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
 
 
+def lenet5(lax, nn, x, w1, b1, w2, b2, w3, b3, w4, b4, w5, b5):
+    """LeNet-5 on 32x32x1 NHWC images: conv 5x5 -> 6, relu, 2x2 average pool, conv 5x5 -> 16, relu, pool,
+    then dense 400 -> 120 -> 84 -> 10 with relu between."""
+    def pool(y):
+        return lax.reduce_window(y, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") * 0.25
+    y = pool(nn.relu(lax.conv_general_dilated(x, w1, (1, 1), "VALID", dimension_numbers=NHWC) + b1))
+    y = pool(nn.relu(lax.conv_general_dilated(y, w2, (1, 1), "VALID", dimension_numbers=NHWC) + b2))
+    y = y.reshape(y.shape[0], -1)
+    y = nn.relu(lax.dot(y, w3) + b3)
+    y = nn.relu(lax.dot(y, w4) + b4)
+    return lax.dot(y, w5) + b5
+
+
 def attention(lax, nn, q, k, v):
     return nn.dot_product_attention(q, k, v)
+
+
+def attention_by_hand(lax, nn, q, k, v):
+    """softmax(q k^T / sqrt(d)) v written out, as a user writes it without nn.dot_product_attention."""
+    logits = lax.dot_general(q, k, (((3,), (3,)), ((0, 2), (0, 2)))) / math.sqrt(q.shape[-1])  # (b, h, t, s)
+    weights = nn.softmax(logits, axis=-1)
+    return lax.dot_general(weights, v, (((3,), (1,)), ((0, 1), (0, 2)))).transpose(0, 2, 1, 3)  # (b, t, h, d)
 
 
 # ---- the cases ---------------------------------------------------------------------------------
@@ -164,7 +184,33 @@ def build_max_pool(ctx: Context) -> Case:
     return Case((x,), cdnajit_fn, numpy_fn, jax_fn, tolerance=(0.0, 0.0))
 
 
-def build_attention(ctx: Context) -> Case:
+def build_lenet5(ctx: Context) -> Case:
+    n = 8 if ctx.quick else 64
+    generator = rng(66)
+    x = normal(generator, (n, 32, 32, 1))
+    shapes = [(5, 5, 1, 6), (6,), (5, 5, 6, 16), (16,), (400, 120), (120,), (120, 84), (84,), (84, 10), (10,)]
+    fan_in = [25, 25, 150, 150, 400, 400, 120, 120, 84, 84]
+    params = [normal(generator, shape, scale=1 / math.sqrt(f)) for shape, f in zip(shapes, fan_in)]
+
+    def numpy_fn(x, w1, b1, w2, b2, w3, b3, w4, b4, w5, b5):
+        def pool(y):
+            return y.reshape(y.shape[0], y.shape[1] // 2, 2, y.shape[2] // 2, 2, y.shape[3]).mean(axis=(2, 4))
+        y = pool(np.maximum(numpy_conv_nhwc(x, w1) + b1, 0))
+        y = pool(np.maximum(numpy_conv_nhwc(y, w2) + b2, 0)).reshape(n, -1)
+        y = np.maximum(np.maximum(y @ w3 + b3, 0) @ w4 + b4, 0)
+        return y @ w5 + b5
+    cdnajit_fn, jax_fn = peers(lenet5, ctx)
+    rtol, atol = conv_tolerance(400)
+    # Five layers, each adding its own rounding to the O(1) error passed on (gain O(1)).
+    flops = 2 * n * (28 * 28 * 6 * 25 + 10 * 10 * 16 * 150 + 400 * 120 + 120 * 84 + 84 * 10)
+    return Case((x, *params), cdnajit_fn, numpy_fn, jax_fn, tolerance=(rtol, 5 * atol), flops=flops)
+
+
+def attention_builder(program):
+    return lambda ctx: build_attention(ctx, program)
+
+
+def build_attention(ctx: Context, program) -> Case:
     b, s, heads, d = (1, 128, 2, 64) if ctx.quick else (4, 1024, 8, 64)
     generator = rng(65)
     q, k, v = (normal(generator, (b, s, heads, d)) for _ in range(3))
@@ -172,7 +218,7 @@ def build_attention(ctx: Context) -> Case:
     def numpy_fn(q, k, v):
         logits = np.einsum("bthd,bshd->bhts", q, k) / np.float32(math.sqrt(d))
         return np.einsum("bhts,bshd->bthd", numpy_softmax(logits), v)
-    cdnajit_fn, jax_fn = peers(attention, ctx)
+    cdnajit_fn, jax_fn = peers(program, ctx)
     # Logits sum d products (|q.k| ~ sqrt(d)), outputs s probabilities times O(1) values.
     return Case((q, k, v), cdnajit_fn, numpy_fn, jax_fn, tolerance=(1e-4, (d + s) * 2.0**-24 * 16),
                 flops=4 * b * heads * s * s * d)
@@ -188,5 +234,9 @@ DNN_WORKLOADS = (
     Workload("W6.conv_transpose", "transposed conv, stride 2, 3x3, 8x32x32x64 -> 64 channels NHWC",
              build_conv_transpose),
     Workload("W6.max_pool", "max pooling 2x2 stride 2 on 8x112x112x64 NHWC (lax.reduce_window)", build_max_pool),
-    Workload("W6.attention", "nn.dot_product_attention B=4 S=1024 H=8 D=64 f32", build_attention),
+    Workload("W6.lenet5", "LeNet-5 forward, batch 64, 32x32x1 NHWC: two 5x5 convs with relu and average pools, "
+             "three dense layers", build_lenet5),
+    Workload("W6.attention", "nn.dot_product_attention B=4 S=1024 H=8 D=64 f32", attention_builder(attention)),
+    Workload("W6.attention_by_hand", "softmax(q k^T / sqrt(d)) v written by hand, B=4 S=1024 H=8 D=64 f32",
+             attention_builder(attention_by_hand)),
 )

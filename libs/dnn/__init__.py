@@ -1,13 +1,16 @@
 """libs/dnn: convolutions, as MIOpen provides them.
 
-routines.py   the routine conv_fwd (y = epilogue(conv(x, w) + bias)): attributes, shape rule, reference.
+routines.py   the routines conv_fwd (y = epilogue(conv(x, w) + bias)), pool (reduce_window max/min/sum)
+              and im2col: attributes, shape rules, references.
 matcher.py    the pattern table turning the graph's convolutions, and the bias and activation after them,
-              into `library_call dnn.conv_fwd`.
+              into `library_call dnn.conv_fwd`, and reduce_window into `library_call dnn.pool`.
+subpixel.py   transposed (lhs-dilated) convolutions as their output phases' stride-1 convolutions.
 problem.py    a call's problem (sizes, layouts, MIOpen's key) and its sizes as kernel scalar parameters.
 solvers.py    the solvers (gemm_1x1, implicit_gemm, depthwise, direct): applicability, cost model, pick.
 im2col.py     im2col + GEMM: the graph rewrite (dnn.im2col, then a dot_general libs/blas takes) for
               ungrouped float convolutions with windows above 1x1.
 direct.py, implicit_gemm.py   the solvers' kernels (gemm_1x1 is libs/blas's GEMM kernel).
+pool.py       dnn.pool's applicability and kernel.
 kernels.py    the answers to the compiler's questions about a call.
 find_db.py    the find-db: the solvers the find mode (runtime/dnn_find.py, cj.libs.dnn.find) measured fastest.
 This file registers the library (ir/ops/library.py's contract).

@@ -26,6 +26,8 @@ from .problem import SPATIAL_SCALARS, ConvParams, product, row_major
 from .routines import im2col_sizes
 
 WORKGROUP = 64
+NARROW = 16  # fewer input features than this: the narrow variant (a work-item per row and feature)
+ROWS, CHUNKS, VEC = 8, 8, 8  # otherwise: a workgroup of 8 rows x 8 runs of 8 features (if a multiple of 8, else 1)
 
 
 def refuse(lhs: Value, rhs: Value, attrs: dict) -> str | None:
@@ -76,9 +78,12 @@ def offset_of(coords, sizes) -> K.Expr:
 
 
 def im2col_kernel(op, name: str) -> K.Kernel:
-    """Workgroup (x, row) writes features x*WORKGROUP... of every tap of one row of the patches: the row's
-    coordinates are uniform across the workgroup, the features consecutive (vector copies on the host),
-    the taps nested loops (no division per tap). Sizes are scalar parameters; lhs dilation is a variant."""
+    """Work-item (f, r) writes VEC consecutive features from f*VEC of every tap of one row r of the patches,
+    the taps nested loops (no division per tap), the VEC copies unrolled in the loop body (vector copies
+    on the host, whose work-item loop the taps' runtime loops keep from vectorizing); VEC is 1 where the
+    features are not a multiple of it. With fewer than NARROW features (a network's first layers: 1 or
+    3) the narrow variant runs a work-item per row and feature instead (a division each). Sizes are
+    scalar parameters; lhs dilation, narrowness and the vector width are variants."""
     attrs, x_type = op.attrs, op.operands[0].type
     spatial = x_type.ndim - 2
     dtype = "i64"
@@ -99,8 +104,17 @@ def im2col_kernel(op, name: str) -> K.Kernel:
     x_buf = K.GlobalBuffer(x_buf.name, x_buf.dtype, product(x_shape), True)
     out_buf = K.GlobalBuffer(out_buf.name, out_buf.dtype, rows * taps * c)
     feature, row = (K.Var(label, dtype) for label in ("feature", "row"))
-    body = [K.Let(feature, K.workgroup_id(0).cast(dtype) * WORKGROUP + K.workitem_id(0).cast(dtype)),
-            K.Let(row, K.workgroup_id(1).cast(dtype))]
+    narrow = features < NARROW
+    vec = VEC if not narrow and features % VEC == 0 else 1
+    if narrow:
+        item = K.Var("item", dtype)
+        body = [K.Let(item, K.workgroup_id(0).cast(dtype) * WORKGROUP + K.workitem_id(0).cast(dtype)),
+                K.Let(row, item / c), K.Let(feature, item - row * c)]
+        grid, workgroup = ((rows * c + (WORKGROUP - 1)) / WORKGROUP,), (WORKGROUP,)
+    else:
+        body = [K.Let(feature, (K.workgroup_id(0).cast(dtype) * CHUNKS + K.workitem_id(0).cast(dtype)) * vec),
+                K.Let(row, K.workgroup_id(1).cast(dtype) * ROWS + K.workitem_id(1).cast(dtype))]
+        grid, workgroup = ((c + (CHUNKS * vec - 1)) / (CHUNKS * vec), (rows + (ROWS - 1)) / ROWS), (CHUNKS, ROWS)
     row_stmts, row_coords = unravel(row, [n] + sizes["out_size"], "r")
     taps_at = [K.Var(f"t{j}", dtype) for j in range(spatial)]
     geometry = SimpleNamespace(spatial=sizes)
@@ -111,13 +125,19 @@ def im2col_kernel(op, name: str) -> K.Kernel:
         valid.append(ok)
         x_coords.append(coord)
     tap = offset_of(taps_at, sizes["window"])  # the taps' row-major index, by multiplications
-    x_index = ConvParams.offset([row_coords[0], feature] + x_coords, row_major(x_shape), attrs["lhs_spec"])
-    value = K.Var("value", x_type.dtype)
-    copy = [K.Let(value, K.Const(0, x_type.dtype)), K.If(all_of(valid), [K.Assign(value, x_buf[x_index])]),
-            K.Store(out_buf, (row * taps + tap) * c + feature, value)]
+    x_strides = row_major(x_shape)
+    x_index = ConvParams.offset([row_coords[0], feature] + x_coords, x_strides, attrs["lhs_spec"])
+    start = K.Var("start", dtype)
+    values = [K.Var(f"value{v}", x_type.dtype) for v in range(vec)]
+    feature_stride = x_strides[attrs["lhs_spec"][1]]
+    copy = [*(K.Let(value, K.Const(0, x_type.dtype)) for value in values),
+            K.If(all_of(valid), [K.Let(start, x_index),
+                                 *(K.Assign(value, x_buf[start + feature_stride * v if v else start])
+                                   for v, value in enumerate(values))]),
+            *(K.Store(out_buf, (row * taps + tap) * c + feature + v, value) for v, value in enumerate(values))]
     for t, size in reversed(list(zip(taps_at, sizes["window"]))):
         copy = [K.For(t, 0, size, 1, copy)]
-    body += row_stmts + [K.If(feature < c, copy)]
+    body += [K.If(row < rows if narrow else (feature < c) & (row < rows), row_stmts + copy)]
     scalars = [n, c] + [s for k in SPATIAL_SCALARS for s in sizes[k]]
-    return K.Kernel(name, params=(x_buf, out_buf, *scalars), grid=((c + (WORKGROUP - 1)) / WORKGROUP, rows),
-                    workgroup_size=(WORKGROUP,), body=body, arguments=tuple(arguments))
+    return K.Kernel(name, params=(x_buf, out_buf, *scalars), grid=grid, workgroup_size=workgroup, body=body,
+                    arguments=tuple(arguments))

@@ -1,4 +1,5 @@
-"""What the DNN library tells the compiler about a `library_call dnn.conv_fwd`: the solver it runs on a
+"""What the DNN library tells the compiler about a `library_call dnn.conv_fwd` (dnn.im2col and dnn.pool
+have one kernel each): the solver it runs on a
 target (the call's `solution` attribute, set by the select_solutions pass or by hand, else the
 heuristic's pick), why, and its kernel."""
 from __future__ import annotations
@@ -7,6 +8,7 @@ from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from .im2col import im2col_kernel
+from .pool import pool_kernel
 from .problem import ConvProblem
 from .solvers import pick, solver_named
 
@@ -20,26 +22,30 @@ def selection_for(op: Op, target: Target):
     return solver_named(named, problem), "named by the library_call's solution attribute"
 
 
-# im2col has one kernel: the first step of the im2col + GEMM solver (im2col.py).
-IM2COL = ("im2col", "the patches of im2col + GEMM (the GEMM is libs/blas's): one workgroup per row and tap, "
-                    "features consecutive")
+# The routines of one kernel each: (its name, what it does, its emitter).
+ONE_KERNEL = {
+    "im2col": ("im2col", "the patches of im2col + GEMM (the GEMM is libs/blas's): a work-item per row and run of features, "
+                         "looping over the taps", im2col_kernel),
+    "pool": ("pool", "a work-item per row of the pooled dimensions and run of consecutive features, looping "
+                     "over the window's taps in order", pool_kernel),
+}
 
 
 def select(op: Op, target: Target) -> str:
-    if op.attrs["routine"] == "im2col":
-        return IM2COL[0]
+    if op.attrs["routine"] in ONE_KERNEL:
+        return ONE_KERNEL[op.attrs["routine"]][0]
     return pick(ConvProblem.from_op(op), target)[0].name
 
 
 def explain(op: Op, target: Target) -> tuple[str, str]:
-    if op.attrs["routine"] == "im2col":
-        return IM2COL
+    if op.attrs["routine"] in ONE_KERNEL:
+        return ONE_KERNEL[op.attrs["routine"]][:2]
     solver, reason = selection_for(op, target)
     return solver.name, f"{reason}; {solver.doc}"
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:
-    if op.attrs["routine"] == "im2col":
-        return im2col_kernel(op, name)
+    if op.attrs["routine"] in ONE_KERNEL:
+        return ONE_KERNEL[op.attrs["routine"]][2](op, name)
     solver, _ = selection_for(op, target)
     return solver.emit(op, ConvProblem.from_op(op), name, target)

@@ -4,6 +4,8 @@ them (conv -> bias -> activation):
 
     y = activation(conv_general_dilated(x, w) + bias)
 
+and window reductions (max, min, sum) whose last dimension is not pooled become `library_call dnn.pool`.
+
 Each rule is a (pattern, rewrite) pair, as in libs/blas/matcher.py, run by passes/match_libraries.py
 op by op, so the rules see the conv already matched and absorb the following ops one at a time, each
 only while the call has not yet applied a later step. Every real dtype matches: the direct solver
@@ -16,20 +18,30 @@ from ...ir.types import INTS, FLOATS
 from ...passes.patterns import Pat
 from ..blas.matcher import activation_rules
 from ..blas.routines import ACTIVATIONS, split_epilogue
-from . import im2col
+from . import im2col, pool, subpixel
 
 CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "lhs_spec", "rhs_spec", "out_spec",
                    "feature_group_count", "batch_group_count", "preferred_element_type")
 
 
 def conv_from_graph(m, lhs, rhs, conv):
-    """The im2col + GEMM rewrite where it applies (im2col.py), else a dnn.conv_fwd call."""
+    """An lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; the im2col +
+    GEMM rewrite where it applies (im2col.py); else a dnn.conv_fwd call."""
     if conv.result.type.dtype not in INTS + FLOATS:
         return None
     attrs = {name: conv.attrs[name] for name in CONV_ATTR_NAMES}
+    if subpixel.refuse(lhs, rhs, attrs, conv.result.type) is None:
+        return subpixel.sub_pixel(m, lhs, rhs, attrs, conv.result.type)
     if im2col.refuse(lhs, rhs, attrs) is None:
         return im2col.im2col_gemm(m, lhs, rhs, attrs, conv.result.type)
     return m.op("library_call", lhs, rhs, library="dnn", routine="conv_fwd", solution="", epilogue="none", **attrs)
+
+
+def pooled(m, x, window):
+    """reduce_window -> library_call dnn.pool, where pool.py's kernel applies."""
+    if pool.refuse(x.type, window.attrs) is not None:
+        return None
+    return m.op("library_call", x, library="dnn", routine="pool", solution="", **window.attrs)
 
 
 def absorbable(m, value: Value, inputs=()) -> Op | None:
@@ -78,6 +90,8 @@ x = Pat.var("x")
 RULES = [
     # conv_general_dilated(x, w) -> library_call dnn.conv_fwd
     (Pat.op("conv_general_dilated", Pat.var("lhs"), Pat.var("rhs"), name="conv"), conv_from_graph),
+    # reduce_window(x) max/min/sum, the last dimension not pooled -> library_call dnn.pool
+    (Pat.op("reduce_window", Pat.var("x"), name="window"), pooled),
     # conv + broadcast(bias) along the output features (either operand order) -> epilogue "bias"
     (Pat.op("add", x, Pat.op("broadcast_in_dim", Pat.var("bias"), name="row")), added_bias),
     (Pat.op("add", Pat.op("broadcast_in_dim", Pat.var("bias"), name="row"), x), added_bias),

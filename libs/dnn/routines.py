@@ -1,6 +1,7 @@
 """The DNN library's routines (ir/ops/library.py's contract), as MIOpen's convolution API names them.
 
     conv_fwd:  y = epilogue(conv_general_dilated(x, w) + bias)
+    pool:      y = reduce_window(x) (max, min or sum; the last dimension not pooled)
 
 Operands: x and w as lax.conv_general_dilated takes them (any dimension numbers, 1-D to 3-D,
 strides, padding, lhs/rhs dilation, feature and batch groups), then the bias (one value per output
@@ -20,6 +21,7 @@ import numpy as np
 from ...ir.opdef import require
 from ...ir.ops.library import Routine
 from ...ir.ops.linalg import CONV_ATTRS, conv_general_dilated, conv_infer
+from ...ir.ops.reduce import reduce_window, reduce_window_infer
 from ...ir.ops.shape import pad_array
 from ...ir.types import TensorType
 from ..blas.routines import ACTIVATIONS, EPILOGUES, apply, split_epilogue
@@ -93,7 +95,18 @@ def im2col_reference(x, *, window, window_strides, padding, lhs_dilation, rhs_di
     return np.stack(taps, axis=-2).reshape(batch * int(np.prod(out)), -1)
 
 
-ROUTINES = {"im2col": Routine(IM2COL_ATTRS, im2col_infer, im2col_reference,
+POOL_ATTRS = {"reducer": "str", "window_dimensions": "ints", "window_strides": "ints", "padding": "int_pairs",
+              "base_dilation": "ints", "window_dilation": "ints"}
+
+
+def pool_infer(types, attrs):
+    require(len(types) == 1, f"library_call: dnn.pool takes one operand (x), got {len(types)}")
+    return reduce_window_infer(types, attrs, ())
+
+
+ROUTINES = {"pool": Routine(POOL_ATTRS, pool_infer, reduce_window,
+                            "y = reduce_window(x) with max, min or sum, the last dimension not pooled (libs/dnn/pool.py)"),
+            "im2col": Routine(IM2COL_ATTRS, im2col_infer, im2col_reference,
                               "patches[(n, o...), (t..., c)] of x: im2col + GEMM's first step (libs/dnn/im2col.py)"),
             "conv_fwd": Routine({**CONV_ATTRS, "epilogue": "str"}, conv_fwd_infer, conv_fwd_reference,
                                 "y = epilogue(conv_general_dilated(x, w) + bias) (libs/dnn/routines.py)")}

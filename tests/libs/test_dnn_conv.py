@@ -25,6 +25,7 @@ from cdnajit.ir.opdef import infer_types
 from cdnajit.ir.ops.linalg import conv_general_dilated
 from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES, TensorType
+from cdnajit.libs.dnn import im2col, subpixel
 from cdnajit.libs.dnn.problem import ConvProblem
 from cdnajit.libs.dnn.routines import conv_fwd_reference
 from cdnajit.libs.dnn.solvers import SOLVERS, applicable, solver_named
@@ -46,8 +47,9 @@ def conv_call(x_shape, w_shape, dtype, epilogue="none", **conv):
     return make_op("library_call", [Value(t) for t in types], attrs, result)
 
 
-def random_conv(rng, dtype, spatial=None, depthwise=False, one_by_one=False):
-    """A random convolution call: shapes, layouts, strides, padding, dilations, groups, epilogue."""
+def random_conv(rng, dtype, spatial=None, depthwise=False, one_by_one=False, transposed=False):
+    """A random convolution call: shapes, layouts, strides, padding, dilations, groups, epilogue. A
+    `transposed` one has window strides 1 and lhs dilation 2 or 3 (a transposed convolution's)."""
     spatial = spatial or int(rng.choice([1, 2, 2, 3]))
     ndim = spatial + 2
     lhs_spec, rhs_spec, out_spec = (tuple(int(d) for d in rng.permutation(ndim)) for _ in range(3))
@@ -72,6 +74,9 @@ def random_conv(rng, dtype, spatial=None, depthwise=False, one_by_one=False):
     else:
         strides = [int(rng.integers(1, 3)) for _ in range(spatial)]
         lhs_dil = [int(rng.choice([1, 1, 2])) for _ in range(spatial)]
+        if transposed:
+            strides, lhs_dil = [1] * spatial, [int(rng.choice([1, 2, 2, 3])) for _ in range(spatial)]
+            lhs_dil[0] = max(lhs_dil[0], 2)
         rhs_dil = [int(rng.choice([1, 1, 2])) for _ in range(spatial)]
         padding = [(int(rng.integers(-1, 3)), int(rng.integers(0, 3))) for _ in range(spatial)]
         # Keep every output size >= 1: the padded input must hold the dilated window.
@@ -219,15 +224,19 @@ def test_jit_matches_conv_bias_activation_and_reports_the_solver():
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_im2col_gemm_matches_the_interpreter(seed):
+def test_im2col_gemm_matches_the_interpreter(seed, monkeypatch):
     """The im2col + GEMM rewrite (ungrouped float convolutions, windows above 1x1) over random layouts,
-    strides, padding and dilations, compiled against the reference interpreter of the same program."""
+    strides, padding and dilations, compiled against the reference interpreter of the same program.
+    Seed 1 forces im2col's wide variant with runs of all the features per work-item, the others its narrow
+    one (few features)."""
     rng = np.random.default_rng(100 + seed)
     dtype = ("f32", "f64", "bf16")[seed]
     op = random_conv(rng, dtype)
     while op.attrs["feature_group_count"] != 1 or op.attrs["batch_group_count"] != 1 \
             or math.prod(ConvProblem.from_op(op).window) == 1:
         op = random_conv(rng, dtype)
+    monkeypatch.setattr(im2col, "NARROW", 0 if seed == 1 else 10**9)
+    monkeypatch.setattr(im2col, "VEC", ConvProblem.from_op(op).c)
     a = op.attrs
     arrays = [random_values(rng, dtype, v.type.shape) for v in op.operands[:2]]
 
@@ -241,6 +250,46 @@ def test_im2col_gemm_matches_the_interpreter(seed):
     plain = make_op("library_call", list(op.operands[:2]), {**op.attrs, "epilogue": "none"},
                     infer_types("library_call", [v.type for v in op.operands[:2]], {**op.attrs, "epilogue": "none"}))
     assert_conv_close(y, plain, arrays)
+
+
+def jit_conv(op, arrays):
+    """The program lax.conv_general_dilated(x, w) of call `op`'s attributes, compiled, and its optimized text."""
+    a = op.attrs
+
+    def f(x, w):
+        return lax.conv_general_dilated(x, w, a["window_strides"], a["padding"], a["lhs_dilation"], a["rhs_dilation"],
+                                        (a["lhs_spec"], a["rhs_spec"], a["out_spec"]),
+                                        feature_group_count=a["feature_group_count"],
+                                        batch_group_count=a["batch_group_count"])
+    compiled = cj.jit(f).lower(*arrays).compile()
+    return np.asarray(compiled(*arrays)), compiled.as_text("optimized")
+
+
+def run_sub_pixel(seed, count):
+    """`count` random transposed convolutions (any layout, groups, padding, rhs dilation) through cj.jit:
+    each must run as its phases' stride-1 convolutions (no lhs dilation left), within the error model."""
+    rng = np.random.default_rng(300 + seed)
+    dtype = FLOAT_DTYPES[seed % len(FLOAT_DTYPES)]
+    for _ in range(count):
+        op = random_conv(rng, dtype, transposed=True)
+        while subpixel.refuse(*op.operands[:2], op.attrs, op.result.type) is not None:
+            op = random_conv(rng, dtype, transposed=True)
+        plain = make_op("library_call", list(op.operands[:2]), {**op.attrs, "epilogue": "none"},
+                        infer_types("library_call", [v.type for v in op.operands[:2]], {**op.attrs, "epilogue": "none"}))
+        arrays = [random_values(rng, dtype, v.type.shape) for v in op.operands[:2]]
+        y, text = jit_conv(op, arrays)
+        assert "lhs_dilation = [1" in text and not any(f"lhs_dilation = [{d}" in text for d in (2, 3))
+        assert_conv_close(y, plain, arrays)
+
+
+def test_transposed_convolution_runs_by_phases():
+    run_sub_pixel(0, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1, 9))
+def test_transposed_convolution_runs_by_phases_long(seed):
+    run_sub_pixel(seed, 12)
 
 
 def test_nchw_bias_written_with_new_axes_is_absorbed():

@@ -1,0 +1,89 @@
+"""The pooling kernel of `library_call dnn.pool` (MIOpen's pooling forward): the window reductions
+(max, min, sum; an average pool is the sum divided after the call) of an array whose last dimension
+is not pooled (NHWC-like activations: the features run consecutively through memory), written as
+lax.reduce_window writes them.
+
+    y[o..., c] = reduce over taps t... of x[o*stride + t*dilation - pad_low..., c]   (padding: identity)
+
+Work-item (f, r) of a ROWS x CHUNKS workgroup computes VEC consecutive features from f*VEC of one row
+of y (the coordinates o... of the pooled dimensions), looping over the window's taps in row-major
+order as the reference does (f16/bf16 reduce in f32 and round once). The VEC features are unrolled
+in the loop body, so that each tap reads VEC consecutive elements (a vector load on the host, whose
+work-item loop cannot be vectorized around the taps' runtime loops). The rank, and whether the
+features are a multiple of VEC (else VEC is 1), are code-level; every size, stride, padding and
+dilation is a scalar parameter.
+"""
+from __future__ import annotations
+
+from ...ir import kernel as K
+from ...ir.types import TensorType
+from ...lowering.elemental import identity_const
+from ...lowering.emit_ops import all_of, combine
+from ...lowering.emitters import operand_buffers
+from ...lowering.tiling import accumulator_dtype
+from .direct import unravel
+from .im2col import offset_of
+from .problem import product
+
+ROWS, CHUNKS, VEC = 8, 8, 8
+REDUCERS = ("max", "min", "sum")
+POOL_SCALARS = ("in_size", "out_size", "window", "stride", "pad", "dilation")
+
+
+def refuse(x: TensorType, attrs: dict) -> str | None:
+    """None when dnn.pool computes this reduce_window, else why not."""
+    last = x.ndim - 1
+    if attrs["reducer"] not in REDUCERS:
+        return f"the reducer {attrs['reducer']!r} (pooling takes {', '.join(REDUCERS)})"
+    if x.dtype in ("bool",) or x.dtype.startswith("c"):
+        return f"{x.dtype} operands"
+    if x.ndim < 2 or x.size == 0:
+        return "fewer than two dimensions or no elements"
+    if any(b != 1 for b in attrs["base_dilation"]):
+        return "base dilation"
+    if (attrs["window_dimensions"][last], attrs["window_strides"][last], tuple(attrs["padding"][last]),
+            attrs["window_dilation"][last]) != (1, 1, (0, 0), 1):
+        return "the last dimension is pooled (the kernel keeps features consecutive)"
+    return None
+
+
+def vector_width(x: TensorType) -> int:
+    return VEC if x.shape[-1] % VEC == 0 else 1
+
+
+def pool_kernel(op, name: str) -> K.Kernel:
+    attrs, x_type, y_type = op.attrs, op.operands[0].type, op.result.type
+    pooled, vec, reducer = x_type.ndim - 1, vector_width(x_type), attrs["reducer"]
+    dtype, wide = "i64", accumulator_dtype(x_type.dtype)
+    c = K.ScalarParam("c", dtype)
+    sizes = {key: [K.ScalarParam(f"{key}{d}", dtype) for d in range(pooled)] for key in POOL_SCALARS}
+    values = {"in_size": x_type.shape[:pooled], "out_size": y_type.shape[:pooled],
+              "window": attrs["window_dimensions"][:pooled], "stride": attrs["window_strides"][:pooled],
+              "pad": [lo for lo, _ in attrs["padding"][:pooled]], "dilation": attrs["window_dilation"][:pooled]}
+    arguments = [("c", x_type.shape[-1])] + [(f"{k}{d}", values[k][d]) for k in POOL_SCALARS for d in range(pooled)]
+    x_buf, y_buf = operand_buffers(op)
+    rows = product(sizes["out_size"])
+    x_buf = K.GlobalBuffer(x_buf.name, x_buf.dtype, product(sizes["in_size"]) * c, True)
+    y_buf = K.GlobalBuffer(y_buf.name, y_buf.dtype, rows * c)
+    feature, row = K.Var("feature", dtype), K.Var("row", dtype)
+    accs = [K.Var(f"acc{v}", wide) for v in range(vec)]
+    body = [K.Let(feature, (K.workgroup_id(0).cast(dtype) * CHUNKS + K.workitem_id(0).cast(dtype)) * vec),
+            K.Let(row, K.workgroup_id(1).cast(dtype) * ROWS + K.workitem_id(1).cast(dtype))]
+    row_stmts, out_coords = unravel(row, sizes["out_size"], "o")
+    taps = [K.Var(f"t{d}", dtype) for d in range(pooled)]
+    positions = [o * sizes["stride"][d] + t * sizes["dilation"][d] - sizes["pad"][d]
+                 for d, (o, t) in enumerate(zip(out_coords, taps))]
+    inside = all_of([(p >= 0) & (p < sizes["in_size"][d]) for d, p in enumerate(positions)])
+    start = K.Var("start", dtype)
+    reduce = [K.If(inside, [K.Let(start, offset_of(positions, sizes["in_size"]) * c + feature),
+                            *(K.Assign(acc, combine(reducer, acc, x_buf[start + v].cast(wide)))
+                              for v, acc in enumerate(accs))])]
+    for t, size in reversed(list(zip(taps, sizes["window"]))):
+        reduce = [K.For(t, 0, size, 1, reduce)]
+    stores = [K.Store(y_buf, row * c + feature + v, acc.cast(y_type.dtype)) for v, acc in enumerate(accs)]
+    body += [K.If((feature < c) & (row < rows), [*row_stmts, *(K.Let(acc, identity_const(reducer, wide)) for acc in accs),
+                                                 *reduce, *stores])]
+    scalars = [c] + [s for k in POOL_SCALARS for s in sizes[k]]
+    return K.Kernel(name, params=(x_buf, y_buf, *scalars),
+                    grid=((c + (CHUNKS * vec - 1)) / (CHUNKS * vec), (rows + (ROWS - 1)) / ROWS),
+                    workgroup_size=(CHUNKS, ROWS), body=body, arguments=tuple(arguments))
