@@ -104,11 +104,24 @@ def test_the_report_names_the_plan_nodes_without_spills():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("length,dtype", [(4096, np.complex64), (2048 * 13, np.complex128), (11 * 13 * 7, np.complex128)])
+@pytest.mark.parametrize("length,dtype", [(4096, np.complex64), (2048 * 13, np.complex128), (11 * 13 * 7, np.complex128),
+                                          (10007, np.complex128)])
 def test_large_nodes_do_not_spill(length, dtype):
     x = rng_complex((2, length), dtype)
     part = "f32" if dtype == np.complex64 else "f64"
     check_report(lambda v: lax.fft(v, "FFT", (length,)), x, [node.name for node in fft_plan.plan_for(length, part).nodes])
+
+
+@pytest.mark.slow
+def test_fused_bluestein_and_three_pass_kernels_do_not_spill(small_lds):
+    """Every node kind's variants on gfx942: Bluestein's padded first and cropped last passes through a
+    two-pass M, the three-pass plan's twiddled transposed middle pass."""
+    for length, dtype in ((37, np.complex128), (8192, np.complex64)):
+        part = "f32" if dtype == np.complex64 else "f64"
+        plan = fft_plan.plan_for(length, part)
+        assert plan.kind == ("bluestein" if length == 37 else "three_pass")
+        check_report(lambda v: lax.fft(v, "FFT", (length,)), rng_complex((2, length), dtype),
+                     [node.name for node in plan.nodes])
 
 
 def kernels_of(batch):
