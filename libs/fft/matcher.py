@@ -6,7 +6,8 @@ before it, C of those after), through reshapes, which cost nothing. Values flow 
 with a kind (routines.KINDS): a real input is read as "real" or, for an even length along the last
 axis, as "real_pairs" (its samples paired as N / 2 complex values), and an inverse real transform
 writes its samples the same ways.
-  - FFT, IFFT: each axis's plan, the last axis first; IFFT scales each axis by 1 / N.
+  - FFT, IFFT: each axis's plan, the last axis first; IFFT scales each axis by 1 / N. Trailing axes
+    whose plans are single stockham kernels are rotated instead (rotated_axes): each pass reads rows.
   - RFFT: the last axis (even N: an N / 2 complex plan on the pairs, then rfft_post; odd N: the N
     plan on the real input, cropped to N / 2 + 1), then the complex plans of the leading axes.
   - IRFFT: the inverse complex plans of the leading axes, then the last axis (even N: irfft_pre,

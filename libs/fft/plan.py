@@ -108,20 +108,20 @@ def plan_for(length: int, part_dtype: str) -> Plan | None:
     return None if inner is None else Plan("bluestein", length, inner.nodes, inner)
 
 
-def is_smooth(n: int) -> bool:
+def smooth_lengths(low: int, high: int) -> list[int]:
+    """The 7-smooth numbers (2^a 3^b 5^c 7^d) in [low, high], ascending."""
+    found = [1]
     for prime in (2, 3, 5, 7):
-        while n % prime == 0:
-            n //= prime
-    return n == 1
+        found = [n * prime ** e for n in found for e in range(high.bit_length()) if n * prime ** e <= high]
+    return sorted(n for n in set(found) if n >= low)
 
 
 def bluestein_inner(length: int, part_dtype: str) -> Plan | None:
-    """The direct plan of Bluestein's M: the smallest 7-smooth M >= 2 length - 1 that has one (below
-    the next power of two, which always is 7-smooth)."""
-    power = 1 << (2 * length - 2).bit_length()
-    for size in range(2 * length - 1, power + 1):
-        if is_smooth(size):
-            inner = direct_plan(size, part_dtype)
-            if inner is not None and inner.kind in ("stockham", "two_pass"):
-                return inner
+    """The one- or two-pass plan of Bluestein's M: the smallest 7-smooth M >= 2 length - 1 that has one
+    (at most the next power of two, which always is 7-smooth)."""
+    high = min(1 << (2 * length - 2).bit_length(), lds_limit(part_dtype) ** 2)
+    for size in smooth_lengths(2 * length - 1, high):
+        inner = direct_plan(size, part_dtype)
+        if inner is not None and inner.kind in ("stockham", "two_pass"):   # the edges' kernels
+            return inner
     return None
