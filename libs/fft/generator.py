@@ -1,5 +1,6 @@
 """The kernels of the FFT library, in kernel IR: the Stockham autosort FFT of a plan node and the small
-kernels around it (twiddle tables, Bluestein's chirp and pointwise products, the real transforms' edges).
+kernels around it (twiddle tables, Bluestein's chirp, pointwise products, paddings and crops, the real
+transforms' edges).
 
 Every kernel is compiled per routine and options, never per problem: the sizes (transforms, rows,
 lengths of the elementwise kernels) are scalar parameters, the grid and the buffers' sizes extents of

@@ -203,6 +203,7 @@ def planned_fft(m, x, root):
 
 RULES = [
     # fft(x) -> the plans of its axes: fft.stockham calls (with their fft.twiddles tables), Bluestein's
-    # fft.chirp and fft.pointwise products, the real transforms' fft.rfft_post / fft.irfft_pre
+    # fft.chirp (its products fused into the stockham calls), fft.pointwise crops and
+    # extensions, the real transforms' fft.rfft_post / fft.irfft_pre
     (Pat.op("fft", Pat.var("x"), name="root"), planned_fft),
 ]
