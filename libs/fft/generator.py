@@ -1,5 +1,6 @@
 """The kernels of the FFT library, in kernel IR: the Stockham autosort FFT of a plan node and the small
-kernels around it (twiddle tables, Bluestein's chirp and pointwise products, the real transforms' edges).
+kernels around it (twiddle tables, Bluestein's chirp, pointwise products, paddings and crops, the real
+transforms' edges).
 
 Every kernel is compiled per routine and options, never per problem: the sizes (transforms, rows,
 lengths of the elementwise kernels) are scalar parameters, the grid and the buffers' sizes extents of
@@ -12,9 +13,11 @@ w_(Ns R)^(r (j mod Ns)) (from the table: w_N^(r (j mod Ns) N / (Ns R))), runs th
 (butterfly.py) and writes them at (j / Ns) Ns R + (j mod Ns) + r Ns, so the last pass leaves the
 result in natural order (Stockham's autosort). Passes alternate between two LDS buffers; the first
 reads global memory and the last writes it, with the scale, the two-pass plan's twiddle
-w_L^(k n2) (two table levels) and the transposed layout applied on the way out. The scale and the
+w_L^((k M + m) n2) (two table levels) and the transposed layout applied on the way out. The scale and the
 table's size are scalar parameters too; whether there is a scale (not 1) and a twiddle (L > 0) are
-variants of the code. Transform g of the launch is x[g / C, :, g mod C] of x viewed [B M, N, C]: consecutive transforms of a workgroup are
+variants of the code. A plan's edges are variants too: the first pass may read a shorter, padded
+sequence times a conjugated factor, the last multiply by a factor and crop (Bluestein's products,
+routines.py). Transform g of the launch is x[g / C, :, g mod C] of x viewed [B M, N, C]: consecutive transforms of a workgroup are
 consecutive c, so a strided pass reads runs of consecutive elements.
 """
 from __future__ import annotations
@@ -24,7 +27,7 @@ import math
 from ...ir import kernel as K
 from ...ir.types import COMPLEX_PART, COMPLEXES
 from .butterfly import Registers, dft
-from .routines import large_step
+from .routines import complex_view, large_step, stockham_view
 
 INDEX = "i64"     # global element indices (a batch of transforms may exceed 2^31 parts)
 LOCAL = "i32"     # LDS indices and butterfly counters
@@ -212,13 +215,22 @@ def stockham_kernel(op, name: str) -> K.Kernel:
     per_group = max(1, ITEMS_PER_GROUP // length)
     items = 64 if per_group * length <= 512 else 256
 
+    load_factor, store_factor = op.attrs["load_factor"], op.attrs["store_factor"]
+    padded, cropped = load_factor != "none", store_factor != "none"
     total, rows, inner = (K.ScalarParam(n, INDEX) for n in ("transforms", "rows", "inner"))
-    block = K.ScalarParam("twiddle_block", INDEX)      # C N / L: entries of c sharing one n2
+    block = K.ScalarParam("twiddle_block", INDEX)      # C N M / L: entries of c sharing one n2
     step = K.ScalarParam("twiddle_step", LOCAL)        # routines.large_step(L)
     factor = K.ScalarParam("scale", part)
-    x = K.GlobalBuffer("in0", part, total * (length * parts(input_kind)), readonly=True)
+    # the edges (routines.py): x's N_in positions of S entries, P / N positions per entry n; y's
+    # output_length positions
+    in_length, edge_inner, edge_step, out_length, f_count, g_count, x_count, y_count = (
+        K.ScalarParam(n, INDEX) for n in ("input_length", "edge_inner", "edge_step", "output_length",
+                                          "load_factor_count", "store_factor_count", "x_count", "y_count"))
+    x = K.GlobalBuffer("in0", part, (x_count if padded else total * length) * parts(input_kind), readonly=True)
     table = K.GlobalBuffer("in1", part, 2 * table_count, readonly=True)
-    y = K.GlobalBuffer("out0", part, total * (length * parts(output_kind)))
+    f = K.GlobalBuffer("in2", part, 2 * f_count, readonly=True)
+    g = K.GlobalBuffer(f"in{2 + padded}", part, 2 * g_count, readonly=True)
+    y = K.GlobalBuffer("out0", part, (y_count if cropped else total * length) * parts(output_kind))
     lds = [K.LdsBuffer(f"{which}_{side}", part, per_group * length) for which in "ab" for side in ("re", "im")]
     item, first = K.Var("item", LOCAL), K.Var("first", INDEX)
     body = [K.Let(item, K.workitem_id(0).cast(LOCAL)), K.Let(first, K.workgroup_id(0).cast(INDEX) * per_group)]
@@ -245,15 +257,24 @@ def stockham_kernel(op, name: str) -> K.Kernel:
         regs.stmts += [K.Let(t, jl / per_transform), K.Let(j, jl % per_transform)]
         inside = (first + t.cast(INDEX)) < total
         values = []
-        if p == 0:
+        if p == 0 and padded:   # x[b, p, s] of [B, N_in, S] for position p = n (P / N) + c / S of x[b, 0, n, c]
+            transform = regs.let(first + t.cast(INDEX))
+            row, c = regs.let(transform / inner), regs.let(transform % inner)
+            origin, distance, offset = regs.let(row * (in_length * edge_inner) + c), inner, regs.let(c / edge_inner)
+        elif p == 0:
             origin, distance = layout(regs, t, False)
         for r in range(radix):
             n = j + r * per_transform
-            if p == 0:   # from global memory, zero for the transforms past the launch's last
+            if p == 0:   # from global memory, zero for the transforms past the launch's last (and the padding)
                 re, im = K.Var(f"x{r}_re", part), K.Var(f"x{r}_im", part)
-                loaded = load(x, origin + n.cast(INDEX) * distance, input_kind)
+                loaded, present = load(x, origin + n.cast(INDEX) * distance, input_kind), inside
+                if padded:   # times conj f[p], inside the test (past N_in, x has no element)
+                    position = regs.let(n.cast(INDEX) * edge_step + offset)
+                    present = inside & (position < in_length)
+                    w = (f[position * 2], f[position * 2 + 1])
+                    loaded = (loaded[0] * w[0] + loaded[1] * w[1], loaded[1] * w[0] - loaded[0] * w[1])
                 regs.stmts += [K.Let(re, K.Const(0.0, part)), K.Let(im, K.Const(0.0, part)),
-                               K.If(inside, [K.Assign(re, loaded[0]), K.Assign(im, loaded[1])])]
+                               K.If(present, [K.Assign(re, loaded[0]), K.Assign(im, loaded[1])])]
                 values.append((re, im))
             else:
                 values.append((source[0][t * length + n], source[1][t * length + n]))
@@ -266,8 +287,16 @@ def stockham_kernel(op, name: str) -> K.Kernel:
         base = regs.let((j / stride) * (stride * radix) + (k if k is not None else 0))
         last = p == len(radices) - 1
         stores = []
-        if last:
+        if last and cropped:   # y[b, p, c] of [B, output_length, C] for position p = k M + m
+            transform = regs.let(first + t.cast(INDEX))
+            row, c = regs.let(transform / inner), regs.let(transform % inner)
+            m = regs.let(row % rows)
+            origin, distance = regs.let(((row / rows) * out_length + m) * inner + c), rows * inner
+        elif last:
             origin, distance = layout(regs, t, transpose)
+        if last and twiddle_length:   # w_L^((k M + m) n2) of transform b M + m
+            transform = regs.let(first + t.cast(INDEX))
+            n2, twiddle_row = regs.let((transform % inner) / block), regs.let((transform / inner) % rows)
         for r, value in enumerate(outputs):
             index = base + r * stride
             if not last:
@@ -276,23 +305,39 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                 continue
             if scale != 1.0:
                 value = regs.complex(value[0] * factor, value[1] * factor)
-            if twiddle_length:   # w_L^(k n2), k n2 < L: two table levels
-                n2 = ((first + t.cast(INDEX)) % inner) / block
-                exponent = regs.let((index.cast(INDEX) * n2).cast(LOCAL))
+            if twiddle_length:   # two table levels
+                exponent = regs.let(((index.cast(INDEX) * rows + twiddle_row) * n2).cast(LOCAL))
                 low, high = twiddle(length + exponent % step), twiddle(length + step + exponent / step)
                 value = multiply(regs, value, multiply(regs, low, high))
-            stores += store(y, regs.let(origin + index.cast(INDEX) * distance), value, output_kind)
+            if cropped:
+                position = regs.let(index.cast(INDEX) * rows + m)
+                weight = (g[position * 2], g[position * 2 + 1] if store_factor == "plain" else -g[position * 2 + 1])
+                stores.append(K.If(position < out_length, store(y, origin + index.cast(INDEX) * distance,
+                                                                 multiply(regs, value, weight), output_kind)))
+            else:
+                stores += store(y, regs.let(origin + index.cast(INDEX) * distance), value, output_kind)
         if last:
             stores = [K.If(inside, stores)]
         body.append(K.For(jl, item, per_group * per_transform, items, regs.stmts + stores))
         if not last:
             body.append(K.Barrier())
-    b, m, _, c = op.operands[0].type.shape
-    if input_kind == "real_pairs":
-        c //= 2
-    arguments = (("transforms", b * m * c), ("rows", m), ("inner", c),
-                 ("twiddle_block", c * length // twiddle_length if twiddle_length else 1),
+    x_type = complex_view("fft.stockham", op.operands[0].type, input_kind)
+    b, m, _, c = stockham_view(x_type, op.attrs).shape
+    arguments = [("transforms", b * m * c), ("rows", m), ("inner", c),
+                 ("twiddle_block", c * length * m // twiddle_length if twiddle_length else 1),
                  ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", scale),
-                 ("table_count", op.operands[1].type.shape[1]))
-    return K.Kernel(name, params=[x, table, y, total, rows, inner, block, step, factor, table_count], grid=(K.ceil_div(total, per_group),),
-                    workgroup_size=(items,), body=body, lds=lds if len(radices) > 1 else (), arguments=arguments)
+                 ("table_count", op.operands[1].type.shape[1])]
+    buffers, scalars = [x, table], [total, rows, inner, block, step, factor, table_count]
+    if padded:
+        edge_s = x_type.shape[2]
+        buffers.append(f)
+        scalars += [in_length, edge_inner, edge_step, f_count, x_count]
+        arguments += [("input_length", x_type.shape[1]), ("edge_inner", edge_s), ("edge_step", c // edge_s),
+                      ("load_factor_count", op.operands[2].type.shape[0]), ("x_count", x_type.size)]
+    if cropped:
+        buffers.append(g)
+        scalars += [out_length, g_count, y_count]
+        arguments += [("output_length", op.attrs["output_length"]), ("store_factor_count", op.operands[-1].type.shape[0]),
+                      ("y_count", b * c * op.attrs["output_length"])]
+    return K.Kernel(name, params=buffers + [y] + scalars, grid=(K.ceil_div(total, per_group),), workgroup_size=(items,), body=body,
+                    lds=lds if len(radices) > 1 else (), arguments=tuple(arguments))

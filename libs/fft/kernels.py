@@ -18,6 +18,9 @@ def stockham_options(attrs) -> list[str]:
     options += ["transposed result"] if attrs["transpose"] else []
     options += [f"{attrs['input_kind']} input"] if attrs["input_kind"] != "complex" else []
     options += [f"{attrs['output_kind']} output"] if attrs["output_kind"] != "complex" else []
+    options += ["a padded input times a conjugated factor"] if attrs["load_factor"] != "none" else []
+    options += [f"times a {attrs['store_factor']} factor, {attrs['output_length']} positions"] \
+        if attrs["store_factor"] != "none" else []
     return options
 
 

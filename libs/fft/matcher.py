@@ -6,7 +6,8 @@ before it, C of those after), through reshapes, which cost nothing. Values flow 
 with a kind (routines.KINDS): a real input is read as "real" or, for an even length along the last
 axis, as "real_pairs" (its samples paired as N / 2 complex values), and an inverse real transform
 writes its samples the same ways.
-  - FFT, IFFT: each axis's plan, the last axis first; IFFT scales each axis by 1 / N.
+  - FFT, IFFT: each axis's plan, the last axis first; IFFT scales each axis by 1 / N. Trailing axes
+    whose plans are single stockham kernels are rotated instead (rotated_axes): each pass reads rows.
   - RFFT: the last axis (even N: an N / 2 complex plan on the pairs, then rfft_post; odd N: the N
     plan on the real input, cropped to N / 2 + 1), then the complex plans of the leading axes.
   - IRFFT: the inverse complex plans of the leading axes, then the last axis (even N: irfft_pre,
@@ -51,11 +52,18 @@ class Axis:
         self.m, self.part, self.outer, self.inner, self.sign = m, part, outer, inner, sign
 
     def stockham(self, value, node, shape, scale=1.0, transpose=False, twiddle_length=0, input_kind="complex",
-                 output_kind="complex"):
+                 output_kind="complex", load_factor=None, store_factor=None, output_length=0, conjugate=False):
+        """A stockham call on `value` viewed as `shape` ([B, M, N, C]; a padded [B, N_in, S] with a
+        load_factor, multiplied by its conjugate); store_factor (or, with `conjugate`, its conjugate)
+        multiplies the result, cropped to output_length positions."""
+        factors = [f for f in (load_factor, store_factor) if f is not None]
         return call(self.m, "stockham", view(self.m, value, shape, input_kind),
-                    twiddles(self.m, self.part, node.length, twiddle_length), radices=node.radices, sign=self.sign,
-                    scale=float(scale), transpose=transpose, twiddle_length=twiddle_length, input_kind=input_kind,
-                    output_kind=output_kind)
+                    twiddles(self.m, self.part, node.length, twiddle_length), *factors, radices=node.radices,
+                    sign=self.sign, scale=float(scale), transpose=transpose, twiddle_length=twiddle_length,
+                    input_kind=input_kind, output_kind=output_kind,
+                    load_factor="none" if load_factor is None else "conjugate",
+                    store_factor="none" if store_factor is None else "conjugate" if conjugate else "plain",
+                    output_length=output_length)
 
     def pointwise(self, value, length: int, in_length: int, factor=None, conjugate=False, scale=1.0,
                   input_kind="complex", output_kind="complex"):
@@ -81,29 +89,72 @@ class Axis:
                                     twiddle_length=n, input_kind=input_kind)
             return self.stockham(columns, second, (outer, first.length, second.length, inner), scale, transpose=True,
                                  output_kind=output_kind)
-        # bluestein: y = conj(b) * IFFT_M(FFT_M(x conj(b)) FFT_M(b)), b the chirp filter of length M
+        if plan.kind == "three_pass":   # R = L1 L2 as two passes over columns of stride L3, then L3 transposed
+            first, second, third = plan.nodes
+            size = first.length * second.length
+            columns = self.stockham(value, first, (outer, 1, first.length, n // first.length * inner),
+                                    twiddle_length=size, input_kind=input_kind)
+            rows = self.stockham(columns, second, (outer, first.length, second.length, third.length * inner),
+                                 transpose=True, twiddle_length=n)
+            return self.stockham(rows, third, (outer, size, third.length, inner), scale, transpose=True,
+                                 output_kind=output_kind)
+        # bluestein: y = conj(b) * IFFT_M(FFT_M(x conj(b)) FFT_M(b)), b the chirp filter of length M; the
+        # products, the padding and the crop fused into the first and last kernels of the two M plans
         size = plan.inner.length
         chirp = call(self.m, "chirp", length=n, size=size, sign=self.sign, dtype=self.part)
-        filter_axis, forward, inverse = (Axis(self.m, self.part, 1, 1, -1), Axis(self.m, self.part, outer, inner, -1),
-                                         Axis(self.m, self.part, outer, inner, 1))
-        spectrum = reshaped(self.m, filter_axis.run(chirp, plan.inner), (size,))
-        padded = self.pointwise(value, size, n, chirp, conjugate=True, input_kind=input_kind)
-        product = self.pointwise(forward.run(padded, plan.inner), size, size, spectrum)
-        convolved = inverse.run(product, plan.inner, 1.0 / size)
-        return self.pointwise(convolved, n, size, chirp, conjugate=True, scale=scale, output_kind=output_kind)
+        spectrum = reshaped(self.m, Axis(self.m, self.part, 1, 1, -1).run(chirp, plan.inner), (size,))
+        forward, inverse = Axis(self.m, self.part, outer, inner, -1), Axis(self.m, self.part, outer, inner, 1)
+        padded = dict(load_factor=chirp, input_kind=input_kind)
+        if plan.inner.kind == "stockham":
+            node = plan.inner.nodes[0]
+            product = forward.stockham(value, node, (outer, n, inner), store_factor=spectrum, output_length=size,
+                                       **padded)
+            return inverse.stockham(product, node, (outer, 1, size, inner), scale / size, store_factor=chirp,
+                                    output_length=n, conjugate=True, output_kind=output_kind)
+        first, second = plan.inner.nodes
+        columns = forward.stockham(value, first, (outer, n, inner), twiddle_length=size, **padded)
+        product = forward.stockham(columns, second, (outer, first.length, second.length, inner), transpose=True,
+                                   store_factor=spectrum, output_length=size)
+        columns = inverse.stockham(product, first, (outer, 1, first.length, second.length * inner), twiddle_length=size)
+        return inverse.stockham(columns, second, (outer, first.length, second.length, inner), scale / size,
+                                transpose=True, store_factor=chirp, output_length=n, conjugate=True,
+                                output_kind=output_kind)
 
 
 def axis_plan(shape, axis: int, part: str):
     plan = plan_for(shape[axis], part)
     if plan is None:
         raise NotImplementedError(f"fft: no plan for length {shape[axis]} in {part} (axis {axis} of {list(shape)}): "
-                                  f"it would need a kernel pass beyond the two of two_pass plans")
+                                  f"it would need a kernel pass beyond the three of three_pass plans")
     return plan
 
 
-def complex_axes(m, value, axes, sign: int):
-    """FFT (sign -1) or IFFT (sign 1) of a complex value along `axes`, the last first."""
+def rotated_axes(m, value, count: int, sign: int):
+    """FFT or IFFT along the trailing `count` axes, each by a single stockham kernel that reads its
+    transforms as contiguous rows and writes them transposed: the block [d1, ..., dk] of each leading
+    index becomes [dk, d1, ..., dk-1], so the next axis is last in turn, and after k passes the block
+    is back in its order."""
     shape, part = value.type.shape, COMPLEX_PART[value.type.dtype]
+    batch, block = math.prod(shape[:-count]), list(shape[-count:])
+    axis_ = Axis(m, part, 1, 1, sign)
+    for _ in range(count):
+        n = block[-1]
+        plan = plan_for(n, part)
+        value = axis_.stockham(value, plan.nodes[0], (batch, math.prod(block[:-1]), n, 1),
+                               1.0 / n if sign > 0 else 1.0, transpose=True)
+        block = [n] + block[:-1]
+    return reshaped(m, value, shape)
+
+
+def complex_axes(m, value, axes, sign: int):
+    """FFT (sign -1) or IFFT (sign 1) of a complex value along `axes`, the last first: by rotated_axes
+    when they are the trailing axes (2 or more) and each is one stockham kernel, otherwise each on
+    its [B, N, C] view."""
+    shape, part = value.type.shape, COMPLEX_PART[value.type.dtype]
+    axes = sorted(axes)
+    trailing = len(axes) >= 2 and axes == list(range(len(shape) - len(axes), len(shape)))
+    if trailing and all(getattr(plan_for(shape[a], part), "kind", None) == "stockham" for a in axes):
+        return rotated_axes(m, value, len(axes), sign)
     for axis in sorted(axes, reverse=True):
         plan = axis_plan(shape, axis, part)
         axis_ = Axis(m, part, math.prod(shape[:axis]), math.prod(shape[axis + 1:]), sign)
@@ -152,6 +203,7 @@ def planned_fft(m, x, root):
 
 RULES = [
     # fft(x) -> the plans of its axes: fft.stockham calls (with their fft.twiddles tables), Bluestein's
-    # fft.chirp and fft.pointwise products, the real transforms' fft.rfft_post / fft.irfft_pre
+    # fft.chirp (its products fused into the stockham calls), fft.pointwise crops and
+    # extensions, the real transforms' fft.rfft_post / fft.irfft_pre
     (Pat.op("fft", Pat.var("x"), name="root"), planned_fft),
 ]

@@ -9,9 +9,16 @@ A 1-D transform of length N along one axis is planned as
     stockham kernel over L2 that writes its results transposed, X[k1 + L1 k2]. L1 is the largest
     factor not above sqrt(N) (so L1 <= L2, and the second pass reads rows).
   - `bluestein`: otherwise (a prime factor above 13, or too long for two passes), Bluestein's chirp-z
-    algorithm through a power-of-two plan of length M >= 2N - 1: the input times the chirp, zero-padded
-    to M, convolved with the chirp filter by two FFTs and an inverse FFT of length M, times the chirp.
-A plan that would need a third pass (a length above lds_limit^2, or a Bluestein M above it) has none.
+    algorithm through a plan of length M >= 2N - 1: the input times the chirp, zero-padded to M,
+    convolved with the chirp filter by two FFTs and an inverse FFT of length M, times the chirp.
+    M is the smallest 7-smooth length (2^a 3^b 5^c 7^d) with a direct plan: the passes' cost grows
+    with M (20160 for N = 10007, where the next power of two is 32768), and the butterflies of
+    radices 2 to 8 are the cheapest per element.
+  - `three_pass`: N = L1 x L2 x L3 above lds_limit^2 (rocFFT's three-kernel plans): the length
+    R = L1 L2 as a two_pass plan over columns of stride L3 (its row pass, written transposed,
+    multiplies by the twiddles w_N^(kR n3)), then a stockham kernel over L3 written transposed,
+    X[kR + R k3]. L3 is the largest factor in LDS whose R has a two_pass plan.
+A length needing more passes (above lds_limit^3, or a Bluestein M above lds_limit^2) has no plan.
 
 Plans are cached by (length, part dtype) (`plan_for`): the plan cache keyed by problem.
 """
@@ -57,7 +64,7 @@ class Node:
 
 @dataclass(frozen=True)
 class Plan:
-    kind: str                     # "identity", "stockham", "two_pass" or "bluestein"
+    kind: str                     # "identity", "stockham", "two_pass", "three_pass" or "bluestein"
     length: int
     nodes: tuple[Node, ...]       # the stockham nodes (for bluestein: those of `inner`)
     inner: "Plan | None" = None   # bluestein's plan of length M
@@ -79,6 +86,13 @@ def direct_plan(length: int, part_dtype: str) -> Plan | None:
         second = length // first
         if second <= limit:
             return Plan("two_pass", length, (Node(first, radices_of(first)), Node(second, radices_of(second))))
+    if length >= 2 ** 31:   # the twiddles' exponents are i32
+        return None
+    for last in range(limit, 1, -1):
+        if length % last == 0:
+            columns = direct_plan(length // last, part_dtype)
+            if columns is not None and columns.kind == "two_pass":
+                return Plan("three_pass", length, columns.nodes + (Node(last, radices_of(last)),))
     return None
 
 
@@ -90,5 +104,24 @@ def plan_for(length: int, part_dtype: str) -> Plan | None:
     direct = direct_plan(length, part_dtype)
     if direct is not None:
         return direct
-    inner = direct_plan(1 << (2 * length - 2).bit_length(), part_dtype)
+    inner = bluestein_inner(length, part_dtype)
     return None if inner is None else Plan("bluestein", length, inner.nodes, inner)
+
+
+def smooth_lengths(low: int, high: int) -> list[int]:
+    """The 7-smooth numbers (2^a 3^b 5^c 7^d) in [low, high], ascending."""
+    found = [1]
+    for prime in (2, 3, 5, 7):
+        found = [n * prime ** e for n in found for e in range(high.bit_length()) if n * prime ** e <= high]
+    return sorted(n for n in set(found) if n >= low)
+
+
+def bluestein_inner(length: int, part_dtype: str) -> Plan | None:
+    """The one- or two-pass plan of Bluestein's M: the smallest 7-smooth M >= 2 length - 1 that has one
+    (at most the next power of two, which always is 7-smooth)."""
+    high = min(1 << (2 * length - 2).bit_length(), lds_limit(part_dtype) ** 2)
+    for size in smooth_lengths(2 * length - 1, high):
+        inner = direct_plan(size, part_dtype)
+        if inner is not None and inner.kind in ("stockham", "two_pass"):   # the edges' kernels
+            return inner
+    return None

@@ -9,12 +9,18 @@ complex one of half its length (a real signal of even length read as complex: no
               the angles 2 pi t / length (t < length), then, when twiddle_length L > 0, 2 pi i / L
               (i < S) and 2 pi S j / L (j < ceil(L / S)), S = large_step(L): the two levels whose
               product is w_L^t for any t < L, as rocFFT's large-twiddle tables.
-  stockham    (x, table) -> y: a batched 1-D FFT of length N = prod(radices) along axis 2 of
+  stockham    (x, table[, f][, g]) -> y: a batched 1-D FFT of length N = prod(radices) along axis 2 of
               x[B, M, N, C]:
-                  y[b, m, k, c] = scale * w_L^(k n2) * sum_n x[b, m, n, c] exp(sign 2 pi i n k / N)
-              with w_L^(k n2) = exp(sign 2 pi i k n2 / L), n2 = c / (C N / L), only when
-              twiddle_length L > 0 (the twiddle between the passes of a two-pass plan), and y laid
-              out [B, N, M, C] when `transpose`. `table` is the twiddles routine's result for (N, L).
+                  y[b, m, k, c] = scale * w_L^((k M + m) n2) * sum_n x[b, m, n, c] exp(sign 2 pi i n k / N)
+              with w_L^j = exp(sign 2 pi i j / L), n2 = c / (C N M / L), only when twiddle_length
+              L > 0 (the twiddle between the passes of a multi-pass plan), and y laid out [B, N, M, C]
+              when `transpose`. `table` is the twiddles routine's result for (N, L).
+              The edges of a plan, fused into its first and last kernels (Bluestein's products):
+              with load_factor "conjugate", x is [B, N_in, S], a sequence of P = (L or N) positions
+              padded with zeros past N_in and multiplied by conj f[p], read as [B, 1, N, S P / N]
+              (position p of the sequence is n (P / N) + c / S); with store_factor "plain" or
+              "conjugate" (M = 1 or `transpose`), y, whose positions are p = k M + m, is multiplied
+              by g[p] (or its conjugate) and cropped to y[B, output_length, C].
   chirp       () -> b[M], Bluestein's filter for length N: b[m] = exp(-sign pi i m^2 / N) for m < N,
               b[M - m] = b[m] for 0 < m < N, 0 elsewhere.
   pointwise   (x[, f]) -> y: y[b, i, c] = scale * x[b, i, c] * (f[i], its conjugate or 1) for i < length,
@@ -104,33 +110,78 @@ def twiddles_reference(*, length, twiddle_length, dtype):
     return np.stack([np.cos(theta), np.sin(theta)]).astype(NUMPY_DTYPES[dtype])
 
 
+LOAD_FACTORS, STORE_FACTORS = ("none", "conjugate"), ("none", "plain", "conjugate")
+
+
+def stockham_view(x: TensorType, attrs) -> TensorType:
+    """The complex [B, M, N, C] a stockham call transforms, of its x (a padded [B, N_in, S] with a
+    load factor: [B, 1, N, S P / N], P its sequence's length)."""
+    length = math.prod(attrs["radices"])
+    if attrs["load_factor"] == "none":
+        return x
+    positions = attrs["twiddle_length"] or length
+    b, _, s = x.shape
+    return x.with_shape((b, 1, length, s * (positions // length)))
+
+
 def stockham_infer(types, attrs):
     name = "library_call: fft.stockham"
-    require(len(types) == 2, f"{name} takes (x, table), got {len(types)} operands")
+    load_factor, store_factor = attrs["load_factor"], attrs["store_factor"]
+    require(load_factor in LOAD_FACTORS and store_factor in STORE_FACTORS,
+            f"{name}: load_factor {load_factor!r} / store_factor {store_factor!r} not in {LOAD_FACTORS} / {STORE_FACTORS}")
+    factors = (load_factor != "none") + (store_factor != "none")
+    require(len(types) == 2 + factors, f"{name} takes (x, table) and {factors} factors, got {len(types)} operands")
     x, table = complex_view(name, types[0], attrs["input_kind"]), types[1]
     radices = tuple(attrs["radices"])
     length = math.prod(radices)
+    twiddle_length = attrs["twiddle_length"]
+    if load_factor != "none":
+        positions = twiddle_length or length
+        require(x.ndim == 3 and x.shape[1] <= positions and types[2] == TensorType(x.dtype, types[2].shape)
+                and types[2].ndim == 1 and types[2].shape[0] >= positions,
+                f"{name}: a padded x {x} must be [B, <= {positions}, S] and its factor {types[2]} {x.dtype}[>= {positions}]")
+        x = stockham_view(x, attrs)
     require(x.ndim == 4 and x.shape[2] == length, f"{name}: x {x} must be [B, M, {length}, C] for radices "
                                                   f"{list(radices)}")
-    twiddle_length = attrs["twiddle_length"]
-    require(not twiddle_length or (twiddle_length % length == 0 and x.shape[3] % (twiddle_length // length) == 0),
-            f"{name}: twiddle_length {twiddle_length} must be {length} x a divisor of C in {x}")
+    positions = length * x.shape[1]
+    require(not twiddle_length or (twiddle_length % positions == 0 and x.shape[3] % (twiddle_length // positions) == 0),
+            f"{name}: twiddle_length {twiddle_length} must be {length} x M x a divisor of C in {x}")
     expected = TensorType(COMPLEX_PART[x.dtype], (2, table_size(length, twiddle_length)))
     require(table == expected, f"{name}: table {table} must be {expected}")
     b, m, n, c = x.shape
     result = TensorType(x.dtype, (b, n, m, c) if attrs["transpose"] else (b, m, n, c))
+    if store_factor != "none":
+        out = attrs["output_length"]
+        g = types[-1]
+        require((attrs["transpose"] or m == 1) and 0 < out <= n * m and g.ndim == 1 and g.dtype == x.dtype
+                and g.shape[0] >= n * m, f"{name}: a store factor needs M = 1 or a transposed result, output_length "
+                                         f"{out} <= {n * m} and a factor {g} {x.dtype}[>= {n * m}]")
+        result = TensorType(x.dtype, (b, out, c))
     return [of_kind(result, attrs["output_kind"])]
 
 
-def stockham_reference(x, table, *, radices, sign, scale, transpose, twiddle_length, input_kind, output_kind):
+def stockham_reference(x, table, *factors, radices, sign, scale, transpose, twiddle_length, input_kind, output_kind,
+                       load_factor, store_factor, output_length):
     wide = as_complex(x, input_kind)
+    if load_factor != "none":
+        length = math.prod(radices)
+        positions = twiddle_length or length
+        padded = np.zeros((wide.shape[0], positions, wide.shape[2]), np.complex128)
+        padded[:, :wide.shape[1]] = wide * np.conj(factors[0][:wide.shape[1]].astype(np.complex128))[None, :, None]
+        wide = padded.reshape(wide.shape[0], 1, length, wide.shape[2] * (positions // length))
     y = np.fft.fft(wide, axis=2) if sign < 0 else np.fft.ifft(wide, axis=2) * wide.shape[2]
     if twiddle_length:
-        block = wide.shape[3] // (twiddle_length // wide.shape[2])
-        k, c = np.arange(wide.shape[2])[:, None], np.arange(wide.shape[3])[None, :] // block
-        y = y * np.exp(sign * 2j * np.pi * (k * c) / twiddle_length)
+        _, m, n, c = wide.shape
+        block = c // (twiddle_length // (n * m))
+        position = np.arange(n)[None, :, None] * m + np.arange(m)[:, None, None]
+        y = y * np.exp(sign * 2j * np.pi * (position * (np.arange(c)[None, None, :] // block)) / twiddle_length)
     y = y * scale
-    return to_kind(y.transpose(0, 2, 1, 3) if transpose else y, output_kind, table.dtype)
+    y = y.transpose(0, 2, 1, 3) if transpose else y
+    if store_factor != "none":
+        g = factors[-1][:output_length].astype(np.complex128)
+        y = y.reshape(y.shape[0], -1, y.shape[3])[:, :output_length] * \
+            (np.conj(g) if store_factor == "conjugate" else g)[None, :, None]
+    return to_kind(y, output_kind, table.dtype)
 
 
 def chirp_values(length: int, size: int, sign: int) -> np.ndarray:
@@ -218,7 +269,8 @@ ROUTINES = {
     "twiddles": Routine({"length": "int", "twiddle_length": "int", "dtype": "dtype"}, twiddles_infer,
                         twiddles_reference, "cos and sin tables of a stockham kernel (libs/fft/routines.py)"),
     "stockham": Routine({"radices": "ints", "sign": "int", "scale": "float", "transpose": "bool",
-                         "twiddle_length": "int", "input_kind": "str", "output_kind": "str"},
+                         "twiddle_length": "int", "input_kind": "str", "output_kind": "str", "load_factor": "str",
+                         "store_factor": "str", "output_length": "int"},
                         stockham_infer, stockham_reference,
                         "a batched 1-D Stockham FFT along axis 2 of [B, M, N, C] (libs/fft/routines.py)"),
     "chirp": Routine({"length": "int", "size": "int", "sign": "int", "dtype": "dtype"}, chirp_infer, chirp_reference,

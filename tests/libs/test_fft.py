@@ -60,7 +60,9 @@ def check_fft(length: int, dtype=np.complex128, batch=3, inverse=False):
     (2 ** 20, "f32", "two_pass", "two_pass_len1048576"),
     (10007, "f64", "bluestein", "bluestein_len10007"),
     (17, "f32", "bluestein", "bluestein_len17"),
-    (2 ** 25, "f32", None, None),                      # would need three passes
+    (2 ** 25, "f32", "three_pass", "three_pass_len33554432"),   # 8192 x 4096
+    (2 ** 31, "f32", None, None),                      # i32 twiddle exponents
+    (2097169, "f64", None, None),                      # a prime whose Bluestein M would need three passes
 ])
 def test_plans_by_length(length, part, kind, name):
     plan = fft_plan.plan_for(length, part)
@@ -81,8 +83,8 @@ def test_the_optimized_ir_names_the_plan_nodes():
     x = rng_complex((2, 10007), np.complex128)
     text = str(run_pipeline(cj.make_graph(lambda v: lax.fft(v, "FFT", (10007,)))(x), DEFAULT_PIPELINE).module)
     assert 'solution = "bluestein_len10007_chirp"' in text
-    assert 'solution = "stockham_len128_radix[16,8]"' in text and "stockham_len256_radix[16,16]" in text
-    assert "= fft(" not in text
+    assert 'solution = "stockham_len140_radix[10,7,2]"' in text and "stockham_len144_radix[16,3,3]" in text
+    assert "= fft(" not in text and "pointwise" not in text     # Bluestein's products fused into its passes
 
 
 def check_report(function, x, solutions):
@@ -97,16 +99,29 @@ def check_report(function, x, solutions):
 
 def test_the_report_names_the_plan_nodes_without_spills():
     x = rng_complex((2, 17), np.complex64)
-    compiled = check_report(lambda v: lax.fft(v, "FFT", (17,)), x, ["bluestein_len17_chirp", "stockham_len64_radix[16,4]"])
+    compiled = check_report(lambda v: lax.fft(v, "FFT", (17,)), x, ["bluestein_len17_chirp", "stockham_len35_radix[7,5]"])
     assert relative_error(compiled(x), np.fft.fft(x.astype(np.complex128))) <= bound(17, np.complex64, "f32")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("length,dtype", [(4096, np.complex64), (2048 * 13, np.complex128), (11 * 13 * 7, np.complex128)])
+@pytest.mark.parametrize("length,dtype", [(4096, np.complex64), (2048 * 13, np.complex128), (11 * 13 * 7, np.complex128),
+                                          (10007, np.complex128)])
 def test_large_nodes_do_not_spill(length, dtype):
     x = rng_complex((2, length), dtype)
     part = "f32" if dtype == np.complex64 else "f64"
     check_report(lambda v: lax.fft(v, "FFT", (length,)), x, [node.name for node in fft_plan.plan_for(length, part).nodes])
+
+
+@pytest.mark.slow
+def test_fused_bluestein_and_three_pass_kernels_do_not_spill(small_lds):
+    """Every node kind's variants on gfx942: Bluestein's padded first and cropped last passes through a
+    two-pass M, the three-pass plan's twiddled transposed middle pass."""
+    for length, dtype in ((37, np.complex128), (8192, np.complex64)):
+        part = "f32" if dtype == np.complex64 else "f64"
+        plan = fft_plan.plan_for(length, part)
+        assert plan.kind == ("bluestein" if length == 37 else "three_pass")
+        check_report(lambda v: lax.fft(v, "FFT", (length,)), rng_complex((2, length), dtype),
+                     [node.name for node in plan.nodes])
 
 
 def kernels_of(batch):
@@ -125,8 +140,8 @@ def test_a_new_batch_compiles_no_kernel():
 
 @pytest.fixture
 def small_lds(monkeypatch):
-    """A 1 KiB LDS budget: lengths above 64 (c64) or 32 (c128) need two passes, so that the two-pass
-    plans of every axis and kind run at small sizes."""
+    """A 1 KiB LDS budget: lengths above 64 (c64) or 32 (c128) need two passes, above 4096 (c64) or
+    1024 (c128) three, so that the multi-pass plans of every axis and kind run at small sizes."""
     monkeypatch.setattr(fft_plan, "LDS_BYTES", 1024)
     fft_plan.plan_for.cache_clear()
     yield
@@ -140,9 +155,15 @@ def small_lds(monkeypatch):
     ((4, 129), (256,), "IRFFT", np.complex64),
     ((2, 77), (77,), "RFFT", np.float32),                # odd: the full plan of 77 = 7 x 11
     ((2, 39), (77,), "IRFFT", np.complex128),
-    ((2, 37), (37,), "FFT", np.complex128),              # Bluestein through a two-pass M = 128
+    ((2, 37), (37,), "FFT", np.complex128),              # Bluestein through a two-pass M = 75
+    ((2, 37, 3), (37, 3), "IFFT", np.complex64),         # ... on an axis with C = 3 after it
+    ((2, 37), (37,), "RFFT", np.float32),                # ... with a real input
+    ((2, 19), (37,), "IRFFT", np.complex128),            # ... with a real output
+    ((2, 8192), (8192,), "FFT", np.complex64),           # three passes, 128 (8 x 16) x 64
+    ((2, 3072, 3), (3072, 3), "IFFT", np.complex128),    # three passes on an axis with C = 3 after it
+    pytest.param((2, 16384), (16384,), "RFFT", np.float32, marks=pytest.mark.slow),   # 8192 pairs, three passes
 ])
-def test_two_pass_plans(small_lds, shape, lengths, kind, dtype):
+def test_multi_pass_plans(small_lds, shape, lengths, kind, dtype):
     rng = np.random.default_rng(7)
     x = rng_complex(shape, dtype) if np.dtype(dtype).kind == "c" else rng.standard_normal(shape).astype(dtype)
     compiled = cj.jit(lambda v: lax.fft(v, kind, lengths)).lower(x).compile()
@@ -241,7 +262,11 @@ def test_empty_batches():
 
 
 def test_axes_pass_views_not_copies():
-    """Between the passes of an n-D transform, values are reshaped views: no copy kernel."""
+    """Between the passes of an n-D transform, values are reshaped views: no copy kernel. The trailing
+    axes' passes each read rows and write transposed (matcher.rotated_axes)."""
     module = cj.make_graph(lambda v: lax.fft(v, "FFT", (8, 8, 8)))(rng_complex((8, 8, 8), np.complex64))
-    names = [op.name for op in run_pipeline(module, DEFAULT_PIPELINE).module.body.ops]
+    ops = run_pipeline(module, DEFAULT_PIPELINE).module.body.ops
+    names = [op.name for op in ops]
     assert "fusion" not in names and names.count("library_call") == 4, names
+    passes = [op for op in ops if op.name == "library_call" and op.attrs["routine"] == "stockham"]
+    assert all(op.attrs["transpose"] and op.operands[0].type.shape[-1] == 1 for op in passes)
