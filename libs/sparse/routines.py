@@ -39,6 +39,12 @@ operand (or the attribute `columns`).
       y = T^-1 x for the triangle of A (`lower`: entries left of the diagonal, else right; the
       diagonal entry from A unless unit_diagonal), level by level
 
+Index arrays under jit are data no one has checked, so every kernel reads them safely: an indptr
+entry is clamped to [0, len(indices)] and a column outside [0, n) contributes nothing (in sddmm its
+value is 0), as JAX's BCOO treats out-of-range indices as padding; no read or write leaves a
+buffer whatever the arrays hold (an indptr that decreases gives an unspecified but in-bounds
+result). cdnajit.sparse's `checked` mode validates them and raises instead.
+
 The references compute as the kernels do (sums in nonzero order from 0).
 """
 from __future__ import annotations
@@ -80,6 +86,17 @@ def row_of(indptr, position):
     return int(np.searchsorted(indptr, position, side="right")) - 1
 
 
+def clamped(position, total: int) -> int:
+    """An indptr entry as the kernels read it: clamped to [0, total] (common.clamped)."""
+    return min(max(int(position), 0), total)
+
+
+def gathered(values, indices, count: int):
+    """values[indices] with an index outside [0, count) giving 0 (common.in_range: never loaded)."""
+    kept = (indices >= 0) & (indices < count)
+    return np.where(kept.reshape(kept.shape + (1,) * (values.ndim - 1)), values[np.where(kept, indices, 0)], 0)
+
+
 def ordered_sum(values, dtype):
     """values summed one by one from 0, in order (np.cumsum's order)."""
     return np.cumsum(values, dtype=dtype)[-1] if len(values) else dtype.type(0)
@@ -99,8 +116,8 @@ def csrmv_infer(types, attrs):
 
 
 def csrmv(indptr, indices, data, x, *, chunk):
-    m, nnz = len(indptr) - 1, int(indptr[-1])
-    products = data[:nnz] * x[indices[:nnz]]
+    m, nnz = len(indptr) - 1, clamped(indptr[-1], len(indices))
+    products = data[:nnz] * gathered(x, indices[:nnz], len(x))
     count = chunks_of(len(indices), chunk)
     y = np.zeros(m, data.dtype)
     carries, carry_rows = np.zeros(2 * count, data.dtype), np.zeros(2 * count, indptr.dtype)
@@ -130,8 +147,7 @@ def ellmv_infer(types, attrs):
 
 
 def ellmv(columns, values, x):
-    kept = columns >= 0
-    products = np.where(kept, values * x[np.where(kept, columns, 0)], 0).astype(values.dtype)
+    products = (values * gathered(x, columns, len(x))).astype(values.dtype)
     return np.cumsum(products, axis=1, dtype=values.dtype)[:, -1] if columns.shape[1] else \
         np.zeros(len(columns), values.dtype)
 
@@ -148,8 +164,8 @@ def csrmm(indptr, indices, data, b):
     m = len(indptr) - 1
     c = np.zeros((m, b.shape[1]), data.dtype)
     for r in range(m):
-        span = slice(int(indptr[r]), int(indptr[r + 1]))
-        c[r] = np.cumsum(data[span, None] * b[indices[span]], axis=0, dtype=data.dtype)[-1] if span.stop > span.start \
+        span = slice(clamped(indptr[r], len(indices)), clamped(indptr[r + 1], len(indices)))
+        c[r] = np.cumsum(data[span, None] * gathered(b, indices[span], len(b)), axis=0, dtype=data.dtype)[-1] if span.stop > span.start \
             else 0
     return c
 
@@ -166,8 +182,9 @@ def sddmm_infer(types, attrs):
 def sddmm(indptr, indices, a, bt):
     values = np.zeros(len(indices), a.dtype)
     for r in range(len(indptr) - 1):
-        for p in range(int(indptr[r]), int(indptr[r + 1])):
-            values[p] = ordered_sum(a[r] * bt[indices[p]], a.dtype)
+        for p in range(clamped(indptr[r], len(indices)), clamped(indptr[r + 1], len(indices))):
+            if 0 <= indices[p] < len(bt):
+                values[p] = ordered_sum(a[r] * bt[indices[p]], a.dtype)
     return values
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import INDEX, ITEMS, bits, buffers, last_at_most, loop, per_item, sizes, variables, widened
+from .common import INDEX, ITEMS, bits, buffers, clamped, in_range, last_at_most, loop, per_item, sizes, variables, widened
 
 
 
@@ -29,8 +29,8 @@ def csrmv_kernel(op: Op, name: str) -> K.Kernel:
     m, n, total, steps = params = sizes("m", "n", "total", "steps")
     chunks = K.ceil_div(total, chunk)
     indptr, indices, data, x, y, carries, carry_rows = buffers(op, [m + 1, total, total, n, m, 2 * chunks, 2 * chunks])
-    nnz, s, e, first, last, previous, empty_from, r, start, stop, j, slot = variables(
-        "nnz", "s", "e", "first", "last", "previous", "empty_from", "r", "start", "stop", "j", "slot")
+    nnz, s, e, first, last, previous, empty_from, r, start, stop, j, slot, column = variables(
+        "nnz", "s", "e", "first", "last", "previous", "empty_from", "r", "start", "stop", "j", "slot", "column")
     probes = variables("probe_first", "probe_last", "probe_previous")
     acc = K.Var("acc", data.dtype)
     zero_rows = lambda begin, end: loop(r, begin, end, [K.Store(y, r, 0)])
@@ -39,13 +39,14 @@ def csrmv_kernel(op: Op, name: str) -> K.Kernel:
         row_sum = [
             K.Let(start, widened(indptr[r])), K.Let(stop, widened(indptr[r + 1])), K.Let(acc, K.Const(0, data.dtype)),
             loop(j, K.maximum(start, s), K.minimum(stop, e), [
-                K.Assign(acc, acc + data[j] * x[widened(indices[j])])]),
+                K.Let(column, widened(indices[j])),
+                K.If(in_range(column, n), [K.Assign(acc, acc + data[j] * x[column])])]),
             K.If((start >= s) & (stop <= e), [K.Store(y, r, acc)], [
                 K.If(start >= s, [K.Store(y, r, 0)]),
                 K.Let(slot, 2 * c + K.select(r.eq(first), K.Const(0, INDEX), K.Const(1, INDEX))),
                 K.Store(carries, slot, acc), K.Store(carry_rows, slot, r.cast(carry_rows.dtype))])]
         return [
-            K.Let(nnz, widened(indptr[m])), K.Let(s, c * chunk), K.Let(e, K.minimum(s + chunk, nnz)),
+            K.Let(nnz, clamped(indptr[m], total)), K.Let(s, c * chunk), K.Let(e, K.minimum(s + chunk, nnz)),
             *[K.Store(carries, 2 * c + k, 0) for k in (0, 1)], *[K.Store(carry_rows, 2 * c + k, 0) for k in (0, 1)],
             K.If(c.eq(0) & nnz.eq(0), [zero_rows(0, m)]),
             K.If(s < nnz, [
@@ -78,7 +79,7 @@ def ellmv_kernel(op: Op, name: str) -> K.Kernel:
         return [K.Let(acc, K.Const(0, values.dtype)),
                 loop(k, 0, width, [
                     K.Let(column, widened(columns[r * width + k])),
-                    K.If(column >= 0, [K.Assign(acc, acc + values[r * width + k] * x[column])])]),
+                    K.If(in_range(column, n), [K.Assign(acc, acc + values[r * width + k] * x[column])])]),
                 K.Store(y, r, acc)]
 
     (rows, slots), count = op.operands[0].type.shape, op.operands[2].type.shape[0]
@@ -88,15 +89,16 @@ def ellmv_kernel(op: Op, name: str) -> K.Kernel:
 def csrmm_kernel(op: Op, name: str) -> K.Kernel:
     m, n, k, total = params = sizes("m", "n", "k", "total")
     indptr, indices, data, b, c = buffers(op, [m + 1, total, total, n * k, m * k])
-    row, column, p = variables("row", "column", "p")
+    row, column, p, b_row = variables("row", "column", "p", "b_row")
     acc = K.Var("acc", data.dtype)
     body = [
         K.Let(row, K.workgroup_id(1).cast(INDEX)),
         K.Let(column, K.workgroup_id(0).cast(INDEX) * ITEMS + K.workitem_id(0).cast(INDEX)),
         K.If(column < k, [
             K.Let(acc, K.Const(0, data.dtype)),
-            loop(p, widened(indptr[row]), widened(indptr[row + 1]), [
-                K.Assign(acc, acc + data[p] * b[widened(indices[p]) * k + column])]),
+            loop(p, clamped(indptr[row], total), clamped(indptr[row + 1], total), [
+                K.Let(b_row, widened(indices[p])),
+                K.If(in_range(b_row, n), [K.Assign(acc, acc + data[p] * b[b_row * k + column])])]),
             K.Store(c, row * k + column, acc)])]
     rows = op.operands[0].type.shape[0] - 1
     n_rows, columns = op.operands[3].type.shape
@@ -113,9 +115,9 @@ def sddmm_kernel(op: Op, name: str) -> K.Kernel:
 
     def body(p):
         return [K.Let(acc, K.Const(0, a.dtype)),
-                K.If(p < widened(indptr[m]), [
+                K.Let(column, widened(indices[p])),
+                K.If((p < clamped(indptr[m], total)) & in_range(column, n), [
                     *last_at_most(indptr, m, p, steps, row, probe),
-                    K.Let(column, widened(indices[p])),
                     loop(t, 0, depth, [K.Assign(acc, acc + a[row * depth + t] * bt[column * depth + t])])]),
                 K.Store(values, p, acc)]
 

@@ -293,3 +293,41 @@ def test_every_routine_builds_for_amdgpu():
 
 def ops_segment_spmv(rows, columns, values, x):
     return cj.ops.segment_sum(values * x[columns], rows, num_segments=40)
+
+
+def unchecked_csr(data, indices, indptr, n):
+    """A BCSR of traced arrays (inside jit): nothing checks them, the kernels read them safely."""
+    return cs.BCSR((data, indices, indptr), shape=(len(indptr) - 1, n))
+
+
+def test_out_of_range_indices_never_read_outside():
+    """Under jit, columns -1 and n (and far beyond) contribute nothing and an indptr ending past nse
+    is read as nse (routines.py's contract, JAX BCOO's padding): y is the product of the in-range
+    entries, exactly (every row has at most one in-range entry, so no rounding), compiled and
+    interpreted alike."""
+    data = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    indices = np.array([0, -1, 3, 1 << 30, 2], np.int32)
+    indptr = np.array([0, 2, 3, 4, 9], np.int32)   # ends past nse = 5
+    x = np.array([1.0, 10.0, 100.0])
+    expected = np.array([1.0, 0.0, 0.0, 1600.0])
+    spmv = lambda d, i, p, v: unchecked_csr(d, i, p, 3) @ v
+    np.testing.assert_array_equal(cj.jit(spmv)(data, indices, indptr, x), expected)
+    np.testing.assert_array_equal(cj.jit(spmv, backend="interpret")(data, indices, indptr, x), expected)
+
+
+@pytest.mark.slow
+def test_out_of_range_indices_spmm_sddmm_ell():
+    """The other gathers: SpMM's rows of B, SDDMM's rows of Bt (value 0), ELL's columns: an index
+    outside [0, n) contributes nothing; exact (one in-range entry per row)."""
+    data = np.array([1.0, 2.0, 4.0, 8.0])
+    indices = np.array([1, 7, -3, 0], np.int64)
+    indptr = np.array([0, 2, 3, 7], np.int64)
+    b = np.array([[1.0, 2.0], [3.0, 5.0]])
+    product = cj.jit(lambda d, i, p, v: unchecked_csr(d, i, p, 2) @ v)(data, indices, indptr, b)
+    np.testing.assert_array_equal(product, [[3.0, 5.0], [0.0, 0.0], [8.0, 16.0]])
+    sampled = cj.jit(lambda i, p, u, v: cs.sddmm(unchecked_csr(np.ones(4), i, p, 2), u, v).data)(
+        indices, indptr, np.ones((3, 2)), b.T.copy())
+    np.testing.assert_array_equal(sampled, [8.0, 0.0, 0.0, 3.0])   # ones @ b.T: row sums of b
+    columns = np.array([[0, 2, -1], [5, 1, 1 << 40]])
+    ell = cs.ell_matvec(columns, np.array([[1.0, 2.0, 4.0], [8.0, 16.0, 32.0]]), np.array([1.0, 10.0]))
+    np.testing.assert_array_equal(ell, [1.0, 160.0])
