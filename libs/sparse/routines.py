@@ -340,8 +340,9 @@ def spgemm_numeric(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, tab
 
 # ---- triangular solve ----------------------------------------------------------------------------
 
-def in_triangle(r, column, lower):
-    return column < r if lower else column > r
+def in_triangle(r, column, lower, m):
+    """Whether A[r, column] lies strictly in the triangle solved (a column outside [0, m) never does)."""
+    return (column < r if lower else column > r) and 0 <= column < m
 
 
 def csrsv_levels_infer(types, attrs):
@@ -356,8 +357,8 @@ def csrsv_levels(indptr, indices, *, lower):
     level = np.zeros(m, np.int64)
     rows = range(m) if lower else range(m - 1, -1, -1)
     for r in rows:
-        for p in range(int(indptr[r]), int(indptr[r + 1])):
-            if in_triangle(r, int(indices[p]), lower):
+        for p in range(clamped(indptr[r], len(indices)), clamped(indptr[r + 1], len(indices))):
+            if in_triangle(r, int(indices[p]), lower, m):
                 level[r] = max(level[r], level[indices[p]] + 1)
     levels = int(level.max()) + 1 if m else 0
     order = np.argsort(level, kind="stable").astype(indptr.dtype)
@@ -378,9 +379,9 @@ def csrsv(indptr, indices, data, order, level_ptr, levels, x, *, lower, unit_dia
     y = np.zeros_like(x)
     for r in order:
         total, diagonal = x[r], x.dtype.type(1)
-        for p in range(int(indptr[r]), int(indptr[r + 1])):
+        for p in range(clamped(indptr[r], len(indices)), clamped(indptr[r + 1], len(indices))):
             column = int(indices[p])
-            if in_triangle(r, column, lower):
+            if in_triangle(r, column, lower, len(x)):
                 total = total - data[p] * y[column]
             elif column == r and not unit_diagonal:
                 diagonal = data[p]

@@ -331,3 +331,23 @@ def test_out_of_range_indices_spmm_sddmm_ell():
     columns = np.array([[0, 2, -1], [5, 1, 1 << 40]])
     ell = cs.ell_matvec(columns, np.array([[1.0, 2.0, 4.0], [8.0, 16.0, 32.0]]), np.array([1.0, 10.0]))
     np.testing.assert_array_equal(ell, [1.0, 160.0])
+
+
+@pytest.mark.slow
+def test_out_of_range_indices_csrsv_and_transpose():
+    """csrsv (levels and solve) and csr2coo/csr2ell under jit with columns -1 and m and an indptr
+    ending past nse: the out-of-range entries drop out, so the answers are those of the matrix
+    without them (exact: powers of two)."""
+    data = np.array([2.0, 4.0, 8.0, 0.5, 1.0, 16.0])
+    indices = np.array([0, -1, 4, 0, 1, 3], np.int32)   # -1 and 4 are outside the 4 x 4 matrix
+    indptr = np.array([0, 1, 3, 5, 9], np.int32)          # row 3 reads past nse = 6
+    kept = sp.csr_matrix((np.array([2.0, 8.0, 0.5, 1.0, 0, 0]), np.array([0, 1, 0, 1, 2, 3]),
+                          np.array([0, 1, 2, 4, 6])), shape=(4, 4))   # what the kernels see (rows 1 and 3 diagonal 1)
+    b = np.array([2.0, 4.0, 8.0, 16.0])
+    solve = cj.jit(lambda d, i, p, v: cs.spsolve_triangular(unchecked_csr(d, i, p, 4), v, unit_diagonal=True))
+    np.testing.assert_array_equal(solve(data, indices, indptr, b),
+                                  spl.spsolve_triangular(kept, b, lower=True, unit_diagonal=True))
+    transposed = cj.jit(lambda d, i, p: unchecked_csr(d, i, p, 4).T.todense())(data, np.array([0, 0, 2, 0, 1, 3], np.int32),
+                                                                                 indptr)
+    np.testing.assert_array_equal(transposed, sp.csr_matrix((data, [0, 0, 2, 0, 1, 3], [0, 1, 3, 5, 6]),
+                                                            shape=(4, 4)).toarray().T)
