@@ -37,3 +37,13 @@ def test_checked_bcoo():
     np.testing.assert_array_equal(run(np.array([1.0, 2.0]), np.array([[0, 2], [1, 0]])), [[0, 0, 1.0], [2.0, 0, 0]])
     with pytest.raises(cj.TracingValueError, match=r"BCOO: indices must lie in the shape \(2, 3\)"):
         run(np.array([1.0, 2.0]), np.array([[0, 3], [1, 0]]))
+
+
+@pytest.mark.slow
+def test_checked_compiled():
+    """The same checks compiled (the codes are results of the compiled program)."""
+    run = cs.checked(spmv)
+    data, x = np.ones(3), np.arange(4.0)
+    np.testing.assert_array_equal(run(data, np.array([0, 3, 1]), np.array([0, 1, 1, 3]), x), [0.0, 0.0, 4.0])
+    with pytest.raises(cj.TracingValueError, match=r"BCSR: column indices must be in \[0, 4\)"):
+        run(data, np.array([0, 4, 1]), np.array([0, 1, 1, 3]), x)
