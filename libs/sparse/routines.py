@@ -14,6 +14,8 @@ operand (or the attribute `columns`).
       the caller adds into y (a scatter-add: `spmv` below in the frontend).
   ellmv(columns[m, K], values[m, K], x[n]) -> y[m]
       ELL: row r's K slots, a negative column marking padding.
+  bsrmv(indptr, indices, data[nb, R, C], x[n]) -> y[mb R]    y = A x, A in BSR: block row i's blocks
+      data[indptr[i]:indptr[i + 1]], block p at block column indices[p] (columns C indices[p] ...)
   csrmm(indptr, indices, data, B[n, k]) -> C[m, k]           C = A B
   sddmm(indptr, indices, A[m, K], Bt[n, K]) -> values[nnz]     (A Bt^T) at A's pattern (sampled product)
   csr2coo(indptr) {nnz} -> rows[nnz]                          the row of each nonzero
@@ -150,6 +152,28 @@ def ellmv(columns, values, x):
     products = (values * gathered(x, columns, len(x))).astype(values.dtype)
     return np.cumsum(products, axis=1, dtype=values.dtype)[:, -1] if columns.shape[1] else \
         np.zeros(len(columns), values.dtype)
+
+
+def bsrmv_infer(types, attrs):
+    check("bsrmv", types, 4, indices=(0, 1), values=(2, 3))
+    indptr, indices, data, x = types
+    require(indptr.shape[0] >= 1 and data.ndim == 3 and data.shape[0] == indices.shape[0] and x.ndim == 1 and
+            data.shape[2] > 0 and x.shape[0] % data.shape[2] == 0,
+            f"library_call: sparse.bsrmv takes indptr[mb + 1], indices[nb], data[nb, R, C] and x[n] (n a multiple of C), "
+            f"got {fmt_types(types)}")
+    return [TensorType(data.dtype, ((indptr.shape[0] - 1) * data.shape[1],))]
+
+
+def bsrmv(indptr, indices, data, x):
+    rows, width = data.shape[1], data.shape[2]
+    blocks = x.reshape(-1, width)
+    y = np.zeros(((len(indptr) - 1) * rows), data.dtype)
+    for i in range(len(indptr) - 1):
+        for r in range(rows):
+            products = [data[p, r] * gathered(blocks, indices[p:p + 1], len(blocks))[0]
+                        for p in range(clamped(indptr[i], len(indices)), clamped(indptr[i + 1], len(indices)))]
+            y[i * rows + r] = ordered_sum(np.concatenate(products), data.dtype) if products else 0
+    return y
 
 
 def csrmm_infer(types, attrs):
@@ -393,6 +417,7 @@ def csrsv(indptr, indices, data, order, level_ptr, levels, x, *, lower, unit_dia
 ROUTINES = {
     "csrmv": Routine({"chunk": "int"}, csrmv_infer, csrmv, "y = A x by chunks of nonzeros, with carries"),
     "ellmv": Routine({}, ellmv_infer, ellmv, "y = A x for an ELL matrix"),
+    "bsrmv": Routine({}, bsrmv_infer, bsrmv, "y = A x for a BSR matrix"),
     "csrmm": Routine({}, csrmm_infer, csrmm, "C = A B, A CSR, B dense"),
     "sddmm": Routine({}, sddmm_infer, sddmm, "(A Bt^T) sampled at a CSR pattern"),
     "csr2coo": Routine({"nnz": "int"}, csr2coo_infer, csr2coo, "row id of each nonzero"),

@@ -11,6 +11,7 @@ with atomics; the kernel IR has none, so the second step is a graph op). Every r
 written exactly once: empty rows by the chunk after them (the last chunk: the rows after it).
 The sizes and nnz are scalar parameters: one kernel per dtype pair serves every matrix.
 
+bsrmv: a work-item per row of a BSR matrix (R x C blocks), its blocks' rows dotted with x.
 ellmv: a work-item per row of an ELL matrix (every row K slots, negative columns padding).
 csrmm, "row_columns": a workgroup per row of A and ITEMS columns of B, each work-item summing
 its column (B's rows are read contiguously across the workgroup).
@@ -84,6 +85,29 @@ def ellmv_kernel(op: Op, name: str) -> K.Kernel:
 
     (rows, slots), count = op.operands[0].type.shape, op.operands[2].type.shape[0]
     return per_item(name, [columns, values, x, y, *params], m, body, [("m", rows), ("width", slots), ("n", count)])
+
+
+def bsrmv_kernel(op: Op, name: str) -> K.Kernel:
+    """A work-item per row of y (block row g / R, row g % R of its blocks)."""
+    block_rows, block_columns, rows, width, total = params = sizes("block_rows", "block_columns", "rows", "width", "total")
+    indptr, indices, data, x, y = buffers(op, [block_rows + 1, total, total * rows * width, block_columns * width,
+                                               block_rows * rows])
+    i, r, p, block, j = variables("i", "r", "p", "block", "j")
+    acc = K.Var("acc", data.dtype)
+
+    def body(g):
+        return [K.Let(i, g / rows), K.Let(r, g % rows), K.Let(acc, K.Const(0, data.dtype)),
+                loop(p, clamped(indptr[i], total), clamped(indptr[i + 1], total), [
+                    K.Let(block, widened(indices[p])),
+                    K.If(in_range(block, block_columns), [loop(j, 0, width, [
+                        K.Assign(acc, acc + data[(p * rows + r) * width + j] * x[block * width + j])])])]),
+                K.Store(y, g, acc)]
+
+    indptr_type, indices_type, data_type, x_type = (v.type for v in op.operands)
+    _, r_size, c_size = data_type.shape
+    return per_item(name, [indptr, indices, data, x, y, *params], block_rows * rows, body,
+                    [("block_rows", indptr_type.shape[0] - 1), ("block_columns", x_type.shape[0] // c_size),
+                     ("rows", r_size), ("width", c_size), ("total", indices_type.shape[0])])
 
 
 def csrmm_kernel(op: Op, name: str) -> K.Kernel:

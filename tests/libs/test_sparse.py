@@ -276,6 +276,8 @@ def test_every_routine_builds_for_amdgpu():
         (lambda d: cs.bcsr_fromdense(d, nse=300).indices, (a.toarray(),)),
         (lambda d, i, p: cs.csr_matrix((d, i, p), shape=a.shape).to_ell(width=4), arrays),
         (lambda c, v, x: cs.ell_matvec(c, v, x), (np.zeros((4, 3), np.int32), np.ones((4, 3)), np.ones(5))),
+        (lambda d, i, p, x: cs.bsr_matvec(d, i, p, x), (np.ones((2, 2, 3)), np.array([0, 1], np.int32),
+                                                        np.array([0, 1, 2], np.int32), np.ones(6))),
         (lambda i, p: calls.spgemm_tables(i, p, p), arrays[1:]),
         (lambda i, p, t: calls.spgemm_symbolic(i, p, i, p, t, table=20), (*arrays[1:], table_ptr)),
         (lambda d, i, p, t: calls.spgemm_numeric(d, i, p, d, i, p, t, t, nse=10, table=20), (*arrays, table_ptr)),
@@ -351,3 +353,18 @@ def test_out_of_range_indices_csrsv_and_transpose():
                                                                                  indptr)
     np.testing.assert_array_equal(transposed, sp.csr_matrix((data, [0, 0, 2, 0, 1, 3], [0, 1, 3, 5, 6]),
                                                             shape=(4, 4)).toarray().T)
+
+
+def test_bsr_matvec():
+    """BSR SpMV against scipy's bsr_matrix, 2 x 3 blocks, an empty block row, f64, compiled and
+    interpreted; tolerance: k eps (|A| |x|), k = the longest row's entries."""
+    dense = sp.random(10, 12, density=0.3, random_state=4).toarray()
+    dense[4:6] = 0
+    a = sp.csr_matrix(dense)
+    b = sp.bsr_matrix(dense, blocksize=(2, 3))
+    x = np.random.default_rng(4).standard_normal(12)
+    args = (b.data, b.indices.astype(np.int32), b.indptr.astype(np.int32), x)
+    tolerance = 12 * np.finfo(np.float64).eps * (abs(a) @ np.abs(x)) + 1e-300
+    for backend in ("compiled", "interpret"):
+        y = cj.jit(lambda *v: cs.bsr_matvec(*v), backend=backend)(*args)
+        np.testing.assert_array_less(np.abs(y - a @ x), tolerance)
