@@ -97,6 +97,12 @@ def lower_triangle_csr(n):
     return dense[rows, columns], columns.astype(np.int32), np.searchsorted(rows, np.arange(n + 1)).astype(np.int32)
 
 
+def bsr(block_rows, block_columns, rows, width):
+    """(data, indices, indptr) of a BSR matrix: csr's pattern of blocks, each rows x width."""
+    _, indices, indptr = csr(block_rows, block_columns, 2)
+    return normal(len(indices), rows, width), indices, indptr
+
+
 def ell(m, width, n):
     return np.where(RNG.random((m, width)) < 0.8, RNG.integers(0, n, (m, width)), -1).astype(np.int32), normal(m, width)
 
@@ -130,6 +136,7 @@ LIBRARY_PROGRAMS = {
                          (normal(20, 20, dtype=np.float64),)),   # geqrf, syevj, gesvdj
     "sparse_csrmv": (lambda d, i, p, x: cs.BCSR((d, i, p), shape=(300, 500)) @ x,   # 3 chunks, carries
                      (*csr(300, 500, 7), normal(500))),
+    "sparse_bsrmv": (lambda d, i, p, x: cs.bsr_matvec(d, i, p, x), (*bsr(60, 40, 2, 3), normal(40 * 3))),
     "sparse_ellmv": (lambda c, v, x: cs.ell_matvec(c, v, x), (*ell(200, 5, 90), normal(90))),
     "sparse_csrmm": (lambda d, i, p, b: cs.BCSR((d, i, p), shape=(130, 80)) @ b,
                      (*csr(130, 80, 6, dtype=np.float64), normal(80, 70, dtype=np.float64))),
