@@ -159,8 +159,8 @@ def bsrmv_infer(types, attrs):
     indptr, indices, data, x = types
     require(indptr.shape[0] >= 1 and data.ndim == 3 and data.shape[0] == indices.shape[0] and x.ndim == 1 and
             data.shape[2] > 0 and x.shape[0] % data.shape[2] == 0,
-            f"library_call: sparse.bsrmv takes indptr[mb + 1], indices[nb], data[nb, R, C] and x[n] (n a multiple of C), "
-            f"got {fmt_types(types)}")
+            f"library_call: sparse.bsrmv takes indptr[mb + 1], indices[nb], data[nb, R, C] and x[n] "
+            f"(n a multiple of C), got {fmt_types(types)}")
     return [TensorType(data.dtype, ((indptr.shape[0] - 1) * data.shape[1],))]
 
 
@@ -189,7 +189,8 @@ def csrmm(indptr, indices, data, b):
     c = np.zeros((m, b.shape[1]), data.dtype)
     for r in range(m):
         span = slice(clamped(indptr[r], len(indices)), clamped(indptr[r + 1], len(indices)))
-        c[r] = np.cumsum(data[span, None] * gathered(b, indices[span], len(b)), axis=0, dtype=data.dtype)[-1] if span.stop > span.start \
+        products = data[span, None] * gathered(b, indices[span], len(b))
+        c[r] = np.cumsum(products, axis=0, dtype=data.dtype)[-1] if span.stop > span.start \
             else 0
     return c
 

@@ -84,7 +84,8 @@ def symbolic_kernel(op: Op, name: str) -> K.Kernel:
         return [K.Let(start, widened(table_ptr[r])), K.Let(size, widened(table_ptr[r + 1]) - start),
                 K.Let(count, K.Const(0, INDEX)), *clear(keys, None, start, size, s),
                 *for_products(a_indptr, a_indices, b_indptr, b_indices, r, lambda p: insert(
-                    keys, None, start, size, column, None, "s", [K.Assign(count, count + 1)]), q, column, (a_total, b_total, n)),
+                    keys, None, start, size, column, None, "s", [K.Assign(count, count + 1)]), q, column,
+                    (a_total, b_total, n)),
                 K.Store(row_nnz, r, count.cast(row_nnz.dtype))]
 
     a, ai, b, bi, _ = (v.type.shape[0] for v in op.operands)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import INDEX, ITEMS, bits, buffers, clamped, in_range, last_at_most, loop, per_item, sizes, variables, widened
+from .common import (INDEX, ITEMS, bits, buffers, clamped, in_range, last_at_most, loop, per_item, sizes, variables,
+                     widened)
 
 
 
@@ -89,7 +90,8 @@ def ellmv_kernel(op: Op, name: str) -> K.Kernel:
 
 def bsrmv_kernel(op: Op, name: str) -> K.Kernel:
     """A work-item per row of y (block row g / R, row g % R of its blocks)."""
-    block_rows, block_columns, rows, width, total = params = sizes("block_rows", "block_columns", "rows", "width", "total")
+    params = sizes("block_rows", "block_columns", "rows", "width", "total")
+    block_rows, block_columns, rows, width, total = params
     indptr, indices, data, x, y = buffers(op, [block_rows + 1, total, total * rows * width, block_columns * width,
                                                block_rows * rows])
     i, r, p, block, j = variables("i", "r", "p", "block", "j")

@@ -20,7 +20,8 @@ def test_checked_raises_naming_the_array():
     run = cs.checked(spmv, backend="interpret")
     data, x = np.ones(3), np.arange(4.0)
     np.testing.assert_array_equal(run(data, np.array([0, 3, 1]), np.array([0, 1, 1, 3]), x), [0.0, 0.0, 4.0])
-    with pytest.raises(cj.TracingValueError, match=r"BCSR: column indices must be in \[0, 4\) \(at .*test_sparse_checked"):
+    named = r"BCSR: column indices must be in \[0, 4\) \(at .*test_sparse_checked"   # the array, bound and line
+    with pytest.raises(cj.TracingValueError, match=named):
         run(data, np.array([0, 4, 1]), np.array([0, 1, 1, 3]), x)
     with pytest.raises(cj.TracingValueError, match="BCSR: column indices"):
         run(data, np.array([-1, 0, 1]), np.array([0, 1, 1, 3]), x)

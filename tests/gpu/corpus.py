@@ -140,7 +140,8 @@ LIBRARY_PROGRAMS = {
     "sparse_ellmv": (lambda c, v, x: cs.ell_matvec(c, v, x), (*ell(200, 5, 90), normal(90))),
     "sparse_csrmm": (lambda d, i, p, b: cs.BCSR((d, i, p), shape=(130, 80)) @ b,
                      (*csr(130, 80, 6, dtype=np.float64), normal(80, 70, dtype=np.float64))),
-    "sparse_sddmm": (lambda i, p, a, b: cs.sddmm(cs.BCSR((np.ones(len(i), np.float32), i, p), shape=(100, 90)), a, b).data,
+    "sparse_sddmm": (lambda i, p, a, b: cs.sddmm(cs.BCSR((np.ones(len(i), np.float32), i, p), shape=(100, 90)),
+                                                  a, b).data,
                      (*csr(100, 90, 4)[1:], normal(100, 16), normal(16, 90))),
     "sparse_conversions": (lambda d, i, p: (cs.BCSR((d, i, p), shape=(70, 50)).T.todense(),   # csr2coo, sort, coo2csr
                                             cs.BCSR((d, i, p), shape=(70, 50)).todense()),

@@ -349,8 +349,8 @@ def test_out_of_range_indices_csrsv_and_transpose():
     solve = cj.jit(lambda d, i, p, v: cs.spsolve_triangular(unchecked_csr(d, i, p, 4), v, unit_diagonal=True))
     np.testing.assert_array_equal(solve(data, indices, indptr, b),
                                   spl.spsolve_triangular(kept, b, lower=True, unit_diagonal=True))
-    transposed = cj.jit(lambda d, i, p: unchecked_csr(d, i, p, 4).T.todense())(data, np.array([0, 0, 2, 0, 1, 3], np.int32),
-                                                                                 indptr)
+    in_range_columns = np.array([0, 0, 2, 0, 1, 3], np.int32)
+    transposed = cj.jit(lambda d, i, p: unchecked_csr(d, i, p, 4).T.todense())(data, in_range_columns, indptr)
     np.testing.assert_array_equal(transposed, sp.csr_matrix((data, [0, 0, 2, 0, 1, 3], [0, 1, 3, 5, 6]),
                                                             shape=(4, 4)).toarray().T)
 
