@@ -7,13 +7,17 @@ import numpy as np
 from .. import cnp
 from ..tracing import Tracer
 from . import calls
+from .checked import checked
+from .sparsify import sparsify
 from .formats import BCOO, BCSR, check_shape, fromdense_csr, sddmm, spsolve_triangular, sum_duplicates
 
 __all__ = ["BCOO", "BCSR", "fromdense", "todense", "bcoo_fromdense", "bcoo_todense", "bcsr_fromdense",
            "bcsr_todense", "bcoo_dot_general", "bcoo_transpose", "bcoo_sum_duplicates", "csr_matrix", "coo_matrix",
-           "csc_matrix", "sddmm", "spsolve_triangular", "ell_matvec", "sum_duplicates", "bcoo_reshape"]
+           "csc_matrix", "sddmm", "spsolve_triangular", "ell_matvec", "sum_duplicates", "bcoo_reshape", "checked",
+           "sparsify", "bsr_matvec"]
 
 ell_matvec = calls.ell_matvec
+bsr_matvec = calls.bsr_matvec
 
 
 def fromdense(mat, *, nse=None, index_dtype="int32") -> BCOO:

@@ -42,6 +42,13 @@ def ell_matvec(columns, values, x):
     return sparse_call("ellmv", columns, values, x)[0]
 
 
+@jit
+def bsr_matvec(data, indices, indptr, x):
+    """y = A x for a BSR matrix (scipy's bsr_matrix arrays): block row i's R x C blocks data[p] at
+    block columns indices[p], p in [indptr[i], indptr[i + 1]); x has a multiple of C entries."""
+    return sparse_call("bsrmv", indptr, indices, data, x)[0]
+
+
 @jit(static_argnames=("width",))
 def csr_to_ell(data, indices, indptr, width: int):
     return sparse_call("csr2ell", indptr, indices, data, width=width)

@@ -15,6 +15,7 @@ from .. import cnp
 from ..pytree import register_pytree_node
 from ..tracing import Tracer, located
 from . import calls
+from .checked import record
 
 FLOATS = ("float32", "float64")
 
@@ -67,6 +68,12 @@ def check_csr_values(what: str, data, indices, indptr, shape):
         raise TracingValueError(located(f"{what}: data {data.shape} and indices {indices.shape} must be 1-D of "
                                         "one length"))
     if is_traced(data, indices, indptr):
+        nse = indices.shape[0]
+        record((indptr[0] != 0) | cnp.any(cnp.diff(indptr) < 0) | (indptr[-1] > nse),
+               located(f"{what}: indptr must start at 0, never decrease and end at most at nse = {nse}"))
+        used = cnp.arange(nse) < indptr[-1]
+        record(cnp.any(used & ((indices < 0) | (indices >= n))),
+               located(f"{what}: column indices must be in [0, {n})"))
         return
     if len(indptr) and (indptr[0] != 0 or np.any(np.diff(indptr) < 0) or indptr[-1] > len(indices)):
         raise TracingValueError(located(f"{what}: indptr must start at 0, never decrease and end at most at "
@@ -164,7 +171,10 @@ class BCOO(SparseMatrix):
         if self.indices.ndim != 2 or self.indices.shape[1] != 2 or self.indices.shape[0] != self.data.shape[0]:
             raise TracingValueError(located(f"BCOO: indices must be (nse, 2) for data of shape {self.data.shape}, "
                                             f"got {self.indices.shape}"))
-        if not is_traced(self.indices) and len(self.indices):
+        if is_traced(self.indices):
+            record(cnp.any((self.indices < 0) | (self.indices >= cnp.asarray(self.shape, self.indices.dtype))),
+                   located(f"BCOO: indices must lie in the shape {self.shape}"))
+        elif len(self.indices):
             bad = (self.indices < 0) | (self.indices >= np.array(self.shape))
             if bad.any():
                 k = int(np.argmax(bad.any(axis=1)))

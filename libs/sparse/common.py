@@ -39,6 +39,19 @@ def widened(load: K.Expr) -> K.Expr:
     return load.cast(INDEX)
 
 
+def in_range(index: K.Expr, count: K.Expr) -> K.Expr:
+    """Whether a column read from an index array lies in [0, count): one outside is never loaded
+    (traced index arrays are not checked, so a kernel drops it, as JAX's BCOO treats an
+    out-of-range index as padding)."""
+    return (index >= 0) & (index < count)
+
+
+def clamped(load: K.Expr, count: K.Expr) -> K.Expr:
+    """An indptr entry clamped to [0, count], the length of indices and data, so that no row's span
+    reads outside them whatever indptr holds."""
+    return K.minimum(K.maximum(widened(load), K.Const(0, INDEX)), count)
+
+
 def last_at_most(array: K.Buffer, last: K.Expr, value: K.Expr, steps: K.Expr, result: K.Var, probe: K.Var):
     """Statements setting `result` to the largest r in [0, last] with array[r] <= value (0 if none):
     array sorted, 2^steps > last (the histogram's binary search: one halving step per bit)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import INDEX, bits, buffers, loop, per_item, sizes, variables, widened
+from .common import INDEX, bits, buffers, clamped, loop, per_item, sizes, variables, widened
 
 
 def csr2coo_kernel(op: Op, name: str) -> K.Kernel:
@@ -20,8 +20,9 @@ def csr2coo_kernel(op: Op, name: str) -> K.Kernel:
     p = K.Var("p", INDEX)
 
     def body(r):
-        return [K.If(r < m, [loop(p, widened(indptr[r]), widened(indptr[r + 1]), [K.Store(rows, p, r.cast(rows.dtype))])],
-                     [loop(p, widened(indptr[m]), total, [K.Store(rows, p, 0)])])]
+        return [K.If(r < m, [loop(p, clamped(indptr[r], total), clamped(indptr[r + 1], total),
+                                  [K.Store(rows, p, r.cast(rows.dtype))])],
+                     [loop(p, clamped(indptr[m], total), total, [K.Store(rows, p, 0)])])]
 
     return per_item(name, [indptr, rows, *params], m + 1, body,
                     [("m", op.operands[0].type.shape[0] - 1), ("total", op.attrs["nnz"])])
@@ -86,7 +87,7 @@ def csr2ell_kernel(op: Op, name: str) -> K.Kernel:
     def body(r):
         return [loop(k, 0, width, [
             K.Let(p, widened(indptr[r]) + k),
-            K.If(p < widened(indptr[r + 1]),
+            K.If((p >= 0) & (p < clamped(indptr[r + 1], total)),
                  [K.Store(columns, r * width + k, indices[p]), K.Store(values, r * width + k, data[p])],
                  [K.Store(columns, r * width + k, -1), K.Store(values, r * width + k, 0)])])]
 

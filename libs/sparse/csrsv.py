@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import INDEX, ITEMS, buffers, loop, sizes, variables, widened
+from .common import INDEX, ITEMS, buffers, clamped, in_range, loop, sizes, variables, widened
 
 SOLVE_ITEMS = 256
 
@@ -34,9 +34,9 @@ def levels_kernel(op: Op, name: str) -> K.Kernel:
         K.Let(highest, K.Const(-1, INDEX)),
         loop(t, 0, m, [
             K.Let(r, t if lower else m - 1 - t), K.Let(level, K.Const(0, INDEX)),
-            loop(p, widened(indptr[r]), widened(indptr[r + 1]), [
+            loop(p, clamped(indptr[r], total), clamped(indptr[r + 1], total), [
                 K.Let(column, widened(indices[p])),
-                K.If(in_triangle(column, r, lower), [
+                K.If(in_triangle(column, r, lower) & in_range(column, m), [
                     K.Assign(level, K.maximum(level, widened(row_level[column]) + 1))])]),
             K.Store(row_level, r, level.cast(index)), K.Assign(highest, K.maximum(highest, level))]),
         K.Store(levels, 0, (highest + 1).cast(index)),
@@ -64,9 +64,9 @@ def solve_kernel(op: Op, name: str) -> K.Kernel:
     item = K.workitem_id(0).cast(INDEX)
     row_solve = [
         K.Let(r, widened(order[q])), K.Let(acc, x[r]), K.Let(diagonal, K.Const(1, x.dtype)),
-        loop(p, widened(indptr[r]), widened(indptr[r + 1]), [
+        loop(p, clamped(indptr[r], total), clamped(indptr[r + 1], total), [
             K.Let(column, widened(indices[p])),
-            K.If(in_triangle(column, r, lower), [K.Assign(acc, acc - data[p] * y[column])],
+            K.If(in_triangle(column, r, lower) & in_range(column, m), [K.Assign(acc, acc - data[p] * y[column])],
                  [] if unit else [K.If(column.eq(r), [K.Assign(diagonal, data[p])])])]),
         K.Store(y, r, acc / diagonal)]
     body = [K.For(l, 0, widened(levels[0]), 1, [

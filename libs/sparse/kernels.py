@@ -14,6 +14,7 @@ SOLUTIONS = {
               "nonzeros split evenly into chunks, a work-item each, rows crossing chunks finished by a scatter-add "
               "of the chunks' partial sums (load-balanced for any row lengths)"),
     "ellmv": ("row_per_item", spmv.ellmv_kernel, f"a work-item per row, {ITEMS} rows per workgroup"),
+    "bsrmv": ("row_per_item", spmv.bsrmv_kernel, f"a work-item per row of y, {ITEMS} rows per workgroup"),
     "csrmm": ("row_columns", spmv.csrmm_kernel, f"a workgroup per row of A and {ITEMS} columns of B"),
     "sddmm": ("nonzero_per_item", spmv.sddmm_kernel, "a work-item per nonzero, its row by binary search"),
     "csr2coo": ("row_per_item", convert.csr2coo_kernel, "a work-item per row"),

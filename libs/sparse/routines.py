@@ -14,6 +14,8 @@ operand (or the attribute `columns`).
       the caller adds into y (a scatter-add: `spmv` below in the frontend).
   ellmv(columns[m, K], values[m, K], x[n]) -> y[m]
       ELL: row r's K slots, a negative column marking padding.
+  bsrmv(indptr, indices, data[nb, R, C], x[n]) -> y[mb R]    y = A x, A in BSR: block row i's blocks
+      data[indptr[i]:indptr[i + 1]], block p at block column indices[p] (columns C indices[p] ...)
   csrmm(indptr, indices, data, B[n, k]) -> C[m, k]           C = A B
   sddmm(indptr, indices, A[m, K], Bt[n, K]) -> values[nnz]     (A Bt^T) at A's pattern (sampled product)
   csr2coo(indptr) {nnz} -> rows[nnz]                          the row of each nonzero
@@ -38,6 +40,12 @@ operand (or the attribute `columns`).
   csrsv(indptr, indices, data, order, level_ptr, levels, x) {lower, unit_diagonal} -> y
       y = T^-1 x for the triangle of A (`lower`: entries left of the diagonal, else right; the
       diagonal entry from A unless unit_diagonal), level by level
+
+Index arrays under jit are data no one has checked, so every kernel reads them safely: an indptr
+entry is clamped to [0, len(indices)] and a column outside [0, n) contributes nothing (in sddmm its
+value is 0), as JAX's BCOO treats out-of-range indices as padding; no read or write leaves a
+buffer whatever the arrays hold (an indptr that decreases gives an unspecified but in-bounds
+result). cdnajit.sparse's `checked` mode validates them and raises instead.
 
 The references compute as the kernels do (sums in nonzero order from 0).
 """
@@ -80,6 +88,17 @@ def row_of(indptr, position):
     return int(np.searchsorted(indptr, position, side="right")) - 1
 
 
+def clamped(position, total: int) -> int:
+    """An indptr entry as the kernels read it: clamped to [0, total] (common.clamped)."""
+    return min(max(int(position), 0), total)
+
+
+def gathered(values, indices, count: int):
+    """values[indices] with an index outside [0, count) giving 0 (common.in_range: never loaded)."""
+    kept = (indices >= 0) & (indices < count)
+    return np.where(kept.reshape(kept.shape + (1,) * (values.ndim - 1)), values[np.where(kept, indices, 0)], 0)
+
+
 def ordered_sum(values, dtype):
     """values summed one by one from 0, in order (np.cumsum's order)."""
     return np.cumsum(values, dtype=dtype)[-1] if len(values) else dtype.type(0)
@@ -99,8 +118,8 @@ def csrmv_infer(types, attrs):
 
 
 def csrmv(indptr, indices, data, x, *, chunk):
-    m, nnz = len(indptr) - 1, int(indptr[-1])
-    products = data[:nnz] * x[indices[:nnz]]
+    m, nnz = len(indptr) - 1, clamped(indptr[-1], len(indices))
+    products = data[:nnz] * gathered(x, indices[:nnz], len(x))
     count = chunks_of(len(indices), chunk)
     y = np.zeros(m, data.dtype)
     carries, carry_rows = np.zeros(2 * count, data.dtype), np.zeros(2 * count, indptr.dtype)
@@ -130,10 +149,31 @@ def ellmv_infer(types, attrs):
 
 
 def ellmv(columns, values, x):
-    kept = columns >= 0
-    products = np.where(kept, values * x[np.where(kept, columns, 0)], 0).astype(values.dtype)
+    products = (values * gathered(x, columns, len(x))).astype(values.dtype)
     return np.cumsum(products, axis=1, dtype=values.dtype)[:, -1] if columns.shape[1] else \
         np.zeros(len(columns), values.dtype)
+
+
+def bsrmv_infer(types, attrs):
+    check("bsrmv", types, 4, indices=(0, 1), values=(2, 3))
+    indptr, indices, data, x = types
+    require(indptr.shape[0] >= 1 and data.ndim == 3 and data.shape[0] == indices.shape[0] and x.ndim == 1 and
+            data.shape[2] > 0 and x.shape[0] % data.shape[2] == 0,
+            f"library_call: sparse.bsrmv takes indptr[mb + 1], indices[nb], data[nb, R, C] and x[n] "
+            f"(n a multiple of C), got {fmt_types(types)}")
+    return [TensorType(data.dtype, ((indptr.shape[0] - 1) * data.shape[1],))]
+
+
+def bsrmv(indptr, indices, data, x):
+    rows, width = data.shape[1], data.shape[2]
+    blocks = x.reshape(-1, width)
+    y = np.zeros(((len(indptr) - 1) * rows), data.dtype)
+    for i in range(len(indptr) - 1):
+        for r in range(rows):
+            products = [data[p, r] * gathered(blocks, indices[p:p + 1], len(blocks))[0]
+                        for p in range(clamped(indptr[i], len(indices)), clamped(indptr[i + 1], len(indices)))]
+            y[i * rows + r] = ordered_sum(np.concatenate(products), data.dtype) if products else 0
+    return y
 
 
 def csrmm_infer(types, attrs):
@@ -148,8 +188,9 @@ def csrmm(indptr, indices, data, b):
     m = len(indptr) - 1
     c = np.zeros((m, b.shape[1]), data.dtype)
     for r in range(m):
-        span = slice(int(indptr[r]), int(indptr[r + 1]))
-        c[r] = np.cumsum(data[span, None] * b[indices[span]], axis=0, dtype=data.dtype)[-1] if span.stop > span.start \
+        span = slice(clamped(indptr[r], len(indices)), clamped(indptr[r + 1], len(indices)))
+        products = data[span, None] * gathered(b, indices[span], len(b))
+        c[r] = np.cumsum(products, axis=0, dtype=data.dtype)[-1] if span.stop > span.start \
             else 0
     return c
 
@@ -166,8 +207,9 @@ def sddmm_infer(types, attrs):
 def sddmm(indptr, indices, a, bt):
     values = np.zeros(len(indices), a.dtype)
     for r in range(len(indptr) - 1):
-        for p in range(int(indptr[r]), int(indptr[r + 1])):
-            values[p] = ordered_sum(a[r] * bt[indices[p]], a.dtype)
+        for p in range(clamped(indptr[r], len(indices)), clamped(indptr[r + 1], len(indices))):
+            if 0 <= indices[p] < len(bt):
+                values[p] = ordered_sum(a[r] * bt[indices[p]], a.dtype)
     return values
 
 
@@ -323,8 +365,9 @@ def spgemm_numeric(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, tab
 
 # ---- triangular solve ----------------------------------------------------------------------------
 
-def in_triangle(r, column, lower):
-    return column < r if lower else column > r
+def in_triangle(r, column, lower, m):
+    """Whether A[r, column] lies strictly in the triangle solved (a column outside [0, m) never does)."""
+    return (column < r if lower else column > r) and 0 <= column < m
 
 
 def csrsv_levels_infer(types, attrs):
@@ -339,8 +382,8 @@ def csrsv_levels(indptr, indices, *, lower):
     level = np.zeros(m, np.int64)
     rows = range(m) if lower else range(m - 1, -1, -1)
     for r in rows:
-        for p in range(int(indptr[r]), int(indptr[r + 1])):
-            if in_triangle(r, int(indices[p]), lower):
+        for p in range(clamped(indptr[r], len(indices)), clamped(indptr[r + 1], len(indices))):
+            if in_triangle(r, int(indices[p]), lower, m):
                 level[r] = max(level[r], level[indices[p]] + 1)
     levels = int(level.max()) + 1 if m else 0
     order = np.argsort(level, kind="stable").astype(indptr.dtype)
@@ -361,9 +404,9 @@ def csrsv(indptr, indices, data, order, level_ptr, levels, x, *, lower, unit_dia
     y = np.zeros_like(x)
     for r in order:
         total, diagonal = x[r], x.dtype.type(1)
-        for p in range(int(indptr[r]), int(indptr[r + 1])):
+        for p in range(clamped(indptr[r], len(indices)), clamped(indptr[r + 1], len(indices))):
             column = int(indices[p])
-            if in_triangle(r, column, lower):
+            if in_triangle(r, column, lower, len(x)):
                 total = total - data[p] * y[column]
             elif column == r and not unit_diagonal:
                 diagonal = data[p]
@@ -375,6 +418,7 @@ def csrsv(indptr, indices, data, order, level_ptr, levels, x, *, lower, unit_dia
 ROUTINES = {
     "csrmv": Routine({"chunk": "int"}, csrmv_infer, csrmv, "y = A x by chunks of nonzeros, with carries"),
     "ellmv": Routine({}, ellmv_infer, ellmv, "y = A x for an ELL matrix"),
+    "bsrmv": Routine({}, bsrmv_infer, bsrmv, "y = A x for a BSR matrix"),
     "csrmm": Routine({}, csrmm_infer, csrmm, "C = A B, A CSR, B dense"),
     "sddmm": Routine({}, sddmm_infer, sddmm, "(A Bt^T) sampled at a CSR pattern"),
     "csr2coo": Routine({"nnz": "int"}, csr2coo_infer, csr2coo, "row id of each nonzero"),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import INDEX, buffers, loop, per_item, sizes, variables, widened
+from .common import INDEX, buffers, clamped, in_range, loop, per_item, sizes, variables, widened
 
 PROBES = 4
 HASH = 2654435761   # Knuth's multiplicative hash constant, routines.hash_slot's
@@ -38,12 +38,15 @@ def insert(keys, values, start, size, column, value, names: str, on_new):
             loop(t, 0, K.select(placed.eq(0), size, K.Const(0, INDEX)), attempt)]
 
 
-def for_products(a_indptr, a_indices, b_indptr, b_indices, r, body, b_position: K.Var, column: K.Var):
+def for_products(a_indptr, a_indices, b_indptr, b_indices, r, body, b_position: K.Var, column: K.Var, bounds):
+    """body(p) for each product of row r, b_position and column set; bounds (a_total, b_total, n)
+    bound every read (common.clamped, common.in_range) whatever the index arrays hold."""
+    a_total, b_total, n = bounds
     p, k = variables("p", "k")
-    return [loop(p, widened(a_indptr[r]), widened(a_indptr[r + 1]), [
+    return [loop(p, clamped(a_indptr[r], a_total), clamped(a_indptr[r + 1], a_total), [
         K.Let(k, widened(a_indices[p])),
-        loop(b_position, widened(b_indptr[k]), widened(b_indptr[k + 1]), [
-            K.Let(column, widened(b_indices[b_position])), *body(p)])])]
+        K.If(in_range(k, n), [loop(b_position, clamped(b_indptr[k], b_total), clamped(b_indptr[k + 1], b_total), [
+            K.Let(column, widened(b_indices[b_position])), *body(p)])])])]
 
 
 def bound_kernel(op: Op, name: str) -> K.Kernel:
@@ -54,9 +57,9 @@ def bound_kernel(op: Op, name: str) -> K.Kernel:
     def body(r):
         # slots: 0 for no products, else doubled from 1 until it reaches 2 x count (62 steps bound any i64 count).
         return [K.Let(count, K.Const(0, INDEX)),
-                loop(p, widened(a_indptr[r]), widened(a_indptr[r + 1]), [
+                loop(p, clamped(a_indptr[r], total), clamped(a_indptr[r + 1], total), [
                     K.Let(k, widened(a_indices[p])),
-                    K.Assign(count, count + widened(b_indptr[k + 1]) - widened(b_indptr[k]))]),
+                    K.If(in_range(k, n), [K.Assign(count, count + widened(b_indptr[k + 1]) - widened(b_indptr[k]))])]),
                 K.Let(slots, K.select(count > 0, K.Const(1, INDEX), K.Const(0, INDEX))),
                 loop(doubling, 0, 62, [K.If((slots > 0) & (slots < 2 * count), [K.Assign(slots, slots * 2)])]),
                 K.Store(counts, r, slots.cast(counts.dtype))]
@@ -81,7 +84,8 @@ def symbolic_kernel(op: Op, name: str) -> K.Kernel:
         return [K.Let(start, widened(table_ptr[r])), K.Let(size, widened(table_ptr[r + 1]) - start),
                 K.Let(count, K.Const(0, INDEX)), *clear(keys, None, start, size, s),
                 *for_products(a_indptr, a_indices, b_indptr, b_indices, r, lambda p: insert(
-                    keys, None, start, size, column, None, "s", [K.Assign(count, count + 1)]), q, column),
+                    keys, None, start, size, column, None, "s", [K.Assign(count, count + 1)]), q, column,
+                    (a_total, b_total, n)),
                 K.Store(row_nnz, r, count.cast(row_nnz.dtype))]
 
     a, ai, b, bi, _ = (v.type.shape[0] for v in op.operands)
@@ -105,7 +109,8 @@ def numeric_kernel(op: Op, name: str) -> K.Kernel:
 
     def body(r):
         products = for_products(a_indptr, a_indices, b_indptr, b_indices, r, lambda p: insert(
-            keys, values, start, size, column, a_data[p] * b_data[q], "n", []), q, column)
+            keys, values, start, size, column, a_data[p] * b_data[q], "n", []), q, column,
+            (a_total, b_total, n))
         return [K.If(r < m, [
             K.Let(start, widened(table_ptr[r])), K.Let(size, widened(table_ptr[r + 1]) - start),
             *clear(keys, values, start, size, s), *products, *written_out(r)],

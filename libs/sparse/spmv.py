@@ -11,6 +11,7 @@ with atomics; the kernel IR has none, so the second step is a graph op). Every r
 written exactly once: empty rows by the chunk after them (the last chunk: the rows after it).
 The sizes and nnz are scalar parameters: one kernel per dtype pair serves every matrix.
 
+bsrmv: a work-item per row of a BSR matrix (R x C blocks), its blocks' rows dotted with x.
 ellmv: a work-item per row of an ELL matrix (every row K slots, negative columns padding).
 csrmm, "row_columns": a workgroup per row of A and ITEMS columns of B, each work-item summing
 its column (B's rows are read contiguously across the workgroup).
@@ -20,7 +21,8 @@ from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import INDEX, ITEMS, bits, buffers, last_at_most, loop, per_item, sizes, variables, widened
+from .common import (INDEX, ITEMS, bits, buffers, clamped, in_range, last_at_most, loop, per_item, sizes, variables,
+                     widened)
 
 
 
@@ -29,8 +31,8 @@ def csrmv_kernel(op: Op, name: str) -> K.Kernel:
     m, n, total, steps = params = sizes("m", "n", "total", "steps")
     chunks = K.ceil_div(total, chunk)
     indptr, indices, data, x, y, carries, carry_rows = buffers(op, [m + 1, total, total, n, m, 2 * chunks, 2 * chunks])
-    nnz, s, e, first, last, previous, empty_from, r, start, stop, j, slot = variables(
-        "nnz", "s", "e", "first", "last", "previous", "empty_from", "r", "start", "stop", "j", "slot")
+    nnz, s, e, first, last, previous, empty_from, r, start, stop, j, slot, column = variables(
+        "nnz", "s", "e", "first", "last", "previous", "empty_from", "r", "start", "stop", "j", "slot", "column")
     probes = variables("probe_first", "probe_last", "probe_previous")
     acc = K.Var("acc", data.dtype)
     zero_rows = lambda begin, end: loop(r, begin, end, [K.Store(y, r, 0)])
@@ -39,13 +41,14 @@ def csrmv_kernel(op: Op, name: str) -> K.Kernel:
         row_sum = [
             K.Let(start, widened(indptr[r])), K.Let(stop, widened(indptr[r + 1])), K.Let(acc, K.Const(0, data.dtype)),
             loop(j, K.maximum(start, s), K.minimum(stop, e), [
-                K.Assign(acc, acc + data[j] * x[widened(indices[j])])]),
+                K.Let(column, widened(indices[j])),
+                K.If(in_range(column, n), [K.Assign(acc, acc + data[j] * x[column])])]),
             K.If((start >= s) & (stop <= e), [K.Store(y, r, acc)], [
                 K.If(start >= s, [K.Store(y, r, 0)]),
                 K.Let(slot, 2 * c + K.select(r.eq(first), K.Const(0, INDEX), K.Const(1, INDEX))),
                 K.Store(carries, slot, acc), K.Store(carry_rows, slot, r.cast(carry_rows.dtype))])]
         return [
-            K.Let(nnz, widened(indptr[m])), K.Let(s, c * chunk), K.Let(e, K.minimum(s + chunk, nnz)),
+            K.Let(nnz, clamped(indptr[m], total)), K.Let(s, c * chunk), K.Let(e, K.minimum(s + chunk, nnz)),
             *[K.Store(carries, 2 * c + k, 0) for k in (0, 1)], *[K.Store(carry_rows, 2 * c + k, 0) for k in (0, 1)],
             K.If(c.eq(0) & nnz.eq(0), [zero_rows(0, m)]),
             K.If(s < nnz, [
@@ -78,25 +81,50 @@ def ellmv_kernel(op: Op, name: str) -> K.Kernel:
         return [K.Let(acc, K.Const(0, values.dtype)),
                 loop(k, 0, width, [
                     K.Let(column, widened(columns[r * width + k])),
-                    K.If(column >= 0, [K.Assign(acc, acc + values[r * width + k] * x[column])])]),
+                    K.If(in_range(column, n), [K.Assign(acc, acc + values[r * width + k] * x[column])])]),
                 K.Store(y, r, acc)]
 
     (rows, slots), count = op.operands[0].type.shape, op.operands[2].type.shape[0]
     return per_item(name, [columns, values, x, y, *params], m, body, [("m", rows), ("width", slots), ("n", count)])
 
 
+def bsrmv_kernel(op: Op, name: str) -> K.Kernel:
+    """A work-item per row of y (block row g / R, row g % R of its blocks)."""
+    params = sizes("block_rows", "block_columns", "rows", "width", "total")
+    block_rows, block_columns, rows, width, total = params
+    indptr, indices, data, x, y = buffers(op, [block_rows + 1, total, total * rows * width, block_columns * width,
+                                               block_rows * rows])
+    i, r, p, block, j = variables("i", "r", "p", "block", "j")
+    acc = K.Var("acc", data.dtype)
+
+    def body(g):
+        return [K.Let(i, g / rows), K.Let(r, g % rows), K.Let(acc, K.Const(0, data.dtype)),
+                loop(p, clamped(indptr[i], total), clamped(indptr[i + 1], total), [
+                    K.Let(block, widened(indices[p])),
+                    K.If(in_range(block, block_columns), [loop(j, 0, width, [
+                        K.Assign(acc, acc + data[(p * rows + r) * width + j] * x[block * width + j])])])]),
+                K.Store(y, g, acc)]
+
+    indptr_type, indices_type, data_type, x_type = (v.type for v in op.operands)
+    _, r_size, c_size = data_type.shape
+    return per_item(name, [indptr, indices, data, x, y, *params], block_rows * rows, body,
+                    [("block_rows", indptr_type.shape[0] - 1), ("block_columns", x_type.shape[0] // c_size),
+                     ("rows", r_size), ("width", c_size), ("total", indices_type.shape[0])])
+
+
 def csrmm_kernel(op: Op, name: str) -> K.Kernel:
     m, n, k, total = params = sizes("m", "n", "k", "total")
     indptr, indices, data, b, c = buffers(op, [m + 1, total, total, n * k, m * k])
-    row, column, p = variables("row", "column", "p")
+    row, column, p, b_row = variables("row", "column", "p", "b_row")
     acc = K.Var("acc", data.dtype)
     body = [
         K.Let(row, K.workgroup_id(1).cast(INDEX)),
         K.Let(column, K.workgroup_id(0).cast(INDEX) * ITEMS + K.workitem_id(0).cast(INDEX)),
         K.If(column < k, [
             K.Let(acc, K.Const(0, data.dtype)),
-            loop(p, widened(indptr[row]), widened(indptr[row + 1]), [
-                K.Assign(acc, acc + data[p] * b[widened(indices[p]) * k + column])]),
+            loop(p, clamped(indptr[row], total), clamped(indptr[row + 1], total), [
+                K.Let(b_row, widened(indices[p])),
+                K.If(in_range(b_row, n), [K.Assign(acc, acc + data[p] * b[b_row * k + column])])]),
             K.Store(c, row * k + column, acc)])]
     rows = op.operands[0].type.shape[0] - 1
     n_rows, columns = op.operands[3].type.shape
@@ -113,9 +141,9 @@ def sddmm_kernel(op: Op, name: str) -> K.Kernel:
 
     def body(p):
         return [K.Let(acc, K.Const(0, a.dtype)),
-                K.If(p < widened(indptr[m]), [
+                K.Let(column, widened(indices[p])),
+                K.If((p < clamped(indptr[m], total)) & in_range(column, n), [
                     *last_at_most(indptr, m, p, steps, row, probe),
-                    K.Let(column, widened(indices[p])),
                     loop(t, 0, depth, [K.Assign(acc, acc + a[row * depth + t] * bt[column * depth + t])])]),
                 K.Store(values, p, acc)]
 

@@ -30,6 +30,7 @@ import numpy as np
 
 import cdnajit as cj
 import cdnajit.numpy as cnp
+import cdnajit.sparse as cs
 from cdnajit.ir import kernel as K
 from cdnajit.ir.kernel_mfma import INSTRUCTIONS
 from cdnajit.runtime import nvptx_runner
@@ -80,6 +81,32 @@ def spd(n):
 
 # name -> (function, arguments) for each library solution kind: the comment names the solution the
 # library picks for these shapes (the optimized IR's `library_call ..., solution = ...`).
+def csr(m, n, per_row, dtype=np.float32):
+    """(data, indices, indptr) of an m x n CSR matrix with `per_row` entries per row at sorted
+    random columns, the last rows empty (csrmv writes them from its last chunk)."""
+    rows = m - 3
+    indices = np.sort(RNG.random((rows, n)).argsort(axis=1)[:, :per_row], axis=1).ravel().astype(np.int32)
+    indptr = np.concatenate([np.arange(0, rows * per_row + 1, per_row), np.full(3, rows * per_row)]).astype(np.int32)
+    return normal(rows * per_row, dtype=dtype), indices, indptr
+
+
+def lower_triangle_csr(n):
+    """A lower-triangular CSR matrix of n rows: a strong diagonal and up to 3 entries left of it."""
+    dense = np.tril(np.where(RNG.random((n, n)) < 3 / n, normal(n, n), 0)) + 4 * np.eye(n, dtype=np.float32)
+    rows, columns = np.nonzero(dense)
+    return dense[rows, columns], columns.astype(np.int32), np.searchsorted(rows, np.arange(n + 1)).astype(np.int32)
+
+
+def bsr(block_rows, block_columns, rows, width):
+    """(data, indices, indptr) of a BSR matrix: csr's pattern of blocks, each rows x width."""
+    _, indices, indptr = csr(block_rows, block_columns, 2)
+    return normal(len(indices), rows, width), indices, indptr
+
+
+def ell(m, width, n):
+    return np.where(RNG.random((m, width)) < 0.8, RNG.integers(0, n, (m, width)), -1).astype(np.int32), normal(m, width)
+
+
 LIBRARY_PROGRAMS = {
     "dnn_im2col_gemm_epilogue": (conv_bias_relu, (normal(2, 9, 11, 8), normal(3, 3, 8, 16), normal(16))),   # im2col + GEMM
     "dnn_gemm_1x1": (nhwc_conv(), (normal(2, 7, 9, 16), normal(1, 1, 16, 24))),
@@ -107,6 +134,20 @@ LIBRARY_PROGRAMS = {
     "solver_inv_det": (lambda a: (cnp.linalg.inv(a), cnp.linalg.det(a)), (normal(7, 33, 33, dtype=np.float64),)),
     "solver_qr_jacobi": (lambda a: (cnp.linalg.qr(a)[1], cnp.linalg.eigvalsh(a + a.T), cnp.linalg.svd(a, compute_uv=False)),
                          (normal(20, 20, dtype=np.float64),)),   # geqrf, syevj, gesvdj
+    "sparse_csrmv": (lambda d, i, p, x: cs.BCSR((d, i, p), shape=(300, 500)) @ x,   # 3 chunks, carries
+                     (*csr(300, 500, 7), normal(500))),
+    "sparse_bsrmv": (lambda d, i, p, x: cs.bsr_matvec(d, i, p, x), (*bsr(60, 40, 2, 3), normal(40 * 3))),
+    "sparse_ellmv": (lambda c, v, x: cs.ell_matvec(c, v, x), (*ell(200, 5, 90), normal(90))),
+    "sparse_csrmm": (lambda d, i, p, b: cs.BCSR((d, i, p), shape=(130, 80)) @ b,
+                     (*csr(130, 80, 6, dtype=np.float64), normal(80, 70, dtype=np.float64))),
+    "sparse_sddmm": (lambda i, p, a, b: cs.sddmm(cs.BCSR((np.ones(len(i), np.float32), i, p), shape=(100, 90)),
+                                                  a, b).data,
+                     (*csr(100, 90, 4)[1:], normal(100, 16), normal(16, 90))),
+    "sparse_conversions": (lambda d, i, p: (cs.BCSR((d, i, p), shape=(70, 50)).T.todense(),   # csr2coo, sort, coo2csr
+                                            cs.BCSR((d, i, p), shape=(70, 50)).todense()),
+                           csr(70, 50, 5)),
+    "sparse_csrsv": (lambda d, i, p, b: cs.spsolve_triangular(cs.BCSR((d, i, p), shape=(150, 150)), b),   # levels
+                     (*lower_triangle_csr(150), normal(150))),
 }
 
 

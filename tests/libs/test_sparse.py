@@ -276,6 +276,8 @@ def test_every_routine_builds_for_amdgpu():
         (lambda d: cs.bcsr_fromdense(d, nse=300).indices, (a.toarray(),)),
         (lambda d, i, p: cs.csr_matrix((d, i, p), shape=a.shape).to_ell(width=4), arrays),
         (lambda c, v, x: cs.ell_matvec(c, v, x), (np.zeros((4, 3), np.int32), np.ones((4, 3)), np.ones(5))),
+        (lambda d, i, p, x: cs.bsr_matvec(d, i, p, x), (np.ones((2, 2, 3)), np.array([0, 1], np.int32),
+                                                        np.array([0, 1, 2], np.int32), np.ones(6))),
         (lambda i, p: calls.spgemm_tables(i, p, p), arrays[1:]),
         (lambda i, p, t: calls.spgemm_symbolic(i, p, i, p, t, table=20), (*arrays[1:], table_ptr)),
         (lambda d, i, p, t: calls.spgemm_numeric(d, i, p, d, i, p, t, t, nse=10, table=20), (*arrays, table_ptr)),
@@ -293,3 +295,76 @@ def test_every_routine_builds_for_amdgpu():
 
 def ops_segment_spmv(rows, columns, values, x):
     return cj.ops.segment_sum(values * x[columns], rows, num_segments=40)
+
+
+def unchecked_csr(data, indices, indptr, n):
+    """A BCSR of traced arrays (inside jit): nothing checks them, the kernels read them safely."""
+    return cs.BCSR((data, indices, indptr), shape=(len(indptr) - 1, n))
+
+
+def test_out_of_range_indices_never_read_outside():
+    """Under jit, columns -1 and n (and far beyond) contribute nothing and an indptr ending past nse
+    is read as nse (routines.py's contract, JAX BCOO's padding): y is the product of the in-range
+    entries, exactly (every row has at most one in-range entry, so no rounding), compiled and
+    interpreted alike."""
+    data = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    indices = np.array([0, -1, 3, 1 << 30, 2], np.int32)
+    indptr = np.array([0, 2, 3, 4, 9], np.int32)   # ends past nse = 5
+    x = np.array([1.0, 10.0, 100.0])
+    expected = np.array([1.0, 0.0, 0.0, 1600.0])
+    spmv = lambda d, i, p, v: unchecked_csr(d, i, p, 3) @ v
+    np.testing.assert_array_equal(cj.jit(spmv)(data, indices, indptr, x), expected)
+    np.testing.assert_array_equal(cj.jit(spmv, backend="interpret")(data, indices, indptr, x), expected)
+
+
+@pytest.mark.slow
+def test_out_of_range_indices_spmm_sddmm_ell():
+    """The other gathers: SpMM's rows of B, SDDMM's rows of Bt (value 0), ELL's columns: an index
+    outside [0, n) contributes nothing; exact (one in-range entry per row)."""
+    data = np.array([1.0, 2.0, 4.0, 8.0])
+    indices = np.array([1, 7, -3, 0], np.int64)
+    indptr = np.array([0, 2, 3, 7], np.int64)
+    b = np.array([[1.0, 2.0], [3.0, 5.0]])
+    product = cj.jit(lambda d, i, p, v: unchecked_csr(d, i, p, 2) @ v)(data, indices, indptr, b)
+    np.testing.assert_array_equal(product, [[3.0, 5.0], [0.0, 0.0], [8.0, 16.0]])
+    sampled = cj.jit(lambda i, p, u, v: cs.sddmm(unchecked_csr(np.ones(4), i, p, 2), u, v).data)(
+        indices, indptr, np.ones((3, 2)), b.T.copy())
+    np.testing.assert_array_equal(sampled, [8.0, 0.0, 0.0, 3.0])   # ones @ b.T: row sums of b
+    columns = np.array([[0, 2, -1], [5, 1, 1 << 40]])
+    ell = cs.ell_matvec(columns, np.array([[1.0, 2.0, 4.0], [8.0, 16.0, 32.0]]), np.array([1.0, 10.0]))
+    np.testing.assert_array_equal(ell, [1.0, 160.0])
+
+
+@pytest.mark.slow
+def test_out_of_range_indices_csrsv_and_transpose():
+    """csrsv (levels and solve) and csr2coo/csr2ell under jit with columns -1 and m and an indptr
+    ending past nse: the out-of-range entries drop out, so the answers are those of the matrix
+    without them (exact: powers of two)."""
+    data = np.array([2.0, 4.0, 8.0, 0.5, 1.0, 16.0])
+    indices = np.array([0, -1, 4, 0, 1, 3], np.int32)   # -1 and 4 are outside the 4 x 4 matrix
+    indptr = np.array([0, 1, 3, 5, 9], np.int32)          # row 3 reads past nse = 6
+    kept = sp.csr_matrix((np.array([2.0, 8.0, 0.5, 1.0, 0, 0]), np.array([0, 1, 0, 1, 2, 3]),
+                          np.array([0, 1, 2, 4, 6])), shape=(4, 4))   # what the kernels see (rows 1 and 3 diagonal 1)
+    b = np.array([2.0, 4.0, 8.0, 16.0])
+    solve = cj.jit(lambda d, i, p, v: cs.spsolve_triangular(unchecked_csr(d, i, p, 4), v, unit_diagonal=True))
+    np.testing.assert_array_equal(solve(data, indices, indptr, b),
+                                  spl.spsolve_triangular(kept, b, lower=True, unit_diagonal=True))
+    in_range_columns = np.array([0, 0, 2, 0, 1, 3], np.int32)
+    transposed = cj.jit(lambda d, i, p: unchecked_csr(d, i, p, 4).T.todense())(data, in_range_columns, indptr)
+    np.testing.assert_array_equal(transposed, sp.csr_matrix((data, [0, 0, 2, 0, 1, 3], [0, 1, 3, 5, 6]),
+                                                            shape=(4, 4)).toarray().T)
+
+
+def test_bsr_matvec():
+    """BSR SpMV against scipy's bsr_matrix, 2 x 3 blocks, an empty block row, f64, compiled and
+    interpreted; tolerance: k eps (|A| |x|), k = the longest row's entries."""
+    dense = sp.random(10, 12, density=0.3, random_state=4).toarray()
+    dense[4:6] = 0
+    a = sp.csr_matrix(dense)
+    b = sp.bsr_matrix(dense, blocksize=(2, 3))
+    x = np.random.default_rng(4).standard_normal(12)
+    args = (b.data, b.indices.astype(np.int32), b.indptr.astype(np.int32), x)
+    tolerance = 12 * np.finfo(np.float64).eps * (abs(a) @ np.abs(x)) + 1e-300
+    for backend in ("compiled", "interpret"):
+        y = cj.jit(lambda *v: cs.bsr_matvec(*v), backend=backend)(*args)
+        np.testing.assert_array_less(np.abs(y - a @ x), tolerance)
