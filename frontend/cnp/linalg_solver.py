@@ -16,13 +16,16 @@ products are large GEMMs:
   - potrf: recursive Cholesky, the Schur complement's lower triangle only (recursive syrk);
   - trsm: recursive on the rows, leaves multiplying by the inverse of their diagonal block
     (rocBLAS's way, so that the work is GEMM).
-geqrf/orgqr, syevj and gesvdj run unblocked at every size (one work-item per matrix).
+  - geqrf: recursive QR, the reflections of the left half applied to the right half in compact WY
+    form (larft's T from V^T V, larfb as GEMMs); orgqr and ormqr likewise by the compact WY form.
+syevj and gesvdj run unblocked at every size (one work-item per matrix).
 """
 from __future__ import annotations
 
 from ..tracing import Tracer, bind
 from . import contractions as con
 from . import creation as cr
+from . import elementwise as el
 from . import shaping as sh
 
 BLOCK = 128        # columns per panel of a blocked factorization
@@ -194,25 +197,70 @@ def laswp(pivots: Tracer, rows: int) -> tuple[Tracer, Tracer]:
     return permutation, inverse
 
 
-# ---- geqrf, orgqr ------------------------------------------------------------------------------
+# ---- geqrf, orgqr, ormqr -----------------------------------------------------------------------
 
 def geqrf(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(QR, tau) of a stack [B, m, n] (routines.py's geqrf: unblocked, one work-item per matrix)."""
+    """(QR, tau) of a stack [B, m, n] (routines.py's geqrf). Recursive above SMALL columns (Elmroth and
+    Gustavson's recursive QR): the left half's QR, its reflections applied to the right half in
+    compact WY form (Q1^T A2 = A2 - V1 T1^T V1^T A2, GEMMs), then the QR of the right half's rows
+    below the left half; the same Householder vectors and tau as LAPACK's geqr2."""
     batch, m, n = a.shape
     if is_empty(a):
         return a, cr.zeros((batch, min(m, n)), a.type.dtype)
-    qr, tau = solver_call("geqrf", [a])
-    return qr, tau
+    if min(m, n) <= SMALL:
+        qr, tau = solver_call("geqrf", [a])
+        return qr, tau
+    n1 = split(min(m, n), SMALL)
+    left, tau1 = geqrf(a[:, :, :n1])
+    right = ormqr_transposed(left, tau1, a[:, :, n1:])
+    lower, tau2 = geqrf(right[:, n1:])
+    qr = sh.concatenate([left, sh.concatenate([right[:, :n1], lower], axis=1)], axis=2)
+    return qr, sh.concatenate([tau1, tau2], axis=1)
+
+
+def reflectors(qr: Tracer, tau: Tracer) -> Tracer:
+    """V [B, m, k]: the Householder vectors below QR's diagonal, 1 on it, 0 above; a vector whose
+    tau is 0 (H = I) is zero, so that larft's T needs no 1 / tau for it."""
+    batch, m, _ = qr.shape
+    k = tau.shape[1]
+    below = sh.tril(qr[:, :, :k], -1) + cr.eye(m, k, dtype=qr.type.dtype)
+    return el.where(el.equal(tau, 0)[:, None, :], 0, below)
+
+
+def larft(v: Tracer, tau: Tracer) -> Tracer:
+    """T [B, k, k] upper triangular with H_1 ... H_k = I - V T V^T: the inverse of the strictly upper
+    triangle of V^T V plus diag(1 / tau) (Joffrain, Low, Quintana-Orti, van de Geijn and van Zee,
+    "Accumulating Householder transformations, revisited", TOMS 32(2), 2006), a GEMM and a trsm; a
+    zero tau gives a 1 on the diagonal (its zero vector then contributes nothing)."""
+    batch, _, k = v.shape
+    gram = sh.triu(con.matmul(sh.swapaxes(v, 1, 2), v), 1)
+    inverse_tau = el.where(el.equal(tau, 0), 1, 1 / el.where(el.equal(tau, 0), 1, tau))
+    s = gram + inverse_tau[:, :, None] * cr.eye(k, dtype=v.type.dtype)
+    return trsm(s, identity_stack(batch, k, v.type.dtype), lower=False, trans=False, unit_diagonal=False)
+
+
+def ormqr_transposed(qr: Tracer, tau: Tracer, c: Tracer) -> Tracer:
+    """Q^T C for Q = H_1 ... H_k of geqrf's (QR, tau) (LAPACK's ormqr, side L, trans T, by larfb):
+    C - V T^T (V^T C), three GEMMs."""
+    v = reflectors(qr, tau)
+    t = larft(v, tau)
+    return c - con.matmul(v, con.matmul(sh.swapaxes(t, 1, 2), con.matmul(sh.swapaxes(v, 1, 2), c)))
 
 
 def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
-    """The first `columns` columns of Q (routines.py's orgqr)."""
+    """The first `columns` columns of Q (routines.py's orgqr); above SMALL reflections by the compact
+    WY form, I[:, :columns] - V T V[:columns]^T."""
     batch, m, n = qr.shape
     if batch == 0 or m == 0 or columns == 0:
         return cr.zeros((batch, m, columns), qr.type.dtype)
     if min(m, n) == 0:
         return identity_stack(batch, m, qr.type.dtype)[:, :, :columns]
-    return solver_call("orgqr", [qr, tau], columns=columns)[0]
+    if min(m, n) <= SMALL:
+        return solver_call("orgqr", [qr, tau], columns=columns)[0]
+    v = reflectors(qr, tau)
+    t = larft(v, tau)
+    identity = sh.broadcast_to(cr.eye(m, columns, dtype=qr.type.dtype), (batch, m, columns))
+    return identity - con.matmul(v, con.matmul(t, sh.swapaxes(v[:, :columns], 1, 2)))
 
 
 # ---- syevj -------------------------------------------------------------------------------------

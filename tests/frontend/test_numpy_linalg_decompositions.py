@@ -199,3 +199,23 @@ def test_expm_edge_cases():
                                rtol=BOUND * 4 * eps(np.float64) * 8)
     assert np.isnan(csl.expm(np.full((2, 2), 1e8))).all()
     assert csl.expm(np.zeros((0, 0))).shape == (0, 0)
+
+
+@pytest.mark.parametrize("shape", [(2, 19, 11), (9, 17), (23, 6)])
+def test_recursive_qr_at_small_sizes(monkeypatch, shape):
+    """The recursive geqrf and the compact-WY orgqr (leaves of 4 columns) against the identities, and
+    their packed factors and tau against the unblocked kernel's (the same reflections, so equal up to
+    rounding: BOUND n eps on these well-conditioned random matrices); a zero column gives tau = 0."""
+    from cdnajit.frontend.cnp import linalg_solver
+    a = random(shape, np.float64)
+    a[..., 2] = 0
+    unblocked_raw, unblocked_tau = cnp.linalg.qr(a, "raw")
+    monkeypatch.setattr(linalg_solver, "SMALL", 4)
+    for mode in ("reduced", "complete"):
+        q, r = cj.jit(lambda x: cnp.linalg.qr(x, mode))(a)
+        assert backward_error(a, q @ r, np.float64) <= BOUND and orthogonality(q, np.float64) <= BOUND
+    raw, tau = cj.jit(lambda x: cnp.linalg.qr(x, "raw"))(a)
+    n = max(shape[-2:])
+    np.testing.assert_allclose(raw, unblocked_raw, rtol=0, atol=BOUND * n * eps(np.float64) * np.abs(a).max())
+    np.testing.assert_allclose(tau, unblocked_tau, rtol=0, atol=BOUND * n * eps(np.float64))
+    assert (tau[..., 2] == 0).all()
