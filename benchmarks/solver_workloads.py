@@ -44,6 +44,11 @@ def cholesky(xp, lax, a):
     return xp.linalg.cholesky(a)
 
 
+def qr(xp, lax, a):
+    # R alone: its rows' signs are LAPACK's choice in every peer (Householder vectors with beta = -sign(alpha) ||x||).
+    return xp.linalg.qr(a, mode="r")
+
+
 def numpy_peer(program):
     def run(*arrays):
         return program(np, None, *arrays)
@@ -83,6 +88,13 @@ def build_det(ctx: Context) -> Case:
     return linalg_case(ctx, det, (a,), F64_EPSILON, 2 * n**3 // 3, x64=True)
 
 
+def build_qr(ctx: Context) -> Case:
+    m, n = (256, 128) if ctx.quick else (2000, 1000)
+    a = rng(0).standard_normal((m, n))
+    return linalg_case(ctx, qr, (a,), F64_EPSILON, 2 * m * n**2 - 2 * n**3 // 3, x64=True,
+                       condition=float(np.linalg.cond(a)))
+
+
 def build_batched_inv(ctx: Context) -> Case:
     batch = 100 if ctx.quick else 10000
     a = well_conditioned(4, (batch,), np.float32)
@@ -99,6 +111,8 @@ SOLVER_WORKLOADS = (
     Workload("W15.solve", "linalg.solve, 2000x2000 f64 and one right-hand side: blocked LU (panels of 128, "
              "BLAS GEMM trailing updates), two triangular solves", build_solve),
     Workload("W15.cholesky", "linalg.cholesky, 4000x4000 f64: blocked Cholesky, GEMM updates", build_cholesky),
+    Workload("W15.qr", "linalg.qr(mode='r'), 2000x1000 f64: recursive Householder QR, compact-WY updates by GEMMs",
+             build_qr),
     Workload("W15.inv", "linalg.inv, 1000x1000 f32: blocked LU, then blocked trsm of the identity by GEMMs",
              build_inv),
     Workload("W15.det", "linalg.det, 2000x2000 f64: blocked LU, the product of U's diagonal", build_det),
