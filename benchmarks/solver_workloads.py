@@ -108,14 +108,14 @@ def build_batched_cholesky(ctx: Context) -> Case:
 
 
 SOLVER_WORKLOADS = (
-    Workload("W15.solve", "linalg.solve, 2000x2000 f64 and one right-hand side: blocked LU (panels of 128, "
-             "BLAS GEMM trailing updates), two triangular solves", build_solve),
-    Workload("W15.cholesky", "linalg.cholesky, 4000x4000 f64: blocked Cholesky, GEMM updates", build_cholesky),
+    Workload("W15.solve", "linalg.solve, 2000x2000 f64 and one right-hand side: recursive LU (leaves of 128 "
+             "columns, BLAS GEMM Schur complements), getrs", build_solve),
+    Workload("W15.cholesky", "linalg.cholesky, 4000x4000 f64: recursive Cholesky, syrk-shaped GEMM updates", build_cholesky),
     Workload("W15.qr", "linalg.qr(mode='r'), 2000x1000 f64: recursive Householder QR, compact-WY updates by GEMMs",
              build_qr),
-    Workload("W15.inv", "linalg.inv, 1000x1000 f32: blocked LU, then blocked trsm of the identity by GEMMs",
+    Workload("W15.inv", "linalg.inv, 1000x1000 f32: recursive LU, then recursive trsm of the identity by GEMMs",
              build_inv),
-    Workload("W15.det", "linalg.det, 2000x2000 f64: blocked LU, the product of U's diagonal", build_det),
+    Workload("W15.det", "linalg.det, 2000x2000 f64: recursive LU, the product of U's diagonal", build_det),
     Workload("W15.inv_4x4", "linalg.inv of 10 000 4x4 f32 matrices: one launch per routine for the whole stack",
              build_batched_inv),
     Workload("W15.cholesky_32", "linalg.cholesky of 1000 32x32 f64 matrices: one potrf launch",
