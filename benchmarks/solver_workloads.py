@@ -110,7 +110,8 @@ def build_batched_cholesky(ctx: Context) -> Case:
 SOLVER_WORKLOADS = (
     Workload("W15.solve", "linalg.solve, 2000x2000 f64 and one right-hand side: recursive LU (leaves of 128 "
              "columns, BLAS GEMM Schur complements), getrs", build_solve),
-    Workload("W15.cholesky", "linalg.cholesky, 4000x4000 f64: recursive Cholesky, syrk-shaped GEMM updates", build_cholesky),
+    Workload("W15.cholesky", "linalg.cholesky, 4000x4000 f64: recursive Cholesky, syrk-shaped GEMM updates",
+             build_cholesky),
     Workload("W15.qr", "linalg.qr(mode='r'), 2000x1000 f64: recursive Householder QR, compact-WY updates by GEMMs",
              build_qr),
     Workload("W15.inv", "linalg.inv, 1000x1000 f32: recursive LU, then recursive trsm of the identity by GEMMs",
