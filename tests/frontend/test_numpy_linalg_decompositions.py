@@ -191,6 +191,7 @@ def test_expm_against_scipy(dtype):
         assert error <= BOUND * 6 * eps(dtype) * (1 + np.abs(matrix).sum(axis=0).max())
 
 
+@pytest.mark.slow
 def test_expm_edge_cases():
     """exp of a diagonal matrix is the exponentials of its entries; a norm needing more squarings than
     max_squarings gives NaNs (as JAX); 0x0 stays 0x0."""
@@ -201,8 +202,8 @@ def test_expm_edge_cases():
     assert csl.expm(np.zeros((0, 0))).shape == (0, 0)
 
 
-@pytest.mark.parametrize("shape", [(2, 19, 11), pytest.param((9, 17), marks=pytest.mark.slow),
-                                   pytest.param((23, 6), marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(2, 19, 11), (9, 17), (23, 6)])
 def test_recursive_qr_at_small_sizes(monkeypatch, shape):
     """The recursive geqrf and the compact-WY orgqr (leaves of 4 columns) against the identities, and
     their packed factors and tau against the unblocked kernel's (the same reflections, so equal up to
