@@ -1,4 +1,4 @@
-"""cdnajit.scipy.linalg: jax.scipy.linalg's LU, QR, Cholesky, eigh and triangular functions on stacks of
+"""cdnajit.scipy.linalg: jax.scipy.linalg's LU, QR, Cholesky, eigh, triangular functions and expm on stacks of
 matrices, over the solver library (frontend/cnp/linalg_solver.py), with scipy's conventions:
 a right-hand side b is one vector per matrix when b.ndim == a.ndim - 1, else matrices (..., n, k).
 """
