@@ -44,6 +44,11 @@ def cholesky(xp, lax, a):
     return xp.linalg.cholesky(a)
 
 
+def qr(xp, lax, a):
+    # R alone: its rows' signs are LAPACK's choice in every peer (Householder vectors with beta = -sign(alpha) ||x||).
+    return xp.linalg.qr(a, mode="r")
+
+
 def numpy_peer(program):
     def run(*arrays):
         return program(np, None, *arrays)
@@ -83,6 +88,13 @@ def build_det(ctx: Context) -> Case:
     return linalg_case(ctx, det, (a,), F64_EPSILON, 2 * n**3 // 3, x64=True)
 
 
+def build_qr(ctx: Context) -> Case:
+    m, n = (256, 128) if ctx.quick else (2000, 1000)
+    a = rng(0).standard_normal((m, n))
+    return linalg_case(ctx, qr, (a,), F64_EPSILON, 2 * m * n**2 - 2 * n**3 // 3, x64=True,
+                       condition=float(np.linalg.cond(a)))
+
+
 def build_batched_inv(ctx: Context) -> Case:
     batch = 100 if ctx.quick else 10000
     a = well_conditioned(4, (batch,), np.float32)
@@ -96,12 +108,15 @@ def build_batched_cholesky(ctx: Context) -> Case:
 
 
 SOLVER_WORKLOADS = (
-    Workload("W15.solve", "linalg.solve, 2000x2000 f64 and one right-hand side: blocked LU (panels of 128, "
-             "BLAS GEMM trailing updates), two triangular solves", build_solve),
-    Workload("W15.cholesky", "linalg.cholesky, 4000x4000 f64: blocked Cholesky, GEMM updates", build_cholesky),
-    Workload("W15.inv", "linalg.inv, 1000x1000 f32: blocked LU, then blocked trsm of the identity by GEMMs",
+    Workload("W15.solve", "linalg.solve, 2000x2000 f64 and one right-hand side: recursive LU (leaves of 128 "
+             "columns, BLAS GEMM Schur complements), getrs", build_solve),
+    Workload("W15.cholesky", "linalg.cholesky, 4000x4000 f64: recursive Cholesky, syrk-shaped GEMM updates",
+             build_cholesky),
+    Workload("W15.qr", "linalg.qr(mode='r'), 2000x1000 f64: recursive Householder QR, compact-WY updates by GEMMs",
+             build_qr),
+    Workload("W15.inv", "linalg.inv, 1000x1000 f32: recursive LU, then recursive trsm of the identity by GEMMs",
              build_inv),
-    Workload("W15.det", "linalg.det, 2000x2000 f64: blocked LU, the product of U's diagonal", build_det),
+    Workload("W15.det", "linalg.det, 2000x2000 f64: recursive LU, the product of U's diagonal", build_det),
     Workload("W15.inv_4x4", "linalg.inv of 10 000 4x4 f32 matrices: one launch per routine for the whole stack",
              build_batched_inv),
     Workload("W15.cholesky_32", "linalg.cholesky of 1000 32x32 f64 matrices: one potrf launch",

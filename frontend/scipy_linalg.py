@@ -1,12 +1,15 @@
-"""cdnajit.scipy.linalg: jax.scipy.linalg's LU, QR, Cholesky, eigh and triangular functions on stacks of
+"""cdnajit.scipy.linalg: jax.scipy.linalg's LU, QR, Cholesky, eigh, triangular functions and expm on stacks of
 matrices, over the solver library (frontend/cnp/linalg_solver.py), with scipy's conventions:
 a right-hand side b is one vector per matrix when b.ndim == a.ndim - 1, else matrices (..., n, k).
 """
 from __future__ import annotations
 
+import math
+
 from ..errors import TracingValueError
 from .cnp import creation as cr
 from .cnp import elementwise as el
+from .cnp import reductions as red
 from .cnp import contractions as con
 from .cnp import shaping as sh
 from .cnp.base import result_type
@@ -17,11 +20,12 @@ from .cnp.linalg import eigh as numpy_eigh
 from .cnp.linalg import qr as numpy_qr
 from .cnp.linalg import solve as numpy_solve
 from .cnp.linalg import svd as numpy_svd
-from .cnp.linalg_solver import getrf, laswp, rows_of, trsm
+from .cnp.linalg_solver import getrf, identity_stack, laswp, rows_of, trsm
+from .lax_control import fori_loop
 from .tracing import located
 
 __all__ = ["lu", "lu_factor", "lu_solve", "cho_factor", "cho_solve", "solve_triangular", "cholesky", "solve", "inv",
-           "det", "qr", "eigh", "svd", "block_diag", "toeplitz"]
+           "det", "qr", "eigh", "svd", "expm", "block_diag", "toeplitz"]
 
 TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}   # conjugation: real matrices only
 
@@ -154,6 +158,49 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite
 def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True, lapack_driver="gesdd"):
     """scipy's svd: (U, s, Vh), or s (one-sided Jacobi; lapack_driver names LAPACK's and is ignored)."""
     return numpy_svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+
+
+# The [13/13] Pade approximant of exp (Higham, "The scaling and squaring method for the matrix exponential
+# revisited", SIAM J. Matrix Anal. Appl. 26(4), 2005, table 2.3's b_0..b_13), and theta_13, the 1-norm up to
+# which it is exp to double precision's unit roundoff (table 2.3).
+PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0, 129060195264000.0,
+          10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+THETA13 = 5.371920351148152
+
+
+def expm(a, *, upper_triangular=False, max_squarings=16):
+    """The matrix exponential of each matrix of a stack, by scaling and squaring with the [13/13] Pade
+    approximant (Higham 2005, as scipy and JAX): A / 2^s with s = max(0, ceil(log2(||A||_1 / theta_13))),
+    r13 = (V - U)^-1 (V + U) by one LU solve, then s squarings (a loop of max(s) steps over the stack).
+    Degree 13 at every norm (scipy picks 3..9 below theta_9 to save products; 13 is as accurate).
+    NaNs where s exceeds max_squarings, as JAX."""
+    a = matrices("expm", a)
+    stack = as_stack(a)
+    batch, n, _ = stack.shape
+    if stack.size == 0:
+        return a
+    dtype = a.type.dtype
+    norm = red.max(red.sum(el.abs(stack), axis=1), axis=1)
+    needed = el.where(el.greater(norm, THETA13), el.ceil(el.log2(norm / THETA13)), 0.0)
+    needed = el.where(el.isfinite(needed), needed, max_squarings + 1)
+    squarings = el.minimum(needed, max_squarings + 1).astype("int32")
+    x = stack * el.exp2(-squarings.astype(dtype))[:, None, None]
+    b = PADE13
+    identity = identity_stack(batch, n, dtype)
+    x2 = con.matmul(x, x)
+    x4 = con.matmul(x2, x2)
+    x6 = con.matmul(x4, x2)
+    u = con.matmul(x, con.matmul(x6, b[13] * x6 + b[11] * x4 + b[9] * x2)
+                   + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * identity)
+    v = con.matmul(x6, b[12] * x6 + b[10] * x4 + b[8] * x2) + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * identity
+    r = numpy_solve(v - u, v + u)
+
+    def square(i, r):
+        return el.where((i < squarings)[:, None, None], con.matmul(r, r), r)
+
+    r = fori_loop(0, red.max(el.minimum(squarings, max_squarings)), square, r)
+    r = el.where(el.greater(squarings, max_squarings)[:, None, None], math.nan, r)
+    return from_stack(r, a.shape[:-2])
 
 
 def block_diag(*arrays):

@@ -6,22 +6,26 @@ into GEMMs (`library_call blas.*`). The loops below run while tracing, so every 
 sizes; the kernels take sizes as scalar parameters, so the panels of one factorization, which
 differ in height, share one compiled kernel per routine.
 
-Blocking (LAPACK's right-looking algorithms, with rocBLAS's trsm, which multiplies by the inverses
-of diagonal blocks so that the bulk of the work is GEMM):
-  - getrf: panels of BLOCK columns, each factored recursively (the panel of a panel is SMALL
-    columns wide) and its row swaps applied to the rows below the panel by one row gather (lapmr);
-    the factored blocks are written into the matrix in place (dynamic_update_slice);
-  - potrf: diagonal blocks factored by the kernel, the column below them and the trailing
-    update by products with the block's inverse;
-  - trsm: blocks of rows solved with the inverses of the diagonal blocks, each a GEMM.
-geqrf/orgqr, syevj and gesvdj run unblocked at every size (one work-item per matrix).
+Blocking: recursive, splitting the matrix in halves on multiples of SMALL (BLOCK for trsm) down to
+leaves the kernels take whole, so each level moves the matrix once (log2(n / SMALL) times in all,
+where LAPACK's panel loop would move it n / BLOCK times through the graph's copies) and the matrix
+products are large GEMMs:
+  - getrf: Toledo's recursive LU (the left half's LU, its row swaps on the right half by one row
+    gather, lapmr; U12 by trsm; the Schur complement by one GEMM; its LU; its swaps on L21), the
+    same pivots as LAPACK's right-looking getrf;
+  - potrf: recursive Cholesky, the Schur complement's lower triangle only (recursive syrk);
+  - trsm: recursive on the rows, leaves multiplying by the inverse of their diagonal block
+    (rocBLAS's way, so that the work is GEMM).
+  - geqrf: recursive QR, the reflections of the left half applied to the right half in compact WY
+    form (larft's T from V^T V, larfb as GEMMs); orgqr and ormqr likewise by the compact WY form.
+syevj and gesvdj run unblocked at every size (one work-item per matrix).
 """
 from __future__ import annotations
 
-from .. import lax_shape
 from ..tracing import Tracer, bind
 from . import contractions as con
 from . import creation as cr
+from . import elementwise as el
 from . import shaping as sh
 
 BLOCK = 128        # columns per panel of a blocked factorization
@@ -45,11 +49,6 @@ def rows_of(x: Tracer, permutation: Tracer) -> Tracer:
     return solver_call("lapmr", [x, permutation.astype("int32")])[0]
 
 
-def placed(x: Tracer, update: Tracer, *starts: int) -> Tracer:
-    """x with `update` written at `starts` (an update in place when x is not read after it)."""
-    return lax_shape.dynamic_update_slice(x, update, starts)
-
-
 def arange_rows(batch: int, rows: int) -> Tracer:
     return sh.broadcast_to(cr.arange(rows, dtype="int32"), (batch, rows))
 
@@ -64,57 +63,72 @@ def getrf(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
     if min(m, n) <= SMALL:
         lu, pivots, permutation = solver_call("getrf", [a])
         return lu, pivots, permutation
-    return getrf_blocked(a, BLOCK if n > BLOCK else SMALL)
+    if n > m:
+        # A wide matrix: the square part's LU, then U's columns to the right of it (L^-1 P A2).
+        lu, pivots, permutation = getrf(a[:, :, :m])
+        u2 = trsm(lu, rows_of(a[:, :, m:], permutation), lower=True, trans=False, unit_diagonal=True)
+        return sh.concatenate([lu, u2], axis=2), pivots, permutation
+    return getrf_recursive(a)
 
 
-def getrf_blocked(a: Tracer, width: int):
+def split(n: int, unit: int) -> int:
+    """Where a recursive algorithm splits n rows or columns: about half, on a multiple of `unit` (so the
+    leaves are `unit` wide and the matrix products large)."""
+    return max(unit, (n // 2 + unit - 1) // unit * unit) if n > unit else n // 2
+
+
+def getrf_recursive(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
+    """Recursive LU (Toledo's) of a tall stack [B, m, n], m >= n: the left half's LU, its row swaps
+    on the right half, U12 = L11^-1 A12, the Schur complement A22 - L21 U12 (a GEMM), its LU, and its
+    row swaps on L21. The same pivots as LAPACK's right-looking getrf, but each level moves the matrix
+    once (log(n / SMALL) copies in all, where a panel loop moves it n / BLOCK times) and its products
+    are large GEMMs."""
     batch, m, n = a.shape
-    steps = min(m, n)
-    lu, pivot_blocks = a, []
-    for k0 in range(0, steps, width):
-        kb = min(width, steps - k0)
-        panel, pivots, panel_permutation = getrf(lu[:, k0:, k0:k0 + kb])
-        pivot_blocks.append(pivots + k0)
-        # The panel's row swaps on the rows below k0 (all columns), then its columns in place.
-        rows = placed(rows_of(lu, panel_permutation + k0), panel, 0, 0, k0)
-        if k0 + kb < n:
-            # U12 = L11^-1 A12, then A22 -= L21 U12 (a GEMM whose C is A22).
-            u12 = trsm(panel[:, :kb], rows[:, :kb, k0 + kb:], lower=True, trans=False, unit_diagonal=True)
-            rows = placed(rows, u12, 0, 0, k0 + kb)
-            if kb < m - k0:
-                trailing = -con.matmul(panel[:, kb:], u12) + rows[:, kb:, k0 + kb:]
-                rows = placed(rows, trailing, 0, kb, k0 + kb)
-        lu = placed(lu, rows, 0, k0, 0)
-    pivots = sh.concatenate(pivot_blocks, axis=1)
+    n1 = split(n, SMALL)
+    left, pivots1, permutation1 = getrf(a[:, :, :n1])
+    right = rows_of(a[:, :, n1:], permutation1)
+    u12 = trsm(left[:, :n1], right[:, :n1], lower=True, trans=False, unit_diagonal=True)
+    schur = -con.matmul(left[:, n1:], u12) + right[:, n1:]
+    lower, pivots2, permutation2 = getrf(schur)
+    l21 = rows_of(left[:, n1:], permutation2)
+    lu = sh.concatenate([sh.concatenate([left[:, :n1], u12], axis=2), sh.concatenate([l21, lower], axis=2)], axis=1)
+    pivots = sh.concatenate([pivots1, pivots2 + n1], axis=1)
     return lu, pivots, laswp(pivots, m)[0]
 
 
 # ---- potrf -------------------------------------------------------------------------------------
 
 def potrf(a: Tracer) -> Tracer:
-    """L of a stack [B, n, n], A = L L^T from A's lower triangle (routines.py's potrf)."""
+    """L of a stack [B, n, n], A = L L^T from A's lower triangle (routines.py's potrf). Recursive above
+    SMALL: L11 of the leading half, L21 = A21 L11^-T, then L22 of the Schur complement A22 - L21 L21^T,
+    whose lower triangle alone is updated (syrk's flops, half a GEMM's)."""
     batch, n, _ = a.shape
     if is_empty(a):
         return a
-    if n <= BLOCK:
+    if n <= SMALL:
         return solver_call("potrf", [a])[0]
-    columns, trailing = [], a
-    for k0 in range(0, n, BLOCK):
-        kb = min(BLOCK, n - k0)
-        l11 = solver_call("potrf", [trailing[:, :kb, :kb]])[0]
-        if k0 + kb == n:
-            columns.append(l11)
-            break
-        # L21 = A21 L11^-T, then A22 -= L21 L21^T (GEMMs).
-        l11_inverse = solver_call("trsm", [l11, identity_stack(batch, kb, a.type.dtype)], lower=True, trans=False,
-                                  unit_diagonal=False)[0]
-        l21 = con.matmul(trailing[:, kb:, :kb], sh.swapaxes(l11_inverse, 1, 2))
-        columns.append(sh.concatenate([l11, l21], axis=1))
-        trailing = trailing[:, kb:, kb:] - con.matmul(l21, sh.swapaxes(l21, 1, 2))
-    # Column panels, each below its zero rows, side by side.
-    padded = [sh.concatenate([cr.zeros((batch, n - c.shape[1], c.shape[2]), a.type.dtype), c], axis=1)
-              if c.shape[1] < n else c for c in columns]
-    return sh.concatenate(padded, axis=2)
+    n1 = split(n, SMALL)
+    l11 = potrf(a[:, :n1, :n1])
+    l21 = sh.swapaxes(trsm(l11, sh.swapaxes(a[:, n1:, :n1], 1, 2), lower=True, trans=False, unit_diagonal=False),
+                      1, 2)
+    l22 = potrf(syrk_lower(a[:, n1:, n1:], l21))
+    upper = sh.concatenate([l11, cr.zeros((batch, n1, n - n1), a.type.dtype)], axis=2)
+    return sh.concatenate([upper, sh.concatenate([l21, l22], axis=2)], axis=1)
+
+
+def syrk_lower(c: Tracer, x: Tracer) -> Tracer:
+    """C - X X^T in C's lower triangle (what potrf reads; the upper triangle is left unspecified):
+    recursively, the lower-left block by one GEMM and the two diagonal blocks by syrk_lower, down to
+    blocks of SMALL rows that take a whole GEMM."""
+    n = c.shape[1]
+    if n <= SMALL:
+        return c - con.matmul(x, sh.swapaxes(x, 1, 2))
+    n1 = split(n, SMALL)
+    c11 = syrk_lower(c[:, :n1, :n1], x[:, :n1])
+    c21 = c[:, n1:, :n1] - con.matmul(x[:, n1:], sh.swapaxes(x[:, :n1], 1, 2))
+    c22 = syrk_lower(c[:, n1:, n1:], x[:, n1:])
+    return sh.concatenate([sh.concatenate([c11, c[:, :n1, n1:]], axis=2), sh.concatenate([c21, c22], axis=2)],
+                          axis=1)
 
 
 # ---- trsm --------------------------------------------------------------------------------------
@@ -124,40 +138,36 @@ def identity_stack(batch: int, n: int, dtype: str) -> Tracer:
 
 
 def trsm(a: Tracer, x: Tracer, *, lower: bool, trans: bool, unit_diagonal: bool) -> Tracer:
-    """op(A)^-1 X for triangular stacks A [B, n, n] and X [B, n, k] (routines.py's trsm)."""
+    """op(A)^-1 X for triangular stacks A [B, n, n] and X [B, n, k] (routines.py's trsm). Recursive
+    above BLOCK rows: one half solved, its product with the off-diagonal block taken from the other
+    half's right-hand sides (a GEMM), the other half solved; a leaf of many right-hand sides
+    multiplies by its diagonal block's inverse (rocBLAS's way, so that the work is GEMM)."""
     batch, n, _ = a.shape
     if is_empty(a, x):
         return x
-    attrs = {"lower": lower, "trans": trans, "unit_diagonal": unit_diagonal}
     if direct_solve(a, x):
-        return solver_call("trsm", [a, x], **attrs)[0]
+        return solver_call("trsm", [a, x], lower=lower, trans=trans, unit_diagonal=unit_diagonal)[0]
     op_a = sh.swapaxes(a, 1, 2) if trans else a
-    forward = lower != trans
-    starts = list(range(0, n, BLOCK))
-    # The inverses of the diagonal blocks of op(A), all in one launch.
-    blocks = [(k0, min(BLOCK, n - k0)) for k0 in starts]
-    full = [k0 for k0, kb in blocks if kb == BLOCK]
-    inverses = {}
-    if full:
-        diagonal = sh.concatenate([op_a[:, k0:k0 + BLOCK, k0:k0 + BLOCK] for k0 in full], axis=0)
-        inverted = solver_call("trsm", [diagonal, identity_stack(diagonal.shape[0], BLOCK, a.type.dtype)],
-                               lower=forward, trans=False, unit_diagonal=unit_diagonal)[0]
-        inverses = {k0: inverted[i * batch:(i + 1) * batch] for i, k0 in enumerate(full)}
-    solved = {}
-    for k0, kb in (blocks if forward else blocks[::-1]):
-        done = [k for k, _ in blocks if k in solved]
-        rhs = x[:, k0:k0 + kb]
-        if done:
-            rows = sh.concatenate([solved[k] for k in sorted(done)], axis=1)
-            first = min(done)
-            columns = op_a[:, k0:k0 + kb, first:first + rows.shape[1]]
-            rhs = rhs - con.matmul(columns, rows)
-        if k0 in inverses:
-            solved[k0] = con.matmul(inverses[k0], rhs)
-        else:
-            solved[k0] = solver_call("trsm", [op_a[:, k0:k0 + kb, k0:k0 + kb], rhs], lower=forward, trans=False,
-                                     unit_diagonal=unit_diagonal)[0]
-    return sh.concatenate([solved[k0] for k0 in starts], axis=1)
+    return trsm_recursive(op_a, x, forward=lower != trans, unit_diagonal=unit_diagonal)
+
+
+def trsm_recursive(op_a: Tracer, x: Tracer, *, forward: bool, unit_diagonal: bool) -> Tracer:
+    """op(A)^-1 X for op(A) lower (forward) or upper triangular, X of many columns."""
+    batch, n, _ = op_a.shape
+    if n <= BLOCK:
+        inverse = solver_call("trsm", [op_a, identity_stack(batch, n, op_a.type.dtype)], lower=forward, trans=False,
+                              unit_diagonal=unit_diagonal)[0]
+        return con.matmul(inverse, x)
+    n1 = split(n, BLOCK)
+    solve = lambda lo, hi, rhs: trsm_recursive(op_a[:, lo:hi, lo:hi], rhs, forward=forward,
+                                               unit_diagonal=unit_diagonal)
+    if forward:
+        x1 = solve(0, n1, x[:, :n1])
+        x2 = solve(n1, n, x[:, n1:] - con.matmul(op_a[:, n1:, :n1], x1))
+    else:
+        x2 = solve(n1, n, x[:, n1:])
+        x1 = solve(0, n1, x[:, :n1] - con.matmul(op_a[:, :n1, n1:], x2))
+    return sh.concatenate([x1, x2], axis=1)
 
 
 # ---- getrs -------------------------------------------------------------------------------------
@@ -187,25 +197,70 @@ def laswp(pivots: Tracer, rows: int) -> tuple[Tracer, Tracer]:
     return permutation, inverse
 
 
-# ---- geqrf, orgqr ------------------------------------------------------------------------------
+# ---- geqrf, orgqr, ormqr -----------------------------------------------------------------------
 
 def geqrf(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(QR, tau) of a stack [B, m, n] (routines.py's geqrf: unblocked, one work-item per matrix)."""
+    """(QR, tau) of a stack [B, m, n] (routines.py's geqrf). Recursive above SMALL columns (Elmroth and
+    Gustavson's recursive QR): the left half's QR, its reflections applied to the right half in
+    compact WY form (Q1^T A2 = A2 - V1 T1^T V1^T A2, GEMMs), then the QR of the right half's rows
+    below the left half; the same Householder vectors and tau as LAPACK's geqr2."""
     batch, m, n = a.shape
     if is_empty(a):
         return a, cr.zeros((batch, min(m, n)), a.type.dtype)
-    qr, tau = solver_call("geqrf", [a])
-    return qr, tau
+    if min(m, n) <= SMALL:
+        qr, tau = solver_call("geqrf", [a])
+        return qr, tau
+    n1 = split(min(m, n), SMALL)
+    left, tau1 = geqrf(a[:, :, :n1])
+    right = ormqr_transposed(left, tau1, a[:, :, n1:])
+    lower, tau2 = geqrf(right[:, n1:])
+    qr = sh.concatenate([left, sh.concatenate([right[:, :n1], lower], axis=1)], axis=2)
+    return qr, sh.concatenate([tau1, tau2], axis=1)
+
+
+def reflectors(qr: Tracer, tau: Tracer) -> Tracer:
+    """V [B, m, k]: the Householder vectors below QR's diagonal, 1 on it, 0 above; a vector whose
+    tau is 0 (H = I) is zero, so that larft's T needs no 1 / tau for it."""
+    batch, m, _ = qr.shape
+    k = tau.shape[1]
+    below = sh.tril(qr[:, :, :k], -1) + cr.eye(m, k, dtype=qr.type.dtype)
+    return el.where(el.equal(tau, 0)[:, None, :], 0, below)
+
+
+def larft(v: Tracer, tau: Tracer) -> Tracer:
+    """T [B, k, k] upper triangular with H_1 ... H_k = I - V T V^T: the inverse of the strictly upper
+    triangle of V^T V plus diag(1 / tau) (Joffrain, Low, Quintana-Orti, van de Geijn and van Zee,
+    "Accumulating Householder transformations, revisited", TOMS 32(2), 2006), a GEMM and a trsm; a
+    zero tau gives a 1 on the diagonal (its zero vector then contributes nothing)."""
+    batch, _, k = v.shape
+    gram = sh.triu(con.matmul(sh.swapaxes(v, 1, 2), v), 1)
+    inverse_tau = el.where(el.equal(tau, 0), 1, 1 / el.where(el.equal(tau, 0), 1, tau))
+    s = gram + inverse_tau[:, :, None] * cr.eye(k, dtype=v.type.dtype)
+    return trsm(s, identity_stack(batch, k, v.type.dtype), lower=False, trans=False, unit_diagonal=False)
+
+
+def ormqr_transposed(qr: Tracer, tau: Tracer, c: Tracer) -> Tracer:
+    """Q^T C for Q = H_1 ... H_k of geqrf's (QR, tau) (LAPACK's ormqr, side L, trans T, by larfb):
+    C - V T^T (V^T C), three GEMMs."""
+    v = reflectors(qr, tau)
+    t = larft(v, tau)
+    return c - con.matmul(v, con.matmul(sh.swapaxes(t, 1, 2), con.matmul(sh.swapaxes(v, 1, 2), c)))
 
 
 def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
-    """The first `columns` columns of Q (routines.py's orgqr)."""
+    """The first `columns` columns of Q (routines.py's orgqr); above SMALL reflections by the compact
+    WY form, I[:, :columns] - V T V[:columns]^T."""
     batch, m, n = qr.shape
     if batch == 0 or m == 0 or columns == 0:
         return cr.zeros((batch, m, columns), qr.type.dtype)
     if min(m, n) == 0:
         return identity_stack(batch, m, qr.type.dtype)[:, :, :columns]
-    return solver_call("orgqr", [qr, tau], columns=columns)[0]
+    if min(m, n) <= SMALL:
+        return solver_call("orgqr", [qr, tau], columns=columns)[0]
+    v = reflectors(qr, tau)
+    t = larft(v, tau)
+    identity = sh.broadcast_to(cr.eye(m, columns, dtype=qr.type.dtype), (batch, m, columns))
+    return identity - con.matmul(v, con.matmul(t, sh.swapaxes(v[:, :columns], 1, 2)))
 
 
 # ---- syevj -------------------------------------------------------------------------------------

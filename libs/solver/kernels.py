@@ -7,8 +7,9 @@ column's substitution (trsm, getrs); 64 work-items a workgroup, as many workgrou
 needs, so a stack of 10 000 matrices is one launch. The row gather lapmr is a plain copy, a
 workgroup per row. The sizes and the batch are scalar parameters: one kernel per routine,
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
-to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them into panels that these
-kernels factor and GEMM updates that libs/blas runs; QR, eigh and svd have no blocked form yet.
+to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them recursively into leaves
+that these kernels factor and GEMM updates that libs/blas runs (QR too, in compact WY form); eigh
+and svd have no blocked form yet.
 """
 from __future__ import annotations
 

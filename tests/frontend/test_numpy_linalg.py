@@ -57,7 +57,8 @@ def positive_definite(shape, dtype, seed=0):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """The blocked algorithms at small sizes: panels of 4 columns, blocks of 8, few columns below 3."""
+    """The recursive algorithms at small sizes: getrf/potrf leaves of 4 columns, trsm leaves of 8 rows,
+    few columns below 3."""
     monkeypatch.setattr(linalg_solver, "BLOCK", 8)
     monkeypatch.setattr(linalg_solver, "SMALL", 4)
     monkeypatch.setattr(linalg_solver, "FEW_COLUMNS", 3)
@@ -156,7 +157,7 @@ def test_bad_input_names_the_shapes():
 
 @pytest.mark.slow
 def test_blocked_solve_and_cholesky(small_blocks):
-    """n = 19 with blocks of 8 and panels of 4: ragged last blocks in getrf, potrf and trsm."""
+    """n = 19 split on multiples of 4 (trsm: of 8): uneven halves and ragged leaves in getrf, potrf and trsm."""
     dtype = np.float64
     a = matrices((2, 19, 19), dtype, seed=3)
     b = np.random.default_rng(4).standard_normal((2, 19, 5)).astype(dtype)

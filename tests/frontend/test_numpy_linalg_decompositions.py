@@ -172,3 +172,52 @@ def test_the_decomposition_routines_match_their_references():
     sym = a[:, :4] + np.swapaxes(a[:, :4], 1, 2)
     w, vectors, _ = cj.jit(lambda x: tuple(call("syevj", x)))(sym)
     np.testing.assert_allclose(w, syevj_reference(sym)[0], rtol=0, atol=tolerance)
+
+
+@pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
+def test_expm_against_scipy(dtype):
+    """Scaling and squaring with the [13/13] Pade approximant (Higham 2005): the approximant is exp to
+    unit roundoff after scaling, and each of the s squarings can amplify the relative error by about
+    ||A||_1 / 2^s, so the forward error is bounded by BOUND n eps (1 + ||A||_1) on these well-behaved
+    random matrices (1-norms 0.01 to 30: no, one or several squarings)."""
+    import scipy.linalg
+    a = np.concatenate([random((1, 6, 6), np.float64, seed) * scale / 6
+                        for seed, scale in enumerate((0.01, 1.0, 30.0))]).astype(dtype)
+    got = cj.jit(csl.expm)(a)
+    assert got.shape == a.shape and got.dtype == dtype
+    for x, matrix in zip(got, a.astype(np.float64)):
+        want = scipy.linalg.expm(matrix)
+        error = np.linalg.norm(x - want) / np.linalg.norm(want)
+        assert error <= BOUND * 6 * eps(dtype) * (1 + np.abs(matrix).sum(axis=0).max())
+
+
+@pytest.mark.slow
+def test_expm_edge_cases():
+    """exp of a diagonal matrix is the exponentials of its entries; a norm needing more squarings than
+    max_squarings gives NaNs (as JAX); 0x0 stays 0x0."""
+    diagonal = np.diag([0.0, 1.0, -2.0, 7.0])
+    np.testing.assert_allclose(csl.expm(diagonal), np.diag(np.exp([0.0, 1.0, -2.0, 7.0])),
+                               rtol=BOUND * 4 * eps(np.float64) * 8)
+    assert np.isnan(csl.expm(np.full((2, 2), 1e8))).all()
+    assert csl.expm(np.zeros((0, 0))).shape == (0, 0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(2, 19, 11), (9, 17), (23, 6)])
+def test_recursive_qr_at_small_sizes(monkeypatch, shape):
+    """The recursive geqrf and the compact-WY orgqr (leaves of 4 columns) against the identities, and
+    their packed factors and tau against the unblocked kernel's (the same reflections, so equal up to
+    rounding: BOUND n eps on these well-conditioned random matrices); a zero column gives tau = 0."""
+    from cdnajit.frontend.cnp import linalg_solver
+    a = random(shape, np.float64)
+    a[..., 2] = 0
+    unblocked_raw, unblocked_tau = cnp.linalg.qr(a, "raw")
+    monkeypatch.setattr(linalg_solver, "SMALL", 4)
+    for mode in ("reduced", "complete"):
+        q, r = cj.jit(lambda x: cnp.linalg.qr(x, mode))(a)
+        assert backward_error(a, q @ r, np.float64) <= BOUND and orthogonality(q, np.float64) <= BOUND
+    raw, tau = cj.jit(lambda x: cnp.linalg.qr(x, "raw"))(a)
+    n = max(shape[-2:])
+    np.testing.assert_allclose(raw, unblocked_raw, rtol=0, atol=BOUND * n * eps(np.float64) * np.abs(a).max())
+    np.testing.assert_allclose(tau, unblocked_tau, rtol=0, atol=BOUND * n * eps(np.float64))
+    assert (tau[..., 2] == 0).all()
