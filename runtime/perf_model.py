@@ -170,14 +170,15 @@ def findings(kernel: Kernel, target: Target, counts: Counts, m: PerfModel, hbm_b
         said.append(f"loads are {width}-byte per lane: {WIDEST_LOAD_BYTES // width}x the load instructions and "
                     f"1/{WIDEST_LOAD_BYTES // width} of the bytes in flight of 16-byte loads")
     if hbm_bandwidth < target.hbm_bandwidth * ACHIEVABLE_HBM_FRACTION and m.limiter == "hbm":
-        said.append(f"{m.waves_in_flight} wave{'s' * (m.waves_in_flight != 1)} in flight keep {m.bytes_in_flight / 1e6:.3g} MB in flight: "
-                    f"{hbm_bandwidth / 1e12:.2g} TB/s by Little's law")
+        said.append(f"{m.waves_in_flight} wave{'s' * (m.waves_in_flight != 1)} in flight keep "
+                    f"{m.bytes_in_flight:.3g} bytes in flight: {hbm_bandwidth / 1e9:.3g} GB/s by Little's law")
     # The access that moves the most bytes it does not use, when that is a tenth of the traffic or more.
     worst = max(counts.accesses.values(), key=lambda a: a.issued_bytes - a.bytes, default=None)
     if (worst is not None and worst.issued_bytes - worst.bytes > 0.1 * m.issued_bytes
             and m.limiter in ("hbm", "cache", "cu memory")):
         said.append(f"{worst.kind}s of {worst.buffer} move {worst.segment_ratio:.3g}x the bytes they use: "
-                    f"{worst.segments} segments of 64 bytes for {worst.lanes} lanes of {worst.element_bytes} bytes")
+                    f"{worst.segments} segment{'s' * (worst.segments != 1)} of 64 bytes for {worst.lanes} "
+                    f"lane{'s' * (worst.lanes != 1)} of {worst.element_bytes} bytes")
     if m.limiter == "latency":
         said.append(f"each workgroup waits for its loads {counts.load_phases:.3g} times before a barrier, "
                     f"with {m.workgroups_in_flight // max(m.busy_cus, 1)} workgroups per CU to hide it")

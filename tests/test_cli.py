@@ -102,7 +102,7 @@ USAGE_ERRORS = [
      " report: error: --args gives 2 argument(s) for {file}:softmax: too many positional arguments"),
     (["dump", "{file}:softmax", "--args", "f32[4]", "--stage", "isa"], " dump: error: argument --stage: invalid "
      "choice: 'isa'"),
-    (["compile"], ": error: argument {{dump,report,targets,warm}}: invalid choice: 'compile'"),
+    (["compile"], ": error: argument {{dump,report,survey,targets,warm}}: invalid choice: 'compile'"),
 ]
 
 
