@@ -23,7 +23,8 @@ the launch's time is the launch cost plus the largest term, and that term is the
   neighbours a strided access skips are read long after); the rest (tiles reread by workgroups
   running together) from the L2 at its bandwidth.
 - cu memory: each busy CU's vector memory path moves at most 64 bytes per clock (one segment).
-- lds: LDS bytes at 128 bytes per clock per busy CU.
+- lds: LDS bytes at 128 bytes per clock per busy CU, each access's bytes times its bank conflict
+  degree in a sample wave (runtime/roofline.py's `bank_conflict`).
 - vector, matrix: FLOPs at the unit's peak times the fraction of SIMDs holding a wave.
 - latency: a workgroup that waits for its global loads before a barrier (load, write LDS,
   barrier, compute: a "load phase", once per trip of such a loop) pays a memory latency per
@@ -140,7 +141,7 @@ def model(kernel: Kernel, target: Target, counts: Counts, occupied: Occupancy) -
         "hbm": dram / hbm_bandwidth if dram else 0.0,
         "cache": cache_s,
         "cu memory": issued * cu_share / (CU_MEMORY_BYTES_PER_CLOCK * clock),
-        "lds": counts.lds_bytes * cu_share / (LDS_BYTES_PER_CLOCK * clock),
+        "lds": counts.lds_clock_bytes * cu_share / (LDS_BYTES_PER_CLOCK * clock),
         "vector": by_unit.get("vector", 0.0) * compute_scale,
         "matrix": by_unit.get("matrix", 0.0) * compute_scale,
         "latency": -(-workgroups // target.compute_units) / per_cu * counts.load_phases * latency,
@@ -162,7 +163,7 @@ def findings(kernel: Kernel, target: Target, counts: Counts, m: PerfModel, hbm_b
     if m.busy_cus < target.compute_units:
         plural = "s" * (m.workgroups != 1)
         said.append(f"grid of {m.workgroups} workgroup{plural} uses {m.busy_cus} of {target.compute_units} CUs")
-    elif m.rounds > 1 and m.workgroups % m.workgroups_in_flight < m.workgroups_in_flight / 2:
+    elif m.rounds > 1 and 0 < m.workgroups % m.workgroups_in_flight < m.workgroups_in_flight / 2:
         tail = m.workgroups % m.workgroups_in_flight / m.workgroups_in_flight
         said.append(f"{m.rounds} rounds of {m.workgroups_in_flight} workgroups, the last {tail:.0%} full")
     width = load_bytes_per_lane(counts)
@@ -179,6 +180,9 @@ def findings(kernel: Kernel, target: Target, counts: Counts, m: PerfModel, hbm_b
         said.append(f"{worst.kind}s of {worst.buffer} move {worst.segment_ratio:.3g}x the bytes they use: "
                     f"{worst.segments} segment{'s' * (worst.segments != 1)} of 64 bytes for {worst.lanes} "
                     f"lane{'s' * (worst.lanes != 1)} of {worst.element_bytes} bytes")
+    conflicted = max(counts.lds_accesses.values(), key=lambda a: a.bytes * (a.conflict - 1), default=None)
+    if conflicted is not None and conflicted.conflict > 1.5:
+        said.append(f"LDS {conflicted.kind}s of {conflicted.buffer} conflict {conflicted.conflict:.3g}-way in its banks")
     if m.limiter == "latency":
         said.append(f"each workgroup waits for its loads {counts.load_phases:.3g} times before a barrier, "
                     f"with {m.workgroups_in_flight // max(m.busy_cus, 1)} workgroups per CU to hide it")

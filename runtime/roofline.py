@@ -79,6 +79,7 @@ class Counts:
     loads: dict = field(default_factory=dict)            # global buffer name -> bytes loaded
     stores: dict = field(default_factory=dict)           # global buffer name -> bytes stored
     lds_bytes: float = 0.0                               # LDS bytes read and written
+    lds_accesses: dict = field(default_factory=dict)     # (kind, buffer, index) -> LdsAccess
     exact: bool = True
     accesses: dict = field(default_factory=dict)         # (kind, buffer, position) -> Access
     loads_in_flight: int = 0                             # most global loads of one straight-line body
@@ -94,6 +95,11 @@ class Counts:
         return sum(self.flops.values()) + sum(self.matrix_flops.values())
 
     @property
+    def lds_clock_bytes(self) -> float:
+        """LDS bytes weighted by their bank conflicts: what the LDS's clocks are spent on."""
+        return sum(a.bytes * a.conflict for a in self.lds_accesses.values())
+
+    @property
     def load_bytes(self) -> float:
         return sum(self.loads.values())
 
@@ -103,6 +109,32 @@ class Counts:
 
 
 SEGMENT_BYTES = 64   # the unit in which a wave's global access moves data between the caches and the CU
+LDS_BANKS = 32       # of 4 bytes each: the LDS serves 128 bytes per clock when no two lanes' dwords share a bank
+
+
+def bank_conflict(byte_addresses: np.ndarray, element_bytes: int) -> float:
+    """The LDS clocks a wave's access takes over the conflict-free count: the lanes go through in
+    passes of 128 bytes (32 lanes of 4 bytes, 16 of 8, 8 of 16), and a pass takes as many clocks
+    as the most distinct dwords any one bank holds (lanes reading the same dword share it)."""
+    dwords_per_lane = max(element_bytes // 4, 1)
+    lanes_per_pass = LDS_BANKS * 4 // max(element_bytes, 4)
+    degrees = []
+    for start in range(0, len(byte_addresses), lanes_per_pass):
+        first = byte_addresses[start:start + lanes_per_pass] // 4
+        dwords = np.unique((first[:, None] + np.arange(dwords_per_lane)).reshape(-1))
+        degrees.append(np.bincount(dwords % LDS_BANKS).max() / dwords_per_lane if len(dwords) else 1.0)
+    return max(float(np.mean(degrees)), 1.0) if degrees else 1.0
+
+
+@dataclass
+class LdsAccess:
+    """One LDS load or store of the kernel: its bytes over the launch and its bank conflict degree
+    in the sample wave (1: none; 1 too where the addresses cannot be known)."""
+    kind: str
+    buffer: str
+    bytes: float = 0.0
+    conflict: float = 1.0
+    sampled: bool = False
 
 
 @dataclass
@@ -228,6 +260,22 @@ class LaunchCounter:
         access.touched.update((lanes[active] * access.element_bytes // SEGMENT_BYTES).tolist())
         access.lanes += int(active.sum())
 
+    def record_lds_access(self, kind, buffer, index, env, weight, nbytes):
+        self.counts.lds_bytes += nbytes
+        key = (kind, buffer.name, id(index))
+        access = self.counts.lds_accesses.setdefault(key, LdsAccess(kind, buffer.name))
+        access.bytes += nbytes
+        if access.sampled or env is None:
+            return
+        access.sampled = True
+        elements = self.value(index, self.sample_env(env))
+        if elements is None:
+            return
+        element_bytes = NUMPY_DTYPES[buffer.dtype].itemsize
+        active = self.first_wave(np.asarray(weight) > 0)
+        addresses = self.first_wave(elements)[active] * element_bytes + self.kernel.lds_offsets()[buffer.name]
+        access.conflict = bank_conflict(addresses, element_bytes)
+
     def first_wave(self, values) -> np.ndarray:
         """`values` (over the launch axes) at the lanes of workgroup 0's first wave, in lane order."""
         group = np.broadcast_to(np.asarray(values), self.shape)[0, 0, 0]
@@ -241,7 +289,7 @@ class LaunchCounter:
                 self.add(c.loads, e.buffer.name, nbytes)
                 self.record_access("load", e.buffer, e.index, env, weight, nbytes)
             elif e.buffer.space == "lds":
-                c.lds_bytes += nbytes
+                self.record_lds_access("load", e.buffer, e.index, env, weight, nbytes)
         elif isinstance(e, Math) and e.args[0].dtype in FLOATS:
             self.add(c.flops, compute_dtype(e.args[0].dtype), math_flops(e.fn, compute_dtype(e.args[0].dtype)) * times)
             c.transcendentals += 0 if e.fn in NOT_TRANSCENDENTAL else times
@@ -256,7 +304,7 @@ class LaunchCounter:
             self.add(self.counts.stores, s.buffer.name, nbytes)
             self.record_access("store", s.buffer, s.index, env, weight, nbytes)
         elif s.buffer.space == "lds":
-            self.counts.lds_bytes += nbytes
+            self.record_lds_access("store", s.buffer, s.index, env, weight, nbytes)
 
     # -- statements --
 

@@ -121,3 +121,22 @@ def test_a_tiny_kernel_is_launch_bound():
     """4 KB copied by 16 waves: the dispatch, then one memory latency per load."""
     m = modelled(copy_kernel(1024, 1, groups=4))
     assert m.limiter == "launch" and LAUNCH_S * 1e6 < m.modelled_us < 2 * LAUNCH_S * 1e6
+
+
+def test_lds_bank_conflicts_of_a_column_read_and_its_padding():
+    """A wave reads column 0 of a 64 x `stride` f32 LDS tile: with stride 64 every lane's dword is
+    in bank 0 (32-way: each pass of 32 lanes takes 32 clocks); a stride of 65 spreads them."""
+    def column_reader(stride):
+        tile = K.LdsBuffer("tile", "f32", 64 * stride)
+        out = K.GlobalBuffer("out", "f32", FULL_GRID * 64)
+        t = K.Var("t", "i32")
+        body = [K.Let(t, K.workitem_id(0)), K.Store(tile, t * stride, 1.0), K.Barrier(),
+                K.Store(out, K.workgroup_id(0) * 64 + t, tile[t * stride])]
+        return K.Kernel("column", params=[out], grid=(FULL_GRID,), workgroup_size=(64,), body=body, lds=[tile])
+
+    conflicted, padded = count(column_reader(64)), count(column_reader(65))
+    assert sorted(a.conflict for a in conflicted.lds_accesses.values()) == [32, 32]
+    assert [a.conflict for a in padded.lds_accesses.values()] == [1, 1]
+    assert conflicted.lds_clock_bytes == 32 * padded.lds_clock_bytes
+    assert any(f.startswith("LDS ") and f.endswith("s of tile conflict 32-way in its banks")
+               for f in modelled(column_reader(64)).findings)
