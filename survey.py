@@ -87,6 +87,7 @@ class SurveyRow:
     grid: tuple
     input_bytes: int             # the kernel's read-only buffers
     vgprs: int
+    vgprs_allocated: int         # by the kernel descriptor
     agprs: int
     spills: int
     occupancy: float
@@ -150,7 +151,7 @@ def survey_program(name: str, target: str) -> list[SurveyRow]:
         assembly = amdgpu.assembly(kernel, target)
         mfmas, before, overlapped = load_waits(assembly)
         rows.append(SurveyRow(
-            program=name, kernel=report.name, grid=report.grid, input_bytes=input_bytes, vgprs=report.vgpr_count,
+            program=name, kernel=report.name, grid=report.grid, input_bytes=input_bytes, vgprs=report.vgpr_count, vgprs_allocated=report.vgpr_allocated,
             agprs=report.agpr_count, spills=report.vgpr_spills + report.sgpr_spills, occupancy=report.occupancy,
             occupancy_limiter=report.occupancy_limiter, load_bytes=load_widths(assembly), mfmas=mfmas,
             waits_before_mfma=before, waits_overlapped=overlapped, efficiency=report.efficiency,
@@ -170,7 +171,7 @@ COLUMNS = (
     ("program", lambda r: r.program),
     ("kernel", lambda r: r.kernel),
     ("grid", lambda r: "x".join(str(d) for d in r.grid if d != 1) or "1"),
-    ("VGPR/AGPR", lambda r: f"{r.vgprs}/{r.agprs}"),
+    ("VGPR/AGPR (alloc)", lambda r: f"{r.vgprs}/{r.agprs} ({r.vgprs_allocated})"),
     ("spills", lambda r: str(r.spills)),
     ("waves/SIMD", lambda r: f"{r.occupancy:g} ({r.occupancy_limiter})"),
     ("load B/lane", lambda r: "-" if not r.load_bytes else "{}-{}".format(*r.load_bytes)),

@@ -51,7 +51,8 @@ class KernelReport:
     grid: tuple[int, int, int]
     workgroup_size: tuple[int, int, int]
     lds_bytes: int                   # group segment, as the backend allocated it
-    vgpr_count: int                  # unified (arch + acc) VGPRs per work-item
+    vgpr_count: int                  # unified (arch + acc) VGPRs per work-item the code uses
+    vgpr_allocated: int              # VGPRs the kernel descriptor allocates: what the occupancy depends on
     agpr_count: int
     sgpr_count: int
     vgpr_spills: int
@@ -97,7 +98,7 @@ def kernel_report(kernel: Kernel, target: Target | str | None = None, *, source_
         raise ValueError(f"kernel kind {kind!r}; expected one of {', '.join(KINDS)}")
     target = amdgpu.resolve_target(target)
     resources = amdgpu.resources(kernel, target)
-    occupied = occupancy(target, vgprs=resources.vgpr_count, sgprs=resources.sgpr_count,
+    occupied = occupancy(target, vgprs=resources.allocated_vgprs, sgprs=resources.sgpr_count,
                          lds_bytes=resources.lds_bytes, workgroup_items=kernel.workgroup_items)
     counts = count(kernel)
     roof = roofline(kernel, target, counts)
@@ -105,6 +106,7 @@ def kernel_report(kernel: Kernel, target: Target | str | None = None, *, source_
     return KernelReport(
         name=kernel.name, source_ops=tuple(source_ops), kind=kind, target=target.name, grid=kernel.launch_grid(),
         workgroup_size=kernel.workgroup_size, lds_bytes=resources.lds_bytes, vgpr_count=resources.vgpr_count,
+        vgpr_allocated=resources.allocated_vgprs,
         agpr_count=resources.agpr_count, sgpr_count=resources.sgpr_count, vgpr_spills=resources.vgpr_spill_count,
         sgpr_spills=resources.sgpr_spill_count, scratch_bytes=resources.scratch_bytes,
         occupancy=occupied.waves_per_simd, occupancy_limiter=occupied.limiter, flops=roof.flops,
@@ -166,7 +168,7 @@ COLUMNS = (
     ("grid", lambda r: launch_text(r.grid)),
     ("workgroup", lambda r: launch_text(r.workgroup_size)),
     ("LDS B", lambda r: str(r.lds_bytes)),
-    ("VGPR", lambda r: str(r.vgpr_count)),
+    ("VGPR", lambda r: str(r.vgpr_count) + ("" if r.vgpr_allocated == r.vgpr_count else f" ({r.vgpr_allocated})")),
     ("AGPR", lambda r: str(r.agpr_count)),
     ("SGPR", lambda r: str(r.sgpr_count)),
     ("spills", lambda r: f"{r.vgpr_spills}/{r.sgpr_spills}"),

@@ -59,6 +59,7 @@ def test_unified_vgpr_rule_matches_the_backend():
         module = llvm.parse_assembly(f'target triple = "{amdgpu.TRIPLE}"\n{source}')
         resources = parse_resources(amdgpu.target_machine(target).emit_assembly(module))["k"]
         assert (resources.vgpr_count, resources.agpr_count) == (unified_vgprs(9, 32), 32) == (44, 32)
+        assert resources.allocated_vgprs == 44   # the descriptor allocates what the code uses
 
 
 def tree_sum_kernel(groups=4):
@@ -78,7 +79,7 @@ def test_kernel_report_combines_backend_resources_occupancy_and_roofline():
     report = kernel_report(kernel, "gfx942", source_ops=("reduce",), kind="fused")
     assert (report.name, report.kind, report.source_ops, report.target) == ("tree", "fused", ("reduce",), "gfx942")
     assert report.lds_bytes == 1024 and report.vgpr_spills == 0 and report.host_time_us is None
-    expected = occupancy(get_target("gfx942"), vgprs=report.vgpr_count, sgprs=report.sgpr_count, lds_bytes=1024,
+    expected = occupancy(get_target("gfx942"), vgprs=report.vgpr_allocated, sgprs=report.sgpr_count, lds_bytes=1024,
                          workgroup_items=256)
     assert (report.occupancy, report.occupancy_limiter) == (expected.waves_per_simd, expected.limiter)
     # A few registers and 1 KiB of LDS: nothing but the wave slots limits this kernel.

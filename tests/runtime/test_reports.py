@@ -83,7 +83,7 @@ def test_resources_occupancy_and_roofline_agree_with_their_modules(compiled, nam
             config = launch_config(op, target)
             assert report.lds_bytes == config.lds_bytes
             assert (tuple(report.grid[:2]), report.workgroup_size[0]) == ((config.grid, config.grid_rows), config.workgroup_size)
-        expected = occupancy(target, vgprs=report.vgpr_count, sgprs=report.sgpr_count, lds_bytes=report.lds_bytes,
+        expected = occupancy(target, vgprs=report.vgpr_allocated, sgprs=report.sgpr_count, lds_bytes=report.lds_bytes,
                              workgroup_items=math.prod(report.workgroup_size))
         assert (report.occupancy, report.occupancy_limiter) == (expected.waves_per_simd, expected.limiter)
         roof = roofline(kernel, target)

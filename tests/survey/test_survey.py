@@ -34,7 +34,7 @@ def test_load_widths_and_waits_read_from_assembly():
     assert load_waits(PREFETCH) == (2, 0, 1)        # the wait comes after this tile's MFMAs
 
 
-ROW = SurveyRow(program="p", kernel="k", grid=(1024, 1, 1), input_bytes=64 * 2**20, vgprs=32, agprs=0, spills=0,
+ROW = SurveyRow(program="p", kernel="k", grid=(1024, 1, 1), input_bytes=64 * 2**20, vgprs=32, vgprs_allocated=32, agprs=0, spills=0,
                 occupancy=8, occupancy_limiter="waves", load_bytes=(16, 16), mfmas=0, waits_before_mfma=0,
                 waits_overlapped=0, efficiency=0.8, limiter="hbm", finding="")
 
