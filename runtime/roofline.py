@@ -126,15 +126,41 @@ def bank_conflict(byte_addresses: np.ndarray, element_bytes: int) -> float:
     return max(float(np.mean(degrees)), 1.0) if degrees else 1.0
 
 
+def merged_conflict(addresses: np.ndarray, element_bytes: int) -> float:
+    """The bank conflict degree of one body's LDS accesses to a buffer, `addresses` being (access,
+    lane) byte addresses of a sample wave. The backend merges a lane's consecutive elements into one
+    wide ds_read/ds_write (b64, b128) when they start at a multiple of the width, as the MFMA
+    kernels' fragments do: the widest such width is taken, and each merged access's degree averaged."""
+    ordered = np.sort(addresses, axis=0)
+    count = len(ordered)
+    for width in (16, 8, 4):
+        per = width // element_bytes
+        if per < 1 or count % per:
+            continue
+        starts = ordered[::per]
+        expected = np.repeat(starts, per, axis=0) + (np.arange(count) % per * element_bytes)[:, None]
+        if per == 1 or (np.array_equal(ordered, expected) and not (starts % width).any()):
+            return float(np.mean([bank_conflict(lane_starts, width) for lane_starts in starts]))
+    return float(np.mean([bank_conflict(lane_addresses, element_bytes) for lane_addresses in ordered]))
+
+
 @dataclass
 class LdsAccess:
-    """One LDS load or store of the kernel: its bytes over the launch and its bank conflict degree
-    in the sample wave (1: none; 1 too where the addresses cannot be known)."""
+    """The LDS loads (or stores) of one buffer in one straight-line body: their bytes over the launch
+    and the sample wave's byte addresses of each, whose bank conflicts `conflict` gives (1: none,
+    and where the addresses cannot be known)."""
     kind: str
     buffer: str
+    element_bytes: int
     bytes: float = 0.0
-    conflict: float = 1.0
-    sampled: bool = False
+    addresses: list = field(default_factory=list)
+    sampled: set = field(default_factory=set)
+
+    @property
+    def conflict(self) -> float:
+        if not self.addresses or len({len(a) for a in self.addresses}) != 1 or not len(self.addresses[0]):
+            return 1.0
+        return max(merged_conflict(np.array(self.addresses), self.element_bytes), 1.0)
 
 
 @dataclass
@@ -262,19 +288,18 @@ class LaunchCounter:
 
     def record_lds_access(self, kind, buffer, index, env, weight, nbytes):
         self.counts.lds_bytes += nbytes
-        key = (kind, buffer.name, id(index))
-        access = self.counts.lds_accesses.setdefault(key, LdsAccess(kind, buffer.name))
-        access.bytes += nbytes
-        if access.sampled or env is None:
-            return
-        access.sampled = True
-        elements = self.value(index, self.sample_env(env))
-        if elements is None:
-            return
+        key = (kind, buffer.name, id(self.body))
         element_bytes = NUMPY_DTYPES[buffer.dtype].itemsize
-        active = self.first_wave(np.asarray(weight) > 0)
-        addresses = self.first_wave(elements)[active] * element_bytes + self.kernel.lds_offsets()[buffer.name]
-        access.conflict = bank_conflict(addresses, element_bytes)
+        access = self.counts.lds_accesses.setdefault(key, LdsAccess(kind, buffer.name, element_bytes))
+        access.bytes += nbytes
+        if id(index) in access.sampled or env is None:
+            return
+        access.sampled.add(id(index))
+        elements = self.value(index, self.sample_env(env))
+        if elements is not None:
+            active = self.first_wave(np.asarray(weight) > 0)
+            access.addresses.append(self.first_wave(elements)[active] * element_bytes
+                                    + self.kernel.lds_offsets()[buffer.name])
 
     def first_wave(self, values) -> np.ndarray:
         """`values` (over the launch axes) at the lanes of workgroup 0's first wave, in lane order."""

@@ -140,3 +140,22 @@ def test_lds_bank_conflicts_of_a_column_read_and_its_padding():
     assert conflicted.lds_clock_bytes == 32 * padded.lds_clock_bytes
     assert any(f.startswith("LDS ") and f.endswith("s of tile conflict 32-way in its banks")
                for f in modelled(column_reader(64)).findings)
+
+
+def test_a_lanes_consecutive_lds_elements_count_as_one_wide_access():
+    """Each lane reads 4 consecutive f32 of a row of 256: as single dwords the lanes' reads fall
+    4 to a bank (lane stride 16 bytes), but the backend merges them into one ds_read_b128, whose
+    passes of 8 lanes cover 128 contiguous bytes: no conflict. Reading only the first of the four
+    keeps the 4-way conflict."""
+    def reader(elements):
+        tile = K.LdsBuffer("tile", "f32", 256)
+        out = K.GlobalBuffer("out", "f32", 64)
+        t = K.Var("t", "i32")
+        total = tile[t * 4]
+        for e in range(1, elements):
+            total = total + tile[t * 4 + e]
+        body = [K.Let(t, K.workitem_id(0)), K.Store(out, t, total)]
+        return K.Kernel("wide", params=[out], grid=(1,), workgroup_size=(64,), body=body, lds=[tile])
+
+    (wide,), (narrow,) = count(reader(4)).lds_accesses.values(), count(reader(1)).lds_accesses.values()
+    assert (wide.conflict, narrow.conflict) == (1, 4)
