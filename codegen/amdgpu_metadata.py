@@ -25,9 +25,10 @@ is the unified register count that occupancy depends on: the architectural VGPRs
 
 What the hardware allocates is the kernel descriptor's, not the metadata's: the
 `.amdhsa_next_free_vgpr` directive of the kernel's `.amdhsa_kernel` block (the descriptor's
-granulated VGPR count is derived from it). A kernel that may use AGPRs (one with MFMAs) is given
-an AGPR share beyond `.vgpr_count` (a GEMM using 48 VGPRs and no AGPRs gets 129), so occupancy
-is computed from `allocated_vgprs`.
+granulated VGPR count is derived from it). The backend may allocate more than `.vgpr_count`: in
+the MFMA kernels it does, up to what the occupancy their LDS allows leaves (a GEMM using 48
+VGPRs at an LDS-limited 3 waves per SIMD is allocated 129), so the reports compute occupancy
+from `allocated_vgprs` (runtime/report.py).
 """
 from __future__ import annotations
 

@@ -98,8 +98,7 @@ def kernel_report(kernel: Kernel, target: Target | str | None = None, *, source_
         raise ValueError(f"kernel kind {kind!r}; expected one of {', '.join(KINDS)}")
     target = amdgpu.resolve_target(target)
     resources = amdgpu.resources(kernel, target)
-    occupied = occupancy(target, vgprs=resources.allocated_vgprs, sgprs=resources.sgpr_count,
-                         lds_bytes=resources.lds_bytes, workgroup_items=kernel.workgroup_items)
+    occupied = kernel_occupancy(target, resources, kernel.workgroup_items)
     counts = count(kernel)
     roof = roofline(kernel, target, counts)
     perf = model(kernel, target, counts, occupied)
@@ -114,6 +113,17 @@ def kernel_report(kernel: Kernel, target: Target | str | None = None, *, source_
         compute_unit=roof.compute_unit, roofline_us=roof.modelled_us, modelled_us=perf.modelled_us,
         limiter=perf.limiter, findings=perf.findings,
         efficiency=roof.modelled_us / perf.modelled_us if perf.modelled_us else 0.0, counts_exact=roof.exact)
+
+
+def kernel_occupancy(target: Target, resources, workgroup_items: int):
+    """The occupancy of the registers the kernel descriptor allocates. When the backend allocated
+    more than the code uses without costing waves (it raises the allocation up to what another
+    limit, the LDS, leaves), the limiter is that of the registers used: the cause, not the echo."""
+    def of(vgprs):
+        return occupancy(target, vgprs=vgprs, sgprs=resources.sgpr_count, lds_bytes=resources.lds_bytes,
+                         workgroup_items=workgroup_items)
+    allocated, used = of(resources.allocated_vgprs), of(resources.vgpr_count)
+    return used if used.waves_per_simd == allocated.waves_per_simd else allocated
 
 
 def total_modelled_us(reports) -> float:
