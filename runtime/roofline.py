@@ -21,8 +21,16 @@ Counting (`count`) follows what the work-items execute:
 - Matrix FLOPs: an MFMA is 2*m*n*k*blocks FLOPs per wave on the matrix unit, counted at the
   matrix peak for its input dtype (`Counts.matrix_flops`).
 
-Modelled time = max(FLOPs / peak of the unit for their dtype, DRAM bytes / HBM bandwidth), with the
-peaks of ir/targets.py; the kernel is compute-bound when the first term is the larger.
+- Accesses, for the performance model (runtime/perf_model.py): the global loads and stores of a
+  buffer in one straight-line body (`Access`) with the 64-byte segments a sample wave's addresses
+  touch; the LDS loads and stores likewise (`LdsAccess`) with their bank conflicts; the most global
+  loads of one straight-line body (what a wave has in flight); and the load phases (a body that
+  loads global memory and passes a barrier). The sample wave is the first of workgroup 0; a loop
+  whose trip is unknown is sampled at its first trip (`samples`: values known only there).
+
+Roofline time = max(FLOPs / peak of the unit for their dtype, DRAM bytes / HBM bandwidth), with
+the peaks of ir/targets.py; the kernel is compute-bound when the first term is the larger. It is
+the least time the kernel can take; runtime/perf_model.py models the time it does take.
 """
 from __future__ import annotations
 
