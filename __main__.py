@@ -3,6 +3,7 @@
     python -m cdnajit dump FILE.py:FUNC --args 'f32[4096,1024] f32[1024]' [--target gfx942]
                                         [--stage all] [--out DIR]
     python -m cdnajit report FILE.py:FUNC --args '...' [--target gfx942] [--html report.html] [--profile]
+    python -m cdnajit survey [--target gfx942] [--only NAME,...] [--flagged]
     python -m cdnajit targets
     python -m cdnajit warm [--target gfx942] [--dtypes f32,f16] [--jobs N]
 
@@ -11,6 +12,9 @@ a scalar); FUNC is traced on arrays of those types. FUNC may be a plain function
 (its function is used, compiled for `--target`). Usage errors (a missing file or function, a bad
 type string, an unknown target or stage) print one line on stderr and exit with status 2; errors
 that cdnajit raises while tracing FUNC print one line and exit with status 1.
+`survey` compiles the fixed corpus of survey.py and prints its kernel table with the flags that say
+a kernel is slow (spills, occupancy 1, narrow loads, small grid, no MFMA overlap); with
+`--flagged` it exits with status 1 when any kernel is flagged.
 `warm` compiles the GEMM kernels of common problems into the library's kernel folder (runtime/warm.py).
 """
 from __future__ import annotations
@@ -144,6 +148,17 @@ def report(parser, args) -> None:
         print(f"wrote {args.html}")
 
 
+def survey(parser, args) -> int:
+    from cdnajit import survey as kernel_survey   # compiles the corpus: loaded only for this command
+    only = [n.strip() for n in args.only.split(",")] if args.only else None
+    try:
+        rows = kernel_survey.survey(args.target, only)
+    except ValueError as error:
+        parser.error(str(error))
+    print(kernel_survey.format_survey(rows), end="")
+    return 1 if args.flagged and any(row.flags for row in rows) else 0
+
+
 def targets(parser, args) -> None:
     print(f"{'target':<8} {'product':<8} {'arch':<6} {'CUs':>4} {'HBM':>9} {'LDS/CU':>7}")
     for target in TARGETS.values():
@@ -169,7 +184,7 @@ def positive_int(text: str) -> int:
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog="python -m cdnajit", description="cdnajit: compile array programs for AMD Instinct "
                             "GPUs and inspect their kernels.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{dump,report,targets,warm}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{dump,report,survey,targets,warm}")
 
     def program_command(name, help_text):
         command = commands.add_parser(name, help=help_text, description=help_text)
@@ -190,6 +205,13 @@ def build_parser() -> ArgumentParser:
     command.add_argument("--profile", action="store_true",
                          help="run the program once on random inputs to measure each kernel's host time")
     command.set_defaults(run=report, parser=command)
+    help_text = "compile the survey corpus and print each kernel's resources, load width, efficiency and flags"
+    command = commands.add_parser("survey", help=help_text, description=help_text)
+    command.add_argument("--target", default=DEFAULT_TARGET, choices=list(TARGETS),
+                         help=f"the AMDGPU target (default {DEFAULT_TARGET})")
+    command.add_argument("--only", metavar="NAMES", help="comma-separated corpus programs (default all)")
+    command.add_argument("--flagged", action="store_true", help="exit with status 1 when a kernel is flagged")
+    command.set_defaults(run=survey, parser=command)
     command = commands.add_parser("targets", help="list the AMDGPU targets", description="list the AMDGPU targets")
     command.set_defaults(run=targets, parser=command)
     help_text = ("compile the GEMM kernels of common problems into the library's kernel folder "
@@ -209,12 +231,12 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        args.run(args.parser, args)
+        status = args.run(args.parser, args)
     except CdnajitError as error:
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         print(f"{args.parser.prog}: error: {first_line}", file=sys.stderr)
         return 1
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":

@@ -256,7 +256,7 @@ def gfx942_gemm_summary(size: int = 4096) -> dict:
     chosen = heuristic.select(GemmProblem.from_op(call), target)
     kernel = gemm_kernel(call, chosen.solution, f"gemm_f16_{size}")
     resources = amdgpu.resources(kernel, target)
-    waves = occupancy(target, vgprs=resources.vgpr_count, sgprs=resources.sgpr_count, lds_bytes=resources.lds_bytes,
+    waves = occupancy(target, vgprs=resources.allocated_vgprs, sgprs=resources.sgpr_count, lds_bytes=resources.lds_bytes,
                       workgroup_items=kernel.workgroup_items).waves_per_simd
     uses_mfma = "v_mfma" in amdgpu.assembly(kernel, target)
     peak = target.peak("f16", "matrix")

@@ -22,12 +22,21 @@ Only the scalar keys of each kernel's map are read (the `.args` list is skipped)
 line parser suffices and no YAML library is needed. On gfx90a, gfx942 and gfx950 `.vgpr_count`
 is the unified register count that occupancy depends on: the architectural VGPRs rounded up to
 4 (the `.amdhsa_accum_offset`) plus `.agpr_count` when AGPRs are used.
+
+What the hardware allocates is the kernel descriptor's, not the metadata's: the
+`.amdhsa_next_free_vgpr` directive of the kernel's `.amdhsa_kernel` block (the descriptor's
+granulated VGPR count is derived from it). The backend may allocate more than `.vgpr_count`: in
+the MFMA kernels it does, up to what the occupancy their LDS allows leaves (a GEMM using 48
+VGPRs at an LDS-limited 3 waves per SIMD is allocated 129), so the reports compute occupancy
+from `allocated_vgprs` (runtime/report.py).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+DESCRIPTOR_VGPRS = re.compile(r"^\s*\.amdhsa_kernel (?P<name>\S+)$(?P<body>.*?)^\s*\.end_amdhsa_kernel", re.M | re.S)
+NEXT_FREE_VGPR = re.compile(r"\.amdhsa_next_free_vgpr (\d+)")
 KERNEL_KEY = re.compile(r"^(?P<indent>\s*)(?:- )?\.(?P<key>[a-z_]+):\s+(?P<value>\S+)\s*$")
 
 
@@ -44,6 +53,7 @@ class KernelResources:
     wavefront_size: int
     kernarg_bytes: int
     max_flat_workgroup_size: int
+    allocated_vgprs: int     # the kernel descriptor's .amdhsa_next_free_vgpr: what occupancy depends on
 
     @property
     def arch_vgpr_count(self) -> int:
@@ -79,10 +89,15 @@ def parse_resources(assembly: str) -> dict[str, KernelResources]:
         indent = len(match["indent"]) + (2 if line.lstrip().startswith("- ") else 0)
         if indent == key_indent:  # a key of the kernel's own map, not of its .args entries
             current[match["key"]] = match["value"]
+    allocated = {match["name"]: int(NEXT_FREE_VGPR.search(match["body"])[1])
+                 for match in DESCRIPTOR_VGPRS.finditer(assembly) if NEXT_FREE_VGPR.search(match["body"])}
     out = {}
     for entry in kernels:
         missing = [key for key in FIELDS if key not in entry]
         if missing or "name" not in entry:
             raise ValueError(f"kernel metadata lacks {', '.join(missing or ['.name'])}")
-        out[entry["name"]] = KernelResources(entry["name"], **{field: int(entry[key]) for key, field in FIELDS.items()})
+        if entry["name"] not in allocated:
+            raise ValueError(f"kernel {entry['name']}: no .amdhsa_next_free_vgpr in its .amdhsa_kernel descriptor")
+        out[entry["name"]] = KernelResources(entry["name"], **{field: int(entry[key]) for key, field in FIELDS.items()},
+                                             allocated_vgprs=allocated[entry["name"]])
     return out

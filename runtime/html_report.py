@@ -6,9 +6,9 @@ no external resources) with the kernel table, the fused graph and a roofline cha
 The roofline chart is log-log: arithmetic intensity (FLOP per DRAM byte) across, FLOP/s up. The
 target's memory roof is the line FLOP/s = HBM bandwidth x intensity; each distinct peak of
 ir/targets.py (one line for the dtypes and units that share it) is a compute roof from its ridge
-point on. Each kernel is a point at its intensity and its attained FLOP/s in the modelled time
-(runtime/roofline.py): under the model that is on the roof of its compute unit, so the chart shows
-which roof bounds each kernel and how far it is from the ridge. A kernel without FLOPs or without
+point on. Each kernel is a point at its intensity and its attained FLOP/s in the time of the
+performance model (runtime/perf_model.py): on the roof that bounds it when the model finds
+nothing else limiting it, below it by its efficiency (roofline time / modelled time) otherwise. A kernel without FLOPs or without
 DRAM bytes has no place on log axes and is listed under the chart instead.
 """
 from __future__ import annotations

@@ -2,11 +2,13 @@
 
 A report puts together what the backend says about the kernel's gfx9 code (registers, spills,
 LDS, scratch: codegen/amdgpu_metadata.py), the occupancy those resources allow
-(runtime/occupancy.py) and the kernel's roofline (runtime/roofline.py). The host time is filled
+(runtime/occupancy.py), the kernel's roofline (runtime/roofline.py) and its performance model
+(runtime/perf_model.py: `modelled_us`, the `limiter` and `findings` in words, such as
+"grid of 1 workgroup uses 1 of 304 CUs"). The host time is filled
 in once the kernel has run under `Compiled.profile` (`host_time_us`, None until then).
 
     report = kernel_report(kernel, "gfx942", source_ops=("exp", "add"), kind="fused")
-    report.occupancy, report.occupancy_limiter, report.bound, report.modelled_us
+    report.occupancy, report.occupancy_limiter, report.bound, report.modelled_us, report.findings
 
 `ProgramReport` does the same for a whole executable (runtime/executable.py) and is what
 `Compiled.kernels`, `.report()`, `.as_text(stage)`, `.cost_analysis()`, `.code_object(name)` and
@@ -32,7 +34,8 @@ from ..lowering.tiling import launch_config
 from . import graphviz
 from .executable import kernel_name
 from .occupancy import occupancy
-from .roofline import roofline
+from .perf_model import model
+from .roofline import count, roofline
 from .schedule import launch_text, launches_per_call, schedule_text
 
 KINDS = ("fused", "library", "generated")
@@ -48,7 +51,8 @@ class KernelReport:
     grid: tuple[int, int, int]
     workgroup_size: tuple[int, int, int]
     lds_bytes: int                   # group segment, as the backend allocated it
-    vgpr_count: int                  # unified (arch + acc) VGPRs per work-item
+    vgpr_count: int                  # unified (arch + acc) VGPRs per work-item the code uses
+    vgpr_allocated: int              # VGPRs the kernel descriptor allocates: what the occupancy depends on
     agpr_count: int
     sgpr_count: int
     vgpr_spills: int
@@ -62,7 +66,11 @@ class KernelReport:
     intensity: float                 # FLOPs per byte
     bound: str                       # "memory" or "compute"
     compute_unit: str                # e.g. "vector f32"
-    modelled_us: float
+    roofline_us: float               # max(FLOPs / peak, bytes / HBM bandwidth): the least time possible
+    modelled_us: float               # the performance model's time (runtime/perf_model.py)
+    limiter: str                     # the model's largest term: runtime.perf_model.TERMS
+    findings: tuple[str, ...]        # the model's reasons in words, the limiter first
+    efficiency: float                # roofline_us / modelled_us: the fraction of the roofline reached
     counts_exact: bool               # False when data-dependent control flow made FLOPs/bytes bounds
     host_time_us: float | None = None   # mean host time of one launch, once profiled
     launches: int | None = None         # launches in the profiled call (several in a host loop)
@@ -72,6 +80,10 @@ class KernelReport:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def explanation(self) -> str:
+        return "; ".join(self.findings)
 
     @property
     def attained_flops_per_second(self) -> float:
@@ -86,17 +98,32 @@ def kernel_report(kernel: Kernel, target: Target | str | None = None, *, source_
         raise ValueError(f"kernel kind {kind!r}; expected one of {', '.join(KINDS)}")
     target = amdgpu.resolve_target(target)
     resources = amdgpu.resources(kernel, target)
-    occupied = occupancy(target, vgprs=resources.vgpr_count, sgprs=resources.sgpr_count,
-                         lds_bytes=resources.lds_bytes, workgroup_items=kernel.workgroup_items)
-    roof = roofline(kernel, target)
+    occupied = kernel_occupancy(target, resources, kernel.workgroup_items)
+    counts = count(kernel)
+    roof = roofline(kernel, target, counts)
+    perf = model(kernel, target, counts, occupied)
     return KernelReport(
         name=kernel.name, source_ops=tuple(source_ops), kind=kind, target=target.name, grid=kernel.launch_grid(),
         workgroup_size=kernel.workgroup_size, lds_bytes=resources.lds_bytes, vgpr_count=resources.vgpr_count,
+        vgpr_allocated=resources.allocated_vgprs,
         agpr_count=resources.agpr_count, sgpr_count=resources.sgpr_count, vgpr_spills=resources.vgpr_spill_count,
         sgpr_spills=resources.sgpr_spill_count, scratch_bytes=resources.scratch_bytes,
         occupancy=occupied.waves_per_simd, occupancy_limiter=occupied.limiter, flops=roof.flops,
         transcendentals=roof.transcendentals, bytes=roof.bytes, intensity=roof.intensity, bound=roof.bound,
-        compute_unit=roof.compute_unit, modelled_us=roof.modelled_us, counts_exact=roof.exact)
+        compute_unit=roof.compute_unit, roofline_us=roof.modelled_us, modelled_us=perf.modelled_us,
+        limiter=perf.limiter, findings=perf.findings,
+        efficiency=roof.modelled_us / perf.modelled_us if perf.modelled_us else 0.0, counts_exact=roof.exact)
+
+
+def kernel_occupancy(target: Target, resources, workgroup_items: int):
+    """The occupancy of the registers the kernel descriptor allocates. When the backend allocated
+    more than the code uses without costing waves (it raises the allocation up to what another
+    limit, the LDS, leaves), the limiter is that of the registers used: the cause, not the echo."""
+    def of(vgprs):
+        return occupancy(target, vgprs=vgprs, sgprs=resources.sgpr_count, lds_bytes=resources.lds_bytes,
+                         workgroup_items=workgroup_items)
+    allocated, used = of(resources.allocated_vgprs), of(resources.vgpr_count)
+    return used if used.waves_per_simd == allocated.waves_per_simd else allocated
 
 
 def total_modelled_us(reports) -> float:
@@ -151,7 +178,7 @@ COLUMNS = (
     ("grid", lambda r: launch_text(r.grid)),
     ("workgroup", lambda r: launch_text(r.workgroup_size)),
     ("LDS B", lambda r: str(r.lds_bytes)),
-    ("VGPR", lambda r: str(r.vgpr_count)),
+    ("VGPR", lambda r: str(r.vgpr_count) + ("" if r.vgpr_allocated == r.vgpr_count else f" ({r.vgpr_allocated})")),
     ("AGPR", lambda r: str(r.agpr_count)),
     ("SGPR", lambda r: str(r.sgpr_count)),
     ("spills", lambda r: f"{r.vgpr_spills}/{r.sgpr_spills}"),
@@ -161,12 +188,14 @@ COLUMNS = (
     ("bytes", lambda r: si(r.bytes, "B")),
     ("FLOP/B", lambda r: f"{r.intensity:.3g}"),
     ("bound", lambda r: r.bound if r.bound == "memory" else f"compute ({r.compute_unit})"),
+    ("roof us", lambda r: f"{r.roofline_us:.3g}"),
     ("model us", lambda r: f"{r.modelled_us:.3g}"),
+    ("limiter", lambda r: f"{r.limiter} ({r.efficiency:.0%})"),
     ("launches", lambda r: r.launches_per_call),
     ("host us", lambda r: host_text(r)),
     ("source ops", lambda r: summarize_ops(r.source_ops)),
 )
-LEFT_ALIGNED = frozenset({"kernel", "kind", "bound", "source ops"})
+LEFT_ALIGNED = frozenset({"kernel", "kind", "bound", "limiter", "source ops"})
 
 
 def format_table(reports) -> str:
@@ -243,7 +272,8 @@ class ProgramReport:
         if self.profile is not None:
             total += f", host {cost['host_seconds'] * 1e6:.1f} us"
         solutions = [f"{r.name}: {r.solution} ({r.selection})" for r in reports if r.solution]
-        lines = [self.title(), "", format_table(reports), "", total]
+        lines = [self.title(), "", format_table(reports), "", "limiters:",
+                 *(f"  {r.name}: {r.explanation}" for r in reports), "", total]
         if solutions:
             lines += ["", "library solutions:", *("  " + line for line in solutions)]
         return "\n".join(lines) + "\n"

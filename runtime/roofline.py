@@ -21,8 +21,16 @@ Counting (`count`) follows what the work-items execute:
 - Matrix FLOPs: an MFMA is 2*m*n*k*blocks FLOPs per wave on the matrix unit, counted at the
   matrix peak for its input dtype (`Counts.matrix_flops`).
 
-Modelled time = max(FLOPs / peak of the unit for their dtype, DRAM bytes / HBM bandwidth), with the
-peaks of ir/targets.py; the kernel is compute-bound when the first term is the larger.
+- Accesses, for the performance model (runtime/perf_model.py): the global loads and stores of a
+  buffer in one straight-line body (`Access`) with the 64-byte segments a sample wave's addresses
+  touch; the LDS loads and stores likewise (`LdsAccess`) with their bank conflicts; the most global
+  loads of one straight-line body (what a wave has in flight); and the load phases (a body that
+  loads global memory and passes a barrier). The sample wave is the first of workgroup 0; a loop
+  whose trip is unknown is sampled at its first trip (`samples`: values known only there).
+
+Roofline time = max(FLOPs / peak of the unit for their dtype, DRAM bytes / HBM bandwidth), with
+the peaks of ir/targets.py; the kernel is compute-bound when the first term is the larger. It is
+the least time the kernel can take; runtime/perf_model.py models the time it does take.
 """
 from __future__ import annotations
 
@@ -33,7 +41,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..codegen import mathlib
-from ..ir.kernel import (Assign, Barrier, Binary, Cast, Compare, Const, For, If, Kernel, Let, Load, Math,
+from ..ir.kernel import (Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, If, Kernel, Let, Load, Math,
                          Prefetch, ScalarParam, Select, Special, Store, Unary, Var, WaveOp, WaveReduce)
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import sub_expressions
@@ -79,11 +87,25 @@ class Counts:
     loads: dict = field(default_factory=dict)            # global buffer name -> bytes loaded
     stores: dict = field(default_factory=dict)           # global buffer name -> bytes stored
     lds_bytes: float = 0.0                               # LDS bytes read and written
+    lds_accesses: dict = field(default_factory=dict)     # (kind, buffer, index) -> LdsAccess
     exact: bool = True
+    accesses: dict = field(default_factory=dict)         # (kind, buffer, position) -> Access
+    loads_in_flight: int = 0                             # most global loads of one straight-line body
+    load_phases: float = 0.0                             # per work-item: bodies run that load, then pass a barrier
+
+    @property
+    def issued_bytes(self) -> float:
+        """Global bytes the memory system moves for the accesses: whole 64-byte segments."""
+        return sum(a.issued_bytes for a in self.accesses.values())
 
     @property
     def total_flops(self) -> float:
         return sum(self.flops.values()) + sum(self.matrix_flops.values())
+
+    @property
+    def lds_clock_bytes(self) -> float:
+        """LDS bytes weighted by their bank conflicts: what the LDS's clocks are spent on."""
+        return sum(a.bytes * a.conflict for a in self.lds_accesses.values())
 
     @property
     def load_bytes(self) -> float:
@@ -92,6 +114,97 @@ class Counts:
     @property
     def store_bytes(self) -> float:
         return sum(self.stores.values())
+
+
+SEGMENT_BYTES = 64   # the unit in which a wave's global access moves data between the caches and the CU
+LDS_BANKS = 32       # of 4 bytes each: the LDS serves 128 bytes per clock when no two lanes' dwords share a bank
+
+
+def bank_conflict(byte_addresses: np.ndarray, element_bytes: int) -> float:
+    """The LDS clocks a wave's access takes over the conflict-free count: the lanes go through in
+    passes of 128 bytes (32 lanes of 4 bytes, 16 of 8, 8 of 16), and a pass takes as many clocks
+    as the most distinct dwords any one bank holds (lanes reading the same dword share it)."""
+    dwords_per_lane = max(element_bytes // 4, 1)
+    lanes_per_pass = LDS_BANKS * 4 // max(element_bytes, 4)
+    degrees = []
+    for start in range(0, len(byte_addresses), lanes_per_pass):
+        first = byte_addresses[start:start + lanes_per_pass] // 4
+        dwords = np.unique((first[:, None] + np.arange(dwords_per_lane)).reshape(-1))
+        degrees.append(np.bincount(dwords % LDS_BANKS).max() / dwords_per_lane if len(dwords) else 1.0)
+    return max(float(np.mean(degrees)), 1.0) if degrees else 1.0
+
+
+def merged_conflict(addresses: np.ndarray, element_bytes: int) -> float:
+    """The bank conflict degree of one body's LDS accesses to a buffer, `addresses` being (access,
+    lane) byte addresses of a sample wave. The backend merges a lane's consecutive elements into one
+    wide ds_read/ds_write (b64, b128) when they start at a multiple of the width, as the MFMA
+    kernels' fragments do: the widest such width is taken, and each merged access's degree averaged."""
+    ordered = np.sort(addresses, axis=0)
+    count = len(ordered)
+    for width in (16, 8, 4):
+        per = width // element_bytes
+        if per < 1 or count % per:
+            continue
+        starts = ordered[::per]
+        expected = np.repeat(starts, per, axis=0) + (np.arange(count) % per * element_bytes)[:, None]
+        if per == 1 or (np.array_equal(ordered, expected) and not (starts % width).any()):
+            return float(np.mean([bank_conflict(lane_starts, width) for lane_starts in starts]))
+    return float(np.mean([bank_conflict(lane_addresses, element_bytes) for lane_addresses in ordered]))
+
+
+@dataclass
+class LdsAccess:
+    """The LDS loads (or stores) of one buffer in one straight-line body: their bytes over the launch
+    and the sample wave's byte addresses of each, whose bank conflicts `conflict` gives (1: none,
+    and where the addresses cannot be known)."""
+    kind: str
+    buffer: str
+    element_bytes: int
+    bytes: float = 0.0
+    addresses: list = field(default_factory=list)
+    sampled: set = field(default_factory=set)
+
+    @property
+    def conflict(self) -> float:
+        if not self.addresses or len({len(a) for a in self.addresses}) != 1 or not len(self.addresses[0]):
+            return 1.0
+        return max(merged_conflict(np.array(self.addresses), self.element_bytes), 1.0)
+
+
+@dataclass
+class Access:
+    """The global loads (or stores) of one buffer in one straight-line body of the kernel, summed
+    over their executions. `segments` and `lanes` come from a sample wave (the first wave of
+    workgroup 0, at the first trip of enclosing loops whose trip is unknown): the 64-byte segments
+    the body's accesses touch together (two loads that each use half of the same segments touch
+    them once) and the lanes they serve. `known` is False while no address could be known
+    (data-dependent indices): such accesses count as contiguous."""
+    kind: str            # "load" or "store"
+    buffer: str
+    element_bytes: int
+    bytes: float = 0.0   # bytes the work-items ask for
+    lanes: int = 0
+    touched: set = field(default_factory=set)
+    sampled: set = field(default_factory=set)   # the index expressions whose first wave is counted
+
+    @property
+    def known(self) -> bool:
+        return bool(self.lanes)
+
+    @property
+    def segments(self) -> int:
+        return len(self.touched)
+
+    @property
+    def segment_ratio(self) -> float:
+        """Bytes moved per byte asked for: 1 for contiguous accesses, up to 64 / element bytes."""
+        if not self.lanes:
+            return 1.0
+        return max(1.0, self.segments * SEGMENT_BYTES / (self.lanes * self.element_bytes))
+
+    @property
+    def issued_bytes(self) -> float:
+        return self.bytes * self.segment_ratio
 
 
 class LaunchCounter:
@@ -107,6 +220,8 @@ class LaunchCounter:
         self.shape = tuple(self.grid) + tuple(kernel.workgroup_size)
         self.size = int(np.prod(self.shape))
         self.counts = Counts()
+        self.samples: dict = {}   # a variable unknown in general -> its value at the first trip of its loop
+        self.body = kernel.body     # the statements being walked: accesses are grouped by body
 
     # -- values --
 
@@ -158,41 +273,92 @@ class LaunchCounter:
     def add(self, table, key, amount):
         table[key] = table.get(key, 0.0) + amount
 
-    def expression_cost(self, e, times):
+    def sample_env(self, env):
+        return {**env, **{key: value for key, value in self.samples.items() if env.get(key) is None}}
+
+    def record_access(self, kind, buffer, index, env, weight, nbytes):
+        """Add one execution of a global access to its body's `Access`, sampling its first wave's segments."""
+        key = (kind, buffer.name, id(self.body))
+        access = self.counts.accesses.get(key)
+        if access is None:
+            access = self.counts.accesses[key] = Access(kind, buffer.name, NUMPY_DTYPES[buffer.dtype].itemsize)
+        access.bytes += nbytes
+        if id(index) in access.sampled or env is None:
+            return
+        access.sampled.add(id(index))
+        addresses = self.value(index, self.sample_env(env))
+        if addresses is None:
+            return
+        lanes = self.first_wave(addresses)
+        active = self.first_wave(np.asarray(weight) > 0)
+        access.touched.update((lanes[active] * access.element_bytes // SEGMENT_BYTES).tolist())
+        access.lanes += int(active.sum())
+
+    def record_lds_access(self, kind, buffer, index, env, weight, nbytes):
+        self.counts.lds_bytes += nbytes
+        key = (kind, buffer.name, id(self.body))
+        element_bytes = NUMPY_DTYPES[buffer.dtype].itemsize
+        access = self.counts.lds_accesses.setdefault(key, LdsAccess(kind, buffer.name, element_bytes))
+        access.bytes += nbytes
+        if id(index) in access.sampled or env is None:
+            return
+        access.sampled.add(id(index))
+        elements = self.value(index, self.sample_env(env))
+        if elements is not None:
+            active = self.first_wave(np.asarray(weight) > 0)
+            access.addresses.append(self.first_wave(elements)[active] * element_bytes
+                                    + self.kernel.lds_offsets()[buffer.name])
+
+    def first_wave(self, values) -> np.ndarray:
+        """`values` (over the launch axes) at the lanes of workgroup 0's first wave, in lane order."""
+        group = np.broadcast_to(np.asarray(values), self.shape)[0, 0, 0]
+        return np.ascontiguousarray(group.transpose(2, 1, 0)).reshape(-1)[:self.kernel.wave_size]
+
+    def expression_cost(self, e, times, env=None, weight=1.0):
         c = self.counts
         if isinstance(e, Load):
             nbytes = NUMPY_DTYPES[e.dtype].itemsize * times
             if e.buffer.space == "global":
                 self.add(c.loads, e.buffer.name, nbytes)
+                self.record_access("load", e.buffer, e.index, env, weight, nbytes)
             elif e.buffer.space == "lds":
-                c.lds_bytes += nbytes
+                self.record_lds_access("load", e.buffer, e.index, env, weight, nbytes)
         elif isinstance(e, Math) and e.args[0].dtype in FLOATS:
             self.add(c.flops, compute_dtype(e.args[0].dtype), math_flops(e.fn, compute_dtype(e.args[0].dtype)) * times)
             c.transcendentals += 0 if e.fn in NOT_TRANSCENDENTAL else times
         elif isinstance(e, (Binary, Unary, Compare)) and sub_expressions(e)[0].dtype in FLOATS:
             self.add(c.flops, compute_dtype(sub_expressions(e)[0].dtype), times)
         for sub in sub_expressions(e):
-            self.expression_cost(sub, times)
+            self.expression_cost(sub, times, env, weight)
 
-    def store_cost(self, s: Store, times):
+    def store_cost(self, s: Store, times, env, weight):
         nbytes = NUMPY_DTYPES[s.buffer.dtype].itemsize * times
         if s.buffer.space == "global":
             self.add(self.counts.stores, s.buffer.name, nbytes)
+            self.record_access("store", s.buffer, s.index, env, weight, nbytes)
         elif s.buffer.space == "lds":
-            self.counts.lds_bytes += nbytes
+            self.record_lds_access("store", s.buffer, s.index, env, weight, nbytes)
 
     # -- statements --
 
     def walk(self, stmts, env: dict, weight) -> None:
+        loads = straight_line_loads(stmts)
+        self.counts.loads_in_flight = max(self.counts.loads_in_flight, loads)
+        if loads and any(isinstance(s, Barrier) for s in stmts):  # waits for its loads before the barrier
+            self.counts.load_phases += self.total(weight) / self.size
         for s in stmts:
+            self.body = stmts
             times = self.total(weight)
             if isinstance(s, (Let, Assign)):
-                self.expression_cost(s.value, times)
-                env[(s.var.name, s.var.dtype)] = self.value(s.value, env)
+                self.expression_cost(s.value, times, env, weight)
+                key = (s.var.name, s.var.dtype)
+                env[key] = self.value(s.value, env)
+                if env[key] is None:
+                    self.samples[key] = self.value(s.value, self.sample_env(env))
             elif isinstance(s, Store):
-                self.expression_cost(s.index, times)
-                self.expression_cost(s.value, times)
-                self.store_cost(s, times)
+                self.expression_cost(s.index, times, env, weight)
+                self.expression_cost(s.value, times, env, weight)
+                self.store_cost(s, times, env, weight)
             elif isinstance(s, If):
                 self.walk_if(s, env, weight, times)
             elif isinstance(s, For):
@@ -203,7 +369,7 @@ class LaunchCounter:
                     self.add(self.counts.matrix_flops, spec.in_dtype,
                              2 * spec.m * spec.n * spec.k * spec.blocks * times / spec.wave_size)
                 for expr in s.reads():
-                    self.expression_cost(expr, times)
+                    self.expression_cost(expr, times, env, weight)
                 if isinstance(s, WaveReduce) and s.value.dtype in FLOATS:
                     self.add(self.counts.flops, compute_dtype(s.value.dtype), wave_reduce_steps(self.kernel) * times)
                 for var in s.defines():
@@ -212,7 +378,7 @@ class LaunchCounter:
                 raise NotImplementedError(f"roofline: statement {type(s).__name__}")
 
     def walk_if(self, s: If, env, weight, times):
-        self.expression_cost(s.cond, times)
+        self.expression_cost(s.cond, times, env, weight)
         cond = self.value(s.cond, env)
         if cond is None:
             self.counts.exact = False
@@ -225,7 +391,7 @@ class LaunchCounter:
 
     def walk_for(self, s: For, env, weight, times):
         for expr in (s.start, s.stop, s.step):
-            self.expression_cost(expr, times)
+            self.expression_cost(expr, times, env, weight)
         start, stop, step = (self.value(e, env) for e in (s.start, s.stop, s.step))
         key = (s.var.name, s.var.dtype)
         trips = None
@@ -240,9 +406,13 @@ class LaunchCounter:
         else:  # once, with the loop variable and what the body changes unknown, times the trips
             forget(env, s.body)
             env[key] = None
+            sample_start = self.value(s.start, self.sample_env(env))
+            if sample_start is not None:
+                self.samples[key] = sample_start
             self.walk(s.body, env, weight if trips is None else weight * trips)
         forget(env, s.body)
         env.pop(key, None)
+        self.samples.pop(key, None)
 
 
 def forget(env: dict, stmts) -> None:
@@ -257,6 +427,27 @@ def forget(env: dict, stmts) -> None:
             env[(s.var.name, s.var.dtype)] = None
         for body in s.children():
             forget(env, body)
+
+
+def straight_line_loads(stmts) -> int:
+    """Global loads in the statements outside nested loops: what a wave can have in flight at once
+    before it needs the first of them (the loads of one loop trip, of one elementwise body)."""
+    loads = 0
+    for s in stmts:
+        if isinstance(s, For):
+            continue
+        expressions = s.reads() if isinstance(s, WaveOp) else [e for e in vars(s).values() if isinstance(e, Expr)]
+        for e in expressions:
+            loads += sum(1 for sub in walk_expression(e) if isinstance(sub, Load) and sub.buffer.space == "global")
+        for body in s.children():
+            loads += straight_line_loads(body)
+    return loads
+
+
+def walk_expression(e):
+    yield e
+    for sub in sub_expressions(e):
+        yield from walk_expression(sub)
 
 
 def truncating_division(a, b):

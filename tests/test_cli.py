@@ -57,7 +57,8 @@ def test_report_with_html_and_profile(program_file, tmp_path):
     lines = result.stdout.splitlines()
     assert lines[0] == "softmax on gfx90a (MI250X, CDNA2): 1 kernel"
     assert lines[3].split()[:2] == ["softmax_0", "fused"] and lines[3].split()[-1] == "div"
-    assert ", host " in lines[5] and lines[-1] == f"wrote {page}"
+    assert lines[5] == "limiters:" and lines[6].startswith("  softmax_0: ")
+    assert ", host " in lines[8] and lines[-1] == f"wrote {page}"
     assert "<svg" in page.read_text()
 
 
@@ -101,7 +102,7 @@ USAGE_ERRORS = [
      " report: error: --args gives 2 argument(s) for {file}:softmax: too many positional arguments"),
     (["dump", "{file}:softmax", "--args", "f32[4]", "--stage", "isa"], " dump: error: argument --stage: invalid "
      "choice: 'isa'"),
-    (["compile"], ": error: argument {{dump,report,targets,warm}}: invalid choice: 'compile'"),
+    (["compile"], ": error: argument {{dump,report,survey,targets,warm}}: invalid choice: 'compile'"),
 ]
 
 

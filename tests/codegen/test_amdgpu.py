@@ -238,7 +238,14 @@ def test_the_whole_math_library_compiles_inline(dtype):
     assert compiled.resources.scratch_bytes == 0
 
 
-METADATA = """
+DESCRIPTOR = """
+\t.amdhsa_kernel mm
+\t\t.amdhsa_group_segment_fixed_size 2048
+\t\t.amdhsa_next_free_vgpr 65
+\t\t.amdhsa_accum_offset 12
+\t.end_amdhsa_kernel
+"""
+METADATA = DESCRIPTOR + """
 \t.amdgpu_metadata
 ---
 amdhsa.kernels:
@@ -276,6 +283,12 @@ def test_metadata_parser_reads_the_kernel_map_not_its_arguments():
     assert (r.vgpr_count, r.agpr_count, r.arch_vgpr_count, r.sgpr_count) == (44, 32, 12, 22)
     assert (r.vgpr_spill_count, r.sgpr_spill_count, r.lds_bytes, r.scratch_bytes) == (2, 1, 2048, 16)
     assert (r.kernarg_bytes, r.max_flat_workgroup_size, r.wavefront_size) == (8, 256, 64)
+    assert r.allocated_vgprs == 65   # the descriptor's, beyond the 44 the code uses
+
+
+def test_metadata_parser_requires_the_kernel_descriptor():
+    with pytest.raises(ValueError, match="kernel mm: no .amdhsa_next_free_vgpr"):
+        parse_resources(METADATA.replace(DESCRIPTOR, ""))
 
 
 def test_metadata_parser_rejects_text_without_metadata():

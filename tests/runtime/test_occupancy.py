@@ -1,14 +1,16 @@
 """Occupancy against hand calculations with the targets' rules (runtime/occupancy.py's docstring),
 and the unified VGPR rule against the backend's own count."""
+import dataclasses
+
 import llvmlite.binding as llvm
 import pytest
 
 from cdnajit.codegen import amdgpu
-from cdnajit.codegen.amdgpu_metadata import parse_resources
+from cdnajit.codegen.amdgpu_metadata import KernelResources, parse_resources
 from cdnajit.ir import kernel as K
 from cdnajit.ir.targets import get_target
 from cdnajit.runtime.occupancy import occupancy, unified_vgprs
-from cdnajit.runtime.report import kernel_report, total_modelled_us
+from cdnajit.runtime.report import kernel_occupancy, kernel_report, total_modelled_us
 
 # (target, vgprs, sgprs, lds bytes, workgroup items) -> (waves per SIMD, workgroups per CU, limiter).
 # Hand calculations; a CU has 4 SIMDs x 8 wave slots = 32 waves.
@@ -59,6 +61,7 @@ def test_unified_vgpr_rule_matches_the_backend():
         module = llvm.parse_assembly(f'target triple = "{amdgpu.TRIPLE}"\n{source}')
         resources = parse_resources(amdgpu.target_machine(target).emit_assembly(module))["k"]
         assert (resources.vgpr_count, resources.agpr_count) == (unified_vgprs(9, 32), 32) == (44, 32)
+        assert resources.allocated_vgprs == 44   # the descriptor allocates what the code uses
 
 
 def tree_sum_kernel(groups=4):
@@ -78,7 +81,7 @@ def test_kernel_report_combines_backend_resources_occupancy_and_roofline():
     report = kernel_report(kernel, "gfx942", source_ops=("reduce",), kind="fused")
     assert (report.name, report.kind, report.source_ops, report.target) == ("tree", "fused", ("reduce",), "gfx942")
     assert report.lds_bytes == 1024 and report.vgpr_spills == 0 and report.host_time_us is None
-    expected = occupancy(get_target("gfx942"), vgprs=report.vgpr_count, sgprs=report.sgpr_count, lds_bytes=1024,
+    expected = occupancy(get_target("gfx942"), vgprs=report.vgpr_allocated, sgprs=report.sgpr_count, lds_bytes=1024,
                          workgroup_items=256)
     assert (report.occupancy, report.occupancy_limiter) == (expected.waves_per_simd, expected.limiter)
     # A few registers and 1 KiB of LDS: nothing but the wave slots limits this kernel.
@@ -87,3 +90,19 @@ def test_kernel_report_combines_backend_resources_occupancy_and_roofline():
     assert total_modelled_us([report, report]) == pytest.approx(2 * report.modelled_us)
     with pytest.raises(ValueError, match="kind"):
         kernel_report(kernel, kind="handwritten")
+
+
+def test_allocated_vgprs_set_the_occupancy_and_the_cause_is_blamed():
+    """The backend allocates an MFMA kernel more VGPRs than it uses, up to what its LDS leaves:
+    48 used, 129 allocated, 17408 bytes of LDS per 256-item workgroup: 3 workgroups per CU by
+    LDS and 3 waves per SIMD by the allocation, so the LDS is the cause. An allocation that costs
+    waves by itself is blamed on the VGPRs."""
+    resources = KernelResources("k", vgpr_count=48, agpr_count=0, sgpr_count=30, vgpr_spill_count=0,
+                                sgpr_spill_count=0, lds_bytes=17408, scratch_bytes=0, wavefront_size=64,
+                                kernarg_bytes=60, max_flat_workgroup_size=256, allocated_vgprs=129)
+    target = get_target("gfx942")
+    occupied = kernel_occupancy(target, resources, 256)
+    assert (occupied.waves_per_simd, occupied.limiter) == (3, "lds")
+    small_lds = dataclasses.replace(resources, lds_bytes=1024)
+    occupied = kernel_occupancy(target, small_lds, 256)
+    assert (occupied.waves_per_simd, occupied.limiter) == (3, "vgpr")

@@ -1,0 +1,89 @@
+"""The kernel survey (survey.py, `python -m cdnajit survey`): its readings of gfx9 assembly on
+hand-written code, its flags on hand-made rows, and the command on a small part of the corpus
+(a flagged f16 elementwise kernel: 2-byte loads, memory-bound)."""
+import dataclasses
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cdnajit.__main__ import main
+from cdnajit.survey import CORPUS, FLAGS, SurveyRow, format_survey, load_waits, load_widths, survey
+
+NO_PREFETCH = """
+    global_load_ushort v1, v[2:3], off
+    global_load_ushort v4, v[5:6], off
+    s_waitcnt vmcnt(0)
+    ds_write_b16 v0, v1
+    s_barrier
+    v_mfma_f32_32x32x8_f16 a[0:15], v[8:9], v[10:11], a[0:15]
+"""
+PREFETCH = """
+    global_load_dwordx4 v[20:23], v[2:3], off
+    v_mfma_f32_32x32x8_f16 a[0:15], v[8:9], v[10:11], a[0:15]
+    v_mfma_f32_32x32x8_f16 a[0:15], v[12:13], v[14:15], a[0:15]
+    s_waitcnt vmcnt(0)
+    ds_write_b128 v0, v[20:23]
+"""
+
+
+def test_load_widths_and_waits_read_from_assembly():
+    assert load_widths(NO_PREFETCH) == (2, 2) and load_widths(PREFETCH) == (16, 16) and load_widths("s_endpgm") == ()
+    assert load_waits(NO_PREFETCH) == (1, 1, 0)     # one MFMA, one wait with no MFMA behind the loads
+    assert load_waits(PREFETCH) == (2, 0, 1)        # the wait comes after this tile's MFMAs
+
+
+ROW = SurveyRow(program="p", kernel="k", grid=(1024, 1, 1), input_bytes=64 * 2**20, vgprs=32, vgprs_allocated=32, agprs=0, spills=0,
+                occupancy=8, occupancy_limiter="waves", load_bytes=(16, 16), mfmas=0, waits_before_mfma=0,
+                waits_overlapped=0, efficiency=0.8, limiter="hbm", finding="")
+
+
+@pytest.mark.parametrize("change, flag", [
+    ({"spills": 3}, "spills"),
+    ({"occupancy": 1}, "occupancy 1"),
+    ({"load_bytes": (2, 2)}, "narrow loads"),
+    ({"grid": (1, 1, 1)}, "small grid"),
+    ({"mfmas": 64, "waits_before_mfma": 8}, "no MFMA overlap"),
+])
+def test_each_flag_and_only_it(change, flag):
+    assert ROW.flags == ()
+    assert dataclasses.replace(ROW, **change).flags == (flag,)
+
+
+def test_flags_that_need_their_context():
+    # Narrow loads matter in a memory-bound kernel only; a small grid on a small input is fine.
+    assert dataclasses.replace(ROW, load_bytes=(2, 2), limiter="matrix").flags == ()
+    assert dataclasses.replace(ROW, grid=(1, 1, 1), input_bytes=4096).flags == ()
+    assert dataclasses.replace(ROW, mfmas=64, waits_overlapped=8).flags == ()
+    assert set(FLAGS) == {"spills", "occupancy 1", "narrow loads", "small grid", "no MFMA overlap"}
+
+
+def test_survey_of_an_f16_elementwise_kernel_flags_its_narrow_loads():
+    row, = survey("gfx942", ["elementwise_f16"])
+    assert row.load_bytes == (2, 2) and row.limiter == "hbm" and row.flags == ("narrow loads",)
+    assert 0 < row.efficiency < 0.5 and "loads are 2-byte per lane" in row.finding
+    text = format_survey([row])
+    assert text.splitlines()[0].split()[:3] == ["program", "kernel", "grid"]
+    assert "flagged: spills 0, occupancy 1 0, narrow loads 1, small grid 0, no MFMA overlap 0 of 1 kernels" in text
+
+
+def test_survey_usage_errors(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["survey", "--only", "softmax_f32,nope"])
+    assert exit_info.value.code == 2
+    assert "unknown survey program(s) nope; the corpus is: elementwise_f32" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_survey_command_exit_status_says_whether_a_kernel_is_flagged():
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "cdnajit", "survey", *args], capture_output=True, text=True,
+                              timeout=600, env={**os.environ, "CDNAJIT_DUMP_DIR": ""})
+    flagged = run("--only", "transpose_f32,gemm_f16_small", "--flagged")
+    assert flagged.returncode == 1, flagged.stderr
+    lines = flagged.stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:3]] == ["transpose_f32", "gemm_f16_small"]
+    assert "loads of in0 move 16x the bytes they use" in flagged.stdout
+    assert run("--only", "transpose_f32").returncode == 0
+    assert len(CORPUS) >= 20
