@@ -26,6 +26,7 @@ from .array_funcs import matrix_transpose, vecdot
 from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
+from .linalg_rules import with_rules
 from .linalg_solver import direct_solve, geqrf, gesvdj, getrf, getrs, identity_stack, orgqr, potrf, rows_of, syevj, \
     trsm
 
@@ -100,17 +101,27 @@ def solve(a, b):
     if vector:
         b = b[:, None]
     a, b, batch = broadcast_batches("solve", a, b, 2)
-    lu, _, permutation = getrf(as_stack(a))
-    x = from_stack(lu_solve_stack(lu, permutation, as_stack(b)), batch)
+    x = from_stack(solve_stack(as_stack(a), as_stack(b)), batch)
     return x[..., 0] if vector else x
+
+
+def solve_stack(a: Tracer, b: Tracer) -> Tracer:
+    """x = A^-1 B of stacks, differentiable: dx = A^-1 (dB - dA x); ct_B = A^-T ct_x, ct_A = -ct_B x^T."""
+    def lu_solve(a, b):
+        lu, _, permutation = getrf(a)
+        return lu_solve_stack(lu, permutation, b)
+
+    def vjp(primals, x, ct):
+        ct_b = solve_stack(matrix_transpose(primals[0]), ct)
+        return -(ct_b @ matrix_transpose(x)), ct_b
+    return with_rules("linalg.solve", lu_solve, lambda p, t, x: solve_stack(p[0], t[1] - t[0] @ x), vjp, a, b)
 
 
 def inv(a):
     """jnp.linalg.inv: solve(a, I)."""
     a = matrices("inv", a)
     stack = as_stack(a)
-    lu, _, permutation = getrf(stack)
-    return from_stack(lu_solve_stack(lu, permutation, identity_stack(*stack.shape[:2], a.type.dtype)), a.shape[:-2])
+    return from_stack(solve_stack(stack, identity_stack(*stack.shape[:2], a.type.dtype)), a.shape[:-2])
 
 
 def lu_diagonal_and_parity(name: str, a) -> tuple[Tracer, Tracer]:
@@ -124,18 +135,42 @@ def lu_diagonal_and_parity(name: str, a) -> tuple[Tracer, Tracer]:
 
 
 def det(a):
-    """jnp.linalg.det: the product of U's diagonal, signed by the permutation (0 for a singular matrix)."""
-    diagonal, parity = lu_diagonal_and_parity("det", a)
-    return parity * red.prod(diagonal, axis=-1)
+    """jnp.linalg.det: the product of U's diagonal, signed by the permutation (0 for a singular matrix);
+    d det = det tr(A^-1 dA), ct_A = ct det A^-T."""
+    def lu_det(a):
+        diagonal, parity = lu_diagonal_and_parity("det", a)
+        return parity * red.prod(diagonal, axis=-1)
+    a = matrices("det", a)
+    stack = as_stack(a)
+    d = with_rules("linalg.det", lu_det, lambda p, t, d: d * trace_of_solve(p[0], t[0]),
+                   lambda p, d, ct: ((ct * d)[:, None, None] * matrix_transpose(inv(p[0])),), stack)
+    return sh.reshape(d, a.shape[:-2])
+
+
+def trace_of_solve(a: Tracer, da: Tracer) -> Tracer:
+    """tr(A^-1 dA) of each matrix of the stacks."""
+    return red.sum(sh.diagonal(solve_stack(a, da), axis1=1, axis2=2), axis=-1)
 
 
 def slogdet(a, *, method=None):
     """jnp.linalg.slogdet: (sign, log|det|), (0, -inf) for a singular matrix."""
     if method not in (None, "lu"):
         raise NotImplementedError(located(f"slogdet: method {method!r} is not implemented (only 'lu')"))
-    diagonal, parity = lu_diagonal_and_parity("slogdet", a)
-    sign = parity * red.prod(el.sign(diagonal), axis=-1)
-    return sign, red.sum(el.log(el.abs(diagonal)), axis=-1)
+    a = matrices("slogdet", a)
+    stack = as_stack(a)
+
+    def lu_sign(a):
+        diagonal, parity = lu_diagonal_and_parity("slogdet", a)
+        return parity * red.prod(el.sign(diagonal), axis=-1)
+
+    def lu_logabsdet(a):
+        return red.sum(el.log(el.abs(lu_diagonal_and_parity("slogdet", a)[0])), axis=-1)
+    # The sign has zero derivative; d log|det| = tr(A^-1 dA), ct_A = ct A^-T.
+    sign = with_rules("linalg.slogdet", lu_sign, lambda p, t, s: cr.zeros_like(s),
+                      lambda p, s, ct: (cr.zeros_like(p[0]),), stack)
+    logabsdet = with_rules("linalg.slogdet", lu_logabsdet, lambda p, t, l: trace_of_solve(p[0], t[0]),
+                           lambda p, l, ct: (ct[:, None, None] * matrix_transpose(inv(p[0])),), stack)
+    return sh.reshape(sign, a.shape[:-2]), sh.reshape(logabsdet, a.shape[:-2])
 
 
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
