@@ -179,10 +179,30 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     a = matrices("cholesky", a)
     if symmetrize_input:
         a = (a + matrix_transpose(a)) / 2
-    l = potrf(as_stack(a))
-    failed = red.any(el.logical_not(el.greater(sh.diagonal(l, axis1=1, axis2=2), 0)), axis=1)
-    l = from_stack(el.where(failed[:, None, None], math.nan, l), a.shape[:-2])
+    l = from_stack(cholesky_stack(as_stack(a)), a.shape[:-2])
     return matrix_transpose(l) if upper else l
+
+
+def cholesky_stack(a: Tracer) -> Tracer:
+    """The Cholesky factors of a stack, differentiable (a symmetric dA, as JAX's rule):
+    dL = L phi(L^-1 dA L^-T), phi the lower triangle with its diagonal halved (self-adjoint), so
+    ct_A = L^-T phi(L^T ct_L) L^-1."""
+    def factor(a):
+        l = potrf(a)
+        failed = red.any(el.logical_not(el.greater(sh.diagonal(l, axis1=1, axis2=2), 0)), axis=1)
+        return el.where(failed[:, None, None], math.nan, l)
+
+    def phi(x):
+        return sh.tril(x) - sh.diagonal(x, axis1=1, axis2=2)[..., None] * cr.eye(x.shape[-1], dtype=x.dtype) / 2
+
+    def jvp(primals, tangents, l):
+        inner = matrix_transpose(solve_stack(l, matrix_transpose(solve_stack(l, tangents[0]))))
+        return l @ phi(inner)
+
+    def vjp(primals, l, ct):
+        l_inv = inv(l)
+        return (matrix_transpose(l_inv) @ phi(matrix_transpose(l) @ ct) @ l_inv,)
+    return with_rules("linalg.cholesky", factor, jvp, vjp, a)
 
 
 def qr(a, mode: str = "reduced"):

@@ -1,4 +1,4 @@
-"""Derivatives of cnp.linalg's solver-library functions (solve, inv, det, slogdet: one call op each
+"""Derivatives of cnp.linalg's solver-library functions (solve, inv, det, slogdet, cholesky: one call op each
 with rules of its own, frontend/cnp/linalg_rules.py) against central finite differences of numpy's
 functions, and their vmap against a loop, through the reference interpreter.
 
@@ -28,6 +28,8 @@ CASES = {
     "inv": (lambda a: cnp.sum(cnp.linalg.inv(a) ** 2), lambda a: np.sum(np.linalg.inv(a) ** 2), A),
     "det": (lambda a: cnp.sum(cnp.linalg.det(a)), lambda a: np.sum(np.linalg.det(a)), A),
     "slogdet": (lambda a: cnp.sum(cnp.linalg.slogdet(a)[1]), lambda a: np.sum(np.linalg.slogdet(a)[1]), A),
+    "cholesky": (lambda a: cnp.sum(cnp.sin(cnp.linalg.cholesky(a @ a.mT))),
+                 lambda a: np.sum(np.sin(np.linalg.cholesky(a @ a.mT))), A),
 }
 SMOKE = ["solve_a", "slogdet"]
 
@@ -57,7 +59,7 @@ def test_grad_and_jvp_against_differences(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["solve_a", "det", "slogdet"])
+@pytest.mark.parametrize("name", ["solve_a", "det", "slogdet", "cholesky"])
 def test_hessian_against_differences_of_the_gradient(name):
     f, _, x = CASES[name]
     x = x[0]
@@ -70,7 +72,8 @@ def test_hessian_against_differences_of_the_gradient(name):
 @pytest.mark.slow
 def test_vmap_against_a_loop():
     fns = [lambda a, b: cnp.linalg.solve(a, b), lambda a, b: cnp.linalg.inv(a),
-           lambda a, b: cnp.linalg.det(a), lambda a, b: cnp.linalg.slogdet(a)[1]]
+           lambda a, b: cnp.linalg.det(a), lambda a, b: cnp.linalg.slogdet(a)[1],
+           lambda a, b: cnp.linalg.cholesky(a @ a.mT)]
     for fn in fns:
         batched = interpreted(cj.vmap(fn, in_axes=(0, None)))(A, B[0])
         loop = np.stack([interpreted(fn)(a, B[0]) for a in A])
