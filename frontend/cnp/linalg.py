@@ -238,8 +238,29 @@ def eigh(a, UPLO: str = "L", symmetrize_input: bool = True):
     """jnp.linalg.eigh: (eigenvalues ascending, eigenvectors as columns) of symmetric matrices, by
     cyclic Jacobi (syevj: one work-item per matrix)."""
     a = symmetric("eigh", a, UPLO, symmetrize_input)
-    w, v = syevj(as_stack(a))
+    w, v = eigh_stack(as_stack(a))
     return sh.reshape(w, a.shape[:-1]), from_stack(v, a.shape[:-2])
+
+
+def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
+    """(w, V) of a stack of symmetric matrices, differentiable (a symmetric dA, as JAX's rule): with
+    M = V^T dA V and F_ij = 1 / (w_j - w_i) off the diagonal (0 on it), dw = diag(M),
+    dV = V (F o M); ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T."""
+    def inverse_gaps(w):
+        gaps = w[:, None, :] - w[:, :, None]
+        eye = cr.eye(w.shape[-1], dtype=w.dtype)
+        return (1 - eye) / (gaps + eye)
+
+    def jvp(primals, tangents, outs):
+        w, v = outs
+        m = matrix_transpose(v) @ tangents[0] @ v
+        return sh.diagonal(m, axis1=1, axis2=2), v @ (inverse_gaps(w) * m)
+
+    def vjp(primals, outs, cts):
+        (w, v), (ct_w, ct_v) = outs, cts
+        inner = inverse_gaps(w) * (matrix_transpose(v) @ ct_v) + ct_w[..., None] * cr.eye(w.shape[-1], dtype=w.dtype)
+        return (v @ inner @ matrix_transpose(v),)
+    return with_rules("linalg.eigh", syevj, jvp, vjp, a)
 
 
 def eigvalsh(a, UPLO: str = "L", *, symmetrize_input: bool = True):

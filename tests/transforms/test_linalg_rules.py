@@ -1,4 +1,4 @@
-"""Derivatives of cnp.linalg's solver-library functions (solve, inv, det, slogdet, cholesky: one call op each
+"""Derivatives of cnp.linalg's solver-library functions (solve, inv, det, slogdet, cholesky, eigh: one call op each
 with rules of its own, frontend/cnp/linalg_rules.py) against central finite differences of numpy's
 functions, and their vmap against a loop, through the reference interpreter.
 
@@ -6,7 +6,9 @@ Error model (float64): the central difference with h = 1e-6 is off by h^2/6 |f''
 (~1e-10 for these O(1)-conditioned matrices, A = N(0,1) + 4 I); the rules' answers go through a few
 LU solves (~1e-14 relative). Tolerance 1e-7 (1 + |grad|): far above both, far below a wrong rule's
 O(1) error. The hessian is checked against differences of the (checked) gradient, and vmap against a
-loop to 1e-12 relative (the same solves, in another batch order).
+loop to 1e-12 relative (the same solves, in another batch order). eigh's hessian is not checked so:
+its gradient comes from an iterative (Jacobi) solver converged to ~1e-10, which a difference with
+h = 1e-6 amplifies to ~1e-4 (the hessian the rule gives is symmetric; the difference is not).
 """
 import numpy as np
 import pytest
@@ -30,6 +32,9 @@ CASES = {
     "slogdet": (lambda a: cnp.sum(cnp.linalg.slogdet(a)[1]), lambda a: np.sum(np.linalg.slogdet(a)[1]), A),
     "cholesky": (lambda a: cnp.sum(cnp.sin(cnp.linalg.cholesky(a @ a.mT))),
                  lambda a: np.sum(np.sin(np.linalg.cholesky(a @ a.mT))), A),
+    # eigenvectors up to sign: a sign-invariant function of them (V diag(w^2) V^T = A^2 ... plus V's squares)
+    "eigh": (lambda a: cnp.sum(cnp.sin(cnp.linalg.eigh(a + a.mT)[0])) + cnp.sum(cnp.linalg.eigh(a + a.mT)[1] ** 4),
+             lambda a: np.sum(np.sin(np.linalg.eigh(a + a.mT)[0])) + np.sum(np.linalg.eigh(a + a.mT)[1] ** 4), A),
 }
 SMOKE = ["solve_a", "slogdet"]
 
@@ -73,7 +78,7 @@ def test_hessian_against_differences_of_the_gradient(name):
 def test_vmap_against_a_loop():
     fns = [lambda a, b: cnp.linalg.solve(a, b), lambda a, b: cnp.linalg.inv(a),
            lambda a, b: cnp.linalg.det(a), lambda a, b: cnp.linalg.slogdet(a)[1],
-           lambda a, b: cnp.linalg.cholesky(a @ a.mT)]
+           lambda a, b: cnp.linalg.cholesky(a @ a.mT), lambda a, b: cnp.linalg.eigh(a + a.mT)[0]]
     for fn in fns:
         batched = interpreted(cj.vmap(fn, in_axes=(0, None)))(A, B[0])
         loop = np.stack([interpreted(fn)(a, B[0]) for a in A])
