@@ -6,6 +6,8 @@ the products and reductions around them are ordinary graph ops. As in JAX, integ
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
 matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices and the
 general eigenproblem (eig, eigvals: the solver library has no geev yet) raise NotImplementedError.
+solve, inv, det, slogdet, cholesky and eigh are differentiable and vmappable: each is one call op
+with rules of its own (linalg_rules.py's with_rules; the rules beside each function below).
 """
 from __future__ import annotations
 
