@@ -26,9 +26,9 @@ from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend import pytree as _pytree
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .frontend.transforms.ad import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
-from .frontend.transforms.api import (ShapeDtypeStruct, block_until_ready, debug_callback as _debug_callback,
-                                      debug_print as _debug_print, device_get, eval_shape, make_jaxpr, named_call,
-                                      pure_callback)
+from .frontend.transforms.api import (Array, ShapeDtypeStruct, block_until_ready, config,
+                                      debug_callback as _debug_callback, debug_print as _debug_print, device_get,
+                                      eval_shape, make_jaxpr, named_call, pure_callback)
 from .frontend.transforms.batching import vmap
 from .frontend.transforms.custom import checkpoint, custom_jvp, custom_vjp, custom_vmap as _custom_vmap
 from .ir.targets import Target

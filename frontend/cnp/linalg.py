@@ -6,6 +6,8 @@ the products and reductions around them are ordinary graph ops. As in JAX, integ
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
 matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices and the
 general eigenproblem (eig, eigvals: the solver library has no geev yet) raise NotImplementedError.
+solve, inv, det, slogdet, cholesky and eigh are differentiable and vmappable: each is one call op
+with rules of its own (linalg_rules.py's with_rules; the rules beside each function below).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from .array_funcs import matrix_transpose, vecdot
 from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
+from .linalg_rules import with_rules
 from .linalg_solver import direct_solve, geqrf, gesvdj, getrf, getrs, identity_stack, orgqr, potrf, rows_of, syevj, \
     trsm
 
@@ -100,17 +103,27 @@ def solve(a, b):
     if vector:
         b = b[:, None]
     a, b, batch = broadcast_batches("solve", a, b, 2)
-    lu, _, permutation = getrf(as_stack(a))
-    x = from_stack(lu_solve_stack(lu, permutation, as_stack(b)), batch)
+    x = from_stack(solve_stack(as_stack(a), as_stack(b)), batch)
     return x[..., 0] if vector else x
+
+
+def solve_stack(a: Tracer, b: Tracer) -> Tracer:
+    """x = A^-1 B of stacks, differentiable: dx = A^-1 (dB - dA x); ct_B = A^-T ct_x, ct_A = -ct_B x^T."""
+    def lu_solve(a, b):
+        lu, _, permutation = getrf(a)
+        return lu_solve_stack(lu, permutation, b)
+
+    def vjp(primals, x, ct):
+        ct_b = solve_stack(matrix_transpose(primals[0]), ct)
+        return -(ct_b @ matrix_transpose(x)), ct_b
+    return with_rules("linalg.solve", lu_solve, lambda p, t, x: solve_stack(p[0], t[1] - t[0] @ x), vjp, a, b)
 
 
 def inv(a):
     """jnp.linalg.inv: solve(a, I)."""
     a = matrices("inv", a)
     stack = as_stack(a)
-    lu, _, permutation = getrf(stack)
-    return from_stack(lu_solve_stack(lu, permutation, identity_stack(*stack.shape[:2], a.type.dtype)), a.shape[:-2])
+    return from_stack(solve_stack(stack, identity_stack(*stack.shape[:2], a.type.dtype)), a.shape[:-2])
 
 
 def lu_diagonal_and_parity(name: str, a) -> tuple[Tracer, Tracer]:
@@ -124,18 +137,42 @@ def lu_diagonal_and_parity(name: str, a) -> tuple[Tracer, Tracer]:
 
 
 def det(a):
-    """jnp.linalg.det: the product of U's diagonal, signed by the permutation (0 for a singular matrix)."""
-    diagonal, parity = lu_diagonal_and_parity("det", a)
-    return parity * red.prod(diagonal, axis=-1)
+    """jnp.linalg.det: the product of U's diagonal, signed by the permutation (0 for a singular matrix);
+    d det = det tr(A^-1 dA), ct_A = ct det A^-T."""
+    def lu_det(a):
+        diagonal, parity = lu_diagonal_and_parity("det", a)
+        return parity * red.prod(diagonal, axis=-1)
+    a = matrices("det", a)
+    stack = as_stack(a)
+    d = with_rules("linalg.det", lu_det, lambda p, t, d: d * trace_of_solve(p[0], t[0]),
+                   lambda p, d, ct: ((ct * d)[:, None, None] * matrix_transpose(inv(p[0])),), stack)
+    return sh.reshape(d, a.shape[:-2])
+
+
+def trace_of_solve(a: Tracer, da: Tracer) -> Tracer:
+    """tr(A^-1 dA) of each matrix of the stacks."""
+    return red.sum(sh.diagonal(solve_stack(a, da), axis1=1, axis2=2), axis=-1)
 
 
 def slogdet(a, *, method=None):
     """jnp.linalg.slogdet: (sign, log|det|), (0, -inf) for a singular matrix."""
     if method not in (None, "lu"):
         raise NotImplementedError(located(f"slogdet: method {method!r} is not implemented (only 'lu')"))
-    diagonal, parity = lu_diagonal_and_parity("slogdet", a)
-    sign = parity * red.prod(el.sign(diagonal), axis=-1)
-    return sign, red.sum(el.log(el.abs(diagonal)), axis=-1)
+    a = matrices("slogdet", a)
+    stack = as_stack(a)
+
+    def lu_sign(a):
+        diagonal, parity = lu_diagonal_and_parity("slogdet", a)
+        return parity * red.prod(el.sign(diagonal), axis=-1)
+
+    def lu_logabsdet(a):
+        return red.sum(el.log(el.abs(lu_diagonal_and_parity("slogdet", a)[0])), axis=-1)
+    # The sign has zero derivative; d log|det| = tr(A^-1 dA), ct_A = ct A^-T.
+    sign = with_rules("linalg.slogdet", lu_sign, lambda p, t, s: cr.zeros_like(s),
+                      lambda p, s, ct: (cr.zeros_like(p[0]),), stack)
+    logabsdet = with_rules("linalg.slogdet", lu_logabsdet, lambda p, t, l: trace_of_solve(p[0], t[0]),
+                           lambda p, l, ct: (ct[:, None, None] * matrix_transpose(inv(p[0])),), stack)
+    return sh.reshape(sign, a.shape[:-2]), sh.reshape(logabsdet, a.shape[:-2])
 
 
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
@@ -144,10 +181,30 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     a = matrices("cholesky", a)
     if symmetrize_input:
         a = (a + matrix_transpose(a)) / 2
-    l = potrf(as_stack(a))
-    failed = red.any(el.logical_not(el.greater(sh.diagonal(l, axis1=1, axis2=2), 0)), axis=1)
-    l = from_stack(el.where(failed[:, None, None], math.nan, l), a.shape[:-2])
+    l = from_stack(cholesky_stack(as_stack(a)), a.shape[:-2])
     return matrix_transpose(l) if upper else l
+
+
+def cholesky_stack(a: Tracer) -> Tracer:
+    """The Cholesky factors of a stack, differentiable (a symmetric dA, as JAX's rule):
+    dL = L phi(L^-1 dA L^-T), phi the lower triangle with its diagonal halved (self-adjoint), so
+    ct_A = L^-T phi(L^T ct_L) L^-1."""
+    def factor(a):
+        l = potrf(a)
+        failed = red.any(el.logical_not(el.greater(sh.diagonal(l, axis1=1, axis2=2), 0)), axis=1)
+        return el.where(failed[:, None, None], math.nan, l)
+
+    def phi(x):
+        return sh.tril(x) - sh.diagonal(x, axis1=1, axis2=2)[..., None] * cr.eye(x.shape[-1], dtype=x.dtype) / 2
+
+    def jvp(primals, tangents, l):
+        inner = matrix_transpose(solve_stack(l, matrix_transpose(solve_stack(l, tangents[0]))))
+        return l @ phi(inner)
+
+    def vjp(primals, l, ct):
+        l_inv = inv(l)
+        return (matrix_transpose(l_inv) @ phi(matrix_transpose(l) @ ct) @ l_inv,)
+    return with_rules("linalg.cholesky", factor, jvp, vjp, a)
 
 
 def qr(a, mode: str = "reduced"):
@@ -183,8 +240,29 @@ def eigh(a, UPLO: str = "L", symmetrize_input: bool = True):
     """jnp.linalg.eigh: (eigenvalues ascending, eigenvectors as columns) of symmetric matrices, by
     cyclic Jacobi (syevj: one work-item per matrix)."""
     a = symmetric("eigh", a, UPLO, symmetrize_input)
-    w, v = syevj(as_stack(a))
+    w, v = eigh_stack(as_stack(a))
     return sh.reshape(w, a.shape[:-1]), from_stack(v, a.shape[:-2])
+
+
+def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
+    """(w, V) of a stack of symmetric matrices, differentiable (a symmetric dA, as JAX's rule): with
+    M = V^T dA V and F_ij = 1 / (w_j - w_i) off the diagonal (0 on it), dw = diag(M),
+    dV = V (F o M); ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T."""
+    def inverse_gaps(w):
+        gaps = w[:, None, :] - w[:, :, None]
+        eye = cr.eye(w.shape[-1], dtype=w.dtype)
+        return (1 - eye) / (gaps + eye)
+
+    def jvp(primals, tangents, outs):
+        w, v = outs
+        m = matrix_transpose(v) @ tangents[0] @ v
+        return sh.diagonal(m, axis1=1, axis2=2), v @ (inverse_gaps(w) * m)
+
+    def vjp(primals, outs, cts):
+        (w, v), (ct_w, ct_v) = outs, cts
+        inner = inverse_gaps(w) * (matrix_transpose(v) @ ct_v) + ct_w[..., None] * cr.eye(w.shape[-1], dtype=w.dtype)
+        return (v @ inner @ matrix_transpose(v),)
+    return with_rules("linalg.eigh", syevj, jvp, vjp, a)
 
 
 def eigvalsh(a, UPLO: str = "L", *, symmetrize_input: bool = True):

@@ -1,7 +1,9 @@
 """JAX's top-level helpers around the transformations: eval_shape, ShapeDtypeStruct, make_jaxpr,
-block_until_ready, device_get, named_call, and jax.debug / pure_callback outside traced code."""
+block_until_ready, device_get, named_call, jax.debug / pure_callback outside traced code, Array and
+config."""
 from __future__ import annotations
 
+import abc
 import functools
 
 import numpy as np
@@ -122,3 +124,34 @@ def pure_callback(callback, result_shape_dtypes, *args, vmap_method=None, **kwar
             raise TypeError(f"pure_callback: the callback returned {got.dtype}{list(got.shape)}, expected "
                             f"{np.dtype(want.dtype)}{list(want.shape)}")
     return tree_unflatten(tree, [np.asarray(leaf) for leaf in leaves])
+
+
+class Array(abc.ABC):
+    """jax.Array, for isinstance checks and annotations: the arrays cdnajit's functions give, numpy
+    arrays outside traced code and tracers inside."""
+
+
+Array.register(np.ndarray)
+Array.register(Tracer)
+
+
+class Config:
+    """jax.config for the flags cdnajit has: jax_enable_x64, always on (the type rules are JAX's with
+    64-bit types, frontend/dtypes.py). Setting a flag to a value cdnajit does not implement raises
+    NotImplementedError; an unknown flag raises AttributeError, as JAX's."""
+    FLAGS = {"jax_enable_x64": True}
+
+    def update(self, name: str, value):
+        if name not in self.FLAGS:
+            raise AttributeError(f"Unrecognized config option: {name}")
+        if value != self.FLAGS[name]:
+            raise NotImplementedError(f"config.update({name!r}, {value!r}): cdnajit supports only "
+                                      f"{name} = {self.FLAGS[name]!r}")
+
+    def __getattr__(self, name: str):
+        if name in Config.FLAGS:
+            return Config.FLAGS[name]
+        raise AttributeError(f"Unrecognized config option: {name}")
+
+
+config = Config()

@@ -203,3 +203,16 @@ def test_vmap_of_dynamic_slices_with_batched_starts():
     grads = interpreted(cj.vmap(cj.grad(lambda x, i: cnp.sum(window(x, i) ** 2))))(xs, starts)
     np.testing.assert_array_equal(grads, np.stack([interpreted(cj.grad(lambda x: cnp.sum(window(x, i) ** 2)))(x)
                                                    for x, i in zip(xs, starts)]))
+
+
+def test_array_and_config():
+    assert isinstance(np.ones(2), cj.Array) and not isinstance([1.0], cj.Array)
+    seen = []
+    cj.jit(lambda x: seen.append(isinstance(x, cj.Array)) or x)(np.ones(2))
+    assert seen == [True]
+    cj.config.update("jax_enable_x64", True)
+    assert cj.config.jax_enable_x64 is True
+    with pytest.raises(NotImplementedError, match="jax_enable_x64"):
+        cj.config.update("jax_enable_x64", False)
+    with pytest.raises(AttributeError, match="Unrecognized config option: jax_no_such_flag"):
+        cj.config.update("jax_no_such_flag", 1)
