@@ -245,7 +245,8 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     As jax.nn's "xla" implementation: logits and softmax in max(query dtype, f32), the probabilities
     cast to the key's dtype for the second product; masked logits take -0.7 * the largest f32; key and
     value may have fewer heads than the query (grouped-query attention). Rank-3 operands (TNH) get a
-    batch of one.
+    batch of one. implementation="cudnn" runs one fused kernel instead, `library_call dnn.mha_fwd`
+    (libs/dnn/mha.py: an online softmax, no S x S logits stored), for a mask and/or is_causal only.
     """
     if implementation not in (None, "xla", "cudnn"):
         raise NotImplementedError(f"nn.dot_product_attention: implementation={implementation!r}; cdnajit runs "
