@@ -18,7 +18,8 @@ from ..errors import TracingTypeError, TracingValueError
 from . import cnp, eager, lax
 from . import nn_initializers as initializers
 from .dtypes import is_inexact
-from .tracing import as_tracer, located
+from ..libs.dnn import mha
+from .tracing import as_tracer, bind1, located
 
 __all__ = ["identity", "relu", "relu6", "leaky_relu", "elu", "celu", "selu", "gelu", "silu", "swish", "sigmoid",
            "log_sigmoid", "softplus", "soft_sign", "hard_tanh", "hard_sigmoid", "hard_silu", "hard_swish", "mish",
@@ -244,11 +245,12 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     As jax.nn's "xla" implementation: logits and softmax in max(query dtype, f32), the probabilities
     cast to the key's dtype for the second product; masked logits take -0.7 * the largest f32; key and
     value may have fewer heads than the query (grouped-query attention). Rank-3 operands (TNH) get a
-    batch of one.
+    batch of one. implementation="cudnn" runs one fused kernel instead, `library_call dnn.mha_fwd`
+    (libs/dnn/mha.py: an online softmax, no S x S logits stored), for a mask and/or is_causal only.
     """
-    if implementation not in (None, "xla"):
+    if implementation not in (None, "xla", "cudnn"):
         raise NotImplementedError(f"nn.dot_product_attention: implementation={implementation!r}; cdnajit runs "
-                                  f"the 'xla' formulation (None or 'xla')")
+                                  f"the 'xla' formulation (None or 'xla') or the fused kernel dnn.mha_fwd ('cudnn')")
     query, key, value = cnp.asarray(query), cnp.asarray(key), cnp.asarray(value)
     output_shape = query.shape
     query, key, value = (rank4(t) for t in (query, key, value))
@@ -265,6 +267,10 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
                                         f"the key/value heads ({K}); query {query.shape}, key {key.shape}"))
     G = N // K
     scale = 1.0 / math.sqrt(H) if scale is None else scale
+    if implementation == "cudnn":
+        fused = fused_attention(query, key, value, bias, mask, scale, is_causal, return_residual,
+                                (query_seq_lengths, key_value_seq_lengths, local_window_size))
+        return cnp.reshape(fused, output_shape)
     logits_dtype = cnp.promote_types(query.dtype, cnp.float32)
     grouped_query = cnp.reshape(query, (B, T, K, G, H))
     logits = cnp.einsum("BTKGH,BSKH->BKGTS", grouped_query, key, preferred_element_type=logits_dtype)
@@ -287,6 +293,23 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
     residual = logsumexp(logits, axis=-1).astype(key.dtype)  # (B, K, G, T)
     residual = cnp.reshape(cnp.transpose(residual, (0, 3, 1, 2)), output_shape[:-1])
     return encoded, lax.stop_gradient(residual)
+
+
+def fused_attention(query, key, value, bias, mask, scale, is_causal, return_residual, unsupported):
+    """implementation="cudnn": one `library_call dnn.mha_fwd` (libs/dnn/mha.py), the mask broadcast to
+    (B, N, T, S) bool; what the kernel does not take raises NotImplementedError naming it."""
+    if bias is not None or return_residual or any(u is not None for u in unsupported):
+        raise NotImplementedError("nn.dot_product_attention(implementation='cudnn'): the fused kernel dnn.mha_fwd "
+                                  "takes no bias, sequence lengths, local window or residual; use implementation=None")
+    B, T, N, _ = query.shape
+    if mask is not None:
+        mask = cnp.broadcast_to(mask, (B, N, T, key.shape[1]))
+    operands = [as_tracer(t) for t in (query, key, value, *([] if mask is None else [mask]))]
+    reason = mha.refuse(*(t.type for t in operands[:3]), None if mask is None else operands[3].type)
+    if reason is not None:
+        raise NotImplementedError(f"nn.dot_product_attention(implementation='cudnn'): dnn.mha_fwd does not take {reason}")
+    return bind1("library_call", operands, dict(library="dnn", routine="mha_fwd", solution="", scale=float(scale),
+                                                 is_causal=bool(is_causal)))
 
 
 def rank4(t):

@@ -1,7 +1,7 @@
 """libs/dnn: convolutions, as MIOpen provides them.
 
-routines.py   the routines conv_fwd (y = epilogue(conv(x, w) + bias)), pool (reduce_window max/min/sum)
-              and im2col: attributes, shape rules, references.
+routines.py   the routines conv_fwd (y = epilogue(conv(x, w) + bias)), pool (reduce_window max/min/sum),
+              mha_fwd (fused attention) and im2col: attributes, shape rules, references.
 matcher.py    the pattern table turning the graph's convolutions, and the bias and activation after them,
               into `library_call dnn.conv_fwd`, and reduce_window into `library_call dnn.pool`.
 subpixel.py   transposed (lhs-dilated) convolutions as their output phases' stride-1 convolutions.
@@ -11,6 +11,8 @@ im2col.py     im2col + GEMM: the graph rewrite (dnn.im2col, then a dot_general l
               ungrouped float convolutions with windows above 1x1.
 direct.py, implicit_gemm.py   the solvers' kernels (gemm_1x1 is libs/blas's GEMM kernel).
 pool.py       dnn.pool's applicability and kernel.
+mha.py        dnn.mha_fwd's applicability and kernel (online softmax); nn.dot_product_attention's
+              implementation="cudnn" calls it (the default "xla" formulation is faster on the host).
 kernels.py    the answers to the compiler's questions about a call.
 find_db.py    the find-db: the solvers the find mode (runtime/dnn_find.py, cj.libs.dnn.find) measured fastest.
 This file registers the library (ir/ops/library.py's contract).

@@ -1,5 +1,5 @@
-"""What the DNN library tells the compiler about a `library_call dnn.conv_fwd` (dnn.im2col and dnn.pool
-have one kernel each): the solver it runs on a
+"""What the DNN library tells the compiler about a `library_call dnn.conv_fwd` (dnn.im2col, dnn.pool
+and dnn.mha_fwd have one kernel each): the solver it runs on a
 target (the call's `solution` attribute, set by the select_solutions pass or by hand, else the
 heuristic's pick), why, and its kernel."""
 from __future__ import annotations
@@ -8,6 +8,7 @@ from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from .im2col import im2col_kernel
+from .mha import mha_kernel
 from .pool import pool_kernel
 from .problem import ConvProblem
 from .solvers import pick, solver_named
@@ -28,6 +29,8 @@ ONE_KERNEL = {
                          "looping over the taps", im2col_kernel),
     "pool": ("pool", "a work-item per row of the pooled dimensions and run of consecutive features, looping "
                      "over the window's taps in order", pool_kernel),
+    "mha_fwd": ("flash_attention", "a work-item per query row streaming the keys once with an online softmax "
+                                   "(running maximum and sum, the output row in registers)", mha_kernel),
 }
 
 

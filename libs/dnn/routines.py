@@ -2,6 +2,7 @@
 
     conv_fwd:  y = epilogue(conv_general_dilated(x, w) + bias)
     pool:      y = reduce_window(x) (max, min or sum; the last dimension not pooled)
+    mha_fwd:   y = softmax(q k^T * scale, masked) v, fused (attention over (B, T, N, H) operands)
 
 Operands: x and w as lax.conv_general_dilated takes them (any dimension numbers, 1-D to 3-D,
 strides, padding, lhs/rhs dilation, feature and batch groups), then the bias (one value per output
@@ -25,6 +26,7 @@ from ...ir.ops.reduce import reduce_window, reduce_window_infer
 from ...ir.ops.shape import pad_array
 from ...ir.types import TensorType
 from ..blas.routines import ACTIVATIONS, EPILOGUES, apply, split_epilogue
+from . import mha
 
 
 def conv_fwd_infer(types, attrs):
@@ -104,7 +106,35 @@ def pool_infer(types, attrs):
     return reduce_window_infer(types, attrs, ())
 
 
-ROUTINES = {"pool": Routine(POOL_ATTRS, pool_infer, reduce_window,
+MHA_ATTRS = {"scale": "float", "is_causal": "bool"}
+
+
+def mha_fwd_infer(types, attrs):
+    require(len(types) in (3, 4), f"library_call: dnn.mha_fwd takes q, k, v and an optional mask, got {len(types)} operands")
+    reason = mha.refuse(*types[:3], types[3] if len(types) == 4 else None)
+    require(reason is None, f"library_call: dnn.mha_fwd does not take {reason}")
+    return [types[0]]
+
+
+def mha_fwd_reference(q, k, v, *mask, scale, is_causal):
+    """The naive formula: the (B, N, T, S) logits in f32, masked logits -0.7 * max f32, the softmax in f32,
+    the probabilities times v accumulated in f32 and rounded once to q's dtype."""
+    B, T, N, H = q.shape
+    S, G = k.shape[1], N // k.shape[2]
+    kf, vf = (np.repeat(a.astype(np.float32), G, axis=2) for a in (k, v))
+    logits = np.einsum("btnh,bsnh->bnts", q.astype(np.float32), kf) * np.float32(scale)
+    keep = np.ones((B, N, T, S), bool) if not mask else mask[0].copy()
+    if is_causal:
+        keep &= np.tril(np.ones((T, S), bool))
+    logits = np.where(keep, logits, np.float32(mha.MASKED))
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True)) if S else logits
+    probs = e / e.sum(axis=-1, keepdims=True)
+    return np.einsum("bnts,bsnh->btnh", probs, vf).astype(q.dtype)
+
+
+ROUTINES = {"mha_fwd": Routine(MHA_ATTRS, mha_fwd_infer, mha_fwd_reference,
+                               "y = softmax(q k^T * scale, masked) v, one fused kernel (libs/dnn/mha.py)"),
+            "pool": Routine(POOL_ATTRS, pool_infer, reduce_window,
                             "y = reduce_window(x) with max, min or sum, the last dimension not pooled (libs/dnn/pool.py)"),
             "im2col": Routine(IM2COL_ATTRS, im2col_infer, im2col_reference,
                               "patches[(n, o...), (t..., c)] of x: im2col + GEMM's first step (libs/dnn/im2col.py)"),

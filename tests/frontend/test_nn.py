@@ -138,8 +138,8 @@ def test_bad_input_names_the_shapes():
         cj.jit(nn.dot_product_attention)(q[:, :, :2], k, np.zeros((1, 5, 2, 8), np.float32))
     with pytest.raises(TracingTypeError, match="mask must be bool"):
         cj.jit(lambda q, k, m: nn.dot_product_attention(q, k, k, mask=m))(k, k, np.zeros((1, 1, 4, 4), np.float32))
-    with pytest.raises(NotImplementedError, match="cudnn"):
-        nn.dot_product_attention(k, k, k, implementation="cudnn")
+    with pytest.raises(NotImplementedError, match="pallas"):
+        nn.dot_product_attention(k, k, k, implementation="pallas")
     with pytest.raises(TracingValueError, match=r"size is 5 \(odd\) in shape \(2, 5\)"):
         cj.jit(nn.glu)(np.zeros((2, 5), np.float32))
     with pytest.raises(TracingValueError, match="unknown algorithm 'exact'"):
