@@ -134,6 +134,20 @@ LIBRARY_PROGRAMS = {
     "solver_inv_det": (lambda a: (cnp.linalg.inv(a), cnp.linalg.det(a)), (normal(7, 33, 33, dtype=np.float64),)),
     "solver_qr_jacobi": (lambda a: (cnp.linalg.qr(a)[1], cnp.linalg.eigvalsh(a + a.T), cnp.linalg.svd(a, compute_uv=False)),
                          (normal(20, 20, dtype=np.float64),)),   # geqrf, syevj, gesvdj
+    "solver_recursive_qr": (lambda a: cnp.linalg.qr(a), (normal(300, 200, dtype=np.float64),)),   # compact WY, orgqr
+    "solver_expm": (lambda a: cj.scipy.linalg.expm(a), (normal(3, 12, 12, dtype=np.float64) / 4,)),
+    "dnn_pool": (lambda x: lax.reduce_window(x, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"),
+                 (normal(2, 15, 17, 24),)),
+    "dnn_transposed_stride2": (lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+                               (normal(2, 7, 6, 8), normal(3, 3, 8, 8))),   # sub-pixel phases
+    "dnn_mha_fwd": (lambda q, k, v: cj.nn.dot_product_attention(q, k, v, is_causal=True, implementation="cudnn"),
+                    (normal(2, 70, 4, 16), normal(2, 70, 2, 16), normal(2, 70, 2, 16))),
+    "prim_top_k_rows": (lambda x: lax.top_k(x, 7), (normal(3, 2000),)),
+    "prim_segment_sum": (lambda v, ids: cj.ops.segment_sum(v, ids, num_segments=40), (normal(5000), RNG.integers(0, 40, 5000))),
+    "prim_compaction": (lambda x: cnp.nonzero(x > 0.5, size=3000, fill_value=-1)[0], (normal(5000),)),
+    "prim_cumlogsumexp": (lambda x: lax.cumlogsumexp(x, axis=0), (normal(20_000),)),
+    "rand_xorwow": (lambda: cj.libs.rand.generate("xorwow", (5000,), "uniform", seed=7), ()),
+    "rand_mrg32k3a": (lambda: cj.libs.rand.generate("mrg32k3a", (5000,), "normal", seed=7), ()),
     "sparse_csrmv": (lambda d, i, p, x: cs.BCSR((d, i, p), shape=(300, 500)) @ x,   # 3 chunks, carries
                      (*csr(300, 500, 7), normal(500))),
     "sparse_bsrmv": (lambda d, i, p, x: cs.bsr_matvec(d, i, p, x), (*bsr(60, 40, 2, 3), normal(40 * 3))),
