@@ -20,10 +20,13 @@ from .frontend import ops
 from .frontend import random
 from .frontend import eager as _eager
 from .frontend import scipy_linalg as _scipy_linalg
+from .frontend import sharding
 from .frontend.device import device_put
+from .frontend.shard_map import shard_map
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .ir.targets import Target
+from .runtime.devices import device_count, devices, local_devices, process_count, process_index
 from .libs import blas as _blas
 from .libs import dnn as _dnn
 from .libs import rand as _rand
@@ -54,6 +57,7 @@ _sys.modules[__name__ + ".nn"] = nn
 _sys.modules[__name__ + ".nn.initializers"] = nn.initializers
 _sys.modules[__name__ + ".ops"] = ops
 _sys.modules[__name__ + ".random"] = random
+_sys.modules[__name__ + ".sharding"] = sharding
 
 # `import cdnajit.scipy.linalg` (jax.scipy.linalg's functions), eager outside jit as cdnajit.numpy.
 scipy = _types.ModuleType(__name__ + ".scipy", "cdnajit.scipy: jax.scipy's namespaces (linalg)")
@@ -62,7 +66,8 @@ _eager.make_namespace_eager(vars(_scipy_linalg), _scipy_linalg.__all__, host_onl
 _sys.modules[__name__ + ".scipy"] = scipy
 _sys.modules[__name__ + ".scipy.linalg"] = _scipy_linalg
 
-__all__ = ["jit", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
+__all__ = ["jit", "device_put", "devices", "local_devices", "device_count", "process_index", "process_count", "sharding",
+           "shard_map", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
            "random", "scipy", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",
            "TracingTypeError", "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError",
            "ArraySizeError", "AllocationError"]

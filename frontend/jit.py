@@ -227,7 +227,7 @@ def resolve_donated_args(fn, donate_argnums, static_argnums) -> tuple[int, ...]:
 
 class Jitted:
     def __init__(self, fn, static_argnums=(), static_argnames=(), backend="compiled", target=None,
-                 donate_argnums=()):
+                 donate_argnums=(), in_shardings=None, out_shardings=None):
         if not callable(fn):
             raise TypeError(f"jit expects a callable, got {type(fn).__name__}")
         if backend not in BACKENDS:
@@ -238,6 +238,7 @@ class Jitted:
         self.static_argnums, self.static_argnames = resolve_static_args(fn, static_argnums, static_argnames)
         self.donate_argnums = resolve_donated_args(fn, donate_argnums, self.static_argnums)
         self.backend = backend
+        self.in_shardings, self.out_shardings = in_shardings, out_shardings  # frontend/sharded_jit.py
         self.trace_count = 0
         self._cache = LRUCache()        # signature -> Compiled
         self._array_cache = LRUCache()  # array_key -> Compiled, for calls on numpy arrays only
@@ -313,7 +314,17 @@ class Jitted:
             start += count
         return frozenset(donated)
 
+    def sharded(self, args, kwargs) -> bool:
+        """Whether a call is partitioned over devices (frontend/sharded_jit.py)."""
+        if self.in_shardings is not None or self.out_shardings is not None:
+            return True
+        from .sharded_jit import is_sharded
+        return is_sharded(tree_flatten((args, kwargs))[0])
+
     def lower(self, *args, **kwargs) -> Lowered:
+        if self.sharded(args, kwargs):
+            from .sharded_jit import lower_sharded
+            return lower_sharded(self, args, kwargs)
         signature, _ = self._signature(args, kwargs)
         return self._trace(args, kwargs, signature)
 
@@ -324,6 +335,8 @@ class Jitted:
         compiled = self._array_cache.get(key) if key is not None else None
         if compiled is not None:  # the leaves are `args` themselves
             return compiled.unflatten(compiled.run(*args))
+        if self.sharded(args, kwargs):
+            return self.call_sharded(args, kwargs)
         signature, leaves = self._signature(args, kwargs)
         compiled = self._cache.get(signature)
         if compiled is None:
@@ -332,6 +345,15 @@ class Jitted:
         if key is not None:
             self._array_cache.put(key, compiled)
         return compiled.unflatten(compiled.run(*leaves))
+
+    def call_sharded(self, args, kwargs):
+        from .sharded_jit import lower_sharded, signature_key
+        signature, leaves = signature_key(self, args, kwargs)
+        compiled = self._cache.get(signature)
+        if compiled is None:
+            compiled = lower_sharded(self, args, kwargs).compile()
+            self._cache.put(signature, compiled)
+        return compiled.unflatten(compiled.call_flat(leaves))
 
     def __get__(self, instance, owner):  # decorating a method binds like a function
         return self if instance is None else functools.partial(self, instance)
@@ -352,7 +374,8 @@ def array_key(args) -> tuple | None:
     return tuple(key)
 
 
-def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), backend="compiled", target=None):
+def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), backend="compiled", target=None,
+        in_shardings=None, out_shardings=None):
     """Trace `fn` once per signature and run it compiled for `target` (a name of `targets()`,
     default gfx942); usable bare or with arguments.
 
