@@ -49,6 +49,8 @@ def group_of(axis_name, what: str) -> tuple[tuple[str, ...], int]:
 
 def collective(routine: str, x, axis_name, **attrs):
     axes, size = group_of(axis_name, f"lax.{routine}")
+    if size == 1 and routine in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+        return as_tracer(x)   # a group of one device: the collective is its operand
     return bind1("library_call", [as_tracer(x)], {"library": "ccl", "routine": routine, "solution": "",
                                                   "axes": ",".join(axes), "group_size": size, **attrs})
 
@@ -130,9 +132,12 @@ def axis_index(axis_name):
 
 
 def with_sharding_constraint(x, sharding):
-    """Inside jit: x, resharded as `sharding` by the partitioner; outside: cj.device_put(x, sharding)."""
+    """Inside jit: x, resharded as `sharding` by the partitioner; outside: cj.device_put(x, sharding).
+    Without a sharding (None), x itself."""
     from .sharding import constraint_attrs, put
     from .tracing import Tracer
+    if sharding is None:
+        return x
 
     def constrain(leaf):
         if not isinstance(leaf, Tracer):

@@ -149,6 +149,10 @@ class Lowered:
         return str(self.module)
 
     def compile(self) -> Compiled:
+        from .sharded_jit import compile_constrained, constraint_mesh
+        mesh = constraint_mesh(self.module)   # lax.with_sharding_constraint: partitioned over its mesh
+        if mesh is not None:
+            return compile_constrained(self, mesh)
         if self.backend == "interpret":
             return Compiled(self.module, self.out_tree, self.backend)
         compiled = Compiled(self.module, self.out_tree, self.backend,
@@ -382,10 +386,16 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), ba
     `donate_argnums`, as in JAX: the arrays of these positional arguments may be written over by
     the call (an update such as `x.at[i].set(v)` of a donated `x` writes into the caller's array,
     and may be returned as the result): the caller must not use them afterwards. A donated
-    array that is read-only, or shares memory with another argument, is copied first."""
+    array that is read-only, or shares memory with another argument, is copied first.
+
+    `in_shardings` (a NamedSharding for every argument, or one per positional argument) and
+    `out_shardings` (one for every result, or one per result), as in JAX: the program is
+    partitioned over the devices of their mesh (frontend/sharding.py), as it is when an argument is
+    a sharded array."""
+    options = (static_argnums, static_argnames, backend, target, donate_argnums, in_shardings, out_shardings)
     if fn is None:
-        return lambda f: Jitted(f, static_argnums, static_argnames, backend, target, donate_argnums)
-    return Jitted(fn, static_argnums, static_argnames, backend, target, donate_argnums)
+        return lambda f: Jitted(f, *options)
+    return Jitted(fn, *options)
 
 
 def make_graph(fn, *, static_argnums=(), static_argnames=()):

@@ -7,7 +7,7 @@ import numpy as np
 from ..runtime.executable import Executable
 from .jit import Compiled, Lowered, leaf_signature
 from .pytree import tree_flatten, tree_unflatten
-from .sharding import NamedSharding, ShardedArray, partitioned, run_unrolled
+from .sharding import NamedSharding, ShardedArray, make_mesh, partitioned, run_unrolled
 
 
 class ShardedCompiled(Compiled):
@@ -17,9 +17,11 @@ class ShardedCompiled(Compiled):
         super().__init__(lowered.module, lowered.out_tree, lowered.backend, executable)
         self.in_shardings, self.out_shardings = lowered.in_shardings, lowered.out_shardings
         self.out_types = lowered.out_types
+        # `run` takes the global leaves, as a Compiled's does; the unrolled program takes the shards.
+        self.run_devices, self.run = self.run, lambda *leaves: self.call_flat(leaves)
 
     def call_flat(self, leaves):
-        return run_unrolled(self.run, self.in_shardings, leaves, self.out_shardings, self.out_types)
+        return run_unrolled(self.run_devices, self.in_shardings, leaves, self.out_shardings, self.out_types)
 
     def __call__(self, *args, **kwargs):
         leaves, _ = tree_flatten((args, kwargs))
@@ -38,6 +40,22 @@ class ShardedLowered(Lowered):
     def compile(self) -> ShardedCompiled:
         executable = None if self.backend == "interpret" else Executable.compile(self.module, target=self.target)
         return ShardedCompiled(self, executable)
+
+
+def constraint_mesh(module):
+    """The mesh of the first ccl.sharding_constraint of `module`'s top level, or None."""
+    for op in module.body.ops:
+        if op.name == "library_call" and op.attrs.get("routine") == "sharding_constraint" \
+                and op.attrs.get("library") == "ccl":
+            names, sizes = zip(*(axis.split("=") for axis in op.attrs["mesh"].split(",")))
+            return make_mesh(tuple(int(s) for s in sizes), names)
+    return None
+
+
+def compile_constrained(lowered: Lowered, mesh) -> ShardedCompiled:
+    """A program of unsharded arguments whose values are constrained to shardings of `mesh`."""
+    shardings = [NamedSharding(mesh)] * len(lowered.module.params)
+    return ShardedLowered(lowered, mesh, shardings, None).compile()
 
 
 def is_sharded(leaves) -> bool:

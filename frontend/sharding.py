@@ -220,7 +220,8 @@ def partitioned(module, mesh: Mesh, in_shardings, out_shardings):
         out_specs = [None if s is None else s.dims(v.type.ndim, f"result {v.type}")
                      for v, s in zip(module.outputs, out_shardings)]
     spmd, specs = partition(module, mesh.axis_names, mesh.devices.shape, param_specs, out_specs)
-    shardings = [NamedSharding(mesh, PartitionSpec(*(axes if axes else None for axes in spec))) for spec in specs]
+    shardings = [NamedSharding(mesh, PartitionSpec(*(axes[0] if len(axes) == 1 else axes or None for axes in spec)))
+                 for spec in specs]
     return unroll(spmd, mesh.layout()), shardings
 
 

@@ -10,8 +10,9 @@ value and a spec; an op's rule picks its result's spec and reshards operands tha
   - elementwise (operands of the result's shape): the first sharded operand's spec, the others
     resharded to it;
   - broadcast_in_dim, transpose: the operand's dims carry their specs to the dims they become;
-  - reshape: a sharded dim keeps its spec where the dims before it are unchanged and it merges with
-    the dims after it, or splits into dims whose first is a multiple of its devices; else gathered;
+  - reshape: a sharded dim k keeps its spec where the dims before it are unchanged and the new
+    dim k is a multiple of its devices (each device's block is the same range of elements); else
+    the op runs replicated;
   - reduce: the local reduce, then an all-reduce over the axes of the reduced sharded dims;
   - dot_general: batch dims sharded alike stay sharded, free dims keep their specs, contracting
     dims sharded alike on both sides give partial products and an all-reduce (sum) over their
@@ -68,6 +69,8 @@ class Partitioner:
         return op.result
 
     def collective(self, routine: str, operands, axes, **attrs) -> Value:
+        if self.devices_of(axes) == 1 and routine in ("all_reduce", "all_gather"):
+            return operands[0]   # a group of one device: the collective is its operand
         return self.emit("library_call", operands, library="ccl", routine=routine, solution="", axes=",".join(axes),
                          group_size=self.devices_of(axes), **attrs)
 
@@ -233,12 +236,10 @@ def reshape(p: Partitioner, op: Op, env, operand) -> bool:
     if len(sharded) > 1:
         return False
     if sharded:
+        # Row-major, device b's block of dim k is one contiguous range of the dims from k on; with
+        # the dims before k unchanged, it is device b's block of the new dim k when that dim divides.
         k = sharded[0]
-        devices = p.devices_of(spec[k])
-        merges = k < len(new) and any(math.prod(old[k:j]) == new[k] for j in range(k + 1, len(old) + 1))
-        splits = k < len(new) and any(math.prod(new[k:j]) == old[k] for j in range(k + 1, len(new) + 1)) \
-            and new[k] % devices == 0
-        if old[:k] != new[:k] or not (merges or splits):
+        if old[:k] != new[:k] or k >= len(new) or new[k] % p.devices_of(spec[k]):
             return False
         result[k] = spec[k]
     local_shape = tuple(n // p.devices_of(axes) for n, axes in zip(new, result))
