@@ -21,6 +21,7 @@ from .frontend import random
 from .frontend import eager as _eager
 from .frontend import scipy_linalg as _scipy_linalg
 from .frontend import sharding
+from .frontend import distributed
 from .frontend.device import device_put
 from .frontend.shard_map import shard_map
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
@@ -58,6 +59,7 @@ _sys.modules[__name__ + ".nn.initializers"] = nn.initializers
 _sys.modules[__name__ + ".ops"] = ops
 _sys.modules[__name__ + ".random"] = random
 _sys.modules[__name__ + ".sharding"] = sharding
+_sys.modules[__name__ + ".distributed"] = distributed
 
 # `import cdnajit.scipy.linalg` (jax.scipy.linalg's functions), eager outside jit as cdnajit.numpy.
 scipy = _types.ModuleType(__name__ + ".scipy", "cdnajit.scipy: jax.scipy's namespaces (linalg)")
@@ -67,7 +69,7 @@ _sys.modules[__name__ + ".scipy"] = scipy
 _sys.modules[__name__ + ".scipy.linalg"] = _scipy_linalg
 
 __all__ = ["jit", "device_put", "devices", "local_devices", "device_count", "process_index", "process_count", "sharding",
-           "shard_map", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
+           "shard_map", "distributed", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
            "random", "scipy", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",
            "TracingTypeError", "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError",
            "ArraySizeError", "AllocationError"]
