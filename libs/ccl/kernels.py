@@ -86,19 +86,24 @@ def tree_fold(reducer: str, values: list[K.Expr]) -> K.Expr:
     return values[0]
 
 
-def grid_kernel(op: Op, name: str, count: K.Expr, blocks: int, body, counts) -> K.Kernel:
-    """A kernel of (ceil(count / ITEMS), blocks) workgroups: `body(i, b)` for the element i < count
-    of block b, b a Python int (one branch per block: a workgroup takes one). `counts(size)` gives
-    each buffer's element count, inputs then outputs."""
+def grid_kernel(op: Op, name: str, count, blocks: int, body, counts, limit=None) -> K.Kernel:
+    """A kernel of (ceil(count / ITEMS), blocks) workgroups: `body(params, i, b, size)` for the
+    element i < count of block b, b a Python int (one uniform branch per block: a workgroup takes
+    one). `counts(size)` gives each buffer's element count, inputs then outputs; `limit(size, b)`
+    the elements of block b (default: count), one bound the host's vectorized loop tests."""
     size = K.ScalarParam("size", INDEX)
     buffers = operand_buffers(op)
     params = [K.GlobalBuffer(b.name, b.dtype, c, b.readonly) for b, c in zip(buffers, counts(size))]
     i = K.Var("i", INDEX)
     count = count(size)
     block = K.workgroup_id(1).cast(INDEX)
-    branches = [K.If(block.eq(b), body(params, i, b, size)) for b in range(blocks)]
-    stmts = [K.Let(i, K.workgroup_id(0).cast(INDEX) * ITEMS + K.workitem_id(0).cast(INDEX)),
-             K.If(i < count, branches if blocks > 1 else body(params, i, 0, size))]
+
+    def element(b):
+        bound = count if limit is None else limit(size, b)
+        return [K.Let(i, K.workgroup_id(0).cast(INDEX) * ITEMS + K.workitem_id(0).cast(INDEX)),
+                K.If(i < bound, body(params, i, b, size))]
+    # The block is the workgroup's: a uniform branch, which the host takes once per workgroup.
+    stmts = [K.If(block.eq(b), element(b), uniform=True) for b in range(blocks)] if blocks > 1 else element(0)
     return K.Kernel(name, params=[*params, size], grid=((count + (ITEMS - 1)) / ITEMS, blocks),
                     workgroup_size=(ITEMS,), body=stmts, arguments=(("size", size_argument(op)),))
 
@@ -121,15 +126,17 @@ def all_reduce_kernel(op: Op, name: str) -> K.Kernel:
                     *(K.Store(y, i, total) for y in params[n:])]
         return grid_kernel(op, name, lambda size: size, 1, tree, counts)
 
+    def chunk_length(size):
+        return (size + (n - 1)) / n
+
     def ring(params, i, chunk, size):
-        element, total = K.Var("element", INDEX), K.Var("total", params[0].dtype)
-        chunk_length = (size + (n - 1)) / n
-        inputs = params[:n]
-        visits = [inputs[d][element] for d in ring_order((chunk + 1) % n, n)]
-        return [K.Let(element, chunk_length * chunk + i),
-                K.If(element < size, [K.Let(total, fold(reducer, visits)),
-                                      *(K.Store(y, element, total) for y in params[n:])])]
-    return grid_kernel(op, name, lambda size: (size + (n - 1)) / n, n, ring, counts)
+        element = chunk_length(size) * chunk + i
+        visits = [params[d][element] for d in ring_order((chunk + 1) % n, n)]
+        total = K.Var("total", params[0].dtype)
+        return [K.Let(total, fold(reducer, visits)), *(K.Store(y, element, total) for y in params[n:])]
+    # Chunk c's elements: those of [c * length, (c + 1) * length) below size.
+    limit = lambda size, c: K.minimum(chunk_length(size), size - chunk_length(size) * c)
+    return grid_kernel(op, name, chunk_length, n, ring, counts, limit)
 
 
 def all_gather_kernel(op: Op, name: str) -> K.Kernel:
