@@ -23,7 +23,7 @@ from .frontend import scipy_linalg as _scipy_linalg
 from .frontend import sharding
 from .frontend import distributed
 from .frontend.device import device_put
-from .frontend.shard_map import shard_map
+from .frontend.shard_map import pmap, shard_map
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .ir.targets import Target
@@ -69,7 +69,7 @@ _sys.modules[__name__ + ".scipy"] = scipy
 _sys.modules[__name__ + ".scipy.linalg"] = _scipy_linalg
 
 __all__ = ["jit", "device_put", "devices", "local_devices", "device_count", "process_index", "process_count", "sharding",
-           "shard_map", "distributed", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
+           "shard_map", "pmap", "distributed", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
            "random", "scipy", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",
            "TracingTypeError", "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError",
            "ArraySizeError", "AllocationError"]

@@ -23,7 +23,7 @@ from .collectives import axis_env
 from .jit import Jitted, leaf_signature
 from .lru_cache import LRUCache
 from .pytree import tree_flatten, tree_unflatten
-from .sharding import NamedSharding, PartitionSpec, ShardedArray, run_unrolled
+from .sharding import NamedSharding, PartitionSpec, ShardedArray, check_local, run_unrolled
 from .tracing import current_trace
 
 
@@ -46,6 +46,7 @@ class ShardMapped:
             return self.fn(*args)
 
     def lower(self, *args):
+        check_local(self.mesh)
         leaves, tree = tree_flatten(args)
         shardings = [NamedSharding(self.mesh, s) for s in specs_per_leaf(self.in_specs, args, "in_specs")]
         stand_ins = [np.broadcast_to(np.zeros((), np.asarray(leaf).dtype), s.shard_shape(np.shape(leaf)))
@@ -81,6 +82,31 @@ class ShardMapped:
         run, shardings, out_shardings, out_types, out_tree, _ = entry
         results = run_unrolled(run, shardings, leaves, out_shardings, out_types)
         return tree_unflatten(out_tree, results)
+
+
+def pmap(fn, axis_name=None, *, backend="compiled"):
+    """jax.pmap for old code: fn runs on each of the first d devices with its slice of the arguments'
+    leading axis (of size d) and the results are stacked back along it; collectives name `axis_name`.
+    Every argument is mapped (no in_axes) and the same per-device function is shard_map's."""
+    from . import cnp
+    name = axis_name if axis_name is not None else "_pmap"
+
+    def per_device(*args):
+        squeezed = tree_unflatten(tree_flatten(args)[1], [cnp.squeeze(a, 0) for a in tree_flatten(args)[0]])
+        leaves, tree = tree_flatten(fn(*squeezed))
+        return tree_unflatten(tree, [cnp.expand_dims(leaf, 0) for leaf in leaves])
+
+    def mapped(*args):
+        leaves = tree_flatten(args)[0]
+        sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in leaves}
+        if len(sizes) != 1 or None in sizes:
+            raise ValueError(f"pmap: every argument needs the same leading axis (one entry per device); got shapes "
+                             f"{[np.shape(leaf) for leaf in leaves]}")
+        (count,) = sizes
+        from .sharding import make_mesh
+        mesh = make_mesh((count,), (name,))
+        return ShardMapped(per_device, mesh, PartitionSpec(name), PartitionSpec(name), backend)(*args)
+    return mapped
 
 
 def shard_map(fn, mesh, in_specs, out_specs, *, check_rep=False, backend="compiled"):

@@ -210,8 +210,17 @@ def run_unrolled(executable, leaf_shardings, leaves, out_shardings, out_types):
             for k, (sharding, t) in enumerate(zip(out_shardings, out_types))]
 
 
+def check_local(mesh: Mesh):
+    """A program runs on this process's devices only (frontend/distributed.py combines processes)."""
+    remote = [d for d in mesh.device_list if d.process_index != runtime_devices.process_index()]
+    if remote:
+        raise NotImplementedError(f"a program over devices of other processes ({remote[:3]}...) is not supported: "
+                                  f"partition over cj.local_devices() and combine processes with cj.distributed")
+
+
 def partitioned(module, mesh: Mesh, in_shardings, out_shardings):
     """(the unrolled module, the results' NamedShardings) of a global `module`."""
+    check_local(mesh)
     param_specs = [s.dims(p.type.ndim, f"argument {p.type}") for p, s in zip(module.params, in_shardings)]
     for p, s in zip(module.params, in_shardings):
         s.check(p.type.shape, f"argument {p.type}")

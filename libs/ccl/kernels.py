@@ -99,9 +99,14 @@ def grid_kernel(op: Op, name: str, count, blocks: int, body, counts, limit=None)
     block = K.workgroup_id(1).cast(INDEX)
 
     def element(b):
+        # A workgroup wholly inside the bound takes a uniform branch without the per-element test,
+        # which the host vectorizes with plain loads and stores (masked ones cost several times
+        # more on x86); the last, partial workgroup tests each element.
         bound = count if limit is None else limit(size, b)
-        return [K.Let(i, K.workgroup_id(0).cast(INDEX) * ITEMS + K.workitem_id(0).cast(INDEX)),
-                K.If(i < bound, body(params, i, b, size))]
+        first = K.workgroup_id(0).cast(INDEX) * ITEMS
+        return [K.Let(i, first + K.workitem_id(0).cast(INDEX)),
+                K.If(first + ITEMS <= bound, body(params, i, b, size),
+                     [K.If(i < bound, body(params, i, b, size))], uniform=True)]
     # The block is the workgroup's: a uniform branch, which the host takes once per workgroup.
     stmts = [K.If(block.eq(b), element(b), uniform=True) for b in range(blocks)] if blocks > 1 else element(0)
     return K.Kernel(name, params=[*params, size], grid=((count + (ITEMS - 1)) / ITEMS, blocks),

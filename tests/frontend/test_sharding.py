@@ -179,3 +179,12 @@ def test_bad_meshes_specs_and_collectives_are_named():
         import os
         os.environ["CDNAJIT_NUM_DEVICES"] = "two"
         cj.devices()
+
+
+@pytest.mark.slow
+def test_pmap_maps_the_leading_axis_over_devices():
+    x = np.arange(4 * 3, dtype=np.float32).reshape(4, 3)
+    got = cj.pmap(lambda v: v * 2 + lax.psum(v, "i"), axis_name="i")(x)
+    np.testing.assert_array_equal(np.asarray(got), x * 2 + x.sum(0))
+    with pytest.raises(ValueError, match="pmap: every argument needs the same leading axis"):
+        cj.pmap(lambda a, b: a + b)(x, x[:2])
