@@ -99,11 +99,14 @@ def unroll(module: Module, mesh: Mesh) -> Module:
                 env[op.result] = constant.result
                 ops.append(constant)
             continue
+        if op.attrs["routine"] == "reduce":
+            raise NotImplementedError("ccl.reduce has no per-device form (its result is the root's only)")
         for group in mesh.groups(axes):
+            if len(group) != op.attrs["group_size"]:
+                raise ValueError(f"ccl.{op.attrs['routine']}: group_size {op.attrs['group_size']}, but mesh axes "
+                                 f"{op.attrs['axes']!r} span {len(group)} devices")
             call = make_op(op.name, [envs[d][op.operands[0]] for d in group], op.attrs,
                            [op.results[0].type] * len(group), (), op.location)
-            if op.attrs["routine"] == "reduce":
-                raise NotImplementedError("ccl.reduce has no per-device form (its result is the root's only)")
             for device, result in zip(group, call.results):
                 envs[device][op.result] = result
             ops.append(call)
