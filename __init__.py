@@ -21,7 +21,10 @@ from .frontend import random
 from .frontend import eager as _eager
 from .frontend import scipy_linalg as _scipy_linalg
 from .frontend import sparse
+from .frontend import sharding
+from .frontend import distributed
 from .frontend.device import device_put
+from .frontend.shard_map import pmap, shard_map
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend import pytree as _pytree
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
@@ -32,6 +35,7 @@ from .frontend.transforms.api import (Array, ShapeDtypeStruct, block_until_ready
 from .frontend.transforms.batching import vmap
 from .frontend.transforms.custom import checkpoint, custom_jvp, custom_vjp, custom_vmap as _custom_vmap
 from .ir.targets import Target
+from .runtime.devices import device_count, devices, local_devices, process_count, process_index
 from .libs import blas as _blas
 from .libs import dnn as _dnn
 from .libs import rand as _rand
@@ -63,6 +67,8 @@ _sys.modules[__name__ + ".nn.initializers"] = nn.initializers
 _sys.modules[__name__ + ".ops"] = ops
 _sys.modules[__name__ + ".random"] = random
 _sys.modules[__name__ + ".sparse"] = sparse
+_sys.modules[__name__ + ".sharding"] = sharding
+_sys.modules[__name__ + ".distributed"] = distributed
 
 # `import cdnajit.scipy.linalg` (jax.scipy.linalg's functions), eager outside jit as cdnajit.numpy.
 scipy = _types.ModuleType(__name__ + ".scipy", "cdnajit.scipy: jax.scipy's namespaces (linalg)")
@@ -88,7 +94,8 @@ _sys.modules[__name__ + ".custom_batching"] = custom_batching
 
 __all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
            "custom_jvp", "custom_vjp", "checkpoint", "remat", "custom_batching", "tree_util", "debug", "eval_shape", "ShapeDtypeStruct",
-           "make_jaxpr", "block_until_ready", "device_get", "named_call", "pure_callback", "device_put", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
+           "make_jaxpr", "block_until_ready", "device_get", "named_call", "pure_callback", "device_put", "devices",
+           "local_devices", "device_count", "process_index", "process_count", "sharding", "shard_map", "pmap", "distributed", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
            "random", "sparse", "scipy", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",
            "TracingTypeError", "TracingValueError", "ConcretizationError", "ParseError", "VerifyError", "TypeCheckError",
            "ArraySizeError", "AllocationError"]

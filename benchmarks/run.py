@@ -34,6 +34,7 @@ from cdnajit.ir.targets import get_target
 from cdnajit.libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
 from cdnajit.libs.blas import heuristic
 from cdnajit.runtime.occupancy import occupancy
+from ccl_workloads import CCL_WORKLOADS
 from dnn_workloads import DNN_WORKLOADS
 from fft_workloads import FFT_WORKLOADS
 from loop_workloads import LOOP_WORKLOADS
@@ -56,7 +57,8 @@ ROUNDS = 3
 # Every workload, the groups in their numbers' order (W11's loop programs and the libraries' workloads
 # live in modules of their own).
 ALL_WORKLOADS = tuple(sorted((*WORKLOADS, *LOOP_WORKLOADS, *DNN_WORKLOADS, *FFT_WORKLOADS, *PRIM_WORKLOADS,
-                              *RAND_WORKLOADS, *SOLVER_WORKLOADS, *SPARSE_WORKLOADS, *TRANSFORM_WORKLOADS),
+                              *RAND_WORKLOADS, *SOLVER_WORKLOADS, *SPARSE_WORKLOADS, *TRANSFORM_WORKLOADS,
+                              *CCL_WORKLOADS),
                              key=lambda w: int(w.group[1:])))
 
 

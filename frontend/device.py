@@ -15,10 +15,22 @@ from ..runtime.launch import aligned_copy
 from .pytree import tree_map
 
 
-def device_put(tree):
+def device_put(tree, sharding=None):
     """A copy of every array leaf of `tree` (any pytree; numbers and array-likes become arrays),
-    C-contiguous, in native byte order, starting on a 64-byte boundary."""
+    C-contiguous, in native byte order, starting on a 64-byte boundary; with a NamedSharding
+    (frontend/sharding.py), a ShardedArray: one such copy of each device's shard. A ShardedArray
+    leaf without a sharding stays as it is."""
+    if sharding is not None:
+        from .sharding import NamedSharding, put
+        if not isinstance(sharding, NamedSharding):
+            raise TypeError(f"device_put: {sharding!r} is not a NamedSharding")
+        return tree_map(lambda leaf: put(leaf, sharding), tree)
+
+    from .sharding import ShardedArray
+
     def place(leaf):
+        if isinstance(leaf, ShardedArray):   # already on its devices
+            return leaf
         array = np.asarray(leaf)
         if array.dtype.hasobject:
             raise TypeError(f"device_put: cannot place an array of Python objects ({array.dtype}, "

@@ -149,6 +149,10 @@ class Lowered:
         return str(self.module)
 
     def compile(self) -> Compiled:
+        from .sharded_jit import compile_constrained, constraint_mesh
+        mesh = constraint_mesh(self.module)   # lax.with_sharding_constraint: partitioned over its mesh
+        if mesh is not None:
+            return compile_constrained(self, mesh)
         if self.backend == "interpret":
             return Compiled(self.module, self.out_tree, self.backend)
         compiled = Compiled(self.module, self.out_tree, self.backend,
@@ -227,7 +231,7 @@ def resolve_donated_args(fn, donate_argnums, static_argnums) -> tuple[int, ...]:
 
 class Jitted:
     def __init__(self, fn, static_argnums=(), static_argnames=(), backend="compiled", target=None,
-                 donate_argnums=()):
+                 donate_argnums=(), in_shardings=None, out_shardings=None):
         if not callable(fn):
             raise TypeError(f"jit expects a callable, got {type(fn).__name__}")
         if backend not in BACKENDS:
@@ -238,6 +242,7 @@ class Jitted:
         self.static_argnums, self.static_argnames = resolve_static_args(fn, static_argnums, static_argnames)
         self.donate_argnums = resolve_donated_args(fn, donate_argnums, self.static_argnums)
         self.backend = backend
+        self.in_shardings, self.out_shardings = in_shardings, out_shardings  # frontend/sharded_jit.py
         self.trace_count = 0
         self._cache = LRUCache()        # signature -> Compiled
         self._array_cache = LRUCache()  # array_key -> Compiled, for calls on numpy arrays only
@@ -313,7 +318,17 @@ class Jitted:
             start += count
         return frozenset(donated)
 
+    def sharded(self, args, kwargs) -> bool:
+        """Whether a call is partitioned over devices (frontend/sharded_jit.py)."""
+        if self.in_shardings is not None or self.out_shardings is not None:
+            return True
+        from .sharded_jit import is_sharded
+        return is_sharded(tree_flatten((args, kwargs))[0])
+
     def lower(self, *args, **kwargs) -> Lowered:
+        if self.sharded(args, kwargs):
+            from .sharded_jit import lower_sharded
+            return lower_sharded(self, args, kwargs)
         signature, _ = self._signature(args, kwargs)
         return self._trace(args, kwargs, signature)
 
@@ -324,6 +339,8 @@ class Jitted:
         compiled = self._array_cache.get(key) if key is not None else None
         if compiled is not None:  # the leaves are `args` themselves
             return compiled.unflatten(compiled.run(*args))
+        if self.sharded(args, kwargs):
+            return self.call_sharded(args, kwargs)
         signature, leaves = self._signature(args, kwargs)
         compiled = self._cache.get(signature)
         if compiled is None:
@@ -332,6 +349,15 @@ class Jitted:
         if key is not None:
             self._array_cache.put(key, compiled)
         return compiled.unflatten(compiled.run(*leaves))
+
+    def call_sharded(self, args, kwargs):
+        from .sharded_jit import lower_sharded, signature_key
+        signature, leaves = signature_key(self, args, kwargs)
+        compiled = self._cache.get(signature)
+        if compiled is None:
+            compiled = lower_sharded(self, args, kwargs).compile()
+            self._cache.put(signature, compiled)
+        return compiled.unflatten(compiled.call_flat(leaves))
 
     def __get__(self, instance, owner):  # decorating a method binds like a function
         return self if instance is None else functools.partial(self, instance)
@@ -352,17 +378,24 @@ def array_key(args) -> tuple | None:
     return tuple(key)
 
 
-def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), backend="compiled", target=None):
+def jit(fn=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), backend="compiled", target=None,
+        in_shardings=None, out_shardings=None):
     """Trace `fn` once per signature and run it compiled for `target` (a name of `targets()`,
     default gfx942); usable bare or with arguments.
 
     `donate_argnums`, as in JAX: the arrays of these positional arguments may be written over by
     the call (an update such as `x.at[i].set(v)` of a donated `x` writes into the caller's array,
     and may be returned as the result): the caller must not use them afterwards. A donated
-    array that is read-only, or shares memory with another argument, is copied first."""
+    array that is read-only, or shares memory with another argument, is copied first.
+
+    `in_shardings` (a NamedSharding for every argument, or one per positional argument) and
+    `out_shardings` (one for every result, or one per result), as in JAX: the program is
+    partitioned over the devices of their mesh (frontend/sharding.py), as it is when an argument is
+    a sharded array."""
+    options = (static_argnums, static_argnames, backend, target, donate_argnums, in_shardings, out_shardings)
     if fn is None:
-        return lambda f: Jitted(f, static_argnums, static_argnames, backend, target, donate_argnums)
-    return Jitted(fn, static_argnums, static_argnames, backend, target, donate_argnums)
+        return lambda f: Jitted(f, *options)
+    return Jitted(fn, *options)
 
 
 def make_graph(fn, *, static_argnums=(), static_argnames=()):

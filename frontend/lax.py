@@ -25,13 +25,19 @@ from .lax_reduce import *  # noqa: F401,F403
 from .lax_scans import *  # noqa: F401,F403
 from .lax_shape import *  # noqa: F401,F403
 from .lax_unsupported import *  # noqa: F401,F403
+from .collectives import (all_gather, all_to_all, axis_index, pmax, pmean, pmin, ppermute, psum,  # noqa: F401
+                          psum_scatter, with_sharding_constraint)
+
+_COLLECTIVES = ["all_gather", "all_to_all", "axis_index", "pmax", "pmean", "pmin", "ppermute", "psum", "psum_scatter",
+               "with_sharding_constraint"]
 
 __all__ = (lax_elementwise.__all__ + lax_shape.__all__ + lax_contract.__all__ + lax_reduce.__all__
            + lax_control.__all__ + lax_arrays.__all__ + lax_gather.__all__ + lax_conv.__all__ + lax_scans.__all__
-           + lax_program.__all__ + lax_bits.__all__ + lax_bitcast.__all__ + lax_fft.__all__ + lax_unsupported.__all__)
+           + lax_program.__all__ + lax_bits.__all__ + lax_bitcast.__all__ + lax_fft.__all__ + lax_unsupported.__all__
+           + _COLLECTIVES)
 
 # Called outside jit, every function computes eagerly through the compiler (frontend/eager.py).
 eager.make_namespace_eager(globals(), __all__, host_only={
     "padtype_to_pads", "conv_dimension_numbers", "broadcast_shapes", "dtype", "conv_general_permutations",
     "conv_shape_tuple", "conv_general_shape_tuple", "conv_transpose_shape_tuple", "reduce_window_shape_tuple",
-    "shape_as_value", "composite", *lax_unsupported.__all__})
+    "shape_as_value", "composite", *lax_unsupported.__all__, *_COLLECTIVES})

@@ -15,7 +15,7 @@ from .pytree import tree_map
 from .tracing import as_tracer, located
 
 __all__ = ["optimization_barrier", "dce_sink", "stage", "platform_dependent", "composite", "custom_root",
-           "custom_linear_solve", "with_sharding_constraint", "shape_as_value"]
+           "custom_linear_solve", "shape_as_value"]
 
 # The platform name a platform_dependent call dispatches on: kernels are compiled for AMD GPUs.
 PLATFORM = "rocm"
@@ -65,11 +65,6 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
 def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False, has_aux=False):
     """jax.lax.custom_linear_solve: solve(matvec, b) (with its aux output when has_aux)."""
     return solve(matvec, b)
-
-
-def with_sharding_constraint(x, shardings):
-    """jax.lax.with_sharding_constraint: x; on one device every sharding is the whole array."""
-    return tree_map(as_tracer, x)
 
 
 def shape_as_value(shape):

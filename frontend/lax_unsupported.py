@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from .tracing import located
 
-COLLECTIVE = "a collective over named mesh axes: needs the ccl library (multi-device programs)"
+COLLECTIVE = "a collective over named mesh axes not in libs/ccl yet"
 RANDOM = "lax's own random-number primitives: not implemented (use cdnajit.random)"
 SPECIAL = "a special function without a compiled kernel yet"
 TOKEN = "an ordering token for side effects: cdnajit programs have none"
 
 NOT_SUPPORTED = {
-    **{name: COLLECTIVE for name in ("all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pcast",
-                                      "pmax", "pmean", "pmin", "ppermute", "precv", "psend", "pshuffle", "psum",
-                                      "psum_scatter", "pswapaxes", "ragged_all_to_all")},
+    **{name: COLLECTIVE for name in ("axis_size", "pbroadcast", "pcast", "precv", "psend", "pshuffle", "pswapaxes",
+                                      "ragged_all_to_all")},
     **{name: RANDOM for name in ("rng_bit_generator", "rng_uniform", "random_gamma_grad")},
     **{name: SPECIAL for name in ("betainc", "igamma", "igamma_grad_a", "igammac")},
     **{name: TOKEN for name in ("after_all", "create_token")},

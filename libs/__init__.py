@@ -5,6 +5,7 @@ matcher rules, its solution selection and its kernel emitter. Importing this pac
 every built-in library: adding one is adding its folder and its line below.
 """
 from . import blas  # noqa: F401
+from . import ccl  # noqa: F401
 from . import dnn  # noqa: F401
 from . import fft  # noqa: F401
 from . import prim  # noqa: F401

@@ -375,6 +375,9 @@ LAX_NOT_CALLED = {
                     "a host-only query on shapes or dtypes"),
     "composite": "returns a function", "dce_sink": "returns None",
     **dict.fromkeys(NOT_SUPPORTED, "not supported: raises NotImplementedError (test_lax_coverage.py)"),
+    "collectives": "a module of the package",
+    **dict.fromkeys("all_gather all_to_all axis_index pmax pmean pmin ppermute psum psum_scatter".split(),
+                    "a collective: runs inside shard_map only (tests/frontend/test_sharding.py)"),
 }
 
 

@@ -1,0 +1,233 @@
+"""`cdnajit.distributed`: processes started by `mpiexec`, and collectives between them.
+
+    import cdnajit as cj
+    cj.distributed.initialize()                  # under mpiexec -n 4 python train.py
+    total = cj.distributed.all_reduce(local)     # every process's `local` summed, on every process
+
+`initialize()` reads the rank and the number of processes from MPI (mpi4py over the MPICH wheel:
+`pip install mpich mpi4py` brings `mpiexec`), after which `cj.devices()` lists every process's
+devices, process p's numbered from p * CDNAJIT_NUM_DEVICES, and `cj.process_index()` is the rank.
+
+The collectives run RCCL's algorithms between processes over MPI point-to-point transfers: the ring
+(the message in one chunk per process; n - 1 reduce-scatter steps, each receiving a chunk from the
+left neighbour while sending one to the right, then n - 1 all-gather steps) for large messages, and
+a binomial tree (reduce to rank 0 in ceil(log2 n) steps, then broadcast down) for small ones, as the
+cost model chooses (libs/ccl/cost.py). Every reduction step is a compiled kernel: the CCL library's
+`reduce` of two operands (the process's partial and the one received). A transfer that does not
+complete within `timeout` seconds (a process that died or never called the collective) raises
+TimeoutError on the processes waiting for it, rather than hanging.
+
+A jitted program over a mesh whose devices belong to several processes is not supported: each
+process partitions programs over its own devices; these collectives combine processes' results.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..ir.core import Module, Region, Value, make_op
+from ..ir.opdef import infer_types
+from ..ir.types import TensorType, dtype_name
+from ..libs.ccl import cost
+from ..runtime import devices
+from ..runtime.executable import Executable
+
+DEFAULT_TIMEOUT_S = 60.0
+SPIN_S = 2e-3   # polling without sleeping for this long, then sleeping up to 1 ms between polls
+_state = {"comm": None}
+
+
+def comm():
+    if _state["comm"] is None:
+        raise RuntimeError("cdnajit.distributed: call cj.distributed.initialize() first (under mpiexec)")
+    return _state["comm"]
+
+
+def initialize():
+    """Join the processes mpiexec started: this process's rank and their count from MPI."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise ImportError("cdnajit.distributed needs mpi4py and an MPI: pip install mpich mpi4py") from None
+    _state["comm"] = MPI.COMM_WORLD
+    devices.Processes.index, devices.Processes.count = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
+
+
+def is_initialized() -> bool:
+    return _state["comm"] is not None
+
+
+def shutdown():
+    """Back to one process (the MPI library stays initialized until the interpreter exits)."""
+    _state["comm"] = None
+    devices.Processes.index, devices.Processes.count = 0, 1
+
+
+_reducers: dict = {}
+
+
+def reduction(reducer: str, dtype: np.dtype, count: int) -> Executable:
+    """The compiled step `a <reducer> b` of two vectors of `count` elements (ccl.reduce of a group of 2)."""
+    key = (reducer, dtype.str, count)
+    if key not in _reducers:
+        t = TensorType(dtype_name(dtype), (count,))
+        a, b = Value(t), Value(t)
+        attrs = {"library": "ccl", "routine": "reduce", "solution": "", "axes": "processes", "group_size": 2,
+                 "root": 1, "reducer": reducer}
+        op = make_op("library_call", [a, b], attrs, infer_types("library_call", [t, t], attrs))
+        _reducers[key] = Executable.compile(Module(f"ccl_{reducer}_step", Region([a, b], [op], op.results)))
+    return _reducers[key]
+
+
+def combine(reducer: str, mine: np.ndarray, received: np.ndarray) -> np.ndarray:
+    """received <reducer> mine, by the compiled step (the chain from the root's successor: operand 0
+    first, so the result is the received partial combined with this process's)."""
+    return reduction(reducer, mine.dtype, mine.size)(received, mine)[0]
+
+
+def wait(requests, timeout: float, what: str):
+    """Wait for MPI requests, polling; TimeoutError after `timeout` s. The requests stay pending (MPI
+    cannot cancel a collective's): the process should end, or MPI.COMM_WORLD.Abort() the job."""
+    from mpi4py import MPI
+    start = time.monotonic()
+    deadline, spin_until, pause = start + timeout, start + SPIN_S, 1e-5
+    while not MPI.Request.Testall(requests):
+        now = time.monotonic()
+        if now < spin_until:        # a transfer between processes of one host completes in microseconds
+            continue
+        if now > deadline:
+            raise TimeoutError(f"cdnajit.distributed: {what} did not complete within {timeout} s on process "
+                               f"{comm().Get_rank()} (a process died, or did not call the same collective)")
+        time.sleep(pause)
+        pause = min(pause * 2, 1e-3)
+
+
+def exchange(send: np.ndarray | None, to: int, receive: np.ndarray | None, source: int, timeout: float, what: str):
+    requests = []
+    if receive is not None:
+        requests.append(comm().Irecv(receive, source=source, tag=17))
+    if send is not None:
+        requests.append(comm().Isend(np.ascontiguousarray(send), dest=to, tag=17))
+    wait(requests, timeout, what)
+
+
+MAX_RANK = 32
+
+
+def describe(x: np.ndarray) -> np.ndarray:
+    """x's rank, shape and dtype as int64s, for the processes to compare."""
+    if x.ndim > MAX_RANK:
+        raise ValueError(f"cdnajit.distributed: arrays of rank above {MAX_RANK} are not supported ({x.shape})")
+    code = int.from_bytes(x.dtype.str.encode().ljust(8, b" ")[:8], "little", signed=True)
+    return np.array([x.ndim, code, *x.shape] + [0] * (MAX_RANK - x.ndim), np.int64)
+
+
+def check_same(x: np.ndarray, what: str, timeout: float):
+    """Every process's shape and dtype equal (ValueError naming the first that differs); a
+    non-blocking all-gather of the descriptions, so that a missing process times out here too."""
+    mine = describe(x)
+    everyone = np.empty((comm().Get_size(), mine.size), np.int64)
+    wait([comm().Iallgather(mine, everyone)], timeout, f"{what}'s shape check")
+    for rank, theirs in enumerate(everyone):
+        if not np.array_equal(theirs, mine):
+            shape = tuple(int(d) for d in theirs[2:2 + int(theirs[0])])
+            dtype = np.dtype(int(theirs[1]).to_bytes(8, "little", signed=True).decode().strip())
+            raise ValueError(f"cdnajit.distributed.{what}: process {rank} has {shape} {dtype}, process "
+                             f"{comm().Get_rank()} {x.shape} {x.dtype}")
+
+
+def ring_all_reduce(flat: np.ndarray, reducer: str, timeout: float) -> np.ndarray:
+    n, rank = comm().Get_size(), comm().Get_rank()
+    length = -(-flat.size // n)
+    bounds = [(min(c * length, flat.size), min((c + 1) * length, flat.size)) for c in range(n)]
+    work = flat.copy()
+    right, left = (rank + 1) % n, (rank - 1) % n
+    for step in range(n - 1):                      # reduce-scatter: chunk rank + 1 ends here reduced
+        out_chunk, in_chunk = (rank - step) % n, (rank - step - 1) % n
+        start, stop = bounds[in_chunk]
+        received = np.empty(stop - start, flat.dtype)
+        exchange(work[slice(*bounds[out_chunk])], right, received, left, timeout, "ring all-reduce")
+        if received.size:
+            work[start:stop] = combine(reducer, work[start:stop], received)
+    for step in range(n - 1):                      # all-gather: the reduced chunks around the ring
+        out_chunk, in_chunk = (rank + 1 - step) % n, (rank - step) % n
+        start, stop = bounds[in_chunk]
+        received = np.empty(stop - start, flat.dtype)
+        exchange(work[slice(*bounds[out_chunk])], right, received, left, timeout, "ring all-reduce")
+        work[start:stop] = received
+    return work
+
+
+def tree_reduce(flat: np.ndarray, reducer: str, timeout: float) -> np.ndarray:
+    """The binomial tree's reduction to rank 0 (the result meaningful on rank 0 only)."""
+    n, rank = comm().Get_size(), comm().Get_rank()
+    work, distance = flat.copy(), 1
+    while distance < n:
+        if rank % (2 * distance) == distance:
+            exchange(work, rank - distance, None, 0, timeout, "tree reduce")
+            break
+        if rank % (2 * distance) == 0 and rank + distance < n:
+            received = np.empty_like(work)
+            exchange(None, 0, received, rank + distance, timeout, "tree reduce")
+            work = combine(reducer, work, received)
+        distance *= 2
+    return work
+
+
+def tree_broadcast(flat: np.ndarray, root: int, timeout: float) -> np.ndarray:
+    """The binomial tree's broadcast from `root` (ranks renumbered from the root)."""
+    n, rank = comm().Get_size(), comm().Get_rank()
+    me = (rank - root) % n
+    work = flat.copy()
+    distance = 1
+    while distance < n:
+        distance *= 2
+    while distance > 1:
+        distance //= 2
+        if me % (2 * distance) == 0 and me + distance < n:
+            exchange(work, (me + distance + root) % n, None, 0, timeout, "tree broadcast")
+        elif me % (2 * distance) == distance:
+            exchange(None, 0, work, (me - distance + root) % n, timeout, "tree broadcast")
+    return work
+
+
+def all_reduce(x, op: str = "sum", *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
+    """Every process's x reduced elementwise (op: sum, prod, max, min), on every process; the ring or
+    the tree as the cost model picks for the size, or as `algorithm` says."""
+    x = np.ascontiguousarray(x)
+    check_same(x, "all_reduce", timeout)
+    n = comm().Get_size()
+    chosen = algorithm or cost.all_reduce_algorithm(n, x.nbytes)
+    if chosen not in ("ring", "tree"):
+        raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not 'ring' or 'tree'")
+    if n == 1:
+        return x.copy()
+    flat = x.reshape(-1)
+    if chosen == "ring":
+        return ring_all_reduce(flat, op, timeout).reshape(x.shape)
+    return tree_broadcast(tree_reduce(flat, op, timeout), 0, timeout).reshape(x.shape)
+
+
+def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
+    """Process `root`'s x on every process (a binomial tree)."""
+    x = np.ascontiguousarray(x)
+    check_same(x, "broadcast", timeout)
+    if not 0 <= root < comm().Get_size():
+        raise ValueError(f"cdnajit.distributed.broadcast: root {root} is not a process of {comm().Get_size()}")
+    return tree_broadcast(x.reshape(-1), root, timeout).reshape(x.shape)
+
+
+def all_gather(x, *, timeout: float = DEFAULT_TIMEOUT_S):
+    """Every process's x concatenated along axis 0 in rank order, on every process (the ring)."""
+    x = np.ascontiguousarray(x)
+    check_same(x, "all_gather", timeout)
+    n, rank = comm().Get_size(), comm().Get_rank()
+    blocks = [None] * n
+    blocks[rank] = x
+    right, left = (rank + 1) % n, (rank - 1) % n
+    for step in range(n - 1):
+        out_block, in_block = (rank - step) % n, (rank - step - 1) % n
+        blocks[in_block] = np.empty_like(x)
+        exchange(blocks[out_block], right, blocks[in_block], left, timeout, "ring all-gather")
+    return np.concatenate([b.reshape((-1,) + x.shape[1:]) if x.ndim else b.reshape(1) for b in blocks], axis=0)

@@ -1,0 +1,115 @@
+"""`shard_map`: per-device code over a mesh, as jax.experimental.shard_map.
+
+    f = shard_map(lambda x: lax.psum(x, "i"), mesh, in_specs=P("i"), out_specs=P())
+
+The function is traced once on one device's shards (their shapes: the global ones divided by the
+spec's mesh axes), its collectives recorded in their per-device form (frontend/collectives.py);
+passes/spmd.py unrolls it over the mesh's devices and the result compiles as one program, once per
+signature. A result comes back as a ShardedArray laid out by out_specs (a dimension whose spec omits
+a mesh axis is taken to be equal on every device of that axis, as JAX's check_rep=False trusts).
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from ..ir.interpreter import interpret
+from ..ir.types import TensorType
+from ..passes.spmd import unroll
+from ..runtime.executable import Executable
+from .collectives import axis_env
+from .jit import Jitted, leaf_signature
+from .lru_cache import LRUCache
+from .pytree import tree_flatten, tree_unflatten
+from .sharding import NamedSharding, PartitionSpec, ShardedArray, check_local, run_unrolled
+from .tracing import current_trace
+
+
+def specs_per_leaf(specs, args, what: str) -> list:
+    if isinstance(specs, PartitionSpec):
+        return [specs] * len(tree_flatten(args)[0])
+    if len(specs) != len(args):
+        raise ValueError(f"shard_map: {what} has {len(specs)} entries for {len(args)} values")
+    return [spec for arg, spec in zip(args, specs) for _ in tree_flatten(arg)[0]]
+
+
+class ShardMapped:
+    def __init__(self, fn, mesh, in_specs, out_specs, backend="compiled"):
+        self.fn, self.mesh, self.in_specs, self.out_specs = fn, mesh, in_specs, out_specs
+        self.backend = backend
+        self._cache = LRUCache()
+
+    def body(self, *args):
+        with axis_env(self.mesh):
+            return self.fn(*args)
+
+    def lower(self, *args):
+        check_local(self.mesh)
+        leaves, tree = tree_flatten(args)
+        shardings = [NamedSharding(self.mesh, s) for s in specs_per_leaf(self.in_specs, args, "in_specs")]
+        stand_ins = [np.broadcast_to(np.zeros((), np.asarray(leaf).dtype), s.shard_shape(np.shape(leaf)))
+                     for leaf, s in zip(leaves, shardings)]
+        jitted = Jitted(self.body, backend=self.backend)
+        lowered = jitted.lower(*tree_unflatten(tree, stand_ins))
+        return lowered, shardings
+
+    def __call__(self, *args):
+        if current_trace() is not None:
+            raise NotImplementedError("shard_map inside a traced function (jit, a control-flow body) is not supported: "
+                                      "call the shard_map function directly, it compiles as jit does")
+        leaves, _ = tree_flatten(args)
+        key = tuple(leaf_signature(np.broadcast_to(np.zeros((), leaf.dtype), leaf.shape))
+                    if isinstance(leaf, ShardedArray) else leaf_signature(leaf) for leaf in leaves)
+        entry = self._cache.get(key)
+        if entry is None:
+            lowered, shardings = self.lower(*args)
+            module = unroll(lowered.module, self.mesh.layout())
+            run = Executable.compile(module) if self.backend == "compiled" else functools.partial(interpret, module)
+            outputs = lowered.module.outputs
+            outs = [self.out_specs] * len(outputs) if isinstance(self.out_specs, PartitionSpec) else \
+                specs_per_leaf(self.out_specs, tuple(outputs), "out_specs")
+            out_types, out_shardings = [], []
+            for value, spec in zip(outputs, outs):
+                sharding = NamedSharding(self.mesh, spec)
+                dims = sharding.dims(value.type.ndim, f"result {value.type}")
+                shape = tuple(n * math.prod(self.mesh.shape[a] for a in axes) for n, axes in zip(value.type.shape, dims))
+                out_types.append(TensorType(value.type.dtype, shape))
+                out_shardings.append(sharding)
+            entry = (run, shardings, out_shardings, out_types, lowered.out_tree, module)
+            self._cache.put(key, entry)
+        run, shardings, out_shardings, out_types, out_tree, _ = entry
+        results = run_unrolled(run, shardings, leaves, out_shardings, out_types)
+        return tree_unflatten(out_tree, results)
+
+
+def pmap(fn, axis_name=None, *, backend="compiled"):
+    """jax.pmap for old code: fn runs on each of the first d devices with its slice of the arguments'
+    leading axis (of size d) and the results are stacked back along it; collectives name `axis_name`.
+    Every argument is mapped (no in_axes) and the same per-device function is shard_map's."""
+    from . import cnp
+    name = axis_name if axis_name is not None else "_pmap"
+
+    def per_device(*args):
+        squeezed = tree_unflatten(tree_flatten(args)[1], [cnp.squeeze(a, 0) for a in tree_flatten(args)[0]])
+        leaves, tree = tree_flatten(fn(*squeezed))
+        return tree_unflatten(tree, [cnp.expand_dims(leaf, 0) for leaf in leaves])
+
+    def mapped(*args):
+        leaves = tree_flatten(args)[0]
+        sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in leaves}
+        if len(sizes) != 1 or None in sizes:
+            raise ValueError(f"pmap: every argument needs the same leading axis (one entry per device); got shapes "
+                             f"{[np.shape(leaf) for leaf in leaves]}")
+        (count,) = sizes
+        from .sharding import make_mesh
+        mesh = make_mesh((count,), (name,))
+        return ShardMapped(per_device, mesh, PartitionSpec(name), PartitionSpec(name), backend)(*args)
+    return mapped
+
+
+def shard_map(fn, mesh, in_specs, out_specs, *, check_rep=False, backend="compiled"):
+    """Per-device `fn` over `mesh` (module docstring): in_specs and out_specs a PartitionSpec for
+    every value or one per argument / result."""
+    return ShardMapped(fn, mesh, in_specs, out_specs, backend)

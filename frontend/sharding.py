@@ -1,0 +1,239 @@
+"""`cdnajit.sharding`: jax.sharding's Mesh, PartitionSpec and NamedSharding, arrays that know their
+sharding, and the sharded calls of `jit`.
+
+    mesh = Mesh(cj.devices()[:8], ("data",))
+    x = cj.device_put(batch, NamedSharding(mesh, P("data")))   # 8 shards of rows, one per device
+    loss = cj.jit(step)(w, x)                                    # partitioned, with its all-reduce
+
+A `ShardedArray` holds one array per device of its mesh (each device's own buffer); `np.asarray`
+gathers it. `jit` partitions a program any of whose arguments is sharded (or given `in_shardings`):
+the traced global program is partitioned (passes/partition.py), its devices unrolled
+(passes/spmd.py) and the result compiled once per signature and shardings; unsharded arguments are
+replicated. As in JAX, a sharded dimension must be a multiple of its mesh axes' devices.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.types import TensorType, dtype_name
+from ..passes.partition import partition, spec_text
+from ..passes.spmd import Mesh as MeshShape
+from ..passes.spmd import unroll
+from ..runtime import devices as runtime_devices
+from ..runtime.launch import aligned_copy
+
+
+class Mesh:
+    """Devices arranged on named axes (jax.sharding.Mesh): `devices` an array-like of devices whose
+    shape is the mesh's, `axis_names` one name per dimension."""
+
+    def __init__(self, devices, axis_names):
+        array = np.empty(np.shape(devices), dtype=object)
+        flat = list(np.asarray(devices, dtype=object).flat)
+        for k, device in enumerate(flat):
+            if not isinstance(device, runtime_devices.Device):
+                raise TypeError(f"Mesh: {device!r} is not a device (cj.devices() lists them)")
+            array.flat[k] = device
+        names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if len(names) != array.ndim:
+            raise ValueError(f"Mesh: {len(names)} axis names {names} for devices of shape {array.shape}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"Mesh: axis names {names} repeat")
+        if len(set(flat)) != len(flat):
+            raise ValueError(f"Mesh: a device appears twice in {flat}")
+        if not flat:
+            raise ValueError("Mesh: no devices")
+        self.devices, self.axis_names = array, names
+
+    @property
+    def shape(self) -> dict[str, int]:
+        return dict(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def size(self) -> int:
+        return self.devices.size
+
+    @property
+    def device_list(self) -> list:
+        return list(self.devices.flat)
+
+    def layout(self) -> MeshShape:
+        return MeshShape(self.axis_names, self.devices.shape)
+
+    def text(self) -> str:
+        return ",".join(f"{n}={s}" for n, s in self.shape.items())
+
+    def __eq__(self, other):
+        return isinstance(other, Mesh) and self.axis_names == other.axis_names and \
+            self.devices.shape == other.devices.shape and self.device_list == other.device_list
+
+    def __hash__(self):
+        return hash((self.axis_names, self.devices.shape, tuple(self.device_list)))
+
+    def __repr__(self):
+        return f"Mesh({self.shape})"
+
+
+def make_mesh(axis_shapes, axis_names) -> Mesh:
+    """jax.make_mesh: a mesh of the first prod(axis_shapes) devices; more than exist is a ValueError."""
+    axis_shapes = tuple(axis_shapes)
+    needed, available = math.prod(axis_shapes), runtime_devices.device_count()
+    if needed > available:
+        raise ValueError(f"make_mesh: a mesh of shape {axis_shapes} needs {needed} devices; there are {available} "
+                         f"(set {runtime_devices.NUM_DEVICES_ENV}, or start more processes under mpiexec)")
+    return Mesh(np.array(runtime_devices.devices()[:needed], dtype=object).reshape(axis_shapes), axis_names)
+
+
+class PartitionSpec(tuple):
+    """Per dimension of an array: None (replicated), a mesh axis name, or a tuple of names."""
+
+    def __new__(cls, *dims):
+        for dim in dims:
+            names = dim if isinstance(dim, tuple) else (dim,)
+            if not all(n is None or isinstance(n, str) for n in names):
+                raise TypeError(f"PartitionSpec: {dim!r} is not None, an axis name or a tuple of them")
+        return super().__new__(cls, dims)
+
+    def __repr__(self):
+        return f"PartitionSpec{tuple.__repr__(self)}"
+
+
+class NamedSharding:
+    def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec()):
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"NamedSharding: {mesh!r} is not a Mesh")
+        spec = PartitionSpec(*spec) if not isinstance(spec, PartitionSpec) else spec
+        named = [n for dim in spec for n in (dim if isinstance(dim, tuple) else (dim,)) if n is not None]
+        for name in named:
+            if name not in mesh.axis_names:
+                raise ValueError(f"NamedSharding: PartitionSpec {spec} names axis {name!r}, which the mesh "
+                                 f"{mesh.axis_names} lacks")
+        if len(set(named)) != len(named):
+            raise ValueError(f"NamedSharding: PartitionSpec {spec} uses a mesh axis twice")
+        self.mesh, self.spec = mesh, spec
+
+    def dims(self, ndim: int, what="array") -> tuple:
+        """The spec per dimension of a rank-`ndim` array: a tuple of axis names each."""
+        if len(self.spec) > ndim:
+            raise ValueError(f"NamedSharding: PartitionSpec {self.spec} has {len(self.spec)} entries, more than the "
+                             f"{what}'s {ndim} dimensions")
+        spec = list(self.spec) + [None] * (ndim - len(self.spec))
+        return tuple(() if d is None else (d,) if isinstance(d, str) else tuple(n for n in d if n) for d in spec)
+
+    def check(self, shape, what="array"):
+        for k, axes in enumerate(self.dims(len(shape), what)):
+            devices = math.prod(self.mesh.shape[a] for a in axes)
+            if shape[k] % devices:
+                raise ValueError(f"NamedSharding {self.spec} of a {what} of shape {tuple(shape)}: dimension {k} "
+                                 f"({shape[k]}) is not a multiple of mesh axes {axes}' {devices} devices")
+
+    def shard_shape(self, shape) -> tuple:
+        self.check(shape)
+        return tuple(n // math.prod(self.mesh.shape[a] for a in axes) for n, axes in zip(shape, self.dims(len(shape))))
+
+    def index(self, position: int, shape) -> tuple:
+        """The global slice of the device at `position` (row-major) of the mesh."""
+        coord = dict(zip(self.mesh.axis_names, np.unravel_index(position, self.mesh.devices.shape)))
+        index = []
+        for n, size, axes in zip(shape, self.shard_shape(shape), self.dims(len(shape))):
+            block = 0
+            for a in axes:
+                block = block * self.mesh.shape[a] + int(coord[a])
+            index.append(slice(block * size, (block + 1) * size))
+        return tuple(index)
+
+    def devices_indices_map(self, shape) -> dict:
+        return {d: self.index(k, shape) for k, d in enumerate(self.mesh.device_list)}
+
+    def __eq__(self, other):
+        return isinstance(other, NamedSharding) and self.mesh == other.mesh and \
+            self.dims(8) == other.dims(8)
+
+    def __hash__(self):
+        return hash((self.mesh, self.dims(8)))
+
+    def __repr__(self):
+        return f"NamedSharding(mesh={self.mesh.shape}, spec={self.spec})"
+
+
+class ShardedArray:
+    """A global array as one shard per device of its sharding's mesh (mesh order)."""
+
+    def __init__(self, shards: list[np.ndarray], sharding: NamedSharding, shape, dtype):
+        self.shards, self.sharding = shards, sharding
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+
+    @property
+    def addressable_shards(self) -> list[tuple]:
+        return list(zip(self.sharding.mesh.device_list, self.shards))
+
+    def __array__(self, dtype=None, copy=None):
+        whole = np.empty(self.shape, self.dtype)
+        for k, shard in enumerate(self.shards):
+            whole[self.sharding.index(k, self.shape)] = shard
+        return whole if dtype is None else whole.astype(dtype)
+
+    def __repr__(self):
+        return f"ShardedArray({np.asarray(self)!r}, sharding={self.sharding})"
+
+
+def put(x, sharding: NamedSharding) -> ShardedArray:
+    """The shards of `x` on `sharding`'s devices, each a copy in its own aligned buffer."""
+    if isinstance(x, ShardedArray):
+        x = np.asarray(x)
+    array = np.asarray(x)
+    if array.dtype.hasobject:
+        raise TypeError(f"device_put: cannot place an array of Python objects ({array.dtype}, shape {array.shape})")
+    sharding.check(array.shape)
+    shards = [aligned_copy(array[sharding.index(k, array.shape)]) for k in range(sharding.mesh.size)]
+    return ShardedArray(shards, sharding, array.shape, array.dtype)
+
+
+def global_type(leaf) -> TensorType:
+    return TensorType(dtype_name(np.dtype(leaf.dtype)), tuple(leaf.shape))
+
+
+def run_unrolled(executable, leaf_shardings, leaves, out_shardings, out_types):
+    """Call the unrolled program on each leaf's shards; the results as ShardedArrays."""
+    flat = []
+    for leaf, sharding in zip(leaves, leaf_shardings):
+        placed = leaf if isinstance(leaf, ShardedArray) and leaf.sharding == sharding else put(leaf, sharding)
+        flat.extend(placed.shards)
+    results = executable(*flat)
+    count = len(out_shardings[0].mesh.device_list) if out_shardings else 0
+    return [ShardedArray(list(results[k * count:(k + 1) * count]), sharding, t.shape, t.numpy_dtype)
+            for k, (sharding, t) in enumerate(zip(out_shardings, out_types))]
+
+
+def check_local(mesh: Mesh):
+    """A program runs on this process's devices only (frontend/distributed.py combines processes)."""
+    remote = [d for d in mesh.device_list if d.process_index != runtime_devices.process_index()]
+    if remote:
+        raise NotImplementedError(f"a program over devices of other processes ({remote[:3]}...) is not supported: "
+                                  f"partition over cj.local_devices() and combine processes with cj.distributed")
+
+
+def partitioned(module, mesh: Mesh, in_shardings, out_shardings):
+    """(the unrolled module, the results' NamedShardings) of a global `module`."""
+    check_local(mesh)
+    param_specs = [s.dims(p.type.ndim, f"argument {p.type}") for p, s in zip(module.params, in_shardings)]
+    for p, s in zip(module.params, in_shardings):
+        s.check(p.type.shape, f"argument {p.type}")
+    out_specs = None
+    if out_shardings is not None:
+        out_specs = [None if s is None else s.dims(v.type.ndim, f"result {v.type}")
+                     for v, s in zip(module.outputs, out_shardings)]
+    spmd, specs = partition(module, mesh.axis_names, mesh.devices.shape, param_specs, out_specs)
+    shardings = [NamedSharding(mesh, PartitionSpec(*(axes[0] if len(axes) == 1 else axes or None for axes in spec)))
+                 for spec in specs]
+    return unroll(spmd, mesh.layout()), shardings
+
+
+def constraint_attrs(mesh: Mesh, spec) -> dict:
+    return {"library": "ccl", "routine": "sharding_constraint", "solution": "", "mesh": mesh.text(),
+            "spec": spec_text(spec)}

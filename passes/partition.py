@@ -1,0 +1,303 @@
+"""Partitioning: a program over global arrays, some of its parameters sharded over a mesh, becomes the
+per-device (SPMD) program each device runs on its shards, with the collectives (`library_call
+ccl.*` in their per-device form) that make its results the unpartitioned program's. GSPMD's first
+cases: data parallelism, and the row- and column-split matrix products of a Megatron MLP.
+passes/spmd.py then unrolls the devices.
+
+A sharding is a spec per dimension: the tuple of mesh axes the dimension is split over, row-major
+(() replicated), as jax.sharding.PartitionSpec. Walking the ops in order, each value gets a local
+value and a spec; an op's rule picks its result's spec and reshards operands that do not fit:
+  - elementwise (operands of the result's shape): the first sharded operand's spec, the others
+    resharded to it;
+  - broadcast_in_dim, transpose: the operand's dims carry their specs to the dims they become;
+  - reshape: a sharded dim k keeps its spec where the dims before it are unchanged and the new
+    dim k is a multiple of its devices (each device's block is the same range of elements); else
+    the op runs replicated;
+  - reduce: the local reduce, then an all-reduce over the axes of the reduced sharded dims;
+  - dot_general: batch dims sharded alike stay sharded, free dims keep their specs, contracting
+    dims sharded alike on both sides give partial products and an all-reduce (sum) over their
+    axes (Megatron's row split); contracting dims sharded unlike are gathered first;
+  - constant, iota: replicated;
+  - anything else (and an op with regions): every operand gathered, the op replicated on every
+    device, with a warning naming it: slower, never wrong;
+  - `ccl.sharding_constraint` (lax.with_sharding_constraint): its operand resharded to its spec.
+Resharding gathers a dim whose axes change (`ccl.all_gather` along it, moved to axis 0 and back)
+and then slices a dim newly sharded (each device's block, at `ccl.axis_index` times the block).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ..ir.core import Module, Op, Region, Value, make_op
+from ..ir.opdef import infer_types
+from ..ir.types import TensorType
+from .opclasses import ELEMENTWISE
+from .spmd import clone_op
+
+REPLICATED_WARNING = "partitioning: {what}; it runs replicated on every device (its operands gathered)"
+
+
+def spec_text(spec) -> str:
+    """A spec as the constraint's attribute holds it: dims by ';', a dim's axes by ','."""
+    return ";".join(",".join(axes) for axes in spec)
+
+
+def spec_of_text(text: str, ndim: int) -> tuple:
+    dims = text.split(";") if ndim else []
+    return tuple(tuple(a for a in dim.split(",") if a) for dim in dims)
+
+
+class Partitioner:
+    def __init__(self, names: tuple[str, ...], sizes: tuple[int, ...]):
+        self.sizes = dict(zip(names, sizes))
+        self.ops: list[Op] = []
+        self.location = None
+
+    def devices_of(self, axes) -> int:
+        return math.prod(self.sizes[a] for a in axes)
+
+    def local_type(self, t: TensorType, spec) -> TensorType:
+        return TensorType(t.dtype, tuple(d // self.devices_of(axes) for d, axes in zip(t.shape, spec)))
+
+    def emit(self, name: str, operands, **attrs) -> Value:
+        types = infer_types(name, [v.type for v in operands], attrs)
+        op = make_op(name, operands, attrs, types, (), self.location)
+        self.ops.append(op)
+        return op.result
+
+    def collective(self, routine: str, operands, axes, **attrs) -> Value:
+        if self.devices_of(axes) == 1 and routine in ("all_reduce", "all_gather"):
+            return operands[0]   # a group of one device: the collective is its operand
+        return self.emit("library_call", operands, library="ccl", routine=routine, solution="", axes=",".join(axes),
+                         group_size=self.devices_of(axes), **attrs)
+
+    def scalar(self, value: int) -> Value:
+        return self.emit("constant", [], value=np.array(value, np.int32))
+
+    def moved(self, x: Value, k: int, to: int) -> Value:
+        """x with dim k moved to position `to`."""
+        if k == to:
+            return x
+        order = [d for d in range(x.type.ndim) if d != k]
+        order.insert(to, k)
+        return self.emit("transpose", [x], permutation=tuple(order))
+
+    def gather(self, x: Value, k: int, axes) -> Value:
+        front = self.moved(x, k, 0)
+        whole = self.collective("all_gather", [front], axes)
+        order = list(range(1, x.type.ndim))
+        order.insert(k, 0)
+        return whole if k == 0 else self.emit("transpose", [whole], permutation=tuple(order))
+
+    def block(self, x: Value, k: int, axes) -> Value:
+        size = x.type.shape[k] // self.devices_of(axes)
+        start = self.emit("mul", [self.collective("axis_index", [], axes), self.scalar(size)])
+        starts = [start if d == k else self.scalar(0) for d in range(x.type.ndim)]
+        sizes = tuple(size if d == k else n for d, n in enumerate(x.type.shape))
+        return self.emit("dynamic_slice", [x, *starts], slice_sizes=sizes)
+
+    def reshard(self, x: Value, have, want, global_type: TensorType) -> Value:
+        for k, axes in enumerate(want):
+            if axes and global_type.shape[k] % self.devices_of(axes):
+                raise ValueError(f"a sharding of {global_type} over mesh axes {axes} ({self.devices_of(axes)} "
+                                 f"devices) does not divide its dimension {k} ({global_type.shape[k]})")
+        have = list(have)
+        for k, (old, new) in enumerate(zip(have, want)):
+            if old and old != new:
+                x, have[k] = self.gather(x, k, old), ()
+        for k, (old, new) in enumerate(zip(have, want)):
+            if new and not old:
+                x = self.block(x, k, new)
+        return x
+
+
+def replicated(t: TensorType) -> tuple:
+    return ((),) * t.ndim
+
+
+def used_axes(spec) -> list[str]:
+    return [a for axes in spec for a in axes]
+
+
+def partition(module: Module, names, sizes, param_specs, out_specs=None) -> tuple[Module, list]:
+    """(the per-device module, its results' specs) of `module` whose parameters are sharded as
+    `param_specs`; `out_specs` (None, or a spec or None per result) fixes the results' shardings."""
+    p = Partitioner(tuple(names), tuple(sizes))
+    env: dict[Value, tuple[Value, tuple]] = {}
+    params = []
+    for value, spec in zip(module.params, param_specs):
+        local = Value(p.local_type(value.type, spec))
+        params.append(local)
+        env[value] = (local, tuple(spec))
+    warned = set()
+
+    def operand(v: Value, want) -> Value:
+        local, have = env[v]
+        return p.reshard(local, have, want, v.type)
+
+    def run_replicated(op: Op, why: str):
+        if why not in warned:
+            warned.add(why)
+            warnings.warn(REPLICATED_WARNING.format(what=why), stacklevel=3)
+        scope = {v: operand(v, replicated(v.type)) for v in free_values(op, env)}
+        p.ops.append(clone_op(op, scope))
+        for result in op.results:
+            env[result] = (scope[result], replicated(result.type))
+
+    for op in module.body.ops:
+        p.location = op.location
+        rule = RULES.get(op.name)
+        if op.name == "library_call" and op.attrs.get("routine") == "sharding_constraint" \
+                and op.attrs.get("library") == "ccl":
+            (x,) = op.operands
+            spec = spec_of_text(op.attrs["spec"], x.type.ndim)
+            env[op.result] = (operand(x, spec), spec)
+        elif op.name in ELEMENTWISE and not op.regions:
+            elementwise(p, op, env, operand)
+        elif rule is not None and not op.regions:
+            if not rule(p, op, env, operand):
+                run_replicated(op, f"{op.name} of {', '.join(str(v.type) for v in op.operands)} with these shardings "
+                                   f"is not partitioned")
+        else:
+            run_replicated(op, f"{op.name} is not partitioned")
+    wanted = out_specs or [None] * len(module.outputs)
+    outputs, specs = [], []
+    for value, want in zip(module.outputs, wanted):
+        spec = env[value][1] if want is None else tuple(want)
+        outputs.append(operand(value, spec))
+        specs.append(spec)
+    return Module(module.name, Region(params, p.ops, outputs)), specs
+
+
+def free_values(op: Op, env) -> list[Value]:
+    """The values of `env` an op reads, its regions' captures included."""
+    found, seen = [], set()
+
+    def visit(o: Op):
+        for v in o.operands:
+            if v in env and v not in seen:
+                seen.add(v)
+                found.append(v)
+        for region in o.regions:
+            for inner in region.ops:
+                visit(inner)
+            for v in region.outputs:
+                if v in env and v not in seen:
+                    seen.add(v)
+                    found.append(v)
+    visit(op)
+    return found
+
+
+def elementwise(p: Partitioner, op: Op, env, operand):
+    full = [v for v in op.operands if v.type.shape == op.result.type.shape]
+    specs = [env[v][1] for v in full if any(env[v][1])]
+    want = specs[0] if specs else replicated(op.result.type)
+    locals_ = [operand(v, want) if v.type.shape == op.result.type.shape else operand(v, replicated(v.type))
+               for v in op.operands]
+    env[op.result] = (p.emit(op.name, locals_, **op.attrs), want)
+
+
+def source(p: Partitioner, op: Op, env, operand) -> bool:
+    env[op.result] = (p.emit(op.name, [], **op.attrs), replicated(op.result.type))
+    return True
+
+
+def broadcast_in_dim(p: Partitioner, op: Op, env, operand) -> bool:
+    (x,) = op.operands
+    local, spec = env[x]
+    dims, shape = op.attrs["broadcast_dimensions"], op.attrs["shape"]
+    result = [()] * len(shape)
+    for i, d in enumerate(dims):
+        if spec[i] and x.type.shape[i] != shape[d]:
+            return False
+        result[d] = spec[i]
+    local_shape = tuple(n // p.devices_of(axes) for n, axes in zip(shape, result))
+    env[op.result] = (p.emit("broadcast_in_dim", [local], shape=local_shape, broadcast_dimensions=dims), tuple(result))
+    return True
+
+
+def transpose(p: Partitioner, op: Op, env, operand) -> bool:
+    local, spec = env[op.operands[0]]
+    permutation = op.attrs["permutation"]
+    env[op.result] = (p.emit("transpose", [local], permutation=permutation), tuple(spec[d] for d in permutation))
+    return True
+
+
+def reshape(p: Partitioner, op: Op, env, operand) -> bool:
+    (x,) = op.operands
+    local, spec = env[x]
+    old, new = x.type.shape, tuple(op.attrs["new_sizes"])
+    sharded = [k for k, axes in enumerate(spec) if axes]
+    result = [()] * len(new)
+    if len(sharded) > 1:
+        return False
+    if sharded:
+        # Row-major, device b's block of dim k is one contiguous range of the dims from k on; with
+        # the dims before k unchanged, it is device b's block of the new dim k when that dim divides.
+        k = sharded[0]
+        if old[:k] != new[:k] or k >= len(new) or new[k] % p.devices_of(spec[k]):
+            return False
+        result[k] = spec[k]
+    local_shape = tuple(n // p.devices_of(axes) for n, axes in zip(new, result))
+    env[op.result] = (p.emit("reshape", [local], new_sizes=local_shape), tuple(result))
+    return True
+
+
+def reduce(p: Partitioner, op: Op, env, operand) -> bool:
+    (x,) = op.operands
+    local, spec = env[x]
+    reduced = op.attrs["axes"]
+    value = p.emit("reduce", [local], **op.attrs)
+    axes = [a for d in reduced for a in spec[d]]
+    if axes:
+        value = p.collective("all_reduce", [value], axes, reducer=op.attrs["reducer"])
+    env[op.result] = (value, tuple(s for d, s in enumerate(spec) if d not in reduced))
+    return True
+
+
+def dot_general(p: Partitioner, op: Op, env, operand) -> bool:
+    lhs, rhs = op.operands
+    a = op.attrs
+    lspec, rspec = list(env[lhs][1]), list(env[rhs][1])
+    partial = []
+    for i, j in zip(a["lhs_contracting"], a["rhs_contracting"]):
+        if lspec[i] == rspec[j]:
+            partial += list(lspec[i])
+        else:
+            lspec[i] = rspec[j] = ()
+    for i, j in zip(a["lhs_batch"], a["rhs_batch"]):
+        rspec[j] = lspec[i]
+    lhs_free = [i for i in range(lhs.type.ndim) if i not in a["lhs_contracting"] and i not in a["lhs_batch"]]
+    rhs_free = [j for j in range(rhs.type.ndim) if j not in a["rhs_contracting"] and j not in a["rhs_batch"]]
+    taken = set(partial) | set(used_axes([lspec[i] for i in a["lhs_batch"]])) | set(used_axes(lspec[i] for i in lhs_free))
+    for j in rhs_free:   # a mesh axis splits one dim of the result only
+        if set(rspec[j]) & taken:
+            rspec[j] = ()
+        taken |= set(rspec[j])
+    for i in lhs_free:
+        if set(lspec[i]) & set(partial):
+            lspec[i] = ()
+    result_spec = tuple([lspec[i] for i in a["lhs_batch"]] + [lspec[i] for i in lhs_free] + [rspec[j] for j in rhs_free])
+    if len(used_axes(result_spec) + partial) != len(set(used_axes(result_spec) + partial)):
+        return False
+    value = p.emit("dot_general", [operand(lhs, tuple(lspec)), operand(rhs, tuple(rspec))], **a)
+    if partial:
+        value = p.collective("all_reduce", [value], partial, reducer="sum")
+    env[op.result] = (value, result_spec)
+    return True
+
+
+# op -> its rule (the module docstring); False from a rule: these shardings are not partitioned.
+RULES = {
+    "constant": source,
+    "iota": source,
+    "broadcast_in_dim": broadcast_in_dim,
+    "transpose": transpose,
+    "reshape": reshape,
+    "reduce": reduce,
+    "dot_general": dot_general,
+}

@@ -1,0 +1,35 @@
+"""Run under mpiexec by tests/distributed/test_mpi.py: every process checks cdnajit.distributed's
+collectives against numpy on the data every process makes from the same seeds, and prints "ok".
+With the argument "quick" (make test), only the integer sums (one reduction kernel) and the gather."""
+import sys
+
+import numpy as np
+
+import cdnajit as cj
+
+cj.distributed.initialize()
+rank, n = cj.process_index(), cj.process_count()
+assert cj.device_count() == n * len(cj.local_devices()), cj.devices()
+assert all(d.process_index == rank for d in cj.local_devices())
+data = [np.random.default_rng(p).integers(-1000, 1000, 1001).astype(np.int32) for p in range(n)]
+quick = sys.argv[1:] == ["quick"]
+for algorithm in ("ring", "tree"):
+    for op, fold in (("sum", np.sum),) if quick else (("sum", np.sum), ("max", np.max)):
+        got = cj.distributed.all_reduce(data[rank], op, algorithm=algorithm)
+        np.testing.assert_array_equal(got, fold(data, axis=0))
+floats = [np.random.default_rng(p).standard_normal((3, 5)).astype(np.float32) for p in range(n)]
+np.testing.assert_array_equal(cj.distributed.all_gather(floats[rank]), np.concatenate(floats))
+if quick:
+    print(f"ok {rank}")
+    sys.exit(0)
+total = cj.distributed.all_reduce(floats[rank])            # 60 B: the tree
+# Error model: n f32 terms in any order are within (n - 1) eps sum|x| of each other.
+np.testing.assert_allclose(total, np.sum(floats, axis=0), rtol=0, atol=(n - 1) * 2 ** -23 * np.abs(floats).sum(0).max())
+np.testing.assert_array_equal(cj.distributed.broadcast(floats[rank], root=n - 1), floats[n - 1])
+try:
+    cj.distributed.all_reduce(np.zeros(3 + rank, np.float32))
+    raise AssertionError("mismatched shapes were accepted")
+except ValueError as error:
+    assert "process 0 has (3,) float32" in str(error) or rank == 0 and "process 1 has (4,)" in str(error), error
+print(f"ok {rank}")
+sys.stdout.flush()

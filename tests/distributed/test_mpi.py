@@ -1,0 +1,48 @@
+"""cdnajit.distributed under mpiexec (the MPICH wheel's, beside this interpreter): 2 processes in
+make test, 4 and a process that dies under test-all."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def mpiexec() -> str:
+    beside = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    found = beside if os.path.exists(beside) else shutil.which("mpiexec")
+    assert found, "mpiexec not found: pip install mpich mpi4py (pyproject's test extra)"
+    return found
+
+
+def run(processes: int, script: str, *args, timeout: float = 240, status: int = 0) -> str:
+    env = {**os.environ, "CDNAJIT_NUM_DEVICES": "2", "CDNAJIT_COMPILE_JOBS": "1"}
+    result = subprocess.run([mpiexec(), "-n", str(processes), sys.executable, os.path.join(HERE, script), *args],
+                            capture_output=True, text=True, timeout=timeout, env=env)
+    assert result.returncode == status, result.stdout + result.stderr
+    return result.stdout
+
+
+def test_collectives_across_two_processes():
+    out = run(2, "mpi_collectives.py", "quick")
+    assert sorted(line for line in out.split("\n") if line.startswith("ok")) == ["ok 0", "ok 1"], out
+
+
+@pytest.mark.slow
+def test_collectives_across_four_processes():
+    out = run(4, "mpi_collectives.py")
+    assert sorted(line for line in out.split("\n") if line.startswith("ok")) == [f"ok {r}" for r in range(4)], out
+
+
+@pytest.mark.slow
+def test_a_process_that_dies_ends_the_job():
+    # mpiexec ends the others and reports the dead process's status; nothing waits forever (timeout=).
+    run(2, "mpi_dying_process.py", "crash", timeout=120, status=3)
+
+
+@pytest.mark.slow
+def test_a_process_that_never_calls_the_collective_makes_the_others_time_out():
+    out = run(2, "mpi_dying_process.py", "absent", timeout=120)
+    assert "timeout after 2." in out and "did not complete within 2.0 s on process 0" in out, out

@@ -1,0 +1,190 @@
+"""Multi-device programs on logical devices (CDNAJIT_NUM_DEVICES): the sharding API, shard_map's
+collectives against numpy, and partitioned jit programs against their unsharded runs.
+
+Error model: a partitioned program computes the same values as the unsharded one but sums a
+reduction or a contraction in partial sums per device then across devices: for n terms of f32,
+|difference| <= 2 n eps sum(|terms|) (eps = 2**-23); data movement and integer results are exact."""
+import warnings
+
+import numpy as np
+import pytest
+
+import cdnajit as cj
+import cdnajit.numpy as cnp
+from cdnajit import lax
+from cdnajit.sharding import Mesh, NamedSharding, PartitionSpec as P, ShardedArray, make_mesh
+
+EPS = 2.0 ** -23
+
+
+@pytest.fixture(autouse=True)
+def eight_devices(monkeypatch):
+    monkeypatch.setenv("CDNAJIT_NUM_DEVICES", "8")
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def close(got, want, terms):
+    """got == want within the error model, `terms` the |terms| each element sums (an array or float)."""
+    np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=2 * EPS * np.max(terms) + 1e-30)
+
+
+def test_devices_and_sharded_arrays():
+    assert cj.device_count() == 8 and len(cj.local_devices()) == 8 and cj.process_index() == 0
+    assert [d.id for d in cj.devices()] == list(range(8))
+    mesh = Mesh(np.array(cj.devices()).reshape(2, 4), ("data", "model"))
+    x = rand(6, 8)
+    xs = cj.device_put(x, NamedSharding(mesh, P("data", "model")))
+    assert isinstance(xs, ShardedArray) and len(xs.shards) == 8 and xs.shards[0].shape == (3, 2)
+    np.testing.assert_array_equal(xs.shards[5], x[3:6, 2:4])   # device (1, 1)
+    np.testing.assert_array_equal(np.asarray(xs), x)
+
+
+def test_a_sharded_sum_is_partitioned_with_an_all_reduce():
+    mesh = make_mesh((4,), ("data",))
+    x = np.arange(-50, 50, dtype=np.int32)
+    total = cj.jit(lambda v: (v * 3).sum())
+    xs = cj.device_put(x, NamedSharding(mesh, P("data")))
+    assert int(np.asarray(total(xs))) == int((x * 3).sum())
+    assert 'routine = "all_reduce"' in total.lower(xs).compile().as_text("optimized")
+
+
+@pytest.mark.slow
+def test_data_parallel_loss_is_the_unsharded_one_with_an_all_reduce():
+    mesh = make_mesh((4,), ("data",))
+    x, w = rand(16, 8), rand(8, 4, seed=1)
+
+    def loss(w, x):
+        return cnp.mean(cnp.tanh(x @ w))
+    step = cj.jit(loss)
+    xs = cj.device_put(x, NamedSharding(mesh, P("data")))
+    got = step(w, xs)
+    close(got, cj.jit(loss)(w, x), np.abs(np.tanh(x @ w)).sum() / x.shape[0] / 4)
+    assert "library_call" in step.lower(w, xs).compile().as_text("optimized")
+    assert 'routine = "all_reduce"' in step.lower(w, xs).compile().as_text("optimized")
+
+
+def test_shard_map_psum_on_four_devices():
+    mesh = make_mesh((4,), ("i",))
+    x = np.arange(8 * 3, dtype=np.int32).reshape(8, 3)
+    total = cj.shard_map(lambda v: lax.psum(v, "i"), mesh, in_specs=P("i"), out_specs=P())(x)
+    np.testing.assert_array_equal(np.asarray(total), x.reshape(4, 2, 3).sum(0))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
+def test_shard_map_collectives_on_1_to_8_devices(n):
+    mesh = make_mesh((n,), ("i",))
+    x = np.random.default_rng(n).integers(-50, 50, (2 * n, n * 2)).astype(np.int32)
+    blocks = x.reshape(n, 2, 2 * n)
+
+    def run(fn, out_specs=P("i")):
+        return np.asarray(cj.shard_map(fn, mesh, in_specs=P("i"), out_specs=out_specs)(x))
+    np.testing.assert_array_equal(run(lambda v: lax.psum(v, "i"), P()), blocks.sum(0))
+    np.testing.assert_array_equal(run(lambda v: lax.pmax(v, "i"), P()), blocks.max(0))
+    np.testing.assert_array_equal(run(lambda v: lax.pmin(v, "i"), P()), blocks.min(0))
+    np.testing.assert_allclose(run(lambda v: lax.pmean(v.astype(np.float32), "i"), P()), blocks.mean(0), rtol=1e-6)
+    np.testing.assert_array_equal(run(lambda v: lax.all_gather(v, "i", tiled=True), P()), x)
+    np.testing.assert_array_equal(run(lambda v: lax.all_gather(v, "i", axis=1), P()),
+                                  np.moveaxis(blocks, 0, 1))
+    scattered = run(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1, tiled=True), P(None, "i"))
+    np.testing.assert_array_equal(scattered, blocks.sum(0))
+    # all_to_all: device d's block s (along axis 1) goes to device s, stacked along axis 0 in device order.
+    moved = run(lambda v: lax.all_to_all(v, "i", 1, 0, tiled=True))
+    want = np.concatenate([np.concatenate([blocks[s][:, 2 * d:2 * d + 2] for s in range(n)], 0) for d in range(n)], 0)
+    np.testing.assert_array_equal(moved, want)
+    shifted = run(lambda v: lax.ppermute(v, "i", [(d, (d + 1) % n) for d in range(n)]))
+    np.testing.assert_array_equal(shifted, np.roll(blocks, 1, axis=0).reshape(x.shape))
+    index = run(lambda v: v[:1, :1] * 0 + lax.axis_index("i"))
+    np.testing.assert_array_equal(index.ravel(), np.arange(n))
+
+
+@pytest.mark.slow
+def test_collectives_over_one_axis_of_a_two_dimensional_mesh():
+    mesh = make_mesh((2, 4), ("data", "model"))
+    x = np.arange(4 * 8, dtype=np.int32).reshape(4, 8)
+    summed = cj.shard_map(lambda v: lax.psum(v, "model"), mesh, in_specs=P("data", "model"),
+                          out_specs=P("data"))(x)
+    np.testing.assert_array_equal(np.asarray(summed), x.reshape(4, 4, 2).sum(1))
+    both = cj.shard_map(lambda v: lax.psum(v, ("data", "model")), mesh, in_specs=P("data", "model"), out_specs=P())(x)
+    np.testing.assert_array_equal(np.asarray(both), x.reshape(2, 2, 4, 2).sum((0, 2)))
+
+
+def mlp(x, w1, w2):
+    return cnp.tanh(x @ w1) @ w2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("devices", [1, 2, 4, 8])
+def test_megatron_mlp_matches_the_unsharded_run(devices):
+    x, w1, w2 = rand(16, 32), rand(32, 64, seed=1) / 4, rand(64, 32, seed=2) / 4
+    mesh = make_mesh((devices,), ("model",))
+    f = cj.jit(mlp, in_shardings=(NamedSharding(mesh, P()), NamedSharding(mesh, P(None, "model")),
+                                  NamedSharding(mesh, P("model", None))))
+    y = f(x, w1, w2)
+    close(y, cj.jit(mlp)(x, w1, w2), np.abs(np.tanh(x @ w1)) @ np.abs(w2))
+    text = f.lower(x, w1, w2).compile().as_text("optimized")
+    assert (text.count('routine = "all_reduce"') == 1) == (devices > 1), text
+
+
+@pytest.mark.slow
+def test_data_and_model_parallel_on_a_two_dimensional_mesh_with_out_shardings():
+    x, w1, w2 = rand(16, 32), rand(32, 64, seed=1) / 4, rand(64, 32, seed=2) / 4
+    mesh = make_mesh((2, 4), ("data", "model"))
+    f = cj.jit(mlp, in_shardings=(NamedSharding(mesh, P("data")), NamedSharding(mesh, P(None, "model")),
+                                  NamedSharding(mesh, P("model"))), out_shardings=NamedSharding(mesh, P(None, "model")))
+    y = f(x, w1, w2)
+    assert y.sharding.spec == P(None, "model")
+    close(y, mlp(x, w1, w2), np.abs(np.tanh(x @ w1)) @ np.abs(w2))
+
+
+@pytest.mark.slow
+def test_reductions_reshapes_and_constraints_are_partitioned():
+    mesh = make_mesh((4,), ("d",))
+    x = np.arange(8 * 8, dtype=np.int32).reshape(8, 8)
+    xs = cj.device_put(x, NamedSharding(mesh, P("d")))
+    for fn in (lambda v: v.max(0), lambda v: v.sum(1), lambda v: cnp.reshape(v, (4, 16)).sum(1),
+               lambda v: lax.with_sharding_constraint(v * 2, NamedSharding(mesh, P(None, "d"))) + v.T):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")   # none of these runs replicated
+            got = cj.jit(fn)(xs)
+        np.testing.assert_array_equal(np.asarray(got), cj.jit(fn)(x))
+
+
+@pytest.mark.slow
+def test_what_is_not_partitioned_runs_replicated_with_a_warning():
+    mesh = make_mesh((4,), ("d",))
+    x = rand(8, 5)
+    xs = cj.device_put(x, NamedSharding(mesh, P("d")))
+    with pytest.warns(UserWarning, match="sort is not partitioned; it runs replicated"):
+        got = cj.jit(lambda v: cnp.sort(v, axis=0) * 2)(xs)
+    np.testing.assert_array_equal(np.asarray(got), np.sort(x, axis=0) * 2)
+
+
+def test_bad_meshes_specs_and_collectives_are_named():
+    with pytest.raises(ValueError, match=r"a mesh of shape \(16,\) needs 16 devices; there are 8"):
+        make_mesh((16,), ("x",))
+    mesh = make_mesh((4,), ("x",))
+    with pytest.raises(ValueError, match="names axis 'y', which the mesh"):
+        NamedSharding(mesh, P("y"))
+    with pytest.raises(ValueError, match=r"dimension 0 \(6\) is not a multiple of mesh axes \('x',\)' 4 devices"):
+        cj.device_put(np.zeros((6, 2)), NamedSharding(mesh, P("x")))
+    with pytest.raises(NameError, match="unbound axis name 'x': collectives run inside shard_map"):
+        cj.jit(lambda v: lax.psum(v, "x"))(np.ones(3))
+    with pytest.raises(ValueError, match="Mesh: a device appears twice"):
+        Mesh([cj.devices()[0]] * 2, ("x",))
+    with pytest.raises(ValueError, match="CDNAJIT_NUM_DEVICES='two' is not an integer"):
+        import os
+        os.environ["CDNAJIT_NUM_DEVICES"] = "two"
+        cj.devices()
+
+
+@pytest.mark.slow
+def test_pmap_maps_the_leading_axis_over_devices():
+    x = np.arange(4 * 3, dtype=np.float32).reshape(4, 3)
+    got = cj.pmap(lambda v: v * 2 + lax.psum(v, "i"), axis_name="i")(x)
+    np.testing.assert_array_equal(np.asarray(got), x * 2 + x.sum(0))
+    with pytest.raises(ValueError, match="pmap: every argument needs the same leading axis"):
+        cj.pmap(lambda a, b: a + b)(x, x[:2])
