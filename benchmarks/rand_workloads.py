@@ -5,6 +5,8 @@
 - uniform_f64: `random.uniform(key, (16 Mi,))` float64 (JAX under x64; numpy: default_rng().random);
 - philox_uniform_f32: 16 Mi Philox4x32-10 uniforms from cj.libs.rand against numpy's
   Generator(Philox).random(dtype=float32) (numpy's Philox is the 4x64 variant);
+- mt19937_bits: 16 Mi raw 32-bit words of libs/rand's MT19937 against numpy's RandomState(seed)
+  (the same stream: init_genrand seeding), checked bit for bit;
 - xorwow_uniform_f32, mrg32k3a_uniform_f32: 16 Mi uniforms of libs/rand's sequential generators
   against numpy's default_rng().random(dtype=float32) (numpy has neither generator).
 Each peer generates its own stream: the check compares cdnajit with the stream it must reproduce
@@ -108,6 +110,13 @@ def sequential_uniform_f32(generator_name: str):
     return build
 
 
+def build_mt19937_bits(ctx: Context) -> Case:
+    n = size(ctx)
+    return Case((np.uint64(1234),), cj.jit(lambda s: cj.libs.rand.generate("mt19937", (n,), "bits", seed=s)),
+                numpy=lambda s: np.random.RandomState(int(s)).randint(0, 2 ** 32, n, dtype=np.uint32), jax=None,
+                tolerance=(0.0, 0.0))
+
+
 RAND_WORKLOADS = (
     Workload("W13.normal_f32", "random.normal(key, (16 Mi,)) float32: threefry bits, erf_inv "
              "(numpy: default_rng().standard_normal)", build_normal_f32),
@@ -119,4 +128,6 @@ RAND_WORKLOADS = (
              "after a jump-matrix skip-ahead (numpy: default_rng().random(float32))", sequential_uniform_f32("xorwow")),
     Workload("W13.mrg32k3a_uniform_f32", "cj.libs.rand MRG32k3a uniform, 16 Mi float32 (numpy: "
              "default_rng().random(float32))", sequential_uniform_f32("mrg32k3a")),
+    Workload("W13.mt19937_bits", "cj.libs.rand MT19937 raw words, 16 Mi uint32: one workgroup twisting the state "
+             "in LDS (numpy: RandomState(seed).randint, the same stream)", build_mt19937_bits),
 )

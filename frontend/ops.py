@@ -9,6 +9,12 @@ segmented reduction (libs/prim/segments.py: per-run blocks of partial results, t
 reduction of the blocks); otherwise the rows combine by the graph's scatter with that reduction.
 `num_segments` must be static under jit, as in JAX; without it, the ids must be concrete and it
 is max(ids) + 1.
+
+`run_length_encode(x, size=None, fill_value=0)` (no JAX counterpart; rocPRIM's run_length_encode):
+the runs of equal consecutive elements of a 1-d x, as (values, counts), the first `size` runs, the
+rest filled with fill_value and count 0. It is the prim library's stream compaction twice over the
+runs' heads (x[i] != x[i - 1]): their values, and their positions, whose differences are the counts.
+NaNs differ from each other, so each is a run of its own (numpy's x[1:] != x[:-1]).
 """
 from __future__ import annotations
 
@@ -20,15 +26,17 @@ from ..ir.types import COMPLEXES, NUMPY_DTYPES
 from ..libs.prim.segments import MAX_SEGMENTS
 from .cnp import elementwise as el
 from .cnp.base import DEFAULT_INT, convert
-from .cnp.creation import asarray, full
+from .cnp.creation import arange, asarray, full
+from .cnp import shaping as sh
 from .cnp.histograms import segment_blocks
+from .cnp.indexing_funcs import packed, result_size
 from .dtypes import is_integer
 from .eager import make_namespace_eager
 from .indexing import scatter
 from .lax_elementwise import static_int
 from .tracing import Tracer, located
 
-__all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min"]
+__all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min", "run_length_encode"]
 
 
 def segment_reduction(name: str, reducer: str, scatter_reduction: str):
@@ -65,6 +73,22 @@ segment_sum = segment_reduction("segment_sum", "sum", "add")
 segment_prod = segment_reduction("segment_prod", "prod", "mul")
 segment_max = segment_reduction("segment_max", "max", "max")
 segment_min = segment_reduction("segment_min", "min", "min")
+
+def run_length_encode(x, *, size=None, fill_value=0):
+    """The runs of equal consecutive elements of 1-d x as (values, i64 counts): see the module docstring."""
+    a = asarray(x)
+    if a.ndim != 1:
+        raise TracingValueError(located(f"run_length_encode: x must be 1-d, got shape {a.shape}"))
+    n = a.shape[0]
+    size = result_size(size, "run_length_encode", [x], lambda: int(n > 0) + int(np.count_nonzero(
+        np.asarray(x)[1:] != np.asarray(x)[:-1])))
+    heads = sh.concatenate([full((min(n, 1),), True, "bool"),
+                            el.not_equal(a[1:], a[:-1])], 0)
+    values = packed(heads, a, size, fill_value)
+    starts = packed(heads, arange(n), size + 1, n)          # run s spans [starts[s], starts[s + 1])
+    counts = el.subtract(starts[1:], starts[:-1])
+    return values, convert(counts, DEFAULT_INT)
+
 
 # Called outside jit, each computes eagerly through the compiler (frontend/eager.py).
 make_namespace_eager(globals(), __all__, host_only=set())

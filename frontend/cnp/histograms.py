@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import TracingTypeError, TracingValueError
 from ...ir.types import COMPLEXES
 from ...libs.prim.histogram import RUN_LENGTH as BIN_RUN_LENGTH
-from ...libs.prim.segments import MAX_SEGMENTS, RUN_LENGTH as SEGMENT_RUN_LENGTH
+from ...libs.prim.segments import MAX_SEGMENTS, run_length_for
 from ..dtypes import is_complex, is_inexact, is_integer, to_inexact
 from ..indexing import getitem, scatter
 from ..lax_elementwise import static_int
@@ -126,7 +126,8 @@ def segment_blocks(data: Tracer, ids: Tracer, num_segments: int, reducer: str) -
     """prim.segment_reduce's per-run blocks of data rows (flattened to (n, inner)), reduced over the runs."""
     rows = sh.reshape(data, (data.shape[0], math.prod(data.shape[1:])))
     blocks = bind1("library_call", [rows, ids], {"library": "prim", "routine": "segment_reduce", "solution": "",
-                                                 "reducer": reducer, "run_length": SEGMENT_RUN_LENGTH,
+                                                 "reducer": reducer,
+                                                 "run_length": run_length_for(num_segments),
                                                  "num_segments": num_segments})
     reduced = bind1("reduce", [blocks], {"reducer": reducer, "axes": (0,)})
     return sh.reshape(convert(reduced, data.type.dtype), (num_segments,) + data.shape[1:])

@@ -27,13 +27,14 @@ def generate_call(seed, offset, table, generator, shape, distribution, dtype, me
 def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, dtype="float32", mean=0.0, stddev=1.0,
              lam=1.0):
     """Values of `distribution` ("bits": the raw 32-bit words as uint32, "uniform" in (0, 1], "normal", "log_normal", "poisson" as uint32) from
-    the generator's stream (rocRAND's "philox4x32_10", "xorwow", "mrg32k3a", or "sobol32" quasi-random
+    the generator's stream (rocRAND's "philox4x32_10", "xorwow", "mrg32k3a", "mt19937" (init_genrand of the seed's low 32 bits;
+    its cost grows with offset: no skip-ahead), or "sobol32" quasi-random
     points of shape (dimensions, n), "bits" or "uniform", which ignore the seed), starting `offset`
     values (points) into the stream of `seed`. seed and offset may be traced; the rest are static."""
     if generator not in routines.GENERATORS:
         raise NotImplementedError(located(
-            f"rand generator {generator!r}: only {', '.join(routines.GENERATORS)} are implemented (MT19937 "
-            f"and MTGP32 are not)"))
+            f"rand generator {generator!r}: only {', '.join(routines.GENERATORS)} are implemented (MTGP32 "
+            f"is not)"))
     if distribution not in distributions.DISTRIBUTIONS:
         raise TracingValueError(located(
             f"rand distribution {distribution!r} is not one of {', '.join(distributions.DISTRIBUTIONS)}"))

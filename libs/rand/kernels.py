@@ -11,7 +11,7 @@ from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.targets import Target
 from ...lowering.emitters import operand_buffers
-from . import distributions, mrg32k3a, philox, sobol, xorwow
+from . import distributions, mrg32k3a, mt19937, philox, sobol, xorwow
 
 WORKGROUP_ITEMS = 256
 BLOCKS_PER_ITEM = 1024     # a sequential generator's run: its jump (up to 64 matrix products) is then
@@ -30,6 +30,10 @@ def select(op: Op, target: Target) -> str:
 def explain(op: Op, target: Target) -> tuple[str, str]:
     if op.attrs["generator"] == "sobol32":
         return solution_name(op), "one work-item per value: the xor of direction numbers over a Gray code"
+    if op.attrs["generator"] == "mt19937":
+        return solution_name(op), (f"one workgroup for the stream: the 624-word state in LDS, each twist in three "
+                                   f"stretches of independent words, a work-item per block of 4 words; twists "
+                                   f"from the seed through the offset (no skip-ahead)")
     if op.attrs["generator"] in ("xorwow", "mrg32k3a"):
         return solution_name(op), (f"one work-item per run of {BLOCKS_PER_ITEM} blocks of 4 words: skip-ahead by "
                                    f"jump matrices, then {4 * BLOCKS_PER_ITEM} sequential steps")
@@ -64,6 +68,8 @@ def emit(op: Op, name: str, target: Target) -> K.Kernel:
     generator = op.attrs["generator"]
     if generator in SEQUENTIAL:
         return emit_sequential(op, name, SEQUENTIAL[generator])
+    if generator == "mt19937":
+        return emit_mt19937(op, name)
     return (emit_sobol if generator == "sobol32" else emit_philox)(op, name)
 
 
@@ -156,6 +162,43 @@ def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
     return K.Kernel(name, params=[seed_in, offset_in, table, out, *scalars.params],
                     grid=(K.ceil_div(items, WORKGROUP_ITEMS),), workgroup_size=(WORKGROUP_ITEMS,),
                     body=[*body.stmts, K.If(t < items, [*jump, run])], arguments=scalars.arguments)
+
+
+def emit_mt19937(op: Op, name: str) -> K.Kernel:
+    """One workgroup: seeds the state in LDS, then twists r = 0, 1, ... up to the call's last block;
+    from the twist holding block `first` (= offset / values per block) on, work-item l < 156 converts
+    words 4 l .. 4 l + 3 of the tempered state, global block 156 r + l, and stores its values."""
+    a = op.attrs
+    per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"])
+    scalars = Scalars(op)
+    count = scalars.count
+    seed_in, offset_in, out = operand_buffers(op)
+    out = K.GlobalBuffer(out.name, out.dtype, count)
+    state = K.LdsBuffer("mt", "u32", mt19937.N)
+    body = Body()
+    lid = body.let(K.workitem_id(0))
+    offset = body.let(offset_in[0])
+    skip = body.let((offset % K.Const(per_block, "u64")).cast("i64"))
+    first = body.let((offset / K.Const(per_block, "u64")).cast("i64"))
+    last = body.let(first + (count + skip + per_block - 1) / per_block)   # one past the call's last block
+    r = K.Var("r", "i64")
+    step = Body("o")
+    block = step.let(r * mt19937.BLOCKS + lid.cast("i64"))
+    words = [mt19937.temper_kernel(state[lid * 4 + j], step.let) for j in range(4)]
+    values = scalars.values(op, words, step)
+    stores = []
+    for j, value in enumerate(values):
+        e = K.Var(f"e{j}", "i64")
+        stores += [K.Let(e, (block - first) * per_block + j - skip),
+                   K.If((e >= 0) & (e < count), [K.Store(out, e, value)])]
+    convert = K.If((lid < K.Const(mt19937.BLOCKS, "i32")) & (r >= first / mt19937.BLOCKS),
+                   [*step.stmts, *stores])
+    twists = K.For(r, 0, (last + mt19937.BLOCKS - 1) / mt19937.BLOCKS, 1,
+                   [*mt19937.twist_kernel(state, lid), convert, K.Barrier()], uniform=True)
+    return K.Kernel(name, params=[seed_in, offset_in, out, *scalars.params], grid=(1,),
+                    workgroup_size=(WORKGROUP_ITEMS,), lds=[state],
+                    body=[*body.stmts, *mt19937.seed_kernel(state, seed_in[0], lid), twists],
+                    arguments=scalars.arguments)
 
 
 def _state_shape(generator) -> tuple[int, ...]:

@@ -4,7 +4,8 @@ operands so that a new seed or offset compiles nothing. Sobol32 takes a third op
 numbers (u32[dimensions, 32]), and gives points of shape (dimensions, n), dimension-major as rocRAND.
 The sequential generators (XORWOW, MRG32k3a) take their skip-ahead matrices as the third operand; their
 stream is rocRAND's device API's: word i is the i-th `rocrand()` after `rocrand_init(seed, 0, 0)`, and
-a block of the distribution is four consecutive words, as a Philox block is four words of one counter."""
+a block of the distribution is four consecutive words, as a Philox block is four words of one counter.
+MT19937's stream is mt19937ar's genrand_int32 after init_genrand(seed & 0xffffffff), blocks likewise."""
 from __future__ import annotations
 
 import math
@@ -14,10 +15,10 @@ import numpy as np
 from ...ir.opdef import require
 from ...ir.ops.library import Routine
 from ...ir.types import TensorType
-from . import distributions, mrg32k3a, philox, sobol, xorwow
+from . import distributions, mrg32k3a, mt19937, philox, sobol, xorwow
 
 SEQUENTIAL = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}   # generator -> module (JUMPS, words, kernels)
-GENERATORS = ("philox4x32_10", "sobol32", *SEQUENTIAL)
+GENERATORS = ("philox4x32_10", "sobol32", *SEQUENTIAL, "mt19937")
 SOBOL_DISTRIBUTIONS = ("bits", "uniform")
 DTYPES = ("f32", "f64")
 ATTRS = {"generator": "str", "distribution": "str", "dtype": "dtype", "shape": "ints", "mean": "float",
@@ -70,8 +71,8 @@ def generate_reference(seed, offset, *directions, generator, distribution, dtype
     per_block = 4 // distributions.words_per_value(distribution, dtype)
     first, skip = offset // per_block, offset % per_block
     blocks = np.arange(first, first + -(-(skip + size) // per_block), dtype=np.uint64)
-    if generator in SEQUENTIAL:
-        stream = SEQUENTIAL[generator].words(seed, 4 * first, 4 * len(blocks))
+    if generator in (*SEQUENTIAL, "mt19937"):
+        stream = (SEQUENTIAL.get(generator) or mt19937).words(seed, 4 * first, 4 * len(blocks))
         words = [stream[j::4] for j in range(4)]
     else:
         counter = [(blocks & np.uint64(0xFFFFFFFF)).astype(np.uint32), (blocks >> np.uint64(32)).astype(np.uint32),

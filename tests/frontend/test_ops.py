@@ -1,6 +1,6 @@
 """cdnajit.ops: jax.ops's segment reductions against numpy's ufunc.at. Exact where the order does not
 matter or is ufunc.at's: max/min, integer sums and products, and float sums of one run (the prim
-library's segmented reduction combines each run of 4096 rows in id order, as ufunc.at does). Float
+library's segmented reduction combines each run of rows in id order, as ufunc.at does). Float
 sums over several runs add the runs' partial sums: by the recursive-summation bound each order is
 within (n - 1) eps sum|x| of the exact sum over the segment, so the two within twice that (numpy's
 sum in f64 as the exact one). The interpreter runs the routine's reference: bit for bit the kernel.
@@ -12,7 +12,7 @@ import pytest
 import cdnajit as cj
 import cdnajit.ops as ops
 
-RUN = 4096   # libs/prim/segments.py's RUN_LENGTH
+RUN = 4096   # libs/prim/segments.py's RUN_LENGTH: the shortest run, for up to 256 segments (16 rows a slot)
 
 REDUCTIONS = {"segment_sum": (np.add, 0), "segment_prod": (np.multiply, 1),
               "segment_max": (np.maximum, None), "segment_min": (np.minimum, None)}
@@ -59,7 +59,7 @@ def prim_calls(f, *args) -> int:
     return f.lower(*args).compile().as_text("optimized").count('routine = "segment_reduce"')
 
 
-SEGMENT_CASES = [(np.float32, 2 * RUN + 5, 37, (3,)), (np.int64, 65 * RUN + 1, 4, ()), (np.float64, 3 * RUN, 4096, ()),
+SEGMENT_CASES = [(np.float32, 2 * RUN + 5, 37, (3,)), (np.int64, 65 * RUN + 1, 4, ()), (np.float64, 2 * 16 * RUN + 7, 4096, ()),
                  (np.uint8, 1000, 9, (2, 2)), (np.int16, RUN + 1, 5, ()), (np.float16, 700, 6, ()),
                  (ml_dtypes.bfloat16, 300, 3, (2,))]
 
@@ -95,6 +95,40 @@ def test_segmented_reduction_across_runs(name, dtype, n, segments, inner):
         np.testing.assert_array_equal(got, want)
     interpreted = cj.jit(lambda d, i: getattr(ops, name)(d, i, num_segments=segments), backend="interpret")
     np.testing.assert_array_equal(interpreted(data, ids), got)
+
+
+RLE_CASES = [(np.int32, 9000, 3, 5000), pytest.param(np.float32, 1, 2, 1, marks=pytest.mark.slow),
+             pytest.param(np.float64, 4097, 2, 3000, marks=pytest.mark.slow),
+             pytest.param(np.bool_, 20000, 1, 50, marks=pytest.mark.slow),
+             pytest.param(np.int8, 0, 2, 3, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("dtype, n, longest, size", RLE_CASES)
+def test_run_length_encode_matches_numpy(dtype, n, longest, size):
+    """ops.run_length_encode against numpy's heads (x[1:] != x[:-1]) and their np.diff: exact. Sizes
+    across stream compaction's runs of 4096; size below and above the number of runs; NaNs."""
+    rng = np.random.default_rng(3)
+    x = np.repeat(rng.integers(0, 3, n), rng.integers(1, longest + 1, n))[:n].astype(dtype)
+    if dtype in (np.float32, np.float64) and n > 1:
+        x[rng.integers(0, n, 5)] = np.nan
+    heads = np.flatnonzero(np.concatenate([[n > 0], x[1:] != x[:-1]]))
+    counts = np.diff(np.append(heads, n))
+    values = x[heads]
+    f = cj.jit(lambda a: ops.run_length_encode(a, size=size, fill_value=7))
+    got_values, got_counts = f(x)
+    k = min(size, heads.size)
+    want_values = np.concatenate([values[:k], np.full(size - k, 7, dtype)])
+    np.testing.assert_array_equal(got_values, want_values)
+    np.testing.assert_array_equal(got_counts, np.concatenate([counts[:k], np.zeros(size - k, np.int64)]))
+    assert got_counts.dtype == np.int64 and f.lower(x).compile().as_text("optimized").count('routine = "select_runs"') == 2
+
+
+def test_run_length_encode_without_size_outside_jit():
+    values, counts = ops.run_length_encode(np.array([4, 4, 1, 4, 4, 4], np.int16))
+    np.testing.assert_array_equal(values, [4, 1, 4])
+    np.testing.assert_array_equal(counts, [2, 1, 3])
+    with pytest.raises(ValueError, match="must be 1-d"):
+        ops.run_length_encode(np.zeros((2, 2)))
 
 
 def test_many_segments_or_complex_data_scatter():

@@ -15,7 +15,7 @@ import pytest
 import scipy.stats
 
 import cdnajit as cj
-from cdnajit.libs.rand import mrg32k3a, philox, routines, sobol, xorwow
+from cdnajit.libs.rand import mrg32k3a, mt19937, philox, routines, sobol, xorwow
 from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
 
@@ -112,8 +112,8 @@ def test_poisson_moments():
 
 
 def test_bad_input():
-    with pytest.raises(NotImplementedError, match="only philox4x32_10, sobol32, xorwow, mrg32k3a"):
-        cj.libs.rand.generate("mt19937", (4,))
+    with pytest.raises(NotImplementedError, match="only philox4x32_10, sobol32, xorwow, mrg32k3a, mt19937"):
+        cj.libs.rand.generate("mtgp32", (4,))
     with pytest.raises(ValueError, match="distribution 'gamma'"):
         cj.libs.rand.generate(GENERATOR, (4,), "gamma")
     with pytest.raises(cj.CdnajitError, match="lam must be in"):
@@ -197,8 +197,48 @@ def test_sequential_kernels_match_the_reference(generator, distribution, dtype):
         assert_matches(got, want, distribution)
 
 
+# The C++ standard ([rand.predef]) requires the 10000th output of a default-constructed std::mt19937
+# (seed 5489) to be 4123659995; mt19937ar's init_genrand seeding is also numpy's RandomState(seed).
+MT19937_10000TH = 4123659995
+
+
+def test_mt19937_known_answers():
+    assert mt19937.words(5489, 9999, 1)[0] == MT19937_10000TH
+    legacy = np.random.MT19937(0)
+    legacy._legacy_seeding(2 ** 32 - 3)
+    np.testing.assert_array_equal(mt19937.words(2 ** 32 - 3, 0, 1300), legacy.random_raw(1300).astype(np.uint32))
+    bits = cj.libs.rand.generate("mt19937", (10000,), "bits", seed=5489)
+    assert bits[-1] == MT19937_10000TH
+    np.testing.assert_array_equal(bits, mt19937.words(5489, 0, 10000))
+
+
+MT19937_CASES = [("bits", "float32")] + [pytest.param(d, t, marks=pytest.mark.slow) for d, t in [
+    ("uniform", "float32"), ("uniform", "float64"), ("normal", "float32"), ("normal", "float64"),
+    ("log_normal", "float64"), ("poisson", "float32")]]
+
+
+@pytest.mark.parametrize("distribution, dtype", MT19937_CASES)
+def test_mt19937_kernel_matches_the_reference(distribution, dtype):
+    """Sizes across twists (624 words), unaligned offsets inside and past the first twists, empty; a
+    traced offset through one compiled function."""
+    params = {"mean": 0.5, "stddev": 2.0} if distribution in ("normal", "log_normal") else {"lam": 7.5}
+    dt = {"float32": "f32", "float64": "f64"}[dtype]
+    f = cj.jit(lambda s, o: cj.libs.rand.generate("mt19937", (3, 701), distribution, seed=s, offset=o, dtype=dtype,
+                                                  **params))
+    for shape, offset in [((1,), 0), ((3, 701), 5), ((300,), 2500 * 4 + 3), ((0,), 1)]:
+        got = cj.libs.rand.generate("mt19937", shape, distribution, seed=2 ** 33 + 17, offset=offset, dtype=dtype,
+                                    **params)
+        want = routines.generate_reference(2 ** 33 + 17, offset, generator="mt19937", distribution=distribution,
+                                           dtype=dt, shape=shape, **{"mean": 0.0, "stddev": 1.0, "lam": 1.0, **params})
+        assert_matches(got, want, distribution)
+    for offset in (0, 623, 1249):
+        want = routines.generate_reference(9, offset, generator="mt19937", distribution=distribution, dtype=dt,
+                                           shape=(3, 701), **{"mean": 0.0, "stddev": 1.0, "lam": 1.0, **params})
+        assert_matches(f(np.uint64(9), np.uint64(offset)), want, distribution)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("generator", ["xorwow", "mrg32k3a"])
+@pytest.mark.parametrize("generator", ["xorwow", "mrg32k3a", "mt19937"])
 def test_sequential_distributions(generator):
     x = cj.libs.rand.generate(generator, (20000,), "normal", seed=11, dtype="float64", mean=1.0, stddev=3.0)
     assert scipy.stats.kstest(x, scipy.stats.norm(1.0, 3.0).cdf).pvalue > 1e-4
