@@ -17,6 +17,7 @@ from ...ir.core import Value
 from ...ir.types import TensorType
 from ...passes.patterns import Pat
 from .routines import CHUNK, VALUE_DTYPES
+from .row_loop import fori_spmv
 
 
 def filled(m, value, dtype: str, count) -> Value:
@@ -56,4 +57,6 @@ RULES = [
     (Pat.op("scatter", Pat.splat(0, name="zeros"), Pat.var("rows"),
             Pat.op("mul", Pat.var("vals"), Pat.op("gather", Pat.var("x"), Pat.var("columns"))), name="scatter"),
      segment_spmv),
+    # while(i = 0, y) { i < m } { y.at[i].set(sum of the row's first width products, masked) } -> csr2ell, ellmv
+    (Pat.any_op("while", name="loop"), fori_spmv),
 ]
