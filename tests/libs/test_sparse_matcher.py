@@ -11,6 +11,7 @@ import cdnajit.ops as ops
 from cdnajit.ir.interpreter import interpret
 from cdnajit.ir.parser import parse
 from cdnajit.ir.printer import print_module
+from cdnajit.libs.prim.segments import MAX_SEGMENTS
 from cdnajit.libs.sparse.matcher import RULES
 from cdnajit.passes import canonicalize, match_libraries
 
@@ -62,18 +63,22 @@ def test_other_scatters_are_left_alone():
 
 @pytest.mark.slow
 def test_segment_sum_compiles_to_csrmv():
-    """The traced idiom, compiled: its optimized IR names the call and the result is the segment sum."""
+    """The traced idiom, compiled: its optimized IR names the call and the result is the segment sum.
+    More segments than prim's segmented reduction takes (MAX_SEGMENTS): below it segment_sum is
+    prim.segment_reduce, not the scatter this rule matches."""
+    segments = MAX_SEGMENTS + 5
+
     def f(vals, cols, rows, x):
-        return ops.segment_sum(vals * x[cols], rows, num_segments=50)
+        return ops.segment_sum(vals * x[cols], rows, num_segments=segments)
 
     rng = np.random.default_rng(1)
-    rows, cols = rng.integers(0, 50, 400).astype(np.int32), rng.integers(0, 30, 400).astype(np.int32)
+    rows, cols = rng.integers(0, segments, 400).astype(np.int32), rng.integers(0, 30, 400).astype(np.int32)
     vals, x = rng.standard_normal(400), rng.standard_normal(30)
     compiled = cj.jit(f).lower(vals, cols, rows, x).compile()
     assert 'routine = "csrmv"' in compiled.as_text("optimized")
-    want = np.zeros(50)
+    want = np.zeros(segments)
     np.add.at(want, rows, vals * x[cols])
-    magnitude = np.zeros(50)
+    magnitude = np.zeros(segments)
     np.add.at(magnitude, rows, np.abs(vals * x[cols]))
     np.testing.assert_array_less(np.abs(compiled(vals, cols, rows, x) - want),
-                                 np.bincount(rows, minlength=50) * np.finfo(float).eps * magnitude + 1e-300)
+                                 np.bincount(rows, minlength=segments) * np.finfo(float).eps * magnitude + 1e-300)
