@@ -37,14 +37,18 @@ def test_the_idiom_becomes_csrmv_as_text():
     assert any('routine = "coo2csr"' in line and "rows = 4" in line and line.endswith(": i32[5]") for line in lines), out
     assert any('routine = "csrmv"' in line and "chunk = 1024" in line and
                line.endswith(": (f64[4], f64[2], i32[2])") for line in lines), out
-    assert sum(" = scatter(" in line and 'reduction = "add"' in line for line in lines) == 1, out
+    # Two branches: rows already in order (no sort), else sorted first; each scatter-adds its carries.
+    assert any(" = cond(" in line for line in lines), out
+    assert sum(" = scatter(" in line and 'reduction = "add"' in line for line in lines) == 2, out
     assert " = gather(" not in out, out
 
 
-def test_the_rewrite_computes_the_segment_sum():
+@pytest.mark.parametrize("rows", [[3, 0, 3, -1, 7, 2, 0, 3, 1],     # unsorted (the sorting branch), -1 and 7 dropped
+                                  [0, 0, 1, 1, 1, 2, 3, 3, 7]])    # in order: the branch without a sort
+def test_the_rewrite_computes_the_segment_sum(rows):
     rng = np.random.default_rng(0)
     vals, x = rng.standard_normal(9), rng.standard_normal(6)
-    rows = np.array([[3], [0], [3], [-1], [7], [2], [0], [3], [1]])   # unsorted, repeated, -1 and 7 dropped
+    rows = np.array(rows)[:, None]
     columns = np.array([[0], [5], [9], [-2], [1], [2], [3], [4], [0]])  # 9 and -2 clamped
     module = parse(IDIOM)
     (want,) = interpret(module, vals, rows, columns, x)
