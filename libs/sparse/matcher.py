@@ -5,24 +5,36 @@ In the graph that idiom is a scatter-add of `mul(vals, gather(x, cols))` into ze
 The rewrite keeps its meaning for any ids: the gather clamps columns into [0, n) (the rewrite
 clamps them), the scatter drops rows outside [0, m) (the rewrite moves them to m, and the row
 starts that coo2csr finds leave the entries of row m past indptr[m], where csrmv reads nothing),
-and ids in any order with repeats sum the same (the rewrite sorts the entries by row with the
-graph's sort, which libs/prim runs as a radix sort). Only the order of the additions changes,
-as in any library call. The optimized IR then shows `sparse.coo2csr` and `sparse.csrmv`.
+and ids in any order with repeats sum the same: a cond checks (one compare per entry, reduced)
+whether the mapped ids are in order already, as a COO matrix built row by row has them, and then
+runs coo2csr and csrmv on them directly; otherwise it sorts the entries by row first (the graph's
+sort, which libs/prim runs as a radix sort). Only the order of the additions changes, as in any
+library call. The optimized IR then shows the cond, `sparse.coo2csr` and `sparse.csrmv`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ...ir.core import Value
+from ...ir.core import Region, Value
+from ...passes.match_libraries import Match
+from ...passes.rewrite import Scope
 from ...ir.types import TensorType
 from ...passes.patterns import Pat
 from .routines import CHUNK, VALUE_DTYPES
+from .row_loop import fori_spmv
 
 
 def filled(m, value, dtype: str, count) -> Value:
     """A vector of `count` copies of `value`."""
     scalar = m.op("constant", value=np.array(value, TensorType(dtype, ()).numpy_dtype))
     return m.op("broadcast_in_dim", scalar, shape=(count,), broadcast_dimensions=())
+
+
+def branch_region(m, build) -> Region:
+    """A cond's branch (no parameters: it reads the values built before it) whose ops `build(b)` makes
+    through a Match `b` of its own."""
+    inner = Match(m.matcher, Scope(m.scope), m.root)
+    return Region([], inner.scope.ops, [build(inner)])
 
 
 def segment_spmv(m, scatter, zeros, rows, vals, x, columns):
@@ -42,18 +54,33 @@ def segment_spmv(m, scatter, zeros, rows, vals, x, columns):
     column_ids = m.op("convert", m.op("clamp", m.op("constant", value=np.array(0, np.int64)),
                                       m.op("convert", vector(columns), dtype="i64"),
                                       m.op("constant", value=np.array(n - 1, np.int64))), dtype=index)
-    sorted_rows, sorted_columns, sorted_vals = m.ops("sort", row_ids, column_ids, vals, dimension=0, is_stable=True,
-                                                     num_keys=1)
-    (indptr,) = m.ops("library_call", sorted_rows, library="sparse", routine="coo2csr", solution="", rows=count)
-    y, carries, carry_rows = m.ops("library_call", indptr, sorted_columns, sorted_vals, x, library="sparse",
-                                   routine="csrmv", solution="", chunk=CHUNK)
-    carry_index = m.op("reshape", carry_rows, new_sizes=(carry_rows.type.shape[0], 1))
-    return m.op("scatter", y, carry_index, carries, reduction="add")
+    in_order = m.op("reduce", m.op("le", m.op("slice", row_ids, start_indices=(0,), limit_indices=(nnz - 1,),
+                                               strides=(1,)),
+                                    m.op("slice", row_ids, start_indices=(1,), limit_indices=(nnz,), strides=(1,))),
+                    reducer="and", axes=(0,))
+    branch = m.op("convert", m.op("not", in_order), dtype="i32")   # 0: the rows are sorted already
+
+    def product(b, rows, cols, values):
+        (indptr,) = b.ops("library_call", rows, library="sparse", routine="coo2csr", solution="", rows=count)
+        y, carries, carry_rows = b.ops("library_call", indptr, cols, values, x, library="sparse",
+                                       routine="csrmv", solution="", chunk=CHUNK)
+        carry_index = b.op("reshape", carry_rows, new_sizes=(carry_rows.type.shape[0], 1))
+        return b.op("scatter", y, carry_index, carries, reduction="add")
+
+    def sorting(b):
+        return product(b, *b.ops("sort", row_ids, column_ids, vals, dimension=0, is_stable=True, num_keys=1))
+
+    in_place = branch_region(m, lambda b: product(b, row_ids, column_ids, vals))
+    (y,) = m.matcher.emit(m.scope, "cond", [branch], {}, [in_place, branch_region(m, sorting)], location=m.root.location)
+    return y
 
 
 RULES = [
-    # scatter_add(0[m], rows, vals * gather(x, cols)) -> sort by row, coo2csr, csrmv, scatter-add of the carries
+    # scatter_add(0[m], rows, vals * gather(x, cols)) -> cond(rows in order: coo2csr, csrmv; else sort by row
+    # first), each scatter-adding csrmv's carries
     (Pat.op("scatter", Pat.splat(0, name="zeros"), Pat.var("rows"),
             Pat.op("mul", Pat.var("vals"), Pat.op("gather", Pat.var("x"), Pat.var("columns"))), name="scatter"),
      segment_spmv),
+    # while(i = 0, y) { i < m } { y.at[i].set(sum of the row's first width products, masked) } -> csr2ell, ellmv
+    (Pat.any_op("while", name="loop"), fori_spmv),
 ]

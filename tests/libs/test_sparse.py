@@ -270,6 +270,7 @@ def test_every_routine_builds_for_amdgpu():
     table_ptr = np.zeros(41, np.int32)
     programs = [
         (lambda d, i, p, v: cs.csr_matrix((d, i, p), shape=a.shape).T @ v, (*arrays, np.ones((40, 3)))),
+        (lambda d, i, p, x: cs.csr_matrix((d, i, p), shape=a.shape) @ x, (*arrays, np.ones(40))),
         (lambda d, i, p, v: cs.spsolve_triangular(cs.csr_matrix((d, i, p), shape=a.shape), v[0]),
          (*arrays, np.ones((40, 40)))),
         (lambda d, i, p, v: cs.sddmm(cs.csr_matrix((d, i, p), shape=a.shape), v, v).data @ d, (*arrays, np.ones((40, 40)))),

@@ -11,6 +11,7 @@ import cdnajit.ops as ops
 from cdnajit.ir.interpreter import interpret
 from cdnajit.ir.parser import parse
 from cdnajit.ir.printer import print_module
+from cdnajit.libs.prim.segments import MAX_SEGMENTS
 from cdnajit.libs.sparse.matcher import RULES
 from cdnajit.passes import canonicalize, match_libraries
 
@@ -36,14 +37,18 @@ def test_the_idiom_becomes_csrmv_as_text():
     assert any('routine = "coo2csr"' in line and "rows = 4" in line and line.endswith(": i32[5]") for line in lines), out
     assert any('routine = "csrmv"' in line and "chunk = 1024" in line and
                line.endswith(": (f64[4], f64[2], i32[2])") for line in lines), out
-    assert sum(" = scatter(" in line and 'reduction = "add"' in line for line in lines) == 1, out
+    # Two branches: rows already in order (no sort), else sorted first; each scatter-adds its carries.
+    assert any(" = cond(" in line for line in lines), out
+    assert sum(" = scatter(" in line and 'reduction = "add"' in line for line in lines) == 2, out
     assert " = gather(" not in out, out
 
 
-def test_the_rewrite_computes_the_segment_sum():
+@pytest.mark.parametrize("rows", [[3, 0, 3, -1, 7, 2, 0, 3, 1],     # unsorted (the sorting branch), -1 and 7 dropped
+                                  [0, 0, 1, 1, 1, 2, 3, 3, 7]])    # in order: the branch without a sort
+def test_the_rewrite_computes_the_segment_sum(rows):
     rng = np.random.default_rng(0)
     vals, x = rng.standard_normal(9), rng.standard_normal(6)
-    rows = np.array([[3], [0], [3], [-1], [7], [2], [0], [3], [1]])   # unsorted, repeated, -1 and 7 dropped
+    rows = np.array(rows)[:, None]
     columns = np.array([[0], [5], [9], [-2], [1], [2], [3], [4], [0]])  # 9 and -2 clamped
     module = parse(IDIOM)
     (want,) = interpret(module, vals, rows, columns, x)
@@ -62,18 +67,22 @@ def test_other_scatters_are_left_alone():
 
 @pytest.mark.slow
 def test_segment_sum_compiles_to_csrmv():
-    """The traced idiom, compiled: its optimized IR names the call and the result is the segment sum."""
+    """The traced idiom, compiled: its optimized IR names the call and the result is the segment sum.
+    More segments than prim's segmented reduction takes (MAX_SEGMENTS): below it segment_sum is
+    prim.segment_reduce, not the scatter this rule matches."""
+    segments = MAX_SEGMENTS + 5
+
     def f(vals, cols, rows, x):
-        return ops.segment_sum(vals * x[cols], rows, num_segments=50)
+        return ops.segment_sum(vals * x[cols], rows, num_segments=segments)
 
     rng = np.random.default_rng(1)
-    rows, cols = rng.integers(0, 50, 400).astype(np.int32), rng.integers(0, 30, 400).astype(np.int32)
+    rows, cols = rng.integers(0, segments, 400).astype(np.int32), rng.integers(0, 30, 400).astype(np.int32)
     vals, x = rng.standard_normal(400), rng.standard_normal(30)
     compiled = cj.jit(f).lower(vals, cols, rows, x).compile()
     assert 'routine = "csrmv"' in compiled.as_text("optimized")
-    want = np.zeros(50)
+    want = np.zeros(segments)
     np.add.at(want, rows, vals * x[cols])
-    magnitude = np.zeros(50)
+    magnitude = np.zeros(segments)
     np.add.at(magnitude, rows, np.abs(vals * x[cols]))
     np.testing.assert_array_less(np.abs(compiled(vals, cols, rows, x) - want),
-                                 np.bincount(rows, minlength=50) * np.finfo(float).eps * magnitude + 1e-300)
+                                 np.bincount(rows, minlength=segments) * np.finfo(float).eps * magnitude + 1e-300)
