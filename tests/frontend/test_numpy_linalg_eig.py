@@ -71,6 +71,7 @@ def test_eigvals_backward_error_and_against_scipy(dtype, n):
         np.testing.assert_array_equal(w[b, pairs + 1], np.conj(w[b, pairs]))
 
 
+@pytest.mark.slow
 def test_eigvals_of_stacks_and_empty_matrices():
     a = stack_of_cases(4, np.float64).reshape(5, 1, 4, 4)[:4].reshape(2, 2, 4, 4)
     w = np.asarray(cnp.linalg.eigvals(a))
@@ -117,6 +118,7 @@ def test_roots_against_numpy(p):
                                atol=BOUND * 8 * eps(np.float64) * 100)
 
 
+@pytest.mark.slow
 def test_roots_under_jit_and_poly_of_a_matrix():
     got = np.asarray(cj.jit(lambda p: cnp.roots(p, strip_zeros=False))(np.array([1.0, -6.0, 11.0, -6.0])))
     np.testing.assert_allclose(np.sort_complex(got), [1, 2, 3], rtol=0, atol=BOUND * 3 * eps(np.float64) * 20)
