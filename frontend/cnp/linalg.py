@@ -26,8 +26,8 @@ from .array_funcs import matrix_transpose, vecdot
 from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
-from .linalg_solver import direct_solve, geev, geqrf, gesvdj, getrf, getrs, identity_stack, orgqr, potrf, rows_of, syevj, \
-    trsm
+from .linalg_solver import direct_solve, geev, geqrf, gesvdj, getrf, getrs, identity_stack, orgqr, potrf, rows_of, \
+    syevj, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",

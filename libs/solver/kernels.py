@@ -2,7 +2,7 @@
 
 Solution "workitem_per_matrix" (rocSOLVER's batched small-matrix kernels): every work-item runs,
 serially as LAPACK's unblocked routines do, one matrix's factorization or decomposition (getrf:
-getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, laswp) or one right-hand side
+getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, geev: gehd2 + Francis QR, laswp) or one right-hand side
 column's substitution (trsm, getrs); 64 work-items a workgroup, as many workgroups as the batch
 needs, so a stack of 10 000 matrices is one launch. The row gather lapmr is a plain copy, a
 workgroup per row. The sizes and the batch are scalar parameters: one kernel per routine,
@@ -519,7 +519,9 @@ def geev_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
-KERNELS = {"geev": geev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel, "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
+KERNELS = {"geev": geev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel,
+           "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel,
+           "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:
