@@ -49,6 +49,11 @@ def qr(xp, lax, a):
     return xp.linalg.qr(a, mode="r")
 
 
+def eigenvalue_magnitudes(xp, lax, a):
+    # Each matrix's sum of |eigenvalue|: independent of the order the peers return them in.
+    return xp.sum(xp.abs(xp.linalg.eigvals(a)), axis=-1)
+
+
 def numpy_peer(program):
     def run(*arrays):
         return program(np, None, *arrays)
@@ -107,6 +112,13 @@ def build_batched_cholesky(ctx: Context) -> Case:
     return linalg_case(ctx, cholesky, (positive_definite(32, (batch,)),), F64_EPSILON, batch * 32**3 // 3, x64=True)
 
 
+def build_batched_eigvals(ctx: Context) -> Case:
+    batch = 10 if ctx.quick else 1000
+    # Random matrices' eigenvalues: condition numbers up to about 1e3 among 1000 of them.
+    return linalg_case(ctx, eigenvalue_magnitudes, (rng(2).standard_normal((batch, 16, 16)),), F64_EPSILON,
+                       batch * 10 * 16**3, x64=True, condition=1e3)
+
+
 SOLVER_WORKLOADS = (
     Workload("W15.solve", "linalg.solve, 2000x2000 f64 and one right-hand side: recursive LU (leaves of 128 "
              "columns, BLAS GEMM Schur complements), getrs", build_solve),
@@ -121,4 +133,6 @@ SOLVER_WORKLOADS = (
              build_batched_inv),
     Workload("W15.cholesky_32", "linalg.cholesky of 1000 32x32 f64 matrices: one potrf launch",
              build_batched_cholesky),
+    Workload("W15.eigvals_16", "linalg.eigvals of 1000 16x16 f64 matrices (sum of |w| each): one geev launch, "
+             "Hessenberg + Francis QR a work-item per matrix", build_batched_eigvals),
 )

@@ -1,11 +1,11 @@
 """cdnajit.numpy.linalg: jax.numpy.linalg's functions on stacks of matrices (leading batch dimensions).
 
 Factorizations and solves go to the solver library through linalg_solver.py (getrf, potrf, trsm,
-geqrf, orgqr, syevj, gesvdj);
+geqrf, orgqr, syevj, gesvdj, geev);
 the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
 matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices and the
-general eigenproblem (eig, eigvals: the solver library has no geev yet) raise NotImplementedError.
+general eigenvectors (eig: geev computes eigenvalues only) raise NotImplementedError.
 solve, inv, det, slogdet, cholesky and eigh are differentiable and vmappable: each is one call op
 with rules of its own (linalg_rules.py's with_rules; the rules beside each function below).
 """
@@ -29,8 +29,8 @@ from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
 from .linalg_rules import with_rules
-from .linalg_solver import direct_solve, geqrf, gesvdj, getrf, getrs, identity_stack, orgqr, potrf, rows_of, syevj, \
-    trsm
+from .linalg_solver import direct_solve, geev, geqrf, gesvdj, getrf, getrs, identity_stack, orgqr, potrf, rows_of, \
+    syevj, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
@@ -263,6 +263,16 @@ def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
         inner = inverse_gaps(w) * (matrix_transpose(v) @ ct_v) + ct_w[..., None] * cr.eye(w.shape[-1], dtype=w.dtype)
         return (v @ inner @ matrix_transpose(v),)
     return with_rules("linalg.eigh", syevj, jvp, vjp, a)
+
+
+def eigvals(a):
+    """jnp.linalg.eigvals: the complex eigenvalues of general real matrices (f32 -> c64, f64 -> c128),
+    by Hessenberg reduction and Francis double-shift QR (geev without vectors: one work-item per
+    matrix), in LAPACK's order (where each deflated), not sorted."""
+    a = matrices("eigvals", a)
+    wr, wi = geev(as_stack(a))
+    values = el.apply("complex", wr, wi)
+    return sh.reshape(values, a.shape[:-1])
 
 
 def eigvalsh(a, UPLO: str = "L", *, symmetrize_input: bool = True):
@@ -518,5 +528,4 @@ def not_implemented(name: str, needs: str):
     return function
 
 
-eig = not_implemented("eig", "a general eigensolver (geev: Hessenberg reduction and the double-shift QR)")
-eigvals = not_implemented("eigvals", "a general eigensolver (geev: Hessenberg reduction and the double-shift QR)")
+eig = not_implemented("eig", "the eigenvectors of a general matrix (geev's back-substitution on the real Schur form)")

@@ -274,6 +274,18 @@ def syevj(a: Tracer) -> tuple[Tracer, Tracer]:
     return w, v
 
 
+# ---- geev ---------------------------------------------------------------------------------------
+
+def geev(a: Tracer) -> tuple[Tracer, Tracer]:
+    """(real parts, imaginary parts) of the eigenvalues of a stack [B, n, n] (routines.py's geev;
+    NaNs for a matrix whose QR iteration did not converge)."""
+    batch, n, _ = a.shape
+    if is_empty(a):
+        return cr.zeros((batch, n), a.type.dtype), cr.zeros((batch, n), a.type.dtype)
+    wr, wi, _ = solver_call("geev", [a])
+    return wr, wi
+
+
 # ---- gesvdj ------------------------------------------------------------------------------------
 
 def gesvdj(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:

@@ -3,8 +3,7 @@ trapezoid, interp, unwrap), products (kron, cross, vander, convolve, correlate),
 window functions and i0, and integer and float bit functions (gcd, lcm, ldexp, frexp, nextafter,
 spacing, bitwise_count, packbits, unpackbits).
 
-Functions that need a library of a later stage (eigenvalues for roots and poly of a matrix, least
-squares for polyfit) raise NotImplementedError naming it.
+roots and poly of a matrix use linalg.eigvals (the solver library's geev), polyfit linalg.lstsq.
 """
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ import math
 
 import numpy as np
 
-from ...errors import TracingTypeError, TracingValueError
+from ...errors import ConcretizationError, TracingTypeError, TracingValueError
 from .. import lax_bitcast, lax_shape
 from ..dtypes import is_bool, is_complex, is_integer, to_inexact
 from ..lax_contract import conv_general_dilated
@@ -24,7 +23,7 @@ from . import reductions as red
 from . import shaping as sh
 from .base import DEFAULT_FLOAT, canonical_axis, convert, promote_args, result_type
 from .array_funcs import trim_zeros
-from .creation import arange, asarray, ones, zeros
+from .creation import arange, asarray, eye, ones, zeros
 from .histograms import searchsorted
 
 __all__ = ["diff", "ediff1d", "gradient", "trapezoid", "interp", "unwrap", "kron", "cross", "vander", "convolve",
@@ -395,11 +394,11 @@ def polyint(p, m=1, k=None):
 
 def poly(seq_of_zeros):
     """jnp.poly: the coefficients of the monic polynomial with the given roots (a matrix's
-    characteristic polynomial needs its eigenvalues: not supported yet)."""
+    characteristic polynomial's, from its eigenvalues by linalg.eigvals, complex as in JAX)."""
+    from . import linalg  # linalg imports this module (cross)
     (zeros_,) = inexact(seq_of_zeros)
     if zeros_.ndim == 2 and zeros_.shape[0] == zeros_.shape[1] and zeros_.shape[0]:
-        raise NotImplementedError(located("poly of a square matrix needs its eigenvalues (linalg.eigvals), which "
-                                          "cdnajit does not have yet (the solver library's geev)"))
+        zeros_ = linalg.eigvals(zeros_)
     if zeros_.ndim != 1:
         raise TracingValueError(located(f"poly: input must be 1-d or a square 2-d array, got shape {zeros_.shape}"))
     result = ones((1,), zeros_.type.dtype)
@@ -454,8 +453,33 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
 
 
 def roots(p, *, strip_zeros=True):
-    raise NotImplementedError(located("roots needs the eigenvalues of the companion matrix (linalg.eigvals), "
-                                      "which cdnajit does not have yet (the solver library's geev)"))
+    """jnp.roots: the complex roots of the polynomial with coefficients p (highest power first), the
+    eigenvalues of its companion matrix (linalg.eigvals). strip_zeros=True drops leading zeros and
+    gives trailing zeros' roots as zeros, which needs a concrete p (as in JAX); strip_zeros=False
+    (traceable) takes p as given: a leading zero makes every root NaN (JAX makes only the undefined
+    ones NaN)."""
+    from . import linalg  # linalg imports this module (cross)
+    if strip_zeros:
+        if isinstance(p, Tracer):
+            raise ConcretizationError(located("roots: strip_zeros=True needs a concrete p (the number of roots "
+                                              "depends on its zeros); pass strip_zeros=False under jit (as in JAX)"))
+        values = np.asarray(p)
+        if values.ndim != 1:
+            raise TracingValueError(located(f"roots: p must be 1-d, got shape {values.shape}"))
+        nonzero = np.flatnonzero(values)
+        start, stop = (nonzero[0], nonzero[-1] + 1) if nonzero.size else (0, 0)
+        found = roots(asarray(p)[start:stop], strip_zeros=False)
+        return sh.concatenate([found, zeros((values.size - stop if nonzero.size else 0,), found.type.dtype)])
+    (coefficients,) = inexact(p)
+    if coefficients.ndim != 1:
+        raise TracingValueError(located(f"roots: p must be 1-d, got shape {coefficients.shape}"))
+    dtype = coefficients.type.dtype
+    degree = coefficients.shape[0] - 1
+    if degree < 1:
+        return linalg.eigvals(zeros((0, 0), dtype))
+    # The companion matrix: -p[1:] / p[0] in the first row, ones below the diagonal.
+    first_row = sh.expand_dims(el.divide(el.negative(coefficients[1:]), coefficients[0]), 0)
+    return linalg.eigvals(sh.concatenate([first_row, eye(degree - 1, degree, dtype=dtype)]))
 
 
 # ---- windows and i0 ------------------------------------------------------------------------------

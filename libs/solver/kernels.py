@@ -2,7 +2,7 @@
 
 Solution "workitem_per_matrix" (rocSOLVER's batched small-matrix kernels): every work-item runs,
 serially as LAPACK's unblocked routines do, one matrix's factorization or decomposition (getrf:
-getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, laswp) or one right-hand side
+getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, geev: gehd2 + Francis QR, laswp) or one right-hand side
 column's substitution (trsm, getrs); 64 work-items a workgroup, as many workgroups as the batch
 needs, so a stack of 10 000 matrices is one launch. The row gather lapmr is a plain copy, a
 workgroup per row. The sizes and the batch are scalar parameters: one kernel per routine,
@@ -21,7 +21,7 @@ from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from ...ir.types import NUMPY_DTYPES
 from ...lowering.emitters import operand_buffers
-from .routines import MAX_SWEEPS
+from .routines import MAX_QR_STEPS, MAX_SWEEPS
 
 SOLUTION = "workitem_per_matrix"
 WORKGROUP_ITEMS = 64
@@ -416,7 +416,112 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
 
 
-KERNELS = {"getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel, "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel, "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
+def geev_kernel(op: Op, name: str) -> Kernel:
+    """routines.py's geev_reference, statement for statement (Hessenberg reduction, then a flat loop of
+    at most MAX_QR_STEPS * n steps, each deflating one or two eigenvalues or running one Francis step)."""
+    batch, n, _ = op.operands[0].type.shape
+    b, size = sizes("batch", "n")
+    a, wr, wi, h = params = resized(operand_buffers(op), [b * size * size, b * size, b * size, b * size * size])
+    dtype = a.dtype
+    i, j, k, low, last, steps = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last", "steps"))
+    norm, beta, dot, x, y, z, total, product, s, p, disc, root = (
+        K.Var(v, dtype) for v in ("norm", "beta", "dot", "x", "y", "z", "total", "product", "s", "p", "disc", "root"))
+    u = [K.Var(f"u{t}", dtype) for t in range(3)]
+    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
+    zero = K.Const(0, dtype)
+    sign = lambda value: K.select(value >= 0, K.Const(1, dtype), K.Const(-1, dtype))
+
+    def body(g):
+        at = lambda r, c: g * size * size + r * size + c
+        m = lambda r, c: h[at(r, c)]
+        put = lambda r, c, value: K.Store(h, at(r, c), value)
+
+        def reflect(count):
+            """u, beta of the reflector of (x, y, z)[:count]; applied to rows k.. of columns
+            max(low, k - 1)..last, then to columns k.. of rows low..min(k + 3, last)."""
+            vector = [x, y, z][:count]
+            return [
+                K.Assign(norm, K.sqrt(sum((v * v for v in vector[1:]), vector[0] * vector[0]))),
+                K.Assign(u[0], x + sign(x) * norm), K.Assign(u[1], y), K.Assign(u[2], z if count == 3 else zero),
+                K.Assign(beta, K.select(norm.ne(0), 2 / (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]), zero)),
+                loop("j", K.maximum(low, k - 1), last + 1, [
+                    K.Assign(dot, sum((u[t] * m(k + t, j) for t in range(1, count)), u[0] * m(k, j))),
+                    *[put(k + t, j, m(k + t, j) - beta * u[t] * dot) for t in range(count)]]),
+                loop("i", low, K.minimum(k + 3, last) + 1, [
+                    K.Assign(dot, sum((u[t] * m(i, k + t) for t in range(1, count)), u[0] * m(i, k))),
+                    *[put(i, k + t, m(i, k + t) - beta * dot * u[t]) for t in range(count)]])]
+
+        hessenberg = loop("k", 0, size - 2, [
+            K.Assign(norm, zero),
+            loop("i", k + 1, size, [K.Assign(norm, norm + m(i, k) * m(i, k))]),
+            K.Assign(norm, K.sqrt(norm)),
+            K.If(norm.ne(0), [
+                # The reflector's vector in column k's entries below the diagonal while it is applied.
+                K.Assign(s, sign(m(k + 1, k)) * norm), put(k + 1, k, m(k + 1, k) + s),
+                K.Assign(beta, zero),
+                loop("i", k + 1, size, [K.Assign(beta, beta + m(i, k) * m(i, k))]),
+                K.Assign(beta, 2 / beta),
+                loop("j", k + 1, size, [
+                    K.Assign(dot, zero), loop("i", k + 1, size, [K.Assign(dot, dot + m(i, k) * m(i, j))]),
+                    loop("i", k + 1, size, [put(i, j, m(i, j) - beta * m(i, k) * dot)])]),
+                loop("i", 0, size, [
+                    K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + m(i, j) * m(j, k))]),
+                    loop("j", k + 1, size, [put(i, j, m(i, j) - beta * dot * m(j, k))])]),
+                put(k + 1, k, -s), loop("i", k + 2, size, [put(i, k, zero)])])])
+        two_by_two = [
+            K.Assign(p, (m(low, low) - m(last, last)) / 2),
+            K.Assign(disc, p * p + m(low, last) * m(last, low)),
+            K.If(disc < 0, [
+                K.Store(wr, g * size + low, m(last, last) + p), K.Store(wi, g * size + low, K.sqrt(-disc)),
+                K.Store(wr, g * size + last, m(last, last) + p), K.Store(wi, g * size + last, -K.sqrt(-disc))], [
+                K.Assign(root, p + sign(p) * K.sqrt(disc)),
+                K.Store(wr, g * size + low, m(last, last) + root), K.Store(wi, g * size + low, zero),
+                K.Store(wr, g * size + last, K.select(root.ne(0), m(last, last) - m(low, last) * m(last, low) / root,
+                                                      m(last, last) + root)),
+                K.Store(wi, g * size + last, zero)]),
+            K.Assign(last, last - 2), K.Assign(steps, K.Const(0, INDEX))]
+        exceptional = [
+            K.Assign(s, K.abs(m(last, last - 1)) + K.abs(m(last - 1, last - 2))),
+            K.Assign(total, 2 * (0.75 * s + m(last, last))),
+            K.Assign(product, (0.75 * s + m(last, last)) * (0.75 * s + m(last, last)) + 0.4375 * s * s)]
+        francis = [
+            K.Assign(steps, steps + 1),
+            K.Assign(total, m(last - 1, last - 1) + m(last, last)),
+            K.Assign(product, m(last - 1, last - 1) * m(last, last) - m(last - 1, last) * m(last, last - 1)),
+            K.If(steps.eq(10), exceptional), K.If(steps.eq(20), exceptional),
+            K.Assign(x, m(low, low) * m(low, low) + m(low, low + 1) * m(low + 1, low) - total * m(low, low) + product),
+            K.Assign(y, m(low + 1, low) * (m(low, low) + m(low + 1, low + 1) - total)),
+            K.Assign(z, m(low + 1, low) * m(low + 2, low + 1)),
+            loop("k", low, last, [
+                K.If(k < last - 1, reflect(3), reflect(2)),
+                K.Assign(x, m(k + 1, k)), K.Assign(y, zero), K.Assign(z, zero),
+                K.If(k + 2 <= last, [K.Assign(y, m(k + 2, k))]), K.If(k + 3 <= last, [K.Assign(z, m(k + 3, k))])])]
+        step = [
+            K.Assign(low, K.Const(0, INDEX)),
+            loop("k", 1, last + 1, [
+                K.If(K.abs(m(k, k - 1)) <= epsilon * (K.abs(m(k - 1, k - 1)) + K.abs(m(k, k))),
+                     [put(k, k - 1, zero), K.Assign(low, k)])]),
+            K.If(low.eq(last), [
+                K.Store(wr, g * size + last, m(last, last)), K.Store(wi, g * size + last, zero),
+                K.Assign(last, last - 1), K.Assign(steps, K.Const(0, INDEX))],
+                 [K.If(low.eq(last - 1), two_by_two, francis)])]
+        return [
+            *[K.Let(v, zero) for v in (norm, beta, dot, x, y, z, total, product, s, p, disc, root, *u)],
+            K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1), K.Let(steps, K.Const(0, INDEX)),
+            loop("e", 0, size * size, [K.Store(h, g * size * size + K.Var("e", INDEX),
+                                               a[g * size * size + K.Var("e", INDEX)])]),
+            hessenberg,
+            loop("step", 0, MAX_QR_STEPS * size, [K.If(last >= 0, step)]),
+            # Not converged: NaNs for the eigenvalues not found.
+            loop("i", 0, last + 1, [K.Store(wr, g * size + i, K.Const(float("nan"), dtype)),
+                                    K.Store(wi, g * size + i, K.Const(float("nan"), dtype))])]
+
+    return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
+
+
+KERNELS = {"geev": geev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel,
+           "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel,
+           "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:

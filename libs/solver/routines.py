@@ -30,6 +30,10 @@ of row-major matrices: every operand has one batch dimension first ([B, rows, co
   orgqr(QR[B, m, n], tau[B, k]) -> Q[B, m, q], attribute columns (q)
       the first q columns of H_0 ... H_{k-1} (LAPACK's org2r; q = k reduced, q = m complete).
 
+  geev(A[B, n, n]) -> wr[B, n], wi[B, n], H[B, n, n]
+      eigenvalues (real and imaginary parts) of general matrices, as LAPACK's geev without vectors:
+      Hessenberg reduction, then Francis double-shift QR steps until the matrix deflates (H is the
+      work copy).
   syevj(A[B, n, n]) -> w[B, n], V[B, n, n], D[B, n, n]
       symmetric eigenproblem by cyclic Jacobi (rocSOLVER's syevj): rotations J^T A J zero each
       off-diagonal entry in turn (Golub and Van Loan's sym.schur2), sweep after sweep until the
@@ -306,6 +310,102 @@ def gesvdj_reference(a):
             np.take_along_axis(v, order[:, None, :], axis=2))
 
 
+MAX_QR_STEPS = 30   # Francis double-shift steps per eigenvalue before giving up (LAPACK's dlahqr's ITMAX / n)
+
+
+def geev_infer(types, attrs):
+    check_matrices("geev", types, 1)
+    (a,) = types
+    batch, n, columns = a.shape
+    require(n == columns, f"library_call: solver.geev takes square matrices, got {a}")
+    return [TensorType(a.dtype, (batch, n)), TensorType(a.dtype, (batch, n)), a]
+
+
+def hessenberg_reflector(x):
+    """(u, beta) with (I - beta u u^T) x = -sign(x0) ||x|| e1 (beta = 0 for x = 0)."""
+    norm = np.sqrt(np.sum(x * x))
+    if norm == 0:
+        return x, 0.0
+    u = x.copy()
+    u[0] += norm if x[0] >= 0 else -norm
+    return u, 2 / np.sum(u * u)
+
+
+def two_by_two_eigenvalues(a, b, c, d):
+    """((re1, im1), (re2, im2)) of [[a, b], [c, d]]; a complex pair with the positive imaginary part
+    first, as LAPACK orders them; real ones by d + z and d - bc/z, z = p + sign(p) sqrt(p^2 + bc),
+    p = (a - d)/2, to avoid cancellation."""
+    p = (a - d) / 2
+    disc = p * p + b * c
+    if disc < 0:
+        return (d + p, np.sqrt(-disc)), (d + p, -np.sqrt(-disc))
+    z = p + (np.sqrt(disc) if p >= 0 else -np.sqrt(disc))
+    return (d + z, 0.0), ((d - b * c / z) if z != 0 else d + z, 0.0)
+
+
+def geev_reference(a):
+    """Eigenvalues only (geev with jobvl = jobvr = 'N', no balancing): Householder reduction to
+    Hessenberg form (gehd2), then Francis double-shift QR steps on the active window (Golub and Van
+    Loan, Algorithm 7.5.1) deflating where a subdiagonal entry is below eps times its neighbours,
+    with LAPACK dlahqr's exceptional shift at steps 10 and 20. NaNs if it does not converge."""
+    h = np.array(a, copy=True)
+    batch, n, _ = h.shape
+    wr, wi = np.zeros((batch, n), h.dtype), np.zeros((batch, n), h.dtype)
+    epsilon = np.finfo(h.dtype).eps
+    with np.errstate(all="ignore"):
+        for b in range(batch):
+            m = h[b]
+            for k in range(n - 2):
+                u, beta = hessenberg_reflector(m[k + 1:, k].copy())
+                m[k + 1:, :] -= beta * np.outer(u, u @ m[k + 1:, :])
+                m[:, k + 1:] -= beta * np.outer(m[:, k + 1:] @ u, u)
+            last, steps = n - 1, 0
+            for _ in range(MAX_QR_STEPS * n):
+                if last < 0:
+                    break
+                low = 0
+                for k in range(1, last + 1):
+                    if abs(m[k, k - 1]) <= epsilon * (abs(m[k - 1, k - 1]) + abs(m[k, k])):
+                        m[k, k - 1] = 0
+                        low = k
+                if low == last:
+                    wr[b, last], wi[b, last], last, steps = m[last, last], 0, last - 1, 0
+                elif low == last - 1:
+                    first, second = two_by_two_eigenvalues(m[low, low], m[low, last], m[last, low], m[last, last])
+                    (wr[b, low], wi[b, low]), (wr[b, last], wi[b, last]) = first, second
+                    last, steps = last - 2, 0
+                else:
+                    steps += 1
+                    francis_step(m, low, last, steps)
+            if last >= 0:
+                wr[b, :last + 1] = wi[b, :last + 1] = np.nan
+    return wr, wi, h
+
+
+def francis_step(m, low, last, steps):
+    """One double-shift QR step on the window m[low:last+1, low:last+1] (at least 3x3), in place."""
+    if steps in (10, 20):
+        s = abs(m[last, last - 1]) + abs(m[last - 1, last - 2])
+        h11 = 0.75 * s + m[last, last]
+        total, product = 2 * h11, h11 * h11 + 0.4375 * s * s
+    else:
+        total = m[last - 1, last - 1] + m[last, last]
+        product = m[last - 1, last - 1] * m[last, last] - m[last - 1, last] * m[last, last - 1]
+    x = m[low, low] * m[low, low] + m[low, low + 1] * m[low + 1, low] - total * m[low, low] + product
+    y = m[low + 1, low] * (m[low, low] + m[low + 1, low + 1] - total)
+    z = m[low + 1, low] * m[low + 2, low + 1]
+    for k in range(low, last):
+        rows = min(3, last - k + 1)
+        u, beta = hessenberg_reflector(np.array([x, y, z][:rows]))
+        left = max(low, k - 1)
+        m[k:k + rows, left:last + 1] -= beta * np.outer(u, u @ m[k:k + rows, left:last + 1])
+        bottom = min(k + 3, last)
+        m[low:bottom + 1, k:k + rows] -= beta * np.outer(m[low:bottom + 1, k:k + rows] @ u, u)
+        x = m[k + 1, k]
+        y = m[k + 2, k] if k + 2 <= last else 0
+        z = m[k + 3, k] if k + 3 <= last else 0
+
+
 def getrs_infer(types, attrs):
     require(len(types) == 3, f"library_call: solver.getrs takes LU, permutation and X, got "
                              f"{', '.join(map(str, types))}")
@@ -339,5 +439,7 @@ ROUTINES = {
     "gesvdj": Routine({}, gesvdj_infer, gesvdj_reference, "singular values, one-sided Jacobi "
                                                           "(libs/solver/routines.py)"),
     "getrs": Routine({}, getrs_infer, getrs_reference, "solve with getrf's factors (libs/solver/routines.py)"),
+    "geev": Routine({}, geev_infer, geev_reference, "eigenvalues of general matrices, Hessenberg + double-shift QR "
+                                                    "(libs/solver/routines.py)"),
     "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
 }

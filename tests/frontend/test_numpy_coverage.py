@@ -51,7 +51,6 @@ NOT_SUPPORTED = {
     **dict.fromkeys("float4_e2m1fn float6_e2m3fn float6_e3m2fn float8_e3m4 float8_e4m3 float8_e4m3b11fnuz "
                     "float8_e4m3fn float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu int1 int2 int4 uint1 "
                     "uint2 uint4".split(), NARROW_FLOAT_REASON),
-    "roots": "needs the eigenvalues of the companion matrix (linalg.eigvals): the solver library's geev",
     "fromfile": "not supported by JAX either (impure); use asarray(np.fromfile(...))",
     "fromiter": "not supported by JAX either (impure); use asarray(np.fromiter(...))",
     "from_dlpack": "cdnajit arrays are numpy arrays; use np.from_dlpack",
@@ -60,7 +59,6 @@ NOT_SUPPORTED = {
 
 # Stubs of NOT_SUPPORTED that exist, so that calling them names the reason: one call each.
 STUB_CALLS = {
-    "roots": (np.ones(3),),
     "fromfile": ("data.bin",),
     "fromiter": ([1, 2],),
     "from_dlpack": (np.ones(2),),

@@ -129,10 +129,7 @@ def test_polynomials(assert_close, run_both):
                  bound=8 * eps * 20)
     roots = RNG.normal(size=3)
     assert_close(run_both(cnp.poly, roots), np.poly(roots), bound=32 * eps * 8)
-    with pytest.raises(NotImplementedError, match="geev"):
-        cnp.roots(p)
-    with pytest.raises(NotImplementedError, match="eigenvalues"):
-        cnp.poly(np.eye(3))
+    # roots and poly of a matrix (linalg.eigvals): tests/frontend/test_numpy_linalg_eig.py.
 
 
 @pytest.mark.parametrize("m", [0, 1, 2, 7])
