@@ -1,0 +1,153 @@
+"""The matrix-vector kernels (rocBLAS's gemv): a `library_call blas.*` whose M or N is 1.
+
+A GEMM macro tile spends its work on a 1-wide D as on a 16- or 64-wide one, and its grid has a
+workgroup per MT0 rows only; a matrix-vector product reads each element of the matrix once and
+is bound by that read. So such calls get a kernel of their own, in one of two forms by how the
+matrix lies in memory (`GemvSolution.form`):
+
+  - "dot": the matrix is contiguous along K (y = A x with A [M, K] row-major, or x^T B with B
+    transposed). Workgroup (WAVE, ROWS): wave y owns one output row; its lane x sums the products
+    at k = x, x + WAVE, ... (consecutive lanes read consecutive elements), and a WaveReduce sums
+    the lanes' partial sums (a pairwise tree of WAVE leaves). Grid: ceil(rows / ROWS) x batch.
+    The last workgroup's rows past the end read the last row (clamped, no bounds check under the
+    wave op) and store nothing.
+  - "axpy": the matrix is contiguous along the output (x^T B with B [K, N] row-major, or A
+    transposed). Work-item x of a workgroup of COLUMNS owns one output element and walks K,
+    accumulating in order; consecutive work-items read consecutive elements of each row.
+
+Compiled per solution, never per problem: the output length, K and the batch count are scalar
+parameters (i64), alpha and beta too (in the accumulation dtype). The variant is the form, the
+dtypes and the epilogue's terms. The epilogue is the GEMM kernels' (generator.py): alpha, beta * C,
+the bias (N elements: one value when N is 1, else one per output), the activation, in the
+accumulation dtype, rounded once to D's dtype.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir import kernel as K
+from ...ir.core import Op
+from ...lowering.emitters import operand_buffers
+from .generator import GemmProblem, activation_expr
+from .routines import split_epilogue
+
+WAVE = 64           # the lanes that share one output row in the dot form (a CDNA wave)
+ROWS = 4            # output rows per workgroup of the dot form: 4 waves
+COLUMNS = 256       # output elements per workgroup of the axpy form
+
+
+@dataclass(frozen=True)
+class GemvSolution:
+    form: str       # "dot" or "axpy"
+
+    @property
+    def name(self) -> str:
+        return f"Gemv_DOT_W{WAVE}x{ROWS}" if self.form == "dot" else f"Gemv_AXPY_C{COLUMNS}"
+
+    @property
+    def workgroup_size(self) -> tuple[int, int, int]:
+        return (WAVE, ROWS, 1) if self.form == "dot" else (COLUMNS, 1, 1)
+
+
+GEMV_SOLUTIONS = (GemvSolution("dot"), GemvSolution("axpy"))
+
+
+def is_gemv(problem: GemmProblem) -> bool:
+    return problem.m == 1 or problem.n == 1
+
+
+def gemv_solution(problem: GemmProblem) -> GemvSolution:
+    """The form for a matrix-vector problem: "dot" when the matrix operand is contiguous along K."""
+    return GemvSolution("dot" if matrix_k_contiguous(problem) else "axpy")
+
+
+def gemv_solution_by_name(name: str) -> GemvSolution | None:
+    return next((s for s in GEMV_SOLUTIONS if s.name == name), None)
+
+
+def output_along_m(problem: GemmProblem) -> bool:
+    """Whether the output runs along M (N is 1: the matrix is A) rather than along N (the matrix is B)."""
+    return problem.n == 1
+
+
+def matrix_k_contiguous(problem: GemmProblem) -> bool:
+    a_k, b_k = problem.k_contiguous
+    return a_k if output_along_m(problem) else b_k
+
+
+class GemvKernelBuilder:
+    def __init__(self, op: Op, solution: GemvSolution, name: str):
+        self.problem = p = GemmProblem.from_op(op)
+        self.solution = solution
+        self.name = name
+        self.acc_dtype = p.compute_dtype
+        self.along_m = output_along_m(p)
+        self.out, self.k, self.batches = (K.ScalarParam(n, "i64") for n in ("out", "k", "batch"))
+        self.alpha = K.ScalarParam("alpha", self.acc_dtype)
+        self.beta = K.ScalarParam("beta", self.acc_dtype) if p.beta != 0 else None
+        has_bias, self.activation = split_epilogue(p.epilogue)
+        matrix, vector = self.batches * self.out * self.k, self.batches * self.k
+        counts = ([matrix, vector] if self.along_m else [vector, matrix]) + [self.batches * self.out] * (p.beta != 0) \
+            + [1 if self.along_m else self.out] * has_bias + [self.batches * self.out]
+        self.params = [K.GlobalBuffer(b.name, b.dtype, c, b.readonly) for b, c in zip(operand_buffers(op), counts)]
+        self.matrix_buf, self.vector_buf = (self.params[0], self.params[1]) if self.along_m else \
+            (self.params[1], self.params[0])
+        self.c_buf = self.params[2] if p.beta != 0 else None
+        self.bias_buf = self.params[-2] if has_bias else None
+        self.d_buf = self.params[-1]
+        self.scalars = [self.out, self.k, self.batches, self.alpha] + [self.beta] * (p.beta != 0)
+        self.arguments = [("out", p.m if self.along_m else p.n), ("k", p.k), ("batch", p.batch), ("alpha", p.alpha)] \
+            + [("beta", p.beta)] * (p.beta != 0)
+        self.batch = K.workgroup_id(1).cast("i64")
+        self.x, self.y = K.workitem_id(0).cast("i64"), K.workitem_id(1).cast("i64")
+
+    def widened(self, value: K.Expr) -> K.Expr:
+        return value if value.dtype == self.acc_dtype else value.cast(self.acc_dtype)
+
+    def product(self, matrix_index: K.Expr, k: K.Expr) -> K.Expr:
+        return (self.widened(self.matrix_buf[self.batch * self.out * self.k + matrix_index])
+                * self.widened(self.vector_buf[self.batch * self.k + k]))
+
+    def stored(self, i: K.Expr, total: K.Expr) -> list[K.Stmt]:
+        """D[batch, i] = epilogue(total), for an output i inside the output."""
+        at = self.batch * self.out + i
+        value = total * self.alpha
+        if self.c_buf is not None:
+            value = value + self.widened(self.c_buf[at]) * self.beta
+        if self.bias_buf is not None:
+            value = value + self.widened(self.bias_buf[K.Const(0, "i64") if self.along_m else i])
+        value = activation_expr(self.activation, value)
+        return [K.Store(self.d_buf, at, value.cast(self.problem.result_dtype))]
+
+    def dot_body(self) -> list[K.Stmt]:
+        row = K.workgroup_id(0).cast("i64") * ROWS + self.y
+        read_row = K.minimum(row, self.out - 1)     # uniform within the wave's reduction
+        partial, total, kk = K.Var("partial", self.acc_dtype), K.Var("total", self.acc_dtype), K.Var("kk", "i64")
+        k = kk + self.x
+        return [K.Let(partial, K.Const(0, self.acc_dtype)),
+                K.For(kk, 0, self.k, WAVE, [
+                    K.If(k < self.k, [K.Assign(partial, partial + self.product(read_row * self.k + k, k))])],
+                    uniform=True),
+                K.WaveReduce(total, "sum", partial),
+                K.If((self.x.eq(K.Const(0, "i64"))) & (row < self.out), self.stored(row, total))]
+
+    def axpy_body(self) -> list[K.Stmt]:
+        i = K.workgroup_id(0).cast("i64") * COLUMNS + self.x
+        read = K.minimum(i, self.out - 1)
+        acc, k = K.Var("acc", self.acc_dtype), K.Var("kk", "i64")
+        return [K.Let(acc, K.Const(0, self.acc_dtype)),
+                K.For(k, 0, self.k, 1, [K.Assign(acc, acc + self.product(k * self.out + read, k))], uniform=True),
+                K.If(i < self.out, self.stored(i, acc))]
+
+    def build(self) -> K.Kernel:
+        dot = self.solution.form == "dot"
+        per_group = ROWS if dot else COLUMNS
+        return K.Kernel(self.name, params=self.params + self.scalars,
+                        grid=(K.ceil_div(self.out, per_group), self.batches, 1),
+                        workgroup_size=self.solution.workgroup_size,
+                        body=self.dot_body() if dot else self.axpy_body(), arguments=self.arguments)
+
+
+def gemv_kernel(op: Op, solution: GemvSolution, name: str) -> K.Kernel:
+    """The kernel of a matrix-vector `solution` computing the library_call `op`."""
+    return GemvKernelBuilder(op, solution, name).build()
