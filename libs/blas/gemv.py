@@ -1,25 +1,20 @@
-"""The matrix-vector kernels (rocBLAS's gemv): a `library_call blas.*` whose M or N is 1.
+"""The matrix-vector kernel (rocBLAS's gemv): a `library_call blas.*` whose M or N is 1 and whose
+matrix operand is contiguous along K (y = A x with A [M, K] row-major, or x^T B with B transposed).
 
 A GEMM macro tile spends its work on a 1-wide D as on a 16- or 64-wide one, and its grid has a
-workgroup per MT0 rows only; a matrix-vector product reads each element of the matrix once and
-is bound by that read. So such calls get a kernel of their own, in one of two forms by how the
-matrix lies in memory (`GemvSolution.form`):
-
-  - "dot": the matrix is contiguous along K (y = A x with A [M, K] row-major, or x^T B with B
-    transposed). Workgroup (WAVE, ROWS): wave y owns one output row; its lane x sums the products
-    at k = x, x + WAVE, ... (consecutive lanes read consecutive elements), and a WaveReduce sums
-    the lanes' partial sums (a pairwise tree of WAVE leaves). Grid: ceil(rows / ROWS) x batch.
-    The last workgroup's rows past the end read the last row (clamped, no bounds check under the
-    wave op) and store nothing.
-  - "axpy": the matrix is contiguous along the output (x^T B with B [K, N] row-major, or A
-    transposed). Work-item x of a workgroup of COLUMNS owns one output element and walks K,
-    accumulating in order; consecutive work-items read consecutive elements of each row.
+workgroup per MT0 rows only (64 workgroups for 4096 rows: 64 of gfx942's 304 CUs); a
+matrix-vector product reads each element of the matrix once and is bound by that read.
+Workgroup (WAVE, ROWS): wave y owns one output row; its lane x sums the products at k = x,
+x + WAVE, ... in order (consecutive lanes read consecutive elements), and a WaveReduce sums the
+lanes' partial sums (a pairwise tree of WAVE leaves). Grid: ceil(rows / ROWS) x batch. The last
+workgroup's rows past the end read the last row (clamped: the wave op stands under uniform
+control flow, so no bounds check around it) and store nothing.
 
 Compiled per solution, never per problem: the output length, K and the batch count are scalar
-parameters (i64), alpha and beta too (in the accumulation dtype). The variant is the form, the
-dtypes and the epilogue's terms. The epilogue is the GEMM kernels' (generator.py): alpha, beta * C,
-the bias (N elements: one value when N is 1, else one per output), the activation, in the
-accumulation dtype, rounded once to D's dtype.
+parameters (i64), alpha and beta too (in the accumulation dtype). The variant is the dtypes and
+the epilogue's terms. The epilogue is the GEMM kernels' (generator.py): alpha, beta * C, the bias
+(N elements: one value when N is 1, else one per output), the activation, in the accumulation
+dtype, rounded once to D's dtype.
 """
 from __future__ import annotations
 
@@ -33,36 +28,30 @@ from .routines import split_epilogue
 
 WAVE = 64           # the lanes that share one output row in the dot form (a CDNA wave)
 ROWS = 4            # output rows per workgroup of the dot form: 4 waves
-COLUMNS = 256       # output elements per workgroup of the axpy form
 
 
 @dataclass(frozen=True)
 class GemvSolution:
-    form: str       # "dot" or "axpy"
+    """The matrix-vector solution: WAVE lanes per output row, ROWS rows per workgroup."""
 
     @property
     def name(self) -> str:
-        return f"Gemv_DOT_W{WAVE}x{ROWS}" if self.form == "dot" else f"Gemv_AXPY_C{COLUMNS}"
-
-    @property
-    def workgroup_size(self) -> tuple[int, int, int]:
-        return (WAVE, ROWS, 1) if self.form == "dot" else (COLUMNS, 1, 1)
+        return f"Gemv_DOT_W{WAVE}x{ROWS}"
 
 
-GEMV_SOLUTIONS = (GemvSolution("dot"), GemvSolution("axpy"))
+GEMV = GemvSolution()
 
 
-def is_gemv(problem: GemmProblem) -> bool:
-    return problem.m == 1 or problem.n == 1
-
-
-def gemv_solution(problem: GemmProblem) -> GemvSolution:
-    """The form for a matrix-vector problem: "dot" when the matrix operand is contiguous along K."""
-    return GemvSolution("dot" if matrix_k_contiguous(problem) else "axpy")
+def takes_gemv(problem: GemmProblem) -> bool:
+    """Whether a problem runs the matrix-vector kernel: M or N is 1 and the matrix is contiguous
+    along K. The other layout (the matrix contiguous along the output) stays with the GEMM solutions:
+    a kernel of work-items over output columns each walking K ran 5-8x slower than the GEMM's on the
+    host (4096x512 f32, x^T B)."""
+    return (problem.m == 1 or problem.n == 1) and matrix_k_contiguous(problem)
 
 
 def gemv_solution_by_name(name: str) -> GemvSolution | None:
-    return next((s for s in GEMV_SOLUTIONS if s.name == name), None)
+    return GEMV if name == GEMV.name else None
 
 
 def output_along_m(problem: GemmProblem) -> bool:
@@ -131,21 +120,10 @@ class GemvKernelBuilder:
                 K.WaveReduce(total, "sum", partial),
                 K.If((self.x.eq(K.Const(0, "i64"))) & (row < self.out), self.stored(row, total))]
 
-    def axpy_body(self) -> list[K.Stmt]:
-        i = K.workgroup_id(0).cast("i64") * COLUMNS + self.x
-        read = K.minimum(i, self.out - 1)
-        acc, k = K.Var("acc", self.acc_dtype), K.Var("kk", "i64")
-        return [K.Let(acc, K.Const(0, self.acc_dtype)),
-                K.For(k, 0, self.k, 1, [K.Assign(acc, acc + self.product(k * self.out + read, k))], uniform=True),
-                K.If(i < self.out, self.stored(i, acc))]
-
     def build(self) -> K.Kernel:
-        dot = self.solution.form == "dot"
-        per_group = ROWS if dot else COLUMNS
         return K.Kernel(self.name, params=self.params + self.scalars,
-                        grid=(K.ceil_div(self.out, per_group), self.batches, 1),
-                        workgroup_size=self.solution.workgroup_size,
-                        body=self.dot_body() if dot else self.axpy_body(), arguments=self.arguments)
+                        grid=(K.ceil_div(self.out, ROWS), self.batches, 1), workgroup_size=(WAVE, ROWS, 1),
+                        body=self.dot_body(), arguments=self.arguments)
 
 
 def gemv_kernel(op: Op, solution: GemvSolution, name: str) -> K.Kernel:

@@ -7,7 +7,7 @@ from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from .generator import Edges, GemmProblem, gemm_kernel
-from .gemv import gemv_kernel, gemv_solution, gemv_solution_by_name, is_gemv
+from .gemv import GEMV, gemv_kernel, gemv_solution_by_name, takes_gemv
 from .heuristic import Selection, estimate, pick
 from .solutions import Solution, solution_by_name
 
@@ -33,10 +33,10 @@ def solution_for(op: Op, target: Target) -> Solution:
 
 
 def select(op: Op, target: Target) -> str:
-    """The select_solutions pass's choice for a call: the matrix-vector kernel of its form when M or
-    N is 1 (gemv.py), else the tuned or heuristic pick."""
+    """The select_solutions pass's choice for a call: the matrix-vector kernel when M or N is 1 and
+    the matrix is contiguous along K (gemv.py), else the tuned or heuristic pick."""
     problem = GemmProblem.from_op(op)
-    return gemv_solution(problem).name if is_gemv(problem) else pick(problem, target).solution.name
+    return GEMV.name if takes_gemv(problem) else pick(problem, target).solution.name
 
 
 def explain(op: Op, target: Target) -> tuple[str, str]:
@@ -44,8 +44,7 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
     problem = GemmProblem.from_op(op)
     gemv = gemv_solution_by_name(op.attrs["solution"] or select(op, target))
     if gemv is not None:
-        return gemv.name, (f"matrix-vector kernel ({gemv.form} form: the matrix is contiguous along "
-                           f"{'K' if gemv.form == 'dot' else 'the output'}) for {problem.describe()}")
+        return gemv.name, f"matrix-vector kernel (the matrix contiguous along K) for {problem.describe()}"
     chosen = selection_for(op, target)
     edges = Edges.of(GemmProblem.from_op(op), chosen.solution)
     return chosen.solution.name, f"{chosen.reason}; variant: bounds checks on {edges.name}"
