@@ -1,6 +1,6 @@
-"""The matrix-vector kernel (libs/blas/gemv.py) on the host against a float64 reference: odd output
+"""The matrix-vector kernel (libs/blas/gemv.py) on the host against a float64 reference (i8: exact): odd output
 lengths, K below, at and across the wave (64) and the workgroup (4 rows), batches, f64, f32, f16 and
-bf16 (accumulated in f32), alpha, beta with C, bias and activations; through `cj.jit`, the routing
+bf16 (accumulated in f32), i8 (in i32), alpha, beta with C, bias and activations; through `cj.jit`, the routing
 (matrix contiguous along K -> the gemv kernel, the other layout -> a GEMM solution); one kernel
 text for every size; no spills on gfx942.
 
@@ -113,3 +113,19 @@ def test_gfx942_gemv_kernel_has_no_spills():
     op = gemm_call(4096, 1, 512, "f32", "f32")
     resources = amdgpu.resources(gemv_kernel(op, GEMV, "gemv"), get_target("gfx942"))
     assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
+
+
+@pytest.mark.slow
+def test_gemv_int8_is_exact():
+    """i8 inputs accumulate in i32: exact (the values here cannot overflow)."""
+    rng = np.random.default_rng(3)
+    for m, n, k, trans_a, trans_b, batch in PROBLEMS:
+        op = gemm_call(m, n, k, "i8", "i32", batch=batch, trans_a=trans_a, trans_b=trans_b, alpha=3, beta=-1,
+                       epilogue="bias_relu")
+        arrays = [rng.integers(-9, 10, v.type.shape).astype(NUMPY_DTYPES[v.type.dtype]) for v in op.operands]
+        d = np.zeros(op.result.type.shape, np.int32)
+        compile_kernel(gemv_kernel(op, GEMV, "gemv"))(*arrays, d)
+        a, b, c, bias = (x.astype(np.int64) for x in arrays)
+        op_a = np.swapaxes(a, -1, -2) if trans_a else a
+        op_b = np.swapaxes(b, -1, -2) if trans_b else b
+        np.testing.assert_array_equal(d, np.maximum(3 * (op_a @ op_b) - c + bias, 0))
