@@ -26,8 +26,8 @@ from ...lowering.emitters import operand_buffers
 from .generator import GemmProblem, activation_expr
 from .routines import split_epilogue
 
-WAVE = 64           # the lanes that share one output row in the dot form (a CDNA wave)
-ROWS = 4            # output rows per workgroup of the dot form: 4 waves
+WAVE = 64           # the lanes that share one output row (a CDNA wave: the WaveReduce spans it)
+ROWS = 4            # output rows per workgroup: 4 waves
 
 
 @dataclass(frozen=True)
