@@ -7,6 +7,7 @@ from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from .generator import Edges, GemmProblem, gemm_kernel
+from .gemv import GEMV, gemv_kernel, gemv_solution_by_name, takes_gemv
 from .heuristic import Selection, estimate, pick
 from .solutions import Solution, solution_by_name
 
@@ -32,16 +33,25 @@ def solution_for(op: Op, target: Target) -> Solution:
 
 
 def select(op: Op, target: Target) -> str:
-    """The select_solutions pass's choice for a call: the tuned or heuristic pick."""
-    return pick(GemmProblem.from_op(op), target).solution.name
+    """The select_solutions pass's choice for a call: the matrix-vector kernel when M or N is 1 and
+    the matrix is contiguous along K (gemv.py), else the tuned or heuristic pick."""
+    problem = GemmProblem.from_op(op)
+    return GEMV.name if takes_gemv(problem) else pick(problem, target).solution.name
 
 
 def explain(op: Op, target: Target) -> tuple[str, str]:
     """The solution and why, with the kernel variant the problem's sizes select (generator.Edges)."""
+    problem = GemmProblem.from_op(op)
+    gemv = gemv_solution_by_name(op.attrs["solution"] or select(op, target))
+    if gemv is not None:
+        return gemv.name, f"matrix-vector kernel (the matrix contiguous along K) for {problem.describe()}"
     chosen = selection_for(op, target)
     edges = Edges.of(GemmProblem.from_op(op), chosen.solution)
     return chosen.solution.name, f"{chosen.reason}; variant: bounds checks on {edges.name}"
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:
+    gemv = gemv_solution_by_name(op.attrs["solution"] or select(op, target))
+    if gemv is not None:
+        return gemv_kernel(op, gemv, name)
     return gemm_kernel(op, solution_for(op, target), name)
