@@ -3,7 +3,9 @@
 One sweep (`simplify`) rebuilds the module op by op; each op, as it is built, is
   1. rewritten by the first rule of rules.RULES that matches it (the replacement is built the same way);
   2. folded to a constant when all its operands are constants, its result has at most FOLD_LIMIT
-     elements and folding does not grow the constant data (a broadcast of a scalar stays one);
+     elements and folding does not grow the constant data (a broadcast of a scalar stays one); a
+     `library_call` is never folded: its reference is a numpy model of the library's kernels, and
+     the program asked for the kernels (as XLA leaves custom calls alone);
   3. replaced by an earlier op with the same name, operands and attributes (CSE; ops with regions
      are never merged). A region sees the ops of its enclosing regions, never the reverse.
 `cond` with a constant index (or one branch) is replaced by the chosen branch's ops; `while` whose
@@ -132,7 +134,7 @@ class Simplifier(Rebuilder):
 
     def folded(self, op: Op, scope: SimplifyScope) -> list[Value] | None:
         """The op's results as constants, if it can and should be evaluated now."""
-        if not self.fold or op.regions or not op.operands or len(op.results) != 1:
+        if not self.fold or op.regions or not op.operands or len(op.results) != 1 or op.name == "library_call":
             return None
         producers = [v.producer for v in op.operands]
         if not all(p is not None and p.name == "constant" for p in producers):
