@@ -83,7 +83,7 @@ NUMPY_NOT_CALLED = {  # public names that are not array functions, and why
     "ndarray": "the array type (tested below)",
     "ufunc": "the ufunc type (its instances are in the table)",
     **dict.fromkeys("base creation contractions dtypes_api elementwise reductions shaping indexing_funcs array_funcs "
-                    "histograms setops numerical statistics functional type_aliases linalg_solver".split(),
+                    "histograms setops numerical statistics functional type_aliases linalg_solver linalg_rules".split(),
                     "a family module of the package"),
     **dict.fromkeys("fft linalg".split(), "a namespace of its own, tested in tests/frontend/test_numpy_fft.py and "
                                           "test_numpy_linalg.py"),
