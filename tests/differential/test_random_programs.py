@@ -24,7 +24,7 @@ def check_programs(n, seed, quick=False):
 
 
 def test_random_programs():
-    check_programs(200, seed=1, quick=True)   # about 75 s of one core (cold compile cache), measured
+    check_programs(120, seed=1, quick=True)   # about 45 s of one core (cold compile cache), measured
 
 
 @pytest.mark.slow

@@ -242,6 +242,7 @@ def private_cache(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_tune_records_the_winner_and_compiles_use_it(private_cache, capsys):
     result = cj.libs.blas.tune(40, 24, 19, "float32", top=3, repeats=2)
     assert "blas.tune [" in capsys.readouterr().err
@@ -437,7 +438,8 @@ def run_at(compiled, op, arrays):
 
 
 @pytest.mark.parametrize("kind", ["mfma", "valu"])
-@pytest.mark.parametrize("in_dtype", list(DTYPES))
+@pytest.mark.parametrize("in_dtype", [pytest.param(d, marks=pytest.mark.slow) if d in ("i8", "f64") else d
+                                      for d in DTYPES])
 def test_one_compiled_kernel_runs_every_problem_of_its_solution(in_dtype, kind):
     """A solution's kernel, compiled once, computes problems of any size, crossing its tiles or
     not, K of 0 and batches included, with alpha, beta, C and a bias, against the reference."""
@@ -541,7 +543,7 @@ NEW_SIZE_PROGRAMS = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in ("batched", "transposed")
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in ("batched", "transposed", "mlp_batch")
                                   else name for name in NEW_SIZE_PROGRAMS])
 def test_a_new_size_with_the_same_solution_compiles_no_gemm_kernel(name, gemm_compiles):
     """Through cj.jit with an empty cache: the first call compiles its GEMM kernels, a call at new

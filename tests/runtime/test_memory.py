@@ -150,7 +150,8 @@ def check(figures: dict, cache_size: int, counting: str):
     assert figures["loaded"] <= LOADED_BYTES, figures
 
 
-@pytest.mark.parametrize("mode, counting", [("shapes", "jit_cache"), ("eager", "eager_cache")])
+@pytest.mark.parametrize("mode, counting", [("shapes", "jit_cache"),
+                                            pytest.param("eager", "eager_cache", marks=pytest.mark.slow)])
 def test_many_shapes_keep_bounded_caches_and_memory(mode, counting):
     check(measure(mode, 40, 8), 8, counting)
 

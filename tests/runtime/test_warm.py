@@ -23,6 +23,7 @@ def private_folders(tmp_path, monkeypatch):
     return tmp_path / "cache", tmp_path / "library"
 
 
+@pytest.mark.slow
 def test_warm_compiles_each_kernel_once_and_programs_then_load_them(private_folders, monkeypatch):
     # Two problems of one kernel (M < N, N and K past the tiles in both), one with an epilogue of its own.
     calls = [gemm_call(70, 90, 33, "f32", "f32"), gemm_call(75, 95, 37, "f32", "f32"),
