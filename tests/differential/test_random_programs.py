@@ -24,7 +24,7 @@ def check_programs(n, seed, quick=False):
 
 
 def test_random_programs():
-    check_programs(120, seed=1, quick=True)   # about 45 s of one core (cold compile cache), measured
+    check_programs(100, seed=1, quick=True)   # about 35 s of one core (cold compile cache), measured
 
 
 @pytest.mark.slow
@@ -49,12 +49,12 @@ def test_random_programs_many(part):
     202001814,   # int8 -> f64 -> u32 composed into one int8 -> u32 convert, which wraps where f64 -> u32 saturates
     202002758,   # the same through u8
     202003167,   # the oracle called concatenate(weak f64, f32) weak (only both-weak operands make a weak result)
-    104000575,   # einsum of -x0 with K = 0: the negation went to alpha and made the empty sum -0 (JAX: +0)
+    pytest.param(104000575, marks=pytest.mark.slow),   # einsum of -x0 with K = 0: the negation went to alpha and made the empty sum -0 (JAX: +0)
     107001120,   # a weak fori_loop init carried through astype(int64) stayed weak (JAX: strong, so where(.., int8) is int64)
     707004754,   # (-1.396e154 - 9.558e153j)**2 rounded both products, so inf - inf = nan (JAX: fma, finite)
     1313006593,  # cnp.sort dropped the weak type of int64 * -2.5, so f32 @ it was f64 (JAX: f32)
     1616011759,  # mean of complex 1 - 0j (0-d): the oracle added the identity; JAX keeps the element, -0.0 too
-    1818012459,  # oracle: log10 of a weak f64 taken as weak; JAX's log10 (log times a typed constant) is strong
+    pytest.param(1818012459, marks=pytest.mark.slow),  # oracle: log10 of a weak f64 taken as weak; JAX's log10 (log times a typed constant) is strong
     2121007794,  # (x * 1e30) @ x.T: the operand's factor went to alpha, so -0 * -max gave 0, not -0 * -inf = NaN
     1919007186,  # interpreter: x.at[i].min(0.) over -0. kept numpy's +0 (JAX: -0); oracle: 0 * a zero of open sign
     1111012866,  # oracle: trunc of cummax's sign-free zero (max of 0 and -0) compared the zero's sign
@@ -68,7 +68,7 @@ def test_random_programs_many(part):
     1010003516,  # oracle: power(1e30, bool) taken as strong f64; JAX keeps it weak (+ f16 is f16)
     1010003692,  # oracle: arctan of an undetermined product (possibly inf * 0 = NaN) was bounded by pi/2
     909012001,   # interpreter: logistic(-96.0) in f32 gave 0 (exp(96) overflowed), JAX 2.03e-42
-    909006462,   # oracle: a sum of (nan + yj) terms bounded its finite imaginary part by 0 (|nan + yj| dropped)
+    pytest.param(909006462, marks=pytest.mark.slow),   # oracle: a sum of (nan + yj) terms bounded its finite imaginary part by 0 (|nan + yj| dropped)
     606005669,   # cnp.pad dropped the weak type of minimum(int16, 1e30), so its product with bf16 was f64 (JAX: bf16)
 ])
 def test_programs_that_failed(program_seed):

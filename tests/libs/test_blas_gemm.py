@@ -144,13 +144,13 @@ def run_random_gemm(seed, problems=3):
         assert_gemm_close(d, op, arrays, k)
 
 
-@pytest.mark.parametrize("seed", [*range(12), 13])   # seed 12 (a 30 s case) runs with the long ones
+@pytest.mark.parametrize("seed", range(4))   # make test; the other seeds run with the long ones
 def test_random_gemm_matches_reference(seed):
     run_random_gemm(seed)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [12, *range(14, 200)])
+@pytest.mark.parametrize("seed", range(4, 200))
 def test_random_gemm_matches_reference_long(seed):
     run_random_gemm(seed)
 

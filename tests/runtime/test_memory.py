@@ -150,12 +150,13 @@ def check(figures: dict, cache_size: int, counting: str):
     assert figures["loaded"] <= LOADED_BYTES, figures
 
 
-@pytest.mark.parametrize("mode, counting", [("shapes", "jit_cache"),
-                                            pytest.param("eager", "eager_cache", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("mode, counting", [("shapes", "jit_cache"), ("eager", "eager_cache")])
 def test_many_shapes_keep_bounded_caches_and_memory(mode, counting):
     check(measure(mode, 40, 8), 8, counting)
 
 
+@pytest.mark.slow
 def test_compiled_and_dropped_functions_leave_bounded_memory():
     check(measure("functions", 40, 8), 8, "jit_cache")
 
