@@ -408,10 +408,9 @@ def run_of_mfmas(name, steps=3, tables=None):
     return kernel, out, expected
 
 
-@pytest.mark.parametrize("name", ["v_mfma_f32_32x32x2f32", "v_mfma_f32_16x16x4f32", "v_mfma_f32_32x32x8f16",
-                                  "v_mfma_f32_16x16x16bf16_1k",
-                                  pytest.param("v_mfma_i32_32x32x16i8", marks=pytest.mark.slow),  # 18 s
-                                  "v_mfma_f64_16x16x4f64"])
+@pytest.mark.parametrize("name", ["v_mfma_f32_32x32x2f32", "v_mfma_f32_32x32x8f16", *(
+    pytest.param(name, marks=pytest.mark.slow) for name in ("v_mfma_f32_16x16x4f32", "v_mfma_f32_16x16x16bf16_1k",
+                                                            "v_mfma_i32_32x32x16i8", "v_mfma_f64_16x16x4f64"))])
 def test_a_run_of_instructions_takes_the_micro_kernel_path_exactly(name):
     kernel, out, expected = run_of_mfmas(name)
     assert "mfma.segment" in str(host.llvm_module(kernel))  # the micro-kernel path, not one op at a time

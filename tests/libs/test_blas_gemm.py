@@ -185,7 +185,7 @@ def test_jit_runs_the_library_kernel_and_reports_its_solution():
 
 @pytest.mark.parametrize("in_dtype, preferred, result", [
     (np.float16, cnp.float32, np.float32), (ml_dtypes.bfloat16, cnp.float32, np.float32),
-    (np.int8, cnp.int32, np.int32), (np.float16, None, np.float16)])
+    pytest.param(np.int8, cnp.int32, np.int32, marks=pytest.mark.slow), (np.float16, None, np.float16)])
 def test_preferred_element_type(in_dtype, preferred, result):
     rng = np.random.default_rng(2)
     a = rng.integers(-4, 5, (9, 17)).astype(in_dtype)
@@ -262,6 +262,7 @@ def test_tune_records_the_winner_and_compiles_use_it(private_cache, capsys):
                        * (np.abs(a) @ np.abs(b)))
 
 
+@pytest.mark.slow
 def test_tuning_another_size_loads_the_candidates_kernels_from_the_cache(private_cache, monkeypatch):
     """The find mode compiles each candidate's kernel once: tuning another size of the same
     candidates (and variant: N and K past the tiles, M > N) compiles nothing."""
@@ -402,6 +403,7 @@ def test_the_operands_read_along_new_rows_are_prefetched(trans_a, trans_b, prefe
     assert len(re.findall(r"if uniform alongside \(\(t \+ 1:i64\) < \(\(k \+ 15:i64\) / 16:i64\)\)", text)) == 1
 
 
+@pytest.mark.slow
 def test_the_host_walks_the_tiles_along_m_first_when_a_is_the_smaller_operand():
     """Consecutive workgroups share the larger operand's panel and read the smaller one again
     (generator.py: N_FIRST, M_FIRST when M < N), chosen at launch: problems on either side of
@@ -543,7 +545,7 @@ NEW_SIZE_PROGRAMS = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in ("batched", "transposed", "mlp_batch")
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in ("batched", "transposed", "mlp_batch", "alpha_beta")
                                   else name for name in NEW_SIZE_PROGRAMS])
 def test_a_new_size_with_the_same_solution_compiles_no_gemm_kernel(name, gemm_compiles):
     """Through cj.jit with an empty cache: the first call compiles its GEMM kernels, a call at new
