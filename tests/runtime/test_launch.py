@@ -17,8 +17,8 @@ import pytest
 import cdnajit as cj
 from cdnajit.codegen.host import WRITTEN_BUFFER_ALIGNMENT
 from cdnajit.ir import kernel as K
-from cdnajit.runtime.launch import (PARALLEL_MIN_WORK_ITEMS, aligned_empty, compile_kernel, runs_in_parallel,
-                                    statements_per_item, worker_pool)
+from cdnajit.runtime.launch import (PARALLEL_MIN_WORK_ITEMS, STAGGER_BYTES, STAGGER_COLOURS, STAGGER_FROM_BYTES,
+                                    aligned_empty, compile_kernel, runs_in_parallel, statements_per_item, worker_pool)
 from cdnajit.runtime.native import link_module
 from cdnajit.runtime.native_pool import pool_code
 
@@ -172,6 +172,16 @@ def test_aligned_empty(shape, dtype):
     array = aligned_empty(shape, dtype)
     assert array.shape == shape and array.dtype == dtype and array.flags.c_contiguous and array.flags.writeable
     assert array.size == 0 or array.ctypes.data % WRITTEN_BUFFER_ALIGNMENT == 0  # an empty one is never written
+
+
+def test_large_buffers_are_staggered_within_their_pages():
+    """Consecutive large buffers start at different offsets past their allocation's start, at least
+    STAGGER_BYTES apart (mmap gives every large allocation the same offset within its page, and
+    buffers at equal page offsets make a kernel's loads wait on its stores: 4K aliasing)."""
+    arrays = [aligned_empty((STAGGER_FROM_BYTES // 4,), np.float32) for _ in range(STAGGER_COLOURS)]
+    offsets = {(a.ctypes.data - a.base.ctypes.data) // STAGGER_BYTES for a in arrays}
+    assert len(offsets) == STAGGER_COLOURS
+    assert all(a.ctypes.data % WRITTEN_BUFFER_ALIGNMENT == 0 for a in arrays)
 
 
 def test_a_misaligned_written_buffer_is_staged_with_its_contents():
