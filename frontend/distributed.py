@@ -22,16 +22,20 @@ process partitions programs over its own devices; these collectives combine proc
 """
 from __future__ import annotations
 
+import ctypes
 import time
 
 import numpy as np
 
-from ..ir.core import Module, Region, Value, make_op
+from ..codegen.host import WRITTEN_BUFFER_ALIGNMENT
+from ..ir.core import Value, make_op
 from ..ir.opdef import infer_types
+from ..ir.targets import get_target
 from ..ir.types import TensorType, dtype_name
-from ..libs.ccl import cost
+from ..libs.ccl import LIBRARY, cost
+from ..libs.ccl.kernels import ITEMS
 from ..runtime import devices
-from ..runtime.executable import Executable
+from ..runtime.launch import PARALLEL_MIN_WORK_ITEMS, address, aligned_copy, aligned_empty, compile_kernel
 
 DEFAULT_TIMEOUT_S = 60.0
 SPIN_S = 2e-3   # polling without sleeping for this long, then sleeping up to 1 ms between polls
@@ -64,26 +68,54 @@ def shutdown():
     devices.Processes.index, devices.Processes.count = 0, 1
 
 
-_reducers: dict = {}
+class ReductionStep:
+    """The compiled step `out = received <reducer> mine` (ccl.reduce of a group of 2, root 1: operand
+    0 first), in place: one kernel per reducer and dtype, the element count its scalar parameter,
+    launched with an argument block of its own (the generic launch's checks cost more than a small
+    step's work; here every buffer is a contiguous vector of the dtype and `out` is aligned)."""
+    steps: dict = {}
 
-
-def reduction(reducer: str, dtype: np.dtype, count: int) -> Executable:
-    """The compiled step `a <reducer> b` of two vectors of `count` elements (ccl.reduce of a group of 2)."""
-    key = (reducer, dtype.str, count)
-    if key not in _reducers:
-        t = TensorType(dtype_name(dtype), (count,))
-        a, b = Value(t), Value(t)
+    def __init__(self, reducer: str, dtype: np.dtype):
+        t = TensorType(dtype_name(dtype), (1,))
         attrs = {"library": "ccl", "routine": "reduce", "solution": "", "axes": "processes", "group_size": 2,
                  "root": 1, "reducer": reducer}
-        op = make_op("library_call", [a, b], attrs, infer_types("library_call", [t, t], attrs))
-        _reducers[key] = Executable.compile(Module(f"ccl_{reducer}_step", Region([a, b], [op], op.results)))
-    return _reducers[key]
+        op = make_op("library_call", [Value(t), Value(t)], attrs, infer_types("library_call", [t, t], attrs))
+        self.kernel = compile_kernel(LIBRARY.emit(op, f"ccl_{reducer}_step", get_target()))
+        self.size = ctypes.c_int64(0)
+        self.block = (ctypes.c_void_p * 4)(0, 0, 0, ctypes.addressof(self.size))   # received, mine, out, size
+
+    @classmethod
+    def get(cls, reducer: str, dtype: np.dtype) -> "ReductionStep":
+        key = (reducer, dtype.str)
+        if key not in cls.steps:
+            cls.steps[key] = cls(reducer, dtype)
+        return cls.steps[key]
+
+    def __call__(self, out: np.ndarray, received: np.ndarray, mine: np.ndarray):
+        count = mine.size
+        if count == 0:
+            return
+        self.block[0], self.block[1], self.block[2] = address(received), address(mine), address(out)
+        self.size.value = count
+        self.kernel.launch(ctypes.addressof(self.block), total=-(-count // ITEMS),
+                           parallel=count >= PARALLEL_MIN_WORK_ITEMS)
 
 
-def combine(reducer: str, mine: np.ndarray, received: np.ndarray) -> np.ndarray:
-    """received <reducer> mine, by the compiled step (the chain from the root's successor: operand 0
-    first, so the result is the received partial combined with this process's)."""
-    return reduction(reducer, mine.dtype, mine.size)(received, mine)[0]
+def combine_into(out: np.ndarray, reducer: str, received: np.ndarray, mine: np.ndarray):
+    """out = received <reducer> mine, by the compiled step, in place (no allocation, no copy)."""
+    ReductionStep.get(reducer, mine.dtype)(out, received, mine)
+
+
+class Scratch:
+    """A receive buffer kept between calls (a new one per call would be faulted in each time)."""
+    buffer = np.empty(0, np.uint8)
+
+    @classmethod
+    def take(cls, count: int, dtype: np.dtype) -> np.ndarray:
+        nbytes = count * dtype.itemsize
+        if cls.buffer.size < nbytes:
+            cls.buffer = aligned_empty((nbytes,), np.uint8)
+        return cls.buffer[:nbytes].view(dtype)
 
 
 def wait(requests, timeout: float, what: str):
@@ -137,40 +169,47 @@ def check_same(x: np.ndarray, what: str, timeout: float):
                              f"{comm().Get_rank()} {x.shape} {x.dtype}")
 
 
+def chunk_bounds(size: int, n: int, dtype: np.dtype) -> list[tuple[int, int]]:
+    """n chunks of `size` elements, each starting at a WRITTEN_BUFFER_ALIGNMENT boundary of an aligned
+    buffer (a kernel writing a misaligned one would go through a copy)."""
+    step = max(1, WRITTEN_BUFFER_ALIGNMENT // dtype.itemsize)
+    length = -(-size // (n * step)) * step
+    return [(min(c * length, size), min((c + 1) * length, size)) for c in range(n)]
+
+
 def ring_all_reduce(flat: np.ndarray, reducer: str, timeout: float) -> np.ndarray:
+    """RCCL's ring, with no copies: each reduce-scatter step receives the left neighbour's partial of
+    a chunk into a scratch buffer and reduces it with this process's own chunk straight into the
+    result, which the next step sends on; the all-gather steps receive into the result itself."""
     n, rank = comm().Get_size(), comm().Get_rank()
-    length = -(-flat.size // n)
-    bounds = [(min(c * length, flat.size), min((c + 1) * length, flat.size)) for c in range(n)]
-    work = flat.copy()
+    bounds = chunk_bounds(flat.size, n, flat.dtype)
+    result = aligned_empty(flat.shape, flat.dtype)
     right, left = (rank + 1) % n, (rank - 1) % n
     for step in range(n - 1):                      # reduce-scatter: chunk rank + 1 ends here reduced
-        out_chunk, in_chunk = (rank - step) % n, (rank - step - 1) % n
-        start, stop = bounds[in_chunk]
-        received = np.empty(stop - start, flat.dtype)
-        exchange(work[slice(*bounds[out_chunk])], right, received, left, timeout, "ring all-reduce")
-        if received.size:
-            work[start:stop] = combine(reducer, work[start:stop], received)
+        out_chunk, in_chunk = slice(*bounds[(rank - step) % n]), slice(*bounds[(rank - step - 1) % n])
+        received = Scratch.take(in_chunk.stop - in_chunk.start, flat.dtype)
+        exchange((flat if step == 0 else result)[out_chunk], right, received, left, timeout, "ring all-reduce")
+        combine_into(result[in_chunk], reducer, received, flat[in_chunk])
     for step in range(n - 1):                      # all-gather: the reduced chunks around the ring
-        out_chunk, in_chunk = (rank + 1 - step) % n, (rank - step) % n
-        start, stop = bounds[in_chunk]
-        received = np.empty(stop - start, flat.dtype)
-        exchange(work[slice(*bounds[out_chunk])], right, received, left, timeout, "ring all-reduce")
-        work[start:stop] = received
-    return work
+        out_chunk, in_chunk = slice(*bounds[(rank + 1 - step) % n]), slice(*bounds[(rank - step) % n])
+        exchange(result[out_chunk], right, result[in_chunk], left, timeout, "ring all-reduce")
+    return result
 
 
 def tree_reduce(flat: np.ndarray, reducer: str, timeout: float) -> np.ndarray:
     """The binomial tree's reduction to rank 0 (the result meaningful on rank 0 only)."""
     n, rank = comm().Get_size(), comm().Get_rank()
-    work, distance = flat.copy(), 1
+    work, distance = aligned_copy(flat), 1
     while distance < n:
         if rank % (2 * distance) == distance:
             exchange(work, rank - distance, None, 0, timeout, "tree reduce")
             break
         if rank % (2 * distance) == 0 and rank + distance < n:
-            received = np.empty_like(work)
+            received = Scratch.take(work.size, work.dtype)
             exchange(None, 0, received, rank + distance, timeout, "tree reduce")
-            work = combine(reducer, work, received)
+            reduced = aligned_empty(work.shape, work.dtype)
+            combine_into(reduced, reducer, received, work)
+            work = reduced
         distance *= 2
     return work
 
