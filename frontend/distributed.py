@@ -23,6 +23,7 @@ process partitions programs over its own devices; these collectives combine proc
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 
 import numpy as np
@@ -38,7 +39,7 @@ from ..runtime import devices
 from ..runtime.launch import PARALLEL_MIN_WORK_ITEMS, address, aligned_copy, aligned_empty, compile_kernel
 
 DEFAULT_TIMEOUT_S = 60.0
-SPIN_S = 2e-3   # polling without sleeping for this long, then sleeping up to 1 ms between polls
+SPIN_S = 2e-3   # polling back to back for this long, then yielding the CPU between polls
 _state = {"comm": None}
 
 
@@ -120,10 +121,13 @@ class Scratch:
 
 def wait(requests, timeout: float, what: str):
     """Wait for MPI requests, polling; TimeoutError after `timeout` s. The requests stay pending (MPI
-    cannot cancel a collective's): the process should end, or MPI.COMM_WORLD.Abort() the job."""
+    cannot cancel a collective's): the process should end, or MPI.COMM_WORLD.Abort() the job.
+    Polling never sleeps: MPI moves a large message through its shared-memory cells only while a
+    call of the process polls it (as its own blocking calls do), so a sleep between polls stalls the
+    transfer; after SPIN_S the poller yields its CPU between polls, for processes sharing cores."""
     from mpi4py import MPI
     start = time.monotonic()
-    deadline, spin_until, pause = start + timeout, start + SPIN_S, 1e-5
+    deadline, spin_until = start + timeout, start + SPIN_S
     while not MPI.Request.Testall(requests):
         now = time.monotonic()
         if now < spin_until:        # a transfer between processes of one host completes in microseconds
@@ -131,8 +135,7 @@ def wait(requests, timeout: float, what: str):
         if now > deadline:
             raise TimeoutError(f"cdnajit.distributed: {what} did not complete within {timeout} s on process "
                                f"{comm().Get_rank()} (a process died, or did not call the same collective)")
-        time.sleep(pause)
-        pause = min(pause * 2, 1e-3)
+        os.sched_yield()
 
 
 def exchange(send: np.ndarray | None, to: int, receive: np.ndarray | None, source: int, timeout: float, what: str):

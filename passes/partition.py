@@ -14,6 +14,8 @@ value and a spec; an op's rule picks its result's spec and reshards operands tha
     dim k is a multiple of its devices (each device's block is the same range of elements); else
     the op runs replicated;
   - reduce: the local reduce, then an all-reduce over the axes of the reduced sharded dims;
+  - slice, dynamic_slice, concatenate: dims taken whole (the concatenated dim: never) keep their
+    specs and the op runs on each device's block; the other dims are gathered first;
   - dot_general: batch dims sharded alike stay sharded, free dims keep their specs, contracting
     dims sharded alike on both sides give partial products and an all-reduce (sum) over their
     axes (Megatron's row split); contracting dims sharded unlike are gathered first;
@@ -291,8 +293,47 @@ def dot_general(p: Partitioner, op: Op, env, operand) -> bool:
     return True
 
 
+def kept_where(spec, unchanged) -> tuple:
+    """`spec` with the dims that are not `unchanged` (a predicate of the dim) replicated."""
+    return tuple(axes if unchanged(k) else () for k, axes in enumerate(spec))
+
+
+def slice_(p: Partitioner, op: Op, env, operand) -> bool:
+    (x,) = op.operands
+    a = op.attrs
+    spec = kept_where(env[x][1], lambda k: (a["start_indices"][k], a["limit_indices"][k], a["strides"][k])
+                      == (0, x.type.shape[k], 1))
+    local = operand(x, spec)
+    limits = tuple(n if axes else hi for n, axes, hi in zip(local.type.shape, spec, a["limit_indices"]))
+    env[op.result] = (p.emit("slice", [local], start_indices=a["start_indices"], limit_indices=limits,
+                             strides=a["strides"]), spec)
+    return True
+
+
+def dynamic_slice(p: Partitioner, op: Op, env, operand) -> bool:
+    x, *starts = op.operands
+    # A dim taken whole starts at 0 whatever its index (starts are clamped into the operand).
+    spec = kept_where(env[x][1], lambda k: op.attrs["slice_sizes"][k] == x.type.shape[k])
+    local = operand(x, spec)
+    indices = [operand(v, ()) for v in starts]
+    sizes = tuple(n if axes else size for n, axes, size in zip(local.type.shape, spec, op.attrs["slice_sizes"]))
+    env[op.result] = (p.emit("dynamic_slice", [local, *indices], slice_sizes=sizes), spec)
+    return True
+
+
+def concatenate(p: Partitioner, op: Op, env, operand) -> bool:
+    dim = op.attrs["dimension"]
+    specs = [env[v][1] for v in op.operands if any(env[v][1])]
+    spec = kept_where(specs[0] if specs else replicated(op.result.type), lambda k: k != dim)
+    env[op.result] = (p.emit("concatenate", [operand(v, spec) for v in op.operands], dimension=dim), spec)
+    return True
+
+
 # op -> its rule (the module docstring); False from a rule: these shardings are not partitioned.
 RULES = {
+    "slice": slice_,
+    "dynamic_slice": dynamic_slice,
+    "concatenate": concatenate,
     "constant": source,
     "iota": source,
     "broadcast_in_dim": broadcast_in_dim,

@@ -154,6 +154,28 @@ def test_reductions_reshapes_and_constraints_are_partitioned():
 
 
 @pytest.mark.slow
+def test_slices_and_concatenations_keep_the_shardings_of_whole_dims():
+    """Slicing or concatenating along an unsharded dim keeps the rows split (no warning, no
+    gather of the sharded dim); slicing the sharded dim gathers it. Data movement: exact."""
+    mesh = make_mesh((4,), ("d",))
+    x = np.arange(8 * 6, dtype=np.int32).reshape(8, 6)
+    xs = cj.device_put(x, NamedSharding(mesh, P("d")))
+
+    def fn(v):
+        pieces = cnp.concatenate([v[:, 1:4], lax.dynamic_slice(v, (0, 2), (8, 2))], axis=1)
+        return pieces, v[1:7:2, :2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lowered = cj.jit(fn).lower(xs)
+        got = cj.jit(fn)(xs)
+    want = np.concatenate([x[:, 1:4], x[:, 2:4]], axis=1), x[1:7:2, :2]
+    assert got[0].sharding.spec == P("d", None) and got[1].sharding.spec == P(None, None)
+    assert lowered.as_text().count("routine = \"all_gather\"") == 1   # the strided slice's rows only
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), w)
+
+
+@pytest.mark.slow
 def test_what_is_not_partitioned_runs_replicated_with_a_warning():
     mesh = make_mesh((4,), ("d",))
     x = rand(8, 5)
