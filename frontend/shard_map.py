@@ -84,28 +84,57 @@ class ShardMapped:
         return tree_unflatten(out_tree, results)
 
 
-def pmap(fn, axis_name=None, *, backend="compiled"):
-    """jax.pmap for old code: fn runs on each of the first d devices with its slice of the arguments'
-    leading axis (of size d) and the results are stacked back along it; collectives name `axis_name`.
-    Every argument is mapped (no in_axes) and the same per-device function is shard_map's."""
-    from . import cnp
-    name = axis_name if axis_name is not None else "_pmap"
+def axis_spec(name: str, axis: int | None) -> PartitionSpec:
+    """The PartitionSpec of a value mapped along `axis` over the mesh axis `name` (None: unmapped)."""
+    return PartitionSpec() if axis is None else PartitionSpec(*([None] * axis), name)
 
-    def per_device(*args):
-        squeezed = tree_unflatten(tree_flatten(args)[1], [cnp.squeeze(a, 0) for a in tree_flatten(args)[0]])
-        leaves, tree = tree_flatten(fn(*squeezed))
-        return tree_unflatten(tree, [cnp.expand_dims(leaf, 0) for leaf in leaves])
+
+def axes_per_leaf(axes, values, what: str) -> list:
+    """One mapped axis (or None) per leaf of `values`: `axes` one int/None for all, or one per value."""
+    if axes is None or isinstance(axes, int):
+        return [axes] * len(tree_flatten(values)[0])
+    if len(axes) != len(values):
+        raise ValueError(f"pmap: {what} has {len(axes)} entries for {len(values)} values")
+    return [axis for value, axis in zip(values, axes) for _ in tree_flatten(value)[0]]
+
+
+def pmap(fn, axis_name=None, *, in_axes=0, out_axes=0, backend="compiled"):
+    """jax.pmap for old code: fn runs on each of the first d devices with its slice of the arguments'
+    mapped axis (`in_axes`: an int, or None for an argument every device gets whole; one for all or
+    one per positional argument; the mapped axes of size d) and the results are stacked along
+    `out_axes` (one for all or one per result leaf; None: a result equal on every device, returned
+    once); collectives name `axis_name`. The per-device function is shard_map's over d devices."""
+    from . import cnp
+    from .sharding import make_mesh
+    name = axis_name if axis_name is not None else "_pmap"
+    if not (out_axes is None or isinstance(out_axes, int)) and any(a is not None and a < 0 for a in out_axes) \
+            or isinstance(out_axes, int) and out_axes < 0:
+        raise ValueError(f"pmap: out_axes {out_axes} must be non-negative (or None)")
+    compiled = {}   # (tree, mapped axes, devices) -> its ShardMapped, which caches per signature
 
     def mapped(*args):
-        leaves = tree_flatten(args)[0]
-        sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in leaves}
+        leaves, tree = tree_flatten(args)
+        axes = [a if a is None or a >= 0 else a + np.ndim(leaf)
+                for leaf, a in zip(leaves, axes_per_leaf(in_axes, args, "in_axes"))]
+        sizes = {np.shape(leaf)[a] if 0 <= a < np.ndim(leaf) else None for leaf, a in zip(leaves, axes) if a is not None}
         if len(sizes) != 1 or None in sizes:
-            raise ValueError(f"pmap: every argument needs the same leading axis (one entry per device); got shapes "
-                             f"{[np.shape(leaf) for leaf in leaves]}")
+            raise ValueError(f"pmap: every mapped argument needs the same size along its mapped axis (one entry per "
+                             f"device); got shapes {[np.shape(leaf) for leaf in leaves]} with in_axes {axes}")
         (count,) = sizes
-        from .sharding import make_mesh
-        mesh = make_mesh((count,), (name,))
-        return ShardMapped(per_device, mesh, PartitionSpec(name), PartitionSpec(name), backend)(*args)
+
+        def per_device(*local):
+            squeezed = [leaf if a is None else cnp.squeeze(leaf, a) for leaf, a in zip(local, axes)]
+            results, out_tree = tree_flatten(fn(*tree_unflatten(tree, squeezed)))
+            outs = axes_per_leaf(out_axes, tuple(results), "out_axes")
+            return tree_unflatten(out_tree, [r if a is None else cnp.expand_dims(r, a) for r, a in zip(results, outs)])
+
+        out_specs = axis_spec(name, out_axes) if out_axes is None or isinstance(out_axes, int) else \
+            tuple(axis_spec(name, a) for a in out_axes)
+        key = (tree, tuple(axes), count)
+        if key not in compiled:
+            in_specs = tuple(axis_spec(name, a) for a in axes)
+            compiled[key] = ShardMapped(per_device, make_mesh((count,), (name,)), in_specs, out_specs, backend)
+        return compiled[key](*leaves)
     return mapped
 
 

@@ -208,5 +208,11 @@ def test_pmap_maps_the_leading_axis_over_devices():
     x = np.arange(4 * 3, dtype=np.float32).reshape(4, 3)
     got = cj.pmap(lambda v: v * 2 + lax.psum(v, "i"), axis_name="i")(x)
     np.testing.assert_array_equal(np.asarray(got), x * 2 + x.sum(0))
-    with pytest.raises(ValueError, match="pmap: every argument needs the same leading axis"):
+    with pytest.raises(ValueError, match="pmap: every mapped argument needs the same size along its mapped axis"):
         cj.pmap(lambda a, b: a + b)(x, x[:2])
+    # in_axes: b mapped along its axis 1, w given whole to every device; out_axes: stacked along 1.
+    b, w = x.T.copy(), np.arange(3, dtype=np.float32)
+    fn = cj.pmap(lambda u, v, w: (u * v + w, lax.psum(u, "i")), axis_name="i", in_axes=(0, 1, None), out_axes=(1, None))
+    got, total = fn(x, b, w)
+    np.testing.assert_array_equal(np.asarray(got), (x * x + w).T)
+    np.testing.assert_array_equal(np.asarray(total), x.sum(0))
