@@ -8,12 +8,15 @@
 `pip install mpich mpi4py` brings `mpiexec`), after which `cj.devices()` lists every process's
 devices, process p's numbered from p * CDNAJIT_NUM_DEVICES, and `cj.process_index()` is the rank.
 
-The collectives run RCCL's algorithms between processes over MPI point-to-point transfers: the ring
-(the message in one chunk per process; n - 1 reduce-scatter steps, each receiving a chunk from the
-left neighbour while sending one to the right, then n - 1 all-gather steps) for large messages, and
-a binomial tree (reduce to rank 0 in ceil(log2 n) steps, then broadcast down) for small ones, as the
-cost model chooses (libs/ccl/cost.py). Every reduction step is a compiled kernel: the CCL library's
-`reduce` of two operands (the process's partial and the one received). A transfer that does not
+The collectives run RCCL's and MPICH's algorithms between processes over MPI point-to-point
+transfers: the ring (the message in one chunk per process; n - 1 reduce-scatter steps, each
+receiving a chunk from the left neighbour while sending one to the right, then n - 1 all-gather
+steps; no copies: partials are reduced straight into the result) for large messages, recursive
+doubling (log2 n exchanges of the whole message) for small ones on a power-of-two count of
+processes, and a binomial tree (reduce to rank 0 in ceil(log2 n) steps, then broadcast down), as an
+alpha-beta model of the host's steps chooses (`host_all_reduce_algorithm`). Every reduction step is
+a compiled kernel: the CCL library's `reduce` of two operands (the partial received and the
+process's own), written in place. A transfer that does not
 complete within `timeout` seconds (a process that died or never called the collective) raises
 TimeoutError on the processes waiting for it, rather than hanging.
 
@@ -234,20 +237,60 @@ def tree_broadcast(flat: np.ndarray, root: int, timeout: float) -> np.ndarray:
     return work
 
 
+def doubling_all_reduce(flat: np.ndarray, reducer: str, timeout: float) -> np.ndarray:
+    """Recursive doubling (MPICH's all-reduce for short messages; n a power of two): at step k every
+    process swaps its partial with the process whose rank differs in bit k and both combine them,
+    the lower rank's partial first, so every process computes the same values in log2 n steps."""
+    n, rank = comm().Get_size(), comm().Get_rank()
+    work, bit = aligned_copy(flat), 1
+    while bit < n:
+        partner = rank ^ bit
+        received = Scratch.take(work.size, work.dtype)
+        exchange(work, partner, received, partner, timeout, "recursive-doubling all-reduce")
+        reduced = aligned_empty(work.shape, work.dtype)
+        lower, upper = (received, work) if partner < rank else (work, received)
+        combine_into(reduced, reducer, lower, upper)
+        work, bit = reduced, bit * 2
+    return work
+
+
+# The algorithm between processes, by an alpha-beta model of MPI point-to-point steps on a host:
+# HOST_STEP_S (an assumption: a Python-driven step, its MPI transfer's latency and a kernel launch,
+# tens of microseconds as measured under load) and HOST_BW (an assumption: a shared-memory copy's
+# bandwidth). Ring: 2(n - 1) steps of S/n; recursive doubling: log2 n steps of S (powers of two);
+# tree: 2 log2 n steps of S. For 2 processes doubling always wins: one exchange instead of two.
+HOST_STEP_S = 30e-6
+HOST_BW = 5e9
+ALGORITHMS = ("ring", "tree", "doubling")
+
+
+def host_all_reduce_algorithm(n: int, nbytes: int) -> str:
+    steps = cost.steps_tree(n)
+    modelled = {"ring": 2 * (n - 1) * (HOST_STEP_S + nbytes / n / HOST_BW),
+                "tree": 2 * steps * (HOST_STEP_S + nbytes / HOST_BW)}
+    if n & (n - 1) == 0:
+        modelled["doubling"] = steps * (HOST_STEP_S + nbytes / HOST_BW)
+    return min(modelled, key=modelled.get)
+
+
 def all_reduce(x, op: str = "sum", *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
-    """Every process's x reduced elementwise (op: sum, prod, max, min), on every process; the ring or
-    the tree as the cost model picks for the size, or as `algorithm` says."""
+    """Every process's x reduced elementwise (op: sum, prod, max, min), on every process; the ring,
+    the tree or recursive doubling (a power-of-two count of processes) as the host model above picks
+    for the size, or as `algorithm` says."""
     x = np.ascontiguousarray(x)
-    check_same(x, "all_reduce", timeout)
     n = comm().Get_size()
-    chosen = algorithm or cost.all_reduce_algorithm(n, x.nbytes)
-    if chosen not in ("ring", "tree"):
-        raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not 'ring' or 'tree'")
+    if algorithm is not None and algorithm not in ALGORITHMS or algorithm == "doubling" and n & (n - 1):
+        raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not one of {ALGORITHMS} "
+                         f"(recursive doubling needs a power-of-two number of processes, here {n})")
+    check_same(x, "all_reduce", timeout)
     if n == 1:
         return x.copy()
     flat = x.reshape(-1)
+    chosen = algorithm or host_all_reduce_algorithm(n, x.nbytes)
     if chosen == "ring":
         return ring_all_reduce(flat, op, timeout).reshape(x.shape)
+    if chosen == "doubling":
+        return doubling_all_reduce(flat, op, timeout).reshape(x.shape)
     return tree_broadcast(tree_reduce(flat, op, timeout), 0, timeout).reshape(x.shape)
 
 

@@ -13,7 +13,7 @@ assert cj.device_count() == n * len(cj.local_devices()), cj.devices()
 assert all(d.process_index == rank for d in cj.local_devices())
 data = [np.random.default_rng(p).integers(-1000, 1000, 1001).astype(np.int32) for p in range(n)]
 quick = sys.argv[1:] == ["quick"]
-for algorithm in ("ring", "tree"):
+for algorithm in ("ring", "tree") + (("doubling",) if n & (n - 1) == 0 else ()):
     for op, fold in (("sum", np.sum),) if quick else (("sum", np.sum), ("max", np.max)):
         got = cj.distributed.all_reduce(data[rank], op, algorithm=algorithm)
         np.testing.assert_array_equal(got, fold(data, axis=0))
