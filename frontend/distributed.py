@@ -257,19 +257,21 @@ def doubling_all_reduce(flat: np.ndarray, reducer: str, timeout: float) -> np.nd
 # The algorithm between processes, by an alpha-beta model of MPI point-to-point steps on a host:
 # HOST_STEP_S (an assumption: a Python-driven step, its MPI transfer's latency and a kernel launch,
 # tens of microseconds as measured under load) and HOST_BW (an assumption: a shared-memory copy's
-# bandwidth). Ring: 2(n - 1) steps of S/n; recursive doubling: log2 n steps of S (powers of two);
-# tree: 2 log2 n steps of S. For 2 processes doubling always wins: one exchange instead of two.
+# bandwidth, for a transfer and for a reduction step alike). Ring: 2(n - 1) transfers of S/n and
+# n - 1 reductions of S/n; recursive doubling (powers of two): log2 n transfers and reductions of S;
+# tree: 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling wins below
+# 2 * HOST_STEP_S * HOST_BW bytes (one exchange instead of two, but the whole message reduced).
 HOST_STEP_S = 30e-6
 HOST_BW = 5e9
 ALGORITHMS = ("ring", "tree", "doubling")
 
 
 def host_all_reduce_algorithm(n: int, nbytes: int) -> str:
-    steps = cost.steps_tree(n)
-    modelled = {"ring": 2 * (n - 1) * (HOST_STEP_S + nbytes / n / HOST_BW),
-                "tree": 2 * steps * (HOST_STEP_S + nbytes / HOST_BW)}
+    steps, chunk = cost.steps_tree(n), nbytes / n / HOST_BW
+    modelled = {"ring": 2 * (n - 1) * (HOST_STEP_S + chunk) + (n - 1) * chunk,
+                "tree": steps * (2 * HOST_STEP_S + 3 * nbytes / HOST_BW)}
     if n & (n - 1) == 0:
-        modelled["doubling"] = steps * (HOST_STEP_S + nbytes / HOST_BW)
+        modelled["doubling"] = steps * (HOST_STEP_S + 2 * nbytes / HOST_BW)
     return min(modelled, key=modelled.get)
 
 
