@@ -4,9 +4,11 @@
 shape) whose row s combines every data[i] with segment_ids[i] == s, starting from the reduction's
 identity (0, 1, the dtype's lowest or highest value; a segment no id names keeps it). Ids outside
 [0, num_segments) are dropped, as JAX's default mode (FILL_OR_DROP, with negative ids out of
-bounds, not counted from the end). Real non-bool data and up to MAX_SEGMENTS segments: the prim library's
-segmented reduction (libs/prim/segments.py: per-run blocks of partial results, then the graph's
-reduction of the blocks); otherwise the rows combine by the graph's scatter with that reduction.
+bounds, not counted from the end). Real non-bool data: the prim library's segmented reduction
+(libs/prim/segments.py: per-run blocks of partial results, then the graph's reduction of the
+blocks; `indices_are_sorted=True` folds each segment's rows in a register, and then ids out of
+order give a valid reduction with other rounding, where JAX leaves the result undefined);
+complex and bool data combine by the graph's scatter with that reduction.
 `num_segments` must be static under jit, as in JAX; without it, the ids must be concrete and it
 is max(ids) + 1.
 
@@ -23,7 +25,6 @@ import numpy as np
 from ..errors import ConcretizationError, TracingValueError
 from ..ir.ops.reduce import reducer_identity
 from ..ir.types import COMPLEXES, NUMPY_DTYPES
-from ..libs.prim.segments import MAX_SEGMENTS
 from .cnp import elementwise as el
 from .cnp.base import DEFAULT_INT, convert
 from .cnp.creation import arange, asarray, full
@@ -56,8 +57,8 @@ def segment_reduction(name: str, reducer: str, scatter_reduction: str):
                 raise ConcretizationError(located(f"{name}: num_segments must be given for traced segment_ids"))
             num_segments = int(np.max(segment_ids, initial=-1)) + 1
         num_segments = static_int(num_segments, f"{name}: num_segments")
-        if data.type.dtype not in COMPLEXES + ("bool",) and num_segments <= MAX_SEGMENTS:
-            return segment_blocks(data, ids, num_segments, reducer)
+        if data.type.dtype not in COMPLEXES + ("bool",):
+            return segment_blocks(data, ids, num_segments, reducer, bool(indices_are_sorted))
         identity = reducer_identity(reducer, NUMPY_DTYPES[data.type.dtype]).item()
         initial = full((num_segments,) + data.shape[1:], identity, data.type.dtype)
         ids = convert(ids, DEFAULT_INT)

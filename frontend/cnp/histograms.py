@@ -4,7 +4,7 @@ histogram_bin_edges, histogram2d and histogramdd.
 searchsorted is a branch-free binary search: ceil(log2(n + 1)) rounds, each a gather of the
 sorted array at every query's midpoint, so it costs O(m log n) for m queries. The order is
 jnp.sort's: NaNs sort last. The number of bins is static, as in JAX; the bin edges may be traced.
-bincount of up to 4096 bins is the prim library's segmented sum (libs/prim/segments.py); histogram
+bincount of real weights is the prim library's segmented sum (libs/prim/segments.py); histogram
 counts through the prim library (libs/prim: `bin_counts`, a binary search of the edges
 per value and per-run sums, without a scatter); histogram2d/histogramdd combine bin indices.
 """
@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import TracingTypeError, TracingValueError
 from ...ir.types import COMPLEXES
 from ...libs.prim.histogram import RUN_LENGTH as BIN_RUN_LENGTH
-from ...libs.prim.segments import MAX_SEGMENTS, run_length_for
+from ...libs.prim.segments import run_length_for
 from ..dtypes import is_complex, is_inexact, is_integer, to_inexact
 from ..indexing import getitem, scatter
 from ..lax_elementwise import static_int
@@ -116,22 +116,22 @@ def bincount(x, weights=None, minlength=0, *, length=None):
         if weights.shape != values.shape:
             raise TracingValueError(located(f"bincount: weights (shape {weights.shape}) must have the shape of "
                                             f"x ({values.shape})"))
-    if weights.type.dtype not in COMPLEXES + ("bool",) and length <= MAX_SEGMENTS:
+    if weights.type.dtype not in COMPLEXES + ("bool",):
         return segment_blocks(weights, el.maximum(values, 0), length, "sum")
     counts = zeros((length,), weights.type.dtype)
     return scatter(counts, el.maximum(values, 0), weights, "add", mode="drop")
 
 
-def segment_blocks(data: Tracer, ids: Tracer, num_segments: int, reducer: str) -> Tracer:
-    """prim.segment_reduce's per-run blocks of data rows (flattened to (n, inner)), reduced over the runs."""
-    rows = sh.reshape(data, (data.shape[0], math.prod(data.shape[1:])))
-    blocks = bind1("library_call", [rows, ids], {"library": "prim", "routine": "segment_reduce", "solution": "",
+def segment_blocks(data: Tracer, ids: Tracer, num_segments: int, reducer: str, ids_sorted: bool = False) -> Tracer:
+    """prim.segment_reduce's per-run blocks of data rows (the rows along the first axis), reduced over
+    the runs; segment_reduce_sorted for ids promised in ascending order."""
+    routine = "segment_reduce_sorted" if ids_sorted else "segment_reduce"
+    blocks = bind1("library_call", [data, ids], {"library": "prim", "routine": routine, "solution": "",
                                                  "reducer": reducer,
                                                  "run_length": run_length_for(num_segments),
                                                  "num_segments": num_segments})
     reduced = bind1("reduce", [blocks], {"reducer": reducer, "axes": (0,)})
     return sh.reshape(convert(reduced, data.type.dtype), (num_segments,) + data.shape[1:])
-
 
 
 # ---- histograms ----------------------------------------------------------------------------------

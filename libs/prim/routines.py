@@ -46,12 +46,18 @@ Top k:
     index order (lax.top_k).
 Segmented reduction:
   - `segment_reduce(data, ids) {reducer, run_length, num_segments}` -> (runs, num_segments, inner),
-    accumulator dtype: data (n, inner), ids (n,) of an integer dtype; block u combines, from the
-    reducer's identity, the data rows of run u into row ids[i] of the block, in element order, rows
-    whose id is outside [0, num_segments) left out. The reduction of the blocks is the segmented
-    reduction (jax.ops.segment_*).
+    accumulator dtype: data (n, ...) (rows along the first axis, inner = the product of the others),
+    ids (n,) of an integer dtype; block u combines, from the reducer's identity, the data rows of
+    run u into row ids[i] of the block, in element order, rows whose id is outside [0, num_segments)
+    left out. The reduction of the blocks is the segmented reduction (jax.ops.segment_*).
+  - `segment_reduce_sorted(data, ids) {reducer, run_length, num_segments}`: the same for ids in
+    ascending order (jax's indices_are_sorted=True): a run combines each segment's consecutive rows
+    on their own, then into the block (for sorted ids the same sums as element order; for unsorted
+    ids a valid segmented reduction whose rounding may differ, as JAX leaves them undefined).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -311,8 +317,8 @@ def bin_counts(x, edges, *weights, run_length, even):
 
 
 def segment_reduce_infer(types, attrs):
-    require(len(types) == 2 and types[0].ndim == 2 and types[1].ndim == 1 and types[1].shape[0] == types[0].shape[0],
-            f"prim.segment_reduce takes data (n, inner) and ids (n,), got {fmt_types(types)}")
+    require(len(types) == 2 and types[0].ndim >= 1 and types[1].ndim == 1 and types[1].shape[0] == types[0].shape[0],
+            f"prim.segment_reduce takes data (n, ...) and ids (n,), got {fmt_types(types)}")
     data, ids = types
     require(ids.dtype in INTS, f"prim.segment_reduce: ids must be integers, got {ids}")
     require(data.dtype not in COMPLEXES and attrs["reducer"] in ("sum", "prod", "max", "min"),
@@ -321,12 +327,12 @@ def segment_reduce_infer(types, attrs):
     require(attrs["num_segments"] >= 0 and attrs["run_length"] > 0,
             f"prim.segment_reduce: num_segments {attrs['num_segments']}, run_length {attrs['run_length']}")
     return [TensorType(accumulator_type(data), (runs_of(data.shape[0], attrs["run_length"]), attrs["num_segments"],
-                                                data.shape[1]))]
+                                                math.prod(data.shape[1:])))]
 
 
 def segment_reduce(data, ids, *, reducer, run_length, num_segments):
-    part = wide(data)
-    blocks = np.full((runs_of(data.shape[0], run_length), num_segments, data.shape[1]),
+    part = wide(data).reshape(data.shape[0], math.prod(data.shape[1:]))
+    blocks = np.full((runs_of(data.shape[0], run_length), num_segments, part.shape[1]),
                      reducer_identity(reducer, part.dtype), part.dtype)
     kept = (ids >= 0) & (ids < num_segments)
     run = np.arange(data.shape[0]) // run_length
@@ -392,6 +398,8 @@ def radix_sort_rows(*operands, num_keys):
 
 
 RADIX_ATTRS = {"shift": "int", "run_length": "int"}
+SEGMENT_ATTRS = {"reducer": "str", "run_length": "int", "num_segments": "int"}
+
 ROUTINES = {
     "radix_histogram": Routine(RADIX_ATTRS, radix_histogram_infer, radix_histogram,
                                "per-run counts of one 8-bit digit of the keys' ordered bits"),
@@ -404,8 +412,11 @@ ROUTINES = {
     "scan": Routine({"reducer": "str", "exclusive": "bool"}, scan_infer, scan, "a sequential scan of each row"),
     "scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"}, scan_runs_infer, scan_runs,
                          "each run scanned from the carry of the runs before it"),
-    "segment_reduce": Routine({"reducer": "str", "run_length": "int", "num_segments": "int"}, segment_reduce_infer,
-                              segment_reduce, "per-run blocks of a segmented reduction"),
+    "segment_reduce": Routine(SEGMENT_ATTRS, segment_reduce_infer, segment_reduce,
+                              "per-run blocks of a segmented reduction"),
+    # For sorted ids the reference's element order gives the kernel's sums exactly.
+    "segment_reduce_sorted": Routine(SEGMENT_ATTRS, segment_reduce_infer, segment_reduce,
+                                     "per-run blocks of a segmented reduction of sorted ids"),
     "top_k_rows": Routine({"k": "int"}, top_k_rows_infer, top_k_rows, "each row's k largest, descending"),
     "select_runs": Routine({"run_length": "int", "size": "int"}, select_runs_infer, select_runs,
                            "stream compaction of runs from their scanned places"),
