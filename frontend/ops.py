@@ -17,6 +17,15 @@ the runs of equal consecutive elements of a 1-d x, as (values, counts), the firs
 rest filled with fill_value and count 0. It is the prim library's stream compaction twice over the
 runs' heads (x[i] != x[i - 1]): their values, and their positions, whose differences are the counts.
 NaNs differ from each other, so each is a run of its own (numpy's x[1:] != x[:-1]).
+
+`segmented_scan(x, heads, reducer="sum", exclusive=False, axis=0)` (JAX has none: its users write
+lax.associative_scan over (flag, value) pairs; rocPRIM's segmented_inclusive/exclusive_scan with
+head flags): the scan of x along axis restarting at each element whose head flag is true (the
+first element along the axis always starts a segment); exclusive gives each element the
+reduction of its segment's elements before it (the identity at a head). Reducers: sum, prod, max,
+min, logaddexp; real non-bool x. It is the prim library's segmented scan (libs/prim/scan.py: one
+pass for rows up to 4096, reduce-then-scan of runs beyond), sequential within a run, so a sum is
+numpy's cumsum of each segment for one run.
 """
 from __future__ import annotations
 
@@ -25,8 +34,10 @@ import numpy as np
 from ..errors import ConcretizationError, TracingValueError
 from ..ir.ops.reduce import reducer_identity
 from ..ir.types import COMPLEXES, NUMPY_DTYPES
+from ..libs.prim.matcher import segmented_scan_along
+from ..libs.prim.routines import SCAN_REDUCERS, accumulator_type
 from .cnp import elementwise as el
-from .cnp.base import DEFAULT_INT, convert
+from .cnp.base import DEFAULT_INT, canonical_axis, convert
 from .cnp.creation import arange, asarray, full
 from .cnp import shaping as sh
 from .cnp.histograms import segment_blocks
@@ -35,9 +46,10 @@ from .dtypes import is_integer
 from .eager import make_namespace_eager
 from .indexing import scatter
 from .lax_elementwise import static_int
-from .tracing import Tracer, located
+from .lax_scans import Tracing
+from .tracing import Tracer, constant, located
 
-__all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min", "run_length_encode"]
+__all__ = ["segment_sum", "segment_prod", "segment_max", "segment_min", "run_length_encode", "segmented_scan"]
 
 
 def segment_reduction(name: str, reducer: str, scatter_reduction: str):
@@ -89,6 +101,26 @@ def run_length_encode(x, *, size=None, fill_value=0):
     starts = packed(heads, arange(n), size + 1, n)          # run s spans [starts[s], starts[s + 1])
     counts = el.subtract(starts[1:], starts[:-1])
     return values, convert(counts, DEFAULT_INT)
+
+
+def segmented_scan(x, heads, *, reducer="sum", exclusive=False, axis=0):
+    """The scan of x along axis restarting at each true head flag: see the module docstring."""
+    a, flags = asarray(x), asarray(heads)
+    if reducer not in SCAN_REDUCERS:
+        raise TracingValueError(located(f"segmented_scan: reducer must be one of {', '.join(SCAN_REDUCERS)}, "
+                                        f"got {reducer!r}"))
+    if a.type.dtype in COMPLEXES + ("bool",):
+        raise NotImplementedError(located(f"segmented_scan of {a.type.dtype} data is not supported (real numbers)"))
+    if reducer == "logaddexp" and is_integer(a.type.dtype):
+        raise TracingValueError(located(f"segmented_scan: logaddexp scans floats, got {a.type}"))
+    if flags.shape != a.shape or a.ndim == 0:
+        raise TracingValueError(located(f"segmented_scan: heads of shape {flags.shape} must have x's shape "
+                                        f"{a.shape}, of rank at least 1"))
+    axis = canonical_axis(axis, a.ndim, "segmented_scan axis")
+    acc = accumulator_type(a.type)
+    identity = -np.inf if reducer == "logaddexp" else reducer_identity(reducer, NUMPY_DTYPES[acc]).item()
+    return segmented_scan_along(Tracing, a, convert(flags, "bool"), reducer, axis, bool(exclusive),
+                                constant(identity, acc))
 
 
 # Called outside jit, each computes eagerly through the compiler (frontend/eager.py).

@@ -40,6 +40,15 @@ Stream compaction:
     dtype: mask bool (n,), values (n, inner), places (runs,) the exclusive scan of each run's count
     of true mask elements, total their sum, fill a scalar: values[mask] in order, the first `size`
     of them, then `fill` (numpy's values[mask][:size], padded).
+Segmented scans (reduce-then-scan as above, restarting at each head flag; `heads` bool of x's shape,
+a row's first element always a head):
+  - `segmented_run_totals(x, heads) {reducer, run_length}` -> (totals (rows, runs) accumulator
+    dtype, reset (rows, runs) bool): each run's reduction from its last head (from its first element
+    if it has none), and whether it has a head;
+  - `segmented_scan_runs(x, heads, carries) {reducer, exclusive, run_length}`: each run scanned,
+    acc = x at a head, else acc <reducer> x (exclusive: the acc before each element, the identity
+    at a head), run u > 0 starting from carries[:, u] (the inclusive segmented scan of the runs'
+    (totals, reset) at run u - 1). With one run per row it is the whole segmented scan.
 Top k:
   - `top_k_rows(x) {k}` -> (values (rows, k), indices (rows, k) i32): each row's k largest in the
     sort's order (`ordered_bits`: NaN largest, -0.0 equal to 0.0), descending, equal values in
@@ -285,6 +294,68 @@ def scan_runs(x, carries, *, reducer, exclusive, run_length):
     return result
 
 
+def segmented_run_totals_infer(types, attrs):
+    check_rows("segmented_run_totals", types, 2)
+    x, heads = types
+    check_scan("segmented_run_totals", x, attrs)
+    require(heads == TensorType("bool", x.shape), f"prim.segmented_run_totals: heads must be bool of x's shape, "
+                                                  f"got {fmt_types(types)}")
+    runs = (x.shape[0], runs_of(x.shape[1], attrs["run_length"]))
+    return [TensorType(accumulator_type(x), runs), TensorType("bool", runs)]
+
+
+def segmented_run_totals(x, heads, *, reducer, run_length):
+    rows, length = x.shape
+    runs = runs_of(length, run_length)
+    totals = np.empty((rows, runs), compute_dtype(x.dtype))
+    reset = np.empty((rows, runs), bool)
+    for u in range(runs):
+        part = slice(u * run_length, (u + 1) * run_length)
+        totals[:, u] = segmented(wide(x[:, part]), heads[:, part], None, reducer, exclusive=False)[:, -1]
+        reset[:, u] = heads[:, part].any(axis=1)
+    return totals, reset
+
+
+def segmented(part, heads, carry, reducer, exclusive):
+    """Rows of one run scanned element by element in part's dtype, starting again at each head:
+    inclusive acc = x at a head, else acc <reducer> x; exclusive results are the acc before each
+    element, the identity at a head. The run's first element combines with `carry` unless it is a
+    head; without a carry (a row's first run) it is one."""
+    result = np.empty_like(part)
+    identity = scan_identity(reducer, part.dtype)
+    acc = np.full(part.shape[0], identity, part.dtype) if carry is None else carry.astype(part.dtype)
+    for j in range(part.shape[1]):
+        head = heads[:, j] | (carry is None and j == 0)
+        before = np.where(head, identity, acc)
+        with np.errstate(all="ignore"):
+            acc = np.where(head, part[:, j], combined(reducer, acc, part[:, j]))
+        result[:, j] = before if exclusive else acc
+    return result
+
+
+def combined(reducer: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return logaddexp(a, b) if reducer == "logaddexp" else CUMULATIVE_UFUNCS[reducer](a, b)
+
+
+def segmented_scan_runs_infer(types, attrs):
+    check_rows("segmented_scan_runs", types, 3)
+    x, heads, carries = types
+    check_scan("segmented_scan_runs", x, attrs)
+    expected = TensorType(accumulator_type(x), (x.shape[0], runs_of(x.shape[1], attrs["run_length"])))
+    require(heads == TensorType("bool", x.shape) and carries == expected,
+            f"prim.segmented_scan_runs: heads bool of x's shape and carries {expected}, got {fmt_types(types)}")
+    return [x]
+
+
+def segmented_scan_runs(x, heads, carries, *, reducer, exclusive, run_length):
+    result = np.empty_like(x)
+    for u in range(carries.shape[1]):
+        part = slice(u * run_length, (u + 1) * run_length)
+        result[:, part] = round_to(segmented(wide(x[:, part]), heads[:, part], carries[:, u] if u else None,
+                                             reducer, exclusive), x.dtype)
+    return result
+
+
 def bin_slots(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     slots = np.searchsorted(edges, x, side="right")
     slots[np.isnan(x)] = edges.size
@@ -417,6 +488,11 @@ ROUTINES = {
     # For sorted ids the reference's element order gives the kernel's sums exactly.
     "segment_reduce_sorted": Routine(SEGMENT_ATTRS, segment_reduce_infer, segment_reduce,
                                      "per-run blocks of a segmented reduction of sorted ids"),
+    "segmented_run_totals": Routine({"reducer": "str", "run_length": "int"}, segmented_run_totals_infer,
+                                    segmented_run_totals, "each run's reduction since its last head, and whether it has one"),
+    "segmented_scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"},
+                                   segmented_scan_runs_infer, segmented_scan_runs,
+                                   "each run scanned again from each head, from its carry before the first"),
     "top_k_rows": Routine({"k": "int"}, top_k_rows_infer, top_k_rows, "each row's k largest, descending"),
     "select_runs": Routine({"run_length": "int", "size": "int"}, select_runs_infer, select_runs,
                            "stream compaction of runs from their scanned places"),
