@@ -151,6 +151,20 @@ def build_segment_sum_many(ctx: Context) -> Case:
     return segment_case(ctx, MANY_SEGMENTS, ids_sorted=False)
 
 
+SEARCH_LENGTH = 1 << 20
+
+
+def build_searchsorted(ctx: Context) -> Case:
+    """searchsorted of 4 Mi f32 queries into 1 Mi sorted f32 (cdnajit: the merge path after sorting
+    the queries, the default method's heuristic; numpy and JAX a binary search per query). Exact."""
+    generator = rng(49)
+    a = np.sort(generator.standard_normal(SEARCH_LENGTH >> (6 if ctx.quick else 0)).astype(np.float32))
+    v = generator.standard_normal(size(ctx) >> 2).astype(np.float32)
+    ours, _, jax_fn = jitted_peers(lambda xp, a, v: xp.searchsorted(a, v), ctx)
+    return Case((a, v), ours, numpy=lambda a, v: np.searchsorted(a, v).astype(np.int32), jax=jax_fn,
+                tolerance=(0.0, 0.0))
+
+
 def nonzero(xp, x):
     return xp.nonzero(x, size=NONZERO_SIZE, fill_value=-1)[0]
 
@@ -183,6 +197,8 @@ PRIM_WORKLOADS = (
              "segments (a register per segment)", build_segment_sum_sorted),
     Workload("W14.segment_sum_many", "ops.segment_sum of 16 Mi f32 into 1 Mi segments (blocks of 1 Mi: a work-item "
              "walks every row)", build_segment_sum_many),
+    Workload("W14.searchsorted", "searchsorted of 4 Mi f32 queries into 1 Mi sorted f32 (merge path)",
+             build_searchsorted),
     Workload("W14.nonzero", "nonzero of 16 Mi f32 (a quarter nonzero) with size=2^22 (stream compaction)",
              build_nonzero),
 )

@@ -49,6 +49,9 @@ a row's first element always a head):
     acc = x at a head, else acc <reducer> x (exclusive: the acc before each element, the identity
     at a head), run u > 0 starting from carries[:, u] (the inclusive segmented scan of the runs'
     (totals, reset) at run u - 1). With one run per row it is the whole segmented scan.
+Searching:
+  - `merge_search(a, v) {side}` -> i32 (m,): for sorted a (n,) and sorted queries v (m,) of one
+    dtype, jnp.searchsorted(a, v, side) (NaN last); queries out of order give unspecified indices.
 Top k:
   - `top_k_rows(x) {k}` -> (values (rows, k), indices (rows, k) i32): each row's k largest in the
     sort's order (`ordered_bits`: NaN largest, -0.0 equal to 0.0), descending, equal values in
@@ -356,6 +359,18 @@ def segmented_scan_runs(x, heads, carries, *, reducer, exclusive, run_length):
     return result
 
 
+def merge_search_infer(types, attrs):
+    require(len(types) == 2 and all(t.ndim == 1 for t in types) and types[0].dtype == types[1].dtype
+            and types[0].dtype in SORT_KEY_DTYPES and attrs["side"] in ("left", "right"),
+            f"prim.merge_search takes a sorted 1-d array and sorted 1-d queries of one real dtype, side left or "
+            f"right, got {fmt_types(types)}, side {attrs['side']!r}")
+    return [TensorType("i32", types[1].shape)]
+
+
+def merge_search(a, v, *, side):
+    return np.searchsorted(a, v, side=side).astype(np.int32)   # numpy's order: NaN last, as jnp.sort
+
+
 def bin_slots(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     slots = np.searchsorted(edges, x, side="right")
     slots[np.isnan(x)] = edges.size
@@ -493,6 +508,8 @@ ROUTINES = {
     "segmented_scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"},
                                    segmented_scan_runs_infer, segmented_scan_runs,
                                    "each run scanned again from each head, from its carry before the first"),
+    "merge_search": Routine({"side": "str"}, merge_search_infer, merge_search,
+                            "searchsorted of sorted queries by a merge path"),
     "top_k_rows": Routine({"k": "int"}, top_k_rows_infer, top_k_rows, "each row's k largest, descending"),
     "select_runs": Routine({"run_length": "int", "size": "int"}, select_runs_infer, select_runs,
                            "stream compaction of runs from their scanned places"),
