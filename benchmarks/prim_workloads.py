@@ -101,7 +101,7 @@ def build_histogram(ctx: Context) -> Case:
     return Case((x,), ours, numpy=lambda x: numpy_fn(x).astype(np.float32), jax=jax_fn, tolerance=(0.0, 0.0))
 
 
-TOP_K, SEGMENTS, NONZERO_SIZE = 8, 1000, 1 << 22
+TOP_K, SEGMENTS, MANY_SEGMENTS, NONZERO_SIZE = 8, 1000, 1 << 20, 1 << 22
 
 
 def size(ctx: Context) -> int:
@@ -121,17 +121,48 @@ def build_top_k(ctx: Context) -> Case:
     return Case((x,), cj.jit(lambda x: lax.top_k(x, TOP_K)), numpy=numpy_fn, jax=jax_fn, tolerance=(0.0, 0.0))
 
 
-def build_segment_sum(ctx: Context) -> Case:
+def segment_case(ctx: Context, segments: int, ids_sorted: bool) -> Case:
     """cdnajit.ops.segment_sum (numpy: bincount with weights, in f64; JAX: jax.ops.segment_sum), f32
     data: held to the recursive-summation bound over the largest segment."""
     generator = rng(47)
     x = generator.standard_normal(size(ctx)).astype(np.float32)
-    ids = generator.integers(0, SEGMENTS, x.size).astype(np.int32)
+    ids = generator.integers(0, segments, x.size).astype(np.int32)
+    if ids_sorted:
+        ids.sort()
     atol = 2 * x.size * F32_EPSILON * float(np.abs(x).sum())
-    jax_fn = ctx.jax.jit(lambda x, i: ctx.jax.ops.segment_sum(x, i, num_segments=SEGMENTS)) if ctx.jax else None
-    return Case((x, ids), cj.jit(lambda x, i: ops.segment_sum(x, i, num_segments=SEGMENTS)),
-                numpy=lambda x, i: np.bincount(i, weights=x, minlength=SEGMENTS).astype(np.float32), jax=jax_fn,
+
+    def segment_sum(namespace):
+        return lambda x, i: namespace.segment_sum(x, i, num_segments=segments, indices_are_sorted=ids_sorted)
+    jax_fn = ctx.jax.jit(segment_sum(ctx.jax.ops)) if ctx.jax else None
+    return Case((x, ids), cj.jit(segment_sum(ops)),
+                numpy=lambda x, i: np.bincount(i, weights=x, minlength=segments).astype(np.float32), jax=jax_fn,
                 tolerance=(0.0, atol))
+
+
+def build_segment_sum(ctx: Context) -> Case:
+    return segment_case(ctx, SEGMENTS, ids_sorted=False)
+
+
+def build_segment_sum_sorted(ctx: Context) -> Case:
+    return segment_case(ctx, SEGMENTS, ids_sorted=True)
+
+
+def build_segment_sum_many(ctx: Context) -> Case:
+    return segment_case(ctx, MANY_SEGMENTS, ids_sorted=False)
+
+
+SEARCH_LENGTH = 1 << 20
+
+
+def build_searchsorted(ctx: Context) -> Case:
+    """searchsorted of 4 Mi f32 queries into 1 Mi sorted f32 (cdnajit: the merge path after sorting
+    the queries, the default method's heuristic; numpy and JAX a binary search per query). Exact."""
+    generator = rng(49)
+    a = np.sort(generator.standard_normal(SEARCH_LENGTH >> (6 if ctx.quick else 0)).astype(np.float32))
+    v = generator.standard_normal(size(ctx) >> 2).astype(np.float32)
+    ours, _, jax_fn = jitted_peers(lambda xp, a, v: xp.searchsorted(a, v), ctx)
+    return Case((a, v), ours, numpy=lambda a, v: np.searchsorted(a, v).astype(np.int32), jax=jax_fn,
+                tolerance=(0.0, 0.0))
 
 
 def nonzero(xp, x):
@@ -162,6 +193,12 @@ PRIM_WORKLOADS = (
     Workload("W14.histogram", "histogram of 16 Mi f32 into 256 even bins", build_histogram),
     Workload("W14.top_k", "lax.top_k of 16 Mi f32, k = 8 (one ordered insertion pass)", build_top_k),
     Workload("W14.segment_sum", "ops.segment_sum of 16 Mi f32 into 1000 segments (per-run blocks)", build_segment_sum),
+    Workload("W14.segment_sum_sorted", "ops.segment_sum of 16 Mi f32, sorted ids (indices_are_sorted), 1000 "
+             "segments (a register per segment)", build_segment_sum_sorted),
+    Workload("W14.segment_sum_many", "ops.segment_sum of 16 Mi f32 into 1 Mi segments (blocks of 1 Mi: a work-item "
+             "walks every row)", build_segment_sum_many),
+    Workload("W14.searchsorted", "searchsorted of 4 Mi f32 queries into 1 Mi sorted f32 (merge path)",
+             build_searchsorted),
     Workload("W14.nonzero", "nonzero of 16 Mi f32 (a quarter nonzero) with size=2^22 (stream compaction)",
              build_nonzero),
 )

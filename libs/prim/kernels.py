@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
-from . import histogram, radix, scan, segments, select, topk
+from . import histogram, radix, scan, search, segments, select, topk
 
 # routine -> (the solution's name, its kernel emitter, its description for the reports)
 SOLUTIONS = {
@@ -15,10 +15,17 @@ SOLUTIONS = {
     "run_totals": (f"run_totals_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
     "scan": (f"scan_rows_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
     "scan_runs": (f"scan_runs_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
+    "segmented_run_totals": (f"segmented_run_totals_w{scan.ITEMS}", scan.segmented_scan_kernel,
+                             scan.describe_segmented),
+    "segmented_scan_runs": (f"segmented_scan_runs_w{scan.ITEMS}", scan.segmented_scan_kernel,
+                            scan.describe_segmented),
     "bin_counts": (f"bin_counts_w{histogram.ITEMS}", histogram.bin_counts_kernel, histogram.describe),
+    "merge_search": (f"merge_search_{search.DIAGONAL}_w{search.ITEMS}", search.merge_search_kernel, search.describe),
     "top_k_rows": (f"top_k_rows_w{topk.ITEMS}", topk.top_k_kernel, topk.describe),
     "select_runs": (f"select_runs_w{select.ITEMS}", select.select_runs_kernel, select.describe),
     "segment_reduce": (f"segment_reduce_w{segments.ITEMS}", segments.segment_reduce_kernel, segments.describe),
+    "segment_reduce_sorted": (f"segment_reduce_sorted_w{segments.ITEMS}", segments.segment_reduce_kernel,
+                              segments.describe),
 }
 
 

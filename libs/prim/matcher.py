@@ -90,6 +90,32 @@ def scan_along(m, x: Value, reducer: str, axis: int, reverse: bool) -> Value:
     return m.op("rev", result, dimensions=(axis,)) if reverse else result
 
 
+def segmented_scan_along(m, x: Value, heads: Value, reducer: str, axis: int, exclusive: bool,
+                         identity: Value) -> Value:
+    """The segmented scan of x along axis, restarting at each true head (the first element along the
+    axis always one): one pass of a work-item per row for rows up to SCAN_RUN_LENGTH, else
+    reduce-then-scan of runs whose carries are the segmented scan of the runs' (total, has a head),
+    shifted one run on (`identity`, a scalar of the accumulator dtype, before run 0). `m` builds ops."""
+    rows, flags = as_rows(m, [x, heads], axis)
+    count, length = rows.type.shape
+    run_length = min(max(length, 1), SCAN_RUN_LENGTH)
+    runs = -(-length // run_length)
+    attrs = {"reducer": reducer, "run_length": run_length}
+    if runs > 1:
+        totals, reset = call(m, "segmented_run_totals", rows, flags, **attrs)
+        (through,) = call(m, "segmented_scan_runs", totals, reset,
+                          m.op("broadcast_in_dim", identity, shape=(count, 1), broadcast_dimensions=()),
+                          reducer=reducer, exclusive=False, run_length=runs)
+        before = m.op("broadcast_in_dim", identity, shape=(count, 1), broadcast_dimensions=())
+        carries = m.op("concatenate", before, m.op("slice", through, start_indices=(0, 0), limit_indices=(count, runs - 1),
+                                                   strides=(1, 1)), dimension=1)
+    else:
+        carries = m.op("broadcast_in_dim", identity, shape=(count, runs), broadcast_dimensions=())
+    (result,) = call(m, "segmented_scan_runs", rows, flags, carries, exclusive=exclusive, **attrs)
+    (result,) = from_rows(m, [result], x.type.shape, axis)
+    return result
+
+
 def scan_of(m, op):
     """cumulative along an axis -> an inclusive scan of rows."""
     (x,) = op.operands

@@ -40,18 +40,36 @@ Stream compaction:
     dtype: mask bool (n,), values (n, inner), places (runs,) the exclusive scan of each run's count
     of true mask elements, total their sum, fill a scalar: values[mask] in order, the first `size`
     of them, then `fill` (numpy's values[mask][:size], padded).
+Segmented scans (reduce-then-scan as above, restarting at each head flag; `heads` bool of x's shape,
+a row's first element always a head):
+  - `segmented_run_totals(x, heads) {reducer, run_length}` -> (totals (rows, runs) accumulator
+    dtype, reset (rows, runs) bool): each run's reduction from its last head (from its first element
+    if it has none), and whether it has a head;
+  - `segmented_scan_runs(x, heads, carries) {reducer, exclusive, run_length}`: each run scanned,
+    acc = x at a head, else acc <reducer> x (exclusive: the acc before each element, the identity
+    at a head), run u > 0 starting from carries[:, u] (the inclusive segmented scan of the runs'
+    (totals, reset) at run u - 1). With one run per row it is the whole segmented scan.
+Searching:
+  - `merge_search(a, v) {side}` -> i32 (m,): for sorted a (n,) and sorted queries v (m,) of one
+    dtype, jnp.searchsorted(a, v, side) (NaN last); queries out of order give unspecified indices.
 Top k:
   - `top_k_rows(x) {k}` -> (values (rows, k), indices (rows, k) i32): each row's k largest in the
     sort's order (`ordered_bits`: NaN largest, -0.0 equal to 0.0), descending, equal values in
     index order (lax.top_k).
 Segmented reduction:
   - `segment_reduce(data, ids) {reducer, run_length, num_segments}` -> (runs, num_segments, inner),
-    accumulator dtype: data (n, inner), ids (n,) of an integer dtype; block u combines, from the
-    reducer's identity, the data rows of run u into row ids[i] of the block, in element order, rows
-    whose id is outside [0, num_segments) left out. The reduction of the blocks is the segmented
-    reduction (jax.ops.segment_*).
+    accumulator dtype: data (n, ...) (rows along the first axis, inner = the product of the others),
+    ids (n,) of an integer dtype; block u combines, from the reducer's identity, the data rows of
+    run u into row ids[i] of the block, in element order, rows whose id is outside [0, num_segments)
+    left out. The reduction of the blocks is the segmented reduction (jax.ops.segment_*).
+  - `segment_reduce_sorted(data, ids) {reducer, run_length, num_segments}`: the same for ids in
+    ascending order (jax's indices_are_sorted=True): a run combines each segment's consecutive rows
+    on their own, then into the block (for sorted ids the same sums as element order; for unsorted
+    ids a valid segmented reduction whose rounding may differ, as JAX leaves them undefined).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -279,6 +297,80 @@ def scan_runs(x, carries, *, reducer, exclusive, run_length):
     return result
 
 
+def segmented_run_totals_infer(types, attrs):
+    check_rows("segmented_run_totals", types, 2)
+    x, heads = types
+    check_scan("segmented_run_totals", x, attrs)
+    require(heads == TensorType("bool", x.shape), f"prim.segmented_run_totals: heads must be bool of x's shape, "
+                                                  f"got {fmt_types(types)}")
+    runs = (x.shape[0], runs_of(x.shape[1], attrs["run_length"]))
+    return [TensorType(accumulator_type(x), runs), TensorType("bool", runs)]
+
+
+def segmented_run_totals(x, heads, *, reducer, run_length):
+    rows, length = x.shape
+    runs = runs_of(length, run_length)
+    totals = np.empty((rows, runs), compute_dtype(x.dtype))
+    reset = np.empty((rows, runs), bool)
+    for u in range(runs):
+        part = slice(u * run_length, (u + 1) * run_length)
+        totals[:, u] = segmented(wide(x[:, part]), heads[:, part], None, reducer, exclusive=False)[:, -1]
+        reset[:, u] = heads[:, part].any(axis=1)
+    return totals, reset
+
+
+def segmented(part, heads, carry, reducer, exclusive):
+    """Rows of one run scanned element by element in part's dtype, starting again at each head:
+    inclusive acc = x at a head, else acc <reducer> x; exclusive results are the acc before each
+    element, the identity at a head. The run's first element combines with `carry` unless it is a
+    head; without a carry (a row's first run) it is one."""
+    result = np.empty_like(part)
+    identity = scan_identity(reducer, part.dtype)
+    acc = np.full(part.shape[0], identity, part.dtype) if carry is None else carry.astype(part.dtype)
+    for j in range(part.shape[1]):
+        head = heads[:, j] | (carry is None and j == 0)
+        before = np.where(head, identity, acc)
+        with np.errstate(all="ignore"):
+            acc = np.where(head, part[:, j], combined(reducer, acc, part[:, j]))
+        result[:, j] = before if exclusive else acc
+    return result
+
+
+def combined(reducer: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return logaddexp(a, b) if reducer == "logaddexp" else CUMULATIVE_UFUNCS[reducer](a, b)
+
+
+def segmented_scan_runs_infer(types, attrs):
+    check_rows("segmented_scan_runs", types, 3)
+    x, heads, carries = types
+    check_scan("segmented_scan_runs", x, attrs)
+    expected = TensorType(accumulator_type(x), (x.shape[0], runs_of(x.shape[1], attrs["run_length"])))
+    require(heads == TensorType("bool", x.shape) and carries == expected,
+            f"prim.segmented_scan_runs: heads bool of x's shape and carries {expected}, got {fmt_types(types)}")
+    return [x]
+
+
+def segmented_scan_runs(x, heads, carries, *, reducer, exclusive, run_length):
+    result = np.empty_like(x)
+    for u in range(carries.shape[1]):
+        part = slice(u * run_length, (u + 1) * run_length)
+        result[:, part] = round_to(segmented(wide(x[:, part]), heads[:, part], carries[:, u] if u else None,
+                                             reducer, exclusive), x.dtype)
+    return result
+
+
+def merge_search_infer(types, attrs):
+    require(len(types) == 2 and all(t.ndim == 1 for t in types) and types[0].dtype == types[1].dtype
+            and types[0].dtype in SORT_KEY_DTYPES and attrs["side"] in ("left", "right"),
+            f"prim.merge_search takes a sorted 1-d array and sorted 1-d queries of one real dtype, side left or "
+            f"right, got {fmt_types(types)}, side {attrs['side']!r}")
+    return [TensorType("i32", types[1].shape)]
+
+
+def merge_search(a, v, *, side):
+    return np.searchsorted(a, v, side=side).astype(np.int32)   # numpy's order: NaN last, as jnp.sort
+
+
 def bin_slots(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     slots = np.searchsorted(edges, x, side="right")
     slots[np.isnan(x)] = edges.size
@@ -311,8 +403,8 @@ def bin_counts(x, edges, *weights, run_length, even):
 
 
 def segment_reduce_infer(types, attrs):
-    require(len(types) == 2 and types[0].ndim == 2 and types[1].ndim == 1 and types[1].shape[0] == types[0].shape[0],
-            f"prim.segment_reduce takes data (n, inner) and ids (n,), got {fmt_types(types)}")
+    require(len(types) == 2 and types[0].ndim >= 1 and types[1].ndim == 1 and types[1].shape[0] == types[0].shape[0],
+            f"prim.segment_reduce takes data (n, ...) and ids (n,), got {fmt_types(types)}")
     data, ids = types
     require(ids.dtype in INTS, f"prim.segment_reduce: ids must be integers, got {ids}")
     require(data.dtype not in COMPLEXES and attrs["reducer"] in ("sum", "prod", "max", "min"),
@@ -321,12 +413,12 @@ def segment_reduce_infer(types, attrs):
     require(attrs["num_segments"] >= 0 and attrs["run_length"] > 0,
             f"prim.segment_reduce: num_segments {attrs['num_segments']}, run_length {attrs['run_length']}")
     return [TensorType(accumulator_type(data), (runs_of(data.shape[0], attrs["run_length"]), attrs["num_segments"],
-                                                data.shape[1]))]
+                                                math.prod(data.shape[1:])))]
 
 
 def segment_reduce(data, ids, *, reducer, run_length, num_segments):
-    part = wide(data)
-    blocks = np.full((runs_of(data.shape[0], run_length), num_segments, data.shape[1]),
+    part = wide(data).reshape(data.shape[0], math.prod(data.shape[1:]))
+    blocks = np.full((runs_of(data.shape[0], run_length), num_segments, part.shape[1]),
                      reducer_identity(reducer, part.dtype), part.dtype)
     kept = (ids >= 0) & (ids < num_segments)
     run = np.arange(data.shape[0]) // run_length
@@ -392,6 +484,8 @@ def radix_sort_rows(*operands, num_keys):
 
 
 RADIX_ATTRS = {"shift": "int", "run_length": "int"}
+SEGMENT_ATTRS = {"reducer": "str", "run_length": "int", "num_segments": "int"}
+
 ROUTINES = {
     "radix_histogram": Routine(RADIX_ATTRS, radix_histogram_infer, radix_histogram,
                                "per-run counts of one 8-bit digit of the keys' ordered bits"),
@@ -404,8 +498,18 @@ ROUTINES = {
     "scan": Routine({"reducer": "str", "exclusive": "bool"}, scan_infer, scan, "a sequential scan of each row"),
     "scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"}, scan_runs_infer, scan_runs,
                          "each run scanned from the carry of the runs before it"),
-    "segment_reduce": Routine({"reducer": "str", "run_length": "int", "num_segments": "int"}, segment_reduce_infer,
-                              segment_reduce, "per-run blocks of a segmented reduction"),
+    "segment_reduce": Routine(SEGMENT_ATTRS, segment_reduce_infer, segment_reduce,
+                              "per-run blocks of a segmented reduction"),
+    # For sorted ids the reference's element order gives the kernel's sums exactly.
+    "segment_reduce_sorted": Routine(SEGMENT_ATTRS, segment_reduce_infer, segment_reduce,
+                                     "per-run blocks of a segmented reduction of sorted ids"),
+    "segmented_run_totals": Routine({"reducer": "str", "run_length": "int"}, segmented_run_totals_infer,
+                                    segmented_run_totals, "each run's reduction since its last head, and whether it has one"),
+    "segmented_scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"},
+                                   segmented_scan_runs_infer, segmented_scan_runs,
+                                   "each run scanned again from each head, from its carry before the first"),
+    "merge_search": Routine({"side": "str"}, merge_search_infer, merge_search,
+                            "searchsorted of sorted queries by a merge path"),
     "top_k_rows": Routine({"k": "int"}, top_k_rows_infer, top_k_rows, "each row's k largest, descending"),
     "select_runs": Routine({"run_length": "int", "size": "int"}, select_runs_infer, select_runs,
                            "stream compaction of runs from their scanned places"),

@@ -10,6 +10,8 @@ the host runs a launch's workgroups in no promised order on a pool whose threads
 running, so a workgroup spinning on another's flag could wait for a workgroup that never starts.
 Reduce-then-scan reads the input twice instead of once and needs no such promise.
 `scan` alone, one work-item per row (ITEMS rows per workgroup), scans rows with few runs.
+Segmented scans (`segmented_scan_kernel`) are the same two passes over runs, the accumulator
+restarting at each head flag, and the carries the segmented scan of the runs' (total, has a head).
 """
 from __future__ import annotations
 
@@ -94,4 +96,59 @@ def describe(op: Op) -> str:
         return f"{kind} {attrs['reducer']} scan, one row per work-item, {ITEMS} rows per workgroup"
     what = "run totals (the reduce of reduce-then-scan)" if routine == "run_totals" else \
         f"{kind} {attrs['reducer']} scan of runs from their carries (the scan of reduce-then-scan)"
+    return f"{what}; runs of {attrs['run_length']} elements per work-item, {ITEMS} work-items per workgroup"
+
+
+def segmented_scan_kernel(op: Op, name: str) -> K.Kernel:
+    """segmented_run_totals and segmented_scan_runs: a work-item per run as scan_kernel's, the
+    accumulator restarting at each head flag (routines.py: `segmented`)."""
+    routine, attrs = op.attrs["routine"], op.attrs
+    x = op.operands[0].type
+    idx, acc_dtype = index_dtype_of(*x.shape), accumulator_type(x)
+    reducer, run_length = attrs["reducer"], attrs["run_length"]
+    rows, length = (K.ScalarParam(n, idx) for n in ("rows", "length"))
+    runs = (length + (run_length - 1)) / run_length
+    t, row, run, start, stop, j = (K.Var(n, idx) for n in ("t", "row", "run", "start", "stop", "j"))
+    acc, head, reset = K.Var("acc", acc_dtype), K.Var("head", "bool"), K.Var("reset", "bool")
+    sizes = {"in0": rows * length, "in1": rows * length, "in2": rows * runs,
+             "out0": rows * (runs if routine == "segmented_run_totals" else length), "out1": rows * runs}
+    buffers = [K.GlobalBuffer(b.name, b.dtype, sizes[b.name], b.readonly) for b in operand_buffers(op)]
+    source, heads = buffers[0], buffers[1]
+    element = lambda at: source[row * length + at].cast(acc_dtype)
+    restarted = lambda at: K.select(heads[row * length + at], element(at), combine_scan(reducer, acc, element(at)))
+    if routine == "segmented_run_totals":
+        totals, resets = buffers[2], buffers[3]
+        walk = [K.Let(acc, element(start)), K.Let(reset, heads[row * length + start]),
+                K.For(j, start + 1, stop, 1, [K.Assign(acc, restarted(j)),
+                                               K.Assign(reset, reset | heads[row * length + j])]),
+                K.Store(totals, row * runs + run, acc), K.Store(resets, row * runs + run, reset)]
+    else:
+        carries, result = buffers[2], buffers[3]
+        put = lambda at, value: K.Store(result, row * length + at, value.cast(x.dtype))
+        identity = scan_identity(reducer, acc_dtype)
+        # A row's first element is a head; a later run starts from its carry.
+        first = [K.Let(head, heads[row * length + start] | run.eq(K.Const(0, idx))),
+                 K.Let(acc, K.select(head, element(start), combine_scan(reducer, carries[row * runs + run], element(start))))]
+        if attrs["exclusive"]:
+            before = K.select(head, identity, carries[row * runs + run])
+            walk = [*first, put(start, before),
+                    K.For(j, start + 1, stop, 1, [put(j, K.select(heads[row * length + j], identity, acc)),
+                                                   K.Assign(acc, restarted(j))])]
+        else:
+            walk = [*first, put(start, acc), K.For(j, start + 1, stop, 1, [K.Assign(acc, restarted(j)), put(j, acc)])]
+    body = [K.Let(t, K.workitem_id(0).cast(idx)), K.Let(row, K.workgroup_id(1).cast(idx)),
+            K.Let(run, K.workgroup_id(0).cast(idx) * ITEMS + t),
+            K.If(run < runs, [K.Let(start, run * run_length), K.Let(stop, K.minimum(start + run_length, length)),
+                              K.If(start < stop, walk)])]
+    return K.Kernel(name, params=[*buffers, rows, length], grid=((runs + (ITEMS - 1)) / ITEMS, rows),
+                    workgroup_size=(ITEMS,), body=body, arguments=(("rows", x.shape[0]), ("length", x.shape[1])))
+
+
+def describe_segmented(op: Op) -> str:
+    attrs = op.attrs
+    if attrs["routine"] == "segmented_run_totals":
+        what = f"each run's {attrs['reducer']} since its last head (the reduce of a segmented reduce-then-scan)"
+    else:
+        kind = "exclusive" if attrs["exclusive"] else "inclusive"
+        what = f"{kind} segmented {attrs['reducer']} scan of runs from their carries, restarting at each head"
     return f"{what}; runs of {attrs['run_length']} elements per work-item, {ITEMS} work-items per workgroup"

@@ -3,7 +3,8 @@ matter or is ufunc.at's: max/min, integer sums and products, and float sums of o
 library's segmented reduction combines each run of rows in id order, as ufunc.at does). Float
 sums over several runs add the runs' partial sums: by the recursive-summation bound each order is
 within (n - 1) eps sum|x| of the exact sum over the segment, so the two within twice that (numpy's
-sum in f64 as the exact one). The interpreter runs the routine's reference: bit for bit the kernel.
+sum in f64 as the exact one). The interpreter runs the routine's reference: bit for bit the kernel,
+but the graph's reduction of the runs' blocks may take another order, so held to the same bound.
 """
 import ml_dtypes
 import numpy as np
@@ -55,20 +56,21 @@ def test_ids_must_match_the_rows():
         ops.segment_max(np.ones((3, 2)), np.zeros(2, np.int32), num_segments=2)
 
 
-def prim_calls(f, *args) -> int:
-    return f.lower(*args).compile().as_text("optimized").count('routine = "segment_reduce"')
+def prim_calls(f, *args, routine="segment_reduce") -> int:
+    return f.lower(*args).compile().as_text("optimized").count(f'routine = "{routine}"')
 
 
 SEGMENT_CASES = [(np.float32, 2 * RUN + 5, 37, (3,)), (np.int64, 65 * RUN + 1, 4, ()), (np.float64, 2 * 16 * RUN + 7, 4096, ()),
                  (np.uint8, 1000, 9, (2, 2)), (np.int16, RUN + 1, 5, ()), (np.float16, 700, 6, ()),
-                 (ml_dtypes.bfloat16, 300, 3, (2,))]
+                 (ml_dtypes.bfloat16, 300, 3, (2,)), (np.float32, 2 * 32 * 16 * RUN + 3, 20000, ())]
 
 
 @pytest.mark.parametrize("name, dtype, n, segments, inner", [
     pytest.param(name, *case, marks=() if (name, case[0]) in (("segment_sum", np.float32), ("segment_max", np.int64))
-                 else pytest.mark.slow) for name in REDUCTIONS for case in SEGMENT_CASES])
+                 and case[1] < 10**6 else pytest.mark.slow) for name in REDUCTIONS for case in SEGMENT_CASES])
 def test_segmented_reduction_across_runs(name, dtype, n, segments, inner):
-    """prim.segment_reduce over runs and workgroups (64 runs), ids out of range on both sides."""
+    """prim.segment_reduce over runs and workgroups (64 runs), ids out of range on both sides; 20000
+    segments (runs of 2^19 rows: few runs, each a large block)."""
     rng = np.random.default_rng(1)
     data = (rng.integers(-3, 4, (n,) + inner) if np.dtype(dtype).kind in "iu" and name != "segment_prod"
             else rng.standard_normal((n,) + inner) * 2)
@@ -81,11 +83,20 @@ def test_segmented_reduction_across_runs(name, dtype, n, segments, inner):
     got = f(data, ids)
     want = expected(name, data, ids, segments)
     assert got.dtype == want.dtype and got.shape == want.shape
-    inexact = np.dtype(dtype).kind == "f" or dtype is ml_dtypes.bfloat16
+    assert_segments_close(name, data, ids, segments, got, want)
+    interpreted = cj.jit(lambda d, i: getattr(ops, name)(d, i, num_segments=segments), backend="interpret")
+    # The graph's reduction of the runs' blocks may add them in another order than the interpreter's.
+    assert_segments_close(name, data, ids, segments, got, interpreted(data, ids))
+
+
+def assert_segments_close(name, data, ids, segments, got, want):
+    """Exact, but for float sums and products: within the recursive-summation bound (the module docstring)."""
+    n, dtype = data.shape[0], data.dtype
+    inexact = dtype.kind == "f" or dtype == ml_dtypes.bfloat16
     if name in ("segment_sum", "segment_prod") and inexact:
         eps = float(ml_dtypes.finfo(dtype).eps)
         keep = (ids >= 0) & (ids < segments)
-        absolute = np.zeros((segments,) + inner)
+        absolute = np.zeros((segments,) + data.shape[1:])
         np.add.at(absolute, ids[keep], np.abs(data[keep].astype(np.float64)))
         if name == "segment_prod":                    # |log| errors add as the sum's: relative
             np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=4 * n * eps)
@@ -93,8 +104,6 @@ def test_segmented_reduction_across_runs(name, dtype, n, segments, inner):
             assert np.all(np.abs(got.astype(np.float64) - want.astype(np.float64)) <= 2 * (n - 1) * eps * absolute + eps)
     else:
         np.testing.assert_array_equal(got, want)
-    interpreted = cj.jit(lambda d, i: getattr(ops, name)(d, i, num_segments=segments), backend="interpret")
-    np.testing.assert_array_equal(interpreted(data, ids), got)
 
 
 RLE_CASES = [(np.int32, 9000, 3, 5000), pytest.param(np.float32, 1, 2, 1, marks=pytest.mark.slow),
@@ -131,10 +140,35 @@ def test_run_length_encode_without_size_outside_jit():
         ops.run_length_encode(np.zeros((2, 2)))
 
 
-def test_many_segments_or_complex_data_scatter():
-    """Beyond 4096 segments (the per-run blocks would outgrow the data) and for complex data the rows
-    combine by the graph's scatter."""
-    data, ids = np.arange(10, dtype=np.float32), np.arange(10) * 500
+@pytest.mark.parametrize("name, dtype, n, segments, inner", [
+    ("segment_sum", np.float32, 2 * RUN + 5, 37, ()), ("segment_sum", np.float64, 3 * RUN + 1, 300, (3,)),
+    pytest.param("segment_max", np.int32, 3 * 16 * RUN + 9, 9000, (), marks=pytest.mark.slow),
+    pytest.param("segment_prod", np.float32, 3000, 4, (), marks=pytest.mark.slow),
+    pytest.param("segment_min", np.float16, 0, 4, (), marks=pytest.mark.slow)])
+def test_sorted_ids_fold_each_segment_in_a_register(name, dtype, n, segments, inner):
+    """indices_are_sorted=True: prim.segment_reduce_sorted, sorted ids from below 0 to past the last
+    segment, segments spanning runs and empty ones. For sorted ids the register's fold is the
+    reference's element order, so within a run the result is numpy's exactly; float sums and
+    products over several runs are held to the bound of the module docstring."""
+    rng = np.random.default_rng(2)
+    data = rng.standard_normal((n,) + inner) * 2
+    data = (1 + data / 64 if name == "segment_prod" else data).astype(dtype)
+    ids = rng.integers(-2, segments + 2, n)
+    ids[n // 3:n // 2] = segments // 2                 # a segment across runs
+    ids = np.sort(ids)
+    f = cj.jit(lambda d, i: getattr(ops, name)(d, i, num_segments=segments, indices_are_sorted=True))
+    assert prim_calls(f, data, ids, routine="segment_reduce_sorted") == 1
+    got, want = f(data, ids), expected(name, data, ids, segments)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert_segments_close(name, data, ids, segments, got, want)
+    interpreted = cj.jit(lambda d, i: getattr(ops, name)(d, i, num_segments=segments, indices_are_sorted=True),
+                         backend="interpret")
+    assert_segments_close(name, data, ids, segments, got, interpreted(data, ids))
+
+
+def test_complex_data_scatter():
+    """Complex data combine by the graph's scatter (prim's kernels move real elements)."""
+    data, ids = np.arange(10, dtype=np.complex64) * (1 + 2j), np.arange(10) * 500
     f = cj.jit(lambda d, i: ops.segment_sum(d, i, num_segments=5000))
     assert prim_calls(f, data, ids) == 0
     np.testing.assert_array_equal(f(data, ids), expected("segment_sum", data, ids, 5000))

@@ -290,3 +290,103 @@ def test_top_k_is_one_ordered_pass(dtype, shape, axis, k):
                       for row in wide.reshape(-1, n)]).reshape(moved.shape)[..., :k]
     np.testing.assert_array_equal(indices, order.astype(np.int32))
     assert same_bits(values, np.take_along_axis(moved, order, axis=-1))
+
+
+def segmented_reference(x, heads, reducer, exclusive, axis):
+    """Each segment scanned alone by numpy along axis, in f64 for floats (the exact sums)."""
+    ufunc = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum, "logaddexp": np.logaddexp}[reducer]
+    x, heads = np.moveaxis(x, axis, -1), np.moveaxis(heads, axis, -1).copy()
+    wide = x.astype(np.float64) if x.dtype.kind == "f" or x.dtype == ml_dtypes.bfloat16 else x
+    identity = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf, "logaddexp": -np.inf}[reducer]
+    if wide.dtype.kind in "iu" and reducer in ("max", "min"):
+        info = np.iinfo(wide.dtype)
+        identity = info.min if reducer == "max" else info.max
+    out = np.empty(wide.shape, wide.dtype)
+    heads[..., :1] = True
+    for row in np.ndindex(wide.shape[:-1]):
+        starts = list(np.flatnonzero(heads[row])) + [wide.shape[-1]]
+        for a, b in zip(starts[:-1], starts[1:]):
+            scanned = ufunc.accumulate(wide[row][a:b])
+            out[row][a:b] = np.concatenate([[identity], scanned[:-1]]) if exclusive else scanned
+    return np.moveaxis(out, -1, axis)
+
+
+@pytest.mark.parametrize("dtype, shape, axis, reducer, exclusive", [
+    ("float32", (2 * RUN + 5,), 0, "sum", True),
+    pytest.param("float32", (2 * RUN + 5,), 0, "sum", False, marks=pytest.mark.slow),
+    pytest.param("int32", (3, RUN + 7), 1, "max", True, marks=pytest.mark.slow),
+    pytest.param("float64", (3 * RUN + 1,), 0, "sum", False, marks=pytest.mark.slow),
+    pytest.param("int64", (300, 5), 0, "prod", False, marks=pytest.mark.slow),
+    pytest.param("float16", (700, 2), 0, "min", True, marks=pytest.mark.slow),
+    pytest.param("float32", (2 * RUN + 1,), 0, "logaddexp", False, marks=pytest.mark.slow),
+    pytest.param("float32", (0,), 0, "sum", True, marks=pytest.mark.slow)])
+def test_segmented_scan_restarts_at_each_head(dtype, shape, axis, reducer, exclusive):
+    """cdnajit.ops.segmented_scan: prim's segmented scan (one pass for rows up to 4096, else
+    reduce-then-scan whose carries cross runs, heads in some runs and none in others). Integers,
+    max and min exact; float sums within the recursive-summation bound over each segment (module
+    docstring); logaddexp within a few eps of each result per term; the interpreter runs the
+    routines' references, the kernels' order, so it agrees bit for bit (logaddexp: to the
+    kernel's exp and log1p, an ulp per term)."""
+    import cdnajit.ops as ops
+    rng = np.random.default_rng(7)
+    x = (rng.integers(-3, 4, shape) if dtype.startswith("int") else rng.standard_normal(shape)).astype(dtype)
+    if reducer == "prod":
+        x = np.where(x == 0, 1, x)
+    heads = rng.random(shape) < 0.0005
+    if heads.size:
+        heads[tuple(s // 2 for s in shape)] = True    # one head at least, mid-row
+    f = lambda a, h: ops.segmented_scan(a, h, reducer=reducer, exclusive=exclusive, axis=axis)
+    got = cj.jit(f)(x, heads)
+    want = segmented_reference(x, heads, reducer, exclusive, axis)
+    assert got.dtype == x.dtype and got.shape == x.shape
+    if dtype.startswith("int") or reducer in ("max", "min"):
+        np.testing.assert_array_equal(got, want.astype(x.dtype))
+    else:
+        eps = float(ml_dtypes.finfo(x.dtype).eps)
+        length = shape[axis]
+        if reducer == "logaddexp":
+            np.testing.assert_allclose(got, want, rtol=4 * length * eps, atol=4 * length * eps)
+        else:
+            magnitude = segmented_reference(np.abs(x).astype(np.float64), heads, "sum", exclusive, axis)
+            assert np.all(np.abs(got - want) <= 2 * length * eps * magnitude + eps)
+    interpreted = cj.jit(f, backend="interpret")(x, heads)
+    if reducer == "logaddexp":   # the kernel's exp and log1p are not numpy's: an ulp per term
+        np.testing.assert_allclose(interpreted, got, rtol=4 * shape[axis] * float(np.finfo(x.dtype).eps))
+    else:
+        np.testing.assert_array_equal(interpreted, got)
+
+
+def test_segmented_scan_bad_input():
+    import cdnajit.ops as ops
+    with pytest.raises(cj.TracingValueError, match=r"heads of shape \(2,\) must have x's shape \(3,\)"):
+        ops.segmented_scan(np.ones(3), np.ones(2, bool))
+    with pytest.raises(cj.TracingValueError, match="reducer must be one of"):
+        ops.segmented_scan(np.ones(3), np.ones(3, bool), reducer="mean")
+    with pytest.raises(NotImplementedError, match="segmented_scan of c64 data"):
+        ops.segmented_scan(np.ones(3, np.complex64), np.ones(3, bool))
+
+
+@pytest.mark.parametrize("dtype, n, m, side, method", [
+    ("float32", 3000, 9000, "left", "sort"),
+    pytest.param("float64", 4096, 1 << 16, "right", "scan", marks=pytest.mark.slow),   # the heuristic's choice
+    pytest.param("int8", 70000, 300000, "right", "sort", marks=pytest.mark.slow),        # across workgroups
+    pytest.param("uint64", 5, 0, "left", "sort", marks=pytest.mark.slow),
+    pytest.param("float16", 0, 7, "right", "sort", marks=pytest.mark.slow)])
+def test_searchsorted_by_merge_path(dtype, n, m, side, method):
+    """searchsorted of many queries (or method='sort'): the queries sorted, prim.merge_search (a
+    merge path, diagonals of 4096 steps per work-item) and sorted back; exact against numpy's
+    searchsorted (NaNs last, -0.0 equal to 0.0), duplicates in both arrays."""
+    rng = np.random.default_rng(8)
+    kind = np.dtype(dtype).kind
+    draw = (lambda k: rng.integers(0, 50, k)) if kind == "u" else (lambda k: rng.integers(-60, 60, k))
+    a, v = np.sort(draw(n).astype(dtype)), draw(m).astype(dtype)
+    if kind == "f" and n and m:
+        a[:3], v[:5], v[5:8] = np.nan, np.nan, -0.0
+        a = np.sort(a)
+    f = lambda a, v: cnp.searchsorted(a, v, side=side, method=method)
+    compiled = cj.jit(f).lower(a, v).compile()
+    assert 'routine = "merge_search"' in compiled.as_text("optimized")
+    got = compiled(a, v)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.searchsorted(a, v, side=side))
+    np.testing.assert_array_equal(cj.jit(f, backend="interpret")(a, v), got)

@@ -7,11 +7,10 @@ import numpy as np
 import pytest
 
 import cdnajit as cj
-import cdnajit.ops as ops
+import cdnajit.numpy as cnp
 from cdnajit.ir.interpreter import interpret
 from cdnajit.ir.parser import parse
 from cdnajit.ir.printer import print_module
-from cdnajit.libs.prim.segments import MAX_SEGMENTS
 from cdnajit.libs.sparse.matcher import RULES
 from cdnajit.passes import canonicalize, match_libraries
 
@@ -68,12 +67,12 @@ def test_other_scatters_are_left_alone():
 @pytest.mark.slow
 def test_segment_sum_compiles_to_csrmv():
     """The traced idiom, compiled: its optimized IR names the call and the result is the segment sum.
-    More segments than prim's segmented reduction takes (MAX_SEGMENTS): below it segment_sum is
-    prim.segment_reduce, not the scatter this rule matches."""
-    segments = MAX_SEGMENTS + 5
+    The idiom is written as the scatter-add it is in the graph (cdnajit.ops.segment_sum is
+    prim.segment_reduce, which this rule does not see)."""
+    segments = 4101
 
     def f(vals, cols, rows, x):
-        return ops.segment_sum(vals * x[cols], rows, num_segments=segments)
+        return cnp.zeros(segments, vals.dtype).at[rows].add(vals * x[cols])
 
     rng = np.random.default_rng(1)
     rows, cols = rng.integers(0, segments, 400).astype(np.int32), rng.integers(0, 30, 400).astype(np.int32)
