@@ -154,7 +154,7 @@ def matmul(a, x):
     if batch != a.batch_shape:
         raise NotImplementedError(located(f"sparse @ dense: the dense batch {tuple(x.shape[:-2])} would broadcast the "
                                           f"sparse batch {a.batch_shape} (not supported)"))
-    x = cnp.broadcast_to(x, batch + tuple(x.shape[-2:])).reshape(-1, n, x.shape[-1])
+    x = cnp.broadcast_to(x, batch + tuple(x.shape[-2:])).reshape(math.prod(batch), n, x.shape[-1])
     return product(a, x)
 
 
