@@ -7,6 +7,7 @@ import numpy as np
 from .. import cnp
 from ..tracing import Tracer
 from . import batched, calls
+from .bsr import BSR
 from .checked import checked
 from .sparsify import sparsify
 from .formats import BCOO, BCSR, check_shape, sddmm, spsolve_triangular, sum_duplicates
@@ -14,7 +15,7 @@ from .formats import BCOO, BCSR, check_shape, sddmm, spsolve_triangular, sum_dup
 __all__ = ["BCOO", "BCSR", "fromdense", "todense", "bcoo_fromdense", "bcoo_todense", "bcsr_fromdense",
            "bcsr_todense", "bcoo_dot_general", "bcoo_transpose", "bcoo_sum_duplicates", "csr_matrix", "coo_matrix",
            "csc_matrix", "sddmm", "spsolve_triangular", "ell_matvec", "sum_duplicates", "bcoo_reshape", "checked",
-           "sparsify", "bsr_matvec"]
+           "sparsify", "bsr_matvec", "BSR", "bsr_matrix"]
 
 ell_matvec = calls.ell_matvec
 bsr_matvec = calls.bsr_matvec
@@ -86,6 +87,20 @@ def csc_matrix(arg, shape=None) -> BCSR:
         m, n = check_shape("csc_matrix", shape)
         return BCSR(arg, shape=(n, m)).transpose()
     return bcsr_fromdense(arg)
+
+
+def bsr_matrix(arg, shape=None, blocksize=None) -> BSR:
+    """scipy.sparse.bsr_matrix((data, indices, indptr), shape, blocksize) as a BSR; a BCSR, BCOO or dense
+    matrix is converted (sparse.csr2bsr; blocksize needed, outside jit: the block count depends on
+    the values)."""
+    if isinstance(arg, tuple) and len(arg) == 3:
+        if shape is None:
+            raise ValueError("bsr_matrix((data, indices, indptr)) needs shape")
+        return BSR(arg, shape=shape, blocksize=blocksize)
+    if blocksize is None:
+        raise ValueError("bsr_matrix of a matrix needs blocksize")
+    csr = arg.to_bcsr() if isinstance(arg, BCOO) else arg if isinstance(arg, BCSR) else bcsr_fromdense(arg)
+    return csr.to_bsr(blocksize)
 
 
 def coo_matrix(arg, shape=None) -> BCOO:

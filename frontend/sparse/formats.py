@@ -167,6 +167,11 @@ class BCSR(SparseMatrix):
             width = int(calls.row_lengths_max(self.indptr))
         return calls.csr_to_ell(self.data, self.indices, self.indptr, width=int(width))
 
+    def to_bsr(self, blocksize, nnzb=None):
+        """The BSR form (bsr.py's from_csr: sparse.csr2bsr_count, csr2bsr), as scipy's tobsr."""
+        from .bsr import from_csr   # bsr.py builds on this module
+        return from_csr(self, blocksize, nnzb)
+
     def __matmul__(self, other):
         if isinstance(other, SparseMatrix):
             not_batched("sparse @ sparse", self, other)

@@ -279,6 +279,8 @@ def test_every_routine_builds_for_amdgpu():
         (lambda c, v, x: cs.ell_matvec(c, v, x), (np.zeros((4, 3), np.int32), np.ones((4, 3)), np.ones(5))),
         (lambda d, i, p, x: cs.bsr_matvec(d, i, p, x), (np.ones((2, 2, 3)), np.array([0, 1], np.int32),
                                                         np.array([0, 1, 2], np.int32), np.ones(6))),
+        (lambda d, i, p, x: cs.csr_matrix((d, i, p), shape=a.shape).to_bsr((4, 5), nnzb=90) @ x,
+         (*arrays, np.ones((40, 2)))),
         (lambda i, p: calls.spgemm_tables(i, p, p), arrays[1:]),
         (lambda i, p, t: calls.spgemm_symbolic(i, p, i, p, t, table=20), (*arrays[1:], table_ptr)),
         (lambda d, i, p, t: calls.spgemm_numeric(d, i, p, d, i, p, t, t, nse=10, table=20), (*arrays, table_ptr)),
