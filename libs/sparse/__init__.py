@@ -10,7 +10,7 @@ spgemm.py     spgemm_bound, spgemm_symbolic, spgemm_numeric (hash tables per row
 csrsv.py      csrsv_levels, csrsv (level scheduling).
 kernels.py    the solutions and the answers to the compiler's questions.
 matcher.py    the dense CSR idioms: segment_sum of vals * x[cols] by row ids as csrmv, and (row_loop.py)
-              a fori_loop over rows gathering each row as csr2ell + ellmv.
+              a fori_loop over rows gathering each row as csrmv_ell (csr2ell + ellmv in one pass).
 The frontend (frontend/sparse/) holds the formats and chains the calls; this file registers the
 library (ir/ops/library.py's contract).
 """

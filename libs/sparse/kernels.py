@@ -14,6 +14,7 @@ SOLUTIONS = {
               "nonzeros split evenly into chunks, a work-item each, rows crossing chunks finished by a scatter-add "
               "of the chunks' partial sums (load-balanced for any row lengths)"),
     "ellmv": ("row_per_item", spmv.ellmv_kernel, f"a work-item per row, {ITEMS} rows per workgroup"),
+    "csrmv_ell": ("row_per_item", spmv.csrmv_ell_kernel, f"a work-item per row, {ITEMS} rows per workgroup"),
     "bsrmv": ("row_per_item", spmv.bsrmv_kernel, f"a work-item per row of y, {ITEMS} rows per workgroup"),
     "bsrmm": ("row_columns", bsr.bsrmm_kernel, f"a workgroup per row of Y and {ITEMS} columns of B"),
     "csr2bsr_count": ("block_row_per_item", bsr.csr2bsr_count_kernel,

@@ -81,6 +81,6 @@ RULES = [
     (Pat.op("scatter", Pat.splat(0, name="zeros"), Pat.var("rows"),
             Pat.op("mul", Pat.var("vals"), Pat.op("gather", Pat.var("x"), Pat.var("columns"))), name="scatter"),
      segment_spmv),
-    # while(i = 0, y) { i < m } { y.at[i].set(sum of the row's first width products, masked) } -> csr2ell, ellmv
+    # while(i = 0, y) { i < m } { y.at[i].set(sum of the row's first width products, masked) } -> csrmv_ell
     (Pat.any_op("while", name="loop"), fori_spmv),
 ]

@@ -21,6 +21,11 @@ operand (or the attribute `columns`).
   sddmm(indptr, indices, A[m, K], Bt[n, K]) -> values[nnz]     (A Bt^T) at A's pattern (sampled product)
   csr2coo(indptr) {nnz} -> rows[nnz]                          the row of each nonzero
   coo2csr(rows[nnz]) {rows} -> indptr[rows + 1]               row starts of row-sorted row ids
+  csrmv_ell(indptr, indices, data, x[n]) {width, column_map} -> y[m]
+      csr2ell{width} then ellmv without the ELL arrays: row r sums its first `width` entries in
+      order; columns mapped by column_map ("drop": out of range contributes nothing; "clamp";
+      "wrap_clamp": a negative column + n, then clamped: a numpy gather's x[column]); indices may
+      be of another index dtype than indptr
   csr2ell(indptr, indices, data) {width} -> columns[m, width], values[m, width]
       each row's first `width` entries in its slots, the rest of its slots column -1, value 0
   csr2bsr_count(indptr, indices) {block_rows R, block_columns C, columns n} -> counts[mb]
@@ -247,6 +252,44 @@ def coo2csr_infer(types, attrs):
 
 def coo2csr(rows_of_nonzeros, *, rows):
     return np.searchsorted(rows_of_nonzeros, np.arange(rows + 1), side="left").astype(rows_of_nonzeros.dtype)
+
+
+COLUMN_MAPS = ("drop", "clamp", "wrap_clamp")
+
+
+def csrmv_ell_infer(types, attrs):
+    indptr, indices, data, x = types
+    require(indptr.dtype in INDEX_DTYPES and indices.dtype in INDEX_DTYPES and indptr.ndim == 1 and
+            indices.ndim == 1 and indptr.shape[0] >= 1, f"library_call: sparse.csrmv_ell takes 1-D i32/i64 indptr "
+                                                        f"and indices, got {fmt_types(types)}")
+    check("csrmv_ell", types, 4, values=(2, 3))
+    check_csr("csrmv_ell", indptr, indices, data)
+    require(x.ndim == 1 and x.shape[0] > 0, f"library_call: sparse.csrmv_ell takes a non-empty vector x, got {x}")
+    require(attrs["width"] >= 0 and attrs["column_map"] in COLUMN_MAPS,
+            f"library_call: sparse.csrmv_ell: width >= 0 and column_map one of {COLUMN_MAPS}, got {attrs}")
+    return [TensorType(data.dtype, (indptr.shape[0] - 1,))]
+
+
+def mapped_columns(indices, n: int, column_map: str):
+    """Columns as csrmv_ell reads them: "drop" leaves them (out of range: no product), "clamp" clamps
+    into [0, n), "wrap_clamp" first adds n to a negative one (numpy's indexing)."""
+    columns = indices.astype(np.int64)
+    if column_map == "wrap_clamp":
+        columns = np.where(columns < 0, columns + n, columns)
+    return columns if column_map == "drop" else np.clip(columns, 0, n - 1)
+
+
+def csrmv_ell(indptr, indices, data, x, *, width, column_map):
+    """csr2ell{width} then ellmv in one pass: row r's positions [indptr[r], indptr[r] + width) that lie
+    in [0, clamped indptr[r + 1]), summed in order from 0."""
+    total, n = len(indices), len(x)
+    columns = mapped_columns(indices, n, column_map)
+    y = np.zeros(len(indptr) - 1, data.dtype)
+    for r in range(len(y)):
+        start, stop = int(indptr[r]), clamped(indptr[r + 1], total)
+        kept = [p for p in range(max(start, 0), min(start + width, stop)) if 0 <= columns[p] < n]
+        y[r] = ordered_sum(data[kept] * x[columns[kept]], data.dtype)
+    return y
 
 
 def csr2ell_infer(types, attrs):
@@ -490,6 +533,8 @@ ROUTINES = {
     "sddmm": Routine({}, sddmm_infer, sddmm, "(A Bt^T) sampled at a CSR pattern"),
     "csr2coo": Routine({"nnz": "int"}, csr2coo_infer, csr2coo, "row id of each nonzero"),
     "coo2csr": Routine({"rows": "int"}, coo2csr_infer, coo2csr, "row starts of sorted row ids"),
+    "csrmv_ell": Routine({"width": "int", "column_map": "str"}, csrmv_ell_infer, csrmv_ell,
+                         "y = A x over each row's first width entries (csr2ell, ellmv in one pass)"),
     "csr2ell": Routine({"width": "int"}, csr2ell_infer, csr2ell, "a CSR matrix's rows in ELL slots"),
     "csr2bsr_count": Routine({"block_rows": "int", "block_columns": "int", "columns": "int"}, csr2bsr_count_infer,
                              csr2bsr_count, "distinct blocks per block row of a CSR matrix"),

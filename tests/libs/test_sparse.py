@@ -281,6 +281,8 @@ def test_every_routine_builds_for_amdgpu():
                                                         np.array([0, 1, 2], np.int32), np.ones(6))),
         (lambda d, i, p, x: cs.csr_matrix((d, i, p), shape=a.shape).to_bsr((4, 5), nnzb=90) @ x,
          (*arrays, np.ones((40, 2)))),
+        (lambda d, i, p, x: calls.sparse_call("csrmv_ell", p, i, d, x, width=3, column_map="wrap_clamp")[0],
+         (*arrays, np.ones(40))),
         (lambda i, p: calls.spgemm_tables(i, p, p), arrays[1:]),
         (lambda i, p, t: calls.spgemm_symbolic(i, p, i, p, t, table=20), (*arrays[1:], table_ptr)),
         (lambda d, i, p, t: calls.spgemm_numeric(d, i, p, d, i, p, t, t, nse=10, table=20), (*arrays, table_ptr)),
