@@ -34,7 +34,8 @@ def value_dtype(*arrays, complex_ok=False) -> str:
         if complex_ok:
             return name
         raise NotImplementedError(located(f"cdnajit.sparse: complex values ({name}) are supported by products "
-                                          "with dense arrays only (the sparse library's kernels are f32 and f64)"))
+                                          "(with dense arrays, SpGEMM, SDDMM) only, split into real ones: the sparse library's "
+                                          "kernels are f32 and f64"))
     return name if name in FLOATS else "float64"
 
 
@@ -377,21 +378,30 @@ def concrete(what: str, *arrays):
 def spgemm(a: BCSR, b: BCSR) -> BCSR:
     """A B for two CSR matrices (rocSPARSE's csrgemm): the hash tables' offsets, the symbolic pass
     (C's indptr), the numeric pass (C's columns, unsorted within a row as scipy's, and values).
-    Outside jit only."""
+    Complex values: four real numeric passes on the one structure (its column order depends on the
+    structure only). Outside jit only."""
     concrete("sparse @ sparse", a.data, a.indices, a.indptr, b.data, b.indices, b.indptr)
     if a.shape[1] != b.shape[0]:
         raise TracingValueError(located(f"sparse @ sparse: shapes {a.shape} and {b.shape} do not chain"))
-    dtype = value_dtype(a.data, b.data)
+    dtype = value_dtype(a.data, b.data, complex_ok=True)
     index = index_dtype(a.indices, a.indptr, b.indices, b.indptr)
     a_indices, a_indptr, b_indices, b_indptr = (np.asarray(x).astype(index, copy=False) for x in
                                                 (a.indices, a.indptr, b.indices, b.indptr))
     table_ptr = calls.spgemm_tables(a_indices, a_indptr, b_indptr)
     table = int(table_ptr[-1])
     c_indptr = calls.spgemm_symbolic(a_indices, a_indptr, b_indices, b_indptr, table_ptr, table=table)
-    data, indices = calls.spgemm_numeric(np.asarray(a.data).astype(dtype, copy=False), a_indices, a_indptr,
-                                         np.asarray(b.data).astype(dtype, copy=False), b_indices, b_indptr, table_ptr,
-                                         c_indptr,
-                                         nse=int(c_indptr[-1]), table=table)
+
+    def numeric(a_data, b_data):
+        return calls.spgemm_numeric(a_data, a_indices, a_indptr, b_data, b_indices, b_indptr, table_ptr, c_indptr,
+                                    nse=int(c_indptr[-1]), table=table)
+
+    a_data, b_data = (np.asarray(x).astype(dtype, copy=False) for x in (a.data, b.data))
+    if dtype in REAL_PART:
+        (ar, ai), (br, bi) = ((x.real.copy(), x.imag.copy()) for x in (a_data, b_data))
+        (rr, indices), (ii, _), (ri, _), (ir, _) = (numeric(x, y) for x, y in ((ar, br), (ai, bi), (ar, bi), (ai, br)))
+        data = (np.asarray(rr) - np.asarray(ii)) + 1j * (np.asarray(ri) + np.asarray(ir))
+        return BCSR((data.astype(dtype), indices, c_indptr), shape=(a.shape[0], b.shape[1]))
+    data, indices = numeric(a_data, b_data)
     return BCSR((data, indices, c_indptr), shape=(a.shape[0], b.shape[1]))
 
 
@@ -426,7 +436,13 @@ def sddmm(pattern: BCSR, a, b) -> BCSR:
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or (a.shape[0], b.shape[1]) != pattern.shape:
         raise TracingValueError(located(f"sddmm: a {a.shape} @ b {b.shape} must have the pattern's shape "
                                         f"{pattern.shape}"))
-    dtype = value_dtype(a, b)
-    values = calls.csr_sampled(pattern.indices, pattern.indptr, as_dtype(a, dtype),
-                               cnp.transpose(as_dtype(b, dtype)))
+    dtype = value_dtype(a, b, complex_ok=True)
+    a, b = as_dtype(a, dtype), as_dtype(b, dtype)
+    sampled = lambda x, y: calls.csr_sampled(pattern.indices, pattern.indptr, x, cnp.transpose(y))
+    if dtype in REAL_PART:   # four real samples: (ar br - ai bi) + i (ar bi + ai br)
+        (ar, ai), (br, bi) = ((cnp.real(x), cnp.imag(x)) for x in (a, b))
+        values = as_dtype(as_dtype(sampled(ar, br) - sampled(ai, bi), dtype) +
+                          1j * as_dtype(sampled(ar, bi) + sampled(ai, br), dtype), dtype)
+    else:
+        values = sampled(a, b)
     return BCSR((values, pattern.indices, pattern.indptr), shape=pattern.shape)
