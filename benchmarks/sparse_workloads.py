@@ -202,7 +202,7 @@ SPARSE_WORKLOADS = (
     Workload("W16.sddmm", "SDDMM, 4096 x 4096 at 1 % density, K = 64, f32 (JAX: bcoo_dot_general_sampled)",
              build_sddmm),
     Workload("W16.fori_spmv", "the dense idiom: a fori_loop over 10 000 rows of 10 (masked gathers), f64 "
-             "(the sparse matcher makes it csr2ell, ellmv)",
+             "(the sparse matcher makes it csrmv_ell)",
              build_fori_spmv),
     Workload("W16.segment_spmv", "the dense idiom segment_sum(vals * x[cols], rows), 1Mi rows of 10, f64 "
              "(the sparse matcher makes it coo2csr, csrmv: the rows are in order, so no sort)", build_segment_spmv),

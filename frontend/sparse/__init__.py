@@ -1,4 +1,4 @@
-"""cdnajit.sparse: jax.experimental.sparse's BCOO and BCSR (2-D), their operations, and scipy.sparse-
+"""cdnajit.sparse: jax.experimental.sparse's BCOO and BCSR (batched too), their operations, and scipy.sparse-
 style constructors, on the sparse library (libs/sparse). See formats.py."""
 from __future__ import annotations
 
@@ -6,30 +6,32 @@ import numpy as np
 
 from .. import cnp
 from ..tracing import Tracer
-from . import calls
+from . import batched, calls
+from .bsr import BSR
 from .checked import checked
 from .sparsify import sparsify
-from .formats import BCOO, BCSR, check_shape, fromdense_csr, sddmm, spsolve_triangular, sum_duplicates
+from .formats import BCOO, BCSR, check_shape, sddmm, spsolve_triangular, sum_duplicates
 
 __all__ = ["BCOO", "BCSR", "fromdense", "todense", "bcoo_fromdense", "bcoo_todense", "bcsr_fromdense",
            "bcsr_todense", "bcoo_dot_general", "bcoo_transpose", "bcoo_sum_duplicates", "csr_matrix", "coo_matrix",
            "csc_matrix", "sddmm", "spsolve_triangular", "ell_matvec", "sum_duplicates", "bcoo_reshape", "checked",
-           "sparsify", "bsr_matvec"]
+           "sparsify", "bsr_matvec", "BSR", "bsr_matrix"]
 
 ell_matvec = calls.ell_matvec
 bsr_matvec = calls.bsr_matvec
 
 
-def fromdense(mat, *, nse=None, index_dtype="int32") -> BCOO:
-    """jax.experimental.sparse.fromdense: a BCOO of mat's nonzeros (nse needed under jit)."""
-    return BCOO.fromdense(mat, nse=nse, index_dtype=index_dtype)
+def fromdense(mat, *, nse=None, index_dtype="int32", n_batch=0, n_dense=0) -> BCOO:
+    """jax.experimental.sparse.fromdense: a BCOO of mat's nonzeros (nse needed under jit); with n_batch
+    leading batch and n_dense trailing dense dimensions around the two sparse ones."""
+    return BCOO.fromdense(mat, nse=nse, index_dtype=index_dtype, n_batch=n_batch, n_dense=n_dense)
 
 
 bcoo_fromdense = fromdense
 
 
-def bcsr_fromdense(mat, *, nse=None, index_dtype="int32") -> BCSR:
-    return fromdense_csr(mat, nse=nse, index_dtype=index_dtype)
+def bcsr_fromdense(mat, *, nse=None, index_dtype="int32", n_batch=0, n_dense=0) -> BCSR:
+    return BCSR.fromdense(mat, nse=nse, index_dtype=index_dtype, n_batch=n_batch, n_dense=n_dense)
 
 
 def todense(arr):
@@ -48,9 +50,12 @@ def bcoo_sum_duplicates(mat: BCOO, nse=None) -> BCOO:
 
 
 def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
-    """lax.dot_general with a sparse operand: a matrix contracted over its columns with a dense
+    """lax.dot_general with a sparse operand: a batched one (n_batch, n_dense > 0) as batched.dot_general
+    says; else a matrix contracted over its columns with a dense
     vector's or matrix's first dimension (sparse @ dense), or a dense operand's last dimension with
     the matrix's rows (dense @ sparse). Other dimension numbers are not supported."""
+    if isinstance(lhs, (BCOO, BCSR)) and lhs.batched:
+        return batched.dot_general(lhs if isinstance(lhs, BCSR) else lhs.to_bcsr(), rhs, dimension_numbers)
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
     lhs_contract, rhs_contract = tuple(lhs_contract), tuple(rhs_contract)
     if lhs_batch or rhs_batch:
@@ -82,6 +87,20 @@ def csc_matrix(arg, shape=None) -> BCSR:
         m, n = check_shape("csc_matrix", shape)
         return BCSR(arg, shape=(n, m)).transpose()
     return bcsr_fromdense(arg)
+
+
+def bsr_matrix(arg, shape=None, blocksize=None) -> BSR:
+    """scipy.sparse.bsr_matrix((data, indices, indptr), shape, blocksize) as a BSR; a BCSR, BCOO or dense
+    matrix is converted (sparse.csr2bsr; blocksize needed, outside jit: the block count depends on
+    the values)."""
+    if isinstance(arg, tuple) and len(arg) == 3:
+        if shape is None:
+            raise ValueError("bsr_matrix((data, indices, indptr)) needs shape")
+        return BSR(arg, shape=shape, blocksize=blocksize)
+    if blocksize is None:
+        raise ValueError("bsr_matrix of a matrix needs blocksize")
+    csr = arg.to_bcsr() if isinstance(arg, BCOO) else arg if isinstance(arg, BCSR) else bcsr_fromdense(arg)
+    return csr.to_bsr(blocksize)
 
 
 def coo_matrix(arg, shape=None) -> BCOO:

@@ -49,6 +49,36 @@ def bsr_matvec(data, indices, indptr, x):
     return sparse_call("bsrmv", indptr, indices, data, x)[0]
 
 
+@jit
+def bsr_matmat(data, indices, indptr, b):
+    return sparse_call("bsrmm", indptr, indices, data, b)[0]
+
+
+@jit(static_argnames=("block_rows", "block_columns", "columns"))
+def bsr_indptr(indices, indptr, block_rows: int, block_columns: int, columns: int):
+    """The BSR indptr of a CSR matrix cut into block_rows x block_columns blocks (csr2bsr_count)."""
+    return with_start(sparse_call("csr2bsr_count", indptr, indices, block_rows=block_rows,
+                                  block_columns=block_columns, columns=columns)[0])
+
+
+@jit(static_argnames=("block_rows", "block_columns", "columns", "nnzb"))
+def csr_to_bsr(data, indices, indptr, bsr_indptr, block_rows: int, block_columns: int, columns: int, nnzb: int):
+    return sparse_call("csr2bsr", indptr, indices, data, bsr_indptr, block_rows=block_rows,
+                       block_columns=block_columns, columns=columns, nnzb=nnzb)
+
+
+@jit(static_argnames=("columns",))
+def bsr_todense(data, indices, indptr, columns: int):
+    blocks, rows, width = data.shape
+    block_rows, block_columns = indptr.shape[0] - 1, columns // width
+    used = (cnp.arange(blocks) < cnp.clip(indptr[-1], 0, blocks)) & (indices >= 0) & (indices < block_columns)
+    at = cnp.where(used, csr_rows(indptr, blocks).astype("int64") * block_columns + indices.astype("int64"),
+                   block_rows * block_columns)
+    out = cnp.zeros((block_rows * block_columns, rows, width), data.dtype).at[at].add(data, mode="drop")
+    return cnp.transpose(out.reshape(block_rows, block_columns, rows, width), (0, 2, 1, 3)).reshape(
+        block_rows * rows, columns)
+
+
 @jit(static_argnames=("width",))
 def csr_to_ell(data, indices, indptr, width: int):
     return sparse_call("csr2ell", indptr, indices, data, width=width)

@@ -1,7 +1,8 @@
 """cdnajit.sparse's arrays, as jax.experimental.sparse's: `BCSR` (data, indices, indptr) and `BCOO`
-(data, indices[nse, 2]) of 2-D matrices (no batch or dense dimensions: n_batch = n_dense = 0).
-Both are pytrees whose static part, the shape (nse is the arrays' length), is part of a jit
-signature; the arrays are data. Entries past a BCSR's indptr[-1] are padding (column 0, value 0),
+(data, indices[nse, 2]) of 2-D matrices; with batch or dense dimensions (n_batch, n_dense > 0,
+read from the arrays' ranks as JAX does) they are batched.py's. Both are pytrees whose static
+part, the shape, n_batch and n_dense (nse is the arrays' length), is part of a jit signature;
+the arrays are data. Entries past a BCSR's indptr[-1] are padding (column 0, value 0),
 as a fixed nse under jit leaves. Operations go through the sparse library (calls.py) inside and
 outside jit; what needs a count known only from the data (fromdense without nse, sum_duplicates,
 a sparse-sparse product) runs outside jit only, reading the count between compiled steps.
@@ -14,7 +15,7 @@ from ...errors import ConcretizationError, TracingTypeError, TracingValueError
 from .. import cnp
 from ..pytree import register_pytree_node
 from ..tracing import Tracer, located
-from . import calls
+from . import batched, calls
 from .checked import record
 
 FLOATS = ("float32", "float64")
@@ -33,7 +34,8 @@ def value_dtype(*arrays, complex_ok=False) -> str:
         if complex_ok:
             return name
         raise NotImplementedError(located(f"cdnajit.sparse: complex values ({name}) are supported by products "
-                                          "with dense arrays only (the sparse library's kernels are f32 and f64)"))
+                                          "(with dense arrays, SpGEMM, SDDMM) only, split into real ones: the sparse library's "
+                                          "kernels are f32 and f64"))
     return name if name in FLOATS else "float64"
 
 
@@ -85,19 +87,23 @@ def check_csr_values(what: str, data, indices, indptr, shape):
 
 
 class SparseMatrix:
-    """What BCSR and BCOO share: a 2-D shape, values `data` (nse of them), no batch or dense dimensions."""
+    """What BCSR and BCOO share: a shape (*batch, m, n, *dense), values `data` (nse per batch element)."""
     __array_ufunc__ = None   # numpy's operators defer to ours (dense @ sparse)
-    nse = property(lambda self: int(self.data.shape[0]))
+    nse = property(lambda self: int(self.data.shape[self.n_batch]))
     dtype = property(lambda self: self.data.dtype)
-    ndim = property(lambda self: 2)
-    n_batch = n_dense = 0
+    ndim = property(lambda self: len(self.shape))
+    batch_shape = property(lambda self: self.shape[:self.n_batch])
+    sparse_shape = property(lambda self: self.shape[self.n_batch:self.n_batch + 2])
+    dense_shape = property(lambda self: self.shape[self.n_batch + 2:])
+    batched = property(lambda self: bool(self.n_batch or self.n_dense))
 
     def check_axes(self, axes):
         if axes not in (None, (1, 0), [1, 0]):
             raise TracingValueError(located(f"{type(self).__name__}.transpose: axes of a matrix are (1, 0), got {axes}"))
 
     def __repr__(self):
-        return f"{type(self).__name__}({np.dtype(str(self.dtype)).name}{list(self.shape)}, nse={self.nse})"
+        return (f"{type(self).__name__}({np.dtype(str(self.dtype)).name}{list(self.shape)}, nse={self.nse}, "
+                f"n_batch={self.n_batch}, n_dense={self.n_dense})")
 
 
 class BCSR(SparseMatrix):
@@ -105,27 +111,47 @@ class BCSR(SparseMatrix):
 
     def __init__(self, args, *, shape):
         data, indices, indptr = args
-        self.shape = check_shape("BCSR", shape)
         data, indices, indptr = (a if isinstance(a, Tracer) else np.asarray(a) for a in (data, indices, indptr))
+        self.n_batch, self.n_dense = max(indptr.ndim - 1, 0), max(data.ndim - indptr.ndim, 0)
+        self.shape = batched.layout("BCSR", shape, self.n_batch, self.n_dense) if self.batched else \
+            check_shape("BCSR", shape)
         # The library takes one index dtype per call, int32 or int64: other or mixed ones are widened.
         index = index_dtype(indices, indptr)
         self.data, self.indices, self.indptr = data, *(a if np.dtype(str(a.dtype)).name == index else a.astype(index)
                                                        for a in (indices, indptr))
-        check_csr_values("BCSR", self.data, self.indices, self.indptr, self.shape)
+        if self.batched:
+            batched.check_bcsr(self)
+        else:
+            check_csr_values("BCSR", self.data, self.indices, self.indptr, self.shape)
 
     @classmethod
-    def fromdense(cls, mat, *, nse=None, index_dtype="int32"):
+    def fromdense(cls, mat, *, nse=None, index_dtype="int32", n_batch=0, n_dense=0):
+        if n_batch or n_dense:
+            mat = mat if isinstance(mat, Tracer) else np.asarray(mat)
+            return batched.fromdense(mat, nse, n_batch, n_dense, np.dtype(index_dtype).name)
         return fromdense_csr(mat, nse=nse, index_dtype=index_dtype)
 
     @classmethod
     def from_bcoo(cls, coo: "BCOO"):
+        if coo.batched:
+            return batched.to_bcsr(coo)
         data, indices, indptr = calls.coo_to_csr(coo.data, coo.indices[:, 0], coo.indices[:, 1], m=coo.shape[0])
         return cls((data, indices, indptr), shape=coo.shape)
 
     def todense(self):
+        if self.batched:
+            return batched.todense(batched.to_bcoo(self))
         return calls.csr_todense(self.data, self.indices, self.indptr, columns=self.shape[1])
 
+    def to_bcoo(self) -> "BCOO":
+        if self.batched:
+            return batched.to_bcoo(self)
+        return BCOO((self.data, cnp.stack([calls.row_ids(self.indptr, nnz=self.nse), cnp.asarray(self.indices)],
+                                          axis=1)), shape=self.shape)
+
     def transpose(self, axes=None):
+        if self.batched:
+            return batched.transpose(self, axes=None if axes is None else tuple(axes))
         self.check_axes(axes)
         data, indices, indptr = calls.csr_transposed(self.data, self.indices, self.indptr, columns=self.shape[1])
         return BCSR((data, indices, indptr), shape=self.shape[::-1])
@@ -136,20 +162,32 @@ class BCSR(SparseMatrix):
         """(columns[m, width], values[m, width]): each row's entries in ELL slots, padded with column -1
         (ell_matvec's operands). width defaults to the longest row; under jit it must be given, and a
         longer row keeps its first `width` entries."""
+        not_batched("to_ell", self)
         if width is None:
             concrete("to_ell without width", self.indptr)
             width = int(calls.row_lengths_max(self.indptr))
         return calls.csr_to_ell(self.data, self.indices, self.indptr, width=int(width))
 
+    def to_bsr(self, blocksize, nnzb=None):
+        """The BSR form (bsr.py's from_csr: sparse.csr2bsr_count, csr2bsr), as scipy's tobsr."""
+        from .bsr import from_csr   # bsr.py builds on this module
+        return from_csr(self, blocksize, nnzb)
+
     def __matmul__(self, other):
         if isinstance(other, SparseMatrix):
+            not_batched("sparse @ sparse", self, other)
             return spgemm(self, other if isinstance(other, BCSR) else BCSR.from_bcoo(other))
+        if self.batched:
+            return batched.matmul(self, other)
         return csr_dot_dense(self, other)
 
     def __rmatmul__(self, other):   # dense @ sparse = (sparse^T @ dense^T)^T
+        not_batched("dense @ sparse", self)
         return cnp.transpose(csr_dot_dense(self.transpose(), cnp.transpose(cnp.asarray(other))))
 
     def __mul__(self, other):
+        if self.batched:
+            return batched.multiplied(self, other)
         return BCSR((multiplied(self, other), self.indices, self.indptr), shape=self.shape)
 
     __rmul__ = __mul__
@@ -158,6 +196,8 @@ class BCSR(SparseMatrix):
         return BCSR((-cnp.asarray(self.data), self.indices, self.indptr), shape=self.shape)
 
     def sum(self, axis=None):
+        if self.batched:
+            return batched.summed(self, axis=tuple(axis) if isinstance(axis, list) else axis)
         return summed(self, axis)
 
 
@@ -166,8 +206,13 @@ class BCOO(SparseMatrix):
 
     def __init__(self, args, *, shape):
         data, indices = args
-        self.shape = check_shape("BCOO", shape)
         self.data, self.indices = (a if isinstance(a, Tracer) else np.asarray(a) for a in (data, indices))
+        self.n_batch, self.n_dense = max(self.indices.ndim - 2, 0), max(self.data.ndim - self.indices.ndim + 1, 0)
+        if self.batched:
+            self.shape = batched.layout("BCOO", shape, self.n_batch, self.n_dense)
+            batched.check_bcoo(self)
+            return
+        self.shape = check_shape("BCOO", shape)
         if self.indices.ndim != 2 or self.indices.shape[1] != 2 or self.indices.shape[0] != self.data.shape[0]:
             raise TracingValueError(located(f"BCOO: indices must be (nse, 2) for data of shape {self.data.shape}, "
                                             f"got {self.indices.shape}"))
@@ -182,18 +227,20 @@ class BCOO(SparseMatrix):
                                                 f"shape {self.shape}"))
 
     @classmethod
-    def fromdense(cls, mat, *, nse=None, index_dtype="int32"):
-        csr = fromdense_csr(mat, nse=nse, index_dtype=index_dtype)
-        rows = calls.row_ids(csr.indptr, nnz=csr.nse)
-        return BCOO((csr.data, cnp.stack([rows, cnp.asarray(csr.indices)], axis=1)), shape=csr.shape)
+    def fromdense(cls, mat, *, nse=None, index_dtype="int32", n_batch=0, n_dense=0):
+        return BCSR.fromdense(mat, nse=nse, index_dtype=index_dtype, n_batch=n_batch, n_dense=n_dense).to_bcoo()
 
     def to_bcsr(self) -> BCSR:
         return BCSR.from_bcoo(self)
 
     def todense(self):
+        if self.batched:
+            return batched.todense(self)
         return self.to_bcsr().todense()
 
     def transpose(self, axes=None):
+        if self.batched:
+            return batched.transpose(self, axes=None if axes is None else tuple(axes))
         self.check_axes(axes)
         return BCOO((self.data, cnp.asarray(self.indices)[:, ::-1]), shape=self.shape[::-1])
 
@@ -201,6 +248,7 @@ class BCOO(SparseMatrix):
 
     def reshape(self, *shape):
         """The same entries in a matrix of another shape of as many elements (row-major order)."""
+        not_batched("BCOO.reshape", self)
         shape = check_shape("BCOO.reshape", shape[0] if len(shape) == 1 else shape)
         if shape[0] * shape[1] != self.shape[0] * self.shape[1]:
             raise TracingValueError(located(f"BCOO.reshape: {self.shape} has {self.shape[0] * self.shape[1]} elements, "
@@ -216,6 +264,8 @@ class BCOO(SparseMatrix):
         return other @ self.to_bcsr()
 
     def __mul__(self, other):
+        if self.batched:
+            return batched.multiplied(self, other)
         if np.ndim(other) == 0 and not isinstance(other, Tracer):
             return BCOO((cnp.asarray(self.data) * other, self.indices), shape=self.shape)
         other = cnp.asarray(other)
@@ -231,13 +281,22 @@ class BCOO(SparseMatrix):
         return self.to_bcsr().sum(axis)
 
     def sum_duplicates(self, nse=None):
+        not_batched("sum_duplicates", self)
         return sum_duplicates(self, nse=nse)
 
 
-register_pytree_node(BCSR, lambda x: ((x.data, x.indices, x.indptr), x.shape),
-                     lambda shape, children: BCSR(tuple(children), shape=shape))
-register_pytree_node(BCOO, lambda x: ((x.data, x.indices), x.shape),
-                     lambda shape, children: BCOO(tuple(children), shape=shape))
+# The TreeDef holds (shape, n_batch, n_dense): static in a jit signature, as JAX's aux data.
+register_pytree_node(BCSR, lambda x: ((x.data, x.indices, x.indptr), (x.shape, x.n_batch, x.n_dense)),
+                     lambda static, children: BCSR(tuple(children), shape=static[0]))
+register_pytree_node(BCOO, lambda x: ((x.data, x.indices), (x.shape, x.n_batch, x.n_dense)),
+                     lambda static, children: BCOO(tuple(children), shape=static[0]))
+
+
+def not_batched(what: str, *arrays):
+    if any(a.batched for a in arrays):
+        raise NotImplementedError(located(f"{what}: not supported for batched sparse arrays (n_batch or n_dense > 0; "
+                                          "supported: fromdense, todense, @ dense, bcoo_dot_general, transpose, sum, "
+                                          "* dense or scalar)"))
 
 
 def check_same_shape(what, shape, other):
@@ -319,21 +378,30 @@ def concrete(what: str, *arrays):
 def spgemm(a: BCSR, b: BCSR) -> BCSR:
     """A B for two CSR matrices (rocSPARSE's csrgemm): the hash tables' offsets, the symbolic pass
     (C's indptr), the numeric pass (C's columns, unsorted within a row as scipy's, and values).
-    Outside jit only."""
+    Complex values: four real numeric passes on the one structure (its column order depends on the
+    structure only). Outside jit only."""
     concrete("sparse @ sparse", a.data, a.indices, a.indptr, b.data, b.indices, b.indptr)
     if a.shape[1] != b.shape[0]:
         raise TracingValueError(located(f"sparse @ sparse: shapes {a.shape} and {b.shape} do not chain"))
-    dtype = value_dtype(a.data, b.data)
+    dtype = value_dtype(a.data, b.data, complex_ok=True)
     index = index_dtype(a.indices, a.indptr, b.indices, b.indptr)
     a_indices, a_indptr, b_indices, b_indptr = (np.asarray(x).astype(index, copy=False) for x in
                                                 (a.indices, a.indptr, b.indices, b.indptr))
     table_ptr = calls.spgemm_tables(a_indices, a_indptr, b_indptr)
     table = int(table_ptr[-1])
     c_indptr = calls.spgemm_symbolic(a_indices, a_indptr, b_indices, b_indptr, table_ptr, table=table)
-    data, indices = calls.spgemm_numeric(np.asarray(a.data).astype(dtype, copy=False), a_indices, a_indptr,
-                                         np.asarray(b.data).astype(dtype, copy=False), b_indices, b_indptr, table_ptr,
-                                         c_indptr,
-                                         nse=int(c_indptr[-1]), table=table)
+
+    def numeric(a_data, b_data):
+        return calls.spgemm_numeric(a_data, a_indices, a_indptr, b_data, b_indices, b_indptr, table_ptr, c_indptr,
+                                    nse=int(c_indptr[-1]), table=table)
+
+    a_data, b_data = (np.asarray(x).astype(dtype, copy=False) for x in (a.data, b.data))
+    if dtype in REAL_PART:
+        (ar, ai), (br, bi) = ((x.real.copy(), x.imag.copy()) for x in (a_data, b_data))
+        (rr, indices), (ii, _), (ri, _), (ir, _) = (numeric(x, y) for x, y in ((ar, br), (ai, bi), (ar, bi), (ai, br)))
+        data = (np.asarray(rr) - np.asarray(ii)) + 1j * (np.asarray(ri) + np.asarray(ir))
+        return BCSR((data.astype(dtype), indices, c_indptr), shape=(a.shape[0], b.shape[1]))
+    data, indices = numeric(a_data, b_data)
     return BCSR((data, indices, c_indptr), shape=(a.shape[0], b.shape[1]))
 
 
@@ -368,7 +436,13 @@ def sddmm(pattern: BCSR, a, b) -> BCSR:
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0] or (a.shape[0], b.shape[1]) != pattern.shape:
         raise TracingValueError(located(f"sddmm: a {a.shape} @ b {b.shape} must have the pattern's shape "
                                         f"{pattern.shape}"))
-    dtype = value_dtype(a, b)
-    values = calls.csr_sampled(pattern.indices, pattern.indptr, as_dtype(a, dtype),
-                               cnp.transpose(as_dtype(b, dtype)))
+    dtype = value_dtype(a, b, complex_ok=True)
+    a, b = as_dtype(a, dtype), as_dtype(b, dtype)
+    sampled = lambda x, y: calls.csr_sampled(pattern.indices, pattern.indptr, x, cnp.transpose(y))
+    if dtype in REAL_PART:   # four real samples: (ar br - ai bi) + i (ar bi + ai br)
+        (ar, ai), (br, bi) = ((cnp.real(x), cnp.imag(x)) for x in (a, b))
+        values = as_dtype(as_dtype(sampled(ar, br) - sampled(ai, bi), dtype) +
+                          1j * as_dtype(sampled(ar, bi) + sampled(ai, br), dtype), dtype)
+    else:
+        values = sampled(a, b)
     return BCSR((values, pattern.indices, pattern.indptr), shape=pattern.shape)

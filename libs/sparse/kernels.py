@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
-from . import convert, csrsv, spgemm, spmv
+from . import bsr, convert, csrsv, spgemm, spmv
 from .common import ITEMS
 
 # routine -> (solution, kernel emitter, the reports' reason)
@@ -14,7 +14,13 @@ SOLUTIONS = {
               "nonzeros split evenly into chunks, a work-item each, rows crossing chunks finished by a scatter-add "
               "of the chunks' partial sums (load-balanced for any row lengths)"),
     "ellmv": ("row_per_item", spmv.ellmv_kernel, f"a work-item per row, {ITEMS} rows per workgroup"),
+    "csrmv_ell": ("row_per_item", spmv.csrmv_ell_kernel, f"a work-item per row, {ITEMS} rows per workgroup"),
     "bsrmv": ("row_per_item", spmv.bsrmv_kernel, f"a work-item per row of y, {ITEMS} rows per workgroup"),
+    "bsrmm": ("row_columns", bsr.bsrmm_kernel, f"a workgroup per row of Y and {ITEMS} columns of B"),
+    "csr2bsr_count": ("block_row_per_item", bsr.csr2bsr_count_kernel,
+                      "a work-item per block row, its block columns found by repeated minimum searches"),
+    "csr2bsr": ("block_row_per_item", bsr.csr2bsr_kernel,
+                "a work-item per block row, each block zeroed then filled from its block column's entries"),
     "csrmm": ("row_columns", spmv.csrmm_kernel, f"a workgroup per row of A and {ITEMS} columns of B"),
     "sddmm": ("nonzero_per_item", spmv.sddmm_kernel, "a work-item per nonzero, its row by binary search"),
     "csr2coo": ("row_per_item", convert.csr2coo_kernel, "a work-item per row"),

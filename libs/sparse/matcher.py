@@ -46,7 +46,13 @@ def segment_spmv(m, scatter, zeros, rows, vals, x, columns):
         return None
     nnz, (count,), n = vals.type.shape[0], zeros.type.shape, x.type.shape[0]
     index = "i32" if max(count, n) < 2**31 - 1 else "i64"
-    vector = lambda v: m.op("reshape", v, new_sizes=(nnz,))
+    def vector(v):
+        """v[nnz, 1] as a vector: the vector it was broadcast from if it was (the frontend's index column),
+        so that the maps below fuse with the frontend's own (one pass over the ids, not two)."""
+        made = v.producer
+        if made is not None and made.name == "broadcast_in_dim" and made.operands[0].type.shape == (nnz,):
+            return made.operands[0]
+        return m.op("reshape", v, new_sizes=(nnz,))
     # Rows: ids outside [0, m) become m (as unsigned, a negative id is above m), sorted after every
     # row; columns clamped into [0, n). i32 keys where the sizes allow: half the radix passes of i64.
     unsigned = m.op("convert", vector(rows), dtype="u64")
@@ -81,6 +87,6 @@ RULES = [
     (Pat.op("scatter", Pat.splat(0, name="zeros"), Pat.var("rows"),
             Pat.op("mul", Pat.var("vals"), Pat.op("gather", Pat.var("x"), Pat.var("columns"))), name="scatter"),
      segment_spmv),
-    # while(i = 0, y) { i < m } { y.at[i].set(sum of the row's first width products, masked) } -> csr2ell, ellmv
+    # while(i = 0, y) { i < m } { y.at[i].set(sum of the row's first width products, masked) } -> csrmv_ell
     (Pat.any_op("while", name="loop"), fori_spmv),
 ]

@@ -16,12 +16,23 @@ operand (or the attribute `columns`).
       ELL: row r's K slots, a negative column marking padding.
   bsrmv(indptr, indices, data[nb, R, C], x[n]) -> y[mb R]    y = A x, A in BSR: block row i's blocks
       data[indptr[i]:indptr[i + 1]], block p at block column indices[p] (columns C indices[p] ...)
+  bsrmm(indptr, indices, data[nb, R, C], B[n, k]) -> Y[mb R, k]   Y = A B, A in BSR
   csrmm(indptr, indices, data, B[n, k]) -> C[m, k]           C = A B
   sddmm(indptr, indices, A[m, K], Bt[n, K]) -> values[nnz]     (A Bt^T) at A's pattern (sampled product)
   csr2coo(indptr) {nnz} -> rows[nnz]                          the row of each nonzero
   coo2csr(rows[nnz]) {rows} -> indptr[rows + 1]               row starts of row-sorted row ids
+  csrmv_ell(indptr, indices, data, x[n]) {width, column_map} -> y[m]
+      csr2ell{width} then ellmv without the ELL arrays: row r sums its first `width` entries in
+      order; columns mapped by column_map ("drop": out of range contributes nothing; "clamp";
+      "wrap_clamp": a negative column + n, then clamped: a numpy gather's x[column]); indices may
+      be of another index dtype than indptr
   csr2ell(indptr, indices, data) {width} -> columns[m, width], values[m, width]
       each row's first `width` entries in its slots, the rest of its slots column -1, value 0
+  csr2bsr_count(indptr, indices) {block_rows R, block_columns C, columns n} -> counts[mb]
+      each block row's (rows [i R, i R + R)) distinct block columns (column / C), mb = ceil(m / R)
+  csr2bsr(indptr, indices, data, bsr_indptr) {R, C, columns, nnzb} -> bsr_indices[nnzb],
+      bsr_data[nnzb, R, C]: each block row's blocks in block-column order at bsr_indptr's offsets,
+      duplicates summed; slots past bsr_indptr[mb] hold block column 0, zeros
   dense2csr_count(A[m, n]) -> counts[m]                       nonzeros per row
   dense2csr(A[m, n], indptr) {nse} -> indices[nse], data[nse] the nonzeros of each row in column
       order, at indptr's offsets; slots past indptr[m] hold column 0, value 0
@@ -154,14 +165,15 @@ def ellmv(columns, values, x):
         np.zeros(len(columns), values.dtype)
 
 
-def bsrmv_infer(types, attrs):
-    check("bsrmv", types, 4, indices=(0, 1), values=(2, 3))
+def bsr_infer(routine: str, types, dense_ndim: int):
+    """bsrmv's and bsrmm's shape rule: y or Y of mb R rows (and B's columns)."""
+    check(routine, types, 4, indices=(0, 1), values=(2, 3))
     indptr, indices, data, x = types
-    require(indptr.shape[0] >= 1 and data.ndim == 3 and data.shape[0] == indices.shape[0] and x.ndim == 1 and
-            data.shape[2] > 0 and x.shape[0] % data.shape[2] == 0,
-            f"library_call: sparse.bsrmv takes indptr[mb + 1], indices[nb], data[nb, R, C] and x[n] "
-            f"(n a multiple of C), got {fmt_types(types)}")
-    return [TensorType(data.dtype, ((indptr.shape[0] - 1) * data.shape[1],))]
+    require(indptr.shape[0] >= 1 and data.ndim == 3 and data.shape[0] == indices.shape[0] and
+            x.ndim == dense_ndim and data.shape[2] > 0 and x.shape[0] % data.shape[2] == 0,
+            f"library_call: sparse.{routine} takes indptr[mb + 1], indices[nb], data[nb, R, C] and "
+            f"{'x[n]' if dense_ndim == 1 else 'B[n, k]'} (n a multiple of C), got {fmt_types(types)}")
+    return [TensorType(data.dtype, ((indptr.shape[0] - 1) * data.shape[1],) + x.shape[1:])]
 
 
 def bsrmv(indptr, indices, data, x):
@@ -174,6 +186,11 @@ def bsrmv(indptr, indices, data, x):
                         for p in range(clamped(indptr[i], len(indices)), clamped(indptr[i + 1], len(indices)))]
             y[i * rows + r] = ordered_sum(np.concatenate(products), data.dtype) if products else 0
     return y
+
+
+def bsrmm(indptr, indices, data, b):
+    return np.stack([bsrmv(indptr, indices, data, column) for column in b.T], axis=1) if b.shape[1] else \
+        np.zeros(((len(indptr) - 1) * data.shape[1], 0), data.dtype)
 
 
 def csrmm_infer(types, attrs):
@@ -237,6 +254,44 @@ def coo2csr(rows_of_nonzeros, *, rows):
     return np.searchsorted(rows_of_nonzeros, np.arange(rows + 1), side="left").astype(rows_of_nonzeros.dtype)
 
 
+COLUMN_MAPS = ("drop", "clamp", "wrap_clamp")
+
+
+def csrmv_ell_infer(types, attrs):
+    indptr, indices, data, x = types
+    require(indptr.dtype in INDEX_DTYPES and indices.dtype in INDEX_DTYPES and indptr.ndim == 1 and
+            indices.ndim == 1 and indptr.shape[0] >= 1, f"library_call: sparse.csrmv_ell takes 1-D i32/i64 indptr "
+                                                        f"and indices, got {fmt_types(types)}")
+    check("csrmv_ell", types, 4, values=(2, 3))
+    check_csr("csrmv_ell", indptr, indices, data)
+    require(x.ndim == 1 and x.shape[0] > 0, f"library_call: sparse.csrmv_ell takes a non-empty vector x, got {x}")
+    require(attrs["width"] >= 0 and attrs["column_map"] in COLUMN_MAPS,
+            f"library_call: sparse.csrmv_ell: width >= 0 and column_map one of {COLUMN_MAPS}, got {attrs}")
+    return [TensorType(data.dtype, (indptr.shape[0] - 1,))]
+
+
+def mapped_columns(indices, n: int, column_map: str):
+    """Columns as csrmv_ell reads them: "drop" leaves them (out of range: no product), "clamp" clamps
+    into [0, n), "wrap_clamp" first adds n to a negative one (numpy's indexing)."""
+    columns = indices.astype(np.int64)
+    if column_map == "wrap_clamp":
+        columns = np.where(columns < 0, columns + n, columns)
+    return columns if column_map == "drop" else np.clip(columns, 0, n - 1)
+
+
+def csrmv_ell(indptr, indices, data, x, *, width, column_map):
+    """csr2ell{width} then ellmv in one pass: row r's positions [indptr[r], indptr[r] + width) that lie
+    in [0, clamped indptr[r + 1]), summed in order from 0."""
+    total, n = len(indices), len(x)
+    columns = mapped_columns(indices, n, column_map)
+    y = np.zeros(len(indptr) - 1, data.dtype)
+    for r in range(len(y)):
+        start, stop = int(indptr[r]), clamped(indptr[r + 1], total)
+        kept = [p for p in range(max(start, 0), min(start + width, stop)) if 0 <= columns[p] < n]
+        y[r] = ordered_sum(data[kept] * x[columns[kept]], data.dtype)
+    return y
+
+
 def csr2ell_infer(types, attrs):
     check("csr2ell", types, 3, indices=(0, 1), values=(2,))
     indptr, indices, data = types
@@ -254,6 +309,60 @@ def csr2ell(indptr, indices, data, *, width):
         columns[r, :kept] = indices[indptr[r]:indptr[r] + kept]
         values[r, :kept] = data[indptr[r]:indptr[r] + kept]
     return columns, values
+
+
+def csr2bsr_check(routine, types, attrs):
+    require(min(attrs["block_rows"], attrs["block_columns"]) > 0 and attrs["columns"] >= 0,
+            f"library_call: sparse.{routine}: block_rows and block_columns must be positive, columns >= 0, got {attrs}")
+    indptr, indices = types[:2]
+    check_csr(routine, indptr, indices, types[2] if len(types) > 3 else None)
+    return -(-(indptr.shape[0] - 1) // attrs["block_rows"])
+
+
+def csr2bsr_count_infer(types, attrs):
+    check("csr2bsr_count", types, 2, indices=(0, 1))
+    return [TensorType(types[0].dtype, (csr2bsr_check("csr2bsr_count", types, attrs),))]
+
+
+def block_columns_of_rows(indptr, indices, first, stop, block_columns, columns):
+    """The sorted distinct block columns of rows [first, stop)'s in-range entries, and those entries."""
+    spans = [range(clamped(indptr[r], len(indices)), clamped(indptr[r + 1], len(indices))) for r in range(first, stop)]
+    entries = [(r, p) for r, span in zip(range(first, stop), spans) for p in span if 0 <= indices[p] < columns]
+    return sorted({int(indices[p]) // block_columns for _, p in entries}), entries
+
+
+def csr2bsr_count(indptr, indices, *, block_rows, block_columns, columns):
+    m = len(indptr) - 1
+    return np.array([len(block_columns_of_rows(indptr, indices, i * block_rows, min(i * block_rows + block_rows, m),
+                                               block_columns, columns)[0])
+                     for i in range(-(-m // block_rows))], indptr.dtype)
+
+
+def csr2bsr_infer(types, attrs):
+    check("csr2bsr", types, 4, indices=(0, 1, 3), values=(2,))
+    mb = csr2bsr_check("csr2bsr", types, attrs)
+    require(types[3].shape == (mb + 1,), f"library_call: sparse.csr2bsr: bsr_indptr must have {mb + 1} entries, "
+                                         f"got {types[3]}")
+    require(attrs["nnzb"] >= 0, "library_call: sparse.csr2bsr: nnzb must be >= 0")
+    return [TensorType(types[0].dtype, (attrs["nnzb"],)),
+            TensorType(types[2].dtype, (attrs["nnzb"], attrs["block_rows"], attrs["block_columns"]))]
+
+
+def csr2bsr(indptr, indices, data, bsr_indptr, *, block_rows, block_columns, columns, nnzb):
+    m = len(indptr) - 1
+    out_indices = np.zeros(nnzb, indptr.dtype)
+    out = np.zeros((nnzb, block_rows, block_columns), data.dtype)
+    for i in range(len(bsr_indptr) - 1):
+        first = i * block_rows
+        blocks, entries = block_columns_of_rows(indptr, indices, first, min(first + block_rows, m), block_columns,
+                                                columns)
+        slots = range(clamped(bsr_indptr[i], nnzb), clamped(bsr_indptr[i + 1], nnzb))
+        for q, block in zip(slots, blocks + [-(-columns // block_columns)] * len(slots)):
+            out_indices[q] = block
+            for r, p in entries:
+                if indices[p] // block_columns == block:
+                    out[q, r - first, indices[p] % block_columns] += data[p]
+    return out_indices, out
 
 
 def dense2csr_count_infer(types, attrs):
@@ -418,12 +527,19 @@ def csrsv(indptr, indices, data, order, level_ptr, levels, x, *, lower, unit_dia
 ROUTINES = {
     "csrmv": Routine({"chunk": "int"}, csrmv_infer, csrmv, "y = A x by chunks of nonzeros, with carries"),
     "ellmv": Routine({}, ellmv_infer, ellmv, "y = A x for an ELL matrix"),
-    "bsrmv": Routine({}, bsrmv_infer, bsrmv, "y = A x for a BSR matrix"),
+    "bsrmv": Routine({}, lambda types, attrs: bsr_infer("bsrmv", types, 1), bsrmv, "y = A x for a BSR matrix"),
+    "bsrmm": Routine({}, lambda types, attrs: bsr_infer("bsrmm", types, 2), bsrmm, "Y = A B for a BSR matrix"),
     "csrmm": Routine({}, csrmm_infer, csrmm, "C = A B, A CSR, B dense"),
     "sddmm": Routine({}, sddmm_infer, sddmm, "(A Bt^T) sampled at a CSR pattern"),
     "csr2coo": Routine({"nnz": "int"}, csr2coo_infer, csr2coo, "row id of each nonzero"),
     "coo2csr": Routine({"rows": "int"}, coo2csr_infer, coo2csr, "row starts of sorted row ids"),
+    "csrmv_ell": Routine({"width": "int", "column_map": "str"}, csrmv_ell_infer, csrmv_ell,
+                         "y = A x over each row's first width entries (csr2ell, ellmv in one pass)"),
     "csr2ell": Routine({"width": "int"}, csr2ell_infer, csr2ell, "a CSR matrix's rows in ELL slots"),
+    "csr2bsr_count": Routine({"block_rows": "int", "block_columns": "int", "columns": "int"}, csr2bsr_count_infer,
+                             csr2bsr_count, "distinct blocks per block row of a CSR matrix"),
+    "csr2bsr": Routine({"block_rows": "int", "block_columns": "int", "columns": "int", "nnzb": "int"}, csr2bsr_infer,
+                       csr2bsr, "a CSR matrix's blocks, in block-column order"),
     "dense2csr_count": Routine({"index_dtype": "dtype"}, dense2csr_count_infer, dense2csr_count,
                                "nonzeros per row of a dense matrix"),
     "dense2csr": Routine({"nse": "int"}, dense2csr_infer, dense2csr, "a dense matrix's nonzeros, row by row"),

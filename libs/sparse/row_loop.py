@@ -8,13 +8,14 @@ entries from each row's start and masks those past its end,
         return y.at[i].set(sum(where(kept, values[at] * x[columns[at]], 0)))   # or .add into zeros
     y = fori_loop(0, m, row, zeros(m))
 
-becomes `sparse.csr2ell{width}` then `sparse.ellmv`. The loop keeps each row's first `width`
-entries (a longer row is truncated), exactly what csr2ell keeps, so the two are equal for every
-indptr whose entries lie in [0, nnz] (in any order: a row whose end is before its start is empty in
-both). Outside that range the loop reads clamped positions again and again while csr2ell clamps the
-row's bounds: both stay in bounds but differ. Columns are mapped as the loop's gather maps them
-(a negative column wrapped by n, as numpy's indexing does, then clamped into [0, n)) before the
-conversion, so any columns give the same products. Only the order of each row's additions changes.
+becomes `sparse.csrmv_ell{width, column_map}` (csr2ell then ellmv in one pass, no ELL arrays).
+The loop keeps each row's first `width` entries (a longer row is truncated), exactly what
+csrmv_ell reads, so the two are equal for every indptr whose entries lie in [0, nnz] (in any
+order: a row whose end is before its start is empty in both). Outside that range the loop reads
+clamped positions again and again while csrmv_ell clamps the row's bounds: both stay in bounds but
+differ. Columns are read as the loop's gather reads them (column_map "wrap_clamp": a negative
+column wrapped by n, as numpy's indexing does, then clamped into [0, n); "clamp" without the
+wrap), so any columns give the same products. Only the order of each row's additions changes.
 
 The while op's regions are matched here by structure, op by op, since a pattern of Pat cannot
 name a region; `unwrapped` accepts the index forms the frontend writes (numpy's negative-index wrap).
@@ -142,7 +143,7 @@ def row_product(body, i: Value, y: Value):
 
 
 def fori_spmv(m, loop):
-    """while(i = 0, y) { i < m } { y.at[i].set(row sum); i + 1 } -> csr2ell{width}, ellmv."""
+    """while(i = 0, y) { i < m } { y.at[i].set(row sum); i + 1 } -> csrmv_ell{width, column_map}."""
     if len(loop.operands) != 2 or len(loop.regions) != 2:
         return None
     start, y0 = loop.operands
@@ -164,20 +165,11 @@ def fori_spmv(m, loop):
     if reduction == "add" and not is_splat(y0, 0) or indptr.type.dtype not in INDEX_DTYPES or \
             indptr.type.shape[0] != y.type.shape[0] + 1 or values.type.dtype not in VALUE_DTYPES or \
             x.type.dtype != values.type.dtype or y.type.dtype != values.type.dtype or \
-            columns.type.shape != values.type.shape or columns.type.dtype[0] not in "iu" or x.type.shape[0] == 0 or \
-            (indptr.type.dtype == "i32" and x.type.shape[0] >= 2**31):
+            columns.type.shape != values.type.shape or columns.type.dtype[0] not in "iu" or \
+            columns.type.dtype == "u64" or x.type.shape[0] == 0:
         return None
-    n = x.type.shape[0]
-    constant = lambda value: m.op("constant", value=np.array(value, np.int64))
-    column_ids = m.op("convert", columns, dtype="i64")
-    if wrapped:   # the loop's x[columns[at]] wraps a negative column by n, as numpy indexing does
-        negative = m.op("lt", column_ids, m.op("broadcast_in_dim", constant(0), shape=columns.type.shape,
-                                                 broadcast_dimensions=()))
-        shifted = m.op("add", column_ids, m.op("broadcast_in_dim", constant(n), shape=columns.type.shape,
-                                                broadcast_dimensions=()))
-        column_ids = m.op("select", negative, shifted, column_ids)
-    column_ids = m.op("convert", m.op("clamp", constant(0), column_ids, constant(n - 1)), dtype=indptr.type.dtype)
-    ell_columns, ell_values = m.ops("library_call", indptr, column_ids, values, library="sparse", routine="csr2ell",
-                                    solution="", width=width)
-    (product,) = m.ops("library_call", ell_columns, ell_values, x, library="sparse", routine="ellmv", solution="")
+    if columns.type.dtype not in INDEX_DTYPES:   # exact in i64 (u64 was refused above)
+        columns = m.op("convert", columns, dtype="i64")
+    (product,) = m.ops("library_call", indptr, columns, values, x, library="sparse", routine="csrmv_ell", solution="",
+                       width=width, column_map="wrap_clamp" if wrapped else "clamp")
     return [m.op("constant", value=np.array(y.type.shape[0], start.type.numpy_dtype)), product]

@@ -13,6 +13,8 @@ The sizes and nnz are scalar parameters: one kernel per dtype pair serves every 
 
 bsrmv: a work-item per row of a BSR matrix (R x C blocks), its blocks' rows dotted with x.
 ellmv: a work-item per row of an ELL matrix (every row K slots, negative columns padding).
+csrmv_ell: a work-item per row of a CSR matrix, its first `width` entries (csr2ell then ellmv
+without the ELL arrays: the dense fori_loop idiom's rewrite, row_loop.py).
 csrmm, "row_columns": a workgroup per row of A and ITEMS columns of B, each work-item summing
 its column (B's rows are read contiguously across the workgroup).
 sddmm: a work-item per nonzero, its row by binary search of indptr, a dot product of K.
@@ -86,6 +88,34 @@ def ellmv_kernel(op: Op, name: str) -> K.Kernel:
 
     (rows, slots), count = op.operands[0].type.shape, op.operands[2].type.shape[0]
     return per_item(name, [columns, values, x, y, *params], m, body, [("m", rows), ("width", slots), ("n", count)])
+
+
+def csrmv_ell_kernel(op: Op, name: str) -> K.Kernel:
+    """csr2ell then ellmv in one pass: a work-item per row, its first `width` entries read in place."""
+    m, n, total, width = params = sizes("m", "n", "total", "width")
+    indptr, indices, data, x, y = buffers(op, [m + 1, total, total, n, m])
+    start, p, column = variables("start", "p", "column")
+    acc = K.Var("acc", data.dtype)
+    column_map = op.attrs["column_map"]
+
+    def mapped(column):
+        if column_map == "wrap_clamp":   # numpy's x[column]: a negative column counts from the end
+            column = K.select(column < 0, column + n, column)
+        return column if column_map == "drop" else K.minimum(K.maximum(column, K.Const(0, INDEX)), n - 1)
+
+    product = K.Assign(acc, acc + data[p] * x[column])
+
+    def body(r):
+        return [K.Let(start, widened(indptr[r])), K.Let(acc, K.Const(0, data.dtype)),
+                loop(p, K.maximum(start, K.Const(0, INDEX)), K.minimum(start + width, clamped(indptr[r + 1], total)), [
+                    K.Let(column, mapped(widened(indices[p]))),
+                    # a clamped column is always in range: only "drop" tests it
+                    K.If(in_range(column, n), [product]) if column_map == "drop" else product]),
+                K.Store(y, r, acc)]
+
+    return per_item(name, [indptr, indices, data, x, y, *params], m, body,
+                    [("m", op.operands[0].type.shape[0] - 1), ("n", op.operands[3].type.shape[0]),
+                     ("total", op.operands[1].type.shape[0]), ("width", op.attrs["width"])])
 
 
 def bsrmv_kernel(op: Op, name: str) -> K.Kernel:

@@ -279,6 +279,10 @@ def test_every_routine_builds_for_amdgpu():
         (lambda c, v, x: cs.ell_matvec(c, v, x), (np.zeros((4, 3), np.int32), np.ones((4, 3)), np.ones(5))),
         (lambda d, i, p, x: cs.bsr_matvec(d, i, p, x), (np.ones((2, 2, 3)), np.array([0, 1], np.int32),
                                                         np.array([0, 1, 2], np.int32), np.ones(6))),
+        (lambda d, i, p, x: cs.csr_matrix((d, i, p), shape=a.shape).to_bsr((4, 5), nnzb=90) @ x,
+         (*arrays, np.ones((40, 2)))),
+        (lambda d, i, p, x: calls.sparse_call("csrmv_ell", p, i, d, x, width=3, column_map="wrap_clamp")[0],
+         (*arrays, np.ones(40))),
         (lambda i, p: calls.spgemm_tables(i, p, p), arrays[1:]),
         (lambda i, p, t: calls.spgemm_symbolic(i, p, i, p, t, table=20), (*arrays[1:], table_ptr)),
         (lambda d, i, p, t: calls.spgemm_numeric(d, i, p, d, i, p, t, t, nse=10, table=20), (*arrays, table_ptr)),
@@ -369,3 +373,25 @@ def test_bsr_matvec():
     for backend in ("compiled", "interpret"):
         y = cj.jit(lambda *v: cs.bsr_matvec(*v), backend=backend)(*args)
         np.testing.assert_array_less(np.abs(y - a @ x), tolerance)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_spgemm_and_sddmm(dtype):
+    """Complex SpGEMM and SDDMM as four real products on one structure, against scipy / numpy: each
+    entry a sum of k complex products (4 k real roundings): |error| <= 4 k eps (|A| |B|)."""
+    rng = np.random.default_rng(7)
+    a = (random_csr(9, 7, 0.3, seed=1) * (1 + 2j) + random_csr(9, 7, 0.3, seed=2) * 1j).astype(dtype).tocsr()
+    b = (random_csr(7, 8, 0.3, seed=3) * (2 - 1j)).astype(dtype).tocsr()
+    eps = np.finfo(dtype).eps
+    ca, cb = (cs.csr_matrix((m.data, m.indices, m.indptr), shape=m.shape) for m in (a, b))
+    c = ca @ cb
+    assert np.asarray(c.data).dtype == dtype
+    bound = 4 * 7 * eps * (abs(a) @ abs(b)).toarray()
+    assert np.all(np.abs(np.asarray(c.todense()) - (a @ b).toarray()) <= bound + 1e-30)
+    x = (rng.standard_normal((9, 4)) + 1j * rng.standard_normal((9, 4))).astype(dtype)
+    y = (rng.standard_normal((4, 7)) + 1j * rng.standard_normal((4, 7))).astype(dtype)
+    rows = np.repeat(np.arange(9), np.diff(a.indptr))
+    want, size = (x @ y)[rows, a.indices], (np.abs(x) @ np.abs(y))[rows, a.indices]
+    for got in (cs.sddmm(ca, x, y).data, cj.jit(lambda m, x, y: cs.sddmm(m, x, y).data)(ca, x, y)):
+        assert np.asarray(got).dtype == dtype and np.all(np.abs(np.asarray(got) - want) <= 4 * 4 * eps * size)

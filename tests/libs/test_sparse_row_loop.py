@@ -1,6 +1,6 @@
 """The loop form of the CSR idiom (libs/sparse/row_loop.py) as IR text in and out: a fori_loop over
-rows gathering `width` entries from each row's start, masked at its end, becomes sparse.csr2ell
-then sparse.ellmv; interpreted, the rewrite equals the loop (to the rounding of a sum of k <= width
+rows gathering `width` entries from each row's start, masked at its end, becomes sparse.csrmv_ell
+(csr2ell then ellmv in one pass); interpreted, the rewrite equals the loop (to the rounding of a sum of k <= width
 products: k eps sum |vals x| per row, Higham's gamma_k) for valid indptr with rows longer than
 width (truncated in both) and columns negative or past n (wrapped and clamped as the gather does)."""
 import numpy as np
@@ -95,13 +95,13 @@ def matched(text):
     return match_libraries(parse(text), list(RULES))
 
 
-def test_the_loop_becomes_csr2ell_and_ellmv_as_text():
+def test_the_loop_becomes_csrmv_ell_as_text():
     out = print_module(matched(LOOP))
     lines = [line.strip() for line in out.splitlines()]
-    assert any('routine = "csr2ell"' in line and "width = 3" in line and line.endswith(": (i32[7,3], f64[7,3])")
+    assert any('routine = "csrmv_ell"' in line and "width = 3" in line and 'column_map = "wrap_clamp"' in line and
+               line.startswith("%") and "library_call(%0, %1, %2, %3)" in line and line.endswith(": f64[7]")
                for line in lines), out
-    assert any('routine = "ellmv"' in line and line.endswith(": f64[7]") for line in lines), out
-    assert "while(" not in out and " = gather(" not in out, out
+    assert "while(" not in out and " = gather(" not in out and "convert(" not in out, out
 
 
 def inputs(seed):
@@ -134,11 +134,30 @@ def test_other_loops_are_left_alone(change):
 
 
 @pytest.mark.slow
-def test_the_traced_loop_compiles_to_ellmv():
-    """Traced and compiled: the optimized IR names csr2ell and ellmv; the result equals the interpreted loop."""
+def test_the_traced_loop_compiles_to_csrmv_ell():
+    """Traced and compiled: the optimized IR names csrmv_ell; the result equals the interpreted loop."""
     indptr, columns, values, x = inputs(4)
     f = lambda *arrays: rows_loop(*arrays, 3)
     compiled = cj.jit(f).lower(indptr, columns, values, x).compile()
-    assert 'routine = "ellmv"' in compiled.as_text("optimized")
+    assert 'routine = "csrmv_ell"' in compiled.as_text("optimized")
     want = cj.jit(f, backend="interpret")(indptr, columns, values, x)
     np.testing.assert_allclose(compiled(indptr, columns, values, x), want, rtol=0, atol=1e-14 * np.abs(values).sum())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("column_map", ["drop", "clamp", "wrap_clamp"])
+def test_csrmv_ell_compiled_equals_its_reference(column_map):
+    """The routine alone, compiled against its numpy reference (routines.csrmv_ell) bit for bit (the
+    same additions in the same order): rows truncated to width, an indptr entry past nnz, columns
+    negative and past n, i64 columns with i32 indptr."""
+    from cdnajit.frontend.sparse import calls
+    from cdnajit.libs.sparse.routines import csrmv_ell
+
+    indptr, columns, values, x = inputs(5)
+    indptr = indptr.copy()
+    indptr[-1] = 40                                          # past nnz = 17: read as 17
+    for cols in (columns, columns.astype(np.int64)):
+        f = lambda p, c, v, x: calls.sparse_call("csrmv_ell", p, c, v, x, width=3, column_map=column_map)[0]
+        got = np.asarray(cj.jit(f)(indptr, cols, values, x))
+        np.testing.assert_array_equal(got, csrmv_ell(indptr, cols, values, x, width=3, column_map=column_map))
+        assert np.any(got != 0)
