@@ -50,7 +50,7 @@ UNARY = {
     "sin": (lax.sin, ANY), "cos": (lax.cos, ANY), "tan": (lax.tan, UNIT), "asin": (lax.asin, UNIT),
     "acos": (lax.acos, UNIT), "atan": (lax.atan, ANY), "asinh": (lax.asinh, ANY), "acosh": (lax.acosh, ABOVE_ONE),
     "atanh": (lax.atanh, UNIT), "logistic": (lax.logistic, ANY), "erf": (lax.erf, ANY),
-    "abs": (lax.abs, uniform(0.2, 1.0, 3, 4)),
+    "abs": (lambda x: lax.abs(x * np.array([1.0, -1.0, 1.0, -1.0])), uniform(0.2, 1.0, 3, 4)),
     "lgamma": (lax.lgamma, POSITIVE), "digamma": (lax.digamma, POSITIVE), "erfc": (lax.erfc, ANY),
     "erf_inv": (lax.erf_inv, UNIT), "bessel_i0e": (lax.bessel_i0e, uniform(0.2, 1.5, 3, 4)),
     "bessel_i1e": (lax.bessel_i1e, uniform(0.2, 1.5, 3, 4)),
@@ -99,6 +99,7 @@ CASES.update({
     "zeta": Case(lambda q: lax.zeta(cnp.full_like(q, 3.0), q), args_of(POSITIVE)),
     "complex": Case(lambda x, y: lax.real(lax.complex(x, y) * lax.complex(y, x))
                     + lax.imag(lax.conj(lax.complex(x, y) ** 2)), args_of(ANY, ANY)),
+    "abs_complex": Case(lambda x, y: lax.abs(lax.complex(x, y)), args_of(POSITIVE, ANY)),
     "sort": Case(lambda x: cnp.sort(x, axis=1) * cnp.arange(4.), args_of(distinct(3, 4))),
     "conv_general_dilated": Case(
         lambda x, w: lax.conv_general_dilated(x, w, (2, 1), [(1, 0), (1, 2)], rhs_dilation=(1, 2),

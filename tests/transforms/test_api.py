@@ -251,3 +251,13 @@ def test_ensure_compile_time_eval():
         assert isinstance(cnp.cos(np.arange(4.0)), cj.Array) and not isinstance(cnp.cos(np.arange(4.0)), np.ndarray)
         return traced * scale + table
     np.testing.assert_allclose(f(X), np.sin(X) * 2.0 + np.cos(np.arange(4.0)), rtol=1e-15)
+
+
+def test_abs_derivative_as_jax():
+    """JAX's values: d|x|/dx is 1 at 0 (its rule selects x >= 0); grad of |z| at complex z is
+    conj(z) / |z| (its transpose convention), 0 at 0."""
+    grad_abs = interpreted(cj.vmap(cj.grad(cnp.abs)))
+    np.testing.assert_array_equal(grad_abs(np.array([-2.0, 0.0, 3.0])), [-1.0, 1.0, 1.0])
+    np.testing.assert_allclose(grad_abs(np.array([3 + 4j, 0j])), [0.6 - 0.8j, 0], rtol=1e-15)
+    _, tangent = interpreted(lambda z, t: cj.jvp(cnp.abs, (z,), (t,)))(np.array([3 + 4j]), np.array([1j]))
+    np.testing.assert_allclose(tangent, [0.8], rtol=1e-15)
