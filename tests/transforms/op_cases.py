@@ -87,6 +87,9 @@ CASES.update({
     "rev": Case(lambda x: lax.rev(x, (0,)) * cnp.arange(12.).reshape(3, 4), args_of(ANY)),
     "gather": Case(lambda x: x[np.array([2, 0, 2])] ** 2, args_of(ANY)),
     "scatter": Case(lambda x, u: x.at[np.array([0, 2, 0])].add(u ** 2), args_of(ANY, uniform(-1, 1, 3, 4))),
+    # set: the last of the repeated row 0 stays, row 5 is out of bounds (dropped)
+    "scatter_set": Case(lambda x, u: x.at[np.array([0, 2, 0, 5])].set(u ** 2) * x,
+                        args_of(ANY, uniform(-1, 1, 4, 4))),
     "reduce_sum": Case(lambda x: cnp.sum(x ** 2, axis=1), args_of(ANY)),
     "reduce_max": Case(lambda x: cnp.max(x, axis=0), args_of(distinct(3, 4))),
     "reduce_min": Case(lambda x: cnp.min(x, axis=1), args_of(distinct(3, 4))),

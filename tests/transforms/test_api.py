@@ -261,3 +261,12 @@ def test_abs_derivative_as_jax():
     np.testing.assert_allclose(grad_abs(np.array([3 + 4j, 0j])), [0.6 - 0.8j, 0], rtol=1e-15)
     _, tangent = interpreted(lambda z, t: cj.jvp(cnp.abs, (z,), (t,)))(np.array([3 + 4j]), np.array([1j]))
     np.testing.assert_allclose(tangent, [0.8], rtol=1e-15)
+
+
+def test_scatter_set_gradient_as_jax():
+    """JAX's values: of updates to one place only the last stays and has a gradient; the overwritten x
+    has none."""
+    f = lambda x, u: cnp.sum(x.at[np.array([0, 0, 2])].set(u) * np.array([1.0, 2.0, 3.0]))
+    gx, gu = interpreted(cj.grad(f, argnums=(0, 1)))(np.ones(3), np.ones(3))
+    np.testing.assert_array_equal(gx, [0.0, 2.0, 0.0])
+    np.testing.assert_array_equal(gu, [0.0, 1.0, 3.0])
