@@ -96,6 +96,8 @@ CASES.update({
     "reduce_prod": Case(lambda x: cnp.prod(x, axis=(0, 2)), args_of(uniform(0.5, 1.5, 3, 2, 4))),
     "reduce_prod_zero": Case(lambda x: cnp.prod(x * np.array([1.0, 0.0, 1.0, 1.0]), axis=1), args_of(ANY)),
     "cumulative": Case(lambda x: cnp.cumsum(x ** 2, axis=1), args_of(ANY)),
+    "cummax_cummin": Case(lambda x: (lax.cummax(x, axis=1), lax.cummin(x ** 3, axis=0, reverse=True),
+                                     lax.cummax(x, axis=0, reverse=True)), args_of(distinct(3, 4))),
     "dot_general": Case(lambda a, b: a @ b, args_of(ANY, uniform(-1, 1, 4, 2))),
     "dot_general_batched": Case(lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))),
                                 args_of(uniform(-1, 1, 2, 3, 4), uniform(-1, 1, 2, 4, 5))),
