@@ -19,6 +19,7 @@ from .frontend import nn
 from .frontend import ops
 from .frontend import random
 from .frontend import eager as _eager
+from .frontend.eager import ensure_compile_time_eval
 from .frontend import scipy_linalg as _scipy_linalg
 from .frontend import sparse
 from .frontend import sharding
@@ -27,6 +28,7 @@ from .frontend.device import device_put
 from .frontend.shard_map import pmap, shard_map
 from .frontend.jit import Compiled, Lowered, jit, make_graph, targets
 from .frontend import pytree as _pytree
+from .frontend.dtypes import float0 as _float0
 from .frontend.pytree import tree_flatten, tree_leaves, tree_map, tree_unflatten
 from .frontend.transforms.ad import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
 from .frontend.transforms.api import (Array, ShapeDtypeStruct, block_until_ready, config,
@@ -88,12 +90,15 @@ debug = _types.ModuleType(__name__ + ".debug", "cdnajit.debug: jax.debug's print
 debug.print, debug.callback = _debug_print, _debug_callback
 _sys.modules[__name__ + ".debug"] = debug
 remat = checkpoint
+dtypes = _types.ModuleType(__name__ + ".dtypes", "cdnajit.dtypes: jax.dtypes' float0")
+dtypes.float0 = float0 = _float0
+_sys.modules[__name__ + ".dtypes"] = dtypes
 custom_batching = _types.ModuleType(__name__ + ".custom_batching", "cdnajit.custom_batching: jax.custom_batching's custom_vmap")
 custom_batching.custom_vmap = _custom_vmap
 _sys.modules[__name__ + ".custom_batching"] = custom_batching
 
 __all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
-           "custom_jvp", "custom_vjp", "checkpoint", "remat", "custom_batching", "tree_util", "debug", "eval_shape", "ShapeDtypeStruct",
+           "custom_jvp", "custom_vjp", "checkpoint", "remat", "dtypes", "float0", "ensure_compile_time_eval", "custom_batching", "tree_util", "debug", "eval_shape", "ShapeDtypeStruct",
            "make_jaxpr", "block_until_ready", "device_get", "named_call", "pure_callback", "device_put", "devices",
            "local_devices", "device_count", "process_index", "process_count", "sharding", "shard_map", "pmap", "distributed", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
            "random", "sparse", "scipy", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",

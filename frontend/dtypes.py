@@ -14,6 +14,15 @@ import numpy as np
 
 from ..ir.types import INEXACT, NUMPY_DTYPES, dtype_name
 
+# JAX's dtype of the tangents of integer and bool values: a structured dtype of no bytes. Arrays of
+# it hold no data, so they never enter a traced program: transformations and jit pass them around it.
+float0 = np.dtype([("float0", np.void, 0)])
+
+
+def is_float0(value) -> bool:
+    return isinstance(value, (np.ndarray, np.generic)) and value.dtype == float0
+
+
 WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "i*", "f*", "c*"
 WEAK_DEFAULT = {WEAK_INT: "i64", WEAK_FLOAT: "f64", WEAK_COMPLEX: "c128"}
 

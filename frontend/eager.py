@@ -13,6 +13,7 @@ with its arrays as constants, and cached by their contents.
 from __future__ import annotations
 
 import abc
+import contextlib
 import functools
 import struct
 
@@ -64,6 +65,23 @@ def static_leaf_key(value):
     return type(value), value
 
 
+# Open `ensure_compile_time_eval` contexts (a count: they nest).
+compile_time_eval_depth = 0
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+    """jax.ensure_compile_time_eval: inside jit, a namespace call on concrete values only (numpy arrays,
+    Python scalars) is computed at once, as outside jit, and gives a numpy array, which Python control
+    flow may read; calls on traced values are traced as usual."""
+    global compile_time_eval_depth
+    compile_time_eval_depth += 1
+    try:
+        yield
+    finally:
+        compile_time_eval_depth -= 1
+
+
 class EagerFunction:
     """A namespace function: called as is under a trace; outside one, traced, compiled and run.
 
@@ -79,9 +97,11 @@ class EagerFunction:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args, **kwargs):
-        if current_trace() is not None:
+        if current_trace() is not None and not compile_time_eval_depth:
             return self.fn(*args, **kwargs)
         leaves, tree = flatten_call(args, kwargs)
+        if current_trace() is not None and any([isinstance(leaf, Tracer) for leaf in leaves]):
+            return self.fn(*args, **kwargs)
         is_parameter = tuple([isinstance(leaf, (np.ndarray, np.generic)) for leaf in leaves])
         compiled = self.compiled(tree, leaves, is_parameter)
         if compiled is NEEDS_VALUES:

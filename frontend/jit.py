@@ -34,6 +34,7 @@ from ..ir.types import TensorType, dtype_name
 from ..runtime import html_report
 from ..runtime.executable import Executable
 from ..runtime.report import STAGES, KernelReport, ProgramReport
+from .dtypes import is_float0
 from .lru_cache import LRUCache
 from .pytree import tree_flatten, tree_unflatten
 from .tracing import (Tracer, as_tracer, check_array_like, current_trace, is_python_scalar, located, new_trace,
@@ -57,8 +58,16 @@ def leaf_signature(leaf) -> tuple[TensorType, bool]:
     return TensorType(dtype_name(array.dtype), tuple(array.shape)), False
 
 
-def unflattener(out_tree):
-    """`leaves -> output pytree`, short-cut for the common trees (one array, a flat tuple)."""
+def unflattener(out_tree, float0_outputs=None):
+    """`leaves -> output pytree`, short-cut for the common trees (one array, a flat tuple). `float0_outputs`
+    (position -> array) are the outputs of dtype float0, which the program does not compute: they are
+    put back among its outputs."""
+    if float0_outputs:
+        def with_float0(leaves):
+            leaves = iter(leaves)
+            return tree_unflatten(out_tree, [float0_outputs[i] if i in float0_outputs else next(leaves)
+                                             for i in range(out_tree.num_leaves)])
+        return with_float0
     if out_tree.kind == "leaf":
         return lambda leaves: leaves[0]
     if out_tree.kind == "tuple" and all(child.kind == "leaf" for child in out_tree.children):
@@ -69,12 +78,13 @@ def unflattener(out_tree):
 class Compiled:
     """An executable for one signature: runs flat argument arrays, returns the output pytree."""
 
-    def __init__(self, module: Module, out_tree, backend: str, executable: Executable | None = None):
+    def __init__(self, module: Module, out_tree, backend: str, executable: Executable | None = None,
+                 float0_outputs=None):
         self.module = module
         self.out_tree = out_tree
         self.backend = backend
         self.executable = executable
-        self.unflatten = unflattener(out_tree)
+        self.unflatten = unflattener(out_tree, float0_outputs)
         self.run = executable if executable is not None else functools.partial(interpret, module)
         self._program_report: ProgramReport | None = None
 
@@ -139,11 +149,12 @@ class Compiled:
 class Lowered:
     """A traced function, before compilation: `.as_text()` is its graph IR."""
 
-    def __init__(self, module: Module, out_tree, backend: str, target: Target | None = None):
+    def __init__(self, module: Module, out_tree, backend: str, target: Target | None = None, float0_outputs=None):
         self.module = module
         self.out_tree = out_tree
         self.backend = backend
         self.target = target
+        self.float0_outputs = float0_outputs or {}   # output position -> float0 array (see `unflattener`)
 
     def as_text(self) -> str:
         return str(self.module)
@@ -154,9 +165,9 @@ class Lowered:
         if mesh is not None:
             return compile_constrained(self, mesh)
         if self.backend == "interpret":
-            return Compiled(self.module, self.out_tree, self.backend)
+            return Compiled(self.module, self.out_tree, self.backend, float0_outputs=self.float0_outputs)
         compiled = Compiled(self.module, self.out_tree, self.backend,
-                            Executable.compile(self.module, target=self.target))
+                            Executable.compile(self.module, target=self.target), self.float0_outputs)
         dump_dir = os.environ.get(DUMP_DIR_ENV)
         if dump_dir:
             compiled.program_report("dumps").write_dumps(dump_dir)
@@ -300,10 +311,12 @@ class Jitted:
             call_kwargs = {**dyn_kwargs, **{k: v for k, v in static_key if isinstance(k, str)}}
             out = self.fn(*call_args, **call_kwargs)
             out_leaves, out_tree = tree_flatten(out)
-            outputs = [as_tracer(leaf, f"output of {self.name}") for leaf in out_leaves]
+            float0_outputs = {i: leaf for i, leaf in enumerate(out_leaves) if is_float0(leaf)}
+            outputs = [as_tracer(leaf, f"output of {self.name}") for i, leaf in enumerate(out_leaves)
+                       if i not in float0_outputs]
             trace.region.outputs = [o.value for o in outputs]
         donated = self.donated_leaves(dyn_args)
-        return Lowered(Module(self.name, trace.region, donated), out_tree, self.backend, self.target)
+        return Lowered(Module(self.name, trace.region, donated), out_tree, self.backend, self.target, float0_outputs)
 
     def donated_leaves(self, dyn_args) -> frozenset:
         """The flat argument positions (module parameters) of the donated arguments' leaves: each

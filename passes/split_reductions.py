@@ -89,11 +89,17 @@ def plan_split(op: Op) -> Split | None:
         return None
     kept_before, n, kept_after = found
     kept = kept_before * kept_after
-    if n < MIN_REDUCED_ELEMENTS or kept == 0:
+    if kept == 0:
         return None
     if kept_after == 1:
+        if n < MIN_REDUCED_ELEMENTS:
+            return None
         partials = min(PARTIAL_ROWS // kept, n // MIN_CHUNK)
     else:
+        # A work-item loops over each result's row, so a short row counts too when the results are
+        # few: a bias gradient (sum over [32, 14, 14] of 16 channels) is 16 work-items' loops.
+        if n * kept < MIN_REDUCED_ELEMENTS:
+            return None
         partials = min(PARTIAL_ITEMS // kept, n // MIN_ITEM_CHUNK)
     if partials < MIN_PARTIALS:
         return None

@@ -4,8 +4,9 @@ reverse mode by its `vjp` rules, and JAX's differentiation API on top.
 `jvp_region` walks a traced region once, recording each op and, where an operand has a tangent, the
 op's JVP rule. `vjp_region` records the region's ops (the forward pass), then walks them backward
 from the outputs' cotangents through each op's VJP rule, adding up each value's cotangent. Values
-of integer or bool type have no tangent (JAX's float0): the rules give them none. Only values that
-depend on a differentiated input are walked backward.
+of integer or bool type have no tangent (JAX's float0): the rules give them none, and the API gives
+float0 zeros for them, as JAX (arrays of no data, never in a traced program: jit passes them around
+it). Only values that depend on a differentiated input are walked backward.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import numpy as np
 
 from ...ir.ops.rules import is_differentiable
 from ...ir.types import NUMPY_DTYPES
-from ..pytree import tree_flatten, tree_unflatten
+from ..dtypes import float0, is_float0
+from ..pytree import tree_flatten, tree_map, tree_unflatten
 from ..tracing import Tracer, located
 from .core import Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, rule_for, trace_function
 
@@ -96,7 +98,17 @@ def vjp_region(region, primals, output_cts, scope=None):
 
 # ---- the API ---------------------------------------------------------------------------------
 
+def dtype_of(leaf) -> np.dtype:
+    return leaf.dtype if isinstance(leaf, (Tracer, np.ndarray, np.generic)) else np.asarray(leaf).dtype
+
+
+def has_tangents(dtype: np.dtype) -> bool:
+    return np.issubdtype(dtype, np.inexact)
+
+
 def check_tangent_tree(name, primals, tangents):
+    """JAX's checks of jvp's tangents: the primals' tree and shapes, and float0 tangents exactly for the
+    integer and bool primals."""
     p_leaves, p_tree = tree_flatten(primals)
     t_leaves, t_tree = tree_flatten(tangents)
     if p_tree != t_tree:
@@ -104,30 +116,51 @@ def check_tangent_tree(name, primals, tangents):
                                 f"or in case of int/bool primal dtype the tangent dtype must be float0. Got primal "
                                 f"tree {p_tree} and tangent tree {t_tree}"))
     for p, t in zip(p_leaves, t_leaves):
+        p_dtype, t_dtype = dtype_of(p), dtype_of(t)
+        if has_tangents(p_dtype) == (t_dtype == float0):
+            expected = "float0" if t_dtype != float0 else f"{p_dtype.name} (the primal dtype)"
+            raise TypeError(located(f"primal and tangent arguments to jax.{name} do not match; dtypes must be equal, "
+                                    f"or in case of int/bool primal dtype the tangent dtype must be float0. Got primal "
+                                    f"dtype {p_dtype.name} and so looking for tangent dtype {expected}, but got "
+                                    f"tangent dtype {'float0' if t_dtype == float0 else t_dtype.name} instead."))
         p_shape, t_shape = tuple(getattr(p, "shape", ())), tuple(getattr(t, "shape", ()))
         if p_shape != t_shape:
             raise ValueError(located(f"{name} called with different primal and tangent shapes; got primal shape "
                                      f"{p_shape} and tangent shape as {t_shape}"))
 
 
-def zeros_for_none(values, likes):
+def api_tangents(values, likes):
+    """The tangents (or cotangents) the API returns: float0 zeros for integer and bool `likes`, zeros of
+    the like's type for the others' None."""
     b = builder()
-    return [b.zeros_like(like) if v is None else v for v, like in zip(values, likes)]
+    return [np.zeros(like.shape, float0) if not is_differentiable(like.type) else b.zeros_like(like) if v is None
+            else v for v, like in zip(values, likes)]
 
 
-@outside_jit(static_argnums=(0, 3))
+def float0_as_bool(tree):
+    """`tree` with its float0 leaves as bool zeros: what carries no data enters a traced function as the
+    smallest array of its shape (the transformations give integer and bool values no tangent anyway)."""
+    return tree_map(lambda leaf: np.zeros(leaf.shape, bool) if is_float0(leaf) else leaf, tree)
+
+
 def jvp(fun, primals, tangents, has_aux=False):
-    """jax.jvp: (fun(*primals), the directional derivative along tangents)."""
+    """jax.jvp: (fun(*primals), the directional derivative along tangents); integer and bool primals take
+    float0 tangents, and integer and bool outputs have float0 tangents."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError(located(f"primal and tangent arguments to jax.jvp must be tuples or lists; found "
                                 f"{type(primals).__name__} and {type(tangents).__name__}."))
     check_tangent_tree("jvp", tuple(primals), tuple(tangents))
+    return checked_jvp(fun, tuple(primals), float0_as_bool(tuple(tangents)), has_aux)
+
+
+@outside_jit(static_argnums=(0, 3))
+def checked_jvp(fun, primals, tangents, has_aux):
     p_leaves, in_tree = leaves_of(tuple(primals), "primal")
     t_leaves, _ = leaves_of(tuple(tangents), "tangent")
     region, out_tree = trace_function(fun, p_leaves, in_tree, "the function given to jvp")
     outs, out_tangents = jvp_region(region, p_leaves, [t if is_differentiable(p.type) else None
                                                        for p, t in zip(p_leaves, t_leaves)])
-    out_tangents = zeros_for_none(out_tangents, outs)
+    out_tangents = api_tangents(out_tangents, outs)
     out, out_t = tree_unflatten(out_tree, outs), tree_unflatten(out_tree, out_tangents)
     if has_aux:
         (out, aux), (out_t, _) = out, out_t
@@ -145,7 +178,7 @@ def vjp(fun, *primals, has_aux=False):
     out = forward(fun, primals, has_aux)
 
     def vjp_fun(cotangent):
-        return pullback(fun, primals, cotangent, has_aux)
+        return pullback(fun, primals, float0_as_bool(cotangent), has_aux)
     return (out[0], vjp_fun, out[1]) if has_aux else (out, vjp_fun)
 
 
@@ -171,9 +204,9 @@ def pullback(fun, primals, cotangent, has_aux):
             raise ValueError(located(f"Shape of cotangent input to vjp pullback function {ct.shape} must be the "
                                      f"same as the shape of corresponding primal input {out.shape}."))
     b = builder()
-    cts = backward([b.convert(ct, out.type.dtype) for ct, out in zip(ct_leaves, outs)]
-                   + [None] * (len(region.outputs) - len(outs)))
-    return tree_unflatten(in_tree, zeros_for_none(cts, p_leaves))
+    cts = backward([b.convert(ct, out.type.dtype) if is_differentiable(out.type) else None
+                    for ct, out in zip(ct_leaves, outs)] + [None] * (len(region.outputs) - len(outs)))
+    return tree_unflatten(in_tree, api_tangents(cts, p_leaves))
 
 
 def argnums_tuple(argnums, nargs, name):
@@ -229,7 +262,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         count = value_tree.num_leaves
         require_scalar_output(outs[:count], value_tree, holomorphic)
         b = builder()
-        cts = zeros_for_none(backward([b.full_like(outs[0], 1)] + [None] * (len(outs) - 1)), d_leaves)
+        cts = api_tangents(backward([b.full_like(outs[0], 1)] + [None] * (len(outs) - 1)), d_leaves)
         grads = tree_unflatten(d_tree, cts)
         grads = grads[0] if isinstance(argnums, int) else grads
         value = tree_unflatten(out_tree, outs)

@@ -141,12 +141,6 @@ unary("imag", np.imag, COMPLEXES, result_dtype=COMPLEX_PART.get)
 unary("conj", np.conj, COMPLEXES)
 
 
-def require_real(name, x):
-    if x.type.dtype in COMPLEXES:
-        raise NotImplementedError(f"differentiation of {name} of a complex operand is not supported")
-    return x
-
-
 # Their derivatives d out / d x (x the operand, out the result), as JAX's JVP rules; complex operands
 # follow the same formulas (holomorphic functions, JAX's convention).
 def derivative(fn):
@@ -183,10 +177,34 @@ UNARY_DERIVATIVES = {
     "atanh": lambda b, x, out: b.div(b.full_like(x, 1), b.op("sub", b.full_like(x, 1), b.mul(x, x))),
     "logistic": lambda b, x, out: b.mul(out, b.op("sub", b.full_like(out, 1), out)),
     "erf": lambda b, x, out: b.scale(b.op("exp", b.neg(b.mul(x, x))), 2 / math.sqrt(math.pi)),
-    "abs": lambda b, x, out: b.op("sign", require_real("abs", x)),
 }
 for _name, _fn in UNARY_DERIVATIVES.items():
     elementwise_derivatives(_name, derivative(_fn))
+
+
+def abs_direction(b, x, out):
+    """JAX's derivative of abs: of a real x, 1 where x >= 0 (at 0 too) and -1 elsewhere; of a complex
+    x, the real-linear map t -> re(t conj(x) / |x|), given here by its factor conj(x) / |x| (0 at 0)."""
+    if x.type.dtype not in COMPLEXES:
+        return b.select(b.op("ge", x, b.zeros_like(x)), b.full_like(x, 1), b.full_like(x, -1))
+    nonzero = b.select(b.op("eq", out, b.zeros_like(out)), b.full_like(out, 1), out)
+    return b.div(b.op("conj", x), b.op("complex", nonzero, b.zeros_like(nonzero)))
+
+
+def abs_jvp(b, op, primals, tangents, outs):
+    factor = abs_direction(b, primals[0], outs[0])
+    product = b.mul(tangents[0], factor)
+    return [b.op("real", product) if factor.type.dtype in COMPLEXES else product]
+
+
+def abs_vjp(b, op, primals, outs, cts):
+    """The transpose, in JAX's convention for complex inputs (no conjugation): ct * conj(x) / |x|."""
+    factor = abs_direction(b, primals[0], outs[0])
+    ct = b.op("complex", cts[0], b.zeros_like(cts[0])) if factor.type.dtype in COMPLEXES else cts[0]
+    return [b.mul(ct, factor)]
+
+
+set_rules("abs", jvp=abs_jvp, vjp=abs_vjp)
 linear("neg", lambda b, op, primals, ct: [b.neg(ct)])
 # The complex parts, with JAX's transposes: real's is complex(ct, 0), imag's complex(0, -ct).
 linear("real", lambda b, op, primals, ct: [b.op("complex", ct, b.zeros_like(ct))])
@@ -194,7 +212,7 @@ linear("imag", lambda b, op, primals, ct: [b.op("complex", b.zeros_like(ct), b.n
 linear("conj", lambda b, op, primals, ct: [b.op("conj", ct)])
 zero_derivative("sign", "floor", "ceil", "round", "trunc", "is_finite", "not")
 batch_elementwise_ops("neg", "sign", "floor", "ceil", "round", "trunc", "is_finite", "not", "real", "imag", "conj",
-                      *UNARY_DERIVATIVES)
+                      "abs", *UNARY_DERIVATIVES)
 
 
 # ---- binary -----------------------------------------------------------------------------

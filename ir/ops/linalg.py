@@ -233,13 +233,29 @@ def swap_first_two(spec):
     return (spec[1], spec[0]) + tuple(spec[2:])
 
 
-def require_ungrouped(op):
-    if op.attrs["feature_group_count"] != 1 or op.attrs["batch_group_count"] != 1:
-        raise NotImplementedError("reverse-mode differentiation of a grouped convolution is not supported")
+def reshape_axis_out_of(b, src, size, x):
+    """Axis `src` split in two, (size, rest), size major (JAX's helper of the same name)."""
+    shape = list(x.type.shape)
+    return b.reshape(x, tuple(shape[:src] + [size, shape[src] // size] + shape[src + 1:]))
+
+
+def reshape_axis_into(b, src, dst, x):
+    """Axis `src` merged into axis `dst` (numbered without src), src major (JAX's helper of the same name)."""
+    order = [d for d in range(x.type.ndim) if d != src]
+    order.insert(dst, src)
+    shape = [size for d, size in enumerate(x.type.shape) if d != src]
+    shape[dst] *= x.type.shape[src]
+    return b.reshape(b.transpose(x, order), tuple(shape))
 
 
 def conv_vjp(b, op, primals, outs, cts):
-    require_ungrouped(op)
+    """The two transposed convolutions (JAX's). Feature groups G: the input's cotangent convolves with the
+    kernel's groups moved from its output features into its input features, G groups again; the kernel's
+    is the grouped convolution's batch_group_count = G form."""
+    groups = op.attrs["feature_group_count"]
+    if op.attrs["batch_group_count"] != 1:
+        raise NotImplementedError("reverse-mode differentiation of a convolution with batch_group_count > 1 "
+                                  "is not supported")
     lhs, rhs = primals
     (ct,) = cts
     a = op.attrs
@@ -253,14 +269,19 @@ def conv_vjp(b, op, primals, outs, cts):
     common = {"feature_group_count": 1, "batch_group_count": 1, "preferred_element_type": None}
     before = [w - low - 1 for w, (low, _) in zip(window, padding)]
     lhs_padding = tuple((lo, i + w - 1 - o - lo) for lo, i, w, o in zip(before, in_sizes, window, out_sizes))
-    flipped = b.op("rev", rhs, dimensions=tuple(rhs_spec[2:]))
+    kernel = rhs
+    if groups > 1:
+        kernel = reshape_axis_into(b, rhs_spec[0], rhs_spec[1], reshape_axis_out_of(b, rhs_spec[0], groups, rhs))
+    flipped = b.op("rev", kernel, dimensions=tuple(rhs_spec[2:]))
     ct_lhs = b.op("conv_general_dilated", ct, flipped, window_strides=tuple(lhs_dilation), padding=lhs_padding,
                   lhs_dilation=tuple(strides), rhs_dilation=tuple(rhs_dilation), lhs_spec=tuple(out_spec),
-                  rhs_spec=swap_first_two(rhs_spec), out_spec=tuple(lhs_spec), **common)
+                  rhs_spec=swap_first_two(rhs_spec), out_spec=tuple(lhs_spec),
+                  **{**common, "feature_group_count": groups})
     rhs_padding = tuple((low, o - i + w - low - 1) for (low, _), i, w, o in zip(padding, in_sizes, window, out_sizes))
     ct_rhs = b.op("conv_general_dilated", lhs, ct, window_strides=tuple(rhs_dilation), padding=rhs_padding,
                   lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(strides), lhs_spec=swap_first_two(lhs_spec),
-                  rhs_spec=swap_first_two(out_spec), out_spec=swap_first_two(rhs_spec), **common)
+                  rhs_spec=swap_first_two(out_spec), out_spec=swap_first_two(rhs_spec),
+                  **{**common, "batch_group_count": groups})
     return [ct_lhs if is_differentiable(lhs.type) else None, ct_rhs if is_differentiable(rhs.type) else None]
 
 
@@ -281,6 +302,23 @@ def split_lanes(b, x, dim, lanes):
     return b.transpose(split, [dim] + [d for d in range(split.type.ndim) if d != dim])
 
 
+def grouped_conv_of_lanes(b, op, lhs, rhs, groups):
+    """A convolution of G feature groups, both operands batched (lanes leading), as JAX batches it: one
+    convolution of G * lanes groups, the features ordered (group, lane, feature of the group)."""
+    lhs_spec, rhs_spec, out_spec = op.attrs["lhs_spec"], op.attrs["rhs_spec"], op.attrs["out_spec"]
+    lanes = b.axis_size
+
+    def lanes_into_groups(x, features):   # lanes, then features -> (group, lane, feature) features
+        x = reshape_axis_out_of(b, features + 1, groups, x)
+        return reshape_axis_into(b, features, features, reshape_axis_into(b, 0, features + 1, x))
+    (out,) = b.ops("conv_general_dilated", [lanes_into_groups(lhs, lhs_spec[1]), lanes_into_groups(rhs, rhs_spec[0])],
+                   {**op.attrs, "feature_group_count": groups * lanes})
+    features = out_spec[1]
+    out = reshape_axis_out_of(b, features + 1, lanes, reshape_axis_out_of(b, features, groups, out))
+    out = reshape_axis_into(b, features, features + 1, out)   # (lane, group * feature) at `features`
+    return b.transpose(out, [features] + [d for d in range(out.type.ndim) if d != features])
+
+
 def conv_batch(b, op, operands, batched):
     """A batched input with one kernel: the lanes are more images, merged into the batch dimension. A
     batched kernel: the lanes are feature groups (each lane's input features convolved with its own
@@ -291,8 +329,12 @@ def conv_batch(b, op, operands, batched):
     if not batched[1]:
         (out,) = b.ops("conv_general_dilated", [merge_lanes(b, lhs, lhs_spec[0]), rhs], op.attrs)
         return [split_lanes(b, out, out_spec[0], lanes)], [True]
-    if op.attrs["feature_group_count"] != 1 or op.attrs["batch_group_count"] != 1:
-        raise NotImplementedError("vmap of a grouped conv_general_dilated over a batched kernel is not supported")
+    groups = op.attrs["feature_group_count"]
+    if op.attrs["batch_group_count"] != 1:
+        raise NotImplementedError("vmap of a conv_general_dilated with batch_group_count > 1 over a batched "
+                                  "kernel is not supported")
+    if groups > 1:
+        return [grouped_conv_of_lanes(b, op, b.move_batch_to_front(lhs, batched[0]), rhs, groups)], [True]
     lhs = merge_lanes(b, b.move_batch_to_front(lhs, batched[0]), lhs_spec[1])
     rhs = merge_lanes(b, rhs, rhs_spec[0])
     (out,) = b.ops("conv_general_dilated", [lhs, rhs], {**op.attrs, "feature_group_count": lanes})

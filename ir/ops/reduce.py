@@ -217,21 +217,46 @@ define("cumulative", infer=cumulative_infer, reference=cumulative,
        doc="inclusive scan (cumsum, cumprod, cummax, cummin) along axis")
 
 
+def extreme_sources(b, op, x, out):
+    """cummax/cummin: gather indices (x's shape + (rank,)) of the element each result is: along the axis,
+    the nearest element before it (after it, reverse) that equals the running extreme where it stands.
+    Each result's derivative is that element's (with distinct values, JAX's; at ties JAX's associative
+    scan shares it between the tied elements, this gives it to the nearest)."""
+    axis, reverse, shape = op.attrs["axis"], op.attrs["reverse"], x.type.shape
+    position = b.op("iota", dtype="i64", shape=shape, dimension=axis)
+    attains = b.op("eq", x, out)
+    none = b.full_like(position, shape[axis] if reverse else -1)
+    source = b.op("cumulative", b.select(attains, position, none), reducer="min" if reverse else "max", axis=axis,
+                  reverse=reverse)
+    coordinates = [source if d == axis else b.op("iota", dtype="i64", shape=shape, dimension=d)
+                   for d in range(len(shape))]
+    column = shape + (1,)
+    return b.op("concatenate", *[b.reshape(c, column) for c in coordinates], dimension=len(shape))
+
+
 def cumulative_jvp(b, op, primals, tangents, outs):
-    require_cumulative_sum(op)
-    return [None if tangents[0] is None else b.op("cumulative", tangents[0], **op.attrs)]
+    if tangents[0] is None:
+        return [None]
+    if op.attrs["reducer"] in ("max", "min"):
+        return [b.op("gather", tangents[0], extreme_sources(b, op, primals[0], outs[0]))]
+    require_linear_cumulative(op)
+    return [b.op("cumulative", tangents[0], **op.attrs)]
 
 
 def cumulative_vjp(b, op, primals, outs, cts):
-    """A cumulative sum's transpose is the cumulative sum the other way."""
-    require_cumulative_sum(op)
+    """A cumulative sum's transpose is the cumulative sum the other way; cummax's and cummin's adds each
+    result's cotangent to the element it is (a scatter-add, the gather's transpose)."""
+    x = primals[0]
+    if op.attrs["reducer"] in ("max", "min"):
+        return [b.op("scatter", b.zeros_like(x), extreme_sources(b, op, x, outs[0]), cts[0], reduction="add")]
+    require_linear_cumulative(op)
     return [b.op("cumulative", cts[0], **{**op.attrs, "reverse": not op.attrs["reverse"]})]
 
 
-def require_cumulative_sum(op):
+def require_linear_cumulative(op):
     if op.attrs["reducer"] != "sum":
         raise NotImplementedError(f"differentiation of cumulative {op.attrs['reducer']} is not supported "
-                                  f"(cumulative sum is)")
+                                  f"(cumulative sum, max and min are)")
 
 
 set_rules("cumulative", jvp=cumulative_jvp, vjp=cumulative_vjp)

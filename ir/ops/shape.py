@@ -1,5 +1,7 @@
 """Data-movement ops: broadcast, reshape, transpose, slices, concatenate, pad, rev, bitcast_convert, gather,
 scatter; and the in-place forms of the updates with the copy that makes them safe."""
+import math
+
 import numpy as np
 
 from ..opdef import OPS, compute_dtype, define, fmt_types, require, require_axes, require_dtype, set_rules
@@ -507,32 +509,51 @@ define("scatter", infer=scatter_infer, reference=scatter, attrs={"reduction": "s
        doc="indices as in gather; reduction is set, add, mul, min or max")
 
 
-def require_scatter_add(op):
-    if op.attrs["reduction"] != "add":
+def require_linear_scatter(op):
+    """Scatter add and set are linear in (x, updates) for fixed indices; mul, min and max are not."""
+    if op.attrs["reduction"] not in ("add", "set"):
         raise NotImplementedError(f"differentiation of scatter {op.attrs['reduction']} is not supported "
-                                  f"(scatter add is)")
+                                  f"(scatter add and set are)")
 
 
 def scatter_jvp(b, op, primals, tangents, outs):
-    require_scatter_add(op)
+    """The same scatter of the tangents: which update lands (for set, the last of repeated indices) depends
+    on the indices alone."""
+    require_linear_scatter(op)
     if tangents[0] is None and tangents[2] is None:
         return [None]
     x_t, updates_t = b.zeros_if_none([tangents[0], tangents[2]], [primals[0], primals[2]])
-    return [b.op("scatter", x_t, primals[1], updates_t, reduction="add")]
+    return [b.op("scatter", x_t, primals[1], updates_t, **op.attrs)]
+
+
+def masked(b, mask, value):
+    """`value` where `mask` (of value's leading dimensions) holds, 0 elsewhere."""
+    mask = b.broadcast(mask, value.type.shape, tuple(range(mask.type.ndim)))
+    return b.select(mask, value, b.zeros_like(value))
 
 
 def scatter_vjp(b, op, primals, outs, cts):
-    """x's cotangent passes through; an update's is the cotangent where it landed, 0 where it was
-    dropped (out of bounds)."""
-    require_scatter_add(op)
+    """add: x's cotangent passes through; an update's is the cotangent where it landed, 0 where it was
+    dropped (out of bounds). set (JAX's rule): x's cotangent is 0 where an update overwrote it, and an
+    update's is the cotangent where it landed only if it is the one that stayed: each update's number
+    scattered the same way tells which stayed."""
+    require_linear_scatter(op)
     x, indices, updates = primals
     (ct,) = cts
     k = indices.type.shape[-1]
+    gathered = b.op("gather", ct, indices)
+    if op.attrs["reduction"] == "set":
+        ids_shape = indices.type.shape[:-1]
+        ids = b.reshape(b.op("iota", dtype="i64", shape=(math.prod(ids_shape),), dimension=0), ids_shape)
+        none = b.full(x.type.shape[:k], -1, "i64")
+        stayed = b.op("eq", b.op("gather", b.op("scatter", none, indices, ids, reduction="set"), indices), ids)
+        return [b.op("scatter", ct, indices, b.zeros_like(updates), reduction="set"), None,
+                masked(b, stayed, gathered)]
+    if not k:
+        return [ct, None, gathered]
     landed = b.op("eq", clamped_indices(b, x, indices), indices)
     landed = b.op("reduce", landed, reducer="and", axes=(indices.type.ndim - 1,))
-    mask = b.broadcast(landed, updates.type.shape, tuple(range(landed.type.ndim)))
-    gathered = b.op("gather", ct, indices)
-    return [ct, None, b.select(mask, gathered, b.zeros_like(gathered)) if k else gathered]
+    return [ct, None, masked(b, landed, gathered)]
 
 
 def scatter_batch(b, op, operands, batched):

@@ -179,16 +179,20 @@ def negated_result(m, x):
 
 
 def added_c(m, x, y, sign=1):
-    """x + C (or C + x; x - C when sign is -1), C a tensor or a constant times one: beta = +-1 or +-s.
+    """x + C or C + x (sign 1), x - C or C - x (sign -1), C a tensor or a constant times one: beta = +-1
+    or +-s; C - x negates alpha (an SGD update W - lr * X^T G is one GEMM reading W). Bit for bit the
+    same sums: the epilogue adds beta * C to alpha * acc, and -(a * acc) is (-a) * acc exactly.
     A broadcast C is left alone: the GEMM would read it materialised, an extra pass over memory."""
-    for product, c in [(x, y), (y, x)] if sign == 1 else [(x, y)]:
+    # (the GEMM's value, C, the GEMM's sign, C's sign)
+    for product, c, product_sign, c_sign in [(x, y, 1, sign), (y, x, sign, 1)]:
         if c.producer is not None and c.producer.name == "broadcast_in_dim":
             continue
         gemm = absorbable(m, product, inputs=[c])
         if gemm and gemm.is_plain:
             c, scale = constant_factor(c) or (c, 1)
-            beta = in_dtype(sign * scale, c.type.dtype)
-            return gemm.rebuilt(m, [*gemm.call.operands, gemm.in_call_shape(m, c)], beta=beta)
+            beta = in_dtype(c_sign * scale, c.type.dtype)
+            alpha = in_dtype(product_sign * gemm.call.attrs["alpha"], x.type.dtype)
+            return gemm.rebuilt(m, [*gemm.call.operands, gemm.in_call_shape(m, c)], alpha=alpha, beta=beta)
     return None
 
 
@@ -291,7 +295,7 @@ RULES = [
     (Pat.op("neg", x), negated_result),
     # gemm + broadcast(bias) along rows -> epilogue "bias"
     (Pat.op("add", x, Pat.op("broadcast_in_dim", Pat.var("bias"), name="row")), added_bias),
-    # gemm + C, gemm + s * C -> beta = 1 or s; gemm - C -> beta = -1
+    # gemm + C, gemm + s * C -> beta = 1 or s; gemm - C -> beta = -1; C - gemm -> alpha = -alpha, beta = 1
     (Pat.op("add", x, Pat.var("y")), added_c),
     (Pat.op("sub", x, Pat.var("y")), lambda m, x, y: added_c(m, x, y, sign=-1)),
 ]

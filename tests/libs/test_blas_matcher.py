@@ -246,6 +246,7 @@ SCALINGS = {
     "result + C": (lambda x, w, c: x @ w + c, {"beta": 1.0}),
     "C + s * result": (lambda x, w, c: c + 3.0 * (x @ w), {"alpha": 3.0, "beta": 1.0}),
     "result - s * C": (lambda x, w, c: x @ w - 0.5 * c, {"beta": -0.5}),
+    "C - s * result (an SGD update)": (lambda x, w, c: c - 0.25 * (x @ w), {"alpha": -0.25, "beta": 1.0}),
     "s * result + C then relu": (lambda x, w, c: cnp.maximum(0.5 * (x @ w) + c, 0),
                                  {"alpha": 0.5, "beta": 1.0, "epilogue": "relu"}),
 }

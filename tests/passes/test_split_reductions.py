@@ -19,7 +19,7 @@ from cdnajit.passes import run_pipeline
 from cdnajit.passes.fusion import MAX_ROW_ELEMENTS
 from cdnajit.passes.split_reductions import MIN_REDUCED_ELEMENTS, plan_split, split_reductions
 
-# Reduces the pass leaves alone: rows short enough to stay whole, more rows than PARTIAL_ROWS / MIN_PARTIALS,
+# Reduces the pass leaves alone: rows short enough to stay whole (and results enough to fill the machine), more rows than PARTIAL_ROWS / MIN_PARTIALS,
 # reduced axes apart, no results; and argmax, which is no reduce.
 LEFT_ALONE = """
 func @f(%0: f32[16384], %1: f32[257,17000], %2: f32[9,2,9000], %3: i64[0,20000], %4: f32[20000,3])
@@ -156,6 +156,19 @@ func @f(%0: f32[32768]) -> (f32[], f32[32768]) {
   %8 = add(%7, %5) : f32[]
   return %8, %1
 }"""),
+    # columns shorter than a row kept whole, but few: 16 work-items' loops (a bias gradient) become 98 x 16
+    ("few_short_columns", True, """
+func @f(%0: f32[6272,16]) -> (f32[16]) {
+  %1 = reduce(%0) {reducer = "max", axes = [0]} : f32[16]
+  return %1
+}""", """
+func @f(%0: f32[6272,16]) -> (f32[16]) {
+  %1 = reshape(%0) {new_sizes = [98, 64, 16]} : f32[98,64,16]
+  %2 = reduce(%1) {reducer = "max", axes = [1]} : f32[98,16]
+  %3 = transpose(%2) {permutation = [1, 0]} : f32[16,98]
+  %4 = reduce(%3) {reducer = "max", axes = [1]} : f32[16]
+  return %4
+}"""),
     ("left_alone_short_many_rows_scattered_axes_empty_argmax", False, LEFT_ALONE, LEFT_ALONE),
     ("in_a_while_condition", True, """
 func @f(%0: f64[40000], %1: f64[]) -> (f64[40000]) {
@@ -215,6 +228,23 @@ def test_the_first_reduce_fuses_with_its_producers_and_the_second_with_its_consu
 
 def test_rows_that_fusion_keeps_on_chip_stay_whole():
     assert MIN_REDUCED_ELEMENTS == MAX_ROW_ELEMENTS + 1
+
+
+def test_a_bias_gradient_beside_its_elementwise_result():
+    """A convolution's bias gradient: the channel sums of an elementwise value the program also returns
+    (one fusion of a loop result and a reduce, 16 work-items, unsplit). Split, the product is a leaf of
+    the first reduce. Float sums: within the bound of the two summation orders (sum_bound)."""
+    rng = np.random.default_rng(5)
+    g, mask = rng.standard_normal((32, 14, 14, 16)).astype(np.float32), rng.random((32, 14, 14, 16)) < 0.5
+    f = lambda g, mask: (g * mask, cnp.sum(g * mask, axis=(0, 1, 2)))
+    graph = cj.make_graph(f)(g, mask)
+    reduces = [op for op in walk(run_pipeline(graph).module.body) if op.name == "reduce"]
+    assert len(reduces) == 2
+    product, total = (np.asarray(r) for r in cj.jit(f)(g, mask))
+    _, expected = cj.ir.interpret(graph, g, mask)
+    np.testing.assert_array_equal(product, g * mask)
+    n = 32 * 14 * 14
+    assert (np.abs(total - expected) <= sum_bound(g * mask, (0, 1, 2), 64 + 98, n, np.float32)).all()
 
 
 # ---- compiled, against the interpreter and numpy ---------------------------------------------------

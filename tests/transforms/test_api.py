@@ -128,9 +128,29 @@ def test_tree_util_and_helpers():
     assert cj.block_until_ready(X) is X and isinstance(cj.device_get({"x": X})["x"], np.ndarray)
 
 
-def test_integer_tangents_are_zero():
-    out, tangent = interpreted(lambda x, t: cj.jvp(lambda x: x * 2, (x,), (t,)))(np.arange(3), np.arange(3))
-    np.testing.assert_array_equal(tangent, 0)
+def test_integer_values_have_float0_tangents():
+    """As JAX: integer primals take float0 tangents (others are a TypeError), integer outputs have them,
+    and grad with allow_int gives float0 zeros; inside jit and outside, through the interpreter."""
+    float0 = cj.dtypes.float0
+    assert float0 is cj.float0 and float0.itemsize == 0
+    ints = np.arange(3)
+    out, tangent = interpreted(lambda x: cj.jvp(lambda x: x * 2, (x,), (np.zeros(3, float0),)))(ints)
+    np.testing.assert_array_equal(out, 2 * ints)
+    assert tangent.dtype == float0 and tangent.shape == (3,)
+    with pytest.raises(TypeError, match=r"looking for tangent dtype float0, but got tangent dtype int64.*test_api.py"):
+        cj.jvp(lambda x: x * 2, (ints,), (ints,))
+    with pytest.raises(TypeError, match=r"Got primal dtype float64.*but got tangent dtype float0"):
+        cj.jvp(cnp.sin, (X,), (np.zeros(4, float0),))
+    (y, n), (ty, tn) = cj.jvp(lambda x, n: (x * n, n + 1), (X, ints[:1]), (X, np.zeros(1, float0)))
+    np.testing.assert_allclose(ty, X * 0)
+    assert tn.dtype == float0 and tn.shape == (1,)
+    gx, gn = interpreted(cj.grad(lambda x, n: cnp.sum(x * n), argnums=(0, 1), allow_int=True))(X, ints[:1])
+    np.testing.assert_allclose(gx, np.zeros(4))
+    assert gn.dtype == float0 and gn.shape == (1,)
+    _, pullback = cj.vjp(lambda x, n: (x * n, n * 2), X, ints[:1])
+    gx, gn = pullback((X, np.zeros(1, float0)))
+    np.testing.assert_allclose(gx, X * 0)
+    assert gn.dtype == float0
 
 
 # ---- bad input: JAX's errors, naming the line that made the call -------------------------------
@@ -216,3 +236,37 @@ def test_array_and_config():
         cj.config.update("jax_enable_x64", False)
     with pytest.raises(AttributeError, match="Unrecognized config option: jax_no_such_flag"):
         cj.config.update("jax_no_such_flag", 1)
+
+
+def test_ensure_compile_time_eval():
+    """Inside jit, calls on concrete values are computed at once (Python control flow reads them);
+    calls on traced values stay traced."""
+    @interpreted
+    def f(x):
+        with cj.ensure_compile_time_eval():
+            table = cnp.cos(np.arange(4.0))
+            assert isinstance(table, np.ndarray)
+            scale = 2.0 if float(cnp.sum(table)) < 1 else 3.0
+            traced = cnp.sin(x)
+        assert isinstance(cnp.cos(np.arange(4.0)), cj.Array) and not isinstance(cnp.cos(np.arange(4.0)), np.ndarray)
+        return traced * scale + table
+    np.testing.assert_allclose(f(X), np.sin(X) * 2.0 + np.cos(np.arange(4.0)), rtol=1e-15)
+
+
+def test_abs_derivative_as_jax():
+    """JAX's values: d|x|/dx is 1 at 0 (its rule selects x >= 0); grad of |z| at complex z is
+    conj(z) / |z| (its transpose convention), 0 at 0."""
+    grad_abs = interpreted(cj.vmap(cj.grad(cnp.abs)))
+    np.testing.assert_array_equal(grad_abs(np.array([-2.0, 0.0, 3.0])), [-1.0, 1.0, 1.0])
+    np.testing.assert_allclose(grad_abs(np.array([3 + 4j, 0j])), [0.6 - 0.8j, 0], rtol=1e-15)
+    _, tangent = interpreted(lambda z, t: cj.jvp(cnp.abs, (z,), (t,)))(np.array([3 + 4j]), np.array([1j]))
+    np.testing.assert_allclose(tangent, [0.8], rtol=1e-15)
+
+
+def test_scatter_set_gradient_as_jax():
+    """JAX's values: of updates to one place only the last stays and has a gradient; the overwritten x
+    has none."""
+    f = lambda x, u: cnp.sum(x.at[np.array([0, 0, 2])].set(u) * np.array([1.0, 2.0, 3.0]))
+    gx, gu = interpreted(cj.grad(f, argnums=(0, 1)))(np.ones(3), np.ones(3))
+    np.testing.assert_array_equal(gx, [0.0, 2.0, 0.0])
+    np.testing.assert_array_equal(gu, [0.0, 1.0, 3.0])
