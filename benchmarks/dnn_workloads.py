@@ -76,6 +76,12 @@ def conv3x3(lax, nn, x, w, dims):
     return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dims)
 
 
+def conv_weight_gradient(lax, nn, x, dy):
+    """The weight gradient of conv3x3 (NHWC, SAME) as jax.grad writes it: x convolved with dy, batch and
+    features swapped by the dimension numbers."""
+    return lax.conv_general_dilated(x, dy, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("CHWN", "IHWO", "HWNC"))
+
+
 def resnet_block(lax, nn, x, w1, b1, w2, b2):
     y = nn.relu(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=NHWC) + b1)
     y = lax.conv_general_dilated(y, w2, (1, 1), "SAME", dimension_numbers=NHWC) + b2
@@ -136,6 +142,20 @@ def conv_builder(layout: str):
         return Case(inputs, cdnajit_fn, numpy_fn, jax_fn, tolerance=conv_tolerance(9 * c),
                     flops=2 * n * h * h * c * c * 9)
     return build
+
+
+def build_conv_weight_gradient(ctx: Context) -> Case:
+    n, c, h = (2, 16, 14) if ctx.quick else (8, 64, 56)
+    generator = rng(67)
+    x, dy = normal(generator, (n, h, h, c)), normal(generator, (n, h, h, c), scale=1 / math.sqrt(n * h * h))
+
+    def numpy_fn(x, dy):
+        padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+        return np.stack([np.stack([np.tensordot(padded[:, i:i + h, j:j + h], dy, axes=([0, 1, 2], [0, 1, 2]))
+                                   for j in range(3)]) for i in range(3)])
+    cdnajit_fn, jax_fn = peers(conv_weight_gradient, ctx)
+    return Case((x, dy), cdnajit_fn, numpy_fn, jax_fn, tolerance=conv_tolerance(n * h * h),
+                flops=2 * n * h * h * c * c * 9)
 
 
 def build_resnet_block(ctx: Context) -> Case:
@@ -228,6 +248,8 @@ DNN_WORKLOADS = (
     Workload("W6.conv_nchw", "conv 3x3 stride 1 SAME, 8x64x56x56 -> 64 channels, f32, NCHW/OIHW",
              conv_builder("NCHW")),
     Workload("W6.conv_nhwc", "the same conv in NHWC/HWIO", conv_builder("NHWC")),
+    Workload("W6.conv_weight_grad", "the 3x3 conv's weight gradient (x convolved with dy), 8x56x56x64 NHWC",
+             build_conv_weight_gradient),
     Workload("W6.resnet_block", "ResNet basic block: two 3x3 convs with bias, relu, residual; 8x56x56x64 NHWC",
              build_resnet_block),
     Workload("W6.depthwise", "depthwise 3x3 SAME conv, 8x56x56x128 NHWC", build_depthwise),

@@ -1,7 +1,7 @@
 """The DNN library's find mode (`cj.libs.dnn.find(fn, *args)`), as MIOpen's Find: every convolution call
-of the program (library_call dnn.conv_fwd, after the passes) runs once per applicable solver on the
-host, on random operands of its shapes; a result outside the error model of the routine's reference is
-reported and its solver left out; the fastest of `repeats` rounds (each round runs every solver once)
+of the program (library_call dnn.conv_fwd, conv_bwd_data or conv_bwd_weights, after the passes) runs
+once per applicable solver on the host, on random operands of its shapes; a result outside the error
+model of the routine's reference is reported and its solver left out; the fastest of `repeats` rounds (each round runs every solver once)
 wins and is recorded in the find-db (libs/dnn/find_db.py), which later compiles of the same problem
 read (their report says "find-db"). It runs kernels, so it lives here rather than in libs/.
 
@@ -22,8 +22,8 @@ from ..ir.core import Module, walk
 from ..ir.targets import get_target
 from ..ir.types import NUMPY_DTYPES
 from ..libs.dnn import find_db
-from ..libs.dnn.problem import ConvProblem
-from ..libs.dnn.routines import conv_fwd_reference
+from ..libs.dnn.problem import DIRECTIONS, ConvProblem
+from ..libs.dnn.routines import ROUTINES
 from ..libs.dnn.solvers import applicable
 from ..passes.manager import run_pipeline
 from .launch import compile_kernel
@@ -40,11 +40,11 @@ class FindResult:
 
 
 def conv_calls(module: Module, target) -> list:
-    """The distinct dnn.conv_fwd calls of the optimized module (one per find-db key)."""
+    """The distinct convolution calls of the optimized module (one per find-db key)."""
     optimized = run_pipeline(module, target=target).module
     calls = {}
     for op in walk(optimized.body):
-        if op.name == "library_call" and op.attrs["library"] == "dnn" and op.attrs["routine"] == "conv_fwd":
+        if op.name == "library_call" and op.attrs["library"] == "dnn" and op.attrs["routine"] in DIRECTIONS:
             calls.setdefault(find_db.entry_key(ConvProblem.from_op(op), target), op)
     return list(calls.items())
 
@@ -70,7 +70,7 @@ def find_module(module: Module, target=None, repeats: int = 3, progress: bool = 
             continue
         arrays = [rng.standard_normal(v.type.shape).astype(NUMPY_DTYPES[v.type.dtype]) for v in op.operands]
         attrs = {k: v for k, v in op.attrs.items() if k not in ("library", "routine", "solution")}
-        want = conv_fwd_reference(*arrays, **attrs)
+        want = ROUTINES[op.attrs["routine"]].reference(*arrays, **attrs)
         runs, rejected = {}, {}
         for solver in applicable(problem):
             kernel = compile_kernel(solver.emit(op, problem, f"find_{solver.name}", target))

@@ -1,12 +1,15 @@
 """libs/dnn: convolutions, as MIOpen provides them.
 
-routines.py   the routines conv_fwd (y = epilogue(conv(x, w) + bias)), pool (reduce_window max/min/sum),
+routines.py   the routines conv_fwd (y = epilogue(conv(x, w) + bias)), conv_bwd_data (dx = conv(dy, rev(w))),
+              conv_bwd_weights (dw = conv(x, dy)), pool (reduce_window max/min/sum),
               mha_fwd (fused attention) and im2col: attributes, shape rules, references.
 matcher.py    the pattern table turning the graph's convolutions, and the bias and activation after them,
-              into `library_call dnn.conv_fwd`, and reduce_window into `library_call dnn.pool`.
+              into `library_call dnn.conv_fwd` (conv_bwd_* in the backward forms), and reduce_window into
+              `library_call dnn.pool`.
 subpixel.py   transposed (lhs-dilated) convolutions as their output phases' stride-1 convolutions.
 problem.py    a call's problem (sizes, layouts, MIOpen's key) and its sizes as kernel scalar parameters.
-solvers.py    the solvers (gemm_1x1, implicit_gemm, depthwise, direct): applicability, cost model, pick.
+solvers.py    the solvers (gemm_1x1, implicit_gemm, depthwise, direct) of the three convolution routines:
+              applicability, cost model, pick.
 im2col.py     im2col + GEMM: the graph rewrite (dnn.im2col, then a dot_general libs/blas takes) for
               ungrouped float convolutions with windows above 1x1.
 direct.py, implicit_gemm.py   the solvers' kernels (gemm_1x1 is libs/blas's GEMM kernel).

@@ -79,7 +79,7 @@ def direct_kernel(op, problem, name: str, depthwise: bool) -> K.Kernel:
         x_coords.append(coord)
     feature_term = K.Const(0, dtype) if depthwise else channel
     x_index = params.offset([in_batch, in_feature0 + feature_term] + x_coords, params.x_strides, p.lhs_spec)
-    w_index = params.offset([feature, feature_term] + taps, params.w_strides, p.rhs_spec)
+    w_index = params.offset([feature, feature_term] + params.w_taps(taps), params.w_strides, p.rhs_spec)
     product = [K.Assign(acc, acc + x[x_index].cast(acc_dtype) * w[w_index].cast(acc_dtype))]
     tap = [K.If(all_of(valid), product if depthwise else [K.For(channel, 0, params.c, 1, product)])]
     for t, size in reversed(list(zip(taps, params.spatial["window"]))):

@@ -52,7 +52,7 @@ def implicit_gemm_kernel(op, problem, name: str) -> K.Kernel:
         x_coords.append(coord)
     x_index = params.offset([row[0], g * params.c + a_coords[-1]] + x_coords, params.x_strides, p.lhs_spec)
     b_stmts, b_coords = unravel(b_k, window + [params.c], "b")
-    w_index = params.offset([feature, b_coords[-1]] + b_coords[:-1], params.w_strides, p.rhs_spec)
+    w_index = params.offset([feature, b_coords[-1]] + params.w_taps(b_coords[:-1]), params.w_strides, p.rhs_spec)
     a_read = K.Var("a_read", acc_dtype)
     step = [
         K.Let(a_k, kt * TILE + tx), K.Let(b_k, kt * TILE + ty),

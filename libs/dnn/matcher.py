@@ -1,10 +1,11 @@
-"""The DNN pattern table: convolutions in the graph become `library_call dnn.conv_fwd`, with the bias add
+"""The DNN pattern table: convolutions in the graph become `library_call dnn.conv_fwd` (or, in the
+backward forms, dnn.conv_bwd_data and dnn.conv_bwd_weights: see conv_from_graph), with the bias add
 and the activation that follow them absorbed into the call's epilogue, as MIOpen's fusion API fuses
 them (conv -> bias -> activation):
 
     y = activation(conv_general_dilated(x, w) + bias)
 
-and window reductions (max, min, sum) whose last dimension is not pooled become `library_call dnn.pool`.
+and window reductions (max, min, sum) become `library_call dnn.pool`.
 
 Each rule is a (pattern, rewrite) pair, as in libs/blas/matcher.py, run by passes/match_libraries.py
 op by op, so the rules see the conv already matched and absorb the following ops one at a time, each
@@ -12,6 +13,8 @@ only while the call has not yet applied a later step. Every real dtype matches: 
 takes them all (integers accumulate in their own dtype, wrapping, as the graph op's reference does).
 """
 from __future__ import annotations
+
+import math
 
 from ...ir.core import Op, Value
 from ...ir.types import INTS, FLOATS
@@ -25,16 +28,49 @@ CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", 
 
 
 def conv_from_graph(m, lhs, rhs, conv):
-    """An lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; the im2col +
-    GEMM rewrite where it applies (im2col.py); else a dnn.conv_fwd call."""
+    """In this order (each measured faster on the host than what follows it, where both apply): an
+    lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; a weight
+    gradient's form as dnn.conv_bwd_weights (its implicit GEMM beat im2col + GEMM 3-10x on W18's and W6's
+    weight gradients, whose im2col copies the window of dy's positions for every tap); the im2col + GEMM
+    rewrite where it applies (im2col.py); a convolution with a reversed kernel as dnn.conv_bwd_data;
+    else a dnn.conv_fwd call."""
     if conv.result.type.dtype not in INTS + FLOATS:
         return None
     attrs = {name: conv.attrs[name] for name in CONV_ATTR_NAMES}
     if subpixel.refuse(lhs, rhs, attrs, conv.result.type) is None:
         return subpixel.sub_pixel(m, lhs, rhs, attrs, conv.result.type)
+    if is_weight_gradient(rhs, attrs, conv.result.type):
+        return m.op("library_call", lhs, rhs, library="dnn", routine="conv_bwd_weights", solution="", **attrs)
     if im2col.refuse(lhs, rhs, attrs) is None:
         return im2col.im2col_gemm(m, lhs, rhs, attrs, conv.result.type)
+    reversed_w = reversed_kernel(rhs, attrs)
+    if reversed_w is not None:
+        return m.op("library_call", lhs, reversed_w, library="dnn", routine="conv_bwd_data", solution="", **attrs)
     return m.op("library_call", lhs, rhs, library="dnn", routine="conv_fwd", solution="", epilogue="none", **attrs)
+
+
+def ungrouped(attrs) -> bool:
+    return attrs["feature_group_count"] == 1 and attrs["batch_group_count"] == 1
+
+
+def reversed_kernel(rhs: Value, attrs) -> Value | None:
+    """w, where the convolution reads rev(w) along exactly its spatial dimensions with window strides 1 and
+    no groups: the backward data of a convolution (cj.grad's form, lax.conv_transpose(transpose_kernel=True)'s)."""
+    op = rhs.producer
+    if op is None or op.name != "rev" or sorted(op.attrs["dimensions"]) != sorted(attrs["rhs_spec"][2:]):
+        return None
+    if any(s != 1 for s in attrs["window_strides"]) or not ungrouped(attrs):
+        return None
+    return op.operands[0]
+
+
+def is_weight_gradient(rhs: Value, attrs, result_type) -> bool:
+    """Whether an ungrouped convolution without lhs dilation has a window of more positions than its output (cj.grad's weight gradient: x convolved with dy, whose positions are the
+    window, into the kernel's positions)."""
+    spec, out_spec = attrs["rhs_spec"], attrs["out_spec"]
+    window = math.prod(rhs.type.shape[d] for d in spec[2:])
+    return ungrouped(attrs) and all(d == 1 for d in attrs["lhs_dilation"]) and \
+        window > math.prod(result_type.shape[d] for d in out_spec[2:])
 
 
 def pooled(m, x, window):
@@ -47,7 +83,8 @@ def pooled(m, x, window):
 def absorbable(m, value: Value, inputs=()) -> Op | None:
     """The conv_fwd call computing `value`, if the matched ops are its only readers."""
     op = value.producer
-    if op is None or op.name != "library_call" or op.attrs["library"] != "dnn" or not m.owns(value, inputs):
+    if op is None or op.name != "library_call" or op.attrs["library"] != "dnn" or op.attrs["routine"] != "conv_fwd" \
+            or not m.owns(value, inputs):
         return None
     return op
 
@@ -90,7 +127,7 @@ x = Pat.var("x")
 RULES = [
     # conv_general_dilated(x, w) -> library_call dnn.conv_fwd
     (Pat.op("conv_general_dilated", Pat.var("lhs"), Pat.var("rhs"), name="conv"), conv_from_graph),
-    # reduce_window(x) max/min/sum, the last dimension not pooled -> library_call dnn.pool
+    # reduce_window(x) max/min/sum -> library_call dnn.pool
     (Pat.op("reduce_window", Pat.var("x"), name="window"), pooled),
     # conv + broadcast(bias) along the output features (either operand order) -> epilogue "bias"
     (Pat.op("add", x, Pat.op("broadcast_in_dim", Pat.var("bias"), name="row")), added_bias),

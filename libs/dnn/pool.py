@@ -1,7 +1,7 @@
 """The pooling kernel of `library_call dnn.pool` (MIOpen's pooling forward): the window reductions
-(max, min, sum; an average pool is the sum divided after the call) of an array whose last dimension
-is not pooled (NHWC-like activations: the features run consecutively through memory), written as
-lax.reduce_window writes them.
+(max, min, sum; an average pool is the sum divided after the call), written as lax.reduce_window
+writes them, of an array whose last dimension is not pooled (NHWC-like activations: the features run
+consecutively through memory) or is (NCHW-like: the "features" are then one, past the last dimension).
 
     y[o..., c] = reduce over taps t... of x[o*stride + t*dilation - pad_low..., c]   (padding: identity)
 
@@ -9,9 +9,10 @@ Work-item (f, r) of a ROWS x CHUNKS workgroup computes VEC consecutive features 
 of y (the coordinates o... of the pooled dimensions), looping over the window's taps in row-major
 order as the reference does (f16/bf16 reduce in f32 and round once). The VEC features are unrolled
 in the loop body, so that each tap reads VEC consecutive elements (a vector load on the host, whose
-work-item loop cannot be vectorized around the taps' runtime loops). The rank, and whether the
-features are a multiple of VEC (else VEC is 1), are code-level; every size, stride, padding and
-dilation is a scalar parameter.
+work-item loop cannot be vectorized around the taps' runtime loops). Where the last dimension is
+pooled (every dimension is a row's), the workgroup is 1 x ROWS * CHUNKS rows, consecutive along the
+last dimension. The rank, the last dimension's pooling and whether the features are a multiple of VEC
+(else VEC is 1) are code-level; every size, stride, padding and dilation is a scalar parameter.
 """
 from __future__ import annotations
 
@@ -41,34 +42,39 @@ def refuse(x: TensorType, attrs: dict) -> str | None:
         return "fewer than two dimensions or no elements"
     if any(b != 1 for b in attrs["base_dilation"]):
         return "base dilation"
-    if (attrs["window_dimensions"][last], attrs["window_strides"][last], tuple(attrs["padding"][last]),
-            attrs["window_dilation"][last]) != (1, 1, (0, 0), 1):
-        return "the last dimension is pooled (the kernel keeps features consecutive)"
     return None
 
 
-def vector_width(x: TensorType) -> int:
-    return VEC if x.shape[-1] % VEC == 0 else 1
+def last_pooled(attrs: dict) -> bool:
+    """Whether reduce_window reduces along the last dimension (an NCHW-like pool)."""
+    return (attrs["window_dimensions"][-1], attrs["window_strides"][-1], tuple(attrs["padding"][-1]),
+            attrs["window_dilation"][-1]) != (1, 1, (0, 0), 1)
+
+
+def vector_width(x: TensorType, attrs: dict) -> int:
+    return VEC if not last_pooled(attrs) and x.shape[-1] % VEC == 0 else 1
 
 
 def pool_kernel(op, name: str) -> K.Kernel:
     attrs, x_type, y_type = op.attrs, op.operands[0].type, op.result.type
-    pooled, vec, reducer = x_type.ndim - 1, vector_width(x_type), attrs["reducer"]
+    every = last_pooled(attrs)
+    pooled, vec, reducer = x_type.ndim - (not every), vector_width(x_type, attrs), attrs["reducer"]
+    chunks, rows_per_group = (1, ROWS * CHUNKS) if every else (CHUNKS, ROWS)
     dtype, wide = "i64", accumulator_dtype(x_type.dtype)
     c = K.ScalarParam("c", dtype)
     sizes = {key: [K.ScalarParam(f"{key}{d}", dtype) for d in range(pooled)] for key in POOL_SCALARS}
     values = {"in_size": x_type.shape[:pooled], "out_size": y_type.shape[:pooled],
               "window": attrs["window_dimensions"][:pooled], "stride": attrs["window_strides"][:pooled],
               "pad": [lo for lo, _ in attrs["padding"][:pooled]], "dilation": attrs["window_dilation"][:pooled]}
-    arguments = [("c", x_type.shape[-1])] + [(f"{k}{d}", values[k][d]) for k in POOL_SCALARS for d in range(pooled)]
+    arguments = [("c", 1 if every else x_type.shape[-1])] + [(f"{k}{d}", values[k][d]) for k in POOL_SCALARS for d in range(pooled)]
     x_buf, y_buf = operand_buffers(op)
     rows = product(sizes["out_size"])
     x_buf = K.GlobalBuffer(x_buf.name, x_buf.dtype, product(sizes["in_size"]) * c, True)
     y_buf = K.GlobalBuffer(y_buf.name, y_buf.dtype, rows * c)
     feature, row = K.Var("feature", dtype), K.Var("row", dtype)
     accs = [K.Var(f"acc{v}", wide) for v in range(vec)]
-    body = [K.Let(feature, (K.workgroup_id(0).cast(dtype) * CHUNKS + K.workitem_id(0).cast(dtype)) * vec),
-            K.Let(row, K.workgroup_id(1).cast(dtype) * ROWS + K.workitem_id(1).cast(dtype))]
+    body = [K.Let(feature, (K.workgroup_id(0).cast(dtype) * chunks + K.workitem_id(0).cast(dtype)) * vec),
+            K.Let(row, K.workgroup_id(1).cast(dtype) * rows_per_group + K.workitem_id(1).cast(dtype))]
     row_stmts, out_coords = unravel(row, sizes["out_size"], "o")
     taps = [K.Var(f"t{d}", dtype) for d in range(pooled)]
     positions = [o * sizes["stride"][d] + t * sizes["dilation"][d] - sizes["pad"][d]
@@ -85,5 +91,5 @@ def pool_kernel(op, name: str) -> K.Kernel:
                                                  *reduce, *stores])]
     scalars = [c] + [s for k in POOL_SCALARS for s in sizes[k]]
     return K.Kernel(name, params=(x_buf, y_buf, *scalars),
-                    grid=((c + (CHUNKS * vec - 1)) / (CHUNKS * vec), (rows + (ROWS - 1)) / ROWS),
-                    workgroup_size=(CHUNKS, ROWS), body=body, arguments=tuple(arguments))
+                    grid=((c + (chunks * vec - 1)) / (chunks * vec), (rows + (rows_per_group - 1)) / rows_per_group),
+                    workgroup_size=(chunks, rows_per_group), body=body, arguments=tuple(arguments))

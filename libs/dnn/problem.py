@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.opdef import compute_dtype
+from ...ir.ops.linalg import swap_first_two
 from ...ir.types import dtype_name, numpy_dtype
 from ...lowering.emitters import operand_buffers
 from ..blas.routines import split_epilogue
@@ -40,19 +41,23 @@ class ConvProblem:
     in_dtype: str
     result_dtype: str
     epilogue: str
+    direction: str = "F"
 
     @classmethod
     def from_op(cls, op: Op) -> "ConvProblem":
+        """The convolution a dnn call computes, as written (DIRECTIONS: the backward ones as the graph's
+        convolutions the matcher took them from), with its direction."""
         a = op.attrs
         x, w, y = op.operands[0].type, op.operands[1].type, op.result.type
         spatial = range(x.ndim - 2)
+        direction = DIRECTIONS[a["routine"]]
         return cls(y.shape[a["out_spec"][0]], w.shape[a["rhs_spec"][1]], w.shape[a["rhs_spec"][0]],
                    a["feature_group_count"], a["batch_group_count"],
                    tuple(x.shape[a["lhs_spec"][2 + j]] for j in spatial), tuple(y.shape[a["out_spec"][2 + j]] for j in spatial),
                    tuple(w.shape[a["rhs_spec"][2 + j]] for j in spatial), tuple(a["window_strides"]),
                    tuple(tuple(p) for p in a["padding"]), tuple(a["lhs_dilation"]), tuple(a["rhs_dilation"]),
                    tuple(a["lhs_spec"]), tuple(a["rhs_spec"]), tuple(a["out_spec"]), x.dtype, y.dtype,
-                   a["epilogue"])
+                   a["epilogue"] if direction == "F" else "none", direction)
 
     @property
     def spatial(self) -> int:
@@ -62,6 +67,34 @@ class ConvProblem:
     def dilated(self) -> bool:
         """Whether x is lhs-dilated (a transposed convolution): the kernels' variant that skips the holes."""
         return any(d > 1 for d in self.lhs_dilation)
+
+    @property
+    def flip(self) -> bool:
+        """Whether the kernels read w's taps reversed (backward data: the graph's rev(w), absorbed)."""
+        return self.direction == "B"
+
+    def forward(self) -> "ConvProblem":
+        """The forward convolution whose backward pass this problem is (itself for "F"), as MIOpen
+        describes a backward problem: x, w and y of the forward convolution. Backward data
+        dx = conv(dy, rev(w)) with dy's positions lhs-dilated by the forward stride; backward weights
+        dw = conv(x, dy) with batch and features swapped, dy's positions rhs-dilated by the stride.
+        Of the forward high paddings that give dy's size, the least."""
+        if self.direction == "F":
+            return self
+        spatial = range(self.spatial)
+        if self.direction == "B":
+            span = [(r - 1) * d for r, d in zip(self.window, self.rhs_dilation)]
+            return ConvProblem(self.n, self.k, self.c, 1, 1, self.out_size, self.in_size, self.window, self.lhs_dilation,
+                               tuple((s - lo, s - hi) for s, (lo, hi) in zip(span, self.pad)), self.stride,
+                               self.rhs_dilation, self.out_spec, swap_first_two(self.rhs_spec), self.lhs_spec,
+                               self.in_dtype, self.result_dtype, "none")
+        stride, dilation = self.rhs_dilation, self.stride
+        pad = tuple((lo, (o - 1) * s + (r - 1) * d + 1 - h - lo) for (lo, _), o, s, r, d, h in
+                    zip(self.pad, self.window, stride, self.out_size, dilation, self.in_size))
+        return ConvProblem(self.c, self.n, self.k, 1, 1, self.in_size, self.window, self.out_size,
+                           stride, pad, self.lhs_dilation, dilation, swap_first_two(self.lhs_spec),
+                           swap_first_two(self.out_spec), swap_first_two(self.rhs_spec), self.in_dtype,
+                           self.result_dtype, "none")
 
     @property
     def acc_dtype(self) -> str:
@@ -83,7 +116,10 @@ class ConvProblem:
         return f"{name(self.lhs_spec, 'N', 'C')}-{name(self.rhs_spec, 'O', 'I')}-{name(self.out_spec, 'N', 'C')}"
 
     def key(self) -> str:
-        """MIOpen's problem key: N-C-H-W-K-R-S-pads-strides-dilations-group-layout-dtype-direction."""
+        """MIOpen's problem key: N-C-H-W-K-R-S-pads-strides-dilations-group-layout-dtype-direction, of the
+        forward convolution (`forward`) and the direction (F, B backward data, W backward weights)."""
+        if self.direction != "F":
+            return self.forward().key()[:-1] + self.direction
         join = lambda values: "x".join(str(v) for v in values)
         return "-".join([str(self.n * self.batch_groups), str(self.c * self.groups), join(self.in_size),
                          str(self.k), join(self.window), join(f"{lo}_{hi}" for lo, hi in self.pad), join(self.stride),
@@ -91,12 +127,19 @@ class ConvProblem:
                          f"bg{self.batch_groups}", self.layout(), self.in_dtype, "F"])
 
     def describe(self) -> str:
+        if self.direction != "F":
+            return f"{DIRECTION_NAMES[self.direction]} of {self.forward().describe()}"
         groups = f" groups {self.groups}" if self.groups > 1 else ""
         groups += f" batch groups {self.batch_groups}" if self.batch_groups > 1 else ""
         epilogue = f" {self.epilogue}" if self.epilogue != "none" else ""
         return (f"N{self.n} C{self.c * self.groups} {join_sizes(self.in_size)} -> K{self.k} window "
                 f"{join_sizes(self.window)} stride {join_sizes(self.stride)}{groups} {self.layout()} "
                 f"{self.in_dtype}->{self.result_dtype}{epilogue}")
+
+
+# The direction of each convolution routine, as MIOpen's keys name them.
+DIRECTIONS = {"conv_fwd": "F", "conv_bwd_data": "B", "conv_bwd_weights": "W"}
+DIRECTION_NAMES = {"B": "backward data", "W": "backward weights"}
 
 
 def join_sizes(sizes) -> str:
@@ -138,6 +181,12 @@ class ConvParams:
         for dim, size in zip(spec, leading + self.spatial[spatial_name]):
             sizes[dim] = size
         return sizes
+
+    def w_taps(self, taps) -> list[K.Expr]:
+        """w's tap coordinates of the convolution's taps `taps`: reversed where the problem flips w."""
+        if not self.problem.flip:
+            return list(taps)
+        return [size - 1 - t for t, size in zip(taps, self.spatial["window"])]
 
     @staticmethod
     def offset(coords, strides, spec) -> K.Expr:

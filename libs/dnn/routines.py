@@ -1,7 +1,9 @@
 """The DNN library's routines (ir/ops/library.py's contract), as MIOpen's convolution API names them.
 
     conv_fwd:  y = epilogue(conv_general_dilated(x, w) + bias)
-    pool:      y = reduce_window(x) (max, min or sum; the last dimension not pooled)
+    conv_bwd_data:     dx = conv_general_dilated(dy, rev(w))  (window strides 1: a transposed convolution)
+    conv_bwd_weights:  dw = conv_general_dilated(x, dy)       (lhs dilation 1: a weight gradient's form)
+    pool:      y = reduce_window(x) (max, min or sum)
     mha_fwd:   y = softmax(q k^T * scale, masked) v, fused (attention over (B, T, N, H) operands)
 
 Operands: x and w as lax.conv_general_dilated takes them (any dimension numbers, 1-D to 3-D,
@@ -11,11 +13,20 @@ feature, of y's dtype) when the epilogue starts with "bias". Attributes, beside 
 CONV_ATTRS) and `epilogue`: "none", "bias", an activation of libs/blas (relu, sigmoid, tanh, silu,
 gelu_tanh, gelu_erf) or "bias_" + one.
 
+The backward routines take the convolution attributes of the graph's convolution they replace, as
+cj.grad's transpose rule (ir/ops/linalg.py: conv_vjp) writes it: conv_bwd_data's w is the forward
+convolution's kernel, read with its spatial taps reversed (the rev the matcher absorbed), its lhs
+dilation the forward stride; conv_bwd_weights's x and dy have batch and features swapped by the
+specs, dy's rhs dilation is the forward stride. Both are ungrouped and have no epilogue; problem.py's
+`ConvProblem.forward` names the forward convolution, as MIOpen's keys do.
+
 The reference computes as the graph ops the matcher replaced did: the convolution's reference
 (accumulated in the accumulator dtype, rounded once), then the bias and the activation, each rounded
 to y's dtype; a kernel keeps the epilogue in the accumulator and rounds once.
 """
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 
@@ -54,6 +65,21 @@ def conv_fwd_reference(x, w, *bias, epilogue, **conv_attrs):
         shape[conv_attrs["out_spec"][1]] = -1
         y = apply("add", y, np.broadcast_to(bias[0].reshape(shape), y.shape))
     return y if activation is None else ACTIVATIONS[activation][0](y)
+
+
+def ungrouped_conv_infer(routine: str, fixed: str, types, attrs):
+    """A backward routine's shape rule: conv_general_dilated's, with attribute `fixed` (window_strides
+    or lhs_dilation) all 1s and no groups."""
+    require(len(types) == 2, f"library_call: dnn.{routine} takes two operands, got {len(types)}")
+    require(all(v == 1 for v in attrs[fixed]) and attrs["feature_group_count"] == attrs["batch_group_count"] == 1,
+            f"library_call: dnn.{routine} takes convolutions of {fixed} 1 without groups, got {fixed} "
+            f"{list(attrs[fixed])}, feature_group_count {attrs['feature_group_count']}, batch_group_count "
+            f"{attrs['batch_group_count']}")
+    return conv_infer(types, attrs, ())
+
+
+def conv_bwd_data_reference(dy, w, **conv_attrs):
+    return conv_general_dilated(dy, np.flip(w, axis=tuple(conv_attrs["rhs_spec"][2:])), **conv_attrs)
 
 
 IM2COL_ATTRS = {"window": "ints", "window_strides": "ints", "padding": "int_pairs", "lhs_dilation": "ints",
@@ -135,8 +161,14 @@ def mha_fwd_reference(q, k, v, *mask, scale, is_causal):
 ROUTINES = {"mha_fwd": Routine(MHA_ATTRS, mha_fwd_infer, mha_fwd_reference,
                                "y = softmax(q k^T * scale, masked) v, one fused kernel (libs/dnn/mha.py)"),
             "pool": Routine(POOL_ATTRS, pool_infer, reduce_window,
-                            "y = reduce_window(x) with max, min or sum, the last dimension not pooled (libs/dnn/pool.py)"),
+                            "y = reduce_window(x) with max, min or sum (libs/dnn/pool.py)"),
             "im2col": Routine(IM2COL_ATTRS, im2col_infer, im2col_reference,
                               "patches[(n, o...), (t..., c)] of x: im2col + GEMM's first step (libs/dnn/im2col.py)"),
             "conv_fwd": Routine({**CONV_ATTRS, "epilogue": "str"}, conv_fwd_infer, conv_fwd_reference,
-                                "y = epilogue(conv_general_dilated(x, w) + bias) (libs/dnn/routines.py)")}
+                                "y = epilogue(conv_general_dilated(x, w) + bias) (libs/dnn/routines.py)"),
+            "conv_bwd_data": Routine(CONV_ATTRS, partial(ungrouped_conv_infer, "conv_bwd_data", "window_strides"),
+                                     conv_bwd_data_reference,
+                "dx = conv_general_dilated(dy, rev(w)), a convolution's backward data (libs/dnn/routines.py)"),
+            "conv_bwd_weights": Routine(CONV_ATTRS, partial(ungrouped_conv_infer, "conv_bwd_weights", "lhs_dilation"),
+                                        conv_general_dilated,
+                "dw = conv_general_dilated(x, dy), a convolution's backward weights (libs/dnn/routines.py)")}

@@ -2,6 +2,12 @@
 the reason it does not), a cost model on the target, and its kernel. The heuristic picks the
 applicable solver of least modelled time; a find-mode winner (find_db.py) comes first.
 
+The same solvers serve the three routines (conv_fwd, conv_bwd_data, conv_bwd_weights): a backward
+routine is the graph's convolution it replaced (routines.py), which its kernels compute as written,
+conv_bwd_data's reading w's taps reversed (problem.py: ConvProblem.flip). So backward data and weights
+run as MIOpen's implicit-GEMM and direct backward solvers do: GEMMs over (N*H*W) x C x (K*R*S) and
+K x (C*R*S) x (N*Ho*Wo) with the patches formed on the fly, or a work-item per dx or dw element.
+
 The cost model: time = max(flops / (peak * efficiency), bytes / bandwidth), where efficiency is the
 solver's share of the target's vector (or matrix) peak its kernel reaches, and bytes count the
 operands each kernel reads from memory as it reads them (the direct kernels re-read x once per

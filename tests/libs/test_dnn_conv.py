@@ -20,15 +20,15 @@ import cdnajit as cj
 import cdnajit.nn as nn
 from cdnajit import lax
 from cdnajit.errors import TracingTypeError
-from cdnajit.ir.core import Value, make_op
+from cdnajit.ir.core import Value, make_op, walk
 from cdnajit.ir.opdef import infer_types
 from cdnajit.ir.ops.linalg import conv_general_dilated
 from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES, TensorType
-from cdnajit.libs.dnn import im2col, subpixel
+from cdnajit.libs.dnn import im2col, matcher, subpixel
 from cdnajit.libs.dnn.problem import ConvProblem
-from cdnajit.libs.dnn.routines import conv_fwd_reference
-from cdnajit.libs.dnn.solvers import SOLVERS, applicable, solver_named
+from cdnajit.libs.dnn.routines import ROUTINES
+from cdnajit.libs.dnn.solvers import SOLVERS, applicable, pick, solver_named
 from cdnajit.runtime.launch import compile_kernel
 
 GFX942 = get_target("gfx942")
@@ -36,20 +36,22 @@ FLOAT_DTYPES = ("f32", "f64", "f16", "bf16")
 EPILOGUES = ("none", "bias", "relu", "bias_relu", "bias_gelu_tanh", "bias_silu", "sigmoid", "bias_tanh", "gelu_erf")
 
 
-def conv_call(x_shape, w_shape, dtype, epilogue="none", **conv):
-    """A lone `library_call dnn.conv_fwd`, as the matcher builds one."""
-    attrs = dict(library="dnn", routine="conv_fwd", solution="", epilogue=epilogue, preferred_element_type=None,
-                 **conv)
+def conv_call(x_shape, w_shape, dtype, epilogue="none", routine="conv_fwd", **conv):
+    """A lone `library_call dnn.conv_fwd` (or a backward routine, without an epilogue), as the matcher builds one."""
+    attrs = dict(library="dnn", routine=routine, solution="", preferred_element_type=None, **conv,
+                 **({"epilogue": epilogue} if routine == "conv_fwd" else {}))
     types = [TensorType(dtype, x_shape), TensorType(dtype, w_shape)]
-    if epilogue.startswith("bias"):
+    if routine == "conv_fwd" and epilogue.startswith("bias"):
         types.append(TensorType(dtype, (w_shape[conv["rhs_spec"][0]],)))
     result = infer_types("library_call", types, attrs)
     return make_op("library_call", [Value(t) for t in types], attrs, result)
 
 
-def random_conv(rng, dtype, spatial=None, depthwise=False, one_by_one=False, transposed=False):
+def random_conv(rng, dtype, spatial=None, depthwise=False, one_by_one=False, transposed=False, routine="conv_fwd"):
     """A random convolution call: shapes, layouts, strides, padding, dilations, groups, epilogue. A
-    `transposed` one has window strides 1 and lhs dilation 2 or 3 (a transposed convolution's)."""
+    `transposed` one has window strides 1 and lhs dilation 2 or 3 (a transposed convolution's).
+    A backward routine's: ungrouped, no epilogue; conv_bwd_data's window strides 1 (lhs dilation 1 to 3),
+    conv_bwd_weights's lhs dilation 1 (a window up to 9 wide, as dy's positions are)."""
     spatial = spatial or int(rng.choice([1, 2, 2, 3]))
     ndim = spatial + 2
     lhs_spec, rhs_spec, out_spec = (tuple(int(d) for d in rng.permutation(ndim)) for _ in range(3))
@@ -63,7 +65,9 @@ def random_conv(rng, dtype, spatial=None, depthwise=False, one_by_one=False, tra
         c_per_group = int(rng.integers(1, 4))
     else:
         c_per_group = int(rng.integers(1, 7))
-    if not one_by_one and not depthwise and groups == 1 and rng.random() < 0.15:
+    if routine != "conv_fwd":
+        groups, c_per_group = 1, int(rng.integers(1, 7))
+    if not one_by_one and not depthwise and groups == 1 and rng.random() < 0.15 and routine == "conv_fwd":
         batch_groups = int(rng.integers(2, 4))
     k = (groups if groups > 1 else batch_groups) * int(rng.integers(1, 4 if groups > 1 else 20))
     n = batch_groups * int(rng.integers(1, 4))
@@ -78,6 +82,12 @@ def random_conv(rng, dtype, spatial=None, depthwise=False, one_by_one=False, tra
             strides, lhs_dil = [1] * spatial, [int(rng.choice([1, 2, 2, 3])) for _ in range(spatial)]
             lhs_dil[0] = max(lhs_dil[0], 2)
         rhs_dil = [int(rng.choice([1, 1, 2])) for _ in range(spatial)]
+        if routine == "conv_bwd_data":
+            strides, lhs_dil = [1] * spatial, [int(rng.choice([1, 2, 3])) for _ in range(spatial)]
+        if routine == "conv_bwd_weights":
+            lhs_dil = [1] * spatial
+            window = [int(rng.integers(1, 10 if spatial < 3 else 5)) for _ in range(spatial)]
+            in_size = [size + (w - 1) * r for size, w, r in zip(in_size, window, rhs_dil)]
         padding = [(int(rng.integers(-1, 3)), int(rng.integers(0, 3))) for _ in range(spatial)]
         # Keep every output size >= 1: the padded input must hold the dilated window.
         for j in range(spatial):
@@ -93,7 +103,7 @@ def random_conv(rng, dtype, spatial=None, depthwise=False, one_by_one=False, tra
     for d, size in zip(rhs_spec, [k, c_per_group] + window):
         w_shape[d] = size
     epilogue = str(rng.choice(EPILOGUES)) if dtype in FLOAT_DTYPES else str(rng.choice(["none", "bias", "relu"]))
-    return conv_call(tuple(x_shape), tuple(w_shape), dtype, epilogue, window_strides=tuple(strides),
+    return conv_call(tuple(x_shape), tuple(w_shape), dtype, epilogue, routine, window_strides=tuple(strides),
                      padding=tuple(padding), lhs_dilation=tuple(lhs_dil), rhs_dilation=tuple(rhs_dil),
                      lhs_spec=lhs_spec, rhs_spec=rhs_spec, out_spec=out_spec, feature_group_count=groups,
                      batch_group_count=batch_groups)
@@ -108,7 +118,7 @@ def random_values(rng, dtype, shape):
 def assert_conv_close(got, op, arrays):
     """Within the module docstring's error model of the reference."""
     attrs = {k: v for k, v in op.attrs.items() if k not in ("library", "routine", "solution")}
-    want = conv_fwd_reference(*arrays, **attrs)
+    want = ROUTINES[op.attrs["routine"]].reference(*arrays, **attrs)
     dtype = op.result.type.dtype
     if dtype.startswith("i"):
         np.testing.assert_array_equal(got, want)
@@ -116,7 +126,8 @@ def assert_conv_close(got, op, arrays):
     problem = ConvProblem.from_op(op)
     terms = problem.c * math.prod(problem.window)
     conv_attrs = {k: v for k, v in attrs.items() if k != "epilogue"}
-    magnitude = magnitude_sums(arrays[0], arrays[1], conv_attrs)
+    w = np.flip(arrays[1], axis=tuple(attrs["rhs_spec"][2:])) if problem.flip else arrays[1]
+    magnitude = magnitude_sums(arrays[0], w, conv_attrs)
     acc_eps = float(ml_dtypes.finfo(NUMPY_DTYPES[problem.acc_dtype]).eps)
     eps = float(ml_dtypes.finfo(NUMPY_DTYPES[dtype]).eps)
     want64, got64 = want.astype(np.float64), got.astype(np.float64)
@@ -173,6 +184,25 @@ def test_random_convolutions_match_reference_long(name, seed):
     run_random(name, seed, 25, **SOLVER_OPTIONS[name])
 
 
+# The backward routines' solvers (the forward kernels reading the routine's operands: dy and w reversed,
+# or x and dy), each forced by name over random backward problems of its routine.
+BACKWARD = [("conv_bwd_data", "direct"), ("conv_bwd_data", "implicit_gemm"), ("conv_bwd_data", "depthwise"),
+            ("conv_bwd_weights", "direct"), ("conv_bwd_weights", "implicit_gemm"), ("conv_bwd_weights", "depthwise")]
+
+
+@pytest.mark.parametrize("routine,name", BACKWARD[:2] + BACKWARD[3:5])
+def test_random_backward_convolutions_match_reference(routine, name):
+    run_random(name, 0, 3, routine=routine)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("routine,name", BACKWARD + [("conv_bwd_data", "gemm_1x1")])
+@pytest.mark.parametrize("seed", range(1, 12))
+def test_random_backward_convolutions_match_reference_long(routine, name, seed):
+    options = {"routine": routine, "one_by_one": name == "gemm_1x1"}
+    run_random(name, seed, 3 if name == "gemm_1x1" else 20, **options)
+
+
 def test_a_solver_compiles_per_solution_not_per_problem():
     """Problems that differ only in sizes (batch, spatial, features, strides, padding) share a kernel text."""
     def call(n, h, c, k, stride, pad):
@@ -225,7 +255,8 @@ def test_jit_matches_conv_bias_activation_and_reports_the_solver():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_im2col_gemm_matches_the_interpreter(seed, monkeypatch):
-    """The im2col + GEMM rewrite (ungrouped float convolutions, windows above 1x1) over random layouts,
+    """The im2col + GEMM rewrite (ungrouped float convolutions, windows above 1x1 and no larger than the
+    output: not a weight gradient's form) over random layouts,
     strides, padding and dilations, compiled against the reference interpreter of the same program.
     Seed 1 forces im2col's wide variant with runs of all the features per work-item, the others its narrow
     one (few features)."""
@@ -233,7 +264,8 @@ def test_im2col_gemm_matches_the_interpreter(seed, monkeypatch):
     dtype = ("f32", "f64", "bf16")[seed]
     op = random_conv(rng, dtype)
     while op.attrs["feature_group_count"] != 1 or op.attrs["batch_group_count"] != 1 \
-            or math.prod(ConvProblem.from_op(op).window) == 1:
+            or math.prod(ConvProblem.from_op(op).window) == 1 \
+            or matcher.is_weight_gradient(op.operands[1], op.attrs, op.result.type):
         op = random_conv(rng, dtype)
     monkeypatch.setattr(im2col, "NARROW", 0 if seed == 1 else 10**9)
     monkeypatch.setattr(im2col, "VEC", ConvProblem.from_op(op).c)
@@ -290,6 +322,52 @@ def test_transposed_convolution_runs_by_phases():
 @pytest.mark.parametrize("seed", range(1, 9))
 def test_transposed_convolution_runs_by_phases_long(seed):
     run_sub_pixel(seed, 12)
+
+
+def gradient_program(window, stride):
+    """cj.grad of an NHWC convolution's sum of squares, for x and w; the optimized module's dnn calls."""
+    dn = ("NHWC", "HWIO", "NHWC")
+
+    def loss(x, w):
+        return cj.numpy.sum(lax.conv_general_dilated(x, w, (stride, stride), "SAME", dimension_numbers=dn) ** 2)
+    rng = np.random.default_rng(window)
+    x = rng.standard_normal((2, 7, 6, 5)).astype(np.float32)
+    w = rng.standard_normal((window, window, 5, 3)).astype(np.float32)
+    compiled = cj.jit(cj.grad(loss, argnums=(0, 1))).lower(x, w).compile()
+    calls = [op for op in walk(compiled.executable.optimized.body) if op.name == "library_call"]
+    same = [max((-(-size // stride) - 1) * stride + window - size, 0) for size in x.shape[1:3]]
+    forward = ConvProblem.from_op(conv_call(x.shape, w.shape, "f32", window_strides=(stride, stride),
+                                            padding=tuple((t // 2, t - t // 2) for t in same), lhs_dilation=(1, 1),
+                                            rhs_dilation=(1, 1), lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1),
+                                            out_spec=(0, 3, 1, 2), feature_group_count=1, batch_group_count=1))
+    want = cj.jit(cj.grad(loss, argnums=(0, 1)), backend="interpret")(x, w)
+    for got, expected in zip(compiled(x, w), want):  # sums of 2*45 products of f32 values of size ~10
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-3)
+    return calls, forward
+
+
+def test_gradient_of_a_convolution_runs_the_backward_routines():
+    """A 1x1 convolution's data gradient is dnn.conv_bwd_data (the rev of w absorbed; the 1x1 GEMM of
+    libs/blas) and its weight gradient dnn.conv_bwd_weights (implicit GEMM); both name the forward problem
+    in MIOpen's key, with their direction."""
+    calls, forward = gradient_program(1, 1)
+    by_routine = {op.attrs["routine"]: op for op in calls if op.attrs["library"] == "dnn"}
+    assert set(by_routine) == {"conv_fwd", "conv_bwd_data", "conv_bwd_weights"}
+    data, weights = (ConvProblem.from_op(by_routine[r]) for r in ("conv_bwd_data", "conv_bwd_weights"))
+    assert data.key() == forward.key()[:-1] + "B" and weights.key() == forward.key()[:-1] + "W"
+    assert data.describe().startswith("backward data of N2 C5 7x6 -> K3 window 1x1")
+    assert [pick(p, GFX942)[0].name for p in (data, weights)] == ["gemm_1x1", "implicit_gemm"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stride", [1, 2])
+def test_gradient_of_a_3x3_convolution_runs_the_backward_routines(stride):
+    """The 3x3 weight gradient is dnn.conv_bwd_weights (its key the forward problem's); the data gradient
+    im2col + GEMM at stride 1, the sub-pixel phases at stride 2 (both measured faster on the host)."""
+    calls, forward = gradient_program(3, stride)
+    weights = [op for op in calls if op.attrs["routine"] == "conv_bwd_weights"]
+    assert len(weights) == 1 and ConvProblem.from_op(weights[0]).key() == forward.key()[:-1] + "W"
+    assert any(op.attrs["routine"] == "im2col" for op in calls)
 
 
 def test_nchw_bias_written_with_new_axes_is_absorbed():

@@ -1,7 +1,7 @@
-"""libs/dnn's pool routine: lax.reduce_window max/min/sum (and an average pool, the sum divided) with
-the last dimension not pooled becomes `library_call dnn.pool`; compiled against the reference
+"""libs/dnn's pool routine: lax.reduce_window max/min/sum (and an average pool, the sum divided) becomes
+`library_call dnn.pool`, the last dimension pooled (NCHW-like) or not (NHWC-like); compiled against the reference
 interpreter of the same program over random windows, strides, paddings, window dilations, ranks and
-dtypes, both kernel variants (features a multiple of 8 or not).
+dtypes, the kernel's variants (features a multiple of 8 or not, the last dimension pooled).
 
 Error model: max and min select an element, exactly. A sum adds at most `taps` elements in the
 accumulator dtype (f32 for f16/bf16) in the reference's order or another: within taps * eps(acc) *
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import cdnajit as cj
+import cdnajit.nn as nn
 from cdnajit import lax
 from cdnajit.ir.types import NUMPY_DTYPES
 from cdnajit.libs.dnn.pool import pool_kernel
@@ -25,14 +26,17 @@ REDUCERS = {"max": (lax.max, -np.inf), "min": (lax.min, np.inf), "sum": (lax.add
 
 
 def random_pool(rng):
-    """(x shape, reducer, window, strides, padding, window dilation) with the last dimension not pooled."""
+    """(x shape, reducer, window, strides, padding, window dilation): the last dimension pooled in about a
+    third of them (NCHW-like), else not (NHWC-like)."""
     ndim = int(rng.integers(2, 5))
+    pooled = ndim if rng.random() < 0.3 else ndim - 1
+    rest = ndim - pooled
     shape = [int(rng.integers(1, 9)) for _ in range(ndim - 1)] + [int(rng.choice([3, 8, 16, 5]))]
-    window = [int(rng.integers(1, 4)) for _ in range(ndim - 1)] + [1]
-    strides = [int(rng.integers(1, 3)) for _ in range(ndim - 1)] + [1]
-    dilation = [int(rng.choice([1, 1, 2])) for _ in range(ndim - 1)] + [1]
-    padding = [(int(rng.integers(0, 2)), int(rng.integers(0, 2))) for _ in range(ndim - 1)] + [(0, 0)]
-    for d in range(ndim - 1):  # at least one output along every dimension
+    window = [int(rng.integers(1, 4)) for _ in range(pooled)] + [1] * rest
+    strides = [int(rng.integers(1, 3)) for _ in range(pooled)] + [1] * rest
+    dilation = [int(rng.choice([1, 1, 2])) for _ in range(pooled)] + [1] * rest
+    padding = [(int(rng.integers(0, 2)), int(rng.integers(0, 2))) for _ in range(pooled)] + [(0, 0)] * rest
+    for d in range(pooled):  # at least one output along every dimension
         span = (window[d] - 1) * dilation[d] + 1
         lo, hi = padding[d]
         if shape[d] + lo + hi < span:
@@ -81,7 +85,7 @@ def test_pools_match_the_interpreter_long(seed):
     run_pools(seed, 15)
 
 
-def test_average_pool_and_the_generated_fusion_where_the_last_dimension_is_pooled():
+def test_average_pool_and_a_pool_of_the_last_dimension():
     rng = np.random.default_rng(7)
     x = rng.standard_normal((2, 6, 6, 8)).astype(np.float32)
 
@@ -91,10 +95,10 @@ def test_average_pool_and_the_generated_fusion_where_the_last_dimension_is_poole
     assert "pool (a work-item per row" in compiled.report()
     np.testing.assert_allclose(compiled(x), x.reshape(2, 3, 2, 3, 2, 8).mean(axis=(2, 4)), rtol=1e-6)
 
-    def nchw_pool(x):  # the last dimension pooled: the generated reduce_window fusion, no dnn.pool
-        return lax.reduce_window(x, -np.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
-    assert 'routine = "pool"' not in cj.jit(nchw_pool).lower(x).compile().as_text("optimized")
-    np.testing.assert_array_equal(cj.jit(nchw_pool)(x), x.reshape(2, 6, 3, 2, 4, 2).max(axis=(3, 5)))
+    def nchw_pool(x):  # the last dimension pooled: dnn.pool's variant of one feature; a relu after it stays apart
+        return nn.relu(lax.reduce_window(x, -np.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID"))
+    assert 'routine = "pool"' in cj.jit(nchw_pool).lower(x).compile().as_text("optimized")
+    np.testing.assert_array_equal(cj.jit(nchw_pool)(x), np.maximum(x.reshape(2, 6, 3, 2, 4, 2).max(axis=(3, 5)), 0))
 
 
 def test_one_kernel_text_for_pools_of_different_sizes():
