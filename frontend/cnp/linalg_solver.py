@@ -185,6 +185,55 @@ def getrs(lu: Tracer, permutation: Tracer, x: Tracer) -> Tracer:
     return solver_call("getrs", [lu, permutation, x])[0]
 
 
+def getri(lu: Tracer, pivots: Tracer, permutation: Tracer) -> Tracer:
+    """A^-1 from getrf's P A = L U (LAPACK's getri): up to BLOCK rows one kernel (getrs of the
+    identity, its right-hand sides made in the kernel); above, A^-1 = U^-1 L^-1 P: L^-1 by trtri,
+    U^-1 L^-1 by trsm (GEMMs), then its columns permuted (column j is column inverse[j])."""
+    batch, n, _ = lu.shape
+    if is_empty(lu):
+        return lu
+    if n <= BLOCK:
+        return solver_call("getri", [lu, permutation])[0]
+    z = trsm(lu, trtri(lu, lower=True, unit_diagonal=True), lower=False, trans=False, unit_diagonal=False)
+    _, inverse = laswp(pivots, n)
+    return sh.swapaxes(rows_of(sh.swapaxes(z, 1, 2), inverse), 1, 2)
+
+
+def trtri(a: Tracer, *, lower: bool, unit_diagonal: bool) -> Tracer:
+    """The inverse of the `lower` (or upper) triangle of a stack [B, n, n] (routines.py's trtri), the
+    other triangle zero. Recursive above BLOCK rows: the diagonal blocks' inverses, then the
+    off-diagonal block -X22 A21 X11 (lower) or -X11 A12 X22 (upper), two GEMMs."""
+    batch, n, _ = a.shape
+    if is_empty(a):
+        return a
+    if n <= BLOCK:
+        return solver_call("trtri", [a], lower=lower, unit_diagonal=unit_diagonal)[0]
+    n1 = split(n, BLOCK)
+    x11 = trtri(a[:, :n1, :n1], lower=lower, unit_diagonal=unit_diagonal)
+    x22 = trtri(a[:, n1:, n1:], lower=lower, unit_diagonal=unit_diagonal)
+    dtype = a.type.dtype
+    if lower:
+        x21 = -con.matmul(x22, con.matmul(a[:, n1:, :n1], x11))
+        return sh.concatenate([sh.concatenate([x11, cr.zeros((batch, n1, n - n1), dtype)], axis=2),
+                               sh.concatenate([x21, x22], axis=2)], axis=1)
+    x12 = -con.matmul(x11, con.matmul(a[:, :n1, n1:], x22))
+    return sh.concatenate([sh.concatenate([x11, x12], axis=2),
+                           sh.concatenate([cr.zeros((batch, n - n1, n1), dtype), x22], axis=2)], axis=1)
+
+
+# ---- potrs -------------------------------------------------------------------------------------
+
+def potrs(c: Tracer, x: Tracer, *, lower: bool) -> Tracer:
+    """A^-1 X from potrf's A = L L^T, L = C (lower) or C^T (routines.py's potrs): one kernel for a
+    direct_solve problem, else L's and L^T's triangular solves (recursive trsm)."""
+    if is_empty(c, x):
+        return x
+    if direct_solve(c, x):
+        return solver_call("potrs", [c, x], lower=lower)[0]
+    y = trsm(c, x, lower=lower, trans=not lower, unit_diagonal=False)
+    return trsm(c, y, lower=lower, trans=lower, unit_diagonal=False)
+
+
 # ---- laswp -------------------------------------------------------------------------------------
 
 def laswp(pivots: Tracer, rows: int) -> tuple[Tracer, Tracer]:
