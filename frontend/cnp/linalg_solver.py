@@ -16,8 +16,10 @@ products are large GEMMs:
   - potrf: recursive Cholesky, the Schur complement's lower triangle only (recursive syrk);
   - trsm: recursive on the rows, leaves multiplying by the inverse of their diagonal block
     (rocBLAS's way, so that the work is GEMM).
-  - geqrf: recursive QR, the reflections of the left half applied to the right half in compact WY
-    form (larft's T from V^T V, larfb as GEMMs); orgqr and ormqr likewise by the compact WY form.
+  - geqrf: recursive QR (geqrt), the reflections of the left half applied to the right half in
+    compact WY form (larfb as GEMMs), T built from the halves' (Elmroth and Gustavson), leaves
+    qr_leaf columns wide (the block-size heuristic: narrow for few matrices); orgqr likewise;
+  - getri: A^-1 = U^-1 L^-1 P, L^-1 by a recursive trtri (GEMMs), U^-1 by trsm; potrs: two trsm.
 syevj and gesvdj run unblocked at every size (one work-item per matrix).
 """
 from __future__ import annotations
