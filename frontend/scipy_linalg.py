@@ -20,7 +20,7 @@ from .cnp.linalg import eigh as numpy_eigh
 from .cnp.linalg import qr as numpy_qr
 from .cnp.linalg import solve as numpy_solve
 from .cnp.linalg import svd as numpy_svd
-from .cnp.linalg_solver import getrf, identity_stack, laswp, rows_of, trsm
+from .cnp.linalg_solver import getrf, identity_stack, laswp, potrs, rows_of, trsm
 from .lax_control import fori_loop
 from .tracing import located
 
@@ -110,9 +110,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     lower = bool(lower)   # a Python bool, or the 0-d array an eager cho_factor returns
     c, b, vector, batch = right_hand_side("cho_solve", c, b)
     # a = L L^T: L y = b, L^T x = y (L = c, or c^T when c holds U).
-    y = trsm(c, b, lower=lower, trans=not lower, unit_diagonal=False)
-    x = trsm(c, y, lower=lower, trans=lower, unit_diagonal=False)
-    return as_given(x, vector, batch)
+    return as_given(potrs(c, b, lower=lower), vector, batch)
 
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True):

@@ -29,7 +29,7 @@ from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
 from .linalg_rules import with_rules
-from .linalg_solver import direct_solve, geev, geqrf, gesvdj, getrf, getrs, identity_stack, orgqr, potrf, rows_of, \
+from .linalg_solver import direct_solve, geev, geqrf, gesvdj, getrf, getri, getrs, orgqr, potrf, rows_of, \
     syevj, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
@@ -120,10 +120,18 @@ def solve_stack(a: Tracer, b: Tracer) -> Tracer:
 
 
 def inv(a):
-    """jnp.linalg.inv: solve(a, I)."""
+    """jnp.linalg.inv: A^-1 from the LU factors (getri), differentiable: d(A^-1) = -A^-1 dA A^-1,
+    ct_A = -A^-T ct A^-T."""
     a = matrices("inv", a)
-    stack = as_stack(a)
-    return from_stack(solve_stack(stack, identity_stack(*stack.shape[:2], a.type.dtype)), a.shape[:-2])
+
+    def lu_inverse(a):
+        lu, pivots, permutation = getrf(a)
+        return getri(lu, pivots, permutation)
+
+    def vjp(primals, x, ct):
+        return (-(matrix_transpose(x) @ ct @ matrix_transpose(x)),)
+    inverse = with_rules("linalg.inv", lu_inverse, lambda p, t, x: -(x @ t[0] @ x), vjp, as_stack(a))
+    return from_stack(inverse, a.shape[:-2])
 
 
 def lu_diagonal_and_parity(name: str, a) -> tuple[Tracer, Tracer]:

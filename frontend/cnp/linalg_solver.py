@@ -16,8 +16,10 @@ products are large GEMMs:
   - potrf: recursive Cholesky, the Schur complement's lower triangle only (recursive syrk);
   - trsm: recursive on the rows, leaves multiplying by the inverse of their diagonal block
     (rocBLAS's way, so that the work is GEMM).
-  - geqrf: recursive QR, the reflections of the left half applied to the right half in compact WY
-    form (larft's T from V^T V, larfb as GEMMs); orgqr and ormqr likewise by the compact WY form.
+  - geqrf: recursive QR (geqrt), the reflections of the left half applied to the right half in
+    compact WY form (larfb as GEMMs), T built from the halves' (Elmroth and Gustavson), leaves
+    qr_leaf columns wide (the block-size heuristic: narrow for few matrices); orgqr likewise;
+  - getri: A^-1 = U^-1 L^-1 P, L^-1 by a recursive trtri (GEMMs), U^-1 by trsm; potrs: two trsm.
 syevj and gesvdj run unblocked at every size (one work-item per matrix).
 """
 from __future__ import annotations
@@ -185,6 +187,55 @@ def getrs(lu: Tracer, permutation: Tracer, x: Tracer) -> Tracer:
     return solver_call("getrs", [lu, permutation, x])[0]
 
 
+def getri(lu: Tracer, pivots: Tracer, permutation: Tracer) -> Tracer:
+    """A^-1 from getrf's P A = L U (LAPACK's getri): up to BLOCK rows one kernel (getrs of the
+    identity, its right-hand sides made in the kernel); above, A^-1 = U^-1 L^-1 P: L^-1 by trtri,
+    U^-1 L^-1 by trsm (GEMMs), then its columns permuted (column j is column inverse[j])."""
+    batch, n, _ = lu.shape
+    if is_empty(lu):
+        return lu
+    if n <= BLOCK:
+        return solver_call("getri", [lu, permutation])[0]
+    z = trsm(lu, trtri(lu, lower=True, unit_diagonal=True), lower=False, trans=False, unit_diagonal=False)
+    _, inverse = laswp(pivots, n)
+    return sh.swapaxes(rows_of(sh.swapaxes(z, 1, 2), inverse), 1, 2)
+
+
+def trtri(a: Tracer, *, lower: bool, unit_diagonal: bool) -> Tracer:
+    """The inverse of the `lower` (or upper) triangle of a stack [B, n, n] (routines.py's trtri), the
+    other triangle zero. Recursive above BLOCK rows: the diagonal blocks' inverses, then the
+    off-diagonal block -X22 A21 X11 (lower) or -X11 A12 X22 (upper), two GEMMs."""
+    batch, n, _ = a.shape
+    if is_empty(a):
+        return a
+    if n <= BLOCK:
+        return solver_call("trtri", [a], lower=lower, unit_diagonal=unit_diagonal)[0]
+    n1 = split(n, BLOCK)
+    x11 = trtri(a[:, :n1, :n1], lower=lower, unit_diagonal=unit_diagonal)
+    x22 = trtri(a[:, n1:, n1:], lower=lower, unit_diagonal=unit_diagonal)
+    dtype = a.type.dtype
+    if lower:
+        x21 = -con.matmul(x22, con.matmul(a[:, n1:, :n1], x11))
+        return sh.concatenate([sh.concatenate([x11, cr.zeros((batch, n1, n - n1), dtype)], axis=2),
+                               sh.concatenate([x21, x22], axis=2)], axis=1)
+    x12 = -con.matmul(x11, con.matmul(a[:, :n1, n1:], x22))
+    return sh.concatenate([sh.concatenate([x11, x12], axis=2),
+                           sh.concatenate([cr.zeros((batch, n - n1, n1), dtype), x22], axis=2)], axis=1)
+
+
+# ---- potrs -------------------------------------------------------------------------------------
+
+def potrs(c: Tracer, x: Tracer, *, lower: bool) -> Tracer:
+    """A^-1 X from potrf's A = L L^T, L = C (lower) or C^T (routines.py's potrs): one kernel for a
+    direct_solve problem, else L's and L^T's triangular solves (recursive trsm)."""
+    if is_empty(c, x):
+        return x
+    if direct_solve(c, x):
+        return solver_call("potrs", [c, x], lower=lower)[0]
+    y = trsm(c, x, lower=lower, trans=not lower, unit_diagonal=False)
+    return trsm(c, y, lower=lower, trans=lower, unit_diagonal=False)
+
+
 # ---- laswp -------------------------------------------------------------------------------------
 
 def laswp(pivots: Tracer, rows: int) -> tuple[Tracer, Tracer]:
@@ -199,23 +250,58 @@ def laswp(pivots: Tracer, rows: int) -> tuple[Tracer, Tracer]:
 
 # ---- geqrf, orgqr, ormqr -----------------------------------------------------------------------
 
+QR_PANEL = 32        # the widest leaf of a recursive QR of few matrices (qr_leaf)
+MANY_MATRICES = 64   # a stack of at least this many fills the kernels' grid by itself (a workgroup)
+
+
+def qr_leaf(batch: int) -> int:
+    """Block size of the recursive QR: the widest panel the geqrf kernel factors whole. A stack of
+    many matrices keeps SMALL (the batch fills the grid, a work-item per matrix); a few large ones
+    take narrow panels: one work-item factors a panel of b columns serially in 2 m b^2 flops, 2 m n b
+    for the whole matrix, so the serial work falls with b while the products stay GEMMs (the
+    compact-WY updates and T's blocks)."""
+    return SMALL if batch >= MANY_MATRICES else min(SMALL, QR_PANEL)
+
+
 def geqrf(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(QR, tau) of a stack [B, m, n] (routines.py's geqrf). Recursive above SMALL columns (Elmroth and
-    Gustavson's recursive QR): the left half's QR, its reflections applied to the right half in
-    compact WY form (Q1^T A2 = A2 - V1 T1^T V1^T A2, GEMMs), then the QR of the right half's rows
-    below the left half; the same Householder vectors and tau as LAPACK's geqr2."""
+    """(QR, tau) of a stack [B, m, n] (routines.py's geqrf); see geqrt."""
+    qr, tau, _ = geqrt(a, with_t=False)
+    return qr, tau
+
+
+def geqrt(a: Tracer, with_t: bool) -> tuple[Tracer, Tracer, Tracer | None]:
+    """(QR, tau, T) of a stack [B, m, n], H_1 ... H_k = I - V T V^T (T only when with_t). Recursive
+    above qr_leaf columns (Elmroth and Gustavson's recursive QR, "Applying recursion to serial and
+    parallel QR factorization", IBM J. Res. Dev. 44(4), 2000): the left half's QR and T, its
+    reflections applied to the right half in compact WY form (Q1^T A2 = A2 - V1 T1^T V1^T A2,
+    GEMMs), the QR of the right half's rows below the left half, and T = [[T1, -T1 V1^T V2 T2],
+    [0, T2]], whose corner costs a GEMM of the halves' reflections only (the whole T of each level
+    from V^T V would cost 2 m k^2). The same Householder vectors and tau as LAPACK's geqr2."""
     batch, m, n = a.shape
+    k = min(m, n)
     if is_empty(a):
-        return a, cr.zeros((batch, min(m, n)), a.type.dtype)
-    if min(m, n) <= SMALL:
+        return a, cr.zeros((batch, k), a.type.dtype), (identity_stack(batch, k, a.type.dtype) if with_t else None)
+    if k <= qr_leaf(batch):
         qr, tau = solver_call("geqrf", [a])
-        return qr, tau
-    n1 = split(min(m, n), SMALL)
-    left, tau1 = geqrf(a[:, :, :n1])
-    right = ormqr_transposed(left, tau1, a[:, :, n1:])
-    lower, tau2 = geqrf(right[:, n1:])
+        return qr, tau, (larft(reflectors(qr, tau), tau) if with_t else None)
+    n1 = split(k, qr_leaf(batch))
+    left, tau1, t1 = geqrt(a[:, :, :n1], with_t=True)
+    v1 = reflectors(left, tau1)
+    right = apply_transposed(v1, t1, a[:, :, n1:])
+    lower, tau2, t2 = geqrt(right[:, n1:], with_t)
     qr = sh.concatenate([left, sh.concatenate([right[:, :n1], lower], axis=1)], axis=2)
-    return qr, sh.concatenate([tau1, tau2], axis=1)
+    tau = sh.concatenate([tau1, tau2], axis=1)
+    if not with_t:
+        return qr, tau, None
+    return qr, tau, combined_t(t1, v1[:, n1:], reflectors(lower, tau2), t2)
+
+
+def combined_t(t1: Tracer, v1_below: Tracer, v2: Tracer, t2: Tracer) -> Tracer:
+    """T of (I - V1 T1 V1^T)(I - V2 T2 V2^T) = I - V T V^T, V = [V1, V2] with V2 zero above the rows
+    of v1_below (V1's rows where V2 is not zero): [[T1, -T1 (V1^T V2) T2], [0, T2]]."""
+    corner = -con.matmul(t1, con.matmul(con.matmul(sh.swapaxes(v1_below, 1, 2), v2), t2))
+    zeros = cr.zeros((t1.shape[0], t2.shape[1], t1.shape[2]), t1.type.dtype)
+    return sh.concatenate([sh.concatenate([t1, corner], axis=2), sh.concatenate([zeros, t2], axis=2)], axis=1)
 
 
 def reflectors(qr: Tracer, tau: Tracer) -> Tracer:
@@ -228,22 +314,24 @@ def reflectors(qr: Tracer, tau: Tracer) -> Tracer:
 
 
 def larft(v: Tracer, tau: Tracer) -> Tracer:
-    """T [B, k, k] upper triangular with H_1 ... H_k = I - V T V^T: the inverse of the strictly upper
-    triangle of V^T V plus diag(1 / tau) (Joffrain, Low, Quintana-Orti, van de Geijn and van Zee,
-    "Accumulating Householder transformations, revisited", TOMS 32(2), 2006), a GEMM and a trsm; a
-    zero tau gives a 1 on the diagonal (its zero vector then contributes nothing)."""
-    batch, _, k = v.shape
+    """T [B, k, k] upper triangular with H_1 ... H_k = I - V T V^T. Up to qr_leaf columns: the inverse
+    of the strictly upper triangle of V^T V plus diag(1 / tau) (Joffrain, Low, Quintana-Orti, van de
+    Geijn and van Zee, "Accumulating Householder transformations, revisited", TOMS 32(2), 2006), a
+    GEMM and a trsm (a zero tau gives a 1 on the diagonal; its zero vector then contributes
+    nothing); above, the halves' T combined (combined_t)."""
+    batch, m, k = v.shape
+    if k > qr_leaf(batch):
+        k1 = split(k, qr_leaf(batch))
+        t1, t2 = larft(v[:, :, :k1], tau[:, :k1]), larft(v[:, k1:, k1:], tau[:, k1:])
+        return combined_t(t1, v[:, k1:, :k1], v[:, k1:, k1:], t2)
     gram = sh.triu(con.matmul(sh.swapaxes(v, 1, 2), v), 1)
     inverse_tau = el.where(el.equal(tau, 0), 1, 1 / el.where(el.equal(tau, 0), 1, tau))
     s = gram + inverse_tau[:, :, None] * cr.eye(k, dtype=v.type.dtype)
     return trsm(s, identity_stack(batch, k, v.type.dtype), lower=False, trans=False, unit_diagonal=False)
 
 
-def ormqr_transposed(qr: Tracer, tau: Tracer, c: Tracer) -> Tracer:
-    """Q^T C for Q = H_1 ... H_k of geqrf's (QR, tau) (LAPACK's ormqr, side L, trans T, by larfb):
-    C - V T^T (V^T C), three GEMMs."""
-    v = reflectors(qr, tau)
-    t = larft(v, tau)
+def apply_transposed(v: Tracer, t: Tracer, c: Tracer) -> Tracer:
+    """Q^T C for Q = I - V T V^T (LAPACK's larfb, side L, trans T): C - V T^T (V^T C), three GEMMs."""
     return c - con.matmul(v, con.matmul(sh.swapaxes(t, 1, 2), con.matmul(sh.swapaxes(v, 1, 2), c)))
 
 

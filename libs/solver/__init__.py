@@ -1,6 +1,7 @@
 """libs/solver: dense factorizations and solves, as rocSOLVER provides them.
 
-routines.py   the routines (getrf, getrs, potrf, trsm, laswp, lapmr, geqrf, orgqr, syevj, gesvdj, geev): attributes,
+routines.py   the routines (getrf, getrs, getri, potrf, potrs, trsm, trtri, laswp, lapmr, geqrf, orgqr, syevj,
+              gesvdj, geev): attributes,
               shape rule, numpy reference.
 kernels.py    their kernels (one work-item per matrix: the batched small-matrix solution) and the
               answers to the compiler's questions about a call.

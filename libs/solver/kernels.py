@@ -3,7 +3,7 @@
 Solution "workitem_per_matrix" (rocSOLVER's batched small-matrix kernels): every work-item runs,
 serially as LAPACK's unblocked routines do, one matrix's factorization or decomposition (getrf:
 getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, geev: gehd2 + Francis QR, laswp) or one right-hand side
-column's substitution (trsm, getrs); 64 work-items a workgroup, as many workgroups as the batch
+column's substitution (trsm, getrs, potrs) or one column of an inverse (getri, trtri); 64 work-items a workgroup, as many workgroups as the batch
 needs, so a stack of 10 000 matrices is one launch. The row gather lapmr is a plain copy, a
 workgroup per row. The sizes and the batch are scalar parameters: one kernel per routine,
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
@@ -35,7 +35,8 @@ def select(op: Op, target: Target) -> str:
 def explain(op: Op, target: Target) -> tuple[str, str]:
     if op.attrs["routine"] == "lapmr":
         return SOLUTION, "a workgroup per row of the result (the library's only solution)"
-    unit = "right-hand side column" if op.attrs["routine"] in ("trsm", "getrs") else "matrix"
+    unit = {"trsm": "right-hand side column", "getrs": "right-hand side column", "potrs": "right-hand side column",
+            "getri": "column of the inverse", "trtri": "column of the inverse"}.get(op.attrs["routine"], "matrix")
     return SOLUTION, f"one work-item per {unit}, the batch in the grid (the library's only solution)"
 
 
@@ -164,6 +165,27 @@ def getrs_kernel(op: Op, name: str) -> Kernel:
     b, size, rhs = sizes("batch", "n", "k")
     lu, permutation, x, y = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * rhs,
                                                                    b * size * rhs])
+    rows_of_x = lambda matrix, row, column: x[matrix * size * rhs + row * rhs + column]
+    return lu_substitutions(name, params, lu, permutation, y, [b, size, rhs], rows_of_x,
+                            [("batch", batch), ("n", n), ("k", columns)])
+
+
+def getri_kernel(op: Op, name: str) -> Kernel:
+    """getrs of the identity: column j's right-hand side P e_j made in the kernel (row t is 1 where
+    permutation[t] = j)."""
+    batch, n, _ = op.operands[0].type.shape
+    b, size = sizes("batch", "n")
+    lu, permutation, y = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * size])
+    identity = lambda matrix, row, column: K.select(row.eq(column), 1, 0).cast(lu.dtype)
+    return lu_substitutions(name, params, lu, permutation, y, [b, size], identity,
+                            [("batch", batch), ("n", n)], rhs=size)
+
+
+def lu_substitutions(name, params, lu, permutation, y, scalars, rows_of_x, arguments, rhs=None) -> Kernel:
+    """A kernel solving L U y = P x for each right-hand side column (one work-item each): x's rows
+    permuted (rows_of_x(matrix, row, column) reads x), then L's and U's substitutions."""
+    b, size = scalars[:2]
+    rhs = scalars[2] if rhs is None else rhs
     t = K.Var("t", INDEX)
     total = K.Var("total", lu.dtype)
 
@@ -171,11 +193,61 @@ def getrs_kernel(op: Op, name: str) -> Kernel:
         matrix, column = g / rhs, g % rhs
         factor = lambda r, c: lu[matrix * size * size + r * size + c]
         at = lambda r: matrix * size * rhs + r * rhs + column
-        return [loop("t", 0, size, [K.Store(y, at(t), x[at(permutation[matrix * size + t].cast(INDEX))])]),
+        return [loop("t", 0, size, [K.Store(y, at(t), rows_of_x(matrix, permutation[matrix * size + t].cast(INDEX),
+                                                                 column))]),
                 *substitution(factor, y, at, size, True, True, total),
                 *substitution(factor, y, at, size, False, False, total)]
 
+    return per_item(name, params, scalars, b * rhs, body, arguments)
+
+
+def potrs_kernel(op: Op, name: str) -> Kernel:
+    """One work-item per right-hand side column: L's substitution, then L^T's (L = C, or C^T)."""
+    batch, n, _ = op.operands[0].type.shape
+    columns = op.operands[1].type.shape[2]
+    lower = op.attrs["lower"]
+    b, size, rhs = sizes("batch", "n", "k")
+    c, x, y = params = resized(operand_buffers(op), [b * size * size, b * size * rhs, b * size * rhs])
+    t = K.Var("t", INDEX)
+    total = K.Var("total", c.dtype)
+
+    def body(g):
+        matrix, column = g / rhs, g % rhs
+        entry = lambda r, col: c[matrix * size * size + r * size + col]
+        l = (lambda r, col: entry(r, col)) if lower else (lambda r, col: entry(col, r))
+        at = lambda r: matrix * size * rhs + r * rhs + column
+        return [loop("t", 0, size, [K.Store(y, at(t), x[at(t)])]),
+                *substitution(l, y, at, size, True, False, total),
+                *substitution(lambda r, col: l(col, r), y, at, size, False, False, total)]
+
     return per_item(name, params, [b, size, rhs], b * rhs, body, [("batch", batch), ("n", n), ("k", columns)])
+
+
+def trtri_kernel(op: Op, name: str) -> Kernel:
+    """One work-item per column j of the inverse: A x = e_j by substitution from row j on (rows
+    before it, lower, or after it, upper, are zero), so n^3 / 6 multiply-adds per matrix, not n^3 / 2."""
+    batch, n, _ = op.operands[0].type.shape
+    lower, unit = op.attrs["lower"], op.attrs["unit_diagonal"]
+    b, size = sizes("batch", "n")
+    a, x = params = resized(operand_buffers(op), [b * size * size] * 2)
+    t, i, k = K.Var("t", INDEX), K.Var("i", INDEX), K.Var("k", INDEX)
+    total = K.Var("total", a.dtype)
+
+    def body(g):
+        matrix, column = g / size, g % size
+        entry = lambda r, c: a[matrix * size * size + r * size + c]
+        at = lambda r: matrix * size * size + r * size + column
+        row = column + t if lower else column - t
+        done = (column, row) if lower else (row + 1, column + 1)
+        rhs = K.select(t.eq(0), 1, 0).cast(a.dtype)
+        return [
+            loop("i", 0, size, [K.Store(x, at(i), K.Const(0, a.dtype))]),
+            loop("t", 0, (size - column) if lower else (column + 1), [
+                K.Let(total, rhs),
+                loop("k", *done, [K.Assign(total, total - entry(row, k) * x[at(k)])]),
+                K.Store(x, at(row), total if unit else total / entry(row, row))])]
+
+    return per_item(name, params, [b, size], b * size, body, [("batch", batch), ("n", n)])
 
 
 def laswp_kernel(op: Op, name: str) -> Kernel:
@@ -519,7 +591,7 @@ def geev_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
-KERNELS = {"geev": geev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel,
+KERNELS = {"getri": getri_kernel, "potrs": potrs_kernel, "trtri": trtri_kernel, "geev": geev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel,
            "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel,
            "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 

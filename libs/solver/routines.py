@@ -49,6 +49,15 @@ of row-major matrices: every operand has one batch dimension first ([B, rows, co
   getrs(LU[B, n, n], permutation[B, n] i32, X[B, n, k]) -> Y[B, n, k]
       A^-1 X from getrf's P A = L U: X's rows permuted, then L's and U's substitutions, in one
       kernel (LAPACK's getrs, no transpose).
+  getri(LU[B, n, n], permutation[B, n] i32) -> X[B, n, n]
+      A^-1 from getrf's P A = L U: getrs of the identity, each column's right-hand side made in
+      the kernel (P's column), not read.
+  potrs(C[B, n, n], X[B, n, k]) -> Y[B, n, k], attribute lower
+      A^-1 X from potrf's A = L L^T, L = C (lower) or C^T (C holding U = L^T): L's and L^T's
+      substitutions in one kernel (LAPACK's potrs).
+  trtri(A[B, n, n]) -> X[B, n, n], attributes lower, unit_diagonal
+      the inverse of a triangular A (LAPACK's trti2), triangular as A; only A's `lower` or upper
+      triangle is read (not its diagonal when unit_diagonal).
 
 The references compute step by step as the kernels do (kernels.py), in the operands' dtype.
 """
@@ -425,6 +434,47 @@ def getrs_reference(lu, permutation, x):
     return trsm_reference(lu, y, lower=False, trans=False, unit_diagonal=False)
 
 
+
+def getri_infer(types, attrs):
+    require(len(types) == 2, f"library_call: solver.getri takes LU and permutation, got {', '.join(map(str, types))}")
+    lu, permutation = types
+    check_matrices("getri", [lu], 1)
+    batch, n, _ = lu.shape
+    require(lu.shape[2] == n and permutation.shape == (batch, n) and permutation.dtype == "i32",
+            f"library_call: solver.getri takes LU[B, n, n] and an i32 permutation [B, n], got {lu} and {permutation}")
+    return [lu]
+
+
+def getri_reference(lu, permutation):
+    batch, n, _ = lu.shape
+    return getrs_reference(lu, permutation, np.tile(np.eye(n, dtype=lu.dtype), (batch, 1, 1)))
+
+
+def potrs_infer(types, attrs):
+    check_matrices("potrs", types, 2)
+    c, x = types
+    require(c.shape[1] == c.shape[2] and x.shape[:2] == c.shape[:2],
+            f"library_call: solver.potrs takes C[B, n, n] and X[B, n, k], got {c} and {x}")
+    return [x]
+
+
+def potrs_reference(c, x, lower):
+    y = trsm_reference(c, x, lower=lower, trans=not lower, unit_diagonal=False)
+    return trsm_reference(c, y, lower=lower, trans=lower, unit_diagonal=False)
+
+
+def trtri_infer(types, attrs):
+    check_matrices("trtri", types, 1)
+    (a,) = types
+    require(a.shape[1] == a.shape[2], f"library_call: solver.trtri takes square matrices, got {a}")
+    return [a]
+
+
+def trtri_reference(a, lower, unit_diagonal):
+    batch, n, _ = a.shape
+    return trsm_reference(a, np.tile(np.eye(n, dtype=a.dtype), (batch, 1, 1)), lower, False, unit_diagonal)
+
+
 ROUTINES = {
     "getrf": Routine({}, getrf_infer, getrf_reference, "LU with partial pivoting (libs/solver/routines.py)"),
     "potrf": Routine({}, potrf_infer, potrf_reference, "Cholesky of the lower triangle (libs/solver/routines.py)"),
@@ -442,4 +492,9 @@ ROUTINES = {
     "geev": Routine({}, geev_infer, geev_reference, "eigenvalues of general matrices, Hessenberg + double-shift QR "
                                                     "(libs/solver/routines.py)"),
     "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
+    "getri": Routine({}, getri_infer, getri_reference, "inverse from getrf's factors (libs/solver/routines.py)"),
+    "potrs": Routine({"lower": "bool"}, potrs_infer, potrs_reference,
+                     "solve with potrf's factor (libs/solver/routines.py)"),
+    "trtri": Routine({"lower": "bool", "unit_diagonal": "bool"}, trtri_infer, trtri_reference,
+                     "inverse of a triangular matrix (libs/solver/routines.py)"),
 }

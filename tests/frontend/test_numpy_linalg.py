@@ -185,6 +185,17 @@ def test_blocked_lu_and_triangular_solves_compiled_and_interpreted(small_blocks,
             y = cj.jit(lambda t, b: csl.solve_triangular(t, b, lower=lower, trans=trans))(t, b)
             op_t = np.swapaxes(t, 1, 2) if trans else t
             assert solve_backward_error(op_t, y, b, dtype) <= BOUND
+    # inv by getri above BLOCK: U^-1 (trsm) of L^-1 (recursive trtri), columns permuted.
+    inverse = cj.jit(cnp.linalg.inv)(a)
+    assert solve_backward_error(a, inverse, np.broadcast_to(np.eye(19), a.shape), dtype) <= BOUND
+    for lower in (True, False):
+        for unit in (True, False):
+            t = cj.jit(lambda a: linalg_solver.trtri(cnp.asarray(a), lower=lower, unit_diagonal=unit))(a)
+            triangle = np.tril(a) if lower else np.triu(a)
+            if unit:
+                triangle = triangle * (1 - np.eye(19)) + np.eye(19)
+            assert np.all((np.triu(t, 1) if lower else np.tril(t, -1)) == 0)
+            assert solve_backward_error(triangle, t, np.broadcast_to(np.eye(19), a.shape), dtype) <= BOUND
 
 
 # ---- scipy.linalg ----------------------------------------------------------------------------------------

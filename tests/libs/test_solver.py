@@ -13,8 +13,8 @@ import pytest
 
 import cdnajit as cj
 from cdnajit.frontend.tracing import bind
-from cdnajit.libs.solver.routines import getrf_reference, getrs_reference, laswp_reference, lapmr_reference, \
-    potrf_reference, trsm_reference
+from cdnajit.libs.solver.routines import getrf_reference, getri_reference, getrs_reference, laswp_reference, \
+    lapmr_reference, potrf_reference, potrs_reference, trsm_reference, trtri_reference
 from cdnajit.runtime import launch
 
 DTYPES = [np.float32, np.float64]
@@ -112,6 +112,58 @@ def test_getrs_solves_with_getrf_factors(dtype):
     residual = a.astype(np.float64) @ y - x
     assert relative(residual, a, 6, dtype) / max(np.abs(y).max(), 1) <= BOUND
     np.testing.assert_allclose(y, getrs_reference(lu, permutation, x), rtol=0, atol=BOUND * 6 * eps(dtype) * np.abs(y).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
+def test_getri_inverts_from_getrf_factors(dtype):
+    """A^-1 A = I to BOUND n eps cond(A) (the inverse's error is a solve's, Higham 14.3), equal to getrs
+    of the identity (the same substitutions) to BOUND n eps ||A^-1||."""
+    n = 7
+    a = (np.random.default_rng(7).standard_normal((70, n, n)) + 3 * np.eye(n)).astype(dtype)
+    lu, _, permutation = getrf_reference(a)
+    (x,) = cj.jit(lambda lu, p: tuple(call("getri", lu, p)))(lu, permutation)
+    condition = np.linalg.cond(a.astype(np.float64))[:, None, None]
+    assert np.max(np.abs(x.astype(np.float64) @ a - np.eye(n)) / (condition * n * eps(dtype))) <= BOUND
+    np.testing.assert_allclose(x, getri_reference(lu, permutation), rtol=0,
+                               atol=BOUND * n * eps(dtype) * np.abs(x).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("lower", [True, False])
+def test_potrs_solves_with_a_cholesky_factor_in_either_triangle(dtype, lower):
+    """A x = b with A = L L^T given as L (lower) or U = L^T (upper; junk in the other triangle, which
+    must not be read): the residual within BOUND n eps ||A|| ||x||, the reference's answer to BOUND n eps."""
+    n = 9
+    x0 = np.random.default_rng(8).standard_normal((3, n, n))
+    a = x0 @ np.swapaxes(x0, 1, 2) + n * np.eye(n)
+    l = np.linalg.cholesky(a)
+    c = (l + np.triu(np.full((n, n), 5.0), 1)) if lower else (np.swapaxes(l, 1, 2) + np.tril(np.full((n, n), 5.0), -1))
+    c = c.astype(dtype)
+    b = np.random.default_rng(9).standard_normal((3, n, 4)).astype(dtype)
+    (y,) = cj.jit(lambda c, b: tuple(call("potrs", c, b, lower=lower)))(c, b)
+    residual = a @ y.astype(np.float64) - b
+    assert relative(residual, a, n, dtype) / np.abs(y).max() <= BOUND
+    np.testing.assert_allclose(y, potrs_reference(c, b, lower), rtol=0, atol=BOUND * n * eps(dtype) * np.abs(y).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("unit", [False, True])
+def test_trtri_inverts_a_triangle(dtype, lower, unit):
+    """X op A = I for the triangle (junk in the other one and, when unit, on the diagonal) to BOUND n eps
+    cond; X is triangular as A, with exact zeros in the other triangle; the reference to BOUND n eps."""
+    n = 11
+    rng = np.random.default_rng(10 + 2 * int(lower) + int(unit))
+    a = (rng.standard_normal((4, n, n)) + 3 * n * np.eye(n) * (not unit)).astype(dtype)
+    (x,) = cj.jit(lambda a: tuple(call("trtri", a, lower=lower, unit_diagonal=unit)))(a)
+    triangle = np.tril(a) if lower else np.triu(a)
+    if unit:
+        triangle = triangle * (1 - np.eye(n, dtype=dtype)) + np.eye(n, dtype=dtype)
+    assert np.all((np.triu(x, 1) if lower else np.tril(x, -1)) == 0)
+    condition = np.linalg.cond(triangle.astype(np.float64))[:, None, None]
+    assert np.max(np.abs(x.astype(np.float64) @ triangle - np.eye(n)) / (condition * n * eps(dtype))) <= BOUND
+    np.testing.assert_allclose(x, trtri_reference(a, lower, unit), rtol=0,
+                               atol=BOUND * n * eps(dtype) * np.abs(x).max())
 
 
 def test_laswp_and_lapmr_follow_lapack_row_swaps():
