@@ -126,7 +126,7 @@ SOLVER_WORKLOADS = (
              build_cholesky),
     Workload("W15.qr", "linalg.qr(mode='r'), 2000x1000 f64: recursive Householder QR, compact-WY updates by GEMMs",
              build_qr),
-    Workload("W15.inv", "linalg.inv, 1000x1000 f32: recursive LU, then recursive trsm of the identity by GEMMs",
+    Workload("W15.inv", "linalg.inv, 1000x1000 f32: recursive LU, then getri (recursive trtri and trsm by GEMMs)",
              build_inv),
     Workload("W15.det", "linalg.det, 2000x2000 f64: recursive LU, the product of U's diagonal", build_det),
     Workload("W15.inv_4x4", "linalg.inv of 10 000 4x4 f32 matrices: one launch per routine for the whole stack",
