@@ -239,24 +239,50 @@ def cumulative_jvp(b, op, primals, tangents, outs):
         return [None]
     if op.attrs["reducer"] in ("max", "min"):
         return [b.op("gather", tangents[0], extreme_sources(b, op, primals[0], outs[0]))]
-    require_linear_cumulative(op)
+    if op.attrs["reducer"] == "prod":
+        x, axis, reverse = primals[0], op.attrs["axis"], op.attrs["reverse"]
+        before = shift_along(b, outs[0], axis, 1, reverse, 1)
+        return [linear_recurrence(b, x, b.mul(before, tangents[0]), axis, reverse)]
     return [b.op("cumulative", tangents[0], **op.attrs)]
 
 
 def cumulative_vjp(b, op, primals, outs, cts):
     """A cumulative sum's transpose is the cumulative sum the other way; cummax's and cummin's adds each
-    result's cotangent to the element it is (a scatter-add, the gather's transpose)."""
+    result's cotangent to the element it is (a scatter-add, the gather's transpose); cumprod's is its
+    tangent recurrence run backwards (see linear_recurrence)."""
     x = primals[0]
     if op.attrs["reducer"] in ("max", "min"):
         return [b.op("scatter", b.zeros_like(x), extreme_sources(b, op, x, outs[0]), cts[0], reduction="add")]
-    require_linear_cumulative(op)
+    if op.attrs["reducer"] == "prod":
+        # The tangent is y[i] = x[i] y[i-1] + out[i-1] t[i]; its transpose z[j] = ct[j] + x[j+1] z[j+1],
+        # the recurrence the other way, and t's cotangent is out[j-1] z[j].
+        axis, reverse = op.attrs["axis"], op.attrs["reverse"]
+        after = shift_along(b, x, axis, 1, not reverse, 0)
+        before = shift_along(b, outs[0], axis, 1, reverse, 1)
+        return [b.mul(before, linear_recurrence(b, after, cts[0], axis, not reverse))]
     return [b.op("cumulative", cts[0], **{**op.attrs, "reverse": not op.attrs["reverse"]})]
 
 
-def require_linear_cumulative(op):
-    if op.attrs["reducer"] != "sum":
-        raise NotImplementedError(f"differentiation of cumulative {op.attrs['reducer']} is not supported "
-                                  f"(cumulative sum, max and min are)")
+def shift_along(b, x, axis, by, reverse, fill):
+    """x moved `by` places along axis, toward the end (toward the start if reverse), `fill` coming in."""
+    low = [0] * x.type.ndim
+    high = [0] * x.type.ndim
+    low[axis], high[axis] = (-by, by) if reverse else (by, -by)
+    return b.op("pad", x, b.full((), fill, x.type.dtype), low=tuple(low), high=tuple(high),
+                interior=(0,) * x.type.ndim)
+
+
+def linear_recurrence(b, a, c, axis, reverse):
+    """y[i] = a[i] y[i-1] + c[i] along axis (y[-1] = 0; from the end if reverse), as JAX's cumprod
+    derivative (the JVP of its associative scan): a Hillis-Steele scan of the pairs (a, c) under
+    (a1, c1) then (a2, c2) -> (a1 a2, a2 c1 + c2), ceil(log2 n) rounds of elementwise ops. No division,
+    so zeros in the operand give exact derivatives."""
+    by = 1
+    while by < a.type.shape[axis]:
+        c = b.add(b.mul(a, shift_along(b, c, axis, by, reverse, 0)), c)
+        a = b.mul(a, shift_along(b, a, axis, by, reverse, 1))
+        by *= 2
+    return c
 
 
 set_rules("cumulative", jvp=cumulative_jvp, vjp=cumulative_vjp)

@@ -509,20 +509,21 @@ define("scatter", infer=scatter_infer, reference=scatter, attrs={"reduction": "s
        doc="indices as in gather; reduction is set, add, mul, min or max")
 
 
-def require_linear_scatter(op):
-    """Scatter add and set are linear in (x, updates) for fixed indices; mul, min and max are not."""
-    if op.attrs["reduction"] not in ("add", "set"):
-        raise NotImplementedError(f"differentiation of scatter {op.attrs['reduction']} is not supported "
-                                  f"(scatter add and set are)")
-
-
 def scatter_jvp(b, op, primals, tangents, outs):
-    """The same scatter of the tangents: which update lands (for set, the last of repeated indices) depends
-    on the indices alone."""
-    require_linear_scatter(op)
+    """add and set: the same scatter of the tangents (which update lands, for set the last of repeated
+    indices, depends on the indices alone). mul and min/max: see their own rules."""
     if tangents[0] is None and tangents[2] is None:
         return [None]
+    reduction = op.attrs["reduction"]
+    if reduction == "mul":
+        return [scatter_mul_jvp(b, primals, tangents)]
     x_t, updates_t = b.zeros_if_none([tangents[0], tangents[2]], [primals[0], primals[2]])
+    if reduction in ("min", "max"):
+        x, indices, updates = primals
+        count, retained, successful = extreme_shares(b, x, indices, updates, outs[0])
+        return [b.div(b.add(masked(b, retained, x_t), b.op("scatter", b.zeros_like(x), indices,
+                                                              masked(b, successful, updates_t), reduction="add")),
+                      count)]
     return [b.op("scatter", x_t, primals[1], updates_t, **op.attrs)]
 
 
@@ -532,17 +533,78 @@ def masked(b, mask, value):
     return b.select(mask, value, b.zeros_like(value))
 
 
+def landed(b, x, indices):
+    """Whether each update lands (its indices in x's bounds; scatter drops the others)."""
+    in_bounds = b.op("eq", clamped_indices(b, x, indices), indices)
+    return b.op("reduce", in_bounds, reducer="and", axes=(indices.type.ndim - 1,))
+
+
+def landed_where(b, x, indices, mask):
+    """`mask` (of the updates' shape) and the update landed."""
+    if not indices.type.shape[-1]:
+        return mask
+    return b.op("and", mask, b.broadcast(landed(b, x, indices), mask.type.shape, tuple(range(indices.type.ndim - 1))))
+
+
+def others_product(b, x, indices, updates):
+    """For scatter mul: per update, the product of the OTHER updates landing where it lands (an update's
+    derivative is x there times it). Without dividing by zero: the product of the nonzero updates there,
+    divided by this update when it is nonzero and none there is zero; itself when this update is the only
+    zero there; 0 when another is zero. JAX differentiates the updates only with unique_indices (the
+    product of the others is then 1); this is exact with repeated indices too."""
+    one, zero = b.full_like(updates, 1), b.zeros_like(updates)
+    is_zero = b.op("eq", updates, zero)
+    nonzero = b.select(is_zero, one, updates)
+    nonzero_product = b.op("gather", b.op("scatter", b.full_like(x, 1), indices, nonzero, reduction="mul"), indices)
+    zeros_there = b.op("gather", b.op("scatter", b.zeros_like(x), indices, b.select(is_zero, one, zero),
+                                      reduction="add"), indices)
+    return b.select(is_zero, b.select(b.op("eq", zeros_there, one), nonzero_product, zero),
+                    b.select(b.op("eq", zeros_there, zero), b.div(nonzero_product, nonzero), zero))
+
+
+def scatter_mul_jvp(b, primals, tangents):
+    """out = x * (the product of the updates landing there): x's tangent scattered the same way, plus x
+    times the scatter-add of each update's tangent times the product of the others."""
+    x, indices, updates = primals
+    x_t, updates_t = tangents[0], tangents[2]
+    from_x = None if x_t is None else b.op("scatter", x_t, indices, updates, reduction="mul")
+    from_updates = None if updates_t is None else b.mul(x, b.op(
+        "scatter", b.zeros_like(x), indices, b.mul(updates_t, others_product(b, x, indices, updates)),
+        reduction="add"))
+    return b.add(from_x, from_updates)
+
+
+def extreme_shares(b, x, indices, updates, out):
+    """For scatter min/max, as JAX: each result's derivative is the average of the derivatives of the
+    values attaining it (x where x is the result, and the landed updates equal to it). Returns the count
+    of those per result (x's shape), whether x attains its result, and whether each update attains its."""
+    retained = b.op("eq", x, out)
+    successful = landed_where(b, x, indices, b.op("eq", updates, b.op("gather", out, indices)))
+    one, zero = b.full_like(updates, 1), b.zeros_like(updates)
+    count = b.op("scatter", b.select(retained, b.full_like(x, 1), b.zeros_like(x)), indices,
+                 b.select(successful, one, zero), reduction="add")
+    return count, retained, successful
+
+
 def scatter_vjp(b, op, primals, outs, cts):
     """add: x's cotangent passes through; an update's is the cotangent where it landed, 0 where it was
     dropped (out of bounds). set (JAX's rule): x's cotangent is 0 where an update overwrote it, and an
     update's is the cotangent where it landed only if it is the one that stayed: each update's number
-    scattered the same way tells which stayed."""
-    require_linear_scatter(op)
+    scattered the same way tells which stayed. mul, min and max: the transposes of their JVPs."""
     x, indices, updates = primals
     (ct,) = cts
     k = indices.type.shape[-1]
+    reduction = op.attrs["reduction"]
+    if reduction == "mul":
+        to_updates = b.mul(b.op("gather", b.mul(ct, x), indices), others_product(b, x, indices, updates))
+        return [b.op("scatter", ct, indices, updates, reduction="mul"), None,
+                masked(b, landed(b, x, indices), to_updates) if k else to_updates]
+    if reduction in ("min", "max"):
+        count, retained, successful = extreme_shares(b, x, indices, updates, outs[0])
+        share = b.div(ct, count)
+        return [masked(b, retained, share), None, masked(b, successful, b.op("gather", share, indices))]
     gathered = b.op("gather", ct, indices)
-    if op.attrs["reduction"] == "set":
+    if reduction == "set":
         ids_shape = indices.type.shape[:-1]
         ids = b.reshape(b.op("iota", dtype="i64", shape=(math.prod(ids_shape),), dimension=0), ids_shape)
         none = b.full(x.type.shape[:k], -1, "i64")
@@ -551,9 +613,7 @@ def scatter_vjp(b, op, primals, outs, cts):
                 masked(b, stayed, gathered)]
     if not k:
         return [ct, None, gathered]
-    landed = b.op("eq", clamped_indices(b, x, indices), indices)
-    landed = b.op("reduce", landed, reducer="and", axes=(indices.type.ndim - 1,))
-    return [ct, None, masked(b, landed, gathered)]
+    return [ct, None, masked(b, landed(b, x, indices), gathered)]
 
 
 def scatter_batch(b, op, operands, batched):

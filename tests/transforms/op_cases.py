@@ -90,6 +90,14 @@ CASES.update({
     # set: the last of the repeated row 0 stays, row 5 is out of bounds (dropped)
     "scatter_set": Case(lambda x, u: x.at[np.array([0, 2, 0, 5])].set(u ** 2) * x,
                         args_of(ANY, uniform(-1, 1, 4, 4))),
+    # mul: row 0 gets two updates; of those, one zero at column 1 (its derivative is the other update's
+    # value) and two at column 3 (all derivatives 0 there); row 5 is out of bounds (dropped)
+    "scatter_mul": Case(lambda x, u: x.at[np.array([0, 2, 0, 5])].multiply(u) * x,
+                        args_of(ANY, lambda rng: rng.uniform(-1.5, 1.5, (4, 4)) * np.array(
+                            [[1, 1, 1, 0], [1, 1, 1, 1], [1, 0, 1, 0], [1, 1, 1, 1.0]]))),
+    # min/max: x's first 3 rows, the updates its last 4 (distinct values: no ties), row 5 dropped
+    "scatter_max": Case(lambda xu: xu[:3].at[np.array([0, 2, 0, 5])].max(xu[3:]), args_of(distinct(7, 4))),
+    "scatter_min": Case(lambda xu: xu[:3].at[np.array([1, 1, 9, 0])].min(xu[3:] ** 2), args_of(distinct(7, 4))),
     "reduce_sum": Case(lambda x: cnp.sum(x ** 2, axis=1), args_of(ANY)),
     "reduce_max": Case(lambda x: cnp.max(x, axis=0), args_of(distinct(3, 4))),
     "reduce_min": Case(lambda x: cnp.min(x, axis=1), args_of(distinct(3, 4))),
@@ -98,6 +106,9 @@ CASES.update({
     "cumulative": Case(lambda x: cnp.cumsum(x ** 2, axis=1), args_of(ANY)),
     "cummax_cummin": Case(lambda x: (lax.cummax(x, axis=1), lax.cummin(x ** 3, axis=0, reverse=True),
                                      lax.cummax(x, axis=0, reverse=True)), args_of(distinct(3, 4))),
+    # Exact zeros in the operand: the derivative holds there too (no division in the rules).
+    "cumprod": Case(lambda x: (lax.cumprod(x, axis=1), lax.cumprod(x, axis=0, reverse=True), cnp.cumprod(x[:, :1])),
+                    args_of(lambda rng: rng.uniform(-1.5, 1.5, (3, 4)) * np.array([1.0, 0.0, 1.0, 1.0]))),
     "dot_general": Case(lambda a, b: a @ b, args_of(ANY, uniform(-1, 1, 4, 2))),
     "dot_general_batched": Case(lambda a, b: lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,)))),
                                 args_of(uniform(-1, 1, 2, 3, 4), uniform(-1, 1, 2, 4, 5))),

@@ -270,3 +270,17 @@ def test_scatter_set_gradient_as_jax():
     gx, gu = interpreted(cj.grad(f, argnums=(0, 1)))(np.ones(3), np.ones(3))
     np.testing.assert_array_equal(gx, [0.0, 2.0, 0.0])
     np.testing.assert_array_equal(gu, [0.0, 1.0, 3.0])
+
+
+def test_scatter_extreme_and_product_gradients():
+    """max/min: JAX's values at ties (the result's cotangent shared equally by x and the updates equal to
+    it). mul: exact with zeros and repeated indices (an update's derivative is x times the product of the
+    others there; JAX computes only unique indices' and raises otherwise)."""
+    f = lambda x, u: cnp.sum(x.at[np.array([0, 0, 0, 1])].max(u) * np.array([1.0, 2.0, 3.0]))
+    gx, gu = interpreted(cj.grad(f, argnums=(0, 1)))(np.array([1.0, 0.0, 5.0]), np.array([1.0, 0.5, 1.0, -1.0]))
+    np.testing.assert_allclose(gx, [1 / 3, 2.0, 3.0], rtol=1e-15)
+    np.testing.assert_allclose(gu, [1 / 3, 0.0, 1 / 3, 0.0], rtol=1e-15)
+    g = lambda x, u: cnp.sum(x.at[np.array([0, 0, 0, 1, 1])].multiply(u))
+    gx, gu = interpreted(cj.grad(g, argnums=(0, 1)))(np.array([2.0, 3.0, 4.0]), np.array([0.0, 5.0, 7.0, 0.0, 0.0]))
+    np.testing.assert_array_equal(gx, [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(gu, [70.0, 0.0, 0.0, 0.0, 0.0])
