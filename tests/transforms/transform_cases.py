@@ -52,4 +52,17 @@ CASES = {
     "rnn_grad": lambda ns: ns.api.grad(rnn_loss(ns))(ramp(4, 4, scale=0.4), ramp(5, 4, phase=0.5)),
     "cond_grads": lambda ns: [ns.api.grad(branchy(ns))(ramp(3, phase=p)) for p in (0.5, 3.5)],
     "jacfwd_jacrev": lambda ns: [ns.api.jacfwd(ns.np.sin)(ramp(3)), ns.api.jacrev(lambda x: x[::-1] * x)(ramp(4))],
+    # cumprod through zeros (JAX: the JVP of its associative scan), forward and reverse
+    "cumprod_grads": lambda ns: [ns.api.grad(lambda x: ns.np.sum(ns.lax.cumprod(x, axis=1, reverse=r) * ramp(3, 4)))(
+        ramp(3, 4) * np.array([1.0, 0.0, 1.0, 1.0])) for r in (False, True)]
+        + [ns.api.jacfwd(ns.np.cumprod)(ramp(5) * np.array([1.0, 1.0, 0.0, 1.0, 0.0]))],
+    # scatter max/min with ties (x[0] and the update 0.5 both attain row 0's max at column 0: shared),
+    # mul with unique indices (JAX differentiates the updates only then)
+    "scatter_extreme_mul_grads": lambda ns: [
+        ns.api.grad(lambda x, u: ns.np.sum(x.at[np.array([0, 2, 0])].max(u) * ramp(3, 2)), argnums=(0, 1))(
+            np.array([[0.5, 1.0], [0.0, 0.0], [2.0, -1.0]]), np.array([[0.5, 0.2], [3.0, 1.0], [-1.0, 1.0]])),
+        ns.api.grad(lambda x, u: ns.np.sum(x.at[np.array([1, 1])].min(u) * ramp(3, 2)), argnums=(0, 1))(
+            np.array([[0.5, 1.0], [0.25, 0.0], [2.0, -1.0]]), np.array([[0.25, 0.2], [0.25, -1.0]])),
+        ns.api.grad(lambda x, u: ns.np.sum(x.at[np.array([2, 0])].multiply(u, unique_indices=True) * ramp(3, 2)),
+                    argnums=(0, 1))(ramp(3, 2, phase=1.0), np.array([[0.0, 2.0], [3.0, 0.5]]))],
 }
