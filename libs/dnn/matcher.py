@@ -146,12 +146,13 @@ def bounded(side: str, bound: float, low, high) -> tuple:
 
 def clamped(side: str):
     """The rewrite absorbing max(x, c) or min(x, c) of a constant c into the conv_fwd call bound to x
-    (lax.clamp, cnp.clip, nn.relu6 write them), as its clamp epilogue (only floats: the bounds are floats)."""
+    (lax.clamp, cnp.clip, nn.relu6 write them), as its clamp epilogue (only floats: the bounds are floats;
+    only finite bounds: max and min of a NaN propagate it, which the clamp epilogue does not)."""
     def rewrite(m, x, bound):
         call = absorbable(m, x, inputs=[bound])
         value = splat_value(bound)
-        if call is None or value is None or x.type.dtype not in FLOATS or bound.type.dtype != x.type.dtype \
-                or clamp_bounds(call) is None or unclampable(call):
+        if call is None or value is None or not math.isfinite(value) or x.type.dtype not in FLOATS \
+                or bound.type.dtype != x.type.dtype or clamp_bounds(call) is None or unclampable(call):
             return None
         low, high = bounded(side, float(value), *clamp_bounds(call))
         has_bias = split_epilogue(call.attrs["epilogue"])[0]
@@ -162,7 +163,8 @@ def clamped(side: str):
 def hard_tanh(m, x, high, high_value, low, low_value):
     """where(x > hi, hi, where(x < lo, lo, x)) of constants lo <= hi (nn.hard_tanh's form) = clamp(lo, x, hi)."""
     values = [splat_value(v) for v in (high, high_value, low, low_value)]
-    if any(v is None for v in values) or values[0] != values[1] or values[2] != values[3] or values[2] > values[0]:
+    if any(v is None or not math.isfinite(v) for v in values) or values[0] != values[1] or values[2] != values[3] \
+            or values[2] > values[0]:
         return None
     call = absorbable(m, x, inputs=[high, high_value, low, low_value])
     if call is None or x.type.dtype not in FLOATS or clamp_bounds(call) != (None, None) or unclampable(call) \
