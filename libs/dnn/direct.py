@@ -37,10 +37,14 @@ def unravel(index: K.Expr, sizes, prefix: str) -> tuple[list[K.Stmt], list[K.Var
 
 
 def epilogue(params: ConvParams, acc: K.Expr, feature: K.Expr) -> K.Expr:
-    """The bias of output feature `feature` and the activation, in the accumulator's dtype."""
+    """The bias of output feature `feature` and the activation, in the accumulator's dtype (the clamp's
+    bounds are kernel parameters: problem.py's ConvParams.clamp)."""
     has_bias, activation = split_epilogue(params.problem.epilogue)
     if has_bias:
         acc = acc + params.buffers[2][feature].cast(acc.dtype)
+    if activation == "clamp":
+        low, high = params.clamp
+        return K.minimum(K.maximum(acc, low), high)
     return activation_expr(activation, acc)
 
 

@@ -18,10 +18,11 @@ import math
 
 from ...ir.core import Op, Value
 from ...ir.types import INTS, FLOATS
-from ...passes.patterns import Pat
+from ...passes.patterns import Pat, splat_value
 from ..blas.matcher import activation_rules
 from ..blas.routines import ACTIVATIONS, split_epilogue
-from . import im2col, pool, subpixel
+from . import im2col, pool, solvers, subpixel
+from .problem import ConvProblem
 
 CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "lhs_spec", "rhs_spec", "out_spec",
                    "feature_group_count", "batch_group_count", "preferred_element_type")
@@ -46,7 +47,8 @@ def conv_from_graph(m, lhs, rhs, conv):
     reversed_w = reversed_kernel(rhs, attrs)
     if reversed_w is not None:
         return m.op("library_call", lhs, reversed_w, library="dnn", routine="conv_bwd_data", solution="", **attrs)
-    return m.op("library_call", lhs, rhs, library="dnn", routine="conv_fwd", solution="", epilogue="none", **attrs)
+    return m.op("library_call", lhs, rhs, library="dnn", routine="conv_fwd", solution="", epilogue="none",
+                clamp_min=None, clamp_max=None, **attrs)
 
 
 def ungrouped(attrs) -> bool:
@@ -123,6 +125,62 @@ def activated(name):
     return rewrite
 
 
+def clamp_bounds(call: Op) -> tuple | None:
+    """The bounds (low, high; None: unbounded) the call's epilogue clamps its result to after the bias:
+    (None, None) without an activation, relu's (0, None); None for another activation."""
+    activation = split_epilogue(call.attrs["epilogue"])[1]
+    if activation is None:
+        return None, None
+    if activation == "relu":
+        return 0.0, None
+    return (call.attrs["clamp_min"], call.attrs["clamp_max"]) if activation == "clamp" else None
+
+
+def bounded(side: str, bound: float, low, high) -> tuple:
+    """(low, high) after max(., bound) or min(., bound) of min(max(y, low), high): max(min(y, h), c) =
+    min(max(y, c), max(h, c)) and min(min(y, h), c) = min(y, min(h, c)), None an infinite bound."""
+    if side == "max":
+        return (bound if low is None else max(low, bound)), (None if high is None else max(high, bound))
+    return low, (bound if high is None else min(high, bound))
+
+
+def clamped(side: str):
+    """The rewrite absorbing max(x, c) or min(x, c) of a constant c into the conv_fwd call bound to x
+    (lax.clamp, cnp.clip, nn.relu6 write them), as its clamp epilogue (only floats: the bounds are floats;
+    only finite bounds: max and min of a NaN propagate it, which the clamp epilogue does not)."""
+    def rewrite(m, x, bound):
+        call = absorbable(m, x, inputs=[bound])
+        value = splat_value(bound)
+        if call is None or value is None or not math.isfinite(value) or x.type.dtype not in FLOATS \
+                or bound.type.dtype != x.type.dtype or clamp_bounds(call) is None or unclampable(call):
+            return None
+        low, high = bounded(side, float(value), *clamp_bounds(call))
+        has_bias = split_epilogue(call.attrs["epilogue"])[0]
+        return rebuilt(m, call, epilogue="bias_clamp" if has_bias else "clamp", clamp_min=low, clamp_max=high)
+    return rewrite
+
+
+def hard_tanh(m, x, high, high_value, low, low_value):
+    """where(x > hi, hi, where(x < lo, lo, x)) of constants lo <= hi (nn.hard_tanh's form) = clamp(lo, x, hi)."""
+    values = [splat_value(v) for v in (high, high_value, low, low_value)]
+    if any(v is None or not math.isfinite(v) for v in values) or values[0] != values[1] or values[2] != values[3] \
+            or values[2] > values[0]:
+        return None
+    call = absorbable(m, x, inputs=[high, high_value, low, low_value])
+    if call is None or x.type.dtype not in FLOATS or clamp_bounds(call) != (None, None) or unclampable(call) \
+            or any(v.type.dtype != x.type.dtype for v in (high, high_value, low, low_value)):
+        return None
+    has_bias = split_epilogue(call.attrs["epilogue"])[0]
+    return rebuilt(m, call, epilogue="bias_clamp" if has_bias else "clamp",
+                   clamp_min=float(values[2]), clamp_max=float(values[0]))
+
+
+def unclampable(call: Op) -> bool:
+    """Whether the call would run libs/blas's GEMM (gemm_1x1), whose epilogues have no clamp: the clamp stays
+    a fusion there rather than moving the convolution off the GEMM."""
+    return solvers.gemm_1x1_refuse(ConvProblem.from_op(call)) is None
+
+
 x = Pat.var("x")
 RULES = [
     # conv_general_dilated(x, w) -> library_call dnn.conv_fwd
@@ -132,6 +190,13 @@ RULES = [
     # conv + broadcast(bias) along the output features (either operand order) -> epilogue "bias"
     (Pat.op("add", x, Pat.op("broadcast_in_dim", Pat.var("bias"), name="row")), added_bias),
     (Pat.op("add", Pat.op("broadcast_in_dim", Pat.var("bias"), name="row"), x), added_bias),
-    # gelu (tanh and erf forms), silu, relu = max(x, 0), tanh, sigmoid -> the epilogue's activation
+    # gelu (tanh and erf forms), silu, relu = max(x, 0), tanh, sigmoid -> the epilogue's activation (before
+    # the clamp rules: max(x, 0) is relu, which a following min(., c) makes a clamp)
     *activation_rules(activated),
+    # max(x, c), min(x, c) of a constant (either operand order) -> the clamp epilogue, the bounds composed
+    *[(Pat.op(side, *operands), clamped(side)) for side in ("max", "min")
+      for operands in [(x, Pat.var("bound")), (Pat.var("bound"), x)]],
+    # where(x > hi, hi, where(x < lo, lo, x)) (nn.hard_tanh) -> the clamp epilogue
+    (Pat.op("select", Pat.op("gt", x, Pat.var("high")), Pat.var("high_value"),
+            Pat.op("select", Pat.op("lt", x, Pat.var("low")), Pat.var("low_value"), x)), hard_tanh),
 ]

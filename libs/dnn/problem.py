@@ -42,6 +42,7 @@ class ConvProblem:
     result_dtype: str
     epilogue: str
     direction: str = "F"
+    clamp: tuple = (None, None)     # the clamp epilogue's bounds (kernel parameters: not in the key)
 
     @classmethod
     def from_op(cls, op: Op) -> "ConvProblem":
@@ -57,7 +58,8 @@ class ConvProblem:
                    tuple(w.shape[a["rhs_spec"][2 + j]] for j in spatial), tuple(a["window_strides"]),
                    tuple(tuple(p) for p in a["padding"]), tuple(a["lhs_dilation"]), tuple(a["rhs_dilation"]),
                    tuple(a["lhs_spec"]), tuple(a["rhs_spec"]), tuple(a["out_spec"]), x.dtype, y.dtype,
-                   a["epilogue"] if direction == "F" else "none", direction)
+                   a["epilogue"] if direction == "F" else "none", direction,
+                   (a["clamp_min"], a["clamp_max"]) if direction == "F" else (None, None))
 
     @property
     def spatial(self) -> int:
@@ -132,6 +134,7 @@ class ConvProblem:
         groups = f" groups {self.groups}" if self.groups > 1 else ""
         groups += f" batch groups {self.batch_groups}" if self.batch_groups > 1 else ""
         epilogue = f" {self.epilogue}" if self.epilogue != "none" else ""
+        epilogue += f" [{self.clamp[0]}, {self.clamp[1]}]" if self.epilogue.endswith("clamp") else ""
         return (f"N{self.n} C{self.c * self.groups} {join_sizes(self.in_size)} -> K{self.k} window "
                 f"{join_sizes(self.window)} stride {join_sizes(self.stride)}{groups} {self.layout()} "
                 f"{self.in_dtype}->{self.result_dtype}{epilogue}")
@@ -172,6 +175,13 @@ class ConvParams:
         shapes = [self.x_shape, self.w_shape] + [[self.k]] * split_epilogue(p.epilogue)[0] + [self.y_shape]
         self.buffers = [K.GlobalBuffer(b.name, b.dtype, product(shape), b.readonly)
                         for b, shape in zip(operand_buffers(op), shapes)]
+        # The clamp epilogue's bounds, in the accumulator's dtype (an unbounded side clamps at infinity).
+        self.clamp = None
+        if split_epilogue(p.epilogue)[1] == "clamp":
+            self.clamp = tuple(K.ScalarParam(name, p.acc_dtype) for name in ("clamp_min", "clamp_max"))
+            self.arguments += [("clamp_min", -math.inf if p.clamp[0] is None else p.clamp[0]),
+                               ("clamp_max", math.inf if p.clamp[1] is None else p.clamp[1])]
+            self.scalars += list(self.clamp)
         self.params = self.buffers + self.scalars
         self.x_strides, self.w_strides, self.y_strides = (row_major(s) for s in (self.x_shape, self.w_shape, self.y_shape))
 

@@ -10,8 +10,11 @@ Operands: x and w as lax.conv_general_dilated takes them (any dimension numbers,
 strides, padding, lhs/rhs dilation, feature and batch groups), then the bias (one value per output
 feature, of y's dtype) when the epilogue starts with "bias". Attributes, beside library_call's own
 (`library` = "dnn", `routine`, `solution`): conv_general_dilated's own (ir/ops/linalg.py's
-CONV_ATTRS) and `epilogue`: "none", "bias", an activation of libs/blas (relu, sigmoid, tanh, silu,
-gelu_tanh, gelu_erf) or "bias_" + one.
+CONV_ATTRS), `epilogue`: "none", "bias", an activation of libs/blas (relu, sigmoid, tanh, silu,
+gelu_tanh, gelu_erf) or "clamp", or "bias_" + one, and `clamp_min`, `clamp_max`: the clamp's bounds
+(min(max(y, clamp_min), clamp_max), a float of y's dtype or None for no bound on that side; both None
+unless the activation is clamp). The kernels take the bounds as scalar parameters, so one kernel serves
+every bound.
 
 The backward routines take the convolution attributes of the graph's convolution they replace, as
 cj.grad's transpose rule (ir/ops/linalg.py: conv_vjp) writes it: conv_bwd_data's w is the forward
@@ -35,14 +38,21 @@ from ...ir.ops.library import Routine
 from ...ir.ops.linalg import CONV_ATTRS, conv_general_dilated, conv_infer
 from ...ir.ops.reduce import reduce_window, reduce_window_infer
 from ...ir.ops.shape import pad_array
-from ...ir.types import TensorType
-from ..blas.routines import ACTIVATIONS, EPILOGUES, apply, split_epilogue
+from ...ir.types import FLOATS, TensorType
+from ..blas.routines import ACTIVATIONS, EPILOGUES, apply, splat, split_epilogue
 from . import mha
+
+
+# conv_fwd's epilogues: libs/blas's, and the clamp (relu6, hard_tanh, clip), whose bounds are attributes.
+CONV_EPILOGUES = (*EPILOGUES, "clamp", "bias_clamp")
+# activation -> the result dtypes it accepts
+CONV_ACTIVATIONS = {**{name: dtypes for name, (_, dtypes) in ACTIVATIONS.items()}, "clamp": FLOATS}
 
 
 def conv_fwd_infer(types, attrs):
     epilogue = attrs["epilogue"]
-    require(epilogue in EPILOGUES, f"library_call: epilogue {epilogue!r} is not one of {', '.join(EPILOGUES)}")
+    require(epilogue in CONV_EPILOGUES,
+            f"library_call: epilogue {epilogue!r} is not one of {', '.join(CONV_EPILOGUES)}")
     has_bias, activation = split_epilogue(epilogue)
     require(len(types) == 2 + has_bias, f"library_call: dnn.conv_fwd with epilogue {epilogue!r} takes "
                                         f"{2 + has_bias} operands (x, w{', bias' if has_bias else ''}), got {len(types)}")
@@ -52,18 +62,30 @@ def conv_fwd_infer(types, attrs):
         require(types[2] == TensorType(result.dtype, (features,)),
                 f"library_call: dnn.conv_fwd's bias must be {result.dtype}[{features}], got {types[2]}")
     if activation is not None:
-        require(result.dtype in ACTIVATIONS[activation][1],
+        require(result.dtype in CONV_ACTIVATIONS[activation],
                 f"library_call: epilogue {epilogue!r} is not defined on {result.dtype}")
+    bounds = (attrs["clamp_min"], attrs["clamp_max"])
+    require(activation == "clamp" or bounds == (None, None),
+            f"library_call: dnn.conv_fwd's clamp_min and clamp_max are for the clamp epilogue, got {bounds} with "
+            f"epilogue {epilogue!r}")
     return [result]
 
 
-def conv_fwd_reference(x, w, *bias, epilogue, **conv_attrs):
+def clamped(y, low, high):
+    """min(max(y, low), high), a None bound not applied, as the graph's max and min ops compute it."""
+    y = y if low is None else apply("max", y, splat(low, y))
+    return y if high is None else apply("min", y, splat(high, y))
+
+
+def conv_fwd_reference(x, w, *bias, epilogue, clamp_min, clamp_max, **conv_attrs):
     y = conv_general_dilated(x, w, **conv_attrs)
     has_bias, activation = split_epilogue(epilogue)
     if has_bias:
         shape = [1] * y.ndim
         shape[conv_attrs["out_spec"][1]] = -1
         y = apply("add", y, np.broadcast_to(bias[0].reshape(shape), y.shape))
+    if activation == "clamp":
+        return clamped(y, clamp_min, clamp_max)
     return y if activation is None else ACTIVATIONS[activation][0](y)
 
 
@@ -164,7 +186,7 @@ ROUTINES = {"mha_fwd": Routine(MHA_ATTRS, mha_fwd_infer, mha_fwd_reference,
                             "y = reduce_window(x) with max, min or sum (libs/dnn/pool.py)"),
             "im2col": Routine(IM2COL_ATTRS, im2col_infer, im2col_reference,
                               "patches[(n, o...), (t..., c)] of x: im2col + GEMM's first step (libs/dnn/im2col.py)"),
-            "conv_fwd": Routine({**CONV_ATTRS, "epilogue": "str"}, conv_fwd_infer, conv_fwd_reference,
+            "conv_fwd": Routine({**CONV_ATTRS, "epilogue": "str", "clamp_min": "float?", "clamp_max": "float?"}, conv_fwd_infer, conv_fwd_reference,
                                 "y = epilogue(conv_general_dilated(x, w) + bias) (libs/dnn/routines.py)"),
             "conv_bwd_data": Routine(CONV_ATTRS, partial(ungrouped_conv_infer, "conv_bwd_data", "window_strides"),
                                      conv_bwd_data_reference,

@@ -70,6 +70,8 @@ def gemm_1x1_refuse(p: ConvProblem) -> str | None:
         return f"layout {p.layout()}: the features of x and y are not their innermost dimension (NHWC-like)"
     if p.in_dtype not in ("f64", "f32", "f16", "bf16"):
         return f"{p.in_dtype} operands: the BLAS kernels take floats"
+    if p.epilogue.endswith("clamp"):
+        return "the clamp epilogue: libs/blas's GEMM epilogues have no clamp"
     return None
 
 

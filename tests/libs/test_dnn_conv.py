@@ -8,7 +8,8 @@ and why, and bad input is named.
 Error model: each output sums C*R*S products accumulated in the accumulator dtype (f32 for
 f16/bf16) in another order than the reference's; the difference is at most (terms) ulps of the
 accumulator times the sum of |products|, then one rounding to the result dtype and the
-activation's few ulps. Tolerance: 4 * terms * eps(acc) * sum|x*w| + 4 eps(result) * |y| + tiny.
+activation's few ulps (the clamp adds none: it is 1-Lipschitz and its bounds are exact in every dtype
+drawn). Tolerance: 4 * terms * eps(acc) * sum|x*w| + 4 eps(result) * |y| + tiny.
 """
 import math
 
@@ -18,6 +19,7 @@ import pytest
 
 import cdnajit as cj
 import cdnajit.nn as nn
+import cdnajit.numpy as cnp
 from cdnajit import lax
 from cdnajit.errors import TracingTypeError
 from cdnajit.ir.core import Value, make_op, walk
@@ -33,13 +35,18 @@ from cdnajit.runtime.launch import compile_kernel
 
 GFX942 = get_target("gfx942")
 FLOAT_DTYPES = ("f32", "f64", "f16", "bf16")
-EPILOGUES = ("none", "bias", "relu", "bias_relu", "bias_gelu_tanh", "bias_silu", "sigmoid", "bias_tanh", "gelu_erf")
+EPILOGUES = ("none", "bias", "relu", "bias_relu", "bias_gelu_tanh", "bias_silu", "sigmoid", "bias_tanh", "gelu_erf",
+             "clamp", "bias_clamp")
+# The clamp epilogue's bounds drawn (exact in every float dtype; None: unbounded on that side).
+CLAMP_BOUNDS = ((0.0, 6.0), (-0.5, 0.75), (None, 0.25), (-1.0, None), (0.5, 0.5))
+PLAIN = {"epilogue": "none", "clamp_min": None, "clamp_max": None}  # conv_fwd's attributes of no epilogue
 
 
-def conv_call(x_shape, w_shape, dtype, epilogue="none", routine="conv_fwd", **conv):
+def conv_call(x_shape, w_shape, dtype, epilogue="none", routine="conv_fwd", clamp=(None, None), **conv):
     """A lone `library_call dnn.conv_fwd` (or a backward routine, without an epilogue), as the matcher builds one."""
+    fwd_attrs = {"epilogue": epilogue, "clamp_min": clamp[0], "clamp_max": clamp[1]}
     attrs = dict(library="dnn", routine=routine, solution="", preferred_element_type=None, **conv,
-                 **({"epilogue": epilogue} if routine == "conv_fwd" else {}))
+                 **(fwd_attrs if routine == "conv_fwd" else {}))
     types = [TensorType(dtype, x_shape), TensorType(dtype, w_shape)]
     if routine == "conv_fwd" and epilogue.startswith("bias"):
         types.append(TensorType(dtype, (w_shape[conv["rhs_spec"][0]],)))
@@ -47,7 +54,8 @@ def conv_call(x_shape, w_shape, dtype, epilogue="none", routine="conv_fwd", **co
     return make_op("library_call", [Value(t) for t in types], attrs, result)
 
 
-def random_conv(rng, dtype, spatial=None, depthwise=False, one_by_one=False, transposed=False, routine="conv_fwd"):
+def random_conv(rng, dtype, spatial=None, depthwise=False, one_by_one=False, transposed=False, routine="conv_fwd",
+                epilogue=None):
     """A random convolution call: shapes, layouts, strides, padding, dilations, groups, epilogue. A
     `transposed` one has window strides 1 and lhs dilation 2 or 3 (a transposed convolution's).
     A backward routine's: ungrouped, no epilogue; conv_bwd_data's window strides 1 (lhs dilation 1 to 3),
@@ -102,8 +110,10 @@ def random_conv(rng, dtype, spatial=None, depthwise=False, one_by_one=False, tra
     w_shape = [0] * ndim
     for d, size in zip(rhs_spec, [k, c_per_group] + window):
         w_shape[d] = size
-    epilogue = str(rng.choice(EPILOGUES)) if dtype in FLOAT_DTYPES else str(rng.choice(["none", "bias", "relu"]))
-    return conv_call(tuple(x_shape), tuple(w_shape), dtype, epilogue, routine, window_strides=tuple(strides),
+    if epilogue is None:
+        epilogue = str(rng.choice(EPILOGUES)) if dtype in FLOAT_DTYPES else str(rng.choice(["none", "bias", "relu"]))
+    clamp = CLAMP_BOUNDS[rng.integers(len(CLAMP_BOUNDS))] if epilogue.endswith("clamp") else (None, None)
+    return conv_call(tuple(x_shape), tuple(w_shape), dtype, epilogue, routine, clamp, window_strides=tuple(strides),
                      padding=tuple(padding), lhs_dilation=tuple(lhs_dil), rhs_dilation=tuple(rhs_dil),
                      lhs_spec=lhs_spec, rhs_spec=rhs_spec, out_spec=out_spec, feature_group_count=groups,
                      batch_group_count=batch_groups)
@@ -125,7 +135,7 @@ def assert_conv_close(got, op, arrays):
         return
     problem = ConvProblem.from_op(op)
     terms = problem.c * math.prod(problem.window)
-    conv_attrs = {k: v for k, v in attrs.items() if k != "epilogue"}
+    conv_attrs = {k: v for k, v in attrs.items() if k not in ("epilogue", "clamp_min", "clamp_max")}
     w = np.flip(arrays[1], axis=tuple(attrs["rhs_spec"][2:])) if problem.flip else arrays[1]
     magnitude = magnitude_sums(arrays[0], w, conv_attrs)
     acc_eps = float(ml_dtypes.finfo(NUMPY_DTYPES[problem.acc_dtype]).eps)
@@ -175,6 +185,19 @@ SOLVER_OPTIONS = {"direct": {}, "implicit_gemm": {}, "depthwise": {"depthwise": 
 @pytest.mark.parametrize("seed", range(1))
 def test_random_convolutions_match_reference(name, seed):
     run_random(name, seed, 2 if name == "gemm_1x1" else 6, **SOLVER_OPTIONS[name])
+
+
+@pytest.mark.parametrize("name,epilogue", [("direct", "clamp"), ("implicit_gemm", "bias_clamp")])
+def test_clamp_epilogue_matches_reference(name, epilogue):
+    """The clamp epilogue (bounds drawn from CLAMP_BOUNDS) on random problems; the bounds are kernel
+    parameters, so two bounds give one kernel text."""
+    run_random(name, 7, 3, epilogue=epilogue)  # seed 7: f16 for direct, bf16 for implicit_gemm
+    conv = dict(window_strides=(1,), padding=((1, 1),), lhs_dilation=(1,), rhs_dilation=(1,), lhs_spec=(0, 1, 2),
+                rhs_spec=(0, 1, 2), out_spec=(0, 1, 2), feature_group_count=1, batch_group_count=1)
+    ops = [conv_call((2, 3, 5), (4, 3, 3), "f32", epilogue, clamp=bounds, **conv) for bounds in CLAMP_BOUNDS[:2]]
+    texts = {solver_named(name, ConvProblem.from_op(op)).emit(op, ConvProblem.from_op(op), "conv", GFX942).code_text()
+             for op in ops}
+    assert len(texts) == 1
 
 
 @pytest.mark.slow
@@ -279,8 +302,8 @@ def test_im2col_gemm_matches_the_interpreter(seed, monkeypatch):
     assert 'routine = "im2col"' in compiled.as_text("optimized")
     got = compiled(*arrays)
     y = np.asarray(got)
-    plain = make_op("library_call", list(op.operands[:2]), {**op.attrs, "epilogue": "none"},
-                    infer_types("library_call", [v.type for v in op.operands[:2]], {**op.attrs, "epilogue": "none"}))
+    plain = make_op("library_call", list(op.operands[:2]), {**op.attrs, **PLAIN},
+                    infer_types("library_call", [v.type for v in op.operands[:2]], {**op.attrs, **PLAIN}))
     assert_conv_close(y, plain, arrays)
 
 
@@ -306,8 +329,8 @@ def run_sub_pixel(seed, count):
         op = random_conv(rng, dtype, transposed=True)
         while subpixel.refuse(*op.operands[:2], op.attrs, op.result.type) is not None:
             op = random_conv(rng, dtype, transposed=True)
-        plain = make_op("library_call", list(op.operands[:2]), {**op.attrs, "epilogue": "none"},
-                        infer_types("library_call", [v.type for v in op.operands[:2]], {**op.attrs, "epilogue": "none"}))
+        plain = make_op("library_call", list(op.operands[:2]), {**op.attrs, **PLAIN},
+                        infer_types("library_call", [v.type for v in op.operands[:2]], {**op.attrs, **PLAIN}))
         arrays = [random_values(rng, dtype, v.type.shape) for v in op.operands[:2]]
         y, text = jit_conv(op, arrays)
         assert "lhs_dilation = [1" in text and not any(f"lhs_dilation = [{d}" in text for d in (2, 3))
@@ -382,6 +405,86 @@ def test_nchw_bias_written_with_new_axes_is_absorbed():
     compiled = cj.jit(f).lower(x, w, b).compile()
     assert 'epilogue = "bias_sigmoid"' in compiled.as_text("optimized")
     np.testing.assert_allclose(compiled(x, w, b), cj.jit(f, backend="interpret")(x, w, b), rtol=1e-5, atol=1e-6)
+
+
+# The clamp forms a user writes after a conv + bias, each absorbed as the epilogue's clamp with its bounds.
+CLAMP_FORMS = {
+    "relu6": (nn.relu6, (0.0, 6.0)),
+    "clip": (lambda y: cnp.clip(y, -0.5, 0.75), (-0.5, 0.75)),
+    "lax.clamp": (lambda y: lax.clamp(-1.0, y, 0.25), (-1.0, 0.25)),
+    "hard_tanh": (nn.hard_tanh, (-1.0, 1.0)),
+    "min then max": (lambda y: cnp.maximum(cnp.minimum(y, 0.5), -0.25), (-0.25, 0.5)),
+}
+
+
+def clamped_depthwise(form, dtype="f32", shape=(2, 4, 7, 6), seed=5):
+    """A depthwise NCHW conv + bias + the clamp `form` (a dnn.conv_fwd: im2col + GEMM takes ungrouped convs),
+    compiled, with arguments and the interpreter's answer."""
+    rng = np.random.default_rng(seed)
+    np_dtype = NUMPY_DTYPES[dtype]
+    x = (2 * rng.standard_normal(shape)).astype(np_dtype)
+    w = rng.standard_normal((shape[1], 1, 3, 3)).astype(np_dtype)
+    b = rng.standard_normal(shape[1]).astype(np_dtype)
+
+    def f(x, w, b):
+        y = lax.conv_general_dilated(x, w, (1, 1), "SAME", feature_group_count=shape[1]) + b[:, None, None]
+        return CLAMP_FORMS[form][0](y)
+    return cj.jit(f).lower(x, w, b).compile(), (x, w, b), cj.jit(f, backend="interpret")(x, w, b)
+
+
+def assert_depthwise_close(got, want, x, w, dtype):
+    """Within the module docstring's error model (9 terms per output)."""
+    eps = float(ml_dtypes.finfo(NUMPY_DTYPES[dtype]).eps)
+    acc_eps = float(ml_dtypes.finfo(np.float64 if dtype == "f64" else np.float32).eps)
+    spatial = dict(window_strides=(1, 1), padding=((1, 1), (1, 1)), lhs_dilation=(1, 1), rhs_dilation=(1, 1),
+                   lhs_spec=(0, 1, 2, 3), rhs_spec=(0, 1, 2, 3), out_spec=(0, 1, 2, 3),
+                   feature_group_count=x.shape[1], batch_group_count=1, preferred_element_type=None)
+    want64, got64 = want.astype(np.float64), got.astype(np.float64)
+    tolerance = 4 * 9 * acc_eps * magnitude_sums(x, w, spatial) + 4 * eps * np.abs(want64) + 4 * eps
+    assert (np.abs(got64 - want64) <= tolerance).all(), np.abs(got64 - want64).max()
+
+
+@pytest.mark.parametrize("form", CLAMP_FORMS)
+def test_conv_bias_clamp_is_the_epilogue(form):
+    """relu6, clip, lax.clamp, hard_tanh and min/max after conv + bias: one dnn.conv_fwd whose epilogue is
+    bias_clamp with the bounds (in the IR and the report), no elementwise op after it, and the values
+    of the interpreter within the error model."""
+    compiled, args, want = clamped_depthwise(form)
+    text = compiled.as_text("optimized")
+    low, high = CLAMP_FORMS[form][1]
+    assert text.count("library_call") == 1 and 'epilogue = "bias_clamp"' in text, text
+    assert f"clamp_min = {low}" in text and f"clamp_max = {high}" in text, text
+    assert " max(" not in text and " min(" not in text and "select" not in text, text
+    assert f"bias_clamp [{low}, {high}]" in compiled.report()
+    got = compiled(*args)
+    assert got.min() >= low and got.max() <= high
+    assert_depthwise_close(got, want, *args[:2], "f32")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["f64", "f16", "bf16"])
+@pytest.mark.parametrize("form", CLAMP_FORMS)
+def test_conv_bias_clamp_is_the_epilogue_long(form, dtype):
+    """The forms in the other float dtypes, odd sizes, against the interpreter within the error model."""
+    compiled, args, want = clamped_depthwise(form, dtype, shape=(3, 5, 9, 11), seed=6)
+    assert 'epilogue = "bias_clamp"' in compiled.as_text("optimized")
+    assert_depthwise_close(compiled(*args), want, *args[:2], dtype)
+
+
+def test_clamp_after_a_1x1_gemm_conv_stays_a_fusion():
+    """A 1x1 NHWC conv runs libs/blas's GEMM (gemm_1x1), whose epilogues have no clamp: relu6 after it keeps
+    the conv on the GEMM (relu absorbed, min(., 6) a fusion after it), with the interpreter's values."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    w = rng.standard_normal((1, 1, 4, 3)).astype(np.float32)
+
+    def f(x, w):
+        return nn.relu6(lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+    compiled = cj.jit(f).lower(x, w).compile()
+    text = compiled.as_text("optimized")
+    assert 'epilogue = "relu"' in text and '_clamp"' not in text and " min(" in text, text
+    assert "gemm_1x1" in compiled.report()
+    np.testing.assert_allclose(compiled(x, w), cj.jit(f, backend="interpret")(x, w), rtol=1e-5, atol=1e-5)
 
 
 def test_mismatched_channels_name_the_shapes_and_dimension_numbers():
