@@ -168,7 +168,11 @@ def multinomial_core(key, n, p, dtype):
     with the j-th key of the split, in a scan over the categories (last axis)."""
     float_type = str(p.dtype)
     p = cnp.moveaxis(p, -1, 0)
-    remaining = cnp.flip(cnp.cumsum(cnp.flip(p, 0), axis=0), 0)
+    # p_j + p_j+1 + ... + p_last summed left to right, as XLA's reverse cumsum (a reduce_window) rounds.
+    remaining = p
+    for d in range(1, int(p.shape[0])):
+        tail = cnp.concatenate([p[d:], cnp.zeros((d, *p.shape[1:]), dtype=float_type)], axis=0)
+        remaining = cnp.add(remaining, tail)
     ratios = cnp.divide(p, cnp.where(cnp.equal(remaining, const(0.0, float_type)), const(1.0, float_type),
                                      remaining))
     keys = threefry.split_keys(key, (int(p.shape[0]),))
