@@ -6,6 +6,7 @@ from .keys import PRNGKey, PRNGKeyArray, fold_in, key, key_data, key_impl, split
 from .discrete import bits, categorical, choice, permutation, randint
 from .gamma import ball, beta, dirichlet, gamma, generalized_normal, loggamma, poisson, t
 from . import rocrand
+from .binomial import binomial, multinomial
 from .matrices import multivariate_normal, orthogonal
 from .derived import (chisquare, clone, double_sided_maxwell, f, geometric, lognormal, maxwell, pareto, rademacher,
                    rayleigh, triangular, wald, weibull_min)

@@ -124,6 +124,24 @@ def cases():
     c["generalized_normal(1.5)"] = ("agree 0.9 1e-9", lambda r, k: r.generalized_normal(k, 1.5, (300,)))
     c["ball(3)"] = ("agree 0.8 1e-9", lambda r, k: r.ball(k, 3, shape=(100,)))
 
+    # -- binomial (inversion for n q <= 10, BTRS above) and multinomial (a chain of binomials) --
+    for n, p in ((5, 0.3), (20, 0.9), (100, 0.4), (1000, 0.02), (10 ** 6, 0.7)):
+        for dtype in ("float32", "float64"):
+            c[f"binomial({n}, {p}, {dtype})"] = ("agree 0.99 0", lambda r, k, n=n, p=p, d=dtype:
+                                                  r.binomial(k, n, np.asarray(p, d), (300,), d))
+    c["binomial(arrays)"] = ("agree 0.99 0", lambda r, k: r.binomial(k, np.array([[3.0], [50.0]]), P, (2, 4)))
+    c["binomial(shape None)"] = ("agree 0.99 0", lambda r, k: r.binomial(k, 30, np.array([0.2, 0.5, 0.8])))
+    c["binomial(float n)"] = ("agree 0.99 0", lambda r, k: r.binomial(k, 7.9, 0.5, (50,)))
+    c["binomial(bad n, p)"] = ("agree 1.0 0", lambda r, k: r.binomial(
+        k, np.array([-1.0, np.nan, np.inf, 10.0, 10.0, 10.0, 0.0]), np.array([0.5, 0.5, 0.5, np.nan, -0.5, 1.5, 0.5])))
+    c["binomial(p 0 and 1)"] = ("exact", lambda r, k: r.binomial(k, 40, np.array([0.0, 1.0]), (30, 2)))
+    c["multinomial(10, P)"] = ("agree 0.95 0", lambda r, k: r.multinomial(k, 10, P))
+    c["multinomial(batch)"] = ("agree 0.95 0", lambda r, k: r.multinomial(k, np.array([5.0, 200.0, 1e4]),
+                                                                          np.array([0.5, 0.25, 0.25]), shape=(3, 3)))
+    c["multinomial(f32, shape)"] = ("agree 0.95 0", lambda r, k: r.multinomial(
+        k, 50, P.astype("float32"), shape=(20, 4), dtype="float32"))
+    c["multinomial(zero p)"] = ("agree 0.95 0", lambda r, k: r.multinomial(k, 30, np.array([0.0, 0.6, 0.0, 0.4])))
+
     # -- the rest of jax.random: formulas chaining several elementary functions (or gamma loops) --
     c["rademacher"] = ("exact", lambda r, k: r.rademacher(k, (50,)))
     c["geometric(0.3)"] = ("exact", lambda r, k: r.geometric(k, 0.3, (200,)))
@@ -159,4 +177,8 @@ def cases():
     c["multivariate_normal(bad cov)"] = ("error", lambda r, k: r.multivariate_normal(k, MEAN, np.eye(2)))
     c["bernoulli(int p)"] = ("error", lambda r, k: r.bernoulli(k, np.array([1, 0])))
     c["gumbel(bad mode)"] = ("error", lambda r, k: r.gumbel(k, (2,), mode="middle"))
+    c["binomial(int dtype)"] = ("error", lambda r, k: r.binomial(k, 5, 0.5, (3,), "int32"))
+    c["binomial(shape mismatch)"] = ("error", lambda r, k: r.binomial(k, 5, np.full(4, 0.5), (3,)))
+    c["multinomial(shape mismatch)"] = ("error", lambda r, k: r.multinomial(k, 5, P, shape=(3,)))
+    c["multinomial(n shape)"] = ("error", lambda r, k: r.multinomial(k, np.array([1.0, 2.0]), P))
     return c

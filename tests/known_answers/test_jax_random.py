@@ -29,7 +29,8 @@ QUICK = {"PRNGKey(-1)", "PRNGKey(1099511627781)", "key_data(split(key(5), (2, 3)
          "randint(int32 full)", "bernoulli(0.3)", "permutation(1000)", "permutation(grid, axis=1)",
          "choice(10, (5,), replace=False)", "choice(4, p)", "categorical", "normal(float32)",
          "normal(default)", "exponential(float64)", "gamma(0.3, float32)", "poisson(25.0)",
-         "split(key of shape (3,))", "choice(replace=False, too many)", "uniform(int dtype)"}
+         "split(key of shape (3,))", "choice(replace=False, too many)", "uniform(int dtype)",
+         "binomial(int dtype)", "multinomial(shape mismatch)"}
 
 
 def numpy_dtype(name: str) -> np.dtype:
