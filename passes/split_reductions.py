@@ -53,6 +53,7 @@ MIN_CHUNK = 1024        # elements per partial row at least: 4 for each of a 256
 PARTIAL_ITEMS = 65536   # partials of another reduce, a work-item each: 256 workgroups of 256, ~1 per CU
 MIN_ITEM_CHUNK = 64     # elements per partial of a work-item at least: its loop, not the launch, dominates
 MIN_PARTIALS = 4        # fewer partials per result do not pay for a second kernel
+MIN_SHORT_ROW_PARTIALS = 16   # nor, for rows a work-item's loop keeps on chip anyway, fewer than this
 WIDE = {"f16": "f32", "bf16": "f32"}   # what half floats accumulate in (ir/ops/reduce.py)
 
 
@@ -101,7 +102,7 @@ def plan_split(op: Op) -> Split | None:
         if n * kept < MIN_REDUCED_ELEMENTS:
             return None
         partials = min(PARTIAL_ITEMS // kept, n // MIN_ITEM_CHUNK)
-    if partials < MIN_PARTIALS:
+    if partials < (MIN_SHORT_ROW_PARTIALS if n < MIN_REDUCED_ELEMENTS else MIN_PARTIALS):
         return None
     # A divisor of N, down to half as many partials, needs no padding (nor its select).
     partials = next((d for d in range(partials, partials // 2, -1) if n % d == 0), partials)
