@@ -5,6 +5,8 @@ nothing, Ctrl-C interrupts a loop that never ends, a cached program loads its sc
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -220,35 +222,35 @@ def test_a_forked_child_runs_the_schedule_on_a_pool_of_its_own(cache):
     assert receiver.recv() == (True, True) and child.exitcode == 0   # its result; its own pool
 
 
-def run_until_interrupted(executable, connection):
-    connection.send("started")
+ENDLESS_LOOP_UNDER_CTRL_C = """
+import sys, numpy as np, cdnajit as cj
+from cdnajit import lax
+endless = cj.jit(lambda n: lax.while_loop(lambda c: c >= 0, lambda c: c + 1, n))
+assert endless(np.int64(-5)) == -5          # compiled before the loop starts
+print("started", flush=True)
+try:
+    endless(np.int64(0))
+    print("returned", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", int(endless(np.int64(-7))), flush=True)   # still usable
+"""
+
+
+def test_ctrl_c_interrupts_a_loop_that_never_ends(tmp_path):
+    """A fresh Python process runs an endless compiled loop and gets Ctrl-C every 0.3 s until it
+    answers, so a loop that never polls fails the test instead of hanging the run."""
+    environment = dict(os.environ, CDNAJIT_CACHE_DIR=str(tmp_path))
+    child = subprocess.Popen([sys.executable, "-c", ENDLESS_LOOP_UNDER_CTRL_C], stdout=subprocess.PIPE,
+                             text=True, env=environment)
     try:
-        executable(np.int64(0))
-        connection.send("returned")
-    except KeyboardInterrupt:
-        connection.send(int(executable(np.int64(-5))[0]))   # still usable
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
-def test_ctrl_c_interrupts_a_loop_that_never_ends(cache):
-    """The loop runs in a forked child (its own main thread and pool) that gets Ctrl-C every 0.3 s
-    until it answers, so a loop that never polls fails the test instead of hanging the run."""
-    module, executable = compile_fn(lambda n: lax.while_loop(lambda c: c >= 0, lambda c: c + 1, n), cache,
-                                    np.int64(0))
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=run_until_interrupted, args=(executable, sender))
-    child.start()
-    assert receiver.poll(120) and receiver.recv() == "started"
-    deadline = time.monotonic() + 120
-    while not receiver.poll(0.3) and child.is_alive() and time.monotonic() < deadline:
-        os.kill(child.pid, signal.SIGINT)
-    answered = receiver.poll(1)
-    child.join(timeout=10)
-    if child.is_alive():
+        assert child.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + 60
+        while child.poll() is None and time.monotonic() < deadline:
+            child.send_signal(signal.SIGINT)
+            time.sleep(0.3)
+    finally:
         child.kill()
-    assert answered, "Ctrl-C did not interrupt the loop"
-    assert receiver.recv() == -5
+    assert child.stdout.read().split() == ["interrupted", "-7"]
 
 
 def test_a_cached_program_loads_its_schedule_without_llvm(cache, monkeypatch):
