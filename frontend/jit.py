@@ -291,9 +291,14 @@ class Jitted:
         dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         return key, dynamic_args, dynamic_kwargs
 
-    def _signature(self, args, kwargs):
+    def _flatten(self, args, kwargs):
+        """(static key, the dynamic arguments' leaves, their tree)."""
         static_key, dyn_args, dyn_kwargs = self._split(args, kwargs)
         leaves, in_tree = tree_flatten((dyn_args, dyn_kwargs))
+        return static_key, leaves, in_tree
+
+    def _signature(self, args, kwargs, flat=None):
+        static_key, leaves, in_tree = flat if flat is not None else self._flatten(args, kwargs)
         for leaf in leaves:
             check_array_like(leaf, f"argument of {self.name}")
         types = tuple(leaf_signature(leaf) for leaf in leaves)
@@ -331,18 +336,19 @@ class Jitted:
             start += count
         return frozenset(donated)
 
-    def sharded(self, args, kwargs) -> bool:
-        """Whether a call is partitioned over devices (frontend/sharded_jit.py)."""
+    def sharded(self, leaves) -> bool:
+        """Whether a call with these argument leaves is partitioned over devices (frontend/sharded_jit.py)."""
         if self.in_shardings is not None or self.out_shardings is not None:
             return True
         from .sharded_jit import is_sharded
-        return is_sharded(tree_flatten((args, kwargs))[0])
+        return is_sharded(leaves)
 
     def lower(self, *args, **kwargs) -> Lowered:
-        if self.sharded(args, kwargs):
+        flat = self._flatten(args, kwargs)
+        if self.sharded(flat[1]):
             from .sharded_jit import lower_sharded
             return lower_sharded(self, args, kwargs)
-        signature, _ = self._signature(args, kwargs)
+        signature, _ = self._signature(args, kwargs, flat)
         return self._trace(args, kwargs, signature)
 
     def __call__(self, *args, **kwargs):
@@ -352,9 +358,10 @@ class Jitted:
         compiled = self._array_cache.get(key) if key is not None else None
         if compiled is not None:  # the leaves are `args` themselves
             return compiled.unflatten(compiled.run(*args))
-        if self.sharded(args, kwargs):
+        flat = self._flatten(args, kwargs)   # flattened once: the sharding test and the signature read it
+        if self.sharded(flat[1]):
             return self.call_sharded(args, kwargs)
-        signature, leaves = self._signature(args, kwargs)
+        signature, leaves = self._signature(args, kwargs, flat)
         compiled = self._cache.get(signature)
         if compiled is None:
             compiled = self._trace(args, kwargs, signature).compile()

@@ -20,10 +20,11 @@ from ..ir.types import TensorType
 from ..passes.spmd import unroll
 from ..runtime.executable import Executable
 from .collectives import axis_env
-from .jit import Jitted, leaf_signature
+from .jit import Jitted
 from .lru_cache import LRUCache
 from .pytree import tree_flatten, tree_unflatten
-from .sharding import NamedSharding, PartitionSpec, ShardedArray, check_local, run_unrolled
+from .sharded_jit import call_leaf_signature
+from .sharding import NamedSharding, PartitionSpec, check_local, run_unrolled
 from .tracing import current_trace
 
 
@@ -60,8 +61,7 @@ class ShardMapped:
             raise NotImplementedError("shard_map inside a traced function (jit, a control-flow body) is not supported: "
                                       "call the shard_map function directly, it compiles as jit does")
         leaves, _ = tree_flatten(args)
-        key = tuple(leaf_signature(np.broadcast_to(np.zeros((), leaf.dtype), leaf.shape))
-                    if isinstance(leaf, ShardedArray) else leaf_signature(leaf) for leaf in leaves)
+        key = tuple(call_leaf_signature(leaf) for leaf in leaves)
         entry = self._cache.get(key)
         if entry is None:
             lowered, shardings = self.lower(*args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.types import TensorType, dtype_name
 from ..runtime.executable import Executable
 from .jit import Compiled, Lowered, leaf_signature
 from .pytree import tree_flatten, tree_unflatten
@@ -113,11 +114,17 @@ def restore(args, kwargs, jitted, stand_ins):
     return new_args, {**kwargs, **new_kwargs}
 
 
+def call_leaf_signature(leaf):
+    """jit's leaf_signature; a ShardedArray's from its global dtype and shape, never gathered."""
+    if isinstance(leaf, ShardedArray):
+        return TensorType(dtype_name(leaf.dtype), tuple(leaf.shape)), False
+    return leaf_signature(leaf)
+
+
 def signature_key(jitted, args, kwargs):
     """The cache key of a sharded call: the leaves' types and shardings, and the static arguments."""
     static_key, dyn_args, dyn_kwargs = jitted._split(args, kwargs)
     leaves, tree = tree_flatten((dyn_args, dyn_kwargs))
     shardings, _ = leaf_shardings(jitted, dyn_args, leaves)
-    types = tuple(leaf_signature(np.broadcast_to(np.zeros((), leaf.dtype), leaf.shape))
-                  if isinstance(leaf, ShardedArray) else leaf_signature(leaf) for leaf in leaves)
+    types = tuple(call_leaf_signature(leaf) for leaf in leaves)
     return ("sharded", tree, types, static_key, tuple(shardings)), leaves
