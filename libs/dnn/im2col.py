@@ -20,11 +20,15 @@ from ...ir import kernel as K
 from ...ir.core import Value
 from ...lowering.emit_ops import all_of
 from ...lowering.emitters import operand_buffers
+from ...ir.types import NUMPY_DTYPES
 from ..blas.matcher import SUPPORTED
 from .direct import tap_position, unravel
 from .problem import SPATIAL_SCALARS, ConvParams, product, row_major
 from .routines import im2col_sizes
 
+# Larger patches than this stay with the routines whose kernels form the patches in LDS (a big
+# weight gradient's patches are R*S times x as well): memory, not speed, decides there.
+MAX_PATCH_BYTES = 1 << 30
 WORKGROUP = 64
 NARROW = 16  # fewer input features than this: the narrow variant (a work-item per row and feature)
 ROWS, CHUNKS, VEC = 8, 8, 8  # otherwise: a workgroup of 8 rows x 8 runs of 8 features (if a multiple of 8, else 1)
@@ -43,6 +47,10 @@ def refuse(lhs: Value, rhs: Value, attrs: dict) -> str | None:
         return "a 1x1 window (dnn.conv_fwd's gemm_1x1 reads x as it lies)"
     if lhs.type.size == 0 or rhs.type.size == 0:
         return "empty operands"
+    batch, out, features = im2col_sizes(lhs.type, {**attrs, "window": window})
+    patch_bytes = batch * math.prod(out) * math.prod(window) * features * NUMPY_DTYPES[dtype].itemsize
+    if patch_bytes > MAX_PATCH_BYTES:
+        return f"patches of {patch_bytes / 2**20:.0f} MiB (more than {MAX_PATCH_BYTES >> 20} MiB)"
     return None
 
 

@@ -30,20 +30,20 @@ CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", 
 
 def conv_from_graph(m, lhs, rhs, conv):
     """In this order (each measured faster on the host than what follows it, where both apply): an
-    lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; a weight
-    gradient's form as dnn.conv_bwd_weights (its implicit GEMM beat im2col + GEMM 3-10x on W18's and W6's
-    weight gradients, whose im2col copies the window of dy's positions for every tap); the im2col + GEMM
-    rewrite where it applies (im2col.py); a convolution with a reversed kernel as dnn.conv_bwd_data;
-    else a dnn.conv_fwd call."""
+    lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; the im2col +
+    GEMM rewrite where it applies (im2col.py; weight gradients too: on W6's and W18's it ran 17x and 2x
+    faster than dnn.conv_bwd_weights' LDS-tiled kernel, which keeps the gradients whose patches exceed
+    im2col's memory limit); a weight gradient's form as dnn.conv_bwd_weights; a convolution with a
+    reversed kernel as dnn.conv_bwd_data; else a dnn.conv_fwd call."""
     if conv.result.type.dtype not in INTS + FLOATS:
         return None
     attrs = {name: conv.attrs[name] for name in CONV_ATTR_NAMES}
     if subpixel.refuse(lhs, rhs, attrs, conv.result.type) is None:
         return subpixel.sub_pixel(m, lhs, rhs, attrs, conv.result.type)
-    if is_weight_gradient(rhs, attrs, conv.result.type):
-        return m.op("library_call", lhs, rhs, library="dnn", routine="conv_bwd_weights", solution="", **attrs)
     if im2col.refuse(lhs, rhs, attrs) is None:
         return im2col.im2col_gemm(m, lhs, rhs, attrs, conv.result.type)
+    if is_weight_gradient(rhs, attrs, conv.result.type):
+        return m.op("library_call", lhs, rhs, library="dnn", routine="conv_bwd_weights", solution="", **attrs)
     reversed_w = reversed_kernel(rhs, attrs)
     if reversed_w is not None:
         return m.op("library_call", lhs, reversed_w, library="dnn", routine="conv_bwd_data", solution="", **attrs)
@@ -67,8 +67,9 @@ def reversed_kernel(rhs: Value, attrs) -> Value | None:
 
 
 def is_weight_gradient(rhs: Value, attrs, result_type) -> bool:
-    """Whether an ungrouped convolution without lhs dilation has a window of more positions than its output (cj.grad's weight gradient: x convolved with dy, whose positions are the
-    window, into the kernel's positions)."""
+    """Whether an ungrouped convolution without lhs dilation has a window of more positions than its
+    output (cj.grad's weight gradient: x convolved with dy, whose positions are the window, into the
+    kernel's positions)."""
     spec, out_spec = attrs["rhs_spec"], attrs["out_spec"]
     window = math.prod(rhs.type.shape[d] for d in spec[2:])
     return ungrouped(attrs) and all(d == 1 for d in attrs["lhs_dilation"]) and \

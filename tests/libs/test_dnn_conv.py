@@ -369,10 +369,15 @@ def gradient_program(window, stride):
     return calls, forward
 
 
-def test_gradient_of_a_convolution_runs_the_backward_routines():
+def test_gradient_of_a_convolution_runs_the_backward_routines(monkeypatch):
     """A 1x1 convolution's data gradient is dnn.conv_bwd_data (the rev of w absorbed; the 1x1 GEMM of
-    libs/blas) and its weight gradient dnn.conv_bwd_weights (implicit GEMM); both name the forward problem
-    in MIOpen's key, with their direction."""
+    libs/blas); its weight gradient im2col + GEMM, or dnn.conv_bwd_weights (implicit GEMM) where the
+    patches would exceed im2col's memory limit; both routines name the forward problem in MIOpen's key,
+    with their direction."""
+    calls, _ = gradient_program(1, 1)
+    assert {op.attrs["routine"] for op in calls if op.attrs["library"] == "dnn"} == {"conv_fwd", "conv_bwd_data",
+                                                                                       "im2col"}
+    monkeypatch.setattr(im2col, "MAX_PATCH_BYTES", 0)
     calls, forward = gradient_program(1, 1)
     by_routine = {op.attrs["routine"]: op for op in calls if op.attrs["library"] == "dnn"}
     assert set(by_routine) == {"conv_fwd", "conv_bwd_data", "conv_bwd_weights"}
@@ -384,13 +389,15 @@ def test_gradient_of_a_convolution_runs_the_backward_routines():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stride", [1, 2])
-def test_gradient_of_a_3x3_convolution_runs_the_backward_routines(stride):
-    """The 3x3 weight gradient is dnn.conv_bwd_weights (its key the forward problem's); the data gradient
-    im2col + GEMM at stride 1, the sub-pixel phases at stride 2 (both measured faster on the host)."""
+def test_gradient_of_a_3x3_convolution_runs_the_backward_routines(stride, monkeypatch):
+    """Where im2col takes no patches, the 3x3 weight gradient is dnn.conv_bwd_weights (its key the
+    forward problem's, JAX's SAME padding recovered) and at stride 1 the data gradient dnn.conv_bwd_data
+    (at stride 2, the sub-pixel phases)."""
+    monkeypatch.setattr(im2col, "MAX_PATCH_BYTES", 0)
     calls, forward = gradient_program(3, stride)
     weights = [op for op in calls if op.attrs["routine"] == "conv_bwd_weights"]
     assert len(weights) == 1 and ConvProblem.from_op(weights[0]).key() == forward.key()[:-1] + "W"
-    assert any(op.attrs["routine"] == "im2col" for op in calls)
+    assert (stride == 1) == any(op.attrs["routine"] == "conv_bwd_data" for op in calls)
 
 
 def test_nchw_bias_written_with_new_axes_is_absorbed():
