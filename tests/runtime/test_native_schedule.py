@@ -223,8 +223,9 @@ def test_a_forked_child_runs_the_schedule_on_a_pool_of_its_own(cache):
 
 
 ENDLESS_LOOP_UNDER_CTRL_C = """
-import signal, sys, numpy as np, cdnajit as cj
+import faulthandler, signal, sys, numpy as np, cdnajit as cj
 from cdnajit import lax
+faulthandler.register(signal.SIGUSR1)       # the test asks where a child that never answers is
 endless = cj.jit(lambda n: lax.while_loop(lambda c: c >= 0, lambda c: c + 1, n))
 assert endless(np.int64(-5)) == -5          # compiled before the loop starts
 print("started", flush=True)
@@ -244,16 +245,20 @@ def test_ctrl_c_interrupts_a_loop_that_never_ends(tmp_path):
     answers, so a loop that never polls fails the test instead of hanging the run."""
     environment = dict(os.environ, CDNAJIT_CACHE_DIR=str(tmp_path))
     child = subprocess.Popen([sys.executable, "-c", ENDLESS_LOOP_UNDER_CTRL_C], stdout=subprocess.PIPE,
-                             text=True, env=environment)
+                             stderr=open(tmp_path / "stderr", "w"), text=True, env=environment)
     try:
         assert child.stdout.readline().strip() == "started"
         deadline = time.monotonic() + 60
         while child.poll() is None and time.monotonic() < deadline:
             child.send_signal(signal.SIGINT)
             time.sleep(0.3)
+        if child.poll() is None:
+            child.send_signal(signal.SIGUSR1)   # its threads' stacks to stderr
+            time.sleep(2)
     finally:
         child.kill()
-    assert child.stdout.read().split() == ["interrupted", "-7"]
+    answer = child.stdout.read().split()
+    assert answer == ["interrupted", "-7"], (answer, (tmp_path / "stderr").read_text()[-4000:])
 
 
 def test_a_cached_program_loads_its_schedule_without_llvm(cache, monkeypatch):
