@@ -90,9 +90,10 @@ def build_philox_uniform_f32(ctx: Context) -> Case:
     seed = np.uint64(1234)
     generator = np.random.Generator(np.random.Philox(1234))
     reference = lambda s: routines.generate_reference(
-        int(s), 0, generator="philox4x32_10", distribution="uniform", dtype="f32", shape=(n,), mean=0.0,
+        int(s), 0, 0, generator="philox4x32_10", distribution="uniform", dtype="f32", shape=(n,), mean=0.0,
         stddev=1.0, lam=1.0)
-    # Integer arithmetic and one exact scaling per value: identical to the library's numpy reference.
+    # Integer arithmetic and rocRAND's f32 scaling (the same f32 operations on both sides): identical to the
+    # library's numpy reference.
     return Case((seed,), cj.jit(lambda s: cj.libs.rand.generate("philox4x32_10", (n,), seed=s)),
                 numpy=lambda s: generator.random(n, dtype=np.float32), jax=None, reference=reference,
                 tolerance=(0.0, 0.0))

@@ -16,21 +16,24 @@ from .continuous import canonical_shape, compiled
 @compiled("generator", "shape", "distribution", "dtype", "mean", "stddev", "lam")
 def generate_call(seed, offset, table, generator, shape, distribution, dtype, mean, stddev, lam):
     operands = [as_tracer(cnp.asarray(seed).astype("uint64")), as_tracer(cnp.asarray(offset).astype("uint64"))]
-    if table is not None:
-        operands.append(as_tracer(table))
+    if table is not None:   # direction numbers, jump matrices, or Philox's subsequence
+        operands.append(as_tracer(table) if generator != "philox4x32_10" else
+                        as_tracer(cnp.asarray(table).astype("uint64")))
     return bind1("library_call", operands,
                  {"library": "rand", "routine": "generate", "solution": "", "generator": generator,
                   "distribution": distribution, "dtype": dtype, "shape": tuple(shape), "mean": mean,
                   "stddev": stddev, "lam": lam})
 
 
-def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, dtype="float32", mean=0.0, stddev=1.0,
-             lam=1.0):
+def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, subsequence=0, dtype="float32", mean=0.0,
+             stddev=1.0, lam=1.0):
     """Values of `distribution` ("bits": the raw 32-bit words as uint32, "uniform" in (0, 1], "normal", "log_normal", "poisson" as uint32) from
     the generator's stream (rocRAND's "philox4x32_10", "xorwow", "mrg32k3a", "mt19937" (init_genrand of the seed's low 32 bits;
     its cost grows with offset: no skip-ahead), or "sobol32" quasi-random
     points of shape (dimensions, n), "bits" or "uniform", which ignore the seed), starting `offset`
-    values (points) into the stream of `seed`. seed and offset may be traced; the rest are static."""
+    values (points) into the stream of `seed`. Philox's stream is rocRAND's value for value (libs/rand/routines.py):
+    `subsequence` selects rocRAND's subsequence (rocrand_init's second argument; the other generators take
+    only 0). seed, offset and subsequence may be traced; the rest are static."""
     if generator not in routines.GENERATORS:
         raise NotImplementedError(located(
             f"rand generator {generator!r}: only {', '.join(routines.GENERATORS)} are implemented (MTGP32 "
@@ -45,12 +48,20 @@ def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, dtyp
         seed = np.uint64(operator.index(seed) % 2 ** 64)
     if isinstance(offset, int):
         offset = np.uint64(operator.index(offset))
+    if isinstance(subsequence, int):
+        subsequence = np.uint64(operator.index(subsequence) % 2 ** 64)
+        if subsequence and generator != "philox4x32_10":
+            raise NotImplementedError(located(
+                f"rand.generate: subsequences of {generator!r} (only philox4x32_10 takes a subsequence)"))
+    elif generator != "philox4x32_10":
+        raise NotImplementedError(located(
+            f"rand.generate: subsequences of {generator!r} (only philox4x32_10 takes a subsequence)"))
     shape = canonical_shape(shape)
     if generator == "sobol32":
         if len(shape) != 2 or not 1 <= shape[0] <= sobol.MAX_DIMENSIONS:
             raise TracingValueError(located(
                 f"rand.generate: sobol32 gives points of shape (dimensions, n) with 1 <= dimensions <= "
                 f"{sobol.MAX_DIMENSIONS} (Joe and Kuo's first direction numbers), got {shape}"))
-    table = routines.table(generator, shape)
+    table = subsequence if generator == "philox4x32_10" else routines.table(generator, shape)
     return generate_call(seed, offset, table, generator=generator, shape=canonical_shape(shape), distribution=distribution,
                          dtype=dtype_name(dtype), mean=float(mean), stddev=float(stddev), lam=float(lam))

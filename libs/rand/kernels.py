@@ -38,7 +38,8 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
         return solution_name(op), (f"one work-item per run of {BLOCKS_PER_ITEM} blocks of 4 words: skip-ahead by "
                                    f"jump matrices, then {4 * BLOCKS_PER_ITEM} sequential steps")
     per_block = 4 // distributions.words_per_value(op.attrs["distribution"], op.attrs["dtype"])
-    return solution_name(op), f"one work-item per Philox block of 4 words: {per_block} values each"
+    return solution_name(op), (f"one work-item per Philox block of 4 words (rocRAND's counter order): {per_block} "
+                               f"values each")
 
 
 class Body:
@@ -226,7 +227,7 @@ def emit_philox(op: Op, name: str) -> K.Kernel:
     per_block = 4 // distributions.words_per_value(distribution, dtype)
     scalars = Scalars(op)
     count = scalars.count
-    seed_in, offset_in, out = operand_buffers(op)
+    seed_in, offset_in, subsequence_in, out = operand_buffers(op)
     out = K.GlobalBuffer(out.name, out.dtype, count)
     items = count / per_block + 2             # enough blocks for any offset's misalignment
     body = Body()
@@ -234,8 +235,9 @@ def emit_philox(op: Op, name: str) -> K.Kernel:
     seed, offset = body.let(seed_in[0]), body.let(offset_in[0])
     skip = body.let((offset % K.Const(per_block, "u64")).cast("i64"))
     block = body.let(offset / K.Const(per_block, "u64") + t.cast("u64"))
+    subsequence = body.let(subsequence_in[0])
     counter = [body.let(block.cast("u32")), body.let((block >> K.Const(32, "u64")).cast("u32")),
-               K.Const(0, "u32"), K.Const(0, "u32")]
+               body.let(subsequence.cast("u32")), body.let((subsequence >> K.Const(32, "u64")).cast("u32"))]
     key = [body.let(seed.cast("u32")), body.let((seed >> K.Const(32, "u64")).cast("u32"))]
     words = philox.rounds_kernel(counter, key, body.let)
     values = scalars.values(op, words, body)
@@ -244,7 +246,8 @@ def emit_philox(op: Op, name: str) -> K.Kernel:
         e = K.Var(f"e{j}", "i64")
         stores += [K.Let(e, t * per_block + j - skip),
                    K.If((e >= 0) & (e < count), [K.Store(out, e, value)])]
-    return K.Kernel(name, params=[seed_in, offset_in, out, *scalars.params], grid=(K.ceil_div(items, WORKGROUP_ITEMS),),
+    return K.Kernel(name, params=[seed_in, offset_in, subsequence_in, out, *scalars.params],
+                    grid=(K.ceil_div(items, WORKGROUP_ITEMS),),
                     workgroup_size=(WORKGROUP_ITEMS,),
                     body=[*body.stmts, K.If(t < items, stores)], arguments=scalars.arguments)
 

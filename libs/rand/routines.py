@@ -5,7 +5,14 @@ numbers (u32[dimensions, 32]), and gives points of shape (dimensions, n), dimens
 The sequential generators (XORWOW, MRG32k3a) take their skip-ahead matrices as the third operand; their
 stream is rocRAND's device API's: word i is the i-th `rocrand()` after `rocrand_init(seed, 0, 0)`, and
 a block of the distribution is four consecutive words, as a Philox block is four words of one counter.
-MT19937's stream is mt19937ar's genrand_int32 after init_genrand(seed & 0xffffffff), blocks likewise."""
+MT19937's stream is mt19937ar's genrand_int32 after init_genrand(seed & 0xffffffff), blocks likewise.
+Philox4x32-10 takes a third u64 operand, the subsequence, and its stream is rocRAND's: value i of
+(seed, offset, subsequence) is value offset + i of what rocRAND's device API draws after
+`rocrand_init(seed, subsequence, 0)` (rocrand_uniform, rocrand_uniform_double, rocrand_normal2,
+rocrand_normal_double2, one after another), which for subsequence 0 is rocRAND's host API output
+(rocrand_generate_uniform etc.) of a generator seeded `seed` at offset 0: word j comes from counter
+(j / 4 as 64 bits, subsequence as 64 bits) under the key (seed low word, seed high word), word j % 4 of
+Philox's result (rocrand_philox4x32_10.h)."""
 from __future__ import annotations
 
 import math
@@ -30,8 +37,9 @@ def generate_infer(types, attrs):
                                               f"{', '.join(GENERATORS)}")
     sobol32 = attrs["generator"] == "sobol32"
     table = {"sobol32": " and sobol32 direction numbers", "xorwow": " and its jump matrices",
-             "mrg32k3a": " and its jump matrices"}.get(attrs["generator"], "")
-    require(len(types) == 2 + bool(table) and all(t == TensorType("u64", ()) for t in types[:2]),
+             "mrg32k3a": " and its jump matrices", "philox4x32_10": " and a u64 subsequence"}.get(attrs["generator"], "")
+    scalars = 3 if attrs["generator"] == "philox4x32_10" else 2
+    require(len(types) == 2 + bool(table) and all(t == TensorType("u64", ()) for t in types[:scalars]),
             f"library_call: rand.generate takes a u64 seed and a u64 offset{table}, got {', '.join(map(str, types))}")
     if attrs["generator"] in SEQUENTIAL:
         jumps = SEQUENTIAL[attrs["generator"]].JUMPS
@@ -61,11 +69,11 @@ def table(generator: str, shape) -> "np.ndarray | None":
     return SEQUENTIAL[generator].JUMPS if generator in SEQUENTIAL else None
 
 
-def generate_reference(seed, offset, *directions, generator, distribution, dtype, shape, mean, stddev, lam):
+def generate_reference(seed, offset, *table, generator, distribution, dtype, shape, mean, stddev, lam):
     """The stream's values [offset, offset + size) of the distribution, in numpy."""
     seed, offset = int(seed), int(offset)
     if generator == "sobol32":
-        words = [sobol.points_numpy(directions[0], offset, shape[1])]
+        words = [sobol.points_numpy(table[0], offset, shape[1])]
         return np.asarray(distributions.values_numpy(words, distribution, dtype, 0.0, 1.0, 0.0, words_per_value=1)[0])
     size = math.prod(shape)
     per_block = 4 // distributions.words_per_value(distribution, dtype)
@@ -75,8 +83,10 @@ def generate_reference(seed, offset, *directions, generator, distribution, dtype
         stream = (SEQUENTIAL.get(generator) or mt19937).words(seed, 4 * first, 4 * len(blocks))
         words = [stream[j::4] for j in range(4)]
     else:
+        subsequence = int(table[0])
         counter = [(blocks & np.uint64(0xFFFFFFFF)).astype(np.uint32), (blocks >> np.uint64(32)).astype(np.uint32),
-                   np.zeros(blocks.shape, np.uint32), np.zeros(blocks.shape, np.uint32)]
+                   np.full(blocks.shape, subsequence & 0xFFFFFFFF, np.uint32),
+                   np.full(blocks.shape, subsequence >> 32, np.uint32)]
         words = philox.rounds_numpy(counter, (seed & 0xFFFFFFFF, seed >> 32))
     values = distributions.values_numpy(words, distribution, dtype, mean, stddev, lam)
     stream = np.stack(values, axis=-1).reshape(-1)

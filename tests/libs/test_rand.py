@@ -1,4 +1,5 @@
-"""libs/rand: Philox4x32-10 against Random123's known answers, XORWOW against Marsaglia's generator's
+"""libs/rand: Philox4x32-10 against Random123's known answers and, value for value, against rocRAND's
+stream order (a model of rocRAND's device engine written here from its documented algorithm), XORWOW against Marsaglia's generator's
 published outputs, MRG32k3a against L'Ecuyer's reference outputs (also after skip-ahead), Sobol32
 against scipy's Sobol' points, the compiled kernels against the
 routine's numpy reference (libs/rand/routines.py) over sizes crossing workgroup and block boundaries
@@ -44,9 +45,100 @@ def test_philox_kernel_known_answer():
     np.testing.assert_array_equal(bits, np.array(RANDOM123_KAT[0][2], np.uint32))
 
 
+class RocrandPhilox:
+    """rocRAND's Philox4x32-10 device engine as its header documents it (rocrand_philox4x32_10.h,
+    rocrand_uniform.h, rocrand_normal.h), in Python integers, independent of libs/rand: rocrand_init(seed,
+    subsequence, offset) sets the key to (seed low word, seed high word) and the 128-bit counter (x the
+    least significant word) to subsequence 2^64 + offset / 4, the word within the result to offset % 4;
+    each rocrand() returns the next word of ten Philox rounds of the counter, bumping it after four."""
+
+    def __init__(self, seed, subsequence, offset):
+        self.key = (seed & 0xFFFFFFFF, seed >> 32)
+        self.counter = (subsequence << 64) + offset // 4
+        self.substate = offset % 4
+
+    @staticmethod
+    def rounds(counter, key):
+        """Random123's philox4x32 with 10 rounds (philox.h): x, y, z, w and two key words."""
+        x, y, z, w = counter
+        k0, k1 = key
+        for r in range(10):
+            if r:
+                k0, k1 = (k0 + 0x9E3779B9) & 0xFFFFFFFF, (k1 + 0xBB67AE85) & 0xFFFFFFFF
+            p0, p1 = 0xD2511F53 * x, 0xCD9E8D57 * z
+            x, y, z, w = (p1 >> 32) ^ y ^ k0, p1 & 0xFFFFFFFF, (p0 >> 32) ^ w ^ k1, p0 & 0xFFFFFFFF
+        return x, y, z, w
+
+    def next(self):
+        words = [(self.counter >> (32 * i)) & 0xFFFFFFFF for i in range(4)]
+        word = self.rounds(words, self.key)[self.substate]
+        self.substate += 1
+        if self.substate == 4:
+            self.substate, self.counter = 0, (self.counter + 1) % 2 ** 128
+        return word
+
+    def uniform(self):             # rocrand_uniform
+        return np.float32(2.0 ** -32) + np.float32(self.next()) * np.float32(2.0 ** -32)
+
+    def uniform_double(self):      # rocrand_uniform_double: the first word low, the second's top 21 bits high
+        low, high = self.next(), self.next()
+        return ((high >> 11) * 2 ** 32 + low + 1) * 2.0 ** -53
+
+    def normal2(self):             # rocrand_normal2: box_muller(x, y), (sin, cos), here evaluated in f64
+        c = np.float32(2.0 * np.pi * 2.0 ** -32)
+        u = float(np.float32(2.0 ** -32) + np.float32(self.next()) * np.float32(2.0 ** -32))
+        v = float(c + np.float32(self.next()) * c)
+        s = np.sqrt(-2.0 * np.log(u))
+        return [np.sin(v) * s, np.cos(v) * s]
+
+    def normal_double2(self):      # rocrand_normal_double2: box_muller_double(rocrand4), host formula
+        x, y, z, w = (self.next() for _ in range(4))
+        u = ((x ^ (y << 21)) + 1) * 2.0 ** -53
+        t = ((z ^ (w << 21)) + 1) * 2.0 ** -52
+        s = np.sqrt(-2.0 * np.log(u))
+        return [np.sin(t * np.pi) * s, np.cos(t * np.pi) * s]
+
+
+# rocRAND's default seed (ROCRAND_PHILOX4x32_DEFAULT_SEED), subsequence 3: the first eight rocrand()
+# words after rocrand_init(0xdeadbeefdeadbeef, 3, 6), from the engine above (stored so that a change of
+# both the library and the model shows).
+ROCRAND_ORDER_WORDS = [0x7C8619BF, 0x9D0A201A, 0x223934C2, 0xE8E3B1C6, 0x37C176C8, 0xB161B5EA, 0x77752251,
+                       0x7D14763D]
+
+
+def test_rocrand_engine_model_known_answers():
+    """The model's rounds are Random123's; rocrand_init(0, 0, 0)'s first words are the all-zero vector."""
+    for counter, key, expected in RANDOM123_KAT:
+        assert RocrandPhilox.rounds(counter, key) == expected
+    engine = RocrandPhilox(0, 0, 0)
+    assert [engine.next() for _ in range(4)] == list(RANDOM123_KAT[0][2])
+    engine = RocrandPhilox(0xDEADBEEFDEADBEEF, 3, 6)
+    assert [engine.next() for _ in range(8)] == ROCRAND_ORDER_WORDS
+
+
+@pytest.mark.parametrize("seed, subsequence, offset", [(0xDEADBEEFDEADBEEF, 3, 6), (2 ** 33 + 17, 2 ** 40 + 5, 1021),
+                                                       (7, 0, 0)])
+def test_philox_is_rocrands_stream(seed, subsequence, offset):
+    """Value i of generate(seed, offset, subsequence) is value offset + i of the draws rocRAND's device API
+    makes after rocrand_init(seed, subsequence, 0) (words, uniform, uniform_double, normal2, normal_double2),
+    checked against the engine model: exact for bits and uniforms, normals by the module's error model."""
+    n = 301
+    draws = {("bits", "float32"): lambda e: [e.next()], ("uniform", "float32"): lambda e: [e.uniform()],
+             ("uniform", "float64"): lambda e: [e.uniform_double()], ("normal", "float32"): RocrandPhilox.normal2,
+             ("normal", "float64"): RocrandPhilox.normal_double2}
+    for (distribution, dtype), draw in draws.items():
+        engine, stream = RocrandPhilox(seed, subsequence, 0), []
+        while len(stream) < offset + n:
+            stream += draw(engine)
+        want = np.array(stream[offset:offset + n]).astype(np.uint32 if distribution == "bits" else dtype)
+        got = cj.libs.rand.generate(GENERATOR, (n,), distribution, seed=seed, offset=offset, subsequence=subsequence,
+                                    dtype=dtype)
+        assert_matches(got, want, distribution)
+
+
 def reference(shape, distribution, seed, offset, dtype, **params):
     attrs = {"mean": 0.0, "stddev": 1.0, "lam": 1.0, **params}
-    return routines.generate_reference(seed, offset, generator=GENERATOR, distribution=distribution,
+    return routines.generate_reference(seed, offset, 0, generator=GENERATOR, distribution=distribution,
                                        dtype={"float32": "f32", "float64": "f64"}[dtype], shape=shape, **attrs)
 
 
@@ -94,6 +186,11 @@ def test_one_kernel_per_solution(generator):
 def test_inside_jit_with_a_traced_seed():
     f = cj.jit(lambda seed: cj.libs.rand.generate(GENERATOR, (64,), seed=seed) * 2.0)
     np.testing.assert_array_equal(f(np.uint64(5)), (reference((64,), "uniform", 5, 0, "float32") * 2).astype(np.float32))
+    g = lambda seed, sub: cj.libs.rand.generate(GENERATOR, (9,), "bits", seed=seed, offset=3, subsequence=sub)
+    want = routines.generate_reference(5, 3, 2 ** 35 + 1, generator=GENERATOR, distribution="bits", dtype="f32",
+                                       shape=(9,), mean=0.0, stddev=1.0, lam=1.0)
+    for backend in ("interpret", "compiled"):
+        np.testing.assert_array_equal(cj.jit(g, backend=backend)(np.uint64(5), np.uint64(2 ** 35 + 1)), want)
 
 
 @pytest.mark.parametrize("distribution, params, cdf", [
@@ -114,6 +211,8 @@ def test_poisson_moments():
 def test_bad_input():
     with pytest.raises(NotImplementedError, match="only philox4x32_10, sobol32, xorwow, mrg32k3a, mt19937"):
         cj.libs.rand.generate("mtgp32", (4,))
+    with pytest.raises(NotImplementedError, match="subsequences of 'xorwow'"):
+        cj.libs.rand.generate("xorwow", (4,), subsequence=1)
     with pytest.raises(ValueError, match="distribution 'gamma'"):
         cj.libs.rand.generate(GENERATOR, (4,), "gamma")
     with pytest.raises(cj.CdnajitError, match="lam must be in"):
@@ -138,7 +237,7 @@ def test_sobol_against_scipy(dimensions, n, offset):
         want = sobol.points_numpy(sobol.direction_numbers(dimensions), offset, n)
     np.testing.assert_array_equal(bits, want)
     uniform = cj.libs.rand.generate("sobol32", (dimensions, n), "uniform", offset=offset, dtype="float64")
-    np.testing.assert_array_equal(uniform, (want + 0.5) * 2.0 ** -32)
+    np.testing.assert_array_equal(uniform, (want + 1.0) * 2.0 ** -32)
 
 
 # Marsaglia's xorwow ("Xorshift RNGs", 2003) from the paper's initial x, y, z, w, v, d: its first nine
