@@ -29,15 +29,15 @@ def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, subs
              stddev=1.0, lam=1.0):
     """Values of `distribution` ("bits": the raw 32-bit words as uint32, "uniform" in (0, 1], "normal", "log_normal", "poisson" as uint32) from
     the generator's stream (rocRAND's "philox4x32_10", "xorwow", "mrg32k3a", "mt19937" (init_genrand of the seed's low 32 bits;
-    its cost grows with offset: no skip-ahead), or "sobol32" quasi-random
+    its cost grows with offset: no skip-ahead), "mtgp32" (rocRAND's first MTGP32 state, parameter set 11213 No. 0;
+    its cost grows with offset too), or "sobol32" quasi-random
     points of shape (dimensions, n), "bits" or "uniform", which ignore the seed), starting `offset`
     values (points) into the stream of `seed`. Philox's stream is rocRAND's value for value (libs/rand/routines.py):
     `subsequence` selects rocRAND's subsequence (rocrand_init's second argument; the other generators take
     only 0). seed, offset and subsequence may be traced; the rest are static."""
     if generator not in routines.GENERATORS:
         raise NotImplementedError(located(
-            f"rand generator {generator!r}: only {', '.join(routines.GENERATORS)} are implemented (MTGP32 "
-            f"is not)"))
+            f"rand generator {generator!r}: only {', '.join(routines.GENERATORS)} are implemented"))
     if distribution not in distributions.DISTRIBUTIONS:
         raise TracingValueError(located(
             f"rand distribution {distribution!r} is not one of {', '.join(distributions.DISTRIBUTIONS)}"))

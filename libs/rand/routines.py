@@ -5,7 +5,8 @@ numbers (u32[dimensions, 32]), and gives points of shape (dimensions, n), dimens
 The sequential generators (XORWOW, MRG32k3a) take their skip-ahead matrices as the third operand; their
 stream is rocRAND's device API's: word i is the i-th `rocrand()` after `rocrand_init(seed, 0, 0)`, and
 a block of the distribution is four consecutive words, as a Philox block is four words of one counter.
-MT19937's stream is mt19937ar's genrand_int32 after init_genrand(seed & 0xffffffff), blocks likewise.
+MT19937's stream is mt19937ar's genrand_int32 after init_genrand(seed & 0xffffffff), blocks likewise;
+MTGP32's is rocRAND's first MTGP32 state's (mtgp32.py), blocks likewise.
 Philox4x32-10 takes a third u64 operand, the subsequence, and its stream is rocRAND's: value i of
 (seed, offset, subsequence) is value offset + i of what rocRAND's device API draws after
 `rocrand_init(seed, subsequence, 0)` (rocrand_uniform, rocrand_uniform_double, rocrand_normal2,
@@ -22,10 +23,11 @@ import numpy as np
 from ...ir.opdef import require
 from ...ir.ops.library import Routine
 from ...ir.types import TensorType
-from . import distributions, mrg32k3a, mt19937, philox, sobol, xorwow
+from . import distributions, mrg32k3a, mt19937, mtgp32, philox, sobol, xorwow
 
 SEQUENTIAL = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}   # generator -> module (JUMPS, words, kernels)
-GENERATORS = ("philox4x32_10", "sobol32", *SEQUENTIAL, "mt19937")
+SINGLE_STREAM = {"mt19937": mt19937, "mtgp32": mtgp32}   # generator -> module (words): one workgroup a call
+GENERATORS = ("philox4x32_10", "sobol32", *SEQUENTIAL, *SINGLE_STREAM)
 SOBOL_DISTRIBUTIONS = ("bits", "uniform")
 DTYPES = ("f32", "f64")
 ATTRS = {"generator": "str", "distribution": "str", "dtype": "dtype", "shape": "ints", "mean": "float",
@@ -37,7 +39,8 @@ def generate_infer(types, attrs):
                                               f"{', '.join(GENERATORS)}")
     sobol32 = attrs["generator"] == "sobol32"
     table = {"sobol32": " and sobol32 direction numbers", "xorwow": " and its jump matrices",
-             "mrg32k3a": " and its jump matrices", "philox4x32_10": " and a u64 subsequence"}.get(attrs["generator"], "")
+             "mrg32k3a": " and its jump matrices",
+             "philox4x32_10": " and a u64 subsequence"}.get(attrs["generator"], "")
     scalars = 3 if attrs["generator"] == "philox4x32_10" else 2
     require(len(types) == 2 + bool(table) and all(t == TensorType("u64", ()) for t in types[:scalars]),
             f"library_call: rand.generate takes a u64 seed and a u64 offset{table}, got {', '.join(map(str, types))}")
@@ -79,8 +82,8 @@ def generate_reference(seed, offset, *table, generator, distribution, dtype, sha
     per_block = 4 // distributions.words_per_value(distribution, dtype)
     first, skip = offset // per_block, offset % per_block
     blocks = np.arange(first, first + -(-(skip + size) // per_block), dtype=np.uint64)
-    if generator in (*SEQUENTIAL, "mt19937"):
-        stream = (SEQUENTIAL.get(generator) or mt19937).words(seed, 4 * first, 4 * len(blocks))
+    if generator in (*SEQUENTIAL, *SINGLE_STREAM):
+        stream = (SEQUENTIAL.get(generator) or SINGLE_STREAM[generator]).words(seed, 4 * first, 4 * len(blocks))
         words = [stream[j::4] for j in range(4)]
     else:
         subsequence = int(table[0])
