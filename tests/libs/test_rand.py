@@ -18,6 +18,8 @@ import pytest
 import scipy.stats
 
 import cdnajit as cj
+from cdnajit.codegen import amdgpu
+from cdnajit.ir.targets import get_target
 from cdnajit.libs.rand import mrg32k3a, mt19937, mtgp32, philox, routines, sobol, xorwow
 from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
@@ -406,6 +408,18 @@ def test_mtgp32_kernel_matches_the_reference(distribution, dtype):
                                                   **params))
     for offset in (0, 255, 1031):
         assert_matches(f(np.uint64(9), np.uint64(offset)), reference(9, offset, (3, 701)), distribution)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("generator, distribution, dtype", [(GENERATOR, "normal", "float32"),
+                                                            ("mtgp32", "log_normal", "float64")])
+def test_gfx942_kernels_have_no_spills(generator, distribution, dtype):
+    """The largest kernels (Box-Muller in f64, MTGP32's select-tree table lookups) fit gfx942's registers."""
+    graph = cj.make_graph(lambda s: cj.libs.rand.generate(generator, (1000,), distribution, seed=s, dtype=dtype))(
+        np.uint64(1))
+    (call,) = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops if op.name == "library_call"]
+    resources = amdgpu.resources(emit_kernel(call, "k"), get_target("gfx942"))
+    assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
 
 
 @pytest.mark.slow
