@@ -14,11 +14,10 @@ from .continuous import canonical_shape, compiled
 
 
 @compiled("generator", "shape", "distribution", "dtype", "mean", "stddev", "lam")
-def generate_call(seed, offset, table, generator, shape, distribution, dtype, mean, stddev, lam):
-    operands = [as_tracer(cnp.asarray(seed).astype("uint64")), as_tracer(cnp.asarray(offset).astype("uint64"))]
-    if table is not None:   # direction numbers, jump matrices, or Philox's subsequence
-        operands.append(as_tracer(table) if generator != "philox4x32_10" else
-                        as_tracer(cnp.asarray(table).astype("uint64")))
+def generate_call(seed, offset, subsequence, table, generator, shape, distribution, dtype, mean, stddev, lam):
+    operands = [as_tracer(cnp.asarray(v).astype("uint64")) for v in (seed, offset, subsequence) if v is not None]
+    if table is not None:   # direction numbers or jump matrices
+        operands.append(as_tracer(table))
     return bind1("library_call", operands,
                  {"library": "rand", "routine": "generate", "solution": "", "generator": generator,
                   "distribution": distribution, "dtype": dtype, "shape": tuple(shape), "mean": mean,
@@ -33,8 +32,8 @@ def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, subs
     its cost grows with offset too), or "sobol32" quasi-random
     points of shape (dimensions, n), "bits" or "uniform", which ignore the seed), starting `offset`
     values (points) into the stream of `seed`. Philox's stream is rocRAND's value for value (libs/rand/routines.py):
-    `subsequence` selects rocRAND's subsequence (rocrand_init's second argument; the other generators take
-    only 0). seed, offset and subsequence may be traced; the rest are static."""
+    `subsequence` selects rocRAND's subsequence (rocrand_init's second argument) for philox4x32_10, xorwow and
+    mrg32k3a (the other generators take only 0). seed, offset and subsequence may be traced; the rest are static."""
     if generator not in routines.GENERATORS:
         raise NotImplementedError(located(
             f"rand generator {generator!r}: only {', '.join(routines.GENERATORS)} are implemented"))
@@ -50,18 +49,18 @@ def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, subs
         offset = np.uint64(operator.index(offset))
     if isinstance(subsequence, int):
         subsequence = np.uint64(operator.index(subsequence) % 2 ** 64)
-        if subsequence and generator != "philox4x32_10":
+    if generator not in routines.TAKE_SUBSEQUENCE:
+        if not isinstance(subsequence, np.uint64) or subsequence:
             raise NotImplementedError(located(
-                f"rand.generate: subsequences of {generator!r} (only philox4x32_10 takes a subsequence)"))
-    elif generator != "philox4x32_10":
-        raise NotImplementedError(located(
-            f"rand.generate: subsequences of {generator!r} (only philox4x32_10 takes a subsequence)"))
+                f"rand.generate: subsequences of {generator!r} (only {', '.join(routines.TAKE_SUBSEQUENCE)} take "
+                f"one)"))
+        subsequence = None
     shape = canonical_shape(shape)
     if generator == "sobol32":
         if len(shape) != 2 or not 1 <= shape[0] <= sobol.MAX_DIMENSIONS:
             raise TracingValueError(located(
                 f"rand.generate: sobol32 gives points of shape (dimensions, n) with 1 <= dimensions <= "
                 f"{sobol.MAX_DIMENSIONS} (Joe and Kuo's first direction numbers), got {shape}"))
-    table = subsequence if generator == "philox4x32_10" else routines.table(generator, shape)
-    return generate_call(seed, offset, table, generator=generator, shape=canonical_shape(shape), distribution=distribution,
+    table = routines.table(generator, shape)
+    return generate_call(seed, offset, subsequence, table, generator=generator, shape=canonical_shape(shape), distribution=distribution,
                          dtype=dtype_name(dtype), mean=float(mean), stddev=float(stddev), lam=float(lam))

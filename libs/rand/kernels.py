@@ -131,13 +131,14 @@ SEQUENTIAL = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}
 
 def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
     """Work-item t runs blocks [t B, (t + 1) B) of the call (B = BLOCKS_PER_ITEM), block b being words
-    4 (first + b) .. 4 (first + b) + 3 of the stream, first = offset / values per block; the state is
-    seeded, jumped to the run's first word, then stepped four words a block."""
+    4 (first + b) .. 4 (first + b) + 3 of the subsequence's stream, first = offset / values per block;
+    the state is seeded, jumped to the subsequence and the run's first word, then stepped four words a
+    block."""
     a = op.attrs
     per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"])
     scalars = Scalars(op)
     count = scalars.count
-    seed_in, offset_in, table, out = operand_buffers(op)
+    seed_in, offset_in, subsequence_in, table, out = operand_buffers(op)
     table = K.GlobalBuffer(table.name, table.dtype, table.count, readonly=True)
     out = K.GlobalBuffer(out.name, out.dtype, count)
     blocks = count / per_block + 2             # enough blocks for any offset's misalignment
@@ -150,7 +151,7 @@ def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
     state = [body.let(v) for v in _flatten(generator.seeded_kernel(body.let(seed_in[0]), body.let))]
     shape = _state_shape(generator)
     state_vars = _unflatten(state, shape)
-    jump = generator.jump_kernel(*state_vars, first_word, table, "j")
+    jump = generator.jump_kernel(*state_vars, first_word, body.let(subsequence_in[0]), table, "j")
     step = Body("s")
     current = state_vars
     words = []
@@ -166,7 +167,7 @@ def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
                    K.If((e >= 0) & (e < count), [K.Store(out, e, value)])]
     advance = [K.Assign(var, value) for var, value in zip(state, _flatten(tuple(current)))]
     run = K.For(b, 0, BLOCKS_PER_ITEM, 1, [*step.stmts, *stores, *advance])
-    return K.Kernel(name, params=[seed_in, offset_in, table, out, *scalars.params],
+    return K.Kernel(name, params=[seed_in, offset_in, subsequence_in, table, out, *scalars.params],
                     grid=(K.ceil_div(items, WORKGROUP_ITEMS),), workgroup_size=(WORKGROUP_ITEMS,),
                     body=[*body.stmts, K.If(t < items, [*jump, run])], arguments=scalars.arguments)
 

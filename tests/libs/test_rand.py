@@ -215,8 +215,8 @@ def test_poisson_moments():
 def test_bad_input():
     with pytest.raises(NotImplementedError, match="only philox4x32_10, sobol32, xorwow, mrg32k3a, mt19937, mtgp32"):
         cj.libs.rand.generate("lfsr113", (4,))
-    with pytest.raises(NotImplementedError, match="subsequences of 'xorwow'"):
-        cj.libs.rand.generate("xorwow", (4,), subsequence=1)
+    with pytest.raises(NotImplementedError, match="subsequences of 'mt19937'"):
+        cj.libs.rand.generate("mt19937", (4,), subsequence=1)
     with pytest.raises(ValueError, match="distribution 'gamma'"):
         cj.libs.rand.generate(GENERATOR, (4,), "gamma")
     with pytest.raises(cj.CdnajitError, match="lam must be in"):
@@ -264,19 +264,31 @@ def test_xorwow_known_answers():
     np.testing.assert_array_equal(bits, np.array(MARSAGLIA_XORWOW, np.uint32))
 
 
+# L'Ecuyer's RngStream.c: A1p76 and A2p76, the substream jumps (2^76 steps) of the two recurrences.
+LECUYER_A1P76 = [82758667, 1871391091, 4127413238, 3672831523, 69195019, 1871391091, 3672091415, 3528743235, 69195019]
+LECUYER_A2P76 = [1511326704, 3759209742, 1610795712, 4292754251, 1511326704, 3889917532, 3859662829, 4292754251,
+                 3708466080]
+
+
 def test_mrg32k3a_known_answers():
     for n, u in LECUYER_MRG32K3A.items():
         g1, g2 = mrg32k3a.jump([12345] * 3, [12345] * 3, n)
         assert mrg32k3a.step(g1, g2)[0] * 2.328306549295727688e-10 == u
+    assert list(mrg32k3a.JUMPS[64, 0]) == LECUYER_A1P76 and list(mrg32k3a.JUMPS[64, 1]) == LECUYER_A2P76
 
 
 @pytest.mark.parametrize("generator", ["xorwow", "mrg32k3a"])
 def test_skip_ahead_is_stepping(generator):
-    """The jump matrices' product over an offset's bits is that many steps (the references)."""
+    """The jump matrices' product over an offset's bits is that many steps (the references); a
+    subsequence is 2^(log2 - 63) jumps of 2^63 steps (the table's upper half against its lower)."""
     module = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}[generator]
     whole = module.words(77, 0, 700)
     for offset in (1, 2, 255, 256, 513):
         np.testing.assert_array_equal(module.words(77, offset, 700 - offset), whole[offset:])
+    state = module.seeded(77)
+    for _ in range(2 ** (module.SUBSEQUENCE_LOG2 - 63)):
+        state = module.jump(*state, 2 ** 63)
+    assert module.jump(*state, 5) == module.jump(*module.seeded(77), 5, 1)
 
 
 SEQUENTIAL_CASES = [("xorwow", "bits", "float32"), ("mrg32k3a", "uniform", "float64")]
@@ -288,13 +300,15 @@ SEQUENTIAL_SLOW = [pytest.param(g, d, t, marks=pytest.mark.slow) for g in ("xorw
 
 @pytest.mark.parametrize("generator, distribution, dtype", SEQUENTIAL_CASES + SEQUENTIAL_SLOW)
 def test_sequential_kernels_match_the_reference(generator, distribution, dtype):
-    """Sizes across work-items' runs (4096 words each) and unaligned offsets, far ones included (the
-    kernel's skip-ahead against the reference's)."""
+    """Sizes across work-items' runs (4096 words each) and unaligned offsets, far ones and subsequences
+    included (the kernel's skip-ahead against the reference's)."""
     params = {"mean": 0.5, "stddev": 2.0} if distribution in ("normal", "log_normal") else {"lam": 7.5}
-    for shape, offset in [((1,), 0), ((3, 1701), 5), ((300,), 2 ** 40 + 3), ((0,), 1)]:
-        got = cj.libs.rand.generate(generator, shape, distribution, seed=2 ** 33 + 17, offset=offset, dtype=dtype,
-                                    **params)
-        want = routines.generate_reference(2 ** 33 + 17, offset, generator=generator, distribution=distribution,
+    cases = [((1,), 0, 0), ((3, 1701), 5, 3), ((300,), 2 ** 40 + 3, 2 ** 63 + 5), ((0,), 1, 0)]
+    for shape, offset, subsequence in cases:
+        got = cj.libs.rand.generate(generator, shape, distribution, seed=2 ** 33 + 17, offset=offset,
+                                    subsequence=subsequence, dtype=dtype, **params)
+        want = routines.generate_reference(2 ** 33 + 17, offset, subsequence, generator=generator,
+                                           distribution=distribution,
                                            dtype={"float32": "f32", "float64": "f64"}[dtype], shape=shape,
                                            **{"mean": 0.0, "stddev": 1.0, "lam": 1.0, **params})
         assert_matches(got, want, distribution)
