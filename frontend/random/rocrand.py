@@ -60,7 +60,7 @@ def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, subs
         if len(shape) != 2 or not 1 <= shape[0] <= sobol.MAX_DIMENSIONS:
             raise TracingValueError(located(
                 f"rand.generate: sobol32 gives points of shape (dimensions, n) with 1 <= dimensions <= "
-                f"{sobol.MAX_DIMENSIONS} (Joe and Kuo's first direction numbers), got {shape}"))
+                f"{sobol.MAX_DIMENSIONS} (the first of Joe and Kuo's direction numbers), got {shape}"))
     table = routines.table(generator, shape)
     return generate_call(seed, offset, subsequence, table, generator=generator, shape=canonical_shape(shape), distribution=distribution,
                          dtype=dtype_name(dtype), mean=float(mean), stddev=float(stddev), lam=float(lam))

@@ -5,7 +5,7 @@ xorwow.py         XORWOW (Marsaglia), seeded as rocRAND; skip-ahead by GF(2) jum
 mrg32k3a.py       MRG32k3a (L'Ecuyer), seeded and reduced as rocRAND; skip-ahead by 3x3 matrices mod m.
 mt19937.py        MT19937 (init_genrand seeding), one workgroup twisting the state in LDS.
 mtgp32.py         MTGP32 (parameter set 11213 No. 0, rocRAND's seeding), one workgroup stepping it in LDS.
-sobol.py          Sobol32 quasi-random points, Joe and Kuo's direction numbers (8 dimensions).
+sobol.py          Sobol32 quasi-random points, Joe and Kuo's direction numbers (128 dimensions).
 distributions.py  uniform, normal (Box-Muller), log-normal and Poisson on a generator's words.
 routines.py       the `generate` routine: attributes, shape rule, numpy reference.
 kernels.py        its solutions (generator x distribution x dtype) and their kernels.

@@ -222,13 +222,14 @@ def test_bad_input():
     with pytest.raises(cj.CdnajitError, match="lam must be in"):
         cj.libs.rand.generate(GENERATOR, (4,), "poisson", lam=-1.0)
     with pytest.raises(ValueError, match=r"shape \(dimensions, n\)"):
-        cj.libs.rand.generate("sobol32", (9, 4))
+        cj.libs.rand.generate("sobol32", (129, 4))
     with pytest.raises(cj.CdnajitError, match="sobol32 gives bits, uniform"):
         cj.libs.rand.generate("sobol32", (2, 4), "normal")
 
 
 @pytest.mark.filterwarnings("ignore:The balance properties")
-@pytest.mark.parametrize("dimensions, n, offset", [(1, 1, 0), (3, 257, 0), (8, 1000, 24), (5, 64, 2 ** 31 + 1)])
+@pytest.mark.parametrize("dimensions, n, offset", [(1, 1, 0), (3, 257, 0), (8, 1000, 24), (5, 64, 2 ** 31 + 1),
+                                                   (128, 300, 7)])
 def test_sobol_against_scipy(dimensions, n, offset):
     """Sobol32's bits are scipy's unscrambled Sobol' points (Joe and Kuo's direction numbers, Gray-code
     order) times 2^32, exactly (scipy's floats are those integers over 2^32); beyond scipy's reach
