@@ -14,7 +14,7 @@ from ...lowering.emitters import operand_buffers
 from . import distributions, mrg32k3a, mt19937, mtgp32, philox, sobol, xorwow
 
 WORKGROUP_ITEMS = 256
-BLOCKS_PER_ITEM = 1024     # a sequential generator's run: its jump (up to 64 matrix products) is then
+BLOCKS_PER_ITEM = 1024     # a sequential generator's run: its jump (up to 128 matrix products) is then
                            # a few operations per word
 
 

@@ -34,18 +34,16 @@ TMP_TBL = (0x00000000, 0x007C4132, 0x2B4020ED, 0x2B3C61DF, 0x000240A5, 0x007E019
 STEP = 256                  # words a step (work-items), <= N - POS
 RING = 1024                 # LDS ring of the state: a step writes N words ahead of what it reads
 BLOCKS = STEP // 4          # distribution blocks a step
+HIDDEN = TBL[4] ^ ((TBL[8] << 16) & 0xFFFFFFFF)                  # mtgp32_init_state's hidden seed, word 1
+_BYTE = (HIDDEN + (HIDDEN >> 16)) & 0xFFFFFFFF
+FILL = ((_BYTE + (_BYTE >> 8)) & 0xFF) * 0x01010101              # the memset of the other words
 
 
 def seeded(seed: int) -> np.ndarray:
     """rocrand_make_state_mtgp32's state 0: mtgp32_init_state of (seed ^ seed >> 32) + 1 (32 bits)."""
     seed = (((seed ^ (seed >> 32)) & 0xFFFFFFFF) + 1) & 0xFFFFFFFF
-    hidden = TBL[4] ^ ((TBL[8] << 16) & 0xFFFFFFFF)
-    fill = hidden
-    fill = (fill + (fill >> 16)) & 0xFFFFFFFF
-    fill = (fill + (fill >> 8)) & 0xFFFFFFFF
-    fill &= 0xFF
-    state = [fill * 0x01010101] * N
-    state[0], state[1] = seed, hidden
+    state = [FILL] * N
+    state[0], state[1] = seed, HIDDEN
     for i in range(1, N):
         state[i] ^= (1812433253 * (state[i - 1] ^ (state[i - 1] >> 30)) + i) & 0xFFFFFFFF
     return np.array(state, np.uint32)
@@ -78,15 +76,11 @@ def seed_kernel(state: K.LdsBuffer, seed: K.Expr, lid: K.Expr) -> list[K.Stmt]:
     """Work-item 0 writes the seeded state (`seeded`'s recurrence over words filled with the hidden
     seed's byte); then a barrier."""
     i, previous = K.Var("si", "i32"), K.Var("sp", "u32")
-    hidden = TBL[4] ^ ((TBL[8] << 16) & 0xFFFFFFFF)
-    byte = hidden
-    byte = (byte + (byte >> 16)) & 0xFFFFFFFF
-    byte = ((byte + (byte >> 8)) & 0xFF) * 0x01010101
     mixed = seed ^ (seed >> K.Const(32, "u64"))
-    step = [K.Assign(previous, K.Const(byte, "u32") ^ (
+    step = [K.Assign(previous, K.Const(FILL, "u32") ^ (
                 K.Const(1812433253, "u32") * (previous ^ (previous >> K.Const(30, "u32"))) + i.cast("u32"))),
             K.Store(state, i, previous)]
-    first = K.Const(hidden, "u32") ^ (K.Const(1812433253, "u32") * (previous ^ (previous >> K.Const(30, "u32")))
+    first = K.Const(HIDDEN, "u32") ^ (K.Const(1812433253, "u32") * (previous ^ (previous >> K.Const(30, "u32")))
                                       + K.Const(1, "u32"))
     return [K.If(lid.eq(K.Const(0, "i32")), [
         K.Let(previous, mixed.cast("u32") + K.Const(1, "u32")), K.Store(state, 0, previous),
