@@ -14,6 +14,10 @@ Philox4x32-10 stream is rocRAND's value for value:
               evaluated in f64 (rocRAND's f32 path uses f32 functions: a few f32 ulps apart), then
               scaled by stddev, moved by mean and rounded to the dtype;
   log_normal  exp of the normal;
+  MRG32k3a    (rocRAND's mrg distributions, rocrand_mrg32k3a.h) take the generator's outputs o in [1, m1]
+              themselves, one a value: uniform o / m1 (ROCRAND_MRG32K3A_NORM_DOUBLE; rounded to f32 for
+              f32); normal from a pair (x, y): u = the uniform of x, angle = the f32 uniform of y times
+              f32 2 pi for f32, pi (2 y / m1) for f64; bits and poisson use rocrand()'s word of o;
   poisson     (not rocRAND's alias-table method) inversion of the CDF by sequential search, one f64
               uniform a value (two words), with as many terms as the mean needs (lam + 12 sqrt(lam) +
               16); lam up to MAX_POISSON_LAM, where exp(-lam) stays a normal f64 number.
@@ -25,6 +29,7 @@ import math
 import numpy as np
 
 from ...ir import kernel as K
+from . import mrg32k3a
 
 DISTRIBUTIONS = ("bits", "uniform", "normal", "log_normal", "poisson")
 MAX_POISSON_LAM = 500.0
@@ -34,7 +39,9 @@ def poisson_terms(lam: float) -> int:
     return int(math.ceil(lam + 12.0 * math.sqrt(lam) + 16.0))
 
 
-def words_per_value(distribution: str, dtype: str) -> int:
+def words_per_value(distribution: str, dtype: str, generator: str) -> int:
+    if generator == "mrg32k3a":
+        return 2 if distribution == "poisson" else 1
     return 2 if dtype == "f64" or distribution == "poisson" else 1
 
 
@@ -45,6 +52,7 @@ def result_dtype(distribution: str, dtype: str) -> str:
 # -- numpy --
 
 TWO_PI_2POW32 = np.float32(2.0 * math.pi * 2.0 ** -32)   # rocRAND's ROCRAND_2POW32_INV_2PI
+TWO_PI_F32 = np.float32(2.0 * math.pi)                    # rocRAND's ROCRAND_2PI
 
 
 def uniform_numpy(words: list[np.ndarray], dtype: str, words_per_value: int = 2) -> np.ndarray:
@@ -71,17 +79,31 @@ def box_muller_inputs_numpy(words: list[np.ndarray], dtype: str):
     return [(u, t * math.pi)]
 
 
+def mrg_box_muller_inputs_numpy(outputs: list[np.ndarray], dtype: str):
+    u = [o.astype(np.float64) * mrg32k3a.NORM for o in outputs]
+    if dtype == "f32":
+        return [(x.astype(np.float32).astype(np.float64), (y.astype(np.float32) * TWO_PI_F32).astype(np.float64))
+                for x, y in zip(u[0::2], u[1::2])]
+    return [(x, y * 2.0 * math.pi) for x, y in zip(u[0::2], u[1::2])]
+
+
 def values_numpy(words, distribution: str, dtype: str, mean: float, stddev: float, lam: float,
-                 words_per_value: int = 2):
-    """The block's values (a list of arrays over blocks) of the distribution."""
+                 words_per_value: int = 2, mrg: bool = False):
+    """The block's values (a list of arrays over blocks) of the distribution; `mrg`: the words are
+    MRG32k3a's outputs."""
+    if mrg and distribution in ("bits", "poisson"):
+        words, mrg = [mrg32k3a.word_numpy(o) for o in words], False
     if distribution == "bits":
         return list(words)
     if distribution == "poisson":
         return [poisson_numpy(u, lam) for u in uniform_numpy(words, "f64")]
+    if distribution == "uniform" and mrg:
+        u = [o.astype(np.float64) * mrg32k3a.NORM for o in words]
+        return [x.astype(np.float32) for x in u] if dtype == "f32" else u
     if distribution == "uniform":
         return uniform_numpy(words, dtype, words_per_value)
     out = []
-    for u, angle in box_muller_inputs_numpy(words, dtype):
+    for u, angle in (mrg_box_muller_inputs_numpy if mrg else box_muller_inputs_numpy)(words, dtype):
         radius = np.sqrt(-2.0 * np.log(u))
         out += [np.sin(angle) * radius, np.cos(angle) * radius]
     out = [z * stddev + mean for z in out]
@@ -127,16 +149,29 @@ def box_muller_inputs_kernel(words: list[K.Expr], dtype: str, let) -> list[tuple
     return [(u, let(t * math.pi))]
 
 
+def mrg_box_muller_inputs_kernel(outputs: list[K.Expr], dtype: str, let) -> list[tuple[K.Expr, K.Expr]]:
+    u = [let(o.cast("f64") * mrg32k3a.NORM) for o in outputs]
+    if dtype == "f32":
+        return [(let(x.cast("f32").cast("f64")), let((y.cast("f32") * K.Const(float(TWO_PI_F32), "f32")).cast("f64")))
+                for x, y in zip(u[0::2], u[1::2])]
+    return [(x, let(y * 2.0 * math.pi)) for x, y in zip(u[0::2], u[1::2])]
+
+
 def values_kernel(words, distribution: str, dtype: str, mean: K.Expr, stddev: K.Expr, lam: K.Expr,
-                  terms: K.Expr, let, poisson_loop) -> list[K.Expr]:
+                  terms: K.Expr, let, poisson_loop, mrg: bool = False) -> list[K.Expr]:
+    if mrg and distribution in ("bits", "poisson"):
+        words, mrg = [mrg32k3a.word_kernel(o, let) for o in words], False
     if distribution == "bits":
         return list(words)
     if distribution == "poisson":
         return [poisson_loop(u, lam, terms) for u in uniform_kernel(words, "f64", let)]
+    if distribution == "uniform" and mrg:
+        u = [let(o.cast("f64") * mrg32k3a.NORM) for o in words]
+        return [let(x.cast("f32")) for x in u] if dtype == "f32" else u
     if distribution == "uniform":
         return uniform_kernel(words, dtype, let)
     out = []
-    for u, angle in box_muller_inputs_kernel(words, dtype, let):
+    for u, angle in (mrg_box_muller_inputs_kernel if mrg else box_muller_inputs_kernel)(words, dtype, let):
         radius = let(K.sqrt(K.log(u) * -2.0))
         out += [K.sin(angle) * radius, K.cos(angle) * radius]
     out = [let(z * stddev + mean) for z in out]

@@ -41,7 +41,7 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
     if op.attrs["generator"] in ("xorwow", "mrg32k3a"):
         return solution_name(op), (f"one work-item per run of {BLOCKS_PER_ITEM} blocks of 4 words: skip-ahead by "
                                    f"jump matrices, then {4 * BLOCKS_PER_ITEM} sequential steps")
-    per_block = 4 // distributions.words_per_value(op.attrs["distribution"], op.attrs["dtype"])
+    per_block = 4 // distributions.words_per_value(op.attrs["distribution"], op.attrs["dtype"], op.attrs["generator"])
     return solution_name(op), (f"one work-item per Philox block of 4 words (rocRAND's counter order): {per_block} "
                                f"values each")
 
@@ -123,7 +123,8 @@ class Scalars:
 
     def values(self, op: Op, words: list[K.Expr], body: Body) -> list[K.Expr]:
         return distributions.values_kernel(words, op.attrs["distribution"], op.attrs["dtype"], self.mean, self.stddev,
-                                           self.lam, self.terms, body.let, body.poisson_loop)
+                                           self.lam, self.terms, body.let, body.poisson_loop,
+                                           mrg=op.attrs["generator"] == "mrg32k3a")
 
 
 SEQUENTIAL = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}
@@ -135,7 +136,7 @@ def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
     the state is seeded, jumped to the subsequence and the run's first word, then stepped four words a
     block."""
     a = op.attrs
-    per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"])
+    per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"], a["generator"])
     scalars = Scalars(op)
     count = scalars.count
     seed_in, offset_in, subsequence_in, table, out = operand_buffers(op)
@@ -205,7 +206,7 @@ def emit_single_stream(op: Op, name: str, lds, seed_stmts, round_stmts, blocks: 
     values per block) on, work-item l < blocks converts its four words `words_of(lid, let)`, global
     block blocks r + l, and stores its values; a barrier ends the round."""
     a = op.attrs
-    per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"])
+    per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"], a["generator"])
     scalars = Scalars(op)
     count = scalars.count
     seed_in, offset_in, out = operand_buffers(op)
@@ -254,7 +255,7 @@ def _unflatten(words: list, shape: tuple[int, ...]):
 def emit_philox(op: Op, name: str) -> K.Kernel:
     a = op.attrs
     distribution, dtype = a["distribution"], a["dtype"]
-    per_block = 4 // distributions.words_per_value(distribution, dtype)
+    per_block = 4 // distributions.words_per_value(distribution, dtype, a["generator"])
     scalars = Scalars(op)
     count = scalars.count
     seed_in, offset_in, subsequence_in, out = operand_buffers(op)

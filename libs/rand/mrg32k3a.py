@@ -23,6 +23,7 @@ M1C, M2C = 209, 22853                     # 2^32 mod m1, 2^32 mod m2
 SUBSEQUENCE_LOG2 = 76                     # rocRAND's subsequence (L'Ecuyer's substream): 2^76 words
 A12, A13N, A21, A23N = 1403580, 810728, 527612, 1370589
 UINT_NORM = 1.000000048661607             # (2^32 - 1) / (m1 - 1), as rocRAND rounds it
+NORM = 2.3283065498378288e-10             # rocRAND's ROCRAND_MRG32K3A_NORM_DOUBLE, 1 / m1: its uniforms
 DEFAULT_SEED = 12345                      # rocRAND's seed in place of 0
 U64 = (1 << 64) - 1
 U32 = (1 << 32) - 1
@@ -66,6 +67,10 @@ def word(output: int) -> int:
     return int(float(output - 1) * UINT_NORM)
 
 
+def word_numpy(outputs: np.ndarray) -> np.ndarray:
+    return ((outputs.astype(np.float64) - 1.0) * UINT_NORM).astype(np.uint32)
+
+
 def _matrix_power_table(matrix, m) -> np.ndarray:
     out = []
     for _ in range(SUBSEQUENCE_LOG2 + 64):
@@ -92,14 +97,18 @@ def jump(g1: list[int], g2: list[int], n: int, subsequence: int = 0) -> tuple[li
     return g1, g2
 
 
-def words(seed: int, first: int, count: int, subsequence: int = 0) -> np.ndarray:
-    """rocRAND's words first .. first + count - 1 of the seed's subsequence's stream (uint32)."""
+def outputs(seed: int, first: int, count: int, subsequence: int = 0) -> np.ndarray:
+    """Outputs first .. first + count - 1 (in [1, m1], uint32) of the seed's subsequence's stream."""
     g1, g2 = jump(*seeded(seed), first, subsequence)
     out = np.empty(count, np.uint32)
     for i in range(count):
-        output, g1, g2 = step(g1, g2)
-        out[i] = word(output)
+        out[i], g1, g2 = step(g1, g2)
     return out
+
+
+def words(seed: int, first: int, count: int, subsequence: int = 0) -> np.ndarray:
+    """rocRAND's words (rocrand()) first .. first + count - 1 of the seed's subsequence's stream."""
+    return word_numpy(outputs(seed, first, count, subsequence))
 
 
 # -- kernel expressions (u64 arithmetic wraps as the Python above masks) --
@@ -129,13 +138,18 @@ def seeded_kernel(seed: K.Expr, let) -> tuple[list[K.Expr], list[K.Expr]]:
 
 
 def step_kernel(g1: list[K.Expr], g2: list[K.Expr], let) -> tuple[K.Expr, list[K.Expr], list[K.Expr]]:
+    """One step: (output in [1, m1] as u32, g1, g2); rocRAND's distributions take the output itself."""
     def term(a, v, m):
         return _u64(a) * (_u64(m) - v.cast("u64")).cast("u32").cast("u64")
     p1 = mod1_kernel(let(_u64(A12) * g1[1].cast("u64") + term(A13N, g1[0], M1)), let)
     p2 = mod2_kernel(let(_u64(A21) * g2[2].cast("u64") + term(A23N, g2[0], M2)), let)
-    output = let(p1 - p2 + K.select(p1 <= p2, _u64(M1), _u64(0)))
-    u = let(((output - _u64(1)).cast("f64") * UINT_NORM).cast("u32"))
-    return u, [g1[1], g1[2], p1.cast("u32")], [g2[1], g2[2], p2.cast("u32")]
+    output = let((p1 - p2 + K.select(p1 <= p2, _u64(M1), _u64(0))).cast("u32"))
+    return output, [g1[1], g1[2], p1.cast("u32")], [g2[1], g2[2], p2.cast("u32")]
+
+
+def word_kernel(output: K.Expr, let) -> K.Expr:
+    """rocrand()'s u32 from an output in [1, m1]."""
+    return let(((output.cast("f64") - 1.0) * UINT_NORM).cast("u32"))
 
 
 def jump_kernel(g1: list[K.Var], g2: list[K.Var], n: K.Expr, subsequence: K.Expr, table: K.Buffer, prefix: str

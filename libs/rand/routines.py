@@ -12,7 +12,8 @@ rocRAND's host API output (rocrand_generate_uniform etc.) of a generator seeded 
 from counter (j / 4 as 64 bits, subsequence as 64 bits) under the key (seed low word, seed high word),
 word j % 4 of Philox's result (rocrand_philox4x32_10.h). XORWOW's and MRG32k3a's word i is the i-th
 `rocrand()` (subsequences of 2^67 and 2^76 words), a distribution block four consecutive words, as a
-Philox block is four words of one counter. MT19937's stream is mt19937ar's genrand_int32 after
+Philox block is four words of one counter; MRG32k3a's uniforms and normals are rocRAND's mrg ones, on
+its outputs themselves (distributions.py). MT19937's stream is mt19937ar's genrand_int32 after
 init_genrand(seed & 0xffffffff), blocks likewise; MTGP32's is rocRAND's first MTGP32 state's (mtgp32.py).
 """
 from __future__ import annotations
@@ -83,13 +84,15 @@ def generate_reference(seed, offset, *operands, generator, distribution, dtype, 
         words = [sobol.points_numpy(operands[0], offset, shape[1])]
         return np.asarray(distributions.values_numpy(words, distribution, dtype, 0.0, 1.0, 0.0, words_per_value=1)[0])
     size = math.prod(shape)
-    per_block = 4 // distributions.words_per_value(distribution, dtype)
+    per_block = 4 // distributions.words_per_value(distribution, dtype, generator)
     first, skip = offset // per_block, offset % per_block
     blocks = np.arange(first, first + -(-(skip + size) // per_block), dtype=np.uint64)
     if generator in SEQUENTIAL or generator in SINGLE_STREAM:
-        module = SEQUENTIAL.get(generator) or SINGLE_STREAM[generator]
+        # what the kernels' steps give: rocrand()'s words, but MRG32k3a's outputs (its distributions' input)
+        stream_of = mrg32k3a.outputs if generator == "mrg32k3a" else (SEQUENTIAL.get(generator) or
+                                                                      SINGLE_STREAM[generator]).words
         subsequence = (int(operands[0]),) if generator in SEQUENTIAL else ()
-        stream = module.words(seed, 4 * first, 4 * len(blocks), *subsequence)
+        stream = stream_of(seed, 4 * first, 4 * len(blocks), *subsequence)
         words = [stream[j::4] for j in range(4)]
     else:
         subsequence = int(operands[0])
@@ -97,7 +100,7 @@ def generate_reference(seed, offset, *operands, generator, distribution, dtype, 
                    np.full(blocks.shape, subsequence & 0xFFFFFFFF, np.uint32),
                    np.full(blocks.shape, subsequence >> 32, np.uint32)]
         words = philox.rounds_numpy(counter, (seed & 0xFFFFFFFF, seed >> 32))
-    values = distributions.values_numpy(words, distribution, dtype, mean, stddev, lam)
+    values = distributions.values_numpy(words, distribution, dtype, mean, stddev, lam, mrg=generator == "mrg32k3a")
     stream = np.stack(values, axis=-1).reshape(-1)
     return stream[skip:skip + size].reshape(shape)
 

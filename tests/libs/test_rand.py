@@ -1,7 +1,8 @@
 """libs/rand: Philox4x32-10 against Random123's known answers and, value for value, against rocRAND's
 stream order (a model of rocRAND's device engine written here from its documented algorithm), XORWOW
 against Marsaglia's generator's
-published outputs, MRG32k3a against L'Ecuyer's reference outputs (also after skip-ahead), MTGP32 against a
+published outputs, MRG32k3a against L'Ecuyer's reference outputs (also after skip-ahead) and its
+distributions against rocRAND's mrg formulas written here, MTGP32 against a
 word-by-word model of the paper's recursion written here (no published outputs at hand), Sobol32
 against scipy's Sobol' points, the compiled kernels against the
 routine's numpy reference (libs/rand/routines.py) over sizes crossing workgroup and block boundaries
@@ -276,6 +277,30 @@ def test_mrg32k3a_known_answers():
         g1, g2 = mrg32k3a.jump([12345] * 3, [12345] * 3, n)
         assert mrg32k3a.step(g1, g2)[0] * 2.328306549295727688e-10 == u
     assert list(mrg32k3a.JUMPS[64, 0]) == LECUYER_A1P76 and list(mrg32k3a.JUMPS[64, 1]) == LECUYER_A2P76
+
+
+MRG_NORM = 2.3283065498378288e-10       # rocRAND's ROCRAND_MRG32K3A_NORM_DOUBLE (1 / m1)
+MRG_DRAWS = {   # rocRAND's device API on MRG32k3a outputs (rocrand_uniform.h, rocrand_normal.h), one or a pair
+    ("uniform", "float32"): lambda o: [np.float32(o[0] * MRG_NORM)],
+    ("uniform", "float64"): lambda o: [o[0] * MRG_NORM],
+    ("normal", "float32"): lambda o: [f(float(np.float32(np.float32(o[1] * MRG_NORM) * np.float32(2 * np.pi))))
+                                      * np.sqrt(-2 * np.log(float(np.float32(o[0] * MRG_NORM)))) for f in (np.sin, np.cos)],
+    ("normal", "float64"): lambda o: [f(o[1] * MRG_NORM * 2.0 * np.pi) * np.sqrt(-2 * np.log(o[0] * MRG_NORM))
+                                      for f in (np.sin, np.cos)],
+}
+
+
+@pytest.mark.parametrize("distribution, dtype", [("uniform", "float64")] + [
+    pytest.param(d, t, marks=pytest.mark.slow) for d, t in MRG_DRAWS if (d, t) != ("uniform", "float64")])
+def test_mrg32k3a_distributions_are_rocrands(distribution, dtype):
+    """MRG32k3a's uniforms and normals are rocRAND's mrg formulas on its outputs in [1, m1], one output a
+    value (rocrand_uniform / _double / rocrand_normal2 / rocrand_normal_double2 one after another), the
+    outputs from the L'Ecuyer-checked recurrence; normals by the module's error model."""
+    draw, n = MRG_DRAWS[distribution, dtype], 601
+    outputs = [int(o) for o in mrg32k3a.outputs(99, 0, n + 1, 2)]
+    stream = [v for i in range(0, n, len(draw([1, 1]))) for v in draw(outputs[i:i + 2])]
+    got = cj.libs.rand.generate("mrg32k3a", (n - 3,), distribution, seed=99, offset=3, subsequence=2, dtype=dtype)
+    assert_matches(got, np.array(stream[3:n]).astype(dtype), distribution)
 
 
 @pytest.mark.parametrize("generator", ["xorwow", "mrg32k3a"])
