@@ -82,26 +82,41 @@ class RocrandPhilox:
             self.substate, self.counter = 0, (self.counter + 1) % 2 ** 128
         return word
 
-    def uniform(self):             # rocrand_uniform
-        return np.float32(2.0 ** -32) + np.float32(self.next()) * np.float32(2.0 ** -32)
 
-    def uniform_double(self):      # rocrand_uniform_double: the first word low, the second's top 21 bits high
-        low, high = self.next(), self.next()
-        return ((high >> 11) * 2 ** 32 + low + 1) * 2.0 ** -53
+def rocrand_normal2(next_word):            # box_muller(x, y): (sin, cos), here evaluated in f64
+    c = np.float32(2.0 * np.pi * 2.0 ** -32)
+    u = float(np.float32(2.0 ** -32) + np.float32(next_word()) * np.float32(2.0 ** -32))
+    v = float(c + np.float32(next_word()) * c)
+    s = np.sqrt(-2.0 * np.log(u))
+    return [np.sin(v) * s, np.cos(v) * s]
 
-    def normal2(self):             # rocrand_normal2: box_muller(x, y), (sin, cos), here evaluated in f64
-        c = np.float32(2.0 * np.pi * 2.0 ** -32)
-        u = float(np.float32(2.0 ** -32) + np.float32(self.next()) * np.float32(2.0 ** -32))
-        v = float(c + np.float32(self.next()) * c)
-        s = np.sqrt(-2.0 * np.log(u))
-        return [np.sin(v) * s, np.cos(v) * s]
 
-    def normal_double2(self):      # rocrand_normal_double2: box_muller_double(rocrand4), host formula
-        x, y, z, w = (self.next() for _ in range(4))
-        u = ((x ^ (y << 21)) + 1) * 2.0 ** -53
-        t = ((z ^ (w << 21)) + 1) * 2.0 ** -52
-        s = np.sqrt(-2.0 * np.log(u))
-        return [np.sin(t * np.pi) * s, np.cos(t * np.pi) * s]
+def rocrand_normal_double2(next_word):     # box_muller_double of four words, host formula
+    x, y, z, w = (next_word() for _ in range(4))
+    u = ((x ^ (y << 21)) + 1) * 2.0 ** -53
+    t = ((z ^ (w << 21)) + 1) * 2.0 ** -52
+    s = np.sqrt(-2.0 * np.log(u))
+    return [np.sin(t * np.pi) * s, np.cos(t * np.pi) * s]
+
+
+# rocRAND's device API draws on a generator's rocrand() words (rocrand_uniform.h, rocrand_normal.h), the
+# same for Philox and XORWOW: each takes `next_word`, which returns the next word, and gives its values.
+ROCRAND_DRAWS = {
+    ("bits", "float32"): lambda next_word: [next_word()],
+    ("uniform", "float32"): lambda next_word: [np.float32(2.0 ** -32)
+                                               + np.float32(next_word()) * np.float32(2.0 ** -32)],
+    # rocrand_uniform_double: the first word low, the second's top 21 bits high
+    ("uniform", "float64"): lambda next_word: [(next_word() + (next_word() >> 11) * 2 ** 32 + 1) * 2.0 ** -53],
+    ("normal", "float32"): rocrand_normal2,
+    ("normal", "float64"): rocrand_normal_double2,
+}
+
+
+def draw_stream(draw, next_word, count):
+    stream = []
+    while len(stream) < count:
+        stream += draw(next_word)
+    return stream
 
 
 # rocRAND's default seed (ROCRAND_PHILOX4x32_DEFAULT_SEED), subsequence 3: the first eight rocrand()
@@ -128,17 +143,25 @@ def test_philox_is_rocrands_stream(seed, subsequence, offset):
     makes after rocrand_init(seed, subsequence, 0) (words, uniform, uniform_double, normal2, normal_double2),
     checked against the engine model: exact for bits and uniforms, normals by the module's error model."""
     n = 301
-    draws = {("bits", "float32"): lambda e: [e.next()], ("uniform", "float32"): lambda e: [e.uniform()],
-             ("uniform", "float64"): lambda e: [e.uniform_double()], ("normal", "float32"): RocrandPhilox.normal2,
-             ("normal", "float64"): RocrandPhilox.normal_double2}
-    for (distribution, dtype), draw in draws.items():
-        engine, stream = RocrandPhilox(seed, subsequence, 0), []
-        while len(stream) < offset + n:
-            stream += draw(engine)
+    for (distribution, dtype), draw in ROCRAND_DRAWS.items():
+        stream = draw_stream(draw, RocrandPhilox(seed, subsequence, 0).next, offset + n)
         want = np.array(stream[offset:offset + n]).astype(np.uint32 if distribution == "bits" else dtype)
         got = cj.libs.rand.generate(GENERATOR, (n,), distribution, seed=seed, offset=offset, subsequence=subsequence,
                                     dtype=dtype)
         assert_matches(got, want, distribution)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("distribution, dtype", list(ROCRAND_DRAWS))
+def test_xorwow_is_rocrands_device_stream(distribution, dtype):
+    """XORWOW's values are rocRAND's device-API draws on its rocrand() words (the reference's words, checked
+    by Marsaglia's outputs), one draw after another, from a subsequence and an unaligned offset."""
+    n, offset = 501, 7
+    words = iter(int(w) for w in xorwow.words(5, 0, 4 * n + 64, 3))
+    stream = draw_stream(ROCRAND_DRAWS[distribution, dtype], words.__next__, offset + n)
+    want = np.array(stream[offset:offset + n]).astype(np.uint32 if distribution == "bits" else dtype)
+    got = cj.libs.rand.generate("xorwow", (n,), distribution, seed=5, offset=offset, subsequence=3, dtype=dtype)
+    assert_matches(got, want, distribution)
 
 
 def reference(shape, distribution, seed, offset, dtype, **params):
@@ -284,7 +307,8 @@ MRG_DRAWS = {   # rocRAND's device API on MRG32k3a outputs (rocrand_uniform.h, r
     ("uniform", "float32"): lambda o: [np.float32(o[0] * MRG_NORM)],
     ("uniform", "float64"): lambda o: [o[0] * MRG_NORM],
     ("normal", "float32"): lambda o: [f(float(np.float32(np.float32(o[1] * MRG_NORM) * np.float32(2 * np.pi))))
-                                      * np.sqrt(-2 * np.log(float(np.float32(o[0] * MRG_NORM)))) for f in (np.sin, np.cos)],
+                                      * np.sqrt(-2 * np.log(float(np.float32(o[0] * MRG_NORM))))
+                                      for f in (np.sin, np.cos)],
     ("normal", "float64"): lambda o: [f(o[1] * MRG_NORM * 2.0 * np.pi) * np.sqrt(-2 * np.log(o[0] * MRG_NORM))
                                       for f in (np.sin, np.cos)],
 }
