@@ -26,14 +26,17 @@ def generate_call(seed, offset, subsequence, table, generator, shape, distributi
 
 def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, subsequence=0, dtype="float32", mean=0.0,
              stddev=1.0, lam=1.0):
-    """Values of `distribution` ("bits": the raw 32-bit words as uint32, "uniform" in (0, 1], "normal", "log_normal", "poisson" as uint32) from
-    the generator's stream (rocRAND's "philox4x32_10", "xorwow", "mrg32k3a", "mt19937" (init_genrand of the seed's low 32 bits;
-    its cost grows with offset: no skip-ahead), "mtgp32" (rocRAND's first MTGP32 state, parameter set 11213 No. 0;
-    its cost grows with offset too), or "sobol32" quasi-random
-    points of shape (dimensions, n), "bits" or "uniform", which ignore the seed), starting `offset`
-    values (points) into the stream of `seed`. Philox's stream is rocRAND's value for value (libs/rand/routines.py):
-    `subsequence` selects rocRAND's subsequence (rocrand_init's second argument) for philox4x32_10, xorwow and
-    mrg32k3a (the other generators take only 0). seed, offset and subsequence may be traced; the rest are static."""
+    """Values of `distribution` from a generator's stream, starting `offset` values (Sobol: points) into the
+    stream of `seed`.
+    - distribution: "bits" (the raw 32-bit words, uint32), "uniform" in (0, 1], "normal" and "log_normal"
+      (mean, stddev), "poisson" (lam; uint32);
+    - generator: rocRAND's "philox4x32_10" (its stream value for value, libs/rand/routines.py), "xorwow",
+      "mrg32k3a", "mt19937" (init_genrand of the seed's low 32 bits), "mtgp32" (rocRAND's first MTGP32 state,
+      parameter set 11213 No. 0) -- these two cost time linear in offset (no skip-ahead) -- or "sobol32"
+      quasi-random points of shape (dimensions <= 128, n), "bits" or "uniform", which ignore the seed;
+    - subsequence: rocrand_init's second argument, for philox4x32_10, xorwow and mrg32k3a (the others take
+      only 0).
+    seed, offset and subsequence may be traced; the rest are static."""
     if generator not in routines.GENERATORS:
         raise NotImplementedError(located(
             f"rand generator {generator!r}: only {', '.join(routines.GENERATORS)} are implemented"))
