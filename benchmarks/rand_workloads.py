@@ -7,8 +7,8 @@
   Generator(Philox).random(dtype=float32) (numpy's Philox is the 4x64 variant);
 - mt19937_bits: 16 Mi raw 32-bit words of libs/rand's MT19937 against numpy's RandomState(seed)
   (the same stream: init_genrand seeding), checked bit for bit;
-- xorwow_uniform_f32, mrg32k3a_uniform_f32: 16 Mi uniforms of libs/rand's sequential generators
-  against numpy's default_rng().random(dtype=float32) (numpy has neither generator).
+- xorwow_uniform_f32, mrg32k3a_uniform_f32, mtgp32_uniform_f32: 16 Mi uniforms of libs/rand's
+  sequential generators against numpy's default_rng().random(dtype=float32) (numpy has none of them).
 Each peer generates its own stream: the check compares cdnajit with the stream it must reproduce
 (JAX's, or libs/rand's numpy reference), not with numpy's.
 """
@@ -90,9 +90,10 @@ def build_philox_uniform_f32(ctx: Context) -> Case:
     seed = np.uint64(1234)
     generator = np.random.Generator(np.random.Philox(1234))
     reference = lambda s: routines.generate_reference(
-        int(s), 0, generator="philox4x32_10", distribution="uniform", dtype="f32", shape=(n,), mean=0.0,
+        int(s), 0, 0, generator="philox4x32_10", distribution="uniform", dtype="f32", shape=(n,), mean=0.0,
         stddev=1.0, lam=1.0)
-    # Integer arithmetic and one exact scaling per value: identical to the library's numpy reference.
+    # Integer arithmetic and rocRAND's f32 scaling (the same f32 operations on both sides): identical to the
+    # library's numpy reference.
     return Case((seed,), cj.jit(lambda s: cj.libs.rand.generate("philox4x32_10", (n,), seed=s)),
                 numpy=lambda s: generator.random(n, dtype=np.float32), jax=None, reference=reference,
                 tolerance=(0.0, 0.0))
@@ -100,7 +101,7 @@ def build_philox_uniform_f32(ctx: Context) -> Case:
 
 def sequential_uniform_f32(generator_name: str):
     """cj.libs.rand's sequential generators against numpy's fastest uniform float32 (PCG64; numpy has
-    neither XORWOW nor MRG32k3a). Not checked here: the reference steps the generator in Python
+    none of XORWOW, MRG32k3a, MTGP32). Not checked here: the reference steps the generator in Python
     (minutes at 16 Mi); tests/libs/test_rand.py checks the kernels against it bit for bit."""
     def build(ctx: Context) -> Case:
         n = size(ctx)
@@ -128,6 +129,8 @@ RAND_WORKLOADS = (
              "after a jump-matrix skip-ahead (numpy: default_rng().random(float32))", sequential_uniform_f32("xorwow")),
     Workload("W13.mrg32k3a_uniform_f32", "cj.libs.rand MRG32k3a uniform, 16 Mi float32 (numpy: "
              "default_rng().random(float32))", sequential_uniform_f32("mrg32k3a")),
+    Workload("W13.mtgp32_uniform_f32", "cj.libs.rand MTGP32 uniform, 16 Mi float32: one workgroup stepping the "
+             "state in LDS (numpy: default_rng().random(float32))", sequential_uniform_f32("mtgp32")),
     Workload("W13.mt19937_bits", "cj.libs.rand MT19937 raw words, 16 Mi uint32: one workgroup twisting the state "
              "in LDS (numpy: RandomState(seed).randint, the same stream)", build_mt19937_bits),
 )

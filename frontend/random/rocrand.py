@@ -14,9 +14,9 @@ from .continuous import canonical_shape, compiled
 
 
 @compiled("generator", "shape", "distribution", "dtype", "mean", "stddev", "lam")
-def generate_call(seed, offset, table, generator, shape, distribution, dtype, mean, stddev, lam):
-    operands = [as_tracer(cnp.asarray(seed).astype("uint64")), as_tracer(cnp.asarray(offset).astype("uint64"))]
-    if table is not None:
+def generate_call(seed, offset, subsequence, table, generator, shape, distribution, dtype, mean, stddev, lam):
+    operands = [as_tracer(cnp.asarray(v).astype("uint64")) for v in (seed, offset, subsequence) if v is not None]
+    if table is not None:   # direction numbers or jump matrices
         operands.append(as_tracer(table))
     return bind1("library_call", operands,
                  {"library": "rand", "routine": "generate", "solution": "", "generator": generator,
@@ -24,17 +24,22 @@ def generate_call(seed, offset, table, generator, shape, distribution, dtype, me
                   "stddev": stddev, "lam": lam})
 
 
-def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, dtype="float32", mean=0.0, stddev=1.0,
-             lam=1.0):
-    """Values of `distribution` ("bits": the raw 32-bit words as uint32, "uniform" in (0, 1], "normal", "log_normal", "poisson" as uint32) from
-    the generator's stream (rocRAND's "philox4x32_10", "xorwow", "mrg32k3a", "mt19937" (init_genrand of the seed's low 32 bits;
-    its cost grows with offset: no skip-ahead), or "sobol32" quasi-random
-    points of shape (dimensions, n), "bits" or "uniform", which ignore the seed), starting `offset`
-    values (points) into the stream of `seed`. seed and offset may be traced; the rest are static."""
+def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, subsequence=0, dtype="float32", mean=0.0,
+             stddev=1.0, lam=1.0):
+    """Values of `distribution` from a generator's stream, starting `offset` values (Sobol: points) into the
+    stream of `seed`.
+    - distribution: "bits" (the raw 32-bit words, uint32), "uniform" in (0, 1], "normal" and "log_normal"
+      (mean, stddev), "poisson" (lam; uint32);
+    - generator: rocRAND's "philox4x32_10" (its stream value for value, libs/rand/routines.py), "xorwow",
+      "mrg32k3a", "mt19937" (init_genrand of the seed's low 32 bits), "mtgp32" (rocRAND's first MTGP32 state,
+      parameter set 11213 No. 0) -- these two cost time linear in offset (no skip-ahead) -- or "sobol32"
+      quasi-random points of shape (dimensions <= 128, n), "bits" or "uniform", which ignore the seed;
+    - subsequence: rocrand_init's second argument, for philox4x32_10, xorwow and mrg32k3a (the others take
+      only 0).
+    seed, offset and subsequence may be traced; the rest are static."""
     if generator not in routines.GENERATORS:
         raise NotImplementedError(located(
-            f"rand generator {generator!r}: only {', '.join(routines.GENERATORS)} are implemented (MTGP32 "
-            f"is not)"))
+            f"rand generator {generator!r}: only {', '.join(routines.GENERATORS)} are implemented"))
     if distribution not in distributions.DISTRIBUTIONS:
         raise TracingValueError(located(
             f"rand distribution {distribution!r} is not one of {', '.join(distributions.DISTRIBUTIONS)}"))
@@ -45,12 +50,20 @@ def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, dtyp
         seed = np.uint64(operator.index(seed) % 2 ** 64)
     if isinstance(offset, int):
         offset = np.uint64(operator.index(offset))
+    if isinstance(subsequence, int):
+        subsequence = np.uint64(operator.index(subsequence) % 2 ** 64)
+    if generator not in routines.TAKE_SUBSEQUENCE:
+        if not isinstance(subsequence, np.uint64) or subsequence:
+            raise NotImplementedError(located(
+                f"rand.generate: subsequences of {generator!r} (only {', '.join(routines.TAKE_SUBSEQUENCE)} take "
+                f"one)"))
+        subsequence = None
     shape = canonical_shape(shape)
     if generator == "sobol32":
         if len(shape) != 2 or not 1 <= shape[0] <= sobol.MAX_DIMENSIONS:
             raise TracingValueError(located(
                 f"rand.generate: sobol32 gives points of shape (dimensions, n) with 1 <= dimensions <= "
-                f"{sobol.MAX_DIMENSIONS} (Joe and Kuo's first direction numbers), got {shape}"))
+                f"{sobol.MAX_DIMENSIONS} (the first of Joe and Kuo's direction numbers), got {shape}"))
     table = routines.table(generator, shape)
-    return generate_call(seed, offset, table, generator=generator, shape=canonical_shape(shape), distribution=distribution,
+    return generate_call(seed, offset, subsequence, table, generator=generator, shape=canonical_shape(shape), distribution=distribution,
                          dtype=dtype_name(dtype), mean=float(mean), stddev=float(stddev), lam=float(lam))

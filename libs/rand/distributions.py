@@ -1,16 +1,26 @@
 """The distributions on top of a generator's 32-bit words, each on numpy (the reference) and on
-kernel expressions, with the same arithmetic: a block of the generator gives WORDS values of a
-distribution per `values_per_block` (four f32 or two f64 values from Philox's four words).
+kernel expressions, with the same arithmetic: a block of four words gives `4 / words_per_value`
+values (four f32 or two f64 values from Philox's four words). The formulas and the words each value
+takes are rocRAND's (library/include/rocrand/rocrand_uniform.h, rocrand_normal.h, as of 2024), so a
+Philox4x32-10 stream is rocRAND's value for value:
 
   bits        the generator's 32-bit words themselves (u32);
-  uniform     (0, 1]: (u + 1/2) 2^-32 for f32 (rocRAND's uniform_distribution), ((u64 >> 11) + 1/2)
-              2^-53 for f64 from two words, high word first;
-  normal      Box-Muller on pairs of uniforms (u1, u2): sqrt(-2 log u1) (cos, sin)(2 pi u2), in f64,
-              then scaled by stddev, moved by mean and rounded to the dtype;
+  uniform     (0, 1]: f32 2^-32 + u 2^-32 in f32 arithmetic (u rounded to f32 first) from one word;
+              f64 (x + 1) 2^-53 from two words w0, w1, x = (w1 >> 11) << 32 | w0 (w0 the low bits);
+  normal      Box-Muller, rocRAND's: f32 from two words x, y: u = the f32 uniform of x, angle
+              v = c + y c in f32 (c = 2 pi 2^-32 rounded to f32), (sin v, cos v) sqrt(-2 log u);
+              f64 from four words: u = (a + 1) 2^-53, a = w0 ^ (w1 << 21), t = (b + 1) 2^-52,
+              b = w2 ^ (w3 << 21), (sin pi t, cos pi t) sqrt(-2 log u). The log, sqrt, sin and cos are
+              evaluated in f64 (rocRAND's f32 path uses f32 functions: a few f32 ulps apart), then
+              scaled by stddev, moved by mean and rounded to the dtype;
   log_normal  exp of the normal;
-  poisson     inversion of the CDF by sequential search, one f64 uniform a value (two words), with as
-              many terms as the mean needs (lam + 12 sqrt(lam) + 16); lam up to MAX_POISSON_LAM, where
-              exp(-lam) stays a normal f64 number.
+  MRG32k3a    (rocRAND's mrg distributions, rocrand_mrg32k3a.h) take the generator's outputs o in [1, m1]
+              themselves, one a value: uniform o / m1 (ROCRAND_MRG32K3A_NORM_DOUBLE; rounded to f32 for
+              f32); normal from a pair (x, y): u = the uniform of x, angle = the f32 uniform of y times
+              f32 2 pi for f32, pi (2 y / m1) for f64; bits and poisson use rocrand()'s word of o;
+  poisson     (not rocRAND's alias-table method) inversion of the CDF by sequential search, one f64
+              uniform a value (two words), with as many terms as the mean needs (lam + 12 sqrt(lam) +
+              16); lam up to MAX_POISSON_LAM, where exp(-lam) stays a normal f64 number.
 """
 from __future__ import annotations
 
@@ -19,6 +29,7 @@ import math
 import numpy as np
 
 from ...ir import kernel as K
+from . import mrg32k3a
 
 DISTRIBUTIONS = ("bits", "uniform", "normal", "log_normal", "poisson")
 MAX_POISSON_LAM = 500.0
@@ -28,7 +39,9 @@ def poisson_terms(lam: float) -> int:
     return int(math.ceil(lam + 12.0 * math.sqrt(lam) + 16.0))
 
 
-def words_per_value(distribution: str, dtype: str) -> int:
+def words_per_value(distribution: str, dtype: str, generator: str) -> int:
+    if generator == "mrg32k3a":
+        return 2 if distribution == "poisson" else 1
     return 2 if dtype == "f64" or distribution == "poisson" else 1
 
 
@@ -38,32 +51,61 @@ def result_dtype(distribution: str, dtype: str) -> str:
 
 # -- numpy --
 
+TWO_PI_2POW32 = np.float32(2.0 * math.pi * 2.0 ** -32)   # rocRAND's ROCRAND_2POW32_INV_2PI
+TWO_PI_F32 = np.float32(2.0 * math.pi)                    # rocRAND's ROCRAND_2PI
+
+
 def uniform_numpy(words: list[np.ndarray], dtype: str, words_per_value: int = 2) -> np.ndarray:
     """Uniforms from one block's words (each an array over blocks): the block's values in order. A
-    generator of one word per value (Sobol32) gives f64 values as (u + 1/2) 2^-32 too."""
-    if dtype == "f32" or words_per_value == 1:
-        real = np.float32 if dtype == "f32" else np.float64
-        return [(w.astype(real) + real(0.5)) * real(2.0 ** -32) for w in words]
-    wide = [(words[i].astype(np.uint64) << np.uint64(32)) | words[i + 1].astype(np.uint64)
+    generator of one word per value (Sobol32) gives f64 values as (u + 1) 2^-32."""
+    if dtype == "f32":
+        return [np.float32(2.0 ** -32) + w.astype(np.float32) * np.float32(2.0 ** -32) for w in words]
+    if words_per_value == 1:
+        return [(w.astype(np.float64) + 1.0) * 2.0 ** -32 for w in words]
+    wide = [((words[i + 1] >> np.uint32(11)).astype(np.uint64) << np.uint64(32)) | words[i].astype(np.uint64)
             for i in range(0, len(words), 2)]
-    return [((w >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0 ** -53 for w in wide]
+    return [(w.astype(np.float64) + 1.0) * 2.0 ** -53 for w in wide]
+
+
+def box_muller_inputs_numpy(words: list[np.ndarray], dtype: str):
+    """Each pair's (u, angle in radians) of rocRAND's Box-Muller, as f64 arrays."""
+    if dtype == "f32":
+        u = uniform_numpy(words[0::2], "f32")
+        angle = [TWO_PI_2POW32 + y.astype(np.float32) * TWO_PI_2POW32 for y in words[1::2]]
+        return [(a.astype(np.float64), v.astype(np.float64)) for a, v in zip(u, angle)]
+    w = [x.astype(np.uint64) for x in words]
+    u = (((w[0] ^ (w[1] << np.uint64(21))).astype(np.float64) + 1.0) * 2.0 ** -53)
+    t = (((w[2] ^ (w[3] << np.uint64(21))).astype(np.float64) + 1.0) * 2.0 ** -52)
+    return [(u, t * math.pi)]
+
+
+def mrg_box_muller_inputs_numpy(outputs: list[np.ndarray], dtype: str):
+    u = [o.astype(np.float64) * mrg32k3a.NORM for o in outputs]
+    if dtype == "f32":
+        return [(x.astype(np.float32).astype(np.float64), (y.astype(np.float32) * TWO_PI_F32).astype(np.float64))
+                for x, y in zip(u[0::2], u[1::2])]
+    return [(x, y * 2.0 * math.pi) for x, y in zip(u[0::2], u[1::2])]
 
 
 def values_numpy(words, distribution: str, dtype: str, mean: float, stddev: float, lam: float,
-                 words_per_value: int = 2):
-    """The block's values (a list of arrays over blocks) of the distribution."""
+                 words_per_value: int = 2, mrg: bool = False):
+    """The block's values (a list of arrays over blocks) of the distribution; `mrg`: the words are
+    MRG32k3a's outputs."""
+    if mrg and distribution in ("bits", "poisson"):
+        words, mrg = [mrg32k3a.word_numpy(o) for o in words], False
     if distribution == "bits":
         return list(words)
     if distribution == "poisson":
         return [poisson_numpy(u, lam) for u in uniform_numpy(words, "f64")]
-    u = uniform_numpy(words, dtype, words_per_value)
+    if distribution == "uniform" and mrg:
+        u = [o.astype(np.float64) * mrg32k3a.NORM for o in words]
+        return [x.astype(np.float32) for x in u] if dtype == "f32" else u
     if distribution == "uniform":
-        return u
+        return uniform_numpy(words, dtype, words_per_value)
     out = []
-    for u1, u2 in zip(u[0::2], u[1::2]):
-        radius = np.sqrt(-2.0 * np.log(u1.astype(np.float64)))
-        angle = 2.0 * np.pi * u2.astype(np.float64)
-        out += [radius * np.cos(angle), radius * np.sin(angle)]
+    for u, angle in (mrg_box_muller_inputs_numpy if mrg else box_muller_inputs_numpy)(words, dtype):
+        radius = np.sqrt(-2.0 * np.log(u))
+        out += [np.sin(angle) * radius, np.cos(angle) * radius]
     out = [z * stddev + mean for z in out]
     if distribution == "log_normal":
         out = [np.exp(z) for z in out]
@@ -84,29 +126,54 @@ def poisson_numpy(u: np.ndarray, lam: float) -> np.ndarray:
 # -- kernel expressions --
 
 def uniform_kernel(words: list[K.Expr], dtype: str, let, words_per_value: int = 2) -> list[K.Expr]:
-    if dtype == "f32" or words_per_value == 1:
-        return [let((w.cast(dtype) + 0.5) * K.Const(2.0 ** -32, dtype)) for w in words]
+    if dtype == "f32":
+        return [let(w.cast("f32") * K.Const(2.0 ** -32, "f32") + K.Const(2.0 ** -32, "f32")) for w in words]
+    if words_per_value == 1:
+        return [let((w.cast("f64") + 1.0) * K.Const(2.0 ** -32, "f64")) for w in words]
     out = []
     for i in range(0, len(words), 2):
-        wide = let((words[i].cast("u64") << K.Const(32, "u64")) | words[i + 1].cast("u64"))
-        out.append(let(((wide >> K.Const(11, "u64")).cast("f64") + 0.5) * K.Const(2.0 ** -53, "f64")))
+        wide = let(((words[i + 1] >> K.Const(11, "u32")).cast("u64") << K.Const(32, "u64")) | words[i].cast("u64"))
+        out.append(let((wide.cast("f64") + 1.0) * K.Const(2.0 ** -53, "f64")))
     return out
 
 
+def box_muller_inputs_kernel(words: list[K.Expr], dtype: str, let) -> list[tuple[K.Expr, K.Expr]]:
+    if dtype == "f32":
+        u = uniform_kernel(words[0::2], "f32", let)
+        c = K.Const(float(TWO_PI_2POW32), "f32")
+        angle = [let(y.cast("f32") * c + c) for y in words[1::2]]
+        return [(let(a.cast("f64")), let(v.cast("f64"))) for a, v in zip(u, angle)]
+    w = [let(x.cast("u64")) for x in words]
+    u = let(((w[0] ^ (w[1] << K.Const(21, "u64"))).cast("f64") + 1.0) * K.Const(2.0 ** -53, "f64"))
+    t = let(((w[2] ^ (w[3] << K.Const(21, "u64"))).cast("f64") + 1.0) * K.Const(2.0 ** -52, "f64"))
+    return [(u, let(t * math.pi))]
+
+
+def mrg_box_muller_inputs_kernel(outputs: list[K.Expr], dtype: str, let) -> list[tuple[K.Expr, K.Expr]]:
+    u = [let(o.cast("f64") * mrg32k3a.NORM) for o in outputs]
+    if dtype == "f32":
+        return [(let(x.cast("f32").cast("f64")), let((y.cast("f32") * K.Const(float(TWO_PI_F32), "f32")).cast("f64")))
+                for x, y in zip(u[0::2], u[1::2])]
+    return [(x, let(y * 2.0 * math.pi)) for x, y in zip(u[0::2], u[1::2])]
+
+
 def values_kernel(words, distribution: str, dtype: str, mean: K.Expr, stddev: K.Expr, lam: K.Expr,
-                  terms: K.Expr, let, poisson_loop) -> list[K.Expr]:
+                  terms: K.Expr, let, poisson_loop, mrg: bool = False) -> list[K.Expr]:
+    if mrg and distribution in ("bits", "poisson"):
+        words, mrg = [mrg32k3a.word_kernel(o, let) for o in words], False
     if distribution == "bits":
         return list(words)
     if distribution == "poisson":
         return [poisson_loop(u, lam, terms) for u in uniform_kernel(words, "f64", let)]
-    u = uniform_kernel(words, dtype, let)
+    if distribution == "uniform" and mrg:
+        u = [let(o.cast("f64") * mrg32k3a.NORM) for o in words]
+        return [let(x.cast("f32")) for x in u] if dtype == "f32" else u
     if distribution == "uniform":
-        return u
+        return uniform_kernel(words, dtype, let)
     out = []
-    for u1, u2 in zip(u[0::2], u[1::2]):
-        radius = let(K.sqrt(K.log(u1.cast("f64")) * -2.0))
-        angle = let(u2.cast("f64") * (2.0 * math.pi))
-        out += [radius * K.cos(angle), radius * K.sin(angle)]
+    for u, angle in (mrg_box_muller_inputs_kernel if mrg else box_muller_inputs_kernel)(words, dtype, let):
+        radius = let(K.sqrt(K.log(u) * -2.0))
+        out += [K.sin(angle) * radius, K.cos(angle) * radius]
     out = [let(z * stddev + mean) for z in out]
     if distribution == "log_normal":
         out = [let(K.exp(z)) for z in out]

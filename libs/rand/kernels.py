@@ -11,10 +11,10 @@ from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.targets import Target
 from ...lowering.emitters import operand_buffers
-from . import distributions, mrg32k3a, mt19937, philox, sobol, xorwow
+from . import distributions, mrg32k3a, mt19937, mtgp32, philox, sobol, xorwow
 
 WORKGROUP_ITEMS = 256
-BLOCKS_PER_ITEM = 1024     # a sequential generator's run: its jump (up to 64 matrix products) is then
+BLOCKS_PER_ITEM = 1024     # a sequential generator's run: its jump (up to 128 matrix products) is then
                            # a few operations per word
 
 
@@ -34,11 +34,16 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
         return solution_name(op), (f"one workgroup for the stream: the 624-word state in LDS, each twist in three "
                                    f"stretches of independent words, a work-item per block of 4 words; twists "
                                    f"from the seed through the offset (no skip-ahead)")
+    if op.attrs["generator"] == "mtgp32":
+        return solution_name(op), (f"one workgroup for the stream: the state a ring of {mtgp32.RING} words in LDS, "
+                                   f"{mtgp32.STEP} independent words a step, a work-item per word, then per block "
+                                   f"of 4 words; steps from the seed through the offset (no skip-ahead)")
     if op.attrs["generator"] in ("xorwow", "mrg32k3a"):
         return solution_name(op), (f"one work-item per run of {BLOCKS_PER_ITEM} blocks of 4 words: skip-ahead by "
                                    f"jump matrices, then {4 * BLOCKS_PER_ITEM} sequential steps")
-    per_block = 4 // distributions.words_per_value(op.attrs["distribution"], op.attrs["dtype"])
-    return solution_name(op), f"one work-item per Philox block of 4 words: {per_block} values each"
+    per_block = 4 // distributions.words_per_value(op.attrs["distribution"], op.attrs["dtype"], op.attrs["generator"])
+    return solution_name(op), (f"one work-item per Philox block of 4 words (rocRAND's counter order): {per_block} "
+                               f"values each")
 
 
 class Body:
@@ -70,6 +75,8 @@ def emit(op: Op, name: str, target: Target) -> K.Kernel:
         return emit_sequential(op, name, SEQUENTIAL[generator])
     if generator == "mt19937":
         return emit_mt19937(op, name)
+    if generator == "mtgp32":
+        return emit_mtgp32(op, name)
     return (emit_sobol if generator == "sobol32" else emit_philox)(op, name)
 
 
@@ -116,7 +123,8 @@ class Scalars:
 
     def values(self, op: Op, words: list[K.Expr], body: Body) -> list[K.Expr]:
         return distributions.values_kernel(words, op.attrs["distribution"], op.attrs["dtype"], self.mean, self.stddev,
-                                           self.lam, self.terms, body.let, body.poisson_loop)
+                                           self.lam, self.terms, body.let, body.poisson_loop,
+                                           mrg=op.attrs["generator"] == "mrg32k3a")
 
 
 SEQUENTIAL = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}
@@ -124,13 +132,14 @@ SEQUENTIAL = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}
 
 def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
     """Work-item t runs blocks [t B, (t + 1) B) of the call (B = BLOCKS_PER_ITEM), block b being words
-    4 (first + b) .. 4 (first + b) + 3 of the stream, first = offset / values per block; the state is
-    seeded, jumped to the run's first word, then stepped four words a block."""
+    4 (first + b) .. 4 (first + b) + 3 of the subsequence's stream, first = offset / values per block;
+    the state is seeded, jumped to the subsequence and the run's first word, then stepped four words a
+    block."""
     a = op.attrs
-    per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"])
+    per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"], a["generator"])
     scalars = Scalars(op)
     count = scalars.count
-    seed_in, offset_in, table, out = operand_buffers(op)
+    seed_in, offset_in, subsequence_in, table, out = operand_buffers(op)
     table = K.GlobalBuffer(table.name, table.dtype, table.count, readonly=True)
     out = K.GlobalBuffer(out.name, out.dtype, count)
     blocks = count / per_block + 2             # enough blocks for any offset's misalignment
@@ -143,7 +152,7 @@ def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
     state = [body.let(v) for v in _flatten(generator.seeded_kernel(body.let(seed_in[0]), body.let))]
     shape = _state_shape(generator)
     state_vars = _unflatten(state, shape)
-    jump = generator.jump_kernel(*state_vars, first_word, table, "j")
+    jump = generator.jump_kernel(*state_vars, first_word, body.let(subsequence_in[0]), table, "j")
     step = Body("s")
     current = state_vars
     words = []
@@ -159,22 +168,49 @@ def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
                    K.If((e >= 0) & (e < count), [K.Store(out, e, value)])]
     advance = [K.Assign(var, value) for var, value in zip(state, _flatten(tuple(current)))]
     run = K.For(b, 0, BLOCKS_PER_ITEM, 1, [*step.stmts, *stores, *advance])
-    return K.Kernel(name, params=[seed_in, offset_in, table, out, *scalars.params],
+    return K.Kernel(name, params=[seed_in, offset_in, subsequence_in, table, out, *scalars.params],
                     grid=(K.ceil_div(items, WORKGROUP_ITEMS),), workgroup_size=(WORKGROUP_ITEMS,),
                     body=[*body.stmts, K.If(t < items, [*jump, run])], arguments=scalars.arguments)
 
 
 def emit_mt19937(op: Op, name: str) -> K.Kernel:
-    """One workgroup: seeds the state in LDS, then twists r = 0, 1, ... up to the call's last block;
-    from the twist holding block `first` (= offset / values per block) on, work-item l < 156 converts
-    words 4 l .. 4 l + 3 of the tempered state, global block 156 r + l, and stores its values."""
+    """A round twists the state in LDS (mt19937.twist_kernel); work-item l < 156 converts words
+    4 l .. 4 l + 3 of the tempered state."""
+    state = K.LdsBuffer("mt", "u32", mt19937.N)
+    return emit_single_stream(
+        op, name, [state], lambda seed, lid: mt19937.seed_kernel(state, seed, lid),
+        lambda r, lid: mt19937.twist_kernel(state, lid), mt19937.BLOCKS,
+        lambda lid, let: [mt19937.temper_kernel(state[lid * 4 + j], let) for j in range(4)])
+
+
+def emit_mtgp32(op: Op, name: str) -> K.Kernel:
+    """A round: work-item l computes word STEP r + l, stores the state word N ahead in the LDS ring and
+    its output in LDS (the workgroup's WORKGROUP_ITEMS work-items are STEP words); work-item l < BLOCKS
+    converts outputs 4 l .. 4 l + 3."""
+    state, outputs = K.LdsBuffer("mtgp", "u32", mtgp32.RING), K.LdsBuffer("mtgp_out", "u32", mtgp32.STEP)
+
+    def step(r, lid):
+        recur = Body("g")
+        k = recur.let(r * mtgp32.STEP + lid.cast("i64"))
+        new_word, output = mtgp32.step_kernel(state, k, recur.let)
+        return [*recur.stmts, K.Store(state, (k + mtgp32.N) & (mtgp32.RING - 1), new_word),
+                K.Store(outputs, lid, output), K.Barrier()]
+    return emit_single_stream(op, name, [state, outputs], lambda seed, lid: mtgp32.seed_kernel(state, seed, lid),
+                              step, mtgp32.BLOCKS, lambda lid, let: [outputs[lid * 4 + j] for j in range(4)])
+
+
+def emit_single_stream(op: Op, name: str, lds, seed_stmts, round_stmts, blocks: int, words_of) -> K.Kernel:
+    """One workgroup for the stream (MT19937, MTGP32): `seed_stmts(seed, lid)` seeds the state in LDS,
+    then rounds r = 0, 1, ... up to the call's last block each run `round_stmts(r, lid)` (the round's
+    `blocks` blocks of new words, ending in a barrier); from the round holding block `first` (= offset /
+    values per block) on, work-item l < blocks converts its four words `words_of(lid, let)`, global
+    block blocks r + l, and stores its values; a barrier ends the round."""
     a = op.attrs
-    per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"])
+    per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"], a["generator"])
     scalars = Scalars(op)
     count = scalars.count
     seed_in, offset_in, out = operand_buffers(op)
     out = K.GlobalBuffer(out.name, out.dtype, count)
-    state = K.LdsBuffer("mt", "u32", mt19937.N)
     body = Body()
     lid = body.let(K.workitem_id(0))
     offset = body.let(offset_in[0])
@@ -183,22 +219,18 @@ def emit_mt19937(op: Op, name: str) -> K.Kernel:
     last = body.let(first + (count + skip + per_block - 1) / per_block)   # one past the call's last block
     r = K.Var("r", "i64")
     step = Body("o")
-    block = step.let(r * mt19937.BLOCKS + lid.cast("i64"))
-    words = [mt19937.temper_kernel(state[lid * 4 + j], step.let) for j in range(4)]
-    values = scalars.values(op, words, step)
+    block = step.let(r * blocks + lid.cast("i64"))
+    values = scalars.values(op, words_of(lid, step.let), step)
     stores = []
     for j, value in enumerate(values):
         e = K.Var(f"e{j}", "i64")
         stores += [K.Let(e, (block - first) * per_block + j - skip),
                    K.If((e >= 0) & (e < count), [K.Store(out, e, value)])]
-    convert = K.If((lid < K.Const(mt19937.BLOCKS, "i32")) & (r >= first / mt19937.BLOCKS),
-                   [*step.stmts, *stores])
-    twists = K.For(r, 0, (last + mt19937.BLOCKS - 1) / mt19937.BLOCKS, 1,
-                   [*mt19937.twist_kernel(state, lid), convert, K.Barrier()], uniform=True)
+    convert = K.If((lid < K.Const(blocks, "i32")) & (r >= first / blocks), [*step.stmts, *stores])
+    rounds = K.For(r, 0, (last + blocks - 1) / blocks, 1, [*round_stmts(r, lid), convert, K.Barrier()], uniform=True)
     return K.Kernel(name, params=[seed_in, offset_in, out, *scalars.params], grid=(1,),
-                    workgroup_size=(WORKGROUP_ITEMS,), lds=[state],
-                    body=[*body.stmts, *mt19937.seed_kernel(state, seed_in[0], lid), twists],
-                    arguments=scalars.arguments)
+                    workgroup_size=(WORKGROUP_ITEMS,), lds=lds,
+                    body=[*body.stmts, *seed_stmts(seed_in[0], lid), rounds], arguments=scalars.arguments)
 
 
 def _state_shape(generator) -> tuple[int, ...]:
@@ -223,10 +255,10 @@ def _unflatten(words: list, shape: tuple[int, ...]):
 def emit_philox(op: Op, name: str) -> K.Kernel:
     a = op.attrs
     distribution, dtype = a["distribution"], a["dtype"]
-    per_block = 4 // distributions.words_per_value(distribution, dtype)
+    per_block = 4 // distributions.words_per_value(distribution, dtype, a["generator"])
     scalars = Scalars(op)
     count = scalars.count
-    seed_in, offset_in, out = operand_buffers(op)
+    seed_in, offset_in, subsequence_in, out = operand_buffers(op)
     out = K.GlobalBuffer(out.name, out.dtype, count)
     items = count / per_block + 2             # enough blocks for any offset's misalignment
     body = Body()
@@ -234,8 +266,9 @@ def emit_philox(op: Op, name: str) -> K.Kernel:
     seed, offset = body.let(seed_in[0]), body.let(offset_in[0])
     skip = body.let((offset % K.Const(per_block, "u64")).cast("i64"))
     block = body.let(offset / K.Const(per_block, "u64") + t.cast("u64"))
+    subsequence = body.let(subsequence_in[0])
     counter = [body.let(block.cast("u32")), body.let((block >> K.Const(32, "u64")).cast("u32")),
-               K.Const(0, "u32"), K.Const(0, "u32")]
+               body.let(subsequence.cast("u32")), body.let((subsequence >> K.Const(32, "u64")).cast("u32"))]
     key = [body.let(seed.cast("u32")), body.let((seed >> K.Const(32, "u64")).cast("u32"))]
     words = philox.rounds_kernel(counter, key, body.let)
     values = scalars.values(op, words, body)
@@ -244,7 +277,8 @@ def emit_philox(op: Op, name: str) -> K.Kernel:
         e = K.Var(f"e{j}", "i64")
         stores += [K.Let(e, t * per_block + j - skip),
                    K.If((e >= 0) & (e < count), [K.Store(out, e, value)])]
-    return K.Kernel(name, params=[seed_in, offset_in, out, *scalars.params], grid=(K.ceil_div(items, WORKGROUP_ITEMS),),
+    return K.Kernel(name, params=[seed_in, offset_in, subsequence_in, out, *scalars.params],
+                    grid=(K.ceil_div(items, WORKGROUP_ITEMS),),
                     workgroup_size=(WORKGROUP_ITEMS,),
                     body=[*body.stmts, K.If(t < items, stores)], arguments=scalars.arguments)
 

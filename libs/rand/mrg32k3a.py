@@ -8,18 +8,22 @@ mod m2; the output is p1 - p2 in [1, m1] (p1 - p2 + m1 when p1 <= p2), and rocRA
 the high word (2^32 = m + c mod m, c = 209 or 22853) then one conditional subtraction (two folds for m2).
 
 Skip-ahead: each recurrence is a 3 x 3 matrix mod its m, so n steps are the product of the matrices'
-2^k-th powers over the set bits k of n; JUMPS holds them for k < 64 (computed at import by squaring).
+2^k-th powers over the set bits k of n; JUMPS holds them for k < 64 and, for rocRAND's subsequences of
+2^76 words (L'Ecuyer's substreams), the 2^(76 + k)-th at 64 + k (computed at import by squaring).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ...ir import kernel as K
+from .xorwow import jump_bit_set
 
 M1, M2 = 4294967087, 4294944443
 M1C, M2C = 209, 22853                     # 2^32 mod m1, 2^32 mod m2
+SUBSEQUENCE_LOG2 = 76                     # rocRAND's subsequence (L'Ecuyer's substream): 2^76 words
 A12, A13N, A21, A23N = 1403580, 810728, 527612, 1370589
 UINT_NORM = 1.000000048661607             # (2^32 - 1) / (m1 - 1), as rocRAND rounds it
+NORM = 2.3283065498378288e-10             # rocRAND's ROCRAND_MRG32K3A_NORM_DOUBLE, 1 / m1: its uniforms
 DEFAULT_SEED = 12345                      # rocRAND's seed in place of 0
 U64 = (1 << 64) - 1
 U32 = (1 << 32) - 1
@@ -63,15 +67,19 @@ def word(output: int) -> int:
     return int(float(output - 1) * UINT_NORM)
 
 
+def word_numpy(outputs: np.ndarray) -> np.ndarray:
+    return ((outputs.astype(np.float64) - 1.0) * UINT_NORM).astype(np.uint32)
+
+
 def _matrix_power_table(matrix, m) -> np.ndarray:
     out = []
-    for _ in range(64):
+    for _ in range(SUBSEQUENCE_LOG2 + 64):
         out.append([v for row in matrix for v in row])
         matrix = [[sum(matrix[i][t] * matrix[t][j] for t in range(3)) % m for j in range(3)] for i in range(3)]
-    return np.array(out, np.uint64)
+    return np.array(out[:64] + out[SUBSEQUENCE_LOG2:], np.uint64)
 
 
-# u64[64, 2, 9]: [k, 0] = A1^(2^k) mod m1, [k, 1] = A2^(2^k) mod m2, row-major.
+# u64[128, 2, 9]: [k, 0] = A1^(2^k) mod m1, [k, 1] = A2^(2^k) mod m2, row-major; [64 + k] the 2^(76 + k)-th.
 JUMPS = np.stack([_matrix_power_table([[0, 1, 0], [0, 0, 1], [M1 - A13N, A12, 0]], M1),
                   _matrix_power_table([[0, 1, 0], [0, 0, 1], [M2 - A23N, 0, A21]], M2)], axis=1)
 
@@ -81,21 +89,26 @@ def mat_vec(a, s: list[int], mod) -> list[int]:
     return [mod(sum(mod(int(a[3 * r + c]) * s[c]) for c in range(3))) for r in range(3)]
 
 
-def jump(g1: list[int], g2: list[int], n: int) -> tuple[list[int], list[int]]:
-    for k in range(64):
-        if (n >> k) & 1:
+def jump(g1: list[int], g2: list[int], n: int, subsequence: int = 0) -> tuple[list[int], list[int]]:
+    """The state `subsequence` subsequences and n steps on."""
+    for k in range(128):
+        if ((n if k < 64 else subsequence) >> (k % 64)) & 1:
             g1, g2 = mat_vec(JUMPS[k, 0], g1, mod1), mat_vec(JUMPS[k, 1], g2, mod2)
     return g1, g2
 
 
-def words(seed: int, first: int, count: int) -> np.ndarray:
-    """rocRAND's words first .. first + count - 1 of the seed's stream (uint32)."""
-    g1, g2 = jump(*seeded(seed), first)
+def outputs(seed: int, first: int, count: int, subsequence: int = 0) -> np.ndarray:
+    """Outputs first .. first + count - 1 (in [1, m1], uint32) of the seed's subsequence's stream."""
+    g1, g2 = jump(*seeded(seed), first, subsequence)
     out = np.empty(count, np.uint32)
     for i in range(count):
-        output, g1, g2 = step(g1, g2)
-        out[i] = word(output)
+        out[i], g1, g2 = step(g1, g2)
     return out
+
+
+def words(seed: int, first: int, count: int, subsequence: int = 0) -> np.ndarray:
+    """rocRAND's words (rocrand()) first .. first + count - 1 of the seed's subsequence's stream."""
+    return word_numpy(outputs(seed, first, count, subsequence))
 
 
 # -- kernel expressions (u64 arithmetic wraps as the Python above masks) --
@@ -125,17 +138,24 @@ def seeded_kernel(seed: K.Expr, let) -> tuple[list[K.Expr], list[K.Expr]]:
 
 
 def step_kernel(g1: list[K.Expr], g2: list[K.Expr], let) -> tuple[K.Expr, list[K.Expr], list[K.Expr]]:
+    """One step: (output in [1, m1] as u32, g1, g2); rocRAND's distributions take the output itself."""
     def term(a, v, m):
         return _u64(a) * (_u64(m) - v.cast("u64")).cast("u32").cast("u64")
     p1 = mod1_kernel(let(_u64(A12) * g1[1].cast("u64") + term(A13N, g1[0], M1)), let)
     p2 = mod2_kernel(let(_u64(A21) * g2[2].cast("u64") + term(A23N, g2[0], M2)), let)
-    output = let(p1 - p2 + K.select(p1 <= p2, _u64(M1), _u64(0)))
-    u = let(((output - _u64(1)).cast("f64") * UINT_NORM).cast("u32"))
-    return u, [g1[1], g1[2], p1.cast("u32")], [g2[1], g2[2], p2.cast("u32")]
+    output = let((p1 - p2 + K.select(p1 <= p2, _u64(M1), _u64(0))).cast("u32"))
+    return output, [g1[1], g1[2], p1.cast("u32")], [g2[1], g2[2], p2.cast("u32")]
 
 
-def jump_kernel(g1: list[K.Var], g2: list[K.Var], n: K.Expr, table: K.Buffer, prefix: str) -> list[K.Stmt]:
-    """Statements moving the state vars n (u64) steps on by JUMPS' matrices over n's set bits."""
+def word_kernel(output: K.Expr, let) -> K.Expr:
+    """rocrand()'s u32 from an output in [1, m1]."""
+    return let(((output.cast("f64") - 1.0) * UINT_NORM).cast("u32"))
+
+
+def jump_kernel(g1: list[K.Var], g2: list[K.Var], n: K.Expr, subsequence: K.Expr, table: K.Buffer, prefix: str
+                ) -> list[K.Stmt]:
+    """Statements moving the state vars `subsequence` subsequences and n (both u64) steps on by JUMPS'
+    matrices over their set bits."""
     k = K.Var(f"{prefix}k", "i64")
     inner: list[K.Stmt] = []
 
@@ -149,5 +169,4 @@ def jump_kernel(g1: list[K.Var], g2: list[K.Var], n: K.Expr, table: K.Buffer, pr
             terms = [mod(let(table[(k * 2 + which) * 9 + 3 * r + c] * g[c].cast("u64")), let) for c in range(3)]
             updates.append((g[r], mod(let(terms[0] + terms[1] + terms[2]), let).cast("u32")))
     apply = [*inner, *[K.Assign(var, value) for var, value in updates]]
-    bit_set = ((n >> k.cast("u64")) & _u64(1)).ne(_u64(0))
-    return [K.For(k, 0, 64, 1, [K.If(bit_set, apply)])]
+    return [K.For(k, 0, 128, 1, [K.If(jump_bit_set(n, subsequence, k), apply)])]

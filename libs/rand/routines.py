@@ -1,11 +1,21 @@
 """The rand library's one routine, `generate`: values of a distribution from a generator's stream,
 given a 64-bit seed and an offset (the index of the first value in the stream), both u64 scalars
-operands so that a new seed or offset compiles nothing. Sobol32 takes a third operand, its direction
-numbers (u32[dimensions, 32]), and gives points of shape (dimensions, n), dimension-major as rocRAND.
-The sequential generators (XORWOW, MRG32k3a) take their skip-ahead matrices as the third operand; their
-stream is rocRAND's device API's: word i is the i-th `rocrand()` after `rocrand_init(seed, 0, 0)`, and
-a block of the distribution is four consecutive words, as a Philox block is four words of one counter.
-MT19937's stream is mt19937ar's genrand_int32 after init_genrand(seed & 0xffffffff), blocks likewise."""
+operands so that a new seed or offset compiles nothing. Philox4x32-10 and the sequential generators
+(XORWOW, MRG32k3a) take a third u64 operand, rocrand_init's subsequence; the sequential generators then
+their skip-ahead matrices. Sobol32 takes its direction numbers (u32[dimensions, 32]) third and gives
+points of shape (dimensions, n), dimension-major as rocRAND.
+
+Streams, as rocRAND's device API draws them after `rocrand_init(seed, subsequence, 0)`: Philox's value
+i of (seed, offset, subsequence) is value offset + i of rocrand_uniform / rocrand_uniform_double /
+rocrand_normal2 / rocrand_normal_double2 called one after another, which for subsequence 0 is also
+rocRAND's host API output (rocrand_generate_uniform etc.) of a generator seeded `seed`: word j comes
+from counter (j / 4 as 64 bits, subsequence as 64 bits) under the key (seed low word, seed high word),
+word j % 4 of Philox's result (rocrand_philox4x32_10.h). XORWOW's and MRG32k3a's word i is the i-th
+`rocrand()` (subsequences of 2^67 and 2^76 words), a distribution block four consecutive words, as a
+Philox block is four words of one counter; MRG32k3a's uniforms and normals are rocRAND's mrg ones, on
+its outputs themselves (distributions.py). MT19937's stream is mt19937ar's genrand_int32 after
+init_genrand(seed & 0xffffffff), blocks likewise; MTGP32's is rocRAND's first MTGP32 state's (mtgp32.py).
+"""
 from __future__ import annotations
 
 import math
@@ -15,10 +25,12 @@ import numpy as np
 from ...ir.opdef import require
 from ...ir.ops.library import Routine
 from ...ir.types import TensorType
-from . import distributions, mrg32k3a, mt19937, philox, sobol, xorwow
+from . import distributions, mrg32k3a, mt19937, mtgp32, philox, sobol, xorwow
 
 SEQUENTIAL = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}   # generator -> module (JUMPS, words, kernels)
-GENERATORS = ("philox4x32_10", "sobol32", *SEQUENTIAL, "mt19937")
+SINGLE_STREAM = {"mt19937": mt19937, "mtgp32": mtgp32}   # generator -> module (words): one workgroup a call
+GENERATORS = ("philox4x32_10", "sobol32", *SEQUENTIAL, *SINGLE_STREAM)
+TAKE_SUBSEQUENCE = ("philox4x32_10", *SEQUENTIAL)          # a third u64 operand: rocrand_init's subsequence
 SOBOL_DISTRIBUTIONS = ("bits", "uniform")
 DTYPES = ("f32", "f64")
 ATTRS = {"generator": "str", "distribution": "str", "dtype": "dtype", "shape": "ints", "mean": "float",
@@ -29,14 +41,18 @@ def generate_infer(types, attrs):
     require(attrs["generator"] in GENERATORS, f"rand.generate: generator {attrs['generator']!r} is not one of "
                                               f"{', '.join(GENERATORS)}")
     sobol32 = attrs["generator"] == "sobol32"
-    table = {"sobol32": " and sobol32 direction numbers", "xorwow": " and its jump matrices",
-             "mrg32k3a": " and its jump matrices"}.get(attrs["generator"], "")
-    require(len(types) == 2 + bool(table) and all(t == TensorType("u64", ()) for t in types[:2]),
+    scalars = 3 if attrs["generator"] in TAKE_SUBSEQUENCE else 2
+    table = {"sobol32": " and sobol32 direction numbers", "xorwow": ", a u64 subsequence and its jump matrices",
+             "mrg32k3a": ", a u64 subsequence and its jump matrices",
+             "philox4x32_10": " and a u64 subsequence"}.get(attrs["generator"], "")
+    require(len(types) == scalars + (attrs["generator"] in SEQUENTIAL or sobol32)
+            and all(t == TensorType("u64", ()) for t in types[:scalars]),
             f"library_call: rand.generate takes a u64 seed and a u64 offset{table}, got {', '.join(map(str, types))}")
     if attrs["generator"] in SEQUENTIAL:
         jumps = SEQUENTIAL[attrs["generator"]].JUMPS
-        require(types[2] == TensorType({"uint32": "u32", "uint64": "u64"}[jumps.dtype.name], jumps.shape),
-                f"rand.generate: {attrs['generator']}'s jump matrices are {jumps.dtype}{list(jumps.shape)}, got {types[2]}")
+        require(types[3] == TensorType({"uint32": "u32", "uint64": "u64"}[jumps.dtype.name], jumps.shape),
+                f"rand.generate: {attrs['generator']}'s jump matrices are {jumps.dtype}{list(jumps.shape)}, "
+                f"got {types[3]}")
     if sobol32:
         shape = tuple(attrs["shape"])
         require(len(shape) == 2 and types[2] == TensorType("u32", (shape[0], sobol.BITS)),
@@ -55,30 +71,36 @@ def generate_infer(types, attrs):
 
 
 def table(generator: str, shape) -> "np.ndarray | None":
-    """The generator's third operand: Sobol32's direction numbers, a sequential generator's jumps."""
+    """The generator's table operand: Sobol32's direction numbers, a sequential generator's jumps."""
     if generator == "sobol32":
         return sobol.direction_numbers(shape[0])
     return SEQUENTIAL[generator].JUMPS if generator in SEQUENTIAL else None
 
 
-def generate_reference(seed, offset, *directions, generator, distribution, dtype, shape, mean, stddev, lam):
+def generate_reference(seed, offset, *operands, generator, distribution, dtype, shape, mean, stddev, lam):
     """The stream's values [offset, offset + size) of the distribution, in numpy."""
     seed, offset = int(seed), int(offset)
     if generator == "sobol32":
-        words = [sobol.points_numpy(directions[0], offset, shape[1])]
+        words = [sobol.points_numpy(operands[0], offset, shape[1])]
         return np.asarray(distributions.values_numpy(words, distribution, dtype, 0.0, 1.0, 0.0, words_per_value=1)[0])
     size = math.prod(shape)
-    per_block = 4 // distributions.words_per_value(distribution, dtype)
+    per_block = 4 // distributions.words_per_value(distribution, dtype, generator)
     first, skip = offset // per_block, offset % per_block
     blocks = np.arange(first, first + -(-(skip + size) // per_block), dtype=np.uint64)
-    if generator in (*SEQUENTIAL, "mt19937"):
-        stream = (SEQUENTIAL.get(generator) or mt19937).words(seed, 4 * first, 4 * len(blocks))
+    if generator in SEQUENTIAL or generator in SINGLE_STREAM:
+        # what the kernels' steps give: rocrand()'s words, but MRG32k3a's outputs (its distributions' input)
+        stream_of = mrg32k3a.outputs if generator == "mrg32k3a" else (SEQUENTIAL.get(generator) or
+                                                                      SINGLE_STREAM[generator]).words
+        subsequence = (int(operands[0]),) if generator in SEQUENTIAL else ()
+        stream = stream_of(seed, 4 * first, 4 * len(blocks), *subsequence)
         words = [stream[j::4] for j in range(4)]
     else:
+        subsequence = int(operands[0])
         counter = [(blocks & np.uint64(0xFFFFFFFF)).astype(np.uint32), (blocks >> np.uint64(32)).astype(np.uint32),
-                   np.zeros(blocks.shape, np.uint32), np.zeros(blocks.shape, np.uint32)]
+                   np.full(blocks.shape, subsequence & 0xFFFFFFFF, np.uint32),
+                   np.full(blocks.shape, subsequence >> 32, np.uint32)]
         words = philox.rounds_numpy(counter, (seed & 0xFFFFFFFF, seed >> 32))
-    values = distributions.values_numpy(words, distribution, dtype, mean, stddev, lam)
+    values = distributions.values_numpy(words, distribution, dtype, mean, stddev, lam, mrg=generator == "mrg32k3a")
     stream = np.stack(values, axis=-1).reshape(-1)
     return stream[skip:skip + size].reshape(shape)
 

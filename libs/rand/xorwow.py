@@ -5,8 +5,10 @@ shifts the register down, x[4] = (x[4] ^ x[4] << 4) ^ (t ^ t << 1) with t = x[0]
 362437 to d and gives d + x[4].
 
 Skip-ahead: the register's step is a linear map A over GF(2)^160, so n steps are A^n, the product of
-A^(2^k) over the set bits k of n; JUMPS holds A^(2^k) for k < 64, computed at import by squaring
-(64 products of 160 x 160 bit matrices). d after n steps is d + 362437 n mod 2^32.
+A^(2^k) over the set bits k of n; JUMPS holds A^(2^k) for k < 64 and, for rocRAND's subsequences of
+2^67 words (rocrand_xorwow.h), A^(2^(67 + k)) at 64 + k, computed at import by squaring (131 products
+of 160 x 160 bit matrices). d after n steps is d + 362437 n mod 2^32 (a subsequence leaves it: 2^67 is
+a multiple of 2^32).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ WEYL = 362437
 INITIAL = (123456789, 362436069, 521288629, 88675123, 5783321)   # Marsaglia's x, y, z, w, v
 INITIAL_D = 6615241                                              # Marsaglia's d
 MASK = 0xFFFFFFFF
+SUBSEQUENCE_LOG2 = 67                                            # rocRAND's subsequence: 2^67 words
 
 
 def seeded(seed: int) -> tuple[list[int], int]:
@@ -39,37 +42,37 @@ def step(x: list[int], d: int) -> tuple[int, list[int], int]:
     return (d + last) & MASK, [x[1], x[2], x[3], x[4], last], d
 
 
-def _step_matrix() -> np.ndarray:
-    """A as a bit matrix: column b is the register after one step from the unit vector e_b."""
-    a = np.zeros((BITS, BITS), np.uint8)
+def _step_columns() -> np.ndarray:
+    """A as u32[160, 5]: row b is the register after one step from the unit vector e_b."""
+    columns = np.zeros((BITS, WORDS), np.uint32)
     for b in range(BITS):
         unit = [0] * WORDS
         unit[b // 32] = 1 << (b % 32)
-        _, image, _ = step(unit, 0)
-        for row in range(BITS):
-            a[row, b] = (image[row // 32] >> (row % 32)) & 1
-    return a
+        columns[b] = step(unit, 0)[1]
+    return columns
+
+
+def _square(columns: np.ndarray) -> np.ndarray:
+    """M^2 in the same form: M^2 e_b = M (M e_b), the xor of M's columns i over the set bits i of M e_b."""
+    bits = ((columns[:, :, None] >> np.arange(32, dtype=np.uint32)) & 1).reshape(BITS, BITS).astype(bool)
+    return np.bitwise_xor.reduce(np.where(bits[:, :, None], columns[None], np.uint32(0)), axis=1)
 
 
 def _jump_table() -> np.ndarray:
-    """u32[64, 160, 5]: [k, b] is the register A^(2^k) e_b as five words."""
-    table = np.zeros((64, BITS, WORDS), np.uint32)
-    power = _step_matrix().astype(np.int64)
-    weights = (np.uint64(1) << np.arange(32, dtype=np.uint64))
-    for k in range(64):
-        columns = power.T.reshape(BITS, WORDS, 32).astype(np.uint64)
-        table[k] = (columns * weights).sum(axis=-1).astype(np.uint32)
-        power = (power @ power) & 1
-    return table
+    """u32[128, 160, 5]: [k, b] is the register A^(2^k) e_b as five words, [64 + k, b] A^(2^(67 + k)) e_b."""
+    powers = [_step_columns()]
+    for _ in range(SUBSEQUENCE_LOG2 + 63):
+        powers.append(_square(powers[-1]))
+    return np.stack(powers[:64] + powers[SUBSEQUENCE_LOG2:])
 
 
 JUMPS = _jump_table()
 
 
-def jump(x: list[int], d: int, n: int) -> tuple[list[int], int]:
-    """The state n steps on."""
-    for k in range(64):
-        if (n >> k) & 1:
+def jump(x: list[int], d: int, n: int, subsequence: int = 0) -> tuple[list[int], int]:
+    """The state `subsequence` subsequences and n steps on."""
+    for k in range(128):
+        if ((n if k < 64 else subsequence) >> (k % 64)) & 1:
             image = np.zeros(WORDS, np.uint32)
             for b in range(BITS):
                 if (x[b // 32] >> (b % 32)) & 1:
@@ -78,9 +81,9 @@ def jump(x: list[int], d: int, n: int) -> tuple[list[int], int]:
     return x, (d + WEYL * n) & MASK
 
 
-def words(seed: int, first: int, count: int) -> np.ndarray:
-    """Output words first .. first + count - 1 of the seed's stream (uint32)."""
-    x, d = jump(*seeded(seed), first)
+def words(seed: int, first: int, count: int, subsequence: int = 0) -> np.ndarray:
+    """Output words first .. first + count - 1 of the seed's subsequence's stream (uint32)."""
+    x, d = jump(*seeded(seed), first, subsequence)
     out = np.empty(count, np.uint32)
     for i in range(count):
         out[i], x, d = step(x, d)
@@ -104,9 +107,11 @@ def step_kernel(x: list[K.Expr], d: K.Expr, let) -> tuple[K.Expr, list[K.Expr], 
     return let(d + last), [x[1], x[2], x[3], x[4], last], d
 
 
-def jump_kernel(x: list[K.Var], d: K.Var, n: K.Expr, table: K.Buffer, prefix: str) -> list[K.Stmt]:
-    """Statements moving the state vars (x, d) n (u64) steps on: for each set bit k of n, the register
-    becomes the xor of JUMPS[k]'s columns over its own set bits."""
+def jump_kernel(x: list[K.Var], d: K.Var, n: K.Expr, subsequence: K.Expr, table: K.Buffer, prefix: str
+                ) -> list[K.Stmt]:
+    """Statements moving the state vars (x, d) `subsequence` subsequences and n (both u64) steps on: for
+    each set bit k of n (and 64 + k of subsequence), the register becomes the xor of JUMPS[k]'s columns
+    over its own set bits."""
     k, j = K.Var(f"{prefix}k", "i64"), K.Var(f"{prefix}j", "i64")
     image = [K.Var(f"{prefix}r{w}", "u32") for w in range(WORDS)]
     columns = []
@@ -118,7 +123,12 @@ def jump_kernel(x: list[K.Var], d: K.Var, n: K.Expr, table: K.Buffer, prefix: st
             *[K.Assign(image[w], image[w] ^ (mask & table[base + w])) for w in range(WORDS)]]))
     apply = [*[K.Assign(r, K.Const(0, "u32")) for r in image], *columns,
              *[K.Assign(x[w], image[w]) for w in range(WORDS)]]
-    bit_set = ((n >> k.cast("u64")) & K.Const(1, "u64")).ne(K.Const(0, "u64"))
     return [*[K.Let(r, K.Const(0, "u32")) for r in image],
-            K.For(k, 0, 64, 1, [K.If(bit_set, apply)]),
+            K.For(k, 0, 128, 1, [K.If(jump_bit_set(n, subsequence, k), apply)]),
             K.Assign(d, d + n.cast("u32") * K.Const(WEYL, "u32"))]
+
+
+def jump_bit_set(n: K.Expr, subsequence: K.Expr, k: K.Var) -> K.Expr:
+    """Whether table entry k (i64) applies: bit k of n for k < 64, bit k - 64 of subsequence above."""
+    word = K.select(k < 64, n, subsequence)
+    return ((word >> (k % 64).cast("u64")) & K.Const(1, "u64")).ne(K.Const(0, "u64"))

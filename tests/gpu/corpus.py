@@ -148,6 +148,7 @@ LIBRARY_PROGRAMS = {
     "prim_cumlogsumexp": (lambda x: lax.cumlogsumexp(x, axis=0), (normal(20_000),)),
     "rand_xorwow": (lambda: cj.libs.rand.generate("xorwow", (5000,), "uniform", seed=7), ()),
     "rand_mrg32k3a": (lambda: cj.libs.rand.generate("mrg32k3a", (5000,), "normal", seed=7), ()),
+    "rand_mtgp32": (lambda: cj.libs.rand.generate("mtgp32", (5000,), "uniform", seed=7, offset=300), ()),
     "sparse_csrmv": (lambda d, i, p, x: cs.BCSR((d, i, p), shape=(300, 500)) @ x,   # 3 chunks, carries
                      (*csr(300, 500, 7), normal(500))),
     "sparse_bsrmv": (lambda d, i, p, x: cs.bsr_matvec(d, i, p, x), (*bsr(60, 40, 2, 3), normal(40 * 3))),
