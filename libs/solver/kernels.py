@@ -21,6 +21,7 @@ from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from ...ir.types import NUMPY_DTYPES
 from ...lowering.emitters import operand_buffers
+from .entries import Field
 from .routines import MAX_QR_STEPS, MAX_SWEEPS
 
 SOLUTION = "workitem_per_matrix"
@@ -44,9 +45,12 @@ def sizes(*names: str) -> list[K.ScalarParam]:
     return [K.ScalarParam(name, INDEX) for name in names]
 
 
-def resized(buffers, counts) -> list[K.GlobalBuffer]:
-    """The op's buffers with counts that are extents of the size parameters (any problem size)."""
-    return [K.GlobalBuffer(b.name, b.dtype, count, b.readonly) for b, count in zip(buffers, counts)]
+def resized(op: Op, counts) -> list[K.GlobalBuffer]:
+    """The op's buffers (operands then results) with `counts` entries each, extents of the size
+    parameters (any problem size); a complex value's buffer holds two elements an entry."""
+    types = [v.type for v in (*op.operands, *op.results)]
+    return [K.GlobalBuffer(b.name, b.dtype, count * Field(t.dtype).width, b.readonly)
+            for b, t, count in zip(operand_buffers(op), types, counts)]
 
 
 def per_item(name, params, scalars, items, body, arguments) -> Kernel:
@@ -62,111 +66,130 @@ def loop(var: str, start, stop, body) -> K.For:
     return K.For(K.Var(var, INDEX), start, stop, 1, body)
 
 
+def copied(source, target, first, count) -> K.For:
+    """Buffer elements first.. first + count of source copied to target."""
+    e = K.Var("e", INDEX)
+    return loop("e", first, first + count, [K.Store(target, e, source[e])])
+
+
 def getrf_kernel(op: Op, name: str) -> Kernel:
     batch, m, n = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, rows, columns = sizes("batch", "m", "n")
     steps = K.minimum(rows, columns)
-    a, lu, pivots, permutation = params = resized(
-        operand_buffers(op), [b * rows * columns, b * rows * columns, b * steps, b * rows])
+    a, lu, pivots, permutation = params = resized(op, [b * rows * columns, b * rows * columns, b * steps, b * rows])
     i, j, k, p = (K.Var(v, INDEX) for v in "ijkp")
-    best, value, pivot = (K.Var(v, a.dtype) for v in ("best", "value", "pivot"))
+    best, magnitude = K.Var("best", f.part), K.Var("magnitude", f.part)
+    pivot, multiplier, swap = f.var("pivot"), f.var("multiplier"), f.var("swap")
 
     def body(g):
         base = g * rows * columns
         at = lambda r, c: base + r * columns + c
-        swap = K.Var("swap", a.dtype)
+        entry = lambda r, c: f.read(lu, at(r, c))
         swap_index = K.Var("swap_index", "i32")
         return [
-            loop("e", 0, rows * columns, [K.Store(lu, base + K.Var("e", INDEX), a[base + K.Var("e", INDEX)])]),
+            copied(a, lu, base * f.width, rows * columns * f.width),
             loop("i", 0, rows, [K.Store(permutation, g * rows + i, i.cast("i32"))]),
             loop("k", 0, steps, [
                 # The pivot: the first entry of largest magnitude in column k, on or below the diagonal.
-                K.Let(p, k), K.Let(best, K.abs(lu[at(k, k)])),
+                K.Let(p, k), K.Let(best, f.magnitude(entry(k, k))),
                 loop("i", k + 1, rows, [
-                    K.Let(value, K.abs(lu[at(i, k)])),
-                    K.If(value > best, [K.Assign(best, value), K.Assign(p, i)])]),
+                    K.Let(magnitude, f.magnitude(entry(i, k))),
+                    K.If(magnitude > best, [K.Assign(best, magnitude), K.Assign(p, i)])]),
                 K.Store(pivots, g * steps + k, p.cast("i32")),
                 K.If(p.ne(k), [
                     loop("j", 0, columns, [
-                        K.Let(swap, lu[at(k, j)]), K.Store(lu, at(k, j), lu[at(p, j)]), K.Store(lu, at(p, j), swap)]),
+                        *f.let(swap, entry(k, j)), *f.write(lu, at(k, j), entry(p, j)), *f.write(lu, at(p, j), swap)]),
                     K.Let(swap_index, permutation[g * rows + k]),
                     K.Store(permutation, g * rows + k, permutation[g * rows + p]),
                     K.Store(permutation, g * rows + p, swap_index)]),
                 # L's column k (a zero pivot leaves it unscaled, as getf2), then the rank-1 update.
-                K.Let(pivot, lu[at(k, k)]),
-                K.If(pivot.ne(0), [loop("i", k + 1, rows, [K.Store(lu, at(i, k), lu[at(i, k)] / pivot)])]),
+                *f.let(pivot, entry(k, k)),
+                K.If(f.nonzero(pivot), [loop("i", k + 1, rows, f.write(lu, at(i, k), entry(i, k) / pivot))]),
                 loop("i", k + 1, rows, [
-                    K.Let(value, lu[at(i, k)]),
-                    loop("j", k + 1, columns, [K.Store(lu, at(i, j), lu[at(i, j)] - value * lu[at(k, j)])])])])]
+                    *f.let(multiplier, entry(i, k)),
+                    loop("j", k + 1, columns, f.write(lu, at(i, j), entry(i, j) - multiplier * entry(k, j)))])])]
 
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
 
 
 def potrf_kernel(op: Op, name: str) -> Kernel:
+    """potf2, left-looking; for a complex (Hermitian) A, L L^H with a real diagonal (the imaginary
+    part of A's diagonal is not read)."""
     batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, size = sizes("batch", "n")
-    a, l = params = resized(operand_buffers(op), [b * size * size] * 2)
+    a, l = params = resized(op, [b * size * size] * 2)
     i, j, k = (K.Var(v, INDEX) for v in "ijk")
-    total, diagonal = K.Var("total", a.dtype), K.Var("diagonal", a.dtype)
+    total, diagonal = f.var("total"), K.Var("diagonal", f.part)
 
     def body(g):
         at = lambda r, c: g * size * size + r * size + c
+        entry = lambda r, c: f.read(l, at(r, c))
         return [
-            loop("i", 0, size, [loop("j", 0, size, [K.Store(l, at(i, j), K.select(j <= i, a[at(i, j)], 0))])]),
+            loop("i", 0, size, [loop("j", 0, size, f.write(l, at(i, j), f.select(j <= i, f.read(a, at(i, j)),
+                                                                                  f.const(0))))]),
             loop("j", 0, size, [
                 # Column j from the columns before it (left-looking, potf2's order).
-                K.Let(total, l[at(j, j)]),
-                loop("k", 0, j, [K.Assign(total, total - l[at(j, k)] * l[at(j, k)])]),
-                K.Let(diagonal, K.sqrt(total)), K.Store(l, at(j, j), diagonal),
+                *f.let(total, entry(j, j)),
+                loop("k", 0, j, f.assign(total, total - entry(j, k) * f.conj(entry(j, k)))),
+                K.Let(diagonal, K.sqrt(f.real(total))), *f.write(l, at(j, j), f.from_real(diagonal)),
                 loop("i", j + 1, size, [
-                    K.Assign(total, l[at(i, j)]),
-                    loop("k", 0, j, [K.Assign(total, total - l[at(i, k)] * l[at(j, k)])]),
-                    K.Store(l, at(i, j), total / diagonal)])])]
+                    *f.assign(total, entry(i, j)),
+                    loop("k", 0, j, f.assign(total, total - entry(i, k) * f.conj(entry(j, k)))),
+                    *f.write(l, at(i, j), total / diagonal)])])]
 
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
-def substitution(op_a, y, at, size, forward: bool, unit: bool, total):
-    """Statements solving op_a(i, j) y = y in place for one column (y(row) read, at(row) its index):
-    rows in order for a lower triangular op_a (forward), else in reverse."""
+def substitution(f: Field, op_a, y, at, size, forward: bool, unit: bool, total):
+    """Statements solving op_a(i, j) y = y in place for one column (y the buffer, at(row) the
+    index of its entry in row), rows in order for a lower triangular op_a (forward), else in
+    reverse."""
     t, j = K.Var("t", INDEX), K.Var("j", INDEX)
     i = t if forward else size - 1 - t
     done = (0, i) if forward else (i + 1, size)
     solved = total if unit else total / op_a(i, i)
     return [loop("t", 0, size, [
-        K.Let(total, y[at(i)]),
-        loop("j", *done, [K.Assign(total, total - op_a(i, j) * y[at(j)])]),
-        K.Store(y, at(i), solved)])]
+        *f.let(total, f.read(y, at(i))),
+        loop("j", *done, f.assign(total, total - op_a(i, j) * f.read(y, at(j)))),
+        *f.write(y, at(i), solved)])]
 
 
 def trsm_kernel(op: Op, name: str) -> Kernel:
     batch, n, _ = op.operands[0].type.shape
     columns = op.operands[1].type.shape[2]
+    f = Field(op.operands[0].type.dtype)
     lower, trans, unit = (op.attrs[key] for key in ("lower", "trans", "unit_diagonal"))
     b, size, rhs = sizes("batch", "n", "k")
-    a, x, y = params = resized(operand_buffers(op), [b * size * size, b * size * rhs, b * size * rhs])
-    t = K.Var("t", INDEX)
-    total = K.Var("total", a.dtype)
+    a, x, y = params = resized(op, [b * size * size, b * size * rhs, b * size * rhs])
+    total = f.var("total")
 
     def body(g):
         matrix, column = g / rhs, g % rhs
-        op_a = lambda r, c: a[matrix * size * size + (c * size + r if trans else r * size + c)]
+        entry = lambda r, c: f.read(a, matrix * size * size + r * size + c)
+        op_a = (lambda r, c: f.conj(entry(c, r))) if trans else entry
         at = lambda r: matrix * size * rhs + r * rhs + column
-        return [loop("t", 0, size, [K.Store(y, at(t), x[at(t)])]),
-                *substitution(op_a, y, at, size, lower != trans, unit, total)]
+        return [copied_column(x, y, at, size, f), *substitution(f, op_a, y, at, size, lower != trans, unit, total)]
 
     return per_item(name, params, [b, size, rhs], b * rhs, body, [("batch", batch), ("n", n), ("k", columns)])
+
+
+def copied_column(x, y, at, size, f: Field) -> K.For:
+    """One right-hand side column's entries (at(row) their index) copied from x to y."""
+    t = K.Var("t", INDEX)
+    return loop("t", 0, size, f.write(y, at(t), f.read(x, at(t))))
 
 
 def getrs_kernel(op: Op, name: str) -> Kernel:
     """One work-item per right-hand side column: its rows permuted, then L's and U's substitutions."""
     batch, n, _ = op.operands[0].type.shape
     columns = op.operands[2].type.shape[2]
+    f = Field(op.operands[0].type.dtype)
     b, size, rhs = sizes("batch", "n", "k")
-    lu, permutation, x, y = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * rhs,
-                                                                   b * size * rhs])
-    rows_of_x = lambda matrix, row, column: x[matrix * size * rhs + row * rhs + column]
-    return lu_substitutions(name, params, lu, permutation, y, [b, size, rhs], rows_of_x,
+    lu, permutation, x, y = params = resized(op, [b * size * size, b * size, b * size * rhs, b * size * rhs])
+    rows_of_x = lambda matrix, row, column: f.read(x, matrix * size * rhs + row * rhs + column)
+    return lu_substitutions(f, name, params, lu, permutation, y, [b, size, rhs], rows_of_x,
                             [("batch", batch), ("n", n), ("k", columns)])
 
 
@@ -174,51 +197,52 @@ def getri_kernel(op: Op, name: str) -> Kernel:
     """getrs of the identity: column j's right-hand side P e_j made in the kernel (row t is 1 where
     permutation[t] = j)."""
     batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, size = sizes("batch", "n")
-    lu, permutation, y = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * size])
-    identity = lambda matrix, row, column: K.select(row.eq(column), 1, 0).cast(lu.dtype)
-    return lu_substitutions(name, params, lu, permutation, y, [b, size], identity,
+    lu, permutation, y = params = resized(op, [b * size * size, b * size, b * size * size])
+    identity = lambda matrix, row, column: f.from_real(K.select(row.eq(column), 1, 0).cast(f.part))
+    return lu_substitutions(f, name, params, lu, permutation, y, [b, size], identity,
                             [("batch", batch), ("n", n)], rhs=size)
 
 
-def lu_substitutions(name, params, lu, permutation, y, scalars, rows_of_x, arguments, rhs=None) -> Kernel:
+def lu_substitutions(f: Field, name, params, lu, permutation, y, scalars, rows_of_x, arguments, rhs=None) -> Kernel:
     """A kernel solving L U y = P x for each right-hand side column (one work-item each): x's rows
     permuted (rows_of_x(matrix, row, column) reads x), then L's and U's substitutions."""
     b, size = scalars[:2]
     rhs = scalars[2] if rhs is None else rhs
     t = K.Var("t", INDEX)
-    total = K.Var("total", lu.dtype)
+    total = f.var("total")
 
     def body(g):
         matrix, column = g / rhs, g % rhs
-        factor = lambda r, c: lu[matrix * size * size + r * size + c]
+        factor = lambda r, c: f.read(lu, matrix * size * size + r * size + c)
         at = lambda r: matrix * size * rhs + r * rhs + column
-        return [loop("t", 0, size, [K.Store(y, at(t), rows_of_x(matrix, permutation[matrix * size + t].cast(INDEX),
-                                                                 column))]),
-                *substitution(factor, y, at, size, True, True, total),
-                *substitution(factor, y, at, size, False, False, total)]
+        return [loop("t", 0, size, f.write(y, at(t), rows_of_x(matrix, permutation[matrix * size + t].cast(INDEX),
+                                                               column))),
+                *substitution(f, factor, y, at, size, True, True, total),
+                *substitution(f, factor, y, at, size, False, False, total)]
 
     return per_item(name, params, scalars, b * rhs, body, arguments)
 
 
 def potrs_kernel(op: Op, name: str) -> Kernel:
-    """One work-item per right-hand side column: L's substitution, then L^T's (L = C, or C^T)."""
+    """One work-item per right-hand side column: L's substitution, then L^H's (L = C, or C^H)."""
     batch, n, _ = op.operands[0].type.shape
     columns = op.operands[1].type.shape[2]
+    f = Field(op.operands[0].type.dtype)
     lower = op.attrs["lower"]
     b, size, rhs = sizes("batch", "n", "k")
-    c, x, y = params = resized(operand_buffers(op), [b * size * size, b * size * rhs, b * size * rhs])
-    t = K.Var("t", INDEX)
-    total = K.Var("total", c.dtype)
+    c, x, y = params = resized(op, [b * size * size, b * size * rhs, b * size * rhs])
+    total = f.var("total")
 
     def body(g):
         matrix, column = g / rhs, g % rhs
-        entry = lambda r, col: c[matrix * size * size + r * size + col]
-        l = (lambda r, col: entry(r, col)) if lower else (lambda r, col: entry(col, r))
+        entry = lambda r, col: f.read(c, matrix * size * size + r * size + col)
+        l = entry if lower else (lambda r, col: f.conj(entry(col, r)))
         at = lambda r: matrix * size * rhs + r * rhs + column
-        return [loop("t", 0, size, [K.Store(y, at(t), x[at(t)])]),
-                *substitution(l, y, at, size, True, False, total),
-                *substitution(lambda r, col: l(col, r), y, at, size, False, False, total)]
+        return [copied_column(x, y, at, size, f),
+                *substitution(f, l, y, at, size, True, False, total),
+                *substitution(f, lambda r, col: f.conj(l(col, r)), y, at, size, False, False, total)]
 
     return per_item(name, params, [b, size, rhs], b * rhs, body, [("batch", batch), ("n", n), ("k", columns)])
 
@@ -227,25 +251,26 @@ def trtri_kernel(op: Op, name: str) -> Kernel:
     """One work-item per column j of the inverse: A x = e_j by substitution from row j on (rows
     before it, lower, or after it, upper, are zero), so n^3 / 6 multiply-adds per matrix, not n^3 / 2."""
     batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     lower, unit = op.attrs["lower"], op.attrs["unit_diagonal"]
     b, size = sizes("batch", "n")
-    a, x = params = resized(operand_buffers(op), [b * size * size] * 2)
+    a, x = params = resized(op, [b * size * size] * 2)
     t, i, k = K.Var("t", INDEX), K.Var("i", INDEX), K.Var("k", INDEX)
-    total = K.Var("total", a.dtype)
+    total = f.var("total")
 
     def body(g):
         matrix, column = g / size, g % size
-        entry = lambda r, c: a[matrix * size * size + r * size + c]
+        entry = lambda r, c: f.read(a, matrix * size * size + r * size + c)
         at = lambda r: matrix * size * size + r * size + column
         row = column + t if lower else column - t
         done = (column, row) if lower else (row + 1, column + 1)
-        rhs = K.select(t.eq(0), 1, 0).cast(a.dtype)
+        rhs = f.from_real(K.select(t.eq(0), 1, 0).cast(f.part))
         return [
-            loop("i", 0, size, [K.Store(x, at(i), K.Const(0, a.dtype))]),
+            loop("i", 0, size, f.write(x, at(i), f.const(0))),
             loop("t", 0, (size - column) if lower else (column + 1), [
-                K.Let(total, rhs),
-                loop("k", *done, [K.Assign(total, total - entry(row, k) * x[at(k)])]),
-                K.Store(x, at(row), total if unit else total / entry(row, row))])]
+                *f.let(total, rhs),
+                loop("k", *done, f.assign(total, total - entry(row, k) * f.read(x, at(k)))),
+                *f.write(x, at(row), total if unit else total / entry(row, row))])]
 
     return per_item(name, params, [b, size], b * size, body, [("batch", batch), ("n", n)])
 
@@ -253,7 +278,7 @@ def trtri_kernel(op: Op, name: str) -> Kernel:
 def laswp_kernel(op: Op, name: str) -> Kernel:
     batch, steps = op.operands[0].type.shape
     b, count, rows = sizes("batch", "pivots", "m")
-    pivots, permutation, inverse = params = resized(operand_buffers(op), [b * count, b * rows, b * rows])
+    pivots, permutation, inverse = params = resized(op, [b * count, b * rows, b * rows])
     i, k = K.Var("i", INDEX), K.Var("k", INDEX)
     p, swap = K.Var("p", INDEX), K.Var("swap", "i32")
 
@@ -277,15 +302,16 @@ def lapmr_kernel(op: Op, name: str) -> Kernel:
     per element."""
     x_type, permutation_type = (v.type for v in op.operands)
     b, rows, columns, picked = sizes("batch", "m", "n", "p")
-    x, permutation, y = params = resized(operand_buffers(op), [b * rows * columns, b * picked, b * picked * columns])
+    x, permutation, y = params = resized(op, [b * rows * columns, b * picked, b * picked * columns])
+    elements = columns * Field(x_type.dtype).width   # buffer elements a row
     row, matrix = K.workgroup_id(0).cast(INDEX), K.workgroup_id(1).cast(INDEX)
-    run = (columns + (WORKGROUP_ITEMS - 1)) / WORKGROUP_ITEMS
+    run = (elements + (WORKGROUP_ITEMS - 1)) / WORKGROUP_ITEMS
     first = K.workitem_id(0).cast(INDEX) * run
     source, target, column = K.Var("source", INDEX), K.Var("target", INDEX), K.Var("column", INDEX)
     body = [
-        K.Let(source, (matrix * rows + permutation[matrix * picked + row].cast(INDEX)) * columns),
-        K.Let(target, (matrix * picked + row) * columns),
-        K.For(column, first, K.minimum(first + run, columns), 1, [K.Store(y, target + column, x[source + column])])]
+        K.Let(source, (matrix * rows + permutation[matrix * picked + row].cast(INDEX)) * elements),
+        K.Let(target, (matrix * picked + row) * elements),
+        K.For(column, first, K.minimum(first + run, elements), 1, [K.Store(y, target + column, x[source + column])])]
     batch, m, n = x_type.shape
     return K.Kernel(name, params=params + [b, rows, columns, picked], grid=(picked, b),
                     workgroup_size=(WORKGROUP_ITEMS,), body=body,
@@ -310,7 +336,7 @@ def geqrf_kernel(op: Op, name: str) -> Kernel:
     batch, m, n = op.operands[0].type.shape
     b, rows, columns = sizes("batch", "m", "n")
     steps = K.minimum(rows, columns)
-    a, qr, taus = params = resized(operand_buffers(op), [b * rows * columns, b * rows * columns, b * steps])
+    a, qr, taus = params = resized(op, [b * rows * columns, b * rows * columns, b * steps])
     j, i = K.Var("j", INDEX), K.Var("i", INDEX)
     alpha, norm2, beta, tau, scale = (K.Var(v, a.dtype) for v in ("alpha", "norm2", "beta", "tau", "scale"))
 
@@ -319,8 +345,7 @@ def geqrf_kernel(op: Op, name: str) -> Kernel:
         below = lambda r: qr[at(r, j)]
         subtract = lambda r, c, amount: K.Store(qr, at(r, c), qr[at(r, c)] - amount)
         return [
-            loop("e", 0, rows * columns, [K.Store(qr, g * rows * columns + K.Var("e", INDEX),
-                                                  a[g * rows * columns + K.Var("e", INDEX)])]),
+            copied(a, qr, g * rows * columns, rows * columns),
             loop("j", 0, steps, [
                 # larfg: beta = -sign(alpha) ||column||, v = column below / (alpha - beta), tau = (beta - alpha) / beta
                 K.Let(alpha, qr[at(j, j)]), K.Let(norm2, K.Const(0, a.dtype)),
@@ -343,7 +368,7 @@ def orgqr_kernel(op: Op, name: str) -> Kernel:
     batch, m, n = op.operands[0].type.shape
     b, rows, columns, wanted = sizes("batch", "m", "n", "q")
     steps = K.minimum(rows, columns)
-    qr, taus, q = params = resized(operand_buffers(op), [b * rows * columns, b * steps, b * rows * wanted])
+    qr, taus, q = params = resized(op, [b * rows * columns, b * steps, b * rows * wanted])
     t, i, c = K.Var("t", INDEX), K.Var("i", INDEX), K.Var("c", INDEX)
 
     def body(g):
@@ -410,7 +435,7 @@ def sorted_by(values, size, matrices, descending: bool):
 def syevj_kernel(op: Op, name: str) -> Kernel:
     batch, n, _ = op.operands[0].type.shape
     b, size = sizes("batch", "n")
-    a, w, v, d = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * size, b * size * size])
+    a, w, v, d = params = resized(op, [b * size * size, b * size, b * size * size, b * size * size])
     dtype = a.dtype
     i, j, p, q = (K.Var(x, INDEX) for x in ("i", "j", "p", "q"))
     total, off, t, c, s, apq = (K.Var(x, dtype) for x in ("total", "off", "t", "c", "s", "apq"))
@@ -446,7 +471,7 @@ def syevj_kernel(op: Op, name: str) -> Kernel:
 def gesvdj_kernel(op: Op, name: str) -> Kernel:
     batch, m, n = op.operands[0].type.shape
     b, rows, columns = sizes("batch", "m", "n")
-    a, sv, u, v = params = resized(operand_buffers(op), [b * rows * columns, b * columns, b * rows * columns,
+    a, sv, u, v = params = resized(op, [b * rows * columns, b * columns, b * rows * columns,
                                                          b * columns * columns])
     dtype = a.dtype
     i, j, k, p, q = (K.Var(x, INDEX) for x in ("i", "j", "k", "p", "q"))
@@ -469,8 +494,7 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
                 *jacobi_rotation(alpha, beta, gamma, c, s, t),
                 *rotated(left, p, q, c, s, False, rows), *rotated(right, p, q, c, s, False, columns)])]
         return [
-            loop("e", 0, rows * columns, [K.Store(u, g * rows * columns + K.Var("e", INDEX),
-                                                 a[g * rows * columns + K.Var("e", INDEX)])]),
+            copied(a, u, g * rows * columns, rows * columns),
             loop("i", 0, columns, [loop("j", 0, columns, [
                 K.Store(v, at_v(i, j), K.select(i.eq(j), 1, 0).cast(dtype))])]),
             K.Let(rotations, K.Const(1, INDEX)),
@@ -493,7 +517,7 @@ def geev_kernel(op: Op, name: str) -> Kernel:
     at most MAX_QR_STEPS * n steps, each deflating one or two eigenvalues or running one Francis step)."""
     batch, n, _ = op.operands[0].type.shape
     b, size = sizes("batch", "n")
-    a, wr, wi, h = params = resized(operand_buffers(op), [b * size * size, b * size, b * size, b * size * size])
+    a, wr, wi, h = params = resized(op, [b * size * size, b * size, b * size, b * size * size])
     dtype = a.dtype
     i, j, k, low, last, steps = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last", "steps"))
     norm, beta, dot, x, y, z, total, product, s, p, disc, root = (
@@ -580,8 +604,7 @@ def geev_kernel(op: Op, name: str) -> Kernel:
         return [
             *[K.Let(v, zero) for v in (norm, beta, dot, x, y, z, total, product, s, p, disc, root, *u)],
             K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1), K.Let(steps, K.Const(0, INDEX)),
-            loop("e", 0, size * size, [K.Store(h, g * size * size + K.Var("e", INDEX),
-                                               a[g * size * size + K.Var("e", INDEX)])]),
+            copied(a, h, g * size * size, size * size),
             hessenberg,
             loop("step", 0, MAX_QR_STEPS * size, [K.If(last >= 0, step)]),
             # Not converged: NaNs for the eigenvalues not found.

@@ -1,18 +1,22 @@
 """The solver library's routines (ir/ops/library.py's contract), LAPACK's and rocSOLVER's, on stacks
 of row-major matrices: every operand has one batch dimension first ([B, rows, columns]; B may be 1).
+getrf, getrs, getri, potrf, potrs, trsm and trtri take f32, f64, c64 and c128 (LAPACK's s, d, c
+and z routines: the transposes below are conjugate transposes for complex matrices); the others
+take real matrices only.
 
   getrf(A[B, m, n]) -> LU[B, m, n], pivots[B, min(m, n)] i32, permutation[B, m] i32
       LU with partial pivoting, P A = L U: L unit lower (below LU's diagonal), U upper (on and
       above it). pivots[k] is the row swapped with row k at step k (LAPACK's ipiv, from 0);
       permutation is P as row indices (row i of P A is row permutation[i] of A). The pivot of a
-      column is its first entry of largest magnitude (LAPACK's i_amax). A zero pivot is left in U
+      column is its first entry of largest magnitude (LAPACK's i_amax: |re| + |im| for a complex
+      entry). A zero pivot is left in U
       and its column is not scaled (LAPACK's getf2): solving with it gives infs/NaNs.
   potrf(A[B, n, n]) -> L[B, n, n]
-      Cholesky, A = L L^T, of A's lower triangle (its upper one is not read); L's upper triangle is
-      zero. A matrix that is not positive definite takes the square root of a negative number:
+      Cholesky, A = L L^T (L L^H: A Hermitian), of A's lower triangle (its upper one is not read,
+      nor the imaginary part of its diagonal); L's upper triangle is zero. A matrix that is not positive definite takes the square root of a negative number:
       NaN from that column on.
   trsm(A[B, n, n], X[B, n, k]) -> Y[B, n, k], attributes lower, trans, unit_diagonal
-      Y = op(A)^-1 X for a triangular A (left side; op(A) = A^T when trans), reading only the
+      Y = op(A)^-1 X for a triangular A (left side; op(A) = A^T, A^H when complex, when trans), reading only the
       triangle `lower` names (and not the diagonal when unit_diagonal).
 
   laswp(pivots[B, k] i32) -> permutation[B, m] i32, inverse[B, m] i32, attribute rows (m)
@@ -69,14 +73,17 @@ from ...ir.opdef import require
 from ...ir.ops.library import Routine
 from ...ir.types import TensorType
 
-DTYPES = ("f32", "f64")   # real floats; complex matrices are refused by the frontend
+REAL = ("f32", "f64")
+REAL_OR_COMPLEX = ("f32", "f64", "c64", "c128")
+COMPLEX_ROUTINES = ("getrf", "getrs", "getri", "potrf", "potrs", "trsm", "trtri")   # the others: real only
 
 
 def check_matrices(routine: str, types, count: int):
     require(len(types) == count, f"library_call: solver.{routine} takes {count} operand(s), got {len(types)}")
+    dtypes = REAL_OR_COMPLEX if routine in COMPLEX_ROUTINES else REAL
     for t in types:
         require(t.ndim == 3, f"library_call: solver.{routine} takes stacks of matrices [B, rows, columns], got {t}")
-        require(t.dtype in DTYPES, f"library_call: solver.{routine} takes {' or '.join(DTYPES)}, got {t}")
+        require(t.dtype in dtypes, f"library_call: solver.{routine} takes {' or '.join(dtypes)}, got {t}")
     require(len({t.dtype for t in types}) == 1, f"library_call: solver.{routine}'s operands differ in dtype: "
                                                 f"{', '.join(map(str, types))}")
 
@@ -88,6 +95,11 @@ def getrf_infer(types, attrs):
     return [a, TensorType("i32", (batch, min(m, n))), TensorType("i32", (batch, m))]
 
 
+def pivot_magnitude(x):
+    """|x|, or LAPACK's cabs1 |re| + |im| for complex x (i_amax's measure)."""
+    return np.abs(x.real) + np.abs(x.imag) if np.iscomplexobj(x) else np.abs(x)
+
+
 def getrf_reference(a):
     lu = np.array(a, copy=True)
     batch, m, n = lu.shape
@@ -96,7 +108,7 @@ def getrf_reference(a):
     rows = np.arange(batch)
     with np.errstate(all="ignore"):
         for k in range(min(m, n)):
-            p = k + np.argmax(np.abs(lu[:, k:, k]), axis=1)
+            p = k + np.argmax(pivot_magnitude(lu[:, k:, k]), axis=1)
             pivots[:, k] = p
             lu[rows, k], lu[rows, p] = lu[rows, p].copy(), lu[rows, k].copy()
             permutation[rows, k], permutation[rows, p] = permutation[rows, p], permutation[rows, k].copy()
@@ -119,9 +131,9 @@ def potrf_reference(a):
     n = a.shape[-1]
     with np.errstate(all="ignore"):
         for j in range(n):
-            diagonal = np.sqrt(l[:, j, j] - np.sum(l[:, j, :j] * l[:, j, :j], axis=1))
+            diagonal = np.sqrt(np.real(l[:, j, j] - np.sum(l[:, j, :j] * np.conj(l[:, j, :j]), axis=1)))
             l[:, j, j] = diagonal
-            below = l[:, j + 1:, j] - np.sum(l[:, j + 1:, :j] * l[:, j:j + 1, :j], axis=2)
+            below = l[:, j + 1:, j] - np.sum(l[:, j + 1:, :j] * np.conj(l[:, j:j + 1, :j]), axis=2)
             l[:, j + 1:, j] = below / diagonal[:, None]
     return l
 
@@ -135,7 +147,7 @@ def trsm_infer(types, attrs):
 
 
 def trsm_reference(a, x, lower, trans, unit_diagonal):
-    op_a = np.swapaxes(a, 1, 2) if trans else a
+    op_a = np.conj(np.swapaxes(a, 1, 2)) if trans else a
     forward = lower != trans   # op(A) lower: rows in order
     y = np.array(x, copy=True)
     n = a.shape[1]
