@@ -4,8 +4,10 @@ Factorizations and solves go to the solver library through linalg_solver.py (get
 geqrf, orgqr, syevj, gesvdj, geev);
 the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
-matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices and the
-general eigenvectors (eig: geev computes eigenvalues only) raise NotImplementedError.
+matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices (c64, c128)
+are taken by the functions of COMPLEX_FUNCTIONS (the LU and Cholesky families: the solver's complex
+getrf, getrs, getri, potrf, potrs, trsm, trtri); the others, and the general eigenvectors (eig: geev
+computes eigenvalues only), raise NotImplementedError.
 solve, inv, det, slogdet, cholesky and eigh are differentiable and vmappable: each is one call op
 with rules of its own (linalg_rules.py's with_rules; the rules beside each function below).
 """
@@ -29,7 +31,7 @@ from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
 from .linalg_rules import with_rules
-from .linalg_solver import direct_solve, geev, geqrf, gesvdj, getrf, getri, getrs, orgqr, potrf, rows_of, \
+from .linalg_solver import adjoint, direct_solve, geev, geqrf, gesvdj, getrf, getri, getrs, orgqr, potrf, rows_of, \
     syevj, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
@@ -40,13 +42,20 @@ __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "tra
 
 # ---- stacks of matrices ---------------------------------------------------------------------------
 
+# The functions (of this module and cdnajit.scipy.linalg) that take complex matrices: those over the
+# solver's LU and Cholesky routines, which have complex kernels.
+COMPLEX_FUNCTIONS = frozenset({"solve", "inv", "det", "slogdet", "cholesky", "matrix_power", "tensorinv",
+                               "tensorsolve", "lu", "lu_factor", "lu_solve", "cho_solve", "solve_triangular"})
+
+
 def promoted(name: str, *xs) -> list[Tracer]:
     """The operands as tracers of the one float dtype jnp computes them in (integers promoted)."""
     dtype, _ = result_type(*xs)
     dtype = to_inexact(dtype)
-    if is_complex(dtype):
-        raise NotImplementedError(located(f"{name} of complex matrices ({dtype}) is not implemented: "
-                                          f"the solver library has real kernels only"))
+    if is_complex(dtype) and name not in COMPLEX_FUNCTIONS:
+        raise NotImplementedError(located(
+            f"{name} of complex matrices ({dtype}) is not implemented (the solver library's complex routines are "
+            f"the LU and Cholesky families: {', '.join(sorted(COMPLEX_FUNCTIONS))})"))
     return [convert(cr.asarray(x), dtype) for x in xs]
 
 
@@ -62,6 +71,11 @@ def matrices(name: str, a, square: bool = True) -> Tracer:
     (x,) = promoted(name, a)
     check_matrices(name, x, square)
     return x
+
+
+def real_only(what: str, x: Tracer):
+    if is_complex(x.type.dtype):
+        raise NotImplementedError(located(f"{what} of complex matrices ({x.type.dtype}) is not implemented"))
 
 
 def as_stack(x: Tracer) -> Tracer:
@@ -175,22 +189,34 @@ def slogdet(a, *, method=None):
 
     def lu_logabsdet(a):
         return red.sum(el.log(el.abs(lu_diagonal_and_parity("slogdet", a)[0])), axis=-1)
-    # The sign has zero derivative; d log|det| = tr(A^-1 dA), ct_A = ct A^-T.
-    sign = with_rules("linalg.slogdet", lu_sign, lambda p, t, s: cr.zeros_like(s),
-                      lambda p, s, ct: (cr.zeros_like(p[0]),), stack)
-    logabsdet = with_rules("linalg.slogdet", lu_logabsdet, lambda p, t, l: trace_of_solve(p[0], t[0]),
-                           lambda p, l, ct: (ct[:, None, None] * matrix_transpose(inv(p[0])),), stack)
+    # A real matrix's sign has zero derivative; d log|det| = tr(A^-1 dA), ct_A = ct A^-T.
+    def sign_jvp(p, t, s):
+        real_only("the derivative of slogdet", s)
+        return cr.zeros_like(s)
+
+    def logabsdet_jvp(p, t, l):
+        real_only("the derivative of slogdet", p[0])
+        return trace_of_solve(p[0], t[0])
+
+    def logabsdet_vjp(p, l, ct):
+        real_only("the derivative of slogdet", p[0])
+        return (ct[:, None, None] * matrix_transpose(inv(p[0])),)
+    def sign_vjp(p, s, ct):
+        real_only("the derivative of slogdet", s)
+        return (cr.zeros_like(p[0]),)
+    sign = with_rules("linalg.slogdet", lu_sign, sign_jvp, sign_vjp, stack)
+    logabsdet = with_rules("linalg.slogdet", lu_logabsdet, logabsdet_jvp, logabsdet_vjp, stack)
     return sh.reshape(sign, a.shape[:-2]), sh.reshape(logabsdet, a.shape[:-2])
 
 
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
-    """jnp.linalg.cholesky: L with a = L L^T of (a + a^T) / 2 (U = L^T when upper); NaNs where a is not
-    positive definite."""
+    """jnp.linalg.cholesky: L with a = L L^H of (a + a^H) / 2 (U = L^H when upper; ^H is ^T for real
+    matrices); NaNs where a is not positive definite."""
     a = matrices("cholesky", a)
     if symmetrize_input:
-        a = (a + matrix_transpose(a)) / 2
+        a = (a + adjoint(a)) / 2
     l = from_stack(cholesky_stack(as_stack(a)), a.shape[:-2])
-    return matrix_transpose(l) if upper else l
+    return adjoint(l) if upper else l
 
 
 def cholesky_stack(a: Tracer) -> Tracer:
@@ -199,17 +225,19 @@ def cholesky_stack(a: Tracer) -> Tracer:
     ct_A = L^-T phi(L^T ct_L) L^-1."""
     def factor(a):
         l = potrf(a)
-        failed = red.any(el.logical_not(el.greater(sh.diagonal(l, axis1=1, axis2=2), 0)), axis=1)
+        failed = red.any(el.logical_not(el.greater(el.real(sh.diagonal(l, axis1=1, axis2=2)), 0)), axis=1)
         return el.where(failed[:, None, None], math.nan, l)
 
     def phi(x):
         return sh.tril(x) - sh.diagonal(x, axis1=1, axis2=2)[..., None] * cr.eye(x.shape[-1], dtype=x.dtype) / 2
 
     def jvp(primals, tangents, l):
+        real_only("the derivative of cholesky", l)
         inner = matrix_transpose(solve_stack(l, matrix_transpose(solve_stack(l, tangents[0]))))
         return l @ phi(inner)
 
     def vjp(primals, l, ct):
+        real_only("the derivative of cholesky", l)
         l_inv = inv(l)
         return (matrix_transpose(l_inv) @ phi(matrix_transpose(l) @ ct) @ l_inv,)
     return with_rules("linalg.cholesky", factor, jvp, vjp, a)

@@ -24,6 +24,7 @@ syevj and gesvdj run unblocked at every size (one work-item per matrix).
 """
 from __future__ import annotations
 
+from ..dtypes import is_complex
 from ..tracing import Tracer, bind
 from . import contractions as con
 from . import creation as cr
@@ -49,6 +50,13 @@ def rows_of(x: Tracer, permutation: Tracer) -> Tracer:
     if is_empty(x, permutation):
         return cr.zeros((x.shape[0], permutation.shape[1], x.shape[2]), x.type.dtype)
     return solver_call("lapmr", [x, permutation.astype("int32")])[0]
+
+
+def adjoint(x: Tracer) -> Tracer:
+    """The conjugate transpose of each matrix (the transpose of a real one): what LAPACK's ^T is for
+    complex matrices in the routines' definitions (trsm's trans, potrf's L L^H)."""
+    transposed = sh.swapaxes(x, -1, -2)
+    return el.conj(transposed) if is_complex(x.type.dtype) else transposed
 
 
 def arange_rows(batch: int, rows: int) -> Tracer:
@@ -101,8 +109,9 @@ def getrf_recursive(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
 # ---- potrf -------------------------------------------------------------------------------------
 
 def potrf(a: Tracer) -> Tracer:
-    """L of a stack [B, n, n], A = L L^T from A's lower triangle (routines.py's potrf). Recursive above
-    SMALL: L11 of the leading half, L21 = A21 L11^-T, then L22 of the Schur complement A22 - L21 L21^T,
+    """L of a stack [B, n, n], A = L L^H from A's lower triangle (routines.py's potrf; ^H is ^T for real
+    matrices). Recursive above SMALL: L11 of the leading half, L21 = A21 L11^-H, then L22 of the Schur
+    complement A22 - L21 L21^H,
     whose lower triangle alone is updated (syrk's flops, half a GEMM's)."""
     batch, n, _ = a.shape
     if is_empty(a):
@@ -111,23 +120,22 @@ def potrf(a: Tracer) -> Tracer:
         return solver_call("potrf", [a])[0]
     n1 = split(n, SMALL)
     l11 = potrf(a[:, :n1, :n1])
-    l21 = sh.swapaxes(trsm(l11, sh.swapaxes(a[:, n1:, :n1], 1, 2), lower=True, trans=False, unit_diagonal=False),
-                      1, 2)
+    l21 = adjoint(trsm(l11, adjoint(a[:, n1:, :n1]), lower=True, trans=False, unit_diagonal=False))
     l22 = potrf(syrk_lower(a[:, n1:, n1:], l21))
     upper = sh.concatenate([l11, cr.zeros((batch, n1, n - n1), a.type.dtype)], axis=2)
     return sh.concatenate([upper, sh.concatenate([l21, l22], axis=2)], axis=1)
 
 
 def syrk_lower(c: Tracer, x: Tracer) -> Tracer:
-    """C - X X^T in C's lower triangle (what potrf reads; the upper triangle is left unspecified):
+    """C - X X^H in C's lower triangle (what potrf reads; the upper triangle is left unspecified):
     recursively, the lower-left block by one GEMM and the two diagonal blocks by syrk_lower, down to
     blocks of SMALL rows that take a whole GEMM."""
     n = c.shape[1]
     if n <= SMALL:
-        return c - con.matmul(x, sh.swapaxes(x, 1, 2))
+        return c - con.matmul(x, adjoint(x))
     n1 = split(n, SMALL)
     c11 = syrk_lower(c[:, :n1, :n1], x[:, :n1])
-    c21 = c[:, n1:, :n1] - con.matmul(x[:, n1:], sh.swapaxes(x[:, :n1], 1, 2))
+    c21 = c[:, n1:, :n1] - con.matmul(x[:, n1:], adjoint(x[:, :n1]))
     c22 = syrk_lower(c[:, n1:, n1:], x[:, n1:])
     return sh.concatenate([sh.concatenate([c11, c[:, :n1, n1:]], axis=2), sh.concatenate([c21, c22], axis=2)],
                           axis=1)
@@ -149,7 +157,7 @@ def trsm(a: Tracer, x: Tracer, *, lower: bool, trans: bool, unit_diagonal: bool)
         return x
     if direct_solve(a, x):
         return solver_call("trsm", [a, x], lower=lower, trans=trans, unit_diagonal=unit_diagonal)[0]
-    op_a = sh.swapaxes(a, 1, 2) if trans else a
+    op_a = adjoint(a) if trans else a
     return trsm_recursive(op_a, x, forward=lower != trans, unit_diagonal=unit_diagonal)
 
 
@@ -226,8 +234,8 @@ def trtri(a: Tracer, *, lower: bool, unit_diagonal: bool) -> Tracer:
 # ---- potrs -------------------------------------------------------------------------------------
 
 def potrs(c: Tracer, x: Tracer, *, lower: bool) -> Tracer:
-    """A^-1 X from potrf's A = L L^T, L = C (lower) or C^T (routines.py's potrs): one kernel for a
-    direct_solve problem, else L's and L^T's triangular solves (recursive trsm)."""
+    """A^-1 X from potrf's A = L L^H, L = C (lower) or C^H (routines.py's potrs): one kernel for a
+    direct_solve problem, else L's and L^H's triangular solves (recursive trsm)."""
     if is_empty(c, x):
         return x
     if direct_solve(c, x):
