@@ -1,0 +1,154 @@
+"""cdnajit.numpy.linalg and cdnajit.scipy.linalg on stacks of complex matrices (c64, c128) against
+numpy and scipy (LAPACK's c and z routines).
+
+Error model: test_numpy_linalg.py's (normwise backward errors within BOUND n eps; det, slogdet and
+factors compared with numpy's to n eps times the condition number, the matrices made well
+conditioned), with complex arithmetic's constants (Higham 3.6: a complex product or division is within
+a small multiple of a real one's error), so BOUND is twice test_numpy_linalg's. c128's core cases run
+in make test; c64 and the scipy functions and blocked paths under test-all.
+"""
+import numpy as np
+import pytest
+import scipy.linalg
+
+import cdnajit as cj
+import cdnajit.numpy as cnp
+import cdnajit.scipy.linalg as csl
+
+from .test_numpy_linalg import eps, small_blocks  # noqa: F401 (a fixture)
+
+DTYPES = [np.complex128, pytest.param(np.complex64, marks=pytest.mark.slow)]
+BOUND = 16
+
+
+def norms(x):
+    return np.linalg.norm(np.asarray(x, np.complex128), axis=(-2, -1))
+
+
+def solve_backward_error(a, x, b, dtype):
+    """max over the stack of ||A X - B|| / ((||A|| ||X|| + ||B||) n eps)."""
+    a, x, b = (np.asarray(v, np.complex128) for v in (a, x, b))
+    return np.max(norms(a @ x - b) / ((norms(a) * norms(x) + norms(b)) * a.shape[-1] * eps(dtype)))
+
+
+def factor_backward_error(a, product, dtype):
+    return np.max(norms(np.asarray(a, np.complex128) - product) / (norms(a) * a.shape[-1] * eps(dtype)))
+
+
+def complex_normal(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def complex_matrices(shape, dtype, seed=0):
+    """Random complex matrices made well conditioned by a diagonal shift of sqrt(2 n)."""
+    n = shape[-1]
+    return (complex_normal(shape, np.complex128, seed) + np.sqrt(2 * n) * np.eye(n)).astype(dtype)
+
+
+def hermitian_transpose(x):
+    return np.conj(np.swapaxes(x, -1, -2))
+
+
+def hermitian_positive_definite(shape, dtype, seed=0):
+    x = complex_matrices(shape, np.complex128, seed)
+    return (x @ hermitian_transpose(x) + shape[-1] * np.eye(shape[-1])).astype(dtype)
+
+
+def relative_to(got, want, n, dtype, condition=1.0):
+    return np.max(np.abs(np.asarray(got) - want) / (np.abs(want).max() * n * eps(dtype) * condition))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_complex_solve_inv_det_slogdet_cholesky(dtype):
+    a = complex_matrices((2, 3, 6, 6), dtype)
+    b = complex_normal((2, 3, 6, 2), dtype, 1)
+    n = 6
+    condition = np.max(np.linalg.cond(a.astype(np.complex128)))
+    x = cj.jit(cnp.linalg.solve)(a, b)
+    assert x.dtype == dtype and x.shape == (2, 3, 6, 2)
+    assert solve_backward_error(a.astype(np.complex128), x, b, dtype) <= BOUND
+    inverse = cj.jit(cnp.linalg.inv)(a)
+    assert np.max(np.abs(inverse.astype(np.complex128) @ a - np.eye(n))) / (condition * n * eps(dtype)) <= BOUND
+    det = cj.jit(cnp.linalg.det)(a)
+    assert det.dtype == dtype and relative_to(det, np.linalg.det(a.astype(np.complex128)), n, dtype, condition) <= BOUND
+    sign, logabsdet = cj.jit(cnp.linalg.slogdet)(a)
+    want_sign, want_logabsdet = np.linalg.slogdet(a.astype(np.complex128))
+    assert sign.dtype == dtype and logabsdet.dtype == np.finfo(dtype).dtype
+    assert relative_to(sign, want_sign, n, dtype, condition) <= BOUND
+    assert np.max(np.abs(logabsdet - want_logabsdet)) <= BOUND * n * eps(dtype) * condition
+    h = hermitian_positive_definite((3, n, n), dtype)
+    l = cj.jit(cnp.linalg.cholesky)(h)
+    assert np.all(np.triu(l, 1) == 0) and np.all(np.diagonal(l, axis1=-2, axis2=-1).imag == 0)
+    assert factor_backward_error(h.astype(np.complex128), l.astype(np.complex128) @ hermitian_transpose(l),
+                                 dtype) <= BOUND
+    u = cj.jit(lambda h: cnp.linalg.cholesky(h, upper=True))(h)
+    np.testing.assert_array_equal(u, hermitian_transpose(l))
+
+
+def test_complex_singular_matrix_gives_infs_not_an_exception():
+    a = np.array([[1 + 1j, 2 + 2j], [2 + 2j, 4 + 4j]])
+    assert cj.jit(cnp.linalg.det)(a) == 0
+    assert not np.isfinite(cj.jit(cnp.linalg.inv)(a)).all()
+
+
+def test_functions_without_complex_routines_say_so():
+    a = np.eye(3, dtype=np.complex128)
+    for function, name in [(cnp.linalg.qr, "qr"), (cnp.linalg.eigh, "eigh"), (cnp.linalg.svd, "svd"),
+                           (cnp.linalg.eigvals, "eigvals")]:
+        with pytest.raises(NotImplementedError, match=rf"{name} of complex matrices \(c128\) is not implemented .*"
+                                                      r"the LU and Cholesky families: .*cholesky"):
+            function(a)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_complex_scipy_lu_cholesky_and_triangular_solves(dtype):
+    """lu, lu_factor (scipy's pivots), lu_solve and solve_triangular for trans N, T and C, cho_factor and
+    cho_solve in either triangle: backward errors within BOUND n eps, factors to n eps cond of scipy's."""
+    n = 7
+    a = complex_matrices((n, n), dtype, seed=2)
+    b = complex_normal((n, 3), dtype, 3)
+    lu, pivots = cj.jit(csl.lu_factor)(a)
+    want_lu, want_pivots = scipy.linalg.lu_factor(a.astype(np.complex128))
+    np.testing.assert_array_equal(pivots, want_pivots)
+    condition = np.linalg.cond(a.astype(np.complex128))
+    assert relative_to(lu, want_lu, n, dtype, condition) <= BOUND
+    p, l, u = cj.jit(csl.lu)(a)
+    assert factor_backward_error(a, p @ l.astype(np.complex128) @ u, dtype) <= BOUND
+    for trans, op in [(0, lambda m: m), (1, lambda m: m.T), (2, lambda m: np.conj(m.T))]:
+        x = cj.jit(lambda lu, piv, b: csl.lu_solve((lu, piv), b, trans=trans))(lu, pivots, b)
+        assert solve_backward_error(op(a).astype(np.complex128), x, b, dtype) <= BOUND, trans
+        for lower in (True, False):
+            triangle = np.tril(a) if lower else np.triu(a)
+            x = cj.jit(lambda a, b: csl.solve_triangular(a, b, trans=trans, lower=lower))(a, b)
+            assert solve_backward_error(op(triangle).astype(np.complex128), x, b, dtype) <= BOUND, (trans, lower)
+    h = hermitian_positive_definite((n, n), dtype, seed=4)
+    for lower in (True, False):
+        factor = cj.jit(lambda h: csl.cho_factor(h, lower=lower)[0])(h)
+        x = cj.jit(lambda c, b: csl.cho_solve((c, lower), b))(factor, b)
+        assert solve_backward_error(h.astype(np.complex128), x, b, dtype) <= BOUND, lower
+        np.testing.assert_allclose(factor, scipy.linalg.cholesky(h, lower=lower), rtol=0,
+                                   atol=BOUND * n * eps(dtype) * np.abs(factor).max())
+
+
+@pytest.mark.slow
+def test_complex_blocked_solve_inv_and_cholesky(small_blocks):
+    """n = 19 split on multiples of 4 (trsm: of 8): the recursive getrf, getri, potrf (adjoint Schur
+    complements), trsm (conjugate transposes) on complex matrices."""
+    n, dtype = 19, np.complex128
+    a = complex_matrices((2, n, n), dtype, seed=5)
+    b = complex_normal((2, n, 5), dtype, 6)
+    assert solve_backward_error(a, cj.jit(cnp.linalg.solve)(a, b), b, dtype) <= BOUND
+    condition = np.max(np.linalg.cond(a))
+    assert np.max(np.abs(cj.jit(cnp.linalg.inv)(a) @ a - np.eye(n))) / (condition * n * eps(dtype)) <= BOUND
+    h = hermitian_positive_definite((2, n, n), dtype, seed=7)
+    l = cj.jit(cnp.linalg.cholesky)(h)
+    assert np.all(np.triu(l, 1) == 0)
+    assert factor_backward_error(h, l @ hermitian_transpose(l), dtype) <= BOUND
+    factor = cj.jit(lambda h: csl.cho_factor(h, lower=False)[0])(h[0])
+    x = cj.jit(lambda c, b: csl.cho_solve((c, False), b))(factor, b[0])
+    assert solve_backward_error(h[0], x, b[0], dtype) <= BOUND
+    lu, pivots = cj.jit(csl.lu_factor)(a[0])
+    x = cj.jit(lambda lu, piv, b: csl.lu_solve((lu, piv), b, trans=1))(lu, pivots, b[0])
+    assert solve_backward_error(a[0].T, x, b[0], dtype) <= BOUND
