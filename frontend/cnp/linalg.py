@@ -5,8 +5,8 @@ geqrf, orgqr, syevj, gesvdj, geev);
 the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
 matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices (c64, c128)
-are taken by the functions of COMPLEX_FUNCTIONS (the LU and Cholesky families: the solver's complex
-getrf, getrs, getri, potrf, potrs, trsm, trtri); the others, and the general eigenvectors (eig: geev
+are taken by the functions of COMPLEX_FUNCTIONS (the LU, Cholesky and QR families: the solver's
+complex getrf, getrs, getri, potrf, potrs, trsm, trtri, geqrf, orgqr); the others, and the general eigenvectors (eig: geev
 computes eigenvalues only), raise NotImplementedError.
 solve, inv, det, slogdet, cholesky and eigh are differentiable and vmappable: each is one call op
 with rules of its own (linalg_rules.py's with_rules; the rules beside each function below).
@@ -43,9 +43,9 @@ __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "tra
 # ---- stacks of matrices ---------------------------------------------------------------------------
 
 # The functions (of this module and cdnajit.scipy.linalg) that take complex matrices: those over the
-# solver's LU and Cholesky routines, which have complex kernels.
+# solver's LU, Cholesky and QR routines, which have complex kernels.
 COMPLEX_FUNCTIONS = frozenset({"solve", "inv", "det", "slogdet", "cholesky", "matrix_power", "tensorinv",
-                               "tensorsolve", "lu", "lu_factor", "lu_solve", "cho_solve", "solve_triangular"})
+                               "tensorsolve", "qr", "lu", "lu_factor", "lu_solve", "cho_solve", "solve_triangular"})
 
 
 def promoted(name: str, *xs) -> list[Tracer]:
@@ -55,7 +55,7 @@ def promoted(name: str, *xs) -> list[Tracer]:
     if is_complex(dtype) and name not in COMPLEX_FUNCTIONS:
         raise NotImplementedError(located(
             f"{name} of complex matrices ({dtype}) is not implemented (the solver library's complex routines are "
-            f"the LU and Cholesky families: {', '.join(sorted(COMPLEX_FUNCTIONS))})"))
+            f"the LU, Cholesky and QR families: {', '.join(sorted(COMPLEX_FUNCTIONS))})"))
     return [convert(cr.asarray(x), dtype) for x in xs]
 
 
@@ -244,7 +244,7 @@ def cholesky_stack(a: Tracer) -> Tracer:
 
 
 def qr(a, mode: str = "reduced"):
-    """jnp.linalg.qr: (Q, R) with a = Q R, Q orthonormal columns; mode "reduced" (Q m x k, R k x n,
+    """jnp.linalg.qr: (Q, R) with a = Q R, Q orthonormal (unitary) columns; mode "reduced" (Q m x k, R k x n,
     k = min(m, n)), "complete" (Q m x m, R m x n), "r" (R only, k x n) or "raw" (LAPACK's
     Householder vectors transposed, and tau)."""
     if mode not in ("reduced", "complete", "r", "raw"):

@@ -278,11 +278,12 @@ def geqrf(a: Tracer) -> tuple[Tracer, Tracer]:
 
 
 def geqrt(a: Tracer, with_t: bool) -> tuple[Tracer, Tracer, Tracer | None]:
-    """(QR, tau, T) of a stack [B, m, n], H_1 ... H_k = I - V T V^T (T only when with_t). Recursive
+    """(QR, tau, T) of a stack [B, m, n], H_1 ... H_k = I - V T V^H (T only when with_t; ^H is ^T for
+    real matrices). Recursive
     above qr_leaf columns (Elmroth and Gustavson's recursive QR, "Applying recursion to serial and
     parallel QR factorization", IBM J. Res. Dev. 44(4), 2000): the left half's QR and T, its
-    reflections applied to the right half in compact WY form (Q1^T A2 = A2 - V1 T1^T V1^T A2,
-    GEMMs), the QR of the right half's rows below the left half, and T = [[T1, -T1 V1^T V2 T2],
+    reflections applied to the right half in compact WY form (Q1^H A2 = A2 - V1 T1^H V1^H A2,
+    GEMMs), the QR of the right half's rows below the left half, and T = [[T1, -T1 V1^H V2 T2],
     [0, T2]], whose corner costs a GEMM of the halves' reflections only (the whole T of each level
     from V^T V would cost 2 m k^2). The same Householder vectors and tau as LAPACK's geqr2."""
     batch, m, n = a.shape
@@ -305,9 +306,9 @@ def geqrt(a: Tracer, with_t: bool) -> tuple[Tracer, Tracer, Tracer | None]:
 
 
 def combined_t(t1: Tracer, v1_below: Tracer, v2: Tracer, t2: Tracer) -> Tracer:
-    """T of (I - V1 T1 V1^T)(I - V2 T2 V2^T) = I - V T V^T, V = [V1, V2] with V2 zero above the rows
-    of v1_below (V1's rows where V2 is not zero): [[T1, -T1 (V1^T V2) T2], [0, T2]]."""
-    corner = -con.matmul(t1, con.matmul(con.matmul(sh.swapaxes(v1_below, 1, 2), v2), t2))
+    """T of (I - V1 T1 V1^H)(I - V2 T2 V2^H) = I - V T V^H, V = [V1, V2] with V2 zero above the rows
+    of v1_below (V1's rows where V2 is not zero): [[T1, -T1 (V1^H V2) T2], [0, T2]]."""
+    corner = -con.matmul(t1, con.matmul(con.matmul(adjoint(v1_below), v2), t2))
     zeros = cr.zeros((t1.shape[0], t2.shape[1], t1.shape[2]), t1.type.dtype)
     return sh.concatenate([sh.concatenate([t1, corner], axis=2), sh.concatenate([zeros, t2], axis=2)], axis=1)
 
@@ -322,8 +323,8 @@ def reflectors(qr: Tracer, tau: Tracer) -> Tracer:
 
 
 def larft(v: Tracer, tau: Tracer) -> Tracer:
-    """T [B, k, k] upper triangular with H_1 ... H_k = I - V T V^T. Up to qr_leaf columns: the inverse
-    of the strictly upper triangle of V^T V plus diag(1 / tau) (Joffrain, Low, Quintana-Orti, van de
+    """T [B, k, k] upper triangular with H_1 ... H_k = I - V T V^H. Up to qr_leaf columns: the inverse
+    of the strictly upper triangle of V^H V plus diag(1 / tau) (Joffrain, Low, Quintana-Orti, van de
     Geijn and van Zee, "Accumulating Householder transformations, revisited", TOMS 32(2), 2006), a
     GEMM and a trsm (a zero tau gives a 1 on the diagonal; its zero vector then contributes
     nothing); above, the halves' T combined (combined_t)."""
@@ -332,20 +333,20 @@ def larft(v: Tracer, tau: Tracer) -> Tracer:
         k1 = split(k, qr_leaf(batch))
         t1, t2 = larft(v[:, :, :k1], tau[:, :k1]), larft(v[:, k1:, k1:], tau[:, k1:])
         return combined_t(t1, v[:, k1:, :k1], v[:, k1:, k1:], t2)
-    gram = sh.triu(con.matmul(sh.swapaxes(v, 1, 2), v), 1)
+    gram = sh.triu(con.matmul(adjoint(v), v), 1)
     inverse_tau = el.where(el.equal(tau, 0), 1, 1 / el.where(el.equal(tau, 0), 1, tau))
     s = gram + inverse_tau[:, :, None] * cr.eye(k, dtype=v.type.dtype)
     return trsm(s, identity_stack(batch, k, v.type.dtype), lower=False, trans=False, unit_diagonal=False)
 
 
 def apply_transposed(v: Tracer, t: Tracer, c: Tracer) -> Tracer:
-    """Q^T C for Q = I - V T V^T (LAPACK's larfb, side L, trans T): C - V T^T (V^T C), three GEMMs."""
-    return c - con.matmul(v, con.matmul(sh.swapaxes(t, 1, 2), con.matmul(sh.swapaxes(v, 1, 2), c)))
+    """Q^H C for Q = I - V T V^H (LAPACK's larfb, side L, trans C): C - V T^H (V^H C), three GEMMs."""
+    return c - con.matmul(v, con.matmul(adjoint(t), con.matmul(adjoint(v), c)))
 
 
 def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
     """The first `columns` columns of Q (routines.py's orgqr); above SMALL reflections by the compact
-    WY form, I[:, :columns] - V T V[:columns]^T."""
+    WY form, I[:, :columns] - V T V[:columns]^H."""
     batch, m, n = qr.shape
     if batch == 0 or m == 0 or columns == 0:
         return cr.zeros((batch, m, columns), qr.type.dtype)
@@ -356,7 +357,7 @@ def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
     v = reflectors(qr, tau)
     t = larft(v, tau)
     identity = sh.broadcast_to(cr.eye(m, columns, dtype=qr.type.dtype), (batch, m, columns))
-    return identity - con.matmul(v, con.matmul(t, sh.swapaxes(v[:, :columns], 1, 2)))
+    return identity - con.matmul(v, con.matmul(t, adjoint(v[:, :columns])))
 
 
 # ---- syevj -------------------------------------------------------------------------------------

@@ -145,5 +145,9 @@ class Field:
         """The pivot magnitude: |x|, or |re| + |im| (LAPACK's cabs1) for a complex x."""
         return K.abs(value.re) + K.abs(value.im) if self.complex else K.abs(value)
 
+    def squared_magnitude(self, value):
+        """|x|^2 (re^2 + im^2 for a complex x)."""
+        return value.re * value.re + value.im * value.im if self.complex else value * value
+
     def nonzero(self, value):
         return value.re.ne(0) | value.im.ne(0) if self.complex else value.ne(0)

@@ -318,54 +318,62 @@ def lapmr_kernel(op: Op, name: str) -> Kernel:
                     arguments=[("batch", batch), ("m", m), ("n", n), ("p", permutation_type.shape[1])])
 
 
-def reflection(x, subtract, v, tau, first_row, rows, columns, first_column):
-    """Statements applying H = I - tau v v^T to the matrix x(row, column) in rows first_row.. and
+def reflection(f: Field, x, subtract, v, tau, first_row, rows, columns, first_column):
+    """Statements applying H = I - tau v v^H to the matrix x(row, column) in rows first_row.. and
     columns first_column..: v(row) reads v below first_row, where v is 1; subtract(row, column,
-    amount) writes x(row, column) - amount."""
+    amount) gives the statements writing x(row, column) - amount."""
     c, i = K.Var("c", INDEX), K.Var("i", INDEX)
-    w = K.Var("w", tau.dtype)
+    w = f.var("w")
     return [loop("c", first_column, columns, [
-        K.Let(w, x(first_row, c)),
-        loop("i", first_row + 1, rows, [K.Assign(w, w + v(i) * x(i, c))]),
-        K.Assign(w, w * tau),
-        subtract(first_row, c, w),
-        loop("i", first_row + 1, rows, [subtract(i, c, w * v(i))])])]
+        *f.let(w, x(first_row, c)),
+        loop("i", first_row + 1, rows, f.assign(w, w + f.conj(v(i)) * x(i, c))),
+        *f.assign(w, w * tau),
+        *subtract(first_row, c, w),
+        loop("i", first_row + 1, rows, subtract(i, c, w * v(i)))])]
 
 
 def geqrf_kernel(op: Op, name: str) -> Kernel:
+    """geqr2: H_j from larfg, then H_j^H (tau conjugated) applied to the columns right of j."""
     batch, m, n = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, rows, columns = sizes("batch", "m", "n")
     steps = K.minimum(rows, columns)
     a, qr, taus = params = resized(op, [b * rows * columns, b * rows * columns, b * steps])
     j, i = K.Var("j", INDEX), K.Var("i", INDEX)
-    alpha, norm2, beta, tau, scale = (K.Var(v, a.dtype) for v in ("alpha", "norm2", "beta", "tau", "scale"))
+    norm2, beta = K.Var("norm2", f.part), K.Var("beta", f.part)
+    alpha, tau, scale = f.var("alpha"), f.var("tau"), f.var("scale")
 
     def body(g):
         at = lambda r, c: g * rows * columns + r * columns + c
-        below = lambda r: qr[at(r, j)]
-        subtract = lambda r, c, amount: K.Store(qr, at(r, c), qr[at(r, c)] - amount)
+        entry = lambda r, c: f.read(qr, at(r, c))
+        below = lambda r: entry(r, j)
+        subtract = lambda r, c, amount: f.write(qr, at(r, c), entry(r, c) - amount)
+        # larfg reflects unless the column below the diagonal is zero and alpha real.
+        reflects = norm2.ne(0) | alpha.im.ne(0) if f.complex else norm2.ne(0)
         return [
-            copied(a, qr, g * rows * columns, rows * columns),
+            copied(a, qr, g * rows * columns * f.width, rows * columns * f.width),
             loop("j", 0, steps, [
-                # larfg: beta = -sign(alpha) ||column||, v = column below / (alpha - beta), tau = (beta - alpha) / beta
-                K.Let(alpha, qr[at(j, j)]), K.Let(norm2, K.Const(0, a.dtype)),
-                loop("i", j + 1, rows, [K.Assign(norm2, norm2 + below(i) * below(i))]),
-                K.Let(tau, K.Const(0, a.dtype)),
-                K.If(norm2.ne(0), [
-                    K.Let(beta, K.sqrt(alpha * alpha + norm2)),
-                    K.If(alpha >= 0, [K.Assign(beta, -beta)]),
-                    K.Assign(tau, (beta - alpha) / beta),
-                    K.Let(scale, 1 / (alpha - beta)),
-                    loop("i", j + 1, rows, [K.Store(qr, at(i, j), below(i) * scale)]),
-                    K.Store(qr, at(j, j), beta)]),
-                K.Store(taus, g * steps + j, tau),
-                *reflection(lambda r, c: qr[at(r, c)], subtract, below, tau, j, rows, columns, j + 1)])]
+                # larfg: beta = -sign(re alpha) ||column||, v = column below / (alpha - beta),
+                # tau = (beta - alpha) / beta
+                *f.let(alpha, entry(j, j)), K.Let(norm2, K.Const(0, f.part)),
+                loop("i", j + 1, rows, [K.Assign(norm2, norm2 + f.squared_magnitude(below(i)))]),
+                *f.let(tau, f.const(0)),
+                K.If(reflects, [
+                    K.Let(beta, K.sqrt(f.squared_magnitude(alpha) + norm2)),
+                    K.If(f.real(alpha) >= 0, [K.Assign(beta, -beta)]),
+                    *f.assign(tau, (f.from_real(beta) - alpha) / beta),
+                    *f.let(scale, f.const(1) / (alpha - f.from_real(beta))),
+                    loop("i", j + 1, rows, f.write(qr, at(i, j), below(i) * scale)),
+                    *f.write(qr, at(j, j), f.from_real(beta))]),
+                *f.write(taus, g * steps + j, tau),
+                *reflection(f, entry, subtract, below, f.conj(tau), j, rows, columns, j + 1)])]
 
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
 
 
 def orgqr_kernel(op: Op, name: str) -> Kernel:
     batch, m, n = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, rows, columns, wanted = sizes("batch", "m", "n", "q")
     steps = K.minimum(rows, columns)
     qr, taus, q = params = resized(op, [b * rows * columns, b * steps, b * rows * wanted])
@@ -374,14 +382,15 @@ def orgqr_kernel(op: Op, name: str) -> Kernel:
     def body(g):
         at = lambda r, col: g * rows * wanted + r * wanted + col
         j = steps - 1 - t
-        v = lambda r: qr[g * rows * columns + r * columns + j]
-        subtract = lambda r, col, amount: K.Store(q, at(r, col), q[at(r, col)] - amount)
+        v = lambda r: f.read(qr, g * rows * columns + r * columns + j)
+        entry = lambda r, col: f.read(q, at(r, col))
+        subtract = lambda r, col, amount: f.write(q, at(r, col), entry(r, col) - amount)
         return [
-            loop("i", 0, rows, [loop("c", 0, wanted, [K.Store(q, at(i, c), K.select(i.eq(c), 1, 0).cast(q.dtype))])]),
+            loop("i", 0, rows, [loop("c", 0, wanted, f.write(q, at(i, c),
+                                                             f.from_real(K.select(i.eq(c), 1, 0).cast(f.part))))]),
             # H_{k-1}, then ... H_0 applied to the identity's columns (org2r's order); H_j leaves
             # the columns before j, which are zero from row j down, as they are.
-            loop("t", 0, steps, [*reflection(lambda r, col: q[at(r, col)], subtract, v, taus[g * steps + j], j, rows,
-                                             wanted, j)])]
+            loop("t", 0, steps, reflection(f, entry, subtract, v, f.read(taus, g * steps + j), j, rows, wanted, j))]
 
     return per_item(name, params, [b, rows, columns, wanted], b, body,
                     [("batch", batch), ("m", m), ("n", n), ("q", op.attrs["columns"])])

@@ -1,6 +1,6 @@
 """The solver library's routines (ir/ops/library.py's contract), LAPACK's and rocSOLVER's, on stacks
 of row-major matrices: every operand has one batch dimension first ([B, rows, columns]; B may be 1).
-getrf, getrs, getri, potrf, potrs, trsm and trtri take f32, f64, c64 and c128 (LAPACK's s, d, c
+getrf, getrs, getri, potrf, potrs, trsm, trtri, geqrf and orgqr take f32, f64, c64 and c128 (LAPACK's s, d, c
 and z routines: the transposes below are conjugate transposes for complex matrices); the others
 take real matrices only.
 
@@ -28,7 +28,7 @@ take real matrices only.
       of a blocked LU applied to the rows they move.
 
   geqrf(A[B, m, n]) -> QR[B, m, n], tau[B, min(m, n)]
-      Householder QR, LAPACK's geqr2: A = H_0 ... H_{k-1} R with H_j = I - tau_j v_j v_j^T, v_j
+      Householder QR, LAPACK's geqr2: A = H_0 ... H_{k-1} R with H_j = I - tau_j v_j v_j^H, v_j
       zero above j, 1 at j, QR's column j below the diagonal; R on and above QR's diagonal.
       tau_j = 0 (H_j = I) where the column below the diagonal is zero already.
   orgqr(QR[B, m, n], tau[B, k]) -> Q[B, m, q], attribute columns (q)
@@ -75,7 +75,7 @@ from ...ir.types import TensorType
 
 REAL = ("f32", "f64")
 REAL_OR_COMPLEX = ("f32", "f64", "c64", "c128")
-COMPLEX_ROUTINES = ("getrf", "getrs", "getri", "potrf", "potrs", "trsm", "trtri")   # the others: real only
+COMPLEX_ROUTINES = ("getrf", "getrs", "getri", "potrf", "potrs", "trsm", "trtri", "geqrf", "orgqr")   # the others: real only
 
 
 def check_matrices(routine: str, types, count: int):
@@ -201,19 +201,21 @@ def geqrf_infer(types, attrs):
 
 
 def householder(column):
-    """(beta, tau, v without its leading 1) of LAPACK's larfg for a stack of columns [B, r]."""
+    """(beta, tau, v without its leading 1) of LAPACK's larfg for a stack of columns [B, r] (complex:
+    zlarfg, beta real, H = I - tau v v^H with H^H column = beta e_1)."""
     alpha, rest = column[:, 0], column[:, 1:]
-    norm = np.sqrt(alpha * alpha + np.sum(rest * rest, axis=1))
-    beta = np.where(alpha >= 0, -norm, norm)
-    reflect = np.sum(rest * rest, axis=1) != 0
+    rest_norm2 = np.sum(np.abs(rest) ** 2, axis=1)
+    norm = np.sqrt(np.abs(alpha) ** 2 + rest_norm2)
+    beta = np.where(np.real(alpha) >= 0, -norm, norm)
+    reflect = (rest_norm2 != 0) | (np.imag(alpha) != 0)
     tau = np.where(reflect, (beta - alpha) / beta, 0).astype(column.dtype)
     v = np.where(reflect[:, None], rest / (alpha - beta)[:, None], 0).astype(column.dtype)
     return np.where(reflect, beta, alpha).astype(column.dtype), tau, v
 
 
 def reflect(x, v, tau):
-    """(I - tau v v^T) x for stacks: v [B, r] (its leading 1 included), x [B, r, c]."""
-    w = np.einsum("br,brc->bc", v, x)
+    """(I - tau v v^H) x for stacks: v [B, r] (its leading 1 included), x [B, r, c]."""
+    w = np.einsum("br,brc->bc", np.conj(v), x)
     return x - tau[:, None, None] * v[:, :, None] * w[:, None, :]
 
 
@@ -226,7 +228,7 @@ def geqrf_reference(a):
             beta, tau, v = householder(qr[:, j:, j])
             qr[:, j, j], qr[:, j + 1:, j], taus[:, j] = beta, v, tau
             full = np.concatenate([np.ones((batch, 1), qr.dtype), v], axis=1)
-            qr[:, j:, j + 1:] = reflect(qr[:, j:, j + 1:], full, tau)
+            qr[:, j:, j + 1:] = reflect(qr[:, j:, j + 1:], full, np.conj(tau))
     return qr, taus
 
 

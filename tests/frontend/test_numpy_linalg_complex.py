@@ -4,7 +4,8 @@ numpy and scipy (LAPACK's c and z routines).
 Error model: test_numpy_linalg.py's (normwise backward errors within BOUND n eps; det, slogdet and
 factors compared with numpy's to n eps times the condition number, the matrices made well
 conditioned), with complex arithmetic's constants (Higham 3.6: a complex product or division is within
-a small multiple of a real one's error), so BOUND is twice test_numpy_linalg's. c128's core cases run
+a small multiple of a real one's error), so BOUND is twice test_numpy_linalg's; QR's R equals
+LAPACK's (zgeqrf: the same reflections, a real beta) to BOUND n eps ||A||. c128's core cases run
 in make test; c64 and the scipy functions and blocked paths under test-all.
 """
 import numpy as np
@@ -94,10 +95,9 @@ def test_complex_singular_matrix_gives_infs_not_an_exception():
 
 def test_functions_without_complex_routines_say_so():
     a = np.eye(3, dtype=np.complex128)
-    for function, name in [(cnp.linalg.qr, "qr"), (cnp.linalg.eigh, "eigh"), (cnp.linalg.svd, "svd"),
-                           (cnp.linalg.eigvals, "eigvals")]:
+    for function, name in [(cnp.linalg.eigh, "eigh"), (cnp.linalg.svd, "svd"), (cnp.linalg.eigvals, "eigvals")]:
         with pytest.raises(NotImplementedError, match=rf"{name} of complex matrices \(c128\) is not implemented .*"
-                                                      r"the LU and Cholesky families: .*cholesky"):
+                                                      r"the LU, Cholesky and QR families: .*cholesky"):
             function(a)
 
 
@@ -152,3 +152,48 @@ def test_complex_blocked_solve_inv_and_cholesky(small_blocks):
     lu, pivots = cj.jit(csl.lu_factor)(a[0])
     x = cj.jit(lambda lu, piv, b: csl.lu_solve((lu, piv), b, trans=1))(lu, pivots, b[0])
     assert solve_backward_error(a[0].T, x, b[0], dtype) <= BOUND
+
+
+def unitarity(q, dtype):
+    """||Q^H Q - I|| / (n eps)."""
+    q = np.asarray(q, np.complex128)
+    return np.max(norms(hermitian_transpose(q) @ q - np.eye(q.shape[-1])) / (q.shape[-2] * eps(dtype)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 7, 5), (4, 6)])
+def test_complex_qr_against_lapack(dtype, shape):
+    """Q R = A, Q unitary, R equal to numpy's (zgeqrf's) R; modes reduced, complete and r."""
+    a = complex_normal(shape, dtype, 8)
+    n = max(shape[-2:])
+    for mode in ("reduced", "complete"):
+        q, r = cj.jit(lambda x: cnp.linalg.qr(x, mode))(a)
+        assert q.dtype == dtype and r.dtype == dtype
+        assert factor_backward_error(a, q.astype(np.complex128) @ r, dtype) <= BOUND and unitarity(q, dtype) <= BOUND
+        want = np.linalg.qr(a.astype(np.complex128), mode)[1]
+        np.testing.assert_allclose(r, want, rtol=0, atol=BOUND * n * eps(dtype) * np.abs(a).max())
+    r = cj.jit(lambda x: cnp.linalg.qr(x, "r"))(a)
+    np.testing.assert_allclose(r, np.linalg.qr(a.astype(np.complex128), "r"), rtol=0,
+                               atol=BOUND * n * eps(dtype) * np.abs(a).max())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(2, 19, 11), (9, 17)])
+def test_complex_recursive_qr_at_small_sizes(monkeypatch, shape):
+    """The recursive geqrf (compact WY with V^H, T from the halves) and orgqr on complex matrices, leaves
+    of 4 columns: Q R = A, Q unitary, and the packed factors and tau equal to the unblocked kernel's (the
+    same reflections); a zero column gives tau = 0."""
+    from cdnajit.frontend.cnp import linalg_solver
+    dtype = np.complex128
+    a = complex_normal(shape, dtype, 9)
+    a[..., 2] = 0
+    unblocked_raw, unblocked_tau = cnp.linalg.qr(a, "raw")
+    monkeypatch.setattr(linalg_solver, "SMALL", 4)
+    for mode in ("reduced", "complete"):
+        q, r = cj.jit(lambda x: cnp.linalg.qr(x, mode))(a)
+        assert factor_backward_error(a, q @ r, dtype) <= BOUND and unitarity(q, dtype) <= BOUND
+    raw, tau = cj.jit(lambda x: cnp.linalg.qr(x, "raw"))(a)
+    n = max(shape[-2:])
+    np.testing.assert_allclose(raw, unblocked_raw, rtol=0, atol=BOUND * n * eps(dtype) * np.abs(a).max())
+    np.testing.assert_allclose(tau, unblocked_tau, rtol=0, atol=BOUND * n * eps(dtype))
+    assert (tau[..., 2] == 0).all()
