@@ -5,8 +5,9 @@ geqrf, orgqr, syevj, gesvdj, geev);
 the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
 matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices (c64, c128)
-are taken by the functions of COMPLEX_FUNCTIONS (the LU, Cholesky and QR families: the solver's
-complex getrf, getrs, getri, potrf, potrs, trsm, trtri, geqrf, orgqr); the others, and the general eigenvectors (eig: geev
+are taken by the functions of COMPLEX_FUNCTIONS (the LU, Cholesky, QR and Hermitian eigenvalue
+families: the solver's complex getrf, getrs, getri, potrf, potrs, trsm, trtri, geqrf, orgqr,
+syevj); the others, and the general eigenvectors (eig: geev
 computes eigenvalues only), raise NotImplementedError.
 solve, inv, det, slogdet, cholesky and eigh are differentiable and vmappable: each is one call op
 with rules of its own (linalg_rules.py's with_rules; the rules beside each function below).
@@ -43,9 +44,10 @@ __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "tra
 # ---- stacks of matrices ---------------------------------------------------------------------------
 
 # The functions (of this module and cdnajit.scipy.linalg) that take complex matrices: those over the
-# solver's LU, Cholesky and QR routines, which have complex kernels.
+# solver's LU, Cholesky, QR and Hermitian eigen- routines, which have complex kernels.
 COMPLEX_FUNCTIONS = frozenset({"solve", "inv", "det", "slogdet", "cholesky", "matrix_power", "tensorinv",
-                               "tensorsolve", "qr", "lu", "lu_factor", "lu_solve", "cho_solve", "solve_triangular"})
+                               "tensorsolve", "qr", "eigh", "lu", "lu_factor", "lu_solve", "cho_solve",
+                               "solve_triangular"})
 
 
 def promoted(name: str, *xs) -> list[Tracer]:
@@ -55,7 +57,7 @@ def promoted(name: str, *xs) -> list[Tracer]:
     if is_complex(dtype) and name not in COMPLEX_FUNCTIONS:
         raise NotImplementedError(located(
             f"{name} of complex matrices ({dtype}) is not implemented (the solver library's complex routines are "
-            f"the LU, Cholesky and QR families: {', '.join(sorted(COMPLEX_FUNCTIONS))})"))
+            f"the LU, Cholesky, QR and Hermitian eigenvalue families: {', '.join(sorted(COMPLEX_FUNCTIONS))})"))
     return [convert(cr.asarray(x), dtype) for x in xs]
 
 
@@ -262,19 +264,21 @@ def qr(a, mode: str = "reduced"):
 
 
 def symmetric(name: str, a, UPLO: str, symmetrize_input: bool) -> Tracer:
-    """(a + a^T) / 2 when symmetrize_input, else the UPLO triangle mirrored."""
+    """(a + a^H) / 2 when symmetrize_input, else the UPLO triangle mirrored (conjugated), the diagonal's
+    imaginary part dropped (LAPACK's heevd does not read it)."""
     if UPLO not in ("L", "U"):
         raise TracingValueError(located(f"{name}: UPLO must be 'L' or 'U', got {UPLO!r}"))
     a = matrices(name, a)
     if symmetrize_input:
-        return (a + matrix_transpose(a)) / 2
-    triangle = sh.tril(a) if UPLO == "L" else sh.triu(a)
-    return triangle + matrix_transpose(sh.tril(a, -1) if UPLO == "L" else sh.triu(a, 1))
+        return (a + adjoint(a)) / 2
+    strict = sh.tril(a, -1) if UPLO == "L" else sh.triu(a, 1)
+    diagonal = el.real(sh.diagonal(a, axis1=-2, axis2=-1))[..., None] * cr.eye(a.shape[-1], dtype=a.type.dtype)
+    return strict + adjoint(strict) + diagonal
 
 
 def eigh(a, UPLO: str = "L", symmetrize_input: bool = True):
-    """jnp.linalg.eigh: (eigenvalues ascending, eigenvectors as columns) of symmetric matrices, by
-    cyclic Jacobi (syevj: one work-item per matrix)."""
+    """jnp.linalg.eigh: (eigenvalues ascending, eigenvectors as columns) of symmetric (Hermitian)
+    matrices, by cyclic Jacobi (syevj: one work-item per matrix); the eigenvalues are real."""
     a = symmetric("eigh", a, UPLO, symmetrize_input)
     w, v = eigh_stack(as_stack(a))
     return sh.reshape(w, a.shape[:-1]), from_stack(v, a.shape[:-2])
@@ -291,11 +295,13 @@ def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
 
     def jvp(primals, tangents, outs):
         w, v = outs
+        real_only("the derivative of eigh", v)
         m = matrix_transpose(v) @ tangents[0] @ v
         return sh.diagonal(m, axis1=1, axis2=2), v @ (inverse_gaps(w) * m)
 
     def vjp(primals, outs, cts):
         (w, v), (ct_w, ct_v) = outs, cts
+        real_only("the derivative of eigh", v)
         inner = inverse_gaps(w) * (matrix_transpose(v) @ ct_v) + ct_w[..., None] * cr.eye(w.shape[-1], dtype=w.dtype)
         return (v @ inner @ matrix_transpose(v),)
     return with_rules("linalg.eigh", syevj, jvp, vjp, a)

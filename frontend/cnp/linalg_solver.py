@@ -363,10 +363,11 @@ def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
 # ---- syevj -------------------------------------------------------------------------------------
 
 def syevj(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(w ascending, V) of a stack of symmetric matrices [B, n, n] (routines.py's syevj)."""
+    """(w ascending, V) of a stack of symmetric (Hermitian) matrices [B, n, n] (routines.py's syevj); w
+    is real."""
     batch, n, _ = a.shape
     if is_empty(a):
-        return cr.zeros((batch, n), a.type.dtype), a
+        return cr.zeros((batch, n), el.real(a).type.dtype), a
     w, v, _ = solver_call("syevj", [a])
     return w, v
 

@@ -396,15 +396,21 @@ def orgqr_kernel(op: Op, name: str) -> Kernel:
                     [("batch", batch), ("m", m), ("n", n), ("q", op.attrs["columns"])])
 
 
-def rotated(x, first, second, c, s, along_rows: bool, count):
-    """Statements turning columns (or rows) first and second of x(row, column) by [[c, s], [-s, c]]."""
+def rotated(f: Field, x, first, second, c, s, along_rows: bool, count, phase=None):
+    """Statements turning columns first and second of x(row, column) by U = [[c, s e*], [-s e, c]]
+    (x U), or its rows by U^H (U^H x); e = phase, a unit complex number (1 when None), e* its conjugate."""
     k = K.Var("k", INDEX)
-    one, two = K.Var("one", c.dtype), K.Var("two", c.dtype)
+    one, two = f.var("one"), f.var("two")
     place = (lambda index: (index, k)) if along_rows else (lambda index: (k, index))
     read, write = x
+    if phase is None:
+        turned_two, turned_one = two, one
+    else:
+        e = f.conj(phase) if along_rows else phase
+        turned_two, turned_one = two * e, one * f.conj(e)
     return [loop("k", 0, count, [
-        K.Let(one, read(*place(first))), K.Let(two, read(*place(second))),
-        write(*place(first), c * one - s * two), write(*place(second), s * one + c * two)])]
+        *f.let(one, read(*place(first))), *f.let(two, read(*place(second))),
+        *write(*place(first), one * c - turned_two * s), *write(*place(second), turned_one * s + two * c)])]
 
 
 def jacobi_rotation(app, aqq, apq, c, s, t):
@@ -417,19 +423,19 @@ def jacobi_rotation(app, aqq, apq, c, s, t):
             K.Let(c, 1 / K.sqrt(t * t + 1)), K.Let(s, t * c)]
 
 
-def column_swaps(values, matrices, i, best):
-    """Statements swapping entries i and best of `values` (a buffer and its base) and columns i and
-    best of each (read, write, rows) matrix."""
+def column_swaps(f: Field, values, matrices, i, best):
+    """Statements swapping entries i and best of `values` (a real buffer and its base) and columns i
+    and best of each (read, write, rows) matrix of entries of field f."""
     buffer, base = values
     k = K.Var("k", INDEX)
-    swap, swap_column = K.Var("swap", buffer.dtype), K.Var("swap_column", buffer.dtype)
+    swap, swap_column = K.Var("swap", buffer.dtype), f.var("swap_column")
     return [K.Let(swap, buffer[base + i]), K.Store(buffer, base + i, buffer[base + best]),
             K.Store(buffer, base + best, swap),
-            *[loop("k", 0, rows, [K.Let(swap_column, read(k, i)), write(k, i, read(k, best)),
-                                  write(k, best, swap_column)]) for read, write, rows in matrices]]
+            *[loop("k", 0, rows, [*f.let(swap_column, read(k, i)), *write(k, i, read(k, best)),
+                                  *write(k, best, swap_column)]) for read, write, rows in matrices]]
 
 
-def sorted_by(values, size, matrices, descending: bool):
+def sorted_by(f: Field, values, size, matrices, descending: bool):
     """Selection sort of `values` (buffer, base) of `size` entries, with the (read, write, rows)
     matrices' columns."""
     i, j, best = K.Var("i", INDEX), K.Var("j", INDEX), K.Var("best", INDEX)
@@ -438,41 +444,51 @@ def sorted_by(values, size, matrices, descending: bool):
     return [loop("i", 0, size, [
         K.Let(best, i),
         loop("j", i + 1, size, [K.If(better(buffer[base + j], buffer[base + best]), [K.Assign(best, j)])]),
-        K.If(best.ne(i), column_swaps(values, matrices, i, best))])]
+        K.If(best.ne(i), column_swaps(f, values, matrices, i, best))])]
 
 
 def syevj_kernel(op: Op, name: str) -> Kernel:
+    """Cyclic Jacobi; for a complex (Hermitian) A, each rotation is U = D J D^H, D = diag(1, e) with e
+    the phase of conj(a_pq) (D^H A D's 2x2 is real symmetric), J its real Jacobi rotation; U tends
+    to I with J, so a converged matrix's vectors keep their phases."""
     batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, size = sizes("batch", "n")
     a, w, v, d = params = resized(op, [b * size * size, b * size, b * size * size, b * size * size])
-    dtype = a.dtype
+    dtype = f.part
     i, j, p, q = (K.Var(x, INDEX) for x in ("i", "j", "p", "q"))
-    total, off, t, c, s, apq = (K.Var(x, dtype) for x in ("total", "off", "t", "c", "s", "apq"))
+    total, off, t, c, s, magnitude = (K.Var(x, dtype) for x in ("total", "off", "t", "c", "s", "magnitude"))
+    apq, phase = f.var("apq"), f.var("phase")
     epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
 
     def body(g):
         at = lambda r, col: g * size * size + r * size + col
-        matrix = (lambda r, col: d[at(r, col)], lambda r, col, value: K.Store(d, at(r, col), value))
-        vectors = (lambda r, col: v[at(r, col)], lambda r, col, value: K.Store(v, at(r, col), value))
+        entry = lambda r, col: f.read(d, at(r, col))
+        matrix = (entry, lambda r, col, value: f.write(d, at(r, col), value))
+        vectors = (lambda r, col: f.read(v, at(r, col)), lambda r, col, value: f.write(v, at(r, col), value))
+        turn = lambda x, along_rows: rotated(f, x, p, q, c, s, along_rows, size, phase if f.complex else None)
+        # A real a_pq is rotated as it is (signed); a complex one by its magnitude, after the phase.
         rotation = [
-            *jacobi_rotation(d[at(p, p)], d[at(q, q)], apq, c, s, t),
-            *rotated(matrix, p, q, c, s, False, size), *rotated(matrix, p, q, c, s, True, size),
-            *rotated(vectors, p, q, c, s, False, size)]
+            *([K.Let(magnitude, K.sqrt(f.squared_magnitude(apq))), *f.let(phase, f.conj(apq) / magnitude)]
+              if f.complex else [K.Let(magnitude, apq)]),
+            *jacobi_rotation(f.real(entry(p, p)), f.real(entry(q, q)), magnitude, c, s, t),
+            *turn(matrix, False), *turn(matrix, True), *turn(vectors, False)]
         return [
             K.Let(total, K.Const(0, dtype)),
             loop("i", 0, size, [loop("j", 0, size, [
-                K.Store(d, at(i, j), a[at(i, j)]), K.Store(v, at(i, j), K.select(i.eq(j), 1, 0).cast(dtype)),
-                K.Assign(total, total + a[at(i, j)] * a[at(i, j)])])]),
+                *f.write(d, at(i, j), f.read(a, at(i, j))),
+                *f.write(v, at(i, j), f.from_real(K.select(i.eq(j), 1, 0).cast(dtype))),
+                K.Assign(total, total + f.squared_magnitude(f.read(a, at(i, j))))])]),
             loop("sweep", 0, MAX_SWEEPS, [
                 K.Let(off, K.Const(0, dtype)),
                 loop("i", 0, size, [loop("j", 0, size, [
-                    K.If(i.ne(j), [K.Assign(off, off + d[at(i, j)] * d[at(i, j)])])])]),
+                    K.If(i.ne(j), [K.Assign(off, off + f.squared_magnitude(entry(i, j)))])])]),
                 K.If(off > epsilon * epsilon * total, [
                     loop("p", 0, size, [loop("q", p + 1, size, [
-                        K.Let(apq, d[at(p, q)]), K.If(apq.ne(0), rotation)])])])]),
-            # Eigenvalues ascending, the vectors' columns with them.
-            loop("i", 0, size, [K.Store(w, g * size + i, d[at(i, i)])]),
-            *sorted_by((w, g * size), size, [(*vectors, size)], descending=False)]
+                        *f.let(apq, entry(p, q)), K.If(f.nonzero(apq), rotation)])])])]),
+            # Eigenvalues ascending (the diagonal's real parts), the vectors' columns with them.
+            loop("i", 0, size, [K.Store(w, g * size + i, f.real(entry(i, i)))]),
+            *sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False)]
 
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
@@ -480,9 +496,9 @@ def syevj_kernel(op: Op, name: str) -> Kernel:
 def gesvdj_kernel(op: Op, name: str) -> Kernel:
     batch, m, n = op.operands[0].type.shape
     b, rows, columns = sizes("batch", "m", "n")
-    a, sv, u, v = params = resized(op, [b * rows * columns, b * columns, b * rows * columns,
-                                                         b * columns * columns])
+    a, sv, u, v = params = resized(op, [b * rows * columns, b * columns, b * rows * columns, b * columns * columns])
     dtype = a.dtype
+    f = Field(dtype)
     i, j, k, p, q = (K.Var(x, INDEX) for x in ("i", "j", "k", "p", "q"))
     rotations = K.Var("rotations", INDEX)
     alpha, beta, gamma, t, c, s, norm = (K.Var(x, dtype) for x in ("alpha", "beta", "gamma", "t", "c", "s", "norm"))
@@ -491,8 +507,8 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
     def body(g):
         at_u = lambda r, col: g * rows * columns + r * columns + col
         at_v = lambda r, col: g * columns * columns + r * columns + col
-        left = (lambda r, col: u[at_u(r, col)], lambda r, col, value: K.Store(u, at_u(r, col), value))
-        right = (lambda r, col: v[at_v(r, col)], lambda r, col, value: K.Store(v, at_v(r, col), value))
+        left = (lambda r, col: u[at_u(r, col)], lambda r, col, value: [K.Store(u, at_u(r, col), value)])
+        right = (lambda r, col: v[at_v(r, col)], lambda r, col, value: [K.Store(v, at_v(r, col), value)])
         pair = [
             K.Let(alpha, K.Const(0, dtype)), K.Let(beta, K.Const(0, dtype)), K.Let(gamma, K.Const(0, dtype)),
             loop("k", 0, rows, [K.Assign(alpha, alpha + u[at_u(k, p)] * u[at_u(k, p)]),
@@ -501,7 +517,7 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
             K.If(K.abs(gamma) > epsilon * K.sqrt(alpha * beta), [
                 K.Assign(rotations, rotations + 1),
                 *jacobi_rotation(alpha, beta, gamma, c, s, t),
-                *rotated(left, p, q, c, s, False, rows), *rotated(right, p, q, c, s, False, columns)])]
+                *rotated(f, left, p, q, c, s, False, rows), *rotated(f, right, p, q, c, s, False, columns)])]
         return [
             copied(a, u, g * rows * columns, rows * columns),
             loop("i", 0, columns, [loop("j", 0, columns, [
@@ -516,7 +532,7 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
                 loop("k", 0, rows, [K.Assign(norm, norm + u[at_u(k, j)] * u[at_u(k, j)])]),
                 K.Assign(norm, K.sqrt(norm)), K.Store(sv, g * columns + j, norm),
                 K.If(norm.ne(0), [loop("k", 0, rows, [K.Store(u, at_u(k, j), u[at_u(k, j)] / norm)])])]),
-            *sorted_by((sv, g * columns), columns, [(*left, rows), (*right, columns)], descending=True)]
+            *sorted_by(f, (sv, g * columns), columns, [(*left, rows), (*right, columns)], descending=True)]
 
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
 

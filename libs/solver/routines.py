@@ -1,6 +1,6 @@
 """The solver library's routines (ir/ops/library.py's contract), LAPACK's and rocSOLVER's, on stacks
 of row-major matrices: every operand has one batch dimension first ([B, rows, columns]; B may be 1).
-getrf, getrs, getri, potrf, potrs, trsm, trtri, geqrf and orgqr take f32, f64, c64 and c128 (LAPACK's s, d, c
+getrf, getrs, getri, potrf, potrs, trsm, trtri, geqrf, orgqr and syevj take f32, f64, c64 and c128 (LAPACK's s, d, c
 and z routines: the transposes below are conjugate transposes for complex matrices); the others
 take real matrices only.
 
@@ -42,7 +42,9 @@ take real matrices only.
       symmetric eigenproblem by cyclic Jacobi (rocSOLVER's syevj): rotations J^T A J zero each
       off-diagonal entry in turn (Golub and Van Loan's sym.schur2), sweep after sweep until the
       off-diagonal part's Frobenius norm is at most eps ||A||_F (or MAX_SWEEPS); A = V diag(w) V^T
-      with w ascending, D the rotated matrix (diagonal to that tolerance). A must be symmetric.
+      with w ascending, D the rotated matrix (diagonal to that tolerance). A must be symmetric
+      (Hermitian: each rotation D J D^H, D = diag(1, e), e the phase of conj(a_pq); A = V diag(w)
+      V^H, w real).
 
   gesvdj(A[B, m, n], m >= n) -> s[B, n], U[B, m, n], V[B, n, n]
       one-sided Jacobi (Hestenes; rocSOLVER's gesvdj): rotations of A's column pairs (the Jacobi
@@ -71,11 +73,11 @@ import numpy as np
 
 from ...ir.opdef import require
 from ...ir.ops.library import Routine
-from ...ir.types import TensorType
+from ...ir.types import COMPLEX_PART, TensorType
 
 REAL = ("f32", "f64")
 REAL_OR_COMPLEX = ("f32", "f64", "c64", "c128")
-COMPLEX_ROUTINES = ("getrf", "getrs", "getri", "potrf", "potrs", "trsm", "trtri", "geqrf", "orgqr")   # the others: real only
+COMPLEX_ROUTINES = ("getrf", "getrs", "getri", "potrf", "potrs", "trsm", "trtri", "geqrf", "orgqr", "syevj")   # the others: real only
 
 
 def check_matrices(routine: str, types, count: int):
@@ -261,7 +263,7 @@ def syevj_infer(types, attrs):
     (a,) = types
     batch, n, columns = a.shape
     require(n == columns, f"library_call: solver.syevj takes square matrices, got {a}")
-    return [TensorType(a.dtype, (batch, n)), a, a]
+    return [TensorType(COMPLEX_PART.get(a.dtype, a.dtype), (batch, n)), a, a]
 
 
 def syevj_reference(a):
@@ -271,20 +273,23 @@ def syevj_reference(a):
     epsilon = np.finfo(d.dtype).eps
     with np.errstate(all="ignore"):
         for b in range(batch):
-            total = np.sum(d[b] * d[b])
+            total = np.sum(np.abs(d[b]) ** 2)
             for _ in range(MAX_SWEEPS):
-                if np.sum(d[b] * d[b]) - np.sum(np.diagonal(d[b]) ** 2) <= epsilon * epsilon * total:
+                if np.sum(np.abs(d[b]) ** 2) - np.sum(np.abs(np.diagonal(d[b])) ** 2) <= epsilon * epsilon * total:
                     break
                 for p in range(n):
                     for q in range(p + 1, n):
                         if d[b, p, q] == 0:
                             continue
-                        c, s = jacobi_rotation(d[b, p, p], d[b, q, q], d[b, p, q])
-                        rotation = np.array([[c, s], [-s, c]], d.dtype)
+                        # A complex a_pq: D J D^H, D = diag(1, e), e = conj(a_pq) / |a_pq|, J of |a_pq|.
+                        magnitude = np.abs(d[b, p, q]) if np.iscomplexobj(d) else d[b, p, q]
+                        phase = np.conj(d[b, p, q]) / magnitude if np.iscomplexobj(d) else 1
+                        c, s = jacobi_rotation(np.real(d[b, p, p]), np.real(d[b, q, q]), magnitude)
+                        rotation = np.array([[c, s * np.conj(phase)], [-s * phase, c]], d.dtype)
                         d[b][:, [p, q]] = d[b][:, [p, q]] @ rotation
-                        d[b][[p, q], :] = rotation.T @ d[b][[p, q], :]
+                        d[b][[p, q], :] = np.conj(rotation.T) @ d[b][[p, q], :]
                         v[b][:, [p, q]] = v[b][:, [p, q]] @ rotation
-    w = np.diagonal(d, axis1=1, axis2=2).copy()
+    w = np.real(np.diagonal(d, axis1=1, axis2=2)).copy()
     order = np.argsort(w, axis=1, kind="stable")
     return (np.take_along_axis(w, order, axis=1), np.take_along_axis(v, order[:, None, :], axis=2), d)
 

@@ -95,9 +95,10 @@ def test_complex_singular_matrix_gives_infs_not_an_exception():
 
 def test_functions_without_complex_routines_say_so():
     a = np.eye(3, dtype=np.complex128)
-    for function, name in [(cnp.linalg.eigh, "eigh"), (cnp.linalg.svd, "svd"), (cnp.linalg.eigvals, "eigvals")]:
+    for function, name in [(cnp.linalg.svd, "svd"), (cnp.linalg.eigvals, "eigvals"), (cnp.linalg.pinv, "pinv")]:
         with pytest.raises(NotImplementedError, match=rf"{name} of complex matrices \(c128\) is not implemented .*"
-                                                      r"the LU, Cholesky and QR families: .*cholesky"):
+                                                      r"the LU, Cholesky, QR and Hermitian eigenvalue families: "
+                                                      r".*cholesky"):
             function(a)
 
 
@@ -197,3 +198,24 @@ def test_complex_recursive_qr_at_small_sizes(monkeypatch, shape):
     np.testing.assert_allclose(raw, unblocked_raw, rtol=0, atol=BOUND * n * eps(dtype) * np.abs(a).max())
     np.testing.assert_allclose(tau, unblocked_tau, rtol=0, atol=BOUND * n * eps(dtype))
     assert (tau[..., 2] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_complex_eigh_of_hermitian_stacks(dtype):
+    """w real and ascending, A V = V diag(w) and V^H V = I within BOUND n eps, w equal to numpy's
+    eigvalsh to BOUND n eps ||A||_2 (Weyl); one triangle read (conjugated) without symmetrizing."""
+    n = 7
+    x = complex_normal((2, 3, n, n), dtype, 10)
+    h = (x + hermitian_transpose(x)) / 2
+    w, v = cj.jit(cnp.linalg.eigh)(x)
+    assert w.dtype == np.finfo(dtype).dtype and v.dtype == dtype and np.all(np.diff(w, axis=-1) >= 0)
+    hv = h.astype(np.complex128)
+    assert factor_backward_error(hv, (v * w[..., None, :]).astype(np.complex128) @ hermitian_transpose(v),
+                                 dtype) <= BOUND
+    assert unitarity(v, dtype) <= BOUND
+    scale = np.linalg.norm(hv, 2, axis=(-2, -1))[..., None]
+    assert np.max(np.abs(w - np.linalg.eigvalsh(hv)) / (scale * n * eps(dtype))) <= BOUND
+    for uplo in ("L", "U"):
+        got = cj.jit(lambda x: cnp.linalg.eigvalsh(x, UPLO=uplo, symmetrize_input=False))(x[0, 0])
+        want = np.linalg.eigvalsh(x[0, 0].astype(np.complex128), UPLO=uplo)
+        assert np.max(np.abs(got - want)) / (np.abs(want).max() * n * eps(dtype)) <= BOUND, uplo

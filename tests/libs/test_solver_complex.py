@@ -1,6 +1,6 @@
 """libs/solver's complex routines (c64, c128: LAPACK's c and z routines), called directly: getrf,
-getrs, getri, potrf (Hermitian), potrs, trsm (conjugate transpose) and trtri against their numpy
-references, scipy's LAPACK (the same pivots) and the routines' defining identities.
+getrs, getri, potrf (Hermitian), potrs, trsm (conjugate transpose), trtri, geqrf, orgqr and syevj
+(Hermitian) against their numpy references, scipy's LAPACK (the same pivots) and the routines' defining identities.
 
 Error model: as tests/libs/test_solver.py's, n eps ||A|| backward errors (Higham 9.3, 10.1, 8.1),
 with complex arithmetic's constants (Higham 3.6: a complex product or division is within a small
@@ -12,8 +12,8 @@ import pytest
 import scipy.linalg
 
 import cdnajit as cj
-from cdnajit.libs.solver.routines import getrf_reference, getri_reference, getrs_reference, potrf_reference, \
-    potrs_reference, trsm_reference, trtri_reference
+from cdnajit.libs.solver.routines import geqrf_reference, getrf_reference, getri_reference, getrs_reference, \
+    orgqr_reference, potrf_reference, potrs_reference, syevj_reference, trsm_reference, trtri_reference
 
 from .test_solver import call, eps, relative, unpacked_lu
 
@@ -105,3 +105,30 @@ def test_complex_lapmr_moves_whole_entries():
     permutation = np.array([[4, 0, 2], [1, 1, 3]], np.int32)
     (rows,) = cj.jit(lambda x, p: tuple(call("lapmr", x, p)))(x, permutation)
     np.testing.assert_array_equal(rows, np.take_along_axis(x, permutation[:, :, None].astype(np.int64), axis=1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_complex_geqrf_orgqr_and_syevj_against_their_references(dtype):
+    """zgeqr2/zung2r and Hermitian Jacobi, step for step as the references: the packed factors, tau, Q
+    and the eigenvalues to BOUND n eps, the eigenvectors (the same rotations, but sensitive to the
+    eigenvalue gaps, Davis-Kahan) to 10 times that; Q R = A and A V = V diag(w)."""
+    rng = np.random.default_rng(5)
+    n = 6
+    a = complex_normal(rng, (3, 8, n), dtype)
+    a[0, 1:, 0] = 0   # nothing below the diagonal: alpha complex still reflects (zlarfg)
+    qr, tau = cj.jit(lambda x: tuple(call("geqrf", x)))(a)
+    want_qr, want_tau = geqrf_reference(a)
+    np.testing.assert_allclose(qr, want_qr, rtol=0, atol=BOUND * n * eps(dtype) * np.abs(a).max())
+    np.testing.assert_allclose(tau, want_tau, rtol=0, atol=BOUND * n * eps(dtype))
+    (q,) = cj.jit(lambda x, t: tuple(call("orgqr", x, t, columns=8)))(qr, tau)
+    np.testing.assert_allclose(q, orgqr_reference(qr, tau, 8), rtol=0, atol=BOUND * 8 * eps(dtype))
+    assert relative(q[:, :, :n] @ np.triu(qr[:, :n]) - a, a, 8, dtype) <= BOUND
+    x = complex_normal(rng, (4, n, n), dtype)
+    h = (x + hermitian_transpose(x)) / 2
+    w, v, _ = cj.jit(lambda x: tuple(call("syevj", x)))(h)
+    want_w, want_v, _ = syevj_reference(h)
+    assert w.dtype == np.finfo(dtype).dtype
+    assert relative(h @ v - v * w[:, None, :], h, n, dtype) <= BOUND
+    np.testing.assert_allclose(w, want_w, rtol=0, atol=BOUND * n * eps(dtype) * np.abs(h).max())
+    np.testing.assert_allclose(v, want_v, rtol=0, atol=BOUND * n * eps(dtype) * 10 * np.abs(h).max())
