@@ -5,9 +5,9 @@ geqrf, orgqr, syevj, gesvdj, geev);
 the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
 matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices (c64, c128)
-are taken by the functions of COMPLEX_FUNCTIONS (the LU, Cholesky, QR and Hermitian eigenvalue
-families: the solver's complex getrf, getrs, getri, potrf, potrs, trsm, trtri, geqrf, orgqr,
-syevj); the others, and the general eigenvectors (eig: geev
+are taken by the functions of COMPLEX_FUNCTIONS (the LU, Cholesky, QR, Hermitian eigenvalue and
+singular value families: the solver's complex getrf, getrs, getri, potrf, potrs, trsm, trtri,
+geqrf, orgqr, syevj, gesvdj); the others, and the general eigenvectors (eig: geev
 computes eigenvalues only), raise NotImplementedError.
 solve, inv, det, slogdet, cholesky and eigh are differentiable and vmappable: each is one call op
 with rules of its own (linalg_rules.py's with_rules; the rules beside each function below).
@@ -44,10 +44,10 @@ __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "tra
 # ---- stacks of matrices ---------------------------------------------------------------------------
 
 # The functions (of this module and cdnajit.scipy.linalg) that take complex matrices: those over the
-# solver's LU, Cholesky, QR and Hermitian eigen- routines, which have complex kernels.
+# solver's LU, Cholesky, QR, Hermitian eigen- and singular value routines, which have complex kernels.
 COMPLEX_FUNCTIONS = frozenset({"solve", "inv", "det", "slogdet", "cholesky", "matrix_power", "tensorinv",
-                               "tensorsolve", "qr", "eigh", "lu", "lu_factor", "lu_solve", "cho_solve",
-                               "solve_triangular"})
+                               "tensorsolve", "qr", "eigh", "svd", "pinv", "matrix_rank", "lstsq", "cond", "norm",
+                               "vector_norm", "lu", "lu_factor", "lu_solve", "cho_solve", "solve_triangular"})
 
 
 def promoted(name: str, *xs) -> list[Tracer]:
@@ -57,7 +57,7 @@ def promoted(name: str, *xs) -> list[Tracer]:
     if is_complex(dtype) and name not in COMPLEX_FUNCTIONS:
         raise NotImplementedError(located(
             f"{name} of complex matrices ({dtype}) is not implemented (the solver library's complex routines are "
-            f"the LU, Cholesky, QR and Hermitian eigenvalue families: {', '.join(sorted(COMPLEX_FUNCTIONS))})"))
+            f"the LU, Cholesky, QR, Hermitian eigenvalue and singular value families: {', '.join(sorted(COMPLEX_FUNCTIONS))})"))
     return [convert(cr.asarray(x), dtype) for x in xs]
 
 
@@ -322,21 +322,22 @@ def eigvalsh(a, UPLO: str = "L", *, symmetrize_input: bool = True):
 
 
 def svd_stack(a: Tracer, full_matrices: bool, compute_uv: bool):
-    """(U, s, V^T) of a stack [B, m, n] by one-sided Jacobi on the taller of a and a^T; U completed to
+    """(U, s, V^H) of a stack [B, m, n] by one-sided Jacobi on the taller of a and a^H; U completed to
     an orthonormal basis (m x m when full_matrices) by a QR of its columns, whose R is diag(+-1)
-    where s > 0 (the zero singular values' columns, sorted last, are zero until then)."""
+    where s > 0 (geqrf's beta is real; the zero singular values' columns, sorted last, are zero
+    until then)."""
     batch, m, n = a.shape
     if m < n:
-        u, s, vt = svd_stack(sh.swapaxes(a, 1, 2), full_matrices, compute_uv)
-        return (None if vt is None else sh.swapaxes(vt, 1, 2)), s, (None if u is None else sh.swapaxes(u, 1, 2))
+        u, s, vt = svd_stack(adjoint(a), full_matrices, compute_uv)
+        return (None if vt is None else adjoint(vt)), s, (None if u is None else adjoint(u))
     s, u, v = gesvdj(a)
     if not compute_uv:
         return None, s, None
     packed, tau = geqrf(u)
     q = orgqr(packed, tau, m if full_matrices else n)
-    signs = el.where(el.less(sh.diagonal(packed, axis1=1, axis2=2), 0), -1.0, 1.0).astype(a.type.dtype)
+    signs = el.where(el.less(el.real(sh.diagonal(packed, axis1=1, axis2=2)), 0), -1.0, 1.0).astype(a.type.dtype)
     signs = sh.concatenate([signs, cr.ones((batch, q.shape[2] - n), a.type.dtype)], axis=1)
-    return q * signs[:, None, :], s, sh.swapaxes(v, 1, 2)
+    return q * signs[:, None, :], s, adjoint(v)
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False, subset_by_index=None):
@@ -355,7 +356,7 @@ def svdvals(x, /):
 
 
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
-    """jnp.linalg.pinv: V diag(1/s) U^T over the singular values above rtol * s_max (rtol defaults
+    """jnp.linalg.pinv: V diag(1/s) U^H over the singular values above rtol * s_max (rtol defaults
     to 10 max(m, n) eps, as JAX's)."""
     a = matrices("pinv", a, square=False)
     rtol = rcond if rcond is not None else rtol
@@ -364,7 +365,7 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     u, s, vt = svd(a, full_matrices=False)
     cutoff = rtol * red.max(s, axis=-1, keepdims=True, initial=0.0)
     inverse = el.where(el.greater(s, cutoff), 1 / el.where(el.greater(s, cutoff), s, 1), 0)
-    return con.matmul(matrix_transpose(vt) * inverse[..., None, :], matrix_transpose(u))
+    return con.matmul(adjoint(vt) * inverse[..., None, :], adjoint(u))
 
 
 def matrix_rank(M, rtol=None, *, tol=None):
@@ -391,12 +392,11 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     cutoff = rcond * red.max(s, initial=0.0)
     kept = el.greater(s, cutoff)
     inverse = el.where(kept, 1 / el.where(kept, s, 1), 0)
-    x = con.matmul(matrix_transpose(vt) * inverse[None, :], con.matmul(matrix_transpose(u), b))
-    residual = b - con.matmul(a, x)
-    resid = red.sum(residual * residual, axis=0)
+    x = con.matmul(adjoint(vt) * inverse[None, :], con.matmul(adjoint(u), b))
+    resid = red.sum(el.abs(b - con.matmul(a, x)) ** 2, axis=0)
     rank = red.sum(kept)
     if numpy_resid and not (a.shape[0] > a.shape[1]):
-        resid = cr.zeros((0,), a.type.dtype)
+        resid = cr.zeros((0,), resid.type.dtype)
     return x, resid, rank, s
 
 

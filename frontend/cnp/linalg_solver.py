@@ -387,9 +387,10 @@ def geev(a: Tracer) -> tuple[Tracer, Tracer]:
 # ---- gesvdj ------------------------------------------------------------------------------------
 
 def gesvdj(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
-    """(s descending, U [B, m, n], V [B, n, n]) of a stack [B, m, n] with m >= n (routines.py's gesvdj)."""
+    """(s descending and real, U [B, m, n], V [B, n, n]) of a stack [B, m, n] with m >= n (routines.py's
+    gesvdj)."""
     batch, m, n = a.shape
     if is_empty(a):
-        return cr.zeros((batch, n), a.type.dtype), a, identity_stack(batch, n, a.type.dtype)
+        return cr.zeros((batch, n), el.real(a).type.dtype), a, identity_stack(batch, n, a.type.dtype)
     s, u, v = solver_call("gesvdj", [a])
     return s, u, v

@@ -494,34 +494,42 @@ def syevj_kernel(op: Op, name: str) -> Kernel:
 
 
 def gesvdj_kernel(op: Op, name: str) -> Kernel:
+    """One-sided Jacobi; for complex columns, each pair's Gram matrix [[alpha, gamma], [gamma*, beta]]
+    is Hermitian and turned as syevj turns a_pq (U = D J D^H, e the phase of gamma*)."""
     batch, m, n = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, rows, columns = sizes("batch", "m", "n")
     a, sv, u, v = params = resized(op, [b * rows * columns, b * columns, b * rows * columns, b * columns * columns])
-    dtype = a.dtype
-    f = Field(dtype)
+    dtype = f.part
     i, j, k, p, q = (K.Var(x, INDEX) for x in ("i", "j", "k", "p", "q"))
     rotations = K.Var("rotations", INDEX)
-    alpha, beta, gamma, t, c, s, norm = (K.Var(x, dtype) for x in ("alpha", "beta", "gamma", "t", "c", "s", "norm"))
+    alpha, beta, magnitude, t, c, s, norm = (K.Var(x, dtype)
+                                             for x in ("alpha", "beta", "magnitude", "t", "c", "s", "norm"))
+    gamma, phase = f.var("gamma"), f.var("phase")
     epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
 
     def body(g):
         at_u = lambda r, col: g * rows * columns + r * columns + col
         at_v = lambda r, col: g * columns * columns + r * columns + col
-        left = (lambda r, col: u[at_u(r, col)], lambda r, col, value: [K.Store(u, at_u(r, col), value)])
-        right = (lambda r, col: v[at_v(r, col)], lambda r, col, value: [K.Store(v, at_v(r, col), value)])
+        column = lambda r, col: f.read(u, at_u(r, col))
+        left = (column, lambda r, col, value: f.write(u, at_u(r, col), value))
+        right = (lambda r, col: f.read(v, at_v(r, col)), lambda r, col, value: f.write(v, at_v(r, col), value))
+        turn = lambda x, count: rotated(f, x, p, q, c, s, False, count, phase if f.complex else None)
         pair = [
-            K.Let(alpha, K.Const(0, dtype)), K.Let(beta, K.Const(0, dtype)), K.Let(gamma, K.Const(0, dtype)),
-            loop("k", 0, rows, [K.Assign(alpha, alpha + u[at_u(k, p)] * u[at_u(k, p)]),
-                                K.Assign(beta, beta + u[at_u(k, q)] * u[at_u(k, q)]),
-                                K.Assign(gamma, gamma + u[at_u(k, p)] * u[at_u(k, q)])]),
-            K.If(K.abs(gamma) > epsilon * K.sqrt(alpha * beta), [
+            K.Let(alpha, K.Const(0, dtype)), K.Let(beta, K.Const(0, dtype)), *f.let(gamma, f.const(0)),
+            loop("k", 0, rows, [K.Assign(alpha, alpha + f.squared_magnitude(column(k, p))),
+                                K.Assign(beta, beta + f.squared_magnitude(column(k, q))),
+                                *f.assign(gamma, gamma + f.conj(column(k, p)) * column(k, q))]),
+            K.Let(magnitude, K.sqrt(f.squared_magnitude(gamma)) if f.complex else gamma),
+            K.If(K.abs(magnitude) > epsilon * K.sqrt(alpha * beta), [
                 K.Assign(rotations, rotations + 1),
-                *jacobi_rotation(alpha, beta, gamma, c, s, t),
-                *rotated(f, left, p, q, c, s, False, rows), *rotated(f, right, p, q, c, s, False, columns)])]
+                *(f.let(phase, f.conj(gamma) / magnitude) if f.complex else []),
+                *jacobi_rotation(alpha, beta, magnitude, c, s, t),
+                *turn(left, rows), *turn(right, columns)])]
         return [
-            copied(a, u, g * rows * columns, rows * columns),
-            loop("i", 0, columns, [loop("j", 0, columns, [
-                K.Store(v, at_v(i, j), K.select(i.eq(j), 1, 0).cast(dtype))])]),
+            copied(a, u, g * rows * columns * f.width, rows * columns * f.width),
+            loop("i", 0, columns, [loop("j", 0, columns, f.write(v, at_v(i, j),
+                                                                 f.from_real(K.select(i.eq(j), 1, 0).cast(dtype))))]),
             K.Let(rotations, K.Const(1, INDEX)),
             loop("sweep", 0, MAX_SWEEPS, [K.If(rotations > 0, [
                 K.Assign(rotations, K.Const(0, INDEX)),
@@ -529,9 +537,9 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
             # s = the columns' norms, U = the columns normalised (a zero column stays zero), descending.
             loop("j", 0, columns, [
                 K.Let(norm, K.Const(0, dtype)),
-                loop("k", 0, rows, [K.Assign(norm, norm + u[at_u(k, j)] * u[at_u(k, j)])]),
+                loop("k", 0, rows, [K.Assign(norm, norm + f.squared_magnitude(column(k, j)))]),
                 K.Assign(norm, K.sqrt(norm)), K.Store(sv, g * columns + j, norm),
-                K.If(norm.ne(0), [loop("k", 0, rows, [K.Store(u, at_u(k, j), u[at_u(k, j)] / norm)])])]),
+                K.If(norm.ne(0), [loop("k", 0, rows, f.write(u, at_u(k, j), column(k, j) / norm))])]),
             *sorted_by(f, (sv, g * columns), columns, [(*left, rows), (*right, columns)], descending=True)]
 
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])

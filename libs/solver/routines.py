@@ -1,23 +1,23 @@
 """The solver library's routines (ir/ops/library.py's contract), LAPACK's and rocSOLVER's, on stacks
 of row-major matrices: every operand has one batch dimension first ([B, rows, columns]; B may be 1).
-getrf, getrs, getri, potrf, potrs, trsm, trtri, geqrf, orgqr and syevj take f32, f64, c64 and c128 (LAPACK's s, d, c
-and z routines: the transposes below are conjugate transposes for complex matrices); the others
-take real matrices only.
+getrf, getrs, getri, potrf, potrs, trsm, trtri, geqrf, orgqr, syevj and gesvdj take f32, f64, c64 and
+c128 (LAPACK's s, d, c and z routines: the transposes below are conjugate transposes for complex
+matrices); geev, laswp and lapmr's index operands take real matrices and integers only.
 
   getrf(A[B, m, n]) -> LU[B, m, n], pivots[B, min(m, n)] i32, permutation[B, m] i32
       LU with partial pivoting, P A = L U: L unit lower (below LU's diagonal), U upper (on and
       above it). pivots[k] is the row swapped with row k at step k (LAPACK's ipiv, from 0);
       permutation is P as row indices (row i of P A is row permutation[i] of A). The pivot of a
       column is its first entry of largest magnitude (LAPACK's i_amax: |re| + |im| for a complex
-      entry). A zero pivot is left in U
-      and its column is not scaled (LAPACK's getf2): solving with it gives infs/NaNs.
+      entry). A zero pivot is left in U and its column is not scaled (LAPACK's getf2): solving with
+      it gives infs/NaNs.
   potrf(A[B, n, n]) -> L[B, n, n]
       Cholesky, A = L L^T (L L^H: A Hermitian), of A's lower triangle (its upper one is not read,
-      nor the imaginary part of its diagonal); L's upper triangle is zero. A matrix that is not positive definite takes the square root of a negative number:
-      NaN from that column on.
+      nor the imaginary part of its diagonal); L's upper triangle is zero. A matrix that is not
+      positive definite takes the square root of a negative number: NaN from that column on.
   trsm(A[B, n, n], X[B, n, k]) -> Y[B, n, k], attributes lower, trans, unit_diagonal
-      Y = op(A)^-1 X for a triangular A (left side; op(A) = A^T, A^H when complex, when trans), reading only the
-      triangle `lower` names (and not the diagonal when unit_diagonal).
+      Y = op(A)^-1 X for a triangular A (left side; op(A) = A^T, A^H when complex, when trans),
+      reading only the triangle `lower` names (and not the diagonal when unit_diagonal).
 
   laswp(pivots[B, k] i32) -> permutation[B, m] i32, inverse[B, m] i32, attribute rows (m)
       the permutation LAPACK's row swaps make (pivots[k] swapped with k, in order, from the
@@ -50,7 +50,7 @@ take real matrices only.
       one-sided Jacobi (Hestenes; rocSOLVER's gesvdj): rotations of A's column pairs (the Jacobi
       rotation of their 2x2 Gram matrix) until every pair is orthogonal to eps (or MAX_SWEEPS);
       then s = the columns' norms, descending, U = the columns / s (a zero column stays zero),
-      A = U diag(s) V^T.
+      A = U diag(s) V^T (V^H; s real).
 
   getrs(LU[B, n, n], permutation[B, n] i32, X[B, n, k]) -> Y[B, n, k]
       A^-1 X from getrf's P A = L U: X's rows permuted, then L's and U's substitutions, in one
@@ -59,7 +59,7 @@ take real matrices only.
       A^-1 from getrf's P A = L U: getrs of the identity, each column's right-hand side made in
       the kernel (P's column), not read.
   potrs(C[B, n, n], X[B, n, k]) -> Y[B, n, k], attribute lower
-      A^-1 X from potrf's A = L L^T, L = C (lower) or C^T (C holding U = L^T): L's and L^T's
+      A^-1 X from potrf's A = L L^H, L = C (lower) or C^H (C holding U = L^H): L's and L^H's
       substitutions in one kernel (LAPACK's potrs).
   trtri(A[B, n, n]) -> X[B, n, n], attributes lower, unit_diagonal
       the inverse of a triangular A (LAPACK's trti2), triangular as A; only A's `lower` or upper
@@ -77,7 +77,8 @@ from ...ir.types import COMPLEX_PART, TensorType
 
 REAL = ("f32", "f64")
 REAL_OR_COMPLEX = ("f32", "f64", "c64", "c128")
-COMPLEX_ROUTINES = ("getrf", "getrs", "getri", "potrf", "potrs", "trsm", "trtri", "geqrf", "orgqr", "syevj")   # the others: real only
+COMPLEX_ROUTINES = ("getrf", "getrs", "getri", "potrf", "potrs", "trsm", "trtri", "geqrf", "orgqr", "syevj",
+                    "gesvdj")   # the others: real only
 
 
 def check_matrices(routine: str, types, count: int):
@@ -299,7 +300,7 @@ def gesvdj_infer(types, attrs):
     (a,) = types
     batch, m, n = a.shape
     require(m >= n, f"library_call: solver.gesvdj takes matrices with at least as many rows as columns, got {a}")
-    return [TensorType(a.dtype, (batch, n)), a, TensorType(a.dtype, (batch, n, n))]
+    return [TensorType(COMPLEX_PART.get(a.dtype, a.dtype), (batch, n)), a, TensorType(a.dtype, (batch, n, n))]
 
 
 def jacobi_rotation(app, aqq, apq):
@@ -321,17 +322,21 @@ def gesvdj_reference(a):
                 rotations = 0
                 for p in range(n):
                     for q in range(p + 1, n):
-                        alpha, beta, gamma = u[b, :, p] @ u[b, :, p], u[b, :, q] @ u[b, :, q], u[b, :, p] @ u[b, :, q]
+                        alpha, beta = np.real(np.vdot(u[b, :, p], u[b, :, p])), np.real(np.vdot(u[b, :, q], u[b, :, q]))
+                        gamma = np.vdot(u[b, :, p], u[b, :, q])
                         if gamma == 0 or abs(gamma) <= epsilon * np.sqrt(alpha * beta):
                             continue
                         rotations += 1
-                        rotation = np.array(jacobi_rotation(alpha, beta, gamma), u.dtype)
-                        rotation = np.array([[rotation[0], rotation[1]], [-rotation[1], rotation[0]]], u.dtype)
+                        # Complex columns: the Hermitian Gram pair turned as syevj_reference turns a_pq.
+                        magnitude = np.abs(gamma) if np.iscomplexobj(u) else gamma
+                        phase = np.conj(gamma) / magnitude if np.iscomplexobj(u) else 1
+                        c, s = jacobi_rotation(alpha, beta, magnitude)
+                        rotation = np.array([[c, s * np.conj(phase)], [-s * phase, c]], u.dtype)
                         u[b][:, [p, q]] = u[b][:, [p, q]] @ rotation
                         v[b][:, [p, q]] = v[b][:, [p, q]] @ rotation
                 if rotations == 0:
                     break
-        s = np.sqrt(np.sum(u * u, axis=1))
+        s = np.sqrt(np.sum(np.abs(u) ** 2, axis=1))
         u = np.where(s[:, None, :] != 0, u / s[:, None, :], u)
     order = np.argsort(-s, axis=1, kind="stable")
     return (np.take_along_axis(s, order, axis=1), np.take_along_axis(u, order[:, None, :], axis=2),

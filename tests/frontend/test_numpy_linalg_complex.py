@@ -95,10 +95,10 @@ def test_complex_singular_matrix_gives_infs_not_an_exception():
 
 def test_functions_without_complex_routines_say_so():
     a = np.eye(3, dtype=np.complex128)
-    for function, name in [(cnp.linalg.svd, "svd"), (cnp.linalg.eigvals, "eigvals"), (cnp.linalg.pinv, "pinv")]:
+    for function, name in [(cnp.linalg.eigvals, "eigvals"), (csl.expm, "expm")]:
         with pytest.raises(NotImplementedError, match=rf"{name} of complex matrices \(c128\) is not implemented .*"
-                                                      r"the LU, Cholesky, QR and Hermitian eigenvalue families: "
-                                                      r".*cholesky"):
+                                                      r"the LU, Cholesky, QR, Hermitian eigenvalue and singular value "
+                                                      r"families: .*cholesky"):
             function(a)
 
 
@@ -219,3 +219,44 @@ def test_complex_eigh_of_hermitian_stacks(dtype):
         got = cj.jit(lambda x: cnp.linalg.eigvalsh(x, UPLO=uplo, symmetrize_input=False))(x[0, 0])
         want = np.linalg.eigvalsh(x[0, 0].astype(np.complex128), UPLO=uplo)
         assert np.max(np.abs(got - want)) / (np.abs(want).max() * n * eps(dtype)) <= BOUND, uplo
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 6, 4), pytest.param((3, 5), marks=pytest.mark.slow)])
+def test_complex_svd(dtype, shape):
+    """s real, descending and equal to numpy's to BOUND n eps ||A||_2 (Weyl); U diag(s) V^H = A, U and V
+    unitary within BOUND n eps; full and reduced."""
+    a = complex_normal(shape, dtype, 11)
+    k, n = min(shape[-2:]), max(shape[-2:])
+    want = np.linalg.svd(a.astype(np.complex128), compute_uv=False)
+    for full_matrices in (True, False):
+        u, s, vh = cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=full_matrices))(a)
+        assert s.dtype == np.finfo(dtype).dtype and u.dtype == dtype and np.all(np.diff(s, axis=-1) <= 0)
+        assert np.max(np.abs(s - want)) / (want.max() * n * eps(dtype)) <= BOUND
+        product = (u[..., :, :k] * s[..., None, :]).astype(np.complex128) @ vh[..., :k, :]
+        assert factor_backward_error(a, product, dtype) <= BOUND
+        assert unitarity(u, dtype) <= BOUND and unitarity(hermitian_transpose(vh), dtype) <= BOUND
+
+
+@pytest.mark.slow
+def test_complex_pinv_lstsq_rank_norm_and_cond():
+    """Over the complex svd: pinv and lstsq against numpy's to BOUND n eps cond (a rank-deficient matrix
+    among them: rank and the cut singular value), the 2-norm, the nuclear norm and cond to BOUND n eps."""
+    dtype, n = np.complex128, 6
+    a = complex_normal((2, n, 4), dtype, 12)
+    a[1, :, 3] = a[1, :, 0] * (2 - 1j)   # rank 3
+    condition = np.linalg.cond(a[0])
+    for got, want in [(cj.jit(cnp.linalg.pinv)(a[0]), np.linalg.pinv(a[0])),
+                      (cj.jit(cnp.linalg.pinv)(a[1]), np.linalg.pinv(a[1]))]:
+        assert relative_to(got, want, n, dtype, condition) <= BOUND
+    np.testing.assert_array_equal(cj.jit(cnp.linalg.matrix_rank)(a), [4, 3])
+    b = complex_normal((n, 2), dtype, 13)
+    x, residuals, rank, s = cj.jit(cnp.linalg.lstsq)(a[0], b)
+    want_x, want_residuals, _, _ = np.linalg.lstsq(a[0], b)
+    assert rank == 4 and residuals.dtype == np.float64
+    assert relative_to(x, want_x, n, dtype, condition) <= BOUND
+    assert relative_to(residuals, want_residuals, n, dtype, condition) <= BOUND
+    for ord in (2, -2, "nuc"):
+        got = cj.jit(lambda x: cnp.linalg.norm(x, ord, axis=(-2, -1)))(a)
+        assert relative_to(got, np.linalg.norm(a, ord, axis=(-2, -1)), n, dtype) <= BOUND, ord
+    assert relative_to(cj.jit(cnp.linalg.cond)(a[0]), np.linalg.cond(a[0]), n, dtype, condition) <= BOUND
