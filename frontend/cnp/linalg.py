@@ -47,7 +47,8 @@ __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "tra
 # solver's LU, Cholesky, QR, Hermitian eigen- and singular value routines, which have complex kernels.
 COMPLEX_FUNCTIONS = frozenset({"solve", "inv", "det", "slogdet", "cholesky", "matrix_power", "tensorinv",
                                "tensorsolve", "qr", "eigh", "svd", "pinv", "matrix_rank", "lstsq", "cond", "norm",
-                               "vector_norm", "lu", "lu_factor", "lu_solve", "cho_solve", "solve_triangular"})
+                               "vector_norm", "expm", "lu", "lu_factor", "lu_solve", "cho_solve",
+                               "solve_triangular"})
 
 
 def promoted(name: str, *xs) -> list[Tracer]:
