@@ -7,8 +7,8 @@ promoted to floats, a singular matrix gives infs and NaNs (never an exception in
 matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices (c64, c128)
 are taken by the functions of COMPLEX_FUNCTIONS (the LU, Cholesky, QR, Hermitian eigenvalue and
 singular value families: the solver's complex getrf, getrs, getri, potrf, potrs, trsm, trtri,
-geqrf, orgqr, syevj, gesvdj); the others, and the general eigenvectors (eig: geev
-computes eigenvalues only), raise NotImplementedError.
+geqrf, orgqr, syevj, gesvdj); the others (eigvals and eig of complex matrices) raise
+NotImplementedError. eig's eigenvectors are those of geev's real Schur form (trevc) mapped back.
 solve, inv, det, slogdet, cholesky and eigh are differentiable and vmappable: each is one call op
 with rules of its own (linalg_rules.py's with_rules; the rules beside each function below).
 """
@@ -32,8 +32,9 @@ from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
 from .linalg_rules import with_rules
-from .linalg_solver import adjoint, direct_solve, geev, geqrf, gesvdj, getrf, getri, getrs, orgqr, potrf, rows_of, \
-    syevj, trsm
+from .indexing_funcs import take_along_axis
+from .linalg_solver import adjoint, direct_solve, geev, geev_vectors, geqrf, gesvdj, getrf, getri, getrs, orgqr, \
+    potrf, rows_of, syevj, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
@@ -58,7 +59,8 @@ def promoted(name: str, *xs) -> list[Tracer]:
     if is_complex(dtype) and name not in COMPLEX_FUNCTIONS:
         raise NotImplementedError(located(
             f"{name} of complex matrices ({dtype}) is not implemented (the solver library's complex routines are "
-            f"the LU, Cholesky, QR, Hermitian eigenvalue and singular value families: {', '.join(sorted(COMPLEX_FUNCTIONS))})"))
+            f"the LU, Cholesky, QR, Hermitian eigenvalue and singular value families: "
+            f"{', '.join(sorted(COMPLEX_FUNCTIONS))})"))
     return [convert(cr.asarray(x), dtype) for x in xs]
 
 
@@ -318,6 +320,28 @@ def eigvals(a):
     return sh.reshape(values, a.shape[:-1])
 
 
+def eig(a):
+    """jnp.linalg.eig: (eigenvalues as eigvals gives them, right eigenvectors as columns) of general real
+    matrices: the real Schur form's eigenvectors (geev with vectors, then trevc's back substitution)
+    mapped back by the Schur vectors, each normalized as LAPACK's geev: unit 2-norm and, for a complex
+    eigenvalue, its largest component real (a real eigenvalue's vector is real, its sign as computed)."""
+    a = matrices("eig", a)
+    if a.size == 0:
+        values = el.apply("complex", *geev(as_stack(a)))
+        return sh.reshape(values, a.shape[:-1]), cr.zeros(a.shape, values.type.dtype)
+    wr, wi, v = geev_vectors(as_stack(a))
+    v = v / el.sqrt(red.sum(el.real(v * el.conj(v)), axis=1, keepdims=True))
+    largest = red.argmax(el.abs(v), axis=1, keepdims=True)
+    component = take_along_axis(v, largest, axis=1)
+    paired = el.not_equal(wi, 0)[:, None, :]
+    v = v * el.where(paired, el.conj(component) / el.abs(component), 1)
+    # The largest component's imaginary part is rounding left by the product: zero, as LAPACK sets it.
+    at_largest = el.logical_and(paired, el.equal(cr.arange(v.shape[1])[None, :, None], largest))
+    v = el.where(at_largest, el.real(v).astype(v.type.dtype), v)
+    values = el.apply("complex", wr, wi)
+    return sh.reshape(values, a.shape[:-1]), from_stack(v, a.shape[:-2])
+
+
 def eigvalsh(a, UPLO: str = "L", *, symmetrize_input: bool = True):
     return eigh(a, UPLO, symmetrize_input)[0]
 
@@ -571,4 +595,3 @@ def not_implemented(name: str, needs: str):
     return function
 
 
-eig = not_implemented("eig", "the eigenvectors of a general matrix (geev's back-substitution on the real Schur form)")

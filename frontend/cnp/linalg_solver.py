@@ -380,8 +380,17 @@ def geev(a: Tracer) -> tuple[Tracer, Tracer]:
     batch, n, _ = a.shape
     if is_empty(a):
         return cr.zeros((batch, n), a.type.dtype), cr.zeros((batch, n), a.type.dtype)
-    wr, wi, _ = solver_call("geev", [a])
+    wr, wi, _ = solver_call("geev", [a], vectors=False)
     return wr, wi
+
+
+def geev_vectors(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
+    """(wr, wi, V) of a stack [B, n, n] (not empty): the eigenvalues as geev gives them and the right
+    eigenvectors, complex, unnormalized: V = Z X from the real Schur form A = Z T Z^T (geev with
+    vectors) and T's eigenvectors X (trevc)."""
+    wr, wi, t, z = solver_call("geev", [a], vectors=True)
+    (x,) = solver_call("trevc", [t, wr, wi])
+    return wr, wi, con.matmul(z.astype(x.type.dtype), x)
 
 
 # ---- gesvdj ------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from ...ir.types import NUMPY_DTYPES
 from ...lowering.emitters import operand_buffers
-from .entries import Field
+from .entries import Complex, Field
 from .routines import MAX_QR_STEPS, MAX_SWEEPS
 
 SOLUTION = "workitem_per_matrix"
@@ -37,7 +37,8 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
     if op.attrs["routine"] == "lapmr":
         return SOLUTION, "a workgroup per row of the result (the library's only solution)"
     unit = {"trsm": "right-hand side column", "getrs": "right-hand side column", "potrs": "right-hand side column",
-            "getri": "column of the inverse", "trtri": "column of the inverse"}.get(op.attrs["routine"], "matrix")
+            "getri": "column of the inverse", "trtri": "column of the inverse",
+            "trevc": "eigenvalue's vector"}.get(op.attrs["routine"], "matrix")
     return SOLUTION, f"one work-item per {unit}, the batch in the grid (the library's only solution)"
 
 
@@ -547,10 +548,14 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
 
 def geev_kernel(op: Op, name: str) -> Kernel:
     """routines.py's geev_reference, statement for statement (Hessenberg reduction, then a flat loop of
-    at most MAX_QR_STEPS * n steps, each deflating one or two eigenvalues or running one Francis step)."""
+    at most MAX_QR_STEPS * n steps, each deflating one or two eigenvalues or running one Francis step).
+    With `vectors`, the reflections act on whole rows and columns (the real Schur form) and are
+    accumulated in the Schur vectors Z."""
     batch, n, _ = op.operands[0].type.shape
+    schur = op.attrs["vectors"]
     b, size = sizes("batch", "n")
-    a, wr, wi, h = params = resized(op, [b * size * size, b * size, b * size, b * size * size])
+    a, wr, wi, h, *schur_vectors = params = resized(op, [b * size * size, b * size, b * size, b * size * size,
+                                                         b * size * size])
     dtype = a.dtype
     i, j, k, low, last, steps = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last", "steps"))
     norm, beta, dot, x, y, z, total, product, s, p, disc, root = (
@@ -564,6 +569,8 @@ def geev_kernel(op: Op, name: str) -> Kernel:
         at = lambda r, c: g * size * size + r * size + c
         m = lambda r, c: h[at(r, c)]
         put = lambda r, c, value: K.Store(h, at(r, c), value)
+        zm = lambda r, c: schur_vectors[0][at(r, c)]
+        zput = lambda r, c, value: K.Store(schur_vectors[0], at(r, c), value)
 
         def reflect(count):
             """u, beta of the reflector of (x, y, z)[:count]; applied to rows k.. of columns
@@ -573,12 +580,15 @@ def geev_kernel(op: Op, name: str) -> Kernel:
                 K.Assign(norm, K.sqrt(sum((v * v for v in vector[1:]), vector[0] * vector[0]))),
                 K.Assign(u[0], x + sign(x) * norm), K.Assign(u[1], y), K.Assign(u[2], z if count == 3 else zero),
                 K.Assign(beta, K.select(norm.ne(0), 2 / (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]), zero)),
-                loop("j", K.maximum(low, k - 1), last + 1, [
+                loop("j", K.maximum(low, k - 1), size if schur else last + 1, [
                     K.Assign(dot, sum((u[t] * m(k + t, j) for t in range(1, count)), u[0] * m(k, j))),
                     *[put(k + t, j, m(k + t, j) - beta * u[t] * dot) for t in range(count)]]),
-                loop("i", low, K.minimum(k + 3, last) + 1, [
+                loop("i", 0 if schur else low, K.minimum(k + 3, last) + 1, [
                     K.Assign(dot, sum((u[t] * m(i, k + t) for t in range(1, count)), u[0] * m(i, k))),
-                    *[put(i, k + t, m(i, k + t) - beta * dot * u[t]) for t in range(count)]])]
+                    *[put(i, k + t, m(i, k + t) - beta * dot * u[t]) for t in range(count)]]),
+                *([loop("i", 0, size, [
+                    K.Assign(dot, sum((u[t] * zm(i, k + t) for t in range(1, count)), u[0] * zm(i, k))),
+                    *[zput(i, k + t, zm(i, k + t) - beta * dot * u[t]) for t in range(count)]])] if schur else [])]
 
         hessenberg = loop("k", 0, size - 2, [
             K.Assign(norm, zero),
@@ -596,6 +606,9 @@ def geev_kernel(op: Op, name: str) -> Kernel:
                 loop("i", 0, size, [
                     K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + m(i, j) * m(j, k))]),
                     loop("j", k + 1, size, [put(i, j, m(i, j) - beta * dot * m(j, k))])]),
+                *([loop("i", 0, size, [
+                    K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + zm(i, j) * m(j, k))]),
+                    loop("j", k + 1, size, [zput(i, j, zm(i, j) - beta * dot * m(j, k))])])] if schur else []),
                 put(k + 1, k, -s), loop("i", k + 2, size, [put(i, k, zero)])])])
         two_by_two = [
             K.Assign(p, (m(low, low) - m(last, last)) / 2),
@@ -638,6 +651,8 @@ def geev_kernel(op: Op, name: str) -> Kernel:
             *[K.Let(v, zero) for v in (norm, beta, dot, x, y, z, total, product, s, p, disc, root, *u)],
             K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1), K.Let(steps, K.Const(0, INDEX)),
             copied(a, h, g * size * size, size * size),
+            *([loop("i", 0, size, [loop("j", 0, size, [zput(i, j, K.select(i.eq(j), 1, 0).cast(dtype))])])]
+              if schur else []),
             hessenberg,
             loop("step", 0, MAX_QR_STEPS * size, [K.If(last >= 0, step)]),
             # Not converged: NaNs for the eigenvalues not found.
@@ -647,7 +662,69 @@ def geev_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
-KERNELS = {"getri": getri_kernel, "potrs": potrs_kernel, "trtri": trtri_kernel, "geev": geev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel,
+def trevc_kernel(op: Op, name: str) -> Kernel:
+    """routines.py's quasi_triangular_vector, one work-item per column j of X (an eigenvalue): its
+    block's vector, then back substitution upward in complex arithmetic, a 2x2 block's two rows at
+    once (its second row skipped)."""
+    batch, n, _ = op.operands[0].type.shape
+    f = Field(op.results[0].type.dtype)
+    b, size = sizes("batch", "n")
+    t_buffer, wr, wi, x = params = resized(op, [b * size * size, b * size, b * size, b * size * size])
+    dtype = f.part
+    i, k, top, bottom, row, skip = (K.Var(v, INDEX) for v in ("i", "k", "top", "bottom", "row", "skip"))
+    smin = K.Var("smin", dtype)
+    total, other, divisor, determinant = f.var("total"), f.var("other"), f.var("divisor"), f.var("determinant")
+    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
+    tiny = float(np.finfo(NUMPY_DTYPES[dtype]).tiny)
+
+    def body(g):
+        matrix, j = g / size, g % size
+        t = lambda r, c: t_buffer[matrix * size * size + r * size + c]
+        at = lambda r: matrix * size * size + r * size + j
+        value = Complex(wr[matrix * size + j], wi[matrix * size + j])
+        shifted = lambda r: f.from_real(t(r, r)) - value
+        # Subdiagonal entries read at clamped indices (the first row has none).
+        below_diagonal = lambda r: (r > 0) & t(r, K.maximum(r - 1, 0)).ne(0)
+        guarded = lambda d: f.select(f.magnitude(d) >= smin, d, f.from_real(smin))
+        a, c = top, bottom
+        first = f.magnitude(shifted(a)) + K.abs(t(a, c))
+        second = K.abs(t(c, a)) + f.magnitude(shifted(c))
+        one_row = [
+            *f.let(total, f.const(0)),
+            loop("k", row + 1, bottom + 1, f.assign(total, total - f.from_real(t(row, k)) * f.read(x, at(k)))),
+            *f.let(divisor, guarded(shifted(row))),
+            *f.write(x, at(row), total / divisor)]
+        two_rows = [
+            *f.let(total, f.const(0)), *f.let(other, f.const(0)),
+            loop("k", row + 1, bottom + 1, [
+                *f.assign(total, total - f.from_real(t(row - 1, k)) * f.read(x, at(k))),
+                *f.assign(other, other - f.from_real(t(row, k)) * f.read(x, at(k)))]),
+            *f.let(determinant, guarded(shifted(row - 1) * shifted(row)
+                                        - f.from_real(t(row - 1, row) * t(row, row - 1)))),
+            *f.write(x, at(row - 1), (total * shifted(row) - other * t(row - 1, row)) / determinant),
+            *f.write(x, at(row), (shifted(row - 1) * other - total * t(row, row - 1)) / determinant),
+            K.Assign(skip, K.Const(1, INDEX))]
+        return [
+            K.Let(smin, K.maximum(epsilon * (K.abs(value.re) + K.abs(value.im)), K.Const(tiny, dtype))),
+            loop("i", 0, size, f.write(x, at(i), f.const(0))),
+            K.Let(top, j), K.If(below_diagonal(j), [K.Assign(top, j - 1)]),
+            K.Let(bottom, j),
+            K.If((j < size - 1) & below_diagonal(K.minimum(j + 1, size - 1)), [K.Assign(bottom, j + 1)]),
+            K.If(top.eq(bottom), f.write(x, at(j), f.const(1)), [
+                K.If(first >= second,
+                     [*f.write(x, at(a), f.from_real(t(a, c))), *f.write(x, at(c), value - f.from_real(t(a, a)))],
+                     [*f.write(x, at(a), value - f.from_real(t(c, c))), *f.write(x, at(c), f.from_real(t(c, a)))])]),
+            K.Let(skip, K.Const(0, INDEX)),
+            loop("s", 0, top, [
+                K.Let(row, top - 1 - K.Var("s", INDEX)),
+                K.If(skip.eq(1), [K.Assign(skip, K.Const(0, INDEX))],
+                     [K.If(below_diagonal(row), two_rows, one_row)])])]
+
+    return per_item(name, params, [b, size], b * size, body, [("batch", batch), ("n", n)])
+
+
+KERNELS = {"trevc": trevc_kernel, "getri": getri_kernel, "potrs": potrs_kernel, "trtri": trtri_kernel,
+           "geev": geev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel,
            "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel,
            "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 

@@ -34,10 +34,16 @@ matrices); geev, laswp and lapmr's index operands take real matrices and integer
   orgqr(QR[B, m, n], tau[B, k]) -> Q[B, m, q], attribute columns (q)
       the first q columns of H_0 ... H_{k-1} (LAPACK's org2r; q = k reduced, q = m complete).
 
-  geev(A[B, n, n]) -> wr[B, n], wi[B, n], H[B, n, n]
-      eigenvalues (real and imaginary parts) of general matrices, as LAPACK's geev without vectors:
-      Hessenberg reduction, then Francis double-shift QR steps until the matrix deflates (H is the
-      work copy).
+  geev(A[B, n, n]) -> wr[B, n], wi[B, n], H[B, n, n] (, Z[B, n, n]), attribute vectors
+      eigenvalues (real and imaginary parts) of general matrices, as LAPACK's geev: Hessenberg
+      reduction, then Francis double-shift QR steps until the matrix deflates (H is the work copy);
+      with vectors, H is the real Schur form T = Z^T A Z (2x2 blocks not standardized) and Z the
+      Schur vectors (a 2x2 block and its two Schur vectors are fixed only up to a rotation, which
+      rounding decides: kernel and reference agree on the identities, not entry for entry).
+  trevc(T[B, n, n], wr[B, n], wi[B, n]) -> X[B, n, n] complex (c64 for f32, c128 for f64)
+      column j: an eigenvector of the quasi-triangular T for eigenvalue wr[j] + i wi[j], whose 1x1 or
+      2x2 block is at row j (LAPACK's trevc, right vectors, back substitution in complex arithmetic,
+      unnormalized; a near-zero divisor is replaced by smin = eps (|wr| + |wi|), as trevc does).
   syevj(A[B, n, n]) -> w[B, n], V[B, n, n], D[B, n, n]
       symmetric eigenproblem by cyclic Jacobi (rocSOLVER's syevj): rotations J^T A J zero each
       off-diagonal entry in turn (Golub and Van Loan's sym.schur2), sweep after sweep until the
@@ -351,7 +357,7 @@ def geev_infer(types, attrs):
     (a,) = types
     batch, n, columns = a.shape
     require(n == columns, f"library_call: solver.geev takes square matrices, got {a}")
-    return [TensorType(a.dtype, (batch, n)), TensorType(a.dtype, (batch, n)), a]
+    return [TensorType(a.dtype, (batch, n)), TensorType(a.dtype, (batch, n)), a] + ([a] if attrs["vectors"] else [])
 
 
 def hessenberg_reflector(x):
@@ -376,22 +382,27 @@ def two_by_two_eigenvalues(a, b, c, d):
     return (d + z, 0.0), ((d - b * c / z) if z != 0 else d + z, 0.0)
 
 
-def geev_reference(a):
-    """Eigenvalues only (geev with jobvl = jobvr = 'N', no balancing): Householder reduction to
-    Hessenberg form (gehd2), then Francis double-shift QR steps on the active window (Golub and Van
-    Loan, Algorithm 7.5.1) deflating where a subdiagonal entry is below eps times its neighbours,
-    with LAPACK dlahqr's exceptional shift at steps 10 and 20. NaNs if it does not converge."""
+def geev_reference(a, vectors):
+    """Eigenvalues (geev without balancing): Householder reduction to Hessenberg form (gehd2), then
+    Francis double-shift QR steps on the active window (Golub and Van Loan, Algorithm 7.5.1)
+    deflating where a subdiagonal entry is below eps times its neighbours, with LAPACK dlahqr's
+    exceptional shift at steps 10 and 20. NaNs if it does not converge. With `vectors`, the
+    reflections act on whole rows and columns (H becomes the real Schur form T: 1x1 blocks and 2x2
+    blocks, not standardized, whose subdiagonal entry is not zero) and accumulate in Z, A = Z T Z^T."""
     h = np.array(a, copy=True)
     batch, n, _ = h.shape
     wr, wi = np.zeros((batch, n), h.dtype), np.zeros((batch, n), h.dtype)
+    zs = np.tile(np.eye(n, dtype=h.dtype), (batch, 1, 1))
     epsilon = np.finfo(h.dtype).eps
     with np.errstate(all="ignore"):
         for b in range(batch):
-            m = h[b]
+            m, z = h[b], zs[b]
             for k in range(n - 2):
                 u, beta = hessenberg_reflector(m[k + 1:, k].copy())
                 m[k + 1:, :] -= beta * np.outer(u, u @ m[k + 1:, :])
                 m[:, k + 1:] -= beta * np.outer(m[:, k + 1:] @ u, u)
+                if vectors:
+                    z[:, k + 1:] -= beta * np.outer(z[:, k + 1:] @ u, u)
             last, steps = n - 1, 0
             for _ in range(MAX_QR_STEPS * n):
                 if last < 0:
@@ -409,14 +420,16 @@ def geev_reference(a):
                     last, steps = last - 2, 0
                 else:
                     steps += 1
-                    francis_step(m, low, last, steps)
+                    francis_step(m, low, last, steps, z if vectors else None)
             if last >= 0:
                 wr[b, :last + 1] = wi[b, :last + 1] = np.nan
-    return wr, wi, h
+    return (wr, wi, h, zs) if vectors else (wr, wi, h)
 
 
-def francis_step(m, low, last, steps):
-    """One double-shift QR step on the window m[low:last+1, low:last+1] (at least 3x3), in place."""
+def francis_step(m, low, last, steps, schur_vectors):
+    """One double-shift QR step on the window m[low:last+1, low:last+1] (at least 3x3), in place; with
+    schur_vectors, on m's whole rows and columns and on schur_vectors' columns."""
+    n = m.shape[0]
     if steps in (10, 20):
         s = abs(m[last, last - 1]) + abs(m[last - 1, last - 2])
         h11 = 0.75 * s + m[last, last]
@@ -430,10 +443,13 @@ def francis_step(m, low, last, steps):
     for k in range(low, last):
         rows = min(3, last - k + 1)
         u, beta = hessenberg_reflector(np.array([x, y, z][:rows]))
-        left = max(low, k - 1)
-        m[k:k + rows, left:last + 1] -= beta * np.outer(u, u @ m[k:k + rows, left:last + 1])
+        schur = schur_vectors is not None
+        left, right, top = max(low, k - 1), (n - 1 if schur else last), (0 if schur else low)
+        m[k:k + rows, left:right + 1] -= beta * np.outer(u, u @ m[k:k + rows, left:right + 1])
         bottom = min(k + 3, last)
-        m[low:bottom + 1, k:k + rows] -= beta * np.outer(m[low:bottom + 1, k:k + rows] @ u, u)
+        m[top:bottom + 1, k:k + rows] -= beta * np.outer(m[top:bottom + 1, k:k + rows] @ u, u)
+        if schur:
+            schur_vectors[:, k:k + rows] -= beta * np.outer(schur_vectors[:, k:k + rows] @ u, u)
         x = m[k + 1, k]
         y = m[k + 2, k] if k + 2 <= last else 0
         z = m[k + 3, k] if k + 3 <= last else 0
@@ -499,6 +515,61 @@ def trtri_reference(a, lower, unit_diagonal):
     return trsm_reference(a, np.tile(np.eye(n, dtype=a.dtype), (batch, 1, 1)), lower, False, unit_diagonal)
 
 
+def trevc_infer(types, attrs):
+    require(len(types) == 3, f"library_call: solver.trevc takes T, wr and wi, got {', '.join(map(str, types))}")
+    t, wr, wi = types
+    check_matrices("trevc", [t], 1)
+    batch, n, columns = t.shape
+    require(n == columns and wr == wi == TensorType(t.dtype, (batch, n)),
+            f"library_call: solver.trevc takes T[B, n, n], wr[B, n] and wi[B, n] of one dtype, got {t}, {wr}, {wi}")
+    return [TensorType({"f32": "c64", "f64": "c128"}[t.dtype], t.shape)]
+
+
+def trevc_reference(t, wr, wi):
+    batch, n, _ = t.shape
+    x = np.zeros(t.shape, {np.float32: np.complex64, np.float64: np.complex128}[t.dtype.type])
+    epsilon = np.finfo(t.dtype).eps
+    with np.errstate(all="ignore"):
+        for b in range(batch):
+            for j in range(n):
+                x[b, :, j] = quasi_triangular_vector(t[b], complex(wr[b, j], wi[b, j]), j, epsilon)
+    return (x,)
+
+
+def quasi_triangular_vector(t, value, j, epsilon):
+    """A solution of (T - value I) x = 0, x zero below the 1x1 or 2x2 block holding row j, by back
+    substitution (1x1 and 2x2 diagonal blocks; 2x2 systems by Cramer's rule; a divisor of magnitude,
+    |re| + |im|, below smin replaced by smin)."""
+    n = t.shape[0]
+    smin = max(epsilon * (abs(value.real) + abs(value.imag)), np.finfo(t.dtype).tiny)
+    top = j - 1 if j > 0 and t[j, j - 1] != 0 else j
+    bottom = j + 1 if j < n - 1 and t[j + 1, j] != 0 else j
+    x = np.zeros(n, complex)
+    if top == bottom:
+        x[j] = 1
+    else:
+        a, c = top, bottom
+        first = pivot_magnitude(t[a, a] - value) + abs(t[a, c])   # |re| + |im| magnitudes
+        second = abs(t[c, a]) + pivot_magnitude(t[c, c] - value)
+        x[a], x[c] = (t[a, c], value - t[a, a]) if first >= second else (value - t[c, c], t[c, a])
+    row = top - 1
+    while row >= 0:
+        if row > 0 and t[row, row - 1] != 0:
+            solved = x[row + 1:bottom + 1]
+            r1, r2 = -(t[row - 1, row + 1:bottom + 1] @ solved), -(t[row, row + 1:bottom + 1] @ solved)
+            d11, d22 = t[row - 1, row - 1] - value, t[row, row] - value
+            det = d11 * d22 - t[row - 1, row] * t[row, row - 1]
+            det = det if pivot_magnitude(det) >= smin else smin
+            x[row - 1], x[row] = (r1 * d22 - t[row - 1, row] * r2) / det, (d11 * r2 - t[row, row - 1] * r1) / det
+            row -= 2
+        else:
+            d = t[row, row] - value
+            d = d if pivot_magnitude(d) >= smin else smin
+            x[row] = -(t[row, row + 1:bottom + 1] @ x[row + 1:bottom + 1]) / d
+            row -= 1
+    return x
+
+
 ROUTINES = {
     "getrf": Routine({}, getrf_infer, getrf_reference, "LU with partial pivoting (libs/solver/routines.py)"),
     "potrf": Routine({}, potrf_infer, potrf_reference, "Cholesky of the lower triangle (libs/solver/routines.py)"),
@@ -513,8 +584,9 @@ ROUTINES = {
     "gesvdj": Routine({}, gesvdj_infer, gesvdj_reference, "singular values, one-sided Jacobi "
                                                           "(libs/solver/routines.py)"),
     "getrs": Routine({}, getrs_infer, getrs_reference, "solve with getrf's factors (libs/solver/routines.py)"),
-    "geev": Routine({}, geev_infer, geev_reference, "eigenvalues of general matrices, Hessenberg + double-shift QR "
-                                                    "(libs/solver/routines.py)"),
+    "geev": Routine({"vectors": "bool"}, geev_infer, geev_reference,
+                    "eigenvalues of general matrices, Hessenberg + double-shift QR (libs/solver/routines.py)"),
+    "trevc": Routine({}, trevc_infer, trevc_reference, "eigenvectors of a real Schur form (libs/solver/routines.py)"),
     "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
     "getri": Routine({}, getri_infer, getri_reference, "inverse from getrf's factors (libs/solver/routines.py)"),
     "potrs": Routine({"lower": "bool"}, potrs_infer, potrs_reference,
