@@ -20,7 +20,9 @@ products are large GEMMs:
     compact WY form (larfb as GEMMs), T built from the halves' (Elmroth and Gustavson), leaves
     qr_leaf columns wide (the block-size heuristic: narrow for few matrices); orgqr likewise;
   - getri: A^-1 = U^-1 L^-1 P, L^-1 by a recursive trtri (GEMMs), U^-1 by trsm; potrs: two trsm.
-syevj and gesvdj run unblocked at every size (one work-item per matrix).
+syevj, gesvdj and geev run unblocked at every size (one work-item per matrix; trevc one per
+eigenvalue). Every routine but geev and trevc takes complex matrices: the recursions' transposes are
+conjugate transposes (adjoint).
 """
 from __future__ import annotations
 

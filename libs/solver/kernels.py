@@ -2,9 +2,11 @@
 
 Solution "workitem_per_matrix" (rocSOLVER's batched small-matrix kernels): every work-item runs,
 serially as LAPACK's unblocked routines do, one matrix's factorization or decomposition (getrf:
-getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, geev: gehd2 + Francis QR, laswp) or one right-hand side
-column's substitution (trsm, getrs, potrs) or one column of an inverse (getri, trtri); 64 work-items a workgroup, as many workgroups as the batch
-needs, so a stack of 10 000 matrices is one launch. The row gather lapmr is a plain copy, a
+getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, geev: gehd2 + Francis QR, laswp)
+or one right-hand side column's substitution (trsm, getrs, potrs) or one column of an inverse
+(getri, trtri) or one eigenvalue's vector (trevc); 64 work-items a workgroup, as many workgroups
+as the batch needs, so a stack of 10 000 matrices is one launch. Each kernel is written once for
+real and complex matrices (entries.py's Field: a complex entry is a (re, im) pair of expressions). The row gather lapmr is a plain copy, a
 workgroup per row. The sizes and the batch are scalar parameters: one kernel per routine,
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
 to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them recursively into leaves
