@@ -87,6 +87,7 @@ def test_complex_solve_inv_det_slogdet_cholesky(dtype):
     np.testing.assert_array_equal(u, hermitian_transpose(l))
 
 
+@pytest.mark.slow
 def test_complex_singular_matrix_gives_infs_not_an_exception():
     a = np.array([[1 + 1j, 2 + 2j], [2 + 2j, 4 + 4j]])
     assert cj.jit(cnp.linalg.det)(a) == 0
@@ -162,7 +163,7 @@ def unitarity(q, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(2, 7, 5), (4, 6)])
+@pytest.mark.parametrize("shape", [(2, 7, 5), pytest.param((4, 6), marks=pytest.mark.slow)])
 def test_complex_qr_against_lapack(dtype, shape):
     """Q R = A, Q unitary, R equal to numpy's (zgeqrf's) R; modes reduced, complete and r."""
     a = complex_normal(shape, dtype, 8)

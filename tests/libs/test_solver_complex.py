@@ -5,7 +5,8 @@ getrs, getri, potrf (Hermitian), potrs, trsm (conjugate transpose), trtri, geqrf
 Error model: as tests/libs/test_solver.py's, n eps ||A|| backward errors (Higham 9.3, 10.1, 8.1),
 with complex arithmetic's constants (Higham 3.6: a complex product or division is within a small
 multiple, at most 2 sqrt(2) + 1 for Smith's division, of a real one's error), so BOUND is 4 times
-test_solver's. c128 runs in make test, c64 under test-all.
+test_solver's. getrf/getrs/getri's c128 case runs in make test (the frontend's complex tests cover
+the other kernels there), everything else under test-all.
 """
 import numpy as np
 import pytest
@@ -53,7 +54,8 @@ def test_complex_getrf_getrs_getri(dtype):
                                atol=BOUND * n * eps(dtype) * np.abs(inverse).max())
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
 @pytest.mark.parametrize("lower", [True, False])
 def test_complex_potrf_and_potrs_of_hermitian_matrices(dtype, lower):
     """A = L L^H from A's lower triangle (junk above it and in the diagonal's imaginary part, which are
@@ -76,7 +78,8 @@ def test_complex_potrf_and_potrs_of_hermitian_matrices(dtype, lower):
     np.testing.assert_allclose(y, potrs_reference(c, b, lower), rtol=0, atol=BOUND * n * eps(dtype) * np.abs(y).max())
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
 @pytest.mark.parametrize("trans", [False, True])
 def test_complex_trsm_and_trtri(dtype, trans):
     """op(A) Y = X with op(A) = A^H when trans (LAPACK's 'C'), residual within BOUND n eps ||A|| ||Y||;
