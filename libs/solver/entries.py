@@ -42,14 +42,6 @@ class Complex:
         other = Complex.of(other, self)
         return Complex(self.re - other.re, self.im - other.im)
 
-    def __rsub__(self, other):
-        return Complex.of(other, self) - self
-
-    __radd__ = __add__
-
-    def __neg__(self):
-        return Complex(-self.re, -self.im)
-
     def __mul__(self, other):
         if not isinstance(other, Complex):   # a real factor scales both parts
             return Complex(self.re * other, self.im * other)
@@ -65,9 +57,6 @@ class Complex:
         re = K.select(by_re, self.re + self.im * ratio, self.re * ratio + self.im) / scale
         im = K.select(by_re, self.im - self.re * ratio, self.im * ratio - self.re) / scale
         return Complex(re, im)
-
-    def __rtruediv__(self, other):
-        return Complex.of(other, self) / self
 
     def conj(self) -> "Complex":
         return Complex(self.re, -self.im)
