@@ -225,9 +225,9 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
 
 
 def cholesky_stack(a: Tracer) -> Tracer:
-    """The Cholesky factors of a stack, differentiable (a symmetric dA, as JAX's rule):
-    dL = L phi(L^-1 dA L^-T), phi the lower triangle with its diagonal halved (self-adjoint), so
-    ct_A = L^-T phi(L^T ct_L) L^-1."""
+    """The Cholesky factors of a stack, differentiable (a symmetric, or Hermitian, dA, as JAX's rule):
+    dL = L phi(L^-1 dA L^-H), phi the lower triangle with its diagonal halved (self-adjoint), so
+    ct_A = L^-T phi(L^T ct_L) L^-1 (real matrices only: the complex cotangent is not written)."""
     def factor(a):
         l = potrf(a)
         failed = red.any(el.logical_not(el.greater(el.real(sh.diagonal(l, axis1=1, axis2=2)), 0)), axis=1)
@@ -237,12 +237,10 @@ def cholesky_stack(a: Tracer) -> Tracer:
         return sh.tril(x) - sh.diagonal(x, axis1=1, axis2=2)[..., None] * cr.eye(x.shape[-1], dtype=x.dtype) / 2
 
     def jvp(primals, tangents, l):
-        real_only("the derivative of cholesky", l)
-        inner = matrix_transpose(solve_stack(l, matrix_transpose(solve_stack(l, tangents[0]))))
-        return l @ phi(inner)
+        return l @ phi(adjoint(solve_stack(l, adjoint(solve_stack(l, tangents[0])))))
 
     def vjp(primals, l, ct):
-        real_only("the derivative of cholesky", l)
+        real_only("the reverse-mode derivative of cholesky", l)
         l_inv = inv(l)
         return (matrix_transpose(l_inv) @ phi(matrix_transpose(l) @ ct) @ l_inv,)
     return with_rules("linalg.cholesky", factor, jvp, vjp, a)

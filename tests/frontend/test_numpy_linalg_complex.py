@@ -299,5 +299,20 @@ def test_complex_derivatives_of_solve_inv_and_det():
 
 def test_complex_derivatives_without_rules_say_so():
     h = hermitian_positive_definite((3, 3), np.complex128)
-    with pytest.raises(NotImplementedError, match=r"the derivative of cholesky of complex matrices"):
-        cj.jvp(cnp.linalg.cholesky, (h,), (h,))
+    with pytest.raises(NotImplementedError, match=r"the reverse-mode derivative of cholesky of complex matrices"):
+        cj.vjp(cnp.linalg.cholesky, h)[1](h)
+    with pytest.raises(NotImplementedError, match=r"the derivative of eigh of complex matrices"):
+        cj.jvp(cnp.linalg.eigh, (h,), (h,))
+
+
+@pytest.mark.slow
+def test_complex_cholesky_jvp_against_differences():
+    """dL = L phi(L^-1 dA L^-H) for a Hermitian direction dA, against central differences of numpy's
+    cholesky (step 1e-6: error h^2 + eps / h, so 1e-8 relative; bounded by 1e-7)."""
+    h = hermitian_positive_definite((2, 4, 4), np.complex128, 18)
+    x = complex_normal((2, 4, 4), np.complex128, 19)
+    direction = (x + hermitian_transpose(x)) / 2
+    step = 1e-6
+    _, tangent = cj.jvp(cnp.linalg.cholesky, (h,), (direction,))
+    differences = (np.linalg.cholesky(h + step * direction) - np.linalg.cholesky(h - step * direction)) / (2 * step)
+    assert np.max(np.abs(np.asarray(tangent) - differences)) <= 1e-7 * np.max(np.abs(differences))
