@@ -286,9 +286,10 @@ def eigh(a, UPLO: str = "L", symmetrize_input: bool = True):
 
 
 def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(w, V) of a stack of symmetric matrices, differentiable (a symmetric dA, as JAX's rule): with
-    M = V^T dA V and F_ij = 1 / (w_j - w_i) off the diagonal (0 on it), dw = diag(M),
-    dV = V (F o M); ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T."""
+    """(w, V) of a stack of symmetric (Hermitian) matrices, differentiable (a symmetric, or Hermitian,
+    dA, as JAX's rule): with M = V^H dA V and F_ij = 1 / (w_j - w_i) off the diagonal (0 on it),
+    dw = re diag(M), dV = V (F o M); ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T (real matrices only:
+    the complex cotangent is not written)."""
     def inverse_gaps(w):
         gaps = w[:, None, :] - w[:, :, None]
         eye = cr.eye(w.shape[-1], dtype=w.dtype)
@@ -296,13 +297,12 @@ def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
 
     def jvp(primals, tangents, outs):
         w, v = outs
-        real_only("the derivative of eigh", v)
-        m = matrix_transpose(v) @ tangents[0] @ v
-        return sh.diagonal(m, axis1=1, axis2=2), v @ (inverse_gaps(w) * m)
+        m = adjoint(v) @ tangents[0] @ v
+        return el.real(sh.diagonal(m, axis1=1, axis2=2)), v @ (inverse_gaps(w) * m)
 
     def vjp(primals, outs, cts):
         (w, v), (ct_w, ct_v) = outs, cts
-        real_only("the derivative of eigh", v)
+        real_only("the reverse-mode derivative of eigh", v)
         inner = inverse_gaps(w) * (matrix_transpose(v) @ ct_v) + ct_w[..., None] * cr.eye(w.shape[-1], dtype=w.dtype)
         return (v @ inner @ matrix_transpose(v),)
     return with_rules("linalg.eigh", syevj, jvp, vjp, a)

@@ -301,8 +301,8 @@ def test_complex_derivatives_without_rules_say_so():
     h = hermitian_positive_definite((3, 3), np.complex128)
     with pytest.raises(NotImplementedError, match=r"the reverse-mode derivative of cholesky of complex matrices"):
         cj.vjp(cnp.linalg.cholesky, h)[1](h)
-    with pytest.raises(NotImplementedError, match=r"the derivative of eigh of complex matrices"):
-        cj.jvp(cnp.linalg.eigh, (h,), (h,))
+    with pytest.raises(NotImplementedError, match=r"the reverse-mode derivative of eigh of complex matrices"):
+        cj.vjp(cnp.linalg.eigh, h)[1]((np.ones(3), h))
 
 
 @pytest.mark.slow
@@ -316,3 +316,21 @@ def test_complex_cholesky_jvp_against_differences():
     _, tangent = cj.jvp(cnp.linalg.cholesky, (h,), (direction,))
     differences = (np.linalg.cholesky(h + step * direction) - np.linalg.cholesky(h - step * direction)) / (2 * step)
     assert np.max(np.abs(np.asarray(tangent) - differences)) <= 1e-7 * np.max(np.abs(differences))
+
+
+@pytest.mark.slow
+def test_complex_eigh_jvp():
+    """dw against central differences of numpy's eigvalsh (step 1e-6: 1e-7 relative), and the
+    differentiated identity dA V + A dV = dV diag(w) + V diag(dw) to 1e-12 (the vectors' phases make
+    differences of V itself meaningless)."""
+    x = complex_normal((2, 5, 5), np.complex128, 20)
+    a = (x + hermitian_transpose(x)) / 2
+    y = complex_normal((2, 5, 5), np.complex128, 21)
+    direction = (y + hermitian_transpose(y)) / 2
+    step = 1e-6
+    (w, v), (dw, dv) = cj.jvp(cnp.linalg.eigh, (a,), (direction,))
+    differences = (np.linalg.eigvalsh(a + step * direction) - np.linalg.eigvalsh(a - step * direction)) / (2 * step)
+    assert np.max(np.abs(np.asarray(dw) - differences)) <= 1e-7 * np.max(np.abs(differences))
+    w, v, dw, dv = (np.asarray(t) for t in (w, v, dw, dv))
+    identity = direction @ v + a @ dv - dv * w[:, None, :] - v * dw[:, None, :]
+    assert np.max(np.abs(identity)) <= 1e-12 * np.max(np.abs(a)) * np.max(np.abs(dv))
