@@ -21,13 +21,14 @@ from .cnp.linalg import qr as numpy_qr
 from .cnp.linalg import solve as numpy_solve
 from .cnp.linalg import svd as numpy_svd
 from .cnp.linalg_solver import getrf, identity_stack, laswp, potrs, rows_of, trsm
+from .dtypes import is_complex
 from .lax_control import fori_loop
 from .tracing import located
 
 __all__ = ["lu", "lu_factor", "lu_solve", "cho_factor", "cho_solve", "solve_triangular", "cholesky", "solve", "inv",
            "det", "qr", "eigh", "svd", "expm", "block_diag", "toeplitz"]
 
-TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}   # conjugation: real matrices only
+TRANS = {0: "N", "N": "N", 1: "T", "T": "T", 2: "C", "C": "C"}   # op(a): a, a^T, a^H (LAPACK's trans)
 
 
 def right_hand_side(name: str, a, b) -> tuple:
@@ -49,10 +50,18 @@ def as_given(x, vector: bool, batch: tuple):
     return x[..., 0] if vector else x
 
 
-def trans_flag(name: str, trans) -> bool:
+def trans_flag(name: str, trans) -> str:
     if trans not in TRANS:
         raise TracingValueError(located(f"{name}: trans must be 0, 1, 2 or 'N', 'T', 'C', got {trans!r}"))
     return TRANS[trans]
+
+
+def for_trans(a, trans: str):
+    """(the matrix and trsm's trans flag) for op(a) = a, a^T or a^H: trsm's trans is the conjugate
+    transpose, so a^T of a complex a is conj(a)^H."""
+    if trans == "T" and is_complex(a.type.dtype):
+        return el.conj(a), True
+    return a, trans != "N"
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True):
@@ -63,14 +72,14 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
-    """x with a x = b (trans 0) or a^T x = b (trans 1, 2) from lu_factor's (lu, piv)."""
+    """x with a x = b (trans 0), a^T x = b (trans 1) or a^H x = b (trans 2) from lu_factor's (lu, piv)."""
     lu, piv = lu_and_piv
-    transposed = trans_flag("lu_solve", trans)
     lu, b, vector, batch = right_hand_side("lu_solve", lu, b)
+    lu, transposed = for_trans(lu, trans_flag("lu_solve", trans))
     pivots = sh.reshape(sh.broadcast_to(cr.asarray(piv), batch + cr.asarray(piv).shape[-1:]),
                         (lu.shape[0], -1))
     permutation, inverse = laswp(pivots, lu.shape[1])
-    if transposed:   # a^T = U^T L^T P: x = P^T L^-T U^-T b
+    if transposed:   # a^H = U^H L^H P: x = P^T L^-H U^-H b (lu conjugated for a complex a^T)
         y = trsm(lu, b, lower=False, trans=True, unit_diagonal=False)
         x = rows_of(trsm(lu, y, lower=True, trans=True, unit_diagonal=True), inverse)
     else:
@@ -95,7 +104,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    """The Cholesky factor: L (lower) or U = L^T, NaNs where a is not positive definite."""
+    """The Cholesky factor: L (lower) or U = L^H, NaNs where a is not positive definite."""
     return numpy_cholesky(a, upper=not lower)
 
 
@@ -109,20 +118,20 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     c, lower = c_and_lower
     lower = bool(lower)   # a Python bool, or the 0-d array an eager cho_factor returns
     c, b, vector, batch = right_hand_side("cho_solve", c, b)
-    # a = L L^T: L y = b, L^T x = y (L = c, or c^T when c holds U).
+    # a = L L^H: L y = b, L^H x = y (L = c, or c^H when c holds U).
     return as_given(potrs(c, b, lower=lower), vector, batch)
 
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False, check_finite=True):
     """x with op(a) x = b for a triangular a (only its `lower` or upper triangle is read)."""
-    transposed = trans_flag("solve_triangular", trans)
     a, b, vector, batch = right_hand_side("solve_triangular", a, b)
+    a, transposed = for_trans(a, trans_flag("solve_triangular", trans))
     return as_given(trsm(a, b, lower=lower, trans=transposed, unit_diagonal=unit_diagonal), vector, batch)
 
 
 def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True, assume_a="gen"):
     """scipy's solve: by LU ('gen'), Cholesky ('pos'), or a triangle ('lower triangular' and 'upper ...')."""
-    if assume_a in ("gen", "general", "sym", "symmetric"):
+    if assume_a in ("gen", "general", "sym", "symmetric", "her", "hermitian"):
         a, b, vector, batch = right_hand_side("solve", a, b)
         return as_given(numpy_solve(a, b), vector, batch)
     if assume_a in ("pos", "positive definite"):

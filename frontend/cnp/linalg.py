@@ -4,8 +4,11 @@ Factorizations and solves go to the solver library through linalg_solver.py (get
 geqrf, orgqr, syevj, gesvdj, geev);
 the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
-matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices and the
-general eigenvectors (eig: geev computes eigenvalues only) raise NotImplementedError.
+matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices (c64, c128)
+are taken by the functions of COMPLEX_FUNCTIONS (the LU, Cholesky, QR, Hermitian eigenvalue and
+singular value families: the solver's complex getrf, getrs, getri, potrf, potrs, trsm, trtri,
+geqrf, orgqr, syevj, gesvdj); the others (eigvals and eig of complex matrices) raise
+NotImplementedError. eig's eigenvectors are those of geev's real Schur form (trevc) mapped back.
 solve, inv, det, slogdet, cholesky and eigh are differentiable and vmappable: each is one call op
 with rules of its own (linalg_rules.py's with_rules; the rules beside each function below).
 """
@@ -29,8 +32,9 @@ from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
 from .linalg_rules import with_rules
-from .linalg_solver import direct_solve, geev, geqrf, gesvdj, getrf, getri, getrs, orgqr, potrf, rows_of, \
-    syevj, trsm
+from .indexing_funcs import take_along_axis
+from .linalg_solver import adjoint, direct_solve, geev, geev_vectors, geqrf, gesvdj, getrf, getri, getrs, orgqr, \
+    potrf, rows_of, syevj, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
@@ -40,13 +44,23 @@ __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "tra
 
 # ---- stacks of matrices ---------------------------------------------------------------------------
 
+# The functions (of this module and cdnajit.scipy.linalg) that take complex matrices: those over the
+# solver's LU, Cholesky, QR, Hermitian eigen- and singular value routines, which have complex kernels.
+COMPLEX_FUNCTIONS = frozenset({"solve", "inv", "det", "slogdet", "cholesky", "matrix_power", "tensorinv",
+                               "tensorsolve", "qr", "eigh", "svd", "pinv", "matrix_rank", "lstsq", "cond", "norm",
+                               "vector_norm", "expm", "lu", "lu_factor", "lu_solve", "cho_solve",
+                               "solve_triangular"})
+
+
 def promoted(name: str, *xs) -> list[Tracer]:
     """The operands as tracers of the one float dtype jnp computes them in (integers promoted)."""
     dtype, _ = result_type(*xs)
     dtype = to_inexact(dtype)
-    if is_complex(dtype):
-        raise NotImplementedError(located(f"{name} of complex matrices ({dtype}) is not implemented: "
-                                          f"the solver library has real kernels only"))
+    if is_complex(dtype) and name not in COMPLEX_FUNCTIONS:
+        raise NotImplementedError(located(
+            f"{name} of complex matrices ({dtype}) is not implemented (the solver library's complex routines are "
+            f"the LU, Cholesky, QR, Hermitian eigenvalue and singular value families: "
+            f"{', '.join(sorted(COMPLEX_FUNCTIONS))})"))
     return [convert(cr.asarray(x), dtype) for x in xs]
 
 
@@ -62,6 +76,11 @@ def matrices(name: str, a, square: bool = True) -> Tracer:
     (x,) = promoted(name, a)
     check_matrices(name, x, square)
     return x
+
+
+def real_only(what: str, x: Tracer):
+    if is_complex(x.type.dtype):
+        raise NotImplementedError(located(f"{what} of complex matrices ({x.type.dtype}) is not implemented"))
 
 
 def as_stack(x: Tracer) -> Tracer:
@@ -175,48 +194,60 @@ def slogdet(a, *, method=None):
 
     def lu_logabsdet(a):
         return red.sum(el.log(el.abs(lu_diagonal_and_parity("slogdet", a)[0])), axis=-1)
-    # The sign has zero derivative; d log|det| = tr(A^-1 dA), ct_A = ct A^-T.
-    sign = with_rules("linalg.slogdet", lu_sign, lambda p, t, s: cr.zeros_like(s),
-                      lambda p, s, ct: (cr.zeros_like(p[0]),), stack)
-    logabsdet = with_rules("linalg.slogdet", lu_logabsdet, lambda p, t, l: trace_of_solve(p[0], t[0]),
-                           lambda p, l, ct: (ct[:, None, None] * matrix_transpose(inv(p[0])),), stack)
+    # A real matrix's sign has zero derivative; d log|det| = tr(A^-1 dA), ct_A = ct A^-T.
+    def sign_jvp(p, t, s):
+        real_only("the derivative of slogdet", s)
+        return cr.zeros_like(s)
+
+    def logabsdet_jvp(p, t, l):
+        real_only("the derivative of slogdet", p[0])
+        return trace_of_solve(p[0], t[0])
+
+    def logabsdet_vjp(p, l, ct):
+        real_only("the derivative of slogdet", p[0])
+        return (ct[:, None, None] * matrix_transpose(inv(p[0])),)
+    def sign_vjp(p, s, ct):
+        real_only("the derivative of slogdet", s)
+        return (cr.zeros_like(p[0]),)
+    sign = with_rules("linalg.slogdet", lu_sign, sign_jvp, sign_vjp, stack)
+    logabsdet = with_rules("linalg.slogdet", lu_logabsdet, logabsdet_jvp, logabsdet_vjp, stack)
     return sh.reshape(sign, a.shape[:-2]), sh.reshape(logabsdet, a.shape[:-2])
 
 
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
-    """jnp.linalg.cholesky: L with a = L L^T of (a + a^T) / 2 (U = L^T when upper); NaNs where a is not
-    positive definite."""
+    """jnp.linalg.cholesky: L with a = L L^H of (a + a^H) / 2 (U = L^H when upper; ^H is ^T for real
+    matrices); NaNs where a is not positive definite."""
     a = matrices("cholesky", a)
     if symmetrize_input:
-        a = (a + matrix_transpose(a)) / 2
+        a = (a + adjoint(a)) / 2
     l = from_stack(cholesky_stack(as_stack(a)), a.shape[:-2])
-    return matrix_transpose(l) if upper else l
+    return adjoint(l) if upper else l
 
 
 def cholesky_stack(a: Tracer) -> Tracer:
-    """The Cholesky factors of a stack, differentiable (a symmetric dA, as JAX's rule):
-    dL = L phi(L^-1 dA L^-T), phi the lower triangle with its diagonal halved (self-adjoint), so
-    ct_A = L^-T phi(L^T ct_L) L^-1."""
+    """The Cholesky factors of a stack, differentiable (a symmetric, or Hermitian, dA, as JAX's rule):
+    dL = L phi(L^-1 dA L^-H), phi the lower triangle with its diagonal halved (self-adjoint), so
+    ct_A = L^-T phi(L^T ct_L) L^-1 (real matrices only: the complex cotangent is not written)."""
     def factor(a):
         l = potrf(a)
-        failed = red.any(el.logical_not(el.greater(sh.diagonal(l, axis1=1, axis2=2), 0)), axis=1)
+        failed = red.any(el.logical_not(el.greater(el.real(sh.diagonal(l, axis1=1, axis2=2)), 0)), axis=1)
         return el.where(failed[:, None, None], math.nan, l)
 
     def phi(x):
         return sh.tril(x) - sh.diagonal(x, axis1=1, axis2=2)[..., None] * cr.eye(x.shape[-1], dtype=x.dtype) / 2
 
     def jvp(primals, tangents, l):
-        inner = matrix_transpose(solve_stack(l, matrix_transpose(solve_stack(l, tangents[0]))))
-        return l @ phi(inner)
+        return l @ phi(adjoint(solve_stack(l, adjoint(solve_stack(l, tangents[0])))))
 
     def vjp(primals, l, ct):
+        real_only("the reverse-mode derivative of cholesky", l)
         l_inv = inv(l)
         return (matrix_transpose(l_inv) @ phi(matrix_transpose(l) @ ct) @ l_inv,)
     return with_rules("linalg.cholesky", factor, jvp, vjp, a)
 
 
 def qr(a, mode: str = "reduced"):
-    """jnp.linalg.qr: (Q, R) with a = Q R, Q orthonormal columns; mode "reduced" (Q m x k, R k x n,
+    """jnp.linalg.qr: (Q, R) with a = Q R, Q orthonormal (unitary) columns; mode "reduced" (Q m x k, R k x n,
     k = min(m, n)), "complete" (Q m x m, R m x n), "r" (R only, k x n) or "raw" (LAPACK's
     Householder vectors transposed, and tau)."""
     if mode not in ("reduced", "complete", "r", "raw"):
@@ -234,28 +265,31 @@ def qr(a, mode: str = "reduced"):
 
 
 def symmetric(name: str, a, UPLO: str, symmetrize_input: bool) -> Tracer:
-    """(a + a^T) / 2 when symmetrize_input, else the UPLO triangle mirrored."""
+    """(a + a^H) / 2 when symmetrize_input, else the UPLO triangle mirrored (conjugated), the diagonal's
+    imaginary part dropped (LAPACK's heevd does not read it)."""
     if UPLO not in ("L", "U"):
         raise TracingValueError(located(f"{name}: UPLO must be 'L' or 'U', got {UPLO!r}"))
     a = matrices(name, a)
     if symmetrize_input:
-        return (a + matrix_transpose(a)) / 2
-    triangle = sh.tril(a) if UPLO == "L" else sh.triu(a)
-    return triangle + matrix_transpose(sh.tril(a, -1) if UPLO == "L" else sh.triu(a, 1))
+        return (a + adjoint(a)) / 2
+    strict = sh.tril(a, -1) if UPLO == "L" else sh.triu(a, 1)
+    diagonal = el.real(sh.diagonal(a, axis1=-2, axis2=-1))[..., None] * cr.eye(a.shape[-1], dtype=a.type.dtype)
+    return strict + adjoint(strict) + diagonal
 
 
 def eigh(a, UPLO: str = "L", symmetrize_input: bool = True):
-    """jnp.linalg.eigh: (eigenvalues ascending, eigenvectors as columns) of symmetric matrices, by
-    cyclic Jacobi (syevj: one work-item per matrix)."""
+    """jnp.linalg.eigh: (eigenvalues ascending, eigenvectors as columns) of symmetric (Hermitian)
+    matrices, by cyclic Jacobi (syevj: one work-item per matrix); the eigenvalues are real."""
     a = symmetric("eigh", a, UPLO, symmetrize_input)
     w, v = eigh_stack(as_stack(a))
     return sh.reshape(w, a.shape[:-1]), from_stack(v, a.shape[:-2])
 
 
 def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(w, V) of a stack of symmetric matrices, differentiable (a symmetric dA, as JAX's rule): with
-    M = V^T dA V and F_ij = 1 / (w_j - w_i) off the diagonal (0 on it), dw = diag(M),
-    dV = V (F o M); ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T."""
+    """(w, V) of a stack of symmetric (Hermitian) matrices, differentiable (a symmetric, or Hermitian,
+    dA, as JAX's rule): with M = V^H dA V and F_ij = 1 / (w_j - w_i) off the diagonal (0 on it),
+    dw = re diag(M), dV = V (F o M); ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T (real matrices only:
+    the complex cotangent is not written)."""
     def inverse_gaps(w):
         gaps = w[:, None, :] - w[:, :, None]
         eye = cr.eye(w.shape[-1], dtype=w.dtype)
@@ -263,11 +297,12 @@ def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
 
     def jvp(primals, tangents, outs):
         w, v = outs
-        m = matrix_transpose(v) @ tangents[0] @ v
-        return sh.diagonal(m, axis1=1, axis2=2), v @ (inverse_gaps(w) * m)
+        m = adjoint(v) @ tangents[0] @ v
+        return el.real(sh.diagonal(m, axis1=1, axis2=2)), v @ (inverse_gaps(w) * m)
 
     def vjp(primals, outs, cts):
         (w, v), (ct_w, ct_v) = outs, cts
+        real_only("the reverse-mode derivative of eigh", v)
         inner = inverse_gaps(w) * (matrix_transpose(v) @ ct_v) + ct_w[..., None] * cr.eye(w.shape[-1], dtype=w.dtype)
         return (v @ inner @ matrix_transpose(v),)
     return with_rules("linalg.eigh", syevj, jvp, vjp, a)
@@ -283,26 +318,49 @@ def eigvals(a):
     return sh.reshape(values, a.shape[:-1])
 
 
+def eig(a):
+    """jnp.linalg.eig: (eigenvalues as eigvals gives them, right eigenvectors as columns) of general real
+    matrices: the real Schur form's eigenvectors (geev with vectors, then trevc's back substitution)
+    mapped back by the Schur vectors, each normalized as LAPACK's geev: unit 2-norm and, for a complex
+    eigenvalue, its largest component real (a real eigenvalue's vector is real, its sign as computed)."""
+    a = matrices("eig", a)
+    if a.size == 0:
+        values = el.apply("complex", *geev(as_stack(a)))
+        return sh.reshape(values, a.shape[:-1]), cr.zeros(a.shape, values.type.dtype)
+    wr, wi, v = geev_vectors(as_stack(a))
+    v = v / el.sqrt(red.sum(el.real(v * el.conj(v)), axis=1, keepdims=True))
+    largest = red.argmax(el.abs(v), axis=1, keepdims=True)
+    component = take_along_axis(v, largest, axis=1)
+    paired = el.not_equal(wi, 0)[:, None, :]
+    v = v * el.where(paired, el.conj(component) / el.abs(component), 1)
+    # The largest component's imaginary part is rounding left by the product: zero, as LAPACK sets it.
+    at_largest = el.logical_and(paired, el.equal(cr.arange(v.shape[1])[None, :, None], largest))
+    v = el.where(at_largest, el.real(v).astype(v.type.dtype), v)
+    values = el.apply("complex", wr, wi)
+    return sh.reshape(values, a.shape[:-1]), from_stack(v, a.shape[:-2])
+
+
 def eigvalsh(a, UPLO: str = "L", *, symmetrize_input: bool = True):
     return eigh(a, UPLO, symmetrize_input)[0]
 
 
 def svd_stack(a: Tracer, full_matrices: bool, compute_uv: bool):
-    """(U, s, V^T) of a stack [B, m, n] by one-sided Jacobi on the taller of a and a^T; U completed to
+    """(U, s, V^H) of a stack [B, m, n] by one-sided Jacobi on the taller of a and a^H; U completed to
     an orthonormal basis (m x m when full_matrices) by a QR of its columns, whose R is diag(+-1)
-    where s > 0 (the zero singular values' columns, sorted last, are zero until then)."""
+    where s > 0 (geqrf's beta is real; the zero singular values' columns, sorted last, are zero
+    until then)."""
     batch, m, n = a.shape
     if m < n:
-        u, s, vt = svd_stack(sh.swapaxes(a, 1, 2), full_matrices, compute_uv)
-        return (None if vt is None else sh.swapaxes(vt, 1, 2)), s, (None if u is None else sh.swapaxes(u, 1, 2))
+        u, s, vt = svd_stack(adjoint(a), full_matrices, compute_uv)
+        return (None if vt is None else adjoint(vt)), s, (None if u is None else adjoint(u))
     s, u, v = gesvdj(a)
     if not compute_uv:
         return None, s, None
     packed, tau = geqrf(u)
     q = orgqr(packed, tau, m if full_matrices else n)
-    signs = el.where(el.less(sh.diagonal(packed, axis1=1, axis2=2), 0), -1.0, 1.0).astype(a.type.dtype)
+    signs = el.where(el.less(el.real(sh.diagonal(packed, axis1=1, axis2=2)), 0), -1.0, 1.0).astype(a.type.dtype)
     signs = sh.concatenate([signs, cr.ones((batch, q.shape[2] - n), a.type.dtype)], axis=1)
-    return q * signs[:, None, :], s, sh.swapaxes(v, 1, 2)
+    return q * signs[:, None, :], s, adjoint(v)
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False, subset_by_index=None):
@@ -321,7 +379,7 @@ def svdvals(x, /):
 
 
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
-    """jnp.linalg.pinv: V diag(1/s) U^T over the singular values above rtol * s_max (rtol defaults
+    """jnp.linalg.pinv: V diag(1/s) U^H over the singular values above rtol * s_max (rtol defaults
     to 10 max(m, n) eps, as JAX's)."""
     a = matrices("pinv", a, square=False)
     rtol = rcond if rcond is not None else rtol
@@ -330,7 +388,7 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     u, s, vt = svd(a, full_matrices=False)
     cutoff = rtol * red.max(s, axis=-1, keepdims=True, initial=0.0)
     inverse = el.where(el.greater(s, cutoff), 1 / el.where(el.greater(s, cutoff), s, 1), 0)
-    return con.matmul(matrix_transpose(vt) * inverse[..., None, :], matrix_transpose(u))
+    return con.matmul(adjoint(vt) * inverse[..., None, :], adjoint(u))
 
 
 def matrix_rank(M, rtol=None, *, tol=None):
@@ -357,12 +415,11 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     cutoff = rcond * red.max(s, initial=0.0)
     kept = el.greater(s, cutoff)
     inverse = el.where(kept, 1 / el.where(kept, s, 1), 0)
-    x = con.matmul(matrix_transpose(vt) * inverse[None, :], con.matmul(matrix_transpose(u), b))
-    residual = b - con.matmul(a, x)
-    resid = red.sum(residual * residual, axis=0)
+    x = con.matmul(adjoint(vt) * inverse[None, :], con.matmul(adjoint(u), b))
+    resid = red.sum(el.abs(b - con.matmul(a, x)) ** 2, axis=0)
     rank = red.sum(kept)
     if numpy_resid and not (a.shape[0] > a.shape[1]):
-        resid = cr.zeros((0,), a.type.dtype)
+        resid = cr.zeros((0,), resid.type.dtype)
     return x, resid, rank, s
 
 
@@ -536,4 +593,3 @@ def not_implemented(name: str, needs: str):
     return function
 
 
-eig = not_implemented("eig", "the eigenvectors of a general matrix (geev's back-substitution on the real Schur form)")

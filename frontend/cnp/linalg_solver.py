@@ -20,10 +20,13 @@ products are large GEMMs:
     compact WY form (larfb as GEMMs), T built from the halves' (Elmroth and Gustavson), leaves
     qr_leaf columns wide (the block-size heuristic: narrow for few matrices); orgqr likewise;
   - getri: A^-1 = U^-1 L^-1 P, L^-1 by a recursive trtri (GEMMs), U^-1 by trsm; potrs: two trsm.
-syevj and gesvdj run unblocked at every size (one work-item per matrix).
+syevj, gesvdj and geev run unblocked at every size (one work-item per matrix; trevc one per
+eigenvalue). Every routine but geev and trevc takes complex matrices: the recursions' transposes are
+conjugate transposes (adjoint).
 """
 from __future__ import annotations
 
+from ..dtypes import is_complex
 from ..tracing import Tracer, bind
 from . import contractions as con
 from . import creation as cr
@@ -49,6 +52,13 @@ def rows_of(x: Tracer, permutation: Tracer) -> Tracer:
     if is_empty(x, permutation):
         return cr.zeros((x.shape[0], permutation.shape[1], x.shape[2]), x.type.dtype)
     return solver_call("lapmr", [x, permutation.astype("int32")])[0]
+
+
+def adjoint(x: Tracer) -> Tracer:
+    """The conjugate transpose of each matrix (the transpose of a real one): what LAPACK's ^T is for
+    complex matrices in the routines' definitions (trsm's trans, potrf's L L^H)."""
+    transposed = sh.swapaxes(x, -1, -2)
+    return el.conj(transposed) if is_complex(x.type.dtype) else transposed
 
 
 def arange_rows(batch: int, rows: int) -> Tracer:
@@ -101,8 +111,9 @@ def getrf_recursive(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
 # ---- potrf -------------------------------------------------------------------------------------
 
 def potrf(a: Tracer) -> Tracer:
-    """L of a stack [B, n, n], A = L L^T from A's lower triangle (routines.py's potrf). Recursive above
-    SMALL: L11 of the leading half, L21 = A21 L11^-T, then L22 of the Schur complement A22 - L21 L21^T,
+    """L of a stack [B, n, n], A = L L^H from A's lower triangle (routines.py's potrf; ^H is ^T for real
+    matrices). Recursive above SMALL: L11 of the leading half, L21 = A21 L11^-H, then L22 of the Schur
+    complement A22 - L21 L21^H,
     whose lower triangle alone is updated (syrk's flops, half a GEMM's)."""
     batch, n, _ = a.shape
     if is_empty(a):
@@ -111,23 +122,22 @@ def potrf(a: Tracer) -> Tracer:
         return solver_call("potrf", [a])[0]
     n1 = split(n, SMALL)
     l11 = potrf(a[:, :n1, :n1])
-    l21 = sh.swapaxes(trsm(l11, sh.swapaxes(a[:, n1:, :n1], 1, 2), lower=True, trans=False, unit_diagonal=False),
-                      1, 2)
+    l21 = adjoint(trsm(l11, adjoint(a[:, n1:, :n1]), lower=True, trans=False, unit_diagonal=False))
     l22 = potrf(syrk_lower(a[:, n1:, n1:], l21))
     upper = sh.concatenate([l11, cr.zeros((batch, n1, n - n1), a.type.dtype)], axis=2)
     return sh.concatenate([upper, sh.concatenate([l21, l22], axis=2)], axis=1)
 
 
 def syrk_lower(c: Tracer, x: Tracer) -> Tracer:
-    """C - X X^T in C's lower triangle (what potrf reads; the upper triangle is left unspecified):
+    """C - X X^H in C's lower triangle (what potrf reads; the upper triangle is left unspecified):
     recursively, the lower-left block by one GEMM and the two diagonal blocks by syrk_lower, down to
     blocks of SMALL rows that take a whole GEMM."""
     n = c.shape[1]
     if n <= SMALL:
-        return c - con.matmul(x, sh.swapaxes(x, 1, 2))
+        return c - con.matmul(x, adjoint(x))
     n1 = split(n, SMALL)
     c11 = syrk_lower(c[:, :n1, :n1], x[:, :n1])
-    c21 = c[:, n1:, :n1] - con.matmul(x[:, n1:], sh.swapaxes(x[:, :n1], 1, 2))
+    c21 = c[:, n1:, :n1] - con.matmul(x[:, n1:], adjoint(x[:, :n1]))
     c22 = syrk_lower(c[:, n1:, n1:], x[:, n1:])
     return sh.concatenate([sh.concatenate([c11, c[:, :n1, n1:]], axis=2), sh.concatenate([c21, c22], axis=2)],
                           axis=1)
@@ -149,7 +159,7 @@ def trsm(a: Tracer, x: Tracer, *, lower: bool, trans: bool, unit_diagonal: bool)
         return x
     if direct_solve(a, x):
         return solver_call("trsm", [a, x], lower=lower, trans=trans, unit_diagonal=unit_diagonal)[0]
-    op_a = sh.swapaxes(a, 1, 2) if trans else a
+    op_a = adjoint(a) if trans else a
     return trsm_recursive(op_a, x, forward=lower != trans, unit_diagonal=unit_diagonal)
 
 
@@ -226,8 +236,8 @@ def trtri(a: Tracer, *, lower: bool, unit_diagonal: bool) -> Tracer:
 # ---- potrs -------------------------------------------------------------------------------------
 
 def potrs(c: Tracer, x: Tracer, *, lower: bool) -> Tracer:
-    """A^-1 X from potrf's A = L L^T, L = C (lower) or C^T (routines.py's potrs): one kernel for a
-    direct_solve problem, else L's and L^T's triangular solves (recursive trsm)."""
+    """A^-1 X from potrf's A = L L^H, L = C (lower) or C^H (routines.py's potrs): one kernel for a
+    direct_solve problem, else L's and L^H's triangular solves (recursive trsm)."""
     if is_empty(c, x):
         return x
     if direct_solve(c, x):
@@ -270,11 +280,12 @@ def geqrf(a: Tracer) -> tuple[Tracer, Tracer]:
 
 
 def geqrt(a: Tracer, with_t: bool) -> tuple[Tracer, Tracer, Tracer | None]:
-    """(QR, tau, T) of a stack [B, m, n], H_1 ... H_k = I - V T V^T (T only when with_t). Recursive
+    """(QR, tau, T) of a stack [B, m, n], H_1 ... H_k = I - V T V^H (T only when with_t; ^H is ^T for
+    real matrices). Recursive
     above qr_leaf columns (Elmroth and Gustavson's recursive QR, "Applying recursion to serial and
     parallel QR factorization", IBM J. Res. Dev. 44(4), 2000): the left half's QR and T, its
-    reflections applied to the right half in compact WY form (Q1^T A2 = A2 - V1 T1^T V1^T A2,
-    GEMMs), the QR of the right half's rows below the left half, and T = [[T1, -T1 V1^T V2 T2],
+    reflections applied to the right half in compact WY form (Q1^H A2 = A2 - V1 T1^H V1^H A2,
+    GEMMs), the QR of the right half's rows below the left half, and T = [[T1, -T1 V1^H V2 T2],
     [0, T2]], whose corner costs a GEMM of the halves' reflections only (the whole T of each level
     from V^T V would cost 2 m k^2). The same Householder vectors and tau as LAPACK's geqr2."""
     batch, m, n = a.shape
@@ -297,9 +308,9 @@ def geqrt(a: Tracer, with_t: bool) -> tuple[Tracer, Tracer, Tracer | None]:
 
 
 def combined_t(t1: Tracer, v1_below: Tracer, v2: Tracer, t2: Tracer) -> Tracer:
-    """T of (I - V1 T1 V1^T)(I - V2 T2 V2^T) = I - V T V^T, V = [V1, V2] with V2 zero above the rows
-    of v1_below (V1's rows where V2 is not zero): [[T1, -T1 (V1^T V2) T2], [0, T2]]."""
-    corner = -con.matmul(t1, con.matmul(con.matmul(sh.swapaxes(v1_below, 1, 2), v2), t2))
+    """T of (I - V1 T1 V1^H)(I - V2 T2 V2^H) = I - V T V^H, V = [V1, V2] with V2 zero above the rows
+    of v1_below (V1's rows where V2 is not zero): [[T1, -T1 (V1^H V2) T2], [0, T2]]."""
+    corner = -con.matmul(t1, con.matmul(con.matmul(adjoint(v1_below), v2), t2))
     zeros = cr.zeros((t1.shape[0], t2.shape[1], t1.shape[2]), t1.type.dtype)
     return sh.concatenate([sh.concatenate([t1, corner], axis=2), sh.concatenate([zeros, t2], axis=2)], axis=1)
 
@@ -314,8 +325,8 @@ def reflectors(qr: Tracer, tau: Tracer) -> Tracer:
 
 
 def larft(v: Tracer, tau: Tracer) -> Tracer:
-    """T [B, k, k] upper triangular with H_1 ... H_k = I - V T V^T. Up to qr_leaf columns: the inverse
-    of the strictly upper triangle of V^T V plus diag(1 / tau) (Joffrain, Low, Quintana-Orti, van de
+    """T [B, k, k] upper triangular with H_1 ... H_k = I - V T V^H. Up to qr_leaf columns: the inverse
+    of the strictly upper triangle of V^H V plus diag(1 / tau) (Joffrain, Low, Quintana-Orti, van de
     Geijn and van Zee, "Accumulating Householder transformations, revisited", TOMS 32(2), 2006), a
     GEMM and a trsm (a zero tau gives a 1 on the diagonal; its zero vector then contributes
     nothing); above, the halves' T combined (combined_t)."""
@@ -324,20 +335,20 @@ def larft(v: Tracer, tau: Tracer) -> Tracer:
         k1 = split(k, qr_leaf(batch))
         t1, t2 = larft(v[:, :, :k1], tau[:, :k1]), larft(v[:, k1:, k1:], tau[:, k1:])
         return combined_t(t1, v[:, k1:, :k1], v[:, k1:, k1:], t2)
-    gram = sh.triu(con.matmul(sh.swapaxes(v, 1, 2), v), 1)
+    gram = sh.triu(con.matmul(adjoint(v), v), 1)
     inverse_tau = el.where(el.equal(tau, 0), 1, 1 / el.where(el.equal(tau, 0), 1, tau))
     s = gram + inverse_tau[:, :, None] * cr.eye(k, dtype=v.type.dtype)
     return trsm(s, identity_stack(batch, k, v.type.dtype), lower=False, trans=False, unit_diagonal=False)
 
 
 def apply_transposed(v: Tracer, t: Tracer, c: Tracer) -> Tracer:
-    """Q^T C for Q = I - V T V^T (LAPACK's larfb, side L, trans T): C - V T^T (V^T C), three GEMMs."""
-    return c - con.matmul(v, con.matmul(sh.swapaxes(t, 1, 2), con.matmul(sh.swapaxes(v, 1, 2), c)))
+    """Q^H C for Q = I - V T V^H (LAPACK's larfb, side L, trans C): C - V T^H (V^H C), three GEMMs."""
+    return c - con.matmul(v, con.matmul(adjoint(t), con.matmul(adjoint(v), c)))
 
 
 def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
     """The first `columns` columns of Q (routines.py's orgqr); above SMALL reflections by the compact
-    WY form, I[:, :columns] - V T V[:columns]^T."""
+    WY form, I[:, :columns] - V T V[:columns]^H."""
     batch, m, n = qr.shape
     if batch == 0 or m == 0 or columns == 0:
         return cr.zeros((batch, m, columns), qr.type.dtype)
@@ -348,16 +359,17 @@ def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
     v = reflectors(qr, tau)
     t = larft(v, tau)
     identity = sh.broadcast_to(cr.eye(m, columns, dtype=qr.type.dtype), (batch, m, columns))
-    return identity - con.matmul(v, con.matmul(t, sh.swapaxes(v[:, :columns], 1, 2)))
+    return identity - con.matmul(v, con.matmul(t, adjoint(v[:, :columns])))
 
 
 # ---- syevj -------------------------------------------------------------------------------------
 
 def syevj(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(w ascending, V) of a stack of symmetric matrices [B, n, n] (routines.py's syevj)."""
+    """(w ascending, V) of a stack of symmetric (Hermitian) matrices [B, n, n] (routines.py's syevj); w
+    is real."""
     batch, n, _ = a.shape
     if is_empty(a):
-        return cr.zeros((batch, n), a.type.dtype), a
+        return cr.zeros((batch, n), el.real(a).type.dtype), a
     w, v, _ = solver_call("syevj", [a])
     return w, v
 
@@ -370,16 +382,26 @@ def geev(a: Tracer) -> tuple[Tracer, Tracer]:
     batch, n, _ = a.shape
     if is_empty(a):
         return cr.zeros((batch, n), a.type.dtype), cr.zeros((batch, n), a.type.dtype)
-    wr, wi, _ = solver_call("geev", [a])
+    wr, wi, _ = solver_call("geev", [a], vectors=False)
     return wr, wi
+
+
+def geev_vectors(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
+    """(wr, wi, V) of a stack [B, n, n] (not empty): the eigenvalues as geev gives them and the right
+    eigenvectors, complex, unnormalized: V = Z X from the real Schur form A = Z T Z^T (geev with
+    vectors) and T's eigenvectors X (trevc)."""
+    wr, wi, t, z = solver_call("geev", [a], vectors=True)
+    (x,) = solver_call("trevc", [t, wr, wi])
+    return wr, wi, con.matmul(z.astype(x.type.dtype), x)
 
 
 # ---- gesvdj ------------------------------------------------------------------------------------
 
 def gesvdj(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
-    """(s descending, U [B, m, n], V [B, n, n]) of a stack [B, m, n] with m >= n (routines.py's gesvdj)."""
+    """(s descending and real, U [B, m, n], V [B, n, n]) of a stack [B, m, n] with m >= n (routines.py's
+    gesvdj)."""
     batch, m, n = a.shape
     if is_empty(a):
-        return cr.zeros((batch, n), a.type.dtype), a, identity_stack(batch, n, a.type.dtype)
+        return cr.zeros((batch, n), el.real(a).type.dtype), a, identity_stack(batch, n, a.type.dtype)
     s, u, v = solver_call("gesvdj", [a])
     return s, u, v

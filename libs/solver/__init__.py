@@ -1,10 +1,10 @@
 """libs/solver: dense factorizations and solves, as rocSOLVER provides them.
 
 routines.py   the routines (getrf, getrs, getri, potrf, potrs, trsm, trtri, laswp, lapmr, geqrf, orgqr, syevj,
-              gesvdj, geev): attributes,
-              shape rule, numpy reference.
+              gesvdj, geev, trevc): attributes, shape rule, numpy reference.
 kernels.py    their kernels (one work-item per matrix: the batched small-matrix solution) and the
               answers to the compiler's questions about a call.
+entries.py    real and complex matrix entries as the kernels compute with them.
 The frontend (frontend/cnp/linalg*.py) emits the calls: a factorization of a large matrix is a
 sequence of panel calls and libs/blas GEMMs it writes out, as rocSOLVER's host code does.
 This file registers the library (ir/ops/library.py's contract).

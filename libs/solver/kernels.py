@@ -2,9 +2,11 @@
 
 Solution "workitem_per_matrix" (rocSOLVER's batched small-matrix kernels): every work-item runs,
 serially as LAPACK's unblocked routines do, one matrix's factorization or decomposition (getrf:
-getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, geev: gehd2 + Francis QR, laswp) or one right-hand side
-column's substitution (trsm, getrs, potrs) or one column of an inverse (getri, trtri); 64 work-items a workgroup, as many workgroups as the batch
-needs, so a stack of 10 000 matrices is one launch. The row gather lapmr is a plain copy, a
+getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, geev: gehd2 + Francis QR, laswp)
+or one right-hand side column's substitution (trsm, getrs, potrs) or one column of an inverse
+(getri, trtri) or one eigenvalue's vector (trevc); 64 work-items a workgroup, as many workgroups
+as the batch needs, so a stack of 10 000 matrices is one launch. Each kernel is written once for
+real and complex matrices (entries.py's Field: a complex entry is a (re, im) pair of expressions). The row gather lapmr is a plain copy, a
 workgroup per row. The sizes and the batch are scalar parameters: one kernel per routine,
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
 to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them recursively into leaves
@@ -21,6 +23,7 @@ from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from ...ir.types import NUMPY_DTYPES
 from ...lowering.emitters import operand_buffers
+from .entries import Complex, Field
 from .routines import MAX_QR_STEPS, MAX_SWEEPS
 
 SOLUTION = "workitem_per_matrix"
@@ -36,7 +39,8 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
     if op.attrs["routine"] == "lapmr":
         return SOLUTION, "a workgroup per row of the result (the library's only solution)"
     unit = {"trsm": "right-hand side column", "getrs": "right-hand side column", "potrs": "right-hand side column",
-            "getri": "column of the inverse", "trtri": "column of the inverse"}.get(op.attrs["routine"], "matrix")
+            "getri": "column of the inverse", "trtri": "column of the inverse",
+            "trevc": "eigenvalue's vector"}.get(op.attrs["routine"], "matrix")
     return SOLUTION, f"one work-item per {unit}, the batch in the grid (the library's only solution)"
 
 
@@ -44,9 +48,12 @@ def sizes(*names: str) -> list[K.ScalarParam]:
     return [K.ScalarParam(name, INDEX) for name in names]
 
 
-def resized(buffers, counts) -> list[K.GlobalBuffer]:
-    """The op's buffers with counts that are extents of the size parameters (any problem size)."""
-    return [K.GlobalBuffer(b.name, b.dtype, count, b.readonly) for b, count in zip(buffers, counts)]
+def resized(op: Op, counts) -> list[K.GlobalBuffer]:
+    """The op's buffers (operands then results) with `counts` entries each, extents of the size
+    parameters (any problem size); a complex value's buffer holds two elements an entry."""
+    types = [v.type for v in (*op.operands, *op.results)]
+    return [K.GlobalBuffer(b.name, b.dtype, count * Field(t.dtype).width, b.readonly)
+            for b, t, count in zip(operand_buffers(op), types, counts)]
 
 
 def per_item(name, params, scalars, items, body, arguments) -> Kernel:
@@ -62,111 +69,130 @@ def loop(var: str, start, stop, body) -> K.For:
     return K.For(K.Var(var, INDEX), start, stop, 1, body)
 
 
+def copied(source, target, first, count) -> K.For:
+    """Buffer elements first.. first + count of source copied to target."""
+    e = K.Var("e", INDEX)
+    return loop("e", first, first + count, [K.Store(target, e, source[e])])
+
+
 def getrf_kernel(op: Op, name: str) -> Kernel:
     batch, m, n = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, rows, columns = sizes("batch", "m", "n")
     steps = K.minimum(rows, columns)
-    a, lu, pivots, permutation = params = resized(
-        operand_buffers(op), [b * rows * columns, b * rows * columns, b * steps, b * rows])
+    a, lu, pivots, permutation = params = resized(op, [b * rows * columns, b * rows * columns, b * steps, b * rows])
     i, j, k, p = (K.Var(v, INDEX) for v in "ijkp")
-    best, value, pivot = (K.Var(v, a.dtype) for v in ("best", "value", "pivot"))
+    best, magnitude = K.Var("best", f.part), K.Var("magnitude", f.part)
+    pivot, multiplier, swap = f.var("pivot"), f.var("multiplier"), f.var("swap")
 
     def body(g):
         base = g * rows * columns
         at = lambda r, c: base + r * columns + c
-        swap = K.Var("swap", a.dtype)
+        entry = lambda r, c: f.read(lu, at(r, c))
         swap_index = K.Var("swap_index", "i32")
         return [
-            loop("e", 0, rows * columns, [K.Store(lu, base + K.Var("e", INDEX), a[base + K.Var("e", INDEX)])]),
+            copied(a, lu, base * f.width, rows * columns * f.width),
             loop("i", 0, rows, [K.Store(permutation, g * rows + i, i.cast("i32"))]),
             loop("k", 0, steps, [
                 # The pivot: the first entry of largest magnitude in column k, on or below the diagonal.
-                K.Let(p, k), K.Let(best, K.abs(lu[at(k, k)])),
+                K.Let(p, k), K.Let(best, f.magnitude(entry(k, k))),
                 loop("i", k + 1, rows, [
-                    K.Let(value, K.abs(lu[at(i, k)])),
-                    K.If(value > best, [K.Assign(best, value), K.Assign(p, i)])]),
+                    K.Let(magnitude, f.magnitude(entry(i, k))),
+                    K.If(magnitude > best, [K.Assign(best, magnitude), K.Assign(p, i)])]),
                 K.Store(pivots, g * steps + k, p.cast("i32")),
                 K.If(p.ne(k), [
                     loop("j", 0, columns, [
-                        K.Let(swap, lu[at(k, j)]), K.Store(lu, at(k, j), lu[at(p, j)]), K.Store(lu, at(p, j), swap)]),
+                        *f.let(swap, entry(k, j)), *f.write(lu, at(k, j), entry(p, j)), *f.write(lu, at(p, j), swap)]),
                     K.Let(swap_index, permutation[g * rows + k]),
                     K.Store(permutation, g * rows + k, permutation[g * rows + p]),
                     K.Store(permutation, g * rows + p, swap_index)]),
                 # L's column k (a zero pivot leaves it unscaled, as getf2), then the rank-1 update.
-                K.Let(pivot, lu[at(k, k)]),
-                K.If(pivot.ne(0), [loop("i", k + 1, rows, [K.Store(lu, at(i, k), lu[at(i, k)] / pivot)])]),
+                *f.let(pivot, entry(k, k)),
+                K.If(f.nonzero(pivot), [loop("i", k + 1, rows, f.write(lu, at(i, k), entry(i, k) / pivot))]),
                 loop("i", k + 1, rows, [
-                    K.Let(value, lu[at(i, k)]),
-                    loop("j", k + 1, columns, [K.Store(lu, at(i, j), lu[at(i, j)] - value * lu[at(k, j)])])])])]
+                    *f.let(multiplier, entry(i, k)),
+                    loop("j", k + 1, columns, f.write(lu, at(i, j), entry(i, j) - multiplier * entry(k, j)))])])]
 
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
 
 
 def potrf_kernel(op: Op, name: str) -> Kernel:
+    """potf2, left-looking; for a complex (Hermitian) A, L L^H with a real diagonal (the imaginary
+    part of A's diagonal is not read)."""
     batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, size = sizes("batch", "n")
-    a, l = params = resized(operand_buffers(op), [b * size * size] * 2)
+    a, l = params = resized(op, [b * size * size] * 2)
     i, j, k = (K.Var(v, INDEX) for v in "ijk")
-    total, diagonal = K.Var("total", a.dtype), K.Var("diagonal", a.dtype)
+    total, diagonal = f.var("total"), K.Var("diagonal", f.part)
 
     def body(g):
         at = lambda r, c: g * size * size + r * size + c
+        entry = lambda r, c: f.read(l, at(r, c))
         return [
-            loop("i", 0, size, [loop("j", 0, size, [K.Store(l, at(i, j), K.select(j <= i, a[at(i, j)], 0))])]),
+            loop("i", 0, size, [loop("j", 0, size, f.write(l, at(i, j), f.select(j <= i, f.read(a, at(i, j)),
+                                                                                  f.const(0))))]),
             loop("j", 0, size, [
                 # Column j from the columns before it (left-looking, potf2's order).
-                K.Let(total, l[at(j, j)]),
-                loop("k", 0, j, [K.Assign(total, total - l[at(j, k)] * l[at(j, k)])]),
-                K.Let(diagonal, K.sqrt(total)), K.Store(l, at(j, j), diagonal),
+                *f.let(total, entry(j, j)),
+                loop("k", 0, j, f.assign(total, total - entry(j, k) * f.conj(entry(j, k)))),
+                K.Let(diagonal, K.sqrt(f.real(total))), *f.write(l, at(j, j), f.from_real(diagonal)),
                 loop("i", j + 1, size, [
-                    K.Assign(total, l[at(i, j)]),
-                    loop("k", 0, j, [K.Assign(total, total - l[at(i, k)] * l[at(j, k)])]),
-                    K.Store(l, at(i, j), total / diagonal)])])]
+                    *f.assign(total, entry(i, j)),
+                    loop("k", 0, j, f.assign(total, total - entry(i, k) * f.conj(entry(j, k)))),
+                    *f.write(l, at(i, j), total / diagonal)])])]
 
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
-def substitution(op_a, y, at, size, forward: bool, unit: bool, total):
-    """Statements solving op_a(i, j) y = y in place for one column (y(row) read, at(row) its index):
-    rows in order for a lower triangular op_a (forward), else in reverse."""
+def substitution(f: Field, op_a, y, at, size, forward: bool, unit: bool, total):
+    """Statements solving op_a(i, j) y = y in place for one column (y the buffer, at(row) the
+    index of its entry in row), rows in order for a lower triangular op_a (forward), else in
+    reverse."""
     t, j = K.Var("t", INDEX), K.Var("j", INDEX)
     i = t if forward else size - 1 - t
     done = (0, i) if forward else (i + 1, size)
     solved = total if unit else total / op_a(i, i)
     return [loop("t", 0, size, [
-        K.Let(total, y[at(i)]),
-        loop("j", *done, [K.Assign(total, total - op_a(i, j) * y[at(j)])]),
-        K.Store(y, at(i), solved)])]
+        *f.let(total, f.read(y, at(i))),
+        loop("j", *done, f.assign(total, total - op_a(i, j) * f.read(y, at(j)))),
+        *f.write(y, at(i), solved)])]
 
 
 def trsm_kernel(op: Op, name: str) -> Kernel:
     batch, n, _ = op.operands[0].type.shape
     columns = op.operands[1].type.shape[2]
+    f = Field(op.operands[0].type.dtype)
     lower, trans, unit = (op.attrs[key] for key in ("lower", "trans", "unit_diagonal"))
     b, size, rhs = sizes("batch", "n", "k")
-    a, x, y = params = resized(operand_buffers(op), [b * size * size, b * size * rhs, b * size * rhs])
-    t = K.Var("t", INDEX)
-    total = K.Var("total", a.dtype)
+    a, x, y = params = resized(op, [b * size * size, b * size * rhs, b * size * rhs])
+    total = f.var("total")
 
     def body(g):
         matrix, column = g / rhs, g % rhs
-        op_a = lambda r, c: a[matrix * size * size + (c * size + r if trans else r * size + c)]
+        entry = lambda r, c: f.read(a, matrix * size * size + r * size + c)
+        op_a = (lambda r, c: f.conj(entry(c, r))) if trans else entry
         at = lambda r: matrix * size * rhs + r * rhs + column
-        return [loop("t", 0, size, [K.Store(y, at(t), x[at(t)])]),
-                *substitution(op_a, y, at, size, lower != trans, unit, total)]
+        return [copied_column(x, y, at, size, f), *substitution(f, op_a, y, at, size, lower != trans, unit, total)]
 
     return per_item(name, params, [b, size, rhs], b * rhs, body, [("batch", batch), ("n", n), ("k", columns)])
+
+
+def copied_column(x, y, at, size, f: Field) -> K.For:
+    """One right-hand side column's entries (at(row) their index) copied from x to y."""
+    t = K.Var("t", INDEX)
+    return loop("t", 0, size, f.write(y, at(t), f.read(x, at(t))))
 
 
 def getrs_kernel(op: Op, name: str) -> Kernel:
     """One work-item per right-hand side column: its rows permuted, then L's and U's substitutions."""
     batch, n, _ = op.operands[0].type.shape
     columns = op.operands[2].type.shape[2]
+    f = Field(op.operands[0].type.dtype)
     b, size, rhs = sizes("batch", "n", "k")
-    lu, permutation, x, y = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * rhs,
-                                                                   b * size * rhs])
-    rows_of_x = lambda matrix, row, column: x[matrix * size * rhs + row * rhs + column]
-    return lu_substitutions(name, params, lu, permutation, y, [b, size, rhs], rows_of_x,
+    lu, permutation, x, y = params = resized(op, [b * size * size, b * size, b * size * rhs, b * size * rhs])
+    rows_of_x = lambda matrix, row, column: f.read(x, matrix * size * rhs + row * rhs + column)
+    return lu_substitutions(f, name, params, lu, permutation, y, [b, size, rhs], rows_of_x,
                             [("batch", batch), ("n", n), ("k", columns)])
 
 
@@ -174,51 +200,52 @@ def getri_kernel(op: Op, name: str) -> Kernel:
     """getrs of the identity: column j's right-hand side P e_j made in the kernel (row t is 1 where
     permutation[t] = j)."""
     batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, size = sizes("batch", "n")
-    lu, permutation, y = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * size])
-    identity = lambda matrix, row, column: K.select(row.eq(column), 1, 0).cast(lu.dtype)
-    return lu_substitutions(name, params, lu, permutation, y, [b, size], identity,
+    lu, permutation, y = params = resized(op, [b * size * size, b * size, b * size * size])
+    identity = lambda matrix, row, column: f.from_real(K.select(row.eq(column), 1, 0).cast(f.part))
+    return lu_substitutions(f, name, params, lu, permutation, y, [b, size], identity,
                             [("batch", batch), ("n", n)], rhs=size)
 
 
-def lu_substitutions(name, params, lu, permutation, y, scalars, rows_of_x, arguments, rhs=None) -> Kernel:
+def lu_substitutions(f: Field, name, params, lu, permutation, y, scalars, rows_of_x, arguments, rhs=None) -> Kernel:
     """A kernel solving L U y = P x for each right-hand side column (one work-item each): x's rows
     permuted (rows_of_x(matrix, row, column) reads x), then L's and U's substitutions."""
     b, size = scalars[:2]
     rhs = scalars[2] if rhs is None else rhs
     t = K.Var("t", INDEX)
-    total = K.Var("total", lu.dtype)
+    total = f.var("total")
 
     def body(g):
         matrix, column = g / rhs, g % rhs
-        factor = lambda r, c: lu[matrix * size * size + r * size + c]
+        factor = lambda r, c: f.read(lu, matrix * size * size + r * size + c)
         at = lambda r: matrix * size * rhs + r * rhs + column
-        return [loop("t", 0, size, [K.Store(y, at(t), rows_of_x(matrix, permutation[matrix * size + t].cast(INDEX),
-                                                                 column))]),
-                *substitution(factor, y, at, size, True, True, total),
-                *substitution(factor, y, at, size, False, False, total)]
+        return [loop("t", 0, size, f.write(y, at(t), rows_of_x(matrix, permutation[matrix * size + t].cast(INDEX),
+                                                               column))),
+                *substitution(f, factor, y, at, size, True, True, total),
+                *substitution(f, factor, y, at, size, False, False, total)]
 
     return per_item(name, params, scalars, b * rhs, body, arguments)
 
 
 def potrs_kernel(op: Op, name: str) -> Kernel:
-    """One work-item per right-hand side column: L's substitution, then L^T's (L = C, or C^T)."""
+    """One work-item per right-hand side column: L's substitution, then L^H's (L = C, or C^H)."""
     batch, n, _ = op.operands[0].type.shape
     columns = op.operands[1].type.shape[2]
+    f = Field(op.operands[0].type.dtype)
     lower = op.attrs["lower"]
     b, size, rhs = sizes("batch", "n", "k")
-    c, x, y = params = resized(operand_buffers(op), [b * size * size, b * size * rhs, b * size * rhs])
-    t = K.Var("t", INDEX)
-    total = K.Var("total", c.dtype)
+    c, x, y = params = resized(op, [b * size * size, b * size * rhs, b * size * rhs])
+    total = f.var("total")
 
     def body(g):
         matrix, column = g / rhs, g % rhs
-        entry = lambda r, col: c[matrix * size * size + r * size + col]
-        l = (lambda r, col: entry(r, col)) if lower else (lambda r, col: entry(col, r))
+        entry = lambda r, col: f.read(c, matrix * size * size + r * size + col)
+        l = entry if lower else (lambda r, col: f.conj(entry(col, r)))
         at = lambda r: matrix * size * rhs + r * rhs + column
-        return [loop("t", 0, size, [K.Store(y, at(t), x[at(t)])]),
-                *substitution(l, y, at, size, True, False, total),
-                *substitution(lambda r, col: l(col, r), y, at, size, False, False, total)]
+        return [copied_column(x, y, at, size, f),
+                *substitution(f, l, y, at, size, True, False, total),
+                *substitution(f, lambda r, col: f.conj(l(col, r)), y, at, size, False, False, total)]
 
     return per_item(name, params, [b, size, rhs], b * rhs, body, [("batch", batch), ("n", n), ("k", columns)])
 
@@ -227,25 +254,26 @@ def trtri_kernel(op: Op, name: str) -> Kernel:
     """One work-item per column j of the inverse: A x = e_j by substitution from row j on (rows
     before it, lower, or after it, upper, are zero), so n^3 / 6 multiply-adds per matrix, not n^3 / 2."""
     batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     lower, unit = op.attrs["lower"], op.attrs["unit_diagonal"]
     b, size = sizes("batch", "n")
-    a, x = params = resized(operand_buffers(op), [b * size * size] * 2)
+    a, x = params = resized(op, [b * size * size] * 2)
     t, i, k = K.Var("t", INDEX), K.Var("i", INDEX), K.Var("k", INDEX)
-    total = K.Var("total", a.dtype)
+    total = f.var("total")
 
     def body(g):
         matrix, column = g / size, g % size
-        entry = lambda r, c: a[matrix * size * size + r * size + c]
+        entry = lambda r, c: f.read(a, matrix * size * size + r * size + c)
         at = lambda r: matrix * size * size + r * size + column
         row = column + t if lower else column - t
         done = (column, row) if lower else (row + 1, column + 1)
-        rhs = K.select(t.eq(0), 1, 0).cast(a.dtype)
+        rhs = f.from_real(K.select(t.eq(0), 1, 0).cast(f.part))
         return [
-            loop("i", 0, size, [K.Store(x, at(i), K.Const(0, a.dtype))]),
+            loop("i", 0, size, f.write(x, at(i), f.const(0))),
             loop("t", 0, (size - column) if lower else (column + 1), [
-                K.Let(total, rhs),
-                loop("k", *done, [K.Assign(total, total - entry(row, k) * x[at(k)])]),
-                K.Store(x, at(row), total if unit else total / entry(row, row))])]
+                *f.let(total, rhs),
+                loop("k", *done, f.assign(total, total - entry(row, k) * f.read(x, at(k)))),
+                *f.write(x, at(row), total if unit else total / entry(row, row))])]
 
     return per_item(name, params, [b, size], b * size, body, [("batch", batch), ("n", n)])
 
@@ -253,7 +281,7 @@ def trtri_kernel(op: Op, name: str) -> Kernel:
 def laswp_kernel(op: Op, name: str) -> Kernel:
     batch, steps = op.operands[0].type.shape
     b, count, rows = sizes("batch", "pivots", "m")
-    pivots, permutation, inverse = params = resized(operand_buffers(op), [b * count, b * rows, b * rows])
+    pivots, permutation, inverse = params = resized(op, [b * count, b * rows, b * rows])
     i, k = K.Var("i", INDEX), K.Var("k", INDEX)
     p, swap = K.Var("p", INDEX), K.Var("swap", "i32")
 
@@ -277,100 +305,115 @@ def lapmr_kernel(op: Op, name: str) -> Kernel:
     per element."""
     x_type, permutation_type = (v.type for v in op.operands)
     b, rows, columns, picked = sizes("batch", "m", "n", "p")
-    x, permutation, y = params = resized(operand_buffers(op), [b * rows * columns, b * picked, b * picked * columns])
+    x, permutation, y = params = resized(op, [b * rows * columns, b * picked, b * picked * columns])
+    elements = columns * Field(x_type.dtype).width   # buffer elements a row
     row, matrix = K.workgroup_id(0).cast(INDEX), K.workgroup_id(1).cast(INDEX)
-    run = (columns + (WORKGROUP_ITEMS - 1)) / WORKGROUP_ITEMS
+    run = (elements + (WORKGROUP_ITEMS - 1)) / WORKGROUP_ITEMS
     first = K.workitem_id(0).cast(INDEX) * run
     source, target, column = K.Var("source", INDEX), K.Var("target", INDEX), K.Var("column", INDEX)
     body = [
-        K.Let(source, (matrix * rows + permutation[matrix * picked + row].cast(INDEX)) * columns),
-        K.Let(target, (matrix * picked + row) * columns),
-        K.For(column, first, K.minimum(first + run, columns), 1, [K.Store(y, target + column, x[source + column])])]
+        K.Let(source, (matrix * rows + permutation[matrix * picked + row].cast(INDEX)) * elements),
+        K.Let(target, (matrix * picked + row) * elements),
+        K.For(column, first, K.minimum(first + run, elements), 1, [K.Store(y, target + column, x[source + column])])]
     batch, m, n = x_type.shape
     return K.Kernel(name, params=params + [b, rows, columns, picked], grid=(picked, b),
                     workgroup_size=(WORKGROUP_ITEMS,), body=body,
                     arguments=[("batch", batch), ("m", m), ("n", n), ("p", permutation_type.shape[1])])
 
 
-def reflection(x, subtract, v, tau, first_row, rows, columns, first_column):
-    """Statements applying H = I - tau v v^T to the matrix x(row, column) in rows first_row.. and
+def reflection(f: Field, x, subtract, v, tau, first_row, rows, columns, first_column):
+    """Statements applying H = I - tau v v^H to the matrix x(row, column) in rows first_row.. and
     columns first_column..: v(row) reads v below first_row, where v is 1; subtract(row, column,
-    amount) writes x(row, column) - amount."""
+    amount) gives the statements writing x(row, column) - amount."""
     c, i = K.Var("c", INDEX), K.Var("i", INDEX)
-    w = K.Var("w", tau.dtype)
+    w = f.var("w")
     return [loop("c", first_column, columns, [
-        K.Let(w, x(first_row, c)),
-        loop("i", first_row + 1, rows, [K.Assign(w, w + v(i) * x(i, c))]),
-        K.Assign(w, w * tau),
-        subtract(first_row, c, w),
-        loop("i", first_row + 1, rows, [subtract(i, c, w * v(i))])])]
+        *f.let(w, x(first_row, c)),
+        loop("i", first_row + 1, rows, f.assign(w, w + f.conj(v(i)) * x(i, c))),
+        *f.assign(w, w * tau),
+        *subtract(first_row, c, w),
+        loop("i", first_row + 1, rows, subtract(i, c, w * v(i)))])]
 
 
 def geqrf_kernel(op: Op, name: str) -> Kernel:
+    """geqr2: H_j from larfg, then H_j^H (tau conjugated) applied to the columns right of j."""
     batch, m, n = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, rows, columns = sizes("batch", "m", "n")
     steps = K.minimum(rows, columns)
-    a, qr, taus = params = resized(operand_buffers(op), [b * rows * columns, b * rows * columns, b * steps])
+    a, qr, taus = params = resized(op, [b * rows * columns, b * rows * columns, b * steps])
     j, i = K.Var("j", INDEX), K.Var("i", INDEX)
-    alpha, norm2, beta, tau, scale = (K.Var(v, a.dtype) for v in ("alpha", "norm2", "beta", "tau", "scale"))
+    norm2, beta = K.Var("norm2", f.part), K.Var("beta", f.part)
+    alpha, tau, scale = f.var("alpha"), f.var("tau"), f.var("scale")
 
     def body(g):
         at = lambda r, c: g * rows * columns + r * columns + c
-        below = lambda r: qr[at(r, j)]
-        subtract = lambda r, c, amount: K.Store(qr, at(r, c), qr[at(r, c)] - amount)
+        entry = lambda r, c: f.read(qr, at(r, c))
+        below = lambda r: entry(r, j)
+        subtract = lambda r, c, amount: f.write(qr, at(r, c), entry(r, c) - amount)
+        # larfg reflects unless the column below the diagonal is zero and alpha real.
+        reflects = norm2.ne(0) | alpha.im.ne(0) if f.complex else norm2.ne(0)
         return [
-            loop("e", 0, rows * columns, [K.Store(qr, g * rows * columns + K.Var("e", INDEX),
-                                                  a[g * rows * columns + K.Var("e", INDEX)])]),
+            copied(a, qr, g * rows * columns * f.width, rows * columns * f.width),
             loop("j", 0, steps, [
-                # larfg: beta = -sign(alpha) ||column||, v = column below / (alpha - beta), tau = (beta - alpha) / beta
-                K.Let(alpha, qr[at(j, j)]), K.Let(norm2, K.Const(0, a.dtype)),
-                loop("i", j + 1, rows, [K.Assign(norm2, norm2 + below(i) * below(i))]),
-                K.Let(tau, K.Const(0, a.dtype)),
-                K.If(norm2.ne(0), [
-                    K.Let(beta, K.sqrt(alpha * alpha + norm2)),
-                    K.If(alpha >= 0, [K.Assign(beta, -beta)]),
-                    K.Assign(tau, (beta - alpha) / beta),
-                    K.Let(scale, 1 / (alpha - beta)),
-                    loop("i", j + 1, rows, [K.Store(qr, at(i, j), below(i) * scale)]),
-                    K.Store(qr, at(j, j), beta)]),
-                K.Store(taus, g * steps + j, tau),
-                *reflection(lambda r, c: qr[at(r, c)], subtract, below, tau, j, rows, columns, j + 1)])]
+                # larfg: beta = -sign(re alpha) ||column||, v = column below / (alpha - beta),
+                # tau = (beta - alpha) / beta
+                *f.let(alpha, entry(j, j)), K.Let(norm2, K.Const(0, f.part)),
+                loop("i", j + 1, rows, [K.Assign(norm2, norm2 + f.squared_magnitude(below(i)))]),
+                *f.let(tau, f.const(0)),
+                K.If(reflects, [
+                    K.Let(beta, K.sqrt(f.squared_magnitude(alpha) + norm2)),
+                    K.If(f.real(alpha) >= 0, [K.Assign(beta, -beta)]),
+                    *f.assign(tau, (f.from_real(beta) - alpha) / beta),
+                    *f.let(scale, f.const(1) / (alpha - f.from_real(beta))),
+                    loop("i", j + 1, rows, f.write(qr, at(i, j), below(i) * scale)),
+                    *f.write(qr, at(j, j), f.from_real(beta))]),
+                *f.write(taus, g * steps + j, tau),
+                *reflection(f, entry, subtract, below, f.conj(tau), j, rows, columns, j + 1)])]
 
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
 
 
 def orgqr_kernel(op: Op, name: str) -> Kernel:
     batch, m, n = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, rows, columns, wanted = sizes("batch", "m", "n", "q")
     steps = K.minimum(rows, columns)
-    qr, taus, q = params = resized(operand_buffers(op), [b * rows * columns, b * steps, b * rows * wanted])
+    qr, taus, q = params = resized(op, [b * rows * columns, b * steps, b * rows * wanted])
     t, i, c = K.Var("t", INDEX), K.Var("i", INDEX), K.Var("c", INDEX)
 
     def body(g):
         at = lambda r, col: g * rows * wanted + r * wanted + col
         j = steps - 1 - t
-        v = lambda r: qr[g * rows * columns + r * columns + j]
-        subtract = lambda r, col, amount: K.Store(q, at(r, col), q[at(r, col)] - amount)
+        v = lambda r: f.read(qr, g * rows * columns + r * columns + j)
+        entry = lambda r, col: f.read(q, at(r, col))
+        subtract = lambda r, col, amount: f.write(q, at(r, col), entry(r, col) - amount)
         return [
-            loop("i", 0, rows, [loop("c", 0, wanted, [K.Store(q, at(i, c), K.select(i.eq(c), 1, 0).cast(q.dtype))])]),
+            loop("i", 0, rows, [loop("c", 0, wanted, f.write(q, at(i, c),
+                                                             f.from_real(K.select(i.eq(c), 1, 0).cast(f.part))))]),
             # H_{k-1}, then ... H_0 applied to the identity's columns (org2r's order); H_j leaves
             # the columns before j, which are zero from row j down, as they are.
-            loop("t", 0, steps, [*reflection(lambda r, col: q[at(r, col)], subtract, v, taus[g * steps + j], j, rows,
-                                             wanted, j)])]
+            loop("t", 0, steps, reflection(f, entry, subtract, v, f.read(taus, g * steps + j), j, rows, wanted, j))]
 
     return per_item(name, params, [b, rows, columns, wanted], b, body,
                     [("batch", batch), ("m", m), ("n", n), ("q", op.attrs["columns"])])
 
 
-def rotated(x, first, second, c, s, along_rows: bool, count):
-    """Statements turning columns (or rows) first and second of x(row, column) by [[c, s], [-s, c]]."""
+def rotated(f: Field, x, first, second, c, s, along_rows: bool, count, phase=None):
+    """Statements turning columns first and second of x(row, column) by U = [[c, s e*], [-s e, c]]
+    (x U), or its rows by U^H (U^H x); e = phase, a unit complex number (1 when None), e* its conjugate."""
     k = K.Var("k", INDEX)
-    one, two = K.Var("one", c.dtype), K.Var("two", c.dtype)
+    one, two = f.var("one"), f.var("two")
     place = (lambda index: (index, k)) if along_rows else (lambda index: (k, index))
     read, write = x
+    if phase is None:
+        turned_two, turned_one = two, one
+    else:
+        e = f.conj(phase) if along_rows else phase
+        turned_two, turned_one = two * e, one * f.conj(e)
     return [loop("k", 0, count, [
-        K.Let(one, read(*place(first))), K.Let(two, read(*place(second))),
-        write(*place(first), c * one - s * two), write(*place(second), s * one + c * two)])]
+        *f.let(one, read(*place(first))), *f.let(two, read(*place(second))),
+        *write(*place(first), one * c - turned_two * s), *write(*place(second), turned_one * s + two * c)])]
 
 
 def jacobi_rotation(app, aqq, apq, c, s, t):
@@ -383,19 +426,19 @@ def jacobi_rotation(app, aqq, apq, c, s, t):
             K.Let(c, 1 / K.sqrt(t * t + 1)), K.Let(s, t * c)]
 
 
-def column_swaps(values, matrices, i, best):
-    """Statements swapping entries i and best of `values` (a buffer and its base) and columns i and
-    best of each (read, write, rows) matrix."""
+def column_swaps(f: Field, values, matrices, i, best):
+    """Statements swapping entries i and best of `values` (a real buffer and its base) and columns i
+    and best of each (read, write, rows) matrix of entries of field f."""
     buffer, base = values
     k = K.Var("k", INDEX)
-    swap, swap_column = K.Var("swap", buffer.dtype), K.Var("swap_column", buffer.dtype)
+    swap, swap_column = K.Var("swap", buffer.dtype), f.var("swap_column")
     return [K.Let(swap, buffer[base + i]), K.Store(buffer, base + i, buffer[base + best]),
             K.Store(buffer, base + best, swap),
-            *[loop("k", 0, rows, [K.Let(swap_column, read(k, i)), write(k, i, read(k, best)),
-                                  write(k, best, swap_column)]) for read, write, rows in matrices]]
+            *[loop("k", 0, rows, [*f.let(swap_column, read(k, i)), *write(k, i, read(k, best)),
+                                  *write(k, best, swap_column)]) for read, write, rows in matrices]]
 
 
-def sorted_by(values, size, matrices, descending: bool):
+def sorted_by(f: Field, values, size, matrices, descending: bool):
     """Selection sort of `values` (buffer, base) of `size` entries, with the (read, write, rows)
     matrices' columns."""
     i, j, best = K.Var("i", INDEX), K.Var("j", INDEX), K.Var("best", INDEX)
@@ -404,75 +447,92 @@ def sorted_by(values, size, matrices, descending: bool):
     return [loop("i", 0, size, [
         K.Let(best, i),
         loop("j", i + 1, size, [K.If(better(buffer[base + j], buffer[base + best]), [K.Assign(best, j)])]),
-        K.If(best.ne(i), column_swaps(values, matrices, i, best))])]
+        K.If(best.ne(i), column_swaps(f, values, matrices, i, best))])]
 
 
 def syevj_kernel(op: Op, name: str) -> Kernel:
+    """Cyclic Jacobi; for a complex (Hermitian) A, each rotation is U = D J D^H, D = diag(1, e) with e
+    the phase of conj(a_pq) (D^H A D's 2x2 is real symmetric), J its real Jacobi rotation; U tends
+    to I with J, so a converged matrix's vectors keep their phases."""
     batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, size = sizes("batch", "n")
-    a, w, v, d = params = resized(operand_buffers(op), [b * size * size, b * size, b * size * size, b * size * size])
-    dtype = a.dtype
+    a, w, v, d = params = resized(op, [b * size * size, b * size, b * size * size, b * size * size])
+    dtype = f.part
     i, j, p, q = (K.Var(x, INDEX) for x in ("i", "j", "p", "q"))
-    total, off, t, c, s, apq = (K.Var(x, dtype) for x in ("total", "off", "t", "c", "s", "apq"))
+    total, off, t, c, s, magnitude = (K.Var(x, dtype) for x in ("total", "off", "t", "c", "s", "magnitude"))
+    apq, phase = f.var("apq"), f.var("phase")
     epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
 
     def body(g):
         at = lambda r, col: g * size * size + r * size + col
-        matrix = (lambda r, col: d[at(r, col)], lambda r, col, value: K.Store(d, at(r, col), value))
-        vectors = (lambda r, col: v[at(r, col)], lambda r, col, value: K.Store(v, at(r, col), value))
+        entry = lambda r, col: f.read(d, at(r, col))
+        matrix = (entry, lambda r, col, value: f.write(d, at(r, col), value))
+        vectors = (lambda r, col: f.read(v, at(r, col)), lambda r, col, value: f.write(v, at(r, col), value))
+        turn = lambda x, along_rows: rotated(f, x, p, q, c, s, along_rows, size, phase if f.complex else None)
+        # A real a_pq is rotated as it is (signed); a complex one by its magnitude, after the phase.
         rotation = [
-            *jacobi_rotation(d[at(p, p)], d[at(q, q)], apq, c, s, t),
-            *rotated(matrix, p, q, c, s, False, size), *rotated(matrix, p, q, c, s, True, size),
-            *rotated(vectors, p, q, c, s, False, size)]
+            *([K.Let(magnitude, K.sqrt(f.squared_magnitude(apq))), *f.let(phase, f.conj(apq) / magnitude)]
+              if f.complex else [K.Let(magnitude, apq)]),
+            *jacobi_rotation(f.real(entry(p, p)), f.real(entry(q, q)), magnitude, c, s, t),
+            *turn(matrix, False), *turn(matrix, True), *turn(vectors, False)]
         return [
             K.Let(total, K.Const(0, dtype)),
             loop("i", 0, size, [loop("j", 0, size, [
-                K.Store(d, at(i, j), a[at(i, j)]), K.Store(v, at(i, j), K.select(i.eq(j), 1, 0).cast(dtype)),
-                K.Assign(total, total + a[at(i, j)] * a[at(i, j)])])]),
+                *f.write(d, at(i, j), f.read(a, at(i, j))),
+                *f.write(v, at(i, j), f.from_real(K.select(i.eq(j), 1, 0).cast(dtype))),
+                K.Assign(total, total + f.squared_magnitude(f.read(a, at(i, j))))])]),
             loop("sweep", 0, MAX_SWEEPS, [
                 K.Let(off, K.Const(0, dtype)),
                 loop("i", 0, size, [loop("j", 0, size, [
-                    K.If(i.ne(j), [K.Assign(off, off + d[at(i, j)] * d[at(i, j)])])])]),
+                    K.If(i.ne(j), [K.Assign(off, off + f.squared_magnitude(entry(i, j)))])])]),
                 K.If(off > epsilon * epsilon * total, [
                     loop("p", 0, size, [loop("q", p + 1, size, [
-                        K.Let(apq, d[at(p, q)]), K.If(apq.ne(0), rotation)])])])]),
-            # Eigenvalues ascending, the vectors' columns with them.
-            loop("i", 0, size, [K.Store(w, g * size + i, d[at(i, i)])]),
-            *sorted_by((w, g * size), size, [(*vectors, size)], descending=False)]
+                        *f.let(apq, entry(p, q)), K.If(f.nonzero(apq), rotation)])])])]),
+            # Eigenvalues ascending (the diagonal's real parts), the vectors' columns with them.
+            loop("i", 0, size, [K.Store(w, g * size + i, f.real(entry(i, i)))]),
+            *sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False)]
 
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
 def gesvdj_kernel(op: Op, name: str) -> Kernel:
+    """One-sided Jacobi; for complex columns, each pair's Gram matrix [[alpha, gamma], [gamma*, beta]]
+    is Hermitian and turned as syevj turns a_pq (U = D J D^H, e the phase of gamma*)."""
     batch, m, n = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, rows, columns = sizes("batch", "m", "n")
-    a, sv, u, v = params = resized(operand_buffers(op), [b * rows * columns, b * columns, b * rows * columns,
-                                                         b * columns * columns])
-    dtype = a.dtype
+    a, sv, u, v = params = resized(op, [b * rows * columns, b * columns, b * rows * columns, b * columns * columns])
+    dtype = f.part
     i, j, k, p, q = (K.Var(x, INDEX) for x in ("i", "j", "k", "p", "q"))
     rotations = K.Var("rotations", INDEX)
-    alpha, beta, gamma, t, c, s, norm = (K.Var(x, dtype) for x in ("alpha", "beta", "gamma", "t", "c", "s", "norm"))
+    alpha, beta, magnitude, t, c, s, norm = (K.Var(x, dtype)
+                                             for x in ("alpha", "beta", "magnitude", "t", "c", "s", "norm"))
+    gamma, phase = f.var("gamma"), f.var("phase")
     epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
 
     def body(g):
         at_u = lambda r, col: g * rows * columns + r * columns + col
         at_v = lambda r, col: g * columns * columns + r * columns + col
-        left = (lambda r, col: u[at_u(r, col)], lambda r, col, value: K.Store(u, at_u(r, col), value))
-        right = (lambda r, col: v[at_v(r, col)], lambda r, col, value: K.Store(v, at_v(r, col), value))
+        column = lambda r, col: f.read(u, at_u(r, col))
+        left = (column, lambda r, col, value: f.write(u, at_u(r, col), value))
+        right = (lambda r, col: f.read(v, at_v(r, col)), lambda r, col, value: f.write(v, at_v(r, col), value))
+        turn = lambda x, count: rotated(f, x, p, q, c, s, False, count, phase if f.complex else None)
         pair = [
-            K.Let(alpha, K.Const(0, dtype)), K.Let(beta, K.Const(0, dtype)), K.Let(gamma, K.Const(0, dtype)),
-            loop("k", 0, rows, [K.Assign(alpha, alpha + u[at_u(k, p)] * u[at_u(k, p)]),
-                                K.Assign(beta, beta + u[at_u(k, q)] * u[at_u(k, q)]),
-                                K.Assign(gamma, gamma + u[at_u(k, p)] * u[at_u(k, q)])]),
-            K.If(K.abs(gamma) > epsilon * K.sqrt(alpha * beta), [
+            K.Let(alpha, K.Const(0, dtype)), K.Let(beta, K.Const(0, dtype)), *f.let(gamma, f.const(0)),
+            loop("k", 0, rows, [K.Assign(alpha, alpha + f.squared_magnitude(column(k, p))),
+                                K.Assign(beta, beta + f.squared_magnitude(column(k, q))),
+                                *f.assign(gamma, gamma + f.conj(column(k, p)) * column(k, q))]),
+            K.Let(magnitude, K.sqrt(f.squared_magnitude(gamma)) if f.complex else gamma),
+            K.If(K.abs(magnitude) > epsilon * K.sqrt(alpha * beta), [
                 K.Assign(rotations, rotations + 1),
-                *jacobi_rotation(alpha, beta, gamma, c, s, t),
-                *rotated(left, p, q, c, s, False, rows), *rotated(right, p, q, c, s, False, columns)])]
+                *(f.let(phase, f.conj(gamma) / magnitude) if f.complex else []),
+                *jacobi_rotation(alpha, beta, magnitude, c, s, t),
+                *turn(left, rows), *turn(right, columns)])]
         return [
-            loop("e", 0, rows * columns, [K.Store(u, g * rows * columns + K.Var("e", INDEX),
-                                                 a[g * rows * columns + K.Var("e", INDEX)])]),
-            loop("i", 0, columns, [loop("j", 0, columns, [
-                K.Store(v, at_v(i, j), K.select(i.eq(j), 1, 0).cast(dtype))])]),
+            copied(a, u, g * rows * columns * f.width, rows * columns * f.width),
+            loop("i", 0, columns, [loop("j", 0, columns, f.write(v, at_v(i, j),
+                                                                 f.from_real(K.select(i.eq(j), 1, 0).cast(dtype))))]),
             K.Let(rotations, K.Const(1, INDEX)),
             loop("sweep", 0, MAX_SWEEPS, [K.If(rotations > 0, [
                 K.Assign(rotations, K.Const(0, INDEX)),
@@ -480,20 +540,24 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
             # s = the columns' norms, U = the columns normalised (a zero column stays zero), descending.
             loop("j", 0, columns, [
                 K.Let(norm, K.Const(0, dtype)),
-                loop("k", 0, rows, [K.Assign(norm, norm + u[at_u(k, j)] * u[at_u(k, j)])]),
+                loop("k", 0, rows, [K.Assign(norm, norm + f.squared_magnitude(column(k, j)))]),
                 K.Assign(norm, K.sqrt(norm)), K.Store(sv, g * columns + j, norm),
-                K.If(norm.ne(0), [loop("k", 0, rows, [K.Store(u, at_u(k, j), u[at_u(k, j)] / norm)])])]),
-            *sorted_by((sv, g * columns), columns, [(*left, rows), (*right, columns)], descending=True)]
+                K.If(norm.ne(0), [loop("k", 0, rows, f.write(u, at_u(k, j), column(k, j) / norm))])]),
+            *sorted_by(f, (sv, g * columns), columns, [(*left, rows), (*right, columns)], descending=True)]
 
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
 
 
 def geev_kernel(op: Op, name: str) -> Kernel:
     """routines.py's geev_reference, statement for statement (Hessenberg reduction, then a flat loop of
-    at most MAX_QR_STEPS * n steps, each deflating one or two eigenvalues or running one Francis step)."""
+    at most MAX_QR_STEPS * n steps, each deflating one or two eigenvalues or running one Francis step).
+    With `vectors`, the reflections act on whole rows and columns (the real Schur form) and are
+    accumulated in the Schur vectors Z."""
     batch, n, _ = op.operands[0].type.shape
+    schur = op.attrs["vectors"]
     b, size = sizes("batch", "n")
-    a, wr, wi, h = params = resized(operand_buffers(op), [b * size * size, b * size, b * size, b * size * size])
+    a, wr, wi, h, *schur_vectors = params = resized(op, [b * size * size, b * size, b * size, b * size * size,
+                                                         b * size * size])
     dtype = a.dtype
     i, j, k, low, last, steps = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last", "steps"))
     norm, beta, dot, x, y, z, total, product, s, p, disc, root = (
@@ -507,6 +571,8 @@ def geev_kernel(op: Op, name: str) -> Kernel:
         at = lambda r, c: g * size * size + r * size + c
         m = lambda r, c: h[at(r, c)]
         put = lambda r, c, value: K.Store(h, at(r, c), value)
+        zm = lambda r, c: schur_vectors[0][at(r, c)]
+        zput = lambda r, c, value: K.Store(schur_vectors[0], at(r, c), value)
 
         def reflect(count):
             """u, beta of the reflector of (x, y, z)[:count]; applied to rows k.. of columns
@@ -516,12 +582,15 @@ def geev_kernel(op: Op, name: str) -> Kernel:
                 K.Assign(norm, K.sqrt(sum((v * v for v in vector[1:]), vector[0] * vector[0]))),
                 K.Assign(u[0], x + sign(x) * norm), K.Assign(u[1], y), K.Assign(u[2], z if count == 3 else zero),
                 K.Assign(beta, K.select(norm.ne(0), 2 / (u[0] * u[0] + u[1] * u[1] + u[2] * u[2]), zero)),
-                loop("j", K.maximum(low, k - 1), last + 1, [
+                loop("j", K.maximum(low, k - 1), size if schur else last + 1, [
                     K.Assign(dot, sum((u[t] * m(k + t, j) for t in range(1, count)), u[0] * m(k, j))),
                     *[put(k + t, j, m(k + t, j) - beta * u[t] * dot) for t in range(count)]]),
-                loop("i", low, K.minimum(k + 3, last) + 1, [
+                loop("i", 0 if schur else low, K.minimum(k + 3, last) + 1, [
                     K.Assign(dot, sum((u[t] * m(i, k + t) for t in range(1, count)), u[0] * m(i, k))),
-                    *[put(i, k + t, m(i, k + t) - beta * dot * u[t]) for t in range(count)]])]
+                    *[put(i, k + t, m(i, k + t) - beta * dot * u[t]) for t in range(count)]]),
+                *([loop("i", 0, size, [
+                    K.Assign(dot, sum((u[t] * zm(i, k + t) for t in range(1, count)), u[0] * zm(i, k))),
+                    *[zput(i, k + t, zm(i, k + t) - beta * dot * u[t]) for t in range(count)]])] if schur else [])]
 
         hessenberg = loop("k", 0, size - 2, [
             K.Assign(norm, zero),
@@ -539,6 +608,9 @@ def geev_kernel(op: Op, name: str) -> Kernel:
                 loop("i", 0, size, [
                     K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + m(i, j) * m(j, k))]),
                     loop("j", k + 1, size, [put(i, j, m(i, j) - beta * dot * m(j, k))])]),
+                *([loop("i", 0, size, [
+                    K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + zm(i, j) * m(j, k))]),
+                    loop("j", k + 1, size, [zput(i, j, zm(i, j) - beta * dot * m(j, k))])])] if schur else []),
                 put(k + 1, k, -s), loop("i", k + 2, size, [put(i, k, zero)])])])
         two_by_two = [
             K.Assign(p, (m(low, low) - m(last, last)) / 2),
@@ -580,8 +652,9 @@ def geev_kernel(op: Op, name: str) -> Kernel:
         return [
             *[K.Let(v, zero) for v in (norm, beta, dot, x, y, z, total, product, s, p, disc, root, *u)],
             K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1), K.Let(steps, K.Const(0, INDEX)),
-            loop("e", 0, size * size, [K.Store(h, g * size * size + K.Var("e", INDEX),
-                                               a[g * size * size + K.Var("e", INDEX)])]),
+            copied(a, h, g * size * size, size * size),
+            *([loop("i", 0, size, [loop("j", 0, size, [zput(i, j, K.select(i.eq(j), 1, 0).cast(dtype))])])]
+              if schur else []),
             hessenberg,
             loop("step", 0, MAX_QR_STEPS * size, [K.If(last >= 0, step)]),
             # Not converged: NaNs for the eigenvalues not found.
@@ -591,7 +664,69 @@ def geev_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
-KERNELS = {"getri": getri_kernel, "potrs": potrs_kernel, "trtri": trtri_kernel, "geev": geev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel,
+def trevc_kernel(op: Op, name: str) -> Kernel:
+    """routines.py's quasi_triangular_vector, one work-item per column j of X (an eigenvalue): its
+    block's vector, then back substitution upward in complex arithmetic, a 2x2 block's two rows at
+    once (its second row skipped)."""
+    batch, n, _ = op.operands[0].type.shape
+    f = Field(op.results[0].type.dtype)
+    b, size = sizes("batch", "n")
+    t_buffer, wr, wi, x = params = resized(op, [b * size * size, b * size, b * size, b * size * size])
+    dtype = f.part
+    i, k, top, bottom, row, skip = (K.Var(v, INDEX) for v in ("i", "k", "top", "bottom", "row", "skip"))
+    smin = K.Var("smin", dtype)
+    total, other, divisor, determinant = f.var("total"), f.var("other"), f.var("divisor"), f.var("determinant")
+    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
+    tiny = float(np.finfo(NUMPY_DTYPES[dtype]).tiny)
+
+    def body(g):
+        matrix, j = g / size, g % size
+        t = lambda r, c: t_buffer[matrix * size * size + r * size + c]
+        at = lambda r: matrix * size * size + r * size + j
+        value = Complex(wr[matrix * size + j], wi[matrix * size + j])
+        shifted = lambda r: f.from_real(t(r, r)) - value
+        # Subdiagonal entries read at clamped indices (the first row has none).
+        below_diagonal = lambda r: (r > 0) & t(r, K.maximum(r - 1, 0)).ne(0)
+        guarded = lambda d: f.select(f.magnitude(d) >= smin, d, f.from_real(smin))
+        a, c = top, bottom
+        first = f.magnitude(shifted(a)) + K.abs(t(a, c))
+        second = K.abs(t(c, a)) + f.magnitude(shifted(c))
+        one_row = [
+            *f.let(total, f.const(0)),
+            loop("k", row + 1, bottom + 1, f.assign(total, total - f.from_real(t(row, k)) * f.read(x, at(k)))),
+            *f.let(divisor, guarded(shifted(row))),
+            *f.write(x, at(row), total / divisor)]
+        two_rows = [
+            *f.let(total, f.const(0)), *f.let(other, f.const(0)),
+            loop("k", row + 1, bottom + 1, [
+                *f.assign(total, total - f.from_real(t(row - 1, k)) * f.read(x, at(k))),
+                *f.assign(other, other - f.from_real(t(row, k)) * f.read(x, at(k)))]),
+            *f.let(determinant, guarded(shifted(row - 1) * shifted(row)
+                                        - f.from_real(t(row - 1, row) * t(row, row - 1)))),
+            *f.write(x, at(row - 1), (total * shifted(row) - other * t(row - 1, row)) / determinant),
+            *f.write(x, at(row), (shifted(row - 1) * other - total * t(row, row - 1)) / determinant),
+            K.Assign(skip, K.Const(1, INDEX))]
+        return [
+            K.Let(smin, K.maximum(epsilon * (K.abs(value.re) + K.abs(value.im)), K.Const(tiny, dtype))),
+            loop("i", 0, size, f.write(x, at(i), f.const(0))),
+            K.Let(top, j), K.If(below_diagonal(j), [K.Assign(top, j - 1)]),
+            K.Let(bottom, j),
+            K.If((j < size - 1) & below_diagonal(K.minimum(j + 1, size - 1)), [K.Assign(bottom, j + 1)]),
+            K.If(top.eq(bottom), f.write(x, at(j), f.const(1)), [
+                K.If(first >= second,
+                     [*f.write(x, at(a), f.from_real(t(a, c))), *f.write(x, at(c), value - f.from_real(t(a, a)))],
+                     [*f.write(x, at(a), value - f.from_real(t(c, c))), *f.write(x, at(c), f.from_real(t(c, a)))])]),
+            K.Let(skip, K.Const(0, INDEX)),
+            loop("s", 0, top, [
+                K.Let(row, top - 1 - K.Var("s", INDEX)),
+                K.If(skip.eq(1), [K.Assign(skip, K.Const(0, INDEX))],
+                     [K.If(below_diagonal(row), two_rows, one_row)])])]
+
+    return per_item(name, params, [b, size], b * size, body, [("batch", batch), ("n", n)])
+
+
+KERNELS = {"trevc": trevc_kernel, "getri": getri_kernel, "potrs": potrs_kernel, "trtri": trtri_kernel,
+           "geev": geev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel,
            "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel,
            "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 

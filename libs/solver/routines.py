@@ -1,19 +1,23 @@
 """The solver library's routines (ir/ops/library.py's contract), LAPACK's and rocSOLVER's, on stacks
 of row-major matrices: every operand has one batch dimension first ([B, rows, columns]; B may be 1).
+getrf, getrs, getri, potrf, potrs, trsm, trtri, geqrf, orgqr, syevj and gesvdj take f32, f64, c64 and
+c128 (LAPACK's s, d, c and z routines: the transposes below are conjugate transposes for complex
+matrices); geev, laswp and lapmr's index operands take real matrices and integers only.
 
   getrf(A[B, m, n]) -> LU[B, m, n], pivots[B, min(m, n)] i32, permutation[B, m] i32
       LU with partial pivoting, P A = L U: L unit lower (below LU's diagonal), U upper (on and
       above it). pivots[k] is the row swapped with row k at step k (LAPACK's ipiv, from 0);
       permutation is P as row indices (row i of P A is row permutation[i] of A). The pivot of a
-      column is its first entry of largest magnitude (LAPACK's i_amax). A zero pivot is left in U
-      and its column is not scaled (LAPACK's getf2): solving with it gives infs/NaNs.
+      column is its first entry of largest magnitude (LAPACK's i_amax: |re| + |im| for a complex
+      entry). A zero pivot is left in U and its column is not scaled (LAPACK's getf2): solving with
+      it gives infs/NaNs.
   potrf(A[B, n, n]) -> L[B, n, n]
-      Cholesky, A = L L^T, of A's lower triangle (its upper one is not read); L's upper triangle is
-      zero. A matrix that is not positive definite takes the square root of a negative number:
-      NaN from that column on.
+      Cholesky, A = L L^T (L L^H: A Hermitian), of A's lower triangle (its upper one is not read,
+      nor the imaginary part of its diagonal); L's upper triangle is zero. A matrix that is not
+      positive definite takes the square root of a negative number: NaN from that column on.
   trsm(A[B, n, n], X[B, n, k]) -> Y[B, n, k], attributes lower, trans, unit_diagonal
-      Y = op(A)^-1 X for a triangular A (left side; op(A) = A^T when trans), reading only the
-      triangle `lower` names (and not the diagonal when unit_diagonal).
+      Y = op(A)^-1 X for a triangular A (left side; op(A) = A^T, A^H when complex, when trans),
+      reading only the triangle `lower` names (and not the diagonal when unit_diagonal).
 
   laswp(pivots[B, k] i32) -> permutation[B, m] i32, inverse[B, m] i32, attribute rows (m)
       the permutation LAPACK's row swaps make (pivots[k] swapped with k, in order, from the
@@ -24,27 +28,35 @@ of row-major matrices: every operand has one batch dimension first ([B, rows, co
       of a blocked LU applied to the rows they move.
 
   geqrf(A[B, m, n]) -> QR[B, m, n], tau[B, min(m, n)]
-      Householder QR, LAPACK's geqr2: A = H_0 ... H_{k-1} R with H_j = I - tau_j v_j v_j^T, v_j
+      Householder QR, LAPACK's geqr2: A = H_0 ... H_{k-1} R with H_j = I - tau_j v_j v_j^H, v_j
       zero above j, 1 at j, QR's column j below the diagonal; R on and above QR's diagonal.
       tau_j = 0 (H_j = I) where the column below the diagonal is zero already.
   orgqr(QR[B, m, n], tau[B, k]) -> Q[B, m, q], attribute columns (q)
       the first q columns of H_0 ... H_{k-1} (LAPACK's org2r; q = k reduced, q = m complete).
 
-  geev(A[B, n, n]) -> wr[B, n], wi[B, n], H[B, n, n]
-      eigenvalues (real and imaginary parts) of general matrices, as LAPACK's geev without vectors:
-      Hessenberg reduction, then Francis double-shift QR steps until the matrix deflates (H is the
-      work copy).
+  geev(A[B, n, n]) -> wr[B, n], wi[B, n], H[B, n, n] (, Z[B, n, n]), attribute vectors
+      eigenvalues (real and imaginary parts) of general matrices, as LAPACK's geev: Hessenberg
+      reduction, then Francis double-shift QR steps until the matrix deflates (H is the work copy);
+      with vectors, H is the real Schur form T = Z^T A Z (2x2 blocks not standardized) and Z the
+      Schur vectors (a 2x2 block and its two Schur vectors are fixed only up to a rotation, which
+      rounding decides: kernel and reference agree on the identities, not entry for entry).
+  trevc(T[B, n, n], wr[B, n], wi[B, n]) -> X[B, n, n] complex (c64 for f32, c128 for f64)
+      column j: an eigenvector of the quasi-triangular T for eigenvalue wr[j] + i wi[j], whose 1x1 or
+      2x2 block is at row j (LAPACK's trevc, right vectors, back substitution in complex arithmetic,
+      unnormalized; a near-zero divisor is replaced by smin = eps (|wr| + |wi|), as trevc does).
   syevj(A[B, n, n]) -> w[B, n], V[B, n, n], D[B, n, n]
       symmetric eigenproblem by cyclic Jacobi (rocSOLVER's syevj): rotations J^T A J zero each
       off-diagonal entry in turn (Golub and Van Loan's sym.schur2), sweep after sweep until the
       off-diagonal part's Frobenius norm is at most eps ||A||_F (or MAX_SWEEPS); A = V diag(w) V^T
-      with w ascending, D the rotated matrix (diagonal to that tolerance). A must be symmetric.
+      with w ascending, D the rotated matrix (diagonal to that tolerance). A must be symmetric
+      (Hermitian: each rotation D J D^H, D = diag(1, e), e the phase of conj(a_pq); A = V diag(w)
+      V^H, w real).
 
   gesvdj(A[B, m, n], m >= n) -> s[B, n], U[B, m, n], V[B, n, n]
       one-sided Jacobi (Hestenes; rocSOLVER's gesvdj): rotations of A's column pairs (the Jacobi
       rotation of their 2x2 Gram matrix) until every pair is orthogonal to eps (or MAX_SWEEPS);
       then s = the columns' norms, descending, U = the columns / s (a zero column stays zero),
-      A = U diag(s) V^T.
+      A = U diag(s) V^T (V^H; s real).
 
   getrs(LU[B, n, n], permutation[B, n] i32, X[B, n, k]) -> Y[B, n, k]
       A^-1 X from getrf's P A = L U: X's rows permuted, then L's and U's substitutions, in one
@@ -53,7 +65,7 @@ of row-major matrices: every operand has one batch dimension first ([B, rows, co
       A^-1 from getrf's P A = L U: getrs of the identity, each column's right-hand side made in
       the kernel (P's column), not read.
   potrs(C[B, n, n], X[B, n, k]) -> Y[B, n, k], attribute lower
-      A^-1 X from potrf's A = L L^T, L = C (lower) or C^T (C holding U = L^T): L's and L^T's
+      A^-1 X from potrf's A = L L^H, L = C (lower) or C^H (C holding U = L^H): L's and L^H's
       substitutions in one kernel (LAPACK's potrs).
   trtri(A[B, n, n]) -> X[B, n, n], attributes lower, unit_diagonal
       the inverse of a triangular A (LAPACK's trti2), triangular as A; only A's `lower` or upper
@@ -67,16 +79,20 @@ import numpy as np
 
 from ...ir.opdef import require
 from ...ir.ops.library import Routine
-from ...ir.types import TensorType
+from ...ir.types import COMPLEX_PART, TensorType
 
-DTYPES = ("f32", "f64")   # real floats; complex matrices are refused by the frontend
+REAL = ("f32", "f64")
+REAL_OR_COMPLEX = ("f32", "f64", "c64", "c128")
+COMPLEX_ROUTINES = ("getrf", "getrs", "getri", "potrf", "potrs", "trsm", "trtri", "geqrf", "orgqr", "syevj",
+                    "gesvdj")   # the others: real only
 
 
 def check_matrices(routine: str, types, count: int):
     require(len(types) == count, f"library_call: solver.{routine} takes {count} operand(s), got {len(types)}")
+    dtypes = REAL_OR_COMPLEX if routine in COMPLEX_ROUTINES else REAL
     for t in types:
         require(t.ndim == 3, f"library_call: solver.{routine} takes stacks of matrices [B, rows, columns], got {t}")
-        require(t.dtype in DTYPES, f"library_call: solver.{routine} takes {' or '.join(DTYPES)}, got {t}")
+        require(t.dtype in dtypes, f"library_call: solver.{routine} takes {' or '.join(dtypes)}, got {t}")
     require(len({t.dtype for t in types}) == 1, f"library_call: solver.{routine}'s operands differ in dtype: "
                                                 f"{', '.join(map(str, types))}")
 
@@ -88,6 +104,11 @@ def getrf_infer(types, attrs):
     return [a, TensorType("i32", (batch, min(m, n))), TensorType("i32", (batch, m))]
 
 
+def pivot_magnitude(x):
+    """|x|, or LAPACK's cabs1 |re| + |im| for complex x (i_amax's measure)."""
+    return np.abs(x.real) + np.abs(x.imag) if np.iscomplexobj(x) else np.abs(x)
+
+
 def getrf_reference(a):
     lu = np.array(a, copy=True)
     batch, m, n = lu.shape
@@ -96,7 +117,7 @@ def getrf_reference(a):
     rows = np.arange(batch)
     with np.errstate(all="ignore"):
         for k in range(min(m, n)):
-            p = k + np.argmax(np.abs(lu[:, k:, k]), axis=1)
+            p = k + np.argmax(pivot_magnitude(lu[:, k:, k]), axis=1)
             pivots[:, k] = p
             lu[rows, k], lu[rows, p] = lu[rows, p].copy(), lu[rows, k].copy()
             permutation[rows, k], permutation[rows, p] = permutation[rows, p], permutation[rows, k].copy()
@@ -119,9 +140,9 @@ def potrf_reference(a):
     n = a.shape[-1]
     with np.errstate(all="ignore"):
         for j in range(n):
-            diagonal = np.sqrt(l[:, j, j] - np.sum(l[:, j, :j] * l[:, j, :j], axis=1))
+            diagonal = np.sqrt(np.real(l[:, j, j] - np.sum(l[:, j, :j] * np.conj(l[:, j, :j]), axis=1)))
             l[:, j, j] = diagonal
-            below = l[:, j + 1:, j] - np.sum(l[:, j + 1:, :j] * l[:, j:j + 1, :j], axis=2)
+            below = l[:, j + 1:, j] - np.sum(l[:, j + 1:, :j] * np.conj(l[:, j:j + 1, :j]), axis=2)
             l[:, j + 1:, j] = below / diagonal[:, None]
     return l
 
@@ -135,7 +156,7 @@ def trsm_infer(types, attrs):
 
 
 def trsm_reference(a, x, lower, trans, unit_diagonal):
-    op_a = np.swapaxes(a, 1, 2) if trans else a
+    op_a = np.conj(np.swapaxes(a, 1, 2)) if trans else a
     forward = lower != trans   # op(A) lower: rows in order
     y = np.array(x, copy=True)
     n = a.shape[1]
@@ -189,19 +210,21 @@ def geqrf_infer(types, attrs):
 
 
 def householder(column):
-    """(beta, tau, v without its leading 1) of LAPACK's larfg for a stack of columns [B, r]."""
+    """(beta, tau, v without its leading 1) of LAPACK's larfg for a stack of columns [B, r] (complex:
+    zlarfg, beta real, H = I - tau v v^H with H^H column = beta e_1)."""
     alpha, rest = column[:, 0], column[:, 1:]
-    norm = np.sqrt(alpha * alpha + np.sum(rest * rest, axis=1))
-    beta = np.where(alpha >= 0, -norm, norm)
-    reflect = np.sum(rest * rest, axis=1) != 0
+    rest_norm2 = np.sum(np.abs(rest) ** 2, axis=1)
+    norm = np.sqrt(np.abs(alpha) ** 2 + rest_norm2)
+    beta = np.where(np.real(alpha) >= 0, -norm, norm)
+    reflect = (rest_norm2 != 0) | (np.imag(alpha) != 0)
     tau = np.where(reflect, (beta - alpha) / beta, 0).astype(column.dtype)
     v = np.where(reflect[:, None], rest / (alpha - beta)[:, None], 0).astype(column.dtype)
     return np.where(reflect, beta, alpha).astype(column.dtype), tau, v
 
 
 def reflect(x, v, tau):
-    """(I - tau v v^T) x for stacks: v [B, r] (its leading 1 included), x [B, r, c]."""
-    w = np.einsum("br,brc->bc", v, x)
+    """(I - tau v v^H) x for stacks: v [B, r] (its leading 1 included), x [B, r, c]."""
+    w = np.einsum("br,brc->bc", np.conj(v), x)
     return x - tau[:, None, None] * v[:, :, None] * w[:, None, :]
 
 
@@ -214,7 +237,7 @@ def geqrf_reference(a):
             beta, tau, v = householder(qr[:, j:, j])
             qr[:, j, j], qr[:, j + 1:, j], taus[:, j] = beta, v, tau
             full = np.concatenate([np.ones((batch, 1), qr.dtype), v], axis=1)
-            qr[:, j:, j + 1:] = reflect(qr[:, j:, j + 1:], full, tau)
+            qr[:, j:, j + 1:] = reflect(qr[:, j:, j + 1:], full, np.conj(tau))
     return qr, taus
 
 
@@ -247,7 +270,7 @@ def syevj_infer(types, attrs):
     (a,) = types
     batch, n, columns = a.shape
     require(n == columns, f"library_call: solver.syevj takes square matrices, got {a}")
-    return [TensorType(a.dtype, (batch, n)), a, a]
+    return [TensorType(COMPLEX_PART.get(a.dtype, a.dtype), (batch, n)), a, a]
 
 
 def syevj_reference(a):
@@ -257,20 +280,23 @@ def syevj_reference(a):
     epsilon = np.finfo(d.dtype).eps
     with np.errstate(all="ignore"):
         for b in range(batch):
-            total = np.sum(d[b] * d[b])
+            total = np.sum(np.abs(d[b]) ** 2)
             for _ in range(MAX_SWEEPS):
-                if np.sum(d[b] * d[b]) - np.sum(np.diagonal(d[b]) ** 2) <= epsilon * epsilon * total:
+                if np.sum(np.abs(d[b]) ** 2) - np.sum(np.abs(np.diagonal(d[b])) ** 2) <= epsilon * epsilon * total:
                     break
                 for p in range(n):
                     for q in range(p + 1, n):
                         if d[b, p, q] == 0:
                             continue
-                        c, s = jacobi_rotation(d[b, p, p], d[b, q, q], d[b, p, q])
-                        rotation = np.array([[c, s], [-s, c]], d.dtype)
+                        # A complex a_pq: D J D^H, D = diag(1, e), e = conj(a_pq) / |a_pq|, J of |a_pq|.
+                        magnitude = np.abs(d[b, p, q]) if np.iscomplexobj(d) else d[b, p, q]
+                        phase = np.conj(d[b, p, q]) / magnitude if np.iscomplexobj(d) else 1
+                        c, s = jacobi_rotation(np.real(d[b, p, p]), np.real(d[b, q, q]), magnitude)
+                        rotation = np.array([[c, s * np.conj(phase)], [-s * phase, c]], d.dtype)
                         d[b][:, [p, q]] = d[b][:, [p, q]] @ rotation
-                        d[b][[p, q], :] = rotation.T @ d[b][[p, q], :]
+                        d[b][[p, q], :] = np.conj(rotation.T) @ d[b][[p, q], :]
                         v[b][:, [p, q]] = v[b][:, [p, q]] @ rotation
-    w = np.diagonal(d, axis1=1, axis2=2).copy()
+    w = np.real(np.diagonal(d, axis1=1, axis2=2)).copy()
     order = np.argsort(w, axis=1, kind="stable")
     return (np.take_along_axis(w, order, axis=1), np.take_along_axis(v, order[:, None, :], axis=2), d)
 
@@ -280,7 +306,7 @@ def gesvdj_infer(types, attrs):
     (a,) = types
     batch, m, n = a.shape
     require(m >= n, f"library_call: solver.gesvdj takes matrices with at least as many rows as columns, got {a}")
-    return [TensorType(a.dtype, (batch, n)), a, TensorType(a.dtype, (batch, n, n))]
+    return [TensorType(COMPLEX_PART.get(a.dtype, a.dtype), (batch, n)), a, TensorType(a.dtype, (batch, n, n))]
 
 
 def jacobi_rotation(app, aqq, apq):
@@ -302,17 +328,21 @@ def gesvdj_reference(a):
                 rotations = 0
                 for p in range(n):
                     for q in range(p + 1, n):
-                        alpha, beta, gamma = u[b, :, p] @ u[b, :, p], u[b, :, q] @ u[b, :, q], u[b, :, p] @ u[b, :, q]
+                        alpha, beta = np.real(np.vdot(u[b, :, p], u[b, :, p])), np.real(np.vdot(u[b, :, q], u[b, :, q]))
+                        gamma = np.vdot(u[b, :, p], u[b, :, q])
                         if gamma == 0 or abs(gamma) <= epsilon * np.sqrt(alpha * beta):
                             continue
                         rotations += 1
-                        rotation = np.array(jacobi_rotation(alpha, beta, gamma), u.dtype)
-                        rotation = np.array([[rotation[0], rotation[1]], [-rotation[1], rotation[0]]], u.dtype)
+                        # Complex columns: the Hermitian Gram pair turned as syevj_reference turns a_pq.
+                        magnitude = np.abs(gamma) if np.iscomplexobj(u) else gamma
+                        phase = np.conj(gamma) / magnitude if np.iscomplexobj(u) else 1
+                        c, s = jacobi_rotation(alpha, beta, magnitude)
+                        rotation = np.array([[c, s * np.conj(phase)], [-s * phase, c]], u.dtype)
                         u[b][:, [p, q]] = u[b][:, [p, q]] @ rotation
                         v[b][:, [p, q]] = v[b][:, [p, q]] @ rotation
                 if rotations == 0:
                     break
-        s = np.sqrt(np.sum(u * u, axis=1))
+        s = np.sqrt(np.sum(np.abs(u) ** 2, axis=1))
         u = np.where(s[:, None, :] != 0, u / s[:, None, :], u)
     order = np.argsort(-s, axis=1, kind="stable")
     return (np.take_along_axis(s, order, axis=1), np.take_along_axis(u, order[:, None, :], axis=2),
@@ -327,7 +357,7 @@ def geev_infer(types, attrs):
     (a,) = types
     batch, n, columns = a.shape
     require(n == columns, f"library_call: solver.geev takes square matrices, got {a}")
-    return [TensorType(a.dtype, (batch, n)), TensorType(a.dtype, (batch, n)), a]
+    return [TensorType(a.dtype, (batch, n)), TensorType(a.dtype, (batch, n)), a] + ([a] if attrs["vectors"] else [])
 
 
 def hessenberg_reflector(x):
@@ -352,22 +382,27 @@ def two_by_two_eigenvalues(a, b, c, d):
     return (d + z, 0.0), ((d - b * c / z) if z != 0 else d + z, 0.0)
 
 
-def geev_reference(a):
-    """Eigenvalues only (geev with jobvl = jobvr = 'N', no balancing): Householder reduction to
-    Hessenberg form (gehd2), then Francis double-shift QR steps on the active window (Golub and Van
-    Loan, Algorithm 7.5.1) deflating where a subdiagonal entry is below eps times its neighbours,
-    with LAPACK dlahqr's exceptional shift at steps 10 and 20. NaNs if it does not converge."""
+def geev_reference(a, vectors):
+    """Eigenvalues (geev without balancing): Householder reduction to Hessenberg form (gehd2), then
+    Francis double-shift QR steps on the active window (Golub and Van Loan, Algorithm 7.5.1)
+    deflating where a subdiagonal entry is below eps times its neighbours, with LAPACK dlahqr's
+    exceptional shift at steps 10 and 20. NaNs if it does not converge. With `vectors`, the
+    reflections act on whole rows and columns (H becomes the real Schur form T: 1x1 blocks and 2x2
+    blocks, not standardized, whose subdiagonal entry is not zero) and accumulate in Z, A = Z T Z^T."""
     h = np.array(a, copy=True)
     batch, n, _ = h.shape
     wr, wi = np.zeros((batch, n), h.dtype), np.zeros((batch, n), h.dtype)
+    zs = np.tile(np.eye(n, dtype=h.dtype), (batch, 1, 1))
     epsilon = np.finfo(h.dtype).eps
     with np.errstate(all="ignore"):
         for b in range(batch):
-            m = h[b]
+            m, z = h[b], zs[b]
             for k in range(n - 2):
                 u, beta = hessenberg_reflector(m[k + 1:, k].copy())
                 m[k + 1:, :] -= beta * np.outer(u, u @ m[k + 1:, :])
                 m[:, k + 1:] -= beta * np.outer(m[:, k + 1:] @ u, u)
+                if vectors:
+                    z[:, k + 1:] -= beta * np.outer(z[:, k + 1:] @ u, u)
             last, steps = n - 1, 0
             for _ in range(MAX_QR_STEPS * n):
                 if last < 0:
@@ -385,14 +420,16 @@ def geev_reference(a):
                     last, steps = last - 2, 0
                 else:
                     steps += 1
-                    francis_step(m, low, last, steps)
+                    francis_step(m, low, last, steps, z if vectors else None)
             if last >= 0:
                 wr[b, :last + 1] = wi[b, :last + 1] = np.nan
-    return wr, wi, h
+    return (wr, wi, h, zs) if vectors else (wr, wi, h)
 
 
-def francis_step(m, low, last, steps):
-    """One double-shift QR step on the window m[low:last+1, low:last+1] (at least 3x3), in place."""
+def francis_step(m, low, last, steps, schur_vectors):
+    """One double-shift QR step on the window m[low:last+1, low:last+1] (at least 3x3), in place; with
+    schur_vectors, on m's whole rows and columns and on schur_vectors' columns."""
+    n = m.shape[0]
     if steps in (10, 20):
         s = abs(m[last, last - 1]) + abs(m[last - 1, last - 2])
         h11 = 0.75 * s + m[last, last]
@@ -406,10 +443,13 @@ def francis_step(m, low, last, steps):
     for k in range(low, last):
         rows = min(3, last - k + 1)
         u, beta = hessenberg_reflector(np.array([x, y, z][:rows]))
-        left = max(low, k - 1)
-        m[k:k + rows, left:last + 1] -= beta * np.outer(u, u @ m[k:k + rows, left:last + 1])
+        schur = schur_vectors is not None
+        left, right, top = max(low, k - 1), (n - 1 if schur else last), (0 if schur else low)
+        m[k:k + rows, left:right + 1] -= beta * np.outer(u, u @ m[k:k + rows, left:right + 1])
         bottom = min(k + 3, last)
-        m[low:bottom + 1, k:k + rows] -= beta * np.outer(m[low:bottom + 1, k:k + rows] @ u, u)
+        m[top:bottom + 1, k:k + rows] -= beta * np.outer(m[top:bottom + 1, k:k + rows] @ u, u)
+        if schur:
+            schur_vectors[:, k:k + rows] -= beta * np.outer(schur_vectors[:, k:k + rows] @ u, u)
         x = m[k + 1, k]
         y = m[k + 2, k] if k + 2 <= last else 0
         z = m[k + 3, k] if k + 3 <= last else 0
@@ -475,6 +515,61 @@ def trtri_reference(a, lower, unit_diagonal):
     return trsm_reference(a, np.tile(np.eye(n, dtype=a.dtype), (batch, 1, 1)), lower, False, unit_diagonal)
 
 
+def trevc_infer(types, attrs):
+    require(len(types) == 3, f"library_call: solver.trevc takes T, wr and wi, got {', '.join(map(str, types))}")
+    t, wr, wi = types
+    check_matrices("trevc", [t], 1)
+    batch, n, columns = t.shape
+    require(n == columns and wr == wi == TensorType(t.dtype, (batch, n)),
+            f"library_call: solver.trevc takes T[B, n, n], wr[B, n] and wi[B, n] of one dtype, got {t}, {wr}, {wi}")
+    return [TensorType({"f32": "c64", "f64": "c128"}[t.dtype], t.shape)]
+
+
+def trevc_reference(t, wr, wi):
+    batch, n, _ = t.shape
+    x = np.zeros(t.shape, {np.float32: np.complex64, np.float64: np.complex128}[t.dtype.type])
+    epsilon = np.finfo(t.dtype).eps
+    with np.errstate(all="ignore"):
+        for b in range(batch):
+            for j in range(n):
+                x[b, :, j] = quasi_triangular_vector(t[b], complex(wr[b, j], wi[b, j]), j, epsilon)
+    return (x,)
+
+
+def quasi_triangular_vector(t, value, j, epsilon):
+    """A solution of (T - value I) x = 0, x zero below the 1x1 or 2x2 block holding row j, by back
+    substitution (1x1 and 2x2 diagonal blocks; 2x2 systems by Cramer's rule; a divisor of magnitude,
+    |re| + |im|, below smin replaced by smin)."""
+    n = t.shape[0]
+    smin = max(epsilon * (abs(value.real) + abs(value.imag)), np.finfo(t.dtype).tiny)
+    top = j - 1 if j > 0 and t[j, j - 1] != 0 else j
+    bottom = j + 1 if j < n - 1 and t[j + 1, j] != 0 else j
+    x = np.zeros(n, complex)
+    if top == bottom:
+        x[j] = 1
+    else:
+        a, c = top, bottom
+        first = pivot_magnitude(t[a, a] - value) + abs(t[a, c])   # |re| + |im| magnitudes
+        second = abs(t[c, a]) + pivot_magnitude(t[c, c] - value)
+        x[a], x[c] = (t[a, c], value - t[a, a]) if first >= second else (value - t[c, c], t[c, a])
+    row = top - 1
+    while row >= 0:
+        if row > 0 and t[row, row - 1] != 0:
+            solved = x[row + 1:bottom + 1]
+            r1, r2 = -(t[row - 1, row + 1:bottom + 1] @ solved), -(t[row, row + 1:bottom + 1] @ solved)
+            d11, d22 = t[row - 1, row - 1] - value, t[row, row] - value
+            det = d11 * d22 - t[row - 1, row] * t[row, row - 1]
+            det = det if pivot_magnitude(det) >= smin else smin
+            x[row - 1], x[row] = (r1 * d22 - t[row - 1, row] * r2) / det, (d11 * r2 - t[row, row - 1] * r1) / det
+            row -= 2
+        else:
+            d = t[row, row] - value
+            d = d if pivot_magnitude(d) >= smin else smin
+            x[row] = -(t[row, row + 1:bottom + 1] @ x[row + 1:bottom + 1]) / d
+            row -= 1
+    return x
+
+
 ROUTINES = {
     "getrf": Routine({}, getrf_infer, getrf_reference, "LU with partial pivoting (libs/solver/routines.py)"),
     "potrf": Routine({}, potrf_infer, potrf_reference, "Cholesky of the lower triangle (libs/solver/routines.py)"),
@@ -489,8 +584,9 @@ ROUTINES = {
     "gesvdj": Routine({}, gesvdj_infer, gesvdj_reference, "singular values, one-sided Jacobi "
                                                           "(libs/solver/routines.py)"),
     "getrs": Routine({}, getrs_infer, getrs_reference, "solve with getrf's factors (libs/solver/routines.py)"),
-    "geev": Routine({}, geev_infer, geev_reference, "eigenvalues of general matrices, Hessenberg + double-shift QR "
-                                                    "(libs/solver/routines.py)"),
+    "geev": Routine({"vectors": "bool"}, geev_infer, geev_reference,
+                    "eigenvalues of general matrices, Hessenberg + double-shift QR (libs/solver/routines.py)"),
+    "trevc": Routine({}, trevc_infer, trevc_reference, "eigenvectors of a real Schur form (libs/solver/routines.py)"),
     "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
     "getri": Routine({}, getri_infer, getri_reference, "inverse from getrf's factors (libs/solver/routines.py)"),
     "potrs": Routine({"lower": "bool"}, potrs_infer, potrs_reference,

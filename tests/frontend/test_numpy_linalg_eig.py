@@ -1,5 +1,6 @@
-"""cdnajit.numpy.linalg.eigvals (libs/solver's geev: Hessenberg reduction and Francis double-shift QR),
-and roots and poly built on it, against numpy and scipy on stacks in f32 and f64.
+"""cdnajit.numpy.linalg.eigvals and eig (libs/solver's geev: Hessenberg reduction and Francis double-shift
+QR; with vectors, the real Schur form's eigenvectors by trevc), and roots and poly built on eigvals,
+against numpy and scipy on stacks in f32 and f64.
 
 Error model: Householder reduction and the QR iteration are backward stable (Golub and Van Loan,
 7.5.6): every computed eigenvalue w is an exact eigenvalue of A + E with ||E|| of order n eps ||A||,
@@ -15,7 +16,8 @@ import scipy.linalg
 import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit.errors import ConcretizationError
-from cdnajit.libs.solver.routines import geev_reference
+from cdnajit.frontend.tracing import bind
+from cdnajit.libs.solver.routines import geev_reference, trevc_reference
 
 BOUND = 8
 DTYPES_FAST_F64 = [pytest.param(np.float32, marks=pytest.mark.slow), np.float64]
@@ -90,7 +92,7 @@ def test_geev_kernel_follows_its_reference():
     eigenvalues' conditioning (these are well conditioned: cond < 100)."""
     a = stack_of_cases(9, np.float64)[[0, 1, 3]]
     w = np.asarray(cnp.linalg.eigvals(a))
-    wr, wi, _ = geev_reference(a)
+    wr, wi, _ = geev_reference(a, vectors=False)
     np.testing.assert_allclose(np.sort_complex(w), np.sort_complex(wr + 1j * wi), rtol=0,
                                atol=100 * BOUND * 9 * eps(np.float64) * np.max(np.linalg.norm(a, 2, axis=(1, 2))))
 
@@ -101,9 +103,79 @@ def test_eigvals_that_do_not_converge_are_nan():
     assert np.all(np.isnan(np.asarray(cnp.linalg.eigvals(a))))
 
 
-def test_eig_names_what_it_lacks():
-    with pytest.raises(NotImplementedError, match="eigenvectors"):
-        cnp.linalg.eig(np.eye(2))
+def eigenvector_residuals(a, w, v, dtype):
+    """max over the stack and columns of ||A v - w v|| / (||A||_2 ||v|| n eps): trevc's vectors solve
+    (T + F) x = w x with ||F|| of order n eps ||T|| (a divisor below eps |w| replaced by that, as
+    LAPACK's), and Z is orthogonal, so they are exact vectors of A + E, ||E|| of order n eps ||A||."""
+    a, v = np.asarray(a, np.float64), np.asarray(v, np.complex128)
+    n = a.shape[-1]
+    residual = np.linalg.norm(a @ v - v * w[..., None, :], axis=-2)
+    scale = np.linalg.norm(a, 2, axis=(-2, -1))[..., None] * np.linalg.norm(v, axis=-2) * n * eps(dtype)
+    return np.max(residual / np.where(scale == 0, 1, scale), initial=0.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
+@pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.slow) for n in (1, 2, 3)] + [9])
+def test_eig_vectors_against_numpy(dtype, n):
+    """A V = V diag(w) within BOUND n eps ||A|| (random, symmetric, a Jordan block perturbed by eps,
+    complex pairs, a zero row), the eigenvalues those of eigvals; vectors normalized as LAPACK's geev
+    (unit 2-norm, a complex eigenvalue's largest component real, a real eigenvalue's vector real); where
+    an eigenvalue is well separated (condition below 100, numpy's vector's condition its eigenvalue gap
+    over ||A||), the same vector as numpy's up to a unit factor, to BOUND n eps ||A|| / gap."""
+    a = stack_of_cases(n, dtype)
+    w, v = cj.jit(cnp.linalg.eig)(a)
+    assert v.dtype == w.dtype == (np.complex64 if dtype == np.float32 else np.complex128) and v.shape == (5, n, n)
+    np.testing.assert_array_equal(w, cj.jit(cnp.linalg.eigvals)(a))
+    assert eigenvector_residuals(a, w, v, dtype) <= BOUND
+    np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1, rtol=0, atol=BOUND * n * eps(dtype))
+    real = w.imag == 0
+    assert np.all(v.imag[np.broadcast_to(real[:, None, :], v.shape)] == 0)
+    largest = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[:, None, :], axis=-2)[:, 0]
+    assert np.all(largest.imag[~real] == 0)
+    for b in [0, 1, 3]:   # not the Jordan block (ill-conditioned) nor the zero row (a repeated 0 when n is small)
+        matrix = a[b].astype(np.float64)
+        want_w, want_v = np.linalg.eig(matrix)
+        norm = np.linalg.norm(matrix, 2)
+        for j in range(n):
+            k = np.argmin(np.abs(want_w - w[b, j]))
+            gap = np.min(np.abs(np.delete(want_w, k) - want_w[k]), initial=norm)
+            if gap < norm / 100:
+                continue
+            unit = np.vdot(want_v[:, k], v[b, :, j])
+            assert abs(abs(unit) - 1) <= BOUND * n * eps(dtype) * norm / gap
+            np.testing.assert_allclose(v[b, :, j], unit * want_v[:, k], rtol=0,
+                                       atol=BOUND * n * eps(dtype) * norm / gap)
+
+
+@pytest.mark.slow
+def test_schur_form_and_trevc_kernels_against_their_references():
+    """geev with vectors: A = Z T Z^T, Z orthogonal, T quasi-triangular, within BOUND n eps (a 2x2 block
+    and its Schur vectors are fixed only up to a rotation, which rounding decides, so the kernel's T
+    and Z are checked by these identities, not against the reference's); trevc on the reference's T
+    equal to trevc_reference to BOUND n eps ||T|| cond (these are well conditioned)."""
+    n = 9
+    a = stack_of_cases(n, np.float64)[[0, 1, 3]]
+    call = lambda routine, *operands, **attrs: bind("library_call", list(operands), {
+        "library": "solver", "routine": routine, "solution": "", **attrs})
+    wr, wi, t, z = cj.jit(lambda x: tuple(call("geev", x, vectors=True)))(a)
+    scale = BOUND * n * eps(np.float64)
+    assert np.max(np.abs(z @ t @ np.swapaxes(z, 1, 2) - a)) <= scale * np.max(np.abs(a)) * n
+    assert np.max(np.abs(np.swapaxes(z, 1, 2) @ z - np.eye(n))) <= scale
+    # Below the subdiagonal: the bulges' rounding only (LAPACK zeroes it; trevc does not read it).
+    assert np.max(np.abs(np.tril(t, -2))) <= scale * np.max(np.abs(a))
+    want_wr, want_wi, want_t, _ = geev_reference(a, vectors=True)
+    (x,) = cj.jit(lambda t, wr, wi: tuple(call("trevc", t, wr, wi)))(want_t, want_wr, want_wi)
+    (want_x,) = trevc_reference(want_t, want_wr, want_wi)
+    np.testing.assert_allclose(x, want_x, rtol=0, atol=100 * scale * np.max(np.abs(want_x)))
+
+
+def test_eig_of_stacks_and_empty_matrices():
+    a = stack_of_cases(4, np.float64)[:4].reshape(2, 2, 4, 4)
+    w, v = cnp.linalg.eig(a)
+    assert w.shape == (2, 2, 4) and v.shape == (2, 2, 4, 4)
+    assert eigenvector_residuals(a.reshape(4, 4, 4), w.reshape(4, 4), v.reshape(4, 4, 4), np.float64) <= BOUND
+    w, v = cnp.linalg.eig(np.zeros((3, 0, 0)))
+    assert w.shape == (3, 0) and v.shape == (3, 0, 0) and v.dtype == np.complex128
 
 
 @pytest.mark.parametrize("p", [[1.0, -6.0, 11.0, -6.0], [2.0, 0.0, 1.0], [0.0, 0.0, 1.0, 2.0, 3.0, 0.0, 0.0], [3.0],
