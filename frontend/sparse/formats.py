@@ -115,6 +115,8 @@ class BCSR(SparseMatrix):
         self.n_batch, self.n_dense = max(indptr.ndim - 1, 0), max(data.ndim - indptr.ndim, 0)
         self.shape = batched.layout("BCSR", shape, self.n_batch, self.n_dense) if self.batched else \
             check_shape("BCSR", shape)
+        if self.batched:
+            data, indices, indptr = batched.broadcast_stored((data, indices, indptr), self.batch_shape)
         # The library takes one index dtype per call, int32 or int64: other or mixed ones are widened.
         index = index_dtype(indices, indptr)
         self.data, self.indices, self.indptr = data, *(a if np.dtype(str(a.dtype)).name == index else a.astype(index)
@@ -182,7 +184,8 @@ class BCSR(SparseMatrix):
         return csr_dot_dense(self, other)
 
     def __rmatmul__(self, other):   # dense @ sparse = (sparse^T @ dense^T)^T
-        not_batched("dense @ sparse", self)
+        if self.batched:
+            return batched.rmatmul(other, self)
         return cnp.transpose(csr_dot_dense(self.transpose(), cnp.transpose(cnp.asarray(other))))
 
     def __mul__(self, other):
@@ -210,6 +213,7 @@ class BCOO(SparseMatrix):
         self.n_batch, self.n_dense = max(self.indices.ndim - 2, 0), max(self.data.ndim - self.indices.ndim + 1, 0)
         if self.batched:
             self.shape = batched.layout("BCOO", shape, self.n_batch, self.n_dense)
+            self.data, self.indices = batched.broadcast_stored((self.data, self.indices), self.batch_shape)
             batched.check_bcoo(self)
             return
         self.shape = check_shape("BCOO", shape)
