@@ -399,13 +399,19 @@ def spgemm_bound_infer(types, attrs):
 
 
 def spgemm_bound(a_indptr, a_indices, b_indptr):
-    lengths = np.diff(b_indptr)
-    counts = [int(lengths[a_indices[a_indptr[r]:a_indptr[r + 1]]].sum()) for r in range(len(a_indptr) - 1)]
+    lengths, n = np.diff(b_indptr.astype(np.int64)), len(b_indptr) - 1
+    counts = [sum(int(lengths[k]) for k in a_indices[span(a_indptr, r, len(a_indices))] if 0 <= k < n)
+              for r in range(len(a_indptr) - 1)]
     return np.array([table_slots(c) for c in counts], a_indptr.dtype).reshape(-1)
 
 
+def span(indptr, r, total) -> slice:
+    """Row r's entries, its indptr entries clamped to [0, total] as the kernels' common.clamped."""
+    return slice(*(min(max(int(indptr[i]), 0), total) for i in (r, r + 1)))
+
+
 def table_slots(products: int) -> int:
-    return 0 if products == 0 else 1 << (2 * products - 1).bit_length()
+    return 0 if products <= 0 else 1 << (2 * products - 1).bit_length()
 
 
 def hash_slot(column, size):
@@ -415,19 +421,31 @@ def hash_slot(column, size):
 
 
 def row_products(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, r):
-    for p in range(int(a_indptr[r]), int(a_indptr[r + 1])):
-        k = a_indices[p]
-        for q in range(int(b_indptr[k]), int(b_indptr[k + 1])):
-            yield int(b_indices[q]), (None if a_data is None else a_data[p] * b_data[q])
+    """Row r's products in order; rows' spans clamped and columns of A outside B's rows skipped, as
+    spgemm.for_products reads whatever the index arrays hold."""
+    for p in range(*span(a_indptr, r, len(a_indices)).indices(len(a_indices))):
+        k = int(a_indices[p])
+        if 0 <= k < len(b_indptr) - 1:
+            for q in range(*span(b_indptr, k, len(b_indices)).indices(len(b_indices))):
+                yield int(b_indices[q]), (None if a_data is None else a_data[p] * b_data[q])
+
+
+SPGEMM_PROBES = 4   # tries written out before spgemm.insert's loop over the table
 
 
 def hashed_row(products, keys, values, start, size):
     """Insert (column, value) products into the table keys/values[start:start + size] (linear
-    probing, -1 empty); values summed per column in product order."""
+    probing, -1 empty); values summed per column in product order. As spgemm.insert, a product
+    still not placed after SPGEMM_PROBES + size tries (a full table: only for unchecked index
+    arrays, whose bound undercounts) is dropped."""
     for column, value in products:
         slot = hash_slot(column, size)
-        while keys[start + slot] not in (-1, column):
+        for _ in range(SPGEMM_PROBES + size):
+            if keys[start + slot] in (-1, column):
+                break
             slot = (slot + 1) & (size - 1)
+        else:
+            continue
         if keys[start + slot] == -1:
             keys[start + slot] = column
             if values is not None:
@@ -442,13 +460,19 @@ def spgemm_symbolic_infer(types, attrs):
     return [TensorType(a_indptr.dtype, (a_indptr.shape[0] - 1,)), TensorType(a_indptr.dtype, (attrs["table"],))]
 
 
+def table_fits(start, size, table):
+    """spgemm.fits: a row whose table would lie outside the keys buffer (or has none) is left empty."""
+    return start >= 0 and size > 0 and start + size <= table
+
+
 def spgemm_symbolic(a_indptr, a_indices, b_indptr, b_indices, table_ptr, *, table):
     keys = np.full(table, -1, a_indptr.dtype)
     row_nnz = np.zeros(len(a_indptr) - 1, a_indptr.dtype)
     for r in range(len(row_nnz)):
         start, size = int(table_ptr[r]), int(table_ptr[r + 1] - table_ptr[r])
-        hashed_row(row_products(a_indptr, a_indices, None, b_indptr, b_indices, None, r), keys, None, start, size)
-        row_nnz[r] = np.count_nonzero(keys[start:start + size] >= 0)
+        if table_fits(start, size, table):
+            hashed_row(row_products(a_indptr, a_indices, None, b_indptr, b_indices, None, r), keys, None, start, size)
+            row_nnz[r] = np.count_nonzero(keys[start:start + size] >= 0)
     return row_nnz, keys
 
 
@@ -464,11 +488,15 @@ def spgemm_numeric(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, tab
     c_indices, c_data = np.zeros(nse, a_indptr.dtype), np.zeros(nse, a_data.dtype)
     for r in range(len(a_indptr) - 1):
         start, size = int(table_ptr[r]), int(table_ptr[r + 1] - table_ptr[r])
+        if not table_fits(start, size, table):
+            continue
         hashed_row(row_products(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, r), keys, values, start, size)
         used = [s for s in range(start, start + size) if keys[s] >= 0]
         at = int(c_indptr[r])
-        c_indices[at:at + len(used)] = keys[used]
-        c_data[at:at + len(used)] = values[used]
+        for s in used:      # written only inside C (a static nse under jit bounds it)
+            if 0 <= at < nse:
+                c_indices[at], c_data[at] = keys[s], values[s]
+            at += 1
     return c_indices, c_data, keys, values
 
 

@@ -221,8 +221,40 @@ def test_spgemm():
     got.sort_indices()
     np.testing.assert_array_equal(got.indices, expected.indices)
     np.testing.assert_allclose(got.data, expected.data, atol=150 * np.finfo(float).eps * (abs(a) @ abs(b)).max())
-    with pytest.raises(cj.ConcretizationError, match="outside jit only"):
-        cj.jit(lambda x, y: x @ y)(ours(a), ours(b))
+    check_spgemm_under_jit(a, b, c)
+
+
+def check_spgemm_under_jit(a, b, c):
+    """Under jit C has a static nse, min(nse_a nse_b, m n) (formats.spgemm_bounds), its entries past
+    indptr[-1] padding (column 0, value 0): compiled and interpreted equal the eager product exactly
+    (the same passes, the same order of sums)."""
+    nse = min(a.nnz * b.nnz, a.shape[0] * b.shape[1])
+    product = lambda x, y: x @ y
+    for backend in ("interpret", None):
+        jitted = cj.jit(product, backend=backend) if backend else cj.jit(product)
+        d = jitted(ours(a), ours(b))
+        assert (d.nse, d.shape) == (nse, c.shape)
+        np.testing.assert_array_equal(np.asarray(d.indptr), np.asarray(c.indptr))
+        used = int(np.asarray(c.indptr)[-1])
+        np.testing.assert_array_equal(np.asarray(d.indices)[:used], np.asarray(c.indices))
+        np.testing.assert_array_equal(np.asarray(d.data)[:used], np.asarray(c.data))
+        assert not np.any(np.asarray(d.data)[used:]) and not np.any(np.asarray(d.indices)[used:])
+
+
+@pytest.mark.slow
+def test_spgemm_under_jit_bad_indices_stay_inside():
+    """Traced index arrays that were not checked (indptr decreasing, so rows overlap and the products
+    exceed the static bound) never make a pass write outside its tables or C: compiled and
+    interpreted agree (the kernels leave a row whose table would not fit empty); cs.checked names it."""
+    data, indices = np.ones(4), np.array([0, 1, 1, 0], np.int32)
+    indptr = np.array([0, 4, 0, 4, 0], np.int32)          # rows 1 and 3 reread rows 0 and 2's entries
+    f = lambda d, i, p: (cs.BCSR((d, i, p), shape=(4, 2)) @ cs.BCSR((d[:2], i[:2], p[:3] // 2), shape=(2, 2)))
+    results = [cj.jit(f, backend=backend)(data, indices, indptr) if backend else cj.jit(f)(data, indices, indptr)
+               for backend in ("interpret", None)]
+    for x, y in zip(*(cj.tree_flatten(r)[0] for r in results)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    with pytest.raises(cj.errors.TracingValueError, match="indptr must start at 0, never decrease"):
+        cs.checked(f)(data, indices, indptr)
 
 
 @pytest.mark.slow
@@ -387,6 +419,7 @@ def test_complex_spgemm_and_sddmm(dtype):
     ca, cb = (cs.csr_matrix((m.data, m.indices, m.indptr), shape=m.shape) for m in (a, b))
     c = ca @ cb
     assert np.asarray(c.data).dtype == dtype
+    check_spgemm_under_jit(a, b, c)
     bound = 4 * 7 * eps * (abs(a) @ abs(b)).toarray()
     assert np.all(np.abs(np.asarray(c.todense()) - (a @ b).toarray()) <= bound + 1e-30)
     x = (rng.standard_normal((9, 4)) + 1j * rng.standard_normal((9, 4))).astype(dtype)
