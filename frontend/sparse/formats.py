@@ -35,8 +35,8 @@ def value_dtype(*arrays, complex_ok=False) -> str:
         if complex_ok:
             return name
         raise NotImplementedError(located(f"cdnajit.sparse: complex values ({name}) are supported by products "
-                                          "(with dense arrays, SpGEMM, SDDMM) only, split into real ones: the sparse library's "
-                                          "kernels are f32 and f64"))
+                                          "(with dense arrays, SpGEMM, SDDMM, split into real ones) and the triangular solve "
+                                          "only"))
     return name if name in FLOATS else "float64"
 
 
@@ -437,12 +437,12 @@ def sum_duplicates(coo: BCOO, nse=None) -> BCOO:
 
 def spsolve_triangular(a: BCSR, b, lower=True, unit_diagonal=False):
     """x with T x = b for the lower (or upper) triangle of a (scipy.sparse.linalg.spsolve_triangular):
-    rocSPARSE's csrsv, level-scheduled. b is a vector."""
+    rocSPARSE's csrsv, level-scheduled. b is a vector; f32, f64, c64 or c128 values."""
     b = cnp.asarray(b)
     if a.shape[0] != a.shape[1] or b.shape != (a.shape[0],):
         raise TracingValueError(located(f"spsolve_triangular: a square matrix and a vector of its size, got "
                                         f"{a.shape} and {b.shape}"))
-    dtype = value_dtype(a.data, b)
+    dtype = value_dtype(a.data, b, complex_ok=True)
     return calls.csr_triangular_solve(as_dtype(a.data, dtype), a.indices, a.indptr, as_dtype(b, dtype),
                                       lower=bool(lower), unit_diagonal=bool(unit_diagonal))
 

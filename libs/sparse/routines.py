@@ -66,22 +66,25 @@ import numpy as np
 
 from ...ir.opdef import fmt_types, require
 from ...ir.ops.library import Routine
-from ...ir.types import TensorType
+from ...ir.types import COMPLEXES, TensorType
 
 VALUE_DTYPES = ("f32", "f64")
 CHUNK = 1024   # nonzeros per work-item of csrmv, as its callers (the matcher, cdnajit.sparse) ask
 INDEX_DTYPES = ("i32", "i64")
 
 
-def check(routine: str, types, count: int, indices=(), values=()):
-    """`count` operands; those at positions `indices` 1-D index arrays of one dtype, at `values` float arrays."""
+def check(routine: str, types, count: int, indices=(), values=(), complex_ok=False):
+    """`count` operands; those at positions `indices` 1-D index arrays of one dtype, at `values` float
+    arrays (or complex ones, where the routine's kernel computes on complex parts: `complex_ok`)."""
     require(len(types) == count, f"library_call: sparse.{routine} takes {count} operands, got {fmt_types(types)}")
     index_dtypes = {types[i].dtype for i in indices}
     require(all(types[i].dtype in INDEX_DTYPES and types[i].ndim == 1 for i in indices) and len(index_dtypes) <= 1,
             f"library_call: sparse.{routine}'s index arrays must be 1-D, all i32 or all i64, got {fmt_types(types)}")
     value_dtypes = {types[i].dtype for i in values}
-    require(all(types[i].dtype in VALUE_DTYPES for i in values) and len(value_dtypes) <= 1,
-            f"library_call: sparse.{routine}'s values must be all f32 or all f64, got {fmt_types(types)}")
+    allowed = VALUE_DTYPES + (COMPLEXES if complex_ok else ())
+    require(all(types[i].dtype in allowed for i in values) and len(value_dtypes) <= 1,
+            f"library_call: sparse.{routine}'s values must be all of one dtype of {', '.join(allowed)}, "
+            f"got {fmt_types(types)}")
 
 
 def check_csr(routine: str, indptr: TensorType, indices: TensorType, data: TensorType | None = None):
@@ -531,13 +534,15 @@ def csrsv_levels(indptr, indices, *, lower):
 
 
 def csrsv_infer(types, attrs):
-    check("csrsv", types, 7, indices=(0, 1, 3, 4, 5), values=(2, 6))
+    check("csrsv", types, 7, indices=(0, 1, 3, 4, 5), values=(2, 6), complex_ok=True)
     indptr, x = types[0], types[6]
     require(x.shape == (indptr.shape[0] - 1,), f"library_call: sparse.csrsv: x must have m entries, got {x}")
     return [x]
 
 
 def csrsv(indptr, indices, data, order, level_ptr, levels, x, *, lower, unit_diagonal):
+    if np.iscomplexobj(x):
+        return csrsv_complex(indptr, indices, data, order, x, lower=lower, unit_diagonal=unit_diagonal)
     y = np.zeros_like(x)
     for r in order:
         total, diagonal = x[r], x.dtype.type(1)
@@ -550,6 +555,32 @@ def csrsv(indptr, indices, data, order, level_ptr, levels, x, *, lower, unit_dia
         with np.errstate(all="ignore"):
             y[r] = total / diagonal
     return y
+
+
+def csrsv_complex(indptr, indices, data, order, x, *, lower, unit_diagonal):
+    """csrsv on complex parts, the operations of csrsv.complex_parts in its order (Smith's division)."""
+    xp, dp = (np.ascontiguousarray(v).view(v.real.dtype).reshape(-1, 2) for v in (x, data))
+    yp = np.zeros_like(xp)
+    one, zero = xp.dtype.type(1), xp.dtype.type(0)
+    with np.errstate(all="ignore"):
+        for r in order:
+            (ar, ai), (dr, di) = xp[r], (one, zero)
+            for p in range(clamped(indptr[r], len(indices)), clamped(indptr[r + 1], len(indices))):
+                column = int(indices[p])
+                (tr, ti), (yr, yi) = dp[p], yp[column] if 0 <= column < len(yp) else (zero, zero)
+                if in_triangle(r, column, lower, len(x)):
+                    ar, ai = ar - (tr * yr - ti * yi), ai - (tr * yi + ti * yr)
+                elif column == r and not unit_diagonal:
+                    dr, di = tr, ti
+            if abs(dr) >= abs(di):
+                ratio = di / dr
+                den = dr + di * ratio
+                yp[r] = (ar + ai * ratio) / den, (ai - ar * ratio) / den
+            else:
+                ratio = dr / di
+                den = di + dr * ratio
+                yp[r] = (ar * ratio + ai) / den, (ai * ratio - ar) / den
+    return yp.reshape(-1).view(x.dtype)
 
 
 ROUTINES = {
