@@ -2,7 +2,8 @@
 shape = (*batch, m, n, *dense); BCSR data (*batch, nse, *dense), indices (*batch, nse), indptr
 (*batch, m + 1); BCOO data (*batch, nse, *dense), indices (*batch, nse, 2). Every batch element
 has the same nse (a BCSR's entries outside [indptr[0], indptr[-1]) are padding; a BCOO entry of a
-batch element is real, padding being index (0, 0) with value 0).
+batch element is real, padding being index (0, 0) with value 0). As JAX allows, the arrays may store
+a batch dimension with size 1 (one pattern shared by every element): the constructors broadcast it.
 
 Every operation runs on one 2-D matrix holding the batch elements on its diagonal (`diagonal`):
 element b's entries at rows b m + r and columns b n + c, so a batched product is one csrmv or
