@@ -4,6 +4,7 @@ Products and sums are compared with the error model of a sum of k products, each
 |computed - exact| <= 2 k eps sum_k |a_k x_k| (k = the contracted length), per output entry."""
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import cdnajit as cj
 import cdnajit.sparse as cs
@@ -210,7 +211,7 @@ BROADCAST_CASES = [((5, 4), np.float64, "bcsr"), ((5, 4), np.complex64, "bcoo"),
 def test_batched_broadcast_and_dense_operands(sparse_shape, dtype, kind):
     """Size-1 stored batch dimensions (one pattern for every element), a sparse batch of 1 broadcast
     against a dense stack, dense @ batched sparse, n_dense > 0 in @ and bcoo_dot_general over a dense
-    dimension, a dense lhs in bcoo_dot_general; under jit and eagerly, against numpy's products of
+    dimension, a dense lhs in bcoo_dot_general, a matrix's rows contracted; under jit and eagerly, against numpy's products of
     the dense arrays (error model: the module's, complex_k for complex values)."""
     m, n = sparse_shape
     rng = np.random.default_rng(m * 31 + n)
@@ -230,18 +231,23 @@ def test_batched_broadcast_and_dense_operands(sparse_shape, dtype, kind):
     x_dense, v_dense = random_values(rng, (3, 2), dtype), random_values(rng, (3,), dtype)
     y = random_values(rng, (2, 3, 5), dtype)
 
-    def everything(shared, one, with_dense, stack, rows, left, x_dense, v_dense, y):
+    first = sp.csr_matrix(d[0])
+    plain = cs.BCSR((first.data, first.indices, first.indptr), shape=first.shape)
+
+    def everything(shared, one, with_dense, stack, rows, left, x_dense, v_dense, y, plain):
         return (shared.todense(), one @ stack, rows @ shared, left @ shared, rows[0] @ shared, with_dense @ x_dense,
                 with_dense @ v_dense,
                 cs.bcoo_dot_general(with_dense, y, dimension_numbers=(((3,), (1,)), ((0,), (0,)))),
-                cs.bcoo_dot_general(left, shared, dimension_numbers=(((2,), (1,)), ((0,), (0,)))))
+                cs.bcoo_dot_general(left, shared, dimension_numbers=(((2,), (1,)), ((0,), (0,)))),
+                cs.bcoo_dot_general(plain, rows[0], dimension_numbers=(((0,), (0,)), ((), ()))))
 
     want = [(d, 0, 0), (d[:1] @ stack, np.abs(d[:1]) @ np.abs(stack), n), (rows @ d, np.abs(rows) @ np.abs(d), m),
             (left @ d, np.abs(left) @ np.abs(d), m), (rows[0] @ d, np.abs(rows[0]) @ np.abs(d), m),
             (e @ x_dense, np.abs(e) @ np.abs(x_dense), 3), (e @ v_dense, np.abs(e) @ np.abs(v_dense), 3),
             (np.einsum("bmnd,bdk->bmnk", e, y), np.einsum("bmnd,bdk->bmnk", np.abs(e), np.abs(y)), 3),
-            (np.einsum("bkm,bmn->bkn", left, d), np.einsum("bkm,bmn->bkn", np.abs(left), np.abs(d)), m)]
-    operands = (shared, one, with_dense, stack, rows, left, x_dense, v_dense, y)
+            (np.einsum("bkm,bmn->bkn", left, d), np.einsum("bkm,bmn->bkn", np.abs(left), np.abs(d)), m),
+            (rows[0] @ d[0], np.abs(rows[0]) @ np.abs(d[0]), m)]
+    operands = (shared, one, with_dense, stack, rows, left, x_dense, v_dense, y, plain)
     eager = sparse_shape == (5, 4)
     for results in ((everything(*operands),) if eager else ()) + (cj.jit(everything)(*operands),):
         for got, (expected, terms, k) in zip(results, want):
