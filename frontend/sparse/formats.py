@@ -405,8 +405,7 @@ def spgemm(a: BCSR, b: BCSR) -> BCSR:
 
     a_data, b_data = (lib.asarray(x).astype(dtype) for x in (a.data, b.data))
     if dtype in REAL_PART:
-        (ar, ai), (br, bi) = ((lib.ascontiguousarray(lib.real(x)), lib.ascontiguousarray(lib.imag(x)))
-                              if lib is np else (cnp.real(x), cnp.imag(x)) for x in (a_data, b_data))
+        (ar, ai), (br, bi) = ((cnp.real(x), cnp.imag(x)) for x in (a_data, b_data))
         (rr, indices), (ii, _), (ri, _), (ir, _) = (numeric(x, y) for x, y in ((ar, br), (ai, bi), (ar, bi), (ai, br)))
         data = as_dtype(as_dtype(rr, dtype) - ii, dtype) + 1j * as_dtype(as_dtype(ri, dtype) + ir, dtype)
         return BCSR((as_dtype(data, dtype), indices, c_indptr), shape=(a.shape[0], b.shape[1]))
