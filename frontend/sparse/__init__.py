@@ -50,23 +50,18 @@ def bcoo_sum_duplicates(mat: BCOO, nse=None) -> BCOO:
 
 
 def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
-    """lax.dot_general with a sparse operand: a batched one (n_batch, n_dense > 0) as batched.dot_general
-    says; else a matrix contracted over its columns with a dense
-    vector's or matrix's first dimension (sparse @ dense), or a dense operand's last dimension with
-    the matrix's rows (dense @ sparse). Other dimension numbers are not supported."""
-    if isinstance(lhs, (BCOO, BCSR)) and lhs.batched:
-        return batched.dot_general(lhs if isinstance(lhs, BCSR) else lhs.to_bcsr(), rhs, dimension_numbers)
-    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
-    lhs_contract, rhs_contract = tuple(lhs_contract), tuple(rhs_contract)
-    if lhs_batch or rhs_batch:
-        raise NotImplementedError("bcoo_dot_general: batch dimensions are not supported (2-D matrices only)")
-    if isinstance(lhs, (BCOO, BCSR)) and lhs_contract == (1,) and rhs_contract == (0,):
-        return lhs @ rhs
-    if isinstance(rhs, (BCOO, BCSR)) and rhs_contract == (0,) and lhs_contract == (getattr(lhs, "ndim", 0) - 1,):
-        return lhs @ rhs
-    raise NotImplementedError(f"bcoo_dot_general: dimension numbers {dimension_numbers} for "
-                              f"{type(lhs).__name__} and {type(rhs).__name__} (supported: sparse (1,) x dense (0,), "
-                              "dense (last,) x sparse (0,))")
+    """lax.dot_general with one sparse operand, as batched.dot_general says (its batch dimensions against
+    the dense operand's, one contracted dimension); the plain matrix products go through `@`."""
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = (tuple(map(tuple, d)) for d in dimension_numbers)
+    sparse = [x for x in (lhs, rhs) if isinstance(x, (BCOO, BCSR))]
+    if len(sparse) != 1:
+        raise NotImplementedError("bcoo_dot_general: exactly one operand must be sparse (for two, use @: SpGEMM)")
+    if not (sparse[0].batched or lhs_batch or rhs_batch):
+        if lhs is sparse[0] and lhs_contract == (1,) and rhs_contract == (0,):
+            return lhs @ rhs
+        if rhs is sparse[0] and rhs_contract == (0,) and lhs_contract == (getattr(lhs, "ndim", 0) - 1,):
+            return lhs @ rhs
+    return batched.dot_general(lhs, rhs, dimension_numbers)
 
 
 def csr_matrix(arg, shape=None) -> BCSR:

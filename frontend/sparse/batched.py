@@ -2,7 +2,8 @@
 shape = (*batch, m, n, *dense); BCSR data (*batch, nse, *dense), indices (*batch, nse), indptr
 (*batch, m + 1); BCOO data (*batch, nse, *dense), indices (*batch, nse, 2). Every batch element
 has the same nse (a BCSR's entries outside [indptr[0], indptr[-1]) are padding; a BCOO entry of a
-batch element is real, padding being index (0, 0) with value 0).
+batch element is real, padding being index (0, 0) with value 0). As JAX allows, the arrays may store
+a batch dimension with size 1 (one pattern shared by every element): the constructors broadcast it.
 
 Every operation runs on one 2-D matrix holding the batch elements on its diagonal (`diagonal`):
 element b's entries at rows b m + r and columns b n + c, so a batched product is one csrmv or
@@ -34,6 +35,29 @@ def layout(what: str, shape, n_batch: int, n_dense: int) -> tuple:
     return shape
 
 
+def broadcast_stored(arrays, batch: tuple) -> list:
+    """The arrays with their leading batch dimensions broadcast to `batch`: as jax.experimental.sparse
+    allows, data and indices may store a batch dimension that every element shares with size 1.
+    Arrays whose batch dimensions do not broadcast are left for the checks to name."""
+    out = []
+    for x in arrays:
+        stored = tuple(x.shape[:len(batch)])
+        if len(stored) == len(batch) and stored != batch and all(s in (1, b) for s, b in zip(stored, batch)):
+            x = (cnp if formats.is_traced(x) else np).broadcast_to(x, batch + tuple(x.shape[len(batch):]))
+        out.append(x)
+    return out
+
+
+def with_batch(a, batch: tuple):
+    """a with its batch dimensions broadcast to `batch` as numpy's matmul broadcasts (leading ones added)."""
+    if batch == a.batch_shape:
+        return a
+    extra = len(batch) - a.n_batch
+    arrays = [cnp.broadcast_to(cnp.asarray(x).reshape((1,) * extra + tuple(x.shape)), batch + tuple(x.shape[a.n_batch:]))
+              for x in ((a.data, a.indices, a.indptr) if isinstance(a, formats.BCSR) else (a.data, a.indices))]
+    return type(a)(tuple(arrays), shape=batch + a.shape[a.n_batch:])
+
+
 def check_bcsr(a):
     """Shapes of a batched BCSR's arrays, and (concrete ones) indptr and columns of every element."""
     batch, (m, n), dense = a.batch_shape, a.sparse_shape, a.dense_shape
@@ -42,7 +66,8 @@ def check_bcsr(a):
     got = (tuple(a.data.shape), tuple(a.indices.shape), tuple(a.indptr.shape))
     if got != want:
         raise TracingValueError(located(f"BCSR of shape {a.shape} (n_batch = {a.n_batch}, n_dense = {a.n_dense}): "
-                                        f"data, indices, indptr must have shapes {want}, got {got}"))
+                                        f"data, indices, indptr must have shapes {want} (a stored batch dimension "
+                                        f"may be 1, broadcast), got {got}"))
     lib = cnp if formats.is_traced(a.indices, a.indptr) else np
     indptr, positions = a.indptr, lib.arange(nse)
     bad_ptr = (indptr[..., 0] != 0) | lib.any(indptr[..., 1:] < indptr[..., :-1], axis=-1) | (indptr[..., -1] > nse)
@@ -67,7 +92,7 @@ def check_bcoo(a):
         raise TracingValueError(located(
             f"BCOO of shape {a.shape} (n_batch = {a.n_batch}, n_dense = {a.n_dense}): data and indices must have "
             f"shapes {batch + (nse,) + dense} and {batch + (nse, 2)}, got {tuple(a.data.shape)} and "
-            f"{tuple(a.indices.shape)} (batch dimensions are not broadcast)"))
+            f"{tuple(a.indices.shape)} (a stored batch dimension may be 1, broadcast)"))
     lib = cnp if formats.is_traced(a.indices) else np
     bad = (a.indices < 0) | (a.indices >= lib.asarray([m, n], a.indices.dtype))
     message = f"BCOO: indices must lie in the sparse shape {(m, n)}"
@@ -133,12 +158,21 @@ def product(a, x):
 
 
 def matmul(a, x):
-    """a @ x with numpy's matmul rules for the sparse dimensions (n_dense must be 0): x (n,), (n, k) or
-    a stack (*batch, n, k) broadcast against a's batch."""
-    if a.n_dense:
-        raise NotImplementedError(located(f"sparse @ dense: a matrix with dense dimensions (n_dense = {a.n_dense}) "
-                                          "contracts over its last, dense, dimension; use bcoo_dot_general"))
+    """a @ x with numpy's matmul rules: x (n,), (n, k) or a stack (*batch, n, k), the batch dimensions
+    of both broadcast (a sparse batch of size 1 too). With n_dense > 0 the contracted dimension is a's
+    last, dense one (x (d,) or (d, k) only): the values are contracted, the result made dense."""
     x = cnp.asarray(x)
+    if a.n_dense:
+        if x.ndim > 2:
+            raise NotImplementedError(located(
+                f"sparse @ dense: a sparse array with dense dimensions (shape {a.shape}, n_dense = {a.n_dense}) "
+                f"times a stack {tuple(x.shape)}: the stack's batch would run along the sparse dimensions (use "
+                "bcoo_dot_general)"))
+        if x.ndim == 0 or x.shape[0] != a.shape[-1]:
+            raise TracingValueError(located(f"sparse @ dense: shapes {a.shape} and {tuple(x.shape)} do not chain "
+                                            f"(the dense array's first dimension must be {a.shape[-1]})"))
+        rest = tuple(x.shape[1:])
+        return dense_contracted(a, x.reshape(1, a.shape[-1], math.prod(rest)), axis=a.ndim - 1, rest=rest)
     n = a.sparse_shape[1]
     if x.ndim == 0 or x.shape[-2 if x.ndim >= 2 else 0] != n:
         raise TracingValueError(located(f"sparse @ dense: shapes {a.shape} and {tuple(x.shape)} do not chain "
@@ -151,38 +185,88 @@ def matmul(a, x):
     except ValueError:
         raise TracingValueError(located(f"sparse @ dense: batch shapes {a.batch_shape} and {tuple(x.shape[:-2])} "
                                         "do not broadcast")) from None
-    if batch != a.batch_shape:
-        raise NotImplementedError(located(f"sparse @ dense: the dense batch {tuple(x.shape[:-2])} would broadcast the "
-                                          f"sparse batch {a.batch_shape} (not supported)"))
+    a = with_batch(a, batch)
     x = cnp.broadcast_to(x, batch + tuple(x.shape[-2:])).reshape(math.prod(batch), n, x.shape[-1])
     return product(a, x)
 
 
+def rmatmul(x, a):
+    """x @ a (n_dense = 0) as (a^T @ x^T)^T: a's sparse dimensions swapped (one sort), numpy's matmul
+    rules for the rest."""
+    if a.n_dense:
+        raise NotImplementedError(located(
+            f"dense @ sparse: a sparse array with dense dimensions (shape {a.shape}, n_dense = {a.n_dense}) would "
+            "be contracted over a sparse dimension with a dense one as the matrix's last (use bcoo_dot_general)"))
+    x = cnp.asarray(x)
+    nb = a.n_batch
+    transposed = a.transpose(tuple(range(nb)) + (nb + 1, nb))
+    if x.ndim == 1:
+        return matmul(transposed, x)
+    if x.ndim == 0 or x.shape[-1] != a.sparse_shape[0]:
+        raise TracingValueError(located(f"dense @ sparse: shapes {tuple(x.shape)} and {a.shape} do not chain (the "
+                                        f"dense array's last dimension must be {a.sparse_shape[0]})"))
+    return cnp.swapaxes(matmul(transposed, cnp.swapaxes(x, -1, -2)), -1, -2)
+
+
+@jit(static_argnames=("axis", "rest"))
+def dense_contracted(a, rhs, axis: int, rest: tuple):
+    """a contracted over its dense dimension `axis` with rhs (1 or B, d, R): the values (B, nse, ..., d)
+    times rhs, a sparse array of the same entries with dense dimensions (others, *rest), made dense.
+    Its order is lax.dot_general's: batch, sparse, a's other dense, rest."""
+    big_b, _, _, _, nse = sizes(a)
+    nb = a.n_batch
+    value_axis = axis - 1                    # data has one nse axis for the two sparse ones
+    data = cnp.moveaxis(cnp.asarray(a.data), value_axis, -1)
+    others = tuple(data.shape[nb + 1:-1])
+    d = data.shape[-1]
+    dtype = formats.value_dtype(a.data, rhs, complex_ok=True)
+    values = cnp.matmul(formats.as_dtype(data, dtype).reshape(big_b, nse * math.prod(others), d),
+                        formats.as_dtype(rhs, dtype))
+    values = values.reshape(a.batch_shape + (nse,) + others + rest)
+    shape = a.shape[:nb + 2] + others + rest
+    if isinstance(a, formats.BCSR):
+        return formats.BCSR((values, a.indices, a.indptr), shape=shape).todense()
+    return formats.BCOO((values, a.indices), shape=shape).todense()
+
+
 def dot_general(lhs, rhs, dimension_numbers):
-    """bcoo_dot_general with a batched sparse lhs: its batch dimensions (all of them, in order) against
-    rhs's, one sparse dimension contracted with one of rhs's. Result: batch, lhs's free (sparse, then
-    dense), rhs's free dimensions, as lax.dot_general orders them."""
+    """bcoo_dot_general with one sparse operand (lhs or rhs; a dense lhs swaps the two and moves the
+    result's dimensions back): the sparse one's batch dimensions (all of them, in order) against the
+    dense one's, one dimension contracted, sparse or dense. Result: batch, lhs's free, rhs's free
+    dimensions, as lax.dot_general orders them."""
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = (tuple(map(tuple, d)) for d in dimension_numbers)
+    if not isinstance(lhs, formats.SparseMatrix):
+        dense = cnp.asarray(lhs)
+        y = dot_general(rhs, dense, ((rhs_contract, lhs_contract), (rhs_batch, lhs_batch)))
+        nb, sparse_free = len(rhs_batch), rhs.ndim - len(rhs_batch) - len(rhs_contract)
+        dense_free = dense.ndim - len(lhs_batch) - len(lhs_contract)
+        return cnp.transpose(y, tuple(range(nb)) + tuple(range(nb + sparse_free, nb + sparse_free + dense_free)) +
+                             tuple(range(nb, nb + sparse_free)))
     nb = lhs.n_batch
     rhs = cnp.asarray(rhs)
     supported = (lhs_batch == tuple(range(nb)) and len(rhs_batch) == nb and len(lhs_contract) == 1
-                 and lhs_contract[0] in (nb, nb + 1) and len(rhs_contract) == 1)
+                 and nb <= lhs_contract[0] < lhs.ndim and len(rhs_contract) == 1)
     if not supported:
         raise NotImplementedError(located(
-            f"bcoo_dot_general: dimension numbers {dimension_numbers} for a sparse lhs of shape {lhs.shape} "
-            f"(n_batch = {nb}): supported are lhs batch dimensions {tuple(range(nb))} and one contracted sparse "
-            f"dimension ({nb} or {nb + 1})"))
-    if lhs_contract[0] == nb:
-        lhs = lhs.transpose(tuple(range(nb)) + (nb + 1, nb) + tuple(range(nb + 2, lhs.ndim)))
+            f"bcoo_dot_general: dimension numbers {dimension_numbers} for a sparse operand of shape {lhs.shape} "
+            f"(n_batch = {nb}): supported are its batch dimensions {tuple(range(nb))} against the dense operand's "
+            "and one contracted dimension, sparse or dense"))
     free = [d for d in range(rhs.ndim) if d not in rhs_batch + rhs_contract]
     moved = cnp.transpose(rhs, rhs_batch + rhs_contract + tuple(free))
-    n = lhs.sparse_shape[1]
-    if tuple(moved.shape[:nb + 1]) != lhs.batch_shape + (n,):
+    axis = lhs_contract[0]
+    if tuple(moved.shape[:nb + 1]) != lhs.batch_shape + (lhs.shape[axis],):
         raise TracingValueError(located(f"bcoo_dot_general: lhs {lhs.shape} and rhs {tuple(rhs.shape)}: batch and "
-                                        f"contracted sizes {lhs.batch_shape + (n,)} and {tuple(moved.shape[:nb + 1])} "
-                                        "differ"))
+                                        f"contracted sizes {lhs.batch_shape + (lhs.shape[axis],)} and "
+                                        f"{tuple(moved.shape[:nb + 1])} differ"))
     rest = tuple(moved.shape[nb + 1:])
-    y = product(lhs, moved.reshape(math.prod(lhs.batch_shape), n, math.prod(rest)))
+    flat = moved.reshape(math.prod(lhs.batch_shape), lhs.shape[axis], math.prod(rest))
+    if axis >= nb + 2:
+        return dense_contracted(lhs, flat, axis=axis, rest=rest)
+    if isinstance(lhs, formats.BCOO):
+        lhs = to_bcsr(lhs) if lhs.batched else lhs.to_bcsr()
+    if axis == nb:
+        lhs = lhs.transpose(tuple(range(nb)) + (nb + 1, nb) + tuple(range(nb + 2, lhs.ndim)))
+    y = product(lhs, flat)
     return y.reshape(tuple(y.shape[:-1]) + rest)
 
 

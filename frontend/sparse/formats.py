@@ -4,8 +4,9 @@ read from the arrays' ranks as JAX does) they are batched.py's. Both are pytrees
 part, the shape, n_batch and n_dense (nse is the arrays' length), is part of a jit signature;
 the arrays are data. Entries past a BCSR's indptr[-1] are padding (column 0, value 0),
 as a fixed nse under jit leaves. Operations go through the sparse library (calls.py) inside and
-outside jit; what needs a count known only from the data (fromdense without nse, sum_duplicates,
-a sparse-sparse product) runs outside jit only, reading the count between compiled steps.
+outside jit; what needs a count known only from the data (fromdense without nse, sum_duplicates)
+runs outside jit only, reading the count between compiled steps; a sparse-sparse product under
+jit takes static upper bounds instead (spgemm_bounds), as JAX's.
 """
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ def value_dtype(*arrays, complex_ok=False) -> str:
         if complex_ok:
             return name
         raise NotImplementedError(located(f"cdnajit.sparse: complex values ({name}) are supported by products "
-                                          "(with dense arrays, SpGEMM, SDDMM) only, split into real ones: the sparse library's "
-                                          "kernels are f32 and f64"))
+                                          "(with dense arrays, SpGEMM, SDDMM, split into real ones) and the triangular solve "
+                                          "only"))
     return name if name in FLOATS else "float64"
 
 
@@ -115,6 +116,8 @@ class BCSR(SparseMatrix):
         self.n_batch, self.n_dense = max(indptr.ndim - 1, 0), max(data.ndim - indptr.ndim, 0)
         self.shape = batched.layout("BCSR", shape, self.n_batch, self.n_dense) if self.batched else \
             check_shape("BCSR", shape)
+        if self.batched:
+            data, indices, indptr = batched.broadcast_stored((data, indices, indptr), self.batch_shape)
         # The library takes one index dtype per call, int32 or int64: other or mixed ones are widened.
         index = index_dtype(indices, indptr)
         self.data, self.indices, self.indptr = data, *(a if np.dtype(str(a.dtype)).name == index else a.astype(index)
@@ -182,7 +185,8 @@ class BCSR(SparseMatrix):
         return csr_dot_dense(self, other)
 
     def __rmatmul__(self, other):   # dense @ sparse = (sparse^T @ dense^T)^T
-        not_batched("dense @ sparse", self)
+        if self.batched:
+            return batched.rmatmul(other, self)
         return cnp.transpose(csr_dot_dense(self.transpose(), cnp.transpose(cnp.asarray(other))))
 
     def __mul__(self, other):
@@ -210,6 +214,7 @@ class BCOO(SparseMatrix):
         self.n_batch, self.n_dense = max(self.indices.ndim - 2, 0), max(self.data.ndim - self.indices.ndim + 1, 0)
         if self.batched:
             self.shape = batched.layout("BCOO", shape, self.n_batch, self.n_dense)
+            self.data, self.indices = batched.broadcast_stored((self.data, self.indices), self.batch_shape)
             batched.check_bcoo(self)
             return
         self.shape = check_shape("BCOO", shape)
@@ -295,8 +300,8 @@ register_pytree_node(BCOO, lambda x: ((x.data, x.indices), (x.shape, x.n_batch, 
 def not_batched(what: str, *arrays):
     if any(a.batched for a in arrays):
         raise NotImplementedError(located(f"{what}: not supported for batched sparse arrays (n_batch or n_dense > 0; "
-                                          "supported: fromdense, todense, @ dense, bcoo_dot_general, transpose, sum, "
-                                          "* dense or scalar)"))
+                                          "supported: fromdense, todense, @ with a dense array either side, bcoo_dot_general, "
+                                          "transpose, sum, * dense or scalar)"))
 
 
 def check_same_shape(what, shape, other):
@@ -379,30 +384,42 @@ def spgemm(a: BCSR, b: BCSR) -> BCSR:
     """A B for two CSR matrices (rocSPARSE's csrgemm): the hash tables' offsets, the symbolic pass
     (C's indptr), the numeric pass (C's columns, unsorted within a row as scipy's, and values).
     Complex values: four real numeric passes on the one structure (its column order depends on the
-    structure only). Outside jit only."""
-    concrete("sparse @ sparse", a.data, a.indices, a.indptr, b.data, b.indices, b.indptr)
+    structure only). Outside jit the tables and C have exactly the sizes the data gives (read between
+    the passes); under jit static bounds (`spgemm_bounds`), C padded as a fixed nse leaves it."""
     if a.shape[1] != b.shape[0]:
         raise TracingValueError(located(f"sparse @ sparse: shapes {a.shape} and {b.shape} do not chain"))
+    traced = is_traced(a.data, a.indices, a.indptr, b.data, b.indices, b.indptr)
+    lib = cnp if traced else np
     dtype = value_dtype(a.data, b.data, complex_ok=True)
     index = index_dtype(a.indices, a.indptr, b.indices, b.indptr)
-    a_indices, a_indptr, b_indices, b_indptr = (np.asarray(x).astype(index, copy=False) for x in
+    a_indices, a_indptr, b_indices, b_indptr = (lib.asarray(x).astype(index) for x in
                                                 (a.indices, a.indptr, b.indices, b.indptr))
     table_ptr = calls.spgemm_tables(a_indices, a_indptr, b_indptr)
-    table = int(table_ptr[-1])
+    table, nse = spgemm_bounds(a, b) if traced else (int(table_ptr[-1]), None)
     c_indptr = calls.spgemm_symbolic(a_indices, a_indptr, b_indices, b_indptr, table_ptr, table=table)
+    nse = int(c_indptr[-1]) if nse is None else nse
 
     def numeric(a_data, b_data):
         return calls.spgemm_numeric(a_data, a_indices, a_indptr, b_data, b_indices, b_indptr, table_ptr, c_indptr,
-                                    nse=int(c_indptr[-1]), table=table)
+                                    nse=nse, table=table)
 
-    a_data, b_data = (np.asarray(x).astype(dtype, copy=False) for x in (a.data, b.data))
+    a_data, b_data = (lib.asarray(x).astype(dtype) for x in (a.data, b.data))
     if dtype in REAL_PART:
-        (ar, ai), (br, bi) = ((x.real.copy(), x.imag.copy()) for x in (a_data, b_data))
+        (ar, ai), (br, bi) = ((cnp.real(x), cnp.imag(x)) for x in (a_data, b_data))
         (rr, indices), (ii, _), (ri, _), (ir, _) = (numeric(x, y) for x, y in ((ar, br), (ai, bi), (ar, bi), (ai, br)))
-        data = (np.asarray(rr) - np.asarray(ii)) + 1j * (np.asarray(ri) + np.asarray(ir))
-        return BCSR((data.astype(dtype), indices, c_indptr), shape=(a.shape[0], b.shape[1]))
+        data = as_dtype(as_dtype(rr, dtype) - ii, dtype) + 1j * as_dtype(as_dtype(ri, dtype) + ir, dtype)
+        return BCSR((as_dtype(data, dtype), indices, c_indptr), shape=(a.shape[0], b.shape[1]))
     data, indices = numeric(a_data, b_data)
     return BCSR((data, indices, c_indptr), shape=(a.shape[0], b.shape[1]))
+
+
+def spgemm_bounds(a: BCSR, b: BCSR) -> tuple[int, int]:
+    """(table slots, C's nse) known before the values, for SpGEMM under jit. Row r's products number
+    p_r <= (its entries) x (b's nse), so all rows' products at most a.nse b.nse; its table is the least
+    power of two of at least 2 p_r slots, so at most 4 p_r; C has at most min(a.nse b.nse, m n)
+    distinct entries (JAX's bcoo_spdot_general takes a.nse b.nse)."""
+    products = a.nse * b.nse
+    return 4 * products, min(products, a.shape[0] * b.shape[1])
 
 
 def sum_duplicates(coo: BCOO, nse=None) -> BCOO:
@@ -419,12 +436,12 @@ def sum_duplicates(coo: BCOO, nse=None) -> BCOO:
 
 def spsolve_triangular(a: BCSR, b, lower=True, unit_diagonal=False):
     """x with T x = b for the lower (or upper) triangle of a (scipy.sparse.linalg.spsolve_triangular):
-    rocSPARSE's csrsv, level-scheduled. b is a vector."""
+    rocSPARSE's csrsv, level-scheduled. b is a vector; f32, f64, c64 or c128 values."""
     b = cnp.asarray(b)
     if a.shape[0] != a.shape[1] or b.shape != (a.shape[0],):
         raise TracingValueError(located(f"spsolve_triangular: a square matrix and a vector of its size, got "
                                         f"{a.shape} and {b.shape}"))
-    dtype = value_dtype(a.data, b)
+    dtype = value_dtype(a.data, b, complex_ok=True)
     return calls.csr_triangular_solve(as_dtype(a.data, dtype), a.indices, a.indptr, as_dtype(b, dtype),
                                       lower=bool(lower), unit_diagonal=bool(unit_diagonal))
 

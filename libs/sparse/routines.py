@@ -66,22 +66,25 @@ import numpy as np
 
 from ...ir.opdef import fmt_types, require
 from ...ir.ops.library import Routine
-from ...ir.types import TensorType
+from ...ir.types import COMPLEXES, TensorType
 
 VALUE_DTYPES = ("f32", "f64")
 CHUNK = 1024   # nonzeros per work-item of csrmv, as its callers (the matcher, cdnajit.sparse) ask
 INDEX_DTYPES = ("i32", "i64")
 
 
-def check(routine: str, types, count: int, indices=(), values=()):
-    """`count` operands; those at positions `indices` 1-D index arrays of one dtype, at `values` float arrays."""
+def check(routine: str, types, count: int, indices=(), values=(), complex_ok=False):
+    """`count` operands; those at positions `indices` 1-D index arrays of one dtype, at `values` float
+    arrays (or complex ones, where the routine's kernel computes on complex parts: `complex_ok`)."""
     require(len(types) == count, f"library_call: sparse.{routine} takes {count} operands, got {fmt_types(types)}")
     index_dtypes = {types[i].dtype for i in indices}
     require(all(types[i].dtype in INDEX_DTYPES and types[i].ndim == 1 for i in indices) and len(index_dtypes) <= 1,
             f"library_call: sparse.{routine}'s index arrays must be 1-D, all i32 or all i64, got {fmt_types(types)}")
     value_dtypes = {types[i].dtype for i in values}
-    require(all(types[i].dtype in VALUE_DTYPES for i in values) and len(value_dtypes) <= 1,
-            f"library_call: sparse.{routine}'s values must be all f32 or all f64, got {fmt_types(types)}")
+    allowed = VALUE_DTYPES + (COMPLEXES if complex_ok else ())
+    require(all(types[i].dtype in allowed for i in values) and len(value_dtypes) <= 1,
+            f"library_call: sparse.{routine}'s values must be all of one dtype of {', '.join(allowed)}, "
+            f"got {fmt_types(types)}")
 
 
 def check_csr(routine: str, indptr: TensorType, indices: TensorType, data: TensorType | None = None):
@@ -399,13 +402,19 @@ def spgemm_bound_infer(types, attrs):
 
 
 def spgemm_bound(a_indptr, a_indices, b_indptr):
-    lengths = np.diff(b_indptr)
-    counts = [int(lengths[a_indices[a_indptr[r]:a_indptr[r + 1]]].sum()) for r in range(len(a_indptr) - 1)]
+    lengths, n = np.diff(b_indptr.astype(np.int64)), len(b_indptr) - 1
+    counts = [sum(int(lengths[k]) for k in a_indices[span(a_indptr, r, len(a_indices))] if 0 <= k < n)
+              for r in range(len(a_indptr) - 1)]
     return np.array([table_slots(c) for c in counts], a_indptr.dtype).reshape(-1)
 
 
+def span(indptr, r, total) -> slice:
+    """Row r's entries, its indptr entries clamped to [0, total] as the kernels' common.clamped."""
+    return slice(*(min(max(int(indptr[i]), 0), total) for i in (r, r + 1)))
+
+
 def table_slots(products: int) -> int:
-    return 0 if products == 0 else 1 << (2 * products - 1).bit_length()
+    return 0 if products <= 0 else 1 << (2 * products - 1).bit_length()
 
 
 def hash_slot(column, size):
@@ -415,19 +424,31 @@ def hash_slot(column, size):
 
 
 def row_products(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, r):
-    for p in range(int(a_indptr[r]), int(a_indptr[r + 1])):
-        k = a_indices[p]
-        for q in range(int(b_indptr[k]), int(b_indptr[k + 1])):
-            yield int(b_indices[q]), (None if a_data is None else a_data[p] * b_data[q])
+    """Row r's products in order; rows' spans clamped and columns of A outside B's rows skipped, as
+    spgemm.for_products reads whatever the index arrays hold."""
+    for p in range(*span(a_indptr, r, len(a_indices)).indices(len(a_indices))):
+        k = int(a_indices[p])
+        if 0 <= k < len(b_indptr) - 1:
+            for q in range(*span(b_indptr, k, len(b_indices)).indices(len(b_indices))):
+                yield int(b_indices[q]), (None if a_data is None else a_data[p] * b_data[q])
+
+
+SPGEMM_PROBES = 4   # tries written out before spgemm.insert's loop over the table
 
 
 def hashed_row(products, keys, values, start, size):
     """Insert (column, value) products into the table keys/values[start:start + size] (linear
-    probing, -1 empty); values summed per column in product order."""
+    probing, -1 empty); values summed per column in product order. As spgemm.insert, a product
+    still not placed after SPGEMM_PROBES + size tries (a full table: only for unchecked index
+    arrays, whose bound undercounts) is dropped."""
     for column, value in products:
         slot = hash_slot(column, size)
-        while keys[start + slot] not in (-1, column):
+        for _ in range(SPGEMM_PROBES + size):
+            if keys[start + slot] in (-1, column):
+                break
             slot = (slot + 1) & (size - 1)
+        else:
+            continue
         if keys[start + slot] == -1:
             keys[start + slot] = column
             if values is not None:
@@ -442,13 +463,19 @@ def spgemm_symbolic_infer(types, attrs):
     return [TensorType(a_indptr.dtype, (a_indptr.shape[0] - 1,)), TensorType(a_indptr.dtype, (attrs["table"],))]
 
 
+def table_fits(start, size, table):
+    """spgemm.fits: a row whose table would lie outside the keys buffer (or has none) is left empty."""
+    return start >= 0 and size > 0 and start + size <= table
+
+
 def spgemm_symbolic(a_indptr, a_indices, b_indptr, b_indices, table_ptr, *, table):
     keys = np.full(table, -1, a_indptr.dtype)
     row_nnz = np.zeros(len(a_indptr) - 1, a_indptr.dtype)
     for r in range(len(row_nnz)):
         start, size = int(table_ptr[r]), int(table_ptr[r + 1] - table_ptr[r])
-        hashed_row(row_products(a_indptr, a_indices, None, b_indptr, b_indices, None, r), keys, None, start, size)
-        row_nnz[r] = np.count_nonzero(keys[start:start + size] >= 0)
+        if table_fits(start, size, table):
+            hashed_row(row_products(a_indptr, a_indices, None, b_indptr, b_indices, None, r), keys, None, start, size)
+            row_nnz[r] = np.count_nonzero(keys[start:start + size] >= 0)
     return row_nnz, keys
 
 
@@ -464,11 +491,15 @@ def spgemm_numeric(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, tab
     c_indices, c_data = np.zeros(nse, a_indptr.dtype), np.zeros(nse, a_data.dtype)
     for r in range(len(a_indptr) - 1):
         start, size = int(table_ptr[r]), int(table_ptr[r + 1] - table_ptr[r])
+        if not table_fits(start, size, table):
+            continue
         hashed_row(row_products(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, r), keys, values, start, size)
         used = [s for s in range(start, start + size) if keys[s] >= 0]
         at = int(c_indptr[r])
-        c_indices[at:at + len(used)] = keys[used]
-        c_data[at:at + len(used)] = values[used]
+        for s in used:      # written only inside C (a static nse under jit bounds it)
+            if 0 <= at < nse:
+                c_indices[at], c_data[at] = keys[s], values[s]
+            at += 1
     return c_indices, c_data, keys, values
 
 
@@ -503,13 +534,15 @@ def csrsv_levels(indptr, indices, *, lower):
 
 
 def csrsv_infer(types, attrs):
-    check("csrsv", types, 7, indices=(0, 1, 3, 4, 5), values=(2, 6))
+    check("csrsv", types, 7, indices=(0, 1, 3, 4, 5), values=(2, 6), complex_ok=True)
     indptr, x = types[0], types[6]
     require(x.shape == (indptr.shape[0] - 1,), f"library_call: sparse.csrsv: x must have m entries, got {x}")
     return [x]
 
 
 def csrsv(indptr, indices, data, order, level_ptr, levels, x, *, lower, unit_diagonal):
+    if np.iscomplexobj(x):
+        return csrsv_complex(indptr, indices, data, order, x, lower=lower, unit_diagonal=unit_diagonal)
     y = np.zeros_like(x)
     for r in order:
         total, diagonal = x[r], x.dtype.type(1)
@@ -522,6 +555,32 @@ def csrsv(indptr, indices, data, order, level_ptr, levels, x, *, lower, unit_dia
         with np.errstate(all="ignore"):
             y[r] = total / diagonal
     return y
+
+
+def csrsv_complex(indptr, indices, data, order, x, *, lower, unit_diagonal):
+    """csrsv on complex parts, the operations of csrsv.complex_parts in its order (Smith's division)."""
+    xp, dp = (np.ascontiguousarray(v).view(v.real.dtype).reshape(-1, 2) for v in (x, data))
+    yp = np.zeros_like(xp)
+    one, zero = xp.dtype.type(1), xp.dtype.type(0)
+    with np.errstate(all="ignore"):
+        for r in order:
+            (ar, ai), (dr, di) = xp[r], (one, zero)
+            for p in range(clamped(indptr[r], len(indices)), clamped(indptr[r + 1], len(indices))):
+                column = int(indices[p])
+                (tr, ti), (yr, yi) = dp[p], yp[column] if 0 <= column < len(yp) else (zero, zero)
+                if in_triangle(r, column, lower, len(x)):
+                    ar, ai = ar - (tr * yr - ti * yi), ai - (tr * yi + ti * yr)
+                elif column == r and not unit_diagonal:
+                    dr, di = tr, ti
+            if abs(dr) >= abs(di):
+                ratio = di / dr
+                den = dr + di * ratio
+                yp[r] = (ar + ai * ratio) / den, (ai - ar * ratio) / den
+            else:
+                ratio = dr / di
+                den = di + dr * ratio
+                yp[r] = (ar * ratio + ai) / den, (ai * ratio - ar) / den
+    return yp.reshape(-1).view(x.dtype)
 
 
 ROUTINES = {

@@ -19,8 +19,7 @@ from __future__ import annotations
 from ...ir import kernel as K
 from ...ir.core import Op
 from .common import INDEX, buffers, clamped, in_range, loop, per_item, sizes, variables, widened
-
-PROBES = 4
+from .routines import SPGEMM_PROBES as PROBES
 HASH = 2654435761   # Knuth's multiplicative hash constant, routines.hash_slot's
 
 
@@ -69,6 +68,14 @@ def bound_kernel(op: Op, name: str) -> K.Kernel:
                     [("m", a - 1), ("n", b - 1), ("total", indices)])
 
 
+def fits(start, size, table):
+    """Whether a row has a table and it lies in the keys buffer: always for the tables spgemm_bound
+    sized, if the buffer is at least their total; under jit the buffer is a static bound (the
+    frontend's), which index arrays that were not checked could exceed, and their bound could give
+    no table to a row with products: such a row is left empty, never written outside."""
+    return (start >= 0) & (size > 0) & (start + size <= table)
+
+
 def clear(keys, values, start, size, s):
     return [loop(s, 0, size, [K.Store(keys, start + s, -1),
                               *([K.Store(values, start + s, 0)] if values is not None else [])])]
@@ -82,10 +89,12 @@ def symbolic_kernel(op: Op, name: str) -> K.Kernel:
 
     def body(r):
         return [K.Let(start, widened(table_ptr[r])), K.Let(size, widened(table_ptr[r + 1]) - start),
-                K.Let(count, K.Const(0, INDEX)), *clear(keys, None, start, size, s),
-                *for_products(a_indptr, a_indices, b_indptr, b_indices, r, lambda p: insert(
-                    keys, None, start, size, column, None, "s", [K.Assign(count, count + 1)]), q, column,
-                    (a_total, b_total, n)),
+                K.Let(count, K.Const(0, INDEX)),
+                K.If(fits(start, size, table), [
+                    *clear(keys, None, start, size, s),
+                    *for_products(a_indptr, a_indices, b_indptr, b_indices, r, lambda p: insert(
+                        keys, None, start, size, column, None, "s", [K.Assign(count, count + 1)]), q, column,
+                        (a_total, b_total, n))]),
                 K.Store(row_nnz, r, count.cast(row_nnz.dtype))]
 
     a, ai, b, bi, _ = (v.type.shape[0] for v in op.operands)
@@ -104,7 +113,8 @@ def numeric_kernel(op: Op, name: str) -> K.Kernel:
         # The used slots in order, at C's row start.
         return [K.Let(at, widened(c_indptr[r])),
                 loop(s, 0, size, [K.If(widened(keys[start + s]) >= 0, [
-                    K.Store(c_indices, at, keys[start + s]), K.Store(c_data, at, values[start + s]),
+                    K.If((at >= 0) & (at < nse), [K.Store(c_indices, at, keys[start + s]),
+                                                  K.Store(c_data, at, values[start + s])]),
                     K.Assign(at, at + 1)])])]
 
     def body(r):
@@ -113,7 +123,7 @@ def numeric_kernel(op: Op, name: str) -> K.Kernel:
             (a_total, b_total, n))
         return [K.If(r < m, [
             K.Let(start, widened(table_ptr[r])), K.Let(size, widened(table_ptr[r + 1]) - start),
-            *clear(keys, values, start, size, s), *products, *written_out(r)],
+            K.If(fits(start, size, table), [*clear(keys, values, start, size, s), *products, *written_out(r)])],
             [loop(from_, K.minimum(widened(c_indptr[m]), nse), nse, [K.Store(c_indices, from_, 0),
                                                                      K.Store(c_data, from_, 0)])])]
 

@@ -4,6 +4,7 @@ Products and sums are compared with the error model of a sum of k products, each
 |computed - exact| <= 2 k eps sum_k |a_k x_k| (k = the contracted length), per output entry."""
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import cdnajit as cj
 import cdnajit.sparse as cs
@@ -26,7 +27,8 @@ def assert_product_close(got, want, terms, k, dtype):
     """got vs want with |error| <= 2 k eps sum|a x| (terms: that sum of magnitudes, per entry)."""
     eps = np.finfo(dtype).eps
     assert got.shape == want.shape
-    assert np.all(np.abs(np.asarray(got, np.float64) - want) <= 2 * max(k, 1) * eps * terms + 1e-30)
+    wide = np.asarray(got, np.complex128 if np.iscomplexobj(got) else np.float64)
+    assert np.all(np.abs(wide - want) <= 2 * max(k, 1) * eps * terms + 1e-30)
 
 
 def test_batched_arrays_are_pytrees_with_static_n_batch():
@@ -56,8 +58,10 @@ def test_batched_bad_input_is_named():
         cs.BCSR((ones, np.zeros((2, 3), int), np.zeros((2, 3), int)), shape=(2, 3))
     with pytest.raises(TracingValueError, match=r"indices must lie in the sparse shape \(2, 3\)"):
         cs.BCOO((ones, np.full((2, 3, 2), 2)), shape=(2, 2, 3))
-    with pytest.raises(TracingValueError, match="batch dimensions are not broadcast"):
-        cs.BCOO((np.ones((1, 3)), np.zeros((2, 3, 2), int)), shape=(2, 2, 3))
+    with pytest.raises(TracingValueError, match="a stored batch dimension may be 1"):
+        cs.BCOO((np.ones((3, 3)), np.zeros((2, 3, 2), int)), shape=(2, 2, 3))
+    shared = cs.BCOO((np.ones((1, 3)), np.zeros((2, 3, 2), int)), shape=(2, 2, 3))   # size 1: broadcast, as JAX
+    assert (shared.data.shape, shared.indices.shape) == ((2, 3), (2, 3, 2))
     a = cs.BCOO((ones, np.zeros((2, 3, 2), int)), shape=(2, 2, 3))
     with pytest.raises(TracingValueError, match="must permute the batch axes"):
         a.T
@@ -67,7 +71,7 @@ def test_batched_bad_input_is_named():
         a.sum_duplicates()
     with pytest.raises(TracingValueError, match=r"shapes \(2, 2, 3\) and \(2, 3\) do not chain"):
         a @ np.ones((2, 3))
-    with pytest.raises(NotImplementedError, match="supported are lhs batch dimensions"):
+    with pytest.raises(NotImplementedError, match="supported are its batch dimensions"):
         cs.bcoo_dot_general(a, np.ones((3, 2)), dimension_numbers=(((2,), (0,)), ((), ())))
 
 
@@ -182,3 +186,73 @@ def test_batched_traced_indices_checked_and_safe():
     np.testing.assert_array_equal(got, [[1.0, 2.0], [11.0, 0.0]])
     with pytest.raises(TracingValueError, match=r"column indices must be in \[0, 3\)"):
         cs.checked(f)(data, indices, indptr, x[:, :, None])
+
+
+def complex_k(k, dtype):
+    """A complex product is four real ones combined: each part's error is the real model's for k + 1
+    terms over |a_r||x_r| + |a_i||x_i| <= |a||x|, and the modulus of both parts' errors is sqrt(2) times."""
+    return (k + 1) * np.sqrt(2) if np.dtype(dtype).kind == "c" else k
+
+
+def random_values(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+BROADCAST_CASES = [((5, 4), np.float64, "bcsr"), ((5, 4), np.complex64, "bcoo"), ((1, 1), np.float32, "bcoo"),
+                   ((0, 3), np.float64, "bcsr"), ((3, 0), np.complex128, "bcoo"), ((33, 70), np.float32, "bcsr"),
+                   ((9, 13), np.complex128, "bcsr")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sparse_shape, dtype, kind", BROADCAST_CASES)
+def test_batched_broadcast_and_dense_operands(sparse_shape, dtype, kind):
+    """Size-1 stored batch dimensions (one pattern for every element), a sparse batch of 1 broadcast
+    against a dense stack, dense @ batched sparse, n_dense > 0 in @ and bcoo_dot_general over a dense
+    dimension, a dense lhs in bcoo_dot_general, a matrix's rows contracted; under jit and eagerly, against numpy's products of
+    the dense arrays (error model: the module's, complex_k for complex values)."""
+    m, n = sparse_shape
+    rng = np.random.default_rng(m * 31 + n)
+    pattern = sparse_dense(rng, (1, m, n), np.float64, full_row=False)[0] != 0
+    d = np.where(pattern, random_values(rng, (3, m, n), dtype), 0).astype(dtype)
+    fromdense = cs.bcsr_fromdense if kind == "bcsr" else cs.fromdense
+    stored = fromdense(d[:1], n_batch=1)             # one element's pattern, stored with batch size 1
+    values = np.stack([e[pattern] for e in d])       # row-major, the pattern's order
+    if kind == "bcsr":
+        shared = cs.BCSR((values, stored.indices, stored.indptr), shape=d.shape)
+    else:
+        shared = cs.BCOO((values, stored.indices), shape=d.shape)
+    one = fromdense(d[:1], n_batch=1)
+    e = np.where(rng.random((2, m, n, 1)) < 0.4, random_values(rng, (2, m, n, 3), dtype), 0).astype(dtype)
+    with_dense = fromdense(e, n_batch=1, n_dense=1)
+    stack, rows, left = (random_values(rng, s, dtype) for s in ((2, 3, n, 2), (2, m), (3, 4, m)))
+    x_dense, v_dense = random_values(rng, (3, 2), dtype), random_values(rng, (3,), dtype)
+    y = random_values(rng, (2, 3, 5), dtype)
+
+    first = sp.csr_matrix(d[0])
+    plain = cs.BCSR((first.data, first.indices, first.indptr), shape=first.shape)
+
+    def everything(shared, one, with_dense, stack, rows, left, x_dense, v_dense, y, plain):
+        return (shared.todense(), one @ stack, rows @ shared, left @ shared, rows[0] @ shared, with_dense @ x_dense,
+                with_dense @ v_dense,
+                cs.bcoo_dot_general(with_dense, y, dimension_numbers=(((3,), (1,)), ((0,), (0,)))),
+                cs.bcoo_dot_general(left, shared, dimension_numbers=(((2,), (1,)), ((0,), (0,)))),
+                cs.bcoo_dot_general(plain, rows[0], dimension_numbers=(((0,), (0,)), ((), ()))))
+
+    want = [(d, 0, 0), (d[:1] @ stack, np.abs(d[:1]) @ np.abs(stack), n), (rows @ d, np.abs(rows) @ np.abs(d), m),
+            (left @ d, np.abs(left) @ np.abs(d), m), (rows[0] @ d, np.abs(rows[0]) @ np.abs(d), m),
+            (e @ x_dense, np.abs(e) @ np.abs(x_dense), 3), (e @ v_dense, np.abs(e) @ np.abs(v_dense), 3),
+            (np.einsum("bmnd,bdk->bmnk", e, y), np.einsum("bmnd,bdk->bmnk", np.abs(e), np.abs(y)), 3),
+            (np.einsum("bkm,bmn->bkn", left, d), np.einsum("bkm,bmn->bkn", np.abs(left), np.abs(d)), m),
+            (rows[0] @ d[0], np.abs(rows[0]) @ np.abs(d[0]), m)]
+    operands = (shared, one, with_dense, stack, rows, left, x_dense, v_dense, y, plain)
+    eager = sparse_shape == (5, 4)
+    for results in ((everything(*operands),) if eager else ()) + (cj.jit(everything)(*operands),):
+        for got, (expected, terms, k) in zip(results, want):
+            if k == 0:
+                np.testing.assert_array_equal(np.asarray(got), expected)
+            else:
+                assert np.asarray(got).dtype == dtype
+                assert_product_close(np.asarray(got), expected, terms, complex_k(k, dtype), np.finfo(dtype).dtype)

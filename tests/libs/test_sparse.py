@@ -221,8 +221,40 @@ def test_spgemm():
     got.sort_indices()
     np.testing.assert_array_equal(got.indices, expected.indices)
     np.testing.assert_allclose(got.data, expected.data, atol=150 * np.finfo(float).eps * (abs(a) @ abs(b)).max())
-    with pytest.raises(cj.ConcretizationError, match="outside jit only"):
-        cj.jit(lambda x, y: x @ y)(ours(a), ours(b))
+    check_spgemm_under_jit(a, b, c)
+
+
+def check_spgemm_under_jit(a, b, c):
+    """Under jit C has a static nse, min(nse_a nse_b, m n) (formats.spgemm_bounds), its entries past
+    indptr[-1] padding (column 0, value 0): compiled and interpreted equal the eager product exactly
+    (the same passes, the same order of sums)."""
+    nse = min(a.nnz * b.nnz, a.shape[0] * b.shape[1])
+    product = lambda x, y: x @ y
+    for backend in ("interpret", None):
+        jitted = cj.jit(product, backend=backend) if backend else cj.jit(product)
+        d = jitted(ours(a), ours(b))
+        assert (d.nse, d.shape) == (nse, c.shape)
+        np.testing.assert_array_equal(np.asarray(d.indptr), np.asarray(c.indptr))
+        used = int(np.asarray(c.indptr)[-1])
+        np.testing.assert_array_equal(np.asarray(d.indices)[:used], np.asarray(c.indices))
+        np.testing.assert_array_equal(np.asarray(d.data)[:used], np.asarray(c.data))
+        assert not np.any(np.asarray(d.data)[used:]) and not np.any(np.asarray(d.indices)[used:])
+
+
+@pytest.mark.slow
+def test_spgemm_under_jit_bad_indices_stay_inside():
+    """Traced index arrays that were not checked (indptr decreasing, so rows overlap and the products
+    exceed the static bound) never make a pass write outside its tables or C: compiled and
+    interpreted agree (the kernels leave a row whose table would not fit empty); cs.checked names it."""
+    data, indices = np.ones(4), np.array([0, 1, 1, 0], np.int32)
+    indptr = np.array([0, 4, 0, 4, 0], np.int32)          # rows 1 and 3 reread rows 0 and 2's entries
+    f = lambda d, i, p: (cs.BCSR((d, i, p), shape=(4, 2)) @ cs.BCSR((d[:2], i[:2], p[:3] // 2), shape=(2, 2)))
+    results = [cj.jit(f, backend=backend)(data, indices, indptr) if backend else cj.jit(f)(data, indices, indptr)
+               for backend in ("interpret", None)]
+    for x, y in zip(*(cj.tree_flatten(r)[0] for r in results)):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    with pytest.raises(cj.errors.TracingValueError, match="indptr must start at 0, never decrease"):
+        cs.checked(f)(data, indices, indptr)
 
 
 @pytest.mark.slow
@@ -236,6 +268,39 @@ def test_triangular_solve(lower):
     np.testing.assert_allclose(x, spl.spsolve_triangular(t, b, lower=lower), rtol=1e-12, atol=1e-12)
     f = cj.jit(lambda a, v: cs.spsolve_triangular(a, v, lower=lower), backend="interpret")
     np.testing.assert_allclose(f(ours(t), b), x, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype, lower, unit", [(np.complex64, True, False), (np.complex128, False, False),
+                                                (np.complex128, True, True)])
+def test_complex_triangular_solve(dtype, lower, unit):
+    """Complex csrsv against scipy through the residual: substitution is backward stable, each row's
+    y_r satisfying its equation with |dT| <= gamma_(k+2) |T| (Higham, Thm 8.5; k the row's length, a
+    complex product or division costing at most 2 sqrt 2 eps), so |b - T y| <= 2 sqrt 2 (k + 2) eps
+    (|T| |y|) per row, the residual taken in complex128 (whose own rounding the same bound covers
+    for c128, hence a factor 2); against scipy through |T^-1| times that bound. Compiled equals
+    interpreted bit for bit (the same operations)."""
+    m = 257
+    rng = np.random.default_rng(21)
+    t = sp.random(m, m, density=0.03, random_state=21) * (1 - 2j) + sp.random(m, m, density=0.03, random_state=22) * 1j
+    t = (t + sp.diags(rng.uniform(2, 4, m) * np.exp(1j * rng.uniform(0, 6.3, m)))).astype(dtype)
+    t = (sp.tril(t) if lower else sp.triu(t)).tocsr()
+    if unit:
+        t.setdiag(0)
+        t.eliminate_zeros()
+    b = (rng.standard_normal(m) + 1j * rng.standard_normal(m)).astype(dtype)
+    solve = lambda a, v: cs.spsolve_triangular(a, v, lower=lower, unit_diagonal=unit)
+    y = cj.jit(solve)(ours(t), b)
+    assert np.asarray(y).dtype == dtype
+    np.testing.assert_array_equal(np.asarray(cj.jit(solve, backend="interpret")(ours(t), b)), np.asarray(y))
+    full = t.astype(np.complex128) + (sp.eye(m) if unit else 0)
+    k = np.diff(full.tocsr().indptr)
+    residual = np.abs(b.astype(np.complex128) - full @ np.asarray(y, np.complex128))
+    bound = 2 * 2 * np.sqrt(2) * (k + 2) * np.finfo(dtype).eps * (abs(full) @ np.abs(np.asarray(y)))
+    assert np.all(residual <= bound)
+    # y - y* = T^-1 (T y - b): |y - scipy's| <= |T^-1| bound, twice for scipy's own error of that model.
+    expected = spl.spsolve_triangular(full.tocsr(), b.astype(np.complex128), lower=lower)
+    assert np.all(np.abs(np.asarray(y) - expected) <= 2 * np.abs(np.linalg.inv(full.toarray())) @ bound)
 
 
 @pytest.mark.slow
@@ -387,6 +452,7 @@ def test_complex_spgemm_and_sddmm(dtype):
     ca, cb = (cs.csr_matrix((m.data, m.indices, m.indptr), shape=m.shape) for m in (a, b))
     c = ca @ cb
     assert np.asarray(c.data).dtype == dtype
+    check_spgemm_under_jit(a, b, c)
     bound = 4 * 7 * eps * (abs(a) @ abs(b)).toarray()
     assert np.all(np.abs(np.asarray(c.todense()) - (a @ b).toarray()) <= bound + 1e-30)
     x = (rng.standard_normal((9, 4)) + 1j * rng.standard_normal((9, 4))).astype(dtype)
