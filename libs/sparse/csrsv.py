@@ -17,6 +17,7 @@ from __future__ import annotations
 from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.types import COMPLEXES
+from ..solver.entries import Complex
 from .common import INDEX, ITEMS, buffers, clamped, in_range, loop, sizes, variables, widened
 
 SOLVE_ITEMS = 256
@@ -98,19 +99,16 @@ def real_parts(data, x, y):
 
 def complex_parts(data, x, y):
     """The same for complex values on parts: acc -= t y as (tr yr - ti yi, tr yi + ti yr); the
-    division by the diagonal d by Smith's algorithm (the ratio of d's smaller part to its larger,
-    so no part is squared: no overflow or underflow a |d|^2 would bring). routines.csrsv_complex
-    does the same operations in the same order."""
+    division by the diagonal d by Smith's algorithm (libs/solver/entries.py's Complex: no part is
+    squared, so no overflow or underflow a |d|^2 would bring). routines.csrsv_complex does the same
+    operations in the same order."""
     part = x.dtype
-    ar, ai, dr, di, ratio, den, tr, ti = variables("ar", "ai", "dr", "di", "ratio", "den", "tr", "ti", dtype=part)
-    wide = K.math("abs", dr) >= K.math("abs", di)
+    ar, ai, dr, di, tr, ti = variables("ar", "ai", "dr", "di", "tr", "ti", dtype=part)
+    quotient = Complex(ar, ai) / Complex(dr, di)
     return ((lambda r: [K.Let(ar, x[2 * r]), K.Let(ai, x[2 * r + 1]),
                         K.Let(dr, K.Const(1, part)), K.Let(di, K.Const(0, part))]),
             (lambda p, column: [K.Let(tr, data[2 * p]), K.Let(ti, data[2 * p + 1]),
                                 K.Assign(ar, ar - (tr * y[2 * column] - ti * y[2 * column + 1])),
                                 K.Assign(ai, ai - (tr * y[2 * column + 1] + ti * y[2 * column]))]),
             (lambda p: [K.Assign(dr, data[2 * p]), K.Assign(di, data[2 * p + 1])]),
-            (lambda r: [K.Let(ratio, K.select(wide, di / dr, dr / di)),
-                        K.Let(den, K.select(wide, dr + di * ratio, di + dr * ratio)),
-                        K.Store(y, 2 * r, K.select(wide, ar + ai * ratio, ar * ratio + ai) / den),
-                        K.Store(y, 2 * r + 1, K.select(wide, ai - ar * ratio, ai * ratio - ar) / den)]))
+            (lambda r: [K.Store(y, 2 * r, quotient.re), K.Store(y, 2 * r + 1, quotient.im)]))
