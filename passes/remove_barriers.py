@@ -7,7 +7,7 @@ so the schedule, in_place and the backends never see the op.
 """
 from __future__ import annotations
 
-from ..ir.core import Module, Op
+from ..ir.core import Module, Op, walk
 from .rewrite import Rebuilder, Scope
 
 
@@ -20,5 +20,8 @@ class BarrierRemover(Rebuilder):
 
 
 def remove_barriers(module: Module) -> Module:
-    """A copy of `module` without optimization barriers (each result is its operand)."""
+    """A copy of `module` without optimization barriers (each result is its operand); `module` itself
+    when it has none."""
+    if not any(op.name == "optimization_barrier" for op in walk(module.body)):
+        return module
     return BarrierRemover().run(module)
