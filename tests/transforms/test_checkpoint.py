@@ -24,8 +24,8 @@ def layer(x, w):
     return cnp.tanh(cnp.tanh(x @ w) @ w)
 
 
-def loss(ws, x, remat):
-    apply = cj.checkpoint(layer) if remat else layer
+def loss(ws, x, remat, prevent_cse=True):
+    apply = cj.checkpoint(layer, prevent_cse=prevent_cse) if remat else layer
     for w in ws:
         x = apply(x, w)
     return cnp.sum(x * x)
@@ -48,16 +48,18 @@ def contractions(module) -> int:
 def test_checkpoint_recomputes_in_the_optimized_graph():
     """Un-checkpointed, the 4-layer chain's gradient has 8 forward and 15 backward products (the first
     layer's input needs no cotangent); checkpointed, each layer recomputes its 2 forward products in
-    the backward pass: 8 more. No barrier is left in the optimized graph."""
+    the backward pass: 8 more. No barrier is left in the optimized graph. With prevent_cse=False there
+    is no barrier and CSE merges the recomputation back into the forward pass."""
     ws, x = chain_args(np.random.default_rng(0))
     counts = {}
-    for remat in (False, True):
-        graph = cj.make_graph(lambda ws, x: cj.grad(loss)(ws, x, remat))(ws, x)
+    for remat, prevent_cse in ((False, True), (True, True), (True, False)):
+        graph = cj.make_graph(lambda ws, x: cj.grad(loss)(ws, x, remat, prevent_cse))(ws, x)
         optimized = run_pipeline(graph).module
-        assert "optimization_barrier" in op_names(graph) if remat else True
+        assert ("optimization_barrier" in op_names(graph)) == (remat and prevent_cse)
         assert "optimization_barrier" not in op_names(optimized)
-        counts[remat] = contractions(optimized)
-    assert counts[True] == counts[False] + 8, counts
+        counts[remat, prevent_cse] = contractions(optimized)
+    assert counts[True, True] == counts[False, True] + 8, counts
+    assert counts[True, False] == counts[False, True], counts
 
 
 def test_checkpoint_gradients_equal_the_plain_ones():
