@@ -16,25 +16,27 @@ from workloads import Case, Context, Workload, normal, rng
 LEARNING_RATE = 0.01
 
 
-def mlp_logits(xp, params, x):
+def mlp_logits(xp, params, x, checkpoint=None):
+    """The W5 MLP; with `checkpoint` (api.checkpoint) each hidden layer is recomputed in the backward pass."""
     (w1, b1), (w2, b2), (w3, b3) = params
-    h = xp.maximum(x @ w1 + b1, 0.0)
-    h = xp.maximum(h @ w2 + b2, 0.0)
-    return h @ w3 + b3
+    hidden = lambda h, w, b: xp.maximum(h @ w + b, 0.0)
+    hidden = checkpoint(hidden) if checkpoint else hidden
+    return hidden(hidden(x, w1, b1), w2, b2) @ w3 + b3
 
 
-def cross_entropy(xp, params, x, labels):
+def cross_entropy(xp, params, x, labels, checkpoint=None):
     """Mean softmax cross-entropy of the W5 MLP's logits against one-hot labels."""
-    logits = mlp_logits(xp, params, x)
+    logits = mlp_logits(xp, params, x, checkpoint)
     shifted = logits - xp.max(logits, axis=-1, keepdims=True)
     log_probabilities = shifted - xp.log(xp.sum(xp.exp(shifted), axis=-1, keepdims=True))
     return -xp.mean(xp.sum(labels * log_probabilities, axis=-1))
 
 
-def training_step(xp, api, x, labels, w1, b1, w2, b2, w3, b3):
+def training_step(xp, api, x, labels, w1, b1, w2, b2, w3, b3, remat=False):
     """value_and_grad of the loss and an SGD update; the loss and the new parameters as one vector."""
     params = ((w1, b1), (w2, b2), (w3, b3))
-    loss, grads = api.value_and_grad(lambda p: cross_entropy(xp, p, x, labels))(params)
+    checkpoint = api.checkpoint if remat else None
+    loss, grads = api.value_and_grad(lambda p: cross_entropy(xp, p, x, labels, checkpoint))(params)
     new = api.tree_util.tree_map(lambda p, g: p - LEARNING_RATE * g, params, grads)
     return xp.concatenate([xp.reshape(loss, (1,))] + [xp.ravel(p) for p in api.tree_util.tree_leaves(new)])
 
@@ -100,7 +102,11 @@ def peers(program, ctx: Context):
     return cj.jit(bound(cnp, cj)), jax_fn, cj.jit(bound(cnp, cj), backend="interpret")
 
 
-def build_training_step(ctx: Context) -> Case:
+def remat_training_step(xp, api, *arrays):
+    return training_step(xp, api, *arrays, remat=True)
+
+
+def build_training_step(ctx: Context, program=training_step) -> Case:
     batch, width = (32, 256) if ctx.quick else (256, 1024)
     generator = rng(60)
     widths = (width, width, width, 10)
@@ -109,9 +115,11 @@ def build_training_step(ctx: Context) -> Case:
         params += [normal(generator, (fan_in, fan_out), scale=fan_in**-0.5), normal(generator, (fan_out,), scale=0.1)]
     x = normal(generator, (batch, width))
     labels = np.eye(10, dtype=np.float32)[generator.integers(0, 10, batch)]
-    compiled, jax_fn, interpreted = peers(training_step, ctx)
-    # Forward: 3 GEMMs; backward: 2 per layer but the first's input gradient (5).
-    flops = 2 * batch * sum(i * o for i, o in zip(widths, widths[1:])) * 8 // 3
+    compiled, jax_fn, interpreted = peers(program, ctx)
+    # Forward: 3 GEMMs; backward: 2 per layer but the first's input gradient (5); checkpointed, the
+    # two hidden layers' GEMMs again (counted as work done).
+    products = [i * o for i, o in zip(widths, widths[1:])]
+    flops = 2 * batch * (sum(products) * 8 // 3 + (sum(products[:2]) if program is remat_training_step else 0))
     # f32 GEMMs with K <= 1024 of O(1) values in either summation order: ~1e-5 relative on the
     # gradients, times the learning rate on the update; the loss is an O(1) mean of them.
     return Case((x, labels, *params), compiled, None, jax_fn, tolerance=(1e-4, 1e-6), reference=interpreted,
@@ -154,6 +162,8 @@ def build_rosenbrock_hessian(ctx: Context) -> Case:
 TRANSFORM_WORKLOADS = (
     Workload("W18.train_step", "W5 MLP training step, batch 256 f32: value_and_grad of softmax cross-entropy "
              "and an SGD update (numpy: none; checked against the interpreter)", build_training_step),
+    Workload("W18.remat_train_step", "the W5 MLP training step with each hidden layer checkpointed "
+             "(recomputed in the backward pass), batch 256 f32", lambda ctx: build_training_step(ctx, remat_training_step)),
     Workload("W18.cnn_train_step", "small CNN training step, batch 32 28x28x1 f32: two 3x3 convs with relu and "
              "2x2 max pooling, a dense layer; value_and_grad and SGD (checked against the interpreter)",
              build_cnn_training_step),

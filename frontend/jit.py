@@ -34,7 +34,7 @@ from ..ir.types import TensorType, dtype_name
 from ..runtime import html_report
 from ..runtime.executable import Executable
 from ..runtime.report import STAGES, KernelReport, ProgramReport
-from .dtypes import is_float0
+from .dtypes import float0, is_float0
 from .lru_cache import LRUCache
 from .pytree import tree_flatten, tree_unflatten
 from .tracing import (Tracer, as_tracer, check_array_like, current_trace, is_python_scalar, located, new_trace,
@@ -49,8 +49,11 @@ def targets() -> list[str]:
     return list(TARGETS)
 
 
-def leaf_signature(leaf) -> tuple[TensorType, bool]:
-    """The (type, weak_type) a dynamic argument leaf is traced as."""
+def leaf_signature(leaf) -> tuple[TensorType | None, bool | tuple]:
+    """The (type, weak_type) a dynamic argument leaf is traced as; (None, shape) for a float0 leaf,
+    which is no parameter of the program (it holds no data): the function sees float0 zeros."""
+    if is_float0(leaf):
+        return None, tuple(leaf.shape)
     if is_python_scalar(leaf):
         dtype = python_scalar_dtype(leaf)
         return TensorType(dtype, ()), dtype != "bool"
@@ -79,13 +82,16 @@ class Compiled:
     """An executable for one signature: runs flat argument arrays, returns the output pytree."""
 
     def __init__(self, module: Module, out_tree, backend: str, executable: Executable | None = None,
-                 float0_outputs=None):
+                 float0_outputs=None, float0_inputs=frozenset()):
         self.module = module
         self.out_tree = out_tree
         self.backend = backend
         self.executable = executable
         self.unflatten = unflattener(out_tree, float0_outputs)
         self.run = executable if executable is not None else functools.partial(interpret, module)
+        if float0_inputs:   # argument leaves of dtype float0 are no parameters of the program
+            run = self.run
+            self.run = lambda *leaves: run(*(leaf for i, leaf in enumerate(leaves) if i not in float0_inputs))
         self._program_report: ProgramReport | None = None
 
     def call_flat(self, leaves) -> list[np.ndarray]:
@@ -149,12 +155,14 @@ class Compiled:
 class Lowered:
     """A traced function, before compilation: `.as_text()` is its graph IR."""
 
-    def __init__(self, module: Module, out_tree, backend: str, target: Target | None = None, float0_outputs=None):
+    def __init__(self, module: Module, out_tree, backend: str, target: Target | None = None, float0_outputs=None,
+                 float0_inputs=frozenset()):
         self.module = module
         self.out_tree = out_tree
         self.backend = backend
         self.target = target
         self.float0_outputs = float0_outputs or {}   # output position -> float0 array (see `unflattener`)
+        self.float0_inputs = float0_inputs           # argument leaf positions of dtype float0 (not parameters)
 
     def as_text(self) -> str:
         return str(self.module)
@@ -165,9 +173,11 @@ class Lowered:
         if mesh is not None:
             return compile_constrained(self, mesh)
         if self.backend == "interpret":
-            return Compiled(self.module, self.out_tree, self.backend, float0_outputs=self.float0_outputs)
+            return Compiled(self.module, self.out_tree, self.backend, float0_outputs=self.float0_outputs,
+                            float0_inputs=self.float0_inputs)
         compiled = Compiled(self.module, self.out_tree, self.backend,
-                            Executable.compile(self.module, target=self.target), self.float0_outputs)
+                            Executable.compile(self.module, target=self.target), self.float0_outputs,
+                            self.float0_inputs)
         dump_dir = os.environ.get(DUMP_DIR_ENV)
         if dump_dir:
             compiled.program_report("dumps").write_dumps(dump_dir)
@@ -300,7 +310,8 @@ class Jitted:
     def _signature(self, args, kwargs, flat=None):
         static_key, leaves, in_tree = flat if flat is not None else self._flatten(args, kwargs)
         for leaf in leaves:
-            check_array_like(leaf, f"argument of {self.name}")
+            if not is_float0(leaf):
+                check_array_like(leaf, f"argument of {self.name}")
         types = tuple(leaf_signature(leaf) for leaf in leaves)
         return (in_tree, types, static_key), leaves
 
@@ -308,10 +319,13 @@ class Jitted:
         in_tree, types, static_key = signature
         static_positions = {k for k, _ in static_key if isinstance(k, int)}
         self.trace_count += 1
+        float0_inputs = frozenset(i for i, (t, _) in enumerate(types) if t is None)
         with new_trace() as trace:
-            params = [Tracer(Value(t), trace, weak) for t, weak in types]
+            params = [Tracer(Value(t), trace, weak) for t, weak in types if t is not None]
             trace.region.params = [p.value for p in params]
-            dyn_args, dyn_kwargs = tree_unflatten(in_tree, params)
+            param_iter = iter(params)
+            dyn_args, dyn_kwargs = tree_unflatten(in_tree, [np.zeros(shape, float0) if t is None else next(param_iter)
+                                                            for t, shape in types])
             call_args = [args[i] if i in static_positions else a for i, a in enumerate(dyn_args)]
             call_kwargs = {**dyn_kwargs, **{k: v for k, v in static_key if isinstance(k, str)}}
             out = self.fn(*call_args, **call_kwargs)
@@ -320,8 +334,10 @@ class Jitted:
             outputs = [as_tracer(leaf, f"output of {self.name}") for i, leaf in enumerate(out_leaves)
                        if i not in float0_outputs]
             trace.region.outputs = [o.value for o in outputs]
-        donated = self.donated_leaves(dyn_args)
-        return Lowered(Module(self.name, trace.region, donated), out_tree, self.backend, self.target, float0_outputs)
+        parameter_of = {leaf: k for k, leaf in enumerate(i for i in range(len(types)) if i not in float0_inputs)}
+        donated = frozenset(parameter_of[i] for i in self.donated_leaves(dyn_args) if i in parameter_of)
+        return Lowered(Module(self.name, trace.region, donated), out_tree, self.backend, self.target, float0_outputs,
+                       float0_inputs)
 
     def donated_leaves(self, dyn_args) -> frozenset:
         """The flat argument positions (module parameters) of the donated arguments' leaves: each

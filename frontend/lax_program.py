@@ -1,9 +1,10 @@
 """cdnajit.lax functions about the program rather than the data: barriers and staging markers,
 platform dispatch, composites, custom_root and custom_linear_solve, sharding constraints.
 
-cdnajit compiles one device's program and does not differentiate, so these keep jax.lax's values:
-the markers are identities, a composite runs its decomposition, and custom_root /
-custom_linear_solve run the given solver (their custom derivative rules have nothing to act on).
+cdnajit compiles one device's program, so these keep jax.lax's values: optimization_barrier is an op
+of its own (the passes do not optimize across it), the other markers are identities, a composite
+runs its decomposition, and custom_root / custom_linear_solve run the given solver (their custom
+derivative rules are not used).
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import numpy as np
 
 from ..errors import TracingValueError
 from .lax_elementwise import static_ints
-from .pytree import tree_map
-from .tracing import as_tracer, located
+from .pytree import tree_flatten, tree_map, tree_unflatten
+from .tracing import as_tracer, bind, located
 
 __all__ = ["optimization_barrier", "dce_sink", "stage", "platform_dependent", "composite", "custom_root",
            "custom_linear_solve", "shape_as_value"]
@@ -22,8 +23,14 @@ PLATFORM = "rocm"
 
 
 def optimization_barrier(operand, /):
-    """jax.lax.optimization_barrier: its operand (a pytree), unchanged."""
-    return tree_map(as_tracer, operand)
+    """jax.lax.optimization_barrier: its operand (a pytree), unchanged, through one
+    `optimization_barrier` op: the compiler does not share or fuse computations across it."""
+    leaves, tree = tree_flatten(operand)
+    tracers = [as_tracer(leaf) for leaf in leaves]
+    results = bind("optimization_barrier", tracers, {}) if tracers else []
+    for result, tracer in zip(results, tracers):   # the identity keeps weak types
+        result.weak_type = tracer.weak_type
+    return tree_unflatten(tree, results)
 
 
 def dce_sink(val, *, prevent_mlir_dce=False):

@@ -8,6 +8,8 @@ One sweep (`simplify`) rebuilds the module op by op; each op, as it is built, is
      the program asked for the kernels (as XLA leaves custom calls alone);
   3. replaced by an earlier op with the same name, operands and attributes (CSE; ops with regions
      are never merged). A region sees the ops of its enclosing regions, never the reverse.
+An `optimization_barrier` is never folded or merged: what reads its results stays apart from what
+reads its operands (checkpoint's recomputation from the forward pass).
 `cond` with a constant index (or one branch) is replaced by the chosen branch's ops; `while` whose
 condition is constantly false by its initial values. Then DCE drops what nothing uses.
 `canonicalize` repeats simplify + DCE until a sweep changes nothing.
@@ -134,7 +136,8 @@ class Simplifier(Rebuilder):
 
     def folded(self, op: Op, scope: SimplifyScope) -> list[Value] | None:
         """The op's results as constants, if it can and should be evaluated now."""
-        if not self.fold or op.regions or not op.operands or len(op.results) != 1 or op.name == "library_call":
+        if (not self.fold or op.regions or not op.operands or len(op.results) != 1
+                or op.name in ("library_call", "optimization_barrier")):
             return None
         producers = [v.producer for v in op.operands]
         if not all(p is not None and p.name == "constant" for p in producers):
@@ -148,7 +151,7 @@ class Simplifier(Rebuilder):
         return self.emit(scope, "constant", [], {"value": value}, location=op.location)
 
     def cse_key(self, op: Op):
-        if not self.cse or op.regions:
+        if not self.cse or op.regions or op.name == "optimization_barrier":
             return None
         return (op.name, tuple(map(id, op.operands)), tuple(sorted((k, attr_key(v)) for k, v in op.attrs.items())))
 

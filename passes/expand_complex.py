@@ -492,6 +492,13 @@ def sort(b, op, args):
     return [C(next(results), next(results)) if isinstance(a, C) else next(results) for a in args]
 
 
+@expands("optimization_barrier")
+def barrier(b, op, args):
+    """One barrier over every real part, so the parts stay apart as the whole values would."""
+    parts = iter(b.ops(op.name, *[p for a in args for p in ((a.re, a.im) if isinstance(a, C) else (a,))]))
+    return [C(next(parts), next(parts)) if isinstance(a, C) else next(parts) for a in args]
+
+
 # ---- the pass ----------------------------------------------------------------------------------
 
 # Data movement of a value that exists whole (a parameter, an fft's result) moves it whole, then

@@ -23,6 +23,7 @@ from .fusion import fuse
 from .in_place import in_place
 from .licm import licm
 from .match_libraries import match_libraries, select_solutions
+from .remove_barriers import remove_barriers
 from .split_reductions import split_reductions
 
 Pass = Callable[[Module], Module]
@@ -35,6 +36,7 @@ DEFAULT_PIPELINE: list[tuple[str, Pass]] = [
     ("select_solutions", select_solutions),  # each call's kernel for the target
     ("split_reductions", split_reductions),   # before fusion: each half fuses with its producers or consumers
     ("fusion", fuse),
+    ("remove_barriers", remove_barriers),   # after fusion: nothing that follows merges across them
     ("in_place", in_place),   # last: decides on the ops that run
 ]
 

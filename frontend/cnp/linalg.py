@@ -9,8 +9,9 @@ are taken by the functions of COMPLEX_FUNCTIONS (the LU, Cholesky, QR, Hermitian
 singular value families: the solver's complex getrf, getrs, getri, potrf, potrs, trsm, trtri,
 geqrf, orgqr, syevj, gesvdj); the others (eigvals and eig of complex matrices) raise
 NotImplementedError. eig's eigenvectors are those of geev's real Schur form (trevc) mapped back.
-solve, inv, det, slogdet, cholesky and eigh are differentiable and vmappable: each is one call op
-with rules of its own (linalg_rules.py's with_rules; the rules beside each function below).
+solve, inv, det, slogdet, cholesky, eigh, qr, svd and pinv are differentiable and vmappable: each is
+one call op with rules of its own (linalg_rules.py's with_rules; JAX's rules, beside each function
+below); lstsq differentiates through svd's.
 """
 from __future__ import annotations
 
@@ -249,19 +250,55 @@ def cholesky_stack(a: Tracer) -> Tracer:
 def qr(a, mode: str = "reduced"):
     """jnp.linalg.qr: (Q, R) with a = Q R, Q orthonormal (unitary) columns; mode "reduced" (Q m x k, R k x n,
     k = min(m, n)), "complete" (Q m x m, R m x n), "r" (R only, k x n) or "raw" (LAPACK's
-    Householder vectors transposed, and tau)."""
+    Householder vectors transposed, and tau). Differentiable where JAX's is (m >= n, and Q square
+    when complete): qr_stack's rules."""
     if mode not in ("reduced", "complete", "r", "raw"):
         raise TracingValueError(located(f"qr: mode must be 'reduced', 'complete', 'r' or 'raw', got {mode!r}"))
     a = matrices("qr", a, square=False)
     *batch, m, n = a.shape
-    packed, tau = geqrf(as_stack(a))
     if mode == "raw":
+        packed, tau = geqrf(as_stack(a))
         return from_stack(sh.swapaxes(packed, 1, 2), tuple(batch)), sh.reshape(tau, (*batch, tau.shape[1]))
-    rows = m if mode == "complete" else min(m, n)
-    r = from_stack(sh.triu(packed[:, :rows, :]), tuple(batch))
-    if mode == "r":
-        return r
-    return from_stack(orgqr(packed, tau, rows), tuple(batch)), r
+    q, r = qr_stack(as_stack(a), m if mode == "complete" else min(m, n))
+    r = from_stack(r, tuple(batch))
+    return r if mode == "r" else (from_stack(q, tuple(batch)), r)
+
+
+def right_solve(x: Tracer, r: Tracer, transposed: bool) -> Tracer:
+    """x R^-1 (x R^-T when transposed) for stacks: (R^-T x^T)^T."""
+    return matrix_transpose(solve_stack(r if transposed else matrix_transpose(r), matrix_transpose(x)))
+
+
+def qr_stack(a: Tracer, rows: int) -> tuple[Tracer, Tracer]:
+    """(Q [B, m, rows], R [B, rows, n]) of a stack, differentiable for m >= n = rows (JAX's rule): with
+    X = dA R^-1, C = Q^T X and W = tril(C, -1) - tril(C, -1)^T, dQ = Q (W - C) + X and dR = (C - W) R;
+    its transpose: with D = Q^T ct_Q - ct_R R^T, ct_A = (ct_Q + Q (tril(D - D^T, -1) - D)) R^-T."""
+    def factor(a):
+        packed, tau = geqrf(a)
+        return orgqr(packed, tau, rows), sh.triu(packed[:, :rows, :])
+
+    def check(a):
+        real_only("the derivative of qr", a)
+        m, n = a.shape[1:]
+        if m < n or rows != n:
+            raise NotImplementedError(located(
+                f"qr: the derivative is defined for m >= n with Q of n columns (JAX's cases); got a of shape "
+                f"{a.shape[1:]} and Q of {rows} columns"))
+
+    def jvp(primals, tangents, outs):
+        check(primals[0])
+        q, r = outs
+        x = right_solve(tangents[0], r, transposed=False)
+        c = matrix_transpose(q) @ x
+        w = sh.tril(c, -1) - matrix_transpose(sh.tril(c, -1))
+        return q @ (w - c) + x, (c - w) @ r
+
+    def vjp(primals, outs, cts):
+        check(primals[0])
+        (q, r), (ct_q, ct_r) = outs, cts
+        d = matrix_transpose(q) @ ct_q - ct_r @ matrix_transpose(r)
+        return (right_solve(ct_q + q @ (sh.tril(d - matrix_transpose(d), -1) - d), r, transposed=True),)
+    return with_rules("linalg.qr", factor, jvp, vjp, a)
 
 
 def symmetric(name: str, a, UPLO: str, symmetrize_input: bool) -> Tracer:
@@ -364,14 +401,81 @@ def svd_stack(a: Tracer, full_matrices: bool, compute_uv: bool):
 
 
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False, subset_by_index=None):
-    """jnp.linalg.svd: (U, s descending, Vh) with a = U diag(s) Vh, or s alone."""
+    """jnp.linalg.svd: (U, s descending, Vh) with a = U diag(s) Vh, or s alone; differentiable as JAX's
+    (svd_with_rules)."""
     if subset_by_index is not None:
         raise NotImplementedError(located("svd: subset_by_index is not implemented"))
     a = matrices("svd", a, square=False)
     batch = a.shape[:-2]
-    u, s, vt = svd_stack(as_stack(a), full_matrices, compute_uv)
+    u, s, vt = svd_with_rules(as_stack(a), full_matrices, compute_uv)
     s = sh.reshape(s, (*batch, s.shape[1]))
     return (from_stack(u, batch), s, from_stack(vt, batch)) if compute_uv else s
+
+
+def svd_with_rules(a: Tracer, full_matrices: bool, compute_uv: bool):
+    """svd_stack with JAX's derivative. With dS = U^T dA V (reduced factors), ds = diag(dS) and
+    F_ij = 1 / (s_j^2 - s_i^2) off the diagonal (0 on it): dU = U (F o (dS S + S dS^T)), plus
+    (I - U U^T) dA V S^-1 when m > n; dV = V (F o (S dS + dS^T S)), plus (I - V V^T) dA^T U S^-1 when
+    n > m. Full U or V of a non-square matrix has no derivative (NotImplementedError, as JAX)."""
+    batch, m, n = a.shape
+
+    def reduced(a):
+        return svd_stack(a, False, True)
+
+    def gaps(s):
+        squares = (s * s)[:, None, :] - (s * s)[:, :, None]
+        eye = cr.eye(s.shape[-1], dtype=s.dtype)
+        return 1 / (squares + eye) - eye
+
+    def jvp(primals, tangents, outs):
+        real_only("the derivative of svd", primals[0])
+        da = tangents[0]
+        if not compute_uv:
+            u, s, vt = reduced(primals[0])
+            return sh.diagonal(matrix_transpose(u) @ da @ matrix_transpose(vt), axis1=1, axis2=2)
+        if full_matrices and m != n:
+            raise NotImplementedError(located(f"svd: the derivative of U and Vh with full_matrices=True is defined "
+                                              f"for square matrices only (as JAX's), got shape {(m, n)}"))
+        u, s, vt = outs
+        v = matrix_transpose(vt)
+        ds_matrix = matrix_transpose(u) @ da @ v
+        f = gaps(s)
+        dss, sds = ds_matrix * s[:, None, :], s[:, :, None] * ds_matrix
+        du = u @ (f * (dss + matrix_transpose(dss)))
+        dv = v @ (f * (sds + matrix_transpose(sds)))
+        if m > n:
+            dav = da @ v
+            du = du + (dav - u @ (matrix_transpose(u) @ dav)) / s[:, None, :]
+        if n > m:
+            dau = matrix_transpose(da) @ u
+            dv = dv + (dau - v @ (matrix_transpose(v) @ dau)) / s[:, None, :]
+        return du, sh.diagonal(ds_matrix, axis1=1, axis2=2), matrix_transpose(dv)
+
+    def vjp(primals, outs, cts):
+        real_only("the derivative of svd", primals[0])
+        if not compute_uv:
+            u, s, vt = reduced(primals[0])
+            return ((u * cts[:, None, :]) @ vt,)
+        if full_matrices and m != n:
+            jvp(primals, [None], outs)   # raises
+        (u, s, vt), (ct_u, ct_s, ct_vt) = outs, cts
+        v, ct_v = matrix_transpose(vt), matrix_transpose(ct_vt)
+        f = gaps(s)
+        ct_x = f * (matrix_transpose(u) @ ct_u)
+        ct_y = f * (matrix_transpose(v) @ ct_v)
+        ct_ds = ((ct_x + matrix_transpose(ct_x)) * s[:, None, :] + s[:, :, None] * (ct_y + matrix_transpose(ct_y))
+                 + ct_s[:, :, None] * cr.eye(s.shape[-1], dtype=s.dtype))
+        ct_a = u @ ct_ds @ vt
+        if m > n:
+            scaled = ct_u / s[:, None, :]
+            ct_a = ct_a + (scaled - u @ (matrix_transpose(u) @ scaled)) @ vt
+        if n > m:
+            scaled = ct_v / s[:, None, :]
+            ct_a = ct_a + u @ matrix_transpose(scaled - v @ (matrix_transpose(v) @ scaled))
+        return (ct_a,)
+    if not compute_uv:
+        return None, with_rules("linalg.svdvals", lambda a: svd_stack(a, False, False)[1], jvp, vjp, a), None
+    return with_rules("linalg.svd", lambda a: svd_stack(a, full_matrices, True), jvp, vjp, a)
 
 
 def svdvals(x, /):
@@ -380,15 +484,31 @@ def svdvals(x, /):
 
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     """jnp.linalg.pinv: V diag(1/s) U^H over the singular values above rtol * s_max (rtol defaults
-    to 10 max(m, n) eps, as JAX's)."""
+    to 10 max(m, n) eps, as JAX's). Differentiated as JAX's (not through the SVD): with P = pinv(A),
+    dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P, its transpose
+    ct_A = -P^T ct P^T + (I - A P) ct^T P P^T + P^T P ct^T (I - P A)."""
     a = matrices("pinv", a, square=False)
     rtol = rcond if rcond is not None else rtol
     if rtol is None:
         rtol = 10 * max(a.shape[-2:]) * float(np.finfo(np.dtype(a.type.numpy_dtype)).eps)
-    u, s, vt = svd(a, full_matrices=False)
-    cutoff = rtol * red.max(s, axis=-1, keepdims=True, initial=0.0)
-    inverse = el.where(el.greater(s, cutoff), 1 / el.where(el.greater(s, cutoff), s, 1), 0)
-    return con.matmul(adjoint(vt) * inverse[..., None, :], adjoint(u))
+
+    def inverse(a):
+        u, s, vt = svd_stack(a, False, True)
+        cutoff = rtol * red.max(s, axis=-1, keepdims=True, initial=0.0)
+        s_inverse = el.where(el.greater(s, cutoff), 1 / el.where(el.greater(s, cutoff), s, 1), 0)
+        return con.matmul(adjoint(vt) * s_inverse[..., None, :], adjoint(u))
+
+    def jvp(primals, tangents, p):
+        real_only("the derivative of pinv", primals[0])
+        a, da = primals[0], tangents[0]
+        dat, pt = matrix_transpose(da), matrix_transpose(p)
+        return -(p @ da @ p) + p @ pt @ dat - p @ pt @ dat @ a @ p + dat @ pt @ p - p @ a @ dat @ pt @ p
+
+    def vjp(primals, p, ct):
+        real_only("the derivative of pinv", primals[0])
+        a, ctt, pt = primals[0], matrix_transpose(ct), matrix_transpose(p)
+        return (-(pt @ ct @ pt) + ctt @ p @ pt - a @ p @ ctt @ p @ pt + pt @ p @ ctt - pt @ p @ ctt @ p @ a,)
+    return from_stack(with_rules("linalg.pinv", inverse, jvp, vjp, as_stack(a)), a.shape[:-2])
 
 
 def matrix_rank(M, rtol=None, *, tol=None):

@@ -218,11 +218,11 @@ def argnums_tuple(argnums, nargs, name):
     return nums
 
 
-def require_inexact_inputs(leaves, allow_int):
+def require_inexact_inputs(leaves, allow_int, name="grad"):
     for leaf in leaves:
         if not is_differentiable(leaf.type) and not allow_int:
             raise TypeError(located(
-                f"grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), "
+                f"{name} requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), "
                 f"but got {leaf.dtype.name}. If you want to use Boolean- or integer-valued inputs, use vjp or set "
                 f"allow_int to True."))
 
@@ -234,8 +234,12 @@ def require_scalar_output(out_leaves, out_tree, holomorphic):
     if out.shape != ():
         raise TypeError(located(f"Gradient only defined for scalar-output functions. Output had shape: "
                                 f"{out.shape}."))
+    require_real_output(out, holomorphic, "grad")
+
+
+def require_real_output(out, holomorphic, name):
     if out.type.dtype not in ("f16", "bf16", "f32", "f64") and not holomorphic:
-        raise TypeError(located(f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
+        raise TypeError(located(f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
                                 f"np.floating), but got {out.dtype.name}. For holomorphic differentiation, pass "
                                 f"holomorphic=True. For differentiation of non-holomorphic functions involving "
                                 f"complex outputs, use jax.vjp directly."))
@@ -291,7 +295,10 @@ def basis(leaf):
 
 
 def stacked_to_jacobian(stacked, out_shape, in_shape, stack_first_is_input):
-    """A vmapped JVP's (n_in, *out) or VJP's (n_out, *in) stack as the Jacobian (*out, *in)."""
+    """A vmapped JVP's (n_in, *out) or VJP's (n_out, *in) stack as the Jacobian (*out, *in); float0
+    (an integer input's or output's) as float0 zeros of that shape."""
+    if is_float0(stacked):
+        return np.zeros(tuple(out_shape) + tuple(in_shape), float0)
     b = builder()
     if stack_first_is_input:   # (n_in, *out) -> (*out, n_in) -> (*out, *in)
         moved = b.transpose(stacked, list(range(1, stacked.type.ndim)) + [0])
@@ -333,7 +340,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     def jacobian(*args):
         xs, of_chosen, aux = chosen_args(fun, args, argnums, has_aux)
         x_leaves, in_tree = leaves_of(xs, "differentiated argument")
-        require_inexact_inputs(x_leaves, False)
+        require_inexact_inputs(x_leaves, False, "jacfwd")
         columns, out_tree, outs = [], None, None
         for i, leaf in enumerate(x_leaves):
             def push(t, i=i):
@@ -356,9 +363,11 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     def jacobian(*args):
         xs, of_chosen, aux = chosen_args(fun, args, argnums, has_aux)
         x_leaves, in_tree = leaves_of(xs, "differentiated argument")
-        require_inexact_inputs(x_leaves, allow_int)
+        require_inexact_inputs(x_leaves, allow_int, "jacrev")
         out = of_chosen(*xs)
         out_leaves, out_tree = leaves_of(out, "output")
+        for o in out_leaves:
+            require_real_output(o, holomorphic, "jacrev")
         blocks = []
         for j, o in enumerate(out_leaves):
             def pull(ct, j=j):

@@ -8,6 +8,9 @@ batch where the caller wants it.
 """
 from __future__ import annotations
 
+import numpy as np
+
+from ..dtypes import float0, is_float0
 from ..pytree import LEAF, TreeDef, tree_flatten, tree_unflatten
 from ..tracing import Tracer, current_trace, located
 from .core import CALL_RULES, CallRules, Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, rule_for, trace_function
@@ -103,11 +106,22 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         b = builder(axis_size=size)
         moved = [leaf if a is None else move_axis(b, leaf, a % leaf.ndim, 0) for leaf, a in zip(leaves, axes)]
         lane_leaves = [lane_aval(x) if a is not None else x for x, a in zip(moved, axes)]
-        region, out_tree = trace_function(fun, lane_leaves, in_tree, "the function given to vmap")
+        float0_outputs = {}   # output position -> one lane's float0 array (no data: no op makes it)
+
+        def lane_fun(*lane_args):
+            out_leaves, tree = tree_flatten(fun(*lane_args))
+            float0_outputs.update((i, leaf) for i, leaf in enumerate(out_leaves) if is_float0(leaf))
+            return tree_unflatten(tree, [False if is_float0(leaf) else leaf for leaf in out_leaves])
+        region, out_tree = trace_function(lane_fun, lane_leaves, in_tree, "the function given to vmap")
         outs, flags = batch_region(region, moved, [a is not None for a in axes], size)
         out_axes_list = broadcast_prefix(out_axes, out_tree, "out_axes")
         results = []
-        for out, flag, axis in zip(outs, flags, out_axes_list):
+        for i, (out, flag, axis) in enumerate(zip(outs, flags, out_axes_list)):
+            if i in float0_outputs:   # batched as JAX's: the batch axis inserted at out_axes
+                lane = float0_outputs[i]
+                results.append(lane if axis is None else
+                               np.moveaxis(np.zeros((size, *lane.shape), float0), 0, axis % (lane.ndim + 1)))
+                continue
             if axis is None:
                 if flag:
                     raise ValueError(located("vmap has mapped output but out_axes is None"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 
+from ...ir.ops.rules import is_differentiable
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import bind, constant, current_trace, located
 from .ad import forward_pass
@@ -192,13 +193,32 @@ class custom_vmap:
         return call(self.fun, args, self.__name__, CallRules(batch=batch))
 
 
+def checkpoint_vjp(b, op, operands, outs, cts, prevent_cse=True):
+    """The body's reverse pass, recomputing its forward pass from its inputs; with prevent_cse (JAX's
+    default) read through an optimization_barrier: the passes cannot merge the recomputation with the
+    forward pass, so the body's intermediate values live only within each pass."""
+    (region,), outside, extra = b.closure_convert(op.regions)
+    inputs = list(operands[1:]) + extra
+    if prevent_cse and inputs:
+        inputs = b.ops("optimization_barrier", inputs, {})
+    input_cts = [ct if is_differentiable(x.type) else None
+                 for ct, x in zip(b.vjp_region(region, inputs, cts), inputs)]
+    b.add_captured_cts(outside, input_cts[len(operands) - 1:])
+    return [None] + input_cts[:len(operands) - 1]
+
+
 def checkpoint(fun, prevent_cse=True, policy=None, static_argnums=()):
     """jax.checkpoint (remat): `fun` as one call whose reverse pass recomputes its body from its
-    arguments instead of keeping its intermediate values (the call's VJP is the cond rule's, which
-    recomputes the branch). The passes inline the call afterwards and may then share the
-    recomputation with the forward pass (no optimization barrier)."""
+    arguments instead of keeping its intermediate values (`checkpoint_vjp`). With prevent_cse=False
+    the passes may share the recomputation with the forward pass (as XLA may in JAX). `policy` is not
+    supported (nothing is saved but the arguments)."""
+    if policy is not None:
+        raise NotImplementedError(located("checkpoint: policy (saving some intermediate values) is not supported; "
+                                          "everything but the arguments is recomputed"))
+    rules = CallRules(vjp=functools.partial(checkpoint_vjp, prevent_cse=bool(prevent_cse)), lane_independent=True)
+
     @functools.wraps(fun)
     def remat(*args):
         nondiff, diff, full = split_nondiff(args, tuple(static_argnums))
-        return call(lambda *xs: fun(*full(xs)), diff, "checkpoint", None)
+        return call(lambda *xs: fun(*full(xs)), diff, "checkpoint", rules)
     return outside_jit(remat, static_argnums=tuple(static_argnums))

@@ -311,3 +311,42 @@ def probe(b, region, params, flags, found):
 
 
 set_rules("while", jvp=while_jvp, vjp=while_vjp, batch=while_batch)
+
+
+# ---- optimization_barrier -----------------------------------------------------------------------
+# The identity on its operands, as lax.optimization_barrier: canonicalize neither folds nor CSEs it
+# and fusion never groups it, so what is computed from its results is not shared with what is
+# computed from its operands (checkpoint's recomputation stays apart from the forward pass).
+# passes/remove_barriers.py replaces it by its operands after fusion, before anything runs.
+
+def barrier_infer(types, attrs, regions):
+    return list(types)
+
+
+def optimization_barrier(*operands):
+    return tuple(operands)
+
+
+define("optimization_barrier", infer=barrier_infer, reference=optimization_barrier,
+       doc="its operands unchanged; the passes do not optimize across it (removed after fusion)")
+
+
+def barrier_jvp(b, op, primals, tangents, outs):
+    """The tangents through a barrier of their own (JAX's: the tangents are kept apart as the primals are)."""
+    given = [t for t in tangents if t is not None]
+    barriered = iter(b.ops("optimization_barrier", given, {}) if given else ())
+    return [None if t is None else next(barriered) for t in tangents]
+
+
+def barrier_vjp(b, op, primals, outs, cts):
+    """The cotangents through a barrier of their own (the JVP's transpose)."""
+    given = [ct for ct in cts if ct is not None]
+    barriered = iter(b.ops("optimization_barrier", given, {}))
+    return [None if ct is None else next(barriered) for ct in cts]
+
+
+def barrier_batch(b, op, operands, batched):
+    return b.ops("optimization_barrier", operands, {}), list(batched)
+
+
+set_rules("optimization_barrier", jvp=barrier_jvp, vjp=barrier_vjp, batch=barrier_batch)

@@ -704,6 +704,15 @@ def build_copy(rng, dtype):
     return Case(p, [p.op("copy", [px]), p.op("copy", [fed(p, px)])], [x, fed_numpy(x)])
 
 
+@record("optimization_barrier", MOVEMENT_DTYPES)
+def build_optimization_barrier(rng, dtype):
+    """Removed after fusion: its results are its operands, a parameter and a kernel's result."""
+    p = Program()
+    x = random_values(rng, dtype, random_shape(rng))
+    px = p.arg(x)
+    return Case(p, list(p.op("optimization_barrier", [px, fed(p, px)])), [x, fed_numpy(x)])
+
+
 def random_indices(rng, shape, count_shape, k, out_of_bounds=True):
     """Index rows (count_shape + (k,)) into the first k dimensions of `shape`, some out of bounds."""
     columns = [rng.integers(-2 if out_of_bounds else 0, d + (2 if out_of_bounds else 0), count_shape)

@@ -790,6 +790,16 @@ def check_copy(name, rng):
             assert_matches(got, x, what=f"{name} {dtype}{list(shape)}")
 
 
+@record("optimization_barrier")
+def check_optimization_barrier(name, rng):
+    for dtype in ALL_DTYPES:
+        xs = [sample(rng, dtype, shape) for shape in SHAPES]
+        got = run_op(name, *xs)
+        for g, x in zip(got, xs):
+            assert_matches(g, x, what=f"{name} {dtype}{list(x.shape)}")
+    assert run_op(name) == []
+
+
 @record("concatenate")
 def check_concatenate(name, rng):
     cases = [([(3,)], 0), ([(2,), (0,), (3,)], 0), ([(2, 3), (2, 1)], 1), ([(1, 0, 2), (3, 0, 2)], 0)]

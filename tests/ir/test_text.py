@@ -68,6 +68,11 @@ STRUCTURED = {
           %2, %3 = sort(%0, %1) {dimension = 1, is_stable = true, num_keys = 1} : (f32[3,4], i32[3,4])
           return %2, %3
         }""",
+    "optimization_barrier": """
+        func @barrier(%0: f32[3,4], %1: c64[]) -> (f32[3,4], c64[]) {
+          %2, %3 = optimization_barrier(%0, %1) : (f32[3,4], c64[])
+          return %2, %3
+        }""",
     "library_call": """
         func @gemm(%0: f16[2,5,4], %1: f16[2,3,5], %2: f32[2,4,3], %3: f32[3]) -> (f32[2,4,3]) {
           %4 = library_call(%0, %1, %2, %3) {library = "blas", routine = "strided_batched_gemm", solution = "", trans_a = true, trans_b = true, alpha = -0.5, beta = 1.0, epilogue = "bias_gelu_tanh", result_dtype = f32, compute_dtype = f32} : f32[2,4,3]

@@ -147,6 +147,8 @@ CASES.update({
     "cond": Case(lambda x: lax.cond(x.sum() > 0, lambda v: cnp.sin(v) * x, lambda v: v ** 3, x), args_of(ANY)),
     "fori_loop": Case(lambda x: lax.fori_loop(0, 3, lambda i, c: cnp.sin(c) * x + i, x), args_of(ANY)),
     "scan": Case(lambda x: lax.scan(lambda c, r: (c * r + 1.0, cnp.tanh(c)), cnp.ones(4), x), args_of(ANY)),
+    "optimization_barrier": Case(lambda x, y: cnp.sin(lax.optimization_barrier((x, y * y))[1]) * x,
+                                 args_of(ANY, ANY)),
 })
 
 # Forward mode only (reverse mode of a while_loop is not defined, as in JAX).

@@ -153,6 +153,42 @@ def test_integer_values_have_float0_tangents():
     assert gn.dtype == float0
 
 
+def is_float0_of(value, shape) -> bool:
+    return value.dtype == cj.float0 and value.shape == shape
+
+
+def test_float0_through_jacobians_vmap_and_jit_arguments():
+    """As JAX: float0 Jacobian blocks for integer outputs (jacfwd) and integer inputs (jacrev with
+    allow_int), float0 outputs of vmap batched along out_axes, float0 arguments of jit (no program
+    parameter: the function sees float0 zeros); jacrev of an integer output is JAX's TypeError."""
+    float0, ints = cj.float0, np.arange(3)
+    jac = interpreted(cj.jacfwd(lambda x: (x * 2, (x * 2).astype(int))))(X)
+    np.testing.assert_allclose(jac[0], 2 * np.eye(4))
+    assert is_float0_of(jac[1], (4, 4))
+    gx, gn = interpreted(cj.jacrev(lambda x, n: x[:2] * cnp.sum(n), argnums=(0, 1), allow_int=True))(X, ints)
+    np.testing.assert_allclose(gx, 3 * np.eye(2, 4))
+    assert is_float0_of(gn, (2, 3))
+    with pytest.raises(TypeError, match=r"jacrev requires real-valued outputs.*int64.*test_api.py"):
+        interpreted(cj.jacrev(lambda x: (x * 2).astype(int)))(X)
+    with pytest.raises(TypeError, match=r"jacfwd requires real- or complex-valued inputs.*int64.*test_api.py"):
+        interpreted(cj.jacfwd(lambda n: n * 1.0))(ints)
+    tangent_of = lambda n: cj.jvp(lambda m: m * 2, (n,), (np.zeros(n.shape, float0),))[1]
+    assert is_float0_of(interpreted(cj.vmap(tangent_of))(ints), (3,))
+    assert is_float0_of(interpreted(cj.vmap(tangent_of, in_axes=1, out_axes=1))(np.ones((2, 5), int)), (2, 5))
+    assert is_float0_of(interpreted(cj.vmap(lambda n: np.zeros((), float0), out_axes=None))(ints), ())
+    grads = interpreted(cj.vmap(cj.grad(lambda x, n: x * n, argnums=(0, 1), allow_int=True)))(X[:3], ints)
+    np.testing.assert_allclose(grads[0], ints)
+    assert is_float0_of(grads[1], (3,))
+    with_float0 = interpreted(lambda n, t, x: (cj.jvp(lambda m: m * 2, (n,), (t,)), x + 1, t))
+    (out, tangent), y, t = with_float0(ints, np.zeros(3, float0), X)
+    np.testing.assert_array_equal(out, 2 * ints)
+    np.testing.assert_allclose(y, X + 1)
+    assert is_float0_of(tangent, (3,)) and is_float0_of(t, (3,))
+    assert is_float0_of(interpreted(lambda t: t)(np.zeros((2, 0, 1), float0)), (2, 0, 1))
+    lowered = cj.jit(lambda t, x: (x * 2, t), donate_argnums=1).lower(np.zeros(3, float0), X)
+    assert len(lowered.module.params) == 1 and lowered.module.donated == {0}
+
+
 # ---- bad input: JAX's errors, naming the line that made the call -------------------------------
 
 def test_grad_errors_name_the_users_line():

@@ -1,6 +1,8 @@
-"""Derivatives of cnp.linalg's solver-library functions (solve, inv, det, slogdet, cholesky, eigh: one call op each
-with rules of its own, frontend/cnp/linalg_rules.py) against central finite differences of numpy's
-functions, and their vmap against a loop, through the reference interpreter.
+"""Derivatives of cnp.linalg's solver-library functions (solve, inv, det, slogdet, cholesky, eigh, qr, svd,
+pinv: one call op each with rules of its own, frontend/cnp/linalg_rules.py; lstsq through svd's) against
+central finite differences of numpy's functions, and their vmap against a loop, through the reference
+interpreter. QR and SVD factors are unique up to the signs of Q's (U's, V's) columns, so their cases
+take functions of them that do not depend on those signs (Q diag(c) R, U diag(c) Vh, squares).
 
 Error model (float64): the central difference with h = 1e-6 is off by h^2/6 |f'''| plus ~eps |f| / h
 (~1e-10 for these O(1)-conditioned matrices, A = N(0,1) + 4 I); the rules' answers go through a few
@@ -36,7 +38,46 @@ CASES = {
     "eigh": (lambda a: cnp.sum(cnp.sin(cnp.linalg.eigh(a + a.mT)[0])) + cnp.sum(cnp.linalg.eigh(a + a.mT)[1] ** 4),
              lambda a: np.sum(np.sin(np.linalg.eigh(a + a.mT)[0])) + np.sum(np.linalg.eigh(a + a.mT)[1] ** 4), A),
 }
-SMOKE = ["solve_a", "slogdet"]
+TALL = RNG.normal(size=(2, 5, 3))
+WIDE = RNG.normal(size=(3, 5))
+C4 = np.array([1.0, -0.5, 2.0, 0.7])
+W55 = RNG.normal(size=(5, 5))
+B52 = RNG.normal(size=(5, 2))
+B32 = RNG.normal(size=(3, 2))
+
+
+def qr_function(linalg, sin):
+    def f(a):
+        q, r = linalg.qr(a)
+        return (sin((q * C4[:q.shape[-1]]) @ r).sum() + (r ** 2).sum()
+                + (q ** 2 * W55[:q.shape[-2], :q.shape[-1]]).sum())
+    return f
+
+
+def svd_function(linalg, sin):
+    def f(a):
+        u, s, vt = linalg.svd(a, full_matrices=False)
+        k = s.shape[-1]
+        return (sin(s).sum() + sin((u * C4[:k]) @ vt).sum() + (u ** 2 * W55[:u.shape[-2], :k]).sum()
+                + (vt ** 2 * W55[:k, :vt.shape[-1]]).sum())
+    return f
+
+
+CASES.update({
+    "qr_tall": (qr_function(cnp.linalg, cnp.sin), qr_function(np.linalg, np.sin), TALL),
+    "qr_square": (qr_function(cnp.linalg, cnp.sin), qr_function(np.linalg, np.sin), A[0]),
+    "svd_tall": (svd_function(cnp.linalg, cnp.sin), svd_function(np.linalg, np.sin), TALL),
+    "svd_wide": (svd_function(cnp.linalg, cnp.sin), svd_function(np.linalg, np.sin), WIDE),
+    "svdvals": (lambda a: cnp.sum(cnp.sin(cnp.linalg.svd(a, compute_uv=False))),
+                lambda a: np.sum(np.sin(np.linalg.svd(a, compute_uv=False))), TALL),
+    "pinv_tall": (lambda a: cnp.sum(cnp.sin(cnp.linalg.pinv(a))), lambda a: np.sum(np.sin(np.linalg.pinv(a))), TALL),
+    "pinv_wide": (lambda a: cnp.sum(cnp.sin(cnp.linalg.pinv(a))), lambda a: np.sum(np.sin(np.linalg.pinv(a))), WIDE),
+    "lstsq_tall": (lambda a: cnp.sum(cnp.sin(cnp.linalg.lstsq(a, B52)[0])),
+                   lambda a: np.sum(np.sin(np.linalg.lstsq(a, B52, rcond=None)[0])), TALL[0]),
+    "lstsq_wide": (lambda a: cnp.sum(cnp.sin(cnp.linalg.lstsq(a, B32)[0])),
+                   lambda a: np.sum(np.sin(np.linalg.lstsq(a, B32, rcond=None)[0])), WIDE),
+})
+SMOKE = ["solve_a", "slogdet", "svd_tall"]
 
 
 def central_difference(f, x):
@@ -78,7 +119,9 @@ def test_hessian_against_differences_of_the_gradient(name):
 def test_vmap_against_a_loop():
     fns = [lambda a, b: cnp.linalg.solve(a, b), lambda a, b: cnp.linalg.inv(a),
            lambda a, b: cnp.linalg.det(a), lambda a, b: cnp.linalg.slogdet(a)[1],
-           lambda a, b: cnp.linalg.cholesky(a @ a.mT), lambda a, b: cnp.linalg.eigh(a + a.mT)[0]]
+           lambda a, b: cnp.linalg.cholesky(a @ a.mT), lambda a, b: cnp.linalg.eigh(a + a.mT)[0],
+           lambda a, b: cnp.linalg.qr(a)[1] ** 2, lambda a, b: cnp.linalg.svd(a, compute_uv=False),
+           lambda a, b: cnp.linalg.pinv(a[:, :3])]
     for fn in fns:
         batched = interpreted(cj.vmap(fn, in_axes=(0, None)))(A, B[0])
         loop = np.stack([interpreted(fn)(a, B[0]) for a in A])
@@ -86,3 +129,11 @@ def test_vmap_against_a_loop():
     per_example = interpreted(cj.vmap(cj.grad(lambda a, b: cnp.sum(cnp.linalg.solve(a, b))), in_axes=(0, None)))
     loop = np.stack([interpreted(cj.grad(lambda a: cnp.sum(cnp.linalg.solve(a, B[0]))))(a) for a in A])
     np.testing.assert_allclose(per_example(A, B[0]), loop, rtol=1e-12, atol=0)
+
+
+def test_undefined_factorization_derivatives_raise():
+    """As JAX's: QR of a wide matrix, and full U/Vh of a non-square one, have no derivative."""
+    with pytest.raises(NotImplementedError, match="qr: the derivative is defined for m >= n"):
+        interpreted(cj.grad(lambda a: cnp.sum(cnp.linalg.qr(a)[1])))(WIDE)
+    with pytest.raises(NotImplementedError, match="full_matrices=True is defined for square matrices only"):
+        interpreted(cj.grad(lambda a: cnp.sum(cnp.linalg.svd(a)[0] ** 2)))(TALL)

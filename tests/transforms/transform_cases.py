@@ -65,4 +65,18 @@ CASES = {
             np.array([[0.5, 1.0], [0.25, 0.0], [2.0, -1.0]]), np.array([[0.25, 0.2], [0.25, -1.0]])),
         ns.api.grad(lambda x, u: ns.np.sum(x.at[np.array([2, 0])].multiply(u, unique_indices=True) * ramp(3, 2)),
                     argnums=(0, 1))(ramp(3, 2, phase=1.0), np.array([[0.0, 2.0], [3.0, 0.5]]))],
+    # the factorizations' derivatives (functions of Q, U, V that do not depend on their columns' signs;
+    # ramps have rank 2, so an identity is added: full rank, distinct singular values)
+    "linalg_factorization_grads": lambda ns: [
+        ns.api.grad(lambda a: ns.np.sum(ns.np.sin(ns.np.linalg.qr(a)[0] @ ns.np.linalg.qr(a)[1] * 2.0))
+                    + ns.np.sum(ns.np.linalg.qr(a)[1] ** 2) + ns.np.sum(ns.np.linalg.qr(a)[0] ** 3 * ns.np.linalg.qr(a)[0]))(
+            ramp(5, 3, phase=0.2) + np.eye(5, 3)),
+        ns.api.grad(lambda a: ns.np.sum(ns.np.sin(ns.np.linalg.svd(a, full_matrices=False)[1]))
+                    + ns.np.sum(ns.np.linalg.svd(a, full_matrices=False)[0] ** 2 * ramp(5, 3))
+                    + ns.np.sum(ns.np.linalg.svd(a, full_matrices=False)[2] ** 2 * ramp(3, 3, phase=1.0)))(
+            ramp(5, 3, phase=0.4) + 2 * np.eye(5, 3)),
+        ns.api.jacrev(lambda a: ns.np.linalg.svd(a, compute_uv=False))(ramp(3, 4, phase=0.6) + 2 * np.eye(3, 4)),
+        ns.api.grad(lambda a: ns.np.sum(ns.np.sin(ns.np.linalg.pinv(a))))(ramp(3, 5, phase=0.8) + 2 * np.eye(3, 5)),
+        ns.api.grad(lambda a, b: ns.np.sum(ns.np.linalg.lstsq(a, b)[0] ** 2), argnums=(0, 1))(
+            ramp(6, 3, phase=1.2) + 2 * np.eye(6, 3), ramp(6, 2, phase=1.4))],
 }
