@@ -610,21 +610,47 @@ class HostKernelBuilder(KernelBuilder):
             def at(i):
                 self.set_item(i)
                 body()
-            # the work-items of a region are independent (a dependence between two is a race on the
-            # device): every access of the loop in one access group, the loop marked parallel, so
-            # the vectorizer needs no proof that scattered LDS stores and gathered loads do not overlap
             first_block = len(self.fn.blocks)
             group = AccessGroup(self.module, [], name=str(len(self.module.metadata)))
             hints = {**(self.item_loop_hints or {}), "parallel_accesses": group}
             self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, self.items), ir.Constant(I64, 1), at, name="item",
                               hints=hints)
-            for block in self.fn.blocks[first_block:]:
-                for instruction in block.instructions:
-                    if isinstance(instruction, (ir.LoadInstr, ir.StoreInstr)):
-                        instruction.set_metadata("llvm.access.group", group)
+            self.mark_independent_accesses(self.fn.blocks[first_block:], group)
         else:
             self.item_nest(sizes, 2, [], body)
         self.set_item(None)
+
+    def mark_independent_accesses(self, blocks, group):
+        """Put the work-item loop's loads and stores that no other work-item of the region touches
+        in its access group, which the loop's llvm.loop.parallel_accesses names: the vectorizer
+        then needs no proof that scattered LDS stores and gathered loads do not overlap.
+
+        That the claim holds, access by access:
+        - global and LDS buffers: the work-items of a region run with no barrier between them, in
+          any order on the device, so a kernel where one reads or overwrites an element another
+          writes in the same region is a race (undefined); the only same-element writes the
+          generators emit store the same value (an FFT launch's spare slots copy its last
+          transform), which any order keeps;
+        - per-work-item arrays (variables and private arrays that cross a cut): one element per
+          work-item.
+        A variable or private array of one region lives in a single stack slot that every
+        iteration reuses: those accesses stay outside the group. A scalar one becomes a register
+        before the vectorizer runs; a private array that stays in memory leaves the loop unmarked
+        in effect (LLVM treats a loop as parallel only when every access is in the group), so LLVM
+        checks its dependences as for any loop. So do atomics and calls, which are not tagged."""
+        shared_slots = {id(pointer) for pointer, per_item in self.storage.values() if not per_item}
+        for block in blocks:
+            for instruction in block.instructions:
+                if isinstance(instruction, ir.LoadInstr):
+                    pointer = instruction.operands[0]
+                elif isinstance(instruction, ir.StoreInstr):
+                    pointer = instruction.operands[1]
+                else:
+                    continue
+                while isinstance(pointer, (ir.GEPInstr, ir.CastInstr)):
+                    pointer = pointer.operands[0]
+                if id(pointer) not in shared_slots:
+                    instruction.set_metadata("llvm.access.group", group)
 
     def item_nest(self, sizes, dim, outer, body):
         """The loop of dimension `dim` inside those of `outer` (the ids of dims above it)."""
