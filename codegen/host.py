@@ -9,8 +9,8 @@ The execution model of DESIGN.md on a CPU:
   hipModuleLaunchKernel's kernelParams do).
 - the body is cut at each barrier and wave op into regions; a region is a counted loop over the
   workgroup's work-items (the "work-item loop", which LLVM vectorizes); a barrier is simply the
-  end of one loop and the start of the next. A uniform `for` that holds a cut, and any `if`
-  marked uniform, stay outside the work-item loops: they run once per workgroup, their bounds or
+  end of one loop and the start of the next. Any `for` or `if` marked uniform (with or without
+  a cut inside) stays outside the work-item loops: they run once per workgroup, their bounds or
   condition evaluated as work-item 0 sees them, and their bodies are again cut into work-item loops.
 - an `if` marked alongside (ir/kernel.py) waits for the next wave op of its block: the wave op's
   loop over waves runs, for each wave, that wave's work-items of it and then the wave's share of
@@ -42,8 +42,9 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..environment import compile_jobs
-from ..ir.kernel import (Assign, Barrier, Binary, Cast, Const, Expr, For, GlobalBuffer, If, Kernel, Let, Load, Math,
-                         Prefetch, Special, Store, Unary, Var, WaveOp, WaveReduce, WaveShuffle, contains_cut, walk)
+from ..ir.kernel import (LDS_ALIGNMENT, Assign, Barrier, Binary, Cast, Const, Expr, For, GlobalBuffer, If, Kernel, Let,
+                         Load, Math, Prefetch, Special, Store, Unary, Var, WaveOp, WaveReduce, WaveShuffle, contains_cut,
+                         walk)
 from ..ir.opdef import OPS
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import INTS, NUMPY_DTYPES
@@ -135,12 +136,13 @@ def split_regions(stmts):
     stores stay together): the work-items of a region are independent, so one loop per store
     is the same program, and a loop whose stores walk memory in order runs faster than one whose
     stores go to several places of a row at once.
-    An `If` marked uniform is run like a cut-holding one, at the workgroup level, so each branch
-    gets work-item loops of its own with no condition inside to stop them vectorizing (a GEMM's
-    unchecked interior tiles against its bounds-checked edge tiles)."""
+    An `If` or `For` marked uniform is run like a cut-holding one, at the workgroup level, so each
+    branch or iteration gets work-item loops of its own, the innermost loops that LLVM vectorizes
+    (a GEMM's unchecked interior tiles against its bounds-checked edge tiles; an FFT pass's rounds
+    of one butterfly per work-item)."""
     run = []
     for stmt, after in zip(stmts, list(stmts[1:]) + [None]):
-        if contains_cut([stmt]) or (isinstance(stmt, If) and stmt.uniform):
+        if contains_cut([stmt]) or (isinstance(stmt, (If, For)) and stmt.uniform):
             if run:
                 yield "items", run
                 run = []
@@ -337,6 +339,14 @@ def outlined_math(kernel: Kernel) -> set:
 # loop vectorizer does not interleave a loop with that branch by itself: asked to, it runs two
 # vectors at once, so the polynomials' fma chains of the two overlap.
 INTERLEAVED_MATH = {(fn, dtype): 2 for fn in mathlib.HUGE_ARGUMENT_FUNCTIONS for dtype in ("f32", "f64")}
+
+
+class AccessGroup(ir.values.MDValue):
+    """A distinct empty metadata node: the work-item loop's llvm.access.group (the work-items of a
+    region are independent, so the loop is parallel)."""
+
+    def descr(self, buf):
+        buf += ("distinct !{}", "\n")
 
 
 def item_loop_hints(kernel: Kernel) -> dict | None:
@@ -600,11 +610,47 @@ class HostKernelBuilder(KernelBuilder):
             def at(i):
                 self.set_item(i)
                 body()
+            first_block = len(self.fn.blocks)
+            group = AccessGroup(self.module, [], name=str(len(self.module.metadata)))
+            hints = {**(self.item_loop_hints or {}), "parallel_accesses": group}
             self.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, self.items), ir.Constant(I64, 1), at, name="item",
-                              hints=self.item_loop_hints)
+                              hints=hints)
+            self.mark_independent_accesses(self.fn.blocks[first_block:], group)
         else:
             self.item_nest(sizes, 2, [], body)
         self.set_item(None)
+
+    def mark_independent_accesses(self, blocks, group):
+        """Put the work-item loop's loads and stores that no other work-item of the region touches
+        in its access group, which the loop's llvm.loop.parallel_accesses names: the vectorizer
+        then needs no proof that scattered LDS stores and gathered loads do not overlap.
+
+        That the claim holds, access by access:
+        - global and LDS buffers: the work-items of a region run with no barrier between them, in
+          any order on the device, so a kernel where one reads or overwrites an element another
+          writes in the same region is a race (undefined); the only same-element writes the
+          generators emit store the same value (an FFT launch's spare slots copy its last
+          transform), which any order keeps;
+        - per-work-item arrays (variables and private arrays that cross a cut): one element per
+          work-item.
+        A variable or private array of one region lives in a single stack slot that every
+        iteration reuses: those accesses stay outside the group. A scalar one becomes a register
+        before the vectorizer runs; a private array that stays in memory leaves the loop unmarked
+        in effect (LLVM treats a loop as parallel only when every access is in the group), so LLVM
+        checks its dependences as for any loop. So do atomics and calls, which are not tagged."""
+        shared_slots = {id(pointer) for pointer, per_item in self.storage.values() if not per_item}
+        for block in blocks:
+            for instruction in block.instructions:
+                if isinstance(instruction, ir.LoadInstr):
+                    pointer = instruction.operands[0]
+                elif isinstance(instruction, ir.StoreInstr):
+                    pointer = instruction.operands[1]
+                else:
+                    continue
+                while isinstance(pointer, (ir.GEPInstr, ir.CastInstr)):
+                    pointer = pointer.operands[0]
+                if id(pointer) not in shared_slots:
+                    instruction.set_metadata("llvm.access.group", group)
 
     def item_nest(self, sizes, dim, outer, body):
         """The loop of dimension `dim` inside those of `outer` (the ids of dims above it)."""
@@ -813,12 +859,12 @@ class HostKernelBuilder(KernelBuilder):
                 self.buffer_args[param.name].attributes.align = WRITTEN_BUFFER_ALIGNMENT
         self.workgroup_ids = self.fn.args[len(k.params):]
         self.lds_pointers = {}
-        if k.lds:
-            block = self.entry_alloca(I8, k.lds_bytes, name="lds")
-            for buffer in k.lds:
-                offset = ir.Constant(I64, k.lds_offsets()[buffer.name])
-                start = self.b.gep(block, [offset], source_etype=I8)
-                self.lds_pointers[buffer.name] = self.b.bitcast(start, MEMORY_TYPES[buffer.dtype].as_pointer())
+        # one stack object per LDS buffer (they never overlap), so LLVM's loop vectorizer sees that a
+        # loop's loads from one buffer and stores to another are independent, whatever their indices
+        for buffer in k.lds:
+            size = -(-buffer.nbytes // LDS_ALIGNMENT) * LDS_ALIGNMENT
+            block = self.entry_alloca(I8, size, name="lds." + buffer.name)
+            self.lds_pointers[buffer.name] = self.b.bitcast(block, MEMORY_TYPES[buffer.dtype].as_pointer())
         self.workgroup_block(k.body)
         self.b.ret_void()
         self.build_entry()

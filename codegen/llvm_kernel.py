@@ -68,7 +68,8 @@ def add_attribute(attributes: ir.values.AttributeSet, text: str) -> None:
 
 def loop_id(module: ir.Module, hints: dict) -> ir.MDValue:
     """A loop's `!llvm.loop` node: its first operand itself (as LLVM requires), then the hints."""
-    properties = [module.add_metadata([ir.MetaDataString(module, f"llvm.loop.{name}"), ir.Constant(I32, value)])
+    properties = [module.add_metadata([ir.MetaDataString(module, f"llvm.loop.{name}"),
+                                       value if isinstance(value, ir.MDValue) else ir.Constant(I32, value)])
                   for name, value in sorted(hints.items())]
     node = module.add_metadata([ir.MetaDataString(module, "cdnajit.loop")] + properties)
     node.operands = (node, *properties)  # llvmlite has no self-reference: set after creation

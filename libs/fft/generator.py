@@ -232,17 +232,17 @@ def stockham_kernel(op, name: str) -> K.Kernel:
     g = K.GlobalBuffer(f"in{2 + padded}", part, 2 * g_count, readonly=True)
     y = K.GlobalBuffer("out0", part, (y_count if cropped else total * length) * parts(output_kind))
     lds = [K.LdsBuffer(f"{which}_{side}", part, per_group * length) for which in "ab" for side in ("re", "im")]
-    item, first = K.Var("item", LOCAL), K.Var("first", INDEX)
-    body = [K.Let(item, K.workitem_id(0).cast(LOCAL)), K.Let(first, K.workgroup_id(0).cast(INDEX) * per_group)]
+    # the work-item id an expression, not a variable: the host sees it as its loop's induction in every region
+    item, first = K.workitem_id(0).cast(LOCAL), K.Var("first", INDEX)
+    body = [K.Let(first, K.workgroup_id(0).cast(INDEX) * per_group)]
 
     def twiddle(index: K.Expr):
         sine = table[index.cast(INDEX) + table_count]
         return table[index], (-sine if sign < 0 else sine)
 
-    def layout(regs: Registers, transform: K.Var, transposed: bool) -> tuple[K.Var, K.Expr]:
-        """(element index of entry 0, distance between entries) of transform `transform` (of the
-        workgroup) in x's or y's layout: the divisions once per butterfly, not per entry."""
-        g = regs.let(first + transform.cast(INDEX))
+    def layout(regs: Registers, g: K.Var, transposed: bool) -> tuple[K.Var, K.Expr]:
+        """(element index of entry 0, distance between entries) of transform `g` (of the launch) in
+        x's or y's layout: the divisions once per butterfly, not per entry."""
         row, c = regs.let(g / inner), regs.let(g % inner)
         if transposed:   # y[b, n, m, c] of [B, N, M, C], with row = b M + m
             return regs.let(((row / rows) * (length * rows) + row % rows) * inner + c), rows * inner
@@ -255,27 +255,31 @@ def stockham_kernel(op, name: str) -> K.Kernel:
         jl, t, j = K.Var(f"jl{p}", LOCAL), K.Var(f"t{p}", LOCAL), K.Var(f"j{p}", LOCAL)
         regs = Registers(part, f"v{p}_")
         regs.stmts += [K.Let(t, jl / per_transform), K.Let(j, jl % per_transform)]
-        inside = (first + t.cast(INDEX)) < total
+        # the workgroup's slots past the launch's last transform compute a copy of the last one (so
+        # they write the same values to the same places): no test per work-item, which on the host
+        # would keep the loads and stores of the work-item loop from vectorizing
+        if p == 0 or p == len(radices) - 1:
+            unclamped = regs.let(first + t.cast(INDEX))
+            transform = regs.let(K.select(unclamped < total, unclamped, total - 1))
         values = []
         if p == 0 and padded:   # x[b, p, s] of [B, N_in, S] for position p = n (P / N) + c / S of x[b, 0, n, c]
-            transform = regs.let(first + t.cast(INDEX))
             row, c = regs.let(transform / inner), regs.let(transform % inner)
             origin, distance, offset = regs.let(row * (in_length * edge_inner) + c), inner, regs.let(c / edge_inner)
         elif p == 0:
-            origin, distance = layout(regs, t, False)
+            origin, distance = layout(regs, transform, False)
         for r in range(radix):
             n = j + r * per_transform
-            if p == 0:   # from global memory, zero for the transforms past the launch's last (and the padding)
-                re, im = K.Var(f"x{r}_re", part), K.Var(f"x{r}_im", part)
-                loaded, present = load(x, origin + n.cast(INDEX) * distance, input_kind), inside
-                if padded:   # times conj f[p], inside the test (past N_in, x has no element)
-                    position = regs.let(n.cast(INDEX) * edge_step + offset)
-                    present = inside & (position < in_length)
-                    w = (f[position * 2], f[position * 2 + 1])
-                    loaded = (loaded[0] * w[0] + loaded[1] * w[1], loaded[1] * w[0] - loaded[0] * w[1])
-                regs.stmts += [K.Let(re, K.Const(0.0, part)), K.Let(im, K.Const(0.0, part)),
-                               K.If(present, [K.Assign(re, loaded[0]), K.Assign(im, loaded[1])])]
-                values.append((re, im))
+            if p == 0 and padded:   # times conj f[p], zero past N_in (x's position 0 read instead)
+                position = regs.let(n.cast(INDEX) * edge_step + offset)
+                present = regs.let(position < in_length)
+                read = regs.let(K.select(present, position, K.Const(0, INDEX)))
+                loaded = load(x, origin + n.cast(INDEX) * distance + (read - position) * edge_inner, input_kind)
+                w = (f[read * 2], f[read * 2 + 1])
+                zero = K.Const(0.0, part)
+                values.append((K.select(present, loaded[0] * w[0] + loaded[1] * w[1], zero),
+                               K.select(present, loaded[1] * w[0] - loaded[0] * w[1], zero)))
+            elif p == 0:
+                values.append(load(x, origin + n.cast(INDEX) * distance, input_kind))
             else:
                 values.append((source[0][t * length + n], source[1][t * length + n]))
         k = regs.let(j % stride) if stride > 1 else None
@@ -288,14 +292,12 @@ def stockham_kernel(op, name: str) -> K.Kernel:
         last = p == len(radices) - 1
         stores = []
         if last and cropped:   # y[b, p, c] of [B, output_length, C] for position p = k M + m
-            transform = regs.let(first + t.cast(INDEX))
             row, c = regs.let(transform / inner), regs.let(transform % inner)
             m = regs.let(row % rows)
             origin, distance = regs.let(((row / rows) * out_length + m) * inner + c), rows * inner
         elif last:
-            origin, distance = layout(regs, t, transpose)
+            origin, distance = layout(regs, transform, transpose)
         if last and twiddle_length:   # w_L^((k M + m) n2) of transform b M + m
-            transform = regs.let(first + t.cast(INDEX))
             n2, twiddle_row = regs.let((transform % inner) / block), regs.let((transform / inner) % rows)
         for r, value in enumerate(outputs):
             index = base + r * stride
@@ -316,9 +318,12 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                                                                  multiply(regs, value, weight), output_kind)))
             else:
                 stores += store(y, regs.let(origin + index.cast(INDEX) * distance), value, output_kind)
-        if last:
-            stores = [K.If(inside, stores)]
-        body.append(K.For(jl, item, per_group * per_transform, items, regs.stmts + stores))
+        # rounds of one butterfly per work-item (uniform), so on the host the work-item loop is the
+        # innermost and vectorizes across consecutive butterflies
+        butterflies, round_start = per_group * per_transform, K.Var(f"round{p}", LOCAL)
+        work = [K.Let(jl, round_start + item)] + (
+            regs.stmts + stores if butterflies % items == 0 else [K.If(jl < butterflies, regs.stmts + stores)])
+        body.append(K.For(round_start, 0, butterflies, items, work, uniform=True))
         if not last:
             body.append(K.Barrier())
     x_type = complex_view("fft.stockham", op.operands[0].type, input_kind)
