@@ -701,15 +701,3 @@ def cond(x, p=None):
         return ratio if p != -2 else 1 / ratio
     x = matrices("cond", x)
     return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
-
-
-# ---- what needs the decompositions the solver library does not have yet ------------------------------
-
-def not_implemented(name: str, needs: str):
-    def function(*args, **kwargs):
-        raise NotImplementedError(located(f"cdnajit.numpy.linalg.{name} is not implemented: it needs {needs}, which "
-                                          f"the solver library (libs/solver) does not compute yet"))
-    function.__name__ = function.__qualname__ = name
-    return function
-
-

@@ -228,8 +228,8 @@ from cdnajit import lax
 faulthandler.register(signal.SIGUSR1)       # the test asks where a child that never answers is
 endless = cj.jit(lambda n: lax.while_loop(lambda c: c >= 0, lambda c: c + 1, n))
 assert endless(np.int64(-5)) == -5          # compiled before the loop starts
-print("started", flush=True)
 try:
+    print("started", flush=True)            # a press may come before print returns: inside the try
     endless(np.int64(0))
     print("returned", flush=True)
 except KeyboardInterrupt:
@@ -248,6 +248,7 @@ def test_ctrl_c_interrupts_a_loop_that_never_ends(tmp_path):
                              stderr=open(tmp_path / "stderr", "w"), text=True, env=environment)
     try:
         assert child.stdout.readline().strip() == "started"
+        time.sleep(1)   # the child is in the loop by then, not still returning from print
         deadline = time.monotonic() + 60
         while child.poll() is None and time.monotonic() < deadline:
             child.send_signal(signal.SIGINT)
