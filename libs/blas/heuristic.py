@@ -153,7 +153,8 @@ def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
     # Solutions over the VGPR budget (modelled as never finishing) go only when nothing else fits.
     fitting = [e for e in estimates if math.isfinite(e.seconds)] or estimates
     return sorted(fitting, key=lambda e: (e.seconds, tile_count(problem, e.solution), padded_area(problem, e.solution),
-                                          -min(e.waves_per_simd, HIDING_WAVES), -instruction_size(e.solution),
+                                          -min(e.waves_per_simd, HIDING_WAVES), -e.solution.global_read_vector_width,
+                                          -instruction_size(e.solution),
                                           e.solution.name))
 
 

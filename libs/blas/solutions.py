@@ -201,7 +201,7 @@ def pool_of(in_dtype: str, compute_dtype: str, target_name: str, max_lds_bytes: 
             for blocks in ((2, 2), (1, 1), (2, 1), (1, 2), (4, 2), (2, 4), (4, 4)):
                 for depth_factor in (1, 2, 4):
                     depth_u = max(inst.k * depth_factor * (4 if inst.k <= 2 else 1), 8)
-                    for grvw in (1, 4):
+                    for grvw in (1, 16 // ELEMENT_BYTES[in_dtype]):
                         pool.append(Solution("mfma", waves[0] * blocks[0] * inst.m, waves[1] * blocks[1] * inst.n,
                                              depth_u, instruction=name, waves=waves,
                                              global_read_vector_width=grvw))

@@ -650,3 +650,28 @@ def test_f64_picks_run_at_least_two_waves_per_simd(size):
     op = gemm_call(size, size, size, "f64", "f64")
     chosen = pick(GemmProblem.from_op(op), GFX942)
     assert chosen.solution.depth_u == 8 and chosen.estimate.waves_per_simd >= 2, chosen.estimate.describe()
+
+
+@pytest.mark.parametrize("name, in_dtype", [("Cijk_MT128x64x16_MI32x32x8_W2x1_GRVW8_PAD4", "f16"),
+                                            pytest.param("Cijk_MT64x64x16_MI32x32x2_W2x2_GRVW4_PAD4", "f32",
+                                                         marks=pytest.mark.slow),
+                                            pytest.param("Cijk_MT64x64x8_MI16x16x4_W2x2_GRVW2_PAD4", "f64",
+                                                         marks=pytest.mark.slow)])
+@pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, True)])
+def test_sixteen_byte_global_reads_stage_flat_vectors(name, in_dtype, trans_a, trans_b):
+    """GRVW of 16 bytes over a DepthU of 16 (or 8) K values: a lane's vector of consecutive elements
+    lies in one row of the block (staging_slots' flat numbering); every RUNTIME_SIZES problem
+    against the reference (assert_gemm_close: the dot-product error bound of the dtype)."""
+    compute = DTYPES[in_dtype][1]
+    solution = solution_by_name(name, in_dtype, compute, GFX942)
+    rng = np.random.default_rng(16)
+
+    def problem(m, n, k, batch):
+        return gemm_call(m, n, k, in_dtype, compute, batch=batch, trans_a=trans_a, trans_b=trans_b, alpha=-1.5, beta=0.25)
+
+    kernel = gemm_kernel(problem(63, 65, 129, 1), solution, "g")
+    compiled = CompiledKernel(kernel, compile_object(kernel))
+    for m, n, k, batch in RUNTIME_SIZES:
+        op = problem(m, n, k, batch)
+        arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
+        assert_gemm_close(run_at(compiled, op, arrays), op, arrays, k)
