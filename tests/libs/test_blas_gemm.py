@@ -28,7 +28,7 @@ from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES
 from cdnajit.libs.blas.generator import Edges, GemmProblem, gemm_call, gemm_kernel
 from cdnajit.libs.blas.heuristic import pick, select
-from cdnajit.libs.blas.solutions import StagingSlot, solution_by_name, solution_pool, staging_slots
+from cdnajit.libs.blas.solutions import ELEMENT_BYTES, StagingSlot, solution_by_name, solution_pool, staging_slots
 from cdnajit.libs.blas.tuning import DATABASE_NAME
 from cdnajit.runtime.blas_tune import MARGIN, head_to_head_winner
 from cdnajit.runtime import launch
@@ -629,11 +629,18 @@ def test_a_depth_u_narrower_than_the_workgroup_stages_its_blocks_flat(trans_a, t
     8-deep) blocks (solutions.staging_slots); the kernel computes every RUNTIME_SIZES problem of
     f64 against the reference (assert_gemm_close: the f64 dot-product error bound)."""
     assert staging_slots(8, 64, (16, 4, 4), 1) == [StagingSlot(0, 0, 0), StagingSlot(0, 0, 256)]
-    solution = solution_by_name(FLAT_STAGED, "f64", "f64", GFX942)
-    rng = np.random.default_rng(8)
+    assert_runs_every_runtime_size(FLAT_STAGED, "f64", trans_a, trans_b)
+
+
+def assert_runs_every_runtime_size(name, in_dtype, trans_a, trans_b):
+    """The named solution, compiled once, against the reference on every RUNTIME_SIZES problem."""
+    compute = DTYPES[in_dtype][1]
+    solution = solution_by_name(name, in_dtype, compute, GFX942)
+    rng = np.random.default_rng(16)
 
     def problem(m, n, k, batch):
-        return gemm_call(m, n, k, "f64", "f64", batch=batch, trans_a=trans_a, trans_b=trans_b, alpha=-1.5, beta=0.25)
+        return gemm_call(m, n, k, in_dtype, compute, batch=batch, trans_a=trans_a, trans_b=trans_b, alpha=-1.5,
+                         beta=0.25)
 
     kernel = gemm_kernel(problem(63, 65, 129, 1), solution, "g")
     compiled = CompiledKernel(kernel, compile_object(kernel))
@@ -662,16 +669,13 @@ def test_sixteen_byte_global_reads_stage_flat_vectors(name, in_dtype, trans_a, t
     """GRVW of 16 bytes over a DepthU of 16 (or 8) K values: a lane's vector of consecutive elements
     lies in one row of the block (staging_slots' flat numbering); every RUNTIME_SIZES problem
     against the reference (assert_gemm_close: the dot-product error bound of the dtype)."""
-    compute = DTYPES[in_dtype][1]
-    solution = solution_by_name(name, in_dtype, compute, GFX942)
-    rng = np.random.default_rng(16)
+    assert_runs_every_runtime_size(name, in_dtype, trans_a, trans_b)
 
-    def problem(m, n, k, batch):
-        return gemm_call(m, n, k, in_dtype, compute, batch=batch, trans_a=trans_a, trans_b=trans_b, alpha=-1.5, beta=0.25)
 
-    kernel = gemm_kernel(problem(63, 65, 129, 1), solution, "g")
-    compiled = CompiledKernel(kernel, compile_object(kernel))
-    for m, n, k, batch in RUNTIME_SIZES:
-        op = problem(m, n, k, batch)
-        arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
-        assert_gemm_close(run_at(compiled, op, arrays), op, arrays, k)
+@pytest.mark.parametrize("in_dtype", ["f64", "f32", "f16", "bf16"])
+def test_large_picks_read_sixteen_bytes_per_lane(in_dtype):
+    """The survey's "narrow loads" of the GEMMs: the 4096^3 picks read 16 bytes per lane from
+    global memory (buffer_load_dwordx4 on gfx942)."""
+    op = gemm_call(4096, 4096, 4096, in_dtype, DTYPES[in_dtype][0])
+    solution = pick(GemmProblem.from_op(op), GFX942).solution
+    assert solution.global_read_vector_width * ELEMENT_BYTES[in_dtype] == 16, solution.name
