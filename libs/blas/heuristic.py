@@ -40,6 +40,7 @@ L2_BYTES_PER_CLOCK = 64
 # staged element; rounded up here, so the model errs towards fewer waves.
 STAGED_VGPRS = 5.5
 LOW_OCCUPANCY_PENALTY = 1.25
+HIDING_WAVES = 2              # waves per SIMD below which LOW_OCCUPANCY_PENALTY applies
 # The best sustained issue rate of the matrix and vector units in a GEMM main loop (barriers, address
 # and loop work between the math): rocBLAS reaches 85-92 % of the MI300X peak on large problems.
 SUSTAINED_ISSUE = 0.92
@@ -121,7 +122,7 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     hbm_time = hbm_bytes / target.hbm_bandwidth
     times = {"compute": compute, "lds": lds_time, "l2": l2_time, "hbm": hbm_time}
     bound = max(times, key=times.get)
-    seconds = times[bound] * (LOW_OCCUPANCY_PENALTY if running_waves < 2 else 1.0)
+    seconds = times[bound] * (LOW_OCCUPANCY_PENALTY if running_waves < HIDING_WAVES else 1.0)
     efficiency = problem.flops / peak / seconds if seconds else 0.0
     return Estimate(solution, vgprs, waves_per_simd, seconds, efficiency, bound)
 
@@ -140,7 +141,10 @@ def candidates(problem: GemmProblem, target: Target) -> list[Solution]:
 
 
 def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
-    """The candidates' estimates, fastest first (ties: fewer workgroups, less padding, larger instructions)."""
+    """The candidates' estimates, fastest first (ties: fewer workgroups, less padding, waves per SIMD up
+    to HIDING_WAVES, larger instructions). A second wave per SIMD hides the global and LDS latency
+    the model leaves out when the grid is too small to run them all (a 256^3 f64 GEMM: 16 workgroups
+    of DepthU 8 or 16, at 3 or 1 waves per SIMD)."""
     pool = candidates(problem, target)
     if not pool:
         raise NotImplementedError(f"blas: no GEMM solution for {problem.in_dtype} inputs accumulated in "
@@ -149,6 +153,7 @@ def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
     # Solutions over the VGPR budget (modelled as never finishing) go only when nothing else fits.
     fitting = [e for e in estimates if math.isfinite(e.seconds)] or estimates
     return sorted(fitting, key=lambda e: (e.seconds, tile_count(problem, e.solution), padded_area(problem, e.solution),
+                                          -min(e.waves_per_simd, HIDING_WAVES), -e.solution.global_read_vector_width,
                                           -instruction_size(e.solution),
                                           e.solution.name))
 
