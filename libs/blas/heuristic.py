@@ -8,7 +8,8 @@ modelled time (`select`). The model, per solution, on the target's published fig
     LDS of two buffers this gives waves per SIMD (the occupancy, a fraction when a CU's workgroups
     do not fill its four SIMDs, whose compute then idles);
   - compute: the padded problem (macro tiles x DepthU steps) at the matrix (MFMA) or vector
-    (VALU) peak for the dtype, times SUSTAINED_ISSUE, the busiest CU running ceil(tiles / CUs)
+    (VALU) peak for the dtype (an MFMA at its share of it, ir/kernel_mfma.py `peak_share`: half
+    on gfx950 for the f16/bf16 instructions of gfx942's K), times SUSTAINED_ISSUE, the busiest CU running ceil(tiles / CUs)
     workgroups with as many SIMDs busy as the waves it holds at once fill;
   - LDS: the bytes the staging writes and every wave reads per step, at 128 bytes per clock per
     CU (each operand's LDS layout follows its contiguous dimension, generator.py, so neither
@@ -28,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ...ir.kernel_mfma import peak_share
 from ...ir.targets import Target
 from .generator import GemmProblem
 from .solutions import ELEMENT_BYTES, Solution, solution_pool
@@ -105,9 +107,10 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     padded_k = math.ceil(problem.k / solution.depth_u) * solution.depth_u
     unit = "matrix" if solution.kind == "mfma" else "vector"
     peak = target.peak(problem.in_dtype, unit)
+    rate = peak * (peak_share(solution.instruction, target.name) if solution.kind == "mfma" else 1.0)
     tile_flops = 2 * solution.mt0 * solution.mt1 * padded_k
     # A kernel over the VGPR file would spill: modelled as never finishing, so it is never picked.
-    compute = per_cu_groups * tile_flops / (peak / target.compute_units * busy_simds * SUSTAINED_ISSUE) \
+    compute = per_cu_groups * tile_flops / (rate / target.compute_units * busy_simds * SUSTAINED_ISSUE) \
         if busy_simds else math.inf
     if solution.kind == "mfma":
         lds_read = (sum(solution.wave_tile) * padded_k * bytes_in) * waves_per_group

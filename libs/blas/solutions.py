@@ -175,8 +175,9 @@ class Solution:
 # The instructions a GEMM of each input dtype uses, preferred first (single-block, square).
 MFMA_BY_DTYPE = {
     "f32": ("v_mfma_f32_32x32x2f32", "v_mfma_f32_16x16x4f32"),
-    "f16": ("v_mfma_f32_32x32x8f16", "v_mfma_f32_16x16x16f16"),
-    "bf16": ("v_mfma_f32_32x32x8bf16_1k", "v_mfma_f32_16x16x16bf16_1k"),
+    "f16": ("v_mfma_f32_32x32x16_f16", "v_mfma_f32_16x16x32_f16", "v_mfma_f32_32x32x8f16", "v_mfma_f32_16x16x16f16"),
+    "bf16": ("v_mfma_f32_32x32x16_bf16", "v_mfma_f32_16x16x32_bf16", "v_mfma_f32_32x32x8bf16_1k",
+             "v_mfma_f32_16x16x16bf16_1k"),
     "i8": ("v_mfma_i32_32x32x16i8", "v_mfma_i32_32x32x8i8"),
     "f64": ("v_mfma_f64_16x16x4f64",),
 }

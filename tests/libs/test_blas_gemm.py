@@ -636,10 +636,11 @@ def test_a_depth_u_narrower_than_the_workgroup_stages_its_blocks_flat(trans_a, t
     assert_runs_every_runtime_size(FLAT_STAGED, "f64", trans_a, trans_b)
 
 
-def assert_runs_every_runtime_size(name, in_dtype, trans_a, trans_b):
-    """The named solution, compiled once, against the reference on every RUNTIME_SIZES problem."""
+def assert_runs_every_runtime_size(name, in_dtype, trans_a, trans_b, target=GFX942):
+    """The named solution of `target`, compiled once for the host, against the reference on every
+    RUNTIME_SIZES problem."""
     compute = DTYPES[in_dtype][1]
-    solution = solution_by_name(name, in_dtype, compute, GFX942)
+    solution = solution_by_name(name, in_dtype, compute, target)
     rng = np.random.default_rng(16)
 
     def problem(m, n, k, batch):
@@ -683,3 +684,22 @@ def test_large_picks_read_sixteen_bytes_per_lane(in_dtype):
     op = gemm_call(4096, 4096, 4096, in_dtype, DTYPES[in_dtype][0])
     solution = pick(GemmProblem.from_op(op), GFX942).solution
     assert solution.global_read_vector_width * ELEMENT_BYTES[in_dtype] == 16, solution.name
+
+
+GFX950 = get_target("gfx950")
+
+
+@pytest.mark.parametrize("in_dtype", ["f16", pytest.param("bf16", marks=pytest.mark.slow)])
+def test_gfx950_picks_its_double_k_instructions(in_dtype):
+    """gfx950's f16/bf16 matrix peak is its double-K MFMAs' rate (the gfx942 ones reach half of it,
+    ir/kernel_mfma.py `peak_share`): its picks use them, the gfx942 picks cannot; the 256^3 pick
+    runs every RUNTIME_SIZES problem on the host within the dot-product error bound
+    (assert_gemm_close) and its gfx950 assembly issues the instruction."""
+    compute = DTYPES[in_dtype][1]
+    picks = {size: pick(GemmProblem.from_op(gemm_call(size, size, size, in_dtype, compute)), GFX950).solution
+             for size in (256, 4096)}
+    assert all(s.spec.k == 16 and s.spec.targets == ("gfx950",) for s in picks.values()), picks
+    assert pick(GemmProblem.from_op(gemm_call(4096, 4096, 4096, in_dtype, compute)), GFX942).solution.spec.k == 8
+    assert_runs_every_runtime_size(picks[256].name, in_dtype, False, False, GFX950)
+    kernel = gemm_kernel(gemm_call(256, 256, 256, in_dtype, compute), picks[256], "g")
+    assert re.search(rf"^\s+{picks[256].spec.gfx942_mnemonic}\s", amdgpu.assembly(kernel, "gfx950"), re.M)
