@@ -39,6 +39,10 @@ Instantiated for the supported instructions (the table `INSTRUCTIONS`):
 - v_mfma_i32_32x32x8i8 (4, 4, 16; gfx90a only): A[i][k] in lane i + 32*(k//4), element k%4.
 - v_mfma_f64_16x16x4f64 (1, 1, 4): A[i][k] in lane i + 16*k; D[i][j] in lane j + 16*(i%4),
   element (register pair) i//4.
+- gfx950's double-K v_mfma_f32_32x32x16_f16/_bf16 (8, 8, 16): A[i][k] in lane i + 32*(k//8), element
+  k%8; D as 32x32x2f32. v_mfma_f32_16x16x32_f16/_bf16 (8, 8, 4): A[i][k] in lane i + 16*(k//8),
+  element k%8; D as 16x16x4f32 (the general rule above; the CDNA4 ISA guide's operand layout, a
+  lane's 8 K values in 4 registers).
 - multi-block f32: v_mfma_f32_32x32x1f32 (2 blocks; 1, 1, 32): A[b][i][0] in lane i + 32*b,
   D[b][i][j] in lane j + 32*((i//4) % 2), register 16*b + 4*(i//8) + i%4;
   v_mfma_f32_16x16x1f32 (4 blocks; 1, 1, 16): A[b][i][0] in lane i + 16*b, D[b][i][j] in lane
@@ -65,6 +69,10 @@ AMDGPU lowering: one call of the LLVM intrinsic `INSTRUCTIONS[name].intrinsic`, 
   llvm.amdgcn.mfma.i32.32x32x16.i8(i64, i64, <16 x i32>, ...) -> <16 x i32>     (8 x i8 packed)
   llvm.amdgcn.mfma.i32.32x32x8i8(i32, i32, <16 x i32>, ...) -> <16 x i32>       (4 x i8 packed)
   llvm.amdgcn.mfma.f64.16x16x4f64(double, double, <4 x double>, ...) -> <4 x double>
+  llvm.amdgcn.mfma.f32.32x32x16.f16(<8 x half>, <8 x half>, <16 x float>, ...) -> <16 x float>  (gfx950)
+  llvm.amdgcn.mfma.f32.16x16x32.f16(<8 x half>, <8 x half>, <4 x float>, ...) -> <4 x float>    (gfx950)
+  llvm.amdgcn.mfma.f32.32x32x16.bf16(<8 x bfloat>, <8 x bfloat>, <16 x float>, ...) -> <16 x float>  (gfx950)
+  llvm.amdgcn.mfma.f32.16x16x32.bf16(<8 x bfloat>, <8 x bfloat>, <4 x float>, ...) -> <4 x float>    (gfx950)
 bf16 values travel as their 16 bits; packed operands hold element e in vector lane e (the low bits
 first, as the registers do). LLVM aborts the process on an intrinsic its target lacks, so the
 lowering checks `MfmaInstruction.targets` first.
@@ -188,7 +196,32 @@ INSTRUCTIONS: dict[str, MfmaInstruction] = dict([
     _instruction("v_mfma_i32_32x32x8i8", 32, 32, 8, 1, "i8", "i32", "i32.32x32x8i8", "v_mfma_i32_32x32x8i8",
                  targets=("gfx90a",)),
     _instruction("v_mfma_f64_16x16x4f64", 16, 16, 4, 1, "f64", "f64", "f64.16x16x4f64", "v_mfma_f64_16x16x4_f64"),
+    # gfx950's double-K f16/bf16 instructions: twice the K of 32x32x8 / 16x16x16 per issue.
+    _instruction("v_mfma_f32_32x32x16_f16", 32, 32, 16, 1, "f16", "f32", "f32.32x32x16.f16", "v_mfma_f32_32x32x16_f16",
+                 targets=("gfx950",)),
+    _instruction("v_mfma_f32_16x16x32_f16", 16, 16, 32, 1, "f16", "f32", "f32.16x16x32.f16", "v_mfma_f32_16x16x32_f16",
+                 targets=("gfx950",)),
+    _instruction("v_mfma_f32_32x32x16_bf16", 32, 32, 16, 1, "bf16", "f32", "f32.32x32x16.bf16",
+                 "v_mfma_f32_32x32x16_bf16", targets=("gfx950",)),
+    _instruction("v_mfma_f32_16x16x32_bf16", 16, 16, 32, 1, "bf16", "f32", "f32.16x16x32.bf16",
+                 "v_mfma_f32_16x16x32_bf16", targets=("gfx950",)),
 ])
+
+
+# The share of a target's matrix peak (ir/targets.py) an instruction reaches, where it is not the
+# whole: gfx950's f16/bf16 peak (2516 TFLOP/s) is its double-K instructions' rate; the gfx942
+# instructions it keeps take as many cycles for half the K (CDNA4 ISA guide), so half the peak.
+PEAK_SHARE = {
+    ("v_mfma_f32_32x32x8f16", "gfx950"): 0.5,
+    ("v_mfma_f32_16x16x16f16", "gfx950"): 0.5,
+    ("v_mfma_f32_32x32x8bf16_1k", "gfx950"): 0.5,
+    ("v_mfma_f32_16x16x16bf16_1k", "gfx950"): 0.5,
+}
+
+
+def peak_share(name: str, target_name: str) -> float:
+    """The fraction of `target_name`'s matrix peak for the instruction's dtype that `name` reaches."""
+    return PEAK_SHARE.get((name, target_name), 1.0)
 
 
 # ---- the wave op ---------------------------------------------------------------------------

@@ -25,7 +25,9 @@ the launch's time is the launch cost plus the largest term, and that term is the
 - cu memory: each busy CU's vector memory path moves at most 64 bytes per clock (one segment).
 - lds: LDS bytes at 128 bytes per clock per busy CU, each access's bytes times its bank conflict
   degree in a sample wave (runtime/roofline.py's `bank_conflict`).
-- vector, matrix: FLOPs at the unit's peak times the fraction of SIMDs holding a wave.
+- vector, matrix: FLOPs at the unit's peak times the fraction of SIMDs holding a wave; each MFMA
+  instruction's FLOPs at its share of the matrix peak (ir/kernel_mfma.py `peak_share`: gfx942's
+  f16/bf16 instructions reach half of gfx950's).
 - latency: a workgroup that waits for its global loads before a barrier (load, write LDS,
   barrier, compute: a "load phase", once per trip of such a loop) pays a memory latency per
   phase (the L2's for bytes reread from it, HBM's for the rest), hidden only by the other
@@ -43,6 +45,7 @@ import math
 from dataclasses import dataclass
 
 from ..ir.kernel import Kernel
+from ..ir.kernel_mfma import INSTRUCTIONS, peak_share
 from ..ir.targets import Target
 from ..ir.types import NUMPY_DTYPES
 from .occupancy import Occupancy
@@ -133,8 +136,9 @@ def model(kernel: Kernel, target: Target, counts: Counts, occupied: Occupancy) -
     by_unit = {}
     for dtype, flops in counts.flops.items():
         by_unit["vector"] = by_unit.get("vector", 0.0) + flops / target.peak(dtype, "vector")
-    for dtype, flops in counts.matrix_flops.items():
-        by_unit["matrix"] = by_unit.get("matrix", 0.0) + flops / (target.peak(dtype, "matrix") * SUSTAINED_MATRIX_ISSUE)
+    for name, flops in counts.instruction_flops.items():
+        rate = target.peak(INSTRUCTIONS[name].in_dtype, "matrix") * peak_share(name, target.name)
+        by_unit["matrix"] = by_unit.get("matrix", 0.0) + flops / (rate * SUSTAINED_MATRIX_ISSUE)
     # Per-CU rates: the GPU's peak spread over its CUs, the busiest CU doing cu_share of the work.
     compute_scale = cu_share * target.compute_units / simd_fill if simd_fill else math.inf
     terms = {

@@ -83,6 +83,7 @@ class Counts:
     """What one launch of a kernel executes, summed over all its work-items."""
     flops: dict = field(default_factory=dict)            # compute dtype -> FLOPs on the vector unit
     matrix_flops: dict = field(default_factory=dict)     # input dtype -> FLOPs on the matrix unit
+    instruction_flops: dict = field(default_factory=dict)  # MFMA instruction name -> its share of them
     transcendentals: float = 0.0
     loads: dict = field(default_factory=dict)            # global buffer name -> bytes loaded
     stores: dict = field(default_factory=dict)           # global buffer name -> bytes stored
@@ -366,8 +367,9 @@ class LaunchCounter:
             elif isinstance(s, WaveOp):
                 if isinstance(s, Mfma):  # `times` counts lanes; a wave's lanes issue one instruction
                     spec = s.spec
-                    self.add(self.counts.matrix_flops, spec.in_dtype,
-                             2 * spec.m * spec.n * spec.k * spec.blocks * times / spec.wave_size)
+                    flops = 2 * spec.m * spec.n * spec.k * spec.blocks * times / spec.wave_size
+                    self.add(self.counts.matrix_flops, spec.in_dtype, flops)
+                    self.add(self.counts.instruction_flops, spec.name, flops)
                 for expr in s.reads():
                     self.expression_cost(expr, times, env, weight)
                 if isinstance(s, WaveReduce) and s.value.dtype in FLOATS:

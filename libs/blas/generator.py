@@ -78,7 +78,7 @@ from ...ir.opdef import compute_dtype, infer_types
 from ...ir.types import COMPLEXES, TensorType, dtype_name, numpy_dtype
 from ...lowering.emitters import operand_buffers
 from .routines import gemm_sizes, split_epilogue
-from .solutions import Solution
+from .solutions import Solution, staging_slots
 
 # How many K blocks ahead the operands read along new rows are prefetched (host: on 2 threads,
 # 256x1024x1024 f32 alternating between weights that share L3 with the other's, as an MLP's
@@ -298,23 +298,29 @@ class GemmKernelBuilder:
         # x runs along the contiguous dimension (so the global reads are consecutive, and for
         # rows the LDS writes too), y and z along the other.
         x_extent, yz_extent = (rows, s.depth_u) if rows_contiguous else (s.depth_u, rows)
-        for u in range(x_extent // (wx * grvw)):
-            for v in range(yz_extent // (wy * wz)):
-                for w in range(grvw):
-                    along_x = (self.x + wx * u) * grvw + w if grvw > 1 else self.x + wx * u
-                    across = along_yz + wy * wz * v
-                    row_local, k_local = (along_x, across) if rows_contiguous else (across, along_x)
-                    row, k = origin + row_local, k0 + k_local
-                    read = K.minimum(row, extent - 1) if clamp and clamped else row
-                    index = base + (k * extent + read if rows_contiguous else read * self.k + k)
-                    target = buffer * elements + self.lds_index_of_k(rows, row_local, k_local, not rows_contiguous)
-                    value = source[index]
-                    if guarded:
-                        inside = all_of(([row < extent] if edge else []) + ([k < self.k] if self.edges.k else []))
-                        stmts.append(K.If(inside, [K.Store(lds, target, value)],
-                                          [K.Store(lds, target, K.Const(0, p.in_dtype))]))
-                    else:
-                        stmts.append(K.Store(lds, target, value))
+        for slot in staging_slots(x_extent, yz_extent, (wx, wy, wz), grvw):
+            for w in range(grvw):
+                if slot.flat is None:
+                    along_x = (self.x + wx * slot.u) * grvw + w if grvw > 1 else self.x + wx * slot.u
+                    across = along_yz + wy * wz * slot.v
+                else:
+                    # A block narrower than the workgroup's x (or shorter than its y z): the
+                    # work-items, numbered flat, take consecutive vectors of its rows in turn.
+                    vector = self.x + wx * along_yz + slot.flat
+                    along_x = (vector % (x_extent // grvw)) * grvw + w if grvw > 1 else vector % x_extent
+                    across = vector / (x_extent // grvw)
+                row_local, k_local = (along_x, across) if rows_contiguous else (across, along_x)
+                row, k = origin + row_local, k0 + k_local
+                read = K.minimum(row, extent - 1) if clamp and clamped else row
+                index = base + (k * extent + read if rows_contiguous else read * self.k + k)
+                target = buffer * elements + self.lds_index_of_k(rows, row_local, k_local, not rows_contiguous)
+                value = source[index]
+                if guarded:
+                    inside = all_of(([row < extent] if edge else []) + ([k < self.k] if self.edges.k else []))
+                    stmts.append(K.If(inside, [K.Store(lds, target, value)],
+                                      [K.Store(lds, target, K.Const(0, p.in_dtype))]))
+                else:
+                    stmts.append(K.Store(lds, target, value))
         return stmts
 
     def batch_base(self, matrix: K.Expr) -> K.Expr:

@@ -8,7 +8,8 @@ modelled time (`select`). The model, per solution, on the target's published fig
     LDS of two buffers this gives waves per SIMD (the occupancy, a fraction when a CU's workgroups
     do not fill its four SIMDs, whose compute then idles);
   - compute: the padded problem (macro tiles x DepthU steps) at the matrix (MFMA) or vector
-    (VALU) peak for the dtype, times SUSTAINED_ISSUE, the busiest CU running ceil(tiles / CUs)
+    (VALU) peak for the dtype (an MFMA at its share of it, ir/kernel_mfma.py `peak_share`: half
+    on gfx950 for the f16/bf16 instructions of gfx942's K), times SUSTAINED_ISSUE, the busiest CU running ceil(tiles / CUs)
     workgroups with as many SIMDs busy as the waves it holds at once fill;
   - LDS: the bytes the staging writes and every wave reads per step, at 128 bytes per clock per
     CU (each operand's LDS layout follows its contiguous dimension, generator.py, so neither
@@ -28,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ...ir.kernel_mfma import peak_share
 from ...ir.targets import Target
 from .generator import GemmProblem
 from .solutions import ELEMENT_BYTES, Solution, solution_pool
@@ -40,6 +42,7 @@ L2_BYTES_PER_CLOCK = 64
 # staged element; rounded up here, so the model errs towards fewer waves.
 STAGED_VGPRS = 5.5
 LOW_OCCUPANCY_PENALTY = 1.25
+HIDING_WAVES = 2              # waves per SIMD below which LOW_OCCUPANCY_PENALTY applies
 # The best sustained issue rate of the matrix and vector units in a GEMM main loop (barriers, address
 # and loop work between the math): rocBLAS reaches 85-92 % of the MI300X peak on large problems.
 SUSTAINED_ISSUE = 0.92
@@ -104,9 +107,10 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     padded_k = math.ceil(problem.k / solution.depth_u) * solution.depth_u
     unit = "matrix" if solution.kind == "mfma" else "vector"
     peak = target.peak(problem.in_dtype, unit)
+    rate = peak * (peak_share(solution.instruction, target.name) if solution.kind == "mfma" else 1.0)
     tile_flops = 2 * solution.mt0 * solution.mt1 * padded_k
     # A kernel over the VGPR file would spill: modelled as never finishing, so it is never picked.
-    compute = per_cu_groups * tile_flops / (peak / target.compute_units * busy_simds * SUSTAINED_ISSUE) \
+    compute = per_cu_groups * tile_flops / (rate / target.compute_units * busy_simds * SUSTAINED_ISSUE) \
         if busy_simds else math.inf
     if solution.kind == "mfma":
         lds_read = (sum(solution.wave_tile) * padded_k * bytes_in) * waves_per_group
@@ -121,7 +125,7 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     hbm_time = hbm_bytes / target.hbm_bandwidth
     times = {"compute": compute, "lds": lds_time, "l2": l2_time, "hbm": hbm_time}
     bound = max(times, key=times.get)
-    seconds = times[bound] * (LOW_OCCUPANCY_PENALTY if running_waves < 2 else 1.0)
+    seconds = times[bound] * (LOW_OCCUPANCY_PENALTY if running_waves < HIDING_WAVES else 1.0)
     efficiency = problem.flops / peak / seconds if seconds else 0.0
     return Estimate(solution, vgprs, waves_per_simd, seconds, efficiency, bound)
 
@@ -140,7 +144,10 @@ def candidates(problem: GemmProblem, target: Target) -> list[Solution]:
 
 
 def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
-    """The candidates' estimates, fastest first (ties: fewer workgroups, less padding, larger instructions)."""
+    """The candidates' estimates, fastest first (ties: fewer workgroups, less padding, waves per SIMD up
+    to HIDING_WAVES, larger instructions). A second wave per SIMD hides the global and LDS latency
+    the model leaves out when the grid is too small to run them all (a 256^3 f64 GEMM: 16 workgroups
+    of DepthU 8 or 16, at 3 or 1 waves per SIMD)."""
     pool = candidates(problem, target)
     if not pool:
         raise NotImplementedError(f"blas: no GEMM solution for {problem.in_dtype} inputs accumulated in "
@@ -149,6 +156,7 @@ def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
     # Solutions over the VGPR budget (modelled as never finishing) go only when nothing else fits.
     fitting = [e for e in estimates if math.isfinite(e.seconds)] or estimates
     return sorted(fitting, key=lambda e: (e.seconds, tile_count(problem, e.solution), padded_area(problem, e.solution),
+                                          -min(e.waves_per_simd, HIDING_WAVES), -e.solution.global_read_vector_width,
                                           -instruction_size(e.solution),
                                           e.solution.name))
 

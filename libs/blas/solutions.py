@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from ...ir.kernel_mfma import INSTRUCTIONS, MfmaInstruction
 from ...ir.targets import Target
@@ -30,6 +31,28 @@ from ...ir.targets import Target
 VALU_WORKGROUP = (16, 16)     # the VALU kernels' workgroup: x along N, y along M
 MFMA_LANES_X = 16             # the MFMA kernels' workgroup x: 16 lanes, so staging can also run along K
 ELEMENT_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i32": 4}
+
+
+class StagingSlot(NamedTuple):
+    """One vector of GRVW elements each work-item copies from global memory to LDS per K block:
+    at x + workgroup_x * u along the contiguous dimension and y + Y*z + Y*Z * v across it, or, for
+    a block narrower than the workgroup's x or shorter than its y z, the vector numbered
+    (x + X * (y + Y*z)) + flat of the block's vectors taken row by row (`flat` not None)."""
+    u: int
+    v: int
+    flat: int | None
+
+
+def staging_slots(x_extent: int, yz_extent: int, workgroup: tuple[int, int, int], grvw: int) -> list[StagingSlot]:
+    """The slots that stage an x_extent (contiguous) by yz_extent block with `workgroup` work-items,
+    or [] when they cannot split it evenly."""
+    wx, wy, wz = workgroup
+    if x_extent % (wx * grvw) == 0 and yz_extent % (wy * wz) == 0:
+        return [StagingSlot(u, v, None) for u in range(x_extent // (wx * grvw)) for v in range(yz_extent // (wy * wz))]
+    items, vectors = wx * wy * wz, x_extent * yz_extent // grvw
+    if x_extent % grvw or vectors % items:
+        return []
+    return [StagingSlot(0, 0, flat) for flat in range(0, vectors, items)]
 
 
 @dataclass(frozen=True)
@@ -137,12 +160,13 @@ class Solution:
         elif self.mt0 != VALU_WORKGROUP[1] * self.thread_tile[0] or self.mt1 != VALU_WORKGROUP[0] * self.thread_tile[1]:
             return f"macro tile {self.mt0}x{self.mt1} is not the workgroup times the thread tile {self.thread_tile}"
         # Staging (generator.py) runs x along an operand's contiguous dimension, in vectors of GRVW, and
-        # y + Y*z along the other: tile rows or DepthU, whichever is contiguous, must split evenly.
-        along_x, along_yz = x * self.global_read_vector_width, y * z
-        for size in (self.mt0, self.mt1, self.depth_u):
-            if size % along_x or size % along_yz:
-                return (f"macro tile {self.mt0}x{self.mt1} and DepthU {self.depth_u} must be multiples of "
-                        f"{along_x} (workgroup x times GRVW) and {along_yz} (workgroup y times z)")
+        # y + Y*z along the other: each operand's block of tile rows by DepthU must split evenly.
+        for rows in (self.mt0, self.mt1):
+            for extents in ((rows, self.depth_u), (self.depth_u, rows)):
+                if not staging_slots(*extents, (x, y, z), self.global_read_vector_width):
+                    return (f"a {extents[0]}x{extents[1]} block of the macro tile {self.mt0}x{self.mt1} by DepthU "
+                            f"{self.depth_u} does not split into vectors of {self.global_read_vector_width} over the "
+                            f"workgroup {x}x{y}x{z}")
         if self.depth_u % self.k_pack:
             return f"DepthU {self.depth_u} is not a multiple of the {self.k_pack} K values a lane reads"
         return None
@@ -151,8 +175,9 @@ class Solution:
 # The instructions a GEMM of each input dtype uses, preferred first (single-block, square).
 MFMA_BY_DTYPE = {
     "f32": ("v_mfma_f32_32x32x2f32", "v_mfma_f32_16x16x4f32"),
-    "f16": ("v_mfma_f32_32x32x8f16", "v_mfma_f32_16x16x16f16"),
-    "bf16": ("v_mfma_f32_32x32x8bf16_1k", "v_mfma_f32_16x16x16bf16_1k"),
+    "f16": ("v_mfma_f32_32x32x16_f16", "v_mfma_f32_16x16x32_f16", "v_mfma_f32_32x32x8f16", "v_mfma_f32_16x16x16f16"),
+    "bf16": ("v_mfma_f32_32x32x16_bf16", "v_mfma_f32_16x16x32_bf16", "v_mfma_f32_32x32x8bf16_1k",
+             "v_mfma_f32_16x16x16bf16_1k"),
     "i8": ("v_mfma_i32_32x32x16i8", "v_mfma_i32_32x32x8i8"),
     "f64": ("v_mfma_f64_16x16x4f64",),
 }
@@ -177,7 +202,7 @@ def pool_of(in_dtype: str, compute_dtype: str, target_name: str, max_lds_bytes: 
             for blocks in ((2, 2), (1, 1), (2, 1), (1, 2), (4, 2), (2, 4), (4, 4)):
                 for depth_factor in (1, 2, 4):
                     depth_u = max(inst.k * depth_factor * (4 if inst.k <= 2 else 1), 8)
-                    for grvw in (1, 4):
+                    for grvw in (1, 16 // ELEMENT_BYTES[in_dtype]):
                         pool.append(Solution("mfma", waves[0] * blocks[0] * inst.m, waves[1] * blocks[1] * inst.n,
                                              depth_u, instruction=name, waves=waves,
                                              global_read_vector_width=grvw))

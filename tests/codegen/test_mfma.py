@@ -103,6 +103,8 @@ SHAPES = {
     "v_mfma_f32_32x32x8bf16_1k": (1, 2, 2, 16), "v_mfma_f32_16x16x16bf16_1k": (1, 2, 2, 4),
     "v_mfma_i32_32x32x16i8": (1, 2, 2, 16), "v_mfma_i32_32x32x8i8": (1, 1, 1, 16),
     "v_mfma_f64_16x16x4f64": (1, 2, 2, 8),
+    "v_mfma_f32_32x32x16_f16": (1, 4, 4, 16), "v_mfma_f32_16x16x32_f16": (1, 4, 4, 4),
+    "v_mfma_f32_32x32x16_bf16": (1, 4, 4, 16), "v_mfma_f32_16x16x32_bf16": (1, 4, 4, 4),
 }
 
 
@@ -330,12 +332,13 @@ def test_printed_form_names_the_instruction_and_operands():
 # ---- AMDGPU --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, target", [(name, target) for name, inst in INSTRUCTIONS.items()
-                                          for target in ("gfx942", "gfx90a") if target in inst.targets])
+                                          for target in ("gfx942", "gfx90a") if target in inst.targets]
+                         + [(name, "gfx950") for name, inst in INSTRUCTIONS.items() if inst.targets == ("gfx950",)])
 def test_amdgpu_assembly_uses_the_instruction(name, target):
     inst = INSTRUCTIONS[name]
     kernel = mfma_kernel(inst, in_place=True)
     assembly = amdgpu.assembly(kernel, target)
-    mnemonic = inst.gfx942_mnemonic if target == "gfx942" else inst.name
+    mnemonic = inst.name if target == "gfx90a" else inst.gfx942_mnemonic
     assert re.search(rf"^\s+{mnemonic}\s", assembly, re.M), f"{mnemonic} not in the {target} assembly"
     resources = amdgpu.resources(kernel, target)
     assert resources.scratch_bytes == 0 and resources.vgpr_spill_count == 0  # the accumulator stays in registers
@@ -346,6 +349,8 @@ def test_amdgpu_refuses_an_instruction_the_target_lacks():
     kernel = mfma_kernel(INSTRUCTIONS["v_mfma_i32_32x32x8i8"])
     with pytest.raises(NotImplementedError, match="v_mfma_i32_32x32x8i8 does not exist on gfx942"):
         amdgpu.assembly(kernel, "gfx942")
+    with pytest.raises(NotImplementedError, match="v_mfma_f32_16x16x32_f16 does not exist on gfx942"):
+        amdgpu.assembly(mfma_kernel(INSTRUCTIONS["v_mfma_f32_16x16x32_f16"]), "gfx942")
 
 
 # ---- a run of MFMAs: the host's micro-kernel path ------------------------------------------------

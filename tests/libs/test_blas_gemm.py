@@ -27,8 +27,8 @@ from cdnajit.codegen.host import StoragePlan, compile_object
 from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES
 from cdnajit.libs.blas.generator import Edges, GemmProblem, gemm_call, gemm_kernel
-from cdnajit.libs.blas.heuristic import select
-from cdnajit.libs.blas.solutions import solution_pool
+from cdnajit.libs.blas.heuristic import pick, select
+from cdnajit.libs.blas.solutions import ELEMENT_BYTES, StagingSlot, solution_by_name, solution_pool, staging_slots
 from cdnajit.libs.blas.tuning import DATABASE_NAME
 from cdnajit.runtime.blas_tune import MARGIN, head_to_head_winner
 from cdnajit.runtime import launch
@@ -529,7 +529,8 @@ def two_layers(xp, x, w1, b1, w2, b2):
 # and a magnitude bound: the program on |inputs| with its signs made positive (relu is 1-Lipschitz
 # and keeps |x| <= |x|), which bounds every product's sum of |a||b|.
 NEW_SIZE_PROGRAMS = {
-    "matmul": (lambda xp, a, b: a @ b, [[(70, 33), (33, 90)], [(75, 37), (37, 95)], [(101, 61), (61, 150)]],
+    # K stays below 40: above it the heuristic takes DepthU 16 with 16-byte reads, another solution.
+    "matmul": (lambda xp, a, b: a @ b, [[(70, 33), (33, 90)], [(75, 37), (37, 95)], [(101, 39), (39, 150)]],
                lambda a, b: a @ b),
     "batched": (lambda xp, a, b: a @ b, [[(2, 70, 33), (2, 33, 90)], [(3, 75, 37), (3, 37, 95)]],
                 lambda a, b: a @ b),
@@ -620,3 +621,86 @@ def test_complex_gemms_at_sizes_across_the_tiles(shapes):
     k = shapes[0][-1]
     bound = 2 * 1.13 * (2 * k + 3) * np.finfo(np.float32).eps * (np.abs(a) @ np.abs(b)) + np.finfo(np.float32).tiny
     assert got.dtype == np.complex64 and np.all(np.abs(got - want) <= bound)
+
+
+FLAT_STAGED = "Cijk_MT64x64x8_MI16x16x4_W2x2_GRVW1_PAD4"   # DepthU 8: narrower than the workgroup's 16 x
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [pytest.param(False, False), pytest.param(True, True),
+                                              pytest.param(False, True, marks=pytest.mark.slow),
+                                              pytest.param(True, False, marks=pytest.mark.slow)])
+def test_a_depth_u_narrower_than_the_workgroup_stages_its_blocks_flat(trans_a, trans_b):
+    """DepthU 8 with 16 lanes along x: staging numbers the work-items flat over the 8-wide (or
+    8-deep) blocks (solutions.staging_slots); the kernel computes every RUNTIME_SIZES problem of
+    f64 against the reference (assert_gemm_close: the f64 dot-product error bound)."""
+    assert staging_slots(8, 64, (16, 4, 4), 1) == [StagingSlot(0, 0, 0), StagingSlot(0, 0, 256)]
+    assert_runs_every_runtime_size(FLAT_STAGED, "f64", trans_a, trans_b)
+
+
+def assert_runs_every_runtime_size(name, in_dtype, trans_a, trans_b, target=GFX942):
+    """The named solution of `target`, compiled once for the host, against the reference on every
+    RUNTIME_SIZES problem."""
+    compute = DTYPES[in_dtype][1]
+    solution = solution_by_name(name, in_dtype, compute, target)
+    rng = np.random.default_rng(16)
+
+    def problem(m, n, k, batch):
+        return gemm_call(m, n, k, in_dtype, compute, batch=batch, trans_a=trans_a, trans_b=trans_b, alpha=-1.5,
+                         beta=0.25)
+
+    kernel = gemm_kernel(problem(63, 65, 129, 1), solution, "g")
+    compiled = CompiledKernel(kernel, compile_object(kernel))
+    for m, n, k, batch in RUNTIME_SIZES:
+        op = problem(m, n, k, batch)
+        arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
+        assert_gemm_close(run_at(compiled, op, arrays), op, arrays, k)
+
+
+@pytest.mark.parametrize("size", [256, 4096])
+def test_f64_picks_run_at_least_two_waves_per_simd(size):
+    """The f64 GEMM's DepthU 16 tiles need 34.8 KB of LDS (one workgroup, one wave per SIMD);
+    DepthU 8 leaves room for two or three: the heuristic picks them (the survey's "occupancy 1")."""
+    op = gemm_call(size, size, size, "f64", "f64")
+    chosen = pick(GemmProblem.from_op(op), GFX942)
+    assert chosen.solution.depth_u == 8 and chosen.estimate.waves_per_simd >= 2, chosen.estimate.describe()
+
+
+@pytest.mark.parametrize("name, in_dtype", [("Cijk_MT128x64x16_MI32x32x8_W2x1_GRVW8_PAD4", "f16"),
+                                            pytest.param("Cijk_MT64x64x16_MI32x32x2_W2x2_GRVW4_PAD4", "f32",
+                                                         marks=pytest.mark.slow),
+                                            pytest.param("Cijk_MT64x64x8_MI16x16x4_W2x2_GRVW2_PAD4", "f64",
+                                                         marks=pytest.mark.slow)])
+@pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, True)])
+def test_sixteen_byte_global_reads_stage_flat_vectors(name, in_dtype, trans_a, trans_b):
+    """GRVW of 16 bytes over a DepthU of 16 (or 8) K values: a lane's vector of consecutive elements
+    lies in one row of the block (staging_slots' flat numbering); every RUNTIME_SIZES problem
+    against the reference (assert_gemm_close: the dot-product error bound of the dtype)."""
+    assert_runs_every_runtime_size(name, in_dtype, trans_a, trans_b)
+
+
+@pytest.mark.parametrize("in_dtype", ["f64", "f32", "f16", "bf16"])
+def test_large_picks_read_sixteen_bytes_per_lane(in_dtype):
+    """The survey's "narrow loads" of the GEMMs: the 4096^3 picks read 16 bytes per lane from
+    global memory (buffer_load_dwordx4 on gfx942)."""
+    op = gemm_call(4096, 4096, 4096, in_dtype, DTYPES[in_dtype][0])
+    solution = pick(GemmProblem.from_op(op), GFX942).solution
+    assert solution.global_read_vector_width * ELEMENT_BYTES[in_dtype] == 16, solution.name
+
+
+GFX950 = get_target("gfx950")
+
+
+@pytest.mark.parametrize("in_dtype", ["f16", pytest.param("bf16", marks=pytest.mark.slow)])
+def test_gfx950_picks_its_double_k_instructions(in_dtype):
+    """gfx950's f16/bf16 matrix peak is its double-K MFMAs' rate (the gfx942 ones reach half of it,
+    ir/kernel_mfma.py `peak_share`): its picks use them, the gfx942 picks cannot; the 256^3 pick
+    runs every RUNTIME_SIZES problem on the host within the dot-product error bound
+    (assert_gemm_close) and its gfx950 assembly issues the instruction."""
+    compute = DTYPES[in_dtype][1]
+    picks = {size: pick(GemmProblem.from_op(gemm_call(size, size, size, in_dtype, compute)), GFX950).solution
+             for size in (256, 4096)}
+    assert all(s.spec.k == 16 and s.spec.targets == ("gfx950",) for s in picks.values()), picks
+    assert pick(GemmProblem.from_op(gemm_call(4096, 4096, 4096, in_dtype, compute)), GFX942).solution.spec.k == 8
+    assert_runs_every_runtime_size(picks[256].name, in_dtype, False, False, GFX950)
+    kernel = gemm_kernel(gemm_call(256, 256, 256, in_dtype, compute), picks[256], "g")
+    assert re.search(rf"^\s+{picks[256].spec.gfx942_mnemonic}\s", amdgpu.assembly(kernel, "gfx950"), re.M)
