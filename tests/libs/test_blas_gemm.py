@@ -670,7 +670,7 @@ def test_f64_picks_run_at_least_two_waves_per_simd(size):
                                                          marks=pytest.mark.slow),
                                             pytest.param("Cijk_MT64x64x8_MI16x16x4_W2x2_GRVW2_PAD4", "f64",
                                                          marks=pytest.mark.slow)])
-@pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, True)])
+@pytest.mark.parametrize("trans_a, trans_b", [(False, False), pytest.param(True, True, marks=pytest.mark.slow)])
 def test_sixteen_byte_global_reads_stage_flat_vectors(name, in_dtype, trans_a, trans_b):
     """GRVW of 16 bytes over a DepthU of 16 (or 8) K values: a lane's vector of consecutive elements
     lies in one row of the block (staging_slots' flat numbering); every RUNTIME_SIZES problem
