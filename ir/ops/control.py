@@ -331,18 +331,21 @@ define("optimization_barrier", infer=barrier_infer, reference=optimization_barri
        doc="its operands unchanged; the passes do not optimize across it (removed after fusion)")
 
 
-def barrier_jvp(b, op, primals, tangents, outs):
-    """The tangents through a barrier of their own (JAX's: the tangents are kept apart as the primals are)."""
-    given = [t for t in tangents if t is not None]
+def through_barrier(b, values):
+    """values (None where absent) with the present ones through one barrier of their own."""
+    given = [v for v in values if v is not None]
     barriered = iter(b.ops("optimization_barrier", given, {}) if given else ())
-    return [None if t is None else next(barriered) for t in tangents]
+    return [None if v is None else next(barriered) for v in values]
+
+
+def barrier_jvp(b, op, primals, tangents, outs):
+    """The tangents kept apart as the primals are (JAX's rule)."""
+    return through_barrier(b, tangents)
 
 
 def barrier_vjp(b, op, primals, outs, cts):
-    """The cotangents through a barrier of their own (the JVP's transpose)."""
-    given = [ct for ct in cts if ct is not None]
-    barriered = iter(b.ops("optimization_barrier", given, {}))
-    return [None if ct is None else next(barriered) for ct in cts]
+    """The cotangents kept apart (the JVP's transpose)."""
+    return through_barrier(b, cts)
 
 
 def barrier_batch(b, op, operands, batched):
