@@ -3,7 +3,8 @@ unique with size= and a histogram, top_k, segment_sum and nonzero with size=, un
 and JAX.
 
 Sorts and integer results are exact (tolerance (0, 0)); the float cumsum's order differs from
-numpy's sequential sum (reduce-then-scan), so it is held to the recursive-summation bound.
+numpy's sequential sum (the single-pass scan chains tiles of 4096), so it is held to the
+recursive-summation bound.
 """
 from __future__ import annotations
 
