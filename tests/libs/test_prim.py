@@ -20,8 +20,12 @@ import pytest
 import cdnajit as cj
 import cdnajit.lax as lax
 import cdnajit.numpy as cnp
+from cdnajit.codegen import amdgpu, nvptx
 from cdnajit.frontend.tracing import bind
+from cdnajit.ir.targets import get_target
 from cdnajit.libs.prim import routines as prim_routines
+from cdnajit.lowering.emitters import emit_kernel
+from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
 
 RUN, WORKGROUP, LONG_ROW = 4096, 4096 * 64, (1 << 16) + 1
 TILE = prim_routines.LOOKBACK_TILE   # the single-pass scan's tile: 256 work-items x 16 elements
@@ -233,6 +237,21 @@ def test_long_scans_are_single_pass():
     assert 'routine = "lookback_init"' in optimized and 'routine = "lookback_scan"' in optimized
     assert 'routine = "run_totals"' not in optimized
     assert "decoupled look-back folding predecessors' aggregates in tile order" in compiled.report()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.float16])
+def test_single_pass_scan_builds_for_the_gpus(dtype):
+    """gfx942: no spills, the look-back's atomics as global atomics; NVPTX: the same kernel lowers."""
+    graph = cj.make_graph(cnp.cumsum)(np.ones(2 * TILE + 1, dtype))
+    calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops if op.name == "library_call"]
+    for call in calls:
+        kernel = emit_kernel(call, "k")
+        resources = amdgpu.resources(kernel, get_target("gfx942"))
+        assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
+        if call.attrs["routine"] == "lookback_scan":
+            assert "global_atomic_swap_x2" in amdgpu.assembly(kernel, get_target("gfx942"))
+            assert "atom" in nvptx.ptx(kernel)
 
 
 def test_reverse_scan():
