@@ -25,9 +25,10 @@ import math
 
 from ..errors import VerifyError
 from .kernel import (ARITHMETIC_OPS, ATOMIC_OPS, BITWISE_OPS, COMPARE_OPS, DTYPES, MATH_FUNCTIONS, SHIFT_OPS,
-                     SPECIAL_KINDS, UNARY_OPS, Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For,
-                     GlobalBuffer, If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray, ScalarParam, Select,
-                     Special, Stmt, Store, Unary, Var, WaveOp, WaveShuffle, While, contains_cut, is_extent, walk)
+                     SPECIAL_KINDS, UNARY_OPS, Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr,
+                     For, GlobalBuffer, If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray, ScalarParam,
+                     Select, Special, Stmt, Store, Unary, Var, WaveOp, WaveShuffle, While, contains_cut, is_extent,
+                     walk)
 from .kernel_printer import print_expr, print_extent, statement_head
 from .types import INTS, MAX_ARRAY_BYTES, NUMPY_DTYPES, format_bytes
 

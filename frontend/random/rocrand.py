@@ -72,5 +72,6 @@ def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, subs
                 f"rand.generate: poisson's lam must be in (0, {distributions.MAX_POISSON_LAM:g}], got {lam}"))
         poisson_table = distributions.poisson_table(float(lam))[0]
     table = routines.table(generator, shape)
-    return generate_call(seed, offset, subsequence, table, poisson_table, generator=generator, shape=canonical_shape(shape), distribution=distribution,
-                         dtype=dtype_name(dtype), mean=float(mean), stddev=float(stddev), lam=float(lam))
+    return generate_call(seed, offset, subsequence, table, poisson_table, generator=generator,
+                         shape=canonical_shape(shape), distribution=distribution, dtype=dtype_name(dtype),
+                         mean=float(mean), stddev=float(stddev), lam=float(lam))
