@@ -11,9 +11,11 @@ A workgroup takes its tile from the counter (an atomic add) before anything else
 in the order of their ids: every tile a workgroup waits for has started already, on another
 thread of the host's pool (a workgroup runs to completion on the thread that started it) or
 earlier on the same thread. That is what keeps the spin-waits free of deadlock, on the host as
-with rocPRIM's ordered block id on the GPU. Each work-item folds its ITEMS elements, work-item 0
-scans the work-items' totals in LDS, gets the tile's exclusive prefix from its predecessors and
-publishes the tile's inclusive prefix, and each work-item then scans its elements from its carry.
+with rocPRIM's ordered block id on the GPU. Each work-item folds its ITEMS elements; each wave scans
+its work-items' totals across lanes (Hillis and Steele's steps, one WaveShuffle each: ds_bpermute on
+gfx942, as rocPRIM's warp scan uses cross-lane moves); work-item 0 folds the WAVES waves' totals,
+gets the tile's exclusive prefix from its predecessors and publishes the tile's inclusive prefix;
+each work-item then scans its elements again (from cache) from its carry.
 
 Work-item 0 gets the tile's exclusive prefix by decoupled look-back with a fixed combination
 order: it publishes the tile's aggregate (flag AGGREGATE), walks back over its predecessors until
@@ -29,10 +31,14 @@ from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .routines import LOOKBACK_ITEMS as ITEMS, LOOKBACK_WORKGROUP as WORKGROUP, accumulator_type, index_dtype_of
+from .routines import (LOOKBACK_ITEMS as ITEMS, LOOKBACK_WAVE, LOOKBACK_WORKGROUP as WORKGROUP, accumulator_type,
+                       index_dtype_of)
 from .scan import combine_scan, scan_identity
 
 TILE = WORKGROUP * ITEMS
+WAVE = LOOKBACK_WAVE
+WAVES = WORKGROUP // WAVE
+WAVE_STEPS = tuple(1 << k for k in range(WAVE.bit_length() - 1))   # 1, 2, 4, ..., WAVE / 2
 INVALID, AGGREGATE, PREFIX = 0, 1, 2
 UINT_OF_WIDTH = {"f32": "u32", "f64": "u64"}
 
@@ -113,54 +119,72 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
     source = K.GlobalBuffer("in0", x.dtype, rows * length, readonly=True)
     state = K.GlobalBuffer("in1", "u64", 1 + 3 * count)   # written: the look-back's state
     result = K.GlobalBuffer("out0", x.dtype, rows * length)
-    taken, totals, prefix_lds = (K.LdsBuffer("taken", "u64", 1), K.LdsBuffer("run_prefixes", acc_dtype, WORKGROUP),
+    taken, totals, prefix_lds = (K.LdsBuffer("taken", "u64", 1), K.LdsBuffer("wave_scans", acc_dtype, WORKGROUP),
                                  K.LdsBuffer("tile_prefix", acc_dtype, 1))
+    wave_prefixes = K.LdsBuffer("wave_prefixes", acc_dtype, WAVES)
     lid, tile_id, row, tile, start, stop, j = (K.Var(n, idx) for n in ("lid", "tile_id", "row", "tile", "start",
                                                                        "stop", "j"))
-    total, next_total, run, aggregate, prefix, carry, acc = (
-        K.Var(n, acc_dtype) for n in ("total", "next_total", "run", "aggregate", "prefix", "carry", "acc"))
-    ticket, has_carry, k = K.Var("ticket", "u64"), K.Var("has_carry", "bool"), K.Var("k", "i32")
+    total, run, aggregate, prefix, before, carry, acc = (
+        K.Var(n, acc_dtype) for n in ("total", "run", "aggregate", "prefix", "before", "carry", "acc"))
+    ticket, has_carry = K.Var("ticket", "u64"), K.Var("has_carry", "bool")
+    lane, wave = K.Var("lane", idx), K.Var("wave", idx)
     first = lid.eq(K.Const(0, idx))
     identity = scan_identity(reducer, acc_dtype)
     element = lambda at: source[row * length + at].cast(acc_dtype)
     put = lambda at, value: K.Store(result, row * length + at, value.cast(x.dtype))
     fold = lambda var, at: K.Assign(var, combine_scan(reducer, var, element(at)))
     inclusive_at = 1 + 2 * count + tile_id
-    lookback = [
-        # totals[i] becomes the reduction of work-items 0 .. i-1 (i >= 1); `run` the tile's.
-        K.Let(run, totals[0]),
-        K.For(k, 1, WORKGROUP, 1, [K.Let(next_total, totals[k]), K.Store(totals, k, run),
-                                   K.Assign(run, combine_scan(reducer, run, next_total))]),
+    # Each wave's inclusive scan of its work-items' totals: Hillis and Steele's, a shuffle a step.
+    wave_scan = []
+    for step in WAVE_STEPS:
+        moved = K.Var(f"moved{step}", acc_dtype)
+        wave_scan += [K.WaveShuffle(moved, total, lid - step),
+                      K.Assign(total, K.select(lane >= step, combine_scan(reducer, moved, total), total))]
+    # The waves' totals folded in order: wave_prefixes[w] holds waves 0 .. w-1's, `run` the tile's.
+    lookback = [K.Store(wave_prefixes, 0, identity), K.Let(run, totals[WAVE - 1])]
+    for w in range(1, WAVES):
+        lookback += [K.Store(wave_prefixes, w, run),
+                     K.Assign(run, combine_scan(reducer, run, totals[(w + 1) * WAVE - 1]))]
+    lookback += [
         K.Let(aggregate, run), K.Let(prefix, identity),
         K.If(tile > 0, [*exclusive_prefix(reducer, acc_dtype, state, tile_id, count, aggregate, prefix),
                         K.Assign(aggregate, combine_scan(reducer, prefix, aggregate))]),
         publish("published_inclusive", state, inclusive_at, to_word(aggregate)),
         publish("published_prefix", state, 1 + tile_id, K.Const(PREFIX, "u64")),
         K.Store(prefix_lds, 0, prefix)]
+    # The tile's work-items before this one: its wave's prefix (+) its wave's scan before it.
+    in_wave = totals[K.maximum(lid - 1, K.Const(0, idx))]
+    before_value = K.select(lane > 0, K.select(wave > 0, combine_scan(reducer, wave_prefixes[wave], in_wave), in_wave),
+                            wave_prefixes[wave])
     if exclusive:
         walk = [K.Let(acc, K.select(has_carry, carry, identity)), K.For(j, start, stop, 1, [put(j, acc), fold(acc, j)])]
     else:
         walk = [K.Let(acc, K.select(has_carry, carry, element(start))), K.If(~has_carry, [put(start, acc)]),
                 K.For(j, K.select(has_carry, start, start + 1), stop, 1, [fold(acc, j), put(j, acc)])]
     body = [
-        K.Let(lid, K.workitem_id(0).cast(idx)),
+        K.Let(lid, K.workitem_id(0).cast(idx)), K.Let(lane, lid % WAVE), K.Let(wave, lid / WAVE),
         K.If(first, [K.AtomicRMW(ticket, "add", state, 0, K.Const(1, "u64")), K.Store(taken, 0, ticket)]),
         K.Barrier(),
         K.Let(tile_id, taken[0].cast(idx)), K.Let(row, tile_id / tiles), K.Let(tile, tile_id % tiles),
         K.Let(start, tile * TILE + lid * ITEMS), K.Let(stop, K.minimum(start + ITEMS, length)),
-        K.If(start < stop, [K.Let(total, element(start)), K.For(j, start + 1, stop, 1, [fold(total, j)]),
-                            K.Store(totals, lid, total)],
-             [K.Store(totals, lid, identity)]),
+        K.Let(total, identity),
+        K.If(start < stop, [K.Assign(total, element(start)), K.For(j, start + 1, stop, 1, [fold(total, j)])]),
+        *wave_scan,
+        K.Store(totals, lid, total),
         K.Barrier(),
         K.If(first, lookback),
         K.Barrier(),
         K.Let(has_carry, (tile > 0) | (lid > 0)),
-        K.Let(carry, K.select(tile > 0, K.select(lid > 0, combine_scan(reducer, prefix_lds[0], totals[lid]),
-                                                 prefix_lds[0]), totals[lid])),
+        K.Let(before, before_value),
+        K.Let(carry, K.select(tile > 0, K.select(lid > 0, combine_scan(reducer, prefix_lds[0], before),
+                                                 prefix_lds[0]), before)),
         K.If(start < stop, walk)]
-    return K.Kernel(name, params=[source, state, result, rows, length], grid=(count,), workgroup_size=(WORKGROUP,),
-                    lds=[taken, totals, prefix_lds], body=body,
-                    arguments=(("rows", x.shape[0]), ("length", x.shape[1])))
+    kernel = K.Kernel(name, params=[source, state, result, rows, length], grid=(count,), workgroup_size=(WORKGROUP,),
+                      lds=[taken, totals, wave_prefixes, prefix_lds], body=body,
+                      arguments=(("rows", x.shape[0]), ("length", x.shape[1])))
+    if kernel.wave_size != WAVE:   # the reference's association is that of waves of WAVE lanes
+        raise NotImplementedError(f"prim.lookback_scan: waves of {kernel.wave_size} lanes (written for {WAVE})")
+    return kernel
 
 
 def describe(op: Op) -> str:
@@ -169,4 +193,5 @@ def describe(op: Op) -> str:
     kind = "exclusive" if op.attrs["exclusive"] else "inclusive"
     return (f"single-pass {kind} {op.attrs['reducer']} scan, decoupled look-back folding predecessors' aggregates "
             f"in tile order (the same bits run to run); tiles of {WORKGROUP} work-items x {ITEMS} "
-            "elements, ordered tile ids from an atomic counter")
+            f"elements, wave scans of the work-items' totals by {len(WAVE_STEPS)} shuffles, ordered tile ids from "
+            "an atomic counter")

@@ -33,10 +33,11 @@ Single-pass scan (rocPRIM's lookback scan; lookback.py: a plan of these two call
   - `lookback_scan(x, state) {reducer, exclusive}` -> x's type: `scan`'s result, the state
     `lookback_init` made written by the kernel as its scratch (the one library kernel that writes
     an operand: the state is made for it alone, and nothing else reads it). Its association, run to
-    run (`lookback_reference`): each work-item's run of LOOKBACK_ITEMS elements folded from its first,
-    the runs' totals folded in order within a tile of LOOKBACK_WORKGROUP runs, the tiles' aggregates
-    folded in order along the row, and each run scanned from prefix (+) the runs before it in its
-    tile. For integers that is `scan`'s result.
+    run (`lookback_reference`): each work-item's run of LOOKBACK_ITEMS elements folded from its first;
+    within a tile of LOOKBACK_WORKGROUP runs, each wave of LOOKBACK_WAVE runs' totals scanned by
+    Hillis and Steele's steps (`wave_scans`), the waves' totals folded in order; the tiles' aggregates
+    folded in order along the row; each run scanned from prefix (+) (waves before (+) its wave's runs
+    before it). For integers that is `scan`'s result.
 Floats of 16 bits accumulate in f32 and every result rounds once, as the `cumulative` op does.
 Histogram:
   - `bin_counts(x, edges[, weights]) {run_length, even}` -> (runs, bins + 1), accumulator dtype
@@ -242,7 +243,7 @@ def accumulate(x: np.ndarray, reducer: str) -> np.ndarray:
     return out
 
 
-LOOKBACK_ITEMS, LOOKBACK_WORKGROUP = 16, 256
+LOOKBACK_ITEMS, LOOKBACK_WORKGROUP, LOOKBACK_WAVE = 16, 256, 64
 LOOKBACK_TILE = LOOKBACK_ITEMS * LOOKBACK_WORKGROUP
 LOOKBACK_DTYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64")
 
@@ -271,6 +272,19 @@ def lookback_scan_infer(types, attrs):
     return [x]
 
 
+def wave_scans(totals: np.ndarray, reducer: str) -> np.ndarray:
+    """Each LOOKBACK_WAVE lanes' inclusive scan by Hillis and Steele's steps (lane l combines lane
+    l - d's value before its own, d = 1, 2, 4, ...), as the kernel's shuffles do."""
+    lanes = totals.reshape(*totals.shape[:-1], -1, LOOKBACK_WAVE)
+    step = 1
+    while step < LOOKBACK_WAVE:
+        moved = lanes.copy()
+        with np.errstate(all="ignore"):
+            moved[..., step:] = combined(reducer, lanes[..., :-step], lanes[..., step:])
+        lanes, step = moved, 2 * step
+    return lanes.reshape(totals.shape)
+
+
 def lookback_reference(x, reducer, exclusive):
     """The single-pass scan, association for association (module docstring)."""
     rows, length = x.shape
@@ -280,14 +294,20 @@ def lookback_reference(x, reducer, exclusive):
     padded = np.full((rows, tiles * LOOKBACK_TILE), identity, part.dtype)
     padded[:, :length] = part
     runs = padded.reshape(-1, LOOKBACK_ITEMS)
-    totals = accumulate(runs, reducer)[:, -1].reshape(-1, LOOKBACK_WORKGROUP)
-    before = accumulate(totals, reducer)                       # [:, i]: runs 0..i of each tile
-    prefixes = accumulate(before[:, -1].reshape(rows, tiles), reducer).reshape(-1)  # tiles 0..t of the row
+    scans = wave_scans(accumulate(runs, reducer)[:, -1].reshape(-1, LOOKBACK_WORKGROUP), reducer)
+    waves = accumulate(scans[:, LOOKBACK_WAVE - 1::LOOKBACK_WAVE], reducer)  # [:, w]: waves 0..w of each tile
+    prefixes = accumulate(waves[:, -1].reshape(rows, tiles), reducer).reshape(-1)  # tiles 0..t of the row
     previous = np.roll(prefixes, 1)                            # [t]: the row's tiles before t (t > 0)
+    lane = np.arange(LOOKBACK_WORKGROUP) % LOOKBACK_WAVE
+    wave_before = np.repeat(np.roll(waves, 1, axis=1), LOOKBACK_WAVE, axis=1)   # waves before this one (w > 0)
+    in_wave = np.roll(scans, 1, axis=1)                        # this wave's lanes before this one (lane > 0)
     with np.errstate(all="ignore"):
-        joined = combined(reducer, previous[:, None], np.roll(before, 1, axis=1))
+        before = np.where(lane == 0, wave_before,
+                          np.where(np.arange(LOOKBACK_WORKGROUP) < LOOKBACK_WAVE, in_wave,
+                                   combined(reducer, wave_before, in_wave)))
+        joined = combined(reducer, previous[:, None], before)
     carries = np.where(np.arange(LOOKBACK_WORKGROUP) == 0, previous[:, None], joined)
-    carries = np.where((np.arange(rows * tiles) % tiles == 0)[:, None], np.roll(before, 1, axis=1), carries)
+    carries = np.where((np.arange(rows * tiles) % tiles == 0)[:, None], before, carries)
     carries = carries.reshape(-1)
     first = np.zeros(rows * tiles * LOOKBACK_WORKGROUP, bool)
     first[::tiles * LOOKBACK_WORKGROUP] = True                 # a row's first run has no carry

@@ -242,7 +242,8 @@ def test_long_scans_are_single_pass():
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float64, np.int64, np.float16])
 def test_single_pass_scan_builds_for_the_gpus(dtype):
-    """gfx942: no spills, the look-back's atomics as global atomics; NVPTX: the same kernel lowers."""
+    """gfx942: no spills, the look-back's atomics as global atomics, the wave scans' shuffles as
+    ds_bpermute; NVPTX: the same kernel lowers."""
     graph = cj.make_graph(cnp.cumsum)(np.ones(2 * TILE + 1, dtype))
     calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops if op.name == "library_call"]
     for call in calls:
@@ -250,7 +251,8 @@ def test_single_pass_scan_builds_for_the_gpus(dtype):
         resources = amdgpu.resources(kernel, get_target("gfx942"))
         assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
         if call.attrs["routine"] == "lookback_scan":
-            assert "global_atomic_swap_x2" in amdgpu.assembly(kernel, get_target("gfx942"))
+            asm = amdgpu.assembly(kernel, get_target("gfx942"))
+            assert "global_atomic_swap_x2" in asm and "ds_bpermute" in asm   # the look-back; the wave scans
             assert "atom" in nvptx.ptx(kernel)
 
 
