@@ -3,7 +3,8 @@ unique with size= and a histogram, top_k, segment_sum and nonzero with size=, un
 and JAX.
 
 Sorts and integer results are exact (tolerance (0, 0)); the float cumsum's order differs from
-numpy's sequential sum (reduce-then-scan), so it is held to the recursive-summation bound.
+numpy's sequential sum (the single-pass scan chains tiles of 4096), so it is held to the
+recursive-summation bound.
 """
 from __future__ import annotations
 
@@ -188,7 +189,8 @@ PRIM_WORKLOADS = (
     Workload("W14.argsort", "argsort 4 Mi f64, stable (radix sort of keys with an index payload, 8 passes)",
              build_argsort),
     Workload("W14.sort_rows", "sort 1000 rows of 10 000 f32 along the last axis", build_sort_rows),
-    Workload("W14.cumsum", "cumsum of 16 Mi f32 (reduce-then-scan of 4096-element runs)", build_cumsum),
+    Workload("W14.cumsum", "cumsum of 16 Mi f32 (single-pass scan: decoupled look-back over tiles of 4096)",
+             build_cumsum),
     Workload("W14.unique", "unique of 4 Mi i32 with size=2^20", build_unique),
     Workload("W14.histogram", "histogram of 16 Mi f32 into 256 even bins", build_histogram),
     Workload("W14.top_k", "lax.top_k of 16 Mi f32, k = 8 (one ordered insertion pass)", build_top_k),

@@ -5,6 +5,8 @@
 - uniform_f64: `random.uniform(key, (16 Mi,))` float64 (JAX under x64; numpy: default_rng().random);
 - philox_uniform_f32: 16 Mi Philox4x32-10 uniforms from cj.libs.rand against numpy's
   Generator(Philox).random(dtype=float32) (numpy's Philox is the 4x64 variant);
+- philox_poisson: 16 Mi Poisson(40) values of Philox4x32-10 (rocRAND's host-API alias method) against
+  numpy's Generator(Philox).poisson (its PTRS rejection sampler);
 - mt19937_bits: 16 Mi raw 32-bit words of libs/rand's MT19937 against numpy's RandomState(seed)
   (the same stream: init_genrand seeding), checked bit for bit;
 - xorwow_uniform_f32, mrg32k3a_uniform_f32, mtgp32_uniform_f32: 16 Mi uniforms of libs/rand's
@@ -99,6 +101,23 @@ def build_philox_uniform_f32(ctx: Context) -> Case:
                 tolerance=(0.0, 0.0))
 
 
+POISSON_LAM = 40.0
+
+
+def build_philox_poisson(ctx: Context) -> Case:
+    n = size(ctx)
+    generator = np.random.Generator(np.random.Philox(1234))
+    reference = lambda s: routines.generate_reference(
+        int(s), 0, 0, generator="philox4x32_10", distribution="poisson", dtype="f32", shape=(n,), mean=0.0,
+        stddev=1.0, lam=POISSON_LAM)
+    # rocRAND's alias method: one word, one f64 product and floor, two table reads a value; the same
+    # arithmetic as the library's numpy reference.
+    return Case((np.uint64(1234),), cj.jit(lambda s: cj.libs.rand.generate("philox4x32_10", (n,), "poisson", seed=s,
+                                                                           lam=POISSON_LAM)),
+                numpy=lambda s: generator.poisson(POISSON_LAM, n), jax=None, reference=reference,
+                tolerance=(0.0, 0.0))
+
+
 def sequential_uniform_f32(generator_name: str):
     """cj.libs.rand's sequential generators against numpy's fastest uniform float32 (PCG64; numpy has
     none of XORWOW, MRG32k3a, MTGP32). Not checked here: the reference steps the generator in Python
@@ -125,6 +144,8 @@ RAND_WORKLOADS = (
              "default_rng().random)", build_uniform_f64),
     Workload("W13.philox_uniform_f32", "cj.libs.rand Philox4x32-10 uniform, 16 Mi float32 (numpy: "
              "Generator(Philox).random, Philox4x64)", build_philox_uniform_f32),
+    Workload("W13.philox_poisson", "cj.libs.rand Philox4x32-10 Poisson(40), 16 Mi uint32: rocRAND's alias table "
+             "(numpy: Generator(Philox).poisson)", build_philox_poisson),
     Workload("W13.xorwow_uniform_f32", "cj.libs.rand XORWOW uniform, 16 Mi float32: runs of 4096 words a work-item "
              "after a jump-matrix skip-ahead (numpy: default_rng().random(float32))", sequential_uniform_f32("xorwow")),
     Workload("W13.mrg32k3a_uniform_f32", "cj.libs.rand MRG32k3a uniform, 16 Mi float32 (numpy: "

@@ -42,9 +42,9 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..environment import compile_jobs
-from ..ir.kernel import (LDS_ALIGNMENT, Assign, Barrier, Binary, Cast, Const, Expr, For, GlobalBuffer, If, Kernel, Let,
-                         Load, Math, Prefetch, Special, Store, Unary, Var, WaveOp, WaveReduce, WaveShuffle, contains_cut,
-                         walk)
+from ..ir.kernel import (LDS_ALIGNMENT, Assign, AtomicRMW, Barrier, Binary, Cast, Const, Expr, For, GlobalBuffer, If,
+                         Kernel, Let, Load, Math, Prefetch, Special, Store, Unary, Var, WaveOp, WaveReduce, WaveShuffle,
+                         While, contains_cut, walk)
 from ..ir.opdef import OPS
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import INTS, NUMPY_DTYPES
@@ -125,6 +125,13 @@ def statement_names(stmts, out: set) -> set:
             variables_in(stmt.cond, out)
             statement_names(stmt.then, out)
             statement_names(stmt.orelse, out)
+        elif isinstance(stmt, AtomicRMW):
+            out.add((stmt.var.name, stmt.var.dtype))
+            variables_in(stmt.index, out)
+            variables_in(stmt.value, out)
+        elif isinstance(stmt, While):
+            variables_in(stmt.cond, out)
+            statement_names(stmt.body, out)
     return out
 
 
@@ -185,7 +192,7 @@ def expression_reads(stmt) -> list[Expr]:
     """The expressions a statement itself (not its nested blocks) evaluates."""
     if isinstance(stmt, (Let, Assign)):
         return [stmt.value]
-    if isinstance(stmt, Store):
+    if isinstance(stmt, (Store, AtomicRMW)):
         return [stmt.index, stmt.value]
     if isinstance(stmt, WaveOp):
         return list(stmt.reads())

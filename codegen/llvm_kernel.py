@@ -37,8 +37,8 @@ from typing import ClassVar
 
 import llvmlite.ir as ir
 
-from ..ir.kernel import (Assign, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer, If, Kernel, Let, Load, Math,
-                         ScalarParam, Select, Store, Unary, Var)
+from ..ir.kernel import (Assign, AtomicRMW, Binary, Cast, Compare, Const, Expr, For, GlobalBuffer, If, Kernel, Let,
+                         Load, Math, ScalarParam, Select, Store, Unary, Var, While)
 from ..ir.kernel_mfma import PrivateSlice
 from ..ir.types import FLOATS, SIGNED_INTS, UNSIGNED_INTS
 from . import mathlib, narrow_convert
@@ -428,6 +428,21 @@ class KernelBuilder:
                     self.statements(s.then)
                 with orelse:
                     self.statements(s.orelse)
+        elif isinstance(s, AtomicRMW):
+            pointer = self.element_pointer(s.buffer, s.index)
+            op = {"add": "add", "exchange": "xchg"}[s.op]
+            self.write_var(s.var, b.atomic_rmw(op, pointer, self.expr(s.value), "seq_cst"))
+        elif isinstance(s, While):
+            head = self.fn.append_basic_block("while.head")
+            body = self.fn.append_basic_block("while.body")
+            done = self.fn.append_basic_block("while.done")
+            b.branch(head)
+            b.position_at_end(head)
+            b.cbranch(self.expr(s.cond), body, done)
+            b.position_at_end(body)
+            self.statements(s.body)
+            b.branch(head)
+            b.position_at_end(done)
         else:
             raise NotImplementedError(f"{self.target_label} codegen: statement {type(s).__name__} inside a "
                                       "work-item's code")

@@ -34,6 +34,12 @@ Semantics
 - `For(var, start, stop, step)` runs var = start, start+step, ... while var < stop (step > 0).
   `uniform=True` on a `For` or `If` promises every work-item of the workgroup takes the same
   path; only then may its body hold a `Barrier` or a wave op (the verifier checks both).
+- Between workgroups: `AtomicRMW` (add or exchange on an integer element of a written global
+  buffer, sequentially consistent, giving the old value) and `While` (a loop while a condition
+  holds, with no barrier or wave op inside) let a work-item take an ordered ticket and wait for a
+  word another workgroup publishes. A launch promises no order or concurrency of workgroups, so a
+  workgroup may wait only for one that has started: one whose ticket came before its own
+  (libs/prim/lookback.py).
 - Wave ops (`WaveOp` subclasses) are collective over the W lanes of a wave (lane = linear
   work-item id % W), W being `Kernel.wave_size`: the target's, 64 on every CDNA accelerator.
   `WaveReduce` combines with a xor butterfly, offsets W/2, W/4, ..., 1 (lane l takes
@@ -397,15 +403,20 @@ class Assign(Stmt):
     value: Expr
 
 
+def coerce_element_write(stmt) -> None:
+    """A Store's or an AtomicRMW's index and value as expressions (an int index is i32, a number
+    value of the buffer's dtype)."""
+    object.__setattr__(stmt, "index", as_expr(stmt.index, "i32"))
+    object.__setattr__(stmt, "value", as_expr(stmt.value, stmt.buffer.dtype))
+
+
 @dataclass(frozen=True, eq=False)
 class Store(Stmt):
     buffer: Buffer
     index: Expr
     value: Expr
 
-    def __post_init__(self):
-        object.__setattr__(self, "index", as_expr(self.index, "i32"))
-        object.__setattr__(self, "value", as_expr(self.value, self.buffer.dtype))
+    __post_init__ = coerce_element_write
 
 
 @dataclass(frozen=True, eq=False)
@@ -449,6 +460,40 @@ class If(Stmt):
 
     def children(self):
         return (self.then, self.orelse)
+
+
+@dataclass(frozen=True, eq=False)
+class While(Stmt):
+    """Runs `body` while `cond` holds (tested before each trip): a work-item waiting for a word that
+    another workgroup publishes with an AtomicRMW. No barrier, wave op or prefetch inside."""
+    cond: Expr
+    body: tuple[Stmt, ...]
+
+    def __post_init__(self):
+        _tuple_field(self, "body")
+
+    def children(self):
+        return (self.body,)
+
+
+ATOMIC_OPS = ("add", "exchange")
+
+
+@dataclass(frozen=True, eq=False)
+class AtomicRMW(Stmt):
+    """`var` = buffer[index]; buffer[index] = var + value ("add") or value ("exchange"), as one
+    indivisible step against every other atomic on that element in the launch, sequentially
+    consistent (every work-item of the launch sees all atomics in one order, and writes before an
+    atomic are visible to whoever reads its result): the way workgroups hand each other values
+    (an ordered tile counter, a published prefix). An add of 0 is an atomic read. Global buffers
+    of 32- or 64-bit integers."""
+    var: Var
+    op: str
+    buffer: Buffer
+    index: Expr
+    value: Expr
+
+    __post_init__ = coerce_element_write
 
 
 @dataclass(frozen=True, eq=False)

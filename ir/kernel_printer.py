@@ -15,9 +15,9 @@ f32 floats and as `1.5:f64`, `True:bool`, `7:u8` otherwise; casts print as `f32(
 """
 from __future__ import annotations
 
-from .kernel import (Assign, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For, GlobalBuffer, If, Kernel, Let,
-                     Load, Math, Prefetch, ScalarParam, Select, Special, Stmt, Store, Unary, Var, WaveReduce,
-                     WaveShuffle)
+from .kernel import (Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For, GlobalBuffer, If,
+                     Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, Special, Stmt, Store, Unary, Var,
+                     WaveReduce, WaveShuffle, While)
 
 BINARY_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%", "and": "&", "or": "|", "xor": "^",
                   "shift_left": "<<", "shift_right_arithmetic": ">>", "shift_right_logical": ">>>",
@@ -67,6 +67,11 @@ def statement_head(stmt: Stmt) -> str:
     if isinstance(stmt, If):
         marks = ("uniform " if stmt.uniform else "") + ("alongside " if stmt.alongside else "")
         return f"if {marks}{print_expr(stmt.cond)} {{"
+    if isinstance(stmt, AtomicRMW):
+        return (f"let {stmt.var.name}: {stmt.var.dtype} = atomic_{stmt.op}({stmt.buffer.name}"
+                f"[{print_expr(stmt.index)}], {print_expr(stmt.value)})")
+    if isinstance(stmt, While):
+        return f"while {print_expr(stmt.cond)} {{"
     if isinstance(stmt, Barrier):
         return "barrier"
     if isinstance(stmt, Prefetch):
@@ -84,7 +89,7 @@ def print_block(stmts, indent: int, lines: list[str]) -> None:
     pad = "  " * indent
     for stmt in stmts:
         lines.append(pad + statement_head(stmt))
-        if isinstance(stmt, For):
+        if isinstance(stmt, (For, While)):
             print_block(stmt.body, indent + 1, lines)
             lines.append(pad + "}")
         elif isinstance(stmt, If):

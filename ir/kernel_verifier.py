@@ -24,10 +24,11 @@ from __future__ import annotations
 import math
 
 from ..errors import VerifyError
-from .kernel import (ARITHMETIC_OPS, BITWISE_OPS, COMPARE_OPS, DTYPES, MATH_FUNCTIONS, SHIFT_OPS, SPECIAL_KINDS,
-                     UNARY_OPS, Assign, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For,
-                     GlobalBuffer, If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray, ScalarParam, Select,
-                     Special, Stmt, Store, Unary, Var, WaveOp, WaveShuffle, contains_cut, is_extent, walk)
+from .kernel import (ARITHMETIC_OPS, ATOMIC_OPS, BITWISE_OPS, COMPARE_OPS, DTYPES, MATH_FUNCTIONS, SHIFT_OPS,
+                     SPECIAL_KINDS, UNARY_OPS, Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr,
+                     For, GlobalBuffer, If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray, ScalarParam,
+                     Select, Special, Stmt, Store, Unary, Var, WaveOp, WaveShuffle, While, contains_cut, is_extent,
+                     walk)
 from .kernel_printer import print_expr, print_extent, statement_head
 from .types import INTS, MAX_ARRAY_BYTES, NUMPY_DTYPES, format_bytes
 
@@ -56,7 +57,7 @@ def sub_expressions(expr: Expr):
 def control_expressions(stmt: Stmt) -> tuple[Expr, ...]:
     if isinstance(stmt, For):
         return (stmt.start, stmt.stop, stmt.step)
-    if isinstance(stmt, If):
+    if isinstance(stmt, (If, While)):
         return (stmt.cond,)
     return ()
 
@@ -187,11 +188,13 @@ class KernelVerifier:
                 if isinstance(stmt, (Let, Assign)):
                     if under_varying_control or self.is_varying(stmt.value, varying):
                         varying.add(stmt.var.name)
+                elif isinstance(stmt, AtomicRMW):    # each work-item's atomic returns its own value
+                    varying.add(stmt.var.name)
                 elif isinstance(stmt, WaveOp):
                     if wave_results_vary or isinstance(stmt, WaveShuffle) or under_varying_control \
                             or any(self.is_varying(e, varying) for e in stmt.reads()):
                         varying.update(v.name for v in stmt.defines())
-                elif isinstance(stmt, (For, If)):
+                elif isinstance(stmt, (For, If, While)):
                     inner = under_varying_control or any(self.is_varying(e, varying)
                                                          for e in control_expressions(stmt))
                     if isinstance(stmt, For) and inner:
@@ -252,6 +255,22 @@ class KernelVerifier:
             inner_nonuniform = nonuniform if stmt.uniform else nonuniform or stmt
             self.check_block(stmt.then, scope, inner_nonuniform)
             self.check_block(stmt.orelse, scope, inner_nonuniform)
+        elif isinstance(stmt, AtomicRMW):
+            buffer = self.check_buffer(stmt.buffer, stmt)
+            if buffer.space != "global" or getattr(buffer, "readonly", False) \
+                    or buffer.dtype not in ("i32", "u32", "i64", "u64") or stmt.op not in ATOMIC_OPS:
+                self.fail(f"atomic {stmt.op} on {buffer.space} {buffer.dtype} buffer {buffer.name}: atomics are "
+                          f"{', '.join(ATOMIC_OPS)} on written global buffers of 32- or 64-bit integers", stmt)
+            self.expect_int(stmt.index, scope, stmt, "index")
+            self.expect(stmt.value, buffer.dtype, scope, stmt, f"atomic operand on {buffer.name}")
+            if stmt.var.dtype != buffer.dtype:
+                self.fail(f"atomic result {stmt.var.name} is {stmt.var.dtype}, its buffer {buffer.dtype}", stmt)
+            self.define(stmt.var, scope, stmt)
+        elif isinstance(stmt, While):
+            self.expect(stmt.cond, "bool", scope, stmt, "condition")
+            if contains_cut(stmt.body):
+                self.fail("a while loop holds a barrier, wave op or prefetch", stmt)
+            self.check_block(stmt.body, scope, nonuniform or stmt)
         elif isinstance(stmt, Prefetch):
             self.check_prefetch(stmt, scope, nonuniform)
         elif isinstance(stmt, (Barrier, WaveOp)):

@@ -41,8 +41,8 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..codegen import mathlib
-from ..ir.kernel import (Assign, Barrier, Binary, Cast, Compare, Const, Expr, For, If, Kernel, Let, Load, Math,
-                         Prefetch, ScalarParam, Select, Special, Store, Unary, Var, WaveOp, WaveReduce)
+from ..ir.kernel import (Assign, AtomicRMW, Barrier, Binary, Cast, Compare, Const, Expr, For, If, Kernel, Let, Load,
+                         Math, Prefetch, ScalarParam, Select, Special, Store, Unary, Var, WaveOp, WaveReduce, While)
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import sub_expressions
 from ..ir.targets import Target
@@ -332,7 +332,7 @@ class LaunchCounter:
         for sub in sub_expressions(e):
             self.expression_cost(sub, times, env, weight)
 
-    def store_cost(self, s: Store, times, env, weight):
+    def store_cost(self, s: Store | AtomicRMW, times, env, weight):
         nbytes = NUMPY_DTYPES[s.buffer.dtype].itemsize * times
         if s.buffer.space == "global":
             self.add(self.counts.stores, s.buffer.name, nbytes)
@@ -356,10 +356,19 @@ class LaunchCounter:
                 env[key] = self.value(s.value, env)
                 if env[key] is None:
                     self.samples[key] = self.value(s.value, self.sample_env(env))
-            elif isinstance(s, Store):
+            elif isinstance(s, (Store, AtomicRMW)):
                 self.expression_cost(s.index, times, env, weight)
                 self.expression_cost(s.value, times, env, weight)
                 self.store_cost(s, times, env, weight)
+                if isinstance(s, AtomicRMW):   # reads the element too, and defines its old value
+                    self.add(self.counts.loads, s.buffer.name, NUMPY_DTYPES[s.buffer.dtype].itemsize * times)
+                    env[(s.var.name, s.var.dtype)] = None
+            elif isinstance(s, While):  # a wait for another workgroup: its body once, trips unknown
+                self.expression_cost(s.cond, times, env, weight)
+                self.counts.exact = False
+                forget(env, s.body)
+                self.walk(s.body, env, weight)
+                forget(env, s.body)
             elif isinstance(s, If):
                 self.walk_if(s, env, weight, times)
             elif isinstance(s, For):
@@ -420,7 +429,7 @@ class LaunchCounter:
 def forget(env: dict, stmts) -> None:
     """Make unknown every variable the statements (at any depth) assign or define."""
     for s in stmts:
-        if isinstance(s, (Let, Assign)):
+        if isinstance(s, (Let, Assign, AtomicRMW)):
             env[(s.var.name, s.var.dtype)] = None
         elif isinstance(s, WaveOp):
             for var in s.defines():

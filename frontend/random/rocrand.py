@@ -14,10 +14,11 @@ from .continuous import canonical_shape, compiled
 
 
 @compiled("generator", "shape", "distribution", "dtype", "mean", "stddev", "lam")
-def generate_call(seed, offset, subsequence, table, generator, shape, distribution, dtype, mean, stddev, lam):
+def generate_call(seed, offset, subsequence, table, poisson_table, generator, shape, distribution, dtype, mean, stddev,
+                  lam):
     operands = [as_tracer(cnp.asarray(v).astype("uint64")) for v in (seed, offset, subsequence) if v is not None]
-    if table is not None:   # direction numbers or jump matrices
-        operands.append(as_tracer(table))
+    # direction numbers or jump matrices, then Poisson's alias table
+    operands += [as_tracer(t) for t in (table, poisson_table) if t is not None]
     return bind1("library_call", operands,
                  {"library": "rand", "routine": "generate", "solution": "", "generator": generator,
                   "distribution": distribution, "dtype": dtype, "shape": tuple(shape), "mean": mean,
@@ -29,7 +30,7 @@ def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, subs
     """Values of `distribution` from a generator's stream, starting `offset` values (Sobol: points) into the
     stream of `seed`.
     - distribution: "bits" (the raw 32-bit words, uint32), "uniform" in (0, 1], "normal" and "log_normal"
-      (mean, stddev), "poisson" (lam; uint32);
+      (mean, stddev), "poisson" (lam in (0, 2^30]; uint32: rocRAND's host API's alias-table method);
     - generator: rocRAND's "philox4x32_10" (its stream value for value, libs/rand/routines.py), "xorwow",
       "mrg32k3a", "mt19937" (init_genrand of the seed's low 32 bits), "mtgp32" (rocRAND's first MTGP32 state,
       parameter set 11213 No. 0) -- these two cost time linear in offset (no skip-ahead) -- or "sobol32"
@@ -64,6 +65,13 @@ def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, subs
             raise TracingValueError(located(
                 f"rand.generate: sobol32 gives points of shape (dimensions, n) with 1 <= dimensions <= "
                 f"{sobol.MAX_DIMENSIONS} (the first of Joe and Kuo's direction numbers), got {shape}"))
+    poisson_table = None
+    if distribution == "poisson":
+        if not 0.0 < lam <= distributions.MAX_POISSON_LAM:
+            raise TracingValueError(located(
+                f"rand.generate: poisson's lam must be in (0, {distributions.MAX_POISSON_LAM:g}], got {lam}"))
+        poisson_table = distributions.poisson_table(float(lam))[0]
     table = routines.table(generator, shape)
-    return generate_call(seed, offset, subsequence, table, generator=generator, shape=canonical_shape(shape), distribution=distribution,
-                         dtype=dtype_name(dtype), mean=float(mean), stddev=float(stddev), lam=float(lam))
+    return generate_call(seed, offset, subsequence, table, poisson_table, generator=generator,
+                         shape=canonical_shape(shape), distribution=distribution, dtype=dtype_name(dtype),
+                         mean=float(mean), stddev=float(stddev), lam=float(lam))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
-from . import histogram, radix, scan, search, segments, select, topk
+from . import histogram, lookback, radix, scan, search, segments, select, topk
 
 # routine -> (the solution's name, its kernel emitter, its description for the reports)
 SOLUTIONS = {
@@ -15,6 +15,8 @@ SOLUTIONS = {
     "run_totals": (f"run_totals_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
     "scan": (f"scan_rows_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
     "scan_runs": (f"scan_runs_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
+    "lookback_init": (f"lookback_init_w{lookback.WORKGROUP}", lookback.init_kernel, lookback.describe),
+    "lookback_scan": (f"lookback_scan_w{lookback.WORKGROUP}x{lookback.ITEMS}", lookback.scan_kernel, lookback.describe),
     "segmented_run_totals": (f"segmented_run_totals_w{scan.ITEMS}", scan.segmented_scan_kernel,
                              scan.describe_segmented),
     "segmented_scan_runs": (f"segmented_scan_runs_w{scan.ITEMS}", scan.segmented_scan_kernel,

@@ -12,13 +12,13 @@ from ...ir.core import Value
 from ...ir.types import COMPLEXES
 from ...passes.patterns import Pat
 from .radix import RUN_LENGTH
-from .routines import SORT_KEY_DTYPES, digit_shifts
+from .routines import LOOKBACK_DTYPES, SORT_KEY_DTYPES, accumulator_type, digit_shifts
 
 # Rows shorter than this sort in LDS, a workgroup per row (lowering/emit_sort.py's merge sort):
 # 256 digit counters per run cost more than the row's merge passes.
 MIN_RADIX_LENGTH = 1024
-# A scan of rows of more runs than this, and too few rows to fill the machine one row per
-# work-item, is reduce-then-scan: three launches of a work-item per run.
+# A scan of rows longer than this, and too few rows to fill the machine one row per work-item,
+# is the single-pass scan over tiles (lookback.py), or reduce-then-scan of runs of this length.
 SCAN_RUN_LENGTH = 4096
 # Rows up to this length sort whole in one kernel, a row per work-item, staying in its cache
 # between passes (256 KiB of f32 keys); longer rows go through memory once per pass.
@@ -50,10 +50,15 @@ def from_rows(m, values, shape, axis: int) -> list[Value]:
 
 
 def scanned(m, x: Value, reducer: str, exclusive: bool) -> Value:
-    """The scan of each row of x: one work-item per row, or reduce-then-scan of runs for few long rows."""
+    """The scan of each row of x: one work-item per row; for few long rows the single-pass scan
+    (its look-back state, then the scan), or reduce-then-scan of runs for bool."""
     rows, length = x.type.shape
     if length <= SCAN_RUN_LENGTH or rows >= FEW_ROWS:
         (result,) = call(m, "scan", x, reducer=reducer, exclusive=exclusive)
+        return result
+    if accumulator_type(x.type) in LOOKBACK_DTYPES:
+        (state,) = call(m, "lookback_init", x, reducer=reducer, exclusive=exclusive)
+        (result,) = call(m, "lookback_scan", x, state, reducer=reducer, exclusive=exclusive)
         return result
     (totals,) = call(m, "run_totals", x, reducer=reducer, run_length=SCAN_RUN_LENGTH)
     (carries,) = call(m, "scan", totals, reducer=reducer, exclusive=True)
@@ -128,6 +133,7 @@ RULES = [
     # sort(keys..., payloads...) along an axis of up to 2^16 -> radix_sort_rows; a longer axis ->
     # radix_histogram, scan, radix_scatter per digit of each key
     (Pat.any_op("sort", name="sort"), radix_sorted),
-    # cumulative(x) {reducer, axis, reverse} -> scan, or run_totals, scan, scan_runs (reduce-then-scan)
+    # cumulative(x) {reducer, axis, reverse} -> scan; for few long rows lookback_init, lookback_scan (one
+    # pass), or for bool run_totals, scan, scan_runs (reduce-then-scan)
     (Pat.any_op("cumulative", name="op"), scan_of),
 ]

@@ -26,6 +26,18 @@ Scans (reduce-then-scan of runs: a scan of more runs than one is three calls):
     (exclusive: from the reducer's identity, the last element left out); the carries of runs;
   - `scan_runs(x, carries) {reducer, exclusive, run_length}`: each run scanned, run u > 0 starting
     from `carries[r, u]` (the reduction of the runs before it); run 0 as `scan`.
+Single-pass scan (rocPRIM's lookback scan; lookback.py: a plan of these two calls):
+  - `lookback_init(x) {reducer, exclusive}` -> u64 (1 + 3 rows tiles,), tiles = ceil(length /
+    LOOKBACK_TILE): zeros, the look-back state of a `lookback_scan` of x with these attributes (the
+    same attributes and operand, so two scans share a state only where they are one scan);
+  - `lookback_scan(x, state) {reducer, exclusive}` -> x's type: `scan`'s result, the state
+    `lookback_init` made written by the kernel as its scratch (the one library kernel that writes
+    an operand: the state is made for it alone, and nothing else reads it). Its association, run to
+    run (`lookback_reference`): each work-item's run of LOOKBACK_ITEMS elements folded from its first;
+    within a tile of LOOKBACK_WORKGROUP runs, each wave of LOOKBACK_WAVE runs' totals scanned by
+    Hillis and Steele's steps (`wave_scans`), the waves' totals folded in order; the tiles' aggregates
+    folded in order along the row; each run scanned from prefix (+) (waves before (+) its wave's runs
+    before it). For integers that is `scan`'s result.
 Floats of 16 bits accumulate in f32 and every result rounds once, as the `cumulative` op does.
 Histogram:
   - `bin_counts(x, edges[, weights]) {run_length, even}` -> (runs, bins + 1), accumulator dtype
@@ -229,6 +241,83 @@ def accumulate(x: np.ndarray, reducer: str) -> np.ndarray:
     for j in range(1, x.shape[1]):
         out[:, j] = logaddexp(out[:, j - 1], x[:, j])
     return out
+
+
+LOOKBACK_ITEMS, LOOKBACK_WORKGROUP, LOOKBACK_WAVE = 16, 256, 64
+LOOKBACK_TILE = LOOKBACK_ITEMS * LOOKBACK_WORKGROUP
+LOOKBACK_DTYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64")
+
+
+def lookback_state_words(rows: int, length: int) -> int:
+    return 1 + 3 * rows * runs_of(length, LOOKBACK_TILE)
+
+
+def lookback_init_infer(types, attrs):
+    check_rows("lookback_init", types, 1)
+    (x,) = types
+    check_scan("lookback_init", x, attrs)
+    require(accumulator_type(x) in LOOKBACK_DTYPES, f"prim.lookback_init: no single-pass scan of {x}")
+    return [TensorType("u64", (lookback_state_words(*x.shape),))]
+
+
+def lookback_init(x, *, reducer, exclusive):
+    return np.zeros(lookback_state_words(*x.shape), np.uint64)
+
+
+def lookback_scan_infer(types, attrs):
+    check_rows("lookback_scan", types[:1], 1)
+    x, state = types
+    (expected,) = lookback_init_infer([x], attrs)
+    require(state == expected, f"prim.lookback_scan: the state must be {expected}, got {state}")
+    return [x]
+
+
+def wave_scans(totals: np.ndarray, reducer: str) -> np.ndarray:
+    """Each LOOKBACK_WAVE lanes' inclusive scan by Hillis and Steele's steps (lane l combines lane
+    l - d's value before its own, d = 1, 2, 4, ...), as the kernel's shuffles do."""
+    lanes = totals.reshape(*totals.shape[:-1], -1, LOOKBACK_WAVE)
+    step = 1
+    while step < LOOKBACK_WAVE:
+        moved = lanes.copy()
+        with np.errstate(all="ignore"):
+            moved[..., step:] = combined(reducer, lanes[..., :-step], lanes[..., step:])
+        lanes, step = moved, 2 * step
+    return lanes.reshape(totals.shape)
+
+
+def lookback_reference(x, reducer, exclusive):
+    """The single-pass scan, association for association (module docstring)."""
+    rows, length = x.shape
+    tiles = runs_of(length, LOOKBACK_TILE)
+    part = wide(x)
+    identity = scan_identity(reducer, part.dtype)
+    padded = np.full((rows, tiles * LOOKBACK_TILE), identity, part.dtype)
+    padded[:, :length] = part
+    runs = padded.reshape(-1, LOOKBACK_ITEMS)
+    scans = wave_scans(accumulate(runs, reducer)[:, -1].reshape(-1, LOOKBACK_WORKGROUP), reducer)
+    waves = accumulate(scans[:, LOOKBACK_WAVE - 1::LOOKBACK_WAVE], reducer)  # [:, w]: waves 0..w of each tile
+    prefixes = accumulate(waves[:, -1].reshape(rows, tiles), reducer).reshape(-1)  # tiles 0..t of the row
+    previous = np.roll(prefixes, 1)                            # [t]: the row's tiles before t (t > 0)
+    lane = np.arange(LOOKBACK_WORKGROUP) % LOOKBACK_WAVE
+    wave_before = np.repeat(np.roll(waves, 1, axis=1), LOOKBACK_WAVE, axis=1)   # waves before this one (w > 0)
+    in_wave = np.roll(scans, 1, axis=1)                        # this wave's lanes before this one (lane > 0)
+    with np.errstate(all="ignore"):
+        before = np.where(lane == 0, wave_before,
+                          np.where(np.arange(LOOKBACK_WORKGROUP) < LOOKBACK_WAVE, in_wave,
+                                   combined(reducer, wave_before, in_wave)))
+        joined = combined(reducer, previous[:, None], before)
+    carries = np.where(np.arange(LOOKBACK_WORKGROUP) == 0, previous[:, None], joined)
+    carries = np.where((np.arange(rows * tiles) % tiles == 0)[:, None], before, carries)
+    carries = carries.reshape(-1)
+    first = np.zeros(rows * tiles * LOOKBACK_WORKGROUP, bool)
+    first[::tiles * LOOKBACK_WORKGROUP] = True                 # a row's first run has no carry
+    result = scanned(runs, carries, reducer, exclusive)
+    result[first] = scanned(runs[first], None, reducer, exclusive)
+    return round_to(result.reshape(rows, -1)[:, :length], x.dtype)
+
+
+def lookback_scan(x, state, *, reducer, exclusive):
+    return lookback_reference(x, reducer, exclusive) if x.shape[1] else x.copy()
 
 
 def run_totals_infer(types, attrs):
@@ -496,6 +585,10 @@ ROUTINES = {
     "run_totals": Routine({"reducer": "str", "run_length": "int"}, run_totals_infer, run_totals,
                           "each run's reduction"),
     "scan": Routine({"reducer": "str", "exclusive": "bool"}, scan_infer, scan, "a sequential scan of each row"),
+    "lookback_init": Routine({"reducer": "str", "exclusive": "bool"}, lookback_init_infer, lookback_init,
+                             "the single-pass scan's look-back state, zeroed"),
+    "lookback_scan": Routine({"reducer": "str", "exclusive": "bool"}, lookback_scan_infer, lookback_scan,
+                             "a single-pass scan of each row (look-back over tiles)"),
     "scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"}, scan_runs_infer, scan_runs,
                          "each run scanned from the carry of the runs before it"),
     "segment_reduce": Routine(SEGMENT_ATTRS, segment_reduce_infer, segment_reduce,

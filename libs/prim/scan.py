@@ -1,14 +1,10 @@
 """The scans' kernels (routines.py: run_totals, scan, scan_runs): a work-item walks one run of a row
 in order, in the accumulator dtype, so the results are the routines' references exactly.
 
-A scan of long rows is reduce-then-scan, three launches: `run_totals` (each run's reduction,
-ITEMS runs per workgroup, a grid of (ceil(runs / ITEMS), rows)), `scan` of the totals (exclusive:
-each run's carry) and `scan_runs` (each run scanned again from its carry). rocPRIM's single-pass
-scan instead has each workgroup wait for its predecessors' published prefixes (decoupled
-look-back); the kernel IR has no atomics and no ordering of global memory between workgroups, and
-the host runs a launch's workgroups in no promised order on a pool whose threads may not all be
-running, so a workgroup spinning on another's flag could wait for a workgroup that never starts.
-Reduce-then-scan reads the input twice instead of once and needs no such promise.
+Reduce-then-scan, three launches: `run_totals` (each run's reduction, ITEMS runs per workgroup, a
+grid of (ceil(runs / ITEMS), rows)), `scan` of the totals (exclusive: each run's carry) and
+`scan_runs` (each run scanned again from its carry). It reads the input twice; the matcher uses it
+for bool scans of few long rows, the other dtypes taking the single-pass scan (lookback.py).
 `scan` alone, one work-item per row (ITEMS rows per workgroup), scans rows with few runs.
 Segmented scans (`segmented_scan_kernel`) are the same two passes over runs, the accumulator
 restarting at each head flag, and the carries the segmented scan of the runs' (total, has a head).

@@ -18,13 +18,19 @@ Philox4x32-10 stream is rocRAND's value for value:
               themselves, one a value: uniform o / m1 (ROCRAND_MRG32K3A_NORM_DOUBLE; rounded to f32 for
               f32); normal from a pair (x, y): u = the uniform of x, angle = the f32 uniform of y times
               f32 2 pi for f32, pi (2 y / m1) for f64; bits and poisson use rocrand()'s word of o;
-  poisson     (not rocRAND's alias-table method) inversion of the CDF by sequential search, one f64
-              uniform a value (two words), with as many terms as the mean needs (lam + 12 sqrt(lam) +
-              16); lam up to MAX_POISSON_LAM, where exp(-lam) stays a normal f64 number.
+  poisson     rocRAND's host API (rocrand_generate_poisson: library/src/rng/distribution/poisson.hpp,
+              discrete.hpp, rocrand_discrete.h), one word a value for every generator: Walker's alias
+              method on a table of the Poisson probabilities (`poisson_table`); the word r gives
+              x = r 2^-32, nx = size x, i = floor(nx), and the value first + (nx - i < probability[i] ?
+              i : alias[i]). (rocRAND's device API, rocrand_poisson, instead draws a varying number of
+              uniforms a value: Knuth's product below lambda 64, Atkinson's rejection method PA to
+              4000, a rounded normal above; a stream of such values is sequential, not this
+              per-value layout.)
 """
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -32,17 +38,60 @@ from ...ir import kernel as K
 from . import mrg32k3a
 
 DISTRIBUTIONS = ("bits", "uniform", "normal", "log_normal", "poisson")
-MAX_POISSON_LAM = 500.0
+MAX_POISSON_LAM = 2.0 ** 30    # rocRAND keeps the table's first value in an int: lambda < 2^31
+POISSON_EPSILON = 1e-12        # rocRAND's p_epsilon: the table keeps the probabilities from here up
 
 
-def poisson_terms(lam: float) -> int:
-    return int(math.ceil(lam + 12.0 * math.sqrt(lam) + 16.0))
+def poisson_probability(x: float, log_lam: float, lam: float) -> float:
+    """exp(x log(lam) - lgamma(x + 1) - lam) in the C library's double arithmetic (Python's math
+    module is the C library's), 0 where lgamma has its poles (x + 1 a non-positive integer)."""
+    return 0.0 if x + 1.0 <= 0.0 else math.exp(x * log_lam - math.lgamma(x + 1.0) - lam)
+
+
+@lru_cache(maxsize=64)
+def poisson_table(lam: float) -> tuple[np.ndarray, int]:
+    """rocRAND's alias table for Poisson(lam), built as its host code builds it (the module
+    docstring's files): f64 (2, size) rows probability and alias (exact in f64), and the value of
+    entry 0. Probabilities from the mode down and up until one falls below POISSON_EPSILON, over
+    a window of 2 int(16 (2 + sqrt(lam))) values; normalized by their sum in order; then Vose's
+    construction with rocRAND's stacks (the last small and the last large index first)."""
+    capacity = 2 * int(16.0 * (2.0 + math.sqrt(lam)))
+    log_lam, left = math.log(lam), int(math.floor(lam)) - capacity // 2
+    p = [0.0] * capacity
+    lo, hi = 0, capacity - 1
+    for i in range(capacity // 2, -1, -1):
+        p[i] = poisson_probability(float(left + i), log_lam, lam)
+        if p[i] < POISSON_EPSILON:
+            lo = i + 1
+            break
+    for i in range(capacity // 2 + 1, capacity):
+        p[i] = poisson_probability(float(left + i), log_lam, lam)
+        if p[i] < POISSON_EPSILON:
+            hi = i - 1
+            break
+    p = p[lo:hi + 1]
+    size, total = len(p), 0.0
+    for q in p:
+        total += q
+    p = [q / total for q in p]
+    average = 1.0 / size
+    probability, alias = [1.0] * size, [0] * size
+    small = [i for i in range(size) if p[i] < average]
+    large = [i for i in range(size) if p[i] >= average]
+    while small and large:
+        less, more = small.pop(), large.pop()
+        probability[less], alias[less] = p[less] * size, more
+        p[more] = (p[more] + p[less]) - average
+        (large if p[more] >= average else small).append(more)
+    table = np.array([probability, alias], np.float64)
+    table.flags.writeable = False
+    return table, left + lo
 
 
 def words_per_value(distribution: str, dtype: str, generator: str) -> int:
-    if generator == "mrg32k3a":
-        return 2 if distribution == "poisson" else 1
-    return 2 if dtype == "f64" or distribution == "poisson" else 1
+    if generator == "mrg32k3a" or distribution == "poisson":
+        return 1
+    return 2 if dtype == "f64" else 1
 
 
 def result_dtype(distribution: str, dtype: str) -> str:
@@ -96,7 +145,7 @@ def values_numpy(words, distribution: str, dtype: str, mean: float, stddev: floa
     if distribution == "bits":
         return list(words)
     if distribution == "poisson":
-        return [poisson_numpy(u, lam) for u in uniform_numpy(words, "f64")]
+        return [poisson_numpy(w, *poisson_table(lam)) for w in words]
     if distribution == "uniform" and mrg:
         u = [o.astype(np.float64) * mrg32k3a.NORM for o in words]
         return [x.astype(np.float32) for x in u] if dtype == "f32" else u
@@ -112,15 +161,13 @@ def values_numpy(words, distribution: str, dtype: str, mean: float, stddev: floa
     return [z.astype(np.float32 if dtype == "f32" else np.float64) for z in out]
 
 
-def poisson_numpy(u: np.ndarray, lam: float) -> np.ndarray:
-    k = np.zeros(u.shape, np.uint32)
-    p = np.full(u.shape, math.exp(-lam))
-    cdf = p.copy()
-    for i in range(1, poisson_terms(lam) + 1):
-        k = np.where(u > cdf, np.uint32(i), k)
-        p = p * (lam / i)
-        cdf = cdf + p
-    return k
+def poisson_numpy(words: np.ndarray, table: np.ndarray, first: int) -> np.ndarray:
+    """The alias method on one word a value (the module docstring)."""
+    scaled = table.shape[1] * (words.astype(np.float64) * 2.0 ** -32)
+    i = np.floor(scaled)
+    index = i.astype(np.int64)
+    chosen = np.where(scaled - i < table[0, index], index, table[1, index].astype(np.int64))
+    return (first + chosen).astype(np.uint32)
 
 
 # -- kernel expressions --
@@ -157,14 +204,24 @@ def mrg_box_muller_inputs_kernel(outputs: list[K.Expr], dtype: str, let) -> list
     return [(x, let(y * 2.0 * math.pi)) for x, y in zip(u[0::2], u[1::2])]
 
 
-def values_kernel(words, distribution: str, dtype: str, mean: K.Expr, stddev: K.Expr, lam: K.Expr,
-                  terms: K.Expr, let, poisson_loop, mrg: bool = False) -> list[K.Expr]:
+def poisson_kernel(word: K.Expr, table: K.GlobalBuffer, size: K.Expr, first: K.Expr, let) -> K.Expr:
+    """poisson_numpy's arithmetic on one word; `table` holds the probabilities, then the aliases."""
+    scaled = let(size.cast("f64") * (word.cast("f64") * K.Const(2.0 ** -32, "f64")))
+    i = let(K.floor(scaled))
+    index = let(i.cast("i64"))
+    chosen = K.select(scaled - i < table[index], index, table[size + index].cast("i64"))
+    return let((first + chosen).cast("u32"))
+
+
+def values_kernel(words, distribution: str, dtype: str, mean: K.Expr, stddev: K.Expr, let, poisson,
+                  mrg: bool = False) -> list[K.Expr]:
+    """The block's values; `poisson(word)` is a Poisson value's expression (poisson_kernel)."""
     if mrg and distribution in ("bits", "poisson"):
         words, mrg = [mrg32k3a.word_kernel(o, let) for o in words], False
     if distribution == "bits":
         return list(words)
     if distribution == "poisson":
-        return [poisson_loop(u, lam, terms) for u in uniform_kernel(words, "f64", let)]
+        return [poisson(w) for w in words]
     if distribution == "uniform" and mrg:
         u = [let(o.cast("f64") * mrg32k3a.NORM) for o in words]
         return [let(x.cast("f32")) for x in u] if dtype == "f32" else u

@@ -3,8 +3,8 @@ generator, distribution and dtype: the code) and its kernel. Philox: one work-it
 (four 32-bit words) writing that block's values. Sequential generators (XORWOW, MRG32k3a): one
 work-item per run of BLOCKS_PER_ITEM blocks, which skips ahead to its run's first word with the jump
 matrices (one matrix-vector product per set bit of the word's index) and then steps through the run.
-The size, the distribution's parameters and the Poisson loop's length are scalar parameters, the seed
-and offset operands: one kernel per solution."""
+The size, the distribution's parameters and the Poisson table's size and first value are scalar
+parameters, the seed, offset and Poisson table operands: one kernel per solution."""
 from __future__ import annotations
 
 from ...ir import kernel as K
@@ -58,15 +58,6 @@ class Body:
         self.stmts.append(K.Let(var, expr))
         return var
 
-    def poisson_loop(self, u: K.Expr, lam: K.Expr, terms: K.Expr) -> K.Var:
-        """The CDF's sequential search (distributions.poisson_numpy, the same arithmetic)."""
-        n = f"{self.prefix}{len(self.stmts)}"
-        k, p, cdf, i = K.Var(f"k{n}", "u32"), K.Var(f"p{n}", "f64"), K.Var(f"c{n}", "f64"), K.Var(f"i{n}", "i64")
-        self.stmts += [K.Let(k, K.Const(0, "u32")), K.Let(p, K.exp(-lam)), K.Let(cdf, p),
-                       K.For(i, 1, terms + 1, 1, [K.Assign(k, K.select(u > cdf, i.cast("u32"), k)),
-                                                  K.Assign(p, p * (lam / i.cast("f64"))),
-                                                  K.Assign(cdf, cdf + p)])]
-        return k
 
 
 def emit(op: Op, name: str, target: Target) -> K.Kernel:
@@ -107,24 +98,32 @@ def emit_sobol(op: Op, name: str) -> K.Kernel:
 
 
 class Scalars:
-    """A generate kernel's scalar parameters: the count, the distribution's parameters, the arguments."""
+    """A generate kernel's scalar parameters (the count, the distribution's parameters) and their
+    arguments; for Poisson also its table (`distributions.poisson_table`, the call's last operand):
+    `buffers` are the call's other buffers, `tables` that one, to go before the result's."""
 
     def __init__(self, op: Op):
         a = op.attrs
         self.count = K.ScalarParam("count", "i64")
         self.mean, self.stddev = K.ScalarParam("mean", "f64"), K.ScalarParam("stddev", "f64")
-        self.lam, self.terms = K.ScalarParam("lam", "f64"), K.ScalarParam("terms", "i64")
+        self.size, self.first = K.ScalarParam("table_size", "i64"), K.ScalarParam("first_value", "i64")
         self.params = {"bits": [self.count], "uniform": [self.count], "normal": [self.count, self.mean, self.stddev],
                        "log_normal": [self.count, self.mean, self.stddev],
-                       "poisson": [self.count, self.lam, self.terms]}[a["distribution"]]
-        values = {"count": max(1, _size(op)), "mean": a["mean"], "stddev": a["stddev"], "lam": a["lam"],
-                  "terms": distributions.poisson_terms(a["lam"])}
+                       "poisson": [self.count, self.size, self.first]}[a["distribution"]]
+        *operands, out = operand_buffers(op)
+        self.buffers, self.tables, values = [*operands, out], [], {"count": max(1, _size(op))}
+        if a["distribution"] == "poisson":
+            table, first = distributions.poisson_table(a["lam"])
+            self.tables = [K.GlobalBuffer(operands[-1].name, "f64", 2 * self.size, readonly=True)]
+            self.buffers = [*operands[:-1], out]
+            values.update(table_size=table.shape[1], first_value=first)
+        values.update(mean=a["mean"], stddev=a["stddev"])
         self.arguments = [(s.name, values[s.name]) for s in self.params]
 
     def values(self, op: Op, words: list[K.Expr], body: Body) -> list[K.Expr]:
+        poisson = lambda word: distributions.poisson_kernel(word, self.tables[0], self.size, self.first, body.let)
         return distributions.values_kernel(words, op.attrs["distribution"], op.attrs["dtype"], self.mean, self.stddev,
-                                           self.lam, self.terms, body.let, body.poisson_loop,
-                                           mrg=op.attrs["generator"] == "mrg32k3a")
+                                           body.let, poisson, mrg=op.attrs["generator"] == "mrg32k3a")
 
 
 SEQUENTIAL = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}
@@ -139,7 +138,7 @@ def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
     per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"], a["generator"])
     scalars = Scalars(op)
     count = scalars.count
-    seed_in, offset_in, subsequence_in, table, out = operand_buffers(op)
+    seed_in, offset_in, subsequence_in, table, out = scalars.buffers
     table = K.GlobalBuffer(table.name, table.dtype, table.count, readonly=True)
     out = K.GlobalBuffer(out.name, out.dtype, count)
     blocks = count / per_block + 2             # enough blocks for any offset's misalignment
@@ -168,7 +167,7 @@ def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
                    K.If((e >= 0) & (e < count), [K.Store(out, e, value)])]
     advance = [K.Assign(var, value) for var, value in zip(state, _flatten(tuple(current)))]
     run = K.For(b, 0, BLOCKS_PER_ITEM, 1, [*step.stmts, *stores, *advance])
-    return K.Kernel(name, params=[seed_in, offset_in, subsequence_in, table, out, *scalars.params],
+    return K.Kernel(name, params=[seed_in, offset_in, subsequence_in, table, *scalars.tables, out, *scalars.params],
                     grid=(K.ceil_div(items, WORKGROUP_ITEMS),), workgroup_size=(WORKGROUP_ITEMS,),
                     body=[*body.stmts, K.If(t < items, [*jump, run])], arguments=scalars.arguments)
 
@@ -209,7 +208,7 @@ def emit_single_stream(op: Op, name: str, lds, seed_stmts, round_stmts, blocks: 
     per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"], a["generator"])
     scalars = Scalars(op)
     count = scalars.count
-    seed_in, offset_in, out = operand_buffers(op)
+    seed_in, offset_in, out = scalars.buffers
     out = K.GlobalBuffer(out.name, out.dtype, count)
     body = Body()
     lid = body.let(K.workitem_id(0))
@@ -228,7 +227,7 @@ def emit_single_stream(op: Op, name: str, lds, seed_stmts, round_stmts, blocks: 
                    K.If((e >= 0) & (e < count), [K.Store(out, e, value)])]
     convert = K.If((lid < K.Const(blocks, "i32")) & (r >= first / blocks), [*step.stmts, *stores])
     rounds = K.For(r, 0, (last + blocks - 1) / blocks, 1, [*round_stmts(r, lid), convert, K.Barrier()], uniform=True)
-    return K.Kernel(name, params=[seed_in, offset_in, out, *scalars.params], grid=(1,),
+    return K.Kernel(name, params=[seed_in, offset_in, *scalars.tables, out, *scalars.params], grid=(1,),
                     workgroup_size=(WORKGROUP_ITEMS,), lds=lds,
                     body=[*body.stmts, *seed_stmts(seed_in[0], lid), rounds], arguments=scalars.arguments)
 
@@ -258,7 +257,7 @@ def emit_philox(op: Op, name: str) -> K.Kernel:
     per_block = 4 // distributions.words_per_value(distribution, dtype, a["generator"])
     scalars = Scalars(op)
     count = scalars.count
-    seed_in, offset_in, subsequence_in, out = operand_buffers(op)
+    seed_in, offset_in, subsequence_in, out = scalars.buffers
     out = K.GlobalBuffer(out.name, out.dtype, count)
     items = count / per_block + 2             # enough blocks for any offset's misalignment
     body = Body()
@@ -277,7 +276,7 @@ def emit_philox(op: Op, name: str) -> K.Kernel:
         e = K.Var(f"e{j}", "i64")
         stores += [K.Let(e, t * per_block + j - skip),
                    K.If((e >= 0) & (e < count), [K.Store(out, e, value)])]
-    return K.Kernel(name, params=[seed_in, offset_in, subsequence_in, out, *scalars.params],
+    return K.Kernel(name, params=[seed_in, offset_in, subsequence_in, *scalars.tables, out, *scalars.params],
                     grid=(K.ceil_div(items, WORKGROUP_ITEMS),),
                     workgroup_size=(WORKGROUP_ITEMS,),
                     body=[*body.stmts, K.If(t < items, stores)], arguments=scalars.arguments)

@@ -15,6 +15,7 @@ word j % 4 of Philox's result (rocrand_philox4x32_10.h). XORWOW's and MRG32k3a's
 Philox block is four words of one counter; MRG32k3a's uniforms and normals are rocRAND's mrg ones, on
 its outputs themselves (distributions.py). MT19937's stream is mt19937ar's genrand_int32 after
 init_genrand(seed & 0xffffffff), blocks likewise; MTGP32's is rocRAND's first MTGP32 state's (mtgp32.py).
+A Poisson call takes rocRAND's alias table of lam (`distributions.poisson_table`) as its last operand.
 """
 from __future__ import annotations
 
@@ -45,7 +46,16 @@ def generate_infer(types, attrs):
     table = {"sobol32": " and sobol32 direction numbers", "xorwow": ", a u64 subsequence and its jump matrices",
              "mrg32k3a": ", a u64 subsequence and its jump matrices",
              "philox4x32_10": " and a u64 subsequence"}.get(attrs["generator"], "")
-    require(len(types) == scalars + (attrs["generator"] in SEQUENTIAL or sobol32)
+    poisson = attrs["distribution"] == "poisson"
+    if poisson:
+        require(0.0 < attrs["lam"] <= distributions.MAX_POISSON_LAM,
+                f"rand.generate: poisson's lam must be in (0, {distributions.MAX_POISSON_LAM:g}], got {attrs['lam']}")
+        expected = distributions.poisson_table(attrs["lam"])[0].shape
+        require(types[-1] == TensorType("f64", expected),
+                f"rand.generate: poisson's last operand is its alias table, f64{list(expected)} for lam "
+                f"{attrs['lam']}, got {types[-1]}")
+        table += ", then its Poisson table"
+    require(len(types) == scalars + (attrs["generator"] in SEQUENTIAL or sobol32) + poisson
             and all(t == TensorType("u64", ()) for t in types[:scalars]),
             f"library_call: rand.generate takes a u64 seed and a u64 offset{table}, got {', '.join(map(str, types))}")
     if attrs["generator"] in SEQUENTIAL:
@@ -64,8 +74,6 @@ def generate_infer(types, attrs):
             f"rand.generate: distribution {attrs['distribution']!r} is not one of "
             f"{', '.join(distributions.DISTRIBUTIONS)}")
     require(attrs["dtype"] in DTYPES, f"rand.generate: dtype {attrs['dtype']} is not one of {', '.join(DTYPES)}")
-    require(attrs["distribution"] != "poisson" or 0.0 <= attrs["lam"] <= distributions.MAX_POISSON_LAM,
-            f"rand.generate: poisson's lam must be in [0, {distributions.MAX_POISSON_LAM}], got {attrs['lam']}")
     require(attrs["stddev"] >= 0.0, f"rand.generate: stddev must be >= 0, got {attrs['stddev']}")
     return [TensorType(distributions.result_dtype(attrs["distribution"], attrs["dtype"]), tuple(attrs["shape"]))]
 
@@ -78,7 +86,8 @@ def table(generator: str, shape) -> "np.ndarray | None":
 
 
 def generate_reference(seed, offset, *operands, generator, distribution, dtype, shape, mean, stddev, lam):
-    """The stream's values [offset, offset + size) of the distribution, in numpy."""
+    """The stream's values [offset, offset + size) of the distribution, in numpy (Poisson's table, the
+    last operand, is distributions.poisson_table(lam), which infer checks by type)."""
     seed, offset = int(seed), int(offset)
     if generator == "sobol32":
         words = [sobol.points_numpy(operands[0], offset, shape[1])]

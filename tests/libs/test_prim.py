@@ -20,8 +20,15 @@ import pytest
 import cdnajit as cj
 import cdnajit.lax as lax
 import cdnajit.numpy as cnp
+from cdnajit.codegen import amdgpu, nvptx
+from cdnajit.frontend.tracing import bind
+from cdnajit.ir.targets import get_target
+from cdnajit.libs.prim import routines as prim_routines
+from cdnajit.lowering.emitters import emit_kernel
+from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
 
 RUN, WORKGROUP, LONG_ROW = 4096, 4096 * 64, (1 << 16) + 1
+TILE = prim_routines.LOOKBACK_TILE   # the single-pass scan's tile: 256 work-items x 16 elements
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
           ml_dtypes.bfloat16, "float32", "float64"]
 FAST_DTYPES = ("int32", "float32")
@@ -50,6 +57,16 @@ def expected_order(x, axis):
 
 def same_bits(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def same_bits_but_nan_signs(a, b):
+    """same_bits, but a NaN's sign and payload: an invalid operation (inf - inf) makes the CPU's
+    default NaN, negative, and adding two NaNs keeps one of them, whichever operand order the
+    compiler gave a commutative add (IEEE 754 leaves both unspecified)."""
+    a, b = np.asarray(a), np.asarray(b)
+    nan = np.isnan(a.astype(np.float64))
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(nan, np.isnan(b.astype(np.float64))) \
+        and same_bits(np.where(nan, 0, a).astype(a.dtype), np.where(nan, 0, b).astype(a.dtype))
 
 
 def check_sort(x, axis):
@@ -109,9 +126,9 @@ def test_the_sort_is_library_calls_compiled_per_solution():
         assert optimized.count('routine = "radix_scatter"') == 4, optimized  # four 8-bit digits
         assert "LSD radix sort pass of f32 keys" in compiled.report()
         texts.append(library_codes(compiled))
-    # One histogram, one scatter and the three kernels of the counts' reduce-then-scan (run totals,
-    # their scan, the runs' scan) serve every pass and both sizes.
-    assert texts[0] == texts[1] and len(texts[0]) == 5
+    # One histogram, one scatter and the two kernels of the counts' single-pass scan (its state's
+    # init, the scan) serve every pass and both sizes.
+    assert texts[0] == texts[1] and len(texts[0]) == 4
 
 
 def test_rows_that_fit_sort_whole_in_one_kernel():
@@ -128,8 +145,8 @@ def test_the_interpreter_runs_the_routines_as_the_kernels():
     x = keys((2, LONG_ROW), np.float32, seed=5)
     fn = lambda a: (cnp.argsort(a, axis=1), cnp.sort(a[:, :5000], axis=1), cnp.cumsum(a, axis=1))
     compiled, interpreted = cj.jit(fn)(x), cj.jit(fn, backend="interpret")(x)
-    for got, want in zip(compiled, interpreted):
-        assert same_bits(np.asarray(got), np.asarray(want))
+    for same, got, want in zip((same_bits, same_bits, same_bits_but_nan_signs), compiled, interpreted):
+        assert same(np.asarray(got), np.asarray(want))
 
 
 SCANS = {"cumsum": (cnp.cumsum, np.cumsum), "cumprod": (cnp.cumprod, np.cumprod),
@@ -159,6 +176,84 @@ def test_float_cumsum_within_the_summation_bound(length):
     exact = np.cumsum(x.astype(np.float64))
     bound = 2 * (np.arange(length) + 1) * np.finfo(np.float32).eps * np.cumsum(np.abs(x.astype(np.float64)))
     assert np.all(np.abs(got - exact) <= bound)
+
+
+def single_pass_scan(x, reducer, exclusive):
+    """The plan of the single-pass scan, written as the matcher writes it for rows longer than RUN."""
+    attrs = {"library": "prim", "solution": "", "reducer": reducer, "exclusive": exclusive}
+    (state,) = bind("library_call", [x], {**attrs, "routine": "lookback_init"})
+    return bind("library_call", [x, state], {**attrs, "routine": "lookback_scan"})[0]
+
+
+def numpy_scan(x, reducer, exclusive):
+    ufunc = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}[reducer]
+    inclusive = ufunc.accumulate(x, axis=1, dtype=x.dtype)
+    if not exclusive:
+        return inclusive
+    identity = np.full((x.shape[0], 1), prim_routines.scan_identity(reducer, x.dtype), x.dtype)
+    return np.concatenate([identity, inclusive[:, :-1]], axis=1)
+
+
+SINGLE_PASS_CASES = [   # dtype, (rows, length), reducer, exclusive
+    ("int32", (1, 64 * TILE + 7), "sum", True),     # 65 tiles on the host pool's threads
+    ("float32", (2, 3 * TILE + 5), "sum", True),
+    *[pytest.param(*case, marks=pytest.mark.slow) for case in [
+        ("int64", (3, 5 * TILE), "max", False), ("int8", (2, 2 * TILE + 1), "prod", True),
+        ("uint64", (1, 300 * TILE + 1), "sum", False), ("uint16", (4, TILE + 1), "min", True),
+        ("float64", (3, 5 * TILE - 1), "sum", False), ("float64", (1, 257 * TILE + 3), "sum", True),
+        ("float32", (2, 4 * TILE + 2), "max", True), ("float32", (1, 2 * TILE + 9), "min", False),
+        ("float32", (1, 3 * TILE + 1), "prod", False), ("float16", (2, 2 * TILE + 3), "sum", False),
+        (ml_dtypes.bfloat16, (1, 3 * TILE), "sum", True), ("float32", (1, 300 * TILE + 5), "sum", False)]]]
+
+
+@pytest.mark.parametrize("dtype, shape, reducer, exclusive", SINGLE_PASS_CASES,
+                         ids=lambda v: np.dtype(v).name if isinstance(v, type) else str(v))
+def test_single_pass_scan_is_its_reference(dtype, shape, reducer, exclusive):
+    """lookback_init + lookback_scan over sizes crossing tiles (of TILE elements), rows and host
+    threads. Exact: the results equal the routine's reference (with NaN, infinities, both zeros),
+    which follows the kernel's association (tiles folded in order, whatever the look-back found),
+    and for integers numpy's scan; the reference of a float sum is within the
+    recursive-summation bound (n eps sum|x| for each order, so twice that) of the f64 sum.
+    (logaddexp, whose exp and log1p may round an ulp apart from numpy's, is held to its error model
+    by test_cumlogsumexp_is_a_logaddexp_scan, whose long rows are single-pass scans.)"""
+    x = keys(shape, dtype, seed=shape[1])
+    if reducer == "prod" and np.dtype(dtype).kind == "f":
+        x = np.exp2(np.random.default_rng(1).integers(-2, 3, shape)).astype(dtype)   # exact products
+    got = np.asarray(cj.jit(lambda a: single_pass_scan(a, reducer, exclusive))(x))
+    want = prim_routines.lookback_scan(x, None, reducer=reducer, exclusive=exclusive)
+    assert same_bits_but_nan_signs(got, want)
+    if np.dtype(dtype).kind in "iu":
+        assert same_bits(got, numpy_scan(x, reducer, exclusive))
+    elif reducer == "sum" and dtype in ("float32", "float64"):
+        finite = np.where(np.isfinite(x), x, 0).astype(np.float64)
+        got = cj.jit(lambda a: single_pass_scan(a, reducer, False))(finite.astype(dtype)).astype(np.float64)
+        bound = 2 * np.arange(1, shape[1] + 1) * np.finfo(dtype).eps * np.cumsum(np.abs(finite), axis=1)
+        assert np.all(np.abs(got - np.cumsum(finite, axis=1)) <= bound)
+
+
+def test_long_scans_are_single_pass():
+    compiled = cj.jit(cnp.cumsum).lower(np.ones(2 * TILE + 1, np.float32)).compile()
+    optimized = compiled.as_text("optimized")
+    assert 'routine = "lookback_init"' in optimized and 'routine = "lookback_scan"' in optimized
+    assert 'routine = "run_totals"' not in optimized
+    assert "decoupled look-back folding predecessors' aggregates in tile order" in compiled.report()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.float16])
+def test_single_pass_scan_builds_for_the_gpus(dtype):
+    """gfx942: no spills, the look-back's atomics as global atomics, the wave scans' shuffles as
+    ds_bpermute; NVPTX: the same kernel lowers."""
+    graph = cj.make_graph(cnp.cumsum)(np.ones(2 * TILE + 1, dtype))
+    calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops if op.name == "library_call"]
+    for call in calls:
+        kernel = emit_kernel(call, "k")
+        resources = amdgpu.resources(kernel, get_target("gfx942"))
+        assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
+        if call.attrs["routine"] == "lookback_scan":
+            asm = amdgpu.assembly(kernel, get_target("gfx942"))
+            assert "global_atomic_swap_x2" in asm and "ds_bpermute" in asm   # the look-back; the wave scans
+            assert "atom" in nvptx.ptx(kernel)
 
 
 def test_reverse_scan():

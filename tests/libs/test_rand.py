@@ -12,7 +12,7 @@ Error model: uniform and bits are integer arithmetic and one exact scaling, comp
 and log-normal compute log, sqrt, cos, sin, exp in f64 on both sides, where cdnajit's math library
 and numpy's libm may differ by an ulp each: 8 ulps of f64 relative, plus, near the zeros of cos and
 sin, the angle's rounding (2 pi eps) times the radius (< 6) times stddev (2) absolute (exact after
-rounding to f32 but for ties); Poisson's sequential search has the same arithmetic on both sides: exact.
+rounding to f32 but for ties); Poisson's alias method has the same arithmetic on both sides: exact.
 """
 import numpy as np
 import pytest
@@ -21,7 +21,7 @@ import scipy.stats
 import cdnajit as cj
 from cdnajit.codegen import amdgpu
 from cdnajit.ir.targets import get_target
-from cdnajit.libs.rand import mrg32k3a, mt19937, mtgp32, philox, routines, sobol, xorwow
+from cdnajit.libs.rand import distributions, mrg32k3a, mt19937, mtgp32, philox, routines, sobol, xorwow
 from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
 
@@ -229,6 +229,54 @@ def test_inside_jit_with_a_traced_seed():
 def test_distributions(distribution, params, cdf):
     x = cj.libs.rand.generate(GENERATOR, (20000,), distribution, seed=11, dtype="float64", **params)
     assert scipy.stats.kstest(x, cdf).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("lam", [1e-3, 0.5, 7.5, 40.0, 1000.5, 1e6])
+def test_poisson_alias_table_holds_the_poisson_probabilities(lam):
+    """Walker's alias table: value first + k has probability (probability[k] + the sum of 1 -
+    probability[j] over the j aliased to k) / size, which must be Poisson(lam)'s pmf renormalized
+    over the kept window (scipy's pmf; rocRAND drops values of probability below 1e-12, and the
+    table's arithmetic and lgamma's rounding leave absolute errors of a few eps times the size and
+    sqrt(lam))."""
+    table, first = distributions.poisson_table(lam)
+    size = table.shape[1]
+    mass = table[0].copy()
+    np.add.at(mass, table[1].astype(np.int64), 1.0 - table[0])
+    pmf = scipy.stats.poisson.pmf(first + np.arange(size), lam)
+    np.testing.assert_allclose(mass / size, pmf / pmf.sum(), rtol=0, atol=4 * size * np.finfo(np.float64).eps
+                               * (1 + np.sqrt(lam)))
+    # Each dropped tail holds values below 1e-12 that fall off geometrically within a few standard deviations.
+    tail = 4e-12 * (1 + np.sqrt(lam))
+    assert scipy.stats.poisson.cdf(first - 1, lam) < tail and scipy.stats.poisson.sf(first + size - 1, lam) < tail
+
+
+@pytest.mark.parametrize("generator", [GENERATOR, pytest.param("mrg32k3a", marks=pytest.mark.slow),
+                                       pytest.param("mtgp32", marks=pytest.mark.slow)])
+def test_poisson_is_rocrands_alias_method_on_the_bits(generator):
+    """rocrand_generate_poisson's values are discrete_alias of the generator's words, one a value, in
+    the order "bits" gives them: written here value by value from rocrand_discrete.h."""
+    seed, offset, lam = 12345, 7, 3.5
+    words = cj.libs.rand.generate(generator, (2000,), "bits", seed=seed, offset=offset)
+    got = cj.libs.rand.generate(generator, (2000,), "poisson", seed=seed, offset=offset, lam=lam)
+    (probability, alias), first = distributions.poisson_table(lam)
+    size = len(probability)
+    want = []
+    for r in words.tolist():
+        nx = size * (r * 2.0 ** -32)
+        i = int(np.floor(nx))
+        want.append(first + (i if nx - i < probability[i] else int(alias[i])))
+    np.testing.assert_array_equal(got, np.array(want, np.uint32))
+
+
+@pytest.mark.parametrize("lam", [0.5, 1000.5])
+def test_poisson_chi_square(lam):
+    k = cj.libs.rand.generate(GENERATOR, (100000,), "poisson", seed=21, lam=lam).astype(np.int64)
+    values, counts = np.unique(k, return_counts=True)
+    expected = scipy.stats.poisson.pmf(values, lam) * k.size
+    keep = expected > 20
+    rest = k.size - counts[keep].sum(), k.size - expected[keep].sum()
+    observed, wanted = np.append(counts[keep], rest[0]), np.append(expected[keep], rest[1])
+    assert scipy.stats.chisquare(observed, wanted).pvalue > 1e-4
 
 
 def test_poisson_moments():

@@ -1,0 +1,197 @@
+"""The single-pass scan (rocPRIM's lookback scan): a plan of two launches, `lookback_init` (the
+per-tile look-back states marked invalid) and `lookback_scan` (the scan itself), which reads each
+element from memory once (reduce-then-scan, scan.py, reads it twice and launches three times).
+
+A workgroup of WORKGROUP work-items scans a tile of TILE elements of a row, ITEMS consecutive
+elements a work-item. The state (`lookback_init`'s result, u64 words; `lookback_scan` writes it,
+see routines.py) holds the ordered tile counter, then per tile (rows x tiles, row-major) its flag
+(INVALID, AGGREGATE, PREFIX), its aggregate and its inclusive prefix, values as their bits in a u64.
+
+A workgroup takes its tile from the counter (an atomic add) before anything else, so tiles start
+in the order of their ids: every tile a workgroup waits for has started already, on another
+thread of the host's pool (a workgroup runs to completion on the thread that started it) or
+earlier on the same thread. That is what keeps the spin-waits free of deadlock, on the host as
+with rocPRIM's ordered block id on the GPU. Each work-item folds its ITEMS elements; each wave scans
+its work-items' totals across lanes (Hillis and Steele's steps, one WaveShuffle each: ds_bpermute on
+gfx942, as rocPRIM's warp scan uses cross-lane moves); work-item 0 folds the WAVES waves' totals,
+gets the tile's exclusive prefix from its predecessors and publishes the tile's inclusive prefix;
+each work-item then scans its elements again (from cache) from its carry.
+
+Work-item 0 gets the tile's exclusive prefix by decoupled look-back with a fixed combination
+order: it publishes the tile's aggregate (flag AGGREGATE), walks back over its predecessors until
+one has published its inclusive prefix (flag PREFIX; a row's first tile publishes it at once),
+then folds that prefix with the aggregates of the tiles after it, in tile order. Every inclusive
+prefix is so the left fold of its row's aggregates, whichever tiles had published what when it
+looked back: float sums (which round by association) and max/min (which pick between -0.0 and 0.0
+by operand order) give the same bits run to run, those of the reference (`routines.lookback_scan`)
+and of a chain of tiles each waiting for its predecessor's prefix, without that chain's wait; a
+tile that finds its predecessor's prefix already there folds nothing.
+"""
+from __future__ import annotations
+
+from ...ir import kernel as K
+from ...ir.core import Op
+from .routines import (LOOKBACK_ITEMS as ITEMS, LOOKBACK_WAVE, LOOKBACK_WORKGROUP as WORKGROUP, accumulator_type,
+                       index_dtype_of)
+from .scan import combine_scan, scan_identity
+
+TILE = WORKGROUP * ITEMS
+WAVE = LOOKBACK_WAVE
+WAVES = WORKGROUP // WAVE
+WAVE_STEPS = tuple(1 << k for k in range(WAVE.bit_length() - 1))   # 1, 2, 4, ..., WAVE / 2
+INVALID, AGGREGATE, PREFIX = 0, 1, 2
+UINT_OF_WIDTH = {"f32": "u32", "f64": "u64"}
+
+
+def to_word(value: K.Expr) -> K.Expr:
+    """A value's bits in a u64 (integers converted, which a cast back undoes)."""
+    if value.dtype in UINT_OF_WIDTH:
+        return value.bitcast(UINT_OF_WIDTH[value.dtype]).cast("u64")
+    return value.cast("u64")
+
+
+def from_word(word: K.Expr, dtype: str) -> K.Expr:
+    if dtype in UINT_OF_WIDTH:
+        return word.cast(UINT_OF_WIDTH[dtype]).bitcast(dtype)
+    return word.cast(dtype)
+
+
+def sizes(x_shape, idx: str):
+    rows, length = (K.ScalarParam(n, idx) for n in ("rows", "length"))
+    tiles = (length + (TILE - 1)) / TILE
+    return rows, length, tiles, rows * tiles
+
+
+def init_kernel(op: Op, name: str) -> K.Kernel:
+    """Zeroes the state: the counter, every tile's flag (INVALID) and values."""
+    x = op.operands[0].type
+    idx = index_dtype_of(*x.shape)
+    rows, length, _, count = sizes(x.shape, idx)
+    words = 1 + 3 * count
+    source = K.GlobalBuffer("in0", x.dtype, rows * length, readonly=True)
+    state = K.GlobalBuffer("out0", "u64", words)
+    i = K.Var("i", idx)
+    body = [K.Let(i, K.workgroup_id(0).cast(idx) * WORKGROUP + K.workitem_id(0).cast(idx)),
+            K.If(i < words, [K.Store(state, i, K.Const(0, "u64"))])]
+    return K.Kernel(name, params=[source, state, rows, length], grid=((words + (WORKGROUP - 1)) / WORKGROUP,),
+                    workgroup_size=(WORKGROUP,), body=body,
+                    arguments=(("rows", x.shape[0]), ("length", x.shape[1])))
+
+
+def publish(var: str, state: K.GlobalBuffer, at: K.Expr, word: K.Expr) -> K.AtomicRMW:
+    return K.AtomicRMW(K.Var(var, "u64"), "exchange", state, at, word)
+
+
+def wait_for_flag(flag: K.Var, seen: str, state: K.GlobalBuffer, at: K.Expr, until) -> list[K.Stmt]:
+    """Spins reading the flag at `at` (atomic adds of 0) until until(flag) holds."""
+    read = K.Var(seen, "u64")
+    return [K.Assign(flag, K.Const(INVALID, "u64")),
+            K.While(~until(flag), [K.AtomicRMW(read, "add", state, at, K.Const(0, "u64")), K.Assign(flag, read)])]
+
+
+def exclusive_prefix(reducer: str, acc_dtype: str, state: K.GlobalBuffer, tile_id: K.Expr, count: K.Expr,
+                     aggregate: K.Expr, prefix: K.Var) -> list[K.Stmt]:
+    """Work-item 0's look-back for a tile that is not its row's first (the module's docstring):
+    publishes the tile's aggregate, walks back to the nearest tile with an inclusive prefix, then
+    sets `prefix` to that prefix folded with the aggregates after it, in tile order."""
+    idx = tile_id.dtype
+    flag, word, back, i = K.Var("flag", "u64"), K.Var("word", "u64"), K.Var("back", idx), K.Var("i", idx)
+    flags, aggregates, inclusives = 1, 1 + count, 1 + 2 * count
+    return [
+        publish("published_aggregate", state, aggregates + tile_id, to_word(aggregate)),
+        publish("published_flag", state, flags + tile_id, K.Const(AGGREGATE, "u64")),
+        K.Let(back, tile_id), K.Let(flag, K.Const(INVALID, "u64")),
+        K.While(flag.ne(K.Const(PREFIX, "u64")), [
+            K.Assign(back, back - 1),
+            *wait_for_flag(flag, "seen", state, flags + back, lambda f: f.ne(K.Const(INVALID, "u64")))]),
+        K.AtomicRMW(word, "add", state, inclusives + back, K.Const(0, "u64")),
+        K.Assign(prefix, from_word(word, acc_dtype)),
+        K.For(i, back + 1, tile_id, 1, [
+            K.AtomicRMW(K.Var("after", "u64"), "add", state, aggregates + i, K.Const(0, "u64")),
+            K.Assign(prefix, combine_scan(reducer, prefix, from_word(K.Var("after", "u64"), acc_dtype)))])]
+
+
+def scan_kernel(op: Op, name: str) -> K.Kernel:
+    x = op.operands[0].type
+    reducer, exclusive = op.attrs["reducer"], op.attrs["exclusive"]
+    idx, acc_dtype = index_dtype_of(*x.shape), accumulator_type(x)
+    rows, length, tiles, count = sizes(x.shape, idx)
+    source = K.GlobalBuffer("in0", x.dtype, rows * length, readonly=True)
+    state = K.GlobalBuffer("in1", "u64", 1 + 3 * count)   # written: the look-back's state
+    result = K.GlobalBuffer("out0", x.dtype, rows * length)
+    taken, totals, prefix_lds = (K.LdsBuffer("taken", "u64", 1), K.LdsBuffer("wave_scans", acc_dtype, WORKGROUP),
+                                 K.LdsBuffer("tile_prefix", acc_dtype, 1))
+    wave_prefixes = K.LdsBuffer("wave_prefixes", acc_dtype, WAVES)
+    lid, tile_id, row, tile, start, stop, j = (K.Var(n, idx) for n in ("lid", "tile_id", "row", "tile", "start",
+                                                                       "stop", "j"))
+    total, run, aggregate, prefix, before, carry, acc = (
+        K.Var(n, acc_dtype) for n in ("total", "run", "aggregate", "prefix", "before", "carry", "acc"))
+    ticket, has_carry = K.Var("ticket", "u64"), K.Var("has_carry", "bool")
+    lane, wave = K.Var("lane", idx), K.Var("wave", idx)
+    first = lid.eq(K.Const(0, idx))
+    identity = scan_identity(reducer, acc_dtype)
+    element = lambda at: source[row * length + at].cast(acc_dtype)
+    put = lambda at, value: K.Store(result, row * length + at, value.cast(x.dtype))
+    fold = lambda var, at: K.Assign(var, combine_scan(reducer, var, element(at)))
+    inclusive_at = 1 + 2 * count + tile_id
+    # Each wave's inclusive scan of its work-items' totals: Hillis and Steele's, a shuffle a step.
+    wave_scan = []
+    for step in WAVE_STEPS:
+        moved = K.Var(f"moved{step}", acc_dtype)
+        wave_scan += [K.WaveShuffle(moved, total, lid - step),
+                      K.Assign(total, K.select(lane >= step, combine_scan(reducer, moved, total), total))]
+    # The waves' totals folded in order: wave_prefixes[w] holds waves 0 .. w-1's, `run` the tile's.
+    lookback = [K.Store(wave_prefixes, 0, identity), K.Let(run, totals[WAVE - 1])]
+    for w in range(1, WAVES):
+        lookback += [K.Store(wave_prefixes, w, run),
+                     K.Assign(run, combine_scan(reducer, run, totals[(w + 1) * WAVE - 1]))]
+    lookback += [
+        K.Let(aggregate, run), K.Let(prefix, identity),
+        K.If(tile > 0, [*exclusive_prefix(reducer, acc_dtype, state, tile_id, count, aggregate, prefix),
+                        K.Assign(aggregate, combine_scan(reducer, prefix, aggregate))]),
+        publish("published_inclusive", state, inclusive_at, to_word(aggregate)),
+        publish("published_prefix", state, 1 + tile_id, K.Const(PREFIX, "u64")),
+        K.Store(prefix_lds, 0, prefix)]
+    # The tile's work-items before this one: its wave's prefix (+) its wave's scan before it.
+    in_wave = totals[K.maximum(lid - 1, K.Const(0, idx))]
+    before_value = K.select(lane > 0, K.select(wave > 0, combine_scan(reducer, wave_prefixes[wave], in_wave), in_wave),
+                            wave_prefixes[wave])
+    if exclusive:
+        walk = [K.Let(acc, K.select(has_carry, carry, identity)), K.For(j, start, stop, 1, [put(j, acc), fold(acc, j)])]
+    else:
+        walk = [K.Let(acc, K.select(has_carry, carry, element(start))), K.If(~has_carry, [put(start, acc)]),
+                K.For(j, K.select(has_carry, start, start + 1), stop, 1, [fold(acc, j), put(j, acc)])]
+    body = [
+        K.Let(lid, K.workitem_id(0).cast(idx)), K.Let(lane, lid % WAVE), K.Let(wave, lid / WAVE),
+        K.If(first, [K.AtomicRMW(ticket, "add", state, 0, K.Const(1, "u64")), K.Store(taken, 0, ticket)]),
+        K.Barrier(),
+        K.Let(tile_id, taken[0].cast(idx)), K.Let(row, tile_id / tiles), K.Let(tile, tile_id % tiles),
+        K.Let(start, tile * TILE + lid * ITEMS), K.Let(stop, K.minimum(start + ITEMS, length)),
+        K.Let(total, identity),
+        K.If(start < stop, [K.Assign(total, element(start)), K.For(j, start + 1, stop, 1, [fold(total, j)])]),
+        *wave_scan,
+        K.Store(totals, lid, total),
+        K.Barrier(),
+        K.If(first, lookback),
+        K.Barrier(),
+        K.Let(has_carry, (tile > 0) | (lid > 0)),
+        K.Let(before, before_value),
+        K.Let(carry, K.select(tile > 0, K.select(lid > 0, combine_scan(reducer, prefix_lds[0], before),
+                                                 prefix_lds[0]), before)),
+        K.If(start < stop, walk)]
+    kernel = K.Kernel(name, params=[source, state, result, rows, length], grid=(count,), workgroup_size=(WORKGROUP,),
+                      lds=[taken, totals, wave_prefixes, prefix_lds], body=body,
+                      arguments=(("rows", x.shape[0]), ("length", x.shape[1])))
+    if kernel.wave_size != WAVE:   # the reference's association is that of waves of WAVE lanes
+        raise NotImplementedError(f"prim.lookback_scan: waves of {kernel.wave_size} lanes (written for {WAVE})")
+    return kernel
+
+
+def describe(op: Op) -> str:
+    if op.attrs["routine"] == "lookback_init":
+        return "the single-pass scan's look-back states marked invalid (its first launch)"
+    kind = "exclusive" if op.attrs["exclusive"] else "inclusive"
+    return (f"single-pass {kind} {op.attrs['reducer']} scan, decoupled look-back folding predecessors' aggregates "
+            f"in tile order (the same bits run to run); tiles of {WORKGROUP} work-items x {ITEMS} "
+            f"elements, wave scans of the work-items' totals by {len(WAVE_STEPS)} shuffles, ordered tile ids from "
+            "an atomic counter")

@@ -1,0 +1,88 @@
+"""Kernel-IR atomics (`AtomicRMW`) and `While`: an ordered tile id from an atomic counter and a
+prefix chained from workgroup to workgroup, on the host's pool (the waits end: a workgroup waits
+only for tiles whose ids were taken before its own), in gfx942 and PTX text, and the verifier's rules."""
+import numpy as np
+import pytest
+
+from cdnajit.codegen import amdgpu, nvptx
+from cdnajit.errors import VerifyError
+from cdnajit.ir import kernel as K
+from cdnajit.ir.kernel_printer import print_kernel
+from cdnajit.ir.kernel_verifier import verify_kernel
+from cdnajit.ir.targets import get_target
+from cdnajit.runtime.launch import compile_kernel
+
+ITEMS = 64
+
+
+def chained_kernel(tiles):
+    """Tile t (taken from `counter`) adds its ITEMS elements to tile t - 1's published prefix."""
+    n = tiles * ITEMS
+    x = K.GlobalBuffer("x", "u64", n, readonly=True)
+    counter, flags = K.GlobalBuffer("counter", "u64", 1), K.GlobalBuffer("flags", "u64", tiles)
+    prefixes, out = K.GlobalBuffer("prefixes", "u64", tiles), K.GlobalBuffer("out", "u64", n)
+    taken, values = K.LdsBuffer("taken", "u64", 1), K.LdsBuffer("values", "u64", ITEMS)
+    lid, k, j = K.Var("lid", "i32"), K.Var("k", "i32"), K.Var("j", "i32")
+    first = lid.eq(K.Const(0, "i32"))
+    ticket, tile, total, flag, seen, before, prefix, running = (
+        K.Var("ticket", "u64"), K.Var("tile", "i64"), K.Var("total", "u64"), K.Var("flag", "u64"),
+        K.Var("seen", "u64"), K.Var("before", "u64"), K.Var("prefix", "u64"), K.Var("running", "u64"))
+    body = [
+        K.Let(lid, K.workitem_id(0)),
+        K.If(first, [K.AtomicRMW(ticket, "add", counter, 0, K.Const(1, "u64")), K.Store(taken, 0, ticket)]),
+        K.Barrier(),
+        K.Let(tile, taken[0].cast("i64")),
+        K.Store(values, lid, x[tile * ITEMS + lid.cast("i64")]),
+        K.Barrier(),
+        K.If(first, [
+            K.Let(total, K.Const(0, "u64")),
+            K.For(j, 0, ITEMS, 1, [K.Assign(total, total + values[j])]),
+            K.Let(prefix, K.Const(0, "u64")),
+            K.If(tile > 0, [
+                K.Let(flag, K.Const(0, "u64")),
+                K.While(flag.eq(K.Const(0, "u64")), [K.AtomicRMW(seen, "add", flags, tile - 1, K.Const(0, "u64")),
+                                                     K.Assign(flag, seen)]),
+                K.AtomicRMW(before, "add", prefixes, tile - 1, K.Const(0, "u64")),   # an atomic read
+                K.Assign(prefix, before)]),
+            K.AtomicRMW(K.Var("old_prefix", "u64"), "exchange", prefixes, tile, prefix + total),
+            K.AtomicRMW(K.Var("old_flag", "u64"), "exchange", flags, tile, K.Const(1, "u64")),
+            K.Let(running, prefix),
+            K.For(k, 0, ITEMS, 1, [K.Assign(running, running + values[k]),
+                                   K.Store(out, tile * ITEMS + k.cast("i64"), running)])]),
+    ]
+    return K.Kernel("chained", params=[x, counter, flags, prefixes, out], grid=(tiles,), workgroup_size=(ITEMS,),
+                    lds=[taken, values], body=body)
+
+
+@pytest.mark.parametrize("tiles", [1, 3, 2000])
+def test_chained_prefix_on_the_host(tiles):
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 1000, tiles * ITEMS).astype(np.uint64)
+    out = np.zeros_like(x)
+    compile_kernel(chained_kernel(tiles))(x, np.zeros(1, np.uint64), np.zeros(tiles, np.uint64),
+                                          np.zeros(tiles, np.uint64), out)
+    np.testing.assert_array_equal(out, np.cumsum(x))
+
+
+def test_atomics_in_gpu_text():
+    kernel = chained_kernel(16)
+    text = print_kernel(kernel)
+    assert "atomic_exchange(flags[tile], 1:u64)" in text and "while (flag == 0:u64) {" in text, text
+    ptx = nvptx.ptx(kernel)
+    assert "atom.global.add.u64" in ptx or "atom.add.u64" in ptx, ptx[:2000]
+    assert "atom.global.exch.b64" in ptx or "atom.exch.b64" in ptx
+    asm = amdgpu.assembly(kernel, get_target("gfx942"))
+    assert "global_atomic_add_x2" in asm and "global_atomic_swap_x2" in asm, asm[:3000]
+
+
+def test_verifier_rules():
+    x, lds = K.GlobalBuffer("x", "u32", 64, readonly=True), K.LdsBuffer("shared", "u32", 64)
+    written = K.GlobalBuffer("w", "u32", 64)
+    old = K.Var("old", "u32")
+    kernel = lambda params, body, lds_buffers=(): K.Kernel("k", params=params, grid=(1,), workgroup_size=(64,),
+                                                           lds=list(lds_buffers), body=body)
+    for buffer, lds_buffers in ((x, ()), (lds, (lds,))):
+        with pytest.raises(VerifyError, match="atomics are add, exchange on written global buffers"):
+            verify_kernel(kernel([x], [K.AtomicRMW(old, "add", buffer, 0, K.Const(1, "u32"))], lds_buffers))
+    with pytest.raises(VerifyError, match="a while loop holds a barrier"):
+        verify_kernel(kernel([written], [K.While(K.Const(False, "bool"), [K.Barrier()])]))
