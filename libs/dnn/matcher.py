@@ -21,7 +21,7 @@ from ...ir.types import INTS, FLOATS
 from ...passes.patterns import Pat, splat_value
 from ..blas.matcher import activation_rules
 from ..blas.routines import ACTIVATIONS, split_epilogue
-from . import im2col, pool, solvers, subpixel
+from . import im2col, pool, solvers, subpixel, winograd
 from .problem import ConvProblem
 
 CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "lhs_spec", "rhs_spec", "out_spec",
@@ -40,7 +40,11 @@ def conv_from_graph(m, lhs, rhs, conv):
     attrs = {name: conv.attrs[name] for name in CONV_ATTR_NAMES}
     if subpixel.refuse(lhs, rhs, attrs, conv.result.type) is None:
         return subpixel.sub_pixel(m, lhs, rhs, attrs, conv.result.type)
-    if im2col.refuse(lhs, rhs, attrs) is None:
+    im2col_applies = im2col.refuse(lhs, rhs, attrs) is None
+    tile, _ = winograd.choose(lhs, rhs, attrs, im2col_applies)
+    if tile is not None:
+        return winograd.winograd_conv(m, lhs, rhs, attrs, conv.result.type, tile)
+    if im2col_applies:
         return im2col.im2col_gemm(m, lhs, rhs, attrs, conv.result.type)
     if is_weight_gradient(rhs, attrs, conv.result.type):
         return m.op("library_call", lhs, rhs, library="dnn", routine="conv_bwd_weights", solution="", **attrs)
@@ -84,12 +88,17 @@ def pooled(m, x, window):
 
 
 def absorbable(m, value: Value, inputs=()) -> Op | None:
-    """The conv_fwd call computing `value`, if the matched ops are its only readers."""
+    """The call computing `value` that takes an epilogue (conv_fwd, winograd_output), if the matched ops are its
+    only readers."""
     op = value.producer
-    if op is None or op.name != "library_call" or op.attrs["library"] != "dnn" or op.attrs["routine"] != "conv_fwd" \
+    if op is None or op.name != "library_call" or op.attrs["library"] != "dnn" or op.attrs["routine"] not in EPILOGUE_ROUTINES \
             or not m.owns(value, inputs):
         return None
     return op
+
+
+# The routines whose call applies a bias and an activation to its result.
+EPILOGUE_ROUTINES = ("conv_fwd", "winograd_output")
 
 
 def rebuilt(m, call: Op, operands=None, **changes) -> Value:
@@ -179,7 +188,7 @@ def hard_tanh(m, x, high, high_value, low, low_value):
 def unclampable(call: Op) -> bool:
     """Whether the call would run libs/blas's GEMM (gemm_1x1), whose epilogues have no clamp: the clamp stays
     a fusion there rather than moving the convolution off the GEMM."""
-    return solvers.gemm_1x1_refuse(ConvProblem.from_op(call)) is None
+    return call.attrs["routine"] == "conv_fwd" and solvers.gemm_1x1_refuse(ConvProblem.from_op(call)) is None
 
 
 x = Pat.var("x")
