@@ -63,7 +63,7 @@ TRANSFORMS = {
 SOLVERS = {"winograd_f2": 2, "winograd_f4": 4}
 # The dtypes the heuristic takes each tile size for (the error model above); forced, any float.
 PRECISE_ENOUGH = {2: ("f64", "f32", "f16"), 4: ("f64", "f32")}
-WORKGROUP = 64
+FEATURES = 64    # a workgroup: 64 consecutive features of one tile (of one input feature, for the filter)
 # Shares of the target's peak the model credits: libs/blas's GEMM (as gemm_1x1's) and the transforms'
 # vector arithmetic.
 GEMM_EFFICIENCY, TRANSFORM_EFFICIENCY = 0.7, 0.25
@@ -221,10 +221,24 @@ def numpy_transform(left, values: np.ndarray) -> np.ndarray:
     return matrix @ values @ matrix.T
 
 
-def item_and_bound(total: K.Expr) -> tuple[K.Var, K.Expr, tuple]:
-    item = K.Var("item", "i64")
-    return item, K.workgroup_id(0).cast("i64") * WORKGROUP + K.workitem_id(0).cast("i64"), \
-        ((total + (WORKGROUP - 1)) / WORKGROUP,)
+def grid_of(features: K.Expr, count: K.Expr, feature_name: str, major_name: str):
+    """(feature var, major var, their Lets, the guard, grid, workgroup) of workgroups of FEATURES consecutive
+    features of one tile (one input feature for the filter): a one-dimensional workgroup, whose work-item
+    loop the host vectorizes (its reads and writes consecutive, the tile's coordinates invariant in it)."""
+    feature, major = K.Var(feature_name, "i64"), K.Var(major_name, "i64")
+    lets = [K.Let(feature, K.workgroup_id(0).cast("i64") * FEATURES + K.workitem_id(0).cast("i64")),
+            K.Let(major, K.workgroup_id(1).cast("i64"))]
+    return feature, major, lets, features, ((features + (FEATURES - 1)) / FEATURES, count), (FEATURES,)
+
+
+def guarded(features: K.Expr, body, full_tile: K.Expr | None = None) -> K.Stmt:
+    """body(full) for the work-items of a feature below `features`: a workgroup whose features all are (and
+    whose tile is whole, where `full_tile` says so) runs body(True) unguarded (a uniform branch, so the host's
+    work-item loop has no condition and vectorizes, the tile's coordinates invariant in it), the others
+    body(False) under a test per work-item."""
+    full = (K.workgroup_id(0).cast("i64") + 1) * FEATURES <= features
+    inside = K.workgroup_id(0).cast("i64") * FEATURES + K.workitem_id(0).cast("i64") < features
+    return K.If(full if full_tile is None else full & full_tile, body(True), [K.If(inside, body(False))], uniform=True)
 
 
 def spec_shape(spec, sizes) -> list:
@@ -255,25 +269,28 @@ def input_kernel(op, name: str) -> K.Kernel:
     count = n * th * tw
     x_buf = K.GlobalBuffer(x_buf.name, x_buf.dtype, n * c * h * w, True)
     v_buf = K.GlobalBuffer(v_buf.name, v_buf.dtype, count * c * (a * a))
-    item, first, grid = item_and_bound(count * c)
-    tile, feature, row0, col0 = (K.Var(label, "i64") for label in ("tile", "feature", "row0", "col0"))
+    feature, tile, lets, inside, grid, workgroup = grid_of(c, count, "feature", "tile")
+    row0, col0 = K.Var("row0", "i64"), K.Var("col0", "i64")
     coords_stmts, (batch, tile_row, tile_col) = unravel(tile, [n, th, tw], "t")
     strides = row_major(x_shape)
-    body = [K.Let(tile, item / c), K.Let(feature, item - tile * c), *coords_stmts,
-            K.Let(row0, tile_row * m - pad_h), K.Let(col0, tile_col * m - pad_w)]
+    # The tile's coordinates before the guard (the work-item loop's invariants: the host vectorizes a loop
+    # whose guarded part has no division), then branch-free reads: each at its coordinates clamped into x,
+    # selected to zero outside it.
+    lets += [*coords_stmts, K.Let(row0, tile_row * m - pad_h), K.Let(col0, tile_col * m - pad_w)]
+    rows, cols = [K.Var(f"x_row{i}", "i64") for i in range(a)], [K.Var(f"x_col{j}", "i64") for j in range(a)]
+    for coords, start, size in ((rows, row0, h), (cols, col0, w)):
+        lets += [K.Let(var, K.minimum(K.maximum(start + i, 0), size - 1)) for i, var in enumerate(coords)]
+    body = []
     d = [[K.Var(f"d{i}_{j}", acc) for j in range(a)] for i in range(a)]
-    for i in range(a):
-        for j in range(a):
-            row, col = row0 + i, col0 + j
-            body += [K.Let(d[i][j], K.Const(0.0, acc)),
-                     K.If(all_of([row >= 0, row < h, col >= 0, col < w]),
-                          [K.Assign(d[i][j], x_buf[offset([batch, feature, row, col], strides, spec)].cast(acc))])]
+    body += [K.Let(d[i][j], K.select(all_of([row0 + i >= 0, row0 + i < h, col0 + j >= 0, col0 + j < w]),
+                                     x_buf[offset([batch, feature, rows[i], cols[j]], strides, spec)].cast(acc),
+                                     K.Const(0.0, acc)))
+             for i in range(a) for j in range(a)]
     stmts, v = transform(TRANSFORMS[m][0], d, acc, "v")
     body += stmts + [K.Store(v_buf, (K.Const(i * a + j, "i64") * count + tile) * c + feature, v[i][j].cast(x_type.dtype))
                      for i in range(a) for j in range(a)]
     return K.Kernel(name, params=(x_buf, v_buf, n, c, h, w, th, tw, pad_h, pad_w), grid=grid,
-                    workgroup_size=(WORKGROUP,), body=[K.Let(item, first), K.If(item < count * c, body)],
-                    arguments=arguments)
+                    workgroup_size=workgroup, body=[guarded(inside, lambda full: lets + body)], arguments=arguments)
 
 
 def filter_kernel(op, name: str) -> K.Kernel:
@@ -285,18 +302,17 @@ def filter_kernel(op, name: str) -> K.Kernel:
     w_buf, u_buf = operand_buffers(op)
     w_buf = K.GlobalBuffer(w_buf.name, w_buf.dtype, k * c * 9, True)
     u_buf = K.GlobalBuffer(u_buf.name, u_buf.dtype, c * k * (a * a))
-    item, first, grid = item_and_bound(c * k)
-    feature, out_feature = K.Var("feature", "i64"), K.Var("out_feature", "i64")
+    out_feature, feature, lets, inside, grid, workgroup = grid_of(k, c, "out_feature", "feature")
     strides = row_major(spec_shape(spec, [k, c, K.Const(3, "i64"), K.Const(3, "i64")]))
-    body = [K.Let(feature, item / k), K.Let(out_feature, item - feature * k)]
+    body = []
     g = [[K.Var(f"g{i}_{j}", acc) for j in range(3)] for i in range(3)]
     body += [K.Let(g[i][j], w_buf[offset([out_feature, feature, K.Const(i, "i64"), K.Const(j, "i64")], strides, spec)]
                    .cast(acc)) for i in range(3) for j in range(3)]
     stmts, u = transform(TRANSFORMS[m][1], g, acc, "u")
-    body += stmts + [K.Store(u_buf, K.Const(i * a + j, "i64") * (c * k) + item, u[i][j].cast(w_type.dtype))
+    body += stmts + [K.Store(u_buf, (K.Const(i * a + j, "i64") * c + feature) * k + out_feature, u[i][j].cast(w_type.dtype))
                      for i in range(a) for j in range(a)]
-    return K.Kernel(name, params=(w_buf, u_buf, c, k), grid=grid, workgroup_size=(WORKGROUP,),
-                    body=[K.Let(item, first), K.If(item < c * k, body)],
+    return K.Kernel(name, params=(w_buf, u_buf, c, k), grid=grid, workgroup_size=workgroup,
+                    body=[guarded(inside, lambda full: lets + body)],
                     arguments=(("c", w_type.shape[spec[1]]), ("k", w_type.shape[spec[0]])))
 
 
@@ -323,10 +339,10 @@ def output_kernel(op, name: str) -> K.Kernel:
         arguments += [("clamp_min", -math.inf if attrs["clamp_min"] is None else attrs["clamp_min"]),
                       ("clamp_max", math.inf if attrs["clamp_max"] is None else attrs["clamp_max"])]
         scalars += list(clamp)
-    item, first, grid = item_and_bound(count * k)
-    tile, feature = K.Var("tile", "i64"), K.Var("feature", "i64")
+    feature, tile, lets, inside, grid, workgroup = grid_of(k, count, "feature", "tile")
     coords_stmts, (batch, tile_row, tile_col) = unravel(tile, [n, th, tw], "t")
-    body = [K.Let(tile, item / k), K.Let(feature, item - tile * k), *coords_stmts]
+    lets += coords_stmts
+    body = []
     points_at = [[K.Var(f"m{i}_{j}", acc) for j in range(a)] for i in range(a)]
     body += [K.Let(points_at[i][j], m_buf[(K.Const(i * a + j, "i64") * count + tile) * k + feature].cast(acc))
              for i in range(a) for j in range(a)]
@@ -334,11 +350,18 @@ def output_kernel(op, name: str) -> K.Kernel:
     body += stmts
     strides = row_major(spec_shape(spec, [n, k, ho, wo]))
     bias = buffers[1] if len(buffers) == 3 else None
+    stores = {}
     for i in range(m):
         for j in range(m):
             row, col = tile_row * m + i, tile_col * m + j
             value = apply_epilogue(attrs["epilogue"], bias, clamp, y[i][j], feature)
-            body.append(K.If((row < ho) & (col < wo), [
-                K.Store(y_buf, offset([batch, feature, row, col], strides, spec), value.cast(attrs["result_dtype"]))]))
-    return K.Kernel(name, params=(*buffers, *scalars), grid=grid, workgroup_size=(WORKGROUP,),
-                    body=[K.Let(item, first), K.If(item < count * k, body)], arguments=tuple(arguments))
+            stores[row, col] = K.Store(y_buf, offset([batch, feature, row, col], strides, spec),
+                                       value.cast(attrs["result_dtype"]))
+    # A tile inside y stores unguarded (no branch per output); the edge tiles test each output. Whole tiles
+    # are told by the workgroup's tile (workgroup_id(1)) itself, so the branch is uniform.
+    group_tile = K.workgroup_id(1).cast("i64")
+    full_tile = ((group_tile / tw % th + 1) * m <= ho) & ((group_tile % tw + 1) * m <= wo)
+    edge = [K.If((row < ho) & (col < wo), [store]) for (row, col), store in stores.items()]
+    return K.Kernel(name, params=(*buffers, *scalars), grid=grid, workgroup_size=workgroup,
+                    body=[guarded(inside, lambda full: lets + body + (list(stores.values()) if full else edge), full_tile)],
+                    arguments=tuple(arguments))
