@@ -14,7 +14,6 @@ routines' references run with the absolute matrices on |x| and |w|, in f64.
 """
 from __future__ import annotations
 
-import itertools
 from fractions import Fraction
 
 import numpy as np
