@@ -30,7 +30,9 @@ CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", 
 
 def conv_from_graph(m, lhs, rhs, conv):
     """In this order (each measured faster on the host than what follows it, where both apply): an
-    lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; the im2col +
+    lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; Winograd
+    F(2x2, 3x3) or F(4x4, 3x3) for 3x3 stride-1 convolutions where its model beats im2col + GEMM's
+    (winograd.py: W6's conv ran 2.5-3x faster than im2col + GEMM on the host); the im2col +
     GEMM rewrite where it applies (im2col.py; weight gradients too: on W6's and W18's it ran 17x and 2x
     faster than dnn.conv_bwd_weights' LDS-tiled kernel, which keeps the gradients whose patches exceed
     im2col's memory limit); a weight gradient's form as dnn.conv_bwd_weights; a convolution with a

@@ -147,7 +147,8 @@ def check_problem(rng, monkeypatch):
         compiled = cj.jit(f).lower(x, w, bias).compile()
         got = np.asarray(compiled(x, w, bias)).astype(np.float64)
     optimized = compiled.as_text("optimized")
-    assert f"routine = \"winograd_output\", solution = \"winograd_output\", tile = {m}" in optimized
+    output = next(line for line in optimized.splitlines() if 'routine = "winograd_output"' in line)
+    assert f"tile = {m}" in output and f'epilogue = "{epilogue}"' in output     # the bias and activation absorbed
     assert "conv_general_dilated" not in optimized and "im2col" not in optimized
     want = np.asarray(cj.jit(f, backend="interpret")(x, w, bias)).astype(np.float64)
     spatial = [letter for letter in specs[1] if letter in "HW"]     # lax orders the spatial dimensions as w does
