@@ -145,10 +145,11 @@ def modelled_time(rewrite: str, n: int, c: int, k: int, in_size, out_size, dtype
     m = SOLVERS[rewrite]
     a, t = m + 2, n * math.prod(tiles(out_size, m))
     v, u, product = a * a * t * c, a * a * c * k, a * a * t * k
-    return (kernel_time(4 * a * a * a * t * c, x * a * a / (m * m) + v, item, vector_peak, target)
-            + kernel_time(4 * a * a * 3 * c * k, 9 * c * k + u, item, vector_peak, target)
+    lanes = lambda features: -(-features // FEATURES) * FEATURES    # the transforms' workgroups' work-items
+    return (kernel_time(4 * a * a * a * t * lanes(c), x * a * a / (m * m) + v, item, vector_peak, target)
+            + kernel_time(4 * a * a * 3 * c * lanes(k), 9 * c * k + u, item, vector_peak, target)
             + kernel_time(2 * product * c, v + u, item, gemm_peak, target) + product * (acc - item) / target.hbm_bandwidth
-            + kernel_time(4 * a * a * m * t * k, product * acc / item + y, item, vector_peak, target))
+            + kernel_time(4 * a * a * m * t * lanes(k), product * acc / item + y, item, vector_peak, target))
 
 
 def choose(lhs: Value, rhs: Value, attrs: dict, im2col_applies: bool) -> tuple[int | None, str]:
