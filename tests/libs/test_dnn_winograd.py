@@ -25,7 +25,9 @@ import cdnajit.nn as nn
 from cdnajit.ir.types import NUMPY_DTYPES
 from cdnajit.libs.dnn import routines, winograd
 from cdnajit.passes.match_libraries import match_libraries
-from cdnajit.ir.core import walk
+from cdnajit.ir.core import Value, make_op, walk
+from cdnajit.ir.opdef import infer_types
+from cdnajit.ir.types import TensorType
 from cdnajit.ir.targets import get_target
 
 EPS = {"f64": 2.0 ** -52, "f32": 2.0 ** -23, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}
@@ -176,3 +178,25 @@ def test_winograd_matches_the_interpreter_long(seed, monkeypatch):
     rng = np.random.default_rng(seed)
     for _ in range(12):
         check_problem(rng, monkeypatch)
+
+
+def winograd_call(routine, types, **attrs):
+    attrs = dict(library="dnn", routine=routine, solution="", **attrs)
+    return make_op("library_call", [Value(t) for t in types], attrs, infer_types("library_call", types, attrs))
+
+
+def test_one_kernel_text_per_solution():
+    """Sizes and padding are scalar parameters: two problems of one tile size, layout, dtype and epilogue
+    compile one kernel of each transform."""
+    texts = []
+    for (n, h, w, c, k), padding in [((8, 56, 56, 64, 64), ((1, 1), (1, 1))), ((3, 9, 7, 5, 11), ((2, 0), (-1, 1)))]:
+        x, kernel = TensorType("f32", (n, h, w, c)), TensorType("f32", (3, 3, c, k))
+        v = winograd_call("winograd_input", [x], tile=4, padding=padding, lhs_spec=(0, 3, 1, 2))
+        u = winograd_call("winograd_filter", [kernel], tile=4, rhs_spec=(3, 2, 0, 1))
+        out = [h + sum(padding[0]) - 2, w + sum(padding[1]) - 2]
+        product = TensorType("f32", (36, v.result.type.shape[1], k))
+        y = winograd_call("winograd_output", [product, TensorType("f32", (k,))], tile=4, out_spec=(0, 3, 1, 2),
+                          out_size=tuple(out), result_dtype="f32", epilogue="bias_clamp", clamp_min=0.0, clamp_max=float(n))
+        texts.append([kernel_of(op, "k").code_text() for kernel_of, op in
+                      [(winograd.input_kernel, v), (winograd.filter_kernel, u), (winograd.output_kernel, y)]])
+    assert texts[0] == texts[1]
