@@ -15,6 +15,7 @@ import numpy as np
 import cdnajit as cj
 import cdnajit.lax as clax
 import cdnajit.nn as cnn
+from cdnajit.libs.dnn import winograd
 from workloads import Case, Context, Workload, normal, rng
 
 NHWC = ("NHWC", "HWIO", "NHWC")
@@ -126,7 +127,16 @@ def attention_by_hand(lax, nn, q, k, v):
 
 # ---- the cases ---------------------------------------------------------------------------------
 
-def conv_builder(layout: str):
+def forcing(rewrite: str, fn):
+    """fn (a cj.jit function) compiled and run with libs/dnn's convolution rewrite `rewrite` forced."""
+    def forced(*arrays):
+        with winograd.forced(rewrite):
+            return fn(*arrays)
+    return forced
+
+
+def conv_builder(layout: str, rewrite: str | None = None):
+    """W6's 3x3 conv in `layout`, with the rewrite the heuristic picks or `rewrite` forced."""
     def build(ctx: Context) -> Case:
         n, c, h = (2, 16, 14) if ctx.quick else (8, 64, 56)
         generator = rng(60)
@@ -139,6 +149,7 @@ def conv_builder(layout: str):
             numpy_fn = lambda x, w: numpy_conv_nhwc(x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0),
                                                     padding=((1, 1),) * 2).transpose(0, 3, 1, 2)
         cdnajit_fn, jax_fn = peers(conv3x3, ctx, dims)
+        cdnajit_fn = cdnajit_fn if rewrite is None else forcing(rewrite, cdnajit_fn)
         return Case(inputs, cdnajit_fn, numpy_fn, jax_fn, tolerance=conv_tolerance(9 * c),
                     flops=2 * n * h * h * c * c * 9)
     return build
@@ -248,6 +259,8 @@ DNN_WORKLOADS = (
     Workload("W6.conv_nchw", "conv 3x3 stride 1 SAME, 8x64x56x56 -> 64 channels, f32, NCHW/OIHW",
              conv_builder("NCHW")),
     Workload("W6.conv_nhwc", "the same conv in NHWC/HWIO", conv_builder("NHWC")),
+    Workload("W6.conv_nhwc_im2col", "W6.conv_nhwc with im2col + GEMM forced (the heuristic's choice is Winograd F(4x4))",
+             conv_builder("NHWC", "im2col")),
     Workload("W6.conv_weight_grad", "the 3x3 conv's weight gradient (x convolved with dy), 8x56x56x64 NHWC",
              build_conv_weight_gradient),
     Workload("W6.resnet_block", "ResNet basic block: two 3x3 convs with bias, relu, residual; 8x56x56x64 NHWC",

@@ -10,6 +10,8 @@ subpixel.py   transposed (lhs-dilated) convolutions as their output phases' stri
 problem.py    a call's problem (sizes, layouts, MIOpen's key) and its sizes as kernel scalar parameters.
 solvers.py    the solvers (gemm_1x1, implicit_gemm, depthwise, direct) of the three convolution routines:
               applicability, cost model, pick.
+winograd.py   Winograd F(2x2, 3x3) and F(4x4, 3x3): the graph rewrite (input and filter transforms, libs/blas's
+              batched GEMM over the transform points, the output transform with the epilogue), its model.
 im2col.py     im2col + GEMM: the graph rewrite (dnn.im2col, then a dot_general libs/blas takes) for
               ungrouped float convolutions with windows above 1x1.
 direct.py, implicit_gemm.py   the solvers' kernels (gemm_1x1 is libs/blas's GEMM kernel).
@@ -21,8 +23,8 @@ find_db.py    the find-db: the solvers the find mode (runtime/dnn_find.py, cj.li
 This file registers the library (ir/ops/library.py's contract).
 """
 from ...ir.ops.library import Library, register_library
-from . import find_db, kernels, matcher, routines
+from . import find_db, kernels, matcher, routines, winograd
 
 LIBRARY = register_library(Library(
     name="dnn", routines=routines.ROUTINES, rules=tuple(matcher.RULES), select=kernels.select, emit=kernels.emit,
-    explain=kernels.explain, cache_stamp=find_db.stamp))
+    explain=kernels.explain, cache_stamp=lambda: find_db.stamp() + winograd.stamp()))

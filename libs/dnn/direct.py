@@ -37,13 +37,19 @@ def unravel(index: K.Expr, sizes, prefix: str) -> tuple[list[K.Stmt], list[K.Var
 
 
 def epilogue(params: ConvParams, acc: K.Expr, feature: K.Expr) -> K.Expr:
-    """The bias of output feature `feature` and the activation, in the accumulator's dtype (the clamp's
-    bounds are kernel parameters: problem.py's ConvParams.clamp)."""
-    has_bias, activation = split_epilogue(params.problem.epilogue)
+    """The problem's epilogue of output feature `feature` (problem.py's ConvParams: the bias is the third
+    buffer, the clamp's bounds kernel parameters)."""
+    return apply_epilogue(params.problem.epilogue, params.buffers[2], params.clamp, acc, feature)
+
+
+def apply_epilogue(kind: str, bias: K.Buffer | None, clamp: tuple | None, acc: K.Expr, feature: K.Expr) -> K.Expr:
+    """Epilogue `kind` (routines.py's CONV_EPILOGUES): the bias of output feature `feature` and the
+    activation, in the accumulator's dtype; `clamp` the (low, high) bound expressions."""
+    has_bias, activation = split_epilogue(kind)
     if has_bias:
-        acc = acc + params.buffers[2][feature].cast(acc.dtype)
+        acc = acc + bias[feature].cast(acc.dtype)
     if activation == "clamp":
-        low, high = params.clamp
+        low, high = clamp
         return K.minimum(K.maximum(acc, low), high)
     return activation_expr(activation, acc)
 

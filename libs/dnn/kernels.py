@@ -12,6 +12,7 @@ from .mha import mha_kernel
 from .pool import pool_kernel
 from .problem import ConvProblem
 from .solvers import pick, solver_named
+from . import winograd
 
 
 def selection_for(op: Op, target: Target):
@@ -29,6 +30,12 @@ ONE_KERNEL = {
                          "looping over the taps", im2col_kernel),
     "pool": ("pool", "a work-item per row of the pooled dimensions and run of consecutive features, looping "
                      "over the window's taps in order", pool_kernel),
+    "winograd_input": ("winograd_input", "Winograd's input transform B^T d B: a work-item per tile and input feature",
+                       winograd.input_kernel),
+    "winograd_filter": ("winograd_filter", "Winograd's filter transform G g G^T: a work-item per input and output "
+                                           "feature", winograd.filter_kernel),
+    "winograd_output": ("winograd_output", "Winograd's output transform A^T M A with the bias and activation: a "
+                                           "work-item per tile and output feature", winograd.output_kernel),
     "mha_fwd": ("flash_attention", "a work-item per query row streaming the keys once with an online softmax "
                                    "(running maximum and sum, the output row in registers)", mha_kernel),
 }

@@ -21,7 +21,7 @@ from ...ir.types import INTS, FLOATS
 from ...passes.patterns import Pat, splat_value
 from ..blas.matcher import activation_rules
 from ..blas.routines import ACTIVATIONS, split_epilogue
-from . import im2col, pool, solvers, subpixel
+from . import im2col, pool, solvers, subpixel, winograd
 from .problem import ConvProblem
 
 CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "lhs_spec", "rhs_spec", "out_spec",
@@ -30,7 +30,9 @@ CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", 
 
 def conv_from_graph(m, lhs, rhs, conv):
     """In this order (each measured faster on the host than what follows it, where both apply): an
-    lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; the im2col +
+    lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; Winograd
+    F(2x2, 3x3) or F(4x4, 3x3) for 3x3 stride-1 convolutions where its model beats im2col + GEMM's
+    (winograd.py: W6's conv ran 2.5-3x faster than im2col + GEMM on the host); the im2col +
     GEMM rewrite where it applies (im2col.py; weight gradients too: on W6's and W18's it ran 17x and 2x
     faster than dnn.conv_bwd_weights' LDS-tiled kernel, which keeps the gradients whose patches exceed
     im2col's memory limit); a weight gradient's form as dnn.conv_bwd_weights; a convolution with a
@@ -40,7 +42,11 @@ def conv_from_graph(m, lhs, rhs, conv):
     attrs = {name: conv.attrs[name] for name in CONV_ATTR_NAMES}
     if subpixel.refuse(lhs, rhs, attrs, conv.result.type) is None:
         return subpixel.sub_pixel(m, lhs, rhs, attrs, conv.result.type)
-    if im2col.refuse(lhs, rhs, attrs) is None:
+    im2col_applies = im2col.refuse(lhs, rhs, attrs) is None
+    tile, _ = winograd.choose(lhs, rhs, attrs, im2col_applies)
+    if tile is not None:
+        return winograd.winograd_conv(m, lhs, rhs, attrs, conv.result.type, tile)
+    if im2col_applies:
         return im2col.im2col_gemm(m, lhs, rhs, attrs, conv.result.type)
     if is_weight_gradient(rhs, attrs, conv.result.type):
         return m.op("library_call", lhs, rhs, library="dnn", routine="conv_bwd_weights", solution="", **attrs)
@@ -84,12 +90,17 @@ def pooled(m, x, window):
 
 
 def absorbable(m, value: Value, inputs=()) -> Op | None:
-    """The conv_fwd call computing `value`, if the matched ops are its only readers."""
+    """The call computing `value` that takes an epilogue (conv_fwd, winograd_output), if the matched ops are its
+    only readers."""
     op = value.producer
-    if op is None or op.name != "library_call" or op.attrs["library"] != "dnn" or op.attrs["routine"] != "conv_fwd" \
+    if op is None or op.name != "library_call" or op.attrs["library"] != "dnn" or op.attrs["routine"] not in EPILOGUE_ROUTINES \
             or not m.owns(value, inputs):
         return None
     return op
+
+
+# The routines whose call applies a bias and an activation to its result.
+EPILOGUE_ROUTINES = ("conv_fwd", "winograd_output")
 
 
 def rebuilt(m, call: Op, operands=None, **changes) -> Value:
@@ -179,7 +190,7 @@ def hard_tanh(m, x, high, high_value, low, low_value):
 def unclampable(call: Op) -> bool:
     """Whether the call would run libs/blas's GEMM (gemm_1x1), whose epilogues have no clamp: the clamp stays
     a fusion there rather than moving the convolution off the GEMM."""
-    return solvers.gemm_1x1_refuse(ConvProblem.from_op(call)) is None
+    return call.attrs["routine"] == "conv_fwd" and solvers.gemm_1x1_refuse(ConvProblem.from_op(call)) is None
 
 
 x = Pat.var("x")

@@ -33,14 +33,14 @@ from functools import partial
 
 import numpy as np
 
-from ...ir.opdef import require
+from ...ir.opdef import compute_dtype, require
 from ...ir.ops.library import Routine
 from ...ir.ops.linalg import CONV_ATTRS, conv_general_dilated, conv_infer
 from ...ir.ops.reduce import reduce_window, reduce_window_infer
 from ...ir.ops.shape import pad_array
-from ...ir.types import FLOATS, TensorType
+from ...ir.types import FLOATS, NUMPY_DTYPES, TensorType
 from ..blas.routines import ACTIVATIONS, EPILOGUES, apply, splat, split_epilogue
-from . import mha
+from . import mha, winograd
 
 
 # conv_fwd's epilogues: libs/blas's, and the clamp (relu6, hard_tanh, clip), whose bounds are attributes.
@@ -79,10 +79,15 @@ def clamped(y, low, high):
 
 def conv_fwd_reference(x, w, *bias, epilogue, clamp_min, clamp_max, **conv_attrs):
     y = conv_general_dilated(x, w, **conv_attrs)
+    return with_epilogue(y, bias, epilogue, clamp_min, clamp_max, conv_attrs["out_spec"][1])
+
+
+def with_epilogue(y, bias, epilogue, clamp_min, clamp_max, features_dim):
+    """y's bias (along `features_dim`) and activation, as the graph ops the matcher absorbed compute them."""
     has_bias, activation = split_epilogue(epilogue)
     if has_bias:
         shape = [1] * y.ndim
-        shape[conv_attrs["out_spec"][1]] = -1
+        shape[features_dim] = -1
         y = apply("add", y, np.broadcast_to(bias[0].reshape(shape), y.shape))
     if activation == "clamp":
         return clamped(y, clamp_min, clamp_max)
@@ -154,6 +159,83 @@ def pool_infer(types, attrs):
     return reduce_window_infer(types, attrs, ())
 
 
+def winograd_input_infer(types, attrs):
+    require(len(types) == 1 and types[0].ndim == 4, f"library_call: dnn.winograd_input takes one 2-D convolution's x, got {types}")
+    [x] = types
+    spec = attrs["lhs_spec"]
+    out = [x.shape[spec[2 + j]] + sum(attrs["padding"][j]) - 2 for j in range(2)]
+    require(attrs["tile"] in winograd.TRANSFORMS and min(out) > 0,
+            f"library_call: dnn.winograd_input takes tiles {list(winograd.TRANSFORMS)} and a nonempty output, got "
+            f"tile {attrs['tile']}, output {out}")
+    count = x.shape[spec[0]] * int(np.prod(winograd.tiles(out, attrs["tile"])))
+    return [TensorType(x.dtype, (winograd.points(attrs["tile"]), count, x.shape[spec[1]]))]
+
+
+def winograd_input_reference(x, *, tile, padding, lhs_spec):
+    """V[p, t, c]: B^T d B of each input tile d (zero outside x), in the accumulator dtype, rounded once."""
+    a, acc = tile + 2, compute_dtype(x.dtype)
+    xt = np.transpose(x, (lhs_spec[0], lhs_spec[1], *lhs_spec[2:])).astype(acc)
+    out = [xt.shape[2 + j] + sum(padding[j]) - 2 for j in range(2)]
+    rows, cols = winograd.tiles(out, tile)
+    padded = pad_array(xt, 0, [0, 0, padding[0][0], padding[1][0]],
+                       [0, 0, rows * tile + 2 - xt.shape[2] - padding[0][0], cols * tile + 2 - xt.shape[3] - padding[1][0]],
+                       [0, 0, 0, 0])
+    d = np.stack([np.stack([padded[:, :, r * tile:r * tile + a, s * tile:s * tile + a] for s in range(cols)], 1)
+                  for r in range(rows)], 1)       # (N, rows, cols, C, a, a)
+    v = winograd.numpy_transform(winograd.TRANSFORMS[tile][0], d).astype(x.dtype)
+    return np.moveaxis(v.reshape(-1, xt.shape[1], a * a), 2, 0).copy()
+
+
+def winograd_filter_infer(types, attrs):
+    require(len(types) == 1 and types[0].ndim == 4 and [types[0].shape[d] for d in attrs["rhs_spec"][2:]] == [3, 3]
+            and attrs["tile"] in winograd.TRANSFORMS,
+            f"library_call: dnn.winograd_filter takes a 3x3 kernel and tile {list(winograd.TRANSFORMS)}, got {types}, "
+            f"tile {attrs['tile']}")
+    [w] = types
+    return [TensorType(w.dtype, (winograd.points(attrs["tile"]), w.shape[attrs["rhs_spec"][1]], w.shape[attrs["rhs_spec"][0]]))]
+
+
+def winograd_filter_reference(w, *, tile, rhs_spec):
+    """U[p, c, k]: G g G^T of each 3x3 kernel g, in the accumulator dtype, rounded once."""
+    g = np.transpose(w, (rhs_spec[1], rhs_spec[0], *rhs_spec[2:])).astype(compute_dtype(w.dtype))
+    u = winograd.numpy_transform(winograd.TRANSFORMS[tile][1], g).astype(w.dtype)
+    return np.moveaxis(u.reshape(g.shape[0], g.shape[1], -1), 2, 0).copy()
+
+
+WINOGRAD_OUTPUT_ATTRS = {"tile": "int", "out_spec": "ints", "out_size": "ints", "result_dtype": "str", "epilogue": "str",
+                         "clamp_min": "float?", "clamp_max": "float?"}
+
+
+def winograd_output_infer(types, attrs):
+    tile, out = attrs["tile"], attrs["out_size"]
+    counts = int(np.prod(winograd.tiles(out, tile))) if tile in winograd.TRANSFORMS and min(out) > 0 else 0
+    product = types[0]
+    require(counts and product.ndim == 3 and product.shape[0] == winograd.points(tile) and product.shape[1] % counts == 0,
+            f"library_call: dnn.winograd_output takes M[(tile + 2)^2, N * tiles, K] for tile {tile}, output {list(out)}, "
+            f"got {product}")
+    has_bias, activation = split_epilogue(attrs["epilogue"])
+    dtype, features = attrs["result_dtype"], product.shape[2]
+    require(attrs["epilogue"] in CONV_EPILOGUES and len(types) == 1 + has_bias and
+            (not has_bias or types[1] == TensorType(dtype, (features,))),
+            f"library_call: dnn.winograd_output with epilogue {attrs['epilogue']!r} takes M and "
+            f"{'a bias ' + dtype + f'[{features}]' if has_bias else 'no bias'}, got {types}")
+    shape = [0] * 4
+    for dim, size in zip(attrs["out_spec"], (product.shape[1] // counts, features, *out)):
+        shape[dim] = size
+    return [TensorType(dtype, tuple(shape))]
+
+
+def winograd_output_reference(product, *bias, tile, out_spec, out_size, result_dtype, epilogue, clamp_min, clamp_max):
+    """y: A^T M A of each tile, cut to the output, rounded to y's dtype, then the epilogue."""
+    rows, cols = winograd.tiles(out_size, tile)
+    points = product.reshape(tile + 2, tile + 2, -1, rows, cols, product.shape[2])   # (a, a, N, rows, cols, K)
+    y = winograd.numpy_transform(winograd.TRANSFORMS[tile][2], np.transpose(points, (2, 5, 3, 4, 0, 1)))
+    y = np.transpose(y, (0, 1, 2, 4, 3, 5)).reshape(y.shape[0], y.shape[1], rows * tile, cols * tile)
+    y = y[:, :, :out_size[0], :out_size[1]].astype(NUMPY_DTYPES[result_dtype])
+    y = np.transpose(y, np.argsort(out_spec))
+    return with_epilogue(y, bias, epilogue, clamp_min, clamp_max, out_spec[1])
+
+
 MHA_ATTRS = {"scale": "float", "is_causal": "bool"}
 
 
@@ -180,7 +262,13 @@ def mha_fwd_reference(q, k, v, *mask, scale, is_causal):
     return np.einsum("bnts,bsnh->btnh", probs, vf).astype(q.dtype)
 
 
-ROUTINES = {"mha_fwd": Routine(MHA_ATTRS, mha_fwd_infer, mha_fwd_reference,
+ROUTINES = {"winograd_input": Routine({"tile": "int", "padding": "int_pairs", "lhs_spec": "ints"}, winograd_input_infer,
+                                      winograd_input_reference, "V[p, t, c] = (B^T d B)[p] of x's tiles (libs/dnn/winograd.py)"),
+            "winograd_filter": Routine({"tile": "int", "rhs_spec": "ints"}, winograd_filter_infer, winograd_filter_reference,
+                                       "U[p, c, k] = (G g G^T)[p] of w's 3x3 kernels (libs/dnn/winograd.py)"),
+            "winograd_output": Routine(WINOGRAD_OUTPUT_ATTRS, winograd_output_infer, winograd_output_reference,
+                                       "y = epilogue(A^T M A + bias) of M's tiles (libs/dnn/winograd.py)"),
+            "mha_fwd": Routine(MHA_ATTRS, mha_fwd_infer, mha_fwd_reference,
                                "y = softmax(q k^T * scale, masked) v, one fused kernel (libs/dnn/mha.py)"),
             "pool": Routine(POOL_ATTRS, pool_infer, reduce_window,
                             "y = reduce_window(x) with max, min or sum (libs/dnn/pool.py)"),

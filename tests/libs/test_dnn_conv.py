@@ -27,7 +27,7 @@ from cdnajit.ir.opdef import infer_types
 from cdnajit.ir.ops.linalg import conv_general_dilated
 from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES, TensorType
-from cdnajit.libs.dnn import im2col, matcher, subpixel
+from cdnajit.libs.dnn import im2col, matcher, subpixel, winograd
 from cdnajit.libs.dnn.problem import ConvProblem
 from cdnajit.libs.dnn.routines import ROUTINES
 from cdnajit.libs.dnn.solvers import SOLVERS, applicable, pick, solver_named
@@ -265,7 +265,8 @@ def test_jit_matches_conv_bias_activation_and_reports_the_solver():
     def block(x, w1, b1, w2, b2):
         y = nn.relu(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dn) + b1)
         return nn.gelu(lax.conv_general_dilated(y, w2, (1, 1), "VALID", dimension_numbers=dn) + b2)
-    compiled = cj.jit(block).lower(x, w1, b1, w2, b2).compile()
+    with winograd.forced("im2col"):     # (the heuristic's choice, Winograd, is test_dnn_winograd.py's)
+        compiled = cj.jit(block).lower(x, w1, b1, w2, b2).compile()
     text = compiled.as_text("optimized")
     # The 3x3 conv: im2col + a BLAS GEMM whose epilogue took the bias and relu; the 1x1: dnn.conv_fwd.
     assert text.count('routine = "conv_fwd"') == 1 and text.count('routine = "im2col"') == 1
@@ -298,7 +299,8 @@ def test_im2col_gemm_matches_the_interpreter(seed, monkeypatch):
     def f(x, w):
         return lax.conv_general_dilated(x, w, a["window_strides"], a["padding"], a["lhs_dilation"], a["rhs_dilation"],
                                         (a["lhs_spec"], a["rhs_spec"], a["out_spec"]))
-    compiled = cj.jit(f).lower(*arrays).compile()
+    with winograd.forced("im2col"):
+        compiled = cj.jit(f).lower(*arrays).compile()
     assert 'routine = "im2col"' in compiled.as_text("optimized")
     got = compiled(*arrays)
     y = np.asarray(got)
@@ -390,11 +392,12 @@ def test_gradient_of_a_convolution_runs_the_backward_routines(monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("stride", [1, 2])
 def test_gradient_of_a_3x3_convolution_runs_the_backward_routines(stride, monkeypatch):
-    """Where im2col takes no patches, the 3x3 weight gradient is dnn.conv_bwd_weights (its key the
-    forward problem's, JAX's SAME padding recovered) and at stride 1 the data gradient dnn.conv_bwd_data
-    (at stride 2, the sub-pixel phases)."""
+    """Where im2col takes no patches (and Winograd is not chosen), the 3x3 weight gradient is
+    dnn.conv_bwd_weights (its key the forward problem's, JAX's SAME padding recovered) and at stride 1 the
+    data gradient dnn.conv_bwd_data (at stride 2, the sub-pixel phases)."""
     monkeypatch.setattr(im2col, "MAX_PATCH_BYTES", 0)
-    calls, forward = gradient_program(3, stride)
+    with winograd.forced("im2col"):
+        calls, forward = gradient_program(3, stride)
     weights = [op for op in calls if op.attrs["routine"] == "conv_bwd_weights"]
     assert len(weights) == 1 and ConvProblem.from_op(weights[0]).key() == forward.key()[:-1] + "W"
     assert (stride == 1) == any(op.attrs["routine"] == "conv_bwd_data" for op in calls)
