@@ -93,6 +93,8 @@ def check_bcoo(a):
             f"BCOO of shape {a.shape} (n_batch = {a.n_batch}, n_dense = {a.n_dense}): data and indices must have "
             f"shapes {batch + (nse,) + dense} and {batch + (nse, 2)}, got {tuple(a.data.shape)} and "
             f"{tuple(a.indices.shape)} (a stored batch dimension may be 1, broadcast)"))
+    if m * n == 0:
+        return   # no index lies inside: every entry is padding (a BCSR's of an empty shape becomes (0, 0))
     lib = cnp if formats.is_traced(a.indices) else np
     bad = (a.indices < 0) | (a.indices >= lib.asarray([m, n], a.indices.dtype))
     message = f"BCOO: indices must lie in the sparse shape {(m, n)}"

@@ -17,6 +17,24 @@ from ..tracing import located
 from . import batched, formats
 
 
+def dot_general(lhs, rhs, dimension_numbers):
+    """lax.dot_general with a sparse operand: with a dense one as batched.dot_general says, with two
+    as sparse_dot_general (SpGEMM); the plain matrix products go through `@`."""
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = (tuple(map(tuple, d)) for d in dimension_numbers)
+    sparse = [x for x in (lhs, rhs) if isinstance(x, formats.SparseMatrix)]
+    if len(sparse) == 2:
+        return sparse_dot_general(lhs, rhs, dimension_numbers)
+    if not sparse:
+        raise TracingValueError(located("bcoo_dot_general: one operand at least must be sparse (for two dense, "
+                                        "use lax.dot_general)"))
+    if not (sparse[0].batched or lhs_batch or rhs_batch):
+        if lhs is sparse[0] and lhs_contract == (1,) and rhs_contract == (0,):
+            return lhs @ rhs
+        if rhs is sparse[0] and rhs_contract == (0,) and lhs_contract == (getattr(lhs, "ndim", 0) - 1,):
+            return lhs @ rhs
+    return batched.dot_general(lhs, rhs, dimension_numbers)
+
+
 @jit
 def diagonals(a, b):
     """The operands of a batched SpGEMM as two 2-D CSR matrices (data, columns, indptr) holding the E
