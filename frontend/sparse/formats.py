@@ -34,9 +34,9 @@ def value_dtype(*arrays, complex_ok=False) -> str:
     if name.startswith("complex"):
         if complex_ok:
             return name
-        raise NotImplementedError(located(f"cdnajit.sparse: complex values ({name}) are supported by products "
-                                          "(with dense arrays, SpGEMM, SDDMM, split into real ones) and the triangular solve "
-                                          "only"))
+        raise NotImplementedError(located(f"cdnajit.sparse: complex values ({name}) are supported by fromdense, "
+                                          "products (with dense arrays, SpGEMM, SDDMM, split into real ones) and the "
+                                          "triangular solve only"))
     return name if name in FLOATS else "float64"
 
 
@@ -302,8 +302,8 @@ register_pytree_node(BCOO, lambda x: ((x.data, x.indices), (x.shape, x.n_batch, 
 def not_batched(what: str, *arrays):
     if any(a.batched for a in arrays):
         raise NotImplementedError(located(f"{what}: not supported for batched sparse arrays (n_batch or n_dense > 0; "
-                                          "supported: fromdense, todense, @ with a dense array either side, bcoo_dot_general, "
-                                          "transpose, sum, * dense or scalar)"))
+                                          "supported: fromdense, todense, @ with a dense or sparse array, bcoo_dot_general, "
+                                          "transpose, sum, reshape, sum_duplicates, * dense or scalar)"))
 
 
 def check_same_shape(what, shape, other):
