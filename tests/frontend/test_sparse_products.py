@@ -120,13 +120,13 @@ def test_general_dot_general(dtype):
     """bcoo_dot_general beyond one library product: several contracted dimensions, batch dimensions out of
     order or a subset, a batch dimension contracted, no contraction, a sparse dimension as batch
     dimension, free dense dimensions; the same with the dense operand on the left (its free dimensions
-    first); under jit and eagerly, against np.einsum (k = the contracted size)."""
+    first); BCOO and BCSR operands; under jit and eagerly, against np.einsum (k = the contracted size)."""
     rng = np.random.default_rng(3)
-    for shape, n_batch, n_dense, dense_shape, numbers, spec in GENERAL_CASES:
+    for case, (shape, n_batch, n_dense, dense_shape, numbers, spec) in enumerate(GENERAL_CASES):
         pattern = rng.random(shape[:n_batch + 2] + (1,) * n_dense) < 0.4
         s = np.where(pattern, random_values(rng, shape, dtype), 0).astype(dtype)
         x = random_values(rng, dense_shape, dtype)
-        a = cs.fromdense(s, n_batch=n_batch, n_dense=n_dense)
+        a = (cs.bcsr_fromdense if case % 2 else cs.fromdense)(s, n_batch=n_batch, n_dense=n_dense)
         (lc, rc), (lb, rb) = numbers
         k = int(np.prod([shape[d] for d in lc]))
         want, terms = np.einsum(spec, s, x), np.einsum(spec, np.abs(s), np.abs(x))
