@@ -302,8 +302,9 @@ register_pytree_node(BCOO, lambda x: ((x.data, x.indices), (x.shape, x.n_batch, 
 def not_batched(what: str, *arrays):
     if any(a.batched for a in arrays):
         raise NotImplementedError(located(f"{what}: not supported for batched sparse arrays (n_batch or n_dense > 0; "
-                                          "supported: fromdense, todense, @ with a dense or sparse array, bcoo_dot_general, "
-                                          "transpose, sum, reshape, sum_duplicates, * dense or scalar)"))
+                                          "supported: fromdense, todense, @ with a dense or sparse array, "
+                                          "bcoo_dot_general, transpose, sum, reshape, sum_duplicates, * dense or "
+                                          "scalar)"))
 
 
 def check_same_shape(what, shape, other):

@@ -145,9 +145,9 @@ def sparse_dot_general(lhs, rhs, dimension_numbers):
             "dimension of each contracted, no dense dimensions"))
     free_l = 2 * nl + 1 - lhs_contract[0]
     free_r = 2 * nr + 1 - rhs_contract[0]
-    lhs = lhs.transpose(lhs_batch + (free_l, lhs_contract[0])) if lhs_batch + (free_l,) != tuple(range(nl + 1)) else lhs
-    rhs = rhs.transpose(rhs_batch + (rhs_contract[0], free_r)) if rhs_batch + (free_r,) != tuple(range(nr)) + (nr + 1,) \
-        else rhs
+    lhs_axes, rhs_axes = lhs_batch + (free_l, lhs_contract[0]), rhs_batch + (rhs_contract[0], free_r)
+    lhs = lhs.transpose(lhs_axes) if lhs_axes != tuple(range(nl + 2)) else lhs
+    rhs = rhs.transpose(rhs_axes) if rhs_axes != tuple(range(nr + 2)) else rhs
     if lhs.batch_shape != rhs.batch_shape:
         raise TracingValueError(located(f"bcoo_dot_general: batch sizes {lhs.batch_shape} and {rhs.batch_shape} "
                                         "differ"))
@@ -179,8 +179,9 @@ def entry_products(sparse, dense, dimension_numbers):
     rhs_free = tuple(d for d in range(dense.ndim) if d not in taken)
     want = tuple(sparse.shape[d] for d in lhs_batch + lhs_contract)
     if tuple(dense.shape[d] for d in taken) != want:
-        raise TracingValueError(located(f"bcoo_dot_general: lhs {sparse.shape} and rhs {tuple(dense.shape)}: batch "
-                                        f"and contracted sizes {want} and {tuple(dense.shape[d] for d in taken)} differ"))
+        raise TracingValueError(located(
+            f"bcoo_dot_general: lhs {sparse.shape} and rhs {tuple(dense.shape)}: batch and contracted sizes {want} "
+            f"and {tuple(dense.shape[d] for d in taken)} differ"))
     return products_of(sparse, cnp.transpose(dense, taken + rhs_free), lhs_batch=lhs_batch, lhs_contract=lhs_contract)
 
 
@@ -206,7 +207,8 @@ def products_of(sparse, rhs, lhs_batch: tuple, lhs_contract: tuple):
                     big_b * nse)
     rhs_rows = math.prod(extent[d] for d in lhs_batch + lhs_contract)
     rest = tuple(rhs.shape[len(lhs_batch + lhs_contract):])
-    gathered = formats.as_dtype(rhs, dtype).reshape(rhs_rows, math.prod(rest))[cnp.clip(at_rhs, 0, max(rhs_rows - 1, 0))]
+    rhs_flat = formats.as_dtype(rhs, dtype).reshape(rhs_rows, math.prod(rest))
+    gathered = rhs_flat[cnp.clip(at_rhs, 0, max(rhs_rows - 1, 0))]
     values = formats.as_dtype(coo.data, dtype).reshape(big_b * nse, big_d)
     terms = values[:, :, None] * gathered[:, None, :]
     out_rows = math.prod(extent[d] for d in lhs_batch + free)

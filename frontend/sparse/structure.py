@@ -27,7 +27,8 @@ def batch_dense_summed(a, axes: set):
     indices = cnp.transpose(cnp.asarray(coo.indices), order + (nb + 1,))
     batch = tuple(a.shape[x] for x in kept)
     nse = coo.nse * math.prod(a.shape[x] for x in gone)
-    return formats.BCOO((data.reshape(batch + (nse,) + tuple(data.shape[len(order):])), indices.reshape(batch + (nse, 2))),
+    data = data.reshape(batch + (nse,) + tuple(data.shape[len(order):]))
+    return formats.BCOO((data, indices.reshape(batch + (nse, 2))),
                         shape=tuple(a.shape[x] for x in range(a.ndim) if x not in axes))
 
 

@@ -46,7 +46,8 @@ def structural_nnz(a, b):
 
 
 SPGEMM_CASES = [((3, 4, 5), (3, 5, 6), np.float64), ((2, 3, 7, 9), (2, 3, 9, 4), np.float32),
-                ((1, 1, 1), (1, 1, 1), np.float64), ((2, 0, 3), (2, 3, 4), np.float64), ((2, 3, 0), (2, 0, 4), np.float64),
+                ((1, 1, 1), (1, 1, 1), np.float64), ((2, 0, 3), (2, 3, 4), np.float64),
+                ((2, 3, 0), (2, 0, 4), np.float64),
                 ((3, 33, 70), (3, 70, 20), np.complex128), ((1, 6, 5), (4, 5, 3), np.complex64),
                 ((6, 5), (2, 5, 7), np.float64), ((2, 6, 5), (5, 7), np.float32)]
 
@@ -208,7 +209,8 @@ def test_batched_structure_stays_sparse():
     dup = cs.BCOO((values, indices), shape=(2, 4, 5))
 
     def everything(a, b, dup):
-        return a.sum(0), b.sum(3), b.sum((0, 3)), a.reshape(3, 5, 4), a.reshape((3, 1, 2, 10)), dup.sum_duplicates(nse=2)
+        return (a.sum(0), b.sum(3), b.sum((0, 3)), a.reshape(3, 5, 4), a.reshape((3, 1, 2, 10)),
+                dup.sum_duplicates(nse=2))
 
     eager = everything(a, b, dup)[:-1] + (dup.sum_duplicates(),)
     for results in (eager, cj.jit(everything)(a, b, dup)):
