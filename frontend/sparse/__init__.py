@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import cnp
 from ..tracing import Tracer
-from . import batched, calls
+from . import calls, products
 from .bsr import BSR
 from .checked import checked
 from .sparsify import sparsify
@@ -50,18 +50,8 @@ def bcoo_sum_duplicates(mat: BCOO, nse=None) -> BCOO:
 
 
 def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
-    """lax.dot_general with one sparse operand, as batched.dot_general says (its batch dimensions against
-    the dense operand's, one contracted dimension); the plain matrix products go through `@`."""
-    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = (tuple(map(tuple, d)) for d in dimension_numbers)
-    sparse = [x for x in (lhs, rhs) if isinstance(x, (BCOO, BCSR))]
-    if len(sparse) != 1:
-        raise NotImplementedError("bcoo_dot_general: exactly one operand must be sparse (for two, use @: SpGEMM)")
-    if not (sparse[0].batched or lhs_batch or rhs_batch):
-        if lhs is sparse[0] and lhs_contract == (1,) and rhs_contract == (0,):
-            return lhs @ rhs
-        if rhs is sparse[0] and rhs_contract == (0,) and lhs_contract == (getattr(lhs, "ndim", 0) - 1,):
-            return lhs @ rhs
-    return batched.dot_general(lhs, rhs, dimension_numbers)
+    """lax.dot_general with a sparse operand (products.dot_general)."""
+    return products.dot_general(lhs, rhs, dimension_numbers)
 
 
 def csr_matrix(arg, shape=None) -> BCSR:

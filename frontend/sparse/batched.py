@@ -22,7 +22,7 @@ from ...errors import TracingValueError
 from .. import cnp
 from ..jit import jit
 from ..tracing import located
-from . import calls, formats
+from . import calls, formats, products, structure
 
 
 def layout(what: str, shape, n_batch: int, n_dense: int) -> tuple:
@@ -93,6 +93,8 @@ def check_bcoo(a):
             f"BCOO of shape {a.shape} (n_batch = {a.n_batch}, n_dense = {a.n_dense}): data and indices must have "
             f"shapes {batch + (nse,) + dense} and {batch + (nse, 2)}, got {tuple(a.data.shape)} and "
             f"{tuple(a.indices.shape)} (a stored batch dimension may be 1, broadcast)"))
+    if m * n == 0:
+        return   # no index lies inside: every entry is padding (a BCSR's of an empty shape becomes (0, 0))
     lib = cnp if formats.is_traced(a.indices) else np
     bad = (a.indices < 0) | (a.indices >= lib.asarray([m, n], a.indices.dtype))
     message = f"BCOO: indices must lie in the sparse shape {(m, n)}"
@@ -192,12 +194,21 @@ def matmul(a, x):
 
 def rmatmul(x, a):
     """x @ a (n_dense = 0) as (a^T @ x^T)^T: a's sparse dimensions swapped (one sort), numpy's matmul
-    rules for the rest."""
-    if a.n_dense:
-        raise NotImplementedError(located(
-            f"dense @ sparse: a sparse array with dense dimensions (shape {a.shape}, n_dense = {a.n_dense}) would "
-            "be contracted over a sparse dimension with a dense one as the matrix's last (use bcoo_dot_general)"))
+    rules for the rest. With n_dense > 0 x (n,) or (k, n) contracts a's second-to-last dimension (as
+    JAX's: a dot_general, x's dimension moved where matmul puts it); a stack x would batch over
+    a's sparse dimensions, which JAX refuses too."""
     x = cnp.asarray(x)
+    if a.n_dense:
+        if x.ndim > 2:
+            raise NotImplementedError(located(
+                f"dense @ sparse: a stack {tuple(x.shape)} times a sparse array with dense dimensions (shape "
+                f"{a.shape}, n_dense = {a.n_dense}): its batch would run along the sparse dimensions (use "
+                "bcoo_dot_general)"))
+        if x.ndim == 0 or x.shape[-1] != a.shape[-2]:
+            raise TracingValueError(located(f"dense @ sparse: shapes {tuple(x.shape)} and {a.shape} do not chain (the "
+                                            f"dense array's last dimension must be {a.shape[-2]})"))
+        y = dot_general(x, a, (((x.ndim - 1,), (a.ndim - 2,)), ((), ())))
+        return cnp.moveaxis(y, 0, a.ndim - 2) if x.ndim == 2 else y
     nb = a.n_batch
     transposed = a.transpose(tuple(range(nb)) + (nb + 1, nb))
     if x.ndim == 1:
@@ -231,9 +242,11 @@ def dense_contracted(a, rhs, axis: int, rest: tuple):
 
 def dot_general(lhs, rhs, dimension_numbers):
     """bcoo_dot_general with one sparse operand (lhs or rhs; a dense lhs swaps the two and moves the
-    result's dimensions back): the sparse one's batch dimensions (all of them, in order) against the
-    dense one's, one dimension contracted, sparse or dense. Result: batch, lhs's free, rhs's free
-    dimensions, as lax.dot_general orders them."""
+    result's dimensions back). The sparse one's batch dimensions (all of them, any order: a transpose
+    of the batch) against the dense one's and one dimension contracted, sparse or dense, is one
+    library product; other batch and contracted dimensions among the batch and sparse ones are
+    products.entry_products. Result: batch, lhs's free, rhs's free dimensions, as lax.dot_general
+    orders them."""
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = (tuple(map(tuple, d)) for d in dimension_numbers)
     if not isinstance(lhs, formats.SparseMatrix):
         dense = cnp.asarray(lhs)
@@ -244,13 +257,12 @@ def dot_general(lhs, rhs, dimension_numbers):
                              tuple(range(nb, nb + sparse_free)))
     nb = lhs.n_batch
     rhs = cnp.asarray(rhs)
-    supported = (lhs_batch == tuple(range(nb)) and len(rhs_batch) == nb and len(lhs_contract) == 1
-                 and nb <= lhs_contract[0] < lhs.ndim and len(rhs_contract) == 1)
-    if not supported:
-        raise NotImplementedError(located(
-            f"bcoo_dot_general: dimension numbers {dimension_numbers} for a sparse operand of shape {lhs.shape} "
-            f"(n_batch = {nb}): supported are its batch dimensions {tuple(range(nb))} against the dense operand's "
-            "and one contracted dimension, sparse or dense"))
+    one_call = (sorted(lhs_batch) == list(range(nb)) and len(rhs_batch) == nb and len(lhs_contract) == 1
+                and nb <= lhs_contract[0] < lhs.ndim and len(rhs_contract) == 1)
+    if not one_call:
+        return products.entry_products(lhs, rhs, dimension_numbers)
+    if lhs_batch != tuple(range(nb)):
+        lhs = lhs.transpose(lhs_batch + tuple(range(nb, lhs.ndim)))
     free = [d for d in range(rhs.ndim) if d not in rhs_batch + rhs_contract]
     moved = cnp.transpose(rhs, rhs_batch + rhs_contract + tuple(free))
     axis = lhs_contract[0]
@@ -340,18 +352,10 @@ def split(mat, nonzero, shape, n_batch: int, nse: int, index_dtype: str):
     kept = nonzero & (cnp.cumsum(nonzero.astype("int64"), axis=1) <= nse)
     pattern = formats.fromdense_csr(kept.reshape(big_b * m, n).astype("float32"), nse=big_b * nse,
                                     index_dtype=wide_enough(index_dtype, big_b * max(m, nse) + nse))
-    everything = pattern.indptr
-    element = cnp.arange(big_b, dtype=everything.dtype)
-    start, end = everything[element * m], everything[element * m + m]
-    positions = start[:, None] + cnp.arange(nse, dtype=everything.dtype)[None, :]
-    valid = positions < end[:, None]
-    safe = cnp.minimum(positions, big_b * nse - 1)
-    columns = cnp.where(valid, pattern.indices[safe], 0)
-    rows = cnp.where(valid, calls.row_ids(everything, nnz=big_b * nse)[safe] - element[:, None] * m, 0)
-    blocks = mat.reshape(big_b, m, n, -1)[element[:, None], rows, columns]
-    data = cnp.where(valid[..., None], blocks, 0).reshape(batch + (nse,) + dense)
-    indptr = cnp.concatenate([everything[:-1].reshape(big_b, m) - start[:, None], (end - start)[:, None]], axis=1)
-    return formats.BCSR((data, columns.astype(index_dtype).reshape(batch + (nse,)),
+    rows = cnp.clip(calls.row_ids(pattern.indptr, nnz=big_b * nse), 0, big_b * m - 1)
+    blocks = mat.reshape(big_b * m, n, -1)[rows, pattern.indices]
+    data, columns, indptr = products.per_element(blocks, pattern.indices, pattern.indptr, big_b, m, 0, nse)
+    return formats.BCSR((data.reshape(batch + (nse,) + dense), columns.astype(index_dtype).reshape(batch + (nse,)),
                          indptr.astype(index_dtype).reshape(batch + (m + 1,))), shape=shape)
 
 
@@ -384,7 +388,7 @@ def transpose(a, axes):
 @jit(static_argnames=("axis",))
 def summed(a, axis):
     """The sum over the given axes (all by default), dense, through a product with ones over a sparse
-    axis; a sum over batch or dense axes alone is not supported."""
+    axis; over batch or dense axes alone a sparse BCOO (structure.batch_dense_summed)."""
     nb = a.n_batch
     axes = set(range(a.ndim)) if axis is None else {int(x) % a.ndim for x in np.atleast_1d(axis)}
     if nb + 1 in axes:
@@ -392,8 +396,7 @@ def summed(a, axis):
     elif nb in axes:
         kept = transpose(a, axes=tuple(range(nb)) + (nb + 1, nb) + tuple(range(nb + 2, a.ndim)))
     else:
-        raise NotImplementedError(located(f"sum over axes {sorted(axes)} of a sparse array of shape {a.shape} "
-                                          f"(n_batch = {nb}): one of the sparse axes ({nb}, {nb + 1}) must be summed"))
+        return structure.batch_dense_summed(a, axes)
     if isinstance(kept, formats.BCOO):
         kept = to_bcsr(kept)
     big_b, _, _, n, _ = sizes(kept)

@@ -16,7 +16,7 @@ from ...errors import ConcretizationError, TracingTypeError, TracingValueError
 from .. import cnp
 from ..pytree import register_pytree_node
 from ..tracing import Tracer, located
-from . import batched, calls
+from . import batched, calls, products, structure
 from .checked import record
 
 FLOATS = ("float32", "float64")
@@ -34,9 +34,9 @@ def value_dtype(*arrays, complex_ok=False) -> str:
     if name.startswith("complex"):
         if complex_ok:
             return name
-        raise NotImplementedError(located(f"cdnajit.sparse: complex values ({name}) are supported by products "
-                                          "(with dense arrays, SpGEMM, SDDMM, split into real ones) and the triangular solve "
-                                          "only"))
+        raise NotImplementedError(located(f"cdnajit.sparse: complex values ({name}) are supported by fromdense, "
+                                          "products (with dense arrays, SpGEMM, SDDMM, split into real ones) and the "
+                                          "triangular solve only"))
     return name if name in FLOATS else "float64"
 
 
@@ -178,7 +178,8 @@ class BCSR(SparseMatrix):
 
     def __matmul__(self, other):
         if isinstance(other, SparseMatrix):
-            not_batched("sparse @ sparse", self, other)
+            if self.batched or other.batched:
+                return products.spgemm(self, other)
             return spgemm(self, other if isinstance(other, BCSR) else BCSR.from_bcoo(other))
         if self.batched:
             return batched.matmul(self, other)
@@ -253,8 +254,10 @@ class BCOO(SparseMatrix):
 
     def reshape(self, *shape):
         """The same entries in a matrix of another shape of as many elements (row-major order)."""
-        not_batched("BCOO.reshape", self)
-        shape = check_shape("BCOO.reshape", shape[0] if len(shape) == 1 else shape)
+        shape = tuple(shape[0]) if len(shape) == 1 and np.ndim(shape[0]) == 1 else tuple(shape)
+        if self.batched or len(shape) != 2:
+            return structure.reshaped(self, shape)
+        shape = check_shape("BCOO.reshape", shape)
         if shape[0] * shape[1] != self.shape[0] * self.shape[1]:
             raise TracingValueError(located(f"BCOO.reshape: {self.shape} has {self.shape[0] * self.shape[1]} elements, "
                                             f"{shape} has {shape[0] * shape[1]}"))
@@ -286,7 +289,6 @@ class BCOO(SparseMatrix):
         return self.to_bcsr().sum(axis)
 
     def sum_duplicates(self, nse=None):
-        not_batched("sum_duplicates", self)
         return sum_duplicates(self, nse=nse)
 
 
@@ -300,8 +302,9 @@ register_pytree_node(BCOO, lambda x: ((x.data, x.indices), (x.shape, x.n_batch, 
 def not_batched(what: str, *arrays):
     if any(a.batched for a in arrays):
         raise NotImplementedError(located(f"{what}: not supported for batched sparse arrays (n_batch or n_dense > 0; "
-                                          "supported: fromdense, todense, @ with a dense array either side, bcoo_dot_general, "
-                                          "transpose, sum, * dense or scalar)"))
+                                          "supported: fromdense, todense, @ with a dense or sparse array, "
+                                          "bcoo_dot_general, transpose, sum, reshape, sum_duplicates, * dense or "
+                                          "scalar)"))
 
 
 def check_same_shape(what, shape, other):
@@ -359,11 +362,13 @@ def fromdense_csr(mat, *, nse=None, index_dtype="int32") -> BCSR:
     past the matrix's nonzeros are padding; a matrix with more than nse nonzeros keeps the first nse)."""
     mat = mat if isinstance(mat, Tracer) else np.asarray(mat)
     check_shape("fromdense", mat.shape)
-    if str(np.dtype(str(mat.dtype))) not in FLOATS:
-        mat = cnp.asarray(mat).astype(value_dtype(mat))
     index = np.dtype(index_dtype).name
     if index not in ("int32", "int64"):
         raise TracingTypeError(located(f"fromdense: index_dtype must be int32 or int64, got {index}"))
+    if np.dtype(str(mat.dtype)).kind == "c":   # complex: the pattern through a float one, as batched.fromdense
+        return batched.fromdense(mat, nse, 0, 0, index)
+    if str(np.dtype(str(mat.dtype))) not in FLOATS:
+        mat = cnp.asarray(mat).astype(value_dtype(mat))
     indptr = calls.dense_row_counts(mat, index_dtype=index)
     if nse is None:
         if isinstance(indptr, Tracer):
@@ -380,12 +385,13 @@ def concrete(what: str, *arrays):
             f"{what}: the result's number of entries depends on the values, so it runs outside jit only"))
 
 
-def spgemm(a: BCSR, b: BCSR) -> BCSR:
+def spgemm(a: BCSR, b: BCSR, bounds=None) -> BCSR:
     """A B for two CSR matrices (rocSPARSE's csrgemm): the hash tables' offsets, the symbolic pass
     (C's indptr), the numeric pass (C's columns, unsorted within a row as scipy's, and values).
     Complex values: four real numeric passes on the one structure (its column order depends on the
     structure only). Outside jit the tables and C have exactly the sizes the data gives (read between
-    the passes); under jit static bounds (`spgemm_bounds`), C padded as a fixed nse leaves it."""
+    the passes); under jit static bounds (`bounds`, by default `spgemm_bounds`), C padded as a fixed
+    nse leaves it."""
     if a.shape[1] != b.shape[0]:
         raise TracingValueError(located(f"sparse @ sparse: shapes {a.shape} and {b.shape} do not chain"))
     traced = is_traced(a.data, a.indices, a.indptr, b.data, b.indices, b.indptr)
@@ -395,7 +401,7 @@ def spgemm(a: BCSR, b: BCSR) -> BCSR:
     a_indices, a_indptr, b_indices, b_indptr = (lib.asarray(x).astype(index) for x in
                                                 (a.indices, a.indptr, b.indices, b.indptr))
     table_ptr = calls.spgemm_tables(a_indices, a_indptr, b_indptr)
-    table, nse = spgemm_bounds(a, b) if traced else (int(table_ptr[-1]), None)
+    table, nse = (bounds or spgemm_bounds(a, b)) if traced else (int(table_ptr[-1]), None)
     c_indptr = calls.spgemm_symbolic(a_indices, a_indptr, b_indices, b_indptr, table_ptr, table=table)
     nse = int(c_indptr[-1]) if nse is None else nse
 
@@ -425,6 +431,8 @@ def spgemm_bounds(a: BCSR, b: BCSR) -> tuple[int, int]:
 def sum_duplicates(coo: BCOO, nse=None) -> BCOO:
     """Entries sorted by (row, column), duplicates summed (scipy's sum_duplicates). Outside jit the
     result has exactly the distinct entries; under jit nse must be given (padding: index (0, 0), 0)."""
+    if coo.batched:
+        return structure.sum_duplicates(coo, nse)
     indices = cnp.asarray(coo.indices)
     data, rows, columns, slot = calls.sorted_entries(coo.data, indices[:, 0], indices[:, 1])
     if nse is None:

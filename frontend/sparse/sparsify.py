@@ -13,17 +13,15 @@ import numpy as np
 from .. import cnp
 from ..jit import jit, make_graph
 from ..tracing import Tracer, bind, located
-from .formats import SparseMatrix
+from . import products
+from .formats import BCSR, SparseMatrix
 
 
-def matmul(op, lhs, rhs):
-    """lhs @ rhs: a matrix's columns contracted with the other's first dimension, no batch."""
+def dot_general(op, lhs, rhs):
+    """bcoo_dot_general's rules (products.dot_general), one or two sparse operands."""
     attrs = op.attrs
-    if attrs["lhs_batch"] or attrs["rhs_batch"] or tuple(attrs["rhs_contracting"]) != (0,) or \
-            tuple(attrs["lhs_contracting"]) != (np.ndim(lhs) - 1 if not isinstance(lhs, SparseMatrix) else 1,):
-        raise NotImplementedError(located(f"sparsify: dot_general with {attrs} on a sparse operand (only a matrix "
-                                          "product contracting lhs's last with rhs's first dimension)"))
-    return lhs @ rhs
+    return products.dot_general(lhs, rhs, ((attrs["lhs_contracting"], attrs["rhs_contracting"]),
+                                           (attrs["lhs_batch"], attrs["rhs_batch"])))
 
 
 def multiply(op, lhs, rhs):
@@ -33,23 +31,30 @@ def multiply(op, lhs, rhs):
 
 
 def transpose(op, operand):
-    return operand.T
+    return operand.transpose(tuple(op.attrs["permutation"]))
 
 
 def summed(op, operand):
     if op.attrs["reducer"] != "sum":
         raise NotImplementedError(located(f"sparsify: reduce {op.attrs['reducer']} of a sparse matrix (sum only)"))
     axes = tuple(op.attrs["axes"])
+    if operand.batched:
+        return operand.sum(axes)
     return operand.sum(None if len(axes) == 2 else axes[0])
+
+
+def reshape(op, operand):
+    return (operand.to_bcoo() if isinstance(operand, BCSR) else operand).reshape(tuple(op.attrs["new_sizes"]))
 
 
 # graph op -> rule(op, *operands) for operands of which at least one is sparse
 SPARSE_RULES = {
-    "dot_general": matmul,                            # A @ x, x @ A
+    "dot_general": dot_general,                       # A @ x, x @ A, A @ B, batched: bcoo_dot_general's
     "mul": multiply,                                  # A * dense of A's shape (a broadcast scalar is one)
     "neg": lambda op, operand: operand * -1,          # -A
-    "transpose": transpose,                           # A.T
-    "reduce": summed,                                 # A.sum(), A.sum(0), A.sum(1)
+    "transpose": transpose,                           # A.T, a batched array's permutations
+    "reduce": summed,                                 # A.sum(), A.sum(0), A.sum(1), batched: any axes
+    "reshape": reshape,                               # a BCOO's batch, sparse, dense dims among themselves
 }
 
 

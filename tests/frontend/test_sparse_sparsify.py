@@ -41,3 +41,19 @@ def test_rules(fromdense):
     inside = cj.jit(lambda a, x: cs.sparsify(lambda a, x: a @ x + 1.0)(a, x))
     np.testing.assert_array_equal(inside(fromdense(DENSE), np.arange(4.0)),
                                   DENSE @ np.arange(4.0) + 1.0)
+
+
+@pytest.mark.slow
+def test_rules_on_batched_arrays():
+    """A batched array (n_batch = 1) through sparsify: a batched matmul, a sum over a sparse axis, over
+    the batch axis (a sparse result), a permutation of the batch and sparse axes, a reshape."""
+    d = np.stack([DENSE, 2 * DENSE[::-1]])
+    x = np.arange(16.0).reshape(2, 4, 2)
+
+    def f(a, x):
+        return cnp.matmul(a, x), cnp.sum(a, axis=2), cnp.sum(a, axis=0), -cnp.transpose(a, (0, 2, 1)), \
+            cnp.reshape(a, (2, 4, 3))
+
+    got = cs.sparsify(f)(cs.fromdense(d, n_batch=1), x)
+    for value, want in zip(got, f(d, x)):
+        np.testing.assert_array_equal(value.todense() if isinstance(value, cs.BCOO | cs.BCSR) else value, want)
