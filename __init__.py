@@ -80,7 +80,7 @@ _eager.make_namespace_eager(vars(_scipy_linalg), _scipy_linalg.__all__, host_onl
 _sys.modules[__name__ + ".scipy"] = scipy
 _sys.modules[__name__ + ".scipy.linalg"] = _scipy_linalg
 
-# `cj.tree_util` as jax.tree_util; `cj.debug` as jax.debug (outside traced code).
+# `cj.tree_util` as jax.tree_util; `cj.debug` as jax.debug (host callbacks inside traced code too).
 tree_util = _types.ModuleType(__name__ + ".tree_util", "cdnajit.tree_util: jax.tree_util's pytree functions")
 for _name in ("tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "tree_structure", "register_pytree_node",
               "register_pytree_node_class", "Partial", "TreeDef"):
