@@ -94,8 +94,8 @@ def named_loss(ws, x, policy, remat=True):
 POLICIES = cj.checkpoint_policies
 # (policy, the layers' products it recomputes: "all" of them, "none" or "half", each layer's second)
 POLICY_CASES = [
-    (POLICIES.dots_saveable, "none"),
     (POLICIES.save_only_these_names("hidden"), "half"),
+    pytest.param(POLICIES.dots_saveable, "none", marks=pytest.mark.slow),
     pytest.param(POLICIES.everything_saveable, "none", marks=pytest.mark.slow),
     pytest.param(POLICIES.checkpoint_dots, "none", marks=pytest.mark.slow),
     pytest.param(POLICIES.dots_with_no_batch_dims_saveable, "none", marks=pytest.mark.slow),
