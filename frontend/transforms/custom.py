@@ -226,10 +226,10 @@ def policy_params(op) -> dict:
 
 def saveable(policy, op) -> bool:
     rules = CALL_RULES.get(op)
-    types_ = [v.type for v in op.operands[1:]] if op.name == "cond" else [v.type for v in op.operands]
+    operand_types = [v.type for v in (op.operands[1:] if op.name == "cond" else op.operands)]   # a call: its arguments
     if rules is not None and rules.name is not None:
-        return bool(policy(NAME, *types_, name=rules.name))
-    return bool(policy(Primitive(op.name), *types_, **policy_params(op)))
+        return bool(policy(NAME, *operand_types, name=rules.name))
+    return bool(policy(Primitive(op.name), *operand_types, **policy_params(op)))
 
 
 def saved_by_policy(region, inputs, policy) -> dict:
