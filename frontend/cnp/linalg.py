@@ -32,7 +32,7 @@ from .array_funcs import matrix_transpose, vecdot
 from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
-from .linalg_rules import complex_transposed, with_rules
+from .linalg_rules import complex_transposed, transposed, with_rules
 from .indexing_funcs import take_along_axis
 from .linalg_solver import adjoint, direct_solve, geev, geev_vectors, geqrf, gesvdj, getrf, getri, getrs, orgqr, \
     potrf, rows_of, syevj, trsm
@@ -266,37 +266,46 @@ def right_solve(x: Tracer, r: Tracer, transposed: bool) -> Tracer:
 
 
 def qr_stack(a: Tracer, rows: int) -> tuple[Tracer, Tracer]:
-    """(Q [B, m, rows], R [B, rows, n]) of a stack, differentiable for m >= n = rows (JAX's rule): with
-    X = dA R^-1, C = Q^H X and W = tril(C, -1) - tril(C, -1)^H (plus i im(diag C) for complex
-    matrices), dQ = Q (W - C) + X and dR = (C - W) R; its transpose for real matrices: with
-    D = Q^T ct_Q - ct_R R^T, ct_A = (ct_Q + Q (tril(D - D^T, -1) - D)) R^-T (complex: the JVP transposed)."""
+    """(Q [B, m, rows], R [B, rows, n]) of a stack, differentiable with reduced factors (JAX's rule).
+    For m >= n: with X = dA R^-1, C = Q^H X and W = tril(C, -1) - tril(C, -1)^H (plus i im(diag C)
+    for complex matrices), dQ = Q (W - C) + X and dR = (C - W) R; its transpose for real matrices:
+    with D = Q^T ct_Q - ct_R R^T, ct_A = (ct_Q + Q (tril(D - D^T, -1) - D)) R^-T. For m < n, A =
+    [A1 A2] with A1 square: dQ and dR1 as above for A1 = Q R1, dR2 = dQ^H A2 + Q^H dA2. Reverse mode
+    of wide or complex matrices: the JVP transposed."""
+    m, n = a.shape[1:]
+
     def factor(a):
         packed, tau = geqrf(a)
         return orgqr(packed, tau, rows), sh.triu(packed[:, :rows, :])
 
-    def check(a):
-        m, n = a.shape[1:]
-        if m < n or rows != n:
+    def check():
+        if rows != min(m, n):
             raise NotImplementedError(located(
-                f"qr: the derivative is defined for m >= n with Q of n columns (JAX's cases); got a of shape "
-                f"{a.shape[1:]} and Q of {rows} columns"))
+                f"qr: the derivative of the complete Q of a non-square matrix is not implemented; got a of shape "
+                f"{(m, n)} and Q of {rows} columns"))
 
-    def jvp(primals, tangents, outs):
-        check(primals[0])
-        q, r = outs
-        x = right_solve(tangents[0], r, transposed=False)
+    def thin(q, r, da):
+        x = right_solve(da, r, transposed=False)
         c = adjoint(q) @ x
         w = sh.tril(c, -1) - adjoint(sh.tril(c, -1))
         if is_complex(c.type.dtype):
             w = w + cr.eye(c.shape[-1], dtype=c.dtype) * (c - el.real(c).astype(c.dtype))
         return q @ (w - c) + x, (c - w) @ r
 
+    def jvp(primals, tangents, outs):
+        check()
+        (q, r), da = outs, tangents[0]
+        if m >= n:
+            return thin(q, r, da)
+        dq, dr1 = thin(q, r[:, :, :m], da[:, :, :m])
+        return dq, sh.concatenate([dr1, adjoint(dq) @ primals[0][:, :, m:] + adjoint(q) @ da[:, :, m:]], axis=2)
+
     def vjp(primals, outs, cts):
-        check(primals[0])
+        check()
         (q, r), (ct_q, ct_r) = outs, cts
         d = matrix_transpose(q) @ ct_q - ct_r @ matrix_transpose(r)
         return (right_solve(ct_q + q @ (sh.tril(d - matrix_transpose(d), -1) - d), r, transposed=True),)
-    return with_rules("linalg.qr", factor, jvp, complex_transposed(jvp, vjp), a)
+    return with_rules("linalg.qr", factor, jvp, complex_transposed(jvp, vjp) if m >= n else transposed(jvp), a)
 
 
 def symmetric(name: str, a, UPLO: str, symmetrize_input: bool) -> Tracer:

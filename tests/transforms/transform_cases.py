@@ -110,4 +110,11 @@ CASES = {
             ns.api.grad(lambda a: ns.np.sum(ns.np.sin(ns.np.real(ns.np.linalg.pinv(a))))
                         + ns.np.sum(ns.np.imag(ns.np.linalg.pinv(a)) ** 2))(complex_ramp(3, 5, phase=1.9) + 2 * np.eye(3, 5)),
         ] for part in (lambda ns, g: ns.np.real(g), lambda ns, g: ns.np.imag(g))],
+    # QR of wide matrices (JAX 0.10.2's rule: the square block's, then dR2 = dQ^H A2 + Q^H dA2)
+    "qr_wide_grads": lambda ns: [
+        ns.api.grad(lambda a: ns.np.sum(ns.np.abs(ns.np.linalg.qr(a)[0]) ** 2 * ramp(3, 3, phase=0.2))
+                    + ns.np.sum(ns.np.sin(ns.np.abs(ns.np.linalg.qr(a)[1]))))(ramp(3, 5, phase=2.1) + 2 * np.eye(3, 5)),
+        *[part(ns, ns.api.grad(lambda a: ns.np.sum(ns.np.abs(ns.np.linalg.qr(a)[1]) ** 2 * ramp(2, 4, phase=0.4)))(
+            complex_ramp(2, 4, phase=2.3) + 2 * np.eye(2, 4)))
+          for part in (lambda ns, g: ns.np.real(g), lambda ns, g: ns.np.imag(g))]],
 }
