@@ -35,7 +35,8 @@ from .frontend.transforms.api import (Array, ShapeDtypeStruct, block_until_ready
                                       debug_callback as _debug_callback, debug_print as _debug_print, device_get,
                                       eval_shape, make_jaxpr, named_call, pure_callback)
 from .frontend.transforms.batching import vmap
-from .frontend.transforms.custom import checkpoint, custom_jvp, custom_vjp, custom_vmap as _custom_vmap
+from .frontend.transforms.custom import (checkpoint, checkpoint_name as _checkpoint_name, checkpoint_policies,
+                                        custom_jvp, custom_vjp, custom_vmap as _custom_vmap)
 from .ir.targets import Target
 from .runtime.devices import device_count, devices, local_devices, process_count, process_index
 from .libs import blas as _blas
@@ -79,17 +80,22 @@ _eager.make_namespace_eager(vars(_scipy_linalg), _scipy_linalg.__all__, host_onl
 _sys.modules[__name__ + ".scipy"] = scipy
 _sys.modules[__name__ + ".scipy.linalg"] = _scipy_linalg
 
-# `cj.tree_util` as jax.tree_util; `cj.debug` as jax.debug (outside traced code).
+# `cj.tree_util` as jax.tree_util; `cj.debug` as jax.debug (host callbacks inside traced code too).
 tree_util = _types.ModuleType(__name__ + ".tree_util", "cdnajit.tree_util: jax.tree_util's pytree functions")
 for _name in ("tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "tree_structure", "register_pytree_node",
               "register_pytree_node_class", "Partial", "TreeDef"):
     setattr(tree_util, _name, getattr(_pytree, _name))
 tree_util.PyTreeDef = _pytree.TreeDef
 _sys.modules[__name__ + ".tree_util"] = tree_util
-debug = _types.ModuleType(__name__ + ".debug", "cdnajit.debug: jax.debug's print and callback (outside traced code)")
+debug = _types.ModuleType(__name__ + ".debug", "cdnajit.debug: jax.debug's print and callback (host callbacks)")
 debug.print, debug.callback = _debug_print, _debug_callback
 _sys.modules[__name__ + ".debug"] = debug
 remat = checkpoint
+ad_checkpoint = _types.ModuleType(__name__ + ".ad_checkpoint", "cdnajit.ad_checkpoint: jax.ad_checkpoint's checkpoint, "
+                                  "checkpoint_name and checkpoint_policies")
+ad_checkpoint.checkpoint = ad_checkpoint.remat = checkpoint
+ad_checkpoint.checkpoint_name, ad_checkpoint.checkpoint_policies = _checkpoint_name, checkpoint_policies
+_sys.modules[__name__ + ".ad_checkpoint"] = ad_checkpoint
 dtypes = _types.ModuleType(__name__ + ".dtypes", "cdnajit.dtypes: jax.dtypes' float0")
 dtypes.float0 = float0 = _float0
 _sys.modules[__name__ + ".dtypes"] = dtypes
@@ -98,7 +104,7 @@ custom_batching.custom_vmap = _custom_vmap
 _sys.modules[__name__ + ".custom_batching"] = custom_batching
 
 __all__ = ["jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap",
-           "custom_jvp", "custom_vjp", "checkpoint", "remat", "dtypes", "float0", "ensure_compile_time_eval", "custom_batching", "tree_util", "debug", "eval_shape", "ShapeDtypeStruct",
+           "custom_jvp", "custom_vjp", "checkpoint", "remat", "checkpoint_policies", "ad_checkpoint", "dtypes", "float0", "ensure_compile_time_eval", "custom_batching", "tree_util", "debug", "eval_shape", "ShapeDtypeStruct",
            "make_jaxpr", "block_until_ready", "device_get", "named_call", "pure_callback", "device_put", "devices",
            "local_devices", "device_count", "process_index", "process_count", "sharding", "shard_map", "pmap", "distributed", "libs", "make_graph", "Lowered", "Compiled", "targets", "Target", "numpy", "lax", "nn", "ops",
            "random", "sparse", "scipy", "ir", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_map", "CdnajitError", "TracingError",

@@ -30,7 +30,8 @@ compile time and gain nothing).
 
 `table` is the executable's: i64 entries [the worker pool's `pool_launch` and the pool
 (runtime/native_pool.py), Python's PyGILState_Ensure, PyErr_CheckSignals, PyErr_Clear and
-PyGILState_Release, each kernel's `run`, each kernel's bound scalar addresses], so that the code
+PyGILState_Release, the host callback entry, each kernel's `run`, each kernel's bound scalar
+addresses], so that the code
 is the same in every process and is stored with the program. A launch builds its argument block
 on the stack and calls the kernel's `run` (codegen/host.py) over its whole grid on this thread,
 or, for a launch worth the worker pool (runtime/launch.py: `runs_in_parallel`), calls
@@ -51,6 +52,12 @@ per loop iteration) and, every POLL_WORK, takes the GIL and runs Python's pendin
 (PyErr_CheckSignals, as a C extension's long loop does); when one raised (Ctrl-C's
 KeyboardInterrupt), it drops the exception and returns INTERRUPTED at once, for the runtime to
 raise KeyboardInterrupt.
+
+A host callback step (ir/ops/callback.py) calls the table's `host_callback(k, addresses) -> i32`
+(runtime/native_schedule.py: a ctypes function that takes the GIL and runs the user's function on
+copies of the values), k the step's position in `callback_steps`, `addresses` an array of its
+inputs' addresses; a nonzero answer (the function raised) returns CALLBACK_FAILED at once, for the
+runtime to raise what the function raised. Its token result (a bool) is set false, as the interpreter's.
 """
 from __future__ import annotations
 
@@ -68,19 +75,34 @@ from .host_llvm import target_machine
 from .llvm_kernel import I8, I32, I64, MEMORY_TYPES, PTR
 
 SCHEDULE_ENTRY = "schedule"
-FINISHED, INTERRUPTED, MISALIGNED = 0, 1, 2
+FINISHED, INTERRUPTED, MISALIGNED, CALLBACK_FAILED = 0, 1, 2, 3
 # Work between interrupt polls: about a millisecond of launched work-items, or of the iterations
 # of a loop of scalar work (a poll takes the GIL: tens of nanoseconds when no thread holds it).
 POLL_WORK = 1 << 20
 # The table's entries before the kernels' `run` addresses.
-POOL_LAUNCH, POOL, GIL_ENSURE, CHECK_SIGNALS, CLEAR_ERROR, GIL_RELEASE = range(6)
-TABLE_HEADER = 6
+POOL_LAUNCH, POOL, GIL_ENSURE, CHECK_SIGNALS, CLEAR_ERROR, GIL_RELEASE, HOST_CALLBACK = range(7)
+TABLE_HEADER = 7
 
 
 def blocks_of(step: dict) -> list[dict]:
     if step["op"] == "while":
         return [step["cond"], step["body"]]
     return step.get("branches", [])
+
+
+def callback_steps(body: dict) -> list[dict]:
+    """The program's host callback steps, in a fixed order (depth first): the k of each one's call."""
+    found = []
+
+    def visit(step):
+        if step["op"] == "callback":
+            found.append(step)
+        for block in blocks_of(step):
+            for inner in block["steps"]:
+                visit(inner)
+    for step in body["steps"]:
+        visit(step)
+    return found
 
 
 def direct_kernels(body: dict, kernel_plans: list[dict]) -> list[int]:
@@ -158,7 +180,7 @@ def value_roots(block: dict) -> tuple[dict[int, int], set[int]]:
             roots[step["results"][0][0]] = roots.get(source, source)
         elif kind == "reshape":
             roots[step["result"]] = roots.get(step["input"], step["input"])
-        elif kind in ("kernel", "allocate"):
+        elif kind in ("kernel", "allocate", "callback"):
             made.update(slot for slot, _, _ in step["results"])
         elif kind == "while":
             body = step["body"]
@@ -178,7 +200,7 @@ def aligned_bytes(nbytes: int) -> int:
 def step_reads(step: dict) -> set[int]:
     """Every slot a step reads, inside its regions too (captured values included)."""
     kind = step["op"]
-    if kind == "kernel":
+    if kind in ("kernel", "callback"):
         return set(step["inputs"])
     if kind == "reshape":
         return {step["input"]}
@@ -226,7 +248,7 @@ def made_values(block: dict):
     def visit(step: dict, source: str) -> None:
         kind = step["op"]
         source = step.get("source", source)
-        if kind in ("kernel", "allocate"):
+        if kind in ("kernel", "allocate", "callback"):
             made.extend((slot, dtype, tuple(shape), source) for slot, dtype, shape in step["results"])
             defined.update(slot for slot, _, _ in step["results"])
         elif kind == "reshape":
@@ -272,7 +294,7 @@ def schedule_layout(body: dict, outputs: list[list], slot_count: int, donated=()
                 roots[inner["result"]] = roots.get(inner["input"], [])
             elif kind == "kernel" and inner["in_place"]:
                 roots[inner["results"][0][0]] = roots.get(inner["inputs"][0], [])
-            elif kind in ("kernel", "allocate"):
+            elif kind in ("kernel", "allocate", "callback"):
                 for slot, dtype, shape in inner["results"]:
                     if slot in skipped:      # a carry's root or a result's: a buffer of its own
                         roots[slot] = []
@@ -354,8 +376,9 @@ def schedule_layout(body: dict, outputs: list[list], slot_count: int, donated=()
 class ScheduleBuilder:
     """Builds `schedule(ptr slots, ptr table, i64 arena) -> i32` for a program's body."""
 
-    def __init__(self, layout: ScheduleLayout, kernel_plans: list[dict], direct: list[int]):
+    def __init__(self, layout: ScheduleLayout, kernel_plans: list[dict], direct: list[int], callbacks: list[dict]):
         self.layout, self.kernel_plans = layout, kernel_plans
+        self.callback_index = {id(step): k for k, step in enumerate(callbacks)}
         self.module = ir.Module(name="cdnajit_schedule")
         self.module.triple = llvm.get_process_triple()
         function = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR, I64]), name=SCHEDULE_ENTRY)
@@ -420,7 +443,20 @@ class ScheduleBuilder:
             self.loop(step)
         elif kind == "cond":
             self.branch(step)
+        elif kind == "callback":
+            self.callback(step)
         # "allocate": its results' buffers are in the arena already
+
+    def callback(self, step: dict) -> None:
+        b = self.b
+        addresses = self.entry.alloca(ir.ArrayType(I64, max(len(step["inputs"]), 1)))
+        for i, slot in enumerate(step["inputs"]):
+            b.store(self.address(slot), b.gep(addresses, [ir.Constant(I64, 0), ir.Constant(I64, i)]))
+        status = self.call_entry(HOST_CALLBACK, I32, [ir.Constant(I64, self.callback_index[id(step)]),
+                                                      b.bitcast(addresses, PTR)])
+        with b.if_then(b.icmp_signed("!=", status, ir.Constant(I32, 0)), likely=False):
+            b.ret(ir.Constant(I32, CALLBACK_FAILED))
+        b.store(ir.Constant(I8, 0), self.pointer(self.address(step["results"][0][0])))   # the token: false
 
     def launch(self, step: dict) -> None:
         b, plan = self.b, self.kernel_plans[step["kernel"]]
@@ -565,7 +601,7 @@ class ScheduleBuilder:
 def schedule_module(body: dict, layout: ScheduleLayout, kernel_plans: list[dict]) -> str:
     """The LLVM IR text of a program's schedule (unoptimised), declaring the entries of its direct
     kernels (`link_kernels` brings their code)."""
-    return ScheduleBuilder(layout, kernel_plans, direct_kernels(body, kernel_plans)).build(body)
+    return ScheduleBuilder(layout, kernel_plans, direct_kernels(body, kernel_plans), callback_steps(body)).build(body)
 
 
 def link_kernels(schedule_text: str, kernel_texts: dict[int, str]) -> str:

@@ -15,13 +15,16 @@ class ShardedCompiled(Compiled):
     """A partitioned program: called with global arrays (sharded or not), returns ShardedArrays."""
 
     def __init__(self, lowered: "ShardedLowered", executable):
-        super().__init__(lowered.module, lowered.out_tree, lowered.backend, executable)
+        super().__init__(lowered.module, lowered.out_tree, lowered.backend, executable, lowered.float0_outputs)
         self.in_shardings, self.out_shardings = lowered.in_shardings, lowered.out_shardings
         self.out_types = lowered.out_types
+        self.float0_inputs = lowered.float0_inputs
         # `run` takes the global leaves, as a Compiled's does; the unrolled program takes the shards.
         self.run_devices, self.run = self.run, lambda *leaves: self.call_flat(leaves)
 
     def call_flat(self, leaves):
+        """The program's outputs; float0 leaves (no program parameters: they hold no data) left out."""
+        leaves = [leaf for i, leaf in enumerate(leaves) if i not in self.float0_inputs]
         return run_unrolled(self.run_devices, self.in_shardings, leaves, self.out_shardings, self.out_types)
 
     def __call__(self, *args, **kwargs):
@@ -30,11 +33,14 @@ class ShardedCompiled(Compiled):
 
 
 class ShardedLowered(Lowered):
-    """The unrolled program over every device (`as_text()`), and the shardings of its leaves."""
+    """The unrolled program over every device (`as_text()`), and the shardings of its program's
+    parameters (the argument leaves but float0 ones, which are none)."""
 
     def __init__(self, lowered: Lowered, mesh, in_shardings, out_shardings):
+        in_shardings = [s for i, s in enumerate(in_shardings) if i not in lowered.float0_inputs]
         module, self.out_shardings = partitioned(lowered.module, mesh, in_shardings, out_shardings)
-        super().__init__(module, lowered.out_tree, lowered.backend, lowered.target)
+        super().__init__(module, lowered.out_tree, lowered.backend, lowered.target, lowered.float0_outputs,
+                         lowered.float0_inputs)
         self.in_shardings = in_shardings
         self.out_types = [v.type for v in lowered.module.outputs]
 
@@ -55,7 +61,7 @@ def constraint_mesh(module):
 
 def compile_constrained(lowered: Lowered, mesh) -> ShardedCompiled:
     """A program of unsharded arguments whose values are constrained to shardings of `mesh`."""
-    shardings = [NamedSharding(mesh)] * len(lowered.module.params)
+    shardings = [NamedSharding(mesh)] * (len(lowered.module.params) + len(lowered.float0_inputs))
     return ShardedLowered(lowered, mesh, shardings, None).compile()
 
 

@@ -22,7 +22,8 @@ from ..ir.kernel import GlobalBuffer, Kernel
 from ..ir.targets import Target, get_target
 from ..ir.types import COMPLEX_PART, COMPLEXES, TensorType
 
-HOST_OPS = frozenset({"constant", "while", "cond"})
+# Ops the schedule runs itself, with no kernel: constants, loops, branches and host callbacks.
+HOST_OPS = frozenset({"constant", "while", "cond", "host_callback"})
 
 KERNEL_EMITTERS: dict[str, Callable[[Op, str], Kernel]] = {}
 

@@ -9,7 +9,8 @@ One sweep (`simplify`) rebuilds the module op by op; each op, as it is built, is
   3. replaced by an earlier op with the same name, operands and attributes (CSE; ops with regions
      are never merged). A region sees the ops of its enclosing regions, never the reverse.
 An `optimization_barrier` is never folded or merged: what reads its results stays apart from what
-reads its operands (checkpoint's recomputation from the forward pass).
+reads its operands (checkpoint's recomputation from the forward pass). Nor is a `host_callback`:
+each runs the user's function when the program runs.
 `cond` with a constant index (or one branch) is replaced by the chosen branch's ops; `while` whose
 condition is constantly false by its initial values. Then DCE drops what nothing uses.
 `canonicalize` repeats simplify + DCE until a sweep changes nothing.
@@ -137,7 +138,7 @@ class Simplifier(Rebuilder):
     def folded(self, op: Op, scope: SimplifyScope) -> list[Value] | None:
         """The op's results as constants, if it can and should be evaluated now."""
         if (not self.fold or op.regions or not op.operands or len(op.results) != 1
-                or op.name in ("library_call", "optimization_barrier")):
+                or op.name in ("library_call", "optimization_barrier", "host_callback")):
             return None
         producers = [v.producer for v in op.operands]
         if not all(p is not None and p.name == "constant" for p in producers):
@@ -151,7 +152,7 @@ class Simplifier(Rebuilder):
         return self.emit(scope, "constant", [], {"value": value}, location=op.location)
 
     def cse_key(self, op: Op):
-        if not self.cse or op.regions or op.name == "optimization_barrier":
+        if not self.cse or op.regions or op.name in ("optimization_barrier", "host_callback"):
             return None
         return (op.name, tuple(map(id, op.operands)), tuple(sorted((k, attr_key(v)) for k, v in op.attrs.items())))
 

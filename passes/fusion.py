@@ -31,6 +31,8 @@ Small constants, iota and data movement of these are not
 grouped but copied into every fusion that reads them. Ops with regions (while, cond; their regions are
 fused in turn), dot_general, convolutions, gather/scatter, sort, fft, ... stay unfused: they get
 their own kernels or library calls. Constants stay at the top of their region.
+Host callbacks are unfused, and the nodes with effects (a callback, a loop or branch holding one)
+get edges in program order, so they run in the order the program made them.
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ import math
 import networkx as nx
 
 from ..ir.core import Module, Op, Region, Value, walk
+from ..ir.ops.callback import has_effects
 from .opclasses import DATA_MOVEMENT, ELEMENTWISE, SOURCES
 from .canonicalize import eliminate_common_subexpressions
 from .rewrite import Rebuilder, Scope, uses_of
@@ -112,6 +115,8 @@ class FusionPlan:
                 i = self.producer.get(id(v))
                 if i is not None and i != j and self.graph.has_node(i):
                     self.graph.add_edge(i, j)
+        effects = [i for i in nodes if has_effects(self.ops[i])]
+        self.graph.add_edges_from(zip(effects, effects[1:]))   # callbacks in program order
         self.group_of = {i: i for i in nodes}
         self.groups = {i: self.single_group(i) for i in nodes if self.is_fusible(i)}
         self.merge_until_done()

@@ -9,7 +9,8 @@ Not moved:
   the loop fusion reads them by index arithmetic, outside they would be materialized.
   An op that leaves reads its copy of such ops, made before the loop too;
 - ops with regions (loops, branches) and ops inside a `cond`'s branches, which run only when
-  taken.
+  taken;
+- host callbacks (ir/ops/callback.py), which run once per iteration.
 
 A move takes an op out of one loop; the pass repeats until nothing moves, so an op invariant in
 nested loops leaves them all.
@@ -17,12 +18,13 @@ nested loops leaves them all.
 from __future__ import annotations
 
 from ..ir.core import Module, Op, Region
+from ..ir.ops.callback import EFFECT_OPS
 from .opclasses import SOURCES
 from .rewrite import Rebuilder, Scope, eliminate_dead_code
 
 
 def movable(op: Op) -> bool:
-    if op.name in SOURCES or op.regions:
+    if op.name in SOURCES or op.regions or op.name in EFFECT_OPS:   # a callback runs every iteration
         return False
     return sum(v.type.size for v in op.results) <= sum(v.type.size for v in op.operands)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..ir.core import Module, Op, Region, Value, make_op
 from ..ir.opdef import infer_types
+from ..ir.ops.callback import has_effects
 
 
 # Ops whose regions are closed: they read only their parameters (a fusion's kernel). Their regions are
@@ -104,12 +105,14 @@ class DeadCodeRemover(Rebuilder):
 def mark_live(region: Region, live_values: set[int], live: set[int]):
     """Add to `live` every op of `region` (and of nested regions) that an output depends on.
 
-    Ops have no side effects, so an op none of whose results is used is dead, `while` and `cond`
-    included. Walking backwards sees every use before its definition, captured uses included.
+    An op none of whose results is used is dead, `while` and `cond` included, unless it has an
+    effect (ir/ops/callback.py: a host callback, or a region op holding one), which runs whether or
+    not its results are read. Walking backwards sees every use before its definition, captured
+    uses included.
     """
     live_values.update(map(id, region.outputs))
     for op in reversed(region.ops):
-        if any(id(v) in live_values for v in op.results):
+        if any(id(v) in live_values for v in op.results) or has_effects(op):
             live.add(id(op))
             live_values.update(map(id, op.operands))
             for inner in op.regions:

@@ -10,6 +10,9 @@ step of a schedule:
     condition and the branch index from memory;
   - `reshape`: a view of its operand (every array the schedule holds is C-contiguous), a bitcast
     as in XLA;
+  - `host_callback`: a call of the user's Python function on its operands' values
+    (runtime/native_schedule.py); a program holding one is not stored in the persistent cache,
+    whose entries outlive the process's registry of callbacks;
   - any other op: a kernel from `lowering.emitters.emit_kernel`, its arrays bound by the parameter
     contract of lowering/emitters.py (operands, then results, row-major). An op whose results are
     all empty needs no kernel: its step only allocates them.
@@ -37,8 +40,9 @@ import numpy as np
 from .. import libs  # noqa: F401  (registers the built-in libraries)
 from ..codegen.host import WRITTEN_BUFFER_ALIGNMENT, is_aligned_buffer, llvm_module
 from ..errors import CdnajitError
-from ..ir.core import Module, Op, Region
+from ..ir.core import Module, Op, Region, walk
 from ..ir.kernel import GlobalBuffer, Kernel, ScalarParam
+from ..ir.ops.callback import EFFECT_OPS
 from ..ir.ops.library import cache_stamps
 from ..ir.ops.shape import IN_PLACE_OPS
 from ..ir.targets import Target, get_target
@@ -49,7 +53,7 @@ from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
 from .launch import (CompiledKernel, address, aligned_copy, aligned_empty, allocation_error, object_codes,
                      result_allocator, runs_in_parallel)
-from .native_schedule import NativeSchedule
+from .native_schedule import NativeSchedule, run_callback
 from .schedule import ALIAS_OPS, needs_kernel
 
 
@@ -166,6 +170,10 @@ class Planner:
             return {"op": "cond", "index": self.slot(index), "index_dtype": index.type.dtype,
                     "operands": [self.slot(v) for v in operands],
                     "branches": [self.block(r) for r in op.regions], "results": [self.slot(v) for v in op.results]}
+        if op.name == "host_callback":
+            return {"op": "callback", "callback": op.attrs["callback"], "inputs": [self.slot(v) for v in op.operands],
+                    "types": [[v.type.dtype, dims(v.type.shape)] for v in op.operands],
+                    "results": [[self.slot(op.result), op.result.type.dtype, []]], "source": op_source(op)}
         if op.name in ALIAS_OPS:
             return {"op": "reshape", "input": self.slot(op.operands[0]), "result": self.slot(op.result),
                     "shape": dims(op.result.type.shape)}
@@ -273,6 +281,19 @@ class Reshape:
 
     def run(self, env: list) -> None:
         env[self.result] = env[self.input].reshape(self.shape)
+
+
+class Callback(Allocate):
+    """A host callback step: the user's function called on copies of its inputs; its token false."""
+    __slots__ = ("plan",)
+
+    def __init__(self, plan: dict):
+        super().__init__(plan["results"], plan["source"])
+        self.plan = plan
+
+    def run(self, env: list) -> None:
+        run_callback(self.plan, [np.array(env[slot]) for slot in self.plan["inputs"]])
+        env[self.results[0]] = np.zeros((), np.bool_)
 
 
 class Block:
@@ -390,6 +411,8 @@ class Executable:
             return launch(kernels[plan["kernel"]], plan["inputs"], plan["results"], plan["source"])
         if kind == "allocate":
             return Allocate(plan["results"], plan["source"])
+        if kind == "callback":
+            return Callback(plan)
         if kind == "reshape":
             return Reshape(plan["input"], plan["result"], plan["shape"])
         if kind == "while":
@@ -414,7 +437,7 @@ class Executable:
         start = time.perf_counter()
         # A library's state outside the IR (a tuning database) changes which solutions its calls run.
         program_key = cache.key("program", f"target {target.name}\nlibraries {cache_stamps()}\n{graph}") \
-            if pipeline is None else None
+            if pipeline is None and not any(op.name in EFFECT_OPS for op in walk(graph.body)) else None
         stored = cls.lookup(cache, program_key) if program_key is not None else None
         lookup = time.perf_counter() - start
         if stored is not None:

@@ -9,6 +9,11 @@ no allocation inside a call) and one address table, so concurrent calls share no
 executable's table of kernel entries. Arenas are kept for later runs (`ArenaPool`): a large fresh
 allocation costs a page fault per 4 KiB on its first touch, as much as a short program's own work.
 The results are allocated per run, so that the caller owns them.
+
+Host callbacks (ir/ops/callback.py) come back through `HostCallbacks`, a ctypes function in the
+table: it takes the GIL (the schedule runs without it), copies the step's values into numpy arrays
+and calls the registered function on them. What the function raises is kept for the calling thread
+and raised from `run` once the schedule has returned, with a note naming the callback's op.
 """
 from __future__ import annotations
 
@@ -19,8 +24,10 @@ import time
 
 import numpy as np
 
-from ..codegen.native_schedule import (INTERRUPTED, MISALIGNED, POOL, SCHEDULE_ENTRY, compile_schedule,
-                                       direct_kernels, link_kernels, schedule_layout, schedule_module)
+from ..codegen.native_schedule import (CALLBACK_FAILED, INTERRUPTED, MISALIGNED, POOL, SCHEDULE_ENTRY,
+                                       callback_steps, compile_schedule, direct_kernels, link_kernels,
+                                       schedule_layout, schedule_module, value_bytes)
+from ..ir.ops.callback import CALLBACKS
 from ..errors import AllocationError, CdnajitError
 from ..ir.types import NUMPY_DTYPES, format_bytes
 from .launch import (CompiledKernel, address, aligned_empty, allocation_error, machine_memory, result_allocator,
@@ -64,6 +71,47 @@ class ArenaPool:
 
 
 SCHEDULE_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
+HOST_CALLBACK_SIGNATURE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.POINTER(ctypes.c_uint64))
+
+
+def value_at(address: int, dtype: str, shape) -> np.ndarray:
+    """A copy of the value of `dtype` and `shape` whose elements are at `address`."""
+    nbytes = value_bytes(dtype, shape)
+    if not nbytes:
+        return np.zeros(shape, NUMPY_DTYPES[dtype])
+    data = (ctypes.c_char * nbytes).from_address(address)
+    return np.frombuffer(data, NUMPY_DTYPES[dtype]).reshape(shape).copy()
+
+
+def run_callback(step: dict, arrays: list[np.ndarray]) -> None:
+    """Call the step's registered function on `arrays`."""
+    CALLBACKS[step["callback"]](*arrays)
+
+
+class HostCallbacks:
+    """The table's `host_callback(k, addresses) -> i32` for a program's callback steps (in
+    codegen's `callback_steps` order): 0 when the function returned, 1 when it raised (kept in
+    `failures` for the calling thread: `raise_failure` raises it)."""
+
+    def __init__(self, steps: list[dict]):
+        self.steps = steps
+        self.failures = threading.local()
+        self.function = HOST_CALLBACK_SIGNATURE(self.call)   # kept alive as long as the table holds it
+
+    def call(self, k: int, addresses) -> int:
+        step = self.steps[k]
+        try:
+            run_callback(step, [value_at(addresses[i], dtype, shape) for i, (dtype, shape) in enumerate(step["types"])])
+            return 0
+        except BaseException as error:   # noqa: B036  (the schedule returns at once; `run` raises it)
+            self.failures.error = (error, step["source"])
+            return 1
+
+    def raise_failure(self):
+        error, source = self.failures.error
+        del self.failures.error
+        error.add_note(f"raised by the host callback of {source}, while the compiled program ran")
+        raise error
 
 
 def function_address(function) -> int:
@@ -82,7 +130,8 @@ class NativeSchedule:
     """`object_code`: the schedule's, where the compile cache held it; else it is compiled
     (`llvm_seconds` is the time that took) and kept in `object_code` for the cache."""
     __slots__ = ("layout", "object_code", "library", "function", "pool", "table", "table_address",
-                 "template_type", "template", "params", "results", "donated_results", "arenas", "llvm_seconds", "name")
+                 "template_type", "template", "params", "results", "donated_results", "arenas", "llvm_seconds", "name",
+                 "callbacks")
 
     def __init__(self, plan: dict, kernels: list[CompiledKernel], constants: dict[int, np.ndarray], kernel_text,
                  object_code: bytes | None = None):
@@ -101,6 +150,9 @@ class NativeSchedule:
         api = ctypes.pythonapi
         table += [function_address(f) for f in (api.PyGILState_Ensure, api.PyErr_CheckSignals, api.PyErr_Clear,
                                                  api.PyGILState_Release)]
+        steps = callback_steps(plan["body"])
+        self.callbacks = HostCallbacks(steps) if steps else None
+        table.append(function_address(self.callbacks.function) if steps else 0)
         table += [kernel.run_address for kernel in kernels]
         table += [bound for kernel in kernels for bound in kernel.bound_addresses]
         self.table = np.array(table, np.uint64)
@@ -160,6 +212,8 @@ class NativeSchedule:
         del arena   # free for the next run
         if status == INTERRUPTED:
             raise KeyboardInterrupt
+        if status == CALLBACK_FAILED:
+            self.callbacks.raise_failure()
         if status == MISALIGNED:
             raise CdnajitError(f"{self.name}: an in-place update was given a misaligned buffer (a compiler bug: "
                                "the schedule's own buffers are aligned, and a donated one is aligned before the call)")

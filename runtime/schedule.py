@@ -138,6 +138,9 @@ def schedule_text(executable) -> str:
             lines.append(f"{indent}{slots_text(s for s, _, _ in step['results'])} = allocate (empty)")
         elif kind == "reshape":
             lines.append(f"{indent}s{step['result']} = view of s{step['input']} as {step['shape']}")
+        elif kind == "callback":
+            lines.append(f"{indent}s{step['results'][0][0]} = host callback {step['callback']}"
+                         f"({slots_text(step['inputs'])})")
         else:
             if kind == "while":
                 carries = ", ".join(f"s{p}: {c.kind}" for p, c in zip(step["body"]["params"], layout.carries[id(step)]))

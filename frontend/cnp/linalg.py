@@ -32,7 +32,7 @@ from .array_funcs import matrix_transpose, vecdot
 from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
-from .linalg_rules import with_rules
+from .linalg_rules import complex_transposed, transposed, with_rules
 from .indexing_funcs import take_along_axis
 from .linalg_solver import adjoint, direct_solve, geev, geev_vectors, geqrf, gesvdj, getrf, getri, getrs, orgqr, \
     potrf, rows_of, syevj, trsm
@@ -77,11 +77,6 @@ def matrices(name: str, a, square: bool = True) -> Tracer:
     (x,) = promoted(name, a)
     check_matrices(name, x, square)
     return x
-
-
-def real_only(what: str, x: Tracer):
-    if is_complex(x.type.dtype):
-        raise NotImplementedError(located(f"{what} of complex matrices ({x.type.dtype}) is not implemented"))
 
 
 def as_stack(x: Tracer) -> Tracer:
@@ -195,23 +190,25 @@ def slogdet(a, *, method=None):
 
     def lu_logabsdet(a):
         return red.sum(el.log(el.abs(lu_diagonal_and_parity("slogdet", a)[0])), axis=-1)
-    # A real matrix's sign has zero derivative; d log|det| = tr(A^-1 dA), ct_A = ct A^-T.
+    # JAX's rule: with g = tr(A^-1 dA), d log|det| = re g and d sign = i im(g) sign (zero for a real
+    # matrix); for real matrices ct_A = ct A^-T.
     def sign_jvp(p, t, s):
-        real_only("the derivative of slogdet", s)
-        return cr.zeros_like(s)
+        if not is_complex(s.type.dtype):
+            return cr.zeros_like(s)
+        g = trace_of_solve(p[0], t[0])
+        return (g - el.real(g).astype(g.dtype)) * s
 
     def logabsdet_jvp(p, t, l):
-        real_only("the derivative of slogdet", p[0])
-        return trace_of_solve(p[0], t[0])
+        return el.real(trace_of_solve(p[0], t[0]))
 
     def logabsdet_vjp(p, l, ct):
-        real_only("the derivative of slogdet", p[0])
         return (ct[:, None, None] * matrix_transpose(inv(p[0])),)
+
     def sign_vjp(p, s, ct):
-        real_only("the derivative of slogdet", s)
         return (cr.zeros_like(p[0]),)
-    sign = with_rules("linalg.slogdet", lu_sign, sign_jvp, sign_vjp, stack)
-    logabsdet = with_rules("linalg.slogdet", lu_logabsdet, logabsdet_jvp, logabsdet_vjp, stack)
+    sign = with_rules("linalg.slogdet", lu_sign, sign_jvp, complex_transposed(sign_jvp, sign_vjp), stack)
+    logabsdet = with_rules("linalg.slogdet", lu_logabsdet, logabsdet_jvp,
+                           complex_transposed(logabsdet_jvp, logabsdet_vjp), stack)
     return sh.reshape(sign, a.shape[:-2]), sh.reshape(logabsdet, a.shape[:-2])
 
 
@@ -228,7 +225,7 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
 def cholesky_stack(a: Tracer) -> Tracer:
     """The Cholesky factors of a stack, differentiable (a symmetric, or Hermitian, dA, as JAX's rule):
     dL = L phi(L^-1 dA L^-H), phi the lower triangle with its diagonal halved (self-adjoint), so
-    ct_A = L^-T phi(L^T ct_L) L^-1 (real matrices only: the complex cotangent is not written)."""
+    ct_A = L^-T phi(L^T ct_L) L^-1 for real matrices (complex ones: the JVP transposed)."""
     def factor(a):
         l = potrf(a)
         failed = red.any(el.logical_not(el.greater(el.real(sh.diagonal(l, axis1=1, axis2=2)), 0)), axis=1)
@@ -241,10 +238,9 @@ def cholesky_stack(a: Tracer) -> Tracer:
         return l @ phi(adjoint(solve_stack(l, adjoint(solve_stack(l, tangents[0])))))
 
     def vjp(primals, l, ct):
-        real_only("the reverse-mode derivative of cholesky", l)
         l_inv = inv(l)
         return (matrix_transpose(l_inv) @ phi(matrix_transpose(l) @ ct) @ l_inv,)
-    return with_rules("linalg.cholesky", factor, jvp, vjp, a)
+    return with_rules("linalg.cholesky", factor, jvp, complex_transposed(jvp, vjp), a)
 
 
 def qr(a, mode: str = "reduced"):
@@ -270,35 +266,46 @@ def right_solve(x: Tracer, r: Tracer, transposed: bool) -> Tracer:
 
 
 def qr_stack(a: Tracer, rows: int) -> tuple[Tracer, Tracer]:
-    """(Q [B, m, rows], R [B, rows, n]) of a stack, differentiable for m >= n = rows (JAX's rule): with
-    X = dA R^-1, C = Q^T X and W = tril(C, -1) - tril(C, -1)^T, dQ = Q (W - C) + X and dR = (C - W) R;
-    its transpose: with D = Q^T ct_Q - ct_R R^T, ct_A = (ct_Q + Q (tril(D - D^T, -1) - D)) R^-T."""
+    """(Q [B, m, rows], R [B, rows, n]) of a stack, differentiable with reduced factors (JAX's rule).
+    For m >= n: with X = dA R^-1, C = Q^H X and W = tril(C, -1) - tril(C, -1)^H (plus i im(diag C)
+    for complex matrices), dQ = Q (W - C) + X and dR = (C - W) R; its transpose for real matrices:
+    with D = Q^T ct_Q - ct_R R^T, ct_A = (ct_Q + Q (tril(D - D^T, -1) - D)) R^-T. For m < n, A =
+    [A1 A2] with A1 square: dQ and dR1 as above for A1 = Q R1, dR2 = dQ^H A2 + Q^H dA2. Reverse mode
+    of wide or complex matrices: the JVP transposed."""
+    m, n = a.shape[1:]
+
     def factor(a):
         packed, tau = geqrf(a)
         return orgqr(packed, tau, rows), sh.triu(packed[:, :rows, :])
 
-    def check(a):
-        real_only("the derivative of qr", a)
-        m, n = a.shape[1:]
-        if m < n or rows != n:
+    def check():
+        if rows != min(m, n):
             raise NotImplementedError(located(
-                f"qr: the derivative is defined for m >= n with Q of n columns (JAX's cases); got a of shape "
-                f"{a.shape[1:]} and Q of {rows} columns"))
+                f"qr: the derivative of the complete Q of a non-square matrix is not implemented; got a of shape "
+                f"{(m, n)} and Q of {rows} columns"))
 
-    def jvp(primals, tangents, outs):
-        check(primals[0])
-        q, r = outs
-        x = right_solve(tangents[0], r, transposed=False)
-        c = matrix_transpose(q) @ x
-        w = sh.tril(c, -1) - matrix_transpose(sh.tril(c, -1))
+    def thin(q, r, da):
+        x = right_solve(da, r, transposed=False)
+        c = adjoint(q) @ x
+        w = sh.tril(c, -1) - adjoint(sh.tril(c, -1))
+        if is_complex(c.type.dtype):
+            w = w + cr.eye(c.shape[-1], dtype=c.dtype) * (c - el.real(c).astype(c.dtype))
         return q @ (w - c) + x, (c - w) @ r
 
+    def jvp(primals, tangents, outs):
+        check()
+        (q, r), da = outs, tangents[0]
+        if m >= n:
+            return thin(q, r, da)
+        dq, dr1 = thin(q, r[:, :, :m], da[:, :, :m])
+        return dq, sh.concatenate([dr1, adjoint(dq) @ primals[0][:, :, m:] + adjoint(q) @ da[:, :, m:]], axis=2)
+
     def vjp(primals, outs, cts):
-        check(primals[0])
+        check()
         (q, r), (ct_q, ct_r) = outs, cts
         d = matrix_transpose(q) @ ct_q - ct_r @ matrix_transpose(r)
         return (right_solve(ct_q + q @ (sh.tril(d - matrix_transpose(d), -1) - d), r, transposed=True),)
-    return with_rules("linalg.qr", factor, jvp, vjp, a)
+    return with_rules("linalg.qr", factor, jvp, complex_transposed(jvp, vjp) if m >= n else transposed(jvp), a)
 
 
 def symmetric(name: str, a, UPLO: str, symmetrize_input: bool) -> Tracer:
@@ -325,8 +332,8 @@ def eigh(a, UPLO: str = "L", symmetrize_input: bool = True):
 def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
     """(w, V) of a stack of symmetric (Hermitian) matrices, differentiable (a symmetric, or Hermitian,
     dA, as JAX's rule): with M = V^H dA V and F_ij = 1 / (w_j - w_i) off the diagonal (0 on it),
-    dw = re diag(M), dV = V (F o M); ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T (real matrices only:
-    the complex cotangent is not written)."""
+    dw = re diag(M), dV = V (F o M); ct_A = V (diag(ct_w) + F o (V^T ct_V)) V^T for real matrices
+    (complex ones: the JVP transposed)."""
     def inverse_gaps(w):
         gaps = w[:, None, :] - w[:, :, None]
         eye = cr.eye(w.shape[-1], dtype=w.dtype)
@@ -339,10 +346,9 @@ def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
 
     def vjp(primals, outs, cts):
         (w, v), (ct_w, ct_v) = outs, cts
-        real_only("the reverse-mode derivative of eigh", v)
         inner = inverse_gaps(w) * (matrix_transpose(v) @ ct_v) + ct_w[..., None] * cr.eye(w.shape[-1], dtype=w.dtype)
         return (v @ inner @ matrix_transpose(v),)
-    return with_rules("linalg.eigh", syevj, jvp, vjp, a)
+    return with_rules("linalg.eigh", syevj, jvp, complex_transposed(jvp, vjp), a)
 
 
 def eigvals(a):
@@ -413,10 +419,12 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
 
 
 def svd_with_rules(a: Tracer, full_matrices: bool, compute_uv: bool):
-    """svd_stack with JAX's derivative. With dS = U^T dA V (reduced factors), ds = diag(dS) and
-    F_ij = 1 / (s_j^2 - s_i^2) off the diagonal (0 on it): dU = U (F o (dS S + S dS^T)), plus
-    (I - U U^T) dA V S^-1 when m > n; dV = V (F o (S dS + dS^T S)), plus (I - V V^T) dA^T U S^-1 when
-    n > m. Full U or V of a non-square matrix has no derivative (NotImplementedError, as JAX)."""
+    """svd_stack with JAX's derivative. With dS = U^H dA V (reduced factors), ds = re diag(dS) and
+    F_ij = 1 / (s_j^2 - s_i^2) off the diagonal (0 on it): dU = U (F o (dS S + S dS^H)), plus
+    (I - U U^H) dA V S^-1 when m > n, plus U (dS - dS^H) S^-1 / 2 on the diagonal for complex
+    matrices; dV = V (F o (S dS + dS^H S)), plus (I - V V^H) dA^H U S^-1 when n > m. Full U or V of
+    a non-square matrix has no derivative (NotImplementedError, as JAX). The transpose is written for
+    real matrices (complex ones: the JVP transposed)."""
     batch, m, n = a.shape
 
     def reduced(a):
@@ -428,31 +436,34 @@ def svd_with_rules(a: Tracer, full_matrices: bool, compute_uv: bool):
         return 1 / (squares + eye) - eye
 
     def jvp(primals, tangents, outs):
-        real_only("the derivative of svd", primals[0])
         da = tangents[0]
         if not compute_uv:
             u, s, vt = reduced(primals[0])
-            return sh.diagonal(matrix_transpose(u) @ da @ matrix_transpose(vt), axis1=1, axis2=2)
+            return el.real(sh.diagonal(adjoint(u) @ da @ adjoint(vt), axis1=1, axis2=2))
         if full_matrices and m != n:
             raise NotImplementedError(located(f"svd: the derivative of U and Vh with full_matrices=True is defined "
                                               f"for square matrices only (as JAX's), got shape {(m, n)}"))
         u, s, vt = outs
-        v = matrix_transpose(vt)
-        ds_matrix = matrix_transpose(u) @ da @ v
+        v = adjoint(vt)
+        ds_matrix = adjoint(u) @ da @ v
         f = gaps(s)
         dss, sds = ds_matrix * s[:, None, :], s[:, :, None] * ds_matrix
-        du = u @ (f * (dss + matrix_transpose(dss)))
-        dv = v @ (f * (sds + matrix_transpose(sds)))
+        inner = f * (dss + adjoint(dss))
+        if is_complex(da.type.dtype):
+            zero = el.equal(s, 0).astype(s.dtype)
+            inverse = 1 / (s + zero) - zero
+            inner = inner + (ds_matrix - adjoint(ds_matrix)) * (inverse[:, :, None] * cr.eye(n if m > n else m, dtype=s.dtype)) / 2
+        du = u @ inner
+        dv = v @ (f * (sds + adjoint(sds)))
         if m > n:
             dav = da @ v
-            du = du + (dav - u @ (matrix_transpose(u) @ dav)) / s[:, None, :]
+            du = du + (dav - u @ (adjoint(u) @ dav)) / s[:, None, :]
         if n > m:
-            dau = matrix_transpose(da) @ u
-            dv = dv + (dau - v @ (matrix_transpose(v) @ dau)) / s[:, None, :]
-        return du, sh.diagonal(ds_matrix, axis1=1, axis2=2), matrix_transpose(dv)
+            dau = adjoint(da) @ u
+            dv = dv + (dau - v @ (adjoint(v) @ dau)) / s[:, None, :]
+        return du, el.real(sh.diagonal(ds_matrix, axis1=1, axis2=2)), adjoint(dv)
 
-    def vjp(primals, outs, cts):
-        real_only("the derivative of svd", primals[0])
+    def real_vjp(primals, outs, cts):
         if not compute_uv:
             u, s, vt = reduced(primals[0])
             return ((u * cts[:, None, :]) @ vt,)
@@ -473,6 +484,7 @@ def svd_with_rules(a: Tracer, full_matrices: bool, compute_uv: bool):
             scaled = ct_v / s[:, None, :]
             ct_a = ct_a + u @ matrix_transpose(scaled - v @ (matrix_transpose(v) @ scaled))
         return (ct_a,)
+    vjp = complex_transposed(jvp, real_vjp)
     if not compute_uv:
         return None, with_rules("linalg.svdvals", lambda a: svd_stack(a, False, False)[1], jvp, vjp, a), None
     return with_rules("linalg.svd", lambda a: svd_stack(a, full_matrices, True), jvp, vjp, a)
@@ -485,8 +497,8 @@ def svdvals(x, /):
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     """jnp.linalg.pinv: V diag(1/s) U^H over the singular values above rtol * s_max (rtol defaults
     to 10 max(m, n) eps, as JAX's). Differentiated as JAX's (not through the SVD): with P = pinv(A),
-    dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P, its transpose
-    ct_A = -P^T ct P^T + (I - A P) ct^T P P^T + P^T P ct^T (I - P A)."""
+    dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P, its transpose for real matrices
+    ct_A = -P^T ct P^T + (I - A P) ct^T P P^T + P^T P ct^T (I - P A) (complex: the JVP transposed)."""
     a = matrices("pinv", a, square=False)
     rtol = rcond if rcond is not None else rtol
     if rtol is None:
@@ -499,16 +511,14 @@ def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
         return con.matmul(adjoint(vt) * s_inverse[..., None, :], adjoint(u))
 
     def jvp(primals, tangents, p):
-        real_only("the derivative of pinv", primals[0])
         a, da = primals[0], tangents[0]
-        dat, pt = matrix_transpose(da), matrix_transpose(p)
+        dat, pt = adjoint(da), adjoint(p)
         return -(p @ da @ p) + p @ pt @ dat - p @ pt @ dat @ a @ p + dat @ pt @ p - p @ a @ dat @ pt @ p
 
     def vjp(primals, p, ct):
-        real_only("the derivative of pinv", primals[0])
         a, ctt, pt = primals[0], matrix_transpose(ct), matrix_transpose(p)
         return (-(pt @ ct @ pt) + ctt @ p @ pt - a @ p @ ctt @ p @ pt + pt @ p @ ctt - pt @ p @ ctt @ p @ a,)
-    return from_stack(with_rules("linalg.pinv", inverse, jvp, vjp, as_stack(a)), a.shape[:-2])
+    return from_stack(with_rules("linalg.pinv", inverse, jvp, complex_transposed(jvp, vjp), as_stack(a)), a.shape[:-2])
 
 
 def matrix_rank(M, rtol=None, *, tol=None):

@@ -2,10 +2,17 @@
 rules of their own): such a function is one call op (frontend/transforms/custom.py) with JVP and VJP
 rules written with the linalg functions themselves (linalg.py), so they differentiate to any order,
 as JAX's rules do. Every argument is a stack of matrices (or a stack of values per matrix) and so is
-the output: vmap folds the batch into the stack."""
+the output: vmap folds the batch into the stack.
+
+Complex matrices are differentiated with JAX's JVP rules, whose reverse mode is their transpose:
+`transposed` finds it by reverse mode through the JVP's tangent map (linear in the tangents, made of
+ops whose transposes follow JAX's complex convention), as JAX transposes a linearized JVP."""
 from __future__ import annotations
 
-from ..transforms.core import CallRules
+from ..dtypes import is_complex
+from ..pytree import tree_flatten
+from ..transforms.ad import forward_pass
+from ..transforms.core import CallRules, builder, trace_function
 from ..transforms.custom import call
 from .shaping import reshape
 
@@ -31,3 +38,25 @@ def with_rules(name: str, fun, jvp, vjp, *args):
         outs = [out] if len(op.results) == 1 else list(out)
         return [reshape(o, (b.axis_size, -1, *o.shape[1:])) for o in outs], [True] * len(outs)
     return call(fun, args, name, CallRules(jvp=jvp_rule, vjp=vjp_rule, batch=batch_rule))
+
+
+def transposed(jvp):
+    """The vjp(args, out, ct) that is the transpose of jvp's tangent map at args (a with_rules vjp)."""
+    def vjp(primals, outs, cts):
+        one = not isinstance(cts, (list, tuple))
+
+        def tangent_map(*tangents):
+            result = jvp(primals, list(tangents), outs)
+            return [result] if one else list(result)
+        region, _ = trace_function(tangent_map, list(primals), tree_flatten(tuple(primals))[1], "a linalg JVP rule")
+        b = builder()
+        _, backward = forward_pass(region, [b.zeros_like(p) for p in primals])
+        return tuple(b.zeros_if_none(backward([cts] if one else list(cts)), primals))
+    return vjp
+
+
+def complex_transposed(jvp, vjp):
+    """`vjp` (written for real matrices) for real arguments, the transpose of `jvp` for complex ones."""
+    def rule(primals, outs, cts):
+        return (transposed(jvp) if is_complex(primals[0].type.dtype) else vjp)(primals, outs, cts)
+    return rule

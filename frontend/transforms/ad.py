@@ -17,7 +17,8 @@ from ...ir.types import NUMPY_DTYPES
 from ..dtypes import float0, is_float0
 from ..pytree import tree_flatten, tree_map, tree_unflatten
 from ..tracing import Tracer, located
-from .core import Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, rule_for, trace_function
+from .core import (Scope, builder, captured, captured_values, emit, eval_region, leaves_of, outside_jit, recomputed,
+                   rule_for, trace_function)
 
 
 def rule_of(op, kind: str):
@@ -37,7 +38,9 @@ def jvp_region(region, primals, tangents, primal_scope=None, tangent_scope=None)
     derivs = tangent_scope.child() if tangent_scope else Scope(default=lambda v: None)
     values.bind(region.params, primals)
     derivs.bind(region.params, tangents)
-    b = builder(values, jvp_region=lambda r, p, t: jvp_region(r, p, t, values, derivs))
+    # The rules' regions recompute what the op emitted on the primals computes (core.py).
+    b = builder(values, jvp_region=recomputed(lambda r, p, t: jvp_region(r, p, t, values, derivs)),
+                eval_region=recomputed(lambda r, operands: eval_region(r, operands, values)))
     for op in region.ops:
         operands = [values.lookup(v) for v in op.operands]
         operand_tangents = [derivs.lookup(v) for v in op.operands]
@@ -53,16 +56,18 @@ def jvp_region(region, primals, tangents, primal_scope=None, tangent_scope=None)
 
 # ---- reverse mode ----------------------------------------------------------------------------
 
-def forward_pass(region, primals, scope=None):
+def forward_pass(region, primals, scope=None, saved=None):
     """Record `region` on `primals`; returns (outputs, backward) where backward(output cotangents)
-    records the reverse pass and returns the parameters' cotangents (None: zero)."""
+    records the reverse pass and returns the parameters' cotangents (None: zero). `saved` (id of an
+    op of the region -> its results): values computed already, used instead of recording those ops
+    (a checkpoint policy's saved values); their rules still run in the reverse pass."""
     values = scope.child() if scope else Scope(default=captured)
     values.bind(region.params, primals)
     active = {id(p) for p, x in zip(region.params, primals) if is_differentiable(x.type)}
     walked = []
     for op in region.ops:
         operands = [values.lookup(v) for v in op.operands]
-        outs = emit(op, operands, values)
+        outs = saved[id(op)] if saved and id(op) in saved else emit(op, operands, values)
         values.bind(op.results, outs)
         reads = op.operands + (captured_values(op.regions) if op.regions else [])
         if any(id(v) in active for v in reads):
@@ -75,7 +80,8 @@ def forward_pass(region, primals, scope=None):
         def add(value, ct):
             if ct is not None and id(value) in active:
                 cts[id(value)] = b.add(cts.get(id(value)), ct)
-        b = builder(values, vjp_region=lambda r, p, c: vjp_region(r, p, c, values),
+        b = builder(values, vjp_region=recomputed(lambda r, p, c, saved=None: vjp_region(r, p, c, values, saved)),
+                    eval_region=recomputed(lambda r, operands: eval_region(r, operands, values)),
                     add_captured_cts=lambda outside, outside_cts: [add(v, c) for v, c in zip(outside, outside_cts)])
         for value, ct in zip(region.outputs, output_cts):
             add(value, ct)
@@ -89,9 +95,10 @@ def forward_pass(region, primals, scope=None):
     return [values.lookup(v) for v in region.outputs], backward
 
 
-def vjp_region(region, primals, output_cts, scope=None):
-    """The parameters' cotangents of `region` at `primals` (zeros filled in), forward pass included."""
-    _, backward = forward_pass(region, primals, scope)
+def vjp_region(region, primals, output_cts, scope=None, saved=None):
+    """The parameters' cotangents of `region` at `primals` (zeros filled in), forward pass included
+    (but the `saved` ops': see forward_pass)."""
+    _, backward = forward_pass(region, primals, scope, saved)
     b = builder()
     return b.zeros_if_none(backward(output_cts), primals)
 

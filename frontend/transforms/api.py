@@ -1,6 +1,6 @@
 """JAX's top-level helpers around the transformations: eval_shape, ShapeDtypeStruct, make_jaxpr,
-block_until_ready, device_get, named_call, jax.debug / pure_callback outside traced code, Array and
-config."""
+block_until_ready, device_get, named_call, jax.debug (host callbacks inside traced code too),
+pure_callback outside traced code, Array and config."""
 from __future__ import annotations
 
 import abc
@@ -8,10 +8,11 @@ import functools
 
 import numpy as np
 
+from ...ir.ops.callback import register_callback
 from ...ir.types import is_supported_dtype
 from ..jit import Jitted
 from ..pytree import tree_flatten, tree_map, tree_unflatten
-from ..tracing import Tracer, current_trace, located
+from ..tracing import Tracer, bind, current_trace, located
 
 
 class ShapeDtypeStruct:
@@ -98,16 +99,31 @@ def host_only(what: str):
                                           f"code, which cdnajit does not have; call it outside jit"))
 
 
-def debug_print(fmt: str, *args, **kwargs):
-    """jax.debug.print outside traced code: prints fmt.format(*args, **kwargs)."""
-    host_only("jax.debug.print")
-    print(fmt.format(*args, **kwargs))
+def debug_callback(callback, *args, ordered: bool = False, **kwargs):
+    """jax.debug.callback: calls callback(*args, **kwargs) with the arguments' values (numpy arrays
+    for traced values). Inside a traced function it is a `host_callback` op (ir/ops/callback.py),
+    run when the program runs, in program order (`ordered` is accepted: cdnajit's callbacks are
+    always ordered); under vmap once per lane, under grad on the primal values, in a loop's body
+    each iteration. What the callback raises reaches the caller of the compiled program."""
+    if current_trace() is None:
+        callback(*args, **kwargs)
+        return
+    leaves, tree = tree_flatten((args, kwargs))
+    traced = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tracer)]
+
+    def call(*arrays):
+        values = list(leaves)
+        for i, array in zip(traced, arrays):
+            values[i] = array
+        call_args, call_kwargs = tree_unflatten(tree, values)
+        callback(*call_args, **call_kwargs)
+    bind("host_callback", [leaves[i] for i in traced], {"callback": register_callback(call)})
 
 
-def debug_callback(callback, *args, **kwargs):
-    """jax.debug.callback outside traced code: calls callback(*args, **kwargs)."""
-    host_only("jax.debug.callback")
-    callback(*args, **kwargs)
+def debug_print(fmt: str, *args, ordered: bool = False, **kwargs):
+    """jax.debug.print: prints fmt.format(*args, **kwargs) with the arguments' values (numpy arrays,
+    formatted as numpy formats them, as JAX's), when the program runs (see debug_callback)."""
+    debug_callback(lambda *values, **named: print(fmt.format(*values, **named)), *args, ordered=ordered, **kwargs)
 
 
 def pure_callback(callback, result_shape_dtypes, *args, vmap_method=None, **kwargs):

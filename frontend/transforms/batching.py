@@ -12,8 +12,8 @@ import numpy as np
 
 from ..dtypes import float0, is_float0
 from ..pytree import LEAF, TreeDef, tree_flatten, tree_unflatten
-from ..tracing import Tracer, current_trace, located
-from .core import CALL_RULES, CallRules, Scope, builder, captured, captured_values, emit, leaves_of, outside_jit, rule_for, trace_function
+from ..tracing import Tracer, as_tracer, current_trace, located
+from .core import CALL_RULES, CallRules, Scope, builder, captured, captured_values, emit, outside_jit, rule_for, trace_function
 
 
 def batch_region(region, operands, batched, axis_size, scope=None, flags=None):
@@ -83,7 +83,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
                         f"arguments passed to the function, but got {in_axes}.")
 
     def mapped(*args):
-        leaves, in_tree = leaves_of(args, "argument of vmap")
+        # float0 arguments (the tangents of integer values) have no data: they are not traced, the
+        # function sees float0 zeros of one lane's shape.
+        leaves, in_tree = tree_flatten(args)
+        leaves = [leaf if is_float0(leaf) else as_tracer(leaf, "argument of vmap") for leaf in leaves]
         (args_tree,) = [in_tree]
         axes = broadcast_prefix(in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
                                 if not isinstance(in_axes, dict) else in_axes, args_tree, "in_axes")
@@ -99,21 +102,27 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         if not size_set:
             raise ValueError(located("vmap must have at least one non-None value in in_axes"))
         if len(size_set) > 1:
-            lines = "\n".join(f"  argument leaf {i} of type {leaves[i].type} had size {n} for axis {axes[i]}"
+            lines = "\n".join(f"  argument leaf {i} of type {type_name(leaves[i])} had size {n} for axis {axes[i]}"
                               for i, n in sizes.items())
             raise ValueError(located(f"vmap got inconsistent sizes for array axes to be mapped:\n{lines}"))
         (size,) = size_set
         b = builder(axis_size=size)
-        moved = [leaf if a is None else move_axis(b, leaf, a % leaf.ndim, 0) for leaf, a in zip(leaves, axes)]
-        lane_leaves = [lane_aval(x) if a is not None else x for x, a in zip(moved, axes)]
+        traced = [i for i, leaf in enumerate(leaves) if not is_float0(leaf)]
+        lanes = [leaf if not is_float0(leaf) or axes[i] is None
+                 else np.zeros(np.delete(leaf.shape, axes[i] % leaf.ndim), float0) for i, leaf in enumerate(leaves)]
+        moved = [leaves[i] if axes[i] is None else move_axis(b, leaves[i], axes[i] % leaves[i].ndim, 0) for i in traced]
+        lane_leaves = [lane_aval(x) if axes[i] is not None else x for x, i in zip(moved, traced)]
         float0_outputs = {}   # output position -> one lane's float0 array (no data: no op makes it)
 
-        def lane_fun(*lane_args):
-            out_leaves, tree = tree_flatten(fun(*lane_args))
+        def lane_fun(*traced_lanes):
+            for i, lane in zip(traced, traced_lanes):
+                lanes[i] = lane
+            out_leaves, tree = tree_flatten(fun(*tree_unflatten(in_tree, lanes)))
             float0_outputs.update((i, leaf) for i, leaf in enumerate(out_leaves) if is_float0(leaf))
             return tree_unflatten(tree, [False if is_float0(leaf) else leaf for leaf in out_leaves])
-        region, out_tree = trace_function(lane_fun, lane_leaves, in_tree, "the function given to vmap")
-        outs, flags = batch_region(region, moved, [a is not None for a in axes], size)
+        region, out_tree = trace_function(lane_fun, lane_leaves, tree_flatten(tuple(traced))[1],
+                                          "the function given to vmap")
+        outs, flags = batch_region(region, moved, [axes[i] is not None for i in traced], size)
         out_axes_list = broadcast_prefix(out_axes, out_tree, "out_axes")
         results = []
         for i, (out, flag, axis) in enumerate(zip(outs, flags, out_axes_list)):
@@ -132,6 +141,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_n
         return tree_unflatten(out_tree, results)
     mapped.__name__ = f"vmap_{getattr(fun, '__name__', 'fun')}"
     return outside_jit(mapped)
+
+
+def type_name(leaf) -> str:
+    return str(leaf.type) if isinstance(leaf, Tracer) else f"float0{list(leaf.shape)}"
 
 
 def lane_aval(x: Tracer) -> Tracer:

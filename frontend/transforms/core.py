@@ -7,15 +7,24 @@ trace it was called from, what the transformation makes of each: the op itself w
 copied (`emit`), and whatever the op table's rule for the transformation adds. Because the function
 is traced first and transformed after, transformations compose (grad of vmap, jacfwd of grad): each
 one's output is ops in a trace, which the next one reads.
+
+A rule that traces a region again (a loop's or branch's JVP, the reverse pass of a loop, a branch or
+a checkpoint) recomputes what the op, emitted once on the primals, already computed: there host
+callbacks (jax.debug.print) are left out (`recomputation`), so they run once, on primal values.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import weakref
+
+import numpy as np
 from typing import Callable, NamedTuple
 
 from ...ir.core import Region, Value
 from ...ir.opdef import get_opdef
+from ...ir.ops.callback import EFFECT_OPS
 from ...ir.ops.rules import Builder
 from ..jit import Jitted
 from ..pytree import tree_flatten, tree_unflatten
@@ -66,11 +75,13 @@ def new_region(types, fn) -> Region:
 class CallRules(NamedTuple):
     """The rules of a call op (custom.py), with the op table's signatures; one left None is the op
     table's (cond's: the body transformed). `lane_independent`: the rules hold as they are for the
-    call that cond's batch rule makes of it (else differentiating that is not supported)."""
+    call that cond's batch rule makes of it (else differentiating that is not supported). `name`:
+    the name checkpoint_name gave the call's values."""
     jvp: Callable | None = None
     vjp: Callable | None = None
     batch: Callable | None = None
     lane_independent: bool = False
+    name: str | None = None   # checkpoint_name's name, which checkpoint policies read
 
 
 # Call ops with rules of their own (custom_jvp, custom_vjp, stop_gradient), by op.
@@ -84,9 +95,32 @@ def rule_for(op, kind: str):
     return own if own is not None else getattr(get_opdef(op.name), kind)
 
 
+RECOMPUTING = contextvars.ContextVar("recomputing", default=False)
+
+
+@contextlib.contextmanager
+def recomputation():
+    """While a rule traces a region again: host callbacks emitted meanwhile are left out."""
+    token = RECOMPUTING.set(True)
+    try:
+        yield
+    finally:
+        RECOMPUTING.reset(token)
+
+
+def recomputed(transform):
+    """`transform` (a region transformation a rule calls) run as a recomputation."""
+    def run(*args):
+        with recomputation():
+            return transform(*args)
+    return run
+
+
 def emit(op, operands, scope: Scope) -> list[Tracer]:
     """Record `op` on new operands in the current trace, its regions copied with `scope`'s values (a
-    call with rules keeps them)."""
+    call with rules keeps them); a host callback in a recomputation is a constant token instead."""
+    if op.name in EFFECT_OPS and RECOMPUTING.get():
+        return bind("constant", [], {"value": np.zeros((), np.bool_)})
     results = bind(op.name, operands, op.attrs, [copy_region(r, scope) for r in op.regions])
     if op in CALL_RULES and results:
         CALL_RULES[results[0].value.producer] = CALL_RULES[op]
@@ -148,8 +182,9 @@ def closure_convert(regions, scope: Scope):
 def builder(scope: Scope | None = None, **hooks) -> Builder:
     """A rule builder recording in the current trace; with `scope`, regions can be closure-converted."""
     scope = scope if scope is not None else Scope(default=captured)
+    hooks.setdefault("eval_region", lambda region, operands: eval_region(region, operands, scope))
     return Builder(bind, trace_region=new_region, closure_convert=lambda regions: closure_convert(regions, scope),
-                   eval_region=lambda region, operands: eval_region(region, operands, scope), **hooks)
+                   **hooks)
 
 
 def eval_region(region: Region, operands, scope: Scope) -> list[Tracer]:

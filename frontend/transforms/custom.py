@@ -1,4 +1,5 @@
-"""Functions with rules of their own: stop_gradient, custom_jvp, custom_vjp, custom_vmap, checkpoint.
+"""Functions with rules of their own: stop_gradient, custom_jvp, custom_vjp, custom_vmap, checkpoint
+(with jax.checkpoint_policies and checkpoint_name).
 
 Each call is traced as a `cond` of one branch (the function's body) on a constant index: a call op
 the passes inline (canonicalize folds a cond whose branch is known), whose region the
@@ -8,12 +9,15 @@ transformations ask that table before the op table, and copying the op copies th
 from __future__ import annotations
 
 import functools
+import types
+from typing import NamedTuple
 
 from ...ir.ops.rules import is_differentiable
 from ..pytree import tree_flatten, tree_unflatten
 from ..tracing import bind, constant, current_trace, located
 from .ad import forward_pass
-from .core import CALL_RULES, CallRules, leaves_of, outside_jit, trace_function
+from .core import (CALL_RULES, CallRules, Scope, captured, emit, leaves_of, outside_jit, recomputation,
+                   trace_function)
 
 
 def call(fun, args: tuple, what: str, rules: CallRules | None):
@@ -193,32 +197,156 @@ class custom_vmap:
         return call(self.fun, args, self.__name__, CallRules(batch=batch))
 
 
-def checkpoint_vjp(b, op, operands, outs, cts, prevent_cse=True):
-    """The body's reverse pass, recomputing its forward pass from its inputs; with prevent_cse (JAX's
-    default) read through an optimization_barrier: the passes cannot merge the recomputation with the
-    forward pass, so the body's intermediate values live only within each pass."""
+# ---- checkpoint ---------------------------------------------------------------------------------
+# jax.checkpoint: the call's reverse pass recomputes its body from its inputs. A policy (JAX's
+# signature: policy(prim, *operand types, **params) -> bool, `prim.name` the op's name) marks the
+# body's ops whose results are saved instead: the reverse pass takes those from a copy of the body
+# on the call's own inputs, which canonicalize's CSE merges with the forward pass (the call is
+# inlined there), so they are the forward pass's values, kept alive until the reverse pass; the rest
+# is recomputed from the barriered inputs. The body's top-level ops are what the policy sees (ops
+# inside its loops, branches and nested calls are recomputed with them).
+
+class Primitive(NamedTuple):
+    """What a policy's first argument is: JAX's primitive, here by the graph-IR op's name
+    ("name" for checkpoint_name, as JAX's name_p)."""
+    name: str
+
+
+NAME = Primitive("name")
+
+
+def policy_params(op) -> dict:
+    """The op's attributes as a policy reads them: dot_general's as JAX's dimension_numbers too."""
+    params = dict(op.attrs)
+    if op.name == "dot_general":
+        params["dimension_numbers"] = ((tuple(op.attrs["lhs_contracting"]), tuple(op.attrs["rhs_contracting"])),
+                                       (tuple(op.attrs["lhs_batch"]), tuple(op.attrs["rhs_batch"])))
+    return params
+
+
+def saveable(policy, op) -> bool:
+    rules = CALL_RULES.get(op)
+    operand_types = [v.type for v in (op.operands[1:] if op.name == "cond" else op.operands)]   # a call: its arguments
+    if rules is not None and rules.name is not None:
+        return bool(policy(NAME, *operand_types, name=rules.name))
+    return bool(policy(Primitive(op.name), *operand_types, **policy_params(op)))
+
+
+def saved_by_policy(region, inputs, policy) -> dict:
+    """(id of each op of `region` the policy saves -> its results) of a copy of the region recorded
+    on `inputs` (the forward pass's own values: CSE merges the copy with it)."""
+    scope, saved = Scope(default=captured), {}
+    scope.bind(region.params, inputs)
+    with recomputation():
+        for op in region.ops:
+            results = emit(op, [scope.lookup(v) for v in op.operands], scope)
+            scope.bind(op.results, results)
+            if saveable(policy, op):
+                saved[id(op)] = results
+    return saved
+
+
+def checkpoint_vjp(b, op, operands, outs, cts, prevent_cse=True, policy=None):
+    """The body's reverse pass, recomputing its forward pass from its inputs (but what `policy`
+    saves); with prevent_cse (JAX's default) read through an optimization_barrier: the passes cannot
+    merge the recomputation with the forward pass, so the body's intermediate values live only
+    within each pass."""
     (region,), outside, extra = b.closure_convert(op.regions)
     inputs = list(operands[1:]) + extra
+    saved = saved_by_policy(region, inputs, policy) if policy is not None else None
     if prevent_cse and inputs:
         inputs = b.ops("optimization_barrier", inputs, {})
     input_cts = [ct if is_differentiable(x.type) else None
-                 for ct, x in zip(b.vjp_region(region, inputs, cts), inputs)]
+                 for ct, x in zip(b.vjp_region(region, inputs, cts, saved), inputs)]
     b.add_captured_cts(outside, input_cts[len(operands) - 1:])
     return [None] + input_cts[:len(operands) - 1]
 
 
 def checkpoint(fun, prevent_cse=True, policy=None, static_argnums=()):
     """jax.checkpoint (remat): `fun` as one call whose reverse pass recomputes its body from its
-    arguments instead of keeping its intermediate values (`checkpoint_vjp`). With prevent_cse=False
-    the passes may share the recomputation with the forward pass (as XLA may in JAX). `policy` is not
-    supported (nothing is saved but the arguments)."""
-    if policy is not None:
-        raise NotImplementedError(located("checkpoint: policy (saving some intermediate values) is not supported; "
-                                          "everything but the arguments is recomputed"))
-    rules = CallRules(vjp=functools.partial(checkpoint_vjp, prevent_cse=bool(prevent_cse)), lane_independent=True)
+    arguments instead of keeping its intermediate values (`checkpoint_vjp`), but those `policy`
+    saves (checkpoint_policies). With prevent_cse=False the passes may share the recomputation with
+    the forward pass (as XLA may in JAX)."""
+    if policy is not None and not callable(policy):
+        raise TypeError(located(f"checkpoint: policy must be a callable (one of checkpoint_policies), got {policy!r}"))
+    rules = CallRules(vjp=functools.partial(checkpoint_vjp, prevent_cse=bool(prevent_cse), policy=policy),
+                      lane_independent=True)
 
     @functools.wraps(fun)
     def remat(*args):
         nondiff, diff, full = split_nondiff(args, tuple(static_argnums))
         return call(lambda *xs: fun(*full(xs)), diff, "checkpoint", rules)
     return outside_jit(remat, static_argnums=tuple(static_argnums))
+
+
+def checkpoint_name(x, name: str):
+    """jax.ad_checkpoint.checkpoint_name: x (a pytree) named for checkpoint policies
+    (save_only_these_names, ...): an identity call carrying the name."""
+    if current_trace() is None:
+        return x
+    leaves, tree = tree_flatten(x)
+    results = call(lambda *xs: xs, tuple(leaves), "checkpoint_name", CallRules(lane_independent=True, name=str(name)))
+    for result, leaf in zip(results, leaves):   # the identity keeps weak types
+        result.weak_type = getattr(leaf, "weak_type", False)
+    return tree_unflatten(tree, results)
+
+
+# ---- jax.checkpoint_policies ----------------------------------------------------------------------
+
+def everything_saveable(*_, **__) -> bool:
+    return True
+
+
+def nothing_saveable(*_, **__) -> bool:
+    return False
+
+
+def dots_saveable(prim, *_, **__) -> bool:
+    """Matrix products and convolutions."""
+    return prim.name in ("dot_general", "conv_general_dilated")
+
+
+def dots_with_no_batch_dims_saveable(prim, *_, **params) -> bool:
+    if prim.name != "dot_general":
+        return False
+    _, (lhs_batch, rhs_batch) = params["dimension_numbers"]
+    return not lhs_batch and not rhs_batch
+
+
+def save_only_these_names(*names):
+    """Only values named (checkpoint_name) with one of `names`."""
+    names = frozenset(names)
+    return lambda prim, *_, **params: prim.name == "name" and params["name"] in names
+
+
+def save_any_names_but_these(*names):
+    """Named values, but those with one of `names`."""
+    names = frozenset(names)
+    return lambda prim, *_, **params: prim.name == "name" and params["name"] not in names
+
+
+def save_anything_except_these_names(*names):
+    """Every value, but those named with one of `names`."""
+    names = frozenset(names)
+    return lambda prim, *_, **params: prim.name != "name" or params["name"] not in names
+
+
+def save_from_both_policies(policy_1, policy_2):
+    return lambda prim, *args, **params: bool(policy_1(prim, *args, **params)) or bool(policy_2(prim, *args, **params))
+
+
+def offloading_not_supported(*_, **__):
+    raise NotImplementedError(located("checkpoint_policies: offloading saved values to another memory is not "
+                                      "supported (cdnajit has one memory space per device)"))
+
+
+checkpoint_policies = types.SimpleNamespace(
+    everything_saveable=everything_saveable, nothing_saveable=nothing_saveable,
+    dots_saveable=dots_saveable, checkpoint_dots=dots_saveable,
+    dots_with_no_batch_dims_saveable=dots_with_no_batch_dims_saveable,
+    checkpoint_dots_with_no_batch_dims=dots_with_no_batch_dims_saveable,
+    save_only_these_names=save_only_these_names, save_any_names_but_these=save_any_names_but_these,
+    save_anything_except_these_names=save_anything_except_these_names,
+    save_from_both_policies=save_from_both_policies,
+    offload_dot_with_no_batch_dims=offloading_not_supported,
+    save_and_offload_only_these_names=offloading_not_supported)

@@ -41,7 +41,9 @@ class Builder:
         self.axis_size = axis_size        # vmap's batch size
         self.trace_region = trace_region  # (param types, fn(params) -> outputs) -> Region
         self.jvp_region = jvp_region      # (region, primals, tangents) -> (outputs, output tangents)
-        self.vjp_region = vjp_region      # (region, primals, output cts) -> parameter cts (zeros filled in)
+        # (region, primals, output cts, saved=None) -> parameter cts (zeros filled in); `saved`: id of a
+        # region op -> results to use instead of recomputing it (frontend/transforms/ad.py forward_pass)
+        self.vjp_region = vjp_region
         self.batch_region = batch_region  # (region, operands, batched) -> (outputs, batched flags)
         # (regions) -> (the regions taking what they read from outside as extra parameters after
         # their own, the IR values read, their handles)

@@ -713,6 +713,22 @@ def build_optimization_barrier(rng, dtype):
     return Case(p, list(p.op("optimization_barrier", [px, fed(p, px)])), [x, fed_numpy(x)])
 
 
+@record("host_callback", MOVEMENT_DTYPES)
+def build_host_callback(rng, dtype):
+    """A callback on a parameter and a kernel's result: it checks the values it is given (what it
+    raises fails the run); its token is false."""
+    from cdnajit.ir.ops.callback import register_callback
+    p = Program()
+    x = random_values(rng, dtype, random_shape(rng))
+    px = p.arg(x)
+
+    def check(given, fed_given):
+        np.testing.assert_array_equal(given, x)
+        np.testing.assert_array_equal(fed_given, fed_numpy(x))
+    token = p.op("host_callback", [px, fed(p, px)], callback=register_callback(check))
+    return Case(p, [token, fed(p, px)], [np.zeros((), bool), fed_numpy(x)])
+
+
 def random_indices(rng, shape, count_shape, k, out_of_bounds=True):
     """Index rows (count_shape + (k,)) into the first k dimensions of `shape`, some out of bounds."""
     columns = [rng.integers(-2 if out_of_bounds else 0, d + (2 if out_of_bounds else 0), count_shape)

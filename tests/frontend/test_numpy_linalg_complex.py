@@ -297,12 +297,32 @@ def test_complex_derivatives_of_solve_inv_and_det():
             np.abs(cotangent)) * np.max(np.abs(t)) * 16
 
 
-def test_complex_derivatives_without_rules_say_so():
-    h = hermitian_positive_definite((3, 3), np.complex128)
-    with pytest.raises(NotImplementedError, match=r"the reverse-mode derivative of cholesky of complex matrices"):
-        cj.vjp(cnp.linalg.cholesky, h)[1](h)
-    with pytest.raises(NotImplementedError, match=r"the reverse-mode derivative of eigh of complex matrices"):
-        cj.vjp(cnp.linalg.eigh, h)[1]((np.ones(3), h))
+def test_complex_factorization_vjps_transpose_their_jvps():
+    """The reverse mode of the factorizations of complex matrices (their JVPs transposed) is the
+    transpose of forward mode under JAX's pairing <u, v> = re sum(u v): re<ct, J t> = re<J^T ct, t>
+    for random t and ct, to rounding (1e-12 relative to the products' sizes). JAX's values are
+    checked in tests/transforms (complex_factorization_grads); eigh is checked here only."""
+    rng = np.random.default_rng(20)
+    h = hermitian_positive_definite((3, 3), np.complex128, 21)
+    tall = complex_normal((4, 3), np.complex128, 22) + 2 * np.eye(4, 3)
+    direction = complex_normal((3, 3), np.complex128, 23)
+    cases = [(cnp.linalg.cholesky, h, direction + hermitian_transpose(direction)),
+             (cnp.linalg.eigh, h, direction + hermitian_transpose(direction)),
+             (cnp.linalg.slogdet, complex_matrices((3, 3), np.complex128, 24), direction),
+             (cnp.linalg.qr, tall, complex_normal((4, 3), np.complex128, 25)),
+             (lambda a: cnp.linalg.svd(a, full_matrices=False), tall, complex_normal((4, 3), np.complex128, 26)),
+             (cnp.linalg.pinv, tall, complex_normal((4, 3), np.complex128, 27))]
+    for function, a, t in cases:
+        tangents = cj.jit(lambda a, t: cj.jvp(function, (a,), (t,))[1], backend="interpret")(a, t)
+        leaves = cj.tree_util.tree_leaves(tangents)
+        cts = [rng.standard_normal(np.shape(x)) + (1j * rng.standard_normal(np.shape(x)) if np.iscomplexobj(x) else 0)
+               for x in leaves]
+        (cotangent,) = cj.jit(lambda a, cts: cj.vjp(function, a)[1](
+            cj.tree_util.tree_unflatten(cj.tree_util.tree_structure(tangents), cts)), backend="interpret")(a, cts)
+        forward = sum(np.real(np.sum(c * np.asarray(x))) for c, x in zip(cts, leaves))
+        backward = np.real(np.sum(np.asarray(cotangent) * t))
+        scale = sum(np.sum(np.abs(c * np.asarray(x))) for c, x in zip(cts, leaves))
+        assert abs(forward - backward) <= 1e-12 * scale, function
 
 
 @pytest.mark.slow

@@ -51,6 +51,20 @@ def test_a_sharded_sum_is_partitioned_with_an_all_reduce():
     assert 'routine = "all_reduce"' in total.lower(xs).compile().as_text("optimized")
 
 
+def test_float0_leaves_of_a_sharded_call():
+    """float0 arguments and results of a sharded jit (JAX's tangents of integers): no program
+    parameters or results, the function sees (and returns) float0 zeros; the rest is partitioned."""
+    mesh = make_mesh((4,), ("data",))
+    x = np.arange(8.0)
+    xs = cj.device_put(x, NamedSharding(mesh, P("data")))
+    f = cj.jit(lambda t, x: (cj.jvp(lambda n: n * 2, (np.arange(3),), (t,))[1], (x * 2).sum()), backend="interpret")
+    tangent, total = f(np.zeros(3, cj.float0), xs)
+    assert tangent.dtype == cj.float0 and tangent.shape == (3,)
+    assert float(np.asarray(total)) == 56.0
+    params = f.lower(np.zeros(3, cj.float0), xs).module.params   # x's shard on each device, no float0
+    assert [str(p.type) for p in params] == ["f64[2]"] * 4
+
+
 @pytest.mark.slow
 def test_data_parallel_loss_is_the_unsharded_one_with_an_all_reduce():
     mesh = make_mesh((4,), ("data",))

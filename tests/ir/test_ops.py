@@ -800,6 +800,19 @@ def check_optimization_barrier(name, rng):
     assert run_op(name) == []
 
 
+@record("host_callback")
+def check_host_callback(name, rng):
+    from cdnajit.ir.ops.callback import register_callback
+    for dtype in ALL_DTYPES:
+        xs = [sample(rng, dtype, shape) for shape in SHAPES]
+        seen = []
+        (token,) = run_op(name, *xs, attrs={"callback": register_callback(lambda *arrays: seen.append(arrays))})
+        assert token.dtype == np.bool_ and token.shape == () and not token
+        assert len(seen) == 1 and len(seen[0]) == len(xs)
+        for g, x in zip(seen[0], xs):
+            assert_matches(g, x, what=f"{name} {dtype}{list(x.shape)}")
+
+
 @record("concatenate")
 def check_concatenate(name, rng):
     cases = [([(3,)], 0), ([(2,), (0,), (3,)], 0), ([(2, 3), (2, 1)], 1), ([(1, 0, 2), (3, 0, 2)], 0)]

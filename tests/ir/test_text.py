@@ -73,6 +73,11 @@ STRUCTURED = {
           %2, %3 = optimization_barrier(%0, %1) : (f32[3,4], c64[])
           return %2, %3
         }""",
+    "host_callback": """
+        func @printed(%0: f32[3,4], %1: c64[]) -> (f32[3,4]) {
+          %2 = host_callback(%0, %1) {callback = 7} : bool[]
+          return %0
+        }""",
     "library_call": """
         func @gemm(%0: f16[2,5,4], %1: f16[2,3,5], %2: f32[2,4,3], %3: f32[3]) -> (f32[2,4,3]) {
           %4 = library_call(%0, %1, %2, %3) {library = "blas", routine = "strided_batched_gemm", solution = "", trans_a = true, trans_b = true, alpha = -0.5, beta = 1.0, epilogue = "bias_gelu_tanh", result_dtype = f32, compute_dtype = f32} : f32[2,4,3]

@@ -189,6 +189,23 @@ def test_float0_through_jacobians_vmap_and_jit_arguments():
     assert len(lowered.module.params) == 1 and lowered.module.donated == {0}
 
 
+def test_float0_as_vmap_inputs():
+    """As JAX: a float0 argument is mapped along its in_axes (the function sees one lane's float0
+    zeros, nothing traced) or given whole (in_axes None), and counts in the size check."""
+    n = np.arange(6).reshape(3, 2)
+    lanes = interpreted(cj.vmap(lambda n, t: cj.jvp(lambda n: n * 2, (n,), (t,))))(n, np.zeros((3, 2), cj.float0))
+    np.testing.assert_array_equal(lanes[0], n * 2)
+    assert is_float0_of(lanes[1], (3, 2))
+    out, t = interpreted(cj.vmap(lambda x, t: (x * 2, t), in_axes=(0, 1)))(np.ones((2, 4)), np.zeros((4, 2), cj.float0))
+    assert out.shape == (2, 4) and is_float0_of(t, (2, 4))
+    seen = []
+    interpreted(cj.vmap(lambda x, t: (seen.append(t.shape), x)[1], in_axes=(0, None)))(np.ones((2, 4)),
+                                                                                        np.zeros(5, cj.float0))
+    assert seen == [(5,)]
+    with pytest.raises(ValueError, match=r"inconsistent sizes[\s\S]*float0\[3\] had size 3"):
+        interpreted(cj.vmap(lambda x, t: x))(np.ones(2), np.zeros(3, cj.float0))
+
+
 # ---- bad input: JAX's errors, naming the line that made the call -------------------------------
 
 def test_grad_errors_name_the_users_line():

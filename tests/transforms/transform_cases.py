@@ -13,6 +13,16 @@ def ramp(*shape, scale=1.0, phase=0.0):
     return (scale * np.sin(np.arange(n) * 0.7 + phase)).reshape(shape)
 
 
+def complex_ramp(*shape, phase=0.0):
+    return ramp(*shape, phase=phase) + 1j * ramp(*shape, phase=phase + 0.35)
+
+
+def hermitian(n, phase):
+    """A Hermitian positive definite matrix of distinct eigenvalues."""
+    b = complex_ramp(n, n, phase=phase)
+    return b @ b.conj().T + np.diag(np.arange(1.0, n + 1))
+
+
 def mlp_loss(ns):
     def loss(params, x, y):
         (w1, b1), (w2, b2) = params
@@ -79,4 +89,32 @@ CASES = {
         ns.api.grad(lambda a: ns.np.sum(ns.np.sin(ns.np.linalg.pinv(a))))(ramp(3, 5, phase=0.8) + 2 * np.eye(3, 5)),
         ns.api.grad(lambda a, b: ns.np.sum(ns.np.linalg.lstsq(a, b)[0] ** 2), argnums=(0, 1))(
             ramp(6, 3, phase=1.2) + 2 * np.eye(6, 3), ramp(6, 2, phase=1.4))],
+    # complex matrices: gradients of real functions (JAX's convention), stored as real and imaginary
+    # parts; functions of singular vectors and of Q and R through |.|, which does not depend on their
+    # columns' phases. Not eigh: the interpreter's Jacobi eigenvectors are accurate to ~1e-9, beyond
+    # this file's tolerance (tests/frontend/test_numpy_linalg_complex.py checks its reverse mode)
+    "complex_factorization_grads": lambda ns: [
+        part(ns, g) for g in [
+            ns.api.grad(lambda a: ns.np.sum(ns.np.sin(ns.np.real(ns.np.linalg.cholesky(a))))
+                        + ns.np.sum(ns.np.imag(ns.np.linalg.cholesky(a)) ** 2))(hermitian(4, 0.3)),
+            ns.api.grad(lambda a: 2 * ns.np.real(ns.np.linalg.slogdet(a)[0]) + ns.np.imag(ns.np.linalg.slogdet(a)[0])
+                        + ns.np.linalg.slogdet(a)[1])(complex_ramp(3, 3, phase=1.1) + 2 * np.eye(3)),
+            ns.api.grad(lambda a: ns.np.sum(ns.np.abs(ns.np.linalg.qr(a)[0]) ** 2 * ramp(5, 3, phase=0.3))
+                        + ns.np.sum(ns.np.abs(ns.np.linalg.qr(a)[1]) ** 3))(complex_ramp(5, 3, phase=1.3) + np.eye(5, 3)),
+            ns.api.grad(lambda a: ns.np.sum(ns.np.sin(ns.np.linalg.svd(a, full_matrices=False)[1]))
+                        + ns.np.sum(ns.np.abs(ns.np.linalg.svd(a, full_matrices=False)[0]) ** 2 * ramp(5, 3))
+                        + ns.np.sum(ns.np.abs(ns.np.linalg.svd(a, full_matrices=False)[2]) ** 2 * ramp(3, 3, phase=1.0)))(
+                complex_ramp(5, 3, phase=1.5) + 2 * np.eye(5, 3)),
+            ns.api.grad(lambda a: ns.np.sum(ns.np.linalg.svd(a, compute_uv=False) ** 2 * ramp(3)))(
+                complex_ramp(3, 4, phase=1.7) + 2 * np.eye(3, 4)),
+            ns.api.grad(lambda a: ns.np.sum(ns.np.sin(ns.np.real(ns.np.linalg.pinv(a))))
+                        + ns.np.sum(ns.np.imag(ns.np.linalg.pinv(a)) ** 2))(complex_ramp(3, 5, phase=1.9) + 2 * np.eye(3, 5)),
+        ] for part in (lambda ns, g: ns.np.real(g), lambda ns, g: ns.np.imag(g))],
+    # QR of wide matrices (JAX 0.10.2's rule: the square block's, then dR2 = dQ^H A2 + Q^H dA2)
+    "qr_wide_grads": lambda ns: [
+        ns.api.grad(lambda a: ns.np.sum(ns.np.abs(ns.np.linalg.qr(a)[0]) ** 2 * ramp(3, 3, phase=0.2))
+                    + ns.np.sum(ns.np.sin(ns.np.abs(ns.np.linalg.qr(a)[1]))))(ramp(3, 5, phase=2.1) + 2 * np.eye(3, 5)),
+        *[part(ns, ns.api.grad(lambda a: ns.np.sum(ns.np.abs(ns.np.linalg.qr(a)[1]) ** 2 * ramp(2, 4, phase=0.4)))(
+            complex_ramp(2, 4, phase=2.3) + 2 * np.eye(2, 4)))
+          for part in (lambda ns, g: ns.np.real(g), lambda ns, g: ns.np.imag(g))]],
 }
