@@ -33,7 +33,7 @@ TRANS = {0: "N", "N": "N", 1: "T", "T": "T", 2: "C", "C": "C"}   # op(a): a, a^T
 
 def right_hand_side(name: str, a, b) -> tuple:
     """(a, b as matrices [..., n, k] with a's batch, whether b was vectors, the batch shape)."""
-    a, b = promoted(name, a, b)
+    a, b = promoted(a, b)
     check_matrices(name, a)
     vector = b.ndim == a.ndim - 1
     if b.ndim < 1 or b.shape[-1 if vector else -2] != a.shape[-1]:

@@ -376,23 +376,31 @@ def syevj(a: Tracer) -> tuple[Tracer, Tracer]:
 
 # ---- geev ---------------------------------------------------------------------------------------
 
-def geev(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(real parts, imaginary parts) of the eigenvalues of a stack [B, n, n] (routines.py's geev;
-    NaNs for a matrix whose QR iteration did not converge)."""
+COMPLEX_OF = {"f32": "c64", "f64": "c128"}   # the eigenvalues' dtype of real matrices
+
+
+def geev(a: Tracer) -> Tracer:
+    """The complex eigenvalues of a stack [B, n, n] (routines.py's geev; NaNs for a matrix whose QR
+    iteration did not converge): wr + i wi of a real stack, w of a complex one."""
     batch, n, _ = a.shape
     if is_empty(a):
-        return cr.zeros((batch, n), a.type.dtype), cr.zeros((batch, n), a.type.dtype)
-    wr, wi, _ = solver_call("geev", [a], vectors=False)
-    return wr, wi
+        return cr.zeros((batch, n), a.type.dtype if is_complex(a.type.dtype) else COMPLEX_OF[a.type.dtype])
+    *values, _ = solver_call("geev", [a], vectors=False)
+    return eigenvalues(values)
 
 
-def geev_vectors(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
-    """(wr, wi, V) of a stack [B, n, n] (not empty): the eigenvalues as geev gives them and the right
-    eigenvectors, complex, unnormalized: V = Z X from the real Schur form A = Z T Z^T (geev with
-    vectors) and T's eigenvectors X (trevc)."""
-    wr, wi, t, z = solver_call("geev", [a], vectors=True)
-    (x,) = solver_call("trevc", [t, wr, wi])
-    return wr, wi, con.matmul(z.astype(x.type.dtype), x)
+def eigenvalues(values) -> Tracer:
+    """geev's eigenvalues as one complex array: w, or wr + i wi."""
+    return values[0] if len(values) == 1 else el.apply("complex", *values)
+
+
+def geev_vectors(a: Tracer) -> tuple[Tracer, Tracer]:
+    """(w, V) of a stack [B, n, n] (not empty): the eigenvalues as geev gives them and the right
+    eigenvectors, complex, unnormalized: V = Z X from the Schur form A = Z T Z^H (geev with vectors;
+    real: the real Schur form) and T's eigenvectors X (trevc)."""
+    *values, t, z = solver_call("geev", [a], vectors=True)
+    (x,) = solver_call("trevc", [t, *values])
+    return eigenvalues(values), con.matmul(z.astype(x.type.dtype), x)
 
 
 # ---- gesvdj ------------------------------------------------------------------------------------

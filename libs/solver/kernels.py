@@ -549,7 +549,12 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
 
 
 def geev_kernel(op: Op, name: str) -> Kernel:
-    """routines.py's geev_reference, statement for statement (Hessenberg reduction, then a flat loop of
+    complex_matrices = Field(op.operands[0].type.dtype).complex
+    return (complex_geev_kernel if complex_matrices else real_geev_kernel)(op, name)
+
+
+def real_geev_kernel(op: Op, name: str) -> Kernel:
+    """routines.py's real_geev_reference, statement for statement (Hessenberg reduction, then a flat loop of
     at most MAX_QR_STEPS * n steps, each deflating one or two eigenvalues or running one Francis step).
     With `vectors`, the reflections act on whole rows and columns (the real Schur form) and are
     accumulated in the Schur vectors Z."""
@@ -664,63 +669,204 @@ def geev_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
+def complex_geev_kernel(op: Op, name: str) -> Kernel:
+    """routines.py's complex_geev_reference, statement for statement (Hessenberg reduction, then a flat
+    loop of at most MAX_QR_STEPS * n steps, each deflating one eigenvalue or running one single-shift
+    step). With `vectors`, the rotations act on whole rows and columns (the Schur form) and are
+    accumulated in the Schur vectors Z."""
+    batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
+    schur = op.attrs["vectors"]
+    b, size = sizes("batch", "n")
+    a, w, h, *schur_vectors = params = resized(op, [b * size * size, b * size, b * size * size, b * size * size])
+    part = f.part
+    i, j, k, low, last, steps = (K.Var(v, INDEX) for v in ("i", "j", "k", "low", "last", "steps"))
+    norm, beta, magnitude, c = (K.Var(v, part) for v in ("norm", "beta", "magnitude", "c"))
+    dot, phase, x, y, s, p, r, shift, one, two = (f.var(v) for v in ("dot", "phase", "x", "y", "s", "p", "r", "shift",
+                                                                      "one", "two"))
+    epsilon = float(np.finfo(NUMPY_DTYPES[part]).eps)
+    zero = K.Const(0, part)
+
+    def body(g):
+        at = lambda row, col: g * size * size + row * size + col
+        m = lambda row, col: f.read(h, at(row, col))
+        put = lambda row, col, value: f.write(h, at(row, col), value)
+        zm = lambda row, col: f.read(schur_vectors[0], at(row, col))
+        zput = lambda row, col, value: f.write(schur_vectors[0], at(row, col), value)
+
+        def turned(read, write, first, second, conjugated):
+            """Statements setting (first, second) to (c one + s two, c two - s* one) (rows) or, with
+            conjugated, to (c one + s* two, c two - s one) (columns, G^H applied on the right)."""
+            left, right = (f.conj(s), s) if conjugated else (s, f.conj(s))
+            return [*f.let(one, read(*first)), *f.let(two, read(*second)),
+                    *write(*first, one * c + two * left), *write(*second, two * c - one * right)]
+
+        hessenberg = loop("k", 0, size - 2, [
+            K.Assign(norm, zero),
+            loop("i", k + 1, size, [K.Assign(norm, norm + f.squared_magnitude(m(i, k)))]),
+            K.Assign(norm, K.sqrt(norm)),
+            K.If(norm.ne(0), [
+                # The reflector's vector u (in column k below the diagonal while it is applied) and
+                # beta = 2 / u^H u: (I - beta u u^H) column = -phase ||column|| e1.
+                K.Assign(magnitude, m(k + 1, k).abs()),
+                *f.assign(phase, f.select(magnitude.ne(0), m(k + 1, k) / magnitude, f.const(1))),
+                *put(k + 1, k, m(k + 1, k) + phase * norm),
+                K.Assign(beta, 1 / (norm * (norm + magnitude))),
+                loop("j", k + 1, size, [
+                    *f.assign(dot, f.const(0)),
+                    loop("i", k + 1, size, f.assign(dot, dot + f.conj(m(i, k)) * m(i, j))),
+                    *f.assign(dot, dot * beta),
+                    loop("i", k + 1, size, put(i, j, m(i, j) - m(i, k) * dot))]),
+                loop("i", 0, size, [
+                    *f.assign(dot, f.const(0)),
+                    loop("j", k + 1, size, f.assign(dot, dot + m(i, j) * m(j, k))),
+                    *f.assign(dot, dot * beta),
+                    loop("j", k + 1, size, put(i, j, m(i, j) - dot * f.conj(m(j, k))))]),
+                *([loop("i", 0, size, [
+                    *f.assign(dot, f.const(0)),
+                    loop("j", k + 1, size, f.assign(dot, dot + zm(i, j) * m(j, k))),
+                    *f.assign(dot, dot * beta),
+                    loop("j", k + 1, size, zput(i, j, zm(i, j) - dot * f.conj(m(j, k))))])] if schur else []),
+                *put(k + 1, k, (phase * norm) * -1.0), loop("i", k + 2, size, put(i, k, f.const(0)))])])
+        wilkinson = [
+            # The eigenvalue of the trailing 2x2 [[a, b], [c, d]] nearer d: d - bc / (p + r).
+            *f.assign(p, (m(last - 1, last - 1) - m(last, last)) * 0.5),
+            *f.assign(r, (p * p + m(last - 1, last) * m(last, last - 1)).sqrt()),
+            *f.assign(r, f.select((p.re * r.re + p.im * r.im) < 0, r * -1.0, r)),
+            *f.assign(p, p + r),
+            *f.assign(shift, f.select(f.nonzero(p), m(last, last) - m(last - 1, last) * m(last, last - 1) / p,
+                                      m(last, last)))]
+        exceptional = lambda row: f.assign(shift, m(row, row) + f.from_real(0.75 * f.magnitude(m(row, row - 1))))
+        rotation = [
+            # (c, s) with [[c, s], [-s*, c]] (x, y) = (r, 0), c real.
+            K.Assign(magnitude, x.abs()), K.Assign(norm, K.sqrt(f.squared_magnitude(x) + f.squared_magnitude(y))),
+            K.Assign(c, K.select(norm.ne(0), K.select(magnitude.ne(0), magnitude / norm, zero), K.Const(1, part))),
+            *f.assign(s, f.select(norm.ne(0), f.select(magnitude.ne(0), x / magnitude * f.conj(y) / norm,
+                                                       f.conj(y) / norm), f.const(0)))]
+        single_shift = [
+            K.Assign(steps, steps + 1),
+            *wilkinson,
+            K.If(steps.eq(10), exceptional(low + 1)), K.If(steps.eq(20), exceptional(last)),
+            *f.assign(x, m(low, low) - shift), *f.assign(y, m(low + 1, low)),
+            loop("k", low, last, [
+                K.If(k > low, [*f.assign(x, m(k, k - 1)), *f.assign(y, m(k + 1, k - 1))]),
+                *rotation,
+                loop("j", K.maximum(low, k - 1), size if schur else last + 1,
+                     turned(m, put, (k, j), (k + 1, j), False)),
+                K.If(k > low, put(k + 1, k - 1, f.const(0))),
+                loop("i", 0 if schur else low, K.minimum(k + 2, last) + 1, turned(m, put, (i, k), (i, k + 1), True)),
+                *([loop("i", 0, size, turned(zm, zput, (i, k), (i, k + 1), True))] if schur else [])])]
+        step = [
+            K.Assign(low, K.Const(0, INDEX)),
+            loop("k", 1, last + 1, [
+                K.If(f.magnitude(m(k, k - 1)) <= epsilon * (f.magnitude(m(k - 1, k - 1)) + f.magnitude(m(k, k))),
+                     [*put(k, k - 1, f.const(0)), K.Assign(low, k)])]),
+            K.If(low.eq(last), [*f.write(w, g * size + last, m(last, last)),
+                                K.Assign(last, last - 1), K.Assign(steps, K.Const(0, INDEX))], single_shift)]
+        return [
+            *[K.Let(v, zero) for v in (norm, beta, magnitude, c)],
+            *[statement for v in (dot, phase, x, y, s, p, r, shift) for statement in f.let(v, f.const(0))],
+            K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1), K.Let(steps, K.Const(0, INDEX)),
+            copied(a, h, g * size * size * f.width, size * size * f.width),
+            *([loop("i", 0, size, [loop("j", 0, size, zput(i, j, f.from_real(K.select(i.eq(j), 1, 0).cast(part))))])]
+              if schur else []),
+            hessenberg,
+            loop("step", 0, MAX_QR_STEPS * size, [K.If(last >= 0, step)]),
+            # Not converged: NaNs for the eigenvalues not found.
+            loop("i", 0, last + 1, f.write(w, g * size + i, f.from_real(K.Const(float("nan"), part))))]
+
+    return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
+
+
 def trevc_kernel(op: Op, name: str) -> Kernel:
     """routines.py's quasi_triangular_vector, one work-item per column j of X (an eigenvalue): its
-    block's vector, then back substitution upward in complex arithmetic, a 2x2 block's two rows at
-    once (its second row skipped)."""
+    block's vector, then back substitution upward in complex arithmetic, a real T's 2x2 block's two
+    rows at once (its second row skipped), each quotient rescaled against overflow; then X's column
+    divided by its largest entry (|re| + |im|)."""
     batch, n, _ = op.operands[0].type.shape
     f = Field(op.results[0].type.dtype)
+    complex_t = Field(op.operands[0].type.dtype).complex
     b, size = sizes("batch", "n")
-    t_buffer, wr, wi, x = params = resized(op, [b * size * size, b * size, b * size, b * size * size])
+    t_buffer, *values, x = params = resized(op, [b * size * size] + [b * size] * (len(op.operands) - 1)
+                                            + [b * size * size])
     dtype = f.part
     i, k, top, bottom, row, skip = (K.Var(v, INDEX) for v in ("i", "k", "top", "bottom", "row", "skip"))
-    smin = K.Var("smin", dtype)
-    total, other, divisor, determinant = f.var("total"), f.var("other"), f.var("divisor"), f.var("determinant")
-    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
-    tiny = float(np.finfo(NUMPY_DTYPES[dtype]).tiny)
+    smin, numerator, divisor_magnitude, scale, largest = (
+        K.Var(v, dtype) for v in ("smin", "numerator", "divisor_magnitude", "scale", "largest"))
+    total, other, divisor, determinant, first, second = (f.var(v) for v in ("total", "other", "divisor", "determinant",
+                                                                             "first", "second"))
+    epsilon, tiny, largest_float = (float(v) for v in (np.finfo(NUMPY_DTYPES[dtype]).eps,
+                                                       np.finfo(NUMPY_DTYPES[dtype]).tiny,
+                                                       np.finfo(NUMPY_DTYPES[dtype]).max))
+    rescale = largest_float ** 0.5
 
     def body(g):
         matrix, j = g / size, g % size
-        t = lambda r, c: t_buffer[matrix * size * size + r * size + c]
+        t_real = lambda r, c: t_buffer[matrix * size * size + r * size + c]
+        # T's entries as factors (a real T's are real: half the multiplications) and as entries.
+        entry = (lambda r, c: f.read(t_buffer, matrix * size * size + r * size + c)) if complex_t else t_real
+        t = entry if complex_t else (lambda r, c: f.from_real(t_real(r, c)))
         at = lambda r: matrix * size * size + r * size + j
-        value = Complex(wr[matrix * size + j], wi[matrix * size + j])
-        shifted = lambda r: f.from_real(t(r, r)) - value
-        # Subdiagonal entries read at clamped indices (the first row has none).
-        below_diagonal = lambda r: (r > 0) & t(r, K.maximum(r - 1, 0)).ne(0)
+        value = f.read(values[0], matrix * size + j) if complex_t else \
+            Complex(values[0][matrix * size + j], values[1][matrix * size + j])
+        shifted = lambda r: t(r, r) - value
+        # Subdiagonal entries read at clamped indices (the first row has none); a complex T has none.
+        below_diagonal = lambda r: (r > 0) & t_real(r, K.maximum(r - 1, 0)).ne(0)
         guarded = lambda d: f.select(f.magnitude(d) >= smin, d, f.from_real(smin))
-        a, c = top, bottom
-        first = f.magnitude(shifted(a)) + K.abs(t(a, c))
-        second = K.abs(t(c, a)) + f.magnitude(shifted(c))
+
+        def rescaled(first_row, *quotients):
+            """Statements scaling x's rows first_row..bottom and the quotients' numerators (variables)
+            where a quotient would exceed `rescale` (by the factor making it `rescale`)."""
+            return [K.If(numerator > rescale * divisor_magnitude, [
+                K.Assign(scale, rescale * divisor_magnitude / numerator),
+                loop("k", first_row, bottom + 1, f.write(x, at(k), f.read(x, at(k)) * scale)),
+                *[statement for q in quotients for statement in f.assign(q, q * scale)]])]
+
         one_row = [
             *f.let(total, f.const(0)),
-            loop("k", row + 1, bottom + 1, f.assign(total, total - f.from_real(t(row, k)) * f.read(x, at(k)))),
+            loop("k", row + 1, bottom + 1, f.assign(total, total - f.read(x, at(k)) * entry(row, k))),
             *f.let(divisor, guarded(shifted(row))),
+            K.Assign(numerator, f.magnitude(total)), K.Assign(divisor_magnitude, f.magnitude(divisor)),
+            *rescaled(row + 1, total),
             *f.write(x, at(row), total / divisor)]
         two_rows = [
             *f.let(total, f.const(0)), *f.let(other, f.const(0)),
             loop("k", row + 1, bottom + 1, [
-                *f.assign(total, total - f.from_real(t(row - 1, k)) * f.read(x, at(k))),
-                *f.assign(other, other - f.from_real(t(row, k)) * f.read(x, at(k)))]),
-            *f.let(determinant, guarded(shifted(row - 1) * shifted(row)
-                                        - f.from_real(t(row - 1, row) * t(row, row - 1)))),
-            *f.write(x, at(row - 1), (total * shifted(row) - other * t(row - 1, row)) / determinant),
-            *f.write(x, at(row), (shifted(row - 1) * other - total * t(row, row - 1)) / determinant),
+                *f.assign(total, total - f.read(x, at(k)) * entry(row - 1, k)),
+                *f.assign(other, other - f.read(x, at(k)) * entry(row, k))]),
+            *f.let(determinant, guarded(shifted(row - 1) * shifted(row) - t(row - 1, row) * entry(row, row - 1))),
+            # Cramer's numerators.
+            *f.let(first, total * shifted(row) - other * entry(row - 1, row)),
+            *f.let(second, shifted(row - 1) * other - total * entry(row, row - 1)),
+            K.Assign(numerator, K.maximum(f.magnitude(first), f.magnitude(second))),
+            K.Assign(divisor_magnitude, f.magnitude(determinant)),
+            *rescaled(row + 1, first, second),
+            *f.write(x, at(row - 1), first / determinant), *f.write(x, at(row), second / determinant),
             K.Assign(skip, K.Const(1, INDEX))]
-        return [
-            K.Let(smin, K.maximum(epsilon * (K.abs(value.re) + K.abs(value.im)), K.Const(tiny, dtype))),
-            loop("i", 0, size, f.write(x, at(i), f.const(0))),
-            K.Let(top, j), K.If(below_diagonal(j), [K.Assign(top, j - 1)]),
-            K.Let(bottom, j),
+        # A real T's block at row j: 1x1 (x_j = 1) or 2x2, rows a < c, whose null vector is taken from
+        # its larger row (magnitudes |re| + |im|).
+        a, c = top, bottom
+        first_row = f.magnitude(shifted(a)) + K.abs(t_real(a, c))
+        second_row = K.abs(t_real(c, a)) + f.magnitude(shifted(c))
+        block = [
+            K.If(below_diagonal(j), [K.Assign(top, j - 1)]),
             K.If((j < size - 1) & below_diagonal(K.minimum(j + 1, size - 1)), [K.Assign(bottom, j + 1)]),
             K.If(top.eq(bottom), f.write(x, at(j), f.const(1)), [
-                K.If(first >= second,
-                     [*f.write(x, at(a), f.from_real(t(a, c))), *f.write(x, at(c), value - f.from_real(t(a, a)))],
-                     [*f.write(x, at(a), value - f.from_real(t(c, c))), *f.write(x, at(c), f.from_real(t(c, a)))])]),
-            K.Let(skip, K.Const(0, INDEX)),
+                K.If(first_row >= second_row,
+                     [*f.write(x, at(a), t(a, c)), *f.write(x, at(c), value - t(a, a))],
+                     [*f.write(x, at(a), value - t(c, c)), *f.write(x, at(c), t(c, a))])])]
+        return [
+            K.Let(smin, K.maximum(epsilon * f.magnitude(value), K.Const(tiny, dtype))),
+            *[K.Let(v, K.Const(0, dtype)) for v in (numerator, divisor_magnitude, scale, largest)],
+            loop("i", 0, size, f.write(x, at(i), f.const(0))),
+            K.Let(top, j), K.Let(bottom, j), K.Let(skip, K.Const(0, INDEX)),
+            *(f.write(x, at(j), f.const(1)) if complex_t else block),
             loop("s", 0, top, [
                 K.Let(row, top - 1 - K.Var("s", INDEX)),
                 K.If(skip.eq(1), [K.Assign(skip, K.Const(0, INDEX))],
-                     [K.If(below_diagonal(row), two_rows, one_row)])])]
+                     one_row if complex_t else [K.If(below_diagonal(row), two_rows, one_row)])]),
+            loop("i", 0, bottom + 1, [K.Assign(largest, K.maximum(largest, f.magnitude(f.read(x, at(i)))))]),
+            loop("i", 0, bottom + 1, f.write(x, at(i), f.read(x, at(i)) / largest))]
 
     return per_item(name, params, [b, size], b * size, body, [("batch", batch), ("n", n)])
 

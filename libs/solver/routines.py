@@ -2,7 +2,7 @@
 of row-major matrices: every operand has one batch dimension first ([B, rows, columns]; B may be 1).
 getrf, getrs, getri, potrf, potrs, trsm, trtri, geqrf, orgqr, syevj and gesvdj take f32, f64, c64 and
 c128 (LAPACK's s, d, c and z routines: the transposes below are conjugate transposes for complex
-matrices); geev, laswp and lapmr's index operands take real matrices and integers only.
+matrices), and so do geev and trevc, whose operands and results differ for complex matrices (below).
 
   getrf(A[B, m, n]) -> LU[B, m, n], pivots[B, min(m, n)] i32, permutation[B, m] i32
       LU with partial pivoting, P A = L U: L unit lower (below LU's diagonal), U upper (on and
@@ -34,16 +34,21 @@ matrices); geev, laswp and lapmr's index operands take real matrices and integer
   orgqr(QR[B, m, n], tau[B, k]) -> Q[B, m, q], attribute columns (q)
       the first q columns of H_0 ... H_{k-1} (LAPACK's org2r; q = k reduced, q = m complete).
 
-  geev(A[B, n, n]) -> wr[B, n], wi[B, n], H[B, n, n] (, Z[B, n, n]), attribute vectors
+  geev(A[B, n, n]) -> wr[B, n], wi[B, n], H[B, n, n] (, Z[B, n, n]), attribute vectors (A real)
+  geev(A[B, n, n]) -> w[B, n], H[B, n, n] (, Z[B, n, n]), attribute vectors (A complex)
       eigenvalues (real and imaginary parts) of general matrices, as LAPACK's geev: Hessenberg
       reduction, then Francis double-shift QR steps until the matrix deflates (H is the work copy);
       with vectors, H is the real Schur form T = Z^T A Z (2x2 blocks not standardized) and Z the
       Schur vectors (a 2x2 block and its two Schur vectors are fixed only up to a rotation, which
       rounding decides: kernel and reference agree on the identities, not entry for entry).
+      A complex A (LAPACK's zgeev): Hessenberg reduction, then single-shift QR steps; w complex in the
+      order they deflate (w[k] = T[k, k]); with vectors T = Z^H A Z is upper triangular.
   trevc(T[B, n, n], wr[B, n], wi[B, n]) -> X[B, n, n] complex (c64 for f32, c128 for f64)
-      column j: an eigenvector of the quasi-triangular T for eigenvalue wr[j] + i wi[j], whose 1x1 or
-      2x2 block is at row j (LAPACK's trevc, right vectors, back substitution in complex arithmetic,
-      unnormalized; a near-zero divisor is replaced by smin = eps (|wr| + |wi|), as trevc does).
+  trevc(T[B, n, n], w[B, n]) -> X[B, n, n], T complex (upper triangular)
+      column j: an eigenvector of the quasi-triangular T for eigenvalue wr[j] + i wi[j] (w[j]), whose
+      1x1 or 2x2 block is at row j (LAPACK's trevc, right vectors, back substitution in complex
+      arithmetic; a near-zero divisor is replaced by smin = eps (|wr| + |wi|), as trevc does; rescaled
+      against overflow, its largest entry of magnitude |re| + |im| = 1).
   syevj(A[B, n, n]) -> w[B, n], V[B, n, n], D[B, n, n]
       symmetric eigenproblem by cyclic Jacobi (rocSOLVER's syevj): rotations J^T A J zero each
       off-diagonal entry in turn (Golub and Van Loan's sym.schur2), sweep after sweep until the
@@ -79,12 +84,12 @@ import numpy as np
 
 from ...ir.opdef import require
 from ...ir.ops.library import Routine
-from ...ir.types import COMPLEX_PART, TensorType
+from ...ir.types import COMPLEX_PART, COMPLEXES, TensorType
 
 REAL = ("f32", "f64")
 REAL_OR_COMPLEX = ("f32", "f64", "c64", "c128")
 COMPLEX_ROUTINES = ("getrf", "getrs", "getri", "potrf", "potrs", "trsm", "trtri", "geqrf", "orgqr", "syevj",
-                    "gesvdj")   # the others: real only
+                    "gesvdj", "geev", "trevc")   # the others: real only
 
 
 def check_matrices(routine: str, types, count: int):
@@ -357,7 +362,12 @@ def geev_infer(types, attrs):
     (a,) = types
     batch, n, columns = a.shape
     require(n == columns, f"library_call: solver.geev takes square matrices, got {a}")
-    return [TensorType(a.dtype, (batch, n)), TensorType(a.dtype, (batch, n)), a] + ([a] if attrs["vectors"] else [])
+    values = [TensorType(a.dtype, (batch, n))] * (1 if a.dtype in COMPLEXES else 2)
+    return values + [a] + ([a] if attrs["vectors"] else [])
+
+
+def geev_reference(a, vectors):
+    return (complex_geev_reference if np.iscomplexobj(a) else real_geev_reference)(a, vectors)
 
 
 def hessenberg_reflector(x):
@@ -382,7 +392,7 @@ def two_by_two_eigenvalues(a, b, c, d):
     return (d + z, 0.0), ((d - b * c / z) if z != 0 else d + z, 0.0)
 
 
-def geev_reference(a, vectors):
+def real_geev_reference(a, vectors):
     """Eigenvalues (geev without balancing): Householder reduction to Hessenberg form (gehd2), then
     Francis double-shift QR steps on the active window (Golub and Van Loan, Algorithm 7.5.1)
     deflating where a subdiagonal entry is below eps times its neighbours, with LAPACK dlahqr's
@@ -455,6 +465,124 @@ def francis_step(m, low, last, steps, schur_vectors):
         z = m[k + 3, k] if k + 3 <= last else 0
 
 
+def complex_reflector(x):
+    """(u, beta) with (I - beta u u^H) x = -e ||x|| e1, e the phase of x0 (1 where x0 = 0); beta = 0
+    for x = 0."""
+    norm = np.sqrt(np.sum(np.abs(x) ** 2))
+    if norm == 0:
+        return x, 0.0
+    u = x.copy()
+    u[0] += (x[0] / abs(x[0]) if x[0] != 0 else 1) * norm
+    return u, 1 / (norm * (norm + abs(x[0])))
+
+
+def complex_rotation(f, g):
+    """(c real, s, r) with [[c, s], [-s*, c]] (f, g) = (r, 0)."""
+    norm = np.sqrt(abs(f) ** 2 + abs(g) ** 2)
+    if norm == 0:
+        return 1.0, 0.0, f
+    if f == 0:
+        return 0.0, np.conj(g) / abs(g), abs(g)
+    phase = f / abs(f)
+    return abs(f) / norm, phase * np.conj(g) / norm, phase * norm
+
+
+def complex_sqrt(z):
+    """The principal square root, by real square roots (as the kernel computes it)."""
+    magnitude = np.sqrt(z.real * z.real + z.imag * z.imag)
+    root = np.sqrt((magnitude + abs(z.real)) / 2)
+    if root == 0:
+        return 0j
+    if z.real >= 0:
+        return complex(root, z.imag / (2 * root))
+    return complex(abs(z.imag) / (2 * root), root if z.imag >= 0 else -root)
+
+
+def complex_geev_reference(a, vectors):
+    """Eigenvalues of complex matrices (zgeev without balancing): Householder reduction to Hessenberg
+    form, then single-shift QR steps (Givens rotations chasing the bulge; Golub and Van Loan 7.5 for
+    one complex shift) with Wilkinson's shift, the eigenvalue of the trailing 2x2 nearer its last
+    diagonal entry, and an exceptional shift at steps 10 and 20; deflation where |h_k,k-1| (|re| +
+    |im|) is below eps times its diagonal neighbours'. Each eigenvalue deflates alone: w[k] = T[k, k].
+    With `vectors`, the rotations act on whole rows and columns (H becomes the upper triangular Schur
+    form T) and accumulate in Z, A = Z T Z^H. NaNs for eigenvalues not found in MAX_QR_STEPS n steps."""
+    h = np.array(a, copy=True)
+    batch, n, _ = h.shape
+    w = np.zeros((batch, n), h.dtype)
+    zs = np.tile(np.eye(n, dtype=h.dtype), (batch, 1, 1))
+    epsilon = np.finfo(h.dtype).eps
+    with np.errstate(all="ignore"):
+        for b in range(batch):
+            m, z = h[b], zs[b]
+            for k in range(n - 2):
+                u, beta = complex_reflector(m[k + 1:, k].copy())
+                m[k + 1:, :] -= beta * np.outer(u, np.conj(u) @ m[k + 1:, :])
+                m[:, k + 1:] -= beta * np.outer(m[:, k + 1:] @ u, np.conj(u))
+                m[k + 2:, k] = 0
+                if vectors:
+                    z[:, k + 1:] -= beta * np.outer(z[:, k + 1:] @ u, np.conj(u))
+            last, steps = n - 1, 0
+            for _ in range(MAX_QR_STEPS * n):
+                if last < 0:
+                    break
+                low = 0
+                for k in range(1, last + 1):
+                    if pivot_magnitude(m[k, k - 1]) <= epsilon * (pivot_magnitude(m[k - 1, k - 1])
+                                                                  + pivot_magnitude(m[k, k])):
+                        m[k, k - 1] = 0
+                        low = k
+                if low == last:
+                    w[b, last], last, steps = m[last, last], last - 1, 0
+                else:
+                    steps += 1
+                    shifted_qr_step(m, low, last, wilkinson_shift(m, low, last, steps), z if vectors else None)
+            if last >= 0:
+                w[b, :last + 1] = np.nan
+    return (w, h, zs) if vectors else (w, h)
+
+
+def wilkinson_shift(m, low, last, steps):
+    """The eigenvalue of the trailing 2x2 [[a, b], [c, d]] nearer d, d - bc / (p + r) with p = (a - d) / 2,
+    r = sqrt(p^2 + bc) of the sign making |p + r| largest; at steps 10 and 20 an exceptional shift
+    (the last or first diagonal entry plus 3/4 of its subdiagonal neighbour's |re| + |im|)."""
+    if steps in (10, 20):
+        k = last if steps == 20 else low + 1
+        return m[k, k] + 0.75 * pivot_magnitude(m[k, k - 1])
+    a, b, c, d = m[last - 1, last - 1], m[last - 1, last], m[last, last - 1], m[last, last]
+    p = (a - d) / 2
+    r = complex_sqrt(p * p + b * c)
+    r = -r if (np.conj(p) * r).real < 0 else r
+    return d - b * c / (p + r) if p + r != 0 else d
+
+
+def shifted_qr_step(m, low, last, shift, schur_vectors):
+    """One single-shift QR step on the window m[low:last+1, low:last+1] (at least 2x2), in place: the
+    rotation of (h_low,low - shift, h_low+1,low) then the bulge chased down; with schur_vectors, on
+    m's whole rows and columns and on schur_vectors' columns."""
+    n = m.shape[0]
+    schur = schur_vectors is not None
+    right, top = (n - 1 if schur else last), (0 if schur else low)
+    x, y = m[low, low] - shift, m[low + 1, low]
+    for k in range(low, last):
+        if k > low:
+            x, y = m[k, k - 1], m[k + 1, k - 1]
+        c, s, _ = complex_rotation(x, y)
+        left = max(low, k - 1)
+        rows = m[k:k + 2, left:right + 1].copy()
+        m[k, left:right + 1] = c * rows[0] + s * rows[1]
+        m[k + 1, left:right + 1] = -np.conj(s) * rows[0] + c * rows[1]
+        if k > low:
+            m[k + 1, k - 1] = 0
+        bottom = min(k + 2, last)
+        columns = m[top:bottom + 1, k:k + 2].copy()
+        m[top:bottom + 1, k] = columns[:, 0] * c + columns[:, 1] * np.conj(s)
+        m[top:bottom + 1, k + 1] = -columns[:, 0] * s + columns[:, 1] * c
+        if schur:
+            columns = schur_vectors[:, k:k + 2].copy()
+            schur_vectors[:, k] = columns[:, 0] * c + columns[:, 1] * np.conj(s)
+            schur_vectors[:, k + 1] = -columns[:, 0] * s + columns[:, 1] * c
+
+
 def getrs_infer(types, attrs):
     require(len(types) == 3, f"library_call: solver.getrs takes LU, permutation and X, got "
                              f"{', '.join(map(str, types))}")
@@ -516,34 +644,44 @@ def trtri_reference(a, lower, unit_diagonal):
 
 
 def trevc_infer(types, attrs):
-    require(len(types) == 3, f"library_call: solver.trevc takes T, wr and wi, got {', '.join(map(str, types))}")
-    t, wr, wi = types
+    t = types[0] if types else None
+    values = 1 if t is not None and t.dtype in COMPLEXES else 2
+    require(len(types) == 1 + values, f"library_call: solver.trevc takes T and its eigenvalues (wr and wi of a "
+                                      f"real T, w of a complex one), got {', '.join(map(str, types))}")
     check_matrices("trevc", [t], 1)
     batch, n, columns = t.shape
-    require(n == columns and wr == wi == TensorType(t.dtype, (batch, n)),
-            f"library_call: solver.trevc takes T[B, n, n], wr[B, n] and wi[B, n] of one dtype, got {t}, {wr}, {wi}")
-    return [TensorType({"f32": "c64", "f64": "c128"}[t.dtype], t.shape)]
+    require(n == columns and all(v == TensorType(t.dtype, (batch, n)) for v in types[1:]),
+            f"library_call: solver.trevc takes T[B, n, n] and its eigenvalues [B, n] of T's dtype, got "
+            f"{', '.join(map(str, types))}")
+    return [TensorType({"f32": "c64", "f64": "c128"}.get(t.dtype, t.dtype), t.shape)]
 
 
-def trevc_reference(t, wr, wi):
+def trevc_reference(t, *values):
+    value = values[0] if len(values) == 1 else values[0] + 1j * values[1]
     batch, n, _ = t.shape
-    x = np.zeros(t.shape, {np.float32: np.complex64, np.float64: np.complex128}[t.dtype.type])
-    epsilon = np.finfo(t.dtype).eps
+    x = np.zeros(t.shape, {4: np.complex64, 8: np.complex128}[np.finfo(t.dtype).dtype.itemsize])
     with np.errstate(all="ignore"):
         for b in range(batch):
             for j in range(n):
-                x[b, :, j] = quasi_triangular_vector(t[b], complex(wr[b, j], wi[b, j]), j, epsilon)
+                x[b, :, j] = quasi_triangular_vector(t[b], complex(value[b, j]), j, x.real.dtype)
     return (x,)
 
 
-def quasi_triangular_vector(t, value, j, epsilon):
-    """A solution of (T - value I) x = 0, x zero below the 1x1 or 2x2 block holding row j, by back
-    substitution (1x1 and 2x2 diagonal blocks; 2x2 systems by Cramer's rule; a divisor of magnitude,
-    |re| + |im|, below smin replaced by smin)."""
+def quasi_triangular_vector(t, value, j, part):
+    """A solution of (T - value I) x = 0, x zero below the 1x1 or 2x2 block holding row j (a complex T
+    is triangular: 1x1 blocks only), by back substitution (2x2 systems by Cramer's rule; a divisor of
+    magnitude |re| + |im| below smin = max(eps (|re| + |im|) of value, tiny) replaced by smin). Overflow
+    is kept away as LAPACK's trevc keeps it, more simply: where a quotient would exceed
+    RESCALE = sqrt(the largest float), the entries so far are scaled down to make it RESCALE; at the end
+    x is divided by its largest |re| + |im|."""
     n = t.shape[0]
-    smin = max(epsilon * (abs(value.real) + abs(value.imag)), np.finfo(t.dtype).tiny)
-    top = j - 1 if j > 0 and t[j, j - 1] != 0 else j
-    bottom = j + 1 if j < n - 1 and t[j + 1, j] != 0 else j
+    epsilon, tiny = np.finfo(part).eps, np.finfo(part).tiny
+    rescale = np.sqrt(np.finfo(part).max)
+    smin = max(epsilon * pivot_magnitude(value), tiny)
+    guarded = lambda d: d if pivot_magnitude(d) >= smin else smin
+    below = lambda r: r > 0 and t[r, r - 1] != 0
+    top = j - 1 if below(j) else j
+    bottom = j + 1 if j < n - 1 and below(j + 1) else j
     x = np.zeros(n, complex)
     if top == bottom:
         x[j] = 1
@@ -554,20 +692,28 @@ def quasi_triangular_vector(t, value, j, epsilon):
         x[a], x[c] = (t[a, c], value - t[a, a]) if first >= second else (value - t[c, c], t[c, a])
     row = top - 1
     while row >= 0:
-        if row > 0 and t[row, row - 1] != 0:
+        if below(row):
             solved = x[row + 1:bottom + 1]
             r1, r2 = -(t[row - 1, row + 1:bottom + 1] @ solved), -(t[row, row + 1:bottom + 1] @ solved)
             d11, d22 = t[row - 1, row - 1] - value, t[row, row] - value
-            det = d11 * d22 - t[row - 1, row] * t[row, row - 1]
-            det = det if pivot_magnitude(det) >= smin else smin
-            x[row - 1], x[row] = (r1 * d22 - t[row - 1, row] * r2) / det, (d11 * r2 - t[row, row - 1] * r1) / det
+            det = guarded(d11 * d22 - t[row - 1, row] * t[row, row - 1])
+            first, second = r1 * d22 - t[row - 1, row] * r2, d11 * r2 - t[row, row - 1] * r1
+            scale = rescaled(max(pivot_magnitude(first), pivot_magnitude(second)), pivot_magnitude(det), rescale)
+            x[row + 1:bottom + 1] *= scale
+            x[row - 1], x[row] = first * scale / det, second * scale / det
             row -= 2
         else:
-            d = t[row, row] - value
-            d = d if pivot_magnitude(d) >= smin else smin
-            x[row] = -(t[row, row + 1:bottom + 1] @ x[row + 1:bottom + 1]) / d
+            total, d = -(t[row, row + 1:bottom + 1] @ x[row + 1:bottom + 1]), guarded(t[row, row] - value)
+            scale = rescaled(pivot_magnitude(total), pivot_magnitude(d), rescale)
+            x[row + 1:bottom + 1] *= scale
+            x[row] = total * scale / d
             row -= 1
-    return x
+    return x / np.max(pivot_magnitude(x))
+
+
+def rescaled(numerator, divisor, rescale):
+    """The factor (at most 1) that keeps numerator / divisor within rescale (magnitudes)."""
+    return rescale * divisor / numerator if numerator > rescale * divisor else 1.0
 
 
 ROUTINES = {
