@@ -15,6 +15,7 @@ import scipy.linalg
 
 import cdnajit as cj
 import cdnajit.numpy as cnp
+import cdnajit.scipy.linalg as csl
 from cdnajit.errors import ConcretizationError
 from cdnajit.frontend.tracing import bind
 from cdnajit.libs.solver.routines import geev_reference, trevc_reference
@@ -208,11 +209,11 @@ def test_complex_eig_and_eigvals_against_numpy(dtype, n):
     Schur form): eigenvalues of backward error within BOUND n eps ||A|| and each of scipy's within cond
     times that; eig's eigenvalues exactly eigvals'; A V = V diag(w) within BOUND n eps ||A||; vectors of
     unit 2-norm, their largest component real and positive (zgeev's normalization, which fixes a
-    simple eigenvalue's vector: where it is well separated, numpy's vector to BOUND n eps ||A|| / gap)."""
+    simple eigenvalue's vector: where it is well separated, numpy's vector to BOUND n eps ||A|| / gap).
+    (eigvals gives eig's eigenvalues: test_complex_eig_of_stacks_empty_and_one_by_one_matrices.)"""
     a = complex_stack_of_cases(n, dtype)
     w, v = (np.asarray(x) for x in cj.jit(cnp.linalg.eig)(a))
     assert w.dtype == v.dtype == dtype and w.shape == (6, n) and v.shape == (6, n, n)
-    np.testing.assert_array_equal(w, cj.jit(cnp.linalg.eigvals)(a))
     assert backward_errors(a, w, dtype) <= BOUND
     assert_near_numpy(a[[0, 1, 4, 5]], w[[0, 1, 4, 5]], dtype)   # not the defective ones (cond ~ 1 / eps)
     assert eigenvector_residuals(a, w, v, dtype) <= BOUND
@@ -239,6 +240,7 @@ def test_complex_eig_of_stacks_empty_and_one_by_one_matrices():
     a = complex_stack_of_cases(4, np.complex64)[:4].reshape(2, 2, 4, 4)
     w, v = cnp.linalg.eig(a)
     assert w.shape == (2, 2, 4) and v.shape == (2, 2, 4, 4) and w.dtype == v.dtype == np.complex64
+    np.testing.assert_array_equal(w, cnp.linalg.eigvals(a))
     w, v = cnp.linalg.eig(np.zeros((3, 0, 0), np.complex64))
     assert w.shape == (3, 0) and v.shape == (3, 0, 0) and w.dtype == v.dtype == np.complex64
     assert np.asarray(cnp.linalg.eigvals(np.zeros((0, 2, 2), np.complex128))).shape == (0, 2)
@@ -303,6 +305,29 @@ def test_trevc_rescales_where_back_substitution_would_overflow(dtype):
     assert np.max(residual / scale) <= BOUND
     (want,) = trevc_reference(*operands)
     assert np.all(np.isfinite(want))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_scipy_eig_and_eigvals(dtype):
+    """cdnajit.scipy.linalg.eig/eigvals against scipy's: eigenvalues within cond BOUND n eps ||A|| of
+    scipy's, A vr = vr diag(w); homogeneous_eigvals stacks (w, 1) as scipy's (alpha, beta); vr complex
+    (scipy's is real where every eigenvalue is, a value-dependent dtype); b and left refused."""
+    n = 6
+    a = (complex_stack_of_cases if np.iscomplexobj(np.zeros(1, dtype)) else stack_of_cases)(n, dtype)[0]
+    w, vr = (np.asarray(x) for x in cj.jit(csl.eig)(a))
+    assert w.dtype == vr.dtype == np.complex128
+    assert_near_numpy(a[None], w[None], dtype)
+    assert eigenvector_residuals(a, w, vr, dtype) <= BOUND
+    np.testing.assert_array_equal(cj.jit(csl.eigvals)(a), w)
+    np.testing.assert_array_equal(csl.eig(a, right=False), w)
+    homogeneous = np.asarray(csl.eigvals(a, homogeneous_eigvals=True))
+    assert homogeneous.shape == scipy.linalg.eigvals(a, homogeneous_eigvals=True).shape == (2, n)
+    np.testing.assert_array_equal(homogeneous, [w, np.ones(n)])
+    with pytest.raises(NotImplementedError, match=r"eig: the generalized problem \(b\) and left eigenvectors"):
+        csl.eig(a, left=True)
+    with pytest.raises(NotImplementedError, match=r"eigvals: the generalized problem \(b\)"):
+        csl.eigvals(a, np.eye(n))
 
 
 @pytest.mark.parametrize("p", [[1.0, -6.0, 11.0, -6.0], [2.0, 0.0, 1.0], [0.0, 0.0, 1.0, 2.0, 3.0, 0.0, 0.0], [3.0],
