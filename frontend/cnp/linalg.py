@@ -1,7 +1,7 @@
 """cdnajit.numpy.linalg: jax.numpy.linalg's functions on stacks of matrices (leading batch dimensions).
 
 Factorizations and solves go to the solver library through linalg_solver.py (getrf, potrf, trsm,
-geqrf, orgqr, syevj, gesvdj, geev, trevc);
+geqrf, orgqr, syev, syevj, gesvdj, geev, trevc);
 the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
 matrix that is not positive definite gives a Cholesky factor of NaNs. Every function takes f32, f64,
@@ -33,7 +33,7 @@ from .numerical import cross as numpy_cross
 from .linalg_rules import with_rules
 from .indexing_funcs import take_along_axis
 from .linalg_solver import adjoint, direct_solve, geev, geev_vectors, geqrf, gesvdj, getrf, getri, getrs, orgqr, \
-    potrf, rows_of, syevj, trsm
+    potrf, rows_of, symmetric_eigenproblem, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
@@ -301,7 +301,8 @@ def symmetric(name: str, a, UPLO: str, symmetrize_input: bool) -> Tracer:
 
 def eigh(a, UPLO: str = "L", symmetrize_input: bool = True):
     """jnp.linalg.eigh: (eigenvalues ascending, eigenvectors as columns) of symmetric (Hermitian)
-    matrices, by cyclic Jacobi (syevj: one work-item per matrix); the eigenvalues are real."""
+    matrices (linalg_solver.symmetric_eigenproblem: syev, tridiagonal reduction and implicit QR, for real
+    matrices; syevj, cyclic Jacobi, for complex ones; one work-item per matrix); the eigenvalues are real."""
     a = symmetric("eigh", a, UPLO, symmetrize_input)
     w, v = eigh_stack(as_stack(a))
     return sh.reshape(w, a.shape[:-1]), from_stack(v, a.shape[:-2])
@@ -327,7 +328,7 @@ def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
         real_only("the reverse-mode derivative of eigh", v)
         inner = inverse_gaps(w) * (matrix_transpose(v) @ ct_v) + ct_w[..., None] * cr.eye(w.shape[-1], dtype=w.dtype)
         return (v @ inner @ matrix_transpose(v),)
-    return with_rules("linalg.eigh", syevj, jvp, vjp, a)
+    return with_rules("linalg.eigh", symmetric_eigenproblem, jvp, vjp, a)
 
 
 def eigvals(a):

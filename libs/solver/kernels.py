@@ -496,6 +496,108 @@ def syevj_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
+def syev_kernel(op: Op, name: str) -> Kernel:
+    """routines.py's syev_reference, statement for statement. H holds the symmetric matrix, then the
+    tridiagonal form (d on its diagonal, e below it); while a reflector is applied, its vector u sits
+    in column k below the diagonal and its p and q vectors in row k right of it (the upper triangle,
+    not read again); V holds Q^T (Q's columns as rows, contiguous for the rotations), and w, until the
+    end, u^T Q^T's row."""
+    batch, n, _ = op.operands[0].type.shape
+    b, size = sizes("batch", "n")
+    a, w, v, h = params = resized(op, [b * size * size, b * size, b * size * size, b * size * size])
+    dtype = a.dtype
+    i, j, k, low, last = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last"))
+    norm, beta, dot, s, half, t, coupling, denominator, shift, x, z, c, sine, tau, dk, dl, ek, one, two = (
+        K.Var(v_, dtype) for v_ in ("norm", "beta", "dot", "s", "half", "t", "coupling", "denominator", "shift", "x",
+                                     "z", "c", "sine", "tau", "dk", "dl", "ek", "one", "two"))
+    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
+    zero = K.Const(0, dtype)
+    sign = lambda value: K.select(value >= 0, K.Const(1, dtype), K.Const(-1, dtype))
+
+    def body(g):
+        at = lambda r, col: g * size * size + r * size + col
+        m = lambda r, col: h[at(r, col)]
+        put = lambda r, col, value: K.Store(h, at(r, col), value)
+        qt = lambda r, col: v[at(r, col)]
+        qput = lambda r, col, value: K.Store(v, at(r, col), value)
+        scratch = lambda col: w[g * size + col]
+        d = lambda r: m(r, r)
+        e = lambda r: m(r + 1, r)
+        reduction = loop("k", 0, size - 2, [
+            K.Assign(norm, zero),
+            loop("i", k + 1, size, [K.Assign(norm, norm + m(i, k) * m(i, k))]),
+            K.Assign(norm, K.sqrt(norm)),
+            K.If(norm.ne(0), [
+                K.Assign(s, sign(m(k + 1, k)) * norm), put(k + 1, k, m(k + 1, k) + s),
+                K.Assign(beta, zero),
+                loop("i", k + 1, size, [K.Assign(beta, beta + m(i, k) * m(i, k))]),
+                K.Assign(beta, 2 / beta),
+                # p = beta A22 u (row k), then q = p - (beta / 2) (u^T p) u, A22 -= u q^T + q u^T.
+                loop("i", k + 1, size, [
+                    K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + m(i, j) * m(j, k))]),
+                    put(k, i, beta * dot)]),
+                K.Assign(half, zero),
+                loop("i", k + 1, size, [K.Assign(half, half + m(i, k) * m(k, i))]),
+                K.Assign(half, beta / 2 * half),
+                loop("i", k + 1, size, [put(k, i, m(k, i) - half * m(i, k))]),
+                loop("i", k + 1, size, [loop("j", k + 1, size, [
+                    put(i, j, m(i, j) - m(i, k) * m(k, j) - m(k, i) * m(j, k))])]),
+                # Q^T's rows k + 1.. -= beta u (u^T Q^T), u^T Q^T gathered in w first.
+                loop("j", 0, size, [K.Store(w, g * size + j, zero)]),
+                loop("i", k + 1, size, [loop("j", 0, size, [
+                    K.Store(w, g * size + j, scratch(j) + m(i, k) * qt(i, j))])]),
+                loop("i", k + 1, size, [loop("j", 0, size, [qput(i, j, qt(i, j) - beta * m(i, k) * scratch(j))])]),
+                put(k + 1, k, -s), loop("i", k + 2, size, [put(i, k, zero)])])])
+        rotation = [
+            # givens(x, z): c x - s z = r, s x + c z = 0.
+            K.Assign(tau, K.select(K.abs(z) > K.abs(x), -x / z, -z / x)),
+            K.Assign(one, 1 / K.sqrt(1 + tau * tau)),
+            K.Assign(c, K.select(z.eq(0), K.Const(1, dtype), K.select(K.abs(z) > K.abs(x), one * tau, one))),
+            K.Assign(sine, K.select(z.eq(0), zero, K.select(K.abs(z) > K.abs(x), one, one * tau)))]
+        qr_step = [
+            K.Assign(t, (d(last - 1) - d(last)) / 2), K.Assign(coupling, e(last - 1)),
+            K.Assign(denominator, t + sign(t) * K.sqrt(t * t + coupling * coupling)),
+            K.Assign(shift, d(last) - K.select(denominator.ne(0), coupling * coupling / denominator, zero)),
+            K.Assign(x, d(low) - shift), K.Assign(z, e(low)),
+            loop("k", low, last, [
+                *rotation,
+                K.If(k > low, [put(k, k - 1, c * e(k - 1) - sine * z)]),
+                K.Assign(dk, d(k)), K.Assign(dl, d(k + 1)), K.Assign(ek, e(k)),
+                put(k, k, c * c * dk - 2 * c * sine * ek + sine * sine * dl),
+                put(k + 1, k + 1, sine * sine * dk + 2 * c * sine * ek + c * c * dl),
+                put(k + 1, k, c * sine * (dk - dl) + (c * c - sine * sine) * ek),
+                K.If(k < last - 1, [K.Assign(x, e(k)), K.Assign(z, -sine * e(k + 1)), put(k + 2, k + 1, c * e(k + 1))]),
+                loop("j", 0, size, [
+                    K.Assign(one, qt(k, j)), K.Assign(two, qt(k + 1, j)),
+                    qput(k, j, c * one - sine * two), qput(k + 1, j, sine * one + c * two)])])]
+        step = [
+            K.Assign(low, K.Const(0, INDEX)),
+            loop("k", 1, last + 1, [
+                K.If(K.abs(e(k - 1)) <= epsilon * (K.abs(d(k - 1)) + K.abs(d(k))), [put(k, k - 1, zero),
+                                                                                  K.Assign(low, k)])]),
+            K.If(low.eq(last), [K.Assign(last, last - 1)], qr_step)]
+        vectors = (lambda r, col: qt(col, r), lambda r, col, value: [qput(col, r, value)])
+        return [
+            *[K.Let(var, zero) for var in (norm, beta, dot, s, half, t, coupling, denominator, shift, x, z, c, sine,
+                                           tau, dk, dl, ek, one, two)],
+            K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1),
+            # The symmetric matrix of A's lower triangle; Q^T = I.
+            loop("i", 0, size, [loop("j", 0, size, [
+                put(i, j, a[at(K.maximum(i, j), K.minimum(i, j))]),
+                qput(i, j, K.select(i.eq(j), 1, 0).cast(dtype))])]),
+            reduction,
+            loop("step", 0, MAX_QR_STEPS * size, [K.If(last > 0, step)]),
+            loop("i", 0, size, [K.Store(w, g * size + i, d(i))]),
+            # Not converged: NaNs for the eigenvalues not found.
+            K.If(last > 0, [loop("i", 0, last + 1, [K.Store(w, g * size + i, K.Const(float("nan"), dtype))])]),
+            *sorted_by(Field(dtype), (w, g * size), size, [(*vectors, size)], descending=False),
+            # V = (Q^T)^T in place.
+            loop("i", 0, size, [loop("j", i + 1, size, [
+                K.Assign(one, qt(i, j)), qput(i, j, qt(j, i)), qput(j, i, one)])])]
+
+    return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
+
+
 def gesvdj_kernel(op: Op, name: str) -> Kernel:
     """One-sided Jacobi; for complex columns, each pair's Gram matrix [[alpha, gamma], [gamma*, beta]]
     is Hermitian and turned as syevj turns a_pq (U = D J D^H, e the phase of gamma*)."""
@@ -872,7 +974,7 @@ def trevc_kernel(op: Op, name: str) -> Kernel:
 
 
 KERNELS = {"trevc": trevc_kernel, "getri": getri_kernel, "potrs": potrs_kernel, "trtri": trtri_kernel,
-           "geev": geev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel,
+           "geev": geev_kernel, "syev": syev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel,
            "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel,
            "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 
