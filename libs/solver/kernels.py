@@ -523,31 +523,22 @@ def syev_kernel(op: Op, name: str) -> Kernel:
         scratch = lambda col: w[g * size + col]
         d = lambda r: m(r, r)
         e = lambda r: m(r + 1, r)
-        reduction = loop("k", 0, size - 2, [
-            K.Assign(norm, zero),
-            loop("i", k + 1, size, [K.Assign(norm, norm + m(i, k) * m(i, k))]),
-            K.Assign(norm, K.sqrt(norm)),
-            K.If(norm.ne(0), [
-                K.Assign(s, sign(m(k + 1, k)) * norm), put(k + 1, k, m(k + 1, k) + s),
-                K.Assign(beta, zero),
-                loop("i", k + 1, size, [K.Assign(beta, beta + m(i, k) * m(i, k))]),
-                K.Assign(beta, 2 / beta),
-                # p = beta A22 u (row k), then q = p - (beta / 2) (u^T p) u, A22 -= u q^T + q u^T.
-                loop("i", k + 1, size, [
-                    K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + m(i, j) * m(j, k))]),
-                    put(k, i, beta * dot)]),
-                K.Assign(half, zero),
-                loop("i", k + 1, size, [K.Assign(half, half + m(i, k) * m(k, i))]),
-                K.Assign(half, beta / 2 * half),
-                loop("i", k + 1, size, [put(k, i, m(k, i) - half * m(i, k))]),
-                loop("i", k + 1, size, [loop("j", k + 1, size, [
-                    put(i, j, m(i, j) - m(i, k) * m(k, j) - m(k, i) * m(j, k))])]),
-                # Q^T's rows k + 1.. -= beta u (u^T Q^T), u^T Q^T gathered in w first.
-                loop("j", 0, size, [K.Store(w, g * size + j, zero)]),
-                loop("i", k + 1, size, [loop("j", 0, size, [
-                    K.Store(w, g * size + j, scratch(j) + m(i, k) * qt(i, j))])]),
-                loop("i", k + 1, size, [loop("j", 0, size, [qput(i, j, qt(i, j) - beta * m(i, k) * scratch(j))])]),
-                put(k + 1, k, -s), loop("i", k + 2, size, [put(i, k, zero)])])])
+        reduction = loop("k", 0, size - 2, reflected_column(m, put, k, size, (norm, s, beta), [
+            # p = beta A22 u (row k), then q = p - (beta / 2) (u^T p) u, A22 -= u q^T + q u^T.
+            loop("i", k + 1, size, [
+                K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + m(i, j) * m(j, k))]),
+                put(k, i, beta * dot)]),
+            K.Assign(half, zero),
+            loop("i", k + 1, size, [K.Assign(half, half + m(i, k) * m(k, i))]),
+            K.Assign(half, beta / 2 * half),
+            loop("i", k + 1, size, [put(k, i, m(k, i) - half * m(i, k))]),
+            loop("i", k + 1, size, [loop("j", k + 1, size, [
+                put(i, j, m(i, j) - m(i, k) * m(k, j) - m(k, i) * m(j, k))])]),
+            # Q^T's rows k + 1.. -= beta u (u^T Q^T), u^T Q^T gathered in w first.
+            loop("j", 0, size, [K.Store(w, g * size + j, zero)]),
+            loop("i", k + 1, size, [loop("j", 0, size, [
+                K.Store(w, g * size + j, scratch(j) + m(i, k) * qt(i, j))])]),
+            loop("i", k + 1, size, [loop("j", 0, size, [qput(i, j, qt(i, j) - beta * m(i, k) * scratch(j))])])]))
         rotation = [
             # givens(x, z): c x - s z = r, s x + c z = 0.
             K.Assign(tau, K.select(K.abs(z) > K.abs(x), -x / z, -z / x)),
@@ -650,6 +641,27 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
 
 
+def reflected_column(m, put, k, size, variables, applied) -> list:
+    """Statements reflecting column k of m(row, column) below the diagonal onto its first entry (a
+    real Householder reflector I - beta u u^T): u = the column + sign(x0) ||column|| e1 sits in the
+    column while the statements `applied` (reading it there, and beta) apply the reflector elsewhere;
+    then the column becomes (-sign(x0) ||column||, 0, ...). variables: (norm, s, beta), real."""
+    norm, s, beta = variables
+    i = K.Var("i", INDEX)
+    zero = K.Const(0, norm.dtype)
+    return [
+        K.Assign(norm, zero),
+        loop("i", k + 1, size, [K.Assign(norm, norm + m(i, k) * m(i, k))]),
+        K.Assign(norm, K.sqrt(norm)),
+        K.If(norm.ne(0), [
+            K.Assign(s, K.select(m(k + 1, k) >= 0, norm, -norm)), put(k + 1, k, m(k + 1, k) + s),
+            K.Assign(beta, zero),
+            loop("i", k + 1, size, [K.Assign(beta, beta + m(i, k) * m(i, k))]),
+            K.Assign(beta, 2 / beta),
+            *applied,
+            put(k + 1, k, -s), loop("i", k + 2, size, [put(i, k, zero)])])]
+
+
 def geev_kernel(op: Op, name: str) -> Kernel:
     complex_matrices = Field(op.operands[0].type.dtype).complex
     return (complex_geev_kernel if complex_matrices else real_geev_kernel)(op, name)
@@ -699,26 +711,16 @@ def real_geev_kernel(op: Op, name: str) -> Kernel:
                     K.Assign(dot, sum((u[t] * zm(i, k + t) for t in range(1, count)), u[0] * zm(i, k))),
                     *[zput(i, k + t, zm(i, k + t) - beta * dot * u[t]) for t in range(count)]])] if schur else [])]
 
-        hessenberg = loop("k", 0, size - 2, [
-            K.Assign(norm, zero),
-            loop("i", k + 1, size, [K.Assign(norm, norm + m(i, k) * m(i, k))]),
-            K.Assign(norm, K.sqrt(norm)),
-            K.If(norm.ne(0), [
-                # The reflector's vector in column k's entries below the diagonal while it is applied.
-                K.Assign(s, sign(m(k + 1, k)) * norm), put(k + 1, k, m(k + 1, k) + s),
-                K.Assign(beta, zero),
-                loop("i", k + 1, size, [K.Assign(beta, beta + m(i, k) * m(i, k))]),
-                K.Assign(beta, 2 / beta),
-                loop("j", k + 1, size, [
-                    K.Assign(dot, zero), loop("i", k + 1, size, [K.Assign(dot, dot + m(i, k) * m(i, j))]),
-                    loop("i", k + 1, size, [put(i, j, m(i, j) - beta * m(i, k) * dot)])]),
-                loop("i", 0, size, [
-                    K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + m(i, j) * m(j, k))]),
-                    loop("j", k + 1, size, [put(i, j, m(i, j) - beta * dot * m(j, k))])]),
-                *([loop("i", 0, size, [
-                    K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + zm(i, j) * m(j, k))]),
-                    loop("j", k + 1, size, [zput(i, j, zm(i, j) - beta * dot * m(j, k))])])] if schur else []),
-                put(k + 1, k, -s), loop("i", k + 2, size, [put(i, k, zero)])])])
+        hessenberg = loop("k", 0, size - 2, reflected_column(m, put, k, size, (norm, s, beta), [
+            loop("j", k + 1, size, [
+                K.Assign(dot, zero), loop("i", k + 1, size, [K.Assign(dot, dot + m(i, k) * m(i, j))]),
+                loop("i", k + 1, size, [put(i, j, m(i, j) - beta * m(i, k) * dot)])]),
+            loop("i", 0, size, [
+                K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + m(i, j) * m(j, k))]),
+                loop("j", k + 1, size, [put(i, j, m(i, j) - beta * dot * m(j, k))])]),
+            *([loop("i", 0, size, [
+                K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + zm(i, j) * m(j, k))]),
+                loop("j", k + 1, size, [zput(i, j, zm(i, j) - beta * dot * m(j, k))])])] if schur else [])]))
         two_by_two = [
             K.Assign(p, (m(low, low) - m(last, last)) / 2),
             K.Assign(disc, p * p + m(low, last) * m(last, low)),
@@ -974,7 +976,8 @@ def trevc_kernel(op: Op, name: str) -> Kernel:
 
 
 KERNELS = {"trevc": trevc_kernel, "getri": getri_kernel, "potrs": potrs_kernel, "trtri": trtri_kernel,
-           "geev": geev_kernel, "syev": syev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel,
+           "geev": geev_kernel, "syev": syev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel,
+           "syevj": syevj_kernel,
            "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel,
            "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 
