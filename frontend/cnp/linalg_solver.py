@@ -383,12 +383,13 @@ COMPLEX_OF = {"f32": "c64", "f64": "c128"}   # the eigenvalues' dtype of real ma
 
 
 def geev(a: Tracer) -> Tracer:
-    """The complex eigenvalues of a stack [B, n, n] (routines.py's geev; NaNs for a matrix whose QR
-    iteration did not converge): wr + i wi of a real stack, w of a complex one."""
+    """The complex eigenvalues of a stack [B, n, n] (routines.py's geev of gebal's balanced matrix, as
+    LAPACK's geev; NaNs for a matrix whose QR iteration did not converge)."""
     batch, n, _ = a.shape
     if is_empty(a):
         return cr.zeros((batch, n), a.type.dtype if is_complex(a.type.dtype) else COMPLEX_OF[a.type.dtype])
-    *values, _ = solver_call("geev", [a], vectors=False)
+    balanced, _, _, _ = solver_call("gebal", [a])
+    *values, _ = solver_call("geev", [balanced], vectors=False)
     return eigenvalues(values)
 
 
@@ -399,11 +400,13 @@ def eigenvalues(values) -> Tracer:
 
 def geev_vectors(a: Tracer) -> tuple[Tracer, Tracer]:
     """(w, V) of a stack [B, n, n] (not empty): the eigenvalues as geev gives them and the right
-    eigenvectors, complex, unnormalized: V = Z X from the Schur form A = Z T Z^H (geev with vectors;
-    real: the real Schur form) and T's eigenvectors X (trevc)."""
-    *values, t, z = solver_call("geev", [a], vectors=True)
+    eigenvectors, complex, unnormalized: for gebal's B = D^-1 P^T A P D, V = P D Z X from B's Schur form
+    B = Z T Z^H (geev with vectors; real: the real Schur form) and T's eigenvectors X (trevc)."""
+    balanced, scale, _, rows = solver_call("gebal", [a])
+    *values, t, z = solver_call("geev", [balanced], vectors=True)
     (x,) = solver_call("trevc", [t, *values])
-    return eigenvalues(values), con.matmul(z.astype(x.type.dtype), x)
+    v = con.matmul(z.astype(x.type.dtype), x) * scale[:, :, None].astype(x.type.dtype)
+    return eigenvalues(values), rows_of(v, rows)
 
 
 # ---- gesvdj ------------------------------------------------------------------------------------

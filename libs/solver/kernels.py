@@ -24,7 +24,7 @@ from ...ir.targets import Target
 from ...ir.types import NUMPY_DTYPES
 from ...lowering.emitters import operand_buffers
 from .entries import Complex, Field
-from .routines import MAX_QR_STEPS, MAX_SWEEPS
+from .routines import MAX_BALANCING_SWEEPS, MAX_QR_STEPS, MAX_SWEEPS
 
 SOLUTION = "workitem_per_matrix"
 WORKGROUP_ITEMS = 64
@@ -882,6 +882,85 @@ def complex_geev_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
+def gebal_kernel(op: Op, name: str) -> Kernel:
+    """routines.py's gebal_reference: each search for an isolating row (column) is a scan of the
+    window, repeated at most n times, a found one swapped to the window's edge; then at most
+    MAX_BALANCING_SWEEPS scaling sweeps; `rows` is the permutation inverted."""
+    batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
+    b, size = sizes("batch", "n")
+    a, h, scale, permutations, rows = params = resized(op, [b * size * size, b * size * size, b * size, b * size,
+                                                           b * size])
+    part = f.part
+    i, j, t, low, high, found, pick = (K.Var(v, INDEX) for v in ("i", "j", "t", "low", "high", "found", "pick"))
+    c, r, factor, exponent, changed = (K.Var(v, part) for v in ("c", "r", "factor", "exponent", "changed"))
+    swapped, index = f.var("swapped"), K.Var("index", "i32")
+    limit = float(np.finfo(NUMPY_DTYPES[part]).maxexp // 2)
+    zero = K.Const(0, part)
+
+    def body(g):
+        at = lambda row, col: g * size * size + row * size + col
+        m = lambda row, col: f.read(h, at(row, col))
+        put = lambda row, col, value: f.write(h, at(row, col), value)
+        permutation = lambda k: permutations[g * size + k]
+
+        def swap(first, second):
+            return [
+                loop("j", 0, size, [*f.let(swapped, m(first, j)), *put(first, j, m(second, j)), *put(second, j, swapped)]),
+                loop("i", 0, size, [*f.let(swapped, m(i, first)), *put(i, first, m(i, second)), *put(i, second, swapped)]),
+                K.Let(index, permutation(first)), K.Store(permutations, g * size + first, permutation(second)),
+                K.Store(permutations, g * size + second, index)]
+
+        def isolating(along_row: bool, candidate):
+            """Statements setting found to candidate if its row (column) is zero off the diagonal
+            within the window and none was found yet."""
+            entry = (lambda k: m(candidate, k)) if along_row else (lambda k: m(k, candidate))
+            return [K.If(found < 0, [
+                K.Assign(pick, candidate),
+                loop("i", low, high + 1, [K.If(i.ne(candidate) & f.nonzero(entry(i)), [K.Assign(pick, K.Const(-1, INDEX))])]),
+                K.Assign(found, pick)])]
+
+        search_rows = K.If(high > low, [
+            K.Assign(found, K.Const(-1, INDEX)),
+            loop("t", 0, high - low + 1, isolating(True, high - t)),
+            K.If(found >= 0, [*swap(found, high), K.Assign(high, high - 1)])])
+        search_columns = K.If(high > low, [
+            K.Assign(found, K.Const(-1, INDEX)),
+            loop("t", 0, high - low + 1, isolating(False, low + t)),
+            K.If(found >= 0, [*swap(found, low), K.Assign(low, low + 1)])])
+        norms_off_diagonal = [
+            K.Assign(c, zero), K.Assign(r, zero),
+            loop("j", low, high + 1, [K.If(j.ne(i), [K.Assign(c, c + f.squared_magnitude(m(j, i))),
+                                                      K.Assign(r, r + f.squared_magnitude(m(i, j)))])]),
+            K.Assign(c, K.sqrt(c)), K.Assign(r, K.sqrt(r))]
+        scaled = [
+            # f: the power of 2 nearest sqrt(r / c), its exponent clamped to half the float's range.
+            K.Assign(exponent, K.floor(K.log2(r / c) / 2 + 0.5)),
+            K.Assign(factor, K.exp2(K.minimum(K.maximum(exponent, -limit), limit))),
+            K.If(c * factor + r / factor < 0.95 * (c + r), [
+                K.Store(scale, g * size + i, scale[g * size + i] * factor), K.Assign(changed, K.Const(1, part)),
+                loop("j", 0, size, put(i, j, m(i, j) / factor)),
+                loop("j", 0, size, put(j, i, m(j, i) * factor))])]
+        sweep = [
+            K.Assign(changed, zero),
+            loop("i", low, high + 1, [
+                *norms_off_diagonal,
+                K.If(c.ne(0) & r.ne(0) & K.is_finite(c + r), scaled)])]
+        return [
+            K.Let(low, K.Const(0, INDEX)), K.Let(high, size - 1), K.Let(found, K.Const(-1, INDEX)),
+            K.Let(pick, K.Const(-1, INDEX)),
+            *[K.Let(v, zero) for v in (c, r, factor, exponent)], K.Let(changed, K.Const(1, part)),
+            copied(a, h, g * size * size * f.width, size * size * f.width),
+            loop("i", 0, size, [K.Store(scale, g * size + i, K.Const(1, part)),
+                                K.Store(permutations, g * size + i, i.cast("i32"))]),
+            loop("pass", 0, size, [search_rows]),
+            loop("pass", 0, size, [search_columns]),
+            loop("sweep", 0, MAX_BALANCING_SWEEPS, [K.If(changed.ne(0), sweep)]),
+            loop("i", 0, size, [K.Store(rows, g * size + permutation(i).cast(INDEX), i.cast("i32"))])]
+
+    return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
+
+
 def trevc_kernel(op: Op, name: str) -> Kernel:
     """routines.py's quasi_triangular_vector, one work-item per column j of X (an eigenvalue): its
     block's vector, then back substitution upward in complex arithmetic, a real T's 2x2 block's two
@@ -977,7 +1056,7 @@ def trevc_kernel(op: Op, name: str) -> Kernel:
 
 KERNELS = {"trevc": trevc_kernel, "getri": getri_kernel, "potrs": potrs_kernel, "trtri": trtri_kernel,
            "geev": geev_kernel, "syev": syev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel,
-           "syevj": syevj_kernel,
+           "syevj": syevj_kernel, "gebal": gebal_kernel,
            "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel,
            "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 

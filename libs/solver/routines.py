@@ -43,6 +43,11 @@ matrices), and so do geev and trevc, whose operands and results differ for compl
       rounding decides: kernel and reference agree on the identities, not entry for entry).
       A complex A (LAPACK's zgeev): Hessenberg reduction, then single-shift QR steps; w complex in the
       order they deflate (w[k] = T[k, k]); with vectors T = Z^H A Z is upper triangular.
+  gebal(A[B, n, n]) -> B[B, n, n], scale[B, n] (real), permutation[B, n] i32, rows[B, n] i32
+      balancing as LAPACK's gebal (job 'B', geev's default): B = D^-1 P^T A P D, P moving rows and
+      columns that isolate an eigenvalue out of the active window (B[i, j] = (D^-1 A D)[p[i], p[j]]),
+      D = diag(scale) powers of 2 that even out the window's row and column norms; rows is p's
+      inverse: an eigenvector x of B is v[r] = (D x)[rows[r]] of A.
   trevc(T[B, n, n], wr[B, n], wi[B, n]) -> X[B, n, n] complex (c64 for f32, c128 for f64)
   trevc(T[B, n, n], w[B, n]) -> X[B, n, n], T complex (upper triangular)
       column j: an eigenvector of the quasi-triangular T for eigenvalue wr[j] + i wi[j] (w[j]), whose
@@ -95,7 +100,7 @@ from ...ir.types import COMPLEX_PART, COMPLEXES, TensorType
 REAL = ("f32", "f64")
 REAL_OR_COMPLEX = ("f32", "f64", "c64", "c128")
 COMPLEX_ROUTINES = ("getrf", "getrs", "getri", "potrf", "potrs", "trsm", "trtri", "geqrf", "orgqr", "syevj",
-                    "gesvdj", "geev", "trevc")   # the others: real only
+                    "gesvdj", "geev", "trevc", "gebal")   # the others: real only
 
 
 def check_matrices(routine: str, types, count: int):
@@ -739,6 +744,77 @@ def trtri_reference(a, lower, unit_diagonal):
     return trsm_reference(a, np.tile(np.eye(n, dtype=a.dtype), (batch, 1, 1)), lower, False, unit_diagonal)
 
 
+MAX_BALANCING_SWEEPS = 30   # gebal's scaling sweeps (each halves the imbalance at least: a few suffice)
+
+
+def gebal_infer(types, attrs):
+    check_matrices("gebal", types, 1)
+    (a,) = types
+    batch, n, columns = a.shape
+    require(n == columns, f"library_call: solver.gebal takes square matrices, got {a}")
+    indices = TensorType("i32", (batch, n))
+    return [a, TensorType(COMPLEX_PART.get(a.dtype, a.dtype), (batch, n)), indices, indices]
+
+
+def gebal_reference(a):
+    """LAPACK's gebal (job 'B', geev's default), as the kernel does it: first rows, then columns that
+    isolate an eigenvalue (zero off the diagonal within the active window low..high) are swapped to the
+    window's bottom (rows) or top (columns), shrinking it; then sweeps over the window scale each row i
+    by 1/f and column i by f, f the power of 2 nearest sqrt(r / c) (c, r: the 2-norms of column and row
+    i within the window, off the diagonal), where that reduces c + r by more than 5 %, until a sweep
+    changes nothing. B = D^-1 P^T A P D; returns B, D's diagonal (1 outside the window), the permutation
+    (B[i, j] = (D^-1 A D)[p[i], p[j]]) and its inverse `rows`: an eigenvector x of B gives A's as
+    v[r] = (D x)[rows[r]]."""
+    h = np.array(a, copy=True)
+    batch, n, _ = h.shape
+    part = np.finfo(h.dtype).dtype
+    scale = np.ones((batch, n), part)
+    rows, permutations = np.zeros((batch, n), np.int32), np.zeros((batch, n), np.int32)
+    limit = np.finfo(part).maxexp // 2
+    for b in range(batch):
+        m = h[b]
+        permutation = np.arange(n)
+        low, high = 0, n - 1
+
+        def swap(i, j):
+            m[[i, j], :] = m[[j, i], :]
+            m[:, [i, j]] = m[:, [j, i]]
+            permutation[[i, j]] = permutation[[j, i]]
+
+        isolated = lambda j, along_row: not np.any(np.delete((m[j, low:high + 1] if along_row
+                                                               else m[low:high + 1, j]), j - low))
+        while high > low:
+            found = next((j for j in range(high, low - 1, -1) if isolated(j, True)), None)
+            if found is None:
+                break
+            swap(found, high)
+            high -= 1
+        while high > low:
+            found = next((j for j in range(low, high + 1) if isolated(j, False)), None)
+            if found is None:
+                break
+            swap(found, low)
+            low += 1
+        for _ in range(MAX_BALANCING_SWEEPS):
+            changed = False
+            for i in range(low, high + 1):
+                c = np.sqrt(np.sum(np.abs(np.delete(m[low:high + 1, i], i - low)) ** 2))
+                r = np.sqrt(np.sum(np.abs(np.delete(m[i, low:high + 1], i - low)) ** 2))
+                if c == 0 or r == 0 or not np.isfinite(c + r):
+                    continue
+                f = np.exp2(np.clip(np.floor(np.log2(r / c) / 2 + 0.5), -limit, limit)).astype(part)
+                if c * f + r / f < 0.95 * (c + r):
+                    scale[b, i] *= f
+                    m[i, :] /= f
+                    m[:, i] *= f
+                    changed = True
+            if not changed:
+                break
+        rows[b, permutation] = np.arange(n)
+        permutations[b] = permutation
+    return h, scale, permutations, rows
+
+
 def trevc_infer(types, attrs):
     t = types[0] if types else None
     values = 1 if t is not None and t.dtype in COMPLEXES else 2
@@ -830,6 +906,8 @@ ROUTINES = {
     "getrs": Routine({}, getrs_infer, getrs_reference, "solve with getrf's factors (libs/solver/routines.py)"),
     "geev": Routine({"vectors": "bool"}, geev_infer, geev_reference,
                     "eigenvalues of general matrices, Hessenberg + double-shift QR (libs/solver/routines.py)"),
+    "gebal": Routine({}, gebal_infer, gebal_reference, "balancing for geev, permutation and scaling "
+                                                     "(libs/solver/routines.py)"),
     "trevc": Routine({}, trevc_infer, trevc_reference, "eigenvectors of a real Schur form (libs/solver/routines.py)"),
     "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
     "getri": Routine({}, getri_infer, getri_reference, "inverse from getrf's factors (libs/solver/routines.py)"),

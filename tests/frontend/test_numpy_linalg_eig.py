@@ -18,7 +18,7 @@ import cdnajit.numpy as cnp
 import cdnajit.scipy.linalg as csl
 from cdnajit.errors import ConcretizationError
 from cdnajit.frontend.tracing import bind
-from cdnajit.libs.solver.routines import geev_reference, trevc_reference
+from cdnajit.libs.solver.routines import gebal_reference, geev_reference, trevc_reference
 
 BOUND = 8
 DTYPES_FAST_F64 = [pytest.param(np.float32, marks=pytest.mark.slow), np.float64]
@@ -125,13 +125,20 @@ def test_eigvals_that_do_not_converge_are_nan():
 
 
 def eigenvector_residuals(a, w, v, dtype):
-    """max over the stack and columns of ||A v - w v|| / (||A||_2 ||v|| n eps): trevc's vectors solve
-    (T + F) x = w x with ||F|| of order n eps ||T|| (a divisor below eps |w| replaced by that, as
-    LAPACK's), and Z is orthogonal, so they are exact vectors of A + E, ||E|| of order n eps ||A||."""
+    """max over the stack and columns of ||B x - w x|| / (||B||_2 ||x|| n eps), B = D^-1 P^T A P D the
+    balanced matrix (gebal_reference, which the kernel equals exactly) and x = D^-1 P^T v: trevc's
+    vectors solve (T + F) x = w x with ||F|| of order n eps ||T|| (a divisor below eps |w| replaced by
+    that, as LAPACK's), and Z is unitary, so they are exact vectors of B + E, ||E|| of order n eps ||B||.
+    (In A's terms the bound is multiplied by cond(D), which balancing a nearly defective matrix makes
+    large: 3e13 for the complex Jordan block's, whose A-residual is 19 n eps ||A||.)"""
     a, v = wide(a), np.asarray(v, np.complex128)
     n = a.shape[-1]
-    residual = np.linalg.norm(a @ v - v * w[..., None, :], axis=-2)
-    scale = np.linalg.norm(a, 2, axis=(-2, -1))[..., None] * np.linalg.norm(v, axis=-2) * n * eps(dtype)
+    balanced, scale, permutation, _ = gebal_reference(a.reshape(-1, n, n))
+    balanced = balanced.reshape(a.shape)
+    x = np.take_along_axis(v.reshape(-1, n, n), permutation[:, :, None].astype(np.int64), axis=1)
+    x = (x / scale[:, :, None]).reshape(v.shape)
+    residual = np.linalg.norm(balanced @ x - x * w[..., None, :], axis=-2)
+    scale = np.linalg.norm(balanced, 2, axis=(-2, -1))[..., None] * np.linalg.norm(x, axis=-2) * n * eps(dtype)
     return np.max(residual / np.where(scale == 0, 1, scale), initial=0.0)
 
 
@@ -197,6 +204,28 @@ def test_eig_of_stacks_and_empty_matrices():
     assert eigenvector_residuals(a.reshape(4, 4, 4), w.reshape(4, 4), v.reshape(4, 4, 4), np.float64) <= BOUND
     w, v = cnp.linalg.eig(np.zeros((3, 0, 0)))
     assert w.shape == (3, 0) and v.shape == (3, 0, 0) and v.dtype == np.complex128
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_balancing_recovers_the_eigenvalues_of_a_badly_scaled_matrix(dtype):
+    """A = S^-1 R S, S = diag(10^-5 .. 10^5): A's eigenvalues are R's, but ||A|| is 1e9 ||R||, so
+    without balancing the QR iteration's errors are of order eps ||A|| (the unbalanced reference misses
+    the bound below by 80x for the real matrix). gebal's powers of 2 undo S to within factors of 2, so
+    eig's eigenvalues are within cond BOUND n eps ||R||_2 of R's (scipy's, cond from its left and
+    right vectors), and gebal's kernel gives its reference's B, scale and permutation exactly (the
+    same operations; scaling by powers of 2 is exact)."""
+    n = 8
+    rng = np.random.default_rng(5)
+    r = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if np.iscomplexobj(np.zeros(1, dtype)) else 0)
+    s = 10.0 ** np.linspace(-5, 5, n)
+    a = (r * s[None, :] / s[:, None]).astype(dtype)
+    want, left, right = scipy.linalg.eig(r, left=True, right=True)
+    bound = BOUND * n * eps(np.float64) * np.linalg.norm(r, 2) / np.abs(np.sum(left.conj() * right, axis=0))
+    w, v = cj.jit(cnp.linalg.eig)(a)
+    assert np.all(np.min(np.abs(want[:, None] - np.asarray(w)[None, :]), axis=1) <= bound)
+    call = lambda x: tuple(bind("library_call", [x], {"library": "solver", "routine": "gebal", "solution": ""}))
+    for got, expected in zip(cj.jit(call)(a[None]), gebal_reference(a[None])):
+        np.testing.assert_array_equal(got, expected)
 
 
 COMPLEX_DTYPES_FAST_C128 = [pytest.param(np.complex64, marks=pytest.mark.slow), np.complex128]
