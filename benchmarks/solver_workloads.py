@@ -154,8 +154,8 @@ SOLVER_WORKLOADS = (
              build_batched_inv),
     Workload("W15.cholesky_32", "linalg.cholesky of 1000 32x32 f64 matrices: one potrf launch",
              build_batched_cholesky),
-    Workload("W15.eigvals_16", "linalg.eigvals of 1000 16x16 f64 matrices (sum of |w| each): one geev launch, "
-             "Hessenberg + Francis QR a work-item per matrix", build_batched_eigvals),
+    Workload("W15.eigvals_16", "linalg.eigvals of 1000 16x16 f64 matrices (sum of |w| each): one gebal and one "
+             "geev launch, balancing, Hessenberg + Francis QR a work-item per matrix", build_batched_eigvals),
     Workload("W15.eigh", "linalg.eigh, 1000x1000 f64 (w compared): syev, tridiagonal reduction + implicit QR in one "
              "work-item", build_eigh),
     Workload("W15.svd", "linalg.svd, 1000x1000 f64 (s compared): one-sided Jacobi (gesvdj) in one work-item, then "

@@ -333,17 +333,17 @@ def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
 
 def eigvals(a):
     """jnp.linalg.eigvals: the complex eigenvalues of general matrices (f32 -> c64, f64 -> c128; complex
-    matrices keep their dtype), by Hessenberg reduction and QR steps (geev without vectors: Francis
-    double shifts for real matrices, single shifts for complex ones; one work-item per matrix), in
-    LAPACK's order (where each deflated), not sorted."""
+    matrices keep their dtype), as LAPACK's geev: balancing (gebal), then Hessenberg reduction and QR
+    steps (geev without vectors: Francis double shifts for real matrices, single shifts for complex
+    ones; one work-item per matrix), in LAPACK's order (where each deflated), not sorted."""
     a = matrices("eigvals", a)
     return sh.reshape(geev(as_stack(a)), a.shape[:-1])
 
 
 def eig(a):
     """jnp.linalg.eig: (eigenvalues as eigvals gives them, right eigenvectors as columns) of general
-    matrices: the Schur form's eigenvectors (geev with vectors, then trevc's back substitution) mapped
-    back by the Schur vectors, each normalized as LAPACK's geev: unit 2-norm and its largest component
+    matrices: the balanced matrix's Schur form's eigenvectors (gebal, geev with vectors, then trevc's
+    back substitution) mapped back by the Schur vectors and the balancing, each normalized as LAPACK's geev: unit 2-norm and its largest component
     real, for a complex matrix and for a real matrix's complex eigenvalue (a real matrix's real
     eigenvalue has a real vector, its sign as computed)."""
     a = matrices("eig", a)

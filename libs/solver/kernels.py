@@ -2,7 +2,8 @@
 
 Solution "workitem_per_matrix" (rocSOLVER's batched small-matrix kernels): every work-item runs,
 serially as LAPACK's unblocked routines do, one matrix's factorization or decomposition (getrf:
-getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, geev: gehd2 + Francis QR, laswp)
+getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syev: sytd2 + implicit QR, syevj, gesvdj, gebal,
+geev: gehd2 + Francis double-shift QR, or single-shift QR for complex matrices, laswp)
 or one right-hand side column's substitution (trsm, getrs, potrs) or one column of an inverse
 (getri, trtri) or one eigenvalue's vector (trevc); 64 work-items a workgroup, as many workgroups
 as the batch needs, so a stack of 10 000 matrices is one launch. Each kernel is written once for
@@ -11,7 +12,7 @@ workgroup per row. The sizes and the batch are scalar parameters: one kernel per
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
 to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them recursively into leaves
 that these kernels factor and GEMM updates that libs/blas runs (QR too, in compact WY form); eigh
-and svd have no blocked form yet.
+(syev), svd and eig have no blocked form yet: a large matrix is one work-item's serial work.
 """
 from __future__ import annotations
 
