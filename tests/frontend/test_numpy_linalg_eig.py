@@ -206,7 +206,7 @@ def test_eig_of_stacks_and_empty_matrices():
     assert w.shape == (3, 0) and v.shape == (3, 0, 0) and v.dtype == np.complex128
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.complex128, marks=pytest.mark.slow)])
 def test_balancing_recovers_the_eigenvalues_of_a_badly_scaled_matrix(dtype):
     """A = S^-1 R S, S = diag(10^-5 .. 10^5): A's eigenvalues are R's, but ||A|| is 1e9 ||R||, so
     without balancing the QR iteration's errors are of order eps ||A|| (the unbalanced reference misses
