@@ -1,7 +1,7 @@
 """cdnajit.numpy.linalg: jax.numpy.linalg's functions on stacks of matrices (leading batch dimensions).
 
 Factorizations and solves go to the solver library through linalg_solver.py (getrf, potrf, trsm,
-geqrf, orgqr, syev, syevj, gesvdj, geev, trevc);
+geqrf, orgqr, syev, gesvdj, gebal, geev, trevc);
 the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
 matrix that is not positive definite gives a Cholesky factor of NaNs. Every function takes f32, f64,
@@ -301,8 +301,8 @@ def symmetric(name: str, a, UPLO: str, symmetrize_input: bool) -> Tracer:
 
 def eigh(a, UPLO: str = "L", symmetrize_input: bool = True):
     """jnp.linalg.eigh: (eigenvalues ascending, eigenvectors as columns) of symmetric (Hermitian)
-    matrices (linalg_solver.symmetric_eigenproblem: syev, tridiagonal reduction and implicit QR, for real
-    matrices; syevj, cyclic Jacobi, for complex ones; one work-item per matrix); the eigenvalues are real."""
+    matrices (syev: tridiagonal reduction and implicit QR, one work-item per matrix); the eigenvalues
+    are real."""
     a = symmetric("eigh", a, UPLO, symmetrize_input)
     w, v = eigh_stack(as_stack(a))
     return sh.reshape(w, a.shape[:-1]), from_stack(v, a.shape[:-2])
@@ -343,9 +343,9 @@ def eigvals(a):
 def eig(a):
     """jnp.linalg.eig: (eigenvalues as eigvals gives them, right eigenvectors as columns) of general
     matrices: the balanced matrix's Schur form's eigenvectors (gebal, geev with vectors, then trevc's
-    back substitution) mapped back by the Schur vectors and the balancing, each normalized as LAPACK's geev: unit 2-norm and its largest component
-    real, for a complex matrix and for a real matrix's complex eigenvalue (a real matrix's real
-    eigenvalue has a real vector, its sign as computed)."""
+    back substitution) mapped back by the Schur vectors and the balancing, each normalized as LAPACK's
+    geev: unit 2-norm and its largest component real, for a complex matrix and for a real matrix's
+    complex eigenvalue (a real matrix's real eigenvalue has a real vector, its sign as computed)."""
     a = matrices("eig", a)
     if a.size == 0:
         values = geev(as_stack(a))

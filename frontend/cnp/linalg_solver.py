@@ -20,9 +20,9 @@ products are large GEMMs:
     compact WY form (larfb as GEMMs), T built from the halves' (Elmroth and Gustavson), leaves
     qr_leaf columns wide (the block-size heuristic: narrow for few matrices); orgqr likewise;
   - getri: A^-1 = U^-1 L^-1 P, L^-1 by a recursive trtri (GEMMs), U^-1 by trsm; potrs: two trsm.
-syev (real) or syevj (complex), gesvdj and geev run unblocked at every size (one work-item per
-matrix; trevc one per eigenvalue). Every routine but syev takes complex matrices: the recursions'
-transposes are conjugate transposes (adjoint).
+syev, gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
+eigenvalue). Every routine takes complex matrices: the recursions' transposes are conjugate
+transposes (adjoint).
 """
 from __future__ import annotations
 
@@ -366,14 +366,14 @@ def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
 
 def symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     """(w ascending, V) of a stack of symmetric (Hermitian) matrices [B, n, n]; w is real. The heuristic:
-    syev (tridiagonal reduction + implicit QR, about 9 n^3 flops) for real matrices at every size,
-    syevj (cyclic Jacobi) for complex ones, which syev does not take. Measured on the host (one
-    work-item per matrix either way), syev was 2x faster than syevj on 2000 4x4 matrices, 4x on 300
-    16x16, 36x on 100 32x32 and 110x on one 256x256."""
+    syev (tridiagonal reduction + implicit QR, about 9 n^3 flops) at every size and dtype; the
+    library's syevj (cyclic Jacobi) is slower everywhere measured. On the host, one work-item per
+    matrix either way: syev was 2x (f64) and 11x (c128) faster than syevj on 2000 4x4 matrices, 4x and
+    5x on 300 16x16, 36x and 8x on 100 32x32, 110x on one 256x256 f64."""
     batch, n, _ = a.shape
     if is_empty(a):
         return cr.zeros((batch, n), el.real(a).type.dtype), a
-    w, v, _ = solver_call("syevj" if is_complex(a.type.dtype) else "syev", [a])
+    w, v, _ = solver_call("syev", [a])
     return w, v
 
 

@@ -498,54 +498,74 @@ def syevj_kernel(op: Op, name: str) -> Kernel:
 
 
 def syev_kernel(op: Op, name: str) -> Kernel:
-    """routines.py's syev_reference, statement for statement. H holds the symmetric matrix, then the
-    tridiagonal form (d on its diagonal, e below it); while a reflector is applied, its vector u sits
-    in column k below the diagonal and its p and q vectors in row k right of it (the upper triangle,
-    not read again); V holds Q^T (Q's columns as rows, contiguous for the rotations), and w, until the
-    end, u^T Q^T's row."""
+    """routines.py's syev_reference, statement for statement. H holds the symmetric (Hermitian) matrix,
+    then the tridiagonal form (d on its diagonal, e below it); while a reflector is applied, its vector
+    u sits in column k below the diagonal and its p and q vectors in row k right of it (the upper
+    triangle, not read again); V holds (Q S)^H (its columns as rows, contiguous for the rotations),
+    and for a real matrix w holds u^T Q^T's row until the end (a complex one's is summed per column)."""
     batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
     b, size = sizes("batch", "n")
     a, w, v, h = params = resized(op, [b * size * size, b * size, b * size * size, b * size * size])
-    dtype = a.dtype
+    dtype = f.part
     i, j, k, low, last = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last"))
-    norm, beta, dot, s, half, t, coupling, denominator, shift, x, z, c, sine, tau, dk, dl, ek, one, two = (
-        K.Var(v_, dtype) for v_ in ("norm", "beta", "dot", "s", "half", "t", "coupling", "denominator", "shift", "x",
-                                     "z", "c", "sine", "tau", "dk", "dl", "ek", "one", "two"))
+    norm, magnitude, beta, half, t, coupling, denominator, shift, x, z, c, sine, tau, dk, dl, ek = (
+        K.Var(v_, dtype) for v_ in ("norm", "magnitude", "beta", "half", "t", "coupling", "denominator", "shift",
+                                     "x", "z", "c", "sine", "tau", "dk", "dl", "ek"))
+    phase, dot, one, two = (f.var(v_) for v_ in ("phase", "dot", "one", "two"))
     epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
     zero = K.Const(0, dtype)
     sign = lambda value: K.select(value >= 0, K.Const(1, dtype), K.Const(-1, dtype))
 
     def body(g):
         at = lambda r, col: g * size * size + r * size + col
-        m = lambda r, col: h[at(r, col)]
-        put = lambda r, col, value: K.Store(h, at(r, col), value)
-        qt = lambda r, col: v[at(r, col)]
-        qput = lambda r, col, value: K.Store(v, at(r, col), value)
-        scratch = lambda col: w[g * size + col]
-        d = lambda r: m(r, r)
-        e = lambda r: m(r + 1, r)
-        reduction = loop("k", 0, size - 2, reflected_column(m, put, k, size, (norm, s, beta), [
-            # p = beta A22 u (row k), then q = p - (beta / 2) (u^T p) u, A22 -= u q^T + q u^T.
+        m = lambda r, col: f.read(h, at(r, col))
+        put = lambda r, col, value: f.write(h, at(r, col), value)
+        qt = lambda r, col: f.read(v, at(r, col))
+        qput = lambda r, col, value: f.write(v, at(r, col), value)
+        d = lambda r: f.real(m(r, r))
+        e = lambda r: f.real(m(r + 1, r))
+        set_real = lambda r, col, value: put(r, col, f.from_real(value))
+        if f.complex:   # u^H Q^H, column by column
+            update_vectors = [loop("j", 0, size, [
+                *f.assign(dot, f.const(0)),
+                loop("i", k + 1, size, f.assign(dot, dot + f.conj(m(i, k)) * qt(i, j))),
+                *f.assign(dot, dot * beta),
+                loop("i", k + 1, size, qput(i, j, qt(i, j) - m(i, k) * dot))])]
+        else:   # u^T Q^T gathered in w first, then the rows updated: contiguous loops
+            scratch = lambda col: w[g * size + col]
+            update_vectors = [
+                loop("j", 0, size, [K.Store(w, g * size + j, zero)]),
+                loop("i", k + 1, size, [loop("j", 0, size, [
+                    K.Store(w, g * size + j, scratch(j) + m(i, k) * qt(i, j))])]),
+                loop("i", k + 1, size, [loop("j", 0, size, qput(i, j, qt(i, j) - m(i, k) * (beta * scratch(j))))])]
+        reduction = loop("k", 0, size - 2, reflected_column(f, m, put, k, size, (norm, magnitude, beta, phase), [
+            # p = beta A22 u (row k), then q = p - (beta / 2) (u^H p) u, A22 -= u q^H + q u^H.
             loop("i", k + 1, size, [
-                K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + m(i, j) * m(j, k))]),
-                put(k, i, beta * dot)]),
+                *f.assign(dot, f.const(0)), loop("j", k + 1, size, f.assign(dot, dot + m(i, j) * m(j, k))),
+                *put(k, i, dot * beta)]),
             K.Assign(half, zero),
-            loop("i", k + 1, size, [K.Assign(half, half + m(i, k) * m(k, i))]),
+            loop("i", k + 1, size, [K.Assign(half, half + f.real(f.conj(m(i, k)) * m(k, i)))]),
             K.Assign(half, beta / 2 * half),
-            loop("i", k + 1, size, [put(k, i, m(k, i) - half * m(i, k))]),
-            loop("i", k + 1, size, [loop("j", k + 1, size, [
-                put(i, j, m(i, j) - m(i, k) * m(k, j) - m(k, i) * m(j, k))])]),
-            # Q^T's rows k + 1.. -= beta u (u^T Q^T), u^T Q^T gathered in w first.
-            loop("j", 0, size, [K.Store(w, g * size + j, zero)]),
-            loop("i", k + 1, size, [loop("j", 0, size, [
-                K.Store(w, g * size + j, scratch(j) + m(i, k) * qt(i, j))])]),
-            loop("i", k + 1, size, [loop("j", 0, size, [qput(i, j, qt(i, j) - beta * m(i, k) * scratch(j))])])]))
+            loop("i", k + 1, size, put(k, i, m(k, i) - m(i, k) * half)),
+            loop("i", k + 1, size, [loop("j", k + 1, size,
+                                         put(i, j, m(i, j) - m(i, k) * f.conj(m(k, j)) - m(k, i) * f.conj(m(j, k))))]),
+            # (Q S)^H's rows k + 1.. -= beta u (u^H Q^H).
+            *update_vectors]))
+        # T = S T_r S^H: the subdiagonal's phases moved into (Q S)^H's rows (conjugated), e = |e|.
+        real_subdiagonal = [
+            *f.assign(phase, f.const(1)),
+            loop("k", 0, size - 1, [
+                K.Assign(magnitude, K.sqrt(f.squared_magnitude(m(k + 1, k)))),
+                *f.assign(phase, f.select(magnitude.ne(0), phase * m(k + 1, k) / magnitude, phase)),
+                loop("j", 0, size, qput(k + 1, j, qt(k + 1, j) * f.conj(phase))),
+                *set_real(k + 1, k, magnitude)])]
         rotation = [
             # givens(x, z): c x - s z = r, s x + c z = 0.
             K.Assign(tau, K.select(K.abs(z) > K.abs(x), -x / z, -z / x)),
-            K.Assign(one, 1 / K.sqrt(1 + tau * tau)),
-            K.Assign(c, K.select(z.eq(0), K.Const(1, dtype), K.select(K.abs(z) > K.abs(x), one * tau, one))),
-            K.Assign(sine, K.select(z.eq(0), zero, K.select(K.abs(z) > K.abs(x), one, one * tau)))]
+            K.Assign(t, 1 / K.sqrt(1 + tau * tau)),
+            K.Assign(c, K.select(z.eq(0), K.Const(1, dtype), K.select(K.abs(z) > K.abs(x), t * tau, t))),
+            K.Assign(sine, K.select(z.eq(0), zero, K.select(K.abs(z) > K.abs(x), t, t * tau)))]
         qr_step = [
             K.Assign(t, (d(last - 1) - d(last)) / 2), K.Assign(coupling, e(last - 1)),
             K.Assign(denominator, t + sign(t) * K.sqrt(t * t + coupling * coupling)),
@@ -553,39 +573,44 @@ def syev_kernel(op: Op, name: str) -> Kernel:
             K.Assign(x, d(low) - shift), K.Assign(z, e(low)),
             loop("k", low, last, [
                 *rotation,
-                K.If(k > low, [put(k, k - 1, c * e(k - 1) - sine * z)]),
+                K.If(k > low, set_real(k, k - 1, c * e(k - 1) - sine * z)),
                 K.Assign(dk, d(k)), K.Assign(dl, d(k + 1)), K.Assign(ek, e(k)),
-                put(k, k, c * c * dk - 2 * c * sine * ek + sine * sine * dl),
-                put(k + 1, k + 1, sine * sine * dk + 2 * c * sine * ek + c * c * dl),
-                put(k + 1, k, c * sine * (dk - dl) + (c * c - sine * sine) * ek),
-                K.If(k < last - 1, [K.Assign(x, e(k)), K.Assign(z, -sine * e(k + 1)), put(k + 2, k + 1, c * e(k + 1))]),
+                *set_real(k, k, c * c * dk - 2 * c * sine * ek + sine * sine * dl),
+                *set_real(k + 1, k + 1, sine * sine * dk + 2 * c * sine * ek + c * c * dl),
+                *set_real(k + 1, k, c * sine * (dk - dl) + (c * c - sine * sine) * ek),
+                K.If(k < last - 1, [K.Assign(x, e(k)), K.Assign(z, -sine * e(k + 1)),
+                                    *set_real(k + 2, k + 1, c * e(k + 1))]),
                 loop("j", 0, size, [
-                    K.Assign(one, qt(k, j)), K.Assign(two, qt(k + 1, j)),
-                    qput(k, j, c * one - sine * two), qput(k + 1, j, sine * one + c * two)])])]
+                    *f.assign(one, qt(k, j)), *f.assign(two, qt(k + 1, j)),
+                    *qput(k, j, one * c - two * sine), *qput(k + 1, j, one * sine + two * c)])])]
         step = [
             K.Assign(low, K.Const(0, INDEX)),
             loop("k", 1, last + 1, [
-                K.If(K.abs(e(k - 1)) <= epsilon * (K.abs(d(k - 1)) + K.abs(d(k))), [put(k, k - 1, zero),
+                K.If(K.abs(e(k - 1)) <= epsilon * (K.abs(d(k - 1)) + K.abs(d(k))), [*set_real(k, k - 1, zero),
                                                                                   K.Assign(low, k)])]),
             K.If(low.eq(last), [K.Assign(last, last - 1)], qr_step)]
-        vectors = (lambda r, col: qt(col, r), lambda r, col, value: [qput(col, r, value)])
+        vectors = (lambda r, col: qt(col, r), lambda r, col, value: qput(col, r, value))
+        lower = lambda r, col: f.read(a, at(r, col))
         return [
-            *[K.Let(var, zero) for var in (norm, beta, dot, s, half, t, coupling, denominator, shift, x, z, c, sine,
-                                           tau, dk, dl, ek, one, two)],
+            *[K.Let(var, zero) for var in (norm, magnitude, beta, half, t, coupling, denominator, shift, x, z, c, sine,
+                                           tau, dk, dl, ek)],
+            *[statement for var in (phase, dot, one, two) for statement in f.let(var, f.const(0))],
             K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1),
-            # The symmetric matrix of A's lower triangle; Q^T = I.
+            # The Hermitian matrix of A's lower triangle (its diagonal's real part); (Q S)^H = I.
             loop("i", 0, size, [loop("j", 0, size, [
-                put(i, j, a[at(K.maximum(i, j), K.minimum(i, j))]),
-                qput(i, j, K.select(i.eq(j), 1, 0).cast(dtype))])]),
+                *put(i, j, f.select(i > j, lower(i, j), f.select(i.eq(j), f.from_real(f.real(lower(i, i))),
+                                                                   f.conj(lower(K.maximum(i, j), K.minimum(i, j)))))),
+                *qput(i, j, f.from_real(K.select(i.eq(j), 1, 0).cast(dtype)))])]),
             reduction,
+            *real_subdiagonal,
             loop("step", 0, MAX_QR_STEPS * size, [K.If(last > 0, step)]),
             loop("i", 0, size, [K.Store(w, g * size + i, d(i))]),
             # Not converged: NaNs for the eigenvalues not found.
             K.If(last > 0, [loop("i", 0, last + 1, [K.Store(w, g * size + i, K.Const(float("nan"), dtype))])]),
-            *sorted_by(Field(dtype), (w, g * size), size, [(*vectors, size)], descending=False),
-            # V = (Q^T)^T in place.
-            loop("i", 0, size, [loop("j", i + 1, size, [
-                K.Assign(one, qt(i, j)), qput(i, j, qt(j, i)), qput(j, i, one)])])]
+            *sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False),
+            # V = ((Q S)^H)^H in place.
+            loop("i", 0, size, [loop("j", i, size, [
+                *f.assign(one, qt(i, j)), *qput(i, j, f.conj(qt(j, i))), *qput(j, i, f.conj(one))])])]
 
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
@@ -642,25 +667,27 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
 
 
-def reflected_column(m, put, k, size, variables, applied) -> list:
+def reflected_column(f: Field, m, put, k, size, variables, applied) -> list:
     """Statements reflecting column k of m(row, column) below the diagonal onto its first entry (a
-    real Householder reflector I - beta u u^T): u = the column + sign(x0) ||column|| e1 sits in the
-    column while the statements `applied` (reading it there, and beta) apply the reflector elsewhere;
-    then the column becomes (-sign(x0) ||column||, 0, ...). variables: (norm, s, beta), real."""
-    norm, s, beta = variables
+    Householder reflector I - beta u u^H, as routines.py's complex_reflector; real for a real field):
+    u = the column + phase ||column|| e1 (phase = x0 / |x0|, 1 where x0 = 0) sits in the column while
+    the statements `applied` (reading it there, and beta) apply the reflector elsewhere; then the
+    column becomes (-phase ||column||, 0, ...). variables: (norm, magnitude, beta) of the part dtype
+    and phase, an entry variable; put(row, column, value) returns statements."""
+    norm, magnitude, beta, phase = variables
     i = K.Var("i", INDEX)
     zero = K.Const(0, norm.dtype)
     return [
         K.Assign(norm, zero),
-        loop("i", k + 1, size, [K.Assign(norm, norm + m(i, k) * m(i, k))]),
+        loop("i", k + 1, size, [K.Assign(norm, norm + f.squared_magnitude(m(i, k)))]),
         K.Assign(norm, K.sqrt(norm)),
         K.If(norm.ne(0), [
-            K.Assign(s, K.select(m(k + 1, k) >= 0, norm, -norm)), put(k + 1, k, m(k + 1, k) + s),
-            K.Assign(beta, zero),
-            loop("i", k + 1, size, [K.Assign(beta, beta + m(i, k) * m(i, k))]),
-            K.Assign(beta, 2 / beta),
+            K.Assign(magnitude, K.sqrt(f.squared_magnitude(m(k + 1, k)))),
+            *f.assign(phase, f.select(magnitude.ne(0), m(k + 1, k) / magnitude, f.const(1))),
+            *put(k + 1, k, m(k + 1, k) + phase * norm),
+            K.Assign(beta, 1 / (norm * (norm + magnitude))),
             *applied,
-            put(k + 1, k, -s), loop("i", k + 2, size, [put(i, k, zero)])])]
+            *put(k + 1, k, phase * (-norm)), loop("i", k + 2, size, put(i, k, f.const(0)))])]
 
 
 def geev_kernel(op: Op, name: str) -> Kernel:
@@ -680,8 +707,9 @@ def real_geev_kernel(op: Op, name: str) -> Kernel:
                                                          b * size * size])
     dtype = a.dtype
     i, j, k, low, last, steps = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last", "steps"))
-    norm, beta, dot, x, y, z, total, product, s, p, disc, root = (
-        K.Var(v, dtype) for v in ("norm", "beta", "dot", "x", "y", "z", "total", "product", "s", "p", "disc", "root"))
+    norm, magnitude, beta, dot, x, y, z, total, product, s, p, disc, root = (
+        K.Var(v, dtype) for v in ("norm", "magnitude", "beta", "dot", "x", "y", "z", "total", "product", "s", "p",
+                                  "disc", "root"))
     u = [K.Var(f"u{t}", dtype) for t in range(3)]
     epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
     zero = K.Const(0, dtype)
@@ -712,7 +740,8 @@ def real_geev_kernel(op: Op, name: str) -> Kernel:
                     K.Assign(dot, sum((u[t] * zm(i, k + t) for t in range(1, count)), u[0] * zm(i, k))),
                     *[zput(i, k + t, zm(i, k + t) - beta * dot * u[t]) for t in range(count)]])] if schur else [])]
 
-        hessenberg = loop("k", 0, size - 2, reflected_column(m, put, k, size, (norm, s, beta), [
+        hessenberg = loop("k", 0, size - 2, reflected_column(Field(dtype), m, lambda r, c, value: [put(r, c, value)],
+                                                             k, size, (norm, magnitude, beta, s), [
             loop("j", k + 1, size, [
                 K.Assign(dot, zero), loop("i", k + 1, size, [K.Assign(dot, dot + m(i, k) * m(i, j))]),
                 loop("i", k + 1, size, [put(i, j, m(i, j) - beta * m(i, k) * dot)])]),
@@ -760,7 +789,7 @@ def real_geev_kernel(op: Op, name: str) -> Kernel:
                 K.Assign(last, last - 1), K.Assign(steps, K.Const(0, INDEX))],
                  [K.If(low.eq(last - 1), two_by_two, francis)])]
         return [
-            *[K.Let(v, zero) for v in (norm, beta, dot, x, y, z, total, product, s, p, disc, root, *u)],
+            *[K.Let(v, zero) for v in (norm, magnitude, beta, dot, x, y, z, total, product, s, p, disc, root, *u)],
             K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1), K.Let(steps, K.Const(0, INDEX)),
             copied(a, h, g * size * size, size * size),
             *([loop("i", 0, size, [loop("j", 0, size, [zput(i, j, K.select(i.eq(j), 1, 0).cast(dtype))])])]
@@ -806,33 +835,22 @@ def complex_geev_kernel(op: Op, name: str) -> Kernel:
             return [*f.let(one, read(*first)), *f.let(two, read(*second)),
                     *write(*first, one * c + two * left), *write(*second, two * c - one * right)]
 
-        hessenberg = loop("k", 0, size - 2, [
-            K.Assign(norm, zero),
-            loop("i", k + 1, size, [K.Assign(norm, norm + f.squared_magnitude(m(i, k)))]),
-            K.Assign(norm, K.sqrt(norm)),
-            K.If(norm.ne(0), [
-                # The reflector's vector u (in column k below the diagonal while it is applied) and
-                # beta = 2 / u^H u: (I - beta u u^H) column = -phase ||column|| e1.
-                K.Assign(magnitude, m(k + 1, k).abs()),
-                *f.assign(phase, f.select(magnitude.ne(0), m(k + 1, k) / magnitude, f.const(1))),
-                *put(k + 1, k, m(k + 1, k) + phase * norm),
-                K.Assign(beta, 1 / (norm * (norm + magnitude))),
-                loop("j", k + 1, size, [
-                    *f.assign(dot, f.const(0)),
-                    loop("i", k + 1, size, f.assign(dot, dot + f.conj(m(i, k)) * m(i, j))),
-                    *f.assign(dot, dot * beta),
-                    loop("i", k + 1, size, put(i, j, m(i, j) - m(i, k) * dot))]),
-                loop("i", 0, size, [
-                    *f.assign(dot, f.const(0)),
-                    loop("j", k + 1, size, f.assign(dot, dot + m(i, j) * m(j, k))),
-                    *f.assign(dot, dot * beta),
-                    loop("j", k + 1, size, put(i, j, m(i, j) - dot * f.conj(m(j, k))))]),
-                *([loop("i", 0, size, [
-                    *f.assign(dot, f.const(0)),
-                    loop("j", k + 1, size, f.assign(dot, dot + zm(i, j) * m(j, k))),
-                    *f.assign(dot, dot * beta),
-                    loop("j", k + 1, size, zput(i, j, zm(i, j) - dot * f.conj(m(j, k))))])] if schur else []),
-                *put(k + 1, k, (phase * norm) * -1.0), loop("i", k + 2, size, put(i, k, f.const(0)))])])
+        hessenberg = loop("k", 0, size - 2, reflected_column(f, m, put, k, size, (norm, magnitude, beta, phase), [
+            loop("j", k + 1, size, [
+                *f.assign(dot, f.const(0)),
+                loop("i", k + 1, size, f.assign(dot, dot + f.conj(m(i, k)) * m(i, j))),
+                *f.assign(dot, dot * beta),
+                loop("i", k + 1, size, put(i, j, m(i, j) - m(i, k) * dot))]),
+            loop("i", 0, size, [
+                *f.assign(dot, f.const(0)),
+                loop("j", k + 1, size, f.assign(dot, dot + m(i, j) * m(j, k))),
+                *f.assign(dot, dot * beta),
+                loop("j", k + 1, size, put(i, j, m(i, j) - dot * f.conj(m(j, k))))]),
+            *([loop("i", 0, size, [
+                *f.assign(dot, f.const(0)),
+                loop("j", k + 1, size, f.assign(dot, dot + zm(i, j) * m(j, k))),
+                *f.assign(dot, dot * beta),
+                loop("j", k + 1, size, zput(i, j, zm(i, j) - dot * f.conj(m(j, k))))])] if schur else [])]))
         wilkinson = [
             # The eigenvalue of the trailing 2x2 [[a, b], [c, d]] nearer d: d - bc / (p + r).
             *f.assign(p, (m(last - 1, last - 1) - m(last, last)) * 0.5),
@@ -907,8 +925,10 @@ def gebal_kernel(op: Op, name: str) -> Kernel:
 
         def swap(first, second):
             return [
-                loop("j", 0, size, [*f.let(swapped, m(first, j)), *put(first, j, m(second, j)), *put(second, j, swapped)]),
-                loop("i", 0, size, [*f.let(swapped, m(i, first)), *put(i, first, m(i, second)), *put(i, second, swapped)]),
+                loop("j", 0, size, [*f.let(swapped, m(first, j)), *put(first, j, m(second, j)),
+                                    *put(second, j, swapped)]),
+                loop("i", 0, size, [*f.let(swapped, m(i, first)), *put(i, first, m(i, second)),
+                                    *put(i, second, swapped)]),
                 K.Let(index, permutation(first)), K.Store(permutations, g * size + first, permutation(second)),
                 K.Store(permutations, g * size + second, index)]
 
@@ -918,7 +938,8 @@ def gebal_kernel(op: Op, name: str) -> Kernel:
             entry = (lambda k: m(candidate, k)) if along_row else (lambda k: m(k, candidate))
             return [K.If(found < 0, [
                 K.Assign(pick, candidate),
-                loop("i", low, high + 1, [K.If(i.ne(candidate) & f.nonzero(entry(i)), [K.Assign(pick, K.Const(-1, INDEX))])]),
+                loop("i", low, high + 1, [K.If(i.ne(candidate) & f.nonzero(entry(i)),
+                                               [K.Assign(pick, K.Const(-1, INDEX))])]),
                 K.Assign(found, pick)])]
 
         search_rows = K.If(high > low, [

@@ -55,18 +55,20 @@ matrices), and so do geev and trevc, whose operands and results differ for compl
       arithmetic; a near-zero divisor is replaced by smin = eps (|wr| + |wi|), as trevc does; rescaled
       against overflow, its largest entry of magnitude |re| + |im| = 1).
   syevj(A[B, n, n]) -> w[B, n], V[B, n, n], D[B, n, n]
-      symmetric eigenproblem by cyclic Jacobi (rocSOLVER's syevj): rotations J^T A J zero each
+      symmetric eigenproblem by cyclic Jacobi (rocSOLVER's syevj; the frontend takes syev, faster at
+      every size measured: linalg_solver.symmetric_eigenproblem): rotations J^T A J zero each
       off-diagonal entry in turn (Golub and Van Loan's sym.schur2), sweep after sweep until the
       off-diagonal part's Frobenius norm is at most eps ||A||_F (or MAX_SWEEPS); A = V diag(w) V^T
       with w ascending, D the rotated matrix (diagonal to that tolerance). A must be symmetric
       (Hermitian: each rotation D J D^H, D = diag(1, e), e the phase of conj(a_pq); A = V diag(w)
       V^H, w real).
 
-  syev(A[B, n, n]) -> w[B, n], V[B, n, n], H[B, n, n]   (real A)
-      symmetric eigenproblem as LAPACK's syev: Householder reduction of A's lower triangle to
-      tridiagonal form, then implicit QR steps with Wilkinson's shift; A = V diag(w) V^T, w ascending;
-      H is the work copy (the tridiagonal form on its diagonal and subdiagonal, the QR steps' d and e).
-      About 9 n^3 flops against syevj's 30-60 n^3 for n in the hundreds.
+  syev(A[B, n, n]) -> w[B, n], V[B, n, n], H[B, n, n]
+      symmetric (Hermitian) eigenproblem as LAPACK's syev (heev): Householder reduction of A's lower
+      triangle to tridiagonal form, its subdiagonal made real by a diagonal unitary, then implicit QR
+      steps with Wilkinson's shift; A = V diag(w) V^H, w real and ascending; H is the work copy (the
+      tridiagonal form on its diagonal and subdiagonal; the QR steps' d and e in their real parts).
+      About 9 n^3 flops against syevj's 30-60 n^3 for n in the hundreds; eigh's routine.
 
   gesvdj(A[B, m, n], m >= n) -> s[B, n], U[B, m, n], V[B, n, n]
       one-sided Jacobi (Hestenes; rocSOLVER's gesvdj): rotations of A's column pairs (the Jacobi
@@ -100,7 +102,7 @@ from ...ir.types import COMPLEX_PART, COMPLEXES, TensorType
 REAL = ("f32", "f64")
 REAL_OR_COMPLEX = ("f32", "f64", "c64", "c128")
 COMPLEX_ROUTINES = ("getrf", "getrs", "getri", "potrf", "potrs", "trsm", "trtri", "geqrf", "orgqr", "syevj",
-                    "gesvdj", "geev", "trevc", "gebal")   # the others: real only
+                    "gesvdj", "geev", "trevc", "gebal", "syev")   # the others: real only
 
 
 def check_matrices(routine: str, types, count: int):
@@ -322,33 +324,43 @@ def syev_infer(types, attrs):
     (a,) = types
     batch, n, columns = a.shape
     require(n == columns, f"library_call: solver.syev takes square matrices, got {a}")
-    return [TensorType(a.dtype, (batch, n)), a, a]
+    return [TensorType(COMPLEX_PART.get(a.dtype, a.dtype), (batch, n)), a, a]
 
 
 def syev_reference(a):
-    """LAPACK's syev for real symmetric matrices (A's lower triangle read): Householder reduction to
-    tridiagonal form Q^T A Q = T (sytd2), then implicit symmetric QR steps with Wilkinson's shift on T
-    (Golub and Van Loan, Algorithm 8.3.2; steqr's role), each Givens rotation applied to Q's columns,
-    deflating where |e_k| <= eps (|d_k| + |d_k+1|); NaNs for eigenvalues not found in MAX_QR_STEPS n
-    steps. Q is held transposed (its columns as rows, contiguous for the rotations). w ascending, V's
+    """LAPACK's syev (heev for complex Hermitian matrices; A's lower triangle read, its diagonal's
+    imaginary part not): Householder reduction to tridiagonal form Q^H A Q = T (sytd2/hetd2), T's
+    subdiagonal made real and non-negative by a diagonal unitary S (T = S T_r S^H, s_0 = 1, s_k+1 =
+    s_k e_k / |e_k|), then implicit symmetric QR steps with Wilkinson's shift on T_r (Golub and Van
+    Loan, Algorithm 8.3.2; steqr's role), each Givens rotation applied to (Q S)'s columns, deflating
+    where |e_k| <= eps (|d_k| + |d_k+1|); NaNs for eigenvalues not found in MAX_QR_STEPS n steps.
+    (Q S)^H is held (its columns as rows, contiguous for the rotations). w ascending and real, V's
     columns with it."""
-    h = np.tril(a) + np.swapaxes(np.tril(a, -1), 1, 2)
+    lower = np.tril(a, -1)
+    h = lower + np.conj(np.swapaxes(lower, 1, 2)) + np.real(np.diagonal(a, axis1=1, axis2=2))[:, :, None] * np.eye(
+        a.shape[-1], dtype=a.dtype)
     batch, n, _ = h.shape
     qt = np.tile(np.eye(n, dtype=h.dtype), (batch, 1, 1))
-    d, e = np.zeros((batch, n), h.dtype), np.zeros((batch, n), h.dtype)
-    epsilon = np.finfo(h.dtype).eps
+    part = np.finfo(h.dtype).dtype
+    d, e = np.zeros((batch, n), part), np.zeros((batch, n), part)
+    epsilon = np.finfo(part).eps
     with np.errstate(all="ignore"):
         for b in range(batch):
             m = h[b]
             for k in range(n - 2):
-                u, beta = hessenberg_reflector(m[k + 1:, k].copy())
+                u, beta = complex_reflector(m[k + 1:, k].copy())
                 p = beta * (m[k + 1:, k + 1:] @ u)
-                q = p - (beta / 2 * (u @ p)) * u
-                m[k + 1:, k + 1:] -= np.outer(u, q) + np.outer(q, u)
-                m[k + 1:, k] -= beta * (u @ m[k + 1:, k]) * u
-                qt[b, k + 1:, :] -= beta * np.outer(u, u @ qt[b, k + 1:, :])
-            d[b] = np.diagonal(m)
-            e[b, :n - 1] = np.diagonal(m, -1)
+                q = p - (beta / 2 * np.real(np.vdot(u, p))) * u
+                m[k + 1:, k + 1:] -= np.outer(u, np.conj(q)) + np.outer(q, np.conj(u))
+                m[k + 1:, k] -= beta * np.vdot(u, m[k + 1:, k]) * u
+                qt[b, k + 1:, :] -= beta * np.outer(u, np.conj(u) @ qt[b, k + 1:, :])
+            d[b] = np.real(np.diagonal(m))
+            phase = 1
+            for k in range(n - 1):
+                coupling = m[k + 1, k]
+                phase = phase * (coupling / abs(coupling) if coupling != 0 else 1)
+                qt[b, k + 1] *= np.conj(phase)
+                e[b, k] = abs(coupling)
             last = n - 1
             for _ in range(MAX_QR_STEPS * n):
                 if last <= 0:
@@ -365,8 +377,8 @@ def syev_reference(a):
             if last > 0:
                 d[b, :last + 1] = np.nan
     order = np.argsort(d, axis=1, kind="stable")
-    return (np.take_along_axis(d, order, axis=1), np.swapaxes(np.take_along_axis(qt, order[:, :, None], axis=1), 1, 2),
-            h)
+    vectors = np.conj(np.swapaxes(np.take_along_axis(qt, order[:, :, None], axis=1), 1, 2))
+    return np.take_along_axis(d, order, axis=1), vectors, h
 
 
 def tridiagonal_qr_step(d, e, qt, low, last):

@@ -183,26 +183,37 @@ def symmetric_cases(n, dtype):
     wilkinson = np.diag(np.abs(np.arange(n) - (n - 1) / 2)) + np.eye(n, k=1) + np.eye(n, k=-1)
     grades = np.logspace(0, -12, n)
     graded = (x + x.T) * np.sqrt(grades[:, None] * grades[None, :])
-    return np.stack([x + x.T, np.eye(n), np.zeros((n, n)), np.diag(np.arange(n) % 3 - 1.0), wilkinson,
-                     graded]).astype(dtype)
+    cases = [x + x.T, np.eye(n), np.zeros((n, n)), np.diag(np.arange(n) % 3 - 1.0), wilkinson, graded]
+    if np.iscomplexobj(np.zeros(1, dtype)):   # Hermitian: a complex random part, the last three turned by phases
+        y = rng.standard_normal((n, n))
+        phases = np.diag(np.exp(1j * rng.uniform(0, 2 * np.pi, n)))
+        cases = [cases[0] + 1j * (y - y.T)] + cases[1:3] + [phases @ c @ np.conj(phases.T) for c in cases[3:]]
+    return np.stack(cases).astype(dtype)
 
 
-@pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
+@pytest.mark.parametrize("dtype", DTYPES_FAST_F64 + [pytest.param(np.complex64, marks=pytest.mark.slow),
+                                                     pytest.param(np.complex128, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.slow) for n in (1, 2, 3, 40, 130)] + [17])
 def test_syev_of_hard_symmetric_matrices(dtype, n):
-    """syev (tridiagonal reduction + implicit QR, eigh's routine for real matrices) reading A's lower
-    triangle (junk above it): A V = V diag(w) and V^T V = I within BOUND n eps ||A|| (both steps are
-    backward stable: Golub and Van Loan 8.3.5), w ascending and within BOUND n eps ||A||_2 of numpy's
-    eigvalsh (Weyl); the kernel's w equal to syev_reference's to the same bound (the same rotations,
-    sums in another order)."""
+    """syev (tridiagonal reduction + implicit QR, eigh's routine; heev for Hermitian matrices) reading
+    A's lower triangle (junk above it and in the diagonal's imaginary part): A V = V diag(w) and
+    V^H V = I within BOUND n eps ||A|| (both steps are backward stable: Golub and Van Loan 8.3.5), w real,
+    ascending and within BOUND n eps ||A||_2 of numpy's eigvalsh (Weyl); the kernel's w equal to
+    syev_reference's to the same bound (the same rotations, sums in another order)."""
     a = symmetric_cases(n, dtype)
-    junk = a + np.triu(np.full((n, n), 7.0, dtype), 1)
+    junk = a + np.triu(np.full((n, n), 7.0), 1).astype(dtype)
+    if np.iscomplexobj(a):
+        junk = junk + 3j * np.eye(n, dtype=dtype)
     w, v, _ = (np.asarray(x) for x in cj.jit(lambda x: tuple(call("syev", x)))(junk))
-    assert w.dtype == v.dtype == dtype and w.shape == (6, n) and v.shape == (6, n, n)
+    assert w.dtype == np.finfo(dtype).dtype and v.dtype == dtype and w.shape == (6, n) and v.shape == (6, n, n)
     assert np.all(np.diff(w, axis=-1) >= 0)
-    wide = a.astype(np.float64)
-    assert backward_error(wide, (v * w[..., None, :]).astype(np.float64) @ np.swapaxes(v, -1, -2), dtype) <= BOUND
-    assert orthogonality(v, dtype) <= BOUND
+    wide = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
+    v_wide = v.astype(wide.dtype)
+    adjoint = np.conj(np.swapaxes(v_wide, -1, -2))
+    frobenius = lambda x: np.linalg.norm(x, axis=(-2, -1))
+    residual = frobenius(wide - (v_wide * w[..., None, :]) @ adjoint)
+    assert np.max(residual / (np.maximum(frobenius(wide), 1e-300) * n * eps(dtype))) <= BOUND
+    assert np.max(frobenius(adjoint @ v_wide - np.eye(n)) / (n * eps(dtype))) <= BOUND
     scale = np.maximum(np.linalg.norm(wide, 2, axis=(-2, -1)), 1e-300)[:, None] * n * eps(dtype)
     assert np.max(np.abs(w - np.linalg.eigvalsh(wide)) / scale) <= BOUND
     assert np.max(np.abs(w - syev_reference(junk)[0]) / scale) <= BOUND
