@@ -359,6 +359,18 @@ def test_scipy_eig_and_eigvals(dtype):
         csl.eigvals(a, np.eye(n))
 
 
+@pytest.mark.slow
+def test_eig_and_eigh_of_a_stack_are_one_launch_per_solver_routine():
+    """rocSOLVER's _batched form: eig of 1000 5x5 matrices is one gebal, one geev and one trevc launch (one
+    work-item per matrix, per eigenvalue for trevc) and one lapmr; eigh's is one syev launch."""
+    a = np.random.default_rng(3).standard_normal((1000, 5, 5))
+    for function, routines in [(cnp.linalg.eig, ("gebal", "geev", "trevc", "lapmr")), (cnp.linalg.eigh, ("syev",))]:
+        optimized = cj.jit(function).lower(a).compile().as_text("optimized")
+        called = [line.split('routine = "')[1].split('"')[0] for line in optimized.splitlines()
+                  if 'library = "solver"' in line]
+        assert sorted(called) == sorted(routines), optimized
+
+
 @pytest.mark.parametrize("p", [[1.0, -6.0, 11.0, -6.0], [2.0, 0.0, 1.0], [0.0, 0.0, 1.0, 2.0, 3.0, 0.0, 0.0], [3.0],
                                [0.0, 0.0], [1.0, 0.0]])
 def test_roots_against_numpy(p):
