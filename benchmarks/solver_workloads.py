@@ -54,6 +54,16 @@ def eigenvalue_magnitudes(xp, lax, a):
     return xp.sum(xp.abs(xp.linalg.eigvals(a)), axis=-1)
 
 
+def eigenvalues_ascending(xp, lax, a):
+    # eigh's w (ascending in every peer; the vectors are computed too, as each peer's eigh does).
+    return xp.linalg.eigh(a)[0]
+
+
+def singular_values(xp, lax, a):
+    # svd's s (descending in every peer), with U and Vh computed as each peer's full svd does.
+    return xp.linalg.svd(a)[1]
+
+
 def numpy_peer(program):
     def run(*arrays):
         return program(np, None, *arrays)
@@ -119,6 +129,17 @@ def build_batched_eigvals(ctx: Context) -> Case:
                        batch * 10 * 16**3, x64=True, condition=1e3)
 
 
+def build_eigh(ctx: Context) -> Case:
+    n = 128 if ctx.quick else 1000
+    x = rng(3).standard_normal((n, n))
+    return linalg_case(ctx, eigenvalues_ascending, (x + x.T,), F64_EPSILON, 9 * n**3, x64=True)
+
+
+def build_svd(ctx: Context) -> Case:
+    n = 128 if ctx.quick else 1000
+    return linalg_case(ctx, singular_values, (well_conditioned(n),), F64_EPSILON, 12 * n**3, x64=True)
+
+
 SOLVER_WORKLOADS = (
     Workload("W15.solve", "linalg.solve, 2000x2000 f64 and one right-hand side: recursive LU (leaves of 128 "
              "columns, BLAS GEMM Schur complements), getrs", build_solve),
@@ -133,6 +154,10 @@ SOLVER_WORKLOADS = (
              build_batched_inv),
     Workload("W15.cholesky_32", "linalg.cholesky of 1000 32x32 f64 matrices: one potrf launch",
              build_batched_cholesky),
-    Workload("W15.eigvals_16", "linalg.eigvals of 1000 16x16 f64 matrices (sum of |w| each): one geev launch, "
-             "Hessenberg + Francis QR a work-item per matrix", build_batched_eigvals),
+    Workload("W15.eigvals_16", "linalg.eigvals of 1000 16x16 f64 matrices (sum of |w| each): one gebal and one "
+             "geev launch, balancing, Hessenberg + Francis QR a work-item per matrix", build_batched_eigvals),
+    Workload("W15.eigh", "linalg.eigh, 1000x1000 f64 (w compared): syev, tridiagonal reduction + implicit QR in one "
+             "work-item", build_eigh),
+    Workload("W15.svd", "linalg.svd, 1000x1000 f64 (s compared): one-sided Jacobi (gesvdj) in one work-item, then "
+             "U completed by QR", build_svd),
 )

@@ -1,5 +1,5 @@
 """cdnajit.scipy.linalg: jax.scipy.linalg's LU, QR, Cholesky, eigh, triangular functions and expm on stacks of
-matrices, over the solver library (frontend/cnp/linalg_solver.py), with scipy's conventions:
+matrices, and scipy's eig and eigvals (which jax.scipy.linalg lacks), over the solver library (frontend/cnp/linalg_solver.py), with scipy's conventions:
 a right-hand side b is one vector per matrix when b.ndim == a.ndim - 1, else matrices (..., n, k).
 """
 from __future__ import annotations
@@ -16,7 +16,9 @@ from .cnp.base import result_type
 from .cnp.indexing_funcs import take
 from .cnp.linalg import (as_stack, broadcast_batches, check_matrices, cholesky as numpy_cholesky, det, from_stack,
                          inv, matrices, promoted)
+from .cnp.linalg import eig as numpy_eig
 from .cnp.linalg import eigh as numpy_eigh
+from .cnp.linalg import eigvals as numpy_eigvals
 from .cnp.linalg import qr as numpy_qr
 from .cnp.linalg import solve as numpy_solve
 from .cnp.linalg import svd as numpy_svd
@@ -26,14 +28,14 @@ from .lax_control import fori_loop
 from .tracing import located
 
 __all__ = ["lu", "lu_factor", "lu_solve", "cho_factor", "cho_solve", "solve_triangular", "cholesky", "solve", "inv",
-           "det", "qr", "eigh", "svd", "expm", "block_diag", "toeplitz"]
+           "det", "qr", "eigh", "eig", "eigvals", "svd", "expm", "block_diag", "toeplitz"]
 
 TRANS = {0: "N", "N": "N", 1: "T", "T": "T", 2: "C", "C": "C"}   # op(a): a, a^T, a^H (LAPACK's trans)
 
 
 def right_hand_side(name: str, a, b) -> tuple:
     """(a, b as matrices [..., n, k] with a's batch, whether b was vectors, the batch shape)."""
-    a, b = promoted(name, a, b)
+    a, b = promoted(a, b)
     check_matrices(name, a)
     vector = b.ndim == a.ndim - 1
     if b.ndim < 1 or b.shape[-1 if vector else -2] != a.shape[-1]:
@@ -160,6 +162,29 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite
         raise NotImplementedError(located("eigh: the generalized problem (b) and eigvals subsets are not implemented"))
     w, v = numpy_eigh(a, UPLO="L" if lower else "U", symmetrize_input=False)
     return w if eigvals_only else (w, v)
+
+
+def eig(a, b=None, left=False, right=True, overwrite_a=False, overwrite_b=False, check_finite=True,
+        homogeneous_eigvals=False):
+    """scipy's eig of general matrices (stacks too): w, or (w, vr) with right=True, as
+    cdnajit.numpy.linalg.eig computes them. vr is complex always (scipy's is real where every eigenvalue
+    is: a dtype that depends on the values cannot be traced); homogeneous_eigvals gives w as [w; 1]
+    (2 x n, scipy's (alpha, beta))."""
+    if b is not None or left:
+        raise NotImplementedError(located("eig: the generalized problem (b) and left eigenvectors (left=True) are "
+                                          "not implemented"))
+    w, vr = numpy_eig(a)
+    if homogeneous_eigvals:
+        w = sh.stack([w, cr.ones_like(w)], axis=-2)
+    return (w, vr) if right else w
+
+
+def eigvals(a, b=None, overwrite_a=False, check_finite=True, homogeneous_eigvals=False):
+    """scipy's eigvals of general matrices (stacks too), as cdnajit.numpy.linalg.eigvals computes them."""
+    if b is not None:
+        raise NotImplementedError(located("eigvals: the generalized problem (b) is not implemented"))
+    w = numpy_eigvals(a)
+    return sh.stack([w, cr.ones_like(w)], axis=-2) if homogeneous_eigvals else w
 
 
 def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True, lapack_driver="gesdd"):

@@ -1,14 +1,12 @@
 """cdnajit.numpy.linalg: jax.numpy.linalg's functions on stacks of matrices (leading batch dimensions).
 
 Factorizations and solves go to the solver library through linalg_solver.py (getrf, potrf, trsm,
-geqrf, orgqr, syevj, gesvdj, geev);
+geqrf, orgqr, syev, gesvdj, gebal, geev, trevc);
 the products and reductions around them are ordinary graph ops. As in JAX, integer inputs are
 promoted to floats, a singular matrix gives infs and NaNs (never an exception inside jit), and a
-matrix that is not positive definite gives a Cholesky factor of NaNs. Complex matrices (c64, c128)
-are taken by the functions of COMPLEX_FUNCTIONS (the LU, Cholesky, QR, Hermitian eigenvalue and
-singular value families: the solver's complex getrf, getrs, getri, potrf, potrs, trsm, trtri,
-geqrf, orgqr, syevj, gesvdj); the others (eigvals and eig of complex matrices) raise
-NotImplementedError. eig's eigenvectors are those of geev's real Schur form (trevc) mapped back.
+matrix that is not positive definite gives a Cholesky factor of NaNs. Every function takes f32, f64,
+c64 and c128 matrices (the solver's kernels are written once for real and complex entries).
+eig's eigenvectors are those of geev's Schur form (trevc) mapped back.
 solve, inv, det, slogdet, cholesky, eigh, qr, svd and pinv are differentiable and vmappable: each is
 one call op with rules of its own (linalg_rules.py's with_rules; JAX's rules, beside each function
 below); lstsq differentiates through svd's.
@@ -35,7 +33,7 @@ from .numerical import cross as numpy_cross
 from .linalg_rules import complex_transposed, transposed, with_rules
 from .indexing_funcs import take_along_axis
 from .linalg_solver import adjoint, direct_solve, geev, geev_vectors, geqrf, gesvdj, getrf, getri, getrs, orgqr, \
-    potrf, rows_of, syevj, trsm
+    potrf, rows_of, symmetric_eigenproblem, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
@@ -45,23 +43,10 @@ __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "tra
 
 # ---- stacks of matrices ---------------------------------------------------------------------------
 
-# The functions (of this module and cdnajit.scipy.linalg) that take complex matrices: those over the
-# solver's LU, Cholesky, QR, Hermitian eigen- and singular value routines, which have complex kernels.
-COMPLEX_FUNCTIONS = frozenset({"solve", "inv", "det", "slogdet", "cholesky", "matrix_power", "tensorinv",
-                               "tensorsolve", "qr", "eigh", "svd", "pinv", "matrix_rank", "lstsq", "cond", "norm",
-                               "vector_norm", "expm", "lu", "lu_factor", "lu_solve", "cho_solve",
-                               "solve_triangular"})
-
-
-def promoted(name: str, *xs) -> list[Tracer]:
+def promoted(*xs) -> list[Tracer]:
     """The operands as tracers of the one float dtype jnp computes them in (integers promoted)."""
     dtype, _ = result_type(*xs)
     dtype = to_inexact(dtype)
-    if is_complex(dtype) and name not in COMPLEX_FUNCTIONS:
-        raise NotImplementedError(located(
-            f"{name} of complex matrices ({dtype}) is not implemented (the solver library's complex routines are "
-            f"the LU, Cholesky, QR, Hermitian eigenvalue and singular value families: "
-            f"{', '.join(sorted(COMPLEX_FUNCTIONS))})"))
     return [convert(cr.asarray(x), dtype) for x in xs]
 
 
@@ -74,7 +59,7 @@ def check_matrices(name: str, x: Tracer, square: bool = True, what: str = "a"):
 
 
 def matrices(name: str, a, square: bool = True) -> Tracer:
-    (x,) = promoted(name, a)
+    (x,) = promoted(a)
     check_matrices(name, x, square)
     return x
 
@@ -109,7 +94,7 @@ def broadcast_batches(name: str, a: Tracer, b: Tracer, b_core: int) -> tuple[Tra
 def solve(a, b):
     """jnp.linalg.solve: x with a @ x = b. b is one vector per matrix (..., n) when 1-d, else matrices
     (..., n, k); batch dimensions broadcast."""
-    a, b = promoted("solve", a, b)
+    a, b = promoted(a, b)
     check_matrices("solve", a)
     vector = b.ndim == 1
     if b.ndim < 1 or b.shape[-2 if not vector else -1] != a.shape[-1]:
@@ -323,7 +308,8 @@ def symmetric(name: str, a, UPLO: str, symmetrize_input: bool) -> Tracer:
 
 def eigh(a, UPLO: str = "L", symmetrize_input: bool = True):
     """jnp.linalg.eigh: (eigenvalues ascending, eigenvectors as columns) of symmetric (Hermitian)
-    matrices, by cyclic Jacobi (syevj: one work-item per matrix); the eigenvalues are real."""
+    matrices (syev: tridiagonal reduction and implicit QR, one work-item per matrix); the eigenvalues
+    are real."""
     a = symmetric("eigh", a, UPLO, symmetrize_input)
     w, v = eigh_stack(as_stack(a))
     return sh.reshape(w, a.shape[:-1]), from_stack(v, a.shape[:-2])
@@ -348,39 +334,38 @@ def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
         (w, v), (ct_w, ct_v) = outs, cts
         inner = inverse_gaps(w) * (matrix_transpose(v) @ ct_v) + ct_w[..., None] * cr.eye(w.shape[-1], dtype=w.dtype)
         return (v @ inner @ matrix_transpose(v),)
-    return with_rules("linalg.eigh", syevj, jvp, complex_transposed(jvp, vjp), a)
+    return with_rules("linalg.eigh", symmetric_eigenproblem, jvp, complex_transposed(jvp, vjp), a)
 
 
 def eigvals(a):
-    """jnp.linalg.eigvals: the complex eigenvalues of general real matrices (f32 -> c64, f64 -> c128),
-    by Hessenberg reduction and Francis double-shift QR (geev without vectors: one work-item per
-    matrix), in LAPACK's order (where each deflated), not sorted."""
+    """jnp.linalg.eigvals: the complex eigenvalues of general matrices (f32 -> c64, f64 -> c128; complex
+    matrices keep their dtype), as LAPACK's geev: balancing (gebal), then Hessenberg reduction and QR
+    steps (geev without vectors: Francis double shifts for real matrices, single shifts for complex
+    ones; one work-item per matrix), in LAPACK's order (where each deflated), not sorted."""
     a = matrices("eigvals", a)
-    wr, wi = geev(as_stack(a))
-    values = el.apply("complex", wr, wi)
-    return sh.reshape(values, a.shape[:-1])
+    return sh.reshape(geev(as_stack(a)), a.shape[:-1])
 
 
 def eig(a):
-    """jnp.linalg.eig: (eigenvalues as eigvals gives them, right eigenvectors as columns) of general real
-    matrices: the real Schur form's eigenvectors (geev with vectors, then trevc's back substitution)
-    mapped back by the Schur vectors, each normalized as LAPACK's geev: unit 2-norm and, for a complex
-    eigenvalue, its largest component real (a real eigenvalue's vector is real, its sign as computed)."""
+    """jnp.linalg.eig: (eigenvalues as eigvals gives them, right eigenvectors as columns) of general
+    matrices: the balanced matrix's Schur form's eigenvectors (gebal, geev with vectors, then trevc's
+    back substitution) mapped back by the Schur vectors and the balancing, each normalized as LAPACK's
+    geev: unit 2-norm and its largest component real, for a complex matrix and for a real matrix's
+    complex eigenvalue (a real matrix's real eigenvalue has a real vector, its sign as computed)."""
     a = matrices("eig", a)
     if a.size == 0:
-        values = el.apply("complex", *geev(as_stack(a)))
+        values = geev(as_stack(a))
         return sh.reshape(values, a.shape[:-1]), cr.zeros(a.shape, values.type.dtype)
-    wr, wi, v = geev_vectors(as_stack(a))
+    w, v = geev_vectors(as_stack(a))
     v = v / el.sqrt(red.sum(el.real(v * el.conj(v)), axis=1, keepdims=True))
-    largest = red.argmax(el.abs(v), axis=1, keepdims=True)
+    largest = red.argmax(el.real(v * el.conj(v)), axis=1, keepdims=True)
     component = take_along_axis(v, largest, axis=1)
-    paired = el.not_equal(wi, 0)[:, None, :]
-    v = v * el.where(paired, el.conj(component) / el.abs(component), 1)
+    rotated = cr.full_like(el.real(w), True, dtype="bool") if is_complex(a.type.dtype) else el.not_equal(el.imag(w), 0)
+    v = v * el.where(rotated[:, None, :], el.conj(component) / el.abs(component), 1)
     # The largest component's imaginary part is rounding left by the product: zero, as LAPACK sets it.
-    at_largest = el.logical_and(paired, el.equal(cr.arange(v.shape[1])[None, :, None], largest))
+    at_largest = el.logical_and(rotated[:, None, :], el.equal(cr.arange(v.shape[1])[None, :, None], largest))
     v = el.where(at_largest, el.real(v).astype(v.type.dtype), v)
-    values = el.apply("complex", wr, wi)
-    return sh.reshape(values, a.shape[:-1]), from_stack(v, a.shape[:-2])
+    return sh.reshape(w, a.shape[:-1]), from_stack(v, a.shape[:-2])
 
 
 def eigvalsh(a, UPLO: str = "L", *, symmetrize_input: bool = True):
@@ -535,7 +520,7 @@ def matrix_rank(M, rtol=None, *, tol=None):
 def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     """jnp.linalg.lstsq: (x minimising ||a x - b||, squared residual norms, rank, s), x = pinv(a) b
     over the singular values above rcond * s_max (rcond defaults to max(m, n) eps)."""
-    a, b = promoted("lstsq", a, b)
+    a, b = promoted(a, b)
     if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
         raise TracingValueError(located(f"lstsq: a must be 2-d and b (m,) or (m, k) with m = a's rows, got shapes "
                                         f"{a.shape} and {b.shape}"))
@@ -648,7 +633,7 @@ def tensorsolve(a, b, axes=None):
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """jnp.linalg.vector_norm: every ord (inf, -inf, 0: the count of nonzeros, p: (sum |x|^p)^(1/p))."""
-    (x,) = promoted("vector_norm", x)
+    (x,) = promoted(x)
     if axis is None:
         axis = tuple(range(x.ndim))
     size = el.abs(x)
@@ -675,7 +660,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
 
 def norm(x, ord=None, axis=None, keepdims=False):
     """jnp.linalg.norm: a vector norm over one axis, a matrix norm over two."""
-    (x,) = promoted("norm", x)
+    (x,) = promoted(x)
     if axis is None:
         if ord is None:
             return vector_norm(x, axis=None, keepdims=keepdims)

@@ -1,7 +1,7 @@
 """libs/solver: dense factorizations and solves, as rocSOLVER provides them.
 
-routines.py   the routines (getrf, getrs, getri, potrf, potrs, trsm, trtri, laswp, lapmr, geqrf, orgqr, syevj,
-              gesvdj, geev, trevc): attributes, shape rule, numpy reference.
+routines.py   the routines (getrf, getrs, getri, potrf, potrs, trsm, trtri, laswp, lapmr, geqrf, orgqr, syev,
+              syevj, gesvdj, gebal, geev, trevc): attributes, shape rule, numpy reference.
 kernels.py    their kernels (one work-item per matrix: the batched small-matrix solution) and the
               answers to the compiler's questions about a call.
 entries.py    real and complex matrix entries as the kernels compute with them.

@@ -61,6 +61,18 @@ class Complex:
     def conj(self) -> "Complex":
         return Complex(self.re, -self.im)
 
+    def abs(self):
+        return K.sqrt(self.re * self.re + self.im * self.im)
+
+    def sqrt(self) -> "Complex":
+        """The principal square root, by real square roots: r = sqrt((|z| + |re|) / 2), then
+        (r, im / 2r) for re >= 0, else (|im| / 2r, +-r) (0 for z = 0)."""
+        root = K.sqrt((self.abs() + K.abs(self.re)) * 0.5)
+        other = K.select(root.ne(0), self.im / (2 * root), K.Const(0, self.dtype))
+        positive = self.re >= 0
+        return Complex(K.select(positive, root, K.abs(other)),
+                       K.select(positive, other, K.select(self.im >= 0, root, -root)))
+
 
 class Field:
     """The entries of a kernel's matrices of value dtype `dtype` (f32, f64, c64 or c128)."""

@@ -2,7 +2,8 @@
 
 Solution "workitem_per_matrix" (rocSOLVER's batched small-matrix kernels): every work-item runs,
 serially as LAPACK's unblocked routines do, one matrix's factorization or decomposition (getrf:
-getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syevj, gesvdj, geev: gehd2 + Francis QR, laswp)
+getf2, potrf: potf2, geqrf/orgqr: geqr2/org2r, syev: sytd2 + implicit QR, syevj, gesvdj, gebal,
+geev: gehd2 + Francis double-shift QR, or single-shift QR for complex matrices, laswp)
 or one right-hand side column's substitution (trsm, getrs, potrs) or one column of an inverse
 (getri, trtri) or one eigenvalue's vector (trevc); 64 work-items a workgroup, as many workgroups
 as the batch needs, so a stack of 10 000 matrices is one launch. Each kernel is written once for
@@ -11,7 +12,7 @@ workgroup per row. The sizes and the batch are scalar parameters: one kernel per
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
 to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them recursively into leaves
 that these kernels factor and GEMM updates that libs/blas runs (QR too, in compact WY form); eigh
-and svd have no blocked form yet.
+(syev), svd and eig have no blocked form yet: a large matrix is one work-item's serial work.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from ...ir.targets import Target
 from ...ir.types import NUMPY_DTYPES
 from ...lowering.emitters import operand_buffers
 from .entries import Complex, Field
-from .routines import MAX_QR_STEPS, MAX_SWEEPS
+from .routines import MAX_BALANCING_SWEEPS, MAX_QR_STEPS, MAX_SWEEPS
 
 SOLUTION = "workitem_per_matrix"
 WORKGROUP_ITEMS = 64
@@ -496,6 +497,124 @@ def syevj_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
+def syev_kernel(op: Op, name: str) -> Kernel:
+    """routines.py's syev_reference, statement for statement. H holds the symmetric (Hermitian) matrix,
+    then the tridiagonal form (d on its diagonal, e below it); while a reflector is applied, its vector
+    u sits in column k below the diagonal and its p and q vectors in row k right of it (the upper
+    triangle, not read again); V holds (Q S)^H (its columns as rows, contiguous for the rotations),
+    and for a real matrix w holds u^T Q^T's row until the end (a complex one's is summed per column)."""
+    batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
+    b, size = sizes("batch", "n")
+    a, w, v, h = params = resized(op, [b * size * size, b * size, b * size * size, b * size * size])
+    dtype = f.part
+    i, j, k, low, last = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last"))
+    norm, magnitude, beta, half, t, coupling, denominator, shift, x, z, c, sine, tau, dk, dl, ek = (
+        K.Var(v_, dtype) for v_ in ("norm", "magnitude", "beta", "half", "t", "coupling", "denominator", "shift",
+                                     "x", "z", "c", "sine", "tau", "dk", "dl", "ek"))
+    phase, dot, one, two = (f.var(v_) for v_ in ("phase", "dot", "one", "two"))
+    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
+    zero = K.Const(0, dtype)
+    sign = lambda value: K.select(value >= 0, K.Const(1, dtype), K.Const(-1, dtype))
+
+    def body(g):
+        at = lambda r, col: g * size * size + r * size + col
+        m = lambda r, col: f.read(h, at(r, col))
+        put = lambda r, col, value: f.write(h, at(r, col), value)
+        qt = lambda r, col: f.read(v, at(r, col))
+        qput = lambda r, col, value: f.write(v, at(r, col), value)
+        d = lambda r: f.real(m(r, r))
+        e = lambda r: f.real(m(r + 1, r))
+        set_real = lambda r, col, value: put(r, col, f.from_real(value))
+        if f.complex:   # u^H Q^H, column by column
+            update_vectors = [loop("j", 0, size, [
+                *f.assign(dot, f.const(0)),
+                loop("i", k + 1, size, f.assign(dot, dot + f.conj(m(i, k)) * qt(i, j))),
+                *f.assign(dot, dot * beta),
+                loop("i", k + 1, size, qput(i, j, qt(i, j) - m(i, k) * dot))])]
+        else:   # u^T Q^T gathered in w first, then the rows updated: contiguous loops
+            scratch = lambda col: w[g * size + col]
+            update_vectors = [
+                loop("j", 0, size, [K.Store(w, g * size + j, zero)]),
+                loop("i", k + 1, size, [loop("j", 0, size, [
+                    K.Store(w, g * size + j, scratch(j) + m(i, k) * qt(i, j))])]),
+                loop("i", k + 1, size, [loop("j", 0, size, qput(i, j, qt(i, j) - m(i, k) * (beta * scratch(j))))])]
+        reduction = loop("k", 0, size - 2, reflected_column(f, m, put, k, size, (norm, magnitude, beta, phase), [
+            # p = beta A22 u (row k), then q = p - (beta / 2) (u^H p) u, A22 -= u q^H + q u^H.
+            loop("i", k + 1, size, [
+                *f.assign(dot, f.const(0)), loop("j", k + 1, size, f.assign(dot, dot + m(i, j) * m(j, k))),
+                *put(k, i, dot * beta)]),
+            K.Assign(half, zero),
+            loop("i", k + 1, size, [K.Assign(half, half + f.real(f.conj(m(i, k)) * m(k, i)))]),
+            K.Assign(half, beta / 2 * half),
+            loop("i", k + 1, size, put(k, i, m(k, i) - m(i, k) * half)),
+            loop("i", k + 1, size, [loop("j", k + 1, size,
+                                         put(i, j, m(i, j) - m(i, k) * f.conj(m(k, j)) - m(k, i) * f.conj(m(j, k))))]),
+            # (Q S)^H's rows k + 1.. -= beta u (u^H Q^H).
+            *update_vectors]))
+        # T = S T_r S^H: the subdiagonal's phases moved into (Q S)^H's rows (conjugated), e = |e|.
+        real_subdiagonal = [
+            *f.assign(phase, f.const(1)),
+            loop("k", 0, size - 1, [
+                K.Assign(magnitude, K.sqrt(f.squared_magnitude(m(k + 1, k)))),
+                *f.assign(phase, f.select(magnitude.ne(0), phase * m(k + 1, k) / magnitude, phase)),
+                loop("j", 0, size, qput(k + 1, j, qt(k + 1, j) * f.conj(phase))),
+                *set_real(k + 1, k, magnitude)])]
+        rotation = [
+            # givens(x, z): c x - s z = r, s x + c z = 0.
+            K.Assign(tau, K.select(K.abs(z) > K.abs(x), -x / z, -z / x)),
+            K.Assign(t, 1 / K.sqrt(1 + tau * tau)),
+            K.Assign(c, K.select(z.eq(0), K.Const(1, dtype), K.select(K.abs(z) > K.abs(x), t * tau, t))),
+            K.Assign(sine, K.select(z.eq(0), zero, K.select(K.abs(z) > K.abs(x), t, t * tau)))]
+        qr_step = [
+            K.Assign(t, (d(last - 1) - d(last)) / 2), K.Assign(coupling, e(last - 1)),
+            K.Assign(denominator, t + sign(t) * K.sqrt(t * t + coupling * coupling)),
+            K.Assign(shift, d(last) - K.select(denominator.ne(0), coupling * coupling / denominator, zero)),
+            K.Assign(x, d(low) - shift), K.Assign(z, e(low)),
+            loop("k", low, last, [
+                *rotation,
+                K.If(k > low, set_real(k, k - 1, c * e(k - 1) - sine * z)),
+                K.Assign(dk, d(k)), K.Assign(dl, d(k + 1)), K.Assign(ek, e(k)),
+                *set_real(k, k, c * c * dk - 2 * c * sine * ek + sine * sine * dl),
+                *set_real(k + 1, k + 1, sine * sine * dk + 2 * c * sine * ek + c * c * dl),
+                *set_real(k + 1, k, c * sine * (dk - dl) + (c * c - sine * sine) * ek),
+                K.If(k < last - 1, [K.Assign(x, e(k)), K.Assign(z, -sine * e(k + 1)),
+                                    *set_real(k + 2, k + 1, c * e(k + 1))]),
+                loop("j", 0, size, [
+                    *f.assign(one, qt(k, j)), *f.assign(two, qt(k + 1, j)),
+                    *qput(k, j, one * c - two * sine), *qput(k + 1, j, one * sine + two * c)])])]
+        step = [
+            K.Assign(low, K.Const(0, INDEX)),
+            loop("k", 1, last + 1, [
+                K.If(K.abs(e(k - 1)) <= epsilon * (K.abs(d(k - 1)) + K.abs(d(k))), [*set_real(k, k - 1, zero),
+                                                                                  K.Assign(low, k)])]),
+            K.If(low.eq(last), [K.Assign(last, last - 1)], qr_step)]
+        vectors = (lambda r, col: qt(col, r), lambda r, col, value: qput(col, r, value))
+        lower = lambda r, col: f.read(a, at(r, col))
+        return [
+            *[K.Let(var, zero) for var in (norm, magnitude, beta, half, t, coupling, denominator, shift, x, z, c, sine,
+                                           tau, dk, dl, ek)],
+            *[statement for var in (phase, dot, one, two) for statement in f.let(var, f.const(0))],
+            K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1),
+            # The Hermitian matrix of A's lower triangle (its diagonal's real part); (Q S)^H = I.
+            loop("i", 0, size, [loop("j", 0, size, [
+                *put(i, j, f.select(i > j, lower(i, j), f.select(i.eq(j), f.from_real(f.real(lower(i, i))),
+                                                                   f.conj(lower(K.maximum(i, j), K.minimum(i, j)))))),
+                *qput(i, j, f.from_real(K.select(i.eq(j), 1, 0).cast(dtype)))])]),
+            reduction,
+            *real_subdiagonal,
+            loop("step", 0, MAX_QR_STEPS * size, [K.If(last > 0, step)]),
+            loop("i", 0, size, [K.Store(w, g * size + i, d(i))]),
+            # Not converged: NaNs for the eigenvalues not found.
+            K.If(last > 0, [loop("i", 0, last + 1, [K.Store(w, g * size + i, K.Const(float("nan"), dtype))])]),
+            *sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False),
+            # V = ((Q S)^H)^H in place.
+            loop("i", 0, size, [loop("j", i, size, [
+                *f.assign(one, qt(i, j)), *qput(i, j, f.conj(qt(j, i))), *qput(j, i, f.conj(one))])])]
+
+    return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
+
+
 def gesvdj_kernel(op: Op, name: str) -> Kernel:
     """One-sided Jacobi; for complex columns, each pair's Gram matrix [[alpha, gamma], [gamma*, beta]]
     is Hermitian and turned as syevj turns a_pq (U = D J D^H, e the phase of gamma*)."""
@@ -548,8 +667,36 @@ def gesvdj_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
 
 
+def reflected_column(f: Field, m, put, k, size, variables, applied) -> list:
+    """Statements reflecting column k of m(row, column) below the diagonal onto its first entry (a
+    Householder reflector I - beta u u^H, as routines.py's complex_reflector; real for a real field):
+    u = the column + phase ||column|| e1 (phase = x0 / |x0|, 1 where x0 = 0) sits in the column while
+    the statements `applied` (reading it there, and beta) apply the reflector elsewhere; then the
+    column becomes (-phase ||column||, 0, ...). variables: (norm, magnitude, beta) of the part dtype
+    and phase, an entry variable; put(row, column, value) returns statements."""
+    norm, magnitude, beta, phase = variables
+    i = K.Var("i", INDEX)
+    zero = K.Const(0, norm.dtype)
+    return [
+        K.Assign(norm, zero),
+        loop("i", k + 1, size, [K.Assign(norm, norm + f.squared_magnitude(m(i, k)))]),
+        K.Assign(norm, K.sqrt(norm)),
+        K.If(norm.ne(0), [
+            K.Assign(magnitude, K.sqrt(f.squared_magnitude(m(k + 1, k)))),
+            *f.assign(phase, f.select(magnitude.ne(0), m(k + 1, k) / magnitude, f.const(1))),
+            *put(k + 1, k, m(k + 1, k) + phase * norm),
+            K.Assign(beta, 1 / (norm * (norm + magnitude))),
+            *applied,
+            *put(k + 1, k, phase * (-norm)), loop("i", k + 2, size, put(i, k, f.const(0)))])]
+
+
 def geev_kernel(op: Op, name: str) -> Kernel:
-    """routines.py's geev_reference, statement for statement (Hessenberg reduction, then a flat loop of
+    complex_matrices = Field(op.operands[0].type.dtype).complex
+    return (complex_geev_kernel if complex_matrices else real_geev_kernel)(op, name)
+
+
+def real_geev_kernel(op: Op, name: str) -> Kernel:
+    """routines.py's real_geev_reference, statement for statement (Hessenberg reduction, then a flat loop of
     at most MAX_QR_STEPS * n steps, each deflating one or two eigenvalues or running one Francis step).
     With `vectors`, the reflections act on whole rows and columns (the real Schur form) and are
     accumulated in the Schur vectors Z."""
@@ -560,8 +707,9 @@ def geev_kernel(op: Op, name: str) -> Kernel:
                                                          b * size * size])
     dtype = a.dtype
     i, j, k, low, last, steps = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last", "steps"))
-    norm, beta, dot, x, y, z, total, product, s, p, disc, root = (
-        K.Var(v, dtype) for v in ("norm", "beta", "dot", "x", "y", "z", "total", "product", "s", "p", "disc", "root"))
+    norm, magnitude, beta, dot, x, y, z, total, product, s, p, disc, root = (
+        K.Var(v, dtype) for v in ("norm", "magnitude", "beta", "dot", "x", "y", "z", "total", "product", "s", "p",
+                                  "disc", "root"))
     u = [K.Var(f"u{t}", dtype) for t in range(3)]
     epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
     zero = K.Const(0, dtype)
@@ -592,26 +740,17 @@ def geev_kernel(op: Op, name: str) -> Kernel:
                     K.Assign(dot, sum((u[t] * zm(i, k + t) for t in range(1, count)), u[0] * zm(i, k))),
                     *[zput(i, k + t, zm(i, k + t) - beta * dot * u[t]) for t in range(count)]])] if schur else [])]
 
-        hessenberg = loop("k", 0, size - 2, [
-            K.Assign(norm, zero),
-            loop("i", k + 1, size, [K.Assign(norm, norm + m(i, k) * m(i, k))]),
-            K.Assign(norm, K.sqrt(norm)),
-            K.If(norm.ne(0), [
-                # The reflector's vector in column k's entries below the diagonal while it is applied.
-                K.Assign(s, sign(m(k + 1, k)) * norm), put(k + 1, k, m(k + 1, k) + s),
-                K.Assign(beta, zero),
-                loop("i", k + 1, size, [K.Assign(beta, beta + m(i, k) * m(i, k))]),
-                K.Assign(beta, 2 / beta),
-                loop("j", k + 1, size, [
-                    K.Assign(dot, zero), loop("i", k + 1, size, [K.Assign(dot, dot + m(i, k) * m(i, j))]),
-                    loop("i", k + 1, size, [put(i, j, m(i, j) - beta * m(i, k) * dot)])]),
-                loop("i", 0, size, [
-                    K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + m(i, j) * m(j, k))]),
-                    loop("j", k + 1, size, [put(i, j, m(i, j) - beta * dot * m(j, k))])]),
-                *([loop("i", 0, size, [
-                    K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + zm(i, j) * m(j, k))]),
-                    loop("j", k + 1, size, [zput(i, j, zm(i, j) - beta * dot * m(j, k))])])] if schur else []),
-                put(k + 1, k, -s), loop("i", k + 2, size, [put(i, k, zero)])])])
+        hessenberg = loop("k", 0, size - 2, reflected_column(Field(dtype), m, lambda r, c, value: [put(r, c, value)],
+                                                             k, size, (norm, magnitude, beta, s), [
+            loop("j", k + 1, size, [
+                K.Assign(dot, zero), loop("i", k + 1, size, [K.Assign(dot, dot + m(i, k) * m(i, j))]),
+                loop("i", k + 1, size, [put(i, j, m(i, j) - beta * m(i, k) * dot)])]),
+            loop("i", 0, size, [
+                K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + m(i, j) * m(j, k))]),
+                loop("j", k + 1, size, [put(i, j, m(i, j) - beta * dot * m(j, k))])]),
+            *([loop("i", 0, size, [
+                K.Assign(dot, zero), loop("j", k + 1, size, [K.Assign(dot, dot + zm(i, j) * m(j, k))]),
+                loop("j", k + 1, size, [zput(i, j, zm(i, j) - beta * dot * m(j, k))])])] if schur else [])]))
         two_by_two = [
             K.Assign(p, (m(low, low) - m(last, last)) / 2),
             K.Assign(disc, p * p + m(low, last) * m(last, low)),
@@ -650,7 +789,7 @@ def geev_kernel(op: Op, name: str) -> Kernel:
                 K.Assign(last, last - 1), K.Assign(steps, K.Const(0, INDEX))],
                  [K.If(low.eq(last - 1), two_by_two, francis)])]
         return [
-            *[K.Let(v, zero) for v in (norm, beta, dot, x, y, z, total, product, s, p, disc, root, *u)],
+            *[K.Let(v, zero) for v in (norm, magnitude, beta, dot, x, y, z, total, product, s, p, disc, root, *u)],
             K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1), K.Let(steps, K.Const(0, INDEX)),
             copied(a, h, g * size * size, size * size),
             *([loop("i", 0, size, [loop("j", 0, size, [zput(i, j, K.select(i.eq(j), 1, 0).cast(dtype))])])]
@@ -664,69 +803,282 @@ def geev_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
+def complex_geev_kernel(op: Op, name: str) -> Kernel:
+    """routines.py's complex_geev_reference, statement for statement (Hessenberg reduction, then a flat
+    loop of at most MAX_QR_STEPS * n steps, each deflating one eigenvalue or running one single-shift
+    step). With `vectors`, the rotations act on whole rows and columns (the Schur form) and are
+    accumulated in the Schur vectors Z."""
+    batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
+    schur = op.attrs["vectors"]
+    b, size = sizes("batch", "n")
+    a, w, h, *schur_vectors = params = resized(op, [b * size * size, b * size, b * size * size, b * size * size])
+    part = f.part
+    i, j, k, low, last, steps = (K.Var(v, INDEX) for v in ("i", "j", "k", "low", "last", "steps"))
+    norm, beta, magnitude, c = (K.Var(v, part) for v in ("norm", "beta", "magnitude", "c"))
+    dot, phase, x, y, s, p, r, shift, one, two = (f.var(v) for v in ("dot", "phase", "x", "y", "s", "p", "r", "shift",
+                                                                      "one", "two"))
+    epsilon = float(np.finfo(NUMPY_DTYPES[part]).eps)
+    zero = K.Const(0, part)
+
+    def body(g):
+        at = lambda row, col: g * size * size + row * size + col
+        m = lambda row, col: f.read(h, at(row, col))
+        put = lambda row, col, value: f.write(h, at(row, col), value)
+        zm = lambda row, col: f.read(schur_vectors[0], at(row, col))
+        zput = lambda row, col, value: f.write(schur_vectors[0], at(row, col), value)
+
+        def turned(read, write, first, second, conjugated):
+            """Statements setting (first, second) to (c one + s two, c two - s* one) (rows) or, with
+            conjugated, to (c one + s* two, c two - s one) (columns, G^H applied on the right)."""
+            left, right = (f.conj(s), s) if conjugated else (s, f.conj(s))
+            return [*f.let(one, read(*first)), *f.let(two, read(*second)),
+                    *write(*first, one * c + two * left), *write(*second, two * c - one * right)]
+
+        hessenberg = loop("k", 0, size - 2, reflected_column(f, m, put, k, size, (norm, magnitude, beta, phase), [
+            loop("j", k + 1, size, [
+                *f.assign(dot, f.const(0)),
+                loop("i", k + 1, size, f.assign(dot, dot + f.conj(m(i, k)) * m(i, j))),
+                *f.assign(dot, dot * beta),
+                loop("i", k + 1, size, put(i, j, m(i, j) - m(i, k) * dot))]),
+            loop("i", 0, size, [
+                *f.assign(dot, f.const(0)),
+                loop("j", k + 1, size, f.assign(dot, dot + m(i, j) * m(j, k))),
+                *f.assign(dot, dot * beta),
+                loop("j", k + 1, size, put(i, j, m(i, j) - dot * f.conj(m(j, k))))]),
+            *([loop("i", 0, size, [
+                *f.assign(dot, f.const(0)),
+                loop("j", k + 1, size, f.assign(dot, dot + zm(i, j) * m(j, k))),
+                *f.assign(dot, dot * beta),
+                loop("j", k + 1, size, zput(i, j, zm(i, j) - dot * f.conj(m(j, k))))])] if schur else [])]))
+        wilkinson = [
+            # The eigenvalue of the trailing 2x2 [[a, b], [c, d]] nearer d: d - bc / (p + r).
+            *f.assign(p, (m(last - 1, last - 1) - m(last, last)) * 0.5),
+            *f.assign(r, (p * p + m(last - 1, last) * m(last, last - 1)).sqrt()),
+            *f.assign(r, f.select((p.re * r.re + p.im * r.im) < 0, r * -1.0, r)),
+            *f.assign(p, p + r),
+            *f.assign(shift, f.select(f.nonzero(p), m(last, last) - m(last - 1, last) * m(last, last - 1) / p,
+                                      m(last, last)))]
+        exceptional = lambda row: f.assign(shift, m(row, row) + f.from_real(0.75 * f.magnitude(m(row, row - 1))))
+        rotation = [
+            # (c, s) with [[c, s], [-s*, c]] (x, y) = (r, 0), c real.
+            K.Assign(magnitude, x.abs()), K.Assign(norm, K.sqrt(f.squared_magnitude(x) + f.squared_magnitude(y))),
+            K.Assign(c, K.select(norm.ne(0), K.select(magnitude.ne(0), magnitude / norm, zero), K.Const(1, part))),
+            *f.assign(s, f.select(norm.ne(0), f.select(magnitude.ne(0), x / magnitude * f.conj(y) / norm,
+                                                       f.conj(y) / norm), f.const(0)))]
+        single_shift = [
+            K.Assign(steps, steps + 1),
+            *wilkinson,
+            K.If(steps.eq(10), exceptional(low + 1)), K.If(steps.eq(20), exceptional(last)),
+            *f.assign(x, m(low, low) - shift), *f.assign(y, m(low + 1, low)),
+            loop("k", low, last, [
+                K.If(k > low, [*f.assign(x, m(k, k - 1)), *f.assign(y, m(k + 1, k - 1))]),
+                *rotation,
+                loop("j", K.maximum(low, k - 1), size if schur else last + 1,
+                     turned(m, put, (k, j), (k + 1, j), False)),
+                K.If(k > low, put(k + 1, k - 1, f.const(0))),
+                loop("i", 0 if schur else low, K.minimum(k + 2, last) + 1, turned(m, put, (i, k), (i, k + 1), True)),
+                *([loop("i", 0, size, turned(zm, zput, (i, k), (i, k + 1), True))] if schur else [])])]
+        step = [
+            K.Assign(low, K.Const(0, INDEX)),
+            loop("k", 1, last + 1, [
+                K.If(f.magnitude(m(k, k - 1)) <= epsilon * (f.magnitude(m(k - 1, k - 1)) + f.magnitude(m(k, k))),
+                     [*put(k, k - 1, f.const(0)), K.Assign(low, k)])]),
+            K.If(low.eq(last), [*f.write(w, g * size + last, m(last, last)),
+                                K.Assign(last, last - 1), K.Assign(steps, K.Const(0, INDEX))], single_shift)]
+        return [
+            *[K.Let(v, zero) for v in (norm, beta, magnitude, c)],
+            *[statement for v in (dot, phase, x, y, s, p, r, shift) for statement in f.let(v, f.const(0))],
+            K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1), K.Let(steps, K.Const(0, INDEX)),
+            copied(a, h, g * size * size * f.width, size * size * f.width),
+            *([loop("i", 0, size, [loop("j", 0, size, zput(i, j, f.from_real(K.select(i.eq(j), 1, 0).cast(part))))])]
+              if schur else []),
+            hessenberg,
+            loop("step", 0, MAX_QR_STEPS * size, [K.If(last >= 0, step)]),
+            # Not converged: NaNs for the eigenvalues not found.
+            loop("i", 0, last + 1, f.write(w, g * size + i, f.from_real(K.Const(float("nan"), part))))]
+
+    return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
+
+
+def gebal_kernel(op: Op, name: str) -> Kernel:
+    """routines.py's gebal_reference: each search for an isolating row (column) is a scan of the
+    window, repeated at most n times, a found one swapped to the window's edge; then at most
+    MAX_BALANCING_SWEEPS scaling sweeps; `rows` is the permutation inverted."""
+    batch, n, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
+    b, size = sizes("batch", "n")
+    a, h, scale, permutations, rows = params = resized(op, [b * size * size, b * size * size, b * size, b * size,
+                                                           b * size])
+    part = f.part
+    i, j, t, low, high, found, pick = (K.Var(v, INDEX) for v in ("i", "j", "t", "low", "high", "found", "pick"))
+    c, r, factor, exponent, changed = (K.Var(v, part) for v in ("c", "r", "factor", "exponent", "changed"))
+    swapped, index = f.var("swapped"), K.Var("index", "i32")
+    limit = float(np.finfo(NUMPY_DTYPES[part]).maxexp // 2)
+    zero = K.Const(0, part)
+
+    def body(g):
+        at = lambda row, col: g * size * size + row * size + col
+        m = lambda row, col: f.read(h, at(row, col))
+        put = lambda row, col, value: f.write(h, at(row, col), value)
+        permutation = lambda k: permutations[g * size + k]
+
+        def swap(first, second):
+            return [
+                loop("j", 0, size, [*f.let(swapped, m(first, j)), *put(first, j, m(second, j)),
+                                    *put(second, j, swapped)]),
+                loop("i", 0, size, [*f.let(swapped, m(i, first)), *put(i, first, m(i, second)),
+                                    *put(i, second, swapped)]),
+                K.Let(index, permutation(first)), K.Store(permutations, g * size + first, permutation(second)),
+                K.Store(permutations, g * size + second, index)]
+
+        def isolating(along_row: bool, candidate):
+            """Statements setting found to candidate if its row (column) is zero off the diagonal
+            within the window and none was found yet."""
+            entry = (lambda k: m(candidate, k)) if along_row else (lambda k: m(k, candidate))
+            return [K.If(found < 0, [
+                K.Assign(pick, candidate),
+                loop("i", low, high + 1, [K.If(i.ne(candidate) & f.nonzero(entry(i)),
+                                               [K.Assign(pick, K.Const(-1, INDEX))])]),
+                K.Assign(found, pick)])]
+
+        search_rows = K.If(high > low, [
+            K.Assign(found, K.Const(-1, INDEX)),
+            loop("t", 0, high - low + 1, isolating(True, high - t)),
+            K.If(found >= 0, [*swap(found, high), K.Assign(high, high - 1)])])
+        search_columns = K.If(high > low, [
+            K.Assign(found, K.Const(-1, INDEX)),
+            loop("t", 0, high - low + 1, isolating(False, low + t)),
+            K.If(found >= 0, [*swap(found, low), K.Assign(low, low + 1)])])
+        norms_off_diagonal = [
+            K.Assign(c, zero), K.Assign(r, zero),
+            loop("j", low, high + 1, [K.If(j.ne(i), [K.Assign(c, c + f.squared_magnitude(m(j, i))),
+                                                      K.Assign(r, r + f.squared_magnitude(m(i, j)))])]),
+            K.Assign(c, K.sqrt(c)), K.Assign(r, K.sqrt(r))]
+        scaled = [
+            # f: the power of 2 nearest sqrt(r / c), its exponent clamped to half the float's range.
+            K.Assign(exponent, K.floor(K.log2(r / c) / 2 + 0.5)),
+            K.Assign(factor, K.exp2(K.minimum(K.maximum(exponent, -limit), limit))),
+            K.If(c * factor + r / factor < 0.95 * (c + r), [
+                K.Store(scale, g * size + i, scale[g * size + i] * factor), K.Assign(changed, K.Const(1, part)),
+                loop("j", 0, size, put(i, j, m(i, j) / factor)),
+                loop("j", 0, size, put(j, i, m(j, i) * factor))])]
+        sweep = [
+            K.Assign(changed, zero),
+            loop("i", low, high + 1, [
+                *norms_off_diagonal,
+                K.If(c.ne(0) & r.ne(0) & K.is_finite(c + r), scaled)])]
+        return [
+            K.Let(low, K.Const(0, INDEX)), K.Let(high, size - 1), K.Let(found, K.Const(-1, INDEX)),
+            K.Let(pick, K.Const(-1, INDEX)),
+            *[K.Let(v, zero) for v in (c, r, factor, exponent)], K.Let(changed, K.Const(1, part)),
+            copied(a, h, g * size * size * f.width, size * size * f.width),
+            loop("i", 0, size, [K.Store(scale, g * size + i, K.Const(1, part)),
+                                K.Store(permutations, g * size + i, i.cast("i32"))]),
+            loop("pass", 0, size, [search_rows]),
+            loop("pass", 0, size, [search_columns]),
+            loop("sweep", 0, MAX_BALANCING_SWEEPS, [K.If(changed.ne(0), sweep)]),
+            loop("i", 0, size, [K.Store(rows, g * size + permutation(i).cast(INDEX), i.cast("i32"))])]
+
+    return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
+
+
 def trevc_kernel(op: Op, name: str) -> Kernel:
     """routines.py's quasi_triangular_vector, one work-item per column j of X (an eigenvalue): its
-    block's vector, then back substitution upward in complex arithmetic, a 2x2 block's two rows at
-    once (its second row skipped)."""
+    block's vector, then back substitution upward in complex arithmetic, a real T's 2x2 block's two
+    rows at once (its second row skipped), each quotient rescaled against overflow; then X's column
+    divided by its largest entry (|re| + |im|)."""
     batch, n, _ = op.operands[0].type.shape
     f = Field(op.results[0].type.dtype)
+    complex_t = Field(op.operands[0].type.dtype).complex
     b, size = sizes("batch", "n")
-    t_buffer, wr, wi, x = params = resized(op, [b * size * size, b * size, b * size, b * size * size])
+    t_buffer, *values, x = params = resized(op, [b * size * size] + [b * size] * (len(op.operands) - 1)
+                                            + [b * size * size])
     dtype = f.part
     i, k, top, bottom, row, skip = (K.Var(v, INDEX) for v in ("i", "k", "top", "bottom", "row", "skip"))
-    smin = K.Var("smin", dtype)
-    total, other, divisor, determinant = f.var("total"), f.var("other"), f.var("divisor"), f.var("determinant")
-    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
-    tiny = float(np.finfo(NUMPY_DTYPES[dtype]).tiny)
+    smin, numerator, divisor_magnitude, scale, largest = (
+        K.Var(v, dtype) for v in ("smin", "numerator", "divisor_magnitude", "scale", "largest"))
+    total, other, divisor, determinant, first, second = (f.var(v) for v in ("total", "other", "divisor", "determinant",
+                                                                             "first", "second"))
+    epsilon, tiny, largest_float = (float(v) for v in (np.finfo(NUMPY_DTYPES[dtype]).eps,
+                                                       np.finfo(NUMPY_DTYPES[dtype]).tiny,
+                                                       np.finfo(NUMPY_DTYPES[dtype]).max))
+    rescale = largest_float ** 0.5
 
     def body(g):
         matrix, j = g / size, g % size
-        t = lambda r, c: t_buffer[matrix * size * size + r * size + c]
+        t_real = lambda r, c: t_buffer[matrix * size * size + r * size + c]
+        # T's entries as factors (a real T's are real: half the multiplications) and as entries.
+        entry = (lambda r, c: f.read(t_buffer, matrix * size * size + r * size + c)) if complex_t else t_real
+        t = entry if complex_t else (lambda r, c: f.from_real(t_real(r, c)))
         at = lambda r: matrix * size * size + r * size + j
-        value = Complex(wr[matrix * size + j], wi[matrix * size + j])
-        shifted = lambda r: f.from_real(t(r, r)) - value
-        # Subdiagonal entries read at clamped indices (the first row has none).
-        below_diagonal = lambda r: (r > 0) & t(r, K.maximum(r - 1, 0)).ne(0)
+        value = f.read(values[0], matrix * size + j) if complex_t else \
+            Complex(values[0][matrix * size + j], values[1][matrix * size + j])
+        shifted = lambda r: t(r, r) - value
+        # Subdiagonal entries read at clamped indices (the first row has none); a complex T has none.
+        below_diagonal = lambda r: (r > 0) & t_real(r, K.maximum(r - 1, 0)).ne(0)
         guarded = lambda d: f.select(f.magnitude(d) >= smin, d, f.from_real(smin))
-        a, c = top, bottom
-        first = f.magnitude(shifted(a)) + K.abs(t(a, c))
-        second = K.abs(t(c, a)) + f.magnitude(shifted(c))
+
+        def rescaled(first_row, *quotients):
+            """Statements scaling x's rows first_row..bottom and the quotients' numerators (variables)
+            where a quotient would exceed `rescale` (by the factor making it `rescale`)."""
+            return [K.If(numerator > rescale * divisor_magnitude, [
+                K.Assign(scale, rescale * divisor_magnitude / numerator),
+                loop("k", first_row, bottom + 1, f.write(x, at(k), f.read(x, at(k)) * scale)),
+                *[statement for q in quotients for statement in f.assign(q, q * scale)]])]
+
         one_row = [
             *f.let(total, f.const(0)),
-            loop("k", row + 1, bottom + 1, f.assign(total, total - f.from_real(t(row, k)) * f.read(x, at(k)))),
+            loop("k", row + 1, bottom + 1, f.assign(total, total - f.read(x, at(k)) * entry(row, k))),
             *f.let(divisor, guarded(shifted(row))),
+            K.Assign(numerator, f.magnitude(total)), K.Assign(divisor_magnitude, f.magnitude(divisor)),
+            *rescaled(row + 1, total),
             *f.write(x, at(row), total / divisor)]
         two_rows = [
             *f.let(total, f.const(0)), *f.let(other, f.const(0)),
             loop("k", row + 1, bottom + 1, [
-                *f.assign(total, total - f.from_real(t(row - 1, k)) * f.read(x, at(k))),
-                *f.assign(other, other - f.from_real(t(row, k)) * f.read(x, at(k)))]),
-            *f.let(determinant, guarded(shifted(row - 1) * shifted(row)
-                                        - f.from_real(t(row - 1, row) * t(row, row - 1)))),
-            *f.write(x, at(row - 1), (total * shifted(row) - other * t(row - 1, row)) / determinant),
-            *f.write(x, at(row), (shifted(row - 1) * other - total * t(row, row - 1)) / determinant),
+                *f.assign(total, total - f.read(x, at(k)) * entry(row - 1, k)),
+                *f.assign(other, other - f.read(x, at(k)) * entry(row, k))]),
+            *f.let(determinant, guarded(shifted(row - 1) * shifted(row) - t(row - 1, row) * entry(row, row - 1))),
+            # Cramer's numerators.
+            *f.let(first, total * shifted(row) - other * entry(row - 1, row)),
+            *f.let(second, shifted(row - 1) * other - total * entry(row, row - 1)),
+            K.Assign(numerator, K.maximum(f.magnitude(first), f.magnitude(second))),
+            K.Assign(divisor_magnitude, f.magnitude(determinant)),
+            *rescaled(row + 1, first, second),
+            *f.write(x, at(row - 1), first / determinant), *f.write(x, at(row), second / determinant),
             K.Assign(skip, K.Const(1, INDEX))]
-        return [
-            K.Let(smin, K.maximum(epsilon * (K.abs(value.re) + K.abs(value.im)), K.Const(tiny, dtype))),
-            loop("i", 0, size, f.write(x, at(i), f.const(0))),
-            K.Let(top, j), K.If(below_diagonal(j), [K.Assign(top, j - 1)]),
-            K.Let(bottom, j),
+        # A real T's block at row j: 1x1 (x_j = 1) or 2x2, rows a < c, whose null vector is taken from
+        # its larger row (magnitudes |re| + |im|).
+        a, c = top, bottom
+        first_row = f.magnitude(shifted(a)) + K.abs(t_real(a, c))
+        second_row = K.abs(t_real(c, a)) + f.magnitude(shifted(c))
+        block = [
+            K.If(below_diagonal(j), [K.Assign(top, j - 1)]),
             K.If((j < size - 1) & below_diagonal(K.minimum(j + 1, size - 1)), [K.Assign(bottom, j + 1)]),
             K.If(top.eq(bottom), f.write(x, at(j), f.const(1)), [
-                K.If(first >= second,
-                     [*f.write(x, at(a), f.from_real(t(a, c))), *f.write(x, at(c), value - f.from_real(t(a, a)))],
-                     [*f.write(x, at(a), value - f.from_real(t(c, c))), *f.write(x, at(c), f.from_real(t(c, a)))])]),
-            K.Let(skip, K.Const(0, INDEX)),
+                K.If(first_row >= second_row,
+                     [*f.write(x, at(a), t(a, c)), *f.write(x, at(c), value - t(a, a))],
+                     [*f.write(x, at(a), value - t(c, c)), *f.write(x, at(c), t(c, a))])])]
+        return [
+            K.Let(smin, K.maximum(epsilon * f.magnitude(value), K.Const(tiny, dtype))),
+            *[K.Let(v, K.Const(0, dtype)) for v in (numerator, divisor_magnitude, scale, largest)],
+            loop("i", 0, size, f.write(x, at(i), f.const(0))),
+            K.Let(top, j), K.Let(bottom, j), K.Let(skip, K.Const(0, INDEX)),
+            *(f.write(x, at(j), f.const(1)) if complex_t else block),
             loop("s", 0, top, [
                 K.Let(row, top - 1 - K.Var("s", INDEX)),
                 K.If(skip.eq(1), [K.Assign(skip, K.Const(0, INDEX))],
-                     [K.If(below_diagonal(row), two_rows, one_row)])])]
+                     one_row if complex_t else [K.If(below_diagonal(row), two_rows, one_row)])]),
+            loop("i", 0, bottom + 1, [K.Assign(largest, K.maximum(largest, f.magnitude(f.read(x, at(i)))))]),
+            loop("i", 0, bottom + 1, f.write(x, at(i), f.read(x, at(i)) / largest))]
 
     return per_item(name, params, [b, size], b * size, body, [("batch", batch), ("n", n)])
 
 
 KERNELS = {"trevc": trevc_kernel, "getri": getri_kernel, "potrs": potrs_kernel, "trtri": trtri_kernel,
-           "geev": geev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel, "syevj": syevj_kernel,
+           "geev": geev_kernel, "syev": syev_kernel, "getrs": getrs_kernel, "gesvdj": gesvdj_kernel,
+           "syevj": syevj_kernel, "gebal": gebal_kernel,
            "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel,
            "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
 

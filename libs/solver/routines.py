@@ -2,7 +2,7 @@
 of row-major matrices: every operand has one batch dimension first ([B, rows, columns]; B may be 1).
 getrf, getrs, getri, potrf, potrs, trsm, trtri, geqrf, orgqr, syevj and gesvdj take f32, f64, c64 and
 c128 (LAPACK's s, d, c and z routines: the transposes below are conjugate transposes for complex
-matrices); geev, laswp and lapmr's index operands take real matrices and integers only.
+matrices), and so do geev and trevc, whose operands and results differ for complex matrices (below).
 
   getrf(A[B, m, n]) -> LU[B, m, n], pivots[B, min(m, n)] i32, permutation[B, m] i32
       LU with partial pivoting, P A = L U: L unit lower (below LU's diagonal), U upper (on and
@@ -34,23 +34,41 @@ matrices); geev, laswp and lapmr's index operands take real matrices and integer
   orgqr(QR[B, m, n], tau[B, k]) -> Q[B, m, q], attribute columns (q)
       the first q columns of H_0 ... H_{k-1} (LAPACK's org2r; q = k reduced, q = m complete).
 
-  geev(A[B, n, n]) -> wr[B, n], wi[B, n], H[B, n, n] (, Z[B, n, n]), attribute vectors
+  geev(A[B, n, n]) -> wr[B, n], wi[B, n], H[B, n, n] (, Z[B, n, n]), attribute vectors (A real)
+  geev(A[B, n, n]) -> w[B, n], H[B, n, n] (, Z[B, n, n]), attribute vectors (A complex)
       eigenvalues (real and imaginary parts) of general matrices, as LAPACK's geev: Hessenberg
       reduction, then Francis double-shift QR steps until the matrix deflates (H is the work copy);
       with vectors, H is the real Schur form T = Z^T A Z (2x2 blocks not standardized) and Z the
       Schur vectors (a 2x2 block and its two Schur vectors are fixed only up to a rotation, which
       rounding decides: kernel and reference agree on the identities, not entry for entry).
+      A complex A (LAPACK's zgeev): Hessenberg reduction, then single-shift QR steps; w complex in the
+      order they deflate (w[k] = T[k, k]); with vectors T = Z^H A Z is upper triangular.
+  gebal(A[B, n, n]) -> B[B, n, n], scale[B, n] (real), permutation[B, n] i32, rows[B, n] i32
+      balancing as LAPACK's gebal (job 'B', geev's default): B = D^-1 P^T A P D, P moving rows and
+      columns that isolate an eigenvalue out of the active window (B[i, j] = (D^-1 A D)[p[i], p[j]]),
+      D = diag(scale) powers of 2 that even out the window's row and column norms; rows is p's
+      inverse: an eigenvector x of B is v[r] = (D x)[rows[r]] of A.
   trevc(T[B, n, n], wr[B, n], wi[B, n]) -> X[B, n, n] complex (c64 for f32, c128 for f64)
-      column j: an eigenvector of the quasi-triangular T for eigenvalue wr[j] + i wi[j], whose 1x1 or
-      2x2 block is at row j (LAPACK's trevc, right vectors, back substitution in complex arithmetic,
-      unnormalized; a near-zero divisor is replaced by smin = eps (|wr| + |wi|), as trevc does).
+  trevc(T[B, n, n], w[B, n]) -> X[B, n, n], T complex (upper triangular)
+      column j: an eigenvector of the quasi-triangular T for eigenvalue wr[j] + i wi[j] (w[j]), whose
+      1x1 or 2x2 block is at row j (LAPACK's trevc, right vectors, back substitution in complex
+      arithmetic; a near-zero divisor is replaced by smin = eps (|wr| + |wi|), as trevc does; rescaled
+      against overflow, its largest entry of magnitude |re| + |im| = 1).
   syevj(A[B, n, n]) -> w[B, n], V[B, n, n], D[B, n, n]
-      symmetric eigenproblem by cyclic Jacobi (rocSOLVER's syevj): rotations J^T A J zero each
+      symmetric eigenproblem by cyclic Jacobi (rocSOLVER's syevj; the frontend takes syev, faster at
+      every size measured: linalg_solver.symmetric_eigenproblem): rotations J^T A J zero each
       off-diagonal entry in turn (Golub and Van Loan's sym.schur2), sweep after sweep until the
       off-diagonal part's Frobenius norm is at most eps ||A||_F (or MAX_SWEEPS); A = V diag(w) V^T
       with w ascending, D the rotated matrix (diagonal to that tolerance). A must be symmetric
       (Hermitian: each rotation D J D^H, D = diag(1, e), e the phase of conj(a_pq); A = V diag(w)
       V^H, w real).
+
+  syev(A[B, n, n]) -> w[B, n], V[B, n, n], H[B, n, n]
+      symmetric (Hermitian) eigenproblem as LAPACK's syev (heev): Householder reduction of A's lower
+      triangle to tridiagonal form, its subdiagonal made real by a diagonal unitary, then implicit QR
+      steps with Wilkinson's shift; A = V diag(w) V^H, w real and ascending; H is the work copy (the
+      tridiagonal form on its diagonal and subdiagonal; the QR steps' d and e in their real parts).
+      About 9 n^3 flops against syevj's 30-60 n^3 for n in the hundreds; eigh's routine.
 
   gesvdj(A[B, m, n], m >= n) -> s[B, n], U[B, m, n], V[B, n, n]
       one-sided Jacobi (Hestenes; rocSOLVER's gesvdj): rotations of A's column pairs (the Jacobi
@@ -79,12 +97,12 @@ import numpy as np
 
 from ...ir.opdef import require
 from ...ir.ops.library import Routine
-from ...ir.types import COMPLEX_PART, TensorType
+from ...ir.types import COMPLEX_PART, COMPLEXES, TensorType
 
 REAL = ("f32", "f64")
 REAL_OR_COMPLEX = ("f32", "f64", "c64", "c128")
 COMPLEX_ROUTINES = ("getrf", "getrs", "getri", "potrf", "potrs", "trsm", "trtri", "geqrf", "orgqr", "syevj",
-                    "gesvdj")   # the others: real only
+                    "gesvdj", "geev", "trevc", "gebal", "syev")   # the others: real only
 
 
 def check_matrices(routine: str, types, count: int):
@@ -301,6 +319,106 @@ def syevj_reference(a):
     return (np.take_along_axis(w, order, axis=1), np.take_along_axis(v, order[:, None, :], axis=2), d)
 
 
+def syev_infer(types, attrs):
+    check_matrices("syev", types, 1)
+    (a,) = types
+    batch, n, columns = a.shape
+    require(n == columns, f"library_call: solver.syev takes square matrices, got {a}")
+    return [TensorType(COMPLEX_PART.get(a.dtype, a.dtype), (batch, n)), a, a]
+
+
+def syev_reference(a):
+    """LAPACK's syev (heev for complex Hermitian matrices; A's lower triangle read, its diagonal's
+    imaginary part not): Householder reduction to tridiagonal form Q^H A Q = T (sytd2/hetd2), T's
+    subdiagonal made real and non-negative by a diagonal unitary S (T = S T_r S^H, s_0 = 1, s_k+1 =
+    s_k e_k / |e_k|), then implicit symmetric QR steps with Wilkinson's shift on T_r (Golub and Van
+    Loan, Algorithm 8.3.2; steqr's role), each Givens rotation applied to (Q S)'s columns, deflating
+    where |e_k| <= eps (|d_k| + |d_k+1|); NaNs for eigenvalues not found in MAX_QR_STEPS n steps.
+    (Q S)^H is held (its columns as rows, contiguous for the rotations). w ascending and real, V's
+    columns with it."""
+    lower = np.tril(a, -1)
+    h = lower + np.conj(np.swapaxes(lower, 1, 2)) + np.real(np.diagonal(a, axis1=1, axis2=2))[:, :, None] * np.eye(
+        a.shape[-1], dtype=a.dtype)
+    batch, n, _ = h.shape
+    qt = np.tile(np.eye(n, dtype=h.dtype), (batch, 1, 1))
+    part = np.finfo(h.dtype).dtype
+    d, e = np.zeros((batch, n), part), np.zeros((batch, n), part)
+    epsilon = np.finfo(part).eps
+    with np.errstate(all="ignore"):
+        for b in range(batch):
+            m = h[b]
+            for k in range(n - 2):
+                u, beta = complex_reflector(m[k + 1:, k].copy())
+                p = beta * (m[k + 1:, k + 1:] @ u)
+                q = p - (beta / 2 * np.real(np.vdot(u, p))) * u
+                m[k + 1:, k + 1:] -= np.outer(u, np.conj(q)) + np.outer(q, np.conj(u))
+                m[k + 1:, k] -= beta * np.vdot(u, m[k + 1:, k]) * u
+                qt[b, k + 1:, :] -= beta * np.outer(u, np.conj(u) @ qt[b, k + 1:, :])
+            d[b] = np.real(np.diagonal(m))
+            phase = 1
+            for k in range(n - 1):
+                coupling = m[k + 1, k]
+                phase = phase * (coupling / abs(coupling) if coupling != 0 else 1)
+                qt[b, k + 1] *= np.conj(phase)
+                e[b, k] = abs(coupling)
+            last = n - 1
+            for _ in range(MAX_QR_STEPS * n):
+                if last <= 0:
+                    break
+                low = 0
+                for k in range(1, last + 1):
+                    if abs(e[b, k - 1]) <= epsilon * (abs(d[b, k - 1]) + abs(d[b, k])):
+                        e[b, k - 1] = 0
+                        low = k
+                if low == last:
+                    last -= 1
+                else:
+                    tridiagonal_qr_step(d[b], e[b], qt[b], low, last)
+            if last > 0:
+                d[b, :last + 1] = np.nan
+    order = np.argsort(d, axis=1, kind="stable")
+    vectors = np.conj(np.swapaxes(np.take_along_axis(qt, order[:, :, None], axis=1), 1, 2))
+    return np.take_along_axis(d, order, axis=1), vectors, h
+
+
+def tridiagonal_qr_step(d, e, qt, low, last):
+    """One implicit symmetric QR step with Wilkinson's shift on the window low..last of the
+    tridiagonal (d, e) (e[k] couples k and k + 1), in place, its rotations applied to qt's rows."""
+    t = (d[last - 1] - d[last]) / 2
+    coupling = e[last - 1]
+    denominator = t + (1 if t >= 0 else -1) * np.sqrt(t * t + coupling * coupling)
+    shift = d[last] - (coupling * coupling / denominator if denominator != 0 else 0)
+    x, z = d[low] - shift, e[low]
+    for k in range(low, last):
+        c, s = givens(x, z)
+        if k > low:
+            e[k - 1] = c * e[k - 1] - s * z
+        # The 2x2 window [[d_k, e_k], [e_k, d_k+1]] turned by G^T . G, G = [[c, s], [-s, c]].
+        dk, dl, ek = d[k], d[k + 1], e[k]
+        d[k] = c * c * dk - 2 * c * s * ek + s * s * dl
+        d[k + 1] = s * s * dk + 2 * c * s * ek + c * c * dl
+        e[k] = c * s * (dk - dl) + (c * c - s * s) * ek
+        if k < last - 1:
+            x, z = e[k], -s * e[k + 1]
+            e[k + 1] = c * e[k + 1]
+        rows = qt[[k, k + 1], :].copy()
+        qt[k], qt[k + 1] = c * rows[0] - s * rows[1], s * rows[0] + c * rows[1]
+
+
+def givens(x, z):
+    """(c, s) with [[c, -s], [s, c]]^T (x, z) = (r, 0): c x - s z = r, s x + c z = 0 (Golub and Van
+    Loan's givens, 5.1.3)."""
+    if z == 0:
+        return 1.0, 0.0
+    if abs(z) > abs(x):
+        tau = -x / z
+        s = 1 / np.sqrt(1 + tau * tau)
+        return s * tau, s
+    tau = -z / x
+    c = 1 / np.sqrt(1 + tau * tau)
+    return c, c * tau
+
+
 def gesvdj_infer(types, attrs):
     check_matrices("gesvdj", types, 1)
     (a,) = types
@@ -357,7 +475,12 @@ def geev_infer(types, attrs):
     (a,) = types
     batch, n, columns = a.shape
     require(n == columns, f"library_call: solver.geev takes square matrices, got {a}")
-    return [TensorType(a.dtype, (batch, n)), TensorType(a.dtype, (batch, n)), a] + ([a] if attrs["vectors"] else [])
+    values = [TensorType(a.dtype, (batch, n))] * (1 if a.dtype in COMPLEXES else 2)
+    return values + [a] + ([a] if attrs["vectors"] else [])
+
+
+def geev_reference(a, vectors):
+    return (complex_geev_reference if np.iscomplexobj(a) else real_geev_reference)(a, vectors)
 
 
 def hessenberg_reflector(x):
@@ -382,7 +505,7 @@ def two_by_two_eigenvalues(a, b, c, d):
     return (d + z, 0.0), ((d - b * c / z) if z != 0 else d + z, 0.0)
 
 
-def geev_reference(a, vectors):
+def real_geev_reference(a, vectors):
     """Eigenvalues (geev without balancing): Householder reduction to Hessenberg form (gehd2), then
     Francis double-shift QR steps on the active window (Golub and Van Loan, Algorithm 7.5.1)
     deflating where a subdiagonal entry is below eps times its neighbours, with LAPACK dlahqr's
@@ -455,6 +578,124 @@ def francis_step(m, low, last, steps, schur_vectors):
         z = m[k + 3, k] if k + 3 <= last else 0
 
 
+def complex_reflector(x):
+    """(u, beta) with (I - beta u u^H) x = -e ||x|| e1, e the phase of x0 (1 where x0 = 0); beta = 0
+    for x = 0."""
+    norm = np.sqrt(np.sum(np.abs(x) ** 2))
+    if norm == 0:
+        return x, 0.0
+    u = x.copy()
+    u[0] += (x[0] / abs(x[0]) if x[0] != 0 else 1) * norm
+    return u, 1 / (norm * (norm + abs(x[0])))
+
+
+def complex_rotation(f, g):
+    """(c real, s, r) with [[c, s], [-s*, c]] (f, g) = (r, 0)."""
+    norm = np.sqrt(abs(f) ** 2 + abs(g) ** 2)
+    if norm == 0:
+        return 1.0, 0.0, f
+    if f == 0:
+        return 0.0, np.conj(g) / abs(g), abs(g)
+    phase = f / abs(f)
+    return abs(f) / norm, phase * np.conj(g) / norm, phase * norm
+
+
+def complex_sqrt(z):
+    """The principal square root, by real square roots (as the kernel computes it)."""
+    magnitude = np.sqrt(z.real * z.real + z.imag * z.imag)
+    root = np.sqrt((magnitude + abs(z.real)) / 2)
+    if root == 0:
+        return 0j
+    if z.real >= 0:
+        return complex(root, z.imag / (2 * root))
+    return complex(abs(z.imag) / (2 * root), root if z.imag >= 0 else -root)
+
+
+def complex_geev_reference(a, vectors):
+    """Eigenvalues of complex matrices (zgeev without balancing): Householder reduction to Hessenberg
+    form, then single-shift QR steps (Givens rotations chasing the bulge; Golub and Van Loan 7.5 for
+    one complex shift) with Wilkinson's shift, the eigenvalue of the trailing 2x2 nearer its last
+    diagonal entry, and an exceptional shift at steps 10 and 20; deflation where |h_k,k-1| (|re| +
+    |im|) is below eps times its diagonal neighbours'. Each eigenvalue deflates alone: w[k] = T[k, k].
+    With `vectors`, the rotations act on whole rows and columns (H becomes the upper triangular Schur
+    form T) and accumulate in Z, A = Z T Z^H. NaNs for eigenvalues not found in MAX_QR_STEPS n steps."""
+    h = np.array(a, copy=True)
+    batch, n, _ = h.shape
+    w = np.zeros((batch, n), h.dtype)
+    zs = np.tile(np.eye(n, dtype=h.dtype), (batch, 1, 1))
+    epsilon = np.finfo(h.dtype).eps
+    with np.errstate(all="ignore"):
+        for b in range(batch):
+            m, z = h[b], zs[b]
+            for k in range(n - 2):
+                u, beta = complex_reflector(m[k + 1:, k].copy())
+                m[k + 1:, :] -= beta * np.outer(u, np.conj(u) @ m[k + 1:, :])
+                m[:, k + 1:] -= beta * np.outer(m[:, k + 1:] @ u, np.conj(u))
+                m[k + 2:, k] = 0
+                if vectors:
+                    z[:, k + 1:] -= beta * np.outer(z[:, k + 1:] @ u, np.conj(u))
+            last, steps = n - 1, 0
+            for _ in range(MAX_QR_STEPS * n):
+                if last < 0:
+                    break
+                low = 0
+                for k in range(1, last + 1):
+                    if pivot_magnitude(m[k, k - 1]) <= epsilon * (pivot_magnitude(m[k - 1, k - 1])
+                                                                  + pivot_magnitude(m[k, k])):
+                        m[k, k - 1] = 0
+                        low = k
+                if low == last:
+                    w[b, last], last, steps = m[last, last], last - 1, 0
+                else:
+                    steps += 1
+                    shifted_qr_step(m, low, last, wilkinson_shift(m, low, last, steps), z if vectors else None)
+            if last >= 0:
+                w[b, :last + 1] = np.nan
+    return (w, h, zs) if vectors else (w, h)
+
+
+def wilkinson_shift(m, low, last, steps):
+    """The eigenvalue of the trailing 2x2 [[a, b], [c, d]] nearer d, d - bc / (p + r) with p = (a - d) / 2,
+    r = sqrt(p^2 + bc) of the sign making |p + r| largest; at steps 10 and 20 an exceptional shift
+    (the last or first diagonal entry plus 3/4 of its subdiagonal neighbour's |re| + |im|)."""
+    if steps in (10, 20):
+        k = last if steps == 20 else low + 1
+        return m[k, k] + 0.75 * pivot_magnitude(m[k, k - 1])
+    a, b, c, d = m[last - 1, last - 1], m[last - 1, last], m[last, last - 1], m[last, last]
+    p = (a - d) / 2
+    r = complex_sqrt(p * p + b * c)
+    r = -r if (np.conj(p) * r).real < 0 else r
+    return d - b * c / (p + r) if p + r != 0 else d
+
+
+def shifted_qr_step(m, low, last, shift, schur_vectors):
+    """One single-shift QR step on the window m[low:last+1, low:last+1] (at least 2x2), in place: the
+    rotation of (h_low,low - shift, h_low+1,low) then the bulge chased down; with schur_vectors, on
+    m's whole rows and columns and on schur_vectors' columns."""
+    n = m.shape[0]
+    schur = schur_vectors is not None
+    right, top = (n - 1 if schur else last), (0 if schur else low)
+    x, y = m[low, low] - shift, m[low + 1, low]
+    for k in range(low, last):
+        if k > low:
+            x, y = m[k, k - 1], m[k + 1, k - 1]
+        c, s, _ = complex_rotation(x, y)
+        left = max(low, k - 1)
+        rows = m[k:k + 2, left:right + 1].copy()
+        m[k, left:right + 1] = c * rows[0] + s * rows[1]
+        m[k + 1, left:right + 1] = -np.conj(s) * rows[0] + c * rows[1]
+        if k > low:
+            m[k + 1, k - 1] = 0
+        bottom = min(k + 2, last)
+        columns = m[top:bottom + 1, k:k + 2].copy()
+        m[top:bottom + 1, k] = columns[:, 0] * c + columns[:, 1] * np.conj(s)
+        m[top:bottom + 1, k + 1] = -columns[:, 0] * s + columns[:, 1] * c
+        if schur:
+            columns = schur_vectors[:, k:k + 2].copy()
+            schur_vectors[:, k] = columns[:, 0] * c + columns[:, 1] * np.conj(s)
+            schur_vectors[:, k + 1] = -columns[:, 0] * s + columns[:, 1] * c
+
+
 def getrs_infer(types, attrs):
     require(len(types) == 3, f"library_call: solver.getrs takes LU, permutation and X, got "
                              f"{', '.join(map(str, types))}")
@@ -515,35 +756,116 @@ def trtri_reference(a, lower, unit_diagonal):
     return trsm_reference(a, np.tile(np.eye(n, dtype=a.dtype), (batch, 1, 1)), lower, False, unit_diagonal)
 
 
+MAX_BALANCING_SWEEPS = 30   # gebal's scaling sweeps (each halves the imbalance at least: a few suffice)
+
+
+def gebal_infer(types, attrs):
+    check_matrices("gebal", types, 1)
+    (a,) = types
+    batch, n, columns = a.shape
+    require(n == columns, f"library_call: solver.gebal takes square matrices, got {a}")
+    indices = TensorType("i32", (batch, n))
+    return [a, TensorType(COMPLEX_PART.get(a.dtype, a.dtype), (batch, n)), indices, indices]
+
+
+def gebal_reference(a):
+    """LAPACK's gebal (job 'B', geev's default), as the kernel does it: first rows, then columns that
+    isolate an eigenvalue (zero off the diagonal within the active window low..high) are swapped to the
+    window's bottom (rows) or top (columns), shrinking it; then sweeps over the window scale each row i
+    by 1/f and column i by f, f the power of 2 nearest sqrt(r / c) (c, r: the 2-norms of column and row
+    i within the window, off the diagonal), where that reduces c + r by more than 5 %, until a sweep
+    changes nothing. B = D^-1 P^T A P D; returns B, D's diagonal (1 outside the window), the permutation
+    (B[i, j] = (D^-1 A D)[p[i], p[j]]) and its inverse `rows`: an eigenvector x of B gives A's as
+    v[r] = (D x)[rows[r]]."""
+    h = np.array(a, copy=True)
+    batch, n, _ = h.shape
+    part = np.finfo(h.dtype).dtype
+    scale = np.ones((batch, n), part)
+    rows, permutations = np.zeros((batch, n), np.int32), np.zeros((batch, n), np.int32)
+    limit = np.finfo(part).maxexp // 2
+    for b in range(batch):
+        m = h[b]
+        permutation = np.arange(n)
+        low, high = 0, n - 1
+
+        def swap(i, j):
+            m[[i, j], :] = m[[j, i], :]
+            m[:, [i, j]] = m[:, [j, i]]
+            permutation[[i, j]] = permutation[[j, i]]
+
+        isolated = lambda j, along_row: not np.any(np.delete((m[j, low:high + 1] if along_row
+                                                               else m[low:high + 1, j]), j - low))
+        while high > low:
+            found = next((j for j in range(high, low - 1, -1) if isolated(j, True)), None)
+            if found is None:
+                break
+            swap(found, high)
+            high -= 1
+        while high > low:
+            found = next((j for j in range(low, high + 1) if isolated(j, False)), None)
+            if found is None:
+                break
+            swap(found, low)
+            low += 1
+        for _ in range(MAX_BALANCING_SWEEPS):
+            changed = False
+            for i in range(low, high + 1):
+                c = np.sqrt(np.sum(np.abs(np.delete(m[low:high + 1, i], i - low)) ** 2))
+                r = np.sqrt(np.sum(np.abs(np.delete(m[i, low:high + 1], i - low)) ** 2))
+                if c == 0 or r == 0 or not np.isfinite(c + r):
+                    continue
+                f = np.exp2(np.clip(np.floor(np.log2(r / c) / 2 + 0.5), -limit, limit)).astype(part)
+                if c * f + r / f < 0.95 * (c + r):
+                    scale[b, i] *= f
+                    m[i, :] /= f
+                    m[:, i] *= f
+                    changed = True
+            if not changed:
+                break
+        rows[b, permutation] = np.arange(n)
+        permutations[b] = permutation
+    return h, scale, permutations, rows
+
+
 def trevc_infer(types, attrs):
-    require(len(types) == 3, f"library_call: solver.trevc takes T, wr and wi, got {', '.join(map(str, types))}")
-    t, wr, wi = types
+    t = types[0] if types else None
+    values = 1 if t is not None and t.dtype in COMPLEXES else 2
+    require(len(types) == 1 + values, f"library_call: solver.trevc takes T and its eigenvalues (wr and wi of a "
+                                      f"real T, w of a complex one), got {', '.join(map(str, types))}")
     check_matrices("trevc", [t], 1)
     batch, n, columns = t.shape
-    require(n == columns and wr == wi == TensorType(t.dtype, (batch, n)),
-            f"library_call: solver.trevc takes T[B, n, n], wr[B, n] and wi[B, n] of one dtype, got {t}, {wr}, {wi}")
-    return [TensorType({"f32": "c64", "f64": "c128"}[t.dtype], t.shape)]
+    require(n == columns and all(v == TensorType(t.dtype, (batch, n)) for v in types[1:]),
+            f"library_call: solver.trevc takes T[B, n, n] and its eigenvalues [B, n] of T's dtype, got "
+            f"{', '.join(map(str, types))}")
+    return [TensorType({"f32": "c64", "f64": "c128"}.get(t.dtype, t.dtype), t.shape)]
 
 
-def trevc_reference(t, wr, wi):
+def trevc_reference(t, *values):
+    value = values[0] if len(values) == 1 else values[0] + 1j * values[1]
     batch, n, _ = t.shape
-    x = np.zeros(t.shape, {np.float32: np.complex64, np.float64: np.complex128}[t.dtype.type])
-    epsilon = np.finfo(t.dtype).eps
+    x = np.zeros(t.shape, {4: np.complex64, 8: np.complex128}[np.finfo(t.dtype).dtype.itemsize])
     with np.errstate(all="ignore"):
         for b in range(batch):
             for j in range(n):
-                x[b, :, j] = quasi_triangular_vector(t[b], complex(wr[b, j], wi[b, j]), j, epsilon)
+                x[b, :, j] = quasi_triangular_vector(t[b], complex(value[b, j]), j, x.real.dtype)
     return (x,)
 
 
-def quasi_triangular_vector(t, value, j, epsilon):
-    """A solution of (T - value I) x = 0, x zero below the 1x1 or 2x2 block holding row j, by back
-    substitution (1x1 and 2x2 diagonal blocks; 2x2 systems by Cramer's rule; a divisor of magnitude,
-    |re| + |im|, below smin replaced by smin)."""
+def quasi_triangular_vector(t, value, j, part):
+    """A solution of (T - value I) x = 0, x zero below the 1x1 or 2x2 block holding row j (a complex T
+    is triangular: 1x1 blocks only), by back substitution (2x2 systems by Cramer's rule; a divisor of
+    magnitude |re| + |im| below smin = max(eps (|re| + |im|) of value, tiny) replaced by smin). Overflow
+    is kept away as LAPACK's trevc keeps it, more simply: where a quotient would exceed
+    RESCALE = sqrt(the largest float), the entries so far are scaled down to make it RESCALE; at the end
+    x is divided by its largest |re| + |im|."""
     n = t.shape[0]
-    smin = max(epsilon * (abs(value.real) + abs(value.imag)), np.finfo(t.dtype).tiny)
-    top = j - 1 if j > 0 and t[j, j - 1] != 0 else j
-    bottom = j + 1 if j < n - 1 and t[j + 1, j] != 0 else j
+    epsilon, tiny = np.finfo(part).eps, np.finfo(part).tiny
+    rescale = np.sqrt(np.finfo(part).max)
+    smin = max(epsilon * pivot_magnitude(value), tiny)
+    guarded = lambda d: d if pivot_magnitude(d) >= smin else smin
+    below = lambda r: r > 0 and t[r, r - 1] != 0
+    top = j - 1 if below(j) else j
+    bottom = j + 1 if j < n - 1 and below(j + 1) else j
     x = np.zeros(n, complex)
     if top == bottom:
         x[j] = 1
@@ -554,20 +876,28 @@ def quasi_triangular_vector(t, value, j, epsilon):
         x[a], x[c] = (t[a, c], value - t[a, a]) if first >= second else (value - t[c, c], t[c, a])
     row = top - 1
     while row >= 0:
-        if row > 0 and t[row, row - 1] != 0:
+        if below(row):
             solved = x[row + 1:bottom + 1]
             r1, r2 = -(t[row - 1, row + 1:bottom + 1] @ solved), -(t[row, row + 1:bottom + 1] @ solved)
             d11, d22 = t[row - 1, row - 1] - value, t[row, row] - value
-            det = d11 * d22 - t[row - 1, row] * t[row, row - 1]
-            det = det if pivot_magnitude(det) >= smin else smin
-            x[row - 1], x[row] = (r1 * d22 - t[row - 1, row] * r2) / det, (d11 * r2 - t[row, row - 1] * r1) / det
+            det = guarded(d11 * d22 - t[row - 1, row] * t[row, row - 1])
+            first, second = r1 * d22 - t[row - 1, row] * r2, d11 * r2 - t[row, row - 1] * r1
+            scale = rescaled(max(pivot_magnitude(first), pivot_magnitude(second)), pivot_magnitude(det), rescale)
+            x[row + 1:bottom + 1] *= scale
+            x[row - 1], x[row] = first * scale / det, second * scale / det
             row -= 2
         else:
-            d = t[row, row] - value
-            d = d if pivot_magnitude(d) >= smin else smin
-            x[row] = -(t[row, row + 1:bottom + 1] @ x[row + 1:bottom + 1]) / d
+            total, d = -(t[row, row + 1:bottom + 1] @ x[row + 1:bottom + 1]), guarded(t[row, row] - value)
+            scale = rescaled(pivot_magnitude(total), pivot_magnitude(d), rescale)
+            x[row + 1:bottom + 1] *= scale
+            x[row] = total * scale / d
             row -= 1
-    return x
+    return x / np.max(pivot_magnitude(x))
+
+
+def rescaled(numerator, divisor, rescale):
+    """The factor (at most 1) that keeps numerator / divisor within rescale (magnitudes)."""
+    return rescale * divisor / numerator if numerator > rescale * divisor else 1.0
 
 
 ROUTINES = {
@@ -581,11 +911,15 @@ ROUTINES = {
     "orgqr": Routine({"columns": "int"}, orgqr_infer, orgqr_reference,
                      "Q of a Householder QR (libs/solver/routines.py)"),
     "syevj": Routine({}, syevj_infer, syevj_reference, "symmetric eigensolver, Jacobi (libs/solver/routines.py)"),
+    "syev": Routine({}, syev_infer, syev_reference, "symmetric eigensolver, tridiagonal reduction + implicit QR "
+                                                    "(libs/solver/routines.py)"),
     "gesvdj": Routine({}, gesvdj_infer, gesvdj_reference, "singular values, one-sided Jacobi "
                                                           "(libs/solver/routines.py)"),
     "getrs": Routine({}, getrs_infer, getrs_reference, "solve with getrf's factors (libs/solver/routines.py)"),
     "geev": Routine({"vectors": "bool"}, geev_infer, geev_reference,
                     "eigenvalues of general matrices, Hessenberg + double-shift QR (libs/solver/routines.py)"),
+    "gebal": Routine({}, gebal_infer, gebal_reference, "balancing for geev, permutation and scaling "
+                                                     "(libs/solver/routines.py)"),
     "trevc": Routine({}, trevc_infer, trevc_reference, "eigenvectors of a real Schur form (libs/solver/routines.py)"),
     "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
     "getri": Routine({}, getri_infer, getri_reference, "inverse from getrf's factors (libs/solver/routines.py)"),

@@ -94,15 +94,6 @@ def test_complex_singular_matrix_gives_infs_not_an_exception():
     assert not np.isfinite(cj.jit(cnp.linalg.inv)(a)).all()
 
 
-def test_functions_without_complex_routines_say_so():
-    a = np.eye(3, dtype=np.complex128)
-    for function, name in [(cnp.linalg.eigvals, "eigvals")]:
-        with pytest.raises(NotImplementedError, match=rf"{name} of complex matrices \(c128\) is not implemented .*"
-                                                      r"the LU, Cholesky, QR, Hermitian eigenvalue and singular value "
-                                                      r"families: .*cholesky"):
-            function(a)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
 def test_complex_scipy_lu_cholesky_and_triangular_solves(dtype):

@@ -15,7 +15,8 @@ import cdnajit as cj
 import cdnajit.numpy as cnp
 import cdnajit.scipy.linalg as csl
 from cdnajit.frontend.tracing import bind
-from cdnajit.libs.solver.routines import geqrf_reference, gesvdj_reference, orgqr_reference, syevj_reference
+from cdnajit.libs.solver.routines import geqrf_reference, gesvdj_reference, orgqr_reference, syev_reference, \
+    syevj_reference
 
 DTYPES = [np.float32, np.float64]
 # f32 repeats the f64 cases' paths with other kernels: in `make test-all` only.
@@ -170,6 +171,66 @@ def test_the_decomposition_routines_match_their_references():
     sym = a[:, :4] + np.swapaxes(a[:, :4], 1, 2)
     w, vectors, _ = cj.jit(lambda x: tuple(call("syevj", x)))(sym)
     np.testing.assert_allclose(w, syevj_reference(sym)[0], rtol=0, atol=tolerance)
+
+
+def symmetric_cases(n, dtype):
+    """A stack of symmetric matrices that stress a tridiagonal QR: random, the identity (every
+    eigenvalue repeated, nothing to reduce), zero, a diagonal with repeated entries out of order,
+    Wilkinson's W+ (pairs of eigenvalues equal to many digits: Wilkinson, The Algebraic Eigenvalue
+    Problem, 5.45) and a graded matrix (entries from 1 to 1e-12 down the diagonal)."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n, n))
+    wilkinson = np.diag(np.abs(np.arange(n) - (n - 1) / 2)) + np.eye(n, k=1) + np.eye(n, k=-1)
+    grades = np.logspace(0, -12, n)
+    graded = (x + x.T) * np.sqrt(grades[:, None] * grades[None, :])
+    cases = [x + x.T, np.eye(n), np.zeros((n, n)), np.diag(np.arange(n) % 3 - 1.0), wilkinson, graded]
+    if np.iscomplexobj(np.zeros(1, dtype)):   # Hermitian: a complex random part, the last three turned by phases
+        y = rng.standard_normal((n, n))
+        phases = np.diag(np.exp(1j * rng.uniform(0, 2 * np.pi, n)))
+        cases = [cases[0] + 1j * (y - y.T)] + cases[1:3] + [phases @ c @ np.conj(phases.T) for c in cases[3:]]
+    return np.stack(cases).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES_FAST_F64 + [pytest.param(np.complex64, marks=pytest.mark.slow),
+                                                     pytest.param(np.complex128, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.slow) for n in (1, 2, 3, 40, 130)] + [17])
+def test_syev_of_hard_symmetric_matrices(dtype, n):
+    """syev (tridiagonal reduction + implicit QR, eigh's routine; heev for Hermitian matrices) reading
+    A's lower triangle (junk above it and in the diagonal's imaginary part): A V = V diag(w) and
+    V^H V = I within BOUND n eps ||A|| (both steps are backward stable: Golub and Van Loan 8.3.5), w real,
+    ascending and within BOUND n eps ||A||_2 of numpy's eigvalsh (Weyl); the kernel's w equal to
+    syev_reference's to the same bound (the same rotations, sums in another order)."""
+    a = symmetric_cases(n, dtype)
+    junk = a + np.triu(np.full((n, n), 7.0), 1).astype(dtype)
+    if np.iscomplexobj(a):
+        junk = junk + 3j * np.eye(n, dtype=dtype)
+    w, v, _ = (np.asarray(x) for x in cj.jit(lambda x: tuple(call("syev", x)))(junk))
+    assert w.dtype == np.finfo(dtype).dtype and v.dtype == dtype and w.shape == (6, n) and v.shape == (6, n, n)
+    assert np.all(np.diff(w, axis=-1) >= 0)
+    wide = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
+    v_wide = v.astype(wide.dtype)
+    adjoint = np.conj(np.swapaxes(v_wide, -1, -2))
+    frobenius = lambda x: np.linalg.norm(x, axis=(-2, -1))
+    residual = frobenius(wide - (v_wide * w[..., None, :]) @ adjoint)
+    assert np.max(residual / (np.maximum(frobenius(wide), 1e-300) * n * eps(dtype))) <= BOUND
+    assert np.max(frobenius(adjoint @ v_wide - np.eye(n)) / (n * eps(dtype))) <= BOUND
+    scale = np.maximum(np.linalg.norm(wide, 2, axis=(-2, -1)), 1e-300)[:, None] * n * eps(dtype)
+    assert np.max(np.abs(w - np.linalg.eigvalsh(wide)) / scale) <= BOUND
+    assert np.max(np.abs(w - syev_reference(junk)[0]) / scale) <= BOUND
+    np.testing.assert_array_equal(w[1], 1)
+    np.testing.assert_array_equal(v[1], np.eye(n))
+
+
+@pytest.mark.slow
+def test_eigh_of_a_large_matrix_against_numpy():
+    """eigh at n = 300 (syev): the same bounds as the small cases'."""
+    n = 300
+    x = random((n, n), np.float64, seed=11)
+    a = x + x.T
+    w, v = cj.jit(cnp.linalg.eigh)(a)
+    assert backward_error(a, (v * w[None, :]) @ v.T, np.float64) <= BOUND
+    assert orthogonality(v, np.float64) <= BOUND
+    assert np.max(np.abs(w - np.linalg.eigvalsh(a))) <= BOUND * n * eps(np.float64) * np.linalg.norm(a, 2)
 
 
 @pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
