@@ -77,6 +77,12 @@ def build_prime(ctx: Context) -> Case:
     return case(ctx, lambda xp, x: xp.fft.fft(x), (x,), 4 * n, F64_EPSILON, x64=True)
 
 
+def build_small_batch(ctx: Context) -> Case:
+    batch, n = (1024 if ctx.quick else 65536), 64
+    x = complex_normal(rng(75), (batch, n), np.complex64)
+    return case(ctx, lambda xp, x: xp.fft.fft(x), (x,), n, F32_EPSILON)
+
+
 FFT_WORKLOADS = (
     Workload("W7.1d", "c64 FFT of length 2^20 (two-pass plan 1024 x 1024)", build_1d),
     Workload("W7.2d", "batched 2-D FFT, 16 x 512 x 512 c64 (fft2: a 512-point stockham per axis, reading rows, "
@@ -87,4 +93,6 @@ FFT_WORKLOADS = (
                       "transposed)", build_3d),
     Workload("W7.prime", "c128 FFT of prime length 10007, batch 1000 (Bluestein through 20160 = 140 x 144, "
                          "its products fused into the passes)", build_prime),
+    Workload("W7.batch", "c64 FFTs of length 64, batch 65536 (one stockham kernel, 16 transforms per workgroup)",
+             build_small_batch),
 )

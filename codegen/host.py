@@ -355,6 +355,11 @@ class AccessGroup(ir.values.MDValue):
     def descr(self, buf):
         buf += ("distinct !{}", "\n")
 
+    # each group is its own node: llvmlite's MDValues are equal when their operands are (none here),
+    # and its metadata cache would then give every loop the property node naming the first group
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
 
 def item_loop_hints(kernel: Kernel) -> dict | None:
     """The llvm.loop properties of the kernel's work-item loop."""

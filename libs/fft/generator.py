@@ -205,6 +205,19 @@ def real_edge_kernel(op, name: str) -> K.Kernel:
                        [("batch", op.result.type.shape[0]), ("half", half_value)])
 
 
+def workgroup_size(per_group: int, radices: tuple[int, ...]) -> int:
+    """The work-items of a stockham workgroup: 64 for up to 512 elements; else 64 or 256, whichever
+    runs fewer work-item slots over the passes (a pass of b butterflies runs ceil(b / items) rounds
+    of `items`), 256 on a tie. Spare slots of a round repeat its last butterfly: on the host every
+    slot of the vectorized work-item loop costs as much as a busy one (a radix-16 pass of 8
+    transforms of 128 has 64 butterflies: 256 slots would leave 3 in 4 idle); on the device the
+    LDS of the workgroup's transforms, not its work-items, bounds the waves per CU."""
+    length = math.prod(radices)
+    butterflies = [per_group * length // radix for radix in radices]
+    slots = {items: sum(-(-b // items) * items for b in butterflies) for items in (64, 256)}
+    return 64 if per_group * length <= 512 or slots[64] < slots[256] else 256
+
+
 def stockham_kernel(op, name: str) -> K.Kernel:
     radices = tuple(op.attrs["radices"])
     sign, scale, transpose = op.attrs["sign"], op.attrs["scale"], op.attrs["transpose"]
@@ -213,7 +226,7 @@ def stockham_kernel(op, name: str) -> K.Kernel:
     part = part_of(op)
     table_count = K.ScalarParam("table_count", INDEX)
     per_group = max(1, ITEMS_PER_GROUP // length)
-    items = 64 if per_group * length <= 512 else 256
+    items = workgroup_size(per_group, radices)
 
     load_factor, store_factor = op.attrs["load_factor"], op.attrs["store_factor"]
     padded, cropped = load_factor != "none", store_factor != "none"
@@ -321,8 +334,11 @@ def stockham_kernel(op, name: str) -> K.Kernel:
         # rounds of one butterfly per work-item (uniform), so on the host the work-item loop is the
         # innermost and vectorizes across consecutive butterflies
         butterflies, round_start = per_group * per_transform, K.Var(f"round{p}", LOCAL)
-        work = [K.Let(jl, round_start + item)] + (
-            regs.stmts + stores if butterflies % items == 0 else [K.If(jl < butterflies, regs.stmts + stores)])
+        # a round's slots past the last butterfly repeat it (same values to the same places): a test
+        # per work-item would keep the host's work-item loop from vectorizing
+        slot = round_start + item
+        work = [K.Let(jl, slot if butterflies % items == 0 else K.select(slot < butterflies, slot, butterflies - 1))]
+        work += regs.stmts + stores
         body.append(K.For(round_start, 0, butterflies, items, work, uniform=True))
         if not last:
             body.append(K.Barrier())

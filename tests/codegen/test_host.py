@@ -55,6 +55,29 @@ def test_elementwise_work_item_loop_vectorizes():
     assert re.search(r"<(4|8|16) x float>", text), "no float vectors (SSE, AVX or AVX-512 widths)"
 
 
+def test_each_work_item_loop_names_its_own_access_group():
+    """Two regions (a barrier between them) scatter through LDS by a permutation read from memory,
+    which LLVM cannot bound: each work-item loop's llvm.loop.parallel_accesses must name the access
+    group its own loads and stores carry (llvmlite's metadata cache once gave every loop the first
+    one's, so only a kernel's first loop was parallel), and both loops vectorize."""
+    items = 256
+    x, y = K.GlobalBuffer("x", "f32", items, readonly=True), K.GlobalBuffer("y", "f32", items)
+    perm = K.GlobalBuffer("perm", "i32", items, readonly=True)
+    a, b = K.LdsBuffer("a", "f32", items), K.LdsBuffer("b", "f32", items)
+    i = K.workitem_id(0)
+    body = [K.Store(a, perm[i], x[i] * 2.0), K.Barrier(), K.Store(b, perm[i], a[i] + 1.0), K.Barrier(),
+            K.Store(y, i, b[i])]
+    kernel = K.Kernel("scatter2", params=[x, perm, y], grid=(1,), workgroup_size=(items,), body=body, lds=[a, b])
+    module = str(host.llvm_module(kernel))
+    nodes = dict(re.findall(r"^(![0-9]+) = (.*)$", module, re.M))
+    named = [re.search(r'"llvm.loop.parallel_accesses", (![0-9]+)', nodes[re.search(r"(![0-9]+) }", nodes[loop]).group(1)])
+             .group(1) for loop in re.findall(r"!llvm.loop (![0-9]+)", module)]
+    tagged = set(re.findall(r"!llvm.access.group (![0-9]+)", module))
+    assert len(named) >= 2 and len(set(named)) == len(named) and set(named) <= tagged, (named, tagged)
+    vectorized = re.findall(r"<(?:4|8|16) x float>", optimized_llvm_ir(kernel))
+    assert vectorized, "the scattering work-item loops did not vectorize"
+
+
 def test_math_work_item_loop_vectorizes_without_calls():
     n = 4096
     x, y = K.GlobalBuffer("x", "f32", n, readonly=True), K.GlobalBuffer("y", "f32", n)

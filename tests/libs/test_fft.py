@@ -105,7 +105,8 @@ def test_the_report_names_the_plan_nodes_without_spills():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("length,dtype", [(4096, np.complex64), (2048 * 13, np.complex128), (11 * 13 * 7, np.complex128),
-                                          (10007, np.complex128)])
+                                          (10007, np.complex128), (128, np.complex128), (512, np.complex128),
+                                          (2 ** 20, np.complex64)])
 def test_large_nodes_do_not_spill(length, dtype):
     x = rng_complex((2, length), dtype)
     part = "f32" if dtype == np.complex64 else "f64"
