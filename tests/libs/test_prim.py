@@ -309,6 +309,16 @@ def test_weighted_histogram_of_uneven_edges():
     np.testing.assert_allclose(counts, want, rtol=0, atol=2 * x.size * np.finfo(np.float32).eps * w.sum())
 
 
+@pytest.mark.slow
+def test_more_edges_than_lds_bins_count_per_run():
+    """Beyond histogram.BLOCK_SLOTS slots the counts take the per-run kernel; exact as numpy's."""
+    x = np.random.default_rng(8).standard_normal(3 * RUN + 5).astype(np.float32)
+    edges = np.linspace(-3, 3, 5001).astype(np.float32)
+    counts = cj.jit(lambda a: cnp.histogram(a, bins=edges)[0])
+    assert "each summing into its own row" in counts.lower(x).compile().report()
+    np.testing.assert_array_equal(counts(x), np.histogram(x, bins=edges)[0])
+
+
 def test_equal_bins_and_their_edges_given_count_alike():
     """The equal-bins kernel (an estimate corrected against the edges) and the binary search agree
     on the same edges, values beyond both ends and on the closed last edge included, in every run."""
