@@ -129,7 +129,7 @@ def histogram_kernel(op: Op, name: str) -> K.Kernel:
     so the adds' order changes nothing."""
     layout = RunLayout(op)
     keys, counts = layout.buffers(op, counts_operand=1)
-    idx, d, j, run, row, lid = layout.index, layout.d, layout.j, layout.run, layout.row, layout.t
+    idx, j, run, row, lid = layout.index, layout.j, layout.run, layout.row, layout.t
     bins = K.LdsBuffer("bins", "i32", RADIX)
     key, stripe = K.Var("key", layout.key_dtype), K.Var("stripe", idx)
     body = [K.Let(lid, K.workitem_id(0).cast(idx)), K.Let(run, K.workgroup_id(0).cast(idx)),

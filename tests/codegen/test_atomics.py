@@ -99,7 +99,8 @@ def block_histogram_kernel(n, bins=256, items=256):
             K.For(b, lid, bins, items, [K.Store(counts, b, K.Const(0, "i32"))]),
             K.Barrier(),
             K.Let(i, g * items + lid),
-            K.If(i < n, [K.AtomicRMW(K.Var("old", "i32"), "add", counts, (x[i] % bins).cast("i32"), K.Const(1, "i32"))]),
+            K.If(i < n, [K.AtomicRMW(K.Var("old", "i32"), "add", counts, (x[i] % bins).cast("i32"),
+                                     K.Const(1, "i32"))]),
             K.Barrier(),
             K.For(b, lid, bins, items, [K.Store(out, g * bins + b, counts[b])])]
     return K.Kernel("block_histogram", params=[x, out], grid=(-(-n // items),), workgroup_size=(items,),
