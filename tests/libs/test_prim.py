@@ -124,7 +124,9 @@ def test_the_sort_is_library_calls_compiled_per_solution():
         compiled = cj.jit(lambda a: cnp.argsort(a)).lower(np.zeros(length, np.float32)).compile()
         optimized = compiled.as_text("optimized")
         assert optimized.count('routine = "radix_scatter"') == 4, optimized  # four 8-bit digits
-        assert "LSD radix sort pass of f32 keys" in compiled.report()
+        report = compiled.report()
+        assert "LSD radix sort pass of f32 keys" in report
+        assert "digit counters in LDS (256) counted by atomic adds" in report   # the block histogram
         texts.append(library_codes(compiled))
     # One histogram, one scatter and the two kernels of the counts' single-pass scan (its state's
     # init, the scan) serve every pass and both sizes.
