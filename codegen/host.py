@@ -470,6 +470,7 @@ class HostKernelBuilder(KernelBuilder):
         self.item_dependence_cache: dict = {}    # id(expr) -> (expr, depends_on_item(expr))
         self.item_tables: dict = {}              # id(expr) -> (expr, item_table(expr))
         self.expression_memo = None              # see memoized_expressions
+        self.ordered_accesses: set = set()       # ids of the LDS atomics' loads and stores (lds_atomic)
 
     # -- small helpers --
 
@@ -649,7 +650,8 @@ class HostKernelBuilder(KernelBuilder):
         iteration reuses: those accesses stay outside the group. A scalar one becomes a register
         before the vectorizer runs; a private array that stays in memory leaves the loop unmarked
         in effect (LLVM treats a loop as parallel only when every access is in the group), so LLVM
-        checks its dependences as for any loop. So do atomics and calls, which are not tagged."""
+        checks its dependences as for any loop. So do atomics (an LDS atomic's load and store
+        included) and calls, which are not tagged."""
         shared_slots = {id(pointer) for pointer, per_item in self.storage.values() if not per_item}
         for block in blocks:
             for instruction in block.instructions:
@@ -661,7 +663,7 @@ class HostKernelBuilder(KernelBuilder):
                     continue
                 while isinstance(pointer, (ir.GEPInstr, ir.CastInstr)):
                     pointer = pointer.operands[0]
-                if id(pointer) not in shared_slots:
+                if id(pointer) not in shared_slots and id(instruction) not in self.ordered_accesses:
                     instruction.set_metadata("llvm.access.group", group)
 
     def item_nest(self, sizes, dim, outer, body):
@@ -813,8 +815,21 @@ class HostKernelBuilder(KernelBuilder):
             self.item_for_depth += 1
             super().statement(s)
             self.item_for_depth -= 1
+        elif isinstance(s, AtomicRMW) and s.buffer.space == "lds":
+            self.lds_atomic(s)
         else:
             super().statement(s)
+
+    def lds_atomic(self, s: AtomicRMW):
+        """A workgroup runs on one thread, its work-items one after another, so an LDS atomic is a
+        plain read-modify-write; its load and store stay out of the work-item loop's access group
+        (`ordered_accesses`), since other work-items touch the element too."""
+        pointer = self.element_pointer(s.buffer, s.index)
+        old = self.b.load(pointer)
+        value = self.expr(s.value)
+        store = self.b.store(self.b.add(old, value) if s.op == "add" else value, pointer)
+        self.ordered_accesses.update((id(old), id(store)))
+        self.write_var(s.var, old)
 
     # -- the workgroup level: regions, cuts and uniform control --
 

@@ -431,7 +431,9 @@ class KernelBuilder:
         elif isinstance(s, AtomicRMW):
             pointer = self.element_pointer(s.buffer, s.index)
             op = {"add": "add", "exchange": "xchg"}[s.op]
-            self.write_var(s.var, b.atomic_rmw(op, pointer, self.expr(s.value), "seq_cst"))
+            # LDS atomics order nothing beyond their element (a barrier does): monotonic, no fences.
+            ordering = "monotonic" if s.buffer.space == "lds" else "seq_cst"
+            self.write_var(s.var, b.atomic_rmw(op, pointer, self.expr(s.value), ordering))
         elif isinstance(s, While):
             head = self.fn.append_basic_block("while.head")
             body = self.fn.append_basic_block("while.body")

@@ -39,7 +39,9 @@ Semantics
   holds, with no barrier or wave op inside) let a work-item take an ordered ticket and wait for a
   word another workgroup publishes. A launch promises no order or concurrency of workgroups, so a
   workgroup may wait only for one that has started: one whose ticket came before its own
-  (libs/prim/lookback.py).
+  (libs/prim/lookback.py). Within a workgroup: `AtomicRMW` on an LDS buffer, indivisible against
+  the workgroup's other atomics on that element but ordered with its other accesses only by a
+  barrier (a block histogram's counters: libs/prim/histogram.py).
 - Wave ops (`WaveOp` subclasses) are collective over the W lanes of a wave (lane = linear
   work-item id % W), W being `Kernel.wave_size`: the target's, 64 on every CDNA accelerator.
   `WaveReduce` combines with a xor butterfly, offsets W/2, W/4, ..., 1 (lane l takes
@@ -486,7 +488,9 @@ class AtomicRMW(Stmt):
     consistent (every work-item of the launch sees all atomics in one order, and writes before an
     atomic are visible to whoever reads its result): the way workgroups hand each other values
     (an ordered tile counter, a published prefix). An add of 0 is an atomic read. Global buffers
-    of 32- or 64-bit integers."""
+    of 32- or 64-bit integers; on an LDS buffer of those, indivisible only (a barrier orders it
+    with the workgroup's other accesses), as the work-items of a workgroup counting into shared
+    bins need."""
     var: Var
     op: str
     buffer: Buffer

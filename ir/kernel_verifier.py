@@ -257,10 +257,10 @@ class KernelVerifier:
             self.check_block(stmt.orelse, scope, inner_nonuniform)
         elif isinstance(stmt, AtomicRMW):
             buffer = self.check_buffer(stmt.buffer, stmt)
-            if buffer.space != "global" or getattr(buffer, "readonly", False) \
+            if buffer.space not in ("global", "lds") or getattr(buffer, "readonly", False) \
                     or buffer.dtype not in ("i32", "u32", "i64", "u64") or stmt.op not in ATOMIC_OPS:
                 self.fail(f"atomic {stmt.op} on {buffer.space} {buffer.dtype} buffer {buffer.name}: atomics are "
-                          f"{', '.join(ATOMIC_OPS)} on written global buffers of 32- or 64-bit integers", stmt)
+                          f"{', '.join(ATOMIC_OPS)} on written global or LDS buffers of 32- or 64-bit integers", stmt)
             self.expect_int(stmt.index, scope, stmt, "index")
             self.expect(stmt.value, buffer.dtype, scope, stmt, f"atomic operand on {buffer.name}")
             if stmt.var.dtype != buffer.dtype:

@@ -360,8 +360,9 @@ class LaunchCounter:
                 self.expression_cost(s.index, times, env, weight)
                 self.expression_cost(s.value, times, env, weight)
                 self.store_cost(s, times, env, weight)
-                if isinstance(s, AtomicRMW):   # reads the element too, and defines its old value
+                if isinstance(s, AtomicRMW) and s.buffer.space == "global":   # reads the element too
                     self.add(self.counts.loads, s.buffer.name, NUMPY_DTYPES[s.buffer.dtype].itemsize * times)
+                if isinstance(s, AtomicRMW):   # defines its old value
                     env[(s.var.name, s.var.dtype)] = None
             elif isinstance(s, While):  # a wait for another workgroup: its body once, trips unknown
                 self.expression_cost(s.cond, times, env, weight)

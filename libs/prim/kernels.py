@@ -7,9 +7,9 @@ from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from . import histogram, lookback, radix, scan, search, segments, select, topk
 
-# routine -> (the solution's name, its kernel emitter, its description for the reports)
+# routine -> (the solution's name, or a function of the op giving it; its kernel emitter; its description)
 SOLUTIONS = {
-    "radix_histogram": (f"radix_histogram_8bit_w{radix.ITEMS}", radix.histogram_kernel, radix.describe),
+    "radix_histogram": (f"radix_histogram_8bit_lds_w{radix.BLOCK_ITEMS}", radix.histogram_kernel, radix.describe),
     "radix_scatter": (f"radix_scatter_8bit_w{radix.ITEMS}", radix.scatter_kernel, radix.describe),
     "radix_sort_rows": (f"radix_sort_rows_8bit_w{radix.ITEMS}", radix.rows_kernel, radix.describe_rows),
     "run_totals": (f"run_totals_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
@@ -21,7 +21,7 @@ SOLUTIONS = {
                              scan.describe_segmented),
     "segmented_scan_runs": (f"segmented_scan_runs_w{scan.ITEMS}", scan.segmented_scan_kernel,
                             scan.describe_segmented),
-    "bin_counts": (f"bin_counts_w{histogram.ITEMS}", histogram.bin_counts_kernel, histogram.describe),
+    "bin_counts": (histogram.solution, histogram.bin_counts_kernel, histogram.describe),
     "merge_search": (f"merge_search_{search.DIAGONAL}_w{search.ITEMS}", search.merge_search_kernel, search.describe),
     "top_k_rows": (f"top_k_rows_w{topk.ITEMS}", topk.top_k_kernel, topk.describe),
     "select_runs": (f"select_runs_w{select.ITEMS}", select.select_runs_kernel, select.describe),
@@ -32,12 +32,12 @@ SOLUTIONS = {
 
 
 def select(op: Op, target: Target) -> str:
-    return SOLUTIONS[op.attrs["routine"]][0]
+    name = SOLUTIONS[op.attrs["routine"]][0]
+    return name(op) if callable(name) else name
 
 
 def explain(op: Op, target: Target) -> tuple[str, str]:
-    name, _, describe = SOLUTIONS[op.attrs["routine"]]
-    return name, describe(op)
+    return select(op, target), SOLUTIONS[op.attrs["routine"]][2](op)
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:

@@ -2,16 +2,18 @@
 than a cache holds: one pass through memory per digit), and the whole sort of rows that fit, a
 row per work-item (`rows_kernel`).
 
-The first two share one layout: a grid of (ceil(runs / ITEMS), rows) workgroups of ITEMS work-items,
-work-item t of workgroup g owning run u = g * ITEMS + t of its row, the RUN_LENGTH consecutive
-elements it walks in order. Each work-item keeps its 256 digit counters in its own part of an LDS
-table (`counter_slot`), so work-items never share a counter and the kernels need no barrier and
-no atomics:
-  - histogram: count the run's digits, then write the column to counts[row, d * runs + u];
-  - scatter: load the column from the offsets (the exclusive scan of the counts along the row, the
-    place of the run's first element of digit d), then walk the run in order, sending each element
-    to its digit's counter and incrementing it: equal digits keep their order, so every pass is
-    stable and the LSD sort of all passes is.
+Both passes cut a row into runs of RUN_LENGTH consecutive elements; counts[row, d * runs + u] is
+the number of digits d in run u (digit-major, run-minor, so that the exclusive scan of a row's
+counts gives every run's first place for each digit).
+  - histogram (`histogram_kernel`): rocPRIM's block histogram, a workgroup per run counting the
+    digits into LDS by atomic adds;
+  - scatter (`scatter_kernel`): a grid of (ceil(runs / ITEMS), rows) workgroups of ITEMS
+    work-items, work-item t of workgroup g owning run u = g * ITEMS + t, which it walks in order.
+    Each work-item keeps its 256 digit counters in its own part of an LDS table (`counter_slot`),
+    so work-items never share a counter and the kernel needs no barrier and no atomics: it loads
+    its column from the offsets (the place of the run's first element of digit d), then walks
+    the run in order, sending each element to its digit's counter and incrementing it: equal
+    digits keep their order, so every pass is stable and the LSD sort of all passes is.
 The digit is read from the key on the fly (`ordered_bits`), so the keys travel unchanged: the
 sorted keys keep their -0.0 and NaN bits. The shift is a scalar parameter: one kernel serves every
 pass of a key dtype, and the row count and length are scalar parameters: one kernel serves every
@@ -25,6 +27,7 @@ from ...lowering.emitters import operand_buffers
 from .routines import RADIX, RADIX_BITS, index_dtype_of, key_bits, row_passes
 
 ITEMS = 64          # work-items (runs) per workgroup, a wave: a 256 x 64 table of i32 counters fills 64 KiB of LDS
+BLOCK_ITEMS = RADIX  # the histogram's workgroup: a work-item per digit counter
 RUN_LENGTH = 4096   # elements per run (the calls' run_length): a work-item's sequential share of its row
 
 
@@ -118,14 +121,33 @@ class RunLayout:
 
 
 def histogram_kernel(op: Op, name: str) -> K.Kernel:
+    """rocPRIM's block histogram of one digit: a workgroup of BLOCK_ITEMS work-items per run, reading
+    it in stripes of BLOCK_ITEMS consecutive elements, one a work-item (coalesced on the GPU; on the
+    host the stripe loop is uniform, outside the work-item loop, so the run streams in order), and
+    counting each digit into the workgroup's 256 LDS counters by an atomic add (ds_add_u32 on
+    gfx942); work-item d then writes counter d to the run's place of digit d. Counts are integers,
+    so the adds' order changes nothing."""
     layout = RunLayout(op)
     keys, counts = layout.buffers(op, counts_operand=1)
-    d, c = layout.d, layout.counter
-    zero = K.Const(0, "i32")
-    body = [K.For(d, 0, RADIX, 1, [K.Store(c, layout.column(d), zero)]),
-            layout.walk(keys, [K.Store(c, layout.column(d), c[layout.column(d)] + 1)]),
-            K.For(d, 0, RADIX, 1, [K.Store(counts, layout.count_place(d), c[layout.column(d)].cast(layout.index))])]
-    return layout.kernel(name, [keys, counts], body)
+    idx, j, run, row, lid = layout.index, layout.j, layout.run, layout.row, layout.t
+    bins = K.LdsBuffer("bins", "i32", RADIX)
+    key, stripe = K.Var("key", layout.key_dtype), K.Var("stripe", idx)
+    body = [K.Let(lid, K.workitem_id(0).cast(idx)), K.Let(run, K.workgroup_id(0).cast(idx)),
+            K.Let(row, K.workgroup_id(1).cast(idx)), K.Let(layout.start, run * layout.run_length),
+            K.Let(layout.stop, K.minimum(layout.start + layout.run_length, layout.length)),
+            K.Store(bins, lid, K.Const(0, "i32")),
+            K.Barrier(),
+            K.For(stripe, layout.start, layout.stop, BLOCK_ITEMS, [
+                K.Let(j, stripe + lid),
+                K.If(j < layout.stop, [
+                    K.Let(key, keys[row * layout.length + j]),
+                    K.AtomicRMW(K.Var("before", "i32"), "add", bins, digit(key, layout.key_dtype, layout.shift, idx),
+                                K.Const(1, "i32"))])], uniform=True),
+            K.Barrier(),
+            K.Store(counts, layout.count_place(lid), bins[lid].cast(idx))]
+    return K.Kernel(name, params=[keys, counts, layout.rows, layout.length, layout.shift],
+                    grid=(layout.runs, layout.rows), workgroup_size=(BLOCK_ITEMS,), body=body, lds=[bins],
+                    arguments=layout.arguments)
 
 
 def scatter_kernel(op: Op, name: str) -> K.Kernel:
@@ -204,6 +226,10 @@ def describe_rows(op: Op) -> str:
 def describe(op: Op) -> str:
     keys = op.operands[op.attrs.get("key", 0)].type
     passes = key_bits(keys.dtype) // RADIX_BITS
-    return (f"LSD radix sort pass of {keys.dtype} keys (shift {op.attrs['shift']}), {RADIX_BITS}-bit digits ({passes} passes of histogram, "
-            f"exclusive scan, stable scatter); runs of {op.attrs['run_length']} elements per work-item, {ITEMS} work-items "
-            f"per workgroup, digit counters in LDS ({RADIX} x {ITEMS})")
+    sort = (f"LSD radix sort pass of {keys.dtype} keys (shift {op.attrs['shift']}), {RADIX_BITS}-bit digits ({passes} "
+            f"passes of histogram, exclusive scan, stable scatter); ")
+    if op.attrs["routine"] == "radix_histogram":
+        return sort + (f"block histogram: a workgroup of {BLOCK_ITEMS} work-items per run of {op.attrs['run_length']} "
+                       f"elements (read striped), digit counters in LDS ({RADIX}) counted by atomic adds")
+    return sort + (f"runs of {op.attrs['run_length']} elements per work-item, {ITEMS} work-items per workgroup, "
+                   f"digit counters in LDS ({RADIX} x {ITEMS})")

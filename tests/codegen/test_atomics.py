@@ -81,8 +81,42 @@ def test_verifier_rules():
     old = K.Var("old", "u32")
     kernel = lambda params, body, lds_buffers=(): K.Kernel("k", params=params, grid=(1,), workgroup_size=(64,),
                                                            lds=list(lds_buffers), body=body)
-    for buffer, lds_buffers in ((x, ()), (lds, (lds,))):
-        with pytest.raises(VerifyError, match="atomics are add, exchange on written global buffers"):
-            verify_kernel(kernel([x], [K.AtomicRMW(old, "add", buffer, 0, K.Const(1, "u32"))], lds_buffers))
+    with pytest.raises(VerifyError, match="atomics are add, exchange on written global or LDS buffers"):
+        verify_kernel(kernel([x], [K.AtomicRMW(old, "add", x, 0, K.Const(1, "u32"))]))
+    verify_kernel(kernel([x], [K.AtomicRMW(old, "add", lds, 0, K.Const(1, "u32"))], (lds,)))
     with pytest.raises(VerifyError, match="a while loop holds a barrier"):
         verify_kernel(kernel([written], [K.While(K.Const(False, "bool"), [K.Barrier()])]))
+
+
+def block_histogram_kernel(n, bins=256, items=256):
+    """Each workgroup's work-items count their elements' bins into shared LDS counters (atomic
+    adds), then write the workgroup's counts: rocPRIM's block histogram."""
+    x = K.GlobalBuffer("x", "u32", n, readonly=True)
+    out = K.GlobalBuffer("out", "i32", -(-n // items) * bins)
+    counts = K.LdsBuffer("counts", "i32", bins)
+    lid, g, i, b = K.Var("lid", "i32"), K.Var("g", "i32"), K.Var("i", "i32"), K.Var("b", "i32")
+    body = [K.Let(lid, K.workitem_id(0)), K.Let(g, K.workgroup_id(0)),
+            K.For(b, lid, bins, items, [K.Store(counts, b, K.Const(0, "i32"))]),
+            K.Barrier(),
+            K.Let(i, g * items + lid),
+            K.If(i < n, [K.AtomicRMW(K.Var("old", "i32"), "add", counts, (x[i] % bins).cast("i32"),
+                                     K.Const(1, "i32"))]),
+            K.Barrier(),
+            K.For(b, lid, bins, items, [K.Store(out, g * bins + b, counts[b])])]
+    return K.Kernel("block_histogram", params=[x, out], grid=(-(-n // items),), workgroup_size=(items,),
+                    lds=[counts], body=body)
+
+
+def test_lds_atomics_count_a_block_histogram():
+    """Many work-items of a workgroup hit the same LDS counters; every count is exact (integers)."""
+    n = 3 * 256 + 17
+    x = np.random.default_rng(1).integers(0, 12, n).astype(np.uint32)   # few bins: many collisions
+    out = np.full(4 * 256, -1, np.int32)
+    compile_kernel(block_histogram_kernel(n))(x, out)
+    padded = np.concatenate([x, np.full(4 * 256 - n, 1 << 20, np.uint32)])
+    expected = [np.bincount(padded[g * 256:(g + 1) * 256] % 256, minlength=256) for g in range(4)]
+    expected[3][0] -= 4 * 256 - n   # the padding's bin 0 is not counted
+    np.testing.assert_array_equal(out.reshape(4, 256), np.array(expected))
+    asm = amdgpu.assembly(block_histogram_kernel(n), get_target("gfx942"))
+    assert "ds_add_u32" in asm or "ds_add_rtn_u32" in asm, asm[:3000]
+    assert "global_atomic" not in asm

@@ -124,7 +124,9 @@ def test_the_sort_is_library_calls_compiled_per_solution():
         compiled = cj.jit(lambda a: cnp.argsort(a)).lower(np.zeros(length, np.float32)).compile()
         optimized = compiled.as_text("optimized")
         assert optimized.count('routine = "radix_scatter"') == 4, optimized  # four 8-bit digits
-        assert "LSD radix sort pass of f32 keys" in compiled.report()
+        report = compiled.report()
+        assert "LSD radix sort pass of f32 keys" in report
+        assert "digit counters in LDS (256) counted by atomic adds" in report   # the block histogram
         texts.append(library_codes(compiled))
     # One histogram, one scatter and the two kernels of the counts' single-pass scan (its state's
     # init, the scan) serve every pass and both sizes.
@@ -256,6 +258,27 @@ def test_single_pass_scan_builds_for_the_gpus(dtype):
             assert "atom" in nvptx.ptx(kernel)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("program, dtype, routine", [
+    (cnp.sort, np.float32, "radix_histogram"), (cnp.sort, np.int64, "radix_histogram"),
+    (lambda a: cnp.histogram(a, bins=37, range=(-4, 4))[0], np.float32, "bin_counts"),
+    (lambda a: cnp.histogram(a, bins=np.linspace(-4, 4, 300))[0], np.float64, "bin_counts")])
+def test_block_histograms_count_in_lds_on_the_gpus(program, dtype, routine):
+    """gfx942: the radix sort's digit histogram and the histogram's counts are block histograms,
+    LDS counters incremented by ds_add (no global atomics), with no spills."""
+    graph = cj.make_graph(program)(np.ones(LONG_ROW, dtype))
+    calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops
+             if op.name == "library_call" and op.attrs["routine"] == routine]
+    assert calls
+    for call in calls:
+        kernel = emit_kernel(call, "k")
+        resources = amdgpu.resources(kernel, get_target("gfx942"))
+        assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
+        asm = amdgpu.assembly(kernel, get_target("gfx942"))
+        assert "ds_add_u32" in asm or "ds_add_rtn_u32" in asm, asm[:3000]
+        assert "global_atomic" not in asm
+
+
 def test_reverse_scan():
     x = np.random.default_rng(2).integers(-9, 9, (2, 2 * RUN + 7)).astype(np.int64)
     np.testing.assert_array_equal(cj.jit(lambda a: lax.cumsum(a, axis=1, reverse=True))(x),
@@ -272,8 +295,9 @@ def test_histogram_counts_as_numpy(length, dtype):
     counts, edges = cj.jit(lambda a: cnp.histogram(a, bins=37, range=(-4, 4)))(x)
     finite = x[~np.isnan(x)] if dtype != np.int32 else x
     np.testing.assert_array_equal(counts, np.histogram(finite, bins=37, range=(-4, 4))[0])
-    optimized = cj.jit(lambda a: cnp.histogram(a, bins=37, range=(-4, 4))).lower(x).compile().as_text("optimized")
-    assert 'routine = "bin_counts"' in optimized
+    compiled = cj.jit(lambda a: cnp.histogram(a, bins=37, range=(-4, 4))).lower(x).compile()
+    assert 'routine = "bin_counts"' in compiled.as_text("optimized")
+    assert length == 0 or "counting into LDS bins by atomic adds" in compiled.report()
 
 
 def test_weighted_histogram_of_uneven_edges():
@@ -285,6 +309,16 @@ def test_weighted_histogram_of_uneven_edges():
     counts, _ = cj.jit(lambda a, w: cnp.histogram(a, bins=edges, weights=w))(x, w)
     want = np.histogram(x, bins=edges, weights=w.astype(np.float64))[0]
     np.testing.assert_allclose(counts, want, rtol=0, atol=2 * x.size * np.finfo(np.float32).eps * w.sum())
+
+
+@pytest.mark.slow
+def test_more_edges_than_lds_bins_count_per_run():
+    """Beyond histogram.BLOCK_SLOTS slots the counts take the per-run kernel; exact as numpy's."""
+    x = np.random.default_rng(8).standard_normal(3 * RUN + 5).astype(np.float32)
+    edges = np.linspace(-3, 3, 5001).astype(np.float32)
+    counts = cj.jit(lambda a: cnp.histogram(a, bins=edges)[0])
+    assert "each summing into its own row" in counts.lower(x).compile().report()
+    np.testing.assert_array_equal(counts(x), np.histogram(x, bins=edges)[0])
 
 
 def test_equal_bins_and_their_edges_given_count_alike():
