@@ -21,7 +21,7 @@ from ...ir.types import INTS, FLOATS
 from ...passes.patterns import Pat, splat_value
 from ..blas.matcher import activation_rules
 from ..blas.routines import ACTIVATIONS, split_epilogue
-from . import im2col, pool, solvers, subpixel, winograd
+from . import blocked, im2col, pool, solvers, subpixel, winograd
 from .problem import ConvProblem
 
 CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "lhs_spec", "rhs_spec", "out_spec",
@@ -32,7 +32,9 @@ def conv_from_graph(m, lhs, rhs, conv):
     """In this order (each measured faster on the host than what follows it, where both apply): an
     lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; Winograd
     F(2x2, 3x3) or F(4x4, 3x3) for 3x3 stride-1 convolutions where its model beats im2col + GEMM's
-    (winograd.py: W6's conv ran 2.5-3x faster than im2col + GEMM on the host); the im2col +
+    (winograd.py: W6's conv ran 2.5-3x faster than im2col + GEMM on the host); small forward convolutions
+    (blocked.py: few input features times taps, few output features) as dnn.conv_fwd, whose blocked direct
+    solver ran LeNet-5 1.4x faster than im2col + GEMM on the host; the im2col +
     GEMM rewrite where it applies (im2col.py; weight gradients too: on W6's and W18's it ran 17x and 2x
     faster than dnn.conv_bwd_weights' LDS-tiled kernel, which keeps the gradients whose patches exceed
     im2col's memory limit); a weight gradient's form as dnn.conv_bwd_weights; a convolution with a
@@ -46,7 +48,7 @@ def conv_from_graph(m, lhs, rhs, conv):
     tile, _ = winograd.choose(lhs, rhs, attrs, im2col_applies)
     if tile is not None:
         return winograd.winograd_conv(m, lhs, rhs, attrs, conv.result.type, tile)
-    if im2col_applies:
+    if im2col_applies and (winograd.im2col_forced() or not small_forward(lhs, rhs, attrs, conv.result.type)):
         return im2col.im2col_gemm(m, lhs, rhs, attrs, conv.result.type)
     if is_weight_gradient(rhs, attrs, conv.result.type):
         return m.op("library_call", lhs, rhs, library="dnn", routine="conv_bwd_weights", solution="", **attrs)
@@ -55,6 +57,15 @@ def conv_from_graph(m, lhs, rhs, conv):
         return m.op("library_call", lhs, reversed_w, library="dnn", routine="conv_bwd_data", solution="", **attrs)
     return m.op("library_call", lhs, rhs, library="dnn", routine="conv_fwd", solution="", epilogue="none",
                 clamp_min=None, clamp_max=None, **attrs)
+
+
+def small_forward(lhs: Value, rhs: Value, attrs, result_type) -> bool:
+    """Whether dnn.conv_fwd's blocked direct solver takes the convolution (few input features times taps, few
+    output features; blocked.py): it ran LeNet-5's convolutions faster than im2col + GEMM on the host."""
+    spec = attrs["rhs_spec"]
+    return ungrouped(attrs) and all(d == 1 for d in attrs["lhs_dilation"]) and lhs.type.dtype in FLOATS and \
+        blocked.small(rhs.type.shape[spec[1]], [rhs.type.shape[d] for d in spec[2:]], rhs.type.shape[spec[0]]) and \
+        reversed_kernel(rhs, attrs) is None and not is_weight_gradient(rhs, attrs, result_type)
 
 
 def ungrouped(attrs) -> bool:

@@ -31,6 +31,7 @@ from cdnajit.libs.dnn import im2col, matcher, subpixel, winograd
 from cdnajit.libs.dnn.problem import ConvProblem
 from cdnajit.libs.dnn.routines import ROUTINES
 from cdnajit.libs.dnn.solvers import SOLVERS, applicable, pick, solver_named
+from cdnajit.passes.match_libraries import match_libraries
 from cdnajit.runtime.launch import compile_kernel
 
 GFX942 = get_target("gfx942")
@@ -177,7 +178,8 @@ def run_random(name, seed, count, **shape_options):
     return texts
 
 
-SOLVER_OPTIONS = {"direct": {}, "implicit_gemm": {}, "depthwise": {"depthwise": True}, "gemm_1x1": {"one_by_one": True}}
+SOLVER_OPTIONS = {"direct": {}, "implicit_gemm": {}, "direct_blocked": {}, "depthwise": {"depthwise": True},
+                  "gemm_1x1": {"one_by_one": True}}
 
 
 # gemm_1x1's problems pick BLAS solutions whose kernels take seconds each to compile: two problems here.
@@ -250,7 +252,7 @@ def test_a_solver_forced_that_does_not_apply_says_why():
         solver_named("depthwise", problem)
     with pytest.raises(NotImplementedError, match="no convolution solver 'winograd'"):
         solver_named("winograd", problem)
-    assert [s.name for s in applicable(problem)] == ["implicit_gemm", "direct"]
+    assert [s.name for s in applicable(problem)] == ["implicit_gemm", "direct_blocked", "direct"]
     assert problem.key() == "1-3-5x5-4-3x3-1_1x1_1-1x1-1x1-l1x1-g1-bg1-NHWC-HWIO-NHWC-f32-F"
 
 
@@ -401,6 +403,40 @@ def test_gradient_of_a_3x3_convolution_runs_the_backward_routines(stride, monkey
     weights = [op for op in calls if op.attrs["routine"] == "conv_bwd_weights"]
     assert len(weights) == 1 and ConvProblem.from_op(weights[0]).key() == forward.key()[:-1] + "W"
     assert (stride == 1) == any(op.attrs["routine"] == "conv_bwd_data" for op in calls)
+
+
+def test_small_convolutions_run_the_blocked_direct_solver():
+    """LeNet-5's convolutions (5x5, 1 -> 6 and 6 -> 16 features; few features times taps) are dnn.conv_fwd calls
+    on the blocked direct solver, the bias and relu absorbed, matching the interpreter (the file's error model,
+    C*R*S = 150 terms of |x*w| ~ 1: 2e-5 relative to the O(10) sums). A wider layer stays im2col + GEMM, as
+    does any under winograd.forced("im2col"). Two problems of a block of 8 features share one kernel text."""
+    rng = np.random.default_rng(5)
+    dn = ("NHWC", "HWIO", "NHWC")
+    x = rng.standard_normal((3, 14, 13, 6)).astype(np.float32)
+    w, b = rng.standard_normal((5, 5, 6, 16)).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+
+    def layer(x, w, b):
+        return nn.relu(lax.conv_general_dilated(x, w, (1, 1), ((1, 0), (2, 1)), dimension_numbers=dn) + b)
+    compiled = cj.jit(layer).lower(x, w, b).compile()
+    text = compiled.as_text("optimized")
+    assert 'routine = "conv_fwd", solution = "direct_blocked"' in text and 'epilogue = "bias_relu"' in text
+    assert "direct_blocked (heuristic" in compiled.report()
+    want = cj.jit(layer, backend="interpret")(x, w, b)
+    np.testing.assert_allclose(compiled(x, w, b), want, rtol=2e-5, atol=2e-5 * 150)
+    def routines(*args):
+        module = match_libraries(cj.jit(layer).lower(*args).module)
+        return [op.attrs["routine"] for op in walk(module.body) if op.name == "library_call"]
+    assert "im2col" in routines(x, np.zeros((5, 5, 6, 40), np.float32), np.zeros(40, np.float32))
+    with winograd.forced("im2col"):
+        assert "im2col" in routines(x, w, b)
+    conv = dict(lhs_dilation=(1, 1), rhs_dilation=(1, 1), lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1),
+                out_spec=(0, 3, 1, 2), feature_group_count=1, batch_group_count=1)
+    ops = [conv_call((2, 9, 8, 3), (5, 5, 3, 16), "f32", "bias_relu", window_strides=(1, 1), padding=((0, 0), (0, 0)),
+                     **conv),
+           conv_call((1, 7, 11, 2), (3, 2, 2, 9), "f32", "bias_relu", window_strides=(2, 1), padding=((1, 1), (0, 2)),
+                     **conv)]
+    texts = {SOLVERS["direct_blocked"].emit(op, ConvProblem.from_op(op), "k", GFX942).code_text() for op in ops}
+    assert len(texts) == 1
 
 
 def test_nchw_bias_written_with_new_axes_is_absorbed():
