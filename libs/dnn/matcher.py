@@ -175,10 +175,12 @@ def clamped(side: str):
         call = absorbable(m, x, inputs=[bound])
         value = splat_value(bound)
         if call is None or value is None or not math.isfinite(value) or x.type.dtype not in FLOATS \
-                or bound.type.dtype != x.type.dtype or clamp_bounds(call) is None or unclampable(call):
+                or bound.type.dtype != x.type.dtype or clamp_bounds(call) is None:
             return None
         low, high = bounded(side, float(value), *clamp_bounds(call))
         has_bias = split_epilogue(call.attrs["epilogue"])[0]
+        if unclampable(call):  # the GEMM's epilogues clamp to (0, 6) only: relu6
+            return rebuilt(m, call, epilogue="bias_relu6" if has_bias else "relu6") if (low, high) == (0, 6) else None
         return rebuilt(m, call, epilogue="bias_clamp" if has_bias else "clamp", clamp_min=low, clamp_max=high)
     return rewrite
 
@@ -199,8 +201,8 @@ def hard_tanh(m, x, high, high_value, low, low_value):
 
 
 def unclampable(call: Op) -> bool:
-    """Whether the call would run libs/blas's GEMM (gemm_1x1), whose epilogues have no clamp: the clamp stays
-    a fusion there rather than moving the convolution off the GEMM."""
+    """Whether the call would run libs/blas's GEMM (gemm_1x1), whose epilogues clamp only as relu6 (to (0, 6)):
+    another clamp stays a fusion there rather than moving the convolution off the GEMM."""
     return call.attrs["routine"] == "conv_fwd" and solvers.gemm_1x1_refuse(ConvProblem.from_op(call)) is None
 
 

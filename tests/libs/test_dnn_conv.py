@@ -517,20 +517,28 @@ def test_conv_bias_clamp_is_the_epilogue_long(form, dtype):
     assert_depthwise_close(compiled(*args), want, *args[:2], dtype)
 
 
-def test_clamp_after_a_1x1_gemm_conv_stays_a_fusion():
-    """A 1x1 NHWC conv runs libs/blas's GEMM (gemm_1x1), whose epilogues have no clamp: relu6 after it keeps
-    the conv on the GEMM (relu absorbed, min(., 6) a fusion after it), with the interpreter's values."""
+@pytest.mark.parametrize("window,features", [(1, 4), (3, 40)])
+def test_relu6_after_a_gemm_conv_is_the_gemm_epilogue(window, features):
+    """A 1x1 NHWC conv runs libs/blas's GEMM (gemm_1x1), a 3x3 one with 40 features im2col + GEMM; relu6 after
+    either is the GEMM's relu6 epilogue (no fusion left), with the interpreter's values (relu6 adds no rounding:
+    the GEMM's own tolerance). Another clamp (0, 5) stays a fusion after the GEMM's relu there."""
     rng = np.random.default_rng(7)
-    x = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
-    w = rng.standard_normal((1, 1, 4, 3)).astype(np.float32)
+    x = (rng.standard_normal((2, 5, 5, features)) * 4).astype(np.float32)
+    w = rng.standard_normal((window, window, features, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
 
-    def f(x, w):
-        return nn.relu6(lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")))
-    compiled = cj.jit(f).lower(x, w).compile()
-    text = compiled.as_text("optimized")
-    assert 'epilogue = "relu"' in text and '_clamp"' not in text and " min(" in text, text
-    assert "gemm_1x1" in compiled.report()
-    np.testing.assert_allclose(compiled(x, w), cj.jit(f, backend="interpret")(x, w), rtol=1e-5, atol=1e-5)
+    def conv(x, w, b):
+        return lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")) + b
+    for f, epilogue, fusions in [(lambda *a: nn.relu6(conv(*a)), "bias_relu6", 0),
+                                 (lambda *a: cnp.minimum(nn.relu(conv(*a)), 5.0), "bias_relu", 1)]:
+        compiled = cj.jit(f).lower(x, w, b).compile()
+        text = compiled.as_text("optimized")
+        assert f'epilogue = "{epilogue}"' in text and '_clamp"' not in text and text.count(" min(") == fusions, text
+        assert ("gemm_1x1" in compiled.report()) == (window == 1)
+        want = cj.jit(f, backend="interpret")(x, w, b)
+        if fusions == 0:
+            assert float(np.max(want)) == 6.0 and float(np.min(want)) == 0.0  # both bounds reached
+        np.testing.assert_allclose(compiled(x, w, b), want, rtol=1e-5, atol=1e-5 * window * window * features)
 
 
 def test_mismatched_channels_name_the_shapes_and_dimension_numbers():
