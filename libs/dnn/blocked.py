@@ -6,14 +6,17 @@ their accumulators in registers, reading each input element of its window once f
     y[n, k0 + j, o...] = epilogue(sum over taps t, features c of x[n, c, o*stride + t*rdil - pad] * w[k0 + j, c, t])
 
 A workgroup is POSITIONS consecutive output positions (n, o...) in row-major order of one block of
-features (workgroup_id(1)), so its work-items' weights are the same (one load for the workgroup on the
-host) and their input reads are consecutive along the output's last spatial dimension. A workgroup
-whose positions all lie inside y runs unguarded (a uniform branch: the host's work-item loop has no
-condition and vectorizes), the last one under a test per work-item. A tap on padding reads x at a
+features (workgroup_id(1)), so its work-items read the same weights and consecutive inputs along the
+output's last spatial dimension. On the host the block's accumulators are one vector where w's and y's
+features are consecutive (HWIO, NHWC: the SLP vectorizer makes the BLOCK multiply-adds one, from a
+vector load of w). A workgroup whose positions all lie inside y runs unguarded (a uniform branch), the
+last one under a test per work-item. A tap on padding reads x at a
 coordinate clamped inside it and selects zero (no branch in the tap loop). Ungrouped forward
 convolutions without lhs dilation; every size is a scalar parameter (problem.py).
 """
 from __future__ import annotations
+
+import math
 
 from ...ir import kernel as K
 from ...lowering.emit_ops import all_of
@@ -29,10 +32,7 @@ MAX_DEPTH, MAX_FEATURES = 256, 32
 
 
 def small(c: int, window, k: int) -> bool:
-    depth = c
-    for r in window:
-        depth *= r
-    return depth <= MAX_DEPTH and k <= MAX_FEATURES
+    return c * math.prod(window) <= MAX_DEPTH and k <= MAX_FEATURES
 
 
 def refuse(p: ConvProblem) -> str | None:
