@@ -298,9 +298,8 @@ RULES = [
     (Pat.op("transpose", x, name="root"), transposed_result),
     # gelu (tanh and erf forms), silu = x * logistic(x), relu = max(x, 0), tanh, sigmoid -> the epilogue
     *activation_rules(activated),
-    # min(gemm with relu, 6) -> relu6 (either operand order)
+    # min(gemm with relu, 6) -> relu6 (canonicalize puts the constant second)
     (Pat.op("min", x, Pat.splat(6)), relu6_of_relu),
-    (Pat.op("min", Pat.splat(6), x), relu6_of_relu),
     # gemm * s -> alpha *= s; -gemm -> alpha = -alpha
     (Pat.op("mul", x, Pat.var("y")), scaled_result),
     (Pat.op("neg", x), negated_result),
