@@ -97,7 +97,22 @@ def pooled(m, x, window):
     """reduce_window -> library_call dnn.pool, where pool.py's kernel applies."""
     if pool.refuse(x.type, window.attrs) is not None:
         return None
-    return m.op("library_call", x, library="dnn", routine="pool", solution="", **window.attrs)
+    return m.op("library_call", x, library="dnn", routine="pool", solution="", scale=1.0, **window.attrs)
+
+
+def scaled_pool(m, x, factor, divided=False):
+    """dnn.pool(x) * c of a float constant c (an average pool: the sum times 1/window) -> the pool's scale;
+    dnn.pool(x) / c too where c is a power of two (then x / c and x * (1 / c) round alike)."""
+    op, value = x.producer, splat_value(factor)
+    if divided:
+        if value is None or not math.isfinite(value) or value == 0 or math.frexp(float(value))[0] not in (0.5, -0.5):
+            return None
+        value = 1 / float(value)
+    if op is None or op.name != "library_call" or op.attrs["library"] != "dnn" or op.attrs["routine"] != "pool" \
+            or op.attrs["scale"] != 1.0 or value is None or x.type.dtype not in FLOATS \
+            or factor.type.dtype != x.type.dtype or not m.owns(x, [factor]):
+        return None
+    return rebuilt(m, op, scale=float(value))
 
 
 def absorbable(m, value: Value, inputs=()) -> Op | None:
@@ -212,6 +227,9 @@ RULES = [
     (Pat.op("conv_general_dilated", Pat.var("lhs"), Pat.var("rhs"), name="conv"), conv_from_graph),
     # reduce_window(x) max/min/sum -> library_call dnn.pool
     (Pat.op("reduce_window", Pat.var("x"), name="window"), pooled),
+    # pool * c (canonicalize puts the constant second), pool / 2^k -> the pool's scale
+    (Pat.op("mul", x, Pat.var("factor")), scaled_pool),
+    (Pat.op("div", x, Pat.var("factor")), lambda m, x, factor: scaled_pool(m, x, factor, divided=True)),
     # conv + broadcast(bias) along the output features (either operand order) -> epilogue "bias"
     (Pat.op("add", x, Pat.op("broadcast_in_dim", Pat.var("bias"), name="row")), added_bias),
     (Pat.op("add", Pat.op("broadcast_in_dim", Pat.var("bias"), name="row"), x), added_bias),
