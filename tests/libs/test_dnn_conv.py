@@ -517,7 +517,7 @@ def test_conv_bias_clamp_is_the_epilogue_long(form, dtype):
     assert_depthwise_close(compiled(*args), want, *args[:2], dtype)
 
 
-@pytest.mark.parametrize("window,features", [(1, 4), (3, 40)])
+@pytest.mark.parametrize("window,features", [(1, 4), pytest.param(3, 40, marks=pytest.mark.slow)])
 def test_relu6_after_a_gemm_conv_is_the_gemm_epilogue(window, features):
     """A 1x1 NHWC conv runs libs/blas's GEMM (gemm_1x1), a 3x3 one with 40 features im2col + GEMM; relu6 after
     either is the GEMM's relu6 epilogue (no fusion left), with the interpreter's values (relu6 adds no rounding:
