@@ -197,6 +197,8 @@ def activation_expr(name: str | None, x: K.Expr) -> K.Expr:
         return x
     if name == "relu":
         return K.maximum(x, K.Const(0, x.dtype))
+    if name == "relu6":
+        return K.minimum(K.maximum(x, K.Const(0, x.dtype)), K.Const(6, x.dtype))
     if name == "sigmoid":
         return K.math("logistic", x)
     if name == "tanh":

@@ -216,6 +216,14 @@ def activated(name):
     return rewrite
 
 
+def relu6_of_relu(m, x):
+    """min(x, 6) of a GEMM whose activation is relu -> relu6 (nn.relu6 is min(max(x, 0), 6))."""
+    gemm = absorbable(m, x)
+    if gemm is None or gemm.epilogue[1] != "relu" or x.type.dtype not in ACTIVATIONS["relu6"][1]:
+        return None
+    return gemm.rebuilt(m, epilogue="bias_relu6" if gemm.epilogue[0] else "relu6")
+
+
 def transposed_result(m, x, root):
     """transpose(D) swapping its matrix dimensions -> the GEMM of the swapped operands: D^T = op(B)^T op(A)^T.
     Not with C or bias, which the GEMM would have to read transposed."""
@@ -290,6 +298,8 @@ RULES = [
     (Pat.op("transpose", x, name="root"), transposed_result),
     # gelu (tanh and erf forms), silu = x * logistic(x), relu = max(x, 0), tanh, sigmoid -> the epilogue
     *activation_rules(activated),
+    # min(gemm with relu, 6) -> relu6 (canonicalize puts the constant second)
+    (Pat.op("min", x, Pat.splat(6)), relu6_of_relu),
     # gemm * s -> alpha *= s; -gemm -> alpha = -alpha
     (Pat.op("mul", x, Pat.var("y")), scaled_result),
     (Pat.op("neg", x), negated_result),

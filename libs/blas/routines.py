@@ -63,6 +63,8 @@ def gelu_erf(x):
 # activation -> (reference, the result dtypes it accepts)
 ACTIVATIONS = {
     "relu": (lambda x: apply("max", x, splat(0, x)), INTS + FLOATS),
+    # min(max(x, 0), 6), as nn.relu6 writes it (the clamp epilogue of a conv whose GEMM is libs/blas's)
+    "relu6": (lambda x: apply("min", apply("max", x, splat(0, x)), splat(6, x)), FLOATS),
     "sigmoid": (lambda x: apply("logistic", x), FLOATS),
     "tanh": (lambda x: apply("tanh", x), FLOATS),
     "silu": (lambda x: apply("mul", x, apply("logistic", x)), FLOATS),

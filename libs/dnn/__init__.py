@@ -8,13 +8,13 @@ matcher.py    the pattern table turning the graph's convolutions, and the bias a
               `library_call dnn.pool`.
 subpixel.py   transposed (lhs-dilated) convolutions as their output phases' stride-1 convolutions.
 problem.py    a call's problem (sizes, layouts, MIOpen's key) and its sizes as kernel scalar parameters.
-solvers.py    the solvers (gemm_1x1, implicit_gemm, depthwise, direct) of the three convolution routines:
+solvers.py    the solvers (gemm_1x1, implicit_gemm, direct_blocked, depthwise, direct) of the convolution routines:
               applicability, cost model, pick.
 winograd.py   Winograd F(2x2, 3x3) and F(4x4, 3x3): the graph rewrite (input and filter transforms, libs/blas's
               batched GEMM over the transform points, the output transform with the epilogue), its model.
 im2col.py     im2col + GEMM: the graph rewrite (dnn.im2col, then a dot_general libs/blas takes) for
               ungrouped float convolutions with windows above 1x1.
-direct.py, implicit_gemm.py   the solvers' kernels (gemm_1x1 is libs/blas's GEMM kernel).
+direct.py, implicit_gemm.py, blocked.py   the solvers' kernels (gemm_1x1 is libs/blas's GEMM kernel).
 pool.py       dnn.pool's applicability and kernel.
 mha.py        dnn.mha_fwd's applicability and kernel (online softmax); nn.dot_product_attention's
               implementation="cudnn" calls it (the default "xla" formulation is faster on the host).

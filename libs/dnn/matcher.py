@@ -21,7 +21,7 @@ from ...ir.types import INTS, FLOATS
 from ...passes.patterns import Pat, splat_value
 from ..blas.matcher import activation_rules
 from ..blas.routines import ACTIVATIONS, split_epilogue
-from . import im2col, pool, solvers, subpixel, winograd
+from . import blocked, im2col, pool, solvers, subpixel, winograd
 from .problem import ConvProblem
 
 CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "lhs_spec", "rhs_spec", "out_spec",
@@ -32,7 +32,9 @@ def conv_from_graph(m, lhs, rhs, conv):
     """In this order (each measured faster on the host than what follows it, where both apply): an
     lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; Winograd
     F(2x2, 3x3) or F(4x4, 3x3) for 3x3 stride-1 convolutions where its model beats im2col + GEMM's
-    (winograd.py: W6's conv ran 2.5-3x faster than im2col + GEMM on the host); the im2col +
+    (winograd.py: W6's conv ran 2.5-3x faster than im2col + GEMM on the host); small forward convolutions
+    (blocked.py: few input features times taps, few output features) as dnn.conv_fwd, whose blocked direct
+    solver ran LeNet-5 1.4x faster than im2col + GEMM on the host; the im2col +
     GEMM rewrite where it applies (im2col.py; weight gradients too: on W6's and W18's it ran 17x and 2x
     faster than dnn.conv_bwd_weights' LDS-tiled kernel, which keeps the gradients whose patches exceed
     im2col's memory limit); a weight gradient's form as dnn.conv_bwd_weights; a convolution with a
@@ -46,7 +48,7 @@ def conv_from_graph(m, lhs, rhs, conv):
     tile, _ = winograd.choose(lhs, rhs, attrs, im2col_applies)
     if tile is not None:
         return winograd.winograd_conv(m, lhs, rhs, attrs, conv.result.type, tile)
-    if im2col_applies:
+    if im2col_applies and (winograd.im2col_forced() or not small_forward(lhs, rhs, attrs, conv.result.type)):
         return im2col.im2col_gemm(m, lhs, rhs, attrs, conv.result.type)
     if is_weight_gradient(rhs, attrs, conv.result.type):
         return m.op("library_call", lhs, rhs, library="dnn", routine="conv_bwd_weights", solution="", **attrs)
@@ -55,6 +57,15 @@ def conv_from_graph(m, lhs, rhs, conv):
         return m.op("library_call", lhs, reversed_w, library="dnn", routine="conv_bwd_data", solution="", **attrs)
     return m.op("library_call", lhs, rhs, library="dnn", routine="conv_fwd", solution="", epilogue="none",
                 clamp_min=None, clamp_max=None, **attrs)
+
+
+def small_forward(lhs: Value, rhs: Value, attrs, result_type) -> bool:
+    """Whether dnn.conv_fwd's blocked direct solver takes the convolution (few input features times taps, few
+    output features; blocked.py): it ran LeNet-5's convolutions faster than im2col + GEMM on the host."""
+    spec = attrs["rhs_spec"]
+    return ungrouped(attrs) and all(d == 1 for d in attrs["lhs_dilation"]) and lhs.type.dtype in FLOATS and \
+        blocked.small(rhs.type.shape[spec[1]], [rhs.type.shape[d] for d in spec[2:]], rhs.type.shape[spec[0]]) and \
+        reversed_kernel(rhs, attrs) is None and not is_weight_gradient(rhs, attrs, result_type)
 
 
 def ungrouped(attrs) -> bool:
@@ -86,7 +97,22 @@ def pooled(m, x, window):
     """reduce_window -> library_call dnn.pool, where pool.py's kernel applies."""
     if pool.refuse(x.type, window.attrs) is not None:
         return None
-    return m.op("library_call", x, library="dnn", routine="pool", solution="", **window.attrs)
+    return m.op("library_call", x, library="dnn", routine="pool", solution="", scale=1.0, **window.attrs)
+
+
+def scaled_pool(m, x, factor, divided=False):
+    """dnn.pool(x) * c of a float constant c (an average pool: the sum times 1/window) -> the pool's scale;
+    dnn.pool(x) / c too where c is a power of two (then x / c and x * (1 / c) round alike)."""
+    op, value = x.producer, splat_value(factor)
+    if divided:
+        if value is None or not math.isfinite(value) or value == 0 or math.frexp(float(value))[0] not in (0.5, -0.5):
+            return None
+        value = 1 / float(value)
+    if op is None or op.name != "library_call" or op.attrs["library"] != "dnn" or op.attrs["routine"] != "pool" \
+            or op.attrs["scale"] != 1.0 or value is None or x.type.dtype not in FLOATS \
+            or factor.type.dtype != x.type.dtype or not m.owns(x, [factor]):
+        return None
+    return rebuilt(m, op, scale=float(value))
 
 
 def absorbable(m, value: Value, inputs=()) -> Op | None:
@@ -164,10 +190,12 @@ def clamped(side: str):
         call = absorbable(m, x, inputs=[bound])
         value = splat_value(bound)
         if call is None or value is None or not math.isfinite(value) or x.type.dtype not in FLOATS \
-                or bound.type.dtype != x.type.dtype or clamp_bounds(call) is None or unclampable(call):
+                or bound.type.dtype != x.type.dtype or clamp_bounds(call) is None:
             return None
         low, high = bounded(side, float(value), *clamp_bounds(call))
         has_bias = split_epilogue(call.attrs["epilogue"])[0]
+        if unclampable(call):  # the GEMM's epilogues clamp to (0, 6) only: relu6
+            return rebuilt(m, call, epilogue="bias_relu6" if has_bias else "relu6") if (low, high) == (0, 6) else None
         return rebuilt(m, call, epilogue="bias_clamp" if has_bias else "clamp", clamp_min=low, clamp_max=high)
     return rewrite
 
@@ -188,8 +216,8 @@ def hard_tanh(m, x, high, high_value, low, low_value):
 
 
 def unclampable(call: Op) -> bool:
-    """Whether the call would run libs/blas's GEMM (gemm_1x1), whose epilogues have no clamp: the clamp stays
-    a fusion there rather than moving the convolution off the GEMM."""
+    """Whether the call would run libs/blas's GEMM (gemm_1x1), whose epilogues clamp only as relu6 (to (0, 6)):
+    another clamp stays a fusion there rather than moving the convolution off the GEMM."""
     return call.attrs["routine"] == "conv_fwd" and solvers.gemm_1x1_refuse(ConvProblem.from_op(call)) is None
 
 
@@ -199,6 +227,9 @@ RULES = [
     (Pat.op("conv_general_dilated", Pat.var("lhs"), Pat.var("rhs"), name="conv"), conv_from_graph),
     # reduce_window(x) max/min/sum -> library_call dnn.pool
     (Pat.op("reduce_window", Pat.var("x"), name="window"), pooled),
+    # pool * c (canonicalize puts the constant second), pool / 2^k -> the pool's scale
+    (Pat.op("mul", x, Pat.var("factor")), scaled_pool),
+    (Pat.op("div", x, Pat.var("factor")), lambda m, x, factor: scaled_pool(m, x, factor, divided=True)),
     # conv + broadcast(bias) along the output features (either operand order) -> epilogue "bias"
     (Pat.op("add", x, Pat.op("broadcast_in_dim", Pat.var("bias"), name="row")), added_bias),
     (Pat.op("add", Pat.op("broadcast_in_dim", Pat.var("bias"), name="row"), x), added_bias),

@@ -17,7 +17,7 @@ last dimension. The rank, the last dimension's pooling and whether the features 
 from __future__ import annotations
 
 from ...ir import kernel as K
-from ...ir.types import TensorType
+from ...ir.types import FLOATS, TensorType
 from ...lowering.elemental import identity_const
 from ...lowering.emit_ops import all_of, combine
 from ...lowering.emitters import operand_buffers
@@ -86,10 +86,18 @@ def pool_kernel(op, name: str) -> K.Kernel:
                               for v, acc in enumerate(accs))])]
     for t, size in reversed(list(zip(taps, sizes["window"]))):
         reduce = [K.For(t, 0, size, 1, reduce)]
-    stores = [K.Store(y_buf, row * c + feature + v, acc.cast(y_type.dtype)) for v, acc in enumerate(accs)]
+    # The scale multiplies the result rounded to y's dtype, as the graph's mul does (the product of two values of
+    # y's dtype is exact in the wide dtype, so rounding it once more gives the graph's product).
+    # Integer pools have no scale (the matcher scales float pools only).
+    scaled = y_type.dtype in FLOATS
+    scale = K.ScalarParam("scale", wide)
+    result = [(acc.cast(y_type.dtype).cast(wide) * scale).cast(y_type.dtype) if scaled else acc.cast(y_type.dtype)
+              for acc in accs]
+    stores = [K.Store(y_buf, row * c + feature + v, value) for v, value in enumerate(result)]
     body += [K.If((feature < c) & (row < rows), [*row_stmts, *(K.Let(acc, identity_const(reducer, wide)) for acc in accs),
                                                  *reduce, *stores])]
-    scalars = [c] + [s for k in POOL_SCALARS for s in sizes[k]]
+    scalars = [c] + [s for k in POOL_SCALARS for s in sizes[k]] + [scale] * scaled
+    arguments += [("scale", attrs["scale"])] * scaled
     return K.Kernel(name, params=(x_buf, y_buf, *scalars),
                     grid=((c + (chunks * vec - 1)) / (chunks * vec), (rows + (rows_per_group - 1)) / rows_per_group),
                     workgroup_size=(chunks, rows_per_group), body=body, arguments=tuple(arguments))

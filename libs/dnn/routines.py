@@ -150,13 +150,22 @@ def im2col_reference(x, *, window, window_strides, padding, lhs_dilation, rhs_di
     return np.stack(taps, axis=-2).reshape(batch * int(np.prod(out)), -1)
 
 
+# scale: the result times a constant after the reduction (an average pool's 1/window), 1.0 for none.
 POOL_ATTRS = {"reducer": "str", "window_dimensions": "ints", "window_strides": "ints", "padding": "int_pairs",
-              "base_dilation": "ints", "window_dilation": "ints"}
+              "base_dilation": "ints", "window_dilation": "ints", "scale": "float"}
 
 
 def pool_infer(types, attrs):
     require(len(types) == 1, f"library_call: dnn.pool takes one operand (x), got {len(types)}")
-    return reduce_window_infer(types, attrs, ())
+    require(attrs["scale"] == 1.0 or types[0].dtype in FLOATS,
+            f"library_call: dnn.pool scales float results only, got scale {attrs['scale']} of {types[0].dtype}")
+    return reduce_window_infer(types, {k: v for k, v in attrs.items() if k != "scale"}, ())
+
+
+def pool_reference(x, *, scale, **window):
+    """reduce_window, then the graph's multiplication by the scale in the result's dtype."""
+    y = reduce_window(x, **window)
+    return y if scale == 1.0 else apply("mul", y, splat(scale, y))
 
 
 def winograd_input_infer(types, attrs):
@@ -270,8 +279,8 @@ ROUTINES = {"winograd_input": Routine({"tile": "int", "padding": "int_pairs", "l
                                        "y = epilogue(A^T M A + bias) of M's tiles (libs/dnn/winograd.py)"),
             "mha_fwd": Routine(MHA_ATTRS, mha_fwd_infer, mha_fwd_reference,
                                "y = softmax(q k^T * scale, masked) v, one fused kernel (libs/dnn/mha.py)"),
-            "pool": Routine(POOL_ATTRS, pool_infer, reduce_window,
-                            "y = reduce_window(x) with max, min or sum (libs/dnn/pool.py)"),
+            "pool": Routine(POOL_ATTRS, pool_infer, pool_reference,
+                            "y = reduce_window(x) with max, min or sum, times scale (libs/dnn/pool.py)"),
             "im2col": Routine(IM2COL_ATTRS, im2col_infer, im2col_reference,
                               "patches[(n, o...), (t..., c)] of x: im2col + GEMM's first step (libs/dnn/im2col.py)"),
             "conv_fwd": Routine({**CONV_ATTRS, "epilogue": "str", "clamp_min": "float?", "clamp_max": "float?"}, conv_fwd_infer, conv_fwd_reference,

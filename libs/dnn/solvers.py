@@ -23,7 +23,7 @@ from ...ir.targets import Target
 from ...ir.types import FLOATS, NUMPY_DTYPES
 from ..blas import kernels as blas_kernels
 from ..blas.generator import gemm_call
-from . import find_db
+from . import blocked, find_db
 from .direct import direct_kernel
 from .implicit_gemm import TILE, implicit_gemm_kernel
 from .problem import ConvProblem
@@ -125,6 +125,12 @@ SOLVERS = {solver.name: solver for solver in [
            implicit_gemm_traffic,
            lambda op, p, name, target: implicit_gemm_kernel(op, p, name),
            "GEMM of output positions x output features over C*R*S, im2col tiles formed in LDS, never in memory"),
+    Solver("direct_blocked", blocked.refuse, lambda p, t: 0.25,
+           lambda p: (lambda x, w, y: y + x * math.ceil(p.k / blocked.BLOCK)
+                      + w * p.n * math.prod(p.out_size) / blocked.POSITIONS)(*sizes(p)),
+           lambda op, p, name, target: blocked.blocked_kernel(op, p, name),
+           f"one work-item per output position and {blocked.BLOCK} output features (accumulators in registers), "
+           "for small convolutions"),
     Solver("depthwise", depthwise_refuse, lambda p, t: 0.1,
            lambda p: sum(sizes(p)), lambda op, p, name, target: direct_kernel(op, p, name, depthwise=True),
            "one work-item per output, its window's taps of its one input feature"),

@@ -74,7 +74,7 @@ FORCED = {"rewrite": None}
 @contextmanager
 def forced(name: str):
     """Within the block, 3x3 stride-1 convolutions take rewrite `name` (winograd_f2, winograd_f4 or im2col)
-    where it applies, whatever the model says (stamp() puts it in compiled programs' cache keys)."""
+    where it applies, whatever the model says (im2col: every convolution it applies to) (stamp() puts it in compiled programs' cache keys)."""
     if name not in (*SOLVERS, "im2col"):
         raise ValueError(f"dnn: no convolution rewrite {name!r} (rewrites: {', '.join(SOLVERS)}, im2col)")
     before, FORCED["rewrite"] = FORCED["rewrite"], name
@@ -82,6 +82,12 @@ def forced(name: str):
         yield
     finally:
         FORCED["rewrite"] = before
+
+
+def im2col_forced() -> bool:
+    """Whether `forced("im2col")` is in effect: then im2col + GEMM also takes the small convolutions the
+    blocked direct solver would (matcher.py)."""
+    return FORCED["rewrite"] == "im2col"
 
 
 def stamp() -> str:

@@ -108,7 +108,8 @@ def ell(m, width, n):
 
 
 LIBRARY_PROGRAMS = {
-    "dnn_im2col_gemm_epilogue": (conv_bias_relu, (normal(2, 9, 11, 8), normal(3, 3, 8, 16), normal(16))),   # im2col + GEMM
+    "dnn_im2col_gemm_epilogue": (conv_bias_relu, (normal(2, 9, 11, 8), normal(3, 3, 8, 40), normal(40))),   # im2col + GEMM
+    "dnn_direct_blocked": (conv_bias_relu, (normal(2, 9, 11, 8), normal(3, 3, 8, 12), normal(12))),   # 8 + 4 features a block
     "dnn_gemm_1x1": (nhwc_conv(), (normal(2, 7, 9, 16), normal(1, 1, 16, 24))),
     "dnn_depthwise": (nhwc_conv(groups=12), (normal(2, 9, 10, 12), normal(3, 3, 1, 12))),
     "dnn_transposed": (nhwc_conv(padding=((1, 2), (1, 2)), lhs_dilation=(2, 2)), (normal(2, 6, 7, 8), normal(3, 3, 8, 8))),

@@ -40,12 +40,13 @@ SIZES = (1, 2, 3, 5, 7, 13, 16, 31, 33, 64, 70)
 DTYPES = {"f64": ("f64", "f64"), "f32": ("f32", "f32"), "f16": ("f16", "f32"), "bf16": ("bf16", "f32"),
           "i8": ("i32", "i32")}   # input -> (result, accumulation)
 FLOAT_EPILOGUES = ("none", "bias", "relu", "bias_relu", "sigmoid", "bias_tanh", "silu", "bias_gelu_tanh",
-                   "gelu_erf", "bias_sigmoid", "tanh", "bias_silu")
+                   "gelu_erf", "bias_sigmoid", "tanh", "bias_silu", "bias_relu6")
 INT_EPILOGUES = ("none", "bias", "relu", "bias_relu")
 ERF = np.vectorize(math.erf)
 ACTIVATIONS = {
     None: lambda x: x,
     "relu": lambda x: np.maximum(x, 0),
+    "relu6": lambda x: np.minimum(np.maximum(x, 0), 6),
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "tanh": np.tanh,
     "silu": lambda x: x / (1 + np.exp(-x)),

@@ -210,6 +210,8 @@ ERF_SCALINGS = {"x / sqrt(2)": lambda h: h / math.sqrt(2), "x * sqrt(0.5)": lamb
 ACTIVATIONS = {
     "relu": (lambda h: cnp.maximum(h, 0), "relu"),
     "relu reversed": (lambda h: cnp.maximum(0.0, h), "relu"),
+    "relu6": (lambda h: cnp.minimum(cnp.maximum(h, 0), 6.0), "relu6"),
+    "relu6 reversed": (lambda h: cnp.minimum(6.0, cnp.maximum(h, 0)), "relu6"),
     "tanh": (cnp.tanh, "tanh"),
     "sigmoid": (lax.logistic, "sigmoid"),
     "silu": (lambda h: h * lax.logistic(h), "silu"),

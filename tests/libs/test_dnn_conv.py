@@ -31,6 +31,7 @@ from cdnajit.libs.dnn import im2col, matcher, subpixel, winograd
 from cdnajit.libs.dnn.problem import ConvProblem
 from cdnajit.libs.dnn.routines import ROUTINES
 from cdnajit.libs.dnn.solvers import SOLVERS, applicable, pick, solver_named
+from cdnajit.passes.match_libraries import match_libraries
 from cdnajit.runtime.launch import compile_kernel
 
 GFX942 = get_target("gfx942")
@@ -177,7 +178,8 @@ def run_random(name, seed, count, **shape_options):
     return texts
 
 
-SOLVER_OPTIONS = {"direct": {}, "implicit_gemm": {}, "depthwise": {"depthwise": True}, "gemm_1x1": {"one_by_one": True}}
+SOLVER_OPTIONS = {"direct": {}, "implicit_gemm": {}, "direct_blocked": {}, "depthwise": {"depthwise": True},
+                  "gemm_1x1": {"one_by_one": True}}
 
 
 # gemm_1x1's problems pick BLAS solutions whose kernels take seconds each to compile: two problems here.
@@ -250,7 +252,7 @@ def test_a_solver_forced_that_does_not_apply_says_why():
         solver_named("depthwise", problem)
     with pytest.raises(NotImplementedError, match="no convolution solver 'winograd'"):
         solver_named("winograd", problem)
-    assert [s.name for s in applicable(problem)] == ["implicit_gemm", "direct"]
+    assert [s.name for s in applicable(problem)] == ["implicit_gemm", "direct_blocked", "direct"]
     assert problem.key() == "1-3-5x5-4-3x3-1_1x1_1-1x1-1x1-l1x1-g1-bg1-NHWC-HWIO-NHWC-f32-F"
 
 
@@ -403,6 +405,40 @@ def test_gradient_of_a_3x3_convolution_runs_the_backward_routines(stride, monkey
     assert (stride == 1) == any(op.attrs["routine"] == "conv_bwd_data" for op in calls)
 
 
+def test_small_convolutions_run_the_blocked_direct_solver():
+    """LeNet-5's convolutions (5x5, 1 -> 6 and 6 -> 16 features; few features times taps) are dnn.conv_fwd calls
+    on the blocked direct solver, the bias and relu absorbed, matching the interpreter (the file's error model,
+    C*R*S = 150 terms of |x*w| ~ 1: 2e-5 relative to the O(10) sums). A wider layer stays im2col + GEMM, as
+    does any under winograd.forced("im2col"). Two problems of a block of 8 features share one kernel text."""
+    rng = np.random.default_rng(5)
+    dn = ("NHWC", "HWIO", "NHWC")
+    x = rng.standard_normal((3, 14, 13, 6)).astype(np.float32)
+    w, b = rng.standard_normal((5, 5, 6, 16)).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+
+    def layer(x, w, b):
+        return nn.relu(lax.conv_general_dilated(x, w, (1, 1), ((1, 0), (2, 1)), dimension_numbers=dn) + b)
+    compiled = cj.jit(layer).lower(x, w, b).compile()
+    text = compiled.as_text("optimized")
+    assert 'routine = "conv_fwd", solution = "direct_blocked"' in text and 'epilogue = "bias_relu"' in text
+    assert "direct_blocked (heuristic" in compiled.report()
+    want = cj.jit(layer, backend="interpret")(x, w, b)
+    np.testing.assert_allclose(compiled(x, w, b), want, rtol=2e-5, atol=2e-5 * 150)
+    def routines(*args):
+        module = match_libraries(cj.jit(layer).lower(*args).module)
+        return [op.attrs["routine"] for op in walk(module.body) if op.name == "library_call"]
+    assert "im2col" in routines(x, np.zeros((5, 5, 6, 40), np.float32), np.zeros(40, np.float32))
+    with winograd.forced("im2col"):
+        assert "im2col" in routines(x, w, b)
+    conv = dict(lhs_dilation=(1, 1), rhs_dilation=(1, 1), lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1),
+                out_spec=(0, 3, 1, 2), feature_group_count=1, batch_group_count=1)
+    ops = [conv_call((2, 9, 8, 3), (5, 5, 3, 16), "f32", "bias_relu", window_strides=(1, 1), padding=((0, 0), (0, 0)),
+                     **conv),
+           conv_call((1, 7, 11, 2), (3, 2, 2, 9), "f32", "bias_relu", window_strides=(2, 1), padding=((1, 1), (0, 2)),
+                     **conv)]
+    texts = {SOLVERS["direct_blocked"].emit(op, ConvProblem.from_op(op), "k", GFX942).code_text() for op in ops}
+    assert len(texts) == 1
+
+
 def test_nchw_bias_written_with_new_axes_is_absorbed():
     rng = np.random.default_rng(4)
     x = rng.standard_normal((2, 4, 7, 7)).astype(np.float32)
@@ -481,20 +517,28 @@ def test_conv_bias_clamp_is_the_epilogue_long(form, dtype):
     assert_depthwise_close(compiled(*args), want, *args[:2], dtype)
 
 
-def test_clamp_after_a_1x1_gemm_conv_stays_a_fusion():
-    """A 1x1 NHWC conv runs libs/blas's GEMM (gemm_1x1), whose epilogues have no clamp: relu6 after it keeps
-    the conv on the GEMM (relu absorbed, min(., 6) a fusion after it), with the interpreter's values."""
+@pytest.mark.parametrize("window,features", [(1, 4), pytest.param(3, 40, marks=pytest.mark.slow)])
+def test_relu6_after_a_gemm_conv_is_the_gemm_epilogue(window, features):
+    """A 1x1 NHWC conv runs libs/blas's GEMM (gemm_1x1), a 3x3 one with 40 features im2col + GEMM; relu6 after
+    either is the GEMM's relu6 epilogue (no fusion left), with the interpreter's values (relu6 adds no rounding:
+    the GEMM's own tolerance). Another clamp (0, 5) stays a fusion after the GEMM's relu there."""
     rng = np.random.default_rng(7)
-    x = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
-    w = rng.standard_normal((1, 1, 4, 3)).astype(np.float32)
+    x = (rng.standard_normal((2, 5, 5, features)) * 4).astype(np.float32)
+    w = rng.standard_normal((window, window, features, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
 
-    def f(x, w):
-        return nn.relu6(lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")))
-    compiled = cj.jit(f).lower(x, w).compile()
-    text = compiled.as_text("optimized")
-    assert 'epilogue = "relu"' in text and '_clamp"' not in text and " min(" in text, text
-    assert "gemm_1x1" in compiled.report()
-    np.testing.assert_allclose(compiled(x, w), cj.jit(f, backend="interpret")(x, w), rtol=1e-5, atol=1e-5)
+    def conv(x, w, b):
+        return lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")) + b
+    for f, epilogue, fusions in [(lambda *a: nn.relu6(conv(*a)), "bias_relu6", 0),
+                                 (lambda *a: cnp.minimum(nn.relu(conv(*a)), 5.0), "bias_relu", 1)]:
+        compiled = cj.jit(f).lower(x, w, b).compile()
+        text = compiled.as_text("optimized")
+        assert f'epilogue = "{epilogue}"' in text and '_clamp"' not in text and text.count(" min(") == fusions, text
+        assert ("gemm_1x1" in compiled.report()) == (window == 1)
+        want = cj.jit(f, backend="interpret")(x, w, b)
+        if fusions == 0:
+            assert float(np.max(want)) == 6.0 and float(np.min(want)) == 0.0  # both bounds reached
+        np.testing.assert_allclose(compiled(x, w, b), want, rtol=1e-5, atol=1e-5 * window * window * features)
 
 
 def test_mismatched_channels_name_the_shapes_and_dimension_numbers():

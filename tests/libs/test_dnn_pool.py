@@ -91,9 +91,15 @@ def test_average_pool_and_a_pool_of_the_last_dimension():
 
     def avg_pool(x):  # flax's avg_pool: the window sum divided by its size
         return lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4
-    compiled = cj.jit(avg_pool).lower(x).compile()
-    assert "pool (a work-item per row" in compiled.report()
-    np.testing.assert_allclose(compiled(x), x.reshape(2, 3, 2, 3, 2, 8).mean(axis=(2, 4)), rtol=1e-6)
+    # The division by 4 (or LeNet's * 0.25) is the pool's scale, in the one kernel; by 3 it stays a fusion.
+    for divided, scale, fusions in [(lambda y: y / 4, 0.25, 0), (lambda y: y * 0.25, 0.25, 0), (lambda y: y / 3, 1.0, 1)]:
+        def avg_pool(x):  # flax's avg_pool: the window sum divided by its size
+            return divided(lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"))
+        compiled = cj.jit(avg_pool).lower(x).compile()
+        text = compiled.as_text("optimized")
+        assert f"scale = {scale}" in text and text.count("fusion(") == fusions, text
+        assert "pool (a work-item per row" in compiled.report()
+        np.testing.assert_array_equal(compiled(x), cj.jit(avg_pool, backend="interpret")(x))
 
     def nchw_pool(x):  # the last dimension pooled: dnn.pool's variant of one feature; a relu after it stays apart
         return nn.relu(lax.reduce_window(x, -np.inf, lax.max, (1, 1, 2, 2), (1, 1, 2, 2), "VALID"))
@@ -104,7 +110,7 @@ def test_average_pool_and_a_pool_of_the_last_dimension():
 def test_one_kernel_text_for_pools_of_different_sizes():
     def call(shape, window, strides, padding):
         attrs = dict(library="dnn", routine="pool", solution="", reducer="max", window_dimensions=window,
-                     window_strides=strides, padding=padding, base_dilation=(1,) * 4, window_dilation=(1,) * 4)
+                     window_strides=strides, padding=padding, base_dilation=(1,) * 4, window_dilation=(1,) * 4, scale=1.0)
         types = [TensorType("f32", shape)]
         return make_op("library_call", [Value(t) for t in types], attrs, infer_types("library_call", types, attrs))
     first = pool_kernel(call((8, 112, 112, 64), (1, 2, 2, 1), (1, 2, 2, 1), ((0, 0),) * 4), "pool").code_text()
