@@ -29,7 +29,8 @@ def check(v):
         record(cnp.any((v.indices < 0) | (v.indices >= n)), located(f"BCOO: indices must lie in the shape {v.shape}"))
     elif len(v.indices) and ((v.indices < 0) | (v.indices >= n)).any():
         k = int(np.argmax(((v.indices < 0) | (v.indices >= n))[:, 0]))
-        raise TracingValueError(located(f"BCOO: index {int(v.indices[k, 0])} of entry {k} is outside the shape {v.shape}"))
+        raise TracingValueError(located(f"BCOO: index {int(v.indices[k, 0])} of entry {k} is outside the shape "
+                                        f"{v.shape}"))
 
 
 def paired(v, at_row: bool):

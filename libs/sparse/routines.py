@@ -504,7 +504,8 @@ def spgemm_symbolic(a_indptr, a_indices, b_indptr, b_indices, table_ptr, *, tabl
         chosen = row_table(r, products, table_ptr, table, keys, None)
         if chosen is not None:
             row_keys, _, start, size = chosen
-            hashed_row(row_products(a_indptr, a_indices, None, b_indptr, b_indices, None, r), row_keys, None, start, size)
+            products_of_row = row_products(a_indptr, a_indices, None, b_indptr, b_indices, None, r)
+            hashed_row(products_of_row, row_keys, None, start, size)
             row_nnz[r] = np.count_nonzero(row_keys[start:start + size] >= 0)
     return row_nnz, keys
 

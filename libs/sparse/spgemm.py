@@ -17,8 +17,8 @@ tables' sizing: load at most 1/2; a fuller table, load up to 1, made W16.spgemm'
 work-items clearing or reading slot s together touch consecutive words. Longer rows hash in their
 global tables. A work-item per row keeps the kernels free of atomics (no two work-items share a
 slot); rocSPARSE hashes a row with a wave or a workgroup and LDS compare-and-swap. LDS_ITEMS x
-LDS_SLOTS x (key + value bytes) is at most 64 KiB (i64 keys, f64 values), so a workgroup of ITEMS
-work-items takes LDS_ITEMS rows (the rest of its lanes idle: the price of 128-slot tables per
+LDS_SLOTS x (key + value bytes) is at most 64 KiB (i64 keys, f64 values), so a workgroup of
+common.ITEMS work-items takes LDS_ITEMS rows (the rest of its lanes idle: the price of 128-slot tables per
 work-item in 64 KiB; on gfx942 one such workgroup per CU, LDS-bound occupancy).
 
 Probing is linear from the multiplicative hash of the column (routines.hash_slot). The kernel IR's loops have fixed
@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import INDEX, ITEMS, buffers, clamped, in_range, loop, per_item, sizes, variables, widened
+from .common import INDEX, buffers, clamped, in_range, loop, per_item, sizes, variables, widened
 from .routines import SPGEMM_LDS_SLOTS as LDS_SLOTS, SPGEMM_PROBES as PROBES
 HASH = 2654435761   # Knuth's multiplicative hash constant, routines.hash_slot's
-LDS_ITEMS = 32      # rows per workgroup (of ITEMS work-items) of the hashing passes: their LDS tables fit 64 KiB
+LDS_ITEMS = 32      # rows per workgroup (of common.ITEMS work-items) of the hashing passes: their LDS tables fit 64 KiB
 
 
 def insert(keys, values, place, size, column, value, names: str, on_new):
@@ -112,8 +112,8 @@ def row_tables(a_indptr, a_indices, b_indptr, r, table_ptr, table, bounds, globa
     products, lds_table(lane, size) on its work-item's LDS slice; else none (the row is left empty)."""
     start, size, count, lds_size, lane = variables("start", "size", "count", "lds_size", "lane")
     return [K.Let(start, widened(table_ptr[r])), K.Let(size, widened(table_ptr[r + 1]) - start),
-            *product_count(a_indptr, a_indices, b_indptr, r, count, bounds),
             K.If(fits(start, size, table), global_table(start, size), [
+                *product_count(a_indptr, a_indices, b_indptr, r, count, bounds),
                 K.If(size.eq(0) & (count > 0) & (2 * count <= LDS_SLOTS), [
                     *least_power_of_two(lds_size, count, LDS_SLOTS),
                     K.Let(lane, K.workitem_id(0).cast(INDEX)),
@@ -173,7 +173,7 @@ def numeric_kernel(op: Op, name: str) -> K.Kernel:
         # The used slots in order, at C's row start.
         written_out = [K.Let(at, widened(c_indptr[r])),
                        loop(w, 0, size, [K.If(widened(table_keys[place(w)]) >= 0, [
-                           K.If((at >= 0) & (at < nse), [K.Store(c_indices, at, table_keys[place(w)].cast(c_indices.dtype)),
+                           K.If((at >= 0) & (at < nse), [K.Store(c_indices, at, table_keys[place(w)]),
                                                          K.Store(c_data, at, table_values[place(w)])]),
                            K.Assign(at, at + 1)])])]
         return [*clear(table_keys, table_values, place, size, s), *products, *written_out]
