@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import cnp
-from ..tracing import Tracer
+from ..tracing import Tracer, located
 from . import calls, products
 from .bsr import BSR
 from .checked import checked
@@ -51,6 +51,9 @@ def bcoo_sum_duplicates(mat: BCOO, nse=None) -> BCOO:
 
 def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
     """lax.dot_general with a sparse operand (products.dot_general)."""
+    if any(getattr(operand, "n_sparse", 2) == 1 for operand in (lhs, rhs)):
+        raise NotImplementedError(located("bcoo_dot_general: sparse vectors (n_sparse = 1) are not supported; "
+                                          "use @ (a vector with a dense vector or matrix)"))
     return products.dot_general(lhs, rhs, dimension_numbers)
 
 

@@ -16,7 +16,7 @@ from ...errors import ConcretizationError, TracingTypeError, TracingValueError
 from .. import cnp
 from ..pytree import register_pytree_node
 from ..tracing import Tracer, located
-from . import batched, calls, products, structure
+from . import batched, calls, products, structure, vector
 from .checked import record
 
 FLOATS = ("float32", "float64")
@@ -97,6 +97,7 @@ class SparseMatrix:
     sparse_shape = property(lambda self: self.shape[self.n_batch:self.n_batch + 2])
     dense_shape = property(lambda self: self.shape[self.n_batch + 2:])
     batched = property(lambda self: bool(self.n_batch or self.n_dense))
+    n_sparse = 2   # a BCOO of shape (n,) has 1 (vector.py)
 
     def check_axes(self, axes):
         if axes not in (None, (1, 0), [1, 0]):
@@ -212,6 +213,11 @@ class BCOO(SparseMatrix):
     def __init__(self, args, *, shape):
         data, indices = args
         self.data, self.indices = (a if isinstance(a, Tracer) else np.asarray(a) for a in (data, indices))
+        self.n_sparse = 1 if vector.is_vector(shape, self.indices) else 2
+        if self.n_sparse == 1:
+            self.shape, self.n_batch, self.n_dense = (int(shape[0]),), 0, 0
+            vector.check(self)
+            return
         self.n_batch, self.n_dense = max(self.indices.ndim - 2, 0), max(self.data.ndim - self.indices.ndim + 1, 0)
         if self.batched:
             self.shape = batched.layout("BCOO", shape, self.n_batch, self.n_dense)
@@ -234,17 +240,31 @@ class BCOO(SparseMatrix):
 
     @classmethod
     def fromdense(cls, mat, *, nse=None, index_dtype="int32", n_batch=0, n_dense=0):
+        if np.ndim(mat) == 1 and not (n_batch or n_dense):
+            return vector.fromdense(cls, mat, nse, index_dtype)
         return BCSR.fromdense(mat, nse=nse, index_dtype=index_dtype, n_batch=n_batch, n_dense=n_dense).to_bcoo()
 
     def to_bcsr(self) -> BCSR:
+        self.not_vector("to_bcsr")
         return BCSR.from_bcoo(self)
 
+    def not_vector(self, what: str):
+        if self.n_sparse == 1:
+            raise NotImplementedError(located(f"BCOO.{what}: not supported for sparse vectors (n_sparse = 1; "
+                                              f"vector.py lists what is)"))
+
     def todense(self):
+        if self.n_sparse == 1:
+            return vector.todense(self)
         if self.batched:
             return batched.todense(self)
         return self.to_bcsr().todense()
 
     def transpose(self, axes=None):
+        if self.n_sparse == 1:
+            if axes not in (None, (0,), [0]):
+                raise TracingValueError(located(f"BCOO.transpose: the axes of a vector are (0,), got {axes}"))
+            return self
         if self.batched:
             return batched.transpose(self, axes=None if axes is None else tuple(axes))
         self.check_axes(axes)
@@ -255,6 +275,7 @@ class BCOO(SparseMatrix):
     def reshape(self, *shape):
         """The same entries in a matrix of another shape of as many elements (row-major order)."""
         shape = tuple(shape[0]) if len(shape) == 1 and np.ndim(shape[0]) == 1 else tuple(shape)
+        self.not_vector("reshape")
         if self.batched or len(shape) != 2:
             return structure.reshaped(self, shape)
         shape = check_shape("BCOO.reshape", shape)
@@ -266,12 +287,18 @@ class BCOO(SparseMatrix):
         return BCOO((self.data, cnp.stack([linear // shape[1], linear % shape[1]], axis=1)), shape=shape)
 
     def __matmul__(self, other):
+        if self.n_sparse == 1:
+            return vector.matmul(self, other)
         return self.to_bcsr() @ other
 
     def __rmatmul__(self, other):
+        if self.n_sparse == 1:
+            return vector.rmatmul(self, other)
         return other @ self.to_bcsr()
 
     def __mul__(self, other):
+        if self.n_sparse == 1:
+            return vector.multiplied(self, other)
         if self.batched:
             return batched.multiplied(self, other)
         if np.ndim(other) == 0 and not isinstance(other, Tracer):
@@ -286,9 +313,12 @@ class BCOO(SparseMatrix):
     __rmul__ = __mul__
 
     def sum(self, axis=None):
+        if self.n_sparse == 1:
+            return vector.summed(self, axis)
         return self.to_bcsr().sum(axis)
 
     def sum_duplicates(self, nse=None):
+        self.not_vector("sum_duplicates")
         return sum_duplicates(self, nse=nse)
 
 

@@ -23,12 +23,14 @@ def buffers(op: Op, counts) -> list[K.GlobalBuffer]:
     return [K.GlobalBuffer(b.name, b.dtype, count, b.readonly) for b, count in zip(operand_buffers(op), counts)]
 
 
-def per_item(name, params, items, body, arguments) -> K.Kernel:
-    """A kernel running body(g) for each g in [0, items), a work-item each, ITEMS per workgroup."""
-    g = K.Var("g", INDEX)
-    linear = K.workgroup_id(0).cast(INDEX) * ITEMS + K.workitem_id(0).cast(INDEX)
-    return K.Kernel(name, params=params, grid=(K.ceil_div(items, ITEMS),), workgroup_size=(ITEMS,),
-                    body=[K.Let(g, linear), K.If(g < items, body(g))], arguments=arguments)
+def per_item(name, params, items, body, arguments, lds=(), rows=ITEMS) -> K.Kernel:
+    """A kernel running body(g) for each g in [0, items), a work-item each, ITEMS per workgroup of
+    which the first `rows` take items (fewer where each work-item's LDS share limits them)."""
+    g, lane = K.Var("g", INDEX), K.workitem_id(0).cast(INDEX)
+    active = g < items if rows == ITEMS else (lane < rows) & (g < items)
+    return K.Kernel(name, params=params, grid=(K.ceil_div(items, rows),), workgroup_size=(ITEMS,),
+                    body=[K.Let(g, K.workgroup_id(0).cast(INDEX) * rows + lane), K.If(active, body(g))], lds=lds,
+                    arguments=arguments)
 
 
 def loop(var: K.Var, start, stop, body) -> K.For:

@@ -7,6 +7,10 @@ from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from . import bsr, convert, csrsv, spgemm, spmv
 from .common import ITEMS
+from .routines import SPGEMM_LDS_SLOTS
+
+SPGEMM_REASON = (f"a work-item per row of A ({spgemm.LDS_ITEMS} per workgroup), its hash table in LDS (rows of at "
+                 f"most {SPGEMM_LDS_SLOTS // 2} products) or else in global memory")
 
 # routine -> (solution, kernel emitter, the reports' reason)
 SOLUTIONS = {
@@ -29,9 +33,8 @@ SOLUTIONS = {
     "dense2csr_count": ("row_per_item", convert.dense2csr_count_kernel, "a work-item per row"),
     "dense2csr": ("row_per_item", convert.dense2csr_kernel, "a work-item per row"),
     "spgemm_bound": ("row_per_item", spgemm.bound_kernel, "a work-item per row of A"),
-    "spgemm_symbolic": ("row_hash", spgemm.symbolic_kernel, "a work-item per row of A, a hash table per row"),
-    "spgemm_numeric": ("row_hash", spgemm.numeric_kernel,
-                       "a work-item per row of A, a hash table per row, the row sorted by insertion"),
+    "spgemm_symbolic": ("row_hash", spgemm.symbolic_kernel, SPGEMM_REASON),
+    "spgemm_numeric": ("row_hash", spgemm.numeric_kernel, SPGEMM_REASON + ", the row written in slot order"),
     "csrsv_levels": ("sequential", csrsv.levels_kernel, "one work-item (the analysis)"),
     "csrsv": ("level_scheduled", csrsv.solve_kernel,
               f"one workgroup of {csrsv.SOLVE_ITEMS} work-items, a level at a time, a barrier between levels"),

@@ -36,13 +36,14 @@ operand (or the attribute `columns`).
   dense2csr_count(A[m, n]) -> counts[m]                       nonzeros per row
   dense2csr(A[m, n], indptr) {nse} -> indices[nse], data[nse] the nonzeros of each row in column
       order, at indptr's offsets; slots past indptr[m] hold column 0, value 0
-  spgemm_bound(a_indptr, a_indices, b_indptr) -> slots[m]    each row's hash table size: the least
-      power of two at least 2 x the row's products of A B (a bound of its nonzeros), 0 for none
+  spgemm_bound(a_indptr, a_indices, b_indptr) -> slots[m]    each row's global hash table size: the
+      least power of two at least 2 x the row's products of A B (a bound of its nonzeros); 0 for a
+      row of at most SPGEMM_LDS_SLOTS / 2 products, which hashes in an LDS table of its work-item
   spgemm_symbolic(a_indptr, a_indices, b_indptr, b_indices, table_ptr) -> row_nnz[m], keys[T]
-      each row's distinct columns counted in its hash table, at table_ptr's offsets
+      each row's distinct columns counted in its hash table (global at table_ptr's offsets, or LDS)
   spgemm_numeric(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, table_ptr, c_indptr)
       {nse} -> c_indices[nse], c_data[nse], keys[T], values[T]: each row's products summed by
-      column in its hash table, then written in the table's slot order at c_indptr's offsets
+      column in its hash table (global or LDS), then written in the table's slot order at c_indptr's offsets
       (columns unsorted within a row, as scipy's product leaves them)
   csrsv_levels(indptr, indices) {lower} -> order[m], level_ptr[m + 1], levels[1], row_level[m]
       the rows of a triangular matrix by level (a row's level is one more than the highest of the
@@ -401,11 +402,18 @@ def spgemm_bound_infer(types, attrs):
     return [TensorType(types[0].dtype, (types[0].shape[0] - 1,))]
 
 
-def spgemm_bound(a_indptr, a_indices, b_indptr):
+def product_counts(a_indptr, a_indices, b_indptr) -> list[int]:
+    """Each row's products: B's row lengths (indptr differences, unclamped) summed over its columns
+    in range, as spgemm.product_count."""
     lengths, n = np.diff(b_indptr.astype(np.int64)), len(b_indptr) - 1
-    counts = [sum(int(lengths[k]) for k in a_indices[span(a_indptr, r, len(a_indices))] if 0 <= k < n)
-              for r in range(len(a_indptr) - 1)]
-    return np.array([table_slots(c) for c in counts], a_indptr.dtype).reshape(-1)
+    return [sum(int(lengths[k]) for k in a_indices[span(a_indptr, r, len(a_indices))] if 0 <= k < n)
+            for r in range(len(a_indptr) - 1)]
+
+
+def spgemm_bound(a_indptr, a_indices, b_indptr):
+    """A global table for each row with more products than an LDS table holds; none for the others."""
+    counts = product_counts(a_indptr, a_indices, b_indptr)
+    return np.array([0 if 2 * c <= SPGEMM_LDS_SLOTS else table_slots(c) for c in counts], a_indptr.dtype).reshape(-1)
 
 
 def span(indptr, r, total) -> slice:
@@ -434,6 +442,12 @@ def row_products(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, r):
 
 
 SPGEMM_PROBES = 4   # tries written out before spgemm.insert's loop over the table
+SPGEMM_LDS_SLOTS = 128   # slots of a work-item's LDS table: rows of at most half as many products hash there
+
+
+def lds_slots(products: int) -> int:
+    """A row's LDS table: the least power of two of at least twice its products (at most SPGEMM_LDS_SLOTS)."""
+    return table_slots(products)
 
 
 def hashed_row(products, keys, values, start, size):
@@ -468,14 +482,31 @@ def table_fits(start, size, table):
     return start >= 0 and size > 0 and start + size <= table
 
 
+def row_table(r, products, table_ptr, table, keys, values):
+    """Row r's table as (keys, values, start, size), as spgemm.row_tables chooses it: its slice of
+    the global table if it fits; else, if spgemm_bound gave it none and it has 1 to
+    SPGEMM_LDS_SLOTS / 2 products, a table of its own (the kernel's LDS slice) of lds_slots(products)
+    slots; else None (the row is left empty)."""
+    start, size = int(table_ptr[r]), int(table_ptr[r + 1] - table_ptr[r])
+    if table_fits(start, size, table):
+        return keys, values, start, size
+    if size == 0 and 0 < 2 * products[r] <= SPGEMM_LDS_SLOTS:
+        size = lds_slots(products[r])
+        return np.full(size, -1, keys.dtype), None if values is None else np.zeros(size, values.dtype), 0, size
+    return None
+
+
 def spgemm_symbolic(a_indptr, a_indices, b_indptr, b_indices, table_ptr, *, table):
     keys = np.full(table, -1, a_indptr.dtype)
     row_nnz = np.zeros(len(a_indptr) - 1, a_indptr.dtype)
+    products = product_counts(a_indptr, a_indices, b_indptr)
     for r in range(len(row_nnz)):
-        start, size = int(table_ptr[r]), int(table_ptr[r + 1] - table_ptr[r])
-        if table_fits(start, size, table):
-            hashed_row(row_products(a_indptr, a_indices, None, b_indptr, b_indices, None, r), keys, None, start, size)
-            row_nnz[r] = np.count_nonzero(keys[start:start + size] >= 0)
+        chosen = row_table(r, products, table_ptr, table, keys, None)
+        if chosen is not None:
+            row_keys, _, start, size = chosen
+            products_of_row = row_products(a_indptr, a_indices, None, b_indptr, b_indices, None, r)
+            hashed_row(products_of_row, row_keys, None, start, size)
+            row_nnz[r] = np.count_nonzero(row_keys[start:start + size] >= 0)
     return row_nnz, keys
 
 
@@ -489,16 +520,18 @@ def spgemm_numeric_infer(types, attrs):
 def spgemm_numeric(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, table_ptr, c_indptr, *, nse, table):
     keys, values = np.full(table, -1, a_indptr.dtype), np.zeros(table, a_data.dtype)
     c_indices, c_data = np.zeros(nse, a_indptr.dtype), np.zeros(nse, a_data.dtype)
+    products = product_counts(a_indptr, a_indices, b_indptr)
     for r in range(len(a_indptr) - 1):
-        start, size = int(table_ptr[r]), int(table_ptr[r + 1] - table_ptr[r])
-        if not table_fits(start, size, table):
+        chosen = row_table(r, products, table_ptr, table, keys, values)
+        if chosen is None:
             continue
-        hashed_row(row_products(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, r), keys, values, start, size)
-        used = [s for s in range(start, start + size) if keys[s] >= 0]
+        row_keys, row_values, start, size = chosen
+        hashed_row(row_products(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, r), row_keys, row_values,
+                   start, size)
         at = int(c_indptr[r])
-        for s in used:      # written only inside C (a static nse under jit bounds it)
+        for s in (s for s in range(start, start + size) if row_keys[s] >= 0):   # only inside C (nse bounds it)
             if 0 <= at < nse:
-                c_indices[at], c_data[at] = keys[s], values[s]
+                c_indices[at], c_data[at] = row_keys[s], row_values[s]
             at += 1
     return c_indices, c_data, keys, values
 

@@ -242,6 +242,52 @@ def check_spgemm_under_jit(a, b, c):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("dtype, index", [(np.float64, np.int32), (np.float32, np.int64)])
+def test_spgemm_lds_and_global_tables(dtype, index):
+    """Rows of 0, 1, 31, 32, 33, 63, 64, 65, 130 and 200 products around the LDS tables' bound
+    (libs/sparse/spgemm.py): rows of at most 64 products (half the 128 slots) hash in their
+    work-item's LDS slice (spgemm_bound gives them no global table), longer ones in the global
+    table. B with one entry per row, all columns distinct: every product a new key; B with two
+    entries per row among 40 columns: repeated columns (within a row of B too) summed. Against
+    scipy (indptr, sorted columns exact; values by the model 2 k eps (|A| |B|), k the row's
+    products, in the working dtype); compiled == interpreted == eager bit for bit, under jit."""
+    from cdnajit.frontend.sparse import calls
+    rng = np.random.default_rng(21)
+    lengths = [0, 1, 31, 32, 33, 63, 64, 65, 130, 200]
+    k = 200
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    indices = np.concatenate([np.sort(rng.choice(k, length, replace=False)) for length in lengths])
+    a = sp.csr_matrix((rng.standard_normal(indptr[-1]).astype(dtype), indices, indptr), shape=(len(lengths), k))
+    distinct = sp.csr_matrix((rng.standard_normal(k).astype(dtype), rng.permutation(300)[:k], np.arange(k + 1)),
+                             shape=(k, 300))
+    repeated = sp.csr_matrix((rng.standard_normal(2 * k).astype(dtype), rng.integers(0, 40, 2 * k),
+                              np.arange(0, 2 * k + 1, 2)), shape=(k, 40))
+    # Our operands own copies: scipy's products merge a B with repeated columns in place.
+    wide = lambda x: cs.csr_matrix((x.data.copy(), x.indices.astype(index), x.indptr.astype(index)), shape=x.shape)
+    for b, per_row in ((distinct, 1), (repeated, 2)):
+        products = np.array(lengths) * per_row
+        ours_a, ours_b = wide(a), wide(b)
+        tables = np.diff(np.asarray(calls.spgemm_tables(ours_a.indices, ours_a.indptr, ours_b.indptr)))
+        np.testing.assert_array_equal(tables == 0, products <= 64)
+        c = ours_a @ ours_b
+        expected = (a @ b.copy()).tocsr()
+        expected.sort_indices()
+        got = sp.csr_matrix((np.array(c.data), np.array(c.indices), np.array(c.indptr)), shape=c.shape).sorted_indices()
+        np.testing.assert_array_equal(got.indptr, expected.indptr)
+        np.testing.assert_array_equal(got.indices, expected.indices)
+        rows = np.repeat(np.arange(len(lengths)), np.diff(expected.indptr))
+        bound = 2 * products.max() * np.finfo(dtype).eps * (abs(a) @ abs(b.copy())).toarray()[rows, expected.indices]
+        np.testing.assert_array_less(np.abs(got.data - expected.data), bound + np.finfo(dtype).tiny)
+        product = lambda x, y: x @ y
+        for backend in ("interpret", None):
+            d = (cj.jit(product, backend=backend) if backend else cj.jit(product))(ours_a, ours_b)
+            used = int(np.asarray(c.indptr)[-1])
+            np.testing.assert_array_equal(np.asarray(d.indptr), np.asarray(c.indptr))
+            np.testing.assert_array_equal(np.asarray(d.indices)[:used], np.asarray(c.indices))
+            np.testing.assert_array_equal(np.asarray(d.data)[:used], np.asarray(c.data))
+
+
+@pytest.mark.slow
 def test_spgemm_under_jit_bad_indices_stay_inside():
     """Traced index arrays that were not checked (indptr decreasing, so rows overlap and the products
     exceed the static bound) never make a pass write outside its tables or C: compiled and
@@ -351,6 +397,9 @@ def test_every_routine_builds_for_amdgpu():
         (lambda i, p: calls.spgemm_tables(i, p, p), arrays[1:]),
         (lambda i, p, t: calls.spgemm_symbolic(i, p, i, p, t, table=20), (*arrays[1:], table_ptr)),
         (lambda d, i, p, t: calls.spgemm_numeric(d, i, p, d, i, p, t, t, nse=10, table=20), (*arrays, table_ptr)),
+        # i64 keys and f64 values: the numeric pass's LDS tables take the whole 64 KiB
+        (lambda d, i, p, t: calls.spgemm_numeric(d, i, p, d, i, p, t, t, nse=10, table=20),
+         (arrays[0], *(v.astype(np.int64) for v in (*arrays[1:], table_ptr)))),
         (lambda r, c, d, x: ops_segment_spmv(r, c, d, x), (np.zeros(30, np.int32), np.zeros(30, np.int32), np.ones(30),
                                                           np.ones(40))),
     ]
