@@ -135,8 +135,11 @@ def rebuilt(m, call: Op, operands=None, **changes) -> Value:
 
 def bias_vector(m, bias: Value, row: Op, features_dim: int, features: int) -> Value | None:
     """The (K,) vector a broadcast adds along the output features: broadcast_in_dim of a (K,) array onto
-    the features dimension, or of an array whose only dimension of size K lands there (b[:, None, None])."""
+    the features dimension, or of an array whose only dimension of size K lands there (b[:, None, None]);
+    with one feature, any one-element array (it adds the same value everywhere)."""
     dims = row.attrs["broadcast_dimensions"]
+    if features == 1 and math.prod(bias.type.shape) == 1:
+        return bias if bias.type.shape == (1,) else m.op("reshape", bias, new_sizes=(1,))
     sized = [i for i, size in enumerate(bias.type.shape) if size != 1]
     if len(sized) != 1 or dims[sized[0]] != features_dim or bias.type.shape[sized[0]] != features:
         return None
