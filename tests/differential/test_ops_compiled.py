@@ -1094,9 +1094,16 @@ def test_every_op_has_a_record():
 
 
 CASES = [(name, dtype) for name, r in RECORDS.items() for dtype in r.dtypes]
+# make test checks each op in these dtypes (or its first); make test-all in every dtype (make test's time)
+CORE_DTYPES = ("f32", "i32", "c64", "bool")
 
 
-@pytest.mark.parametrize("opname, dtype", CASES, ids=[f"{n}-{d}" for n, d in CASES])
+def case_param(opname, dtype):
+    core = dtype in CORE_DTYPES or dtype == RECORDS[opname].dtypes[0]
+    return pytest.param(opname, dtype, id=f"{opname}-{dtype}", marks=() if core else pytest.mark.slow)
+
+
+@pytest.mark.parametrize("opname, dtype", [case_param(n, d) for n, d in CASES])
 def test_compiled_matches_interpreter_and_numpy(opname, dtype, assert_close):
     case = RECORDS[opname].build(case_rng(opname, dtype), dtype)
     module = case.program.module(case.outputs)

@@ -33,6 +33,7 @@ def test_random_programs_many(part):
     check_programs(1000, seed=100 + part)
 
 
+@pytest.mark.slow   # make test's time: each program compiles its own kernels (about 60 s in all)
 @pytest.mark.parametrize("program_seed", [
     101004052,   # mean of one c64 element nan - 0.19j: JAX's division by 1 + 0i is simplified away, not Smith's
     202009511,   # the oracle called power(0.001, traced uint64) weak (jit gives lax.pow's strong result)
