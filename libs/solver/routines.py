@@ -283,12 +283,15 @@ def orgqr_reference(qr, tau, columns):
 MAX_SWEEPS = 30   # cyclic Jacobi converges quadratically: about 10 sweeps in f64 for n up to a few hundred
 
 
-def syevj_infer(types, attrs):
-    check_matrices("syevj", types, 1)
-    (a,) = types
-    batch, n, columns = a.shape
-    require(n == columns, f"library_call: solver.syevj takes square matrices, got {a}")
-    return [TensorType(COMPLEX_PART.get(a.dtype, a.dtype), (batch, n)), a, a]
+def symmetric_eigen_infer(routine: str):
+    """The shape rule of syev and syevj: a stack of square matrices -> w (real), V, the work matrix."""
+    def infer(types, attrs):
+        check_matrices(routine, types, 1)
+        (a,) = types
+        batch, n, columns = a.shape
+        require(n == columns, f"library_call: solver.{routine} takes square matrices, got {a}")
+        return [TensorType(COMPLEX_PART.get(a.dtype, a.dtype), (batch, n)), a, a]
+    return infer
 
 
 def syevj_reference(a):
@@ -317,14 +320,6 @@ def syevj_reference(a):
     w = np.real(np.diagonal(d, axis1=1, axis2=2)).copy()
     order = np.argsort(w, axis=1, kind="stable")
     return (np.take_along_axis(w, order, axis=1), np.take_along_axis(v, order[:, None, :], axis=2), d)
-
-
-def syev_infer(types, attrs):
-    check_matrices("syev", types, 1)
-    (a,) = types
-    batch, n, columns = a.shape
-    require(n == columns, f"library_call: solver.syev takes square matrices, got {a}")
-    return [TensorType(COMPLEX_PART.get(a.dtype, a.dtype), (batch, n)), a, a]
 
 
 def syev_reference(a):
@@ -910,8 +905,8 @@ ROUTINES = {
     "geqrf": Routine({}, geqrf_infer, geqrf_reference, "Householder QR (libs/solver/routines.py)"),
     "orgqr": Routine({"columns": "int"}, orgqr_infer, orgqr_reference,
                      "Q of a Householder QR (libs/solver/routines.py)"),
-    "syevj": Routine({}, syevj_infer, syevj_reference, "symmetric eigensolver, Jacobi (libs/solver/routines.py)"),
-    "syev": Routine({}, syev_infer, syev_reference, "symmetric eigensolver, tridiagonal reduction + implicit QR "
+    "syevj": Routine({}, symmetric_eigen_infer("syevj"), syevj_reference, "symmetric eigensolver, Jacobi (libs/solver/routines.py)"),
+    "syev": Routine({}, symmetric_eigen_infer("syev"), syev_reference, "symmetric eigensolver, tridiagonal reduction + implicit QR "
                                                     "(libs/solver/routines.py)"),
     "gesvdj": Routine({}, gesvdj_infer, gesvdj_reference, "singular values, one-sided Jacobi "
                                                           "(libs/solver/routines.py)"),

@@ -142,6 +142,25 @@ def eigenvector_residuals(a, w, v, dtype):
     return np.max(residual / np.where(scale == 0, 1, scale), initial=0.0)
 
 
+def assert_separated_vectors_match_numpy(a, w, v, matrices, dtype):
+    """Where an eigenvalue of a[b] is well separated (gap over ||A|| above 1/100), its vector is numpy's up
+    to a unit factor, to BOUND n eps ||A|| / gap."""
+    n = a.shape[-1]
+    for b in matrices:
+        matrix = wide(a[b])
+        want_w, want_v = np.linalg.eig(matrix)
+        norm = np.linalg.norm(matrix, 2)
+        for j in range(n):
+            k = np.argmin(np.abs(want_w - w[b, j]))
+            gap = np.min(np.abs(np.delete(want_w, k) - want_w[k]), initial=norm)
+            if gap < norm / 100:
+                continue
+            unit = np.vdot(want_v[:, k], v[b, :, j])
+            assert abs(abs(unit) - 1) <= BOUND * n * eps(dtype) * norm / gap
+            np.testing.assert_allclose(v[b, :, j], unit * want_v[:, k], rtol=0,
+                                       atol=BOUND * n * eps(dtype) * norm / gap)
+
+
 @pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
 @pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.slow) for n in (1, 2, 3)] + [9])
 def test_eig_vectors_against_numpy(dtype, n):
@@ -160,19 +179,8 @@ def test_eig_vectors_against_numpy(dtype, n):
     assert np.all(v.imag[np.broadcast_to(real[:, None, :], v.shape)] == 0)
     largest = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[:, None, :], axis=-2)[:, 0]
     assert np.all(largest.imag[~real] == 0)
-    for b in [0, 1, 3]:   # not the Jordan block (ill-conditioned) nor the zero row (a repeated 0 when n is small)
-        matrix = wide(a[b])
-        want_w, want_v = np.linalg.eig(matrix)
-        norm = np.linalg.norm(matrix, 2)
-        for j in range(n):
-            k = np.argmin(np.abs(want_w - w[b, j]))
-            gap = np.min(np.abs(np.delete(want_w, k) - want_w[k]), initial=norm)
-            if gap < norm / 100:
-                continue
-            unit = np.vdot(want_v[:, k], v[b, :, j])
-            assert abs(abs(unit) - 1) <= BOUND * n * eps(dtype) * norm / gap
-            np.testing.assert_allclose(v[b, :, j], unit * want_v[:, k], rtol=0,
-                                       atol=BOUND * n * eps(dtype) * norm / gap)
+    # not the Jordan block (ill-conditioned) nor the zero row (a repeated 0 when n is small)
+    assert_separated_vectors_match_numpy(a, w, v, [0, 1, 3], dtype)
 
 
 @pytest.mark.slow
@@ -249,19 +257,7 @@ def test_complex_eig_and_eigvals_against_numpy(dtype, n):
     np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1, rtol=0, atol=BOUND * n * eps(dtype))
     largest = np.take_along_axis(v, np.argmax(np.abs(v) ** 2, axis=-2)[:, None, :], axis=-2)[:, 0]
     assert np.all(largest.imag == 0) and np.all(largest.real > 0)
-    for b in [0, 1, 4]:
-        matrix = wide(a[b])
-        want_w, want_v = np.linalg.eig(matrix)
-        norm = np.linalg.norm(matrix, 2)
-        for j in range(n):
-            k = np.argmin(np.abs(want_w - w[b, j]))
-            gap = np.min(np.abs(np.delete(want_w, k) - want_w[k]), initial=norm)
-            if gap < norm / 100:
-                continue
-            unit = np.vdot(want_v[:, k], v[b, :, j])
-            assert abs(abs(unit) - 1) <= BOUND * n * eps(dtype) * norm / gap
-            np.testing.assert_allclose(v[b, :, j], unit * want_v[:, k], rtol=0,
-                                       atol=BOUND * n * eps(dtype) * norm / gap)
+    assert_separated_vectors_match_numpy(a, w, v, [0, 1, 4], dtype)
 
 
 @pytest.mark.slow
