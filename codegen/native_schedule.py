@@ -56,8 +56,9 @@ raise KeyboardInterrupt.
 A host callback step (ir/ops/callback.py) calls the table's `host_callback(k, addresses) -> i32`
 (runtime/native_schedule.py: a ctypes function that takes the GIL and runs the user's function on
 copies of the values), k the step's position in `callback_steps`, `addresses` an array of its
-inputs' addresses; a nonzero answer (the function raised) returns CALLBACK_FAILED at once, for the
-runtime to raise what the function raised. Its token result (a bool) is set false, as the interpreter's.
+inputs' addresses, then its results': the runtime writes the results (a pure callback's values, a
+debug callback's token); a nonzero answer (the function raised) returns CALLBACK_FAILED at once, for
+the runtime to raise what the function raised.
 """
 from __future__ import annotations
 
@@ -449,14 +450,14 @@ class ScheduleBuilder:
 
     def callback(self, step: dict) -> None:
         b = self.b
-        addresses = self.entry.alloca(ir.ArrayType(I64, max(len(step["inputs"]), 1)))
-        for i, slot in enumerate(step["inputs"]):
+        slots = step["inputs"] + [slot for slot, _, _ in step["results"]]
+        addresses = self.entry.alloca(ir.ArrayType(I64, max(len(slots), 1)))
+        for i, slot in enumerate(slots):
             b.store(self.address(slot), b.gep(addresses, [ir.Constant(I64, 0), ir.Constant(I64, i)]))
         status = self.call_entry(HOST_CALLBACK, I32, [ir.Constant(I64, self.callback_index[id(step)]),
                                                       b.bitcast(addresses, PTR)])
         with b.if_then(b.icmp_signed("!=", status, ir.Constant(I32, 0)), likely=False):
             b.ret(ir.Constant(I32, CALLBACK_FAILED))
-        b.store(ir.Constant(I8, 0), self.pointer(self.address(step["results"][0][0])))   # the token: false
 
     def launch(self, step: dict) -> None:
         b, plan = self.b, self.kernel_plans[step["kernel"]]

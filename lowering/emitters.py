@@ -18,12 +18,13 @@ from __future__ import annotations
 from typing import Callable
 
 from ..ir.core import Op
+from ..ir.ops.callback import CALLBACK_OPS
 from ..ir.kernel import GlobalBuffer, Kernel
 from ..ir.targets import Target, get_target
 from ..ir.types import COMPLEX_PART, COMPLEXES, TensorType
 
 # Ops the schedule runs itself, with no kernel: constants, loops, branches and host callbacks.
-HOST_OPS = frozenset({"constant", "while", "cond", "host_callback"})
+HOST_OPS = frozenset({"constant", "while", "cond"}) | CALLBACK_OPS
 
 KERNEL_EMITTERS: dict[str, Callable[[Op, str], Kernel]] = {}
 

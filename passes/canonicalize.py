@@ -10,7 +10,8 @@ One sweep (`simplify`) rebuilds the module op by op; each op, as it is built, is
      are never merged). A region sees the ops of its enclosing regions, never the reverse.
 An `optimization_barrier` is never folded or merged: what reads its results stays apart from what
 reads its operands (checkpoint's recomputation from the forward pass). Nor is a `host_callback`:
-each runs the user's function when the program runs.
+each runs the user's function when the program runs. A `pure_callback` is never folded (the user's
+function runs when the program runs, never at compile time).
 `cond` with a constant index (or one branch) is replaced by the chosen branch's ops; `while` whose
 condition is constantly false by its initial values. Then DCE drops what nothing uses.
 `canonicalize` repeats simplify + DCE until a sweep changes nothing.
@@ -138,7 +139,7 @@ class Simplifier(Rebuilder):
     def folded(self, op: Op, scope: SimplifyScope) -> list[Value] | None:
         """The op's results as constants, if it can and should be evaluated now."""
         if (not self.fold or op.regions or not op.operands or len(op.results) != 1
-                or op.name in ("library_call", "optimization_barrier", "host_callback")):
+                or op.name in ("library_call", "optimization_barrier", "host_callback", "pure_callback")):
             return None
         producers = [v.producer for v in op.operands]
         if not all(p is not None and p.name == "constant" for p in producers):

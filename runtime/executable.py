@@ -10,9 +10,9 @@ step of a schedule:
     condition and the branch index from memory;
   - `reshape`: a view of its operand (every array the schedule holds is C-contiguous), a bitcast
     as in XLA;
-  - `host_callback`: a call of the user's Python function on its operands' values
-    (runtime/native_schedule.py); a program holding one is not stored in the persistent cache,
-    whose entries outlive the process's registry of callbacks;
+  - `host_callback` / `pure_callback`: a call of the user's Python function on its operands'
+    values, which writes its results (runtime/native_schedule.py); a program holding one is not
+    stored in the persistent cache, whose entries outlive the process's registry of callbacks;
   - any other op: a kernel from `lowering.emitters.emit_kernel`, its arrays bound by the parameter
     contract of lowering/emitters.py (operands, then results, row-major). An op whose results are
     all empty needs no kernel: its step only allocates them.
@@ -42,7 +42,7 @@ from ..codegen.host import WRITTEN_BUFFER_ALIGNMENT, is_aligned_buffer, llvm_mod
 from ..errors import CdnajitError
 from ..ir.core import Module, Op, Region, walk
 from ..ir.kernel import GlobalBuffer, Kernel, ScalarParam
-from ..ir.ops.callback import EFFECT_OPS
+from ..ir.ops.callback import CALLBACK_OPS
 from ..ir.ops.library import cache_stamps
 from ..ir.ops.shape import IN_PLACE_OPS
 from ..ir.targets import Target, get_target
@@ -170,10 +170,12 @@ class Planner:
             return {"op": "cond", "index": self.slot(index), "index_dtype": index.type.dtype,
                     "operands": [self.slot(v) for v in operands],
                     "branches": [self.block(r) for r in op.regions], "results": [self.slot(v) for v in op.results]}
-        if op.name == "host_callback":
-            return {"op": "callback", "callback": op.attrs["callback"], "inputs": [self.slot(v) for v in op.operands],
+        if op.name in CALLBACK_OPS:
+            return {"op": "callback", "callback": op.attrs["callback"], "pure": op.name == "pure_callback",
+                    "inputs": [self.slot(v) for v in op.operands],
                     "types": [[v.type.dtype, dims(v.type.shape)] for v in op.operands],
-                    "results": [[self.slot(op.result), op.result.type.dtype, []]], "source": op_source(op)}
+                    "results": [[self.slot(v), v.type.dtype, dims(v.type.shape)] for v in op.results],
+                    "source": op_source(op)}
         if op.name in ALIAS_OPS:
             return {"op": "reshape", "input": self.slot(op.operands[0]), "result": self.slot(op.result),
                     "shape": dims(op.result.type.shape)}
@@ -284,7 +286,7 @@ class Reshape:
 
 
 class Callback(Allocate):
-    """A host callback step: the user's function called on copies of its inputs; its token false."""
+    """A host callback step: the user's function called on copies of its inputs, giving its results."""
     __slots__ = ("plan",)
 
     def __init__(self, plan: dict):
@@ -292,8 +294,9 @@ class Callback(Allocate):
         self.plan = plan
 
     def run(self, env: list) -> None:
-        run_callback(self.plan, [np.array(env[slot]) for slot in self.plan["inputs"]])
-        env[self.results[0]] = np.zeros((), np.bool_)
+        values = run_callback(self.plan, [np.array(env[slot]) for slot in self.plan["inputs"]])
+        for slot, value in zip(self.results, values):
+            env[slot] = value
 
 
 class Block:
@@ -437,7 +440,7 @@ class Executable:
         start = time.perf_counter()
         # A library's state outside the IR (a tuning database) changes which solutions its calls run.
         program_key = cache.key("program", f"target {target.name}\nlibraries {cache_stamps()}\n{graph}") \
-            if pipeline is None and not any(op.name in EFFECT_OPS for op in walk(graph.body)) else None
+            if pipeline is None and not any(op.name in CALLBACK_OPS for op in walk(graph.body)) else None
         stored = cls.lookup(cache, program_key) if program_key is not None else None
         lookup = time.perf_counter() - start
         if stored is not None:

@@ -27,9 +27,9 @@ import numpy as np
 from ..codegen.native_schedule import (CALLBACK_FAILED, INTERRUPTED, MISALIGNED, POOL, SCHEDULE_ENTRY,
                                        callback_steps, compile_schedule, direct_kernels, link_kernels,
                                        schedule_layout, schedule_module, value_bytes)
-from ..ir.ops.callback import CALLBACKS
+from ..ir.ops.callback import CALLBACKS, run_pure_callback
 from ..errors import AllocationError, CdnajitError
-from ..ir.types import NUMPY_DTYPES, format_bytes
+from ..ir.types import NUMPY_DTYPES, TensorType, format_bytes
 from .launch import (CompiledKernel, address, aligned_empty, allocation_error, machine_memory, result_allocator,
                      started_pool, worker_pool)
 from .native import link_object
@@ -83,9 +83,20 @@ def value_at(address: int, dtype: str, shape) -> np.ndarray:
     return np.frombuffer(data, NUMPY_DTYPES[dtype]).reshape(shape).copy()
 
 
-def run_callback(step: dict, arrays: list[np.ndarray]) -> None:
-    """Call the step's registered function on `arrays`."""
+def run_callback(step: dict, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """Call the step's registered function on `arrays`: the values of the step's results (a pure
+    callback's, checked against their types; a debug callback's token, false)."""
+    if step["pure"]:
+        return run_pure_callback(step["callback"], arrays, [TensorType(dtype, tuple(shape))
+                                                            for _, dtype, shape in step["results"]])
     CALLBACKS[step["callback"]](*arrays)
+    return [np.zeros((), np.bool_)]
+
+
+def store_at(address: int, value: np.ndarray) -> None:
+    """Write `value`'s elements, row-major, at `address`."""
+    if value.nbytes:
+        ctypes.memmove(address, np.ascontiguousarray(value).ctypes.data, value.nbytes)
 
 
 class HostCallbacks:
@@ -101,7 +112,10 @@ class HostCallbacks:
     def call(self, k: int, addresses) -> int:
         step = self.steps[k]
         try:
-            run_callback(step, [value_at(addresses[i], dtype, shape) for i, (dtype, shape) in enumerate(step["types"])])
+            values = run_callback(step, [value_at(addresses[i], dtype, shape)
+                                         for i, (dtype, shape) in enumerate(step["types"])])
+            for k, value in enumerate(values, start=len(step["types"])):
+                store_at(addresses[k], value)
             return 0
         except BaseException as error:   # noqa: B036  (the schedule returns at once; `run` raises it)
             self.failures.error = (error, step["source"])

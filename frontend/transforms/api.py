@@ -1,6 +1,6 @@
 """JAX's top-level helpers around the transformations: eval_shape, ShapeDtypeStruct, make_jaxpr,
-block_until_ready, device_get, named_call, jax.debug (host callbacks inside traced code too),
-pure_callback outside traced code, Array and config."""
+block_until_ready, device_get, named_call, jax.debug and pure_callback (host callbacks inside
+traced code too), Array and config."""
 from __future__ import annotations
 
 import abc
@@ -8,11 +8,11 @@ import functools
 
 import numpy as np
 
-from ...ir.ops.callback import register_callback
-from ...ir.types import is_supported_dtype
+from ...ir.ops.callback import checked_results, register_callback
+from ...ir.types import TensorType, dtype_name, is_supported_dtype
 from ..jit import Jitted
 from ..pytree import tree_flatten, tree_map, tree_unflatten
-from ..tracing import Tracer, bind, current_trace, located
+from ..tracing import Tracer, bind, current_trace
 
 
 class ShapeDtypeStruct:
@@ -93,12 +93,6 @@ def named_call(fun, *, name=None):
     return fun
 
 
-def host_only(what: str):
-    if current_trace() is not None:
-        raise NotImplementedError(located(f"{what} inside a traced function needs a host callback from compiled "
-                                          f"code, which cdnajit does not have; call it outside jit"))
-
-
 def debug_callback(callback, *args, ordered: bool = False, **kwargs):
     """jax.debug.callback: calls callback(*args, **kwargs) with the arguments' values (numpy arrays
     for traced values). Inside a traced function it is a `host_callback` op (ir/ops/callback.py),
@@ -108,6 +102,13 @@ def debug_callback(callback, *args, ordered: bool = False, **kwargs):
     if current_trace() is None:
         callback(*args, **kwargs)
         return
+    traced, call = on_traced_values(callback, args, kwargs)
+    bind("host_callback", traced, {"callback": register_callback(call)})
+
+
+def on_traced_values(callback, args, kwargs):
+    """(the tracers among args and kwargs, a function of their values that calls callback with
+    every argument: the traced ones replaced by those values)."""
     leaves, tree = tree_flatten((args, kwargs))
     traced = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tracer)]
 
@@ -116,8 +117,8 @@ def debug_callback(callback, *args, ordered: bool = False, **kwargs):
         for i, array in zip(traced, arrays):
             values[i] = array
         call_args, call_kwargs = tree_unflatten(tree, values)
-        callback(*call_args, **call_kwargs)
-    bind("host_callback", [leaves[i] for i in traced], {"callback": register_callback(call)})
+        return callback(*call_args, **call_kwargs)
+    return [leaves[i] for i in traced], call
 
 
 def debug_print(fmt: str, *args, ordered: bool = False, **kwargs):
@@ -127,19 +128,34 @@ def debug_print(fmt: str, *args, ordered: bool = False, **kwargs):
 
 
 def pure_callback(callback, result_shape_dtypes, *args, vmap_method=None, **kwargs):
-    """jax.pure_callback outside traced code: callback's result, checked against result_shape_dtypes."""
-    host_only("jax.pure_callback")
-    result = callback(*args, **kwargs)
-    leaves, tree = tree_flatten(result)
+    """jax.pure_callback: callback(*args, **kwargs), whose results must match result_shape_dtypes (a
+    tree of ShapeDtypeStructs or arrays) in tree, shapes and dtypes. Inside a traced function it is a
+    `pure_callback` op (ir/ops/callback.py) run when the program runs, with numpy arrays for the
+    traced arguments; it has no derivative, and vmap runs it as `vmap_method` says (JAX's
+    'sequential', 'expand_dims', 'broadcast_all')."""
     expected, expected_tree = tree_flatten(result_shape_dtypes)
-    if tree != expected_tree:
-        raise TypeError(f"pure_callback: the callback returned a tree {tree}, expected {expected_tree}")
-    for leaf, want in zip(leaves, expected):
-        got = np.asarray(leaf)
-        if got.shape != tuple(want.shape) or got.dtype != np.dtype(want.dtype):
-            raise TypeError(f"pure_callback: the callback returned {got.dtype}{list(got.shape)}, expected "
-                            f"{np.dtype(want.dtype)}{list(want.shape)}")
-    return tree_unflatten(tree, [np.asarray(leaf) for leaf in leaves])
+    types = []
+    for k, want in enumerate(expected):
+        if not (hasattr(want, "shape") and hasattr(want, "dtype")):
+            raise TypeError(f"pure_callback: result_shape_dtypes holds {want!r}, not a ShapeDtypeStruct or array")
+        if not is_supported_dtype(np.dtype(want.dtype)):
+            raise TypeError(f"pure_callback: result {k} has unsupported dtype {np.dtype(want.dtype)}")
+        types.append(TensorType(dtype_name(np.dtype(want.dtype)), tuple(int(d) for d in want.shape)))
+
+    def leaves_of(result) -> list:
+        """The callback's result as the list of its leaves, its tree checked."""
+        leaves, tree = tree_flatten(result)
+        if tree != expected_tree:
+            raise TypeError(f"pure_callback: the callback returned a tree {tree}, expected {expected_tree}")
+        return leaves
+
+    if current_trace() is None:
+        return tree_unflatten(expected_tree, checked_results(leaves_of(callback(*args, **kwargs)), types))
+    traced, call = on_traced_values(callback, args, kwargs)
+    attrs = {"callback": register_callback(lambda *arrays: leaves_of(call(*arrays))), "vmap_method": vmap_method, "num_results": len(types)}
+    for k, t in enumerate(types):
+        attrs[f"result{k}_dtype"], attrs[f"result{k}_shape"] = t.dtype, t.shape
+    return tree_unflatten(expected_tree, bind("pure_callback", traced, attrs))
 
 
 class Array(abc.ABC):

@@ -1,7 +1,13 @@
-"""host_callback: a call of a Python function on the values of its operands while the program runs
-(jax.debug.callback / jax.debug.print).
+"""Calls of a Python function on the values of their operands while the program runs.
 
     %token = host_callback %x, %y {callback = 3}      # bool[]: a token nothing needs to read
+    %r = pure_callback %x {callback = 4, num_results = 1, result0_dtype = f32, result0_shape = [3],
+                           vmap_method = "sequential"}
+
+`host_callback` is jax.debug.callback / jax.debug.print: an effect, its result a token.
+`pure_callback` is jax.pure_callback: its results are what the function returns (checked against
+the declared types when it returns), and it is pure, as JAX's: the passes may merge two equal ones
+or drop one nothing reads, but never run it at compile time (folding).
 
 `callback` names a function of this process's registry (`register_callback`); the op's reference
 (what the interpreter runs) and the executable's callback step (runtime/native_schedule.py) call it
@@ -11,8 +17,8 @@ moved out of a loop (licm) or fused; callbacks run in program order (passes/fusi
 effectful nodes of a region as the program does), and so does a `while`/`cond` containing one.
 `has_effects` says which ops those are.
 
-A callback id means a function of this process only: a program holding one is not stored in the
-persistent compile cache (runtime/executable.py).
+A callback id means a function of this process only: a program holding one (CALLBACK_OPS) is not
+stored in the persistent compile cache (runtime/executable.py).
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from ..opdef import define, set_rules
 from ..types import TensorType
 
 EFFECT_OPS = frozenset({"host_callback"})
+CALLBACK_OPS = frozenset({"host_callback", "pure_callback"})
 
 # id -> the Python function. Held for the life of the process: a program compiled with an id may
 # run at any later time (the registry grows by one entry per traced debug.print / callback).
@@ -60,6 +67,50 @@ define("host_callback", infer=host_callback_infer, reference=host_callback, attr
        doc="calls the registry's Python function `callback` on its operands' values; a bool[] token")
 
 
+def pure_callback_attrs(attrs: dict) -> dict:
+    """Each result's dtype and shape: result<k>_dtype, result<k>_shape."""
+    return {f"result{k}_{field}": kind for k in range(attrs.get("num_results", 0))
+            for field, kind in (("dtype", "dtype"), ("shape", "ints"))}
+
+
+def pure_callback_types(attrs: dict) -> list[TensorType]:
+    return [TensorType(attrs[f"result{k}_dtype"], tuple(attrs[f"result{k}_shape"])) for k in range(attrs["num_results"])]
+
+
+def pure_callback_infer(types, attrs, regions):
+    return pure_callback_types(attrs)
+
+
+def run_pure_callback(callback: int, arrays: list[np.ndarray], types: list[TensorType]) -> list[np.ndarray]:
+    """The registry's function `callback` called on `arrays`: its results, checked against `types`
+    (a mismatch is the user's error, a TypeError naming both, as JAX's runtime check)."""
+    return checked_results(CALLBACKS[callback](*arrays), types)
+
+
+def checked_results(results: list, types: list[TensorType]) -> list[np.ndarray]:
+    """A pure callback's results as arrays, each checked against its declared type."""
+    if len(results) != len(types):
+        raise TypeError(f"pure_callback: the callback returned {len(results)} arrays, expected {len(types)}")
+    checked = []
+    for k, (result, want) in enumerate(zip(results, types)):
+        result = np.asarray(result)
+        if result.shape != want.shape or result.dtype != want.numpy_dtype:
+            raise TypeError(f"pure_callback: result {k} of the callback is {result.dtype}{list(result.shape)}, "
+                            f"expected {want.numpy_dtype}{list(want.shape)} (its result_shape_dtypes)")
+        checked.append(result)
+    return checked
+
+
+def pure_callback(*operands, callback, vmap_method, num_results, **result_types):
+    types = pure_callback_types({"num_results": num_results, **result_types})
+    return tuple(run_pure_callback(callback, [np.array(x) for x in operands], types))
+
+
+define("pure_callback", infer=pure_callback_infer, reference=pure_callback,
+       attrs={"callback": "int", "vmap_method": "str?", "num_results": "int"}, more_attrs=pure_callback_attrs,
+       doc="the registry's Python function `callback` on its operands' values: its results, of the declared types")
+
+
 # ---- transformation rules ---------------------------------------------------------------------
 # The callback sees primal values only, as JAX's debug callbacks: forward mode emits it once on the
 # primals (the transformation re-emits the op itself), reverse mode gives its operands no cotangent.
@@ -90,3 +141,50 @@ def host_callback_batch(b, op, operands, batched):
 
 
 set_rules("host_callback", jvp=host_callback_jvp, vjp=host_callback_vjp, batch=host_callback_batch)
+
+
+# JAX's rules for pure_callback: no derivative (the callback is opaque: use custom_jvp around it);
+# vmap as `vmap_method` says, and not at all without one.
+
+def pure_callback_jvp(b, op, primals, tangents, outs):
+    raise ValueError(f"Pure callbacks do not support JVP (pure_callback at {op.location}). Please use "
+                     f"`custom_jvp` to use callbacks while taking gradients.")
+
+
+def pure_callback_vjp(b, op, primals, outs, cts):
+    pure_callback_jvp(b, op, primals, None, outs)
+
+
+def stacked(b, lanes, t: TensorType):
+    """The lanes' values of type t, stacked along a new leading dimension."""
+    rows = [b.reshape(x, (1,) + t.shape) for x in lanes]
+    return rows[0] if len(rows) == 1 else b.op("concatenate", *rows, dimension=0)
+
+
+def pure_callback_batch(b, op, operands, batched):
+    method, n, types = op.attrs["vmap_method"], b.axis_size, pure_callback_types(op.attrs)
+    if method in ("sequential", "sequential_unrolled"):
+        if n == 0:
+            return [b.full((0,) + t.shape, 0, t.dtype) for t in types], [True] * len(types)
+        lanes = [b.ops("pure_callback", [lane(b, x, f, k) for x, f in zip(operands, batched)], op.attrs)
+                 for k in range(n)]
+        return [stacked(b, [results[i] for results in lanes], t) for i, t in enumerate(types)], [True] * len(types)
+    if method in ("expand_dims", "broadcast_all"):
+        # The callback gets every operand with a leading batch dimension: of size 1 for an unbatched
+        # one under expand_dims, broadcast to the batch under broadcast_all; it returns batched results.
+        def with_batch_dim(x, is_batched):
+            if is_batched:
+                return x
+            shape = x.type.shape
+            if method == "expand_dims":
+                return b.reshape(x, (1,) + shape)
+            return b.op("broadcast_in_dim", x, shape=(n,) + shape, broadcast_dimensions=tuple(range(1, len(shape) + 1)))
+        attrs = {**op.attrs, **{f"result{k}_shape": (n,) + t.shape for k, t in enumerate(types)}}
+        results = b.ops("pure_callback", [with_batch_dim(x, f) for x, f in zip(operands, batched)], attrs)
+        return results, [True] * len(types)
+    raise NotImplementedError(
+        f"vmap of pure_callback (at {op.location}) needs vmap_method 'sequential', 'sequential_unrolled', "
+        f"'expand_dims' or 'broadcast_all', as JAX's; got vmap_method={method!r}")
+
+
+set_rules("pure_callback", jvp=pure_callback_jvp, vjp=pure_callback_vjp, batch=pure_callback_batch)

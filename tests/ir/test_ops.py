@@ -813,6 +813,25 @@ def check_host_callback(name, rng):
             assert_matches(g, x, what=f"{name} {dtype}{list(x.shape)}")
 
 
+@record("pure_callback")
+def check_pure_callback(name, rng):
+    """Its results are the function's, of the declared types (one result per dtype, of the operand's
+    shape, and a second of another type); a result of another dtype or shape is a TypeError."""
+    from cdnajit.ir.ops.callback import register_callback
+    for dtype in ALL_DTYPES:
+        x = sample(rng, dtype, (2, 3))
+        attrs = {"callback": register_callback(lambda a: [a[::-1], np.int32(a.size)]), "vmap_method": None,
+                 "num_results": 2, "result0_dtype": dtype, "result0_shape": (2, 3),
+                 "result1_dtype": "i32", "result1_shape": ()}
+        reversed_rows, size = run_op(name, x, attrs=attrs)
+        assert_matches(reversed_rows, x[::-1], what=f"{name} {dtype}")
+        assert size == 6
+    wrong = {"callback": register_callback(lambda a: [a.astype(np.float64)]), "vmap_method": None,
+             "num_results": 1, "result0_dtype": "f32", "result0_shape": (3,)}
+    with pytest.raises(TypeError, match=r"result 0 of the callback is float64\[3\], expected float32\[3\]"):
+        run_op(name, np.zeros(3, np.float32), attrs=wrong)
+
+
 @record("concatenate")
 def check_concatenate(name, rng):
     cases = [([(3,)], 0), ([(2,), (0,), (3,)], 0), ([(2, 3), (2, 1)], 1), ([(1, 0, 2), (3, 0, 2)], 0)]
