@@ -219,7 +219,7 @@ define("conv_general_dilated", infer=conv_infer, reference=conv_general_dilated,
 # The cotangents are convolutions themselves (the transposed convolutions): the input's is the
 # output cotangent convolved with the reversed kernel, its in and out features swapped, strides
 # becoming input dilation; the kernel's is the input convolved with the output cotangent, batch and
-# features swapped, strides becoming kernel dilation. Grouped convolutions are not supported there.
+# features swapped, strides becoming kernel dilation.
 
 def dilated(sizes, dilation):
     return [0 if d == 0 else (d - 1) * k + 1 for d, k in zip(sizes, dilation)]
@@ -251,11 +251,10 @@ def reshape_axis_into(b, src, dst, x):
 def conv_vjp(b, op, primals, outs, cts):
     """The two transposed convolutions (JAX's). Feature groups G: the input's cotangent convolves with the
     kernel's groups moved from its output features into its input features, G groups again; the kernel's
-    is the grouped convolution's batch_group_count = G form."""
-    groups = op.attrs["feature_group_count"]
-    if op.attrs["batch_group_count"] != 1:
-        raise NotImplementedError("reverse-mode differentiation of a convolution with batch_group_count > 1 "
-                                  "is not supported")
+    is the grouped convolution's batch_group_count = G form. Batch groups G: the same kernel move and G
+    feature groups give the input's cotangent with (group, feature) features, the groups then moved
+    back into its batch; the kernel's has feature_group_count = G (the batch being its features)."""
+    groups, batch_groups = op.attrs["feature_group_count"], op.attrs["batch_group_count"]
     lhs, rhs = primals
     (ct,) = cts
     a = op.attrs
@@ -269,19 +268,23 @@ def conv_vjp(b, op, primals, outs, cts):
     common = {"feature_group_count": 1, "batch_group_count": 1, "preferred_element_type": None}
     before = [w - low - 1 for w, (low, _) in zip(window, padding)]
     lhs_padding = tuple((lo, i + w - 1 - o - lo) for lo, i, w, o in zip(before, in_sizes, window, out_sizes))
+    kernel_groups = max(groups, batch_groups)   # at most one of them exceeds 1 (conv_infer)
     kernel = rhs
-    if groups > 1:
-        kernel = reshape_axis_into(b, rhs_spec[0], rhs_spec[1], reshape_axis_out_of(b, rhs_spec[0], groups, rhs))
+    if kernel_groups > 1:
+        kernel = reshape_axis_into(b, rhs_spec[0], rhs_spec[1], reshape_axis_out_of(b, rhs_spec[0], kernel_groups, rhs))
     flipped = b.op("rev", kernel, dimensions=tuple(rhs_spec[2:]))
     ct_lhs = b.op("conv_general_dilated", ct, flipped, window_strides=tuple(lhs_dilation), padding=lhs_padding,
                   lhs_dilation=tuple(strides), rhs_dilation=tuple(rhs_dilation), lhs_spec=tuple(out_spec),
                   rhs_spec=swap_first_two(rhs_spec), out_spec=tuple(lhs_spec),
-                  **{**common, "feature_group_count": groups})
+                  **{**common, "feature_group_count": kernel_groups})
+    if batch_groups > 1:
+        # Its features are (batch group, input feature): the groups go back into the batch, group-major.
+        ct_lhs = reshape_axis_into(b, lhs_spec[1], lhs_spec[0], reshape_axis_out_of(b, lhs_spec[1], batch_groups, ct_lhs))
     rhs_padding = tuple((low, o - i + w - low - 1) for (low, _), i, w, o in zip(padding, in_sizes, window, out_sizes))
     ct_rhs = b.op("conv_general_dilated", lhs, ct, window_strides=tuple(rhs_dilation), padding=rhs_padding,
                   lhs_dilation=tuple(lhs_dilation), rhs_dilation=tuple(strides), lhs_spec=swap_first_two(lhs_spec),
                   rhs_spec=swap_first_two(out_spec), out_spec=swap_first_two(rhs_spec),
-                  **{**common, "batch_group_count": groups})
+                  **{**common, "feature_group_count": batch_groups, "batch_group_count": groups})
     return [ct_lhs if is_differentiable(lhs.type) else None, ct_rhs if is_differentiable(rhs.type) else None]
 
 
@@ -322,17 +325,28 @@ def grouped_conv_of_lanes(b, op, lhs, rhs, groups):
 def conv_batch(b, op, operands, batched):
     """A batched input with one kernel: the lanes are more images, merged into the batch dimension. A
     batched kernel: the lanes are feature groups (each lane's input features convolved with its own
-    kernel), as JAX batches it."""
+    kernel), or batch groups when the convolution has them, as JAX batches it."""
     lhs, rhs = operands
     lhs_spec, rhs_spec, out_spec = op.attrs["lhs_spec"], op.attrs["rhs_spec"], op.attrs["out_spec"]
     lanes = b.axis_size
+    groups, batch_groups = op.attrs["feature_group_count"], op.attrs["batch_group_count"]
     if not batched[1]:
-        (out,) = b.ops("conv_general_dilated", [merge_lanes(b, lhs, lhs_spec[0]), rhs], op.attrs)
+        if batch_groups > 1:
+            # The lanes join each batch group's images, so the groups stay the batch's major part.
+            images = lhs_spec[0]
+            lhs = reshape_axis_out_of(b, images + 1, batch_groups, lhs)
+            lhs = reshape_axis_into(b, images, images, reshape_axis_into(b, 0, images + 1, lhs))
+        else:
+            lhs = merge_lanes(b, lhs, lhs_spec[0])
+        (out,) = b.ops("conv_general_dilated", [lhs, rhs], op.attrs)
         return [split_lanes(b, out, out_spec[0], lanes)], [True]
-    groups = op.attrs["feature_group_count"]
-    if op.attrs["batch_group_count"] != 1:
-        raise NotImplementedError("vmap of a conv_general_dilated with batch_group_count > 1 over a batched "
-                                  "kernel is not supported")
+    if batch_groups > 1:
+        # Lane-major batch and output features: batch group l * G + g of the merged input meets the
+        # output features of lane l's group g.
+        lhs = merge_lanes(b, b.move_batch_to_front(lhs, batched[0]), lhs_spec[0])
+        (out,) = b.ops("conv_general_dilated", [lhs, merge_lanes(b, rhs, rhs_spec[0])],
+                       {**op.attrs, "batch_group_count": batch_groups * lanes})
+        return [split_lanes(b, out, out_spec[1], lanes)], [True]
     if groups > 1:
         return [grouped_conv_of_lanes(b, op, b.move_batch_to_front(lhs, batched[0]), rhs, groups)], [True]
     lhs = merge_lanes(b, b.move_batch_to_front(lhs, batched[0]), lhs_spec[1])

@@ -128,6 +128,13 @@ CASES.update({
         lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", rhs_dilation=(2, 1), feature_group_count=3,
                                               dimension_numbers=("NHWC", "HWIO", "NHWC")),
         args_of(uniform(-1, 1, 2, 5, 4, 6), uniform(-1, 1, 2, 3, 2, 3))),
+    "conv_batch_grouped": Case(
+        lambda x, w: lax.conv_general_dilated(x, w, (1, 2), [(1, 0), (0, 1)], rhs_dilation=(2, 1), batch_group_count=2),
+        args_of(uniform(-1, 1, 4, 3, 5, 6), uniform(-1, 1, 4, 3, 2, 3))),
+    "conv_batch_grouped_nhwc": Case(
+        lambda x, w: lax.conv_general_dilated(x, w, (2, 1), "SAME", batch_group_count=3,
+                                              dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        args_of(uniform(-1, 1, 6, 4, 5, 2), uniform(-1, 1, 3, 2, 2, 6))),
     "conv_lhs_dilated": Case(
         lambda x, w: lax.conv_general_dilated(x, w, (1, 1), [(0, 1), (2, 1)], lhs_dilation=(2, 1)),
         args_of(uniform(-1, 1, 2, 3, 4, 5), uniform(-1, 1, 2, 3, 2, 3))),
