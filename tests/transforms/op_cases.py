@@ -174,3 +174,12 @@ ZERO_DERIVATIVE_OPS = {"bitcast_convert", "sign", "floor", "ceil", "round", "tru
 UNDIFFERENTIABLE_OPS = {"pure_callback"}
 # Ops with rules that traced programs do not contain: the passes make them (copy, fma).
 PASS_MADE_OPS = {"copy", "fma"}
+
+
+def known_answer_draws(name: str, case: Case):
+    """(arguments, a tangent per argument, cotangent(n): n values for the flattened output) of the case
+    `name`: what tests/transforms/test_jax_op_rules.py and its generator evaluate, drawn alike."""
+    rng = np.random.default_rng(sum(map(ord, name)) + 7)
+    args = case.args(rng)
+    direction = tuple(rng.normal(size=np.shape(a)) for a in args)
+    return args, direction, lambda n: rng.normal(size=n)
