@@ -231,8 +231,8 @@ def cholesky_stack(a: Tracer) -> Tracer:
 def qr(a, mode: str = "reduced"):
     """jnp.linalg.qr: (Q, R) with a = Q R, Q orthonormal (unitary) columns; mode "reduced" (Q m x k, R k x n,
     k = min(m, n)), "complete" (Q m x m, R m x n), "r" (R only, k x n) or "raw" (LAPACK's
-    Householder vectors transposed, and tau). Differentiable where JAX's is (m >= n, and Q square
-    when complete): qr_stack's rules."""
+    Householder vectors transposed, and tau). Differentiable in every mode but raw, as JAX's:
+    qr_stack's rules."""
     if mode not in ("reduced", "complete", "r", "raw"):
         raise TracingValueError(located(f"qr: mode must be 'reduced', 'complete', 'r' or 'raw', got {mode!r}"))
     a = matrices("qr", a, square=False)
@@ -255,19 +255,17 @@ def qr_stack(a: Tracer, rows: int) -> tuple[Tracer, Tracer]:
     For m >= n: with X = dA R^-1, C = Q^H X and W = tril(C, -1) - tril(C, -1)^H (plus i im(diag C)
     for complex matrices), dQ = Q (W - C) + X and dR = (C - W) R; its transpose for real matrices:
     with D = Q^T ct_Q - ct_R R^T, ct_A = (ct_Q + Q (tril(D - D^T, -1) - D)) R^-T. For m < n, A =
-    [A1 A2] with A1 square: dQ and dR1 as above for A1 = Q R1, dR2 = dQ^H A2 + Q^H dA2. Reverse mode
-    of wide or complex matrices: the JVP transposed."""
+    [A1 A2] with A1 square: dQ and dR1 as above for A1 = Q R1, dR2 = dQ^H A2 + Q^H dA2. The complete
+    Q of a tall matrix, [Q1 Q2] with Q1 = Q[:, :n]: Q2 is the Householder reflectors' (orgqr's), whose
+    derivative Roberts and Roberts give (arXiv 2409.13374, eqs. 32-33; JAX's rule): with Z = Q1[n:]
+    (Q1[:n] - I)^-1, dQ2 = dQ1 Z^H - (Q1 + Q2 Z) (dQ1[n:] - Z dQ1[:n])^H, and R's last m - n rows stay
+    zero. Reverse mode of wide, complete or complex matrices: the JVP transposed."""
     m, n = a.shape[1:]
+    complete_tall = rows > n
 
     def factor(a):
         packed, tau = geqrf(a)
         return orgqr(packed, tau, rows), sh.triu(packed[:, :rows, :])
-
-    def check():
-        if rows != min(m, n):
-            raise NotImplementedError(located(
-                f"qr: the derivative of the complete Q of a non-square matrix is not implemented; got a of shape "
-                f"{(m, n)} and Q of {rows} columns"))
 
     def thin(q, r, da):
         x = right_solve(da, r, transposed=False)
@@ -277,20 +275,29 @@ def qr_stack(a: Tracer, rows: int) -> tuple[Tracer, Tracer]:
             w = w + cr.eye(c.shape[-1], dtype=c.dtype) * (c - el.real(c).astype(c.dtype))
         return q @ (w - c) + x, (c - w) @ r
 
+    def complete(q, r, da):
+        q1 = q[:, :, :n]
+        dq1, dr = thin(q1, r[:, :n, :], da)
+        z_h = solve_stack(adjoint(q1[:, :n, :] - cr.eye(n, dtype=q.dtype)), adjoint(q1[:, n:, :]))
+        dq2 = dq1 @ z_h - (q1 + q[:, :, n:] @ adjoint(z_h)) @ adjoint(dq1[:, n:, :] - adjoint(z_h) @ dq1[:, :n, :])
+        return (sh.concatenate([dq1, dq2], axis=2),
+                sh.concatenate([dr, cr.zeros((dr.shape[0], m - n, n), dtype=dr.dtype)], axis=1))
+
     def jvp(primals, tangents, outs):
-        check()
         (q, r), da = outs, tangents[0]
+        if complete_tall:
+            return complete(q, r, da)
         if m >= n:
             return thin(q, r, da)
         dq, dr1 = thin(q, r[:, :, :m], da[:, :, :m])
         return dq, sh.concatenate([dr1, adjoint(dq) @ primals[0][:, :, m:] + adjoint(q) @ da[:, :, m:]], axis=2)
 
     def vjp(primals, outs, cts):
-        check()
         (q, r), (ct_q, ct_r) = outs, cts
         d = matrix_transpose(q) @ ct_q - ct_r @ matrix_transpose(r)
         return (right_solve(ct_q + q @ (sh.tril(d - matrix_transpose(d), -1) - d), r, transposed=True),)
-    return with_rules("linalg.qr", factor, jvp, complex_transposed(jvp, vjp) if m >= n else transposed(jvp), a)
+    thin_tall = m >= n and not complete_tall
+    return with_rules("linalg.qr", factor, jvp, complex_transposed(jvp, vjp) if thin_tall else transposed(jvp), a)
 
 
 def symmetric(name: str, a, UPLO: str, symmetrize_input: bool) -> Tracer:

@@ -41,15 +41,16 @@ CASES = {
 TALL = RNG.normal(size=(2, 5, 3))
 WIDE = RNG.normal(size=(3, 5))
 C4 = np.array([1.0, -0.5, 2.0, 0.7])
+C5 = np.append(C4, -1.3)
 W55 = RNG.normal(size=(5, 5))
 B52 = RNG.normal(size=(5, 2))
 B32 = RNG.normal(size=(3, 2))
 
 
-def qr_function(linalg, sin):
+def qr_function(linalg, sin, mode="reduced"):
     def f(a):
-        q, r = linalg.qr(a)
-        return (sin((q * C4[:q.shape[-1]]) @ r).sum() + (r ** 2).sum()
+        q, r = linalg.qr(a, mode=mode)
+        return (sin((q * C5[:q.shape[-1]]) @ r).sum() + (r ** 2).sum()
                 + (q ** 2 * W55[:q.shape[-2], :q.shape[-1]]).sum())
     return f
 
@@ -67,6 +68,8 @@ CASES.update({
     "qr_tall": (qr_function(cnp.linalg, cnp.sin), qr_function(np.linalg, np.sin), TALL),
     "qr_square": (qr_function(cnp.linalg, cnp.sin), qr_function(np.linalg, np.sin), A[0]),
     "qr_wide": (qr_function(cnp.linalg, cnp.sin), qr_function(np.linalg, np.sin), WIDE),
+    # the complete Q of a tall matrix: Q2 is LAPACK's (Householder) completion, as numpy's
+    "qr_complete": (qr_function(cnp.linalg, cnp.sin, "complete"), qr_function(np.linalg, np.sin, "complete"), TALL),
     "svd_tall": (svd_function(cnp.linalg, cnp.sin), svd_function(np.linalg, np.sin), TALL),
     "svd_wide": (svd_function(cnp.linalg, cnp.sin), svd_function(np.linalg, np.sin), WIDE),
     "svdvals": (lambda a: cnp.sum(cnp.sin(cnp.linalg.svd(a, compute_uv=False))),
@@ -133,10 +136,8 @@ def test_vmap_against_a_loop():
 
 
 def test_undefined_factorization_derivatives_raise():
-    """Full U/Vh of a non-square svd have no derivative (as JAX's); the complete Q of a non-square qr
-    has none here (JAX 0.10.2 has one). QR of a wide matrix has (JAX's values in test_jax_transforms)."""
-    with pytest.raises(NotImplementedError, match="qr: the derivative of the complete Q of a non-square matrix"):
-        interpreted(cj.grad(lambda a: cnp.sum(cnp.linalg.qr(a, mode="complete")[0])))(TALL)
+    """Full U/Vh of a non-square svd have no derivative (as JAX's). QR of a wide matrix has (JAX's
+    values in test_jax_transforms)."""
     assert interpreted(cj.grad(lambda a: cnp.sum(cnp.linalg.qr(a)[1])))(WIDE).shape == WIDE.shape
     with pytest.raises(NotImplementedError, match="full_matrices=True is defined for square matrices only"):
         interpreted(cj.grad(lambda a: cnp.sum(cnp.linalg.svd(a)[0] ** 2)))(TALL)

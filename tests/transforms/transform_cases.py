@@ -117,4 +117,12 @@ CASES = {
         *[part(ns, ns.api.grad(lambda a: ns.np.sum(ns.np.abs(ns.np.linalg.qr(a)[1]) ** 2 * ramp(2, 4, phase=0.4)))(
             complex_ramp(2, 4, phase=2.3) + 2 * np.eye(2, 4)))
           for part in (lambda ns, g: ns.np.real(g), lambda ns, g: ns.np.imag(g))]],
+    # the complete Q of tall matrices (JAX 0.10.2's rule: Roberts and Roberts' derivative of the
+    # Householder completion), real and complex
+    "qr_complete_grads": lambda ns: [
+        ns.api.grad(lambda a: ns.np.sum(ns.np.sin(ns.np.linalg.qr(a, mode="complete")[0]) * ramp(5, 5, phase=0.7))
+                    + ns.np.sum(ns.np.linalg.qr(a, mode="complete")[1] ** 2))(ramp(5, 3, phase=1.3) + 2 * np.eye(5, 3)),
+        *[part(ns, ns.api.grad(lambda a: ns.np.sum(ns.np.abs(ns.np.linalg.qr(a, mode="complete")[0]) ** 3
+                                                  * ramp(4, 4, phase=0.3)))(complex_ramp(4, 2, phase=0.9) + np.eye(4, 2)))
+          for part in (lambda ns, g: ns.np.real(g), lambda ns, g: ns.np.imag(g))]],
 }
