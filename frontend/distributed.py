@@ -16,7 +16,10 @@ doubling (log2 n exchanges of the whole message) for small ones on a power-of-tw
 processes, and a binomial tree (reduce to rank 0 in ceil(log2 n) steps, then broadcast down), as an
 alpha-beta model of the host's steps chooses (`host_all_reduce_algorithm`). Every reduction step is
 a compiled kernel: the CCL library's `reduce` of two operands (the partial received and the
-process's own), written in place. A transfer that does not
+process's own), written in place. An all-reduce of a shape, dtype and reducer seen before reuses
+its plan (`AllReducePlan`: buffers, persistent MPI requests, the reduction's argument blocks), and
+the processes' shapes are compared in the headers of recursive doubling's messages rather than by a
+collective of their own, so a short all-reduce costs a few Python calls per step. A transfer that does not
 complete within `timeout` seconds (a process that died or never called the collective) raises
 TimeoutError on the processes waiting for it, rather than hanging.
 
@@ -25,7 +28,10 @@ process partitions programs over its own devices; these collectives combine proc
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
+import hashlib
+import math
 import os
 import time
 
@@ -43,7 +49,7 @@ from ..runtime.launch import PARALLEL_MIN_WORK_ITEMS, address, aligned_copy, ali
 
 DEFAULT_TIMEOUT_S = 60.0
 SPIN_S = 2e-3   # polling back to back for this long, then yielding the CPU between polls
-_state = {"comm": None}
+_state = {"comm": None, "MPI": None}   # MPI: the mpi4py module, once initialized
 
 
 def comm():
@@ -58,7 +64,9 @@ def initialize():
         from mpi4py import MPI
     except ImportError:
         raise ImportError("cdnajit.distributed needs mpi4py and an MPI: pip install mpich mpi4py") from None
-    _state["comm"] = MPI.COMM_WORLD
+    if _state["MPI"] is None:
+        atexit.register(AllReducePlan.free_all)
+    _state["comm"], _state["MPI"] = MPI.COMM_WORLD, MPI
     devices.Processes.index, devices.Processes.count = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
 
 
@@ -68,6 +76,7 @@ def is_initialized() -> bool:
 
 def shutdown():
     """Back to one process (the MPI library stays initialized until the interpreter exits)."""
+    AllReducePlan.free_all()
     _state["comm"] = None
     devices.Processes.index, devices.Processes.count = 0, 1
 
@@ -128,10 +137,12 @@ def wait(requests, timeout: float, what: str):
     Polling never sleeps: MPI moves a large message through its shared-memory cells only while a
     call of the process polls it (as its own blocking calls do), so a sleep between polls stalls the
     transfer; after SPIN_S the poller yields its CPU between polls, for processes sharing cores."""
-    from mpi4py import MPI
+    test_all = _state["MPI"].Request.Testall
+    if test_all(requests):
+        return
     start = time.monotonic()
     deadline, spin_until = start + timeout, start + SPIN_S
-    while not MPI.Request.Testall(requests):
+    while not test_all(requests):
         now = time.monotonic()
         if now < spin_until:        # a transfer between processes of one host completes in microseconds
             continue
@@ -237,21 +248,148 @@ def tree_broadcast(flat: np.ndarray, root: int, timeout: float) -> np.ndarray:
     return work
 
 
-def doubling_all_reduce(flat: np.ndarray, reducer: str, timeout: float) -> np.ndarray:
-    """Recursive doubling (MPICH's all-reduce for short messages; n a power of two): at step k every
+class DoublingPlan:
+    """Recursive doubling (MPICH's all-reduce for short messages; n a power of two) of one message
+    shape, dtype and reducer, set up once and reused by every call with them: at step k every
     process swaps its partial with the process whose rank differs in bit k and both combine them,
-    the lower rank's partial first, so every process computes the same values in log2 n steps."""
-    n, rank = comm().Get_size(), comm().Get_rank()
-    work, bit = aligned_copy(flat), 1
-    while bit < n:
-        partner = rank ^ bit
-        received = Scratch.take(work.size, work.dtype)
-        exchange(work, partner, received, partner, timeout, "recursive-doubling all-reduce")
-        reduced = aligned_empty(work.shape, work.dtype)
-        lower, upper = (received, work) if partner < rank else (work, received)
-        combine_into(reduced, reducer, lower, upper)
-        work, bit = reduced, bit * 2
-    return work
+    the lower rank's partial first, so every process computes the same values in log2 n steps.
+
+    A short all-reduce is latency-bound, and setting a call up (buffers, requests, the reduction's
+    argument block, a separate collective to compare shapes) cost more than its transfers. The plan
+    holds a send and a receive buffer, each a header (HEADER_BYTES: the call's signature and a
+    mismatch flag) followed by the message; MPI persistent requests (Send_init/Recv_init) for each
+    step's partner; and each step's argument block of the compiled reduction (the partials reduced
+    in place into the send buffer), so a call copies the message in, starts, polls and reduces per
+    step, and copies the result out.
+
+    The header is the shape check: each process compares the signature it receives with its own and
+    ORs the received flag into its own, so after log2 n steps every process's flag is set iff some
+    process's signature differs (each step joins two groups whose members agree by comparing one
+    member of each). A partner's longer message (a larger array) arrives truncated: a mismatch too.
+    A plan of no elements is the check alone (before a ring or tree all-reduce)."""
+
+    def __init__(self, signature: int, count: int, dtype: np.dtype, reducer: str):
+        n, rank = comm().Get_size(), comm().Get_rank()
+        nbytes = HEADER_BYTES + count * dtype.itemsize
+        self.send, self.received = aligned_empty((nbytes,), np.uint8), aligned_empty((nbytes,), np.uint8)
+        # The header's two int64s through memoryviews: Python ints, without numpy scalars per step.
+        self.send_header = memoryview(self.send)[:16].cast("q")
+        self.received_header = memoryview(self.received)[:16].cast("q")
+        self.signature, self.send_header[0] = signature, signature
+        self.data, received_data = self.send[HEADER_BYTES:].view(dtype), self.received[HEADER_BYTES:].view(dtype)
+        partners = [rank ^ (1 << k) for k in range(n.bit_length() - 1)]
+        self.requests = [[comm().Recv_init(self.received, partner, DOUBLING_TAG),
+                          comm().Send_init(self.send, partner, DOUBLING_TAG)] for partner in partners]
+        self.kernel = ReductionStep.get(reducer, dtype).kernel if count else None
+        self.total, self.parallel = -(-count // ITEMS), count >= PARALLEL_MIN_WORK_ITEMS
+        self.size, self.counter = ctypes.c_int64(count), ctypes.c_int64(0)
+        size, out = ctypes.addressof(self.size), address(self.data) if count else 0
+        mine, theirs = out, address(received_data) if count else 0
+        # The reduction's operands (received, mine) in rank order: the lower rank's partial first.
+        self.blocks = [(ctypes.c_void_p * 4)(*((theirs, mine) if partner < rank else (mine, theirs)), out, size)
+                       for partner in partners]
+        self.steps = [(requests, ctypes.addressof(block)) for requests, block in zip(self.requests, self.blocks)]
+
+    def __call__(self, flat: np.ndarray | None, timeout: float, what: str) -> bool:
+        """Run the steps on `flat` (None for the check alone); whether every process's signature
+        matched. The result is in self.data."""
+        mpi = _state["MPI"]
+        if flat is not None:
+            np.copyto(self.data, flat)
+        mismatch, header, kernel = 0, self.received_header, self.kernel
+        self.send_header[1] = 0
+        for requests, block in self.steps:
+            mpi.Prequest.Startall(requests)
+            try:
+                wait(requests, timeout, what)
+            except mpi.Exception as error:       # a longer message than ours: its array is larger
+                if error.Get_error_class() not in (mpi.ERR_TRUNCATE, mpi.ERR_IN_STATUS):
+                    raise
+                wait(requests, timeout, what)
+                mismatch = 1
+            mismatch |= (header[0] != self.signature) | header[1]
+            self.send_header[1] = mismatch
+            if kernel is None or mismatch:
+                continue
+            if self.parallel:
+                kernel.launch(block, self.total, True)
+            else:                  # on this thread, as CompiledKernel.launch runs a small grid
+                self.counter.value = 0
+                kernel.run(block, ctypes.addressof(self.counter), self.total, self.total)
+        return not mismatch
+
+    def free(self):
+        for requests in self.requests:
+            for request in requests:
+                request.Free()
+
+
+HEADER_BYTES = WRITTEN_BUFFER_ALIGNMENT    # so that the message after it is aligned for the kernel
+DOUBLING_TAG = 19
+
+
+class AllReducePlan:
+    """What an all-reduce of one shape, dtype, reducer and requested algorithm needs, kept between
+    calls (`plans`): the algorithm the host model picks, and the recursive-doubling plan that runs
+    it or (ring, tree) checks the processes' shapes before it. With a count of processes that is not
+    a power of two, the shapes are compared by an all-gather of their descriptions instead."""
+    plans: dict = {}
+
+    def __init__(self, shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
+        n = comm().Get_size()
+        if algorithm is not None and algorithm not in ALGORITHMS or algorithm == "doubling" and n & (n - 1):
+            raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not one of {ALGORITHMS} "
+                             f"(recursive doubling needs a power-of-two number of processes, here {n})")
+        self.shape, self.reducer = shape, reducer
+        self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize)
+        key = repr((self.algorithm, reducer, dtype.str, shape)).encode()
+        signature = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little", signed=True)
+        count = math.prod(shape) if self.algorithm == "doubling" else 0
+        self.doubling = DoublingPlan(signature, count, dtype, reducer) if n > 1 and n & (n - 1) == 0 else None
+
+    @classmethod
+    def get(cls, x: np.ndarray, reducer: str, algorithm: str | None) -> "AllReducePlan":
+        key = (x.shape, x.dtype, reducer, algorithm)
+        plan = cls.plans.get(key)
+        if plan is None:
+            plan = cls.plans[key] = cls(x.shape, x.dtype, reducer, algorithm)
+        return plan
+
+    def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray:
+        if self.doubling is None:
+            check_same(x, "all_reduce", timeout)
+            if comm().Get_size() == 1:
+                return x.copy()
+        else:
+            doubling = self.algorithm == "doubling"
+            try:
+                matched = self.doubling(x.reshape(-1) if doubling else None, timeout, "all_reduce")
+            except TimeoutError:
+                self.forget()       # its requests may still be pending
+                raise
+            if not matched:
+                check_same(x, "all_reduce", timeout)
+                raise ValueError(f"cdnajit.distributed.all_reduce: the processes passed different reducers "
+                                 f"or algorithms (process {comm().Get_rank()}: {self.reducer!r}, {self.algorithm})")
+            if doubling:
+                return self.doubling.data.reshape(x.shape).copy()
+        flat = x.reshape(-1)
+        if self.algorithm == "ring":
+            return ring_all_reduce(flat, self.reducer, timeout).reshape(x.shape)
+        return tree_broadcast(tree_reduce(flat, self.reducer, timeout), 0, timeout).reshape(x.shape)
+
+    def forget(self):
+        for key, plan in list(self.plans.items()):
+            if plan is self:
+                del self.plans[key]
+
+    @classmethod
+    def free_all(cls):
+        """Free every plan's MPI requests (before MPI finalizes, which warns of requests left)."""
+        for plan in cls.plans.values():
+            if plan.doubling is not None:
+                plan.doubling.free()
+        cls.plans.clear()
 
 
 # The algorithm between processes, by an alpha-beta model of MPI point-to-point steps on a host:
@@ -280,20 +418,7 @@ def all_reduce(x, op: str = "sum", *, algorithm: str | None = None, timeout: flo
     the tree or recursive doubling (a power-of-two count of processes) as the host model above picks
     for the size, or as `algorithm` says."""
     x = np.ascontiguousarray(x)
-    n = comm().Get_size()
-    if algorithm is not None and algorithm not in ALGORITHMS or algorithm == "doubling" and n & (n - 1):
-        raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not one of {ALGORITHMS} "
-                         f"(recursive doubling needs a power-of-two number of processes, here {n})")
-    check_same(x, "all_reduce", timeout)
-    if n == 1:
-        return x.copy()
-    flat = x.reshape(-1)
-    chosen = algorithm or host_all_reduce_algorithm(n, x.nbytes)
-    if chosen == "ring":
-        return ring_all_reduce(flat, op, timeout).reshape(x.shape)
-    if chosen == "doubling":
-        return doubling_all_reduce(flat, op, timeout).reshape(x.shape)
-    return tree_broadcast(tree_reduce(flat, op, timeout), 0, timeout).reshape(x.shape)
+    return AllReducePlan.get(x, op, algorithm)(x, timeout)
 
 
 def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):

@@ -31,5 +31,19 @@ try:
     raise AssertionError("mismatched shapes were accepted")
 except ValueError as error:
     assert "process 0 has (3,) float32" in str(error) or rank == 0 and "process 1 has (4,)" in str(error), error
+# The shape check travels in the messages' headers: a process whose size picks another algorithm, or
+# one that asks for another algorithm, makes every process raise rather than wait.
+try:
+    cj.distributed.all_reduce(np.zeros(2 if rank else 1 << 20, np.float32))    # doubling on 1.. / ring on 0
+    raise AssertionError("mismatched sizes (and algorithms) were accepted")
+except ValueError as error:
+    assert "has (1048576,) float32" in str(error) or rank == 0 and "has (2,) float32" in str(error), error
+if n & (n - 1) == 0:
+    try:
+        cj.distributed.all_reduce(floats[rank], algorithm="ring" if rank == n - 1 else "doubling")
+        raise AssertionError("mismatched algorithms were accepted")
+    except ValueError as error:
+        assert "different reducers or algorithms" in str(error), error
+    np.testing.assert_array_equal(cj.distributed.all_reduce(data[rank], algorithm="doubling"), np.sum(data, axis=0))
 print(f"ok {rank}")
 sys.stdout.flush()
