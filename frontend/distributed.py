@@ -393,13 +393,14 @@ class AllReducePlan:
 
 
 # The algorithm between processes, by an alpha-beta model of MPI point-to-point steps on a host:
-# HOST_STEP_S (an assumption: a Python-driven step, its MPI transfer's latency and a kernel launch,
-# tens of microseconds as measured under load) and HOST_BW (an assumption: a shared-memory copy's
-# bandwidth, for a transfer and for a reduction step alike). Ring: 2(n - 1) transfers of S/n and
-# n - 1 reductions of S/n; recursive doubling (powers of two): log2 n transfers and reductions of S;
-# tree: 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling wins below
-# 2 * HOST_STEP_S * HOST_BW bytes (one exchange instead of two, but the whole message reduced).
-HOST_STEP_S = 30e-6
+# HOST_STEP_S (an assumption: a ring or tree step's Python, its MPI transfer's latency and a kernel
+# launch, measured at 15-20 us on 2 processes of this host under load) and HOST_BW (an assumption:
+# a shared-memory copy's bandwidth, for a transfer and for a reduction step alike). Ring: 2(n - 1)
+# transfers of S/n and n - 1 reductions of S/n; recursive doubling (powers of two): log2 n transfers
+# and reductions of S; tree: 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling
+# wins below 2 * HOST_STEP_S * HOST_BW bytes (one exchange instead of two, but the whole message
+# reduced): 200 KB, where the measured crossover of the two (between 128 and 256 KiB) lies.
+HOST_STEP_S = 20e-6
 HOST_BW = 5e9
 ALGORITHMS = ("ring", "tree", "doubling")
 

@@ -22,7 +22,7 @@ np.testing.assert_array_equal(cj.distributed.all_gather(floats[rank]), np.concat
 if quick:
     print(f"ok {rank}")
     sys.exit(0)
-total = cj.distributed.all_reduce(floats[rank])            # 60 B: the tree
+total = cj.distributed.all_reduce(floats[rank])            # 60 B: doubling (the tree for n not 2^k)
 # Error model: n f32 terms in any order are within (n - 1) eps sum|x| of each other.
 np.testing.assert_allclose(total, np.sum(floats, axis=0), rtol=0, atol=(n - 1) * 2 ** -23 * np.abs(floats).sum(0).max())
 np.testing.assert_array_equal(cj.distributed.broadcast(floats[rank], root=n - 1), floats[n - 1])
