@@ -16,6 +16,8 @@ value and a spec; an op's rule picks its result's spec and reshards operands tha
   - reduce: the local reduce, then an all-reduce over the axes of the reduced sharded dims;
   - slice, dynamic_slice, concatenate: dims taken whole (the concatenated dim: never) keep their
     specs and the op runs on each device's block; the other dims are gathered first;
+  - gather: the indices' batch dims and the operand's dims taken whole keep their specs (an
+    embedding lookup stays split along the batch and the features); the indexed dims are gathered;
   - dot_general: batch dims sharded alike stay sharded, free dims keep their specs, contracting
     dims sharded alike on both sides give partial products and an all-reduce (sum) over their
     axes (Megatron's row split); contracting dims sharded unlike are gathered first;
@@ -329,11 +331,27 @@ def concatenate(p: Partitioner, op: Op, env, operand) -> bool:
     return True
 
 
+def gather(p: Partitioner, op: Op, env, operand) -> bool:
+    """result[b..., rest...] = x[indices[b...], rest...] (ir/ops/shape.py): the indices' batch dims and
+    x's dims taken whole (`rest`) keep their specs, as an embedding table split along its features
+    and token ids split along the batch do; x's indexed dims and the indices' last are gathered
+    (a mesh axis the indices' batch dims use is taken from x's dims: one axis splits one dim)."""
+    x, indices = op.operands
+    k = indices.type.shape[-1]
+    index_spec = env[indices][1][:-1] + ((),)
+    taken = set(used_axes(index_spec))
+    x_spec = tuple(() if d < k or set(axes) & taken else axes for d, axes in enumerate(env[x][1]))
+    local = p.emit("gather", [operand(x, x_spec), operand(indices, index_spec)])
+    env[op.result] = (local, index_spec[:-1] + x_spec[k:])
+    return True
+
+
 # op -> its rule (the module docstring); False from a rule: these shardings are not partitioned.
 RULES = {
     "slice": slice_,
     "dynamic_slice": dynamic_slice,
     "concatenate": concatenate,
+    "gather": gather,
     "constant": source,
     "iota": source,
     "broadcast_in_dim": broadcast_in_dim,

@@ -190,6 +190,22 @@ def test_slices_and_concatenations_keep_the_shardings_of_whole_dims():
 
 
 @pytest.mark.slow
+def test_an_embedding_lookup_keeps_the_token_ids_split():
+    """A gather keeps its indices' batch sharding (no warning, no gather of the ids); the table's
+    split feature dim is gathered (the frontend indexes every element). Data movement: exact."""
+    mesh = make_mesh((2, 2), ("data", "model"))
+    table = rand(10, 8)
+    ids = np.array([[3, 9, 0], [1, 1, 7], [2, 5, 4], [8, 6, 0]], np.int32)
+    ts = cj.device_put(table, NamedSharding(mesh, P(None, "model")))
+    ix = cj.device_put(ids, NamedSharding(mesh, P("data")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = cj.jit(lambda t, i: t[i] * 2)(ts, ix)
+    assert got.sharding.spec == P("data", None, None)
+    np.testing.assert_array_equal(np.asarray(got), table[ids] * 2)
+
+
+@pytest.mark.slow
 def test_what_is_not_partitioned_runs_replicated_with_a_warning():
     mesh = make_mesh((4,), ("d",))
     x = rand(8, 5)
