@@ -231,7 +231,7 @@ def partitioned(module, mesh: Mesh, in_shardings, out_shardings):
     spmd, specs = partition(module, mesh.axis_names, mesh.devices.shape, param_specs, out_specs)
     shardings = [NamedSharding(mesh, PartitionSpec(*(axes[0] if len(axes) == 1 else axes or None for axes in spec)))
                  for spec in specs]
-    return unroll(spmd, mesh.layout()), shardings
+    return unroll(spmd, mesh.layout(), lockstep=True), shardings
 
 
 def constraint_attrs(mesh: Mesh, spec) -> dict:

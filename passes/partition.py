@@ -22,7 +22,11 @@ value and a spec; an op's rule picks its result's spec and reshards operands tha
     dims sharded alike on both sides give partial products and an all-reduce (sum) over their
     axes (Megatron's row split); contracting dims sharded unlike are gathered first;
   - constant, iota: replicated;
-  - anything else (and an op with regions): every operand gathered, the op replicated on every
+  - while (fori_loop, scan), cond: the regions partitioned as the program is, the carries keeping
+    their initial specs (the body's outputs resharded to them) and the predicate and branch index
+    replicated, so that every device takes the same path (passes/spmd.py runs the devices' loops
+    in lockstep when a body holds a collective);
+  - anything else (and other ops with regions): every operand gathered, the op replicated on every
     device, with a warning naming it: slower, never wrong;
   - `ccl.sharding_constraint` (lax.with_sharding_constraint): its operand resharded to its spec.
 Resharding gathers a dim whose axes change (`ccl.all_gather` along it, moved to axis 0 and back)
@@ -59,6 +63,7 @@ class Partitioner:
         self.sizes = dict(zip(names, sizes))
         self.ops: list[Op] = []
         self.location = None
+        self.warned: set[str] = set()   # the replicated ops' warnings given
 
     def devices_of(self, axes) -> int:
         return math.prod(self.sizes[a] for a in axes)
@@ -130,28 +135,34 @@ def partition(module: Module, names, sizes, param_specs, out_specs=None) -> tupl
     """(the per-device module, its results' specs) of `module` whose parameters are sharded as
     `param_specs`; `out_specs` (None, or a spec or None per result) fixes the results' shardings."""
     p = Partitioner(tuple(names), tuple(sizes))
-    env: dict[Value, tuple[Value, tuple]] = {}
+    body, specs = partition_region(p, module.body, {}, param_specs, out_specs)
+    return Module(module.name, body), specs
+
+
+def partition_region(p: Partitioner, region: Region, env: dict, param_specs, out_specs) -> tuple[Region, list]:
+    """(the per-device region, its outputs' specs) of `region` whose parameters are sharded as
+    `param_specs`; `env` maps the values it may capture from outside to their (local value, spec)."""
+    outer, p.ops = p.ops, []
     params = []
-    for value, spec in zip(module.params, param_specs):
+    for value, spec in zip(region.params, param_specs):
         local = Value(p.local_type(value.type, spec))
         params.append(local)
         env[value] = (local, tuple(spec))
-    warned = set()
 
     def operand(v: Value, want) -> Value:
         local, have = env[v]
         return p.reshard(local, have, want, v.type)
 
     def run_replicated(op: Op, why: str):
-        if why not in warned:
-            warned.add(why)
-            warnings.warn(REPLICATED_WARNING.format(what=why), stacklevel=3)
+        if why not in p.warned:
+            p.warned.add(why)
+            warnings.warn(REPLICATED_WARNING.format(what=why), stacklevel=4)
         scope = {v: operand(v, replicated(v.type)) for v in free_values(op, env)}
         p.ops.append(clone_op(op, scope))
         for result in op.results:
             env[result] = (scope[result], replicated(result.type))
 
-    for op in module.body.ops:
+    for op in region.ops:
         p.location = op.location
         rule = RULES.get(op.name)
         if op.name == "library_call" and op.attrs.get("routine") == "sharding_constraint" \
@@ -161,19 +172,22 @@ def partition(module: Module, names, sizes, param_specs, out_specs=None) -> tupl
             env[op.result] = (operand(x, spec), spec)
         elif op.name in ELEMENTWISE and not op.regions:
             elementwise(p, op, env, operand)
+        elif op.name in REGION_RULES:
+            REGION_RULES[op.name](p, op, env, operand)
         elif rule is not None and not op.regions:
             if not rule(p, op, env, operand):
                 run_replicated(op, f"{op.name} of {', '.join(str(v.type) for v in op.operands)} with these shardings "
                                    f"is not partitioned")
         else:
             run_replicated(op, f"{op.name} is not partitioned")
-    wanted = out_specs or [None] * len(module.outputs)
+    wanted = out_specs or [None] * len(region.outputs)
     outputs, specs = [], []
-    for value, want in zip(module.outputs, wanted):
+    for value, want in zip(region.outputs, wanted):
         spec = env[value][1] if want is None else tuple(want)
         outputs.append(operand(value, spec))
         specs.append(spec)
-    return Module(module.name, Region(params, p.ops, outputs)), specs
+    partitioned, p.ops = Region(params, p.ops, outputs), outer
+    return partitioned, specs
 
 
 def free_values(op: Op, env) -> list[Value]:
@@ -345,6 +359,40 @@ def gather(p: Partitioner, op: Op, env, operand) -> bool:
     env[op.result] = (local, index_spec[:-1] + x_spec[k:])
     return True
 
+
+def emit_with_regions(p: Partitioner, op: Op, operands, regions, specs, env):
+    """A copy of `op` over local operands and partitioned regions; its results get `specs`."""
+    types = infer_types(op.name, [v.type for v in operands], op.attrs, regions)
+    local = make_op(op.name, operands, op.attrs, types, regions, p.location)
+    p.ops.append(local)
+    for result, value, spec in zip(op.results, local.results, specs):
+        env[result] = (value, tuple(spec))
+
+
+def while_(p: Partitioner, op: Op, env, operand):
+    """The carries keep their initial values' specs: the body's parameters have them and its
+    outputs are resharded to them (a fixed point by construction); cond's predicate is replicated,
+    so every device takes the same number of iterations."""
+    specs = [env[v][1] for v in op.operands]
+    cond, body = op.regions
+    local_cond, _ = partition_region(p, cond, env, specs, [()])
+    local_body, _ = partition_region(p, body, env, specs, specs)
+    emit_with_regions(p, op, [operand(v, s) for v, s in zip(op.operands, specs)], [local_cond, local_body], specs, env)
+
+
+def cond_(p: Partitioner, op: Op, env, operand):
+    """The branch index replicated; every branch's parameters get the operands' specs and its
+    outputs the first branch's."""
+    index, *rest = op.operands
+    specs = [env[v][1] for v in rest]
+    first, out_specs = partition_region(p, op.regions[0], env, specs, None)
+    branches = [first] + [partition_region(p, r, env, specs, out_specs)[0] for r in op.regions[1:]]
+    emit_with_regions(p, op, [operand(index, ())] + [operand(v, s) for v, s in zip(rest, specs)], branches,
+                      out_specs, env)
+
+
+# Ops with regions: the regions are partitioned as the program is, nested.
+REGION_RULES = {"while": while_, "cond": cond_}
 
 # op -> its rule (the module docstring); False from a rule: these shardings are not partitioned.
 RULES = {

@@ -206,6 +206,43 @@ def test_an_embedding_lookup_keeps_the_token_ids_split():
 
 
 @pytest.mark.slow
+def test_loops_and_branches_over_sharded_values_are_partitioned():
+    """fori_loop, while_loop and cond with sharded operands: the carries stay split, the
+    collectives their bodies and predicates need run inside them (the devices in lockstep), no
+    warning. Against numpy: the sums add the 4 devices' partials in another order (error model above;
+    the loop's three iterations of sums of 8 terms of |tanh| <= 1 bounded by 24 max|result|)."""
+    mesh = make_mesh((4,), ("d",))
+    x, w = rand(8, 4), rand(8, 4, seed=1)
+    xs, ws = (cj.device_put(v, NamedSharding(mesh, P("d"))) for v in (x, w))
+
+    def loop(v, w):
+        return lax.fori_loop(0, 3, lambda i, v: cnp.tanh(v * w).sum(0, keepdims=True) * 0.5 + v, v)
+
+    def doubled_until_large(v):
+        return lax.while_loop(lambda v: v.sum() < 100.0, lambda v: v * 2 + 1, v)
+
+    def branch(v, k):
+        return lax.cond(k > 0, lambda v: v.sum(0), lambda v: v.max(0), v)
+    want = x
+    for _ in range(3):
+        want = np.tanh(want * w).sum(0, keepdims=True) * 0.5 + want
+    grown = x
+    while grown.sum() < 100.0:
+        grown = grown * 2 + 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        text = cj.jit(loop).lower(xs, ws).as_text()
+        got = [cj.jit(loop)(xs, ws), cj.jit(doubled_until_large)(xs), cj.jit(branch)(xs, np.int32(1)),
+               cj.jit(branch)(xs, np.int32(0))]
+    assert text.count('routine = "all_reduce"') == 1 and text.index("while") < text.index('routine = "all_reduce"')
+    assert got[0].sharding.spec == P("d", None) and got[1].sharding.spec == P("d", None)
+    close(got[0], want, 3 * 8 * np.abs(want).max())
+    np.testing.assert_array_equal(np.asarray(got[1]), grown)
+    close(got[2], x.sum(0), np.abs(x).sum(0))
+    np.testing.assert_array_equal(np.asarray(got[3]), x.max(0))
+
+
+@pytest.mark.slow
 def test_what_is_not_partitioned_runs_replicated_with_a_warning():
     mesh = make_mesh((4,), ("d",))
     x = rand(8, 5)
