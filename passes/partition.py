@@ -21,6 +21,8 @@ value and a spec; an op's rule picks its result's spec and reshards operands tha
   - dot_general: batch dims sharded alike stay sharded, free dims keep their specs, contracting
     dims sharded alike on both sides give partial products and an all-reduce (sum) over their
     axes (Megatron's row split); contracting dims sharded unlike are gathered first;
+  - conv_general_dilated: the batch and output-feature dims keep their specs, input features
+    sharded alike on both sides are partial convolutions and an all-reduce; spatial dims gathered;
   - constant, iota: replicated;
   - while (fori_loop, scan), cond: the regions partitioned as the program is, the carries keeping
     their initial specs (the body's outputs resharded to them) and the predicate and branch index
@@ -391,6 +393,32 @@ def cond_(p: Partitioner, op: Op, env, operand):
                       out_specs, env)
 
 
+def conv(p: Partitioner, op: Op, env, operand) -> bool:
+    """conv_general_dilated (batch_group_count 1): the lhs's batch dim keeps its spec (data
+    parallel), the rhs's output-feature dim its spec (a split of the output channels), and input
+    features sharded alike on both sides give partial convolutions and an all-reduce (sum), as
+    dot_general's contracting dims do; spatial dims are gathered (a window crosses blocks)."""
+    a = op.attrs
+    if a["batch_group_count"] != 1:
+        return False
+    lhs, rhs = op.operands
+    lspec, rspec = env[lhs][1], env[rhs][1]
+    (batch_dim, lhs_features), (out_features_dim, rhs_features) = a["lhs_spec"][:2], a["rhs_spec"][:2]
+    grouped = a["feature_group_count"] != 1    # each group's features: one block of both operands
+    batch = lspec[batch_dim]
+    partial = lspec[lhs_features] if not grouped and lspec[lhs_features] == rspec[rhs_features] else ()
+    out_features = () if grouped or set(rspec[out_features_dim]) & set(batch) else rspec[out_features_dim]
+    want_lhs, want_rhs, result = [[()] * lhs.type.ndim for _ in range(3)]
+    want_lhs[batch_dim], want_lhs[lhs_features] = batch, partial
+    want_rhs[out_features_dim], want_rhs[rhs_features] = out_features, partial
+    result[a["out_spec"][0]], result[a["out_spec"][1]] = batch, out_features
+    value = p.emit("conv_general_dilated", [operand(lhs, tuple(want_lhs)), operand(rhs, tuple(want_rhs))], **a)
+    if partial:
+        value = p.collective("all_reduce", [value], partial, reducer="sum")
+    env[op.result] = (value, tuple(result))
+    return True
+
+
 # Ops with regions: the regions are partitioned as the program is, nested.
 REGION_RULES = {"while": while_, "cond": cond_}
 
@@ -407,4 +435,5 @@ RULES = {
     "reshape": reshape,
     "reduce": reduce,
     "dot_general": dot_general,
+    "conv_general_dilated": conv,
 }

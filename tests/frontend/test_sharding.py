@@ -206,6 +206,31 @@ def test_an_embedding_lookup_keeps_the_token_ids_split():
 
 
 @pytest.mark.slow
+def test_convolutions_split_the_batch_the_output_channels_or_the_input_channels():
+    """A convolution keeps a batch split (data parallel) and an output-channel split; input channels
+    split alike on both sides are partial convolutions and an all-reduce. No warning; against the
+    unsharded run (error model above: each output sums 4 x 3 x 3 terms)."""
+    mesh = make_mesh((2, 2), ("data", "model"))
+    x, w = rand(4, 4, 7, 6), rand(6, 4, 3, 3, seed=1)
+
+    def conv(x, w):
+        return lax.conv(x, w, (1, 1), "SAME")
+    want = cj.jit(conv)(x, w)
+    terms = cj.jit(lambda x, w: lax.conv(cnp.abs(x), cnp.abs(w), (1, 1), "SAME"))(x, w)
+    cases = [(P("data"), P(), P("data", None, None, None), 0),
+             (P("data"), P("model"), P("data", "model", None, None), 0),
+             (P(None, "model"), P(None, "model"), P(None, None, None, None), 2)]   # one all-reduce per group
+    for x_spec, w_spec, out_spec, all_reduces in cases:
+        args = cj.device_put(x, NamedSharding(mesh, x_spec)), cj.device_put(w, NamedSharding(mesh, w_spec))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = cj.jit(conv)(*args)
+            assert cj.jit(conv).lower(*args).as_text().count('routine = "all_reduce"') == all_reduces
+        assert got.sharding.spec == out_spec
+        close(got, want, terms)
+
+
+@pytest.mark.slow
 def test_loops_and_branches_over_sharded_values_are_partitioned():
     """fori_loop, while_loop and cond with sharded operands: the carries stay split, the
     collectives their bodies and predicates need run inside them (the devices in lockstep), no
