@@ -18,7 +18,8 @@ import math
 import numpy as np
 
 from ..ir.types import TensorType, dtype_name
-from ..passes.partition import partition, spec_text
+from ..ir.ops.sharding import spec_text
+from ..passes.partition import partition
 from ..passes.spmd import Mesh as MeshShape
 from ..passes.spmd import unroll
 from ..runtime import devices as runtime_devices

@@ -30,7 +30,9 @@ value and a spec; an op's rule picks its result's spec and reshards operands tha
     in lockstep when a body holds a collective);
   - anything else (and other ops with regions): every operand gathered, the op replicated on every
     device, with a warning naming it: slower, never wrong;
-  - `ccl.sharding_constraint` (lax.with_sharding_constraint): its operand resharded to its spec.
+  - `ccl.sharding_constraint` (lax.with_sharding_constraint): its operand resharded to its spec;
+  - shard_map (ir/ops/sharding.py): its per-device function inlined, operands resharded to its
+    in_specs, results sharded as its out_specs.
 Resharding gathers a dim whose axes change (`ccl.all_gather` along it, moved to axis 0 and back)
 and then slices a dim newly sharded (each device's block, at `ccl.axis_index` times the block).
 """
@@ -43,21 +45,12 @@ import numpy as np
 
 from ..ir.core import Module, Op, Region, Value, make_op
 from ..ir.opdef import infer_types
+from ..ir.ops.sharding import mesh_sizes, spec_of_text, specs_of_text
 from ..ir.types import TensorType
 from .opclasses import ELEMENTWISE
 from .spmd import clone_op
 
 REPLICATED_WARNING = "partitioning: {what}; it runs replicated on every device (its operands gathered)"
-
-
-def spec_text(spec) -> str:
-    """A spec as the constraint's attribute holds it: dims by ';', a dim's axes by ','."""
-    return ";".join(",".join(axes) for axes in spec)
-
-
-def spec_of_text(text: str, ndim: int) -> tuple:
-    dims = text.split(";") if ndim else []
-    return tuple(tuple(a for a in dim.split(",") if a) for dim in dims)
 
 
 class Partitioner:
@@ -419,8 +412,26 @@ def conv(p: Partitioner, op: Op, env, operand) -> bool:
     return True
 
 
+def shard_map(p: Partitioner, op: Op, env, operand):
+    """The per-device function inlined (ir/ops/sharding.py): each operand resharded to its in_spec,
+    the region's ops (per-device already, its collectives in per-device form) run on every device,
+    a value it captures from outside taken whole (replicated), each result sharded as its out_spec."""
+    if mesh_sizes(op.attrs["mesh"]) != p.sizes:
+        raise NotImplementedError(f"shard_map over mesh {op.attrs['mesh']!r} inside a program partitioned over "
+                                  f"{','.join(f'{a}={n}' for a, n in p.sizes.items())}: one mesh per program")
+    (body,) = op.regions
+    in_specs = specs_of_text(op.attrs["in_specs"], [v.type.ndim for v in op.operands])
+    scope = {param: operand(v, spec) for param, v, spec in zip(body.params, op.operands, in_specs)}
+    for op_inside in body.ops:
+        scope.update({v: operand(v, replicated(v.type)) for v in free_values(op_inside, env) if v not in scope})
+        p.ops.append(clone_op(op_inside, scope))
+    out_specs = specs_of_text(op.attrs["out_specs"], [v.type.ndim for v in body.outputs])
+    for result, value, spec in zip(op.results, body.outputs, out_specs):
+        env[result] = (scope[value], spec)
+
+
 # Ops with regions: the regions are partitioned as the program is, nested.
-REGION_RULES = {"while": while_, "cond": cond_}
+REGION_RULES = {"while": while_, "cond": cond_, "shard_map": shard_map}
 
 # op -> its rule (the module docstring); False from a rule: these shardings are not partitioned.
 RULES = {
