@@ -12,8 +12,8 @@ The collectives run RCCL's and MPICH's algorithms between processes over MPI poi
 transfers: the ring (the message in one chunk per process; n - 1 reduce-scatter steps, each
 receiving a chunk from the left neighbour while sending one to the right, then n - 1 all-gather
 steps; no copies: partials are reduced straight into the result) for large messages, recursive
-doubling (log2 n exchanges of the whole message) for small ones on a power-of-two count of
-processes, and a binomial tree (reduce to rank 0 in ceil(log2 n) steps, then broadcast down), as an
+doubling (log2 n exchanges of the whole message; for n not a power of two, MPICH's fold of
+the extra processes into their neighbours) for small ones, and a binomial tree (reduce to rank 0 in ceil(log2 n) steps, then broadcast down), as an
 alpha-beta model of the host's steps chooses (`host_all_reduce_algorithm`). Every reduction step is
 a compiled kernel: the CCL library's `reduce` of two operands (the partial received and the
 process's own), written in place. An all-reduce of a shape, dtype and reducer seen before reuses
@@ -255,10 +255,13 @@ def tree_broadcast(flat: np.ndarray, root: int, timeout: float) -> np.ndarray:
 
 
 class DoublingPlan:
-    """Recursive doubling (MPICH's all-reduce for short messages; n a power of two) of one message
-    shape, dtype and reducer, set up once and reused by every call with them: at step k every
-    process swaps its partial with the process whose rank differs in bit k and both combine them,
-    the lower rank's partial first, so every process computes the same values in log2 n steps.
+    """Recursive doubling (MPICH's all-reduce for short messages) of one message shape, dtype and
+    reducer, set up once and reused by every call with them: at step k every process swaps its
+    partial with the process whose rank differs in bit k and both combine them, the lower rank's
+    partial first, so every process computes the same values in log2 n steps. For n not a power of
+    two, MPICH's fold: with p the largest power of two below n, the first 2(n - p) ranks pair up,
+    each even one sending its message to the odd one above it (which reduces them and takes part
+    in the doubling over p processes, numbered in rank order) and receiving the result from it.
 
     A short all-reduce is latency-bound, and setting a call up (buffers, requests, the reduction's
     argument block, a separate collective to compare shapes) cost more than its transfers. The plan
@@ -269,10 +272,11 @@ class DoublingPlan:
     step, and copies the result out.
 
     The header is the shape check: each process compares the signature it receives with its own and
-    ORs the received flag into its own, so after log2 n steps every process's flag is set iff some
-    process's signature differs (each step joins two groups whose members agree by comparing one
-    member of each). A partner's longer message (a larger array) arrives truncated: a mismatch too.
-    A plan of no elements is the check alone (before a ring or tree all-reduce)."""
+    ORs the received flag into its own, so at the end every process's flag is set iff some
+    process's signature differs (each doubling step joins two groups whose members agree by
+    comparing one member of each; a folded rank hears its partner's flag with the result). A
+    partner's longer message (a larger array) arrives truncated: a mismatch too. A plan of no
+    elements is the check alone (before a ring or tree all-reduce)."""
 
     def __init__(self, signature: int, count: int, dtype: np.dtype, reducer: str):
         n, rank = comm().Get_size(), comm().Get_rank()
@@ -281,20 +285,40 @@ class DoublingPlan:
         # The header's two int64s through memoryviews: Python ints, without numpy scalars per step.
         self.send_header = memoryview(self.send)[:16].cast("q")
         self.received_header = memoryview(self.received)[:16].cast("q")
-        self.signature, self.send_header[0] = signature, signature
+        self.signature = signature
         self.data, received_data = self.send[HEADER_BYTES:].view(dtype), self.received[HEADER_BYTES:].view(dtype)
-        partners = [rank ^ (1 << k) for k in range(n.bit_length() - 1)]
-        self.requests = [[comm().Recv_init(self.received, partner, DOUBLING_TAG),
-                          comm().Send_init(self.send, partner, DOUBLING_TAG)] for partner in partners]
         self.kernel = ReductionStep.get(reducer, dtype).kernel if count else None
         self.total, self.parallel = -(-count // ITEMS), count >= PARALLEL_MIN_WORK_ITEMS
         self.size, self.counter = ctypes.c_int64(count), ctypes.c_int64(0)
         size, out = ctypes.addressof(self.size), address(self.data) if count else 0
         mine, theirs = out, address(received_data) if count else 0
-        # The reduction's operands (received, mine) in rank order: the lower rank's partial first.
-        self.blocks = [(ctypes.c_void_p * 4)(*((theirs, mine) if partner < rank else (mine, theirs)), out, size)
-                       for partner in partners]
-        self.steps = [(requests, ctypes.addressof(block)) for requests, block in zip(self.requests, self.blocks)]
+        self.blocks = []
+
+        def reduction(partner: int) -> int:
+            """The step's argument block: (received, mine) in rank order, the lower rank's first."""
+            self.blocks.append((ctypes.c_void_p * 4)(*((theirs, mine) if partner < rank else (mine, theirs)), out, size))
+            return ctypes.addressof(self.blocks[-1])
+
+        def receive(partner: int, into=None):
+            return comm().Recv_init(self.received if into is None else into, partner, DOUBLING_TAG)
+
+        def send(partner: int):
+            return comm().Send_init(self.send, partner, DOUBLING_TAG)
+        power = 1 << (n.bit_length() - 1)
+        folded = 2 * (n - power)         # ranks below it pair up
+        # Steps: (requests, the reduction's argument block or 0, the header received or None).
+        if rank < folded and rank % 2 == 0:
+            self.steps = [([send(rank + 1)], 0, None), ([receive(rank + 1, into=self.send)], 0, self.send_header)]
+        else:
+            new = rank // 2 if rank < folded else rank - folded // 2
+            self.steps = [([receive(rank - 1)], reduction(rank - 1), self.received_header)] if rank < folded else []
+            for k in range(power.bit_length() - 1):
+                other = new ^ (1 << k)
+                partner = 2 * other + 1 if 2 * other < folded else other + folded // 2
+                self.steps.append(([receive(partner), send(partner)], reduction(partner), self.received_header))
+            if rank < folded:
+                self.steps.append(([send(rank - 1)], 0, None))
+        self.requests = [request for requests, _, _ in self.steps for request in requests]
 
     def __call__(self, flat: np.ndarray | None, timeout: float, what: str) -> bool:
         """Run the steps on `flat` (None for the check alone); whether every process's signature
@@ -302,9 +326,9 @@ class DoublingPlan:
         mpi = _state["MPI"]
         if flat is not None:
             np.copyto(self.data, flat)
-        mismatch, header, kernel = 0, self.received_header, self.kernel
-        self.send_header[1] = 0
-        for requests, block in self.steps:
+        mismatch, kernel = 0, self.kernel
+        self.send_header[0], self.send_header[1] = self.signature, 0   # a folded rank's result overwrote them
+        for requests, block, header in self.steps:
             mpi.Prequest.Startall(requests)
             try:
                 wait(requests, timeout, what)
@@ -313,9 +337,10 @@ class DoublingPlan:
                     raise
                 wait(requests, timeout, what)
                 mismatch = 1
-            mismatch |= (header[0] != self.signature) | header[1]
-            self.send_header[1] = mismatch
-            if kernel is None or mismatch:
+            if header is not None:
+                mismatch |= (header[0] != self.signature) | header[1]
+                self.send_header[1] = mismatch
+            if not block or kernel is None or mismatch:
                 continue
             if self.parallel:
                 kernel.launch(block, self.total, True)
@@ -325,9 +350,8 @@ class DoublingPlan:
         return not mismatch
 
     def free(self):
-        for requests in self.requests:
-            for request in requests:
-                request.Free()
+        for request in self.requests:
+            request.Free()
 
 
 HEADER_BYTES = WRITTEN_BUFFER_ALIGNMENT    # so that the message after it is aligned for the kernel
@@ -337,21 +361,19 @@ DOUBLING_TAG = 19
 class AllReducePlan:
     """What an all-reduce of one shape, dtype, reducer and requested algorithm needs, kept between
     calls (`plans`): the algorithm the host model picks, and the recursive-doubling plan that runs
-    it or (ring, tree) checks the processes' shapes before it. With a count of processes that is not
-    a power of two, the shapes are compared by an all-gather of their descriptions instead."""
+    it or (ring, tree) checks the processes' shapes before it."""
     plans: dict = {}
 
     def __init__(self, shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
         n = comm().Get_size()
-        if algorithm is not None and algorithm not in ALGORITHMS or algorithm == "doubling" and n & (n - 1):
-            raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not one of {ALGORITHMS} "
-                             f"(recursive doubling needs a power-of-two number of processes, here {n})")
+        if algorithm is not None and algorithm not in ALGORITHMS:
+            raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not one of {ALGORITHMS}")
         self.shape, self.reducer = shape, reducer
         self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize)
         key = repr((self.algorithm, reducer, dtype.str, shape)).encode()
         signature = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little", signed=True)
         count = math.prod(shape) if self.algorithm == "doubling" else 0
-        self.doubling = DoublingPlan(signature, count, dtype, reducer) if n > 1 and n & (n - 1) == 0 else None
+        self.doubling = DoublingPlan(signature, count, dtype, reducer) if n > 1 else None
 
     @classmethod
     def get(cls, x: np.ndarray, reducer: str, algorithm: str | None) -> "AllReducePlan":
@@ -402,8 +424,8 @@ class AllReducePlan:
 # HOST_STEP_S (an assumption: a ring or tree step's Python, its MPI transfer's latency and a kernel
 # launch, measured at 15-20 us on 2 processes of this host under load) and HOST_BW (an assumption:
 # a shared-memory copy's bandwidth, for a transfer and for a reduction step alike). Ring: 2(n - 1)
-# transfers of S/n and n - 1 reductions of S/n; recursive doubling (powers of two): log2 n transfers
-# and reductions of S; tree: 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling
+# transfers of S/n and n - 1 reductions of S/n; recursive doubling: log2 p transfers and reductions
+# of S (p the largest power of two <= n; 2 steps more to fold the others in and out); tree: 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling
 # wins below 2 * HOST_STEP_S * HOST_BW bytes (one exchange instead of two, but the whole message
 # reduced): 200 KB, where the measured crossover of the two (between 128 and 256 KiB) lies.
 HOST_STEP_S = 20e-6
@@ -415,15 +437,16 @@ def host_all_reduce_algorithm(n: int, nbytes: int) -> str:
     steps, chunk = cost.steps_tree(n), nbytes / n / HOST_BW
     modelled = {"ring": 2 * (n - 1) * (HOST_STEP_S + chunk) + (n - 1) * chunk,
                 "tree": steps * (2 * HOST_STEP_S + 3 * nbytes / HOST_BW)}
-    if n & (n - 1) == 0:
-        modelled["doubling"] = steps * (HOST_STEP_S + 2 * nbytes / HOST_BW)
+    power = 1 << (n.bit_length() - 1)
+    doubling_steps = power.bit_length() - 1 + (2 if power < n else 0)
+    modelled["doubling"] = doubling_steps * (HOST_STEP_S + 2 * nbytes / HOST_BW)
     return min(modelled, key=modelled.get)
 
 
 def all_reduce(x, op: str = "sum", *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
     """Every process's x reduced elementwise (op: sum, prod, max, min), on every process; the ring,
-    the tree or recursive doubling (a power-of-two count of processes) as the host model above picks
-    for the size, or as `algorithm` says."""
+    the tree or recursive doubling as the host model above picks for the size, or as `algorithm`
+    says."""
     x = np.ascontiguousarray(x)
     return AllReducePlan.get(x, op, algorithm)(x, timeout)
 
