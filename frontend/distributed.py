@@ -19,7 +19,9 @@ a compiled kernel: the CCL library's `reduce` of two operands (the partial recei
 process's own), written in place. An all-reduce of a shape, dtype and reducer seen before reuses
 its plan (`AllReducePlan`: buffers, persistent MPI requests, the reduction's argument blocks), and
 the processes' shapes are compared in the headers of recursive doubling's messages rather than by a
-collective of their own, so a short all-reduce costs a few Python calls per step. A transfer that does not
+collective of their own; recursive doubling's steps (requests started and polled, headers
+compared, reductions run) are driven from native code (runtime/distributed_steps.py), so a short
+all-reduce costs one native call between copying its message in and its result out. A transfer that does not
 complete within `timeout` seconds (a process that died or never called the collective) raises
 TimeoutError on the processes waiting for it, rather than hanging.
 
@@ -45,6 +47,7 @@ from ..ir.types import TensorType, dtype_name
 from ..libs.ccl import LIBRARY, cost
 from ..libs.ccl.kernels import ITEMS
 from ..runtime import devices
+from ..runtime import distributed_steps as steps
 from ..runtime.launch import PARALLEL_MIN_WORK_ITEMS, address, aligned_copy, aligned_empty, compile_kernel
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -137,6 +140,11 @@ class Scratch:
         return cls.buffer[:nbytes].view(dtype)
 
 
+def timed_out(what: str, timeout: float) -> TimeoutError:
+    return TimeoutError(f"cdnajit.distributed: {what} did not complete within {timeout} s on process "
+                        f"{comm().Get_rank()} (a process died, or did not call the same collective)")
+
+
 def wait(requests, timeout: float, what: str):
     """Wait for MPI requests, polling; TimeoutError after `timeout` s. The requests stay pending (MPI
     cannot cancel a collective's): the process should end, or MPI.COMM_WORLD.Abort() the job.
@@ -153,8 +161,7 @@ def wait(requests, timeout: float, what: str):
         if now < spin_until:        # a transfer between processes of one host completes in microseconds
             continue
         if now > deadline:
-            raise TimeoutError(f"cdnajit.distributed: {what} did not complete within {timeout} s on process "
-                               f"{comm().Get_rank()} (a process died, or did not call the same collective)")
+            raise timed_out(what, timeout)
         os.sched_yield()
 
 
@@ -278,20 +285,21 @@ class DoublingPlan:
     partner's longer message (a larger array) arrives truncated: a mismatch too. A plan of no
     elements is the check alone (before a ring or tree all-reduce)."""
 
-    def __init__(self, signature: int, count: int, dtype: np.dtype, reducer: str):
+    def __init__(self, signature: int, shape: tuple, dtype: np.dtype, reducer: str):
         n, rank = comm().Get_size(), comm().Get_rank()
+        count = math.prod(shape)
         nbytes = HEADER_BYTES + count * dtype.itemsize
         self.send, self.received = aligned_empty((nbytes,), np.uint8), aligned_empty((nbytes,), np.uint8)
         # The header's two int64s through memoryviews: Python ints, without numpy scalars per step.
         self.send_header = memoryview(self.send)[:16].cast("q")
         self.received_header = memoryview(self.received)[:16].cast("q")
         self.signature = signature
-        self.data, received_data = self.send[HEADER_BYTES:].view(dtype), self.received[HEADER_BYTES:].view(dtype)
+        self.data = self.send[HEADER_BYTES:].view(dtype).reshape(shape)    # the message, then the result
         self.kernel = ReductionStep.get(reducer, dtype).kernel if count else None
         self.total, self.parallel = -(-count // ITEMS), count >= PARALLEL_MIN_WORK_ITEMS
         self.size, self.counter = ctypes.c_int64(count), ctypes.c_int64(0)
         size, out = ctypes.addressof(self.size), address(self.data) if count else 0
-        mine, theirs = out, address(received_data) if count else 0
+        mine, theirs = out, address(self.received[HEADER_BYTES:]) if count else 0
         self.blocks = []
 
         def reduction(partner: int) -> int:
@@ -319,16 +327,56 @@ class DoublingPlan:
             if rank < folded:
                 self.steps.append(([send(rank - 1)], 0, None))
         self.requests = [request for requests, _, _ in self.steps for request in requests]
+        self.plan = None if self.parallel else self.native_plan()
+        if self.plan is not None:
+            self.driver, self.plan_address = steps.steps_function()[0], address(self.plan)
+            self.plan_words, self.timeout = memoryview(self.plan).cast("B").cast("q"), None
 
-    def __call__(self, flat: np.ndarray | None, timeout: float, what: str) -> bool:
-        """Run the steps on `flat` (None for the check alone); whether every process's signature
-        matched. The result is in self.data."""
+    def native_plan(self) -> np.ndarray:
+        """The steps as runtime/distributed_steps.py's native driver reads them (its plan)."""
         mpi = _state["MPI"]
-        if flat is not None:
-            np.copyto(self.data, flat)
-        mismatch, kernel = 0, self.kernel
-        self.send_header[0], self.send_header[1] = self.signature, 0   # a folded rank's result overwrote them
-        for requests, block, header in self.steps:
+        functions = ctypes.CDLL(mpi.__file__)   # dlsym through mpi4py's module finds its MPI library's
+        self.handles = [np.array([r.handle & 0xFFFFFFFF for r in requests], np.uint32).view(np.int32)
+                        for requests, _, _ in self.steps]
+        plan = np.zeros(steps.HEADER_WORDS + steps.STEP_WORDS * len(self.steps), np.int64)
+        plan[:steps.HEADER_WORDS] = [
+            ctypes.cast(functions.MPI_Startall, ctypes.c_void_p).value,
+            ctypes.cast(functions.MPI_Testall, ctypes.c_void_p).value,
+            self.kernel.run_address if self.kernel else 0, ctypes.addressof(self.counter), self.total, len(self.steps),
+            0, 0, self.signature, address(self.send), 0, 0]
+        for k, ((_, block, header), handles) in enumerate(zip(self.steps, self.handles)):
+            at = steps.HEADER_WORDS + steps.STEP_WORDS * k
+            header_address = 0 if header is None else address(self.send if header is self.send_header else self.received)
+            plan[at:at + steps.STEP_WORDS] = [len(handles), address(handles), block, header_address]
+        return plan
+
+    def __call__(self, message: np.ndarray | None, timeout: float, what: str) -> bool:
+        """Run the steps on `message` (None for the check alone); whether every process's signature
+        matched. The result is in self.data. The native driver runs them (all but a parallel
+        reduction's); a step it stops at with an MPI error (a truncated receive) is a mismatch,
+        and the steps after it run here."""
+        mpi = _state["MPI"]
+        if message is not None:
+            np.copyto(self.data, message)
+        first, mismatch = 0, 0
+        if self.plan is not None:
+            words = self.plan_words
+            if timeout != self.timeout:
+                words[steps.SPIN_NS], words[steps.TIMEOUT_NS] = int(_state["spin_s"] * 1e9), int(timeout * 1e9)
+                self.timeout = timeout
+            status = self.driver(self.plan_address)
+            if status == steps.FINISHED:
+                return not words[steps.MISMATCH]
+            if status == steps.TIMED_OUT:
+                raise timed_out(what, timeout)
+            first = words[steps.STEP]
+            wait(self.steps[first][0], timeout, what)
+            mismatch, first = 1, first + 1
+            self.send_header[1] = 1
+        else:
+            self.send_header[0], self.send_header[1] = self.signature, 0   # a folded rank's result overwrote them
+        kernel = self.kernel
+        for requests, block, header in self.steps[first:]:
             mpi.Prequest.Startall(requests)
             try:
                 wait(requests, timeout, what)
@@ -372,8 +420,9 @@ class AllReducePlan:
         self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize)
         key = repr((self.algorithm, reducer, dtype.str, shape)).encode()
         signature = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little", signed=True)
-        count = math.prod(shape) if self.algorithm == "doubling" else 0
-        self.doubling = DoublingPlan(signature, count, dtype, reducer) if n > 1 else None
+        self.doubling = DoublingPlan(signature, shape if self.algorithm == "doubling" else (0,), dtype, reducer) \
+            if n > 1 else None
+        self.runs_doubling = self.doubling is not None and self.algorithm == "doubling"
 
     @classmethod
     def get(cls, x: np.ndarray, reducer: str, algorithm: str | None) -> "AllReducePlan":
@@ -384,23 +433,20 @@ class AllReducePlan:
         return plan
 
     def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray:
-        if self.doubling is None:
+        if self.doubling is None:                  # one process
             check_same(x, "all_reduce", timeout)
-            if comm().Get_size() == 1:
-                return x.copy()
-        else:
-            doubling = self.algorithm == "doubling"
-            try:
-                matched = self.doubling(x.reshape(-1) if doubling else None, timeout, "all_reduce")
-            except TimeoutError:
-                self.forget()       # its requests may still be pending
-                raise
-            if not matched:
-                check_same(x, "all_reduce", timeout)
-                raise ValueError(f"cdnajit.distributed.all_reduce: the processes passed different reducers "
-                                 f"or algorithms (process {comm().Get_rank()}: {self.reducer!r}, {self.algorithm})")
-            if doubling:
-                return self.doubling.data.reshape(x.shape).copy()
+            return x.copy()
+        try:
+            matched = self.doubling(x if self.runs_doubling else None, timeout, "all_reduce")
+        except TimeoutError:
+            self.forget()       # its requests may still be pending
+            raise
+        if not matched:
+            check_same(x, "all_reduce", timeout)
+            raise ValueError(f"cdnajit.distributed.all_reduce: the processes passed different reducers "
+                             f"or algorithms (process {comm().Get_rank()}: {self.reducer!r}, {self.algorithm})")
+        if self.runs_doubling:
+            return self.doubling.data.copy()
         flat = x.reshape(-1)
         if self.algorithm == "ring":
             return ring_all_reduce(flat, self.reducer, timeout).reshape(x.shape)
