@@ -89,9 +89,10 @@ def test_shard_map_psum_on_four_devices():
 
 @pytest.mark.slow
 def test_shard_map_inside_jit_and_inside_its_loops():
-    """shard_map called in a jitted function (on a sharded or a plain argument, and in a fori_loop
-    body, its collective then run in lockstep) is inlined into the partitioned program; the
-    compiled and the interpreted runs agree with numpy. Integer-valued f32 sums: exact."""
+    """shard_map (and pmap) called in a jitted function (on a sharded or a plain argument, and in a
+    fori_loop body, its collective then run in lockstep) is inlined into the partitioned program;
+    the compiled and the interpreted runs agree with numpy. Integer-valued f32 sums and means of 4
+    (a power of two): exact."""
     mesh = make_mesh((4,), ("i",))
     x = np.arange(16, dtype=np.float32).reshape(8, 2)
     total = cj.shard_map(lambda v: lax.psum(v * 2, "i"), mesh, in_specs=P("i"), out_specs=P())
@@ -111,6 +112,8 @@ def test_shard_map_inside_jit_and_inside_its_loops():
     np.testing.assert_array_equal(np.asarray(cj.jit(plus_one)(x)), want)
     for backend in ("compiled", "interpret"):
         np.testing.assert_array_equal(np.asarray(cj.jit(looped, backend=backend)(x)), carry)
+    centred = cj.pmap(lambda v: v - lax.pmean(v, "i"), axis_name="i")     # pmap is shard_map's, so also in jit
+    np.testing.assert_array_equal(np.asarray(cj.jit(lambda v: centred(v) * 2)(x[:4])), (x[:4] - x[:4].mean(0)) * 2)
     other = cj.shard_map(lambda v: v, make_mesh((2,), ("j",)), in_specs=P("j"), out_specs=P("j"))
     with pytest.raises(NotImplementedError, match="shard_map over mesh 'j=2' inside a program partitioned over i=4"):
         cj.jit(lambda v: total(v) + other(v)[:2])(x)
