@@ -403,6 +403,7 @@ class DoublingPlan:
 
 
 HEADER_BYTES = WRITTEN_BUFFER_ALIGNMENT    # so that the message after it is aligned for the kernel
+MAX_PLANS = 64                             # all-reduce plans kept (a program's few message shapes)
 DOUBLING_TAG = 19
 
 
@@ -429,6 +430,11 @@ class AllReducePlan:
         key = (x.shape, x.dtype, reducer, algorithm)
         plan = cls.plans.get(key)
         if plan is None:
+            if len(cls.plans) >= MAX_PLANS:    # the oldest goes (its buffers and requests are this process's own)
+                oldest = next(iter(cls.plans))
+                if cls.plans[oldest].doubling is not None:
+                    cls.plans[oldest].doubling.free()
+                del cls.plans[oldest]
             plan = cls.plans[key] = cls(x.shape, x.dtype, reducer, algorithm)
         return plan
 

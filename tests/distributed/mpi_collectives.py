@@ -44,5 +44,8 @@ try:
 except ValueError as error:
     assert "different reducers or algorithms" in str(error), error
 np.testing.assert_array_equal(cj.distributed.all_reduce(data[rank], algorithm="doubling"), np.sum(data, axis=0))
+for size in list(range(1, 71)) + [1]:   # more shapes than the plans kept: the oldest are freed, then made again
+    np.testing.assert_array_equal(cj.distributed.all_reduce(np.full(size, rank + 1, np.int32)),
+                                  np.full(size, n * (n + 1) // 2, np.int32))
 print(f"ok {rank}")
 sys.stdout.flush()
