@@ -41,6 +41,10 @@ def specs_per_leaf(specs, args, what: str) -> list:
 
 
 class ShardMapped:
+    # No instance __dict__: jit(shard_map(...)) copies its function's __dict__ onto the Jitted
+    # (functools.update_wrapper), which would replace the Jitted's own `fn` with the per-device one.
+    __slots__ = ("fn", "mesh", "in_specs", "out_specs", "backend", "_cache")
+
     def __init__(self, fn, mesh, in_specs, out_specs, backend="compiled"):
         self.fn, self.mesh, self.in_specs, self.out_specs = fn, mesh, in_specs, out_specs
         self.backend = backend

@@ -48,7 +48,7 @@ from ..ir.opdef import infer_types
 from ..ir.ops.sharding import mesh_sizes, spec_of_text, specs_of_text
 from ..ir.types import TensorType
 from .opclasses import ELEMENTWISE
-from .spmd import clone_op
+from .spmd import clone_op, holds_collective
 
 REPLICATED_WARNING = "partitioning: {what}; it runs replicated on every device (its operands gathered)"
 
@@ -420,6 +420,10 @@ def shard_map(p: Partitioner, op: Op, env, operand):
         raise NotImplementedError(f"shard_map over mesh {op.attrs['mesh']!r} inside a program partitioned over "
                                   f"{','.join(f'{a}={n}' for a, n in p.sizes.items())}: one mesh per program")
     (body,) = op.regions
+    for inner in body.ops:     # the devices' own predicates may differ: no lockstep (passes/spmd.py)
+        if any(holds_collective(r) for r in inner.regions):
+            raise NotImplementedError(f"a collective inside {inner.name}'s body within shard_map's per-device "
+                                      f"function is not supported")
     in_specs = specs_of_text(op.attrs["in_specs"], [v.type.ndim for v in op.operands])
     scope = {param: operand(v, spec) for param, v, spec in zip(body.params, op.operands, in_specs)}
     for op_inside in body.ops:

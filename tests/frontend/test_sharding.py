@@ -110,10 +110,15 @@ def test_shard_map_inside_jit_and_inside_its_loops():
     assert 'routine = "all_reduce"' in cj.jit(plus_one).lower(xs).compile().as_text("optimized")
     np.testing.assert_array_equal(np.asarray(cj.jit(plus_one)(xs)), want)
     np.testing.assert_array_equal(np.asarray(cj.jit(plus_one)(x)), want)
+    np.testing.assert_array_equal(np.asarray(cj.jit(total)(xs)), want - 1)       # jit of the shard_map itself
     for backend in ("compiled", "interpret"):
         np.testing.assert_array_equal(np.asarray(cj.jit(looped, backend=backend)(x)), carry)
     centred = cj.pmap(lambda v: v - lax.pmean(v, "i"), axis_name="i")     # pmap is shard_map's, so also in jit
     np.testing.assert_array_equal(np.asarray(cj.jit(lambda v: centred(v) * 2)(x[:4])), (x[:4] - x[:4].mean(0)) * 2)
+    looping = cj.shard_map(lambda v: lax.fori_loop(0, 2, lambda k, c: lax.psum(c, "i"), v), mesh, in_specs=P("i"),
+                           out_specs=P("i"))   # each device's own loop: no lockstep, as at top level
+    with pytest.raises(NotImplementedError, match="a collective inside while's body within shard_map"):
+        cj.jit(lambda v: looping(v))(x)
     other = cj.shard_map(lambda v: v, make_mesh((2,), ("j",)), in_specs=P("j"), out_specs=P("j"))
     with pytest.raises(NotImplementedError, match="shard_map over mesh 'j=2' inside a program partitioned over i=4"):
         cj.jit(lambda v: total(v) + other(v)[:2])(x)
