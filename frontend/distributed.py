@@ -12,18 +12,20 @@ The collectives run RCCL's and MPICH's algorithms between processes over MPI poi
 transfers: the ring (the message in one chunk per process; n - 1 reduce-scatter steps, each
 receiving a chunk from the left neighbour while sending one to the right, then n - 1 all-gather
 steps; no copies: partials are reduced straight into the result) for large messages, recursive
-doubling (log2 n exchanges of the whole message; for n not a power of two, MPICH's fold of
-the extra processes into their neighbours) for small ones, and a binomial tree (reduce to rank 0 in ceil(log2 n) steps, then broadcast down), as an
-alpha-beta model of the host's steps chooses (`host_all_reduce_algorithm`). Every reduction step is
-a compiled kernel: the CCL library's `reduce` of two operands (the partial received and the
-process's own), written in place. An all-reduce of a shape, dtype and reducer seen before reuses
-its plan (`AllReducePlan`: buffers, persistent MPI requests, the reduction's argument blocks), and
-the processes' shapes are compared in the headers of recursive doubling's messages rather than by a
-collective of their own; recursive doubling's steps (requests started and polled, headers
-compared, reductions run) are driven from native code (runtime/distributed_steps.py), so a short
-all-reduce costs one native call between copying its message in and its result out. A transfer that does not
-complete within `timeout` seconds (a process that died or never called the collective) raises
-TimeoutError on the processes waiting for it, rather than hanging.
+doubling (log2 n exchanges of the whole message; for n not a power of two, MPICH's fold of the
+extra processes into their neighbours) for small ones, and a binomial tree (reduce to rank 0 in
+ceil(log2 n) steps, then broadcast down), as an alpha-beta model of the host's steps chooses
+(`host_all_reduce_algorithm`). Every reduction step is a compiled kernel: the CCL library's
+`reduce` of two operands (the partial received and the process's own), written in place.
+
+An all-reduce of a shape, dtype and reducer seen before reuses its plan (`AllReducePlan`: buffers,
+persistent MPI requests, the reduction's argument blocks); the processes' shapes are compared in
+the headers of recursive doubling's messages rather than by a collective of their own; recursive
+doubling's steps (requests started and polled, headers compared, reductions run) are driven from
+native code (runtime/distributed_steps.py), so a short all-reduce costs one native call between
+copying its message in and its result out. A transfer that does not complete within `timeout`
+seconds (a process that died or never called the collective) raises TimeoutError on the
+processes waiting for it, rather than hanging.
 
 A jitted program over a mesh whose devices belong to several processes is not supported: each
 process partitions programs over its own devices; these collectives combine processes' results.
@@ -477,9 +479,10 @@ class AllReducePlan:
 # launch, measured at 15-20 us on 2 processes of this host under load) and HOST_BW (an assumption:
 # a shared-memory copy's bandwidth, for a transfer and for a reduction step alike). Ring: 2(n - 1)
 # transfers of S/n and n - 1 reductions of S/n; recursive doubling: log2 p transfers and reductions
-# of S (p the largest power of two <= n; 2 steps more to fold the others in and out); tree: 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling
-# wins below 2 * HOST_STEP_S * HOST_BW bytes (one exchange instead of two, but the whole message
-# reduced): 200 KB, where the measured crossover of the two (between 128 and 256 KiB) lies.
+# of S (p the largest power of two <= n; 2 steps more to fold the others in and out); tree:
+# 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling wins below
+# 2 * HOST_STEP_S * HOST_BW bytes (one exchange instead of two, but the whole message reduced):
+# 200 KB, where the measured crossover of the two (between 128 and 256 KiB) lies.
 HOST_STEP_S = 20e-6
 HOST_BW = 5e9
 ALGORITHMS = ("ring", "tree", "doubling")
