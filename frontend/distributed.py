@@ -3,6 +3,7 @@
     import cdnajit as cj
     cj.distributed.initialize()                  # under mpiexec -n 4 python train.py
     total = cj.distributed.all_reduce(local)     # every process's `local` summed, on every process
+    mine = cj.distributed.reduce_scatter(local)  # this process's block of that sum (also all_gather, broadcast)
 
 `initialize()` reads the rank and the number of processes from MPI (mpi4py over the MPICH wheel:
 `pip install mpich mpi4py` brings `mpiexec`), after which `cj.devices()` lists every process's
@@ -528,3 +529,28 @@ def all_gather(x, *, timeout: float = DEFAULT_TIMEOUT_S):
         blocks[in_block] = np.empty_like(x)
         exchange(blocks[out_block], right, blocks[in_block], left, timeout, "ring all-gather")
     return np.concatenate([b.reshape((-1,) + x.shape[1:]) if x.ndim else b.reshape(1) for b in blocks], axis=0)
+
+
+def reduce_scatter(x, op: str = "sum", *, timeout: float = DEFAULT_TIMEOUT_S):
+    """Block p (of n equal blocks along axis 0) of every process's x reduced elementwise, on process
+    p (MPI_Reduce_scatter_block, lax.psum_scatter): the ring's reduce-scatter, block d starting at
+    process d + 1 and ending at d, each step's partial the received one reduced with the process's
+    own block, the received first."""
+    x = np.ascontiguousarray(x)
+    check_same(x, "reduce_scatter", timeout)
+    n, rank = comm().Get_size(), comm().Get_rank()
+    if x.ndim == 0 or x.shape[0] % n:
+        raise ValueError(f"cdnajit.distributed.reduce_scatter: the leading dimension of {x.shape} is not a multiple "
+                         f"of the {n} processes")
+    blocks = x.reshape((n, -1))
+    if n == 1:
+        return x.copy()
+    right, left = (rank + 1) % n, (rank - 1) % n
+    partial = blocks[(rank - 1) % n]
+    for step in range(n - 1):
+        received = Scratch.take(blocks.shape[1], x.dtype)
+        exchange(partial, right, received, left, timeout, "ring reduce-scatter")
+        reduced = aligned_empty((blocks.shape[1],), x.dtype)     # written whole: aligned for the kernel
+        combine_into(reduced, op, received, blocks[(rank - step - 2) % n])
+        partial = reduced
+    return partial.reshape((x.shape[0] // n,) + x.shape[1:])

@@ -1,6 +1,7 @@
 """Run under mpiexec by tests/distributed/test_mpi.py: every process checks cdnajit.distributed's
 collectives against numpy on the data every process makes from the same seeds, and prints "ok".
-With the argument "quick" (make test), only the integer sums (one reduction kernel) and the gather."""
+With the argument "quick" (make test), only the integer sums (one reduction kernel), the
+reduce-scatter and the gather."""
 import sys
 
 import numpy as np
@@ -17,6 +18,8 @@ for algorithm in ("ring", "tree", "doubling"):
     for op, fold in (("sum", np.sum),) if quick else (("sum", np.sum), ("max", np.max)):
         got = cj.distributed.all_reduce(data[rank], op, algorithm=algorithm)
         np.testing.assert_array_equal(got, fold(data, axis=0))
+rows = [np.random.default_rng(p).integers(-1000, 1000, (2 * n, 3)).astype(np.int32) for p in range(n)]
+np.testing.assert_array_equal(cj.distributed.reduce_scatter(rows[rank]), np.sum(rows, axis=0)[2 * rank:2 * rank + 2])
 floats = [np.random.default_rng(p).standard_normal((3, 5)).astype(np.float32) for p in range(n)]
 np.testing.assert_array_equal(cj.distributed.all_gather(floats[rank]), np.concatenate(floats))
 if quick:
@@ -44,6 +47,11 @@ try:
 except ValueError as error:
     assert "different reducers or algorithms" in str(error), error
 np.testing.assert_array_equal(cj.distributed.all_reduce(data[rank], algorithm="doubling"), np.sum(data, axis=0))
+try:
+    cj.distributed.reduce_scatter(np.zeros((2 * n + 1, 3), np.float32))
+    raise AssertionError("an indivisible reduce_scatter was accepted")
+except ValueError as error:
+    assert f"not a multiple of the {n} processes" in str(error), error
 for size in list(range(1, 71)) + [1]:   # more shapes than the plans kept: the oldest are freed, then made again
     np.testing.assert_array_equal(cj.distributed.all_reduce(np.full(size, rank + 1, np.int32)),
                                   np.full(size, n * (n + 1) // 2, np.int32))
