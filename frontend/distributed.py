@@ -56,8 +56,9 @@ from ..runtime.launch import PARALLEL_MIN_WORK_ITEMS, address, aligned_copy, ali
 DEFAULT_TIMEOUT_S = 60.0
 SPIN_S = 2e-3   # polling back to back for this long, then yielding the CPU between polls
 # MPI: the mpi4py module, once initialized; spin_s: SPIN_S, or 0 where this host runs more of the
-# job's processes than this process has CPUs (a spinning poller then holds the CPU its partner needs:
-# 4 processes on 2 CPUs took 5-15 ms per 8-byte all-reduce spinning, 0.2-5 ms yielding at once).
+# job's processes than this process has CPUs, oversubscribed (a spinning poller then holds the CPU
+# its partner needs: 4 processes on 2 CPUs took 5-15 ms per 8-byte all-reduce spinning, 0.2-5 ms
+# yielding at once).
 _state = {"comm": None, "MPI": None, "spin_s": SPIN_S}
 
 
@@ -421,7 +422,8 @@ class AllReducePlan:
         if algorithm is not None and algorithm not in ALGORITHMS:
             raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not one of {ALGORITHMS}")
         self.shape, self.reducer = shape, reducer
-        self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize)
+        step_s = OVERSUBSCRIBED_STEP_S if _state["spin_s"] == 0 else HOST_STEP_S
+        self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize, step_s)
         key = repr((self.algorithm, reducer, dtype.str, shape)).encode()
         signature = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little", signed=True)
         self.doubling = DoublingPlan(signature, shape if self.algorithm == "doubling" else (0,), dtype, reducer) \
@@ -475,27 +477,34 @@ class AllReducePlan:
         cls.plans.clear()
 
 
-# The algorithm between processes, by an alpha-beta model of MPI point-to-point steps on a host:
-# HOST_STEP_S (an assumption: a ring or tree step's Python, its MPI transfer's latency and a kernel
-# launch, measured at 15-20 us on 2 processes of this host under load) and HOST_BW (an assumption:
-# a shared-memory copy's bandwidth, for a transfer and for a reduction step alike). Ring: 2(n - 1)
+# The algorithm between processes, by an alpha-beta model of MPI point-to-point steps on a host.
+# Assumptions, from measurements on a loaded 2-core host: a ring or tree step driven from Python (its
+# MPI transfer's latency and a kernel launch) costs HOST_STEP_S, 15-20 us on 2 processes, and about
+# OVERSUBSCRIBED_STEP_S where the host runs more of the job's processes than it has CPUs (4 on 2:
+# each step waits for the scheduler); a recursive-doubling step driven from native code
+# (runtime/distributed_steps.py) costs NATIVE_STEP_S; HOST_BW is a shared-memory copy's bandwidth,
+# for a transfer, a reduction and doubling's copies of the message in and out alike. Ring: 2(n - 1)
 # transfers of S/n and n - 1 reductions of S/n; recursive doubling: log2 p transfers and reductions
-# of S (p the largest power of two <= n; 2 steps more to fold the others in and out); tree:
-# 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling wins below
-# 2 * HOST_STEP_S * HOST_BW bytes (one exchange instead of two, but the whole message reduced):
-# 200 KB, where the measured crossover of the two (between 128 and 256 KiB) lies.
+# of S (p the largest power of two <= n; 2 steps more to fold the others in and out) and the two
+# copies; tree: 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling wins below
+# (2 HOST_STEP_S - NATIVE_STEP_S) HOST_BW / 2.5, about 150 KB (measured: between 128 and 256 KiB);
+# for 4 processes below about 300 KB, and below about 16 MB on an oversubscribed host (measured with
+# 4 processes on 2 CPUs: doubling 2-3x faster than the ring from 256 KiB to 1 MiB, 1.4x at 4 MiB).
 HOST_STEP_S = 20e-6
-HOST_BW = 5e9
+OVERSUBSCRIBED_STEP_S = 1e-3
+NATIVE_STEP_S = 3e-6
+HOST_BW = 10e9
 ALGORITHMS = ("ring", "tree", "doubling")
 
 
-def host_all_reduce_algorithm(n: int, nbytes: int) -> str:
+def host_all_reduce_algorithm(n: int, nbytes: int, step_s: float = HOST_STEP_S) -> str:
+    """The modelled fastest all-reduce of `nbytes` over n processes, `step_s` a Python-driven step's cost."""
     steps, chunk = cost.steps_tree(n), nbytes / n / HOST_BW
-    modelled = {"ring": 2 * (n - 1) * (HOST_STEP_S + chunk) + (n - 1) * chunk,
-                "tree": steps * (2 * HOST_STEP_S + 3 * nbytes / HOST_BW)}
+    modelled = {"ring": 2 * (n - 1) * (step_s + chunk) + (n - 1) * chunk,
+                "tree": steps * (2 * step_s + 3 * nbytes / HOST_BW)}
     power = 1 << (n.bit_length() - 1)
     doubling_steps = power.bit_length() - 1 + (2 if power < n else 0)
-    modelled["doubling"] = doubling_steps * (HOST_STEP_S + 2 * nbytes / HOST_BW)
+    modelled["doubling"] = doubling_steps * (NATIVE_STEP_S + 2 * nbytes / HOST_BW) + 2 * nbytes / HOST_BW
     return min(modelled, key=modelled.get)
 
 
