@@ -75,7 +75,7 @@ def initialize():
     except ImportError:
         raise ImportError("cdnajit.distributed needs mpi4py and an MPI: pip install mpich mpi4py") from None
     if _state["MPI"] is None:
-        atexit.register(AllReducePlan.free_all)
+        atexit.register(free_plans)
     _state["comm"], _state["MPI"] = MPI.COMM_WORLD, MPI
     on_this_host = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED).Get_size()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -89,7 +89,7 @@ def is_initialized() -> bool:
 
 def shutdown():
     """Back to one process (the MPI library stays initialized until the interpreter exits)."""
-    AllReducePlan.free_all()
+    free_plans()
     _state["comm"] = None
     devices.Processes.index, devices.Processes.count = 0, 1
 
@@ -411,11 +411,75 @@ MAX_PLANS = 64                             # all-reduce plans kept (a program's 
 DOUBLING_TAG = 19
 
 
+PLANS: dict = {}   # the plans kept between calls (AllReducePlan, ShapeCheck), oldest first
+
+
+def plan_for(key, make):
+    """The plan of `key`, made by make() the first time; at most MAX_PLANS are kept, the oldest
+    freed (its buffers and requests are this process's own)."""
+    plan = PLANS.get(key)
+    if plan is None:
+        if len(PLANS) >= MAX_PLANS:
+            PLANS.pop(next(iter(PLANS))).free()
+        plan = PLANS[key] = make()
+    return plan
+
+
+def forget(plan):
+    """Drop a plan whose requests may still be pending (a timeout): never started again."""
+    for key, kept in list(PLANS.items()):
+        if kept is plan:
+            del PLANS[key]
+
+
+def free_plans():
+    """Free every plan's MPI requests (before MPI finalizes, which warns of requests left)."""
+    for plan in PLANS.values():
+        plan.free()
+    PLANS.clear()
+
+
+def signature_of(*parts) -> int:
+    """A call's signature, equal on two processes iff the parts are (the headers carry it)."""
+    return int.from_bytes(hashlib.blake2b(repr(parts).encode(), digest_size=8).digest(), "little", signed=True)
+
+
+class ShapeCheck:
+    """Every process passed the same shape and dtype to the same collective (`what`, with `extra`:
+    a broadcast's root): a recursive-doubling exchange of headers alone (DoublingPlan of no
+    elements). On a mismatch every process learns of it and check_same names the process that
+    differs, or the collectives (or roots) differ: a ValueError everywhere, where calling different
+    collectives would otherwise wait until a timeout."""
+
+    def __init__(self, what: str, extra, shape: tuple, dtype: np.dtype):
+        self.what = what
+        self.doubling = DoublingPlan(signature_of(what, extra, dtype.str, shape), (0,), dtype, "sum")
+
+    def __call__(self, x: np.ndarray, timeout: float):
+        try:
+            matched = self.doubling(None, timeout, self.what)
+        except TimeoutError:
+            forget(self)
+            raise
+        if not matched:
+            check_same(x, self.what, timeout)
+            raise ValueError(f"cdnajit.distributed.{self.what}: the processes called different collectives, or "
+                             f"with different arguments")
+
+    def free(self):
+        self.doubling.free()
+
+
+def checked(x: np.ndarray, what: str, timeout: float, extra=None):
+    """x's shape and dtype checked across processes (ShapeCheck; nothing to compare for one)."""
+    if comm().Get_size() > 1:
+        plan_for(("check", what, extra, x.shape, x.dtype), lambda: ShapeCheck(what, extra, x.shape, x.dtype))(x, timeout)
+
+
 class AllReducePlan:
     """What an all-reduce of one shape, dtype, reducer and requested algorithm needs, kept between
-    calls (`plans`): the algorithm the host model picks, and the recursive-doubling plan that runs
+    calls (PLANS): the algorithm the host model picks, and the recursive-doubling plan that runs
     it or (ring, tree) checks the processes' shapes before it."""
-    plans: dict = {}
 
     def __init__(self, shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
         n = comm().Get_size()
@@ -424,38 +488,29 @@ class AllReducePlan:
         self.shape, self.reducer = shape, reducer
         step_s = OVERSUBSCRIBED_STEP_S if _state["spin_s"] == 0 else HOST_STEP_S
         self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize, step_s)
-        key = repr((self.algorithm, reducer, dtype.str, shape)).encode()
-        signature = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little", signed=True)
+        signature = signature_of("all_reduce", self.algorithm, reducer, dtype.str, shape)
         self.doubling = DoublingPlan(signature, shape if self.algorithm == "doubling" else (0,), dtype, reducer) \
             if n > 1 else None
         self.runs_doubling = self.doubling is not None and self.algorithm == "doubling"
 
     @classmethod
     def get(cls, x: np.ndarray, reducer: str, algorithm: str | None) -> "AllReducePlan":
-        key = (x.shape, x.dtype, reducer, algorithm)
-        plan = cls.plans.get(key)
-        if plan is None:
-            if len(cls.plans) >= MAX_PLANS:    # the oldest goes (its buffers and requests are this process's own)
-                oldest = next(iter(cls.plans))
-                if cls.plans[oldest].doubling is not None:
-                    cls.plans[oldest].doubling.free()
-                del cls.plans[oldest]
-            plan = cls.plans[key] = cls(x.shape, x.dtype, reducer, algorithm)
-        return plan
+        return plan_for(("all_reduce", x.shape, x.dtype, reducer, algorithm),
+                        lambda: cls(x.shape, x.dtype, reducer, algorithm))
 
     def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray:
         if self.doubling is None:                  # one process
-            check_same(x, "all_reduce", timeout)
             return x.copy()
         try:
             matched = self.doubling(x if self.runs_doubling else None, timeout, "all_reduce")
         except TimeoutError:
-            self.forget()       # its requests may still be pending
+            forget(self)       # its requests may still be pending
             raise
         if not matched:
             check_same(x, "all_reduce", timeout)
-            raise ValueError(f"cdnajit.distributed.all_reduce: the processes passed different reducers "
-                             f"or algorithms (process {comm().Get_rank()}: {self.reducer!r}, {self.algorithm})")
+            raise ValueError(f"cdnajit.distributed.all_reduce: the processes called different collectives, or with "
+                             f"different reducers or algorithms (process {comm().Get_rank()}: {self.reducer!r}, "
+                             f"{self.algorithm})")
         if self.runs_doubling:
             return self.doubling.data.copy()
         flat = x.reshape(-1)
@@ -463,18 +518,9 @@ class AllReducePlan:
             return ring_all_reduce(flat, self.reducer, timeout).reshape(x.shape)
         return tree_broadcast(tree_reduce(flat, self.reducer, timeout), 0, timeout).reshape(x.shape)
 
-    def forget(self):
-        for key, plan in list(self.plans.items()):
-            if plan is self:
-                del self.plans[key]
-
-    @classmethod
-    def free_all(cls):
-        """Free every plan's MPI requests (before MPI finalizes, which warns of requests left)."""
-        for plan in cls.plans.values():
-            if plan.doubling is not None:
-                plan.doubling.free()
-        cls.plans.clear()
+    def free(self):
+        if self.doubling is not None:
+            self.doubling.free()
 
 
 # The algorithm between processes, by an alpha-beta model of MPI point-to-point steps on a host.
@@ -519,7 +565,7 @@ def all_reduce(x, op: str = "sum", *, algorithm: str | None = None, timeout: flo
 def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
     """Process `root`'s x on every process (a binomial tree)."""
     x = np.ascontiguousarray(x)
-    check_same(x, "broadcast", timeout)
+    checked(x, "broadcast", timeout, extra=root)
     if not 0 <= root < comm().Get_size():
         raise ValueError(f"cdnajit.distributed.broadcast: root {root} is not a process of {comm().Get_size()}")
     return tree_broadcast(x.reshape(-1), root, timeout).reshape(x.shape)
@@ -528,7 +574,7 @@ def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
 def all_gather(x, *, timeout: float = DEFAULT_TIMEOUT_S):
     """Every process's x concatenated along axis 0 in rank order, on every process (the ring)."""
     x = np.ascontiguousarray(x)
-    check_same(x, "all_gather", timeout)
+    checked(x, "all_gather", timeout)
     n, rank = comm().Get_size(), comm().Get_rank()
     blocks = [None] * n
     blocks[rank] = x
@@ -546,7 +592,7 @@ def reduce_scatter(x, op: str = "sum", *, timeout: float = DEFAULT_TIMEOUT_S):
     process d + 1 and ending at d, each step's partial the received one reduced with the process's
     own block, the received first."""
     x = np.ascontiguousarray(x)
-    check_same(x, "reduce_scatter", timeout)
+    checked(x, "reduce_scatter", timeout)
     n, rank = comm().Get_size(), comm().Get_rank()
     if x.ndim == 0 or x.shape[0] % n:
         raise ValueError(f"cdnajit.distributed.reduce_scatter: the leading dimension of {x.shape} is not a multiple "

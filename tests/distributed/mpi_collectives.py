@@ -47,6 +47,17 @@ try:
 except ValueError as error:
     assert "different reducers or algorithms" in str(error), error
 np.testing.assert_array_equal(cj.distributed.all_reduce(data[rank], algorithm="doubling"), np.sum(data, axis=0))
+# Every collective checks in its messages' headers: different roots, different collectives or
+# different shapes are a ValueError on every process, not a wait until the timeout.
+for call, expected in ((lambda: cj.distributed.broadcast(floats[rank], root=rank % 2), "different arguments"),
+                       (lambda: cj.distributed.all_gather(floats[rank]) if rank else cj.distributed.broadcast(floats[rank]),
+                        "different collectives"),
+                       (lambda: cj.distributed.all_gather(np.zeros(3 + rank, np.float32)), "has (")):
+    try:
+        call()
+        raise AssertionError(f"a mismatch was accepted ({expected})")
+    except ValueError as error:
+        assert expected in str(error), error
 try:
     cj.distributed.reduce_scatter(np.zeros((2 * n + 1, 3), np.float32))
     raise AssertionError("an indivisible reduce_scatter was accepted")
