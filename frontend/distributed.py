@@ -3,6 +3,7 @@
     import cdnajit as cj
     cj.distributed.initialize()                  # under mpiexec -n 4 python train.py
     total = cj.distributed.all_reduce(local)     # every process's `local` summed, on every process
+    mine = cj.distributed.reduce_scatter(local)  # this process's block of that sum (also all_gather, broadcast)
 
 `initialize()` reads the rank and the number of processes from MPI (mpi4py over the MPICH wheel:
 `pip install mpich mpi4py` brings `mpiexec`), after which `cj.devices()` lists every process's
@@ -12,20 +13,30 @@ The collectives run RCCL's and MPICH's algorithms between processes over MPI poi
 transfers: the ring (the message in one chunk per process; n - 1 reduce-scatter steps, each
 receiving a chunk from the left neighbour while sending one to the right, then n - 1 all-gather
 steps; no copies: partials are reduced straight into the result) for large messages, recursive
-doubling (log2 n exchanges of the whole message) for small ones on a power-of-two count of
-processes, and a binomial tree (reduce to rank 0 in ceil(log2 n) steps, then broadcast down), as an
-alpha-beta model of the host's steps chooses (`host_all_reduce_algorithm`). Every reduction step is
-a compiled kernel: the CCL library's `reduce` of two operands (the partial received and the
-process's own), written in place. A transfer that does not
-complete within `timeout` seconds (a process that died or never called the collective) raises
-TimeoutError on the processes waiting for it, rather than hanging.
+doubling (log2 n exchanges of the whole message; for n not a power of two, MPICH's fold of the
+extra processes into their neighbours) for small ones, and a binomial tree (reduce to rank 0 in
+ceil(log2 n) steps, then broadcast down), as an alpha-beta model of the host's steps chooses
+(`host_all_reduce_algorithm`). Every reduction step is a compiled kernel: the CCL library's
+`reduce` of two operands (the partial received and the process's own), written in place.
+
+An all-reduce of a shape, dtype and reducer seen before reuses its plan (`AllReducePlan`: buffers,
+persistent MPI requests, the reduction's argument blocks); the processes' shapes are compared in
+the headers of recursive doubling's messages rather than by a collective of their own; recursive
+doubling's steps (requests started and polled, headers compared, reductions run) are driven from
+native code (runtime/distributed_steps.py), so a short all-reduce costs one native call between
+copying its message in and its result out. A transfer that does not complete within `timeout`
+seconds (a process that died or never called the collective) raises TimeoutError on the
+processes waiting for it, rather than hanging.
 
 A jitted program over a mesh whose devices belong to several processes is not supported: each
 process partitions programs over its own devices; these collectives combine processes' results.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
+import hashlib
+import math
 import os
 import time
 
@@ -39,11 +50,16 @@ from ..ir.types import TensorType, dtype_name
 from ..libs.ccl import LIBRARY, cost
 from ..libs.ccl.kernels import ITEMS
 from ..runtime import devices
+from ..runtime import distributed_steps as steps
 from ..runtime.launch import PARALLEL_MIN_WORK_ITEMS, address, aligned_copy, aligned_empty, compile_kernel
 
 DEFAULT_TIMEOUT_S = 60.0
 SPIN_S = 2e-3   # polling back to back for this long, then yielding the CPU between polls
-_state = {"comm": None}
+# MPI: the mpi4py module, once initialized; spin_s: SPIN_S, or 0 where this host runs more of the
+# job's processes than this process has CPUs, oversubscribed (a spinning poller then holds the CPU
+# its partner needs: 4 processes on 2 CPUs took 5-15 ms per 8-byte all-reduce spinning, 0.2-5 ms
+# yielding at once).
+_state = {"comm": None, "MPI": None, "spin_s": SPIN_S}
 
 
 def comm():
@@ -58,7 +74,12 @@ def initialize():
         from mpi4py import MPI
     except ImportError:
         raise ImportError("cdnajit.distributed needs mpi4py and an MPI: pip install mpich mpi4py") from None
-    _state["comm"] = MPI.COMM_WORLD
+    if _state["MPI"] is None:
+        atexit.register(free_plans)
+    _state["comm"], _state["MPI"] = MPI.COMM_WORLD, MPI
+    on_this_host = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED).Get_size()
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    _state["spin_s"] = 0.0 if on_this_host > cpus else SPIN_S
     devices.Processes.index, devices.Processes.count = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
 
 
@@ -68,6 +89,7 @@ def is_initialized() -> bool:
 
 def shutdown():
     """Back to one process (the MPI library stays initialized until the interpreter exits)."""
+    free_plans()
     _state["comm"] = None
     devices.Processes.index, devices.Processes.count = 0, 1
 
@@ -122,22 +144,28 @@ class Scratch:
         return cls.buffer[:nbytes].view(dtype)
 
 
+def timed_out(what: str, timeout: float) -> TimeoutError:
+    return TimeoutError(f"cdnajit.distributed: {what} did not complete within {timeout} s on process "
+                        f"{comm().Get_rank()} (a process died, or did not call the same collective)")
+
+
 def wait(requests, timeout: float, what: str):
     """Wait for MPI requests, polling; TimeoutError after `timeout` s. The requests stay pending (MPI
     cannot cancel a collective's): the process should end, or MPI.COMM_WORLD.Abort() the job.
     Polling never sleeps: MPI moves a large message through its shared-memory cells only while a
     call of the process polls it (as its own blocking calls do), so a sleep between polls stalls the
-    transfer; after SPIN_S the poller yields its CPU between polls, for processes sharing cores."""
-    from mpi4py import MPI
+    transfer; after SPIN_S (at once on an oversubscribed host) the poller yields its CPU between polls."""
+    test_all = _state["MPI"].Request.Testall
+    if test_all(requests):
+        return
     start = time.monotonic()
-    deadline, spin_until = start + timeout, start + SPIN_S
-    while not MPI.Request.Testall(requests):
+    deadline, spin_until = start + timeout, start + _state["spin_s"]
+    while not test_all(requests):
         now = time.monotonic()
         if now < spin_until:        # a transfer between processes of one host completes in microseconds
             continue
         if now > deadline:
-            raise TimeoutError(f"cdnajit.distributed: {what} did not complete within {timeout} s on process "
-                               f"{comm().Get_rank()} (a process died, or did not call the same collective)")
+            raise timed_out(what, timeout)
         os.sched_yield()
 
 
@@ -237,69 +265,307 @@ def tree_broadcast(flat: np.ndarray, root: int, timeout: float) -> np.ndarray:
     return work
 
 
-def doubling_all_reduce(flat: np.ndarray, reducer: str, timeout: float) -> np.ndarray:
-    """Recursive doubling (MPICH's all-reduce for short messages; n a power of two): at step k every
-    process swaps its partial with the process whose rank differs in bit k and both combine them,
-    the lower rank's partial first, so every process computes the same values in log2 n steps."""
-    n, rank = comm().Get_size(), comm().Get_rank()
-    work, bit = aligned_copy(flat), 1
-    while bit < n:
-        partner = rank ^ bit
-        received = Scratch.take(work.size, work.dtype)
-        exchange(work, partner, received, partner, timeout, "recursive-doubling all-reduce")
-        reduced = aligned_empty(work.shape, work.dtype)
-        lower, upper = (received, work) if partner < rank else (work, received)
-        combine_into(reduced, reducer, lower, upper)
-        work, bit = reduced, bit * 2
-    return work
+class DoublingPlan:
+    """Recursive doubling (MPICH's all-reduce for short messages) of one message shape, dtype and
+    reducer, set up once and reused by every call with them: at step k every process swaps its
+    partial with the process whose rank differs in bit k and both combine them, the lower rank's
+    partial first, so every process computes the same values in log2 n steps. For n not a power of
+    two, MPICH's fold: with p the largest power of two below n, the first 2(n - p) ranks pair up,
+    each even one sending its message to the odd one above it (which reduces them and takes part
+    in the doubling over p processes, numbered in rank order) and receiving the result from it.
+
+    A short all-reduce is latency-bound, and setting a call up (buffers, requests, the reduction's
+    argument block, a separate collective to compare shapes) cost more than its transfers. The plan
+    holds a send and a receive buffer, each a header (HEADER_BYTES: the call's signature and a
+    mismatch flag) followed by the message; MPI persistent requests (Send_init/Recv_init) for each
+    step's partner; and each step's argument block of the compiled reduction (the partials reduced
+    in place into the send buffer), so a call copies the message in, starts, polls and reduces per
+    step, and copies the result out.
+
+    The header is the shape check: each process compares the signature it receives with its own and
+    ORs the received flag into its own, so at the end every process's flag is set iff some
+    process's signature differs (each doubling step joins two groups whose members agree by
+    comparing one member of each; a folded rank hears its partner's flag with the result). A
+    partner's longer message (a larger array) arrives truncated: a mismatch too. A plan of no
+    elements is the check alone (before a ring or tree all-reduce)."""
+
+    def __init__(self, signature: int, shape: tuple, dtype: np.dtype, reducer: str):
+        n, rank = comm().Get_size(), comm().Get_rank()
+        count = math.prod(shape)
+        nbytes = HEADER_BYTES + count * dtype.itemsize
+        self.send, self.received = aligned_empty((nbytes,), np.uint8), aligned_empty((nbytes,), np.uint8)
+        # The header's two int64s through memoryviews: Python ints, without numpy scalars per step.
+        self.send_header = memoryview(self.send)[:16].cast("q")
+        self.received_header = memoryview(self.received)[:16].cast("q")
+        self.signature = signature
+        self.data = self.send[HEADER_BYTES:].view(dtype).reshape(shape)    # the message, then the result
+        self.kernel = ReductionStep.get(reducer, dtype).kernel if count else None
+        self.total, self.parallel = -(-count // ITEMS), count >= PARALLEL_MIN_WORK_ITEMS
+        self.size, self.counter = ctypes.c_int64(count), ctypes.c_int64(0)
+        size, out = ctypes.addressof(self.size), address(self.data) if count else 0
+        mine, theirs = out, address(self.received[HEADER_BYTES:]) if count else 0
+        self.blocks = []
+
+        def reduction(partner: int) -> int:
+            """The step's argument block: (received, mine) in rank order, the lower rank's first."""
+            self.blocks.append((ctypes.c_void_p * 4)(*((theirs, mine) if partner < rank else (mine, theirs)), out, size))
+            return ctypes.addressof(self.blocks[-1])
+
+        def receive(partner: int, into=None):
+            return comm().Recv_init(self.received if into is None else into, partner, DOUBLING_TAG)
+
+        def send(partner: int):
+            return comm().Send_init(self.send, partner, DOUBLING_TAG)
+        power = 1 << (n.bit_length() - 1)
+        folded = 2 * (n - power)         # ranks below it pair up
+        # Steps: (requests, the reduction's argument block or 0, the header received or None).
+        if rank < folded and rank % 2 == 0:
+            self.steps = [([send(rank + 1)], 0, None), ([receive(rank + 1, into=self.send)], 0, self.send_header)]
+        else:
+            new = rank // 2 if rank < folded else rank - folded // 2
+            self.steps = [([receive(rank - 1)], reduction(rank - 1), self.received_header)] if rank < folded else []
+            for k in range(power.bit_length() - 1):
+                other = new ^ (1 << k)
+                partner = 2 * other + 1 if 2 * other < folded else other + folded // 2
+                self.steps.append(([receive(partner), send(partner)], reduction(partner), self.received_header))
+            if rank < folded:
+                self.steps.append(([send(rank - 1)], 0, None))
+        self.requests = [request for requests, _, _ in self.steps for request in requests]
+        self.plan = None if self.parallel else self.native_plan()
+        if self.plan is not None:
+            self.driver, self.plan_address = steps.steps_function()[0], address(self.plan)
+            self.plan_words, self.timeout = memoryview(self.plan).cast("B").cast("q"), None
+
+    def native_plan(self) -> np.ndarray:
+        """The steps as runtime/distributed_steps.py's native driver reads them (its plan)."""
+        mpi = _state["MPI"]
+        functions = ctypes.CDLL(mpi.__file__)   # dlsym through mpi4py's module finds its MPI library's
+        self.handles = [np.array([r.handle & 0xFFFFFFFF for r in requests], np.uint32).view(np.int32)
+                        for requests, _, _ in self.steps]
+        plan = np.zeros(steps.HEADER_WORDS + steps.STEP_WORDS * len(self.steps), np.int64)
+        plan[:steps.HEADER_WORDS] = [
+            ctypes.cast(functions.MPI_Startall, ctypes.c_void_p).value,
+            ctypes.cast(functions.MPI_Testall, ctypes.c_void_p).value,
+            self.kernel.run_address if self.kernel else 0, ctypes.addressof(self.counter), self.total, len(self.steps),
+            0, 0, self.signature, address(self.send), 0, 0]
+        for k, ((_, block, header), handles) in enumerate(zip(self.steps, self.handles)):
+            at = steps.HEADER_WORDS + steps.STEP_WORDS * k
+            header_address = 0 if header is None else address(self.send if header is self.send_header else self.received)
+            plan[at:at + steps.STEP_WORDS] = [len(handles), address(handles), block, header_address]
+        return plan
+
+    def __call__(self, message: np.ndarray | None, timeout: float, what: str) -> bool:
+        """Run the steps on `message` (None for the check alone); whether every process's signature
+        matched. The result is in self.data. The native driver runs them (all but a parallel
+        reduction's); a step it stops at with an MPI error (a truncated receive) is a mismatch,
+        and the steps after it run here."""
+        mpi = _state["MPI"]
+        if message is not None:
+            np.copyto(self.data, message)
+        first, mismatch = 0, 0
+        if self.plan is not None:
+            words = self.plan_words
+            if timeout != self.timeout:
+                words[steps.SPIN_NS], words[steps.TIMEOUT_NS] = int(_state["spin_s"] * 1e9), int(timeout * 1e9)
+                self.timeout = timeout
+            status = self.driver(self.plan_address)
+            if status == steps.FINISHED:
+                return not words[steps.MISMATCH]
+            if status == steps.TIMED_OUT:
+                raise timed_out(what, timeout)
+            first = words[steps.STEP]
+            wait(self.steps[first][0], timeout, what)
+            mismatch, first = 1, first + 1
+            self.send_header[1] = 1
+        else:
+            self.send_header[0], self.send_header[1] = self.signature, 0   # a folded rank's result overwrote them
+        kernel = self.kernel
+        for requests, block, header in self.steps[first:]:
+            mpi.Prequest.Startall(requests)
+            try:
+                wait(requests, timeout, what)
+            except mpi.Exception as error:       # a longer message than ours: its array is larger
+                if error.Get_error_class() not in (mpi.ERR_TRUNCATE, mpi.ERR_IN_STATUS):
+                    raise
+                wait(requests, timeout, what)
+                mismatch = 1
+            if header is not None:
+                mismatch |= (header[0] != self.signature) | header[1]
+                self.send_header[1] = mismatch
+            if not block or kernel is None or mismatch:
+                continue
+            if self.parallel:
+                kernel.launch(block, self.total, True)
+            else:                  # on this thread, as CompiledKernel.launch runs a small grid
+                self.counter.value = 0
+                kernel.run(block, ctypes.addressof(self.counter), self.total, self.total)
+        return not mismatch
+
+    def free(self):
+        for request in self.requests:
+            request.Free()
 
 
-# The algorithm between processes, by an alpha-beta model of MPI point-to-point steps on a host:
-# HOST_STEP_S (an assumption: a Python-driven step, its MPI transfer's latency and a kernel launch,
-# tens of microseconds as measured under load) and HOST_BW (an assumption: a shared-memory copy's
-# bandwidth, for a transfer and for a reduction step alike). Ring: 2(n - 1) transfers of S/n and
-# n - 1 reductions of S/n; recursive doubling (powers of two): log2 n transfers and reductions of S;
-# tree: 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling wins below
-# 2 * HOST_STEP_S * HOST_BW bytes (one exchange instead of two, but the whole message reduced).
-HOST_STEP_S = 30e-6
-HOST_BW = 5e9
+HEADER_BYTES = WRITTEN_BUFFER_ALIGNMENT    # so that the message after it is aligned for the kernel
+MAX_PLANS = 64                             # all-reduce plans kept (a program's few message shapes)
+DOUBLING_TAG = 19
+
+
+PLANS: dict = {}   # the plans kept between calls (AllReducePlan, ShapeCheck), oldest first
+
+
+def plan_for(key, make):
+    """The plan of `key`, made by make() the first time; at most MAX_PLANS are kept, the oldest
+    freed (its buffers and requests are this process's own)."""
+    plan = PLANS.get(key)
+    if plan is None:
+        if len(PLANS) >= MAX_PLANS:
+            PLANS.pop(next(iter(PLANS))).free()
+        plan = PLANS[key] = make()
+    return plan
+
+
+def forget(plan):
+    """Drop a plan whose requests may still be pending (a timeout): never started again."""
+    for key, kept in list(PLANS.items()):
+        if kept is plan:
+            del PLANS[key]
+
+
+def free_plans():
+    """Free every plan's MPI requests (before MPI finalizes, which warns of requests left)."""
+    for plan in PLANS.values():
+        plan.free()
+    PLANS.clear()
+
+
+def signature_of(*parts) -> int:
+    """A call's signature, equal on two processes iff the parts are (the headers carry it)."""
+    return int.from_bytes(hashlib.blake2b(repr(parts).encode(), digest_size=8).digest(), "little", signed=True)
+
+
+class ShapeCheck:
+    """Every process passed the same shape and dtype to the same collective (`what`, with `extra`:
+    a broadcast's root): a recursive-doubling exchange of headers alone (DoublingPlan of no
+    elements). On a mismatch every process learns of it and check_same names the process that
+    differs, or the collectives (or roots) differ: a ValueError everywhere, where calling different
+    collectives would otherwise wait until a timeout."""
+
+    def __init__(self, what: str, extra, shape: tuple, dtype: np.dtype):
+        self.what = what
+        self.doubling = DoublingPlan(signature_of(what, extra, dtype.str, shape), (0,), dtype, "sum")
+
+    def __call__(self, x: np.ndarray, timeout: float):
+        try:
+            matched = self.doubling(None, timeout, self.what)
+        except TimeoutError:
+            forget(self)
+            raise
+        if not matched:
+            check_same(x, self.what, timeout)
+            raise ValueError(f"cdnajit.distributed.{self.what}: the processes called different collectives, or "
+                             f"with different arguments")
+
+    def free(self):
+        self.doubling.free()
+
+
+def checked(x: np.ndarray, what: str, timeout: float, extra=None):
+    """x's shape and dtype checked across processes (ShapeCheck; nothing to compare for one)."""
+    if comm().Get_size() > 1:
+        plan_for(("check", what, extra, x.shape, x.dtype), lambda: ShapeCheck(what, extra, x.shape, x.dtype))(x, timeout)
+
+
+class AllReducePlan:
+    """What an all-reduce of one shape, dtype, reducer and requested algorithm needs, kept between
+    calls (PLANS): the algorithm the host model picks, and the recursive-doubling plan that runs
+    it or (ring, tree) checks the processes' shapes before it."""
+
+    def __init__(self, shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
+        n = comm().Get_size()
+        if algorithm is not None and algorithm not in ALGORITHMS:
+            raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not one of {ALGORITHMS}")
+        self.shape, self.reducer = shape, reducer
+        step_s = OVERSUBSCRIBED_STEP_S if _state["spin_s"] == 0 else HOST_STEP_S
+        self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize, step_s)
+        signature = signature_of("all_reduce", self.algorithm, reducer, dtype.str, shape)
+        self.doubling = DoublingPlan(signature, shape if self.algorithm == "doubling" else (0,), dtype, reducer) \
+            if n > 1 else None
+        self.runs_doubling = self.doubling is not None and self.algorithm == "doubling"
+
+    @classmethod
+    def get(cls, x: np.ndarray, reducer: str, algorithm: str | None) -> "AllReducePlan":
+        key = ("all_reduce", x.shape, x.dtype, reducer, algorithm)
+        return PLANS.get(key) or plan_for(key, lambda: cls(x.shape, x.dtype, reducer, algorithm))
+
+    def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray:
+        if self.doubling is None:                  # one process
+            return x.copy()
+        try:
+            matched = self.doubling(x if self.runs_doubling else None, timeout, "all_reduce")
+        except TimeoutError:
+            forget(self)       # its requests may still be pending
+            raise
+        if not matched:
+            check_same(x, "all_reduce", timeout)
+            raise ValueError(f"cdnajit.distributed.all_reduce: the processes called different collectives, or with "
+                             f"different reducers or algorithms (process {comm().Get_rank()}: {self.reducer!r}, "
+                             f"{self.algorithm})")
+        if self.runs_doubling:
+            return self.doubling.data.copy()
+        flat = x.reshape(-1)
+        if self.algorithm == "ring":
+            return ring_all_reduce(flat, self.reducer, timeout).reshape(x.shape)
+        return tree_broadcast(tree_reduce(flat, self.reducer, timeout), 0, timeout).reshape(x.shape)
+
+    def free(self):
+        if self.doubling is not None:
+            self.doubling.free()
+
+
+# The algorithm between processes, by an alpha-beta model of MPI point-to-point steps on a host.
+# Assumptions, from measurements on a loaded 2-core host: a ring or tree step driven from Python (its
+# MPI transfer's latency and a kernel launch) costs HOST_STEP_S, 15-20 us on 2 processes, and about
+# OVERSUBSCRIBED_STEP_S where the host runs more of the job's processes than it has CPUs (4 on 2:
+# each step waits for the scheduler); a recursive-doubling step driven from native code
+# (runtime/distributed_steps.py) costs NATIVE_STEP_S; HOST_BW is a shared-memory copy's bandwidth,
+# for a transfer, a reduction and doubling's copies of the message in and out alike. Ring: 2(n - 1)
+# transfers of S/n and n - 1 reductions of S/n; recursive doubling: log2 p transfers and reductions
+# of S (p the largest power of two <= n; 2 steps more to fold the others in and out) and the two
+# copies; tree: 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling wins below
+# (2 HOST_STEP_S - NATIVE_STEP_S) HOST_BW / 2.5, about 150 KB (measured: between 128 and 256 KiB);
+# for 4 processes below about 300 KB, and below about 16 MB on an oversubscribed host (measured with
+# 4 processes on 2 CPUs: doubling 2-3x faster than the ring from 256 KiB to 1 MiB, 1.4x at 4 MiB).
+HOST_STEP_S = 20e-6
+OVERSUBSCRIBED_STEP_S = 1e-3
+NATIVE_STEP_S = 3e-6
+HOST_BW = 10e9
 ALGORITHMS = ("ring", "tree", "doubling")
 
 
-def host_all_reduce_algorithm(n: int, nbytes: int) -> str:
+def host_all_reduce_algorithm(n: int, nbytes: int, step_s: float = HOST_STEP_S) -> str:
+    """The modelled fastest all-reduce of `nbytes` over n processes, `step_s` a Python-driven step's cost."""
     steps, chunk = cost.steps_tree(n), nbytes / n / HOST_BW
-    modelled = {"ring": 2 * (n - 1) * (HOST_STEP_S + chunk) + (n - 1) * chunk,
-                "tree": steps * (2 * HOST_STEP_S + 3 * nbytes / HOST_BW)}
-    if n & (n - 1) == 0:
-        modelled["doubling"] = steps * (HOST_STEP_S + 2 * nbytes / HOST_BW)
+    modelled = {"ring": 2 * (n - 1) * (step_s + chunk) + (n - 1) * chunk,
+                "tree": steps * (2 * step_s + 3 * nbytes / HOST_BW)}
+    power = 1 << (n.bit_length() - 1)
+    doubling_steps = power.bit_length() - 1 + (2 if power < n else 0)
+    modelled["doubling"] = doubling_steps * (NATIVE_STEP_S + 2 * nbytes / HOST_BW) + 2 * nbytes / HOST_BW
     return min(modelled, key=modelled.get)
 
 
 def all_reduce(x, op: str = "sum", *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
     """Every process's x reduced elementwise (op: sum, prod, max, min), on every process; the ring,
-    the tree or recursive doubling (a power-of-two count of processes) as the host model above picks
-    for the size, or as `algorithm` says."""
+    the tree or recursive doubling as the host model above picks for the size, or as `algorithm`
+    says."""
     x = np.ascontiguousarray(x)
-    n = comm().Get_size()
-    if algorithm is not None and algorithm not in ALGORITHMS or algorithm == "doubling" and n & (n - 1):
-        raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not one of {ALGORITHMS} "
-                         f"(recursive doubling needs a power-of-two number of processes, here {n})")
-    check_same(x, "all_reduce", timeout)
-    if n == 1:
-        return x.copy()
-    flat = x.reshape(-1)
-    chosen = algorithm or host_all_reduce_algorithm(n, x.nbytes)
-    if chosen == "ring":
-        return ring_all_reduce(flat, op, timeout).reshape(x.shape)
-    if chosen == "doubling":
-        return doubling_all_reduce(flat, op, timeout).reshape(x.shape)
-    return tree_broadcast(tree_reduce(flat, op, timeout), 0, timeout).reshape(x.shape)
+    return AllReducePlan.get(x, op, algorithm)(x, timeout)
 
 
 def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
     """Process `root`'s x on every process (a binomial tree)."""
     x = np.ascontiguousarray(x)
-    check_same(x, "broadcast", timeout)
+    checked(x, "broadcast", timeout, extra=root)
     if not 0 <= root < comm().Get_size():
         raise ValueError(f"cdnajit.distributed.broadcast: root {root} is not a process of {comm().Get_size()}")
     return tree_broadcast(x.reshape(-1), root, timeout).reshape(x.shape)
@@ -308,7 +574,7 @@ def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
 def all_gather(x, *, timeout: float = DEFAULT_TIMEOUT_S):
     """Every process's x concatenated along axis 0 in rank order, on every process (the ring)."""
     x = np.ascontiguousarray(x)
-    check_same(x, "all_gather", timeout)
+    checked(x, "all_gather", timeout)
     n, rank = comm().Get_size(), comm().Get_rank()
     blocks = [None] * n
     blocks[rank] = x
@@ -318,3 +584,28 @@ def all_gather(x, *, timeout: float = DEFAULT_TIMEOUT_S):
         blocks[in_block] = np.empty_like(x)
         exchange(blocks[out_block], right, blocks[in_block], left, timeout, "ring all-gather")
     return np.concatenate([b.reshape((-1,) + x.shape[1:]) if x.ndim else b.reshape(1) for b in blocks], axis=0)
+
+
+def reduce_scatter(x, op: str = "sum", *, timeout: float = DEFAULT_TIMEOUT_S):
+    """Block p (of n equal blocks along axis 0) of every process's x reduced elementwise, on process
+    p (MPI_Reduce_scatter_block, lax.psum_scatter): the ring's reduce-scatter, block d starting at
+    process d + 1 and ending at d, each step's partial the received one reduced with the process's
+    own block, the received first."""
+    x = np.ascontiguousarray(x)
+    checked(x, "reduce_scatter", timeout)
+    n, rank = comm().Get_size(), comm().Get_rank()
+    if x.ndim == 0 or x.shape[0] % n:
+        raise ValueError(f"cdnajit.distributed.reduce_scatter: the leading dimension of {x.shape} is not a multiple "
+                         f"of the {n} processes")
+    blocks = x.reshape((n, -1))
+    if n == 1:
+        return x.copy()
+    right, left = (rank + 1) % n, (rank - 1) % n
+    partial = blocks[(rank - 1) % n]
+    for step in range(n - 1):
+        received = Scratch.take(blocks.shape[1], x.dtype)
+        exchange(partial, right, received, left, timeout, "ring reduce-scatter")
+        reduced = aligned_empty((blocks.shape[1],), x.dtype)     # written whole: aligned for the kernel
+        combine_into(reduced, op, received, blocks[(rank - step - 2) % n])
+        partial = reduced
+    return partial.reshape((x.shape[0] // n,) + x.shape[1:])

@@ -7,6 +7,8 @@ spec's mesh axes), its collectives recorded in their per-device form (frontend/c
 passes/spmd.py unrolls it over the mesh's devices and the result compiles as one program, once per
 signature. A result comes back as a ShardedArray laid out by out_specs (a dimension whose spec omits
 a mesh axis is taken to be equal on every device of that axis, as JAX's check_rep=False trusts).
+Called inside jit (or a control-flow body under jit), it records one `shard_map` op instead, which
+the partitioner inlines into the program partitioned over the mesh.
 """
 from __future__ import annotations
 
@@ -16,16 +18,18 @@ import math
 import numpy as np
 
 from ..ir.interpreter import interpret
+from ..ir.ops.sharding import specs_text
 from ..ir.types import TensorType
 from ..passes.spmd import unroll
 from ..runtime.executable import Executable
 from .collectives import axis_env
 from .jit import Jitted
+from .lax_control import Aval, trace_region
 from .lru_cache import LRUCache
 from .pytree import tree_flatten, tree_unflatten
 from .sharded_jit import call_leaf_signature
 from .sharding import NamedSharding, PartitionSpec, check_local, run_unrolled
-from .tracing import current_trace
+from .tracing import as_tracer, bind, current_trace
 
 
 def specs_per_leaf(specs, args, what: str) -> list:
@@ -37,6 +41,10 @@ def specs_per_leaf(specs, args, what: str) -> list:
 
 
 class ShardMapped:
+    # No instance __dict__: jit(shard_map(...)) copies its function's __dict__ onto the Jitted
+    # (functools.update_wrapper), which would replace the Jitted's own `fn` with the per-device one.
+    __slots__ = ("fn", "mesh", "in_specs", "out_specs", "backend", "_cache")
+
     def __init__(self, fn, mesh, in_specs, out_specs, backend="compiled"):
         self.fn, self.mesh, self.in_specs, self.out_specs = fn, mesh, in_specs, out_specs
         self.backend = backend
@@ -56,10 +64,31 @@ class ShardMapped:
         lowered = jitted.lower(*tree_unflatten(tree, stand_ins))
         return lowered, shardings
 
+    def traced(self, *args):
+        """Inside a traced function: one `shard_map` op holding the function traced on the shards'
+        shapes (ir/ops/sharding.py), which the partitioner inlines; the program is partitioned
+        over this mesh (frontend/sharded_jit.py: constraint_mesh)."""
+        check_local(self.mesh)
+        leaves, tree = tree_flatten(args)
+        tracers = [as_tracer(leaf, "shard_map argument") for leaf in leaves]
+        shardings = [NamedSharding(self.mesh, s) for s in specs_per_leaf(self.in_specs, args, "in_specs")]
+        avals = [Aval(TensorType(x.type.dtype, s.shard_shape(x.shape)), x.weak_type) for x, s in zip(tracers, shardings)]
+
+        def body(params):
+            outputs, out_tree = tree_flatten(self.body(*tree_unflatten(tree, params)))
+            return [as_tracer(o, "shard_map result") for o in outputs], out_tree
+        region, out_tree = trace_region(avals, body)
+        outs = [self.out_specs] * len(region.outputs) if isinstance(self.out_specs, PartitionSpec) else \
+            specs_per_leaf(self.out_specs, tuple(region.outputs), "out_specs")
+        out_dims = [NamedSharding(self.mesh, spec).dims(v.type.ndim, f"result {v.type}")
+                    for v, spec in zip(region.outputs, outs)]
+        in_dims = [s.dims(x.ndim) for x, s in zip(tracers, shardings)]
+        attrs = {"mesh": self.mesh.text(), "in_specs": specs_text(in_dims), "out_specs": specs_text(out_dims)}
+        return tree_unflatten(out_tree, bind("shard_map", tracers, attrs, [region]))
+
     def __call__(self, *args):
         if current_trace() is not None:
-            raise NotImplementedError("shard_map inside a traced function (jit, a control-flow body) is not supported: "
-                                      "call the shard_map function directly, it compiles as jit does")
+            return self.traced(*args)
         leaves, _ = tree_flatten(args)
         key = tuple(call_leaf_signature(leaf) for leaf in leaves)
         entry = self._cache.get(key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.ops.sharding import mesh_sizes
 from ..ir.types import TensorType, dtype_name
 from ..runtime.executable import Executable
 from .jit import Compiled, Lowered, leaf_signature
@@ -50,12 +51,17 @@ class ShardedLowered(Lowered):
 
 
 def constraint_mesh(module):
-    """The mesh of the first ccl.sharding_constraint of `module`'s top level, or None."""
-    for op in module.body.ops:
+    """The mesh of the first ccl.sharding_constraint or shard_map of `module` (its regions
+    included), or None."""
+    for op in module.body.ops if hasattr(module, "body") else module.ops:
         if op.name == "library_call" and op.attrs.get("routine") == "sharding_constraint" \
-                and op.attrs.get("library") == "ccl":
-            names, sizes = zip(*(axis.split("=") for axis in op.attrs["mesh"].split(",")))
-            return make_mesh(tuple(int(s) for s in sizes), names)
+                and op.attrs.get("library") == "ccl" or op.name == "shard_map":
+            names, sizes = zip(*mesh_sizes(op.attrs["mesh"]).items())
+            return make_mesh(tuple(sizes), names)
+        for region in op.regions:
+            mesh = constraint_mesh(region)
+            if mesh is not None:
+                return mesh
     return None
 
 

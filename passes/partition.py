@@ -16,13 +16,23 @@ value and a spec; an op's rule picks its result's spec and reshards operands tha
   - reduce: the local reduce, then an all-reduce over the axes of the reduced sharded dims;
   - slice, dynamic_slice, concatenate: dims taken whole (the concatenated dim: never) keep their
     specs and the op runs on each device's block; the other dims are gathered first;
+  - gather: the indices' batch dims and the operand's dims taken whole keep their specs (an
+    embedding lookup stays split along the batch and the features); the indexed dims are gathered;
   - dot_general: batch dims sharded alike stay sharded, free dims keep their specs, contracting
     dims sharded alike on both sides give partial products and an all-reduce (sum) over their
     axes (Megatron's row split); contracting dims sharded unlike are gathered first;
+  - conv_general_dilated: the batch and output-feature dims keep their specs, input features
+    sharded alike on both sides are partial convolutions and an all-reduce; spatial dims gathered;
   - constant, iota: replicated;
-  - anything else (and an op with regions): every operand gathered, the op replicated on every
+  - while (fori_loop, scan), cond: the regions partitioned as the program is, the carries keeping
+    their initial specs (the body's outputs resharded to them) and the predicate and branch index
+    replicated, so that every device takes the same path (passes/spmd.py runs the devices' loops
+    in lockstep when a body holds a collective);
+  - anything else (and other ops with regions): every operand gathered, the op replicated on every
     device, with a warning naming it: slower, never wrong;
-  - `ccl.sharding_constraint` (lax.with_sharding_constraint): its operand resharded to its spec.
+  - `ccl.sharding_constraint` (lax.with_sharding_constraint): its operand resharded to its spec;
+  - shard_map (ir/ops/sharding.py): its per-device function inlined, operands resharded to its
+    in_specs, results sharded as its out_specs.
 Resharding gathers a dim whose axes change (`ccl.all_gather` along it, moved to axis 0 and back)
 and then slices a dim newly sharded (each device's block, at `ccl.axis_index` times the block).
 """
@@ -35,21 +45,12 @@ import numpy as np
 
 from ..ir.core import Module, Op, Region, Value, make_op
 from ..ir.opdef import infer_types
+from ..ir.ops.sharding import mesh_sizes, spec_of_text, specs_of_text
 from ..ir.types import TensorType
 from .opclasses import ELEMENTWISE
-from .spmd import clone_op
+from .spmd import clone_op, holds_collective
 
 REPLICATED_WARNING = "partitioning: {what}; it runs replicated on every device (its operands gathered)"
-
-
-def spec_text(spec) -> str:
-    """A spec as the constraint's attribute holds it: dims by ';', a dim's axes by ','."""
-    return ";".join(",".join(axes) for axes in spec)
-
-
-def spec_of_text(text: str, ndim: int) -> tuple:
-    dims = text.split(";") if ndim else []
-    return tuple(tuple(a for a in dim.split(",") if a) for dim in dims)
 
 
 class Partitioner:
@@ -57,6 +58,7 @@ class Partitioner:
         self.sizes = dict(zip(names, sizes))
         self.ops: list[Op] = []
         self.location = None
+        self.warned: set[str] = set()   # the replicated ops' warnings given
 
     def devices_of(self, axes) -> int:
         return math.prod(self.sizes[a] for a in axes)
@@ -128,28 +130,34 @@ def partition(module: Module, names, sizes, param_specs, out_specs=None) -> tupl
     """(the per-device module, its results' specs) of `module` whose parameters are sharded as
     `param_specs`; `out_specs` (None, or a spec or None per result) fixes the results' shardings."""
     p = Partitioner(tuple(names), tuple(sizes))
-    env: dict[Value, tuple[Value, tuple]] = {}
+    body, specs = partition_region(p, module.body, {}, param_specs, out_specs)
+    return Module(module.name, body), specs
+
+
+def partition_region(p: Partitioner, region: Region, env: dict, param_specs, out_specs) -> tuple[Region, list]:
+    """(the per-device region, its outputs' specs) of `region` whose parameters are sharded as
+    `param_specs`; `env` maps the values it may capture from outside to their (local value, spec)."""
+    outer, p.ops = p.ops, []
     params = []
-    for value, spec in zip(module.params, param_specs):
+    for value, spec in zip(region.params, param_specs):
         local = Value(p.local_type(value.type, spec))
         params.append(local)
         env[value] = (local, tuple(spec))
-    warned = set()
 
     def operand(v: Value, want) -> Value:
         local, have = env[v]
         return p.reshard(local, have, want, v.type)
 
     def run_replicated(op: Op, why: str):
-        if why not in warned:
-            warned.add(why)
-            warnings.warn(REPLICATED_WARNING.format(what=why), stacklevel=3)
+        if why not in p.warned:
+            p.warned.add(why)
+            warnings.warn(REPLICATED_WARNING.format(what=why), stacklevel=4)
         scope = {v: operand(v, replicated(v.type)) for v in free_values(op, env)}
         p.ops.append(clone_op(op, scope))
         for result in op.results:
             env[result] = (scope[result], replicated(result.type))
 
-    for op in module.body.ops:
+    for op in region.ops:
         p.location = op.location
         rule = RULES.get(op.name)
         if op.name == "library_call" and op.attrs.get("routine") == "sharding_constraint" \
@@ -159,19 +167,22 @@ def partition(module: Module, names, sizes, param_specs, out_specs=None) -> tupl
             env[op.result] = (operand(x, spec), spec)
         elif op.name in ELEMENTWISE and not op.regions:
             elementwise(p, op, env, operand)
+        elif op.name in REGION_RULES:
+            REGION_RULES[op.name](p, op, env, operand)
         elif rule is not None and not op.regions:
             if not rule(p, op, env, operand):
                 run_replicated(op, f"{op.name} of {', '.join(str(v.type) for v in op.operands)} with these shardings "
                                    f"is not partitioned")
         else:
             run_replicated(op, f"{op.name} is not partitioned")
-    wanted = out_specs or [None] * len(module.outputs)
+    wanted = out_specs or [None] * len(region.outputs)
     outputs, specs = [], []
-    for value, want in zip(module.outputs, wanted):
+    for value, want in zip(region.outputs, wanted):
         spec = env[value][1] if want is None else tuple(want)
         outputs.append(operand(value, spec))
         specs.append(spec)
-    return Module(module.name, Region(params, p.ops, outputs)), specs
+    partitioned, p.ops = Region(params, p.ops, outputs), outer
+    return partitioned, specs
 
 
 def free_values(op: Op, env) -> list[Value]:
@@ -329,11 +340,109 @@ def concatenate(p: Partitioner, op: Op, env, operand) -> bool:
     return True
 
 
+def gather(p: Partitioner, op: Op, env, operand) -> bool:
+    """result[b..., rest...] = x[indices[b...], rest...] (ir/ops/shape.py): the indices' batch dims and
+    x's dims taken whole (`rest`) keep their specs, as an embedding table split along its features
+    and token ids split along the batch do; x's indexed dims and the indices' last are gathered
+    (a mesh axis the indices' batch dims use is taken from x's dims: one axis splits one dim)."""
+    x, indices = op.operands
+    k = indices.type.shape[-1]
+    index_spec = env[indices][1][:-1] + ((),)
+    taken = set(used_axes(index_spec))
+    x_spec = tuple(() if d < k or set(axes) & taken else axes for d, axes in enumerate(env[x][1]))
+    local = p.emit("gather", [operand(x, x_spec), operand(indices, index_spec)])
+    env[op.result] = (local, index_spec[:-1] + x_spec[k:])
+    return True
+
+
+def emit_with_regions(p: Partitioner, op: Op, operands, regions, specs, env):
+    """A copy of `op` over local operands and partitioned regions; its results get `specs`."""
+    types = infer_types(op.name, [v.type for v in operands], op.attrs, regions)
+    local = make_op(op.name, operands, op.attrs, types, regions, p.location)
+    p.ops.append(local)
+    for result, value, spec in zip(op.results, local.results, specs):
+        env[result] = (value, tuple(spec))
+
+
+def while_(p: Partitioner, op: Op, env, operand):
+    """The carries keep their initial values' specs: the body's parameters have them and its
+    outputs are resharded to them (a fixed point by construction); cond's predicate is replicated,
+    so every device takes the same number of iterations."""
+    specs = [env[v][1] for v in op.operands]
+    cond, body = op.regions
+    local_cond, _ = partition_region(p, cond, env, specs, [()])
+    local_body, _ = partition_region(p, body, env, specs, specs)
+    emit_with_regions(p, op, [operand(v, s) for v, s in zip(op.operands, specs)], [local_cond, local_body], specs, env)
+
+
+def cond_(p: Partitioner, op: Op, env, operand):
+    """The branch index replicated; every branch's parameters get the operands' specs and its
+    outputs the first branch's."""
+    index, *rest = op.operands
+    specs = [env[v][1] for v in rest]
+    first, out_specs = partition_region(p, op.regions[0], env, specs, None)
+    branches = [first] + [partition_region(p, r, env, specs, out_specs)[0] for r in op.regions[1:]]
+    emit_with_regions(p, op, [operand(index, ())] + [operand(v, s) for v, s in zip(rest, specs)], branches,
+                      out_specs, env)
+
+
+def conv(p: Partitioner, op: Op, env, operand) -> bool:
+    """conv_general_dilated (batch_group_count 1): the lhs's batch dim keeps its spec (data
+    parallel), the rhs's output-feature dim its spec (a split of the output channels), and input
+    features sharded alike on both sides give partial convolutions and an all-reduce (sum), as
+    dot_general's contracting dims do; spatial dims are gathered (a window crosses blocks)."""
+    a = op.attrs
+    if a["batch_group_count"] != 1:
+        return False
+    lhs, rhs = op.operands
+    lspec, rspec = env[lhs][1], env[rhs][1]
+    (batch_dim, lhs_features), (out_features_dim, rhs_features) = a["lhs_spec"][:2], a["rhs_spec"][:2]
+    grouped = a["feature_group_count"] != 1    # each group's features: one block of both operands
+    batch = lspec[batch_dim]
+    partial = lspec[lhs_features] if not grouped and lspec[lhs_features] == rspec[rhs_features] else ()
+    out_features = () if grouped or set(rspec[out_features_dim]) & set(batch) else rspec[out_features_dim]
+    want_lhs, want_rhs, result = [[()] * lhs.type.ndim for _ in range(3)]
+    want_lhs[batch_dim], want_lhs[lhs_features] = batch, partial
+    want_rhs[out_features_dim], want_rhs[rhs_features] = out_features, partial
+    result[a["out_spec"][0]], result[a["out_spec"][1]] = batch, out_features
+    value = p.emit("conv_general_dilated", [operand(lhs, tuple(want_lhs)), operand(rhs, tuple(want_rhs))], **a)
+    if partial:
+        value = p.collective("all_reduce", [value], partial, reducer="sum")
+    env[op.result] = (value, tuple(result))
+    return True
+
+
+def shard_map(p: Partitioner, op: Op, env, operand):
+    """The per-device function inlined (ir/ops/sharding.py): each operand resharded to its in_spec,
+    the region's ops (per-device already, its collectives in per-device form) run on every device,
+    a value it captures from outside taken whole (replicated), each result sharded as its out_spec."""
+    if mesh_sizes(op.attrs["mesh"]) != p.sizes:
+        raise NotImplementedError(f"shard_map over mesh {op.attrs['mesh']!r} inside a program partitioned over "
+                                  f"{','.join(f'{a}={n}' for a, n in p.sizes.items())}: one mesh per program")
+    (body,) = op.regions
+    for inner in body.ops:     # the devices' own predicates may differ: no lockstep (passes/spmd.py)
+        if any(holds_collective(r) for r in inner.regions):
+            raise NotImplementedError(f"a collective inside {inner.name}'s body within shard_map's per-device "
+                                      f"function is not supported")
+    in_specs = specs_of_text(op.attrs["in_specs"], [v.type.ndim for v in op.operands])
+    scope = {param: operand(v, spec) for param, v, spec in zip(body.params, op.operands, in_specs)}
+    for op_inside in body.ops:
+        scope.update({v: operand(v, replicated(v.type)) for v in free_values(op_inside, env) if v not in scope})
+        p.ops.append(clone_op(op_inside, scope))
+    out_specs = specs_of_text(op.attrs["out_specs"], [v.type.ndim for v in body.outputs])
+    for result, value, spec in zip(op.results, body.outputs, out_specs):
+        env[result] = (scope[value], spec)
+
+
+# Ops with regions: the regions are partitioned as the program is, nested.
+REGION_RULES = {"while": while_, "cond": cond_, "shard_map": shard_map}
+
 # op -> its rule (the module docstring); False from a rule: these shardings are not partitioned.
 RULES = {
     "slice": slice_,
     "dynamic_slice": dynamic_slice,
     "concatenate": concatenate,
+    "gather": gather,
     "constant": source,
     "iota": source,
     "broadcast_in_dim": broadcast_in_dim,
@@ -341,4 +450,5 @@ RULES = {
     "reshape": reshape,
     "reduce": reduce,
     "dot_general": dot_general,
+    "conv_general_dilated": conv,
 }

@@ -9,6 +9,8 @@ device, then parameter 1, ...) and returns each result's copies the same way; ea
 per device, and each collective becomes one call per group: the devices that share their
 coordinates on the mesh's other axes, in row-major order of the named axes, each call taking the
 group's operands and giving each device its result. `ccl.axis_index` becomes each device's constant.
+A while or cond whose regions hold a collective runs in lockstep (`unroll`'s `lockstep`): one op
+over every device's values, its regions unrolled in turn.
 """
 from __future__ import annotations
 
@@ -75,19 +77,31 @@ def clone_op(op: Op, env: dict) -> Op:
     return copy
 
 
-def unroll(module: Module, mesh: Mesh) -> Module:
-    """The program over every device of `mesh` that runs `module` on each (module docstring)."""
+def unroll(module: Module, mesh: Mesh, lockstep: bool = False) -> Module:
+    """The program over every device of `mesh` that runs `module` on each (module docstring).
+    `lockstep`: whether a while or cond whose regions hold a collective may run as one op over every
+    device's values, taking device 0's predicate or branch index, which the caller guarantees equal
+    on every device (the partitioner replicates them); else such an op is NotImplementedError."""
     envs = [{} for _ in range(mesh.count)]
     params = []
     for p in module.params:
         for env in envs:
             env[p] = Value(p.type)
             params.append(env[p])
+    ops = unroll_ops(module.body.ops, envs, mesh, lockstep)
+    outputs = [env[v] for v in module.outputs for env in envs]
+    return Module(module.name, Region(params, ops, outputs))
+
+
+def unroll_ops(block: list[Op], envs: list[dict], mesh: Mesh, lockstep: bool) -> list[Op]:
     ops = []
-    for op in module.body.ops:
+    for op in block:
         if any(holds_collective(r) for r in op.regions):
-            raise NotImplementedError(f"a collective inside {op.name}'s body (control flow of a per-device program) "
-                                      f"is not supported")
+            if not lockstep or op.name not in ("while", "cond"):
+                raise NotImplementedError(f"a collective inside {op.name}'s body (control flow of a per-device "
+                                          f"program) is not supported")
+            ops.append(in_lockstep(op, envs, mesh))
+            continue
         if not is_collective(op):
             ops.extend(clone_op(op, env) for env in envs)
             continue
@@ -110,5 +124,40 @@ def unroll(module: Module, mesh: Mesh) -> Module:
             for device, result in zip(group, call.results):
                 envs[device][op.result] = result
             ops.append(call)
-    outputs = [env[v] for v in module.outputs for env in envs]
-    return Module(module.name, Region(params, ops, outputs))
+    return ops
+
+
+def every_device(values, envs: list[dict]) -> list[Value]:
+    """Each device's copies of `values`, device by device."""
+    return [env[v] for env in envs for v in values]
+
+
+def unroll_region(region: Region, envs: list[dict], mesh: Mesh, first_output_only: bool = False) -> Region:
+    """`region` over every device's values (parameters and outputs device by device); with
+    `first_output_only`, its output is device 0's (a while's predicate)."""
+    params = []
+    for env in envs:
+        env.update({p: Value(p.type) for p in region.params})
+        params.extend(env[p] for p in region.params)
+    ops = unroll_ops(region.ops, envs, mesh, True)
+    outputs = [envs[0][v] for v in region.outputs] if first_output_only else every_device(region.outputs, envs)
+    return Region(params, ops, outputs)
+
+
+def in_lockstep(op: Op, envs: list[dict], mesh: Mesh) -> Op:
+    """A while or cond over every device's values at once, so that the collectives in its regions
+    meet every device in the same iteration or branch."""
+    if op.name == "while":
+        cond, body = op.regions
+        operands = every_device(op.operands, envs)
+        regions = [unroll_region(cond, envs, mesh, first_output_only=True), unroll_region(body, envs, mesh)]
+    else:
+        index, *rest = op.operands
+        operands = [envs[0][index]] + every_device(rest, envs)
+        regions = [unroll_region(r, envs, mesh) for r in op.regions]
+    types = [r.type for _ in envs for r in op.results]
+    copy = make_op(op.name, operands, op.attrs, types, regions, op.location)
+    count = len(op.results)
+    for device, env in enumerate(envs):
+        env.update(zip(op.results, copy.results[device * count:(device + 1) * count]))
+    return copy

@@ -61,7 +61,9 @@ TRANSCENDENTAL = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "cbrt
 # relative accuracy).
 SPECIAL = {"lgamma": (6, True), "digamma": (9, True), "erfc": (4, False), "erf_inv": (4, False),
            "bessel_i0e": (13, False), "bessel_i1e": (12, False), "zeta": (6, False)}
-UNSUPPORTED: dict[str, str] = {}
+UNSUPPORTED: dict[str, str] = {
+    "shard_map": "jit partitions a program holding one (passes/partition.py inlines it): never compiled alone",
+}
 # (op, complex dtype) cases that do not compile yet: passes/expand_complex.py leaves these ops
 # complex, and no kernel takes complex operands for them.
 COMPLEX_PENDING = {
@@ -1022,6 +1024,17 @@ def build_cond(rng, dtype):
     p, outputs = traced(lambda i, v: lax.switch(i, branches, v), index, x)
     chosen = [np.add, np.multiply, lambda a, b: np.negative(a)][min(max(int(index), 0), 2)]
     return Case(p, outputs, [with_numpy(chosen, x, x)])
+
+
+@record("shard_map", ("f32",))
+def build_shard_map(rng, dtype):
+    """shard_map in a traced function over a mesh of one device (jit's Lowered.compile partitions it)."""
+    from cdnajit.sharding import PartitionSpec, make_mesh
+    x = random_values(rng, dtype, nonempty_shape(rng))
+    doubled = cj.shard_map(lambda v: v + v, make_mesh((1,), ("i",)), in_specs=PartitionSpec("i"),
+                           out_specs=PartitionSpec("i"))
+    p, outputs = traced(lambda v: doubled(v), x)
+    return Case(p, outputs, [with_numpy(np.add, x, x)])
 
 
 @record("fusion", ("f32", "bf16", "i32"))

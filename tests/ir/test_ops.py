@@ -1232,6 +1232,38 @@ def check_cond(name, rng):
                 assert_matches(got, want, what=f"cond {dtype}{list(shape)} index {index}")
 
 
+@record("shard_map")
+def check_shard_map(name, rng):
+    # The op has no reference: partitioned over its mesh (passes/partition.py inlines it) and the devices
+    # unrolled, each device's block of x is negated and the sums of the blocks are every device's.
+    from cdnajit.passes.partition import partition
+    from cdnajit.passes.spmd import Mesh, unroll
+    x = rng.integers(-1000, 1000, (8, 3)).astype(np.int32)   # sums far from overflow: exact
+    block = TensorType("i32", (2, 3))
+
+    def body(params):
+        negated = op_of("neg", params[0])
+        summed = make_op("library_call", [negated.result], {"library": "ccl", "routine": "all_reduce", "solution": "",
+                         "axes": "i", "group_size": 4, "reducer": "sum"}, [block])
+        return [negated, summed], [negated.result, summed.result]
+    attrs = {"mesh": "i=4", "in_specs": "i;", "out_specs": "i;|;"}
+    regions = [region_of([block], body)]
+    param = Value(TensorType("i32", (8, 3)))
+    op = make_op(name, [param], attrs, infer_types(name, [param.type], attrs, regions), regions)
+    assert [str(r.type) for r in op.results] == ["i32[8,3]", "i32[2,3]"]
+    module = Module("sharded", Region([param], [op], op.results))
+    with pytest.raises(NotImplementedError, match="shard_map has no reference"):
+        cj.ir.interpret(module, x)
+    per_device, specs = partition(module, ("i",), (4,), [((),) * 2])
+    results = cj.ir.interpret(unroll(per_device, Mesh(("i",), (4,))), *[x] * 4)
+    assert specs == [(("i",), ()), ((), ())]
+    np.testing.assert_array_equal(np.concatenate(results[:4]), -x)
+    for summed in results[4:]:
+        np.testing.assert_array_equal(summed, -x.reshape(4, 2, 3).sum(0))
+    with pytest.raises(TypeCheckError, match="not the shards of"):
+        infer_types(name, [TensorType("i32", (4, 3))], attrs, regions)
+
+
 @record("fusion")
 def check_fusion(name, rng):
     for dtype in NUMERIC_DTYPES:

@@ -98,6 +98,16 @@ STRUCTURED = {
           }
           return %2, %3
         }""",
+    "shard_map": """
+        func @per_device(%0: f32[8,3]) -> (f32[8,3], f32[2,3]) {
+          %1, %2 = shard_map(%0) {mesh = "i=4", in_specs = "i;", out_specs = "i;|;"} : (f32[8,3], f32[2,3]) {
+            ^(%3: f32[2,3]):
+              %4 = neg(%3) : f32[2,3]
+              %5 = library_call(%4) {library = "ccl", routine = "all_reduce", solution = "", axes = "i", group_size = 4, reducer = "sum"} : f32[2,3]
+              yield %4, %5
+          }
+          return %1, %2
+        }""",
     "convert": """
         func @convert(%0: f32[4]) -> (bf16[4]) {
           %1 = convert(%0) {dtype = bf16} : bf16[4]
