@@ -43,7 +43,7 @@ import numpy as np
 
 from ..environment import compile_jobs
 from ..ir.kernel import (LDS_ALIGNMENT, Assign, AtomicRMW, Barrier, Binary, Cast, Const, Expr, For, GlobalBuffer, If,
-                         Kernel, Let, Load, Math, Prefetch, Special, Store, Unary, Var, WaveOp, WaveReduce, WaveShuffle,
+                         Kernel, Let, Load, Math, Prefetch, Special, Store, Unary, Var, WaveBallot, WaveCountBelow, WaveOp, WaveReduce, WaveShuffle,
                          While, contains_cut, walk)
 from ..ir.opdef import OPS
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
@@ -1093,6 +1093,36 @@ def lower_wave_shuffle(kb: HostKernelBuilder, op: WaveShuffle):
     kb.for_each_wave(wave)
 
 
+def lower_wave_ballot(kb: HostKernelBuilder, op: WaveBallot):
+    """Per wave: bit l of the mask is lane l's predicate, gathered lane by lane, then written to
+    every lane (HIP's __ballot, as llvm.amdgcn.ballot gives it)."""
+    b = kb.b
+    mask = kb.entry_alloca(I64, name="ballot." + op.dest.name)
+
+    def wave(w):
+        b.store(ir.Constant(I64, 0), mask)
+
+        def gather(lane):
+            bit = b.shl(b.zext(kb.expr(op.predicate), I64), lane)
+            b.store(b.or_(b.load(mask, typ=I64), bit), mask)
+        kb.for_each_lane(w, gather)
+        whole = b.load(mask, typ=I64)
+        kb.for_each_lane(w, lambda lane: kb.write_var(op.dest, whole))
+
+    kb.for_each_wave(wave)
+
+
+def lower_wave_count_below(kb: HostKernelBuilder, op: WaveCountBelow):
+    """Lane l: the set bits of the mask in lanes 0 .. l-1 (v_mbcnt_lo/hi's count)."""
+    b = kb.b
+
+    def count(lane):
+        below = b.sub(b.shl(ir.Constant(I64, 1), lane), ir.Constant(I64, 1))
+        kb.write_var(op.dest, b.trunc(b.ctpop(b.and_(kb.expr(op.mask), below)), I32))
+
+    kb.for_each_wave(lambda w: kb.for_each_lane(w, count))
+
+
 def register_wave_op(cls, lower, lds_reads=None) -> None:
     """Add the host lowering of a new WaveOp subclass: lower(builder, run of consecutive ops); and
     `lds_reads`, how many operand reads of a variable it can take straight from LDS (`LDS_OPERANDS`)."""
@@ -1103,6 +1133,8 @@ def register_wave_op(cls, lower, lds_reads=None) -> None:
 
 register_wave_op(WaveReduce, one_at_a_time(lower_wave_reduce))
 register_wave_op(WaveShuffle, one_at_a_time(lower_wave_shuffle))
+register_wave_op(WaveBallot, one_at_a_time(lower_wave_ballot))
+register_wave_op(WaveCountBelow, one_at_a_time(lower_wave_count_below))
 
 
 # ---- compiling --------------------------------------------------------------------------
