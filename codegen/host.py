@@ -50,7 +50,7 @@ from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_ke
 from ..ir.types import INTS, NUMPY_DTYPES
 from . import mathlib
 from . import llvm_worker
-from .llvm_kernel import (I8, I32, I64, MEMORY_TYPES, PTR, REGISTER_TYPES, KernelBuilder, add_attribute, is_float,
+from .llvm_kernel import (I1, I8, I32, I64, MEMORY_TYPES, PTR, REGISTER_TYPES, KernelBuilder, add_attribute, is_float,
                           is_power_of_two, is_signed)
 
 ENTRY = "run"
@@ -1094,18 +1094,26 @@ def lower_wave_shuffle(kb: HostKernelBuilder, op: WaveShuffle):
 
 
 def lower_wave_ballot(kb: HostKernelBuilder, op: WaveBallot):
-    """Per wave: bit l of the mask is lane l's predicate, gathered lane by lane, then written to
-    every lane (HIP's __ballot, as llvm.amdgcn.ballot gives it)."""
+    """Per wave: bit l of the mask is lane l's predicate (HIP's __ballot, as llvm.amdgcn.ballot gives
+    it), written to every lane. A predicate variable's per-work-item array holds the wave's 64 flags
+    side by side (a byte each, the flag in its low bit): one vector load, truncated to 64 bits;
+    any other predicate is gathered lane by lane."""
     b = kb.b
+    key = (op.predicate.name, "bool") if isinstance(op.predicate, Var) else None
     mask = kb.entry_alloca(I64, name="ballot." + op.dest.name)
 
     def wave(w):
-        b.store(ir.Constant(I64, 0), mask)
+        if key in kb.plan.per_item:
+            flags = b.gep(kb.slot(key, "bool")[0], [b.mul(w, ir.Constant(I64, kb.wave_size))], source_etype=I1)
+            lanes = b.load(flags, typ=ir.VectorType(I8, kb.wave_size), align=1)
+            b.store(b.bitcast(b.trunc(lanes, ir.VectorType(I1, kb.wave_size)), I64), mask)
+        else:
+            b.store(ir.Constant(I64, 0), mask)
 
-        def gather(lane):
-            bit = b.shl(b.zext(kb.expr(op.predicate), I64), lane)
-            b.store(b.or_(b.load(mask, typ=I64), bit), mask)
-        kb.for_each_lane(w, gather)
+            def gather(lane):
+                bit = b.shl(b.zext(kb.expr(op.predicate), I64), lane)
+                b.store(b.or_(b.load(mask, typ=I64), bit), mask)
+            kb.for_each_lane(w, gather)
         whole = b.load(mask, typ=I64)
         kb.for_each_lane(w, lambda lane: kb.write_var(op.dest, whole))
 

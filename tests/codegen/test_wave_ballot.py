@@ -4,7 +4,7 @@ gfx942 instructions (a ballot into an SGPR pair, v_mbcnt_lo/hi) and PTX lowering
 import numpy as np
 import pytest
 
-from cdnajit.codegen import amdgpu, nvptx
+from cdnajit.codegen import amdgpu, host, nvptx
 from cdnajit.errors import VerifyError
 from cdnajit.ir import kernel as K
 from cdnajit.ir.kernel_verifier import verify_kernel
@@ -25,20 +25,20 @@ def compaction_kernel():
     masks = K.GlobalBuffer("masks", "u64", N)
     ranks = K.GlobalBuffer("ranks", "i32", N)
     matched = K.GlobalBuffer("matched", "u32", N)
-    g, wave_start = K.Var("g", "i32"), K.Var("wave_start", "i32")
+    g, wave_start, positive = K.Var("g", "i32"), K.Var("wave_start", "i32"), K.Var("positive", "bool")
     flagged, odd = K.Var("flagged", "u64"), K.Var("odd", "u64")
     rank, match_rank = K.Var("rank", "i32"), K.Var("match_rank", "u32")
-    flag = x[g] > 0.0
     is_odd = (k[g] & 1).eq(1)
     same_parity = K.Select(is_odd, odd, ~odd)
     body = [
         K.Let(g, K.workgroup_id(0) * WG + K.workitem_id(0)),
         K.Let(wave_start, g - (g & (WAVE - 1))),
-        K.WaveBallot(flagged, flag),
-        K.WaveBallot(odd, is_odd),
+        K.Let(positive, x[g] > 0.0),
+        K.WaveBallot(flagged, positive),      # a variable: on the host, the wave's flags as one vector
+        K.WaveBallot(odd, is_odd),              # an expression: gathered lane by lane
         K.WaveCountBelow(rank, flagged),
         K.WaveCountBelow(match_rank, flagged & same_parity),
-        K.If(flag, [K.Store(out, wave_start + rank, x[g])]),
+        K.If(positive, [K.Store(out, wave_start + rank, x[g])]),
         K.Store(masks, g, flagged), K.Store(ranks, g, rank), K.Store(matched, g, match_rank),
     ]
     return K.Kernel("wave_compaction", params=[x, k, out, masks, ranks, matched], grid=(GROUPS,),
@@ -63,7 +63,9 @@ def test_ballot_and_count_below_compact_each_wave_on_the_host(share):
     k = rng.integers(-50, 50, N).astype(np.int32)
     out = np.full(N, np.nan, np.float32)
     masks, ranks, matched = np.zeros(N, np.uint64), np.zeros(N, np.int32), np.zeros(N, np.uint32)
-    compile_kernel(compaction_kernel())(x, k, out, masks, ranks, matched)
+    kernel = compaction_kernel()
+    assert "bitcast <64 x i1>" in str(host.llvm_module(kernel))    # the variable's ballot, vectorized
+    compile_kernel(kernel)(x, k, out, masks, ranks, matched)
     flags = x > 0
     want_masks, want_ranks = lane_model(flags)
     np.testing.assert_array_equal(masks, want_masks)
