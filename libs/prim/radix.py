@@ -7,13 +7,12 @@ the number of digits d in run u (digit-major, run-minor, so that the exclusive s
 counts gives every run's first place for each digit).
   - histogram (`histogram_kernel`): rocPRIM's block histogram, a workgroup per run counting the
     digits into LDS by atomic adds;
-  - scatter (`scatter_kernel`): a grid of (ceil(runs / ITEMS), rows) workgroups of ITEMS
-    work-items, work-item t of workgroup g owning run u = g * ITEMS + t, which it walks in order.
-    Each work-item keeps its 256 digit counters in its own part of an LDS table (`counter_slot`),
-    so work-items never share a counter and the kernel needs no barrier and no atomics: it loads
-    its column from the offsets (the place of the run's first element of digit d), then walks
-    the run in order, sending each element to its digit's counter and incrementing it: equal
-    digits keep their order, so every pass is stable and the LSD sort of all passes is.
+  - scatter (`scatter_kernel`): rocPRIM's block radix rank by matching, a workgroup of one wave
+    per run: the run's 256 LDS counters start at the offsets (the place of the run's first
+    element of digit d); each stripe of 64 keys ranks every key among the earlier keys of its
+    digit by wave ballots of the digit's bits (WaveBallot, WaveCountBelow), scatters, and
+    advances the counters: equal digits keep their order, so every pass is stable and the LSD
+    sort of all passes is.
 The digit is read from the key on the fly (`ordered_bits`), so the keys travel unchanged: the
 sorted keys keep their -0.0 and NaN bits. The shift is a scalar parameter: one kernel serves every
 pass of a key dtype, and the row count and length are scalar parameters: one kernel serves every
@@ -26,7 +25,8 @@ from ...ir.core import Op
 from ...lowering.emitters import operand_buffers
 from .routines import RADIX, RADIX_BITS, index_dtype_of, key_bits, row_passes
 
-ITEMS = 64          # work-items (runs) per workgroup, a wave: a 256 x 64 table of i32 counters fills 64 KiB of LDS
+ITEMS = 64          # work-items (rows) per workgroup of rows_kernel, a wave: 256 x 64 i32 counters fill 64 KiB of LDS
+WAVE = 64           # the scatter's workgroup: one wave, a lane per key of a stripe (a ballot's mask is 64 bits)
 BLOCK_ITEMS = RADIX  # the histogram's workgroup: a work-item per digit counter
 RUN_LENGTH = 4096   # elements per run (the calls' run_length): a work-item's sequential share of its row
 
@@ -65,7 +65,7 @@ def digit(key: K.Expr, dtype: str, shift: K.Expr, index: str) -> K.Expr:
 
 
 class RunLayout:
-    """The scalar parameters, ids and bounds the two kernels share."""
+    """The scalar parameters, ids and bounds the histogram and the scatter share."""
 
     def __init__(self, op: Op, key: int = 0):
         keys = op.operands[key].type
@@ -76,12 +76,10 @@ class RunLayout:
         self.run_length = op.attrs["run_length"]
         self.runs = (self.length + (self.run_length - 1)) / self.run_length
         self.arguments = (("rows", keys.shape[0]), ("length", keys.shape[1]), ("shift", op.attrs["shift"]))
-        self.grid = ((self.runs + (ITEMS - 1)) / ITEMS, self.rows)
         idx = self.index
         self.t, self.run, self.row, self.start, self.stop, self.j, self.d, self.place = (
             K.Var(n, idx) for n in ("t", "run", "row", "start", "stop", "j", "d", "place"))
         self.key = K.Var("key", keys.dtype)
-        self.counter = K.LdsBuffer("counter", "i32", RADIX * ITEMS)  # counts, or places below 2^31
 
     def buffers(self, op: Op, counts_operand: int | None) -> list:
         """The op's buffers, sized by the scalar parameters: rows x length elements, or the counts."""
@@ -92,32 +90,9 @@ class RunLayout:
             sized.append(K.GlobalBuffer(buffer.name, buffer.dtype, count, buffer.readonly))
         return sized
 
-    def prologue(self) -> list[K.Stmt]:
-        idx = self.index
-        return [K.Let(self.t, K.workitem_id(0).cast(idx)),
-                K.Let(self.run, K.workgroup_id(0).cast(idx) * ITEMS + self.t),
-                K.Let(self.row, K.workgroup_id(1).cast(idx)),
-                K.Let(self.start, self.run * self.run_length),
-                K.Let(self.stop, K.minimum(self.start + self.run_length, self.length))]
-
-    def column(self, d: K.Expr) -> K.Expr:
-        return counter_slot(d, self.t)
-
     def count_place(self, d: K.Expr) -> K.Expr:
         """Where digit d of this run counts in the row's counts (digit-major, run-minor)."""
         return (self.row * RADIX + d) * self.runs + self.run
-
-    def walk(self, keys: K.GlobalBuffer, body: list[K.Stmt]) -> K.For:
-        """For each element j of the run in order: `key` and its digit `d` defined, then body."""
-        return K.For(self.j, self.start, self.stop, 1, [
-            K.Let(self.key, keys[self.row * self.length + self.j]),
-            K.Let(self.d, digit(self.key, self.key_dtype, self.shift, self.index)), *body])
-
-    def kernel(self, name: str, params, body) -> K.Kernel:
-        scalars = [self.rows, self.length, self.shift]
-        return K.Kernel(name, params=[*params, *scalars], grid=self.grid, workgroup_size=(ITEMS,),
-                        body=[*self.prologue(), K.If(self.run < self.runs, body)], lds=[self.counter],
-                        arguments=self.arguments)
 
 
 def histogram_kernel(op: Op, name: str) -> K.Kernel:
@@ -151,26 +126,57 @@ def histogram_kernel(op: Op, name: str) -> K.Kernel:
 
 
 def scatter_kernel(op: Op, name: str) -> K.Kernel:
+    """rocPRIM's block radix rank by matching ("match" ranking) and a stable scatter of one digit: a
+    workgroup of one wave per run, reading it in stripes of WAVE consecutive keys (a lane each). Per
+    stripe, a ballot of each of the digit's 8 bits, and-ed (or their complements) into the mask of
+    the lanes whose digit equals this lane's (its peers); the key's place is the run's LDS counter
+    of its digit plus the peers below the lane (WaveCountBelow: v_mbcnt on gfx942); after a barrier
+    the last of each digit's peers advances the counter past them. Equal digits keep their order
+    (stripes in order, lanes in order): every pass is stable, and the LSD sort of all passes is."""
     layout = RunLayout(op, op.attrs["key"])
     operands = len(op.operands)
     buffers = layout.buffers(op, counts_operand=operands - 1)
     sources, offsets, results = buffers[:operands - 1], buffers[operands - 1], buffers[operands:]
-    d, c, place, row, key = layout.d, layout.counter, layout.place, layout.row, op.attrs["key"]
-    length = layout.length
-    moves = [K.Store(result, row * length + place, layout.key if k == key else source[row * length + layout.j])
-             for k, (source, result) in enumerate(zip(sources, results))]
-    if layout.index == "i32":
+    idx, row, run, j, d, key = layout.index, layout.row, layout.run, layout.j, layout.d, layout.key
+    length, lane, stripe = layout.length, K.Var("lane", idx), K.Var("stripe", idx)
+    counter = K.LdsBuffer("counter", "i32", RADIX)
+    valid, peers, rank = K.Var("valid", "bool"), K.Var("peers", "u64"), K.Var("rank", "i32")
+    bits = [(K.Var(f"bit{b}", "bool"), K.Var(f"lanes{b}", "u64")) for b in range(RADIX_BITS)]
+    d0 = K.Var("d0", idx)
+    if idx == "i32":
         # The counters hold the places themselves.
-        start = offsets[layout.count_place(d)].cast("i32")
-        place_of = c[layout.column(d)].cast(layout.index)
+        start, place_of = offsets[layout.count_place(d0 + lane)].cast("i32"), counter[d].cast(idx)
     else:
         # Places past 2^31 do not fit the i32 counters: they count within the run, from its offset.
-        start = K.Const(0, "i32")
-        place_of = offsets[layout.count_place(d)] + c[layout.column(d)].cast(layout.index)
-    body = [K.For(d, 0, RADIX, 1, [K.Store(c, layout.column(d), start)]),
-            layout.walk(sources[key], [K.Let(place, place_of), *moves,
-                                       K.Store(c, layout.column(d), (c[layout.column(d)] + 1))])]
-    return layout.kernel(name, buffers, body)
+        start, place_of = K.Const(0, "i32"), offsets[layout.count_place(d)] + counter[d].cast(idx)
+    match = [K.WaveBallot(peers, valid)]
+    for b, (bit, lanes) in enumerate(bits):
+        match += [K.Let(bit, ((d >> b) & 1).eq(1)), K.WaveBallot(lanes, bit),
+                  K.Assign(peers, peers & K.select(bit, lanes, ~lanes))]
+    moves = [K.Store(result, row * length + layout.place, key if k == op.attrs["key"] else source[row * length + j])
+             for k, (source, result) in enumerate(zip(sources, results))]
+    body = [
+        K.Let(lane, K.workitem_id(0).cast(idx)), K.Let(run, K.workgroup_id(0).cast(idx)),
+        K.Let(row, K.workgroup_id(1).cast(idx)), K.Let(layout.start, run * layout.run_length),
+        K.Let(layout.stop, K.minimum(layout.start + layout.run_length, length)),
+        K.For(d0, 0, RADIX, WAVE, [K.Store(counter, d0 + lane, start)], uniform=True),
+        K.Barrier(),
+        K.For(stripe, layout.start, layout.stop, WAVE, [
+            K.Let(j, stripe + lane),
+            K.Let(valid, j < layout.stop),
+            K.Let(key, sources[op.attrs["key"]][row * length + K.minimum(j, layout.stop - 1)]),
+            K.Let(d, digit(key, layout.key_dtype, layout.shift, idx)),
+            *match,
+            K.WaveCountBelow(rank, peers),
+            K.Let(layout.place, place_of + rank.cast(idx)),
+            K.If(valid, moves),
+            K.Barrier(),
+            # The last of the peers (no peer in a higher lane) moves the counter past them all.
+            K.If(valid & (peers >> lane.cast("u64")).eq(K.Const(1, "u64")),
+                 [K.Store(counter, d, counter[d] + rank + 1)]),
+            K.Barrier()], uniform=True)]
+    return K.Kernel(name, params=[*buffers, layout.rows, layout.length, layout.shift], grid=(layout.runs, layout.rows),
+                    workgroup_size=(WAVE,), body=body, lds=[counter], arguments=layout.arguments)
 
 
 def rows_kernel(op: Op, name: str) -> K.Kernel:
@@ -231,5 +237,6 @@ def describe(op: Op) -> str:
     if op.attrs["routine"] == "radix_histogram":
         return sort + (f"block histogram: a workgroup of {BLOCK_ITEMS} work-items per run of {op.attrs['run_length']} "
                        f"elements (read striped), digit counters in LDS ({RADIX}) counted by atomic adds")
-    return sort + (f"runs of {op.attrs['run_length']} elements per work-item, {ITEMS} work-items per workgroup, "
-                   f"digit counters in LDS ({RADIX} x {ITEMS})")
+    return sort + (f"block radix rank by matching: a wave per run of {op.attrs['run_length']} elements, stripes of "
+                   f"{WAVE} keys ranked by {RADIX_BITS} ballots of the digit's bits and lane counts, digit counters "
+                   f"in LDS ({RADIX})")

@@ -79,3 +79,24 @@ def test_compaction_ranks_by_ballot_and_mbcnt_on_gfx942():
     assert "v_readlane_b32" in text    # the stripe's count: a shuffle from one lane, which LLVM reads by readlane
     resources = amdgpu.resources(kernel, get_target("gfx942"))
     assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.float16])
+def test_radix_scatter_ranks_by_matching_on_gfx942(dtype):
+    """The radix sort's scatter: a wave per run ranking keys by 8 ballots and mbcnt, its 256 digit
+    counters in 1 KiB of LDS, no spills; the report names the match ranking."""
+    x = np.ones(1 << 17, dtype)
+    graph = cj.make_graph(cnp.sort)(x)
+    calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops
+             if op.name == "library_call" and op.attrs["routine"] == "radix_scatter"]
+    assert calls
+    kernel = emit_kernel(calls[0], "k")
+    assert kernel.lds_bytes == 256 * 4
+    resources = amdgpu.resources(kernel, get_target("gfx942"))
+    assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
+    text = amdgpu.assembly(kernel, get_target("gfx942"))
+    assert "v_mbcnt_lo_u32_b32" in text and "v_mbcnt_hi_u32_b32" in text
+    # A workgroup of one wave: LLVM drops its barriers (a wave's LDS accesses stay in order).
+    assert "ds_read_b32" in text and "ds_write_b32" in text
+    assert "block radix rank by matching" in cj.jit(cnp.sort).lower(x).compile().report()
