@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
-from . import histogram, lookback, radix, scan, search, segments, select, topk
+from . import histogram, lookback, radix, scan, search, segmented_waves, segments, select, topk
 
 # routine -> (the solution's name, or a function of the op giving it; its kernel emitter; its description)
 SOLUTIONS = {
@@ -19,8 +19,7 @@ SOLUTIONS = {
     "lookback_scan": (f"lookback_scan_w{lookback.WORKGROUP}x{lookback.ITEMS}", lookback.scan_kernel, lookback.describe),
     "segmented_run_totals": (f"segmented_run_totals_w{scan.ITEMS}", scan.segmented_scan_kernel,
                              scan.describe_segmented),
-    "segmented_scan_runs": (f"segmented_scan_runs_w{scan.ITEMS}", scan.segmented_scan_kernel,
-                            scan.describe_segmented),
+    "segmented_scan_runs": (segmented_waves.solution, segmented_waves.emit, segmented_waves.describe),
     "bin_counts": (histogram.solution, histogram.bin_counts_kernel, histogram.describe),
     "merge_search": (f"merge_search_{search.DIAGONAL}_w{search.ITEMS}", search.merge_search_kernel, search.describe),
     "top_k_rows": (f"top_k_rows_w{topk.ITEMS}", topk.top_k_kernel, topk.describe),

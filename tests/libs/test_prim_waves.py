@@ -1,6 +1,8 @@
-"""libs/prim's kernels that rank by wave ballots (WaveBallot, WaveCountBelow): stream compaction
-(select.py). Exact: values only move, so results equal numpy's selection bit for bit, over sizes
-that end inside a stripe of 64, at a run's end (4096) and across runs."""
+"""libs/prim's kernels that work a wave at a time: stream compaction (select.py) and the radix
+sort's scatter (radix.py), ranking by wave ballots (WaveBallot, WaveCountBelow), and the segmented
+scan of integers (segmented_waves.py), scanning across lanes by shuffles. All exact: compaction
+and sorts only move values, and integer scans wrap or pick, so results equal numpy's bit for bit,
+over sizes that end inside a stripe of 64, at a run's end (4096) and across runs."""
 import numpy as np
 import pytest
 
@@ -100,3 +102,63 @@ def test_radix_scatter_ranks_by_matching_on_gfx942(dtype):
     # A workgroup of one wave: LLVM drops its barriers (a wave's LDS accesses stay in order).
     assert "ds_read_b32" in text and "ds_write_b32" in text
     assert "block radix rank by matching" in cj.jit(cnp.sort).lower(x).compile().report()
+
+
+def segmented_reference(x, heads, reducer, exclusive):
+    """numpy's accumulate over each segment of each row (a row's first element starts one), in a
+    wide integer wrapped back to x's dtype, as the kernels' accumulator wraps."""
+    ufunc = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}[reducer]
+    wide = x.astype(np.uint64 if x.dtype.kind == "u" else np.int64)
+    out = np.empty_like(wide)
+    for r in range(x.shape[0]):
+        starts = sorted({0, *np.flatnonzero(heads[r])})
+        for a, b in zip(starts, starts[1:] + [x.shape[1]]):
+            out[r, a:b] = ufunc.accumulate(wide[r, a:b])
+    return out.astype(x.dtype)
+
+
+def check_segmented(dtype, shape, reducer, exclusive):
+    """Against numpy (inclusive) and the interpreter's reference (both forms: its identity for the
+    exclusive first element of a segment); the wave kernel must serve the call."""
+    import cdnajit.ops as ops
+    rng = np.random.default_rng(3)
+    x = rng.integers(-9, 10, shape).astype(dtype) if np.dtype(dtype).kind != "b" else rng.random(shape) < 0.5
+    heads = rng.random(shape) < 0.02
+    heads[:, [p for p in (63, 64, 127, 255, RUN, RUN + 64) if p < shape[1]]] = True   # heads at stripes' edges
+    heads[0, :] = False                                                              # a row without heads
+    f = lambda a, h: ops.segmented_scan(a, h, reducer=reducer, exclusive=exclusive, axis=1)
+    compiled = cj.jit(f)
+    assert "segmented_scan_runs_waves_w64" in compiled.lower(x, heads).compile().as_text("optimized")
+    got = compiled(x, heads)
+    if not exclusive:
+        np.testing.assert_array_equal(got, segmented_reference(x, heads, reducer, exclusive))
+    np.testing.assert_array_equal(got, cj.jit(f, backend="interpret")(x, heads))
+
+
+def test_segmented_integer_scan_by_waves():
+    check_segmented("int32", (3, RUN + STRIPE + 7), "sum", False)    # runs: the carries cross runs and stripes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype, shape, reducer, exclusive", [
+    ("int32", (3, 2 * RUN + 5), "sum", True), ("int8", (2, 1000), "sum", False), ("uint16", (4, 300), "max", True),
+    ("int64", (2, 3 * RUN + 65), "min", False), ("uint64", (2, 700), "prod", True), ("int16", (1, 4 * STRIPE), "max", False)])
+def test_segmented_integer_scans_of_every_width(dtype, shape, reducer, exclusive):
+    check_segmented(dtype, shape, reducer, exclusive)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_segmented_wave_scan_shuffles_on_gfx942(dtype):
+    """gfx942: the lanes' steps are ds_bpermute, the carry a readlane; no spills."""
+    import cdnajit.ops as ops
+    graph = cj.make_graph(lambda a, h: ops.segmented_scan(a, h))(np.ones(3 * RUN, dtype), np.ones(3 * RUN, bool))
+    calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops
+             if op.name == "library_call" and op.attrs["solution"] == "segmented_scan_runs_waves_w64"]
+    assert len(calls) == 1      # the runs (their 3 carries: a work-item per row)
+    for call in calls:
+        kernel = emit_kernel(call, "k")
+        resources = amdgpu.resources(kernel, get_target("gfx942"))
+        assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
+        text = amdgpu.assembly(kernel, get_target("gfx942"))
+        assert "ds_bpermute_b32" in text and "v_readlane_b32" in text
