@@ -162,3 +162,20 @@ def test_segmented_wave_scan_shuffles_on_gfx942(dtype):
         assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
         text = amdgpu.assembly(kernel, get_target("gfx942"))
         assert "ds_bpermute_b32" in text and "v_readlane_b32" in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_top_k_wave_per_row_on_gfx942(dtype):
+    """gfx942: the lanes' lists in LDS, the rounds' choices by wave reductions (DPP and swizzles,
+    no LDS exchange for them), no spills."""
+    import cdnajit.lax as lax
+    graph = cj.make_graph(lambda a: lax.top_k(a, 8))(np.ones((4, 3000), dtype))
+    (call,) = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops
+               if op.name == "library_call" and op.attrs["routine"] == "top_k_rows"]
+    kernel = emit_kernel(call, "k")
+    resources = amdgpu.resources(kernel, get_target("gfx942"))
+    assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
+    text = amdgpu.assembly(kernel, get_target("gfx942"))
+    assert "ds_swizzle_b32" in text and "quad_perm" in text    # the butterfly's swizzles and DPP steps
+    assert "ds_write" in text and "ds_read" in text
