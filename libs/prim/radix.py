@@ -1,6 +1,6 @@
 """The radix sort's kernels: one digit's per-run histogram and its stable scatter (rows longer
 than a cache holds: one pass through memory per digit), and the whole sort of rows that fit, a
-row per work-item (`rows_kernel`).
+wave per row (`rows_kernel`).
 
 Both passes cut a row into runs of RUN_LENGTH consecutive elements; counts[row, d * runs + u] is
 the number of digits d in run u (digit-major, run-minor, so that the exclusive scan of a row's
@@ -25,10 +25,9 @@ from ...ir.core import Op
 from ...lowering.emitters import operand_buffers
 from .routines import RADIX, RADIX_BITS, index_dtype_of, key_bits, row_passes
 
-ITEMS = 64          # work-items (rows) per workgroup of rows_kernel, a wave: 256 x 64 i32 counters fill 64 KiB of LDS
-WAVE = 64           # the scatter's workgroup: one wave, a lane per key of a stripe (a ballot's mask is 64 bits)
+WAVE = 64           # the scatter's and the rows' workgroup: one wave, a lane per key of a stripe (a 64-bit ballot)
 BLOCK_ITEMS = RADIX  # the histogram's workgroup: a work-item per digit counter
-RUN_LENGTH = 4096   # elements per run (the calls' run_length): a work-item's sequential share of its row
+RUN_LENGTH = 4096   # elements per run (the calls' run_length): a workgroup's share of its row
 
 
 def ordered_bits(key: K.Expr, dtype: str) -> K.Expr:
@@ -49,14 +48,6 @@ def ordered_bits(key: K.Expr, dtype: str) -> K.Expr:
     negative = (bits & sign).ne(K.Const(0, wide))
     mapped = K.select(negative, ~bits & mask, bits | sign)
     return K.select(key.ne(key), mask, K.select(key.eq(K.Const(0.0, dtype)), sign, mapped))
-
-
-def counter_slot(d: K.Expr, t: K.Expr) -> K.Expr:
-    """Work-item t's counter of digit d in the LDS table: a work-item's 256 counters are
-    contiguous (1 KiB, in the host core's L1 cache while it walks its run), and the digit is
-    swizzled by the lane (d xor t mod 32) so that the lanes of a wave counting the same digit hit
-    32 different LDS banks on the GPU."""
-    return t * RADIX + (d ^ (t & 31))
 
 
 def digit(key: K.Expr, dtype: str, shift: K.Expr, index: str) -> K.Expr:
@@ -125,34 +116,54 @@ def histogram_kernel(op: Op, name: str) -> K.Kernel:
                     arguments=layout.arguments)
 
 
+def ranked_stripes(start, stop, lane, read_key, key_dtype: str, shift, counter: K.LdsBuffer, place_of, moves,
+                   idx: str, key: K.Var, j: K.Var, d: K.Var, place: K.Var) -> K.For:
+    """rocPRIM's block radix rank by matching over elements [start, stop), a stripe of WAVE
+    consecutive keys at a time (a lane each), under one wave: per stripe, `key` = read_key(j) and its
+    digit `d`, a ballot of each of the digit's 8 bits, and-ed (or their complements) into the mask
+    of the lanes whose digit equals this lane's (its peers); `place` = place_of(d) (from the LDS
+    counter of d) plus the peers below the lane (WaveCountBelow: v_mbcnt on gfx942); `moves` (which
+    read place, key, j) for the stripe's lanes inside the range; after a barrier the last of each
+    digit's peers advances the counter past them. Equal digits keep their order (stripes in order,
+    lanes in order): the pass is stable."""
+    stripe, valid = K.Var("stripe", idx), K.Var("valid", "bool")
+    peers, rank = K.Var("peers", "u64"), K.Var("rank", "i32")
+    match = [K.WaveBallot(peers, valid)]
+    for b in range(RADIX_BITS):
+        bit, lanes = K.Var(f"bit{b}", "bool"), K.Var(f"lanes{b}", "u64")
+        match += [K.Let(bit, ((d >> b) & 1).eq(1)), K.WaveBallot(lanes, bit),
+                  K.Assign(peers, peers & K.select(bit, lanes, ~lanes))]
+    return K.For(stripe, start, stop, WAVE, [
+        K.Let(j, stripe + lane),
+        K.Let(valid, j < stop),
+        K.Let(key, read_key(K.minimum(j, stop - 1))),    # the last stripe's lanes past the range: its last key
+        K.Let(d, digit(key, key_dtype, shift, idx)),
+        *match,
+        K.WaveCountBelow(rank, peers),
+        K.Let(place, place_of(d) + rank.cast(idx)),
+        K.If(valid, moves),
+        K.Barrier(),
+        # The last of the peers (no peer in a higher lane) moves the counter past them all.
+        K.If(valid & (peers >> lane.cast("u64")).eq(K.Const(1, "u64")), [K.Store(counter, d, counter[d] + rank + 1)]),
+        K.Barrier()], uniform=True)
+
+
 def scatter_kernel(op: Op, name: str) -> K.Kernel:
-    """rocPRIM's block radix rank by matching ("match" ranking) and a stable scatter of one digit: a
-    workgroup of one wave per run, reading it in stripes of WAVE consecutive keys (a lane each). Per
-    stripe, a ballot of each of the digit's 8 bits, and-ed (or their complements) into the mask of
-    the lanes whose digit equals this lane's (its peers); the key's place is the run's LDS counter
-    of its digit plus the peers below the lane (WaveCountBelow: v_mbcnt on gfx942); after a barrier
-    the last of each digit's peers advances the counter past them. Equal digits keep their order
-    (stripes in order, lanes in order): every pass is stable, and the LSD sort of all passes is."""
+    """One digit's stable scatter, a workgroup of one wave per run: the run's 256 LDS counters start
+    at the offsets (the place of the run's first element of digit d), then `ranked_stripes`."""
     layout = RunLayout(op, op.attrs["key"])
     operands = len(op.operands)
     buffers = layout.buffers(op, counts_operand=operands - 1)
     sources, offsets, results = buffers[:operands - 1], buffers[operands - 1], buffers[operands:]
-    idx, row, run, j, d, key = layout.index, layout.row, layout.run, layout.j, layout.d, layout.key
-    length, lane, stripe = layout.length, K.Var("lane", idx), K.Var("stripe", idx)
+    idx, row, run, j, key = layout.index, layout.row, layout.run, layout.j, layout.key
+    length, lane, d0 = layout.length, K.Var("lane", idx), K.Var("d0", idx)
     counter = K.LdsBuffer("counter", "i32", RADIX)
-    valid, peers, rank = K.Var("valid", "bool"), K.Var("peers", "u64"), K.Var("rank", "i32")
-    bits = [(K.Var(f"bit{b}", "bool"), K.Var(f"lanes{b}", "u64")) for b in range(RADIX_BITS)]
-    d0 = K.Var("d0", idx)
     if idx == "i32":
         # The counters hold the places themselves.
-        start, place_of = offsets[layout.count_place(d0 + lane)].cast("i32"), counter[d].cast(idx)
+        start, place_of = offsets[layout.count_place(d0 + lane)].cast("i32"), lambda d: counter[d].cast(idx)
     else:
         # Places past 2^31 do not fit the i32 counters: they count within the run, from its offset.
-        start, place_of = K.Const(0, "i32"), offsets[layout.count_place(d)] + counter[d].cast(idx)
-    match = [K.WaveBallot(peers, valid)]
-    for b, (bit, lanes) in enumerate(bits):
-        match += [K.Let(bit, ((d >> b) & 1).eq(1)), K.WaveBallot(lanes, bit),
-                  K.Assign(peers, peers & K.select(bit, lanes, ~lanes))]
+        start, place_of = K.Const(0, "i32"), lambda d: offsets[layout.count_place(d)] + counter[d].cast(idx)
     moves = [K.Store(result, row * length + layout.place, key if k == op.attrs["key"] else source[row * length + j])
              for k, (source, result) in enumerate(zip(sources, results))]
     body = [
@@ -161,28 +172,17 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
         K.Let(layout.stop, K.minimum(layout.start + layout.run_length, length)),
         K.For(d0, 0, RADIX, WAVE, [K.Store(counter, d0 + lane, start)], uniform=True),
         K.Barrier(),
-        K.For(stripe, layout.start, layout.stop, WAVE, [
-            K.Let(j, stripe + lane),
-            K.Let(valid, j < layout.stop),
-            K.Let(key, sources[op.attrs["key"]][row * length + K.minimum(j, layout.stop - 1)]),
-            K.Let(d, digit(key, layout.key_dtype, layout.shift, idx)),
-            *match,
-            K.WaveCountBelow(rank, peers),
-            K.Let(layout.place, place_of + rank.cast(idx)),
-            K.If(valid, moves),
-            K.Barrier(),
-            # The last of the peers (no peer in a higher lane) moves the counter past them all.
-            K.If(valid & (peers >> lane.cast("u64")).eq(K.Const(1, "u64")),
-                 [K.Store(counter, d, counter[d] + rank + 1)]),
-            K.Barrier()], uniform=True)]
+        ranked_stripes(layout.start, layout.stop, lane, lambda at: sources[op.attrs["key"]][row * length + at],
+                       layout.key_dtype, layout.shift, counter, place_of, moves, idx, key, j, layout.d, layout.place)]
     return K.Kernel(name, params=[*buffers, layout.rows, layout.length, layout.shift], grid=(layout.runs, layout.rows),
                     workgroup_size=(WAVE,), body=body, lds=[counter], arguments=layout.arguments)
 
 
 def rows_kernel(op: Op, name: str) -> K.Kernel:
-    """radix_sort_rows: work-item t of workgroup g sorts row g * ITEMS + t whole, pass after pass
+    """radix_sort_rows: a workgroup of one wave per row sorts it whole, pass after pass
     (routines.row_passes, unrolled: each pass's source and destination buffers are fixed), with
-    its 256 counters in its LDS column: count the digits, scan the counters into places, scatter."""
+    the row's 256 counters in LDS: count the digits (the block histogram's atomic adds, stripes of
+    WAVE), scan the counters into places (the first lane), then `ranked_stripes` scatters."""
     types = [v.type for v in op.operands]
     count = len(types)
     rows_count, length_count = types[0].shape
@@ -190,43 +190,45 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
     rows, length = K.ScalarParam("rows", idx), K.ScalarParam("length", idx)
     buffers = [K.GlobalBuffer(b.name, b.dtype, rows * length, b.readonly) for b in operand_buffers(op)]
     inputs, results, scratch = buffers[:count], buffers[count:2 * count], buffers[2 * count:]
-    t, row, base, j, d, place, total, seen = (K.Var(n, idx) for n in ("t", "row", "base", "j", "d", "place", "total",
-                                                                       "seen"))
-    counter = K.LdsBuffer("counter", "i32", RADIX * ITEMS)
-    column = counter_slot(d, t)
+    lane, row, base, stripe, j, d, d0, place, total, seen = (
+        K.Var(n, idx) for n in ("lane", "row", "base", "stripe", "j", "d", "d0", "place", "total", "seen"))
+    counter = K.LdsBuffer("counter", "i32", RADIX)
     passes = row_passes(types, op.attrs["num_keys"])
     body, source = [], inputs
     for number, (key, shift) in enumerate(passes):
         target = results if (len(passes) - 1 - number) % 2 == 0 else scratch
         value = K.Var(f"key{number}", types[key].dtype)
-        digit_of = lambda at: digit(source[key][base + at], types[key].dtype, K.Const(shift, "u32"), idx)
+        shift_const = K.Const(shift, "u32")
         moves = [K.Store(out, base + place, value if k == key else src[base + j])
                  for k, (src, out) in enumerate(zip(source, target))]
         body += [
-            K.For(d, 0, RADIX, 1, [K.Store(counter, column, K.Const(0, "i32"))]),
-            K.For(j, 0, length, 1, [K.Let(d, digit_of(j)), K.Store(counter, column, counter[column] + 1)]),
-            K.Assign(total, K.Const(0, idx)),
-            K.For(d, 0, RADIX, 1, [K.Let(seen, counter[column].cast(idx)), K.Store(counter, column, total.cast("i32")),
-                                   K.Assign(total, total + seen)]),
-            K.For(j, 0, length, 1, [
-                K.Let(value, source[key][base + j]),
-                K.Let(d, digit(value, types[key].dtype, K.Const(shift, "u32"), idx)),
-                K.Let(place, counter[column].cast(idx)), *moves,
-                K.Store(counter, column, (place + 1).cast("i32"))])]
+            K.For(d0, 0, RADIX, WAVE, [K.Store(counter, d0 + lane, K.Const(0, "i32"))], uniform=True),
+            K.Barrier(),
+            K.For(stripe, 0, length, WAVE, [
+                K.Let(j, stripe + lane),
+                K.If(j < length, [K.AtomicRMW(K.Var("before", "i32"), "add", counter,
+                                              digit(source[key][base + j], types[key].dtype, shift_const, idx),
+                                              K.Const(1, "i32"))])], uniform=True),
+            K.Barrier(),
+            K.If(lane.eq(K.Const(0, idx)), [
+                K.Assign(total, K.Const(0, idx)),
+                K.For(d, 0, RADIX, 1, [K.Let(seen, counter[d].cast(idx)), K.Store(counter, d, total.cast("i32")),
+                                       K.Assign(total, total + seen)])]),
+            K.Barrier(),
+            ranked_stripes(K.Const(0, idx), length, lane, lambda at: source[key][base + at], types[key].dtype,
+                           shift_const, counter, lambda digit_: counter[digit_].cast(idx), moves, idx, value, j, d,
+                           place)]
         source = target
-    prologue = [K.Let(t, K.workitem_id(0).cast(idx)), K.Let(row, K.workgroup_id(0).cast(idx) * ITEMS + t)]
-    return K.Kernel(name, params=[*buffers, rows, length], grid=((rows + (ITEMS - 1)) / ITEMS,),
-                    workgroup_size=(ITEMS,), lds=[counter],
-                    body=[*prologue, K.If(row < rows, [K.Let(base, row * length), K.Let(total, K.Const(0, idx)),
-                                                       *body])],
-                    arguments=(("rows", rows_count), ("length", length_count)))
+    prologue = [K.Let(lane, K.workitem_id(0).cast(idx)), K.Let(row, K.workgroup_id(0).cast(idx)),
+                K.Let(base, row * length), K.Let(total, K.Const(0, idx))]
+    return K.Kernel(name, params=[*buffers, rows, length], grid=(rows,), workgroup_size=(WAVE,), lds=[counter],
+                    body=[*prologue, *body], arguments=(("rows", rows_count), ("length", length_count)))
 
 
 def describe_rows(op: Op) -> str:
     passes = row_passes([v.type for v in op.operands], op.attrs["num_keys"])
-    return (f"segmented LSD radix sort, a row per work-item ({ITEMS} per workgroup), {len(passes)} passes of "
-            f"{RADIX_BITS}-bit digits in one kernel (count, scan, stable scatter), digit counters in LDS "
-            f"({RADIX} x {ITEMS})")
+    return (f"segmented LSD radix sort, a wave per row, {len(passes)} passes of {RADIX_BITS}-bit digits in one "
+            f"kernel (block histogram, scan, stable scatter ranked by matching), digit counters in LDS ({RADIX})")
 
 
 def describe(op: Op) -> str:

@@ -80,14 +80,17 @@ def test_compaction_ranks_by_ballot_and_mbcnt_on_gfx942():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.float16])
-def test_radix_scatter_ranks_by_matching_on_gfx942(dtype):
-    """The radix sort's scatter: a wave per run ranking keys by 8 ballots and mbcnt, its 256 digit
-    counters in 1 KiB of LDS, no spills; the report names the match ranking."""
-    x = np.ones(1 << 17, dtype)
+@pytest.mark.parametrize("dtype, shape, routine", [
+    (np.float32, (1 << 17,), "radix_scatter"), (np.int64, (1 << 17,), "radix_scatter"),
+    (np.float16, (1 << 17,), "radix_scatter"), (np.float32, (10, 3000), "radix_sort_rows"),
+    (np.float64, (10, 3000), "radix_sort_rows")])
+def test_radix_sort_ranks_by_matching_on_gfx942(dtype, shape, routine):
+    """The radix sort's scatter and its whole-row sort: a wave per run (row) ranking keys by 8
+    ballots and mbcnt, 256 digit counters in 1 KiB of LDS, no spills; the report names the ranking."""
+    x = np.ones(shape, dtype)
     graph = cj.make_graph(cnp.sort)(x)
     calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops
-             if op.name == "library_call" and op.attrs["routine"] == "radix_scatter"]
+             if op.name == "library_call" and op.attrs["routine"] == routine]
     assert calls
     kernel = emit_kernel(calls[0], "k")
     assert kernel.lds_bytes == 256 * 4
@@ -97,7 +100,9 @@ def test_radix_scatter_ranks_by_matching_on_gfx942(dtype):
     assert "v_mbcnt_lo_u32_b32" in text and "v_mbcnt_hi_u32_b32" in text
     # A workgroup of one wave: LLVM drops its barriers (a wave's LDS accesses stay in order).
     assert "ds_read_b32" in text and "ds_write_b32" in text
-    assert "block radix rank by matching" in cj.jit(cnp.sort).lower(x).compile().report()
+    if routine == "radix_sort_rows":
+        assert "ds_add_u32" in text or "ds_add_rtn_u32" in text     # each pass's block histogram
+    assert "ranked by" in cj.jit(cnp.sort).lower(x).compile().report()
 
 
 def segmented_reference(x, heads, reducer, exclusive):
