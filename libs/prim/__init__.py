@@ -8,13 +8,11 @@ matcher.py    the pattern table: the graph's sorts (any number of keys) become L
               cumulative ops scans (the single-pass scan for few long rows); `scan_along` also serves
               lax.cumlogsumexp, which the frontend calls directly, and `segmented_scan_along`
               cdnajit.ops.segmented_scan.
-radix.py      the radix sort's kernels (digit histogram, stable scatter ranked by wave ballots, whole
-              rows); scan.py the scans' (segmented too); segmented_waves.py the segmented scan of
-              integers a wave per run; lookback.py the single-pass scan's (decoupled look-back);
+radix.py      the radix sort's kernels (digit histogram, stable scatter, whole rows); scan.py the
+              scans' (segmented too); lookback.py the single-pass scan's (decoupled look-back);
               histogram.py bin_counts'; segments.py the segmented reductions' (cdnajit.ops);
-              select.py stream compaction's (nonzero, compress, unique with size=; ballots);
-              topk.py lax.top_k's (a wave per row); search.py the merge path's (searchsorted of
-              many queries).
+              select.py stream compaction's (nonzero, compress, unique with size=; ballots); topk.py
+              lax.top_k's; search.py the merge path's (searchsorted of many queries).
 kernels.py    the answers to the compiler's questions about a call (solution, reason, kernel).
 This file registers the library (ir/ops/library.py's contract).
 """

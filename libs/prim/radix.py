@@ -1,18 +1,19 @@
 """The radix sort's kernels: one digit's per-run histogram and its stable scatter (rows longer
 than a cache holds: one pass through memory per digit), and the whole sort of rows that fit, a
-wave per row (`rows_kernel`).
+row per work-item (`rows_kernel`).
 
 Both passes cut a row into runs of RUN_LENGTH consecutive elements; counts[row, d * runs + u] is
 the number of digits d in run u (digit-major, run-minor, so that the exclusive scan of a row's
 counts gives every run's first place for each digit).
   - histogram (`histogram_kernel`): rocPRIM's block histogram, a workgroup per run counting the
     digits into LDS by atomic adds;
-  - scatter (`scatter_kernel`): rocPRIM's block radix rank by matching, a workgroup of one wave
-    per run: the run's 256 LDS counters start at the offsets (the place of the run's first
-    element of digit d); each stripe of 64 keys ranks every key among the earlier keys of its
-    digit by wave ballots of the digit's bits (WaveBallot, WaveCountBelow), scatters, and
-    advances the counters: equal digits keep their order, so every pass is stable and the LSD
-    sort of all passes is.
+  - scatter (`scatter_kernel`): a grid of (ceil(runs / ITEMS), rows) workgroups of ITEMS
+    work-items, work-item t of workgroup g owning run u = g * ITEMS + t, which it walks in order.
+    Each work-item keeps its 256 digit counters in its own part of an LDS table (`counter_slot`),
+    so work-items never share a counter and the kernel needs no barrier and no atomics: it loads
+    its column from the offsets (the place of the run's first element of digit d), then walks
+    the run in order, sending each element to its digit's counter and incrementing it: equal
+    digits keep their order, so every pass is stable and the LSD sort of all passes is.
 The digit is read from the key on the fly (`ordered_bits`), so the keys travel unchanged: the
 sorted keys keep their -0.0 and NaN bits. The shift is a scalar parameter: one kernel serves every
 pass of a key dtype, and the row count and length are scalar parameters: one kernel serves every
@@ -25,9 +26,9 @@ from ...ir.core import Op
 from ...lowering.emitters import operand_buffers
 from .routines import RADIX, RADIX_BITS, index_dtype_of, key_bits, row_passes
 
-WAVE = 64           # the scatter's and the rows' workgroup: one wave, a lane per key of a stripe (a 64-bit ballot)
+ITEMS = 64          # work-items (runs) per workgroup, a wave: a 256 x 64 table of i32 counters fills 64 KiB of LDS
 BLOCK_ITEMS = RADIX  # the histogram's workgroup: a work-item per digit counter
-RUN_LENGTH = 4096   # elements per run (the calls' run_length): a workgroup's share of its row
+RUN_LENGTH = 4096   # elements per run (the calls' run_length): a work-item's sequential share of its row
 
 
 def ordered_bits(key: K.Expr, dtype: str) -> K.Expr:
@@ -50,13 +51,21 @@ def ordered_bits(key: K.Expr, dtype: str) -> K.Expr:
     return K.select(key.ne(key), mask, K.select(key.eq(K.Const(0.0, dtype)), sign, mapped))
 
 
+def counter_slot(d: K.Expr, t: K.Expr) -> K.Expr:
+    """Work-item t's counter of digit d in the LDS table: a work-item's 256 counters are
+    contiguous (1 KiB, in the host core's L1 cache while it walks its run), and the digit is
+    swizzled by the lane (d xor t mod 32) so that the lanes of a wave counting the same digit hit
+    32 different LDS banks on the GPU."""
+    return t * RADIX + (d ^ (t & 31))
+
+
 def digit(key: K.Expr, dtype: str, shift: K.Expr, index: str) -> K.Expr:
     bits = ordered_bits(key, dtype)
     return ((bits >> shift.cast(bits.dtype)) & K.Const(RADIX - 1, bits.dtype)).cast(index)
 
 
 class RunLayout:
-    """The scalar parameters, ids and bounds the histogram and the scatter share."""
+    """The scalar parameters, ids and bounds the two kernels share."""
 
     def __init__(self, op: Op, key: int = 0):
         keys = op.operands[key].type
@@ -67,10 +76,12 @@ class RunLayout:
         self.run_length = op.attrs["run_length"]
         self.runs = (self.length + (self.run_length - 1)) / self.run_length
         self.arguments = (("rows", keys.shape[0]), ("length", keys.shape[1]), ("shift", op.attrs["shift"]))
+        self.grid = ((self.runs + (ITEMS - 1)) / ITEMS, self.rows)
         idx = self.index
         self.t, self.run, self.row, self.start, self.stop, self.j, self.d, self.place = (
             K.Var(n, idx) for n in ("t", "run", "row", "start", "stop", "j", "d", "place"))
         self.key = K.Var("key", keys.dtype)
+        self.counter = K.LdsBuffer("counter", "i32", RADIX * ITEMS)  # counts, or places below 2^31
 
     def buffers(self, op: Op, counts_operand: int | None) -> list:
         """The op's buffers, sized by the scalar parameters: rows x length elements, or the counts."""
@@ -81,9 +92,32 @@ class RunLayout:
             sized.append(K.GlobalBuffer(buffer.name, buffer.dtype, count, buffer.readonly))
         return sized
 
+    def prologue(self) -> list[K.Stmt]:
+        idx = self.index
+        return [K.Let(self.t, K.workitem_id(0).cast(idx)),
+                K.Let(self.run, K.workgroup_id(0).cast(idx) * ITEMS + self.t),
+                K.Let(self.row, K.workgroup_id(1).cast(idx)),
+                K.Let(self.start, self.run * self.run_length),
+                K.Let(self.stop, K.minimum(self.start + self.run_length, self.length))]
+
+    def column(self, d: K.Expr) -> K.Expr:
+        return counter_slot(d, self.t)
+
     def count_place(self, d: K.Expr) -> K.Expr:
         """Where digit d of this run counts in the row's counts (digit-major, run-minor)."""
         return (self.row * RADIX + d) * self.runs + self.run
+
+    def walk(self, keys: K.GlobalBuffer, body: list[K.Stmt]) -> K.For:
+        """For each element j of the run in order: `key` and its digit `d` defined, then body."""
+        return K.For(self.j, self.start, self.stop, 1, [
+            K.Let(self.key, keys[self.row * self.length + self.j]),
+            K.Let(self.d, digit(self.key, self.key_dtype, self.shift, self.index)), *body])
+
+    def kernel(self, name: str, params, body) -> K.Kernel:
+        scalars = [self.rows, self.length, self.shift]
+        return K.Kernel(name, params=[*params, *scalars], grid=self.grid, workgroup_size=(ITEMS,),
+                        body=[*self.prologue(), K.If(self.run < self.runs, body)], lds=[self.counter],
+                        arguments=self.arguments)
 
 
 def histogram_kernel(op: Op, name: str) -> K.Kernel:
@@ -116,73 +150,33 @@ def histogram_kernel(op: Op, name: str) -> K.Kernel:
                     arguments=layout.arguments)
 
 
-def ranked_stripes(start, stop, lane, read_key, key_dtype: str, shift, counter: K.LdsBuffer, place_of, moves,
-                   idx: str, key: K.Var, j: K.Var, d: K.Var, place: K.Var) -> K.For:
-    """rocPRIM's block radix rank by matching over elements [start, stop), a stripe of WAVE
-    consecutive keys at a time (a lane each), under one wave: per stripe, `key` = read_key(j) and its
-    digit `d`, a ballot of each of the digit's 8 bits, and-ed (or their complements) into the mask
-    of the lanes whose digit equals this lane's (its peers); `place` = place_of(d) (from the LDS
-    counter of d) plus the peers below the lane (WaveCountBelow: v_mbcnt on gfx942); `moves` (which
-    read place, key, j) for the stripe's lanes inside the range; after a barrier the last of each
-    digit's peers advances the counter past them. Equal digits keep their order (stripes in order,
-    lanes in order): the pass is stable."""
-    stripe, valid = K.Var("stripe", idx), K.Var("valid", "bool")
-    peers, rank = K.Var("peers", "u64"), K.Var("rank", "i32")
-    match = [K.WaveBallot(peers, valid)]
-    for b in range(RADIX_BITS):
-        bit, lanes = K.Var(f"bit{b}", "bool"), K.Var(f"lanes{b}", "u64")
-        match += [K.Let(bit, ((d >> b) & 1).eq(1)), K.WaveBallot(lanes, bit),
-                  K.Assign(peers, peers & K.select(bit, lanes, ~lanes))]
-    return K.For(stripe, start, stop, WAVE, [
-        K.Let(j, stripe + lane),
-        K.Let(valid, j < stop),
-        K.Let(key, read_key(K.minimum(j, stop - 1))),    # the last stripe's lanes past the range: its last key
-        K.Let(d, digit(key, key_dtype, shift, idx)),
-        *match,
-        K.WaveCountBelow(rank, peers),
-        K.Let(place, place_of(d) + rank.cast(idx)),
-        K.If(valid, moves),
-        K.Barrier(),
-        # The last of the peers (no peer in a higher lane) moves the counter past them all.
-        K.If(valid & (peers >> lane.cast("u64")).eq(K.Const(1, "u64")), [K.Store(counter, d, counter[d] + rank + 1)]),
-        K.Barrier()], uniform=True)
-
-
 def scatter_kernel(op: Op, name: str) -> K.Kernel:
-    """One digit's stable scatter, a workgroup of one wave per run: the run's 256 LDS counters start
-    at the offsets (the place of the run's first element of digit d), then `ranked_stripes`."""
     layout = RunLayout(op, op.attrs["key"])
     operands = len(op.operands)
     buffers = layout.buffers(op, counts_operand=operands - 1)
     sources, offsets, results = buffers[:operands - 1], buffers[operands - 1], buffers[operands:]
-    idx, row, run, j, key = layout.index, layout.row, layout.run, layout.j, layout.key
-    length, lane, d0 = layout.length, K.Var("lane", idx), K.Var("d0", idx)
-    counter = K.LdsBuffer("counter", "i32", RADIX)
-    if idx == "i32":
+    d, c, place, row, key = layout.d, layout.counter, layout.place, layout.row, op.attrs["key"]
+    length = layout.length
+    moves = [K.Store(result, row * length + place, layout.key if k == key else source[row * length + layout.j])
+             for k, (source, result) in enumerate(zip(sources, results))]
+    if layout.index == "i32":
         # The counters hold the places themselves.
-        start, place_of = offsets[layout.count_place(d0 + lane)].cast("i32"), lambda d: counter[d].cast(idx)
+        start = offsets[layout.count_place(d)].cast("i32")
+        place_of = c[layout.column(d)].cast(layout.index)
     else:
         # Places past 2^31 do not fit the i32 counters: they count within the run, from its offset.
-        start, place_of = K.Const(0, "i32"), lambda d: offsets[layout.count_place(d)] + counter[d].cast(idx)
-    moves = [K.Store(result, row * length + layout.place, key if k == op.attrs["key"] else source[row * length + j])
-             for k, (source, result) in enumerate(zip(sources, results))]
-    body = [
-        K.Let(lane, K.workitem_id(0).cast(idx)), K.Let(run, K.workgroup_id(0).cast(idx)),
-        K.Let(row, K.workgroup_id(1).cast(idx)), K.Let(layout.start, run * layout.run_length),
-        K.Let(layout.stop, K.minimum(layout.start + layout.run_length, length)),
-        K.For(d0, 0, RADIX, WAVE, [K.Store(counter, d0 + lane, start)], uniform=True),
-        K.Barrier(),
-        ranked_stripes(layout.start, layout.stop, lane, lambda at: sources[op.attrs["key"]][row * length + at],
-                       layout.key_dtype, layout.shift, counter, place_of, moves, idx, key, j, layout.d, layout.place)]
-    return K.Kernel(name, params=[*buffers, layout.rows, layout.length, layout.shift], grid=(layout.runs, layout.rows),
-                    workgroup_size=(WAVE,), body=body, lds=[counter], arguments=layout.arguments)
+        start = K.Const(0, "i32")
+        place_of = offsets[layout.count_place(d)] + c[layout.column(d)].cast(layout.index)
+    body = [K.For(d, 0, RADIX, 1, [K.Store(c, layout.column(d), start)]),
+            layout.walk(sources[key], [K.Let(place, place_of), *moves,
+                                       K.Store(c, layout.column(d), (c[layout.column(d)] + 1))])]
+    return layout.kernel(name, buffers, body)
 
 
 def rows_kernel(op: Op, name: str) -> K.Kernel:
-    """radix_sort_rows: a workgroup of one wave per row sorts it whole, pass after pass
+    """radix_sort_rows: work-item t of workgroup g sorts row g * ITEMS + t whole, pass after pass
     (routines.row_passes, unrolled: each pass's source and destination buffers are fixed), with
-    the row's 256 counters in LDS: count the digits (the block histogram's atomic adds, stripes of
-    WAVE), scan the counters into places (the first lane), then `ranked_stripes` scatters."""
+    its 256 counters in its LDS column: count the digits, scan the counters into places, scatter."""
     types = [v.type for v in op.operands]
     count = len(types)
     rows_count, length_count = types[0].shape
@@ -190,45 +184,43 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
     rows, length = K.ScalarParam("rows", idx), K.ScalarParam("length", idx)
     buffers = [K.GlobalBuffer(b.name, b.dtype, rows * length, b.readonly) for b in operand_buffers(op)]
     inputs, results, scratch = buffers[:count], buffers[count:2 * count], buffers[2 * count:]
-    lane, row, base, stripe, j, d, d0, place, total, seen = (
-        K.Var(n, idx) for n in ("lane", "row", "base", "stripe", "j", "d", "d0", "place", "total", "seen"))
-    counter = K.LdsBuffer("counter", "i32", RADIX)
+    t, row, base, j, d, place, total, seen = (K.Var(n, idx) for n in ("t", "row", "base", "j", "d", "place", "total",
+                                                                       "seen"))
+    counter = K.LdsBuffer("counter", "i32", RADIX * ITEMS)
+    column = counter_slot(d, t)
     passes = row_passes(types, op.attrs["num_keys"])
     body, source = [], inputs
     for number, (key, shift) in enumerate(passes):
         target = results if (len(passes) - 1 - number) % 2 == 0 else scratch
         value = K.Var(f"key{number}", types[key].dtype)
-        shift_const = K.Const(shift, "u32")
+        digit_of = lambda at: digit(source[key][base + at], types[key].dtype, K.Const(shift, "u32"), idx)
         moves = [K.Store(out, base + place, value if k == key else src[base + j])
                  for k, (src, out) in enumerate(zip(source, target))]
         body += [
-            K.For(d0, 0, RADIX, WAVE, [K.Store(counter, d0 + lane, K.Const(0, "i32"))], uniform=True),
-            K.Barrier(),
-            K.For(stripe, 0, length, WAVE, [
-                K.Let(j, stripe + lane),
-                K.If(j < length, [K.AtomicRMW(K.Var("before", "i32"), "add", counter,
-                                              digit(source[key][base + j], types[key].dtype, shift_const, idx),
-                                              K.Const(1, "i32"))])], uniform=True),
-            K.Barrier(),
-            K.If(lane.eq(K.Const(0, idx)), [
-                K.Assign(total, K.Const(0, idx)),
-                K.For(d, 0, RADIX, 1, [K.Let(seen, counter[d].cast(idx)), K.Store(counter, d, total.cast("i32")),
-                                       K.Assign(total, total + seen)])]),
-            K.Barrier(),
-            ranked_stripes(K.Const(0, idx), length, lane, lambda at: source[key][base + at], types[key].dtype,
-                           shift_const, counter, lambda digit_: counter[digit_].cast(idx), moves, idx, value, j, d,
-                           place)]
+            K.For(d, 0, RADIX, 1, [K.Store(counter, column, K.Const(0, "i32"))]),
+            K.For(j, 0, length, 1, [K.Let(d, digit_of(j)), K.Store(counter, column, counter[column] + 1)]),
+            K.Assign(total, K.Const(0, idx)),
+            K.For(d, 0, RADIX, 1, [K.Let(seen, counter[column].cast(idx)), K.Store(counter, column, total.cast("i32")),
+                                   K.Assign(total, total + seen)]),
+            K.For(j, 0, length, 1, [
+                K.Let(value, source[key][base + j]),
+                K.Let(d, digit(value, types[key].dtype, K.Const(shift, "u32"), idx)),
+                K.Let(place, counter[column].cast(idx)), *moves,
+                K.Store(counter, column, (place + 1).cast("i32"))])]
         source = target
-    prologue = [K.Let(lane, K.workitem_id(0).cast(idx)), K.Let(row, K.workgroup_id(0).cast(idx)),
-                K.Let(base, row * length), K.Let(total, K.Const(0, idx))]
-    return K.Kernel(name, params=[*buffers, rows, length], grid=(rows,), workgroup_size=(WAVE,), lds=[counter],
-                    body=[*prologue, *body], arguments=(("rows", rows_count), ("length", length_count)))
+    prologue = [K.Let(t, K.workitem_id(0).cast(idx)), K.Let(row, K.workgroup_id(0).cast(idx) * ITEMS + t)]
+    return K.Kernel(name, params=[*buffers, rows, length], grid=((rows + (ITEMS - 1)) / ITEMS,),
+                    workgroup_size=(ITEMS,), lds=[counter],
+                    body=[*prologue, K.If(row < rows, [K.Let(base, row * length), K.Let(total, K.Const(0, idx)),
+                                                       *body])],
+                    arguments=(("rows", rows_count), ("length", length_count)))
 
 
 def describe_rows(op: Op) -> str:
     passes = row_passes([v.type for v in op.operands], op.attrs["num_keys"])
-    return (f"segmented LSD radix sort, a wave per row, {len(passes)} passes of {RADIX_BITS}-bit digits in one "
-            f"kernel (block histogram, scan, stable scatter ranked by matching), digit counters in LDS ({RADIX})")
+    return (f"segmented LSD radix sort, a row per work-item ({ITEMS} per workgroup), {len(passes)} passes of "
+            f"{RADIX_BITS}-bit digits in one kernel (count, scan, stable scatter), digit counters in LDS "
+            f"({RADIX} x {ITEMS})")
 
 
 def describe(op: Op) -> str:
@@ -239,6 +231,5 @@ def describe(op: Op) -> str:
     if op.attrs["routine"] == "radix_histogram":
         return sort + (f"block histogram: a workgroup of {BLOCK_ITEMS} work-items per run of {op.attrs['run_length']} "
                        f"elements (read striped), digit counters in LDS ({RADIX}) counted by atomic adds")
-    return sort + (f"block radix rank by matching: a wave per run of {op.attrs['run_length']} elements, stripes of "
-                   f"{WAVE} keys ranked by {RADIX_BITS} ballots of the digit's bits and lane counts, digit counters "
-                   f"in LDS ({RADIX})")
+    return sort + (f"runs of {op.attrs['run_length']} elements per work-item, {ITEMS} work-items per workgroup, "
+                   f"digit counters in LDS ({RADIX} x {ITEMS})")

@@ -7,8 +7,7 @@ grid of (ceil(runs / ITEMS), rows)), `scan` of the totals (exclusive: each run's
 for bool scans of few long rows, the other dtypes taking the single-pass scan (lookback.py).
 `scan` alone, one work-item per row (ITEMS rows per workgroup), scans rows with few runs.
 Segmented scans (`segmented_scan_kernel`) are the same two passes over runs, the accumulator
-restarting at each head flag, and the carries the segmented scan of the runs' (total, has a head);
-integer runs of 256 or more scan a wave per run instead (segmented_waves.py).
+restarting at each head flag, and the carries the segmented scan of the runs' (total, has a head).
 """
 from __future__ import annotations
 

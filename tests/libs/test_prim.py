@@ -138,7 +138,7 @@ def test_rows_that_fit_sort_whole_in_one_kernel():
     for shape in ((3, 5000), (1000, 1200)):
         compiled = cj.jit(lambda a: cnp.sort(a, axis=1)).lower(np.zeros(shape, np.float32)).compile()
         assert compiled.as_text("optimized").count('routine = "radix_sort_rows"') == 1
-        assert "segmented LSD radix sort, a wave per row" in compiled.report()
+        assert "segmented LSD radix sort, a row per work-item" in compiled.report()
         texts.append(library_codes(compiled))
     assert texts[0] == texts[1] and len(texts[0]) == 1
 
