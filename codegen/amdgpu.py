@@ -16,7 +16,8 @@ convention per kernel, executed by every work-item of the grid.
   acquire fence. Uniform loops and branches are ordinary control flow.
 - Wave ops have the host's lane semantics (ir/kernel.py): `WaveReduce` is the xor butterfly,
   offset 32 through `ds_bpermute`, 16/8/4 through `ds_swizzle` (bit-mask mode), 2/1 through DPP
-  quad permutes; `WaveShuffle` is a `ds_bpermute` from lane src % 64. f16/bf16 values are
+  quad permutes; `WaveShuffle` is a `ds_bpermute` from lane src % 64; `WaveBallot` is
+  `llvm.amdgcn.ballot` (a compare into an SGPR pair) and `WaveCountBelow` `v_mbcnt_lo/hi`. f16/bf16 values are
   computed in f32 and rounded as on the host; the math library (codegen/mathlib.py) is the same.
 - The facts a kernel states for scheduling (Prefetch, `Kernel.streams`, `Kernel.grid_order`,
   `If.alongside`: ir/kernel.py) go unused: CDNA has no data prefetch instruction, the dispatcher
@@ -49,7 +50,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..errors import CdnajitError
-from ..ir.kernel import Kernel, WaveReduce, WaveShuffle
+from ..ir.kernel import Kernel, WaveBallot, WaveCountBelow, WaveReduce, WaveShuffle
 from ..ir.kernel_verifier import verify_kernel
 from ..ir.targets import Target, get_target
 from .amdgpu_metadata import KernelResources, parse_resources
@@ -210,9 +211,22 @@ def lower_wave_shuffle(kb: AmdgpuKernelBuilder, op: WaveShuffle):
     kb.write_var(op.dest, cross_lane(kb, kb.expr(op.value), bpermute(kb, source)))
 
 
+def lower_wave_ballot(kb: AmdgpuKernelBuilder, op: WaveBallot):
+    kb.write_var(op.dest, kb.intrinsic("llvm.amdgcn.ballot.i64", I64, [kb.expr(op.predicate)]))
+
+
+def lower_wave_count_below(kb: AmdgpuKernelBuilder, op: WaveCountBelow):
+    b, mask = kb.b, kb.expr(op.mask)
+    low = kb.intrinsic("llvm.amdgcn.mbcnt.lo", I32, [b.trunc(mask, I32), ir.Constant(I32, 0)])
+    high_half = b.trunc(b.lshr(mask, ir.Constant(I64, 32)), I32)
+    kb.write_var(op.dest, kb.intrinsic("llvm.amdgcn.mbcnt.hi", I32, [high_half, low]))
+
+
 register_wave_op = AmdgpuKernelBuilder.register_wave_op
 register_wave_op(WaveReduce, lower_wave_reduce)
 register_wave_op(WaveShuffle, lower_wave_shuffle)
+register_wave_op(WaveBallot, lower_wave_ballot)
+register_wave_op(WaveCountBelow, lower_wave_count_below)
 
 
 # ---- compiling ------------------------------------------------------------------------------

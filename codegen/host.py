@@ -43,14 +43,14 @@ import numpy as np
 
 from ..environment import compile_jobs
 from ..ir.kernel import (LDS_ALIGNMENT, Assign, AtomicRMW, Barrier, Binary, Cast, Const, Expr, For, GlobalBuffer, If,
-                         Kernel, Let, Load, Math, Prefetch, Special, Store, Unary, Var, WaveOp, WaveReduce, WaveShuffle,
+                         Kernel, Let, Load, Math, Prefetch, Special, Store, Unary, Var, WaveBallot, WaveCountBelow, WaveOp, WaveReduce, WaveShuffle,
                          While, contains_cut, walk)
 from ..ir.opdef import OPS
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import INTS, NUMPY_DTYPES
 from . import mathlib
 from . import llvm_worker
-from .llvm_kernel import (I8, I32, I64, MEMORY_TYPES, PTR, REGISTER_TYPES, KernelBuilder, add_attribute, is_float,
+from .llvm_kernel import (I1, I8, I32, I64, MEMORY_TYPES, PTR, REGISTER_TYPES, KernelBuilder, add_attribute, is_float,
                           is_power_of_two, is_signed)
 
 ENTRY = "run"
@@ -1093,6 +1093,44 @@ def lower_wave_shuffle(kb: HostKernelBuilder, op: WaveShuffle):
     kb.for_each_wave(wave)
 
 
+def lower_wave_ballot(kb: HostKernelBuilder, op: WaveBallot):
+    """Per wave: bit l of the mask is lane l's predicate (HIP's __ballot, as llvm.amdgcn.ballot gives
+    it), written to every lane. A predicate variable's per-work-item array holds the wave's 64 flags
+    side by side (a byte each, the flag in its low bit): one vector load, truncated to 64 bits;
+    any other predicate is gathered lane by lane."""
+    b = kb.b
+    key = (op.predicate.name, "bool") if isinstance(op.predicate, Var) else None
+    mask = kb.entry_alloca(I64, name="ballot." + op.dest.name)
+
+    def wave(w):
+        if key in kb.plan.per_item:
+            flags = b.gep(kb.slot(key, "bool")[0], [b.mul(w, ir.Constant(I64, kb.wave_size))], source_etype=I1)
+            lanes = b.load(flags, typ=ir.VectorType(I8, kb.wave_size), align=1)
+            b.store(b.bitcast(b.trunc(lanes, ir.VectorType(I1, kb.wave_size)), I64), mask)
+        else:
+            b.store(ir.Constant(I64, 0), mask)
+
+            def gather(lane):
+                bit = b.shl(b.zext(kb.expr(op.predicate), I64), lane)
+                b.store(b.or_(b.load(mask, typ=I64), bit), mask)
+            kb.for_each_lane(w, gather)
+        whole = b.load(mask, typ=I64)
+        kb.for_each_lane(w, lambda lane: kb.write_var(op.dest, whole))
+
+    kb.for_each_wave(wave)
+
+
+def lower_wave_count_below(kb: HostKernelBuilder, op: WaveCountBelow):
+    """Lane l: the set bits of the mask in lanes 0 .. l-1 (v_mbcnt_lo/hi's count)."""
+    b = kb.b
+
+    def count(lane):
+        below = b.sub(b.shl(ir.Constant(I64, 1), lane), ir.Constant(I64, 1))
+        kb.write_var(op.dest, b.trunc(b.ctpop(b.and_(kb.expr(op.mask), below)), I32))
+
+    kb.for_each_wave(lambda w: kb.for_each_lane(w, count))
+
+
 def register_wave_op(cls, lower, lds_reads=None) -> None:
     """Add the host lowering of a new WaveOp subclass: lower(builder, run of consecutive ops); and
     `lds_reads`, how many operand reads of a variable it can take straight from LDS (`LDS_OPERANDS`)."""
@@ -1103,6 +1141,8 @@ def register_wave_op(cls, lower, lds_reads=None) -> None:
 
 register_wave_op(WaveReduce, one_at_a_time(lower_wave_reduce))
 register_wave_op(WaveShuffle, one_at_a_time(lower_wave_shuffle))
+register_wave_op(WaveBallot, one_at_a_time(lower_wave_ballot))
+register_wave_op(WaveCountBelow, one_at_a_time(lower_wave_count_below))
 
 
 # ---- compiling --------------------------------------------------------------------------

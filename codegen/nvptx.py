@@ -29,7 +29,8 @@ threads of a block, so a wave of 64 is two consecutive warps).
   lane i sees lane j's value whatever the warps' interleaving: `WaveReduce` writes each lane's value
   and every lane combines the 64 in the host's order (v[:32] op v[32:], then halves again, the xor
   butterfly's result; f16/bf16 combined in f32 and rounded once), `WaveShuffle` reads lane
-  src % 64's value, and MFMA (codegen/mfma_nvptx.py) gathers A and B into tiles and computes each
+  src % 64's value, `WaveBallot` gathers the 64 predicates into a u64 (`WaveCountBelow` needs no
+  exchange: a popcount of the mask below the lane), and MFMA (codegen/mfma_nvptx.py) gathers A and B into tiles and computes each
   lane's D elements with the exact CDNA lane layout and the host's arithmetic. PTX has 16 named
   barriers; barrier 0 is the block's, so a workgroup of 16 waves (1024 work-items) synchronises its
   wave ops on barrier 0, which is correct too: wave ops stand only under workgroup-uniform control
@@ -53,13 +54,13 @@ from typing import ClassVar
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from ..ir.kernel import Kernel, Special, WaveOp, WaveReduce, WaveShuffle, walk
+from ..ir.kernel import Kernel, Special, WaveBallot, WaveCountBelow, WaveOp, WaveReduce, WaveShuffle, walk
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import verify_kernel
 from . import exact_remainder
 from .fork_safe import LLVM_LOCK, ForkSafeLock
 from .gpu_kernel import GpuKernelBuilder, optimised_module
-from .llvm_kernel import I8, I32, is_float, is_signed
+from .llvm_kernel import I8, I32, I64, is_float, is_signed
 
 TRIPLE = "nvptx64-nvidia-cuda"
 ARCHITECTURE = "sm_90"
@@ -94,8 +95,10 @@ def mfma_scratch_bytes(op: Mfma) -> int:
 def wave_scratch(kernel: Kernel) -> WaveScratch:
     per_wave = 0
     for stmt in walk(kernel.body):
-        if isinstance(stmt, (WaveReduce, WaveShuffle)):
+        if isinstance(stmt, (WaveReduce, WaveShuffle, WaveBallot)):
             per_wave = max(per_wave, kernel.wave_size * LANE_SLOT_BYTES)
+        elif isinstance(stmt, WaveCountBelow):
+            pass  # the lane's own arithmetic: no exchange
         elif isinstance(stmt, Mfma):
             per_wave = max(per_wave, mfma_scratch_bytes(stmt))
         elif isinstance(stmt, WaveOp):
@@ -234,9 +237,31 @@ def lower_wave_shuffle(kb: NvptxKernelBuilder, op: WaveShuffle):
     kb.write_var(op.dest, exchange(kb, kb.expr(op.value), lambda load, lane: load(source)))
 
 
+def lower_wave_ballot(kb: NvptxKernelBuilder, op: WaveBallot):
+    """The 64 lanes' predicates (bytes in the exchange's slots) as bits 0..63, every lane alike."""
+    b = kb.b
+
+    def gather(load, lane):
+        mask = ir.Constant(I64, 0)
+        for i in range(kb.wave_size):
+            mask = b.or_(mask, b.shl(b.zext(load(ir.Constant(I32, i)), I64), ir.Constant(I64, i)))
+        return mask
+    kb.write_var(op.dest, exchange(kb, kb.expr(op.predicate), gather))
+
+
+def lower_wave_count_below(kb: NvptxKernelBuilder, op: WaveCountBelow):
+    """ctpop of the mask's bits below the lane of the 64-lane wave (the IR's lanes, not the warp's)."""
+    b = kb.b
+    lane = b.zext(kb.wave_and_lane()[1], I64)
+    below = b.sub(b.shl(ir.Constant(I64, 1), lane), ir.Constant(I64, 1))
+    kb.write_var(op.dest, b.trunc(b.ctpop(b.and_(kb.expr(op.mask), below)), I32))
+
+
 register_wave_op = NvptxKernelBuilder.register_wave_op
 register_wave_op(WaveReduce, lower_wave_reduce)
 register_wave_op(WaveShuffle, lower_wave_shuffle)
+register_wave_op(WaveBallot, lower_wave_ballot)
+register_wave_op(WaveCountBelow, lower_wave_count_below)
 
 
 # ---- compiling ------------------------------------------------------------------------------

@@ -48,7 +48,10 @@ Semantics
   op(v[l], v[l ^ offset]) at each step), so every lane holds the same result, identical to a
   pairwise tree v[:W/2] op v[W/2:], then halves again, ...; f16/bf16 values are combined in f32
   and rounded once. `WaveShuffle` reads `value` from lane `src_lane % W` of the same wave
-  (HIP's `__shfl`).
+  (HIP's `__shfl`). `WaveBallot` gives every lane the u64 mask of the lanes whose predicate holds
+  (bit l for lane l: HIP's `__ballot`), and `WaveCountBelow` each lane the number of set bits of a
+  u64 mask in the lanes below its own (`v_mbcnt_lo/hi`): together a lane's rank among the lanes
+  that hold a flag, as rocPRIM's stream compaction and block radix rank compute it. Both need W = 64.
 
 Extension point for wave-level matrix ops (MFMA): subclass `WaveOp`, list the Vars it
 defines in `defines()` and the per-lane expressions it reads in `reads()`, give the verifier its
@@ -582,6 +585,50 @@ class WaveShuffle(WaveOp):
             error(f"source lane must be an integer, got {self.src_lane.dtype}")
         if self.dest.dtype != self.value.dtype:
             error(f"result {self.dest.name}: {self.dest.dtype} differs from the value's dtype {self.value.dtype}")
+
+
+@dataclass(frozen=True, eq=False)
+class WaveBallot(WaveOp):
+    """dest (u64) = the mask of the wave's lanes whose `predicate` holds, bit l for lane l; the same
+    in every lane."""
+    dest: Var
+    predicate: Expr
+    kind: ClassVar[str] = "wave_ballot"
+
+    def defines(self): return (self.dest,)
+    def reads(self): return (self.predicate,)
+
+    def check(self, error, wave_size):
+        check_lane_mask_width(error, wave_size)
+        if self.predicate.dtype != "bool":
+            error(f"the predicate must be bool, got {self.predicate.dtype}")
+        if self.dest.dtype != "u64":
+            error(f"result {self.dest.name}: a lane mask is u64, not {self.dest.dtype}")
+
+
+@dataclass(frozen=True, eq=False)
+class WaveCountBelow(WaveOp):
+    """dest (i32 or u32) = the number of set bits of `mask` (u64) in the lanes below this lane's
+    (bits 0 .. lane - 1): different in every lane."""
+    dest: Var
+    mask: Expr
+    kind: ClassVar[str] = "wave_count_below"
+
+    def defines(self): return (self.dest,)
+    def reads(self): return (self.mask,)
+
+    def check(self, error, wave_size):
+        check_lane_mask_width(error, wave_size)
+        if self.mask.dtype != "u64":
+            error(f"the lane mask must be u64, got {self.mask.dtype}")
+        if self.dest.dtype not in ("i32", "u32"):
+            error(f"result {self.dest.name}: a count of lanes is i32 or u32, not {self.dest.dtype}")
+
+
+def check_lane_mask_width(error, wave_size):
+    """A lane mask is one u64: a bit for each lane of a 64-lane wave."""
+    if wave_size != 64:
+        error(f"lane masks are 64 bits: waves of {wave_size} lanes have none")
 
 
 def walk(stmts):

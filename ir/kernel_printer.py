@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .kernel import (Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For, GlobalBuffer, If,
                      Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, Special, Stmt, Store, Unary, Var,
-                     WaveReduce, WaveShuffle, While)
+                     WaveBallot, WaveCountBelow, WaveReduce, WaveShuffle, While)
 
 BINARY_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%", "and": "&", "or": "|", "xor": "^",
                   "shift_left": "<<", "shift_right_arithmetic": ">>", "shift_right_logical": ">>>",
@@ -82,6 +82,10 @@ def statement_head(stmt: Stmt) -> str:
     if isinstance(stmt, WaveShuffle):
         return (f"let {stmt.dest.name}: {stmt.dest.dtype} = "
                 f"wave_shuffle({print_expr(stmt.value)}, {print_expr(stmt.src_lane)})")
+    if isinstance(stmt, WaveBallot):
+        return f"let {stmt.dest.name}: {stmt.dest.dtype} = wave_ballot({print_expr(stmt.predicate)})"
+    if isinstance(stmt, WaveCountBelow):
+        return f"let {stmt.dest.name}: {stmt.dest.dtype} = wave_count_below({print_expr(stmt.mask)})"
     return f"<{type(stmt).__name__}: {stmt!r}>"
 
 

@@ -11,7 +11,7 @@ matcher.py    the pattern table: the graph's sorts (any number of keys) become L
 radix.py      the radix sort's kernels (digit histogram, stable scatter, whole rows); scan.py the
               scans' (segmented too); lookback.py the single-pass scan's (decoupled look-back);
               histogram.py bin_counts'; segments.py the segmented reductions' (cdnajit.ops);
-              select.py stream compaction's (nonzero, compress, unique with size=); topk.py
+              select.py stream compaction's (nonzero, compress, unique with size=; ballots); topk.py
               lax.top_k's; search.py the merge path's (searchsorted of many queries).
 kernels.py    the answers to the compiler's questions about a call (solution, reason, kernel).
 This file registers the library (ir/ops/library.py's contract).

@@ -24,7 +24,7 @@ SOLUTIONS = {
     "bin_counts": (histogram.solution, histogram.bin_counts_kernel, histogram.describe),
     "merge_search": (f"merge_search_{search.DIAGONAL}_w{search.ITEMS}", search.merge_search_kernel, search.describe),
     "top_k_rows": (f"top_k_rows_w{topk.ITEMS}", topk.top_k_kernel, topk.describe),
-    "select_runs": (f"select_runs_w{select.ITEMS}", select.select_runs_kernel, select.describe),
+    "select_runs": (f"select_runs_ballot_w{select.WAVE}", select.select_runs_kernel, select.describe),
     "segment_reduce": (f"segment_reduce_w{segments.ITEMS}", segments.segment_reduce_kernel, segments.describe),
     "segment_reduce_sorted": (f"segment_reduce_sorted_w{segments.ITEMS}", segments.segment_reduce_kernel,
                               segments.describe),
