@@ -20,7 +20,10 @@ products are large GEMMs:
     compact WY form (larfb as GEMMs), T built from the halves' (Elmroth and Gustavson), leaves
     qr_leaf columns wide (the block-size heuristic: narrow for few matrices); orgqr likewise;
   - getri: A^-1 = U^-1 L^-1 P, L^-1 by a recursive trtri (GEMMs), U^-1 by trsm; potrs: two trsm.
-syev, gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
+svd of a real matrix is gesvd: gebrd's bidiagonalization (unblocked), bdsqr's QR iteration logging
+its rotations, Q and P formed by orgqr (compact WY above SMALL: GEMMs) and turned by the logs in
+lasr, one work-item per row (above GESVD_FROM columns; gesvdj's one-sided Jacobi below, and for
+complex matrices). syev, gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
 eigenvalue). Every routine takes complex matrices: the recursions' transposes are conjugate
 transposes (adjoint).
 """
@@ -418,4 +421,38 @@ def gesvdj(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
     if is_empty(a):
         return cr.zeros((batch, n), el.real(a).type.dtype), a, identity_stack(batch, n, a.type.dtype)
     s, u, v = solver_call("gesvdj", [a])
+    return s, u, v
+
+
+# ---- gesvd -------------------------------------------------------------------------------------
+
+GESVD_FROM = 16   # columns from which a real svd takes gesvd (measured: svd_heuristic in the handoff)
+
+
+def takes_gesvd(a: Tracer) -> bool:
+    """The svd heuristic for a stack [B, m, n], m >= n: gesvd for real matrices of at least GESVD_FROM
+    columns; gesvdj (one-sided Jacobi, one work-item per matrix) for smaller and complex ones."""
+    return not is_complex(a.type.dtype) and a.shape[2] >= GESVD_FROM
+
+
+def gesvd(a: Tracer, columns: int | None) -> tuple[Tracer, Tracer | None, Tracer | None]:
+    """(s descending, U [B, m, columns], V [B, n, n]) of a real stack [B, m, n], m >= n, not empty, as
+    LAPACK's gesvd: A = Q B P^T (gebrd), B = U_B diag(s) V_B^T (bdsqr's rotation logs), U = Q U_B
+    and V = P V_B (lasr turning orgqr's Q and P); columns = None: s alone (bdsqr without logs)."""
+    batch, m, n = a.shape
+    packed, tauq, taup = solver_call("gebrd", [a])
+    d = sh.diagonal(packed, axis1=1, axis2=2)
+    e = sh.concatenate([sh.diagonal(packed, offset=1, axis1=1, axis2=2), cr.zeros((batch, 1), a.type.dtype)], axis=1)
+    if columns is None:
+        return solver_call("bdsqr", [d, e], vectors=False)[0], None, None
+    s, _, left_pairs, left_cs, right_pairs, right_cs, counts = solver_call("bdsqr", [d, e], vectors=True)
+    q = orgqr(packed, tauq, columns)
+    # P = diag(1, P'), P' the Q of the row reflectors read as columns (their vectors right of the
+    # superdiagonal, the 1 on it).
+    p = identity_stack(batch, n, a.type.dtype)
+    if n > 1:
+        rows = orgqr(sh.swapaxes(packed, 1, 2)[:, 1:, :n - 1], taup[:, :n - 1], n - 1)
+        p = sh.concatenate([p[:, :1], sh.concatenate([p[:, 1:, :1], rows], axis=2)], axis=1)
+    u = solver_call("lasr", [q, left_pairs, left_cs, counts[:, 0]])[0]
+    v = solver_call("lasr", [p, right_pairs, right_cs, counts[:, 1]])[0]
     return s, u, v

@@ -41,7 +41,7 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
         return SOLUTION, "a workgroup per row of the result (the library's only solution)"
     unit = {"trsm": "right-hand side column", "getrs": "right-hand side column", "potrs": "right-hand side column",
             "getri": "column of the inverse", "trtri": "column of the inverse",
-            "trevc": "eigenvalue's vector"}.get(op.attrs["routine"], "matrix")
+            "trevc": "eigenvalue's vector", "lasr": "row of the matrix turned"}.get(op.attrs["routine"], "matrix")
     return SOLUTION, f"one work-item per {unit}, the batch in the grid (the library's only solution)"
 
 
@@ -1081,7 +1081,3 @@ KERNELS = {"trevc": trevc_kernel, "getri": getri_kernel, "potrs": potrs_kernel, 
            "syevj": syevj_kernel, "gebal": gebal_kernel,
            "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel,
            "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
-
-
-def emit(op: Op, name: str, target: Target) -> Kernel:
-    return KERNELS[op.attrs["routine"]](op, name)
