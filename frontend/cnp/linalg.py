@@ -382,9 +382,9 @@ def svd_stack(a: Tracer, full_matrices: bool, compute_uv: bool):
     if m < n:
         u, s, vt = svd_stack(adjoint(a), full_matrices, compute_uv)
         return (None if vt is None else adjoint(vt)), s, (None if u is None else adjoint(u))
-    if not is_empty(a) and takes_gesvd(a):
-        s, u, v = gesvd(a, (m if full_matrices else n) if compute_uv else None)
-        return u, s, (adjoint(v) if compute_uv else None)
+    if not is_empty(a) and takes_gesvd(a, compute_uv):
+        s, u, vt = gesvd(a, (m if full_matrices else n) if compute_uv else None)
+        return u, s, vt
     s, u, v = gesvdj(a)
     if not compute_uv:
         return None, s, None

@@ -22,9 +22,9 @@ products are large GEMMs:
   - getri: A^-1 = U^-1 L^-1 P, L^-1 by a recursive trtri (GEMMs), U^-1 by trsm; potrs: two trsm.
 svd of a real matrix is gesvd: gebrd's bidiagonalization (unblocked), bdsqr's QR iteration logging
 its rotations, Q and P formed by orgqr (compact WY above SMALL: GEMMs) and turned by the logs in
-lasr, one work-item per row (above GESVD_FROM columns; gesvdj's one-sided Jacobi below, and for
+lasr, one work-item per row (from GESVD_FROM columns, takes_gesvd; gesvdj's one-sided Jacobi below, and for
 complex matrices). syev, gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
-eigenvalue). Every routine takes complex matrices: the recursions' transposes are conjugate
+eigenvalue). Every routine but gesvd's takes complex matrices: the recursions' transposes are conjugate
 transposes (adjoint).
 """
 from __future__ import annotations
@@ -426,19 +426,24 @@ def gesvdj(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
 
 # ---- gesvd -------------------------------------------------------------------------------------
 
-GESVD_FROM = 16   # columns from which a real svd takes gesvd (measured: svd_heuristic in the handoff)
+GESVD_FROM = {True: 16, False: 8}   # columns from which a real svd takes gesvd, with and without U and V
 
 
-def takes_gesvd(a: Tracer) -> bool:
-    """The svd heuristic for a stack [B, m, n], m >= n: gesvd for real matrices of at least GESVD_FROM
-    columns; gesvdj (one-sided Jacobi, one work-item per matrix) for smaller and complex ones."""
-    return not is_complex(a.type.dtype) and a.shape[2] >= GESVD_FROM
+def takes_gesvd(a: Tracer, vectors: bool) -> bool:
+    """The svd heuristic for a stack [B, m, n], m >= n: gesvd for real matrices of at least
+    GESVD_FROM[vectors] columns; gesvdj (one-sided Jacobi, one work-item per matrix) for smaller and
+    complex ones. Measured on the host (f64, loaded machine), gesvdj vs gesvd with vectors / without:
+    2000 4x4 2.8 vs 9.1 ms / 1.3 vs 2.3 ms, 1000 8x8 13 vs 32 / 20 vs 3.0, 300 16x16 44 vs 44 / 32 vs
+    8.5, 100 32x32 100 vs 74 / 111 vs 9.6, 10 64x64 123 vs 16 / 119 vs 7.5, one 128x128 190 vs 11 / 170
+    vs 1.9 ms (one 1000x1000 with vectors: 3.9 s; Jacobi took minutes)."""
+    return not is_complex(a.type.dtype) and a.shape[2] >= GESVD_FROM[vectors]
 
 
 def gesvd(a: Tracer, columns: int | None) -> tuple[Tracer, Tracer | None, Tracer | None]:
-    """(s descending, U [B, m, columns], V [B, n, n]) of a real stack [B, m, n], m >= n, not empty, as
+    """(s descending, U [B, m, columns], V^T [B, n, n]) of a real stack [B, m, n], m >= n, not empty, as
     LAPACK's gesvd: A = Q B P^T (gebrd), B = U_B diag(s) V_B^T (bdsqr's rotation logs), U = Q U_B
-    and V = P V_B (lasr turning orgqr's Q and P); columns = None: s alone (bdsqr without logs)."""
+    and V = P V_B (lasr turning the rows of orgqr's Q^T and P^T); columns = None: s alone (bdsqr
+    without logs)."""
     batch, m, n = a.shape
     packed, tauq, taup = solver_call("gebrd", [a])
     d = sh.diagonal(packed, axis1=1, axis2=2)
@@ -453,6 +458,6 @@ def gesvd(a: Tracer, columns: int | None) -> tuple[Tracer, Tracer | None, Tracer
     if n > 1:
         rows = orgqr(sh.swapaxes(packed, 1, 2)[:, 1:, :n - 1], taup[:, :n - 1], n - 1)
         p = sh.concatenate([p[:, :1], sh.concatenate([p[:, 1:, :1], rows], axis=2)], axis=1)
-    u = solver_call("lasr", [q, left_pairs, left_cs, counts[:, 0]])[0]
-    v = solver_call("lasr", [p, right_pairs, right_cs, counts[:, 1]])[0]
-    return s, u, v
+    ut = solver_call("lasr", [sh.swapaxes(q, 1, 2), left_pairs, left_cs, counts[:, 0]])[0]
+    vt = solver_call("lasr", [sh.swapaxes(p, 1, 2), right_pairs, right_cs, counts[:, 1]])[0]
+    return s, sh.swapaxes(ut, 1, 2), vt

@@ -13,12 +13,14 @@ stacks of real row-major matrices [B, rows, columns]:
       chased out by rotations). With vectors, B = U_B diag(s) V_B^T is given as two logs of plane
       rotations, the left ones (U_B) then the right ones (V_B): entry t is (p, q) and (c, s), the
       rotation turning columns p and q of a matrix M as M[:, p], M[:, q] = c M[:, p] + s M[:, q],
-      -s M[:, p] + c M[:, q] (p = q with c = -1: a column's sign), counts[b] the logs' lengths;
+      -s M[:, p] + c M[:, q] (p = q with c = -1: a column's sign; the order of the assignments does
+      not matter, both sides are computed first), counts[b] the logs' lengths;
       U_B is the identity so turned, V_B likewise. NaNs for a bidiagonal whose iteration did not
       converge within MAX_QR_STEPS n steps (or the logs' capacity).
-  lasr(M[B, r, c], pairs[B, R, 2] i32, cs[B, R, 2], count[B] i32) -> M'[B, r, c]
-      the first count rotations of a log applied to M's columns in order (LAPACK's lasr, one row at
-      a time): U = lasr(Q, left log), V = lasr(P, right log), A = U diag(s) V^T.
+  lasr(X[B, c, r], pairs[B, R, 2] i32, cs[B, R, 2], count[B] i32) -> X'[B, c, r]
+      the first count rotations of a log applied in order to the columns of M = X^T, that is to X's
+      rows (LAPACK's lasr, side L): X[p], X[q] = c X[p] + s X[q], -s X[p] + c X[q]. U^T = lasr(Q^T,
+      left log), V^T = lasr(P^T, right log), A = U diag(s) V^T.
 
 The references compute step by step as the kernels (bidiagonal_kernels.py) do, in the operands' dtype.
 """
@@ -219,12 +221,12 @@ def golub_kahan_step(d, e, low, last, left: RotationLog, right: RotationLog):
 
 
 def lasr_infer(types, attrs):
-    require(len(types) == 4, f"library_call: solver.lasr takes M, pairs, cs and count, got {len(types)} operands")
+    require(len(types) == 4, f"library_call: solver.lasr takes X, pairs, cs and count, got {len(types)} operands")
     m, pairs, cs, count = types
     require(m.ndim == 3 and m.dtype in REAL and pairs.dtype == "i32" and cs.dtype == m.dtype and count.dtype == "i32"
             and pairs.ndim == 3 and pairs.shape == cs.shape and pairs.shape[2] == 2 and pairs.shape[0] == m.shape[0]
             and count.shape == (m.shape[0],),
-            f"library_call: solver.lasr takes M[B, r, c], pairs[B, R, 2] i32, cs[B, R, 2] of M's dtype and "
+            f"library_call: solver.lasr takes X[B, c, r], pairs[B, R, 2] i32, cs[B, R, 2] of M's dtype and "
             f"count[B] i32, got {', '.join(map(str, types))}")
     return [m]
 
@@ -234,8 +236,8 @@ def lasr_reference(m, pairs, cs, count):
     for b in range(m.shape[0]):
         for t in range(count[b]):
             (p, q), (c, s) = pairs[b, t], cs[b, t]
-            x, y = out[b, :, p].copy(), out[b, :, q].copy()
-            out[b, :, p], out[b, :, q] = c * x + s * y, -s * x + c * y
+            x, y = out[b, p].copy(), out[b, q].copy()
+            out[b, p], out[b, q] = c * x + s * y, -s * x + c * y
     return out
 
 
@@ -243,6 +245,6 @@ ROUTINES = {
     "gebrd": Routine({}, gebrd_infer, gebrd_reference, "Householder bidiagonalization (libs/solver/bidiagonal.py)"),
     "bdsqr": Routine({"vectors": "bool"}, bdsqr_infer, bdsqr_reference,
                      "singular values of a bidiagonal, implicit QR (libs/solver/bidiagonal.py)"),
-    "lasr": Routine({}, lasr_infer, lasr_reference, "a log of plane rotations applied to columns "
+    "lasr": Routine({}, lasr_infer, lasr_reference, "a log of plane rotations applied to rows "
                                                     "(libs/solver/bidiagonal.py)"),
 }

@@ -1,9 +1,9 @@
 """Kernels of the bidiagonal singular value routines (bidiagonal.py): gebrd and bdsqr run one
 work-item per matrix (gebd2's and bdsqr's serial steps); lasr runs one work-item per row of the
-matrix it turns, each replaying the whole log on its row: the rotations of U and V, which LAPACK's
-bdsqr applies column pair by column pair as it goes, become independent row updates (rocSOLVER's
-bdsqr likewise hands its rotations to a kernel parallel over rows), so the O(n^2) rotation
-arithmetic per row runs on as many work-items as U and V have rows."""
+matrix it turns (a column of its transpose X), all replaying the log in step: the rotations of U
+and V, which LAPACK's bdsqr applies column pair by column pair as it goes, become independent
+row updates (rocSOLVER's bdsqr likewise hands its rotations to a kernel parallel over rows), so
+the O(n^2) rotation arithmetic per row runs on as many work-items as U and V have rows."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +13,7 @@ from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.types import NUMPY_DTYPES
 from .bidiagonal import rotation_capacity
-from .kernels import INDEX, copied, loop, per_item, resized, sizes
+from .kernels import INDEX, WORKGROUP_ITEMS, copied, loop, per_item, resized, sizes
 from .routines import MAX_QR_STEPS
 
 
@@ -185,30 +185,35 @@ def bdsqr_kernel(op: Op, name: str) -> Kernel:
 
 
 def lasr_kernel(op: Op, name: str) -> Kernel:
-    """One work-item per row of M: the row copied, then turned by each logged rotation in order."""
-    batch, m, n = op.operands[0].type.shape
+    """A workgroup per matrix and WORKGROUP_ITEMS columns of X (rows of M), a work-item per column:
+    the rotations' loop is uniform (each rotation read once a workgroup), and each rotation is a
+    loop over the work-items' contiguous entries of rows p and q (coalesced on a GPU, vectorized
+    on the host)."""
+    batch, c_rows, r_columns = op.operands[0].type.shape
     dtype = op.operands[0].type.dtype
     b, rows, columns, entries = sizes("batch", "m", "n", "R")
     x_in, pairs, cs, count, x_out = params = resized(
         op, [b * rows * columns, b * entries * 2, b * entries * 2, b, b * rows * columns])
-    t = K.Var("t", INDEX)
-    matrix, p, q = K.Var("matrix", INDEX), K.Var("p", INDEX), K.Var("q", INDEX)
+    t, k = K.Var("t", INDEX), K.Var("k", INDEX)
+    p, q = K.Var("p", INDEX), K.Var("q", INDEX)
     c, s, x, y = (K.Var(v, dtype) for v in ("c", "s", "x", "y"))
-
-    def body(g):
-        base = g * columns   # the row's first element: matrix * rows * columns + row * columns
-        entry = (matrix * entries + t) * 2
-        return [
-            K.Let(matrix, g / rows),
-            copied(x_in, x_out, base, columns),
-            loop("t", 0, count[matrix].cast(INDEX), [
-                K.Let(p, pairs[entry].cast(INDEX)), K.Let(q, pairs[entry + 1].cast(INDEX)),
-                K.Let(c, cs[entry]), K.Let(s, cs[entry + 1]),
-                K.Let(x, x_out[base + p]), K.Let(y, x_out[base + q]),
-                K.Store(x_out, base + p, c * x + s * y), K.Store(x_out, base + q, -s * x + c * y)])]
-
-    return per_item(name, params, [b, rows, columns, entries], b * rows, body,
-                    [("batch", batch), ("m", m), ("n", n), ("R", op.operands[1].type.shape[1])])
+    matrix = K.workgroup_id(1).cast(INDEX)
+    column = K.workgroup_id(0).cast(INDEX) * WORKGROUP_ITEMS + K.workitem_id(0).cast(INDEX)
+    at = lambda row: (matrix * rows + row) * columns + column
+    entry = (matrix * entries + t) * 2
+    turned = [K.Let(x, x_out[at(p)]), K.Let(y, x_out[at(q)]),
+              K.Store(x_out, at(p), c * x + s * y), K.Store(x_out, at(q), -s * x + c * y)]
+    replayed = lambda work: K.For(t, 0, count[matrix].cast(INDEX), 1, [
+        K.Let(p, pairs[entry].cast(INDEX)), K.Let(q, pairs[entry + 1].cast(INDEX)),
+        K.Let(c, cs[entry]), K.Let(s, cs[entry + 1]), *work], uniform=True)
+    whole = (K.workgroup_id(0).cast(INDEX) + 1) * WORKGROUP_ITEMS <= columns
+    body = [
+        K.If(column < columns, [loop("k", 0, rows, [K.Store(x_out, at(k), x_in[at(k)])])]),
+        # A workgroup whose columns are all in X (all but the last) runs unguarded: a plain vector loop.
+        K.If(whole, [replayed(turned)], [replayed([K.If(column < columns, turned)])], uniform=True)]
+    return K.Kernel(name, params=params + [b, rows, columns, entries], grid=(K.ceil_div(columns, WORKGROUP_ITEMS), b),
+                    workgroup_size=(WORKGROUP_ITEMS,), body=body,
+                    arguments=[("batch", batch), ("m", c_rows), ("n", r_columns), ("R", op.operands[1].type.shape[1])])
 
 
 KERNELS = {"gebrd": gebrd_kernel, "bdsqr": bdsqr_kernel, "lasr": lasr_kernel}

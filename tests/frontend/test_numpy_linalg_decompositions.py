@@ -280,3 +280,81 @@ def test_recursive_qr_at_small_sizes(monkeypatch, shape):
     np.testing.assert_allclose(raw, unblocked_raw, rtol=0, atol=BOUND * n * eps(np.float64) * np.abs(a).max())
     np.testing.assert_allclose(tau, unblocked_tau, rtol=0, atol=BOUND * n * eps(np.float64))
     assert (tau[..., 2] == 0).all()
+
+
+# ---- gesvd (bidiagonalization and implicit QR) -----------------------------------------------------------
+
+def with_singular_values(values, m, n, seed):
+    """An m x n matrix U diag(values) V^T with random orthogonal U and V (values padded with zeros)."""
+    rng = np.random.default_rng(seed)
+    u, _ = np.linalg.qr(rng.standard_normal((m, m)))
+    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    k = min(m, n)
+    return (u[:, :k] * np.pad(np.asarray(values, float), (0, k - len(values)))) @ v[:, :k].T
+
+
+def gesvd_cases(dtype):
+    """Hard and plain stacks: random tall, wide and square, rank-deficient (rank 5), repeated singular values,
+    graded ones (1 to 1e-10), zero and identity matrices."""
+    square = with_singular_values([1] * 3 + [2] * 4 + list(10.0 ** -np.arange(10)), 17, 17, 1)
+    return [random((3, 21, 16), dtype, 11), random((2, 16, 19), dtype, 12),
+            (random((20, 5), np.float64, 13) @ random((5, 18), np.float64, 14)).astype(dtype),
+            np.stack([square, np.zeros((17, 17)), np.eye(17)]).astype(dtype),
+            with_singular_values(10.0 ** -np.linspace(0, 10, 16), 16, 24, 2).astype(dtype)]
+
+
+def check_svd(a, u, s, vh, dtype, full_matrices):
+    """LAPACK's error bounds for the SVD (LAPACK Users' Guide, 3rd ed., 4.9): the computed factors are an
+    exact SVD of A + E, ||E||_2 <= p(m, n) eps ||A||_2, with U and V orthonormal to working precision; each
+    singular value within p(m, n) eps ||A||_2 of the exact one (numpy's, to its own such error). p(m, n) is
+    taken as BOUND max(m, n)."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    want_u, want_s, want_vh = np.linalg.svd(a.astype(np.float64), full_matrices=full_matrices)
+    assert (u.shape, s.shape, vh.shape) == (want_u.shape, want_s.shape, want_vh.shape) and u.dtype == dtype
+    assert np.all(np.diff(s, axis=-1) <= 0) and np.all(s >= 0)
+    assert backward_error(a, (u[..., :k] * s[..., None, :]).astype(np.float64) @ vh[..., :k, :], dtype) <= BOUND
+    assert orthogonality(u, dtype) <= BOUND and orthogonality(np.swapaxes(vh, -1, -2), dtype) <= BOUND
+    scale = np.maximum(want_s[..., :1], np.finfo(dtype).tiny)
+    assert np.max(np.abs(s - want_s) / (scale * max(m, n) * eps(dtype))) <= BOUND
+
+
+@pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
+def test_gesvd_against_numpy(dtype):
+    """svd of 16+ columns is gesvd (linalg_solver.takes_gesvd): a [2, 17, 16] stack, full and reduced,
+    and its singular values alone (bdsqr without vectors)."""
+    a = random((2, 17, 16), dtype, 10)
+    for full_matrices in (True, False):
+        check_svd(a, *cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=full_matrices))(a), dtype, full_matrices)
+    s = cj.jit(lambda x: cnp.linalg.svd(x, compute_uv=False))(a)
+    np.testing.assert_allclose(s, np.linalg.svd(a.astype(np.float64), compute_uv=False), rtol=0,
+                               atol=BOUND * 17 * eps(dtype) * np.abs(s).max())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gesvd_of_hard_matrices(dtype):
+    for a in gesvd_cases(dtype):
+        for full_matrices in (True, False):
+            check_svd(a, *cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=full_matrices))(a), dtype, full_matrices)
+        s = cj.jit(lambda x: cnp.linalg.svd(x, compute_uv=False))(a)
+        want = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+        assert np.max(np.abs(s - want) / (want[..., :1] * max(a.shape[-2:]) * eps(dtype) + 1e-300)) <= BOUND
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(1, 1), (2, 1), (1, 3), (5, 3), (3, 5), (4, 2, 2), (9, 8)])
+def test_gesvd_at_small_sizes(monkeypatch, shape):
+    """gesvd taken at every size (GESVD_FROM 1): n = 1 (no row reflector, an empty log), 2, odd shapes."""
+    import cdnajit.frontend.cnp.linalg_solver as linalg_solver
+    monkeypatch.setattr(linalg_solver, "GESVD_FROM", {True: 1, False: 1})
+    a = random(shape, np.float64, 15)
+    for full_matrices in (True, False):
+        check_svd(a, *cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=full_matrices))(a), np.float64, full_matrices)
+    np.testing.assert_allclose(cnp.linalg.svdvals(a), np.linalg.svd(a, compute_uv=False), rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.slow
+def test_svd_of_a_large_matrix_against_numpy():
+    a = random((300, 260), np.float64, 16)
+    check_svd(a, *cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=False))(a), np.float64, False)
