@@ -372,12 +372,35 @@ def symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     syev (tridiagonal reduction + implicit QR, about 9 n^3 flops) at every size and dtype; the
     library's syevj (cyclic Jacobi) is slower everywhere measured. On the host, one work-item per
     matrix either way: syev was 2x (f64) and 11x (c128) faster than syevj on 2000 4x4 matrices, 4x and
-    5x on 300 16x16, 36x and 8x on 100 32x32, 110x on one 256x256 f64."""
+    5x on 300 16x16, 36x and 8x on 100 32x32, 110x on one 256x256 f64. From SYEV_LOGGED_FROM rows,
+    syev logs its QR rotations and lasr applies them to (Q S)^H's rows, a work-item per column."""
     batch, n, _ = a.shape
     if is_empty(a):
         return cr.zeros((batch, n), el.real(a).type.dtype), a
-    w, v, _ = solver_call("syev", [a])
-    return w, v
+    if n < SYEV_LOGGED_FROM:
+        w, v, _ = solver_call("syev", [a], logged=False)
+        return w, v
+    return symmetric_eigenproblem_logged(a)
+
+
+def symmetric_eigenproblem_logged(a: Tracer) -> tuple[Tracer, Tracer]:
+    """(w, V) of a stack [B, n, n], not empty: syev's QR rotations logged and applied by lasr."""
+    w, qst, _, pairs, cs, count = solver_call("syev", [a], logged=True)
+    return w, adjoint(turned_rows(qst, pairs, cs, count))
+
+
+SYEV_LOGGED_FROM = 1000
+
+
+def turned_rows(x: Tracer, pairs: Tracer, cs: Tracer, count: Tracer) -> Tracer:
+    """lasr of x's rows; a complex x's rows as real rows of twice the length (re, im interleaved: a real
+    rotation turns both parts alike)."""
+    if not is_complex(x.type.dtype):
+        return solver_call("lasr", [x, pairs, cs, count])[0]
+    batch, rows, columns = x.shape
+    parts = sh.reshape(sh.stack([el.real(x), el.imag(x)], axis=-1), (batch, rows, 2 * columns))
+    turned = sh.reshape(solver_call("lasr", [parts, pairs, cs, count])[0], (batch, rows, columns, 2))
+    return el.apply("complex", turned[..., 0], turned[..., 1])
 
 
 # ---- geev ---------------------------------------------------------------------------------------
@@ -458,6 +481,6 @@ def gesvd(a: Tracer, columns: int | None) -> tuple[Tracer, Tracer | None, Tracer
     if n > 1:
         rows = orgqr(sh.swapaxes(packed, 1, 2)[:, 1:, :n - 1], taup[:, :n - 1], n - 1)
         p = sh.concatenate([p[:, :1], sh.concatenate([p[:, 1:, :1], rows], axis=2)], axis=1)
-    ut = solver_call("lasr", [sh.swapaxes(q, 1, 2), left_pairs, left_cs, counts[:, 0]])[0]
-    vt = solver_call("lasr", [sh.swapaxes(p, 1, 2), right_pairs, right_cs, counts[:, 1]])[0]
+    ut = turned_rows(sh.swapaxes(q, 1, 2), left_pairs, left_cs, counts[:, 0])
+    vt = turned_rows(sh.swapaxes(p, 1, 2), right_pairs, right_cs, counts[:, 1])
     return s, sh.swapaxes(ut, 1, 2), vt

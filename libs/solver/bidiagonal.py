@@ -31,14 +31,7 @@ import numpy as np
 from ...ir.opdef import require
 from ...ir.ops.library import Routine
 from ...ir.types import TensorType
-from .routines import MAX_QR_STEPS, REAL, householder, reflect
-
-
-def rotation_capacity(n: int):
-    """Entries of each rotation log: the QR steps stop while a step (n - 1 rotations) and a chase (n)
-    could overflow 3 n^2 entries, then up to n signs and n swaps. A QR step's window shrinks as values
-    converge, about two steps each: n^2 rotations a log is typical (an int or a kernel expression)."""
-    return 3 * n * n + 3 * n
+from .routines import MAX_QR_STEPS, REAL, RotationLog, householder, reflect, rotation_capacity
 
 
 def gebrd_infer(types, attrs):
@@ -87,17 +80,6 @@ def rotation(y, z):
         return 1, 0, 0
     r = scale * np.sqrt((y / scale) ** 2 + (z / scale) ** 2)
     return y / r, z / r, r
-
-
-class RotationLog:
-    """One matrix's log of plane rotations (bdsqr's pairs, cs and count), or none when not wanted."""
-    def __init__(self, pairs, cs):
-        self.pairs, self.cs, self.count = pairs, cs, 0
-
-    def add(self, p, q, c, s):
-        if self.pairs is not None:
-            self.pairs[self.count], self.cs[self.count] = (p, q), (c, s)
-            self.count += 1
 
 
 def bdsqr_reference(d, e, vectors):

@@ -12,9 +12,8 @@ from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.types import NUMPY_DTYPES
-from .bidiagonal import rotation_capacity
 from .kernels import INDEX, WORKGROUP_ITEMS, copied, loop, per_item, resized, sizes
-from .routines import MAX_QR_STEPS
+from .routines import MAX_QR_STEPS, rotation_capacity
 
 
 def gebrd_kernel(op: Op, name: str) -> Kernel:

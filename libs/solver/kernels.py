@@ -25,7 +25,7 @@ from ...ir.targets import Target
 from ...ir.types import NUMPY_DTYPES
 from ...lowering.emitters import operand_buffers
 from .entries import Complex, Field
-from .routines import MAX_BALANCING_SWEEPS, MAX_QR_STEPS, MAX_SWEEPS
+from .routines import MAX_BALANCING_SWEEPS, MAX_QR_STEPS, MAX_SWEEPS, rotation_capacity
 
 SOLUTION = "workitem_per_matrix"
 WORKGROUP_ITEMS = 64
@@ -502,11 +502,17 @@ def syev_kernel(op: Op, name: str) -> Kernel:
     then the tridiagonal form (d on its diagonal, e below it); while a reflector is applied, its vector
     u sits in column k below the diagonal and its p and q vectors in row k right of it (the upper
     triangle, not read again); V holds (Q S)^H (its columns as rows, contiguous for the rotations),
-    and for a real matrix w holds u^T Q^T's row until the end (a complex one's is summed per column)."""
+    and for a real matrix w holds u^T Q^T's row until the end (a complex one's is summed per column).
+    logged: the rotations and the sort's swaps go to the log, and V is left as (Q S)^H."""
     batch, n, _ = op.operands[0].type.shape
     f = Field(op.operands[0].type.dtype)
+    logged = op.attrs["logged"]
     b, size = sizes("batch", "n")
-    a, w, v, h = params = resized(op, [b * size * size, b * size, b * size * size, b * size * size])
+    capacity = rotation_capacity(size)
+    params = resized(op, [b * size * size, b * size, b * size * size, b * size * size]
+                     + ([b * capacity * 2, b * capacity * 2, b] if logged else []))
+    a, w, v, h = params[:4]
+    count = K.Var("count", INDEX)
     dtype = f.part
     i, j, k, low, last = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last"))
     norm, magnitude, beta, half, t, coupling, denominator, shift, x, z, c, sine, tau, dk, dl, ek = (
@@ -521,6 +527,11 @@ def syev_kernel(op: Op, name: str) -> Kernel:
         at = lambda r, col: g * size * size + r * size + col
         m = lambda r, col: f.read(h, at(r, col))
         put = lambda r, col, value: f.write(h, at(r, col), value)
+
+        def log(p, q, cosine, sine):
+            entry = (g * capacity + count) * 2
+            return [K.Store(params[4], entry, p.cast("i32")), K.Store(params[4], entry + 1, q.cast("i32")),
+                    K.Store(params[5], entry, cosine), K.Store(params[5], entry + 1, sine), K.Assign(count, count + 1)]
         qt = lambda r, col: f.read(v, at(r, col))
         qput = lambda r, col, value: f.write(v, at(r, col), value)
         d = lambda r: f.real(m(r, r))
@@ -580,9 +591,9 @@ def syev_kernel(op: Op, name: str) -> Kernel:
                 *set_real(k + 1, k, c * sine * (dk - dl) + (c * c - sine * sine) * ek),
                 K.If(k < last - 1, [K.Assign(x, e(k)), K.Assign(z, -sine * e(k + 1)),
                                     *set_real(k + 2, k + 1, c * e(k + 1))]),
-                loop("j", 0, size, [
+                *(log(k, k + 1, c, -sine) if logged else [loop("j", 0, size, [
                     *f.assign(one, qt(k, j)), *f.assign(two, qt(k + 1, j)),
-                    *qput(k, j, one * c - two * sine), *qput(k + 1, j, one * sine + two * c)])])]
+                    *qput(k, j, one * c - two * sine), *qput(k + 1, j, one * sine + two * c)])])])]
         step = [
             K.Assign(low, K.Const(0, INDEX)),
             loop("k", 1, last + 1, [
@@ -591,6 +602,13 @@ def syev_kernel(op: Op, name: str) -> Kernel:
             K.If(low.eq(last), [K.Assign(last, last - 1)], qr_step)]
         vectors = (lambda r, col: qt(col, r), lambda r, col, value: qput(col, r, value))
         lower = lambda r, col: f.read(a, at(r, col))
+        best, swap = K.Var("best", INDEX), K.Var("swap", dtype)
+        logged_sort = [loop("i", 0, size, [   # sorted_by's selection sort, the swaps logged
+            K.Let(best, i),
+            loop("j", i + 1, size, [K.If(w[g * size + j] < w[g * size + best], [K.Assign(best, j)])]),
+            K.If(best.ne(i), [K.Let(swap, w[g * size + i]), K.Store(w, g * size + i, w[g * size + best]),
+                              K.Store(w, g * size + best, swap), *log(i, best, zero, K.Const(1, dtype))])])
+        ] if logged else []
         return [
             *[K.Let(var, zero) for var in (norm, magnitude, beta, half, t, coupling, denominator, shift, x, z, c, sine,
                                            tau, dk, dl, ek)],
@@ -601,16 +619,19 @@ def syev_kernel(op: Op, name: str) -> Kernel:
                 *put(i, j, f.select(i > j, lower(i, j), f.select(i.eq(j), f.from_real(f.real(lower(i, i))),
                                                                    f.conj(lower(K.maximum(i, j), K.minimum(i, j)))))),
                 *qput(i, j, f.from_real(K.select(i.eq(j), 1, 0).cast(dtype)))])]),
+            *([K.Let(count, K.Const(0, INDEX))] if logged else []),
             reduction,
             *real_subdiagonal,
-            loop("step", 0, MAX_QR_STEPS * size, [K.If(last > 0, step)]),
+            loop("step", 0, MAX_QR_STEPS * size, [
+                K.If((last > 0) & (count + 2 * size <= capacity) if logged else last > 0, step)]),
             loop("i", 0, size, [K.Store(w, g * size + i, d(i))]),
             # Not converged: NaNs for the eigenvalues not found.
             K.If(last > 0, [loop("i", 0, last + 1, [K.Store(w, g * size + i, K.Const(float("nan"), dtype))])]),
-            *sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False),
+            *(logged_sort if logged else sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False)),
             # V = ((Q S)^H)^H in place.
-            loop("i", 0, size, [loop("j", i, size, [
-                *f.assign(one, qt(i, j)), *qput(i, j, f.conj(qt(j, i))), *qput(j, i, f.conj(one))])])]
+            *([] if logged else [loop("i", 0, size, [loop("j", i, size, [
+                *f.assign(one, qt(i, j)), *qput(i, j, f.conj(qt(j, i))), *qput(j, i, f.conj(one))])])]),
+            *([K.Store(params[6], g, count.cast("i32"))] if logged else [])]
 
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 

@@ -14,6 +14,7 @@ import pytest
 import cdnajit as cj
 import cdnajit.numpy as cnp
 import cdnajit.scipy.linalg as csl
+from cdnajit.frontend.cnp import linalg_solver
 from cdnajit.frontend.tracing import bind
 from cdnajit.libs.solver.routines import geqrf_reference, gesvdj_reference, orgqr_reference, syev_reference, \
     syevj_reference
@@ -194,17 +195,23 @@ def symmetric_cases(n, dtype):
 @pytest.mark.parametrize("dtype", DTYPES_FAST_F64 + [pytest.param(np.complex64, marks=pytest.mark.slow),
                                                      pytest.param(np.complex128, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.slow) for n in (1, 2, 3, 40, 130)] + [17])
-def test_syev_of_hard_symmetric_matrices(dtype, n):
+@pytest.mark.parametrize("logged", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_syev_of_hard_symmetric_matrices(dtype, n, logged):
     """syev (tridiagonal reduction + implicit QR, eigh's routine; heev for Hermitian matrices) reading
     A's lower triangle (junk above it and in the diagonal's imaginary part): A V = V diag(w) and
     V^H V = I within BOUND n eps ||A|| (both steps are backward stable: Golub and Van Loan 8.3.5), w real,
     ascending and within BOUND n eps ||A||_2 of numpy's eigvalsh (Weyl); the kernel's w equal to
-    syev_reference's to the same bound (the same rotations, sums in another order)."""
+    syev_reference's to the same bound (the same rotations, sums in another order). logged: the
+    rotations logged by syev and applied by lasr (linalg_solver.symmetric_eigenproblem's large-matrix
+    path)."""
     a = symmetric_cases(n, dtype)
     junk = a + np.triu(np.full((n, n), 7.0), 1).astype(dtype)
     if np.iscomplexobj(a):
         junk = junk + 3j * np.eye(n, dtype=dtype)
-    w, v, _ = (np.asarray(x) for x in cj.jit(lambda x: tuple(call("syev", x)))(junk))
+    if logged:
+        w, v = (np.asarray(x) for x in cj.jit(lambda x: linalg_solver.symmetric_eigenproblem_logged(x))(junk))
+    else:
+        w, v, _ = (np.asarray(x) for x in cj.jit(lambda x: tuple(call("syev", x, logged=False)))(junk))
     assert w.dtype == np.finfo(dtype).dtype and v.dtype == dtype and w.shape == (6, n) and v.shape == (6, n, n)
     assert np.all(np.diff(w, axis=-1) >= 0)
     wide = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
@@ -346,7 +353,6 @@ def test_gesvd_of_hard_matrices(dtype):
 @pytest.mark.parametrize("shape", [(1, 1), (2, 1), (1, 3), (5, 3), (3, 5), (4, 2, 2), (9, 8)])
 def test_gesvd_at_small_sizes(monkeypatch, shape):
     """gesvd taken at every size (GESVD_FROM 1): n = 1 (no row reflector, an empty log), 2, odd shapes."""
-    import cdnajit.frontend.cnp.linalg_solver as linalg_solver
     monkeypatch.setattr(linalg_solver, "GESVD_FROM", {True: 1, False: 1})
     a = random(shape, np.float64, 15)
     for full_matrices in (True, False):
