@@ -373,7 +373,10 @@ def symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     library's syevj (cyclic Jacobi) is slower everywhere measured. On the host, one work-item per
     matrix either way: syev was 2x (f64) and 11x (c128) faster than syevj on 2000 4x4 matrices, 4x and
     5x on 300 16x16, 36x and 8x on 100 32x32, 110x on one 256x256 f64. From SYEV_LOGGED_FROM rows,
-    syev logs its QR rotations and lasr applies them to (Q S)^H's rows, a work-item per column."""
+    symmetric_eigenproblem_logged: Q by GEMMs, the QR rotations applied by lasr a work-item per column of
+    V, where syev applies them in its one work-item. On the host (2 cores, loaded) that was slower below
+    2000 rows and level at 2000: one f64 matrix, syev vs logged syev + orgqr + lasr, 60 vs 90 ms at 300,
+    2.3 vs 3.1 s at 1000 (1.5 + 0.55 + 0.9), 25.2 vs 23.9 s at 2000 (12.8 + 4.6 + 6.5)."""
     batch, n, _ = a.shape
     if is_empty(a):
         return cr.zeros((batch, n), el.real(a).type.dtype), a
@@ -384,12 +387,25 @@ def symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
 
 
 def symmetric_eigenproblem_logged(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(w, V) of a stack [B, n, n], not empty: syev's QR rotations logged and applied by lasr."""
-    w, qst, _, pairs, cs, count = solver_call("syev", [a], logged=True)
-    return w, adjoint(turned_rows(qst, pairs, cs, count))
+    """(w, V) of a stack [B, n, n], not empty: syev {logged} keeps the reduction's reflectors, from which
+    orgqr forms Q (compact WY: GEMMs above SMALL, LAPACK's orgtr), and logs its QR rotations, which lasr
+    applies to (Q S)^H's rows."""
+    batch, n, _ = a.shape
+    w, packed, _, pairs, cs, count = solver_call("syev", [a], logged=True)
+    q = bordered(orgqr(packed[:, 1:, :n - 1], packed[:, 0, :n - 1], n - 1))
+    phases = sh.concatenate([cr.ones((batch, 1), a.type.dtype), sh.diagonal(packed, offset=-1, axis1=1, axis2=2)],
+                            axis=1)
+    return w, adjoint(turned_rows(adjoint(q * phases[:, None, :]), pairs, cs, count))
 
 
-SYEV_LOGGED_FROM = 1000
+def bordered(x: Tracer) -> Tracer:
+    """[[1, 0], [0, x]] for each matrix of a stack [B, k, k]."""
+    batch, k, _ = x.shape
+    top = sh.concatenate([cr.ones((batch, 1, 1), x.type.dtype), cr.zeros((batch, 1, k), x.type.dtype)], axis=2)
+    return sh.concatenate([top, sh.concatenate([cr.zeros((batch, k, 1), x.type.dtype), x], axis=2)], axis=1)
+
+
+SYEV_LOGGED_FROM = 2000
 
 
 def turned_rows(x: Tracer, pairs: Tracer, cs: Tracer, count: Tracer) -> Tracer:
@@ -477,10 +493,7 @@ def gesvd(a: Tracer, columns: int | None) -> tuple[Tracer, Tracer | None, Tracer
     q = orgqr(packed, tauq, columns)
     # P = diag(1, P'), P' the Q of the row reflectors read as columns (their vectors right of the
     # superdiagonal, the 1 on it).
-    p = identity_stack(batch, n, a.type.dtype)
-    if n > 1:
-        rows = orgqr(sh.swapaxes(packed, 1, 2)[:, 1:, :n - 1], taup[:, :n - 1], n - 1)
-        p = sh.concatenate([p[:, :1], sh.concatenate([p[:, 1:, :1], rows], axis=2)], axis=1)
+    p = bordered(orgqr(sh.swapaxes(packed, 1, 2)[:, 1:, :n - 1], taup[:, :n - 1], n - 1))
     ut = turned_rows(sh.swapaxes(q, 1, 2), left_pairs, left_cs, counts[:, 0])
     vt = turned_rows(sh.swapaxes(p, 1, 2), right_pairs, right_cs, counts[:, 1])
     return s, sh.swapaxes(ut, 1, 2), vt

@@ -503,7 +503,8 @@ def syev_kernel(op: Op, name: str) -> Kernel:
     u sits in column k below the diagonal and its p and q vectors in row k right of it (the upper
     triangle, not read again); V holds (Q S)^H (its columns as rows, contiguous for the rotations),
     and for a real matrix w holds u^T Q^T's row until the end (a complex one's is summed per column).
-    logged: the rotations and the sort's swaps go to the log, and V is left as (Q S)^H."""
+    logged: Q is not accumulated but its reflectors kept in V (routines.py's syev), and the rotations
+    and the sort's swaps go to the log."""
     batch, n, _ = op.operands[0].type.shape
     f = Field(op.operands[0].type.dtype)
     logged = op.attrs["logged"]
@@ -537,7 +538,11 @@ def syev_kernel(op: Op, name: str) -> Kernel:
         d = lambda r: f.real(m(r, r))
         e = lambda r: f.real(m(r + 1, r))
         set_real = lambda r, col, value: put(r, col, f.from_real(value))
-        if f.complex:   # u^H Q^H, column by column
+        if logged:   # H_k = I - tau v v^H, v = u / u0: v below V's row k + 1 in column k, tau in row 0
+            update_vectors = [
+                *qput(K.Const(0, INDEX), k, f.from_real(beta * f.squared_magnitude(m(k + 1, k)))),
+                loop("i", k + 2, size, qput(i, k, m(i, k) / m(k + 1, k)))]
+        elif f.complex:   # u^H Q^H, column by column
             update_vectors = [loop("j", 0, size, [
                 *f.assign(dot, f.const(0)),
                 loop("i", k + 1, size, f.assign(dot, dot + f.conj(m(i, k)) * qt(i, j))),
@@ -569,7 +574,7 @@ def syev_kernel(op: Op, name: str) -> Kernel:
             loop("k", 0, size - 1, [
                 K.Assign(magnitude, K.sqrt(f.squared_magnitude(m(k + 1, k)))),
                 *f.assign(phase, f.select(magnitude.ne(0), phase * m(k + 1, k) / magnitude, phase)),
-                loop("j", 0, size, qput(k + 1, j, qt(k + 1, j) * f.conj(phase))),
+                *(qput(k + 1, k, phase) if logged else [loop("j", 0, size, qput(k + 1, j, qt(k + 1, j) * f.conj(phase)))]),
                 *set_real(k + 1, k, magnitude)])]
         rotation = [
             # givens(x, z): c x - s z = r, s x + c z = 0.
@@ -614,11 +619,11 @@ def syev_kernel(op: Op, name: str) -> Kernel:
                                            tau, dk, dl, ek)],
             *[statement for var in (phase, dot, one, two) for statement in f.let(var, f.const(0))],
             K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1),
-            # The Hermitian matrix of A's lower triangle (its diagonal's real part); (Q S)^H = I.
+            # The Hermitian matrix of A's lower triangle (its diagonal's real part); (Q S)^H = I (logged: 0).
             loop("i", 0, size, [loop("j", 0, size, [
                 *put(i, j, f.select(i > j, lower(i, j), f.select(i.eq(j), f.from_real(f.real(lower(i, i))),
                                                                    f.conj(lower(K.maximum(i, j), K.minimum(i, j)))))),
-                *qput(i, j, f.from_real(K.select(i.eq(j), 1, 0).cast(dtype)))])]),
+                *qput(i, j, f.from_real(zero if logged else K.select(i.eq(j), 1, 0).cast(dtype)))])]),
             *([K.Let(count, K.Const(0, INDEX))] if logged else []),
             reduction,
             *real_subdiagonal,

@@ -361,7 +361,9 @@ def syev_reference(a, logged=False):
     where |e_k| <= eps (|d_k| + |d_k+1|); NaNs for eigenvalues not found in MAX_QR_STEPS n steps.
     (Q S)^H is held (its columns as rows, contiguous for the rotations). w ascending and real, V's
     columns with it. logged: the rotations logged instead (c and -s: lasr's convention), w sorted by
-    selection sort with its swaps logged, (Q S)^H returned as it is."""
+    selection sort with its swaps logged, and in place of V the reflectors and phases: H_k = I - tau_k
+    v_k v_k^H (v_k = u_k / u_k0: 1 at row k + 1, the rest below it in column k; tau_k = beta |u_k0|^2 in
+    row 0, column k) and s_k+1 at (k + 1, k), so that Q = H_0 ... H_{n-3}."""
     lower = np.tril(a, -1)
     h = lower + np.conj(np.swapaxes(lower, 1, 2)) + np.real(np.diagonal(a, axis1=1, axis2=2))[:, :, None] * np.eye(
         a.shape[-1], dtype=a.dtype)
@@ -373,12 +375,15 @@ def syev_reference(a, logged=False):
     capacity = rotation_capacity(n)
     pairs, cs, counts = np.zeros((batch, capacity, 2), np.int32), np.zeros((batch, capacity, 2), part), np.zeros(
         batch, np.int32)
+    packed = np.zeros_like(h)
     with np.errstate(all="ignore"):
         for b in range(batch):
             log = RotationLog(pairs[b], cs[b]) if logged else None
             m = h[b]
             for k in range(n - 2):
                 u, beta = complex_reflector(m[k + 1:, k].copy())
+                if logged and beta != 0:
+                    packed[b, 0, k], packed[b, k + 2:, k] = beta * abs(u[0]) ** 2, u[1:] / u[0]
                 p = beta * (m[k + 1:, k + 1:] @ u)
                 q = p - (beta / 2 * np.real(np.vdot(u, p))) * u
                 m[k + 1:, k + 1:] -= np.outer(u, np.conj(q)) + np.outer(q, np.conj(u))
@@ -390,6 +395,7 @@ def syev_reference(a, logged=False):
                 coupling = m[k + 1, k]
                 phase = phase * (coupling / abs(coupling) if coupling != 0 else 1)
                 qt[b, k + 1] *= np.conj(phase)
+                packed[b, k + 1, k] = phase
                 e[b, k] = abs(coupling)
             last = n - 1
             for _ in range(MAX_QR_STEPS * n):
@@ -417,7 +423,7 @@ def syev_reference(a, logged=False):
                         log.add(i, best, 0, 1)
                 counts[b] = log.count
     if logged:
-        return d, qt, h, pairs, cs, counts
+        return d, packed, h, pairs, cs, counts
     order = np.argsort(d, axis=1, kind="stable")
     vectors = np.conj(np.swapaxes(np.take_along_axis(qt, order[:, :, None], axis=1), 1, 2))
     return np.take_along_axis(d, order, axis=1), vectors, h
