@@ -11,8 +11,10 @@ real and complex matrices (entries.py's Field: a complex entry is a (re, im) pai
 workgroup per row. The sizes and the batch are scalar parameters: one kernel per routine,
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
 to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them recursively into leaves
-that these kernels factor and GEMM updates that libs/blas runs (QR too, in compact WY form); eigh
-(syev), svd and eig have no blocked form yet: a large matrix is one work-item's serial work.
+that these kernels factor and GEMM updates that libs/blas runs (QR too, in compact WY form); the
+reductions of eigh (syev), svd (gebrd, bidiagonal_kernels.py) and eig have no blocked form yet: a large
+matrix's reduction is one work-item's serial work (svd's and, from 2000 rows, eigh's rotations are
+applied by lasr, a work-item per row).
 """
 from __future__ import annotations
 
