@@ -55,13 +55,17 @@ def eigenvalue_magnitudes(xp, lax, a):
 
 
 def eigenvalues_ascending(xp, lax, a):
-    # eigh's w (ascending in every peer; the vectors are computed too, as each peer's eigh does).
-    return xp.linalg.eigh(a)[0]
+    # eigh's w (ascending in every peer), then the mean |entry| of V: the vectors are used (no peer may
+    # skip them), in a way their signs do not change.
+    w, v = xp.linalg.eigh(a)
+    return xp.concatenate([w, xp.mean(xp.abs(v))[None]])
 
 
 def singular_values(xp, lax, a):
-    # svd's s (descending in every peer), with U and Vh computed as each peer's full svd does.
-    return xp.linalg.svd(a)[1]
+    # svd's s (descending in every peer), then the mean |entry| of U and of Vh: both used (no peer may
+    # skip them), in a way their signs do not change.
+    u, s, vh = xp.linalg.svd(a)
+    return xp.concatenate([s, (xp.mean(xp.abs(u)) + xp.mean(xp.abs(vh)))[None]])
 
 
 def numpy_peer(program):
@@ -156,8 +160,9 @@ SOLVER_WORKLOADS = (
              build_batched_cholesky),
     Workload("W15.eigvals_16", "linalg.eigvals of 1000 16x16 f64 matrices (sum of |w| each): one gebal and one "
              "geev launch, balancing, Hessenberg + Francis QR a work-item per matrix", build_batched_eigvals),
-    Workload("W15.eigh", "linalg.eigh, 1000x1000 f64 (w compared): syev, tridiagonal reduction + implicit QR in one "
-             "work-item", build_eigh),
-    Workload("W15.svd", "linalg.svd, 1000x1000 f64 (s compared): one-sided Jacobi (gesvdj) in one work-item, then "
-             "U completed by QR", build_svd),
+    Workload("W15.eigh", "linalg.eigh, 1000x1000 f64 (w and mean |V| compared): syev, tridiagonal reduction + "
+             "implicit QR in one work-item", build_eigh),
+    Workload("W15.svd", "linalg.svd, 1000x1000 f64 (s and mean |U|, |Vh| compared): gesvd, gebrd bidiagonalization "
+             "and bdsqr QR in one work-item each, U and V formed by orgqr (GEMMs) and turned by lasr, a work-item "
+             "per row", build_svd),
 )

@@ -32,8 +32,8 @@ from ..dtypes import to_inexact
 from .numerical import cross as numpy_cross
 from .linalg_rules import complex_transposed, transposed, with_rules
 from .indexing_funcs import take_along_axis
-from .linalg_solver import adjoint, direct_solve, geev, geev_vectors, geqrf, gesvdj, getrf, getri, getrs, orgqr, \
-    potrf, rows_of, symmetric_eigenproblem, trsm
+from .linalg_solver import adjoint, direct_solve, geev, geev_vectors, geqrf, gesvd, gesvdj, getrf, getri, getrs, orgqr, \
+    is_empty, potrf, rows_of, symmetric_eigenproblem, takes_gesvd, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
@@ -380,7 +380,8 @@ def eigvalsh(a, UPLO: str = "L", *, symmetrize_input: bool = True):
 
 
 def svd_stack(a: Tracer, full_matrices: bool, compute_uv: bool):
-    """(U, s, V^H) of a stack [B, m, n] by one-sided Jacobi on the taller of a and a^H; U completed to
+    """(U, s, V^H) of a stack [B, m, n] from the taller of a and a^H: gesvd (bidiagonalization and
+    implicit QR) where linalg_solver.takes_gesvd, else one-sided Jacobi (gesvdj) with U completed to
     an orthonormal basis (m x m when full_matrices) by a QR of its columns, whose R is diag(+-1)
     where s > 0 (geqrf's beta is real; the zero singular values' columns, sorted last, are zero
     until then)."""
@@ -388,6 +389,9 @@ def svd_stack(a: Tracer, full_matrices: bool, compute_uv: bool):
     if m < n:
         u, s, vt = svd_stack(adjoint(a), full_matrices, compute_uv)
         return (None if vt is None else adjoint(vt)), s, (None if u is None else adjoint(u))
+    if not is_empty(a) and takes_gesvd(a, compute_uv):
+        s, u, vt = gesvd(a, (m if full_matrices else n) if compute_uv else None)
+        return u, s, vt
     s, u, v = gesvdj(a)
     if not compute_uv:
         return None, s, None

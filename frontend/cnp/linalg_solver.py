@@ -20,8 +20,11 @@ products are large GEMMs:
     compact WY form (larfb as GEMMs), T built from the halves' (Elmroth and Gustavson), leaves
     qr_leaf columns wide (the block-size heuristic: narrow for few matrices); orgqr likewise;
   - getri: A^-1 = U^-1 L^-1 P, L^-1 by a recursive trtri (GEMMs), U^-1 by trsm; potrs: two trsm.
-syev, gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
-eigenvalue). Every routine takes complex matrices: the recursions' transposes are conjugate
+svd of a real matrix is gesvd: gebrd's bidiagonalization (unblocked), bdsqr's QR iteration logging
+its rotations, Q and P formed by orgqr (compact WY above SMALL: GEMMs) and turned by the logs in
+lasr, one work-item per row (from GESVD_FROM columns, takes_gesvd; gesvdj's one-sided Jacobi below, and for
+complex matrices). syev, gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
+eigenvalue). Every routine but gesvd's takes complex matrices: the recursions' transposes are conjugate
 transposes (adjoint).
 """
 from __future__ import annotations
@@ -369,12 +372,51 @@ def symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     syev (tridiagonal reduction + implicit QR, about 9 n^3 flops) at every size and dtype; the
     library's syevj (cyclic Jacobi) is slower everywhere measured. On the host, one work-item per
     matrix either way: syev was 2x (f64) and 11x (c128) faster than syevj on 2000 4x4 matrices, 4x and
-    5x on 300 16x16, 36x and 8x on 100 32x32, 110x on one 256x256 f64."""
+    5x on 300 16x16, 36x and 8x on 100 32x32, 110x on one 256x256 f64. From SYEV_LOGGED_FROM rows,
+    symmetric_eigenproblem_logged: Q by GEMMs, the QR rotations applied by lasr a work-item per column of
+    V, where syev applies them in its one work-item. On the host (2 cores, loaded) that was slower below
+    2000 rows and level at 2000: one f64 matrix, syev vs logged syev + orgqr + lasr, 60 vs 90 ms at 300,
+    2.3 vs 3.1 s at 1000 (1.5 + 0.55 + 0.9), 25.2 vs 23.9 s at 2000 (12.8 + 4.6 + 6.5)."""
     batch, n, _ = a.shape
     if is_empty(a):
         return cr.zeros((batch, n), el.real(a).type.dtype), a
-    w, v, _ = solver_call("syev", [a])
-    return w, v
+    if n < SYEV_LOGGED_FROM:
+        w, v, _ = solver_call("syev", [a], logged=False)
+        return w, v
+    return symmetric_eigenproblem_logged(a)
+
+
+def symmetric_eigenproblem_logged(a: Tracer) -> tuple[Tracer, Tracer]:
+    """(w, V) of a stack [B, n, n], not empty: syev {logged} keeps the reduction's reflectors, from which
+    orgqr forms Q (compact WY: GEMMs above SMALL, LAPACK's orgtr), and logs its QR rotations, which lasr
+    applies to (Q S)^H's rows."""
+    batch, n, _ = a.shape
+    w, packed, _, pairs, cs, count = solver_call("syev", [a], logged=True)
+    q = bordered(orgqr(packed[:, 1:, :n - 1], packed[:, 0, :n - 1], n - 1))
+    phases = sh.concatenate([cr.ones((batch, 1), a.type.dtype), sh.diagonal(packed, offset=-1, axis1=1, axis2=2)],
+                            axis=1)
+    return w, adjoint(turned_rows(adjoint(q * phases[:, None, :]), pairs, cs, count))
+
+
+def bordered(x: Tracer) -> Tracer:
+    """[[1, 0], [0, x]] for each matrix of a stack [B, k, k]."""
+    batch, k, _ = x.shape
+    top = sh.concatenate([cr.ones((batch, 1, 1), x.type.dtype), cr.zeros((batch, 1, k), x.type.dtype)], axis=2)
+    return sh.concatenate([top, sh.concatenate([cr.zeros((batch, k, 1), x.type.dtype), x], axis=2)], axis=1)
+
+
+SYEV_LOGGED_FROM = 2000
+
+
+def turned_rows(x: Tracer, pairs: Tracer, cs: Tracer, count: Tracer) -> Tracer:
+    """lasr of x's rows; a complex x's rows as real rows of twice the length (re, im interleaved: a real
+    rotation turns both parts alike)."""
+    if not is_complex(x.type.dtype):
+        return solver_call("lasr", [x, pairs, cs, count])[0]
+    batch, rows, columns = x.shape
+    parts = sh.reshape(sh.stack([el.real(x), el.imag(x)], axis=-1), (batch, rows, 2 * columns))
+    turned = sh.reshape(solver_call("lasr", [parts, pairs, cs, count])[0], (batch, rows, columns, 2))
+    return el.apply("complex", turned[..., 0], turned[..., 1])
 
 
 # ---- geev ---------------------------------------------------------------------------------------
@@ -419,3 +461,39 @@ def gesvdj(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
         return cr.zeros((batch, n), el.real(a).type.dtype), a, identity_stack(batch, n, a.type.dtype)
     s, u, v = solver_call("gesvdj", [a])
     return s, u, v
+
+
+# ---- gesvd -------------------------------------------------------------------------------------
+
+GESVD_FROM = {True: 16, False: 8}   # columns from which a real svd takes gesvd, with and without U and V
+
+
+def takes_gesvd(a: Tracer, vectors: bool) -> bool:
+    """The svd heuristic for a stack [B, m, n], m >= n: gesvd for real matrices of at least
+    GESVD_FROM[vectors] columns; gesvdj (one-sided Jacobi, one work-item per matrix) for smaller and
+    complex ones. Measured on the host (f64, loaded machine), gesvdj vs gesvd with vectors / without:
+    2000 4x4 2.8 vs 9.1 ms / 1.3 vs 2.3 ms, 1000 8x8 13 vs 32 / 20 vs 3.0, 300 16x16 44 vs 44 / 32 vs
+    8.5, 100 32x32 100 vs 74 / 111 vs 9.6, 10 64x64 123 vs 16 / 119 vs 7.5, one 128x128 190 vs 11 / 170
+    vs 1.9 ms (one 1000x1000 with vectors: 3.9 s; Jacobi took minutes)."""
+    return not is_complex(a.type.dtype) and a.shape[2] >= GESVD_FROM[vectors]
+
+
+def gesvd(a: Tracer, columns: int | None) -> tuple[Tracer, Tracer | None, Tracer | None]:
+    """(s descending, U [B, m, columns], V^T [B, n, n]) of a real stack [B, m, n], m >= n, not empty, as
+    LAPACK's gesvd: A = Q B P^T (gebrd), B = U_B diag(s) V_B^T (bdsqr's rotation logs), U = Q U_B
+    and V = P V_B (lasr turning the rows of orgqr's Q^T and P^T); columns = None: s alone (bdsqr
+    without logs)."""
+    batch, m, n = a.shape
+    packed, tauq, taup = solver_call("gebrd", [a])
+    d = sh.diagonal(packed, axis1=1, axis2=2)
+    e = sh.concatenate([sh.diagonal(packed, offset=1, axis1=1, axis2=2), cr.zeros((batch, 1), a.type.dtype)], axis=1)
+    if columns is None:
+        return solver_call("bdsqr", [d, e], vectors=False)[0], None, None
+    s, _, left_pairs, left_cs, right_pairs, right_cs, counts = solver_call("bdsqr", [d, e], vectors=True)
+    q = orgqr(packed, tauq, columns)
+    # P = diag(1, P'), P' the Q of the row reflectors read as columns (their vectors right of the
+    # superdiagonal, the 1 on it).
+    p = bordered(orgqr(sh.swapaxes(packed, 1, 2)[:, 1:, :n - 1], taup[:, :n - 1], n - 1))
+    ut = turned_rows(sh.swapaxes(q, 1, 2), left_pairs, left_cs, counts[:, 0])
+    vt = turned_rows(sh.swapaxes(p, 1, 2), right_pairs, right_cs, counts[:, 1])
+    return s, sh.swapaxes(ut, 1, 2), vt

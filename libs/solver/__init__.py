@@ -4,14 +4,23 @@ routines.py   the routines (getrf, getrs, getri, potrf, potrs, trsm, trtri, lasw
               syevj, gesvdj, gebal, geev, trevc): attributes, shape rule, numpy reference.
 kernels.py    their kernels (one work-item per matrix: the batched small-matrix solution) and the
               answers to the compiler's questions about a call.
+bidiagonal.py, bidiagonal_kernels.py   gesvd's routines (gebrd, bdsqr, lasr) and their kernels.
 entries.py    real and complex matrix entries as the kernels compute with them.
 The frontend (frontend/cnp/linalg*.py) emits the calls: a factorization of a large matrix is a
 sequence of panel calls and libs/blas GEMMs it writes out, as rocSOLVER's host code does.
 This file registers the library (ir/ops/library.py's contract).
 """
 from ...ir.ops.library import Library, register_library
-from . import kernels, routines
+from . import bidiagonal, bidiagonal_kernels, kernels, routines
+
+ROUTINES = {**routines.ROUTINES, **bidiagonal.ROUTINES}
+KERNELS = {**kernels.KERNELS, **bidiagonal_kernels.KERNELS}
+
+
+def emit(op, name, target):
+    return KERNELS[op.attrs["routine"]](op, name)
+
 
 LIBRARY = register_library(Library(
-    name="solver", routines=routines.ROUTINES, select=kernels.select, emit=kernels.emit, explain=kernels.explain,
+    name="solver", routines=ROUTINES, select=kernels.select, emit=emit, explain=kernels.explain,
     cache_stamp=lambda: "1"))

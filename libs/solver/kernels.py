@@ -11,8 +11,10 @@ real and complex matrices (entries.py's Field: a complex entry is a (re, im) pai
 workgroup per row. The sizes and the batch are scalar parameters: one kernel per routine,
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
 to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them recursively into leaves
-that these kernels factor and GEMM updates that libs/blas runs (QR too, in compact WY form); eigh
-(syev), svd and eig have no blocked form yet: a large matrix is one work-item's serial work.
+that these kernels factor and GEMM updates that libs/blas runs (QR too, in compact WY form); the
+reductions of eigh (syev), svd (gebrd, bidiagonal_kernels.py) and eig have no blocked form yet: a large
+matrix's reduction is one work-item's serial work (svd's and, from 2000 rows, eigh's rotations are
+applied by lasr, a work-item per row).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from ...ir.targets import Target
 from ...ir.types import NUMPY_DTYPES
 from ...lowering.emitters import operand_buffers
 from .entries import Complex, Field
-from .routines import MAX_BALANCING_SWEEPS, MAX_QR_STEPS, MAX_SWEEPS
+from .routines import MAX_BALANCING_SWEEPS, MAX_QR_STEPS, MAX_SWEEPS, rotation_capacity
 
 SOLUTION = "workitem_per_matrix"
 WORKGROUP_ITEMS = 64
@@ -41,7 +43,7 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
         return SOLUTION, "a workgroup per row of the result (the library's only solution)"
     unit = {"trsm": "right-hand side column", "getrs": "right-hand side column", "potrs": "right-hand side column",
             "getri": "column of the inverse", "trtri": "column of the inverse",
-            "trevc": "eigenvalue's vector"}.get(op.attrs["routine"], "matrix")
+            "trevc": "eigenvalue's vector", "lasr": "row of the matrix turned"}.get(op.attrs["routine"], "matrix")
     return SOLUTION, f"one work-item per {unit}, the batch in the grid (the library's only solution)"
 
 
@@ -502,11 +504,18 @@ def syev_kernel(op: Op, name: str) -> Kernel:
     then the tridiagonal form (d on its diagonal, e below it); while a reflector is applied, its vector
     u sits in column k below the diagonal and its p and q vectors in row k right of it (the upper
     triangle, not read again); V holds (Q S)^H (its columns as rows, contiguous for the rotations),
-    and for a real matrix w holds u^T Q^T's row until the end (a complex one's is summed per column)."""
+    and for a real matrix w holds u^T Q^T's row until the end (a complex one's is summed per column).
+    logged: Q is not accumulated but its reflectors kept in V (routines.py's syev), and the rotations
+    and the sort's swaps go to the log."""
     batch, n, _ = op.operands[0].type.shape
     f = Field(op.operands[0].type.dtype)
+    logged = op.attrs["logged"]
     b, size = sizes("batch", "n")
-    a, w, v, h = params = resized(op, [b * size * size, b * size, b * size * size, b * size * size])
+    capacity = rotation_capacity(size)
+    params = resized(op, [b * size * size, b * size, b * size * size, b * size * size]
+                     + ([b * capacity * 2, b * capacity * 2, b] if logged else []))
+    a, w, v, h = params[:4]
+    count = K.Var("count", INDEX)
     dtype = f.part
     i, j, k, low, last = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last"))
     norm, magnitude, beta, half, t, coupling, denominator, shift, x, z, c, sine, tau, dk, dl, ek = (
@@ -521,12 +530,21 @@ def syev_kernel(op: Op, name: str) -> Kernel:
         at = lambda r, col: g * size * size + r * size + col
         m = lambda r, col: f.read(h, at(r, col))
         put = lambda r, col, value: f.write(h, at(r, col), value)
+
+        def log(p, q, cosine, sine):
+            entry = (g * capacity + count) * 2
+            return [K.Store(params[4], entry, p.cast("i32")), K.Store(params[4], entry + 1, q.cast("i32")),
+                    K.Store(params[5], entry, cosine), K.Store(params[5], entry + 1, sine), K.Assign(count, count + 1)]
         qt = lambda r, col: f.read(v, at(r, col))
         qput = lambda r, col, value: f.write(v, at(r, col), value)
         d = lambda r: f.real(m(r, r))
         e = lambda r: f.real(m(r + 1, r))
         set_real = lambda r, col, value: put(r, col, f.from_real(value))
-        if f.complex:   # u^H Q^H, column by column
+        if logged:   # H_k = I - tau v v^H, v = u / u0: v below V's row k + 1 in column k, tau in row 0
+            update_vectors = [
+                *qput(K.Const(0, INDEX), k, f.from_real(beta * f.squared_magnitude(m(k + 1, k)))),
+                loop("i", k + 2, size, qput(i, k, m(i, k) / m(k + 1, k)))]
+        elif f.complex:   # u^H Q^H, column by column
             update_vectors = [loop("j", 0, size, [
                 *f.assign(dot, f.const(0)),
                 loop("i", k + 1, size, f.assign(dot, dot + f.conj(m(i, k)) * qt(i, j))),
@@ -558,7 +576,7 @@ def syev_kernel(op: Op, name: str) -> Kernel:
             loop("k", 0, size - 1, [
                 K.Assign(magnitude, K.sqrt(f.squared_magnitude(m(k + 1, k)))),
                 *f.assign(phase, f.select(magnitude.ne(0), phase * m(k + 1, k) / magnitude, phase)),
-                loop("j", 0, size, qput(k + 1, j, qt(k + 1, j) * f.conj(phase))),
+                *(qput(k + 1, k, phase) if logged else [loop("j", 0, size, qput(k + 1, j, qt(k + 1, j) * f.conj(phase)))]),
                 *set_real(k + 1, k, magnitude)])]
         rotation = [
             # givens(x, z): c x - s z = r, s x + c z = 0.
@@ -580,9 +598,9 @@ def syev_kernel(op: Op, name: str) -> Kernel:
                 *set_real(k + 1, k, c * sine * (dk - dl) + (c * c - sine * sine) * ek),
                 K.If(k < last - 1, [K.Assign(x, e(k)), K.Assign(z, -sine * e(k + 1)),
                                     *set_real(k + 2, k + 1, c * e(k + 1))]),
-                loop("j", 0, size, [
+                *(log(k, k + 1, c, -sine) if logged else [loop("j", 0, size, [
                     *f.assign(one, qt(k, j)), *f.assign(two, qt(k + 1, j)),
-                    *qput(k, j, one * c - two * sine), *qput(k + 1, j, one * sine + two * c)])])]
+                    *qput(k, j, one * c - two * sine), *qput(k + 1, j, one * sine + two * c)])])])]
         step = [
             K.Assign(low, K.Const(0, INDEX)),
             loop("k", 1, last + 1, [
@@ -591,26 +609,36 @@ def syev_kernel(op: Op, name: str) -> Kernel:
             K.If(low.eq(last), [K.Assign(last, last - 1)], qr_step)]
         vectors = (lambda r, col: qt(col, r), lambda r, col, value: qput(col, r, value))
         lower = lambda r, col: f.read(a, at(r, col))
+        best, swap = K.Var("best", INDEX), K.Var("swap", dtype)
+        logged_sort = [loop("i", 0, size, [   # sorted_by's selection sort, the swaps logged
+            K.Let(best, i),
+            loop("j", i + 1, size, [K.If(w[g * size + j] < w[g * size + best], [K.Assign(best, j)])]),
+            K.If(best.ne(i), [K.Let(swap, w[g * size + i]), K.Store(w, g * size + i, w[g * size + best]),
+                              K.Store(w, g * size + best, swap), *log(i, best, zero, K.Const(1, dtype))])])
+        ] if logged else []
         return [
             *[K.Let(var, zero) for var in (norm, magnitude, beta, half, t, coupling, denominator, shift, x, z, c, sine,
                                            tau, dk, dl, ek)],
             *[statement for var in (phase, dot, one, two) for statement in f.let(var, f.const(0))],
             K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1),
-            # The Hermitian matrix of A's lower triangle (its diagonal's real part); (Q S)^H = I.
+            # The Hermitian matrix of A's lower triangle (its diagonal's real part); (Q S)^H = I (logged: 0).
             loop("i", 0, size, [loop("j", 0, size, [
                 *put(i, j, f.select(i > j, lower(i, j), f.select(i.eq(j), f.from_real(f.real(lower(i, i))),
                                                                    f.conj(lower(K.maximum(i, j), K.minimum(i, j)))))),
-                *qput(i, j, f.from_real(K.select(i.eq(j), 1, 0).cast(dtype)))])]),
+                *qput(i, j, f.from_real(zero if logged else K.select(i.eq(j), 1, 0).cast(dtype)))])]),
+            *([K.Let(count, K.Const(0, INDEX))] if logged else []),
             reduction,
             *real_subdiagonal,
-            loop("step", 0, MAX_QR_STEPS * size, [K.If(last > 0, step)]),
+            loop("step", 0, MAX_QR_STEPS * size, [
+                K.If((last > 0) & (count + 2 * size <= capacity) if logged else last > 0, step)]),
             loop("i", 0, size, [K.Store(w, g * size + i, d(i))]),
             # Not converged: NaNs for the eigenvalues not found.
             K.If(last > 0, [loop("i", 0, last + 1, [K.Store(w, g * size + i, K.Const(float("nan"), dtype))])]),
-            *sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False),
+            *(logged_sort if logged else sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False)),
             # V = ((Q S)^H)^H in place.
-            loop("i", 0, size, [loop("j", i, size, [
-                *f.assign(one, qt(i, j)), *qput(i, j, f.conj(qt(j, i))), *qput(j, i, f.conj(one))])])]
+            *([] if logged else [loop("i", 0, size, [loop("j", i, size, [
+                *f.assign(one, qt(i, j)), *qput(i, j, f.conj(qt(j, i))), *qput(j, i, f.conj(one))])])]),
+            *([K.Store(params[6], g, count.cast("i32"))] if logged else [])]
 
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
@@ -1081,7 +1109,3 @@ KERNELS = {"trevc": trevc_kernel, "getri": getri_kernel, "potrs": potrs_kernel, 
            "syevj": syevj_kernel, "gebal": gebal_kernel,
            "geqrf": geqrf_kernel, "orgqr": orgqr_kernel, "getrf": getrf_kernel, "lapmr": lapmr_kernel,
            "potrf": potrf_kernel, "trsm": trsm_kernel, "laswp": laswp_kernel}
-
-
-def emit(op: Op, name: str, target: Target) -> Kernel:
-    return KERNELS[op.attrs["routine"]](op, name)

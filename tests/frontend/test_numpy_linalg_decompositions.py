@@ -14,6 +14,7 @@ import pytest
 import cdnajit as cj
 import cdnajit.numpy as cnp
 import cdnajit.scipy.linalg as csl
+from cdnajit.frontend.cnp import linalg_solver
 from cdnajit.frontend.tracing import bind
 from cdnajit.libs.solver.routines import geqrf_reference, gesvdj_reference, orgqr_reference, syev_reference, \
     syevj_reference
@@ -194,17 +195,23 @@ def symmetric_cases(n, dtype):
 @pytest.mark.parametrize("dtype", DTYPES_FAST_F64 + [pytest.param(np.complex64, marks=pytest.mark.slow),
                                                      pytest.param(np.complex128, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.slow) for n in (1, 2, 3, 40, 130)] + [17])
-def test_syev_of_hard_symmetric_matrices(dtype, n):
+@pytest.mark.parametrize("logged", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_syev_of_hard_symmetric_matrices(dtype, n, logged):
     """syev (tridiagonal reduction + implicit QR, eigh's routine; heev for Hermitian matrices) reading
     A's lower triangle (junk above it and in the diagonal's imaginary part): A V = V diag(w) and
     V^H V = I within BOUND n eps ||A|| (both steps are backward stable: Golub and Van Loan 8.3.5), w real,
     ascending and within BOUND n eps ||A||_2 of numpy's eigvalsh (Weyl); the kernel's w equal to
-    syev_reference's to the same bound (the same rotations, sums in another order)."""
+    syev_reference's to the same bound (the same rotations, sums in another order). logged: the
+    rotations logged by syev and applied by lasr (linalg_solver.symmetric_eigenproblem's large-matrix
+    path)."""
     a = symmetric_cases(n, dtype)
     junk = a + np.triu(np.full((n, n), 7.0), 1).astype(dtype)
     if np.iscomplexobj(a):
         junk = junk + 3j * np.eye(n, dtype=dtype)
-    w, v, _ = (np.asarray(x) for x in cj.jit(lambda x: tuple(call("syev", x)))(junk))
+    if logged:
+        w, v = (np.asarray(x) for x in cj.jit(lambda x: linalg_solver.symmetric_eigenproblem_logged(x))(junk))
+    else:
+        w, v, _ = (np.asarray(x) for x in cj.jit(lambda x: tuple(call("syev", x, logged=False)))(junk))
     assert w.dtype == np.finfo(dtype).dtype and v.dtype == dtype and w.shape == (6, n) and v.shape == (6, n, n)
     assert np.all(np.diff(w, axis=-1) >= 0)
     wide = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
@@ -216,7 +223,7 @@ def test_syev_of_hard_symmetric_matrices(dtype, n):
     assert np.max(frobenius(adjoint @ v_wide - np.eye(n)) / (n * eps(dtype))) <= BOUND
     scale = np.maximum(np.linalg.norm(wide, 2, axis=(-2, -1)), 1e-300)[:, None] * n * eps(dtype)
     assert np.max(np.abs(w - np.linalg.eigvalsh(wide)) / scale) <= BOUND
-    assert np.max(np.abs(w - syev_reference(junk)[0]) / scale) <= BOUND
+    assert np.max(np.abs(w - syev_reference(junk, logged=logged)[0]) / scale) <= BOUND
     np.testing.assert_array_equal(w[1], 1)
     np.testing.assert_array_equal(v[1], np.eye(n))
 
@@ -280,3 +287,80 @@ def test_recursive_qr_at_small_sizes(monkeypatch, shape):
     np.testing.assert_allclose(raw, unblocked_raw, rtol=0, atol=BOUND * n * eps(np.float64) * np.abs(a).max())
     np.testing.assert_allclose(tau, unblocked_tau, rtol=0, atol=BOUND * n * eps(np.float64))
     assert (tau[..., 2] == 0).all()
+
+
+# ---- gesvd (bidiagonalization and implicit QR) -----------------------------------------------------------
+
+def with_singular_values(values, m, n, seed):
+    """An m x n matrix U diag(values) V^T with random orthogonal U and V (values padded with zeros)."""
+    rng = np.random.default_rng(seed)
+    u, _ = np.linalg.qr(rng.standard_normal((m, m)))
+    v, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    k = min(m, n)
+    return (u[:, :k] * np.pad(np.asarray(values, float), (0, k - len(values)))) @ v[:, :k].T
+
+
+def gesvd_cases(dtype):
+    """Hard and plain stacks: random tall, wide and square, rank-deficient (rank 5), repeated singular values,
+    graded ones (1 to 1e-10), zero and identity matrices."""
+    square = with_singular_values([1] * 3 + [2] * 4 + list(10.0 ** -np.arange(10)), 17, 17, 1)
+    return [random((3, 21, 16), dtype, 11), random((2, 16, 19), dtype, 12),
+            (random((20, 5), np.float64, 13) @ random((5, 18), np.float64, 14)).astype(dtype),
+            np.stack([square, np.zeros((17, 17)), np.eye(17)]).astype(dtype),
+            with_singular_values(10.0 ** -np.linspace(0, 10, 16), 16, 24, 2).astype(dtype)]
+
+
+def check_svd(a, u, s, vh, dtype, full_matrices):
+    """LAPACK's error bounds for the SVD (LAPACK Users' Guide, 3rd ed., 4.9): the computed factors are an
+    exact SVD of A + E, ||E||_2 <= p(m, n) eps ||A||_2, with U and V orthonormal to working precision; each
+    singular value within p(m, n) eps ||A||_2 of the exact one (numpy's, to its own such error). p(m, n) is
+    taken as BOUND max(m, n)."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    want_u, want_s, want_vh = np.linalg.svd(a.astype(np.float64), full_matrices=full_matrices)
+    assert (u.shape, s.shape, vh.shape) == (want_u.shape, want_s.shape, want_vh.shape) and u.dtype == dtype
+    assert np.all(np.diff(s, axis=-1) <= 0) and np.all(s >= 0)
+    assert backward_error(a, (u[..., :k] * s[..., None, :]).astype(np.float64) @ vh[..., :k, :], dtype) <= BOUND
+    assert orthogonality(u, dtype) <= BOUND and orthogonality(np.swapaxes(vh, -1, -2), dtype) <= BOUND
+    scale = np.maximum(want_s[..., :1], np.finfo(dtype).tiny)
+    assert np.max(np.abs(s - want_s) / (scale * max(m, n) * eps(dtype))) <= BOUND
+
+
+@pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
+def test_gesvd_against_numpy(dtype):
+    """svd of 16+ columns is gesvd (linalg_solver.takes_gesvd): a [2, 17, 16] stack, full and reduced,
+    and its singular values alone (bdsqr without vectors)."""
+    a = random((2, 17, 16), dtype, 10)
+    for full_matrices in (True, False):
+        check_svd(a, *cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=full_matrices))(a), dtype, full_matrices)
+    s = cj.jit(lambda x: cnp.linalg.svd(x, compute_uv=False))(a)
+    np.testing.assert_allclose(s, np.linalg.svd(a.astype(np.float64), compute_uv=False), rtol=0,
+                               atol=BOUND * 17 * eps(dtype) * np.abs(s).max())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gesvd_of_hard_matrices(dtype):
+    for a in gesvd_cases(dtype):
+        for full_matrices in (True, False):
+            check_svd(a, *cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=full_matrices))(a), dtype, full_matrices)
+        s = cj.jit(lambda x: cnp.linalg.svd(x, compute_uv=False))(a)
+        want = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+        assert np.max(np.abs(s - want) / (want[..., :1] * max(a.shape[-2:]) * eps(dtype) + 1e-300)) <= BOUND
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", [(1, 1), (2, 1), (1, 3), (5, 3), (3, 5), (4, 2, 2), (9, 8)])
+def test_gesvd_at_small_sizes(monkeypatch, shape):
+    """gesvd taken at every size (GESVD_FROM 1): n = 1 (no row reflector, an empty log), 2, odd shapes."""
+    monkeypatch.setattr(linalg_solver, "GESVD_FROM", {True: 1, False: 1})
+    a = random(shape, np.float64, 15)
+    for full_matrices in (True, False):
+        check_svd(a, *cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=full_matrices))(a), np.float64, full_matrices)
+    np.testing.assert_allclose(cnp.linalg.svdvals(a), np.linalg.svd(a, compute_uv=False), rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.slow
+def test_svd_of_a_large_matrix_against_numpy():
+    a = random((300, 260), np.float64, 16)
+    check_svd(a, *cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=False))(a), np.float64, False)

@@ -220,3 +220,14 @@ func @f(%0: f32[2,3,3], %1: f64[2,3,4]) -> (f32[2,3,4]) {
         cj.ir.parser.parse(bad)
     with pytest.raises(cj.TracingTypeError, match="potrf takes square matrices"):
         cj.jit(lambda x: call("potrf", x)[0])(np.ones((1, 2, 3)))
+
+
+@pytest.mark.slow
+def test_a_new_size_compiles_no_gesvd_kernel(library_compiles):
+    """svd's library kernels (gebrd, bdsqr, lasr, orgqr) at a second shape load the first one's object code."""
+    svd = cj.jit(lambda x: cj.numpy.linalg.svd(x, full_matrices=False))
+    for shape in [(2, 20, 17), (1, 33, 31)]:
+        a = np.random.default_rng(0).standard_normal(shape)
+        u, s, vh = svd(a)
+        assert relative(a - (u * s[:, None, :]) @ vh, a, shape[1], np.float64) <= BOUND
+        assert len(library_compiles) == 4, library_compiles
