@@ -731,6 +731,21 @@ def build_host_callback(rng, dtype):
     return Case(p, [token, fed(p, px)], [np.zeros((), bool), fed_numpy(x)])
 
 
+@record("pure_callback", MOVEMENT_DTYPES)
+def build_pure_callback(rng, dtype):
+    """A callback on a parameter and a kernel's result giving them back swapped: its results are
+    written where the schedule keeps them, and a kernel reads one of them."""
+    from cdnajit.ir.ops.callback import register_callback
+    p = Program()
+    x = random_values(rng, dtype, random_shape(rng))
+    px = p.arg(x)
+    shape = tuple(x.shape)
+    swapped = p.op("pure_callback", [px, fed(p, px)], callback=register_callback(lambda a, b: [b, a]),
+                   vmap_method=None, num_results=2, result0_dtype=dtype, result0_shape=shape,
+                   result1_dtype=dtype, result1_shape=shape)
+    return Case(p, [swapped[0], fed(p, swapped[1])], [fed_numpy(x), fed_numpy(x)])
+
+
 def random_indices(rng, shape, count_shape, k, out_of_bounds=True):
     """Index rows (count_shape + (k,)) into the first k dimensions of `shape`, some out of bounds."""
     columns = [rng.integers(-2 if out_of_bounds else 0, d + (2 if out_of_bounds else 0), count_shape)
