@@ -32,6 +32,8 @@ Semantics
   x%0 = x); float->int casts saturate and map NaN to 0, as the graph IR's `convert`. `Bitcast`
   reads a value's bits as another non-bool dtype of the same width, NaN payloads and all.
 - `For(var, start, stop, step)` runs var = start, start+step, ... while var < stop (step > 0).
+  `ForSpan(var, start, per_item, body)` runs body for the workgroup's per_item x size elements
+  from start, per_item per work-item, in an assignment the backend picks (its docstring).
   `uniform=True` on a `For` or `If` promises every work-item of the workgroup takes the same
   path; only then may its body hold a `Barrier` or a wave op (the verifier checks both).
 - Between workgroups: `AtomicRMW` (add or exchange on an integer element of a written global
@@ -437,6 +439,40 @@ class For(Stmt):
 
     def children(self):
         return (self.body,)
+
+
+@dataclass(frozen=True, eq=False)
+class ForSpan(Stmt):
+    """The workgroup's span of `per_item` x workgroup-size consecutive elements from `start` (the same
+    for every work-item): every work-item runs `body` for `per_item` of them, `var` the element.
+    Which work-item takes which is the backend's: AMDGPU gives a work-item `per_item` consecutive
+    elements (start + linear work-item id x per_item + k), so that its loads and stores of the
+    buffers indexed by `var` alone become 16-byte vector accesses; the host keeps consecutive
+    work-items on consecutive elements (start + k x workgroup size + linear id, k outermost), which
+    its vectorization across work-items needs. The producer promises that the elements' bodies are
+    independent (none reads what another's writes), so any such assignment and any interleaving of
+    the bodies gives the same results. The workgroup is 1-D; no barrier, wave op or prefetch inside."""
+    var: Var
+    start: Expr
+    per_item: int
+    body: tuple[Stmt, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "start", as_expr(self.start, self.var.dtype))
+        _tuple_field(self, "body")
+
+    def children(self):
+        return (self.body,)
+
+    def indexes_by_var(self, index: Expr) -> bool:
+        """Whether an access's index is the span's variable itself (a vector access on the GPU)."""
+        return isinstance(index, Var) and (index.name, index.dtype) == (self.var.name, self.var.dtype)
+
+    def element(self, k: int, workgroup_items: int, item_major: bool) -> Expr:
+        """The element each work-item (of a 1-D workgroup of `workgroup_items`) takes k-th:
+        consecutive per work-item (`item_major`, AMDGPU's assignment) or across work-items (the host's)."""
+        lane = workitem_id(0).cast(self.var.dtype)
+        return self.start + (lane * self.per_item + k if item_major else lane + k * workgroup_items)
 
 
 @dataclass(frozen=True, eq=False)

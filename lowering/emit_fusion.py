@@ -3,10 +3,10 @@
 Kernel parameters follow lowering/emitters.py: `in0, in1, ...` (the operands), then `out0, ...`.
 Elements come from lowering/elemental.py; this module lays out the work:
 
-- loop kernels: each work-item stores every result at its elements, with no guard: the last
-  chunk of elements ends at the end, overlapping its predecessor (one body, contiguous loads and
-  stores, so the host vectorizes it and compiles it once); only a result smaller than a
-  workgroup guards its stores.
+- loop kernels: a workgroup's span (ir/kernel.py: ForSpan) stores every result at its elements,
+  with no guard: the last span ends at the end, overlapping its predecessor (one body, contiguous
+  loads and stores: vectors on the GPU, vectorized on the host, compiled once); only a result
+  smaller than a span guards its stores.
 - loop_by_rows kernels: workgroup (chunk, row) stores the row's elements from column
   chunk * width + lane, the last chunk moved back to end at the row's end as above; the index's
   row components come from the row id (uniform), its last one is the column.
@@ -101,24 +101,24 @@ def build_loop(fk: FusionKernel):
     e, config = fk.emitter, fk.config
     shape = fk.op.results[0].type.shape
     n = math.prod(shape)
-    width, elements = config.workgroup_size, config.elements_per_item
+    span = config.workgroup_size * config.elements_per_item
     results = list(zip(fk.outputs, fk.region.outputs))
-    past_end = config.grid * elements * width > n
-    for k in range(elements):
-        start = (fk.group * elements + k if elements > 1 else fk.group) * width
-        if past_end and n >= width:
-            # A chunk past the end moves back to end there: it overlaps its predecessor, whose
-            # elements it computes again and stores with the same values. One body for every
-            # workgroup, without guards, so its loads and stores stay contiguous (and vectorize).
-            start = K.minimum(start, n - width)
-        element = start + fk.lane
+    start = fk.group * span
+    if config.grid * span > n and n >= span:
+        # A span past the end moves back to end there: it overlaps its predecessor, whose elements
+        # it computes again and stores with the same values. One body for every workgroup, without
+        # guards, so its loads and stores stay contiguous (vectors on the GPU, vectorized on the host).
+        start = K.minimum(start, n - span)
+    element = K.Var("element", fk.idx)
+    with e.block() as body:
         index = e.index(shape, linear=element)
-        if past_end and n < width:  # a single, partial chunk
+        if n < span:  # a single, partial span
             with e.block() as stores:
                 fk.store_results(results, index, element)
             e.emit(K.If(element < n, stores))
         else:
             fk.store_results(results, index, element)
+    e.emit(K.ForSpan(element, start, config.elements_per_item, body))
 
 
 def build_loop_by_rows(fk: FusionKernel):

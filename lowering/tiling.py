@@ -4,9 +4,10 @@
 (ir/targets.py). It is not a pass: the decision is made when lowering/emit_fusion.py emits the
 kernel it describes (and the reports call it again to print the reasons). Strategies:
 
-- "loop" (kind loop): work-items take consecutive elements of the results' shape, so loads and
-  stores are contiguous across a wave (and across the host's vector lanes); each work-item does
-  `elements_per_item` elements, element = (group * elements_per_item + k) * workgroup_size + lane.
+- "loop" (kind loop): a workgroup takes a span of `elements_per_item` x workgroup_size consecutive
+  elements of the results' shape (ir/kernel.py: ForSpan), `elements_per_item` per work-item: on the
+  GPU consecutive ones (16-byte vector loads and stores of the narrowest dtype), on the host
+  consecutive work-items take consecutive elements (contiguous across its vector lanes).
 - "loop_by_rows" (kind loop, whose elements need their index's components: broadcasts, slices,
   transposes, iota, ... over a result of 2 or more dimensions with rows of a wave or more): the
   grid's second dimension walks the rows of the result (every axis but the last), the first one
@@ -130,21 +131,47 @@ def loop_config(op: Op, target: Target) -> LaunchConfig:
     rows = math.prod(result.shape[:-1])
     if 1 < rows <= MAX_GRID_ROWS and result.shape[-1] >= WAVE and needs_components(op.regions[0]):
         return loop_by_rows_config(result, rows)
-    width = min(LOOP_WORKGROUP, round_up(max(n, 1), WAVE))
-    reasons = [f"{size_text(n)} elements of {result.dtype}: {width} work-items per workgroup "
-               f"on consecutive elements (contiguous loads and stores across each wave)"]
-    # One element per work-item: the host vectorizes across work-items, and unrolling several
-    # elements per work-item multiplies the live values of a long elementwise chain until the
-    # vector registers spill (16 with AVX2; 4 elements per work-item made a 4 Mi f32 tanh chain
-    # 1.5x slower); on the GPU a grid of n/256 workgroups already fills every CU.
-    elements = 1
-    grid = -(-n // (width * elements))
-    tail = n % (width * elements)
-    reasons.append(f"one element per work-item, grid {grid}" + (
-        f"; the last workgroup ends at the last element, overlapping the previous one by {width - tail} elements "
-        f"(no guards)" if tail and n >= width else f"; the workgroup guards its {tail} elements" if tail else
-        "; no tail"))
-    return LaunchConfig("loop", width, elements, grid, 0, True, tuple(reasons))
+    per_item = span_elements(op)
+    width = min(LOOP_WORKGROUP, round_up(max(-(-n // per_item), 1), WAVE))
+    span = width * per_item
+    grid = -(-n // span)
+    tail = n % span
+    reasons = [f"{size_text(n)} elements of {result.dtype}: spans of {per_item} x {width} consecutive elements "
+               f"per workgroup of {width} work-items, {per_item} per work-item ({vector_text(op, per_item)}); "
+               f"the host's work-items take them {per_item} times in a row across the workgroup, "
+               f"so its vectorized work-item loop reads and writes consecutive elements",
+               f"grid {grid}" + (
+                   f"; the last span ends at the last element, overlapping the previous one by {span - tail} "
+                   f"elements (no guards)" if tail and n >= span else
+                   f"; the workgroup guards its {tail} elements" if tail else "; no tail")]
+    return LaunchConfig("loop", width, per_item, grid, 0, True, tuple(reasons))
+
+
+# A loop kernel's work-item takes VECTOR_BYTES of its narrowest buffer's elements (a 16-byte
+# global_load_dwordx4 / global_store_dwordx4 on CDNA), unless its buffers' elements together would
+# then hold more than SPAN_BYTES_PER_ITEM per work-item (registers the GPU keeps the vectors in).
+VECTOR_BYTES = 16
+SPAN_BYTES_PER_ITEM = 256
+
+
+def element_bytes(op: Op) -> list[int]:
+    """The bytes per element of a loop fusion's operands and results (a complex one's two parts)."""
+    return [NUMPY_DTYPES[v.type.dtype].itemsize for v in list(op.operands) + list(op.results)]
+
+
+def span_elements(op: Op) -> int:
+    """Elements per work-item of a loop fusion: VECTOR_BYTES of its narrowest buffer's elements,
+    halved while its buffers' elements would exceed SPAN_BYTES_PER_ITEM (a power of 2, at least 1)."""
+    sizes = element_bytes(op)
+    per_item = max(VECTOR_BYTES // min(sizes), 1)
+    while per_item > 1 and per_item * sum(sizes) > SPAN_BYTES_PER_ITEM:
+        per_item //= 2
+    return per_item
+
+
+def vector_text(op: Op, per_item: int) -> str:
+    widths = sorted({per_item * size for size in element_bytes(op)})
+    return f"{'/'.join(map(str, widths))}-byte vector accesses on the GPU"
 
 
 def loop_by_rows_config(result, rows: int) -> LaunchConfig:
