@@ -6,7 +6,8 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from ..ir.kernel import Assign, Barrier, ForSpan, GlobalBuffer, Let, Load, Prefetch, Special, Store, WaveOp
+from ..ir.kernel import (Assign, AtomicRMW, Barrier, Expr, ForSpan, GlobalBuffer, Let, Load, Prefetch, Special, Store,
+                         WaveOp, walk)
 from ..ir.kernel_verifier import sub_expressions
 from ..ir.types import NUMPY_DTYPES
 from .llvm_kernel import I32, MEMORY_TYPES, REGISTER_TYPES, KernelBuilder, add_attribute
@@ -16,31 +17,34 @@ GLOBAL = 1  # the global address space, on AMDGPU and NVPTX alike
 
 
 def span_vector_buffers(span: ForSpan) -> tuple[dict, dict]:
-    """(loaded, stored): the global buffers, by name, that a span's body loads and stores at the
-    span's variable alone, where each element's accesses of them can become one vector access per
-    work-item: the body is straight-line (lets, assignments and stores) and no buffer it stores is
-    also loaded (the stores wait for every element's loads). Else ({}, {})."""
-    if not all(isinstance(s, (Let, Assign, Store)) for s in span.body):
-        return {}, {}
-    loads, loaded_anywhere = {}, set()
+    """(loaded, stored): the global buffers, by name, whose accesses at the span's variable alone
+    become one vector access per work-item. Loaded: one the body loads there in a statement at its
+    top (which every element runs) and writes nowhere. Stored: one the body stores there at its top,
+    and neither loads nor writes otherwise (its vector store waits for every element's body)."""
+    top_loads, loaded, writes = {}, set(), []
 
-    def visit(e):
+    def visit(e, top):
         if isinstance(e, Load):
-            loaded_anywhere.add(e.buffer.name)
-            if e.buffer.space == "global" and span.indexes_by_var(e.index):
-                loads[e.buffer.name] = e.buffer
+            loaded.add(e.buffer.name)
+            if top and e.buffer.space == "global" and span.indexes_by_var(e.index):
+                top_loads[e.buffer.name] = e.buffer
         for sub in sub_expressions(e):
-            visit(sub)
+            visit(sub, top)
 
-    for s in span.body:
-        for e in ((s.index, s.value) if isinstance(s, Store) else (s.value,)):
-            visit(e)
-    stored = {s.buffer.name for s in span.body if isinstance(s, Store)}
-    if stored & loaded_anywhere:
-        return {}, {}
-    stores = {s.buffer.name: s.buffer for s in span.body
-              if isinstance(s, Store) and s.buffer.space == "global" and span.indexes_by_var(s.index)}
-    return loads, stores
+    for statement in span.body:
+        for inner in walk([statement]):
+            for e in vars(inner).values():
+                if isinstance(e, Expr):
+                    visit(e, inner is statement and isinstance(inner, (Let, Assign, Store)))
+            if isinstance(inner, (Store, AtomicRMW)):
+                writes.append(inner)
+    written = {w.buffer.name for w in writes}
+    vector_stores = [w for w in writes if any(w is top for top in span.body) and isinstance(w, Store)
+                     and w.buffer.space == "global" and span.indexes_by_var(w.index)]
+    other_writes = {w.buffer.name for w in writes if not any(w is v for v in vector_stores)}
+    stores = {w.buffer.name: w.buffer for w in vector_stores
+              if w.buffer.name not in loaded and w.buffer.name not in other_writes}
+    return {name: b for name, b in top_loads.items() if name not in written}, stores
 
 
 class GpuKernelBuilder(KernelBuilder):
@@ -131,10 +135,24 @@ class GpuKernelBuilder(KernelBuilder):
         access of the per_item elements each (a 16-byte global_load_dwordx4 for 4 f32 or 8 f16), the
         body lowered per element between them; the vectors claim only the element's alignment, so
         any start is correct (gfx9 accesses global memory at dword alignment, and LLVM splits what
-        a target cannot). A body that is not straight-line runs element by element."""
+        a target cannot). With a stop, a work-item whose elements do not all come before it runs
+        them one by one, each under its guard."""
         items = self.kernel.workgroup_items
-        loads, stores = span_vector_buffers(s)
         first = s.element(0, items, item_major=True)
+        if s.stop is None:
+            self.span_vectors(s, first)
+            return
+        with self.b.if_else(self.expr(first + (s.per_item - 1) < s.stop)) as (whole, part):
+            with whole:
+                self.span_vectors(s, first)
+            with part:
+                for k in range(s.per_item):
+                    self.write_var(s.var, self.expr(s.element(k, items, item_major=True)))
+                    with self.b.if_then(self.expr(s.var < s.stop)):
+                        self.statements(s.body)
+
+    def span_vectors(self, s: ForSpan, first):
+        loads, stores = span_vector_buffers(s)
         self.span_lowered = s
         self.span_loaded = {name: self.b.load(self.element_pointer(buffer, first), typ=self.span_vector(buffer, s),
                                               align=NUMPY_DTYPES[buffer.dtype].itemsize)
@@ -142,7 +160,7 @@ class GpuKernelBuilder(KernelBuilder):
         stored = [{} for _ in range(s.per_item)]
         for k in range(s.per_item):
             self.span_element = k
-            self.write_var(s.var, self.expr(s.element(k, items, item_major=True)))
+            self.write_var(s.var, self.expr(s.element(k, self.kernel.workgroup_items, item_major=True)))
             for stmt in s.body:
                 if isinstance(stmt, Store) and stmt.buffer.name in stores and s.indexes_by_var(stmt.index):
                     stored[k][stmt.buffer.name] = self.to_memory(stmt.buffer.dtype, self.expr(stmt.value))

@@ -1116,7 +1116,8 @@ def spans_as_loops(kernel: Kernel) -> Kernel:
     def as_loop(span: ForSpan) -> For:
         k = Var(f"{span.var.name}_k", span.var.dtype)
         element = span.element(0, kernel.workgroup_items, item_major=False) + k * kernel.workgroup_items
-        return For(k, 0, span.per_item, 1, (Let(span.var, element),) + span.body, uniform=True)
+        body = span.body if span.stop is None else (If(span.var < span.stop, span.body),)
+        return For(k, 0, span.per_item, 1, (Let(span.var, element),) + body, uniform=True)
     if not any(isinstance(s, ForSpan) for s in kernel.body):
         return kernel
     return dataclasses.replace(kernel, body=tuple(as_loop(s) if isinstance(s, ForSpan) else s for s in kernel.body))

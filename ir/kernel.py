@@ -37,7 +37,7 @@ Semantics
   `uniform=True` on a `For` or `If` promises every work-item of the workgroup takes the same
   path; only then may its body hold a `Barrier` or a wave op (the verifier checks both).
 - Between workgroups: `AtomicRMW` (add or exchange on an integer element of a written global
-  buffer, sequentially consistent, giving the old value) and `While` (a loop while a condition
+  buffer, sequentially consistent, giving the old value; or a relaxed add, of floats too) and `While` (a loop while a condition
   holds, with no barrier or wave op inside) let a work-item take an ordered ticket and wait for a
   word another workgroup publishes. A launch promises no order or concurrency of workgroups, so a
   workgroup may wait only for one that has started: one whose ticket came before its own
@@ -451,14 +451,18 @@ class ForSpan(Stmt):
     work-items on consecutive elements (start + k x workgroup size + linear id, k outermost), which
     its vectorization across work-items needs. The producer promises that the elements' bodies are
     independent (none reads what another's writes), so any such assignment and any interleaving of
-    the bodies gives the same results. The workgroup is 1-D; no barrier, wave op or prefetch inside."""
+    the bodies gives the same results. Elements at or past `stop` (None: no end; else the same for
+    every work-item) are skipped. The workgroup is 1-D; no barrier, wave op or prefetch inside."""
     var: Var
     start: Expr
     per_item: int
     body: tuple[Stmt, ...]
+    stop: Expr | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "start", as_expr(self.start, self.var.dtype))
+        if self.stop is not None:
+            object.__setattr__(self, "stop", as_expr(self.stop, self.var.dtype))
         _tuple_field(self, "body")
 
     def children(self):
@@ -526,12 +530,17 @@ class AtomicRMW(Stmt):
     (an ordered tile counter, a published prefix). An add of 0 is an atomic read. Global buffers
     of 32- or 64-bit integers; on an LDS buffer of those, indivisible only (a barrier orders it
     with the workgroup's other accesses), as the work-items of a workgroup counting into shared
-    bins need."""
+    bins need.
+    `relaxed` (global buffers) makes it indivisible only, ordered with nothing else: adds into
+    elements whose final sums are all that is read, after the launch (a scatter-add). Only a relaxed
+    add may be of floats (f32, f64): each add rounds, and the adds come in no promised order, so a
+    float sum can differ from run to run by its rounding (as JAX's GPU scatter-add does)."""
     var: Var
     op: str
     buffer: Buffer
     index: Expr
     value: Expr
+    relaxed: bool = False
 
     __post_init__ = coerce_element_write
 

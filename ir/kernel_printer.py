@@ -65,14 +65,15 @@ def statement_head(stmt: Stmt) -> str:
         return (f"for {uniform}{stmt.var.name}: {stmt.var.dtype} in range({print_expr(stmt.start)}, "
                 f"{print_expr(stmt.stop)}, {print_expr(stmt.step)}) {{")
     if isinstance(stmt, ForSpan):
+        stop = f" until {print_expr(stmt.stop)}" if stmt.stop is not None else ""
         return (f"for span {stmt.var.name}: {stmt.var.dtype} in {stmt.per_item} per work-item from "
-                f"{print_expr(stmt.start)} {{")
+                f"{print_expr(stmt.start)}{stop} {{")
     if isinstance(stmt, If):
         marks = ("uniform " if stmt.uniform else "") + ("alongside " if stmt.alongside else "")
         return f"if {marks}{print_expr(stmt.cond)} {{"
     if isinstance(stmt, AtomicRMW):
-        return (f"let {stmt.var.name}: {stmt.var.dtype} = atomic_{stmt.op}({stmt.buffer.name}"
-                f"[{print_expr(stmt.index)}], {print_expr(stmt.value)})")
+        return (f"let {stmt.var.name}: {stmt.var.dtype} = atomic_{stmt.op}{'_relaxed' * stmt.relaxed}("
+                f"{stmt.buffer.name}[{print_expr(stmt.index)}], {print_expr(stmt.value)})")
     if isinstance(stmt, While):
         return f"while {print_expr(stmt.cond)} {{"
     if isinstance(stmt, Barrier):

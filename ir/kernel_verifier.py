@@ -58,7 +58,7 @@ def control_expressions(stmt: Stmt) -> tuple[Expr, ...]:
     if isinstance(stmt, For):
         return (stmt.start, stmt.stop, stmt.step)
     if isinstance(stmt, ForSpan):
-        return (stmt.start,)
+        return (stmt.start,) if stmt.stop is None else (stmt.start, stmt.stop)
     if isinstance(stmt, (If, While)):
         return (stmt.cond,)
     return ()
@@ -264,10 +264,13 @@ class KernelVerifier:
             self.check_block(stmt.orelse, scope, inner_nonuniform)
         elif isinstance(stmt, AtomicRMW):
             buffer = self.check_buffer(stmt.buffer, stmt)
-            if buffer.space not in ("global", "lds") or getattr(buffer, "readonly", False) \
-                    or buffer.dtype not in ("i32", "u32", "i64", "u64") or stmt.op not in ATOMIC_OPS:
-                self.fail(f"atomic {stmt.op} on {buffer.space} {buffer.dtype} buffer {buffer.name}: atomics are "
-                          f"{', '.join(ATOMIC_OPS)} on written global or LDS buffers of 32- or 64-bit integers", stmt)
+            relaxed_float_add = stmt.relaxed and stmt.op == "add" and buffer.dtype in ("f32", "f64")
+            if buffer.space not in ("global", "lds") or getattr(buffer, "readonly", False) or stmt.op not in ATOMIC_OPS \
+                    or not (buffer.dtype in ("i32", "u32", "i64", "u64") or relaxed_float_add) \
+                    or (stmt.relaxed and buffer.space != "global"):
+                self.fail(f"atomic {stmt.op}{' relaxed' * stmt.relaxed} on {buffer.space} {buffer.dtype} buffer "
+                          f"{buffer.name}: atomics are {', '.join(ATOMIC_OPS)} on written global or LDS buffers of "
+                          f"32- or 64-bit integers, or relaxed adds on global f32 or f64 buffers", stmt)
             self.expect_int(stmt.index, scope, stmt, "index")
             self.expect(stmt.value, buffer.dtype, scope, stmt, f"atomic operand on {buffer.name}")
             if stmt.var.dtype != buffer.dtype:
@@ -318,9 +321,10 @@ class KernelVerifier:
             self.fail("a span stands at the top level of the kernel's body", stmt)
         if stmt.var.dtype not in INTS:
             self.fail(f"span variable {stmt.var.name} must be an integer, got {stmt.var.dtype}", stmt)
-        self.expect(stmt.start, stmt.var.dtype, scope, stmt, "span start")
-        if self.is_varying(stmt.start, self.varying):
-            self.fail("a span's start must be the same for every work-item of the workgroup", stmt)
+        for expr in control_expressions(stmt):
+            self.expect(expr, stmt.var.dtype, scope, stmt, "span start or stop")
+            if self.is_varying(expr, self.varying):
+                self.fail("a span's start and stop must be the same for every work-item of the workgroup", stmt)
         if stmt.per_item < 1:
             self.fail(f"a span of {stmt.per_item} elements per work-item (at least 1)", stmt)
         if self.kernel.workgroup_size[1:] != (1, 1):

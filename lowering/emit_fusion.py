@@ -28,8 +28,10 @@ from ..ir.core import Op, Value
 from ..ir.targets import Target, get_target
 from ..ir.types import COMPLEXES
 from .elemental import Accumulator, ElementalEmitter, accumulate_loop, index_dtype_for, merge_axes
+from .emit_ops import all_of
 from .emitters import emitter, operand_buffers
-from .tiling import WAVE_REDUCERS, LaunchConfig, launch_config, reduction_signature
+from .tiling import (TILE, TILE_ROWS, WAVE_REDUCERS, LaunchConfig, launch_config, reduction_signature,
+                     transposed_params)
 
 
 # Partial results of an unrolled row's exactly associative reduce: each add's latency (a max is
@@ -133,6 +135,50 @@ def build_loop_by_rows(fk: FusionKernel):
     components = e.index(shape[:-1], linear=row).components + (column,)
     fk.store_results(list(zip(fk.outputs, fk.region.outputs)),
                      e.index(shape, components=components, linear=row * length + column), row * length + column)
+
+
+STAGED_PER_ITEM = 4   # consecutive elements of a transposed operand's tile row each work-item copies
+
+
+def build_transpose_tiles(fk: FusionKernel):
+    """Workgroup (x, y) computes the results' tile of rows 32y.. and columns 32x..: work-item
+    (tx, ty) = (lane % 32, lane / 32) first copies rows ty, ty + 8, ... of each transposed operand's
+    tile (the operand's rows 32x.., its columns 32y..) into LDS, element tx of each, then after a
+    barrier computes the results at rows 32y + ty + 8i, column 32x + tx, its transposed operands'
+    elements read from their tiles' columns."""
+    e = fk.emitter
+    rows, columns = fk.op.results[0].type.shape
+    tile, pitch = TILE, TILE + 1
+    tx, ty = fk.lane % tile, fk.lane / tile
+    first_column, first_row = fk.group * tile, K.workgroup_id(1).cast(fk.idx) * tile
+    edge_columns, edge_rows = columns % tile != 0, rows % tile != 0
+    for param in transposed_params(fk.region):
+        source = fk.inputs[[id(p) for p in fk.region.params].index(id(param))]
+        staged = K.LdsBuffer(f"tile_{source.name}", source.dtype, tile * pitch)
+        fk.lds.append(staged)
+        # Work-item l copies row l / 8 of the tile, its elements 4 (l % 8) .. + 3: consecutive
+        # addresses, which the GPU backend merges into one 16-byte load.
+        local_row, local_column = fk.lane / (tile // STAGED_PER_ITEM), fk.lane % (tile // STAGED_PER_ITEM) * STAGED_PER_ITEM
+        row = first_column + local_row   # of the operand: its rows are the results' columns
+        for k in range(STAGED_PER_ITEM):
+            column = first_row + local_column + k
+            copy = K.Store(staged, local_row * pitch + local_column + k, source[row * rows + column])
+            inside = [c for c in (edge_columns and row < columns, edge_rows and column < rows) if c is not False]
+            e.emit(K.If(all_of(inside), [copy]) if inside else copy)
+        e.staged[id(param)] = (lambda components, staged=staged:
+                               staged[(components[0] - first_column) * pitch + (components[1] - first_row)])
+    e.emit(K.Barrier())
+    results = list(zip(fk.outputs, fk.region.outputs))
+    for i in range(fk.config.elements_per_item):
+        row, column = first_row + ty + TILE_ROWS * i, first_column + tx
+        linear = row * columns + column
+        inside = [c for c in (edge_rows and row < rows, edge_columns and column < columns) if c is not False]
+        if not inside:
+            fk.store_results(results, e.index((rows, columns), components=(row, column), linear=linear), linear)
+            continue
+        with e.block() as stores:
+            fk.store_results(results, e.index((rows, columns), components=(row, column), linear=linear), linear)
+        e.emit(K.If(all_of(inside), stores))
 
 
 # ---- reduction kernels --------------------------------------------------------------------------
@@ -320,5 +366,5 @@ def combine_row(fk: FusionKernel, accumulators, phase: int) -> list[K.Expr]:
     return totals
 
 
-BUILDERS = {"loop": build_loop, "loop_by_rows": build_loop_by_rows, "row_per_workgroup": build_row_per_workgroup,
-            "row_per_item": build_row_per_item}
+BUILDERS = {"loop": build_loop, "loop_by_rows": build_loop_by_rows, "transpose_tiles": build_transpose_tiles,
+            "row_per_workgroup": build_row_per_workgroup, "row_per_item": build_row_per_item}

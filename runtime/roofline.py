@@ -45,7 +45,7 @@ from ..ir.kernel import (Assign, AtomicRMW, Barrier, Binary, Cast, Compare, Cons
                          Load, Math, Prefetch, ScalarParam, Select, Special, Store, Unary, Var, WaveOp, WaveReduce,
                          While)
 from ..ir.kernel_mfma import Mfma
-from ..ir.kernel_verifier import sub_expressions
+from ..ir.kernel_verifier import control_expressions, sub_expressions
 from ..ir.targets import Target
 from ..ir.types import FLOATS, NUMPY_DTYPES
 
@@ -188,10 +188,22 @@ class Access:
     lanes: int = 0
     touched: set = field(default_factory=set)
     sampled: set = field(default_factory=set)   # the index expressions whose first wave is counted
+    starts: list = field(default_factory=list)  # per sampled index: each lane's first byte
 
     @property
     def known(self) -> bool:
         return bool(self.lanes)
+
+    @property
+    def lane_bytes(self) -> int:
+        """Bytes per lane of one access as the GPU backend issues it: where the body's accesses give
+        every lane consecutive elements (a tile row's 4 f32, say), LLVM merges them, up to 16 bytes."""
+        run = 1
+        if len(self.starts) > 1 and len({len(s) for s in self.starts}) == 1 and len(self.starts[0]):
+            ordered = np.sort(np.array(self.starts), axis=0)
+            if (np.diff(ordered, axis=0) == self.element_bytes).all():
+                run = len(self.starts)
+        return max(self.element_bytes, min(self.element_bytes * run, 16))
 
     @property
     def segments(self) -> int:
@@ -297,6 +309,7 @@ class LaunchCounter:
         lanes = self.first_wave(addresses)
         active = self.first_wave(np.asarray(weight) > 0)
         first = lanes[active] * itemsize   # each lane's access: element_bytes from there
+        access.starts.append(first)
         for offset in [*range(0, access.element_bytes, SEGMENT_BYTES), access.element_bytes - 1]:
             access.touched.update(((first + offset) // SEGMENT_BYTES).tolist())
         access.lanes += int(active.sum())
