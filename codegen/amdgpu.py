@@ -82,6 +82,9 @@ class AmdgpuKernelBuilder(GpuKernelBuilder):
     work-item runs."""
 
     target_label = "AMDGPU"
+    # A launch runs on one GPU (agent): at that scope a relaxed f32 add is global_atomic_add_f32 (at
+    # the system's, a compare-and-swap loop).
+    relaxed_ordering = 'syncscope("agent") monotonic'
     # lower(builder, op): one wave op, for the calling work-item.
     wave_op_lowerings: ClassVar[dict] = {}
 

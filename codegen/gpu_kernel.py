@@ -6,16 +6,54 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from ..ir.kernel import Barrier, GlobalBuffer, Prefetch, Special, WaveOp
+from ..ir.kernel import (Assign, AtomicRMW, Barrier, Expr, ForSpan, GlobalBuffer, Let, Load, Prefetch, Special, Store,
+                         WaveOp, walk)
+from ..ir.kernel_verifier import sub_expressions
+from ..ir.types import NUMPY_DTYPES
 from .llvm_kernel import I32, MEMORY_TYPES, REGISTER_TYPES, KernelBuilder, add_attribute
 
 DIMENSIONS = "xyz"
 GLOBAL = 1  # the global address space, on AMDGPU and NVPTX alike
 
 
+def span_vector_buffers(span: ForSpan) -> tuple[dict, dict]:
+    """(loaded, stored): the global buffers, by name, whose accesses at the span's variable alone
+    become one vector access per work-item. Loaded: one the body loads there in a statement at its
+    top (which every element runs) and writes nowhere. Stored: one the body stores there at its top,
+    and neither loads nor writes otherwise (its vector store waits for every element's body)."""
+    top_loads, loaded, writes = {}, set(), []
+
+    def visit(e, top):
+        if isinstance(e, Load):
+            loaded.add(e.buffer.name)
+            if top and e.buffer.space == "global" and span.indexes_by_var(e.index):
+                top_loads[e.buffer.name] = e.buffer
+        for sub in sub_expressions(e):
+            visit(sub, top)
+
+    for statement in span.body:
+        for inner in walk([statement]):
+            for e in vars(inner).values():
+                if isinstance(e, Expr):
+                    visit(e, inner is statement and isinstance(inner, (Let, Assign, Store)))
+            if isinstance(inner, (Store, AtomicRMW)):
+                writes.append(inner)
+    written = {w.buffer.name for w in writes}
+    vector_stores = [w for w in writes if any(w is top for top in span.body) and isinstance(w, Store)
+                     and w.buffer.space == "global" and span.indexes_by_var(w.index)]
+    other_writes = {w.buffer.name for w in writes if not any(w is v for v in vector_stores)}
+    stores = {w.buffer.name: w.buffer for w in vector_stores
+              if w.buffer.name not in loaded and w.buffer.name not in other_writes}
+    return {name: b for name, b in top_loads.items() if name not in written}, stores
+
+
 class GpuKernelBuilder(KernelBuilder):
     """A subclass provides `entry_alloca`, `launch_id(kind, dim)` (the id intrinsic of a work-item or
     workgroup along x, y or z), `barrier()` and `build()`."""
+
+    span_loaded = None   # while lowering a span: buffer name -> the work-item's vector of its elements
+    span_lowered = None  # ... the span, and which of its elements the body is being lowered for
+    span_element = 0
 
     def intrinsic(self, name, result_type, args):
         fn = self.module.globals.get(name)
@@ -89,11 +127,69 @@ class GpuKernelBuilder(KernelBuilder):
             lane = self.b.trunc(lane, I32) if lane.type.width > 32 else self.b.zext(lane, I32)
         return self.b.and_(lane, ir.Constant(I32, self.wave_size - 1))
 
+    # -- spans: a work-item's consecutive elements, as vector accesses --
+
+    def span(self, s: ForSpan):
+        """A span in the GPU's assignment (ir/kernel.py: ForSpan): work-item i takes elements
+        start + i x per_item + k. The loads and stores `span_vector_buffers` finds are one vector
+        access of the per_item elements each (a 16-byte global_load_dwordx4 for 4 f32 or 8 f16), the
+        body lowered per element between them; the vectors claim only the element's alignment, so
+        any start is correct (gfx9 accesses global memory at dword alignment, and LLVM splits what
+        a target cannot). With a stop, a work-item whose elements do not all come before it runs
+        them one by one, each under its guard."""
+        items = self.kernel.workgroup_items
+        first = s.element(0, items, item_major=True)
+        if s.stop is None:
+            self.span_vectors(s, first)
+            return
+        with self.b.if_else(self.expr(first + (s.per_item - 1) < s.stop)) as (whole, part):
+            with whole:
+                self.span_vectors(s, first)
+            with part:
+                for k in range(s.per_item):
+                    self.write_var(s.var, self.expr(s.element(k, items, item_major=True)))
+                    with self.b.if_then(self.expr(s.var < s.stop)):
+                        self.statements(s.body)
+
+    def span_vectors(self, s: ForSpan, first):
+        loads, stores = span_vector_buffers(s)
+        self.span_lowered = s
+        self.span_loaded = {name: self.b.load(self.element_pointer(buffer, first), typ=self.span_vector(buffer, s),
+                                              align=NUMPY_DTYPES[buffer.dtype].itemsize)
+                            for name, buffer in loads.items()}
+        stored = [{} for _ in range(s.per_item)]
+        for k in range(s.per_item):
+            self.span_element = k
+            self.write_var(s.var, self.expr(s.element(k, self.kernel.workgroup_items, item_major=True)))
+            for stmt in s.body:
+                if isinstance(stmt, Store) and stmt.buffer.name in stores and s.indexes_by_var(stmt.index):
+                    stored[k][stmt.buffer.name] = self.to_memory(stmt.buffer.dtype, self.expr(stmt.value))
+                else:
+                    self.statement(stmt)
+        self.span_loaded = None
+        for name, buffer in stores.items():
+            vector = ir.Constant(self.span_vector(buffer, s), ir.Undefined)
+            for k in range(s.per_item):
+                vector = self.b.insert_element(vector, stored[k][name], ir.Constant(I32, k))
+            self.b.store(vector, self.element_pointer(buffer, first), align=NUMPY_DTYPES[buffer.dtype].itemsize)
+
+    def span_vector(self, buffer, span: ForSpan):
+        return ir.VectorType(MEMORY_TYPES[buffer.dtype], span.per_item)
+
+    def expr_load(self, e: Load):
+        if self.span_loaded is not None and e.buffer.name in self.span_loaded \
+                and self.span_lowered.indexes_by_var(e.index):
+            vector = self.span_loaded[e.buffer.name]
+            return self.from_memory(e.dtype, self.b.extract_element(vector, ir.Constant(I32, self.span_element)))
+        return super().expr_load(e)
+
     # -- statements: barriers and wave ops inline, the rest by the base --
 
     def statement(self, s):
         if isinstance(s, Barrier):
             self.barrier()
+        elif isinstance(s, ForSpan):
+            self.span(s)
         elif isinstance(s, Prefetch):
             pass  # a statement of intent for the host's scheduling (ir/kernel.py: Prefetch); no GPU instruction
         elif isinstance(s, WaveOp):

@@ -30,6 +30,7 @@ The execution model of DESIGN.md on a CPU:
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections import Counter
@@ -42,9 +43,9 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..environment import compile_jobs
-from ..ir.kernel import (LDS_ALIGNMENT, Assign, AtomicRMW, Barrier, Binary, Cast, Const, Expr, For, GlobalBuffer, If,
-                         Kernel, Let, Load, Math, Prefetch, Special, Store, Unary, Var, WaveBallot, WaveCountBelow, WaveOp, WaveReduce, WaveShuffle,
-                         While, contains_cut, walk)
+from ..ir.kernel import (LDS_ALIGNMENT, Assign, AtomicRMW, Barrier, Binary, Cast, Const, Expr, For, ForSpan,
+                         GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, Special, Store, Unary, Var, WaveBallot,
+                         WaveCountBelow, WaveOp, WaveReduce, WaveShuffle, While, contains_cut, walk)
 from ..ir.opdef import OPS
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import INTS, NUMPY_DTYPES
@@ -1147,11 +1148,26 @@ register_wave_op(WaveCountBelow, one_at_a_time(lower_wave_count_below))
 
 # ---- compiling --------------------------------------------------------------------------
 
+def spans_as_loops(kernel: Kernel) -> Kernel:
+    """The kernel with each span (ir/kernel.py: ForSpan, at the top of the body) in the host's
+    assignment: a uniform loop over k, outside the work-item loops, in which work-item i takes element
+    start + k x workgroup size + i, so that consecutive work-items read and write consecutive elements
+    (the work-item loop vectorizes, as one element per work-item does)."""
+    def as_loop(span: ForSpan) -> For:
+        k = Var(f"{span.var.name}_k", span.var.dtype)
+        element = span.element(0, kernel.workgroup_items, item_major=False) + k * kernel.workgroup_items
+        body = span.body if span.stop is None else (If(span.var < span.stop, span.body),)
+        return For(k, 0, span.per_item, 1, (Let(span.var, element),) + body, uniform=True)
+    if not any(isinstance(s, ForSpan) for s in kernel.body):
+        return kernel
+    return dataclasses.replace(kernel, body=tuple(as_loop(s) if isinstance(s, ForSpan) else s for s in kernel.body))
+
+
 def llvm_module(kernel: Kernel, verify: bool = True) -> ir.Module:
     """The unoptimised LLVM module of a kernel."""
     if verify:
         verify_kernel(kernel)
-    return HostKernelBuilder(kernel).build()
+    return HostKernelBuilder(spans_as_loops(kernel)).build()
 
 
 def optimized_llvm_ir(kernel: Kernel) -> str:

@@ -83,6 +83,9 @@ class KernelBuilder:
     target_label: ClassVar[str]
     wave_op_lowerings: ClassVar[dict]
 
+    # The ordering of a relaxed atomic: indivisible only, among all the launch's work-items.
+    relaxed_ordering = "monotonic"
+
     def __init__(self, kernel: Kernel, triple: str):
         self.kernel = kernel
         self.items = kernel.workgroup_items
@@ -430,9 +433,10 @@ class KernelBuilder:
                     self.statements(s.orelse)
         elif isinstance(s, AtomicRMW):
             pointer = self.element_pointer(s.buffer, s.index)
-            op = {"add": "add", "exchange": "xchg"}[s.op]
-            # LDS atomics order nothing beyond their element (a barrier does): monotonic, no fences.
-            ordering = "monotonic" if s.buffer.space == "lds" else "seq_cst"
+            op = "fadd" if is_float(s.buffer.dtype) else {"add": "add", "exchange": "xchg"}[s.op]
+            # LDS atomics order nothing beyond their element (a barrier does): monotonic, no fences;
+            # nor do relaxed ones, over the whole launch.
+            ordering = "monotonic" if s.buffer.space == "lds" else self.relaxed_ordering if s.relaxed else "seq_cst"
             self.write_var(s.var, b.atomic_rmw(op, pointer, self.expr(s.value), ordering))
         elif isinstance(s, While):
             head = self.fn.append_basic_block("while.head")

@@ -32,10 +32,12 @@ Semantics
   x%0 = x); float->int casts saturate and map NaN to 0, as the graph IR's `convert`. `Bitcast`
   reads a value's bits as another non-bool dtype of the same width, NaN payloads and all.
 - `For(var, start, stop, step)` runs var = start, start+step, ... while var < stop (step > 0).
+  `ForSpan(var, start, per_item, body)` runs body for the workgroup's per_item x size elements
+  from start, per_item per work-item, in an assignment the backend picks (its docstring).
   `uniform=True` on a `For` or `If` promises every work-item of the workgroup takes the same
   path; only then may its body hold a `Barrier` or a wave op (the verifier checks both).
 - Between workgroups: `AtomicRMW` (add or exchange on an integer element of a written global
-  buffer, sequentially consistent, giving the old value) and `While` (a loop while a condition
+  buffer, sequentially consistent, giving the old value; or a relaxed add, of floats too) and `While` (a loop while a condition
   holds, with no barrier or wave op inside) let a work-item take an ordered ticket and wait for a
   word another workgroup publishes. A launch promises no order or concurrency of workgroups, so a
   workgroup may wait only for one that has started: one whose ticket came before its own
@@ -443,6 +445,44 @@ class For(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class ForSpan(Stmt):
+    """The workgroup's span of `per_item` x workgroup-size consecutive elements from `start` (the same
+    for every work-item): every work-item runs `body` for `per_item` of them, `var` the element.
+    Which work-item takes which is the backend's: AMDGPU gives a work-item `per_item` consecutive
+    elements (start + linear work-item id x per_item + k), so that its loads and stores of the
+    buffers indexed by `var` alone become 16-byte vector accesses; the host keeps consecutive
+    work-items on consecutive elements (start + k x workgroup size + linear id, k outermost), which
+    its vectorization across work-items needs. The producer promises that the elements' bodies are
+    independent (none reads what another's writes), so any such assignment and any interleaving of
+    the bodies gives the same results. Elements at or past `stop` (None: no end; else the same for
+    every work-item) are skipped. The workgroup is 1-D; no barrier, wave op or prefetch inside."""
+    var: Var
+    start: Expr
+    per_item: int
+    body: tuple[Stmt, ...]
+    stop: Expr | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "start", as_expr(self.start, self.var.dtype))
+        if self.stop is not None:
+            object.__setattr__(self, "stop", as_expr(self.stop, self.var.dtype))
+        _tuple_field(self, "body")
+
+    def children(self):
+        return (self.body,)
+
+    def indexes_by_var(self, index: Expr) -> bool:
+        """Whether an access's index is the span's variable itself (a vector access on the GPU)."""
+        return isinstance(index, Var) and (index.name, index.dtype) == (self.var.name, self.var.dtype)
+
+    def element(self, k: int, workgroup_items: int, item_major: bool) -> Expr:
+        """The element each work-item (of a 1-D workgroup of `workgroup_items`) takes k-th:
+        consecutive per work-item (`item_major`, AMDGPU's assignment) or across work-items (the host's)."""
+        lane = workitem_id(0).cast(self.var.dtype)
+        return self.start + (lane * self.per_item + k if item_major else lane + k * workgroup_items)
+
+
+@dataclass(frozen=True, eq=False)
 class If(Stmt):
     """`alongside` (uniform ifs only) is its producer's promise that the statements after it in its
     block, up to the next barrier, neither read what it writes nor write what it reads. It is a
@@ -493,12 +533,17 @@ class AtomicRMW(Stmt):
     (an ordered tile counter, a published prefix). An add of 0 is an atomic read. Global buffers
     of 32- or 64-bit integers; on an LDS buffer of those, indivisible only (a barrier orders it
     with the workgroup's other accesses), as the work-items of a workgroup counting into shared
-    bins need."""
+    bins need.
+    `relaxed` (global buffers) makes it indivisible only, ordered with nothing else: adds into
+    elements whose final sums are all that is read, after the launch (a scatter-add). Only a relaxed
+    add may be of floats (f32, f64): each add rounds, and the adds come in no promised order, so a
+    float sum can differ from run to run by its rounding (as JAX's GPU scatter-add does)."""
     var: Var
     op: str
     buffer: Buffer
     index: Expr
     value: Expr
+    relaxed: bool = False
 
     __post_init__ = coerce_element_write
 

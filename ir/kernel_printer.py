@@ -15,9 +15,9 @@ f32 floats and as `1.5:f64`, `True:bool`, `7:u8` otherwise; casts print as `f32(
 """
 from __future__ import annotations
 
-from .kernel import (Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For, GlobalBuffer, If,
-                     Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, Special, Stmt, Store, Unary, Var,
-                     WaveBallot, WaveCountBelow, WaveReduce, WaveShuffle, While)
+from .kernel import (Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For, ForSpan,
+                     GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, Special, Stmt, Store,
+                     Unary, Var, WaveBallot, WaveCountBelow, WaveReduce, WaveShuffle, While)
 
 BINARY_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%", "and": "&", "or": "|", "xor": "^",
                   "shift_left": "<<", "shift_right_arithmetic": ">>", "shift_right_logical": ">>>",
@@ -64,12 +64,16 @@ def statement_head(stmt: Stmt) -> str:
         uniform = "uniform " if stmt.uniform else ""
         return (f"for {uniform}{stmt.var.name}: {stmt.var.dtype} in range({print_expr(stmt.start)}, "
                 f"{print_expr(stmt.stop)}, {print_expr(stmt.step)}) {{")
+    if isinstance(stmt, ForSpan):
+        stop = f" until {print_expr(stmt.stop)}" if stmt.stop is not None else ""
+        return (f"for span {stmt.var.name}: {stmt.var.dtype} in {stmt.per_item} per work-item from "
+                f"{print_expr(stmt.start)}{stop} {{")
     if isinstance(stmt, If):
         marks = ("uniform " if stmt.uniform else "") + ("alongside " if stmt.alongside else "")
         return f"if {marks}{print_expr(stmt.cond)} {{"
     if isinstance(stmt, AtomicRMW):
-        return (f"let {stmt.var.name}: {stmt.var.dtype} = atomic_{stmt.op}({stmt.buffer.name}"
-                f"[{print_expr(stmt.index)}], {print_expr(stmt.value)})")
+        return (f"let {stmt.var.name}: {stmt.var.dtype} = atomic_{stmt.op}{'_relaxed' * stmt.relaxed}("
+                f"{stmt.buffer.name}[{print_expr(stmt.index)}], {print_expr(stmt.value)})")
     if isinstance(stmt, While):
         return f"while {print_expr(stmt.cond)} {{"
     if isinstance(stmt, Barrier):
@@ -93,7 +97,7 @@ def print_block(stmts, indent: int, lines: list[str]) -> None:
     pad = "  " * indent
     for stmt in stmts:
         lines.append(pad + statement_head(stmt))
-        if isinstance(stmt, (For, While)):
+        if isinstance(stmt, (For, ForSpan, While)):
             print_block(stmt.body, indent + 1, lines)
             lines.append(pad + "}")
         elif isinstance(stmt, If):

@@ -26,9 +26,9 @@ import math
 from ..errors import VerifyError
 from .kernel import (ARITHMETIC_OPS, ATOMIC_OPS, BITWISE_OPS, COMPARE_OPS, DTYPES, MATH_FUNCTIONS, SHIFT_OPS,
                      SPECIAL_KINDS, UNARY_OPS, Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr,
-                     For, GlobalBuffer, If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray, ScalarParam,
-                     Select, Special, Stmt, Store, Unary, Var, WaveCountBelow, WaveOp, WaveShuffle, While, contains_cut,
-                     is_extent, walk)
+                     For, ForSpan, GlobalBuffer, If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray,
+                     ScalarParam, Select, Special, Stmt, Store, Unary, Var, WaveCountBelow, WaveOp, WaveShuffle, While,
+                     contains_cut, is_extent, walk)
 from .kernel_printer import print_expr, print_extent, statement_head
 from .types import INTS, MAX_ARRAY_BYTES, NUMPY_DTYPES, format_bytes
 
@@ -57,6 +57,8 @@ def sub_expressions(expr: Expr):
 def control_expressions(stmt: Stmt) -> tuple[Expr, ...]:
     if isinstance(stmt, For):
         return (stmt.start, stmt.stop, stmt.step)
+    if isinstance(stmt, ForSpan):
+        return (stmt.start,) if stmt.stop is None else (stmt.start, stmt.stop)
     if isinstance(stmt, (If, While)):
         return (stmt.cond,)
     return ()
@@ -202,6 +204,9 @@ class KernelVerifier:
                         varying.add(stmt.var.name)
                     for block in stmt.children():
                         visit(block, inner)
+                elif isinstance(stmt, ForSpan):   # each work-item's elements are its own
+                    varying.add(stmt.var.name)
+                    visit(stmt.body, True)
 
         while True:  # a fixpoint: an assignment late in a loop can make an earlier use varying
             before = len(varying)
@@ -248,6 +253,8 @@ class KernelVerifier:
             inner = dict(scope)
             self.define(stmt.var, inner, stmt)
             self.check_block(stmt.body, inner, nonuniform if stmt.uniform else nonuniform or stmt)
+        elif isinstance(stmt, ForSpan):
+            self.check_span(stmt, scope, nonuniform)
         elif isinstance(stmt, If):
             self.expect(stmt.cond, "bool", scope, stmt, "condition")
             self.check_uniform_control(stmt)
@@ -258,10 +265,13 @@ class KernelVerifier:
             self.check_block(stmt.orelse, scope, inner_nonuniform)
         elif isinstance(stmt, AtomicRMW):
             buffer = self.check_buffer(stmt.buffer, stmt)
-            if buffer.space not in ("global", "lds") or getattr(buffer, "readonly", False) \
-                    or buffer.dtype not in ("i32", "u32", "i64", "u64") or stmt.op not in ATOMIC_OPS:
-                self.fail(f"atomic {stmt.op} on {buffer.space} {buffer.dtype} buffer {buffer.name}: atomics are "
-                          f"{', '.join(ATOMIC_OPS)} on written global or LDS buffers of 32- or 64-bit integers", stmt)
+            relaxed_float_add = stmt.relaxed and stmt.op == "add" and buffer.dtype in ("f32", "f64")
+            if buffer.space not in ("global", "lds") or getattr(buffer, "readonly", False) or stmt.op not in ATOMIC_OPS \
+                    or not (buffer.dtype in ("i32", "u32", "i64", "u64") or relaxed_float_add) \
+                    or (stmt.relaxed and buffer.space != "global"):
+                self.fail(f"atomic {stmt.op}{' relaxed' * stmt.relaxed} on {buffer.space} {buffer.dtype} buffer "
+                          f"{buffer.name}: atomics are {', '.join(ATOMIC_OPS)} on written global or LDS buffers of "
+                          f"32- or 64-bit integers, or relaxed adds on global f32 or f64 buffers", stmt)
             self.expect_int(stmt.index, scope, stmt, "index")
             self.expect(stmt.value, buffer.dtype, scope, stmt, f"atomic operand on {buffer.name}")
             if stmt.var.dtype != buffer.dtype:
@@ -306,6 +316,25 @@ class KernelVerifier:
             self.fail(f"prefetch of {stmt.runs} runs of {stmt.run_elements} elements, stride "
                       f"{print_expr(stmt.run_stride)}: runs and elements must be positive, the stride not negative",
                       stmt)
+
+    def check_span(self, stmt: ForSpan, scope: dict, nonuniform: Stmt | None):
+        if not any(stmt is top for top in self.kernel.body):
+            self.fail("a span stands at the top level of the kernel's body", stmt)
+        if stmt.var.dtype not in INTS:
+            self.fail(f"span variable {stmt.var.name} must be an integer, got {stmt.var.dtype}", stmt)
+        for expr in control_expressions(stmt):
+            self.expect(expr, stmt.var.dtype, scope, stmt, "span start or stop")
+            if self.is_varying(expr, self.varying):
+                self.fail("a span's start and stop must be the same for every work-item of the workgroup", stmt)
+        if stmt.per_item < 1:
+            self.fail(f"a span of {stmt.per_item} elements per work-item (at least 1)", stmt)
+        if self.kernel.workgroup_size[1:] != (1, 1):
+            self.fail(f"a span needs a 1-D workgroup, not {list(self.kernel.workgroup_size)}", stmt)
+        if contains_cut(stmt.body):
+            self.fail("a span holds a barrier, wave op or prefetch", stmt)
+        inner = dict(scope)
+        self.define(stmt.var, inner, stmt)
+        self.check_block(stmt.body, inner, nonuniform or stmt)
 
     def check_alongside(self, stmt: If, scope: dict):
         """The checkable part of an `alongside` if's promise (ir/kernel.py: If)."""

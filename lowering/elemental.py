@@ -235,6 +235,9 @@ class ElementalEmitter:
         self.blocks: list[list[K.Stmt]] = [[]]
         self.memos: list[dict] = [{}]
         self.precomputed: dict[int, K.Expr] = {}
+        # Parameters staged in LDS tiles (lowering/emit_fusion.py: transpose tiles): id -> the
+        # element at given components, read from the tile.
+        self.staged: dict[int, Callable[[tuple], K.Expr]] = {}
         self.lds: list[K.LdsBuffer] = []
         self.lds_fill: list[K.Stmt] = []
         self.lds_budget = lds_budget
@@ -290,7 +293,9 @@ class ElementalEmitter:
         if value.type.dtype in COMPLEXES:
             what = value.producer.name if value.producer else "a parameter"
             raise NotImplementedError(f"kernels do not support complex numbers: {what} of {value.type}")
-        if id(value) in self.inputs:
+        if id(value) in self.staged:
+            expr = self.staged[id(value)](index.components)
+        elif id(value) in self.inputs:
             expr = self.inputs[id(value)][index.linear]
         else:
             op = value.producer

@@ -3,10 +3,10 @@
 Kernel parameters follow lowering/emitters.py: `in0, in1, ...` (the operands), then `out0, ...`.
 Elements come from lowering/elemental.py; this module lays out the work:
 
-- loop kernels: each work-item stores every result at its elements, with no guard: the last
-  chunk of elements ends at the end, overlapping its predecessor (one body, contiguous loads and
-  stores, so the host vectorizes it and compiles it once); only a result smaller than a
-  workgroup guards its stores.
+- loop kernels: a workgroup's span (ir/kernel.py: ForSpan) stores every result at its elements,
+  with no guard: the last span ends at the end, overlapping its predecessor (one body, contiguous
+  loads and stores: vectors on the GPU, vectorized on the host, compiled once); only a result
+  smaller than a span guards its stores.
 - loop_by_rows kernels: workgroup (chunk, row) stores the row's elements from column
   chunk * width + lane, the last chunk moved back to end at the row's end as above; the index's
   row components come from the row id (uniform), its last one is the column.
@@ -28,8 +28,10 @@ from ..ir.core import Op, Value
 from ..ir.targets import Target, get_target
 from ..ir.types import COMPLEXES
 from .elemental import Accumulator, ElementalEmitter, accumulate_loop, index_dtype_for, merge_axes
+from .emit_ops import all_of
 from .emitters import emitter, operand_buffers
-from .tiling import WAVE_REDUCERS, LaunchConfig, launch_config, reduction_signature
+from .tiling import (TILE, TILE_ROWS, WAVE_REDUCERS, LaunchConfig, launch_config, reduction_signature,
+                     transposed_params)
 
 
 # Partial results of an unrolled row's exactly associative reduce: each add's latency (a max is
@@ -101,24 +103,24 @@ def build_loop(fk: FusionKernel):
     e, config = fk.emitter, fk.config
     shape = fk.op.results[0].type.shape
     n = math.prod(shape)
-    width, elements = config.workgroup_size, config.elements_per_item
+    span = config.workgroup_size * config.elements_per_item
     results = list(zip(fk.outputs, fk.region.outputs))
-    past_end = config.grid * elements * width > n
-    for k in range(elements):
-        start = (fk.group * elements + k if elements > 1 else fk.group) * width
-        if past_end and n >= width:
-            # A chunk past the end moves back to end there: it overlaps its predecessor, whose
-            # elements it computes again and stores with the same values. One body for every
-            # workgroup, without guards, so its loads and stores stay contiguous (and vectorize).
-            start = K.minimum(start, n - width)
-        element = start + fk.lane
+    start = fk.group * span
+    if config.grid * span > n and n >= span:
+        # A span past the end moves back to end there: it overlaps its predecessor, whose elements
+        # it computes again and stores with the same values. One body for every workgroup, without
+        # guards, so its loads and stores stay contiguous (vectors on the GPU, vectorized on the host).
+        start = K.minimum(start, n - span)
+    element = K.Var("element", fk.idx)
+    with e.block() as body:
         index = e.index(shape, linear=element)
-        if past_end and n < width:  # a single, partial chunk
+        if n < span:  # a single, partial span
             with e.block() as stores:
                 fk.store_results(results, index, element)
             e.emit(K.If(element < n, stores))
         else:
             fk.store_results(results, index, element)
+    e.emit(K.ForSpan(element, start, config.elements_per_item, body))
 
 
 def build_loop_by_rows(fk: FusionKernel):
@@ -133,6 +135,50 @@ def build_loop_by_rows(fk: FusionKernel):
     components = e.index(shape[:-1], linear=row).components + (column,)
     fk.store_results(list(zip(fk.outputs, fk.region.outputs)),
                      e.index(shape, components=components, linear=row * length + column), row * length + column)
+
+
+STAGED_PER_ITEM = 4   # consecutive elements of a transposed operand's tile row each work-item copies
+
+
+def build_transpose_tiles(fk: FusionKernel):
+    """Workgroup (x, y) computes the results' tile of rows 32y.. and columns 32x..: work-item
+    (tx, ty) = (lane % 32, lane / 32) first copies rows ty, ty + 8, ... of each transposed operand's
+    tile (the operand's rows 32x.., its columns 32y..) into LDS, element tx of each, then after a
+    barrier computes the results at rows 32y + ty + 8i, column 32x + tx, its transposed operands'
+    elements read from their tiles' columns."""
+    e = fk.emitter
+    rows, columns = fk.op.results[0].type.shape
+    tile, pitch = TILE, TILE + 1
+    tx, ty = fk.lane % tile, fk.lane / tile
+    first_column, first_row = fk.group * tile, K.workgroup_id(1).cast(fk.idx) * tile
+    edge_columns, edge_rows = columns % tile != 0, rows % tile != 0
+    for param in transposed_params(fk.region):
+        source = fk.inputs[[id(p) for p in fk.region.params].index(id(param))]
+        staged = K.LdsBuffer(f"tile_{source.name}", source.dtype, tile * pitch)
+        fk.lds.append(staged)
+        # Work-item l copies row l / 8 of the tile, its elements 4 (l % 8) .. + 3: consecutive
+        # addresses, which the GPU backend merges into one 16-byte load.
+        local_row, local_column = fk.lane / (tile // STAGED_PER_ITEM), fk.lane % (tile // STAGED_PER_ITEM) * STAGED_PER_ITEM
+        row = first_column + local_row   # of the operand: its rows are the results' columns
+        for k in range(STAGED_PER_ITEM):
+            column = first_row + local_column + k
+            copy = K.Store(staged, local_row * pitch + local_column + k, source[row * rows + column])
+            inside = [c for c in (edge_columns and row < columns, edge_rows and column < rows) if c is not False]
+            e.emit(K.If(all_of(inside), [copy]) if inside else copy)
+        e.staged[id(param)] = (lambda components, staged=staged:
+                               staged[(components[0] - first_column) * pitch + (components[1] - first_row)])
+    e.emit(K.Barrier())
+    results = list(zip(fk.outputs, fk.region.outputs))
+    for i in range(fk.config.elements_per_item):
+        row, column = first_row + ty + TILE_ROWS * i, first_column + tx
+        linear = row * columns + column
+        inside = [c for c in (edge_rows and row < rows, edge_columns and column < columns) if c is not False]
+        if not inside:
+            fk.store_results(results, e.index((rows, columns), components=(row, column), linear=linear), linear)
+            continue
+        with e.block() as stores:
+            fk.store_results(results, e.index((rows, columns), components=(row, column), linear=linear), linear)
+        e.emit(K.If(all_of(inside), stores))
 
 
 # ---- reduction kernels --------------------------------------------------------------------------
@@ -320,5 +366,5 @@ def combine_row(fk: FusionKernel, accumulators, phase: int) -> list[K.Expr]:
     return totals
 
 
-BUILDERS = {"loop": build_loop, "loop_by_rows": build_loop_by_rows, "row_per_workgroup": build_row_per_workgroup,
-            "row_per_item": build_row_per_item}
+BUILDERS = {"loop": build_loop, "loop_by_rows": build_loop_by_rows, "transpose_tiles": build_transpose_tiles,
+            "row_per_workgroup": build_row_per_workgroup, "row_per_item": build_row_per_item}

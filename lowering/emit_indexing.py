@@ -3,9 +3,12 @@ updates, and copy. (dynamic_slice is a leaf of fused kernels: lowering/elemental
 
 Index values (start scalars, gather/scatter index rows) are read in their own integer dtype and
 widened to i64 (u64 for unsigned) before they are clamped or bounds-checked, so no start value
-wraps whatever its dtype. Scatter is deterministic and race-free: every element of `x` is written
-by exactly one work-item, which applies the update rows in index order, as the reference does
-(`set`: the last in-bounds update wins; add/mul/min/max combine in row order).
+wraps whatever its dtype. An in-place scatter-add of several rows into 32- or 64-bit integers or
+f32/f64 runs every update at once, each a relaxed atomic add (ir/kernel.py: AtomicRMW): exact for
+integers, and for floats a sum in no promised order. Every other scatter is deterministic and
+race-free: every element of `x` is written by exactly one work-item, which applies the update rows
+in index order, as the reference does (`set`: the last in-bounds update wins; add/mul/min/max
+combine in row order).
 
 An in-place update (passes/in_place.py) gets its operand's buffer as its result: its kernel writes
 only the updated elements and never reads the operand parameter, which the executable binds to
@@ -16,12 +19,15 @@ from __future__ import annotations
 import math
 
 from ..ir import kernel as K
-from ..ir.types import UNSIGNED_INTS
+from ..ir.types import NUMPY_DTYPES, UNSIGNED_INTS
 from .elemental import HALF_FLOATS, row_major_strides
 from .emit_ops import (WORKGROUP_ITEMS, all_of, combine, index_dtype, offset, one_item_per_element,
                        reject_complex, unravel)
 from .emitters import emitter, operand_buffers
-from .tiling import accumulator_dtype
+from .tiling import accumulator_dtype, span_elements
+
+# The dtypes a relaxed atomic adds (ir/kernel.py: AtomicRMW).
+ATOMIC_ADD_DTYPES = ("i32", "u32", "i64", "u64", "f32", "f64")
 
 
 def widened(value: K.Expr) -> K.Expr:
@@ -122,6 +128,28 @@ def emit_gather(op, name):
     return one_item_per_element(name, params, out.size, body, dtype)
 
 
+def atomic_scatter_add(op, name, dtype, window: int, row_target) -> K.Kernel:
+    """Update element u (of R rows x W window elements) added into its element of x by a relaxed
+    atomic: every update at once, over spans of the updates (so their reads are vectors on the GPU;
+    integer sums are exact in any order; float sums round in the order the adds come, as JAX's GPU
+    scatter-add does)."""
+    params = operand_buffers(op)
+    index_rows, updates, result = params[1], params[2], params[3]
+    count = op.operands[2].type.size
+    per_item = span_elements([NUMPY_DTYPES[index_rows.dtype].itemsize, NUMPY_DTYPES[updates.dtype].itemsize])
+    span = WORKGROUP_ITEMS * per_item
+    u, w, update = K.Var("u", dtype), K.Var("w", dtype), K.Var("update", updates.dtype)
+    row = u if window == 1 else K.Var("r", dtype)
+    stmts = [K.Let(update, updates[u])]
+    if window > 1:
+        stmts += [K.Let(row, u / window), K.Let(w, u % window)]
+    valid, target = row_target(row, stmts)
+    position = target * window + (w if window > 1 else 0)
+    stmts.append(K.If(valid, [K.AtomicRMW(K.Var("old", updates.dtype), "add", result, position, update, relaxed=True)]))
+    body = [K.ForSpan(u, K.workgroup_id(0).cast(dtype) * span, per_item, stmts, stop=count if count % span else None)]
+    return K.Kernel(name, params=params, grid=(-(-count // span),), workgroup_size=(WORKGROUP_ITEMS,), body=body)
+
+
 @emitter("scatter", "scatter_in_place")
 def emit_scatter(op, name):
     """x = operand, indices rows of k indices into x's first k dimensions, updates one window of
@@ -148,6 +176,9 @@ def emit_scatter(op, name):
         valid = all_of(in_bounds(c, size) for c, size in zip(chosen, x.shape))
         target = offset([c.cast(dtype) for c in chosen], window_strides, dtype)
         return valid, target
+
+    if in_place and reduction == "add" and x.dtype in ATOMIC_ADD_DTYPES and rows > 1:
+        return atomic_scatter_add(op, name, dtype, window, row_target)
 
     if x.dtype in HALF_FLOATS and reduction in ("add", "mul"):
         # f16/bf16 sums and products combine in f32 and round once (as the reference): each

@@ -4,9 +4,10 @@
 (ir/targets.py). It is not a pass: the decision is made when lowering/emit_fusion.py emits the
 kernel it describes (and the reports call it again to print the reasons). Strategies:
 
-- "loop" (kind loop): work-items take consecutive elements of the results' shape, so loads and
-  stores are contiguous across a wave (and across the host's vector lanes); each work-item does
-  `elements_per_item` elements, element = (group * elements_per_item + k) * workgroup_size + lane.
+- "loop" (kind loop): a workgroup takes a span of `elements_per_item` x workgroup_size consecutive
+  elements of the results' shape (ir/kernel.py: ForSpan), `elements_per_item` per work-item: on the
+  GPU consecutive ones (16-byte vector loads and stores of the narrowest dtype), on the host
+  consecutive work-items take consecutive elements (contiguous across its vector lanes).
 - "loop_by_rows" (kind loop, whose elements need their index's components: broadcasts, slices,
   transposes, iota, ... over a result of 2 or more dimensions with rows of a wave or more): the
   grid's second dimension walks the rows of the result (every axis but the last), the first one
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 
 from ..ir.core import Op, Region
 from ..ir.targets import Target, get_target
-from ..ir.types import NUMPY_DTYPES
+from ..ir.types import COMPLEXES, NUMPY_DTYPES
 from ..passes.opclasses import ELEMENTWISE
 
 WAVE = 64
@@ -128,23 +129,92 @@ def loop_config(op: Op, target: Target) -> LaunchConfig:
     result = op.results[0].type
     n = result.size
     rows = math.prod(result.shape[:-1])
+    transposed = transposed_params(op.regions[0])
+    if transposed and len(result.shape) == 2 and min(result.shape) >= TILE:
+        return transpose_tiles_config(op, result, transposed)
     if 1 < rows <= MAX_GRID_ROWS and result.shape[-1] >= WAVE and needs_components(op.regions[0]):
         return loop_by_rows_config(result, rows)
-    width = min(LOOP_WORKGROUP, round_up(max(n, 1), WAVE))
-    reasons = [f"{size_text(n)} elements of {result.dtype}: {width} work-items per workgroup "
-               f"on consecutive elements (contiguous loads and stores across each wave)"]
-    # One element per work-item: the host vectorizes across work-items, and unrolling several
-    # elements per work-item multiplies the live values of a long elementwise chain until the
-    # vector registers spill (16 with AVX2; 4 elements per work-item made a 4 Mi f32 tanh chain
-    # 1.5x slower); on the GPU a grid of n/256 workgroups already fills every CU.
-    elements = 1
-    grid = -(-n // (width * elements))
-    tail = n % (width * elements)
-    reasons.append(f"one element per work-item, grid {grid}" + (
-        f"; the last workgroup ends at the last element, overlapping the previous one by {width - tail} elements "
-        f"(no guards)" if tail and n >= width else f"; the workgroup guards its {tail} elements" if tail else
-        "; no tail"))
-    return LaunchConfig("loop", width, elements, grid, 0, True, tuple(reasons))
+    per_item = span_elements(element_bytes(op))
+    width = min(LOOP_WORKGROUP, round_up(max(-(-n // per_item), 1), WAVE))
+    span = width * per_item
+    grid = -(-n // span)
+    tail = n % span
+    reasons = [f"{size_text(n)} elements of {result.dtype}: spans of {per_item} x {width} consecutive elements "
+               f"per workgroup of {width} work-items, {per_item} per work-item ({vector_text(op, per_item)}); "
+               f"the host's work-items take them {per_item} times in a row across the workgroup, "
+               f"so its vectorized work-item loop reads and writes consecutive elements",
+               f"grid {grid}" + (
+                   f"; the last span ends at the last element, overlapping the previous one by {span - tail} "
+                   f"elements (no guards)" if tail and n >= span else
+                   f"; the workgroup guards its {tail} elements" if tail else "; no tail")]
+    return LaunchConfig("loop", width, per_item, grid, 0, True, tuple(reasons))
+
+
+# A loop kernel's work-item takes VECTOR_BYTES of its narrowest buffer's elements (a 16-byte
+# global_load_dwordx4 / global_store_dwordx4 on CDNA), unless its buffers' elements together would
+# then hold more than SPAN_BYTES_PER_ITEM per work-item (registers the GPU keeps the vectors in).
+VECTOR_BYTES = 16
+SPAN_BYTES_PER_ITEM = 256
+
+
+def element_bytes(op: Op) -> list[int]:
+    """The bytes per element of a loop fusion's operands and results (a complex one's two parts)."""
+    return [NUMPY_DTYPES[v.type.dtype].itemsize for v in list(op.operands) + list(op.results)]
+
+
+def span_elements(sizes: list[int]) -> int:
+    """Elements per work-item of a span over buffers of these element sizes (bytes): VECTOR_BYTES
+    of the narrowest, halved while their elements would exceed SPAN_BYTES_PER_ITEM (a power of 2,
+    at least 1)."""
+    per_item = max(VECTOR_BYTES // min(sizes), 1)
+    while per_item > 1 and per_item * sum(sizes) > SPAN_BYTES_PER_ITEM:
+        per_item //= 2
+    return per_item
+
+
+def vector_text(op: Op, per_item: int) -> str:
+    widths = sorted({per_item * size for size in element_bytes(op)})
+    return f"{'/'.join(map(str, widths))}-byte vector accesses on the GPU"
+
+
+# A transposed operand is staged through LDS in TILE x TILE tiles, each row padded by one element
+# (so that a tile's column, read across a wave, falls in 32 different banks), by workgroups of
+# TILE x TILE_ROWS work-items that take TILE / TILE_ROWS rows of a tile each.
+TILE = 32
+TILE_ROWS = 8
+
+
+def transposed_params(region: Region) -> list:
+    """The 2-D parameters a loop fusion reads only through transposes that swap their axes, where
+    every other op reads its operands at its own index (elementwise ops, converts, constants and
+    scalar broadcasts) and the results have one 2-D shape: so each staged element is read at the
+    result element's index, swapped, inside the workgroup's tile. Else []."""
+    shapes = {out.type.shape for out in region.outputs}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 2:
+        return []
+    params = {id(p): p for p in region.params}
+    transposed = {}
+    for op in region.ops:
+        if op.name == "transpose" and tuple(op.attrs["permutation"]) == (1, 0) and id(op.operands[0]) in params:
+            transposed[id(op.operands[0])] = op.operands[0]
+        elif not (op.name in ELEMENTWISE | {"convert", "constant"}
+                  or op.name == "broadcast_in_dim" and op.operands[0].type.size <= 1):
+            return []
+    read_directly = {id(v) for op in region.ops if op.name != "transpose" for v in op.operands}
+    read_directly |= {id(v) for v in region.outputs}
+    return [p for key, p in transposed.items() if key not in read_directly and p.type.dtype not in COMPLEXES]
+
+
+def transpose_tiles_config(op: Op, result, transposed) -> LaunchConfig:
+    rows, columns = result.shape
+    grid, grid_rows = -(-columns // TILE), -(-rows // TILE)
+    lds = sum(round_up(TILE * (TILE + 1) * NUMPY_DTYPES[p.type.dtype].itemsize, 16) for p in transposed)
+    reasons = (f"{rows} x {columns} {result.dtype} reading {len(transposed)} operand(s) transposed: tiles of "
+               f"{TILE} x {TILE}, grid ({grid}, {grid_rows}) of {TILE * TILE_ROWS} work-items",
+               f"each transposed operand's tile is read along its rows into LDS (rows padded to {TILE + 1} elements: "
+               f"its columns conflict-free), then, after a barrier, the results are computed and stored along "
+               f"their rows: contiguous global loads and stores, LDS {lds} bytes")
+    return LaunchConfig("transpose_tiles", TILE * TILE_ROWS, TILE // TILE_ROWS, grid, lds, True, reasons, grid_rows)
 
 
 def loop_by_rows_config(result, rows: int) -> LaunchConfig:

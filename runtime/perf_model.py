@@ -89,8 +89,8 @@ class PerfModel:
 
 
 def load_bytes_per_lane(counts: Counts) -> int:
-    """The narrowest element a global load of the kernel moves per lane (0: no global loads)."""
-    widths = [a.element_bytes for a in counts.accesses.values() if a.kind == "load"]
+    """The narrowest global load of the kernel per lane, in bytes, as the GPU issues it (0: no global loads)."""
+    widths = [a.lane_bytes for a in counts.accesses.values() if a.kind == "load"]
     return min(widths) if widths else 0
 
 

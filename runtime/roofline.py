@@ -41,10 +41,11 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..codegen import mathlib
-from ..ir.kernel import (Assign, AtomicRMW, Barrier, Binary, Cast, Compare, Const, Expr, For, If, Kernel, Let, Load,
-                         Math, Prefetch, ScalarParam, Select, Special, Store, Unary, Var, WaveOp, WaveReduce, While)
+from ..ir.kernel import (Assign, AtomicRMW, Barrier, Binary, Cast, Compare, Const, Expr, For, ForSpan, If, Kernel, Let,
+                         Load, Math, Prefetch, ScalarParam, Select, Special, Store, Unary, Var, WaveOp, WaveReduce,
+                         While)
 from ..ir.kernel_mfma import Mfma
-from ..ir.kernel_verifier import sub_expressions
+from ..ir.kernel_verifier import control_expressions, sub_expressions
 from ..ir.targets import Target
 from ..ir.types import FLOATS, NUMPY_DTYPES
 
@@ -187,10 +188,22 @@ class Access:
     lanes: int = 0
     touched: set = field(default_factory=set)
     sampled: set = field(default_factory=set)   # the index expressions whose first wave is counted
+    starts: list = field(default_factory=list)  # per sampled index: each lane's first byte
 
     @property
     def known(self) -> bool:
         return bool(self.lanes)
+
+    @property
+    def lane_bytes(self) -> int:
+        """Bytes per lane of one access as the GPU backend issues it: where the body's accesses give
+        every lane consecutive elements (a tile row's 4 f32, say), LLVM merges them, up to 16 bytes."""
+        run = 1
+        if len(self.starts) > 1 and len({len(s) for s in self.starts}) == 1 and len(self.starts[0]):
+            ordered = np.sort(np.array(self.starts), axis=0)
+            if (np.diff(ordered, axis=0) == self.element_bytes).all():
+                run = len(self.starts)
+        return max(self.element_bytes, min(self.element_bytes * run, 16))
 
     @property
     def segments(self) -> int:
@@ -223,6 +236,7 @@ class LaunchCounter:
         self.counts = Counts()
         self.samples: dict = {}   # a variable unknown in general -> its value at the first trip of its loop
         self.body = kernel.body     # the statements being walked: accesses are grouped by body
+        self.span = None            # the span being walked: its accesses at its variable are vectors
 
     # -- values --
 
@@ -281,8 +295,10 @@ class LaunchCounter:
         """Add one execution of a global access to its body's `Access`, sampling its first wave's segments."""
         key = (kind, buffer.name, id(self.body))
         access = self.counts.accesses.get(key)
+        itemsize = NUMPY_DTYPES[buffer.dtype].itemsize
+        vector = self.span.per_item if self.span is not None and self.span.indexes_by_var(index) else 1
         if access is None:
-            access = self.counts.accesses[key] = Access(kind, buffer.name, NUMPY_DTYPES[buffer.dtype].itemsize)
+            access = self.counts.accesses[key] = Access(kind, buffer.name, itemsize * vector)
         access.bytes += nbytes
         if id(index) in access.sampled or env is None:
             return
@@ -292,7 +308,10 @@ class LaunchCounter:
             return
         lanes = self.first_wave(addresses)
         active = self.first_wave(np.asarray(weight) > 0)
-        access.touched.update((lanes[active] * access.element_bytes // SEGMENT_BYTES).tolist())
+        first = lanes[active] * itemsize   # each lane's access: element_bytes from there
+        access.starts.append(first)
+        for offset in [*range(0, access.element_bytes, SEGMENT_BYTES), access.element_bytes - 1]:
+            access.touched.update(((first + offset) // SEGMENT_BYTES).tolist())
         access.lanes += int(active.sum())
 
     def record_lds_access(self, kind, buffer, index, env, weight, nbytes):
@@ -374,6 +393,8 @@ class LaunchCounter:
                 self.walk_if(s, env, weight, times)
             elif isinstance(s, For):
                 self.walk_for(s, env, weight, times)
+            elif isinstance(s, ForSpan):
+                self.walk_span(s, env, weight, times)
             elif isinstance(s, WaveOp):
                 if isinstance(s, Mfma):  # `times` counts lanes; a wave's lanes issue one instruction
                     spec = s.spec
@@ -400,6 +421,19 @@ class LaunchCounter:
         for body, branch_weight in ((s.then, then_weight), (s.orelse, else_weight)):
             self.walk(body, dict(env), branch_weight)
         forget(env, s.then + s.orelse)  # the branches may have changed them
+
+    def walk_span(self, s: ForSpan, env, weight, times):
+        """A span as the GPU runs it (ir/kernel.py: ForSpan): the body walked once, at the work-item's
+        first element, `per_item` times over; its accesses at the span's variable are vectors of
+        `per_item` elements per lane."""
+        self.expression_cost(s.start, times, env, weight)
+        key = (s.var.name, s.var.dtype)
+        env[key] = self.value(s.element(0, self.kernel.workgroup_items, item_major=True), env)
+        self.span = s
+        self.walk(s.body, env, weight * s.per_item)
+        self.span = None
+        forget(env, s.body)
+        env.pop(key, None)
 
     def walk_for(self, s: For, env, weight, times):
         for expr in (s.start, s.stop, s.step):
@@ -435,7 +469,7 @@ def forget(env: dict, stmts) -> None:
         elif isinstance(s, WaveOp):
             for var in s.defines():
                 env[(var.name, var.dtype)] = None
-        elif isinstance(s, For):
+        elif isinstance(s, (For, ForSpan)):
             env[(s.var.name, s.var.dtype)] = None
         for body in s.children():
             forget(env, body)

@@ -10,6 +10,7 @@ from cdnajit.ir import kernel as K
 from cdnajit.ir.kernel_printer import print_kernel
 from cdnajit.ir.kernel_verifier import verify_kernel
 from cdnajit.ir.targets import get_target
+from cdnajit.ir.types import NUMPY_DTYPES
 from cdnajit.runtime.launch import compile_kernel
 
 ITEMS = 64
@@ -120,3 +121,50 @@ def test_lds_atomics_count_a_block_histogram():
     asm = amdgpu.assembly(block_histogram_kernel(n), get_target("gfx942"))
     assert "ds_add_u32" in asm or "ds_add_rtn_u32" in asm, asm[:3000]
     assert "global_atomic" not in asm
+
+
+def relaxed_sum_kernel(n, bins, dtype="f32"):
+    """out[i % bins] += x[i] for every i < n, each a relaxed atomic add (a scatter-add's form)."""
+    x, out = K.GlobalBuffer("x", dtype, n, readonly=True), K.GlobalBuffer("out", dtype, bins)
+    i = K.Var("i", "i32")
+    body = [K.Let(i, K.workgroup_id(0) * 256 + K.workitem_id(0)),
+            K.If(i < n, [K.AtomicRMW(K.Var("old", dtype), "add", out, i % bins, x[i], relaxed=True)])]
+    return K.Kernel("relaxed_sum", params=[x, out], grid=(-(-n // 256),), workgroup_size=(256,), body=body)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_relaxed_float_adds_sum_within_the_bound_of_an_unordered_sum(dtype):
+    """m adds in any order: |computed - exact| <= (m - 1) eps sum |terms| (each partial sum rounds
+    once: Higham's gamma bound to first order, m eps << 1). The reference is numpy's float64 sum,
+    whose own error is within the same bound at float64's eps (so counted twice for f64 terms)."""
+    n, bins = 20000, 7
+    x = np.random.default_rng(3).standard_normal(n).astype(NUMPY_DTYPES[dtype])
+    out = np.zeros(bins, x.dtype)
+    compile_kernel(relaxed_sum_kernel(n, bins, dtype))(x, out)
+    exact = np.array([x[b::bins].astype(np.float64).sum() for b in range(bins)])
+    scale = np.array([np.abs(x[b::bins]).astype(np.float64).sum() for b in range(bins)])
+    m = -(-n // bins) + 1   # the adds into a bin, the initial zero included
+    bound = (m - 1) * (np.finfo(x.dtype).eps + np.finfo(np.float64).eps) * scale
+    assert np.all(np.abs(out - exact) <= bound)
+
+
+def test_relaxed_float_adds_are_hardware_atomics_on_gfx942():
+    text = amdgpu.assembly(relaxed_sum_kernel(1000, 7), "gfx942")
+    assert "global_atomic_add_f32" in text
+    assert "global_atomic_cmpswap" not in text and "buffer_wbl2" not in text   # no CAS loop, no fences
+    assert "atomic_add_relaxed(out[(i % 7)], x[i])" in print_kernel(relaxed_sum_kernel(1000, 7))
+    assert "atom.global.add.f32" in nvptx.ptx(relaxed_sum_kernel(1000, 7))
+
+
+def test_only_relaxed_adds_take_floats():
+    out = K.GlobalBuffer("out", "f32", 4)
+    lds = K.LdsBuffer("shared", "f32", 4)
+    kernel = lambda body, lds_buffers=(): K.Kernel("k", params=[out], grid=(1,), workgroup_size=(64,),
+                                                   lds=list(lds_buffers), body=body)
+    old = K.Var("old", "f32")
+    verify_kernel(kernel([K.AtomicRMW(old, "add", out, 0, 1.0, relaxed=True)]))
+    for body, lds_buffers in (([K.AtomicRMW(old, "add", out, 0, 1.0)], ()),
+                              ([K.AtomicRMW(old, "exchange", out, 0, 1.0, relaxed=True)], ()),
+                              ([K.AtomicRMW(old, "add", lds, 0, 1.0, relaxed=True)], (lds,))):
+        with pytest.raises(VerifyError, match="or relaxed adds on global f32 or f64 buffers"):
+            verify_kernel(kernel(body, lds_buffers))

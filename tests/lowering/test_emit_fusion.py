@@ -332,6 +332,33 @@ def test_by_rows_kernels_match_the_interpreter(case):
     check_exact(f, *args)
 
 
+# (shapes, dtype, program): transposed operands staged in LDS tiles (lowering/tiling.py:
+# transpose_tiles) over shapes with partial edge tiles, two transposed operands, one read directly.
+TRANSPOSE_PROGRAMS = [
+    ([(64, 32)], np.float32, lambda a: a.T + 1),
+    ([(100, 37)], np.float16, lambda a: a.T * a.T - 2),
+    ([(33, 70), (70, 33)], np.float64, lambda a, b: a.T * 3 + b),
+    ([(45, 50), (45, 50), ()], np.int32, lambda a, b, c: a.T - b.T * c),
+    ([(40, 96)], np.bool_, lambda a: ~a.T),
+]
+
+
+@pytest.mark.parametrize("case", [0, 1, pytest.param(2, marks=pytest.mark.slow),
+                                  pytest.param(3, marks=pytest.mark.slow), 4])
+def test_transposed_operands_go_through_lds_tiles(case):
+    shapes, dtype, f = TRANSPOSE_PROGRAMS[case]
+    args = [random(shape, dtype) if shape else dtype(3) for shape in shapes]
+    check_exact(f, *args, strategies=["transpose_tiles"])
+
+
+def test_a_transpose_read_elsewhere_or_sliced_keeps_the_rows_layout():
+    x = random((70, 70), np.float32)
+    for f in (lambda a: a.T * 2 + a, lambda a: a.T[::-1] + 1):
+        module = run_pipeline(cj.make_graph(f)(x)).module
+        (op,) = [o for o in module.body.ops if o.name == "fusion"]
+        assert launch_config(op, TARGET).strategy == "loop_by_rows"
+
+
 def test_several_elements_per_work_item():
     x = random((1000,), np.float32)
     module = run_pipeline(cj.make_graph(lambda a: a * 2 + 1)(x)).module
