@@ -35,7 +35,7 @@ import numpy as np
 from ..codegen.fork_safe import ForkSafeLock
 from ..codegen.host import ENTRY, WRITTEN_BUFFER_ALIGNMENT, compile_objects, is_aligned_buffer
 from ..errors import AllocationError, CdnajitError
-from ..ir.kernel import For, GlobalBuffer, Kernel, ScalarParam, evaluate_extent, is_extent
+from ..ir.kernel import For, ForSpan, GlobalBuffer, Kernel, ScalarParam, evaluate_extent, is_extent, walk
 from ..ir.types import NUMPY_DTYPES, format_bytes
 from .cache import CompileCache, default_cache, library_cache
 from .native import link_object
@@ -142,11 +142,15 @@ def known_extent(expr, arguments: dict) -> int | None:
 
 def statements_per_item(stmts, arguments: dict | None = None) -> int:
     """Statements one work-item executes: a loop whose bounds are constants or extents of the
-    scalar `arguments` counts its trips, any other loop its body once, and an if both branches."""
+    scalar `arguments` counts its trips (a span its per_item), any other loop its body once, and an
+    if both branches."""
     arguments = arguments or {}
     total = 0
     for stmt in stmts:
         total += 1
+        if isinstance(stmt, ForSpan):
+            total += stmt.per_item * statements_per_item(stmt.body, arguments)
+            continue
         bounds = [known_extent(e, arguments) for e in (stmt.start, stmt.stop, stmt.step)] \
             if isinstance(stmt, For) else ()
         if bounds and None not in bounds:
@@ -163,7 +167,9 @@ def runs_in_parallel(kernel: Kernel, arguments: dict | None = None) -> bool:
     the pool's threads (tens of microseconds)."""
     arguments = dict(kernel.arguments) if arguments is None else arguments
     workgroups = math.prod(kernel.launch_grid(arguments))
-    items = workgroups * kernel.workgroup_items
+    # A span's work-item takes per_item elements: the work of that many work-items of one each.
+    per_item = max((stmt.per_item for stmt in walk(kernel.body) if isinstance(stmt, ForSpan)), default=1)
+    items = workgroups * kernel.workgroup_items * per_item
     return workgroups > 1 and (items >= PARALLEL_MIN_WORK_ITEMS
                                or items * statements_per_item(kernel.body, arguments) >= PARALLEL_MIN_STATEMENTS)
 
