@@ -9,7 +9,8 @@ import pytest
 import cdnajit as cj
 from cdnajit.__main__ import main
 from cdnajit.ir.targets import get_target
-from cdnajit.libs.blas.generator import gemm_call
+from cdnajit.libs.blas.generator import GemmProblem, gemm_call
+from cdnajit.libs.blas.heuristic import pick
 from cdnajit.libs.blas.prebuilt import common_calls, prebuilt_dtypes
 from cdnajit.runtime import launch, warm
 from cdnajit.runtime.cache import library_cache
@@ -42,13 +43,22 @@ def test_warm_compiles_each_kernel_once_and_programs_then_load_them(private_fold
     compile_for_real = launch.compile_objects
     monkeypatch.setattr(launch, "compile_objects", lambda kernels: compiles.extend(kernels) or compile_for_real(kernels))
     rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((80, 41)).astype(np.float32), rng.standard_normal((41, 100)).astype(np.float32)
+    # Another size that the heuristic gives the warmed problems' solution (K = 39: from K = 40 on it
+    # picks a deeper, wider-read tile).
+    a, b = rng.standard_normal((80, 39)).astype(np.float32), rng.standard_normal((39, 100)).astype(np.float32)
+    solutions = [pick(problem(*shape), get_target()).solution.name for shape in ((70, 90, 33), (80, 100, 39))]
+    assert solutions[0] == solutions[1]
     got = cj.jit(lambda a, b: a @ b)(a, b)
     assert compiles == []
     want = a.astype(np.float64) @ b
     # K + 3 roundings of the sum of |a||b| (tests/libs/test_blas_gemm.py's error model), then D's own.
     eps = np.finfo(np.float32).eps
-    assert np.all(np.abs(got - want) <= (41 + 3) * eps * (np.abs(a) @ np.abs(b)) + eps * np.abs(want))
+    assert np.all(np.abs(got - want) <= (39 + 3) * eps * (np.abs(a) @ np.abs(b)) + eps * np.abs(want))
+
+
+def problem(m, n, k):
+    """An f32 GEMM problem without epilogue."""
+    return GemmProblem(m, n, k, 1, False, False, "f32", "f32", "f32", 1.0, 0.0, "none")
 
 
 def test_the_common_problems_cover_every_dtype_and_an_mlp():
