@@ -557,6 +557,20 @@ def two_by_two_eigenvalues(a, b, c, d):
     return (d + z, 0.0), ((d - b * c / z) if z != 0 else d + z, 0.0)
 
 
+def reduce_to_hessenberg(m, z, reflector, clear_below: bool):
+    """Householder reduction of the square `m` to Hessenberg form in place (gehd2), the reflections
+    accumulated in `z` when given. `clear_below` sets the column below the subdiagonal to zero (the
+    complex kernel does; the real one leaves the reflection's rounding there, as its kernel does)."""
+    for k in range(m.shape[0] - 2):
+        u, beta = reflector(m[k + 1:, k].copy())
+        m[k + 1:, :] -= beta * np.outer(u, np.conj(u) @ m[k + 1:, :])
+        m[:, k + 1:] -= beta * np.outer(m[:, k + 1:] @ u, np.conj(u))
+        if clear_below:
+            m[k + 2:, k] = 0
+        if z is not None:
+            z[:, k + 1:] -= beta * np.outer(z[:, k + 1:] @ u, np.conj(u))
+
+
 def real_geev_reference(a, vectors):
     """Eigenvalues (geev without balancing): Householder reduction to Hessenberg form (gehd2), then
     Francis double-shift QR steps on the active window (Golub and Van Loan, Algorithm 7.5.1)
@@ -572,12 +586,7 @@ def real_geev_reference(a, vectors):
     with np.errstate(all="ignore"):
         for b in range(batch):
             m, z = h[b], zs[b]
-            for k in range(n - 2):
-                u, beta = hessenberg_reflector(m[k + 1:, k].copy())
-                m[k + 1:, :] -= beta * np.outer(u, u @ m[k + 1:, :])
-                m[:, k + 1:] -= beta * np.outer(m[:, k + 1:] @ u, u)
-                if vectors:
-                    z[:, k + 1:] -= beta * np.outer(z[:, k + 1:] @ u, u)
+            reduce_to_hessenberg(m, z if vectors else None, hessenberg_reflector, clear_below=False)
             last, steps = n - 1, 0
             for _ in range(MAX_QR_STEPS * n):
                 if last < 0:
@@ -679,13 +688,7 @@ def complex_geev_reference(a, vectors):
     with np.errstate(all="ignore"):
         for b in range(batch):
             m, z = h[b], zs[b]
-            for k in range(n - 2):
-                u, beta = complex_reflector(m[k + 1:, k].copy())
-                m[k + 1:, :] -= beta * np.outer(u, np.conj(u) @ m[k + 1:, :])
-                m[:, k + 1:] -= beta * np.outer(m[:, k + 1:] @ u, np.conj(u))
-                m[k + 2:, k] = 0
-                if vectors:
-                    z[:, k + 1:] -= beta * np.outer(z[:, k + 1:] @ u, np.conj(u))
+            reduce_to_hessenberg(m, z if vectors else None, complex_reflector, clear_below=True)
             last, steps = n - 1, 0
             for _ in range(MAX_QR_STEPS * n):
                 if last < 0:
