@@ -30,9 +30,10 @@ def eps(dtype):
 
 
 def relative(residual, scale, n, dtype):
-    """max over the stack of ||residual|| / (||scale|| n eps), Frobenius norms."""
-    return np.max(np.linalg.norm(residual, axis=(-2, -1)) / (np.linalg.norm(scale, axis=(-2, -1)) * max(n, 1)
-                                                              * eps(dtype)))
+    """max over the stack of ||residual|| / (||scale|| n eps), Frobenius norms (a zero scale counts as
+    tiny, so a zero matrix's nonzero residual fails rather than giving NaN)."""
+    return np.max(np.linalg.norm(residual, axis=(-2, -1)) / (np.maximum(np.linalg.norm(scale, axis=(-2, -1)), 1e-300)
+                                                              * max(n, 1) * eps(dtype)))
 
 
 def unpacked_lu(lu):

@@ -11,24 +11,12 @@ import numpy as np
 import pytest
 
 import cdnajit as cj
-from cdnajit.frontend.tracing import bind
 from cdnajit.libs.solver.bidiagonal import bdsqr_reference, gebrd_reference, lasr_reference
 from cdnajit.libs.solver.routines import orgqr_reference
 
+from .test_solver import call, eps, relative
+
 BOUND = 8
-
-
-def call(routine, *operands, **attrs):
-    return bind("library_call", list(operands), {"library": "solver", "routine": routine, "solution": "", **attrs})
-
-
-def eps(dtype):
-    return np.finfo(dtype).eps
-
-
-def relative(residual, scale, n, dtype):
-    return np.max(np.linalg.norm(residual, axis=(-2, -1)) / (np.maximum(np.linalg.norm(scale, axis=(-2, -1)), 1e-300)
-                                                              * max(n, 1) * eps(dtype)))
 
 
 def bidiagonal(d, e):
