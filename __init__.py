@@ -45,6 +45,7 @@ from .libs import rand as _rand
 from .runtime.blas_tune import tune as _tune
 from .runtime.dnn_find import find_module as _dnn_find_module
 from .version import __version__
+from . import experimental
 
 # The find mode runs kernels, so it lives in runtime/ (libs/ may not import it); users find it where
 # rocBLAS users look: cj.libs.blas.tune(M, N, K, dtype).

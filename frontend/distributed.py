@@ -558,13 +558,13 @@ def all_reduce(x, op: str = "sum", *, algorithm: str | None = None, timeout: flo
     """Every process's x reduced elementwise (op: sum, prod, max, min), on every process; the ring,
     the tree or recursive doubling as the host model above picks for the size, or as `algorithm`
     says."""
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x, order="C")   # keeps a 0-d array 0-d (ascontiguousarray makes it 1-d)
     return AllReducePlan.get(x, op, algorithm)(x, timeout)
 
 
 def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
     """Process `root`'s x on every process (a binomial tree)."""
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x, order="C")
     checked(x, "broadcast", timeout, extra=root)
     if not 0 <= root < comm().Get_size():
         raise ValueError(f"cdnajit.distributed.broadcast: root {root} is not a process of {comm().Get_size()}")
@@ -573,7 +573,7 @@ def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
 
 def all_gather(x, *, timeout: float = DEFAULT_TIMEOUT_S):
     """Every process's x concatenated along axis 0 in rank order, on every process (the ring)."""
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x, order="C")
     checked(x, "all_gather", timeout)
     n, rank = comm().Get_size(), comm().Get_rank()
     blocks = [None] * n
@@ -591,7 +591,7 @@ def reduce_scatter(x, op: str = "sum", *, timeout: float = DEFAULT_TIMEOUT_S):
     p (MPI_Reduce_scatter_block, lax.psum_scatter): the ring's reduce-scatter, block d starting at
     process d + 1 and ending at d, each step's partial the received one reduced with the process's
     own block, the received first."""
-    x = np.ascontiguousarray(x)
+    x = np.asarray(x, order="C")
     checked(x, "reduce_scatter", timeout)
     n, rank = comm().Get_size(), comm().Get_rank()
     if x.ndim == 0 or x.shape[0] % n:

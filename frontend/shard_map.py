@@ -28,7 +28,7 @@ from .lax_control import Aval, trace_region
 from .lru_cache import LRUCache
 from .pytree import tree_flatten, tree_unflatten
 from .sharded_jit import call_leaf_signature
-from .sharding import NamedSharding, PartitionSpec, check_local, run_unrolled
+from .sharding import NamedSharding, PartitionSpec, run_unrolled, unrolled
 from .tracing import as_tracer, bind, current_trace
 
 
@@ -55,7 +55,6 @@ class ShardMapped:
             return self.fn(*args)
 
     def lower(self, *args):
-        check_local(self.mesh)
         leaves, tree = tree_flatten(args)
         shardings = [NamedSharding(self.mesh, s) for s in specs_per_leaf(self.in_specs, args, "in_specs")]
         stand_ins = [np.broadcast_to(np.zeros((), np.asarray(leaf).dtype), s.shard_shape(np.shape(leaf)))
@@ -68,7 +67,6 @@ class ShardMapped:
         """Inside a traced function: one `shard_map` op holding the function traced on the shards'
         shapes (ir/ops/sharding.py), which the partitioner inlines; the program is partitioned
         over this mesh (frontend/sharded_jit.py: constraint_mesh)."""
-        check_local(self.mesh)
         leaves, tree = tree_flatten(args)
         tracers = [as_tracer(leaf, "shard_map argument") for leaf in leaves]
         shardings = [NamedSharding(self.mesh, s) for s in specs_per_leaf(self.in_specs, args, "in_specs")]
@@ -94,7 +92,7 @@ class ShardMapped:
         entry = self._cache.get(key)
         if entry is None:
             lowered, shardings = self.lower(*args)
-            module = unroll(lowered.module, self.mesh.layout())
+            module = unrolled(lowered.module, self.mesh)
             run = Executable.compile(module) if self.backend == "compiled" else functools.partial(interpret, module)
             outputs = lowered.module.outputs
             outs = [self.out_specs] * len(outputs) if isinstance(self.out_specs, PartitionSpec) else \

@@ -10,6 +10,9 @@ gathers it. `jit` partitions a program any of whose arguments is sharded (or giv
 the traced global program is partitioned (passes/partition.py), its devices unrolled
 (passes/spmd.py) and the result compiled once per signature and shardings; unsharded arguments are
 replicated. As in JAX, a sharded dimension must be a multiple of its mesh axes' devices.
+Under MPI (`cj.distributed.initialize()`), a mesh may hold every process's devices: each process
+holds and runs its own devices' shards, and the collectives between processes run over MPI
+(ProcessCollectives), as JAX's multi-process programs.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import math
 
 import numpy as np
 
+from ..ir.ops.callback import register_callback
 from ..ir.types import TensorType, dtype_name
 from ..ir.ops.sharding import spec_text
 from ..passes.partition import partition
@@ -165,7 +169,8 @@ class NamedSharding:
 
 
 class ShardedArray:
-    """A global array as one shard per device of its sharding's mesh (mesh order)."""
+    """A global array as one shard per device of its sharding's mesh (mesh order); under MPI, the
+    shards of other processes' devices are None (they live there)."""
 
     def __init__(self, shards: list[np.ndarray], sharding: NamedSharding, shape, dtype):
         self.shards, self.sharding = shards, sharding
@@ -176,9 +181,21 @@ class ShardedArray:
 
     @property
     def addressable_shards(self) -> list[tuple]:
-        return list(zip(self.sharding.mesh.device_list, self.shards))
+        """(device, shard) of this process's devices (under MPI the others' shards live elsewhere: None)."""
+        return [(d, shard) for d, shard in zip(self.sharding.mesh.device_list, self.shards) if shard is not None]
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return not any(self.sharding.dims(self.ndim))
 
     def __array__(self, dtype=None, copy=None):
+        if any(shard is None for shard in self.shards):
+            if not self.is_fully_replicated or all(shard is None for shard in self.shards):
+                raise RuntimeError(f"Fetching the value of an array sharded as {self.sharding.spec} over devices of "
+                                   f"other processes is not possible (as in JAX): its shards live there; gather it "
+                                   f"inside the program (out_shardings replicated) or use its addressable_shards")
+            whole = next(shard for shard in self.shards if shard is not None)
+            return whole.copy() if dtype is None else whole.astype(dtype)
         whole = np.empty(self.shape, self.dtype)
         for k, shard in enumerate(self.shards):
             whole[self.sharding.index(k, self.shape)] = shard
@@ -189,15 +206,25 @@ class ShardedArray:
 
 
 def put(x, sharding: NamedSharding) -> ShardedArray:
-    """The shards of `x` on `sharding`'s devices, each a copy in its own aligned buffer."""
+    """The shards of `x` on `sharding`'s devices of this process, each a copy in its own aligned
+    buffer (under MPI, as JAX's device_put of a global array: every process holds its own devices'
+    shards, taken from its copy of `x`)."""
     if isinstance(x, ShardedArray):
         x = np.asarray(x)
     array = np.asarray(x)
     if array.dtype.hasobject:
         raise TypeError(f"device_put: cannot place an array of Python objects ({array.dtype}, shape {array.shape})")
     sharding.check(array.shape)
-    shards = [aligned_copy(array[sharding.index(k, array.shape)]) for k in range(sharding.mesh.size)]
+    local = set(local_positions(sharding.mesh))
+    shards = [aligned_copy(array[sharding.index(k, array.shape)]) if k in local else None
+              for k in range(sharding.mesh.size)]
     return ShardedArray(shards, sharding, array.shape, array.dtype)
+
+
+def local_positions(mesh: Mesh) -> list[int]:
+    """The mesh positions of this process's devices."""
+    me = runtime_devices.process_index()
+    return [k for k, d in enumerate(mesh.device_list) if d.process_index == me]
 
 
 def global_type(leaf) -> TensorType:
@@ -205,28 +232,71 @@ def global_type(leaf) -> TensorType:
 
 
 def run_unrolled(executable, leaf_shardings, leaves, out_shardings, out_types):
-    """Call the unrolled program on each leaf's shards; the results as ShardedArrays."""
+    """Call the unrolled program on each leaf's shards of this process; the results as ShardedArrays."""
     flat = []
     for leaf, sharding in zip(leaves, leaf_shardings):
         placed = leaf if isinstance(leaf, ShardedArray) and leaf.sharding == sharding else put(leaf, sharding)
-        flat.extend(placed.shards)
+        flat.extend(shard for shard in placed.shards if shard is not None)
     results = executable(*flat)
-    count = out_shardings[0].mesh.size if out_shardings else 0
-    return [ShardedArray(list(results[k * count:(k + 1) * count]), sharding, t.shape, t.numpy_dtype)
-            for k, (sharding, t) in enumerate(zip(out_shardings, out_types))]
+    if not out_shardings:
+        return []
+    mesh = out_shardings[0].mesh
+    local = local_positions(mesh)
+    arrays = []
+    for k, (sharding, t) in enumerate(zip(out_shardings, out_types)):
+        shards = [None] * mesh.size
+        for position, shard in zip(local, results[k * len(local):(k + 1) * len(local)]):
+            shards[position] = shard
+        arrays.append(ShardedArray(shards, sharding, t.shape, t.numpy_dtype))
+    return arrays
 
 
-def check_local(mesh: Mesh):
-    """A program runs on this process's devices only (frontend/distributed.py combines processes)."""
-    remote = [d for d in mesh.device_list if d.process_index != runtime_devices.process_index()]
-    if remote:
-        raise NotImplementedError(f"a program over devices of other processes ({remote[:3]}...) is not supported: "
-                                  f"partition over cj.local_devices() and combine processes with cj.distributed")
+class ProcessCollectives:
+    """The host steps of the collectives whose groups span processes (passes/spmd.py's
+    between_processes): each gets this process's members' part and runs the rest over MPI
+    (frontend/distributed.py), so a jitted program over a mesh of every process's devices runs as
+    JAX's multi-process programs do, each process running its own devices' share."""
+
+    def __init__(self, mesh: Mesh):
+        self.owner = [d.process_index for d in mesh.device_list]
+
+    def __call__(self, op, group: list[int], members: list[int]) -> int:
+        from . import distributed
+        routine = op.attrs["routine"]
+        owners = [self.owner[d] for d in group]
+        counts = [owners.count(p) for p in range(runtime_devices.process_count())]
+        if len(set(counts)) != 1:
+            raise NotImplementedError(f"ccl.{routine} over mesh devices {group}: the processes hold {counts} of them; "
+                                      f"a collective between processes needs each to hold as many")
+        if routine in ("all_reduce", "reduce_scatter"):
+            reducer = {"or": "max", "and": "min"}.get(op.attrs["reducer"], op.attrs["reducer"])
+        if routine == "all_reduce":
+            step = lambda x: [distributed.all_reduce(x, reducer)]
+        elif routine == "reduce_scatter":
+            positions = [group.index(d) for d in members]
+
+            def step(x):
+                blocks = distributed.all_reduce(x, reducer).reshape((len(group), -1) + x.shape[1:])
+                return [blocks[k].copy() for k in positions]
+        elif routine == "all_gather":
+            # The processes' parts in rank order, each its members in group order: block j of the
+            # gathered array is group position arrival[j].
+            arrival = sorted(range(len(group)), key=lambda k: (owners[k], k))
+            back = np.argsort(arrival)
+
+            def step(x):
+                gathered = distributed.all_gather(x)
+                blocks = gathered.reshape((len(group), -1) + gathered.shape[1:])
+                return [np.ascontiguousarray(blocks[back].reshape(gathered.shape))]
+        else:   # broadcast
+            root = owners[op.attrs["root"]]
+            step = lambda x: [distributed.broadcast(x, root)]
+        return register_callback(step)
 
 
 def partitioned(module, mesh: Mesh, in_shardings, out_shardings):
-    """(the unrolled module, the results' NamedShardings) of a global `module`."""
-    check_local(mesh)
+    """(the unrolled module, the results' NamedShardings) of a global `module`: the program over this
+    process's devices of `mesh`."""
     param_specs = [s.dims(p.type.ndim, f"argument {p.type}") for p, s in zip(module.params, in_shardings)]
     for p, s in zip(module.params, in_shardings):
         s.check(p.type.shape, f"argument {p.type}")
@@ -237,7 +307,18 @@ def partitioned(module, mesh: Mesh, in_shardings, out_shardings):
     spmd, specs = partition(module, mesh.axis_names, mesh.devices.shape, param_specs, out_specs)
     shardings = [NamedSharding(mesh, PartitionSpec(*(axes[0] if len(axes) == 1 else axes or None for axes in spec)))
                  for spec in specs]
-    return unroll(spmd, mesh.layout(), lockstep=True), shardings
+    return unrolled(spmd, mesh, lockstep=True), shardings
+
+
+def unrolled(module, mesh: Mesh, lockstep: bool = False):
+    """The per-device `module` unrolled over this process's devices of `mesh` (passes/spmd.py), its
+    collectives with other processes' devices run over MPI."""
+    local = local_positions(mesh)
+    if not local:
+        raise ValueError(f"a program over {mesh}: the mesh holds none of this process's devices "
+                         f"(process {runtime_devices.process_index()}: {runtime_devices.local_devices()})")
+    across = ProcessCollectives(mesh) if len(local) < mesh.size else None
+    return unroll(module, mesh.layout(), lockstep=lockstep, local=local, across=across)
 
 
 def constraint_attrs(mesh: Mesh, spec) -> dict:

@@ -9,8 +9,8 @@ One sweep (`simplify`) rebuilds the module op by op; each op, as it is built, is
   3. replaced by an earlier op with the same name, operands and attributes (CSE; ops with regions
      are never merged). A region sees the ops of its enclosing regions, never the reverse.
 An `optimization_barrier` is never folded or merged: what reads its results stays apart from what
-reads its operands (checkpoint's recomputation from the forward pass). Nor is a `host_callback`:
-each runs the user's function when the program runs. A `pure_callback` is never folded (the user's
+reads its operands (checkpoint's recomputation from the forward pass). Nor is a `host_callback` or
+an `io_callback`: each runs the user's function when the program runs. A `pure_callback` is never folded (the user's
 function runs when the program runs, never at compile time).
 `cond` with a constant index (or one branch) is replaced by the chosen branch's ops; `while` whose
 condition is constantly false by its initial values. Then DCE drops what nothing uses.
@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.core import Module, Op, Value, walk
+from ..ir.ops.callback import EFFECT_OPS
 from ..ir.opdef import get_opdef
 from .patterns import splat_value
 from .rewrite import DeadCodeRemover, Rebuilder, Scope, build_op, eliminate_dead_code, live_ops
@@ -139,7 +140,7 @@ class Simplifier(Rebuilder):
     def folded(self, op: Op, scope: SimplifyScope) -> list[Value] | None:
         """The op's results as constants, if it can and should be evaluated now."""
         if (not self.fold or op.regions or not op.operands or len(op.results) != 1
-                or op.name in ("library_call", "optimization_barrier", "host_callback", "pure_callback")):
+                or op.name in ("library_call", "optimization_barrier", "pure_callback") or op.name in EFFECT_OPS):
             return None
         producers = [v.producer for v in op.operands]
         if not all(p is not None and p.name == "constant" for p in producers):
@@ -153,7 +154,7 @@ class Simplifier(Rebuilder):
         return self.emit(scope, "constant", [], {"value": value}, location=op.location)
 
     def cse_key(self, op: Op):
-        if not self.cse or op.regions or op.name in ("optimization_barrier", "host_callback"):
+        if not self.cse or op.regions or op.name == "optimization_barrier" or op.name in EFFECT_OPS:
             return None
         return (op.name, tuple(map(id, op.operands)), tuple(sorted((k, attr_key(v)) for k, v in op.attrs.items())))
 

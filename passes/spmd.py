@@ -11,12 +11,20 @@ coordinates on the mesh's other axes, in row-major order of the named axes, each
 group's operands and giving each device its result. `ccl.axis_index` becomes each device's constant.
 A while or cond whose regions hold a collective runs in lockstep (`unroll`'s `lockstep`): one op
 over every device's values, its regions unrolled in turn.
+
+Under MPI a process unrolls only its own devices (`local`). A collective whose group holds devices of
+other processes becomes the local members' part (their all-reduce, concatenation or the root's
+operand: CROSS_PROCESS_PARTS) and an `io_callback` running the part between processes
+(frontend/sharding.py: ProcessCollectives): an effect, so every process runs its collectives once
+each, in program order, and the processes' messages meet.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
+
+from typing import Callable
 
 from ..ir.core import Module, Op, Region, Value, make_op
 
@@ -77,37 +85,52 @@ def clone_op(op: Op, env: dict) -> Op:
     return copy
 
 
-def unroll(module: Module, mesh: Mesh, lockstep: bool = False) -> Module:
-    """The program over every device of `mesh` that runs `module` on each (module docstring).
-    `lockstep`: whether a while or cond whose regions hold a collective may run as one op over every
-    device's values, taking device 0's predicate or branch index, which the caller guarantees equal
-    on every device (the partitioner replicates them); else such an op is NotImplementedError."""
-    envs = [{} for _ in range(mesh.count)]
+# across(op, group, members) -> the registry id of the host function that runs collective `op` of
+# `group` (mesh positions, group order) between processes, given the local members' part.
+CrossProcess = Callable[[Op, list[int], list[int]], int]
+
+
+def unroll(module: Module, mesh: Mesh, lockstep: bool = False, local: list[int] | None = None,
+           across: CrossProcess | None = None) -> Module:
+    """The program over the devices `local` of `mesh` (mesh positions; all of them by default) that
+    runs `module` on each (module docstring). `lockstep`: whether a while or cond whose regions hold
+    a collective may run as one op over every device's values, taking the first device's predicate or
+    branch index, which the caller guarantees equal on every device (the partitioner replicates
+    them); else such an op is NotImplementedError. `across` makes the collectives whose groups reach
+    devices outside `local`."""
+    envs = {device: {} for device in (range(mesh.count) if local is None else local)}
     params = []
     for p in module.params:
-        for env in envs:
+        for env in envs.values():
             env[p] = Value(p.type)
             params.append(env[p])
-    ops = unroll_ops(module.body.ops, envs, mesh, lockstep)
-    outputs = [env[v] for v in module.outputs for env in envs]
+    ops = unroll_ops(module.body.ops, envs, Unrolling(mesh, lockstep, across))
+    outputs = [env[v] for v in module.outputs for env in envs.values()]
     return Module(module.name, Region(params, ops, outputs))
 
 
-def unroll_ops(block: list[Op], envs: list[dict], mesh: Mesh, lockstep: bool) -> list[Op]:
-    ops = []
+class Unrolling:
+    """What unrolling a block needs besides its ops and the devices' environments."""
+
+    def __init__(self, mesh: Mesh, lockstep: bool, across: CrossProcess | None):
+        self.mesh, self.lockstep, self.across = mesh, lockstep, across
+
+
+def unroll_ops(block: list[Op], envs: dict[int, dict], how: Unrolling) -> list[Op]:
+    ops, mesh = [], how.mesh
     for op in block:
         if any(holds_collective(r) for r in op.regions):
-            if not lockstep or op.name not in ("while", "cond"):
+            if not how.lockstep or op.name not in ("while", "cond"):
                 raise NotImplementedError(f"a collective inside {op.name}'s body (control flow of a per-device "
                                           f"program) is not supported")
-            ops.append(in_lockstep(op, envs, mesh))
+            ops.append(in_lockstep(op, envs, how))
             continue
         if not is_collective(op):
-            ops.extend(clone_op(op, env) for env in envs)
+            ops.extend(clone_op(op, env) for env in envs.values())
             continue
         axes = mesh.axes_of(op)
         if op.attrs["routine"] == "axis_index":
-            for device, env in enumerate(envs):
+            for device, env in envs.items():
                 constant = make_op("constant", [], {"value": np.array(mesh.position(device, axes), np.int32)},
                                    [op.result.type], (), op.location)
                 env[op.result] = constant.result
@@ -119,45 +142,99 @@ def unroll_ops(block: list[Op], envs: list[dict], mesh: Mesh, lockstep: bool) ->
             if len(group) != op.attrs["group_size"]:
                 raise ValueError(f"ccl.{op.attrs['routine']}: group_size {op.attrs['group_size']}, but mesh axes "
                                  f"{op.attrs['axes']!r} span {len(group)} devices")
-            call = make_op(op.name, [envs[d][op.operands[0]] for d in group], op.attrs,
-                           [op.results[0].type] * len(group), (), op.location)
-            for device, result in zip(group, call.results):
-                envs[device][op.result] = result
-            ops.append(call)
+            members = [d for d in group if d in envs]
+            if len(members) == len(group):
+                call = make_op(op.name, [envs[d][op.operands[0]] for d in group], op.attrs,
+                               [op.results[0].type] * len(group), (), op.location)
+                for device, result in zip(group, call.results):
+                    envs[device][op.result] = result
+                ops.append(call)
+            elif members:
+                ops.extend(between_processes(op, group, members, envs, how))
     return ops
 
 
-def every_device(values, envs: list[dict]) -> list[Value]:
+# A collective between processes: what the local members contribute (an op list making one value
+# from their operands) and how many results the host step gives them (one shared, or one each).
+def local_all_reduce(op, operands):
+    if len(operands) == 1:
+        return [], operands[0]
+    attrs = {**op.attrs, "routine": "all_reduce", "group_size": len(operands)}
+    call = make_op(op.name, operands, attrs, [operands[0].type] * len(operands), (), op.location)
+    return [call], call.results[0]
+
+
+def local_concatenation(op, operands):
+    if len(operands) == 1:
+        return [], operands[0]
+    t = operands[0].type
+    joined = make_op("concatenate", operands, {"dimension": 0}, [t.with_shape((len(operands) * t.shape[0],) + t.shape[1:])],
+                     (), op.location)
+    return [joined], joined.result
+
+
+def first_operand(op, operands):
+    return [], operands[0]
+
+
+CROSS_PROCESS_PARTS = {   # routine -> (the local part, results per member of the host step)
+    "all_reduce": (local_all_reduce, "shared"),
+    "all_gather": (local_concatenation, "shared"),
+    "reduce_scatter": (local_all_reduce, "each"),
+    "broadcast": (first_operand, "shared"),   # the root's process sends its operand, the others' is ignored
+}
+
+
+def between_processes(op: Op, group: list[int], members: list[int], envs: dict[int, dict], how: Unrolling) -> list[Op]:
+    routine = op.attrs["routine"]
+    if how.across is None or routine not in CROSS_PROCESS_PARTS:
+        raise NotImplementedError(f"ccl.{routine} between devices of different processes is not supported "
+                                  f"(supported: {', '.join(CROSS_PROCESS_PARTS)})")
+    local_part, results = CROSS_PROCESS_PARTS[routine]
+    ops, contribution = local_part(op, [envs[d][op.operands[0]] for d in members])
+    result_type = op.results[0].type
+    count = len(members) if results == "each" else 1
+    attrs = {"callback": how.across(op, group, members), "num_results": count}
+    for k in range(count):
+        attrs[f"result{k}_dtype"], attrs[f"result{k}_shape"] = result_type.dtype, result_type.shape
+    step = make_op("io_callback", [contribution], attrs, [result_type] * count, (), op.location)
+    for k, device in enumerate(members):
+        envs[device][op.result] = step.results[k if results == "each" else 0]
+    return ops + [step]
+
+
+def every_device(values, envs: dict[int, dict]) -> list[Value]:
     """Each device's copies of `values`, device by device."""
-    return [env[v] for env in envs for v in values]
+    return [env[v] for env in envs.values() for v in values]
 
 
-def unroll_region(region: Region, envs: list[dict], mesh: Mesh, first_output_only: bool = False) -> Region:
+def unroll_region(region: Region, envs: dict[int, dict], how: Unrolling, first_output_only: bool = False) -> Region:
     """`region` over every device's values (parameters and outputs device by device); with
-    `first_output_only`, its output is device 0's (a while's predicate)."""
+    `first_output_only`, its output is the first device's (a while's predicate)."""
     params = []
-    for env in envs:
+    for env in envs.values():
         env.update({p: Value(p.type) for p in region.params})
         params.extend(env[p] for p in region.params)
-    ops = unroll_ops(region.ops, envs, mesh, True)
-    outputs = [envs[0][v] for v in region.outputs] if first_output_only else every_device(region.outputs, envs)
+    ops = unroll_ops(region.ops, envs, Unrolling(how.mesh, True, how.across))
+    first = next(iter(envs.values()))
+    outputs = [first[v] for v in region.outputs] if first_output_only else every_device(region.outputs, envs)
     return Region(params, ops, outputs)
 
 
-def in_lockstep(op: Op, envs: list[dict], mesh: Mesh) -> Op:
+def in_lockstep(op: Op, envs: dict[int, dict], how: Unrolling) -> Op:
     """A while or cond over every device's values at once, so that the collectives in its regions
     meet every device in the same iteration or branch."""
     if op.name == "while":
         cond, body = op.regions
         operands = every_device(op.operands, envs)
-        regions = [unroll_region(cond, envs, mesh, first_output_only=True), unroll_region(body, envs, mesh)]
+        regions = [unroll_region(cond, envs, how, first_output_only=True), unroll_region(body, envs, how)]
     else:
         index, *rest = op.operands
-        operands = [envs[0][index]] + every_device(rest, envs)
-        regions = [unroll_region(r, envs, mesh) for r in op.regions]
+        operands = [next(iter(envs.values()))[index]] + every_device(rest, envs)
+        regions = [unroll_region(r, envs, how) for r in op.regions]
     types = [r.type for _ in envs for r in op.results]
     copy = make_op(op.name, operands, op.attrs, types, regions, op.location)
     count = len(op.results)
-    for device, env in enumerate(envs):
-        env.update(zip(op.results, copy.results[device * count:(device + 1) * count]))
+    for k, env in enumerate(envs.values()):
+        env.update(zip(op.results, copy.results[k * count:(k + 1) * count]))
     return copy

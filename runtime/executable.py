@@ -171,7 +171,7 @@ class Planner:
                     "operands": [self.slot(v) for v in operands],
                     "branches": [self.block(r) for r in op.regions], "results": [self.slot(v) for v in op.results]}
         if op.name in CALLBACK_OPS:
-            return {"op": "callback", "callback": op.attrs["callback"], "pure": op.name == "pure_callback",
+            return {"op": "callback", "callback": op.attrs["callback"], "pure": op.name != "host_callback",
                     "inputs": [self.slot(v) for v in op.operands],
                     "types": [[v.type.dtype, dims(v.type.shape)] for v in op.operands],
                     "results": [[self.slot(v), v.type.dtype, dims(v.type.shape)] for v in op.results],

@@ -133,29 +133,45 @@ def pure_callback(callback, result_shape_dtypes, *args, vmap_method=None, **kwar
     `pure_callback` op (ir/ops/callback.py) run when the program runs, with numpy arrays for the
     traced arguments; it has no derivative, and vmap runs it as `vmap_method` says (JAX's
     'sequential', 'expand_dims', 'broadcast_all')."""
+    return bind_callback("pure_callback", callback, result_shape_dtypes, args, kwargs, {"vmap_method": vmap_method})
+
+
+def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=False, **kwargs):
+    """jax.experimental.io_callback: pure_callback's call with an effect: inside a traced function an
+    `io_callback` op, run exactly once per execution and in program order (ordered or not: cdnajit
+    orders every effect); no derivative; vmap calls it once per lane. `sharding` is not supported."""
+    if sharding is not None:
+        raise NotImplementedError("io_callback: sharding= is not supported (the callback runs on the host)")
+    return bind_callback("io_callback", callback, result_shape_dtypes, args, kwargs, {})
+
+
+def bind_callback(name, callback, result_shape_dtypes, args, kwargs, attrs):
+    """`name` (pure_callback or io_callback) of callback(*args, **kwargs): called now outside a trace,
+    else an op of the trace; its results checked against result_shape_dtypes."""
     expected, expected_tree = tree_flatten(result_shape_dtypes)
     types = []
     for k, want in enumerate(expected):
         if not (hasattr(want, "shape") and hasattr(want, "dtype")):
-            raise TypeError(f"pure_callback: result_shape_dtypes holds {want!r}, not a ShapeDtypeStruct or array")
+            raise TypeError(f"{name}: result_shape_dtypes holds {want!r}, not a ShapeDtypeStruct or array")
         if not is_supported_dtype(np.dtype(want.dtype)):
-            raise TypeError(f"pure_callback: result {k} has unsupported dtype {np.dtype(want.dtype)}")
+            raise TypeError(f"{name}: result {k} has unsupported dtype {np.dtype(want.dtype)}")
         types.append(TensorType(dtype_name(np.dtype(want.dtype)), tuple(int(d) for d in want.shape)))
 
     def leaves_of(result) -> list:
         """The callback's result as the list of its leaves, its tree checked."""
         leaves, tree = tree_flatten(result)
         if tree != expected_tree:
-            raise TypeError(f"pure_callback: the callback returned a tree {tree}, expected {expected_tree}")
+            raise TypeError(f"{name}: the callback returned a tree {tree}, expected {expected_tree}")
         return leaves
 
     if current_trace() is None:
         return tree_unflatten(expected_tree, checked_results(leaves_of(callback(*args, **kwargs)), types))
     traced, call = on_traced_values(callback, args, kwargs)
-    attrs = {"callback": register_callback(lambda *arrays: leaves_of(call(*arrays))), "vmap_method": vmap_method, "num_results": len(types)}
+    attrs = {"callback": register_callback(lambda *arrays: leaves_of(call(*arrays))), **attrs,
+             "num_results": len(types)}
     for k, t in enumerate(types):
         attrs[f"result{k}_dtype"], attrs[f"result{k}_shape"] = t.dtype, t.shape
-    return tree_unflatten(expected_tree, bind("pure_callback", traced, attrs))
+    return tree_unflatten(expected_tree, bind(name, traced, attrs))
 
 
 class Array(abc.ABC):

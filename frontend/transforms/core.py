@@ -24,7 +24,6 @@ from typing import Callable, NamedTuple
 
 from ...ir.core import Region, Value
 from ...ir.opdef import get_opdef
-from ...ir.ops.callback import EFFECT_OPS
 from ...ir.ops.rules import Builder
 from ..jit import Jitted
 from ..pytree import tree_flatten, tree_unflatten
@@ -119,7 +118,7 @@ def recomputed(transform):
 def emit(op, operands, scope: Scope) -> list[Tracer]:
     """Record `op` on new operands in the current trace, its regions copied with `scope`'s values (a
     call with rules keeps them); a host callback in a recomputation is a constant token instead."""
-    if op.name in EFFECT_OPS and RECOMPUTING.get():
+    if op.name == "host_callback" and RECOMPUTING.get():
         return bind("constant", [], {"value": np.zeros((), np.bool_)})
     results = bind(op.name, operands, op.attrs, [copy_region(r, scope) for r in op.regions])
     if op in CALL_RULES and results:

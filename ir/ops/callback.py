@@ -3,15 +3,19 @@
     %token = host_callback %x, %y {callback = 3}      # bool[]: a token nothing needs to read
     %r = pure_callback %x {callback = 4, num_results = 1, result0_dtype = f32, result0_shape = [3],
                            vmap_method = "sequential"}
+    %s = io_callback %x {callback = 5, num_results = 1, result0_dtype = f32, result0_shape = [3]}
 
 `host_callback` is jax.debug.callback / jax.debug.print: an effect, its result a token.
 `pure_callback` is jax.pure_callback: its results are what the function returns (checked against
 the declared types when it returns), and it is pure, as JAX's: the passes may merge two equal ones
-or drop one nothing reads, but never run it at compile time (folding).
+or drop one nothing reads, but never run it at compile time (folding). `io_callback` is
+jax.experimental.io_callback(ordered=True): results as pure_callback's, effects as host_callback's
+(the partitioner's collectives between processes are such calls: every process must run them in the
+same order, each exactly once).
 
 `callback` names a function of this process's registry (`register_callback`); the op's reference
 (what the interpreter runs) and the executable's callback step (runtime/native_schedule.py) call it
-with numpy arrays of the operands' values. It is the one op with an effect, and the passes keep it:
+with numpy arrays of the operands' values. host_callback and io_callback are the ops with an effect, and the passes keep them:
 never folded, merged (canonicalize), removed for want of readers (passes/rewrite.py `mark_live`),
 moved out of a loop (licm) or fused; callbacks run in program order (passes/fusion.py orders the
 effectful nodes of a region as the program does), and so does a `while`/`cond` containing one.
@@ -30,8 +34,8 @@ from ..core import Op
 from ..opdef import define, set_rules
 from ..types import TensorType
 
-EFFECT_OPS = frozenset({"host_callback"})
-CALLBACK_OPS = frozenset({"host_callback", "pure_callback"})
+EFFECT_OPS = frozenset({"host_callback", "io_callback"})
+CALLBACK_OPS = frozenset({"host_callback", "pure_callback", "io_callback"})
 
 # id -> the Python function. Held for the life of the process: a program compiled with an id may
 # run at any later time (the registry grows by one entry per traced debug.print / callback).
@@ -111,6 +115,16 @@ define("pure_callback", infer=pure_callback_infer, reference=pure_callback,
        doc="the registry's Python function `callback` on its operands' values: its results, of the declared types")
 
 
+def io_callback(*operands, callback, num_results, **result_types):
+    types = pure_callback_types({"num_results": num_results, **result_types})
+    return tuple(run_pure_callback(callback, [np.array(x) for x in operands], types))
+
+
+define("io_callback", infer=pure_callback_infer, reference=io_callback,
+       attrs={"callback": "int", "num_results": "int"}, more_attrs=pure_callback_attrs,
+       doc="pure_callback's call with an effect: run once, in program order, never merged, moved or dropped")
+
+
 # ---- transformation rules ---------------------------------------------------------------------
 # The callback sees primal values only, as JAX's debug callbacks: forward mode emits it once on the
 # primals (the transformation re-emits the op itself), reverse mode gives its operands no cotangent.
@@ -161,12 +175,12 @@ def stacked(b, lanes, t: TensorType):
     return rows[0] if len(rows) == 1 else b.op("concatenate", *rows, dimension=0)
 
 
-def pure_callback_batch(b, op, operands, batched):
-    method, n, types = op.attrs["vmap_method"], b.axis_size, pure_callback_types(op.attrs)
+def pure_callback_batch(b, op, operands, batched, method=None, name="pure_callback"):
+    method, n, types = method or op.attrs["vmap_method"], b.axis_size, pure_callback_types(op.attrs)
     if method in ("sequential", "sequential_unrolled"):
         if n == 0:
             return [b.full((0,) + t.shape, 0, t.dtype) for t in types], [True] * len(types)
-        lanes = [b.ops("pure_callback", [lane(b, x, f, k) for x, f in zip(operands, batched)], op.attrs)
+        lanes = [b.ops(name, [lane(b, x, f, k) for x, f in zip(operands, batched)], op.attrs)
                  for k in range(n)]
         return [stacked(b, [results[i] for results in lanes], t) for i, t in enumerate(types)], [True] * len(types)
     if method in ("expand_dims", "broadcast_all"):
@@ -188,3 +202,20 @@ def pure_callback_batch(b, op, operands, batched):
 
 
 set_rules("pure_callback", jvp=pure_callback_jvp, vjp=pure_callback_vjp, batch=pure_callback_batch)
+
+
+# io_callback, as JAX's: no derivative; vmap calls it once per lane, in lane order.
+
+def io_callback_jvp(b, op, primals, tangents, outs):
+    raise ValueError(f"IO callbacks do not support JVP (io_callback at {op.location}).")
+
+
+def io_callback_vjp(b, op, primals, outs, cts):
+    io_callback_jvp(b, op, primals, None, outs)
+
+
+def io_callback_batch(b, op, operands, batched):
+    return pure_callback_batch(b, op, operands, batched, method="sequential", name="io_callback")
+
+
+set_rules("io_callback", jvp=io_callback_jvp, vjp=io_callback_vjp, batch=io_callback_batch)

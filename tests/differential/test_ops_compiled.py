@@ -746,6 +746,19 @@ def build_pure_callback(rng, dtype):
     return Case(p, [swapped[0], fed(p, swapped[1])], [fed_numpy(x), fed_numpy(x)])
 
 
+@record("io_callback", MOVEMENT_DTYPES)
+def build_io_callback(rng, dtype):
+    """A callback on a kernel's result giving it back: written where the schedule keeps it, read by
+    a kernel (tests/transforms/test_pure_callback.py checks its effects: once each, in order)."""
+    from cdnajit.ir.ops.callback import register_callback
+    p = Program()
+    x = random_values(rng, dtype, random_shape(rng))
+    px = p.arg(x)
+    echoed = p.op("io_callback", [fed(p, px)], callback=register_callback(lambda a: [a]), num_results=1,
+                  result0_dtype=dtype, result0_shape=tuple(x.shape))
+    return Case(p, [fed(p, echoed)], [fed_numpy(fed_numpy(x))])
+
+
 def random_indices(rng, shape, count_shape, k, out_of_bounds=True):
     """Index rows (count_shape + (k,)) into the first k dimensions of `shape`, some out of bounds."""
     columns = [rng.integers(-2 if out_of_bounds else 0, d + (2 if out_of_bounds else 0), count_shape)

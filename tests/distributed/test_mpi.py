@@ -1,5 +1,5 @@
 """cdnajit.distributed under mpiexec (the MPICH wheel's, beside this interpreter): 2 processes in
-make test, 3, 4 and a process that dies under test-all."""
+make test, 3, 4 and a process that dies under test-all; jitted programs over every process's devices."""
 import os
 import re
 import shutil
@@ -42,6 +42,18 @@ def test_collectives_across_two_processes():
 def test_collectives_across_three_and_four_processes(processes):
     # 3: recursive doubling folds rank 0 into rank 1 and back (not a power of two).
     out = run(processes, "mpi_collectives.py")
+    assert ranks_ok(out) == list(range(processes)), out
+
+
+def test_jit_over_the_devices_of_two_processes():
+    out = run(2, "mpi_jit.py", "quick")
+    assert ranks_ok(out) == [0, 1], out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [2, 3])
+def test_sharded_programs_and_shard_map_across_processes(processes):
+    out = run(processes, "mpi_jit.py")
     assert ranks_ok(out) == list(range(processes)), out
 
 

@@ -832,6 +832,19 @@ def check_pure_callback(name, rng):
         run_op(name, np.zeros(3, np.float32), attrs=wrong)
 
 
+@record("io_callback")
+def check_io_callback(name, rng):
+    """pure_callback's results, and one call per run of the op."""
+    from cdnajit.ir.ops.callback import register_callback
+    calls = []
+    attrs = {"callback": register_callback(lambda a: calls.append(a) or [a * 2]), "num_results": 1,
+             "result0_dtype": "i32", "result0_shape": (4,)}
+    x = np.arange(4, dtype=np.int32)
+    (doubled,) = run_op(name, x, attrs=attrs)
+    np.testing.assert_array_equal(doubled, 2 * x)
+    assert len(calls) == 1
+
+
 @record("concatenate")
 def check_concatenate(name, rng):
     cases = [([(3,)], 0), ([(2,), (0,), (3,)], 0), ([(2, 3), (2, 1)], 1), ([(1, 0, 2), (3, 0, 2)], 0)]

@@ -83,6 +83,11 @@ STRUCTURED = {
           %1, %2 = pure_callback(%0) {callback = 7, vmap_method = "expand_dims", num_results = 2, result0_dtype = f32, result0_shape = [4, 3], result1_dtype = i32, result1_shape = []} : (f32[4,3], i32[])
           return %1, %2
         }""",
+    "io_callback": """
+        func @sent(%0: f32[3,4]) -> (f32[3,4]) {
+          %1 = io_callback(%0) {callback = 7, num_results = 1, result0_dtype = f32, result0_shape = [3, 4]} : f32[3,4]
+          return %1
+        }""",
     "library_call": """
         func @gemm(%0: f16[2,5,4], %1: f16[2,3,5], %2: f32[2,4,3], %3: f32[3]) -> (f32[2,4,3]) {
           %4 = library_call(%0, %1, %2, %3) {library = "blas", routine = "strided_batched_gemm", solution = "", trans_a = true, trans_b = true, alpha = -0.5, beta = 1.0, epilogue = "bias_gelu_tanh", result_dtype = f32, compute_dtype = f32} : f32[2,4,3]

@@ -171,7 +171,7 @@ ZERO_DERIVATIVE_OPS = {"bitcast_convert", "sign", "floor", "ceil", "round", "tru
                        "ge", "argmax", "argmin",
                        "host_callback"}   # a token; tests/transforms/test_debug_callbacks.py tests its rules
 # Ops whose JVP rule raises, as JAX's: tests/transforms/test_pure_callback.py tests them.
-UNDIFFERENTIABLE_OPS = {"pure_callback"}
+UNDIFFERENTIABLE_OPS = {"pure_callback", "io_callback"}
 # Ops with rules that traced programs do not contain: the passes make them (copy, fma).
 PASS_MADE_OPS = {"copy", "fma"}
 

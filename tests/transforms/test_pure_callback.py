@@ -114,3 +114,40 @@ def test_outside_jit_the_function_runs_at_once():
     np.testing.assert_array_equal(cj.pure_callback(np.sin, cj.ShapeDtypeStruct((2,), np.float32), x), np.sin(x))
     with pytest.raises(TypeError, match=r"result 0 of the callback is float64\[2\], expected float32\[2\]"):
         cj.pure_callback(lambda a: a.astype(np.float64), cj.ShapeDtypeStruct((2,), np.float32), x)
+
+
+# ---- io_callback ----------------------------------------------------------------------------------
+# jax.experimental.io_callback: pure_callback's results with an effect: each runs once per call, in
+# program order, even when nothing reads its result or two are alike (a pure_callback may be merged
+# or dropped).
+
+@pytest.mark.parametrize("backend", ["interpret", "native"])
+def test_io_callbacks_run_once_each_in_program_order(backend):
+    from cdnajit.experimental import io_callback
+    log = []
+
+    def send(tag):
+        def call(x):
+            log.append((tag, float(x.sum())))
+            return x * 2
+        return call
+
+    def program(x):
+        like = cj.ShapeDtypeStruct(x.shape, x.dtype)
+        a = io_callback(send("a"), like, x)
+        b = io_callback(send("b"), like, x)      # the same operand: not merged
+        io_callback(send("c"), like, x + 1)      # nothing reads it: it runs all the same
+        return a + b
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(jitted(program, backend)(x), 4 * x)
+    assert log == [("a", 6.0), ("b", 6.0), ("c", 10.0)]
+
+
+def test_io_callback_without_a_derivative_and_with_sequential_vmap():
+    from cdnajit.experimental import io_callback
+    lanes = []
+    call = lambda x: io_callback(lambda v: lanes.append(v.shape) or v + 1, cj.ShapeDtypeStruct((), np.float32), x)
+    np.testing.assert_array_equal(cj.vmap(call)(np.arange(3, dtype=np.float32)), np.arange(1, 4, dtype=np.float32))
+    assert lanes == [(), (), ()]
+    with pytest.raises(ValueError, match="IO callbacks do not support JVP"):
+        cj.grad(call)(np.float32(1))
