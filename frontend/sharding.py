@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from ..ir.ops.callback import register_callback
+from ..libs.ccl import routines as ccl_routines
 from ..ir.types import TensorType, dtype_name
 from ..ir.ops.sharding import spec_text
 from ..passes.partition import partition
@@ -279,19 +280,30 @@ class ProcessCollectives:
                 blocks = distributed.all_reduce(x, reducer).reshape((len(group), -1) + x.shape[1:])
                 return [blocks[k].copy() for k in positions]
         elif routine == "all_gather":
-            # The processes' parts in rank order, each its members in group order: block j of the
-            # gathered array is group position arrival[j].
-            arrival = sorted(range(len(group)), key=lambda k: (owners[k], k))
-            back = np.argsort(arrival)
+            step = lambda x: [self.gathered(x, owners).reshape((-1,) + x.shape[2:])]
+        elif routine in ("all_to_all", "ppermute"):
+            # Every member's operand from the whole group's (an all-gather: g times the message's
+            # bytes), then the routine's own definition on them.
+            positions, exchange = [group.index(d) for d in members], getattr(ccl_routines, routine)
+            attrs = {"pairs": op.attrs["pairs"]} if routine == "ppermute" else {}
 
             def step(x):
-                gathered = distributed.all_gather(x)
-                blocks = gathered.reshape((len(group), -1) + gathered.shape[1:])
-                return [np.ascontiguousarray(blocks[back].reshape(gathered.shape))]
+                operands = list(self.gathered(x, owners))
+                results = exchange(*operands, **attrs)
+                return [np.asarray(results[k], order="C") for k in positions]
         else:   # broadcast
             root = owners[op.attrs["root"]]
             step = lambda x: [distributed.broadcast(x, root)]
         return register_callback(step)
+
+    @staticmethod
+    def gathered(x, owners: list[int]) -> np.ndarray:
+        """Every group member's operand, stacked in group order, from this process's members' operands
+        stacked (`x`): the processes' parts arrive in rank order, each its members in group order."""
+        from . import distributed
+        parts = distributed.all_gather(x)
+        arrival = sorted(range(len(owners)), key=lambda k: (owners[k], k))
+        return np.ascontiguousarray(parts[np.argsort(arrival)])
 
 
 def partitioned(module, mesh: Mesh, in_shardings, out_shardings):

@@ -13,8 +13,8 @@ A while or cond whose regions hold a collective runs in lockstep (`unroll`'s `lo
 over every device's values, its regions unrolled in turn.
 
 Under MPI a process unrolls only its own devices (`local`). A collective whose group holds devices of
-other processes becomes the local members' part (their all-reduce, concatenation or the root's
-operand: CROSS_PROCESS_PARTS) and an `io_callback` running the part between processes
+other processes becomes the local members' part (their all-reduce, their operands stacked or the
+root's operand: CROSS_PROCESS_PARTS) and an `io_callback` running the part between processes
 (frontend/sharding.py: ProcessCollectives): an effect, so every process runs its collectives once
 each, in program order, and the processes' messages meet.
 """
@@ -164,13 +164,16 @@ def local_all_reduce(op, operands):
     return [call], call.results[0]
 
 
-def local_concatenation(op, operands):
-    if len(operands) == 1:
-        return [], operands[0]
+def local_stack(op, operands):
+    """The members' operands stacked along a new leading axis (members, ...)."""
     t = operands[0].type
-    joined = make_op("concatenate", operands, {"dimension": 0}, [t.with_shape((len(operands) * t.shape[0],) + t.shape[1:])],
-                     (), op.location)
-    return [joined], joined.result
+    rows = [make_op("reshape", [x], {"new_sizes": (1,) + t.shape}, [t.with_shape((1,) + t.shape)], (), op.location)
+            for x in operands]
+    if len(rows) == 1:
+        return rows, rows[0].result
+    stacked = make_op("concatenate", [r.result for r in rows], {"dimension": 0},
+                      [t.with_shape((len(rows),) + t.shape)], (), op.location)
+    return rows + [stacked], stacked.result
 
 
 def first_operand(op, operands):
@@ -179,9 +182,11 @@ def first_operand(op, operands):
 
 CROSS_PROCESS_PARTS = {   # routine -> (the local part, results per member of the host step)
     "all_reduce": (local_all_reduce, "shared"),
-    "all_gather": (local_concatenation, "shared"),
+    "all_gather": (local_stack, "shared"),
     "reduce_scatter": (local_all_reduce, "each"),
     "broadcast": (first_operand, "shared"),   # the root's process sends its operand, the others' is ignored
+    "all_to_all": (local_stack, "each"),   # through an all-gather of the whole group's operands
+    "ppermute": (local_stack, "each"),
 }
 
 

@@ -95,6 +95,24 @@ for device, shard in scattered.addressable_shards:
     k = devices.index(device)
     np.testing.assert_allclose(shard, summed[k:k + 1], **tolerance)
 
+# all_to_all and ppermute (a ring shift) between processes; a scalar ppermute too.
+def exchanged(block):
+    shifted = lax.ppermute(block, "data", [(k, (k + 1) % g) for k in range(g)])
+    count = lax.ppermute(lax.axis_index("data"), "data", [(k, (k + 1) % g) for k in range(g)])
+    return lax.all_to_all(block, "data", 0, 0, tiled=True), shifted, count[None]
+
+
+mapped = cj.shard_map(exchanged, mesh=mesh, in_specs=P("data"), out_specs=(P("data"), P("data"), P("data")))
+swapped, shifted, counts = cj.jit(mapped)(blocks)
+for device, shard in swapped.addressable_shards:
+    k = devices.index(device)
+    np.testing.assert_array_equal(shard, parts[:, k])     # block s of device k: device s's block k
+for device, shard in shifted.addressable_shards:
+    k = devices.index(device)
+    np.testing.assert_array_equal(shard, parts[(k - 1) % g])
+for device, shard in counts.addressable_shards:
+    assert shard[0] == (devices.index(device) - 1) % g, shard
+
 # A 2-D mesh: the model axis within a process, the data axis across processes.
 grid = Mesh(np.array(devices, dtype=object).reshape(n, 2), ("data", "model"))
 xs = cj.device_put(batch, NamedSharding(grid, P("data", None)))
