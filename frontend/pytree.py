@@ -64,49 +64,53 @@ def _is_namedtuple(x) -> bool:
 
 def tree_flatten(tree) -> tuple[list, TreeDef]:
     leaves: list = []
+    return leaves, flatten_into(tree, leaves)
 
-    def visit(node) -> TreeDef:
-        if node is None:
-            return TreeDef("none", None, ())
-        registered = REGISTERED.get(type(node))
-        if registered is not None:
-            children, aux = registered.flatten(node)
-            return TreeDef("custom", (type(node), aux), tuple(visit(c) for c in children))
-        if _is_namedtuple(node):   # its fields, even where its class iterates otherwise (random.PRNGKeyArray)
-            return TreeDef("namedtuple", type(node), tuple(visit(c) for c in tuple.__iter__(node)))
-        if isinstance(node, tuple):
-            return TreeDef("tuple", None, tuple(visit(c) for c in node))
-        if isinstance(node, list):
-            return TreeDef("list", None, tuple(visit(c) for c in node))
-        if isinstance(node, dict):
-            keys = tuple(sorted(node))
-            return TreeDef("dict", keys, tuple(visit(node[k]) for k in keys))
-        leaves.append(node)
-        return LEAF
 
-    return leaves, visit(tree)
+# Module-level recursions, not closures: a nested function that calls itself is a reference cycle
+# (function -> its closure cell -> function) that holds the leaves it closes over, so a call's
+# arrays (a jitted program's results, however large) would live until the cyclic collector runs.
+def flatten_into(node, leaves: list) -> TreeDef:
+    """`node`'s TreeDef, appending its leaves to `leaves`."""
+    if node is None:
+        return TreeDef("none", None, ())
+    registered = REGISTERED.get(type(node))
+    if registered is not None:
+        children, aux = registered.flatten(node)
+        return TreeDef("custom", (type(node), aux), tuple(flatten_into(c, leaves) for c in children))
+    if _is_namedtuple(node):   # its fields, even where its class iterates otherwise (random.PRNGKeyArray)
+        return TreeDef("namedtuple", type(node), tuple(flatten_into(c, leaves) for c in tuple.__iter__(node)))
+    if isinstance(node, tuple):
+        return TreeDef("tuple", None, tuple(flatten_into(c, leaves) for c in node))
+    if isinstance(node, list):
+        return TreeDef("list", None, tuple(flatten_into(c, leaves) for c in node))
+    if isinstance(node, dict):
+        keys = tuple(sorted(node))
+        return TreeDef("dict", keys, tuple(flatten_into(node[k], leaves) for k in keys))
+    leaves.append(node)
+    return LEAF
 
 
 def tree_unflatten(treedef: TreeDef, leaves):
-    items = iter(leaves)
+    return build_from(treedef, iter(leaves))
 
-    def build(node: TreeDef):
-        if node.kind == "leaf":
-            return next(items)
-        if node.kind == "none":
-            return None
-        children = [build(c) for c in node.children]
-        if node.kind == "tuple":
-            return tuple(children)
-        if node.kind == "list":
-            return children
-        if node.kind == "dict":
-            return dict(zip(node.aux, children))
-        if node.kind == "custom":
-            return REGISTERED[node.aux[0]].unflatten(node.aux[1], children)
-        return node.aux(*children)
 
-    return build(treedef)
+def build_from(node: TreeDef, items):
+    """The tree `node` describes, its leaves taken in order from the iterator `items`."""
+    if node.kind == "leaf":
+        return next(items)
+    if node.kind == "none":
+        return None
+    children = [build_from(c, items) for c in node.children]
+    if node.kind == "tuple":
+        return tuple(children)
+    if node.kind == "list":
+        return children
+    if node.kind == "dict":
+        return dict(zip(node.aux, children))
+    if node.kind == "custom":
+        return REGISTERED[node.aux[0]].unflatten(node.aux[1], children)
+    return node.aux(*children)
 
 
 def tree_leaves(tree) -> list:

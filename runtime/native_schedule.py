@@ -18,12 +18,14 @@ and raised from `run` once the schedule has returned, with a note naming the cal
 from __future__ import annotations
 
 import ctypes
+import math
 import sys
 import threading
 import time
 
 import numpy as np
 
+from ..codegen.host import WRITTEN_BUFFER_ALIGNMENT
 from ..codegen.native_schedule import (CALLBACK_FAILED, INTERRUPTED, MISALIGNED, POOL, SCHEDULE_ENTRY,
                                        callback_steps, compile_schedule, direct_kernels, link_kernels,
                                        schedule_layout, schedule_module, value_bytes)
@@ -37,6 +39,13 @@ from .native_pool import pool_code
 
 # Arenas an executable keeps: one per concurrent call, up to this many.
 KEPT_ARENAS = 4
+# Results that together take at most this many bytes share one allocation (`ResultBlock`): a
+# program with many small results (a collective's one per device) would otherwise spend more of
+# its call allocating them one by one than running; a kept result keeps at most this much alive.
+RESULT_BLOCK_MAX_BYTES = 256 << 10
+# Each result in a block starts this much further into its 4 KiB page than a packed layout would
+# put it, so equal-sized results do not share their addresses' low 12 bits (launch.py: STAGGER_BYTES).
+RESULT_BLOCK_GAP = 256
 
 
 class ArenaPool:
@@ -140,12 +149,43 @@ def schedule_object_code(plan: dict, layout, kernel_text) -> bytes:
     return compile_schedule(link_kernels(text, {k: kernel_text(k) for k in direct}), optimize=bool(direct))
 
 
+class ResultBlock:
+    """One allocation holding every result of a run, each at a WRITTEN_BUFFER_ALIGNMENT boundary
+    (so any kernel may write it) and RESULT_BLOCK_GAP past the previous one; None where the
+    results are few or large enough to be allocated one by one."""
+
+    def __init__(self, offsets: list[int], nbytes: int):
+        self.offsets, self.nbytes = offsets, nbytes
+
+    @classmethod
+    def of(cls, results) -> "ResultBlock | None":
+        sizes = [math.prod(shape) * dtype.itemsize for _, shape, dtype, _, _ in results]
+        if len(results) < 2 or sum(sizes) + RESULT_BLOCK_GAP * len(sizes) > RESULT_BLOCK_MAX_BYTES:
+            return None
+        offsets, end = [], 0
+        for size in sizes:
+            offsets.append(end)
+            end += -(size + RESULT_BLOCK_GAP) % WRITTEN_BUFFER_ALIGNMENT + size + RESULT_BLOCK_GAP
+        return cls(offsets, end)
+
+    def allocate(self, results, slots) -> list[np.ndarray]:
+        """The results, viewing one fresh allocation, their addresses written to `slots`."""
+        raw = np.empty(self.nbytes + WRITTEN_BUFFER_ALIGNMENT, np.uint8)
+        base = address(raw)
+        start = -base % WRITTEN_BUFFER_ALIGNMENT
+        outputs = []
+        for (slot, shape, dtype, _, _), offset in zip(results, self.offsets):
+            outputs.append(np.ndarray(shape, dtype, raw, start + offset))
+            slots[slot] = base + start + offset
+        return outputs
+
+
 class NativeSchedule:
     """`object_code`: the schedule's, where the compile cache held it; else it is compiled
     (`llvm_seconds` is the time that took) and kept in `object_code` for the cache."""
     __slots__ = ("layout", "object_code", "library", "function", "pool", "table", "table_address",
-                 "template_type", "template", "params", "results", "donated_results", "arenas", "llvm_seconds", "name",
-                 "callbacks")
+                 "template_type", "template", "params", "results", "result_block", "donated_results", "arenas",
+                 "llvm_seconds", "name", "callbacks")
 
     def __init__(self, plan: dict, kernels: list[CompiledKernel], constants: dict[int, np.ndarray], kernel_text,
                  object_code: bytes | None = None):
@@ -188,6 +228,7 @@ class NativeSchedule:
         self.results = tuple((output.slot, output.shape, NUMPY_DTYPES[output.dtype],
                               result_allocator(output.dtype, output.shape), output.source)
                              for output in layout.outputs if output.param is None)
+        self.result_block = ResultBlock.of(self.results)
         self.donated_results = tuple((k, output.param, output.shape) for k, output in enumerate(layout.outputs)
                                      if output.param is not None)
 
@@ -213,14 +254,17 @@ class NativeSchedule:
         for slot, array in zip(self.params, inputs):
             slots[slot] = address(array)
         arena = self.arenas.take() if self.layout.buffers else None
-        outputs = []
-        for slot, shape, dtype, allocate, source in self.results:
-            try:
-                array = allocate(shape, dtype)
-            except MemoryError:
-                raise allocation_error(source, shape, dtype) from None
-            slots[slot] = address(array)
-            outputs.append(array)
+        if self.result_block is not None:
+            outputs = self.result_block.allocate(self.results, slots)
+        else:
+            outputs = []
+            for slot, shape, dtype, allocate, source in self.results:
+                try:
+                    array = allocate(shape, dtype)
+                except MemoryError:
+                    raise allocation_error(source, shape, dtype) from None
+                slots[slot] = address(array)
+                outputs.append(array)
         status = self.function(ctypes.addressof(slots), self.table_address,
                                address(arena) if arena is not None else 0)
         del arena   # free for the next run

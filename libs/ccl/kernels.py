@@ -102,11 +102,14 @@ def grid_kernel(op: Op, name: str, count, blocks: int, body, counts, limit=None)
         # A workgroup wholly inside the bound takes a uniform branch without the per-element test,
         # which the host vectorizes with plain loads and stores (masked ones cost several times
         # more on x86); the last, partial workgroup tests each element.
+        # Each branch binds i itself: a value bound before a uniform branch crosses into the
+        # branch's work-item loops through memory (codegen/host.py: split_regions), and loads
+        # addressed by a loaded index are gathers the host does not vectorize.
         bound = count if limit is None else limit(size, b)
         first = K.workgroup_id(0).cast(INDEX) * ITEMS
-        return [K.Let(i, first + K.workitem_id(0).cast(INDEX)),
-                K.If(first + ITEMS <= bound, body(params, i, b, size),
-                     [K.If(i < bound, body(params, i, b, size))], uniform=True)]
+        index = K.Let(i, first + K.workitem_id(0).cast(INDEX))
+        return [K.If(first + ITEMS <= bound, [index, *body(params, i, b, size)],
+                     [index, K.If(i < bound, body(params, i, b, size))], uniform=True)]
     # The block is the workgroup's: a uniform branch, which the host takes once per workgroup.
     stmts = [K.If(block.eq(b), element(b), uniform=True) for b in range(blocks)] if blocks > 1 else element(0)
     return K.Kernel(name, params=[*params, size], grid=((count + (ITEMS - 1)) / ITEMS, blocks),

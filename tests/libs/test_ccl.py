@@ -5,6 +5,7 @@ results are exact."""
 import numpy as np
 import pytest
 
+from cdnajit.codegen.host import optimized_llvm_ir
 from cdnajit.ir.interpreter import interpret
 from cdnajit.ir.opdef import infer_types
 from cdnajit.ir.parser import parse
@@ -95,6 +96,18 @@ def test_the_ring_sums_each_chunk_in_ring_order():
         for d in order[1:]:
             acc = np.float32(acc + xs[d][0])
         assert np.all(c[chunk] == acc), (chunk, c[chunk][:3], acc)
+
+
+def test_the_reductions_work_items_run_as_vector_loads_and_stores():
+    # Each element is an independent work-item with unit-stride addresses: the host's work-item
+    # loops must vectorize (an index the loop loaded from memory would make every access a gather).
+    rng = np.random.default_rng(2)
+    for routine, count in (("all_reduce", 5), ("all_reduce", 300_000), ("reduce_scatter", 4 * 3000)):
+        xs = [rng.standard_normal(count).astype(np.float32) for _ in range(4)]
+        _, _, executable = run(routine, 4, xs)
+        for kernel in executable.kernels:
+            text = optimized_llvm_ir(kernel)
+            assert "load <" in text and "store <" in text and "load float" not in text, (routine, count, text)
 
 
 @pytest.mark.slow

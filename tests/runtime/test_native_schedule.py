@@ -360,3 +360,24 @@ def test_values_never_live_together_share_arena_bytes(cache):
     offsets = dict(layout.buffers)
     firsts = [step["results"][0][0] for step in kernels]
     assert len({offsets.get(slot) for slot in firsts if slot in offsets}) < len([s for s in firsts if s in offsets])
+
+
+def test_small_results_share_one_allocation_each_aligned_and_apart(cache):
+    # Eight 1000-element results (a collective's one per device) come from one allocation; each
+    # starts at a 64-byte boundary, none overlaps another, and their page offsets differ.
+    x = np.arange(1000, dtype=np.float32)
+    _, executable = compile_fn(lambda x: tuple(x * k for k in range(8)), cache, x)
+    first, second = executable(x), executable(x)
+    for k, result in enumerate(first):
+        np.testing.assert_array_equal(result, x * k)
+        assert address(result) % 64 == 0
+    assert all(r.base is first[0].base for r in first) and first[0].base is not second[0].base
+    spans = sorted((address(r), address(r) + r.nbytes) for r in first)
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:]))
+    assert len({start % 4096 for start, _ in spans}) == 8
+    # Results too large to share (1 MiB together) are allocated one by one.
+    big = np.arange(1 << 16, dtype=np.float32)
+    _, executable = compile_fn(lambda x: (x + 1, x * 2, x - 3, x / 4), cache, big)
+    results = executable(big)
+    assert len({id(r.base) for r in results}) == 4
+    np.testing.assert_array_equal(results[3], big / 4)
