@@ -19,6 +19,7 @@ import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
 from cdnajit.lowering import emit_fusion
+from cdnajit.codegen import amdgpu
 from cdnajit.codegen.host import optimized_llvm_ir
 from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.ir import kernel as K
@@ -518,8 +519,8 @@ def test_an_unrolled_row_max_runs_as_independent_chains_and_stays_exact():
     """Max takes ACCUMULATOR_CHAINS accumulators in turn (max is exact in any order); a float sum
     keeps one, so that its rounding follows the element order."""
     x = random((8, 1000), np.float32, special=False)
-    for k in range(8):  # row k: a NaN in the work-items' k-th elements (chain k % 4)
-        x[k, k * 64 + 5] = np.nan
+    for k in range(8):  # row k: a NaN in chain k % 4 (element 20 + k: work-item 5 + k // 4's (k % 4)-th of 4 in a row)
+        x[k, 20 + k] = np.nan
     f = lambda a: (cnp.max(a, axis=1), cnp.sum(a, axis=1))
     module = run_pipeline(cj.make_graph(f)(x)).module
     op = next(op for op in module.body.ops if op.name == "fusion")
@@ -531,6 +532,36 @@ def test_an_unrolled_row_max_runs_as_independent_chains_and_stays_exact():
     (actual, expected, _), = fused(f, x)
     assert_same(actual[0], expected[0])
     assert np.isnan(actual[0]).all()
+
+
+@pytest.mark.parametrize("shape, dtype, vector", [((8, 1000), np.float32, 4), ((3, 1000), np.float16, 8),
+                                                  ((5, 70), np.float32, 2), ((3, 12000), np.float32, 4)])
+def test_row_reductions_take_consecutive_elements_as_sixteen_byte_loads(shape, dtype, vector):
+    """A row reduction without elementwise results gives each work-item `vector` consecutive row
+    elements at a time (16 bytes of them, fewer where the work-item's count is not a multiple):
+    global_load_dwordx4 on gfx942 where the row is long enough. Unrolled rows and rows in a loop
+    (12000: a partial last group of 4 x 256 elements) sum to within a reordered sum's bound."""
+    x = random(shape, dtype, special=False)
+    f = lambda a: (cnp.sum(a, axis=1), cnp.max(a, axis=1))
+    (actual, expected, config), = fused(f, x, strategies=["row_per_workgroup"])
+    assert config.vector == vector and any(f"{vector} consecutive at a time" in r for r in config.reasons)
+    np.testing.assert_allclose(actual[0].astype(np.float64), expected[0].astype(np.float64),
+                               atol=float(reduction_bound(x, 1).max()) + float(np.finfo(dtype).eps) * 4)
+    assert_same(actual[1], expected[1])
+    module = run_pipeline(cj.make_graph(f)(x)).module
+    kernel = emit_kernel(next(op for op in module.body.ops if op.name == "fusion"), "k", TARGET)
+    assert f"u32(workitem_id(0)) * {vector}:u32" in str(kernel)
+    if vector * np.dtype(dtype).itemsize == 16:
+        loads = set(re.findall(r"global_load_(\w+)", amdgpu.assembly(kernel, TARGET.name)))
+        assert loads == {"dwordx4"}, loads
+
+
+def test_row_kernels_with_elementwise_results_take_one_element_at_a_time():
+    """softmax's row sum would round in the GPU's order on the host too, whose stores would then
+    scatter (tiling.row_vector): its work-items keep consecutive elements across the workgroup."""
+    x = random((7, 1000), np.float32, special=False)
+    (_, _, config), = fused(softmax, x)
+    assert config.vector == 1
 
 
 def reduction_bound(x, axis):
