@@ -247,9 +247,13 @@ def reduction_config(op: Op, region: Region, signature, target: Target) -> Launc
            "so loads are contiguous across a wave when the kept axes are trailing" if not trailing else
            "rows shorter than a wave: one row per work-item")
     width = min(LOOP_WORKGROUP, round_up(max(rows, 1), WAVE))
+    while width > WAVE and -(-rows // width) < target.compute_units:
+        width //= 2   # smaller workgroups, so that the grid reaches more of the CUs
     grid = -(-rows // width)
+    fill = (f" (of {target.compute_units} CUs: workgroups of {width}, not {LOOP_WORKGROUP}, fill more of them)"
+            if width < min(LOOP_WORKGROUP, round_up(max(rows, 1), WAVE)) else "")
     return LaunchConfig("row_per_item", width, max(row, 1), grid, 0, False,
-                        (what, f"{why}; {width} work-items per workgroup, grid {grid}"))
+                        (what, f"{why}; {width} work-items per workgroup, grid {grid}{fill}"))
 
 
 def live_words(region: Region, shape) -> int:
