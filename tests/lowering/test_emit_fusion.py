@@ -519,8 +519,8 @@ def test_an_unrolled_row_max_runs_as_independent_chains_and_stays_exact():
     """Max takes ACCUMULATOR_CHAINS accumulators in turn (max is exact in any order); a float sum
     keeps one, so that its rounding follows the element order."""
     x = random((8, 1000), np.float32, special=False)
-    for k in range(8):  # row k: a NaN in chain k % 4 (element 20 + k: work-item 5 + k // 4's (k % 4)-th of 4 in a row)
-        x[k, 20 + k] = np.nan
+    for k in range(8):  # row k: a NaN in the work-items' k-th elements (chain k % 4)
+        x[k, k * 64 + 5] = np.nan
     f = lambda a: (cnp.max(a, axis=1), cnp.sum(a, axis=1))
     module = run_pipeline(cj.make_graph(f)(x)).module
     op = next(op for op in module.body.ops if op.name == "fusion")
@@ -534,26 +534,27 @@ def test_an_unrolled_row_max_runs_as_independent_chains_and_stays_exact():
     assert np.isnan(actual[0]).all()
 
 
-@pytest.mark.parametrize("shape, dtype, vector", [((8, 1000), np.float32, 4), ((3, 1000), np.float16, 8),
-                                                  ((5, 70), np.float32, 2), ((3, 12000), np.float32, 4)])
-def test_row_reductions_take_consecutive_elements_as_sixteen_byte_loads(shape, dtype, vector):
-    """A row reduction without elementwise results gives each work-item `vector` consecutive row
-    elements at a time (16 bytes of them, fewer where the work-item's count is not a multiple):
-    global_load_dwordx4 on gfx942 where the row is long enough. Unrolled rows and rows in a loop
-    (12000: a partial last group of 4 x 256 elements) sum to within a reordered sum's bound."""
+@pytest.mark.parametrize("shape, dtype, vector", [((3, 12288), np.float32, 4), ((2, 12000), np.float16, 8),
+                                                  ((3, 7000), np.float64, 2), ((8, 1000), np.float32, 1)])
+def test_row_reductions_in_a_loop_take_consecutive_elements_as_sixteen_byte_loads(shape, dtype, vector):
+    """A row reduction too long to unroll, without elementwise results, gives each work-item
+    `vector` consecutive row elements at a time (16 bytes of them): global_load_dwordx4 on gfx942.
+    The last group of a row that is not a whole number of them moves back to end at the row's end
+    (12000 and 7000 elements). An unrolled row keeps one element at a time (tiling.row_vector).
+    Sums within a reordered sum's bound, maxima exact."""
     x = random(shape, dtype, special=False)
     f = lambda a: (cnp.sum(a, axis=1), cnp.max(a, axis=1))
     (actual, expected, config), = fused(f, x, strategies=["row_per_workgroup"])
-    assert config.vector == vector and any(f"{vector} consecutive at a time" in r for r in config.reasons)
+    assert config.vector == vector and config.unrolled == (vector == 1)
+    assert any(f"{vector} consecutive at a time" in r for r in config.reasons) == (vector > 1)
     np.testing.assert_allclose(actual[0].astype(np.float64), expected[0].astype(np.float64),
                                atol=float(reduction_bound(x, 1).max()) + float(np.finfo(dtype).eps) * 4)
     assert_same(actual[1], expected[1])
     module = run_pipeline(cj.make_graph(f)(x)).module
     kernel = emit_kernel(next(op for op in module.body.ops if op.name == "fusion"), "k", TARGET)
-    assert f"u32(workitem_id(0)) * {vector}:u32" in str(kernel)
-    if vector * np.dtype(dtype).itemsize == 16:
-        loads = set(re.findall(r"global_load_(\w+)", amdgpu.assembly(kernel, TARGET.name)))
-        assert loads == {"dwordx4"}, loads
+    assert (f"u32(workitem_id(0)) * {vector}:u32" in str(kernel)) == (vector > 1)
+    if vector > 1:
+        assert set(re.findall(r"global_load_(\w+)", amdgpu.assembly(kernel, TARGET.name))) == {"dwordx4"}
 
 
 def test_row_kernels_with_elementwise_results_take_one_element_at_a_time():
