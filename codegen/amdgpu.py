@@ -19,9 +19,12 @@ convention per kernel, executed by every work-item of the grid.
   quad permutes; `WaveShuffle` is a `ds_bpermute` from lane src % 64; `WaveBallot` is
   `llvm.amdgcn.ballot` (a compare into an SGPR pair) and `WaveCountBelow` `v_mbcnt_lo/hi`. f16/bf16 values are
   computed in f32 and rounded as on the host; the math library (codegen/mathlib.py) is the same.
-- The facts a kernel states for scheduling (Prefetch, `Kernel.streams`, `Kernel.grid_order`,
-  `If.alongside`: ir/kernel.py) go unused: CDNA has no data prefetch instruction, the dispatcher
-  picks the workgroups' order, and the statements run in order, waves overlapping in hardware.
+- Of the facts a kernel states for scheduling (Prefetch, `Kernel.streams`, `Kernel.grid_order`,
+  `If.alongside`: ir/kernel.py), only `alongside` is used: an alongside if's global loads are
+  issued before the statements that follow it and its LDS stores after them
+  (codegen/gpu_kernel.py), behind a scheduling barrier that keeps the machine scheduler from
+  moving the stores, and so the waits for the loads, up among the MFMAs. CDNA has no data
+  prefetch instruction and the dispatcher picks the workgroups' order.
 
 Expressions and work-item statements are lowered by the shared base (codegen/llvm_kernel.py's
 `KernelBuilder`, of which the host builder is a sibling), so both targets compute the same
@@ -111,6 +114,10 @@ class AmdgpuKernelBuilder(GpuKernelBuilder):
 
     def launch_id(self, kind, dimension):
         return self.intrinsic(f"llvm.amdgcn.{kind}.id.{dimension}", I32, [])
+
+    def staging_fence(self):
+        """llvm.amdgcn.sched.barrier(0): no instruction moves across it."""
+        self.intrinsic("llvm.amdgcn.sched.barrier", ir.VoidType(), [ir.Constant(I32, 0)])
 
     def barrier(self):
         """HIP's __syncthreads: LDS writes before it are visible to the workgroup after it."""

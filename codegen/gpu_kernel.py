@@ -6,7 +6,7 @@ from __future__ import annotations
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from ..ir.kernel import (Assign, AtomicRMW, Barrier, Expr, ForSpan, GlobalBuffer, Let, Load, Prefetch, Special, Store,
+from ..ir.kernel import (Assign, AtomicRMW, Barrier, Expr, ForSpan, GlobalBuffer, If, Let, Load, Prefetch, Special, Store,
                          WaveOp, walk)
 from ..ir.kernel_verifier import sub_expressions
 from ..ir.types import NUMPY_DTYPES
@@ -182,6 +182,72 @@ class GpuKernelBuilder(KernelBuilder):
             vector = self.span_loaded[e.buffer.name]
             return self.from_memory(e.dtype, self.b.extract_element(vector, ir.Constant(I32, self.span_element)))
         return super().expr_load(e)
+
+    # -- staging beside other work: an alongside if's loads first, its LDS stores at the barrier --
+
+    def statements(self, stmts):
+        """The block's statements in order, except an alongside if (ir/kernel.py: If) of ifs and
+        LDS stores only: its promise lets its work and that of the statements after it, up to the
+        next barrier, run in any order, so where its condition holds its loads are issued first,
+        then those statements run, then its stores (where it does not, those statements alone).
+        Its global loads' latency is then hidden by that work, where storing at once would wait
+        for them first (a GEMM's next tile behind this tile's MFMAs: Tensile's PrefetchGlobalRead).
+        The loaded values wait in registers, in the same basic block as the work when the if's
+        inner conditions are constants (a phi of 16-bit values would unpack them at the loads)."""
+        position = 0
+        while position < len(stmts):
+            stmt = stmts[position]
+            position += 1
+            if not (isinstance(stmt, If) and stmt.alongside and not stmt.orelse
+                    and all(isinstance(inner, (If, Store)) for inner in walk([stmt]))):
+                self.statement(stmt)
+                continue
+            end = position
+            while end < len(stmts) and not any(isinstance(inner, Barrier) for inner in walk([stmts[end]])):
+                end += 1
+            following, position = stmts[position:end], end
+            with self.b.if_else(self.expr(stmt.cond)) as (staging, alone):
+                with staging:
+                    slots = self.load_staged(stmt.then)
+                    self.statements(following)
+                    self.staging_fence()
+                    self.store_staged(stmt.then, slots)
+                with alone:
+                    self.statements(following)
+
+    def staging_fence(self):
+        """Where a target's instruction scheduler could move a staged if's stores (and so its waits
+        for the loads) back up into the work they should follow, an instruction that stops it."""
+
+    def load_staged(self, stmts) -> dict:
+        """The values the stores of `stmts` (ifs and stores) would store, each kept in a slot (a
+        register once promoted), by store."""
+        slots = {}
+        for s in stmts:
+            if isinstance(s, Store):
+                value = self.to_memory(s.buffer.dtype, self.expr(s.value))
+                slots[id(s)] = self.entry_alloca(value.type, name="staged")
+                self.b.store(value, slots[id(s)])
+            else:
+                with self.b.if_else(self.expr(s.cond)) as (then, orelse):
+                    with then:
+                        slots.update(self.load_staged(s.then))
+                    with orelse:
+                        slots.update(self.load_staged(s.orelse))
+        return slots
+
+    def store_staged(self, stmts, slots: dict):
+        """The stores of `stmts`, of the values load_staged kept, under the same conditions (which
+        the statements in between do not change: the alongside if's promise)."""
+        for s in stmts:
+            if isinstance(s, Store):
+                self.b.store(self.b.load(slots[id(s)]), self.element_pointer(s.buffer, s.index))
+            else:
+                with self.b.if_else(self.expr(s.cond)) as (then, orelse):
+                    with then:
+                        self.store_staged(s.then, slots)
+                    with orelse:
+                        self.store_staged(s.orelse, slots)
 
     # -- statements: barriers and wave ops inline, the rest by the base --
 

@@ -489,8 +489,8 @@ class If(Stmt):
     fact about the program, not an instruction to any target: any order of the if's work and
     theirs gives the same results, so a backend may interleave them (the host runs each wave's
     work-items of the if just before that wave's share of the next wave op, so a GEMM's loads of
-    the next tile overlap the current tile's math) or ignore the mark (AMDGPU runs the statements
-    in order and leaves the overlap to the hardware's scheduling of waves). The verifier checks
+    the next tile overlap the current tile's math; the GPU backends issue its loads first and its
+    stores after those statements, codegen/gpu_kernel.py) or ignore the mark. The verifier checks
     what it can: no barrier, wave op or prefetch inside, stores to LDS only, no assignment to a
     variable defined outside."""
     cond: Expr

@@ -196,14 +196,16 @@ class Accumulator:
 
 
 def accumulate_loop(emitter: "ElementalEmitter", count: int, accumulators, body: Callable[[K.Expr], None],
-                    hint: str = "j"):
-    """for j in 0..count: body(j), where body adds to `accumulators`; when one is blocked and the loop
-    is longer than SUM_BLOCK, as blocks of SUM_BLOCK elements (and a last, shorter one)."""
+                    hint: str = "j", per_iteration: int = 1):
+    """for j in 0..count: body(j), where body adds `per_iteration` elements to `accumulators`; when
+    one is blocked and the loop's elements exceed SUM_BLOCK, as blocks of SUM_BLOCK elements (and a
+    last, shorter one). `per_iteration` divides SUM_BLOCK (a power of 2 up to 16)."""
     blocked = [acc for acc in accumulators if acc.blocked]
-    if not blocked or count <= SUM_BLOCK:
+    block_count = SUM_BLOCK // per_iteration
+    if not blocked or count <= block_count:
         emitter.loop(count, body, hint)
         return
-    blocks, tail = divmod(count, SUM_BLOCK)
+    blocks, tail = divmod(count, block_count)
     for acc in blocked:
         acc.declare_partial()
 
@@ -213,9 +215,9 @@ def accumulate_loop(emitter: "ElementalEmitter", count: int, accumulators, body:
         emitter.loop(size, lambda k: body(first + k), hint)
         for acc in blocked:
             acc.end_block()
-    emitter.loop(blocks, lambda b: block(b * SUM_BLOCK, SUM_BLOCK), "block")
+    emitter.loop(blocks, lambda b: block(b * block_count, block_count), "block")
     if tail:
-        block(K.Const(blocks * SUM_BLOCK, emitter.index_dtype), tail)
+        block(K.Const(blocks * block_count, emitter.index_dtype), tail)
 
 
 # ---- the emitter ----------------------------------------------------------------------------

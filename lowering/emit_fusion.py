@@ -258,32 +258,44 @@ def build_row_per_item(fk: FusionKernel):
 
 def build_row_per_workgroup(fk: FusionKernel):
     e, rows, config = fk.emitter, Rows(fk), fk.config
-    width, elements, size = config.workgroup_size, config.elements_per_item, rows.row_size
+    width, elements, size, vector = config.workgroup_size, config.elements_per_item, rows.row_size, config.vector
     if rows.trailing:  # workgroup g's row is elements [g * size, (g + 1) * size) of every full-shaped input
         fk.streams = [(buffer.name, size * (2 if param.type.dtype in COMPLEXES else 1))
                       for buffer, param in zip(fk.inputs, fk.region.params) if param.type.shape == rows.shape and size]
     row_index = e.index(rows.kept_shape, linear=fk.group)
     row_start = fk.group * size
+    # The work-item's elements come in groups of `vector` consecutive ones (one vector access on
+    # the GPU); the groups of the whole workgroup cover `group_span` consecutive elements.
+    group_span = width * vector
+    groups, whole_groups = -(-size // group_span), size // group_span
 
-    def chunk(k):
-        """(index, valid, raw position) of the work-item's k-th element of the row; a position past
-        the row's end is clamped to its last element (valid says whether it counts)."""
-        position = k * width + fk.lane
-        partial = not isinstance(k, int) or (k + 1) * width > size
-        clamped = K.minimum(position, size - 1) if partial else position
-        return rows.full_index(fk, row_index, clamped, row_start), (position < size if partial else None), position
+    def element(g, u):
+        """(index, valid, position) of the work-item's u-th element of its g-th group. In the last,
+        partial group, a group past the row's end moves back to end at its end (still consecutive
+        elements) and valid says which of its elements no other work-item takes."""
+        start = g * group_span + fk.lane * vector
+        if not (isinstance(g, int) and g >= whole_groups):
+            return rows.full_index(fk, row_index, start + u, row_start), None, start + u
+        position = K.minimum(start, size - vector) + u
+        return rows.full_index(fk, row_index, position, row_start), position >= start, position
 
-    unrolled = [chunk(k) for k in range(elements)] if config.unrolled else None
+    unrolled = [element(g, u) for g in range(groups) for u in range(vector)] if config.unrolled else None
     # An unrolled row's max or min runs as independent chains (a loop's body adds once).
     chains = ACCUMULATOR_CHAINS if unrolled is not None else 1
 
     def over_row(visit, accumulators=()):
-        """visit(index, valid, position) for each of the work-item's row elements."""
+        """visit(index, valid, position) for each of the work-item's row elements, in order."""
         if unrolled is not None:
             for index, valid, position in unrolled:
                 visit(index, valid, position)
-        else:
-            accumulate_loop(e, elements, accumulators, lambda k: visit(*chunk(k)), hint="k")
+            return
+        # The groups every work-item's elements lie in the row of, in a loop; then the last, partial one.
+        if whole_groups:
+            accumulate_loop(e, whole_groups, accumulators, lambda g: [visit(*element(g, u)) for u in range(vector)],
+                            hint="k", per_iteration=vector)
+        for g in range(whole_groups, groups):
+            for u in range(vector):
+                visit(*element(g, u))
 
     for number, phase in enumerate(rows.phases):
         accumulators = [Accumulator(e, r.attrs["reducer"], r.operands[0].type.dtype, chains)

@@ -15,10 +15,15 @@ kernel it describes (and the reports call it again to print the reasons). Strate
   workgroup (computed once, the host hoists what they load) and the column is contiguous, where
   the flat layout divides every element's linear index by the row length and gathers.
 - "row_per_workgroup" (kind reduction, reduced axes trailing, rows of a wave or more): a workgroup
-  reduces one row; each work-item takes `elements_per_item` elements of it (k * workgroup_size +
-  lane), then a wave reduction and, for several waves, a combination of the waves' partials in LDS
-  after a barrier. With the row's elements unrolled they stay in registers from phase to phase
-  (softmax reads x once); past MAX_UNROLLED_ELEMENTS each phase loops over the row and recomputes.
+  reduces one row; each work-item takes `elements_per_item` elements of it, `vector` consecutive
+  ones at a time (group g's u-th: g * workgroup_size * vector + lane * vector + u), then a wave
+  reduction and, for several waves, a combination of the waves' partials in LDS after a barrier.
+  With the row's elements unrolled they stay in registers from phase to phase (softmax reads x
+  once); past MAX_UNROLLED_ELEMENTS each phase loops over the row and recomputes. `vector` is 16
+  bytes of elements (a global_load_dwordx4 on the GPU) in such loops of kernels that store no
+  elementwise results, else 1 (row_vector says why). The assignment is explicit in the kernel IR
+  (not a span's, which the backends choose): a float sum's rounding follows it, and every backend
+  must agree.
 - "row_per_item" (other reductions: columns, middle axes, short rows, empty rows): each work-item
   loops over one row; consecutive work-items take consecutive rows, contiguous when the kept axes
   are the trailing ones (column sums).
@@ -53,11 +58,13 @@ class LaunchConfig:
     unrolled: bool = True        # row_per_workgroup: row elements unrolled (kept in registers)
     reasons: tuple[str, ...] = ()
     grid_rows: int = 1           # the grid's second dimension: loop_by_rows' rows
+    vector: int = 1              # row_per_workgroup: consecutive row elements a work-item takes at a time
 
     def describe(self) -> str:
         grid = f"({self.grid}, {self.grid_rows})" if self.grid_rows > 1 else f"{self.grid}"
+        vector = f" ({self.vector} at a time)" if self.vector > 1 else ""
         head = (f"{self.strategy}: grid {grid} x {self.workgroup_size} work-items, "
-                f"{self.elements_per_item} element(s) per work-item, LDS {self.lds_bytes} bytes")
+                f"{self.elements_per_item} element(s) per work-item{vector}, LDS {self.lds_bytes} bytes")
         return "\n".join([head] + [f"  - {reason}" for reason in self.reasons])
 
 
@@ -242,9 +249,13 @@ def reduction_config(op: Op, region: Region, signature, target: Target) -> Launc
            "so loads are contiguous across a wave when the kept axes are trailing" if not trailing else
            "rows shorter than a wave: one row per work-item")
     width = min(LOOP_WORKGROUP, round_up(max(rows, 1), WAVE))
+    while width > WAVE and -(-rows // width) < target.compute_units:
+        width //= 2   # smaller workgroups, so that the grid reaches more of the CUs
     grid = -(-rows // width)
+    fill = (f" (of {target.compute_units} CUs: workgroups of {width}, not {LOOP_WORKGROUP}, fill more of them)"
+            if width < min(LOOP_WORKGROUP, round_up(max(rows, 1), WAVE)) else "")
     return LaunchConfig("row_per_item", width, max(row, 1), grid, 0, False,
-                        (what, f"{why}; {width} work-items per workgroup, grid {grid}"))
+                        (what, f"{why}; {width} work-items per workgroup, grid {grid}{fill}"))
 
 
 def live_words(region: Region, shape) -> int:
@@ -293,7 +304,41 @@ def row_per_workgroup_config(region, shape, row, rows, what, target) -> LaunchCo
     reasons.append(f"LDS {lds} bytes <= {target.max_lds_bytes_per_workgroup}")
     if lds > target.max_lds_bytes_per_workgroup:
         raise ValueError(f"tiling: {lds} bytes of LDS exceed the target's {target.max_lds_bytes_per_workgroup}")
-    return LaunchConfig("row_per_workgroup", width, elements, rows, lds, unrolled, tuple(reasons))
+    vector = 1 if unrolled else row_vector(region, row * rows)
+    if vector > 1:
+        reasons.append(f"a work-item takes its elements {vector} consecutive at a time: {row_text(region, row * rows, vector)}")
+    return LaunchConfig("row_per_workgroup", width, elements, rows, lds, unrolled, tuple(reasons), vector=vector)
+
+
+def row_inputs_bytes(region: Region, size: int) -> list[int]:
+    """Bytes per element of a row kernel's parameters of the reduced operand's size (its shape, or
+    a reshape of it, read at the same linear index): its loads along the rows."""
+    return [NUMPY_DTYPES[p.type.dtype].itemsize for p in region.params if p.type.size == size]
+
+
+def row_vector(region: Region, size: int) -> int:
+    """Consecutive row elements a work-item of a looping row kernel takes at a time: VECTOR_BYTES
+    of the narrowest row input's elements; 1 without row inputs or with complex values (pairs of
+    elements).
+
+    1 too where the kernel stores elementwise results along the rows (softmax, layernorm): a float
+    sum's rounding follows which work-item adds which elements, and every backend runs the same
+    kernel IR bit for bit, so the host takes the GPU's assignment too, and its stores along the
+    rows would scatter at a stride of the vector. An unrolled row (the caller's case) keeps 1 as
+    well: the host's work-item loop, vectorized across work-items, would read it at a stride of
+    the vector (a 4096 x 1024 f32 row sum ran 13% slower); in a loop, a work-item's consecutive
+    elements are what the host reads best (a 1024 x 16384 one ran 2.8x faster)."""
+    sizes = row_inputs_bytes(region, size)
+    values = list(region.params) + list(region.outputs)
+    if not sizes or any(v.type.dtype in COMPLEXES for v in values) or any(v.type.size == size for v in region.outputs):
+        return 1
+    return max(VECTOR_BYTES // min(sizes), 1)
+
+
+def row_text(region: Region, size: int, vector: int) -> str:
+    widths = sorted({vector * b for b in row_inputs_bytes(region, size)})
+    return (f"{'/'.join(map(str, widths))}-byte loads per lane on the GPU, where one element per lane "
+            f"issues {vector}x the load instructions")
 
 
 # Reductions the kernel IR's wave_reduce does; the others combine in an LDS tree.

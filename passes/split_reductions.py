@@ -41,6 +41,7 @@ import numpy as np
 
 from ..ir.core import Module, Op, Region, Value, walk
 from ..ir.ops.reduce import reducer_identity
+from ..ir.targets import Target, get_target
 from ..ir.types import TensorType
 from .fusion import MAX_ROW_ELEMENTS
 from .opclasses import ELEMENTWISE
@@ -48,9 +49,10 @@ from .rewrite import Rebuilder, Scope, eliminate_dead_code
 
 # Shorter rows stay whole: fusion keeps them on chip for multi-phase row kernels (softmax, layernorm).
 MIN_REDUCED_ELEMENTS = MAX_ROW_ELEMENTS + 1
-PARTIAL_ROWS = 1024     # partials of a trailing reduce, a workgroup each: ~3 per CU of gfx942's 304
+# The partials are counted per CU of the target (ir/targets.py), so that the first reduce fills it:
+PARTIAL_ROWS_PER_CU = 4      # partials of a trailing reduce, a workgroup each (1216 on gfx942's 304 CUs)
 MIN_CHUNK = 1024        # elements per partial row at least: 4 for each of a 256-work-item workgroup
-PARTIAL_ITEMS = 65536   # partials of another reduce, a work-item each: 256 workgroups of 256, ~1 per CU
+PARTIAL_ITEMS_PER_CU = 256   # partials of another reduce, a work-item each: a workgroup of 256 per CU
 MIN_ITEM_CHUNK = 64     # elements per partial of a work-item at least: its loop, not the launch, dominates
 MIN_PARTIALS = 4        # fewer partials per result do not pay for a second kernel
 MIN_SHORT_ROW_PARTIALS = 16   # nor, for rows a work-item's loop keeps on chip anyway, fewer than this
@@ -82,8 +84,10 @@ class Split:
         self.second_axis = len(lead)
 
 
-def plan_split(op: Op) -> Split | None:
-    """The split of reduce `op`, or None where it does not pay (see the thresholds above)."""
+def plan_split(op: Op, target: Target | None = None) -> Split | None:
+    """The split of reduce `op` for `target` (None: the default), or None where it does not pay
+    (see the thresholds above)."""
+    units = (target or get_target()).compute_units
     shape, axes = op.operands[0].type.shape, op.attrs["axes"]
     found = contiguous_split(shape, axes)
     if found is None:
@@ -95,13 +99,13 @@ def plan_split(op: Op) -> Split | None:
     if kept_after == 1:
         if n < MIN_REDUCED_ELEMENTS:
             return None
-        partials = min(PARTIAL_ROWS // kept, n // MIN_CHUNK)
+        partials = min(PARTIAL_ROWS_PER_CU * units // kept, n // MIN_CHUNK)
     else:
         # A work-item loops over each result's row, so a short row counts too when the results are
         # few: a bias gradient (sum over [32, 14, 14] of 16 channels) is 16 work-items' loops.
         if n * kept < MIN_REDUCED_ELEMENTS:
             return None
-        partials = min(PARTIAL_ITEMS // kept, n // MIN_ITEM_CHUNK)
+        partials = min(PARTIAL_ITEMS_PER_CU * units // kept, n // MIN_ITEM_CHUNK)
     if partials < (MIN_SHORT_ROW_PARTIALS if n < MIN_REDUCED_ELEMENTS else MIN_PARTIALS):
         return None
     # A divisor of N, down to half as many partials, needs no padding (nor its select).
@@ -133,8 +137,9 @@ class SplitScope(Scope):
 
 
 class ReductionSplitter(Rebuilder):
-    def __init__(self, module: Module):
+    def __init__(self, module: Module, target: Target | None):
         self.readers = consumers(module)
+        self.target = target
 
     def new_scope(self, parent):
         return SplitScope(parent)
@@ -146,7 +151,7 @@ class ReductionSplitter(Rebuilder):
     def copy_op(self, op: Op, scope: SplitScope):
         if op.name == "fusion":   # already a kernel: copied as it is
             return Rebuilder().copy_op(op, scope)
-        split = plan_split(op) if op.name == "reduce" else None
+        split = plan_split(op, self.target) if op.name == "reduce" else None
         if split is None:
             return super().copy_op(op, scope)
         scope.bind(op.results, [self.split_reduce(op, split, scope)])
@@ -238,6 +243,10 @@ class ReductionSplitter(Rebuilder):
         return scope.relayouts[key][1]
 
 
-def split_reductions(module: Module) -> Module:
-    """A copy of `module` with each reduce of few results over many elements split in two (see above)."""
-    return eliminate_dead_code(ReductionSplitter(module).run(module))
+def split_reductions(module: Module, target: Target | None = None) -> Module:
+    """A copy of `module` with each reduce of few results over many elements split in two (see
+    above), its partials counted for `target` (None: the default target)."""
+    return eliminate_dead_code(ReductionSplitter(module, target).run(module))
+
+
+split_reductions.takes_target = True

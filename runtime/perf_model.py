@@ -29,7 +29,8 @@ the launch's time is the launch cost plus the largest term, and that term is the
   instruction's FLOPs at its share of the matrix peak (ir/kernel_mfma.py `peak_share`: gfx942's
   f16/bf16 instructions reach half of gfx950's).
 - latency: a workgroup that waits for its global loads before a barrier (load, write LDS,
-  barrier, compute: a "load phase", once per trip of such a loop) pays a memory latency per
+  barrier, compute: a "load phase", once per trip of such a loop; not a GEMM's staging of the
+  next tile, whose loads wait after this tile's MFMAs: roofline.prefetched) pays a memory latency per
   phase (the L2's for bytes reread from it, HBM's for the rest), hidden only by the other
   workgroups its CU holds: workgroups per CU x phases x latency / workgroups in flight per CU.
 

@@ -25,7 +25,7 @@ Counting (`count`) follows what the work-items execute:
   buffer in one straight-line body (`Access`) with the 64-byte segments a sample wave's addresses
   touch; the LDS loads and stores likewise (`LdsAccess`) with their bank conflicts; the most global
   loads of one straight-line body (what a wave has in flight); and the load phases (a body that
-  loads global memory and passes a barrier). The sample wave is the first of workgroup 0; a loop
+  loads global memory and passes a barrier, unless all it loads is prefetched: `prefetched`). The sample wave is the first of workgroup 0; a loop
   whose trip is unknown is sampled at its first trip (`samples`: values known only there).
 
 Roofline time = max(FLOPs / peak of the unit for their dtype, DRAM bytes / HBM bandwidth), with
@@ -43,7 +43,7 @@ import numpy as np
 from ..codegen import mathlib
 from ..ir.kernel import (Assign, AtomicRMW, Barrier, Binary, Cast, Compare, Const, Expr, For, ForSpan, If, Kernel, Let,
                          Load, Math, Prefetch, ScalarParam, Select, Special, Store, Unary, Var, WaveOp, WaveReduce,
-                         While)
+                         While, walk)
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import control_expressions, sub_expressions
 from ..ir.targets import Target
@@ -364,8 +364,9 @@ class LaunchCounter:
     def walk(self, stmts, env: dict, weight) -> None:
         loads = straight_line_loads(stmts)
         self.counts.loads_in_flight = max(self.counts.loads_in_flight, loads)
-        if loads and any(isinstance(s, Barrier) for s in stmts):  # waits for its loads before the barrier
-            self.counts.load_phases += self.total(weight) / self.size
+        if any(isinstance(s, Barrier) for s in stmts) and straight_line_loads(
+                [s for position, s in enumerate(stmts) if not prefetched(stmts, position)]):
+            self.counts.load_phases += self.total(weight) / self.size   # waits for its loads before the barrier
         for s in stmts:
             self.body = stmts
             times = self.total(weight)
@@ -488,6 +489,21 @@ def straight_line_loads(stmts) -> int:
         for body in s.children():
             loads += straight_line_loads(body)
     return loads
+
+
+def prefetched(stmts, position: int) -> bool:
+    """Whether statement `position` is an alongside if of ifs and LDS stores followed by MFMAs
+    before the next barrier: the GPU backends issue its loads before that math and wait for them
+    after it (codegen/gpu_kernel.py), so their latency is hidden by it, not paid as a phase."""
+    stmt = stmts[position]
+    if not (isinstance(stmt, If) and stmt.alongside and all(isinstance(s, (If, Store)) for s in walk([stmt]))):
+        return False
+    for later in stmts[position + 1:]:
+        if any(isinstance(s, Barrier) for s in walk([later])):
+            return False
+        if any(isinstance(s, Mfma) for s in walk([later])):
+            return True
+    return False
 
 
 def walk_expression(e):

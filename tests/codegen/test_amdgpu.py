@@ -294,3 +294,35 @@ def test_metadata_parser_requires_the_kernel_descriptor():
 def test_metadata_parser_rejects_text_without_metadata():
     with pytest.raises(ValueError, match="amdgpu_metadata"):
         parse_resources("\ts_endpgm\n")
+
+
+def double_buffered_kernel(steps=8):
+    """Each step: the next tile's copy from global memory to LDS (an alongside if) beside this
+    tile's arithmetic, then a barrier."""
+    x = K.GlobalBuffer("x", "f32", steps * WG, readonly=True)
+    out = K.GlobalBuffer("out", "f32", WG)
+    tile = K.LdsBuffer("tile", "f32", 2 * WG)
+    t, s, acc = K.Var("t", "i32"), K.Var("s", "i32"), K.Var("acc", "f32")
+    body = [K.Let(t, K.workitem_id(0)), K.Store(tile, t, x[t]), K.Barrier(), K.Let(acc, K.Const(0.0, "f32")),
+            K.For(s, 0, steps, 1, [
+                K.If(s + 1 < steps, [K.Store(tile, (s + 1) % 2 * WG + t, x[(s + 1) * WG + t])], uniform=True,
+                     alongside=True),
+                K.Assign(acc, acc * tile[s % 2 * WG + (t + 1) % WG] + 1.5),
+                K.Barrier()], uniform=True),
+            K.Store(out, t, acc)]
+    return K.Kernel("double_buffered", params=[x, out], grid=(1,), workgroup_size=(WG,), body=body, lds=[tile])
+
+
+def test_an_alongside_copy_loads_before_the_work_after_it_and_stores_after_it():
+    # Each step loads the next tile from global memory, reads this tile from LDS, and only then
+    # waits for the load (behind a scheduling barrier) to store it to LDS: in order, the store and
+    # its wait would come before the read.
+    kernel = double_buffered_kernel()
+    assert "llvm.amdgcn.sched.barrier" in str(amdgpu.llvm_module(kernel))
+    steps = amdgpu.assembly(kernel, "gfx942").split("s_barrier")[1:]
+    staged = [step for step in steps if "global_load_dword" in step]
+    assert len(staged) == 7
+    for step in staged:
+        order = [step.index(instruction) for instruction in
+                 ("global_load_dword", "ds_read_b32", "s_waitcnt vmcnt(0)", "ds_write_b32")]
+        assert order == sorted(order), step

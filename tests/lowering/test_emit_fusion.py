@@ -19,6 +19,7 @@ import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
 from cdnajit.lowering import emit_fusion
+from cdnajit.codegen import amdgpu
 from cdnajit.codegen.host import optimized_llvm_ir
 from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.ir import kernel as K
@@ -531,6 +532,37 @@ def test_an_unrolled_row_max_runs_as_independent_chains_and_stays_exact():
     (actual, expected, _), = fused(f, x)
     assert_same(actual[0], expected[0])
     assert np.isnan(actual[0]).all()
+
+
+@pytest.mark.parametrize("shape, dtype, vector", [((3, 12288), np.float32, 4), ((2, 12000), np.float16, 8),
+                                                  ((3, 7000), np.float64, 2), ((8, 1000), np.float32, 1)])
+def test_row_reductions_in_a_loop_take_consecutive_elements_as_sixteen_byte_loads(shape, dtype, vector):
+    """A row reduction too long to unroll, without elementwise results, gives each work-item
+    `vector` consecutive row elements at a time (16 bytes of them): global_load_dwordx4 on gfx942.
+    The last group of a row that is not a whole number of them moves back to end at the row's end
+    (12000 and 7000 elements). An unrolled row keeps one element at a time (tiling.row_vector).
+    Sums within a reordered sum's bound, maxima exact."""
+    x = random(shape, dtype, special=False)
+    f = lambda a: (cnp.sum(a, axis=1), cnp.max(a, axis=1))
+    (actual, expected, config), = fused(f, x, strategies=["row_per_workgroup"])
+    assert config.vector == vector and config.unrolled == (vector == 1)
+    assert any(f"{vector} consecutive at a time" in r for r in config.reasons) == (vector > 1)
+    np.testing.assert_allclose(actual[0].astype(np.float64), expected[0].astype(np.float64),
+                               atol=float(reduction_bound(x, 1).max()) + float(np.finfo(dtype).eps) * 4)
+    assert_same(actual[1], expected[1])
+    module = run_pipeline(cj.make_graph(f)(x)).module
+    kernel = emit_kernel(next(op for op in module.body.ops if op.name == "fusion"), "k", TARGET)
+    assert (f"u32(workitem_id(0)) * {vector}:u32" in str(kernel)) == (vector > 1)
+    if vector > 1:
+        assert set(re.findall(r"global_load_(\w+)", amdgpu.assembly(kernel, TARGET.name))) == {"dwordx4"}
+
+
+def test_row_kernels_with_elementwise_results_take_one_element_at_a_time():
+    """softmax's row sum would round in the GPU's order on the host too, whose stores would then
+    scatter (tiling.row_vector): its work-items keep consecutive elements across the workgroup."""
+    x = random((7, 1000), np.float32, special=False)
+    (_, _, config), = fused(softmax, x)
+    assert config.vector == 1
 
 
 def reduction_bound(x, axis):

@@ -15,17 +15,19 @@ import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
 from cdnajit.ir.core import walk
+from cdnajit.ir.targets import get_target
 from cdnajit.passes import run_pipeline
 from cdnajit.passes.fusion import MAX_ROW_ELEMENTS
 from cdnajit.passes.split_reductions import MIN_REDUCED_ELEMENTS, plan_split, split_reductions
 
-# Reduces the pass leaves alone: rows short enough to stay whole (and results enough to fill the machine), more rows than PARTIAL_ROWS / MIN_PARTIALS,
+# Reduces the pass leaves alone: rows short enough to stay whole (and results enough to fill the machine), more rows than
+# PARTIAL_ROWS_PER_CU x the CUs / MIN_PARTIALS (304 on gfx942),
 # reduced axes apart, no results; and argmax, which is no reduce.
 LEFT_ALONE = """
-func @f(%0: f32[16384], %1: f32[257,17000], %2: f32[9,2,9000], %3: i64[0,20000], %4: f32[20000,3])
-    -> (f32[], f32[257], f32[2], i64[0], i64[3]) {
+func @f(%0: f32[16384], %1: f32[305,17000], %2: f32[9,2,9000], %3: i64[0,20000], %4: f32[20000,3])
+    -> (f32[], f32[305], f32[2], i64[0], i64[3]) {
   %5 = reduce(%0) {reducer = "sum", axes = [0]} : f32[]
-  %6 = reduce(%1) {reducer = "max", axes = [1]} : f32[257]
+  %6 = reduce(%1) {reducer = "max", axes = [1]} : f32[305]
   %7 = reduce(%2) {reducer = "min", axes = [0, 2]} : f32[2]
   %8 = reduce(%3) {reducer = "or", axes = [1]} : i64[0]
   %9 = argmax(%4) {axis = 0, index_dtype = i64} : i64[3]
@@ -215,6 +217,22 @@ def test_split_reductions_text(name, exact, before, after, check_equivalent):
     cj.ir.verify(result)
     if exact:   # integer, bool, max and min results do not depend on the grouping
         check_equivalent(module, result, trials=2)
+
+
+# A sum over 3 Mi elements, split for targets of 304 and 220 CUs: 4 partials per CU at most, the
+# largest divisor of N down to half as many (1216 -> 1024 on gfx942, 880 -> 768 on gfx90a).
+SUM_3MI = """
+func @f(%0: f32[3145728]) -> (f32[]) {
+  %1 = reduce(%0) {reducer = "sum", axes = [0]} : f32[]
+  return %1
+}"""
+
+
+@pytest.mark.parametrize("target, partials", [("gfx942", 1024), ("gfx90a", 768)])
+def test_the_partials_are_counted_by_the_targets_compute_units(target, partials):
+    module = cj.ir.parse(SUM_3MI)
+    text = str(run_pipeline(module, pipeline=[("split_reductions", split_reductions)], target=get_target(target)).module)
+    assert f"new_sizes = [{partials}, {3145728 // partials}]" in text, text
 
 
 def test_the_first_reduce_fuses_with_its_producers_and_the_second_with_its_consumers():

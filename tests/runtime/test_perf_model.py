@@ -182,3 +182,15 @@ def test_a_lanes_consecutive_lds_elements_count_as_one_wide_access():
 
     (wide,), (narrow,) = count(reader(4)).lds_accesses.values(), count(reader(1)).lds_accesses.values()
     assert (wide.conflict, narrow.conflict) == (1, 4)
+
+
+def test_a_gemms_next_tile_loads_hidden_by_its_mfmas_are_no_load_phase():
+    """The GEMM's staging of the next K tile is an alongside if before the MFMAs: the GPU backends
+    wait for its loads after the math (codegen/gpu_kernel.py), so of the 256^3 f32 GEMM's load
+    phases only the first tile's, before the loop, remains (16 trips of the loop were 16 more)."""
+    from cdnajit.lowering.emitters import emit_kernel
+    a = np.ones((256, 256), np.float32)
+    module = run_pipeline(cj.make_graph(lambda x, y: x @ y)(a, a), target=MI300X).module
+    op = next(op for op in module.body.ops if op.name == "library_call")
+    kernel = emit_kernel(op, "gemm", MI300X)
+    assert "if uniform alongside" in str(kernel) and count(kernel).load_phases == 1

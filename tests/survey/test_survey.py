@@ -69,6 +69,15 @@ def test_survey_of_an_f16_elementwise_kernel_reads_sixteen_bytes_per_lane():
     assert "flagged: spills 0, occupancy 1 0, narrow loads 0, small grid 0, no MFMA overlap 0 of 1 kernels" in text
 
 
+def test_survey_of_a_gemm_and_a_full_sum_flags_neither():
+    # The GEMM's next-tile loads are waited for after this tile's MFMAs (only the first tile's,
+    # before the loop, are not); the sum's partials, a workgroup per 16384 elements, load 16
+    # bytes per lane over a grid that fills the CUs.
+    gemm, partials, _ = survey("gfx942", ["gemm_f16_small", "sum_all_f32"])
+    assert gemm.mfmas and gemm.waits_overlapped >= 1 and gemm.flags == ()
+    assert partials.load_bytes == (16, 16) and partials.grid[0] >= 304 and partials.flags == ()
+
+
 def test_survey_usage_errors(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["survey", "--only", "softmax_f32,nope"])
