@@ -348,7 +348,7 @@ def split(mat, nonzero, shape, n_batch: int, nse: int, index_dtype: str):
     big_b, m, n = nonzero.shape[0], shape[n_batch], shape[n_batch + 1]
     dense = shape[n_batch + 2:]
     batch = shape[:n_batch]
-    if big_b * nse == 0:
+    if big_b * nse * m * n == 0:   # no entries, or only padding (an empty matrix)
         return formats.BCSR((cnp.zeros(batch + (nse,) + dense, mat.dtype), cnp.zeros(batch + (nse,), index_dtype),
                              cnp.zeros(batch + (m + 1,), index_dtype)), shape=shape)
     kept = nonzero & (cnp.cumsum(nonzero.astype("int64"), axis=1) <= nse)

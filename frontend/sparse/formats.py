@@ -139,6 +139,10 @@ class BCSR(SparseMatrix):
     def from_bcoo(cls, coo: "BCOO"):
         if coo.batched:
             return batched.to_bcsr(coo)
+        if coo.shape[0] * coo.shape[1] == 0:   # every entry is padding: none is kept
+            index = np.dtype(str(coo.indices.dtype)).name
+            return cls((cnp.asarray(coo.data)[:0], cnp.zeros((0,), index), cnp.zeros((coo.shape[0] + 1,), index)),
+                       shape=coo.shape)
         data, indices, indptr = calls.coo_to_csr(coo.data, coo.indices[:, 0], coo.indices[:, 1], m=coo.shape[0])
         return cls((data, indices, indptr), shape=coo.shape)
 
@@ -230,6 +234,8 @@ class BCOO(SparseMatrix):
         if self.indices.ndim != 2 or self.indices.shape[1] != 2 or self.indices.shape[0] != self.data.shape[0]:
             raise TracingValueError(located(f"BCOO: indices must be (nse, 2) for data of shape {self.data.shape}, "
                                             f"got {self.indices.shape}"))
+        if self.shape[0] * self.shape[1] == 0:
+            return   # no index lies inside: every entry is padding (as batched.check_bcoo)
         if is_traced(self.indices):
             record(cnp.any((self.indices < 0) | (self.indices >= cnp.asarray(self.shape, self.indices.dtype))),
                    located(f"BCOO: indices must lie in the shape {self.shape}"))
