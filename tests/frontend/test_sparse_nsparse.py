@@ -155,3 +155,35 @@ def test_operations_against_numpy(shape, n_batch, n_dense, dtype):
             if left_times is not None:
                 assert_product_close(np.asarray(left_times), left @ d, np.abs(left) @ np.abs(d),
                                      complex_k(left.shape[-1], dtype), dtype)
+
+
+@pytest.mark.slow
+def test_batched_vectors_and_sparsify():
+    """A batch of sparse vectors (n_batch = 1, n_sparse = 1) in bcoo_dot_general with its batch dimension
+    paired (one library product) and by @ with a stack; sparsify on a BCOO of three sparse dimensions
+    (sums over a sparse axis come back sparse)."""
+    rng = np.random.default_rng(5)
+    v = sparse_array(rng, (4, 9), np.float64, n_batch=1)
+    y, stack = rng.standard_normal((4, 9)), rng.standard_normal((3, 9, 2))
+    x = jax_input()[1]
+    w = rng.standard_normal((5, 2))
+
+    def vectors(a, y, stack):
+        return cs.bcoo_dot_general(a, y, dimension_numbers=(((1,), (1,)), ((0,), (0,)))), a @ stack
+
+    for paired, stacked in (vectors(cs.fromdense(v, n_batch=1), y, stack),
+                            cj.jit(vectors)(cs.fromdense(v, n_batch=1), y, stack)):
+        assert_product_close(np.asarray(paired), np.einsum("bn,bn->b", v, y), np.einsum("bn,bn->b", abs(v), abs(y)),
+                             9, np.float64)
+        assert_product_close(np.asarray(stacked), v @ stack, np.abs(v) @ np.abs(stack), 9, np.float64)
+
+    def f(a, w):
+        return cj.numpy.sum(a, axis=1), a @ w, cj.numpy.transpose(a, (2, 0, 1)), a * 2.0, -a
+
+    got = cs.sparsify(f)(cs.fromdense(x), w)
+    summed, product, transposed, doubled, negated = (np.asarray(g.todense() if isinstance(g, cs.BCOO) else g)
+                                                     for g in got)
+    assert isinstance(got[0], cs.BCOO) and got[0].n_sparse == 2
+    for value, want in ((summed, x.sum(1)), (transposed, x.transpose(2, 0, 1)), (doubled, 2 * x), (negated, -x)):
+        np.testing.assert_array_equal(value, want)   # small integers: exact
+    assert_product_close(product, x @ w, np.abs(x) @ np.abs(w), 5, np.float64)
