@@ -23,7 +23,7 @@ from ...passes.rewrite import Scope
 from ...ir.types import TensorType
 from ...passes.patterns import Pat
 from .routines import CHUNK, VALUE_DTYPES
-from .row_loop import fori_spmv
+from .row_loop import fori_spmv, unwrapped
 
 
 def filled(m, value, dtype: str, count) -> Value:
@@ -84,12 +84,22 @@ def csr_product(m, rows, vals, x, columns, count: int):
             return made.operands[0]
         return v if v.type.shape == (nnz,) else m.op("reshape", v, new_sizes=(nnz,))
     # Rows: ids outside [0, m) become m (as unsigned, a negative id is above m), sorted after every
-    # row; columns clamped into [0, n). i32 keys where the sizes allow: half the radix passes of i64.
+    # row. i32 keys where the sizes allow: half the radix passes of i64. Columns: read by csrmv as the
+    # gather reads them (column_map "clamp", or "wrap_clamp" for the frontend's negative-index wrap),
+    # from the user's index array where it has the index dtype: no pass over them.
     unsigned = m.op("convert", vector(rows), dtype="u64")
     row_ids = m.op("convert", m.op("min", unsigned, filled(m, count, "u64", nnz)), dtype=index)
-    column_ids = m.op("convert", m.op("clamp", m.op("constant", value=np.array(0, np.int64)),
-                                      m.op("convert", vector(columns), dtype="i64"),
-                                      m.op("constant", value=np.array(n - 1, np.int64))), dtype=index)
+    column_ids, wrapped = unwrapped(vector(columns), n)
+    made = column_ids.producer
+    if made is not None and made.name == "convert" and made.operands[0].type.dtype == index and \
+            column_ids.type.dtype in (index, "i64"):
+        column_ids = made.operands[0]   # a widening of the user's index array: the same values
+    if column_ids.type.dtype != index:
+        column_ids = m.op("convert", m.op("clamp", m.op("constant", value=np.array(0, np.int64)),
+                                          m.op("convert", vector(columns), dtype="i64"),
+                                          m.op("constant", value=np.array(n - 1, np.int64))), dtype=index)
+        wrapped = False
+    column_map = "wrap_clamp" if wrapped else "clamp"
     in_order = m.op("reduce", m.op("le", m.op("slice", row_ids, start_indices=(0,), limit_indices=(nnz - 1,),
                                                strides=(1,)),
                                     m.op("slice", row_ids, start_indices=(1,), limit_indices=(nnz,), strides=(1,))),
@@ -99,7 +109,7 @@ def csr_product(m, rows, vals, x, columns, count: int):
     def product(b, rows, cols, values):
         (indptr,) = b.ops("library_call", rows, library="sparse", routine="coo2csr", solution="", rows=count)
         y, carries, carry_rows = b.ops("library_call", indptr, cols, values, x, library="sparse",
-                                       routine="csrmv", solution="", chunk=CHUNK)
+                                       routine="csrmv", solution="", chunk=CHUNK, column_map=column_map)
         carry_index = b.op("reshape", carry_rows, new_sizes=(carry_rows.type.shape[0], 1))
         return b.op("scatter", y, carry_index, carries, reduction="add")
 

@@ -192,6 +192,21 @@ def test_conversions(index_dtype):
     np.testing.assert_array_equal(cs.bcsr_fromdense(np.zeros((3, 4))).todense(), np.zeros((3, 4)))
 
 
+def test_coo2csr_galloping_search():
+    """sparse.coo2csr compiled against np.searchsorted (the routine's reference) on sorted row ids:
+    empty rows, one row of 300 entries, ids below 0 and past the last row, zero nnz, and row counts
+    crossing a work-item's block of rows (convert.ROW_BLOCK)."""
+    from cdnajit.frontend.sparse import calls
+    rng = np.random.default_rng(3)
+    cases = [(np.sort(rng.integers(0, 200, 900)), 200), (np.concatenate([np.full(300, 7), np.arange(8, 40)]), 129),
+             (np.sort(rng.integers(-3, 70, 50)), 64), (np.array([], np.int64), 65), (np.array([5, 5, 5]), 0),
+             (np.sort(rng.integers(0, 1000, 20)), 1000)]
+    for rows, m in cases:
+        for dtype in (np.int32, np.int64):
+            got = cj.jit(lambda r: calls.coo_indptr(r, rows=m))(rows.astype(dtype))
+            np.testing.assert_array_equal(got, np.searchsorted(rows, np.arange(m + 1), side="left"))
+
+
 @pytest.mark.slow
 def test_coo_duplicates_and_unsorted_are_summed():
     rng = np.random.default_rng(11)

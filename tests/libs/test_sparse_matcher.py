@@ -113,14 +113,17 @@ def test_segment_sum_compiles_to_csrmv():
         return cops.segment_sum(vals * x[cols], rows, num_segments=segments)
 
     rng = np.random.default_rng(1)
-    rows, cols = rng.integers(0, segments, 400).astype(np.int32), rng.integers(0, 30, 400).astype(np.int32)
+    # columns from -40 to 39 for x of 30: read as the gather reads them, a negative one + 30, then clamped
+    rows, cols = rng.integers(0, segments, 400).astype(np.int32), rng.integers(-40, 40, 400).astype(np.int32)
     vals, x = rng.standard_normal(400), rng.standard_normal(30)
+    read = x[np.clip(np.where(cols < 0, cols + 30, cols), 0, 29)]
     want = np.zeros(segments)
-    np.add.at(want, rows, vals * x[cols])
+    np.add.at(want, rows, vals * read)
     magnitude = np.zeros(segments)
-    np.add.at(magnitude, rows, np.abs(vals * x[cols]))
+    np.add.at(magnitude, rows, np.abs(vals * read))
     for f in (scattered, summed):
         compiled = cj.jit(f).lower(vals, cols, rows, x).compile()
-        assert 'routine = "csrmv"' in compiled.as_text("optimized")
+        assert 'routine = "csrmv"' in compiled.as_text("optimized") and 'column_map = "wrap_clamp"' in \
+            compiled.as_text("optimized")
         np.testing.assert_array_less(np.abs(compiled(vals, cols, rows, x) - want),
                                      np.bincount(rows, minlength=segments) * np.finfo(float).eps * magnitude + 1e-300)
