@@ -105,7 +105,7 @@ class SparseMatrix:
 
     def __repr__(self):
         return (f"{type(self).__name__}({np.dtype(str(self.dtype)).name}{list(self.shape)}, nse={self.nse}, "
-                f"n_batch={self.n_batch}, n_dense={self.n_dense})")
+                f"n_batch={self.n_batch}, n_sparse={self.n_sparse}, n_dense={self.n_dense})")
 
 
 class BCSR(SparseMatrix):
