@@ -205,5 +205,5 @@ SPARSE_WORKLOADS = (
              "(the sparse matcher makes it csrmv_ell)",
              build_fori_spmv),
     Workload("W16.segment_spmv", "the dense idiom segment_sum(vals * x[cols], rows), 1Mi rows of 10, f64 "
-             "(prim's segment_reduce; the sparse matcher takes the same product written as a scatter-add)", build_segment_spmv),
+             "(the sparse matcher makes it coo2csr and csrmv)", build_segment_spmv),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import cnp
-from ..tracing import Tracer, located
+from ..tracing import Tracer
 from . import calls, products
 from .bsr import BSR
 from .checked import checked
@@ -23,7 +23,8 @@ bsr_matvec = calls.bsr_matvec
 
 def fromdense(mat, *, nse=None, index_dtype="int32", n_batch=0, n_dense=0) -> BCOO:
     """jax.experimental.sparse.fromdense: a BCOO of mat's nonzeros (nse needed under jit); with n_batch
-    leading batch and n_dense trailing dense dimensions around the two sparse ones."""
+    leading batch and n_dense trailing dense dimensions around the sparse ones (any number of them:
+    mat.ndim - n_batch - n_dense)."""
     return BCOO.fromdense(mat, nse=nse, index_dtype=index_dtype, n_batch=n_batch, n_dense=n_dense)
 
 
@@ -51,9 +52,6 @@ def bcoo_sum_duplicates(mat: BCOO, nse=None) -> BCOO:
 
 def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None):
     """lax.dot_general with a sparse operand (products.dot_general)."""
-    if any(getattr(operand, "n_sparse", 2) == 1 for operand in (lhs, rhs)):
-        raise NotImplementedError(located("bcoo_dot_general: sparse vectors (n_sparse = 1) are not supported; "
-                                          "use @ (a vector with a dense vector or matrix)"))
     return products.dot_general(lhs, rhs, dimension_numbers)
 
 

@@ -22,7 +22,7 @@ from ...errors import TracingValueError
 from .. import cnp
 from ..jit import jit
 from ..tracing import located
-from . import calls, formats, products, structure
+from . import calls, formats, nsparse, products
 
 
 def layout(what: str, shape, n_batch: int, n_dense: int) -> tuple:
@@ -255,6 +255,8 @@ def dot_general(lhs, rhs, dimension_numbers):
         dense_free = dense.ndim - len(lhs_batch) - len(lhs_contract)
         return cnp.transpose(y, tuple(range(nb)) + tuple(range(nb + sparse_free, nb + sparse_free + dense_free)) +
                              tuple(range(nb, nb + sparse_free)))
+    if lhs.n_sparse != 2:
+        return nsparse.dot_general(lhs, rhs, dimension_numbers)
     nb = lhs.n_batch
     rhs = cnp.asarray(rhs)
     one_call = (sorted(lhs_batch) == list(range(nb)) and len(rhs_batch) == nb and len(lhs_contract) == 1
@@ -346,7 +348,7 @@ def split(mat, nonzero, shape, n_batch: int, nse: int, index_dtype: str):
     big_b, m, n = nonzero.shape[0], shape[n_batch], shape[n_batch + 1]
     dense = shape[n_batch + 2:]
     batch = shape[:n_batch]
-    if big_b * nse == 0:
+    if big_b * nse * m * n == 0:   # no entries, or only padding (an empty matrix)
         return formats.BCSR((cnp.zeros(batch + (nse,) + dense, mat.dtype), cnp.zeros(batch + (nse,), index_dtype),
                              cnp.zeros(batch + (m + 1,), index_dtype)), shape=shape)
     kept = nonzero & (cnp.cumsum(nonzero.astype("int64"), axis=1) <= nse)
@@ -364,64 +366,21 @@ split_dense = jit(split, static_argnames=("shape", "n_batch", "nse", "index_dtyp
 
 @jit(static_argnames=("axes",))
 def transpose(a, axes):
-    """Batch axes permuted among themselves, the two sparse ones kept or swapped, dense ones among
-    themselves (as jax.experimental.sparse requires)."""
-    nb, nd = a.n_batch, a.n_dense
-    axes = tuple(range(a.ndim))[::-1] if axes is None else tuple(int(x) % max(a.ndim, 1) for x in axes)
-    if (sorted(axes) != list(range(a.ndim)) or sorted(axes[:nb]) != list(range(nb))
-            or sorted(axes[nb:nb + 2]) != [nb, nb + 1]):
-        raise TracingValueError(located(f"{type(a).__name__}.transpose: axes {axes} must permute the batch axes "
-                                        f"{tuple(range(nb))}, the sparse axes ({nb}, {nb + 1}) and the dense axes "
-                                        "each among themselves"))
-    swapped = axes[nb] == nb + 1
-    data_axes = axes[:nb] + (nb,) + tuple(x - 1 for x in axes[nb + 2:])
-    shape = tuple(a.shape[x] for x in axes)
-    if isinstance(a, formats.BCSR):
-        if swapped:
-            return to_bcsr(transpose(to_bcoo(a), axes=axes))
-        return formats.BCSR((cnp.transpose(a.data, data_axes), cnp.transpose(a.indices, axes[:nb] + (nb,)),
-                             cnp.transpose(a.indptr, axes[:nb] + (nb,))), shape=shape)
-    indices = cnp.transpose(a.indices, axes[:nb] + (nb, nb + 1))
-    return formats.BCOO((cnp.transpose(a.data, data_axes), indices[..., ::-1] if swapped else indices), shape=shape)
-
-
-@jit(static_argnames=("axis",))
-def summed(a, axis):
-    """The sum over the given axes (all by default), dense, through a product with ones over a sparse
-    axis; over batch or dense axes alone a sparse BCOO (structure.batch_dense_summed)."""
+    """A batched BCSR's axes permuted (nsparse.check_permutation): its arrays' batch and dense axes, the
+    sparse ones swapped through the BCOO form (one sort)."""
     nb = a.n_batch
-    axes = set(range(a.ndim)) if axis is None else {int(x) % a.ndim for x in np.atleast_1d(axis)}
-    if nb + 1 in axes:
-        kept = a
-    elif nb in axes:
-        kept = transpose(a, axes=tuple(range(nb)) + (nb + 1, nb) + tuple(range(nb + 2, a.ndim)))
-    else:
-        return structure.batch_dense_summed(a, axes)
-    if isinstance(kept, formats.BCOO):
-        kept = to_bcsr(kept)
-    big_b, _, _, n, _ = sizes(kept)
-    ones = cnp.ones((big_b, n, 1), formats.value_dtype(a.data, complex_ok=True))
-    y = product(kept, ones)[..., 0]       # (*batch, rows, *dense): the summed sparse axis gone
-    gone = nb + 1 if nb + 1 in axes else nb
-    rest = tuple(sorted(x if x <= nb else x - 1 for x in axes - {gone}))
-    return cnp.sum(y, axis=rest) if rest else y
+    axes = nsparse.check_permutation(a, axes)
+    if axes[nb] == nb + 1:
+        return to_bcsr(nsparse.transpose(to_bcoo(a), axes=axes))
+    data_axes = axes[:nb] + (nb,) + tuple(x - 1 for x in axes[nb + 2:])
+    return formats.BCSR((cnp.transpose(a.data, data_axes), cnp.transpose(a.indices, axes[:nb] + (nb,)),
+                         cnp.transpose(a.indptr, axes[:nb] + (nb,))), shape=tuple(a.shape[x] for x in axes))
 
 
 @jit
 def multiplied(a, other):
-    """A batched array times a scalar, or times a dense array of its shape at its entries."""
+    """A batched BCSR times a scalar, or times a dense array of its shape at its entries (its BCOO form's
+    values, nsparse.scaled_values: padding stays 0)."""
     other = cnp.asarray(other)
-    if other.ndim == 0:
-        values = cnp.asarray(a.data) * other
-    else:
-        formats.check_same_shape(f"{type(a).__name__} * dense", a.shape, other.shape)
-        coo = to_bcoo(a) if isinstance(a, formats.BCSR) else a
-        big_b, big_d, m, n, nse = sizes(a)
-        indices = cnp.asarray(coo.indices).reshape(big_b, nse, 2)
-        rows = cnp.clip(indices[..., 0], 0, max(m - 1, 0))
-        columns = cnp.clip(indices[..., 1], 0, max(n - 1, 0))
-        element = cnp.arange(big_b)[:, None]
-        values = cnp.asarray(coo.data) * other.reshape(big_b, m, n, big_d)[element, rows, columns].reshape(a.data.shape)
-    if isinstance(a, formats.BCSR):
-        return formats.BCSR((values, a.indices, a.indptr), shape=a.shape)
-    return formats.BCOO((values, a.indices), shape=a.shape)
+    values = cnp.asarray(a.data) * other if other.ndim == 0 else nsparse.scaled_values(to_bcoo(a), other)
+    return formats.BCSR((values, a.indices, a.indptr), shape=a.shape)

@@ -27,7 +27,7 @@ def csr_matvec(data, indices, indptr, x):
     m = indptr.shape[0] - 1
     if indices.shape[0] == 0:
         return cnp.zeros((m,), data.dtype)
-    y, carries, carry_rows = sparse_call("csrmv", indptr, indices, data, x, chunk=CHUNK)
+    y, carries, carry_rows = sparse_call("csrmv", indptr, indices, data, x, chunk=CHUNK, column_map="drop")
     return y.at[carry_rows].add(carries)
 
 

@@ -16,7 +16,7 @@ from ...errors import ConcretizationError, TracingTypeError, TracingValueError
 from .. import cnp
 from ..pytree import register_pytree_node
 from ..tracing import Tracer, located
-from . import batched, calls, products, structure, vector
+from . import batched, calls, nsparse, products, structure
 from .checked import record
 
 FLOATS = ("float32", "float64")
@@ -94,10 +94,10 @@ class SparseMatrix:
     dtype = property(lambda self: self.data.dtype)
     ndim = property(lambda self: len(self.shape))
     batch_shape = property(lambda self: self.shape[:self.n_batch])
-    sparse_shape = property(lambda self: self.shape[self.n_batch:self.n_batch + 2])
-    dense_shape = property(lambda self: self.shape[self.n_batch + 2:])
+    sparse_shape = property(lambda self: self.shape[self.n_batch:self.n_batch + self.n_sparse])
+    dense_shape = property(lambda self: self.shape[self.n_batch + self.n_sparse:])
     batched = property(lambda self: bool(self.n_batch or self.n_dense))
-    n_sparse = 2   # a BCOO of shape (n,) has 1 (vector.py)
+    n_sparse = 2   # a BCOO may have any number (nsparse.py)
 
     def check_axes(self, axes):
         if axes not in (None, (1, 0), [1, 0]):
@@ -105,7 +105,7 @@ class SparseMatrix:
 
     def __repr__(self):
         return (f"{type(self).__name__}({np.dtype(str(self.dtype)).name}{list(self.shape)}, nse={self.nse}, "
-                f"n_batch={self.n_batch}, n_dense={self.n_dense})")
+                f"n_batch={self.n_batch}, n_sparse={self.n_sparse}, n_dense={self.n_dense})")
 
 
 class BCSR(SparseMatrix):
@@ -139,6 +139,10 @@ class BCSR(SparseMatrix):
     def from_bcoo(cls, coo: "BCOO"):
         if coo.batched:
             return batched.to_bcsr(coo)
+        if coo.shape[0] * coo.shape[1] == 0:   # every entry is padding: none is kept
+            index = np.dtype(str(coo.indices.dtype)).name
+            return cls((cnp.asarray(coo.data)[:0], cnp.zeros((0,), index), cnp.zeros((coo.shape[0] + 1,), index)),
+                       shape=coo.shape)
         data, indices, indptr = calls.coo_to_csr(coo.data, coo.indices[:, 0], coo.indices[:, 1], m=coo.shape[0])
         return cls((data, indices, indptr), shape=coo.shape)
 
@@ -179,9 +183,13 @@ class BCSR(SparseMatrix):
 
     def __matmul__(self, other):
         if isinstance(other, SparseMatrix):
+            if other.n_sparse != 2:
+                raise NotImplementedError(located(f"sparse @ sparse: {self!r} @ {other!r}: sparse operands of two "
+                                                  "sparse dimensions only"))
             if self.batched or other.batched:
-                return products.spgemm(self, other)
-            return spgemm(self, other if isinstance(other, BCSR) else BCSR.from_bcoo(other))
+                return products.in_format(products.spgemm(self, other), self, other)
+            return products.in_format(spgemm(self, other if isinstance(other, BCSR) else BCSR.from_bcoo(other)),
+                                      self, other)
         if self.batched:
             return batched.matmul(self, other)
         return csr_dot_dense(self, other)
@@ -202,9 +210,8 @@ class BCSR(SparseMatrix):
         return BCSR((-cnp.asarray(self.data), self.indices, self.indptr), shape=self.shape)
 
     def sum(self, axis=None):
-        if self.batched:
-            return batched.summed(self, axis=tuple(axis) if isinstance(axis, list) else axis)
-        return summed(self, axis)
+        """JAX's BCOO sum (nsparse.summed): a BCOO of the other axes, a dense scalar over all of them."""
+        return nsparse.summed(self, axis)
 
 
 class BCOO(SparseMatrix):
@@ -213,10 +220,9 @@ class BCOO(SparseMatrix):
     def __init__(self, args, *, shape):
         data, indices = args
         self.data, self.indices = (a if isinstance(a, Tracer) else np.asarray(a) for a in (data, indices))
-        self.n_sparse = 1 if vector.is_vector(shape, self.indices) else 2
-        if self.n_sparse == 1:
-            self.shape, self.n_batch, self.n_dense = (int(shape[0]),), 0, 0
-            vector.check(self)
+        self.n_sparse = nsparse.n_sparse_of(self.indices)
+        if self.n_sparse != 2:
+            nsparse.init(self, shape)
             return
         self.n_batch, self.n_dense = max(self.indices.ndim - 2, 0), max(self.data.ndim - self.indices.ndim + 1, 0)
         if self.batched:
@@ -228,6 +234,8 @@ class BCOO(SparseMatrix):
         if self.indices.ndim != 2 or self.indices.shape[1] != 2 or self.indices.shape[0] != self.data.shape[0]:
             raise TracingValueError(located(f"BCOO: indices must be (nse, 2) for data of shape {self.data.shape}, "
                                             f"got {self.indices.shape}"))
+        if self.shape[0] * self.shape[1] == 0:
+            return   # no index lies inside: every entry is padding (as batched.check_bcoo)
         if is_traced(self.indices):
             record(cnp.any((self.indices < 0) | (self.indices >= cnp.asarray(self.shape, self.indices.dtype))),
                    located(f"BCOO: indices must lie in the shape {self.shape}"))
@@ -240,85 +248,63 @@ class BCOO(SparseMatrix):
 
     @classmethod
     def fromdense(cls, mat, *, nse=None, index_dtype="int32", n_batch=0, n_dense=0):
-        if np.ndim(mat) == 1 and not (n_batch or n_dense):
-            return vector.fromdense(cls, mat, nse, index_dtype)
+        if np.ndim(mat) - n_batch - n_dense != 2:
+            return nsparse.fromdense(mat, nse, n_batch, n_dense, np.dtype(index_dtype).name)
         return BCSR.fromdense(mat, nse=nse, index_dtype=index_dtype, n_batch=n_batch, n_dense=n_dense).to_bcoo()
 
     def to_bcsr(self) -> BCSR:
-        self.not_vector("to_bcsr")
+        if self.n_sparse != 2:
+            raise NotImplementedError(located(f"BCOO.to_bcsr: a BCSR holds two sparse dimensions, this array "
+                                              f"{self.n_sparse} (shape {self.shape})"))
         return BCSR.from_bcoo(self)
 
-    def not_vector(self, what: str):
-        if self.n_sparse == 1:
-            raise NotImplementedError(located(f"BCOO.{what}: not supported for sparse vectors (n_sparse = 1; "
-                                              f"vector.py lists what is)"))
-
     def todense(self):
-        if self.n_sparse == 1:
-            return vector.todense(self)
+        if self.n_sparse != 2:
+            return nsparse.todense(self)
         if self.batched:
             return batched.todense(self)
         return self.to_bcsr().todense()
 
     def transpose(self, axes=None):
-        if self.n_sparse == 1:
-            if axes not in (None, (0,), [0]):
-                raise TracingValueError(located(f"BCOO.transpose: the axes of a vector are (0,), got {axes}"))
-            return self
-        if self.batched:
-            return batched.transpose(self, axes=None if axes is None else tuple(axes))
+        if self.n_sparse != 2 or self.batched:
+            return nsparse.transpose(self, axes=None if axes is None else tuple(axes))
         self.check_axes(axes)
         return BCOO((self.data, cnp.asarray(self.indices)[:, ::-1]), shape=self.shape[::-1])
 
     T = property(transpose)
 
     def reshape(self, *shape):
-        """The same entries in a matrix of another shape of as many elements (row-major order)."""
+        """The same entries in an array of another shape of as many elements (row-major order; batch,
+        sparse and dense dimensions each among themselves, as JAX's bcoo_reshape: nsparse.reshaped)."""
         shape = tuple(shape[0]) if len(shape) == 1 and np.ndim(shape[0]) == 1 else tuple(shape)
-        self.not_vector("reshape")
-        if self.batched or len(shape) != 2:
-            return structure.reshaped(self, shape)
-        shape = check_shape("BCOO.reshape", shape)
-        if shape[0] * shape[1] != self.shape[0] * self.shape[1]:
-            raise TracingValueError(located(f"BCOO.reshape: {self.shape} has {self.shape[0] * self.shape[1]} elements, "
-                                            f"{shape} has {shape[0] * shape[1]}"))
-        indices = cnp.asarray(self.indices).astype("int64")
-        linear = indices[:, 0] * self.shape[1] + indices[:, 1]
-        return BCOO((self.data, cnp.stack([linear // shape[1], linear % shape[1]], axis=1)), shape=shape)
+        return nsparse.reshaped(self, shape)
 
     def __matmul__(self, other):
-        if self.n_sparse == 1:
-            return vector.matmul(self, other)
+        if self.n_sparse != 2:
+            return nsparse.matmul(self, other)
+        if isinstance(other, SparseMatrix):   # BCOO unless both are BCSR (BCSR.__matmul__)
+            return products.in_format(self.to_bcsr() @ other, self, other)
         return self.to_bcsr() @ other
 
     def __rmatmul__(self, other):
-        if self.n_sparse == 1:
-            return vector.rmatmul(self, other)
+        if self.n_sparse != 2:
+            return nsparse.rmatmul(other, self)
         return other @ self.to_bcsr()
 
     def __mul__(self, other):
-        if self.n_sparse == 1:
-            return vector.multiplied(self, other)
-        if self.batched:
-            return batched.multiplied(self, other)
         if np.ndim(other) == 0 and not isinstance(other, Tracer):
             return BCOO((cnp.asarray(self.data) * other, self.indices), shape=self.shape)
-        other = cnp.asarray(other)
-        if other.ndim == 0:
-            return BCOO((cnp.asarray(self.data) * other, self.indices), shape=self.shape)
-        check_same_shape("BCOO * dense", self.shape, other.shape)
-        indices = cnp.asarray(self.indices)
-        return BCOO((cnp.asarray(self.data) * other[indices[:, 0], indices[:, 1]], self.indices), shape=self.shape)
+        return BCOO((nsparse.scaled_values(self, other), self.indices), shape=self.shape)
 
     __rmul__ = __mul__
 
     def sum(self, axis=None):
-        if self.n_sparse == 1:
-            return vector.summed(self, axis)
-        return self.to_bcsr().sum(axis)
+        """JAX's sum (nsparse.summed): a BCOO of the other axes, a dense scalar over all of them."""
+        return nsparse.summed(self, axis)
 
     def sum_duplicates(self, nse=None):
-        self.not_vector("sum_duplicates")
+        if self.n_sparse != 2:
+            return nsparse.sum_duplicates(self, nse=nse)
         return sum_duplicates(self, nse=nse)
 
 
@@ -375,16 +361,6 @@ def multiplied(a: BCSR, other):
     check_same_shape("BCSR * dense", a.shape, other.shape)
     rows = calls.row_ids(a.indptr, nnz=a.nse)
     return cnp.asarray(a.data) * other[rows, cnp.asarray(a.indices)]
-
-
-def summed(a: BCSR, axis):
-    if axis is None:
-        return cnp.sum(a.data)
-    axis = axis + 2 if axis < 0 else axis
-    if axis not in (0, 1):
-        raise TracingValueError(located(f"sum: axis {axis} is out of range for a matrix"))
-    matrix = a if axis == 1 else a.transpose()
-    return csr_dot_dense(matrix, cnp.ones((matrix.shape[1],), value_dtype(a.data, complex_ok=True)))
 
 
 def fromdense_csr(mat, *, nse=None, index_dtype="int32") -> BCSR:

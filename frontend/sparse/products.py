@@ -14,7 +14,7 @@ from ...errors import TracingValueError
 from .. import cnp
 from ..jit import jit
 from ..tracing import located
-from . import batched, formats
+from . import batched, formats, nsparse
 
 
 def dot_general(lhs, rhs, dimension_numbers):
@@ -27,7 +27,7 @@ def dot_general(lhs, rhs, dimension_numbers):
     if not sparse:
         raise TracingValueError(located("bcoo_dot_general: one operand at least must be sparse (for two dense, "
                                         "use lax.dot_general)"))
-    if not (sparse[0].batched or lhs_batch or rhs_batch):
+    if sparse[0].n_sparse == 2 and not (sparse[0].batched or lhs_batch or rhs_batch):
         if lhs is sparse[0] and lhs_contract == (1,) and rhs_contract == (0,):
             return lhs @ rhs
         if rhs is sparse[0] and rhs_contract == (0,) and lhs_contract == (getattr(lhs, "ndim", 0) - 1,):
@@ -124,6 +124,13 @@ def spgemm(a, b):
                          indptr.reshape(batch + (m + 1,))), shape=batch + (m, n))
 
 
+def in_format(c, a, b):
+    """A sparse-sparse product C in its operands' format: BCSR when both are, else BCOO (JAX's
+    bcoo_dot_general of two BCOO gives a BCOO)."""
+    both_csr = isinstance(a, formats.BCSR) and isinstance(b, formats.BCSR)
+    return c if both_csr or isinstance(c, formats.BCOO) else c.to_bcoo()
+
+
 def as_bcsr(x):
     if isinstance(x, formats.BCSR):
         return x
@@ -138,11 +145,12 @@ def sparse_dot_general(lhs, rhs, dimension_numbers):
     nl, nr = lhs.n_batch, rhs.n_batch
     if not (sorted(lhs_batch) == list(range(nl)) and sorted(rhs_batch) == list(range(nr)) and nl == nr
             and len(lhs_contract) == 1 and len(rhs_contract) == 1 and lhs_contract[0] in (nl, nl + 1)
-            and rhs_contract[0] in (nr, nr + 1) and not (lhs.n_dense or rhs.n_dense)):
+            and rhs_contract[0] in (nr, nr + 1) and not (lhs.n_dense or rhs.n_dense)
+            and lhs.n_sparse == rhs.n_sparse == 2):
         raise NotImplementedError(located(
             f"bcoo_dot_general of two sparse operands with dimension numbers {dimension_numbers} (shapes {lhs.shape}, "
             f"{rhs.shape}): supported are all batch dimensions of each against the other's and one sparse "
-            "dimension of each contracted, no dense dimensions"))
+            "dimension of each contracted, two sparse dimensions and no dense ones"))
     free_l = 2 * nl + 1 - lhs_contract[0]
     free_r = 2 * nr + 1 - rhs_contract[0]
     lhs_axes, rhs_axes = lhs_batch + (free_l, lhs_contract[0]), rhs_batch + (rhs_contract[0], free_r)
@@ -153,7 +161,7 @@ def sparse_dot_general(lhs, rhs, dimension_numbers):
                                         "differ"))
     if not (lhs.batched or rhs.batched):
         return lhs @ rhs
-    return spgemm(lhs, rhs)
+    return in_format(spgemm(lhs, rhs), lhs, rhs)
 
 
 def entry_products(sparse, dense, dimension_numbers):
@@ -162,7 +170,7 @@ def entry_products(sparse, dense, dimension_numbers):
     times the dense operand's slice at the entry's batch and contracted coordinates, scatter-added at
     its batch and free coordinates. Result: batch, sparse's free (then its dense), dense's free."""
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = (tuple(map(tuple, d)) for d in dimension_numbers)
-    indexed = sparse.n_batch + 2
+    indexed = sparse.n_batch + sparse.n_sparse
     dense = cnp.asarray(dense)
     if any(not 0 <= d < sparse.ndim for d in lhs_contract + lhs_batch) or \
             any(not 0 <= d < dense.ndim for d in rhs_contract + rhs_batch) or \
@@ -188,23 +196,23 @@ def entry_products(sparse, dense, dimension_numbers):
 @jit(static_argnames=("lhs_batch", "lhs_contract"))
 def products_of(sparse, rhs, lhs_batch: tuple, lhs_contract: tuple):
     """entry_products with rhs's dimensions ordered (batch, contracted, free)."""
-    nb = sparse.n_batch
-    indexed = nb + 2
+    nb, k = sparse.n_batch, sparse.n_sparse
+    indexed = nb + k
     free = tuple(d for d in range(indexed) if d not in lhs_batch + lhs_contract)
-    coo = batched.to_bcoo(sparse) if isinstance(sparse, formats.BCSR) and sparse.batched else \
-        sparse.to_bcoo() if isinstance(sparse, formats.BCSR) else sparse
-    big_b, big_d, m, n, nse = batched.sizes(coo)
+    coo = sparse.to_bcoo() if isinstance(sparse, formats.BCSR) else sparse
+    big_b, big_d, nse = math.prod(coo.batch_shape), math.prod(coo.dense_shape), coo.nse
     dtype = formats.value_dtype(coo.data, rhs, complex_ok=True)
-    # Every entry's coordinates over the indexed (batch and sparse) dimensions, (B nse, nb + 2).
+    # Every entry's coordinates over the indexed (batch and sparse) dimensions, (B nse, nb + k).
     element = cnp.arange(big_b, dtype="int64")
     batch_coords = [cnp.broadcast_to(((element // math.prod(coo.batch_shape[i + 1:])) % coo.batch_shape[i])[:, None],
                                      (big_b, nse)) for i in range(nb)]
-    pairs = cnp.asarray(coo.indices).reshape(big_b, nse, 2).astype("int64")
-    coords = [c.reshape(-1) for c in batch_coords + [pairs[..., 0], pairs[..., 1]]]
+    at = cnp.asarray(coo.indices).reshape(big_b, nse, k).astype("int64")
+    coords = [c.reshape(-1) for c in batch_coords + [at[..., i] for i in range(k)]]
     extent = coo.shape[:indexed]
-    inside = (coords[nb] >= 0) & (coords[nb] < m) & (coords[nb + 1] >= 0) & (coords[nb + 1] < n)
-    at_rhs = linear([coords[d] for d in lhs_batch + lhs_contract], [extent[d] for d in lhs_batch + lhs_contract],
-                    big_b * nse)
+    inside = nsparse.inside(coo).reshape(-1)
+    points = cnp.zeros((big_b * nse,), "int64")
+    at_rhs = nsparse.linear([coords[d] for d in lhs_batch + lhs_contract], [extent[d] for d in lhs_batch + lhs_contract],
+                            points)
     rhs_rows = math.prod(extent[d] for d in lhs_batch + lhs_contract)
     rest = tuple(rhs.shape[len(lhs_batch + lhs_contract):])
     rhs_flat = formats.as_dtype(rhs, dtype).reshape(rhs_rows, math.prod(rest))
@@ -212,15 +220,7 @@ def products_of(sparse, rhs, lhs_batch: tuple, lhs_contract: tuple):
     values = formats.as_dtype(coo.data, dtype).reshape(big_b * nse, big_d)
     terms = values[:, :, None] * gathered[:, None, :]
     out_rows = math.prod(extent[d] for d in lhs_batch + free)
-    at_out = cnp.where(inside, linear([coords[d] for d in lhs_batch + free], [extent[d] for d in lhs_batch + free],
-                                      big_b * nse), out_rows)
+    at_out = cnp.where(inside, nsparse.linear([coords[d] for d in lhs_batch + free],
+                                              [extent[d] for d in lhs_batch + free], points), out_rows)
     out = cnp.zeros((out_rows, big_d, math.prod(rest)), dtype).at[at_out].add(terms, mode="drop")
     return out.reshape(tuple(extent[d] for d in lhs_batch + free) + coo.dense_shape + rest)
-
-
-def linear(coords, extents, count: int):
-    """The row-major linear index of `count` points' coordinates (int64 arrays) in a box of the given extents."""
-    index = cnp.zeros((count,), "int64")
-    for c, e in zip(coords, extents):
-        index = index * e + c
-    return index

@@ -37,10 +37,7 @@ def transpose(op, operand):
 def summed(op, operand):
     if op.attrs["reducer"] != "sum":
         raise NotImplementedError(located(f"sparsify: reduce {op.attrs['reducer']} of a sparse matrix (sum only)"))
-    axes = tuple(op.attrs["axes"])
-    if operand.batched:
-        return operand.sum(axes)
-    return operand.sum(None if len(axes) == 2 else axes[0])
+    return operand.sum(tuple(op.attrs["axes"]))
 
 
 def reshape(op, operand):
@@ -53,7 +50,7 @@ SPARSE_RULES = {
     "mul": multiply,                                  # A * dense of A's shape (a broadcast scalar is one)
     "neg": lambda op, operand: operand * -1,          # -A
     "transpose": transpose,                           # A.T, a batched array's permutations
-    "reduce": summed,                                 # A.sum(), A.sum(0), A.sum(1), batched: any axes
+    "reduce": summed,                                 # any axes: sparse (JAX's), over all a dense scalar
     "reshape": reshape,                               # a BCOO's batch, sparse, dense dims among themselves
 }
 

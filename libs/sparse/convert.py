@@ -3,15 +3,15 @@ work-item per row; what needs a sort (COO to CSR, CSR to CSC) sorts with the gra
 which libs/prim runs as a radix sort, as rocSPARSE sorts with rocPRIM.
 
 csr2coo: each row writes its id over its nonzeros (the last work-item zeroes the padding).
-coo2csr: row r's start is the number of nonzeros of rows below r, a binary search of the sorted
-row ids. csr2ell copies each row into its slots. dense2csr_count counts each row's nonzeros; dense2csr writes them at indptr's offsets
+coo2csr: row r's start is the number of nonzeros of rows below r, a galloping search of the sorted
+row ids from row r - 1's start (a work-item per block of ROW_BLOCK rows). csr2ell copies each row into its slots. dense2csr_count counts each row's nonzeros; dense2csr writes them at indptr's offsets
 (rocSPARSE's nnz and dense2csr), the last work-item zeroing the slots past the last row.
 """
 from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import INDEX, bits, buffers, clamped, loop, per_item, sizes, variables, widened
+from .common import INDEX, buffers, clamped, loop, per_item, sizes, variables, widened
 
 
 def csr2coo_kernel(op: Op, name: str) -> K.Kernel:
@@ -28,23 +28,37 @@ def csr2coo_kernel(op: Op, name: str) -> K.Kernel:
                     [("m", op.operands[0].type.shape[0] - 1), ("total", op.attrs["nnz"])])
 
 
+ROW_BLOCK = 64   # coo2csr's row starts per work-item
+
+
 def coo2csr_kernel(op: Op, name: str) -> K.Kernel:
-    m, nnz, steps = params = sizes("m", "nnz", "steps")
+    m, nnz = params = sizes("m", "nnz")
     rows, indptr = buffers(op, [nnz, m + 1])
-    start, probe, b = variables("start", "probe", "bit")
+    q, start, step, going = variables("q", "start", "step", "going")
 
-    def body(r):
-        # The least p with rows[p] >= r: grow p while rows[p - 1] < r, one halving step per bit.
-        return [K.Let(start, K.Const(0, INDEX)),
-                loop(b, 0, steps, [
-                    K.Let(probe, start + (K.Const(1, INDEX) << (steps - 1 - b))),
-                    K.If((probe <= nnz) & (widened(rows[K.maximum(K.minimum(probe, nnz) - 1, K.Const(0, INDEX))]) < r),
-                         [K.Assign(start, probe)])]),
-                K.Store(indptr, r, start.cast(indptr.dtype))]
+    def below(count, r):
+        """Whether rows[count - 1] < r (count in [1, nnz]: the load is inside the caller's guard)."""
+        return widened(rows[count - 1]) < r
 
-    count = op.operands[0].type.shape[0]
-    return per_item(name, [rows, indptr, *params], m + 1, body,
-                    [("m", op.attrs["rows"]), ("nnz", count), ("steps", bits(count))])
+    def body(block):
+        # Row q's start is the least p with rows[p] >= q, found from row q - 1's (`start`: every entry
+        # before it is below q - 1, so below q) by a galloping search: steps of 1, 2, 4, ... while the
+        # entry before start + step is below q, then halving steps back. A row of g entries costs
+        # about 2 log2(g) reads near each other, where a binary search of all of them costs log2(nnz)
+        # reads far apart.
+        return [K.Let(start, K.Const(0, INDEX)), K.Let(step, K.Const(0, INDEX)), K.Let(going, K.Const(0, INDEX)),
+                loop(q, block * ROW_BLOCK, K.minimum(block * ROW_BLOCK + ROW_BLOCK, m + 1), [
+                    K.Assign(step, K.Const(1, INDEX)), K.Assign(going, K.Const(1, INDEX)),
+                    K.While(going.eq(1) & (start + step <= nnz), [
+                        K.If(below(start + step, q), [K.Assign(start, start + step), K.Assign(step, step * 2)],
+                             [K.Assign(going, K.Const(0, INDEX))])]),
+                    K.While(step > 1, [
+                        K.Assign(step, step >> 1),
+                        K.If(start + step <= nnz, [K.If(below(start + step, q), [K.Assign(start, start + step)])])]),
+                    K.Store(indptr, q, start.cast(indptr.dtype))])]
+
+    return per_item(name, [rows, indptr, *params], K.ceil_div(m + 1, ROW_BLOCK), body,
+                    [("m", op.attrs["rows"]), ("nnz", op.operands[0].type.shape[0])])
 
 
 def dense2csr_count_kernel(op: Op, name: str) -> K.Kernel:

@@ -1,7 +1,9 @@
 """The sparse library's pattern table: the dense idiom of a CSR (or COO) product that a JAX user
 writes without a sparse type, `segment_sum(vals * x[cols], row_ids, m)`, becomes `sparse.csrmv`.
 
-In the graph that idiom is a scatter-add of `mul(vals, gather(x, cols))` into zeros of m rows.
+In the graph that idiom is a scatter-add of `mul(vals, gather(x, cols))` into zeros of m rows, or
+(jax.ops.segment_sum) a prim.segment_reduce sum of that product, whose blocks the rewrite fills with
+the product and zeros.
 The rewrite keeps its meaning for any ids: the gather clamps columns into [0, n) (the rewrite
 clamps them), the scatter drops rows outside [0, m) (the rewrite moves them to m, and the row
 starts that coo2csr finds leave the entries of row m past indptr[m], where csrmv reads nothing),
@@ -21,7 +23,7 @@ from ...passes.rewrite import Scope
 from ...ir.types import TensorType
 from ...passes.patterns import Pat
 from .routines import CHUNK, VALUE_DTYPES
-from .row_loop import fori_spmv
+from .row_loop import fori_spmv, unwrapped
 
 
 def filled(m, value, dtype: str, count) -> Value:
@@ -39,27 +41,65 @@ def branch_region(m, build) -> Region:
 
 def segment_spmv(m, scatter, zeros, rows, vals, x, columns):
     """scatter-add(zeros[m], rows[nnz, 1], vals * gather(x[n], columns[nnz, 1])) -> csrmv."""
-    if scatter.attrs["reduction"] != "add" or x.type.ndim != 1 or vals.type.ndim != 1 or \
-            vals.type.dtype not in VALUE_DTYPES or x.type.dtype != vals.type.dtype or zeros.type.ndim != 1 or \
-            rows.type.shape[1:] != (1,) or columns.type.shape[1:] != (1,) or \
+    if scatter.attrs["reduction"] != "add" or zeros.type.ndim != 1 or rows.type.shape[1:] != (1,):
+        return None
+    return csr_product(m, rows, vals, x, columns, zeros.type.shape[0])
+
+
+def segment_reduce_spmv(m, call, rows, vals, x, columns):
+    """prim.segment_reduce{sum}(vals * gather(x[n], columns[nnz, 1]), rows[nnz]) -> csrmv, its blocks
+    (runs, m, 1) the product in the first run's block and zeros in the others (the graph sums them)."""
+    attrs, (result,) = call.attrs, call.results
+    if attrs["library"] != "prim" or attrs["routine"] not in ("segment_reduce", "segment_reduce_sorted") or \
+            attrs["reducer"] != "sum" or rows.type.ndim != 1 or result.type.dtype != vals.type.dtype:
+        return None
+    runs, count, _ = result.type.shape
+    y = csr_product(m, rows, vals, x, columns, count)
+    if y is None:
+        return None
+    blocks = m.op("reshape", y, new_sizes=(1, count, 1))
+    if runs == 1:
+        return blocks
+    zero = m.op("constant", value=np.array(0, TensorType(vals.type.dtype, ()).numpy_dtype))
+    rest = m.op("broadcast_in_dim", zero, shape=(runs - 1, count, 1), broadcast_dimensions=())
+    return m.op("concatenate", blocks, rest, dimension=0)
+
+
+def csr_product(m, rows, vals, x, columns, count: int):
+    """The product y[count] of the COO entries (rows[nnz] or [nnz, 1], columns[nnz, 1], vals[nnz]) with
+    x[n]: a cond on whether the mapped row ids are in order, coo2csr and csrmv (sorted by row first
+    in the other branch), csrmv's carries scatter-added."""
+    if x.type.ndim != 1 or vals.type.ndim != 1 or vals.type.dtype not in VALUE_DTYPES or \
+            x.type.dtype != vals.type.dtype or columns.type.shape[1:] != (1,) or \
             not all(v.type.dtype[0] in "iu" for v in (rows, columns)) or vals.type.shape[0] == 0 or x.type.shape[0] == 0:
         return None
-    nnz, (count,), n = vals.type.shape[0], zeros.type.shape, x.type.shape[0]
+    nnz, n = vals.type.shape[0], x.type.shape[0]
     index = "i32" if max(count, n) < 2**31 - 1 else "i64"
+
     def vector(v):
-        """v[nnz, 1] as a vector: the vector it was broadcast from if it was (the frontend's index column),
-        so that the maps below fuse with the frontend's own (one pass over the ids, not two)."""
+        """v[nnz, 1] (or [nnz]) as a vector: the vector it was broadcast from if it was (the frontend's
+        index column), so that the maps below fuse with the frontend's own (one pass over the ids, not two)."""
         made = v.producer
         if made is not None and made.name == "broadcast_in_dim" and made.operands[0].type.shape == (nnz,):
             return made.operands[0]
-        return m.op("reshape", v, new_sizes=(nnz,))
+        return v if v.type.shape == (nnz,) else m.op("reshape", v, new_sizes=(nnz,))
     # Rows: ids outside [0, m) become m (as unsigned, a negative id is above m), sorted after every
-    # row; columns clamped into [0, n). i32 keys where the sizes allow: half the radix passes of i64.
+    # row. i32 keys where the sizes allow: half the radix passes of i64. Columns: read by csrmv as the
+    # gather reads them (column_map "clamp", or "wrap_clamp" for the frontend's negative-index wrap),
+    # from the user's index array where it has the index dtype: no pass over them.
     unsigned = m.op("convert", vector(rows), dtype="u64")
     row_ids = m.op("convert", m.op("min", unsigned, filled(m, count, "u64", nnz)), dtype=index)
-    column_ids = m.op("convert", m.op("clamp", m.op("constant", value=np.array(0, np.int64)),
-                                      m.op("convert", vector(columns), dtype="i64"),
-                                      m.op("constant", value=np.array(n - 1, np.int64))), dtype=index)
+    column_ids, wrapped = unwrapped(vector(columns), n)
+    made = column_ids.producer
+    if made is not None and made.name == "convert" and made.operands[0].type.dtype == index and \
+            column_ids.type.dtype in (index, "i64"):
+        column_ids = made.operands[0]   # a widening of the user's index array: the same values
+    if column_ids.type.dtype != index:
+        column_ids = m.op("convert", m.op("clamp", m.op("constant", value=np.array(0, np.int64)),
+                                          m.op("convert", vector(columns), dtype="i64"),
+                                          m.op("constant", value=np.array(n - 1, np.int64))), dtype=index)
+        wrapped = False
+    column_map = "wrap_clamp" if wrapped else "clamp"
     in_order = m.op("reduce", m.op("le", m.op("slice", row_ids, start_indices=(0,), limit_indices=(nnz - 1,),
                                                strides=(1,)),
                                     m.op("slice", row_ids, start_indices=(1,), limit_indices=(nnz,), strides=(1,))),
@@ -69,7 +109,7 @@ def segment_spmv(m, scatter, zeros, rows, vals, x, columns):
     def product(b, rows, cols, values):
         (indptr,) = b.ops("library_call", rows, library="sparse", routine="coo2csr", solution="", rows=count)
         y, carries, carry_rows = b.ops("library_call", indptr, cols, values, x, library="sparse",
-                                       routine="csrmv", solution="", chunk=CHUNK)
+                                       routine="csrmv", solution="", chunk=CHUNK, column_map=column_map)
         carry_index = b.op("reshape", carry_rows, new_sizes=(carry_rows.type.shape[0], 1))
         return b.op("scatter", y, carry_index, carries, reduction="add")
 
@@ -81,12 +121,18 @@ def segment_spmv(m, scatter, zeros, rows, vals, x, columns):
     return y
 
 
+
 RULES = [
     # scatter_add(0[m], rows, vals * gather(x, cols)) -> cond(rows in order: coo2csr, csrmv; else sort by row
     # first), each scatter-adding csrmv's carries
     (Pat.op("scatter", Pat.splat(0, name="zeros"), Pat.var("rows"),
             Pat.op("mul", Pat.var("vals"), Pat.op("gather", Pat.var("x"), Pat.var("columns"))), name="scatter"),
      segment_spmv),
+    # prim.segment_reduce{sum}(vals * gather(x, cols), rows) (jax.ops.segment_sum) -> the same, its blocks
+    # the product and zeros
+    (Pat.op("library_call", Pat.op("mul", Pat.var("vals"), Pat.op("gather", Pat.var("x"), Pat.var("columns"))),
+            Pat.var("rows"), name="call"),
+     segment_reduce_spmv),
     # while(i = 0, y) { i < m } { y.at[i].set(sum of the row's first width products, masked) } -> csrmv_ell
     (Pat.any_op("while", name="loop"), fori_spmv),
 ]

@@ -5,13 +5,14 @@ any after them are padding no routine reads. Index arrays are i32 or i64 (one dt
 values f32 or f64. Sizes come from the operands' shapes: m = len(indptr) - 1, n from the dense
 operand (or the attribute `columns`).
 
-  csrmv(indptr, indices, data, x[n]) {chunk} -> y[m], carries[2 C], carry_rows[2 C]
+  csrmv(indptr, indices, data, x[n]) {chunk, column_map} -> y[m], carries[2 C], carry_rows[2 C]
       y = A x, load-balanced by nonzeros (see kernels_spmv.py): C = ceil(nnz / chunk) chunks of
       `chunk` consecutive nonzeros, each summing its rows' products in order. A row lying whole in
       one chunk is written to y; a row crossing a chunk boundary gets y = 0 from the chunk holding
       its first nonzero and each chunk's partial sum of it in `carries` (slot 2c for the chunk's
       first row, 2c + 1 for its last; an unused slot holds 0 for the chunk's first row), which
-      the caller adds into y (a scatter-add: `spmv` below in the frontend).
+      the caller adds into y (a scatter-add: `spmv` below in the frontend); columns mapped by
+      column_map as csrmv_ell's
   ellmv(columns[m, K], values[m, K], x[n]) -> y[m]
       ELL: row r's K slots, a negative column marking padding.
   bsrmv(indptr, indices, data[nb, R, C], x[n]) -> y[mb R]    y = A x, A in BSR: block row i's blocks
@@ -126,15 +127,17 @@ def csrmv_infer(types, attrs):
     indptr, indices, data, x = types
     check_csr("csrmv", indptr, indices, data)
     require(x.ndim == 1, f"library_call: sparse.csrmv takes a vector x, got {x}")
-    require(attrs["chunk"] > 0, "library_call: sparse.csrmv: chunk must be positive")
+    require(attrs["chunk"] > 0 and attrs["column_map"] in COLUMN_MAPS and (x.shape[0] > 0 or attrs["column_map"] == "drop"),
+            f"library_call: sparse.csrmv: chunk > 0 and column_map one of {COLUMN_MAPS} (\"drop\" for an empty x), "
+            f"got {attrs}")
     carries = 2 * chunks_of(indices.shape[0], attrs["chunk"])
     return [TensorType(data.dtype, (indptr.shape[0] - 1,)), TensorType(data.dtype, (carries,)),
             TensorType(indptr.dtype, (carries,))]
 
 
-def csrmv(indptr, indices, data, x, *, chunk):
+def csrmv(indptr, indices, data, x, *, chunk, column_map):
     m, nnz = len(indptr) - 1, clamped(indptr[-1], len(indices))
-    products = data[:nnz] * gathered(x, indices[:nnz], len(x))
+    products = data[:nnz] * gathered(x, mapped_columns(indices[:nnz], len(x), column_map), len(x))
     count = chunks_of(len(indices), chunk)
     y = np.zeros(m, data.dtype)
     carries, carry_rows = np.zeros(2 * count, data.dtype), np.zeros(2 * count, indptr.dtype)
@@ -617,7 +620,8 @@ def csrsv_complex(indptr, indices, data, order, x, *, lower, unit_diagonal):
 
 
 ROUTINES = {
-    "csrmv": Routine({"chunk": "int"}, csrmv_infer, csrmv, "y = A x by chunks of nonzeros, with carries"),
+    "csrmv": Routine({"chunk": "int", "column_map": "str"}, csrmv_infer, csrmv,
+                     "y = A x by chunks of nonzeros, with carries"),
     "ellmv": Routine({}, ellmv_infer, ellmv, "y = A x for an ELL matrix"),
     "bsrmv": Routine({}, lambda types, attrs: bsr_infer("bsrmv", types, 1), bsrmv, "y = A x for a BSR matrix"),
     "bsrmm": Routine({}, lambda types, attrs: bsr_infer("bsrmm", types, 2), bsrmm, "Y = A B for a BSR matrix"),

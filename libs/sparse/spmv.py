@@ -28,6 +28,19 @@ from .common import (INDEX, ITEMS, bits, buffers, clamped, in_range, last_at_mos
 
 
 
+def mapped(column: K.Expr, n: K.Expr, column_map: str) -> K.Expr:
+    """A column as routines.mapped_columns reads it: "drop" as it is, "clamp" into [0, n),
+    "wrap_clamp" a negative one + n first (numpy's x[column])."""
+    if column_map == "wrap_clamp":
+        column = K.select(column < 0, column + n, column)
+    return column if column_map == "drop" else K.minimum(K.maximum(column, K.Const(0, INDEX)), n - 1)
+
+
+def guarded(product: K.Stmt, column: K.Expr, n: K.Expr, column_map: str) -> K.Stmt:
+    """The product of a mapped column: a clamped column is always in range, only "drop" tests it."""
+    return K.If(in_range(column, n), [product]) if column_map == "drop" else product
+
+
 def csrmv_kernel(op: Op, name: str) -> K.Kernel:
     chunk = op.attrs["chunk"]
     m, n, total, steps = params = sizes("m", "n", "total", "steps")
@@ -38,13 +51,14 @@ def csrmv_kernel(op: Op, name: str) -> K.Kernel:
     probes = variables("probe_first", "probe_last", "probe_previous")
     acc = K.Var("acc", data.dtype)
     zero_rows = lambda begin, end: loop(r, begin, end, [K.Store(y, r, 0)])
+    column_map = op.attrs["column_map"]
 
     def body(c):
         row_sum = [
             K.Let(start, widened(indptr[r])), K.Let(stop, widened(indptr[r + 1])), K.Let(acc, K.Const(0, data.dtype)),
             loop(j, K.maximum(start, s), K.minimum(stop, e), [
-                K.Let(column, widened(indices[j])),
-                K.If(in_range(column, n), [K.Assign(acc, acc + data[j] * x[column])])]),
+                K.Let(column, mapped(widened(indices[j]), n, column_map)),
+                guarded(K.Assign(acc, acc + data[j] * x[column]), column, n, column_map)]),
             K.If((start >= s) & (stop <= e), [K.Store(y, r, acc)], [
                 K.If(start >= s, [K.Store(y, r, 0)]),
                 K.Let(slot, 2 * c + K.select(r.eq(first), K.Const(0, INDEX), K.Const(1, INDEX))),
@@ -98,19 +112,11 @@ def csrmv_ell_kernel(op: Op, name: str) -> K.Kernel:
     acc = K.Var("acc", data.dtype)
     column_map = op.attrs["column_map"]
 
-    def mapped(column):
-        if column_map == "wrap_clamp":   # numpy's x[column]: a negative column counts from the end
-            column = K.select(column < 0, column + n, column)
-        return column if column_map == "drop" else K.minimum(K.maximum(column, K.Const(0, INDEX)), n - 1)
-
-    product = K.Assign(acc, acc + data[p] * x[column])
-
     def body(r):
         return [K.Let(start, widened(indptr[r])), K.Let(acc, K.Const(0, data.dtype)),
                 loop(p, K.maximum(start, K.Const(0, INDEX)), K.minimum(start + width, clamped(indptr[r + 1], total)), [
-                    K.Let(column, mapped(widened(indices[p]))),
-                    # a clamped column is always in range: only "drop" tests it
-                    K.If(in_range(column, n), [product]) if column_map == "drop" else product]),
+                    K.Let(column, mapped(widened(indices[p]), n, column_map)),
+                    guarded(K.Assign(acc, acc + data[p] * x[column]), column, n, column_map)]),
                 K.Store(y, r, acc)]
 
     return per_item(name, [indptr, indices, data, x, y, *params], m, body,

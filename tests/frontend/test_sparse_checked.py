@@ -48,3 +48,24 @@ def test_checked_compiled():
     np.testing.assert_array_equal(run(data, np.array([0, 3, 1]), np.array([0, 1, 1, 3]), x), [0.0, 0.0, 4.0])
     with pytest.raises(cj.TracingValueError, match=r"BCSR: column indices must be in \[0, 4\)"):
         run(data, np.array([0, 4, 1]), np.array([0, 1, 1, 3]), x)
+
+
+def test_checked_three_sparse_dimensions():
+    """A BCOO of three sparse dimensions from traced indices: checked, a bad index is named; unchecked, an
+    entry outside the shape is padding (it adds nothing to todense or to a sum)."""
+    def dense_and_sum(data, indices):
+        a = cs.BCOO((data, indices), shape=(2, 3, 4))
+        return a.todense(), a.sum(1).todense()
+
+    data, good, bad = np.array([1.0, 2.0]), np.array([[0, 2, 3], [1, 0, 1]]), np.array([[0, 3, 3], [1, 0, 1]])
+    want = np.zeros((2, 3, 4))
+    want[0, 2, 3], want[1, 0, 1] = 1.0, 2.0
+    dense, summed = cs.checked(dense_and_sum, backend="interpret")(data, good)
+    np.testing.assert_array_equal(dense, want)
+    np.testing.assert_array_equal(summed, want.sum(1))
+    with pytest.raises(cj.TracingValueError, match=r"BCOO: indices must lie in the sparse shape \(2, 3, 4\)"):
+        cs.checked(dense_and_sum, backend="interpret")(data, bad)
+    dense, summed = cj.jit(dense_and_sum, backend="interpret")(data, bad)
+    want[0, 2, 3] = 0.0
+    np.testing.assert_array_equal(dense, want)
+    np.testing.assert_array_equal(summed, want.sum(1))

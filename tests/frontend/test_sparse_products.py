@@ -56,7 +56,7 @@ SPGEMM_CASES = [((3, 4, 5), (3, 5, 6), np.float64), ((2, 3, 7, 9), (2, 3, 9, 4),
 @pytest.mark.parametrize("lhs_shape, rhs_shape, dtype", SPGEMM_CASES)
 def test_batched_spgemm(lhs_shape, rhs_shape, dtype):
     """sparse @ sparse with batch dimensions (numpy's matmul broadcasting; a 2-D operand shared), BCOO
-    and BCSR, padding values that must not reach C: outside jit C's nse is the most entries an element
+    and BCSR (C a BCSR when both are, else a BCOO), padding values that must not reach C: outside jit C's nse is the most entries an element
     reaches (exact), under jit the bound min(nse_a nse_b, m n); every element's indptr is valid and C's
     padding is zero; C against numpy's product (error model above, k = the inner size)."""
     rng = np.random.default_rng(sum(lhs_shape) * 7 + sum(rhs_shape))
@@ -73,12 +73,16 @@ def test_batched_spgemm(lhs_shape, rhs_shape, dtype):
         initial=0), 0)
     traced = cj.jit(lambda x, y: x @ y)(lhs, rhs)
     assert traced.nse == min(lhs.nse * rhs.nse, want.shape[-2] * want.shape[-1])
+    both_csr = isinstance(lhs, cs.BCSR) and isinstance(rhs, cs.BCSR)
     for c in (eager, traced):
         assert c.shape == want.shape and c.n_batch == len(batch)
-        indptr = np.asarray(c.indptr).reshape(-1, want.shape[-2] + 1)
-        assert np.all(indptr[:, 0] == 0) and np.all(np.diff(indptr, axis=1) >= 0) and np.all(indptr[:, -1] <= c.nse)
-        data = np.asarray(c.data).reshape(len(indptr), c.nse)
-        assert all(np.all(row[end:] == 0) for row, end in zip(data, indptr[:, -1]))
+        assert isinstance(c, cs.BCSR if both_csr else cs.BCOO)    # BCSR only from two BCSR operands
+        if both_csr:
+            indptr = np.asarray(c.indptr).reshape(-1, want.shape[-2] + 1)
+            assert np.all(indptr[:, 0] == 0) and np.all(np.diff(indptr, axis=1) >= 0)
+            assert np.all(indptr[:, -1] <= c.nse)
+            data = np.asarray(c.data).reshape(len(indptr), c.nse)
+            assert all(np.all(row[end:] == 0) for row, end in zip(data, indptr[:, -1]))
         assert_product_close(np.asarray(c.todense()), want, terms, complex_k(k, dtype), np.finfo(dtype).dtype)
 
 

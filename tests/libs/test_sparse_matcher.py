@@ -1,6 +1,6 @@
 """The sparse matcher (libs/sparse/matcher.py) as IR text in and out: the dense CSR idiom
-segment_sum(vals * x[cols], rows) becomes a sort by row, sparse.coo2csr, sparse.csrmv and a
-scatter-add of its carries; the interpreted result is the segment sum (to the rounding of a sum of
+segment_sum(vals * x[cols], rows), as a scatter-add or as prim.segment_reduce, becomes a sort by row,
+sparse.coo2csr, sparse.csrmv and a scatter-add of its carries; the interpreted result is the segment sum (to the rounding of a sum of
 k products, k the longest row: k eps sum |vals x|, Higham's gamma_k), including rows given in any
 order, repeated, negative or past the last segment, and columns clamped as the gather clamps."""
 import numpy as np
@@ -8,6 +8,7 @@ import pytest
 
 import cdnajit as cj
 import cdnajit.numpy as cnp
+import cdnajit.ops as cops
 from cdnajit.ir.interpreter import interpret
 from cdnajit.ir.parser import parse
 from cdnajit.ir.printer import print_module
@@ -57,6 +58,41 @@ def test_the_rewrite_computes_the_segment_sum(rows):
     np.testing.assert_array_less(np.abs(got - want), 3 * np.finfo(float).eps * magnitude + 1e-300)
 
 
+SEGMENT_REDUCE = """
+func @spmv(%0: f64[9], %1: i64[9], %2: i64[9,1], %3: f64[6]) -> (f64[4]) {
+  %4 = gather(%3, %2) : f64[9]
+  %5 = mul(%0, %4) : f64[9]
+  %6 = library_call(%5, %1) {library = "prim", routine = "segment_reduce", solution = "", reducer = "sum", run_length = 4, num_segments = 4} : f64[3,4,1]
+  %7 = reduce(%6) {reducer = "sum", axes = [0]} : f64[4,1]
+  %8 = reshape(%7) {new_sizes = [4]} : f64[4]
+  return %8
+}"""
+
+
+def test_segment_reduce_becomes_csrmv_as_text():
+    """prim.segment_reduce of the product (jax.ops.segment_sum's call) is rewritten too: its three runs'
+    blocks become csrmv's result and two blocks of zeros."""
+    out = print_module(matched(SEGMENT_REDUCE))
+    assert 'routine = "csrmv"' in out and 'routine = "coo2csr"' in out and "segment_reduce" not in out, out
+    assert any(" = concatenate(" in line and line.endswith(": f64[3,4,1]") for line in out.splitlines()), out
+    for reducer in ("max", "min"):
+        assert "csrmv" not in print_module(matched(SEGMENT_REDUCE.replace('reducer = "sum"', f'reducer = "{reducer}"',
+                                                                          1)))
+
+
+@pytest.mark.parametrize("rows", [[3, 0, 3, -1, 7, 2, 0, 3, 1], [0, 0, 1, 1, 1, 2, 3, 3, 7]])
+def test_the_segment_reduce_rewrite_computes_the_segment_sum(rows):
+    rng = np.random.default_rng(2)
+    vals, x = rng.standard_normal(9), rng.standard_normal(6)
+    rows = np.array(rows)
+    columns = np.array([[0], [5], [9], [-2], [1], [2], [3], [4], [0]])  # 9 and -2 clamped
+    (want,) = interpret(parse(SEGMENT_REDUCE), vals, rows, columns, x)
+    (got,) = interpret(matched(SEGMENT_REDUCE), vals, rows, columns, x)
+    magnitude = np.zeros(4)
+    np.add.at(magnitude, np.clip(rows, 0, 3), np.abs(vals * x[np.clip(columns[:, 0], 0, 5)]))
+    np.testing.assert_array_less(np.abs(got - want), 3 * np.finfo(float).eps * magnitude + 1e-300)
+
+
 def test_other_scatters_are_left_alone():
     text = IDIOM.replace('reduction = "add"', 'reduction = "max"')
     assert "library_call" not in print_module(matched(text))
@@ -66,22 +102,28 @@ def test_other_scatters_are_left_alone():
 
 @pytest.mark.slow
 def test_segment_sum_compiles_to_csrmv():
-    """The traced idiom, compiled: its optimized IR names the call and the result is the segment sum.
-    The idiom is written as the scatter-add it is in the graph (cdnajit.ops.segment_sum is
-    prim.segment_reduce, which this rule does not see)."""
+    """The traced idiom, compiled, written as a scatter-add and as cdnajit.ops.segment_sum (prim.segment_reduce):
+    its optimized IR names the call and the result is the segment sum."""
     segments = 4101
 
-    def f(vals, cols, rows, x):
+    def scattered(vals, cols, rows, x):
         return cnp.zeros(segments, vals.dtype).at[rows].add(vals * x[cols])
 
+    def summed(vals, cols, rows, x):
+        return cops.segment_sum(vals * x[cols], rows, num_segments=segments)
+
     rng = np.random.default_rng(1)
-    rows, cols = rng.integers(0, segments, 400).astype(np.int32), rng.integers(0, 30, 400).astype(np.int32)
+    # columns from -40 to 39 for x of 30: read as the gather reads them, a negative one + 30, then clamped
+    rows, cols = rng.integers(0, segments, 400).astype(np.int32), rng.integers(-40, 40, 400).astype(np.int32)
     vals, x = rng.standard_normal(400), rng.standard_normal(30)
-    compiled = cj.jit(f).lower(vals, cols, rows, x).compile()
-    assert 'routine = "csrmv"' in compiled.as_text("optimized")
+    read = x[np.clip(np.where(cols < 0, cols + 30, cols), 0, 29)]
     want = np.zeros(segments)
-    np.add.at(want, rows, vals * x[cols])
+    np.add.at(want, rows, vals * read)
     magnitude = np.zeros(segments)
-    np.add.at(magnitude, rows, np.abs(vals * x[cols]))
-    np.testing.assert_array_less(np.abs(compiled(vals, cols, rows, x) - want),
-                                 np.bincount(rows, minlength=segments) * np.finfo(float).eps * magnitude + 1e-300)
+    np.add.at(magnitude, rows, np.abs(vals * read))
+    for f in (scattered, summed):
+        compiled = cj.jit(f).lower(vals, cols, rows, x).compile()
+        assert 'routine = "csrmv"' in compiled.as_text("optimized") and 'column_map = "wrap_clamp"' in \
+            compiled.as_text("optimized")
+        np.testing.assert_array_less(np.abs(compiled(vals, cols, rows, x) - want),
+                                     np.bincount(rows, minlength=segments) * np.finfo(float).eps * magnitude + 1e-300)
