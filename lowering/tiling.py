@@ -250,7 +250,7 @@ def reduction_config(op: Op, region: Region, signature, target: Target) -> Launc
            "rows shorter than a wave: one row per work-item")
     width = min(LOOP_WORKGROUP, round_up(max(rows, 1), WAVE))
     while width > WAVE and -(-rows // width) < target.compute_units:
-        width //= 2   # smaller workgroups, so that the grid reaches more of the CUs
+        width = max(WAVE, width // 2 // WAVE * WAVE)   # smaller workgroups (whole waves) reach more of the CUs
     grid = -(-rows // width)
     fill = (f" (of {target.compute_units} CUs: workgroups of {width}, not {LOOP_WORKGROUP}, fill more of them)"
             if width < min(LOOP_WORKGROUP, round_up(max(rows, 1), WAVE)) else "")

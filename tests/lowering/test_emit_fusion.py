@@ -665,3 +665,13 @@ def test_random_elementwise_and_reduction_programs(program):
             for a, e in zip(run_kernel(emit_kernel(op, "k"), operands, results), results):
                 assert_same(a, e)
     assert len(expected) == 2
+
+
+@pytest.mark.parametrize("columns", [1, 150, 192, 320, 1000])
+def test_column_reductions_take_whole_waves_as_their_workgroups_shrink(columns):
+    """row_per_item shrinks its workgroups until the grid reaches the target's CUs, always in whole
+    waves (150 or 192 columns would otherwise halve to 96, then 48 work-items)."""
+    x = random((5, columns), np.float32, special=False)
+    (actual, expected, config), = fused(lambda a: cnp.max(a, axis=0), x, strategies=["row_per_item"])
+    assert config.workgroup_size % 64 == 0
+    assert_same(actual[0], expected[0])
