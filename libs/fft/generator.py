@@ -27,6 +27,7 @@ import math
 from ...ir import kernel as K
 from ...ir.types import COMPLEX_PART, COMPLEXES
 from .butterfly import Registers, dft
+from .plan import lds_limit
 from .routines import complex_view, large_step, stockham_view
 
 INDEX = "i64"     # global element indices (a batch of transforms may exceed 2^31 parts)
@@ -219,6 +220,9 @@ def workgroup_size(per_group: int, radices: tuple[int, ...]) -> int:
 
 
 def stockham_kernel(op, name: str) -> K.Kernel:
+    lanes = lanes_of(op)
+    if lanes:
+        return stockham_lanes_kernel(op, name, lanes)
     radices = tuple(op.attrs["radices"])
     sign, scale, transpose = op.attrs["sign"], op.attrs["scale"], op.attrs["transpose"]
     twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
@@ -362,3 +366,139 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                       ("y_count", b * c * op.attrs["output_length"])]
     return K.Kernel(name, params=buffers + [y] + scalars, grid=(K.ceil_div(total, per_group),), workgroup_size=(items,), body=body,
                     lds=lds if len(radices) > 1 else (), arguments=tuple(arguments))
+
+
+LANES = 8   # transforms a lanes workgroup computes side by side, one per work-item of its x dimension
+
+
+def lanes_of(op) -> int:
+    """The transforms per workgroup of the lanes variant of a stockham call (`stockham_lanes_kernel`),
+    or 0 where the butterfly-major kernel runs it. The lanes variant is for transforms whose entries
+    are strided in memory and whose neighbours are not: columns (C > 1), and rows written transposed
+    (M > 1), where consecutive transforms of a group are consecutive elements, read and written as
+    vectors; rows read and written in place keep the butterfly-major kernel, whose work-items take
+    consecutive entries. It needs groups of LANES transforms evenly spaced (C, or M, a multiple of
+    LANES), LANES transforms in LDS, and no plan edges (padded input, cropped output)."""
+    attrs = op.attrs
+    if attrs["load_factor"] != "none" or attrs["store_factor"] != "none":
+        return 0
+    length = math.prod(attrs["radices"])
+    if LANES * length > lds_limit(part_of(op)):
+        return 0
+    _, m, _, c = complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]).shape
+    spread = c if c > 1 else m if attrs["transpose"] and m > 1 else 0
+    return LANES if spread and spread % LANES == 0 else 0
+
+
+def lanes_rows(lanes: int, radices: tuple[int, ...]) -> int:
+    """The y extent of a lanes workgroup (lanes x rows work-items, 64 or 256): each round of a pass
+    runs `rows` butterflies of every transform; the fewer slots over the passes, 256 on a tie."""
+    length = math.prod(radices)
+    slots = {rows: sum(-(-(length // radix) // rows) * rows for radix in radices) for rows in (64 // lanes, 256 // lanes)}
+    return 64 // lanes if slots[64 // lanes] < slots[256 // lanes] else 256 // lanes
+
+
+def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
+    """The Stockham FFT with a workgroup's `lanes` transforms side by side: work-item (x, y) takes
+    transform x of the group and butterflies y, y + rows, ... of each pass, and LDS holds entry n
+    of transform x at n lanes + x. Consecutive x read and write consecutive LDS entries and, where
+    the transforms are columns or rows written transposed, consecutive global elements (coalesced
+    on the device; vector loads and stores on the host, whose work-item loop runs over x with the
+    butterfly, so its twiddles, uniform). Rows read or written in place take a stride of the
+    length between lanes. Otherwise as stockham_kernel, without the plan's edges."""
+    radices = tuple(op.attrs["radices"])
+    sign, scale, transpose = op.attrs["sign"], op.attrs["scale"], op.attrs["transpose"]
+    twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
+    length = math.prod(radices)
+    part = part_of(op)
+    x_type = complex_view("fft.stockham", op.operands[0].type, input_kind)
+    b, m, _, c = x_type.shape
+    rows_per_pass = lanes_rows(lanes, radices)
+    table_count = K.ScalarParam("table_count", INDEX)
+    total, rows, inner = (K.ScalarParam(n, INDEX) for n in ("transforms", "rows", "inner"))
+    block = K.ScalarParam("twiddle_block", INDEX)
+    step = K.ScalarParam("twiddle_step", LOCAL)
+    factor = K.ScalarParam("scale", part)
+    x = K.GlobalBuffer("in0", part, total * length * parts(input_kind), readonly=True)
+    table = K.GlobalBuffer("in1", part, 2 * table_count, readonly=True)
+    y = K.GlobalBuffer("out0", part, total * length * parts(output_kind))
+    lds = [K.LdsBuffer(f"{which}_{side}", part, lanes * length) for which in "ab" for side in ("re", "im")]
+    lane, butterfly = K.workitem_id(0).cast(INDEX), K.workitem_id(1).cast(INDEX)
+    first = K.Var("first", INDEX)
+    head = Registers(part, "g")
+    head.stmts.append(K.Let(first, K.workgroup_id(0).cast(INDEX) * lanes))
+    # the group's first transform's entry 0 and the distance between entries, in x's and y's
+    # layouts (as stockham_kernel's); the lanes' transforms follow at `lane` x (1 or the length)
+    row, column = head.let(first / inner), head.let(first % inner)
+    x_origin, x_entries = head.let(row * (length * inner) + column), inner
+    if transpose:   # y[b, n, m, c] of [B, N, M, C]
+        y_origin = head.let(((row / rows) * (length * rows) + row % rows) * inner + column)
+        y_entries = rows * inner
+    else:
+        y_origin, y_entries = x_origin, inner
+    x_lane = 1 if c > 1 else length
+    y_lane = 1 if c > 1 or transpose else length
+    body = list(head.stmts)
+
+    def twiddle(index: K.Expr):
+        sine = table[index.cast(INDEX) + table_count]
+        return table[index], (-sine if sign < 0 else sine)
+
+    for p, radix in enumerate(radices):
+        stride = math.prod(radices[:p])
+        per_transform = length // radix
+        source, target = (lds[0:2], lds[2:4]) if p % 2 else (lds[2:4], lds[0:2])
+        round_start, j = K.Var(f"round{p}", INDEX), K.Var(f"j{p}", INDEX)
+        regs = Registers(part, f"v{p}_")
+        slot = round_start + butterfly
+        # a round's slots past the last butterfly repeat it (same values to the same places)
+        regs.stmts.append(K.Let(j, slot if per_transform % rows_per_pass == 0
+                                else K.select(slot < per_transform, slot, per_transform - 1)))
+        values = []
+        for r in range(radix):
+            n = j + r * per_transform
+            if p == 0:
+                values.append(load(x, x_origin + lane * x_lane + n * x_entries, input_kind))
+            else:
+                at = n * lanes + lane
+                values.append((source[0][at], source[1][at]))
+        k = regs.let(j % stride) if stride > 1 else None
+        values = [regs.complex(*v) for v in values]
+        if k is not None:
+            for r in range(1, radix):
+                values[r] = multiply(regs, values[r], twiddle(k * (r * (length // (stride * radix)))))
+        outputs = dft(regs, values, sign)
+        base = regs.let((j / stride) * (stride * radix) + (k if k is not None else 0))
+        stores = []
+        for r, value in enumerate(outputs):
+            index = base + r * stride
+            at = index * lanes + lane
+            stores += [K.Store(target[0], at, value[0]), K.Store(target[1], at, value[1])]
+        body += [K.For(round_start, 0, per_transform, rows_per_pass, regs.stmts + stores, uniform=True), K.Barrier()]
+    # the results leave LDS an entry per round: one store of each work-item (with the lanes'
+    # consecutive elements, a vector store on the host; the passes' many stores at unknown
+    # distances would need more checks than LLVM's vectorizer makes)
+    result = lds[0:2] if len(radices) % 2 else lds[2:4]
+    round_start, k = K.Var("round_out", INDEX), K.Var("k", INDEX)
+    regs = Registers(part, "w")
+    slot = round_start + butterfly
+    regs.stmts.append(K.Let(k, slot if length % rows_per_pass == 0 else K.select(slot < length, slot, length - 1)))
+    value = regs.complex(result[0][k * lanes + lane], result[1][k * lanes + lane])
+    if scale != 1.0:
+        value = regs.complex(value[0] * factor, value[1] * factor)
+    if twiddle_length:   # w_L^((k M + m) n2) of transform b M + m, two table levels
+        transform = regs.let(first + lane)
+        n2, twiddle_row = regs.let((transform % inner) / block), regs.let((transform / inner) % rows)
+        exponent = regs.let(((k * rows + twiddle_row) * n2).cast(LOCAL))
+        low, high = twiddle(length + exponent % step), twiddle(length + step + exponent / step)
+        value = multiply(regs, value, multiply(regs, low, high))
+    position = regs.let(y_origin + lane * y_lane + k * y_entries)
+    body.append(K.For(round_start, 0, length, rows_per_pass, regs.stmts + store(y, position, value, output_kind),
+                      uniform=True))
+    arguments = [("transforms", b * m * c), ("rows", m), ("inner", c),
+                 ("twiddle_block", c * length * m // twiddle_length if twiddle_length else 1),
+                 ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", scale),
+                 ("table_count", op.operands[1].type.shape[1])]
+    return K.Kernel(name, params=[x, table, y, total, rows, inner, block, step, factor, table_count],
+                    grid=(K.ceil_div(total, lanes),), workgroup_size=(lanes, rows_per_pass),
+                    body=body, lds=lds, arguments=tuple(arguments))
