@@ -368,7 +368,9 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                     lds=lds if len(radices) > 1 else (), arguments=tuple(arguments))
 
 
-LANES = 8   # transforms a lanes workgroup computes side by side, one per work-item of its x dimension
+# transforms a lanes workgroup computes side by side, one per work-item of its x dimension, the most
+# first: 16 f32 lanes fill an AVX-512 vector of the host
+LANES = (16, 8)
 
 
 def lanes_of(op) -> int:
@@ -377,17 +379,16 @@ def lanes_of(op) -> int:
     are strided in memory and whose neighbours are not: columns (C > 1), and rows written transposed
     (M > 1), where consecutive transforms of a group are consecutive elements, read and written as
     vectors; rows read and written in place keep the butterfly-major kernel, whose work-items take
-    consecutive entries. It needs groups of LANES transforms evenly spaced (C, or M, a multiple of
-    LANES), LANES transforms in LDS, and no plan edges (padded input, cropped output)."""
+    consecutive entries. It needs groups of `lanes` transforms evenly spaced (C, or M, a multiple of
+    `lanes`), `lanes` transforms in LDS, and no plan edges (padded input, cropped output)."""
     attrs = op.attrs
     if attrs["load_factor"] != "none" or attrs["store_factor"] != "none":
         return 0
     length = math.prod(attrs["radices"])
-    if LANES * length > lds_limit(part_of(op)):
-        return 0
     _, m, _, c = complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]).shape
     spread = c if c > 1 else m if attrs["transpose"] and m > 1 else 0
-    return LANES if spread and spread % LANES == 0 else 0
+    return next((lanes for lanes in LANES if spread and spread % lanes == 0
+                 and lanes * length <= lds_limit(part_of(op))), 0)
 
 
 def lanes_rows(lanes: int, radices: tuple[int, ...]) -> int:

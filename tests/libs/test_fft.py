@@ -125,6 +125,59 @@ def test_fused_bluestein_and_three_pass_kernels_do_not_spill(small_lds):
                      [node.name for node in plan.nodes])
 
 
+def stockham_selections(compiled) -> list[str]:
+    return [kernel.selection for kernel in compiled.kernels if kernel.solution.startswith("stockham")]
+
+
+# (shape, transform, dtype, lanes of each stockham call, the last first; 0: the butterfly-major kernel)
+LANES_CASES = [
+    ((8, 16, 24), "fftn", np.complex64, (16, 16, 16)),       # rows written transposed, M = 128, 192, 384
+    ((3, 40, 8), "ifft2", np.complex128, (8, 8)),            # 16 x 40 f64 would not fit in LDS; M = 120, 24
+    ((24, 16, 16), "fft01", np.complex64, (8, 16)),          # axes moved last: M = 24 (8 lanes), 256
+    ((8, 16, 30), "rfftn", np.float32, (0, 16, 16)),         # the real last axis as rows; then columns
+    ((2, 4096), "fft", np.complex128, (16, 16)),             # two_pass 64 x 64: twiddled columns, rows transposed
+    ((2, 16384), "rfft", np.float32, (16, 16)),              # two_pass on real pairs, 64 x 128
+    ((2, 5, 12), "ifftn", np.complex64, (0, 8, 0)),          # M = 10, 24, 60: 24 a multiple of 8 only
+    ((64, 128), "fft", np.complex64, (0,)),                  # rows in place
+]
+TRANSFORMS = {
+    "fftn": (lambda v: cj.numpy.fft.fftn(v), np.fft.fftn),
+    "ifftn": (lambda v: cj.numpy.fft.ifftn(v), np.fft.ifftn),
+    "ifft2": (lambda v: cj.numpy.fft.ifft2(v), np.fft.ifft2),
+    "fft01": (lambda v: cj.numpy.fft.fftn(v, axes=(0, 1)), lambda v: np.fft.fftn(v, axes=(0, 1))),
+    "rfftn": (lambda v: cj.numpy.fft.rfftn(v), np.fft.rfftn),
+    "fft": (lambda v: cj.numpy.fft.fft(v), np.fft.fft),
+    "rfft": (lambda v: cj.numpy.fft.rfft(v), np.fft.rfft),
+}
+
+
+@pytest.mark.parametrize("shape,transform,dtype,lanes", LANES_CASES)
+def test_strided_transforms_run_side_by_side(shape, transform, dtype, lanes):
+    """Columns and rows written transposed take the lanes kernel when a group of 16 (or 8) transforms
+    is evenly spaced and fits in LDS; the report says which and why. Accuracy as every plan's."""
+    rng = np.random.default_rng(3)
+    x = rng_complex(shape, dtype) if np.dtype(dtype).kind == "c" else rng.standard_normal(shape).astype(dtype)
+    ours, numpy_transform = TRANSFORMS[transform]
+    compiled = cj.jit(ours).lower(x).compile()
+    selections = stockham_selections(compiled)
+    assert [int(s.split(" transforms per workgroup side by side")[0].split("(")[-1]) if "side by side" in s else 0
+            for s in selections] == list(lanes), selections
+    complex_dtype = np.complex64 if np.dtype(dtype) in (np.float32, np.complex64) else np.complex128
+    part = "f32" if complex_dtype == np.complex64 else "f64"
+    want = numpy_transform(x.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64))
+    longest = max(shape) if transform != "rfft" else shape[-1] // 2
+    assert relative_error(compiled(x), want) <= len(shape) * bound(longest, complex_dtype, part)
+
+
+def test_lanes_kernels_do_not_spill():
+    """The lanes kernels on gfx942: 16 lanes (twiddled columns, a scaled inverse written transposed)
+    and 8."""
+    for shape, lengths in (((2, 4096), (4096,)), ((3, 40, 8), (40, 8))):
+        compiled = check_report(lambda v: lax.fft(v, "IFFT", lengths), rng_complex(shape, np.complex128),
+                                ["stockham_len64_radix[16,4]"] if len(lengths) == 1 else ["stockham_len40_radix[10,4]"])
+        assert all("side by side" in s for s in stockham_selections(compiled))
+
+
 def kernels_of(batch):
     """The fft library's kernels of an IFFT of length 96 over `batch` rows, as the pipeline emits them."""
     module = cj.make_graph(lambda v: lax.fft(v, "IFFT", (96,)))(rng_complex((batch, 96), np.complex64))
