@@ -16,9 +16,11 @@ from .routines import complex_view
 def stockham_options(op) -> list[str]:
     attrs = op.attrs
     lanes = lanes_of(op)
-    columns = complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]).shape[3] > 1
-    options = [f"{lanes} transforms per workgroup side by side, one a lane: "
-               f"{'columns' if columns else 'rows written transposed'}, their entries strided"] if lanes else []
+    options = []
+    if lanes:
+        columns = complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]).shape[3] > 1
+        options.append(f"{lanes} transforms per workgroup side by side, one a lane: "
+                       f"{'columns' if columns else 'rows written transposed'}, their entries strided")
     options += [f"scale {attrs['scale']:g}"] if attrs["scale"] != 1.0 else []
     options += [f"the twiddles of length {attrs['twiddle_length']} after"] if attrs["twiddle_length"] else []
     options += ["transposed result"] if attrs["transpose"] else []
