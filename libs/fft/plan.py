@@ -11,14 +11,16 @@ A 1-D transform of length N along one axis is planned as
   - `bluestein`: otherwise (a prime factor above 13, or too long for two passes), Bluestein's chirp-z
     algorithm through a plan of length M >= 2N - 1: the input times the chirp, zero-padded to M,
     convolved with the chirp filter by two FFTs and an inverse FFT of length M, times the chirp.
-    M is the smallest 7-smooth length (2^a 3^b 5^c 7^d) with a direct plan: the passes' cost grows
-    with M (20160 for N = 10007, where the next power of two is 32768), and the butterflies of
-    radices 2 to 8 are the cheapest per element.
+    M is the smallest 7-smooth length (2^a 3^b 5^c 7^d) with a one- or two-pass plan: the passes'
+    cost grows with M (20160 for N = 10007, where the next power of two is 32768), and the
+    butterflies of radices 2 to 8 are the cheapest per element. Above lds_limit^2, M has a
+    three_pass plan, and the chirp's products are pointwise kernels around it.
   - `three_pass`: N = L1 x L2 x L3 above lds_limit^2 (rocFFT's three-kernel plans): the length
     R = L1 L2 as a two_pass plan over columns of stride L3 (its row pass, written transposed,
     multiplies by the twiddles w_N^(kR n3)), then a stockham kernel over L3 written transposed,
     X[kR + R k3]. L3 is the largest factor in LDS whose R has a two_pass plan.
-A length needing more passes (above lds_limit^3, or a Bluestein M above lds_limit^2) has no plan.
+A length needing more passes (above lds_limit^3, or a Bluestein M above that) or with twiddle
+exponents beyond i32 (2^31 and above) has no plan.
 
 Plans are cached by (length, part dtype) (`plan_for`): the plan cache keyed by problem.
 """
@@ -117,11 +119,14 @@ def smooth_lengths(low: int, high: int) -> list[int]:
 
 
 def bluestein_inner(length: int, part_dtype: str) -> Plan | None:
-    """The one- or two-pass plan of Bluestein's M: the smallest 7-smooth M >= 2 length - 1 that has one
-    (at most the next power of two, which always is 7-smooth)."""
-    high = min(1 << (2 * length - 2).bit_length(), lds_limit(part_dtype) ** 2)
-    for size in smooth_lengths(2 * length - 1, high):
-        inner = direct_plan(size, part_dtype)
-        if inner is not None and inner.kind in ("stockham", "two_pass"):   # the edges' kernels
-            return inner
+    """The plan of Bluestein's M: the smallest 7-smooth M >= 2 length - 1 (at most the next power of
+    two, which always is 7-smooth) with a one- or two-pass plan, whose first and last kernels take
+    the chirp's products, padding and crop; failing that (M above lds_limit^2), the smallest with a
+    three-pass plan, the products then kernels of their own."""
+    sizes = smooth_lengths(2 * length - 1, 1 << (2 * length - 2).bit_length())
+    for kinds in (("stockham", "two_pass"), ("three_pass",)):
+        for size in sizes:
+            inner = direct_plan(size, part_dtype)
+            if inner is not None and inner.kind in kinds:
+                return inner
     return None

@@ -62,7 +62,8 @@ def check_fft(length: int, dtype=np.complex128, batch=3, inverse=False):
     (17, "f32", "bluestein", "bluestein_len17"),
     (2 ** 25, "f32", "three_pass", "three_pass_len33554432"),   # 8192 x 4096
     (2 ** 31, "f32", None, None),                      # i32 twiddle exponents
-    (2097169, "f64", None, None),                      # a prime whose Bluestein M would need three passes
+    (2097169, "f64", "bluestein", "bluestein_len2097169"),   # through a three-pass M = 45 x 48 x 1944
+    (2 ** 31 - 1, "f64", None, None),                  # a prime whose Bluestein M would pass 2^31
 ])
 def test_plans_by_length(length, part, kind, name):
     plan = fft_plan.plan_for(length, part)
@@ -227,6 +228,24 @@ def test_multi_pass_plans(small_lds, shape, lengths, kind, dtype):
     want = reference(x.astype(np.complex128 if kind != "RFFT" else np.float64), s=lengths, axes=axes)
     complex_dtype = np.complex64 if np.dtype(dtype) in (np.float32, np.complex64) else np.complex128
     assert relative_error(compiled(x), want) <= ERROR_FACTOR * EPS[complex_dtype] * math.log2(4 * max(lengths)) * 2
+
+
+@pytest.mark.parametrize("length,dtype,inverse", [(521, np.complex128, False),
+                                                  pytest.param(521, np.complex128, True, marks=pytest.mark.slow),
+                                                  pytest.param(2053, np.complex64, False, marks=pytest.mark.slow)])
+def test_three_pass_bluestein(small_lds, length, dtype, inverse):
+    """A prime whose Bluestein M is above LDS^2 (1050 > 32^2 in c128, 4116 > 64^2 in c64): M's three-pass
+    plan, the chirp's products, padding and crop as pointwise kernels around it."""
+    part = "f32" if dtype == np.complex64 else "f64"
+    plan = fft_plan.plan_for(length, part)
+    assert plan.kind == "bluestein" and plan.inner.kind == "three_pass"
+    check_fft(length, dtype, batch=2, inverse=inverse)
+
+
+@pytest.mark.slow
+def test_three_pass_bluestein_at_full_lds():
+    assert fft_plan.plan_for(2097169, "f64").inner.kind == "three_pass"
+    check_fft(2097169, np.complex128, batch=1)
 
 
 # ---- accuracy ------------------------------------------------------------------------------------
