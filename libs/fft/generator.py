@@ -27,7 +27,7 @@ import math
 from ...ir import kernel as K
 from ...ir.types import COMPLEX_PART, COMPLEXES
 from .butterfly import Registers, dft
-from .plan import lds_limit
+from .plan import LANES, lds_limit
 from .routines import complex_view, large_step, stockham_view
 
 INDEX = "i64"     # global element indices (a batch of transforms may exceed 2^31 parts)
@@ -368,9 +368,6 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                     lds=lds if len(radices) > 1 else (), arguments=tuple(arguments))
 
 
-# transforms a lanes workgroup computes side by side, one per work-item of its x dimension, the most
-# first: 16 f32 lanes fill an AVX-512 vector of the host
-LANES = (16, 8)
 
 
 def lanes_of(op) -> int:

@@ -6,8 +6,11 @@ A 1-D transform of length N along one axis is planned as
     the whole transform fits in LDS (`lds_limit`: two ping-pong buffers of re and im parts);
   - `two_pass`: N = L1 x L2, both stockham lengths (rocFFT's column and row passes): a stockham
     kernel over L1 with stride L2 that multiplies its results by the twiddles w_N^(k1 n2), then a
-    stockham kernel over L2 that writes its results transposed, X[k1 + L1 k2]. L1 is the largest
-    factor not above sqrt(N) (so L1 <= L2, and the second pass reads rows).
+    stockham kernel over L2 that writes its results transposed, X[k1 + L1 k2]. The split is chosen
+    by stride: the column pass reads entries L2 apart, which the lanes kernel reads as vectors of
+    consecutive columns when LANES[-1] transforms of L1 fit in LDS, so L1 is the largest factor not
+    above sqrt(N) with that (2^20 in c64: 512 x 2048), else the largest not above sqrt(N) (so
+    L1 <= L2, and the second pass reads rows).
   - `bluestein`: otherwise (a prime factor above 13, or too long for two passes), Bluestein's chirp-z
     algorithm through a plan of length M >= 2N - 1: the input times the chirp, zero-padded to M,
     convolved with the chirp filter by two FFTs and an inverse FFT of length M, times the chirp.
@@ -33,6 +36,9 @@ from dataclasses import dataclass
 from .butterfly import RADICES
 
 LDS_BYTES = 64 * 1024
+# transforms a workgroup of the lanes kernel (generator.stockham_lanes_kernel) computes side by side, one
+# a lane, the most first: 16 f32 lanes fill an AVX-512 vector of the host
+LANES = (16, 8)
 
 
 def lds_limit(part_dtype: str) -> int:
@@ -84,10 +90,12 @@ def direct_plan(length: int, part_dtype: str) -> Plan | None:
         return None
     if length <= limit:
         return Plan("stockham", length, (Node(length, radices),))
-    for first in sorted((d for d in range(2, math.isqrt(length) + 1) if length % d == 0), reverse=True):
-        second = length // first
-        if second <= limit:
-            return Plan("two_pass", length, (Node(first, radices_of(first)), Node(second, radices_of(second))))
+    divisors = sorted((d for d in range(2, math.isqrt(length) + 1) if length % d == 0), reverse=True)
+    for most in (limit // LANES[-1], length):   # L1 whose column pass takes the lanes kernel, else any
+        for first in divisors:
+            second = length // first
+            if first <= most and second <= limit:
+                return Plan("two_pass", length, (Node(first, radices_of(first)), Node(second, radices_of(second))))
     if length >= 2 ** 31:   # the twiddles' exponents are i32
         return None
     for last in range(limit, 1, -1):
