@@ -84,7 +84,7 @@ def build_small_batch(ctx: Context) -> Case:
 
 
 FFT_WORKLOADS = (
-    Workload("W7.1d", "c64 FFT of length 2^20 (two-pass plan 512 x 2048, the columns 16 side by side)", build_1d),
+    Workload("W7.1d", "c64 FFT of length 2^20 (two-pass plan 512 x 2048, the columns 8 side by side)", build_1d),
     Workload("W7.2d", "batched 2-D FFT, 16 x 512 x 512 c64 (fft2: a 512-point stockham per axis, reading rows, "
                       "writing transposed, 8 transforms side by side)", build_2d),
     Workload("W7.rfft", "rfft of 2^22 f32 then irfft back (2^21-point complex plans 512 x 4096, rfft_post / irfft_pre)",
