@@ -377,9 +377,9 @@ def lanes_of(op) -> int:
     (M > 1), where consecutive transforms of a group are consecutive elements, read and written as
     vectors; rows read and written in place keep the butterfly-major kernel, whose work-items take
     consecutive entries. It needs groups of `lanes` transforms evenly spaced (C, or M, a multiple of
-    `lanes`), `lanes` transforms in LDS, and no plan edges (padded input, cropped output)."""
+    `lanes`), `lanes` transforms in LDS, and no padded input (Bluestein's first pass)."""
     attrs = op.attrs
-    if attrs["load_factor"] != "none" or attrs["store_factor"] != "none":
+    if attrs["load_factor"] != "none":
         return 0
     length = math.prod(attrs["radices"])
     _, m, _, c = complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]).shape
@@ -403,7 +403,8 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     the transforms are columns or rows written transposed, consecutive global elements (coalesced
     on the device; vector loads and stores on the host, whose work-item loop runs over x with the
     butterfly, so its twiddles, uniform). Rows read or written in place take a stride of the
-    length between lanes. Otherwise as stockham_kernel, without the plan's edges."""
+    length between lanes. Otherwise as stockham_kernel, with the last kernel's edge (a factor and a
+    crop) but not the first's (a padded input)."""
     radices = tuple(op.attrs["radices"])
     sign, scale, transpose = op.attrs["sign"], op.attrs["scale"], op.attrs["transpose"]
     twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
@@ -417,9 +418,12 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     block = K.ScalarParam("twiddle_block", INDEX)
     step = K.ScalarParam("twiddle_step", LOCAL)
     factor = K.ScalarParam("scale", part)
+    cropped = op.attrs["store_factor"] != "none"
+    out_length, g_count, y_count = (K.ScalarParam(n, INDEX) for n in ("output_length", "store_factor_count", "y_count"))
     x = K.GlobalBuffer("in0", part, total * length * parts(input_kind), readonly=True)
     table = K.GlobalBuffer("in1", part, 2 * table_count, readonly=True)
-    y = K.GlobalBuffer("out0", part, total * length * parts(output_kind))
+    g = K.GlobalBuffer("in2", part, 2 * g_count, readonly=True)
+    y = K.GlobalBuffer("out0", part, (y_count if cropped else total * length) * parts(output_kind))
     lds = [K.LdsBuffer(f"{which}_{side}", part, lanes * length) for which in "ab" for side in ("re", "im")]
     lane, butterfly = K.workitem_id(0).cast(INDEX), K.workitem_id(1).cast(INDEX)
     first = K.Var("first", INDEX)
@@ -429,7 +433,10 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     # layouts (as stockham_kernel's); the lanes' transforms follow at `lane` x (1 or the length)
     row, column = head.let(first / inner), head.let(first % inner)
     x_origin, x_entries = head.let(row * (length * inner) + column), inner
-    if transpose:   # y[b, n, m, c] of [B, N, M, C]
+    if cropped:     # y[b, p, c] of [B, output_length, C], position p = k M + m
+        y_origin = head.let(((row / rows) * out_length + row % rows) * inner + column)
+        y_entries = rows * inner
+    elif transpose:   # y[b, n, m, c] of [B, N, M, C]
         y_origin = head.let(((row / rows) * (length * rows) + row % rows) * inner + column)
         y_entries = rows * inner
     else:
@@ -491,12 +498,22 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
         low, high = twiddle(length + exponent % step), twiddle(length + step + exponent / step)
         value = multiply(regs, value, multiply(regs, low, high))
     position = regs.let(y_origin + lane * y_lane + k * y_entries)
-    body.append(K.For(round_start, 0, length, rows_per_pass, regs.stmts + store(y, position, value, output_kind),
-                      uniform=True))
+    stores = store(y, position, value, output_kind)
+    if cropped:   # times g[p] (or its conjugate), p = k M + m, kept below output_length
+        p = regs.let(k * rows + row % rows + (lane if c == 1 else 0))
+        weight = (g[p * 2], g[p * 2 + 1] if op.attrs["store_factor"] == "plain" else -g[p * 2 + 1])
+        stores = [K.If(p < out_length, store(y, position, multiply(regs, value, weight), output_kind))]
+    body.append(K.For(round_start, 0, length, rows_per_pass, regs.stmts + stores, uniform=True))
     arguments = [("transforms", b * m * c), ("rows", m), ("inner", c),
                  ("twiddle_block", c * length * m // twiddle_length if twiddle_length else 1),
                  ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", scale),
                  ("table_count", op.operands[1].type.shape[1])]
-    return K.Kernel(name, params=[x, table, y, total, rows, inner, block, step, factor, table_count],
+    buffers, scalars = [x, table], [total, rows, inner, block, step, factor, table_count]
+    if cropped:
+        buffers.append(g)
+        scalars += [out_length, g_count, y_count]
+        arguments += [("output_length", op.attrs["output_length"]), ("store_factor_count", op.operands[-1].type.shape[0]),
+                      ("y_count", b * c * op.attrs["output_length"])]
+    return K.Kernel(name, params=buffers + [y] + scalars,
                     grid=(K.ceil_div(total, lanes),), workgroup_size=(lanes, rows_per_pass),
                     body=body, lds=lds, arguments=tuple(arguments))

@@ -8,7 +8,7 @@ A 1-D transform of length N along one axis is planned as
     kernel over L1 with stride L2 that multiplies its results by the twiddles w_N^(k1 n2), then a
     stockham kernel over L2 that writes its results transposed, X[k1 + L1 k2]. The split is chosen
     by stride: the column pass reads entries L2 apart, which the lanes kernel reads as vectors of
-    consecutive columns when LANES[-1] transforms of L1 fit in LDS, so L1 is the largest factor not
+    consecutive columns when COLUMN_LANES transforms of L1 fit in LDS, so L1 is the largest factor not
     above sqrt(N) with that (2^20 in c64: 512 x 2048), else the largest not above sqrt(N) (so
     L1 <= L2, and the second pass reads rows).
   - `bluestein`: otherwise (a prime factor above 13, or too long for two passes), Bluestein's chirp-z
@@ -37,8 +37,10 @@ from .butterfly import RADICES
 
 LDS_BYTES = 64 * 1024
 # transforms a workgroup of the lanes kernel (generator.stockham_lanes_kernel) computes side by side, one
-# a lane, the most first: 16 f32 lanes fill an AVX-512 vector of the host
-LANES = (16, 8)
+# a lane, the most first: 16 f32 lanes fill an AVX-512 vector of the host, 4 f64 lanes an AVX2 one
+LANES = (16, 8, 4)
+# a two-pass split's column pass is chosen to run at least this many transforms side by side
+COLUMN_LANES = 8
 
 
 def lds_limit(part_dtype: str) -> int:
@@ -91,7 +93,7 @@ def direct_plan(length: int, part_dtype: str) -> Plan | None:
     if length <= limit:
         return Plan("stockham", length, (Node(length, radices),))
     divisors = sorted((d for d in range(2, math.isqrt(length) + 1) if length % d == 0), reverse=True)
-    for most in (limit // LANES[-1], length):   # L1 whose column pass takes the lanes kernel, else any
+    for most in (limit // COLUMN_LANES, length):   # L1 whose column pass runs side by side, else any
         for first in divisors:
             second = length // first
             if first <= most and second <= limit:
