@@ -377,12 +377,10 @@ def lanes_of(op) -> int:
     (M > 1), where consecutive transforms of a group are consecutive elements, read and written as
     vectors; rows read and written in place keep the butterfly-major kernel, whose work-items take
     consecutive entries. It needs groups of `lanes` transforms evenly spaced (C, or M, a multiple of
-    `lanes`), `lanes` transforms in LDS, and no padded input (Bluestein's first pass)."""
+    `lanes`) and `lanes` transforms in LDS."""
     attrs = op.attrs
-    if attrs["load_factor"] != "none":
-        return 0
     length = math.prod(attrs["radices"])
-    _, m, _, c = complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]).shape
+    _, m, _, c = stockham_view(complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]), attrs).shape
     spread = c if c > 1 else m if attrs["transpose"] and m > 1 else 0
     return next((lanes for lanes in LANES if spread and spread % lanes == 0
                  and lanes * length <= lds_limit(part_of(op))), 0)
@@ -403,26 +401,31 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     the transforms are columns or rows written transposed, consecutive global elements (coalesced
     on the device; vector loads and stores on the host, whose work-item loop runs over x with the
     butterfly, so its twiddles, uniform). Rows read or written in place take a stride of the
-    length between lanes. Otherwise as stockham_kernel, with the last kernel's edge (a factor and a
-    crop) but not the first's (a padded input)."""
+    length between lanes. Otherwise as stockham_kernel, with the plan's edges (a padded input read
+    where it is present, so as a masked vector load on the host)."""
     radices = tuple(op.attrs["radices"])
     sign, scale, transpose = op.attrs["sign"], op.attrs["scale"], op.attrs["transpose"]
     twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
     length = math.prod(radices)
     part = part_of(op)
     x_type = complex_view("fft.stockham", op.operands[0].type, input_kind)
-    b, m, _, c = x_type.shape
+    b, m, _, c = stockham_view(x_type, op.attrs).shape
     rows_per_pass = lanes_rows(lanes, radices)
     table_count = K.ScalarParam("table_count", INDEX)
     total, rows, inner = (K.ScalarParam(n, INDEX) for n in ("transforms", "rows", "inner"))
     block = K.ScalarParam("twiddle_block", INDEX)
     step = K.ScalarParam("twiddle_step", LOCAL)
     factor = K.ScalarParam("scale", part)
-    cropped = op.attrs["store_factor"] != "none"
-    out_length, g_count, y_count = (K.ScalarParam(n, INDEX) for n in ("output_length", "store_factor_count", "y_count"))
-    x = K.GlobalBuffer("in0", part, total * length * parts(input_kind), readonly=True)
+    padded, cropped = op.attrs["load_factor"] != "none", op.attrs["store_factor"] != "none"
+    # the edges (stockham_kernel's): x's N_in positions of S entries, P / N positions per entry n;
+    # y's output_length positions
+    in_length, edge_inner, edge_step, out_length, f_count, g_count, x_count, y_count = (
+        K.ScalarParam(n, INDEX) for n in ("input_length", "edge_inner", "edge_step", "output_length",
+                                          "load_factor_count", "store_factor_count", "x_count", "y_count"))
+    x = K.GlobalBuffer("in0", part, (x_count if padded else total * length) * parts(input_kind), readonly=True)
     table = K.GlobalBuffer("in1", part, 2 * table_count, readonly=True)
-    g = K.GlobalBuffer("in2", part, 2 * g_count, readonly=True)
+    f = K.GlobalBuffer("in2", part, 2 * f_count, readonly=True)
+    g = K.GlobalBuffer(f"in{2 + padded}", part, 2 * g_count, readonly=True)
     y = K.GlobalBuffer("out0", part, (y_count if cropped else total * length) * parts(output_kind))
     lds = [K.LdsBuffer(f"{which}_{side}", part, lanes * length) for which in "ab" for side in ("re", "im")]
     lane, butterfly = K.workitem_id(0).cast(INDEX), K.workitem_id(1).cast(INDEX)
@@ -432,7 +435,11 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     # the group's first transform's entry 0 and the distance between entries, in x's and y's
     # layouts (as stockham_kernel's); the lanes' transforms follow at `lane` x (1 or the length)
     row, column = head.let(first / inner), head.let(first % inner)
-    x_origin, x_entries = head.let(row * (length * inner) + column), inner
+    rows_origin = head.let(row * (length * inner) + column)
+    # a padded x[b, p, s] of [B, N_in, S] holds entry n of transform c = column + lane at
+    # (b N_in + p) S + c % S = b N_in S + n C + c, its position p = n (P / N) + c / S
+    x_origin = head.let(row * (in_length * edge_inner) + column) if padded else rows_origin
+    x_entries = inner
     if cropped:     # y[b, p, c] of [B, output_length, C], position p = k M + m
         y_origin = head.let(((row / rows) * out_length + row % rows) * inner + column)
         y_entries = rows * inner
@@ -440,7 +447,7 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
         y_origin = head.let(((row / rows) * (length * rows) + row % rows) * inner + column)
         y_entries = rows * inner
     else:
-        y_origin, y_entries = x_origin, inner
+        y_origin, y_entries = rows_origin, inner
     x_lane = 1 if c > 1 else length
     y_lane = 1 if c > 1 or transpose else length
     body = list(head.stmts)
@@ -462,7 +469,15 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
         values = []
         for r in range(radix):
             n = j + r * per_transform
-            if p == 0:
+            if p == 0 and padded:   # times conj f[p], zero past N_in: loaded only there
+                position = regs.let(n * edge_step + (column + lane) / edge_inner)
+                value = (K.Var(f"x{r}_re", part), K.Var(f"x{r}_im", part))
+                loaded, w = load(x, x_origin + lane + n * x_entries, input_kind), (f[position * 2], f[position * 2 + 1])
+                regs.stmts += [K.Let(value[0], K.Const(0.0, part)), K.Let(value[1], K.Const(0.0, part)),
+                               K.If(position < in_length, [K.Assign(value[0], loaded[0] * w[0] + loaded[1] * w[1]),
+                                                           K.Assign(value[1], loaded[1] * w[0] - loaded[0] * w[1])])]
+                values.append(value)
+            elif p == 0:
                 values.append(load(x, x_origin + lane * x_lane + n * x_entries, input_kind))
             else:
                 at = n * lanes + lane
@@ -509,6 +524,12 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
                  ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", scale),
                  ("table_count", op.operands[1].type.shape[1])]
     buffers, scalars = [x, table], [total, rows, inner, block, step, factor, table_count]
+    if padded:
+        edge_s = x_type.shape[2]
+        buffers.append(f)
+        scalars += [in_length, edge_inner, edge_step, f_count, x_count]
+        arguments += [("input_length", x_type.shape[1]), ("edge_inner", edge_s), ("edge_step", c // edge_s),
+                      ("load_factor_count", op.operands[2].type.shape[0]), ("x_count", x_type.size)]
     if cropped:
         buffers.append(g)
         scalars += [out_length, g_count, y_count]

@@ -10,7 +10,7 @@ from ...ir.kernel import Kernel
 from ...ir.targets import Target
 from .generator import chirp_kernel, lanes_of, pointwise_kernel, real_edge_kernel, stockham_kernel, twiddles_kernel
 from .plan import Node
-from .routines import complex_view
+from .routines import complex_view, stockham_view
 
 
 def stockham_options(op) -> list[str]:
@@ -18,7 +18,7 @@ def stockham_options(op) -> list[str]:
     lanes = lanes_of(op)
     options = []
     if lanes:
-        columns = complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]).shape[3] > 1
+        columns = stockham_view(complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]), attrs).shape[3] > 1
         options.append(f"{lanes} transforms per workgroup side by side, one a lane: "
                        f"{'columns' if columns else 'rows written transposed'}, their entries strided")
     options += [f"scale {attrs['scale']:g}"] if attrs["scale"] != 1.0 else []
