@@ -219,43 +219,101 @@ def workgroup_size(per_group: int, radices: tuple[int, ...]) -> int:
     return 64 if per_group * length <= 512 or slots[64] < slots[256] else 256
 
 
+class StockhamInterface:
+    """The parameters of a stockham call's kernel (either variant): its buffers x, table, the edges'
+    factors f and g, y, and the scalars: transforms, rows (M), inner (C), the two-pass twiddle's
+    block (C N M / L: entries of c sharing one n2) and step (routines.large_step(L)), the scale, the
+    table's size and the edges' sizes (routines.py: x's N_in positions of S entries, P / N positions
+    per entry n; y's output_length positions)."""
+
+    def __init__(self, op):
+        attrs = op.attrs
+        self.op, self.length, self.part = op, math.prod(attrs["radices"]), part_of(op)
+        self.sign = attrs["sign"]
+        self.padded, self.cropped = attrs["load_factor"] != "none", attrs["store_factor"] != "none"
+        self.x_type = complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"])
+        self.shape = stockham_view(self.x_type, attrs).shape       # [B, M, N, C]
+        self.table_count = K.ScalarParam("table_count", INDEX)
+        self.total, self.rows, self.inner = (K.ScalarParam(n, INDEX) for n in ("transforms", "rows", "inner"))
+        self.block = K.ScalarParam("twiddle_block", INDEX)
+        self.step = K.ScalarParam("twiddle_step", LOCAL)
+        self.factor = K.ScalarParam("scale", self.part)
+        (self.in_length, self.edge_inner, self.edge_step, self.out_length, self.f_count, self.g_count, self.x_count,
+         self.y_count) = (K.ScalarParam(n, INDEX) for n in ("input_length", "edge_inner", "edge_step", "output_length",
+                                                           "load_factor_count", "store_factor_count", "x_count",
+                                                           "y_count"))
+        part, length = self.part, self.length
+        self.x = K.GlobalBuffer("in0", part, (self.x_count if self.padded else self.total * length)
+                                * parts(attrs["input_kind"]), readonly=True)
+        self.table = K.GlobalBuffer("in1", part, 2 * self.table_count, readonly=True)
+        self.f = K.GlobalBuffer("in2", part, 2 * self.f_count, readonly=True)
+        self.g = K.GlobalBuffer(f"in{2 + self.padded}", part, 2 * self.g_count, readonly=True)
+        self.y = K.GlobalBuffer("out0", part, (self.y_count if self.cropped else self.total * length)
+                                * parts(attrs["output_kind"]))
+
+    def twiddle(self, index: K.Expr):
+        """w^index of the table (its sine's sign the transform's)."""
+        sine = self.table[index.cast(INDEX) + self.table_count]
+        return self.table[index], (-sine if self.sign < 0 else sine)
+
+    def butterfly(self, regs: Registers, values, j: K.Var, p: int):
+        """Pass p's butterfly j on its values (entries j + r N / R): twiddled, the radix-R DFT, and the
+        index of output 0 (output r goes to base + r Ns)."""
+        radices = tuple(self.op.attrs["radices"])
+        radix, stride = radices[p], math.prod(radices[:p])
+        k = regs.let(j % stride) if stride > 1 else None
+        values = [regs.complex(*v) for v in values]
+        if k is not None:
+            for r in range(1, radix):
+                values[r] = multiply(regs, values[r], self.twiddle(k * (r * (self.length // (stride * radix)))))
+        outputs = dft(regs, values, self.sign)
+        return outputs, regs.let((j / stride) * (stride * radix) + (k if k is not None else 0))
+
+    def signature(self) -> tuple[list, list]:
+        """(params, arguments) of the kernel: the buffers and scalars its variant reads, bound to the call."""
+        attrs, op, length = self.op.attrs, self.op, self.length
+        b, m, _, c = self.shape
+        twiddle_length = attrs["twiddle_length"]
+        arguments = [("transforms", b * m * c), ("rows", m), ("inner", c),
+                     ("twiddle_block", c * length * m // twiddle_length if twiddle_length else 1),
+                     ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", attrs["scale"]),
+                     ("table_count", op.operands[1].type.shape[1])]
+        buffers = [self.x, self.table]
+        scalars = [self.total, self.rows, self.inner, self.block, self.step, self.factor, self.table_count]
+        if self.padded:
+            edge_s = self.x_type.shape[2]
+            buffers.append(self.f)
+            scalars += [self.in_length, self.edge_inner, self.edge_step, self.f_count, self.x_count]
+            arguments += [("input_length", self.x_type.shape[1]), ("edge_inner", edge_s), ("edge_step", c // edge_s),
+                          ("load_factor_count", op.operands[2].type.shape[0]), ("x_count", self.x_type.size)]
+        if self.cropped:
+            buffers.append(self.g)
+            scalars += [self.out_length, self.g_count, self.y_count]
+            arguments += [("output_length", attrs["output_length"]),
+                          ("store_factor_count", op.operands[-1].type.shape[0]),
+                          ("y_count", b * c * attrs["output_length"])]
+        return buffers + [self.y] + scalars, arguments
+
+
 def stockham_kernel(op, name: str) -> K.Kernel:
     lanes = lanes_of(op)
     if lanes:
         return stockham_lanes_kernel(op, name, lanes)
     radices = tuple(op.attrs["radices"])
-    sign, scale, transpose = op.attrs["sign"], op.attrs["scale"], op.attrs["transpose"]
+    scale, transpose = op.attrs["scale"], op.attrs["transpose"]
     twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
-    length = math.prod(radices)
-    part = part_of(op)
-    table_count = K.ScalarParam("table_count", INDEX)
+    io = StockhamInterface(op)
+    length, part = io.length, io.part
     per_group = max(1, ITEMS_PER_GROUP // length)
     items = workgroup_size(per_group, radices)
-
-    load_factor, store_factor = op.attrs["load_factor"], op.attrs["store_factor"]
-    padded, cropped = load_factor != "none", store_factor != "none"
-    total, rows, inner = (K.ScalarParam(n, INDEX) for n in ("transforms", "rows", "inner"))
-    block = K.ScalarParam("twiddle_block", INDEX)      # C N M / L: entries of c sharing one n2
-    step = K.ScalarParam("twiddle_step", LOCAL)        # routines.large_step(L)
-    factor = K.ScalarParam("scale", part)
-    # the edges (routines.py): x's N_in positions of S entries, P / N positions per entry n; y's
-    # output_length positions
-    in_length, edge_inner, edge_step, out_length, f_count, g_count, x_count, y_count = (
-        K.ScalarParam(n, INDEX) for n in ("input_length", "edge_inner", "edge_step", "output_length",
-                                          "load_factor_count", "store_factor_count", "x_count", "y_count"))
-    x = K.GlobalBuffer("in0", part, (x_count if padded else total * length) * parts(input_kind), readonly=True)
-    table = K.GlobalBuffer("in1", part, 2 * table_count, readonly=True)
-    f = K.GlobalBuffer("in2", part, 2 * f_count, readonly=True)
-    g = K.GlobalBuffer(f"in{2 + padded}", part, 2 * g_count, readonly=True)
-    y = K.GlobalBuffer("out0", part, (y_count if cropped else total * length) * parts(output_kind))
+    store_factor, padded, cropped = op.attrs["store_factor"], io.padded, io.cropped
+    total, rows, inner, block, step, factor = io.total, io.rows, io.inner, io.block, io.step, io.factor
+    in_length, edge_inner, edge_step, out_length = io.in_length, io.edge_inner, io.edge_step, io.out_length
+    x, f, g, y = io.x, io.f, io.g, io.y
     lds = [K.LdsBuffer(f"{which}_{side}", part, per_group * length) for which in "ab" for side in ("re", "im")]
     # the work-item id an expression, not a variable: the host sees it as its loop's induction in every region
     item, first = K.workitem_id(0).cast(LOCAL), K.Var("first", INDEX)
     body = [K.Let(first, K.workgroup_id(0).cast(INDEX) * per_group)]
-
-    def twiddle(index: K.Expr):
-        sine = table[index.cast(INDEX) + table_count]
-        return table[index], (-sine if sign < 0 else sine)
 
     def layout(regs: Registers, g: K.Var, transposed: bool) -> tuple[K.Var, K.Expr]:
         """(element index of entry 0, distance between entries) of transform `g` (of the launch) in
@@ -299,13 +357,7 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                 values.append(load(x, origin + n.cast(INDEX) * distance, input_kind))
             else:
                 values.append((source[0][t * length + n], source[1][t * length + n]))
-        k = regs.let(j % stride) if stride > 1 else None
-        values = [regs.complex(*v) for v in values]
-        if k is not None:
-            for r in range(1, radix):
-                values[r] = multiply(regs, values[r], twiddle(k * (r * (length // (stride * radix)))))
-        outputs = dft(regs, values, sign)
-        base = regs.let((j / stride) * (stride * radix) + (k if k is not None else 0))
+        outputs, base = io.butterfly(regs, values, j, p)
         last = p == len(radices) - 1
         stores = []
         if last and cropped:   # y[b, p, c] of [B, output_length, C] for position p = k M + m
@@ -326,7 +378,7 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                 value = regs.complex(value[0] * factor, value[1] * factor)
             if twiddle_length:   # two table levels
                 exponent = regs.let(((index.cast(INDEX) * rows + twiddle_row) * n2).cast(LOCAL))
-                low, high = twiddle(length + exponent % step), twiddle(length + step + exponent / step)
+                low, high = io.twiddle(length + exponent % step), io.twiddle(length + step + exponent / step)
                 value = multiply(regs, value, multiply(regs, low, high))
             if cropped:
                 position = regs.let(index.cast(INDEX) * rows + m)
@@ -346,25 +398,8 @@ def stockham_kernel(op, name: str) -> K.Kernel:
         body.append(K.For(round_start, 0, butterflies, items, work, uniform=True))
         if not last:
             body.append(K.Barrier())
-    x_type = complex_view("fft.stockham", op.operands[0].type, input_kind)
-    b, m, _, c = stockham_view(x_type, op.attrs).shape
-    arguments = [("transforms", b * m * c), ("rows", m), ("inner", c),
-                 ("twiddle_block", c * length * m // twiddle_length if twiddle_length else 1),
-                 ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", scale),
-                 ("table_count", op.operands[1].type.shape[1])]
-    buffers, scalars = [x, table], [total, rows, inner, block, step, factor, table_count]
-    if padded:
-        edge_s = x_type.shape[2]
-        buffers.append(f)
-        scalars += [in_length, edge_inner, edge_step, f_count, x_count]
-        arguments += [("input_length", x_type.shape[1]), ("edge_inner", edge_s), ("edge_step", c // edge_s),
-                      ("load_factor_count", op.operands[2].type.shape[0]), ("x_count", x_type.size)]
-    if cropped:
-        buffers.append(g)
-        scalars += [out_length, g_count, y_count]
-        arguments += [("output_length", op.attrs["output_length"]), ("store_factor_count", op.operands[-1].type.shape[0]),
-                      ("y_count", b * c * op.attrs["output_length"])]
-    return K.Kernel(name, params=buffers + [y] + scalars, grid=(K.ceil_div(total, per_group),), workgroup_size=(items,), body=body,
+    params, arguments = io.signature()
+    return K.Kernel(name, params=params, grid=(K.ceil_div(total, per_group),), workgroup_size=(items,), body=body,
                     lds=lds if len(radices) > 1 else (), arguments=tuple(arguments))
 
 
@@ -404,29 +439,15 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     length between lanes. Otherwise as stockham_kernel, with the plan's edges (a padded input read
     where it is present, so as a masked vector load on the host)."""
     radices = tuple(op.attrs["radices"])
-    sign, scale, transpose = op.attrs["sign"], op.attrs["scale"], op.attrs["transpose"]
+    scale, transpose = op.attrs["scale"], op.attrs["transpose"]
     twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
-    length = math.prod(radices)
-    part = part_of(op)
-    x_type = complex_view("fft.stockham", op.operands[0].type, input_kind)
-    b, m, _, c = stockham_view(x_type, op.attrs).shape
+    io = StockhamInterface(op)
+    length, part, padded, cropped = io.length, io.part, io.padded, io.cropped
+    c = io.shape[3]
     rows_per_pass = lanes_rows(lanes, radices)
-    table_count = K.ScalarParam("table_count", INDEX)
-    total, rows, inner = (K.ScalarParam(n, INDEX) for n in ("transforms", "rows", "inner"))
-    block = K.ScalarParam("twiddle_block", INDEX)
-    step = K.ScalarParam("twiddle_step", LOCAL)
-    factor = K.ScalarParam("scale", part)
-    padded, cropped = op.attrs["load_factor"] != "none", op.attrs["store_factor"] != "none"
-    # the edges (stockham_kernel's): x's N_in positions of S entries, P / N positions per entry n;
-    # y's output_length positions
-    in_length, edge_inner, edge_step, out_length, f_count, g_count, x_count, y_count = (
-        K.ScalarParam(n, INDEX) for n in ("input_length", "edge_inner", "edge_step", "output_length",
-                                          "load_factor_count", "store_factor_count", "x_count", "y_count"))
-    x = K.GlobalBuffer("in0", part, (x_count if padded else total * length) * parts(input_kind), readonly=True)
-    table = K.GlobalBuffer("in1", part, 2 * table_count, readonly=True)
-    f = K.GlobalBuffer("in2", part, 2 * f_count, readonly=True)
-    g = K.GlobalBuffer(f"in{2 + padded}", part, 2 * g_count, readonly=True)
-    y = K.GlobalBuffer("out0", part, (y_count if cropped else total * length) * parts(output_kind))
+    total, rows, inner, block, step, factor = io.total, io.rows, io.inner, io.block, io.step, io.factor
+    in_length, edge_inner, edge_step, out_length = io.in_length, io.edge_inner, io.edge_step, io.out_length
+    x, f, g, y = io.x, io.f, io.g, io.y
     lds = [K.LdsBuffer(f"{which}_{side}", part, lanes * length) for which in "ab" for side in ("re", "im")]
     lane, butterfly = K.workitem_id(0).cast(INDEX), K.workitem_id(1).cast(INDEX)
     first = K.Var("first", INDEX)
@@ -451,10 +472,6 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     x_lane = 1 if c > 1 else length
     y_lane = 1 if c > 1 or transpose else length
     body = list(head.stmts)
-
-    def twiddle(index: K.Expr):
-        sine = table[index.cast(INDEX) + table_count]
-        return table[index], (-sine if sign < 0 else sine)
 
     for p, radix in enumerate(radices):
         stride = math.prod(radices[:p])
@@ -482,13 +499,7 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
             else:
                 at = n * lanes + lane
                 values.append((source[0][at], source[1][at]))
-        k = regs.let(j % stride) if stride > 1 else None
-        values = [regs.complex(*v) for v in values]
-        if k is not None:
-            for r in range(1, radix):
-                values[r] = multiply(regs, values[r], twiddle(k * (r * (length // (stride * radix)))))
-        outputs = dft(regs, values, sign)
-        base = regs.let((j / stride) * (stride * radix) + (k if k is not None else 0))
+        outputs, base = io.butterfly(regs, values, j, p)
         stores = []
         for r, value in enumerate(outputs):
             index = base + r * stride
@@ -510,7 +521,7 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
         transform = regs.let(first + lane)
         n2, twiddle_row = regs.let((transform % inner) / block), regs.let((transform / inner) % rows)
         exponent = regs.let(((k * rows + twiddle_row) * n2).cast(LOCAL))
-        low, high = twiddle(length + exponent % step), twiddle(length + step + exponent / step)
+        low, high = io.twiddle(length + exponent % step), io.twiddle(length + step + exponent / step)
         value = multiply(regs, value, multiply(regs, low, high))
     position = regs.let(y_origin + lane * y_lane + k * y_entries)
     stores = store(y, position, value, output_kind)
@@ -519,22 +530,7 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
         weight = (g[p * 2], g[p * 2 + 1] if op.attrs["store_factor"] == "plain" else -g[p * 2 + 1])
         stores = [K.If(p < out_length, store(y, position, multiply(regs, value, weight), output_kind))]
     body.append(K.For(round_start, 0, length, rows_per_pass, regs.stmts + stores, uniform=True))
-    arguments = [("transforms", b * m * c), ("rows", m), ("inner", c),
-                 ("twiddle_block", c * length * m // twiddle_length if twiddle_length else 1),
-                 ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", scale),
-                 ("table_count", op.operands[1].type.shape[1])]
-    buffers, scalars = [x, table], [total, rows, inner, block, step, factor, table_count]
-    if padded:
-        edge_s = x_type.shape[2]
-        buffers.append(f)
-        scalars += [in_length, edge_inner, edge_step, f_count, x_count]
-        arguments += [("input_length", x_type.shape[1]), ("edge_inner", edge_s), ("edge_step", c // edge_s),
-                      ("load_factor_count", op.operands[2].type.shape[0]), ("x_count", x_type.size)]
-    if cropped:
-        buffers.append(g)
-        scalars += [out_length, g_count, y_count]
-        arguments += [("output_length", op.attrs["output_length"]), ("store_factor_count", op.operands[-1].type.shape[0]),
-                      ("y_count", b * c * op.attrs["output_length"])]
-    return K.Kernel(name, params=buffers + [y] + scalars,
+    params, arguments = io.signature()
+    return K.Kernel(name, params=params,
                     grid=(K.ceil_div(total, lanes),), workgroup_size=(lanes, rows_per_pass),
                     body=body, lds=lds, arguments=tuple(arguments))
