@@ -19,6 +19,11 @@ variants of the code. A plan's edges are variants too: the first pass may read a
 sequence times a conjugated factor, the last multiply by a factor and crop (Bluestein's products,
 routines.py). Transform g of the launch is x[g / C, :, g mod C] of x viewed [B M, N, C]: consecutive transforms of a workgroup are
 consecutive c, so a strided pass reads runs of consecutive elements.
+
+Lanes kernel (`stockham_lanes_kernel`). The same passes with a workgroup's 16, 8 or 4 transforms side
+by side, one per work-item along x: for calls whose entries are strided in memory and whose
+consecutive transforms are consecutive elements (columns, rows written transposed), chosen by
+`lanes_of`; kernels.py's report says which kernel a call takes and why.
 """
 from __future__ import annotations
 
