@@ -141,7 +141,7 @@ LANES_CASES = [
     ((2, 5, 12), "ifftn", np.complex64, (0, 8, 4)),          # M = 10, 24, 60: none, 8 and 4 lanes
     # Bluestein through 140 x 144: the chirp's spectrum, then the padded first pass, the row pass times the
     # spectrum (M = 140: 4 lanes), the inverse's columns and its cropped row pass
-    ((2, 10007), "fft", np.complex128, (8, 4, 8, 4, 8, 4)),
+    pytest.param((2, 10007), "fft", np.complex128, (8, 4, 8, 4, 8, 4), marks=pytest.mark.slow),
     ((2, 37, 16), "fft12", np.complex128, (0, 0, 16, 16)),   # Bluestein through one kernel, C = 16 after it
     ((64, 128), "fft", np.complex64, (0,)),                  # rows in place
 ]
