@@ -35,13 +35,13 @@ def stockham_options(op) -> list[str]:
 # routine -> (the solution's name, why) of a call's attributes and the call
 SOLUTIONS = {
     "twiddles": lambda a, op: (f"twiddles_len{a['length']}" + (f"_large{a['twiddle_length']}" if a["twiddle_length"] else ""),
-                           "the node's twiddle table, computed once per call in f64"),
+                               "the node's twiddle table, computed once per call in f64"),
     "stockham": lambda a, op: (Node(math.prod(a["radices"]), tuple(a["radices"])).name,
-                           "the plan node, whole in LDS" + (f" ({', '.join(stockham_options(op))})"
-                                                            if stockham_options(op) else "")),
+                               "the plan node, whole in LDS" + (f" ({', '.join(stockham_options(op))})"
+                                                                if stockham_options(op) else "")),
     "chirp": lambda a, op: (f"bluestein_len{a['length']}_chirp", f"Bluestein's filter, padded to {a['size']}"),
     "pointwise": lambda a, op: (f"pointwise_{a['factor']}_{a['input_kind']}_{a['output_kind']}",
-                            f"a product, padding or crop to {a['length']} of a plan's edge"),
+                                f"a product, padding or crop to {a['length']} of a plan's edge"),
     "rfft_post": lambda a, op: ("rfft_post", "a real transform's spectrum from the half-length complex FFT"),
     "irfft_pre": lambda a, op: ("irfft_pre", "a real inverse transform's half-length complex input"),
 }
