@@ -84,13 +84,13 @@ def build_small_batch(ctx: Context) -> Case:
 
 
 FFT_WORKLOADS = (
-    Workload("W7.1d", "c64 FFT of length 2^20 (two-pass plan 1024 x 1024)", build_1d),
+    Workload("W7.1d", "c64 FFT of length 2^20 (two-pass plan 512 x 2048, the columns 8 side by side)", build_1d),
     Workload("W7.2d", "batched 2-D FFT, 16 x 512 x 512 c64 (fft2: a 512-point stockham per axis, reading rows, "
-                      "writing transposed)", build_2d),
-    Workload("W7.rfft", "rfft of 2^22 f32 then irfft back (2^21-point complex plans, rfft_post / irfft_pre)",
+                      "writing transposed, 8 transforms side by side)", build_2d),
+    Workload("W7.rfft", "rfft of 2^22 f32 then irfft back (2^21-point complex plans 512 x 4096, rfft_post / irfft_pre)",
              build_rfft),
     Workload("W7.3d", "3-D FFT, 128^3 c64 (fftn: a 128-point stockham per axis, reading rows, writing "
-                      "transposed)", build_3d),
+                      "transposed, 16 transforms side by side)", build_3d),
     Workload("W7.prime", "c128 FFT of prime length 10007, batch 1000 (Bluestein through 20160 = 140 x 144, "
                          "its products fused into the passes)", build_prime),
     Workload("W7.batch", "c64 FFTs of length 64, batch 65536 (one stockham kernel, 16 transforms per workgroup)",

@@ -19,6 +19,11 @@ variants of the code. A plan's edges are variants too: the first pass may read a
 sequence times a conjugated factor, the last multiply by a factor and crop (Bluestein's products,
 routines.py). Transform g of the launch is x[g / C, :, g mod C] of x viewed [B M, N, C]: consecutive transforms of a workgroup are
 consecutive c, so a strided pass reads runs of consecutive elements.
+
+Lanes kernel (`stockham_lanes_kernel`). The same passes with a workgroup's 16, 8 or 4 transforms side
+by side, one per work-item along x: for calls whose entries are strided in memory and whose
+consecutive transforms are consecutive elements (columns, rows written transposed), chosen by
+`lanes_of`; kernels.py's report says which kernel a call takes and why.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ import math
 from ...ir import kernel as K
 from ...ir.types import COMPLEX_PART, COMPLEXES
 from .butterfly import Registers, dft
+from .plan import LANES, lds_limit
 from .routines import complex_view, large_step, stockham_view
 
 INDEX = "i64"     # global element indices (a batch of transforms may exceed 2^31 parts)
@@ -218,40 +224,101 @@ def workgroup_size(per_group: int, radices: tuple[int, ...]) -> int:
     return 64 if per_group * length <= 512 or slots[64] < slots[256] else 256
 
 
+class StockhamInterface:
+    """The parameters of a stockham call's kernel (either variant): its buffers x, table, the edges'
+    factors f and g, y, and the scalars: transforms, rows (M), inner (C), the two-pass twiddle's
+    block (C N M / L: entries of c sharing one n2) and step (routines.large_step(L)), the scale, the
+    table's size and the edges' sizes (routines.py: x's N_in positions of S entries, P / N positions
+    per entry n; y's output_length positions)."""
+
+    def __init__(self, op):
+        attrs = op.attrs
+        self.op, self.length, self.part = op, math.prod(attrs["radices"]), part_of(op)
+        self.sign = attrs["sign"]
+        self.padded, self.cropped = attrs["load_factor"] != "none", attrs["store_factor"] != "none"
+        self.x_type = complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"])
+        self.shape = stockham_view(self.x_type, attrs).shape       # [B, M, N, C]
+        self.table_count = K.ScalarParam("table_count", INDEX)
+        self.total, self.rows, self.inner = (K.ScalarParam(n, INDEX) for n in ("transforms", "rows", "inner"))
+        self.block = K.ScalarParam("twiddle_block", INDEX)
+        self.step = K.ScalarParam("twiddle_step", LOCAL)
+        self.factor = K.ScalarParam("scale", self.part)
+        (self.in_length, self.edge_inner, self.edge_step, self.out_length, self.f_count, self.g_count, self.x_count,
+         self.y_count) = (K.ScalarParam(n, INDEX) for n in ("input_length", "edge_inner", "edge_step", "output_length",
+                                                           "load_factor_count", "store_factor_count", "x_count",
+                                                           "y_count"))
+        part, length = self.part, self.length
+        self.x = K.GlobalBuffer("in0", part, (self.x_count if self.padded else self.total * length)
+                                * parts(attrs["input_kind"]), readonly=True)
+        self.table = K.GlobalBuffer("in1", part, 2 * self.table_count, readonly=True)
+        self.f = K.GlobalBuffer("in2", part, 2 * self.f_count, readonly=True)
+        self.g = K.GlobalBuffer(f"in{2 + self.padded}", part, 2 * self.g_count, readonly=True)
+        self.y = K.GlobalBuffer("out0", part, (self.y_count if self.cropped else self.total * length)
+                                * parts(attrs["output_kind"]))
+
+    def twiddle(self, index: K.Expr):
+        """w^index of the table (its sine's sign the transform's)."""
+        sine = self.table[index.cast(INDEX) + self.table_count]
+        return self.table[index], (-sine if self.sign < 0 else sine)
+
+    def butterfly(self, regs: Registers, values, j: K.Var, p: int):
+        """Pass p's butterfly j on its values (entries j + r N / R): twiddled, the radix-R DFT, and the
+        index of output 0 (output r goes to base + r Ns)."""
+        radices = tuple(self.op.attrs["radices"])
+        radix, stride = radices[p], math.prod(radices[:p])
+        k = regs.let(j % stride) if stride > 1 else None
+        values = [regs.complex(*v) for v in values]
+        if k is not None:
+            for r in range(1, radix):
+                values[r] = multiply(regs, values[r], self.twiddle(k * (r * (self.length // (stride * radix)))))
+        outputs = dft(regs, values, self.sign)
+        return outputs, regs.let((j / stride) * (stride * radix) + (k if k is not None else 0))
+
+    def signature(self) -> tuple[list, list]:
+        """(params, arguments) of the kernel: the buffers and scalars its variant reads, bound to the call."""
+        attrs, op, length = self.op.attrs, self.op, self.length
+        b, m, _, c = self.shape
+        twiddle_length = attrs["twiddle_length"]
+        arguments = [("transforms", b * m * c), ("rows", m), ("inner", c),
+                     ("twiddle_block", c * length * m // twiddle_length if twiddle_length else 1),
+                     ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", attrs["scale"]),
+                     ("table_count", op.operands[1].type.shape[1])]
+        buffers = [self.x, self.table]
+        scalars = [self.total, self.rows, self.inner, self.block, self.step, self.factor, self.table_count]
+        if self.padded:
+            edge_s = self.x_type.shape[2]
+            buffers.append(self.f)
+            scalars += [self.in_length, self.edge_inner, self.edge_step, self.f_count, self.x_count]
+            arguments += [("input_length", self.x_type.shape[1]), ("edge_inner", edge_s), ("edge_step", c // edge_s),
+                          ("load_factor_count", op.operands[2].type.shape[0]), ("x_count", self.x_type.size)]
+        if self.cropped:
+            buffers.append(self.g)
+            scalars += [self.out_length, self.g_count, self.y_count]
+            arguments += [("output_length", attrs["output_length"]),
+                          ("store_factor_count", op.operands[-1].type.shape[0]),
+                          ("y_count", b * c * attrs["output_length"])]
+        return buffers + [self.y] + scalars, arguments
+
+
 def stockham_kernel(op, name: str) -> K.Kernel:
+    lanes = lanes_of(op)
+    if lanes:
+        return stockham_lanes_kernel(op, name, lanes)
     radices = tuple(op.attrs["radices"])
-    sign, scale, transpose = op.attrs["sign"], op.attrs["scale"], op.attrs["transpose"]
+    scale, transpose = op.attrs["scale"], op.attrs["transpose"]
     twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
-    length = math.prod(radices)
-    part = part_of(op)
-    table_count = K.ScalarParam("table_count", INDEX)
+    io = StockhamInterface(op)
+    length, part = io.length, io.part
     per_group = max(1, ITEMS_PER_GROUP // length)
     items = workgroup_size(per_group, radices)
-
-    load_factor, store_factor = op.attrs["load_factor"], op.attrs["store_factor"]
-    padded, cropped = load_factor != "none", store_factor != "none"
-    total, rows, inner = (K.ScalarParam(n, INDEX) for n in ("transforms", "rows", "inner"))
-    block = K.ScalarParam("twiddle_block", INDEX)      # C N M / L: entries of c sharing one n2
-    step = K.ScalarParam("twiddle_step", LOCAL)        # routines.large_step(L)
-    factor = K.ScalarParam("scale", part)
-    # the edges (routines.py): x's N_in positions of S entries, P / N positions per entry n; y's
-    # output_length positions
-    in_length, edge_inner, edge_step, out_length, f_count, g_count, x_count, y_count = (
-        K.ScalarParam(n, INDEX) for n in ("input_length", "edge_inner", "edge_step", "output_length",
-                                          "load_factor_count", "store_factor_count", "x_count", "y_count"))
-    x = K.GlobalBuffer("in0", part, (x_count if padded else total * length) * parts(input_kind), readonly=True)
-    table = K.GlobalBuffer("in1", part, 2 * table_count, readonly=True)
-    f = K.GlobalBuffer("in2", part, 2 * f_count, readonly=True)
-    g = K.GlobalBuffer(f"in{2 + padded}", part, 2 * g_count, readonly=True)
-    y = K.GlobalBuffer("out0", part, (y_count if cropped else total * length) * parts(output_kind))
+    store_factor, padded, cropped = op.attrs["store_factor"], io.padded, io.cropped
+    total, rows, inner, block, step, factor = io.total, io.rows, io.inner, io.block, io.step, io.factor
+    in_length, edge_inner, edge_step, out_length = io.in_length, io.edge_inner, io.edge_step, io.out_length
+    x, f, g, y = io.x, io.f, io.g, io.y
     lds = [K.LdsBuffer(f"{which}_{side}", part, per_group * length) for which in "ab" for side in ("re", "im")]
     # the work-item id an expression, not a variable: the host sees it as its loop's induction in every region
     item, first = K.workitem_id(0).cast(LOCAL), K.Var("first", INDEX)
     body = [K.Let(first, K.workgroup_id(0).cast(INDEX) * per_group)]
-
-    def twiddle(index: K.Expr):
-        sine = table[index.cast(INDEX) + table_count]
-        return table[index], (-sine if sign < 0 else sine)
 
     def layout(regs: Registers, g: K.Var, transposed: bool) -> tuple[K.Var, K.Expr]:
         """(element index of entry 0, distance between entries) of transform `g` (of the launch) in
@@ -295,13 +362,7 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                 values.append(load(x, origin + n.cast(INDEX) * distance, input_kind))
             else:
                 values.append((source[0][t * length + n], source[1][t * length + n]))
-        k = regs.let(j % stride) if stride > 1 else None
-        values = [regs.complex(*v) for v in values]
-        if k is not None:
-            for r in range(1, radix):
-                values[r] = multiply(regs, values[r], twiddle(k * (r * (length // (stride * radix)))))
-        outputs = dft(regs, values, sign)
-        base = regs.let((j / stride) * (stride * radix) + (k if k is not None else 0))
+        outputs, base = io.butterfly(regs, values, j, p)
         last = p == len(radices) - 1
         stores = []
         if last and cropped:   # y[b, p, c] of [B, output_length, C] for position p = k M + m
@@ -322,7 +383,7 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                 value = regs.complex(value[0] * factor, value[1] * factor)
             if twiddle_length:   # two table levels
                 exponent = regs.let(((index.cast(INDEX) * rows + twiddle_row) * n2).cast(LOCAL))
-                low, high = twiddle(length + exponent % step), twiddle(length + step + exponent / step)
+                low, high = io.twiddle(length + exponent % step), io.twiddle(length + step + exponent / step)
                 value = multiply(regs, value, multiply(regs, low, high))
             if cropped:
                 position = regs.let(index.cast(INDEX) * rows + m)
@@ -342,23 +403,139 @@ def stockham_kernel(op, name: str) -> K.Kernel:
         body.append(K.For(round_start, 0, butterflies, items, work, uniform=True))
         if not last:
             body.append(K.Barrier())
-    x_type = complex_view("fft.stockham", op.operands[0].type, input_kind)
-    b, m, _, c = stockham_view(x_type, op.attrs).shape
-    arguments = [("transforms", b * m * c), ("rows", m), ("inner", c),
-                 ("twiddle_block", c * length * m // twiddle_length if twiddle_length else 1),
-                 ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", scale),
-                 ("table_count", op.operands[1].type.shape[1])]
-    buffers, scalars = [x, table], [total, rows, inner, block, step, factor, table_count]
-    if padded:
-        edge_s = x_type.shape[2]
-        buffers.append(f)
-        scalars += [in_length, edge_inner, edge_step, f_count, x_count]
-        arguments += [("input_length", x_type.shape[1]), ("edge_inner", edge_s), ("edge_step", c // edge_s),
-                      ("load_factor_count", op.operands[2].type.shape[0]), ("x_count", x_type.size)]
-    if cropped:
-        buffers.append(g)
-        scalars += [out_length, g_count, y_count]
-        arguments += [("output_length", op.attrs["output_length"]), ("store_factor_count", op.operands[-1].type.shape[0]),
-                      ("y_count", b * c * op.attrs["output_length"])]
-    return K.Kernel(name, params=buffers + [y] + scalars, grid=(K.ceil_div(total, per_group),), workgroup_size=(items,), body=body,
+    params, arguments = io.signature()
+    return K.Kernel(name, params=params, grid=(K.ceil_div(total, per_group),), workgroup_size=(items,), body=body,
                     lds=lds if len(radices) > 1 else (), arguments=tuple(arguments))
+
+
+
+
+def lanes_of(op) -> int:
+    """The transforms per workgroup of the lanes variant of a stockham call (`stockham_lanes_kernel`),
+    or 0 where the butterfly-major kernel runs it. The lanes variant is for transforms whose entries
+    are strided in memory and whose neighbours are not: columns (C > 1), and rows written transposed
+    (M > 1), where consecutive transforms of a group are consecutive elements, read and written as
+    vectors; rows read and written in place keep the butterfly-major kernel, whose work-items take
+    consecutive entries. It needs groups of `lanes` transforms evenly spaced (C, or M, a multiple of
+    `lanes`) and `lanes` transforms in LDS."""
+    attrs = op.attrs
+    length = math.prod(attrs["radices"])
+    _, m, _, c = stockham_view(complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]), attrs).shape
+    spread = c if c > 1 else m if attrs["transpose"] and m > 1 else 0
+    return next((lanes for lanes in LANES if spread and spread % lanes == 0
+                 and lanes * length <= lds_limit(part_of(op))), 0)
+
+
+def lanes_rows(lanes: int, radices: tuple[int, ...]) -> int:
+    """The y extent of a lanes workgroup (lanes x rows work-items, 64 or 256): each round of a pass
+    runs `rows` butterflies of every transform; the fewer slots over the passes, 256 on a tie."""
+    length = math.prod(radices)
+    slots = {rows: sum(-(-(length // radix) // rows) * rows for radix in radices) for rows in (64 // lanes, 256 // lanes)}
+    return 64 // lanes if slots[64 // lanes] < slots[256 // lanes] else 256 // lanes
+
+
+def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
+    """The Stockham FFT with a workgroup's `lanes` transforms side by side: work-item (x, y) takes
+    transform x of the group and butterflies y, y + rows, ... of each pass, and LDS holds entry n
+    of transform x at n lanes + x. Consecutive x read and write consecutive LDS entries and, where
+    the transforms are columns or rows written transposed, consecutive global elements (coalesced
+    on the device; vector loads and stores on the host, whose work-item loop runs over x with the
+    butterfly, so its twiddles, uniform). Rows read or written in place take a stride of the
+    length between lanes. Otherwise as stockham_kernel, with the plan's edges (a padded input read
+    where it is present, so as a masked vector load on the host)."""
+    radices = tuple(op.attrs["radices"])
+    scale, transpose = op.attrs["scale"], op.attrs["transpose"]
+    twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
+    io = StockhamInterface(op)
+    length, part, padded, cropped = io.length, io.part, io.padded, io.cropped
+    c = io.shape[3]
+    rows_per_pass = lanes_rows(lanes, radices)
+    total, rows, inner, block, step, factor = io.total, io.rows, io.inner, io.block, io.step, io.factor
+    in_length, edge_inner, edge_step, out_length = io.in_length, io.edge_inner, io.edge_step, io.out_length
+    x, f, g, y = io.x, io.f, io.g, io.y
+    lds = [K.LdsBuffer(f"{which}_{side}", part, lanes * length) for which in "ab" for side in ("re", "im")]
+    lane, butterfly = K.workitem_id(0).cast(INDEX), K.workitem_id(1).cast(INDEX)
+    first = K.Var("first", INDEX)
+    head = Registers(part, "g")
+    head.stmts.append(K.Let(first, K.workgroup_id(0).cast(INDEX) * lanes))
+    # the group's first transform's entry 0 and the distance between entries, in x's and y's
+    # layouts (as stockham_kernel's); the lanes' transforms follow at `lane` x (1 or the length)
+    row, column = head.let(first / inner), head.let(first % inner)
+    rows_origin = head.let(row * (length * inner) + column)
+    # a padded x[b, p, s] of [B, N_in, S] holds entry n of transform c = column + lane at
+    # (b N_in + p) S + c % S = b N_in S + n C + c, its position p = n (P / N) + c / S
+    x_origin = head.let(row * (in_length * edge_inner) + column) if padded else rows_origin
+    x_entries = inner
+    if cropped:     # y[b, p, c] of [B, output_length, C], position p = k M + m
+        y_origin = head.let(((row / rows) * out_length + row % rows) * inner + column)
+        y_entries = rows * inner
+    elif transpose:   # y[b, n, m, c] of [B, N, M, C]
+        y_origin = head.let(((row / rows) * (length * rows) + row % rows) * inner + column)
+        y_entries = rows * inner
+    else:
+        y_origin, y_entries = rows_origin, inner
+    x_lane = 1 if c > 1 else length
+    y_lane = 1 if c > 1 or transpose else length
+    body = list(head.stmts)
+
+    for p, radix in enumerate(radices):
+        stride = math.prod(radices[:p])
+        per_transform = length // radix
+        source, target = (lds[0:2], lds[2:4]) if p % 2 else (lds[2:4], lds[0:2])
+        round_start, j = K.Var(f"round{p}", INDEX), K.Var(f"j{p}", INDEX)
+        regs = Registers(part, f"v{p}_")
+        slot = round_start + butterfly
+        # a round's slots past the last butterfly repeat it (same values to the same places)
+        regs.stmts.append(K.Let(j, slot if per_transform % rows_per_pass == 0
+                                else K.select(slot < per_transform, slot, per_transform - 1)))
+        values = []
+        for r in range(radix):
+            n = j + r * per_transform
+            if p == 0 and padded:   # times conj f[p], zero past N_in: loaded only there
+                position = regs.let(n * edge_step + (column + lane) / edge_inner)
+                value = (K.Var(f"x{r}_re", part), K.Var(f"x{r}_im", part))
+                loaded, w = load(x, x_origin + lane + n * x_entries, input_kind), (f[position * 2], f[position * 2 + 1])
+                regs.stmts += [K.Let(value[0], K.Const(0.0, part)), K.Let(value[1], K.Const(0.0, part)),
+                               K.If(position < in_length, [K.Assign(value[0], loaded[0] * w[0] + loaded[1] * w[1]),
+                                                           K.Assign(value[1], loaded[1] * w[0] - loaded[0] * w[1])])]
+                values.append(value)
+            elif p == 0:
+                values.append(load(x, x_origin + lane * x_lane + n * x_entries, input_kind))
+            else:
+                at = n * lanes + lane
+                values.append((source[0][at], source[1][at]))
+        outputs, base = io.butterfly(regs, values, j, p)
+        stores = []
+        for r, value in enumerate(outputs):
+            index = base + r * stride
+            at = index * lanes + lane
+            stores += [K.Store(target[0], at, value[0]), K.Store(target[1], at, value[1])]
+        body += [K.For(round_start, 0, per_transform, rows_per_pass, regs.stmts + stores, uniform=True), K.Barrier()]
+    # the results leave LDS an entry per round: one store of each work-item (with the lanes'
+    # consecutive elements, a vector store on the host; the passes' many stores at unknown
+    # distances would need more checks than LLVM's vectorizer makes)
+    result = lds[0:2] if len(radices) % 2 else lds[2:4]
+    round_start, k = K.Var("round_out", INDEX), K.Var("k", INDEX)
+    regs = Registers(part, "w")
+    slot = round_start + butterfly
+    regs.stmts.append(K.Let(k, slot if length % rows_per_pass == 0 else K.select(slot < length, slot, length - 1)))
+    value = regs.complex(result[0][k * lanes + lane], result[1][k * lanes + lane])
+    if scale != 1.0:
+        value = regs.complex(value[0] * factor, value[1] * factor)
+    if twiddle_length:   # w_L^((k M + m) n2) of transform b M + m, two table levels
+        transform = regs.let(first + lane)
+        n2, twiddle_row = regs.let((transform % inner) / block), regs.let((transform / inner) % rows)
+        exponent = regs.let(((k * rows + twiddle_row) * n2).cast(LOCAL))
+        low, high = io.twiddle(length + exponent % step), io.twiddle(length + step + exponent / step)
+        value = multiply(regs, value, multiply(regs, low, high))
+    position = regs.let(y_origin + lane * y_lane + k * y_entries)
+    stores = store(y, position, value, output_kind)
+    if cropped:   # times g[p] (or its conjugate), p = k M + m, kept below output_length
+        p = regs.let(k * rows + row % rows + (lane if c == 1 else 0))
+        weight = (g[p * 2], g[p * 2 + 1] if op.attrs["store_factor"] == "plain" else -g[p * 2 + 1])
+        stores = [K.If(p < out_length, store(y, position, multiply(regs, value, weight), output_kind))]
+    body.append(K.For(round_start, 0, length, rows_per_pass, regs.stmts + stores, uniform=True))
+    params, arguments = io.signature()
+    return K.Kernel(name, params=params,
+                    grid=(K.ceil_div(total, lanes),), workgroup_size=(lanes, rows_per_pass),
+                    body=body, lds=lds, arguments=tuple(arguments))

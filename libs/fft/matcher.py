@@ -99,11 +99,16 @@ class Axis:
             return self.stockham(rows, third, (outer, size, third.length, inner), scale, transpose=True,
                                  output_kind=output_kind)
         # bluestein: y = conj(b) * IFFT_M(FFT_M(x conj(b)) FFT_M(b)), b the chirp filter of length M; the
-        # products, the padding and the crop fused into the first and last kernels of the two M plans
+        # products, the padding and the crop fused into the first and last kernels of one- and two-pass M plans
         size = plan.inner.length
         chirp = call(self.m, "chirp", length=n, size=size, sign=self.sign, dtype=self.part)
         spectrum = reshaped(self.m, Axis(self.m, self.part, 1, 1, -1).run(chirp, plan.inner), (size,))
         forward, inverse = Axis(self.m, self.part, outer, inner, -1), Axis(self.m, self.part, outer, inner, 1)
+        if plan.inner.kind == "three_pass":   # the products and the padding and crop as kernels of their own
+            padded = forward.pointwise(value, size, n, factor=chirp, conjugate=True, input_kind=input_kind)
+            product = forward.pointwise(forward.run(padded, plan.inner), size, size, factor=spectrum)
+            return inverse.pointwise(inverse.run(product, plan.inner, scale / size), n, size, factor=chirp,
+                                     conjugate=True, output_kind=output_kind)
         padded = dict(load_factor=chirp, input_kind=input_kind)
         if plan.inner.kind == "stockham":
             node = plan.inner.nodes[0]
@@ -125,7 +130,8 @@ def axis_plan(shape, axis: int, part: str):
     plan = plan_for(shape[axis], part)
     if plan is None:
         raise NotImplementedError(f"fft: no plan for length {shape[axis]} in {part} (axis {axis} of {list(shape)}): "
-                                  f"it would need a kernel pass beyond the three of three_pass plans")
+                                  f"it would need a kernel pass beyond the three of three_pass plans, or twiddle "
+                                  f"exponents beyond i32")
     return plan
 
 

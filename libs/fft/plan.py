@@ -6,19 +6,24 @@ A 1-D transform of length N along one axis is planned as
     the whole transform fits in LDS (`lds_limit`: two ping-pong buffers of re and im parts);
   - `two_pass`: N = L1 x L2, both stockham lengths (rocFFT's column and row passes): a stockham
     kernel over L1 with stride L2 that multiplies its results by the twiddles w_N^(k1 n2), then a
-    stockham kernel over L2 that writes its results transposed, X[k1 + L1 k2]. L1 is the largest
-    factor not above sqrt(N) (so L1 <= L2, and the second pass reads rows).
+    stockham kernel over L2 that writes its results transposed, X[k1 + L1 k2]. The split is chosen
+    by stride: the column pass reads entries L2 apart, which the lanes kernel reads as vectors of
+    consecutive columns when COLUMN_LANES transforms of L1 fit in LDS, so L1 is the largest factor not
+    above sqrt(N) with that (2^20 in c64: 512 x 2048), else the largest not above sqrt(N) (so
+    L1 <= L2, and the second pass reads rows).
   - `bluestein`: otherwise (a prime factor above 13, or too long for two passes), Bluestein's chirp-z
     algorithm through a plan of length M >= 2N - 1: the input times the chirp, zero-padded to M,
     convolved with the chirp filter by two FFTs and an inverse FFT of length M, times the chirp.
-    M is the smallest 7-smooth length (2^a 3^b 5^c 7^d) with a direct plan: the passes' cost grows
-    with M (20160 for N = 10007, where the next power of two is 32768), and the butterflies of
-    radices 2 to 8 are the cheapest per element.
+    M is the smallest 7-smooth length (2^a 3^b 5^c 7^d) with a one- or two-pass plan: the passes'
+    cost grows with M (20160 for N = 10007, where the next power of two is 32768), and the
+    butterflies of radices 2 to 8 are the cheapest per element. Above lds_limit^2, M has a
+    three_pass plan, and the chirp's products are pointwise kernels around it.
   - `three_pass`: N = L1 x L2 x L3 above lds_limit^2 (rocFFT's three-kernel plans): the length
     R = L1 L2 as a two_pass plan over columns of stride L3 (its row pass, written transposed,
     multiplies by the twiddles w_N^(kR n3)), then a stockham kernel over L3 written transposed,
     X[kR + R k3]. L3 is the largest factor in LDS whose R has a two_pass plan.
-A length needing more passes (above lds_limit^3, or a Bluestein M above lds_limit^2) has no plan.
+A length needing more passes (above lds_limit^3, or a Bluestein M above that) or with twiddle
+exponents beyond i32 (2^31 and above) has no plan.
 
 Plans are cached by (length, part dtype) (`plan_for`): the plan cache keyed by problem.
 """
@@ -31,6 +36,11 @@ from dataclasses import dataclass
 from .butterfly import RADICES
 
 LDS_BYTES = 64 * 1024
+# transforms a workgroup of the lanes kernel (generator.stockham_lanes_kernel) computes side by side, one
+# a lane, the most first: 16 f32 lanes fill an AVX-512 vector of the host, 4 f64 lanes an AVX2 one
+LANES = (16, 8, 4)
+# a two-pass split's column pass is chosen to run at least this many transforms side by side
+COLUMN_LANES = 8
 
 
 def lds_limit(part_dtype: str) -> int:
@@ -82,10 +92,12 @@ def direct_plan(length: int, part_dtype: str) -> Plan | None:
         return None
     if length <= limit:
         return Plan("stockham", length, (Node(length, radices),))
-    for first in sorted((d for d in range(2, math.isqrt(length) + 1) if length % d == 0), reverse=True):
-        second = length // first
-        if second <= limit:
-            return Plan("two_pass", length, (Node(first, radices_of(first)), Node(second, radices_of(second))))
+    divisors = sorted((d for d in range(2, math.isqrt(length) + 1) if length % d == 0), reverse=True)
+    for most in (limit // COLUMN_LANES, length):   # L1 whose column pass runs side by side, else any
+        for first in divisors:
+            second = length // first
+            if first <= most and second <= limit:
+                return Plan("two_pass", length, (Node(first, radices_of(first)), Node(second, radices_of(second))))
     if length >= 2 ** 31:   # the twiddles' exponents are i32
         return None
     for last in range(limit, 1, -1):
@@ -117,11 +129,14 @@ def smooth_lengths(low: int, high: int) -> list[int]:
 
 
 def bluestein_inner(length: int, part_dtype: str) -> Plan | None:
-    """The one- or two-pass plan of Bluestein's M: the smallest 7-smooth M >= 2 length - 1 that has one
-    (at most the next power of two, which always is 7-smooth)."""
-    high = min(1 << (2 * length - 2).bit_length(), lds_limit(part_dtype) ** 2)
-    for size in smooth_lengths(2 * length - 1, high):
-        inner = direct_plan(size, part_dtype)
-        if inner is not None and inner.kind in ("stockham", "two_pass"):   # the edges' kernels
-            return inner
+    """The plan of Bluestein's M: the smallest 7-smooth M >= 2 length - 1 (at most the next power of
+    two, which always is 7-smooth) with a one- or two-pass plan, whose first and last kernels take
+    the chirp's products, padding and crop; failing that (M above lds_limit^2), the smallest with a
+    three-pass plan, the products then kernels of their own."""
+    sizes = smooth_lengths(2 * length - 1, 1 << (2 * length - 2).bit_length())
+    for kinds in (("stockham", "two_pass"), ("three_pass",)):
+        for size in sizes:
+            inner = direct_plan(size, part_dtype)
+            if inner is not None and inner.kind in kinds:
+                return inner
     return None

@@ -62,7 +62,8 @@ def check_fft(length: int, dtype=np.complex128, batch=3, inverse=False):
     (17, "f32", "bluestein", "bluestein_len17"),
     (2 ** 25, "f32", "three_pass", "three_pass_len33554432"),   # 8192 x 4096
     (2 ** 31, "f32", None, None),                      # i32 twiddle exponents
-    (2097169, "f64", None, None),                      # a prime whose Bluestein M would need three passes
+    (2097169, "f64", "bluestein", "bluestein_len2097169"),   # through a three-pass M = 45 x 48 x 1944
+    (2 ** 31 - 1, "f64", None, None),                  # a prime whose Bluestein M would pass 2^31
 ])
 def test_plans_by_length(length, part, kind, name):
     plan = fft_plan.plan_for(length, part)
@@ -125,6 +126,64 @@ def test_fused_bluestein_and_three_pass_kernels_do_not_spill(small_lds):
                      [node.name for node in plan.nodes])
 
 
+def stockham_selections(compiled) -> list[str]:
+    return [kernel.selection for kernel in compiled.kernels if kernel.solution.startswith("stockham")]
+
+
+# (shape, transform, dtype, lanes of each stockham call, the last first; 0: the butterfly-major kernel)
+LANES_CASES = [
+    ((8, 16, 24), "fftn", np.complex64, (16, 16, 16)),       # rows written transposed, M = 128, 192, 384
+    ((3, 40, 8), "ifft2", np.complex128, (8, 8)),            # 16 x 40 f64 would not fit in LDS; M = 120, 24
+    ((24, 16, 16), "fft01", np.complex64, (8, 16)),          # axes moved last: M = 24 (8 lanes), 256
+    ((8, 16, 30), "rfftn", np.float32, (0, 16, 16)),         # the real last axis as rows; then columns
+    ((2, 4096), "fft", np.complex128, (16, 16)),             # two_pass 64 x 64: twiddled columns, rows transposed
+    ((2, 16384), "rfft", np.float32, (16, 16)),              # two_pass on real pairs, 64 x 128
+    ((2, 5, 12), "ifftn", np.complex64, (0, 8, 4)),          # M = 10, 24, 60: none, 8 and 4 lanes
+    # Bluestein through 140 x 144: the chirp's spectrum, then the padded first pass, the row pass times the
+    # spectrum (M = 140: 4 lanes), the inverse's columns and its cropped row pass
+    pytest.param((2, 10007), "fft", np.complex128, (8, 4, 8, 4, 8, 4), marks=pytest.mark.slow),
+    ((2, 37, 16), "fft12", np.complex128, (0, 0, 16, 16)),   # Bluestein through one kernel, C = 16 after it
+    ((64, 128), "fft", np.complex64, (0,)),                  # rows in place
+]
+TRANSFORMS = {
+    "fftn": (lambda v: cj.numpy.fft.fftn(v), np.fft.fftn),
+    "ifftn": (lambda v: cj.numpy.fft.ifftn(v), np.fft.ifftn),
+    "ifft2": (lambda v: cj.numpy.fft.ifft2(v), np.fft.ifft2),
+    "fft01": (lambda v: cj.numpy.fft.fftn(v, axes=(0, 1)), lambda v: np.fft.fftn(v, axes=(0, 1))),
+    "fft12": (lambda v: cj.numpy.fft.fftn(v, axes=(1, 2)), lambda v: np.fft.fftn(v, axes=(1, 2))),
+    "rfftn": (lambda v: cj.numpy.fft.rfftn(v), np.fft.rfftn),
+    "fft": (lambda v: cj.numpy.fft.fft(v), np.fft.fft),
+    "rfft": (lambda v: cj.numpy.fft.rfft(v), np.fft.rfft),
+}
+
+
+@pytest.mark.parametrize("shape,transform,dtype,lanes", LANES_CASES)
+def test_strided_transforms_run_side_by_side(shape, transform, dtype, lanes):
+    """Columns and rows written transposed take the lanes kernel when a group of 16 (8, 4) transforms
+    is evenly spaced and fits in LDS; the report says which and why. Accuracy as every plan's."""
+    rng = np.random.default_rng(3)
+    x = rng_complex(shape, dtype) if np.dtype(dtype).kind == "c" else rng.standard_normal(shape).astype(dtype)
+    ours, numpy_transform = TRANSFORMS[transform]
+    compiled = cj.jit(ours).lower(x).compile()
+    selections = stockham_selections(compiled)
+    assert [int(s.split(" transforms per workgroup side by side")[0].split("(")[-1]) if "side by side" in s else 0
+            for s in selections] == list(lanes), selections
+    complex_dtype = np.complex64 if np.dtype(dtype) in (np.float32, np.complex64) else np.complex128
+    part = "f32" if complex_dtype == np.complex64 else "f64"
+    want = numpy_transform(x.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64))
+    longest = shape[-1] // 2 if transform == "rfft" else max(shape)
+    assert relative_error(compiled(x), want) <= len(shape) * bound(longest, complex_dtype, part)
+
+
+def test_lanes_kernels_do_not_spill():
+    """The lanes kernels on gfx942: 16 lanes (twiddled columns, a scaled inverse written transposed)
+    and 8."""
+    for shape, lengths in (((2, 4096), (4096,)), ((3, 40, 8), (40, 8))):
+        compiled = check_report(lambda v: lax.fft(v, "IFFT", lengths), rng_complex(shape, np.complex128),
+                                ["stockham_len64_radix[16,4]"] if len(lengths) == 1 else ["stockham_len40_radix[10,4]"])
+        assert all("side by side" in s for s in stockham_selections(compiled))
+
+
 def kernels_of(batch):
     """The fft library's kernels of an IFFT of length 96 over `batch` rows, as the pipeline emits them."""
     module = cj.make_graph(lambda v: lax.fft(v, "IFFT", (96,)))(rng_complex((batch, 96), np.complex64))
@@ -174,6 +233,24 @@ def test_multi_pass_plans(small_lds, shape, lengths, kind, dtype):
     want = reference(x.astype(np.complex128 if kind != "RFFT" else np.float64), s=lengths, axes=axes)
     complex_dtype = np.complex64 if np.dtype(dtype) in (np.float32, np.complex64) else np.complex128
     assert relative_error(compiled(x), want) <= ERROR_FACTOR * EPS[complex_dtype] * math.log2(4 * max(lengths)) * 2
+
+
+@pytest.mark.parametrize("length,dtype,inverse", [(521, np.complex128, False),
+                                                  pytest.param(521, np.complex128, True, marks=pytest.mark.slow),
+                                                  pytest.param(2053, np.complex64, False, marks=pytest.mark.slow)])
+def test_three_pass_bluestein(small_lds, length, dtype, inverse):
+    """A prime whose Bluestein M is above LDS^2 (1050 > 32^2 in c128, 4116 > 64^2 in c64): M's three-pass
+    plan, the chirp's products, padding and crop as pointwise kernels around it."""
+    part = "f32" if dtype == np.complex64 else "f64"
+    plan = fft_plan.plan_for(length, part)
+    assert plan.kind == "bluestein" and plan.inner.kind == "three_pass"
+    check_fft(length, dtype, batch=2, inverse=inverse)
+
+
+@pytest.mark.slow
+def test_three_pass_bluestein_at_full_lds():
+    assert fft_plan.plan_for(2097169, "f64").inner.kind == "three_pass"
+    check_fft(2097169, np.complex128, batch=1)
 
 
 # ---- accuracy ------------------------------------------------------------------------------------
