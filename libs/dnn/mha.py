@@ -26,7 +26,9 @@ from ...ir import kernel as K
 from ...ir.kernel_mfma import INSTRUCTIONS, Mfma, PrivateSlice
 from ...lowering.emitters import operand_buffers
 
-BLOCK, WAVE = 32, 64            # query rows and keys per tile (the MFMA's 32 x 32 block); one wave per workgroup
+BLOCK, WAVE = 32, 64            # keys per tile (the MFMA's 32 x 32 block); one wave per workgroup
+QUERY_BLOCKS = 2                # blocks of BLOCK queries per workgroup: a query per lane in the softmax
+QUERIES = QUERY_BLOCKS * BLOCK
 INST = INSTRUCTIONS["v_mfma_f32_32x32x2f32"]
 MASKED = -0.7 * float(np.finfo(np.float32).max)
 DTYPES = ("f32", "f16", "bf16")
@@ -64,29 +66,33 @@ def mha_kernel(op, name: str) -> K.Kernel:
 
     padded = -(-head_dim // BLOCK) * BLOCK          # the head dimension in whole MFMA column blocks
     col_blocks = padded // BLOCK
-    qt_stride, kv_stride, s_stride = BLOCK + 1, padded + 1, BLOCK + 1
+    qt_stride, kv_stride, s_stride = QUERIES + 1, padded + 1, QUERIES + 1
     qt_lds = K.LdsBuffer("qt_lds", f32, padded * qt_stride)      # Q[i][h] at h * qt_stride + i (transposed)
     k_lds = K.LdsBuffer("k_lds", f32, BLOCK * kv_stride)         # K[j][h] at j * kv_stride + h
     v_lds = K.LdsBuffer("v_lds", f32, BLOCK * kv_stride)         # V[j][h] at j * kv_stride + h
     s_lds = K.LdsBuffer("s_lds", f32, BLOCK * s_stride)          # S[i][j], then P[i][j], at j * s_stride + i
-    corr_lds = K.LdsBuffer("corr_lds", f32, BLOCK)               # each row's rescaling of O (then its sum l)
-    scores = K.PrivateArray("scores", f32, INST.d_elements)
-    out = K.PrivateArray("out", f32, col_blocks * INST.d_elements)
+    corr_lds = K.LdsBuffer("corr_lds", f32, QUERIES)             # each query's rescaling of O (at the end its sum l)
+    scores = K.PrivateArray("scores", f32, QUERY_BLOCKS * INST.d_elements)
+    out = K.PrivateArray("out", f32, QUERY_BLOCKS * col_blocks * INST.d_elements)
 
     lane = K.workitem_id(0).cast(i64)
     in_run, run = lane % BLOCK, lane / BLOCK                  # an MFMA operand's row (or column) and its k
-    t0 = K.workgroup_id(0).cast(i64) * BLOCK
+    t0 = K.workgroup_id(0).cast(i64) * QUERIES
     b, n = K.workgroup_id(1).cast(i64) / heads, K.workgroup_id(1).cast(i64) % heads
     kh = n / (heads / kv_heads)
     s0, j, u, r = K.Var("s0", i64), K.Var("j", i64), K.Var("u", i64), K.Var("r", i64)
     m, total, row_max, row_sum = (K.Var(x, f32) for x in ("m", "total", "row_max", "row_sum"))
     score, p = K.Var("score", f32), K.Var("p", f32)
 
-    def d_row(e):
-        """The row of D's element e in this lane (ir/kernel_mfma.py: 32x32x2f32's layout); its column is in_run."""
-        return lane / BLOCK * 4 + (e // 4 * 8 + e % 4)
+    def by_half(e, stmt):
+        """stmt(row, column) for D's element e of this lane (ir/kernel_mfma.py: 32x32x2f32's layout, row
+        8 (e // 4) + e % 4 + 4 (lane // 32), column lane % 32 of its 32 x 32 block), as two statements, one per
+        half of the wave, each affine in the lane: so that the host's lanes loop stores (or loads) consecutive
+        elements, not one lane at a time."""
+        first = e // 4 * 8 + e % 4
+        return K.If(lane < BLOCK, stmt(first, lane), stmt(first + 4, lane - BLOCK))
 
-    def source_row(source, position, limit, kv_head):
+    def source_row(position, limit, kv_head):
         """The first element of row `position` of a (B, L, heads, head_dim) operand's head kv_head = (heads, head).
         Computed before any condition: its divisions (b, n, kh) are invariant in the lanes' loop, where LLVM hoists
         them only out of unconditional code."""
@@ -99,48 +105,53 @@ def mha_kernel(op, name: str) -> K.Kernel:
         h, first = u + lane, K.Var(f"{lds.name}_row", i64)
         inside = (h < head_dim) & (position + r < limit)
         element = source[first + h].cast(f32)
-        return K.For(r, 0, BLOCK, 1, [K.For(u, 0, padded, WAVE, [K.Let(first, source_row(source, position + r, limit, kv_head)),
-                                                                 K.If(h < padded, [
-            K.If(inside, [K.Store(lds, r * kv_stride + h, element)], [K.Store(lds, r * kv_stride + h, K.Const(0.0, f32))])])],
-            uniform=True)], uniform=True)
+        return K.For(r, 0, BLOCK, 1, [K.For(u, 0, padded, WAVE, [
+            K.Let(first, source_row(position + r, limit, kv_head)),
+            K.If(h < padded, [K.If(inside, [K.Store(lds, r * kv_stride + h, element)],
+                                   [K.Store(lds, r * kv_stride + h, K.Const(0.0, f32))])])], uniform=True)], uniform=True)
 
     def staged_transposed(lds, source, position, limit, kv_head):
-        """The same, transposed: element (row, h) at h * qt_stride + row (once per workgroup: Q)."""
+        """Rows position .. position + QUERIES - 1, transposed: element (row, h) at h * qt_stride + row (once per
+        workgroup: Q)."""
         element = u * WAVE + lane
         row, h = element / padded, element % padded
         value = K.select((position + row < limit) & (h < head_dim), source[
-            source_row(source, K.minimum(position + row, limit - 1), limit, kv_head) + K.minimum(h, head_dim - 1)
+            source_row(K.minimum(position + row, limit - 1), limit, kv_head) + K.minimum(h, head_dim - 1)
         ].cast(f32), K.Const(0.0, f32))
-        return K.For(u, 0, BLOCK * padded // WAVE, 1, [K.Store(lds, h * qt_stride + row, value)], uniform=True)
+        return K.For(u, 0, QUERIES * padded // WAVE, 1, [K.Store(lds, h * qt_stride + row, value)], uniform=True)
 
-    # Scores S^T = K Q^T of the tile (A = the K tile, B = Q^T: each lane run reads consecutive queries, and writes
-    # its row of S^T to consecutive elements of s_lds), then (lanes < 32, a query row each) the online softmax's step.
+    # Scores S^T = K Q^T of the tile (A = the K tile, B = Q^T: each run of lanes reads consecutive queries and
+    # writes its row of S^T to consecutive elements of s_lds), then (a query per lane) the online softmax's step.
     # The fragments are loaded first, then the MFMAs issued in one run (the host's register-blocked micro-kernel,
     # which reads each fragment from LDS where it was loaded: codegen/mfma_host.py).
     score_loads, score_mfmas = [], []
     for step in range(padded // INST.k):
-        a_var, b_var = K.Var(f"ka{step}", f32), K.Var(f"qb{step}", f32)
-        score_loads += [K.Let(a_var, k_lds[in_run * kv_stride + (step * INST.k + run)]),
-                        K.Let(b_var, qt_lds[(step * INST.k + run) * qt_stride + in_run])]
-        score_mfmas.append(Mfma(INST.name, PrivateSlice(scores, 0, INST.d_elements), (a_var,), (b_var,),
-                                PrivateSlice(scores, 0, INST.d_elements)))
+        a_var = K.Var(f"ka{step}", f32)
+        score_loads.append(K.Let(a_var, k_lds[in_run * kv_stride + (step * INST.k + run)]))
+        for qb in range(QUERY_BLOCKS):
+            b_var = K.Var(f"qb{step}_{qb}", f32)
+            score_loads.append(K.Let(b_var, qt_lds[(step * INST.k + run) * qt_stride + (qb * BLOCK + in_run)]))
+            accumulator = PrivateSlice(scores, qb * INST.d_elements, INST.d_elements)
+            score_mfmas.append(Mfma(INST.name, accumulator, (a_var,), (b_var,), accumulator))
     value_loads, value_mfmas = [], []
     for step in range(BLOCK // INST.k):
-        a_var = K.Var(f"pa{step}", f32)
-        value_loads.append(K.Let(a_var, s_lds[(step * INST.k + run) * s_stride + in_run]))
-        for cb in range(col_blocks):
-            b_var = K.Var(f"vb{step}_{cb}", f32)
-            value_loads.append(K.Let(b_var, v_lds[(step * INST.k + run) * kv_stride + (cb * BLOCK + in_run)]))
-            accumulator = PrivateSlice(out, cb * INST.d_elements, INST.d_elements)
-            value_mfmas.append(Mfma(INST.name, accumulator, (a_var,), (b_var,), accumulator))
+        a_vars = [K.Var(f"pa{step}_{qb}", f32) for qb in range(QUERY_BLOCKS)]
+        b_vars = [K.Var(f"vb{step}_{cb}", f32) for cb in range(col_blocks)]
+        value_loads += [K.Let(a_var, s_lds[(step * INST.k + run) * s_stride + (qb * BLOCK + in_run)])
+                        for qb, a_var in enumerate(a_vars)]
+        value_loads += [K.Let(b_var, v_lds[(step * INST.k + run) * kv_stride + (cb * BLOCK + in_run)])
+                        for cb, b_var in enumerate(b_vars)]
+        for qb, a_var in enumerate(a_vars):
+            for cb, b_var in enumerate(b_vars):
+                accumulator = PrivateSlice(out, (qb * col_blocks + cb) * INST.d_elements, INST.d_elements)
+                value_mfmas.append(Mfma(INST.name, accumulator, (a_var,), (b_var,), accumulator))
 
-    t = K.minimum(t0 + lane, t_len - 1)       # the lane's query row (rows past t_len are computed, not stored)
+    t = K.minimum(t0 + lane, t_len - 1)       # the lane's query (queries past t_len are computed, not stored)
     key = s0 + j
     masked = s_lds[j * s_stride + lane] * scale
     mask_row = K.Var("mask_row", i64)
     if has_mask:
-        masked = K.select(mask[mask_row + K.minimum(key, s_len - 1)], masked,
-                          K.Const(MASKED, f32))
+        masked = K.select(mask[mask_row + K.minimum(key, s_len - 1)], masked, K.Const(MASKED, f32))
     if causal:
         masked = K.select(key <= t0 + lane, masked, K.Const(MASKED, f32))
     # Keys past s_len (the last tile's padding) weigh nothing: -inf, against a running maximum that key 0 made finite.
@@ -148,36 +159,43 @@ def mha_kernel(op, name: str) -> K.Kernel:
     softmax = [
         K.Let(row_max, m), K.Let(row_sum, K.Const(0.0, f32)),
         K.For(j, 0, BLOCK, 1, [*[K.Let(mask_row, ((b * heads + n) * t_len + t) * s_len)] * has_mask,
-                               K.If(lane < BLOCK, [K.Let(score, masked), K.Store(s_lds, j * s_stride + lane, score),
-                                                  K.Assign(row_max, K.maximum(row_max, score))])], uniform=True),
-        K.For(j, 0, BLOCK, 1, [K.If(lane < BLOCK, [K.Let(p, K.exp(s_lds[j * s_stride + lane] - row_max)),
-                                                  K.Store(s_lds, j * s_stride + lane, p),
-                                                  K.Assign(row_sum, row_sum + p)])], uniform=True),
-        K.If(lane < BLOCK, [K.Let(p, K.exp(m - row_max)), K.Store(corr_lds, lane, p),
-                            K.Assign(total, total * p + row_sum), K.Assign(m, row_max)])]
-    rescale = [K.Store(out, cb * INST.d_elements + e, out[cb * INST.d_elements + e] * corr_lds[d_row(e)])
-               for cb in range(col_blocks) for e in range(INST.d_elements)]
-    # A causal attention without a mask skips the tiles of keys past the block's last query row: their weights are
-    # exp(MASKED - m) = 0 exactly. With a mask, a row whose every key is masked averages every key, so none is skipped.
-    keys = K.minimum(s_len, t0 + BLOCK) if causal and not has_mask else s_len
+                               K.Let(score, masked), K.Store(s_lds, j * s_stride + lane, score),
+                               K.Assign(row_max, K.maximum(row_max, score))], uniform=True),
+        K.For(j, 0, BLOCK, 1, [K.Let(p, K.exp(s_lds[j * s_stride + lane] - row_max)), K.Store(s_lds, j * s_stride + lane, p),
+                               K.Assign(row_sum, row_sum + p)], uniform=True),
+        K.Let(p, K.exp(m - row_max)), K.Store(corr_lds, lane, p), K.Assign(total, total * p + row_sum), K.Assign(m, row_max)]
+
+    def rescaled(qb, cb, e):
+        index = (qb * col_blocks + cb) * INST.d_elements + e
+        return by_half(e, lambda row, column: [K.Store(out, index, out[index] * corr_lds[qb * BLOCK + row])])
+    # A causal attention without a mask skips the tiles of keys past the block's last query: their weights are
+    # exp(MASKED - m) = 0 exactly. With a mask, a query whose every key is masked averages every key, so none is skipped.
+    keys = K.minimum(s_len, t0 + QUERIES) if causal and not has_mask else s_len
     tile = [staged(k_lds, k, s0, s_len, (kv_heads, kh)), staged(v_lds, v, s0, s_len, (kv_heads, kh)),
-            *(K.Store(scores, e, K.Const(0.0, f32)) for e in range(INST.d_elements)),
+            *(K.Store(scores, e, K.Const(0.0, f32)) for e in range(scores.count)),
             K.Barrier(), *score_loads, *score_mfmas,
-            *(K.Store(s_lds, d_row(e) * s_stride + in_run, scores[e]) for e in range(INST.d_elements)),
-            K.Barrier(), *softmax, K.Barrier(), *rescale, *value_loads, *value_mfmas, K.Barrier()]
+            *(by_half(e, lambda row, column, qb=qb, e=e: [
+                K.Store(s_lds, row * s_stride + qb * BLOCK + column, scores[qb * INST.d_elements + e])])
+              for qb in range(QUERY_BLOCKS) for e in range(INST.d_elements)),
+            K.Barrier(), *softmax, K.Barrier(),
+            *(rescaled(qb, cb, e) for qb in range(QUERY_BLOCKS) for cb in range(col_blocks) for e in range(INST.d_elements)),
+            *value_loads, *value_mfmas, K.Barrier()]
     body = [staged_transposed(qt_lds, q, t0, t_len, (heads, n)),
             *(K.Store(out, e, K.Const(0.0, f32)) for e in range(out.count)),
             K.Let(m, K.Const(-np.inf, f32)), K.Let(total, K.Const(0.0, f32)),
             K.For(s0, 0, keys, BLOCK, tile, uniform=True),
-            K.If(lane < BLOCK, [K.Store(corr_lds, lane, total)]), K.Barrier()]
+            K.Store(corr_lds, lane, total), K.Barrier()]
     y_head = K.Var("y_head", i64)
     body.append(K.Let(y_head, b * t_len * heads + n))
-    for cb in range(col_blocks):
-        for e in range(INST.d_elements):
-            row, column = t0 + d_row(e), cb * BLOCK + in_run
-            body.append(K.If((row < t_len) & (column < head_dim), [K.Store(
-                y, (y_head + row * heads) * head_dim + column,
-                (out[cb * INST.d_elements + e] / corr_lds[d_row(e)]).cast(y.dtype))]))
+    for qb in range(QUERY_BLOCKS):
+        for cb in range(col_blocks):
+            for e in range(INST.d_elements):
+                def stored(row, column, qb=qb, cb=cb, e=e):
+                    query, h = t0 + qb * BLOCK + row, cb * BLOCK + column
+                    value = out[(qb * col_blocks + cb) * INST.d_elements + e] / corr_lds[qb * BLOCK + row]
+                    return [K.If((query < t_len) & (h < head_dim),
+                                 [K.Store(y, (y_head + query * heads) * head_dim + h, value.cast(y.dtype))])]
+                body.append(by_half(e, stored))
     params = (q, k, v, *([mask] if has_mask else []), y, batch, t_len, heads, s_len, kv_heads, scale)
-    return K.Kernel(name, params=params, grid=((t_len + (BLOCK - 1)) / BLOCK, batch * heads), workgroup_size=(WAVE,),
+    return K.Kernel(name, params=params, grid=((t_len + (QUERIES - 1)) / QUERIES, batch * heads), workgroup_size=(WAVE,),
                     body=body, lds=(qt_lds, k_lds, v_lds, s_lds, corr_lds), private=(scores, out), arguments=arguments)
