@@ -36,8 +36,8 @@ ONE_KERNEL = {
                                            "feature", winograd.filter_kernel),
     "winograd_output": ("winograd_output", "Winograd's output transform A^T M A with the bias and activation: a "
                                            "work-item per tile and output feature", winograd.output_kernel),
-    "mha_fwd": ("flash_attention", "a work-item per query row streaming the keys once with an online softmax "
-                                   "(running maximum and sum, the output row in registers)", mha_kernel),
+    "mha_fwd": ("flash_attention", "a wave per 64 queries streaming tiles of 32 keys and values through LDS, "
+                                   "both products by MFMA, an online softmax (running maximum and sum)", mha_kernel),
 }
 
 

@@ -7,15 +7,23 @@ over (batch, seq, heads, head_dim) operands, G = query heads / key-value heads (
 A masked logit (mask false, or s > t when causal) is -0.7 * the largest f32, as jax.nn writes it, so a
 row with every key masked averages all values as the reference does.
 
-Work-item r of a workgroup of ROWS computes one query row (b, t, n): it keeps the query row, the running
-maximum m, the running sum l and the output row acc in registers (f32), and streams the keys once:
+A workgroup is one wave and computes QUERIES = 64 queries (t0 .. t0 + 63) of one (b, n), streaming the keys
+in tiles of 32 (FlashAttention-2's loop, the S x S scores never stored):
 
-    score = scale * q . k_s;  m' = max(m, score);  c = exp(m - m');  p = exp(score - m')
-    l = l * c + p;  acc = acc * c + p * v_s;  m = m'          and at the end y = acc / l
+    stage Q^T once (LDS, f32, the head dimension padded with zeros to whole 32-column MFMA blocks)
+    per tile of 32 keys from s0:
+        stage K and V (LDS, f32, row-major: each row one contiguous copy)
+        S^T = K Q^T: 32 x 64 by MFMA (v_mfma_f32_32x32x2f32, two blocks of queries; the K tile is A, so
+              each run of lanes reads consecutive queries of Q^T as B), written to LDS
+        softmax step, a query per lane: masked logits, m' = max(m, the tile's), p = exp(score - m'),
+              c = exp(m - m'), l = l c + sum p; P overwrites S^T in LDS and c goes to LDS
+        O = O c + P V: O's rows rescaled in registers, then MFMA (P is A, the V tile B)
+    y = O / l, rounded once to y's dtype
 
-so the S x S scores are never stored. Keys and values are read from global memory (through the caches),
-not staged in LDS. The head dimension and whether there is a mask or a causal mask are code-level (the
-registers are sized by the head dimension); batch, sequence lengths, heads and the scale are scalar
+All arithmetic is f32 (f16/bf16 operands are widened as they are staged). On the host the two products
+run as codegen/mfma_host.py's register-blocked micro-kernel, the softmax as vector loops over the
+lanes. A causal attention without a mask skips the key tiles past its last query. The head dimension,
+the mask and causality are code-level; batch, sequence lengths, heads and the scale are scalar
 parameters.
 """
 from __future__ import annotations
