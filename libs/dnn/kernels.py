@@ -28,16 +28,16 @@ def selection_for(op: Op, target: Target):
 ONE_KERNEL = {
     "im2col": ("im2col", "the patches of im2col + GEMM (the GEMM is libs/blas's): a work-item per row and run of features, "
                          "looping over the taps", im2col_kernel),
-    "pool": ("pool", "a work-item per row of the pooled dimensions and run of consecutive features, looping "
-                     "over the window's taps in order", pool_kernel),
+    "pool": ("pool", "a work-item per output, a workgroup's lanes on consecutive features (or rows, where the last "
+                     "dimension is pooled), the window's taps in order as loops every lane takes alike", pool_kernel),
     "winograd_input": ("winograd_input", "Winograd's input transform B^T d B: a work-item per tile and input feature",
                        winograd.input_kernel),
     "winograd_filter": ("winograd_filter", "Winograd's filter transform G g G^T: a work-item per input and output "
                                            "feature", winograd.filter_kernel),
     "winograd_output": ("winograd_output", "Winograd's output transform A^T M A with the bias and activation: a "
                                            "work-item per tile and output feature", winograd.output_kernel),
-    "mha_fwd": ("flash_attention", "a work-item per query row streaming the keys once with an online softmax "
-                                   "(running maximum and sum, the output row in registers)", mha_kernel),
+    "mha_fwd": ("flash_attention", "a wave per 64 queries streaming tiles of 32 keys and values through LDS, "
+                                   "both products by MFMA, an online softmax (running maximum and sum)", mha_kernel),
 }
 
 

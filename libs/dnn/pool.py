@@ -5,14 +5,15 @@ consecutively through memory) or is (NCHW-like: the "features" are then one, pas
 
     y[o..., c] = reduce over taps t... of x[o*stride + t*dilation - pad_low..., c]   (padding: identity)
 
-Work-item (f, r) of a ROWS x CHUNKS workgroup computes VEC consecutive features from f*VEC of one row
-of y (the coordinates o... of the pooled dimensions), looping over the window's taps in row-major
-order as the reference does (f16/bf16 reduce in f32 and round once). The VEC features are unrolled
-in the loop body, so that each tap reads VEC consecutive elements (a vector load on the host, whose
-work-item loop cannot be vectorized around the taps' runtime loops). Where the last dimension is
-pooled (every dimension is a row's), the workgroup is 1 x ROWS * CHUNKS rows, consecutive along the
-last dimension. The rank, the last dimension's pooling and whether the features are a multiple of VEC
-(else VEC is 1) are code-level; every size, stride, padding and dilation is a scalar parameter.
+A workgroup of LANES work-items walks ROWS steps of a uniform loop; at each step every lane reduces one
+output over the window's taps, in row-major order as the reference does (f16/bf16 reduce in f32 and
+round once). Where the last dimension is not pooled, the lanes take LANES consecutive features of one
+row of y (the coordinates o... of the pooled dimensions), so every lane reads the same taps; where it
+is (every dimension is a row's), they take LANES consecutive rows. The tap loops are uniform (their
+bounds are the window's), so on the host the lanes are the innermost loop, which LLVM vectorizes: one
+vector load of consecutive features per tap, the row's coordinates and bounds checks invariant in it
+(on the GPU a wave reads 64 consecutive elements per tap). The rank and the last dimension's pooling
+are code-level; every size, stride, padding and dilation is a scalar parameter.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from .direct import unravel
 from .im2col import offset_of
 from .problem import product
 
-ROWS, CHUNKS, VEC = 8, 8, 8
+LANES, ROWS = 64, 8
 REDUCERS = ("max", "min", "sum")
 POOL_SCALARS = ("in_size", "out_size", "window", "stride", "pad", "dilation")
 
@@ -51,15 +52,10 @@ def last_pooled(attrs: dict) -> bool:
             attrs["window_dilation"][-1]) != (1, 1, (0, 0), 1)
 
 
-def vector_width(x: TensorType, attrs: dict) -> int:
-    return VEC if not last_pooled(attrs) and x.shape[-1] % VEC == 0 else 1
-
-
 def pool_kernel(op, name: str) -> K.Kernel:
     attrs, x_type, y_type = op.attrs, op.operands[0].type, op.result.type
     every = last_pooled(attrs)
-    pooled, vec, reducer = x_type.ndim - (not every), vector_width(x_type, attrs), attrs["reducer"]
-    chunks, rows_per_group = (1, ROWS * CHUNKS) if every else (CHUNKS, ROWS)
+    pooled, reducer = x_type.ndim - (not every), attrs["reducer"]
     dtype, wide = "i64", accumulator_dtype(x_type.dtype)
     c = K.ScalarParam("c", dtype)
     sizes = {key: [K.ScalarParam(f"{key}{d}", dtype) for d in range(pooled)] for key in POOL_SCALARS}
@@ -71,33 +67,36 @@ def pool_kernel(op, name: str) -> K.Kernel:
     rows = product(sizes["out_size"])
     x_buf = K.GlobalBuffer(x_buf.name, x_buf.dtype, product(sizes["in_size"]) * c, True)
     y_buf = K.GlobalBuffer(y_buf.name, y_buf.dtype, rows * c)
-    feature, row = K.Var("feature", dtype), K.Var("row", dtype)
-    accs = [K.Var(f"acc{v}", wide) for v in range(vec)]
-    body = [K.Let(feature, (K.workgroup_id(0).cast(dtype) * chunks + K.workitem_id(0).cast(dtype)) * vec),
-            K.Let(row, K.workgroup_id(1).cast(dtype) * rows_per_group + K.workitem_id(1).cast(dtype))]
+    lane, step = K.workitem_id(0).cast(dtype), K.Var("step", dtype)
+    # (feature, row) of the lane at the step: expressions, not variables, so that each work-item loop (the
+    # acc's initial value, each tap, the store) computes them itself and nothing but the acc crosses them.
+    if every:
+        feature, row = K.Const(0, dtype), (K.workgroup_id(1).cast(dtype) * ROWS + step) * LANES + lane
+    else:
+        feature, row = K.workgroup_id(0).cast(dtype) * LANES + lane, K.workgroup_id(1).cast(dtype) * ROWS + step
+    acc = K.Var("acc", wide)
     row_stmts, out_coords = unravel(row, sizes["out_size"], "o")
     taps = [K.Var(f"t{d}", dtype) for d in range(pooled)]
     positions = [o * sizes["stride"][d] + t * sizes["dilation"][d] - sizes["pad"][d]
                  for d, (o, t) in enumerate(zip(out_coords, taps))]
     inside = all_of([(p >= 0) & (p < sizes["in_size"][d]) for d, p in enumerate(positions)])
-    start = K.Var("start", dtype)
-    reduce = [K.If(inside, [K.Let(start, offset_of(positions, sizes["in_size"]) * c + feature),
-                            *(K.Assign(acc, combine(reducer, acc, x_buf[start + v].cast(wide)))
-                              for v, acc in enumerate(accs))])]
+    present = (feature < c) & (row < rows)
+    reduce = [*row_stmts,
+              K.If(present & inside, [K.Assign(acc, combine(reducer, acc, x_buf[offset_of(positions, sizes["in_size"]) * c
+                                                                              + feature].cast(wide)))])]
     for t, size in reversed(list(zip(taps, sizes["window"]))):
-        reduce = [K.For(t, 0, size, 1, reduce)]
+        reduce = [K.For(t, 0, size, 1, reduce, uniform=True)]
     # The scale multiplies the result rounded to y's dtype, as the graph's mul does (the product of two values of
     # y's dtype is exact in the wide dtype, so rounding it once more gives the graph's product).
     # Integer pools have no scale (the matcher scales float pools only).
     scaled = y_type.dtype in FLOATS
     scale = K.ScalarParam("scale", wide)
-    result = [(acc.cast(y_type.dtype).cast(wide) * scale).cast(y_type.dtype) if scaled else acc.cast(y_type.dtype)
-              for acc in accs]
-    stores = [K.Store(y_buf, row * c + feature + v, value) for v, value in enumerate(result)]
-    body += [K.If((feature < c) & (row < rows), [*row_stmts, *(K.Let(acc, identity_const(reducer, wide)) for acc in accs),
-                                                 *reduce, *stores])]
+    result = (acc.cast(y_type.dtype).cast(wide) * scale).cast(y_type.dtype) if scaled else acc.cast(y_type.dtype)
+    body = [K.For(step, 0, ROWS, 1, [K.Let(acc, identity_const(reducer, wide)), *reduce,
+                                     K.If(present, [K.Store(y_buf, row * c + feature, result)])], uniform=True)]
     scalars = [c] + [s for k in POOL_SCALARS for s in sizes[k]] + [scale] * scaled
     arguments += [("scale", attrs["scale"])] * scaled
-    return K.Kernel(name, params=(x_buf, y_buf, *scalars),
-                    grid=((c + (chunks * vec - 1)) / (chunks * vec), (rows + (rows_per_group - 1)) / rows_per_group),
-                    workgroup_size=(chunks, rows_per_group), body=body, arguments=tuple(arguments))
+    row_groups = ROWS * LANES if every else ROWS
+    grid = (1 if every else (c + (LANES - 1)) / LANES, (rows + (row_groups - 1)) / row_groups)
+    return K.Kernel(name, params=(x_buf, y_buf, *scalars), grid=grid, workgroup_size=(LANES,), body=body,
+                    arguments=tuple(arguments))

@@ -1,8 +1,9 @@
 """libs/dnn's mha_fwd routine: nn.dot_product_attention(implementation="cudnn") runs one fused kernel
-(`library_call dnn.mha_fwd`, an online softmax per query row) and agrees with the naive formula
-(the interpreter of nn.dot_product_attention's unfused form, and the routine's numpy reference) over
-random shapes (odd sizes, sequences crossing the 64-row workgroup, grouped-query heads), causal and
-padding masks, f32/f16/bf16.
+(`library_call dnn.mha_fwd`: tiles of 32 keys, both products by MFMA, an online softmax) and agrees with
+the naive formula (the interpreter of nn.dot_product_attention's unfused form, and the routine's numpy
+reference) over random shapes (odd sizes, sequences crossing the 64-query workgroup and the 32-key tile,
+head dimensions of one and two MFMA column blocks, grouped-query heads), causal and padding masks,
+f32/f16/bf16.
 
 Error model: the logits are f32 dot products of H terms (H * eps32 * |q||k|), the online softmax
 rescales each term by at most S exp factors (a few eps32 each), and the output rounds once to the
@@ -23,7 +24,7 @@ DTYPES = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
 def random_attention(rng):
     B, T, S = int(rng.integers(1, 3)), int(rng.choice([1, 5, 17, 70])), int(rng.choice([1, 6, 33, 65]))
     K = int(rng.choice([1, 2]))
-    N, H = K * int(rng.choice([1, 3])), int(rng.choice([1, 8, 16]))
+    N, H = K * int(rng.choice([1, 3])), int(rng.choice([1, 8, 16, 40, 64]))  # 40: two MFMA column blocks, padded
     return B, T, S, N, K, H
 
 

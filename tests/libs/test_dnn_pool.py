@@ -98,7 +98,7 @@ def test_average_pool_and_a_pool_of_the_last_dimension():
         compiled = cj.jit(avg_pool).lower(x).compile()
         text = compiled.as_text("optimized")
         assert f"scale = {scale}" in text and text.count("fusion(") == fusions, text
-        assert "pool (a work-item per row" in compiled.report()
+        assert "pool (a work-item per output" in compiled.report()
         np.testing.assert_array_equal(compiled(x), cj.jit(avg_pool, backend="interpret")(x))
 
     def nchw_pool(x):  # the last dimension pooled: dnn.pool's variant of one feature; a relu after it stays apart
