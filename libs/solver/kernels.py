@@ -517,24 +517,17 @@ def syev_kernel(op: Op, name: str) -> Kernel:
     a, w, v, h = params[:4]
     count = K.Var("count", INDEX)
     dtype = f.part
-    i, j, k, low, last = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last"))
-    norm, magnitude, beta, half, t, coupling, denominator, shift, x, z, c, sine, tau, dk, dl, ek = (
-        K.Var(v_, dtype) for v_ in ("norm", "magnitude", "beta", "half", "t", "coupling", "denominator", "shift",
-                                     "x", "z", "c", "sine", "tau", "dk", "dl", "ek"))
+    i, j, k = (K.Var(x, INDEX) for x in ("i", "j", "k"))
+    norm, magnitude, beta, half = (K.Var(v_, dtype) for v_ in ("norm", "magnitude", "beta", "half"))
     phase, dot, one, two = (f.var(v_) for v_ in ("phase", "dot", "one", "two"))
-    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
     zero = K.Const(0, dtype)
-    sign = lambda value: K.select(value >= 0, K.Const(1, dtype), K.Const(-1, dtype))
 
     def body(g):
         at = lambda r, col: g * size * size + r * size + col
         m = lambda r, col: f.read(h, at(r, col))
         put = lambda r, col, value: f.write(h, at(r, col), value)
 
-        def log(p, q, cosine, sine):
-            entry = (g * capacity + count) * 2
-            return [K.Store(params[4], entry, p.cast("i32")), K.Store(params[4], entry + 1, q.cast("i32")),
-                    K.Store(params[5], entry, cosine), K.Store(params[5], entry + 1, sine), K.Assign(count, count + 1)]
+        log = rotation_logger(params[4], params[5], g * capacity, count) if logged else None
         qt = lambda r, col: f.read(v, at(r, col))
         qput = lambda r, col, value: f.write(v, at(r, col), value)
         d = lambda r: f.real(m(r, r))
@@ -578,49 +571,14 @@ def syev_kernel(op: Op, name: str) -> Kernel:
                 *f.assign(phase, f.select(magnitude.ne(0), phase * m(k + 1, k) / magnitude, phase)),
                 *(qput(k + 1, k, phase) if logged else [loop("j", 0, size, qput(k + 1, j, qt(k + 1, j) * f.conj(phase)))]),
                 *set_real(k + 1, k, magnitude)])]
-        rotation = [
-            # givens(x, z): c x - s z = r, s x + c z = 0.
-            K.Assign(tau, K.select(K.abs(z) > K.abs(x), -x / z, -z / x)),
-            K.Assign(t, 1 / K.sqrt(1 + tau * tau)),
-            K.Assign(c, K.select(z.eq(0), K.Const(1, dtype), K.select(K.abs(z) > K.abs(x), t * tau, t))),
-            K.Assign(sine, K.select(z.eq(0), zero, K.select(K.abs(z) > K.abs(x), t, t * tau)))]
-        qr_step = [
-            K.Assign(t, (d(last - 1) - d(last)) / 2), K.Assign(coupling, e(last - 1)),
-            K.Assign(denominator, t + sign(t) * K.sqrt(t * t + coupling * coupling)),
-            K.Assign(shift, d(last) - K.select(denominator.ne(0), coupling * coupling / denominator, zero)),
-            K.Assign(x, d(low) - shift), K.Assign(z, e(low)),
-            loop("k", low, last, [
-                *rotation,
-                K.If(k > low, set_real(k, k - 1, c * e(k - 1) - sine * z)),
-                K.Assign(dk, d(k)), K.Assign(dl, d(k + 1)), K.Assign(ek, e(k)),
-                *set_real(k, k, c * c * dk - 2 * c * sine * ek + sine * sine * dl),
-                *set_real(k + 1, k + 1, sine * sine * dk + 2 * c * sine * ek + c * c * dl),
-                *set_real(k + 1, k, c * sine * (dk - dl) + (c * c - sine * sine) * ek),
-                K.If(k < last - 1, [K.Assign(x, e(k)), K.Assign(z, -sine * e(k + 1)),
-                                    *set_real(k + 2, k + 1, c * e(k + 1))]),
-                *(log(k, k + 1, c, -sine) if logged else [loop("j", 0, size, [
-                    *f.assign(one, qt(k, j)), *f.assign(two, qt(k + 1, j)),
-                    *qput(k, j, one * c - two * sine), *qput(k + 1, j, one * sine + two * c)])])])]
-        step = [
-            K.Assign(low, K.Const(0, INDEX)),
-            loop("k", 1, last + 1, [
-                K.If(K.abs(e(k - 1)) <= epsilon * (K.abs(d(k - 1)) + K.abs(d(k))), [*set_real(k, k - 1, zero),
-                                                                                  K.Assign(low, k)])]),
-            K.If(low.eq(last), [K.Assign(last, last - 1)], qr_step)]
+        rotated = (lambda k, c, s: log(k, k + 1, c, s)) if logged else lambda k, c, s: [loop("j", 0, size, [
+            *f.assign(one, qt(k, j)), *f.assign(two, qt(k + 1, j)),
+            *qput(k, j, one * c + two * s), *qput(k + 1, j, two * c - one * s)])]
         vectors = (lambda r, col: qt(col, r), lambda r, col, value: qput(col, r, value))
         lower = lambda r, col: f.read(a, at(r, col))
-        best, swap = K.Var("best", INDEX), K.Var("swap", dtype)
-        logged_sort = [loop("i", 0, size, [   # sorted_by's selection sort, the swaps logged
-            K.Let(best, i),
-            loop("j", i + 1, size, [K.If(w[g * size + j] < w[g * size + best], [K.Assign(best, j)])]),
-            K.If(best.ne(i), [K.Let(swap, w[g * size + i]), K.Store(w, g * size + i, w[g * size + best]),
-                              K.Store(w, g * size + best, swap), *log(i, best, zero, K.Const(1, dtype))])])
-        ] if logged else []
         return [
-            *[K.Let(var, zero) for var in (norm, magnitude, beta, half, t, coupling, denominator, shift, x, z, c, sine,
-                                           tau, dk, dl, ek)],
+            *[K.Let(var, zero) for var in (norm, magnitude, beta, half)],
             *[statement for var in (phase, dot, one, two) for statement in f.let(var, f.const(0))],
-            K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1),
             # The Hermitian matrix of A's lower triangle (its diagonal's real part); (Q S)^H = I (logged: 0).
             loop("i", 0, size, [loop("j", 0, size, [
                 *put(i, j, f.select(i > j, lower(i, j), f.select(i.eq(j), f.from_real(f.real(lower(i, i))),
@@ -629,18 +587,88 @@ def syev_kernel(op: Op, name: str) -> Kernel:
             *([K.Let(count, K.Const(0, INDEX))] if logged else []),
             reduction,
             *real_subdiagonal,
-            loop("step", 0, MAX_QR_STEPS * size, [
-                K.If((last > 0) & (count + 2 * size <= capacity) if logged else last > 0, step)]),
+            *tridiagonal_qr(dtype, size, d, lambda r, value: set_real(r, r, value), e,
+                            lambda r, value: set_real(r + 1, r, value), rotated,
+                            count + 2 * size <= capacity if logged else None),
             loop("i", 0, size, [K.Store(w, g * size + i, d(i))]),
-            # Not converged: NaNs for the eigenvalues not found.
-            K.If(last > 0, [loop("i", 0, last + 1, [K.Store(w, g * size + i, K.Const(float("nan"), dtype))])]),
-            *(logged_sort if logged else sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False)),
+            *(sorted_logged(w, g * size, size, log) if logged
+              else sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False)),
             # V = ((Q S)^H)^H in place.
             *([] if logged else [loop("i", 0, size, [loop("j", i, size, [
                 *f.assign(one, qt(i, j)), *qput(i, j, f.conj(qt(j, i))), *qput(j, i, f.conj(one))])])]),
             *([K.Store(params[6], g, count.cast("i32"))] if logged else [])]
 
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
+
+
+def rotation_logger(pairs, cs, first, count):
+    """log(p, q, c, s): statements writing a rotation at entry `count` of the log whose entries start
+    at `first` (pairs and cs buffers, two elements an entry), then counting it."""
+    def log(p, q, cosine, sine):
+        entry = (first + count) * 2
+        return [K.Store(pairs, entry, p.cast("i32")), K.Store(pairs, entry + 1, q.cast("i32")),
+                K.Store(cs, entry, cosine), K.Store(cs, entry + 1, sine), K.Assign(count, count + 1)]
+    return log
+
+
+def tridiagonal_qr(dtype: str, size, d, set_d, e, set_e, rotated, room=None) -> list:
+    """routines.py's tridiagonal_qr without its sort, on a real tridiagonal: d(r) and e(r) read its
+    diagonal and subdiagonal (e(r) couples r and r + 1), set_d(r, value) and set_e(r, value) return
+    statements writing them; rotated(k, c, s) returns the statements applying (or logging, as lasr
+    takes it: c and -s) the QR step's rotation of rows k and k + 1; room, a condition checked before
+    each step (a log's capacity). The eigenvalues not found are set to NaN."""
+    k, low, last = (K.Var(x, INDEX) for x in ("k", "low", "last"))
+    t, coupling, denominator, shift, x, z, c, sine, tau, dk, dl, ek = (
+        K.Var(v_, dtype) for v_ in ("t", "coupling", "denominator", "shift", "x", "z", "c", "sine", "tau", "dk",
+                                    "dl", "ek"))
+    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
+    zero = K.Const(0, dtype)
+    sign = lambda value: K.select(value >= 0, K.Const(1, dtype), K.Const(-1, dtype))
+    rotation = [
+        # givens(x, z): c x - s z = r, s x + c z = 0.
+        K.Assign(tau, K.select(K.abs(z) > K.abs(x), -x / z, -z / x)),
+        K.Assign(t, 1 / K.sqrt(1 + tau * tau)),
+        K.Assign(c, K.select(z.eq(0), K.Const(1, dtype), K.select(K.abs(z) > K.abs(x), t * tau, t))),
+        K.Assign(sine, K.select(z.eq(0), zero, K.select(K.abs(z) > K.abs(x), t, t * tau)))]
+    qr_step = [
+        K.Assign(t, (d(last - 1) - d(last)) / 2), K.Assign(coupling, e(last - 1)),
+        K.Assign(denominator, t + sign(t) * K.sqrt(t * t + coupling * coupling)),
+        K.Assign(shift, d(last) - K.select(denominator.ne(0), coupling * coupling / denominator, zero)),
+        K.Assign(x, d(low) - shift), K.Assign(z, e(low)),
+        loop("k", low, last, [
+            *rotation,
+            K.If(k > low, set_e(k - 1, c * e(k - 1) - sine * z)),
+            K.Assign(dk, d(k)), K.Assign(dl, d(k + 1)), K.Assign(ek, e(k)),
+            *set_d(k, c * c * dk - 2 * c * sine * ek + sine * sine * dl),
+            *set_d(k + 1, sine * sine * dk + 2 * c * sine * ek + c * c * dl),
+            *set_e(k, c * sine * (dk - dl) + (c * c - sine * sine) * ek),
+            K.If(k < last - 1, [K.Assign(x, e(k)), K.Assign(z, -sine * e(k + 1)), *set_e(k + 1, c * e(k + 1))]),
+            *rotated(k, c, -sine)])]
+    step = [
+        K.Assign(low, K.Const(0, INDEX)),
+        loop("k", 1, last + 1, [
+            K.If(K.abs(e(k - 1)) <= epsilon * (K.abs(d(k - 1)) + K.abs(d(k))), [*set_e(k - 1, zero),
+                                                                              K.Assign(low, k)])]),
+        K.If(low.eq(last), [K.Assign(last, last - 1)], qr_step)]
+    return [
+        *[K.Let(var, zero) for var in (t, coupling, denominator, shift, x, z, c, sine, tau, dk, dl, ek)],
+        K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1),
+        loop("step", 0, MAX_QR_STEPS * size, [K.If(last > 0 if room is None else (last > 0) & room, step)]),
+        # Not converged: NaNs for the eigenvalues not found.
+        K.If(last > 0, [loop("i", 0, last + 1, set_d(K.Var("i", INDEX), K.Const(float("nan"), dtype)))])]
+
+
+def sorted_logged(w, first, size, log) -> list:
+    """w[first:first + size] sorted ascending by selection sort (sorted_by's), the swaps logged as
+    rotations (i, best, 0, 1)."""
+    i, j, best = (K.Var(x, INDEX) for x in ("i", "j", "best"))
+    swap = K.Var("swap", w.dtype)
+    return [loop("i", 0, size, [
+        K.Let(best, i),
+        loop("j", i + 1, size, [K.If(w[first + j] < w[first + best], [K.Assign(best, j)])]),
+        K.If(best.ne(i), [K.Let(swap, w[first + i]), K.Store(w, first + i, w[first + best]),
+                          K.Store(w, first + best, swap),
+                          *log(i, best, K.Const(0, w.dtype), K.Const(1, w.dtype))])])]
 
 
 def gesvdj_kernel(op: Op, name: str) -> Kernel:

@@ -364,14 +364,11 @@ def syev_reference(a, logged=False):
     selection sort with its swaps logged, and in place of V the reflectors and phases: H_k = I - tau_k
     v_k v_k^H (v_k = u_k / u_k0: 1 at row k + 1, the rest below it in column k; tau_k = beta |u_k0|^2 in
     row 0, column k) and s_k+1 at (k + 1, k), so that Q = H_0 ... H_{n-3}."""
-    lower = np.tril(a, -1)
-    h = lower + np.conj(np.swapaxes(lower, 1, 2)) + np.real(np.diagonal(a, axis1=1, axis2=2))[:, :, None] * np.eye(
-        a.shape[-1], dtype=a.dtype)
+    h = hermitian_of_lower(a)
     batch, n, _ = h.shape
     qt = np.tile(np.eye(n, dtype=h.dtype), (batch, 1, 1))
     part = np.finfo(h.dtype).dtype
     d, e = np.zeros((batch, n), part), np.zeros((batch, n), part)
-    epsilon = np.finfo(part).eps
     capacity = rotation_capacity(n)
     pairs, cs, counts = np.zeros((batch, capacity, 2), np.int32), np.zeros((batch, capacity, 2), part), np.zeros(
         batch, np.int32)
@@ -380,53 +377,88 @@ def syev_reference(a, logged=False):
         for b in range(batch):
             log = RotationLog(pairs[b], cs[b]) if logged else None
             m = h[b]
-            for k in range(n - 2):
-                u, beta = complex_reflector(m[k + 1:, k].copy())
+            for k, u, beta in householder_tridiagonal(m):
                 if logged and beta != 0:
                     packed[b, 0, k], packed[b, k + 2:, k] = beta * abs(u[0]) ** 2, u[1:] / u[0]
-                p = beta * (m[k + 1:, k + 1:] @ u)
-                q = p - (beta / 2 * np.real(np.vdot(u, p))) * u
-                m[k + 1:, k + 1:] -= np.outer(u, np.conj(q)) + np.outer(q, np.conj(u))
-                m[k + 1:, k] -= beta * np.vdot(u, m[k + 1:, k]) * u
                 qt[b, k + 1:, :] -= beta * np.outer(u, np.conj(u) @ qt[b, k + 1:, :])
             d[b] = np.real(np.diagonal(m))
-            phase = 1
-            for k in range(n - 1):
-                coupling = m[k + 1, k]
-                phase = phase * (coupling / abs(coupling) if coupling != 0 else 1)
+            for k, phase in real_subdiagonal(m, e[b]):
                 qt[b, k + 1] *= np.conj(phase)
                 packed[b, k + 1, k] = phase
-                e[b, k] = abs(coupling)
-            last = n - 1
-            for _ in range(MAX_QR_STEPS * n):
-                if last <= 0 or (logged and log.count + 2 * n > capacity):
-                    break
-                low = 0
-                for k in range(1, last + 1):
-                    if abs(e[b, k - 1]) <= epsilon * (abs(d[b, k - 1]) + abs(d[b, k])):
-                        e[b, k - 1] = 0
-                        low = k
-                if low == last:
-                    last -= 1
-                else:
-                    tridiagonal_qr_step(d[b], e[b], qt[b], low, last, log)
-            if last > 0:
-                d[b, :last + 1] = np.nan
+            tridiagonal_qr(d[b], e[b], qt[b], log, capacity)
             if logged:
-                for i in range(n):
-                    best = i
-                    for j in range(i + 1, n):
-                        if d[b, j] < d[b, best]:
-                            best = j
-                    if best != i:
-                        d[b, i], d[b, best] = d[b, best], d[b, i]
-                        log.add(i, best, 0, 1)
                 counts[b] = log.count
     if logged:
         return d, packed, h, pairs, cs, counts
     order = np.argsort(d, axis=1, kind="stable")
     vectors = np.conj(np.swapaxes(np.take_along_axis(qt, order[:, :, None], axis=1), 1, 2))
     return np.take_along_axis(d, order, axis=1), vectors, h
+
+
+def hermitian_of_lower(a):
+    """The Hermitian matrices of a stack's lower triangles (the diagonal's real part)."""
+    lower = np.tril(a, -1)
+    return lower + np.conj(np.swapaxes(lower, 1, 2)) + np.real(np.diagonal(a, axis1=1, axis2=2))[:, :, None] * np.eye(
+        a.shape[-1], dtype=a.dtype)
+
+
+def householder_tridiagonal(m):
+    """sytd2's steps on one Hermitian matrix m, in place: for k < n - 2, the reflector I - beta u u^H of
+    m's column k below the diagonal (complex_reflector), applied from both sides to m[k + 1:, k + 1:]
+    (p = beta A22 u, q = p - (beta / 2) (u^H p) u, A22 -= u q^H + q u^H) and to the column; yields
+    (k, u, beta) after each step."""
+    n = m.shape[0]
+    for k in range(n - 2):
+        u, beta = complex_reflector(m[k + 1:, k].copy())
+        p = beta * (m[k + 1:, k + 1:] @ u)
+        q = p - (beta / 2 * np.real(np.vdot(u, p))) * u
+        m[k + 1:, k + 1:] -= np.outer(u, np.conj(q)) + np.outer(q, np.conj(u))
+        m[k + 1:, k] -= beta * np.vdot(u, m[k + 1:, k]) * u
+        yield k, u, beta
+
+
+def real_subdiagonal(m, e):
+    """T = S T_r S^H for the tridiagonal m: e[k] = |m[k + 1, k]| (e[n - 1] not written), S = diag(s_0 ..),
+    s_0 = 1, s_k+1 = s_k m[k + 1, k] / |m[k + 1, k]| (s_k where that is 0); yields (k, s_k+1)."""
+    phase = 1
+    for k in range(m.shape[0] - 1):
+        coupling = m[k + 1, k]
+        phase = phase * (coupling / abs(coupling) if coupling != 0 else 1)
+        e[k] = abs(coupling)
+        yield k, phase
+
+
+def tridiagonal_qr(d, e, qt, log, capacity):
+    """Implicit symmetric QR steps with Wilkinson's shift on the real tridiagonal (d, e) in place, until
+    every e[k] is deflated (|e_k| <= eps (|d_k| + |d_k+1|)), MAX_QR_STEPS n steps (d NaN where not
+    converged) or, with a log, while a step and a chase still fit its capacity; the rotations turn qt's
+    rows (log None) or are logged, then d sorted ascending by selection sort, its swaps logged."""
+    n = d.shape[0]
+    epsilon = np.finfo(d.dtype).eps
+    last = n - 1
+    for _ in range(MAX_QR_STEPS * n):
+        if last <= 0 or (log is not None and log.count + 2 * n > capacity):
+            break
+        low = 0
+        for k in range(1, last + 1):
+            if abs(e[k - 1]) <= epsilon * (abs(d[k - 1]) + abs(d[k])):
+                e[k - 1] = 0
+                low = k
+        if low == last:
+            last -= 1
+        else:
+            tridiagonal_qr_step(d, e, qt, low, last, log)
+    if last > 0:
+        d[:last + 1] = np.nan
+    if log is not None:
+        for i in range(n):
+            best = i
+            for j in range(i + 1, n):
+                if d[j] < d[best]:
+                    best = j
+            if best != i:
+                d[i], d[best] = d[best], d[i]
+                log.add(i, best, 0, 1)
 
 
 def tridiagonal_qr_step(d, e, qt, low, last, log=None):
