@@ -27,7 +27,7 @@ from ...ir.targets import Target
 from ...ir.types import NUMPY_DTYPES
 from ...lowering.emitters import operand_buffers
 from .entries import Complex, Field
-from .routines import MAX_BALANCING_SWEEPS, MAX_QR_STEPS, MAX_SWEEPS, rotation_capacity
+from .routines import MAX_BALANCING_SWEEPS, MAX_QR_STEPS, MAX_SWEEPS
 
 SOLUTION = "workitem_per_matrix"
 WORKGROUP_ITEMS = 64
@@ -504,18 +504,11 @@ def syev_kernel(op: Op, name: str) -> Kernel:
     then the tridiagonal form (d on its diagonal, e below it); while a reflector is applied, its vector
     u sits in column k below the diagonal and its p and q vectors in row k right of it (the upper
     triangle, not read again); V holds (Q S)^H (its columns as rows, contiguous for the rotations),
-    and for a real matrix w holds u^T Q^T's row until the end (a complex one's is summed per column).
-    logged: Q is not accumulated but its reflectors kept in V (routines.py's syev), and the rotations
-    and the sort's swaps go to the log."""
+    and for a real matrix w holds u^T Q^T's row until the end (a complex one's is summed per column)."""
     batch, n, _ = op.operands[0].type.shape
     f = Field(op.operands[0].type.dtype)
-    logged = op.attrs["logged"]
     b, size = sizes("batch", "n")
-    capacity = rotation_capacity(size)
-    params = resized(op, [b * size * size, b * size, b * size * size, b * size * size]
-                     + ([b * capacity * 2, b * capacity * 2, b] if logged else []))
-    a, w, v, h = params[:4]
-    count = K.Var("count", INDEX)
+    a, w, v, h = params = resized(op, [b * size * size, b * size, b * size * size, b * size * size])
     dtype = f.part
     i, j, k = (K.Var(x, INDEX) for x in ("i", "j", "k"))
     norm, magnitude, beta, half = (K.Var(v_, dtype) for v_ in ("norm", "magnitude", "beta", "half"))
@@ -527,17 +520,12 @@ def syev_kernel(op: Op, name: str) -> Kernel:
         m = lambda r, col: f.read(h, at(r, col))
         put = lambda r, col, value: f.write(h, at(r, col), value)
 
-        log = rotation_logger(params[4], params[5], g * capacity, count) if logged else None
         qt = lambda r, col: f.read(v, at(r, col))
         qput = lambda r, col, value: f.write(v, at(r, col), value)
         d = lambda r: f.real(m(r, r))
         e = lambda r: f.real(m(r + 1, r))
         set_real = lambda r, col, value: put(r, col, f.from_real(value))
-        if logged:   # H_k = I - tau v v^H, v = u / u0: v below V's row k + 1 in column k, tau in row 0
-            update_vectors = [
-                *qput(K.Const(0, INDEX), k, f.from_real(beta * f.squared_magnitude(m(k + 1, k)))),
-                loop("i", k + 2, size, qput(i, k, m(i, k) / m(k + 1, k)))]
-        elif f.complex:   # u^H Q^H, column by column
+        if f.complex:   # u^H Q^H, column by column
             update_vectors = [loop("j", 0, size, [
                 *f.assign(dot, f.const(0)),
                 loop("i", k + 1, size, f.assign(dot, dot + f.conj(m(i, k)) * qt(i, j))),
@@ -569,9 +557,9 @@ def syev_kernel(op: Op, name: str) -> Kernel:
             loop("k", 0, size - 1, [
                 K.Assign(magnitude, K.sqrt(f.squared_magnitude(m(k + 1, k)))),
                 *f.assign(phase, f.select(magnitude.ne(0), phase * m(k + 1, k) / magnitude, phase)),
-                *(qput(k + 1, k, phase) if logged else [loop("j", 0, size, qput(k + 1, j, qt(k + 1, j) * f.conj(phase)))]),
+                loop("j", 0, size, qput(k + 1, j, qt(k + 1, j) * f.conj(phase))),
                 *set_real(k + 1, k, magnitude)])]
-        rotated = (lambda k, c, s: log(k, k + 1, c, s)) if logged else lambda k, c, s: [loop("j", 0, size, [
+        rotated = lambda k, c, s: [loop("j", 0, size, [
             *f.assign(one, qt(k, j)), *f.assign(two, qt(k + 1, j)),
             *qput(k, j, one * c + two * s), *qput(k + 1, j, two * c - one * s)])]
         vectors = (lambda r, col: qt(col, r), lambda r, col, value: qput(col, r, value))
@@ -579,36 +567,22 @@ def syev_kernel(op: Op, name: str) -> Kernel:
         return [
             *[K.Let(var, zero) for var in (norm, magnitude, beta, half)],
             *[statement for var in (phase, dot, one, two) for statement in f.let(var, f.const(0))],
-            # The Hermitian matrix of A's lower triangle (its diagonal's real part); (Q S)^H = I (logged: 0).
+            # The Hermitian matrix of A's lower triangle (its diagonal's real part); (Q S)^H = I.
             loop("i", 0, size, [loop("j", 0, size, [
                 *put(i, j, f.select(i > j, lower(i, j), f.select(i.eq(j), f.from_real(f.real(lower(i, i))),
                                                                    f.conj(lower(K.maximum(i, j), K.minimum(i, j)))))),
-                *qput(i, j, f.from_real(zero if logged else K.select(i.eq(j), 1, 0).cast(dtype)))])]),
-            *([K.Let(count, K.Const(0, INDEX))] if logged else []),
+                *qput(i, j, f.from_real(K.select(i.eq(j), 1, 0).cast(dtype)))])]),
             reduction,
             *real_subdiagonal,
             *tridiagonal_qr(dtype, size, d, lambda r, value: set_real(r, r, value), e,
-                            lambda r, value: set_real(r + 1, r, value), rotated,
-                            count + 2 * size <= capacity if logged else None),
+                            lambda r, value: set_real(r + 1, r, value), rotated),
             loop("i", 0, size, [K.Store(w, g * size + i, d(i))]),
-            *(sorted_logged(w, g * size, size, log) if logged
-              else sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False)),
+            *sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False),
             # V = ((Q S)^H)^H in place.
-            *([] if logged else [loop("i", 0, size, [loop("j", i, size, [
-                *f.assign(one, qt(i, j)), *qput(i, j, f.conj(qt(j, i))), *qput(j, i, f.conj(one))])])]),
-            *([K.Store(params[6], g, count.cast("i32"))] if logged else [])]
+            loop("i", 0, size, [loop("j", i, size, [
+                *f.assign(one, qt(i, j)), *qput(i, j, f.conj(qt(j, i))), *qput(j, i, f.conj(one))])])]
 
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
-
-
-def rotation_logger(pairs, cs, first, count):
-    """log(p, q, c, s): statements writing a rotation at entry `count` of the log whose entries start
-    at `first` (pairs and cs buffers, two elements an entry), then counting it."""
-    def log(p, q, cosine, sine):
-        entry = (first + count) * 2
-        return [K.Store(pairs, entry, p.cast("i32")), K.Store(pairs, entry + 1, q.cast("i32")),
-                K.Store(cs, entry, cosine), K.Store(cs, entry + 1, sine), K.Assign(count, count + 1)]
-    return log
 
 
 def tridiagonal_qr(dtype: str, size, d, set_d, e, set_e, rotated, room=None) -> list:
@@ -656,19 +630,6 @@ def tridiagonal_qr(dtype: str, size, d, set_d, e, set_e, rotated, room=None) -> 
         loop("step", 0, MAX_QR_STEPS * size, [K.If(last > 0 if room is None else (last > 0) & room, step)]),
         # Not converged: NaNs for the eigenvalues not found.
         K.If(last > 0, [loop("i", 0, last + 1, set_d(K.Var("i", INDEX), K.Const(float("nan"), dtype)))])]
-
-
-def sorted_logged(w, first, size, log) -> list:
-    """w[first:first + size] sorted ascending by selection sort (sorted_by's), the swaps logged as
-    rotations (i, best, 0, 1)."""
-    i, j, best = (K.Var(x, INDEX) for x in ("i", "j", "best"))
-    swap = K.Var("swap", w.dtype)
-    return [loop("i", 0, size, [
-        K.Let(best, i),
-        loop("j", i + 1, size, [K.If(w[first + j] < w[first + best], [K.Assign(best, j)])]),
-        K.If(best.ne(i), [K.Let(swap, w[first + i]), K.Store(w, first + i, w[first + best]),
-                          K.Store(w, first + best, swap),
-                          *log(i, best, K.Const(0, w.dtype), K.Const(1, w.dtype))])])]
 
 
 def gesvdj_kernel(op: Op, name: str) -> Kernel:
