@@ -23,7 +23,8 @@ products are large GEMMs:
 svd of a real matrix is gesvd: gebrd's bidiagonalization (unblocked), bdsqr's QR iteration logging
 its rotations, Q and P formed by orgqr (compact WY above SMALL: GEMMs) and turned by the logs in
 lasr, one work-item per row (from GESVD_FROM columns, takes_gesvd; gesvdj's one-sided Jacobi below, and for
-complex matrices). syev, gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
+complex matrices). eigh of a large matrix runs syev's steps (sytrd, steqr, orgqr, lasr: large_symmetric_eigenproblem);
+smaller ones syev, and gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
 eigenvalue). Every routine but gesvd's takes complex matrices: the recursions' transposes are conjugate
 transposes (adjoint).
 """
