@@ -12,66 +12,86 @@ from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.types import NUMPY_DTYPES
-from .kernels import INDEX, WORKGROUP_ITEMS, copied, loop, per_item, resized, sizes
+from .kernels import INDEX, WORKGROUP_ITEMS, across, loop, per_item, resized, sizes, summed
 from .routines import MAX_QR_STEPS, rotation_capacity
 
 
 def gebrd_kernel(op: Op, name: str) -> Kernel:
-    """bidiagonal.py's gebrd_reference: step k reflects column k below the diagonal (larfg, H_k applied
-    to the columns right of k, its row sums u^T A gathered in taup's entries right of k, not yet
-    written), then row k right of the superdiagonal (G_k applied to the rows below k)."""
+    """bidiagonal.py's gebrd_reference, a workgroup of WORKGROUP_ITEMS work-items per matrix (as sytrd's,
+    tridiagonal_kernels.py): step k reflects column k below the diagonal (larfg), applies H_k to the
+    columns right of k (w^T = u^T A, the work-items on consecutive columns, kept scaled by tau in
+    taup's entries right of k, not yet written; then A -= u w^T row by row), then reflects row k right
+    of the superdiagonal and applies G_k to the rows below k (each row's w = A v summed over the
+    work-items, then the row -= w v^T)."""
     batch, m, n = op.operands[0].type.shape
     dtype = op.operands[0].type.dtype
     b, rows, columns = sizes("batch", "m", "n")
     a, br, tauq, taup = params = resized(op, [b * rows * columns, b * rows * columns, b * columns, b * columns])
-    i, j, k = (K.Var(x, INDEX) for x in "ijk")
-    alpha, norm2, beta, tau, scale, w = (K.Var(x, dtype) for x in ("alpha", "norm2", "beta", "tau", "scale", "w"))
+    i, k, block = (K.Var(x, INDEX) for x in ("i", "k", "block"))
+    alpha, beta, tau, scale, w, ui, acc, partial, updated = (
+        K.Var(x, dtype) for x in ("alpha", "beta", "tau", "scale", "w", "ui", "acc", "partial", "updated"))
     zero = K.Const(0, dtype)
+    g, lane = K.workgroup_id(0).cast(INDEX), K.workitem_id(0).cast(INDEX)
+    first_lane = lane.eq(0)
+    at = lambda r, c: (g * rows + r) * columns + c
+    entry = lambda r, c: br[at(r, c)]
+    scratch = lambda c: g * columns + c
 
-    def body(g):
-        at = lambda r, c: g * rows * columns + r * columns + c
-        entry = lambda r, c: br[at(r, c)]
-        scratch = lambda c: g * columns + c
-
-        def larfg(first, rest_first, rest_stop, read, write):
-            """alpha = read(first); reflects it with read(rest) for rest in rest_first..rest_stop, as
-            routines.householder: tau, beta on the first entry, the vector (without its 1) in the rest."""
-            r = K.Var("r", INDEX)
-            return [
-                K.Assign(alpha, read(first)), K.Assign(norm2, zero), K.Assign(tau, zero),
-                loop("r", rest_first, rest_stop, [K.Assign(norm2, norm2 + read(r) * read(r))]),
-                K.If(norm2.ne(0), [
-                    K.Assign(beta, K.sqrt(alpha * alpha + norm2)),
-                    K.If(alpha >= 0, [K.Assign(beta, -beta)]),
-                    K.Assign(tau, (beta - alpha) / beta), K.Assign(scale, 1 / (alpha - beta)),
-                    loop("r", rest_first, rest_stop, [write(r, read(r) * scale)]),
-                    write(first, beta)])]
-
-        column = larfg(k, k + 1, rows, lambda r: entry(r, k), lambda r, value: K.Store(br, at(r, k), value))
-        row = larfg(k + 1, k + 2, columns, lambda c: entry(k, c), lambda c, value: K.Store(br, at(k, c), value))
-        # H_k A[k:, k+1:]: w^T = u^T A row by row into taup's entries right of k, then A -= tau u w^T.
-        left = [
-            loop("j", k + 1, columns, [K.Store(taup, scratch(j), entry(k, j))]),
-            loop("i", k + 1, rows, [loop("j", k + 1, columns, [
-                K.Store(taup, scratch(j), taup[scratch(j)] + entry(i, k) * entry(i, j))])]),
-            loop("j", k + 1, columns, [K.Store(br, at(k, j), entry(k, j) - tau * taup[scratch(j)])]),
-            loop("i", k + 1, rows, [loop("j", k + 1, columns, [
-                K.Store(br, at(i, j), entry(i, j) - tau * entry(i, k) * taup[scratch(j)])])])]
-        # A[k+1:, k+1:] G_k: each row's w = A v, then the row -= tau w v^T.
-        right = [loop("i", k + 1, rows, [
-            K.Assign(w, entry(i, k + 1)),
-            loop("j", k + 2, columns, [K.Assign(w, w + entry(i, j) * entry(k, j))]),
-            K.Assign(w, w * tau),
-            K.Store(br, at(i, k + 1), entry(i, k + 1) - w),
-            loop("j", k + 2, columns, [K.Store(br, at(i, j), entry(i, j) - w * entry(k, j))])])]
+    def larfg(name, first, rest_first, rest_stop, place) -> list:
+        """alpha = the entry at place(first); reflects it with the entries at place(rest), rest in
+        rest_first..rest_stop, as routines.householder: tau, beta at the first, the vector (without
+        its 1) in the rest."""
+        norm2 = K.Var(f"{name}_norm2", dtype)   # each wave reduction defines its own
         return [
-            *[K.Let(x, zero) for x in (alpha, norm2, beta, tau, scale, w)],
-            copied(a, br, g * rows * columns, rows * columns),
-            loop("k", 0, columns, [
-                *column, K.Store(tauq, g * columns + k, tau), *left, K.Store(taup, g * columns + k, zero),
-                K.If(k < columns - 1, [*row, K.Store(taup, g * columns + k, tau), *right])])]
+            K.Assign(alpha, br[place(first)]),
+            *summed(norm2, partial, f"{name}_norm", rest_first, rest_stop, lambda r: br[place(r)] * br[place(r)]),
+            # No reflection where the rest is zero: tau = 0, scale = 1, beta = alpha.
+            K.Assign(beta, K.sqrt(alpha * alpha + norm2)),
+            K.Assign(beta, K.select(norm2.eq(0), alpha, K.select(alpha >= 0, -beta, beta))),
+            K.Assign(tau, K.select(norm2.eq(0), zero, (beta - alpha) / beta)),
+            K.Assign(scale, K.select(norm2.eq(0), K.Const(1, dtype), 1 / (alpha - beta))),
+            across(f"{name}_scaled", rest_first, rest_stop, lambda r: [K.Store(br, place(r), br[place(r)] * scale)]),
+            K.If(first_lane, [K.Store(br, place(first), beta)]),
+            K.Barrier()]
 
-    return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
+    # H_k A[k:, k+1:]: tau w^T = tau u^T A (u_k = 1) into taup's entries right of k, row k updated at once.
+    left = [
+        K.For(block, k + 1, columns, WORKGROUP_ITEMS, [
+            K.If(block + lane < columns, [K.Assign(acc, entry(k, block + lane))]),
+            K.For(i, k + 1, rows, 1, [
+                K.Assign(ui, entry(i, k)),
+                K.If(block + lane < columns, [K.Assign(acc, acc + ui * entry(i, block + lane))])], uniform=True),
+            K.If(block + lane < columns, [
+                K.Store(taup, scratch(block + lane), tau * acc),
+                K.Store(br, at(k, block + lane), entry(k, block + lane) - tau * acc)])], uniform=True),
+        K.Barrier()]
+    # Then each further row in one pass: row -= u_i (tau w^T) (H_k), its w_i = row . v (v_k+1 = 1) summed over
+    # the work-items, row -= tau_p w_i v^T (G_k; tau_p = 0 at the last column).
+    v = lambda j: K.select(j.eq(k + 1), K.Const(1, dtype), entry(k, j))
+    rows_updated = [
+        K.For(i, k + 1, rows, 1, [
+            K.Assign(ui, entry(i, k)), K.Assign(partial, zero),
+            across("left", k + 1, columns, lambda j: [
+                K.Assign(updated, entry(i, j) - ui * taup[scratch(j)]), K.Store(br, at(i, j), updated),
+                K.Assign(partial, partial + updated * v(j))]),
+            K.WaveReduce(w, "sum", partial),
+            across("right", k + 1, columns, lambda j: [K.Store(br, at(i, j), entry(i, j) - w * tau * v(j))])],
+              uniform=True),
+        K.Barrier()]
+    body = [
+        *[K.Let(x, zero) for x in (alpha, beta, tau, scale, ui, acc, partial, updated)],
+        K.For(i, 0, rows, 1, [across("copy", 0, columns, lambda j: [K.Store(br, at(i, j), a[at(i, j)])])],
+              uniform=True),
+        K.Barrier(),
+        K.For(k, 0, columns, 1, [
+            *larfg("column", k, k + 1, rows, lambda r: at(r, k)),
+            K.If(first_lane, [K.Store(tauq, g * columns + k, tau)]), *left,
+            K.If(k < columns - 1, larfg("row", k + 1, k + 2, columns, lambda c: at(k, c)), [K.Assign(tau, zero)],
+                 uniform=True),
+            K.If(first_lane, [K.Store(taup, g * columns + k, tau)]),
+            *rows_updated], uniform=True)]
+    return K.Kernel(name, params=params + [b, rows, columns], grid=(b,), workgroup_size=(WORKGROUP_ITEMS,),
+                    body=body, arguments=[("batch", batch), ("m", m), ("n", n)])
 
 
 def bdsqr_kernel(op: Op, name: str) -> Kernel:

@@ -78,6 +78,21 @@ def copied(source, target, first, count) -> K.For:
     return loop("e", first, first + count, [K.Store(target, e, source[e])])
 
 
+def across(var: str, first, stop, body) -> K.For:
+    """body(j) for j in first..stop - 1, the workgroup's work-items on consecutive j (a uniform loop
+    over blocks of WORKGROUP_ITEMS: a vector loop on the host, coalesced on a GPU)."""
+    lane, start = K.workitem_id(0).cast(INDEX), K.Var(var, INDEX)
+    return K.For(start, first, stop, WORKGROUP_ITEMS, [K.If(start + lane < stop, body(start + lane))], uniform=True)
+
+
+def summed(total: K.Var, partial: K.Var, var: str, first, stop, term) -> list:
+    """total = the sum of term(j) over j in first..stop - 1, the same in every work-item of a one-wave
+    workgroup (partial: a work-item's share)."""
+    return [K.Assign(partial, K.Const(0, partial.dtype)),
+            across(var, first, stop, lambda j: [K.Assign(partial, partial + term(j))]),
+            K.WaveReduce(total, "sum", partial)]
+
+
 def getrf_kernel(op: Op, name: str) -> Kernel:
     batch, m, n = op.operands[0].type.shape
     f = Field(op.operands[0].type.dtype)

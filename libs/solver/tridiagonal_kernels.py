@@ -13,7 +13,8 @@ from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from .entries import Field
-from .kernels import INDEX, WORKGROUP_ITEMS, loop, per_item, resized, sizes, tridiagonal_qr
+from .kernels import INDEX, WORKGROUP_ITEMS, across as lanes, loop, per_item, resized, sizes, summed as lanes_summed, \
+    tridiagonal_qr
 from .routines import rotation_capacity
 
 
@@ -46,22 +47,15 @@ def sytrd_kernel(op: Op, name: str) -> Kernel:
     zero = K.Const(0, dtype)
     first_row = lane.eq(0)
 
-    def across(var: str, first, body) -> K.For:
-        """body(j) for j in first..n - 1, consecutive work-items on consecutive j."""
-        start = K.Var(var, INDEX)
-        return K.For(start, first, size, WORKGROUP_ITEMS, [K.If(start + lane < size, body(start + lane))], uniform=True)
-
-    def summed(total, var: str, first, term) -> list:
-        """total = the sum of term(j) over j in first..n - 1, the same in every work-item."""
-        return [K.Assign(partial, zero), across(var, first, lambda j: [K.Assign(partial, partial + term(j))]),
-                K.WaveReduce(total, "sum", partial)]
+    across = lambda var, first, body: lanes(var, first, size, body)
+    summed = lambda total, var, first, term: lanes_summed(total, partial, var, first, size, term)
 
     def reflector(r) -> list:
         """d_r, then the reflector of column r below the diagonal (x, the conjugate of row r right of it):
         row r becomes u = x + phase ||x|| e1 and beta is set (complex_reflector; 0 for x = 0)."""
         return [
             K.If(first_row, [K.Store(d, g * size + r, f.real(m(r, r)))]),
-            *summed(norm2, f"j_norm", r + 1, lambda j: f.squared_magnitude(m(r, j))),
+            *summed(norm2, "j_norm", r + 1, lambda j: f.squared_magnitude(m(r, j))),
             K.Assign(norm, K.sqrt(norm2)),
             *f.assign(x0, f.conj(m(r, r + 1))),
             K.Assign(magnitude, K.sqrt(f.squared_magnitude(x0))),
