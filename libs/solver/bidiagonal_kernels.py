@@ -1,5 +1,7 @@
-"""Kernels of the bidiagonal singular value routines (bidiagonal.py): gebrd and bdsqr run one
-work-item per matrix (gebd2's and bdsqr's serial steps); lasr runs one work-item per row of the
+"""Kernels of the bidiagonal singular value routines (bidiagonal.py): gebrd runs one work-item per
+matrix below WORKGROUP_GEBRD_FROM columns and a workgroup per matrix from there (gebd2's serial steps,
+each step's O(m n) work spread over its work-items), bdsqr one work-item per matrix (its serial QR
+steps); lasr runs one work-item per row of the
 matrix it turns (a column of its transpose X), all replaying the log in step: the rotations of U
 and V, which LAPACK's bdsqr applies column pair by column pair as it goes, become independent
 row updates (rocSOLVER's bdsqr likewise hands its rotations to a kernel parallel over rows), so
@@ -12,11 +14,75 @@ from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.types import NUMPY_DTYPES
-from .kernels import INDEX, WORKGROUP_ITEMS, across, loop, per_item, resized, sizes, summed
+from .kernels import INDEX, WORKGROUP_GEBRD_FROM, WORKGROUP_ITEMS, across, copied, loop, per_item, resized, sizes, summed
 from .routines import MAX_QR_STEPS, rotation_capacity
 
 
 def gebrd_kernel(op: Op, name: str) -> Kernel:
+    if op.operands[0].type.shape[2] < WORKGROUP_GEBRD_FROM:
+        return gebrd_serial_kernel(op, name)
+    return gebrd_workgroup_kernel(op, name)
+
+
+def gebrd_serial_kernel(op: Op, name: str) -> Kernel:
+    """bidiagonal.py's gebrd_reference, one work-item per matrix: step k reflects column k below the diagonal (larfg, H_k applied
+    to the columns right of k, its row sums u^T A gathered in taup's entries right of k, not yet
+    written), then row k right of the superdiagonal (G_k applied to the rows below k)."""
+    batch, m, n = op.operands[0].type.shape
+    dtype = op.operands[0].type.dtype
+    b, rows, columns = sizes("batch", "m", "n")
+    a, br, tauq, taup = params = resized(op, [b * rows * columns, b * rows * columns, b * columns, b * columns])
+    i, j, k = (K.Var(x, INDEX) for x in "ijk")
+    alpha, norm2, beta, tau, scale, w = (K.Var(x, dtype) for x in ("alpha", "norm2", "beta", "tau", "scale", "w"))
+    zero = K.Const(0, dtype)
+
+    def body(g):
+        at = lambda r, c: g * rows * columns + r * columns + c
+        entry = lambda r, c: br[at(r, c)]
+        scratch = lambda c: g * columns + c
+
+        def larfg(first, rest_first, rest_stop, read, write):
+            """alpha = read(first); reflects it with read(rest) for rest in rest_first..rest_stop, as
+            routines.householder: tau, beta on the first entry, the vector (without its 1) in the rest."""
+            r = K.Var("r", INDEX)
+            return [
+                K.Assign(alpha, read(first)), K.Assign(norm2, zero), K.Assign(tau, zero),
+                loop("r", rest_first, rest_stop, [K.Assign(norm2, norm2 + read(r) * read(r))]),
+                K.If(norm2.ne(0), [
+                    K.Assign(beta, K.sqrt(alpha * alpha + norm2)),
+                    K.If(alpha >= 0, [K.Assign(beta, -beta)]),
+                    K.Assign(tau, (beta - alpha) / beta), K.Assign(scale, 1 / (alpha - beta)),
+                    loop("r", rest_first, rest_stop, [write(r, read(r) * scale)]),
+                    write(first, beta)])]
+
+        column = larfg(k, k + 1, rows, lambda r: entry(r, k), lambda r, value: K.Store(br, at(r, k), value))
+        row = larfg(k + 1, k + 2, columns, lambda c: entry(k, c), lambda c, value: K.Store(br, at(k, c), value))
+        # H_k A[k:, k+1:]: w^T = u^T A row by row into taup's entries right of k, then A -= tau u w^T.
+        left = [
+            loop("j", k + 1, columns, [K.Store(taup, scratch(j), entry(k, j))]),
+            loop("i", k + 1, rows, [loop("j", k + 1, columns, [
+                K.Store(taup, scratch(j), taup[scratch(j)] + entry(i, k) * entry(i, j))])]),
+            loop("j", k + 1, columns, [K.Store(br, at(k, j), entry(k, j) - tau * taup[scratch(j)])]),
+            loop("i", k + 1, rows, [loop("j", k + 1, columns, [
+                K.Store(br, at(i, j), entry(i, j) - tau * entry(i, k) * taup[scratch(j)])])])]
+        # A[k+1:, k+1:] G_k: each row's w = A v, then the row -= tau w v^T.
+        right = [loop("i", k + 1, rows, [
+            K.Assign(w, entry(i, k + 1)),
+            loop("j", k + 2, columns, [K.Assign(w, w + entry(i, j) * entry(k, j))]),
+            K.Assign(w, w * tau),
+            K.Store(br, at(i, k + 1), entry(i, k + 1) - w),
+            loop("j", k + 2, columns, [K.Store(br, at(i, j), entry(i, j) - w * entry(k, j))])])]
+        return [
+            *[K.Let(x, zero) for x in (alpha, norm2, beta, tau, scale, w)],
+            copied(a, br, g * rows * columns, rows * columns),
+            loop("k", 0, columns, [
+                *column, K.Store(tauq, g * columns + k, tau), *left, K.Store(taup, g * columns + k, zero),
+                K.If(k < columns - 1, [*row, K.Store(taup, g * columns + k, tau), *right])])]
+
+    return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
+
+
+def gebrd_workgroup_kernel(op: Op, name: str) -> Kernel:
     """bidiagonal.py's gebrd_reference, a workgroup of WORKGROUP_ITEMS work-items per matrix (as sytrd's,
     tridiagonal_kernels.py): step k reflects column k below the diagonal (larfg), applies H_k to the
     columns right of k (w^T = u^T A, the work-items on consecutive columns, kept scaled by tau in

@@ -12,9 +12,10 @@ workgroup per row. The sizes and the batch are scalar parameters: one kernel per
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
 to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them recursively into leaves
 that these kernels factor and GEMM updates that libs/blas runs (QR too, in compact WY form); the
-reductions of eigh (syev), svd (gebrd, bidiagonal_kernels.py) and eig have no blocked form yet: a large
-matrix's reduction is one work-item's serial work (svd's and, from 2000 rows, eigh's rotations are
-applied by lasr, a work-item per row).
+reductions of eigh and svd have no blocked form yet: a large matrix's reduction is one workgroup's
+steps (sytrd, tridiagonal_kernels.py; gebrd, bidiagonal_kernels.py), eig's (geev) one work-item's; svd's
+and, from 512 rows, eigh's rotations are applied by lasr, a work-item per row. across and summed spread
+a workgroup's work-items over a row's entries.
 """
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ from .routines import MAX_BALANCING_SWEEPS, MAX_QR_STEPS, MAX_SWEEPS
 SOLUTION = "workitem_per_matrix"
 WORKGROUP_ITEMS = 64
 INDEX = "i64"
+WORKGROUP_GEBRD_FROM = 64   # columns; measured on the host (f64, loaded machine), one work-item vs a workgroup
+# per matrix: 2000 4x4 0.26 vs 0.77 ms, 300 16x16 0.6 vs 2.6, 100 32x32 1.2 vs 1.6, 10 64x64 1.0 vs 0.8, one
+# 128x128 0.9 vs 0.7, one 1000x1000 490 vs 320 ms (CPU time).
 
 
 def select(op: Op, target: Target) -> str:
@@ -44,6 +48,8 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
     unit = {"trsm": "right-hand side column", "getrs": "right-hand side column", "potrs": "right-hand side column",
             "getri": "column of the inverse", "trtri": "column of the inverse",
             "trevc": "eigenvalue's vector", "lasr": "row of the matrix turned"}.get(op.attrs["routine"], "matrix")
+    if op.attrs["routine"] == "sytrd" or (op.attrs["routine"] == "gebrd" and op.operands[0].type.shape[2] >= WORKGROUP_GEBRD_FROM):
+        return SOLUTION, "a workgroup per matrix, its work-items on consecutive entries of a row, the batch in the grid"
     return SOLUTION, f"one work-item per {unit}, the batch in the grid (the library's only solution)"
 
 
