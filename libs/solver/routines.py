@@ -416,11 +416,7 @@ def tridiagonal_qr(d, e, qt, log, capacity):
     for _ in range(MAX_QR_STEPS * n):
         if last <= 0 or (log is not None and log.count + 2 * n > capacity):
             break
-        low = 0
-        for k in range(1, last + 1):
-            if abs(e[k - 1]) <= epsilon * (abs(d[k - 1]) + abs(d[k])):
-                e[k - 1] = 0
-                low = k
+        low = deflated(d, e, last, epsilon)
         if low == last:
             last -= 1
         else:
@@ -436,6 +432,17 @@ def tridiagonal_qr(d, e, qt, log, capacity):
             if best != i:
                 d[i], d[best] = d[best], d[i]
                 log.add(i, best, 0, 1)
+
+
+def deflated(d, e, last, epsilon):
+    """The start of the unreduced window ending at last: every e[k - 1], k <= last, with |e_k-1| <= eps
+    (|d_k-1| + |d_k|) set to 0, the last such k (0 where none)."""
+    low = 0
+    for k in range(1, last + 1):
+        if abs(e[k - 1]) <= epsilon * (abs(d[k - 1]) + abs(d[k])):
+            e[k - 1] = 0
+            low = k
+    return low
 
 
 def tridiagonal_qr_step(d, e, qt, low, last, log=None):
