@@ -164,6 +164,6 @@ SOLVER_WORKLOADS = (
              "workgroup), steqr's QR logging its rotations, Q by orgqr's GEMMs, the rotations applied by lasr",
              build_eigh),
     Workload("W15.svd", "linalg.svd, 1000x1000 f64 (s and mean |U|, |Vh| compared): gesvd, gebrd bidiagonalization "
-             "and bdsqr QR in one work-item each, U and V formed by orgqr (GEMMs) and turned by lasr, a work-item "
+             "(a workgroup) and bdsqr QR (one work-item), U and V formed by orgqr (GEMMs) and turned by lasr, a work-item "
              "per row", build_svd),
 )
