@@ -23,7 +23,8 @@ products are large GEMMs:
 svd of a real matrix is gesvd: gebrd's bidiagonalization (unblocked), bdsqr's QR iteration logging
 its rotations, Q and P formed by orgqr (compact WY above SMALL: GEMMs) and turned by the logs in
 lasr, one work-item per row (from GESVD_FROM columns, takes_gesvd; gesvdj's one-sided Jacobi below, and for
-complex matrices). syev, gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
+complex matrices). eigh of a large matrix runs syev's steps (sytrd, steqr, orgqr, lasr: large_symmetric_eigenproblem);
+smaller ones syev, and gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
 eigenvalue). Every routine but gesvd's takes complex matrices: the recursions' transposes are conjugate
 transposes (adjoint).
 """
@@ -369,29 +370,34 @@ def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
 
 def symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     """(w ascending, V) of a stack of symmetric (Hermitian) matrices [B, n, n]; w is real. The heuristic:
-    syev (tridiagonal reduction + implicit QR, about 9 n^3 flops) at every size and dtype; the
-    library's syevj (cyclic Jacobi) is slower everywhere measured. On the host, one work-item per
-    matrix either way: syev was 2x (f64) and 11x (c128) faster than syevj on 2000 4x4 matrices, 4x and
-    5x on 300 16x16, 36x and 8x on 100 32x32, 110x on one 256x256 f64. From SYEV_LOGGED_FROM rows,
-    symmetric_eigenproblem_logged: Q by GEMMs, the QR rotations applied by lasr a work-item per column of
-    V, where syev applies them in its one work-item. On the host (2 cores, loaded) that was slower below
-    2000 rows and level at 2000: one f64 matrix, syev vs logged syev + orgqr + lasr, 60 vs 90 ms at 300,
-    2.3 vs 3.1 s at 1000 (1.5 + 0.55 + 0.9), 25.2 vs 23.9 s at 2000 (12.8 + 4.6 + 6.5)."""
+    syev (tridiagonal reduction + implicit QR, about 9 n^3 flops, one work-item per matrix) below
+    TRIDIAGONAL_FROM rows; the library's syevj (cyclic Jacobi) is slower everywhere measured. On the
+    host, syev was 2x (f64) and 11x (c128) faster than syevj on 2000 4x4 matrices, 4x and 5x on 300
+    16x16, 36x and 8x on 100 32x32, 110x on one 256x256 f64. From TRIDIAGONAL_FROM rows,
+    large_symmetric_eigenproblem: its steps as separate calls, the reduction spread over a workgroup,
+    Q by GEMMs and the QR rotations applied by lasr a work-item per column of V. Measured on the host
+    (2 cores, heavily loaded; CPU time of one f64 matrix), syev vs those steps: 56 vs 55 ms at 400, 118
+    vs 122 ms at 500, 367 vs 292 ms at 700, 1240 vs 680 ms at 1000."""
     batch, n, _ = a.shape
     if is_empty(a):
         return cr.zeros((batch, n), el.real(a).type.dtype), a
-    if n < SYEV_LOGGED_FROM:
-        w, v, _ = solver_call("syev", [a], logged=False)
+    if n < TRIDIAGONAL_FROM:
+        w, v, _ = solver_call("syev", [a])
         return w, v
-    return symmetric_eigenproblem_logged(a)
+    return large_symmetric_eigenproblem(a)
 
 
-def symmetric_eigenproblem_logged(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(w, V) of a stack [B, n, n], not empty: syev {logged} keeps the reduction's reflectors, from which
-    orgqr forms Q (compact WY: GEMMs above SMALL, LAPACK's orgtr), and logs its QR rotations, which lasr
-    applies to (Q S)^H's rows."""
+TRIDIAGONAL_FROM = 512
+
+
+def large_symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
+    """(w, V) of a stack [B, n, n], not empty, as LAPACK's syev in its steps: sytrd reduces A to
+    tridiagonal form (keeping its reflectors, a workgroup per matrix), steqr finds the tridiagonal's
+    eigenvalues and logs its QR rotations, orgqr forms Q from the reflectors (compact WY: GEMMs above
+    SMALL, LAPACK's orgtr), and lasr applies the rotations to (Q S)^H's rows."""
     batch, n, _ = a.shape
-    w, packed, _, pairs, cs, count = solver_call("syev", [a], logged=True)
+    packed, d, e, _ = solver_call("sytrd", [a])
+    w, _, pairs, cs, count = solver_call("steqr", [d, e])
     q = bordered(orgqr(packed[:, 1:, :n - 1], packed[:, 0, :n - 1], n - 1))
     phases = sh.concatenate([cr.ones((batch, 1), a.type.dtype), sh.diagonal(packed, offset=-1, axis1=1, axis2=2)],
                             axis=1)
@@ -404,8 +410,6 @@ def bordered(x: Tracer) -> Tracer:
     top = sh.concatenate([cr.ones((batch, 1, 1), x.type.dtype), cr.zeros((batch, 1, k), x.type.dtype)], axis=2)
     return sh.concatenate([top, sh.concatenate([cr.zeros((batch, k, 1), x.type.dtype), x], axis=2)], axis=1)
 
-
-SYEV_LOGGED_FROM = 2000
 
 
 def turned_rows(x: Tracer, pairs: Tracer, cs: Tracer, count: Tracer) -> Tracer:

@@ -31,7 +31,7 @@ import numpy as np
 from ...ir.opdef import require
 from ...ir.ops.library import Routine
 from ...ir.types import TensorType
-from .routines import MAX_QR_STEPS, REAL, RotationLog, householder, reflect, rotation_capacity
+from .routines import MAX_QR_STEPS, REAL, RotationLog, deflated, householder, reflect, rotation_capacity
 
 
 def gebrd_infer(types, attrs):
@@ -113,11 +113,7 @@ def bidiagonal_svd(d, e, left: RotationLog, right: RotationLog, capacity):
         for _ in range(MAX_QR_STEPS * n):
             if last <= 0 or max(left.count, right.count) + 4 * n > capacity:
                 break
-            low = 0
-            for k in range(1, last + 1):
-                if abs(e[k - 1]) <= epsilon * (abs(d[k - 1]) + abs(d[k])):
-                    e[k - 1] = 0
-                    low = k
+            low = deflated(d, e, last, epsilon)
             if low == last:
                 last -= 1
                 continue

@@ -1,5 +1,7 @@
-"""Kernels of the bidiagonal singular value routines (bidiagonal.py): gebrd and bdsqr run one
-work-item per matrix (gebd2's and bdsqr's serial steps); lasr runs one work-item per row of the
+"""Kernels of the bidiagonal singular value routines (bidiagonal.py): gebrd runs one work-item per
+matrix below WORKGROUP_GEBRD_FROM columns and a workgroup per matrix from there (gebd2's serial steps,
+each step's O(m n) work spread over its work-items), bdsqr one work-item per matrix (its serial QR
+steps); lasr runs one work-item per row of the
 matrix it turns (a column of its transpose X), all replaying the log in step: the rotations of U
 and V, which LAPACK's bdsqr applies column pair by column pair as it goes, become independent
 row updates (rocSOLVER's bdsqr likewise hands its rotations to a kernel parallel over rows), so
@@ -12,12 +14,18 @@ from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.types import NUMPY_DTYPES
-from .kernels import INDEX, WORKGROUP_ITEMS, copied, loop, per_item, resized, sizes
+from .kernels import INDEX, WORKGROUP_GEBRD_FROM, WORKGROUP_ITEMS, across, copied, loop, per_item, resized, sizes, summed
 from .routines import MAX_QR_STEPS, rotation_capacity
 
 
 def gebrd_kernel(op: Op, name: str) -> Kernel:
-    """bidiagonal.py's gebrd_reference: step k reflects column k below the diagonal (larfg, H_k applied
+    if op.operands[0].type.shape[2] < WORKGROUP_GEBRD_FROM:
+        return gebrd_serial_kernel(op, name)
+    return gebrd_workgroup_kernel(op, name)
+
+
+def gebrd_serial_kernel(op: Op, name: str) -> Kernel:
+    """bidiagonal.py's gebrd_reference, one work-item per matrix: step k reflects column k below the diagonal (larfg, H_k applied
     to the columns right of k, its row sums u^T A gathered in taup's entries right of k, not yet
     written), then row k right of the superdiagonal (G_k applied to the rows below k)."""
     batch, m, n = op.operands[0].type.shape
@@ -72,6 +80,84 @@ def gebrd_kernel(op: Op, name: str) -> Kernel:
                 K.If(k < columns - 1, [*row, K.Store(taup, g * columns + k, tau), *right])])]
 
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
+
+
+def gebrd_workgroup_kernel(op: Op, name: str) -> Kernel:
+    """bidiagonal.py's gebrd_reference, a workgroup of WORKGROUP_ITEMS work-items per matrix (as sytrd's,
+    tridiagonal_kernels.py): step k reflects column k below the diagonal (larfg), applies H_k to the
+    columns right of k (w^T = u^T A, the work-items on consecutive columns, kept scaled by tau in
+    taup's entries right of k, not yet written; then A -= u w^T row by row), then reflects row k right
+    of the superdiagonal and applies G_k to the rows below k (each row's w = A v summed over the
+    work-items, then the row -= w v^T)."""
+    batch, m, n = op.operands[0].type.shape
+    dtype = op.operands[0].type.dtype
+    b, rows, columns = sizes("batch", "m", "n")
+    a, br, tauq, taup = params = resized(op, [b * rows * columns, b * rows * columns, b * columns, b * columns])
+    i, k, block = (K.Var(x, INDEX) for x in ("i", "k", "block"))
+    alpha, beta, tau, scale, w, ui, acc, partial, updated = (
+        K.Var(x, dtype) for x in ("alpha", "beta", "tau", "scale", "w", "ui", "acc", "partial", "updated"))
+    zero = K.Const(0, dtype)
+    g, lane = K.workgroup_id(0).cast(INDEX), K.workitem_id(0).cast(INDEX)
+    first_lane = lane.eq(0)
+    at = lambda r, c: (g * rows + r) * columns + c
+    entry = lambda r, c: br[at(r, c)]
+    scratch = lambda c: g * columns + c
+
+    def larfg(name, first, rest_first, rest_stop, place) -> list:
+        """alpha = the entry at place(first); reflects it with the entries at place(rest), rest in
+        rest_first..rest_stop, as routines.householder: tau, beta at the first, the vector (without
+        its 1) in the rest."""
+        norm2 = K.Var(f"{name}_norm2", dtype)   # each wave reduction defines its own
+        return [
+            K.Assign(alpha, br[place(first)]),
+            *summed(norm2, partial, f"{name}_norm", rest_first, rest_stop, lambda r: br[place(r)] * br[place(r)]),
+            # No reflection where the rest is zero: tau = 0, scale = 1, beta = alpha.
+            K.Assign(beta, K.sqrt(alpha * alpha + norm2)),
+            K.Assign(beta, K.select(norm2.eq(0), alpha, K.select(alpha >= 0, -beta, beta))),
+            K.Assign(tau, K.select(norm2.eq(0), zero, (beta - alpha) / beta)),
+            K.Assign(scale, K.select(norm2.eq(0), K.Const(1, dtype), 1 / (alpha - beta))),
+            across(f"{name}_scaled", rest_first, rest_stop, lambda r: [K.Store(br, place(r), br[place(r)] * scale)]),
+            K.If(first_lane, [K.Store(br, place(first), beta)]),
+            K.Barrier()]
+
+    # H_k A[k:, k+1:]: tau w^T = tau u^T A (u_k = 1) into taup's entries right of k, row k updated at once.
+    left = [
+        K.For(block, k + 1, columns, WORKGROUP_ITEMS, [
+            K.If(block + lane < columns, [K.Assign(acc, entry(k, block + lane))]),
+            K.For(i, k + 1, rows, 1, [
+                K.Assign(ui, entry(i, k)),
+                K.If(block + lane < columns, [K.Assign(acc, acc + ui * entry(i, block + lane))])], uniform=True),
+            K.If(block + lane < columns, [
+                K.Store(taup, scratch(block + lane), tau * acc),
+                K.Store(br, at(k, block + lane), entry(k, block + lane) - tau * acc)])], uniform=True),
+        K.Barrier()]
+    # Then each further row in one pass: row -= u_i (tau w^T) (H_k), its w_i = row . v (v_k+1 = 1) summed over
+    # the work-items, row -= tau_p w_i v^T (G_k; tau_p = 0 at the last column).
+    v = lambda j: K.select(j.eq(k + 1), K.Const(1, dtype), entry(k, j))
+    rows_updated = [
+        K.For(i, k + 1, rows, 1, [
+            K.Assign(ui, entry(i, k)), K.Assign(partial, zero),
+            across("left", k + 1, columns, lambda j: [
+                K.Assign(updated, entry(i, j) - ui * taup[scratch(j)]), K.Store(br, at(i, j), updated),
+                K.Assign(partial, partial + updated * v(j))]),
+            K.WaveReduce(w, "sum", partial),
+            across("right", k + 1, columns, lambda j: [K.Store(br, at(i, j), entry(i, j) - w * tau * v(j))])],
+              uniform=True),
+        K.Barrier()]
+    body = [
+        *[K.Let(x, zero) for x in (alpha, beta, tau, scale, ui, acc, partial, updated)],
+        K.For(i, 0, rows, 1, [across("copy", 0, columns, lambda j: [K.Store(br, at(i, j), a[at(i, j)])])],
+              uniform=True),
+        K.Barrier(),
+        K.For(k, 0, columns, 1, [
+            *larfg("column", k, k + 1, rows, lambda r: at(r, k)),
+            K.If(first_lane, [K.Store(tauq, g * columns + k, tau)]), *left,
+            K.If(k < columns - 1, larfg("row", k + 1, k + 2, columns, lambda c: at(k, c)), [K.Assign(tau, zero)],
+                 uniform=True),
+            K.If(first_lane, [K.Store(taup, g * columns + k, tau)]),
+            *rows_updated], uniform=True)]
+    return K.Kernel(name, params=params + [b, rows, columns], grid=(b,), workgroup_size=(WORKGROUP_ITEMS,),
+                    body=body, arguments=[("batch", batch), ("m", m), ("n", n)])
 
 
 def bdsqr_kernel(op: Op, name: str) -> Kernel:

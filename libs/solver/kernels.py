@@ -12,9 +12,10 @@ workgroup per row. The sizes and the batch are scalar parameters: one kernel per
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
 to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them recursively into leaves
 that these kernels factor and GEMM updates that libs/blas runs (QR too, in compact WY form); the
-reductions of eigh (syev), svd (gebrd, bidiagonal_kernels.py) and eig have no blocked form yet: a large
-matrix's reduction is one work-item's serial work (svd's and, from 2000 rows, eigh's rotations are
-applied by lasr, a work-item per row).
+reductions of eigh and svd have no blocked form yet: a large matrix's reduction is one workgroup's
+steps (sytrd, tridiagonal_kernels.py; gebrd, bidiagonal_kernels.py), eig's (geev) one work-item's; svd's
+and, from 512 rows, eigh's rotations are applied by lasr, a work-item per row. across and summed spread
+a workgroup's work-items over a row's entries.
 """
 from __future__ import annotations
 
@@ -27,11 +28,14 @@ from ...ir.targets import Target
 from ...ir.types import NUMPY_DTYPES
 from ...lowering.emitters import operand_buffers
 from .entries import Complex, Field
-from .routines import MAX_BALANCING_SWEEPS, MAX_QR_STEPS, MAX_SWEEPS, rotation_capacity
+from .routines import MAX_BALANCING_SWEEPS, MAX_QR_STEPS, MAX_SWEEPS
 
 SOLUTION = "workitem_per_matrix"
 WORKGROUP_ITEMS = 64
 INDEX = "i64"
+WORKGROUP_GEBRD_FROM = 64   # columns; measured on the host (f64, loaded machine), one work-item vs a workgroup
+# per matrix: 2000 4x4 0.26 vs 0.77 ms, 300 16x16 0.6 vs 2.6, 100 32x32 1.2 vs 1.6, 10 64x64 1.0 vs 0.8, one
+# 128x128 0.9 vs 0.7, one 1000x1000 490 vs 320 ms (CPU time).
 
 
 def select(op: Op, target: Target) -> str:
@@ -44,6 +48,8 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
     unit = {"trsm": "right-hand side column", "getrs": "right-hand side column", "potrs": "right-hand side column",
             "getri": "column of the inverse", "trtri": "column of the inverse",
             "trevc": "eigenvalue's vector", "lasr": "row of the matrix turned"}.get(op.attrs["routine"], "matrix")
+    if op.attrs["routine"] == "sytrd" or (op.attrs["routine"] == "gebrd" and op.operands[0].type.shape[2] >= WORKGROUP_GEBRD_FROM):
+        return SOLUTION, "a workgroup per matrix, its work-items on consecutive entries of a row, the batch in the grid"
     return SOLUTION, f"one work-item per {unit}, the batch in the grid (the library's only solution)"
 
 
@@ -76,6 +82,21 @@ def copied(source, target, first, count) -> K.For:
     """Buffer elements first.. first + count of source copied to target."""
     e = K.Var("e", INDEX)
     return loop("e", first, first + count, [K.Store(target, e, source[e])])
+
+
+def across(var: str, first, stop, body) -> K.For:
+    """body(j) for j in first..stop - 1, the workgroup's work-items on consecutive j (a uniform loop
+    over blocks of WORKGROUP_ITEMS: a vector loop on the host, coalesced on a GPU)."""
+    lane, start = K.workitem_id(0).cast(INDEX), K.Var(var, INDEX)
+    return K.For(start, first, stop, WORKGROUP_ITEMS, [K.If(start + lane < stop, body(start + lane))], uniform=True)
+
+
+def summed(total: K.Var, partial: K.Var, var: str, first, stop, term) -> list:
+    """total = the sum of term(j) over j in first..stop - 1, the same in every work-item of a one-wave
+    workgroup (partial: a work-item's share)."""
+    return [K.Assign(partial, K.Const(0, partial.dtype)),
+            across(var, first, stop, lambda j: [K.Assign(partial, partial + term(j))]),
+            K.WaveReduce(total, "sum", partial)]
 
 
 def getrf_kernel(op: Op, name: str) -> Kernel:
@@ -504,47 +525,28 @@ def syev_kernel(op: Op, name: str) -> Kernel:
     then the tridiagonal form (d on its diagonal, e below it); while a reflector is applied, its vector
     u sits in column k below the diagonal and its p and q vectors in row k right of it (the upper
     triangle, not read again); V holds (Q S)^H (its columns as rows, contiguous for the rotations),
-    and for a real matrix w holds u^T Q^T's row until the end (a complex one's is summed per column).
-    logged: Q is not accumulated but its reflectors kept in V (routines.py's syev), and the rotations
-    and the sort's swaps go to the log."""
+    and for a real matrix w holds u^T Q^T's row until the end (a complex one's is summed per column)."""
     batch, n, _ = op.operands[0].type.shape
     f = Field(op.operands[0].type.dtype)
-    logged = op.attrs["logged"]
     b, size = sizes("batch", "n")
-    capacity = rotation_capacity(size)
-    params = resized(op, [b * size * size, b * size, b * size * size, b * size * size]
-                     + ([b * capacity * 2, b * capacity * 2, b] if logged else []))
-    a, w, v, h = params[:4]
-    count = K.Var("count", INDEX)
+    a, w, v, h = params = resized(op, [b * size * size, b * size, b * size * size, b * size * size])
     dtype = f.part
-    i, j, k, low, last = (K.Var(x, INDEX) for x in ("i", "j", "k", "low", "last"))
-    norm, magnitude, beta, half, t, coupling, denominator, shift, x, z, c, sine, tau, dk, dl, ek = (
-        K.Var(v_, dtype) for v_ in ("norm", "magnitude", "beta", "half", "t", "coupling", "denominator", "shift",
-                                     "x", "z", "c", "sine", "tau", "dk", "dl", "ek"))
+    i, j, k = (K.Var(x, INDEX) for x in ("i", "j", "k"))
+    norm, magnitude, beta, half = (K.Var(v_, dtype) for v_ in ("norm", "magnitude", "beta", "half"))
     phase, dot, one, two = (f.var(v_) for v_ in ("phase", "dot", "one", "two"))
-    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
     zero = K.Const(0, dtype)
-    sign = lambda value: K.select(value >= 0, K.Const(1, dtype), K.Const(-1, dtype))
 
     def body(g):
         at = lambda r, col: g * size * size + r * size + col
         m = lambda r, col: f.read(h, at(r, col))
         put = lambda r, col, value: f.write(h, at(r, col), value)
 
-        def log(p, q, cosine, sine):
-            entry = (g * capacity + count) * 2
-            return [K.Store(params[4], entry, p.cast("i32")), K.Store(params[4], entry + 1, q.cast("i32")),
-                    K.Store(params[5], entry, cosine), K.Store(params[5], entry + 1, sine), K.Assign(count, count + 1)]
         qt = lambda r, col: f.read(v, at(r, col))
         qput = lambda r, col, value: f.write(v, at(r, col), value)
         d = lambda r: f.real(m(r, r))
         e = lambda r: f.real(m(r + 1, r))
         set_real = lambda r, col, value: put(r, col, f.from_real(value))
-        if logged:   # H_k = I - tau v v^H, v = u / u0: v below V's row k + 1 in column k, tau in row 0
-            update_vectors = [
-                *qput(K.Const(0, INDEX), k, f.from_real(beta * f.squared_magnitude(m(k + 1, k)))),
-                loop("i", k + 2, size, qput(i, k, m(i, k) / m(k + 1, k)))]
-        elif f.complex:   # u^H Q^H, column by column
+        if f.complex:   # u^H Q^H, column by column
             update_vectors = [loop("j", 0, size, [
                 *f.assign(dot, f.const(0)),
                 loop("i", k + 1, size, f.assign(dot, dot + f.conj(m(i, k)) * qt(i, j))),
@@ -576,71 +578,79 @@ def syev_kernel(op: Op, name: str) -> Kernel:
             loop("k", 0, size - 1, [
                 K.Assign(magnitude, K.sqrt(f.squared_magnitude(m(k + 1, k)))),
                 *f.assign(phase, f.select(magnitude.ne(0), phase * m(k + 1, k) / magnitude, phase)),
-                *(qput(k + 1, k, phase) if logged else [loop("j", 0, size, qput(k + 1, j, qt(k + 1, j) * f.conj(phase)))]),
+                loop("j", 0, size, qput(k + 1, j, qt(k + 1, j) * f.conj(phase))),
                 *set_real(k + 1, k, magnitude)])]
-        rotation = [
-            # givens(x, z): c x - s z = r, s x + c z = 0.
-            K.Assign(tau, K.select(K.abs(z) > K.abs(x), -x / z, -z / x)),
-            K.Assign(t, 1 / K.sqrt(1 + tau * tau)),
-            K.Assign(c, K.select(z.eq(0), K.Const(1, dtype), K.select(K.abs(z) > K.abs(x), t * tau, t))),
-            K.Assign(sine, K.select(z.eq(0), zero, K.select(K.abs(z) > K.abs(x), t, t * tau)))]
-        qr_step = [
-            K.Assign(t, (d(last - 1) - d(last)) / 2), K.Assign(coupling, e(last - 1)),
-            K.Assign(denominator, t + sign(t) * K.sqrt(t * t + coupling * coupling)),
-            K.Assign(shift, d(last) - K.select(denominator.ne(0), coupling * coupling / denominator, zero)),
-            K.Assign(x, d(low) - shift), K.Assign(z, e(low)),
-            loop("k", low, last, [
-                *rotation,
-                K.If(k > low, set_real(k, k - 1, c * e(k - 1) - sine * z)),
-                K.Assign(dk, d(k)), K.Assign(dl, d(k + 1)), K.Assign(ek, e(k)),
-                *set_real(k, k, c * c * dk - 2 * c * sine * ek + sine * sine * dl),
-                *set_real(k + 1, k + 1, sine * sine * dk + 2 * c * sine * ek + c * c * dl),
-                *set_real(k + 1, k, c * sine * (dk - dl) + (c * c - sine * sine) * ek),
-                K.If(k < last - 1, [K.Assign(x, e(k)), K.Assign(z, -sine * e(k + 1)),
-                                    *set_real(k + 2, k + 1, c * e(k + 1))]),
-                *(log(k, k + 1, c, -sine) if logged else [loop("j", 0, size, [
-                    *f.assign(one, qt(k, j)), *f.assign(two, qt(k + 1, j)),
-                    *qput(k, j, one * c - two * sine), *qput(k + 1, j, one * sine + two * c)])])])]
-        step = [
-            K.Assign(low, K.Const(0, INDEX)),
-            loop("k", 1, last + 1, [
-                K.If(K.abs(e(k - 1)) <= epsilon * (K.abs(d(k - 1)) + K.abs(d(k))), [*set_real(k, k - 1, zero),
-                                                                                  K.Assign(low, k)])]),
-            K.If(low.eq(last), [K.Assign(last, last - 1)], qr_step)]
+        rotated = lambda k, c, s: [loop("j", 0, size, [
+            *f.assign(one, qt(k, j)), *f.assign(two, qt(k + 1, j)),
+            *qput(k, j, one * c + two * s), *qput(k + 1, j, two * c - one * s)])]
         vectors = (lambda r, col: qt(col, r), lambda r, col, value: qput(col, r, value))
         lower = lambda r, col: f.read(a, at(r, col))
-        best, swap = K.Var("best", INDEX), K.Var("swap", dtype)
-        logged_sort = [loop("i", 0, size, [   # sorted_by's selection sort, the swaps logged
-            K.Let(best, i),
-            loop("j", i + 1, size, [K.If(w[g * size + j] < w[g * size + best], [K.Assign(best, j)])]),
-            K.If(best.ne(i), [K.Let(swap, w[g * size + i]), K.Store(w, g * size + i, w[g * size + best]),
-                              K.Store(w, g * size + best, swap), *log(i, best, zero, K.Const(1, dtype))])])
-        ] if logged else []
         return [
-            *[K.Let(var, zero) for var in (norm, magnitude, beta, half, t, coupling, denominator, shift, x, z, c, sine,
-                                           tau, dk, dl, ek)],
+            *[K.Let(var, zero) for var in (norm, magnitude, beta, half)],
             *[statement for var in (phase, dot, one, two) for statement in f.let(var, f.const(0))],
-            K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1),
-            # The Hermitian matrix of A's lower triangle (its diagonal's real part); (Q S)^H = I (logged: 0).
+            # The Hermitian matrix of A's lower triangle (its diagonal's real part); (Q S)^H = I.
             loop("i", 0, size, [loop("j", 0, size, [
                 *put(i, j, f.select(i > j, lower(i, j), f.select(i.eq(j), f.from_real(f.real(lower(i, i))),
                                                                    f.conj(lower(K.maximum(i, j), K.minimum(i, j)))))),
-                *qput(i, j, f.from_real(zero if logged else K.select(i.eq(j), 1, 0).cast(dtype)))])]),
-            *([K.Let(count, K.Const(0, INDEX))] if logged else []),
+                *qput(i, j, f.from_real(K.select(i.eq(j), 1, 0).cast(dtype)))])]),
             reduction,
             *real_subdiagonal,
-            loop("step", 0, MAX_QR_STEPS * size, [
-                K.If((last > 0) & (count + 2 * size <= capacity) if logged else last > 0, step)]),
+            *tridiagonal_qr(dtype, size, d, lambda r, value: set_real(r, r, value), e,
+                            lambda r, value: set_real(r + 1, r, value), rotated),
             loop("i", 0, size, [K.Store(w, g * size + i, d(i))]),
-            # Not converged: NaNs for the eigenvalues not found.
-            K.If(last > 0, [loop("i", 0, last + 1, [K.Store(w, g * size + i, K.Const(float("nan"), dtype))])]),
-            *(logged_sort if logged else sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False)),
+            *sorted_by(f, (w, g * size), size, [(*vectors, size)], descending=False),
             # V = ((Q S)^H)^H in place.
-            *([] if logged else [loop("i", 0, size, [loop("j", i, size, [
-                *f.assign(one, qt(i, j)), *qput(i, j, f.conj(qt(j, i))), *qput(j, i, f.conj(one))])])]),
-            *([K.Store(params[6], g, count.cast("i32"))] if logged else [])]
+            loop("i", 0, size, [loop("j", i, size, [
+                *f.assign(one, qt(i, j)), *qput(i, j, f.conj(qt(j, i))), *qput(j, i, f.conj(one))])])]
 
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
+
+
+def tridiagonal_qr(dtype: str, size, d, set_d, e, set_e, rotated, room=None) -> list:
+    """routines.py's tridiagonal_qr without its sort, on a real tridiagonal: d(r) and e(r) read its
+    diagonal and subdiagonal (e(r) couples r and r + 1), set_d(r, value) and set_e(r, value) return
+    statements writing them; rotated(k, c, s) returns the statements applying (or logging, as lasr
+    takes it: c and -s) the QR step's rotation of rows k and k + 1; room, a condition checked before
+    each step (a log's capacity). The eigenvalues not found are set to NaN."""
+    k, low, last = (K.Var(x, INDEX) for x in ("k", "low", "last"))
+    t, coupling, denominator, shift, x, z, c, sine, tau, dk, dl, ek = (
+        K.Var(v_, dtype) for v_ in ("t", "coupling", "denominator", "shift", "x", "z", "c", "sine", "tau", "dk",
+                                    "dl", "ek"))
+    epsilon = float(np.finfo(NUMPY_DTYPES[dtype]).eps)
+    zero = K.Const(0, dtype)
+    sign = lambda value: K.select(value >= 0, K.Const(1, dtype), K.Const(-1, dtype))
+    rotation = [
+        # givens(x, z): c x - s z = r, s x + c z = 0.
+        K.Assign(tau, K.select(K.abs(z) > K.abs(x), -x / z, -z / x)),
+        K.Assign(t, 1 / K.sqrt(1 + tau * tau)),
+        K.Assign(c, K.select(z.eq(0), K.Const(1, dtype), K.select(K.abs(z) > K.abs(x), t * tau, t))),
+        K.Assign(sine, K.select(z.eq(0), zero, K.select(K.abs(z) > K.abs(x), t, t * tau)))]
+    qr_step = [
+        K.Assign(t, (d(last - 1) - d(last)) / 2), K.Assign(coupling, e(last - 1)),
+        K.Assign(denominator, t + sign(t) * K.sqrt(t * t + coupling * coupling)),
+        K.Assign(shift, d(last) - K.select(denominator.ne(0), coupling * coupling / denominator, zero)),
+        K.Assign(x, d(low) - shift), K.Assign(z, e(low)),
+        loop("k", low, last, [
+            *rotation,
+            K.If(k > low, set_e(k - 1, c * e(k - 1) - sine * z)),
+            K.Assign(dk, d(k)), K.Assign(dl, d(k + 1)), K.Assign(ek, e(k)),
+            *set_d(k, c * c * dk - 2 * c * sine * ek + sine * sine * dl),
+            *set_d(k + 1, sine * sine * dk + 2 * c * sine * ek + c * c * dl),
+            *set_e(k, c * sine * (dk - dl) + (c * c - sine * sine) * ek),
+            K.If(k < last - 1, [K.Assign(x, e(k)), K.Assign(z, -sine * e(k + 1)), *set_e(k + 1, c * e(k + 1))]),
+            *rotated(k, c, -sine)])]
+    step = [
+        K.Assign(low, K.Const(0, INDEX)),
+        loop("k", 1, last + 1, [
+            K.If(K.abs(e(k - 1)) <= epsilon * (K.abs(d(k - 1)) + K.abs(d(k))), [*set_e(k - 1, zero),
+                                                                              K.Assign(low, k)])]),
+        K.If(low.eq(last), [K.Assign(last, last - 1)], qr_step)]
+    return [
+        *[K.Let(var, zero) for var in (t, coupling, denominator, shift, x, z, c, sine, tau, dk, dl, ek)],
+        K.Let(low, K.Const(0, INDEX)), K.Let(last, size - 1),
+        loop("step", 0, MAX_QR_STEPS * size, [K.If(last > 0 if room is None else (last > 0) & room, step)]),
+        # Not converged: NaNs for the eigenvalues not found.
+        K.If(last > 0, [loop("i", 0, last + 1, set_d(K.Var("i", INDEX), K.Const(float("nan"), dtype)))])]
 
 
 def gesvdj_kernel(op: Op, name: str) -> Kernel:

@@ -68,12 +68,8 @@ matrices), and so do geev and trevc, whose operands and results differ for compl
       triangle to tridiagonal form, its subdiagonal made real by a diagonal unitary, then implicit QR
       steps with Wilkinson's shift; A = V diag(w) V^H, w real and ascending; H is the work copy (the
       tridiagonal form on its diagonal and subdiagonal; the QR steps' d and e in their real parts).
-      About 9 n^3 flops against syevj's 30-60 n^3 for n in the hundreds; eigh's routine.
-      Attribute logged: the QR steps' rotations and the sort's swaps are not applied to V but logged
-      (a fourth to sixth result: pairs[B, R, 2] i32, cs[B, R, 2] real, count[B] i32, R =
-      rotation_capacity(n), as bidiagonal.py's bdsqr logs them); V is then (Q S)^H, whose rows
-      bidiagonal.py's lasr turns into V^H (the rows real and imaginary parts alike): eigh's
-      path for large matrices, the rotations applied a work-item per column of V.
+      About 9 n^3 flops against syevj's 30-60 n^3 for n in the hundreds; eigh's routine below 512
+      rows (above, its steps as separate routines: tridiagonal.py's sytrd and steqr).
 
   gesvdj(A[B, m, n], m >= n) -> s[B, n], U[B, m, n], V[B, n, n]
       one-sided Jacobi (Hestenes; rocSOLVER's gesvdj): rotations of A's column pairs (the Jacobi
@@ -289,24 +285,19 @@ MAX_SWEEPS = 30   # cyclic Jacobi converges quadratically: about 10 sweeps in f6
 
 
 def symmetric_eigen_infer(routine: str):
-    """The shape rule of syev and syevj: a stack of square matrices -> w (real), V, the work matrix
-    (and syev's rotation log when logged)."""
+    """The shape rule of syev and syevj: a stack of square matrices -> w (real), V, the work matrix."""
     def infer(types, attrs):
         check_matrices(routine, types, 1)
         (a,) = types
         batch, n, columns = a.shape
         require(n == columns, f"library_call: solver.{routine} takes square matrices, got {a}")
         part = COMPLEX_PART.get(a.dtype, a.dtype)
-        if not attrs.get("logged"):
-            return [TensorType(part, (batch, n)), a, a]
-        log = (batch, rotation_capacity(n), 2)
-        return [TensorType(part, (batch, n)), a, a, TensorType("i32", log), TensorType(part, log),
-                TensorType("i32", (batch,))]
+        return [TensorType(part, (batch, n)), a, a]
     return infer
 
 
 def rotation_capacity(n: int):
-    """Entries of a rotation log (syev's, bdsqr's): the QR steps stop while a step (n - 1 rotations) and
+    """Entries of a rotation log (steqr's, bdsqr's): the QR steps stop while a step (n - 1 rotations) and
     a chase (n) could overflow 3 n^2 entries, then up to n signs and n swaps. A QR step's window
     shrinks as values converge, about two steps each: n^2 rotations a log is typical (an int or a
     kernel expression)."""
@@ -352,7 +343,7 @@ def syevj_reference(a):
     return (np.take_along_axis(w, order, axis=1), np.take_along_axis(v, order[:, None, :], axis=2), d)
 
 
-def syev_reference(a, logged=False):
+def syev_reference(a):
     """LAPACK's syev (heev for complex Hermitian matrices; A's lower triangle read, its diagonal's
     imaginary part not): Householder reduction to tridiagonal form Q^H A Q = T (sytd2/hetd2), T's
     subdiagonal made real and non-negative by a diagonal unitary S (T = S T_r S^H, s_0 = 1, s_k+1 =
@@ -360,73 +351,98 @@ def syev_reference(a, logged=False):
     Loan, Algorithm 8.3.2; steqr's role), each Givens rotation applied to (Q S)'s columns, deflating
     where |e_k| <= eps (|d_k| + |d_k+1|); NaNs for eigenvalues not found in MAX_QR_STEPS n steps.
     (Q S)^H is held (its columns as rows, contiguous for the rotations). w ascending and real, V's
-    columns with it. logged: the rotations logged instead (c and -s: lasr's convention), w sorted by
-    selection sort with its swaps logged, and in place of V the reflectors and phases: H_k = I - tau_k
-    v_k v_k^H (v_k = u_k / u_k0: 1 at row k + 1, the rest below it in column k; tau_k = beta |u_k0|^2 in
-    row 0, column k) and s_k+1 at (k + 1, k), so that Q = H_0 ... H_{n-3}."""
-    lower = np.tril(a, -1)
-    h = lower + np.conj(np.swapaxes(lower, 1, 2)) + np.real(np.diagonal(a, axis1=1, axis2=2))[:, :, None] * np.eye(
-        a.shape[-1], dtype=a.dtype)
+    columns with it. (tridiagonal.py's sytrd and steqr are its steps as separate routines.)"""
+    h = hermitian_of_lower(a)
     batch, n, _ = h.shape
     qt = np.tile(np.eye(n, dtype=h.dtype), (batch, 1, 1))
     part = np.finfo(h.dtype).dtype
     d, e = np.zeros((batch, n), part), np.zeros((batch, n), part)
-    epsilon = np.finfo(part).eps
-    capacity = rotation_capacity(n)
-    pairs, cs, counts = np.zeros((batch, capacity, 2), np.int32), np.zeros((batch, capacity, 2), part), np.zeros(
-        batch, np.int32)
-    packed = np.zeros_like(h)
     with np.errstate(all="ignore"):
         for b in range(batch):
-            log = RotationLog(pairs[b], cs[b]) if logged else None
             m = h[b]
-            for k in range(n - 2):
-                u, beta = complex_reflector(m[k + 1:, k].copy())
-                if logged and beta != 0:
-                    packed[b, 0, k], packed[b, k + 2:, k] = beta * abs(u[0]) ** 2, u[1:] / u[0]
-                p = beta * (m[k + 1:, k + 1:] @ u)
-                q = p - (beta / 2 * np.real(np.vdot(u, p))) * u
-                m[k + 1:, k + 1:] -= np.outer(u, np.conj(q)) + np.outer(q, np.conj(u))
-                m[k + 1:, k] -= beta * np.vdot(u, m[k + 1:, k]) * u
+            for k, u, beta in householder_tridiagonal(m):
                 qt[b, k + 1:, :] -= beta * np.outer(u, np.conj(u) @ qt[b, k + 1:, :])
             d[b] = np.real(np.diagonal(m))
-            phase = 1
-            for k in range(n - 1):
-                coupling = m[k + 1, k]
-                phase = phase * (coupling / abs(coupling) if coupling != 0 else 1)
+            for k, phase in real_subdiagonal(m, e[b]):
                 qt[b, k + 1] *= np.conj(phase)
-                packed[b, k + 1, k] = phase
-                e[b, k] = abs(coupling)
-            last = n - 1
-            for _ in range(MAX_QR_STEPS * n):
-                if last <= 0 or (logged and log.count + 2 * n > capacity):
-                    break
-                low = 0
-                for k in range(1, last + 1):
-                    if abs(e[b, k - 1]) <= epsilon * (abs(d[b, k - 1]) + abs(d[b, k])):
-                        e[b, k - 1] = 0
-                        low = k
-                if low == last:
-                    last -= 1
-                else:
-                    tridiagonal_qr_step(d[b], e[b], qt[b], low, last, log)
-            if last > 0:
-                d[b, :last + 1] = np.nan
-            if logged:
-                for i in range(n):
-                    best = i
-                    for j in range(i + 1, n):
-                        if d[b, j] < d[b, best]:
-                            best = j
-                    if best != i:
-                        d[b, i], d[b, best] = d[b, best], d[b, i]
-                        log.add(i, best, 0, 1)
-                counts[b] = log.count
-    if logged:
-        return d, packed, h, pairs, cs, counts
+            tridiagonal_qr(d[b], e[b], qt[b], None, None)
     order = np.argsort(d, axis=1, kind="stable")
     vectors = np.conj(np.swapaxes(np.take_along_axis(qt, order[:, :, None], axis=1), 1, 2))
     return np.take_along_axis(d, order, axis=1), vectors, h
+
+
+def hermitian_of_lower(a):
+    """The Hermitian matrices of a stack's lower triangles (the diagonal's real part)."""
+    lower = np.tril(a, -1)
+    return lower + np.conj(np.swapaxes(lower, 1, 2)) + np.real(np.diagonal(a, axis1=1, axis2=2))[:, :, None] * np.eye(
+        a.shape[-1], dtype=a.dtype)
+
+
+def householder_tridiagonal(m):
+    """sytd2's steps on one Hermitian matrix m, in place: for k < n - 2, the reflector I - beta u u^H of
+    m's column k below the diagonal (complex_reflector), applied from both sides to m[k + 1:, k + 1:]
+    (p = beta A22 u, q = p - (beta / 2) (u^H p) u, A22 -= u q^H + q u^H) and to the column; yields
+    (k, u, beta) after each step."""
+    n = m.shape[0]
+    for k in range(n - 2):
+        u, beta = complex_reflector(m[k + 1:, k].copy())
+        p = beta * (m[k + 1:, k + 1:] @ u)
+        q = p - (beta / 2 * np.real(np.vdot(u, p))) * u
+        m[k + 1:, k + 1:] -= np.outer(u, np.conj(q)) + np.outer(q, np.conj(u))
+        m[k + 1:, k] -= beta * np.vdot(u, m[k + 1:, k]) * u
+        yield k, u, beta
+
+
+def real_subdiagonal(m, e):
+    """T = S T_r S^H for the tridiagonal m: e[k] = |m[k + 1, k]| (e[n - 1] not written), S = diag(s_0 ..),
+    s_0 = 1, s_k+1 = s_k m[k + 1, k] / |m[k + 1, k]| (s_k where that is 0); yields (k, s_k+1)."""
+    phase = 1
+    for k in range(m.shape[0] - 1):
+        coupling = m[k + 1, k]
+        phase = phase * (coupling / abs(coupling) if coupling != 0 else 1)
+        e[k] = abs(coupling)
+        yield k, phase
+
+
+def tridiagonal_qr(d, e, qt, log, capacity):
+    """Implicit symmetric QR steps with Wilkinson's shift on the real tridiagonal (d, e) in place, until
+    every e[k] is deflated (|e_k| <= eps (|d_k| + |d_k+1|)), MAX_QR_STEPS n steps (d NaN where not
+    converged) or, with a log (RotationLog; c and -s, lasr's convention), while a step and a chase still
+    fit its capacity; the rotations turn qt's rows (log None) or are logged, then d sorted ascending by
+    selection sort, its swaps logged."""
+    n = d.shape[0]
+    epsilon = np.finfo(d.dtype).eps
+    last = n - 1
+    for _ in range(MAX_QR_STEPS * n):
+        if last <= 0 or (log is not None and log.count + 2 * n > capacity):
+            break
+        low = deflated(d, e, last, epsilon)
+        if low == last:
+            last -= 1
+        else:
+            tridiagonal_qr_step(d, e, qt, low, last, log)
+    if last > 0:
+        d[:last + 1] = np.nan
+    if log is not None:
+        for i in range(n):
+            best = i
+            for j in range(i + 1, n):
+                if d[j] < d[best]:
+                    best = j
+            if best != i:
+                d[i], d[best] = d[best], d[i]
+                log.add(i, best, 0, 1)
+
+
+def deflated(d, e, last, epsilon):
+    """The start of the unreduced window ending at last: every e[k - 1], k <= last, with |e_k-1| <= eps
+    (|d_k-1| + |d_k|) set to 0, the last such k (0 where none)."""
+    low = 0
+    for k in range(1, last + 1):
+        if abs(e[k - 1]) <= epsilon * (abs(d[k - 1]) + abs(d[k])):
+            e[k - 1] = 0
+            low = k
+    return low
 
 
 def tridiagonal_qr_step(d, e, qt, low, last, log=None):
@@ -966,7 +982,7 @@ ROUTINES = {
     "orgqr": Routine({"columns": "int"}, orgqr_infer, orgqr_reference,
                      "Q of a Householder QR (libs/solver/routines.py)"),
     "syevj": Routine({}, symmetric_eigen_infer("syevj"), syevj_reference, "symmetric eigensolver, Jacobi (libs/solver/routines.py)"),
-    "syev": Routine({"logged": "bool"}, symmetric_eigen_infer("syev"), syev_reference, "symmetric eigensolver, tridiagonal reduction + implicit QR "
+    "syev": Routine({}, symmetric_eigen_infer("syev"), syev_reference, "symmetric eigensolver, tridiagonal reduction + implicit QR "
                                                     "(libs/solver/routines.py)"),
     "gesvdj": Routine({}, gesvdj_infer, gesvdj_reference, "singular values, one-sided Jacobi "
                                                           "(libs/solver/routines.py)"),

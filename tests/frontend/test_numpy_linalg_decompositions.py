@@ -195,23 +195,23 @@ def symmetric_cases(n, dtype):
 @pytest.mark.parametrize("dtype", DTYPES_FAST_F64 + [pytest.param(np.complex64, marks=pytest.mark.slow),
                                                      pytest.param(np.complex128, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.slow) for n in (1, 2, 3, 40, 130)] + [17])
-@pytest.mark.parametrize("logged", [False, pytest.param(True, marks=pytest.mark.slow)])
-def test_syev_of_hard_symmetric_matrices(dtype, n, logged):
+@pytest.mark.parametrize("steps", [False, True])
+def test_syev_of_hard_symmetric_matrices(dtype, n, steps):
     """syev (tridiagonal reduction + implicit QR, eigh's routine; heev for Hermitian matrices) reading
     A's lower triangle (junk above it and in the diagonal's imaginary part): A V = V diag(w) and
     V^H V = I within BOUND n eps ||A|| (both steps are backward stable: Golub and Van Loan 8.3.5), w real,
     ascending and within BOUND n eps ||A||_2 of numpy's eigvalsh (Weyl); the kernel's w equal to
-    syev_reference's to the same bound (the same rotations, sums in another order). logged: the
-    rotations logged by syev and applied by lasr (linalg_solver.symmetric_eigenproblem's large-matrix
-    path)."""
+    syev_reference's to the same bound (the same rotations, sums in another order). steps: syev's steps
+    as separate routines, sytrd, steqr, orgqr and lasr (linalg_solver.large_symmetric_eigenproblem,
+    eigh's path for large matrices)."""
     a = symmetric_cases(n, dtype)
     junk = a + np.triu(np.full((n, n), 7.0), 1).astype(dtype)
     if np.iscomplexobj(a):
         junk = junk + 3j * np.eye(n, dtype=dtype)
-    if logged:
-        w, v = (np.asarray(x) for x in cj.jit(lambda x: linalg_solver.symmetric_eigenproblem_logged(x))(junk))
+    if steps:
+        w, v = (np.asarray(x) for x in cj.jit(lambda x: linalg_solver.large_symmetric_eigenproblem(x))(junk))
     else:
-        w, v, _ = (np.asarray(x) for x in cj.jit(lambda x: tuple(call("syev", x, logged=False)))(junk))
+        w, v, _ = (np.asarray(x) for x in cj.jit(lambda x: tuple(call("syev", x)))(junk))
     assert w.dtype == np.finfo(dtype).dtype and v.dtype == dtype and w.shape == (6, n) and v.shape == (6, n, n)
     assert np.all(np.diff(w, axis=-1) >= 0)
     wide = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64)
@@ -223,7 +223,7 @@ def test_syev_of_hard_symmetric_matrices(dtype, n, logged):
     assert np.max(frobenius(adjoint @ v_wide - np.eye(n)) / (n * eps(dtype))) <= BOUND
     scale = np.maximum(np.linalg.norm(wide, 2, axis=(-2, -1)), 1e-300)[:, None] * n * eps(dtype)
     assert np.max(np.abs(w - np.linalg.eigvalsh(wide)) / scale) <= BOUND
-    assert np.max(np.abs(w - syev_reference(junk, logged=logged)[0]) / scale) <= BOUND
+    assert np.max(np.abs(w - syev_reference(junk)[0]) / scale) <= BOUND
     np.testing.assert_array_equal(w[1], 1)
     np.testing.assert_array_equal(v[1], np.eye(n))
 

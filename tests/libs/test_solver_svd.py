@@ -33,6 +33,19 @@ def turned_identity(pairs, cs, count, n, dtype):
     return np.swapaxes(cj.jit(lambda x, p, c, k: call("lasr", x, p, c, k)[0])(identity, pairs, cs, count), 1, 2)
 
 
+def bidiagonal_factors(br, tauq, taup):
+    """gebrd's (d, e, Q, P), Q and P in f64 by orgqr's reference (P = diag(1, P'), P' from the row
+    reflectors read as columns)."""
+    batch, m, n = br.shape
+    d = np.diagonal(br, axis1=1, axis2=2).copy()
+    e = np.concatenate([np.diagonal(br, 1, axis1=1, axis2=2), np.zeros((batch, 1), br.dtype)], axis=1)
+    q = orgqr_reference(br.astype(np.float64), tauq.astype(np.float64), m)
+    p = np.tile(np.eye(n), (batch, 1, 1))
+    p[:, 1:, 1:] = orgqr_reference(np.swapaxes(br, 1, 2)[:, 1:, :n - 1].astype(np.float64),
+                                   taup[:, :n - 1].astype(np.float64), n - 1)
+    return d, e, q, p
+
+
 @pytest.mark.parametrize("dtype", [pytest.param(np.float32, marks=pytest.mark.slow), np.float64])
 @pytest.mark.parametrize("batch,m,n", [(3, 9, 7), pytest.param(2, 6, 6, marks=pytest.mark.slow),
                                        pytest.param(1, 1, 1, marks=pytest.mark.slow),
@@ -45,12 +58,7 @@ def test_gebrd_bdsqr_and_lasr_match_their_references(dtype, batch, m, n):
     a = np.random.default_rng(m * n).standard_normal((batch, m, n)).astype(dtype)
     br, tauq, taup = cj.jit(lambda x: tuple(call("gebrd", x)))(a)
     assert relative(br - gebrd_reference(a)[0], a, m, dtype) <= BOUND and np.all(taup[:, n - 1] == 0)
-    d = np.diagonal(br, axis1=1, axis2=2).copy()
-    e = np.concatenate([np.diagonal(br, 1, axis1=1, axis2=2), np.zeros((batch, 1), dtype)], axis=1)
-    q = orgqr_reference(br.astype(np.float64), tauq.astype(np.float64), m)
-    p = np.tile(np.eye(n), (batch, 1, 1))
-    p[:, 1:, 1:] = orgqr_reference(np.swapaxes(br, 1, 2)[:, 1:, :n - 1].astype(np.float64),
-                                   taup[:, :n - 1].astype(np.float64), n - 1)
+    d, e, q, p = bidiagonal_factors(br, tauq, taup)
     assert relative(a - q[:, :, :n] @ bidiagonal(d, e) @ np.swapaxes(p, 1, 2), a, m, dtype) <= BOUND
     assert relative(np.swapaxes(q, 1, 2) @ q - np.eye(m), np.eye(m)[None], m, dtype) <= BOUND
     sv = np.linalg.svd(a.astype(np.float64), compute_uv=False)
@@ -68,6 +76,26 @@ def test_gebrd_bdsqr_and_lasr_match_their_references(dtype, batch, m, n):
                                rtol=0, atol=BOUND * n * eps(dtype))
     s_alone, _ = cj.jit(lambda d, e: tuple(call("bdsqr", d, e, vectors=False)))(d, e)
     np.testing.assert_allclose(s_alone, s, rtol=0, atol=BOUND * n * eps(dtype) * np.max(sv))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("batch,m,n", [(2, 70, 67), pytest.param(1, 130, 129, marks=pytest.mark.slow),
+                                       pytest.param(2, 200, 64, marks=pytest.mark.slow)])
+def test_gebrd_of_a_workgroup_per_matrix(dtype, batch, m, n):
+    """gebrd from WORKGROUP_GEBRD_FROM columns (a workgroup per matrix): A = Q B P^T with Q, P orthogonal
+    and B upper bidiagonal, B's singular values A's. Its factors are not compared entry for entry with
+    the reference's: the later columns' reflections are as sensitive as a Lanczos recurrence (the sums'
+    order differs)."""
+    a = np.random.default_rng(m * n).standard_normal((batch, m, n)).astype(dtype)
+    br, tauq, taup = (np.asarray(x) for x in cj.jit(lambda x: tuple(call("gebrd", x)))(a))
+    assert np.all(taup[:, n - 1] == 0)
+    d, e, q, p = bidiagonal_factors(br, tauq, taup)
+    assert relative(a - q[:, :, :n] @ bidiagonal(d, e) @ np.swapaxes(p, 1, 2), a, m, dtype) <= BOUND
+    assert relative(np.swapaxes(q, 1, 2) @ q - np.eye(m), np.eye(m)[None], m, dtype) <= BOUND
+    assert relative(np.swapaxes(p, 1, 2) @ p - np.eye(n), np.eye(n)[None], n, dtype) <= BOUND
+    sv = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+    got = np.linalg.svd(bidiagonal(d, e).astype(np.float64), compute_uv=False)
+    assert np.max(np.abs(got - sv)) <= BOUND * m * eps(dtype) * np.max(sv)
 
 
 def hard_bidiagonals(n):
