@@ -105,7 +105,8 @@ def checked_results(results: list, types: list[TensorType]) -> list[np.ndarray]:
     return checked
 
 
-def pure_callback(*operands, callback, vmap_method, num_results, **result_types):
+def pure_callback(*operands, callback, num_results, vmap_method=None, **result_types):
+    """pure_callback's and io_callback's reference: the function's results, checked."""
     types = pure_callback_types({"num_results": num_results, **result_types})
     return tuple(run_pure_callback(callback, [np.array(x) for x in operands], types))
 
@@ -115,12 +116,7 @@ define("pure_callback", infer=pure_callback_infer, reference=pure_callback,
        doc="the registry's Python function `callback` on its operands' values: its results, of the declared types")
 
 
-def io_callback(*operands, callback, num_results, **result_types):
-    types = pure_callback_types({"num_results": num_results, **result_types})
-    return tuple(run_pure_callback(callback, [np.array(x) for x in operands], types))
-
-
-define("io_callback", infer=pure_callback_infer, reference=io_callback,
+define("io_callback", infer=pure_callback_infer, reference=pure_callback,
        attrs={"callback": "int", "num_results": "int"}, more_attrs=pure_callback_attrs,
        doc="pure_callback's call with an effect: run once, in program order, never merged, moved or dropped")
 
