@@ -32,28 +32,19 @@ def run(processes: int, script: str, *args, timeout: float = 240, status: int = 
     return result.stdout
 
 
-def test_collectives_across_two_processes():
-    out = run(2, "mpi_collectives.py", "quick")
-    assert ranks_ok(out) == [0, 1], out
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("processes", [3, 4])
-def test_collectives_across_three_and_four_processes(processes):
-    # 3: recursive doubling folds rank 0 into rank 1 and back (not a power of two).
-    out = run(processes, "mpi_collectives.py")
-    assert ranks_ok(out) == list(range(processes)), out
-
-
-def test_jit_over_the_devices_of_two_processes():
-    out = run(2, "mpi_jit.py", "quick")
-    assert ranks_ok(out) == [0, 1], out
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("processes", [2, 3])
-def test_sharded_programs_and_shard_map_across_processes(processes):
-    out = run(processes, "mpi_jit.py")
+# mpi_collectives.py: cdnajit.distributed's collectives; mpi_jit.py: jitted programs over every
+# process's devices. Each in its quick form on 2 processes in make test; in full on more under test-all
+# (3: recursive doubling folds rank 0 into rank 1 and back, not a power of two).
+@pytest.mark.parametrize("script, processes, quick", [
+    ("mpi_collectives.py", 2, True),
+    ("mpi_jit.py", 2, True),
+    pytest.param("mpi_collectives.py", 3, False, marks=pytest.mark.slow),
+    pytest.param("mpi_collectives.py", 4, False, marks=pytest.mark.slow),
+    pytest.param("mpi_jit.py", 2, False, marks=pytest.mark.slow),
+    pytest.param("mpi_jit.py", 3, False, marks=pytest.mark.slow),
+])
+def test_every_process_checks_its_results(script, processes, quick):
+    out = run(processes, script, *(["quick"] if quick else []))
     assert ranks_ok(out) == list(range(processes)), out
 
 
