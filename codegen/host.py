@@ -43,9 +43,10 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..environment import compile_jobs
-from ..ir.kernel import (LDS_ALIGNMENT, Assign, AtomicRMW, Barrier, Binary, Cast, Const, Expr, For, ForSpan,
-                         GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, Special, Store, Unary, Var, WaveBallot,
-                         WaveCountBelow, WaveOp, WaveReduce, WaveShuffle, While, contains_cut, walk)
+from ..ir.kernel import (LDS_ALIGNMENT, Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For,
+                         ForSpan, GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, Special,
+                         Store, Unary, Var, WaveBallot, WaveCountBelow, WaveOp, WaveReduce, WaveShuffle, While,
+                         contains_cut, walk)
 from ..ir.opdef import OPS
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import INTS, NUMPY_DTYPES
@@ -182,6 +183,47 @@ def reloadable_loads(kernel: Kernel) -> dict:
             and launch_invariant(s.value.index)}
 
 
+# An integer variable recomputed in each region stays at most this many expression nodes: a few
+# adds and multiplies of the work-item id cost less than a per-work-item array's store and loads.
+MAX_RECOMPUTED_NODES = 12
+# The operand fields of the integer expressions a recomputed variable may hold.
+OPERAND_FIELDS = {Unary: ("x",), Cast: ("x",), Bitcast: ("x",), Binary: ("a", "b"), Compare: ("a", "b"),
+                  Select: ("cond", "on_true", "on_false")}
+
+
+def recomputable_lets(kernel: Kernel) -> dict:
+    """(name, dtype) -> value of the integer variables that every work-item sets once, at the top
+    of the body, to a short expression of ids, constants, scalar parameters and earlier such
+    variables (substituted): each region recomputes the value where it reads it, so an index built
+    from the work-item id stays affine in the id there (a vector load) instead of coming back from
+    a per-work-item array (a gather)."""
+    assigned = {s.var.name for s in walk(kernel.body) if isinstance(s, Assign)}
+    found: dict = {}
+
+    def substituted(e: Expr):
+        """e with earlier recomputable variables' values in place of them; None if it reads
+        anything else per work-item (a load, another variable) or computes other than integers."""
+        if isinstance(e, Var):
+            return found.get((e.name, e.dtype))
+        if isinstance(e, (Const, Special, ScalarParam)):
+            return e
+        fields = OPERAND_FIELDS.get(type(e))
+        if fields is None or not all(x.dtype in INTS or x.dtype == "bool" for x in sub_expressions(e)):
+            return None
+        parts = [substituted(getattr(e, f)) for f in fields]
+        return None if None in parts else dataclasses.replace(e, **dict(zip(fields, parts)))
+
+    def size(e: Expr) -> int:
+        return 1 + sum(size(x) for x in sub_expressions(e))
+
+    for s in kernel.body:
+        if isinstance(s, Let) and s.var.dtype in INTS and s.var.name not in assigned:
+            value = substituted(s.value)
+            if value is not None and size(value) <= MAX_RECOMPUTED_NODES:
+                found[(s.var.name, s.var.dtype)] = value
+    return found
+
+
 # Wave ops whose lowering reads some operands straight from LDS when it can: class ->
 # reads(op, key, load, workgroup_size), how many of op's operand reads of the variable `key`
 # ((name, dtype), set to the LDS element `load`) it takes from LDS (mfma_host.py: an MFMA's A
@@ -230,8 +272,8 @@ def writes_lds_or_syncs(stmt) -> bool:
 class StoragePlan:
     """Which variables and private arrays cross a cut (and so need per-work-item arrays), which
     are loop variables of workgroup-level loops (one value per workgroup), and which are
-    reloaded in each region (`reloaded`, when `reload` is asked): from global memory, or from
-    LDS by the wave ops that take them as LDS operands."""
+    reloaded in each region (`reloaded`, when `reload` is asked): recomputed from ids, reloaded
+    from global memory, or from LDS by the wave ops that take them as LDS operands."""
 
     def __init__(self, kernel: Kernel, reload: bool = True):
         self.regions_of: dict = {}
@@ -239,8 +281,9 @@ class StoragePlan:
         self.wave_results: set = set()
         self.count = 1  # region 0 is the workgroup level: bounds and conditions of cut-holding statements
         self.plan(kernel.body)
-        self.reloaded = {**reloadable_loads(kernel), **self.lds_operand_loads(kernel)} if reload else {}
         crossing = {name for name, regions in self.regions_of.items() if len(regions) > 1}
+        recomputed = {key: value for key, value in recomputable_lets(kernel).items() if key in crossing}
+        self.reloaded = {**recomputed, **reloadable_loads(kernel), **self.lds_operand_loads(kernel)} if reload else {}
         self.per_item = (crossing | self.wave_results) - self.workgroup_level - set(self.reloaded)
 
     def lds_operand_loads(self, kernel: Kernel) -> dict:
@@ -580,7 +623,10 @@ class HostKernelBuilder(KernelBuilder):
             if isinstance(e, Special):
                 return e.kind == "workitem_id"
             if isinstance(e, Var):
-                return (e.name, e.dtype) in self.plan.per_item or (e.name, e.dtype) in self.plan.reloaded
+                reloaded = self.plan.reloaded.get((e.name, e.dtype))
+                if reloaded is not None and not isinstance(reloaded, Load):
+                    return self.depends_on_item(reloaded)   # a recomputed id expression
+                return (e.name, e.dtype) in self.plan.per_item or reloaded is not None
             return (isinstance(e, Load) and e.buffer.space == "private") or \
                 any(self.depends_on_item(x) for x in sub_expressions(e))
         return self.cached(self.item_dependence_cache, e, compute)
