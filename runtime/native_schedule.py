@@ -190,7 +190,8 @@ class NativeSchedule:
     def __init__(self, plan: dict, kernels: list[CompiledKernel], constants: dict[int, np.ndarray], kernel_text,
                  object_code: bytes | None = None):
         self.name = plan["name"]
-        self.layout = layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["donated"])
+        self.layout = layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["kernels"],
+                                               plan["donated"])
         self.arenas = ArenaPool(layout.arena_bytes, self.unholdable_arena)
         start = time.perf_counter()
         self.object_code = object_code if object_code is not None else schedule_object_code(plan, layout, kernel_text)
