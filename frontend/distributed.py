@@ -28,8 +28,9 @@ copying its message in and its result out. A transfer that does not complete wit
 seconds (a process that died or never called the collective) raises TimeoutError on the
 processes waiting for it, rather than hanging.
 
-A jitted program over a mesh whose devices belong to several processes is not supported: each
-process partitions programs over its own devices; these collectives combine processes' results.
+A jitted program over a mesh of several processes' devices runs its collectives between processes
+through these (frontend/sharding.py: ProcessCollectives), its all_to_all and ppermute through
+`transfer`'s point-to-point messages.
 """
 from __future__ import annotations
 
@@ -584,6 +585,24 @@ def all_gather(x, *, timeout: float = DEFAULT_TIMEOUT_S):
         blocks[in_block] = np.empty_like(x)
         exchange(blocks[out_block], right, blocks[in_block], left, timeout, "ring all-gather")
     return np.concatenate([b.reshape((-1,) + x.shape[1:]) if x.ndim else b.reshape(1) for b in blocks], axis=0)
+
+
+TRANSFER_TAG = 23
+
+
+def transfer(x: np.ndarray, outgoing, incoming, what: str, *, timeout: float = DEFAULT_TIMEOUT_S):
+    """The point-to-point part of an all-to-all or a permutation between processes (a jitted
+    program's all_to_all and ppermute, frontend/sharding.py: ProcessCollectives): each (process,
+    array) of `outgoing` sent to that process, each (process, array) of `incoming` received into
+    that array (C-contiguous and writeable: a block of a result), all at once. Messages between two
+    processes share one tag, and MPI's do not overtake each other, so they match in the order both
+    processes list them. `x` (this process's operands) is first checked to have every process's
+    shape and dtype, `what` naming the collective in the error."""
+    checked(x, what, timeout)
+    requests = [comm().Irecv(array, source=process, tag=TRANSFER_TAG) for process, array in incoming]
+    requests += [comm().Isend(np.ascontiguousarray(array), dest=process, tag=TRANSFER_TAG)
+                 for process, array in outgoing]
+    wait(requests, timeout, f"{what} between processes")
 
 
 def reduce_scatter(x, op: str = "sum", *, timeout: float = DEFAULT_TIMEOUT_S):
