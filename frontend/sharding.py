@@ -133,8 +133,8 @@ class NamedSharding:
         for k, axes in enumerate(self.dims(len(shape), what)):
             devices = math.prod(self.mesh.shape[a] for a in axes)
             if shape[k] % devices:
-                raise ValueError(f"NamedSharding {self.spec} of a {what} of shape {tuple(shape)}: dimension {k} "
-                                 f"({shape[k]}) is not a multiple of mesh axes {axes}' {devices} devices")
+                raise ValueError(f"NamedSharding {self.spec} of the {what} of shape {tuple(shape)}: dimension {k} "
+                                 f"({shape[k]}) is not a multiple of the {devices} devices of mesh axes {axes}")
 
     def shard_shape(self, shape) -> tuple:
         self.check(shape)

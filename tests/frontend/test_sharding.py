@@ -346,7 +346,7 @@ def test_bad_meshes_specs_and_collectives_are_named():
     mesh = make_mesh((4,), ("x",))
     with pytest.raises(ValueError, match="names axis 'y', which the mesh"):
         NamedSharding(mesh, P("y"))
-    with pytest.raises(ValueError, match=r"dimension 0 \(6\) is not a multiple of mesh axes \('x',\)' 4 devices"):
+    with pytest.raises(ValueError, match=r"dimension 0 \(6\) is not a multiple of the 4 devices of mesh axes \('x',\)"):
         cj.device_put(np.zeros((6, 2)), NamedSharding(mesh, P("x")))
     with pytest.raises(NameError, match="unbound axis name 'x': collectives run inside shard_map"):
         cj.jit(lambda v: lax.psum(v, "x"))(np.ones(3))
