@@ -124,6 +124,16 @@ def direct_kernels(body: dict, kernel_plans: list[dict]) -> list[int]:
     return sorted(direct)
 
 
+def uses_pool(body: dict, kernel_plans: list[dict]) -> bool:
+    """Whether the schedule launches on the worker pool: a launch worth it, or launches run together."""
+    def visit(block: dict) -> bool:
+        steps = block["steps"]
+        return any(len(run) > 1 for run in side_by_side(steps, kernel_plans)) or any(
+            step["op"] == "kernel" and kernel_plans[step["kernel"]]["parallel"] or any(map(visit, blocks_of(step)))
+            for step in steps)
+    return visit(body)
+
+
 def direct_entry(kernel: int) -> str:
     return f"run_kernel{kernel}"
 
@@ -134,11 +144,11 @@ def value_bytes(dtype: str, shape) -> int:
 
 def side_by_side(steps: list[dict], kernel_plans: list[dict]) -> list[list[int]]:
     """A block's step positions in runs that may run at once: a run of two or more is consecutive
-    launches of a grid, none updating in place or reading a value another of them makes, one at
-    least worth the worker pool (every device's copy of an op in an unrolled program, or any
-    independent launches); every other step is a run of its own. The layout gives a run's values
-    buffers that no other value of the run shares, and the schedule launches the run as one job of
-    the pool (`ScheduleBuilder.launch_together`)."""
+    launches of a grid, none updating in place or reading a value another of them makes, together
+    worth the worker pool (their plans' `pool_share`s, runtime/launch.py, add up to 1): every
+    device's copy of an op in an unrolled program, or any such launches. Every other step is a run
+    of its own. The layout gives a run's values buffers that no other value of the run shares, and
+    the schedule launches the run as one job of the pool (`ScheduleBuilder.launch_together`)."""
     runs: list[list[int]] = []
     made: set[int] = set()
 
@@ -155,7 +165,7 @@ def side_by_side(steps: list[dict], kernel_plans: list[dict]) -> list[list[int]]
             made.update(slot for slot, _, _ in step["results"])
     together = []
     for run in runs:
-        if len(run) > 1 and not any(kernel_plans[steps[k]["kernel"]]["parallel"] for k in run):
+        if len(run) > 1 and sum(kernel_plans[steps[k]["kernel"]]["pool_share"] for k in run) < 1:
             together.extend([k] for k in run)   # small launches: one after another on this thread
         else:
             together.append(run)

@@ -28,7 +28,7 @@ import numpy as np
 from ..codegen.host import WRITTEN_BUFFER_ALIGNMENT
 from ..codegen.native_schedule import (CALLBACK_FAILED, INTERRUPTED, MISALIGNED, POOL, SCHEDULE_ENTRY,
                                        callback_steps, compile_schedule, direct_kernels, link_kernels,
-                                       schedule_layout, schedule_module, value_bytes)
+                                       schedule_layout, schedule_module, uses_pool, value_bytes)
 from ..ir.ops.callback import CALLBACKS, run_pure_callback
 from ..errors import AllocationError, CdnajitError
 from ..ir.types import NUMPY_DTYPES, TensorType, format_bytes
@@ -208,7 +208,7 @@ class NativeSchedule:
         self.library = link_object(self.object_code, SCHEDULE_ENTRY)
         self.function = SCHEDULE_SIGNATURE(self.library[SCHEDULE_ENTRY])
         # The pool is started with the first schedule that launches on it.
-        parallel = any(kernel_plan["parallel"] for kernel_plan in plan["kernels"])
+        parallel = uses_pool(plan["body"], plan["kernels"])
         self.pool = worker_pool() if parallel else None
         table = [pool_code().launch_address, self.pool.address if parallel else 0]
         api = ctypes.pythonapi

@@ -124,14 +124,14 @@ def schedule_text(executable) -> str:
     for constant in plan["constants"]:
         lines.append(f"  s{constant['slot']} = constant {constant['dtype']}{constant['shape']}")
 
-    def step_lines(step: dict, indent: str) -> None:
+    def step_lines(step: dict, indent: str, together: bool = False) -> None:
         kind = step["op"]
         if kind == "kernel":
             kernel = kernels[step["kernel"]]
             results = slots_text(slot for slot, _, _ in step["results"])
             how = ["in place on s%d" % step["inputs"][0]] if step["in_place"] else []
-            how += ["worker pool" if kernel["parallel"] else "inlined" if step["kernel"] in direct
-                    else "this thread"]
+            how += ["in the job" if together else "worker pool" if kernel["parallel"]
+                    else "inlined" if step["kernel"] in direct else "this thread"]
             grid = f"{launch_text(kernel['grid'])} x {launch_text(kernel['workgroup_size'])}"
             lines.append(f"{indent}{results} = launch {kernel['name']}({slots_text(step['inputs'])})  "
                          f"grid {grid}; {', '.join(how)}")
@@ -163,7 +163,7 @@ def schedule_text(executable) -> str:
             if len(run) > 1:
                 lines.append(f"{indent}together, one job of the worker pool:")
             for k in run:
-                step_lines(steps[k], indent + "  " * (len(run) > 1))
+                step_lines(steps[k], indent + "  " * (len(run) > 1), together=len(run) > 1)
 
     block_lines(plan["body"]["steps"], "  ")
     outputs = ", ".join(f"s{slot}" + (" (copied)" if output.copied_from is not None else

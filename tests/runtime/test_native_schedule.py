@@ -319,6 +319,14 @@ def test_independent_launches_run_as_one_pool_job(cache):
                                                               executable.plan["kernels"])] == [2]
     text = cj.jit(two_independent_launches).lower(a, b).compile().as_text("schedule")
     assert "\n  together, one job of the worker pool:\n    s" in text
+    # Launches each too small for the pool (PARALLEL_MIN_WORK_ITEMS is 2**17 work-items) take it
+    # together when their work adds up to a launch worth it, and not when it does not.
+    for size, runs in ((40_001, [2]), (20_001, [1, 1])):
+        a, b = np.linspace(-1, 1, size, dtype=np.float32), np.linspace(-2, 2, size + 2, dtype=np.float32)
+        executable = assert_matches_interpreter(two_independent_launches, cache, a, b)
+        assert not any(kernel["parallel"] for kernel in executable.plan["kernels"])
+        assert [len(run) for run in codegen_schedule.side_by_side(executable.plan["body"]["steps"],
+                                                                  executable.plan["kernels"])] == runs
 
 
 def test_an_arena_is_reused_once_nothing_refers_to_it():
