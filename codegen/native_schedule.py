@@ -35,7 +35,10 @@ addresses], so that the code
 is the same in every process and is stored with the program. A launch builds its argument block
 on the stack and calls the kernel's `run` (codegen/host.py) over its whole grid on this thread,
 or, for a launch worth the worker pool (runtime/launch.py: `runs_in_parallel`), calls
-`pool_launch(pool, run, block, workgroups)`, whose threads wait in native code.
+`pool_launch(pool, run, block, workgroups)`, whose threads wait in native code. Consecutive
+launches that may run at once (`side_by_side`: none reads what another makes; every device's copy
+of an op, in a multi-device program) are one `pool_launch` of `together_run` over all their
+workgroups, so that the devices run side by side and the pool's threads wait once, not per launch.
 
 Loop carries. A body's output k that is its parameter k (or an in-place update of it) needs
 nothing. One that the body makes with a kernel of its own is written into one of the carry's two
