@@ -35,7 +35,10 @@ addresses], so that the code
 is the same in every process and is stored with the program. A launch builds its argument block
 on the stack and calls the kernel's `run` (codegen/host.py) over its whole grid on this thread,
 or, for a launch worth the worker pool (runtime/launch.py: `runs_in_parallel`), calls
-`pool_launch(pool, run, block, workgroups)`, whose threads wait in native code.
+`pool_launch(pool, run, block, workgroups)`, whose threads wait in native code. Consecutive
+launches that may run at once (`side_by_side`: none reads what another makes; every device's copy
+of an op, in a multi-device program) are one `pool_launch` of `together_run` over all their
+workgroups, so that the devices run side by side and the pool's threads wait once, not per launch.
 
 Loop carries. A body's output k that is its parameter k (or an in-place update of it) needs
 nothing. One that the body makes with a kernel of its own is written into one of the carry's two
@@ -124,12 +127,52 @@ def direct_kernels(body: dict, kernel_plans: list[dict]) -> list[int]:
     return sorted(direct)
 
 
+def uses_pool(body: dict, kernel_plans: list[dict]) -> bool:
+    """Whether the schedule launches on the worker pool: a launch worth it, or launches run together."""
+    def visit(block: dict) -> bool:
+        steps = block["steps"]
+        return any(len(run) > 1 for run in side_by_side(steps, kernel_plans)) or any(
+            step["op"] == "kernel" and kernel_plans[step["kernel"]]["parallel"] or any(map(visit, blocks_of(step)))
+            for step in steps)
+    return visit(body)
+
+
 def direct_entry(kernel: int) -> str:
     return f"run_kernel{kernel}"
 
 
 def value_bytes(dtype: str, shape) -> int:
     return math.prod(shape) * NUMPY_DTYPES[dtype].itemsize
+
+
+def side_by_side(steps: list[dict], kernel_plans: list[dict]) -> list[list[int]]:
+    """A block's step positions in runs that may run at once: a run of two or more is consecutive
+    launches of a grid, none updating in place or reading a value another of them makes, together
+    worth the worker pool (their plans' `pool_share`s, runtime/launch.py, add up to 1): every
+    device's copy of an op in an unrolled program, or any such launches. Every other step is a run
+    of its own. The layout gives a run's values buffers that no other value of the run shares, and
+    the schedule launches the run as one job of the pool (`ScheduleBuilder.launch_together`)."""
+    runs: list[list[int]] = []
+    made: set[int] = set()
+
+    def joinable(step):
+        return step["op"] == "kernel" and not step["in_place"] and math.prod(kernel_plans[step["kernel"]]["grid"])
+
+    for position, step in enumerate(steps):
+        if runs and joinable(step) and all(joinable(steps[k]) for k in runs[-1]) and not made & set(step["inputs"]):
+            runs[-1].append(position)
+        else:
+            runs.append([position])
+            made = set()
+        if step["op"] == "kernel":
+            made.update(slot for slot, _, _ in step["results"])
+    together = []
+    for run in runs:
+        if len(run) > 1 and sum(kernel_plans[steps[k]["kernel"]]["pool_share"] for k in run) < 1:
+            together.extend([k] for k in run)   # small launches: one after another on this thread
+        else:
+            together.append(run)
+    return together
 
 
 @dataclass
@@ -265,13 +308,15 @@ def made_values(block: dict):
     return made, defined
 
 
-def schedule_layout(body: dict, outputs: list[list], slot_count: int, donated=()) -> ScheduleLayout:
+def schedule_layout(body: dict, outputs: list[list], slot_count: int, kernel_plans: list[dict],
+                    donated=()) -> ScheduleLayout:
     """The arena and address table of a program's schedule (see the module's docstring).
 
     Buffers are assigned by liveness, block by block: a value made in a block lives from its step
     to the last step that reads it or a value held in its buffer (an in-place update of it, a
     view of it, a nested loop's or branch's result that may be it), or to the block's end if the
-    block yields it; values that are never live together share bytes. A nested loop or branch is
+    block yields it; values that are never live together share bytes (the launches of a run that
+    runs at once, `side_by_side`, count as one step). A nested loop or branch is
     one lifetime in its block, its region laid out the same way inside: a loop's region holds
     its carries' spare buffers, then its condition's and its body's buffers over the same bytes
     (they never live together: the condition's are dead once the body starts, and the body's once
@@ -288,7 +333,11 @@ def schedule_layout(body: dict, outputs: list[list], slot_count: int, donated=()
                 for life in roots.get(slot, ()):
                     life.end = max(life.end, position)
 
-        for position, inner in enumerate(steps):
+        # The steps of a run launched together (side_by_side) all take its first step's position,
+        # so that their values are live together.
+        at = {k: run[0] for run in side_by_side(steps, kernel_plans) for k in run}
+        for index, inner in enumerate(steps):
+            position = at[index]
             read(step_reads(inner), position)
             kind = inner["op"]
             if kind == "reshape":
@@ -431,8 +480,12 @@ class ScheduleBuilder:
         return str(self.module)
 
     def block(self, block: dict) -> None:
-        for step in block["steps"]:
-            self.step(step)
+        steps = block["steps"]
+        for run in side_by_side(steps, self.kernel_plans):
+            if len(run) > 1:
+                self.launch_together([steps[k] for k in run])
+            else:
+                self.step(steps[run[0]])
 
     def step(self, step: dict) -> None:
         kind = step["op"]
@@ -460,6 +513,24 @@ class ScheduleBuilder:
             b.ret(ir.Constant(I32, CALLBACK_FAILED))
 
     def launch(self, step: dict) -> None:
+        plan, arguments = self.kernel_plans[step["kernel"]], self.argument_block(step)
+        if arguments is None:
+            return
+        total = ir.Constant(I64, math.prod(plan["grid"]))
+        if plan["parallel"]:
+            run = self.b.inttoptr(self.table_entry(TABLE_HEADER + step["kernel"]), PTR)
+            self.call_entry(POOL_LAUNCH, ir.VoidType(), [self.pointer(self.table_entry(POOL)), run, arguments, total])
+        else:
+            self.b.store(ir.Constant(I64, 0), self.counter)
+            run_arguments = [arguments, self.counter, total, total]
+            if step["kernel"] in self.direct:
+                self.b.call(self.direct[step["kernel"]], run_arguments)
+            else:
+                self.call_entry(TABLE_HEADER + step["kernel"], ir.VoidType(), run_arguments)
+
+    def argument_block(self, step: dict) -> ir.Value | None:
+        """A launch's argument block (on the stack), its results' addresses set; None for an empty
+        grid, which runs nothing."""
         b, plan = self.b, self.kernel_plans[step["kernel"]]
         addresses = [self.address(slot) for slot in step["inputs"]]
         for slot, dtype, shape in step["results"]:
@@ -479,23 +550,88 @@ class ScheduleBuilder:
         addresses += [self.table_entry(base + i) for i in range(len(plan["scalars"]))]
         total = math.prod(plan["grid"])
         if total == 0:
-            return
+            return None
         self.count_work(total * math.prod(plan["workgroup_size"]))
         arguments = self.entry.alloca(ir.ArrayType(I64, max(len(addresses), 1)))
         for i, value in enumerate(addresses):
             b.store(value, b.gep(arguments, [ir.Constant(I64, 0), ir.Constant(I64, i)]))
-        arguments = b.bitcast(arguments, PTR)
-        if plan["parallel"]:
-            run = self.b.inttoptr(self.table_entry(TABLE_HEADER + step["kernel"]), PTR)
-            self.call_entry(POOL_LAUNCH, ir.VoidType(),
-                            [self.pointer(self.table_entry(POOL)), run, arguments, ir.Constant(I64, total)])
-        else:
-            b.store(ir.Constant(I64, 0), self.counter)
-            run_arguments = [arguments, self.counter, ir.Constant(I64, total), ir.Constant(I64, total)]
-            if step["kernel"] in self.direct:
-                b.call(self.direct[step["kernel"]], run_arguments)
-            else:
-                self.call_entry(TABLE_HEADER + step["kernel"], ir.VoidType(), run_arguments)
+        return b.bitcast(arguments, PTR)
+
+    def launch_together(self, steps: list[dict]) -> None:
+        """Launches that may run at once (side_by_side) as one job of the pool, whose workgroups are
+        every launch's in turn: each range of them runs the part of each launch's grid it covers
+        (`together_run`), so the pool's threads go on from one launch to the next without waiting
+        at the end of each for the others."""
+        b = self.b
+        job = self.entry.alloca(ir.ArrayType(I64, 2 + 3 * len(steps)))   # together_run reads it
+
+        def store(index: int, value: ir.Value) -> None:
+            b.store(value, b.gep(job, [ir.Constant(I64, 0), ir.Constant(I64, index)]))
+        store(0, ir.Constant(I64, len(steps)))
+        first = 0
+        for k, step in enumerate(steps):
+            store(1 + 3 * k, ir.Constant(I64, first))
+            store(2 + 3 * k, self.table_entry(TABLE_HEADER + step["kernel"]))
+            store(3 + 3 * k, b.ptrtoint(self.argument_block(step), I64))
+            first += math.prod(self.kernel_plans[step["kernel"]]["grid"])
+        store(1 + 3 * len(steps), ir.Constant(I64, first))
+        self.call_entry(POOL_LAUNCH, ir.VoidType(), [self.pointer(self.table_entry(POOL)), self.together_run(),
+                                                     b.bitcast(job, PTR), ir.Constant(I64, first)])
+
+    def together_run(self) -> ir.Function:
+        """`run(i64* job, i64* next, i64 last, i64 grab)`: a kernel entry's signature and protocol
+        (codegen/host.py: build_entry) over a job of launches, job = [count, then per launch its
+        first workgroup in the job, its `run` and its argument block, then the job's workgroups].
+        It takes ranges of `grab` workgroups from `*next` until it reaches `last`, and runs each
+        launch's part of a range through that launch's `run`, on a counter of its own that starts
+        at the part's first workgroup, taking the part as one range."""
+        if "together_run" in self.module.globals:
+            return self.module.globals["together_run"]
+        function = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64]), name="together_run")
+        function.linkage = "internal"
+        job, next_pointer, last, grab = function.args
+        entry, take, taken, launch, part, after_part, done = (
+            function.append_basic_block(name) for name in ("entry", "take", "taken", "launch", "part", "after_part",
+                                                           "done"))
+        b = ir.IRBuilder(entry)
+
+        def word(index: ir.Value) -> ir.Value:
+            return b.load(b.gep(job, [index], source_etype=I64), typ=I64)
+
+        def at_most(x: ir.Value, y: ir.Value) -> ir.Value:
+            return b.select(b.icmp_signed("<", x, y), x, y)
+        counter = b.alloca(I64, name="part_counter")
+        count = word(ir.Constant(I64, 0))
+        b.branch(take)
+        b.position_at_end(take)
+        # Release, as a kernel's own take: the caller, reading the final count, sees every part's stores.
+        first = b.atomic_rmw("add", next_pointer, grab, "acq_rel")
+        b.cbranch(b.icmp_signed("<", first, last), taken, done)
+        b.position_at_end(taken)
+        end = at_most(b.add(first, grab), last)
+        b.branch(launch)
+        b.position_at_end(launch)
+        k = b.phi(I64, name="launch")
+        k.add_incoming(ir.Constant(I64, 0), taken)
+        at = b.add(ir.Constant(I64, 1), b.mul(k, ir.Constant(I64, 3)))
+        start, stop = word(at), word(b.add(at, ir.Constant(I64, 3)))   # this launch's workgroups in the job
+        low = b.select(b.icmp_signed(">", first, start), first, start)
+        high = at_most(end, stop)
+        b.cbranch(b.icmp_signed("<", low, high), part, after_part)
+        b.position_at_end(part)
+        run = b.inttoptr(word(b.add(at, ir.Constant(I64, 1))), ir.PointerType(function.function_type))
+        arguments = b.inttoptr(word(b.add(at, ir.Constant(I64, 2))), PTR)
+        own_first = b.sub(low, start)
+        b.store(own_first, counter)
+        b.call(run, [arguments, counter, b.sub(high, start), b.sub(high, low)])
+        b.branch(after_part)
+        b.position_at_end(after_part)
+        following = b.add(k, ir.Constant(I64, 1))
+        k.add_incoming(following, after_part)
+        b.cbranch(b.and_(b.icmp_signed("<", following, count), b.icmp_signed("<", stop, end)), launch, take)
+        b.position_at_end(done)
+        b.ret_void()
+        return function
 
     def call_entry(self, entry: int, result, args: list) -> ir.Value:
         """Call the function whose address is the table's entry `entry`."""

@@ -28,8 +28,9 @@ copying its message in and its result out. A transfer that does not complete wit
 seconds (a process that died or never called the collective) raises TimeoutError on the
 processes waiting for it, rather than hanging.
 
-A jitted program over a mesh whose devices belong to several processes is not supported: each
-process partitions programs over its own devices; these collectives combine processes' results.
+A jitted program over a mesh of several processes' devices runs its collectives between processes
+through these (frontend/sharding.py: ProcessCollectives), its all_to_all and ppermute through
+`transfer`'s point-to-point messages.
 """
 from __future__ import annotations
 
@@ -479,36 +480,41 @@ def checked(x: np.ndarray, what: str, timeout: float, extra=None):
 class AllReducePlan:
     """What an all-reduce of one shape, dtype, reducer and requested algorithm needs, kept between
     calls (PLANS): the algorithm the host model picks, and the recursive-doubling plan that runs
-    it or (ring, tree) checks the processes' shapes before it."""
+    it or (ring, tree) checks the processes' shapes before it. `what` is the collective a caller
+    runs through it (a short all_gather or reduce_scatter) and `given` the shape and dtype that
+    caller was given: both are in the processes' signatures, and a mismatch's error names them."""
 
-    def __init__(self, shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
+    def __init__(self, shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None, what: str = "all_reduce",
+                 given: tuple = ()):
         n = comm().Get_size()
         if algorithm is not None and algorithm not in ALGORITHMS:
             raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not one of {ALGORITHMS}")
-        self.shape, self.reducer = shape, reducer
-        step_s = OVERSUBSCRIBED_STEP_S if _state["spin_s"] == 0 else HOST_STEP_S
-        self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize, step_s)
-        signature = signature_of("all_reduce", self.algorithm, reducer, dtype.str, shape)
+        self.shape, self.reducer, self.what = shape, reducer, what
+        self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize, host_step_s())
+        signature = signature_of(what, self.algorithm, reducer, dtype.str, shape, given)
         self.doubling = DoublingPlan(signature, shape if self.algorithm == "doubling" else (0,), dtype, reducer) \
             if n > 1 else None
         self.runs_doubling = self.doubling is not None and self.algorithm == "doubling"
 
     @classmethod
-    def get(cls, x: np.ndarray, reducer: str, algorithm: str | None) -> "AllReducePlan":
-        key = ("all_reduce", x.shape, x.dtype, reducer, algorithm)
-        return PLANS.get(key) or plan_for(key, lambda: cls(x.shape, x.dtype, reducer, algorithm))
+    def get(cls, x: np.ndarray, reducer: str, algorithm: str | None, what: str = "all_reduce",
+            given: np.ndarray | None = None) -> "AllReducePlan":
+        described = () if given is None else (given.shape, given.dtype.str)
+        key = (what, x.shape, x.dtype, reducer, algorithm, described)
+        return PLANS.get(key) or plan_for(key, lambda: cls(x.shape, x.dtype, reducer, algorithm, what, described))
 
-    def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray:
+    def __call__(self, x: np.ndarray, timeout: float, given: np.ndarray | None = None) -> np.ndarray:
+        """x reduced over the processes; `given` (x by default) is the array a mismatch's error describes."""
         if self.doubling is None:                  # one process
             return x.copy()
         try:
-            matched = self.doubling(x if self.runs_doubling else None, timeout, "all_reduce")
+            matched = self.doubling(x if self.runs_doubling else None, timeout, self.what)
         except TimeoutError:
             forget(self)       # its requests may still be pending
             raise
         if not matched:
-            check_same(x, "all_reduce", timeout)
-            raise ValueError(f"cdnajit.distributed.all_reduce: the processes called different collectives, or with "
+            check_same(x if given is None else given, self.what, timeout)
+            raise ValueError(f"cdnajit.distributed.{self.what}: the processes called different collectives, or with "
                              f"different reducers or algorithms (process {comm().Get_rank()}: {self.reducer!r}, "
                              f"{self.algorithm})")
         if self.runs_doubling:
@@ -543,14 +549,38 @@ HOST_BW = 10e9
 ALGORITHMS = ("ring", "tree", "doubling")
 
 
+def host_step_s() -> float:
+    """A Python-driven ring or tree step's modelled cost on this host (above)."""
+    return OVERSUBSCRIBED_STEP_S if _state["spin_s"] == 0 else HOST_STEP_S
+
+
+def runs_doubling(collective: str, nbytes: int) -> bool:
+    """Whether an all_gather or a reduce_scatter of `nbytes` per process is modelled faster as
+    recursive doubling's all-reduce (of the n processes' blocks for the all_gather, n times the
+    bytes; the message itself for the reduce_scatter) than as the ring's n - 1 Python-driven steps
+    (each moving nbytes, or a block of nbytes / n reduced on arrival): as MPICH does, short
+    messages take the algorithm of fewer exchanges."""
+    n = comm().Get_size()
+    if n == 1 or nbytes == 0:
+        return False
+    if collective == "all_gather":
+        return doubling_seconds(n, n * nbytes) < (n - 1) * (host_step_s() + nbytes / HOST_BW)
+    return doubling_seconds(n, nbytes) < (n - 1) * (host_step_s() + 2 * nbytes / n / HOST_BW)
+
+
+def doubling_seconds(n: int, nbytes: int) -> float:
+    """Recursive doubling's modelled all-reduce of `nbytes` over n processes."""
+    power = 1 << (n.bit_length() - 1)
+    steps = power.bit_length() - 1 + (2 if power < n else 0)
+    return steps * (NATIVE_STEP_S + 2 * nbytes / HOST_BW) + 2 * nbytes / HOST_BW
+
+
 def host_all_reduce_algorithm(n: int, nbytes: int, step_s: float = HOST_STEP_S) -> str:
     """The modelled fastest all-reduce of `nbytes` over n processes, `step_s` a Python-driven step's cost."""
     steps, chunk = cost.steps_tree(n), nbytes / n / HOST_BW
     modelled = {"ring": 2 * (n - 1) * (step_s + chunk) + (n - 1) * chunk,
-                "tree": steps * (2 * step_s + 3 * nbytes / HOST_BW)}
-    power = 1 << (n.bit_length() - 1)
-    doubling_steps = power.bit_length() - 1 + (2 if power < n else 0)
-    modelled["doubling"] = doubling_steps * (NATIVE_STEP_S + 2 * nbytes / HOST_BW) + 2 * nbytes / HOST_BW
+                "tree": steps * (2 * step_s + 3 * nbytes / HOST_BW),
+                "doubling": doubling_seconds(n, nbytes)}
     return min(modelled, key=modelled.get)
 
 
@@ -571,11 +601,29 @@ def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
     return tree_broadcast(x.reshape(-1), root, timeout).reshape(x.shape)
 
 
-def all_gather(x, *, timeout: float = DEFAULT_TIMEOUT_S):
-    """Every process's x concatenated along axis 0 in rank order, on every process (the ring)."""
+def chosen(collective: str, x: np.ndarray, algorithm: str | None) -> bool:
+    """Whether an all_gather or reduce_scatter of x runs as recursive doubling: as `algorithm` says
+    ("ring" or "doubling"), else as runs_doubling's model picks."""
+    if algorithm not in (None, "ring", "doubling"):
+        raise ValueError(f"cdnajit.distributed.{collective}: algorithm {algorithm!r} is not 'ring' or 'doubling'")
+    if algorithm is None:
+        return runs_doubling(collective, x.nbytes)
+    return algorithm == "doubling" and comm().Get_size() > 1 and x.nbytes > 0
+
+
+def all_gather(x, *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
+    """Every process's x concatenated along axis 0 in rank order, on every process: the ring, or for
+    a short message (runs_doubling, or `algorithm`) recursive doubling's all-reduce of the processes'
+    bytes, each process's in its own block of zeros (a sum of integers of which all but one are 0:
+    every byte exact)."""
     x = np.asarray(x, order="C")
-    checked(x, "all_gather", timeout)
     n, rank = comm().Get_size(), comm().Get_rank()
+    if chosen("all_gather", x, algorithm):
+        blocks = np.zeros((n, x.nbytes), np.uint8)
+        blocks[rank] = x.reshape(-1).view(np.uint8)
+        gathered = AllReducePlan.get(blocks, "sum", "doubling", "all_gather", x)(blocks, timeout, x).view(x.dtype)
+        return gathered.reshape((n * x.shape[0],) + x.shape[1:] if x.ndim else (n,))
+    checked(x, "all_gather", timeout)
     blocks = [None] * n
     blocks[rank] = x
     right, left = (rank + 1) % n, (rank - 1) % n
@@ -586,17 +634,43 @@ def all_gather(x, *, timeout: float = DEFAULT_TIMEOUT_S):
     return np.concatenate([b.reshape((-1,) + x.shape[1:]) if x.ndim else b.reshape(1) for b in blocks], axis=0)
 
 
-def reduce_scatter(x, op: str = "sum", *, timeout: float = DEFAULT_TIMEOUT_S):
+TRANSFER_TAG = 23
+
+
+def transfer(x: np.ndarray, outgoing, incoming, what: str, *, timeout: float = DEFAULT_TIMEOUT_S):
+    """The point-to-point part of an all-to-all or a permutation between processes (a jitted
+    program's all_to_all and ppermute, frontend/sharding.py: ProcessCollectives): each (process,
+    array) of `outgoing` sent to that process, each (process, array) of `incoming` received into
+    that array (C-contiguous and writeable: a block of a result), all at once. Messages between two
+    processes share one tag, and MPI's do not overtake each other, so they match in the order both
+    processes list them. `x` (this process's operands) is first checked to have every process's
+    shape and dtype, `what` naming the collective in the error."""
+    checked(x, what, timeout)
+    requests = [comm().Irecv(array, source=process, tag=TRANSFER_TAG) for process, array in incoming]
+    requests += [comm().Isend(np.ascontiguousarray(array), dest=process, tag=TRANSFER_TAG)
+                 for process, array in outgoing]
+    wait(requests, timeout, f"{what} between processes")
+
+
+def reduce_scatter(x, op: str = "sum", *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
     """Block p (of n equal blocks along axis 0) of every process's x reduced elementwise, on process
     p (MPI_Reduce_scatter_block, lax.psum_scatter): the ring's reduce-scatter, block d starting at
     process d + 1 and ending at d, each step's partial the received one reduced with the process's
-    own block, the received first."""
+    own block, the received first; for a short message (runs_doubling, or `algorithm`), this
+    process's block of recursive doubling's all-reduce."""
     x = np.asarray(x, order="C")
-    checked(x, "reduce_scatter", timeout)
     n, rank = comm().Get_size(), comm().Get_rank()
+    short = chosen("reduce_scatter", x, algorithm) and x.ndim > 0
+    # Either way every process's shape and dtype are compared first (in the all-reduce's headers).
+    summed = AllReducePlan.get(x, op, "doubling", "reduce_scatter", x)(x, timeout) if short else None
+    if not short:
+        checked(x, "reduce_scatter", timeout)
     if x.ndim == 0 or x.shape[0] % n:
         raise ValueError(f"cdnajit.distributed.reduce_scatter: the leading dimension of {x.shape} is not a multiple "
                          f"of the {n} processes")
+    block_shape = (x.shape[0] // n,) + x.shape[1:]
+    if summed is not None:
+        return summed.reshape((n, -1))[rank].reshape(block_shape).copy()
     blocks = x.reshape((n, -1))
     if n == 1:
         return x.copy()
@@ -608,4 +682,4 @@ def reduce_scatter(x, op: str = "sum", *, timeout: float = DEFAULT_TIMEOUT_S):
         reduced = aligned_empty((blocks.shape[1],), x.dtype)     # written whole: aligned for the kernel
         combine_into(reduced, op, received, blocks[(rank - step - 2) % n])
         partial = reduced
-    return partial.reshape((x.shape[0] // n,) + x.shape[1:])
+    return partial.reshape(block_shape)

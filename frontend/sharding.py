@@ -22,7 +22,6 @@ import math
 import numpy as np
 
 from ..ir.ops.callback import register_callback
-from ..libs.ccl import routines as ccl_routines
 from ..ir.types import TensorType, dtype_name
 from ..ir.ops.sharding import spec_text
 from ..passes.partition import partition
@@ -54,6 +53,7 @@ class Mesh:
             raise ValueError("Mesh: no devices")
         self.devices, self.axis_names = array, names
         self.identity = (names, array.shape, tuple(flat))   # what equality and hashing compare (called per call)
+        self.local_positions: dict[int, list[int]] = {}     # per process index: local_positions's answer
 
     @property
     def shape(self) -> dict[str, int]:
@@ -133,8 +133,8 @@ class NamedSharding:
         for k, axes in enumerate(self.dims(len(shape), what)):
             devices = math.prod(self.mesh.shape[a] for a in axes)
             if shape[k] % devices:
-                raise ValueError(f"NamedSharding {self.spec} of a {what} of shape {tuple(shape)}: dimension {k} "
-                                 f"({shape[k]}) is not a multiple of mesh axes {axes}' {devices} devices")
+                raise ValueError(f"NamedSharding {self.spec} of the {what} of shape {tuple(shape)}: dimension {k} "
+                                 f"({shape[k]}) is not a multiple of the {devices} devices of mesh axes {axes}")
 
     def shard_shape(self, shape) -> tuple:
         self.check(shape)
@@ -223,9 +223,12 @@ def put(x, sharding: NamedSharding) -> ShardedArray:
 
 
 def local_positions(mesh: Mesh) -> list[int]:
-    """The mesh positions of this process's devices."""
+    """The mesh positions of this process's devices (kept in the mesh: every sharded call asks)."""
     me = runtime_devices.process_index()
-    return [k for k, d in enumerate(mesh.device_list) if d.process_index == me]
+    positions = mesh.local_positions.get(me)
+    if positions is None:
+        positions = mesh.local_positions[me] = [k for k, d in enumerate(mesh.device_list) if d.process_index == me]
+    return positions
 
 
 def global_type(leaf) -> TensorType:
@@ -281,20 +284,60 @@ class ProcessCollectives:
                 return [blocks[k].copy() for k in positions]
         elif routine == "all_gather":
             step = lambda x: [self.gathered(x, owners).reshape((-1,) + x.shape[2:])]
-        elif routine in ("all_to_all", "ppermute"):
-            # Every member's operand from the whole group's (an all-gather: g times the message's
-            # bytes), then the routine's own definition on them.
-            positions, exchange = [group.index(d) for d in members], getattr(ccl_routines, routine)
-            attrs = {"pairs": op.attrs["pairs"]} if routine == "ppermute" else {}
-
-            def step(x):
-                operands = list(self.gathered(x, owners))
-                results = exchange(*operands, **attrs)
-                return [np.asarray(results[k], order="C") for k in positions]
+        elif routine == "all_to_all":
+            step = self.all_to_all(group, members)
+        elif routine == "ppermute":
+            step = self.ppermute(group, members, op.attrs["pairs"])
         else:   # broadcast
             root = owners[op.attrs["root"]]
             step = lambda x: [distributed.broadcast(x, root)]
         return register_callback(step)
+
+    def all_to_all(self, group: list[int], members: list[int]):
+        """The host step of an all-to-all: block d of group member s's operand becomes block s of
+        member d's result, sent straight to d's process (distributed.transfer) unless d is here."""
+        from . import distributed
+        owners = [self.owner[d] for d in group]
+        local = {group.index(d): k for k, d in enumerate(members)}   # group position -> row of x
+        g = len(group)
+
+        def step(x):
+            rows = x.shape[1] // g
+            results = [np.empty_like(x[0]) for _ in members]
+            outgoing, incoming = [], []
+            for s in range(g):        # every process lists the blocks in this one order
+                for d in range(g):
+                    if s in local and d in local:
+                        results[local[d]][s * rows:(s + 1) * rows] = x[local[s], d * rows:(d + 1) * rows]
+                    elif s in local:
+                        outgoing.append((owners[d], x[local[s], d * rows:(d + 1) * rows]))
+                    elif d in local:
+                        incoming.append((owners[s], results[local[d]][s * rows:(s + 1) * rows]))
+            distributed.transfer(x, outgoing, incoming, "all_to_all")
+            return results
+        return step
+
+    def ppermute(self, group: list[int], members: list[int], pairs):
+        """The host step of a permutation: member s's operand becomes member d's result for each
+        pair (s, d), sent straight to d's process (distributed.transfer) unless d is here; a member
+        no pair sends to gets zeros."""
+        from . import distributed
+        owners = [self.owner[d] for d in group]
+        local = {group.index(d): k for k, d in enumerate(members)}   # group position -> row of x
+
+        def step(x):
+            results = [np.zeros_like(x[k, ...]) for k in range(len(members))]
+            outgoing, incoming = [], []
+            for s, d in pairs:        # every process lists the pairs in this one order
+                if s in local and d in local:
+                    results[local[d]][...] = x[local[s], ...]
+                elif s in local:
+                    outgoing.append((owners[d], x[local[s], ...]))
+                elif d in local:
+                    incoming.append((owners[s], results[local[d]]))
+            distributed.transfer(x, outgoing, incoming, "ppermute")
+            return results
+        return step
 
     @staticmethod
     def gathered(x, owners: list[int]) -> np.ndarray:

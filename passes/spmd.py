@@ -185,7 +185,7 @@ CROSS_PROCESS_PARTS = {   # routine -> (the local part, results per member of th
     "all_gather": (local_stack, "shared"),
     "reduce_scatter": (local_all_reduce, "each"),
     "broadcast": (first_operand, "shared"),   # the root's process sends its operand, the others' is ignored
-    "all_to_all": (local_stack, "each"),   # through an all-gather of the whole group's operands
+    "all_to_all": (local_stack, "each"),   # each block sent to its destination's process
     "ppermute": (local_stack, "each"),
 }
 

@@ -4,7 +4,8 @@ On one host, CDNAJIT_NUM_DEVICES=N (default 1) gives N logical devices, as XLA's
 --xla_force_host_platform_device_count gives N CPU devices: each holds its own buffers (a sharded
 array's shards are separate arrays), every one models the same target (gfx942 by default), and a
 program over several of them runs each device's kernels and the collectives between them
-(libs/ccl) in one schedule on the process's worker pool. Under MPI (frontend/distributed.py), the
+(libs/ccl) in one schedule on the process's worker pool, the devices' copies of an op side by side
+as one job of the pool (codegen/native_schedule.py: side_by_side). Under MPI (frontend/distributed.py), the
 global devices are every process's local ones, process p's numbered from p * N.
 """
 from __future__ import annotations

@@ -52,7 +52,7 @@ from ..lowering.emitters import HOST_OPS, emit_kernel
 from ..passes.manager import run_pipeline
 from .cache import CompileCache, default_cache
 from .launch import (CompiledKernel, address, aligned_copy, aligned_empty, allocation_error, object_codes,
-                     result_allocator, runs_in_parallel)
+                     result_allocator, pool_share, runs_in_parallel)
 from .native_schedule import NativeSchedule, run_callback
 from .schedule import ALIAS_OPS, needs_kernel
 
@@ -207,7 +207,7 @@ class Planner:
             "scalars": [[p.name, p.dtype] for p in kernel.params if not isinstance(p, GlobalBuffer)],
             "arguments": [[name, value] for name, value in kernel.arguments],
             # Decided from the body, which a cached plan does not keep.
-            "parallel": runs_in_parallel(kernel)})
+            "parallel": runs_in_parallel(kernel), "pool_share": pool_share(kernel)})
         return len(self.kernels) - 1
 
 

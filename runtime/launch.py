@@ -162,16 +162,26 @@ def statements_per_item(stmts, arguments: dict | None = None) -> int:
     return total
 
 
-def runs_in_parallel(kernel: Kernel, arguments: dict | None = None) -> bool:
-    """Whether a launch (with these scalar arguments, by default the kernel's own) is worth waking
-    the pool's threads (tens of microseconds)."""
+def pool_share(kernel: Kernel, arguments: dict | None = None) -> float:
+    """A launch's work (with these scalar arguments, by default the kernel's own) as a share of the
+    least worth waking the pool's threads (tens of microseconds): its work-items over
+    PARALLEL_MIN_WORK_ITEMS or its statements over PARALLEL_MIN_STATEMENTS, whichever is more.
+    Launches that run together (codegen/native_schedule.py: side_by_side) take the pool when their
+    shares add up to 1."""
     arguments = dict(kernel.arguments) if arguments is None else arguments
-    workgroups = math.prod(kernel.launch_grid(arguments))
     # A span's work-item takes per_item elements: the work of that many work-items of one each.
     per_item = max((stmt.per_item for stmt in walk(kernel.body) if isinstance(stmt, ForSpan)), default=1)
-    items = workgroups * kernel.workgroup_items * per_item
-    return workgroups > 1 and (items >= PARALLEL_MIN_WORK_ITEMS
-                               or items * statements_per_item(kernel.body, arguments) >= PARALLEL_MIN_STATEMENTS)
+    items = math.prod(kernel.launch_grid(arguments)) * kernel.workgroup_items * per_item
+    share = items / PARALLEL_MIN_WORK_ITEMS
+    return share if share >= 1 else max(share, items * statements_per_item(kernel.body, arguments)
+                                        / PARALLEL_MIN_STATEMENTS)
+
+
+def runs_in_parallel(kernel: Kernel, arguments: dict | None = None) -> bool:
+    """Whether a launch (with these scalar arguments, by default the kernel's own) is worth waking
+    the pool's threads: more than one workgroup, and a whole pool_share."""
+    arguments = dict(kernel.arguments) if arguments is None else arguments
+    return math.prod(kernel.launch_grid(arguments)) > 1 and pool_share(kernel, arguments) >= 1
 
 
 def address(array: np.ndarray) -> int:

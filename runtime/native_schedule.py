@@ -28,7 +28,7 @@ import numpy as np
 from ..codegen.host import WRITTEN_BUFFER_ALIGNMENT
 from ..codegen.native_schedule import (CALLBACK_FAILED, INTERRUPTED, MISALIGNED, POOL, SCHEDULE_ENTRY,
                                        callback_steps, compile_schedule, direct_kernels, link_kernels,
-                                       schedule_layout, schedule_module, value_bytes)
+                                       schedule_layout, schedule_module, uses_pool, value_bytes)
 from ..ir.ops.callback import CALLBACKS, run_pure_callback
 from ..errors import AllocationError, CdnajitError
 from ..ir.types import NUMPY_DTYPES, TensorType, format_bytes
@@ -152,10 +152,12 @@ def schedule_object_code(plan: dict, layout, kernel_text) -> bytes:
 class ResultBlock:
     """One allocation holding every result of a run, each at a WRITTEN_BUFFER_ALIGNMENT boundary
     (so any kernel may write it) and RESULT_BLOCK_GAP past the previous one; None where the
-    results are few or large enough to be allocated one by one."""
+    results are few or large enough to be allocated one by one. Results of one shape and dtype (a
+    collective's, one per device) are the rows of one view (`row_strides`: its strides), which
+    numpy makes faster than as many arrays."""
 
-    def __init__(self, offsets: list[int], nbytes: int):
-        self.offsets, self.nbytes = offsets, nbytes
+    def __init__(self, offsets: list[int], nbytes: int, row_strides: tuple | None):
+        self.offsets, self.nbytes, self.row_strides = offsets, nbytes, row_strides
 
     @classmethod
     def of(cls, results) -> "ResultBlock | None":
@@ -166,16 +168,23 @@ class ResultBlock:
         for size in sizes:
             offsets.append(end)
             end += -(size + RESULT_BLOCK_GAP) % WRITTEN_BUFFER_ALIGNMENT + size + RESULT_BLOCK_GAP
-        return cls(offsets, end)
+        # Rows of a view of rank 1 or more (a 0-d result would be a numpy scalar as a row).
+        _, shape, dtype, _, _ = results[0]
+        rows = len({(shape, dtype) for _, shape, dtype, _, _ in results}) == 1 and shape and sizes[0]
+        return cls(offsets, end, (offsets[1], *np.empty(shape, dtype).strides) if rows else None)
 
     def allocate(self, results, slots) -> list[np.ndarray]:
         """The results, viewing one fresh allocation, their addresses written to `slots`."""
         raw = np.empty(self.nbytes + WRITTEN_BUFFER_ALIGNMENT, np.uint8)
         base = address(raw)
         start = -base % WRITTEN_BUFFER_ALIGNMENT
-        outputs = []
-        for (slot, shape, dtype, _, _), offset in zip(results, self.offsets):
-            outputs.append(np.ndarray(shape, dtype, raw, start + offset))
+        if self.row_strides is not None:
+            _, shape, dtype, _, _ = results[0]
+            outputs = list(np.ndarray((len(results), *shape), dtype, raw, start, self.row_strides))
+        else:
+            outputs = [np.ndarray(shape, dtype, raw, start + offset)
+                       for (_, shape, dtype, _, _), offset in zip(results, self.offsets)]
+        for (slot, _, _, _, _), offset in zip(results, self.offsets):
             slots[slot] = base + start + offset
         return outputs
 
@@ -190,7 +199,8 @@ class NativeSchedule:
     def __init__(self, plan: dict, kernels: list[CompiledKernel], constants: dict[int, np.ndarray], kernel_text,
                  object_code: bytes | None = None):
         self.name = plan["name"]
-        self.layout = layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["donated"])
+        self.layout = layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["kernels"],
+                                               plan["donated"])
         self.arenas = ArenaPool(layout.arena_bytes, self.unholdable_arena)
         start = time.perf_counter()
         self.object_code = object_code if object_code is not None else schedule_object_code(plan, layout, kernel_text)
@@ -198,7 +208,7 @@ class NativeSchedule:
         self.library = link_object(self.object_code, SCHEDULE_ENTRY)
         self.function = SCHEDULE_SIGNATURE(self.library[SCHEDULE_ENTRY])
         # The pool is started with the first schedule that launches on it.
-        parallel = any(kernel_plan["parallel"] for kernel_plan in plan["kernels"])
+        parallel = uses_pool(plan["body"], plan["kernels"])
         self.pool = worker_pool() if parallel else None
         table = [pool_code().launch_address, self.pool.address if parallel else 0]
         api = ctypes.pythonapi

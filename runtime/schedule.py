@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codegen.native_schedule import direct_kernels, schedule_layout
+from ..codegen.native_schedule import direct_kernels, schedule_layout, side_by_side
 from ..ir.core import Module, Op, Region, Value
 from ..ir.types import format_bytes
 from ..lowering.emitters import HOST_OPS
@@ -113,24 +113,25 @@ def schedule_text(executable) -> str:
     """The native schedule of an executable (codegen/native_schedule.py): its arena, each step with
     the slots it reads and writes (s0, s1, ...: the executable's values), kernel launches with
     their grid, whether they run on the worker pool, are linked into the schedule (inlined) or
-    update their first operand in place; loops with their carries; which results are copied."""
+    update their first operand in place; launches that run together, as one job of the pool; loops
+    with their carries; which results are copied."""
     plan = executable.plan
     kernels = plan["kernels"]
-    layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["donated"])
+    layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["kernels"], plan["donated"])
     direct = frozenset(direct_kernels(plan["body"], kernels))
     lines = [f"schedule @{plan['name']}({slots_text(plan['body']['params'])}): {len(kernels)} kernels, "
              f"one native function; arena {format_bytes(layout.arena_bytes)}"]
     for constant in plan["constants"]:
         lines.append(f"  s{constant['slot']} = constant {constant['dtype']}{constant['shape']}")
 
-    def step_lines(step: dict, indent: str) -> None:
+    def step_lines(step: dict, indent: str, together: bool = False) -> None:
         kind = step["op"]
         if kind == "kernel":
             kernel = kernels[step["kernel"]]
             results = slots_text(slot for slot, _, _ in step["results"])
             how = ["in place on s%d" % step["inputs"][0]] if step["in_place"] else []
-            how += ["worker pool" if kernel["parallel"] else "inlined" if step["kernel"] in direct
-                    else "this thread"]
+            how += ["in the job" if together else "worker pool" if kernel["parallel"]
+                    else "inlined" if step["kernel"] in direct else "this thread"]
             grid = f"{launch_text(kernel['grid'])} x {launch_text(kernel['workgroup_size'])}"
             lines.append(f"{indent}{results} = launch {kernel['name']}({slots_text(step['inputs'])})  "
                          f"grid {grid}; {', '.join(how)}")
@@ -153,13 +154,18 @@ def schedule_text(executable) -> str:
             lines.append(f"{indent}{slots_text(step['results'])} = {head} {{")
             for name, block in blocks:
                 lines.append(f"{indent}  {name}({slots_text(block['params'])}):")
-                for inner in block["steps"]:
-                    step_lines(inner, indent + "    ")
+                block_lines(block["steps"], indent + "    ")
                 lines.append(f"{indent}    yield {slots_text(block['outputs'])}")
             lines.append(f"{indent}}}")
 
-    for step in plan["body"]["steps"]:
-        step_lines(step, "  ")
+    def block_lines(steps: list[dict], indent: str) -> None:
+        for run in side_by_side(steps, kernels):
+            if len(run) > 1:
+                lines.append(f"{indent}together, one job of the worker pool:")
+            for k in run:
+                step_lines(steps[k], indent + "  " * (len(run) > 1), together=len(run) > 1)
+
+    block_lines(plan["body"]["steps"], "  ")
     outputs = ", ".join(f"s{slot}" + (" (copied)" if output.copied_from is not None else
                                       " (the donated array)" if output.param is not None else "")
                         for (slot, _, _), output in zip(plan["outputs"], layout.outputs))

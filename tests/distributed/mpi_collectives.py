@@ -1,7 +1,7 @@
 """Run under mpiexec by tests/distributed/test_mpi.py: every process checks cdnajit.distributed's
 collectives against numpy on the data every process makes from the same seeds, and prints "ok".
 With the argument "quick" (make test), only the integer sums (one reduction kernel), the
-reduce-scatter and the gather."""
+reduce-scatters and the gathers."""
 import sys
 
 import numpy as np
@@ -22,6 +22,13 @@ rows = [np.random.default_rng(p).integers(-1000, 1000, (2 * n, 3)).astype(np.int
 np.testing.assert_array_equal(cj.distributed.reduce_scatter(rows[rank]), np.sum(rows, axis=0)[2 * rank:2 * rank + 2])
 floats = [np.random.default_rng(p).standard_normal((3, 5)).astype(np.float32) for p in range(n)]
 np.testing.assert_array_equal(cj.distributed.all_gather(floats[rank]), np.concatenate(floats))
+# Both algorithms of each (the host model picks recursive doubling for short messages, the ring
+# for longer ones: distributed.runs_doubling).
+wide = [np.random.default_rng(p).integers(-1000, 1000, (4 * n, 100)).astype(np.int32) for p in range(n)]
+for algorithm in ("ring", "doubling"):
+    np.testing.assert_array_equal(cj.distributed.all_gather(wide[rank], algorithm=algorithm), np.concatenate(wide))
+    np.testing.assert_array_equal(cj.distributed.reduce_scatter(wide[rank], algorithm=algorithm),
+                                  np.sum(wide, axis=0)[4 * rank:4 * (rank + 1)])
 if quick:
     print(f"ok {rank}")
     sys.exit(0)
@@ -58,6 +65,23 @@ for call, expected in ((lambda: cj.distributed.broadcast(floats[rank], root=rank
         raise AssertionError(f"a mismatch was accepted ({expected})")
     except ValueError as error:
         assert expected in str(error), error
+# Short all_gathers and reduce_scatters run as recursive doubling's all-reduce: the gather moves
+# every byte exactly (a negative zero, a NaN's payload, bools, a 0-d array), and arrays of one size
+# but other shapes on different processes are a ValueError.
+odd = np.array([-0.0, np.nan, np.inf, rank], np.float32)
+odd[1] = np.frombuffer(np.uint32(0x7FC00000 + rank).tobytes(), np.float32)[0]
+got = cj.distributed.all_gather(odd)
+assert got.tobytes() == b"".join(np.array([-0.0, 0, np.inf, p], np.float32).tobytes()[:4] +
+                                  np.uint32(0x7FC00000 + p).tobytes() + np.array([np.inf, p], np.float32).tobytes()
+                                  for p in range(n)), got
+np.testing.assert_array_equal(cj.distributed.all_gather(np.array(rank % 2 == 0)), [p % 2 == 0 for p in range(n)])
+np.testing.assert_array_equal(cj.distributed.reduce_scatter(floats[rank][:1].repeat(n, 0), "max"),
+                              np.max(floats, axis=0)[:1])
+try:
+    cj.distributed.all_gather(np.zeros((2, 3) if rank else (3, 2), np.float32))
+    raise AssertionError("an all_gather of other shapes of one size was accepted")
+except ValueError as error:
+    assert "has (" in str(error), error
 try:
     cj.distributed.reduce_scatter(np.zeros((2 * n + 1, 3), np.float32))
     raise AssertionError("an indivisible reduce_scatter was accepted")

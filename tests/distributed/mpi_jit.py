@@ -95,15 +95,20 @@ for device, shard in scattered.addressable_shards:
     k = devices.index(device)
     np.testing.assert_allclose(shard, summed[k:k + 1], **tolerance)
 
-# all_to_all and ppermute (a ring shift) between processes; a scalar ppermute too.
+# all_to_all and ppermute (a ring shift) between processes; a scalar ppermute, and one that sends
+# only from the last device to the first (the others get zeros).
 def exchanged(block):
     shifted = lax.ppermute(block, "data", [(k, (k + 1) % g) for k in range(g)])
     count = lax.ppermute(lax.axis_index("data"), "data", [(k, (k + 1) % g) for k in range(g)])
-    return lax.all_to_all(block, "data", 0, 0, tiled=True), shifted, count[None]
+    last = lax.ppermute(block, "data", [(g - 1, 0)])
+    return lax.all_to_all(block, "data", 0, 0, tiled=True), shifted, count[None], last
 
 
-mapped = cj.shard_map(exchanged, mesh=mesh, in_specs=P("data"), out_specs=(P("data"), P("data"), P("data")))
-swapped, shifted, counts = cj.jit(mapped)(blocks)
+mapped = cj.shard_map(exchanged, mesh=mesh, in_specs=P("data"), out_specs=(P("data"),) * 4)
+swapped, shifted, counts, last = cj.jit(mapped)(blocks)
+for device, shard in last.addressable_shards:
+    k = devices.index(device)
+    np.testing.assert_array_equal(shard, parts[g - 1] if k == 0 else 0 * parts[0])
 for device, shard in swapped.addressable_shards:
     k = devices.index(device)
     np.testing.assert_array_equal(shard, parts[:, k])     # block s of device k: device s's block k

@@ -12,6 +12,7 @@ import pytest
 import cdnajit as cj
 import cdnajit.numpy as cnp
 from cdnajit import lax
+from cdnajit.codegen.native_schedule import schedule_layout, side_by_side, value_bytes
 from cdnajit.sharding import Mesh, NamedSharding, PartitionSpec as P, ShardedArray, make_mesh
 
 EPS = 2.0 ** -23
@@ -180,6 +181,31 @@ def test_megatron_mlp_matches_the_unsharded_run(devices):
     assert (text.count('routine = "all_reduce"') == 1) == (devices > 1), text
 
 
+def test_the_devices_launches_of_an_op_run_together_on_buffers_of_their_own():
+    """Every device's copy of an op is one job of the worker pool (codegen/native_schedule.py:
+    side_by_side), so the devices run side by side: the schedule shows each such run, no value a
+    run's launch makes shares arena bytes with a value another of its launches reads, and the
+    result is the unsharded program's."""
+    x, w1, w2 = rand(96, 200), rand(200, 4 * 136, seed=1) / 8, rand(4 * 136, 200, seed=2) / 8
+    mesh = make_mesh((4,), ("model",))
+    f = cj.jit(mlp, in_shardings=(NamedSharding(mesh, P()), NamedSharding(mesh, P(None, "model")),
+                                  NamedSharding(mesh, P("model", None))))
+    compiled = f.lower(x, w1, w2).compile()
+    assert compiled.as_text("schedule").count("together, one job of the worker pool:") == 2
+    plan = compiled.executable.plan
+    layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["kernels"], plan["donated"])
+    steps = plan["body"]["steps"]
+    offsets = dict(layout.buffers)   # the arena's values: their bytes
+    arena = {slot: set(range(offsets[slot], offsets[slot] + value_bytes(dtype, shape)))
+             for step in steps if step["op"] == "kernel" for slot, dtype, shape in step["results"] if slot in offsets}
+    runs = [[steps[k] for k in run] for run in side_by_side(steps, plan["kernels"]) if len(run) > 1]
+    assert [len(run) for run in runs] == [4, 4]
+    pairs = [(arena[slot], arena[read]) for run in runs for launch in run for other in run if other is not launch
+             for read in other["inputs"] if read in arena for slot, _, _ in launch["results"] if slot in arena]
+    assert pairs and not any(made & read for made, read in pairs)
+    close(f(x, w1, w2), mlp(x, w1, w2), np.abs(np.tanh(x @ w1)) @ np.abs(w2))
+
+
 @pytest.mark.slow
 def test_data_and_model_parallel_on_a_two_dimensional_mesh_with_out_shardings():
     x, w1, w2 = rand(16, 32), rand(32, 64, seed=1) / 4, rand(64, 32, seed=2) / 4
@@ -320,7 +346,7 @@ def test_bad_meshes_specs_and_collectives_are_named():
     mesh = make_mesh((4,), ("x",))
     with pytest.raises(ValueError, match="names axis 'y', which the mesh"):
         NamedSharding(mesh, P("y"))
-    with pytest.raises(ValueError, match=r"dimension 0 \(6\) is not a multiple of mesh axes \('x',\)' 4 devices"):
+    with pytest.raises(ValueError, match=r"dimension 0 \(6\) is not a multiple of the 4 devices of mesh axes \('x',\)"):
         cj.device_put(np.zeros((6, 2)), NamedSharding(mesh, P("x")))
     with pytest.raises(NameError, match="unbound axis name 'x': collectives run inside shard_map"):
         cj.jit(lambda v: lax.psum(v, "x"))(np.ones(3))

@@ -176,7 +176,7 @@ def test_a_one_element_update_in_a_loop_touches_one_element(cache):
         else:
             assert all(np.prod(shape) <= 2 for _, _, shape in step["results"]), step
     layout = codegen_schedule.schedule_layout(executable.plan["body"], executable.plan["outputs"],
-                                              executable.plan["slots"])
+                                              executable.plan["slots"], executable.plan["kernels"])
     assert layout.arena_bytes < a.nbytes   # the carry is updated in the result's buffer: no spares
 
 
@@ -305,6 +305,30 @@ def test_schedule_text_shows_native_loops_and_in_place_updates(cache):
     assert "worker pool" in text
 
 
+def two_independent_launches(a, b):
+    return a * 2.0 + 1.0, b * b - 3.0
+
+
+def test_independent_launches_run_as_one_pool_job(cache):
+    """Two launches neither of which reads the other's result run together (codegen/native_schedule.py:
+    side_by_side): one pool job over both grids (293 and 196 workgroups), whose ranges of workgroups
+    cross from one launch into the next; every element is still written once, as the interpreter's."""
+    a, b = np.linspace(-1, 1, 300_001, dtype=np.float32), np.linspace(-2, 2, 200_003, dtype=np.float32)
+    executable = assert_matches_interpreter(two_independent_launches, cache, a, b)
+    assert [len(run) for run in codegen_schedule.side_by_side(executable.plan["body"]["steps"],
+                                                              executable.plan["kernels"])] == [2]
+    text = cj.jit(two_independent_launches).lower(a, b).compile().as_text("schedule")
+    assert "\n  together, one job of the worker pool:\n    s" in text
+    # Launches each too small for the pool (PARALLEL_MIN_WORK_ITEMS is 2**17 work-items) take it
+    # together when their work adds up to a launch worth it, and not when it does not.
+    for size, runs in ((40_001, [2]), (20_001, [1, 1])):
+        a, b = np.linspace(-1, 1, size, dtype=np.float32), np.linspace(-2, 2, size + 2, dtype=np.float32)
+        executable = assert_matches_interpreter(two_independent_launches, cache, a, b)
+        assert not any(kernel["parallel"] for kernel in executable.plan["kernels"])
+        assert [len(run) for run in codegen_schedule.side_by_side(executable.plan["body"]["steps"],
+                                                                  executable.plan["kernels"])] == runs
+
+
 def test_an_arena_is_reused_once_nothing_refers_to_it():
     pool = ArenaPool(1024, AssertionError)
     first = pool.take()
@@ -333,7 +357,7 @@ def test_a_carry_updated_in_its_own_array_is_handed_over_uncopied(cache):
     for fn, copied in ((lambda xs: scan_outputs(xs)[1], []), (twice, [False, True])):
         module, executable = compile_fn(fn, cache, M)
         layout = codegen_schedule.schedule_layout(executable.plan["body"], executable.plan["outputs"],
-                                                  executable.plan["slots"])
+                                                  executable.plan["slots"], executable.plan["kernels"])
         assert [output.copied_from is not None for output in layout.outputs] == (copied or [False])
         outputs = executable(M)
         for got, want in zip(outputs, cj.ir.interpret(module, M)):
@@ -350,7 +374,7 @@ def test_values_never_live_together_share_arena_bytes(cache):
     executable = assert_matches_interpreter(sorted_steps, cache, x)
     (loop,) = [s for s in executable.plan["body"]["steps"] if s["op"] == "while"]
     layout = codegen_schedule.schedule_layout(executable.plan["body"], executable.plan["outputs"],
-                                              executable.plan["slots"])
+                                              executable.plan["slots"], executable.plan["kernels"])
     kernels = [s for s in loop["body"]["steps"] if s["op"] == "kernel"]
     assert len(kernels) >= 3
     spares = sum(2 * codegen_schedule.aligned_bytes(c.nbytes) for c in layout.carries[id(loop)] if c.spares)
