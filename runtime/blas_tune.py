@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CdnajitError
-from ..libs.blas.routines import ACTIVATIONS, EPILOGUES, split_epilogue
+from ..libs.blas.routines import EPILOGUES, activated, activation_dtypes, split_epilogue
 from ..ir.targets import Target, get_target
 from ..ir.types import NUMPY_DTYPES, dtype_name
 from ..libs.blas.generator import GemmProblem, gemm_call, gemm_kernel
@@ -140,7 +140,7 @@ def tune(m: int, n: int, k: int, dtype="float32", *, batch: int = 1, trans_a: bo
         raise CdnajitError(f"blas.tune: epilogue {epilogue!r} is not one of {', '.join(EPILOGUES)}")
     result_dtype = result_dtype_for(in_dtype, preferred_element_type)
     activation = split_epilogue(epilogue)[1]
-    if activation is not None and result_dtype not in ACTIVATIONS[activation][1]:
+    if activation is not None and result_dtype not in activation_dtypes(activation):
         raise CdnajitError(f"blas.tune: the {activation} epilogue takes floating-point results, not {result_dtype}")
     call = gemm_call(int(m), int(n), int(k), in_dtype, result_dtype, batch=int(batch), trans_a=trans_a,
                      trans_b=trans_b, epilogue=epilogue)
@@ -225,9 +225,7 @@ def reference_result(operands, problem: GemmProblem) -> tuple[np.ndarray, np.nda
     has_bias, activation = split_epilogue(problem.epilogue)
     if has_bias:
         result = result + operands[-1].astype(wide)
-    if activation is not None:
-        result = ACTIVATIONS[activation][0](result)
-    return result, np.matmul(np.abs(op_a), np.abs(op_b))
+    return activated(result, activation, *problem.clamp), np.matmul(np.abs(op_a), np.abs(op_b))
 
 
 def check(d, expected, scale, solution: Solution, problem: GemmProblem) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ...ir import kernel as K
 from ...ir.core import Op
 from ...lowering.emitters import operand_buffers
-from .generator import GemmProblem, activation_expr
+from .generator import GemmProblem, activation_expr, clamp_parameters
 from .routines import split_epilogue
 
 WAVE = 64           # the lanes that share one output row (a CDNA wave: the WaveReduce spans it)
@@ -84,9 +84,10 @@ class GemvKernelBuilder:
         self.c_buf = self.params[2] if p.beta != 0 else None
         self.bias_buf = self.params[-2] if has_bias else None
         self.d_buf = self.params[-1]
-        self.scalars = [self.out, self.k, self.batches, self.alpha] + [self.beta] * (p.beta != 0)
+        self.clamp, clamp_arguments = clamp_parameters(p, self.acc_dtype)
+        self.scalars = [self.out, self.k, self.batches, self.alpha] + [self.beta] * (p.beta != 0) + list(self.clamp or ())
         self.arguments = [("out", p.m if self.along_m else p.n), ("k", p.k), ("batch", p.batch), ("alpha", p.alpha)] \
-            + [("beta", p.beta)] * (p.beta != 0)
+            + [("beta", p.beta)] * (p.beta != 0) + clamp_arguments
         self.batch = K.workgroup_id(1).cast("i64")
         self.x, self.y = K.workitem_id(0).cast("i64"), K.workitem_id(1).cast("i64")
 
@@ -105,7 +106,7 @@ class GemvKernelBuilder:
             value = value + self.widened(self.c_buf[at]) * self.beta
         if self.bias_buf is not None:
             value = value + self.widened(self.bias_buf[K.Const(0, "i64") if self.along_m else i])
-        value = activation_expr(self.activation, value)
+        value = activation_expr(self.activation, value, self.clamp)
         return [K.Store(self.d_buf, at, value.cast(self.problem.result_dtype))]
 
     def dot_body(self) -> list[K.Stmt]:

@@ -77,7 +77,7 @@ from ...ir.kernel_mfma import Mfma, PrivateSlice
 from ...ir.opdef import compute_dtype, infer_types
 from ...ir.types import COMPLEXES, TensorType, dtype_name, numpy_dtype
 from ...lowering.emitters import operand_buffers
-from .routines import gemm_sizes, split_epilogue
+from .routines import CLAMP, gemm_sizes, split_epilogue
 from .solutions import Solution, staging_slots
 
 # How many K blocks ahead the operands read along new rows are prefetched (host: on 2 threads,
@@ -101,6 +101,7 @@ class GemmProblem:
     alpha: object
     beta: object
     epilogue: str
+    clamp: tuple = (None, None)     # the clamp epilogue's bounds (kernel arguments: not in the code)
 
     @classmethod
     def from_op(cls, op: Op) -> "GemmProblem":
@@ -111,7 +112,8 @@ class GemmProblem:
                                       "reach the library as real GEMMs (passes/expand_complex.py)")
         m, k, _, n = gemm_sizes(a, b, attrs["trans_a"], attrs["trans_b"])
         return cls(m, n, k, math.prod(a.shape[:-2]), attrs["trans_a"], attrs["trans_b"], a.dtype,
-                   attrs["compute_dtype"], attrs["result_dtype"], attrs["alpha"], attrs["beta"], attrs["epilogue"])
+                   attrs["compute_dtype"], attrs["result_dtype"], attrs["alpha"], attrs["beta"], attrs["epilogue"],
+                   (attrs["clamp_min"], attrs["clamp_max"]))
 
     @property
     def flops(self) -> int:
@@ -172,7 +174,8 @@ class Edges(NamedTuple):
 
 
 def gemm_call(m: int, n: int, k: int, in_dtype: str, result_dtype: str, *, batch: int = 1, trans_a: bool = False,
-              trans_b: bool = False, alpha=1, beta=0, epilogue: str = "none") -> Op:
+              trans_b: bool = False, alpha=1, beta=0, epilogue: str = "none", clamp_min: float | None = None,
+              clamp_max: float | None = None) -> Op:
     """A lone `library_call` of a GEMM problem, as the matcher (matcher.py) builds one from a traced
     program: operands A and B, then C when beta != 0 and the bias when the epilogue has one. For
     tuning, tests and reports on a problem without tracing a program."""
@@ -187,14 +190,29 @@ def gemm_call(m: int, n: int, k: int, in_dtype: str, result_dtype: str, *, batch
     attrs = dict(library="blas", routine="strided_batched_gemm" if batch > 1 else "gemv" if 1 in (m, n) else "gemm",
                  solution="", trans_a=trans_a, trans_b=trans_b, alpha=scalar(alpha).item(), beta=scalar(beta).item(),
                  epilogue=epilogue, result_dtype=result_dtype,
-                 compute_dtype=dtype_name(compute_dtype(numpy_dtype(result_dtype))))
+                 compute_dtype=dtype_name(compute_dtype(numpy_dtype(result_dtype))), clamp_min=clamp_min,
+                 clamp_max=clamp_max)
     return make_op("library_call", [Value(t) for t in types], attrs, infer_types("library_call", types, attrs))
 
 
-def activation_expr(name: str | None, x: K.Expr) -> K.Expr:
-    """The epilogue's activation in kernel IR, as routines.py's ACTIVATIONS define them."""
+def clamp_parameters(problem: GemmProblem, acc_dtype: str) -> tuple[tuple | None, list]:
+    """The clamp epilogue's bounds as scalar parameters in the accumulator's dtype (an unbounded side
+    clamps at infinity) and their arguments; (None, []) for another epilogue."""
+    if split_epilogue(problem.epilogue)[1] != CLAMP:
+        return None, []
+    low, high = problem.clamp
+    bounds = (K.ScalarParam("clamp_min", acc_dtype), K.ScalarParam("clamp_max", acc_dtype))
+    return bounds, [("clamp_min", -math.inf if low is None else low), ("clamp_max", math.inf if high is None else high)]
+
+
+def activation_expr(name: str | None, x: K.Expr, bounds: tuple | None = None) -> K.Expr:
+    """The epilogue's activation in kernel IR, as routines.py's ACTIVATIONS define them; the clamp's
+    `bounds` are (low, high) expressions."""
     if name is None:
         return x
+    if name == CLAMP:
+        low, high = bounds
+        return K.minimum(K.maximum(x, low), high)
     if name == "relu":
         return K.maximum(x, K.Const(0, x.dtype))
     if name == "relu6":
@@ -238,9 +256,11 @@ class GemmKernelBuilder:
         self.c_buf = self.params[2] if p.beta != 0 else None
         self.bias_buf = self.params[-2] if has_bias else None
         self.d_buf = self.params[-1]
-        self.scalars = [self.m, self.n, self.k, self.batches, self.alpha] + [self.beta] * (p.beta != 0)
+        self.clamp, clamp_arguments = clamp_parameters(p, self.acc_dtype)
+        self.scalars = [self.m, self.n, self.k, self.batches, self.alpha] + [self.beta] * (p.beta != 0) \
+            + list(self.clamp or ())
         self.arguments = [("m", p.m), ("n", p.n), ("k", p.k), ("batch", p.batch), ("alpha", p.alpha)] \
-            + [("beta", p.beta)] * (p.beta != 0)
+            + [("beta", p.beta)] * (p.beta != 0) + clamp_arguments
         # Ids and tile origins are expressions, not variables: every region recomputes them from
         # the ids (on the host, a variable read in several regions would live in a per-work-item
         # array, and addresses loaded from memory stop the work-item loops from vectorizing).
@@ -490,7 +510,7 @@ class GemmKernelBuilder:
                 value = value + self.widened(self.c_buf[at]) * self.beta
             if self.bias_buf is not None:
                 value = value + self.widened(self.bias_buf[column])
-            value = activation_expr(self.activation, value)
+            value = activation_expr(self.activation, value, self.clamp)
             inside = all_of(([row < self.m] if rows_checked else []) + ([column < self.n] if self.edges.n else []))
             if inside is not None:
                 stmts.append(K.If(inside, [K.Store(self.d_buf, at, value.cast(p.result_dtype))]))

@@ -37,10 +37,15 @@ from .tuning import tuned_solution
 
 LDS_BYTES_PER_CLOCK = 128
 L2_BYTES_PER_CLOCK = 64
-# Calibrated against the AMDGPU backend's VGPR counts (codegen/amdgpu.py) of 18 f32 and f16 solutions
-# on gfx942: a least-squares fit gives 0.8 per accumulator, 1.0 per fragment register and 5.4 per
-# staged element; rounded up here, so the model errs towards fewer waves.
-STAGED_VGPRS = 5.5
+# Calibrated against the AMDGPU backend's VGPR counts (codegen/amdgpu.py) of 128 f16 and f32 solutions
+# (1024^3, those that do not spill) on gfx942: a least-squares fit gives 2.06 per accumulator (the
+# main loop moves the accumulators between registers around its MFMAs: the kernel holds each about
+# twice), 0.26 per fragment register, 0.62 per staged element and 26.5 for addresses and indices, with
+# an RMS error of 18 VGPRs; rounded up here, so the model errs towards fewer waves.
+ACCUMULATOR_VGPRS = 2.1
+FRAGMENT_VGPRS = 0.3
+STAGED_VGPRS = 0.7
+BASE_VGPRS = 27
 LOW_OCCUPANCY_PENALTY = 1.25
 HIDING_WAVES = 2              # waves per SIMD below which LOW_OCCUPANCY_PENALTY applies
 # The best sustained issue rate of the matrix and vector units in a GEMM main loop (barriers, address
@@ -71,9 +76,9 @@ class Selection:
 
 
 def estimated_vgprs(solution: Solution, in_dtype: str) -> int:
-    """VGPRs per lane: the accumulators, plus the operand fragments of one DepthU block (the backend
-    hoists all of a block's LDS reads), plus STAGED_VGPRS per element a work-item stages (the value
-    held across the math for the prefetch, and its 64-bit address)."""
+    """VGPRs per lane: ACCUMULATOR_VGPRS per accumulator register, FRAGMENT_VGPRS per operand
+    fragment register of one DepthU block, STAGED_VGPRS per element a work-item stages (the value
+    held across the math for the prefetch), and BASE_VGPRS."""
     wide = 2 if (solution.spec.out_dtype if solution.kind == "mfma" else in_dtype) == "f64" else 1
     accumulators = solution.accumulators() * wide
     if solution.kind == "mfma":
@@ -82,7 +87,8 @@ def estimated_vgprs(solution: Solution, in_dtype: str) -> int:
     else:
         fragments = solution.depth_u * sum(solution.thread_tile) * max(ELEMENT_BYTES[in_dtype] // 4, 1)
     staged = (solution.mt0 + solution.mt1) * solution.depth_u / solution.workgroup_items
-    return math.ceil(accumulators + fragments + STAGED_VGPRS * staged)
+    return math.ceil(ACCUMULATOR_VGPRS * accumulators + FRAGMENT_VGPRS * fragments + STAGED_VGPRS * staged
+                     + BASE_VGPRS)
 
 
 def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estimate:

@@ -33,7 +33,7 @@ from ...ir.core import Op, Value
 from ...ir.opdef import compute_dtype
 from ...ir.types import FLOATS, dtype_name, numpy_dtype
 from ...passes.patterns import Pat, splat_value
-from .routines import ACTIVATIONS, split_epilogue
+from .routines import ACTIVATIONS, CLAMP, split_epilogue
 
 # operand dtype -> the result dtypes the library computes it to (f16/bf16 accumulate in f32, i8 in i32)
 SUPPORTED = {"f64": ("f64",), "f32": ("f32",), "f16": ("f16", "f32"), "bf16": ("bf16", "f32"), "i8": ("i32",),
@@ -122,7 +122,8 @@ def gemm_from_dot(m, lhs, rhs, dot):
     routine = "strided_batched_gemm" if batched else "gemv" if 1 in (rows, columns) else "gemm"
     call = m.op("library_call", a, b, library="blas", routine=routine, solution="", trans_a=trans_a, trans_b=trans_b,
                 alpha=in_dtype(1, result.dtype), beta=in_dtype(0, result.dtype), epilogue="none",
-                result_dtype=result.dtype, compute_dtype=dtype_name(compute_dtype(numpy_dtype(result.dtype))))
+                result_dtype=result.dtype, compute_dtype=dtype_name(compute_dtype(numpy_dtype(result.dtype))),
+                clamp_min=None, clamp_max=None)
     return call if call.type == result else m.op("reshape", call, new_sizes=result.shape)
 
 
@@ -224,6 +225,61 @@ def relu6_of_relu(m, x):
     return gemm.rebuilt(m, epilogue="bias_relu6" if gemm.epilogue[0] else "relu6")
 
 
+def clamp_bounds(attrs) -> tuple | None:
+    """The bounds (low, high; None: unbounded) a call's epilogue clamps its result to after the bias:
+    (None, None) without an activation, relu's (0, None), the clamp's; None for another activation."""
+    activation = split_epilogue(attrs["epilogue"])[1]
+    if activation is None:
+        return None, None
+    if activation == "relu":
+        return 0.0, None
+    return (attrs["clamp_min"], attrs["clamp_max"]) if activation == CLAMP else None
+
+
+def bounded(side: str, bound: float, low, high) -> tuple:
+    """(low, high) after max(., bound) or min(., bound) of min(max(y, low), high): max(min(y, h), c) =
+    min(max(y, c), max(h, c)) and min(min(y, h), c) = min(y, min(h, c)), None an infinite bound."""
+    if side == "max":
+        return (bound if low is None else max(low, bound)), (None if high is None else max(high, bound))
+    return low, (bound if high is None else min(high, bound))
+
+
+def hard_tanh_bounds(high, high_value, low, low_value) -> tuple[float, float] | None:
+    """(lo, hi) of where(x > hi, hi, where(x < lo, lo, x)) (nn.hard_tanh's form) = clamp(lo, x, hi), when
+    its four operands are the finite constants of such a clamp (lo <= hi); else None."""
+    values = [splat_value(v) for v in (high, high_value, low, low_value)]
+    if any(v is None or not math.isfinite(v) for v in values) or values[0] != values[1] or values[2] != values[3] \
+            or values[2] > values[0]:
+        return None
+    return float(values[2]), float(values[0])
+
+
+def clamped(side: str):
+    """The rewrite absorbing max(x, c) or min(x, c) of a constant c into the GEMM bound to x (lax.clamp,
+    cnp.clip write them) as its clamp epilogue (only floats: the bounds are floats; only finite bounds:
+    max and min of a NaN propagate it, which the clamp epilogue does not)."""
+    def rewrite(m, x, bound):
+        gemm = absorbable(m, x, inputs=[bound])
+        value = splat_value(bound)
+        if gemm is None or value is None or not math.isfinite(value) or x.type.dtype not in FLOATS \
+                or bound.type.dtype != x.type.dtype or clamp_bounds(gemm.call.attrs) is None:
+            return None
+        low, high = bounded(side, float(value), *clamp_bounds(gemm.call.attrs))
+        return gemm.rebuilt(m, epilogue="bias_clamp" if gemm.epilogue[0] else "clamp", clamp_min=low, clamp_max=high)
+    return rewrite
+
+
+def hard_tanh(m, x, high, high_value, low, low_value):
+    """nn.hard_tanh's where(x > hi, hi, where(x < lo, lo, x)) of the GEMM bound to x -> the clamp epilogue."""
+    bounds = hard_tanh_bounds(high, high_value, low, low_value)
+    gemm = absorbable(m, x, inputs=[high, high_value, low, low_value])
+    if bounds is None or gemm is None or x.type.dtype not in FLOATS or gemm.epilogue[1] is not None \
+            or any(v.type.dtype != x.type.dtype for v in (high, high_value, low, low_value)):
+        return None
+    return gemm.rebuilt(m, epilogue="bias_clamp" if gemm.epilogue[0] else "clamp", clamp_min=bounds[0],
+                        clamp_max=bounds[1])
+
+
 def transposed_result(m, x, root):
     """transpose(D) swapping its matrix dimensions -> the GEMM of the swapped operands: D^T = op(B)^T op(A)^T.
     Not with C or bias, which the GEMM would have to read transposed."""
@@ -300,6 +356,12 @@ RULES = [
     *activation_rules(activated),
     # min(gemm with relu, 6) -> relu6 (canonicalize puts the constant second)
     (Pat.op("min", x, Pat.splat(6)), relu6_of_relu),
+    # max(gemm, c), min(gemm, c) of a constant (either operand order) -> the clamp epilogue, the bounds composed
+    *[(Pat.op(side, *operands), clamped(side)) for side in ("max", "min")
+      for operands in [(x, Pat.var("bound")), (Pat.var("bound"), x)]],
+    # where(x > hi, hi, where(x < lo, lo, x)) (nn.hard_tanh) -> the clamp epilogue
+    (Pat.op("select", Pat.op("gt", x, Pat.var("high")), Pat.var("high_value"),
+            Pat.op("select", Pat.op("lt", x, Pat.var("low")), Pat.var("low_value"), x)), hard_tanh),
     # gemm * s -> alpha *= s; -gemm -> alpha = -alpha
     (Pat.op("mul", x, Pat.var("y")), scaled_result),
     (Pat.op("neg", x), negated_result),

@@ -10,8 +10,11 @@ Attributes, beside library_call's own (`library` = "blas", `routine`, `solution`
     strided_batched_gemm for batches (dense tensors have one batch stride); batched_gemm is
     rocBLAS's form with an array of pointers, left to the library's solution selection;
   - `trans_a`, `trans_b`, the scalars `alpha` and `beta` (ints for an integer D, complex for a
-    complex one), and `epilogue`: "none", "bias", an activation, or "bias_" + an activation
-    (ACTIVATIONS);
+    complex one), and `epilogue`: "none", "bias", an activation (ACTIVATIONS) or "clamp", or
+    "bias_" + one of them;
+  - `clamp_min`, `clamp_max`: the clamp's bounds, min(max(D, clamp_min), clamp_max) (relu6 with
+    other bounds, nn.hard_tanh, cnp.clip, lax.clamp), a float or None for no bound on that side; both
+    None unless the activation is clamp. The kernels take them as scalar parameters;
   - `result_dtype` (D's) and `compute_dtype` (the accumulator's: f32 for f16/bf16, i32 for i8).
 
 The reference computes as the graph ops the matcher replaced did, step by step with their
@@ -71,7 +74,27 @@ ACTIVATIONS = {
     "gelu_tanh": (gelu_tanh, FLOATS),
     "gelu_erf": (gelu_erf, FLOATS),
 }
-EPILOGUES = ("none", "bias", *ACTIVATIONS, *(f"bias_{name}" for name in ACTIVATIONS))
+# The clamp's bounds are attributes (clamp_min, clamp_max): one kernel serves every bound.
+CLAMP = "clamp"
+EPILOGUES = ("none", "bias", *ACTIVATIONS, CLAMP, *(f"bias_{name}" for name in (*ACTIVATIONS, CLAMP)))
+
+
+def clamped(y, low, high):
+    """min(max(y, low), high), a None bound not applied, as the graph's max and min ops compute it."""
+    y = y if low is None else apply("max", y, splat(low, y))
+    return y if high is None else apply("min", y, splat(high, y))
+
+
+def activation_dtypes(activation: str) -> tuple[str, ...]:
+    """The result dtypes an epilogue's activation (or the clamp) is defined on."""
+    return FLOATS if activation == CLAMP else ACTIVATIONS[activation][1]
+
+
+def activated(y, activation: str | None, clamp_min, clamp_max):
+    """The epilogue's activation (None: none; the clamp with its bounds) of y, as the graph's ops compute it."""
+    if activation == CLAMP:
+        return clamped(y, clamp_min, clamp_max)
+    return y if activation is None else ACTIVATIONS[activation][0](y)
 
 
 def split_epilogue(epilogue: str) -> tuple[bool, str | None]:
@@ -131,12 +154,20 @@ def gemm_infer(types, attrs):
         require(types[-1] == TensorType(result_dtype, (n,)), f"{name}: bias must be {result_dtype}[{n}], "
                                                              f"got {types[-1]}")
     if activation is not None:
-        require(result_dtype in ACTIVATIONS[activation][1],
+        require(result_dtype in activation_dtypes(activation),
                 f"{name}: epilogue {epilogue!r} is not defined on {result_dtype}")
+    check_clamp_bounds(name, activation, attrs)
     return [result]
 
 
-def gemm_reference(a, b, *rest, trans_a, trans_b, alpha, beta, epilogue, result_dtype, compute_dtype):
+def check_clamp_bounds(name: str, activation: str | None, attrs) -> None:
+    bounds = (attrs["clamp_min"], attrs["clamp_max"])
+    require(activation == CLAMP or bounds == (None, None),
+            f"{name}: clamp_min and clamp_max are for the clamp epilogue, got {bounds} with epilogue {attrs['epilogue']!r}")
+
+
+def gemm_reference(a, b, *rest, trans_a, trans_b, alpha, beta, epilogue, result_dtype, compute_dtype, clamp_min,
+                   clamp_max):
     batch = tuple(range(a.ndim - 2))
     # The product as dot_general's reference computes it: accumulate in compute_dtype, round once
     # (overflowing to inf as IEEE says, silently).
@@ -153,10 +184,10 @@ def gemm_reference(a, b, *rest, trans_a, trans_b, alpha, beta, epilogue, result_
     has_bias, activation = split_epilogue(epilogue)
     if has_bias:
         d = apply("add", d, np.broadcast_to(rest[-1], d.shape))
-    return d if activation is None else ACTIVATIONS[activation][0](d)
+    return activated(d, activation, clamp_min, clamp_max)
 
 
 ATTRS = {"trans_a": "bool", "trans_b": "bool", "alpha": "scalar", "beta": "scalar", "epilogue": "str",
-         "result_dtype": "dtype", "compute_dtype": "dtype"}
+         "result_dtype": "dtype", "compute_dtype": "dtype", "clamp_min": "float?", "clamp_max": "float?"}
 DOC = "D = epilogue(alpha * op(A) @ op(B) + beta * C + bias) (libs/blas/routines.py)"
 ROUTINES = {name: Routine(ATTRS, gemm_infer, gemm_reference, DOC) for name in RANKS}

@@ -43,15 +43,12 @@ def epilogue(params: ConvParams, acc: K.Expr, feature: K.Expr) -> K.Expr:
 
 
 def apply_epilogue(kind: str, bias: K.Buffer | None, clamp: tuple | None, acc: K.Expr, feature: K.Expr) -> K.Expr:
-    """Epilogue `kind` (routines.py's CONV_EPILOGUES): the bias of output feature `feature` and the
+    """Epilogue `kind` (libs/blas/routines.py's EPILOGUES): the bias of output feature `feature` and the
     activation, in the accumulator's dtype; `clamp` the (low, high) bound expressions."""
     has_bias, activation = split_epilogue(kind)
     if has_bias:
         acc = acc + bias[feature].cast(acc.dtype)
-    if activation == "clamp":
-        low, high = clamp
-        return K.minimum(K.maximum(acc, low), high)
-    return activation_expr(activation, acc)
+    return activation_expr(activation, acc, clamp)
 
 
 def tap_position(params, j: int, out_coord: K.Expr, tap: K.Expr, dilated: bool) -> tuple[K.Expr, K.Expr]:

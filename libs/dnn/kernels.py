@@ -36,7 +36,7 @@ ONE_KERNEL = {
                                            "feature", winograd.filter_kernel),
     "winograd_output": ("winograd_output", "Winograd's output transform A^T M A with the bias and activation: a "
                                            "work-item per tile and output feature", winograd.output_kernel),
-    "mha_fwd": ("flash_attention", "a wave per 64 queries streaming tiles of 32 keys and values through LDS, "
+    "mha_fwd": ("flash_attention", "4 waves of 32 queries sharing tiles of 32 keys and values in LDS, "
                                    "both products by MFMA, an online softmax (running maximum and sum)", mha_kernel),
 }
 

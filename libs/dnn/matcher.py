@@ -19,10 +19,9 @@ import math
 from ...ir.core import Op, Value
 from ...ir.types import INTS, FLOATS
 from ...passes.patterns import Pat, splat_value
-from ..blas.matcher import activation_rules
+from ..blas.matcher import activation_rules, bounded, clamp_bounds, hard_tanh_bounds
 from ..blas.routines import ACTIVATIONS, split_epilogue
-from . import blocked, im2col, pool, solvers, subpixel, winograd
-from .problem import ConvProblem
+from . import blocked, im2col, pool, subpixel, winograd
 
 CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "lhs_spec", "rhs_spec", "out_spec",
                    "feature_group_count", "batch_group_count", "preferred_element_type")
@@ -166,25 +165,6 @@ def activated(name):
     return rewrite
 
 
-def clamp_bounds(call: Op) -> tuple | None:
-    """The bounds (low, high; None: unbounded) the call's epilogue clamps its result to after the bias:
-    (None, None) without an activation, relu's (0, None); None for another activation."""
-    activation = split_epilogue(call.attrs["epilogue"])[1]
-    if activation is None:
-        return None, None
-    if activation == "relu":
-        return 0.0, None
-    return (call.attrs["clamp_min"], call.attrs["clamp_max"]) if activation == "clamp" else None
-
-
-def bounded(side: str, bound: float, low, high) -> tuple:
-    """(low, high) after max(., bound) or min(., bound) of min(max(y, low), high): max(min(y, h), c) =
-    min(max(y, c), max(h, c)) and min(min(y, h), c) = min(y, min(h, c)), None an infinite bound."""
-    if side == "max":
-        return (bound if low is None else max(low, bound)), (None if high is None else max(high, bound))
-    return low, (bound if high is None else min(high, bound))
-
-
 def clamped(side: str):
     """The rewrite absorbing max(x, c) or min(x, c) of a constant c into the conv_fwd call bound to x
     (lax.clamp, cnp.clip, nn.relu6 write them), as its clamp epilogue (only floats: the bounds are floats;
@@ -193,35 +173,23 @@ def clamped(side: str):
         call = absorbable(m, x, inputs=[bound])
         value = splat_value(bound)
         if call is None or value is None or not math.isfinite(value) or x.type.dtype not in FLOATS \
-                or bound.type.dtype != x.type.dtype or clamp_bounds(call) is None:
+                or bound.type.dtype != x.type.dtype or clamp_bounds(call.attrs) is None:
             return None
-        low, high = bounded(side, float(value), *clamp_bounds(call))
+        low, high = bounded(side, float(value), *clamp_bounds(call.attrs))
         has_bias = split_epilogue(call.attrs["epilogue"])[0]
-        if unclampable(call):  # the GEMM's epilogues clamp to (0, 6) only: relu6
-            return rebuilt(m, call, epilogue="bias_relu6" if has_bias else "relu6") if (low, high) == (0, 6) else None
         return rebuilt(m, call, epilogue="bias_clamp" if has_bias else "clamp", clamp_min=low, clamp_max=high)
     return rewrite
 
 
 def hard_tanh(m, x, high, high_value, low, low_value):
     """where(x > hi, hi, where(x < lo, lo, x)) of constants lo <= hi (nn.hard_tanh's form) = clamp(lo, x, hi)."""
-    values = [splat_value(v) for v in (high, high_value, low, low_value)]
-    if any(v is None or not math.isfinite(v) for v in values) or values[0] != values[1] or values[2] != values[3] \
-            or values[2] > values[0]:
-        return None
+    bounds = hard_tanh_bounds(high, high_value, low, low_value)
     call = absorbable(m, x, inputs=[high, high_value, low, low_value])
-    if call is None or x.type.dtype not in FLOATS or clamp_bounds(call) != (None, None) or unclampable(call) \
+    if bounds is None or call is None or x.type.dtype not in FLOATS or clamp_bounds(call.attrs) != (None, None) \
             or any(v.type.dtype != x.type.dtype for v in (high, high_value, low, low_value)):
         return None
     has_bias = split_epilogue(call.attrs["epilogue"])[0]
-    return rebuilt(m, call, epilogue="bias_clamp" if has_bias else "clamp",
-                   clamp_min=float(values[2]), clamp_max=float(values[0]))
-
-
-def unclampable(call: Op) -> bool:
-    """Whether the call would run libs/blas's GEMM (gemm_1x1), whose epilogues clamp only as relu6 (to (0, 6)):
-    another clamp stays a fusion there rather than moving the convolution off the GEMM."""
-    return call.attrs["routine"] == "conv_fwd" and solvers.gemm_1x1_refuse(ConvProblem.from_op(call)) is None
+    return rebuilt(m, call, epilogue="bias_clamp" if has_bias else "clamp", clamp_min=bounds[0], clamp_max=bounds[1])
 
 
 x = Pat.var("x")

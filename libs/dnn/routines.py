@@ -10,9 +10,9 @@ Operands: x and w as lax.conv_general_dilated takes them (any dimension numbers,
 strides, padding, lhs/rhs dilation, feature and batch groups), then the bias (one value per output
 feature, of y's dtype) when the epilogue starts with "bias". Attributes, beside library_call's own
 (`library` = "dnn", `routine`, `solution`): conv_general_dilated's own (ir/ops/linalg.py's
-CONV_ATTRS), `epilogue`: "none", "bias", an activation of libs/blas (relu, sigmoid, tanh, silu,
-gelu_tanh, gelu_erf) or "clamp", or "bias_" + one, and `clamp_min`, `clamp_max`: the clamp's bounds
-(min(max(y, clamp_min), clamp_max), a float of y's dtype or None for no bound on that side; both None
+CONV_ATTRS), and libs/blas's `epilogue` (EPILOGUES: "none", "bias", relu, relu6, sigmoid, tanh, silu,
+gelu_tanh, gelu_erf or "clamp", or "bias_" + one), `clamp_min` and `clamp_max` (the clamp's bounds,
+min(max(y, clamp_min), clamp_max), a float of y's dtype or None for no bound on that side; both None
 unless the activation is clamp). The kernels take the bounds as scalar parameters, so one kernel serves
 every bound.
 
@@ -39,20 +39,16 @@ from ...ir.ops.linalg import CONV_ATTRS, conv_general_dilated, conv_infer
 from ...ir.ops.reduce import reduce_window, reduce_window_infer
 from ...ir.ops.shape import pad_array
 from ...ir.types import FLOATS, NUMPY_DTYPES, TensorType
-from ..blas.routines import ACTIVATIONS, EPILOGUES, apply, splat, split_epilogue
+from ..blas.routines import EPILOGUES, activated, activation_dtypes, apply, check_clamp_bounds, splat, split_epilogue
 from . import mha, winograd
 
 
-# conv_fwd's epilogues: libs/blas's, and the clamp (relu6, hard_tanh, clip), whose bounds are attributes.
-CONV_EPILOGUES = (*EPILOGUES, "clamp", "bias_clamp")
-# activation -> the result dtypes it accepts
-CONV_ACTIVATIONS = {**{name: dtypes for name, (_, dtypes) in ACTIVATIONS.items()}, "clamp": FLOATS}
 
 
 def conv_fwd_infer(types, attrs):
     epilogue = attrs["epilogue"]
-    require(epilogue in CONV_EPILOGUES,
-            f"library_call: epilogue {epilogue!r} is not one of {', '.join(CONV_EPILOGUES)}")
+    require(epilogue in EPILOGUES,
+            f"library_call: epilogue {epilogue!r} is not one of {', '.join(EPILOGUES)}")
     has_bias, activation = split_epilogue(epilogue)
     require(len(types) == 2 + has_bias, f"library_call: dnn.conv_fwd with epilogue {epilogue!r} takes "
                                         f"{2 + has_bias} operands (x, w{', bias' if has_bias else ''}), got {len(types)}")
@@ -62,19 +58,10 @@ def conv_fwd_infer(types, attrs):
         require(types[2] == TensorType(result.dtype, (features,)),
                 f"library_call: dnn.conv_fwd's bias must be {result.dtype}[{features}], got {types[2]}")
     if activation is not None:
-        require(result.dtype in CONV_ACTIVATIONS[activation],
+        require(result.dtype in activation_dtypes(activation),
                 f"library_call: epilogue {epilogue!r} is not defined on {result.dtype}")
-    bounds = (attrs["clamp_min"], attrs["clamp_max"])
-    require(activation == "clamp" or bounds == (None, None),
-            f"library_call: dnn.conv_fwd's clamp_min and clamp_max are for the clamp epilogue, got {bounds} with "
-            f"epilogue {epilogue!r}")
+    check_clamp_bounds("library_call: dnn.conv_fwd", activation, attrs)
     return [result]
-
-
-def clamped(y, low, high):
-    """min(max(y, low), high), a None bound not applied, as the graph's max and min ops compute it."""
-    y = y if low is None else apply("max", y, splat(low, y))
-    return y if high is None else apply("min", y, splat(high, y))
 
 
 def conv_fwd_reference(x, w, *bias, epilogue, clamp_min, clamp_max, **conv_attrs):
@@ -89,9 +76,7 @@ def with_epilogue(y, bias, epilogue, clamp_min, clamp_max, features_dim):
         shape = [1] * y.ndim
         shape[features_dim] = -1
         y = apply("add", y, np.broadcast_to(bias[0].reshape(shape), y.shape))
-    if activation == "clamp":
-        return clamped(y, clamp_min, clamp_max)
-    return y if activation is None else ACTIVATIONS[activation][0](y)
+    return activated(y, activation, clamp_min, clamp_max)
 
 
 def ungrouped_conv_infer(routine: str, fixed: str, types, attrs):
@@ -224,7 +209,7 @@ def winograd_output_infer(types, attrs):
             f"got {product}")
     has_bias, activation = split_epilogue(attrs["epilogue"])
     dtype, features = attrs["result_dtype"], product.shape[2]
-    require(attrs["epilogue"] in CONV_EPILOGUES and len(types) == 1 + has_bias and
+    require(attrs["epilogue"] in EPILOGUES and len(types) == 1 + has_bias and
             (not has_bias or types[1] == TensorType(dtype, (features,))),
             f"library_call: dnn.winograd_output with epilogue {attrs['epilogue']!r} takes M and "
             f"{'a bias ' + dtype + f'[{features}]' if has_bias else 'no bias'}, got {types}")

@@ -70,8 +70,6 @@ def gemm_1x1_refuse(p: ConvProblem) -> str | None:
         return f"layout {p.layout()}: the features of x and y are not their innermost dimension (NHWC-like)"
     if p.in_dtype not in ("f64", "f32", "f16", "bf16"):
         return f"{p.in_dtype} operands: the BLAS kernels take floats"
-    if p.epilogue.endswith("clamp"):
-        return "the clamp epilogue: libs/blas's GEMM epilogues have no clamp"
     return None
 
 
@@ -79,7 +77,7 @@ def gemm_1x1_call(p: ConvProblem):
     """y[rows, K] = x[rows, C] @ w[C, K] (w[K, C] transposed when O comes before I), rows = N * H * W."""
     rows = p.n * math.prod(p.in_size)
     return gemm_call(rows, p.k, p.c, p.in_dtype, p.result_dtype, trans_b=p.rhs_spec[0] < p.rhs_spec[1],
-                     epilogue=p.epilogue)
+                     epilogue=p.epilogue, clamp_min=p.clamp[0], clamp_max=p.clamp[1])
 
 
 def gemm_1x1_emit(op, p, name, target):

@@ -1096,7 +1096,7 @@ def build_library_call(rng, dtype):
     alpha, beta = (2, -1) if dtype == "i8" else (0.5, 2.0)
     out = p.op("library_call", [p.arg(a), p.arg(b), p.arg(c), p.arg(bias)], library="blas", routine="gemm",
                solution="", trans_a=trans_a, trans_b=trans_b, alpha=alpha, beta=beta, epilogue="bias_relu",
-               result_dtype=result, compute_dtype=compute)
+               result_dtype=result, compute_dtype=compute, clamp_min=None, clamp_max=None)
     wide = np.int64 if dtype == "i8" else np.float64
     op_a, op_b = (a.T if trans_a else a).astype(wide), (b.T if trans_b else b).astype(wide)
     with np.errstate(over="ignore", invalid="ignore"):  # f64's extreme values: `compared` below says where

@@ -1299,7 +1299,7 @@ def check_library_call(name, rng):
     # D = activation(alpha * op(A) @ op(B) + beta * C + bias) equals the graph ops it stands for, exactly
     m, k, n = 3, 5, 2
     runs = [("f32", "f32", "bias_relu"), ("f64", "f64", "bias_tanh"), ("f16", "f32", "bias_silu"),
-            ("bf16", "bf16", "bias"), ("i8", "i32", "bias_relu"), ("c64", "c64", "bias")]
+            ("bf16", "bf16", "bias"), ("i8", "i32", "bias_relu"), ("c64", "c64", "bias"), ("f32", "f32", "bias_clamp")]
     for dtype, result, epilogue in runs:
         for trans_a, trans_b in [(False, False), (True, False), (False, True), (True, True)]:
             a = sample(rng, dtype, (k, m) if trans_a else (m, k))
@@ -1308,7 +1308,9 @@ def check_library_call(name, rng):
             alpha, beta = (3, -1) if result in INTS else (1.5, -0.5)
             attrs = {"library": "blas", "routine": "gemm", "solution": "", "trans_a": trans_a, "trans_b": trans_b,
                      "alpha": alpha, "beta": beta, "epilogue": epilogue, "result_dtype": result,
-                     "compute_dtype": "f32" if dtype in ("f16", "bf16") else result}
+                     "compute_dtype": "f32" if dtype in ("f16", "bf16") else result,
+                     **({"clamp_min": -0.5, "clamp_max": 0.25} if epilogue == "bias_clamp" else
+                        {"clamp_min": None, "clamp_max": None})}
             (got,) = run_op(name, a, b, c, bias, attrs=attrs)
             dot = {"lhs_contracting": (0 if trans_a else 1,), "rhs_contracting": (1 if trans_b else 0,),
                    "lhs_batch": (), "rhs_batch": (), "preferred_element_type": None if dtype == result else result}
@@ -1323,6 +1325,8 @@ def check_library_call(name, rng):
                 (want,) = run_op("tanh", want)
             elif epilogue == "bias_silu":
                 (want,) = run_op("mul", want, run_op("logistic", want)[0])
+            elif epilogue == "bias_clamp":
+                (want,) = run_op("min", run_op("max", want, full(-0.5))[0], full(0.25))
             assert_matches(got, want, what=f"{name} {dtype}->{result} trans {trans_a}, {trans_b} {epilogue}")
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import cdnajit as cj
+import cdnajit.nn as nn
 import cdnajit.numpy as cnp
 from cdnajit import lax
 from cdnajit.ir.core import walk
@@ -215,6 +216,12 @@ ACTIVATIONS = {
     "tanh": (cnp.tanh, "tanh"),
     "sigmoid": (lax.logistic, "sigmoid"),
     "silu": (lambda h: h * lax.logistic(h), "silu"),
+    "clip": (lambda h: cnp.clip(h, -0.5, 0.25), "clamp"),
+    "lax.clamp": (lambda h: lax.clamp(np.float32(-0.5), h, np.float32(0.25)), "clamp"),
+    "max of a constant": (lambda h: cnp.maximum(h, 0.5), "clamp"),
+    "min of a constant, reversed": (lambda h: cnp.minimum(0.5, h), "clamp"),
+    "relu then min": (lambda h: cnp.minimum(cnp.maximum(h, 0), 2.0), "clamp"),
+    "hard_tanh": (nn.hard_tanh, "clamp"),
     **{f"gelu tanh {c}, {a}, {h}": (gelu_tanh_of(cube, association, half), "gelu_tanh")
        for c, cube in CUBES.items() for a, association in ASSOCIATIONS.items() for h, half in HALVES.items()},
     **{f"gelu erf {e}, {a}, {h}": (gelu_erf_of(scaled, association, half), "gelu_erf")
@@ -239,6 +246,37 @@ def test_activations_fuse_into_the_epilogue(name, with_bias):
     assert only_call(result).attrs["epilogue"] == (f"bias_{epilogue}" if with_bias else epilogue), result
     assert len(result.body.ops) == 1, result
     close_to_original(module, result, x, w, bias)
+
+
+# function of h -> the clamp epilogue's (clamp_min, clamp_max): the bounds composed as max and min compose
+CLAMPS = [(lambda h: cnp.clip(h, -0.5, 0.25), (-0.5, 0.25)), (lambda h: cnp.maximum(h, 0.5), (0.5, None)),
+          (lambda h: cnp.minimum(0.5, h), (None, 0.5)), (lambda h: cnp.minimum(cnp.maximum(h, 0), 2.0), (0.0, 2.0)),
+          (lambda h: cnp.maximum(cnp.minimum(h, 2.0), 3.0), (3.0, 3.0)), (nn.hard_tanh, (-1.0, 1.0))]
+
+
+@pytest.mark.parametrize("index", range(len(CLAMPS)))
+def test_clamps_fuse_with_their_bounds(index):
+    function, bounds = CLAMPS[index]
+    rng = np.random.default_rng(index)
+    x, w = (rng.standard_normal(shape).astype(np.float32) for shape in [(5, 7), (7, 3)])
+    module, result = optimized(lambda x, w: function(x @ w), x, w)
+    call = only_call(result)
+    assert (call.attrs["clamp_min"], call.attrs["clamp_max"]) == bounds and len(result.body.ops) == 1, result
+    close_to_original(module, result, x, w)
+    # The kernel: 7-term f32 dot products, in another order than the interpreter's.
+    np.testing.assert_allclose(np.asarray(cj.jit(lambda x, w: function(x @ w))(x, w)), cj.ir.interpret(module, x, w)[0],
+                               rtol=4e-6, atol=4e-6)
+
+
+def test_a_clamp_is_the_matrix_vector_kernels_epilogue_too():
+    rng = np.random.default_rng(3)
+    x, w, b = (rng.standard_normal(shape).astype(np.float32) for shape in [(9, 7), (7, 1), (1,)])
+    function = lambda x, w, b: cnp.clip(x @ w + b, -0.5, 0.25)
+    compiled = cj.jit(function).lower(x, w, b).compile()
+    text = compiled.as_text("optimized")
+    assert 'routine = "gemv"' in text and 'epilogue = "bias_clamp"' in text and " min(" not in text, text
+    np.testing.assert_allclose(np.asarray(compiled(x, w, b)), cj.jit(function, backend="interpret")(x, w, b),
+                               rtol=4e-6, atol=4e-6)
 
 
 # name -> (function of x, w, c, the attributes the one call has)

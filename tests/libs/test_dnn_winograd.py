@@ -82,6 +82,29 @@ def test_heuristic_picks_winograd_where_its_model_wins():
     assert ("dnn", "winograd_input") not in rewrites(strided, x, w)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_w6_in_f16_runs_mfma_at_two_waves_per_simd_on_gfx942(layout):
+    """The issue's gfx942 criteria for W6's convolution in f16 (Winograd F(2x2, 3x3)): the batched GEMM of its
+    main loop uses MFMA, no kernel spills, each runs at least 2 waves per SIMD, and the report prints the
+    GEMM's modelled efficiency. Slow: the AMDGPU backend compiles the four kernels."""
+    dims = ("NHWC", "HWIO", "NHWC") if layout == "NHWC" else ("NCHW", "OIHW", "NCHW")
+    x = np.zeros((8, 56, 56, 64) if layout == "NHWC" else (8, 64, 56, 56), np.float16)
+    w = np.zeros((3, 3, 64, 64) if layout == "NHWC" else (64, 64, 3, 3), np.float16)
+    compiled = cj.jit(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dims)) \
+        .lower(x, w).compile()
+    kernels = {kernel.source_ops[0]: kernel for kernel in compiled.kernels}
+    assert set(kernels) == {"dnn.winograd_input", "dnn.winograd_filter", "blas.strided_batched_gemm",
+                            "dnn.winograd_output"}
+    for kernel in kernels.values():
+        assert kernel.target == "gfx942" and kernel.vgpr_spills == 0 and kernel.sgpr_spills == 0, kernel
+        assert kernel.occupancy >= 2, (kernel.name, kernel.occupancy, kernel.occupancy_limiter, kernel.vgpr_count)
+    gemm = kernels["blas.strided_batched_gemm"]
+    assert "_MI32x32x8_" in gemm.solution or "_MI16x16x16_" in gemm.solution, gemm.solution
+    assert "v_mfma" in compiled.as_text("asm")      # the transforms are vector code: the GEMM's
+    assert "% of peak" in compiled.report()
+
+
 def test_forcing_names_the_rewrites():
     with pytest.raises(ValueError, match="no convolution rewrite 'winograd_f6'"):
         with winograd.forced("winograd_f6"):

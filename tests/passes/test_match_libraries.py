@@ -19,7 +19,7 @@ func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
   return %2
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   return %2
 }"""),
     ("lhs_contracting_first_is_trans_a", """
@@ -28,7 +28,7 @@ func @f(%0: f64[5,4], %1: f64[5,6]) -> (f64[4,6]) {
   return %2
 }""", """
 func @f(%0: f64[5,4], %1: f64[5,6]) -> (f64[4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = true, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f64, compute_dtype = f64} : f64[4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = true, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f64, compute_dtype = f64, clamp_min = none, clamp_max = none} : f64[4,6]
   return %2
 }"""),
     ("transposed_operands_fold_into_trans_flags", """
@@ -39,7 +39,7 @@ func @f(%0: f32[5,4], %1: f32[6,5]) -> (f32[4,6]) {
   return %4
 }""", """
 func @f(%0: f32[5,4], %1: f32[6,5]) -> (f32[4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = true, trans_b = true, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = true, trans_b = true, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   return %2
 }"""),
     ("batch_dimensions_make_a_strided_batched_gemm", """
@@ -48,7 +48,7 @@ func @f(%0: f16[3,4,5], %1: f16[3,6,5]) -> (f32[3,4,6]) {
   return %2
 }""", """
 func @f(%0: f16[3,4,5], %1: f16[3,6,5]) -> (f32[3,4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "strided_batched_gemm", solution = "", trans_a = false, trans_b = true, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[3,4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "strided_batched_gemm", solution = "", trans_a = false, trans_b = true, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[3,4,6]
   return %2
 }"""),
     ("unit_batch_is_a_plain_gemm", """
@@ -59,7 +59,7 @@ func @f(%0: bf16[1,4,5], %1: bf16[1,5,6]) -> (bf16[1,4,6]) {
 func @f(%0: bf16[1,4,5], %1: bf16[1,5,6]) -> (bf16[1,4,6]) {
   %2 = reshape(%0) {new_sizes = [4, 5]} : bf16[4,5]
   %3 = reshape(%1) {new_sizes = [5, 6]} : bf16[5,6]
-  %4 = library_call(%2, %3) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = bf16, compute_dtype = f32} : bf16[4,6]
+  %4 = library_call(%2, %3) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = bf16, compute_dtype = f32, clamp_min = none, clamp_max = none} : bf16[4,6]
   %5 = reshape(%4) {new_sizes = [1, 4, 6]} : bf16[1,4,6]
   return %5
 }"""),
@@ -70,7 +70,7 @@ func @f(%0: f32[2,3,5], %1: f32[5,7]) -> (f32[2,3,7]) {
 }""", """
 func @f(%0: f32[2,3,5], %1: f32[5,7]) -> (f32[2,3,7]) {
   %2 = reshape(%0) {new_sizes = [6, 5]} : f32[6,5]
-  %3 = library_call(%2, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[6,7]
+  %3 = library_call(%2, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[6,7]
   %4 = reshape(%3) {new_sizes = [2, 3, 7]} : f32[2,3,7]
   return %4
 }"""),
@@ -82,7 +82,7 @@ func @f(%0: f32[4,2,3], %1: f32[2,3,5]) -> (f32[4,5]) {
 func @f(%0: f32[4,2,3], %1: f32[2,3,5]) -> (f32[4,5]) {
   %2 = reshape(%0) {new_sizes = [4, 6]} : f32[4,6]
   %3 = reshape(%1) {new_sizes = [6, 5]} : f32[6,5]
-  %4 = library_call(%2, %3) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,5]
+  %4 = library_call(%2, %3) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,5]
   return %4
 }"""),
     ("scattered_contracting_dimensions_are_transposed_first", """
@@ -94,7 +94,7 @@ func @f(%0: f32[2,4,3], %1: f32[2,3,5]) -> (f32[4,5]) {
   %2 = transpose(%0) {permutation = [1, 0, 2]} : f32[4,2,3]
   %3 = reshape(%2) {new_sizes = [4, 6]} : f32[4,6]
   %4 = reshape(%1) {new_sizes = [6, 5]} : f32[6,5]
-  %5 = library_call(%3, %4) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,5]
+  %5 = library_call(%3, %4) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,5]
   return %5
 }"""),
     ("matrix_times_vector_is_gemv", """
@@ -104,7 +104,7 @@ func @f(%0: f32[4,5], %1: f32[5]) -> (f32[4]) {
 }""", """
 func @f(%0: f32[4,5], %1: f32[5]) -> (f32[4]) {
   %2 = reshape(%1) {new_sizes = [5, 1]} : f32[5,1]
-  %3 = library_call(%0, %2) {library = "blas", routine = "gemv", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,1]
+  %3 = library_call(%0, %2) {library = "blas", routine = "gemv", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,1]
   %4 = reshape(%3) {new_sizes = [4]} : f32[4]
   return %4
 }"""),
@@ -114,7 +114,7 @@ func @f(%0: i8[4,5], %1: i8[5,6]) -> (i32[4,6]) {
   return %2
 }""", """
 func @f(%0: i8[4,5], %1: i8[5,6]) -> (i32[4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1, beta = 0, epilogue = "none", result_dtype = i32, compute_dtype = i32} : i32[4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1, beta = 0, epilogue = "none", result_dtype = i32, compute_dtype = i32, clamp_min = none, clamp_max = none} : i32[4,6]
   return %2
 }"""),
     ("outer_product_and_unsupported_dtypes_stay", """
@@ -145,7 +145,7 @@ func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
   %3 = broadcast_in_dim(%2) {shape = [4, 5], broadcast_dimensions = []} : f32[4,5]
   %4 = mul(%0, %3) : f32[4,5]
   %5 = neg(%1) : f32[5,6]
-  %6 = library_call(%4, %5) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 3.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %6 = library_call(%4, %5) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 3.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   return %6
 }"""),
     ("integer_operand_factors_stay_result_factors_are_alpha", """
@@ -163,7 +163,7 @@ func @f(%0: i8[4,5], %1: i8[5,6]) -> (i32[4,6]) {
   %2 = constant() {value = dense<3>} : i8[]
   %3 = broadcast_in_dim(%2) {shape = [4, 5], broadcast_dimensions = []} : i8[4,5]
   %4 = mul(%0, %3) : i8[4,5]
-  %5 = library_call(%4, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = -2, beta = 0, epilogue = "none", result_dtype = i32, compute_dtype = i32} : i32[4,6]
+  %5 = library_call(%4, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = -2, beta = 0, epilogue = "none", result_dtype = i32, compute_dtype = i32, clamp_min = none, clamp_max = none} : i32[4,6]
   return %5
 }"""),
     ("added_c_is_beta", """
@@ -173,7 +173,7 @@ func @f(%0: f32[4,5], %1: f32[5,6], %2: f32[4,6]) -> (f32[4,6]) {
   return %4
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6], %2: f32[4,6]) -> (f32[4,6]) {
-  %3 = library_call(%0, %1, %2) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 1.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %3 = library_call(%0, %1, %2) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 1.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   return %3
 }"""),
     ("scaled_c_is_beta", """
@@ -186,7 +186,7 @@ func @f(%0: f32[4,5], %1: f32[5,6], %2: f32[4,6]) -> (f32[4,6]) {
   return %7
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6], %2: f32[4,6]) -> (f32[4,6]) {
-  %3 = library_call(%0, %1, %2) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.25, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %3 = library_call(%0, %1, %2) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.25, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   return %3
 }"""),
     ("subtracted_c_is_beta_minus_one", """
@@ -196,7 +196,7 @@ func @f(%0: f64[4,5], %1: f64[5,6], %2: f64[4,6]) -> (f64[4,6]) {
   return %4
 }""", """
 func @f(%0: f64[4,5], %1: f64[5,6], %2: f64[4,6]) -> (f64[4,6]) {
-  %3 = library_call(%0, %1, %2) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = -1.0, epilogue = "none", result_dtype = f64, compute_dtype = f64} : f64[4,6]
+  %3 = library_call(%0, %1, %2) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = -1.0, epilogue = "none", result_dtype = f64, compute_dtype = f64, clamp_min = none, clamp_max = none} : f64[4,6]
   return %3
 }"""),
     ("broadcast_c_stays_an_add", """
@@ -207,7 +207,7 @@ func @f(%0: f32[4,5], %1: f32[5,6], %2: f32[4]) -> (f32[4,6]) {
   return %5
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6], %2: f32[4]) -> (f32[4,6]) {
-  %3 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %3 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   %4 = broadcast_in_dim(%2) {shape = [4, 6], broadcast_dimensions = [0]} : f32[4,6]
   %5 = add(%3, %4) : f32[4,6]
   return %5
@@ -223,7 +223,7 @@ func @f(%0: f32[4,5], %1: f32[5,6], %2: f32[6]) -> (f32[4,6]) {
   return %8
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6], %2: f32[6]) -> (f32[4,6]) {
-  %3 = library_call(%0, %1, %2) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "bias_relu", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %3 = library_call(%0, %1, %2) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "bias_relu", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   return %3
 }"""),
     ("c_then_bias_then_tanh_on_a_flattened_gemm", """
@@ -238,7 +238,7 @@ func @f(%0: f32[2,3,5], %1: f32[5,7], %2: f32[2,3,7], %3: f32[7]) -> (f32[2,3,7]
 func @f(%0: f32[2,3,5], %1: f32[5,7], %2: f32[2,3,7], %3: f32[7]) -> (f32[2,3,7]) {
   %4 = reshape(%0) {new_sizes = [6, 5]} : f32[6,5]
   %5 = reshape(%2) {new_sizes = [6, 7]} : f32[6,7]
-  %6 = library_call(%4, %1, %5, %3) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 1.0, epilogue = "bias_tanh", result_dtype = f32, compute_dtype = f32} : f32[6,7]
+  %6 = library_call(%4, %1, %5, %3) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 1.0, epilogue = "bias_tanh", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[6,7]
   %7 = reshape(%6) {new_sizes = [2, 3, 7]} : f32[2,3,7]
   return %7
 }"""),
@@ -251,7 +251,7 @@ func @f(%0: f32[4,5], %1: f32[5,6], %2: f32[6], %3: f32[4,6]) -> (f32[4,6]) {
   return %7
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6], %2: f32[6], %3: f32[4,6]) -> (f32[4,6]) {
-  %4 = library_call(%0, %1, %2) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "bias", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %4 = library_call(%0, %1, %2) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "bias", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   %5 = add(%4, %3) : f32[4,6]
   return %5
 }"""),
@@ -262,7 +262,7 @@ func @f(%0: f16[4,5], %1: f16[5,6]) -> (f16[4,6]) {
   return %3
 }""", """
 func @f(%0: f16[4,5], %1: f16[5,6]) -> (f16[4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "sigmoid", result_dtype = f16, compute_dtype = f32} : f16[4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "sigmoid", result_dtype = f16, compute_dtype = f32, clamp_min = none, clamp_max = none} : f16[4,6]
   return %2
 }"""),
     ("silu", """
@@ -273,7 +273,7 @@ func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
   return %4
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "silu", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "silu", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   return %2
 }"""),
     ("gelu_tanh", """
@@ -299,7 +299,7 @@ func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
   return %19
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "gelu_tanh", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "gelu_tanh", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   return %2
 }"""),
     ("gelu_erf", """
@@ -319,7 +319,7 @@ func @f(%0: f64[4,5], %1: f64[5,6]) -> (f64[4,6]) {
   return %13
 }""", """
 func @f(%0: f64[4,5], %1: f64[5,6]) -> (f64[4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "gelu_erf", result_dtype = f64, compute_dtype = f64} : f64[4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "gelu_erf", result_dtype = f64, compute_dtype = f64, clamp_min = none, clamp_max = none} : f64[4,6]
   return %2
 }"""),
     ("gelu_with_a_wrong_constant_stays", """
@@ -339,7 +339,7 @@ func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
   return %13
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   %3 = constant() {value = dense<1.5>} : f32[]
   %4 = broadcast_in_dim(%3) {shape = [4, 6], broadcast_dimensions = []} : f32[4,6]
   %5 = div(%2, %4) : f32[4,6]
@@ -361,7 +361,7 @@ func @f(%0: f32[3,4,5], %1: f32[3,5,6]) -> (f32[3,6,4]) {
   return %4
 }""", """
 func @f(%0: f32[3,4,5], %1: f32[3,5,6]) -> (f32[3,6,4]) {
-  %2 = library_call(%1, %0) {library = "blas", routine = "strided_batched_gemm", solution = "", trans_a = true, trans_b = true, alpha = 1.0, beta = 0.0, epilogue = "sigmoid", result_dtype = f32, compute_dtype = f32} : f32[3,6,4]
+  %2 = library_call(%1, %0) {library = "blas", routine = "strided_batched_gemm", solution = "", trans_a = true, trans_b = true, alpha = 1.0, beta = 0.0, epilogue = "sigmoid", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[3,6,4]
   return %2
 }"""),
     ("a_result_read_twice_is_not_absorbed", """
@@ -372,7 +372,7 @@ func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6], f32[4,6]) {
   return %3, %4
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6], f32[4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   %3 = tanh(%2) : f32[4,6]
   %4 = exp(%2) : f32[4,6]
   return %3, %4
@@ -384,7 +384,7 @@ func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6], f32[4,6]) {
   return %2, %3
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6], f32[4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   %3 = tanh(%2) : f32[4,6]
   return %2, %3
 }"""),
@@ -396,7 +396,7 @@ func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
   return %4
 }""", """
 func @f(%0: f32[4,5], %1: f32[5,6]) -> (f32[4,6]) {
-  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32} : f32[4,6]
+  %2 = library_call(%0, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,6]
   %3 = tanh(%2) : f32[4,6]
   %4 = add(%2, %3) : f32[4,6]
   return %4
@@ -424,7 +424,7 @@ func @f(%0: f32[4,4], %1: i32[]) -> (f32[4,4], i32[]) {
       %7 = lt(%5, %6) : bool[]
       yield %7
     ^(%8: f32[4,4], %9: i32[]):
-      %10 = library_call(%8, %0) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "tanh", result_dtype = f32, compute_dtype = f32} : f32[4,4]
+      %10 = library_call(%8, %0) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "tanh", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[4,4]
       %11 = constant() {value = dense<1>} : i32[]
       %12 = add(%9, %11) : i32[]
       yield %10, %12
@@ -456,7 +456,7 @@ def test_matching_twice_changes_nothing():
 
 def gemm_attrs(**changes):
     return {"library": "blas", "routine": "gemm", "solution": "", "trans_a": False, "trans_b": False, "alpha": 1.0,
-            "beta": 0.0, "epilogue": "none", "result_dtype": "f32", "compute_dtype": "f32", **changes}
+            "beta": 0.0, "epilogue": "none", "result_dtype": "f32", "compute_dtype": "f32", "clamp_min": None, "clamp_max": None, **changes}
 
 
 def types(*texts):
