@@ -12,8 +12,8 @@ in the order of their ids: every tile a workgroup waits for has started already,
 thread of the host's pool (a workgroup runs to completion on the thread that started it) or
 earlier on the same thread. That is what keeps the spin-waits free of deadlock, on the host as
 with rocPRIM's ordered block id on the GPU. Each work-item folds its ITEMS elements; each wave scans
-its work-items' totals across lanes (Hillis and Steele's steps, one WaveShuffle each: ds_bpermute on
-gfx942, as rocPRIM's warp scan uses cross-lane moves); work-item 0 folds the WAVES waves' totals,
+its work-items' totals across lanes as rocPRIM's warp scan does on GFX9 (routines.WAVE_SCAN_MOVES: row
+shifts within rows of 16 lanes, then row broadcasts, one WaveMove each: DPP moves on gfx942); work-item 0 folds the WAVES waves' totals,
 gets the tile's exclusive prefix from its predecessors and publishes the tile's inclusive prefix;
 each work-item then scans its elements again (from cache) from its carry.
 
@@ -31,14 +31,13 @@ from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .routines import (LOOKBACK_ITEMS as ITEMS, LOOKBACK_WAVE, LOOKBACK_WORKGROUP as WORKGROUP, accumulator_type,
-                       index_dtype_of)
+from .routines import (LOOKBACK_ITEMS as ITEMS, LOOKBACK_WAVE, LOOKBACK_WORKGROUP as WORKGROUP, WAVE_SCAN_MOVES,
+                       accumulator_type, index_dtype_of)
 from .scan import combine_scan, scan_identity
 
 TILE = WORKGROUP * ITEMS
 WAVE = LOOKBACK_WAVE
 WAVES = WORKGROUP // WAVE
-WAVE_STEPS = tuple(1 << k for k in range(WAVE.bit_length() - 1))   # 1, 2, 4, ..., WAVE / 2
 INVALID, AGGREGATE, PREFIX = 0, 1, 2
 UINT_OF_WIDTH = {"f32": "u32", "f64": "u64"}
 
@@ -134,12 +133,12 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
     put = lambda at, value: K.Store(result, row * length + at, value.cast(x.dtype))
     fold = lambda var, at: K.Assign(var, combine_scan(reducer, var, element(at)))
     inclusive_at = 1 + 2 * count + tile_id
-    # Each wave's inclusive scan of its work-items' totals: Hillis and Steele's, a shuffle a step.
+    # Each wave's inclusive scan of its work-items' totals: rocPRIM's DPP moves, a combination each.
     wave_scan = []
-    for step in WAVE_STEPS:
-        moved = K.Var(f"moved{step}", acc_dtype)
-        wave_scan += [K.WaveShuffle(moved, total, lid - step),
-                      K.Assign(total, K.select(lane >= step, combine_scan(reducer, moved, total), total))]
+    for number, pattern in enumerate(WAVE_SCAN_MOVES):
+        moved, reads = K.Var(f"moved{number}", acc_dtype), K.WAVE_MOVES[pattern][0]
+        wave_scan += [K.WaveMove(moved, total, pattern),
+                      K.Assign(total, K.select(reads(lane), combine_scan(reducer, moved, total), total))]
     # The waves' totals folded in order: wave_prefixes[w] holds waves 0 .. w-1's, `run` the tile's.
     lookback = [K.Store(wave_prefixes, 0, identity), K.Let(run, totals[WAVE - 1])]
     for w in range(1, WAVES):
@@ -193,5 +192,5 @@ def describe(op: Op) -> str:
     kind = "exclusive" if op.attrs["exclusive"] else "inclusive"
     return (f"single-pass {kind} {op.attrs['reducer']} scan, decoupled look-back folding predecessors' aggregates "
             f"in tile order (the same bits run to run); tiles of {WORKGROUP} work-items x {ITEMS} "
-            f"elements, wave scans of the work-items' totals by {len(WAVE_STEPS)} shuffles, ordered tile ids from "
+            f"elements, wave scans of the work-items' totals by {len(WAVE_SCAN_MOVES)} DPP moves, ordered tile ids from "
             "an atomic counter")

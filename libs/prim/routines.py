@@ -35,7 +35,7 @@ Single-pass scan (rocPRIM's lookback scan; lookback.py: a plan of these two call
     an operand: the state is made for it alone, and nothing else reads it). Its association, run to
     run (`lookback_reference`): each work-item's run of LOOKBACK_ITEMS elements folded from its first;
     within a tile of LOOKBACK_WORKGROUP runs, each wave of LOOKBACK_WAVE runs' totals scanned by
-    Hillis and Steele's steps (`wave_scans`), the waves' totals folded in order; the tiles' aggregates
+    rocPRIM's DPP moves (`wave_scans`), the waves' totals folded in order; the tiles' aggregates
     folded in order along the row; each run scanned from prefix (+) (waves before (+) its wave's runs
     before it). For integers that is `scan`'s result.
 Floats of 16 bits accumulate in f32 and every result rounds once, as the `cumulative` op does.
@@ -85,6 +85,7 @@ import math
 
 import numpy as np
 
+from ...ir.kernel import WAVE_MOVES, wave_move_sources
 from ...ir.opdef import compute_dtype, fmt_types, require, round_to
 from ...ir.ops.library import Routine
 from ...ir.ops.reduce import CUMULATIVE_UFUNCS, check_reducer, cumulative, reducer_identity
@@ -272,16 +273,22 @@ def lookback_scan_infer(types, attrs):
     return [x]
 
 
+# rocPRIM's wave scan on GFX9 (warp_scan_dpp): each row of 16 lanes scanned by Hillis and Steele's
+# steps of 1, 2, 4 and 8 lanes, then rows 1 and 3 take row 0's and row 2's totals (row_bcast:15),
+# then rows 2 and 3 take lane 31's (row_bcast:31); each step a WaveMove (ir/kernel.py: WAVE_MOVES).
+WAVE_SCAN_MOVES = ("row_shr:1", "row_shr:2", "row_shr:4", "row_shr:8", "row_bcast:15", "row_bcast:31")
+
+
 def wave_scans(totals: np.ndarray, reducer: str) -> np.ndarray:
-    """Each LOOKBACK_WAVE lanes' inclusive scan by Hillis and Steele's steps (lane l combines lane
-    l - d's value before its own, d = 1, 2, 4, ...), as the kernel's shuffles do."""
+    """Each LOOKBACK_WAVE lanes' inclusive scan by WAVE_SCAN_MOVES: at each move, a lane that reads
+    another combines that lane's value before its own, as the kernel does."""
     lanes = totals.reshape(*totals.shape[:-1], -1, LOOKBACK_WAVE)
-    step = 1
-    while step < LOOKBACK_WAVE:
-        moved = lanes.copy()
+    lane = np.arange(LOOKBACK_WAVE)
+    for pattern in WAVE_SCAN_MOVES:
+        reads = WAVE_MOVES[pattern][0]
         with np.errstate(all="ignore"):
-            moved[..., step:] = combined(reducer, lanes[..., :-step], lanes[..., step:])
-        lanes, step = moved, 2 * step
+            moved = combined(reducer, lanes[..., wave_move_sources(pattern, LOOKBACK_WAVE)], lanes)
+        lanes = np.where(reads(lane), moved, lanes)
     return lanes.reshape(totals.shape)
 
 

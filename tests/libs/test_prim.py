@@ -13,6 +13,8 @@ Sizes cross the layouts' boundaries: rows shorter than 1024 are left to the LDS 
 up to 2^16 sort whole (a row per work-item, 64 rows per workgroup), longer ones pass through
 memory per digit in runs of 4096 elements per work-item, 64 runs per workgroup (262144 elements).
 """
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -244,8 +246,9 @@ def test_long_scans_are_single_pass():
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float64, np.int64, np.float16])
 def test_single_pass_scan_builds_for_the_gpus(dtype):
-    """gfx942: no spills, the look-back's atomics as global atomics, the wave scans' shuffles as
-    ds_bpermute; NVPTX: the same kernel lowers."""
+    """gfx942: no spills, the look-back's atomics as global atomics, the wave scans' moves as DPP
+    row shifts and row broadcasts (rocPRIM's GFX9 warp scan: no LDS round trip); NVPTX: the same
+    kernel lowers."""
     graph = cj.make_graph(cnp.cumsum)(np.ones(2 * TILE + 1, dtype))
     calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops if op.name == "library_call"]
     for call in calls:
@@ -254,7 +257,11 @@ def test_single_pass_scan_builds_for_the_gpus(dtype):
         assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
         if call.attrs["routine"] == "lookback_scan":
             asm = amdgpu.assembly(kernel, get_target("gfx942"))
-            assert "global_atomic_swap_x2" in asm and "ds_bpermute" in asm   # the look-back; the wave scans
+            assert "global_atomic_swap_x2" in asm   # the look-back
+            moves = {move for line in asm.splitlines() if "_dpp " in line
+                     for move in re.findall(r"row_shr:\d+|row_bcast:\d+", line)}
+            assert moves == {"row_shr:1", "row_shr:2", "row_shr:4", "row_shr:8", "row_bcast:15", "row_bcast:31"}
+            assert "ds_bpermute" not in asm
             assert "atom" in nvptx.ptx(kernel)
 
 
