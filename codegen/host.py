@@ -1045,19 +1045,25 @@ def one_at_a_time(lower_one):
 
 
 def wave_vector_loader(kb: HostKernelBuilder, value: Expr, name: str):
-    """load(w): wave w's 64 lanes' values of `value` as one vector. A per-work-item variable's array
-    already holds the wave's values side by side; any other value is gathered lane by lane."""
+    """load(w): wave w's 64 lanes' values of `value` as one vector (bool: their bytes, as a bool
+    array holds them). A per-work-item variable's array already holds the wave's values side by
+    side; any other value is gathered lane by lane."""
     b, register = kb.b, REGISTER_TYPES[value.dtype]
     key = (value.name, value.dtype) if isinstance(value, Var) else None
-    vector = ir.VectorType(register, kb.wave_size)
+    vector = ir.VectorType(I8 if value.dtype == "bool" else register, kb.wave_size)
     if key in kb.plan.per_item:
         lanes = kb.slot(key, value.dtype)[0]
         return lambda w: b.load(b.gep(lanes, [b.mul(w, ir.Constant(I64, kb.wave_size))], source_etype=register),
                                 typ=vector, align=16)   # the arrays' alignment (a vector's own would be its size)
-    lanes = kb.entry_alloca(register, kb.wave_size, name="wave." + name)
+    lanes = kb.entry_alloca(vector.element, kb.wave_size, name="wave." + name)
+
+    def store(lane):
+        lane_value = kb.expr(value)
+        lane_value = b.zext(lane_value, I8) if value.dtype == "bool" else lane_value
+        b.store(lane_value, b.gep(lanes, [lane], source_etype=vector.element))
 
     def load(w):
-        kb.for_each_lane(w, lambda lane: b.store(kb.expr(value), b.gep(lanes, [lane], source_etype=register)))
+        kb.for_each_lane(w, store)
         return b.load(lanes, typ=vector, align=16)
     return load
 
