@@ -17,7 +17,7 @@ convention per kernel, executed by every work-item of the grid.
 - Wave ops have the host's lane semantics (ir/kernel.py): `WaveReduce` is the xor butterfly,
   offset 32 through `ds_bpermute`, 16/8/4 through `ds_swizzle` (bit-mask mode), 2/1 through DPP
   quad permutes; `WaveShuffle` is a `ds_bpermute` from lane src % 64; `WaveMove` a DPP move
-  (`DPP_MOVES`: row_shr, row_bcast, wave_shr); `WaveBallot` is `llvm.amdgcn.ballot` (a compare
+  (`DPP_MOVES`: row_shr, row_bcast); `WaveBallot` is `llvm.amdgcn.ballot` (a compare
   into an SGPR pair) and `WaveCountBelow` `v_mbcnt_lo/hi`. f16/bf16 values are computed in f32
   and rounded as on the host; the math library (codegen/mathlib.py) is the same.
 - Of the facts a kernel states for scheduling (Prefetch, `Kernel.streams`, `Kernel.grid_order`,
@@ -203,7 +203,6 @@ DPP_MOVES = {
     "row_shr:8": (0x118, 0xF),
     "row_bcast:15": (0x142, 0xA),   # rows 1 and 3 read lane 15 of the row before
     "row_bcast:31": (0x143, 0xC),   # rows 2 and 3 read lane 31
-    "wave_shr:1": (0x138, 0xF),
 }
 
 

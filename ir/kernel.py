@@ -644,7 +644,6 @@ WAVE_MOVES = {
     "row_shr:8": (lambda lane: lane % 16 >= 8, lambda lane: lane - 8),
     "row_bcast:15": (lambda lane: lane % 32 >= 16, lambda lane: lane - lane % 16 - 1),  # rows 1, 3: the row before's last
     "row_bcast:31": (lambda lane: lane >= 32, lambda lane: 31),             # rows 2, 3: lane 31
-    "wave_shr:1": (lambda lane: lane >= 1, lambda lane: lane - 1),            # lane l - 1 of the wave
 }
 
 

@@ -176,11 +176,11 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
         total_head = run_head = before_head = total_heads = prefix_heads = None
     no_head = K.Const(False, "bool")
     # This work-item's total: its elements folded from its first (from its last head, if segmented).
-    fold_total = [K.Assign(total, element(start)), K.For(j, start + 1, stop, 1, [
-        K.Assign(total, joined(reducer, total, element(j), head_at(j)))])]
-    if segmented:
-        fold_total = [*fold_total, K.Assign(total_head, head_at(start)),
-                      K.For(j, start + 1, stop, 1, [K.Assign(total_head, total_head | head_at(j))])]
+    fold_total = [K.Assign(total, element(start)),
+                  *([K.Assign(total_head, head_at(start))] if segmented else []),
+                  K.For(j, start + 1, stop, 1, [
+                      K.Assign(total, joined(reducer, total, element(j), head_at(j))),
+                      *([K.Assign(total_head, total_head | head_at(j))] if segmented else [])])]
     # Each wave's inclusive scan of its work-items' totals: rocPRIM's DPP moves, a combination each.
     wave_scan = []
     for number, pattern in enumerate(WAVE_SCAN_MOVES):
@@ -227,14 +227,18 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
     # The work-item's elements scanned from its carry (a row's first element has none).
     if segmented:
         # Restarting at each head; the first element without a carry is one.
-        head = K.Var("head", "bool")
-        step = [K.Let(head, head_at(j) | (j.eq(start) & ~has_carry))]
-        restarted = K.Assign(acc, K.select(head, element(j), combine_scan(reducer, acc, element(j))))
+        head, first_head = K.Var("head", "bool"), K.Var("first_head", "bool")
+        restart = lambda at, is_head, before: K.select(is_head, element(at), combine_scan(reducer, before, element(at)))
         if exclusive:
-            step += [put(j, K.select(head, identity, acc)), restarted]
+            walk = [K.Let(first_head, head_at(start) | ~has_carry),
+                    put(start, K.select(first_head, identity, carry)), K.Let(acc, restart(start, first_head, carry)),
+                    K.For(j, start + 1, stop, 1, [K.Let(head, head_at(j)), put(j, K.select(head, identity, acc)),
+                                                   K.Assign(acc, restart(j, head, acc))])]
         else:
-            step += [restarted, put(j, acc)]
-        walk = [K.Let(acc, K.select(has_carry, carry, identity)), K.For(j, start, stop, 1, step)]
+            walk = [K.Let(first_head, head_at(start) | ~has_carry),
+                    K.Let(acc, restart(start, first_head, carry)), put(start, acc),
+                    K.For(j, start + 1, stop, 1, [K.Let(head, head_at(j)), K.Assign(acc, restart(j, head, acc)),
+                                                   put(j, acc)])]
     elif exclusive:
         fold = lambda var, at: K.Assign(var, combine_scan(reducer, var, element(at)))
         walk = [K.Let(acc, K.select(has_carry, carry, identity)), K.For(j, start, stop, 1, [put(j, acc), fold(acc, j)])]
