@@ -3,7 +3,7 @@ segmented scan, unique with size= and a histogram, top_k, segment_sum and nonzer
 and JAX.
 
 Sorts and integer results are exact (tolerance (0, 0)); the float cumsum's order differs from
-numpy's sequential sum (the single-pass scan chains tiles of 4096), so it is held to the
+numpy's sequential sum (the single-pass scan chains tiles of 16384), so it is held to the
 recursive-summation bound.
 """
 from __future__ import annotations
@@ -221,7 +221,7 @@ PRIM_WORKLOADS = (
     Workload("W14.argsort", "argsort 4 Mi f64, stable (radix sort of keys with an index payload, 8 passes)",
              build_argsort),
     Workload("W14.sort_rows", "sort 1000 rows of 10 000 f32 along the last axis", build_sort_rows),
-    Workload("W14.cumsum", "cumsum of 16 Mi f32 (single-pass scan: decoupled look-back over tiles of 4096)",
+    Workload("W14.cumsum", "cumsum of 16 Mi f32 (single-pass scan: decoupled look-back over tiles of 16384)",
              build_cumsum),
     Workload("W14.segmented_scan", "ops.segmented_scan of 16 Mi f32, a head per 1000 elements (single-pass "
              "look-back over (value, head) pairs)", build_segmented_scan),

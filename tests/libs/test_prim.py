@@ -31,7 +31,7 @@ from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
 
 RUN, WORKGROUP, LONG_ROW = 4096, 4096 * 64, (1 << 16) + 1
-TILE = prim_routines.LOOKBACK_TILE   # the single-pass scan's tile: 256 work-items x 16 elements
+TILE = prim_routines.LOOKBACK_TILE   # the single-pass scan's tile: 256 work-items x 64 elements
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
           ml_dtypes.bfloat16, "float32", "float64"]
 FAST_DTYPES = ("int32", "float32")
@@ -508,11 +508,13 @@ def segmented_single_pass_scan(x, heads, reducer, exclusive):
 
 def tile_edge_heads(shape, density, seed):
     """Random heads of `density`, plus heads where the kernel's pieces meet: the first and last
-    element of tiles, of waves (1024 elements) and of work-items' runs (16), in some rows."""
+    element of tiles, of waves and of work-items' runs, in some rows."""
     rng = np.random.default_rng(seed)
     heads = rng.random(shape) < density
+    run = prim_routines.LOOKBACK_ITEMS
+    wave = run * prim_routines.LOOKBACK_WAVE
     edges = np.concatenate([np.arange(0, shape[1], TILE), np.arange(TILE - 1, shape[1], TILE),
-                            np.arange(1024, shape[1], 3 * 1024), np.arange(16 * 5 - 1, shape[1], 7 * 1024 + 16)])
+                            np.arange(wave, shape[1], 3 * wave), np.arange(run * 5 - 1, shape[1], 7 * wave + run)])
     heads[0, edges] = True
     return heads
 
