@@ -1,9 +1,9 @@
-"""W14: the parallel primitives (libs/prim) as numpy and JAX users call them: sorts, a scan,
-unique with size= and a histogram, top_k, segment_sum and nonzero with size=, under cdnajit, numpy
+"""W14: the parallel primitives (libs/prim) as numpy and JAX users call them: sorts, a scan, a
+segmented scan, unique with size= and a histogram, top_k, segment_sum and nonzero with size=, under cdnajit, numpy
 and JAX.
 
 Sorts and integer results are exact (tolerance (0, 0)); the float cumsum's order differs from
-numpy's sequential sum (the single-pass scan chains tiles of 4096), so it is held to the
+numpy's sequential sum (the single-pass scan chains tiles of 16384), so it is held to the
 recursive-summation bound.
 """
 from __future__ import annotations
@@ -183,14 +183,48 @@ def build_nonzero(ctx: Context) -> Case:
     return Case((x,), ours, numpy=numpy_fn, jax=x64_jax(nonzero, ctx, (x,)), tolerance=(0.0, 0.0))
 
 
+SEGMENT_HEAD_RATE = 0.001
+
+
+def build_segmented_scan(ctx: Context) -> Case:
+    """cdnajit.ops.segmented_scan of f32 with a head every 1000 elements on average (numpy: the f64
+    cumsum less each segment's start, vectorized; JAX, which has no segmented scan:
+    lax.associative_scan of (value, head) pairs, as its users write one). Held to the
+    recursive-summation bound over the whole row, which the numpy peer's subtraction needs."""
+    generator = rng(50)
+    x = generator.standard_normal(size(ctx)).astype(np.float32)
+    heads = generator.random(x.size) < SEGMENT_HEAD_RATE
+    atol = 2 * x.size * F32_EPSILON * float(np.sum(np.abs(x), dtype=np.float64))
+
+    def numpy_fn(x, heads):
+        heads = heads.copy()
+        heads[0] = True
+        sums = np.cumsum(x, dtype=np.float64)
+        starts = np.flatnonzero(heads)
+        before = np.concatenate([[0.0], sums[starts[1:] - 1]])
+        return (sums - before[np.cumsum(heads) - 1]).astype(np.float32)
+
+    jax_fn = None
+    if ctx.jax is not None:
+        jnp = ctx.jax.numpy
+
+        def joined(a, b):
+            return jnp.where(b[1], b[0], a[0] + b[0]), a[1] | b[1]
+        jax_fn = ctx.jax.jit(lambda x, heads: ctx.jax.lax.associative_scan(joined, (x, heads))[0])
+    return Case((x, heads), cj.jit(lambda x, heads: ops.segmented_scan(x, heads)), numpy=numpy_fn, jax=jax_fn,
+                tolerance=(0.0, atol))
+
+
 PRIM_WORKLOADS = (
     Workload("W14.sort", "sort 16 Mi f32 (radix sort: 4 passes of digit histogram, scan, stable scatter)",
              build_sort),
     Workload("W14.argsort", "argsort 4 Mi f64, stable (radix sort of keys with an index payload, 8 passes)",
              build_argsort),
     Workload("W14.sort_rows", "sort 1000 rows of 10 000 f32 along the last axis", build_sort_rows),
-    Workload("W14.cumsum", "cumsum of 16 Mi f32 (single-pass scan: decoupled look-back over tiles of 4096)",
+    Workload("W14.cumsum", "cumsum of 16 Mi f32 (single-pass scan: decoupled look-back over tiles of 16384)",
              build_cumsum),
+    Workload("W14.segmented_scan", "ops.segmented_scan of 16 Mi f32, a head per 1000 elements (single-pass "
+             "look-back over (value, head) pairs)", build_segmented_scan),
     Workload("W14.unique", "unique of 4 Mi i32 with size=2^20", build_unique),
     Workload("W14.histogram", "histogram of 16 Mi f32 into 256 even bins", build_histogram),
     Workload("W14.top_k", "lax.top_k of 16 Mi f32, k = 8 (one ordered insertion pass)", build_top_k),

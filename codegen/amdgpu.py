@@ -16,9 +16,10 @@ convention per kernel, executed by every work-item of the grid.
   acquire fence. Uniform loops and branches are ordinary control flow.
 - Wave ops have the host's lane semantics (ir/kernel.py): `WaveReduce` is the xor butterfly,
   offset 32 through `ds_bpermute`, 16/8/4 through `ds_swizzle` (bit-mask mode), 2/1 through DPP
-  quad permutes; `WaveShuffle` is a `ds_bpermute` from lane src % 64; `WaveBallot` is
-  `llvm.amdgcn.ballot` (a compare into an SGPR pair) and `WaveCountBelow` `v_mbcnt_lo/hi`. f16/bf16 values are
-  computed in f32 and rounded as on the host; the math library (codegen/mathlib.py) is the same.
+  quad permutes; `WaveShuffle` is a `ds_bpermute` from lane src % 64; `WaveMove` a DPP move
+  (`DPP_MOVES`: row_shr, row_bcast); `WaveBallot` is `llvm.amdgcn.ballot` (a compare
+  into an SGPR pair) and `WaveCountBelow` `v_mbcnt_lo/hi`. f16/bf16 values are computed in f32
+  and rounded as on the host; the math library (codegen/mathlib.py) is the same.
 - Of the facts a kernel states for scheduling (Prefetch, `Kernel.streams`, `Kernel.grid_order`,
   `If.alongside`: ir/kernel.py), only `alongside` is used: an alongside if's global loads are
   issued before the statements that follow it and its LDS stores after them
@@ -53,7 +54,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..errors import CdnajitError
-from ..ir.kernel import Kernel, WaveBallot, WaveCountBelow, WaveReduce, WaveShuffle
+from ..ir.kernel import Kernel, WaveBallot, WaveCountBelow, WaveMove, WaveReduce, WaveShuffle
 from ..ir.kernel_verifier import verify_kernel
 from ..ir.targets import Target, get_target
 from .amdgpu_metadata import KernelResources, parse_resources
@@ -192,6 +193,25 @@ def swizzle_xor(kb, offset):
     return lambda part: kb.intrinsic("llvm.amdgcn.ds.swizzle", I32, [part, ir.Constant(I32, pattern)])
 
 
+# WaveMove's patterns (ir/kernel.py: WAVE_MOVES) as GFX9 DPP controls: pattern -> (dpp_ctrl, row_mask).
+# The old value is the lane's own and bound_ctrl is off, so a lane without a source (or in a row the
+# mask leaves out) keeps its value, as the pattern says.
+DPP_MOVES = {
+    "row_shr:1": (0x111, 0xF),
+    "row_shr:2": (0x112, 0xF),
+    "row_shr:4": (0x114, 0xF),
+    "row_shr:8": (0x118, 0xF),
+    "row_bcast:15": (0x142, 0xA),   # rows 1 and 3 read lane 15 of the row before
+    "row_bcast:31": (0x143, 0xC),   # rows 2 and 3 read lane 31
+}
+
+
+def dpp_move(kb, pattern):
+    control, row_mask = DPP_MOVES[pattern]
+    return lambda part: kb.intrinsic("llvm.amdgcn.update.dpp.i32", I32, [
+        part, part, ir.Constant(I32, control), ir.Constant(I32, row_mask), ir.Constant(I32, 0xF), ir.Constant(I1, 0)])
+
+
 def xor_move(kb, offset):
     """The lane permutation l -> l ^ offset, by the cheapest mechanism for the offset."""
     if offset == 1:
@@ -221,6 +241,10 @@ def lower_wave_shuffle(kb: AmdgpuKernelBuilder, op: WaveShuffle):
     kb.write_var(op.dest, cross_lane(kb, kb.expr(op.value), bpermute(kb, source)))
 
 
+def lower_wave_move(kb: AmdgpuKernelBuilder, op: WaveMove):
+    kb.write_var(op.dest, cross_lane(kb, kb.expr(op.value), dpp_move(kb, op.pattern)))
+
+
 def lower_wave_ballot(kb: AmdgpuKernelBuilder, op: WaveBallot):
     kb.write_var(op.dest, kb.intrinsic("llvm.amdgcn.ballot.i64", I64, [kb.expr(op.predicate)]))
 
@@ -235,6 +259,7 @@ def lower_wave_count_below(kb: AmdgpuKernelBuilder, op: WaveCountBelow):
 register_wave_op = AmdgpuKernelBuilder.register_wave_op
 register_wave_op(WaveReduce, lower_wave_reduce)
 register_wave_op(WaveShuffle, lower_wave_shuffle)
+register_wave_op(WaveMove, lower_wave_move)
 register_wave_op(WaveBallot, lower_wave_ballot)
 register_wave_op(WaveCountBelow, lower_wave_count_below)
 

@@ -45,8 +45,8 @@ import numpy as np
 from ..environment import compile_jobs
 from ..ir.kernel import (LDS_ALIGNMENT, Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For,
                          ForSpan, GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, Special,
-                         Store, Unary, Var, WaveBallot, WaveCountBelow, WaveOp, WaveReduce, WaveShuffle, While,
-                         contains_cut, walk)
+                         Store, Unary, Var, WaveBallot, WaveCountBelow, WaveMove, WaveOp, WaveReduce, WaveShuffle, While,
+                         contains_cut, wave_move_sources, walk)
 from ..ir.opdef import OPS
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import INTS, NUMPY_DTYPES
@@ -1089,28 +1089,43 @@ def one_at_a_time(lower_one):
     return lower
 
 
+def wave_vector_loader(kb: HostKernelBuilder, value: Expr, name: str):
+    """load(w): wave w's 64 lanes' values of `value` as one vector (bool: their bytes, as a bool
+    array holds them). A per-work-item variable's array already holds the wave's values side by
+    side; any other value is gathered lane by lane."""
+    b, register = kb.b, REGISTER_TYPES[value.dtype]
+    key = (value.name, value.dtype) if isinstance(value, Var) else None
+    vector = ir.VectorType(I8 if value.dtype == "bool" else register, kb.wave_size)
+    if key in kb.plan.per_item:
+        lanes = kb.slot(key, value.dtype)[0]
+        return lambda w: b.load(b.gep(lanes, [b.mul(w, ir.Constant(I64, kb.wave_size))], source_etype=register),
+                                typ=vector, align=16)   # the arrays' alignment (a vector's own would be its size)
+    lanes = kb.entry_alloca(vector.element, kb.wave_size, name="wave." + name)
+
+    def store(lane):
+        lane_value = kb.expr(value)
+        lane_value = b.zext(lane_value, I8) if value.dtype == "bool" else lane_value
+        b.store(lane_value, b.gep(lanes, [lane], source_etype=vector.element))
+
+    def load(w):
+        kb.for_each_lane(w, store)
+        return b.load(lanes, typ=vector, align=16)
+    return load
+
+
 def lower_wave_reduce(kb: HostKernelBuilder, op: WaveReduce):
     """Per wave: the 64 lanes' values as one vector, combined as the xor butterfly does (pairwise:
     v[:32] op v[32:], then halves again, each step one vector operation), the result written to
-    every lane. A per-work-item variable's array already holds the wave's values side by side."""
+    every lane."""
     b, dtype = kb.b, op.value.dtype
-    register = REGISTER_TYPES[dtype]
-    key = (op.value.name, op.value.dtype) if isinstance(op.value, Var) else None
-    if key in kb.plan.per_item:
-        lanes = kb.slot(key, dtype)[0]
-    else:
-        lanes = kb.entry_alloca(register, kb.wave_size, name="wave." + op.dest.name)
+    load = wave_vector_loader(kb, op.value, op.dest.name)
     reduce_op = "add" if op.op == "sum" else op.op
 
     def combine(x, y):
         return kb.float_binary(reduce_op, x, y) if is_float(dtype) else kb.int_binary(reduce_op, x, y, is_signed(dtype))
 
     def wave(w):
-        first = b.mul(w, ir.Constant(I64, kb.wave_size)) if key in kb.plan.per_item else ir.Constant(I64, 0)
-        if key not in kb.plan.per_item:
-            kb.for_each_lane(w, lambda lane: b.store(kb.expr(op.value), b.gep(lanes, [lane], source_etype=register)))
-        values = b.load(b.gep(lanes, [first], source_etype=register), typ=ir.VectorType(register, kb.wave_size),
-                        align=16)  # the arrays' alignment (a vector's own would be its size)
+        values = load(w)
         width = kb.wave_size
         while width > 1:
             width //= 2
@@ -1136,6 +1151,22 @@ def lower_wave_shuffle(kb: HostKernelBuilder, op: WaveShuffle):
             source = b.and_(kb.index64(op.src_lane), ir.Constant(I64, kb.wave_size - 1))
             kb.write_var(op.dest, b.load(element(source), typ=REGISTER_TYPES[dtype]))
         kb.for_each_lane(w, read)
+
+    kb.for_each_wave(wave)
+
+
+def lower_wave_move(kb: HostKernelBuilder, op: WaveMove):
+    """Per wave: the lanes' values as one vector, permuted by the pattern's constant lane map (one
+    shufflevector) and stored as the result's lanes (a wave op's result lives in a per-work-item array)."""
+    b, register = kb.b, REGISTER_TYPES[op.value.dtype]
+    load = wave_vector_loader(kb, op.value, op.dest.name)
+    sources = ir.Constant(ir.VectorType(I32, kb.wave_size), wave_move_sources(op.pattern, kb.wave_size))
+    results = kb.slot((op.dest.name, op.dest.dtype), op.dest.dtype)[0]
+
+    def wave(w):
+        values = load(w)
+        first = b.gep(results, [b.mul(w, ir.Constant(I64, kb.wave_size))], source_etype=register)
+        b.store(b.shuffle_vector(values, values, sources), b.bitcast(first, values.type.as_pointer()), align=16)
 
     kb.for_each_wave(wave)
 
@@ -1188,6 +1219,7 @@ def register_wave_op(cls, lower, lds_reads=None) -> None:
 
 register_wave_op(WaveReduce, one_at_a_time(lower_wave_reduce))
 register_wave_op(WaveShuffle, one_at_a_time(lower_wave_shuffle))
+register_wave_op(WaveMove, one_at_a_time(lower_wave_move))
 register_wave_op(WaveBallot, one_at_a_time(lower_wave_ballot))
 register_wave_op(WaveCountBelow, one_at_a_time(lower_wave_count_below))
 

@@ -29,7 +29,7 @@ threads of a block, so a wave of 64 is two consecutive warps).
   lane i sees lane j's value whatever the warps' interleaving: `WaveReduce` writes each lane's value
   and every lane combines the 64 in the host's order (v[:32] op v[32:], then halves again, the xor
   butterfly's result; f16/bf16 combined in f32 and rounded once), `WaveShuffle` reads lane
-  src % 64's value, `WaveBallot` gathers the 64 predicates into a u64 (`WaveCountBelow` needs no
+  src % 64's value, `WaveMove` the lane its pattern names, `WaveBallot` gathers the 64 predicates into a u64 (`WaveCountBelow` needs no
   exchange: a popcount of the mask below the lane), and MFMA (codegen/mfma_nvptx.py) gathers A and B into tiles and computes each
   lane's D elements with the exact CDNA lane layout and the host's arithmetic. PTX has 16 named
   barriers; barrier 0 is the block's, so a workgroup of 16 waves (1024 work-items) synchronises its
@@ -54,7 +54,8 @@ from typing import ClassVar
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from ..ir.kernel import Kernel, Special, WaveBallot, WaveCountBelow, WaveOp, WaveReduce, WaveShuffle, walk
+from ..ir.kernel import (Kernel, Special, WaveBallot, WaveCountBelow, WaveMove, WaveOp, WaveReduce, WaveShuffle,
+                         wave_move_sources, walk)
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import verify_kernel
 from . import exact_remainder
@@ -95,7 +96,7 @@ def mfma_scratch_bytes(op: Mfma) -> int:
 def wave_scratch(kernel: Kernel) -> WaveScratch:
     per_wave = 0
     for stmt in walk(kernel.body):
-        if isinstance(stmt, (WaveReduce, WaveShuffle, WaveBallot)):
+        if isinstance(stmt, (WaveReduce, WaveShuffle, WaveMove, WaveBallot)):
             per_wave = max(per_wave, kernel.wave_size * LANE_SLOT_BYTES)
         elif isinstance(stmt, WaveCountBelow):
             pass  # the lane's own arithmetic: no exchange
@@ -237,6 +238,12 @@ def lower_wave_shuffle(kb: NvptxKernelBuilder, op: WaveShuffle):
     kb.write_var(op.dest, exchange(kb, kb.expr(op.value), lambda load, lane: load(source)))
 
 
+def lower_wave_move(kb: NvptxKernelBuilder, op: WaveMove):
+    """The pattern's lane map a constant vector, indexed by the lane."""
+    sources = ir.Constant(ir.VectorType(I32, kb.wave_size), wave_move_sources(op.pattern, kb.wave_size))
+    kb.write_var(op.dest, exchange(kb, kb.expr(op.value), lambda load, lane: load(kb.b.extract_element(sources, lane))))
+
+
 def lower_wave_ballot(kb: NvptxKernelBuilder, op: WaveBallot):
     """The 64 lanes' predicates (bytes in the exchange's slots) as bits 0..63, every lane alike."""
     b = kb.b
@@ -260,6 +267,7 @@ def lower_wave_count_below(kb: NvptxKernelBuilder, op: WaveCountBelow):
 register_wave_op = NvptxKernelBuilder.register_wave_op
 register_wave_op(WaveReduce, lower_wave_reduce)
 register_wave_op(WaveShuffle, lower_wave_shuffle)
+register_wave_op(WaveMove, lower_wave_move)
 register_wave_op(WaveBallot, lower_wave_ballot)
 register_wave_op(WaveCountBelow, lower_wave_count_below)
 

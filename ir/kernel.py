@@ -50,8 +50,9 @@ Semantics
   op(v[l], v[l ^ offset]) at each step), so every lane holds the same result, identical to a
   pairwise tree v[:W/2] op v[W/2:], then halves again, ...; f16/bf16 values are combined in f32
   and rounded once. `WaveShuffle` reads `value` from lane `src_lane % W` of the same wave
-  (HIP's `__shfl`). `WaveBallot` gives every lane the u64 mask of the lanes whose predicate holds
-  (bit l for lane l: HIP's `__ballot`), and `WaveCountBelow` each lane the number of set bits of a
+  (HIP's `__shfl`); `WaveMove` reads it from a lane a fixed pattern names (`WAVE_MOVES`: GFX9's
+  DPP row shifts and row broadcasts, with which rocPRIM scans a wave). `WaveBallot` gives every
+  lane the u64 mask of the lanes whose predicate holds (bit l for lane l: HIP's `__ballot`), and `WaveCountBelow` each lane the number of set bits of a
   u64 mask in the lanes below its own (`v_mbcnt_lo/hi`): together a lane's rank among the lanes
   that hold a flag, as rocPRIM's stream compaction and block radix rank compute it. Both need W = 64.
 
@@ -628,6 +629,47 @@ class WaveShuffle(WaveOp):
     def check(self, error, wave_size):
         if self.src_lane.dtype not in INTS:
             error(f"source lane must be an integer, got {self.src_lane.dtype}")
+        if self.dest.dtype != self.value.dtype:
+            error(f"result {self.dest.name}: {self.dest.dtype} differs from the value's dtype {self.value.dtype}")
+
+
+# A WaveMove's patterns: fixed lane permutations, GFX9's DPP row shifts and row broadcasts (the moves
+# of rocPRIM's wave scans). pattern -> (whether lane l reads another lane, the lane it reads); the
+# predicate takes an int or a kernel expression (a kernel selects its combined value by it), the
+# source an int. Lanes that read none keep their own value. Rows are 16 lanes.
+WAVE_MOVES = {
+    "row_shr:1": (lambda lane: lane % 16 >= 1, lambda lane: lane - 1),       # lane l - 1 of its row
+    "row_shr:2": (lambda lane: lane % 16 >= 2, lambda lane: lane - 2),
+    "row_shr:4": (lambda lane: lane % 16 >= 4, lambda lane: lane - 4),
+    "row_shr:8": (lambda lane: lane % 16 >= 8, lambda lane: lane - 8),
+    "row_bcast:15": (lambda lane: lane % 32 >= 16, lambda lane: lane - lane % 16 - 1),  # rows 1, 3: the row before's last
+    "row_bcast:31": (lambda lane: lane >= 32, lambda lane: 31),             # rows 2, 3: lane 31
+}
+
+
+def wave_move_sources(pattern: str, wave_size: int) -> list[int]:
+    """Lane l's source lane under a WaveMove pattern, l itself where it reads none."""
+    reads, source = WAVE_MOVES[pattern]
+    return [source(lane) if reads(lane) else lane for lane in range(wave_size)]
+
+
+@dataclass(frozen=True, eq=False)
+class WaveMove(WaveOp):
+    """dest = `value` as computed by the lane the pattern (WAVE_MOVES) names for this lane, or this
+    lane's own value where it names none."""
+    dest: Var
+    value: Expr
+    pattern: str
+    kind: ClassVar[str] = "wave_move"
+
+    def defines(self): return (self.dest,)
+    def reads(self): return (self.value,)
+
+    def check(self, error, wave_size):
+        if self.pattern not in WAVE_MOVES:
+            error(f"unknown lane pattern {self.pattern!r}; expected one of {', '.join(WAVE_MOVES)}")
+        if wave_size % 16:
+            error(f"lane patterns move within rows of 16 lanes: waves of {wave_size} lanes have none")
         if self.dest.dtype != self.value.dtype:
             error(f"result {self.dest.name}: {self.dest.dtype} differs from the value's dtype {self.value.dtype}")
 

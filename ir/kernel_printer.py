@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .kernel import (Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For, ForSpan,
                      GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, Special, Stmt, Store,
-                     Unary, Var, WaveBallot, WaveCountBelow, WaveReduce, WaveShuffle, While)
+                     Unary, Var, WaveBallot, WaveCountBelow, WaveMove, WaveReduce, WaveShuffle, While)
 
 BINARY_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%", "and": "&", "or": "|", "xor": "^",
                   "shift_left": "<<", "shift_right_arithmetic": ">>", "shift_right_logical": ">>>",
@@ -86,6 +86,8 @@ def statement_head(stmt: Stmt) -> str:
     if isinstance(stmt, WaveShuffle):
         return (f"let {stmt.dest.name}: {stmt.dest.dtype} = "
                 f"wave_shuffle({print_expr(stmt.value)}, {print_expr(stmt.src_lane)})")
+    if isinstance(stmt, WaveMove):
+        return f"let {stmt.dest.name}: {stmt.dest.dtype} = wave_move.{stmt.pattern}({print_expr(stmt.value)})"
     if isinstance(stmt, WaveBallot):
         return f"let {stmt.dest.name}: {stmt.dest.dtype} = wave_ballot({print_expr(stmt.predicate)})"
     if isinstance(stmt, WaveCountBelow):

@@ -17,6 +17,8 @@ SOLUTIONS = {
     "scan_runs": (f"scan_runs_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
     "lookback_init": (f"lookback_init_w{lookback.WORKGROUP}", lookback.init_kernel, lookback.describe),
     "lookback_scan": (f"lookback_scan_w{lookback.WORKGROUP}x{lookback.ITEMS}", lookback.scan_kernel, lookback.describe),
+    "segmented_lookback_scan": (f"segmented_lookback_scan_w{lookback.WORKGROUP}x{lookback.ITEMS}",
+                                lookback.scan_kernel, lookback.describe),
     "segmented_run_totals": (f"segmented_run_totals_w{scan.ITEMS}", scan.segmented_scan_kernel,
                              scan.describe_segmented),
     "segmented_scan_runs": (f"segmented_scan_runs_w{scan.ITEMS}", scan.segmented_scan_kernel,

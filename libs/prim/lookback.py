@@ -12,10 +12,17 @@ in the order of their ids: every tile a workgroup waits for has started already,
 thread of the host's pool (a workgroup runs to completion on the thread that started it) or
 earlier on the same thread. That is what keeps the spin-waits free of deadlock, on the host as
 with rocPRIM's ordered block id on the GPU. Each work-item folds its ITEMS elements; each wave scans
-its work-items' totals across lanes (Hillis and Steele's steps, one WaveShuffle each: ds_bpermute on
-gfx942, as rocPRIM's warp scan uses cross-lane moves); work-item 0 folds the WAVES waves' totals,
-gets the tile's exclusive prefix from its predecessors and publishes the tile's inclusive prefix;
-each work-item then scans its elements again (from cache) from its carry.
+its work-items' totals across lanes as rocPRIM's warp scan does on GFX9 (routines.WAVE_SCAN_MOVES:
+row shifts within rows of 16 lanes, then row broadcasts, one WaveMove each: DPP moves on gfx942);
+work-item 0 folds the WAVES waves' totals, gets the tile's exclusive prefix from its predecessors
+and publishes the tile's inclusive prefix; each work-item then scans its elements again (from
+cache) from its carry.
+
+`segmented_lookback_scan` (rocPRIM's segmented scan by head flags) is the same kernel over (value,
+has a head) pairs, whose operator (routines.joined: the right operand where it holds a head, else
+the reducer; heads or-ed) is associative: each total, wave scan, fold and look-back joins pairs, a
+tile's flag word carries the HEAD bit of its aggregate, and each work-item's walk restarts at its
+heads. Every work-item of a tile so works on its own elements, whatever the segments.
 
 Work-item 0 gets the tile's exclusive prefix by decoupled look-back with a fixed combination
 order: it publishes the tile's aggregate (flag AGGREGATE), walks back over its predecessors until
@@ -31,15 +38,15 @@ from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .routines import (LOOKBACK_ITEMS as ITEMS, LOOKBACK_WAVE, LOOKBACK_WORKGROUP as WORKGROUP, accumulator_type,
-                       index_dtype_of)
+from .routines import (LOOKBACK_ITEMS as ITEMS, LOOKBACK_WAVE, LOOKBACK_WORKGROUP as WORKGROUP, WAVE_SCAN_MOVES,
+                       accumulator_type, index_dtype_of)
 from .scan import combine_scan, scan_identity
 
 TILE = WORKGROUP * ITEMS
 WAVE = LOOKBACK_WAVE
 WAVES = WORKGROUP // WAVE
-WAVE_STEPS = tuple(1 << k for k in range(WAVE.bit_length() - 1))   # 1, 2, 4, ..., WAVE / 2
-INVALID, AGGREGATE, PREFIX = 0, 1, 2
+INVALID, AGGREGATE, PREFIX = 0, 1, 2   # a tile's flag word: its state in the low bits (STATE_BITS),
+STATE_BITS, HEAD = 3, 4                # and for a segmented scan whether its aggregate holds a head
 UINT_OF_WIDTH = {"f32": "u32", "f64": "u64"}
 
 
@@ -89,39 +96,63 @@ def wait_for_flag(flag: K.Var, seen: str, state: K.GlobalBuffer, at: K.Expr, unt
             K.While(~until(flag), [K.AtomicRMW(read, "add", state, at, K.Const(0, "u64")), K.Assign(flag, read)])]
 
 
+def flag_word(flag: int, head: K.Expr | None) -> K.Expr:
+    """A tile's flag word: `flag`, with the HEAD bit where a segmented scan's aggregate holds a head."""
+    word = K.Const(flag, "u64")
+    return word if head is None else K.select(head, K.Const(flag | HEAD, "u64"), word)
+
+
+def joined(reducer: str, a: K.Expr, b: K.Expr, b_head: K.Expr | None) -> K.Expr:
+    """The value of (a, ...) (+) (b, b_head): b where b holds a head, else a <reducer> b (routines.joined;
+    b_head None: an unsegmented scan's a <reducer> b)."""
+    combined = combine_scan(reducer, a, b)
+    return combined if b_head is None else K.select(b_head, b, combined)
+
+
 def exclusive_prefix(reducer: str, acc_dtype: str, state: K.GlobalBuffer, tile_id: K.Expr, count: K.Expr,
-                     aggregate: K.Expr, prefix: K.Var) -> list[K.Stmt]:
+                     aggregate: K.Expr, aggregate_head: K.Expr | None, prefix: K.Var) -> list[K.Stmt]:
     """Work-item 0's look-back for a tile that is not its row's first (the module's docstring):
     publishes the tile's aggregate, walks back to the nearest tile with an inclusive prefix, then
-    sets `prefix` to that prefix folded with the aggregates after it, in tile order."""
+    sets `prefix` to that prefix folded with the aggregates after it, in tile order. A segmented
+    scan's aggregate holding a head publishes its flag with the HEAD bit, and folding it restarts."""
     idx = tile_id.dtype
     flag, word, back, i = K.Var("flag", "u64"), K.Var("word", "u64"), K.Var("back", idx), K.Var("i", idx)
     flags, aggregates, inclusives = 1, 1 + count, 1 + 2 * count
+    published = flag_word(AGGREGATE, aggregate_head)
+    after, after_flag = K.Var("after", "u64"), K.Var("after_flag", "u64")
+    fold = [K.AtomicRMW(after, "add", state, aggregates + i, K.Const(0, "u64"))]
+    after_head = None
+    if aggregate_head is not None:
+        fold.append(K.AtomicRMW(after_flag, "add", state, flags + i, K.Const(0, "u64")))
+        after_head = (after_flag & K.Const(HEAD, "u64")).ne(K.Const(0, "u64"))
+    fold.append(K.Assign(prefix, joined(reducer, prefix, from_word(after, acc_dtype), after_head)))
     return [
         publish("published_aggregate", state, aggregates + tile_id, to_word(aggregate)),
-        publish("published_flag", state, flags + tile_id, K.Const(AGGREGATE, "u64")),
+        publish("published_flag", state, flags + tile_id, published),
         K.Let(back, tile_id), K.Let(flag, K.Const(INVALID, "u64")),
-        K.While(flag.ne(K.Const(PREFIX, "u64")), [
+        K.While((flag & K.Const(STATE_BITS, "u64")).ne(K.Const(PREFIX, "u64")), [
             K.Assign(back, back - 1),
             *wait_for_flag(flag, "seen", state, flags + back, lambda f: f.ne(K.Const(INVALID, "u64")))]),
         K.AtomicRMW(word, "add", state, inclusives + back, K.Const(0, "u64")),
         K.Assign(prefix, from_word(word, acc_dtype)),
-        K.For(i, back + 1, tile_id, 1, [
-            K.AtomicRMW(K.Var("after", "u64"), "add", state, aggregates + i, K.Const(0, "u64")),
-            K.Assign(prefix, combine_scan(reducer, prefix, from_word(K.Var("after", "u64"), acc_dtype)))])]
+        K.For(i, back + 1, tile_id, 1, fold)]
 
 
 def scan_kernel(op: Op, name: str) -> K.Kernel:
+    """lookback_scan, and segmented_lookback_scan: the same with (value, has a head) pairs."""
     x = op.operands[0].type
     reducer, exclusive = op.attrs["reducer"], op.attrs["exclusive"]
+    segmented = op.attrs["routine"] == "segmented_lookback_scan"
     idx, acc_dtype = index_dtype_of(*x.shape), accumulator_type(x)
     rows, length, tiles, count = sizes(x.shape, idx)
     source = K.GlobalBuffer("in0", x.dtype, rows * length, readonly=True)
-    state = K.GlobalBuffer("in1", "u64", 1 + 3 * count)   # written: the look-back's state
+    heads = K.GlobalBuffer("in1", "bool", rows * length, readonly=True) if segmented else None
+    state = K.GlobalBuffer(f"in{1 + segmented}", "u64", 1 + 3 * count)   # written: the look-back's state
     result = K.GlobalBuffer("out0", x.dtype, rows * length)
     taken, totals, prefix_lds = (K.LdsBuffer("taken", "u64", 1), K.LdsBuffer("wave_scans", acc_dtype, WORKGROUP),
                                  K.LdsBuffer("tile_prefix", acc_dtype, 1))
     wave_prefixes = K.LdsBuffer("wave_prefixes", acc_dtype, WAVES)
+    lds = [taken, totals, wave_prefixes, prefix_lds]
     lid, tile_id, row, tile, start, stop, j = (K.Var(n, idx) for n in ("lid", "tile_id", "row", "tile", "start",
                                                                        "stop", "j"))
     total, run, aggregate, prefix, before, carry, acc = (
@@ -132,33 +163,87 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
     identity = scan_identity(reducer, acc_dtype)
     element = lambda at: source[row * length + at].cast(acc_dtype)
     put = lambda at, value: K.Store(result, row * length + at, value.cast(x.dtype))
-    fold = lambda var, at: K.Assign(var, combine_scan(reducer, var, element(at)))
     inclusive_at = 1 + 2 * count + tile_id
-    # Each wave's inclusive scan of its work-items' totals: Hillis and Steele's, a shuffle a step.
+    # The pairs' heads (segmented): this work-item's elements', the waves' scans', the waves' before each wave.
+    if segmented:
+        head_at = lambda at: heads[row * length + at]
+        total_head, run_head, before_head = (K.Var(n, "bool") for n in ("total_head", "run_head", "before_head"))
+        total_heads, prefix_heads = K.LdsBuffer("wave_scan_heads", "bool", WORKGROUP), \
+            K.LdsBuffer("wave_prefix_heads", "bool", WAVES)
+        lds += [total_heads, prefix_heads]
+    else:
+        head_at = lambda at: None
+        total_head = run_head = before_head = total_heads = prefix_heads = None
+    no_head = K.Const(False, "bool")
+    # This work-item's total: its elements folded from its first (from its last head, if segmented).
+    fold_total = [K.Assign(total, element(start)),
+                  *([K.Assign(total_head, head_at(start))] if segmented else []),
+                  K.For(j, start + 1, stop, 1, [
+                      K.Assign(total, joined(reducer, total, element(j), head_at(j))),
+                      *([K.Assign(total_head, total_head | head_at(j))] if segmented else [])])]
+    # Each wave's inclusive scan of its work-items' totals: rocPRIM's DPP moves, a combination each.
     wave_scan = []
-    for step in WAVE_STEPS:
-        moved = K.Var(f"moved{step}", acc_dtype)
-        wave_scan += [K.WaveShuffle(moved, total, lid - step),
-                      K.Assign(total, K.select(lane >= step, combine_scan(reducer, moved, total), total))]
+    for number, pattern in enumerate(WAVE_SCAN_MOVES):
+        moved, reads = K.Var(f"moved{number}", acc_dtype), K.WAVE_MOVES[pattern][0]
+        wave_scan.append(K.WaveMove(moved, total, pattern))
+        if segmented:
+            moved_head = K.Var(f"moved_head{number}", "bool")
+            wave_scan += [K.WaveMove(moved_head, total_head, pattern),
+                          K.Assign(total, K.select(reads(lane), joined(reducer, moved, total, total_head), total)),
+                          K.Assign(total_head, total_head | (reads(lane) & moved_head))]
+        else:
+            wave_scan.append(K.Assign(total, K.select(reads(lane), combine_scan(reducer, moved, total), total)))
     # The waves' totals folded in order: wave_prefixes[w] holds waves 0 .. w-1's, `run` the tile's.
+    last_lane = lambda w: (w + 1) * WAVE - 1
     lookback = [K.Store(wave_prefixes, 0, identity), K.Let(run, totals[WAVE - 1])]
+    if segmented:
+        lookback += [K.Store(prefix_heads, 0, no_head), K.Let(run_head, total_heads[WAVE - 1])]
     for w in range(1, WAVES):
-        lookback += [K.Store(wave_prefixes, w, run),
-                     K.Assign(run, combine_scan(reducer, run, totals[(w + 1) * WAVE - 1]))]
+        lookback.append(K.Store(wave_prefixes, w, run))
+        if segmented:
+            lookback += [K.Store(prefix_heads, w, run_head),
+                         K.Assign(run, joined(reducer, run, totals[last_lane(w)], total_heads[last_lane(w)])),
+                         K.Assign(run_head, run_head | total_heads[last_lane(w)])]
+        else:
+            lookback.append(K.Assign(run, combine_scan(reducer, run, totals[last_lane(w)])))
     lookback += [
         K.Let(aggregate, run), K.Let(prefix, identity),
-        K.If(tile > 0, [*exclusive_prefix(reducer, acc_dtype, state, tile_id, count, aggregate, prefix),
-                        K.Assign(aggregate, combine_scan(reducer, prefix, aggregate))]),
+        K.If(tile > 0, [*exclusive_prefix(reducer, acc_dtype, state, tile_id, count, aggregate, run_head, prefix),
+                        K.Assign(aggregate, joined(reducer, prefix, aggregate, run_head))]),
         publish("published_inclusive", state, inclusive_at, to_word(aggregate)),
-        publish("published_prefix", state, 1 + tile_id, K.Const(PREFIX, "u64")),
+        publish("published_prefix", state, 1 + tile_id, flag_word(PREFIX, run_head)),
         K.Store(prefix_lds, 0, prefix)]
     # The tile's work-items before this one: its wave's prefix (+) its wave's scan before it.
-    in_wave = totals[K.maximum(lid - 1, K.Const(0, idx))]
-    before_value = K.select(lane > 0, K.select(wave > 0, combine_scan(reducer, wave_prefixes[wave], in_wave), in_wave),
-                            wave_prefixes[wave])
-    if exclusive:
+    below = K.maximum(lid - 1, K.Const(0, idx))
+    in_wave = totals[below]
+    in_wave_head = total_heads[below] if segmented else None
+    before_value = K.select(lane > 0, K.select(wave > 0, joined(reducer, wave_prefixes[wave], in_wave, in_wave_head),
+                                               in_wave), wave_prefixes[wave])
+    carrying = [K.Let(before, before_value)]
+    if segmented:
+        carrying.append(K.Let(before_head, K.select(lane > 0, in_wave_head | prefix_heads[wave], prefix_heads[wave])))
+    carrying += [K.Let(carry, K.select(tile > 0, K.select(lid > 0, joined(reducer, prefix_lds[0], before, before_head),
+                                                          prefix_lds[0]), before))]
+    # The work-item's elements scanned from its carry (a row's first element has none).
+    if segmented:
+        # Restarting at each head; the first element without a carry is one.
+        head, first_head = K.Var("head", "bool"), K.Var("first_head", "bool")
+        restart = lambda at, is_head, before: K.select(is_head, element(at), combine_scan(reducer, before, element(at)))
+        if exclusive:
+            walk = [K.Let(first_head, head_at(start) | ~has_carry),
+                    put(start, K.select(first_head, identity, carry)), K.Let(acc, restart(start, first_head, carry)),
+                    K.For(j, start + 1, stop, 1, [K.Let(head, head_at(j)), put(j, K.select(head, identity, acc)),
+                                                   K.Assign(acc, restart(j, head, acc))])]
+        else:
+            walk = [K.Let(first_head, head_at(start) | ~has_carry),
+                    K.Let(acc, restart(start, first_head, carry)), put(start, acc),
+                    K.For(j, start + 1, stop, 1, [K.Let(head, head_at(j)), K.Assign(acc, restart(j, head, acc)),
+                                                   put(j, acc)])]
+    elif exclusive:
+        fold = lambda var, at: K.Assign(var, combine_scan(reducer, var, element(at)))
         walk = [K.Let(acc, K.select(has_carry, carry, identity)), K.For(j, start, stop, 1, [put(j, acc), fold(acc, j)])]
     else:
+        fold = lambda var, at: K.Assign(var, combine_scan(reducer, var, element(at)))
         walk = [K.Let(acc, K.select(has_carry, carry, element(start))), K.If(~has_carry, [put(start, acc)]),
                 K.For(j, K.select(has_carry, start, start + 1), stop, 1, [fold(acc, j), put(j, acc)])]
     body = [
@@ -168,22 +253,22 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
         K.Let(tile_id, taken[0].cast(idx)), K.Let(row, tile_id / tiles), K.Let(tile, tile_id % tiles),
         K.Let(start, tile * TILE + lid * ITEMS), K.Let(stop, K.minimum(start + ITEMS, length)),
         K.Let(total, identity),
-        K.If(start < stop, [K.Assign(total, element(start)), K.For(j, start + 1, stop, 1, [fold(total, j)])]),
+        *([K.Let(total_head, no_head)] if segmented else []),
+        K.If(start < stop, fold_total),
         *wave_scan,
         K.Store(totals, lid, total),
+        *([K.Store(total_heads, lid, total_head)] if segmented else []),
         K.Barrier(),
         K.If(first, lookback),
         K.Barrier(),
         K.Let(has_carry, (tile > 0) | (lid > 0)),
-        K.Let(before, before_value),
-        K.Let(carry, K.select(tile > 0, K.select(lid > 0, combine_scan(reducer, prefix_lds[0], before),
-                                                 prefix_lds[0]), before)),
+        *carrying,
         K.If(start < stop, walk)]
-    kernel = K.Kernel(name, params=[source, state, result, rows, length], grid=(count,), workgroup_size=(WORKGROUP,),
-                      lds=[taken, totals, wave_prefixes, prefix_lds], body=body,
+    params = [source, *([heads] if segmented else []), state, result, rows, length]
+    kernel = K.Kernel(name, params=params, grid=(count,), workgroup_size=(WORKGROUP,), lds=lds, body=body,
                       arguments=(("rows", x.shape[0]), ("length", x.shape[1])))
     if kernel.wave_size != WAVE:   # the reference's association is that of waves of WAVE lanes
-        raise NotImplementedError(f"prim.lookback_scan: waves of {kernel.wave_size} lanes (written for {WAVE})")
+        raise NotImplementedError(f"prim.{op.attrs['routine']}: waves of {kernel.wave_size} lanes (written for {WAVE})")
     return kernel
 
 
@@ -191,7 +276,9 @@ def describe(op: Op) -> str:
     if op.attrs["routine"] == "lookback_init":
         return "the single-pass scan's look-back states marked invalid (its first launch)"
     kind = "exclusive" if op.attrs["exclusive"] else "inclusive"
+    if op.attrs["routine"] == "segmented_lookback_scan":
+        kind += " segmented (head flags, joined as pairs)"
     return (f"single-pass {kind} {op.attrs['reducer']} scan, decoupled look-back folding predecessors' aggregates "
             f"in tile order (the same bits run to run); tiles of {WORKGROUP} work-items x {ITEMS} "
-            f"elements, wave scans of the work-items' totals by {len(WAVE_STEPS)} shuffles, ordered tile ids from "
+            f"elements, wave scans of the work-items' totals by {len(WAVE_SCAN_MOVES)} DPP moves, ordered tile ids from "
             "an atomic counter")

@@ -98,11 +98,18 @@ def scan_along(m, x: Value, reducer: str, axis: int, reverse: bool) -> Value:
 def segmented_scan_along(m, x: Value, heads: Value, reducer: str, axis: int, exclusive: bool,
                          identity: Value) -> Value:
     """The segmented scan of x along axis, restarting at each true head (the first element along the
-    axis always one): one pass of a work-item per row for rows up to SCAN_RUN_LENGTH, else
-    reduce-then-scan of runs whose carries are the segmented scan of the runs' (total, has a head),
-    shifted one run on (`identity`, a scalar of the accumulator dtype, before run 0). `m` builds ops."""
+    axis always one): one pass of a work-item per row for rows up to SCAN_RUN_LENGTH; for few
+    longer rows the single-pass scan of (value, has a head) pairs (its look-back state, then the
+    scan); else (bool, or many rows) reduce-then-scan of runs whose carries are the segmented scan
+    of the runs' (total, has a head), shifted one run on (`identity`, a scalar of the accumulator
+    dtype, before run 0). `m` builds ops."""
     rows, flags = as_rows(m, [x, heads], axis)
     count, length = rows.type.shape
+    if length > SCAN_RUN_LENGTH and count < FEW_ROWS and accumulator_type(rows.type) in LOOKBACK_DTYPES:
+        (state,) = call(m, "lookback_init", rows, reducer=reducer, exclusive=exclusive)
+        (result,) = call(m, "segmented_lookback_scan", rows, flags, state, reducer=reducer, exclusive=exclusive)
+        (result,) = from_rows(m, [result], x.type.shape, axis)
+        return result
     run_length = min(max(length, 1), SCAN_RUN_LENGTH)
     runs = -(-length // run_length)
     attrs = {"reducer": reducer, "run_length": run_length}

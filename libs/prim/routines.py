@@ -35,7 +35,7 @@ Single-pass scan (rocPRIM's lookback scan; lookback.py: a plan of these two call
     an operand: the state is made for it alone, and nothing else reads it). Its association, run to
     run (`lookback_reference`): each work-item's run of LOOKBACK_ITEMS elements folded from its first;
     within a tile of LOOKBACK_WORKGROUP runs, each wave of LOOKBACK_WAVE runs' totals scanned by
-    Hillis and Steele's steps (`wave_scans`), the waves' totals folded in order; the tiles' aggregates
+    rocPRIM's DPP moves (`wave_scans`), the waves' totals folded in order; the tiles' aggregates
     folded in order along the row; each run scanned from prefix (+) (waves before (+) its wave's runs
     before it). For integers that is `scan`'s result.
 Floats of 16 bits accumulate in f32 and every result rounds once, as the `cumulative` op does.
@@ -85,6 +85,7 @@ import math
 
 import numpy as np
 
+from ...ir.kernel import WAVE_MOVES, wave_move_sources
 from ...ir.opdef import compute_dtype, fmt_types, require, round_to
 from ...ir.ops.library import Routine
 from ...ir.ops.reduce import CUMULATIVE_UFUNCS, check_reducer, cumulative, reducer_identity
@@ -243,7 +244,9 @@ def accumulate(x: np.ndarray, reducer: str) -> np.ndarray:
     return out
 
 
-LOOKBACK_ITEMS, LOOKBACK_WORKGROUP, LOOKBACK_WAVE = 16, 256, 64
+# A work-item's run of 64 elements: on the host, the tile's wave and barrier regions cost little against
+# its elements' (16 took 1.8x as long, 128 5% less).
+LOOKBACK_ITEMS, LOOKBACK_WORKGROUP, LOOKBACK_WAVE = 64, 256, 64
 LOOKBACK_TILE = LOOKBACK_ITEMS * LOOKBACK_WORKGROUP
 LOOKBACK_DTYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64")
 
@@ -272,52 +275,96 @@ def lookback_scan_infer(types, attrs):
     return [x]
 
 
-def wave_scans(totals: np.ndarray, reducer: str) -> np.ndarray:
-    """Each LOOKBACK_WAVE lanes' inclusive scan by Hillis and Steele's steps (lane l combines lane
-    l - d's value before its own, d = 1, 2, 4, ...), as the kernel's shuffles do."""
+# rocPRIM's wave scan on GFX9 (warp_scan_dpp): each row of 16 lanes scanned by Hillis and Steele's
+# steps of 1, 2, 4 and 8 lanes, then rows 1 and 3 take row 0's and row 2's totals (row_bcast:15),
+# then rows 2 and 3 take lane 31's (row_bcast:31); each step a WaveMove (ir/kernel.py: WAVE_MOVES).
+WAVE_SCAN_MOVES = ("row_shr:1", "row_shr:2", "row_shr:4", "row_shr:8", "row_bcast:15", "row_bcast:31")
+
+
+def joined(reducer: str, a, a_heads, b, b_heads):
+    """(a, a has a head) (+) (b, b has a head): b where b has a head, else a <reducer> b (the
+    segmented scan's operator on pairs, associative; without heads the reducer)."""
+    with np.errstate(all="ignore"):
+        return np.where(b_heads, b, combined(reducer, a, b)), a_heads | b_heads
+
+
+def folded(values: np.ndarray, heads: np.ndarray, reducer: str):
+    """The pairs' inclusive scan along the last axis, element after element."""
+    values, heads = values.copy(), heads.copy()
+    for k in range(1, values.shape[-1]):
+        values[..., k], heads[..., k] = joined(reducer, values[..., k - 1], heads[..., k - 1], values[..., k],
+                                               heads[..., k])
+    return values, heads
+
+
+def wave_scans(totals: np.ndarray, heads: np.ndarray, reducer: str):
+    """Each LOOKBACK_WAVE lanes' inclusive scan of pairs by WAVE_SCAN_MOVES: at each move, a lane
+    that reads another joins that lane's pair before its own, as the kernel does."""
     lanes = totals.reshape(*totals.shape[:-1], -1, LOOKBACK_WAVE)
-    step = 1
-    while step < LOOKBACK_WAVE:
-        moved = lanes.copy()
-        with np.errstate(all="ignore"):
-            moved[..., step:] = combined(reducer, lanes[..., :-step], lanes[..., step:])
-        lanes, step = moved, 2 * step
-    return lanes.reshape(totals.shape)
+    flags = heads.reshape(lanes.shape)
+    lane = np.arange(LOOKBACK_WAVE)
+    for pattern in WAVE_SCAN_MOVES:
+        reads, sources = WAVE_MOVES[pattern][0](lane), wave_move_sources(pattern, LOOKBACK_WAVE)
+        moved, moved_flags = joined(reducer, lanes[..., sources], flags[..., sources], lanes, flags)
+        lanes, flags = np.where(reads, moved, lanes), np.where(reads, moved_flags, flags)
+    return lanes.reshape(totals.shape), flags.reshape(totals.shape)
 
 
-def lookback_reference(x, reducer, exclusive):
-    """The single-pass scan, association for association (module docstring)."""
+def lookback_reference(x, reducer, exclusive, heads=None):
+    """The single-pass scan, association for association (module docstring); segmented where
+    `heads` is given."""
     rows, length = x.shape
     tiles = runs_of(length, LOOKBACK_TILE)
     part = wide(x)
     identity = scan_identity(reducer, part.dtype)
     padded = np.full((rows, tiles * LOOKBACK_TILE), identity, part.dtype)
     padded[:, :length] = part
-    runs = padded.reshape(-1, LOOKBACK_ITEMS)
-    scans = wave_scans(accumulate(runs, reducer)[:, -1].reshape(-1, LOOKBACK_WORKGROUP), reducer)
-    waves = accumulate(scans[:, LOOKBACK_WAVE - 1::LOOKBACK_WAVE], reducer)  # [:, w]: waves 0..w of each tile
-    prefixes = accumulate(waves[:, -1].reshape(rows, tiles), reducer).reshape(-1)  # tiles 0..t of the row
-    previous = np.roll(prefixes, 1)                            # [t]: the row's tiles before t (t > 0)
+    padded_heads = np.zeros(padded.shape, bool)
+    if heads is not None:
+        padded_heads[:, :length] = heads
+    runs, run_heads = padded.reshape(-1, LOOKBACK_ITEMS), padded_heads.reshape(-1, LOOKBACK_ITEMS)
+    totals, total_heads = folded(runs, run_heads, reducer)
+    scans, scan_heads = wave_scans(totals[:, -1].reshape(-1, LOOKBACK_WORKGROUP),
+                                   total_heads[:, -1].reshape(-1, LOOKBACK_WORKGROUP), reducer)
+    last_lanes = slice(LOOKBACK_WAVE - 1, None, LOOKBACK_WAVE)
+    waves, wave_heads = folded(scans[:, last_lanes], scan_heads[:, last_lanes], reducer)  # [:, w]: waves 0..w
+    prefixes, _ = folded(waves[:, -1].reshape(rows, tiles), wave_heads[:, -1].reshape(rows, tiles), reducer)
+    previous = np.roll(prefixes.reshape(-1), 1)                 # [t]: the row's tiles before t (t > 0)
     lane = np.arange(LOOKBACK_WORKGROUP) % LOOKBACK_WAVE
-    wave_before = np.repeat(np.roll(waves, 1, axis=1), LOOKBACK_WAVE, axis=1)   # waves before this one (w > 0)
-    in_wave = np.roll(scans, 1, axis=1)                        # this wave's lanes before this one (lane > 0)
-    with np.errstate(all="ignore"):
-        before = np.where(lane == 0, wave_before,
-                          np.where(np.arange(LOOKBACK_WORKGROUP) < LOOKBACK_WAVE, in_wave,
-                                   combined(reducer, wave_before, in_wave)))
-        joined = combined(reducer, previous[:, None], before)
-    carries = np.where(np.arange(LOOKBACK_WORKGROUP) == 0, previous[:, None], joined)
+    # The waves before this one (w > 0) and this wave's lanes before this one (lane > 0).
+    wave_before = [np.repeat(np.roll(a, 1, axis=1), LOOKBACK_WAVE, axis=1) for a in (waves, wave_heads)]
+    in_wave = [np.roll(a, 1, axis=1) for a in (scans, scan_heads)]
+    both = joined(reducer, *wave_before, *in_wave)
+    before, before_heads = (np.where(lane == 0, w, np.where(np.arange(LOOKBACK_WORKGROUP) < LOOKBACK_WAVE, i, j))
+                            for w, i, j in zip(wave_before, in_wave, both))
+    carries = np.where(np.arange(LOOKBACK_WORKGROUP) == 0, previous[:, None],
+                       joined(reducer, previous[:, None], False, before, before_heads)[0])
     carries = np.where((np.arange(rows * tiles) % tiles == 0)[:, None], before, carries)
     carries = carries.reshape(-1)
     first = np.zeros(rows * tiles * LOOKBACK_WORKGROUP, bool)
     first[::tiles * LOOKBACK_WORKGROUP] = True                 # a row's first run has no carry
-    result = scanned(runs, carries, reducer, exclusive)
-    result[first] = scanned(runs[first], None, reducer, exclusive)
+    if heads is None:
+        result = scanned(runs, carries, reducer, exclusive)
+        result[first] = scanned(runs[first], None, reducer, exclusive)
+    else:
+        result = segmented(runs, run_heads, carries, reducer, exclusive)
+        result[first] = segmented(runs[first], run_heads[first], None, reducer, exclusive)
     return round_to(result.reshape(rows, -1)[:, :length], x.dtype)
 
 
 def lookback_scan(x, state, *, reducer, exclusive):
     return lookback_reference(x, reducer, exclusive) if x.shape[1] else x.copy()
+
+
+def segmented_lookback_scan_infer(types, attrs):
+    x, heads, state = types
+    require(heads == TensorType("bool", x.shape),
+            f"prim.segmented_lookback_scan: heads must be bool of x's shape, got {fmt_types(types)}")
+    return lookback_scan_infer([x, state], attrs)
+
+
+def segmented_lookback_scan(x, heads, state, *, reducer, exclusive):
+    return lookback_reference(x, reducer, exclusive, heads) if x.shape[1] else x.copy()
 
 
 def run_totals_infer(types, attrs):
@@ -589,6 +636,9 @@ ROUTINES = {
                              "the single-pass scan's look-back state, zeroed"),
     "lookback_scan": Routine({"reducer": "str", "exclusive": "bool"}, lookback_scan_infer, lookback_scan,
                              "a single-pass scan of each row (look-back over tiles)"),
+    "segmented_lookback_scan": Routine({"reducer": "str", "exclusive": "bool"}, segmented_lookback_scan_infer,
+                                       segmented_lookback_scan,
+                                       "a single-pass segmented scan of each row (look-back over tiles of pairs)"),
     "scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"}, scan_runs_infer, scan_runs,
                          "each run scanned from the carry of the runs before it"),
     "segment_reduce": Routine(SEGMENT_ATTRS, segment_reduce_infer, segment_reduce,

@@ -13,6 +13,9 @@ Sizes cross the layouts' boundaries: rows shorter than 1024 are left to the LDS 
 up to 2^16 sort whole (a row per work-item, 64 rows per workgroup), longer ones pass through
 memory per digit in runs of 4096 elements per work-item, 64 runs per workgroup (262144 elements).
 """
+import dataclasses
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -28,7 +31,7 @@ from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
 
 RUN, WORKGROUP, LONG_ROW = 4096, 4096 * 64, (1 << 16) + 1
-TILE = prim_routines.LOOKBACK_TILE   # the single-pass scan's tile: 256 work-items x 16 elements
+TILE = prim_routines.LOOKBACK_TILE   # the single-pass scan's tile: 256 work-items x 64 elements
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
           ml_dtypes.bfloat16, "float32", "float64"]
 FAST_DTYPES = ("int32", "float32")
@@ -197,15 +200,15 @@ def numpy_scan(x, reducer, exclusive):
 
 
 SINGLE_PASS_CASES = [   # dtype, (rows, length), reducer, exclusive
-    ("int32", (1, 64 * TILE + 7), "sum", True),     # 65 tiles on the host pool's threads
+    ("int32", (1, 16 * TILE + 7), "sum", True),     # 17 tiles on the host pool's threads
     ("float32", (2, 3 * TILE + 5), "sum", True),
     *[pytest.param(*case, marks=pytest.mark.slow) for case in [
         ("int64", (3, 5 * TILE), "max", False), ("int8", (2, 2 * TILE + 1), "prod", True),
-        ("uint64", (1, 300 * TILE + 1), "sum", False), ("uint16", (4, TILE + 1), "min", True),
-        ("float64", (3, 5 * TILE - 1), "sum", False), ("float64", (1, 257 * TILE + 3), "sum", True),
+        ("uint64", (1, 75 * TILE + 1), "sum", False), ("uint16", (4, TILE + 1), "min", True),
+        ("float64", (3, 5 * TILE - 1), "sum", False), ("float64", (1, 65 * TILE + 3), "sum", True),
         ("float32", (2, 4 * TILE + 2), "max", True), ("float32", (1, 2 * TILE + 9), "min", False),
         ("float32", (1, 3 * TILE + 1), "prod", False), ("float16", (2, 2 * TILE + 3), "sum", False),
-        (ml_dtypes.bfloat16, (1, 3 * TILE), "sum", True), ("float32", (1, 300 * TILE + 5), "sum", False)]]]
+        (ml_dtypes.bfloat16, (1, 3 * TILE), "sum", True), ("float32", (1, 75 * TILE + 5), "sum", False)]]]
 
 
 @pytest.mark.parametrize("dtype, shape, reducer, exclusive", SINGLE_PASS_CASES,
@@ -242,19 +245,29 @@ def test_long_scans_are_single_pass():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.float16])
-def test_single_pass_scan_builds_for_the_gpus(dtype):
-    """gfx942: no spills, the look-back's atomics as global atomics, the wave scans' shuffles as
-    ds_bpermute; NVPTX: the same kernel lowers."""
-    graph = cj.make_graph(cnp.cumsum)(np.ones(2 * TILE + 1, dtype))
+@pytest.mark.parametrize("dtype, segmented", [(np.float64, False), (np.int64, False), (np.float16, False),
+                                              (np.float32, True), (np.int64, True)])
+def test_single_pass_scan_builds_for_the_gpus(dtype, segmented):
+    """gfx942: no spills, the look-back's atomics as global atomics, the wave scans' moves (of the
+    values, and of the segmented scan's heads) as DPP row shifts and row broadcasts (rocPRIM's
+    GFX9 warp scan: no LDS round trip); NVPTX: the same kernel lowers."""
+    import cdnajit.ops as ops
+    x, heads = np.ones(2 * TILE + 1, dtype), np.ones(2 * TILE + 1, bool)
+    graph = cj.make_graph(ops.segmented_scan)(x, heads) if segmented else cj.make_graph(cnp.cumsum)(x)
     calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops if op.name == "library_call"]
+    assert {call.attrs["routine"] for call in calls} == \
+        {"lookback_init", "segmented_lookback_scan" if segmented else "lookback_scan"}
     for call in calls:
         kernel = emit_kernel(call, "k")
         resources = amdgpu.resources(kernel, get_target("gfx942"))
         assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
-        if call.attrs["routine"] == "lookback_scan":
+        if call.attrs["routine"] != "lookback_init":
             asm = amdgpu.assembly(kernel, get_target("gfx942"))
-            assert "global_atomic_swap_x2" in asm and "ds_bpermute" in asm   # the look-back; the wave scans
+            assert "global_atomic_swap_x2" in asm   # the look-back
+            moves = {move for line in asm.splitlines() if "_dpp " in line
+                     for move in re.findall(r"row_shr:\d+|row_bcast:\d+", line)}
+            assert moves == {"row_shr:1", "row_shr:2", "row_shr:4", "row_shr:8", "row_bcast:15", "row_bcast:31"}
+            assert "ds_bpermute" not in asm
             assert "atom" in nvptx.ptx(kernel)
 
 
@@ -483,6 +496,104 @@ def test_segmented_scan_restarts_at_each_head(dtype, shape, axis, reducer, exclu
         np.testing.assert_allclose(interpreted, got, rtol=4 * shape[axis] * float(np.finfo(x.dtype).eps))
     else:
         np.testing.assert_array_equal(interpreted, got)
+
+
+def segmented_single_pass_scan(x, heads, reducer, exclusive):
+    """The plan of the single-pass segmented scan, written as the matcher writes it for few rows
+    longer than RUN."""
+    attrs = {"library": "prim", "solution": "", "reducer": reducer, "exclusive": exclusive}
+    (state,) = bind("library_call", [x], {**attrs, "routine": "lookback_init"})
+    return bind("library_call", [x, heads, state], {**attrs, "routine": "segmented_lookback_scan"})[0]
+
+
+def tile_edge_heads(shape, density, seed):
+    """Random heads of `density`, plus heads where the kernel's pieces meet: the first and last
+    element of tiles, of waves and of work-items' runs, in some rows."""
+    rng = np.random.default_rng(seed)
+    heads = rng.random(shape) < density
+    run = prim_routines.LOOKBACK_ITEMS
+    wave = run * prim_routines.LOOKBACK_WAVE
+    edges = np.concatenate([np.arange(0, shape[1], TILE), np.arange(TILE - 1, shape[1], TILE),
+                            np.arange(wave, shape[1], 3 * wave), np.arange(run * 5 - 1, shape[1], 7 * wave + run)])
+    heads[0, edges] = True
+    return heads
+
+
+SEGMENTED_SINGLE_PASS_CASES = [
+    ("int32", (1, 16 * TILE + 7), "sum", False, 0.0005),   # 17 tiles on the host pool's threads
+    ("float32", (2, 3 * TILE + 5), "sum", True, 0.01),
+    *[pytest.param(*case, marks=pytest.mark.slow) for case in [
+        ("float64", (1, 5 * TILE - 1), "sum", False, 0.3), ("int8", (2, 2 * TILE + 1), "prod", True, 0.001),
+        ("uint16", (3, TILE + 1), "min", False, 0.0), ("float32", (1, 4 * TILE + 2), "max", True, 1.0),
+        ("float16", (2, 2 * TILE + 3), "sum", False, 0.001), ("int64", (1, 75 * TILE + 1), "sum", True, 1e-5),
+        ("float32", (1, 2 * TILE + 9), "logaddexp", False, 0.002)]]]
+
+
+@pytest.mark.parametrize("dtype, shape, reducer, exclusive, density", SEGMENTED_SINGLE_PASS_CASES)
+def test_segmented_single_pass_scan_is_its_reference(dtype, shape, reducer, exclusive, density):
+    """lookback_init + segmented_lookback_scan over sizes crossing tiles, rows and host threads,
+    heads dense, sparse, absent from rows and on the tiles', waves' and work-items' edges. Exact:
+    the results equal the routine's reference (with NaN, infinities, both zeros), which joins
+    (value, head) pairs in the kernel's association, and for integers numpy's scan of each segment."""
+    x = keys(shape, dtype, seed=shape[1])
+    if reducer == "prod" and np.dtype(dtype).kind == "f":
+        x = np.exp2(np.random.default_rng(1).integers(-2, 3, shape)).astype(dtype)
+    if reducer == "logaddexp":
+        x = np.random.default_rng(2).standard_normal(shape).astype(dtype)
+    heads = tile_edge_heads(shape, density, seed=shape[1])
+    got = np.asarray(cj.jit(lambda a, h: segmented_single_pass_scan(a, h, reducer, exclusive))(x, heads))
+    want = prim_routines.segmented_lookback_scan(x, heads, None, reducer=reducer, exclusive=exclusive)
+    if reducer == "logaddexp":   # the kernel's exp and log1p are not numpy's: an ulp per term
+        np.testing.assert_allclose(got, want, rtol=4 * shape[1] * float(np.finfo(x.dtype).eps))
+    else:
+        assert same_bits_but_nan_signs(got, want)
+    if np.dtype(dtype).kind in "iu":
+        assert same_bits(got, segmented_reference(x, heads, reducer, exclusive, 1).astype(x.dtype))
+
+
+@pytest.mark.parametrize("segmented", [False, True])
+def test_look_back_folds_published_aggregates_in_tile_order(segmented):
+    """The look-back's fold of aggregates, which a run of the host's pool takes only when a tile
+    overtakes its predecessor: the last tile of a row scanned alone (a grid of one workgroup) over
+    the state a whole scan left, with the tiles before it set back to AGGREGATE (keeping their
+    HEAD bits) but the first, so it walks back to tile 0 and folds every aggregate after it. Its
+    results are the whole scan's, bit for bit: the combination order does not depend on what the
+    look-back found. Float sums, heads in some tiles (segmented) and none in others."""
+    from cdnajit.libs.prim import lookback
+    from cdnajit.runtime.launch import compile_kernel
+    tiles = 6
+    x = np.random.default_rng(3).standard_normal((1, tiles * TILE)).astype(np.float32)
+    heads = np.zeros(x.shape, bool)
+    heads[0, [TILE + 5, 3 * TILE + 700, 3 * TILE + 2000]] = True    # tiles 1 and 3 hold heads
+    plan = (lambda a, h: segmented_single_pass_scan(a, h, "sum", False)) if segmented else \
+        (lambda a, h: single_pass_scan(a, "sum", False))
+    graph = cj.make_graph(plan)(x, heads)
+    (call,) = [op for op in graph.body.ops if op.name == "library_call" and "lookback_scan" in op.attrs["routine"]]
+    kernel = emit_kernel(call, "k")
+    inputs = [x, heads] if segmented else [x]
+    state = np.zeros(1 + 3 * tiles, np.uint64)
+    whole = np.zeros_like(x)
+    compile_kernel(kernel)(*inputs, state, whole)
+    flags = state[1:1 + tiles]
+    assert np.all(flags & lookback.STATE_BITS == lookback.PREFIX)
+    assert [bool(f & lookback.HEAD) for f in flags] == ([False, True, False, True, False, False] if segmented
+                                                         else [False] * tiles)
+    state[0] = tiles - 1                                                 # the next ticket: the last tile
+    state[2:tiles] = (state[2:tiles] & ~np.uint64(lookback.STATE_BITS)) | np.uint64(lookback.AGGREGATE)
+    state[tiles] = lookback.INVALID
+    alone = np.zeros_like(x)
+    compile_kernel(dataclasses.replace(kernel, grid=(1,)))(*inputs, state, alone)
+    assert same_bits(alone[:, -TILE:], whole[:, -TILE:])
+    assert same_bits(whole, prim_routines.lookback_reference(x, "sum", False, heads if segmented else None))
+
+
+def test_long_segmented_scans_are_single_pass():
+    import cdnajit.ops as ops
+    compiled = cj.jit(lambda a, h: ops.segmented_scan(a, h)).lower(np.ones(2 * TILE + 1, np.float32),
+                                                                   np.ones(2 * TILE + 1, bool)).compile()
+    optimized = compiled.as_text("optimized")
+    assert 'routine = "segmented_lookback_scan"' in optimized and 'routine = "segmented_run_totals"' not in optimized
+    assert "single-pass inclusive segmented (head flags, joined as pairs) sum scan" in compiled.report()
 
 
 def test_segmented_scan_bad_input():
