@@ -455,28 +455,30 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     x, f, g, y = io.x, io.f, io.g, io.y
     lds = [K.LdsBuffer(f"{which}_{side}", part, lanes * length) for which in "ab" for side in ("re", "im")]
     lane, butterfly = K.workitem_id(0).cast(INDEX), K.workitem_id(1).cast(INDEX)
-    first = K.Var("first", INDEX)
-    head = Registers(part, "g")
-    head.stmts.append(K.Let(first, K.workgroup_id(0).cast(INDEX) * lanes))
-    # the group's first transform's entry 0 and the distance between entries, in x's and y's
-    # layouts (as stockham_kernel's); the lanes' transforms follow at `lane` x (1 or the length)
-    row, column = head.let(first / inner), head.let(first % inner)
-    rows_origin = head.let(row * (length * inner) + column)
-    # a padded x[b, p, s] of [B, N_in, S] holds entry n of transform c = column + lane at
-    # (b N_in + p) S + c % S = b N_in S + n C + c, its position p = n (P / N) + c / S
-    x_origin = head.let(row * (in_length * edge_inner) + column) if padded else rows_origin
+
+    def group(regs: Registers) -> dict:
+        """The group's first transform and its entry 0 in x's and y's layouts (as stockham_kernel's),
+        the lanes' transforms following at `lane` x (1 or the length), as Lets of `regs`: each region
+        computes them anew, since a value one region defines and another reads lives in a per-work-item
+        array on the host, which would hide from LLVM that the addresses are consecutive across lanes."""
+        first = regs.let(K.workgroup_id(0).cast(INDEX) * lanes)
+        row, column = regs.let(first / inner), regs.let(first % inner)
+        rows_origin = regs.let(row * (length * inner) + column)
+        # a padded x[b, p, s] of [B, N_in, S] holds entry n of transform c = column + lane at
+        # (b N_in + p) S + c % S = b N_in S + n C + c, its position p = n (P / N) + c / S
+        x_origin = regs.let(row * (in_length * edge_inner) + column) if padded else rows_origin
+        if cropped:     # y[b, p, c] of [B, output_length, C], position p = k M + m
+            y_origin = regs.let(((row / rows) * out_length + row % rows) * inner + column)
+        elif transpose:   # y[b, n, m, c] of [B, N, M, C]
+            y_origin = regs.let(((row / rows) * (length * rows) + row % rows) * inner + column)
+        else:
+            y_origin = rows_origin
+        return dict(first=first, row=row, column=column, x_origin=x_origin, y_origin=y_origin)
     x_entries = inner
-    if cropped:     # y[b, p, c] of [B, output_length, C], position p = k M + m
-        y_origin = head.let(((row / rows) * out_length + row % rows) * inner + column)
-        y_entries = rows * inner
-    elif transpose:   # y[b, n, m, c] of [B, N, M, C]
-        y_origin = head.let(((row / rows) * (length * rows) + row % rows) * inner + column)
-        y_entries = rows * inner
-    else:
-        y_origin, y_entries = rows_origin, inner
+    y_entries = rows * inner if cropped or transpose else inner
     x_lane = 1 if c > 1 else length
     y_lane = 1 if c > 1 or transpose else length
-    body = list(head.stmts)
+    body = []
 
     for p, radix in enumerate(radices):
         stride = math.prod(radices[:p])
@@ -488,6 +490,8 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
         # a round's slots past the last butterfly repeat it (same values to the same places)
         regs.stmts.append(K.Let(j, slot if per_transform % rows_per_pass == 0
                                 else K.select(slot < per_transform, slot, per_transform - 1)))
+        if p == 0:
+            column, x_origin = (group(regs)[key] for key in ("column", "x_origin"))
         values = []
         for r in range(radix):
             n = j + r * per_transform
@@ -519,6 +523,7 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     regs = Registers(part, "w")
     slot = round_start + butterfly
     regs.stmts.append(K.Let(k, slot if length % rows_per_pass == 0 else K.select(slot < length, slot, length - 1)))
+    first, row, y_origin = (group(regs)[key] for key in ("first", "row", "y_origin"))
     value = regs.complex(result[0][k * lanes + lane], result[1][k * lanes + lane])
     if scale != 1.0:
         value = regs.complex(value[0] * factor, value[1] * factor)
