@@ -227,7 +227,7 @@ def workgroup_size(per_group: int, radices: tuple[int, ...]) -> int:
 class StockhamInterface:
     """The parameters of a stockham call's kernel (either variant): its buffers x, table, the edges'
     factors f and g, y, and the scalars: transforms, rows (M), inner (C), the two-pass twiddle's
-    block (C N M / L: entries of c sharing one n2) and step (routines.large_step(L)), the scale, the
+    block (C N M / L: entries of c sharing one n2) and log2 of its step (routines.large_step(L)), the scale, the
     table's size and the edges' sizes (routines.py: x's N_in positions of S entries, P / N positions
     per entry n; y's output_length positions)."""
 
@@ -241,7 +241,7 @@ class StockhamInterface:
         self.table_count = K.ScalarParam("table_count", INDEX)
         self.total, self.rows, self.inner = (K.ScalarParam(n, INDEX) for n in ("transforms", "rows", "inner"))
         self.block = K.ScalarParam("twiddle_block", INDEX)
-        self.step = K.ScalarParam("twiddle_step", LOCAL)
+        self.shift = K.ScalarParam("twiddle_shift", LOCAL)
         self.factor = K.ScalarParam("scale", self.part)
         (self.in_length, self.edge_inner, self.edge_step, self.out_length, self.f_count, self.g_count, self.x_count,
          self.y_count) = (K.ScalarParam(n, INDEX) for n in ("input_length", "edge_inner", "edge_step", "output_length",
@@ -260,6 +260,16 @@ class StockhamInterface:
         """w^index of the table (its sine's sign the transform's)."""
         sine = self.table[index.cast(INDEX) + self.table_count]
         return self.table[index], (-sine if self.sign < 0 else sine)
+
+    def large_twiddle(self, regs: Registers, exponent: K.Expr):
+        """w_L^exponent (exponent < L) as the product of the table's two levels after the node's
+        own twiddles, w_L^(exponent mod S) w_L^(S (exponent / S)): S a power of two, so a mask and a
+        shift (a division per lane would stay scalar on the host)."""
+        exponent = regs.let(exponent)
+        step = K.Const(1, LOCAL) << self.shift
+        low = self.twiddle(self.length + (exponent & (step - 1)))
+        high = self.twiddle(self.length + step + (exponent >> self.shift))
+        return multiply(regs, low, high)
 
     def butterfly(self, regs: Registers, values, j: K.Var, p: int):
         """Pass p's butterfly j on its values (entries j + r N / R): twiddled, the radix-R DFT, and the
@@ -281,10 +291,10 @@ class StockhamInterface:
         twiddle_length = attrs["twiddle_length"]
         arguments = [("transforms", b * m * c), ("rows", m), ("inner", c),
                      ("twiddle_block", c * length * m // twiddle_length if twiddle_length else 1),
-                     ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", attrs["scale"]),
+                     ("twiddle_shift", max(large_step(twiddle_length), 1).bit_length() - 1), ("scale", attrs["scale"]),
                      ("table_count", op.operands[1].type.shape[1])]
         buffers = [self.x, self.table]
-        scalars = [self.total, self.rows, self.inner, self.block, self.step, self.factor, self.table_count]
+        scalars = [self.total, self.rows, self.inner, self.block, self.shift, self.factor, self.table_count]
         if self.padded:
             edge_s = self.x_type.shape[2]
             buffers.append(self.f)
@@ -312,7 +322,7 @@ def stockham_kernel(op, name: str) -> K.Kernel:
     per_group = max(1, ITEMS_PER_GROUP // length)
     items = workgroup_size(per_group, radices)
     store_factor, padded, cropped = op.attrs["store_factor"], io.padded, io.cropped
-    total, rows, inner, block, step, factor = io.total, io.rows, io.inner, io.block, io.step, io.factor
+    total, rows, inner, block, factor = io.total, io.rows, io.inner, io.block, io.factor
     in_length, edge_inner, edge_step, out_length = io.in_length, io.edge_inner, io.edge_step, io.out_length
     x, f, g, y = io.x, io.f, io.g, io.y
     lds = [K.LdsBuffer(f"{which}_{side}", part, per_group * length) for which in "ab" for side in ("re", "im")]
@@ -383,8 +393,7 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                 value = regs.complex(value[0] * factor, value[1] * factor)
             if twiddle_length:   # two table levels
                 exponent = regs.let(((index.cast(INDEX) * rows + twiddle_row) * n2).cast(LOCAL))
-                low, high = io.twiddle(length + exponent % step), io.twiddle(length + step + exponent / step)
-                value = multiply(regs, value, multiply(regs, low, high))
+                value = multiply(regs, value, io.large_twiddle(regs, exponent))
             if cropped:
                 position = regs.let(index.cast(INDEX) * rows + m)
                 weight = (g[position * 2], g[position * 2 + 1] if store_factor == "plain" else -g[position * 2 + 1])
@@ -450,7 +459,7 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     length, part, padded, cropped = io.length, io.part, io.padded, io.cropped
     c = io.shape[3]
     rows_per_pass = lanes_rows(lanes, radices)
-    total, rows, inner, block, step, factor = io.total, io.rows, io.inner, io.block, io.step, io.factor
+    total, rows, inner, block, factor = io.total, io.rows, io.inner, io.block, io.factor
     in_length, edge_inner, edge_step, out_length = io.in_length, io.edge_inner, io.edge_step, io.out_length
     x, f, g, y = io.x, io.f, io.g, io.y
     lds = [K.LdsBuffer(f"{which}_{side}", part, lanes * length) for which in "ab" for side in ("re", "im")]
@@ -474,6 +483,18 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
         else:
             y_origin = rows_origin
         return dict(first=first, row=row, column=column, x_origin=x_origin, y_origin=y_origin)
+    divisors = dict(io.signature()[1])
+
+    def lane_quotient(regs: Registers, column: K.Var, divisor: K.ScalarParam, name: str) -> K.Expr:
+        """(column + lane) / divisor, column a multiple of lanes (the group's consecutive columns),
+        without a division per lane where the divisor's value allows (a variant of the code): the
+        lanes' own column for 1, the group's one quotient for a multiple of lanes; on the host a
+        division per lane stays a scalar loop."""
+        if divisors[name] == 1:
+            return column + lane
+        if divisors[name] % lanes == 0:
+            return regs.let(column / divisor)
+        return regs.let((column + lane) / divisor)
     x_entries = inner
     y_entries = rows * inner if cropped or transpose else inner
     x_lane = 1 if c > 1 else length
@@ -496,7 +517,7 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
         for r in range(radix):
             n = j + r * per_transform
             if p == 0 and padded:   # times conj f[p], zero past N_in: loaded only there
-                position = regs.let(n * edge_step + (column + lane) / edge_inner)
+                position = regs.let(n * edge_step + lane_quotient(regs, column, edge_inner, "edge_inner"))
                 value = (K.Var(f"x{r}_re", part), K.Var(f"x{r}_im", part))
                 loaded, w = load(x, x_origin + lane + n * x_entries, input_kind), (f[position * 2], f[position * 2 + 1])
                 regs.stmts += [K.Let(value[0], K.Const(0.0, part)), K.Let(value[1], K.Const(0.0, part)),
@@ -523,16 +544,15 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     regs = Registers(part, "w")
     slot = round_start + butterfly
     regs.stmts.append(K.Let(k, slot if length % rows_per_pass == 0 else K.select(slot < length, slot, length - 1)))
-    first, row, y_origin = (group(regs)[key] for key in ("first", "row", "y_origin"))
+    row, column, y_origin = (group(regs)[key] for key in ("row", "column", "y_origin"))
     value = regs.complex(result[0][k * lanes + lane], result[1][k * lanes + lane])
     if scale != 1.0:
         value = regs.complex(value[0] * factor, value[1] * factor)
-    if twiddle_length:   # w_L^((k M + m) n2) of transform b M + m, two table levels
-        transform = regs.let(first + lane)
-        n2, twiddle_row = regs.let((transform % inner) / block), regs.let((transform / inner) % rows)
+    if twiddle_length and c > 1:   # w_L^((k M + m) n2) of transform b M + m (the group's row), two table
+        # levels; with C = 1, n2 = 0
+        n2, twiddle_row = lane_quotient(regs, column, block, "twiddle_block"), regs.let(row % rows)
         exponent = regs.let(((k * rows + twiddle_row) * n2).cast(LOCAL))
-        low, high = io.twiddle(length + exponent % step), io.twiddle(length + step + exponent / step)
-        value = multiply(regs, value, multiply(regs, low, high))
+        value = multiply(regs, value, io.large_twiddle(regs, exponent))
     position = regs.let(y_origin + lane * y_lane + k * y_entries)
     stores = store(y, position, value, output_kind)
     if cropped:   # times g[p] (or its conjugate), p = k M + m, kept below output_length
