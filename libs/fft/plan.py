@@ -49,6 +49,13 @@ def lds_limit(part_dtype: str) -> int:
     return LDS_BYTES // (4 * itemsize)
 
 
+def side_by_side(spread: int, length: int, part_dtype: str) -> int:
+    """The most LANES transforms of `length` a workgroup runs side by side where groups of them are
+    `spread` apart (C, or M): one that divides the spread and fits in LDS; 0 if none does."""
+    return next((lanes for lanes in LANES if spread and spread % lanes == 0
+                 and lanes * length <= lds_limit(part_dtype)), 0)
+
+
 def radices_of(n: int) -> tuple[int, ...] | None:
     """n as a product of generated radices, largest first (fewest passes), or None if n has another factor."""
     radices = []
