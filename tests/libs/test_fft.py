@@ -231,6 +231,7 @@ def test_bluestein_in_three_kernels(shape, kind, lengths, dtype):
     assert relative_error(compiled(x), want) <= len(lengths) * bound(n, complex_dtype, part)
 
 
+@pytest.mark.slow
 def test_three_kernel_bluestein_does_not_spill():
     """The convolution (two sets of passes in one kernel) and the cropped columns on gfx942, in f64."""
     plan = fft_plan.plan_for(1109, "f64")
