@@ -23,7 +23,9 @@ consecutive c, so a strided pass reads runs of consecutive elements.
 Lanes kernel (`stockham_lanes_kernel`). The same passes with a workgroup's 16, 8 or 4 transforms side
 by side, one per work-item along x: for calls whose entries are strided in memory and whose
 consecutive transforms are consecutive elements (columns, rows written transposed), chosen by
-`lanes_of`; kernels.py's report says which kernel a call takes and why.
+`lanes_of`; kernels.py's report says which kernel a call takes and why. It alone runs a convolution
+(a spectrum between the passes and the same passes inverse) and writes a cropped sequence of
+store_positions (Bluestein's three kernels, matcher.py).
 """
 from __future__ import annotations
 
