@@ -91,8 +91,9 @@ FFT_WORKLOADS = (
              build_rfft),
     Workload("W7.3d", "3-D FFT, 128^3 c64 (fftn: a 128-point stockham per axis, reading rows, writing "
                       "transposed, 16 transforms side by side)", build_3d),
-    Workload("W7.prime", "c128 FFT of prime length 10007, batch 1000 (Bluestein through 20160 = 140 x 144, "
-                         "its products fused into the passes)", build_prime),
+    Workload("W7.prime", "c128 FFT of prime length 10007, batch 1000 (Bluestein through 20160 = 140 x 144 in "
+                         "three kernels: padded columns, rows convolved in place, cropped inverse columns)",
+             build_prime),
     Workload("W7.batch", "c64 FFTs of length 64, batch 65536 (one stockham kernel, 16 transforms per workgroup)",
              build_small_batch),
 )

@@ -23,7 +23,9 @@ consecutive c, so a strided pass reads runs of consecutive elements.
 Lanes kernel (`stockham_lanes_kernel`). The same passes with a workgroup's 16, 8 or 4 transforms side
 by side, one per work-item along x: for calls whose entries are strided in memory and whose
 consecutive transforms are consecutive elements (columns, rows written transposed), chosen by
-`lanes_of`; kernels.py's report says which kernel a call takes and why.
+`lanes_of`; kernels.py's report says which kernel a call takes and why. It alone runs a convolution
+(a spectrum between the passes and the same passes inverse) and writes a cropped sequence of
+store_positions (Bluestein's three kernels, matcher.py).
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ import math
 from ...ir import kernel as K
 from ...ir.types import COMPLEX_PART, COMPLEXES
 from .butterfly import Registers, dft
-from .plan import LANES, lds_limit
+from .plan import side_by_side
 from .routines import complex_view, large_step, stockham_view
 
 INDEX = "i64"     # global element indices (a batch of transforms may exceed 2^31 parts)
@@ -227,7 +229,7 @@ def workgroup_size(per_group: int, radices: tuple[int, ...]) -> int:
 class StockhamInterface:
     """The parameters of a stockham call's kernel (either variant): its buffers x, table, the edges'
     factors f and g, y, and the scalars: transforms, rows (M), inner (C), the two-pass twiddle's
-    block (C N M / L: entries of c sharing one n2) and step (routines.large_step(L)), the scale, the
+    block (C N M / L: entries of c sharing one n2) and log2 of its step (routines.large_step(L)), the scale, the
     table's size and the edges' sizes (routines.py: x's N_in positions of S entries, P / N positions
     per entry n; y's output_length positions)."""
 
@@ -236,12 +238,13 @@ class StockhamInterface:
         self.op, self.length, self.part = op, math.prod(attrs["radices"]), part_of(op)
         self.sign = attrs["sign"]
         self.padded, self.cropped = attrs["load_factor"] != "none", attrs["store_factor"] != "none"
+        self.convolved, self.positioned = attrs["spectrum"] != "none", attrs["store_positions"] > 0
         self.x_type = complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"])
         self.shape = stockham_view(self.x_type, attrs).shape       # [B, M, N, C]
         self.table_count = K.ScalarParam("table_count", INDEX)
         self.total, self.rows, self.inner = (K.ScalarParam(n, INDEX) for n in ("transforms", "rows", "inner"))
         self.block = K.ScalarParam("twiddle_block", INDEX)
-        self.step = K.ScalarParam("twiddle_step", LOCAL)
+        self.shift = K.ScalarParam("twiddle_shift", LOCAL)
         self.factor = K.ScalarParam("scale", self.part)
         (self.in_length, self.edge_inner, self.edge_step, self.out_length, self.f_count, self.g_count, self.x_count,
          self.y_count) = (K.ScalarParam(n, INDEX) for n in ("input_length", "edge_inner", "edge_step", "output_length",
@@ -253,25 +256,40 @@ class StockhamInterface:
         self.table = K.GlobalBuffer("in1", part, 2 * self.table_count, readonly=True)
         self.f = K.GlobalBuffer("in2", part, 2 * self.f_count, readonly=True)
         self.g = K.GlobalBuffer(f"in{2 + self.padded}", part, 2 * self.g_count, readonly=True)
+        self.h_count = K.ScalarParam("spectrum_count", INDEX)
+        self.h = K.GlobalBuffer("in2", part, 2 * self.h_count, readonly=True)
+        # y's columns S and positions per entry P / N of a cropped sequence of store_positions P
+        self.out_inner, self.out_step = K.ScalarParam("output_inner", INDEX), K.ScalarParam("output_step", INDEX)
         self.y = K.GlobalBuffer("out0", part, (self.y_count if self.cropped else self.total * length)
                                 * parts(attrs["output_kind"]))
 
-    def twiddle(self, index: K.Expr):
-        """w^index of the table (its sine's sign the transform's)."""
+    def twiddle(self, index: K.Expr, sign: int = 0):
+        """w^index of the table (its sine's sign the transform's, or `sign`)."""
         sine = self.table[index.cast(INDEX) + self.table_count]
-        return self.table[index], (-sine if self.sign < 0 else sine)
+        return self.table[index], (-sine if (sign or self.sign) < 0 else sine)
 
-    def butterfly(self, regs: Registers, values, j: K.Var, p: int):
-        """Pass p's butterfly j on its values (entries j + r N / R): twiddled, the radix-R DFT, and the
-        index of output 0 (output r goes to base + r Ns)."""
+    def large_twiddle(self, regs: Registers, exponent: K.Expr, sign: int = 0):
+        """w_L^exponent (exponent < L) as the product of the table's two levels after the node's
+        own twiddles, w_L^(exponent mod S) w_L^(S (exponent / S)): S a power of two, so a mask and a
+        shift (a division per lane would stay scalar on the host)."""
+        exponent = regs.let(exponent)
+        step = K.Const(1, LOCAL) << self.shift
+        low = self.twiddle(self.length + (exponent & (step - 1)), sign)
+        high = self.twiddle(self.length + step + (exponent >> self.shift), sign)
+        return multiply(regs, low, high)
+
+    def butterfly(self, regs: Registers, values, j: K.Var, p: int, sign: int = 0):
+        """Pass p's butterfly j on its values (entries j + r N / R): twiddled, the radix-R DFT (of the
+        transform's sign, or `sign`), and the index of output 0 (output r goes to base + r Ns)."""
         radices = tuple(self.op.attrs["radices"])
         radix, stride = radices[p], math.prod(radices[:p])
+        sign = sign or self.sign
         k = regs.let(j % stride) if stride > 1 else None
         values = [regs.complex(*v) for v in values]
         if k is not None:
             for r in range(1, radix):
-                values[r] = multiply(regs, values[r], self.twiddle(k * (r * (self.length // (stride * radix)))))
-        outputs = dft(regs, values, self.sign)
+                values[r] = multiply(regs, values[r], self.twiddle(k * (r * (self.length // (stride * radix))), sign))
+        outputs = dft(regs, values, sign)
         return outputs, regs.let((j / stride) * (stride * radix) + (k if k is not None else 0))
 
     def signature(self) -> tuple[list, list]:
@@ -281,22 +299,31 @@ class StockhamInterface:
         twiddle_length = attrs["twiddle_length"]
         arguments = [("transforms", b * m * c), ("rows", m), ("inner", c),
                      ("twiddle_block", c * length * m // twiddle_length if twiddle_length else 1),
-                     ("twiddle_step", max(large_step(twiddle_length), 1)), ("scale", attrs["scale"]),
+                     ("twiddle_shift", max(large_step(twiddle_length), 1).bit_length() - 1), ("scale", attrs["scale"]),
                      ("table_count", op.operands[1].type.shape[1])]
         buffers = [self.x, self.table]
-        scalars = [self.total, self.rows, self.inner, self.block, self.step, self.factor, self.table_count]
+        scalars = [self.total, self.rows, self.inner, self.block, self.shift, self.factor, self.table_count]
         if self.padded:
             edge_s = self.x_type.shape[2]
             buffers.append(self.f)
             scalars += [self.in_length, self.edge_inner, self.edge_step, self.f_count, self.x_count]
             arguments += [("input_length", self.x_type.shape[1]), ("edge_inner", edge_s), ("edge_step", c // edge_s),
                           ("load_factor_count", op.operands[2].type.shape[0]), ("x_count", self.x_type.size)]
+        if self.convolved:
+            buffers.append(self.h)
+            scalars.append(self.h_count)
+            arguments.append(("spectrum_count", op.operands[2].type.shape[0]))
         if self.cropped:
+            positions = attrs["store_positions"]
+            out_inner = c * length // positions if positions else c
             buffers.append(self.g)
             scalars += [self.out_length, self.g_count, self.y_count]
             arguments += [("output_length", attrs["output_length"]),
                           ("store_factor_count", op.operands[-1].type.shape[0]),
-                          ("y_count", b * c * attrs["output_length"])]
+                          ("y_count", b * out_inner * attrs["output_length"])]
+        if self.positioned:
+            scalars += [self.out_inner, self.out_step]
+            arguments += [("output_inner", out_inner), ("output_step", positions // length)]
         return buffers + [self.y] + scalars, arguments
 
 
@@ -304,6 +331,9 @@ def stockham_kernel(op, name: str) -> K.Kernel:
     lanes = lanes_of(op)
     if lanes:
         return stockham_lanes_kernel(op, name, lanes)
+    if op.attrs["spectrum"] != "none" or op.attrs["store_positions"]:
+        raise NotImplementedError(f"fft.stockham: a spectrum or store_positions needs the lanes kernel, whose lanes "
+                                  f"must divide C or M of {list(StockhamInterface(op).shape)}")
     radices = tuple(op.attrs["radices"])
     scale, transpose = op.attrs["scale"], op.attrs["transpose"]
     twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
@@ -312,7 +342,7 @@ def stockham_kernel(op, name: str) -> K.Kernel:
     per_group = max(1, ITEMS_PER_GROUP // length)
     items = workgroup_size(per_group, radices)
     store_factor, padded, cropped = op.attrs["store_factor"], io.padded, io.cropped
-    total, rows, inner, block, step, factor = io.total, io.rows, io.inner, io.block, io.step, io.factor
+    total, rows, inner, block, factor = io.total, io.rows, io.inner, io.block, io.factor
     in_length, edge_inner, edge_step, out_length = io.in_length, io.edge_inner, io.edge_step, io.out_length
     x, f, g, y = io.x, io.f, io.g, io.y
     lds = [K.LdsBuffer(f"{which}_{side}", part, per_group * length) for which in "ab" for side in ("re", "im")]
@@ -383,8 +413,7 @@ def stockham_kernel(op, name: str) -> K.Kernel:
                 value = regs.complex(value[0] * factor, value[1] * factor)
             if twiddle_length:   # two table levels
                 exponent = regs.let(((index.cast(INDEX) * rows + twiddle_row) * n2).cast(LOCAL))
-                low, high = io.twiddle(length + exponent % step), io.twiddle(length + step + exponent / step)
-                value = multiply(regs, value, multiply(regs, low, high))
+                value = multiply(regs, value, io.large_twiddle(regs, exponent))
             if cropped:
                 position = regs.let(index.cast(INDEX) * rows + m)
                 weight = (g[position * 2], g[position * 2 + 1] if store_factor == "plain" else -g[position * 2 + 1])
@@ -416,14 +445,13 @@ def lanes_of(op) -> int:
     are strided in memory and whose neighbours are not: columns (C > 1), and rows written transposed
     (M > 1), where consecutive transforms of a group are consecutive elements, read and written as
     vectors; rows read and written in place keep the butterfly-major kernel, whose work-items take
-    consecutive entries. It needs groups of `lanes` transforms evenly spaced (C, or M, a multiple of
-    `lanes`) and `lanes` transforms in LDS."""
+    consecutive entries, except a convolution's (its passes' uniform twiddles and spectrum rows
+    outweigh the rows' strided loads). It needs groups of `lanes` transforms evenly spaced (C, or
+    M, a multiple of `lanes`) and `lanes` transforms in LDS (plan.side_by_side)."""
     attrs = op.attrs
-    length = math.prod(attrs["radices"])
     _, m, _, c = stockham_view(complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]), attrs).shape
-    spread = c if c > 1 else m if attrs["transpose"] and m > 1 else 0
-    return next((lanes for lanes in LANES if spread and spread % lanes == 0
-                 and lanes * length <= lds_limit(part_of(op))), 0)
+    rows = attrs["transpose"] or attrs["spectrum"] != "none"
+    return side_by_side(c if c > 1 else m if rows and m > 1 else 0, math.prod(attrs["radices"]), part_of(op))
 
 
 def lanes_rows(lanes: int, radices: tuple[int, ...]) -> int:
@@ -442,69 +470,100 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     on the device; vector loads and stores on the host, whose work-item loop runs over x with the
     butterfly, so its twiddles, uniform). Rows read or written in place take a stride of the
     length between lanes. Otherwise as stockham_kernel, with the plan's edges (a padded input read
-    where it is present, so as a masked vector load on the host)."""
+    where it is present, so as a masked vector load on the host), and a spectrum's convolution: the
+    passes forward, then, from LDS times the spectrum, the same passes inverse (routines.py)."""
     radices = tuple(op.attrs["radices"])
     scale, transpose = op.attrs["scale"], op.attrs["transpose"]
     twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
     io = StockhamInterface(op)
-    length, part, padded, cropped = io.length, io.part, io.padded, io.cropped
+    length, part, padded, cropped, convolved, positioned = io.length, io.part, io.padded, io.cropped, io.convolved, \
+        io.positioned
     c = io.shape[3]
     rows_per_pass = lanes_rows(lanes, radices)
-    total, rows, inner, block, step, factor = io.total, io.rows, io.inner, io.block, io.step, io.factor
+    total, rows, inner, block, factor = io.total, io.rows, io.inner, io.block, io.factor
     in_length, edge_inner, edge_step, out_length = io.in_length, io.edge_inner, io.edge_step, io.out_length
     x, f, g, y = io.x, io.f, io.g, io.y
     lds = [K.LdsBuffer(f"{which}_{side}", part, lanes * length) for which in "ab" for side in ("re", "im")]
     lane, butterfly = K.workitem_id(0).cast(INDEX), K.workitem_id(1).cast(INDEX)
-    first = K.Var("first", INDEX)
-    head = Registers(part, "g")
-    head.stmts.append(K.Let(first, K.workgroup_id(0).cast(INDEX) * lanes))
-    # the group's first transform's entry 0 and the distance between entries, in x's and y's
-    # layouts (as stockham_kernel's); the lanes' transforms follow at `lane` x (1 or the length)
-    row, column = head.let(first / inner), head.let(first % inner)
-    rows_origin = head.let(row * (length * inner) + column)
-    # a padded x[b, p, s] of [B, N_in, S] holds entry n of transform c = column + lane at
-    # (b N_in + p) S + c % S = b N_in S + n C + c, its position p = n (P / N) + c / S
-    x_origin = head.let(row * (in_length * edge_inner) + column) if padded else rows_origin
+
+    def group(regs: Registers) -> dict:
+        """The group's first transform and its entry 0 in x's and y's layouts (as stockham_kernel's),
+        the lanes' transforms following at `lane` x (1 or the length), as Lets of `regs`: each region
+        computes them anew, since a value one region defines and another reads lives in a per-work-item
+        array on the host, which would hide from LLVM that the addresses are consecutive across lanes."""
+        first = regs.let(K.workgroup_id(0).cast(INDEX) * lanes)
+        row, column = regs.let(first / inner), regs.let(first % inner)
+        rows_origin = regs.let(row * (length * inner) + column)
+        # a padded x[b, p, s] of [B, N_in, S] holds entry n of transform c = column + lane at
+        # (b N_in + p) S + c % S = b N_in S + n C + c, its position p = n (P / N) + c / S
+        x_origin = regs.let(row * (in_length * edge_inner) + column) if padded else rows_origin
+        if positioned:   # y[b, p, s] of [B, output_length, S] = b output_length S + k C + c
+            y_origin = regs.let(row * (out_length * io.out_inner) + column)
+        elif cropped:     # y[b, p, c] of [B, output_length, C], position p = k M + m
+            y_origin = regs.let(((row / rows) * out_length + row % rows) * inner + column)
+        elif transpose:   # y[b, n, m, c] of [B, N, M, C]
+            y_origin = regs.let(((row / rows) * (length * rows) + row % rows) * inner + column)
+        else:
+            y_origin = rows_origin
+        # the lanes' row m of M (rows in place: consecutive, as lanes_of takes M a multiple of lanes)
+        m = regs.let(row % rows + (lane if c == 1 else 0))
+        return dict(first=first, row=row, column=column, x_origin=x_origin, y_origin=y_origin, m=m)
+    divisors = dict(io.signature()[1])
+
+    def lane_quotient(regs: Registers, column: K.Var, divisor: K.ScalarParam, name: str) -> K.Expr:
+        """(column + lane) / divisor, column a multiple of lanes (the group's consecutive columns),
+        without a division per lane where the divisor's value allows (a variant of the code): the
+        lanes' own column for 1, the group's one quotient for a multiple of lanes; on the host a
+        division per lane stays a scalar loop."""
+        if divisors[name] == 1:
+            return column + lane
+        if divisors[name] % lanes == 0:
+            return regs.let(column / divisor)
+        return regs.let((column + lane) / divisor)
     x_entries = inner
-    if cropped:     # y[b, p, c] of [B, output_length, C], position p = k M + m
-        y_origin = head.let(((row / rows) * out_length + row % rows) * inner + column)
-        y_entries = rows * inner
-    elif transpose:   # y[b, n, m, c] of [B, N, M, C]
-        y_origin = head.let(((row / rows) * (length * rows) + row % rows) * inner + column)
-        y_entries = rows * inner
-    else:
-        y_origin, y_entries = rows_origin, inner
+    y_entries = rows * inner if (cropped and not positioned) or transpose else inner
     x_lane = 1 if c > 1 else length
     y_lane = 1 if c > 1 or transpose else length
-    body = list(head.stmts)
+    body = []
 
-    for p, radix in enumerate(radices):
+    # (pass, its radix, its sign): the node's passes; a convolution's again, inverse, after them
+    passes = [(p, radix, io.sign) for p, radix in enumerate(radices)]
+    passes += [(p, radix, -io.sign) for p, radix in enumerate(radices)] if convolved else []
+    for q, (p, radix, sign) in enumerate(passes):
         stride = math.prod(radices[:p])
         per_transform = length // radix
-        source, target = (lds[0:2], lds[2:4]) if p % 2 else (lds[2:4], lds[0:2])
-        round_start, j = K.Var(f"round{p}", INDEX), K.Var(f"j{p}", INDEX)
-        regs = Registers(part, f"v{p}_")
+        source, target = (lds[0:2], lds[2:4]) if q % 2 else (lds[2:4], lds[0:2])
+        round_start, j = K.Var(f"round{q}", INDEX), K.Var(f"j{q}", INDEX)
+        regs = Registers(part, f"v{q}_")
         slot = round_start + butterfly
         # a round's slots past the last butterfly repeat it (same values to the same places)
         regs.stmts.append(K.Let(j, slot if per_transform % rows_per_pass == 0
                                 else K.select(slot < per_transform, slot, per_transform - 1)))
+        if q == 0:
+            column, x_origin = (group(regs)[key] for key in ("column", "x_origin"))
+        if q == len(radices):   # the spectrum's row: h[m N + k]
+            spectrum_row = regs.let(group(regs)["m"] * length)
         values = []
         for r in range(radix):
             n = j + r * per_transform
-            if p == 0 and padded:   # times conj f[p], zero past N_in: loaded only there
-                position = regs.let(n * edge_step + (column + lane) / edge_inner)
+            if q == len(radices):   # entry n of the forward transform times h[m N + n]
+                at = n * lanes + lane
+                values.append(multiply(regs, (source[0][at], source[1][at]),
+                                       (io.h[(spectrum_row + n) * 2], io.h[(spectrum_row + n) * 2 + 1])))
+            elif q == 0 and padded:   # times conj f[p], zero past N_in: loaded only there
+                position = regs.let(n * edge_step + lane_quotient(regs, column, edge_inner, "edge_inner"))
                 value = (K.Var(f"x{r}_re", part), K.Var(f"x{r}_im", part))
                 loaded, w = load(x, x_origin + lane + n * x_entries, input_kind), (f[position * 2], f[position * 2 + 1])
                 regs.stmts += [K.Let(value[0], K.Const(0.0, part)), K.Let(value[1], K.Const(0.0, part)),
                                K.If(position < in_length, [K.Assign(value[0], loaded[0] * w[0] + loaded[1] * w[1]),
                                                            K.Assign(value[1], loaded[1] * w[0] - loaded[0] * w[1])])]
                 values.append(value)
-            elif p == 0:
+            elif q == 0:
                 values.append(load(x, x_origin + lane * x_lane + n * x_entries, input_kind))
             else:
                 at = n * lanes + lane
                 values.append((source[0][at], source[1][at]))
-        outputs, base = io.butterfly(regs, values, j, p)
+        outputs, base = io.butterfly(regs, values, j, p, sign)
         stores = []
         for r, value in enumerate(outputs):
             index = base + r * stride
@@ -514,24 +573,29 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     # the results leave LDS an entry per round: one store of each work-item (with the lanes'
     # consecutive elements, a vector store on the host; the passes' many stores at unknown
     # distances would need more checks than LLVM's vectorizer makes)
-    result = lds[0:2] if len(radices) % 2 else lds[2:4]
+    result = lds[0:2] if len(passes) % 2 else lds[2:4]
     round_start, k = K.Var("round_out", INDEX), K.Var("k", INDEX)
     regs = Registers(part, "w")
     slot = round_start + butterfly
     regs.stmts.append(K.Let(k, slot if length % rows_per_pass == 0 else K.select(slot < length, slot, length - 1)))
+    row, column, y_origin, m = (group(regs)[key] for key in ("row", "column", "y_origin", "m"))
     value = regs.complex(result[0][k * lanes + lane], result[1][k * lanes + lane])
     if scale != 1.0:
         value = regs.complex(value[0] * factor, value[1] * factor)
-    if twiddle_length:   # w_L^((k M + m) n2) of transform b M + m, two table levels
-        transform = regs.let(first + lane)
-        n2, twiddle_row = regs.let((transform % inner) / block), regs.let((transform / inner) % rows)
+    if twiddle_length and convolved:   # w_L^(-m k)
+        value = multiply(regs, value, io.large_twiddle(regs, (m * k).cast(LOCAL), -io.sign))
+    elif twiddle_length and c > 1:   # w_L^((k M + m) n2) of transform b M + m (the group's row), two table
+        # levels; with C = 1, n2 = 0
+        n2, twiddle_row = lane_quotient(regs, column, block, "twiddle_block"), regs.let(row % rows)
         exponent = regs.let(((k * rows + twiddle_row) * n2).cast(LOCAL))
-        low, high = io.twiddle(length + exponent % step), io.twiddle(length + step + exponent / step)
-        value = multiply(regs, value, multiply(regs, low, high))
+        value = multiply(regs, value, io.large_twiddle(regs, exponent))
     position = regs.let(y_origin + lane * y_lane + k * y_entries)
     stores = store(y, position, value, output_kind)
-    if cropped:   # times g[p] (or its conjugate), p = k M + m, kept below output_length
-        p = regs.let(k * rows + row % rows + (lane if c == 1 else 0))
+    if cropped:   # times g[p] (or its conjugate) at position p, kept below output_length
+        if positioned:   # p = k (P / N) + c / S
+            p = regs.let(k * io.out_step + lane_quotient(regs, column, io.out_inner, "output_inner"))
+        else:            # p = k M + m
+            p = regs.let(k * rows + m)
         weight = (g[p * 2], g[p * 2 + 1] if op.attrs["store_factor"] == "plain" else -g[p * 2 + 1])
         stores = [K.If(p < out_length, store(y, position, multiply(regs, value, weight), output_kind))]
     body.append(K.For(round_start, 0, length, rows_per_pass, regs.stmts + stores, uniform=True))

@@ -19,15 +19,18 @@ def stockham_options(op) -> list[str]:
     options = []
     if lanes:
         columns = stockham_view(complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]), attrs).shape[3] > 1
+        rows = "rows written transposed" if attrs["transpose"] else "rows in place"
         options.append(f"{lanes} transforms per workgroup side by side, one a lane: "
-                       f"{'columns' if columns else 'rows written transposed'}, their entries strided")
+                       f"{'columns' if columns else rows}, their entries strided")
+    options += ["times a spectrum between the passes and their inverse"] if attrs["spectrum"] != "none" else []
     options += [f"scale {attrs['scale']:g}"] if attrs["scale"] != 1.0 else []
     options += [f"the twiddles of length {attrs['twiddle_length']} after"] if attrs["twiddle_length"] else []
     options += ["transposed result"] if attrs["transpose"] else []
     options += [f"{attrs['input_kind']} input"] if attrs["input_kind"] != "complex" else []
     options += [f"{attrs['output_kind']} output"] if attrs["output_kind"] != "complex" else []
     options += ["a padded input times a conjugated factor"] if attrs["load_factor"] != "none" else []
-    options += [f"times a {attrs['store_factor']} factor, {attrs['output_length']} positions"] \
+    options += [f"times a {attrs['store_factor']} factor, {attrs['output_length']} positions"
+                + (f" of {attrs['store_positions']}" if attrs["store_positions"] else "")] \
         if attrs["store_factor"] != "none" else []
     return options
 

@@ -20,7 +20,7 @@ import math
 
 from ...ir.types import COMPLEX_PART
 from ...passes.patterns import Pat
-from .plan import plan_for
+from .plan import plan_for, side_by_side
 
 
 def reshaped(m, value, shape):
@@ -52,18 +52,21 @@ class Axis:
         self.m, self.part, self.outer, self.inner, self.sign = m, part, outer, inner, sign
 
     def stockham(self, value, node, shape, scale=1.0, transpose=False, twiddle_length=0, input_kind="complex",
-                 output_kind="complex", load_factor=None, store_factor=None, output_length=0, conjugate=False):
+                 output_kind="complex", load_factor=None, store_factor=None, output_length=0, conjugate=False,
+                 spectrum=None, store_positions=0):
         """A stockham call on `value` viewed as `shape` ([B, M, N, C]; a padded [B, N_in, S] with a
         load_factor, multiplied by its conjugate); store_factor (or, with `conjugate`, its conjugate)
-        multiplies the result, cropped to output_length positions."""
-        factors = [f for f in (load_factor, store_factor) if f is not None]
+        multiplies the result, cropped to output_length positions (of store_positions, where given);
+        with a spectrum, the convolution's middle (routines.py)."""
+        factors = [f for f in (load_factor, spectrum, store_factor) if f is not None]
         return call(self.m, "stockham", view(self.m, value, shape, input_kind),
                     twiddles(self.m, self.part, node.length, twiddle_length), *factors, radices=node.radices,
                     sign=self.sign, scale=float(scale), transpose=transpose, twiddle_length=twiddle_length,
                     input_kind=input_kind, output_kind=output_kind,
                     load_factor="none" if load_factor is None else "conjugate",
                     store_factor="none" if store_factor is None else "conjugate" if conjugate else "plain",
-                    output_length=output_length)
+                    output_length=output_length, spectrum="none" if spectrum is None else "plain",
+                    store_positions=store_positions)
 
     def pointwise(self, value, length: int, in_length: int, factor=None, conjugate=False, scale=1.0,
                   input_kind="complex", output_kind="complex"):
@@ -102,28 +105,62 @@ class Axis:
         # products, the padding and the crop fused into the first and last kernels of one- and two-pass M plans
         size = plan.inner.length
         chirp = call(self.m, "chirp", length=n, size=size, sign=self.sign, dtype=self.part)
-        spectrum = reshaped(self.m, Axis(self.m, self.part, 1, 1, -1).run(chirp, plan.inner), (size,))
+        if plan.inner.kind == "two_pass" and self.convolves_side_by_side(plan.inner):
+            return self.bluestein_two_pass(value, plan, chirp, scale, input_kind, output_kind)
         forward, inverse = Axis(self.m, self.part, outer, inner, -1), Axis(self.m, self.part, outer, inner, 1)
+        spectrum = reshaped(self.m, Axis(self.m, self.part, 1, 1, -1).run(chirp, plan.inner), (size,))
         if plan.inner.kind == "three_pass":   # the products and the padding and crop as kernels of their own
             padded = forward.pointwise(value, size, n, factor=chirp, conjugate=True, input_kind=input_kind)
             product = forward.pointwise(forward.run(padded, plan.inner), size, size, factor=spectrum)
             return inverse.pointwise(inverse.run(product, plan.inner, scale / size), n, size, factor=chirp,
                                      conjugate=True, output_kind=output_kind)
-        padded = dict(load_factor=chirp, input_kind=input_kind)
         if plan.inner.kind == "stockham":
             node = plan.inner.nodes[0]
             product = forward.stockham(value, node, (outer, n, inner), store_factor=spectrum, output_length=size,
-                                       **padded)
+                                       load_factor=chirp, input_kind=input_kind)
             return inverse.stockham(product, node, (outer, 1, size, inner), scale / size, store_factor=chirp,
                                     output_length=n, conjugate=True, output_kind=output_kind)
+        # a two-pass M whose convolution's calls cannot run side by side: two two-pass FFTs
         first, second = plan.inner.nodes
-        columns = forward.stockham(value, first, (outer, n, inner), twiddle_length=size, **padded)
+        columns = forward.stockham(value, first, (outer, n, inner), twiddle_length=size, load_factor=chirp,
+                                   input_kind=input_kind)
         product = forward.stockham(columns, second, (outer, first.length, second.length, inner), transpose=True,
                                    store_factor=spectrum, output_length=size)
         columns = inverse.stockham(product, first, (outer, 1, first.length, second.length * inner), twiddle_length=size)
         return inverse.stockham(columns, second, (outer, first.length, second.length, inner), scale / size,
                                 transpose=True, store_factor=chirp, output_length=n, conjugate=True,
                                 output_kind=output_kind)
+
+    def convolves_side_by_side(self, inner_plan) -> bool:
+        """Whether Bluestein's three kernels through the two-pass `inner_plan` take the lanes kernel,
+        which their convolution and cropped columns need: the rows of L2 (lanes dividing C, or M = L1
+        for rows) and the columns of L1 (lanes dividing L2 C)."""
+        first, second = inner_plan.nodes
+        rows = side_by_side(self.inner if self.inner > 1 else first.length, second.length, self.part)
+        return bool(rows and side_by_side(second.length * self.inner, first.length, self.part))
+
+    def bluestein_two_pass(self, value, plan, chirp, scale, input_kind, output_kind):
+        """Bluestein through a two-pass M = L1 L2 in three kernels. The convolution needs the spectrum
+        in no particular order, so the forward FFT stops after its row pass in place (entry k2 of row
+        k1 holding X[k1 + L1 k2]) and the inverse FFT runs its passes the other way round: the
+        padded columns of L1 with the twiddles w_M^(k1 n2); the rows of L2 forward, times the chirp's
+        spectrum in that order (scaled by 1 / M), inverse, times w_M^(-k1 n2); the inverse columns,
+        cropped to N times the conjugated chirp. One pass over the batch fewer than two two-pass FFTs."""
+        m, part, n, outer, inner = self.m, self.part, plan.length, self.outer, self.inner
+        first, second = plan.inner.nodes
+        size = plan.inner.length
+        rows = (outer, first.length, second.length, inner)
+        spectrum_axis = Axis(m, part, 1, 1, -1)
+        filter_columns = spectrum_axis.stockham(chirp, first, (1, 1, first.length, second.length), twiddle_length=size)
+        spectrum = reshaped(m, spectrum_axis.stockham(filter_columns, second, (1, first.length, second.length, 1),
+                                                      1.0 / size), (size,))
+        forward, inverse = Axis(m, part, outer, inner, -1), Axis(m, part, outer, inner, 1)
+        columns = forward.stockham(value, first, (outer, n, inner), twiddle_length=size, load_factor=chirp,
+                                   input_kind=input_kind)
+        product = forward.stockham(columns, second, rows, twiddle_length=size, spectrum=spectrum)
+        return inverse.stockham(product, first, (outer, 1, first.length, second.length * inner), scale,
+                                store_factor=chirp, output_length=n, conjugate=True, output_kind=output_kind,
+                                store_positions=size)
 
 
 def axis_plan(shape, axis: int, part: str):

@@ -16,8 +16,10 @@ A 1-D transform of length N along one axis is planned as
     convolved with the chirp filter by two FFTs and an inverse FFT of length M, times the chirp.
     M is the smallest 7-smooth length (2^a 3^b 5^c 7^d) with a one- or two-pass plan: the passes'
     cost grows with M (20160 for N = 10007, where the next power of two is 32768), and the
-    butterflies of radices 2 to 8 are the cheapest per element. Above lds_limit^2, M has a
-    three_pass plan, and the chirp's products are pointwise kernels around it.
+    butterflies of radices 2 to 8 are the cheapest per element. A two-pass M takes three kernels
+    over the batch where its passes run side by side (matcher.Axis.bluestein_two_pass), else four.
+    Above lds_limit^2, M has a three_pass plan, and the chirp's products are pointwise kernels
+    around it.
   - `three_pass`: N = L1 x L2 x L3 above lds_limit^2 (rocFFT's three-kernel plans): the length
     R = L1 L2 as a two_pass plan over columns of stride L3 (its row pass, written transposed,
     multiplies by the twiddles w_N^(kR n3)), then a stockham kernel over L3 written transposed,
@@ -47,6 +49,13 @@ def lds_limit(part_dtype: str) -> int:
     """The longest transform one workgroup keeps in LDS: 2 buffers x (re, im) x N x itemsize <= 64 KiB."""
     itemsize = 4 if part_dtype == "f32" else 8
     return LDS_BYTES // (4 * itemsize)
+
+
+def side_by_side(spread: int, length: int, part_dtype: str) -> int:
+    """The most LANES transforms of `length` a workgroup runs side by side where groups of them are
+    `spread` apart (C, or M): one that divides the spread and fits in LDS; 0 if none does."""
+    return next((lanes for lanes in LANES if spread and spread % lanes == 0
+                 and lanes * length <= lds_limit(part_dtype)), 0)
 
 
 def radices_of(n: int) -> tuple[int, ...] | None:

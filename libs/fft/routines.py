@@ -20,7 +20,17 @@ complex one of half its length (a real signal of even length read as complex: no
               padded with zeros past N_in and multiplied by conj f[p], read as [B, 1, N, S P / N]
               (position p of the sequence is n (P / N) + c / S); with store_factor "plain" or
               "conjugate" (M = 1 or `transpose`), y, whose positions are p = k M + m, is multiplied
-              by g[p] (or its conjugate) and cropped to y[B, output_length, C].
+              by g[p] (or its conjugate) and cropped to y[B, output_length, C]; with store_positions
+              P > N M as well (M = 1), y is the sequence of P positions the load factor reads, cropped:
+              entry k of column c is y[b, p, c mod S] of [B, output_length, S], p = k (P / N) + c / S,
+              S = C N / P (the inverse of a padded first kernel's view, read by a last kernel).
+              With spectrum "plain" (no edges, no transpose), the call is a convolution's middle,
+              in place: the transform, times h[m N + k] (the operand after the table), the inverse
+              transform (unscaled, sign -sign), and with L > 0 times w_L^(-m n) at entry n of row m:
+                  y[b, m, n, c] = w_L^(-m n) sum_k h[m N + k] exp(-sign 2 pi i k n / N) X[b, m, k, c],
+              X the transform above (scale 1), so that Bluestein's two-pass M takes three kernels, the
+              middle one keeping the spectrum in the order the row pass leaves it (routines' plan,
+              matcher.py).
   chirp       () -> b[M], Bluestein's filter for length N: b[m] = exp(-sign pi i m^2 / N) for m < N,
               b[M - m] = b[m] for 0 < m < N, 0 elsewhere.
   pointwise   (x[, f]) -> y: y[b, i, c] = scale * x[b, i, c] * (f[i], its conjugate or 1) for i < length,
@@ -110,7 +120,7 @@ def twiddles_reference(*, length, twiddle_length, dtype):
     return np.stack([np.cos(theta), np.sin(theta)]).astype(NUMPY_DTYPES[dtype])
 
 
-LOAD_FACTORS, STORE_FACTORS = ("none", "conjugate"), ("none", "plain", "conjugate")
+LOAD_FACTORS, STORE_FACTORS, SPECTRA = ("none", "conjugate"), ("none", "plain", "conjugate"), ("none", "plain")
 
 
 def stockham_view(x: TensorType, attrs) -> TensorType:
@@ -129,8 +139,13 @@ def stockham_infer(types, attrs):
     load_factor, store_factor = attrs["load_factor"], attrs["store_factor"]
     require(load_factor in LOAD_FACTORS and store_factor in STORE_FACTORS,
             f"{name}: load_factor {load_factor!r} / store_factor {store_factor!r} not in {LOAD_FACTORS} / {STORE_FACTORS}")
-    factors = (load_factor != "none") + (store_factor != "none")
+    spectrum, store_positions = attrs["spectrum"], attrs["store_positions"]
+    require(spectrum in SPECTRA, f"{name}: spectrum {spectrum!r} is not one of {', '.join(SPECTRA)}")
+    factors = (load_factor != "none") + (store_factor != "none") + (spectrum != "none")
     require(len(types) == 2 + factors, f"{name} takes (x, table) and {factors} factors, got {len(types)} operands")
+    require(spectrum == "none" or (factors == 1 and not attrs["transpose"] and attrs["scale"] == 1.0
+                                   and attrs["input_kind"] == attrs["output_kind"] == "complex"),
+            f"{name}: a spectrum takes no edges, transpose, scale or real kinds")
     x, table = complex_view(name, types[0], attrs["input_kind"]), types[1]
     radices = tuple(attrs["radices"])
     length = math.prod(radices)
@@ -144,25 +159,44 @@ def stockham_infer(types, attrs):
     require(x.ndim == 4 and x.shape[2] == length, f"{name}: x {x} must be [B, M, {length}, C] for radices "
                                                   f"{list(radices)}")
     positions = length * x.shape[1]
-    require(not twiddle_length or (twiddle_length % positions == 0 and x.shape[3] % (twiddle_length // positions) == 0),
+    require(not twiddle_length or attrs["spectrum"] != "none"
+            or (twiddle_length % positions == 0 and x.shape[3] % (twiddle_length // positions) == 0),
             f"{name}: twiddle_length {twiddle_length} must be {length} x M x a divisor of C in {x}")
     expected = TensorType(COMPLEX_PART[x.dtype], (2, table_size(length, twiddle_length)))
     require(table == expected, f"{name}: table {table} must be {expected}")
     b, m, n, c = x.shape
+    if spectrum != "none":
+        h = types[2]
+        require(h.ndim == 1 and h.dtype == x.dtype and h.shape[0] >= m * n and (
+            not twiddle_length or twiddle_length >= m * n), f"{name}: a spectrum {h} must be {x.dtype}[>= {m * n}] "
+                                                           f"and twiddle_length {twiddle_length} 0 or >= {m * n}")
+        return [x]
     result = TensorType(x.dtype, (b, n, m, c) if attrs["transpose"] else (b, m, n, c))
     if store_factor != "none":
-        out = attrs["output_length"]
+        out, positions = attrs["output_length"], store_positions or n * m
         g = types[-1]
-        require((attrs["transpose"] or m == 1) and 0 < out <= n * m and g.ndim == 1 and g.dtype == x.dtype
-                and g.shape[0] >= n * m, f"{name}: a store factor needs M = 1 or a transposed result, output_length "
-                                         f"{out} <= {n * m} and a factor {g} {x.dtype}[>= {n * m}]")
-        result = TensorType(x.dtype, (b, out, c))
+        require((attrs["transpose"] or m == 1) and 0 < out <= positions and g.ndim == 1 and g.dtype == x.dtype
+                and g.shape[0] >= positions, f"{name}: a store factor needs M = 1 or a transposed result, "
+                                             f"output_length {out} <= {positions} and a factor {g} {x.dtype}"
+                                             f"[>= {positions}]")
+        require(not store_positions or (m == 1 and store_positions % n == 0 and (c * n) % store_positions == 0),
+                f"{name}: store_positions {store_positions} needs M = 1 and a multiple of {n} dividing C N = {c * n}")
+        result = TensorType(x.dtype, (b, out, c * n // positions if store_positions else c))
     return [of_kind(result, attrs["output_kind"])]
 
 
 def stockham_reference(x, table, *factors, radices, sign, scale, transpose, twiddle_length, input_kind, output_kind,
-                       load_factor, store_factor, output_length):
+                       load_factor, store_factor, output_length, spectrum, store_positions):
     wide = as_complex(x, input_kind)
+    if spectrum != "none":
+        _, m, n, _ = wide.shape
+        y = np.fft.fft(wide, axis=2) if sign < 0 else np.fft.ifft(wide, axis=2) * n
+        y = y * factors[0][:m * n].astype(np.complex128).reshape(1, m, n, 1)
+        y = np.fft.ifft(y, axis=2) * n if sign < 0 else np.fft.fft(y, axis=2)
+        if twiddle_length:
+            y = y * np.exp(-sign * 2j * np.pi * (np.arange(m)[:, None] * np.arange(n)[None, :]) / twiddle_length
+                           ).reshape(1, m, n, 1)
+        return to_kind(y, output_kind, table.dtype)
     if load_factor != "none":
         length = math.prod(radices)
         positions = twiddle_length or length
@@ -179,7 +213,10 @@ def stockham_reference(x, table, *factors, radices, sign, scale, transpose, twid
     y = y.transpose(0, 2, 1, 3) if transpose else y
     if store_factor != "none":
         g = factors[-1][:output_length].astype(np.complex128)
-        y = y.reshape(y.shape[0], -1, y.shape[3])[:, :output_length] * \
+        if store_positions:   # [B, 1, N, C] -> the sequence [B, P, S]
+            inner = y.shape[3] * y.shape[2] // store_positions
+            y = y.reshape(y.shape[0], store_positions, inner)
+        y = y.reshape(y.shape[0], -1, y.shape[-1])[:, :output_length] * \
             (np.conj(g) if store_factor == "conjugate" else g)[None, :, None]
     return to_kind(y, output_kind, table.dtype)
 
@@ -270,7 +307,7 @@ ROUTINES = {
                         twiddles_reference, "cos and sin tables of a stockham kernel (libs/fft/routines.py)"),
     "stockham": Routine({"radices": "ints", "sign": "int", "scale": "float", "transpose": "bool",
                          "twiddle_length": "int", "input_kind": "str", "output_kind": "str", "load_factor": "str",
-                         "store_factor": "str", "output_length": "int"},
+                         "store_factor": "str", "output_length": "int", "spectrum": "str", "store_positions": "int"},
                         stockham_infer, stockham_reference,
                         "a batched 1-D Stockham FFT along axis 2 of [B, M, N, C] (libs/fft/routines.py)"),
     "chirp": Routine({"length": "int", "size": "int", "sign": "int", "dtype": "dtype"}, chirp_infer, chirp_reference,

@@ -139,9 +139,9 @@ LANES_CASES = [
     ((2, 4096), "fft", np.complex128, (16, 16)),             # two_pass 64 x 64: twiddled columns, rows transposed
     ((2, 16384), "rfft", np.float32, (16, 16)),              # two_pass on real pairs, 64 x 128
     ((2, 5, 12), "ifftn", np.complex64, (0, 8, 4)),          # M = 10, 24, 60: none, 8 and 4 lanes
-    # Bluestein through 140 x 144: the chirp's spectrum, then the padded first pass, the row pass times the
-    # spectrum (M = 140: 4 lanes), the inverse's columns and its cropped row pass
-    pytest.param((2, 10007), "fft", np.complex128, (8, 4, 8, 4, 8, 4), marks=pytest.mark.slow),
+    # Bluestein through 140 x 144: the chirp's spectrum (its rows in place), then the padded first pass,
+    # the rows convolved in place (M = 140: 4 lanes) and the inverse's cropped columns
+    pytest.param((2, 10007), "fft", np.complex128, (8, 0, 8, 4, 8), marks=pytest.mark.slow),
     ((2, 37, 16), "fft12", np.complex128, (0, 0, 16, 16)),   # Bluestein through one kernel, C = 16 after it
     ((64, 128), "fft", np.complex64, (0,)),                  # rows in place
 ]
@@ -196,6 +196,56 @@ def test_a_new_batch_compiles_no_kernel():
     three, five = kernels_of(3), kernels_of(5)
     assert len(three) == 2 and [k.code_text() for k in three] == [k.code_text() for k in five]
     assert [k.arguments for k in three] != [k.arguments for k in five]
+
+
+# (shape, kind, lengths, dtype): primes whose Bluestein M has a two-pass plan with lanes for both passes
+THREE_KERNEL_CASES = [
+    ((2, 1109), "FFT", (1109,), np.complex128),             # M = 2240 = 40 x 56, 8 lanes each
+    ((2, 1031, 4), "FFT", (1031, 4), np.complex128),        # M = 2100 = 42 x 50, lanes over C = 4 after the axis
+    pytest.param((2, 1109), "IFFT", (1109,), np.complex128, marks=pytest.mark.slow),
+    pytest.param((3, 2111), "FFT", (2111,), np.complex64, marks=pytest.mark.slow),   # M = 4320 = 60 x 72
+    pytest.param((2, 1109), "RFFT", (1109,), np.float64, marks=pytest.mark.slow),    # a real input, padded
+    pytest.param((2, 555), "IRFFT", (1109,), np.complex128, marks=pytest.mark.slow),  # a real output, cropped
+]
+
+
+@pytest.mark.parametrize("shape,kind,lengths,dtype", THREE_KERNEL_CASES)
+def test_bluestein_in_three_kernels(shape, kind, lengths, dtype):
+    """Bluestein through a two-pass M whose passes run side by side takes three kernels over the batch:
+    the padded columns, the rows convolved in place with the spectrum (kept in the row pass's order),
+    the inverse columns cropped to N positions of M. Accuracy as every plan's."""
+    rng = np.random.default_rng(11)
+    x = rng_complex(shape, dtype) if np.dtype(dtype).kind == "c" else rng.standard_normal(shape).astype(dtype)
+    compiled = cj.jit(lambda v: lax.fft(v, kind, lengths)).lower(x).compile()
+    n = lengths[-1] if len(lengths) == 1 else lengths[0]
+    complex_dtype = np.complex64 if np.dtype(dtype) in (np.float32, np.complex64) else np.complex128
+    part = "f32" if complex_dtype == np.complex64 else "f64"
+    size = fft_plan.plan_for(n, part).inner.length
+    selections = stockham_selections(compiled)
+    assert sum("times a spectrum" in s for s in selections) == 1, selections
+    assert sum(f"positions of {size}" in s for s in selections) == 1, selections
+    assert len(selections) == 5 + len(lengths) - 1, selections   # two for the spectrum, three over the batch
+    reference = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn, "IRFFT": np.fft.irfftn}[kind]
+    axes = tuple(range(len(shape) - len(lengths), len(shape)))
+    want = reference(x.astype(np.complex128 if np.dtype(dtype).kind == "c" else np.float64), s=lengths, axes=axes)
+    assert relative_error(compiled(x), want) <= len(lengths) * bound(n, complex_dtype, part)
+
+
+@pytest.mark.slow
+def test_three_kernel_bluestein_does_not_spill():
+    """The convolution (two sets of passes in one kernel) and the cropped columns on gfx942, in f64."""
+    plan = fft_plan.plan_for(1109, "f64")
+    check_report(lambda v: lax.fft(v, "FFT", (1109,)), rng_complex((2, 1109), np.complex128),
+                 ["bluestein_len1109_chirp"] + [node.name for node in plan.nodes])
+
+
+def test_three_kernel_bluestein_interpreted():
+    """The convolution's and the cropped columns' references (routines.py) give the plan's result."""
+    x = rng_complex((2, 1109), np.complex128)
+    optimized = run_pipeline(cj.make_graph(lambda v: lax.fft(v, "FFT", (1109,)))(x), DEFAULT_PIPELINE).module
+    assert sum(op.attrs.get("spectrum") == "plain" for op in walk(optimized.body) if op.name == "library_call") == 1
+    (got,) = cj.ir.interpret(optimized, x)
+    assert relative_error(got, np.fft.fft(x)) <= 1e-14
 
 
 @pytest.fixture
