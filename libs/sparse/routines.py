@@ -7,7 +7,8 @@ operand (or the attribute `columns`).
 
   csrmv(indptr, indices, data, x[n]) {chunk, column_map} -> y[m], carries[2 C], carry_rows[2 C]
       y = A x, load-balanced by nonzeros (see kernels_spmv.py): C = ceil(nnz / chunk) chunks of
-      `chunk` consecutive nonzeros, each summing its rows' products in order. A row lying whole in
+      `chunk` consecutive nonzeros, each summing its rows' products (even and odd positions in
+      order, then the two: paired_sum). A row lying whole in
       one chunk is written to y; a row crossing a chunk boundary gets y = 0 from the chunk holding
       its first nonzero and each chunk's partial sum of it in `carries` (slot 2c for the chunk's
       first row, 2c + 1 for its last; an unused slot holds 0 for the chunk's first row), which
@@ -23,8 +24,8 @@ operand (or the attribute `columns`).
   csr2coo(indptr) {nnz} -> rows[nnz]                          the row of each nonzero
   coo2csr(rows[nnz]) {rows} -> indptr[rows + 1]               row starts of row-sorted row ids
   csrmv_ell(indptr, indices, data, x[n]) {width, column_map} -> y[m]
-      csr2ell{width} then ellmv without the ELL arrays: row r sums its first `width` entries in
-      order; columns mapped by column_map ("drop": out of range contributes nothing; "clamp";
+      csr2ell{width} then ellmv without the ELL arrays: row r sums its first `width` entries as
+      csrmv does; columns mapped by column_map ("drop": out of range contributes nothing; "clamp";
       "wrap_clamp": a negative column + n, then clamped: a numpy gather's x[column]); indices may
       be of another index dtype than indptr
   csr2ell(indptr, indices, data) {width} -> columns[m, width], values[m, width]
@@ -120,6 +121,12 @@ def ordered_sum(values, dtype):
     return np.cumsum(values, dtype=dtype)[-1] if len(values) else dtype.type(0)
 
 
+def paired_sum(values, dtype):
+    """A row's products summed as the SpMV kernels sum them (spmv.RowDot): those at even positions
+    in order, those at odd positions in order, then the two added."""
+    return ordered_sum(values[0::2], dtype) + ordered_sum(values[1::2], dtype)
+
+
 # ---- SpMV, SpMM, SDDMM -------------------------------------------------------------------------
 
 def csrmv_infer(types, attrs):
@@ -149,7 +156,7 @@ def csrmv(indptr, indices, data, x, *, chunk, column_map):
         carry_rows[2 * c:2 * c + 2] = first
         for r in range(first, last + 1):
             start, stop = int(indptr[r]), int(indptr[r + 1])
-            total = ordered_sum(products[max(start, s):min(stop, e)], data.dtype)
+            total = paired_sum(products[max(start, s):min(stop, e)], data.dtype)
             if start >= s and stop <= e:
                 y[r] = total
             else:
@@ -288,14 +295,14 @@ def mapped_columns(indices, n: int, column_map: str):
 
 def csrmv_ell(indptr, indices, data, x, *, width, column_map):
     """csr2ell{width} then ellmv in one pass: row r's positions [indptr[r], indptr[r] + width) that lie
-    in [0, clamped indptr[r + 1]), summed in order from 0."""
+    in [0, clamped indptr[r + 1]), summed as csrmv's rows (paired_sum; a dropped column's product 0)."""
     total, n = len(indices), len(x)
     columns = mapped_columns(indices, n, column_map)
     y = np.zeros(len(indptr) - 1, data.dtype)
     for r in range(len(y)):
         start, stop = int(indptr[r]), clamped(indptr[r + 1], total)
-        kept = [p for p in range(max(start, 0), min(start + width, stop)) if 0 <= columns[p] < n]
-        y[r] = ordered_sum(data[kept] * x[columns[kept]], data.dtype)
+        positions = np.arange(max(start, 0), max(min(start + width, stop), max(start, 0)))
+        y[r] = paired_sum(data[positions] * gathered(x, columns[positions], n), data.dtype)
     return y
 
 
