@@ -1,6 +1,6 @@
 """Products of batched sparse arrays beyond batched.py's one-call ones: sparse @ sparse with batch
-dimensions (one SpGEMM of the two diagonal matrices), bcoo_dot_general of two sparse operands (made
-a `@` by transposes), and the general bcoo_dot_general of a sparse and a dense operand (any batch and
+dimensions (one SpGEMM of the two diagonal matrices), bcoo_dot_general of two sparse operands (a
+`@` by transposes, or one SpGEMM of matrix views for any number of sparse dimensions), and the general bcoo_dot_general of a sparse and a dense operand (any batch and
 contracted dimensions among the sparse operand's batch and sparse ones: a product per entry, summed
 into the result by one scatter-add, as jax.experimental.sparse computes it).
 """
