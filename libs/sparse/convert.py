@@ -3,8 +3,8 @@ work-item per row; what needs a sort (COO to CSR, CSR to CSC) sorts with the gra
 which libs/prim runs as a radix sort, as rocSPARSE sorts with rocPRIM.
 
 csr2coo: each row writes its id over its nonzeros (the last work-item zeroes the padding).
-coo2csr: row r's start is the number of nonzeros of rows below r, a galloping search of the sorted
-row ids from row r - 1's start (a work-item per block of ROW_BLOCK rows). csr2ell copies each row into its slots. dense2csr_count counts each row's nonzeros; dense2csr writes them at indptr's offsets
+coo2csr: one pass over the sorted row ids, each entry writing the starts of the rows it begins (a
+work-item per ENTRY_BLOCK entries). csr2ell copies each row into its slots. dense2csr_count counts each row's nonzeros; dense2csr writes them at indptr's offsets
 (rocSPARSE's nnz and dense2csr), the last work-item zeroing the slots past the last row.
 """
 from __future__ import annotations
@@ -28,36 +28,42 @@ def csr2coo_kernel(op: Op, name: str) -> K.Kernel:
                     [("m", op.operands[0].type.shape[0] - 1), ("total", op.attrs["nnz"])])
 
 
-ROW_BLOCK = 64   # coo2csr's row starts per work-item
+ENTRY_BLOCK = 4096   # coo2csr's entries per work-item
+
+
+def mapped_row(rows: K.Buffer, at: K.Expr, m: K.Expr, row_map: str) -> K.Expr:
+    """rows[at] as coo2csr reads it (routines.ROW_MAPS): "clamp" into [-1, m], "unsigned_min" the
+    least of the id as an unsigned number and m (a negative id is m)."""
+    row = widened(rows[at])
+    if row_map == "unsigned_min":
+        return K.minimum(row.cast("u64"), m.cast("u64")).cast(INDEX)
+    return K.minimum(K.maximum(row, K.Const(-1, INDEX)), m)
 
 
 def coo2csr_kernel(op: Op, name: str) -> K.Kernel:
+    """Row starts in one pass over the sorted ids, ENTRY_BLOCK entries per work-item: entry p starts
+    the rows q with id[p - 1] < q <= id[p] (the first entry those up to its id, the last entry's
+    end the rows after its id), so every row start is written once, by the entry that begins it.
+    The entries' loop has a constant trip count, which makes the launch the worker pool's."""
     m, nnz = params = sizes("m", "nnz")
     rows, indptr = buffers(op, [nnz, m + 1])
-    q, start, step, going = variables("q", "start", "step", "going")
-
-    def below(count, r):
-        """Whether rows[count - 1] < r (count in [1, nnz]: the load is inside the caller's guard)."""
-        return widened(rows[count - 1]) < r
+    j, p, q, previous, current = variables("j", "p", "q", "previous", "current")
+    row_map = op.attrs["row_map"]
+    row = lambda at: mapped_row(rows, at, m, row_map)
+    starts = lambda after, through, at: loop(q, after + 1, through + 1, [K.Store(indptr, q, at.cast(indptr.dtype))])
 
     def body(block):
-        # Row q's start is the least p with rows[p] >= q, found from row q - 1's (`start`: every entry
-        # before it is below q - 1, so below q) by a galloping search: steps of 1, 2, 4, ... while the
-        # entry before start + step is below q, then halving steps back. A row of g entries costs
-        # about 2 log2(g) reads near each other, where a binary search of all of them costs log2(nnz)
-        # reads far apart.
-        return [K.Let(start, K.Const(0, INDEX)), K.Let(step, K.Const(0, INDEX)), K.Let(going, K.Const(0, INDEX)),
-                loop(q, block * ROW_BLOCK, K.minimum(block * ROW_BLOCK + ROW_BLOCK, m + 1), [
-                    K.Assign(step, K.Const(1, INDEX)), K.Assign(going, K.Const(1, INDEX)),
-                    K.While(going.eq(1) & (start + step <= nnz), [
-                        K.If(below(start + step, q), [K.Assign(start, start + step), K.Assign(step, step * 2)],
-                             [K.Assign(going, K.Const(0, INDEX))])]),
-                    K.While(step > 1, [
-                        K.Assign(step, step >> 1),
-                        K.If(start + step <= nnz, [K.If(below(start + step, q), [K.Assign(start, start + step)])])]),
-                    K.Store(indptr, q, start.cast(indptr.dtype))])]
+        first = block * ENTRY_BLOCK
+        return [
+            K.If(block.eq(0), [K.If(nnz > 0, [K.Let(current, row(0)), starts(K.Const(-1, INDEX), current, K.Const(0, INDEX))],
+                                    [starts(K.Const(-1, INDEX), m, K.Const(0, INDEX))])]),
+            loop(j, 0, ENTRY_BLOCK, [
+                K.Let(p, first + j),
+                K.If((p > 0) & (p < nnz), [K.Let(previous, row(p - 1)), K.Let(current, row(p)),
+                                           starts(previous, current, p)])]),
+            K.If((first < nnz) & (first + ENTRY_BLOCK >= nnz), [K.Let(previous, row(nnz - 1)), starts(previous, m, nnz)])]
 
-    return per_item(name, [rows, indptr, *params], K.ceil_div(m + 1, ROW_BLOCK), body,
+    return per_item(name, [rows, indptr, *params], K.maximum(K.ceil_div(nnz, ENTRY_BLOCK), K.Const(1, INDEX)), body,
                     [("m", op.attrs["rows"]), ("nnz", op.operands[0].type.shape[0])])
 
 

@@ -22,7 +22,9 @@ operand (or the attribute `columns`).
   csrmm(indptr, indices, data, B[n, k]) -> C[m, k]           C = A B
   sddmm(indptr, indices, A[m, K], Bt[n, K]) -> values[nnz]     (A Bt^T) at A's pattern (sampled product)
   csr2coo(indptr) {nnz} -> rows[nnz]                          the row of each nonzero
-  coo2csr(rows[nnz]) {rows} -> indptr[rows + 1]               row starts of row-sorted row ids
+  coo2csr(rows[nnz]) {rows, row_map} -> indptr[rows + 1]      row starts of row-sorted row ids, each id
+      read as row_map says ("clamp": into [-1, rows]; "unsigned_min": the least of the id as an
+      unsigned number and rows); the ids so read must be in order
   csrmv_ell(indptr, indices, data, x[n]) {width, column_map} -> y[m]
       csr2ell{width} then ellmv without the ELL arrays: row r sums its first `width` entries as
       csrmv does; columns mapped by column_map ("drop": out of range contributes nothing; "clamp";
@@ -258,14 +260,21 @@ def csr2coo(indptr, *, nnz):
     return rows
 
 
+ROW_MAPS = ("clamp", "unsigned_min")
+
+
 def coo2csr_infer(types, attrs):
     check("coo2csr", types, 1, indices=(0,))
-    require(attrs["rows"] >= 0, "library_call: sparse.coo2csr: rows must be >= 0")
+    require(attrs["rows"] >= 0 and attrs["row_map"] in ROW_MAPS,
+            f"library_call: sparse.coo2csr: rows >= 0 and row_map one of {ROW_MAPS}, got {attrs}")
     return [TensorType(types[0].dtype, (attrs["rows"] + 1,))]
 
 
-def coo2csr(rows_of_nonzeros, *, rows):
-    return np.searchsorted(rows_of_nonzeros, np.arange(rows + 1), side="left").astype(rows_of_nonzeros.dtype)
+def coo2csr(rows_of_nonzeros, *, rows, row_map):
+    ids = rows_of_nonzeros.astype(np.int64)
+    if row_map == "unsigned_min":
+        ids = np.where(ids < 0, rows, np.minimum(ids, rows))
+    return np.searchsorted(ids, np.arange(rows + 1), side="left").astype(rows_of_nonzeros.dtype)
 
 
 COLUMN_MAPS = ("drop", "clamp", "wrap_clamp")
@@ -635,7 +644,7 @@ ROUTINES = {
     "csrmm": Routine({}, csrmm_infer, csrmm, "C = A B, A CSR, B dense"),
     "sddmm": Routine({}, sddmm_infer, sddmm, "(A Bt^T) sampled at a CSR pattern"),
     "csr2coo": Routine({"nnz": "int"}, csr2coo_infer, csr2coo, "row id of each nonzero"),
-    "coo2csr": Routine({"rows": "int"}, coo2csr_infer, coo2csr, "row starts of sorted row ids"),
+    "coo2csr": Routine({"rows": "int", "row_map": "str"}, coo2csr_infer, coo2csr, "row starts of sorted row ids"),
     "csrmv_ell": Routine({"width": "int", "column_map": "str"}, csrmv_ell_infer, csrmv_ell,
                          "y = A x over each row's first width entries (csr2ell, ellmv in one pass)"),
     "csr2ell": Routine({"width": "int"}, csr2ell_infer, csr2ell, "a CSR matrix's rows in ELL slots"),
