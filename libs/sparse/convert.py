@@ -3,8 +3,8 @@ work-item per row; what needs a sort (COO to CSR, CSR to CSC) sorts with the gra
 which libs/prim runs as a radix sort, as rocSPARSE sorts with rocPRIM.
 
 csr2coo: each row writes its id over its nonzeros (the last work-item zeroes the padding).
-coo2csr: one pass over the sorted row ids, each entry writing the starts of the rows it begins (a
-work-item per ENTRY_BLOCK entries). csr2ell copies each row into its slots. dense2csr_count counts each row's nonzeros; dense2csr writes them at indptr's offsets
+coo2csr: one pass over the sorted row ids, a work-item per entry writing the starts of the rows it
+begins. csr2ell copies each row into its slots. dense2csr_count counts each row's nonzeros; dense2csr writes them at indptr's offsets
 (rocSPARSE's nnz and dense2csr), the last work-item zeroing the slots past the last row.
 """
 from __future__ import annotations
@@ -28,9 +28,6 @@ def csr2coo_kernel(op: Op, name: str) -> K.Kernel:
                     [("m", op.operands[0].type.shape[0] - 1), ("total", op.attrs["nnz"])])
 
 
-ENTRY_BLOCK = 4096   # coo2csr's entries per work-item
-
-
 def mapped_row(rows: K.Buffer, at: K.Expr, m: K.Expr, row_map: str) -> K.Expr:
     """rows[at] as coo2csr reads it (routines.ROW_MAPS): "clamp" into [-1, m], "unsigned_min" the
     least of the id as an unsigned number and m (a negative id is m)."""
@@ -41,29 +38,21 @@ def mapped_row(rows: K.Buffer, at: K.Expr, m: K.Expr, row_map: str) -> K.Expr:
 
 
 def coo2csr_kernel(op: Op, name: str) -> K.Kernel:
-    """Row starts in one pass over the sorted ids, ENTRY_BLOCK entries per work-item: entry p starts
-    the rows q with id[p - 1] < q <= id[p] (the first entry those up to its id, the last entry's
-    end the rows after its id), so every row start is written once, by the entry that begins it.
-    The entries' loop has a constant trip count, which makes the launch the worker pool's."""
+    """Row starts in one pass over the sorted ids, a work-item per p in [0, nnz]: p starts the rows q
+    with id[p - 1] < q <= id[p] (id[-1] read as -1 and id[nnz] as m: the rows after the last id start
+    at nnz), so every row start is written once, by the entry that begins it."""
     m, nnz = params = sizes("m", "nnz")
     rows, indptr = buffers(op, [nnz, m + 1])
-    j, p, q, previous, current = variables("j", "p", "q", "previous", "current")
+    q, previous, current = variables("q", "previous", "current")
     row_map = op.attrs["row_map"]
-    row = lambda at: mapped_row(rows, at, m, row_map)
-    starts = lambda after, through, at: loop(q, after + 1, through + 1, [K.Store(indptr, q, at.cast(indptr.dtype))])
 
-    def body(block):
-        first = block * ENTRY_BLOCK
-        return [
-            K.If(block.eq(0), [K.If(nnz > 0, [K.Let(current, row(0)), starts(K.Const(-1, INDEX), current, K.Const(0, INDEX))],
-                                    [starts(K.Const(-1, INDEX), m, K.Const(0, INDEX))])]),
-            loop(j, 0, ENTRY_BLOCK, [
-                K.Let(p, first + j),
-                K.If((p > 0) & (p < nnz), [K.Let(previous, row(p - 1)), K.Let(current, row(p)),
-                                           starts(previous, current, p)])]),
-            K.If((first < nnz) & (first + ENTRY_BLOCK >= nnz), [K.Let(previous, row(nnz - 1)), starts(previous, m, nnz)])]
+    def body(p):
+        return [K.Let(previous, K.Const(-1, INDEX)), K.Let(current, m),
+                K.If(p > 0, [K.Assign(previous, mapped_row(rows, p - 1, m, row_map))]),
+                K.If(p < nnz, [K.Assign(current, mapped_row(rows, p, m, row_map))]),
+                loop(q, previous + 1, current + 1, [K.Store(indptr, q, p.cast(indptr.dtype))])]
 
-    return per_item(name, [rows, indptr, *params], K.maximum(K.ceil_div(nnz, ENTRY_BLOCK), K.Const(1, INDEX)), body,
+    return per_item(name, [rows, indptr, *params], nnz + 1, body,
                     [("m", op.attrs["rows"]), ("nnz", op.operands[0].type.shape[0])])
 
 

@@ -28,9 +28,8 @@ SOLUTIONS = {
     "csrmm": ("row_columns", spmv.csrmm_kernel, f"a workgroup per row of A and {ITEMS} columns of B"),
     "sddmm": ("nonzero_per_item", spmv.sddmm_kernel, "a work-item per nonzero, its row by binary search"),
     "csr2coo": ("row_per_item", convert.csr2coo_kernel, "a work-item per row"),
-    "coo2csr": ("entry_pass", convert.coo2csr_kernel,
-                f"a work-item per {convert.ENTRY_BLOCK} sorted ids, each entry writing the starts of the rows it "
-                "begins"),
+    "coo2csr": ("entry_per_item", convert.coo2csr_kernel,
+                "a work-item per sorted id, writing the starts of the rows its entry begins"),
     "csr2ell": ("row_per_item", convert.csr2ell_kernel, "a work-item per row"),
     "dense2csr_count": ("row_per_item", convert.dense2csr_count_kernel, "a work-item per row"),
     "dense2csr": ("row_per_item", convert.dense2csr_kernel, "a work-item per row"),

@@ -194,13 +194,11 @@ def test_conversions(index_dtype):
 
 def test_coo2csr_entry_pass():
     """sparse.coo2csr compiled against np.searchsorted on sorted row ids: empty rows, one row of 300
-    entries, ids below 0 and past the last row, zero nnz, entries crossing a work-item's block
-    (convert.ENTRY_BLOCK) inside a row and at a row's start; row_map "unsigned_min" (the matcher's: a
-    negative id read as the last row) on ids sorted once so read."""
+    entries, ids below 0 and past the last row, zero nnz, rows crossing workgroups of entries; row_map
+    "unsigned_min" (the matcher's: a negative id read as the last row) on ids sorted once so read."""
     from cdnajit.frontend.sparse import calls
-    from cdnajit.libs.sparse.convert import ENTRY_BLOCK
     rng = np.random.default_rng(3)
-    crossing = np.repeat(np.arange(3), [ENTRY_BLOCK - 5, ENTRY_BLOCK + 5, 7])   # row 1 starts 5 before a block
+    crossing = np.repeat(np.arange(3), [59, 75, 7])   # row 1 starts inside the first workgroup, ends in the third
     cases = [(np.sort(rng.integers(0, 200, 900)), 200), (np.concatenate([np.full(300, 7), np.arange(8, 40)]), 129),
              (np.sort(rng.integers(-3, 70, 50)), 64), (np.array([], np.int64), 65), (np.array([5, 5, 5]), 0),
              (np.sort(rng.integers(0, 1000, 20)), 1000), (crossing, 4), (crossing + 1, 2)]
