@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import TracingValueError
 from .. import cnp
 from ..tracing import Tracer
 from . import calls, products
@@ -71,7 +72,12 @@ def csc_matrix(arg, shape=None) -> BCSR:
         if shape is None:
             raise ValueError("csc_matrix((data, indices, indptr)) needs shape")
         m, n = check_shape("csc_matrix", shape)
-        return BCSR(arg, shape=(n, m)).transpose()
+        try:
+            transposed = BCSR(arg, shape=(n, m))
+        except TracingValueError as error:   # its message speaks of the transpose's rows and columns
+            raise TracingValueError(f"csc_matrix of shape {(m, n)}, read as the CSR arrays of its transpose "
+                                    f"(shape {(n, m)}: indptr per column, indices are row indices): {error}") from None
+        return transposed.transpose()
     return bcsr_fromdense(arg)
 
 

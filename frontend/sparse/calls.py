@@ -101,7 +101,7 @@ def csr_rows(indptr, nnz: int):
 
 
 def coo_indptr(sorted_rows, rows: int):
-    return sparse_call("coo2csr", sorted_rows, rows=rows)[0]
+    return sparse_call("coo2csr", sorted_rows, rows=rows, row_map="clamp")[0]
 
 
 @jit(static_argnames=("columns",))

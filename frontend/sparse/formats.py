@@ -184,8 +184,7 @@ class BCSR(SparseMatrix):
     def __matmul__(self, other):
         if isinstance(other, SparseMatrix):
             if other.n_sparse != 2:
-                raise NotImplementedError(located(f"sparse @ sparse: {self!r} @ {other!r}: sparse operands of two "
-                                                  "sparse dimensions only"))
+                return products.sparse_matmul(self, other)
             if self.batched or other.batched:
                 return products.in_format(products.spgemm(self, other), self, other)
             return products.in_format(spgemm(self, other if isinstance(other, BCSR) else BCSR.from_bcoo(other)),

@@ -319,7 +319,9 @@ def dot_general(lhs, rhs, dimension_numbers):
 
 def matmul(a, x):
     """a @ x by numpy's matmul rules, as bcoo_dot_general: a's last axis against x's first (x 1-D or 2-D)
-    or second-to-last (a 1-D, or a 2-D one times a stack)."""
+    or second-to-last (a 1-D, or a 2-D one times a stack); a sparse x: products.sparse_matmul."""
+    if isinstance(x, formats.SparseMatrix):
+        return products.sparse_matmul(a, x)
     x = dense_operand("sparse @ dense", a, x)
     if x.ndim == 1 or a.ndim == 1 or x.ndim == 2:
         contract = x.ndim - 2 if a.ndim == 1 and x.ndim > 1 else 0
@@ -346,9 +348,6 @@ def rmatmul(x, a):
 
 
 def dense_operand(what: str, a, x):
-    if isinstance(x, formats.SparseMatrix):
-        raise NotImplementedError(located(f"{what}: a sparse array of n_sparse = {a.n_sparse} times a sparse array "
-                                          "is not supported (make one of them dense)"))
     x = cnp.asarray(x)
     if x.ndim == 0:
         raise TracingValueError(located(f"{what}: matmul takes arrays of one dimension at least, got a scalar"))

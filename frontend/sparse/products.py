@@ -1,6 +1,6 @@
 """Products of batched sparse arrays beyond batched.py's one-call ones: sparse @ sparse with batch
-dimensions (one SpGEMM of the two diagonal matrices), bcoo_dot_general of two sparse operands (made
-a `@` by transposes), and the general bcoo_dot_general of a sparse and a dense operand (any batch and
+dimensions (one SpGEMM of the two diagonal matrices), bcoo_dot_general of two sparse operands (a
+`@` by transposes, or one SpGEMM of matrix views for any number of sparse dimensions), and the general bcoo_dot_general of a sparse and a dense operand (any batch and
 contracted dimensions among the sparse operand's batch and sparse ones: a product per entry, summed
 into the result by one scatter-add, as jax.experimental.sparse computes it).
 """
@@ -85,11 +85,12 @@ def per_element(data, columns, indptr, big_b: int, m: int, column_step: int, nse
 elements_of = jit(per_element, static_argnames=("big_b", "m", "column_step", "nse"))
 
 
-def spgemm(a, b):
+def spgemm(a, b, nse_bound=None):
     """a @ b of two sparse arrays, one of them at least batched (n_dense = 0): their batch dimensions
     broadcast as numpy's matmul's, then ONE SpGEMM of the diagonal matrices (element e's rows of C
     only meet element e's of B). Outside jit the result's nse is the most entries an element has;
-    under jit the static bound min(a.nse b.nse, m n) (formats.spgemm_bounds, per element)."""
+    under jit the static bound nse_bound, by default min(a.nse b.nse, m n) (formats.spgemm_bounds,
+    per element)."""
     if a.n_dense or b.n_dense:
         raise NotImplementedError(located(f"sparse @ sparse: arrays with dense dimensions ({a!r} @ {b!r}): "
                                           "only sparse dimensions can be contracted with a sparse rhs (as JAX's "
@@ -105,7 +106,7 @@ def spgemm(a, b):
     a, b = (as_bcsr(batched.with_batch(x, batch)) for x in (a, b))
     elements = math.prod(batch)
     traced = formats.is_traced(a.data, a.indices, a.indptr, b.data, b.indices, b.indptr)
-    bound = min(a.nse * b.nse, m * n)
+    bound = min(a.nse * b.nse, m * n) if nse_bound is None else nse_bound
     if elements == 0 or (traced and bound == 0):
         dtype = formats.value_dtype(a.data, b.data, complex_ok=True)
         return formats.BCSR((cnp.zeros(batch + (0,), dtype), cnp.zeros(batch + (0,), a.indices.dtype),
@@ -138,30 +139,116 @@ def as_bcsr(x):
 
 
 def sparse_dot_general(lhs, rhs, dimension_numbers):
-    """bcoo_dot_general of two sparse operands (n_dense = 0), as JAX's bcoo_spdot_general: each one's
-    batch dimensions (all of them, any order) against the other's, one sparse dimension of each
-    contracted. Transposes make it `lhs @ rhs`: result batch, lhs's free, rhs's free dimension."""
+    """bcoo_dot_general of two sparse operands, as JAX's bcoo_spdot_general: batch dimensions paired
+    among the batch ones (the others free), contracted dimensions among the sparse ones, no dense
+    dimensions. All batch dimensions paired and one sparse dimension of each of two contracted is `@`
+    after transposes; any other is views_product's SpGEMM of matrix views."""
     (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = (tuple(map(tuple, d)) for d in dimension_numbers)
+    check_sparse_dimension_numbers(lhs, rhs, lhs_contract, rhs_contract, lhs_batch, rhs_batch)
     nl, nr = lhs.n_batch, rhs.n_batch
-    if not (sorted(lhs_batch) == list(range(nl)) and sorted(rhs_batch) == list(range(nr)) and nl == nr
-            and len(lhs_contract) == 1 and len(rhs_contract) == 1 and lhs_contract[0] in (nl, nl + 1)
-            and rhs_contract[0] in (nr, nr + 1) and not (lhs.n_dense or rhs.n_dense)
-            and lhs.n_sparse == rhs.n_sparse == 2):
-        raise NotImplementedError(located(
-            f"bcoo_dot_general of two sparse operands with dimension numbers {dimension_numbers} (shapes {lhs.shape}, "
-            f"{rhs.shape}): supported are all batch dimensions of each against the other's and one sparse "
-            "dimension of each contracted, two sparse dimensions and no dense ones"))
+    if not (nl == nr == len(lhs_batch) and len(lhs_contract) == 1 and lhs.n_sparse == rhs.n_sparse == 2):
+        return views_product(lhs, rhs, lhs_contract, rhs_contract, lhs_batch, rhs_batch)
     free_l = 2 * nl + 1 - lhs_contract[0]
     free_r = 2 * nr + 1 - rhs_contract[0]
     lhs_axes, rhs_axes = lhs_batch + (free_l, lhs_contract[0]), rhs_batch + (rhs_contract[0], free_r)
     lhs = lhs.transpose(lhs_axes) if lhs_axes != tuple(range(nl + 2)) else lhs
     rhs = rhs.transpose(rhs_axes) if rhs_axes != tuple(range(nr + 2)) else rhs
-    if lhs.batch_shape != rhs.batch_shape:
-        raise TracingValueError(located(f"bcoo_dot_general: batch sizes {lhs.batch_shape} and {rhs.batch_shape} "
-                                        "differ"))
     if not (lhs.batched or rhs.batched):
         return lhs @ rhs
     return in_format(spgemm(lhs, rhs), lhs, rhs)
+
+
+def sparse_matmul(a, b):
+    """a @ b of two sparse arrays, one at least of n_sparse != 2, by numpy's matmul rules as a
+    sparse_dot_general: a's last axis against b's only one (b 1-D) or second-to-last; the leading
+    axes of two arrays of one rank (3 or more) paired as batch dimensions."""
+    if a.ndim == 0 or b.ndim == 0:
+        raise TracingValueError(located(f"sparse @ sparse: matmul takes arrays of one dimension at least, got shapes "
+                                        f"{a.shape} and {b.shape}"))
+    if 2 <= a.ndim < b.ndim:
+        raise NotImplementedError(located(f"sparse @ sparse: {a!r} @ {b!r}: the rhs's leading dimensions would come "
+                                          "after the lhs's rows in bcoo_dot_general's result (use bcoo_dot_general)"))
+    batch = tuple(range(a.ndim - 2)) if a.ndim == b.ndim else ()
+    return sparse_dot_general(a, b, (((a.ndim - 1,), (max(b.ndim - 2, 0),)), (batch, batch)))
+
+
+def check_sparse_dimension_numbers(lhs, rhs, lhs_contract, rhs_contract, lhs_batch, rhs_batch):
+    """JAX's bcoo_spdot_general rules, each broken one named with the shapes."""
+    numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))
+    shapes = f"(shapes {lhs.shape} with n_batch = {lhs.n_batch}, {rhs.shape} with n_batch = {rhs.n_batch})"
+    if len(lhs_contract) != len(rhs_contract) or len(lhs_batch) != len(rhs_batch) or \
+            any(not 0 <= d < x.ndim for x, dims in ((lhs, lhs_contract + lhs_batch), (rhs, rhs_contract + rhs_batch))
+                for d in dims) or \
+            any(len(set(dims)) != len(dims) for dims in (lhs_contract + lhs_batch, rhs_contract + rhs_batch)):
+        raise TracingValueError(located(f"bcoo_dot_general: dimension numbers {numbers} do not fit {shapes}"))
+    if lhs.n_dense or rhs.n_dense:
+        raise NotImplementedError(located(f"bcoo_dot_general of two sparse operands with dense dimensions {shapes}: "
+                                          "not supported (as JAX's bcoo_spdot_general; make one operand dense)"))
+    if any(d >= lhs.n_batch for d in lhs_batch) or any(d >= rhs.n_batch for d in rhs_batch):
+        raise NotImplementedError(located(f"bcoo_dot_general of two sparse operands, dimension numbers {numbers} "
+                                          f"{shapes}: batch dimensions must be batch dimensions of both (as JAX's)"))
+    if any(d < lhs.n_batch for d in lhs_contract) or any(d < rhs.n_batch for d in rhs_contract):
+        raise NotImplementedError(located(f"bcoo_dot_general of two sparse operands, dimension numbers {numbers} "
+                                          f"{shapes}: only sparse dimensions can be contracted (as JAX's)"))
+    sizes = [(lhs.shape[a], rhs.shape[b]) for a, b in zip(lhs_batch + lhs_contract, rhs_batch + rhs_contract)]
+    if any(a != b for a, b in sizes):
+        raise TracingValueError(located(f"bcoo_dot_general: dimension numbers {numbers} pair sizes "
+                                        f"{[a for a, _ in sizes]} with {[b for _, b in sizes]} {shapes}"))
+    if rhs.n_batch > len(rhs_batch) and lhs.n_sparse > len(lhs_contract):
+        raise TracingValueError(located(f"bcoo_dot_general: dimension numbers {numbers} {shapes} leave rhs batch "
+                                        "dimensions and lhs sparse dimensions free: the result's batch dimensions "
+                                        "would follow sparse ones (JAX's bcoo_spdot_general refuses it too)"))
+
+
+def views_product(lhs, rhs, lhs_contract, rhs_contract, lhs_batch, rhs_batch):
+    """The general sparse-sparse bcoo_dot_general as one SpGEMM: lhs seen as a matrix of its free sparse
+    dimensions (rows) by its contracted ones (columns, in lhs_contract's order), rhs of its contracted
+    (rhs_contract's order) by its free ones (nsparse.matrix_view, row-major). Batch dimensions: the
+    paired ones first, then lhs's free, then rhs's free, each operand holding size-1 ones for the
+    other's free ones, which spgemm broadcasts. C's rows and columns unravel into the free sparse
+    dimensions. Result: paired batch, lhs's free, rhs's free dimensions (lax.dot_general's order), a
+    BCOO, or a BCSR when both operands are and C is 2-D per element."""
+    nl, nr = lhs.n_batch, rhs.n_batch
+    lhs_free_batch = tuple(d for d in range(nl) if d not in lhs_batch)
+    rhs_free_batch = tuple(d for d in range(nr) if d not in rhs_batch)
+    lhs_free = tuple(d - nl for d in range(nl, lhs.ndim) if d not in lhs_contract)
+    rhs_free = tuple(d - nr for d in range(nr, rhs.ndim) if d not in rhs_contract)
+    lhs_view = batch_first(lhs, lhs_batch + lhs_free_batch, rows=lhs_free,
+                           columns=tuple(d - nl for d in lhs_contract), ones_after=len(rhs_free_batch))
+    rhs_view = batch_first(rhs, rhs_batch + rhs_free_batch, rows=tuple(d - nr for d in rhs_contract),
+                           columns=rhs_free, ones_before=len(lhs_free_batch))
+    lhs_sparse, rhs_sparse = lhs.sparse_shape, rhs.sparse_shape
+    free_sparse = tuple(lhs_sparse[d] for d in lhs_free) + tuple(rhs_sparse[d] for d in rhs_free)
+    # JAX's nse: entries with distinct free coordinates, at most one per lhs entry when rhs has no free
+    # sparse dimension (and the other way round), and at most the free sparse shape's size.
+    bound = min((lhs.nse if lhs_free else 1) * (rhs.nse if rhs_free else 1), math.prod(free_sparse))
+    if lhs_view.batched or rhs_view.batched:
+        c = spgemm(lhs_view, rhs_view, nse_bound=bound)
+    else:
+        left, right = as_bcsr(lhs_view), as_bcsr(rhs_view)
+        traced = formats.is_traced(left.data, left.indices, left.indptr, right.data, right.indices, right.indptr)
+        c = formats.spgemm(left, right, bounds=(4 * left.nse * right.nse, bound) if traced else None)
+    if len(lhs_free) == 1 and len(rhs_free) == 1:
+        return in_format(c, lhs, rhs)
+    c = c.to_bcoo() if isinstance(c, formats.BCSR) else c
+    return nsparse.from_matrix(c, sparse=free_sparse, rows=tuple(range(len(lhs_free))),
+                               columns=tuple(range(len(lhs_free), len(free_sparse))))
+
+
+def batch_first(x, batch_order, rows, columns, ones_before=0, ones_after=0):
+    """x's matrix view (nsparse.matrix_view) with its batch dimensions in batch_order, then size-1 ones
+    inserted before (ones_before) or after (ones_after) them."""
+    if batch_order != tuple(range(x.n_batch)):
+        x = x.transpose(batch_order + tuple(range(x.n_batch, x.ndim)))
+    x = x.to_bcoo() if isinstance(x, formats.BCSR) else x
+    view = nsparse.matrix_view(x, rows=rows, columns=columns)
+    if not (ones_before or ones_after):
+        return view
+    batch = (1,) * ones_before + view.batch_shape + (1,) * ones_after
+    data, indices = cnp.asarray(view.data), cnp.asarray(view.indices)
+    return formats.BCOO((data.reshape(batch + tuple(data.shape[view.n_batch:])),
+                         indices.reshape(batch + tuple(indices.shape[view.n_batch:]))),
+                        shape=batch + view.sparse_shape)
 
 
 def entry_products(sparse, dense, dimension_numbers):

@@ -3,8 +3,8 @@ work-item per row; what needs a sort (COO to CSR, CSR to CSC) sorts with the gra
 which libs/prim runs as a radix sort, as rocSPARSE sorts with rocPRIM.
 
 csr2coo: each row writes its id over its nonzeros (the last work-item zeroes the padding).
-coo2csr: row r's start is the number of nonzeros of rows below r, a galloping search of the sorted
-row ids from row r - 1's start (a work-item per block of ROW_BLOCK rows). csr2ell copies each row into its slots. dense2csr_count counts each row's nonzeros; dense2csr writes them at indptr's offsets
+coo2csr: one pass over the sorted row ids, a work-item per entry writing the starts of the rows it
+begins. csr2ell copies each row into its slots. dense2csr_count counts each row's nonzeros; dense2csr writes them at indptr's offsets
 (rocSPARSE's nnz and dense2csr), the last work-item zeroing the slots past the last row.
 """
 from __future__ import annotations
@@ -28,36 +28,31 @@ def csr2coo_kernel(op: Op, name: str) -> K.Kernel:
                     [("m", op.operands[0].type.shape[0] - 1), ("total", op.attrs["nnz"])])
 
 
-ROW_BLOCK = 64   # coo2csr's row starts per work-item
+def mapped_row(rows: K.Buffer, at: K.Expr, m: K.Expr, row_map: str) -> K.Expr:
+    """rows[at] as coo2csr reads it (routines.ROW_MAPS): "clamp" into [-1, m], "unsigned_min" the
+    least of the id as an unsigned number and m (a negative id is m)."""
+    row = widened(rows[at])
+    if row_map == "unsigned_min":
+        return K.minimum(row.cast("u64"), m.cast("u64")).cast(INDEX)
+    return K.minimum(K.maximum(row, K.Const(-1, INDEX)), m)
 
 
 def coo2csr_kernel(op: Op, name: str) -> K.Kernel:
+    """Row starts in one pass over the sorted ids, a work-item per p in [0, nnz]: p starts the rows q
+    with id[p - 1] < q <= id[p] (id[-1] read as -1 and id[nnz] as m: the rows after the last id start
+    at nnz), so every row start is written once, by the entry that begins it."""
     m, nnz = params = sizes("m", "nnz")
     rows, indptr = buffers(op, [nnz, m + 1])
-    q, start, step, going = variables("q", "start", "step", "going")
+    q, previous, current = variables("q", "previous", "current")
+    row_map = op.attrs["row_map"]
 
-    def below(count, r):
-        """Whether rows[count - 1] < r (count in [1, nnz]: the load is inside the caller's guard)."""
-        return widened(rows[count - 1]) < r
+    def body(p):
+        return [K.Let(previous, K.Const(-1, INDEX)), K.Let(current, m),
+                K.If(p > 0, [K.Assign(previous, mapped_row(rows, p - 1, m, row_map))]),
+                K.If(p < nnz, [K.Assign(current, mapped_row(rows, p, m, row_map))]),
+                loop(q, previous + 1, current + 1, [K.Store(indptr, q, p.cast(indptr.dtype))])]
 
-    def body(block):
-        # Row q's start is the least p with rows[p] >= q, found from row q - 1's (`start`: every entry
-        # before it is below q - 1, so below q) by a galloping search: steps of 1, 2, 4, ... while the
-        # entry before start + step is below q, then halving steps back. A row of g entries costs
-        # about 2 log2(g) reads near each other, where a binary search of all of them costs log2(nnz)
-        # reads far apart.
-        return [K.Let(start, K.Const(0, INDEX)), K.Let(step, K.Const(0, INDEX)), K.Let(going, K.Const(0, INDEX)),
-                loop(q, block * ROW_BLOCK, K.minimum(block * ROW_BLOCK + ROW_BLOCK, m + 1), [
-                    K.Assign(step, K.Const(1, INDEX)), K.Assign(going, K.Const(1, INDEX)),
-                    K.While(going.eq(1) & (start + step <= nnz), [
-                        K.If(below(start + step, q), [K.Assign(start, start + step), K.Assign(step, step * 2)],
-                             [K.Assign(going, K.Const(0, INDEX))])]),
-                    K.While(step > 1, [
-                        K.Assign(step, step >> 1),
-                        K.If(start + step <= nnz, [K.If(below(start + step, q), [K.Assign(start, start + step)])])]),
-                    K.Store(indptr, q, start.cast(indptr.dtype))])]
-
-    return per_item(name, [rows, indptr, *params], K.ceil_div(m + 1, ROW_BLOCK), body,
+    return per_item(name, [rows, indptr, *params], nnz + 1, body,
                     [("m", op.attrs["rows"]), ("nnz", op.operands[0].type.shape[0])])
 
 

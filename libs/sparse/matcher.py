@@ -87,8 +87,12 @@ def csr_product(m, rows, vals, x, columns, count: int):
     # row. i32 keys where the sizes allow: half the radix passes of i64. Columns: read by csrmv as the
     # gather reads them (column_map "clamp", or "wrap_clamp" for the frontend's negative-index wrap),
     # from the user's index array where it has the index dtype: no pass over them.
-    unsigned = m.op("convert", vector(rows), dtype="u64")
-    row_ids = m.op("convert", m.op("min", unsigned, filled(m, count, "u64", nnz)), dtype=index)
+    def row_ids(b, ids):
+        """ids mapped, built where they are used (the order check reads them fused from the user's
+        ids, the sort's keys): the branch reading them in place gives coo2csr the user's ids and the map."""
+        unsigned = b.op("convert", ids, dtype="u64")
+        return b.op("convert", b.op("min", unsigned, filled(b, count, "u64", ids.type.shape[0])), dtype=index)
+
     column_ids, wrapped = unwrapped(vector(columns), n)
     made = column_ids.producer
     if made is not None and made.name == "convert" and made.operands[0].type.dtype == index and \
@@ -100,23 +104,27 @@ def csr_product(m, rows, vals, x, columns, count: int):
                                           m.op("constant", value=np.array(n - 1, np.int64))), dtype=index)
         wrapped = False
     column_map = "wrap_clamp" if wrapped else "clamp"
-    in_order = m.op("reduce", m.op("le", m.op("slice", row_ids, start_indices=(0,), limit_indices=(nnz - 1,),
-                                               strides=(1,)),
-                                    m.op("slice", row_ids, start_indices=(1,), limit_indices=(nnz,), strides=(1,))),
-                    reducer="and", axes=(0,))
+    raw = vector(rows)
+    before = row_ids(m, m.op("slice", raw, start_indices=(0,), limit_indices=(nnz - 1,), strides=(1,)))
+    after = row_ids(m, m.op("slice", raw, start_indices=(1,), limit_indices=(nnz,), strides=(1,)))
+    in_order = m.op("reduce", m.op("le", before, after), reducer="and", axes=(0,))
     branch = m.op("convert", m.op("not", in_order), dtype="i32")   # 0: the rows are sorted already
+    raw_readable = raw.type.dtype == index   # coo2csr gives indptr in its ids' dtype, csrmv takes one index dtype
 
-    def product(b, rows, cols, values):
-        (indptr,) = b.ops("library_call", rows, library="sparse", routine="coo2csr", solution="", rows=count)
+    def product(b, rows, cols, values, row_map):
+        (indptr,) = b.ops("library_call", rows, library="sparse", routine="coo2csr", solution="", rows=count,
+                          row_map=row_map)
         y, carries, carry_rows = b.ops("library_call", indptr, cols, values, x, library="sparse",
                                        routine="csrmv", solution="", chunk=CHUNK, column_map=column_map)
         carry_index = b.op("reshape", carry_rows, new_sizes=(carry_rows.type.shape[0], 1))
         return b.op("scatter", y, carry_index, carries, reduction="add")
 
     def sorting(b):
-        return product(b, *b.ops("sort", row_ids, column_ids, vals, dimension=0, is_stable=True, num_keys=1))
+        return product(b, *b.ops("sort", row_ids(b, raw), column_ids, vals, dimension=0, is_stable=True, num_keys=1),
+                       row_map="clamp")
 
-    in_place = branch_region(m, lambda b: product(b, row_ids, column_ids, vals))
+    in_place = branch_region(m, lambda b: product(b, raw, column_ids, vals, "unsigned_min") if raw_readable else
+                             product(b, row_ids(b, raw), column_ids, vals, "clamp"))
     (y,) = m.matcher.emit(m.scope, "cond", [branch], {}, [in_place, branch_region(m, sorting)], location=m.root.location)
     return y
 

@@ -7,7 +7,8 @@ operand (or the attribute `columns`).
 
   csrmv(indptr, indices, data, x[n]) {chunk, column_map} -> y[m], carries[2 C], carry_rows[2 C]
       y = A x, load-balanced by nonzeros (see kernels_spmv.py): C = ceil(nnz / chunk) chunks of
-      `chunk` consecutive nonzeros, each summing its rows' products in order. A row lying whole in
+      `chunk` consecutive nonzeros, each summing its rows' products (even and odd positions in
+      order, then the two: paired_sum). A row lying whole in
       one chunk is written to y; a row crossing a chunk boundary gets y = 0 from the chunk holding
       its first nonzero and each chunk's partial sum of it in `carries` (slot 2c for the chunk's
       first row, 2c + 1 for its last; an unused slot holds 0 for the chunk's first row), which
@@ -21,10 +22,12 @@ operand (or the attribute `columns`).
   csrmm(indptr, indices, data, B[n, k]) -> C[m, k]           C = A B
   sddmm(indptr, indices, A[m, K], Bt[n, K]) -> values[nnz]     (A Bt^T) at A's pattern (sampled product)
   csr2coo(indptr) {nnz} -> rows[nnz]                          the row of each nonzero
-  coo2csr(rows[nnz]) {rows} -> indptr[rows + 1]               row starts of row-sorted row ids
+  coo2csr(rows[nnz]) {rows, row_map} -> indptr[rows + 1]      row starts of row-sorted row ids, each id
+      read as row_map says ("clamp": into [-1, rows]; "unsigned_min": the least of the id as an
+      unsigned number and rows); the ids so read must be in order
   csrmv_ell(indptr, indices, data, x[n]) {width, column_map} -> y[m]
-      csr2ell{width} then ellmv without the ELL arrays: row r sums its first `width` entries in
-      order; columns mapped by column_map ("drop": out of range contributes nothing; "clamp";
+      csr2ell{width} then ellmv without the ELL arrays: row r sums its first `width` entries as
+      csrmv does; columns mapped by column_map ("drop": out of range contributes nothing; "clamp";
       "wrap_clamp": a negative column + n, then clamped: a numpy gather's x[column]); indices may
       be of another index dtype than indptr
   csr2ell(indptr, indices, data) {width} -> columns[m, width], values[m, width]
@@ -120,6 +123,12 @@ def ordered_sum(values, dtype):
     return np.cumsum(values, dtype=dtype)[-1] if len(values) else dtype.type(0)
 
 
+def paired_sum(values, dtype):
+    """A row's products summed as the SpMV kernels sum them (spmv.RowDot): those at even positions
+    in order, those at odd positions in order, then the two added."""
+    return ordered_sum(values[0::2], dtype) + ordered_sum(values[1::2], dtype)
+
+
 # ---- SpMV, SpMM, SDDMM -------------------------------------------------------------------------
 
 def csrmv_infer(types, attrs):
@@ -149,7 +158,7 @@ def csrmv(indptr, indices, data, x, *, chunk, column_map):
         carry_rows[2 * c:2 * c + 2] = first
         for r in range(first, last + 1):
             start, stop = int(indptr[r]), int(indptr[r + 1])
-            total = ordered_sum(products[max(start, s):min(stop, e)], data.dtype)
+            total = paired_sum(products[max(start, s):min(stop, e)], data.dtype)
             if start >= s and stop <= e:
                 y[r] = total
             else:
@@ -251,14 +260,21 @@ def csr2coo(indptr, *, nnz):
     return rows
 
 
+ROW_MAPS = ("clamp", "unsigned_min")
+
+
 def coo2csr_infer(types, attrs):
     check("coo2csr", types, 1, indices=(0,))
-    require(attrs["rows"] >= 0, "library_call: sparse.coo2csr: rows must be >= 0")
+    require(attrs["rows"] >= 0 and attrs["row_map"] in ROW_MAPS,
+            f"library_call: sparse.coo2csr: rows >= 0 and row_map one of {ROW_MAPS}, got {attrs}")
     return [TensorType(types[0].dtype, (attrs["rows"] + 1,))]
 
 
-def coo2csr(rows_of_nonzeros, *, rows):
-    return np.searchsorted(rows_of_nonzeros, np.arange(rows + 1), side="left").astype(rows_of_nonzeros.dtype)
+def coo2csr(rows_of_nonzeros, *, rows, row_map):
+    ids = rows_of_nonzeros.astype(np.int64)
+    if row_map == "unsigned_min":
+        ids = np.where(ids < 0, rows, np.minimum(ids, rows))
+    return np.searchsorted(ids, np.arange(rows + 1), side="left").astype(rows_of_nonzeros.dtype)
 
 
 COLUMN_MAPS = ("drop", "clamp", "wrap_clamp")
@@ -288,14 +304,14 @@ def mapped_columns(indices, n: int, column_map: str):
 
 def csrmv_ell(indptr, indices, data, x, *, width, column_map):
     """csr2ell{width} then ellmv in one pass: row r's positions [indptr[r], indptr[r] + width) that lie
-    in [0, clamped indptr[r + 1]), summed in order from 0."""
+    in [0, clamped indptr[r + 1]), summed as csrmv's rows (paired_sum; a dropped column's product 0)."""
     total, n = len(indices), len(x)
     columns = mapped_columns(indices, n, column_map)
     y = np.zeros(len(indptr) - 1, data.dtype)
     for r in range(len(y)):
         start, stop = int(indptr[r]), clamped(indptr[r + 1], total)
-        kept = [p for p in range(max(start, 0), min(start + width, stop)) if 0 <= columns[p] < n]
-        y[r] = ordered_sum(data[kept] * x[columns[kept]], data.dtype)
+        positions = np.arange(max(start, 0), max(min(start + width, stop), max(start, 0)))
+        y[r] = paired_sum(data[positions] * gathered(x, columns[positions], n), data.dtype)
     return y
 
 
@@ -628,7 +644,7 @@ ROUTINES = {
     "csrmm": Routine({}, csrmm_infer, csrmm, "C = A B, A CSR, B dense"),
     "sddmm": Routine({}, sddmm_infer, sddmm, "(A Bt^T) sampled at a CSR pattern"),
     "csr2coo": Routine({"nnz": "int"}, csr2coo_infer, csr2coo, "row id of each nonzero"),
-    "coo2csr": Routine({"rows": "int"}, coo2csr_infer, coo2csr, "row starts of sorted row ids"),
+    "coo2csr": Routine({"rows": "int", "row_map": "str"}, coo2csr_infer, coo2csr, "row starts of sorted row ids"),
     "csrmv_ell": Routine({"width": "int", "column_map": "str"}, csrmv_ell_infer, csrmv_ell,
                          "y = A x over each row's first width entries (csr2ell, ellmv in one pass)"),
     "csr2ell": Routine({"width": "int"}, csr2ell_infer, csr2ell, "a CSR matrix's rows in ELL slots"),

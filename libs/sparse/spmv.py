@@ -36,9 +36,50 @@ def mapped(column: K.Expr, n: K.Expr, column_map: str) -> K.Expr:
     return column if column_map == "drop" else K.minimum(K.maximum(column, K.Const(0, INDEX)), n - 1)
 
 
+def remapped(column: K.Var, n: K.Expr, column_map: str) -> list[K.Stmt]:
+    """Statements that map `column` as `mapped` does, behind a branch taken only for a column
+    outside [0, n) (one unsigned compare per entry where columns are in range, as they are in
+    any valid matrix, instead of mapped's select and clamps)."""
+    if column_map == "drop":
+        return []
+    return [K.If(~unsigned_below(column, n), [K.Assign(column, mapped(column, n, column_map))])]
+
+
+def unsigned_below(index: K.Expr, count: K.Expr) -> K.Expr:
+    """0 <= index < count (count >= 0) as one unsigned compare."""
+    return index.cast("u64") < count.cast("u64")
+
+
 def guarded(product: K.Stmt, column: K.Expr, n: K.Expr, column_map: str) -> K.Stmt:
     """The product of a mapped column: a clamped column is always in range, only "drop" tests it."""
-    return K.If(in_range(column, n), [product]) if column_map == "drop" else product
+    return K.If(unsigned_below(column, n), [product]) if column_map == "drop" else product
+
+
+class RowDot:
+    """The sum of data[j] x[column j] over a row's entries j in [lo, hi), in two partial sums (even
+    and odd positions from lo, added at the end): two dependence chains of additions in flight
+    rather than one, whose latency would otherwise be the row's time. Columns are mapped as the
+    routine's column_map says (remapped, guarded)."""
+
+    def __init__(self, prefix: str, indices, data, x, n, column_map: str):
+        self.indices, self.data, self.x, self.n, self.column_map = indices, data, x, n, column_map
+        self.lo, self.hi, self.j, self.column, self.column1 = variables(
+            *(f"{prefix}_{name}" for name in ("lo", "hi", "j", "column", "column1")))
+        self.sums = (K.Var(f"{prefix}_sum", data.dtype), K.Var(f"{prefix}_sum1", data.dtype))
+        self.total = self.sums[0] + self.sums[1]
+
+    def add(self, total: K.Var, column: K.Var, at: K.Expr) -> list[K.Stmt]:
+        product = K.Assign(total, total + self.data[at] * self.x[column])
+        return [K.Let(column, widened(self.indices[at])), *remapped(column, self.n, self.column_map),
+                guarded(product, column, self.n, self.column_map)]
+
+    def statements(self, lo: K.Expr, hi: K.Expr) -> list[K.Stmt]:
+        """Statements setting `total` to the row's sum (hi below lo: an empty row)."""
+        (even, odd), j = self.sums, self.j
+        return [K.Let(self.lo, lo), K.Let(self.hi, K.maximum(hi, self.lo)),
+                K.Let(even, K.Const(0, self.data.dtype)), K.Let(odd, K.Const(0, self.data.dtype)),
+                K.For(j, self.lo, self.hi - 1, 2, self.add(even, self.column, j) + self.add(odd, self.column1, j + 1)),
+                K.If(((self.hi - self.lo) & 1).eq(K.Const(1, INDEX)), self.add(even, self.column, self.hi - 1))]
 
 
 def csrmv_kernel(op: Op, name: str) -> K.Kernel:
@@ -46,19 +87,17 @@ def csrmv_kernel(op: Op, name: str) -> K.Kernel:
     m, n, total, steps = params = sizes("m", "n", "total", "steps")
     chunks = K.ceil_div(total, chunk)
     indptr, indices, data, x, y, carries, carry_rows = buffers(op, [m + 1, total, total, n, m, 2 * chunks, 2 * chunks])
-    nnz, s, e, first, last, previous, empty_from, r, start, stop, j, slot, column = variables(
-        "nnz", "s", "e", "first", "last", "previous", "empty_from", "r", "start", "stop", "j", "slot", "column")
+    nnz, s, e, first, last, previous, empty_from, r, start, stop, slot = variables(
+        "nnz", "s", "e", "first", "last", "previous", "empty_from", "r", "start", "stop", "slot")
     probes = variables("probe_first", "probe_last", "probe_previous")
-    acc = K.Var("acc", data.dtype)
     zero_rows = lambda begin, end: loop(r, begin, end, [K.Store(y, r, 0)])
-    column_map = op.attrs["column_map"]
+    row = RowDot("row", indices, data, x, n, op.attrs["column_map"])
+    acc = row.total
 
     def body(c):
         row_sum = [
-            K.Let(start, widened(indptr[r])), K.Let(stop, widened(indptr[r + 1])), K.Let(acc, K.Const(0, data.dtype)),
-            loop(j, K.maximum(start, s), K.minimum(stop, e), [
-                K.Let(column, mapped(widened(indices[j]), n, column_map)),
-                guarded(K.Assign(acc, acc + data[j] * x[column]), column, n, column_map)]),
+            K.Let(start, widened(indptr[r])), K.Let(stop, widened(indptr[r + 1])),
+            *row.statements(K.maximum(start, s), K.minimum(stop, e)),
             K.If((start >= s) & (stop <= e), [K.Store(y, r, acc)], [
                 K.If(start >= s, [K.Store(y, r, 0)]),
                 K.Let(slot, 2 * c + K.select(r.eq(first), K.Const(0, INDEX), K.Const(1, INDEX))),
@@ -108,16 +147,12 @@ def csrmv_ell_kernel(op: Op, name: str) -> K.Kernel:
     """csr2ell then ellmv in one pass: a work-item per row, its first `width` entries read in place."""
     m, n, total, width = params = sizes("m", "n", "total", "width")
     indptr, indices, data, x, y = buffers(op, [m + 1, total, total, n, m])
-    start, p, column = variables("start", "p", "column")
-    acc = K.Var("acc", data.dtype)
-    column_map = op.attrs["column_map"]
+    start = K.Var("start", INDEX)
+    row = RowDot("row", indices, data, x, n, op.attrs["column_map"])
 
     def body(r):
-        return [K.Let(start, widened(indptr[r])), K.Let(acc, K.Const(0, data.dtype)),
-                loop(p, K.maximum(start, K.Const(0, INDEX)), K.minimum(start + width, clamped(indptr[r + 1], total)), [
-                    K.Let(column, mapped(widened(indices[p]), n, column_map)),
-                    guarded(K.Assign(acc, acc + data[p] * x[column]), column, n, column_map)]),
-                K.Store(y, r, acc)]
+        first, end = K.maximum(start, K.Const(0, INDEX)), K.minimum(start + width, clamped(indptr[r + 1], total))
+        return [K.Let(start, widened(indptr[r])), *row.statements(first, end), K.Store(y, r, row.total)]
 
     return per_item(name, [indptr, indices, data, x, y, *params], m, body,
                     [("m", op.operands[0].type.shape[0] - 1), ("n", op.operands[3].type.shape[0]),

@@ -30,6 +30,9 @@ def test_constructors_need_a_shape_and_a_matrix():
         cs.csr_matrix((np.ones(1), np.zeros(1, int), np.array([0, 1])))
     with pytest.raises(NotImplementedError, match="only 2-D matrices"):
         cs.BCSR((np.ones(1), np.zeros(1, int), np.array([0, 1])), shape=(1, 1, 1))
+    with pytest.raises(TracingValueError, match=r"csc_matrix of shape \(3, 2\), read as the CSR arrays of its "
+                                                r"transpose .* indices are row indices\): BCSR: column indices must be in \[0, 3\)"):
+        cs.csc_matrix((np.ones(1), np.array([5]), np.array([0, 1, 1])), shape=(3, 2))
     with pytest.raises(NotImplementedError, match="complex values"):
         cs.bsr_matrix((np.ones((1, 1, 1), np.complex64), np.zeros(1, int), np.array([0, 1])), shape=(1, 1)) @ np.ones(1)
     with pytest.raises(TracingValueError, match="dimension numbers"):

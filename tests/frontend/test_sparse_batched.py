@@ -70,7 +70,7 @@ def test_batched_bad_input_is_named():
     dense = cs.BCOO((np.ones((2, 3, 4)), np.zeros((2, 3, 2), int)), shape=(2, 2, 3, 4))
     with pytest.raises(NotImplementedError, match="a dense dimension can be contracted only alone"):
         cs.bcoo_dot_general(dense, np.ones((3, 4)), dimension_numbers=(((2, 3), (0, 1)), ((), ())))
-    with pytest.raises(NotImplementedError, match="all batch dimensions of each against the other's"):
+    with pytest.raises(TracingValueError, match="leave rhs batch dimensions and lhs sparse dimensions free"):
         cs.bcoo_dot_general(a, a, dimension_numbers=(((1,), (1,)), ((), ())))
     with pytest.raises(NotImplementedError, match="sparse @ sparse: arrays with dense dimensions"):
         dense @ a

@@ -192,19 +192,23 @@ def test_conversions(index_dtype):
     np.testing.assert_array_equal(cs.bcsr_fromdense(np.zeros((3, 4))).todense(), np.zeros((3, 4)))
 
 
-def test_coo2csr_galloping_search():
-    """sparse.coo2csr compiled against np.searchsorted (the routine's reference) on sorted row ids:
-    empty rows, one row of 300 entries, ids below 0 and past the last row, zero nnz, and row counts
-    crossing a work-item's block of rows (convert.ROW_BLOCK)."""
+def test_coo2csr_entry_pass():
+    """sparse.coo2csr compiled against np.searchsorted on sorted row ids: empty rows, one row of 300
+    entries, ids below 0 and past the last row, zero nnz, rows crossing workgroups of entries; row_map
+    "unsigned_min" (the matcher's: a negative id read as the last row) on ids sorted once so read."""
     from cdnajit.frontend.sparse import calls
     rng = np.random.default_rng(3)
+    crossing = np.repeat(np.arange(3), [59, 75, 7])   # row 1 starts inside the first workgroup, ends in the third
     cases = [(np.sort(rng.integers(0, 200, 900)), 200), (np.concatenate([np.full(300, 7), np.arange(8, 40)]), 129),
              (np.sort(rng.integers(-3, 70, 50)), 64), (np.array([], np.int64), 65), (np.array([5, 5, 5]), 0),
-             (np.sort(rng.integers(0, 1000, 20)), 1000)]
+             (np.sort(rng.integers(0, 1000, 20)), 1000), (crossing, 4), (crossing + 1, 2)]
     for rows, m in cases:
         for dtype in (np.int32, np.int64):
             got = cj.jit(lambda r: calls.coo_indptr(r, rows=m))(rows.astype(dtype))
             np.testing.assert_array_equal(got, np.searchsorted(rows, np.arange(m + 1), side="left"))
+    ids = np.array([0, 0, 2, 2, 3, 9, -1, -7], np.int32)        # read as 0 0 2 2 3 5 5 5 for 5 rows
+    got = cj.jit(lambda r: calls.sparse_call("coo2csr", r, rows=5, row_map="unsigned_min")[0])(ids)
+    np.testing.assert_array_equal(got, [0, 2, 2, 4, 5, 5])
 
 
 @pytest.mark.slow
