@@ -79,7 +79,7 @@ def arange_rows(batch: int, rows: int) -> Tracer:
 LU_PANEL_BYTES = 1 << 20   # the largest panel (rows x columns) a getrf leaf takes whole, for few matrices
 
 
-def lu_leaf(batch: int, rows: int, dtype: str) -> int:
+def lu_leaf(batch: int, rows: int, entry_bytes: int) -> int:
     """Block size of the recursive LU: the widest panel the getrf kernel factors whole. A stack of many
     matrices keeps SMALL (the batch fills the grid, a work-item per matrix); for few, the widest of
     SMALL, SMALL / 2, ... (at least LU_PANEL_MIN) whose panel of `rows` rows fits in LU_PANEL_BYTES:
@@ -88,7 +88,7 @@ def lu_leaf(batch: int, rows: int, dtype: str) -> int:
     32 wide; c128: 52, 7.9 and 0.85 ms."""
     if batch >= MANY_MATRICES:
         return SMALL
-    width, entry_bytes = SMALL, dtype_bytes(dtype)
+    width = SMALL
     while width > LU_PANEL_MIN and rows * width * entry_bytes > LU_PANEL_BYTES:
         width //= 2
     return width
@@ -97,16 +97,12 @@ def lu_leaf(batch: int, rows: int, dtype: str) -> int:
 LU_PANEL_MIN = 16
 
 
-def dtype_bytes(dtype: str) -> int:
-    return {"f32": 4, "f64": 8, "c64": 8, "c128": 16}[dtype]
-
-
 def getrf(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
     """(LU, pivots, permutation) of a stack [B, m, n] (libs/solver/routines.py's getrf)."""
     batch, m, n = a.shape
     if is_empty(a):
         return a, cr.zeros((batch, min(m, n)), "int32"), arange_rows(batch, m)
-    if min(m, n) <= lu_leaf(batch, m, a.type.dtype):
+    if min(m, n) <= lu_leaf(batch, m, a.type.numpy_dtype.itemsize):
         lu, pivots, permutation = solver_call("getrf", [a])
         return lu, pivots, permutation
     if n > m:
@@ -144,7 +140,7 @@ def left_half_and_schur(a: Tracer):
     half's rows as they are gathered, its top n1 rows and the others apart (no copy of the right half
     before or after)."""
     batch, m, n = a.shape
-    n1 = split(n, lu_leaf(batch, m, a.type.dtype))
+    n1 = split(n, lu_leaf(batch, m, a.type.numpy_dtype.itemsize))
     left, pivots1, permutation1 = getrf(a[:, :, :n1])
     u12 = trsm(left[:, :n1], rows_of(a, permutation1[:, :n1], first=n1), lower=True, trans=False,
                unit_diagonal=True)
@@ -157,7 +153,7 @@ def lu_diagonal(a: Tracer) -> tuple[Tracer, Tracer]:
     levels along the Schur complements skip L21's row swaps and the assembly, which det and slogdet
     do not read."""
     batch, m, n = a.shape
-    if is_empty(a) or n <= lu_leaf(batch, m, a.type.dtype):
+    if is_empty(a) or n <= lu_leaf(batch, m, a.type.numpy_dtype.itemsize):
         lu, pivots, _ = getrf(a)
         return sh.diagonal(lu, axis1=1, axis2=2), pivots
     n1, left, pivots1, _, schur = left_half_and_schur(a)
