@@ -33,7 +33,7 @@ from .numerical import cross as numpy_cross
 from .linalg_rules import complex_transposed, transposed, with_rules
 from .indexing_funcs import take_along_axis
 from .linalg_solver import adjoint, direct_solve, geev, geev_vectors, geqrf, gesvd, gesvdj, getrf, getri, getrs, orgqr, \
-    is_empty, potrf, rows_of, symmetric_eigenproblem, takes_gesvd, trsm
+    is_empty, lu_diagonal, potrf_and_diagonal, rows_of, symmetric_eigenproblem, takes_gesvd, trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
@@ -137,11 +137,10 @@ def inv(a):
 def lu_diagonal_and_parity(name: str, a) -> tuple[Tracer, Tracer]:
     """(the diagonal of U, the sign of P) of P A = L U, stacked as a's batch dimensions."""
     a = matrices(name, a)
-    lu, pivots, _ = getrf(as_stack(a))
+    diagonal, pivots = lu_diagonal(as_stack(a))
     swaps = red.sum(el.not_equal(pivots, cr.arange(pivots.shape[1], dtype="int32")), axis=1)
     parity = el.where(el.equal(swaps % 2, 0), 1, -1).astype(a.type.dtype)
-    return (sh.reshape(sh.diagonal(lu, axis1=1, axis2=2), (*a.shape[:-2], a.shape[-1])),
-            sh.reshape(parity, a.shape[:-2]))
+    return sh.reshape(diagonal, (*a.shape[:-2], a.shape[-1])), sh.reshape(parity, a.shape[:-2])
 
 
 def det(a):
@@ -212,8 +211,8 @@ def cholesky_stack(a: Tracer) -> Tracer:
     dL = L phi(L^-1 dA L^-H), phi the lower triangle with its diagonal halved (self-adjoint), so
     ct_A = L^-T phi(L^T ct_L) L^-1 for real matrices (complex ones: the JVP transposed)."""
     def factor(a):
-        l = potrf(a)
-        failed = red.any(el.logical_not(el.greater(el.real(sh.diagonal(l, axis1=1, axis2=2)), 0)), axis=1)
+        l, diagonal = potrf_and_diagonal(a)
+        failed = red.any(el.logical_not(el.greater(el.real(diagonal), 0)), axis=1)
         return el.where(failed[:, None, None], math.nan, l)
 
     def phi(x):

@@ -38,13 +38,32 @@ WORKGROUP_GEBRD_FROM = 64   # columns; measured on the host (f64, loaded machine
 # 128x128 0.9 vs 0.7, one 1000x1000 490 vs 320 ms (CPU time).
 
 
+WORKGROUP_PER_COLUMN = "workgroup_per_column"
+WORKGROUP_GETRS_FROM = 256   # rows; getrs of fewer right-hand side columns than a workgroup has work-items
+# then takes a workgroup per column. Measured on the host (f64, one column, loaded machine): n = 2000
+# 3.0 ms a work-item per column (one dependent multiply-add after another), 1.3 ms a workgroup.
+
+
 def select(op: Op, target: Target) -> str:
-    return SOLUTION
+    return WORKGROUP_PER_COLUMN if substitutes_by_workgroup(op) else SOLUTION
+
+
+def substitutes_by_workgroup(op: Op) -> bool:
+    """Whether getrs spreads each column's substitutions over a workgroup: long rows, and too few
+    columns (the batch's together) to fill one workgroup a work-item each."""
+    if op.attrs["routine"] != "getrs":
+        return False
+    batch, n, _ = op.operands[0].type.shape
+    return n >= WORKGROUP_GETRS_FROM and batch * op.operands[2].type.shape[2] < WORKGROUP_ITEMS
 
 
 def explain(op: Op, target: Target) -> tuple[str, str]:
     if op.attrs["routine"] == "lapmr":
         return SOLUTION, "a workgroup per row of the result (the library's only solution)"
+    if substitutes_by_workgroup(op):
+        return WORKGROUP_PER_COLUMN, (f"a workgroup per right-hand side column, its work-items on consecutive "
+                                      f"entries of a row of L and U (from {WORKGROUP_GETRS_FROM} rows, fewer "
+                                      f"columns than a workgroup's {WORKGROUP_ITEMS} work-items)")
     unit = {"trsm": "right-hand side column", "getrs": "right-hand side column", "potrs": "right-hand side column",
             "getri": "column of the inverse", "trtri": "column of the inverse",
             "trevc": "eigenvalue's vector", "lasr": "row of the matrix turned"}.get(op.attrs["routine"], "matrix")
@@ -209,7 +228,10 @@ def copied_column(x, y, at, size, f: Field) -> K.For:
 
 
 def getrs_kernel(op: Op, name: str) -> Kernel:
-    """One work-item per right-hand side column: its rows permuted, then L's and U's substitutions."""
+    """One work-item per right-hand side column: its rows permuted, then L's and U's substitutions
+    (a workgroup per column: getrs_workgroup_kernel)."""
+    if op.attrs["solution"] == WORKGROUP_PER_COLUMN:
+        return getrs_workgroup_kernel(op, name)
     batch, n, _ = op.operands[0].type.shape
     columns = op.operands[2].type.shape[2]
     f = Field(op.operands[0].type.dtype)
@@ -218,6 +240,49 @@ def getrs_kernel(op: Op, name: str) -> Kernel:
     rows_of_x = lambda matrix, row, column: f.read(x, matrix * size * rhs + row * rhs + column)
     return lu_substitutions(f, name, params, lu, permutation, y, [b, size, rhs], rows_of_x,
                             [("batch", batch), ("n", n), ("k", columns)])
+
+
+def getrs_workgroup_kernel(op: Op, name: str) -> Kernel:
+    """A workgroup per right-hand side column (grid: the batch's columns): its rows permuted, then
+    L's and U's substitutions a row at a time, each row's dot product with the solved entries spread
+    over the work-items (consecutive entries of the row: a vector loop on the host, coalesced on a
+    GPU) and summed across the wave; work-item 0 writes the row's entry, then a barrier."""
+    batch, n, _ = op.operands[0].type.shape
+    columns = op.operands[2].type.shape[2]
+    f = Field(op.operands[0].type.dtype)
+    b, size, rhs = sizes("batch", "n", "k")
+    lu, permutation, x, y = params = resized(op, [b * size * size, b * size, b * size * rhs, b * size * rhs])
+    g, lane = K.workgroup_id(0).cast(INDEX), K.workitem_id(0).cast(INDEX)
+    matrix, column = g / rhs, g % rhs
+    factor = lambda r, c: f.read(lu, matrix * size * size + r * size + c)
+    at = lambda r: matrix * size * rhs + r * rhs + column
+    t = K.Var("t", INDEX)
+    total, partial = f.var("total"), f.var("partial")
+
+    def dot(first, stop, row) -> list:
+        """total = the sum of factor(row, j) y_j over j in first..stop - 1, in every work-item."""
+        term = lambda j: f.assign(partial, partial + factor(row, j) * f.read(y, at(j)))
+        if not f.complex:
+            return summed(total, partial, "j", first, stop, lambda j: factor(row, j) * f.read(y, at(j)))
+        return [*f.assign(partial, f.const(0)), across("j", first, stop, term),
+                K.WaveReduce(total.re, "sum", partial.re), K.WaveReduce(total.im, "sum", partial.im)]
+
+    def substitution_step(row, first, stop, unit: bool) -> list:
+        value = f.read(y, at(row)) - total
+        return [*dot(first, stop, row),
+                K.If(lane.eq(0), f.write(y, at(row), value if unit else value / factor(row, row))),
+                K.Barrier()]
+
+    backward = size - 1 - t
+    body = [
+        *f.let(partial, f.const(0)),
+        across("i", 0, size, lambda i: f.write(y, at(i), f.read(x, matrix * size * rhs + permutation[
+            matrix * size + i].cast(INDEX) * rhs + column))),
+        K.Barrier(),
+        K.For(t, 0, size, 1, substitution_step(t, 0, t, True), uniform=True),
+        K.For(t, 0, size, 1, substitution_step(backward, backward + 1, size, False), uniform=True)]
+    return K.Kernel(name, params=params + [b, size, rhs], grid=(b * rhs,), workgroup_size=(WORKGROUP_ITEMS,),
+                    body=body, arguments=[("batch", batch), ("n", n), ("k", columns)])
 
 
 def getri_kernel(op: Op, name: str) -> Kernel:
@@ -325,24 +390,26 @@ def laswp_kernel(op: Op, name: str) -> Kernel:
 
 def lapmr_kernel(op: Op, name: str) -> Kernel:
     """A workgroup per row of Y (grid: rows, matrices), each work-item copying one contiguous run of
-    about n / WORKGROUP_ITEMS of its elements (a loop the host vectorizes), with no index division
-    per element."""
+    about columns / WORKGROUP_ITEMS of its elements (a loop the host vectorizes), with no index
+    division per element; X's rows are read from column `first` on."""
     x_type, permutation_type = (v.type for v in op.operands)
-    b, rows, columns, picked = sizes("batch", "m", "n", "p")
-    x, permutation, y = params = resized(op, [b * rows * columns, b * picked, b * picked * columns])
-    elements = columns * Field(x_type.dtype).width   # buffer elements a row
+    width = Field(x_type.dtype).width   # buffer elements an entry
+    b, rows, columns, picked, first, count = sizes("batch", "m", "n", "p", "first", "columns")
+    x, permutation, y = params = resized(op, [b * rows * columns, b * picked, b * picked * count])
+    elements = count * width   # buffer elements a row of Y
     row, matrix = K.workgroup_id(0).cast(INDEX), K.workgroup_id(1).cast(INDEX)
     run = (elements + (WORKGROUP_ITEMS - 1)) / WORKGROUP_ITEMS
-    first = K.workitem_id(0).cast(INDEX) * run
+    start = K.workitem_id(0).cast(INDEX) * run
     source, target, column = K.Var("source", INDEX), K.Var("target", INDEX), K.Var("column", INDEX)
     body = [
-        K.Let(source, (matrix * rows + permutation[matrix * picked + row].cast(INDEX)) * elements),
+        K.Let(source, ((matrix * rows + permutation[matrix * picked + row].cast(INDEX)) * columns + first) * width),
         K.Let(target, (matrix * picked + row) * elements),
-        K.For(column, first, K.minimum(first + run, elements), 1, [K.Store(y, target + column, x[source + column])])]
+        K.For(column, start, K.minimum(start + run, elements), 1, [K.Store(y, target + column, x[source + column])])]
     batch, m, n = x_type.shape
-    return K.Kernel(name, params=params + [b, rows, columns, picked], grid=(picked, b),
+    return K.Kernel(name, params=params + [b, rows, columns, picked, first, count], grid=(picked, b),
                     workgroup_size=(WORKGROUP_ITEMS,), body=body,
-                    arguments=[("batch", batch), ("m", m), ("n", n), ("p", permutation_type.shape[1])])
+                    arguments=[("batch", batch), ("m", m), ("n", n), ("p", permutation_type.shape[1]),
+                               ("first", op.attrs["first"]), ("columns", op.attrs["columns"])])
 
 
 def reflection(f: Field, x, subtract, v, tau, first_row, rows, columns, first_column):

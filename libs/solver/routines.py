@@ -23,9 +23,10 @@ matrices), and so do geev and trevc, whose operands and results differ for compl
       the permutation LAPACK's row swaps make (pivots[k] swapped with k, in order, from the
       identity), and its inverse (inverse[permutation[i]] = i).
 
-  lapmr(X[B, m, n], permutation[B, p] i32) -> Y[B, p, n]
-      rows gathered: Y[b, i] = X[b, permutation[b, i]] (LAPACK's lapmr, forward), the row swaps
-      of a blocked LU applied to the rows they move.
+  lapmr(X[B, m, n], permutation[B, p] i32) -> Y[B, p, columns], attributes first, columns
+      rows gathered: Y[b, i, j] = X[b, permutation[b, i], first + j] (LAPACK's lapmr, forward, on
+      a window of columns), the row swaps of a blocked LU applied to the rows they move, read
+      straight from the matrix they are in.
 
   geqrf(A[B, m, n]) -> QR[B, m, n], tau[B, min(m, n)]
       Householder QR, LAPACK's geqr2: A = H_0 ... H_{k-1} R with H_j = I - tau_j v_j v_j^H, v_j
@@ -214,11 +215,14 @@ def lapmr_infer(types, attrs):
             f"library_call: solver.lapmr takes X[B, m, n] and an i32 permutation [B, p], got "
             f"{', '.join(map(str, types))}")
     x, permutation = types
-    return [TensorType(x.dtype, (x.shape[0], permutation.shape[1], x.shape[2]))]
+    first, columns = attrs["first"], attrs["columns"]
+    require(0 <= first and 0 <= columns and first + columns <= x.shape[2],
+            f"library_call: solver.lapmr: columns {first}..{first + columns} are not within {x}")
+    return [TensorType(x.dtype, (x.shape[0], permutation.shape[1], columns))]
 
 
-def lapmr_reference(x, permutation):
-    return np.take_along_axis(x, permutation[:, :, None].astype(np.int64), axis=1)
+def lapmr_reference(x, permutation, first, columns):
+    return np.take_along_axis(x[:, :, first:first + columns], permutation[:, :, None].astype(np.int64), axis=1)
 
 
 def geqrf_infer(types, attrs):
@@ -781,7 +785,7 @@ def getrs_infer(types, attrs):
 
 
 def getrs_reference(lu, permutation, x):
-    y = lapmr_reference(x, permutation)
+    y = lapmr_reference(x, permutation, 0, x.shape[2])
     y = trsm_reference(lu, y, lower=True, trans=False, unit_diagonal=True)
     return trsm_reference(lu, y, lower=False, trans=False, unit_diagonal=False)
 
@@ -992,7 +996,8 @@ ROUTINES = {
     "gebal": Routine({}, gebal_infer, gebal_reference, "balancing for geev, permutation and scaling "
                                                      "(libs/solver/routines.py)"),
     "trevc": Routine({}, trevc_infer, trevc_reference, "eigenvectors of a real Schur form (libs/solver/routines.py)"),
-    "lapmr": Routine({}, lapmr_infer, lapmr_reference, "rows gathered by a permutation (libs/solver/routines.py)"),
+    "lapmr": Routine({"first": "int", "columns": "int"}, lapmr_infer, lapmr_reference,
+                     "rows gathered by a permutation, a window of columns (libs/solver/routines.py)"),
     "getri": Routine({}, getri_infer, getri_reference, "inverse from getrf's factors (libs/solver/routines.py)"),
     "potrs": Routine({"lower": "bool"}, potrs_infer, potrs_reference,
                      "solve with potrf's factor (libs/solver/routines.py)"),

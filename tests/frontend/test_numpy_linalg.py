@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.linalg as scipy_linalg
 
 import cdnajit as cj
 import cdnajit.numpy as cnp
@@ -194,6 +195,37 @@ def test_blocked_lu_and_triangular_solves_compiled_and_interpreted(small_blocks,
                 triangle = triangle * (1 - np.eye(19)) + np.eye(19)
             assert np.all((np.triu(t, 1) if lower else np.tril(t, -1)) == 0)
             assert solve_backward_error(triangle, t, np.broadcast_to(np.eye(19), a.shape), dtype) <= BOUND
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+def test_lu_leaves_narrowed_to_the_panel_budget(monkeypatch, dtype):
+    """LU's leaves narrowed by rows (lu_leaf): at 37 rows 8 columns fit the budget, at the Schur
+    complements' 18 rows and fewer 16 do, so one factorization has leaves of both widths; LAPACK's
+    pivots, P A = L U, and det, slogdet (lu_diagonal: no assembly) and solve from the same pivots."""
+    monkeypatch.setattr(linalg_solver, "SMALL", 16)
+    monkeypatch.setattr(linalg_solver, "LU_PANEL_MIN", 4)
+    monkeypatch.setattr(linalg_solver, "LU_PANEL_BYTES", 37 * 8 * np.dtype(dtype).itemsize)
+    n = 37
+    a = matrices((n, n), np.float64, seed=5)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * matrices((n, n), np.float64, seed=6, shift=0)
+    a = a.astype(dtype)
+    reference = a.astype(np.complex128 if np.issubdtype(dtype, np.complexfloating) else np.float64)
+    lu, pivots = cj.jit(csl.lu_factor)(a)
+    np.testing.assert_array_equal(pivots, scipy_linalg.lu_factor(reference)[1])
+    # The helpers above are real; these norms take complex matrices.
+    relative = lambda residual, scale: np.linalg.norm(residual) / (np.linalg.norm(scale) * n * eps(dtype))
+    p, l, u = cj.jit(csl.lu)(a)
+    assert relative(reference - p @ l.astype(reference.dtype) @ u, reference) <= BOUND
+    np.testing.assert_allclose(cj.jit(cnp.linalg.det)(a), np.linalg.det(reference), rtol=BOUND * n * eps(dtype))
+    sign, logdet = cj.jit(cnp.linalg.slogdet)(a)
+    want_sign, want_logdet = np.linalg.slogdet(reference)
+    np.testing.assert_allclose(sign, want_sign, rtol=BOUND * n * eps(dtype))
+    np.testing.assert_allclose(logdet, want_logdet, rtol=0, atol=BOUND * n * eps(dtype))
+    b = np.random.default_rng(7).standard_normal((n, 3)).astype(dtype)
+    x = cj.jit(cnp.linalg.solve)(a, b).astype(reference.dtype)
+    assert relative(reference @ x - b, np.linalg.norm(reference) * np.linalg.norm(x) + np.linalg.norm(b)) <= BOUND
 
 
 # ---- scipy.linalg ----------------------------------------------------------------------------------------

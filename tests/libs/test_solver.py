@@ -115,6 +115,26 @@ def test_getrs_solves_with_getrf_factors(dtype):
     np.testing.assert_allclose(y, getrs_reference(lu, permutation, x), rtol=0, atol=BOUND * 6 * eps(dtype) * np.abs(y).max())
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+@pytest.mark.parametrize("batch,n,k", [(1, 257, 1), (2, 300, 3)])
+def test_getrs_of_few_columns_takes_a_workgroup_per_column(dtype, batch, n, k):
+    """Long rows and few columns: each row's dot product spread over a workgroup, the same answer
+    as the reference's substitutions to BOUND n eps (a different order of the sums)."""
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal((batch, n, n)) + 2 * np.sqrt(n) * np.eye(n)
+    x = rng.standard_normal((batch, n, k))
+    if np.issubdtype(dtype, np.complexfloating):
+        a, x = a + 1j * rng.standard_normal(a.shape), x + 1j * rng.standard_normal(x.shape)
+    a, x = a.astype(dtype), x.astype(dtype)
+    lu, _, permutation = getrf_reference(a)
+    compiled = cj.jit(lambda lu, p, x: tuple(call("getrs", lu, p, x))).lower(lu, permutation, x).compile()
+    assert [r.solution for r in compiled.kernels] == ["workgroup_per_column"]
+    (y,) = compiled(lu, permutation, x)
+    residual = a.astype(np.complex128) @ y - x
+    assert relative(residual, a, n, dtype) / np.abs(y).max() <= BOUND
+    np.testing.assert_allclose(y, getrs_reference(lu, permutation, x), rtol=0, atol=BOUND * n * eps(dtype) * np.abs(y).max())
+
+
 @pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
 def test_getri_inverts_from_getrf_factors(dtype):
     """A^-1 A = I to BOUND n eps cond(A) (the inverse's error is a solve's, Higham 14.3), equal to getrs
@@ -175,8 +195,12 @@ def test_laswp_and_lapmr_follow_lapack_row_swaps():
     np.testing.assert_array_equal(permutation[0], [2, 0, 3, 1, 4])
     np.testing.assert_array_equal(inverse, want_inverse)
     x = np.arange(2 * 5 * 70, dtype=np.float64).reshape(2, 5, 70)
-    (rows,) = cj.jit(lambda x, p: tuple(call("lapmr", x, p)))(x, permutation[:, 1:4])
-    np.testing.assert_array_equal(rows, lapmr_reference(x, permutation[:, 1:4]))
+    (rows,) = cj.jit(lambda x, p: tuple(call("lapmr", x, p, first=0, columns=70)))(x, permutation[:, 1:4])
+    np.testing.assert_array_equal(rows, lapmr_reference(x, permutation[:, 1:4], 0, 70))
+    np.testing.assert_array_equal(rows, np.take_along_axis(x, permutation[:, 1:4, None].astype(np.int64), axis=1))
+    # A window of columns, read where it lies in x's rows.
+    (window,) = cj.jit(lambda x, p: tuple(call("lapmr", x, p, first=3, columns=66)))(x, permutation[:, 1:4])
+    np.testing.assert_array_equal(window, rows[:, :, 3:69])
 
 
 def test_a_stack_of_10000_matrices_is_one_launch_per_routine():
