@@ -30,11 +30,14 @@ transposes (adjoint).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..dtypes import is_complex
 from ..tracing import Tracer, bind
 from . import contractions as con
 from . import creation as cr
 from . import elementwise as el
+from . import reductions as red
 from . import shaping as sh
 
 BLOCK = 128        # columns per panel of a blocked factorization
@@ -391,17 +394,64 @@ TRIDIAGONAL_FROM = 512
 
 
 def large_symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(w, V) of a stack [B, n, n], not empty, as LAPACK's syev in its steps: sytrd reduces A to
-    tridiagonal form (keeping its reflectors, a workgroup per matrix), steqr finds the tridiagonal's
-    eigenvalues and logs its QR rotations, orgqr forms Q from the reflectors (compact WY: GEMMs above
-    SMALL, LAPACK's orgtr), and lasr applies the rotations to (Q S)^H's rows."""
+    """(w, V) of a stack [B, n, n], not empty, as LAPACK's syevd in its steps: sytrd reduces A to
+    tridiagonal form (keeping its reflectors, a workgroup per matrix), tridiagonal_eigenvectors solves
+    the tridiagonal by divide and conquer, orgqr forms Q from the reflectors (compact WY: GEMMs above
+    SMALL, LAPACK's orgtr), and V = (Q S) Z is one GEMM."""
     batch, n, _ = a.shape
     packed, d, e, _ = solver_call("sytrd", [a])
-    w, _, pairs, cs, count = solver_call("steqr", [d, e])
+    w, z = tridiagonal_eigenvectors(d, e)
     q = bordered(orgqr(packed[:, 1:, :n - 1], packed[:, 0, :n - 1], n - 1))
     phases = sh.concatenate([cr.ones((batch, 1), a.type.dtype), sh.diagonal(packed, offset=-1, axis1=1, axis2=2)],
                             axis=1)
-    return w, adjoint(turned_rows(adjoint(q * phases[:, None, :]), pairs, cs, count))
+    return w, con.matmul(q * phases[:, None, :], z.astype(a.type.dtype))
+
+
+DIVIDE_LEAF = 64   # rows of divide and conquer's leaves at most
+
+
+def tridiagonal_eigenvectors(d: Tracer, e: Tracer) -> tuple[Tracer, Tracer]:
+    """(w ascending, Z) with T = Z diag(w) Z^T for real symmetric tridiagonals T (d[B, n], e[B, n]: e[k]
+    couples k and k + 1, e[n - 1] not read), by LAPACK's divide and conquer (stedc, laed0): T is torn
+    into 2^L leaves of equal size (at most DIVIDE_LEAF rows, each tear subtracting |e| from the two
+    diagonal entries it separates), the leaves solved by steqr and lasr (one call each for all of them),
+    then each level's pairs merged by laed1 (one call a level: the rank-one modification's eigenpairs)
+    and the halves' vectors multiplied by the merge's (two batched GEMMs a level). n is padded to
+    2^L leaves by rows decoupled from T (e = 0) whose diagonal exceeds Gershgorin's bound on T's
+    eigenvalues: their eigenpairs stay exact unit vectors, deflated at every merge, and sort last."""
+    batch, n = d.shape
+    levels = 0
+    while -(-n // 2 ** levels) > DIVIDE_LEAF:
+        levels += 1
+    leaves = 2 ** levels
+    leaf = -(-n // leaves)
+    padded = leaf * leaves
+    coupling = el.abs(e[:, :n - 1])
+    edge = cr.zeros((batch, 1), d.type.dtype)
+    radius = sh.concatenate([edge, coupling], axis=1) + sh.concatenate([coupling, edge], axis=1)
+    upper, lower = red.max(d + radius, axis=1), red.min(d - radius, axis=1)
+    pad = upper + (upper - lower) + el.abs(upper) * 2.0 ** -10
+    diagonal = sh.concatenate([d, sh.broadcast_to(pad[:, None], (batch, padded - n))], axis=1)
+    off = sh.concatenate([e[:, :n - 1], cr.zeros((batch, padded - n + 1), d.type.dtype)], axis=1)
+    torn = np.zeros(padded, bool)
+    torn[leaf - 1:padded - 1:leaf] = True   # e[k] coupling the leaves
+    tear = el.abs(off) * cr.asarray(torn.astype(np.float64), dtype=d.type.dtype)
+    diagonal = diagonal - tear - sh.concatenate([edge, tear[:, :padded - 1]], axis=1)
+    w, _, pairs, cs, count = solver_call("steqr", [sh.reshape(diagonal, (batch * leaves, leaf)),
+                                                   sh.reshape(off, (batch * leaves, leaf))])
+    identity = sh.broadcast_to(cr.eye(leaf, dtype=d.type.dtype), (batch * leaves, leaf, leaf))
+    z = sh.swapaxes(solver_call("lasr", [identity, pairs, cs, count])[0], 1, 2)
+    rows = leaf
+    while rows < padded:
+        groups = batch * padded // (2 * rows)
+        halves = sh.reshape(z, (groups, 2, rows, rows))
+        first, second = halves[:, 0], halves[:, 1]
+        rho = sh.reshape(sh.reshape(off, (groups, 2 * rows))[:, rows - 1], (groups,))
+        w, u, _, _ = solver_call("laed1", [sh.reshape(w, (groups, 2 * rows)),
+                                           sh.concatenate([first[:, rows - 1, :], second[:, 0, :]], axis=1), rho])
+        z = sh.concatenate([con.matmul(first, u[:, :rows]), con.matmul(second, u[:, rows:])], axis=1)
+        rows *= 2
+    return sh.reshape(w, (batch, padded))[:, :n], sh.reshape(z, (batch, padded, padded))[:, :n, :n]
 
 
 def bordered(x: Tracer) -> Tracer:
