@@ -396,15 +396,30 @@ TRIDIAGONAL_FROM = 512
 def large_symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     """(w, V) of a stack [B, n, n], not empty, as LAPACK's syevd in its steps: sytrd reduces A to
     tridiagonal form (keeping its reflectors, a workgroup per matrix), tridiagonal_eigenvectors solves
-    the tridiagonal by divide and conquer, orgqr forms Q from the reflectors (compact WY: GEMMs above
-    SMALL, LAPACK's orgtr), and V = (Q S) Z is one GEMM."""
+    the tridiagonal by divide and conquer, and V = Q S Z: S's phases on Z's rows, then Q's reflectors
+    applied to them (reflected, LAPACK's ormtr)."""
     batch, n, _ = a.shape
     packed, d, e, _ = solver_call("sytrd", [a])
     w, z = tridiagonal_eigenvectors(d, e)
-    q = bordered(orgqr(packed[:, 1:, :n - 1], packed[:, 0, :n - 1], n - 1))
     phases = sh.concatenate([cr.ones((batch, 1), a.type.dtype), sh.diagonal(packed, offset=-1, axis1=1, axis2=2)],
                             axis=1)
-    return w, con.matmul(q * phases[:, None, :], z.astype(a.type.dtype))
+    sz = z.astype(a.type.dtype) * phases[:, :, None]
+    return w, sh.concatenate([sz[:, :1], reflected(packed[:, 1:, :n - 1], packed[:, 0, :n - 1], sz[:, 1:])], axis=1)
+
+
+def reflected(qr: Tracer, tau: Tracer, c: Tracer) -> Tracer:
+    """Q C for Q = H_0 ... H_{k-1}, geqrf's reflectors (qr [B, m, k], tau [B, k]), C [B, m, p] (LAPACK's
+    ormqr, side L, no transpose): blocks of BLOCK reflectors, the last first, each in compact WY form
+    on the rows it changes (those from its first reflector's), 2 m k p flops of GEMMs in all (the
+    whole Q's compact WY form, n x n blocks, would take three times as many)."""
+    k = tau.shape[1]
+    for start in reversed(range(0, k, BLOCK)):
+        stop = min(start + BLOCK, k)
+        v = reflectors(qr[:, start:, start:stop], tau[:, start:stop])
+        t = larft(v, tau[:, start:stop])
+        below = c[:, start:] - con.matmul(v, con.matmul(t, con.matmul(adjoint(v), c[:, start:])))
+        c = below if start == 0 else sh.concatenate([c[:, :start], below], axis=1)
+    return c
 
 
 DIVIDE_LEAF = 64   # rows of divide and conquer's leaves at most
