@@ -23,7 +23,8 @@ products are large GEMMs:
 svd of a real matrix is gesvd: gebrd's bidiagonalization (unblocked), bdsqr's QR iteration logging
 its rotations, Q and P formed by orgqr (compact WY above SMALL: GEMMs) and turned by the logs in
 lasr, one work-item per row (from GESVD_FROM columns, takes_gesvd; gesvdj's one-sided Jacobi below, and for
-complex matrices). eigh of a large matrix runs syev's steps (sytrd, steqr, orgqr, lasr: large_symmetric_eigenproblem);
+complex matrices). eigh of a large matrix runs syevd's steps (sytrd, divide and conquer: steqr and lasr on the leaves, laed1 merges and
+GEMMs, then Q's reflectors applied by GEMMs: large_symmetric_eigenproblem);
 smaller ones syev, and gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
 eigenvalue). Every routine but gesvd's takes complex matrices: the recursions' transposes are conjugate
 transposes (adjoint).
@@ -378,9 +379,10 @@ def symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     host, syev was 2x (f64) and 11x (c128) faster than syevj on 2000 4x4 matrices, 4x and 5x on 300
     16x16, 36x and 8x on 100 32x32, 110x on one 256x256 f64. From TRIDIAGONAL_FROM rows,
     large_symmetric_eigenproblem: its steps as separate calls, the reduction spread over a workgroup,
-    Q by GEMMs and the QR rotations applied by lasr a work-item per column of V. Measured on the host
-    (2 cores, heavily loaded; CPU time of one f64 matrix), syev vs those steps: 56 vs 55 ms at 400, 118
-    vs 122 ms at 500, 367 vs 292 ms at 700, 1240 vs 680 ms at 1000."""
+    the tridiagonal's vectors by divide and conquer, Q applied by GEMMs. Measured on the host (2 cores,
+    heavily loaded; CPU time, f64 unless named), syev vs those steps: one 128x128 3 vs 2 ms (c128 6.7 vs
+    6.0), 160x160 3.9 vs 4.6, 256x256 18 vs 10, 384x384 59 vs 27; 20 128x128 50 vs 42; 100 64x64 34 vs
+    53: about even from 128 to 160 rows."""
     batch, n, _ = a.shape
     if is_empty(a):
         return cr.zeros((batch, n), el.real(a).type.dtype), a
@@ -390,7 +392,7 @@ def symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     return large_symmetric_eigenproblem(a)
 
 
-TRIDIAGONAL_FROM = 512
+TRIDIAGONAL_FROM = 192
 
 
 def large_symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:

@@ -201,9 +201,9 @@ def test_syev_of_hard_symmetric_matrices(dtype, n, steps):
     A's lower triangle (junk above it and in the diagonal's imaginary part): A V = V diag(w) and
     V^H V = I within BOUND n eps ||A|| (both steps are backward stable: Golub and Van Loan 8.3.5), w real,
     ascending and within BOUND n eps ||A||_2 of numpy's eigvalsh (Weyl); the kernel's w equal to
-    syev_reference's to the same bound (the same rotations, sums in another order). steps: syev's steps
-    as separate routines, sytrd, steqr, orgqr and lasr (linalg_solver.large_symmetric_eigenproblem,
-    eigh's path for large matrices)."""
+    syev_reference's to the same bound (the same rotations, sums in another order). steps: sytrd, then
+    divide and conquer on the tridiagonal and Q's reflectors applied to its vectors
+    (linalg_solver.large_symmetric_eigenproblem, eigh's path for large matrices; also backward stable)."""
     a = symmetric_cases(n, dtype)
     junk = a + np.triu(np.full((n, n), 7.0), 1).astype(dtype)
     if np.iscomplexobj(a):
@@ -230,7 +230,7 @@ def test_syev_of_hard_symmetric_matrices(dtype, n, steps):
 
 @pytest.mark.slow
 def test_eigh_of_a_large_matrix_against_numpy():
-    """eigh at n = 300 (syev): the same bounds as the small cases'."""
+    """eigh at n = 300 (sytrd and divide and conquer): the same bounds as the small cases'."""
     n = 300
     x = random((n, n), np.float64, seed=11)
     a = x + x.T
