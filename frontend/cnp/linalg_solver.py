@@ -395,6 +395,16 @@ def symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
 TRIDIAGONAL_FROM = 192
 
 
+def symmetric_eigenvalues(a: Tracer) -> Tracer:
+    """symmetric_eigenproblem's w alone: from TRIDIAGONAL_FROM rows sytrd and steqr (its rotation log
+    unused), without divide and conquer's vectors; below, syev's (one kernel, which forms V regardless)."""
+    batch, n, _ = a.shape
+    if is_empty(a) or n < TRIDIAGONAL_FROM:
+        return symmetric_eigenproblem(a)[0]
+    _, d, e, _ = solver_call("sytrd", [a])
+    return solver_call("steqr", [d, e])[0]
+
+
 def large_symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     """(w, V) of a stack [B, n, n], not empty, as LAPACK's syevd in its steps: sytrd reduces A to
     tridiagonal form (keeping its reflectors, a workgroup per matrix), tridiagonal_eigenvectors solves
