@@ -33,7 +33,8 @@ from .numerical import cross as numpy_cross
 from .linalg_rules import complex_transposed, transposed, with_rules
 from .indexing_funcs import take_along_axis
 from .linalg_solver import adjoint, direct_solve, geev, geev_vectors, geqrf, gesvd, gesvdj, getrf, getri, getrs, orgqr, \
-    is_empty, lu_diagonal, potrf_and_diagonal, rows_of, symmetric_eigenproblem, takes_gesvd, trsm
+    is_empty, lu_diagonal, potrf_and_diagonal, rows_of, symmetric_eigenproblem, symmetric_eigenvalues, takes_gesvd, \
+    trsm
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "matmul", "outer", "trace", "diagonal",
            "matrix_transpose", "vecdot", "cross", "tensordot", "multi_dot", "matrix_power", "norm", "vector_norm",
@@ -375,7 +376,23 @@ def eig(a):
 
 
 def eigvalsh(a, UPLO: str = "L", *, symmetrize_input: bool = True):
-    return eigh(a, UPLO, symmetrize_input)[0]
+    """jnp.linalg.eigvalsh: eigh's eigenvalues, without its vectors where they cost extra
+    (linalg_solver.symmetric_eigenvalues); differentiated as eigh's w: dw = re diag(V^H dA V)."""
+    a = symmetric("eigvalsh", a, UPLO, symmetrize_input)
+    return sh.reshape(eigvalsh_stack(as_stack(a)), a.shape[:-1])
+
+
+def eigvalsh_stack(a: Tracer) -> Tracer:
+    """w of a stack of symmetric (Hermitian) matrices, its rules from eigh's vectors (computed only when
+    differentiated): dw = re diag(V^H dA V), ct_A = V diag(ct_w) V^T for real matrices."""
+    def jvp(primals, tangents, w):
+        _, v = symmetric_eigenproblem(primals[0])
+        return el.real(sh.diagonal(adjoint(v) @ tangents[0] @ v, axis1=1, axis2=2))
+
+    def vjp(primals, w, ct_w):
+        _, v = symmetric_eigenproblem(primals[0])
+        return ((v * ct_w[:, None, :]) @ matrix_transpose(v),)
+    return with_rules("linalg.eigvalsh", symmetric_eigenvalues, jvp, complex_transposed(jvp, vjp), a)
 
 
 def svd_stack(a: Tracer, full_matrices: bool, compute_uv: bool):

@@ -26,18 +26,22 @@ products are large GEMMs:
 svd of a real matrix is gesvd: gebrd's bidiagonalization (unblocked), bdsqr's QR iteration logging
 its rotations, Q and P formed by orgqr (compact WY above SMALL: GEMMs) and turned by the logs in
 lasr, one work-item per row (from GESVD_FROM columns, takes_gesvd; gesvdj's one-sided Jacobi below, and for
-complex matrices). eigh of a large matrix runs syev's steps (sytrd, steqr, orgqr, lasr: large_symmetric_eigenproblem);
+complex matrices). eigh of a large matrix runs syevd's steps (sytrd, divide and conquer: steqr and lasr on the leaves, laed1 merges and
+GEMMs, then Q's reflectors applied by GEMMs: large_symmetric_eigenproblem);
 smaller ones syev, and gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
 eigenvalue). Every routine but gesvd's takes complex matrices: the recursions' transposes are conjugate
 transposes (adjoint).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..dtypes import is_complex
 from ..tracing import Tracer, bind
 from . import contractions as con
 from . import creation as cr
 from . import elementwise as el
+from . import reductions as red
 from . import shaping as sh
 
 BLOCK = 128        # columns per panel of a blocked factorization
@@ -447,9 +451,10 @@ def symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     host, syev was 2x (f64) and 11x (c128) faster than syevj on 2000 4x4 matrices, 4x and 5x on 300
     16x16, 36x and 8x on 100 32x32, 110x on one 256x256 f64. From TRIDIAGONAL_FROM rows,
     large_symmetric_eigenproblem: its steps as separate calls, the reduction spread over a workgroup,
-    Q by GEMMs and the QR rotations applied by lasr a work-item per column of V. Measured on the host
-    (2 cores, heavily loaded; CPU time of one f64 matrix), syev vs those steps: 56 vs 55 ms at 400, 118
-    vs 122 ms at 500, 367 vs 292 ms at 700, 1240 vs 680 ms at 1000."""
+    the tridiagonal's vectors by divide and conquer, Q applied by GEMMs. Measured on the host (2 cores,
+    heavily loaded; CPU time, f64 unless named), syev vs those steps: one 128x128 3 vs 2 ms (c128 6.7 vs
+    6.0), 160x160 3.9 vs 4.6, 256x256 18 vs 10, 384x384 59 vs 27; 20 128x128 50 vs 42; 100 64x64 34 vs
+    53: about even from 128 to 160 rows."""
     batch, n, _ = a.shape
     if is_empty(a):
         return cr.zeros((batch, n), el.real(a).type.dtype), a
@@ -459,21 +464,93 @@ def symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     return large_symmetric_eigenproblem(a)
 
 
-TRIDIAGONAL_FROM = 512
+TRIDIAGONAL_FROM = 192
+
+
+def symmetric_eigenvalues(a: Tracer) -> Tracer:
+    """symmetric_eigenproblem's w alone: from TRIDIAGONAL_FROM rows sytrd and steqr (its rotation log
+    unused), without divide and conquer's vectors; below, syev's (one kernel, which forms V regardless)."""
+    batch, n, _ = a.shape
+    if is_empty(a) or n < TRIDIAGONAL_FROM:
+        return symmetric_eigenproblem(a)[0]
+    _, d, e, _ = solver_call("sytrd", [a])
+    return solver_call("steqr", [d, e])[0]
 
 
 def large_symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(w, V) of a stack [B, n, n], not empty, as LAPACK's syev in its steps: sytrd reduces A to
-    tridiagonal form (keeping its reflectors, a workgroup per matrix), steqr finds the tridiagonal's
-    eigenvalues and logs its QR rotations, orgqr forms Q from the reflectors (compact WY: GEMMs above
-    SMALL, LAPACK's orgtr), and lasr applies the rotations to (Q S)^H's rows."""
+    """(w, V) of a stack [B, n, n], not empty, as LAPACK's syevd in its steps: sytrd reduces A to
+    tridiagonal form (keeping its reflectors, a workgroup per matrix), tridiagonal_eigenvectors solves
+    the tridiagonal by divide and conquer, and V = Q S Z: S's phases on Z's rows, then Q's reflectors
+    applied to them (reflected, LAPACK's ormtr)."""
     batch, n, _ = a.shape
     packed, d, e, _ = solver_call("sytrd", [a])
-    w, _, pairs, cs, count = solver_call("steqr", [d, e])
-    q = bordered(orgqr(packed[:, 1:, :n - 1], packed[:, 0, :n - 1], n - 1))
+    w, z = tridiagonal_eigenvectors(d, e)
     phases = sh.concatenate([cr.ones((batch, 1), a.type.dtype), sh.diagonal(packed, offset=-1, axis1=1, axis2=2)],
                             axis=1)
-    return w, adjoint(turned_rows(adjoint(q * phases[:, None, :]), pairs, cs, count))
+    sz = z.astype(a.type.dtype) * phases[:, :, None]
+    return w, sh.concatenate([sz[:, :1], reflected(packed[:, 1:, :n - 1], packed[:, 0, :n - 1], sz[:, 1:])], axis=1)
+
+
+def reflected(qr: Tracer, tau: Tracer, c: Tracer) -> Tracer:
+    """Q C for Q = H_0 ... H_{k-1}, geqrf's reflectors (qr [B, m, k], tau [B, k]), C [B, m, p] (LAPACK's
+    ormqr, side L, no transpose): blocks of BLOCK reflectors, the last first, each in compact WY form
+    on the rows it changes (those from its first reflector's), 2 m k p flops of GEMMs in all (the
+    whole Q's compact WY form, n x n blocks, would take three times as many)."""
+    k = tau.shape[1]
+    for start in reversed(range(0, k, BLOCK)):
+        stop = min(start + BLOCK, k)
+        v = reflectors(qr[:, start:, start:stop], tau[:, start:stop])
+        t = larft(v, tau[:, start:stop])
+        below = c[:, start:] - con.matmul(v, con.matmul(t, con.matmul(adjoint(v), c[:, start:])))
+        c = below if start == 0 else sh.concatenate([c[:, :start], below], axis=1)
+    return c
+
+
+DIVIDE_LEAF = 64   # rows of divide and conquer's leaves at most
+
+
+def tridiagonal_eigenvectors(d: Tracer, e: Tracer) -> tuple[Tracer, Tracer]:
+    """(w ascending, Z) with T = Z diag(w) Z^T for real symmetric tridiagonals T (d[B, n], e[B, n]: e[k]
+    couples k and k + 1, e[n - 1] not read), by LAPACK's divide and conquer (stedc, laed0): T is torn
+    into 2^L leaves of equal size (at most DIVIDE_LEAF rows, each tear subtracting |e| from the two
+    diagonal entries it separates), the leaves solved by steqr and lasr (one call each for all of them),
+    then each level's pairs merged by laed1 (one call a level: the rank-one modification's eigenpairs)
+    and the halves' vectors multiplied by the merge's (two batched GEMMs a level). n is padded to
+    2^L leaves by rows decoupled from T (e = 0) whose diagonal exceeds Gershgorin's bound on T's
+    eigenvalues: their eigenpairs stay exact unit vectors, deflated at every merge, and sort last."""
+    batch, n = d.shape
+    levels = 0
+    while -(-n // 2 ** levels) > DIVIDE_LEAF:
+        levels += 1
+    leaves = 2 ** levels
+    leaf = -(-n // leaves)
+    padded = leaf * leaves
+    coupling = el.abs(e[:, :n - 1])
+    edge = cr.zeros((batch, 1), d.type.dtype)
+    radius = sh.concatenate([edge, coupling], axis=1) + sh.concatenate([coupling, edge], axis=1)
+    upper, lower = red.max(d + radius, axis=1), red.min(d - radius, axis=1)
+    pad = upper + (upper - lower) + el.abs(upper) * 2.0 ** -10
+    diagonal = sh.concatenate([d, sh.broadcast_to(pad[:, None], (batch, padded - n))], axis=1)
+    off = sh.concatenate([e[:, :n - 1], cr.zeros((batch, padded - n + 1), d.type.dtype)], axis=1)
+    torn = np.zeros(padded, bool)
+    torn[leaf - 1:padded - 1:leaf] = True   # e[k] coupling the leaves
+    tear = el.abs(off) * cr.asarray(torn.astype(np.float64), dtype=d.type.dtype)
+    diagonal = diagonal - tear - sh.concatenate([edge, tear[:, :padded - 1]], axis=1)
+    w, _, pairs, cs, count = solver_call("steqr", [sh.reshape(diagonal, (batch * leaves, leaf)),
+                                                   sh.reshape(off, (batch * leaves, leaf))])
+    identity = sh.broadcast_to(cr.eye(leaf, dtype=d.type.dtype), (batch * leaves, leaf, leaf))
+    z = sh.swapaxes(solver_call("lasr", [identity, pairs, cs, count])[0], 1, 2)
+    rows = leaf
+    while rows < padded:
+        groups = batch * padded // (2 * rows)
+        halves = sh.reshape(z, (groups, 2, rows, rows))
+        first, second = halves[:, 0], halves[:, 1]
+        rho = sh.reshape(sh.reshape(off, (groups, 2 * rows))[:, rows - 1], (groups,))
+        w, u, _, _ = solver_call("laed1", [sh.reshape(w, (groups, 2 * rows)),
+                                           sh.concatenate([first[:, rows - 1, :], second[:, 0, :]], axis=1), rho])
+        z = sh.concatenate([con.matmul(first, u[:, :rows]), con.matmul(second, u[:, rows:])], axis=1)
+        rows *= 2
+    return sh.reshape(w, (batch, padded))[:, :n], sh.reshape(z, (batch, padded, padded))[:, :n, :n]
 
 
 def bordered(x: Tracer) -> Tracer:

@@ -14,7 +14,7 @@ to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them recur
 that these kernels factor and GEMM updates that libs/blas runs (QR too, in compact WY form); the
 reductions of eigh and svd have no blocked form yet: a large matrix's reduction is one workgroup's
 steps (sytrd, tridiagonal_kernels.py; gebrd, bidiagonal_kernels.py), eig's (geev) one work-item's; svd's
-and, from 512 rows, eigh's rotations are applied by lasr, a work-item per row. across and summed spread
+and the leaves of eigh's divide and conquer have their rotations applied by lasr, a work-item per row. across and summed spread
 a workgroup's work-items over a row's entries.
 """
 from __future__ import annotations
@@ -66,7 +66,8 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
                                       f"columns than a workgroup's {WORKGROUP_ITEMS} work-items)")
     unit = {"trsm": "right-hand side column", "getrs": "right-hand side column", "potrs": "right-hand side column",
             "getri": "column of the inverse", "trtri": "column of the inverse",
-            "trevc": "eigenvalue's vector", "lasr": "row of the matrix turned"}.get(op.attrs["routine"], "matrix")
+            "trevc": "eigenvalue's vector", "lasr": "row of the matrix turned",
+            "laed1": "merge"}.get(op.attrs["routine"], "matrix")
     if op.attrs["routine"] == "sytrd" or (op.attrs["routine"] == "gebrd" and op.operands[0].type.shape[2] >= WORKGROUP_GEBRD_FROM):
         return SOLUTION, "a workgroup per matrix, its work-items on consecutive entries of a row, the batch in the grid"
     return SOLUTION, f"one work-item per {unit}, the batch in the grid (the library's only solution)"

@@ -16,8 +16,8 @@ as rocSOLVER's syev runs sytrd, then steqr), on stacks [B, n, n] of f32, f64, c6
       rotations, then the sort's swaps, are logged (R = rotation_capacity(n)) as bidiagonal.py's lasr
       applies them: T = Z diag(w) Z^T with Z^T = lasr(I, pairs, cs, count).
 
-eigh of a large matrix is sytrd, steqr, orgqr (Q from packed's reflectors, compact-WY GEMMs) and lasr
-(frontend/cnp/linalg_solver.py). The references compute as the kernels (tridiagonal_kernels.py) do, in
+eigh of a large matrix is sytrd, divide and conquer on T (steqr and lasr on its leaves, divide.py's laed1
+merges) and Q's reflectors applied to T's vectors (frontend/cnp/linalg_solver.py). The references compute as the kernels (tridiagonal_kernels.py) do, in
 the operands' dtype.
 """
 from __future__ import annotations

@@ -201,9 +201,9 @@ def test_syev_of_hard_symmetric_matrices(dtype, n, steps):
     A's lower triangle (junk above it and in the diagonal's imaginary part): A V = V diag(w) and
     V^H V = I within BOUND n eps ||A|| (both steps are backward stable: Golub and Van Loan 8.3.5), w real,
     ascending and within BOUND n eps ||A||_2 of numpy's eigvalsh (Weyl); the kernel's w equal to
-    syev_reference's to the same bound (the same rotations, sums in another order). steps: syev's steps
-    as separate routines, sytrd, steqr, orgqr and lasr (linalg_solver.large_symmetric_eigenproblem,
-    eigh's path for large matrices)."""
+    syev_reference's to the same bound (the same rotations, sums in another order). steps: sytrd, then
+    divide and conquer on the tridiagonal and Q's reflectors applied to its vectors
+    (linalg_solver.large_symmetric_eigenproblem, eigh's path for large matrices; also backward stable)."""
     a = symmetric_cases(n, dtype)
     junk = a + np.triu(np.full((n, n), 7.0), 1).astype(dtype)
     if np.iscomplexobj(a):
@@ -230,7 +230,7 @@ def test_syev_of_hard_symmetric_matrices(dtype, n, steps):
 
 @pytest.mark.slow
 def test_eigh_of_a_large_matrix_against_numpy():
-    """eigh at n = 300 (syev): the same bounds as the small cases'."""
+    """eigh at n = 300 (sytrd and divide and conquer): the same bounds as the small cases'."""
     n = 300
     x = random((n, n), np.float64, seed=11)
     a = x + x.T
@@ -238,6 +238,32 @@ def test_eigh_of_a_large_matrix_against_numpy():
     assert backward_error(a, (v * w[None, :]) @ v.T, np.float64) <= BOUND
     assert orthogonality(v, np.float64) <= BOUND
     assert np.max(np.abs(w - np.linalg.eigvalsh(a))) <= BOUND * n * eps(np.float64) * np.linalg.norm(a, 2)
+
+
+def test_eigvalsh_of_a_large_matrix_skips_the_vectors():
+    """From TRIDIAGONAL_FROM rows eigvalsh is sytrd and steqr alone (no divide and conquer, no Q)."""
+    text = cj.jit(cnp.linalg.eigvalsh).lower(np.zeros((512, 512))).as_text()
+    called = [line.split('routine = "')[1].split('"')[0] for line in text.splitlines() if 'library = "solver"' in line]
+    assert called == ["sytrd", "steqr"]
+
+
+@pytest.mark.slow
+def test_eigvalsh_of_a_large_matrix_and_its_derivatives():
+    """eigvalsh at n = 200 (sytrd + steqr): w within Weyl's bound of numpy's; its JVP against central
+    differences of numpy's eigvalsh (step 1e-6: truncation about step^2 / gap^2 relative) and its gradient
+    V diag(c) V^T for sum(c w) against numpy's vectors (to BOUND n eps ||A||)."""
+    n = 200
+    x, y = random((n, n), np.float64, seed=12), random((n, n), np.float64, seed=13)
+    a, direction = x + x.T, y + y.T
+    w, dw = (np.asarray(t) for t in cj.jvp(cnp.linalg.eigvalsh, (a,), (direction,)))
+    assert np.max(np.abs(w - np.linalg.eigvalsh(a))) <= BOUND * n * eps(np.float64) * np.linalg.norm(a, 2)
+    step = 1e-6
+    differences = (np.linalg.eigvalsh(a + step * direction) - np.linalg.eigvalsh(a - step * direction)) / (2 * step)
+    assert np.max(np.abs(dw - differences)) <= 1e-6 * np.max(np.abs(differences))
+    weights = np.arange(n, dtype=np.float64)
+    gradient = np.asarray(cj.grad(lambda m: cnp.sum(cnp.linalg.eigvalsh(m) * weights))(a))
+    _, v = np.linalg.eigh(a)
+    assert np.max(np.abs(gradient - (v * weights) @ v.T)) <= BOUND * n * eps(np.float64) * np.linalg.norm(a, 2)
 
 
 @pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
