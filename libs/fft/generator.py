@@ -489,8 +489,9 @@ def stockham_lanes_kernel(op, name: str, lanes: int) -> K.Kernel:
     def group(regs: Registers) -> dict:
         """The group's first transform and its entry 0 in x's and y's layouts (as stockham_kernel's),
         the lanes' transforms following at `lane` x (1 or the length), as Lets of `regs`: each region
-        computes them anew, since a value one region defines and another reads lives in a per-work-item
-        array on the host, which would hide from LLVM that the addresses are consecutive across lanes."""
+        computes them anew. The host recomputes only short id expressions per region on its own
+        (codegen/host.py: MAX_RECOMPUTED_NODES); these origins are longer, and kept in a per-work-item
+        array they would hide from LLVM that the addresses are consecutive across lanes."""
         first = regs.let(K.workgroup_id(0).cast(INDEX) * lanes)
         row, column = regs.let(first / inner), regs.let(first % inner)
         rows_origin = regs.let(row * (length * inner) + column)
