@@ -152,6 +152,7 @@ RAND_WORKLOADS = (
              "default_rng().random(float32))", sequential_uniform_f32("mrg32k3a")),
     Workload("W13.mtgp32_uniform_f32", "cj.libs.rand MTGP32 uniform, 16 Mi float32: one workgroup stepping the "
              "state in LDS (numpy: default_rng().random(float32))", sequential_uniform_f32("mtgp32")),
-    Workload("W13.mt19937_bits", "cj.libs.rand MT19937 raw words, 16 Mi uint32: one workgroup twisting the state "
-             "in LDS (numpy: RandomState(seed).randint, the same stream)", build_mt19937_bits),
+    Workload("W13.mt19937_bits", "cj.libs.rand MT19937 raw words, 16 Mi uint32: a workgroup per run of 2048 "
+             "twists, jumped ahead by the characteristic polynomial (numpy: RandomState(seed).randint, the same "
+             "stream)", build_mt19937_bits),
 )

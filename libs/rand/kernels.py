@@ -3,7 +3,8 @@ generator, distribution and dtype: the code) and its kernel. Philox: one work-it
 (four 32-bit words) writing that block's values. Sequential generators (XORWOW, MRG32k3a): one
 work-item per run of BLOCKS_PER_ITEM blocks, which skips ahead to its run's first word with the jump
 matrices (one matrix-vector product per set bit of the word's index) and then steps through the run.
-The size, the distribution's parameters and the Poisson table's size and first value are scalar
+MT19937: one workgroup per run of twists, jumped to it by its row of the call's jump table; MTGP32:
+one workgroup for the stream. The size, the distribution's parameters and the Poisson table's size and first value are scalar
 parameters, the seed, offset and Poisson table operands: one kernel per solution."""
 from __future__ import annotations
 
@@ -31,9 +32,11 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
     if op.attrs["generator"] == "sobol32":
         return solution_name(op), "one work-item per value: the xor of direction numbers over a Gray code"
     if op.attrs["generator"] == "mt19937":
-        return solution_name(op), (f"one workgroup for the stream: the 624-word state in LDS, each twist in three "
-                                   f"stretches of independent words, a work-item per block of 4 words; twists "
-                                   f"from the seed through the offset (no skip-ahead)")
+        return solution_name(op), (f"a workgroup per run of at least {mt19937.MIN_GROUP_ROUNDS} twists (at most "
+                                   f"{mt19937.MAX_GROUPS} workgroups): the 624-word state in LDS, twisted from the "
+                                   f"seed through the offset, jumped to the run's first twist by a correlation "
+                                   f"with the jump polynomial, then each twist in three stretches of independent "
+                                   f"words, a work-item per block of 4 words")
     if op.attrs["generator"] == "mtgp32":
         return solution_name(op), (f"one workgroup for the stream: the state a ring of {mtgp32.RING} words in LDS, "
                                    f"{mtgp32.STEP} independent words a step, a work-item per word, then per block "
@@ -173,13 +176,58 @@ def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
 
 
 def emit_mt19937(op: Op, name: str) -> K.Kernel:
-    """A round twists the state in LDS (mt19937.twist_kernel); work-item l < 156 converts words
-    4 l .. 4 l + 3 of the tempered state."""
-    state = K.LdsBuffer("mt", "u32", mt19937.N)
-    return emit_single_stream(
-        op, name, [state], lambda seed, lid: mt19937.seed_kernel(state, seed, lid),
-        lambda r, lid: mt19937.twist_kernel(state, lid), mt19937.BLOCKS,
-        lambda lid, let: [mt19937.temper_kernel(state[lid * 4 + j], let) for j in range(4)])
+    """Workgroup g runs the call's rounds [R0 + g G, R0 + (g + 1) G) (mt19937.py's parallelism; R0 the
+    round of block first = offset / values per block): it seeds the state in LDS (init_genrand of the
+    u64 seed's low word, or init_by_array of a u32 key), twists R0 times, jumps by its row of the jump
+    table (mt19937.jump_kernel) and runs its rounds: a twist, then work-item l < 156 converts words
+    4 l .. 4 l + 3 of the tempered state, global block 156 r + l."""
+    a = op.attrs
+    per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"], a["generator"])
+    scalars = Scalars(op)
+    count = scalars.count
+    seed_in, offset_in, table, out = scalars.buffers
+    groups_value, group_rounds_value = mt19937.layout(_size(op), per_block)
+    groups, group_rounds = K.ScalarParam("groups", "i64"), K.ScalarParam("group_rounds", "i64")
+    width = K.ScalarParam("jump_width", "i64")
+    table = K.GlobalBuffer(table.name, "i32", groups * width, readonly=True)
+    out = K.GlobalBuffer(out.name, out.dtype, count)
+    sequence = K.LdsBuffer("mt", "u32", mt19937.SEQUENCE_WORDS)   # the state at N; a jump's twists below
+    body = Body()
+    lid = body.let(K.workitem_id(0))
+    g = body.let(K.workgroup_id(0).cast("i64"))
+    offset = body.let(offset_in[0])
+    skip = body.let((offset % K.Const(per_block, "u64")).cast("i64"))
+    first = body.let((offset / K.Const(per_block, "u64")).cast("i64"))
+    last = body.let(first + (count + skip + per_block - 1) / per_block)   # one past the call's last block
+    start = body.let(first / mt19937.BLOCKS + g * group_rounds)
+    stop = body.let(K.minimum(start + group_rounds, (last + mt19937.BLOCKS - 1) / mt19937.BLOCKS))
+    if seed_in.dtype == "u64":
+        seeding = mt19937.seed_kernel(sequence, seed_in[0], lid, mt19937.N)
+    else:
+        key = K.GlobalBuffer(seed_in.name, "u32", op.operands[0].type.shape[0], readonly=True)
+        seeding = mt19937.seed_by_array_kernel(sequence, key, lid, mt19937.N)
+    r = K.Var("r", "i64")
+    step = Body("o")
+    block = step.let(r * mt19937.BLOCKS + lid.cast("i64"))
+    words = [mt19937.temper_kernel(sequence[mt19937.N + lid * 4 + j], step.let) for j in range(4)]
+    values = scalars.values(op, words, step)
+    stores = []
+    for j, value in enumerate(values):
+        e = K.Var(f"e{j}", "i64")
+        stores += [K.Let(e, (block - first) * per_block + j - skip),
+                   K.If((e >= 0) & (e < count), [K.Store(out, e, value)])]
+    rounds = K.For(r, start, stop, 1, [*mt19937.twist_kernel(sequence, lid, mt19937.N),
+                                        K.If(lid < K.Const(mt19937.BLOCKS, "i32"), [*step.stmts, *stores]),
+                                        K.Barrier()], uniform=True)
+    offset_twists = K.For(K.Var("t", "i64"), 0, first / mt19937.BLOCKS, 1,
+                          mt19937.twist_kernel(sequence, lid, mt19937.N), uniform=True)
+    run = [*seeding, offset_twists, *mt19937.jump_kernel(sequence, table, g * width, lid), rounds]
+    return K.Kernel(name, params=[seed_in, offset_in, table, *scalars.tables, out, *scalars.params, groups,
+                                  group_rounds, width],
+                    grid=(groups,), workgroup_size=(mt19937.ITEMS,), lds=[sequence],
+                    body=[*body.stmts, K.If(start < stop, run, uniform=True)],
+                    arguments=[*scalars.arguments, ("groups", groups_value), ("group_rounds", group_rounds_value),
+                               ("jump_width", op.operands[2].type.shape[1])])
 
 
 def emit_mtgp32(op: Op, name: str) -> K.Kernel:
@@ -199,7 +247,7 @@ def emit_mtgp32(op: Op, name: str) -> K.Kernel:
 
 
 def emit_single_stream(op: Op, name: str, lds, seed_stmts, round_stmts, blocks: int, words_of) -> K.Kernel:
-    """One workgroup for the stream (MT19937, MTGP32): `seed_stmts(seed, lid)` seeds the state in LDS,
+    """One workgroup for the stream (MTGP32): `seed_stmts(seed, lid)` seeds the state in LDS,
     then rounds r = 0, 1, ... up to the call's last block each run `round_stmts(r, lid)` (the round's
     `blocks` blocks of new words, ending in a barrier); from the round holding block `first` (= offset /
     values per block) on, work-item l < blocks converts its four words `words_of(lid, let)`, global

@@ -14,7 +14,9 @@ word j % 4 of Philox's result (rocrand_philox4x32_10.h). XORWOW's and MRG32k3a's
 `rocrand()` (subsequences of 2^67 and 2^76 words), a distribution block four consecutive words, as a
 Philox block is four words of one counter; MRG32k3a's uniforms and normals are rocRAND's mrg ones, on
 its outputs themselves (distributions.py). MT19937's stream is mt19937ar's genrand_int32 after
-init_genrand(seed & 0xffffffff), blocks likewise; MTGP32's is rocRAND's first MTGP32 state's (mtgp32.py).
+init_genrand(seed & 0xffffffff), or after init_by_array(key) when the seed operand is a u32[k] key,
+blocks likewise; its third operand is its jump table (mt19937.jump_table of the call's layout).
+MTGP32's is rocRAND's first MTGP32 state's (mtgp32.py).
 A Poisson call takes rocRAND's alias table of lam (`distributions.poisson_table`) as its last operand.
 """
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ...ir.types import TensorType
 from . import distributions, mrg32k3a, mt19937, mtgp32, philox, sobol, xorwow
 
 SEQUENTIAL = {"xorwow": xorwow, "mrg32k3a": mrg32k3a}   # generator -> module (JUMPS, words, kernels)
-SINGLE_STREAM = {"mt19937": mt19937, "mtgp32": mtgp32}   # generator -> module (words): one workgroup a call
+SINGLE_STREAM = {"mt19937": mt19937, "mtgp32": mtgp32}   # generator -> module (words): state in LDS, no subsequences
 GENERATORS = ("philox4x32_10", "sobol32", *SEQUENTIAL, *SINGLE_STREAM)
 TAKE_SUBSEQUENCE = ("philox4x32_10", *SEQUENTIAL)          # a third u64 operand: rocrand_init's subsequence
 SOBOL_DISTRIBUTIONS = ("bits", "uniform")
@@ -45,7 +47,7 @@ def generate_infer(types, attrs):
     scalars = 3 if attrs["generator"] in TAKE_SUBSEQUENCE else 2
     table = {"sobol32": " and sobol32 direction numbers", "xorwow": ", a u64 subsequence and its jump matrices",
              "mrg32k3a": ", a u64 subsequence and its jump matrices",
-             "philox4x32_10": " and a u64 subsequence"}.get(attrs["generator"], "")
+             "philox4x32_10": " and a u64 subsequence", "mt19937": " and its jump table"}.get(attrs["generator"], "")
     poisson = attrs["distribution"] == "poisson"
     if poisson:
         require(0.0 < attrs["lam"] <= distributions.MAX_POISSON_LAM,
@@ -55,14 +57,24 @@ def generate_infer(types, attrs):
                 f"rand.generate: poisson's last operand is its alias table, f64{list(expected)} for lam "
                 f"{attrs['lam']}, got {types[-1]}")
         table += ", then its Poisson table"
-    require(len(types) == scalars + (attrs["generator"] in SEQUENTIAL or sobol32) + poisson
-            and all(t == TensorType("u64", ()) for t in types[:scalars]),
+    mt_key = attrs["generator"] == "mt19937" and types[0].dtype == "u32" and len(types[0].shape) == 1
+    require(len(types) == scalars + (attrs["generator"] in SEQUENTIAL or sobol32 or attrs["generator"] == "mt19937")
+            + poisson and all(t == TensorType("u64", ()) for t in types[mt_key:scalars]),
             f"library_call: rand.generate takes a u64 seed and a u64 offset{table}, got {', '.join(map(str, types))}")
     if attrs["generator"] in SEQUENTIAL:
         jumps = SEQUENTIAL[attrs["generator"]].JUMPS
         require(types[3] == TensorType({"uint32": "u32", "uint64": "u64"}[jumps.dtype.name], jumps.shape),
                 f"rand.generate: {attrs['generator']}'s jump matrices are {jumps.dtype}{list(jumps.shape)}, "
                 f"got {types[3]}")
+    if mt_key:
+        require(types[0].shape[0] >= 1, "rand.generate: mt19937's init_by_array key needs at least one word")
+    if attrs["generator"] == "mt19937":
+        per_block = _per_block(attrs["generator"], attrs["distribution"], attrs["dtype"])
+        groups, _ = mt19937.layout(math.prod(attrs["shape"]), per_block)
+        require(types[2].dtype == "i32" and len(types[2].shape) == 2 and types[2].shape[0] == groups
+                and types[2].shape[1] >= mt19937.HEADER,
+                f"rand.generate: mt19937's jump table is i32[{groups}, >= {mt19937.HEADER}] for this call, got "
+                f"{types[2]}")
     if sobol32:
         shape = tuple(attrs["shape"])
         require(len(shape) == 2 and types[2] == TensorType("u32", (shape[0], sobol.BITS)),
@@ -78,22 +90,30 @@ def generate_infer(types, attrs):
     return [TensorType(distributions.result_dtype(attrs["distribution"], attrs["dtype"]), tuple(attrs["shape"]))]
 
 
-def table(generator: str, shape) -> "np.ndarray | None":
-    """The generator's table operand: Sobol32's direction numbers, a sequential generator's jumps."""
+def _per_block(generator: str, distribution: str, dtype: str) -> int:
+    """Values of a distribution block (four words of the stream)."""
+    return 4 // distributions.words_per_value(distribution, dtype, generator)
+
+
+def table(generator: str, shape, distribution: str, dtype: str) -> "np.ndarray | None":
+    """The generator's table operand: Sobol32's direction numbers, a sequential generator's jumps,
+    MT19937's jump table for the call's workgroups (dtype: "f32" or "f64")."""
     if generator == "sobol32":
         return sobol.direction_numbers(shape[0])
+    if generator == "mt19937":
+        return mt19937.jump_table(*mt19937.layout(math.prod(shape), _per_block(generator, distribution, dtype)))
     return SEQUENTIAL[generator].JUMPS if generator in SEQUENTIAL else None
 
 
 def generate_reference(seed, offset, *operands, generator, distribution, dtype, shape, mean, stddev, lam):
     """The stream's values [offset, offset + size) of the distribution, in numpy (Poisson's table, the
     last operand, is distributions.poisson_table(lam), which infer checks by type)."""
-    seed, offset = int(seed), int(offset)
+    seed, offset = (np.asarray(seed) if np.ndim(seed) else int(seed)), int(offset)
     if generator == "sobol32":
         words = [sobol.points_numpy(operands[0], offset, shape[1])]
         return np.asarray(distributions.values_numpy(words, distribution, dtype, 0.0, 1.0, 0.0, words_per_value=1)[0])
     size = math.prod(shape)
-    per_block = 4 // distributions.words_per_value(distribution, dtype, generator)
+    per_block = _per_block(generator, distribution, dtype)
     first, skip = offset // per_block, offset % per_block
     blocks = np.arange(first, first + -(-(skip + size) // per_block), dtype=np.uint64)
     if generator in SEQUENTIAL or generator in SINGLE_STREAM:

@@ -2,7 +2,8 @@
 stream order (a model of rocRAND's device engine written here from its documented algorithm), XORWOW
 against Marsaglia's generator's
 published outputs, MRG32k3a against L'Ecuyer's reference outputs (also after skip-ahead) and its
-distributions against rocRAND's mrg formulas written here, MTGP32 against a
+distributions against rocRAND's mrg formulas written here, MT19937 against std::mt19937's check value,
+mt19937ar.out and numpy's RandomState (its jump-ahead against twisting), MTGP32 against a
 word-by-word model of the paper's recursion written here (no published outputs at hand), Sobol32
 against scipy's Sobol' points, the compiled kernels against the
 routine's numpy reference (libs/rand/routines.py) over sizes crossing workgroup and block boundaries
@@ -289,6 +290,12 @@ def test_bad_input():
         cj.libs.rand.generate("lfsr113", (4,))
     with pytest.raises(NotImplementedError, match="subsequences of 'mt19937'"):
         cj.libs.rand.generate("mt19937", (4,), subsequence=1)
+    with pytest.raises(ValueError, match="key must be integers in"):
+        cj.libs.rand.generate("mt19937", (4,), seed=[1, -2])
+    with pytest.raises(ValueError, match="key needs at least one word"):
+        cj.libs.rand.generate("mt19937", (4,), seed=np.zeros(0, np.uint32))
+    with pytest.raises(ValueError, match="seed must be a scalar"):
+        cj.libs.rand.generate("xorwow", (4,), seed=[1, 2])
     with pytest.raises(ValueError, match="distribution 'gamma'"):
         cj.libs.rand.generate(GENERATOR, (4,), "gamma")
     with pytest.raises(cj.CdnajitError, match="lam must be in"):
@@ -417,16 +424,78 @@ def test_sequential_kernels_match_the_reference(generator, distribution, dtype):
 # The C++ standard ([rand.predef]) requires the 10000th output of a default-constructed std::mt19937
 # (seed 5489) to be 4123659995; mt19937ar's init_genrand seeding is also numpy's RandomState(seed).
 MT19937_10000TH = 4123659995
+# Matsumoto and Nishimura's mt19937ar.c test output (mt19937ar.out): genrand_int32 after
+# init_by_array({0x123, 0x234, 0x345, 0x456}, 4) begins with these (also Ruby's test_rand.rb test_mt).
+MT19937AR_KEY = (0x123, 0x234, 0x345, 0x456)
+MT19937AR_FIRST = (1067595299, 955945823, 477289528, 4107218783, 4228976476)
+
+
+def legacy_mt19937(seed) -> np.random.MT19937:
+    """numpy's MT19937 seeded as RandomState(seed): init_genrand of an int, init_by_array of an array."""
+    bit_generator = np.random.MT19937(0)
+    bit_generator._legacy_seeding(seed)
+    return bit_generator
 
 
 def test_mt19937_known_answers():
     assert mt19937.words(5489, 9999, 1)[0] == MT19937_10000TH
-    legacy = np.random.MT19937(0)
-    legacy._legacy_seeding(2 ** 32 - 3)
-    np.testing.assert_array_equal(mt19937.words(2 ** 32 - 3, 0, 1300), legacy.random_raw(1300).astype(np.uint32))
+    assert tuple(mt19937.words(np.array(MT19937AR_KEY), 0, 5)) == MT19937AR_FIRST
+    np.testing.assert_array_equal(mt19937.words(2 ** 32 - 3, 0, 1300),
+                                  legacy_mt19937(2 ** 32 - 3).random_raw(1300).astype(np.uint32))
+    key = np.array([0, 2 ** 32 - 1, 7, 1 << 31, 5, 6] * 120, np.uint32)    # longer than the state
+    np.testing.assert_array_equal(mt19937.words(key, 0, 700), legacy_mt19937(key).random_raw(700).astype(np.uint32))
     bits = cj.libs.rand.generate("mt19937", (10000,), "bits", seed=5489)
     assert bits[-1] == MT19937_10000TH
     np.testing.assert_array_equal(bits, mt19937.words(5489, 0, 10000))
+    bits = cj.libs.rand.generate("mt19937", (5,), "bits", seed=list(MT19937AR_KEY))
+    assert tuple(bits) == MT19937AR_FIRST
+    f = cj.jit(lambda k: cj.libs.rand.generate("mt19937", (1300,), "bits", seed=k, offset=3))
+    np.testing.assert_array_equal(f(key), legacy_mt19937(key).random_raw(1303).astype(np.uint32)[3:])
+
+
+def test_mt19937_characteristic_polynomial_and_jumps():
+    """CHARACTERISTIC_TERMS annihilates the state words' sequence (x_{k+19937} is the xor of x_{k+e}
+    over its lower terms e, every word from k = 1 on), and a jump by the polynomial is the twists it
+    skips, for jumps shorter and longer than the polynomial's degree."""
+    terms = np.array(mt19937.CHARACTERISTIC_TERMS)
+    assert terms[-1] == mt19937.DEGREE and len(terms) == 135      # the weight Matsumoto and Nishimura give
+    state = mt19937.seeded(np.array(MT19937AR_KEY))
+    sequence = [state]
+    for _ in range(40):
+        sequence.append(mt19937.twist(sequence[-1]))
+    x = np.concatenate(sequence)
+    k = np.arange(1, len(x) - mt19937.DEGREE)
+    np.testing.assert_array_equal(np.bitwise_xor.reduce(x[k[:, None] + terms[None, :-1]], axis=1),
+                                  x[k + mt19937.DEGREE])
+    for twists in (0, 1, 40, 5000):
+        want = state
+        for _ in range(twists):
+            want = mt19937.twist(want)
+        got = mt19937.jumped(state, twists * mt19937.N)
+        np.testing.assert_array_equal(got[1:], want[1:])          # the first word's low bits are never read
+        assert got[0] >> 31 == want[0] >> 31
+
+
+MT19937_GROUPED = [("bits", "float32", 0), pytest.param("normal", "float64", 5, marks=pytest.mark.slow),
+                   pytest.param("uniform", "float32", 3 * 624 * 4 + 1, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("distribution, dtype, offset", MT19937_GROUPED)
+def test_mt19937_workgroups_jump_ahead(distribution, dtype, offset):
+    """Calls of several workgroups (each jumped to its run of twists) give the stream: against numpy's
+    RandomState words, and for distributions the reference, with unaligned offsets and a key seed."""
+    per_block = 4 // distributions.words_per_value(distribution, {"float32": "f32", "float64": "f64"}[dtype], "mt19937")
+    size = 2 * mt19937.MIN_GROUP_ROUNDS * mt19937.N + 1001
+    assert mt19937.layout(size, per_block)[0] >= 3
+    for seed in (2 ** 33 + 17, np.array(MT19937AR_KEY, np.uint32)):
+        got = cj.libs.rand.generate("mt19937", (size,), distribution, seed=seed, offset=offset, dtype=dtype)
+        if distribution == "bits":
+            want = legacy_mt19937(seed if np.ndim(seed) else seed % 2 ** 32).random_raw(offset + size)[offset:]
+        else:
+            want = routines.generate_reference(seed, offset, generator="mt19937", distribution=distribution,
+                                               dtype={"float32": "f32", "float64": "f64"}[dtype], shape=(size,),
+                                               mean=0.0, stddev=1.0, lam=1.0)
+        assert_matches(got, want.astype(got.dtype) if distribution == "bits" else want, distribution)
 
 
 MT19937_CASES = [("bits", "float32")] + [pytest.param(d, t, marks=pytest.mark.slow) for d, t in [
@@ -526,9 +595,11 @@ def test_mtgp32_kernel_matches_the_reference(distribution, dtype):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("generator, distribution, dtype", [(GENERATOR, "normal", "float32"),
-                                                            ("mtgp32", "log_normal", "float64")])
+                                                            ("mtgp32", "log_normal", "float64"),
+                                                            ("mt19937", "log_normal", "float64")])
 def test_gfx942_kernels_have_no_spills(generator, distribution, dtype):
-    """The largest kernels (Box-Muller in f64, MTGP32's select-tree table lookups) fit gfx942's registers."""
+    """The largest kernels (Box-Muller in f64, MTGP32's select-tree table lookups, MT19937's jump) fit
+    gfx942's registers."""
     graph = cj.make_graph(lambda s: cj.libs.rand.generate(generator, (1000,), distribution, seed=s, dtype=dtype))(
         np.uint64(1))
     (call,) = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops if op.name == "library_call"]
