@@ -12,7 +12,7 @@ from ...ir.core import Value
 from ...ir.types import COMPLEXES
 from ...passes.patterns import Pat
 from .radix import RUN_LENGTH
-from .routines import LOOKBACK_DTYPES, SORT_KEY_DTYPES, accumulator_type, digit_shifts
+from .routines import LOOKBACK_DTYPES, MAX_ROW_LENGTH, SORT_KEY_DTYPES, accumulator_type, digit_shifts
 
 # Rows shorter than this sort in LDS, a workgroup per row (lowering/emit_sort.py's merge sort):
 # 256 digit counters per run cost more than the row's merge passes.
@@ -20,9 +20,6 @@ MIN_RADIX_LENGTH = 1024
 # A scan of rows longer than this, and too few rows to fill the machine one row per work-item,
 # is the single-pass scan over tiles (lookback.py), or reduce-then-scan of runs of this length.
 SCAN_RUN_LENGTH = 4096
-# Rows up to this length sort whole in one kernel, a row per work-item, staying in its cache
-# between passes (256 KiB of f32 keys); longer rows go through memory once per pass.
-MAX_ROW_SORT_LENGTH = 1 << 16
 FEW_ROWS = 256
 
 
@@ -74,7 +71,9 @@ def radix_sorted(m, sort):
             operands[0].type.shape[dimension] < MIN_RADIX_LENGTH:
         return None
     rows = as_rows(m, operands, dimension)
-    if rows[0].type.shape[1] <= MAX_ROW_SORT_LENGTH:
+    # rows up to MAX_ROW_LENGTH sort whole in one kernel, a row per work-item, staying in its cache
+    # between passes (256 KiB of f32 keys); longer rows go through memory once per pass
+    if rows[0].type.shape[1] <= MAX_ROW_LENGTH:
         sorted_rows = call(m, "radix_sort_rows", *rows, num_keys=num_keys)[:len(rows)]
         return from_rows(m, sorted_rows, operands[0].type.shape, dimension)
     for key in reversed(range(num_keys)):

@@ -175,8 +175,12 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
 
 def rows_kernel(op: Op, name: str) -> K.Kernel:
     """radix_sort_rows: work-item t of workgroup g sorts row g * ITEMS + t whole, pass after pass
-    (routines.row_passes, unrolled: each pass's source and destination buffers are fixed), with
-    its 256 counters in its LDS column: count the digits, scan the counters into places, scatter."""
+    (routines.row_passes, unrolled: each pass's source and destination buffers are fixed). Its
+    counters are two LDS columns of 256 u16 (places below 2^16: routines.MAX_ROW_LENGTH; a count of
+    2^16 wraps to 0 only where it is the row's one digit, whose place is 0), one for the pass and one
+    for the next: a read of the row counts the first pass's digits, and each pass's stable scatter
+    also counts the next pass's digits of the elements it moves (a key's digits are where it goes,
+    not where it is), so the row is read once per pass plus once."""
     types = [v.type for v in op.operands]
     count = len(types)
     rows_count, length_count = types[0].shape
@@ -186,27 +190,44 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
     inputs, results, scratch = buffers[:count], buffers[count:2 * count], buffers[2 * count:]
     t, row, base, j, d, place, total, seen = (K.Var(n, idx) for n in ("t", "row", "base", "j", "d", "place", "total",
                                                                        "seen"))
-    counter = K.LdsBuffer("counter", "i32", RADIX * ITEMS)
-    column = counter_slot(d, t)
+    counter = K.LdsBuffer("counter", "u16", 2 * RADIX * ITEMS)
+    column = lambda number, digit_value: (t * 2 + number % 2) * RADIX + (digit_value ^ (t & 31))
     passes = row_passes(types, op.attrs["num_keys"])
-    body, source = [], inputs
+
+    def digit_of(number: int, value: K.Expr) -> K.Expr:
+        key, shift = passes[number]
+        return digit(value, types[key].dtype, K.Const(shift, "u32"), idx)
+
+    def counted(number: int, d_next: K.Var, value: K.Expr) -> list[K.Stmt]:
+        return [K.Let(d_next, digit_of(number, value)),
+                K.Store(counter, column(number, d_next), counter[column(number, d_next)] + 1)]
+
+    def cleared(number: int) -> K.For:
+        return K.For(d, 0, RADIX, 1, [K.Store(counter, column(number, d), K.Const(0, "u16"))])
+
+    def scanned(number: int) -> list[K.Stmt]:
+        return [K.Assign(total, K.Const(0, idx)),
+                K.For(d, 0, RADIX, 1, [K.Let(seen, counter[column(number, d)].cast(idx)),
+                                       K.Store(counter, column(number, d), total.cast("u16")),
+                                       K.Assign(total, total + seen)])]
+    first_key = passes[0][0]
+    body = [cleared(0), K.For(j, 0, length, 1, counted(0, K.Var("dc", idx), inputs[first_key][base + j])),
+            *scanned(0)]
+    source = inputs
     for number, (key, shift) in enumerate(passes):
         target = results if (len(passes) - 1 - number) % 2 == 0 else scratch
-        value = K.Var(f"key{number}", types[key].dtype)
-        digit_of = lambda at: digit(source[key][base + at], types[key].dtype, K.Const(shift, "u32"), idx)
-        moves = [K.Store(out, base + place, value if k == key else src[base + j])
-                 for k, (src, out) in enumerate(zip(source, target))]
+        values = [K.Var(f"v{number}_{k}", src.dtype) for k, src in enumerate(source)]
+        moves = [K.Store(out, base + place, value) for value, out in zip(values, target)]
+        last = number == len(passes) - 1
         body += [
-            K.For(d, 0, RADIX, 1, [K.Store(counter, column, K.Const(0, "i32"))]),
-            K.For(j, 0, length, 1, [K.Let(d, digit_of(j)), K.Store(counter, column, counter[column] + 1)]),
-            K.Assign(total, K.Const(0, idx)),
-            K.For(d, 0, RADIX, 1, [K.Let(seen, counter[column].cast(idx)), K.Store(counter, column, total.cast("i32")),
-                                   K.Assign(total, total + seen)]),
+            *([] if last else [cleared(number + 1)]),
             K.For(j, 0, length, 1, [
-                K.Let(value, source[key][base + j]),
-                K.Let(d, digit(value, types[key].dtype, K.Const(shift, "u32"), idx)),
-                K.Let(place, counter[column].cast(idx)), *moves,
-                K.Store(counter, column, (place + 1).cast("i32"))])]
+                *(K.Let(value, src[base + j]) for value, src in zip(values, source)),
+                K.Let(d, digit_of(number, values[key])),
+                K.Let(place, counter[column(number, d)].cast(idx)), *moves,
+                K.Store(counter, column(number, d), (place + 1).cast("u16")),
+                *([] if last else counted(number + 1, K.Var(f"dn{number}", idx), values[passes[number + 1][0]]))]),
+            *([] if last else scanned(number + 1))]
         source = target
     prologue = [K.Let(t, K.workitem_id(0).cast(idx)), K.Let(row, K.workgroup_id(0).cast(idx) * ITEMS + t)]
     return K.Kernel(name, params=[*buffers, rows, length], grid=((rows + (ITEMS - 1)) / ITEMS,),
@@ -219,8 +240,9 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
 def describe_rows(op: Op) -> str:
     passes = row_passes([v.type for v in op.operands], op.attrs["num_keys"])
     return (f"segmented LSD radix sort, a row per work-item ({ITEMS} per workgroup), {len(passes)} passes of "
-            f"{RADIX_BITS}-bit digits in one kernel (count, scan, stable scatter), digit counters in LDS "
-            f"({RADIX} x {ITEMS})")
+            f"{RADIX_BITS}-bit digits in one kernel (a count of the first pass's digits, then per pass a scan "
+            f"and a stable scatter that counts the next pass's digits), u16 digit counters in LDS "
+            f"(2 x {RADIX} x {ITEMS})")
 
 
 def describe(op: Op) -> str:

@@ -14,8 +14,8 @@ Radix sort (LSD, 8-bit digits, one pass per digit from the least significant):
     u with digit d goes to `offsets[r, d * runs + u]` plus its rank among the run's elements of
     digit d: the rows of every operand stably sorted by the key's digit. Several keys sort as
     numpy's lexsort: every digit of the least significant key first.
-  - `radix_sort_rows(operands...) {num_keys}` -> (operands..., scratch...): each row sorted whole
-    by one work-item, every pass of every key in one kernel, the row staying in cache between
+  - `radix_sort_rows(operands...) {num_keys}` -> (operands..., scratch...): each row (at most
+    MAX_ROW_LENGTH elements) sorted whole by one work-item, every pass of every key in one kernel, the row staying in cache between
     passes (rocPRIM's segmented radix sort, a segment per row); passes alternate between the
     results and scratch copies of every operand (results only when there is one pass), so that
     the last pass writes the results. The scratch holds the rows after the next-to-last pass.
@@ -601,8 +601,13 @@ def row_passes(types, num_keys: int) -> list[tuple[int, int]]:
     return [(key, shift) for key in reversed(range(num_keys)) for shift in digit_shifts(types[key].dtype)]
 
 
+MAX_ROW_LENGTH = 1 << 16     # radix_sort_rows' rows: their places fit the kernel's u16 counters
+
+
 def radix_sort_rows_infer(types, attrs):
     check_rows("radix_sort_rows", types)
+    require(types[0].shape[1] <= MAX_ROW_LENGTH, f"prim.radix_sort_rows: rows of at most {MAX_ROW_LENGTH} elements, "
+                                                 f"got {fmt_types(types)}")
     require(1 <= attrs["num_keys"] <= len(types), f"prim.radix_sort_rows: num_keys {attrs['num_keys']} of "
                                                   f"{len(types)} operands")
     require(all(t.shape == types[0].shape and t.dtype in SORT_KEY_DTYPES for t in types),

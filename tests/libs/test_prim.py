@@ -146,6 +146,17 @@ def test_rows_that_fit_sort_whole_in_one_kernel():
     assert texts[0] == texts[1] and len(texts[0]) == 1
 
 
+def test_whole_rows_of_2_16_elements_of_one_digit():
+    """The row sort's u16 counters at rows of 2^16 elements: a digit held by every element counts to
+    2^16 (wrapping to 0), or by all but one; with payloads (argsort) and -0.0 against 0.0."""
+    rows = np.zeros((4, LONG_ROW - 1), np.float32)
+    rows[1] = -0.0
+    rows[2, 7] = 3.0
+    rows[3, ::2] = -0.0
+    rows[3, 100] = np.nan
+    check_sort(rows, axis=1)
+
+
 def test_the_interpreter_runs_the_routines_as_the_kernels():
     x = keys((2, LONG_ROW), np.float32, seed=5)
     fn = lambda a: (cnp.argsort(a, axis=1), cnp.sort(a[:, :5000], axis=1), cnp.cumsum(a, axis=1))
