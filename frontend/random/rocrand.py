@@ -35,8 +35,9 @@ def generate(generator, shape, distribution="uniform", *, seed=0, offset=0, subs
       (mean, stddev), "poisson" (lam in (0, 2^30]; uint32: rocRAND's host API's alias-table method);
     - generator: rocRAND's "philox4x32_10" (its stream value for value, libs/rand/routines.py), "xorwow",
       "mrg32k3a", "mt19937" (init_genrand of the seed's low 32 bits, or init_by_array of a 1-D seed of 32-bit
-      words, as numpy's RandomState(seed)), "mtgp32" (rocRAND's first MTGP32 state, parameter set 11213
-      No. 0) -- these two cost time linear in offset (no runtime skip-ahead) -- or "sobol32"
+      words, as numpy's RandomState(seed); an offset costs a jump per set bit of its count of 624-word
+      twists), "mtgp32" (rocRAND's first MTGP32 state, parameter set 11213 No. 0; time linear in offset,
+      no skip-ahead) or "sobol32"
       quasi-random points of shape (dimensions <= 128, n), "bits" or "uniform", which ignore the seed;
     - subsequence: rocrand_init's second argument, for philox4x32_10, xorwow and mrg32k3a (the others take
       only 0).

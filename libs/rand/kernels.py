@@ -33,10 +33,11 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
         return solution_name(op), "one work-item per value: the xor of direction numbers over a Gray code"
     if op.attrs["generator"] == "mt19937":
         return solution_name(op), (f"a workgroup per run of at least {mt19937.MIN_GROUP_ROUNDS} twists (at most "
-                                   f"{mt19937.MAX_GROUPS} workgroups): the 624-word state in LDS, twisted from the "
-                                   f"seed through the offset, jumped to the run's first twist by a correlation "
-                                   f"with the jump polynomial, then each twist in three stretches of independent "
-                                   f"words, a work-item per block of 4 words")
+                                   f"{mt19937.MAX_GROUPS} workgroups): the 624-word state in LDS, jumped to the "
+                                   f"offset (a jump per set bit of its twists from 2^{mt19937.OFFSET_LOW_BITS}) "
+                                   f"and to the run's first twist, each jump a correlation with the jump "
+                                   f"polynomial, then each twist in three stretches of independent words, a "
+                                   f"work-item per block of 4 words")
     if op.attrs["generator"] == "mtgp32":
         return solution_name(op), (f"one workgroup for the stream: the state a ring of {mtgp32.RING} words in LDS, "
                                    f"{mtgp32.STEP} independent words a step, a work-item per word, then per block "
@@ -178,9 +179,10 @@ def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
 def emit_mt19937(op: Op, name: str) -> K.Kernel:
     """Workgroup g runs the call's rounds [R0 + g G, R0 + (g + 1) G) (mt19937.py's parallelism; R0 the
     round of block first = offset / values per block): it seeds the state in LDS (init_genrand of the
-    u64 seed's low word, or init_by_array of a u32 key), twists R0 times, jumps by its row of the jump
-    table (mt19937.jump_kernel) and runs its rounds: a twist, then work-item l < 156 converts words
-    4 l .. 4 l + 3 of the tempered state, global block 156 r + l."""
+    u64 seed's low word, or init_by_array of a u32 key), twists R0's low bits' worth, jumps by the
+    table's rows of R0's high bits and then by its own row (mt19937.jump_kernel, one loop over the
+    jumps) and runs its rounds: a twist, then work-item l < 156 converts words 4 l .. 4 l + 3 of the
+    tempered state, global block 156 r + l."""
     a = op.attrs
     per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"], a["generator"])
     scalars = Scalars(op)
@@ -189,7 +191,7 @@ def emit_mt19937(op: Op, name: str) -> K.Kernel:
     groups_value, group_rounds_value = mt19937.layout(_size(op), per_block)
     groups, group_rounds = K.ScalarParam("groups", "i64"), K.ScalarParam("group_rounds", "i64")
     width = K.ScalarParam("jump_width", "i64")
-    table = K.GlobalBuffer(table.name, "i32", groups * width, readonly=True)
+    table = K.GlobalBuffer(table.name, "i32", (groups + mt19937.OFFSET_JUMPS) * width, readonly=True)
     out = K.GlobalBuffer(out.name, out.dtype, count)
     sequence = K.LdsBuffer("mt", "u32", mt19937.SEQUENCE_WORDS)   # the state at N; a jump's twists below
     body = Body()
@@ -219,9 +221,14 @@ def emit_mt19937(op: Op, name: str) -> K.Kernel:
     rounds = K.For(r, start, stop, 1, [*mt19937.twist_kernel(sequence, lid, mt19937.N),
                                         K.If(lid < K.Const(mt19937.BLOCKS, "i32"), [*step.stmts, *stores]),
                                         K.Barrier()], uniform=True)
-    offset_twists = K.For(K.Var("t", "i64"), 0, first / mt19937.BLOCKS, 1,
+    offset_rounds = body.let(first / mt19937.BLOCKS)
+    offset_twists = K.For(K.Var("t", "i64"), 0, offset_rounds & ((1 << mt19937.OFFSET_LOW_BITS) - 1), 1,
                           mt19937.twist_kernel(sequence, lid, mt19937.N), uniform=True)
-    run = [*seeding, offset_twists, *mt19937.jump_kernel(sequence, table, g * width, lid), rounds]
+    k = K.Var("k", "i64")     # the offset's jump by 2^(k + OFFSET_LOW_BITS) twists, table row groups + k
+    offset_jumps = K.For(k, 0, mt19937.OFFSET_JUMPS, 1, [
+        K.If(((offset_rounds >> (k + mt19937.OFFSET_LOW_BITS)) & 1).ne(K.Const(0, "i64")),
+             mt19937.jump_kernel(sequence, table, (groups + k) * width, lid, "f"), uniform=True)], uniform=True)
+    run = [*seeding, offset_twists, offset_jumps, *mt19937.jump_kernel(sequence, table, g * width, lid), rounds]
     return K.Kernel(name, params=[seed_in, offset_in, table, *scalars.tables, out, *scalars.params, groups,
                                   group_rounds, width],
                     grid=(groups,), workgroup_size=(mt19937.ITEMS,), lds=[sequence],

@@ -24,8 +24,9 @@ parallel over the state's 624 words). `jump_table` holds c's set bits for each w
 
 Parallelism: workgroup g runs the rounds (a round: a twist, then its 624 words converted, a block of
 four words per work-item) [R0 + g G, R0 + (g + 1) G) of the call, G = `group_rounds`, R0 the round
-of the call's first block: it seeds the state (one work-item), twists R0 times (the offset: no
-runtime jump), jumps G g twists by the correlation, then runs its rounds.
+of the call's first block: it seeds the state (one work-item), twists R0 mod 2^OFFSET_LOW_BITS times,
+jumps 2^k twists for each higher set bit k of R0 (the offset's jumps, the same rows in every call),
+jumps G g twists, then runs its rounds. A jump costs about as much as 2^OFFSET_LOW_BITS twists.
 """
 from __future__ import annotations
 
@@ -60,6 +61,9 @@ HEADER = 2 + CHUNKS               # a jump table row: chunks used, chunk q's fir
 MIN_GROUP_ROUNDS = 2048           # a workgroup's rounds at least: its jump (32 twists and a correlation of
                                   # about 10^4 words a work-item) then costs a fifth of its rounds on the host
 MAX_GROUPS = 64
+OFFSET_LOW_BITS = 9               # an offset's rounds below 2^9 are twisted, the higher bits jumped
+OFFSET_JUMPS = 64 - OFFSET_LOW_BITS
+JUMP_TWISTS = 4096                # the reference's words jump rather than twist further than this
 
 
 def seeded(seed) -> np.ndarray:
@@ -108,9 +112,15 @@ def temper(y: np.ndarray) -> np.ndarray:
 
 
 def words(seed, first: int, count: int) -> np.ndarray:
-    """Output words first .. first + count - 1 of the seed's stream (uint32), twist after twist."""
-    mt, out = seeded(seed), []
-    for r in range((first + count + N - 1) // N):
+    """Output words first .. first + count - 1 of the seed's stream (uint32), twist after twist from
+    the seed, or from the state `jumped` to the first's twist when that is more than JUMP_TWISTS away
+    (the jump itself is checked against twisting in the tests)."""
+    mt, out, skipped = seeded(seed), [], first // N
+    if skipped > JUMP_TWISTS:
+        mt = jumped(mt, N * skipped)
+    else:
+        skipped = 0
+    for r in range(skipped, (first + count + N - 1) // N):
         mt = twist(mt)
         if (r + 1) * N > first:
             out.append(temper(mt))
@@ -184,20 +194,37 @@ def layout(count: int, per_block: int) -> tuple[int, int]:
     return max(1, -(-rounds // group_rounds)), group_rounds
 
 
+def _row(c: int) -> list[int]:
+    """A jump table row of the polynomial c: its set coefficients i by chunk q = i / N: the number of
+    chunks up to the last with one, then the first entry of chunk q at 1 + q (the end of the last at
+    1 + CHUNKS), then the entries i - N q."""
+    exponents = coefficients(c)
+    chunk = exponents // N
+    starts = HEADER + np.searchsorted(chunk, np.arange(CHUNKS + 1))
+    return [int(chunk[-1]) + 1, *starts, *(exponents - N * chunk)]
+
+
+@functools.lru_cache(maxsize=1)
+def offset_rows() -> tuple[list[int], ...]:
+    """The rows of the jumps by 2^k twists, k = OFFSET_LOW_BITS .. 63, by squaring."""
+    c, rows = jump_polynomial(N << OFFSET_LOW_BITS), []
+    for _ in range(OFFSET_JUMPS):
+        rows.append(_row(c))
+        c = _times(c, c)
+    return tuple(rows)
+
+
 @functools.lru_cache(maxsize=8)
 def jump_table(groups: int, group_rounds: int) -> np.ndarray:
-    """int32[groups, HEADER + entries]: row g is the jump of g group_rounds twists, its polynomial's set
-    coefficients i by chunk q = i / N: the number of chunks up to the last with one, then the first
-    entry of chunk q at 1 + q (the end of the last at 1 + CHUNKS), then the entries i - N q."""
+    """int32[groups + OFFSET_JUMPS, HEADER + entries]: row g < groups is the jump of g group_rounds
+    twists, row groups + k - OFFSET_LOW_BITS that of 2^k twists (`_row`'s layout)."""
     step = jump_polynomial(N * group_rounds)
     rows, c = [], 1
     for _ in range(groups):
-        exponents = coefficients(c)
-        chunk = exponents // N
-        starts = HEADER + np.searchsorted(chunk, np.arange(CHUNKS + 1))
-        rows.append([chunk[-1] + 1, *starts, *(exponents - N * chunk)])
+        rows.append(_row(c))
         c = _times(c, step)
-    table = np.zeros((groups, max(map(len, rows))), np.int32)
+    rows += offset_rows()
+    table = np.zeros((len(rows), max(map(len, rows))), np.int32)
     for g, row in enumerate(rows):
         table[g, :len(row)] = row
     return table
@@ -265,18 +292,19 @@ def twist_kernel(state: K.LdsBuffer, lid: K.Expr, base: int = 0) -> list[K.Stmt]
     return stmts
 
 
-def jump_kernel(sequence: K.LdsBuffer, table: K.GlobalBuffer, row: K.Expr, lid: K.Expr) -> list[K.Stmt]:
+def jump_kernel(sequence: K.LdsBuffer, table: K.GlobalBuffer, row: K.Expr, lid: K.Expr,
+                name: str = "j") -> list[K.Stmt]:
     """The state in sequence[N:2N] jumped by table row `row` (an i64 index of its first entry): per
     chunk q, the twist-q state copied to sequence[:N] and the state twisted to twist q + 1 in place, so
     that sequence[i + j] is word i + j of the chunk for i + j < 2N - 1; work-item l accumulates words
     j = l, l + ITEMS, l + 2 ITEMS of the jumped state (those past N read past the chunk, in
     SEQUENCE_WORDS, and are not stored), in a loop over the chunk's entries uniform across the
     workgroup, so that the host's work-item loops are its innermost (consecutive LDS loads); then the
-    state is stored back."""
+    state is stored back. `name` prefixes its variables (a kernel may hold two jumps)."""
     js = [lid + ITEMS * m for m in range(STATE_SLOTS)]
-    sums = [K.Var(f"js{m}", "u32") for m in range(STATE_SLOTS)]
+    sums = [K.Var(f"{name}s{m}", "u32") for m in range(STATE_SLOTS)]
     owns = [j < N for j in js]
-    q, p = K.Var("jq", "i64"), K.Var("jp", "i64")
+    q, p = K.Var(f"{name}q", "i64"), K.Var(f"{name}p", "i64")
     accumulate = K.For(p, table[row + 1 + q].cast("i64"), table[row + 2 + q].cast("i64"), 1, [
         K.Assign(s, s ^ sequence[table[row + p] + j]) for s, j in zip(sums, js)], uniform=True)
     chunk = [*(K.If(own, [K.Store(sequence, j, sequence[N + j])]) for own, j in zip(owns, js)), K.Barrier(),

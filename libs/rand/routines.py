@@ -71,9 +71,10 @@ def generate_infer(types, attrs):
     if attrs["generator"] == "mt19937":
         per_block = _per_block(attrs["generator"], attrs["distribution"], attrs["dtype"])
         groups, _ = mt19937.layout(math.prod(attrs["shape"]), per_block)
-        require(types[2].dtype == "i32" and len(types[2].shape) == 2 and types[2].shape[0] == groups
+        rows = groups + mt19937.OFFSET_JUMPS
+        require(types[2].dtype == "i32" and len(types[2].shape) == 2 and types[2].shape[0] == rows
                 and types[2].shape[1] >= mt19937.HEADER,
-                f"rand.generate: mt19937's jump table is i32[{groups}, >= {mt19937.HEADER}] for this call, got "
+                f"rand.generate: mt19937's jump table is i32[{rows}, >= {mt19937.HEADER}] for this call, got "
                 f"{types[2]}")
     if sobol32:
         shape = tuple(attrs["shape"])

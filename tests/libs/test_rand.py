@@ -474,6 +474,29 @@ def test_mt19937_characteristic_polynomial_and_jumps():
         got = mt19937.jumped(state, twists * mt19937.N)
         np.testing.assert_array_equal(got[1:], want[1:])          # the first word's low bits are never read
         assert got[0] >> 31 == want[0] >> 31
+    # a jump from a jumped state (its first word's low bits stale) is the sum of the two
+    np.testing.assert_array_equal(mt19937.jumped(mt19937.jumped(state, 3000 * mt19937.N), 2000 * mt19937.N)[1:],
+                                  want[1:])
+    # the reference's words past JUMP_TWISTS jump: numpy's stream there
+    first = mt19937.N * (mt19937.JUMP_TWISTS + 3) + 5
+    np.testing.assert_array_equal(mt19937.words(77, first, 700),
+                                  legacy_mt19937(77).random_raw(first + 700)[first:].astype(np.uint32))
+
+
+MT19937_FAR = [("bits", "float32"), pytest.param("uniform", "float64", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("distribution, dtype", MT19937_FAR)
+def test_mt19937_far_offsets_are_jumped(distribution, dtype):
+    """Offsets past 2^9 twists jump by the table's powers of two (one jump per set bit of the
+    offset's twists) through one compiled function: against the reference, which jumps there by
+    the polynomial of the whole distance (`mt19937.words`)."""
+    dt = {"float32": "f32", "float64": "f64"}[dtype]
+    f = cj.jit(lambda s, o: cj.libs.rand.generate("mt19937", (1500,), distribution, seed=s, offset=o, dtype=dtype))
+    for offset in (624 * 700 + 17, 624 * ((1 << 20) + 513) + 3, 2 ** 40 + 5, 2 ** 61 + 7):
+        want = routines.generate_reference(9, offset, generator="mt19937", distribution=distribution, dtype=dt,
+                                           shape=(1500,), mean=0.0, stddev=1.0, lam=1.0)
+        assert_matches(f(np.uint64(9), np.uint64(offset)), want, distribution)
 
 
 MT19937_GROUPED = [("bits", "float32", 0), pytest.param("normal", "float64", 5, marks=pytest.mark.slow),
