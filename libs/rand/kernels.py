@@ -4,8 +4,9 @@ generator, distribution and dtype: the code) and its kernel. Philox: one work-it
 work-item per run of BLOCKS_PER_ITEM blocks, which skips ahead to its run's first word with the jump
 matrices (one matrix-vector product per set bit of the word's index) and then steps through the run.
 MT19937: one workgroup per run of twists, jumped to it by its row of the call's jump table; MTGP32:
-one workgroup for the stream. The size, the distribution's parameters and the Poisson table's size and first value are scalar
-parameters, the seed, offset and Poisson table operands: one kernel per solution."""
+one workgroup for the stream. The size, the distribution's parameters and the Poisson table's size
+and first value are scalar parameters, the seed, offset and Poisson table operands: one kernel per
+solution."""
 from __future__ import annotations
 
 from ...ir import kernel as K
@@ -179,10 +180,10 @@ def emit_sequential(op: Op, name: str, generator) -> K.Kernel:
 def emit_mt19937(op: Op, name: str) -> K.Kernel:
     """Workgroup g runs the call's rounds [R0 + g G, R0 + (g + 1) G) (mt19937.py's parallelism; R0 the
     round of block first = offset / values per block): it seeds the state in LDS (init_genrand of the
-    u64 seed's low word, or init_by_array of a u32 key), twists R0's low bits' worth, jumps by the
-    table's rows of R0's high bits and then by its own row (mt19937.jump_kernel, one loop over the
-    jumps) and runs its rounds: a twist, then work-item l < 156 converts words 4 l .. 4 l + 3 of the
-    tempered state, global block 156 r + l."""
+    u64 seed's low word, or init_by_array of a u32 key), twists R0 mod 2^OFFSET_LOW_BITS times, jumps
+    by the table's row of each higher set bit of R0, then by its own row (mt19937.jump_kernel), and
+    runs its rounds: a twist, then work-item l < 156 converts words 4 l .. 4 l + 3 of the tempered
+    state, global block 156 r + l."""
     a = op.attrs
     per_block = 4 // distributions.words_per_value(a["distribution"], a["dtype"], a["generator"])
     scalars = Scalars(op)

@@ -31,7 +31,6 @@ jumps G g twists, then runs its rounds. A jump costs about as much as 2^OFFSET_L
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 
@@ -130,9 +129,6 @@ def words(seed, first: int, count: int) -> np.ndarray:
 
 
 # -- jump-ahead --
-
-PHI = sum(1 << e for e in CHARACTERISTIC_TERMS)
-
 
 def _reduce(p: int) -> int:
     """p mod phi (polynomials over GF(2) as integers, bit i the coefficient of x^i)."""
