@@ -243,15 +243,19 @@ def emit_mtgp32(op: Op, name: str) -> K.Kernel:
     its output in LDS (the workgroup's WORKGROUP_ITEMS work-items are STEP words); work-item l < BLOCKS
     converts outputs 4 l .. 4 l + 3."""
     state, outputs = K.LdsBuffer("mtgp", "u32", mtgp32.RING), K.LdsBuffer("mtgp_out", "u32", mtgp32.STEP)
+    tables = K.LdsBuffer("mtgp_tables", "u32", 2 * len(mtgp32.TBL))
 
     def step(r, lid):
         recur = Body("g")
         k = recur.let(r * mtgp32.STEP + lid.cast("i64"))
-        new_word, output = mtgp32.step_kernel(state, k, recur.let)
+        new_word, output = mtgp32.step_kernel(state, tables, k, recur.let)
         return [*recur.stmts, K.Store(state, (k + mtgp32.N) & (mtgp32.RING - 1), new_word),
                 K.Store(outputs, lid, output), K.Barrier()]
-    return emit_single_stream(op, name, [state, outputs], lambda seed, lid: mtgp32.seed_kernel(state, seed, lid),
-                              step, mtgp32.BLOCKS, lambda lid, let: [outputs[lid * 4 + j] for j in range(4)])
+
+    def seeding(seed, lid):   # the tables' stores before the seeding's barrier
+        return [K.If(lid.eq(K.Const(0, "i32")), mtgp32.tables_kernel(tables)), *mtgp32.seed_kernel(state, seed, lid)]
+    return emit_single_stream(op, name, [state, outputs, tables], seeding, step, mtgp32.BLOCKS,
+                              lambda lid, let: [outputs[lid * 4 + j] for j in range(4)])
 
 
 def emit_single_stream(op: Op, name: str, lds, seed_stmts, round_stmts, blocks: int, words_of) -> K.Kernel:

@@ -16,9 +16,10 @@ outputs, i.e. what rocrand() returns to the threads of one block in thread order
 rocRAND's host API interleaves 512 such states (200 parameter sets here would be the table); this
 generator gives state 0's stream only.
 
-Parallelism: one workgroup for the stream, the state a ring of RING words in LDS; there is no skip-ahead
-(MTGP's jump is a polynomial in the 11213-step transition, as MT19937's), so the kernel runs the
-recursion from the seed through `offset` (one step per 256 words skipped).
+Parallelism: one workgroup for the stream, the state a ring of RING words in LDS and the two tables in
+LDS (a lookup each, not a tree of selects); there is no skip-ahead (MTGP's jump is a polynomial in the
+11213-step transition, as MT19937's), so the kernel runs the recursion from the seed through `offset`
+(one step per 256 words skipped).
 """
 from __future__ import annotations
 
@@ -89,23 +90,21 @@ def seed_kernel(state: K.LdsBuffer, seed: K.Expr, lid: K.Expr) -> list[K.Stmt]:
         K.Barrier()]
 
 
-def step_kernel(state: K.LdsBuffer, k: K.Expr, let) -> tuple[K.Expr, K.Expr]:
+def tables_kernel(tables: K.LdsBuffer) -> list[K.Stmt]:
+    """TBL then TMP_TBL stored into `tables` (LDS, 32 words), by the work-item that runs it: the
+    recursion's lookups read LDS, as rocRAND's MTGP32 kernel keeps its parameter tables in shared
+    memory."""
+    return [K.Store(tables, i, K.Const(v, "u32")) for i, v in enumerate(TBL + TMP_TBL)]
+
+
+def step_kernel(state: K.LdsBuffer, tables: K.LdsBuffer, k: K.Expr, let) -> tuple[K.Expr, K.Expr]:
     """The work-item's word k of the stream (k an i64 index): (the new state word k + N, the output)."""
     ring = lambda j: (k + j) & (RING - 1)
     x = let((state[ring(0)] & K.Const(MASK, "u32")) ^ state[ring(1)])
     x = let(x ^ (x << K.Const(SH1, "u32")))
     y = let(x ^ (state[ring(POS)] >> K.Const(SH2, "u32")))
-    word = let(y ^ _table(TBL, y & K.Const(15, "u32"), let))
+    word = let(y ^ tables[y & K.Const(15, "u32")])
     t = let(state[ring(POS - 1)])
     t = let(t ^ (t >> K.Const(16, "u32")))
     t = let(t ^ (t >> K.Const(8, "u32")))
-    return word, let(word ^ _table(TMP_TBL, t & K.Const(15, "u32"), let))
-
-
-def _table(values, index: K.Expr, let) -> K.Expr:
-    """values[index] for a 4-bit index, as a select tree (the tables are constants, not memory)."""
-    entries = [K.Const(v, "u32") for v in values]
-    for bit in range(4):
-        on = let(((index >> K.Const(bit, "u32")) & K.Const(1, "u32")).ne(K.Const(0, "u32")))
-        entries = [let(K.select(on, entries[j + 1], entries[j])) for j in range(0, len(entries), 2)]
-    return entries[0]
+    return word, let(word ^ tables[(t & K.Const(15, "u32")) + K.Const(16, "u32")])

@@ -621,7 +621,7 @@ def test_mtgp32_kernel_matches_the_reference(distribution, dtype):
                                                             ("mtgp32", "log_normal", "float64"),
                                                             ("mt19937", "log_normal", "float64")])
 def test_gfx942_kernels_have_no_spills(generator, distribution, dtype):
-    """The largest kernels (Box-Muller in f64, MTGP32's select-tree table lookups, MT19937's jump) fit
+    """The largest kernels (Box-Muller in f64, MTGP32's recursion with its LDS tables, MT19937's jump) fit
     gfx942's registers."""
     graph = cj.make_graph(lambda s: cj.libs.rand.generate(generator, (1000,), distribution, seed=s, dtype=dtype))(
         np.uint64(1))
