@@ -198,18 +198,20 @@ def test_offsets_continue_the_stream():
     np.testing.assert_array_equal(cj.libs.rand.generate(GENERATOR, (37,), seed=9, offset=63), whole[63:])
 
 
-@pytest.mark.parametrize("generator", [GENERATOR, pytest.param("mrg32k3a", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("generator", [GENERATOR, "mt19937", pytest.param("mrg32k3a", marks=pytest.mark.slow)])
 def test_one_kernel_per_solution(generator):
     """A new size, seed or offset compiles nothing: the kernel's code text (what the compile cache keys
-    object code by) is the same; only its arguments differ."""
+    object code by) is the same; only its arguments differ (MT19937's workgroups too)."""
     def kernel(n):
         graph = cj.make_graph(lambda s: cj.libs.rand.generate(generator, (n,), "normal", seed=s))(np.uint64(1))
         module = run_pipeline(graph, DEFAULT_PIPELINE).module
         (call,) = [op for op in module.body.ops if op.name == "library_call"]
         assert call.attrs["solution"] == f"{generator}_normal_f32"
         return emit_kernel(call, "k")
-    small, large = kernel(1000), kernel(77777)
+    small, large = kernel(1000), kernel(3_000_001)
     assert small.code_text() == large.code_text() and dict(small.arguments)["count"] == 1000
+    if generator == "mt19937":
+        assert dict(small.arguments)["groups"] == 1 and dict(large.arguments)["groups"] == 3
 
 
 def test_inside_jit_with_a_traced_seed():
