@@ -190,18 +190,18 @@ def layout(count: int, per_block: int) -> tuple[int, int]:
     return max(1, -(-rounds // group_rounds)), group_rounds
 
 
-def _row(c: int) -> list[int]:
-    """A jump table row of the polynomial c: its set coefficients i by chunk q = i / N: the number of
-    chunks up to the last with one, then the first entry of chunk q at 1 + q (the end of the last at
-    1 + CHUNKS), then the entries i - N q."""
+def _row(c: int) -> np.ndarray:
+    """A jump table row of the polynomial c (int32): its set coefficients i by chunk q = i / N: the
+    number of chunks up to the last with one, then the first entry of chunk q at 1 + q (the end of the
+    last at 1 + CHUNKS), then the entries i - N q."""
     exponents = coefficients(c)
     chunk = exponents // N
     starts = HEADER + np.searchsorted(chunk, np.arange(CHUNKS + 1))
-    return [int(chunk[-1]) + 1, *starts, *(exponents - N * chunk)]
+    return np.concatenate([[chunk[-1] + 1], starts, exponents - N * chunk]).astype(np.int32)
 
 
 @functools.lru_cache(maxsize=1)
-def offset_rows() -> tuple[list[int], ...]:
+def offset_rows() -> tuple[np.ndarray, ...]:
     """The rows of the jumps by 2^k twists, k = OFFSET_LOW_BITS .. 63, by squaring."""
     c, rows = jump_polynomial(N << OFFSET_LOW_BITS), []
     for _ in range(OFFSET_JUMPS):
