@@ -181,6 +181,23 @@ def test_megatron_mlp_matches_the_unsharded_run(devices):
     assert (text.count('routine = "all_reduce"') == 1) == (devices > 1), text
 
 
+def runs_on_buffers_of_their_own(compiled) -> list[list[dict]]:
+    """The launches of each run of `compiled`'s schedule that runs together (codegen/native_schedule.py:
+    side_by_side), after checking that no value a run's launch makes shares arena bytes with a
+    value another of its launches reads."""
+    plan = compiled.executable.plan
+    layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["kernels"], plan["donated"])
+    steps = plan["body"]["steps"]
+    offsets = dict(layout.buffers)   # the arena's values: their bytes
+    arena = {slot: set(range(offsets[slot], offsets[slot] + value_bytes(dtype, shape)))
+             for step in steps if step["op"] == "kernel" for slot, dtype, shape in step["results"] if slot in offsets}
+    runs = [[steps[k] for k in run] for run in side_by_side(steps, plan["kernels"]) if len(run) > 1]
+    pairs = [(arena[slot], arena[read]) for run in runs for launch in run for other in run if other is not launch
+             for read in other["inputs"] if read in arena for slot, _, _ in launch["results"] if slot in arena]
+    assert not any(made & read for made, read in pairs)
+    return runs
+
+
 def test_the_devices_launches_of_an_op_run_together_on_buffers_of_their_own():
     """Every device's copy of an op is one job of the worker pool (codegen/native_schedule.py:
     side_by_side), so the devices run side by side: the schedule shows each such run, no value a
@@ -192,18 +209,27 @@ def test_the_devices_launches_of_an_op_run_together_on_buffers_of_their_own():
                                   NamedSharding(mesh, P("model", None))))
     compiled = f.lower(x, w1, w2).compile()
     assert compiled.as_text("schedule").count("together, one job of the worker pool:") == 2
-    plan = compiled.executable.plan
-    layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["kernels"], plan["donated"])
-    steps = plan["body"]["steps"]
-    offsets = dict(layout.buffers)   # the arena's values: their bytes
-    arena = {slot: set(range(offsets[slot], offsets[slot] + value_bytes(dtype, shape)))
-             for step in steps if step["op"] == "kernel" for slot, dtype, shape in step["results"] if slot in offsets}
-    runs = [[steps[k] for k in run] for run in side_by_side(steps, plan["kernels"]) if len(run) > 1]
+    runs = runs_on_buffers_of_their_own(compiled)
     assert [len(run) for run in runs] == [4, 4]
-    pairs = [(arena[slot], arena[read]) for run in runs for launch in run for other in run if other is not launch
-             for read in other["inputs"] if read in arena for slot, _, _ in launch["results"] if slot in arena]
-    assert pairs and not any(made & read for made, read in pairs)
     close(f(x, w1, w2), mlp(x, w1, w2), np.abs(np.tanh(x @ w1)) @ np.abs(w2))
+
+
+def test_a_sharded_sums_devices_reduce_side_by_side():
+    """The issue's sharded sum: split_reductions makes each device's reduce a partial and a final
+    reduce, device by device; the schedule still runs the devices' partials as one job of the pool
+    (each on buffers of its own), then their finals, then the all-reduce. The sum is the
+    unsharded program's and float64 numpy's, within the error model (`close`)."""
+    x = rand(2048, 1024)   # each device's partials worth a quarter of the pool (runtime/launch.py: pool_share)
+    mesh = make_mesh((4,), ("data",))
+    xs = cj.device_put(x, NamedSharding(mesh, P("data")))
+    f = cj.jit(lambda v: cnp.sum(cnp.tanh(v)))
+    compiled = f.lower(xs).compile()
+    runs = runs_on_buffers_of_their_own(compiled)
+    assert [len(run) for run in runs] == [4], compiled.as_text("schedule")
+    assert len({tuple(launch["inputs"]) for launch in runs[0]}) == 4   # one launch per device's shard
+    terms = np.abs(np.tanh(x.astype(np.float64)))
+    close(f(xs), np.tanh(x.astype(np.float64)).sum(), terms.sum())
+    close(f(xs), f(x), terms.sum())
 
 
 @pytest.mark.slow
