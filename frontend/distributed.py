@@ -24,7 +24,9 @@ persistent MPI requests, the reduction's argument blocks); the processes' shapes
 the headers of recursive doubling's messages rather than by a collective of their own; recursive
 doubling's steps (requests started and polled, headers compared, reductions run) are driven from
 native code (runtime/distributed_steps.py), so a short all-reduce costs one native call between
-copying its message in and its result out. A transfer that does not complete within `timeout`
+copying its message in and its result out. The ring's steps (all_reduce's, all_gather's and
+reduce_scatter's; `RingPlan`) run in that native driver too, as one call on the caller's buffers;
+the tree's and broadcast's are driven from Python. A transfer that does not complete within `timeout`
 seconds (a process that died or never called the collective) raises TimeoutError on the
 processes waiting for it, rather than hanging.
 
@@ -52,7 +54,9 @@ from ..libs.ccl import LIBRARY, cost
 from ..libs.ccl.kernels import ITEMS
 from ..runtime import devices
 from ..runtime import distributed_steps as steps
-from ..runtime.launch import PARALLEL_MIN_WORK_ITEMS, address, aligned_copy, aligned_empty, compile_kernel
+from ..runtime.launch import (PARALLEL_MIN_WORK_ITEMS, address, aligned_copy, aligned_empty, compile_kernel,
+                              worker_pool)
+from ..runtime.native_pool import pool_code
 
 DEFAULT_TIMEOUT_S = 60.0
 SPIN_S = 2e-3   # polling back to back for this long, then yielding the CPU between polls
@@ -173,9 +177,9 @@ def wait(requests, timeout: float, what: str):
 def exchange(send: np.ndarray | None, to: int, receive: np.ndarray | None, source: int, timeout: float, what: str):
     requests = []
     if receive is not None:
-        requests.append(comm().Irecv(receive, source=source, tag=17))
+        requests.append(comm().Irecv(receive, source=source, tag=STEP_TAG))
     if send is not None:
-        requests.append(comm().Isend(np.ascontiguousarray(send), dest=to, tag=17))
+        requests.append(comm().Isend(np.ascontiguousarray(send), dest=to, tag=STEP_TAG))
     wait(requests, timeout, what)
 
 
@@ -210,25 +214,6 @@ def chunk_bounds(size: int, n: int, dtype: np.dtype) -> list[tuple[int, int]]:
     step = max(1, WRITTEN_BUFFER_ALIGNMENT // dtype.itemsize)
     length = -(-size // (n * step)) * step
     return [(min(c * length, size), min((c + 1) * length, size)) for c in range(n)]
-
-
-def ring_all_reduce(flat: np.ndarray, reducer: str, timeout: float) -> np.ndarray:
-    """RCCL's ring, with no copies: each reduce-scatter step receives the left neighbour's partial of
-    a chunk into a scratch buffer and reduces it with this process's own chunk straight into the
-    result, which the next step sends on; the all-gather steps receive into the result itself."""
-    n, rank = comm().Get_size(), comm().Get_rank()
-    bounds = chunk_bounds(flat.size, n, flat.dtype)
-    result = aligned_empty(flat.shape, flat.dtype)
-    right, left = (rank + 1) % n, (rank - 1) % n
-    for step in range(n - 1):                      # reduce-scatter: chunk rank + 1 ends here reduced
-        out_chunk, in_chunk = slice(*bounds[(rank - step) % n]), slice(*bounds[(rank - step - 1) % n])
-        received = Scratch.take(in_chunk.stop - in_chunk.start, flat.dtype)
-        exchange((flat if step == 0 else result)[out_chunk], right, received, left, timeout, "ring all-reduce")
-        combine_into(result[in_chunk], reducer, received, flat[in_chunk])
-    for step in range(n - 1):                      # all-gather: the reduced chunks around the ring
-        out_chunk, in_chunk = slice(*bounds[(rank + 1 - step) % n]), slice(*bounds[(rank - step) % n])
-        exchange(result[out_chunk], right, result[in_chunk], left, timeout, "ring all-reduce")
-    return result
 
 
 def tree_reduce(flat: np.ndarray, reducer: str, timeout: float) -> np.ndarray:
@@ -339,20 +324,15 @@ class DoublingPlan:
 
     def native_plan(self) -> np.ndarray:
         """The steps as runtime/distributed_steps.py's native driver reads them (its plan)."""
-        mpi = _state["MPI"]
-        functions = ctypes.CDLL(mpi.__file__)   # dlsym through mpi4py's module finds its MPI library's
         self.handles = [np.array([r.handle & 0xFFFFFFFF for r in requests], np.uint32).view(np.int32)
                         for requests, _, _ in self.steps]
         plan = np.zeros(steps.HEADER_WORDS + steps.STEP_WORDS * len(self.steps), np.int64)
-        plan[:steps.HEADER_WORDS] = [
-            ctypes.cast(functions.MPI_Startall, ctypes.c_void_p).value,
-            ctypes.cast(functions.MPI_Testall, ctypes.c_void_p).value,
-            self.kernel.run_address if self.kernel else 0, ctypes.addressof(self.counter), self.total, len(self.steps),
-            0, 0, self.signature, address(self.send), 0, 0]
+        plan[:steps.HEADER_WORDS] = driver_header(len(self.steps), self.kernel.run_address if self.kernel else 0,
+                                                  ctypes.addressof(self.counter), self.signature, address(self.send))
         for k, ((_, block, header), handles) in enumerate(zip(self.steps, self.handles)):
             at = steps.HEADER_WORDS + steps.STEP_WORDS * k
             header_address = 0 if header is None else address(self.send if header is self.send_header else self.received)
-            plan[at:at + steps.STEP_WORDS] = [len(handles), address(handles), block, header_address]
+            plan[at:at + steps.STEP_WORDS] = [len(handles), address(handles), block, header_address, self.total, 0, 0]
         return plan
 
     def __call__(self, message: np.ndarray | None, timeout: float, what: str) -> bool:
@@ -407,12 +387,164 @@ class DoublingPlan:
             request.Free()
 
 
+def driver_header(step_count: int, run: int, counter: int, signature: int, sent_header: int,
+                  parallel: bool = False) -> list[int]:
+    """The header words of a plan of runtime/distributed_steps.py's native driver, SPIN_NS and
+    TIMEOUT_NS left 0 (a call sets them)."""
+    mpi = _state["MPI"]
+    functions = ctypes.CDLL(mpi.__file__)   # dlsym through mpi4py's module finds its MPI library's
+    entries = [ctypes.cast(getattr(functions, name), ctypes.c_void_p).value
+               for name in ("MPI_Startall", "MPI_Testall", "MPI_Isend", "MPI_Irecv")]
+    pool = (pool_code().launch_address, worker_pool().address) if parallel else (0, 0)
+    return entries + [mpi.BYTE.handle, comm().handle, STEP_TAG, *pool, run, counter, step_count, 0, 0, signature,
+                      sent_header, 0, 0]
+
+
+INPUT, OUTPUT, SCRATCH = range(3)      # the buffers a ring's steps address (RingPlan)
+MAX_POST_BYTES = 1 << 30               # a longer transfer is posted in pieces (MPI counts are int32s)
+
+
+class RingPlan:
+    """The ring's steps of one collective, shape, dtype and reducer (RCCL's ring; no copies:
+    partials are reduced straight into the result), set up once and run by the native driver
+    (runtime/distributed_steps.py) as one call, each step's transfers posted there (MPI_Isend,
+    MPI_Irecv) on the buffers of the call: the caller's INPUT, the OUTPUT it returns (allocated
+    per call, aligned for the kernel) and the plan's SCRATCH (one received chunk or block).
+
+    all_reduce: the message in one chunk per process (chunk_bounds); n - 1 reduce-scatter steps,
+    each receiving a chunk's partial from the left neighbour into SCRATCH while sending one to the
+    right, and reducing it with this process's own chunk into OUTPUT, which the next step sends on;
+    then n - 1 all-gather steps receiving the reduced chunks into OUTPUT itself.
+    reduce_scatter: block d starts at process d + 1 and ends at d; each step receives the
+    partial, reduces it with the process's own block into OUTPUT (once the step's send of OUTPUT
+    is complete) and sends that on. all_gather: OUTPUT holds every process's block; n - 1 steps
+    pass them around the ring.
+
+    Every address in the plan is a buffer's address plus an offset: a call writes its buffers'
+    addresses (`at`, `base`, `offset`: one numpy assignment), so a call costs one native call
+    however many steps it has. The processes' shapes are checked before (the caller's)."""
+
+    def __init__(self, collective: str, shape: tuple, dtype: np.dtype, reducer: str):
+        n, rank = comm().Get_size(), comm().Get_rank()
+        right, left = (rank + 1) % n, (rank - 1) % n
+        count, size = math.prod(shape), dtype.itemsize
+        # Steps: (posts, reduction or None): a post (receives, buffer, byte offset, bytes, peer), a
+        # reduction ((buffer, element offset) received, mine and out, element count).
+        plan_steps = []
+        if collective == "all_reduce":
+            bounds = chunk_bounds(count, n, dtype)
+            self.output_shape, scratch = shape, max(stop - start for start, stop in bounds)
+            for s in range(n - 1):
+                (out_start, out_stop), (in_start, in_stop) = bounds[(rank - s) % n], bounds[(rank - s - 1) % n]
+                posts = [(1, SCRATCH, 0, (in_stop - in_start) * size, left),
+                         (0, INPUT if s == 0 else OUTPUT, out_start * size, (out_stop - out_start) * size, right)]
+                plan_steps.append((posts, ((SCRATCH, 0), (INPUT, in_start), (OUTPUT, in_start), in_stop - in_start)))
+            for s in range(n - 1):
+                (out_start, out_stop), (in_start, in_stop) = bounds[(rank + 1 - s) % n], bounds[(rank - s) % n]
+                posts = [(1, OUTPUT, in_start * size, (in_stop - in_start) * size, left),
+                         (0, OUTPUT, out_start * size, (out_stop - out_start) * size, right)]
+                plan_steps.append((posts, None))
+        elif collective == "reduce_scatter":
+            block = count // n
+            self.output_shape, scratch = (shape[0] // n,) + shape[1:], block
+            for s in range(n - 1):
+                sent = (INPUT, (rank - 1) % n * block * size) if s == 0 else (OUTPUT, 0)
+                posts = [(1, SCRATCH, 0, block * size, left), (0, *sent, block * size, right)]
+                plan_steps.append((posts, ((SCRATCH, 0), (INPUT, (rank - s - 2) % n * block), (OUTPUT, 0), block)))
+        else:   # all_gather
+            nbytes = count * size
+            self.output_shape, scratch = (n * shape[0],) + shape[1:] if shape else (n,), 0
+            for s in range(n - 1):
+                posts = [(1, OUTPUT, (rank - s - 1) % n * nbytes, nbytes, left),
+                         (0, OUTPUT, (rank - s) % n * nbytes, nbytes, right)]
+                plan_steps.append((posts, None))
+        self.dtype, self.rank, self.block_bytes = dtype, rank, count * size
+        self.scratch = aligned_empty((max(scratch, 1),), dtype)
+        self.kernel = ReductionStep.get(reducer, dtype).kernel if collective != "all_gather" else None
+        self.counter = ctypes.c_int64(0)
+        pieces = [[(receives, buffer, offset + piece, min(MAX_POST_BYTES, nbytes - piece), peer)
+                   for receives, buffer, offset, nbytes, peer in posts for piece in range(0, max(nbytes, 1), MAX_POST_BYTES)]
+                  for posts, _ in plan_steps]
+        parallel = any(r is not None and r[3] >= PARALLEL_MIN_WORK_ITEMS for _, r in plan_steps)
+        # One int64 array: the header, the steps, their posts, the reductions' argument blocks (received,
+        # mine, out, the count's address) and counts; the posts' requests in an int32 array.
+        posts_at = steps.HEADER_WORDS + steps.STEP_WORDS * len(plan_steps)
+        blocks_at = posts_at + steps.POST_WORDS * sum(map(len, pieces))
+        words = blocks_at + 5 * len(plan_steps)
+        self.plan = np.zeros(words, np.int64)
+        self.requests = np.zeros((len(plan_steps), max(map(len, pieces), default=1)), np.int32)
+        plan_address = address(self.plan)
+        self.plan[:steps.HEADER_WORDS] = driver_header(len(plan_steps), self.kernel.run_address if self.kernel else 0,
+                                                       ctypes.addressof(self.counter), 0, 0, parallel)
+        at, base, offset = [], [], []      # the words a call sets: buffer `base`'s address + `offset`
+
+        def relative(word: int, buffer: int, byte_offset: int):
+            at.append(word)
+            base.append(buffer)
+            offset.append(byte_offset)
+        post = posts_at
+        for k, ((_, reduction), step_posts) in enumerate(zip(plan_steps, pieces)):
+            step_at = steps.HEADER_WORDS + steps.STEP_WORDS * k
+            block_at = blocks_at + 5 * k
+            self.plan[step_at:step_at + steps.STEP_WORDS] = [
+                len(step_posts), address(self.requests[k]), 0, 0, 0, 0, plan_address + 8 * post]
+            for receives, buffer, byte_offset, nbytes, peer in step_posts:
+                self.plan[post:post + steps.POST_WORDS] = [receives, 0, nbytes, peer]
+                relative(post + steps.BUFFER, buffer, byte_offset)
+                post += steps.POST_WORDS
+            if reduction is not None and reduction[3]:
+                *operands, elements = reduction
+                for j, (buffer, element_offset) in enumerate(operands):
+                    relative(block_at + j, buffer, element_offset * size)
+                self.plan[block_at + 3], self.plan[block_at + 4] = plan_address + 8 * (block_at + 4), elements
+                self.plan[step_at + steps.BLOCK] = plan_address + 8 * block_at
+                self.plan[step_at + steps.WORKGROUPS] = -(-elements // ITEMS)
+                self.plan[step_at + steps.PARALLEL] = elements >= PARALLEL_MIN_WORK_ITEMS
+        self.at, self.base, self.offset = np.array(at, np.intp), np.array(base, np.intp), np.array(offset, np.int64)
+        self.words = memoryview(self.plan).cast("B").cast("q")
+        self.driver, self.plan_address = steps.steps_function()[0], plan_address
+
+    def __call__(self, x: np.ndarray, timeout: float, what: str) -> np.ndarray:
+        """The collective of x (C-contiguous), in a new array."""
+        output = aligned_empty(self.output_shape, self.dtype)
+        if self.kernel is None:                      # all_gather: this process's block in place first
+            output.reshape(-1).view(np.uint8)[self.rank * self.block_bytes:(self.rank + 1) * self.block_bytes] = \
+                x.reshape(-1).view(np.uint8)
+        bases = np.array([address(x), address(output), address(self.scratch)], np.int64)
+        self.plan[self.at] = bases[self.base] + self.offset
+        self.words[steps.SPIN_NS], self.words[steps.TIMEOUT_NS] = int(_state["spin_s"] * 1e9), int(timeout * 1e9)
+        status = self.driver(self.plan_address)
+        if status != steps.FINISHED:
+            # Its transfers may still be pending: never run again, and its buffers never freed.
+            forget(self)
+            ABANDONED.append((self, x, output))
+        if status == steps.TIMED_OUT:
+            raise timed_out(what, timeout)
+        if status != steps.FINISHED:
+            raise RuntimeError(f"cdnajit.distributed: {what}: an MPI call failed at step {self.words[steps.STEP]} "
+                               f"of the ring on process {self.rank}")
+        return output
+
+    def free(self):
+        """Nothing to free: the posts' requests end with their transfers."""
+
+
+def ring(collective: str, x: np.ndarray, reducer: str, timeout: float, what: str) -> np.ndarray:
+    """The ring's `collective` of x (RingPlan), its plan kept between calls."""
+    x = np.ascontiguousarray(x)
+    key = ("ring", collective, x.shape, x.dtype, reducer)
+    plan = PLANS.get(key) or plan_for(key, lambda: RingPlan(collective, x.shape, x.dtype, reducer))
+    return plan(x, timeout, what)
+
+
 HEADER_BYTES = WRITTEN_BUFFER_ALIGNMENT    # so that the message after it is aligned for the kernel
 MAX_PLANS = 64                             # all-reduce plans kept (a program's few message shapes)
 DOUBLING_TAG = 19
+STEP_TAG = 17      # the ring's and the tree's transfers
 
 
-PLANS: dict = {}   # the plans kept between calls (AllReducePlan, ShapeCheck), oldest first
+PLANS: dict = {}   # the plans kept between calls (AllReducePlan, ShapeCheck, RingPlan), oldest first
+ABANDONED: list = []   # the plans (and buffers) of calls that failed with transfers pending
 
 
 def plan_for(key, make):
@@ -490,7 +622,7 @@ class AllReducePlan:
         if algorithm is not None and algorithm not in ALGORITHMS:
             raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not one of {ALGORITHMS}")
         self.shape, self.reducer, self.what = shape, reducer, what
-        self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize, host_step_s())
+        self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize)
         signature = signature_of(what, self.algorithm, reducer, dtype.str, shape, given)
         self.doubling = DoublingPlan(signature, shape if self.algorithm == "doubling" else (0,), dtype, reducer) \
             if n > 1 else None
@@ -521,7 +653,7 @@ class AllReducePlan:
             return self.doubling.data.copy()
         flat = x.reshape(-1)
         if self.algorithm == "ring":
-            return ring_all_reduce(flat, self.reducer, timeout).reshape(x.shape)
+            return ring("all_reduce", x, self.reducer, timeout, "ring all-reduce")
         return tree_broadcast(tree_reduce(flat, self.reducer, timeout), 0, timeout).reshape(x.shape)
 
     def free(self):
@@ -530,18 +662,20 @@ class AllReducePlan:
 
 
 # The algorithm between processes, by an alpha-beta model of MPI point-to-point steps on a host.
-# Assumptions, from measurements on a loaded 2-core host: a ring or tree step driven from Python (its
-# MPI transfer's latency and a kernel launch) costs HOST_STEP_S, 15-20 us on 2 processes, and about
-# OVERSUBSCRIBED_STEP_S where the host runs more of the job's processes than it has CPUs (4 on 2:
-# each step waits for the scheduler); a recursive-doubling step driven from native code
-# (runtime/distributed_steps.py) costs NATIVE_STEP_S; HOST_BW is a shared-memory copy's bandwidth,
-# for a transfer, a reduction and doubling's copies of the message in and out alike. Ring: 2(n - 1)
-# transfers of S/n and n - 1 reductions of S/n; recursive doubling: log2 p transfers and reductions
-# of S (p the largest power of two <= n; 2 steps more to fold the others in and out) and the two
-# copies; tree: 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling wins below
-# (2 HOST_STEP_S - NATIVE_STEP_S) HOST_BW / 2.5, about 150 KB (measured: between 128 and 256 KiB);
-# for 4 processes below about 300 KB, and below about 16 MB on an oversubscribed host (measured with
-# 4 processes on 2 CPUs: doubling 2-3x faster than the ring from 256 KiB to 1 MiB, 1.4x at 4 MiB).
+# Assumptions, from measurements on a loaded 2-core host: a step driven from native code
+# (runtime/distributed_steps.py: recursive doubling's and the ring's) costs NATIVE_STEP_S; a tree
+# step, driven from Python (its MPI transfer's latency and a kernel launch), HOST_STEP_S, 15-20 us
+# on 2 processes; a ring or tree step about OVERSUBSCRIBED_STEP_S where the host runs more of the
+# job's processes than it has CPUs (4 on 2: each step waits for the scheduler). HOST_BW is a
+# shared-memory copy's bandwidth, for a transfer, a reduction and doubling's copies of the message in
+# and out alike. Ring: 2(n - 1) transfers of S/n and n - 1 reductions of S/n; recursive doubling:
+# log2 p transfers and reductions of S (p the largest power of two <= n; 2 steps more to fold the
+# others in and out) and the two copies; tree: 2 log2 n transfers and log2 n reductions of S. The
+# ring and the tree first compare the processes' shapes (recursive doubling of headers alone). For 2
+# processes doubling wins below 2 NATIVE_STEP_S HOST_BW / 2.5, about 24 KB (measured: between 32
+# and 128 KiB, the ring 1.2x slower at 32 KiB and 1.3x faster at 128 KiB), and below about 16 MB on
+# an oversubscribed host (measured with 4 processes on 2 CPUs and the ring's steps in Python:
+# doubling 2-3x faster than the ring from 256 KiB to 1 MiB, 1.4x at 4 MiB).
 HOST_STEP_S = 20e-6
 OVERSUBSCRIBED_STEP_S = 1e-3
 NATIVE_STEP_S = 3e-6
@@ -549,23 +683,25 @@ HOST_BW = 10e9
 ALGORITHMS = ("ring", "tree", "doubling")
 
 
-def host_step_s() -> float:
-    """A Python-driven ring or tree step's modelled cost on this host (above)."""
-    return OVERSUBSCRIBED_STEP_S if _state["spin_s"] == 0 else HOST_STEP_S
+def step_s(native: bool) -> float:
+    """A ring step's (`native`) or a tree step's modelled cost on this host (above)."""
+    if _state["spin_s"] == 0:
+        return OVERSUBSCRIBED_STEP_S
+    return NATIVE_STEP_S if native else HOST_STEP_S
 
 
 def runs_doubling(collective: str, nbytes: int) -> bool:
     """Whether an all_gather or a reduce_scatter of `nbytes` per process is modelled faster as
     recursive doubling's all-reduce (of the n processes' blocks for the all_gather, n times the
-    bytes; the message itself for the reduce_scatter) than as the ring's n - 1 Python-driven steps
-    (each moving nbytes, or a block of nbytes / n reduced on arrival): as MPICH does, short
+    bytes; the message itself for the reduce_scatter) than as the shape check and the ring's n - 1
+    steps (each moving nbytes, or a block of nbytes / n reduced on arrival): as MPICH does, short
     messages take the algorithm of fewer exchanges."""
     n = comm().Get_size()
     if n == 1 or nbytes == 0:
         return False
-    if collective == "all_gather":
-        return doubling_seconds(n, n * nbytes) < (n - 1) * (host_step_s() + nbytes / HOST_BW)
-    return doubling_seconds(n, nbytes) < (n - 1) * (host_step_s() + 2 * nbytes / n / HOST_BW)
+    moved = nbytes if collective == "all_gather" else 2 * nbytes / n
+    ring_s = doubling_seconds(n, 0) + (n - 1) * (step_s(native=True) + moved / HOST_BW)
+    return doubling_seconds(n, n * nbytes if collective == "all_gather" else nbytes) < ring_s
 
 
 def doubling_seconds(n: int, nbytes: int) -> float:
@@ -575,11 +711,11 @@ def doubling_seconds(n: int, nbytes: int) -> float:
     return steps * (NATIVE_STEP_S + 2 * nbytes / HOST_BW) + 2 * nbytes / HOST_BW
 
 
-def host_all_reduce_algorithm(n: int, nbytes: int, step_s: float = HOST_STEP_S) -> str:
-    """The modelled fastest all-reduce of `nbytes` over n processes, `step_s` a Python-driven step's cost."""
-    steps, chunk = cost.steps_tree(n), nbytes / n / HOST_BW
-    modelled = {"ring": 2 * (n - 1) * (step_s + chunk) + (n - 1) * chunk,
-                "tree": steps * (2 * step_s + 3 * nbytes / HOST_BW),
+def host_all_reduce_algorithm(n: int, nbytes: int) -> str:
+    """The modelled fastest all-reduce of `nbytes` over n processes."""
+    steps, chunk, check = cost.steps_tree(n), nbytes / n / HOST_BW, doubling_seconds(n, 0)
+    modelled = {"ring": check + 2 * (n - 1) * (step_s(native=True) + chunk) + (n - 1) * chunk,
+                "tree": check + steps * (2 * step_s(native=False) + 3 * nbytes / HOST_BW),
                 "doubling": doubling_seconds(n, nbytes)}
     return min(modelled, key=modelled.get)
 
@@ -624,14 +760,7 @@ def all_gather(x, *, algorithm: str | None = None, timeout: float = DEFAULT_TIME
         gathered = AllReducePlan.get(blocks, "sum", "doubling", "all_gather", x)(blocks, timeout, x).view(x.dtype)
         return gathered.reshape((n * x.shape[0],) + x.shape[1:] if x.ndim else (n,))
     checked(x, "all_gather", timeout)
-    blocks = [None] * n
-    blocks[rank] = x
-    right, left = (rank + 1) % n, (rank - 1) % n
-    for step in range(n - 1):
-        out_block, in_block = (rank - step) % n, (rank - step - 1) % n
-        blocks[in_block] = np.empty_like(x)
-        exchange(blocks[out_block], right, blocks[in_block], left, timeout, "ring all-gather")
-    return np.concatenate([b.reshape((-1,) + x.shape[1:]) if x.ndim else b.reshape(1) for b in blocks], axis=0)
+    return ring("all_gather", x, "sum", timeout, "ring all-gather")
 
 
 TRANSFER_TAG = 23
@@ -671,15 +800,6 @@ def reduce_scatter(x, op: str = "sum", *, algorithm: str | None = None, timeout:
     block_shape = (x.shape[0] // n,) + x.shape[1:]
     if summed is not None:
         return summed.reshape((n, -1))[rank].reshape(block_shape).copy()
-    blocks = x.reshape((n, -1))
     if n == 1:
         return x.copy()
-    right, left = (rank + 1) % n, (rank - 1) % n
-    partial = blocks[(rank - 1) % n]
-    for step in range(n - 1):
-        received = Scratch.take(blocks.shape[1], x.dtype)
-        exchange(partial, right, received, left, timeout, "ring reduce-scatter")
-        reduced = aligned_empty((blocks.shape[1],), x.dtype)     # written whole: aligned for the kernel
-        combine_into(reduced, op, received, blocks[(rank - step - 2) % n])
-        partial = reduced
-    return partial.reshape(block_shape)
+    return ring("reduce_scatter", x, op, timeout, "ring reduce-scatter")
