@@ -54,8 +54,9 @@ from ..libs.ccl import LIBRARY, cost
 from ..libs.ccl.kernels import ITEMS
 from ..runtime import devices
 from ..runtime import distributed_steps as steps
-from ..runtime.launch import (PARALLEL_MIN_WORK_ITEMS, address, aligned_copy, aligned_empty, compile_kernel,
-                              worker_pool)
+from ..runtime.distributed_steps import INPUT, OUTPUT, SCRATCH
+from ..runtime.launch import (PARALLEL_MIN_WORK_ITEMS, address, aligned_copy, aligned_empty, aligned_empty_at,
+                              compile_kernel, worker_pool)
 from ..runtime.native_pool import pool_code
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -332,7 +333,7 @@ class DoublingPlan:
         for k, ((_, block, header), handles) in enumerate(zip(self.steps, self.handles)):
             at = steps.HEADER_WORDS + steps.STEP_WORDS * k
             header_address = 0 if header is None else address(self.send if header is self.send_header else self.received)
-            plan[at:at + steps.STEP_WORDS] = [len(handles), address(handles), block, header_address, self.total, 0, 0]
+            plan[at:at + steps.STEP_WORDS] = [len(handles), address(handles), block, header_address, self.total, 0, 0, 0]
         return plan
 
     def __call__(self, message: np.ndarray | None, timeout: float, what: str) -> bool:
@@ -397,10 +398,9 @@ def driver_header(step_count: int, run: int, counter: int, signature: int, sent_
                for name in ("MPI_Startall", "MPI_Testall", "MPI_Isend", "MPI_Irecv")]
     pool = (pool_code().launch_address, worker_pool().address) if parallel else (0, 0)
     return entries + [mpi.BYTE.handle, comm().handle, STEP_TAG, *pool, run, counter, step_count, 0, 0, signature,
-                      sent_header, 0, 0]
+                      sent_header, 0, 0, 0, 0, 0]
 
 
-INPUT, OUTPUT, SCRATCH = range(3)      # the buffers a ring's steps address (RingPlan)
 MAX_POST_BYTES = 1 << 30               # a longer transfer is posted in pieces (MPI counts are int32s)
 
 
@@ -418,11 +418,11 @@ class RingPlan:
     reduce_scatter: block d starts at process d + 1 and ends at d; each step receives the
     partial, reduces it with the process's own block into OUTPUT (once the step's send of OUTPUT
     is complete) and sends that on. all_gather: OUTPUT holds every process's block; n - 1 steps
-    pass them around the ring.
+    pass them around the ring, the first sending this process's from INPUT.
 
-    Every address in the plan is a buffer's address plus an offset: a call writes its buffers'
-    addresses (`at`, `base`, `offset`: one numpy assignment), so a call costs one native call
-    however many steps it has. The processes' shapes are checked before (the caller's)."""
+    Every address in the plan's posts and reductions is one of the three buffers' plus an offset, so
+    a call writes two words (INPUT's and OUTPUT's addresses) and makes one native call however many
+    steps it has. The processes' shapes are checked before (the caller's)."""
 
     def __init__(self, collective: str, shape: tuple, dtype: np.dtype, reducer: str):
         n, rank = comm().Get_size(), comm().Get_rank()
@@ -455,10 +455,10 @@ class RingPlan:
             nbytes = count * size
             self.output_shape, scratch = (n * shape[0],) + shape[1:] if shape else (n,), 0
             for s in range(n - 1):
-                posts = [(1, OUTPUT, (rank - s - 1) % n * nbytes, nbytes, left),
-                         (0, OUTPUT, (rank - s) % n * nbytes, nbytes, right)]
+                sent = (INPUT, 0) if s == 0 else (OUTPUT, (rank - s) % n * nbytes)
+                posts = [(1, OUTPUT, (rank - s - 1) % n * nbytes, nbytes, left), (0, *sent, nbytes, right)]
                 plan_steps.append((posts, None))
-        self.dtype, self.rank, self.block_bytes = dtype, rank, count * size
+        self.dtype, self.rank, self.processes = dtype, rank, n
         self.scratch = aligned_empty((max(scratch, 1),), dtype)
         self.kernel = ReductionStep.get(reducer, dtype).kernel if collective != "all_gather" else None
         self.counter = ctypes.c_int64(0)
@@ -466,53 +466,49 @@ class RingPlan:
                    for receives, buffer, offset, nbytes, peer in posts for piece in range(0, max(nbytes, 1), MAX_POST_BYTES)]
                   for posts, _ in plan_steps]
         parallel = any(r is not None and r[3] >= PARALLEL_MIN_WORK_ITEMS for _, r in plan_steps)
-        # One int64 array: the header, the steps, their posts, the reductions' argument blocks (received,
-        # mine, out, the count's address) and counts; the posts' requests in an int32 array.
+        # One int64 array: the header, the steps, their posts, the reductions' operands and argument
+        # blocks (received, mine, out, the count's address) and counts; the posts' requests in an
+        # int32 array.
         posts_at = steps.HEADER_WORDS + steps.STEP_WORDS * len(plan_steps)
         blocks_at = posts_at + steps.POST_WORDS * sum(map(len, pieces))
-        words = blocks_at + 5 * len(plan_steps)
-        self.plan = np.zeros(words, np.int64)
+        block_words = steps.OPERAND_WORDS + 5
+        self.plan = np.zeros(blocks_at + block_words * len(plan_steps), np.int64)
         self.requests = np.zeros((len(plan_steps), max(map(len, pieces), default=1)), np.int32)
         plan_address = address(self.plan)
         self.plan[:steps.HEADER_WORDS] = driver_header(len(plan_steps), self.kernel.run_address if self.kernel else 0,
                                                        ctypes.addressof(self.counter), 0, 0, parallel)
-        at, base, offset = [], [], []      # the words a call sets: buffer `base`'s address + `offset`
-
-        def relative(word: int, buffer: int, byte_offset: int):
-            at.append(word)
-            base.append(buffer)
-            offset.append(byte_offset)
+        self.plan[steps.SCRATCH_BASE] = address(self.scratch)
         post = posts_at
         for k, ((_, reduction), step_posts) in enumerate(zip(plan_steps, pieces)):
-            step_at = steps.HEADER_WORDS + steps.STEP_WORDS * k
-            block_at = blocks_at + 5 * k
+            step_at, operands_at = steps.HEADER_WORDS + steps.STEP_WORDS * k, blocks_at + block_words * k
+            block_at = operands_at + steps.OPERAND_WORDS
             self.plan[step_at:step_at + steps.STEP_WORDS] = [
-                len(step_posts), address(self.requests[k]), 0, 0, 0, 0, plan_address + 8 * post]
+                len(step_posts), address(self.requests[k]), 0, 0, 0, 0, plan_address + 8 * post, 0]
             for receives, buffer, byte_offset, nbytes, peer in step_posts:
-                self.plan[post:post + steps.POST_WORDS] = [receives, 0, nbytes, peer]
-                relative(post + steps.BUFFER, buffer, byte_offset)
+                self.plan[post:post + steps.POST_WORDS] = [receives, buffer, byte_offset, nbytes, peer]
                 post += steps.POST_WORDS
             if reduction is not None and reduction[3]:
                 *operands, elements = reduction
-                for j, (buffer, element_offset) in enumerate(operands):
-                    relative(block_at + j, buffer, element_offset * size)
+                self.plan[operands_at:block_at] = [word for buffer, element_offset in operands
+                                                   for word in (buffer, element_offset * size)]
                 self.plan[block_at + 3], self.plan[block_at + 4] = plan_address + 8 * (block_at + 4), elements
                 self.plan[step_at + steps.BLOCK] = plan_address + 8 * block_at
+                self.plan[step_at + steps.OPERANDS] = plan_address + 8 * operands_at
                 self.plan[step_at + steps.WORKGROUPS] = -(-elements // ITEMS)
                 self.plan[step_at + steps.PARALLEL] = elements >= PARALLEL_MIN_WORK_ITEMS
-        self.at, self.base, self.offset = np.array(at, np.intp), np.array(base, np.intp), np.array(offset, np.int64)
         self.words = memoryview(self.plan).cast("B").cast("q")
         self.driver, self.plan_address = steps.steps_function()[0], plan_address
 
     def __call__(self, x: np.ndarray, timeout: float, what: str) -> np.ndarray:
         """The collective of x (C-contiguous), in a new array."""
-        output = aligned_empty(self.output_shape, self.dtype)
-        if self.kernel is None:                      # all_gather: this process's block in place first
-            output.reshape(-1).view(np.uint8)[self.rank * self.block_bytes:(self.rank + 1) * self.block_bytes] = \
-                x.reshape(-1).view(np.uint8)
-        bases = np.array([address(x), address(output), address(self.scratch)], np.int64)
-        self.plan[self.at] = bases[self.base] + self.offset
-        self.words[steps.SPIN_NS], self.words[steps.TIMEOUT_NS] = int(_state["spin_s"] * 1e9), int(timeout * 1e9)
+        words = self.words
+        if self.kernel is None:      # all_gather: no kernel writes the output
+            output = np.empty(self.output_shape, self.dtype)
+            words[steps.OUTPUT_BASE] = address(output)
+        else:
+            output, words[steps.OUTPUT_BASE] = aligned_empty_at(self.output_shape, self.dtype)
+        words[steps.INPUT_BASE] = address(x)
+        words[steps.SPIN_NS], words[steps.TIMEOUT_NS] = int(_state["spin_s"] * 1e9), int(timeout * 1e9)
         status = self.driver(self.plan_address)
         if status != steps.FINISHED:
             # Its transfers may still be pending: never run again, and its buffers never freed.
@@ -521,8 +517,10 @@ class RingPlan:
         if status == steps.TIMED_OUT:
             raise timed_out(what, timeout)
         if status != steps.FINISHED:
-            raise RuntimeError(f"cdnajit.distributed: {what}: an MPI call failed at step {self.words[steps.STEP]} "
+            raise RuntimeError(f"cdnajit.distributed: {what}: an MPI call failed at step {words[steps.STEP]} "
                                f"of the ring on process {self.rank}")
+        if self.kernel is None:      # all_gather: this process's block, which the first step sent from x
+            output.reshape((self.processes, -1))[self.rank] = x.reshape(-1)
         return output
 
     def free(self):

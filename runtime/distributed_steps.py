@@ -19,11 +19,16 @@ through their addresses (plan words; MPICH's MPI_Request, MPI_Datatype and MPI_C
 The plan, i64 words: MPI_Startall, MPI_Testall, MPI_Isend, MPI_Irecv, MPI_BYTE's and the
 communicator's handles, the posts' tag, pool_launch and the pool (0 where no step is parallel), the
 kernel's run (0: no reduction), its counter's address, the step count, SPIN_NS, TIMEOUT_NS, the
-signature, the sent header's address (0: no header), then MISMATCH and STEP (written back), then
-per step STEP_WORDS: its request count, the address of its requests (int32s), its argument block
-(0: none), the header it receives (0: none), its grid's workgroups, whether the pool runs it, and
-its posts (0: persistent requests), each POST_WORDS: receive (1) or send (0), the buffer's
-address, its bytes (below 2**31) and the peer; post j's request is the step's request j.
+signature, the sent header's address (0: no header), the addresses of the INPUT, OUTPUT and
+SCRATCH buffers (a call sets them), then MISMATCH and STEP (written back), then per step
+STEP_WORDS: its request count, the address of its requests (int32s), its argument block (0: none),
+the header it receives (0: none), its grid's workgroups, whether the pool runs it, its posts (0:
+persistent requests) and its operands (0: the block is complete). A post is POST_WORDS: receive
+(1) or send (0), a buffer (INPUT, OUTPUT, SCRATCH) and a byte offset into it, the bytes (below
+2**31) and the peer; post j's request is the step's request j. Operands are OPERAND_WORDS: the
+buffer and byte offset of the block's first three addresses (received, mine, out), which the
+function writes into the block before the run. So a plan is made once, and a call on new buffers
+sets three words.
 """
 from __future__ import annotations
 
@@ -36,12 +41,14 @@ import llvmlite.ir as ir
 from .native import link_module
 
 (STARTALL, TESTALL, ISEND, IRECV, BYTE, COMM, TAG, POOL_LAUNCH, POOL, RUN, COUNTER, STEPS, SPIN_NS, TIMEOUT_NS,
- SIGNATURE, SENT_HEADER, MISMATCH, STEP) = range(18)
-HEADER_WORDS = 18
-(REQUEST_COUNT, REQUESTS, BLOCK, RECEIVED_HEADER, WORKGROUPS, PARALLEL, POSTS) = range(7)
-STEP_WORDS = 7
-(RECEIVES, BUFFER, BYTES, PEER) = range(4)
-POST_WORDS = 4
+ SIGNATURE, SENT_HEADER, INPUT_BASE, OUTPUT_BASE, SCRATCH_BASE, MISMATCH, STEP) = range(21)
+HEADER_WORDS = 21
+INPUT, OUTPUT, SCRATCH = range(3)      # the buffers whose addresses (the *_BASE words) posts and operands add to
+(REQUEST_COUNT, REQUESTS, BLOCK, RECEIVED_HEADER, WORKGROUPS, PARALLEL, POSTS, OPERANDS) = range(8)
+STEP_WORDS = 8
+(RECEIVES, BUFFER, OFFSET, BYTES, PEER) = range(5)
+POST_WORDS = 5
+OPERAND_WORDS = 6                      # (buffer, offset) of the reduction's received, mine and out
 FINISHED, TIMED_OUT, FAILED = 0, 1, 2
 STATUSES_IGNORE = 1          # MPICH's MPI_STATUSES_IGNORE, (MPI_Status *) 1
 CLOCK_MONOTONIC = 1
@@ -83,6 +90,9 @@ def build_module() -> ir.Module:
 
     def i32(value: ir.Value) -> ir.Value:
         return b.trunc(value, I32)
+
+    def buffer_address(buffer: ir.Value, offset: ir.Value) -> ir.Value:
+        return b.add(load(b.add(constant(INPUT_BASE), buffer)), offset)
 
     clock = b.alloca(ir.ArrayType(I64, 2))   # struct timespec: seconds, nanoseconds
     flag = b.alloca(I32)
@@ -132,8 +142,8 @@ def build_module() -> ir.Module:
         with then:
             at = b.gep(b.inttoptr(posts, I64.as_pointer()), [b.mul(j, constant(POST_WORDS))])
             request = b.gep(b.inttoptr(load(REQUESTS, this), I32.as_pointer()), [j])
-            arguments = [b.inttoptr(load(BUFFER, at), PTR), i32(load(BYTES, at)), byte, i32(load(PEER, at)), tag, comm,
-                         request]
+            arguments = [b.inttoptr(buffer_address(load(BUFFER, at), load(OFFSET, at)), PTR), i32(load(BYTES, at)), byte,
+                         i32(load(PEER, at)), tag, comm, request]
             receives = b.icmp_signed("!=", load(RECEIVES, at), constant(0))
             posted = b.call(b.select(receives, irecv, isend), arguments)
             j.add_incoming(b.add(j, constant(1)), b.block)
@@ -177,6 +187,11 @@ def build_module() -> ir.Module:
     wanted = b.and_(b.and_(b.icmp_signed("!=", block, constant(0)), b.icmp_signed("!=", run, constant(0))),
                     b.icmp_signed("==", now_mismatch, constant(0)))
     with b.if_then(wanted):
+        operands = load(OPERANDS, this)
+        with b.if_then(b.icmp_signed("!=", operands, constant(0))):
+            pairs, arguments = b.inttoptr(operands, I64.as_pointer()), b.inttoptr(block, I64.as_pointer())
+            for k in range(3):
+                b.store(buffer_address(load(2 * k, pairs), load(2 * k + 1, pairs)), word(k, arguments))
         kernel = b.inttoptr(run, ir.PointerType(RUN_TYPE))
         with b.if_else(b.icmp_signed("!=", load(PARALLEL, this), constant(0))) as (parallel, alone):
             with parallel:
