@@ -52,6 +52,22 @@ def test_a_sharded_sum_is_partitioned_with_an_all_reduce():
     assert 'routine = "all_reduce"' in total.lower(xs).compile().as_text("optimized")
 
 
+def test_repeated_sharded_calls_find_their_program_by_the_arrays_shardings():
+    """jit keeps a sharded call's program under its arguments' shapes, dtypes and shardings too
+    (jit.array_key), which a repeated call looks up first; an equal sharding of another array finds
+    it, another sharding of the same shape, or a numpy array, gets a program of its own."""
+    mesh = make_mesh((4,), ("data",))
+    x = np.arange(32, dtype=np.int32).reshape(8, 4)
+    f = cj.jit(lambda v: v * 2 + 1)
+    rows, cols, rows_again = (cj.device_put(x, NamedSharding(mesh, spec)) for spec in (P("data"), P(None, "data"),
+                                                                                      P("data")))
+    for arg, spec in ((rows, P("data")), (cols, P(None, "data")), (rows_again, P("data")), (x, None)):
+        y = f(arg)
+        np.testing.assert_array_equal(np.asarray(y), x * 2 + 1)
+        assert spec is None and isinstance(y, np.ndarray) or y.sharding == NamedSharding(mesh, spec)
+    assert len(f._array_cache) == 3 and len(f._cache) == 3
+
+
 def test_float0_leaves_of_a_sharded_call():
     """float0 arguments and results of a sharded jit (JAX's tangents of integers): no program
     parameters or results, the function sees (and returns) float0 zeros; the rest is partitioned."""
