@@ -66,6 +66,13 @@ def test_repeated_sharded_calls_find_their_program_by_the_arrays_shardings():
         np.testing.assert_array_equal(np.asarray(y), x * 2 + 1)
         assert spec is None and isinstance(y, np.ndarray) or y.sharding == NamedSharding(mesh, spec)
     assert len(f._array_cache) == 3 and len(f._cache) == 3
+    # With in_shardings, numpy arguments' key finds the partitioned program too.
+    g = cj.jit(lambda v: v * 2 + 1, in_shardings=NamedSharding(mesh, P(None, "data")))
+    for _ in range(2):
+        y = g(x)
+        np.testing.assert_array_equal(np.asarray(y), x * 2 + 1)
+        assert y.sharding == NamedSharding(mesh, P(None, "data"))
+    assert len(g._array_cache) == 1 and len(g._cache) == 1
 
 
 def test_float0_leaves_of_a_sharded_call():
