@@ -51,6 +51,10 @@ total = cj.distributed.all_reduce(floats[rank])            # 60 B: recursive dou
 # Error model: n f32 terms in any order are within (n - 1) eps sum|x| of each other.
 np.testing.assert_allclose(total, np.sum(floats, axis=0), rtol=0, atol=(n - 1) * 2 ** -23 * np.abs(floats).sum(0).max())
 np.testing.assert_array_equal(cj.distributed.broadcast(floats[rank], root=n - 1), floats[n - 1])
+for root in range(n):   # every root of the tree: a 0-d array and bools too, every byte exact
+    assert cj.distributed.broadcast(np.array(rank * 1.5), root=root) == root * 1.5
+    np.testing.assert_array_equal(cj.distributed.broadcast(np.arange(5) % (rank + 2) == 0, root=root),
+                                  np.arange(5) % (root + 2) == 0)
 try:
     cj.distributed.all_reduce(np.zeros(3 + rank, np.float32))
     raise AssertionError("mismatched shapes were accepted")
