@@ -410,7 +410,8 @@ def tree_all_reduce_steps(n, rank, shape, count, size, dtype, root):
             sequence.append(([(0, *partial, count * size, rank - distance)], None))
             break
         if rank % (2 * distance) == 0 and rank + distance < n:
-            sequence.append(([(1, SCRATCH, 0, count * size, rank + distance)], ((SCRATCH, 0), partial, (OUTPUT, 0), count)))
+            reduction = ((SCRATCH, 0), partial, (OUTPUT, 0), count)
+            sequence.append(([(1, SCRATCH, 0, count * size, rank + distance)], reduction))
             partial = (OUTPUT, 0)
         distance *= 2
     return shape, count, sequence + binomial_broadcast(n, rank, 0, count * size, partial), False
@@ -449,7 +450,8 @@ class StepPlan:
         self.kernel = ReductionStep.get(reducer, dtype).kernel if collective in REDUCES else None
         self.counter = ctypes.c_int64(0)
         pieces = [[(receives, buffer, offset + piece, min(MAX_POST_BYTES, nbytes - piece), peer)
-                   for receives, buffer, offset, nbytes, peer in posts for piece in range(0, max(nbytes, 1), MAX_POST_BYTES)]
+                   for receives, buffer, offset, nbytes, peer in posts
+                   for piece in range(0, max(nbytes, 1), MAX_POST_BYTES)]
                   for posts, _ in plan_steps]
         parallel = any(r is not None and r[3] >= PARALLEL_MIN_WORK_ITEMS for _, r in plan_steps)
         # One int64 array: the header, the steps, their posts, the reductions' operands and argument
@@ -650,14 +652,15 @@ class AllReducePlan:
 # (runtime/distributed_steps.py), costs NATIVE_STEP_S; a ring or tree step about
 # OVERSUBSCRIBED_STEP_S where the host runs more of the job's processes than it has CPUs (4 on 2:
 # each step waits for the scheduler). HOST_BW is a shared-memory copy's bandwidth, for a transfer,
-# a reduction and doubling's copies of the message in and out alike. Ring: 2(n - 1) transfers of S/n and n - 1 reductions of S/n; recursive doubling:
-# log2 p transfers and reductions of S (p the largest power of two <= n; 2 steps more to fold the
-# others in and out) and the two copies; tree: 2 log2 n transfers and log2 n reductions of S. The
-# ring and the tree first compare the processes' shapes (recursive doubling of headers alone). For 2
-# processes doubling wins below 2 NATIVE_STEP_S HOST_BW / 2.5, about 24 KB (measured: between 32
-# and 128 KiB, the ring 1.2x slower at 32 KiB and 1.3x faster at 128 KiB), and below about 16 MB on
-# an oversubscribed host (measured with 4 processes on 2 CPUs and the ring's steps in Python:
-# doubling 2-3x faster than the ring from 256 KiB to 1 MiB, 1.4x at 4 MiB).
+# a reduction and doubling's copies of the message in and out alike. Ring: 2(n - 1) transfers of
+# S/n and n - 1 reductions of S/n; recursive doubling: log2 p transfers and reductions of S (p the
+# largest power of two <= n; 2 steps more to fold the others in and out) and the two copies; tree:
+# 2 log2 n transfers and log2 n reductions of S. The ring and the tree first compare the processes'
+# shapes (recursive doubling of headers alone). For 2 processes doubling wins below
+# 2 NATIVE_STEP_S HOST_BW / 2.5, about 24 KB (measured: between 32 and 128 KiB, the ring 1.2x slower
+# at 32 KiB and 1.3x faster at 128 KiB), and below about 16 MB on an oversubscribed host (measured
+# with 4 processes on 2 CPUs and the ring's steps in Python: doubling 2-3x faster than the ring from
+# 256 KiB to 1 MiB, 1.4x at 4 MiB).
 OVERSUBSCRIBED_STEP_S = 1e-3
 NATIVE_STEP_S = 3e-6
 HOST_BW = 10e9

@@ -142,8 +142,8 @@ def build_module() -> ir.Module:
         with then:
             at = b.gep(b.inttoptr(posts, I64.as_pointer()), [b.mul(j, constant(POST_WORDS))])
             request = b.gep(b.inttoptr(load(REQUESTS, this), I32.as_pointer()), [j])
-            arguments = [b.inttoptr(buffer_address(load(BUFFER, at), load(OFFSET, at)), PTR), i32(load(BYTES, at)), byte,
-                         i32(load(PEER, at)), tag, comm, request]
+            buffer = b.inttoptr(buffer_address(load(BUFFER, at), load(OFFSET, at)), PTR)
+            arguments = [buffer, i32(load(BYTES, at)), byte, i32(load(PEER, at)), tag, comm, request]
             receives = b.icmp_signed("!=", load(RECEIVES, at), constant(0))
             posted = b.call(b.select(receives, irecv, isend), arguments)
             j.add_incoming(b.add(j, constant(1)), b.block)

@@ -45,8 +45,8 @@ bound = (n - 1) * 2 ** -23 * np.abs(long).sum(0)
 for algorithm in ("ring", "tree"):
     np.testing.assert_allclose(cj.distributed.all_reduce(long[rank], algorithm=algorithm), np.sum(long, axis=0),
                                rtol=0, atol=bound.max())
-np.testing.assert_allclose(cj.distributed.reduce_scatter(long[rank], algorithm="ring"), np.sum(long, axis=0)[rank:rank + 1],
-                           rtol=0, atol=bound.max())
+np.testing.assert_allclose(cj.distributed.reduce_scatter(long[rank], algorithm="ring"),
+                           np.sum(long, axis=0)[rank:rank + 1], rtol=0, atol=bound.max())
 total = cj.distributed.all_reduce(floats[rank])            # 60 B: recursive doubling
 # Error model: n f32 terms in any order are within (n - 1) eps sum|x| of each other.
 np.testing.assert_allclose(total, np.sum(floats, axis=0), rtol=0, atol=(n - 1) * 2 ** -23 * np.abs(floats).sum(0).max())
