@@ -145,27 +145,66 @@ def value_bytes(dtype: str, shape) -> int:
     return math.prod(shape) * NUMPY_DTYPES[dtype].itemsize
 
 
+# Steps that keep their place: nothing moves past them (side_by_side), as their effects (a host
+# callback's) or the buffers they write (a loop's carry kept in its operand's) are in program order.
+FIXED_STEPS = ("while", "cond", "callback")
+
+
 def side_by_side(steps: list[dict], kernel_plans: list[dict]) -> list[list[int]]:
-    """A block's step positions in runs that may run at once: a run of two or more is consecutive
-    launches of a grid, none updating in place or reading a value another of them makes, together
-    worth the worker pool (their plans' `pool_share`s, runtime/launch.py, add up to 1): every
-    device's copy of an op in an unrolled program, or any such launches. Every other step is a run
-    of its own. The layout gives a run's values buffers that no other value of the run shares, and
-    the schedule launches the run as one job of the pool (`ScheduleBuilder.launch_together`)."""
+    """A block's step positions in runs, in the order the schedule runs them. A run of two or more
+    is launches of a grid, none updating in place or reading a value another of them makes,
+    together worth the worker pool (their plans' `pool_share`s, runtime/launch.py, add up to 1):
+    every device's copy of an op in an unrolled program, or any such consecutive launches. Every
+    other step is a run of its own. The layout gives a run's values buffers that no other value of
+    the run shares, and the schedule launches the run as one job of the pool
+    (`ScheduleBuilder.launch_together`).
+
+    A launch moves up to join the latest earlier run that holds a launch of its own code (the plans'
+    `key`) when it reads nothing made there or since, and no loop, branch or callback
+    (FIXED_STEPS) lies between: so the devices' chains of an unrolled program, which the passes
+    emit device by device (split_reductions' partial and final reduce), run op by op with every
+    device's copy together. Else it joins the run just before it when that run is of launches it
+    does not read. Moving a launch earlier only lengthens its results' lives, which the layout
+    sees: it places values by the runs' order."""
     runs: list[list[int]] = []
-    made: set[int] = set()
+    made: list[set[int]] = []      # the slots each run's steps make
+    fixed = -1                     # the last run that nothing moves past
 
     def joinable(step):
         return step["op"] == "kernel" and not step["in_place"] and math.prod(kernel_plans[step["kernel"]]["grid"])
 
+    def same_code(step, run):
+        key = kernel_plans[step["kernel"]]["key"]
+        return key is not None and any(kernel_plans[steps[k]["kernel"]]["key"] == key for k in run)
+
+    def run_to_join(step) -> int | None:
+        inputs = set(step["inputs"])
+        for r in range(len(runs) - 1, fixed, -1):
+            if inputs & made[r]:
+                return None
+            if all(joinable(steps[k]) for k in runs[r]) and same_code(step, runs[r]):
+                return r
+        return None
+
     for position, step in enumerate(steps):
-        if runs and joinable(step) and all(joinable(steps[k]) for k in runs[-1]) and not made & set(step["inputs"]):
-            runs[-1].append(position)
+        kind = step["op"]
+        join = run_to_join(step) if joinable(step) else None
+        if join is None and joinable(step) and runs and all(joinable(steps[k]) for k in runs[-1]) \
+                and not made[-1] & set(step["inputs"]):
+            join = len(runs) - 1
+        if join is None:
+            runs.append([])
+            made.append(set())
+            join = len(runs) - 1
+        runs[join].append(position)
+        if kind in ("kernel", "allocate", "callback"):
+            made[join].update(slot for slot, _, _ in step["results"])
+        elif kind == "reshape":
+            made[join].add(step["result"])
         else:
-            runs.append([position])
-            made = set()
-        if step["op"] == "kernel":
-            made.update(slot for slot, _, _ in step["results"])
+            made[join].update(step["results"])
+        if kind in FIXED_STEPS:
+            fixed = join
     together = []
     for run in runs:
         if len(run) > 1 and sum(kernel_plans[steps[k]["kernel"]]["pool_share"] for k in run) < 1:
@@ -333,9 +372,10 @@ def schedule_layout(body: dict, outputs: list[list], slot_count: int, kernel_pla
                 for life in roots.get(slot, ()):
                     life.end = max(life.end, position)
 
-        # The steps of a run launched together (side_by_side) all take its first step's position,
-        # so that their values are live together.
-        at = {k: run[0] for run in side_by_side(steps, kernel_plans) for k in run}
+        # A step's position is its run's place in the order the schedule runs them (side_by_side):
+        # the steps of a run launched together share it, so that their values are live together.
+        runs = side_by_side(steps, kernel_plans)
+        at = {k: place for place, run in enumerate(runs) for k in run}
         for index, inner in enumerate(steps):
             position = at[index]
             read(step_reads(inner), position)
@@ -361,7 +401,7 @@ def schedule_layout(body: dict, outputs: list[list], slot_count: int, kernel_pla
                 held = [life] + [other for slot in step_reads(inner) for other in roots.get(slot, ())]
                 for slot in inner["results"]:
                     roots[slot] = held
-        read(block["outputs"], len(steps))
+        read(block["outputs"], len(runs))
         return first_fit(lifetimes)
 
     def branch_region(step: dict) -> tuple[int, list]:

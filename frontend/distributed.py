@@ -24,7 +24,9 @@ persistent MPI requests, the reduction's argument blocks); the processes' shapes
 the headers of recursive doubling's messages rather than by a collective of their own; recursive
 doubling's steps (requests started and polled, headers compared, reductions run) are driven from
 native code (runtime/distributed_steps.py), so a short all-reduce costs one native call between
-copying its message in and its result out. A transfer that does not complete within `timeout`
+copying its message in and its result out. The ring's and the tree's steps (all_reduce's,
+all_gather's, reduce_scatter's and broadcast's; `StepPlan`) run in that native driver too, as one
+call on the caller's buffers. A transfer that does not complete within `timeout`
 seconds (a process that died or never called the collective) raises TimeoutError on the
 processes waiting for it, rather than hanging.
 
@@ -52,7 +54,10 @@ from ..libs.ccl import LIBRARY, cost
 from ..libs.ccl.kernels import ITEMS
 from ..runtime import devices
 from ..runtime import distributed_steps as steps
-from ..runtime.launch import PARALLEL_MIN_WORK_ITEMS, address, aligned_copy, aligned_empty, compile_kernel
+from ..runtime.distributed_steps import INPUT, OUTPUT, SCRATCH
+from ..runtime.launch import (PARALLEL_MIN_WORK_ITEMS, address, aligned_empty, aligned_empty_at,
+                              compile_kernel, worker_pool)
+from ..runtime.native_pool import pool_code
 
 DEFAULT_TIMEOUT_S = 60.0
 SPIN_S = 2e-3   # polling back to back for this long, then yielding the CPU between polls
@@ -97,9 +102,9 @@ def shutdown():
 
 class ReductionStep:
     """The compiled step `out = received <reducer> mine` (ccl.reduce of a group of 2, root 1: operand
-    0 first), in place: one kernel per reducer and dtype, the element count its scalar parameter,
-    launched with an argument block of its own (the generic launch's checks cost more than a small
-    step's work; here every buffer is a contiguous vector of the dtype and `out` is aligned)."""
+    0 first), which may run in place (out is mine): one kernel per reducer and dtype, the element
+    count its scalar parameter, run by the native driver with an argument block of the plan's
+    (received, mine, out, the count's address)."""
     steps: dict = {}
 
     def __init__(self, reducer: str, dtype: np.dtype):
@@ -108,8 +113,6 @@ class ReductionStep:
                  "root": 1, "reducer": reducer}
         op = make_op("library_call", [Value(t), Value(t)], attrs, infer_types("library_call", [t, t], attrs))
         self.kernel = compile_kernel(LIBRARY.emit(op, f"ccl_{reducer}_step", get_target()))
-        self.size = ctypes.c_int64(0)
-        self.block = (ctypes.c_void_p * 4)(0, 0, 0, ctypes.addressof(self.size))   # received, mine, out, size
 
     @classmethod
     def get(cls, reducer: str, dtype: np.dtype) -> "ReductionStep":
@@ -117,32 +120,6 @@ class ReductionStep:
         if key not in cls.steps:
             cls.steps[key] = cls(reducer, dtype)
         return cls.steps[key]
-
-    def __call__(self, out: np.ndarray, received: np.ndarray, mine: np.ndarray):
-        count = mine.size
-        if count == 0:
-            return
-        self.block[0], self.block[1], self.block[2] = address(received), address(mine), address(out)
-        self.size.value = count
-        self.kernel.launch(ctypes.addressof(self.block), total=-(-count // ITEMS),
-                           parallel=count >= PARALLEL_MIN_WORK_ITEMS)
-
-
-def combine_into(out: np.ndarray, reducer: str, received: np.ndarray, mine: np.ndarray):
-    """out = received <reducer> mine, by the compiled step, in place (no allocation, no copy)."""
-    ReductionStep.get(reducer, mine.dtype)(out, received, mine)
-
-
-class Scratch:
-    """A receive buffer kept between calls (a new one per call would be faulted in each time)."""
-    buffer = np.empty(0, np.uint8)
-
-    @classmethod
-    def take(cls, count: int, dtype: np.dtype) -> np.ndarray:
-        nbytes = count * dtype.itemsize
-        if cls.buffer.size < nbytes:
-            cls.buffer = aligned_empty((nbytes,), np.uint8)
-        return cls.buffer[:nbytes].view(dtype)
 
 
 def timed_out(what: str, timeout: float) -> TimeoutError:
@@ -168,15 +145,6 @@ def wait(requests, timeout: float, what: str):
         if now > deadline:
             raise timed_out(what, timeout)
         os.sched_yield()
-
-
-def exchange(send: np.ndarray | None, to: int, receive: np.ndarray | None, source: int, timeout: float, what: str):
-    requests = []
-    if receive is not None:
-        requests.append(comm().Irecv(receive, source=source, tag=17))
-    if send is not None:
-        requests.append(comm().Isend(np.ascontiguousarray(send), dest=to, tag=17))
-    wait(requests, timeout, what)
 
 
 MAX_RANK = 32
@@ -210,60 +178,6 @@ def chunk_bounds(size: int, n: int, dtype: np.dtype) -> list[tuple[int, int]]:
     step = max(1, WRITTEN_BUFFER_ALIGNMENT // dtype.itemsize)
     length = -(-size // (n * step)) * step
     return [(min(c * length, size), min((c + 1) * length, size)) for c in range(n)]
-
-
-def ring_all_reduce(flat: np.ndarray, reducer: str, timeout: float) -> np.ndarray:
-    """RCCL's ring, with no copies: each reduce-scatter step receives the left neighbour's partial of
-    a chunk into a scratch buffer and reduces it with this process's own chunk straight into the
-    result, which the next step sends on; the all-gather steps receive into the result itself."""
-    n, rank = comm().Get_size(), comm().Get_rank()
-    bounds = chunk_bounds(flat.size, n, flat.dtype)
-    result = aligned_empty(flat.shape, flat.dtype)
-    right, left = (rank + 1) % n, (rank - 1) % n
-    for step in range(n - 1):                      # reduce-scatter: chunk rank + 1 ends here reduced
-        out_chunk, in_chunk = slice(*bounds[(rank - step) % n]), slice(*bounds[(rank - step - 1) % n])
-        received = Scratch.take(in_chunk.stop - in_chunk.start, flat.dtype)
-        exchange((flat if step == 0 else result)[out_chunk], right, received, left, timeout, "ring all-reduce")
-        combine_into(result[in_chunk], reducer, received, flat[in_chunk])
-    for step in range(n - 1):                      # all-gather: the reduced chunks around the ring
-        out_chunk, in_chunk = slice(*bounds[(rank + 1 - step) % n]), slice(*bounds[(rank - step) % n])
-        exchange(result[out_chunk], right, result[in_chunk], left, timeout, "ring all-reduce")
-    return result
-
-
-def tree_reduce(flat: np.ndarray, reducer: str, timeout: float) -> np.ndarray:
-    """The binomial tree's reduction to rank 0 (the result meaningful on rank 0 only)."""
-    n, rank = comm().Get_size(), comm().Get_rank()
-    work, distance = aligned_copy(flat), 1
-    while distance < n:
-        if rank % (2 * distance) == distance:
-            exchange(work, rank - distance, None, 0, timeout, "tree reduce")
-            break
-        if rank % (2 * distance) == 0 and rank + distance < n:
-            received = Scratch.take(work.size, work.dtype)
-            exchange(None, 0, received, rank + distance, timeout, "tree reduce")
-            reduced = aligned_empty(work.shape, work.dtype)
-            combine_into(reduced, reducer, received, work)
-            work = reduced
-        distance *= 2
-    return work
-
-
-def tree_broadcast(flat: np.ndarray, root: int, timeout: float) -> np.ndarray:
-    """The binomial tree's broadcast from `root` (ranks renumbered from the root)."""
-    n, rank = comm().Get_size(), comm().Get_rank()
-    me = (rank - root) % n
-    work = flat.copy()
-    distance = 1
-    while distance < n:
-        distance *= 2
-    while distance > 1:
-        distance //= 2
-        if me % (2 * distance) == 0 and me + distance < n:
-            exchange(work, (me + distance + root) % n, None, 0, timeout, "tree broadcast")
-        elif me % (2 * distance) == distance:
-            exchange(None, 0, work, (me - distance + root) % n, timeout, "tree broadcast")
-    return work
 
 
 class DoublingPlan:
@@ -339,20 +253,15 @@ class DoublingPlan:
 
     def native_plan(self) -> np.ndarray:
         """The steps as runtime/distributed_steps.py's native driver reads them (its plan)."""
-        mpi = _state["MPI"]
-        functions = ctypes.CDLL(mpi.__file__)   # dlsym through mpi4py's module finds its MPI library's
         self.handles = [np.array([r.handle & 0xFFFFFFFF for r in requests], np.uint32).view(np.int32)
                         for requests, _, _ in self.steps]
         plan = np.zeros(steps.HEADER_WORDS + steps.STEP_WORDS * len(self.steps), np.int64)
-        plan[:steps.HEADER_WORDS] = [
-            ctypes.cast(functions.MPI_Startall, ctypes.c_void_p).value,
-            ctypes.cast(functions.MPI_Testall, ctypes.c_void_p).value,
-            self.kernel.run_address if self.kernel else 0, ctypes.addressof(self.counter), self.total, len(self.steps),
-            0, 0, self.signature, address(self.send), 0, 0]
+        plan[:steps.HEADER_WORDS] = driver_header(len(self.steps), self.kernel.run_address if self.kernel else 0,
+                                                  ctypes.addressof(self.counter), self.signature, address(self.send))
         for k, ((_, block, header), handles) in enumerate(zip(self.steps, self.handles)):
             at = steps.HEADER_WORDS + steps.STEP_WORDS * k
             header_address = 0 if header is None else address(self.send if header is self.send_header else self.received)
-            plan[at:at + steps.STEP_WORDS] = [len(handles), address(handles), block, header_address]
+            plan[at:at + steps.STEP_WORDS] = [len(handles), address(handles), block, header_address, self.total, 0, 0, 0]
         return plan
 
     def __call__(self, message: np.ndarray | None, timeout: float, what: str) -> bool:
@@ -407,12 +316,222 @@ class DoublingPlan:
             request.Free()
 
 
+def driver_header(step_count: int, run: int, counter: int, signature: int, sent_header: int,
+                  parallel: bool = False) -> list[int]:
+    """The header words of a plan of runtime/distributed_steps.py's native driver, SPIN_NS and
+    TIMEOUT_NS left 0 (a call sets them)."""
+    mpi = _state["MPI"]
+    functions = ctypes.CDLL(mpi.__file__)   # dlsym through mpi4py's module finds its MPI library's
+    entries = [ctypes.cast(getattr(functions, name), ctypes.c_void_p).value
+               for name in ("MPI_Startall", "MPI_Testall", "MPI_Isend", "MPI_Irecv")]
+    pool = (pool_code().launch_address, worker_pool().address) if parallel else (0, 0)
+    return entries + [mpi.BYTE.handle, comm().handle, STEP_TAG, *pool, run, counter, step_count, 0, 0, signature,
+                      sent_header, 0, 0, 0, 0, 0]
+
+
+MAX_POST_BYTES = 1 << 30               # a longer transfer is posted in pieces (MPI counts are int32s)
+
+
+# The steps of each collective that StepPlan runs, for process `rank` of n and a message of `count`
+# elements of `size` bytes (`root`: a broadcast's): (the output's shape, the scratch's elements,
+# the steps, whether the output's block `rank` (the whole output for a broadcast's root) is the
+# input's copy, made after the steps). A step is (posts, reduction or None): a post (receives,
+# buffer, byte offset, bytes, peer), a reduction ((buffer, element offset) received, mine and out,
+# element count); buffers are INPUT (the caller's), OUTPUT (the result) and SCRATCH.
+
+def ring_all_reduce_steps(n, rank, shape, count, size, dtype, root):
+    """RCCL's ring: the message in one chunk per process (chunk_bounds); n - 1 reduce-scatter steps,
+    each receiving a chunk's partial from the left neighbour into SCRATCH while sending one to the
+    right, and reducing it with this process's own chunk into OUTPUT, which the next step sends on
+    (no copies); then n - 1 all-gather steps receiving the reduced chunks into OUTPUT itself."""
+    right, left = (rank + 1) % n, (rank - 1) % n
+    bounds = chunk_bounds(count, n, dtype)
+    sequence = []
+    for s in range(n - 1):
+        (out_start, out_stop), (in_start, in_stop) = bounds[(rank - s) % n], bounds[(rank - s - 1) % n]
+        posts = [(1, SCRATCH, 0, (in_stop - in_start) * size, left),
+                 (0, INPUT if s == 0 else OUTPUT, out_start * size, (out_stop - out_start) * size, right)]
+        sequence.append((posts, ((SCRATCH, 0), (INPUT, in_start), (OUTPUT, in_start), in_stop - in_start)))
+    for s in range(n - 1):
+        (out_start, out_stop), (in_start, in_stop) = bounds[(rank + 1 - s) % n], bounds[(rank - s) % n]
+        posts = [(1, OUTPUT, in_start * size, (in_stop - in_start) * size, left),
+                 (0, OUTPUT, out_start * size, (out_stop - out_start) * size, right)]
+        sequence.append((posts, None))
+    return shape, max(stop - start for start, stop in bounds), sequence, False
+
+
+def ring_reduce_scatter_steps(n, rank, shape, count, size, dtype, root):
+    """The ring's first half: block d starts at process d + 1 and ends at d; each step receives the
+    partial into SCRATCH, reduces it with this process's own block into OUTPUT (once the step's
+    send of OUTPUT is complete) and sends that on."""
+    right, left = (rank + 1) % n, (rank - 1) % n
+    block = count // n
+    sequence = []
+    for s in range(n - 1):
+        sent = (INPUT, (rank - 1) % n * block * size) if s == 0 else (OUTPUT, 0)
+        posts = [(1, SCRATCH, 0, block * size, left), (0, *sent, block * size, right)]
+        sequence.append((posts, ((SCRATCH, 0), (INPUT, (rank - s - 2) % n * block), (OUTPUT, 0), block)))
+    return (shape[0] // n,) + shape[1:], block, sequence, False
+
+
+def ring_all_gather_steps(n, rank, shape, count, size, dtype, root):
+    """OUTPUT holds every process's block; n - 1 steps pass them around the ring, the first sending
+    this process's from INPUT."""
+    right, left, nbytes = (rank + 1) % n, (rank - 1) % n, count * size
+    sequence = []
+    for s in range(n - 1):
+        sent = (INPUT, 0) if s == 0 else (OUTPUT, (rank - s) % n * nbytes)
+        sequence.append(([(1, OUTPUT, (rank - s - 1) % n * nbytes, nbytes, left), (0, *sent, nbytes, right)], None))
+    return ((n * shape[0],) + shape[1:] if shape else (n,)), 0, sequence, True
+
+
+def binomial_broadcast(n, me, root, nbytes, source):
+    """The binomial tree's broadcast steps from `root` (`me`: this rank renumbered from the root),
+    the root sending `source`, the others receiving into OUTPUT and sending it on."""
+    sequence, distance = [], 1
+    while distance < n:
+        distance *= 2
+    while distance > 1:
+        distance //= 2
+        if me % (2 * distance) == 0 and me + distance < n:
+            sequence.append(([(0, *(source if me == 0 else (OUTPUT, 0)), nbytes, (me + distance + root) % n)], None))
+        elif me % (2 * distance) == distance:
+            sequence.append(([(1, OUTPUT, 0, nbytes, (me - distance + root) % n)], None))
+    return sequence
+
+
+def tree_all_reduce_steps(n, rank, shape, count, size, dtype, root):
+    """The binomial tree: a reduction to rank 0 in ceil(log2 n) steps (a parent receives a child's
+    partial into SCRATCH and reduces it with its own into OUTPUT; a child sends its partial to its
+    parent), then the broadcast down from rank 0."""
+    sequence, partial, distance = [], (INPUT, 0), 1
+    while distance < n:
+        if rank % (2 * distance) == distance:
+            sequence.append(([(0, *partial, count * size, rank - distance)], None))
+            break
+        if rank % (2 * distance) == 0 and rank + distance < n:
+            reduction = ((SCRATCH, 0), partial, (OUTPUT, 0), count)
+            sequence.append(([(1, SCRATCH, 0, count * size, rank + distance)], reduction))
+            partial = (OUTPUT, 0)
+        distance *= 2
+    return shape, count, sequence + binomial_broadcast(n, rank, 0, count * size, partial), False
+
+
+def broadcast_steps(n, rank, shape, count, size, dtype, root):
+    """The binomial tree's broadcast from `root`, which keeps its input's copy."""
+    return shape, 0, binomial_broadcast(n, (rank - root) % n, root, count * size, (INPUT, 0)), rank == root
+
+
+STEPS = {"all_reduce": ring_all_reduce_steps, "reduce_scatter": ring_reduce_scatter_steps,
+         "all_gather": ring_all_gather_steps, "tree_all_reduce": tree_all_reduce_steps, "broadcast": broadcast_steps}
+REDUCES = ("all_reduce", "reduce_scatter", "tree_all_reduce")
+
+
+class StepPlan:
+    """The steps of one collective between processes (STEPS: the ring's all-reduce, reduce-scatter
+    and all-gather, the binomial tree's all-reduce and broadcast), shape, dtype, reducer and root,
+    set up once and run by the native driver (runtime/distributed_steps.py) as one call, each
+    step's transfers posted there (MPI_Isend, MPI_Irecv) on the buffers of the call: the caller's
+    INPUT, the OUTPUT it returns (allocated per call, aligned for the kernel where one writes it)
+    and the plan's SCRATCH (one received chunk, block or message).
+
+    Every address in the plan's posts and reductions is one of the three buffers' plus an offset, so
+    a call writes two words (INPUT's and OUTPUT's addresses) and makes one native call however many
+    steps it has. The processes' shapes are checked before (the caller's)."""
+
+    def __init__(self, collective: str, shape: tuple, dtype: np.dtype, reducer: str, root: int = 0):
+        n, rank = comm().Get_size(), comm().Get_rank()
+        count, size = math.prod(shape), dtype.itemsize
+        self.output_shape, scratch, plan_steps, self.copies_input = STEPS[collective](
+            n, rank, shape, count, size, dtype, root)
+        self.dtype, self.rank, self.processes = dtype, rank, n
+        self.whole = collective == "broadcast"      # the input's copy is the whole output, not block `rank`
+        self.scratch = aligned_empty((max(scratch, 1),), dtype)
+        self.kernel = ReductionStep.get(reducer, dtype).kernel if collective in REDUCES else None
+        self.counter = ctypes.c_int64(0)
+        pieces = [[(receives, buffer, offset + piece, min(MAX_POST_BYTES, nbytes - piece), peer)
+                   for receives, buffer, offset, nbytes, peer in posts
+                   for piece in range(0, max(nbytes, 1), MAX_POST_BYTES)]
+                  for posts, _ in plan_steps]
+        parallel = any(r is not None and r[3] >= PARALLEL_MIN_WORK_ITEMS for _, r in plan_steps)
+        # One int64 array: the header, the steps, their posts, the reductions' operands and argument
+        # blocks (received, mine, out, the count's address) and counts; the posts' requests in an
+        # int32 array.
+        posts_at = steps.HEADER_WORDS + steps.STEP_WORDS * len(plan_steps)
+        blocks_at = posts_at + steps.POST_WORDS * sum(map(len, pieces))
+        block_words = steps.OPERAND_WORDS + 5
+        self.plan = np.zeros(blocks_at + block_words * len(plan_steps), np.int64)
+        self.requests = np.zeros((len(plan_steps), max(map(len, pieces), default=1)), np.int32)
+        plan_address = address(self.plan)
+        self.plan[:steps.HEADER_WORDS] = driver_header(len(plan_steps), self.kernel.run_address if self.kernel else 0,
+                                                       ctypes.addressof(self.counter), 0, 0, parallel)
+        self.plan[steps.SCRATCH_BASE] = address(self.scratch)
+        post = posts_at
+        for k, ((_, reduction), step_posts) in enumerate(zip(plan_steps, pieces)):
+            step_at, operands_at = steps.HEADER_WORDS + steps.STEP_WORDS * k, blocks_at + block_words * k
+            block_at = operands_at + steps.OPERAND_WORDS
+            self.plan[step_at:step_at + steps.STEP_WORDS] = [
+                len(step_posts), address(self.requests[k]), 0, 0, 0, 0, plan_address + 8 * post, 0]
+            for receives, buffer, byte_offset, nbytes, peer in step_posts:
+                self.plan[post:post + steps.POST_WORDS] = [receives, buffer, byte_offset, nbytes, peer]
+                post += steps.POST_WORDS
+            if reduction is not None and reduction[3]:
+                *operands, elements = reduction
+                self.plan[operands_at:block_at] = [word for buffer, element_offset in operands
+                                                   for word in (buffer, element_offset * size)]
+                self.plan[block_at + 3], self.plan[block_at + 4] = plan_address + 8 * (block_at + 4), elements
+                self.plan[step_at + steps.BLOCK] = plan_address + 8 * block_at
+                self.plan[step_at + steps.OPERANDS] = plan_address + 8 * operands_at
+                self.plan[step_at + steps.WORKGROUPS] = -(-elements // ITEMS)
+                self.plan[step_at + steps.PARALLEL] = elements >= PARALLEL_MIN_WORK_ITEMS
+        self.words = memoryview(self.plan).cast("B").cast("q")
+        self.driver, self.plan_address = steps.steps_function()[0], plan_address
+
+    def __call__(self, x: np.ndarray, timeout: float, what: str) -> np.ndarray:
+        """The collective of x (C-contiguous), in a new array."""
+        words = self.words
+        if self.kernel is None:      # no kernel writes the output
+            output = np.empty(self.output_shape, self.dtype)
+            words[steps.OUTPUT_BASE] = address(output)
+        else:
+            output, words[steps.OUTPUT_BASE] = aligned_empty_at(self.output_shape, self.dtype)
+        words[steps.INPUT_BASE] = address(x)
+        words[steps.SPIN_NS], words[steps.TIMEOUT_NS] = int(_state["spin_s"] * 1e9), int(timeout * 1e9)
+        status = self.driver(self.plan_address)
+        if status != steps.FINISHED:
+            # Its transfers may still be pending: never run again, and its buffers never freed.
+            forget(self)
+            ABANDONED.append((self, x, output))
+        if status == steps.TIMED_OUT:
+            raise timed_out(what, timeout)
+        if status != steps.FINISHED:
+            raise RuntimeError(f"cdnajit.distributed: {what}: an MPI call failed at step {words[steps.STEP]} "
+                               f"on process {self.rank}")
+        if self.copies_input:        # sent from x, never received: the input's copy
+            (output if self.whole else output.reshape((self.processes, -1))[self.rank])[...] = \
+                x if self.whole else x.reshape(-1)
+        return output
+
+    def free(self):
+        """Nothing to free: the posts' requests end with their transfers."""
+
+
+def stepped(collective: str, x: np.ndarray, reducer: str, timeout: float, what: str, root: int = 0) -> np.ndarray:
+    """The `collective` of x by StepPlan, its plan kept between calls."""
+    x = np.ascontiguousarray(x)
+    key = ("steps", collective, x.shape, x.dtype, reducer, root)
+    plan = PLANS.get(key) or plan_for(key, lambda: StepPlan(collective, x.shape, x.dtype, reducer, root))
+    return plan(x, timeout, what)
+
+
 HEADER_BYTES = WRITTEN_BUFFER_ALIGNMENT    # so that the message after it is aligned for the kernel
 MAX_PLANS = 64                             # all-reduce plans kept (a program's few message shapes)
 DOUBLING_TAG = 19
+STEP_TAG = 17      # the ring's and the tree's transfers
 
 
-PLANS: dict = {}   # the plans kept between calls (AllReducePlan, ShapeCheck), oldest first
+PLANS: dict = {}   # the plans kept between calls (AllReducePlan, ShapeCheck, StepPlan), oldest first
+ABANDONED: list = []   # the plans (and buffers) of calls that failed with transfers pending
 
 
 def plan_for(key, make):
@@ -490,7 +609,7 @@ class AllReducePlan:
         if algorithm is not None and algorithm not in ALGORITHMS:
             raise ValueError(f"cdnajit.distributed.all_reduce: algorithm {algorithm!r} is not one of {ALGORITHMS}")
         self.shape, self.reducer, self.what = shape, reducer, what
-        self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize, host_step_s())
+        self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize)
         signature = signature_of(what, self.algorithm, reducer, dtype.str, shape, given)
         self.doubling = DoublingPlan(signature, shape if self.algorithm == "doubling" else (0,), dtype, reducer) \
             if n > 1 else None
@@ -519,10 +638,9 @@ class AllReducePlan:
                              f"{self.algorithm})")
         if self.runs_doubling:
             return self.doubling.data.copy()
-        flat = x.reshape(-1)
         if self.algorithm == "ring":
-            return ring_all_reduce(flat, self.reducer, timeout).reshape(x.shape)
-        return tree_broadcast(tree_reduce(flat, self.reducer, timeout), 0, timeout).reshape(x.shape)
+            return stepped("all_reduce", x, self.reducer, timeout, "ring all-reduce")
+        return stepped("tree_all_reduce", x, self.reducer, timeout, "tree all-reduce")
 
     def free(self):
         if self.doubling is not None:
@@ -530,42 +648,42 @@ class AllReducePlan:
 
 
 # The algorithm between processes, by an alpha-beta model of MPI point-to-point steps on a host.
-# Assumptions, from measurements on a loaded 2-core host: a ring or tree step driven from Python (its
-# MPI transfer's latency and a kernel launch) costs HOST_STEP_S, 15-20 us on 2 processes, and about
+# Assumptions, from measurements on a loaded 2-core host: a step, driven from native code
+# (runtime/distributed_steps.py), costs NATIVE_STEP_S; a ring or tree step about
 # OVERSUBSCRIBED_STEP_S where the host runs more of the job's processes than it has CPUs (4 on 2:
-# each step waits for the scheduler); a recursive-doubling step driven from native code
-# (runtime/distributed_steps.py) costs NATIVE_STEP_S; HOST_BW is a shared-memory copy's bandwidth,
-# for a transfer, a reduction and doubling's copies of the message in and out alike. Ring: 2(n - 1)
-# transfers of S/n and n - 1 reductions of S/n; recursive doubling: log2 p transfers and reductions
-# of S (p the largest power of two <= n; 2 steps more to fold the others in and out) and the two
-# copies; tree: 2 log2 n transfers and log2 n reductions of S. For 2 processes doubling wins below
-# (2 HOST_STEP_S - NATIVE_STEP_S) HOST_BW / 2.5, about 150 KB (measured: between 128 and 256 KiB);
-# for 4 processes below about 300 KB, and below about 16 MB on an oversubscribed host (measured with
-# 4 processes on 2 CPUs: doubling 2-3x faster than the ring from 256 KiB to 1 MiB, 1.4x at 4 MiB).
-HOST_STEP_S = 20e-6
+# each step waits for the scheduler). HOST_BW is a shared-memory copy's bandwidth, for a transfer,
+# a reduction and doubling's copies of the message in and out alike. Ring: 2(n - 1) transfers of
+# S/n and n - 1 reductions of S/n; recursive doubling: log2 p transfers and reductions of S (p the
+# largest power of two <= n; 2 steps more to fold the others in and out) and the two copies; tree:
+# 2 log2 n transfers and log2 n reductions of S. The ring and the tree first compare the processes'
+# shapes (recursive doubling of headers alone). For 2 processes doubling wins below
+# 2 NATIVE_STEP_S HOST_BW / 2.5, about 24 KB (measured: between 32 and 128 KiB, the ring 1.2x slower
+# at 32 KiB and 1.3x faster at 128 KiB), and below about 16 MB on an oversubscribed host (measured
+# with 4 processes on 2 CPUs and the ring's steps in Python: doubling 2-3x faster than the ring from
+# 256 KiB to 1 MiB, 1.4x at 4 MiB).
 OVERSUBSCRIBED_STEP_S = 1e-3
 NATIVE_STEP_S = 3e-6
 HOST_BW = 10e9
 ALGORITHMS = ("ring", "tree", "doubling")
 
 
-def host_step_s() -> float:
-    """A Python-driven ring or tree step's modelled cost on this host (above)."""
-    return OVERSUBSCRIBED_STEP_S if _state["spin_s"] == 0 else HOST_STEP_S
+def step_s() -> float:
+    """A ring or tree step's modelled cost on this host (above)."""
+    return OVERSUBSCRIBED_STEP_S if _state["spin_s"] == 0 else NATIVE_STEP_S
 
 
 def runs_doubling(collective: str, nbytes: int) -> bool:
     """Whether an all_gather or a reduce_scatter of `nbytes` per process is modelled faster as
     recursive doubling's all-reduce (of the n processes' blocks for the all_gather, n times the
-    bytes; the message itself for the reduce_scatter) than as the ring's n - 1 Python-driven steps
-    (each moving nbytes, or a block of nbytes / n reduced on arrival): as MPICH does, short
+    bytes; the message itself for the reduce_scatter) than as the shape check and the ring's n - 1
+    steps (each moving nbytes, or a block of nbytes / n reduced on arrival): as MPICH does, short
     messages take the algorithm of fewer exchanges."""
     n = comm().Get_size()
     if n == 1 or nbytes == 0:
         return False
-    if collective == "all_gather":
-        return doubling_seconds(n, n * nbytes) < (n - 1) * (host_step_s() + nbytes / HOST_BW)
-    return doubling_seconds(n, nbytes) < (n - 1) * (host_step_s() + 2 * nbytes / n / HOST_BW)
+    moved = nbytes if collective == "all_gather" else 2 * nbytes / n
+    ring_s = doubling_seconds(n, 0) + (n - 1) * (step_s() + moved / HOST_BW)
+    return doubling_seconds(n, n * nbytes if collective == "all_gather" else nbytes) < ring_s
 
 
 def doubling_seconds(n: int, nbytes: int) -> float:
@@ -575,11 +693,11 @@ def doubling_seconds(n: int, nbytes: int) -> float:
     return steps * (NATIVE_STEP_S + 2 * nbytes / HOST_BW) + 2 * nbytes / HOST_BW
 
 
-def host_all_reduce_algorithm(n: int, nbytes: int, step_s: float = HOST_STEP_S) -> str:
-    """The modelled fastest all-reduce of `nbytes` over n processes, `step_s` a Python-driven step's cost."""
-    steps, chunk = cost.steps_tree(n), nbytes / n / HOST_BW
-    modelled = {"ring": 2 * (n - 1) * (step_s + chunk) + (n - 1) * chunk,
-                "tree": steps * (2 * step_s + 3 * nbytes / HOST_BW),
+def host_all_reduce_algorithm(n: int, nbytes: int) -> str:
+    """The modelled fastest all-reduce of `nbytes` over n processes."""
+    steps, chunk, check = cost.steps_tree(n), nbytes / n / HOST_BW, doubling_seconds(n, 0)
+    modelled = {"ring": check + 2 * (n - 1) * (step_s() + chunk) + (n - 1) * chunk,
+                "tree": check + steps * (2 * step_s() + 3 * nbytes / HOST_BW),
                 "doubling": doubling_seconds(n, nbytes)}
     return min(modelled, key=modelled.get)
 
@@ -598,7 +716,7 @@ def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
     checked(x, "broadcast", timeout, extra=root)
     if not 0 <= root < comm().Get_size():
         raise ValueError(f"cdnajit.distributed.broadcast: root {root} is not a process of {comm().Get_size()}")
-    return tree_broadcast(x.reshape(-1), root, timeout).reshape(x.shape)
+    return stepped("broadcast", x, "sum", timeout, "broadcast", root)
 
 
 def chosen(collective: str, x: np.ndarray, algorithm: str | None) -> bool:
@@ -624,14 +742,7 @@ def all_gather(x, *, algorithm: str | None = None, timeout: float = DEFAULT_TIME
         gathered = AllReducePlan.get(blocks, "sum", "doubling", "all_gather", x)(blocks, timeout, x).view(x.dtype)
         return gathered.reshape((n * x.shape[0],) + x.shape[1:] if x.ndim else (n,))
     checked(x, "all_gather", timeout)
-    blocks = [None] * n
-    blocks[rank] = x
-    right, left = (rank + 1) % n, (rank - 1) % n
-    for step in range(n - 1):
-        out_block, in_block = (rank - step) % n, (rank - step - 1) % n
-        blocks[in_block] = np.empty_like(x)
-        exchange(blocks[out_block], right, blocks[in_block], left, timeout, "ring all-gather")
-    return np.concatenate([b.reshape((-1,) + x.shape[1:]) if x.ndim else b.reshape(1) for b in blocks], axis=0)
+    return stepped("all_gather", x, "sum", timeout, "ring all-gather")
 
 
 TRANSFER_TAG = 23
@@ -671,15 +782,6 @@ def reduce_scatter(x, op: str = "sum", *, algorithm: str | None = None, timeout:
     block_shape = (x.shape[0] // n,) + x.shape[1:]
     if summed is not None:
         return summed.reshape((n, -1))[rank].reshape(block_shape).copy()
-    blocks = x.reshape((n, -1))
     if n == 1:
         return x.copy()
-    right, left = (rank + 1) % n, (rank - 1) % n
-    partial = blocks[(rank - 1) % n]
-    for step in range(n - 1):
-        received = Scratch.take(blocks.shape[1], x.dtype)
-        exchange(partial, right, received, left, timeout, "ring reduce-scatter")
-        reduced = aligned_empty((blocks.shape[1],), x.dtype)     # written whole: aligned for the kernel
-        combine_into(reduced, op, received, blocks[(rank - step - 2) % n])
-        partial = reduced
-    return partial.reshape(block_shape)
+    return stepped("reduce_scatter", x, op, timeout, "ring reduce-scatter")

@@ -37,6 +37,7 @@ from ..runtime.report import STAGES, KernelReport, ProgramReport
 from .dtypes import float0, is_float0
 from .lru_cache import LRUCache
 from .pytree import tree_flatten, tree_unflatten
+from .sharding import ShardedArray
 from .tracing import (Tracer, as_tracer, check_array_like, current_trace, is_python_scalar, located, new_trace,
                       python_scalar_dtype)
 
@@ -266,7 +267,7 @@ class Jitted:
         self.in_shardings, self.out_shardings = in_shardings, out_shardings  # frontend/sharded_jit.py
         self.trace_count = 0
         self._cache = LRUCache()        # signature -> Compiled
-        self._array_cache = LRUCache()  # array_key -> Compiled, for calls on numpy arrays only
+        self._array_cache = LRUCache()  # array_key -> Compiled, for calls on numpy arrays and ShardedArrays only
         functools.update_wrapper(self, fn)
 
     @property
@@ -376,7 +377,7 @@ class Jitted:
             return compiled.unflatten(compiled.run(*args))
         flat = self._flatten(args, kwargs)   # flattened once: the sharding test and the signature read it
         if self.sharded(flat[1]):
-            return self.call_sharded(args, kwargs)
+            return self.call_sharded(args, kwargs, key)
         signature, leaves = self._signature(args, kwargs, flat)
         compiled = self._cache.get(signature)
         if compiled is None:
@@ -386,13 +387,17 @@ class Jitted:
             self._array_cache.put(key, compiled)
         return compiled.unflatten(compiled.run(*leaves))
 
-    def call_sharded(self, args, kwargs):
+    def call_sharded(self, args, kwargs, key=None):
+        """A call partitioned over devices; its program kept under its signature and, given one,
+        under the arguments' array_key (whose calls then take `__call__`'s first path)."""
         from .sharded_jit import lower_sharded, signature_key
         signature, leaves = signature_key(self, args, kwargs)
         compiled = self._cache.get(signature)
         if compiled is None:
             compiled = lower_sharded(self, args, kwargs).compile()
             self._cache.put(signature, compiled)
+        if key is not None:
+            self._array_cache.put(key, compiled)
         return compiled.unflatten(compiled.call_flat(leaves))
 
     def __get__(self, instance, owner):  # decorating a method binds like a function
@@ -400,14 +405,18 @@ class Jitted:
 
 
 def array_key(args) -> tuple | None:
-    """(shape, dtype number) of each argument when all are numpy arrays, else None.
+    """(shape, dtype number) of each argument when all are numpy arrays or ShardedArrays (a
+    ShardedArray's sharding too), else None.
 
     Arrays alike but for byte order share a key, as they share a signature. Unsupported dtypes
     never get here: they fail the full signature check, so no executable is stored under them.
     """
     key = []
     for arg in args:
-        if type(arg) is not np.ndarray:
+        kind = type(arg)
+        if kind is ShardedArray:
+            key.append(arg.sharding)
+        elif kind is not np.ndarray:
             return None
         key.append(arg.shape)
         key.append(arg.dtype.num)

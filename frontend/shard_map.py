@@ -23,7 +23,7 @@ from ..ir.types import TensorType
 from ..passes.spmd import unroll
 from ..runtime.executable import Executable
 from .collectives import axis_env
-from .jit import Jitted
+from .jit import Jitted, array_key
 from .lax_control import Aval, trace_region
 from .lru_cache import LRUCache
 from .pytree import tree_flatten, tree_unflatten
@@ -87,9 +87,16 @@ class ShardMapped:
     def __call__(self, *args):
         if current_trace() is not None:
             return self.traced(*args)
+        # Arrays alone (numpy or sharded) are their own leaves, and their array_key (shapes, dtypes,
+        # shardings) finds the entry without flattening them or building their signature.
+        key = array_key(args)
+        entry = self._cache.get(key) if key is not None else None
+        if entry is not None:
+            run, shardings, out_shardings, out_types, out_tree, _ = entry
+            return tree_unflatten(out_tree, run_unrolled(run, shardings, args, out_shardings, out_types))
         leaves, _ = tree_flatten(args)
-        key = tuple(call_leaf_signature(leaf) for leaf in leaves)
-        entry = self._cache.get(key)
+        signature = tuple(call_leaf_signature(leaf) for leaf in leaves)
+        entry = self._cache.get(signature)
         if entry is None:
             lowered, shardings = self.lower(*args)
             module = unrolled(lowered.module, self.mesh)
@@ -105,6 +112,8 @@ class ShardMapped:
                 out_types.append(TensorType(value.type.dtype, shape))
                 out_shardings.append(sharding)
             entry = (run, shardings, out_shardings, out_types, lowered.out_tree, module)
+            self._cache.put(signature, entry)
+        if key is not None:
             self._cache.put(key, entry)
         run, shardings, out_shardings, out_types, out_tree, _ = entry
         results = run_unrolled(run, shardings, leaves, out_shardings, out_types)

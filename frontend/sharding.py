@@ -77,6 +77,10 @@ class Mesh:
         return self is other or isinstance(other, Mesh) and self.identity == other.identity
 
     def __hash__(self):
+        return self.hash_value
+
+    @functools.cached_property
+    def hash_value(self) -> int:
         return hash(self.identity)
 
     def __repr__(self):
@@ -163,6 +167,11 @@ class NamedSharding:
         return self is other or isinstance(other, NamedSharding) and self.identity == other.identity
 
     def __hash__(self):
+        return self.hash_value
+
+    @functools.cached_property
+    def hash_value(self) -> int:
+        """hash(identity), once: a sharded call hashes its arguments' shardings (jit's array_key)."""
         return hash(self.identity)
 
     def __repr__(self):

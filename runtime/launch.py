@@ -210,12 +210,18 @@ def aligned_empty(shape, dtype) -> np.ndarray:
     """An uninitialised C-contiguous array whose data starts at a WRITTEN_BUFFER_ALIGNMENT boundary
     (a view into a slightly larger allocation: numpy's own are 16-byte aligned); a large one
     staggered within its page (STAGGER_BYTES)."""
+    return aligned_empty_at(shape, dtype)[0]
+
+
+def aligned_empty_at(shape, dtype) -> tuple[np.ndarray, int]:
+    """aligned_empty's array and its address (for a caller that needs both: one lookup fewer)."""
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     stagger = STAGGER_BYTES * (next(_stagger) % STAGGER_COLOURS) if nbytes >= STAGGER_FROM_BYTES else 0
     raw = np.empty(nbytes + WRITTEN_BUFFER_ALIGNMENT + stagger, np.uint8)
-    start = -address(raw) % WRITTEN_BUFFER_ALIGNMENT + stagger
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
+    raw_address = address(raw)
+    start = -raw_address % WRITTEN_BUFFER_ALIGNMENT + stagger
+    return raw[start:start + nbytes].view(dtype).reshape(shape), raw_address + start
 
 
 def aligned_copy(array) -> np.ndarray:

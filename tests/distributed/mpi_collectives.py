@@ -32,10 +32,29 @@ for algorithm in ("ring", "doubling"):
 if quick:
     print(f"ok {rank}")
     sys.exit(0)
+# The ring's edge cases: chunks of no elements (5 elements in chunks of 16), no elements at all, a
+# 0-d all_gather, and chunks and blocks long enough for the reduction to take the worker pool
+# (PARALLEL_MIN_WORK_ITEMS elements, 2**17), float sums within the error model below.
+for size in (5, 0):
+    np.testing.assert_array_equal(cj.distributed.all_reduce(data[rank][:size], "max", algorithm="ring"),
+                                  np.max([d[:size] for d in data], axis=0))
+np.testing.assert_array_equal(cj.distributed.all_gather(np.array(rank * 2.5), algorithm="ring"),
+                              [p * 2.5 for p in range(n)])
+long = [np.random.default_rng(p).standard_normal((n, 1 << 17)).astype(np.float32) for p in range(n)]
+bound = (n - 1) * 2 ** -23 * np.abs(long).sum(0)
+for algorithm in ("ring", "tree"):
+    np.testing.assert_allclose(cj.distributed.all_reduce(long[rank], algorithm=algorithm), np.sum(long, axis=0),
+                               rtol=0, atol=bound.max())
+np.testing.assert_allclose(cj.distributed.reduce_scatter(long[rank], algorithm="ring"),
+                           np.sum(long, axis=0)[rank:rank + 1], rtol=0, atol=bound.max())
 total = cj.distributed.all_reduce(floats[rank])            # 60 B: recursive doubling
 # Error model: n f32 terms in any order are within (n - 1) eps sum|x| of each other.
 np.testing.assert_allclose(total, np.sum(floats, axis=0), rtol=0, atol=(n - 1) * 2 ** -23 * np.abs(floats).sum(0).max())
 np.testing.assert_array_equal(cj.distributed.broadcast(floats[rank], root=n - 1), floats[n - 1])
+for root in range(n):   # every root of the tree: a 0-d array and bools too, every byte exact
+    assert cj.distributed.broadcast(np.array(rank * 1.5), root=root) == root * 1.5
+    np.testing.assert_array_equal(cj.distributed.broadcast(np.arange(5) % (rank + 2) == 0, root=root),
+                                  np.arange(5) % (root + 2) == 0)
 try:
     cj.distributed.all_reduce(np.zeros(3 + rank, np.float32))
     raise AssertionError("mismatched shapes were accepted")

@@ -58,3 +58,4 @@ def test_a_process_that_dies_ends_the_job():
 def test_a_process_that_never_calls_the_collective_makes_the_others_time_out():
     out = run(2, "mpi_dying_process.py", "absent", timeout=120)
     assert "timeout after 2." in out and "did not complete within 2.0 s on process 0" in out, out
+    assert "ring timeout after 2." in out and "ring all-reduce did not complete within 2.0 s" in out, out

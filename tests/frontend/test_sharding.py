@@ -52,6 +52,29 @@ def test_a_sharded_sum_is_partitioned_with_an_all_reduce():
     assert 'routine = "all_reduce"' in total.lower(xs).compile().as_text("optimized")
 
 
+def test_repeated_sharded_calls_find_their_program_by_the_arrays_shardings():
+    """jit keeps a sharded call's program under its arguments' shapes, dtypes and shardings too
+    (jit.array_key), which a repeated call looks up first; an equal sharding of another array finds
+    it, another sharding of the same shape, or a numpy array, gets a program of its own."""
+    mesh = make_mesh((4,), ("data",))
+    x = np.arange(32, dtype=np.int32).reshape(8, 4)
+    f = cj.jit(lambda v: v * 2 + 1)
+    rows, cols, rows_again = (cj.device_put(x, NamedSharding(mesh, spec)) for spec in (P("data"), P(None, "data"),
+                                                                                      P("data")))
+    for arg, spec in ((rows, P("data")), (cols, P(None, "data")), (rows_again, P("data")), (x, None)):
+        y = f(arg)
+        np.testing.assert_array_equal(np.asarray(y), x * 2 + 1)
+        assert spec is None and isinstance(y, np.ndarray) or y.sharding == NamedSharding(mesh, spec)
+    assert len(f._array_cache) == 3 and len(f._cache) == 3
+    # With in_shardings, numpy arguments' key finds the partitioned program too.
+    g = cj.jit(lambda v: v * 2 + 1, in_shardings=NamedSharding(mesh, P(None, "data")))
+    for _ in range(2):
+        y = g(x)
+        np.testing.assert_array_equal(np.asarray(y), x * 2 + 1)
+        assert y.sharding == NamedSharding(mesh, P(None, "data"))
+    assert len(g._array_cache) == 1 and len(g._cache) == 1
+
+
 def test_float0_leaves_of_a_sharded_call():
     """float0 arguments and results of a sharded jit (JAX's tangents of integers): no program
     parameters or results, the function sees (and returns) float0 zeros; the rest is partitioned."""
@@ -181,6 +204,23 @@ def test_megatron_mlp_matches_the_unsharded_run(devices):
     assert (text.count('routine = "all_reduce"') == 1) == (devices > 1), text
 
 
+def runs_on_buffers_of_their_own(compiled) -> list[list[dict]]:
+    """The launches of each run of `compiled`'s schedule that runs together (codegen/native_schedule.py:
+    side_by_side), after checking that no value a run's launch makes shares arena bytes with a
+    value another of its launches reads."""
+    plan = compiled.executable.plan
+    layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["kernels"], plan["donated"])
+    steps = plan["body"]["steps"]
+    offsets = dict(layout.buffers)   # the arena's values: their bytes
+    arena = {slot: set(range(offsets[slot], offsets[slot] + value_bytes(dtype, shape)))
+             for step in steps if step["op"] == "kernel" for slot, dtype, shape in step["results"] if slot in offsets}
+    runs = [[steps[k] for k in run] for run in side_by_side(steps, plan["kernels"]) if len(run) > 1]
+    pairs = [(arena[slot], arena[read]) for run in runs for launch in run for other in run if other is not launch
+             for read in other["inputs"] if read in arena for slot, _, _ in launch["results"] if slot in arena]
+    assert not any(made & read for made, read in pairs)
+    return runs
+
+
 def test_the_devices_launches_of_an_op_run_together_on_buffers_of_their_own():
     """Every device's copy of an op is one job of the worker pool (codegen/native_schedule.py:
     side_by_side), so the devices run side by side: the schedule shows each such run, no value a
@@ -192,18 +232,27 @@ def test_the_devices_launches_of_an_op_run_together_on_buffers_of_their_own():
                                   NamedSharding(mesh, P("model", None))))
     compiled = f.lower(x, w1, w2).compile()
     assert compiled.as_text("schedule").count("together, one job of the worker pool:") == 2
-    plan = compiled.executable.plan
-    layout = schedule_layout(plan["body"], plan["outputs"], plan["slots"], plan["kernels"], plan["donated"])
-    steps = plan["body"]["steps"]
-    offsets = dict(layout.buffers)   # the arena's values: their bytes
-    arena = {slot: set(range(offsets[slot], offsets[slot] + value_bytes(dtype, shape)))
-             for step in steps if step["op"] == "kernel" for slot, dtype, shape in step["results"] if slot in offsets}
-    runs = [[steps[k] for k in run] for run in side_by_side(steps, plan["kernels"]) if len(run) > 1]
+    runs = runs_on_buffers_of_their_own(compiled)
     assert [len(run) for run in runs] == [4, 4]
-    pairs = [(arena[slot], arena[read]) for run in runs for launch in run for other in run if other is not launch
-             for read in other["inputs"] if read in arena for slot, _, _ in launch["results"] if slot in arena]
-    assert pairs and not any(made & read for made, read in pairs)
     close(f(x, w1, w2), mlp(x, w1, w2), np.abs(np.tanh(x @ w1)) @ np.abs(w2))
+
+
+def test_a_sharded_sums_devices_reduce_side_by_side():
+    """The issue's sharded sum: split_reductions makes each device's reduce a partial and a final
+    reduce, device by device; the schedule still runs the devices' partials as one job of the pool
+    (each on buffers of its own), then their finals, then the all-reduce. The sum is the
+    unsharded program's and float64 numpy's, within the error model (`close`)."""
+    x = rand(2048, 1024)   # each device's partials worth a quarter of the pool (runtime/launch.py: pool_share)
+    mesh = make_mesh((4,), ("data",))
+    xs = cj.device_put(x, NamedSharding(mesh, P("data")))
+    f = cj.jit(lambda v: cnp.sum(cnp.tanh(v)))
+    compiled = f.lower(xs).compile()
+    runs = runs_on_buffers_of_their_own(compiled)
+    assert [len(run) for run in runs] == [4], compiled.as_text("schedule")
+    assert len({tuple(launch["inputs"]) for launch in runs[0]}) == 4   # one launch per device's shard
+    terms = np.abs(np.tanh(x.astype(np.float64)))
+    close(f(xs), np.tanh(x.astype(np.float64)).sum(), terms.sum())
+    close(f(xs), f(x), terms.sum())
 
 
 @pytest.mark.slow

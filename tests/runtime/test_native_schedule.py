@@ -329,6 +329,38 @@ def test_independent_launches_run_as_one_pool_job(cache):
                                                                   executable.plan["kernels"])] == runs
 
 
+def launch(kernel: int, inputs: list[int], result: int) -> dict:
+    """A plan's launch step (runtime/executable.py: Planner.step) of one float32[64] result."""
+    return {"op": "kernel", "kernel": kernel, "inputs": inputs, "results": [[result, "f32", [64]]], "in_place": False}
+
+
+def test_every_devices_copy_of_a_chain_step_runs_with_the_others():
+    """Two devices' chains, emitted device by device as split_reductions emits a sharded sum
+    (partial 0, final 0, partial 1, final 1): each launch moves up to the run of its own code, so
+    the partials run together and then the finals (codegen/native_schedule.py: side_by_side). A
+    launch does not move past one whose value it reads, nor past a callback; launches of other
+    code join only the run just before them."""
+    partial, final, other = ({"grid": [8, 1], "key": key, "pool_share": share}
+                             for key, share in (("partial", 0.5), ("final", 0.25), ("other", 0.5)))
+    kernels = [partial, final, partial, final, other]
+    chains = [launch(0, [0], 10), launch(1, [10], 11), launch(2, [1], 12), launch(3, [12], 13)]
+    assert codegen_schedule.side_by_side(chains, kernels) == [[0, 2], [1], [3]]   # finals: shares under 1
+    kernels = [dict(plan, pool_share=1.0) for plan in kernels]
+    assert codegen_schedule.side_by_side(chains, kernels) == [[0, 2], [1, 3]]
+    # Device 1's partial reads device 0's final: it stays after it.
+    chained = chains[:2] + [launch(2, [11], 12), chains[3]]
+    assert codegen_schedule.side_by_side(chained, kernels) == [[0], [1], [2], [3]]
+    # A callback between the devices' chains keeps its place.
+    callback = {"op": "callback", "inputs": [11], "results": [[20, "f32", [64]]]}
+    assert codegen_schedule.side_by_side(chains[:2] + [callback] + chains[2:], kernels) == [[0], [1], [2], [3], [4]]
+    # Another code's independent launch joins only the run before it (consecutive launches).
+    assert codegen_schedule.side_by_side(chains[:2] + [launch(4, [2], 14)] + chains[2:], kernels) == \
+        [[0, 3], [1, 2, 4]]
+    # Plans of unknown code (no key) never move.
+    unkeyed = [dict(plan, key=None) for plan in kernels]
+    assert codegen_schedule.side_by_side(chains, unkeyed) == [[0], [1, 2], [3]]
+
+
 def test_an_arena_is_reused_once_nothing_refers_to_it():
     pool = ArenaPool(1024, AssertionError)
     first = pool.take()
