@@ -21,7 +21,7 @@ from ...ir.types import INTS, FLOATS
 from ...passes.patterns import Pat, splat_value
 from ..blas.matcher import activation_rules, bounded, clamp_bounds, hard_tanh_bounds
 from ..blas.routines import ACTIVATIONS, split_epilogue
-from . import blocked, im2col, pool, subpixel, winograd
+from . import blocked, fft_conv, im2col, pool, subpixel, winograd
 
 CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "lhs_spec", "rhs_spec", "out_spec",
                    "feature_group_count", "batch_group_count", "preferred_element_type")
@@ -43,6 +43,8 @@ def conv_from_graph(m, lhs, rhs, conv):
     attrs = {name: conv.attrs[name] for name in CONV_ATTR_NAMES}
     if subpixel.refuse(lhs, rhs, attrs, conv.result.type) is None:
         return subpixel.sub_pixel(m, lhs, rhs, attrs, conv.result.type)
+    if fft_conv.chosen(lhs, rhs, attrs, conv.result.type)[0]:
+        return fft_conv.fft_conv(m, lhs, rhs, attrs, conv.result.type)
     im2col_applies = im2col.refuse(lhs, rhs, attrs) is None
     tile, _ = winograd.choose(lhs, rhs, attrs, im2col_applies)
     if tile is not None:

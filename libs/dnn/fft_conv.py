@@ -1,0 +1,220 @@
+"""The FFT convolution solver (MIOpen's ConvFFT), as a graph rewrite of an ungrouped convolution without
+input dilation: by the correlation theorem, with x padded as the convolution pads it and each spatial
+dimension j transformed at a length L_j no shorter than the span the outputs read,
+
+    X[n, c, f] = RFFT(x padded, zero up to L)                  fft ops: libs/fft's plans
+    W[k, c, f] = RFFT(w, rhs-dilated, zero up to L)
+    Z[f, n, k] = sum_c X[n, c, f] conj(W[k, c, f])              a complex dot_general batched over the
+                                                                frequencies f: libs/blas's batched GEMM
+    y[n, k, o] = IRFFT(Z)[n, k, o * stride]                     an fft op, then a strided slice
+
+over the L_1 ... (L_d / 2 + 1) frequencies f. The circular correlation IRFFT(X conj(W)) equals the
+convolution's at every position o <= P - E (P the span read, E the dilated window's): o + t never
+wraps past L >= P. Each L_j is the smallest 7-smooth length at least the span (even on the last
+axis) that libs/fft transforms by a plan of stockham passes, not through Bluestein's longer one. f16 and bf16 operands are transformed in f32 (libs/fft has no half-precision
+transforms) and the result rounded once.
+
+Where it wins: the convolution's multiply-adds per output, R*S*C*K, become C*K complex ones per
+frequency, about (L/O)^2 / 2 of them per output in 2-D: 8 real flops each, so for a 3x3 window
+about 2 / 9 * 2 of the direct count (Winograd F(4x4) does better) but for 7x7 about 1/12, while the
+transforms cost O(log L) per element of x, w and y. The model (`modelled_time`) counts each
+kernel's flops and bytes as winograd.py's does; the choice is made at match time against im2col +
+GEMM and Winograd's (matcher.py), or forced by name (winograd.forced("fft")).
+
+Error model (the FFT's norm-wise error, Higham "Accuracy and Stability of Numerical Algorithms" 24.1):
+a transform of L_tot = prod L_j points errs by about eps log2(L_tot) times its result's 2-norm; X's, W's,
+the product's and the inverse's errors combine, per (n, k), to at most about
+4 eps (log2(L_tot) + 1) sum_c ||x[n, c]||_2 ||w[k, c]||_1 in every output (|W| <= ||w||_1 pointwise,
+Parseval for the rest): a bound relative to the operands' norms, not to each output's own
+magnitude, as an FFT convolution's error is (the test derives its tolerance from it).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...ir.core import Value
+from ...ir.targets import Target, get_target
+from ...ir.types import NUMPY_DTYPES
+from ..blas.matcher import SUPPORTED
+from ..fft.plan import plan_for, smooth_lengths
+from . import winograd
+from .winograd import kernel_time
+
+# Operand dtypes -> the real dtype the transforms compute in.
+TRANSFORM_DTYPE = {"f64": "f64", "f32": "f32", "f16": "f32", "bf16": "f32"}
+# Shares of the target's vector peak the model credits: libs/blas's complex GEMM (c64 has no MFMA) and
+# the FFT kernels' butterflies.
+GEMM_EFFICIENCY, TRANSFORM_EFFICIENCY = 0.7, 0.25
+# A kernel dispatch (runtime/perf_model.py's figure), and the kernels each rewrite launches: here, per
+# transform of d axes, d stockham passes, their d twiddle tables and the real spectrum's edge kernel,
+# three transforms, plus the two pads, the two stacked GEMM operands, the GEMM, Z's assembly and the crop.
+LAUNCH_SECONDS = 2e-6
+LAUNCHES = {"fft": lambda spatial: 3 * (2 * spatial + 1) + 7, "im2col": lambda spatial: 2,
+            "winograd_f2": lambda spatial: 4, "winograd_f4": lambda spatial: 4}
+
+
+def spans(lhs: Value, rhs: Value, attrs: dict, out_size) -> list[int]:
+    """Per spatial dimension, the stretch of padded x the outputs read: (O - 1) * stride + dilated window."""
+    window = [rhs.type.shape[d] for d in attrs["rhs_spec"][2:]]
+    return [(o - 1) * s + (r - 1) * d + 1
+            for o, s, r, d in zip(out_size, attrs["window_strides"], window, attrs["rhs_dilation"])]
+
+
+def transform_length(span: int, part: str, last: bool) -> int | None:
+    """The smallest 7-smooth length >= span that libs/fft transforms without Bluestein's detour (even on
+    the last axis, whose real transform runs as half-length complex on sample pairs), or None."""
+    if span == 1:
+        return 1
+    return next((n for n in smooth_lengths(span, 4 * span) if (n % 2 == 0 or not last)
+                 and plan_for(n // 2 if last else n, part) is not None
+                 and plan_for(n // 2 if last else n, part).kind != "bluestein"), None)
+
+
+def lengths(lhs: Value, rhs: Value, attrs: dict, out_size) -> list[int] | None:
+    part = TRANSFORM_DTYPE[lhs.type.dtype]
+    found = [transform_length(s, part, j == len(out_size) - 1) for j, s in enumerate(spans(lhs, rhs, attrs, out_size))]
+    return None if None in found else found
+
+
+def refuse(lhs: Value, rhs: Value, attrs: dict, result_type) -> str | None:
+    """None when the FFT rewrite applies, else why not."""
+    dtype = lhs.type.dtype
+    spatial = lhs.type.ndim - 2
+    if attrs["feature_group_count"] != 1 or attrs["batch_group_count"] != 1:
+        return "a grouped convolution"
+    if any(d != 1 for d in attrs["lhs_dilation"]):
+        return "input (lhs) dilation: a transposed convolution (its phases run as stride-1 convolutions)"
+    if not 1 <= spatial <= 3:
+        return f"{spatial} spatial dimensions (the FFT ops transform 1 to 3)"
+    if dtype not in TRANSFORM_DTYPE or (attrs["preferred_element_type"] or dtype) not in SUPPORTED[dtype]:
+        return f"{dtype} operands"
+    if lhs.type.size == 0 or rhs.type.size == 0 or result_type.size == 0:
+        return "empty operands or output"
+    window = [rhs.type.shape[d] for d in attrs["rhs_spec"][2:]]
+    if math.prod(window) == 1:
+        return "a 1x1 window (a GEMM of x as it lies)"
+    if lengths(lhs, rhs, attrs, out_sizes(result_type, attrs)) is None:
+        return "no one-kernel FFT length covers the span the outputs read"
+    return None
+
+
+def out_sizes(result_type, attrs) -> list[int]:
+    return [result_type.shape[d] for d in attrs["out_spec"][2:]]
+
+
+def modelled_time(n: int, c: int, k: int, in_size, out_size, window, stride, fft_lengths, dtype: str,
+                  target: Target) -> float:
+    """Seconds the rewrite's kernels take on `target` in the model: each kernel max(flops at its share of
+    the vector peak, its reads and writes at HBM bandwidth), complex elements twice the transform dtype's."""
+    part = TRANSFORM_DTYPE[dtype]
+    item = NUMPY_DTYPES[part].itemsize
+    total = math.prod(fft_lengths)
+    frequencies = total // fft_lengths[-1] * (fft_lengths[-1] // 2 + 1)
+    vector = target.peak(part) * TRANSFORM_EFFICIENCY
+    butterflies = lambda count: count * 2.5 * total * max(math.log2(total), 1)     # real transforms: half of 5 N log N
+    x, w, y = n * c * math.prod(in_size), k * c * math.prod(window), n * k * math.prod(out_size)
+    spectra = lambda count: count * frequencies * 2          # reals in `count` spectra
+    padded = lambda count: count * total
+    return (kernel_time(0, x + padded(n * c) + w + padded(k * c), item, vector, target)             # pad (and transpose)
+            + kernel_time(butterflies(n * c), padded(n * c) + spectra(n * c), item, vector, target)
+            + kernel_time(butterflies(k * c), padded(k * c) + 2 * spectra(k * c), item, vector, target)   # with conj
+            + kernel_time(8 * frequencies * n * c * k, spectra(n * c + c * k + n * k), item,
+                          target.peak(part) * GEMM_EFFICIENCY, target)
+            + kernel_time(0, 2 * spectra(n * k), item, vector, target)                                  # Z to (n, k, f)
+            + kernel_time(butterflies(n * k), spectra(n * k) + padded(n * k), item, vector, target)
+            + kernel_time(0, padded(n * k) * math.prod(1 / s for s in stride) + y, item, vector, target))  # the crop
+
+
+def problem_time(lhs: Value, rhs: Value, attrs: dict, result_type, target: Target) -> float:
+    spec, rhs_spec = attrs["lhs_spec"], attrs["rhs_spec"]
+    out = out_sizes(result_type, attrs)
+    return modelled_time(lhs.type.shape[spec[0]], lhs.type.shape[spec[1]], rhs.type.shape[rhs_spec[0]],
+                         [lhs.type.shape[d] for d in spec[2:]], out, [rhs.type.shape[d] for d in rhs_spec[2:]],
+                         attrs["window_strides"], lengths(lhs, rhs, attrs, out), lhs.type.dtype, target)
+
+
+def chosen(lhs: Value, rhs: Value, attrs: dict, result_type) -> tuple[bool, str]:
+    """(whether the convolution takes the FFT rewrite, why): where it applies, when forced, else (no other
+    rewrite forced) when its modelled time on the default target beats im2col + GEMM's and Winograd's,
+    each with its kernels' launches (which keep small convolutions, LeNet-5's, off its ~20 kernels)."""
+    reason = refuse(lhs, rhs, attrs, result_type)
+    if reason is not None:
+        return False, f"FFT does not apply: {reason}"
+    if winograd.FORCED["rewrite"] is not None:
+        return winograd.FORCED["rewrite"] == "fft", f"forced {winograd.FORCED['rewrite']}"
+    target, spec, rhs_spec = get_target(), attrs["lhs_spec"], attrs["rhs_spec"]
+    sizes = (lhs.type.shape[spec[0]], lhs.type.shape[spec[1]], rhs.type.shape[rhs_spec[0]],
+             [lhs.type.shape[d] for d in spec[2:]], out_sizes(result_type, attrs))
+    taps = math.prod(rhs.type.shape[d] for d in rhs_spec[2:])
+    times = {"fft": problem_time(lhs, rhs, attrs, result_type, target),
+             "im2col": winograd.im2col_time(*sizes, taps, lhs.type.dtype, target),
+             **winograd.candidate_times(lhs, rhs, attrs)}
+    times = {name: t + LAUNCHES[name](len(sizes[3])) * LAUNCH_SECONDS for name, t in times.items()}
+    return min(times, key=times.get) == "fft", ", ".join(f"{name} {t * 1e6:.3g} us" for name, t in times.items())
+
+
+# ---- the rewrite ---
+
+def spectrum_product(m, x_spectrum: Value, w_spectrum: Value, spatial: int) -> Value:
+    """Z[n, k, f...] = sum_c X[n, c, f] conj(W[k, c, f]) as one real batched GEMM per frequency (the
+    library call runs after complex values became real pairs, and libs/blas's kernels are real):
+
+        [Xr Xi] (f, N, 2C)  @  [[Wr, -Wi], [Wi, Wr]] (f, 2C, 2K)  =  [Zr Zi] (f, N, 2K)
+
+    Zr = Xr Wr + Xi Wi, Zi = Xi Wr - Xr Wi; the operands' stacking and Z's assembly are fusions."""
+    frequencies = tuple(range(2, 2 + spatial))
+    frequency_major = lambda v: m.op("transpose", v, permutation=(*frequencies, 0, 1))    # (f..., rows, C)
+    parts = lambda v: [frequency_major(m.op(name, v)) for name in ("real", "imag")]
+    xr, xi = parts(x_spectrum)
+    wr, wi = (m.op("transpose", v, permutation=(*range(spatial), spatial + 1, spatial)) for v in parts(w_spectrum))
+    last, contracted = spatial + 1, spatial      # the stacked operands' last and contracted dimensions
+    x_stacked = m.op("concatenate", xr, xi, dimension=last)                                      # (f..., N, 2C)
+    w_stacked = m.op("concatenate", m.op("concatenate", wr, m.op("neg", wi), dimension=last),
+                     m.op("concatenate", wi, wr, dimension=last), dimension=contracted)          # (f..., 2C, 2K)
+    batch = tuple(range(spatial))
+    product = m.op("dot_general", x_stacked, w_stacked, lhs_contracting=(last,), rhs_contracting=(contracted,),
+                   lhs_batch=batch, rhs_batch=batch, preferred_element_type=None)                # (f..., N, 2K)
+    k = w_spectrum.type.shape[0]
+    half = lambda start: m.op("slice", product, start_indices=(0,) * spatial + (0, start),
+                              limit_indices=product.type.shape[:-1] + (start + k,), strides=(1,) * (spatial + 2))
+    z = m.op("complex", half(0), half(k))
+    return m.op("transpose", z, permutation=(spatial, spatial + 1, *range(spatial)))        # (N, K, f...)
+
+
+def fft_conv(m, lhs: Value, rhs: Value, attrs: dict, result_type) -> Value:
+    lhs_spec, rhs_spec, out_spec = attrs["lhs_spec"], attrs["rhs_spec"], attrs["out_spec"]
+    spatial = lhs.type.ndim - 2
+    out = out_sizes(result_type, attrs)
+    fft_lengths = lengths(lhs, rhs, attrs, out)
+    part = TRANSFORM_DTYPE[lhs.type.dtype]
+    zero = m.op("constant", value=np.zeros((), NUMPY_DTYPES[part]))
+    batch_first = lambda v, spec: v if tuple(spec) == tuple(range(v.type.ndim)) else \
+        m.op("transpose", v, permutation=tuple(spec))
+    in_part = lambda v: v if v.type.dtype == part else m.op("convert", v, dtype=part)
+
+    # x as (N, C, spatial...), padded as the convolution pads it, its high side to the transform length
+    x = in_part(batch_first(lhs, lhs_spec))
+    low = [lo for lo, _ in attrs["padding"]]
+    high = [n - x.type.shape[2 + j] - lo for j, (n, lo) in enumerate(zip(fft_lengths, low))]
+    x = m.op("pad", x, zero, low=(0, 0, *low), high=(0, 0, *high), interior=(0,) * (spatial + 2))
+    # w as (K, C, spatial...), its taps rhs-dilated, zero up to the transform length
+    w = in_part(batch_first(rhs, rhs_spec))
+    dilation = attrs["rhs_dilation"]
+    span = [(r - 1) * d + 1 for r, d in zip(w.type.shape[2:], dilation)]
+    w = m.op("pad", w, zero, low=(0,) * (spatial + 2), high=(0, 0, *(n - s for n, s in zip(fft_lengths, span))),
+             interior=(0, 0, *(d - 1 for d in dilation)))
+
+    x_spectrum = m.op("fft", x, fft_type="RFFT", fft_length=tuple(fft_lengths))      # (N, C, f...)
+    w_spectrum = m.op("fft", w, fft_type="RFFT", fft_length=tuple(fft_lengths))      # (K, C, f...)
+    z = m.op("fft", spectrum_product(m, x_spectrum, w_spectrum, spatial), fft_type="IRFFT",
+             fft_length=tuple(fft_lengths))                                             # (N, K, L...)
+    y = m.op("slice", z, start_indices=(0,) * (spatial + 2),
+             limit_indices=(*z.type.shape[:2], *((o - 1) * s + 1 for o, s in zip(out, attrs["window_strides"]))),
+             strides=(1, 1, *attrs["window_strides"]))
+    if y.type.dtype != result_type.dtype:
+        y = m.op("convert", y, dtype=result_type.dtype)
+    permutation = tuple(int(d) for d in np.argsort(out_spec))
+    return y if permutation == tuple(range(spatial + 2)) else m.op("transpose", y, permutation=permutation)
+
