@@ -12,6 +12,8 @@ solvers.py    the solvers (gemm_1x1, implicit_gemm, direct_blocked, depthwise, d
               applicability, cost model, pick.
 winograd.py   Winograd F(2x2, 3x3) and F(4x4, 3x3): the graph rewrite (input and filter transforms, libs/blas's
               batched GEMM over the transform points, the output transform with the epilogue), its model.
+fft_conv.py   FFT convolution: the graph rewrite (libs/fft's real transforms of x and w, libs/blas's batched GEMM
+              per frequency, the inverse transform, a strided crop), its model.
 im2col.py     im2col + GEMM: the graph rewrite (dnn.im2col, then a dot_general libs/blas takes) for
               ungrouped float convolutions with windows above 1x1.
 direct.py, implicit_gemm.py, blocked.py   the solvers' kernels (gemm_1x1 is libs/blas's GEMM kernel).
