@@ -29,7 +29,9 @@ CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", 
 
 def conv_from_graph(m, lhs, rhs, conv):
     """In this order (each measured faster on the host than what follows it, where both apply): an
-    lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; Winograd
+    lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; FFT convolution
+    where its model beats im2col + GEMM's and Winograd's (fft_conv.py: large windows, 11x11 ran 1.3-1.8x
+    faster than im2col + GEMM on the host); Winograd
     F(2x2, 3x3) or F(4x4, 3x3) for 3x3 stride-1 convolutions where its model beats im2col + GEMM's
     (winograd.py: W6's conv ran 2.5-3x faster than im2col + GEMM on the host); small forward convolutions
     (blocked.py: few input features times taps, few output features) as dnn.conv_fwd, whose blocked direct
