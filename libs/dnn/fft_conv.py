@@ -10,8 +10,9 @@ dimension j transformed at a length L_j no shorter than the span the outputs rea
 
 over the L_1 ... (L_d / 2 + 1) frequencies f. The circular correlation IRFFT(X conj(W)) equals the
 convolution's at every position o <= P - E (P the span read, E the dilated window's): o + t never
-wraps past L >= P. Each L_j is the smallest 7-smooth length at least the span (even on the last
-axis) that libs/fft transforms by a plan of stockham passes, not through Bluestein's longer one.
+wraps past L >= P. Each L_j is a 7-smooth length at least the span (even on the last axis), up to
+the next power of two, that libs/fft transforms by a plan of stockham passes (not through Bluestein's
+longer one) in the least work: points times butterfly passes.
 f16 and bf16 operands are transformed in f32 (libs/fft has no half-precision transforms) and the
 result rounded once.
 
@@ -75,13 +76,16 @@ def spans(lhs: Value, rhs: Value, attrs: dict, out_size) -> list[int]:
 
 
 def transform_length(span: int, part: str, last: bool) -> int | None:
-    """The smallest 7-smooth length >= span that libs/fft transforms without Bluestein's detour (even on
-    the last axis, whose real transform runs as half-length complex on sample pairs), or None."""
+    """The 7-smooth length >= span, up to the next power of two (even on the last axis, whose real
+    transform runs as half-length complex on sample pairs), that libs/fft transforms without Bluestein's
+    detour in the fewest butterfly passes times points (64 = 16 x 4 before 63 = 7 x 3 x 3); None if none."""
     if span == 1:
         return 1
-    return next((n for n in smooth_lengths(span, 4 * span) if (n % 2 == 0 or not last)
-                 and plan_for(n // 2 if last else n, part) is not None
-                 and plan_for(n // 2 if last else n, part).kind != "bluestein"), None)
+    plans = {n: plan_for(n // 2 if last else n, part) for n in smooth_lengths(span, 1 << (span - 1).bit_length())
+             if n % 2 == 0 or not last}
+    work = {n: n * sum(len(node.radices) for node in plan.nodes) for n, plan in plans.items()
+            if plan is not None and plan.kind != "bluestein"}
+    return min(work, key=lambda n: (work[n], n)) if work else None
 
 
 def lengths(lhs: Value, rhs: Value, attrs: dict, out_size) -> list[int] | None:
