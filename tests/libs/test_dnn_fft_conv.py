@@ -175,3 +175,17 @@ def test_fft_conv_matches_the_interpreter_long(seed):
     rng = np.random.default_rng(seed)
     for _ in range(10):
         check_problem(rng)
+
+
+@pytest.mark.slow
+def test_fft_conv_on_gfx942_runs_its_gemm_on_mfma_without_spills():
+    """W6.conv_11x11 on gfx942: every kernel of the rewrite (libs/fft's passes, the transposes, the GEMM)
+    without spills, the per-frequency GEMM on MFMA at 2 waves per SIMD or more. Slow: the AMDGPU backend
+    compiles ~20 kernels."""
+    x, w = np.zeros((8, 64, 64, 32), np.float32), np.zeros((11, 11, 32, 32), np.float32)
+    compiled = cj.jit(nhwc_conv).lower(x, w).compile()
+    for kernel in compiled.kernels:
+        assert kernel.target == "gfx942" and kernel.vgpr_spills == 0 and kernel.sgpr_spills == 0, kernel
+    [gemm] = [kernel for kernel in compiled.kernels if kernel.source_ops[0] == "blas.strided_batched_gemm"]
+    assert "_MI" in gemm.solution and gemm.occupancy >= 2, (gemm.solution, gemm.occupancy)
+    assert "v_mfma" in compiled.as_text("asm")
