@@ -21,7 +21,7 @@ from ...ir.types import INTS, FLOATS
 from ...passes.patterns import Pat, splat_value
 from ..blas.matcher import activation_rules, bounded, clamp_bounds, hard_tanh_bounds
 from ..blas.routines import ACTIVATIONS, split_epilogue
-from . import blocked, fft_conv, im2col, pool, subpixel, winograd
+from . import attention, blocked, fft_conv, im2col, pool, subpixel, winograd
 
 CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "lhs_spec", "rhs_spec", "out_spec",
                    "feature_group_count", "batch_group_count", "preferred_element_type")
@@ -200,6 +200,8 @@ x = Pat.var("x")
 RULES = [
     # conv_general_dilated(x, w) -> library_call dnn.conv_fwd
     (Pat.op("conv_general_dilated", Pat.var("lhs"), Pat.var("rhs"), name="conv"), conv_from_graph),
+    # softmax(q k^T * scale [masked]) v: the second product's BLAS GEMM -> library_call dnn.mha_fwd (attention.py)
+    (Pat.op("library_call", Pat.var("probs"), Pat.var("values"), name="gemm"), attention.attention),
     # reduce_window(x) max/min/sum -> library_call dnn.pool
     (Pat.op("reduce_window", Pat.var("x"), name="window"), pooled),
     # pool * c (canonicalize puts the constant second), pool / 2^k -> the pool's scale
