@@ -155,6 +155,25 @@ def conv_builder(layout: str, rewrite: str | None = None):
     return build
 
 
+def large_window_conv(lax, nn, x, w):
+    return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=NHWC)
+
+
+def large_window_builder(rewrite: str | None = None):
+    """An 11x11 SAME conv, 8x64x64x32 -> 32 NHWC (the heuristic's pick: FFT convolution), or `rewrite` forced."""
+    def build(ctx: Context) -> Case:
+        n, c, h, r = (2, 8, 16, 5) if ctx.quick else (8, 32, 64, 11)
+        generator = rng(68)
+        x = normal(generator, (n, h, h, c))
+        w = normal(generator, (r, r, c, c), scale=1 / math.sqrt(r * r * c))
+        cdnajit_fn, jax_fn = peers(large_window_conv, ctx)
+        cdnajit_fn = cdnajit_fn if rewrite is None else forcing(rewrite, cdnajit_fn)
+        numpy_fn = lambda x, w: numpy_conv_nhwc(x, w, padding=(((r - 1) // 2, r // 2),) * 2)
+        return Case((x, w), cdnajit_fn, numpy_fn, jax_fn, tolerance=conv_tolerance(r * r * c),
+                    flops=2 * n * h * h * c * c * r * r)
+    return build
+
+
 def build_conv_weight_gradient(ctx: Context) -> Case:
     n, c, h = (2, 16, 14) if ctx.quick else (8, 64, 56)
     generator = rng(67)
@@ -261,6 +280,9 @@ DNN_WORKLOADS = (
     Workload("W6.conv_nhwc", "the same conv in NHWC/HWIO", conv_builder("NHWC")),
     Workload("W6.conv_nhwc_im2col", "W6.conv_nhwc with im2col + GEMM forced (the heuristic's choice is Winograd F(4x4))",
              conv_builder("NHWC", "im2col")),
+    Workload("W6.conv_11x11", "conv 11x11 stride 1 SAME, 8x64x64x32 -> 32 channels, f32, NHWC (the heuristic's "
+             "choice: FFT convolution)", large_window_builder()),
+    Workload("W6.conv_11x11_im2col", "W6.conv_11x11 with im2col + GEMM forced", large_window_builder("im2col")),
     Workload("W6.conv_weight_grad", "the 3x3 conv's weight gradient (x convolved with dy), 8x56x56x64 NHWC",
              build_conv_weight_gradient),
     Workload("W6.resnet_block", "ResNet basic block: two 3x3 convs with bias, relu, residual; 8x56x56x64 NHWC",

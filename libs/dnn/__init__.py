@@ -12,10 +12,13 @@ solvers.py    the solvers (gemm_1x1, implicit_gemm, direct_blocked, depthwise, d
               applicability, cost model, pick.
 winograd.py   Winograd F(2x2, 3x3) and F(4x4, 3x3): the graph rewrite (input and filter transforms, libs/blas's
               batched GEMM over the transform points, the output transform with the epilogue), its model.
+fft_conv.py   FFT convolution: the graph rewrite (libs/fft's real transforms of x and w, libs/blas's batched GEMM
+              per frequency, the inverse transform, a strided crop), its model.
 im2col.py     im2col + GEMM: the graph rewrite (dnn.im2col, then a dot_general libs/blas takes) for
               ungrouped float convolutions with windows above 1x1.
 direct.py, implicit_gemm.py, blocked.py   the solvers' kernels (gemm_1x1 is libs/blas's GEMM kernel).
 pool.py       dnn.pool's applicability and kernel.
+attention.py  the hand-written softmax(q k^T) v -> dnn.mha_fwd rule (where the logits would be large, or forced).
 mha.py        dnn.mha_fwd's applicability and kernel (online softmax); nn.dot_product_attention's
               implementation="cudnn" calls it (the default "xla" formulation is faster on the host).
 kernels.py    the answers to the compiler's questions about a call.
@@ -23,8 +26,8 @@ find_db.py    the find-db: the solvers the find mode (runtime/dnn_find.py, cj.li
 This file registers the library (ir/ops/library.py's contract).
 """
 from ...ir.ops.library import Library, register_library
-from . import find_db, kernels, matcher, routines, winograd
+from . import attention, find_db, kernels, matcher, routines, winograd
 
 LIBRARY = register_library(Library(
     name="dnn", routines=routines.ROUTINES, rules=tuple(matcher.RULES), select=kernels.select, emit=kernels.emit,
-    explain=kernels.explain, cache_stamp=lambda: find_db.stamp() + winograd.stamp()))
+    explain=kernels.explain, cache_stamp=lambda: find_db.stamp() + winograd.stamp() + attention.stamp()))

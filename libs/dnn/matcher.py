@@ -21,7 +21,7 @@ from ...ir.types import INTS, FLOATS
 from ...passes.patterns import Pat, splat_value
 from ..blas.matcher import activation_rules, bounded, clamp_bounds, hard_tanh_bounds
 from ..blas.routines import ACTIVATIONS, split_epilogue
-from . import blocked, im2col, pool, subpixel, winograd
+from . import attention, blocked, fft_conv, im2col, pool, subpixel, winograd
 
 CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", "lhs_spec", "rhs_spec", "out_spec",
                    "feature_group_count", "batch_group_count", "preferred_element_type")
@@ -29,7 +29,9 @@ CONV_ATTR_NAMES = ("window_strides", "padding", "lhs_dilation", "rhs_dilation", 
 
 def conv_from_graph(m, lhs, rhs, conv):
     """In this order (each measured faster on the host than what follows it, where both apply): an
-    lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; Winograd
+    lhs-dilated convolution's phases as stride-1 convolutions (subpixel.py), matched again; FFT convolution
+    where its model beats im2col + GEMM's and Winograd's (fft_conv.py: large windows, 11x11 ran 1.3-1.8x
+    faster than im2col + GEMM on the host); Winograd
     F(2x2, 3x3) or F(4x4, 3x3) for 3x3 stride-1 convolutions where its model beats im2col + GEMM's
     (winograd.py: W6's conv ran 2.5-3x faster than im2col + GEMM on the host); small forward convolutions
     (blocked.py: few input features times taps, few output features) as dnn.conv_fwd, whose blocked direct
@@ -43,6 +45,8 @@ def conv_from_graph(m, lhs, rhs, conv):
     attrs = {name: conv.attrs[name] for name in CONV_ATTR_NAMES}
     if subpixel.refuse(lhs, rhs, attrs, conv.result.type) is None:
         return subpixel.sub_pixel(m, lhs, rhs, attrs, conv.result.type)
+    if fft_conv.chosen(lhs, rhs, attrs, conv.result.type)[0]:
+        return fft_conv.fft_conv(m, lhs, rhs, attrs, conv.result.type)
     im2col_applies = im2col.refuse(lhs, rhs, attrs) is None
     tile, _ = winograd.choose(lhs, rhs, attrs, im2col_applies)
     if tile is not None:
@@ -196,6 +200,8 @@ x = Pat.var("x")
 RULES = [
     # conv_general_dilated(x, w) -> library_call dnn.conv_fwd
     (Pat.op("conv_general_dilated", Pat.var("lhs"), Pat.var("rhs"), name="conv"), conv_from_graph),
+    # softmax(q k^T * scale [masked]) v: the second product's BLAS GEMM -> library_call dnn.mha_fwd (attention.py)
+    (Pat.op("library_call", Pat.var("probs"), Pat.var("values"), name="gemm"), attention.attention),
     # reduce_window(x) max/min/sum -> library_call dnn.pool
     (Pat.op("reduce_window", Pat.var("x"), name="window"), pooled),
     # pool * c (canonicalize puts the constant second), pool / 2^k -> the pool's scale

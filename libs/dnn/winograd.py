@@ -73,10 +73,11 @@ FORCED = {"rewrite": None}
 
 @contextmanager
 def forced(name: str):
-    """Within the block, 3x3 stride-1 convolutions take rewrite `name` (winograd_f2, winograd_f4 or im2col)
-    where it applies, whatever the model says (im2col: every convolution it applies to) (stamp() puts it in compiled programs' cache keys)."""
-    if name not in (*SOLVERS, "im2col"):
-        raise ValueError(f"dnn: no convolution rewrite {name!r} (rewrites: {', '.join(SOLVERS)}, im2col)")
+    """Within the block, convolutions take rewrite `name` (winograd_f2 or winograd_f4: 3x3 stride-1 ones;
+    im2col; fft: fft_conv.py) where it applies, whatever the model says (stamp() puts it in compiled
+    programs' cache keys)."""
+    if name not in (*SOLVERS, "im2col", "fft"):
+        raise ValueError(f"dnn: no convolution rewrite {name!r} (rewrites: {', '.join(SOLVERS)}, im2col, fft)")
     before, FORCED["rewrite"] = FORCED["rewrite"], name
     try:
         yield
@@ -136,6 +137,16 @@ def kernel_time(flops: float, elements: float, itemsize: int, peak: float, targe
     return max(flops / peak, elements * itemsize / target.hbm_bandwidth)
 
 
+def im2col_time(n: int, c: int, k: int, in_size, out_size, taps: int, dtype: str, target: Target) -> float:
+    """Seconds im2col + GEMM takes in the model: the patches written (and x read), then libs/blas's GEMM
+    reading them at its share of the matrix peak."""
+    item = NUMPY_DTYPES[dtype].itemsize
+    x, y, rows = n * c * math.prod(in_size), n * k * math.prod(out_size), n * math.prod(out_size)
+    return (kernel_time(0, x + 2 * rows * taps * c, item, target.peak(dtype) * TRANSFORM_EFFICIENCY, target)
+            + kernel_time(2 * rows * taps * c * k, rows * taps * c + taps * c * k + y, item,
+                          target.peak(dtype, "matrix") * GEMM_EFFICIENCY, target))
+
+
 def modelled_time(rewrite: str, n: int, c: int, k: int, in_size, out_size, dtype: str, target: Target) -> float:
     """Seconds the rewrite's kernels take on `target` in the model: each kernel max(flops at its share of
     the peak, its reads and writes at HBM bandwidth)."""
@@ -145,9 +156,7 @@ def modelled_time(rewrite: str, n: int, c: int, k: int, in_size, out_size, dtype
     vector_peak = target.peak(dtype) * TRANSFORM_EFFICIENCY
     x, y = n * c * math.prod(in_size), n * k * math.prod(out_size)
     if rewrite == "im2col":
-        rows = n * math.prod(out_size)
-        return (kernel_time(0, x + 2 * rows * 9 * c, item, vector_peak, target)
-                + kernel_time(2 * rows * 9 * c * k, rows * 9 * c + 9 * c * k + y, item, gemm_peak, target))
+        return im2col_time(n, c, k, in_size, out_size, 9, dtype, target)
     m = SOLVERS[rewrite]
     a, t = m + 2, n * math.prod(tiles(out_size, m))
     v, u, product = a * a * t * c, a * a * c * k, a * a * t * k
@@ -166,14 +175,28 @@ def choose(lhs: Value, rhs: Value, attrs: dict, im2col_applies: bool) -> tuple[i
         return None, "Winograd does not apply"
     if FORCED["rewrite"] is not None:
         return SOLVERS.get(FORCED["rewrite"]), f"forced {FORCED['rewrite']}"
-    dtype, target = lhs.type.dtype, get_target()
-    spec = attrs["lhs_spec"]
-    n, c = lhs.type.shape[spec[0]], lhs.type.shape[spec[1]]
-    sizes = (n, c, rhs.type.shape[attrs["rhs_spec"][0]], [lhs.type.shape[d] for d in spec[2:]], out_sizes(lhs, attrs))
-    candidates = [name for name, m in SOLVERS.items() if dtype in PRECISE_ENOUGH[m]] + ["im2col"] * im2col_applies
-    times = {name: modelled_time(name, *sizes, dtype, target) for name in candidates}
+    times = candidate_times(lhs, rhs, attrs)
+    if im2col_applies:
+        times["im2col"] = im2col_time(*sizes_of(lhs, rhs, attrs), 9, lhs.type.dtype, get_target())
     best = min(times, key=times.get) if times else "im2col"
     return SOLVERS.get(best), ", ".join(f"{name} {t * 1e6:.3g} us" for name, t in times.items())
+
+
+def sizes_of(lhs: Value, rhs: Value, attrs: dict) -> tuple:
+    """(N, C, K, input sizes, output sizes) of a convolution Winograd applies to."""
+    spec = attrs["lhs_spec"]
+    return (lhs.type.shape[spec[0]], lhs.type.shape[spec[1]], rhs.type.shape[attrs["rhs_spec"][0]],
+            [lhs.type.shape[d] for d in spec[2:]], out_sizes(lhs, attrs))
+
+
+def candidate_times(lhs: Value, rhs: Value, attrs: dict) -> dict[str, float]:
+    """The modelled seconds of the tile sizes the heuristic would take for the convolution (none where
+    Winograd does not apply)."""
+    if refuse(lhs, rhs, attrs) is not None:
+        return {}
+    dtype = lhs.type.dtype
+    return {name: modelled_time(name, *sizes_of(lhs, rhs, attrs), dtype, get_target()) for name, m in SOLVERS.items()
+            if dtype in PRECISE_ENOUGH[m]}
 
 
 # ---- the rewrite -----------------------------------------------------------------------------------
