@@ -384,6 +384,9 @@ class Executable:
         self.target = target or get_target()
         self.graph = graph
         self._optimized = optimized
+        # The libraries' state (forced solvers, tuning databases) the passes ran under: a program
+        # loaded from the cache runs them again on demand, and must do so under the same state.
+        self.library_stamps = cache_stamps() if optimized is None else None
         self.pipeline = pipeline
         self._kernels = kernels
         self.timings: list[tuple[str, float]] = []
@@ -486,8 +489,14 @@ class Executable:
 
     @property
     def optimized(self) -> Module:
-        """The module after the passes (run again when the program came from the cache)."""
+        """The module after the passes (run again when the program came from the cache, under the
+        libraries' state it was compiled under; CdnajitError where that state has changed since)."""
         if self._optimized is None:
+            if cache_stamps() != self.library_stamps:
+                raise CdnajitError(f"{self.plan['name']}: its optimized program came from the compile cache and "
+                                   "the libraries' state has changed since it was compiled (a forced solver or "
+                                   "a tuning database: now " + cache_stamps() + f"; then {self.library_stamps}); "
+                                   "ask for its stages, kernels or reports under the state it was compiled in")
             self._optimized = run_pipeline(self.graph, self.pipeline, target=self.target).module
         return self._optimized
 

@@ -303,7 +303,7 @@ def test_im2col_gemm_matches_the_interpreter(seed, monkeypatch):
                                         (a["lhs_spec"], a["rhs_spec"], a["out_spec"]))
     with winograd.forced("im2col"):
         compiled = cj.jit(f).lower(*arrays).compile()
-    assert 'routine = "im2col"' in compiled.as_text("optimized")
+        assert 'routine = "im2col"' in compiled.as_text("optimized")
     got = compiled(*arrays)
     y = np.asarray(got)
     plain = make_op("library_call", list(op.operands[:2]), {**op.attrs, **PLAIN},

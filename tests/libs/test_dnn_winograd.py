@@ -171,7 +171,7 @@ def check_problem(rng, monkeypatch):
     with winograd.forced(f"winograd_f{m}"):
         compiled = cj.jit(f).lower(x, w, bias).compile()
         got = np.asarray(compiled(x, w, bias)).astype(np.float64)
-    optimized = compiled.as_text("optimized")
+        optimized = compiled.as_text("optimized")    # a cached program's passes run under the forcing too
     output = next(line for line in optimized.splitlines() if 'routine = "winograd_output"' in line)
     assert f"tile = {m}" in output and f'epilogue = "{epilogue}"' in output     # the bias and activation absorbed
     assert "conv_general_dilated" not in optimized and "im2col" not in optimized

@@ -207,3 +207,18 @@ def test_kernels_and_optimized_module_after_a_cache_hit(cache):
     assert str(again.optimized) == str(first.optimized)
     assert [str(k) for k in again.kernels] == [str(k) for k in first.kernels]
     np.testing.assert_array_equal(again(x)[0], x * 5 + 2)
+
+
+def test_a_cached_program_reruns_its_passes_only_under_the_library_state_it_was_compiled_in(cache):
+    from cdnajit.libs.dnn import winograd
+    x, w = np.ones((1, 9, 9, 4), np.float32), np.ones((3, 3, 4, 4), np.float32)
+    module = cj.make_graph(lambda x, w: lax.conv_general_dilated(
+        x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))(x, w)
+    with winograd.forced("im2col"):
+        ex.Executable.compile(module, cache)
+        loaded = ex.Executable.compile(module, cache)
+    assert [stage for stage, _ in loaded.timings] == ["cache lookup", "load"]
+    with pytest.raises(CdnajitError, match="changed since it was compiled.*forced im2col"):
+        loaded.optimized
+    with winograd.forced("im2col"):
+        assert "im2col" in str(loaded.optimized)
