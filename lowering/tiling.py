@@ -15,15 +15,15 @@ kernel it describes (and the reports call it again to print the reasons). Strate
   workgroup (computed once, the host hoists what they load) and the column is contiguous, where
   the flat layout divides every element's linear index by the row length and gathers.
 - "row_per_workgroup" (kind reduction, reduced axes trailing, rows of a wave or more): a workgroup
-  reduces one row; each work-item takes `elements_per_item` elements of it, `vector` consecutive
-  ones at a time (group g's u-th: g * workgroup_size * vector + lane * vector + u), then a wave
-  reduction and, for several waves, a combination of the waves' partials in LDS after a barrier.
-  With the row's elements unrolled they stay in registers from phase to phase (softmax reads x
-  once); past MAX_UNROLLED_ELEMENTS each phase loops over the row and recomputes. `vector` is 16
-  bytes of elements (a global_load_dwordx4 on the GPU) in such loops of kernels that store no
-  elementwise results, else 1 (row_vector says why). The assignment is explicit in the kernel IR
-  (not a span's, which the backends choose): a float sum's rounding follows it, and every backend
-  must agree.
+  reduces one row; each work-item takes `elements_per_item` elements of it, `vector` at a time:
+  the row comes in groups of workgroup_size x vector consecutive elements, of which a work-item
+  takes those at its span offsets (ir/kernel.py: SpanOffset), consecutive on the GPU (16 bytes: a
+  global_load_dwordx4, and a global_store_dwordx4 of elementwise results), across the work-items
+  on the host (contiguous for its vectorization across work-items). Then a wave reduction and, for
+  several waves, a combination of the waves' partials in LDS after a barrier. A float sum or
+  product keeps a partial per offset, added in LDS in an order of offsets, so either assignment
+  rounds alike. With the row's elements unrolled they stay in registers from phase to phase
+  (softmax reads x once); past MAX_UNROLLED_ELEMENTS each phase loops over the row and recomputes.
 - "row_per_item" (other reductions: columns, middle axes, short rows, empty rows): each work-item
   loops over one row; consecutive work-items take consecutive rows, contiguous when the kept axes
   are the trailing ones (column sums).
