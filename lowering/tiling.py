@@ -329,9 +329,12 @@ def row_per_workgroup_config(region, shape, row, rows, what, target) -> LaunchCo
 
 
 def row_inputs_bytes(region: Region, size: int) -> list[int]:
-    """Bytes per element of a row kernel's parameters of the reduced operand's size (its shape, or
-    a reshape of it, read at the same linear index): its loads along the rows."""
-    return [NUMPY_DTYPES[p.type.dtype].itemsize for p in region.params if p.type.size == size]
+    """Bytes per element of a row kernel's parameters of the reduced operand's size read at its
+    linear index (by elementwise ops, reshapes and reduces; not through a transpose, say): its
+    loads along the rows."""
+    read_elsewhere = {id(v) for op in region.ops if op.name not in FLAT_INDEXED | {"reduce"} for v in op.operands}
+    return [NUMPY_DTYPES[p.type.dtype].itemsize for p in region.params
+            if p.type.size == size and id(p) not in read_elsewhere]
 
 
 def row_vector(region: Region, size: int) -> int:

@@ -583,6 +583,14 @@ def test_row_kernels_round_alike_in_the_gpu_and_the_host_assignment(f, shape, dt
             assert set(re.findall(r"global_(?:load|store)_(\w+)", assembly)) == {"dwordx4"}
 
 
+def test_rows_read_through_a_transpose_take_one_element_at_a_time():
+    """A split column sum's second kernel reads its partials transposed: consecutive row elements
+    are not consecutive in memory, so a work-item takes one at a time (tiling.row_inputs_bytes)."""
+    module = run_pipeline(cj.make_graph(lambda a: cnp.sum(a, axis=0))(np.zeros((4096, 1024), np.float32))).module
+    first, second = [launch_config(op) for op in module.body.ops if op.name == "fusion"]
+    assert first.strategy == "row_per_item" and second.strategy == "row_per_workgroup" and second.vector == 1
+
+
 def reduction_bound(x, axis):
     """Twice the worst-case error of a reordered float sum: n eps sum |x| (f32 eps for f16/bf16, which accumulate in f32)."""
     wide = np.abs(x.astype(np.float64))
