@@ -46,7 +46,7 @@ from ..environment import compile_jobs
 from ..ir.kernel import (LDS_ALIGNMENT, Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For,
                          ForSpan, GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, Special,
                          Store, Unary, Var, WaveBallot, WaveCountBelow, WaveMove, WaveOp, WaveReduce, WaveShuffle, While,
-                         contains_cut, wave_move_sources, walk)
+                         contains_cut, span_offsets_resolved, wave_move_sources, walk)
 from ..ir.opdef import OPS
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import INTS, NUMPY_DTYPES
@@ -1230,7 +1230,9 @@ def spans_as_loops(kernel: Kernel) -> Kernel:
     """The kernel with each span (ir/kernel.py: ForSpan, at the top of the body) in the host's
     assignment: a uniform loop over k, outside the work-item loops, in which work-item i takes element
     start + k x workgroup size + i, so that consecutive work-items read and write consecutive elements
-    (the work-item loop vectorizes, as one element per work-item does)."""
+    (the work-item loop vectorizes, as one element per work-item does); and each span offset
+    (ir/kernel.py: SpanOffset) in the same assignment, k x workgroup size + i."""
+    kernel = span_offsets_resolved(kernel, item_major=False)
     def as_loop(span: ForSpan) -> For:
         k = Var(f"{span.var.name}_k", span.var.dtype)
         element = span.element(0, kernel.workgroup_items, item_major=False) + k * kernel.workgroup_items

@@ -34,6 +34,9 @@ Semantics
 - `For(var, start, stop, step)` runs var = start, start+step, ... while var < stop (step > 0).
   `ForSpan(var, start, per_item, body)` runs body for the workgroup's per_item x size elements
   from start, per_item per work-item, in an assignment the backend picks (its docstring).
+  `SpanOffset(per_item, k)` is that assignment as an expression: where the work-item's k-th
+  element lies in such a span, for kernels that keep what they compute per element across barriers
+  and wave ops (a row reduction's elements, held in registers from phase to phase).
   `uniform=True` on a `For` or `If` promises every work-item of the workgroup takes the same
   path; only then may its body hold a `Barrier` or a wave op (the verifier checks both).
 - Between workgroups: `AtomicRMW` (add or exchange on an integer element of a written global
@@ -326,6 +329,32 @@ def workitem_id(dim: int = 0) -> Special: return Special("workitem_id", dim)
 def workgroup_id(dim: int = 0) -> Special: return Special("workgroup_id", dim)
 def workgroup_size(dim: int = 0) -> Special: return Special("workgroup_size", dim)
 def num_workgroups(dim: int = 0) -> Special: return Special("num_workgroups", dim)
+
+
+@dataclass(frozen=True, eq=False)
+class SpanOffset(Expr):
+    """Where the work-item's k-th element lies in a span of `per_item` x workgroup-size consecutive
+    elements (1-D workgroups), as an offset from the span's start: the assignment ForSpan's backends
+    pick, here an expression a kernel can index with anywhere (beside barriers and wave ops).
+    AMDGPU gives a work-item consecutive elements (linear id x per_item + k: its loads of the
+    `per_item` offsets merge into one 16-byte vector access), the host consecutive work-items
+    consecutive elements (k x workgroup size + linear id: its work-item loop vectorizes). The
+    producer promises that its results do not depend on which work-item takes which offset: it
+    stores elementwise results there, or keeps a partial result per (work-item, k) that it combines
+    in an order of offsets, not of work-items (lowering/emit_fusion.py: a row's float sums)."""
+    per_item: int
+    k: int
+    dtype: str
+
+    def offset(self, workgroup_items: int, item_major: bool) -> Expr:
+        """The offset in one backend's assignment: consecutive per work-item (`item_major`, AMDGPU's)
+        or across work-items (the host's)."""
+        lane = workitem_id(0).cast(self.dtype)
+        return lane * self.per_item + self.k if item_major else lane + self.k * workgroup_items
+
+
+def span_offset(per_item: int, k: int, dtype: str = "u32") -> SpanOffset:
+    return SpanOffset(per_item, k, dtype)
 
 
 # ---- memory -----------------------------------------------------------------------------
@@ -724,6 +753,48 @@ def walk(stmts):
         yield stmt
         for block in stmt.children():
             yield from walk(block)
+
+
+def span_offsets_resolved(kernel: "Kernel", item_major: bool) -> "Kernel":
+    """The kernel with every SpanOffset replaced by its offset in one backend's assignment
+    (SpanOffset.offset); the kernel itself where it has none."""
+    items = kernel.workgroup_items
+
+    def expression(e):
+        if isinstance(e, SpanOffset):
+            return e.offset(items, item_major)
+        return rebuilt(e)
+
+    def rebuilt(node):
+        changes = {}
+        for field in dataclasses.fields(node):
+            value = getattr(node, field.name)
+            if isinstance(value, Expr):
+                new = expression(value)
+            elif isinstance(value, Stmt):
+                new = rebuilt(value)
+            elif isinstance(value, tuple):
+                new = tuple(expression(v) if isinstance(v, Expr) else rebuilt(v) if isinstance(v, Stmt) else v
+                            for v in value)
+                new = value if all(a is b for a, b in zip(new, value)) else new
+            else:
+                continue
+            if new is not value:
+                changes[field.name] = new
+        return dataclasses.replace(node, **changes) if changes else node
+
+    def has_offsets(e) -> bool:
+        return isinstance(e, SpanOffset) or any(has_offsets(v) for f in dataclasses.fields(e)
+                                                for v in expression_fields(getattr(e, f.name)))
+
+    def expression_fields(value):
+        return (value,) if isinstance(value, Expr) else tuple(v for v in value if isinstance(v, Expr)) \
+            if isinstance(value, tuple) else ()
+
+    if not any(has_offsets(e) for s in walk(kernel.body) for f in dataclasses.fields(s)
+               for e in expression_fields(getattr(s, f.name))):
+        return kernel
+    return dataclasses.replace(kernel, body=tuple(rebuilt(s) for s in kernel.body))
 
 
 def contains_cut(stmts) -> bool:

@@ -16,8 +16,8 @@ f32 floats and as `1.5:f64`, `True:bool`, `7:u8` otherwise; casts print as `f32(
 from __future__ import annotations
 
 from .kernel import (Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For, ForSpan,
-                     GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, Special, Stmt, Store,
-                     Unary, Var, WaveBallot, WaveCountBelow, WaveMove, WaveReduce, WaveShuffle, While)
+                     GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, SpanOffset, Special,
+                     Stmt, Store, Unary, Var, WaveBallot, WaveCountBelow, WaveMove, WaveReduce, WaveShuffle, While)
 
 BINARY_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%", "and": "&", "or": "|", "xor": "^",
                   "shift_left": "<<", "shift_right_arithmetic": ">>", "shift_right_logical": ">>>",
@@ -49,6 +49,8 @@ def print_expr(expr: Expr) -> str:
         return f"{expr.buffer.name}[{print_expr(expr.index)}]"
     if isinstance(expr, Special):
         return f"{expr.kind}({expr.dim})"
+    if isinstance(expr, SpanOffset):
+        return f"span_offset_{expr.dtype}({expr.per_item}, {expr.k})"
     return f"<unprintable {type(expr).__name__}>"
 
 

@@ -27,8 +27,8 @@ from ..errors import VerifyError
 from .kernel import (ARITHMETIC_OPS, ATOMIC_OPS, BITWISE_OPS, COMPARE_OPS, DTYPES, MATH_FUNCTIONS, SHIFT_OPS,
                      SPECIAL_KINDS, UNARY_OPS, Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr,
                      For, ForSpan, GlobalBuffer, If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray,
-                     ScalarParam, Select, Special, Stmt, Store, Unary, Var, WaveCountBelow, WaveMove, WaveOp, WaveShuffle,
-                     While, contains_cut, is_extent, walk)
+                     ScalarParam, Select, SpanOffset, Special, Stmt, Store, Unary, Var, WaveCountBelow, WaveMove,
+                     WaveOp, WaveShuffle, While, contains_cut, is_extent, walk)
 from .kernel_printer import print_expr, print_extent, statement_head
 from .types import INTS, MAX_ARRAY_BYTES, NUMPY_DTYPES, format_bytes
 
@@ -172,8 +172,8 @@ class KernelVerifier:
     # ---- uniformity --------------------------------------------------------------------
 
     def is_varying(self, expr: Expr, varying: set[str]) -> bool:
-        if isinstance(expr, Special):
-            return expr.kind == "workitem_id"
+        if isinstance(expr, (Special, SpanOffset)):
+            return isinstance(expr, SpanOffset) or expr.kind == "workitem_id"
         if isinstance(expr, Var):
             return expr.name in varying
         if isinstance(expr, Load) and expr.buffer.space == "private":
@@ -423,6 +423,12 @@ class KernelVerifier:
         elif isinstance(expr, Special):
             if expr.kind not in SPECIAL_KINDS or expr.dim not in (0, 1, 2):
                 bad(f"unknown launch value {expr.kind}({expr.dim})")
+        elif isinstance(expr, SpanOffset):
+            if expr.dtype not in INTS or not 0 <= expr.k < expr.per_item:
+                bad(f"a span offset is an integer k of 0 <= k < per_item, got {expr.dtype} k = {expr.k} of "
+                    f"{expr.per_item}")
+            if self.kernel.workgroup_size[1:] != (1, 1):
+                bad(f"a span offset needs a 1-D workgroup, not {list(self.kernel.workgroup_size)}")
         else:
             bad(f"unknown expression {type(expr).__name__}")
         return expr.dtype

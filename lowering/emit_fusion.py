@@ -30,8 +30,8 @@ from ..ir.types import COMPLEXES
 from .elemental import Accumulator, ElementalEmitter, accumulate_loop, index_dtype_for, merge_axes
 from .emit_ops import all_of
 from .emitters import emitter, operand_buffers
-from .tiling import (TILE, TILE_ROWS, WAVE_REDUCERS, LaunchConfig, launch_config, reduction_signature,
-                     transposed_params)
+from .tiling import (TILE, TILE_ROWS, WAVE_REDUCERS, LaunchConfig, launch_config, offset_ordered,
+                     reduction_signature, transposed_params)
 
 
 # Partial results of an unrolled row's exactly associative reduce: each add's latency (a max is
@@ -258,52 +258,55 @@ def build_row_per_item(fk: FusionKernel):
 
 def build_row_per_workgroup(fk: FusionKernel):
     e, rows, config = fk.emitter, Rows(fk), fk.config
-    width, elements, size, vector = config.workgroup_size, config.elements_per_item, rows.row_size, config.vector
+    width, size, vector = config.workgroup_size, rows.row_size, config.vector
     if rows.trailing:  # workgroup g's row is elements [g * size, (g + 1) * size) of every full-shaped input
         fk.streams = [(buffer.name, size * (2 if param.type.dtype in COMPLEXES else 1))
                       for buffer, param in zip(fk.inputs, fk.region.params) if param.type.shape == rows.shape and size]
     row_index = e.index(rows.kept_shape, linear=fk.group)
     row_start = fk.group * size
-    # The work-item's elements come in groups of `vector` consecutive ones (one vector access on
-    # the GPU); the groups of the whole workgroup cover `group_span` consecutive elements.
+    # The row comes in groups of `group_span` consecutive elements, of which a work-item takes
+    # `vector` at the offsets the backend assigns (ir/kernel.py: SpanOffset): consecutive ones
+    # on the GPU (one vector access), across the work-items on the host.
     group_span = width * vector
     groups, whole_groups = -(-size // group_span), size // group_span
+    offsets = [K.span_offset(vector, u, fk.idx) if vector > 1 else fk.lane for u in range(vector)]
 
     def element(g, u):
-        """(index, valid, position) of the work-item's u-th element of its g-th group. In the last,
-        partial group, a group past the row's end moves back to end at its end (still consecutive
-        elements) and valid says which of its elements no other work-item takes."""
-        start = g * group_span + fk.lane * vector
+        """(index, valid, position) of the work-item's u-th element of its g-th group. The last,
+        partial group moves back to end at the row's end, so its elements stay consecutive, and valid
+        says which of them no earlier group took; a row shorter than a group (wide workgroups, one
+        element each) clamps its index to the row's last element where valid is false."""
         if not (isinstance(g, int) and g >= whole_groups):
-            return rows.full_index(fk, row_index, start + u, row_start), None, start + u
-        position = K.minimum(start, size - vector) + u
-        return rows.full_index(fk, row_index, position, row_start), position >= start, position
+            position = g * group_span + offsets[u]
+            return rows.full_index(fk, row_index, position, row_start), None, position
+        if not whole_groups:
+            position = offsets[u]
+            return rows.full_index(fk, row_index, K.minimum(position, size - 1), row_start), position < size, position
+        position = (size - group_span) + offsets[u]
+        return rows.full_index(fk, row_index, position, row_start), position >= g * group_span, position
 
     unrolled = [element(g, u) for g in range(groups) for u in range(vector)] if config.unrolled else None
-    # An unrolled row's max or min runs as independent chains (a loop's body adds once).
-    chains = ACCUMULATOR_CHAINS if unrolled is not None else 1
 
     def over_row(visit, accumulators=()):
-        """visit(index, valid, position) for each of the work-item's row elements, in order."""
+        """visit(index, valid, position, u) for each of the work-item's row elements, in order."""
         if unrolled is not None:
-            for index, valid, position in unrolled:
-                visit(index, valid, position)
+            for number, (index, valid, position) in enumerate(unrolled):
+                visit(index, valid, position, number % vector)
             return
         # The groups every work-item's elements lie in the row of, in a loop; then the last, partial one.
         if whole_groups:
-            accumulate_loop(e, whole_groups, accumulators, lambda g: [visit(*element(g, u)) for u in range(vector)],
-                            hint="k", per_iteration=vector)
+            accumulate_loop(e, whole_groups, accumulators, lambda g: [visit(*element(g, u), u) for u in range(vector)],
+                            hint="k")
         for g in range(whole_groups, groups):
             for u in range(vector):
-                visit(*element(g, u))
+                visit(*element(g, u), u)
 
     for number, phase in enumerate(rows.phases):
-        accumulators = [Accumulator(e, r.attrs["reducer"], r.operands[0].type.dtype, chains)
-                        for r in phase]
-        over_row(lambda index, valid, position: [acc.add(e.value_at(r.operands[0], index), valid)
-                                                  for r, acc in zip(phase, accumulators)], accumulators)
-        for acc in accumulators:
-            acc.fold()
+        slots = [offset_accumulators(fk, r, unrolled is not None) for r in phase]
+        over_row(lambda index, valid, position, u: [accs[u % len(accs)].add(e.value_at(r.operands[0], index), valid)
+                                                     for r, accs in zip(phase, slots)],
+                 [acc for accs in slots for acc in accs])
+        accumulators = lane_partials(fk, slots, number)
         totals = combine_row(fk, accumulators, number)
         for r, acc, total in zip(phase, accumulators, totals):
             e.precomputed[id(r.result)] = e.bind(acc.narrow(total), "row_" + r.attrs["reducer"])
@@ -318,7 +321,7 @@ def build_row_per_workgroup(fk: FusionKernel):
             fk.store_results(rows.per_row, row_index, fk.group)
         e.emit(K.If(fk.lane.eq(0), stores))
 
-    def store(index, valid, position):
+    def store(index, valid, position, u):
         if valid is None:
             fk.store_results(rows.full, index, index.linear)
         else:
@@ -328,6 +331,42 @@ def build_row_per_workgroup(fk: FusionKernel):
 
     if rows.full:
         over_row(store)
+
+
+def offset_accumulators(fk: FusionKernel, reduce: Op, unrolled: bool) -> list[Accumulator]:
+    """A reduce's accumulators in a work-item: one per span offset it takes (its u-th elements go to
+    the u-th) where the rounding follows the order of the elements (a float sum or product, with
+    several offsets), else one, whose chains (an unrolled row's independent partials) take them in turn."""
+    reducer, dtype, vector = reduce.attrs["reducer"], reduce.operands[0].type.dtype, fk.config.vector
+    if vector > 1 and offset_ordered(reducer, dtype):
+        return [Accumulator(fk.emitter, reducer, dtype) for _ in range(vector)]
+    return [Accumulator(fk.emitter, reducer, dtype, max(vector, ACCUMULATOR_CHAINS) if unrolled else vector)]
+
+
+def lane_partials(fk: FusionKernel, slots: list[list[Accumulator]], phase: int) -> list[Accumulator]:
+    """Each reduce's partial of the work-item, in its first accumulator: the chains folded, or, for a
+    reduce with a partial per span offset, those partials written to LDS at their offsets and, after a
+    barrier, work-item l's sum of offsets l, l + width, l + 2 width, ...: an order of offsets, so the
+    GPU's and the host's assignments of offsets round alike."""
+    e, width, vector = fk.emitter, fk.config.workgroup_size, fk.config.vector
+    staged = []
+    for k, accs in enumerate(slots):
+        if len(accs) == 1:
+            accs[0].fold()
+            continue
+        buffer = K.LdsBuffer(f"offsets{phase}_{k}", accs[0].acc_dtype, width * vector)
+        fk.lds.append(buffer)
+        for u, acc in enumerate(accs):
+            e.emit(K.Store(buffer, K.span_offset(vector, u, fk.idx), acc.var))
+        staged.append((accs[0], buffer))
+    if staged:
+        e.emit(K.Barrier())
+    for acc, buffer in staged:
+        total = buffer[fk.lane]
+        for j in range(1, vector):
+            total = acc.combine(total, buffer[fk.lane + j * width])
+        e.emit(K.Assign(acc.var, total))
+    return [accs[0] for accs in slots]
 
 
 def combine_row(fk: FusionKernel, accumulators, phase: int) -> list[K.Expr]:

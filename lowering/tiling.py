@@ -15,15 +15,15 @@ kernel it describes (and the reports call it again to print the reasons). Strate
   workgroup (computed once, the host hoists what they load) and the column is contiguous, where
   the flat layout divides every element's linear index by the row length and gathers.
 - "row_per_workgroup" (kind reduction, reduced axes trailing, rows of a wave or more): a workgroup
-  reduces one row; each work-item takes `elements_per_item` elements of it, `vector` consecutive
-  ones at a time (group g's u-th: g * workgroup_size * vector + lane * vector + u), then a wave
-  reduction and, for several waves, a combination of the waves' partials in LDS after a barrier.
-  With the row's elements unrolled they stay in registers from phase to phase (softmax reads x
-  once); past MAX_UNROLLED_ELEMENTS each phase loops over the row and recomputes. `vector` is 16
-  bytes of elements (a global_load_dwordx4 on the GPU) in such loops of kernels that store no
-  elementwise results, else 1 (row_vector says why). The assignment is explicit in the kernel IR
-  (not a span's, which the backends choose): a float sum's rounding follows it, and every backend
-  must agree.
+  reduces one row; each work-item takes `elements_per_item` elements of it, `vector` at a time:
+  the row comes in groups of workgroup_size x vector consecutive elements, of which a work-item
+  takes those at its span offsets (ir/kernel.py: SpanOffset), consecutive on the GPU (16 bytes: a
+  global_load_dwordx4, and a global_store_dwordx4 of elementwise results), across the work-items
+  on the host (contiguous for its vectorization across work-items). Then a wave reduction and, for
+  several waves, a combination of the waves' partials in LDS after a barrier. A float sum or
+  product keeps a partial per offset, added in LDS in an order of offsets, so either assignment
+  rounds alike. With the row's elements unrolled they stay in registers from phase to phase
+  (softmax reads x once); past MAX_UNROLLED_ELEMENTS each phase loops over the row and recomputes.
 - "row_per_item" (other reductions: columns, middle axes, short rows, empty rows): each work-item
   loops over one row; consecutive work-items take consecutive rows, contiguous when the kept axes
   are the trailing ones (column sums).
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from ..ir.core import Op, Region
 from ..ir.targets import Target, get_target
-from ..ir.types import COMPLEXES, NUMPY_DTYPES
+from ..ir.types import COMPLEXES, INTS, NUMPY_DTYPES
 from ..passes.opclasses import ELEMENTWISE
 
 WAVE = 64
@@ -270,14 +270,25 @@ def row_per_workgroup_config(region, shape, row, rows, what, target) -> LaunchCo
     live = live_words(region, shape)
     budget = vgpr_budget(target)
     reasons = [what]
+    widest = row_vector(region, row * rows)
+
+    def layout(width: int) -> tuple[int, int]:
+        """(vector, elements per work-item) of a row over `width` work-items: groups of `vector`
+        consecutive elements, the widest vector whose groups of the workgroup fit in the row."""
+        vector = widest
+        while vector > 1 and width * vector > row:
+            vector //= 2
+        return vector, -(-row // (width * vector)) * vector
+
     width, unrolled = WAVE, True
+    vector, elements = layout(width)
     while width < min(MAX_ROW_WORKGROUP, target.max_workgroup_size) and (
-            -(-row // width) > MAX_UNROLLED_ELEMENTS or BASE_VGPRS + -(-row // width) * live > budget):
+            elements > MAX_UNROLLED_ELEMENTS or BASE_VGPRS + elements * live > budget):
         width *= 2
-    elements = -(-row // width)
+        vector, elements = layout(width)
     if elements > MAX_UNROLLED_ELEMENTS or BASE_VGPRS + elements * live > budget:
         unrolled, width = False, LOOP_WORKGROUP
-        elements = -(-row // width)
+        vector, elements = layout(width)
         reasons.append(f"a row does not fit the registers of a workgroup: {width} work-items loop over "
                        f"{elements} elements each, and each phase recomputes its inputs")
     else:
@@ -285,15 +296,25 @@ def row_per_workgroup_config(region, shape, row, rows, what, target) -> LaunchCo
                        f"~{BASE_VGPRS + elements * live} VGPRs per lane <= {budget} "
                        f"({OCCUPANCY_WAVES} waves per SIMD) keep the row in registers between phases")
     waves = width // WAVE
-    lds, tree, wave_reduces = 0, 0, 0
+    lds, tree, wave_reduces, slotted = 0, 0, 0, 0
     for r in (op for op in region.ops if op.name == "reduce"):
         dtype = r.operands[0].type.dtype
         itemsize = NUMPY_DTYPES[accumulator_dtype(dtype)].itemsize
+        if vector > 1 and offset_ordered(r.attrs["reducer"], dtype):
+            lds, slotted = lds + round_up(width * vector * itemsize, 16), slotted + 1
         if accumulator_reducer(r.attrs["reducer"], dtype) in WAVE_REDUCERS:
             lds += round_up(waves * itemsize, 16) if waves > 1 else 0
             wave_reduces += 1
         else:
             lds, tree = lds + round_up(width * itemsize, 16), tree + 1
+    if vector > 1:
+        reasons.append(f"a work-item takes its elements {vector} consecutive at a time on the GPU "
+                       f"({row_text(region, row * rows, vector)}), the host's work-items consecutive ones "
+                       f"(ir/kernel.py: SpanOffset)")
+    if slotted:
+        reasons.append(f"{slotted} float sum/prod reduction(s) keep a partial per offset of the "
+                       f"{width * vector} elements of a group, added in LDS in an order of offsets "
+                       f"(the same rounding in either assignment)")
     if wave_reduces and waves > 1:
         reasons.append(f"{waves} waves: wave_reduce, then the waves' partials combined in LDS after a barrier")
     elif wave_reduces:
@@ -304,40 +325,40 @@ def row_per_workgroup_config(region, shape, row, rows, what, target) -> LaunchCo
     reasons.append(f"LDS {lds} bytes <= {target.max_lds_bytes_per_workgroup}")
     if lds > target.max_lds_bytes_per_workgroup:
         raise ValueError(f"tiling: {lds} bytes of LDS exceed the target's {target.max_lds_bytes_per_workgroup}")
-    vector = 1 if unrolled else row_vector(region, row * rows)
-    if vector > 1:
-        reasons.append(f"a work-item takes its elements {vector} consecutive at a time: {row_text(region, row * rows, vector)}")
     return LaunchConfig("row_per_workgroup", width, elements, rows, lds, unrolled, tuple(reasons), vector=vector)
 
 
 def row_inputs_bytes(region: Region, size: int) -> list[int]:
-    """Bytes per element of a row kernel's parameters of the reduced operand's size (its shape, or
-    a reshape of it, read at the same linear index): its loads along the rows."""
-    return [NUMPY_DTYPES[p.type.dtype].itemsize for p in region.params if p.type.size == size]
+    """Bytes per element of a row kernel's parameters of the reduced operand's size read at its
+    linear index (by elementwise ops, reshapes and reduces; not through a transpose, say): its
+    loads along the rows."""
+    read_elsewhere = {id(v) for op in region.ops if op.name not in FLAT_INDEXED | {"reduce"} for v in op.operands}
+    return [NUMPY_DTYPES[p.type.dtype].itemsize for p in region.params
+            if p.type.size == size and id(p) not in read_elsewhere]
 
 
 def row_vector(region: Region, size: int) -> int:
-    """Consecutive row elements a work-item of a looping row kernel takes at a time: VECTOR_BYTES
+    """Consecutive row elements a work-item of a row kernel takes at a time on the GPU: VECTOR_BYTES
     of the narrowest row input's elements; 1 without row inputs or with complex values (pairs of
-    elements).
-
-    1 too where the kernel stores elementwise results along the rows (softmax, layernorm): a float
-    sum's rounding follows which work-item adds which elements, and every backend runs the same
-    kernel IR bit for bit, so the host takes the GPU's assignment too, and its stores along the
-    rows would scatter at a stride of the vector. An unrolled row (the caller's case) keeps 1 as
-    well: the host's work-item loop, vectorized across work-items, would read it at a stride of
-    the vector (a 4096 x 1024 f32 row sum ran 13% slower); in a loop, a work-item's consecutive
-    elements are what the host reads best (a 1024 x 16384 one ran 2.8x faster)."""
+    elements). Which work-item takes which element is the backend's (ir/kernel.py: SpanOffset):
+    the host's work-items take consecutive ones, which its vectorization across work-items reads
+    and writes contiguously, so neither side pays for the other's layout."""
     sizes = row_inputs_bytes(region, size)
     values = list(region.params) + list(region.outputs)
-    if not sizes or any(v.type.dtype in COMPLEXES for v in values) or any(v.type.size == size for v in region.outputs):
+    if not sizes or any(v.type.dtype in COMPLEXES for v in values):
         return 1
     return max(VECTOR_BYTES // min(sizes), 1)
 
 
+def offset_ordered(reducer: str, dtype: str) -> bool:
+    """Whether a reduction's rounding depends on the order it takes its elements in (a float sum or
+    product): its work-items keep a partial per span offset, added in an order of offsets."""
+    return accumulator_reducer(reducer, dtype) in ("sum", "prod") and accumulator_dtype(dtype) not in INTS
+
+
 def row_text(region: Region, size: int, vector: int) -> str:
     widths = sorted({vector * b for b in row_inputs_bytes(region, size)})
-    return (f"{'/'.join(map(str, widths))}-byte loads per lane on the GPU, where one element per lane "
+    return (f"{'/'.join(map(str, widths))}-byte loads per lane, where one element per lane "
             f"issues {vector}x the load instructions")
 
 

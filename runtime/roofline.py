@@ -42,8 +42,8 @@ import numpy as np
 
 from ..codegen import mathlib
 from ..ir.kernel import (Assign, AtomicRMW, Barrier, Binary, Cast, Compare, Const, Expr, For, ForSpan, If, Kernel, Let,
-                         Load, Math, Prefetch, ScalarParam, Select, Special, Store, Unary, Var, WaveOp, WaveReduce,
-                         While, walk)
+                         Load, Math, Prefetch, ScalarParam, Select, SpanOffset, Special, Store, Unary, Var, WaveOp,
+                         WaveReduce, While, walk)
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import control_expressions, sub_expressions
 from ..ir.targets import Target
@@ -197,12 +197,15 @@ class Access:
     @property
     def lane_bytes(self) -> int:
         """Bytes per lane of one access as the GPU backend issues it: where the body's accesses give
-        every lane consecutive elements (a tile row's 4 f32, say), LLVM merges them, up to 16 bytes."""
+        every lane runs of consecutive elements (a tile row's 4 f32, say, or a row kernel's groups of
+        4 at its span offsets), LLVM merges each run, up to 16 bytes; the shortest run counts."""
         run = 1
         if len(self.starts) > 1 and len({len(s) for s in self.starts}) == 1 and len(self.starts[0]):
             ordered = np.sort(np.array(self.starts), axis=0)
-            if (np.diff(ordered, axis=0) == self.element_bytes).all():
-                run = len(self.starts)
+            steps = np.diff(ordered, axis=0) == self.element_bytes
+            if (steps == steps[:, :1]).all():   # every lane's accesses in runs of the same lengths
+                breaks = np.flatnonzero(~steps[:, 0])
+                run = int(np.diff(np.concatenate([[-1], breaks, [len(self.starts) - 1]])).min())
         return max(self.element_bytes, min(self.element_bytes * run, 16))
 
     @property
@@ -252,6 +255,8 @@ class LaunchCounter:
             return env.get((e.name, e.dtype))
         if isinstance(e, ScalarParam) and e.dtype not in FLOATS:  # known for the launch its arguments bind
             return self.arguments.get(e.name)
+        if isinstance(e, SpanOffset):  # as the GPU runs it
+            return self.value(e.offset(self.kernel.workgroup_items, item_major=True), env)
         if isinstance(e, Special):
             if e.kind == "workgroup_id":
                 return self.axis(e.dim, self.grid[e.dim])

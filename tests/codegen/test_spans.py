@@ -7,6 +7,7 @@ compared bit for bit with numpy, over sizes around the workgroup and span bounda
 that start off any alignment (numpy views one element in). tests/gpu runs the GPU assignment's
 PTX on an NVIDIA GPU."""
 import dataclasses
+import re
 
 import ml_dtypes
 import numpy as np
@@ -17,6 +18,7 @@ import cdnajit.numpy as cnp
 from cdnajit.codegen import amdgpu
 from cdnajit.codegen.host import compile_object
 from cdnajit.ir import kernel as K
+from cdnajit.ir.types import NUMPY_DTYPES
 from cdnajit.passes import run_pipeline
 from cdnajit.runtime.executable import emit_kernels
 from cdnajit.runtime.launch import CompiledKernel
@@ -83,6 +85,44 @@ def test_spans_are_sixteen_byte_accesses_on_amdgpu(dtype, per_item):
     counts = count(dataclasses.replace(kernel, arguments=(("n", 1 << 20),)))
     assert load_bytes_per_lane(counts) == 16
     assert all(a.segment_ratio == 1 for a in counts.accesses.values())
+
+
+def offsets_kernel(per_item: int, dtype: str = "f32") -> K.Kernel:
+    """Workgroup g's span of per_item x 64 elements from g x span, at span offsets (SpanOffset):
+    every element loaded, then, across a barrier, y = x * 2 + 1 stored at the same offsets, and the
+    work-item's offsets' sum at its linear id (which depends on the assignment)."""
+    x = K.GlobalBuffer("x", dtype, 4 * per_item * WIDTH, readonly=True)
+    y = K.GlobalBuffer("y", dtype, 4 * per_item * WIDTH)
+    offsets = K.GlobalBuffer("offsets", "u32", 4 * WIDTH)
+    start = K.workgroup_id(0).cast("u32") * (per_item * WIDTH)
+    values = [K.Var(f"x{k}", dtype) for k in range(per_item)]
+    body = [K.Let(v, x[start + K.span_offset(per_item, k)]) for k, v in enumerate(values)] + [K.Barrier()]
+    body += [K.Store(y, start + K.span_offset(per_item, k), v * 2.0 + 1.0) for k, v in enumerate(values)]
+    total = sum((K.span_offset(per_item, k) for k in range(1, per_item)), K.span_offset(per_item, 0))
+    body.append(K.Store(offsets, K.workgroup_id(0).cast("u32") * WIDTH + K.workitem_id(0).cast("u32"), total))
+    return K.Kernel("offsets", params=[x, y, offsets], grid=(4,), workgroup_size=(WIDTH,), body=body)
+
+
+@pytest.mark.parametrize("dtype, per_item", [("f32", 4), ("f16", 8)])
+def test_span_offsets_are_consecutive_per_work_item_on_amdgpu_and_across_work_items_on_the_host(dtype, per_item):
+    kernel = offsets_kernel(per_item, dtype)
+    K.verify(kernel)
+    assert f"x[((u32(workgroup_id(0)) * {per_item * WIDTH}:u32) + span_offset_u32({per_item}, 1))]" in str(kernel)
+    x = (np.arange(4 * per_item * WIDTH) % 251).astype(NUMPY_DTYPES[dtype])
+    y, offsets = np.zeros_like(x), np.zeros(4 * WIDTH, np.uint32)
+    CompiledKernel(kernel, compile_object(kernel))(x, y, offsets)
+    np.testing.assert_array_equal(y, x * 2 + 1)
+    # The host's work-item i takes offsets i, i + 64, ...: their sum is per_item i + 64 (0 + 1 + ... + per_item - 1).
+    lane = np.tile(np.arange(WIDTH), 4)
+    np.testing.assert_array_equal(offsets, per_item * lane + WIDTH * per_item * (per_item - 1) // 2)
+    # AMDGPU's work-item i takes offsets per_item i .. per_item i + per_item - 1: one 16-byte load and store.
+    assembly = amdgpu.assembly(kernel, "gfx942")
+    assert {"dwordx4"} == set(re.findall(r"global_load_(\w+)", assembly))
+    assert "global_store_dwordx4" in assembly
+    counts = count(kernel)
+    assert load_bytes_per_lane(counts) == 16
+    with pytest.raises(cj.VerifyError, match="0 <= k < per_item"):
+        K.verify(dataclasses.replace(kernel, body=[K.Store(kernel.params[2], 0, K.span_offset(4, 4))]))
 
 
 # ---- loop fusions through jit: odd sizes, offsets, dtypes, in place ------------------------------

@@ -517,52 +517,78 @@ def test_multi_phase_rows_in_a_loop_recompute_each_phase():
 
 def test_an_unrolled_row_max_runs_as_independent_chains_and_stays_exact():
     """Max takes ACCUMULATOR_CHAINS accumulators in turn (max is exact in any order); a float sum
-    keeps one, so that its rounding follows the element order."""
+    keeps one per span offset of the work-item (4 f32 of 16 bytes), added in an order of offsets."""
     x = random((8, 1000), np.float32, special=False)
     for k in range(8):  # row k: a NaN in the work-items' k-th elements (chain k % 4)
         x[k, k * 64 + 5] = np.nan
     f = lambda a: (cnp.max(a, axis=1), cnp.sum(a, axis=1))
     module = run_pipeline(cj.make_graph(f)(x)).module
     op = next(op for op in module.body.ops if op.name == "fusion")
-    assert launch_config(op).unrolled
+    config = launch_config(op)
+    assert config.unrolled and config.vector == 4
     text = str(emit_kernel(op, "k"))
     max_chains = set(re.findall(r"(acc\d+) = max\(", text))
     sum_chains = set(re.findall(r"(acc\d+) = \(acc\d+ \+", text))
-    assert len(max_chains) == emit_fusion.ACCUMULATOR_CHAINS and len(sum_chains) == 1, text
+    assert len(max_chains) == emit_fusion.ACCUMULATOR_CHAINS and len(sum_chains) == config.vector, text
     (actual, expected, _), = fused(f, x)
     assert_same(actual[0], expected[0])
     assert np.isnan(actual[0]).all()
 
 
-@pytest.mark.parametrize("shape, dtype, vector", [((3, 12288), np.float32, 4), ((2, 12000), np.float16, 8),
-                                                  ((3, 7000), np.float64, 2), ((8, 1000), np.float32, 1)])
-def test_row_reductions_in_a_loop_take_consecutive_elements_as_sixteen_byte_loads(shape, dtype, vector):
-    """A row reduction too long to unroll, without elementwise results, gives each work-item
-    `vector` consecutive row elements at a time (16 bytes of them): global_load_dwordx4 on gfx942.
-    The last group of a row that is not a whole number of them moves back to end at the row's end
-    (12000 and 7000 elements). An unrolled row keeps one element at a time (tiling.row_vector).
-    Sums within a reordered sum's bound, maxima exact."""
+@pytest.mark.parametrize("shape, dtype, vector, unrolled", [
+    ((3, 12288), np.float32, 4, False), ((2, 12000), np.float16, 8, False), ((3, 7000), np.float64, 2, False),
+    ((8, 1000), np.float32, 4, True), ((5, 1000), np.float16, 8, True)])
+def test_row_reductions_take_consecutive_elements_as_sixteen_byte_loads(shape, dtype, vector, unrolled):
+    """A row reduction gives each work-item `vector` consecutive row elements at a time on the GPU
+    (16 bytes of them, ir/kernel.py: SpanOffset): global_load_dwordx4 on gfx942, in a loop over a
+    long row or unrolled. The last group of a row that is not a whole number of them moves back to
+    end at the row's end (12000, 7000 and 1000 elements). Sums within a reordered sum's bound,
+    maxima exact."""
     x = random(shape, dtype, special=False)
     f = lambda a: (cnp.sum(a, axis=1), cnp.max(a, axis=1))
     (actual, expected, config), = fused(f, x, strategies=["row_per_workgroup"])
-    assert config.vector == vector and config.unrolled == (vector == 1)
-    assert any(f"{vector} consecutive at a time" in r for r in config.reasons) == (vector > 1)
+    assert config.vector == vector and config.unrolled == unrolled
+    assert any(f"{vector} consecutive at a time" in r for r in config.reasons)
     np.testing.assert_allclose(actual[0].astype(np.float64), expected[0].astype(np.float64),
                                atol=float(reduction_bound(x, 1).max()) + float(np.finfo(dtype).eps) * 4)
     assert_same(actual[1], expected[1])
     module = run_pipeline(cj.make_graph(f)(x)).module
     kernel = emit_kernel(next(op for op in module.body.ops if op.name == "fusion"), "k", TARGET)
-    assert (f"u32(workitem_id(0)) * {vector}:u32" in str(kernel)) == (vector > 1)
-    if vector > 1:
-        assert set(re.findall(r"global_load_(\w+)", amdgpu.assembly(kernel, TARGET.name))) == {"dwordx4"}
+    assert f"span_offset_u32({vector}, {vector - 1})" in str(kernel)
+    assert set(re.findall(r"global_load_(\w+)", amdgpu.assembly(kernel, TARGET.name))) == {"dwordx4"}
 
 
-def test_row_kernels_with_elementwise_results_take_one_element_at_a_time():
-    """softmax's row sum would round in the GPU's order on the host too, whose stores would then
-    scatter (tiling.row_vector): its work-items keep consecutive elements across the workgroup."""
-    x = random((7, 1000), np.float32, special=False)
-    (_, _, config), = fused(softmax, x)
-    assert config.vector == 1
+@pytest.mark.parametrize("f, shape, dtype", [(softmax, (7, 1000), np.float32), (softmax, (3, 1024), np.float16),
+                                             (layernorm, (5, 4096), np.float32), (layernorm, (2, 300), ml_dtypes.bfloat16),
+                                             (softmax, (2, 20000), np.float32)])
+def test_row_kernels_round_alike_in_the_gpu_and_the_host_assignment(f, shape, dtype):
+    """softmax and layernorm store elementwise results at the span offsets and sum in an order of
+    offsets (lowering/emit_fusion.py: lane_partials), so the kernel gives the same bits whichever
+    work-item takes which offset: run on the host in the GPU's assignment (consecutive elements per
+    work-item, ir/kernel.py: span_offsets_resolved) it equals the host's own. On gfx942 its loads
+    and stores of the rows are 16 bytes per lane."""
+    x = random(shape, dtype, special=False)
+    module = run_pipeline(cj.make_graph(f)(x)).module
+    for op, operands, results in top_level_ops(module, [x]):
+        if op.name != "fusion" or launch_config(op).strategy != "row_per_workgroup":
+            continue
+        kernel = emit_kernel(op, "k", TARGET)
+        host = run_kernel(kernel, operands, results)
+        gpu_order = run_kernel(K.span_offsets_resolved(kernel, item_major=True), operands, results)
+        for a, b in zip(host, gpu_order):
+            assert_same(a, b)
+        config = launch_config(op)
+        if shape[-1] % (config.workgroup_size * config.vector) == 0:  # whole groups: no guarded element
+            assembly = amdgpu.assembly(kernel, TARGET.name)
+            assert set(re.findall(r"global_(?:load|store)_(\w+)", assembly)) == {"dwordx4"}
+
+
+def test_rows_read_through_a_transpose_take_one_element_at_a_time():
+    """A split column sum's second kernel reads its partials transposed: consecutive row elements
+    are not consecutive in memory, so a work-item takes one at a time (tiling.row_inputs_bytes)."""
+    module = run_pipeline(cj.make_graph(lambda a: cnp.sum(a, axis=0))(np.zeros((4096, 1024), np.float32))).module
+    first, second = [launch_config(op) for op in module.body.ops if op.name == "fusion"]
+    assert first.strategy == "row_per_item" and second.strategy == "row_per_workgroup" and second.vector == 1
 
 
 def reduction_bound(x, axis):

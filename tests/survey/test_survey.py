@@ -69,6 +69,15 @@ def test_survey_of_an_f16_elementwise_kernel_reads_sixteen_bytes_per_lane():
     assert "flagged: spills 0, occupancy 1 0, narrow loads 0, small grid 0, no MFMA overlap 0 of 1 kernels" in text
 
 
+@pytest.mark.parametrize("program", ["softmax_f32", "layernorm_f32", "sum_rows_f32"])
+def test_survey_of_row_kernels_reads_sixteen_bytes_per_lane(program):
+    # A row per workgroup at span offsets: 4 consecutive f32 per work-item, one global_load_dwordx4,
+    # which the performance model reads as such (a lane's runs of 4 elements: runtime/roofline.py).
+    row, = survey("gfx942", [program])
+    assert row.load_bytes == (16, 16) and row.limiter == "hbm" and row.flags == ()
+    assert "loads are" not in row.finding
+
+
 def test_survey_of_a_gemm_and_a_full_sum_flags_neither():
     # The GEMM's next-tile loads are waited for after this tile's MFMAs (only the first tile's,
     # before the loop, are not); the sum's partials, a workgroup per 16384 elements, load 16
@@ -90,10 +99,11 @@ def test_survey_command_exit_status_says_whether_a_kernel_is_flagged():
     def run(*args):
         return subprocess.run([sys.executable, "-m", "cdnajit", "survey", *args], capture_output=True, text=True,
                               timeout=600, env={**os.environ, "CDNAJIT_DUMP_DIR": ""})
-    flagged = run("--only", "softmax_f16,gemm_f16_small", "--flagged")
+    flagged = run("--only", "sum_columns_f32,gemm_f16_small", "--flagged")
     assert flagged.returncode == 1, flagged.stderr
     lines = flagged.stdout.splitlines()
-    assert [line.split()[0] for line in lines[1:3]] == ["softmax_f16", "gemm_f16_small"]
-    assert "loads are 2-byte per lane" in flagged.stdout
-    assert run("--only", "transpose_f32").returncode == 0
+    assert [line.split()[0] for line in lines[1:4]] == ["sum_columns_f32", "sum_columns_f32", "gemm_f16_small"]
+    assert "loads are 4-byte per lane" in flagged.stdout
+    # softmax's rows: 16 bytes per lane at its span offsets, loads and stores alike.
+    assert run("--only", "transpose_f32,softmax_f16", "--flagged").returncode == 0
     assert len(CORPUS) >= 20
