@@ -11,8 +11,8 @@ as rocSOLVER's syev runs sytrd, then steqr), on stacks [B, n, n] of f32, f64, c6
       zeros elsewhere (and tau_k = 0, v_k = 0 where column k needed no reflector). work is zero.
   latrd(A[B, m, m], s[B]; columns = b) -> Vt[B, b, m], Wt[B, b, m], tau[B, b], d[B, b] (real), e[B, b] (real),
       phases[B, b]
-      sytrd's first b steps on the Hermitian A, both of whose triangles it reads (LAPACK's latrd, a
-      panel of blocked sytrd; 0 < b <= m - 2): reflector i (H_i = I - tau_i v_i v_i^H, tau real, v_i
+      sytrd's first b steps on the Hermitian matrix of A's lower triangle (the diagonal's imaginary part
+      not read; LAPACK's latrd, a panel of blocked sytrd; 0 < b <= m - 2): reflector i (H_i = I - tau_i v_i v_i^H, tau real, v_i
       row i of Vt: 0 up to entry i, 1 at i + 1) reduces column i of A_i = A - V_i W_i^H - W_i V_i^H,
       V_i and W_i the first i columns of V = Vt^T and W = Wt^T (w_i = row i of Wt, sytrd's q of the
       step: zero up to entry i), so that A - V W^H - W V^H is H_b-1 ... H_0 A H_0 ... H_b-1, whose
@@ -85,6 +85,7 @@ def latrd_infer(types, attrs):
 
 
 def latrd_reference(a, phase, columns):
+    a = hermitian_of_lower(a)
     batch, m, _ = a.shape
     part = np.finfo(a.dtype).dtype
     vt, wt = np.zeros((batch, columns, m), a.dtype), np.zeros((batch, columns, m), a.dtype)

@@ -136,12 +136,13 @@ def sytrd_kernel(op: Op, name: str) -> Kernel:
 
 def latrd_kernel(op: Op, name: str) -> Kernel:
     """tridiagonal.py's latrd_reference, a workgroup of WORKGROUP_ITEMS work-items per matrix, a column at a
-    time: column i of A_i (A's row i conjugated, minus the panel's earlier reflections) is built in Vt's
-    row i and made reflector i there; then A_i's product with it, p = tau (A v - V (W^H v) - W (V^H v)),
-    is summed in Wt's row i: A v over A's rows (row r adds conj(A[r, :]) v_r, the work-items on
-    consecutive entries of the row, A Hermitian), then for each earlier k the two dot products and
-    their corrections; then q = p - (tau / 2) (v^H p) v. A is only read: its trailing rows and columns
-    are the caller's to update (A - V W^H - W V^H, GEMMs)."""
+    time: column i of A_i (A's column i minus the panel's earlier reflections) is built in Vt's row i and
+    made reflector i there; then A_i's product with it, p = tau (A v - V (W^H v) - W (V^H v)), is summed
+    in Wt's row i: A v from A's lower triangle read once, a row at a time (the work-items on consecutive
+    entries of the row, each row's dot product summed across the wave; LAPACK's symv likewise reads one
+    triangle), then for each earlier k the two dot products and their corrections; then q = p - (tau /
+    2) (v^H p) v. A is only read: its trailing rows and columns are the caller's to update (A - V W^H -
+    W V^H, GEMMs)."""
     batch, m, _ = op.operands[0].type.shape
     f = Field(op.operands[0].type.dtype)
     dtype = f.part
@@ -157,28 +158,28 @@ def latrd_kernel(op: Op, name: str) -> Kernel:
     i, k, r = (K.Var(x, INDEX) for x in ("i", "k", "r"))
     partial, norm2, norm, magnitude, beta, scale, dot, half = (
         K.Var(x, dtype) for x in ("partial", "norm2", "norm", "magnitude", "beta", "scale", "dot", "half"))
-    x0, u0, phase, coupling, s, vi, wi, vr, y, z, py, pz = (f.var(x) for x in (
-        "x0", "u0", "phase", "coupling", "s", "vi", "wi", "vr", "y", "z", "py", "pz"))
+    x0, u0, phase, coupling, s, vi, wi, vr, y, z, row, py, pz = (f.var(x) for x in (
+        "x0", "u0", "phase", "coupling", "s", "vi", "wi", "vr", "y", "z", "row", "py", "pz"))
     zero = K.Const(0, dtype)
     first_row = lane.eq(0)
     rest = i + 1
 
+    def wave_summed(total, part) -> list:
+        """total = the sum of part over the wave, in every work-item."""
+        if not f.complex:
+            return [K.WaveReduce(total, "sum", part)]
+        return [K.WaveReduce(total.re, "sum", part.re), K.WaveReduce(total.im, "sum", part.im)]
+
     def dots(k) -> list:
         """y = (W^H v)_k and z = (V^H v)_k over the rows below i, in every work-item."""
-        if not f.complex:
-            return [K.Assign(py, zero), K.Assign(pz, zero),
-                    lanes("j_dots", rest, size, lambda j: [K.Assign(py, py + w(k, j) * v(i, j)),
-                                                             K.Assign(pz, pz + v(k, j) * v(i, j))]),
-                    K.WaveReduce(y, "sum", py), K.WaveReduce(z, "sum", pz)]
         return [*f.assign(py, f.const(0)), *f.assign(pz, f.const(0)),
                 lanes("j_dots", rest, size, lambda j: [*f.assign(py, py + f.conj(w(k, j)) * v(i, j)),
                                                          *f.assign(pz, pz + f.conj(v(k, j)) * v(i, j))]),
-                *[K.WaveReduce(total, "sum", part) for total, part in ((y.re, py.re), (y.im, py.im), (z.re, pz.re),
-                                                                       (z.im, pz.im))]]
+                *wave_summed(y, py), *wave_summed(z, pz)]
 
     column = [
         # Column i of A_i into Vt's row i, entries i..m - 1.
-        lanes("j_column", i, size, lambda j: set_v(i, j, f.conj(entry(i, j)))),
+        lanes("j_column", i, size, lambda j: set_v(i, j, entry(j, i))),
         K.Barrier(),
         K.For(k, 0, i, 1, [*f.assign(wi, f.conj(w(k, i))), *f.assign(vi, f.conj(v(k, i))),
                            lanes("j_reflected", i, size, lambda j: set_v(i, j, v(i, j) - v(k, j) * wi - w(k, j) * vi))],
@@ -207,11 +208,15 @@ def latrd_kernel(op: Op, name: str) -> Kernel:
             *set_w(i, j, f.const(0))]),
         K.Barrier()]
     product = [
-        # A v, one row of A at a time.
-        K.For(r, rest, size, 1, [*f.assign(vr, v(i, r)),
-                                 lanes("j_product", rest, size, lambda j: set_w(i, j, w(i, j) + f.conj(entry(r, j)) * vr))],
-              uniform=True),
-        K.Barrier(),
+        # A v from A's lower triangle, a row at a time: row r's entries left of the diagonal add
+        # conj(A[r, j]) v_r to p_j (A's column r) and their sum A[r, j] v_j to p_r (A's row r).
+        K.For(r, rest, size, 1, [
+            *f.assign(vr, v(i, r)), *f.assign(py, f.const(0)),
+            lanes("j_product", rest, r, lambda j: [*set_w(i, j, w(i, j) + f.conj(entry(r, j)) * vr),
+                                                   *f.assign(py, py + entry(r, j) * v(i, j))]),
+            *wave_summed(row, py),
+            K.If(first_row, set_w(i, r, w(i, r) + row + f.from_real(f.real(entry(r, r))) * vr)),
+            K.Barrier()], uniform=True),
         # - V (W^H v) - W (V^H v), then scaled by tau.
         K.For(k, 0, i, 1, [*dots(k), lanes("j_corrected", rest, size, lambda j: set_w(i, j, w(i, j) - v(k, j) * y - w(k, j) * z))],
               uniform=True),
