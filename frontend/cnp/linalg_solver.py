@@ -489,8 +489,8 @@ def large_symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     return w, sh.concatenate([sz[:, :1], reflected(qr, tau, sz[:, 1:])], axis=1)
 
 
-TRIDIAGONAL_PANEL = 32   # columns of a latrd panel
-BLOCKED_SYTRD_FROM = 192   # rows from which the reduction takes panels; sytrd reduces fewer whole
+TRIDIAGONAL_PANEL = 64   # columns of a latrd panel
+BLOCKED_SYTRD_FROM = 384   # rows from which the reduction takes panels; sytrd reduces fewer whole
 
 
 def tridiagonal_form(a: Tracer) -> tuple[Tracer, Tracer, Tracer, Tracer, Tracer]:
