@@ -6,7 +6,10 @@ A22 u and the rank-2 update of A22 (the O(n^2) work of a step), is spread over t
 take consecutive entries of a row (the host runs them as one vector loop). The matrix is kept whole
 (both triangles), so that A22 u reads A22's columns along its rows, and reflector k's vector sits in
 row k while it is applied (row k is the conjugate of column k below the diagonal: contiguous).
-steqr runs one work-item per matrix (the QR steps are O(n) each, their rotations only logged)."""
+latrd (a panel of blocked sytrd) likewise runs a workgroup per matrix, but reads A without writing it: a
+column's product with the trailing matrix reads its lower triangle once, and the panel's reflections
+reach the trailing matrix afterwards as a GEMM (the frontend's). steqr runs one work-item per matrix
+(the QR steps are O(n) each, their rotations only logged)."""
 from __future__ import annotations
 
 from ...ir import kernel as K

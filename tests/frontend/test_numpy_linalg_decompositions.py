@@ -234,9 +234,10 @@ def test_syev_of_hard_symmetric_matrices(dtype, n, steps, monkeypatch):
 
 
 @pytest.mark.slow
-def test_eigh_of_a_large_matrix_against_numpy():
-    """eigh at n = 300 (sytrd and divide and conquer): the same bounds as the small cases'."""
-    n = 300
+@pytest.mark.parametrize("n", [300, 449])
+def test_eigh_of_a_large_matrix_against_numpy(n):
+    """eigh at n = 300 (sytrd and divide and conquer) and 449 (two latrd panels of 64 columns, then
+    sytrd on 321 rows): the same bounds as the small cases'."""
     x = random((n, n), np.float64, seed=11)
     a = x + x.T
     w, v = cj.jit(cnp.linalg.eigh)(a)
