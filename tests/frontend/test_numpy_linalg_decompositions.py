@@ -195,7 +195,7 @@ def symmetric_cases(n, dtype):
 @pytest.mark.parametrize("dtype", DTYPES_FAST_F64 + [pytest.param(np.complex64, marks=pytest.mark.slow),
                                                      pytest.param(np.complex128, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.slow) for n in (1, 2, 3, 40, 130)] + [17])
-@pytest.mark.parametrize("steps", [False, True, "blocked"])
+@pytest.mark.parametrize("steps", [False, True, pytest.param("blocked", marks=pytest.mark.slow)])
 def test_syev_of_hard_symmetric_matrices(dtype, n, steps, monkeypatch):
     """syev (tridiagonal reduction + implicit QR, eigh's routine; heev for Hermitian matrices) reading
     A's lower triangle (junk above it and in the diagonal's imaginary part): A V = V diag(w) and
