@@ -12,13 +12,13 @@ as rocSOLVER's syev runs sytrd, then steqr), on stacks [B, n, n] of f32, f64, c6
   latrd(A[B, m, m], s[B]; columns = b) -> Vt[B, b, m], Wt[B, b, m], tau[B, b], d[B, b] (real), e[B, b] (real),
       phases[B, b]
       sytrd's first b steps on the Hermitian matrix of A's lower triangle (the diagonal's imaginary part
-      not read; LAPACK's latrd, a panel of blocked sytrd; 0 < b <= m - 2): reflector i (H_i = I - tau_i v_i v_i^H, tau real, v_i
-      row i of Vt: 0 up to entry i, 1 at i + 1) reduces column i of A_i = A - V_i W_i^H - W_i V_i^H,
-      V_i and W_i the first i columns of V = Vt^T and W = Wt^T (w_i = row i of Wt, sytrd's q of the
-      step: zero up to entry i), so that A - V W^H - W V^H is H_b-1 ... H_0 A H_0 ... H_b-1, whose
-      trailing m - b rows and columns the next panel reduces. d_i is A_i's diagonal entry i, e_i the
-      magnitude of the subdiagonal it leaves at (i + 1, i), phases_i the real-subdiagonal phase of
-      row i + 1 chained from s, that of row 0 (sytrd's s_k+1 = s_k c_k / |c_k|).
+      not read; LAPACK's latrd, a panel of blocked sytrd; 0 < b <= m - 2): reflector i (H_i = I - tau_i
+      v_i v_i^H, tau real, v_i row i of Vt: 0 up to entry i, 1 at i + 1) reduces column i of A_i = A -
+      V_i W_i^H - W_i V_i^H, V_i and W_i the first i columns of V = Vt^T and W = Wt^T (w_i = row i of Wt,
+      sytrd's q of the step: zero up to entry i), so that A - V W^H - W V^H is H_b-1 ... H_0 A H_0 ...
+      H_b-1, whose trailing m - b rows and columns the next panel reduces. d_i is A_i's diagonal entry
+      i, e_i the magnitude of the subdiagonal it leaves at (i + 1, i), phases_i the real-subdiagonal
+      phase of row i + 1 chained from s, that of row 0 (sytrd's s_k+1 = s_k c_k / |c_k|).
   steqr(d[B, n], e[B, n]) -> w[B, n], f[B, n], pairs[B, R, 2] i32, cs[B, R, 2], count[B] i32
       the eigenvalues w, ascending, of the real symmetric tridiagonal (d, e) (e[k] couples d[k] and
       d[k + 1]; e[n - 1] not read) by implicit QR steps with Wilkinson's shift (routines.py's
@@ -142,8 +142,8 @@ def steqr_reference(d, e):
 ROUTINES = {
     "sytrd": Routine({}, sytrd_infer, sytrd_reference, "Householder reduction to tridiagonal form "
                                                        "(libs/solver/tridiagonal.py)"),
-    "latrd": Routine({"columns": "int"}, latrd_infer, latrd_reference, "a panel of blocked Householder reduction "
-                                                                     "to tridiagonal form (libs/solver/tridiagonal.py)"),
+    "latrd": Routine({"columns": "int"}, latrd_infer, latrd_reference,
+                     "a panel of blocked Householder reduction to tridiagonal form (libs/solver/tridiagonal.py)"),
     "steqr": Routine({}, steqr_infer, steqr_reference, "eigenvalues of a symmetric tridiagonal, implicit QR, "
                                                        "rotations logged (libs/solver/tridiagonal.py)"),
 }

@@ -221,7 +221,8 @@ def latrd_kernel(op: Op, name: str) -> Kernel:
             K.If(first_row, set_w(i, r, w(i, r) + row + f.from_real(f.real(entry(r, r))) * vr)),
             K.Barrier()], uniform=True),
         # - V (W^H v) - W (V^H v), then scaled by tau.
-        K.For(k, 0, i, 1, [*dots(k), lanes("j_corrected", rest, size, lambda j: set_w(i, j, w(i, j) - v(k, j) * y - w(k, j) * z))],
+        K.For(k, 0, i, 1, [
+            *dots(k), lanes("j_corrected", rest, size, lambda j: set_w(i, j, w(i, j) - v(k, j) * y - w(k, j) * z))],
               uniform=True),
         K.Barrier(),
         K.Assign(scale, beta * f.squared_magnitude(u0)),

@@ -102,8 +102,8 @@ def reflections(vt, tau):
                                  pytest.param(130, 32, marks=pytest.mark.slow)])
 def test_latrd_reduces_a_panel(dtype, m, b):
     """For Q = H_0 ... H_b-1 from Vt and tau: Q^H A Q's first b columns are tridiagonal (d, the coupling
-    c_i = e_i phases_i / phases_i-1 below, phases_-1 = s, and conj(c_i-1) above), its trailing rows and columns are A - V W^H -
-    W V^H's, Q is unitary (each to BOUND n eps ||A||: b steps of sytrd, backward stable); Vt and Wt zero
+    c_i = e_i phases_i / phases_i-1 below, phases_-1 = s, and conj(c_i-1) above), its trailing rows and
+    columns are A - V W^H - W V^H's, Q is unitary (each to BOUND n eps ||A||: b steps of sytrd, backward stable); Vt and Wt zero
     where the definition says; d and e as the reference's. The stack: a random matrix, one whose first
     column is zero below the diagonal (no reflector: tau 0, v e_1), and the identity (none at all:
     exactly d = 1, e = 0, Wt = 0), each read from its lower triangle (junk above it)."""
