@@ -160,8 +160,9 @@ SOLVER_WORKLOADS = (
              build_batched_cholesky),
     Workload("W15.eigvals_16", "linalg.eigvals of 1000 16x16 f64 matrices (sum of |w| each): one gebal and one "
              "geev launch, balancing, Hessenberg + Francis QR a work-item per matrix", build_batched_eigvals),
-    Workload("W15.eigh", "linalg.eigh, 1000x1000 f64 (w and mean |V| compared): sytrd's tridiagonal reduction (a "
-             "workgroup), divide and conquer on the tridiagonal (steqr leaves, laed1 merges, GEMMs), Q's reflectors "
+    Workload("W15.eigh", "linalg.eigh, 1000x1000 f64 (w and mean |V| compared): blocked tridiagonal reduction "
+             "(latrd panels of 64 columns, a workgroup each, GEMM updates; sytrd on the last 360 rows), divide and "
+             "conquer on the tridiagonal (steqr leaves, laed1 merges, GEMMs), Q's reflectors "
              "applied to its vectors in blocks (GEMMs)",
              build_eigh),
     Workload("W15.svd", "linalg.svd, 1000x1000 f64 (s and mean |U|, |Vh| compared): gesvd, gebrd bidiagonalization "

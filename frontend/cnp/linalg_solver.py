@@ -26,8 +26,9 @@ products are large GEMMs:
 svd of a real matrix is gesvd: gebrd's bidiagonalization (unblocked), bdsqr's QR iteration logging
 its rotations, Q and P formed by orgqr (compact WY above SMALL: GEMMs) and turned by the logs in
 lasr, one work-item per row (from GESVD_FROM columns, takes_gesvd; gesvdj's one-sided Jacobi below, and for
-complex matrices). eigh of a large matrix runs syevd's steps (sytrd, divide and conquer: steqr and lasr on the leaves, laed1 merges and
-GEMMs, then Q's reflectors applied by GEMMs: large_symmetric_eigenproblem);
+complex matrices). eigh of a large matrix runs syevd's steps (tridiagonal_form: sytrd, blocked from
+BLOCKED_SYTRD_FROM rows as latrd panels and GEMM updates; divide and conquer: steqr and lasr on the leaves,
+laed1 merges and GEMMs; then Q's reflectors applied by GEMMs: large_symmetric_eigenproblem);
 smaller ones syev, and gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
 eigenvalue). Every routine but gesvd's takes complex matrices: the recursions' transposes are conjugate
 transposes (adjoint).
@@ -468,27 +469,80 @@ TRIDIAGONAL_FROM = 192
 
 
 def symmetric_eigenvalues(a: Tracer) -> Tracer:
-    """symmetric_eigenproblem's w alone: from TRIDIAGONAL_FROM rows sytrd and steqr (its rotation log
-    unused), without divide and conquer's vectors; below, syev's (one kernel, which forms V regardless)."""
+    """symmetric_eigenproblem's w alone: from TRIDIAGONAL_FROM rows the tridiagonal form (tridiagonal_form)
+    and steqr (its rotation log unused), without divide and conquer's vectors; below, syev's (one kernel,
+    which forms V regardless)."""
     batch, n, _ = a.shape
     if is_empty(a) or n < TRIDIAGONAL_FROM:
         return symmetric_eigenproblem(a)[0]
-    _, d, e, _ = solver_call("sytrd", [a])
+    _, _, d, e, _ = tridiagonal_form(a)
     return solver_call("steqr", [d, e])[0]
 
 
 def large_symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(w, V) of a stack [B, n, n], not empty, as LAPACK's syevd in its steps: sytrd reduces A to
-    tridiagonal form (keeping its reflectors, a workgroup per matrix), tridiagonal_eigenvectors solves
-    the tridiagonal by divide and conquer, and V = Q S Z: S's phases on Z's rows, then Q's reflectors
-    applied to them (reflected, LAPACK's ormtr)."""
-    batch, n, _ = a.shape
-    packed, d, e, _ = solver_call("sytrd", [a])
+    """(w, V) of a stack [B, n, n], not empty, as LAPACK's syevd in its steps: A reduced to tridiagonal
+    form, keeping its reflectors (tridiagonal_form), tridiagonal_eigenvectors solves the tridiagonal by
+    divide and conquer, and V = Q S Z: S's phases on Z's rows, then Q's reflectors applied to them
+    (reflected, LAPACK's ormtr)."""
+    qr, tau, d, e, phases = tridiagonal_form(a)
     w, z = tridiagonal_eigenvectors(d, e)
-    phases = sh.concatenate([cr.ones((batch, 1), a.type.dtype), sh.diagonal(packed, offset=-1, axis1=1, axis2=2)],
-                            axis=1)
     sz = z.astype(a.type.dtype) * phases[:, :, None]
-    return w, sh.concatenate([sz[:, :1], reflected(packed[:, 1:, :n - 1], packed[:, 0, :n - 1], sz[:, 1:])], axis=1)
+    return w, sh.concatenate([sz[:, :1], reflected(qr, tau, sz[:, 1:])], axis=1)
+
+
+TRIDIAGONAL_PANEL = 64   # columns of a latrd panel
+BLOCKED_SYTRD_FROM = 384   # rows from which the reduction takes panels; sytrd reduces fewer whole
+# Measured on the host (f64, one matrix, loaded machine, CPU time), sytrd whole vs blocked: 256 rows 2.8 vs
+# 3.3 ms, 384 9.1 vs 10.4, 600 34.5 vs 36.6, 1000 159 vs 152 (panels of 32: 166). sytrd's single pass
+# a step (A22 read and written once for both its product and its update) costs about as much CPU as
+# latrd's read plus the GEMM; blocked, the GEMM's half of it runs on every core while sytrd runs on one,
+# which pays once the trailing matrix outgrows the cache.
+
+
+def tridiagonal_form(a: Tracer) -> tuple[Tracer, Tracer, Tracer, Tracer, Tracer]:
+    """Q^H A Q = S T S^H for the Hermitian matrices of a stack's lower triangles (A [B, n, n], n >= 1; the
+    diagonal's imaginary part not read), as LAPACK's sytrd: (qr [B, n - 1, n - 1] holding Q = H_0 ...
+    H_{n-2}'s reflectors below its diagonal as geqrf's do (acting on rows 1..n - 1), tau [B, n - 1],
+    T's diagonal d [B, n] and subdiagonal e [B, n] (real, e[n - 1] = 0), S's phases [B, n]). Below
+    BLOCKED_SYTRD_FROM rows one sytrd call (a workgroup per matrix, A's rank-2 updates inside the
+    kernel); from there, panels of TRIDIAGONAL_PANEL columns: latrd reduces a panel, reading the
+    trailing matrix's lower triangle without writing it, and the trailing matrix takes the panel's
+    reflections at once, A22 - V W^H - W V^H, as one GEMM (of inner size twice the panel's; LAPACK's
+    syr2k computes the lower triangle alone, with half the flops, but not as one GEMM), until
+    fewer than BLOCKED_SYTRD_FROM rows are left for sytrd. The phases chain across the panels and into
+    sytrd's (whose first phase is 1: its rows' phases are multiplied by the phase the panels end with)."""
+    batch, n, _ = a.shape
+    dtype = a.type.dtype
+    one = cr.ones((batch, 1), dtype)
+    if n < BLOCKED_SYTRD_FROM:
+        packed, d, e, _ = solver_call("sytrd", [a])
+        return (packed[:, 1:, :n - 1], packed[:, 0, :n - 1], d, e,
+                sh.concatenate([one, sh.diagonal(packed, offset=-1, axis1=1, axis2=2)], axis=1))
+    width = TRIDIAGONAL_PANEL
+    phase = cr.ones((batch,), dtype)
+    columns, taus, ds, es, phases = [], [], [], [], [one]
+    start = 0
+    while n - start >= BLOCKED_SYTRD_FROM:
+        vt, wt, tau, d, e, phase_panel = solver_call("latrd", [a, phase], columns=width)
+        left = sh.swapaxes(sh.concatenate([vt, wt], axis=1)[:, :, width:], 1, 2)
+        right = el.conj(sh.concatenate([wt, vt], axis=1)[:, :, width:])
+        a = a[:, width:, width:] - con.matmul(left, right)
+        columns.append(below_zeros(sh.swapaxes(vt[:, :, 1:], 1, 2), start))
+        taus.append(tau), ds.append(d), es.append(e), phases.append(phase_panel)
+        phase = phase_panel[:, width - 1]
+        start += width
+    packed, d, e, _ = solver_call("sytrd", [a])
+    rest = n - start
+    columns.append(below_zeros(packed[:, 1:, :rest - 1], start))
+    taus.append(packed[:, 0, :rest - 1]), ds.append(d), es.append(e)
+    phases.append(phase[:, None] * sh.diagonal(packed, offset=-1, axis1=1, axis2=2))
+    return tuple(sh.concatenate(parts, axis=axis) for parts, axis in (
+        (columns, 2), (taus, 1), (ds, 1), (es, 1), (phases, 1)))
+
+
+def below_zeros(x: Tracer, rows: int) -> Tracer:
+    """x [B, m, k] below `rows` rows of zeros."""
+    return sh.concatenate([cr.zeros((x.shape[0], rows, x.shape[2]), x.type.dtype), x], axis=1)
 
 
 def reflected(qr: Tracer, tau: Tracer, c: Tracer) -> Tracer:

@@ -5,7 +5,7 @@ routines.py   the routines (getrf, getrs, getri, potrf, potrs, trsm, trtri, lasw
 kernels.py    their kernels (one work-item per matrix: the batched small-matrix solution) and the
               answers to the compiler's questions about a call.
 bidiagonal.py, bidiagonal_kernels.py   gesvd's routines (gebrd, bdsqr, lasr) and their kernels.
-tridiagonal.py, tridiagonal_kernels.py   eigh's routines for large matrices (sytrd, steqr) and their kernels.
+tridiagonal.py, tridiagonal_kernels.py   eigh's routines for large matrices (sytrd, latrd, steqr) and their kernels.
 divide.py, divide_kernels.py   divide and conquer's merge (laed1), the tridiagonal eigenvectors of eigh.
 entries.py    real and complex matrix entries as the kernels compute with them.
 The frontend (frontend/cnp/linalg*.py) emits the calls: a factorization of a large matrix is a

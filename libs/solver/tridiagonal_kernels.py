@@ -6,7 +6,10 @@ A22 u and the rank-2 update of A22 (the O(n^2) work of a step), is spread over t
 take consecutive entries of a row (the host runs them as one vector loop). The matrix is kept whole
 (both triangles), so that A22 u reads A22's columns along its rows, and reflector k's vector sits in
 row k while it is applied (row k is the conjugate of column k below the diagonal: contiguous).
-steqr runs one work-item per matrix (the QR steps are O(n) each, their rotations only logged)."""
+latrd (a panel of blocked sytrd) likewise runs a workgroup per matrix, but reads A without writing it: a
+column's product with the trailing matrix reads its lower triangle once, and the panel's reflections
+reach the trailing matrix afterwards as a GEMM (the frontend's). steqr runs one work-item per matrix
+(the QR steps are O(n) each, their rotations only logged)."""
 from __future__ import annotations
 
 from ...ir import kernel as K
@@ -134,6 +137,111 @@ def sytrd_kernel(op: Op, name: str) -> Kernel:
                     arguments=[("batch", batch), ("n", n)])
 
 
+def latrd_kernel(op: Op, name: str) -> Kernel:
+    """tridiagonal.py's latrd_reference, a workgroup of WORKGROUP_ITEMS work-items per matrix, a column at a
+    time: column i of A_i (A's column i minus the panel's earlier reflections) is built in Vt's row i and
+    made reflector i there; then A_i's product with it, p = tau (A v - V (W^H v) - W (V^H v)), is summed
+    in Wt's row i: A v from A's lower triangle read once, a row at a time (the work-items on consecutive
+    entries of the row, each row's dot product summed across the wave; LAPACK's symv likewise reads one
+    triangle), then for each earlier k the two dot products and their corrections; then q = p - (tau /
+    2) (v^H p) v. A is only read: its trailing rows and columns are the caller's to update (A - V W^H -
+    W V^H, GEMMs)."""
+    batch, m, _ = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
+    dtype = f.part
+    b, size, width = sizes("batch", "m", "columns")
+    a, phase_in, vt, wt, tau, d, e, phases = params = resized(
+        op, [b * size * size, b, b * width * size, b * width * size, b * width, b * width, b * width, b * width])
+    g, lane = K.workgroup_id(0).cast(INDEX), K.workitem_id(0).cast(INDEX)
+    entry = lambda r, c: f.read(a, (g * size + r) * size + c)
+    v = lambda k, j: f.read(vt, (g * width + k) * size + j)
+    set_v = lambda k, j, value: f.write(vt, (g * width + k) * size + j, value)
+    w = lambda k, j: f.read(wt, (g * width + k) * size + j)
+    set_w = lambda k, j, value: f.write(wt, (g * width + k) * size + j, value)
+    i, k, r = (K.Var(x, INDEX) for x in ("i", "k", "r"))
+    partial, norm2, norm, magnitude, beta, scale, dot, half = (
+        K.Var(x, dtype) for x in ("partial", "norm2", "norm", "magnitude", "beta", "scale", "dot", "half"))
+    x0, u0, phase, coupling, s, vi, wi, vr, y, z, row, py, pz = (f.var(x) for x in (
+        "x0", "u0", "phase", "coupling", "s", "vi", "wi", "vr", "y", "z", "row", "py", "pz"))
+    zero = K.Const(0, dtype)
+    first_row = lane.eq(0)
+    rest = i + 1
+
+    def wave_summed(total, part) -> list:
+        """total = the sum of part over the wave, in every work-item."""
+        if not f.complex:
+            return [K.WaveReduce(total, "sum", part)]
+        return [K.WaveReduce(total.re, "sum", part.re), K.WaveReduce(total.im, "sum", part.im)]
+
+    def dots(k) -> list:
+        """y = (W^H v)_k and z = (V^H v)_k over the rows below i, in every work-item."""
+        return [*f.assign(py, f.const(0)), *f.assign(pz, f.const(0)),
+                lanes("j_dots", rest, size, lambda j: [*f.assign(py, py + f.conj(w(k, j)) * v(i, j)),
+                                                         *f.assign(pz, pz + f.conj(v(k, j)) * v(i, j))]),
+                *wave_summed(y, py), *wave_summed(z, pz)]
+
+    column = [
+        # Column i of A_i into Vt's row i, entries i..m - 1.
+        lanes("j_column", i, size, lambda j: set_v(i, j, entry(j, i))),
+        K.Barrier(),
+        K.For(k, 0, i, 1, [*f.assign(wi, f.conj(w(k, i))), *f.assign(vi, f.conj(v(k, i))),
+                           lanes("j_reflected", i, size, lambda j: set_v(i, j, v(i, j) - v(k, j) * wi - w(k, j) * vi))],
+              uniform=True),
+        K.Barrier(),
+        # Its reflector (routines.py's complex_reflector of the entries below i), the subdiagonal it leaves
+        # and the chained phase.
+        K.If(first_row, [K.Store(d, g * width + i, f.real(v(i, i)))]),
+        *lanes_summed(norm2, partial, "j_norm", rest, size, lambda j: f.squared_magnitude(v(i, j))),
+        K.Assign(norm, K.sqrt(norm2)),
+        *f.assign(x0, v(i, rest)),
+        K.Assign(magnitude, K.sqrt(f.squared_magnitude(x0))),
+        *f.assign(phase, f.select(magnitude.ne(0), x0 / magnitude, f.const(1))),
+        K.Assign(beta, K.select(norm.ne(0), 1 / (norm * (norm + magnitude)), zero)),
+        *f.assign(u0, x0 + phase * norm),
+        *f.assign(coupling, phase * (-norm)),
+        K.Assign(magnitude, K.sqrt(f.squared_magnitude(coupling))),
+        *f.assign(s, f.select(magnitude.ne(0), s * coupling / magnitude, s)),
+        K.If(first_row, [K.Store(e, g * width + i, magnitude), *f.write(phases, g * width + i, s),
+                         *f.write(tau, g * width + i, f.from_real(beta * f.squared_magnitude(u0)))]),
+        K.Barrier(),
+        # v = u / u0 (e_1 where there is nothing to reflect, tau 0) after i's zeros; Wt's row i zero.
+        lanes("j_v", 0, size, lambda j: [
+            *set_v(i, j, f.select(j.eq(rest), f.const(1),
+                                  f.select((j > rest) & norm.ne(0), v(i, j) / u0, f.const(0)))),
+            *set_w(i, j, f.const(0))]),
+        K.Barrier()]
+    product = [
+        # A v from A's lower triangle, a row at a time: row r's entries left of the diagonal add
+        # conj(A[r, j]) v_r to p_j (A's column r) and their sum A[r, j] v_j to p_r (A's row r).
+        K.For(r, rest, size, 1, [
+            *f.assign(vr, v(i, r)), *f.assign(py, f.const(0)),
+            lanes("j_product", rest, r, lambda j: [*set_w(i, j, w(i, j) + f.conj(entry(r, j)) * vr),
+                                                   *f.assign(py, py + entry(r, j) * v(i, j))]),
+            *wave_summed(row, py),
+            K.If(first_row, set_w(i, r, w(i, r) + row + f.from_real(f.real(entry(r, r))) * vr)),
+            K.Barrier()], uniform=True),
+        # - V (W^H v) - W (V^H v), then scaled by tau.
+        K.For(k, 0, i, 1, [
+            *dots(k), lanes("j_corrected", rest, size, lambda j: set_w(i, j, w(i, j) - v(k, j) * y - w(k, j) * z))],
+              uniform=True),
+        K.Barrier(),
+        K.Assign(scale, beta * f.squared_magnitude(u0)),
+        lanes("j_scaled", rest, size, lambda j: set_w(i, j, w(i, j) * f.from_real(scale))),
+        K.Barrier(),
+        # q = p - (tau / 2) (v^H p) v.
+        *lanes_summed(dot, partial, "j_dot", rest, size, lambda j: f.real(f.conj(v(i, j)) * w(i, j))),
+        K.Assign(half, scale / 2 * dot),
+        lanes("j_q", rest, size, lambda j: set_w(i, j, w(i, j) - v(i, j) * f.from_real(half))),
+        K.Barrier()]
+    body = [
+        *[K.Let(var, zero) for var in (partial, norm, magnitude, beta, scale, half)],
+        *[statement for var in (x0, u0, phase, coupling, vi, wi, vr, py, pz) for statement in f.let(var, f.const(0))],
+        *f.let(s, f.read(phase_in, g)),
+        K.For(i, 0, width, 1, [*column, *product], uniform=True)]
+    return K.Kernel(name, params=params + [b, size, width], grid=(b,), workgroup_size=(WORKGROUP_ITEMS,), body=body,
+                    arguments=[("batch", batch), ("m", m), ("columns", op.attrs["columns"])])
+
+
 def rotation_logger(pairs, cs, first, count):
     """log(p, q, c, s): statements writing a rotation at entry `count` of the log whose entries start
     at `first` (pairs and cs buffers, two elements an entry), then counting it."""
@@ -184,4 +292,4 @@ def steqr_kernel(op: Op, name: str) -> Kernel:
     return per_item(name, params, [b, size], b, body, [("batch", batch), ("n", n)])
 
 
-KERNELS = {"sytrd": sytrd_kernel, "steqr": steqr_kernel}
+KERNELS = {"sytrd": sytrd_kernel, "latrd": latrd_kernel, "steqr": steqr_kernel}

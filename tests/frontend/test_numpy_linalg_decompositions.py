@@ -195,15 +195,20 @@ def symmetric_cases(n, dtype):
 @pytest.mark.parametrize("dtype", DTYPES_FAST_F64 + [pytest.param(np.complex64, marks=pytest.mark.slow),
                                                      pytest.param(np.complex128, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.slow) for n in (1, 2, 3, 40, 130)] + [17])
-@pytest.mark.parametrize("steps", [False, True])
-def test_syev_of_hard_symmetric_matrices(dtype, n, steps):
+@pytest.mark.parametrize("steps", [False, True, pytest.param("blocked", marks=pytest.mark.slow)])
+def test_syev_of_hard_symmetric_matrices(dtype, n, steps, monkeypatch):
     """syev (tridiagonal reduction + implicit QR, eigh's routine; heev for Hermitian matrices) reading
     A's lower triangle (junk above it and in the diagonal's imaginary part): A V = V diag(w) and
     V^H V = I within BOUND n eps ||A|| (both steps are backward stable: Golub and Van Loan 8.3.5), w real,
     ascending and within BOUND n eps ||A||_2 of numpy's eigvalsh (Weyl); the kernel's w equal to
     syev_reference's to the same bound (the same rotations, sums in another order). steps: sytrd, then
     divide and conquer on the tridiagonal and Q's reflectors applied to its vectors
-    (linalg_solver.large_symmetric_eigenproblem, eigh's path for large matrices; also backward stable)."""
+    (linalg_solver.large_symmetric_eigenproblem, eigh's path for large matrices; also backward stable);
+    blocked: the same with the reduction's thresholds lowered so that these sizes take latrd panels of 5
+    columns from 12 rows (the reflections of each panel applied by a GEMM), as large matrices do."""
+    if steps == "blocked":
+        monkeypatch.setattr(linalg_solver, "BLOCKED_SYTRD_FROM", 12)
+        monkeypatch.setattr(linalg_solver, "TRIDIAGONAL_PANEL", 5)
     a = symmetric_cases(n, dtype)
     junk = a + np.triu(np.full((n, n), 7.0), 1).astype(dtype)
     if np.iscomplexobj(a):
@@ -229,9 +234,10 @@ def test_syev_of_hard_symmetric_matrices(dtype, n, steps):
 
 
 @pytest.mark.slow
-def test_eigh_of_a_large_matrix_against_numpy():
-    """eigh at n = 300 (sytrd and divide and conquer): the same bounds as the small cases'."""
-    n = 300
+@pytest.mark.parametrize("n", [300, 449])
+def test_eigh_of_a_large_matrix_against_numpy(n):
+    """eigh at n = 300 (sytrd and divide and conquer) and 449 (two latrd panels of 64 columns, then
+    sytrd on 321 rows): the same bounds as the small cases'."""
     x = random((n, n), np.float64, seed=11)
     a = x + x.T
     w, v = cj.jit(cnp.linalg.eigh)(a)
@@ -241,10 +247,11 @@ def test_eigh_of_a_large_matrix_against_numpy():
 
 
 def test_eigvalsh_of_a_large_matrix_skips_the_vectors():
-    """From TRIDIAGONAL_FROM rows eigvalsh is sytrd and steqr alone (no divide and conquer, no Q)."""
+    """From TRIDIAGONAL_FROM rows eigvalsh is the tridiagonal reduction (at 512 rows three latrd panels,
+    then sytrd) and steqr alone (no divide and conquer, no Q)."""
     text = cj.jit(cnp.linalg.eigvalsh).lower(np.zeros((512, 512))).as_text()
     called = [line.split('routine = "')[1].split('"')[0] for line in text.splitlines() if 'library = "solver"' in line]
-    assert called == ["sytrd", "steqr"]
+    assert called == ["latrd"] * 3 + ["sytrd", "steqr"]
 
 
 @pytest.mark.slow

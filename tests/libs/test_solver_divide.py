@@ -119,10 +119,11 @@ def test_divide_and_conquer_of_hard_tridiagonals(dtype, n):
 
 
 def test_eigh_of_a_large_matrix_runs_divide_and_conquer():
-    """eigh's graph of a 512x512 matrix has sytrd, steqr on the leaves and laed1's merges."""
+    """eigh's graph of a 512x512 matrix has the blocked tridiagonal reduction (latrd's panels of 64
+    columns until fewer than 384 rows are left, then sytrd), steqr on the leaves and laed1's merges."""
     n = 512
     text = cj.jit(linalg_solver.symmetric_eigenproblem).lower(np.zeros((1, n, n))).as_text()
     routines = [line.split('routine = "')[1].split('"')[0] for line in text.splitlines() if "library_call" in line
                 and 'library = "solver"' in line]
-    assert routines[:3] == ["sytrd", "steqr", "lasr"] and routines.count("laed1") == 3
+    assert routines[:6] == ["latrd"] * 3 + ["sytrd", "steqr", "lasr"] and routines.count("laed1") == 3
     assert "f64[8,64]" in text   # the leaves: 8 of 64 rows
