@@ -73,12 +73,14 @@ class RowDot:
         return [K.Let(column, widened(self.indices[at])), *remapped(column, self.n, self.column_map),
                 guarded(product, column, self.n, self.column_map)]
 
-    def statements(self, lo: K.Expr, hi: K.Expr) -> list[K.Stmt]:
-        """Statements setting `total` to the row's sum (hi below lo: an empty row)."""
+    def statements(self, lo: K.Expr, hi: K.Expr, expected) -> list[K.Stmt]:
+        """Statements setting `total` to the row's sum (hi below lo: an empty row); `expected`, an
+        extent, is how many entries a work-item is expected to sum (the pool's cost hint)."""
         (even, odd), j = self.sums, self.j
+        pairs = self.add(even, self.column, j) + self.add(odd, self.column1, j + 1)
         return [K.Let(self.lo, lo), K.Let(self.hi, K.maximum(hi, self.lo)),
                 K.Let(even, K.Const(0, self.data.dtype)), K.Let(odd, K.Const(0, self.data.dtype)),
-                K.For(j, self.lo, self.hi - 1, 2, self.add(even, self.column, j) + self.add(odd, self.column1, j + 1)),
+                K.For(j, self.lo, self.hi - 1, 2, pairs, expected_trips=K.ceil_div(expected, 2)),
                 K.If(((self.hi - self.lo) & 1).eq(K.Const(1, INDEX)), self.add(even, self.column, self.hi - 1))]
 
 
@@ -97,7 +99,8 @@ def csrmv_kernel(op: Op, name: str) -> K.Kernel:
     def body(c):
         row_sum = [
             K.Let(start, widened(indptr[r])), K.Let(stop, widened(indptr[r + 1])),
-            *row.statements(K.maximum(start, s), K.minimum(stop, e)),
+            # A chunk's rows hold `chunk` entries in all: expected as one row's (rows per chunk are data).
+            *row.statements(K.maximum(start, s), K.minimum(stop, e), chunk),
             K.If((start >= s) & (stop <= e), [K.Store(y, r, acc)], [
                 K.If(start >= s, [K.Store(y, r, 0)]),
                 K.Let(slot, 2 * c + K.select(r.eq(first), K.Const(0, INDEX), K.Const(1, INDEX))),
@@ -152,7 +155,7 @@ def csrmv_ell_kernel(op: Op, name: str) -> K.Kernel:
 
     def body(r):
         first, end = K.maximum(start, K.Const(0, INDEX)), K.minimum(start + width, clamped(indptr[r + 1], total))
-        return [K.Let(start, widened(indptr[r])), *row.statements(first, end), K.Store(y, r, row.total)]
+        return [K.Let(start, widened(indptr[r])), *row.statements(first, end, width), K.Store(y, r, row.total)]
 
     return per_item(name, [indptr, indices, data, x, y, *params], m, body,
                     [("m", op.operands[0].type.shape[0] - 1), ("n", op.operands[3].type.shape[0]),
