@@ -187,19 +187,30 @@ def bsrmv_kernel(op: Op, name: str) -> K.Kernel:
 
 
 def csrmm_kernel(op: Op, name: str) -> K.Kernel:
+    """The row's entries in uniform loops (every work-item of the workgroup takes the same ones, and
+    tests the same column of A): the host runs them once per workgroup with the work-items' columns
+    inside, a vector of columns per entry, rather than each work-item walking the row itself. A
+    workgroup whose columns all lie below k (every one but the last where ITEMS does not divide k)
+    reads B's rows unguarded, contiguous loads the host vectorizes; the last tests its columns."""
     m, n, k, total = params = sizes("m", "n", "k", "total")
     indptr, indices, data, b, c = buffers(op, [m + 1, total, total, n * k, m * k])
-    row, column, p, b_row = variables("row", "column", "p", "b_row")
+    row, first, column, p = variables("row", "first", "column", "p")
     acc = K.Var("acc", data.dtype)
+
+    def entries(add):
+        b_row = widened(indices[p])
+        product = K.Assign(acc, acc + data[p] * b[b_row * k + column])
+        return K.For(p, clamped(indptr[row], total), clamped(indptr[row + 1], total), 1, [
+            K.If(in_range(b_row, n), [add(product)], uniform=True)], uniform=True)
+
     body = [
         K.Let(row, K.workgroup_id(1).cast(INDEX)),
-        K.Let(column, K.workgroup_id(0).cast(INDEX) * ITEMS + K.workitem_id(0).cast(INDEX)),
-        K.If(column < k, [
-            K.Let(acc, K.Const(0, data.dtype)),
-            loop(p, clamped(indptr[row], total), clamped(indptr[row + 1], total), [
-                K.Let(b_row, widened(indices[p])),
-                K.If(in_range(b_row, n), [K.Assign(acc, acc + data[p] * b[b_row * k + column])])]),
-            K.Store(c, row * k + column, acc)])]
+        K.Let(first, K.workgroup_id(0).cast(INDEX) * ITEMS),
+        K.Let(column, first + K.workitem_id(0).cast(INDEX)),
+        K.Let(acc, K.Const(0, data.dtype)),
+        K.If(first + ITEMS <= k, [entries(lambda product: product)],
+             [entries(lambda product: K.If(column < k, [product]))], uniform=True),
+        K.If(column < k, [K.Store(c, row * k + column, acc)])]
     rows = op.operands[0].type.shape[0] - 1
     n_rows, columns = op.operands[3].type.shape
     return K.Kernel(name, params=[indptr, indices, data, b, c, *params], grid=(K.ceil_div(k, ITEMS), m),
