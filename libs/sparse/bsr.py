@@ -9,15 +9,14 @@ block rows of BSR matrices (a few rows of a few entries). csr2bsr zeroes each bl
 the entries of its block column in entry order (duplicates summed); the extra work-item
 (block row mb) zeroes the slots past the last block row.
 bsrmm, "row_columns": a workgroup per row of Y and ITEMS columns of B, as csrmm (the blocks in uniform
-loops, B's rows read unguarded by workgroups whose columns all lie below k), each block's row dotted
-with C rows of B.
+loops: common.column_block), each block's row dotted with C rows of B.
 The block shape, the sizes and the counts are scalar parameters: one kernel per dtype pair.
 """
 from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import INDEX, ITEMS, buffers, clamped, in_range, loop, per_item, sizes, variables, widened
+from .common import INDEX, ITEMS, buffers, clamped, column_block, in_range, loop, per_item, sizes, variables, widened
 
 
 def next_block(indptr, indices, total, first, stop, n, width, blocks, above, best, r, p, column):
@@ -109,14 +108,8 @@ def bsrmm_kernel(op: Op, name: str) -> K.Kernel:
             K.If(in_range(block, block_columns), [K.For(j, 0, width, 1, [add(product)], uniform=True)], uniform=True)],
             uniform=True)
 
-    body = [
-        K.Let(g, K.workgroup_id(1).cast(INDEX)), K.Let(i, g / rows), K.Let(r, g % rows),
-        K.Let(first, K.workgroup_id(0).cast(INDEX) * ITEMS),
-        K.Let(column, first + K.workitem_id(0).cast(INDEX)),
-        K.Let(acc, K.Const(0, data.dtype)),
-        K.If(first + ITEMS <= k, [blocks(lambda product: product)],
-             [blocks(lambda product: K.If(column < k, [product]))], uniform=True),
-        K.If(column < k, [K.Store(y, g * k + column, acc)])]
+    body = [K.Let(g, K.workgroup_id(1).cast(INDEX)), K.Let(i, g / rows), K.Let(r, g % rows),
+            *column_block(first, column, acc, k, blocks, K.Store(y, g * k + column, acc))]
     indptr_type, indices_type, data_type, b_type = (v.type for v in op.operands)
     _, r_size, c_size = data_type.shape
     return K.Kernel(name, params=[indptr, indices, data, b, y, *params],

@@ -16,15 +16,16 @@ ellmv: a work-item per row of an ELL matrix (every row K slots, negative columns
 csrmv_ell: a work-item per row of a CSR matrix, its first `width` entries (csr2ell then ellmv
 without the ELL arrays: the dense fori_loop idiom's rewrite, row_loop.py).
 csrmm, "row_columns": a workgroup per row of A and ITEMS columns of B, each work-item summing
-its column (B's rows are read contiguously across the workgroup).
+its column, the row's entries in uniform loops (common.column_block: B's rows are read
+contiguously across the workgroup, as vectors on the host).
 sddmm: a work-item per nonzero, its row by binary search of indptr, a dot product of K.
 """
 from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import (INDEX, ITEMS, bits, buffers, clamped, in_range, last_at_most, loop, per_item, sizes, variables,
-                     widened)
+from .common import (INDEX, ITEMS, bits, buffers, clamped, column_block, in_range, last_at_most, loop, per_item, sizes,
+                     variables, widened)
 
 
 
@@ -188,10 +189,7 @@ def bsrmv_kernel(op: Op, name: str) -> K.Kernel:
 
 def csrmm_kernel(op: Op, name: str) -> K.Kernel:
     """The row's entries in uniform loops (every work-item of the workgroup takes the same ones, and
-    tests the same column of A): the host runs them once per workgroup with the work-items' columns
-    inside, a vector of columns per entry, rather than each work-item walking the row itself. A
-    workgroup whose columns all lie below k (every one but the last where ITEMS does not divide k)
-    reads B's rows unguarded, contiguous loads the host vectorizes; the last tests its columns."""
+    tests the same column of A), rather than each work-item walking the row itself (column_block)."""
     m, n, k, total = params = sizes("m", "n", "k", "total")
     indptr, indices, data, b, c = buffers(op, [m + 1, total, total, n * k, m * k])
     row, first, column, p = variables("row", "first", "column", "p")
@@ -203,14 +201,8 @@ def csrmm_kernel(op: Op, name: str) -> K.Kernel:
         return K.For(p, clamped(indptr[row], total), clamped(indptr[row + 1], total), 1, [
             K.If(in_range(b_row, n), [add(product)], uniform=True)], uniform=True)
 
-    body = [
-        K.Let(row, K.workgroup_id(1).cast(INDEX)),
-        K.Let(first, K.workgroup_id(0).cast(INDEX) * ITEMS),
-        K.Let(column, first + K.workitem_id(0).cast(INDEX)),
-        K.Let(acc, K.Const(0, data.dtype)),
-        K.If(first + ITEMS <= k, [entries(lambda product: product)],
-             [entries(lambda product: K.If(column < k, [product]))], uniform=True),
-        K.If(column < k, [K.Store(c, row * k + column, acc)])]
+    body = [K.Let(row, K.workgroup_id(1).cast(INDEX)),
+            *column_block(first, column, acc, k, entries, K.Store(c, row * k + column, acc))]
     rows = op.operands[0].type.shape[0] - 1
     n_rows, columns = op.operands[3].type.shape
     return K.Kernel(name, params=[indptr, indices, data, b, c, *params], grid=(K.ceil_div(k, ITEMS), m),
