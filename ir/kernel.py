@@ -32,6 +32,9 @@ Semantics
   x%0 = x); float->int casts saturate and map NaN to 0, as the graph IR's `convert`. `Bitcast`
   reads a value's bits as another non-bool dtype of the same width, NaN payloads and all.
 - `For(var, start, stop, step)` runs var = start, start+step, ... while var < stop (step > 0).
+  `expected_trips`, where the bounds are data (a CSR row's entries), is the trips its producer
+  expects a work-item to run: an extent of the scalar parameters, a cost hint for choosing where a
+  launch runs (runtime/launch.py: statements_per_item); no result or code depends on it.
   `ForSpan(var, start, per_item, body)` runs body for the workgroup's per_item x size elements
   from start, per_item per work-item, in an assignment the backend picks (its docstring).
   `SpanOffset(per_item, k)` is that assignment as an expression: where the work-item's k-th
@@ -464,10 +467,13 @@ class For(Stmt):
     step: Expr
     body: tuple[Stmt, ...]
     uniform: bool = False
+    expected_trips: Expr | None = None   # an extent, where start and stop are data (module docstring)
 
     def __post_init__(self):
         for name in ("start", "stop", "step"):
             object.__setattr__(self, name, as_expr(getattr(self, name), self.var.dtype))
+        if self.expected_trips is not None:
+            object.__setattr__(self, "expected_trips", as_expr(self.expected_trips, "i64"))
         _tuple_field(self, "body")
 
     def children(self):

@@ -64,8 +64,9 @@ def statement_head(stmt: Stmt) -> str:
         return f"{stmt.buffer.name}[{print_expr(stmt.index)}] = {print_expr(stmt.value)}"
     if isinstance(stmt, For):
         uniform = "uniform " if stmt.uniform else ""
+        expected = f" expecting {print_expr(stmt.expected_trips)} trips" if stmt.expected_trips is not None else ""
         return (f"for {uniform}{stmt.var.name}: {stmt.var.dtype} in range({print_expr(stmt.start)}, "
-                f"{print_expr(stmt.stop)}, {print_expr(stmt.step)}) {{")
+                f"{print_expr(stmt.stop)}, {print_expr(stmt.step)}){expected} {{")
     if isinstance(stmt, ForSpan):
         stop = f" until {print_expr(stmt.stop)}" if stmt.stop is not None else ""
         return (f"for span {stmt.var.name}: {stmt.var.dtype} in {stmt.per_item} per work-item from "

@@ -9,7 +9,8 @@ printed first line. Rules:
   conditions, integer indices, math functions on the dtypes they take, stores of the
   buffer's dtype, no stores to read-only buffers);
 - scoping: a variable is defined (`Let`, a `For` variable, a wave op's result) before use, once
-  in its scope, and used with its dtype; buffers are the kernel's own;
+  in its scope, and used with its dtype; buffers are the kernel's own; a loop's expected trips
+  are an extent;
 - uniformity: a barrier or wave op lies only under `uniform` fors and ifs, and the bounds or
   condition of a uniform statement do not depend on the work-item (a conservative, flow-
   insensitive analysis: workitem_id, private memory, wave results in workgroups of more than
@@ -249,6 +250,11 @@ class KernelVerifier:
                 self.expect(getattr(stmt, name), stmt.var.dtype, scope, stmt, f"loop {name}")
             if isinstance(stmt.step, Const) and stmt.step.value <= 0:
                 self.fail(f"loop step must be positive, got {stmt.step.value}", stmt)
+            if stmt.expected_trips is not None:
+                if not is_extent(stmt.expected_trips):
+                    self.fail(f"expected trips {print_expr(stmt.expected_trips)} must be an extent (an integer "
+                              "expression of scalar parameters)", stmt)
+                self.check_expr(stmt.expected_trips, {}, stmt)
             self.check_uniform_control(stmt)
             inner = dict(scope)
             self.define(stmt.var, inner, stmt)

@@ -140,10 +140,21 @@ def known_extent(expr, arguments: dict) -> int | None:
         return None
 
 
+def loop_trips(loop: For, arguments: dict) -> int | None:
+    """A loop's trips where its bounds are constants or extents of the scalar `arguments`, else the
+    trips its producer expects (For.expected_trips: a CSR row's entries), else None."""
+    bounds = [known_extent(e, arguments) for e in (loop.start, loop.stop, loop.step)]
+    if None not in bounds:
+        start, stop, step = bounds
+        return max(0, -(-(stop - start) // step)) if step > 0 else 0
+    expected = known_extent(loop.expected_trips, arguments) if loop.expected_trips is not None else None
+    return None if expected is None else max(expected, 0)
+
+
 def statements_per_item(stmts, arguments: dict | None = None) -> int:
-    """Statements one work-item executes: a loop whose bounds are constants or extents of the
-    scalar `arguments` counts its trips (a span its per_item), any other loop its body once, and an
-    if both branches."""
+    """Statements one work-item executes: a loop whose trips are known or expected (loop_trips)
+    counts its body that many times (a span its per_item), any other loop its body once, and an if
+    both branches."""
     arguments = arguments or {}
     total = 0
     for stmt in stmts:
@@ -151,11 +162,8 @@ def statements_per_item(stmts, arguments: dict | None = None) -> int:
         if isinstance(stmt, ForSpan):
             total += stmt.per_item * statements_per_item(stmt.body, arguments)
             continue
-        bounds = [known_extent(e, arguments) for e in (stmt.start, stmt.stop, stmt.step)] \
-            if isinstance(stmt, For) else ()
-        if bounds and None not in bounds:
-            start, stop, step = bounds
-            trips = max(0, -(-(stop - start) // step)) if step > 0 else 0
+        trips = loop_trips(stmt, arguments) if isinstance(stmt, For) else None
+        if trips is not None:
             total += trips * statements_per_item(stmt.body, arguments)
         else:
             total += sum(statements_per_item(body, arguments) for body in stmt.children())

@@ -8,15 +8,15 @@ one), so no sort or table is needed: k blocks of e entries cost k x e reads, sma
 block rows of BSR matrices (a few rows of a few entries). csr2bsr zeroes each block, then adds
 the entries of its block column in entry order (duplicates summed); the extra work-item
 (block row mb) zeroes the slots past the last block row.
-bsrmm, "row_columns": a workgroup per row of Y and ITEMS columns of B, as csrmm, each block's row
-dotted with C rows of B.
+bsrmm, "row_columns": a workgroup per row of Y and ITEMS columns of B, as csrmm (the blocks in uniform
+loops: common.column_block), each block's row dotted with C rows of B.
 The block shape, the sizes and the counts are scalar parameters: one kernel per dtype pair.
 """
 from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import INDEX, ITEMS, buffers, clamped, in_range, loop, per_item, sizes, variables, widened
+from .common import INDEX, ITEMS, buffers, clamped, column_block, in_range, loop, per_item, sizes, variables, widened
 
 
 def next_block(indptr, indices, total, first, stop, n, width, blocks, above, best, r, p, column):
@@ -98,18 +98,18 @@ def bsrmm_kernel(op: Op, name: str) -> K.Kernel:
     block_rows, block_columns, rows, width, k, total = params
     indptr, indices, data, b, y = buffers(op, [block_rows + 1, total, total * rows * width,
                                                block_columns * width * k, block_rows * rows * k])
-    g, i, r, column, p, block, j = variables("g", "i", "r", "column", "p", "block", "j")
+    g, i, r, first, column, p, j = variables("g", "i", "r", "first", "column", "p", "j")
     acc = K.Var("acc", data.dtype)
-    body = [
-        K.Let(g, K.workgroup_id(1).cast(INDEX)), K.Let(i, g / rows), K.Let(r, g % rows),
-        K.Let(column, K.workgroup_id(0).cast(INDEX) * ITEMS + K.workitem_id(0).cast(INDEX)),
-        K.If(column < k, [
-            K.Let(acc, K.Const(0, data.dtype)),
-            loop(p, clamped(indptr[i], total), clamped(indptr[i + 1], total), [
-                K.Let(block, widened(indices[p])),
-                K.If(in_range(block, block_columns), [loop(j, 0, width, [
-                    K.Assign(acc, acc + data[(p * rows + r) * width + j] * b[(block * width + j) * k + column])])])]),
-            K.Store(y, g * k + column, acc)])]
+
+    def blocks(add):
+        block = widened(indices[p])
+        product = K.Assign(acc, acc + data[(p * rows + r) * width + j] * b[(block * width + j) * k + column])
+        return K.For(p, clamped(indptr[i], total), clamped(indptr[i + 1], total), 1, [
+            K.If(in_range(block, block_columns), [K.For(j, 0, width, 1, [add(product)], uniform=True)], uniform=True)],
+            uniform=True)
+
+    body = [K.Let(g, K.workgroup_id(1).cast(INDEX)), K.Let(i, g / rows), K.Let(r, g % rows),
+            *column_block(first, column, acc, k, blocks, K.Store(y, g * k + column, acc))]
     indptr_type, indices_type, data_type, b_type = (v.type for v in op.operands)
     _, r_size, c_size = data_type.shape
     return K.Kernel(name, params=[indptr, indices, data, b, y, *params],

@@ -33,6 +33,20 @@ def per_item(name, params, items, body, arguments, lds=(), rows=ITEMS) -> K.Kern
                     arguments=arguments)
 
 
+def column_block(first: K.Var, column: K.Var, acc: K.Var, k, entries, store: K.Stmt) -> list[K.Stmt]:
+    """A workgroup's ITEMS columns of a dense B (SpMM: `first`, and a work-item's `column`) summed into
+    `acc` by entries(add), uniform loops over A's entries with add(product) for each: the host runs
+    them once per workgroup with the columns inside, a vector per entry. A workgroup whose columns
+    all lie below k (every one but the last where ITEMS does not divide k) reads B's rows unguarded,
+    contiguous loads the host vectorizes; the last tests each column. Then `store` of each column below k."""
+    return [K.Let(first, K.workgroup_id(0).cast(INDEX) * ITEMS),
+            K.Let(column, first + K.workitem_id(0).cast(INDEX)),
+            K.Let(acc, K.Const(0, acc.dtype)),
+            K.If(first + ITEMS <= k, [entries(lambda product: product)],
+                 [entries(lambda product: K.If(column < k, [product]))], uniform=True),
+            K.If(column < k, [store])]
+
+
 def loop(var: K.Var, start, stop, body) -> K.For:
     return K.For(var, start, stop, 1, body)
 

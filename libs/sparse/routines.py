@@ -460,7 +460,11 @@ def row_products(a_indptr, a_indices, a_data, b_indptr, b_indices, b_data, r):
                 yield int(b_indices[q]), (None if a_data is None else a_data[p] * b_data[q])
 
 
-SPGEMM_PROBES = 4   # tries written out before spgemm.insert's loop over the table
+# Tries written out before spgemm.insert's loop over the table: on the host 8 took W16.spgemm's
+# numeric pass from ~171 to ~149 ms and its symbolic pass from ~73 to ~69 ms of CPU against 4 (16: no
+# better); the loop's setup and exit cost more than the unrolled tries a placed column skips. The
+# three SpGEMM programs' cold compile took ~0.5 s longer (once: the kernels are cached).
+SPGEMM_PROBES = 8
 SPGEMM_LDS_SLOTS = 128   # slots of a work-item's LDS table: rows of at most half as many products hash there
 
 

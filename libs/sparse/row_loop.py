@@ -102,6 +102,16 @@ def gathered_by(value: Value, positions: Value) -> Value | None:
     return op.operands[0]
 
 
+def summed(value: Value) -> Value | None:
+    """The vector that `value` is the sum of: a reduce sum's operand, or a one-element vector reshaped to
+    a scalar (canonicalize folds the sum of one element so: the loop of width 1)."""
+    op = producer(value, "reduce")
+    if op is not None:
+        return op.operands[0] if op.attrs["reducer"] == "sum" else None
+    op = producer(value, "reshape")
+    return op.operands[0] if op is not None and op.operands[0].type.shape == (1,) else None
+
+
 def row_product(body, i: Value, y: Value):
     """(indptr, columns, values, x, width, wrapped columns) of the body `y.at[i].set(row sum)`, else None."""
     scatter = producer(body.outputs[1], "scatter")
@@ -110,8 +120,8 @@ def row_product(body, i: Value, y: Value):
     row = broadcast_of(scatter.operands[1], 1)
     if row is None or unwrapped(row, y.type.shape[0])[0] is not i:
         return None
-    total = producer(scatter.operands[2], "reduce")
-    masked = total and total.attrs["reducer"] == "sum" and producer(total.operands[0], "select")
+    terms = summed(scatter.operands[2])
+    masked = terms is not None and producer(terms, "select")
     if not masked or not is_splat(masked.operands[2], 0):
         return None
     kept, product = producer(masked.operands[0], "lt"), producer(masked.operands[1], "mul")

@@ -40,9 +40,12 @@ def insert(keys, values, place, size, column, value, names: str, on_new):
     is keys[place(s)], `size` slots."""
     slot, placed, t = variables(f"slot_{names}", f"placed_{names}", f"probe_{names}")
     at = place(slot)
+    # A new column's value is 0 + value (the sum from 0, as the reference's: -0.0 becomes 0.0), so
+    # that a table's values need no clearing.
+    first = [K.Store(values, at, K.Const(0, values.dtype) + value)] if values is not None else []
+    more = [K.Store(values, at, values[at] + value)] if values is not None else []
     attempt = [K.If(placed.eq(0), [K.If(widened(keys[at]).eq(-1) | widened(keys[at]).eq(column), [
-        K.If(widened(keys[at]).eq(-1), [K.Store(keys, at, column.cast(keys.dtype)), *on_new]),
-        *([K.Store(values, at, values[at] + value)] if values is not None else []),
+        K.If(widened(keys[at]).eq(-1), [K.Store(keys, at, column.cast(keys.dtype)), *on_new, *first], more),
         K.Assign(placed, K.Const(1, INDEX))],
         [K.Assign(slot, (slot + 1) & (size - 1))])])]
     return [K.Let(slot, ((column * HASH) >> 16) & (size - 1)), K.Let(placed, K.Const(0, INDEX)),
@@ -120,9 +123,9 @@ def row_tables(a_indptr, a_indices, b_indptr, r, table_ptr, table, bounds, globa
                     *lds_table(lane, lds_size)])])]
 
 
-def clear(keys, values, place, size, s):
-    return [loop(s, 0, size, [K.Store(keys, place(s), -1),
-                              *([K.Store(values, place(s), 0)] if values is not None else [])])]
+def clear(keys, place, size, s):
+    """A table's keys emptied (-1); its values need not be (insert sets a new column's)."""
+    return [loop(s, 0, size, [K.Store(keys, place(s), -1)])]
 
 
 def lds_tables(keys, values=None):
@@ -139,7 +142,7 @@ def symbolic_kernel(op: Op, name: str) -> K.Kernel:
 
     def hashed(r, table_keys, place, size, names):
         s = K.Var("s" + names, INDEX)
-        return [*clear(table_keys, None, place, size, s),
+        return [*clear(table_keys, place, size, s),
                 *for_products(a_indptr, a_indices, b_indptr, b_indices, r, lambda p: insert(
                     table_keys, None, place, size, column, None, "s" + names, [K.Assign(distinct, distinct + 1)]),
                     q, column, (a_total, b_total, n), names)]
@@ -166,17 +169,20 @@ def numeric_kernel(op: Op, name: str) -> K.Kernel:
     q, column, from_ = variables("q", "column", "from")
 
     def hashed(r, table_keys, table_values, place, size, names):
-        s, w, at = variables("s" + names, "w" + names, "at" + names)
+        s, w, at, end = variables("s" + names, "w" + names, "at" + names, "end" + names)
         products = for_products(a_indptr, a_indices, b_indptr, b_indices, r, lambda p: insert(
             table_keys, table_values, place, size, column, a_data[p] * b_data[q], "n" + names, []), q, column,
             (a_total, b_total, n), names)
-        # The used slots in order, at C's row start.
-        written_out = [K.Let(at, widened(c_indptr[r])),
-                       loop(w, 0, size, [K.If(widened(table_keys[place(w)]) >= 0, [
-                           K.If((at >= 0) & (at < nse), [K.Store(c_indices, at, table_keys[place(w)]),
+        # The used slots in order, from C's row start: every slot is written at `at`, which moves past
+        # a used one, so a position keeps its used slot's entry (the last written there). Branch-free:
+        # which slots are used is random, and a branch on it mispredicts half the time.
+        key = widened(table_keys[place(w)])
+        written_out = [K.Let(at, widened(c_indptr[r])), K.Let(end, K.minimum(widened(c_indptr[r + 1]), nse)),
+                       loop(w, 0, size, [
+                           K.If((at >= 0) & (at < end), [K.Store(c_indices, at, table_keys[place(w)]),
                                                          K.Store(c_data, at, table_values[place(w)])]),
-                           K.Assign(at, at + 1)])])]
-        return [*clear(table_keys, table_values, place, size, s), *products, *written_out]
+                           K.Assign(at, at + (key >= 0).cast(INDEX))])]
+        return [*clear(table_keys, place, size, s), *products, *written_out]
 
     def body(r):
         return [K.If(r < m, row_tables(

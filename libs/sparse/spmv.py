@@ -16,15 +16,16 @@ ellmv: a work-item per row of an ELL matrix (every row K slots, negative columns
 csrmv_ell: a work-item per row of a CSR matrix, its first `width` entries (csr2ell then ellmv
 without the ELL arrays: the dense fori_loop idiom's rewrite, row_loop.py).
 csrmm, "row_columns": a workgroup per row of A and ITEMS columns of B, each work-item summing
-its column (B's rows are read contiguously across the workgroup).
+its column, the row's entries in uniform loops (common.column_block: B's rows are read
+contiguously across the workgroup, as vectors on the host).
 sddmm: a work-item per nonzero, its row by binary search of indptr, a dot product of K.
 """
 from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .common import (INDEX, ITEMS, bits, buffers, clamped, in_range, last_at_most, loop, per_item, sizes, variables,
-                     widened)
+from .common import (INDEX, ITEMS, bits, buffers, clamped, column_block, in_range, last_at_most, loop, per_item, sizes,
+                     variables, widened)
 
 
 
@@ -73,12 +74,14 @@ class RowDot:
         return [K.Let(column, widened(self.indices[at])), *remapped(column, self.n, self.column_map),
                 guarded(product, column, self.n, self.column_map)]
 
-    def statements(self, lo: K.Expr, hi: K.Expr) -> list[K.Stmt]:
-        """Statements setting `total` to the row's sum (hi below lo: an empty row)."""
+    def statements(self, lo: K.Expr, hi: K.Expr, expected) -> list[K.Stmt]:
+        """Statements setting `total` to the row's sum (hi below lo: an empty row); `expected`, an
+        extent, is how many entries a work-item is expected to sum (the pool's cost hint)."""
         (even, odd), j = self.sums, self.j
+        pairs = self.add(even, self.column, j) + self.add(odd, self.column1, j + 1)
         return [K.Let(self.lo, lo), K.Let(self.hi, K.maximum(hi, self.lo)),
                 K.Let(even, K.Const(0, self.data.dtype)), K.Let(odd, K.Const(0, self.data.dtype)),
-                K.For(j, self.lo, self.hi - 1, 2, self.add(even, self.column, j) + self.add(odd, self.column1, j + 1)),
+                K.For(j, self.lo, self.hi - 1, 2, pairs, expected_trips=K.ceil_div(expected, 2)),
                 K.If(((self.hi - self.lo) & 1).eq(K.Const(1, INDEX)), self.add(even, self.column, self.hi - 1))]
 
 
@@ -97,7 +100,8 @@ def csrmv_kernel(op: Op, name: str) -> K.Kernel:
     def body(c):
         row_sum = [
             K.Let(start, widened(indptr[r])), K.Let(stop, widened(indptr[r + 1])),
-            *row.statements(K.maximum(start, s), K.minimum(stop, e)),
+            # A chunk's rows hold `chunk` entries in all: expected as one row's (rows per chunk are data).
+            *row.statements(K.maximum(start, s), K.minimum(stop, e), chunk),
             K.If((start >= s) & (stop <= e), [K.Store(y, r, acc)], [
                 K.If(start >= s, [K.Store(y, r, 0)]),
                 K.Let(slot, 2 * c + K.select(r.eq(first), K.Const(0, INDEX), K.Const(1, INDEX))),
@@ -152,7 +156,7 @@ def csrmv_ell_kernel(op: Op, name: str) -> K.Kernel:
 
     def body(r):
         first, end = K.maximum(start, K.Const(0, INDEX)), K.minimum(start + width, clamped(indptr[r + 1], total))
-        return [K.Let(start, widened(indptr[r])), *row.statements(first, end), K.Store(y, r, row.total)]
+        return [K.Let(start, widened(indptr[r])), *row.statements(first, end, width), K.Store(y, r, row.total)]
 
     return per_item(name, [indptr, indices, data, x, y, *params], m, body,
                     [("m", op.operands[0].type.shape[0] - 1), ("n", op.operands[3].type.shape[0]),
@@ -184,19 +188,21 @@ def bsrmv_kernel(op: Op, name: str) -> K.Kernel:
 
 
 def csrmm_kernel(op: Op, name: str) -> K.Kernel:
+    """The row's entries in uniform loops (every work-item of the workgroup takes the same ones, and
+    tests the same column of A), rather than each work-item walking the row itself (column_block)."""
     m, n, k, total = params = sizes("m", "n", "k", "total")
     indptr, indices, data, b, c = buffers(op, [m + 1, total, total, n * k, m * k])
-    row, column, p, b_row = variables("row", "column", "p", "b_row")
+    row, first, column, p = variables("row", "first", "column", "p")
     acc = K.Var("acc", data.dtype)
-    body = [
-        K.Let(row, K.workgroup_id(1).cast(INDEX)),
-        K.Let(column, K.workgroup_id(0).cast(INDEX) * ITEMS + K.workitem_id(0).cast(INDEX)),
-        K.If(column < k, [
-            K.Let(acc, K.Const(0, data.dtype)),
-            loop(p, clamped(indptr[row], total), clamped(indptr[row + 1], total), [
-                K.Let(b_row, widened(indices[p])),
-                K.If(in_range(b_row, n), [K.Assign(acc, acc + data[p] * b[b_row * k + column])])]),
-            K.Store(c, row * k + column, acc)])]
+
+    def entries(add):
+        b_row = widened(indices[p])
+        product = K.Assign(acc, acc + data[p] * b[b_row * k + column])
+        return K.For(p, clamped(indptr[row], total), clamped(indptr[row + 1], total), 1, [
+            K.If(in_range(b_row, n), [add(product)], uniform=True)], uniform=True)
+
+    body = [K.Let(row, K.workgroup_id(1).cast(INDEX)),
+            *column_block(first, column, acc, k, entries, K.Store(c, row * k + column, acc))]
     rows = op.operands[0].type.shape[0] - 1
     n_rows, columns = op.operands[3].type.shape
     return K.Kernel(name, params=[indptr, indices, data, b, c, *params], grid=(K.ceil_div(k, ITEMS), m),

@@ -174,6 +174,23 @@ def test_spmm_sddmm_ell(dtype):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_spmm_column_blocks(dtype):
+    """csrmm's workgroups of 64 columns of B: all below k (B's rows read unguarded), the last partial,
+    or k below 64; a matrix with empty rows and a dense row, and one with nnz = 0."""
+    rng = np.random.default_rng(11)
+    a = random_csr(70, 90, 0.05, seed=11, dtype=dtype, dense_row=5, empty_rows=(0, 69))
+    eps = np.finfo(dtype).eps
+    for k in (1, 64, 67, 130):
+        b = rng.standard_normal((90, k)).astype(dtype)
+        got = np.asarray(ours(a) @ b)
+        bound = 90 * eps * (abs(a) @ np.abs(b))
+        assert got.shape == (70, k) and np.all(np.abs(got - a @ b) <= bound + np.finfo(dtype).tiny)
+    empty = sp.csr_matrix((np.zeros(0, dtype), np.zeros(0, np.int32), np.zeros(71, np.int32)), shape=(70, 90))
+    np.testing.assert_array_equal(ours(empty) @ rng.standard_normal((90, 67)).astype(dtype), np.zeros((70, 67), dtype))
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
 def test_conversions(index_dtype):
     a = random_csr(90, 61, 0.1, seed=9, dense_row=4, empty_rows=(0, 89))

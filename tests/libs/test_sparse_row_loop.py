@@ -80,6 +80,67 @@ func @rows_loop(%0: i32[8], %1: i32[17], %2: f64[17], %3: f64[6]) -> (f64[7]) {
   return %10
 }"""
 
+# The same loop with width = 1, as canonicalize leaves it: the sum of one product is a reshape of the
+# one-element vector to a scalar, not a reduce.
+LOOP_WIDTH_1 = """
+func @rows_loop(%0: i32[8], %1: i32[17], %2: f64[17], %3: f64[6]) -> (f64[7]) {
+  %4 = constant() {value = dense<0.0>} : f64[]
+  %5 = broadcast_in_dim(%4) {shape = [7], broadcast_dimensions = []} : f64[7]
+  %6 = constant() {value = dense<0>} : i64[]
+  %7 = constant() {value = dense<7>} : i64[]
+  %8, %9 = while(%6, %5) : (i64[], f64[7]) {
+    ^(%10: i64[], %11: f64[7]):
+      %12 = lt(%10, %7) : bool[]
+      yield %12
+    ^(%13: i64[], %14: f64[7]):
+      %15 = lt(%13, %6) : bool[]
+      %16 = constant() {value = dense<8>} : i64[]
+      %17 = add(%13, %16) : i64[]
+      %18 = select(%15, %17, %13) : i64[]
+      %19 = dynamic_slice(%0, %18) {slice_sizes = [1]} : i32[1]
+      %20 = reshape(%19) {new_sizes = []} : i32[]
+      %21 = iota() {dtype = i64, shape = [1], dimension = 0} : i64[1]
+      %22 = convert(%20) {dtype = i64} : i64[]
+      %23 = broadcast_in_dim(%22) {shape = [1], broadcast_dimensions = []} : i64[1]
+      %24 = add(%23, %21) : i64[1]
+      %25 = constant() {value = dense<1>} : i64[]
+      %26 = add(%13, %25) : i64[]
+      %27 = lt(%26, %6) : bool[]
+      %28 = add(%26, %16) : i64[]
+      %29 = select(%27, %28, %26) : i64[]
+      %30 = dynamic_slice(%0, %29) {slice_sizes = [1]} : i32[1]
+      %31 = reshape(%30) {new_sizes = []} : i32[]
+      %32 = convert(%31) {dtype = i64} : i64[]
+      %33 = broadcast_in_dim(%32) {shape = [1], broadcast_dimensions = []} : i64[1]
+      %34 = lt(%24, %33) : bool[1]
+      %35 = constant() {value = dense<[0]>} : i64[1]
+      %36 = lt(%24, %35) : bool[1]
+      %37 = constant() {value = dense<[17]>} : i64[1]
+      %38 = add(%24, %37) : i64[1]
+      %39 = select(%36, %38, %24) : i64[1]
+      %40 = broadcast_in_dim(%39) {shape = [1, 1], broadcast_dimensions = [0]} : i64[1,1]
+      %41 = gather(%2, %40) : f64[1]
+      %42 = gather(%1, %40) : i32[1]
+      %43 = convert(%42) {dtype = i64} : i64[1]
+      %44 = lt(%43, %35) : bool[1]
+      %45 = constant() {value = dense<[6]>} : i64[1]
+      %46 = add(%43, %45) : i64[1]
+      %47 = select(%44, %46, %43) : i64[1]
+      %48 = broadcast_in_dim(%47) {shape = [1, 1], broadcast_dimensions = [0]} : i64[1,1]
+      %49 = gather(%3, %48) : f64[1]
+      %50 = mul(%41, %49) : f64[1]
+      %51 = constant() {value = dense<[0.0]>} : f64[1]
+      %52 = select(%34, %50, %51) : f64[1]
+      %53 = reshape(%52) {new_sizes = []} : f64[]
+      %54 = add(%13, %7) : i64[]
+      %55 = select(%15, %54, %13) : i64[]
+      %56 = broadcast_in_dim(%55) {shape = [1], broadcast_dimensions = []} : i64[1]
+      %57 = scatter(%14, %56, %53) {reduction = "add"} : f64[7]
+      yield %26, %57
+  }
+  return %9
+}"""
+
 
 def rows_loop(indptr, columns, values, x, width):
     """A variant of the idiom (benchmarks/sparse_workloads.py's csr_rows_loop sets each row and clamps
@@ -95,10 +156,11 @@ def matched(text):
     return match_libraries(parse(text), list(RULES))
 
 
-def test_the_loop_becomes_csrmv_ell_as_text():
-    out = print_module(matched(LOOP))
+@pytest.mark.parametrize("text, width", [(LOOP, 3), (LOOP_WIDTH_1, 1)])
+def test_the_loop_becomes_csrmv_ell_as_text(text, width):
+    out = print_module(matched(text))
     lines = [line.strip() for line in out.splitlines()]
-    assert any('routine = "csrmv_ell"' in line and "width = 3" in line and 'column_map = "wrap_clamp"' in line and
+    assert any('routine = "csrmv_ell"' in line and f"width = {width}" in line and 'column_map = "wrap_clamp"' in line and
                line.startswith("%") and "library_call(%0, %1, %2, %3)" in line and line.endswith(": f64[7]")
                for line in lines), out
     assert "while(" not in out and " = gather(" not in out and "convert(" not in out, out
@@ -113,23 +175,27 @@ def inputs(seed):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_the_rewrite_equals_the_loop(seed):
+@pytest.mark.parametrize("text, width", [(LOOP, 3), (LOOP_WIDTH_1, 1)])
+def test_the_rewrite_equals_the_loop(text, width, seed):
     indptr, columns, values, x = inputs(seed)
-    (want,) = interpret(parse(LOOP), indptr, columns, values, x)
-    (got,) = interpret(matched(LOOP), indptr, columns, values, x)
+    (want,) = interpret(parse(text), indptr, columns, values, x)
+    (got,) = interpret(matched(text), indptr, columns, values, x)
     wrapped = np.clip(np.where(columns < 0, columns + 6, columns), 0, 5)
-    kept = [range(indptr[r], min(indptr[r + 1], indptr[r] + 3)) for r in range(7)]
+    kept = [range(indptr[r], min(indptr[r + 1], indptr[r] + width)) for r in range(7)]
     magnitude = np.array([sum(abs(values[p] * x[wrapped[p]]) for p in row) for row in kept])
     np.testing.assert_array_less(np.abs(got - want), 3 * np.finfo(float).eps * magnitude + 1e-300)
     assert np.any(want != 0)
 
 
-@pytest.mark.parametrize("change", [("dense<7>} : i64[]", "dense<6>} : i64[]"),       # not every row
-                                    ("lt(%24, %33)", "lt(%24, %23)"),                   # masked at its own start
-                                    ("yield %26, %62", "yield %18, %62")])              # a step other than 1
-def test_other_loops_are_left_alone(change):
-    text = LOOP.replace(*change)
-    assert text != LOOP
+@pytest.mark.parametrize("loop, change", [
+    (LOOP, ("dense<7>} : i64[]", "dense<6>} : i64[]")),       # not every row
+    (LOOP, ("lt(%24, %33)", "lt(%24, %23)")),                  # masked at its own start
+    (LOOP, ("yield %26, %62", "yield %18, %62")),              # a step other than 1
+    (LOOP_WIDTH_1, ("reshape(%52)", "reshape(%50)")),          # width 1, not masked
+    (LOOP_WIDTH_1, ("lt(%24, %33)", "lt(%33, %24)"))])         # width 1, masked before the row's end
+def test_other_loops_are_left_alone(loop, change):
+    text = loop.replace(*change)
+    assert text != loop
     assert "library_call" not in print_module(matched(text))
 
 

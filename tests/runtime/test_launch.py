@@ -16,6 +16,7 @@ import pytest
 
 import cdnajit as cj
 from cdnajit.codegen.host import WRITTEN_BUFFER_ALIGNMENT
+from cdnajit.errors import VerifyError
 from cdnajit.ir import kernel as K
 from cdnajit.runtime.launch import (PARALLEL_MIN_WORK_ITEMS, STAGGER_BYTES, STAGGER_COLOURS, STAGGER_FROM_BYTES,
                                     aligned_empty, compile_kernel, runs_in_parallel, statements_per_item, worker_pool)
@@ -38,6 +39,28 @@ def looping_kernel(workgroups: int, trips: int):
 def test_statements_multiply_out_constant_loops():
     assert statements_per_item(looping_kernel(2, 10).body) == 1 + 1 + 10
     assert statements_per_item(looping_kernel(2, 0).body) == 2
+
+
+def row_kernel(expected_trips=None):
+    """Each work-item sums its row of x, from starts[i] to starts[i + 1]: trips the data decide."""
+    starts, x, y = K.GlobalBuffer("starts", "i64", 65, readonly=True), K.GlobalBuffer("x", "f32", 1000, readonly=True), \
+        K.GlobalBuffer("y", "f32", 64)
+    i, j, acc, width = K.Var("i", "i64"), K.Var("j", "i64"), K.Var("acc", "f32"), K.ScalarParam("width", "i64")
+    body = [K.Let(i, K.workitem_id(0).cast("i64")), K.Let(acc, K.Const(0, "f32")),
+            K.For(j, starts[i], starts[i + 1], 1, [K.Assign(acc, acc + x[j])], expected_trips=expected_trips),
+            K.Store(y, i, acc)]
+    return K.Kernel("rows", params=[starts, x, y, width], grid=(1,), workgroup_size=(64,), body=body,
+                    arguments=[("width", 10)])
+
+
+def test_a_loop_of_data_bounds_counts_its_expected_trips():
+    assert statements_per_item(row_kernel().body) == 2 + 1 + 1 + 1          # the body once
+    kernel = row_kernel(K.ScalarParam("width", "i64") / 2)
+    assert statements_per_item(kernel.body, dict(kernel.arguments)) == 2 + 1 + 5 + 1
+    assert "in range(starts[i], starts[(i + 1:i64)], 1:i64) expecting (width / 2:i64) trips {" in str(kernel)
+    K.verify(kernel)
+    with pytest.raises(VerifyError, match="expected trips .* must be an extent"):
+        K.verify(row_kernel(K.Var("i", "i64")))
 
 
 def test_parallel_by_work_items_or_by_work():
