@@ -4,9 +4,10 @@ transforms' edges).
 
 Every kernel is compiled per routine and options, never per problem: the sizes (transforms, rows,
 lengths of the elementwise kernels) are scalar parameters, the grid and the buffers' sizes extents of
-them. Only a Stockham node's radices (so its length) are part of its code.
+them. Only a Stockham node's radices (so its length) and its variant's count (lanes, or transforms
+per workgroup: kernels.py's choice by layout and batch) are part of its code.
 
-Stockham kernel. A workgroup computes `per_group` transforms (several for short lengths), each whole
+Stockham kernel. A workgroup computes `per_group` transforms (several for many short ones), each whole
 in LDS: pass p of radix R, with Ns the product of the radices before it, takes butterfly j of each
 transform (j < N / R), reads its R values at j + r N / R, multiplies them by the twiddles
 w_(Ns R)^(r (j mod Ns)) (from the table: w_N^(r (j mod Ns) N / (Ns R))), runs the radix-R butterfly
@@ -39,7 +40,7 @@ from .routines import complex_view, large_step, stockham_view
 
 INDEX = "i64"     # global element indices (a batch of transforms may exceed 2^31 parts)
 LOCAL = "i32"     # LDS indices and butterfly counters
-ITEMS_PER_GROUP = 1024   # transforms per workgroup: about this many elements (at least one transform)
+ITEMS_PER_GROUP = 1024   # a batch's transforms per workgroup: at most about this many elements (kernels.py)
 ELEMENTWISE_ITEMS = 256
 
 
@@ -327,10 +328,11 @@ class StockhamInterface:
         return buffers + [self.y] + scalars, arguments
 
 
-def stockham_kernel(op, name: str) -> K.Kernel:
-    lanes = lanes_of(op)
-    if lanes:
-        return stockham_lanes_kernel(op, name, lanes)
+def stockham_kernel(op, name: str, variant: str, count: int) -> K.Kernel:
+    """The stockham call's kernel of `variant` (kernels.py chooses it): "lanes", stockham_lanes_kernel
+    with `count` lanes; "per_group", the butterfly-major kernel with `count` transforms per workgroup."""
+    if variant == "lanes":
+        return stockham_lanes_kernel(op, name, count)
     if op.attrs["spectrum"] != "none" or op.attrs["store_positions"]:
         raise NotImplementedError(f"fft.stockham: a spectrum or store_positions needs the lanes kernel, whose lanes "
                                   f"must divide C or M of {list(StockhamInterface(op).shape)}")
@@ -338,8 +340,7 @@ def stockham_kernel(op, name: str) -> K.Kernel:
     scale, transpose = op.attrs["scale"], op.attrs["transpose"]
     twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
     io = StockhamInterface(op)
-    length, part = io.length, io.part
-    per_group = max(1, ITEMS_PER_GROUP // length)
+    length, part, per_group = io.length, io.part, count
     items = workgroup_size(per_group, radices)
     store_factor, padded, cropped = op.attrs["store_factor"], io.padded, io.cropped
     total, rows, inner, block, factor = io.total, io.rows, io.inner, io.block, io.factor

@@ -1,26 +1,99 @@
 """What the FFT library tells the compiler about a `library_call fft.*`: its solution (the plan node
-it runs: `stockham_len4096_radix[16,16,16]`, `bluestein_len10007_chirp`, ...), why, and its kernel
-(generator.py)."""
+it runs and the kernel's variant: `stockham_len4096_radix[16,16,16]_per_group1`,
+`bluestein_len10007_chirp`, ...), why, and its kernel (generator.py).
+
+A stockham call's solution is its node's name and one of two variants, each compiled as a kernel of
+its own (its count is part of the code, as a BLAS solution's tile):
+  - `_lanes{L}`: L transforms side by side (generator.stockham_lanes_kernel), for the layouts
+    `generator.lanes_of` gives lanes (strided entries, consecutive transforms: columns, rows written
+    transposed, a convolution's rows);
+  - `_per_group{P}`: P transforms per workgroup of the butterfly-major kernel, chosen by the batch
+    (`per_group_by_batch`): many short transforms fill workgroups of about ITEMS_PER_GROUP elements
+    when the workgroups that leaves still cover the target's CUs; a batch too small for that takes
+    fewer per workgroup (a power of two), down to one transform a workgroup, so that it spreads over
+    as many CUs as it can.
+A call whose `solution` names a variant runs it (a test or a user forcing one), once checked against
+the call's layout and LDS; an unnamed one gets `select`'s.
+"""
 from __future__ import annotations
 
 import math
+import re
 
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
-from .generator import chirp_kernel, lanes_of, pointwise_kernel, real_edge_kernel, stockham_kernel, twiddles_kernel
-from .plan import Node
+from .generator import (ITEMS_PER_GROUP, chirp_kernel, lanes_of, part_of, pointwise_kernel, real_edge_kernel,
+                        stockham_kernel, twiddles_kernel)
+from .plan import LANES, Node, lds_limit
 from .routines import complex_view, stockham_view
 
+VARIANT = re.compile(r"^(?P<node>.*)_(?P<kind>lanes|per_group)(?P<count>\d+)$")
 
-def stockham_options(op) -> list[str]:
+
+def stockham_shape(op) -> tuple[int, int, int, int]:
+    """[B, M, N, C] of a stockham call's transforms (routines.stockham_view)."""
     attrs = op.attrs
+    return stockham_view(complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]), attrs).shape
+
+
+def full_group(length: int) -> int:
+    """The most transforms of `length` a workgroup takes: about ITEMS_PER_GROUP elements, at least one."""
+    return max(1, ITEMS_PER_GROUP // length)
+
+
+def per_group_by_batch(transforms: int, length: int, target: Target) -> int:
+    """The transforms per workgroup of the butterfly-major kernel for a batch of `transforms` of
+    `length` on `target`: the most that fill about ITEMS_PER_GROUP elements (at least one) if the
+    workgroups that leaves are at least the target's CUs, else the largest power of two below it
+    that still makes as many workgroups, else one (a batch smaller than the CUs)."""
+    full = full_group(length)
+    counts = [full] + [1 << e for e in reversed(range(full.bit_length())) if 1 << e < full]
+    return next((count for count in counts if -(-transforms // count) >= target.compute_units), 1)
+
+
+def selected_variant(op, target: Target) -> tuple[str, int]:
+    """("lanes" or "per_group", its count) that the layout and the batch select (module docstring)."""
     lanes = lanes_of(op)
-    options = []
     if lanes:
-        columns = stockham_view(complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]), attrs).shape[3] > 1
+        return "lanes", lanes
+    b, m, _, c = stockham_shape(op)
+    return "per_group", per_group_by_batch(b * m * c, math.prod(op.attrs["radices"]), target)
+
+
+def stockham_variant(op, target: Target) -> tuple[str, int]:
+    """The variant a stockham call runs: the one its `solution` names, checked against the call, else
+    selected_variant's."""
+    length = math.prod(op.attrs["radices"])
+    node = Node(length, tuple(op.attrs["radices"])).name
+    named = VARIANT.match(op.attrs["solution"])
+    if not op.attrs["solution"]:
+        return selected_variant(op, target)
+    if named is None or named["node"] != node:
+        raise ValueError(f"fft.stockham: solution {op.attrs['solution']!r} is not a variant of {node} "
+                         f"(expected {node}_lanes<L> or {node}_per_group<P>)")
+    kind, count, part = named["kind"], int(named["count"]), part_of(op)
+    if kind == "lanes":
+        _, m, _, c = stockham_shape(op)
+        rows = op.attrs["transpose"] or op.attrs["spectrum"] != "none"
+        spread = c if c > 1 else m if rows and m > 1 else 0
+        if count not in LANES or not spread or spread % count or count * length > lds_limit(part):
+            raise ValueError(f"fft.stockham: solution {op.attrs['solution']!r}: lanes run {LANES} columns or rows "
+                             f"written transposed whose spread ({spread}) they divide, {count} x {length} entries "
+                             f"within LDS ({lds_limit(part)})")
+    elif count < 1 or count * length > lds_limit(part):
+        raise ValueError(f"fft.stockham: solution {op.attrs['solution']!r}: {count} transforms of {length} per "
+                         f"workgroup do not fit in LDS ({lds_limit(part)} entries)")
+    return kind, count
+
+
+def stockham_options(op, kind: str, count: int) -> list[str]:
+    attrs = op.attrs
+    options = []
+    if kind == "lanes":
+        columns = stockham_shape(op)[3] > 1
         rows = "rows written transposed" if attrs["transpose"] else "rows in place"
-        options.append(f"{lanes} transforms per workgroup side by side, one a lane: "
+        options.append(f"{count} transforms per workgroup side by side, one a lane: "
                        f"{'columns' if columns else rows}, their entries strided")
     options += ["times a spectrum between the passes and their inverse"] if attrs["spectrum"] != "none" else []
     options += [f"scale {attrs['scale']:g}"] if attrs["scale"] != 1.0 else []
@@ -35,30 +108,60 @@ def stockham_options(op) -> list[str]:
     return options
 
 
-# routine -> (the solution's name, why) of a call's attributes and the call
+def batch_reason(op, count: int, target: Target) -> str:
+    """Why the butterfly-major kernel takes `count` transforms per workgroup (per_group_by_batch)."""
+    b, m, _, c = stockham_shape(op)
+    transforms, length = b * m * c, math.prod(op.attrs["radices"])
+    full = full_group(length)
+    groups = -(-transforms // count)
+    if ("per_group", count) != selected_variant(op, target):
+        return f"{count} transform{'s' * (count > 1)} per workgroup, named by the call's solution: {groups} workgroups"
+    if count == full == 1:
+        return f"one transform per workgroup (of {ITEMS_PER_GROUP} elements or more), {groups} workgroups"
+    if count == full:
+        return (f"many transforms: {count} per workgroup (about {ITEMS_PER_GROUP} elements), {groups} workgroups "
+                f"for the {target.compute_units} CUs")
+    return (f"a batch of {transforms}: {count} transform{'s' * (count > 1)} per workgroup, not {full}, "
+            f"so that its {groups} workgroups spread over {'the' if groups >= target.compute_units else 'as many of the'} "
+            f"{target.compute_units} CUs")
+
+
+def stockham_solution(op, target: Target) -> tuple[str, str]:
+    kind, count = stockham_variant(op, target)
+    node = Node(math.prod(op.attrs["radices"]), tuple(op.attrs["radices"])).name
+    options = stockham_options(op, kind, count)
+    if kind == "per_group":
+        options.insert(0, batch_reason(op, count, target))
+    elif ("lanes", count) != selected_variant(op, target):
+        options.insert(0, "named by the call's solution")
+    return f"{node}_{kind}{count}", f"the plan node, whole in LDS ({', '.join(options)})"
+
+
+# routine -> (the solution's name, why) of a call and the target
 SOLUTIONS = {
-    "twiddles": lambda a, op: (f"twiddles_len{a['length']}" + (f"_large{a['twiddle_length']}" if a["twiddle_length"] else ""),
+    "twiddles": lambda op, t: (f"twiddles_len{op.attrs['length']}"
+                               + (f"_large{op.attrs['twiddle_length']}" if op.attrs["twiddle_length"] else ""),
                                "the node's twiddle table, computed once per call in f64"),
-    "stockham": lambda a, op: (Node(math.prod(a["radices"]), tuple(a["radices"])).name,
-                               "the plan node, whole in LDS" + (f" ({', '.join(stockham_options(op))})"
-                                                                if stockham_options(op) else "")),
-    "chirp": lambda a, op: (f"bluestein_len{a['length']}_chirp", f"Bluestein's filter, padded to {a['size']}"),
-    "pointwise": lambda a, op: (f"pointwise_{a['factor']}_{a['input_kind']}_{a['output_kind']}",
-                                f"a product, padding or crop to {a['length']} of a plan's edge"),
-    "rfft_post": lambda a, op: ("rfft_post", "a real transform's spectrum from the half-length complex FFT"),
-    "irfft_pre": lambda a, op: ("irfft_pre", "a real inverse transform's half-length complex input"),
+    "stockham": stockham_solution,
+    "chirp": lambda op, t: (f"bluestein_len{op.attrs['length']}_chirp", f"Bluestein's filter, padded to {op.attrs['size']}"),
+    "pointwise": lambda op, t: (f"pointwise_{op.attrs['factor']}_{op.attrs['input_kind']}_{op.attrs['output_kind']}",
+                                f"a product, padding or crop to {op.attrs['length']} of a plan's edge"),
+    "rfft_post": lambda op, t: ("rfft_post", "a real transform's spectrum from the half-length complex FFT"),
+    "irfft_pre": lambda op, t: ("irfft_pre", "a real inverse transform's half-length complex input"),
 }
-EMITTERS = {"twiddles": twiddles_kernel, "stockham": stockham_kernel, "chirp": chirp_kernel,
-            "pointwise": pointwise_kernel, "rfft_post": real_edge_kernel, "irfft_pre": real_edge_kernel}
+EMITTERS = {"twiddles": twiddles_kernel, "chirp": chirp_kernel, "pointwise": pointwise_kernel,
+            "rfft_post": real_edge_kernel, "irfft_pre": real_edge_kernel}
 
 
 def select(op: Op, target: Target) -> str:
-    return SOLUTIONS[op.attrs["routine"]](op.attrs, op)[0]
+    return SOLUTIONS[op.attrs["routine"]](op, target)[0]
 
 
 def explain(op: Op, target: Target) -> tuple[str, str]:
-    return SOLUTIONS[op.attrs["routine"]](op.attrs, op)
+    return SOLUTIONS[op.attrs["routine"]](op, target)
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:
+    if op.attrs["routine"] == "stockham":
+        return stockham_kernel(op, name, *stockham_variant(op, target))
     return EMITTERS[op.attrs["routine"]](op, name)

@@ -8,6 +8,7 @@ with N the plan's longest transform (M for Bluestein): the reference's own error
 in float64, and an f32 transform is compared with the float64 answer of its (f32) input.
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -15,11 +16,16 @@ import pytest
 import cdnajit as cj
 from cdnajit import lax
 from cdnajit.ir.core import walk
-from cdnajit.ir.ops.library import LIBRARIES
+from cdnajit.ir.ops.library import COMMON_ATTRS, LIBRARIES
 from cdnajit.ir.targets import get_target
+from cdnajit.ir.types import NUMPY_DTYPES
+from cdnajit.libs.fft import kernels as fft_kernels
 from cdnajit.libs.fft import plan as fft_plan
+from cdnajit.libs.fft.routines import ROUTINES
 from cdnajit.libs.fft.butterfly import RADICES
 from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
+from cdnajit.passes.rewrite import build_op
+from cdnajit.runtime.launch import compile_kernel
 
 ERROR_FACTOR = 2.0
 EPS = {np.complex64: np.finfo(np.float32).eps, np.complex128: np.finfo(np.float64).eps}
@@ -84,7 +90,7 @@ def test_the_optimized_ir_names_the_plan_nodes():
     x = rng_complex((2, 10007), np.complex128)
     text = str(run_pipeline(cj.make_graph(lambda v: lax.fft(v, "FFT", (10007,)))(x), DEFAULT_PIPELINE).module)
     assert 'solution = "bluestein_len10007_chirp"' in text
-    assert 'solution = "stockham_len140_radix[10,7,2]"' in text and "stockham_len144_radix[16,3,3]" in text
+    assert 'solution = "stockham_len140_radix[10,7,2]_lanes8"' in text and "stockham_len144_radix[16,3,3]_lanes4" in text
     assert "= fft(" not in text and "pointwise" not in text     # Bluestein's products fused into its passes
 
 
@@ -192,10 +198,91 @@ def kernels_of(batch):
 
 
 def test_a_new_batch_compiles_no_kernel():
-    """Compiled per plan node, never per problem: the kernels of batches 3 and 5 have one code text."""
-    three, five = kernels_of(3), kernels_of(5)
+    """Compiled per plan node and batch class, never per problem: the kernels of batches 3 and 5 (one
+    transform per workgroup) have one code text, those of 20000 (10 per workgroup) another."""
+    three, five, many = kernels_of(3), kernels_of(5), kernels_of(20000)
     assert len(three) == 2 and [k.code_text() for k in three] == [k.code_text() for k in five]
     assert [k.arguments for k in three] != [k.arguments for k in five]
+    assert three[1].code_text() != many[1].code_text() and three[0].code_text() == many[0].code_text()
+
+
+@pytest.mark.parametrize("transforms,length,target,per_group", [
+    (65536, 64, "gfx942", 16),    # many short transforms: 16 a workgroup still make 4096 workgroups
+    (20000, 96, "gfx942", 10),    # 1024 // 96 a workgroup, 2000 workgroups
+    (1000, 64, "gfx942", 2),      # 16 or 4 a workgroup would leave CUs idle; 2 make 500 workgroups
+    (2000, 96, "gfx942", 4),      # 500 workgroups; 8 would make 250 of the 304 CUs
+    (2000, 96, "gfx90a", 8),      # ... of gfx90a's 220
+    (3, 96, "gfx942", 1),         # a batch below the CUs: one a workgroup
+    (512, 4096, "gfx942", 1),     # one long transform a workgroup whatever the batch
+    (0, 16, "gfx942", 1),
+])
+def test_transforms_per_workgroup_by_batch(transforms, length, target, per_group):
+    assert fft_kernels.per_group_by_batch(transforms, length, get_target(target)) == per_group
+
+
+def stockham_call(function, x):
+    """The optimized module's first stockham call of `function` on x, with its operands' arrays."""
+    optimized = run_pipeline(cj.make_graph(function)(x), DEFAULT_PIPELINE).module
+    op = next(op for op in walk(optimized.body) if op.name == "library_call" and op.attrs["routine"] == "stockham")
+    twiddles = op.operands[1].producer
+    table = ROUTINES["twiddles"].reference(**{k: v for k, v in twiddles.attrs.items() if k not in COMMON_ATTRS})
+    return op, [rng_complex(op.operands[0].type.shape, x.dtype, seed=5), table]
+
+
+def run_variant(op, arrays, solution):
+    """The stockham call's kernel of the named `solution` run on `arrays`, and the routine's reference."""
+    attrs = {**op.attrs, "solution": solution}
+    named = build_op("library_call", op.operands, attrs)
+    kernel = LIBRARIES["fft"].emit(named, "forced", get_target())
+    result = np.empty(named.result.type.shape, NUMPY_DTYPES[named.result.type.dtype])
+    part = arrays[1].dtype   # the kernel's buffers hold the parts of complex values
+    compile_kernel(kernel)(*(a.view(part) for a in arrays), result.view(part))
+    reference = ROUTINES["stockham"].reference(*arrays, **{k: v for k, v in attrs.items() if k not in COMMON_ATTRS})
+    return kernel, LIBRARIES["fft"].explain(named, get_target()), result, reference
+
+
+@pytest.mark.parametrize("function,shape,variants", [
+    # rows in place, 5 transforms of 96: one, three and ten (the most) a workgroup
+    (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), ("per_group1", "per_group3", "per_group10")),
+    # rows of 24 written transposed, M = 128: 16, 8 and 4 lanes, and the butterfly-major kernel
+    (lambda v: cj.numpy.fft.fftn(v), (8, 16, 24), ("lanes16", "lanes8", "lanes4", "per_group2")),
+])
+def test_each_stockham_variant_forced_by_its_solution(function, shape, variants):
+    """A call whose solution names a variant runs it: each gives the routine's reference, and the
+    report says it was named."""
+    op, arrays = stockham_call(function, rng_complex(shape, np.complex64))
+    node = fft_plan.Node(math.prod(op.attrs["radices"]), tuple(op.attrs["radices"])).name
+    for variant in variants:
+        kernel, (solution, reason), got, want = run_variant(op, arrays, f"{node}_{variant}")
+        count = int(variant.split("lanes")[-1].split("per_group")[-1])
+        assert solution == f"{node}_{variant}"
+        assert kernel.lds[0].count == count * math.prod(op.attrs["radices"])   # the workgroup's transforms in LDS
+        assert (f"{count} transforms per workgroup side by side" in reason) == variant.startswith("lanes"), reason
+        assert ("named by the call's solution" in reason) == (solution != op.attrs["solution"]), reason
+        assert relative_error(got, want) <= bound(math.prod(op.attrs["radices"]), np.complex64, "f32"), variant
+
+
+@pytest.mark.parametrize("function,shape,variant,message", [
+    (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), "lanes16", "spread (0)"),          # rows in place
+    (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), "per_group43", "do not fit in LDS"),  # 43 x 96 > 4096
+    (lambda v: cj.numpy.fft.fftn(v), (8, 16, 24), "lanes32", "lanes run (16, 8, 4)"),
+    (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), "per_group", "is not a variant of"),
+])
+def test_a_named_solution_the_call_cannot_run(function, shape, variant, message):
+    op, arrays = stockham_call(function, rng_complex(shape, np.complex64))
+    node = fft_plan.Node(math.prod(op.attrs["radices"]), tuple(op.attrs["radices"])).name
+    named = build_op("library_call", op.operands, {**op.attrs, "solution": f"{node}_{variant}"})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        LIBRARIES["fft"].emit(named, "forced", get_target())
+
+
+def test_the_report_says_the_batch_class():
+    """A short batch spreads one transform a workgroup, a long one packs them (about 1024 elements)."""
+    for batch, solution, reason in ((3, "stockham_len96_radix[16,6]_per_group1", "a batch of 3: 1 transform per"),
+                                    (20000, "stockham_len96_radix[16,6]_per_group10", "many transforms: 10 per")):
+        compiled = cj.jit(lambda v: lax.fft(v, "FFT", (96,))).lower(rng_complex((batch, 96), np.complex64)).compile()
+        (kernel,) = [k for k in compiled.kernels if k.solution.startswith("stockham")]
+        assert kernel.solution == solution and reason in kernel.selection, kernel.selection
 
 
 # (shape, kind, lengths, dtype): primes whose Bluestein M has a two-pass plan with lanes for both passes
