@@ -27,7 +27,10 @@ A 1-D transform of length N along one axis is planned as
 A length needing more passes (above lds_limit^3, or a Bluestein M above that) or with twiddle
 exponents beyond i32 (2^31 and above) has no plan.
 
-Plans are cached by (length, part dtype) (`plan_for`): the plan cache keyed by problem.
+Plans are cached by (length, part dtype) (`plan_for`): the plan cache keyed by problem. The batch
+chooses each node's kernel variant, not the plan (kernels.py: transforms per workgroup): a length in
+LDS is one kernel at any batch, as one workgroup runs it in microseconds and two passes would double
+its global traffic; above LDS the passes split each transform over workgroups.
 """
 from __future__ import annotations
 

@@ -94,6 +94,46 @@ def test_the_optimized_ir_names_the_plan_nodes():
     assert "= fft(" not in text and "pointwise" not in text     # Bluestein's products fused into its passes
 
 
+def library_calls(function, x) -> list[str]:
+    """The fft library's calls of `function` on x in the optimized IR, in order, without the twiddle
+    tables: a stockham call as its variant (per_group1, lanes16, ...)."""
+    optimized = run_pipeline(cj.make_graph(function)(x), DEFAULT_PIPELINE).module
+    return [op.attrs["solution"].split("]_")[-1] if op.attrs["routine"] == "stockham" else op.attrs["routine"]
+            for op in walk(optimized.body) if op.name == "library_call" and op.attrs["routine"] != "twiddles"]
+
+
+STOCKHAM_1 = "per_group1"
+# (plan kind, transform, its lengths, input shape and dtype, 1 KiB LDS, the calls): every kind of plan
+# node and edge, each forced by its length (the accuracy tests run them all)
+PLAN_KINDS = [
+    ("identity", "FFT", (1,), (3, 1), np.complex128, False, []),
+    ("stockham", "FFT", (96,), (3, 96), np.complex128, False, [STOCKHAM_1]),
+    ("two_pass", "FFT", (4096,), (2, 4096), np.complex128, False, ["lanes16", "lanes16"]),
+    ("three_pass", "FFT", (8192,), (2, 8192), np.complex64, True, ["lanes8", "lanes4", STOCKHAM_1]),
+    ("bluestein, stockham M", "FFT", (17,), (2, 17), np.complex128, False, ["chirp"] + [STOCKHAM_1] * 3),
+    ("bluestein, two_pass M in three kernels", "FFT", (1109,), (2, 1109), np.complex128, False,
+     ["chirp", "lanes8", STOCKHAM_1, "lanes8", "lanes8", "lanes8"]),
+    ("bluestein, two_pass M in four kernels", "FFT", (37,), (2, 37), np.complex128, True, ["chirp"] + [STOCKHAM_1] * 6),
+    ("bluestein, three_pass M", "FFT", (521,), (2, 521), np.complex128, True,
+     ["chirp"] + [STOCKHAM_1] * 3 + (["pointwise"] + [STOCKHAM_1] * 3) * 2 + ["pointwise"]),
+    ("rfft, even", "RFFT", (16,), (2, 16), np.float64, False, [STOCKHAM_1, "rfft_post"]),
+    ("rfft, odd", "RFFT", (15,), (2, 15), np.float64, False, [STOCKHAM_1, "pointwise"]),
+    ("irfft, even", "IRFFT", (16,), (2, 9), np.complex128, False, ["irfft_pre", STOCKHAM_1]),
+    ("irfft, odd", "IRFFT", (15,), (2, 8), np.complex128, False, ["pointwise", STOCKHAM_1]),
+    ("n-D, trailing axes rotated", "FFT", (8, 8), (2, 8, 8), np.complex128, False, ["lanes8", "lanes8"]),
+]
+
+
+@pytest.mark.parametrize("kind,transform,lengths,shape,dtype,small,calls", PLAN_KINDS, ids=[c[0] for c in PLAN_KINDS])
+def test_every_plan_kind_forced(request, kind, transform, lengths, shape, dtype, small, calls):
+    if small:
+        request.getfixturevalue("small_lds")
+    if transform == "FFT" and len(lengths) == 1:
+        plan = fft_plan.plan_for(lengths[0], "f32" if dtype == np.complex64 else "f64")
+        assert kind.split(",")[0] == plan.kind and (plan.kind != "bluestein" or plan.inner.kind in kind), plan
+    assert library_calls(lambda v: lax.fft(v, transform, lengths), np.ones(shape, dtype)) == calls
+
+
 def check_report(function, x, solutions):
     """The kernel report names the plan's nodes, and no gfx942 kernel spills."""
     compiled = cj.jit(function).lower(x).compile()
