@@ -28,6 +28,7 @@ from .generator import (ITEMS_PER_GROUP, chirp_kernel, lanes_of, part_of, pointw
 from .plan import LANES, Node, lds_limit
 from .routines import complex_view, stockham_view
 
+ITEMSIZE = {"f32": 4, "f64": 8}
 VARIANT = re.compile(r"^(?P<node>.*)_(?P<kind>lanes|per_group)(?P<count>\d+)$")
 
 
@@ -81,9 +82,10 @@ def stockham_variant(op, target: Target) -> tuple[str, int]:
             raise ValueError(f"fft.stockham: solution {op.attrs['solution']!r}: lanes run {LANES} columns or rows "
                              f"written transposed whose spread ({spread}) they divide, {count} x {length} entries "
                              f"within LDS ({lds_limit(part)})")
-    elif count < 1 or count * length > lds_limit(part):
+    elif count < 1 or count * length * 4 * ITEMSIZE[part] > target.max_lds_bytes_per_workgroup:
         raise ValueError(f"fft.stockham: solution {op.attrs['solution']!r}: {count} transforms of {length} per "
-                         f"workgroup do not fit in LDS ({lds_limit(part)} entries)")
+                         f"workgroup do not fit in {target.name}'s LDS ({target.max_lds_bytes_per_workgroup} bytes "
+                         f"for their two buffers of re and im parts)")
     return kind, count
 
 

@@ -304,7 +304,7 @@ def test_each_stockham_variant_forced_by_its_solution(function, shape, variants)
 
 @pytest.mark.parametrize("function,shape,variant,message", [
     (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), "lanes16", "spread (0)"),          # rows in place
-    (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), "per_group43", "do not fit in LDS"),  # 43 x 96 > 4096
+    (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), "per_group43", "do not fit in gfx942's LDS"),  # 43 x 96 > 4096
     (lambda v: cj.numpy.fft.fftn(v), (8, 16, 24), "lanes32", "lanes run (16, 8, 4)"),
     (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), "per_group", "is not a variant of"),
 ])
