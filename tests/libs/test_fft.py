@@ -15,6 +15,7 @@ import pytest
 
 import cdnajit as cj
 from cdnajit import lax
+from cdnajit.codegen import amdgpu
 from cdnajit.ir.core import walk
 from cdnajit.ir.ops.library import COMMON_ATTRS, LIBRARIES
 from cdnajit.ir.targets import get_target
@@ -302,6 +303,18 @@ def test_each_stockham_variant_forced_by_its_solution(function, shape, variants)
         assert relative_error(got, want) <= bound(math.prod(op.attrs["radices"]), np.complex64, "f32"), variant
 
 
+@pytest.mark.slow
+def test_batch_variants_do_not_spill():
+    """The butterfly-major kernel's batch classes on gfx942: one, two and sixteen transforms of 64 per
+    workgroup (64 and 256 work-items), in f32 and f64."""
+    for dtype in (np.complex64, np.complex128):
+        op, _ = stockham_call(lambda v: lax.fft(v, "FFT", (64,)), rng_complex((4, 64), dtype))
+        for count in (1, 2, 16):
+            named = build_op("library_call", op.operands, {**op.attrs, "solution": f"stockham_len64_radix[16,4]_per_group{count}"})
+            resources = amdgpu.compile_kernel(LIBRARIES["fft"].emit(named, "forced", get_target())).resources
+            assert resources.vgpr_spill_count == resources.sgpr_spill_count == resources.scratch_bytes == 0, resources
+
+
 @pytest.mark.parametrize("function,shape,variant,message", [
     (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), "lanes16", "spread (0)"),          # rows in place
     (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), "per_group43", "do not fit in gfx942's LDS"),  # 43 x 96 > 4096
@@ -452,6 +465,15 @@ def test_every_length_to_4096(length):
                                             (101, False)])
 def test_c64_lengths(length, inverse):
     check_fft(length, np.complex64, inverse=inverse)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("length", [*range(1, 257), *range(257, 4097, 61), *(2 ** e for e in range(9, 13))])
+def test_c64_length_classes(length):
+    """f32 in float32's eps over the README accuracy table's classes to 4096 (benchmarks/fft_accuracy.py):
+    every length to 256, every 61st to 4096, the powers of two; the longer classes are in
+    test_powers_of_two and test_primes_and_mixed_radices."""
+    check_fft(length, np.complex64, batch=1)
 
 
 @pytest.mark.slow
