@@ -10,8 +10,8 @@ its own (its count is part of the code, as a BLAS solution's tile):
   - `_per_group{P}`: P transforms per workgroup of the butterfly-major kernel, chosen by the batch
     (`per_group_by_batch`): many short transforms fill workgroups of about ITEMS_PER_GROUP elements
     when the workgroups that leaves still cover the target's CUs; a batch too small for that takes
-    fewer per workgroup (a power of two), down to one transform a workgroup, so that it spreads over
-    as many CUs as it can.
+    fewer per workgroup (a power of two), so that it spreads over more CUs, down to as few as run
+    each pass in one wave-wide round (`least_group`: one transform a workgroup for the long ones).
 A call whose `solution` names a variant runs it (a test or a user forcing one), once checked against
 the call's layout and LDS; an unnamed one gets `select`'s.
 """
@@ -43,14 +43,22 @@ def full_group(length: int) -> int:
     return max(1, ITEMS_PER_GROUP // length)
 
 
-def per_group_by_batch(transforms: int, length: int, target: Target) -> int:
+def least_group(radices: tuple[int, ...], target: Target) -> int:
+    """The fewest transforms a workgroup takes when a batch is spread: the most whose every pass's
+    butterflies fit one wave (a round of each pass), below which a workgroup's passes take no fewer
+    rounds, and more of its work-items would only repeat the last butterfly."""
+    length = math.prod(radices)
+    return max(1, target.wave_size // (length // min(radices)))
+
+
+def per_group_by_batch(transforms: int, radices: tuple[int, ...], target: Target) -> int:
     """The transforms per workgroup of the butterfly-major kernel for a batch of `transforms` of
-    `length` on `target`: the most that fill about ITEMS_PER_GROUP elements (at least one) if the
+    `radices` on `target`: the most that fill about ITEMS_PER_GROUP elements (at least one) if the
     workgroups that leaves are at least the target's CUs, else the largest power of two below it
-    that still makes as many workgroups, else one (a batch smaller than the CUs)."""
-    full = full_group(length)
-    counts = [full] + [1 << e for e in reversed(range(full.bit_length())) if 1 << e < full]
-    return next((count for count in counts if -(-transforms // count) >= target.compute_units), 1)
+    that still makes as many workgroups, but not below least_group (a small batch)."""
+    full, least = full_group(math.prod(radices)), least_group(radices, target)
+    counts = [full] + [1 << e for e in reversed(range(full.bit_length())) if least <= 1 << e < full]
+    return next((count for count in counts if -(-transforms // count) >= target.compute_units), counts[-1])
 
 
 def selected_variant(op, target: Target) -> tuple[str, int]:
@@ -59,7 +67,7 @@ def selected_variant(op, target: Target) -> tuple[str, int]:
     if lanes:
         return "lanes", lanes
     b, m, _, c = stockham_shape(op)
-    return "per_group", per_group_by_batch(b * m * c, math.prod(op.attrs["radices"]), target)
+    return "per_group", per_group_by_batch(b * m * c, tuple(op.attrs["radices"]), target)
 
 
 def stockham_variant(op, target: Target) -> tuple[str, int]:
@@ -120,12 +128,14 @@ def batch_reason(op, count: int, target: Target) -> str:
         return f"{count} transform{'s' * (count > 1)} per workgroup, named by the call's solution: {groups} workgroups"
     if count == full == 1:
         return f"one transform per workgroup (of {ITEMS_PER_GROUP} elements or more), {groups} workgroups"
-    if count == full:
-        return (f"many transforms: {count} per workgroup (about {ITEMS_PER_GROUP} elements), {groups} workgroups "
-                f"for the {target.compute_units} CUs")
-    return (f"a batch of {transforms}: {count} transform{'s' * (count > 1)} per workgroup, not {full}, "
-            f"so that its {groups} workgroups spread over {'the' if groups >= target.compute_units else 'as many of the'} "
-            f"{target.compute_units} CUs")
+    units = target.compute_units
+    if count == full and groups >= units:
+        return f"many transforms: {count} per workgroup (about {ITEMS_PER_GROUP} elements), {groups} workgroups for the {units} CUs"
+    fewer = f"not {full}, " if count < full else ""
+    if groups >= units:
+        return f"a batch of {transforms}: {count} per workgroup, {fewer}so that its {groups} workgroups cover the {units} CUs"
+    return (f"a batch of {transforms}: {count} per workgroup, {fewer}{groups} workgroups for the {units} CUs, each pass one "
+            f"round of a wave (fewer transforms would not shorten the passes)")
 
 
 def stockham_solution(op, target: Target) -> tuple[str, str]:

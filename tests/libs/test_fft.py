@@ -97,30 +97,34 @@ def test_the_optimized_ir_names_the_plan_nodes():
 
 def library_calls(function, x) -> list[str]:
     """The fft library's calls of `function` on x in the optimized IR, in order, without the twiddle
-    tables: a stockham call as its variant (per_group1, lanes16, ...)."""
+    tables: a stockham call as its kernel, "per_group" (butterfly-major) or "lanes16" (8, 4)."""
+    def kernel(op) -> str:
+        variant = op.attrs["solution"].split("]_")[-1]
+        return variant.rstrip("0123456789") if variant.startswith("per_group") else variant
+
     optimized = run_pipeline(cj.make_graph(function)(x), DEFAULT_PIPELINE).module
-    return [op.attrs["solution"].split("]_")[-1] if op.attrs["routine"] == "stockham" else op.attrs["routine"]
+    return [kernel(op) if op.attrs["routine"] == "stockham" else op.attrs["routine"]
             for op in walk(optimized.body) if op.name == "library_call" and op.attrs["routine"] != "twiddles"]
 
 
-STOCKHAM_1 = "per_group1"
+BUTTERFLY_MAJOR = "per_group"
 # (plan kind, transform, its lengths, input shape and dtype, 1 KiB LDS, the calls): every kind of plan
 # node and edge, each forced by its length (the accuracy tests run them all)
 PLAN_KINDS = [
     ("identity", "FFT", (1,), (3, 1), np.complex128, False, []),
-    ("stockham", "FFT", (96,), (3, 96), np.complex128, False, [STOCKHAM_1]),
+    ("stockham", "FFT", (96,), (3, 96), np.complex128, False, [BUTTERFLY_MAJOR]),
     ("two_pass", "FFT", (4096,), (2, 4096), np.complex128, False, ["lanes16", "lanes16"]),
-    ("three_pass", "FFT", (8192,), (2, 8192), np.complex64, True, ["lanes8", "lanes4", STOCKHAM_1]),
-    ("bluestein, stockham M", "FFT", (17,), (2, 17), np.complex128, False, ["chirp"] + [STOCKHAM_1] * 3),
+    ("three_pass", "FFT", (8192,), (2, 8192), np.complex64, True, ["lanes8", "lanes4", BUTTERFLY_MAJOR]),
+    ("bluestein, stockham M", "FFT", (17,), (2, 17), np.complex128, False, ["chirp"] + [BUTTERFLY_MAJOR] * 3),
     ("bluestein, two_pass M in three kernels", "FFT", (1109,), (2, 1109), np.complex128, False,
-     ["chirp", "lanes8", STOCKHAM_1, "lanes8", "lanes8", "lanes8"]),
-    ("bluestein, two_pass M in four kernels", "FFT", (37,), (2, 37), np.complex128, True, ["chirp"] + [STOCKHAM_1] * 6),
+     ["chirp", "lanes8", BUTTERFLY_MAJOR, "lanes8", "lanes8", "lanes8"]),
+    ("bluestein, two_pass M in four kernels", "FFT", (37,), (2, 37), np.complex128, True, ["chirp"] + [BUTTERFLY_MAJOR] * 6),
     ("bluestein, three_pass M", "FFT", (521,), (2, 521), np.complex128, True,
-     ["chirp"] + [STOCKHAM_1] * 3 + (["pointwise"] + [STOCKHAM_1] * 3) * 2 + ["pointwise"]),
-    ("rfft, even", "RFFT", (16,), (2, 16), np.float64, False, [STOCKHAM_1, "rfft_post"]),
-    ("rfft, odd", "RFFT", (15,), (2, 15), np.float64, False, [STOCKHAM_1, "pointwise"]),
-    ("irfft, even", "IRFFT", (16,), (2, 9), np.complex128, False, ["irfft_pre", STOCKHAM_1]),
-    ("irfft, odd", "IRFFT", (15,), (2, 8), np.complex128, False, ["pointwise", STOCKHAM_1]),
+     ["chirp"] + [BUTTERFLY_MAJOR] * 3 + (["pointwise"] + [BUTTERFLY_MAJOR] * 3) * 2 + ["pointwise"]),
+    ("rfft, even", "RFFT", (16,), (2, 16), np.float64, False, [BUTTERFLY_MAJOR, "rfft_post"]),
+    ("rfft, odd", "RFFT", (15,), (2, 15), np.float64, False, [BUTTERFLY_MAJOR, "pointwise"]),
+    ("irfft, even", "IRFFT", (16,), (2, 9), np.complex128, False, ["irfft_pre", BUTTERFLY_MAJOR]),
+    ("irfft, odd", "IRFFT", (15,), (2, 8), np.complex128, False, ["pointwise", BUTTERFLY_MAJOR]),
     ("n-D, trailing axes rotated", "FFT", (8, 8), (2, 8, 8), np.complex128, False, ["lanes8", "lanes8"]),
 ]
 
@@ -239,26 +243,29 @@ def kernels_of(batch):
 
 
 def test_a_new_batch_compiles_no_kernel():
-    """Compiled per plan node and batch class, never per problem: the kernels of batches 3 and 5 (one
-    transform per workgroup) have one code text, those of 20000 (10 per workgroup) another."""
+    """Compiled per plan node and batch class, never per problem: the kernels of batches 3 and 5 (4
+    transforms per workgroup, the fewest for 96) have one code text, those of 20000 (10) another."""
     three, five, many = kernels_of(3), kernels_of(5), kernels_of(20000)
     assert len(three) == 2 and [k.code_text() for k in three] == [k.code_text() for k in five]
     assert [k.arguments for k in three] != [k.arguments for k in five]
     assert three[1].code_text() != many[1].code_text() and three[0].code_text() == many[0].code_text()
 
 
-@pytest.mark.parametrize("transforms,length,target,per_group", [
-    (65536, 64, "gfx942", 16),    # many short transforms: 16 a workgroup still make 4096 workgroups
-    (20000, 96, "gfx942", 10),    # 1024 // 96 a workgroup, 2000 workgroups
-    (1000, 64, "gfx942", 2),      # 16 or 4 a workgroup would leave CUs idle; 2 make 500 workgroups
-    (2000, 96, "gfx942", 4),      # 500 workgroups; 8 would make 250 of the 304 CUs
-    (2000, 96, "gfx90a", 8),      # ... of gfx90a's 220
-    (3, 96, "gfx942", 1),         # a batch below the CUs: one a workgroup
-    (512, 4096, "gfx942", 1),     # one long transform a workgroup whatever the batch
-    (0, 16, "gfx942", 1),
+@pytest.mark.parametrize("transforms,radices,target,per_group", [
+    (65536, (16, 4), "gfx942", 16),    # many short transforms: 16 a workgroup still make 4096 workgroups
+    (20000, (16, 6), "gfx942", 10),    # 1024 // 96 a workgroup, 2000 workgroups
+    (2000, (16, 6), "gfx942", 4),      # 500 workgroups; 8 would make 250 of the 304 CUs
+    (2000, (16, 6), "gfx90a", 8),      # ... of gfx90a's 220
+    (3, (16, 6), "gfx942", 4),         # a batch below the CUs: as few as take one round of each pass
+    (1000, (16, 4), "gfx942", 4),      # 16 butterflies of radix 4 per transform: 4 fill a wave
+    (1000, (16, 16, 2), "gfx942", 2),  # 512: 2 a workgroup make 500 workgroups
+    (500, (16, 16, 2), "gfx942", 1),   # ... 250 would leave CUs idle: one a workgroup
+    (10, (16,), "gfx942", 64),         # one butterfly per transform: 64 fill one wave
+    (512, (16, 16, 16), "gfx942", 1),  # one long transform a workgroup whatever the batch
+    (0, (16,), "gfx942", 64),
 ])
-def test_transforms_per_workgroup_by_batch(transforms, length, target, per_group):
-    assert fft_kernels.per_group_by_batch(transforms, length, get_target(target)) == per_group
+def test_transforms_per_workgroup_by_batch(transforms, radices, target, per_group):
+    assert fft_kernels.per_group_by_batch(transforms, radices, get_target(target)) == per_group
 
 
 def stockham_call(function, x):
@@ -330,8 +337,9 @@ def test_a_named_solution_the_call_cannot_run(function, shape, variant, message)
 
 
 def test_the_report_says_the_batch_class():
-    """A short batch spreads one transform a workgroup, a long one packs them (about 1024 elements)."""
-    for batch, solution, reason in ((3, "stockham_len96_radix[16,6]_per_group1", "a batch of 3: 1 transform per"),
+    """A short batch spreads its transforms (4 of 96 a workgroup run each pass in one round of a
+    wave), a long one packs them (about 1024 elements)."""
+    for batch, solution, reason in ((3, "stockham_len96_radix[16,6]_per_group4", "a batch of 3: 4 per workgroup, not 10"),
                                     (20000, "stockham_len96_radix[16,6]_per_group10", "many transforms: 10 per")):
         compiled = cj.jit(lambda v: lax.fft(v, "FFT", (96,))).lower(rng_complex((batch, 96), np.complex64)).compile()
         (kernel,) = [k for k in compiled.kernels if k.solution.startswith("stockham")]
