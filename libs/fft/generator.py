@@ -440,6 +440,16 @@ def stockham_kernel(op, name: str, variant: str, count: int) -> K.Kernel:
 
 
 
+def lanes_spread(op) -> int:
+    """The distance between a stockham call's groups of transforms side by side, which the lanes must
+    divide (`lanes_of`): C for columns, M for rows written transposed or a convolution's rows; 0
+    where the lanes kernel does not apply (rows read and written in place)."""
+    attrs = op.attrs
+    _, m, _, c = stockham_view(complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]), attrs).shape
+    rows = attrs["transpose"] or attrs["spectrum"] != "none"
+    return c if c > 1 else m if rows and m > 1 else 0
+
+
 def lanes_of(op) -> int:
     """The transforms per workgroup of the lanes variant of a stockham call (`stockham_lanes_kernel`),
     or 0 where the butterfly-major kernel runs it. The lanes variant is for transforms whose entries
@@ -448,11 +458,8 @@ def lanes_of(op) -> int:
     vectors; rows read and written in place keep the butterfly-major kernel, whose work-items take
     consecutive entries, except a convolution's (its passes' uniform twiddles and spectrum rows
     outweigh the rows' strided loads). It needs groups of `lanes` transforms evenly spaced (C, or
-    M, a multiple of `lanes`) and `lanes` transforms in LDS (plan.side_by_side)."""
-    attrs = op.attrs
-    _, m, _, c = stockham_view(complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]), attrs).shape
-    rows = attrs["transpose"] or attrs["spectrum"] != "none"
-    return side_by_side(c if c > 1 else m if rows and m > 1 else 0, math.prod(attrs["radices"]), part_of(op))
+    M, a multiple of `lanes`: lanes_spread) and `lanes` transforms in LDS (plan.side_by_side)."""
+    return side_by_side(lanes_spread(op), math.prod(op.attrs["radices"]), part_of(op))
 
 
 def lanes_rows(lanes: int, radices: tuple[int, ...]) -> int:

@@ -23,12 +23,11 @@ import re
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
-from .generator import (ITEMS_PER_GROUP, chirp_kernel, lanes_of, part_of, pointwise_kernel, real_edge_kernel,
-                        stockham_kernel, twiddles_kernel)
+from .generator import (ITEMS_PER_GROUP, chirp_kernel, lanes_of, lanes_spread, part_of, pointwise_kernel,
+                        real_edge_kernel, stockham_kernel, twiddles_kernel)
 from .plan import LANES, Node, lds_limit
 from .routines import complex_view, stockham_view
 
-ITEMSIZE = {"f32": 4, "f64": 8}
 VARIANT = re.compile(r"^(?P<node>.*)_(?P<kind>lanes|per_group)(?P<count>\d+)$")
 
 
@@ -82,18 +81,16 @@ def stockham_variant(op, target: Target) -> tuple[str, int]:
         raise ValueError(f"fft.stockham: solution {op.attrs['solution']!r} is not a variant of {node} "
                          f"(expected {node}_lanes<L> or {node}_per_group<P>)")
     kind, count, part = named["kind"], int(named["count"]), part_of(op)
-    if kind == "lanes":
-        _, m, _, c = stockham_shape(op)
-        rows = op.attrs["transpose"] or op.attrs["spectrum"] != "none"
-        spread = c if c > 1 else m if rows and m > 1 else 0
-        if count not in LANES or not spread or spread % count or count * length > lds_limit(part):
-            raise ValueError(f"fft.stockham: solution {op.attrs['solution']!r}: lanes run {LANES} columns or rows "
-                             f"written transposed whose spread ({spread}) they divide, {count} x {length} entries "
-                             f"within LDS ({lds_limit(part)})")
-    elif count < 1 or count * length * 4 * ITEMSIZE[part] > target.max_lds_bytes_per_workgroup:
-        raise ValueError(f"fft.stockham: solution {op.attrs['solution']!r}: {count} transforms of {length} per "
-                         f"workgroup do not fit in {target.name}'s LDS ({target.max_lds_bytes_per_workgroup} bytes "
-                         f"for their two buffers of re and im parts)")
+    spread = lanes_spread(op)
+    if kind == "lanes" and (count not in LANES or not spread or spread % count or count * length > lds_limit(part)):
+        raise ValueError(f"fft.stockham: solution {op.attrs['solution']!r}: lanes run {LANES} columns or rows "
+                         f"written transposed whose spread ({spread}) they divide, {count} x {length} entries "
+                         f"within LDS ({lds_limit(part)})")
+    most = lds_limit(part, target.max_lds_bytes_per_workgroup) // length
+    if kind == "per_group" and not 1 <= count <= most:
+        raise ValueError(f"fft.stockham: solution {op.attrs['solution']!r}: 1 to {most} transforms of {length} per "
+                         f"workgroup fit in {target.name}'s LDS ({target.max_lds_bytes_per_workgroup} bytes), "
+                         f"not {count}")
     return kind, count
 
 

@@ -48,10 +48,11 @@ LANES = (16, 8, 4)
 COLUMN_LANES = 8
 
 
-def lds_limit(part_dtype: str) -> int:
-    """The longest transform one workgroup keeps in LDS: 2 buffers x (re, im) x N x itemsize <= 64 KiB."""
+def lds_limit(part_dtype: str, lds_bytes: int | None = None) -> int:
+    """The longest transform one workgroup keeps in LDS: 2 buffers x (re, im) x N x itemsize <= 64 KiB
+    (LDS_BYTES, the plans' budget; or `lds_bytes`, a target's)."""
     itemsize = 4 if part_dtype == "f32" else 8
-    return LDS_BYTES // (4 * itemsize)
+    return (LDS_BYTES if lds_bytes is None else lds_bytes) // (4 * itemsize)
 
 
 def side_by_side(spread: int, length: int, part_dtype: str) -> int:
