@@ -10,8 +10,9 @@ its own (its count is part of the code, as a BLAS solution's tile):
   - `_per_group{P}`: P transforms per workgroup of the butterfly-major kernel, chosen by the batch
     (`per_group_by_batch`): many short transforms fill workgroups of about ITEMS_PER_GROUP elements
     when the workgroups that leaves still cover the target's CUs; a batch too small for that takes
-    fewer per workgroup (a power of two), so that it spreads over more CUs, down to as few as run
-    each pass in one wave-wide round (`least_group`: one transform a workgroup for the long ones).
+    fewer per workgroup (a power of two), so that it spreads over more CUs, down to as few as keep
+    every work-item of every pass busy (`least_group`; so radix-16 lengths, whose 1024 elements give
+    a pass of radix 16 one wave of butterflies, are never spread, and lengths of small radices are).
 A call whose `solution` names a variant runs it (a test or a user forcing one), once checked against
 the call's layout and LDS; an unnamed one gets `select`'s.
 """
@@ -43,18 +44,21 @@ def full_group(length: int) -> int:
 
 
 def least_group(radices: tuple[int, ...], target: Target) -> int:
-    """The fewest transforms a workgroup takes when a batch is spread: the most whose every pass's
-    butterflies fit one wave (a round of each pass), below which a workgroup's passes take no fewer
-    rounds, and more of its work-items would only repeat the last butterfly."""
+    """The fewest transforms a workgroup takes when a batch is spread: as many as keep a wave's
+    butterflies in every pass, the pass of the largest radix having the fewest (at most full_group).
+    Fewer would leave work-items of that pass idle, which on the host cost as much as busy ones (its
+    vectorized work-item loop): so spreading a batch costs the host no work-item slots per transform,
+    only workgroups (spread to one wave per pass, 1000 transforms of 64 took 2.4x the host's CPU time)."""
     length = math.prod(radices)
-    return max(1, target.wave_size // (length // min(radices)))
+    return min(full_group(length), -(-target.wave_size // (length // max(radices))))
 
 
 def per_group_by_batch(transforms: int, radices: tuple[int, ...], target: Target) -> int:
     """The transforms per workgroup of the butterfly-major kernel for a batch of `transforms` of
     `radices` on `target`: the most that fill about ITEMS_PER_GROUP elements (at least one) if the
     workgroups that leaves are at least the target's CUs, else the largest power of two below it
-    that still makes as many workgroups, but not below least_group (a small batch)."""
+    that still makes as many workgroups, but not below least_group (a small batch): a batch spreads
+    over more CUs only as far as every work-item keeps a butterfly."""
     full, least = full_group(math.prod(radices)), least_group(radices, target)
     counts = [full] + [1 << e for e in reversed(range(full.bit_length())) if least <= 1 << e < full]
     return next((count for count in counts if -(-transforms // count) >= target.compute_units), counts[-1])
@@ -125,14 +129,14 @@ def batch_reason(op, count: int, target: Target) -> str:
         return f"{count} transform{'s' * (count > 1)} per workgroup, named by the call's solution: {groups} workgroups"
     if count == full == 1:
         return f"one transform per workgroup (of {ITEMS_PER_GROUP} elements or more), {groups} workgroups"
-    units = target.compute_units
+    units, plural = target.compute_units, "s" * (groups != 1)
     if count == full and groups >= units:
         return f"many transforms: {count} per workgroup (about {ITEMS_PER_GROUP} elements), {groups} workgroups for the {units} CUs"
     fewer = f"not {full}, " if count < full else ""
     if groups >= units:
         return f"a batch of {transforms}: {count} per workgroup, {fewer}so that its {groups} workgroups cover the {units} CUs"
-    return (f"a batch of {transforms}: {count} per workgroup, {fewer}{groups} workgroups for the {units} CUs, each pass one "
-            f"round of a wave (fewer transforms would not shorten the passes)")
+    return (f"a batch of {transforms}: {count} per workgroup, {fewer}{groups} workgroup{plural} for the {units} CUs "
+            f"(fewer transforms would leave work-items of a pass idle)")
 
 
 def stockham_solution(op, target: Target) -> tuple[str, str]:

@@ -235,33 +235,35 @@ def test_lanes_kernels_do_not_spill():
         assert all("side by side" in s for s in stockham_selections(compiled))
 
 
-def kernels_of(batch):
-    """The fft library's kernels of an IFFT of length 96 over `batch` rows, as the pipeline emits them."""
-    module = cj.make_graph(lambda v: lax.fft(v, "IFFT", (96,)))(rng_complex((batch, 96), np.complex64))
+def kernels_of(batch, length=96):
+    """The fft library's kernels of an IFFT of `length` over `batch` rows, as the pipeline emits them."""
+    module = cj.make_graph(lambda v: lax.fft(v, "IFFT", (length,)))(rng_complex((batch, length), np.complex64))
     optimized = run_pipeline(module, DEFAULT_PIPELINE).module
     return [LIBRARIES["fft"].emit(op, "k", get_target()) for op in walk(optimized.body) if op.name == "library_call"]
 
 
 def test_a_new_batch_compiles_no_kernel():
-    """Compiled per plan node and batch class, never per problem: the kernels of batches 3 and 5 (4
-    transforms per workgroup, the fewest for 96) have one code text, those of 20000 (10) another."""
-    three, five, many = kernels_of(3), kernels_of(5), kernels_of(20000)
+    """Compiled per plan node and batch class, never per problem: the kernels of batches 3 and 5 have
+    one code text; of 27 points, 3 and 5 (8 transforms per workgroup) one, and 20000 (37) another."""
+    three, five = kernels_of(3), kernels_of(5)
     assert len(three) == 2 and [k.code_text() for k in three] == [k.code_text() for k in five]
     assert [k.arguments for k in three] != [k.arguments for k in five]
-    assert three[1].code_text() != many[1].code_text() and three[0].code_text() == many[0].code_text()
+    three, five, many = kernels_of(3, 27), kernels_of(5, 27), kernels_of(20000, 27)
+    assert three[1].code_text() == five[1].code_text() != many[1].code_text()
 
 
 @pytest.mark.parametrize("transforms,radices,target,per_group", [
-    (65536, (16, 4), "gfx942", 16),    # many short transforms: 16 a workgroup still make 4096 workgroups
-    (20000, (16, 6), "gfx942", 10),    # 1024 // 96 a workgroup, 2000 workgroups
-    (2000, (16, 6), "gfx942", 4),      # 500 workgroups; 8 would make 250 of the 304 CUs
-    (2000, (16, 6), "gfx90a", 8),      # ... of gfx90a's 220
-    (3, (16, 6), "gfx942", 4),         # a batch below the CUs: as few as take one round of each pass
-    (1000, (16, 4), "gfx942", 4),      # 16 butterflies of radix 4 per transform: 4 fill a wave
-    (1000, (16, 16, 2), "gfx942", 2),  # 512: 2 a workgroup make 500 workgroups
-    (500, (16, 16, 2), "gfx942", 1),   # ... 250 would leave CUs idle: one a workgroup
-    (10, (16,), "gfx942", 64),         # one butterfly per transform: 64 fill one wave
-    (512, (16, 16, 16), "gfx942", 1),  # one long transform a workgroup whatever the batch
+    (65536, (16, 4), "gfx942", 16),     # many short transforms: 16 a workgroup still make 4096 workgroups
+    (20000, (16, 6), "gfx942", 10),     # 1024 // 96 a workgroup, 2000 workgroups
+    (10000, (3, 3, 3), "gfx942", 32),   # 37 of 27 would make 271 workgroups of the 304 CUs: 32 make 313
+    (2500, (10, 10), "gfx942", 8),      # 250 workgroups of 10 of 100; 8 make 313
+    (2500, (10, 10), "gfx90a", 10),     # ... gfx90a has 220 CUs
+    (1000, (3, 3, 3), "gfx942", 8),     # a batch below the CUs: 8 of 27 keep a wave of radix-3 butterflies
+    (3, (3, 3, 3), "gfx942", 8),
+    (1000, (16, 4), "gfx942", 16),      # a radix-16 pass of 64: 16 transforms make one wave of it
+    (10, (16,), "gfx942", 64),          # one butterfly per transform: 64 make a wave
+    (500, (16, 16, 2), "gfx942", 2),    # 512: 2 a workgroup, whatever the batch
+    (512, (16, 16, 16), "gfx942", 1),   # one long transform a workgroup, whatever the batch
     (0, (16,), "gfx942", 64),
 ])
 def test_transforms_per_workgroup_by_batch(transforms, radices, target, per_group):
@@ -337,11 +339,11 @@ def test_a_named_solution_the_call_cannot_run(function, shape, variant, message)
 
 
 def test_the_report_says_the_batch_class():
-    """A short batch spreads its transforms (4 of 96 a workgroup run each pass in one round of a
-    wave), a long one packs them (about 1024 elements)."""
-    for batch, solution, reason in ((3, "stockham_len96_radix[16,6]_per_group4", "a batch of 3: 4 per workgroup, not 10"),
-                                    (20000, "stockham_len96_radix[16,6]_per_group10", "many transforms: 10 per")):
-        compiled = cj.jit(lambda v: lax.fft(v, "FFT", (96,))).lower(rng_complex((batch, 96), np.complex64)).compile()
+    """A short batch spreads its transforms (8 of 27 a workgroup keep a wave of butterflies in each
+    pass), a long one packs them (about 1024 elements)."""
+    for batch, solution, reason in ((3, "stockham_len27_radix[3,3,3]_per_group8", "a batch of 3: 8 per workgroup, not 37"),
+                                    (20000, "stockham_len27_radix[3,3,3]_per_group37", "many transforms: 37 per")):
+        compiled = cj.jit(lambda v: lax.fft(v, "FFT", (27,))).lower(rng_complex((batch, 27), np.complex64)).compile()
         (kernel,) = [k for k in compiled.kernels if k.solution.startswith("stockham")]
         assert kernel.solution == solution and reason in kernel.selection, kernel.selection
 
