@@ -40,7 +40,6 @@ from .routines import complex_view, large_step, stockham_view
 
 INDEX = "i64"     # global element indices (a batch of transforms may exceed 2^31 parts)
 LOCAL = "i32"     # LDS indices and butterfly counters
-ITEMS_PER_GROUP = 1024   # a batch's transforms per workgroup: at most about this many elements (kernels.py)
 ELEMENTWISE_ITEMS = 256
 
 

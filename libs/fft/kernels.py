@@ -24,11 +24,12 @@ import re
 from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.targets import Target
-from .generator import (ITEMS_PER_GROUP, chirp_kernel, lanes_of, lanes_spread, part_of, pointwise_kernel,
-                        real_edge_kernel, stockham_kernel, twiddles_kernel)
+from .generator import (chirp_kernel, lanes_of, lanes_spread, part_of, pointwise_kernel, real_edge_kernel,
+                        stockham_kernel, twiddles_kernel)
 from .plan import LANES, Node, lds_limit
 from .routines import complex_view, stockham_view
 
+ITEMS_PER_GROUP = 1024   # the butterfly-major kernel's transforms per workgroup: at most about this many elements
 VARIANT = re.compile(r"^(?P<node>.*)_(?P<kind>lanes|per_group)(?P<count>\d+)$")
 
 
@@ -132,10 +133,12 @@ def batch_reason(op, count: int, target: Target) -> str:
         return f"one transform per workgroup (of {ITEMS_PER_GROUP} elements or more), {groups} workgroups"
     units, plural = target.compute_units, "s" * (groups != 1)
     if count == full and groups >= units:
-        return f"many transforms: {count} per workgroup (about {ITEMS_PER_GROUP} elements), {groups} workgroups for the {units} CUs"
+        return (f"many transforms: {count} per workgroup (about {ITEMS_PER_GROUP} elements), {groups} workgroups "
+                f"for the {units} CUs")
     fewer = f"not {full}, " if count < full else ""
     if groups >= units:
-        return f"a batch of {transforms}: {count} per workgroup, {fewer}so that its {groups} workgroups cover the {units} CUs"
+        return (f"a batch of {transforms}: {count} per workgroup, {fewer}so that its {groups} workgroups cover "
+                f"the {units} CUs")
     return (f"a batch of {transforms}: {count} per workgroup, {fewer}{groups} workgroup{plural} for the {units} CUs "
             f"(fewer transforms would leave work-items of a pass idle)")
 
@@ -157,7 +160,8 @@ SOLUTIONS = {
                                + (f"_large{op.attrs['twiddle_length']}" if op.attrs["twiddle_length"] else ""),
                                "the node's twiddle table, computed once per call in f64"),
     "stockham": stockham_solution,
-    "chirp": lambda op, t: (f"bluestein_len{op.attrs['length']}_chirp", f"Bluestein's filter, padded to {op.attrs['size']}"),
+    "chirp": lambda op, t: (f"bluestein_len{op.attrs['length']}_chirp",
+                            f"Bluestein's filter, padded to {op.attrs['size']}"),
     "pointwise": lambda op, t: (f"pointwise_{op.attrs['factor']}_{op.attrs['input_kind']}_{op.attrs['output_kind']}",
                                 f"a product, padding or crop to {op.attrs['length']} of a plan's edge"),
     "rfft_post": lambda op, t: ("rfft_post", "a real transform's spectrum from the half-length complex FFT"),

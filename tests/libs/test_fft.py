@@ -91,7 +91,8 @@ def test_the_optimized_ir_names_the_plan_nodes():
     x = rng_complex((2, 10007), np.complex128)
     text = str(run_pipeline(cj.make_graph(lambda v: lax.fft(v, "FFT", (10007,)))(x), DEFAULT_PIPELINE).module)
     assert 'solution = "bluestein_len10007_chirp"' in text
-    assert 'solution = "stockham_len140_radix[10,7,2]_lanes8"' in text and "stockham_len144_radix[16,3,3]_lanes4" in text
+    assert 'solution = "stockham_len140_radix[10,7,2]_lanes8"' in text
+    assert 'solution = "stockham_len144_radix[16,3,3]_lanes4"' in text
     assert "= fft(" not in text and "pointwise" not in text     # Bluestein's products fused into its passes
 
 
@@ -118,7 +119,8 @@ PLAN_KINDS = [
     ("bluestein, stockham M", "FFT", (17,), (2, 17), np.complex128, False, ["chirp"] + [BUTTERFLY_MAJOR] * 3),
     ("bluestein, two_pass M in three kernels", "FFT", (1109,), (2, 1109), np.complex128, False,
      ["chirp", "lanes8", BUTTERFLY_MAJOR, "lanes8", "lanes8", "lanes8"]),
-    ("bluestein, two_pass M in four kernels", "FFT", (37,), (2, 37), np.complex128, True, ["chirp"] + [BUTTERFLY_MAJOR] * 6),
+    ("bluestein, two_pass M in four kernels", "FFT", (37,), (2, 37), np.complex128, True,
+     ["chirp"] + [BUTTERFLY_MAJOR] * 6),
     ("bluestein, three_pass M", "FFT", (521,), (2, 521), np.complex128, True,
      ["chirp"] + [BUTTERFLY_MAJOR] * 3 + (["pointwise"] + [BUTTERFLY_MAJOR] * 3) * 2 + ["pointwise"]),
     ("rfft, even", "RFFT", (16,), (2, 16), np.float64, False, [BUTTERFLY_MAJOR, "rfft_post"]),
@@ -319,7 +321,8 @@ def test_batch_variants_do_not_spill():
     for dtype in (np.complex64, np.complex128):
         op, _ = stockham_call(lambda v: lax.fft(v, "FFT", (64,)), rng_complex((4, 64), dtype))
         for count in (1, 2, 16):
-            named = build_op("library_call", op.operands, {**op.attrs, "solution": f"stockham_len64_radix[16,4]_per_group{count}"})
+            solution = f"stockham_len64_radix[16,4]_per_group{count}"
+            named = build_op("library_call", op.operands, {**op.attrs, "solution": solution})
             resources = amdgpu.compile_kernel(LIBRARIES["fft"].emit(named, "forced", get_target())).resources
             assert resources.vgpr_spill_count == resources.sgpr_spill_count == resources.scratch_bytes == 0, resources
 
@@ -341,11 +344,11 @@ def test_a_named_solution_the_call_cannot_run(function, shape, variant, message)
 def test_the_report_says_the_batch_class():
     """A short batch spreads its transforms (8 of 27 a workgroup keep a wave of butterflies in each
     pass), a long one packs them (about 1024 elements)."""
-    for batch, solution, reason in ((3, "stockham_len27_radix[3,3,3]_per_group8", "a batch of 3: 8 per workgroup, not 37"),
-                                    (20000, "stockham_len27_radix[3,3,3]_per_group37", "many transforms: 37 per")):
+    for batch, variant, reason in ((3, "per_group8", "a batch of 3: 8 per workgroup, not 37"),
+                                   (20000, "per_group37", "many transforms: 37 per")):
         compiled = cj.jit(lambda v: lax.fft(v, "FFT", (27,))).lower(rng_complex((batch, 27), np.complex64)).compile()
         (kernel,) = [k for k in compiled.kernels if k.solution.startswith("stockham")]
-        assert kernel.solution == solution and reason in kernel.selection, kernel.selection
+        assert kernel.solution == f"stockham_len27_radix[3,3,3]_{variant}" and reason in kernel.selection, kernel.selection
 
 
 # (shape, kind, lengths, dtype): primes whose Bluestein M has a two-pass plan with lanes for both passes
