@@ -364,7 +364,10 @@ def stockham_kernel(op, name: str, variant: str, count: int) -> K.Kernel:
         source, target = (lds[0:2], lds[2:4]) if p % 2 else (lds[2:4], lds[0:2])
         jl, t, j = K.Var(f"jl{p}", LOCAL), K.Var(f"t{p}", LOCAL), K.Var(f"j{p}", LOCAL)
         regs = Registers(part, f"v{p}_")
-        regs.stmts += [K.Let(t, jl / per_transform), K.Let(j, jl % per_transform)]
+        # one transform a workgroup: its butterflies are the work-items' own slots (no division,
+        # which would hide from the host's vectorizer that consecutive slots read consecutive entries)
+        regs.stmts += ([K.Let(t, K.Const(0, LOCAL)), K.Let(j, jl)] if per_group == 1 else
+                       [K.Let(t, jl / per_transform), K.Let(j, jl % per_transform)])
         # the workgroup's slots past the launch's last transform compute a copy of the last one (so
         # they write the same values to the same places): no test per work-item, which on the host
         # would keep the loads and stores of the work-item loop from vectorizing
