@@ -22,8 +22,8 @@ from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES
 from cdnajit.libs.fft import kernels as fft_kernels
 from cdnajit.libs.fft import plan as fft_plan
-from cdnajit.libs.fft.routines import ROUTINES
 from cdnajit.libs.fft.butterfly import RADICES
+from cdnajit.libs.fft.routines import ROUTINES
 from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
 from cdnajit.passes.rewrite import build_op
 from cdnajit.runtime.launch import compile_kernel
