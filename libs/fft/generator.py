@@ -4,9 +4,10 @@ transforms' edges).
 
 Every kernel is compiled per routine and options, never per problem: the sizes (transforms, rows,
 lengths of the elementwise kernels) are scalar parameters, the grid and the buffers' sizes extents of
-them. Only a Stockham node's radices (so its length) are part of its code.
+them. Only a Stockham node's radices (so its length) and its variant's count (lanes, or transforms
+per workgroup: kernels.py's choice by layout and batch) are part of its code.
 
-Stockham kernel. A workgroup computes `per_group` transforms (several for short lengths), each whole
+Stockham kernel. A workgroup computes `per_group` transforms (several for many short ones), each whole
 in LDS: pass p of radix R, with Ns the product of the radices before it, takes butterfly j of each
 transform (j < N / R), reads its R values at j + r N / R, multiplies them by the twiddles
 w_(Ns R)^(r (j mod Ns)) (from the table: w_N^(r (j mod Ns) N / (Ns R))), runs the radix-R butterfly
@@ -39,7 +40,6 @@ from .routines import complex_view, large_step, stockham_view
 
 INDEX = "i64"     # global element indices (a batch of transforms may exceed 2^31 parts)
 LOCAL = "i32"     # LDS indices and butterfly counters
-ITEMS_PER_GROUP = 1024   # transforms per workgroup: about this many elements (at least one transform)
 ELEMENTWISE_ITEMS = 256
 
 
@@ -327,10 +327,11 @@ class StockhamInterface:
         return buffers + [self.y] + scalars, arguments
 
 
-def stockham_kernel(op, name: str) -> K.Kernel:
-    lanes = lanes_of(op)
-    if lanes:
-        return stockham_lanes_kernel(op, name, lanes)
+def stockham_kernel(op, name: str, variant: str, count: int) -> K.Kernel:
+    """The stockham call's kernel of `variant` (kernels.py chooses it): "lanes", stockham_lanes_kernel
+    with `count` lanes; "per_group", the butterfly-major kernel with `count` transforms per workgroup."""
+    if variant == "lanes":
+        return stockham_lanes_kernel(op, name, count)
     if op.attrs["spectrum"] != "none" or op.attrs["store_positions"]:
         raise NotImplementedError(f"fft.stockham: a spectrum or store_positions needs the lanes kernel, whose lanes "
                                   f"must divide C or M of {list(StockhamInterface(op).shape)}")
@@ -338,8 +339,7 @@ def stockham_kernel(op, name: str) -> K.Kernel:
     scale, transpose = op.attrs["scale"], op.attrs["transpose"]
     twiddle_length, input_kind, output_kind = op.attrs["twiddle_length"], op.attrs["input_kind"], op.attrs["output_kind"]
     io = StockhamInterface(op)
-    length, part = io.length, io.part
-    per_group = max(1, ITEMS_PER_GROUP // length)
+    length, part, per_group = io.length, io.part, count
     items = workgroup_size(per_group, radices)
     store_factor, padded, cropped = op.attrs["store_factor"], io.padded, io.cropped
     total, rows, inner, block, factor = io.total, io.rows, io.inner, io.block, io.factor
@@ -364,7 +364,10 @@ def stockham_kernel(op, name: str) -> K.Kernel:
         source, target = (lds[0:2], lds[2:4]) if p % 2 else (lds[2:4], lds[0:2])
         jl, t, j = K.Var(f"jl{p}", LOCAL), K.Var(f"t{p}", LOCAL), K.Var(f"j{p}", LOCAL)
         regs = Registers(part, f"v{p}_")
-        regs.stmts += [K.Let(t, jl / per_transform), K.Let(j, jl % per_transform)]
+        # one transform a workgroup: its butterflies are the work-items' own slots (no division,
+        # which would hide from the host's vectorizer that consecutive slots read consecutive entries)
+        regs.stmts += ([K.Let(t, K.Const(0, LOCAL)), K.Let(j, jl)] if per_group == 1 else
+                       [K.Let(t, jl / per_transform), K.Let(j, jl % per_transform)])
         # the workgroup's slots past the launch's last transform compute a copy of the last one (so
         # they write the same values to the same places): no test per work-item, which on the host
         # would keep the loads and stores of the work-item loop from vectorizing
@@ -439,6 +442,16 @@ def stockham_kernel(op, name: str) -> K.Kernel:
 
 
 
+def lanes_spread(op) -> int:
+    """The distance between a stockham call's groups of transforms side by side, which the lanes must
+    divide (`lanes_of`): C for columns, M for rows written transposed or a convolution's rows; 0
+    where the lanes kernel does not apply (rows read and written in place)."""
+    attrs = op.attrs
+    _, m, _, c = stockham_view(complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]), attrs).shape
+    rows = attrs["transpose"] or attrs["spectrum"] != "none"
+    return c if c > 1 else m if rows and m > 1 else 0
+
+
 def lanes_of(op) -> int:
     """The transforms per workgroup of the lanes variant of a stockham call (`stockham_lanes_kernel`),
     or 0 where the butterfly-major kernel runs it. The lanes variant is for transforms whose entries
@@ -447,11 +460,8 @@ def lanes_of(op) -> int:
     vectors; rows read and written in place keep the butterfly-major kernel, whose work-items take
     consecutive entries, except a convolution's (its passes' uniform twiddles and spectrum rows
     outweigh the rows' strided loads). It needs groups of `lanes` transforms evenly spaced (C, or
-    M, a multiple of `lanes`) and `lanes` transforms in LDS (plan.side_by_side)."""
-    attrs = op.attrs
-    _, m, _, c = stockham_view(complex_view("fft.stockham", op.operands[0].type, attrs["input_kind"]), attrs).shape
-    rows = attrs["transpose"] or attrs["spectrum"] != "none"
-    return side_by_side(c if c > 1 else m if rows and m > 1 else 0, math.prod(attrs["radices"]), part_of(op))
+    M, a multiple of `lanes`: lanes_spread) and `lanes` transforms in LDS (plan.side_by_side)."""
+    return side_by_side(lanes_spread(op), math.prod(op.attrs["radices"]), part_of(op))
 
 
 def lanes_rows(lanes: int, radices: tuple[int, ...]) -> int:

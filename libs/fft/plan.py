@@ -27,7 +27,10 @@ A 1-D transform of length N along one axis is planned as
 A length needing more passes (above lds_limit^3, or a Bluestein M above that) or with twiddle
 exponents beyond i32 (2^31 and above) has no plan.
 
-Plans are cached by (length, part dtype) (`plan_for`): the plan cache keyed by problem.
+Plans are cached by (length, part dtype) (`plan_for`): the plan cache keyed by problem. The batch
+chooses each node's kernel variant, not the plan (kernels.py: transforms per workgroup): a length in
+LDS is one kernel at any batch, as one workgroup runs it in microseconds and two passes would double
+its global traffic; above LDS the passes split each transform over workgroups.
 """
 from __future__ import annotations
 
@@ -45,10 +48,11 @@ LANES = (16, 8, 4)
 COLUMN_LANES = 8
 
 
-def lds_limit(part_dtype: str) -> int:
-    """The longest transform one workgroup keeps in LDS: 2 buffers x (re, im) x N x itemsize <= 64 KiB."""
+def lds_limit(part_dtype: str, lds_bytes: int | None = None) -> int:
+    """The longest transform one workgroup keeps in LDS: 2 buffers x (re, im) x N x itemsize <= 64 KiB
+    (LDS_BYTES, the plans' budget; or `lds_bytes`, a target's)."""
     itemsize = 4 if part_dtype == "f32" else 8
-    return LDS_BYTES // (4 * itemsize)
+    return (LDS_BYTES if lds_bytes is None else lds_bytes) // (4 * itemsize)
 
 
 def side_by_side(spread: int, length: int, part_dtype: str) -> int:

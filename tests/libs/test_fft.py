@@ -8,18 +8,25 @@ with N the plan's longest transform (M for Bluestein): the reference's own error
 in float64, and an f32 transform is compared with the float64 answer of its (f32) input.
 """
 import math
+import re
 
 import numpy as np
 import pytest
 
 import cdnajit as cj
 from cdnajit import lax
+from cdnajit.codegen import amdgpu
 from cdnajit.ir.core import walk
-from cdnajit.ir.ops.library import LIBRARIES
+from cdnajit.ir.ops.library import COMMON_ATTRS, LIBRARIES
 from cdnajit.ir.targets import get_target
+from cdnajit.ir.types import NUMPY_DTYPES
+from cdnajit.libs.fft import kernels as fft_kernels
 from cdnajit.libs.fft import plan as fft_plan
 from cdnajit.libs.fft.butterfly import RADICES
+from cdnajit.libs.fft.routines import ROUTINES
 from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
+from cdnajit.passes.rewrite import build_op
+from cdnajit.runtime.launch import compile_kernel
 
 ERROR_FACTOR = 2.0
 EPS = {np.complex64: np.finfo(np.float32).eps, np.complex128: np.finfo(np.float64).eps}
@@ -84,8 +91,54 @@ def test_the_optimized_ir_names_the_plan_nodes():
     x = rng_complex((2, 10007), np.complex128)
     text = str(run_pipeline(cj.make_graph(lambda v: lax.fft(v, "FFT", (10007,)))(x), DEFAULT_PIPELINE).module)
     assert 'solution = "bluestein_len10007_chirp"' in text
-    assert 'solution = "stockham_len140_radix[10,7,2]"' in text and "stockham_len144_radix[16,3,3]" in text
+    assert 'solution = "stockham_len140_radix[10,7,2]_lanes8"' in text
+    assert 'solution = "stockham_len144_radix[16,3,3]_lanes4"' in text
     assert "= fft(" not in text and "pointwise" not in text     # Bluestein's products fused into its passes
+
+
+def library_calls(function, x) -> list[str]:
+    """The fft library's calls of `function` on x in the optimized IR, in order, without the twiddle
+    tables: a stockham call as its kernel, "per_group" (butterfly-major) or "lanes16" (8, 4)."""
+    def kernel(op) -> str:
+        variant = op.attrs["solution"].split("]_")[-1]
+        return variant.rstrip("0123456789") if variant.startswith("per_group") else variant
+
+    optimized = run_pipeline(cj.make_graph(function)(x), DEFAULT_PIPELINE).module
+    return [kernel(op) if op.attrs["routine"] == "stockham" else op.attrs["routine"]
+            for op in walk(optimized.body) if op.name == "library_call" and op.attrs["routine"] != "twiddles"]
+
+
+BUTTERFLY_MAJOR = "per_group"
+# (plan kind, transform, its lengths, input shape and dtype, 1 KiB LDS, the calls): every kind of plan
+# node and edge, each forced by its length (the accuracy tests run them all)
+PLAN_KINDS = [
+    ("identity", "FFT", (1,), (3, 1), np.complex128, False, []),
+    ("stockham", "FFT", (96,), (3, 96), np.complex128, False, [BUTTERFLY_MAJOR]),
+    ("two_pass", "FFT", (4096,), (2, 4096), np.complex128, False, ["lanes16", "lanes16"]),
+    ("three_pass", "FFT", (8192,), (2, 8192), np.complex64, True, ["lanes8", "lanes4", BUTTERFLY_MAJOR]),
+    ("bluestein, stockham M", "FFT", (17,), (2, 17), np.complex128, False, ["chirp"] + [BUTTERFLY_MAJOR] * 3),
+    ("bluestein, two_pass M in three kernels", "FFT", (1109,), (2, 1109), np.complex128, False,
+     ["chirp", "lanes8", BUTTERFLY_MAJOR, "lanes8", "lanes8", "lanes8"]),
+    ("bluestein, two_pass M in four kernels", "FFT", (37,), (2, 37), np.complex128, True,
+     ["chirp"] + [BUTTERFLY_MAJOR] * 6),
+    ("bluestein, three_pass M", "FFT", (521,), (2, 521), np.complex128, True,
+     ["chirp"] + [BUTTERFLY_MAJOR] * 3 + (["pointwise"] + [BUTTERFLY_MAJOR] * 3) * 2 + ["pointwise"]),
+    ("rfft, even", "RFFT", (16,), (2, 16), np.float64, False, [BUTTERFLY_MAJOR, "rfft_post"]),
+    ("rfft, odd", "RFFT", (15,), (2, 15), np.float64, False, [BUTTERFLY_MAJOR, "pointwise"]),
+    ("irfft, even", "IRFFT", (16,), (2, 9), np.complex128, False, ["irfft_pre", BUTTERFLY_MAJOR]),
+    ("irfft, odd", "IRFFT", (15,), (2, 8), np.complex128, False, ["pointwise", BUTTERFLY_MAJOR]),
+    ("n-D, trailing axes rotated", "FFT", (8, 8), (2, 8, 8), np.complex128, False, ["lanes8", "lanes8"]),
+]
+
+
+@pytest.mark.parametrize("kind,transform,lengths,shape,dtype,small,calls", PLAN_KINDS, ids=[c[0] for c in PLAN_KINDS])
+def test_every_plan_kind_forced(request, kind, transform, lengths, shape, dtype, small, calls):
+    if small:
+        request.getfixturevalue("small_lds")
+    if transform == "FFT" and len(lengths) == 1:
+        plan = fft_plan.plan_for(lengths[0], "f32" if dtype == np.complex64 else "f64")
+        assert kind.split(",")[0] == plan.kind and (plan.kind != "bluestein" or plan.inner.kind in kind), plan
+    assert library_calls(lambda v: lax.fft(v, transform, lengths), np.ones(shape, dtype)) == calls
 
 
 def check_report(function, x, solutions):
@@ -184,18 +237,118 @@ def test_lanes_kernels_do_not_spill():
         assert all("side by side" in s for s in stockham_selections(compiled))
 
 
-def kernels_of(batch):
-    """The fft library's kernels of an IFFT of length 96 over `batch` rows, as the pipeline emits them."""
-    module = cj.make_graph(lambda v: lax.fft(v, "IFFT", (96,)))(rng_complex((batch, 96), np.complex64))
+def kernels_of(batch, length=96):
+    """The fft library's kernels of an IFFT of `length` over `batch` rows, as the pipeline emits them."""
+    module = cj.make_graph(lambda v: lax.fft(v, "IFFT", (length,)))(rng_complex((batch, length), np.complex64))
     optimized = run_pipeline(module, DEFAULT_PIPELINE).module
     return [LIBRARIES["fft"].emit(op, "k", get_target()) for op in walk(optimized.body) if op.name == "library_call"]
 
 
 def test_a_new_batch_compiles_no_kernel():
-    """Compiled per plan node, never per problem: the kernels of batches 3 and 5 have one code text."""
+    """Compiled per plan node and batch class, never per problem: the kernels of batches 3 and 5 have
+    one code text; of 27 points, 3 and 5 (8 transforms per workgroup) one, and 20000 (37) another."""
     three, five = kernels_of(3), kernels_of(5)
     assert len(three) == 2 and [k.code_text() for k in three] == [k.code_text() for k in five]
     assert [k.arguments for k in three] != [k.arguments for k in five]
+    three, five, many = kernels_of(3, 27), kernels_of(5, 27), kernels_of(20000, 27)
+    assert three[1].code_text() == five[1].code_text() != many[1].code_text()
+
+
+@pytest.mark.parametrize("transforms,radices,target,per_group", [
+    (65536, (16, 4), "gfx942", 16),     # many short transforms: 16 a workgroup still make 4096 workgroups
+    (20000, (16, 6), "gfx942", 10),     # 1024 // 96 a workgroup, 2000 workgroups
+    (10000, (3, 3, 3), "gfx942", 32),   # 37 of 27 would make 271 workgroups of the 304 CUs: 32 make 313
+    (2500, (10, 10), "gfx942", 8),      # 250 workgroups of 10 of 100; 8 make 313
+    (2500, (10, 10), "gfx90a", 10),     # ... gfx90a has 220 CUs
+    (1000, (3, 3, 3), "gfx942", 8),     # a batch below the CUs: 8 of 27 keep a wave of radix-3 butterflies
+    (3, (3, 3, 3), "gfx942", 8),
+    (1000, (16, 4), "gfx942", 16),      # a radix-16 pass of 64: 16 transforms make one wave of it
+    (10, (16,), "gfx942", 64),          # one butterfly per transform: 64 make a wave
+    (500, (16, 16, 2), "gfx942", 2),    # 512: 2 a workgroup, whatever the batch
+    (512, (16, 16, 16), "gfx942", 1),   # one long transform a workgroup, whatever the batch
+    (0, (16,), "gfx942", 64),
+])
+def test_transforms_per_workgroup_by_batch(transforms, radices, target, per_group):
+    assert fft_kernels.per_group_by_batch(transforms, radices, get_target(target)) == per_group
+
+
+def stockham_call(function, x):
+    """The optimized module's first stockham call of `function` on x, with its operands' arrays."""
+    optimized = run_pipeline(cj.make_graph(function)(x), DEFAULT_PIPELINE).module
+    op = next(op for op in walk(optimized.body) if op.name == "library_call" and op.attrs["routine"] == "stockham")
+    twiddles = op.operands[1].producer
+    table = ROUTINES["twiddles"].reference(**{k: v for k, v in twiddles.attrs.items() if k not in COMMON_ATTRS})
+    return op, [rng_complex(op.operands[0].type.shape, x.dtype, seed=5), table]
+
+
+def run_variant(op, arrays, solution):
+    """The stockham call's kernel of the named `solution` run on `arrays`, and the routine's reference."""
+    attrs = {**op.attrs, "solution": solution}
+    named = build_op("library_call", op.operands, attrs)
+    kernel = LIBRARIES["fft"].emit(named, "forced", get_target())
+    result = np.empty(named.result.type.shape, NUMPY_DTYPES[named.result.type.dtype])
+    part = arrays[1].dtype   # the kernel's buffers hold the parts of complex values
+    compile_kernel(kernel)(*(a.view(part) for a in arrays), result.view(part))
+    reference = ROUTINES["stockham"].reference(*arrays, **{k: v for k, v in attrs.items() if k not in COMMON_ATTRS})
+    return kernel, LIBRARIES["fft"].explain(named, get_target()), result, reference
+
+
+@pytest.mark.parametrize("function,shape,variants", [
+    # rows in place, 5 transforms of 96: one, three and ten (the most) a workgroup
+    (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), ("per_group1", "per_group3", "per_group10")),
+    # rows of 24 written transposed, M = 128: 16, 8 and 4 lanes, and the butterfly-major kernel
+    (lambda v: cj.numpy.fft.fftn(v), (8, 16, 24), ("lanes16", "lanes8", "lanes4", "per_group2")),
+])
+def test_each_stockham_variant_forced_by_its_solution(function, shape, variants):
+    """A call whose solution names a variant runs it: each gives the routine's reference, and the
+    report says it was named."""
+    op, arrays = stockham_call(function, rng_complex(shape, np.complex64))
+    node = fft_plan.Node(math.prod(op.attrs["radices"]), tuple(op.attrs["radices"])).name
+    for variant in variants:
+        kernel, (solution, reason), got, want = run_variant(op, arrays, f"{node}_{variant}")
+        count = int(variant.split("lanes")[-1].split("per_group")[-1])
+        assert solution == f"{node}_{variant}"
+        assert kernel.lds[0].count == count * math.prod(op.attrs["radices"])   # the workgroup's transforms in LDS
+        assert (f"{count} transforms per workgroup side by side" in reason) == variant.startswith("lanes"), reason
+        assert ("named by the call's solution" in reason) == (solution != op.attrs["solution"]), reason
+        assert relative_error(got, want) <= bound(math.prod(op.attrs["radices"]), np.complex64, "f32"), variant
+
+
+@pytest.mark.slow
+def test_batch_variants_do_not_spill():
+    """The butterfly-major kernel's batch classes on gfx942: one, two and sixteen transforms of 64 per
+    workgroup (64 and 256 work-items), in f32 and f64."""
+    for dtype in (np.complex64, np.complex128):
+        op, _ = stockham_call(lambda v: lax.fft(v, "FFT", (64,)), rng_complex((4, 64), dtype))
+        for count in (1, 2, 16):
+            solution = f"stockham_len64_radix[16,4]_per_group{count}"
+            named = build_op("library_call", op.operands, {**op.attrs, "solution": solution})
+            resources = amdgpu.compile_kernel(LIBRARIES["fft"].emit(named, "forced", get_target())).resources
+            assert resources.vgpr_spill_count == resources.sgpr_spill_count == resources.scratch_bytes == 0, resources
+
+
+@pytest.mark.parametrize("function,shape,variant,message", [
+    (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), "lanes16", "spread (0)"),          # rows in place
+    (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), "per_group43", "1 to 42 transforms of 96 per workgroup fit"),
+    (lambda v: cj.numpy.fft.fftn(v), (8, 16, 24), "lanes32", "lanes run (16, 8, 4)"),
+    (lambda v: lax.fft(v, "FFT", (96,)), (5, 96), "per_group", "is not a variant of"),
+])
+def test_a_named_solution_the_call_cannot_run(function, shape, variant, message):
+    op, arrays = stockham_call(function, rng_complex(shape, np.complex64))
+    node = fft_plan.Node(math.prod(op.attrs["radices"]), tuple(op.attrs["radices"])).name
+    named = build_op("library_call", op.operands, {**op.attrs, "solution": f"{node}_{variant}"})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        LIBRARIES["fft"].emit(named, "forced", get_target())
+
+
+def test_the_report_says_the_batch_class():
+    """A short batch spreads its transforms (8 of 27 a workgroup keep a wave of butterflies in each
+    pass), a long one packs them (about 1024 elements)."""
+    for batch, variant, reason in ((3, "per_group8", "a batch of 3: 8 per workgroup, not 37"),
+                                   (20000, "per_group37", "many transforms: 37 per")):
+        compiled = cj.jit(lambda v: lax.fft(v, "FFT", (27,))).lower(rng_complex((batch, 27), np.complex64)).compile()
+        (kernel,) = [k for k in compiled.kernels if k.solution.startswith("stockham")]
+        assert kernel.solution == f"stockham_len27_radix[3,3,3]_{variant}" and reason in kernel.selection, kernel.selection
 
 
 # (shape, kind, lengths, dtype): primes whose Bluestein M has a two-pass plan with lanes for both passes
@@ -325,6 +478,15 @@ def test_every_length_to_4096(length):
                                             (101, False)])
 def test_c64_lengths(length, inverse):
     check_fft(length, np.complex64, inverse=inverse)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("length", [*range(1, 257), *range(257, 4097, 61), *(2 ** e for e in range(9, 13))])
+def test_c64_length_classes(length):
+    """f32 in float32's eps over the README accuracy table's classes to 4096 (benchmarks/fft_accuracy.py):
+    every length to 256, every 61st to 4096, the powers of two; the longer classes are in
+    test_powers_of_two and test_primes_and_mixed_radices."""
+    check_fft(length, np.complex64, batch=1)
 
 
 @pytest.mark.slow
