@@ -42,7 +42,7 @@ import numpy as np
 from ..ir.core import Module, Op, Region, Value, walk
 from ..ir.ops.reduce import reducer_identity
 from ..ir.targets import Target, get_target
-from ..ir.types import TensorType
+from ..ir.types import NUMPY_DTYPES, TensorType
 from .fusion import MAX_ROW_ELEMENTS
 from .opclasses import ELEMENTWISE
 from .rewrite import Rebuilder, Scope, eliminate_dead_code
@@ -52,8 +52,9 @@ MIN_REDUCED_ELEMENTS = MAX_ROW_ELEMENTS + 1
 # The partials are counted per CU of the target (ir/targets.py), so that the first reduce fills it:
 PARTIAL_ROWS_PER_CU = 4      # partials of a trailing reduce, a workgroup each (1216 on gfx942's 304 CUs)
 MIN_CHUNK = 1024        # elements per partial row at least: 4 for each of a 256-work-item workgroup
-PARTIAL_ITEMS_PER_CU = 256   # partials of another reduce, a work-item each: a workgroup of 256 per CU
-MIN_ITEM_CHUNK = 64     # elements per partial of a work-item at least: its loop, not the launch, dominates
+PARTIAL_ITEMS_PER_CU = 256   # partials of another reduce, a work-item's 16 bytes of consecutive
+ITEM_BYTES = 16              # columns each (lowering/tiling.py: column_vector): a workgroup of 256 per CU
+MIN_ITEM_CHUNK = 32     # rows per partial of a work-item at least: its loop, not the launch, dominates
 MIN_PARTIALS = 4        # fewer partials per result do not pay for a second kernel
 MIN_SHORT_ROW_PARTIALS = 16   # nor, for rows a work-item's loop keeps on chip anyway, fewer than this
 WIDE = {"f16": "f32", "bf16": "f32"}   # what half floats accumulate in (ir/ops/reduce.py)
@@ -105,7 +106,8 @@ def plan_split(op: Op, target: Target | None = None) -> Split | None:
         # few: a bias gradient (sum over [32, 14, 14] of 16 channels) is 16 work-items' loops.
         if n * kept < MIN_REDUCED_ELEMENTS:
             return None
-        partials = min(PARTIAL_ITEMS_PER_CU * units // kept, n // MIN_ITEM_CHUNK)
+        columns = max(ITEM_BYTES // NUMPY_DTYPES[op.operands[0].type.dtype].itemsize, 1)
+        partials = min(PARTIAL_ITEMS_PER_CU * columns * units // kept, n // MIN_ITEM_CHUNK)
     if partials < (MIN_SHORT_ROW_PARTIALS if n < MIN_REDUCED_ELEMENTS else MIN_PARTIALS):
         return None
     # A divisor of N, down to half as many partials, needs no padding (nor its select).
