@@ -52,9 +52,11 @@ MIN_REDUCED_ELEMENTS = MAX_ROW_ELEMENTS + 1
 # The partials are counted per CU of the target (ir/targets.py), so that the first reduce fills it:
 PARTIAL_ROWS_PER_CU = 4      # partials of a trailing reduce, a workgroup each (1216 on gfx942's 304 CUs)
 MIN_CHUNK = 1024        # elements per partial row at least: 4 for each of a 256-work-item workgroup
-PARTIAL_ITEMS_PER_CU = 256   # partials of another reduce, a work-item's 16 bytes of consecutive
-ITEM_BYTES = 16              # columns each (lowering/tiling.py: column_vector): a workgroup of 256 per CU
-MIN_ITEM_CHUNK = 32     # rows per partial of a work-item at least: its loop, not the launch, dominates
+PARTIAL_ITEMS_PER_CU = 256   # work-items of another reduce's partials: a workgroup of 256 per CU (a partial per column)
+MIN_ITEM_CHUNK = 64     # elements per partial of a work-item at least: its loop, not the launch, dominates;
+MIN_ITEM_ROWS = 32      # rows at least where it takes several columns (item_columns) of each
+ITEM_BYTES = 16         # a work-item's columns (lowering/tiling.py: column_vector), in whole waves of WAVE
+WAVE = 64
 MIN_PARTIALS = 4        # fewer partials per result do not pay for a second kernel
 MIN_SHORT_ROW_PARTIALS = 16   # nor, for rows a work-item's loop keeps on chip anyway, fewer than this
 WIDE = {"f16": "f32", "bf16": "f32"}   # what half floats accumulate in (ir/ops/reduce.py)
@@ -85,6 +87,16 @@ class Split:
         self.second_axis = len(lead)
 
 
+def item_columns(kept_after: int, dtype: str) -> int:
+    """Consecutive columns a work-item of the first reduce takes when the kept axes are trailing:
+    lowering/tiling.py's column_vector rule for the operand's dtype (ITEM_BYTES of it, halved
+    until a wave's columns divide the kept elements)."""
+    columns = max(ITEM_BYTES // NUMPY_DTYPES[dtype].itemsize, 1)
+    while columns > 1 and kept_after % (WAVE * columns):
+        columns //= 2
+    return columns
+
+
 def plan_split(op: Op, target: Target | None = None) -> Split | None:
     """The split of reduce `op` for `target` (None: the default), or None where it does not pay
     (see the thresholds above)."""
@@ -106,8 +118,9 @@ def plan_split(op: Op, target: Target | None = None) -> Split | None:
         # few: a bias gradient (sum over [32, 14, 14] of 16 channels) is 16 work-items' loops.
         if n * kept < MIN_REDUCED_ELEMENTS:
             return None
-        columns = max(ITEM_BYTES // NUMPY_DTYPES[op.operands[0].type.dtype].itemsize, 1)
-        partials = min(PARTIAL_ITEMS_PER_CU * columns * units // kept, n // MIN_ITEM_CHUNK)
+        columns = item_columns(kept_after, op.operands[0].type.dtype)
+        partials = min(PARTIAL_ITEMS_PER_CU * columns * units // kept,
+                       n // (MIN_ITEM_CHUNK if columns == 1 else MIN_ITEM_ROWS))
     if partials < (MIN_SHORT_ROW_PARTIALS if n < MIN_REDUCED_ELEMENTS else MIN_PARTIALS):
         return None
     # A divisor of N, down to half as many partials, needs no padding (nor its select).
