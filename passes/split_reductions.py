@@ -15,7 +15,8 @@ The operand's shape is read as (K1, N, K2): kept elements before the reduced one
 kept after (the reduced axes must be contiguous once 1-sized axes are dropped; other reduces are
 left alone). N is padded to P * k and the operand reshaped to (K1, P, k, K2), 1-sized K1 and K2
 left out, then reduced over k: each partial reduces a contiguous chunk. With K2 = 1 (reduced axes
-trailing) a workgroup reduces each chunk; otherwise a work-item does, streaming through its chunk
+trailing) a workgroup reduces each chunk; otherwise a work-item does (of 16 bytes of consecutive
+columns where they come in whole waves: item_columns), streaming through its chunk
 (the strided order (K1, k, P, K2), whose waves read consecutive elements, ran the host's loops
 up to 10x slower: P * K2 * itemsize a multiple of 4 KiB puts a work-item's every load in one
 cache set). The second reduce takes the partials (K1, P, K2) transposed to (K1, K2, P), so that
@@ -52,7 +53,7 @@ MIN_REDUCED_ELEMENTS = MAX_ROW_ELEMENTS + 1
 # The partials are counted per CU of the target (ir/targets.py), so that the first reduce fills it:
 PARTIAL_ROWS_PER_CU = 4      # partials of a trailing reduce, a workgroup each (1216 on gfx942's 304 CUs)
 MIN_CHUNK = 1024        # elements per partial row at least: 4 for each of a 256-work-item workgroup
-PARTIAL_ITEMS_PER_CU = 256   # work-items of another reduce's partials: a workgroup of 256 per CU (a partial per column)
+PARTIAL_ITEMS_PER_CU = 256   # partials of another reduce: a workgroup of 256 work-items per CU, item_columns each
 MIN_ITEM_CHUNK = 64     # elements per partial of a work-item at least: its loop, not the launch, dominates;
 MIN_ITEM_ROWS = 32      # rows at least where it takes several columns (item_columns) of each
 ITEM_BYTES = 16         # a work-item's columns (lowering/tiling.py: column_vector), in whole waves of WAVE
