@@ -196,14 +196,15 @@ class Accumulator:
 
 
 def accumulate_loop(emitter: "ElementalEmitter", count: int, accumulators, body: Callable[[K.Expr], None],
-                    hint: str = "j", per_iteration: int = 1):
+                    hint: str = "j", per_iteration: int = 1, uniform: bool = False):
     """for j in 0..count: body(j), where body adds `per_iteration` elements to `accumulators`; when
     one is blocked and the loop's elements exceed SUM_BLOCK, as blocks of SUM_BLOCK elements (and a
-    last, shorter one). `per_iteration` divides SUM_BLOCK (a power of 2 up to 16)."""
+    last, shorter one). `per_iteration` divides SUM_BLOCK (a power of 2 up to 16). `uniform`: every
+    work-item runs the loops (see ElementalEmitter.loop)."""
     blocked = [acc for acc in accumulators if acc.blocked]
     block_count = SUM_BLOCK // per_iteration
     if not blocked or count <= block_count:
-        emitter.loop(count, body, hint)
+        emitter.loop(count, body, hint, uniform)
         return
     blocks, tail = divmod(count, block_count)
     for acc in blocked:
@@ -212,10 +213,10 @@ def accumulate_loop(emitter: "ElementalEmitter", count: int, accumulators, body:
     def block(first, size):
         for acc in blocked:
             acc.start_block()
-        emitter.loop(size, lambda k: body(first + k), hint)
+        emitter.loop(size, lambda k: body(first + k), hint, uniform)
         for acc in blocked:
             acc.end_block()
-    emitter.loop(blocks, lambda b: block(b * block_count, block_count), "block")
+    emitter.loop(blocks, lambda b: block(b * block_count, block_count), "block", uniform)
     if tail:
         block(K.Const(blocks * block_count, emitter.index_dtype), tail)
 
@@ -271,13 +272,15 @@ class ElementalEmitter:
             self.blocks.pop()
             self.memos.pop()
 
-    def loop(self, count: int, body: Callable[[K.Var], None], hint: str = "j"):
-        """for j in 0..count: body(j), in a block of its own."""
+    def loop(self, count: int, body: Callable[[K.Var], None], hint: str = "j", uniform: bool = False):
+        """for j in 0..count: body(j), in a block of its own. `uniform` (K.For's flag): every
+        work-item of the workgroup runs it, outside any branch that depends on the work-item, so the
+        host runs the loop once for the workgroup with its work-item loops inside."""
         j = self.new_var(hint, self.index_dtype)
         with self.block() as stmts:
             body(j)
         self.emit(K.For(j, K.Const(0, self.index_dtype), K.Const(count, self.index_dtype),
-                        K.Const(1, self.index_dtype), stmts))
+                        K.Const(1, self.index_dtype), stmts, uniform))
 
     def index(self, shape, components=None, linear=None) -> Index:
         return Index(shape, self.index_dtype, components, linear)

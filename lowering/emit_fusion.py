@@ -230,6 +230,9 @@ class Rows:
 
 
 def build_row_per_item(fk: FusionKernel):
+    if fk.config.vector > 1:
+        build_columns_per_item(fk)
+        return
     e, rows = fk.emitter, Rows(fk)
     count = math.prod(rows.kept_shape)
     width = fk.config.workgroup_size
@@ -254,6 +257,35 @@ def build_row_per_item(fk: FusionKernel):
         e.emit(K.If(row < count, guarded))
     else:
         body()
+
+
+def build_columns_per_item(fk: FusionKernel):
+    """row_per_item where a work-item takes `vector` columns of the last axis (tiling.column_vector:
+    per-row results only, one phase, a workgroup's columns within one row of the last axis): the
+    workgroup's columns start at group x width x vector, the work-item's lie at its span offsets
+    (consecutive on the GPU: one vector load per row; across the work-items on the host). One
+    uniform loop over the rows adds each column's element to its accumulator, in row order as
+    `reduce` does, so the sums round alike on either side."""
+    e, rows, vector = fk.emitter, Rows(fk), fk.config.vector
+    start = fk.group * (fk.config.workgroup_size * vector)
+    first = e.index(rows.kept_shape, linear=start).components
+    offsets = [K.span_offset(vector, u, fk.idx) for u in range(vector)]
+    columns = [e.index(rows.kept_shape, components=first[:-1] + (first[-1] + offset,), linear=start + offset)
+               for offset in offsets]
+    slots = [[Accumulator(e, r.attrs["reducer"], r.operands[0].type.dtype) for _ in columns] for r in rows.reduces]
+
+    def row_element(j):
+        for row_index, u in zip(columns, range(vector)):
+            index = rows.full_index(fk, row_index, j)
+            for r, accs in zip(rows.reduces, slots):
+                accs[u].add(e.value_at(r.operands[0], index))
+    accumulate_loop(e, rows.row_size, [acc for accs in slots for acc in accs], row_element, uniform=True)
+    for row_index, u in zip(columns, range(vector)):  # per column: its totals, the results computed from them
+        for r, accs in zip(rows.reduces, slots):
+            e.precomputed[id(r.result)] = accs[u].narrow(accs[u].var)
+        fk.store_results(rows.per_row, row_index, row_index.linear)
+    for r in rows.reduces:
+        del e.precomputed[id(r.result)]
 
 
 def build_row_per_workgroup(fk: FusionKernel):

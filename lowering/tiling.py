@@ -26,7 +26,10 @@ kernel it describes (and the reports call it again to print the reasons). Strate
   (softmax reads x once); past MAX_UNROLLED_ELEMENTS each phase loops over the row and recomputes.
 - "row_per_item" (other reductions: columns, middle axes, short rows, empty rows): each work-item
   loops over one row; consecutive work-items take consecutive rows, contiguous when the kept axes
-  are the trailing ones (column sums).
+  are the trailing ones (column sums). Where the last axis is kept and every result is per row, a
+  work-item takes `vector` columns at its span offsets (16 bytes, as row_per_workgroup's groups)
+  with an accumulator each, and the loop over the rows is uniform: the host runs it once per
+  workgroup with its work-item loops inside, vectorized across consecutive columns.
 
 Every choice is recorded as text in `reasons`, e.g. "row of 1024 f32: 64 work-items x 16 elements".
 """
@@ -58,7 +61,8 @@ class LaunchConfig:
     unrolled: bool = True        # row_per_workgroup: row elements unrolled (kept in registers)
     reasons: tuple[str, ...] = ()
     grid_rows: int = 1           # the grid's second dimension: loop_by_rows' rows
-    vector: int = 1              # row_per_workgroup: consecutive row elements a work-item takes at a time
+    vector: int = 1              # row_per_workgroup: consecutive row elements a work-item takes at a time;
+                                 # row_per_item: consecutive columns (rows) a work-item takes
 
     def describe(self) -> str:
         grid = f"({self.grid}, {self.grid_rows})" if self.grid_rows > 1 else f"{self.grid}"
@@ -248,14 +252,44 @@ def reduction_config(op: Op, region: Region, signature, target: Target) -> Launc
     why = ("the reduced axes are not the trailing ones: consecutive work-items take consecutive rows, "
            "so loads are contiguous across a wave when the kept axes are trailing" if not trailing else
            "rows shorter than a wave: one row per work-item")
-    width = min(LOOP_WORKGROUP, round_up(max(rows, 1), WAVE))
-    while width > WAVE and -(-rows // width) < target.compute_units:
+    vector = column_vector(region, shape, axes)
+    items = -(-rows // vector)
+    width = min(LOOP_WORKGROUP, round_up(max(items, 1), WAVE))
+    while width > WAVE and (-(-items // width) < target.compute_units or shape[-1] % (width * vector) and vector > 1):
         width = max(WAVE, width // 2 // WAVE * WAVE)   # smaller workgroups (whole waves) reach more of the CUs
-    grid = -(-rows // width)
+    grid = -(-items // width)
     fill = (f" (of {target.compute_units} CUs: workgroups of {width}, not {LOOP_WORKGROUP}, fill more of them)"
-            if width < min(LOOP_WORKGROUP, round_up(max(rows, 1), WAVE)) else "")
-    return LaunchConfig("row_per_item", width, max(row, 1), grid, 0, False,
-                        (what, f"{why}; {width} work-items per workgroup, grid {grid}{fill}"))
+            if width < min(LOOP_WORKGROUP, round_up(max(items, 1), WAVE)) else "")
+    reasons = [what, f"{why}; {width} work-items per workgroup, grid {grid}{fill}"]
+    if vector > 1:
+        reasons.append(f"a work-item takes {vector} consecutive columns of the last axis ({shape[-1]}, a multiple "
+                       f"of {width * vector}) at its span offsets: on the GPU consecutive ones, {VECTOR_BYTES}-byte "
+                       f"loads; on the host consecutive work-items take consecutive columns and the loop over the "
+                       f"rows runs once per workgroup, its work-item loops inside (vectorized across columns)")
+    return LaunchConfig("row_per_item", width, max(row, 1), grid, 0, False, tuple(reasons), vector=vector)
+
+
+def column_vector(region: Region, shape, axes) -> int:
+    """Columns a row_per_item work-item takes at a time (row_vector's width, halved until a wave of
+    work-items takes a whole number of rows of the last axis), where that axis is kept, every
+    result is per row and no reduce reads another (one loop over the rows, an accumulator per
+    column); else 1."""
+    if not math.prod(shape) or len(shape) - 1 in axes:
+        return 1
+    kept_shape = tuple(d for i, d in enumerate(shape) if i not in axes)
+    reduces = [op for op in region.ops if op.name == "reduce"]
+    if any(v.type.shape != kept_shape for v in region.outputs) or any(reads_a_reduce(r.operands[0]) for r in reduces):
+        return 1
+    vector = row_vector(region, math.prod(shape))
+    while vector > 1 and shape[-1] % (WAVE * vector):
+        vector //= 2
+    return vector
+
+
+def reads_a_reduce(value) -> bool:
+    """Whether a region value depends on a reduce of its region."""
+    op = value.producer
+    return op is not None and (op.name == "reduce" or any(reads_a_reduce(v) for v in op.operands))
 
 
 def live_words(region: Region, shape) -> int:

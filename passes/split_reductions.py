@@ -15,7 +15,8 @@ The operand's shape is read as (K1, N, K2): kept elements before the reduced one
 kept after (the reduced axes must be contiguous once 1-sized axes are dropped; other reduces are
 left alone). N is padded to P * k and the operand reshaped to (K1, P, k, K2), 1-sized K1 and K2
 left out, then reduced over k: each partial reduces a contiguous chunk. With K2 = 1 (reduced axes
-trailing) a workgroup reduces each chunk; otherwise a work-item does, streaming through its chunk
+trailing) a workgroup reduces each chunk; otherwise a work-item does (of 16 bytes of consecutive
+columns where they come in whole waves: item_columns), streaming through its chunk
 (the strided order (K1, k, P, K2), whose waves read consecutive elements, ran the host's loops
 up to 10x slower: P * K2 * itemsize a multiple of 4 KiB puts a work-item's every load in one
 cache set). The second reduce takes the partials (K1, P, K2) transposed to (K1, K2, P), so that
@@ -42,7 +43,7 @@ import numpy as np
 from ..ir.core import Module, Op, Region, Value, walk
 from ..ir.ops.reduce import reducer_identity
 from ..ir.targets import Target, get_target
-from ..ir.types import TensorType
+from ..ir.types import NUMPY_DTYPES, TensorType
 from .fusion import MAX_ROW_ELEMENTS
 from .opclasses import ELEMENTWISE
 from .rewrite import Rebuilder, Scope, eliminate_dead_code
@@ -52,8 +53,11 @@ MIN_REDUCED_ELEMENTS = MAX_ROW_ELEMENTS + 1
 # The partials are counted per CU of the target (ir/targets.py), so that the first reduce fills it:
 PARTIAL_ROWS_PER_CU = 4      # partials of a trailing reduce, a workgroup each (1216 on gfx942's 304 CUs)
 MIN_CHUNK = 1024        # elements per partial row at least: 4 for each of a 256-work-item workgroup
-PARTIAL_ITEMS_PER_CU = 256   # partials of another reduce, a work-item each: a workgroup of 256 per CU
-MIN_ITEM_CHUNK = 64     # elements per partial of a work-item at least: its loop, not the launch, dominates
+PARTIAL_ITEMS_PER_CU = 256   # partials of another reduce: a workgroup of 256 work-items per CU, item_columns each
+MIN_ITEM_CHUNK = 64     # elements per partial of a work-item at least: its loop, not the launch, dominates;
+MIN_ITEM_ROWS = 32      # rows at least where it takes several columns (item_columns) of each
+ITEM_BYTES = 16         # a work-item's columns (lowering/tiling.py: column_vector), in whole waves of WAVE
+WAVE = 64
 MIN_PARTIALS = 4        # fewer partials per result do not pay for a second kernel
 MIN_SHORT_ROW_PARTIALS = 16   # nor, for rows a work-item's loop keeps on chip anyway, fewer than this
 WIDE = {"f16": "f32", "bf16": "f32"}   # what half floats accumulate in (ir/ops/reduce.py)
@@ -84,6 +88,16 @@ class Split:
         self.second_axis = len(lead)
 
 
+def item_columns(kept_after: int, dtype: str) -> int:
+    """Consecutive columns a work-item of the first reduce takes when the kept axes are trailing:
+    lowering/tiling.py's column_vector rule for the operand's dtype (ITEM_BYTES of it, halved
+    until a wave's columns divide the kept elements)."""
+    columns = max(ITEM_BYTES // NUMPY_DTYPES[dtype].itemsize, 1)
+    while columns > 1 and kept_after % (WAVE * columns):
+        columns //= 2
+    return columns
+
+
 def plan_split(op: Op, target: Target | None = None) -> Split | None:
     """The split of reduce `op` for `target` (None: the default), or None where it does not pay
     (see the thresholds above)."""
@@ -105,7 +119,9 @@ def plan_split(op: Op, target: Target | None = None) -> Split | None:
         # few: a bias gradient (sum over [32, 14, 14] of 16 channels) is 16 work-items' loops.
         if n * kept < MIN_REDUCED_ELEMENTS:
             return None
-        partials = min(PARTIAL_ITEMS_PER_CU * units // kept, n // MIN_ITEM_CHUNK)
+        columns = item_columns(kept_after, op.operands[0].type.dtype)
+        partials = min(PARTIAL_ITEMS_PER_CU * columns * units // kept,
+                       n // (MIN_ITEM_CHUNK if columns == 1 else MIN_ITEM_ROWS))
     if partials < (MIN_SHORT_ROW_PARTIALS if n < MIN_REDUCED_ELEMENTS else MIN_PARTIALS):
         return None
     # A divisor of N, down to half as many partials, needs no padding (nor its select).

@@ -176,6 +176,9 @@ PROGRAMS = {
     "broadcast_where": (lambda x, y: cnp.where(x > 0, x, y[:, None] * 2), (normal(65, 129), normal(65))),
     "sum_rows": (lambda x: cnp.sum(x, axis=1), (normal(37, 1000),)),
     "sum_columns": (lambda x: cnp.sum(x, axis=0), (normal(300, 77),)),
+    # 16 bytes of consecutive columns per work-item at its span offsets (lowering/tiling.py: column_vector)
+    "sum_columns_vector": (lambda x: cnp.sum(x, axis=0), (normal(300, 256),)),
+    "mean_max_columns_f16": (lambda x: cnp.mean(x, axis=1) + cnp.max(x, axis=1), (normal(5, 40, 512, dtype=np.float16),)),
     "max_all": (lambda x: cnp.max(x), (normal(100_003),)),
     "argmax_rows": (lambda x: cnp.argmax(x, axis=-1), (normal(33, 515),)),
     "softmax": (test_amdgpu.softmax, (normal(19, 1030),)),

@@ -706,3 +706,36 @@ def test_column_reductions_take_whole_waves_as_their_workgroups_shrink(columns):
     (actual, expected, config), = fused(lambda a: cnp.max(a, axis=0), x, strategies=["row_per_item"])
     assert config.workgroup_size % 64 == 0
     assert_same(actual[0], expected[0])
+
+
+
+@pytest.mark.parametrize("f, shape, axes, dtype, vector", [
+    (lambda a: cnp.sum(a, axis=0), (37, 256), (0,), np.float32, 4),
+    (lambda a: cnp.sum(a, axis=1), (5, 9, 512), (1,), np.float16, 8),
+    (lambda a: cnp.max(a, axis=(0, 1)), (3, 4, 128), (0, 1), ml_dtypes.bfloat16, 2),
+    (lambda a: cnp.mean(a * a, axis=0) + cnp.min(a, axis=0), (70, 320), (0,), np.float32, 1),
+    (lambda a: cnp.mean(a * a, axis=0) + cnp.min(a, axis=0), (70, 512), (0,), np.float32, 4)])
+def test_column_reductions_take_sixteen_bytes_of_columns_per_work_item(f, shape, axes, dtype, vector):
+    """A column reduction's work-item takes `vector` consecutive columns (16 bytes where the last
+    axis is a multiple of a wave's) at its span offsets, with an accumulator each, in one uniform
+    loop over the rows. Each column's elements are added in row order whichever work-item takes it:
+    the host's assignment and the GPU's (ir/kernel.py: span_offsets_resolved) give the same bits,
+    within a reordered sum's bound of the interpreter; the gfx942 code loads `vector` elements per
+    lane at once."""
+    x = random(shape, dtype, special=False)
+    module = run_pipeline(cj.make_graph(f)(x)).module
+    (op, operands, results), = [t for t in top_level_ops(module, [x]) if t[0].name == "fusion"]
+    config = launch_config(op)
+    assert (config.strategy, config.vector) == ("row_per_item", vector)
+    kernel = emit_kernel(op, "k", TARGET)
+    host = run_kernel(kernel, operands, results)
+    for a, b in zip(host, run_kernel(K.span_offsets_resolved(kernel, item_major=True), operands, results)):
+        assert_same(a, b)
+    wide = x.astype(np.float64)
+    bound = reduction_bound(np.abs(wide) + wide * wide, axes) + np.abs(results[0].astype(np.float64)) * (
+        2 ** -10 if dtype == np.float16 else 2 ** -7 if dtype == ml_dtypes.bfloat16 else 0)
+    assert np.all(np.abs(host[0].astype(np.float64) - results[0].astype(np.float64)) <= bound)
+    if vector > 1:
+        assert any(isinstance(s, K.For) and s.uniform for s in K.walk(kernel.body))
+        width = {4: "dword", 8: "dwordx2", 16: "dwordx4"}[vector * x.dtype.itemsize]
+        assert set(re.findall(r"global_load_(\w+)", amdgpu.assembly(kernel, TARGET.name))) == {width}

@@ -78,6 +78,14 @@ def test_survey_of_row_kernels_reads_sixteen_bytes_per_lane(program):
     assert "loads are" not in row.finding
 
 
+def test_survey_of_a_column_sum_reads_sixteen_bytes_per_lane_over_the_cus():
+    # The partial column sums: 4 consecutive columns per work-item at its span offsets (one
+    # global_load_dwordx4 per row), enough partials for a grid that fills the CUs.
+    partials, total = survey("gfx942", ["sum_columns_f32"])
+    assert partials.load_bytes == (16, 16) and partials.grid[0] >= 304 and partials.flags == ()
+    assert "loads are" not in partials.finding and total.flags == ()
+
+
 def test_survey_of_a_gemm_and_a_full_sum_flags_neither():
     # The GEMM's next-tile loads are waited for after this tile's MFMAs (only the first tile's,
     # before the loop, are not); the sum's partials, a workgroup per 16384 elements, load 16
@@ -99,11 +107,11 @@ def test_survey_command_exit_status_says_whether_a_kernel_is_flagged():
     def run(*args):
         return subprocess.run([sys.executable, "-m", "cdnajit", "survey", *args], capture_output=True, text=True,
                               timeout=600, env={**os.environ, "CDNAJIT_DUMP_DIR": ""})
-    flagged = run("--only", "sum_columns_f32,gemm_f16_small", "--flagged")
+    flagged = run("--only", "cumsum_row_f32,gemm_f16_small", "--flagged")
     assert flagged.returncode == 1, flagged.stderr
     lines = flagged.stdout.splitlines()
-    assert [line.split()[0] for line in lines[1:4]] == ["sum_columns_f32", "sum_columns_f32", "gemm_f16_small"]
+    assert [line.split()[0] for line in lines[1:4]] == ["cumsum_row_f32", "cumsum_row_f32", "gemm_f16_small"]
     assert "loads are 4-byte per lane" in flagged.stdout
-    # softmax's rows: 16 bytes per lane at its span offsets, loads and stores alike.
-    assert run("--only", "transpose_f32,softmax_f16", "--flagged").returncode == 0
+    # softmax's rows and the column sum's columns: 16 bytes per lane at their span offsets.
+    assert run("--only", "transpose_f32,softmax_f16,sum_columns_f32", "--flagged").returncode == 0
     assert len(CORPUS) >= 20
