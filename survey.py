@@ -12,13 +12,16 @@ time) and limiter (runtime/perf_model.py). FLAGS, each a predicate on a `SurveyR
 - occupancy 1: one wave per SIMD or fewer, nothing to hide latency with;
 - narrow loads: a memory-bound kernel (limited by HBM, cache or CU memory traffic) whose global
   loads move less than 16 bytes per lane;
-- small grid: fewer workgroups than CUs on kernel inputs over LARGE_INPUT_BYTES;
+- small grid: fewer workgroups than CUs on kernel inputs over LARGE_INPUT_BYTES (the read-only
+  buffers its code loads from: a parameter may be declared and never read, as the single-pass
+  scan's state-zeroing kernel declares the scan's input to keep it apart from another scan's);
 - no MFMA overlap: a kernel with MFMAs where every wait for global loads comes before any MFMA
   issued after those loads (no prefetch of the next tile behind this tile's math).
 The corpus's shapes are large enough to fill an MI300X (a few to tens of MB per input).
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -28,6 +31,8 @@ import cdnajit as cj
 import cdnajit.lax as lax
 import cdnajit.numpy as cnp
 from cdnajit.codegen import amdgpu
+from cdnajit.ir import kernel as K
+from cdnajit.ir.kernel_verifier import sub_expressions
 from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES
 
@@ -85,7 +90,7 @@ class SurveyRow:
     program: str
     kernel: str
     grid: tuple
-    input_bytes: int             # the kernel's read-only buffers
+    input_bytes: int             # the read-only buffers the kernel loads from
     vgprs: int
     vgprs_allocated: int         # by the kernel descriptor
     agprs: int
@@ -147,7 +152,9 @@ def survey_program(name: str, target: str) -> list[SurveyRow]:
     compiled = cj.jit(fn, target=target).lower(*arrays).compile()
     rows = []
     for report, kernel in zip(compiled.kernels, compiled.executable.kernels):
-        input_bytes = sum(kernel.launch_count(b) * NUMPY_DTYPES[b.dtype].itemsize for b in kernel.buffers if b.readonly)
+        read = loaded_buffers(kernel)
+        input_bytes = sum(kernel.launch_count(b) * NUMPY_DTYPES[b.dtype].itemsize for b in kernel.buffers
+                          if b.readonly and b.name in read)
         assembly = amdgpu.assembly(kernel, target)
         mfmas, before, overlapped = load_waits(assembly)
         rows.append(SurveyRow(
@@ -157,6 +164,25 @@ def survey_program(name: str, target: str) -> list[SurveyRow]:
             waits_before_mfma=before, waits_overlapped=overlapped, efficiency=report.efficiency,
             limiter=report.limiter, finding="; ".join(report.findings[1:])))
     return rows
+
+
+def loaded_buffers(kernel: K.Kernel) -> set[str]:
+    """The names of the buffers that the kernel's statements load from."""
+    def loads(expr):
+        if isinstance(expr, K.Load):
+            yield expr.buffer.name
+        for sub in sub_expressions(expr):
+            yield from loads(sub)
+
+    def operands(value):
+        if isinstance(value, K.Expr):
+            yield value
+        elif isinstance(value, tuple):
+            for item in value:
+                yield from operands(item)
+
+    return {name for stmt in K.walk(kernel.body) for field in dataclasses.fields(stmt)
+            for expr in operands(getattr(stmt, field.name)) for name in loads(expr)}
 
 
 def survey(target: str = "gfx942", only=None) -> list[SurveyRow]:
