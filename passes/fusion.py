@@ -275,10 +275,14 @@ def plan_region(region: Region) -> FusionPlan:
 
 
 def is_view(plan: FusionPlan, group: Group) -> bool:
-    """A group of one reshape of a value made outside it: the executable runs it as a view of its
-    operand (a bitcast), with no kernel."""
-    (i,) = group.members if len(group.members) == 1 else (None,)
-    return i is not None and plan.ops[i].name == "reshape" and not plan.is_copied(plan.ops[i].operands[0])
+    """A group of reshapes only, each of a value made outside it or of another of them: the executable
+    runs each as a view of its operand (a bitcast), with no kernel. Such groups come from the library
+    matcher, which reshapes a GEMM's operands: siblings, reshapes of one value for several GEMMs,
+    merge, and a reshape of a GEMM's result joins the reshape that views it as the next one's operand."""
+    results = {id(plan.ops[i].result) for i in group.members}
+    return all(plan.ops[i].name == "reshape" and (id(plan.ops[i].operands[0]) in results
+                                                  or not plan.is_copied(plan.ops[i].operands[0]))
+               for i in group.members)
 
 
 class Fuser(Rebuilder):
@@ -298,7 +302,8 @@ class Fuser(Rebuilder):
             if group is None:
                 self.copy_op(plan.ops[node], scope)
             elif group.outputs and is_view(plan, group):
-                self.copy_op(plan.ops[node], scope)
+                for i in sorted(group.members):
+                    self.copy_op(plan.ops[i], scope)
             elif group.outputs:
                 self.emit_fusion(plan, group, scope)
         return scope.lookup(region.outputs)
