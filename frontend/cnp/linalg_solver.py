@@ -20,8 +20,9 @@ products are large GEMMs:
   - trsm: recursive on the rows, leaves multiplying by the inverse of their diagonal block (trtri;
     rocBLAS's way, so that the work is GEMM).
   - geqrf: recursive QR (geqrt), the reflections of the left half applied to the right half in
-    compact WY form (larfb as GEMMs), T built from the halves' (Elmroth and Gustavson), leaves
-    qr_leaf columns wide (the block-size heuristic: narrow for few matrices); orgqr likewise;
+    compact WY form (larfb as GEMMs), T built from the halves' (Elmroth and Gustavson) within blocks
+    of QR_WY_COLUMNS, which are applied one after another above (blocked_qr), leaves qr_leaf columns
+    wide (the block-size heuristic: narrow for few matrices); orgqr's T likewise;
   - getri: A^-1 = U^-1 L^-1 P, L^-1 by a recursive trtri (GEMMs), U^-1 by trsm; potrs: two trsm.
 svd of a real matrix is gesvd: gebrd's bidiagonalization (unblocked), bdsqr's QR iteration logging
 its rotations, Q and P formed by orgqr (compact WY above SMALL: GEMMs) and turned by the logs in
@@ -353,10 +354,40 @@ def qr_leaf(batch: int) -> int:
     return SMALL if batch >= MANY_MATRICES else min(SMALL, QR_PANEL)
 
 
+QR_WY_COLUMNS = 128   # the widest compact-WY block of a QR whose reflections are applied as one (blocked_qr)
+
+
 def geqrf(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(QR, tau) of a stack [B, m, n] (routines.py's geqrf); see geqrt."""
-    qr, tau, _ = geqrt(a, with_t=False)
+    """(QR, tau) of a stack [B, m, n] (routines.py's geqrf); see blocked_qr."""
+    qr, tau, _ = blocked_qr(a, with_t=False)
     return qr, tau
+
+
+def blocked_qr(a: Tracer, with_t: bool) -> tuple[Tracer, Tracer, list | None]:
+    """(QR, tau, blocks) of a stack [B, m, n]: up to QR_WY_COLUMNS columns geqrt's recursive QR;
+    above, the left half's QR, its reflections applied to the right half one compact-WY block at a
+    time, then the QR of the right half's rows below the left half. blocks (when with_t): (first
+    column, T) of each block, H_first ... H_last = I - V T V^H with V the reflectors' columns first..
+    (zero above row `first`, so that each block's GEMMs take the right half's full height and no
+    slice of it). T is formed only within blocks: Elmroth and Gustavson's T of the whole left half
+    costs a GEMM of its halves' reflections (V1^H V2) as large as the update's at each level; at
+    2000x1000 with 32-column leaves their fully recursive QR takes 4.6 GFLOP of GEMMs, blocks of
+    128 columns 3.9, LAPACK's count 3.3."""
+    batch, m, n = a.shape
+    k = min(m, n)
+    if k <= QR_WY_COLUMNS:
+        qr, tau, t = geqrt(a, with_t)
+        return qr, tau, [(0, t)] if with_t else None
+    n1 = split(k, QR_WY_COLUMNS)
+    left, tau1, blocks1 = blocked_qr(a[:, :, :n1], with_t=True)
+    v1 = reflectors(left, tau1)
+    right = a[:, :, n1:]
+    for first, t in blocks1:
+        right = apply_transposed(v1[:, :, first:first + t.shape[1]], t, right)
+    lower, tau2, blocks2 = blocked_qr(right[:, n1:], with_t)
+    qr = sh.concatenate([left, sh.concatenate([right[:, :n1], lower], axis=1)], axis=2)
+    tau = sh.concatenate([tau1, tau2], axis=1)
+    return qr, tau, blocks1 + [(first + n1, t) for first, t in blocks2] if with_t else None
 
 
 def geqrt(a: Tracer, with_t: bool) -> tuple[Tracer, Tracer, Tracer | None]:
