@@ -8,7 +8,9 @@ or one right-hand side column's substitution (trsm, getrs, potrs) or one column 
 (getri, trtri) or one eigenvalue's vector (trevc); 64 work-items a workgroup, as many workgroups
 as the batch needs, so a stack of 10 000 matrices is one launch. Each kernel is written once for
 real and complex matrices (entries.py's Field: a complex entry is a (re, im) pair of expressions). The row gather lapmr is a plain copy, a
-workgroup per row. The sizes and the batch are scalar parameters: one kernel per routine,
+workgroup per row. Solution "workgroup_per_matrix" runs geqrf's steps for a few tall panels (the
+recursive QR's leaves) a workgroup per matrix, each reflection a column per work-item; solution
+"workgroup_per_column" getrs of few right-hand sides a workgroup per column. The sizes and the batch are scalar parameters: one kernel per routine,
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
 to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them recursively into leaves
 that these kernels factor and GEMM updates that libs/blas runs (QR too, in compact WY form); the
