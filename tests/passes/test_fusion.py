@@ -320,6 +320,18 @@ func @f(%0: f32[1,8,8], %1: f32[8,3]) -> (f32[8,3], f32[3,8], f32[24]) {
   %6 = reshape(%5) {new_sizes = [24]} : f32[24]
   return %3, %4, %6
 }"""),
+    # canonicalize's form of a reshape adding 1-sized dimensions, a broadcast, read by no kernel: a view.
+    ("a_unit_inserting_broadcast_read_by_no_kernel_becomes_a_view", """
+func @f(%0: f32[8,8], %1: f32[1,8,3]) -> (f32[1,8,3]) {
+  %2 = broadcast_in_dim(%0) {shape = [1, 8, 8], broadcast_dimensions = [1, 2]} : f32[1,8,8]
+  %3 = dot_general(%2, %1) {lhs_contracting = [2], rhs_contracting = [1], lhs_batch = [0], rhs_batch = [0], preferred_element_type = none} : f32[1,8,3]
+  return %3
+}""", """
+func @f(%0: f32[8,8], %1: f32[1,8,3]) -> (f32[1,8,3]) {
+  %2 = reshape(%0) {new_sizes = [1, 8, 8]} : f32[1,8,8]
+  %3 = dot_general(%2, %1) {lhs_contracting = [2], rhs_contracting = [1], lhs_batch = [0], rhs_batch = [0], preferred_element_type = none} : f32[1,8,3]
+  return %3
+}"""),
     # A dynamic_slice is a leaf: its reader's kernel reads the operand at the clamped start, and
     # the start scalars' arithmetic (0-d computed values: no iteration shape) joins that kernel.
     ("dynamic_slice_and_its_start_arithmetic_fuse_into_the_reader", """
