@@ -516,7 +516,8 @@ def geqrf_workgroup_kernel(op: Op, name: str) -> Kernel:
         # larfg, as geqrf_kernel's: beta = -sign(re alpha) ||column||, v = column below / (alpha - beta).
         *f.assign(alpha, entry(j, j)),
         *summed(norm2, partial, "i_norm", j + 1, rows, lambda r: f.squared_magnitude(entry(r, j))),
-        # (selects, not a branch: the verifier does not count a wave's sum as uniform).
+        # Whether it reflects is a select and a per-work-item if, not a uniform branch: the kernel verifier
+        # does not count a wave's sum (norm2) as uniform.
         K.Assign(beta, K.sqrt(f.squared_magnitude(alpha) + norm2)),
         K.Assign(beta, K.select(f.real(alpha) >= 0, -beta, beta)),
         *f.assign(tau, f.select(reflects, (f.from_real(beta) - alpha) / beta, f.const(0))),
