@@ -45,6 +45,7 @@ from ..ir.ops.callback import has_effects
 from .opclasses import DATA_MOVEMENT, ELEMENTWISE, SOURCES
 from .canonicalize import eliminate_common_subexpressions
 from .rewrite import Rebuilder, Scope, uses_of
+from .rules import is_unit_insertion
 
 FUSIBLE = ELEMENTWISE | DATA_MOVEMENT | SOURCES | {"reduce"}
 SMALL_CONSTANT_ELEMENTS = 1024   # constants up to this size are copied into the kernels that read them
@@ -274,11 +275,21 @@ def plan_region(region: Region) -> FusionPlan:
     return plan if nx.is_directed_acyclic_graph(plan.graph) else FusionPlan(region, exact=True)
 
 
+def is_reshape(op: Op) -> bool:
+    """A reshape, or a broadcast adding only 1-sized dimensions (canonicalize's form of such a reshape:
+    the same elements in the same order)."""
+    return op.name == "reshape" or (op.name == "broadcast_in_dim" and is_unit_insertion(op))
+
+
 def is_view(plan: FusionPlan, group: Group) -> bool:
-    """A group of one reshape of a value made outside it: the executable runs it as a view of its
-    operand (a bitcast), with no kernel."""
-    (i,) = group.members if len(group.members) == 1 else (None,)
-    return i is not None and plan.ops[i].name == "reshape" and not plan.is_copied(plan.ops[i].operands[0])
+    """A group of reshapes only, each of a value made outside it or of another of them: the executable
+    runs each as a view of its operand (a bitcast), with no kernel. Several come from the library
+    matcher, which reshapes a GEMM's operands: siblings, reshapes of one value for several GEMMs,
+    merge, and a reshape of a GEMM's result joins the reshape that views it as the next one's operand."""
+    results = {id(plan.ops[i].result) for i in group.members}
+    return all(is_reshape(plan.ops[i]) and (id(plan.ops[i].operands[0]) in results
+                                            or not plan.is_copied(plan.ops[i].operands[0]))
+               for i in group.members)
 
 
 class Fuser(Rebuilder):
@@ -298,7 +309,10 @@ class Fuser(Rebuilder):
             if group is None:
                 self.copy_op(plan.ops[node], scope)
             elif group.outputs and is_view(plan, group):
-                self.copy_op(plan.ops[node], scope)
+                for i in sorted(group.members):
+                    op = plan.ops[i]
+                    scope.bind(op.results, self.emit(scope, "reshape", scope.lookup(op.operands),
+                                                     {"new_sizes": op.result.type.shape}, location=op.location))
             elif group.outputs:
                 self.emit_fusion(plan, group, scope)
         return scope.lookup(region.outputs)

@@ -13,15 +13,17 @@ products are large GEMMs:
   - getrf: Toledo's recursive LU (the left half's LU, its row swaps on the right half's rows as
     lapmr gathers them from the matrix; U12 by trsm; the Schur complement by one GEMM; its LU; its
     swaps on L21), the same pivots as LAPACK's right-looking getrf, leaves lu_leaf columns wide
-    (narrow for few matrices, so that a leaf's panel stays in cache); det and slogdet take U's
-    diagonal without assembling LU (lu_diagonal);
+    (narrow for few matrices, so that a leaf's panel stays in cache), each level's LU in two parts,
+    its first rows and the others, as the level above reads them (lu_parts); det and slogdet take
+    U's diagonal without assembling LU (lu_diagonal);
   - potrf: recursive Cholesky, L21 by a trsm from the right (solve_adjoint_right), the Schur
     complement's lower triangle only (recursive syrk);
   - trsm: recursive on the rows, leaves multiplying by the inverse of their diagonal block (trtri;
     rocBLAS's way, so that the work is GEMM).
   - geqrf: recursive QR (geqrt), the reflections of the left half applied to the right half in
-    compact WY form (larfb as GEMMs), T built from the halves' (Elmroth and Gustavson), leaves
-    qr_leaf columns wide (the block-size heuristic: narrow for few matrices); orgqr likewise;
+    compact WY form (larfb as GEMMs), T built from the halves' (Elmroth and Gustavson) within blocks
+    of QR_WY_COLUMNS, which are applied one after another above (blocked_qr), leaves qr_leaf columns
+    wide (the block-size heuristic: narrow for few matrices); orgqr's T likewise;
   - getri: A^-1 = U^-1 L^-1 P, L^-1 by a recursive trtri (GEMMs), U^-1 by trsm; potrs: two trsm.
 svd of a real matrix is gesvd: gebrd's bidiagonalization (unblocked), bdsqr's QR iteration logging
 its rotations, Q and P formed by orgqr (compact WY above SMALL: GEMMs) and turned by the logs in
@@ -125,32 +127,43 @@ def split(n: int, unit: int) -> int:
 
 
 def getrf_recursive(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
-    """Recursive LU (Toledo's) of a tall stack [B, m, n], m >= n: the left half's LU, its row swaps
-    on the right half, U12 = L11^-1 A12, the Schur complement A22 - L21 U12 (a GEMM), its LU, and its
-    row swaps on L21. The same pivots as LAPACK's right-looking getrf, but each level moves the matrix
-    once (log(n / leaf) copies in all, where a panel loop moves it n / BLOCK times) and its products
-    are large GEMMs."""
+    """Recursive LU (Toledo's) of a tall stack [B, m, n], m >= n: lu_parts, assembled."""
+    top, bottom, pivots, permutation = lu_parts(a)
+    return sh.concatenate([top, bottom], axis=1), pivots, permutation
+
+
+def lu_parts(a: Tracer) -> tuple[Tracer, Tracer, Tracer, Tracer]:
+    """(LU's first n rows, its other rows, pivots, permutation) of a tall stack [B, m, n], m >= n, not
+    empty: above lu_leaf columns the left half's LU, its row swaps on the right half, U12 = L11^-1 A12,
+    the Schur complement A22 - L21 U12 (a GEMM), its LU, and its row swaps on L21. The same pivots
+    as LAPACK's right-looking getrf, but each level moves the matrix once (log(n / leaf) copies in
+    all, where a panel loop moves it n / BLOCK times) and its products are large GEMMs. The two parts
+    are what a level above reads apart (L11 U11 in a trsm, L21 in a GEMM), so they are not assembled
+    into one matrix only to be sliced again."""
     batch, m, n = a.shape
-    n1, left, pivots1, u12, schur = left_half_and_schur(a)
-    lower, pivots2, permutation2 = getrf(schur)
-    l21 = rows_of(left, permutation2 + n1)
-    lu = sh.concatenate([sh.concatenate([left[:, :n1], u12], axis=2), sh.concatenate([l21, lower], axis=2)], axis=1)
+    if n <= lu_leaf(batch, m, a.type.numpy_dtype.itemsize):
+        lu, pivots, permutation = solver_call("getrf", [a])
+        return lu[:, :n], lu[:, n:], pivots, permutation
+    n1, top1, bottom1, pivots1, u12, schur = left_half_and_schur(a)
+    top2, bottom2, pivots2, permutation2 = lu_parts(schur)
+    n2 = n - n1
+    l21 = rows_of(bottom1, permutation2)
+    top = sh.concatenate([sh.concatenate([top1, u12], axis=2), sh.concatenate([l21[:, :n2], top2], axis=2)], axis=1)
     pivots = sh.concatenate([pivots1, pivots2 + n1], axis=1)
-    return lu, pivots, laswp(pivots, m)[0]
+    return top, sh.concatenate([l21[:, n2:], bottom2], axis=2), pivots, laswp(pivots, m)[0]
 
 
 def left_half_and_schur(a: Tracer):
-    """getrf_recursive's steps before the Schur complement's LU: (n1, the left half's LU, its pivots,
-    U12, the Schur complement A22 - L21 U12). The left half's row swaps are applied to the right
-    half's rows as they are gathered, its top n1 rows and the others apart (no copy of the right half
-    before or after)."""
+    """lu_parts's steps before the Schur complement's LU: (n1, the left half's LU in its two parts, its
+    pivots, U12, the Schur complement A22 - L21 U12). The left half's row swaps are applied to the
+    right half's rows as they are gathered, its top n1 rows and the others apart (no copy of the right
+    half before or after)."""
     batch, m, n = a.shape
     n1 = split(n, lu_leaf(batch, m, a.type.numpy_dtype.itemsize))
-    left, pivots1, permutation1 = getrf(a[:, :, :n1])
-    u12 = trsm(left[:, :n1], rows_of(a, permutation1[:, :n1], first=n1), lower=True, trans=False,
-               unit_diagonal=True)
-    schur = -con.matmul(left[:, n1:], u12) + rows_of(a, permutation1[:, n1:], first=n1)
-    return n1, left, pivots1, u12, schur
+    top1, bottom1, pivots1, permutation1 = lu_parts(a[:, :, :n1])
+    u12 = trsm(top1, rows_of(a, permutation1[:, :n1], first=n1), lower=True, trans=False, unit_diagonal=True)
+    schur = -con.matmul(bottom1, u12) + rows_of(a, permutation1[:, n1:], first=n1)
+    return n1, top1, bottom1, pivots1, u12, schur
 
 
 def lu_diagonal(a: Tracer) -> tuple[Tracer, Tracer]:
@@ -161,9 +174,9 @@ def lu_diagonal(a: Tracer) -> tuple[Tracer, Tracer]:
     if is_empty(a) or n <= lu_leaf(batch, m, a.type.numpy_dtype.itemsize):
         lu, pivots, _ = getrf(a)
         return sh.diagonal(lu, axis1=1, axis2=2), pivots
-    n1, left, pivots1, _, schur = left_half_and_schur(a)
+    n1, top1, _, pivots1, _, schur = left_half_and_schur(a)
     diagonal2, pivots2 = lu_diagonal(schur)
-    return (sh.concatenate([sh.diagonal(left[:, :n1], axis1=1, axis2=2), diagonal2], axis=1),
+    return (sh.concatenate([sh.diagonal(top1, axis1=1, axis2=2), diagonal2], axis=1),
             sh.concatenate([pivots1, pivots2 + n1], axis=1))
 
 
@@ -354,10 +367,40 @@ def qr_leaf(batch: int) -> int:
     return SMALL if batch >= MANY_MATRICES else min(SMALL, QR_PANEL)
 
 
+QR_WY_COLUMNS = 128   # the widest compact-WY block of a QR whose reflections are applied as one (blocked_qr)
+
+
 def geqrf(a: Tracer) -> tuple[Tracer, Tracer]:
-    """(QR, tau) of a stack [B, m, n] (routines.py's geqrf); see geqrt."""
-    qr, tau, _ = geqrt(a, with_t=False)
+    """(QR, tau) of a stack [B, m, n] (routines.py's geqrf); see blocked_qr."""
+    qr, tau, _ = blocked_qr(a, with_t=False)
     return qr, tau
+
+
+def blocked_qr(a: Tracer, with_t: bool) -> tuple[Tracer, Tracer, list | None]:
+    """(QR, tau, blocks) of a stack [B, m, n]: up to QR_WY_COLUMNS columns geqrt's recursive QR;
+    above, the left half's QR, its reflections applied to the right half one compact-WY block at a
+    time, then the QR of the right half's rows below the left half. blocks (when with_t): (first
+    column, T) of each block, H_first ... H_last = I - V T V^H with V the reflectors' columns first..
+    (zero above row `first`, so that each block's GEMMs take the right half's full height and no
+    slice of it). T is formed only within blocks: Elmroth and Gustavson's T of the whole left half
+    costs a GEMM of its halves' reflections (V1^H V2) as large as the update's at each level; at
+    2000x1000 with 32-column leaves their fully recursive QR takes 4.6 GFLOP of GEMMs, blocks of
+    128 columns 3.9, LAPACK's count 3.3."""
+    batch, m, n = a.shape
+    k = min(m, n)
+    if k <= QR_WY_COLUMNS:
+        qr, tau, t = geqrt(a, with_t)
+        return qr, tau, [(0, t)] if with_t else None
+    n1 = split(k, QR_WY_COLUMNS)
+    left, tau1, blocks1 = blocked_qr(a[:, :, :n1], with_t=True)
+    v1 = reflectors(left, tau1)
+    right = a[:, :, n1:]
+    for first, t in blocks1:
+        right = apply_transposed(v1[:, :, first:first + t.shape[1]], t, right)
+    lower, tau2, blocks2 = blocked_qr(right[:, n1:], with_t)
+    qr = sh.concatenate([left, sh.concatenate([right[:, :n1], lower], axis=1)], axis=2)
+    tau = sh.concatenate([tau1, tau2], axis=1)
+    return qr, tau, blocks1 + [(first + n1, t) for first, t in blocks2] if with_t else None
 
 
 def geqrt(a: Tracer, with_t: bool) -> tuple[Tracer, Tracer, Tracer | None]:

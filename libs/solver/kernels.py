@@ -8,7 +8,9 @@ or one right-hand side column's substitution (trsm, getrs, potrs) or one column 
 (getri, trtri) or one eigenvalue's vector (trevc); 64 work-items a workgroup, as many workgroups
 as the batch needs, so a stack of 10 000 matrices is one launch. Each kernel is written once for
 real and complex matrices (entries.py's Field: a complex entry is a (re, im) pair of expressions). The row gather lapmr is a plain copy, a
-workgroup per row. The sizes and the batch are scalar parameters: one kernel per routine,
+workgroup per row. Solution "workgroup_per_matrix" runs geqrf's steps for a few tall panels (the
+recursive QR's leaves) a workgroup per matrix, each reflection a column per work-item; solution
+"workgroup_per_column" getrs of few right-hand sides a workgroup per column. The sizes and the batch are scalar parameters: one kernel per routine,
 attributes and dtype serves every problem. Large LU, Cholesky and triangular solves are not given
 to one work-item: the frontend (frontend/cnp/linalg_solver.py) splits them recursively into leaves
 that these kernels factor and GEMM updates that libs/blas runs (QR too, in compact WY form); the
@@ -44,8 +46,26 @@ WORKGROUP_GETRS_FROM = 256   # rows; getrs of fewer right-hand side columns than
 # 3.0 ms a work-item per column (one dependent multiply-add after another), 1.3 ms a workgroup.
 
 
+WORKGROUP_PER_MATRIX = "workgroup_per_matrix"
+WORKGROUP_PANEL_ROWS, WORKGROUP_PANEL_COLUMNS = 64, 32   # from these, a geqrf of fewer matrices than a
+# workgroup has work-items takes a workgroup per matrix. Measured on the host (f64, one panel, loaded machine), a
+# work-item vs a workgroup: 2000x32 2.9 vs 2.4 ms, 1000x32 1.4 vs 1.2, 300x32 0.39 vs 0.34, but 2000x16 0.59
+# vs 0.88 (a step's reflection sweeps all 64 work-items, so narrow panels leave most of them idle).
+
+
 def select(op: Op, target: Target) -> str:
-    return WORKGROUP_PER_COLUMN if substitutes_by_workgroup(op) else SOLUTION
+    if substitutes_by_workgroup(op):
+        return WORKGROUP_PER_COLUMN
+    return WORKGROUP_PER_MATRIX if factors_by_workgroup(op) else SOLUTION
+
+
+def factors_by_workgroup(op: Op) -> bool:
+    """Whether a geqrf panel is spread over a workgroup per matrix: tall panels of too few matrices to
+    fill the grid a work-item each (the recursive QR's leaves of a few large matrices)."""
+    if op.attrs["routine"] != "geqrf":
+        return False
+    batch, m, n = op.operands[0].type.shape
+    return m >= WORKGROUP_PANEL_ROWS and n >= WORKGROUP_PANEL_COLUMNS and batch < WORKGROUP_ITEMS
 
 
 def substitutes_by_workgroup(op: Op) -> bool:
@@ -64,6 +84,10 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
         return WORKGROUP_PER_COLUMN, (f"a workgroup per right-hand side column, its work-items on consecutive "
                                       f"entries of a row of L and U (from {WORKGROUP_GETRS_FROM} rows, fewer "
                                       f"columns than a workgroup's {WORKGROUP_ITEMS} work-items)")
+    if factors_by_workgroup(op):
+        return WORKGROUP_PER_MATRIX, (f"a workgroup per matrix, the reflections' work-items on consecutive columns "
+                                      f"of a row (from {WORKGROUP_PANEL_ROWS} rows and {WORKGROUP_PANEL_COLUMNS} "
+                                      f"columns, fewer matrices than a workgroup's {WORKGROUP_ITEMS} work-items)")
     unit = {"trsm": "right-hand side column", "getrs": "right-hand side column", "potrs": "right-hand side column",
             "getri": "column of the inverse", "trtri": "column of the inverse",
             "trevc": "eigenvalue's vector", "lasr": "row of the matrix turned",
@@ -429,7 +453,10 @@ def reflection(f: Field, x, subtract, v, tau, first_row, rows, columns, first_co
 
 
 def geqrf_kernel(op: Op, name: str) -> Kernel:
-    """geqr2: H_j from larfg, then H_j^H (tau conjugated) applied to the columns right of j."""
+    """geqr2: H_j from larfg, then H_j^H (tau conjugated) applied to the columns right of j (a
+    workgroup per matrix: geqrf_workgroup_kernel)."""
+    if op.attrs["solution"] == WORKGROUP_PER_MATRIX:
+        return geqrf_workgroup_kernel(op, name)
     batch, m, n = op.operands[0].type.shape
     f = Field(op.operands[0].type.dtype)
     b, rows, columns = sizes("batch", "m", "n")
@@ -465,6 +492,61 @@ def geqrf_kernel(op: Op, name: str) -> Kernel:
                 *reflection(f, entry, subtract, below, f.conj(tau), j, rows, columns, j + 1)])]
 
     return per_item(name, params, [b, rows, columns], b, body, [("batch", batch), ("m", m), ("n", n)])
+
+
+def geqrf_workgroup_kernel(op: Op, name: str) -> Kernel:
+    """geqr2 with a workgroup per matrix (grid: the batch), its steps in order: larfg's norm and the
+    scaling of v spread over the work-items along column j, then H_j^H applied to the columns right
+    of it a work-item per column (consecutive entries of each row: one vector loop on the host,
+    coalesced on a GPU), the rows in turn."""
+    batch, m, n = op.operands[0].type.shape
+    f = Field(op.operands[0].type.dtype)
+    b, rows, columns = sizes("batch", "m", "n")
+    steps = K.minimum(rows, columns)
+    a, qr, taus = params = resized(op, [b * rows * columns, b * rows * columns, b * steps])
+    g, lane = K.workgroup_id(0).cast(INDEX), K.workitem_id(0).cast(INDEX)
+    j, i, block = (K.Var(v, INDEX) for v in ("j", "i", "block"))
+    partial, norm2, beta = (K.Var(v, f.part) for v in ("partial", "norm2", "beta"))
+    alpha, tau, scale, w, v = (f.var(x) for x in ("alpha", "tau", "scale", "w", "v"))
+    at = lambda r, c: (g * rows + r) * columns + c
+    entry = lambda r, c: f.read(qr, at(r, c))
+    column = block + lane
+    inside = column < columns
+    reflects = norm2.ne(0) | alpha.im.ne(0) if f.complex else norm2.ne(0)
+    step = [
+        # larfg, as geqrf_kernel's: beta = -sign(re alpha) ||column||, v = column below / (alpha - beta).
+        *f.assign(alpha, entry(j, j)),
+        *summed(norm2, partial, "i_norm", j + 1, rows, lambda r: f.squared_magnitude(entry(r, j))),
+        # Whether it reflects is a select and a per-work-item if, not a uniform branch: the kernel verifier
+        # does not count a wave's sum (norm2) as uniform.
+        K.Assign(beta, K.sqrt(f.squared_magnitude(alpha) + norm2)),
+        K.Assign(beta, K.select(f.real(alpha) >= 0, -beta, beta)),
+        *f.assign(tau, f.select(reflects, (f.from_real(beta) - alpha) / beta, f.const(0))),
+        *f.assign(scale, f.const(1) / (alpha - f.from_real(beta))),
+        across("i_scale", j + 1, rows, lambda r: [K.If(reflects, f.write(qr, at(r, j), entry(r, j) * scale))]),
+        K.If(lane.eq(0), [*f.write(taus, g * steps + j, tau),
+                          K.If(reflects, f.write(qr, at(j, j), f.from_real(beta)))]),
+        K.Barrier(),
+        # Column c -= conj(tau) (x_jc + sum_i conj(v_i) x_ic) v, v_j = 1.
+        K.For(block, j + 1, columns, WORKGROUP_ITEMS, [
+            K.If(inside, f.assign(w, entry(j, column))),
+            K.For(i, j + 1, rows, 1, [
+                *f.assign(v, entry(i, j)), K.If(inside, f.assign(w, w + f.conj(v) * entry(i, column)))], uniform=True),
+            *f.assign(w, w * f.conj(tau)),
+            K.If(inside, f.write(qr, at(j, column), entry(j, column) - w)),
+            K.For(i, j + 1, rows, 1, [
+                *f.assign(v, entry(i, j)), K.If(inside, f.write(qr, at(i, column), entry(i, column) - w * v))],
+                  uniform=True)], uniform=True),
+        K.Barrier()]
+    elements = rows * columns * f.width
+    body = [
+        *[K.Let(var, K.Const(0, f.part)) for var in (partial, beta)],
+        *[statement for var in (alpha, tau, scale, w, v) for statement in f.let(var, f.const(0))],
+        across("e", 0, elements, lambda e: [K.Store(qr, g * elements + e, a[g * elements + e])]),
+        K.Barrier(),
+        K.For(j, 0, steps, 1, step, uniform=True)]
+    return K.Kernel(name, params=params + [b, rows, columns], grid=(b,), workgroup_size=(WORKGROUP_ITEMS,),
+                    body=body, arguments=[("batch", batch), ("m", m), ("n", n)])
 
 
 def orgqr_kernel(op: Op, name: str) -> Kernel:

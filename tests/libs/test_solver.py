@@ -13,7 +13,7 @@ import pytest
 
 import cdnajit as cj
 from cdnajit.frontend.tracing import bind
-from cdnajit.libs.solver.routines import getrf_reference, getri_reference, getrs_reference, laswp_reference, \
+from cdnajit.libs.solver.routines import geqrf_reference, getrf_reference, getri_reference, getrs_reference, laswp_reference, \
     lapmr_reference, potrf_reference, potrs_reference, trsm_reference, trtri_reference
 from cdnajit.runtime import launch
 
@@ -133,6 +133,32 @@ def test_getrs_of_few_columns_takes_a_workgroup_per_column(dtype, batch, n, k):
     residual = a.astype(np.complex128) @ y - x
     assert relative(residual, a, n, dtype) / np.abs(y).max() <= BOUND
     np.testing.assert_allclose(y, getrs_reference(lu, permutation, x), rtol=0, atol=BOUND * n * eps(dtype) * np.abs(y).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex64])
+@pytest.mark.parametrize("batch,m,n", [(1, 300, 32), (2, 64, 100), (3, 70, 33)])
+def test_geqrf_of_tall_panels_takes_a_workgroup_per_matrix(dtype, batch, m, n):
+    """Few tall panels: each step's reflection spread over a workgroup a column per work-item (100
+    columns: two blocks of work-items; 33: one work-item past the first step's columns), the same
+    packed factors and tau as the reference's geqr2 to BOUND n eps, and R as LAPACK's (numpy); a zero
+    column gives tau = 0."""
+    rng = np.random.default_rng(m + n)
+    a = rng.standard_normal((batch, m, n))
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.standard_normal(a.shape)
+    a = a.astype(dtype)
+    a[0, :, 3] = 0
+    compiled = cj.jit(lambda x: tuple(call("geqrf", x))).lower(a).compile()
+    assert [r.solution for r in compiled.kernels] == ["workgroup_per_matrix"]
+    qr, tau = compiled(a)
+    want_qr, want_tau = geqrf_reference(a)
+    size = max(m, n)
+    np.testing.assert_allclose(qr, want_qr, rtol=0, atol=BOUND * size * eps(dtype) * np.abs(a).max())
+    np.testing.assert_allclose(tau, want_tau, rtol=0, atol=BOUND * size * eps(dtype))
+    assert tau[0, 3] == 0
+    r = np.triu(qr)[:, :min(m, n)]
+    want_r = np.linalg.qr(a.astype(np.complex128), "r")
+    np.testing.assert_allclose(r, want_r, rtol=0, atol=BOUND * size * eps(dtype) * np.abs(a).max())
 
 
 @pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])

@@ -299,6 +299,39 @@ func @f(%0: f32[2,4,8], %1: f32[8,3]) -> (f32[8,3], f32[2,4,3], f32[24]) {
   %8 = reshape(%1) {new_sizes = [24]} : f32[24]
   return %6, %7, %8
 }"""),
+    # Reshapes read by no kernel stay views when they are several: siblings of one value (the
+    # library matcher's reshapes of an operand for two GEMMs; the rebuilt graph keeps one of the
+    # identical two) and a reshape of a reshape.
+    ("sibling_reshapes_and_a_reshape_of_a_reshape_stay_views", """
+func @f(%0: f32[1,8,8], %1: f32[8,3]) -> (f32[8,3], f32[3,8], f32[24]) {
+  %2 = reshape(%0) {new_sizes = [8, 8]} : f32[8,8]
+  %3 = reshape(%0) {new_sizes = [8, 8]} : f32[8,8]
+  %4 = dot_general(%2, %1) {lhs_contracting = [1], rhs_contracting = [0], lhs_batch = [], rhs_batch = [], preferred_element_type = none} : f32[8,3]
+  %5 = dot_general(%1, %3) {lhs_contracting = [0], rhs_contracting = [0], lhs_batch = [], rhs_batch = [], preferred_element_type = none} : f32[3,8]
+  %6 = reshape(%4) {new_sizes = [1, 24]} : f32[1,24]
+  %7 = reshape(%6) {new_sizes = [24]} : f32[24]
+  return %4, %5, %7
+}""", """
+func @f(%0: f32[1,8,8], %1: f32[8,3]) -> (f32[8,3], f32[3,8], f32[24]) {
+  %2 = reshape(%0) {new_sizes = [8, 8]} : f32[8,8]
+  %3 = dot_general(%2, %1) {lhs_contracting = [1], rhs_contracting = [0], lhs_batch = [], rhs_batch = [], preferred_element_type = none} : f32[8,3]
+  %4 = dot_general(%1, %2) {lhs_contracting = [0], rhs_contracting = [0], lhs_batch = [], rhs_batch = [], preferred_element_type = none} : f32[3,8]
+  %5 = reshape(%3) {new_sizes = [1, 24]} : f32[1,24]
+  %6 = reshape(%5) {new_sizes = [24]} : f32[24]
+  return %3, %4, %6
+}"""),
+    # canonicalize's form of a reshape adding 1-sized dimensions, a broadcast, read by no kernel: a view.
+    ("a_unit_inserting_broadcast_read_by_no_kernel_becomes_a_view", """
+func @f(%0: f32[8,8], %1: f32[1,8,3]) -> (f32[1,8,3]) {
+  %2 = broadcast_in_dim(%0) {shape = [1, 8, 8], broadcast_dimensions = [1, 2]} : f32[1,8,8]
+  %3 = dot_general(%2, %1) {lhs_contracting = [2], rhs_contracting = [1], lhs_batch = [0], rhs_batch = [0], preferred_element_type = none} : f32[1,8,3]
+  return %3
+}""", """
+func @f(%0: f32[8,8], %1: f32[1,8,3]) -> (f32[1,8,3]) {
+  %2 = reshape(%0) {new_sizes = [1, 8, 8]} : f32[1,8,8]
+  %3 = dot_general(%2, %1) {lhs_contracting = [2], rhs_contracting = [1], lhs_batch = [0], rhs_batch = [0], preferred_element_type = none} : f32[1,8,3]
+  return %3
+}"""),
     # A dynamic_slice is a leaf: its reader's kernel reads the operand at the clamped start, and
     # the start scalars' arithmetic (0-d computed values: no iteration shape) joins that kernel.
     ("dynamic_slice_and_its_start_arithmetic_fuse_into_the_reader", """
