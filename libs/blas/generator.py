@@ -19,11 +19,10 @@ D at rows m0 = y * MT0, columns n0 = x * MT1 of batch z; the host runs them alon
 is the smaller operand (M_FIRST). Main loop, over K in steps of DepthU:
 
     stage(tile 0 -> LDS buffer 0); barrier
-    for t in 0 .. T-2:
-        stage(tile t+1 -> LDS buffer (t+1) % 2)   # global reads overlap the math
+    for t in 0 .. T-1:
+        if t + 1 < T: stage(tile t+1 -> LDS buffer (t+1) % 2)   # global reads overlap the math
         multiply the tiles in buffer t % 2 into the accumulators
         barrier
-    multiply the tiles in buffer (T-1) % 2 into the accumulators   # the last tile, peeled
 
 Each K step also prefetches, PREFETCH_TILES blocks ahead, the rows of the operands whose K step
 moves to new rows (`prefetched`; ir/kernel.py: Prefetch, a hint the host follows).
@@ -400,19 +399,14 @@ class GemmKernelBuilder:
         t = K.Var("t", d)
         math_step = self.mfma_step if s.kind == "mfma" else self.valu_step
         body = [K.Store(self.acc, r, K.Const(0, self.acc_dtype)) for r in range(self.acc.count)]
-        # The last tile is peeled out of the loop (Tensile's PrefetchGlobalRead loop): every trip
-        # stages the next tile, so the loop body has one path, and its MFMAs accumulate in place
-        # (two paths, with and without staging, left the accumulators in different registers at
-        # their join: a copy of every accumulator per trip).
         body += [K.If(self.k > 0, [
             *self.staged(self.const(0), self.const(0)), K.Barrier(),
-            K.For(t, 0, steps - 1, 1, [
+            K.For(t, 0, steps, 1, [
                 K.If(t + PREFETCH_TILES < steps, self.prefetched(t + PREFETCH_TILES), uniform=True),
                 # The next tile goes to the other LDS buffer, which the math does not read.
-                K.If(K.Const(True, "bool"), self.staged(t + 1, (t + 1) % 2), uniform=True, alongside=True),
+                K.If(t + 1 < steps, self.staged(t + 1, (t + 1) % 2), uniform=True, alongside=True),
                 *math_step(t % 2),
-                K.Barrier()], uniform=True),
-            *math_step((steps - 1) % 2)], uniform=True)]
+                K.Barrier()], uniform=True)], uniform=True)]
         body += self.epilogue()
         x, y, z = s.workgroup_size
         return K.Kernel(self.name, params=self.params + self.scalars,

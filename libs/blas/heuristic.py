@@ -37,15 +37,15 @@ from .tuning import tuned_solution
 
 LDS_BYTES_PER_CLOCK = 128
 L2_BYTES_PER_CLOCK = 64
-# Calibrated against the AMDGPU backend's VGPR counts (codegen/amdgpu.py) of 46 MFMA solutions, f16
-# and f32, drawn at random from the pools (1024^3, those that do not spill) on gfx942: a least-squares
-# fit gives 1.10 per accumulator (the main loop's MFMAs accumulate in place), 1.03 per fragment
-# register, 0.46 per staged element and 35.6 for addresses and indices, with an RMS error of 19 VGPRs;
-# rounded up here, so the model errs towards fewer waves.
-ACCUMULATOR_VGPRS = 1.2
-FRAGMENT_VGPRS = 1.1
-STAGED_VGPRS = 0.5
-BASE_VGPRS = 36
+# Calibrated against the AMDGPU backend's VGPR counts (codegen/amdgpu.py) of 128 f16 and f32 solutions
+# (1024^3, those that do not spill) on gfx942: a least-squares fit gives 2.06 per accumulator (the
+# main loop moves the accumulators between registers around its MFMAs: the kernel holds each about
+# twice), 0.26 per fragment register, 0.62 per staged element and 26.5 for addresses and indices, with
+# an RMS error of 18 VGPRs; rounded up here, so the model errs towards fewer waves.
+ACCUMULATOR_VGPRS = 2.1
+FRAGMENT_VGPRS = 0.3
+STAGED_VGPRS = 0.7
+BASE_VGPRS = 27
 LOW_OCCUPANCY_PENALTY = 1.25
 HIDING_WAVES = 2              # waves per SIMD below which LOW_OCCUPANCY_PENALTY applies
 # The best sustained issue rate of the matrix and vector units in a GEMM main loop (barriers, address
