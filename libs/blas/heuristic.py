@@ -52,7 +52,6 @@ HIDING_WAVES = 2              # waves per SIMD below which LOW_OCCUPANCY_PENALTY
 # and loop work between the math): rocBLAS reaches 85-92 % of the MI300X peak on large problems.
 SUSTAINED_ISSUE = 0.92
 LARGE_TILE_EDGE = 64
-SMALL_TILE_EDGE = 16          # one 16x16 MFMA block per wave of a 1x1 wave grid
 
 
 @dataclass(frozen=True)
@@ -137,33 +136,17 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     return Estimate(solution, vgprs, waves_per_simd, seconds, efficiency, bound)
 
 
-def smallest_tile_edge(size: int, least: int = LARGE_TILE_EDGE) -> int:
-    """The least macro tile edge a problem dimension of `size` is given: `least` (64 unless the grid
-    is too small, `candidates`), or the power of two that covers a smaller size (as Tensile's
-    libraries keep small tiles for small or skinny problems, larger ones being the tiles whose L2
-    and LDS reuse the kernels are built around)."""
-    return min(least, 1 << max(size - 1, 0).bit_length())
-
-
-def tiles_fit(problem: GemmProblem, solution: Solution, least: int) -> bool:
-    return solution.mt0 >= smallest_tile_edge(problem.m, least) and solution.mt1 >= smallest_tile_edge(problem.n, least)
+def smallest_tile_edge(size: int) -> int:
+    """The least macro tile edge a problem dimension of `size` is given: 64, or the power of two
+    that covers a smaller size (as Tensile's libraries keep small tiles for small or skinny problems,
+    larger ones being the tiles whose L2 and LDS reuse the kernels are built around)."""
+    return min(LARGE_TILE_EDGE, 1 << max(size - 1, 0).bit_length())
 
 
 def candidates(problem: GemmProblem, target: Target) -> list[Solution]:
-    """The pool's solutions with macro tiles fit for the problem's sizes: edges of at least 64, and
-    down to SMALL_TILE_EDGE when the best of those is HBM-bound on a grid of fewer workgroups than
-    CUs. Such a problem reads each operand from DRAM once whatever the tile (the tiles of a batch
-    or row of tiles reread it from the L2), so smaller tiles cost only L2 reads, which the model
-    counts, and fill the idle CUs (rocBLAS/Tensile keep MT32x32 and MT16x16 kernels for such
-    grids). A compute-bound problem keeps the large tiles: their host kernels reuse each loaded
-    operand over more of D."""
-    pool = solution_pool(problem.in_dtype, problem.compute_dtype, target)
-    large = [s for s in pool if tiles_fit(problem, s, LARGE_TILE_EDGE)]
-    if large:
-        best = ordered([estimate(problem, s, target) for s in large], problem)[0]
-        if best.bound == "hbm" and tile_count(problem, best.solution) < target.compute_units:
-            return [s for s in pool if tiles_fit(problem, s, SMALL_TILE_EDGE)]
-    return large
+    """The pool's solutions with macro tiles fit for the problem's sizes."""
+    return [s for s in solution_pool(problem.in_dtype, problem.compute_dtype, target)
+            if s.mt0 >= smallest_tile_edge(problem.m) and s.mt1 >= smallest_tile_edge(problem.n)]
 
 
 def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
@@ -175,12 +158,8 @@ def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
     if not pool:
         raise NotImplementedError(f"blas: no GEMM solution for {problem.in_dtype} inputs accumulated in "
                                   f"{problem.compute_dtype} on {target.name}")
-    return ordered([estimate(problem, s, target) for s in pool], problem)
-
-
-def ordered(estimates: list[Estimate], problem: GemmProblem) -> list[Estimate]:
-    """`estimates` fastest first, with ranked's ties; those over the VGPR budget (modelled as never
-    finishing) only when nothing else fits."""
+    estimates = [estimate(problem, s, target) for s in pool]
+    # Solutions over the VGPR budget (modelled as never finishing) go only when nothing else fits.
     fitting = [e for e in estimates if math.isfinite(e.seconds)] or estimates
     return sorted(fitting, key=lambda e: (e.seconds, tile_count(problem, e.solution), padded_area(problem, e.solution),
                                           -min(e.waves_per_simd, HIDING_WAVES), -e.solution.global_read_vector_width,

@@ -717,21 +717,3 @@ def test_gfx950_picks_its_double_k_instructions(in_dtype):
     assert_runs_every_runtime_size(picks[256].name, in_dtype, False, False, GFX950)
     kernel = gemm_kernel(gemm_call(256, 256, 256, in_dtype, compute), picks[256], "g")
     assert re.search(rf"^\s+{picks[256].spec.gfx942_mnemonic}\s", amdgpu.assembly(kernel, "gfx950"), re.M)
-
-
-def test_the_small_tile_pick_of_an_underfilled_batched_gemm_computes_it():
-    """Attention's P @ V in f16 (8 x 1024x1024 by 1024x64) is picked smaller tiles than 64 to fill the
-    CUs (libs/blas/heuristic.py: candidates); that solution's kernels, the variant without bounds
-    checks and the one with all of them, compute it and problems ending inside its tiles."""
-    rng = np.random.default_rng(30)
-    attention_pv = gemm_call(1024, 64, 1024, "f16", "f32", batch=8)
-    solution = pick(GemmProblem.from_op(attention_pv), GFX942).solution
-    assert min(solution.mt0, solution.mt1) < 64
-    checked = gemm_call(33, 70, 129, "f16", "f32", batch=3)
-    for compiled_for, problems in [(attention_pv, [attention_pv]),
-                                   (checked, [checked, gemm_call(1, 1, 1, "f16", "f32"), attention_pv])]:
-        kernel = gemm_kernel(compiled_for, solution, "g")
-        compiled = CompiledKernel(kernel, compile_object(kernel))
-        for op in problems:
-            arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
-            assert_gemm_close(run_at(compiled, op, arrays), op, arrays, GemmProblem.from_op(op).k)

@@ -2,15 +2,14 @@
 LDS bank conflicts, occupancy and small problems, and what it picks."""
 from cdnajit.ir.targets import get_target
 from cdnajit.libs.blas.generator import GemmProblem, gemm_call
-from cdnajit.libs.blas.heuristic import (LARGE_TILE_EDGE, candidates, estimate, estimated_vgprs, ordered, pick, ranked,
-                                         select, tile_count)
+from cdnajit.libs.blas.heuristic import estimate, estimated_vgprs, pick, ranked, select
 from cdnajit.libs.blas.solutions import solution_by_name
 
 GFX942 = get_target("gfx942")
 
 
-def problem(m, n, k, dtype="f32", result="f32", trans_a=False, trans_b=False, batch=1):
-    return GemmProblem.from_op(gemm_call(m, n, k, dtype, result, batch=batch, trans_a=trans_a, trans_b=trans_b))
+def problem(m, n, k, dtype="f32", result="f32", trans_a=False, trans_b=False):
+    return GemmProblem.from_op(gemm_call(m, n, k, dtype, result, trans_a=trans_a, trans_b=trans_b))
 
 
 def solution(name, dtype="f32"):
@@ -63,29 +62,3 @@ def test_a_tuned_solution_wins_and_says_so():
     chosen = select(p, GFX942, valu)
     assert chosen.solution == valu and chosen.reason.startswith("tuned")
     assert pick(p, GFX942).reason.startswith("heuristic")   # the test cache holds no tuning database
-
-
-def best_of_large_tiles(p):
-    pool = [s for s in candidates(p, GFX942) if min(s.mt0, s.mt1) >= LARGE_TILE_EDGE]
-    return ordered([estimate(p, s, GFX942) for s in pool], p)[0]
-
-
-def test_an_hbm_bound_grid_below_the_cu_count_takes_smaller_tiles():
-    """Attention's P @ V (8 heads of 1024x1024 by 1024x64, f16): tiles of 64 make 128 workgroups on
-    304 CUs, HBM-bound; the pick takes smaller tiles that fill the CUs, modelled faster."""
-    p = problem(1024, 64, 1024, "f16", batch=8)
-    large = best_of_large_tiles(p)
-    assert large.bound == "hbm" and tile_count(p, large.solution) < GFX942.compute_units
-    chosen = pick(p, GFX942)
-    assert min(chosen.solution.mt0, chosen.solution.mt1) < LARGE_TILE_EDGE
-    assert tile_count(p, chosen.solution) >= GFX942.compute_units
-    assert chosen.estimate.seconds < large.seconds
-
-
-def test_a_compute_bound_grid_below_the_cu_count_keeps_large_tiles():
-    """256x1024x1024 f32 (the MLP's layer): 64 workgroups, compute-bound; the candidates stay those of
-    edges 64 and up, whose host kernels reuse each operand load over more of D."""
-    p = problem(256, 1024, 1024)
-    assert estimate(p, pick(p, GFX942).solution, GFX942).bound == "compute"
-    assert all(min(s.mt0, s.mt1) >= LARGE_TILE_EDGE for s in candidates(p, GFX942))
-    assert tile_count(p, pick(p, GFX942).solution) < GFX942.compute_units
