@@ -20,7 +20,7 @@ is the smaller operand (M_FIRST). Main loop, over K in steps of DepthU:
 
     stage(tile 0 -> LDS buffer 0); barrier
     for t in 0 .. T-1:
-        if t + 1 < T: stage(tile t+1 -> LDS buffer (t+1) % 2)   # global reads overlap the math
+        stage(tile min(t+1, T-1) -> LDS buffer (t+1) % 2)   # global reads overlap the math
         multiply the tiles in buffer t % 2 into the accumulators
         barrier
 
@@ -403,8 +403,12 @@ class GemmKernelBuilder:
             *self.staged(self.const(0), self.const(0)), K.Barrier(),
             K.For(t, 0, steps, 1, [
                 K.If(t + PREFETCH_TILES < steps, self.prefetched(t + PREFETCH_TILES), uniform=True),
-                # The next tile goes to the other LDS buffer, which the math does not read.
-                K.If(t + 1 < steps, self.staged(t + 1, (t + 1) % 2), uniform=True, alongside=True),
+                # The next tile goes to the other LDS buffer, which the math does not read. The
+                # last trip stages the last tile again, unread: every trip stages, so the loop body
+                # has one path and the GPU's MFMAs accumulate in place (a path without staging
+                # left the accumulators in other registers at the join: a copy of each per trip).
+                K.If(K.Const(True, "bool"), self.staged(K.minimum(t + 1, steps - 1), (t + 1) % 2), uniform=True,
+                     alongside=True),
                 *math_step(t % 2),
                 K.Barrier()], uniform=True)], uniform=True)]
         body += self.epilogue()
