@@ -273,7 +273,8 @@ def column_vector(region: Region, shape, axes) -> int:
     """Columns a row_per_item work-item takes at a time (row_vector's width, halved until a wave of
     work-items takes a whole number of rows of the last axis), where that axis is kept, every
     result is per row and no reduce reads another (one loop over the rows, an accumulator per
-    column); else 1."""
+    column); else 1. passes/split_reductions.py's item_columns follows the same rule (passes do
+    not import lowering): change both together."""
     if not math.prod(shape) or len(shape) - 1 in axes:
         return 1
     kept_shape = tuple(d for i, d in enumerate(shape) if i not in axes)
