@@ -376,9 +376,11 @@ class Executable:
 
     def __init__(self, plan: dict, constant_data: bytes, object_codes: list[bytes], graph: Module | None = None,
                  optimized: Module | None = None, kernels: list[Kernel] | None = None, pipeline=None,
-                 target: Target | None = None, cache: CompileCache | None = None, schedule_code: bytes | None = None):
+                 target: Target | None = None, cache: CompileCache | None = None, schedule_code: bytes | None = None,
+                 library_stamps: str | None = None):
         """`schedule_code`: the native schedule's object code, where the cache held it (else it is
-        compiled, from the kernels' IR)."""
+        compiled, from the kernels' IR); `library_stamps`: the libraries' cache_stamps() it was
+        compiled under, where the caller has them."""
         self.plan = plan
         self.cache = cache if cache is not None else default_cache()
         self.target = target or get_target()
@@ -386,7 +388,8 @@ class Executable:
         self._optimized = optimized
         # The libraries' state (forced solvers, tuning databases) the passes ran under: a program
         # loaded from the cache runs them again on demand, and must do so under the same state.
-        self.library_stamps = cache_stamps() if optimized is None else None
+        self.library_stamps = None if optimized is not None else \
+            library_stamps if library_stamps is not None else cache_stamps()
         self.pipeline = pipeline
         self._kernels = kernels
         self.timings: list[tuple[str, float]] = []
@@ -442,7 +445,8 @@ class Executable:
         target = target or get_target()
         start = time.perf_counter()
         # A library's state outside the IR (a tuning database) changes which solutions its calls run.
-        program_key = cache.key("program", f"target {target.name}\nlibraries {cache_stamps()}\n{graph}") \
+        stamps = cache_stamps()
+        program_key = cache.key("program", f"target {target.name}\nlibraries {stamps}\n{graph}") \
             if pipeline is None and not any(op.name in CALLBACK_OPS for op in walk(graph.body)) else None
         stored = cls.lookup(cache, program_key) if program_key is not None else None
         lookup = time.perf_counter() - start
@@ -450,7 +454,7 @@ class Executable:
             plan, constant_data, object_codes, schedule_code = stored
             start = time.perf_counter()
             executable = cls(plan, constant_data, object_codes, graph, target=target, cache=cache,
-                             schedule_code=schedule_code)
+                             schedule_code=schedule_code, library_stamps=stamps)
             executable.timings = [("cache lookup", lookup), ("load", time.perf_counter() - start)]
             return executable
         start = time.perf_counter()
