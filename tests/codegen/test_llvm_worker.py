@@ -120,9 +120,9 @@ def test_a_child_that_dies_fails_the_batch_clearly():
     parent = os.getpid()
 
     def dies_in_a_child(item):
-        time.sleep(0.02)
         if os.getpid() != parent:
             os._exit(3)
+        time.sleep(0.5)   # the parent is slow, so the child takes an item even when it starts late
         return item
 
     with pytest.raises(RuntimeError, match="forked compile process ended with status 3"):
