@@ -78,6 +78,48 @@ def test_gebrd_bdsqr_and_lasr_match_their_references(dtype, batch, m, n):
     np.testing.assert_allclose(s_alone, s, rtol=0, atol=BOUND * n * eps(dtype) * np.max(sv))
 
 
+def mixed_rotation_log(rows, length, rng):
+    """A rotation log of `length` entries on `rows` rows: sweeps (p, p + 1), (p + 1, p + 2), ... as
+    bdsqr's QR steps log them, between rotations of random pairs, sign changes and swaps."""
+    pairs, cs = [], []
+    while len(pairs) < length:
+        kind = rng.integers(4)
+        if kind == 0:
+            first = int(rng.integers(0, rows - 1))
+            pairs += [(k, k + 1) for k in range(first, int(rng.integers(first + 1, rows)))]
+        elif kind == 1:
+            p, q = rng.choice(rows, 2, replace=False)
+            pairs.append((int(p), int(q)))
+        elif kind == 2:
+            k = int(rng.integers(rows))
+            pairs.append((k, k))
+        else:
+            pairs.append((0, rows - 1))
+        while len(cs) < len(pairs):
+            p, q = pairs[len(cs)]
+            angle = rng.uniform(0, 2 * np.pi)
+            cs.append((-1.0, 0.0) if p == q else (0.0, 1.0) if kind == 3 else (np.cos(angle), np.sin(angle)))
+    return np.array(pairs[:length], np.int32), np.array(cs[:length])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("rows,columns", [(40, 70), pytest.param(9, 128, marks=pytest.mark.slow)])
+def test_lasr_of_a_mixed_log(dtype, rows, columns):
+    """lasr on logs of sweeps and other rotations, each matrix of the stack its own count, equals
+    lasr_reference: the same rotations in the same order, each entry's arithmetic the same up to
+    contraction into fused multiply-adds (a few eps per rotation through the log)."""
+    rng = np.random.default_rng(rows)
+    length = 100
+    logs = [mixed_rotation_log(rows, length, rng) for _ in range(3)]
+    pairs = np.stack([p for p, _ in logs])
+    cs = np.stack([c for _, c in logs]).astype(dtype)
+    count = np.array([length, length - 3, 5], np.int32)
+    x = rng.standard_normal((3, rows, columns)).astype(dtype)
+    got = cj.jit(lambda x, p, c, k: call("lasr", x, p, c, k)[0])(x, pairs, cs, count)
+    want = lasr_reference(x, pairs, cs, count)
+    np.testing.assert_allclose(got, want, rtol=0, atol=BOUND * length * eps(dtype) * np.max(np.abs(x)))
+
+
 @pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("batch,m,n", [(2, 70, 67), pytest.param(1, 130, 129, marks=pytest.mark.slow),
                                        pytest.param(2, 200, 64, marks=pytest.mark.slow)])
