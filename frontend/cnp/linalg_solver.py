@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import lax_shape
 from ..dtypes import is_complex
 from ..tracing import Tracer, bind
 from . import contractions as con
@@ -529,8 +530,7 @@ def large_symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     (reflected, LAPACK's ormtr)."""
     qr, tau, d, e, phases = tridiagonal_form(a)
     w, z = tridiagonal_eigenvectors(d, e)
-    sz = z.astype(a.type.dtype) * phases[:, :, None]
-    return w, sh.concatenate([sz[:, :1], reflected(qr, tau, sz[:, 1:])], axis=1)
+    return w, reflected(qr, tau, z.astype(a.type.dtype) * phases[:, :, None], first=1)
 
 
 TRIDIAGONAL_PANEL = 64   # columns of a latrd panel
@@ -588,18 +588,22 @@ def below_zeros(x: Tracer, rows: int) -> Tracer:
     return sh.concatenate([cr.zeros((x.shape[0], rows, x.shape[2]), x.type.dtype), x], axis=1)
 
 
-def reflected(qr: Tracer, tau: Tracer, c: Tracer) -> Tracer:
-    """Q C for Q = H_0 ... H_{k-1}, geqrf's reflectors (qr [B, m, k], tau [B, k]), C [B, m, p] (LAPACK's
-    ormqr, side L, no transpose): blocks of BLOCK reflectors, the last first, each in compact WY form
-    on the rows it changes (those from its first reflector's), 2 m k p flops of GEMMs in all (the
-    whole Q's compact WY form, n x n blocks, would take three times as many)."""
+def reflected(qr: Tracer, tau: Tracer, c: Tracer, first: int = 0) -> Tracer:
+    """C with its rows from `first` on replaced by Q times them, for Q = H_0 ... H_{k-1}, geqrf's
+    reflectors (qr [B, m, k], tau [B, k]), C [B, first + m, p] (LAPACK's ormqr, side L, no transpose):
+    blocks of BLOCK reflectors, the last first, each in compact WY form on the rows it changes (those
+    from its first reflector's), 2 m k p flops of GEMMs in all (the whole Q's compact WY form, n x n
+    blocks, would take three times as many). Each block's rows are written back into C by a
+    dynamic_update_slice, which the in_place pass makes an update of C's buffer (C's other rows are
+    not copied)."""
     k = tau.shape[1]
     for start in reversed(range(0, k, BLOCK)):
         stop = min(start + BLOCK, k)
         v = reflectors(qr[:, start:, start:stop], tau[:, start:stop])
         t = larft(v, tau[:, start:stop])
-        below = c[:, start:] - con.matmul(v, con.matmul(t, con.matmul(adjoint(v), c[:, start:])))
-        c = below if start == 0 else sh.concatenate([c[:, :start], below], axis=1)
+        rows = c[:, first + start:]
+        c = lax_shape.dynamic_update_slice(
+            c, rows - con.matmul(v, con.matmul(t, con.matmul(adjoint(v), rows))), (0, first + start, 0))
     return c
 
 
@@ -612,7 +616,7 @@ def tridiagonal_eigenvectors(d: Tracer, e: Tracer) -> tuple[Tracer, Tracer]:
     into 2^L leaves of equal size (at most DIVIDE_LEAF rows, each tear subtracting |e| from the two
     diagonal entries it separates), the leaves solved by steqr and lasr (one call each for all of them),
     then each level's pairs merged by laed1 (one call a level: the rank-one modification's eigenpairs)
-    and the halves' vectors multiplied by the merge's (two batched GEMMs a level). n is padded to
+    and the halves' vectors multiplied by the merge's (one batched GEMM a level, over views of both). n is padded to
     2^L leaves by rows decoupled from T (e = 0) whose diagonal exceeds Gershgorin's bound on T's
     eigenvalues: their eigenpairs stay exact unit vectors, deflated at every merge, and sort last."""
     batch, n = d.shape
@@ -640,12 +644,15 @@ def tridiagonal_eigenvectors(d: Tracer, e: Tracer) -> tuple[Tracer, Tracer]:
     rows = leaf
     while rows < padded:
         groups = batch * padded // (2 * rows)
-        halves = sh.reshape(z, (groups, 2, rows, rows))
-        first, second = halves[:, 0], halves[:, 1]
+        pairs_of_halves = sh.reshape(z, (groups, 2, rows, rows))
         rho = sh.reshape(sh.reshape(off, (groups, 2 * rows))[:, rows - 1], (groups,))
-        w, u, _, _ = solver_call("laed1", [sh.reshape(w, (groups, 2 * rows)),
-                                           sh.concatenate([first[:, rows - 1, :], second[:, 0, :]], axis=1), rho])
-        z = sh.concatenate([con.matmul(first, u[:, :rows]), con.matmul(second, u[:, rows:])], axis=1)
+        w, u, _, _ = solver_call("laed1", [sh.reshape(w, (groups, 2 * rows)), sh.concatenate(
+            [pairs_of_halves[:, 0, rows - 1, :], pairs_of_halves[:, 1, 0, :]], axis=1), rho])
+        # Each half's vectors times its rows of u, as one batched GEMM over views: halves [2 groups,
+        # rows, rows] times u's row halves [2 groups, rows, 2 rows] stack as the merged [groups, 2 rows,
+        # 2 rows] (no copies of the halves, of u's rows or of the products).
+        z = sh.reshape(con.matmul(sh.reshape(z, (2 * groups, rows, rows)), sh.reshape(u, (2 * groups, rows, 2 * rows))),
+                       (groups, 2 * rows, 2 * rows))
         rows *= 2
     return sh.reshape(w, (batch, padded))[:, :n], sh.reshape(z, (batch, padded, padded))[:, :n, :n]
 
