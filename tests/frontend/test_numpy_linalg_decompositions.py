@@ -237,10 +237,15 @@ def test_syev_of_hard_symmetric_matrices(dtype, n, steps, monkeypatch):
 @pytest.mark.parametrize("n", [300, 449])
 def test_eigh_of_a_large_matrix_against_numpy(n):
     """eigh at n = 300 (sytrd and divide and conquer) and 449 (two latrd panels of 64 columns, then
-    sytrd on 321 rows): the same bounds as the small cases'."""
+    sytrd on 321 rows): the same bounds as the small cases'. Q's reflections (n - 1 of them, in blocks
+    of 128) write their rows back into the vectors in place, one update a block."""
     x = random((n, n), np.float64, seed=11)
     a = x + x.T
-    w, v = cj.jit(cnp.linalg.eigh)(a)
+    compiled = cj.jit(cnp.linalg.eigh).lower(a).compile()
+    optimized = compiled.as_text("optimized")
+    blocks = -(-(n - 1) // linalg_solver.BLOCK)
+    assert optimized.count("dynamic_update_slice_in_place") == optimized.count("dynamic_update_slice") == blocks
+    w, v = compiled(a)
     assert backward_error(a, (v * w[None, :]) @ v.T, np.float64) <= BOUND
     assert orthogonality(v, np.float64) <= BOUND
     assert np.max(np.abs(w - np.linalg.eigvalsh(a))) <= BOUND * n * eps(np.float64) * np.linalg.norm(a, 2)
