@@ -62,10 +62,10 @@ def is_empty(*xs: Tracer) -> bool:
     return any(x.size == 0 for x in xs)
 
 
-def rows_of(x: Tracer, permutation: Tracer, first: int = 0) -> Tracer:
-    """x[b, permutation[b, i], first:] for every b and i (routines.py's lapmr: the window is read where
-    it lies in x, with no copy of it first)."""
-    columns = x.shape[2] - first
+def rows_of(x: Tracer, permutation: Tracer, first: int = 0, columns: int | None = None) -> Tracer:
+    """x[b, permutation[b, i], first:first + columns] for every b and i, columns to x's last by default
+    (routines.py's lapmr: the window is read where it lies in x, with no copy of it first)."""
+    columns = x.shape[2] - first if columns is None else columns
     if is_empty(permutation) or x.shape[0] == 0 or columns == 0:
         return cr.zeros((x.shape[0], permutation.shape[1], columns), x.type.dtype)
     return solver_call("lapmr", [x, permutation.astype("int32")], first=first, columns=columns)[0]
@@ -133,19 +133,21 @@ def getrf_recursive(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
     return sh.concatenate([top, bottom], axis=1), pivots, permutation
 
 
-def lu_parts(a: Tracer) -> tuple[Tracer, Tracer, Tracer, Tracer]:
-    """(LU's first n rows, its other rows, pivots, permutation) of a tall stack [B, m, n], m >= n, not
-    empty: above lu_leaf columns the left half's LU, its row swaps on the right half, U12 = L11^-1 A12,
+def lu_parts(a: Tracer, n: int | None = None) -> tuple[Tracer, Tracer, Tracer, Tracer]:
+    """(LU's first n rows, its other rows, pivots, permutation) of the first n columns of a stack [B, m,
+    *] (all of them by default), m >= n, not empty, read where they lie in a (only a leaf's columns are
+    copied, into its getrf call): above lu_leaf columns the left half's LU, its row swaps on the right half, U12 = L11^-1 A12,
     the Schur complement A22 - L21 U12 (a GEMM), its LU, and its row swaps on L21. The same pivots
     as LAPACK's right-looking getrf, but each level moves the matrix once (log(n / leaf) copies in
     all, where a panel loop moves it n / BLOCK times) and its products are large GEMMs. The two parts
     are what a level above reads apart (L11 U11 in a trsm, L21 in a GEMM), so they are not assembled
     into one matrix only to be sliced again."""
-    batch, m, n = a.shape
+    batch, m, columns = a.shape
+    n = columns if n is None else n
     if n <= lu_leaf(batch, m, a.type.numpy_dtype.itemsize):
-        lu, pivots, permutation = solver_call("getrf", [a])
+        lu, pivots, permutation = solver_call("getrf", [a if n == columns else a[:, :, :n]])
         return lu[:, :n], lu[:, n:], pivots, permutation
-    n1, top1, bottom1, pivots1, u12, schur = left_half_and_schur(a)
+    n1, top1, bottom1, pivots1, u12, schur = left_half_and_schur(a, n)
     top2, bottom2, pivots2, permutation2 = lu_parts(schur)
     n2 = n - n1
     l21 = rows_of(bottom1, permutation2)
@@ -154,16 +156,17 @@ def lu_parts(a: Tracer) -> tuple[Tracer, Tracer, Tracer, Tracer]:
     return top, sh.concatenate([l21[:, n2:], bottom2], axis=2), pivots, laswp(pivots, m)[0]
 
 
-def left_half_and_schur(a: Tracer):
-    """lu_parts's steps before the Schur complement's LU: (n1, the left half's LU in its two parts, its
-    pivots, U12, the Schur complement A22 - L21 U12). The left half's row swaps are applied to the
-    right half's rows as they are gathered, its top n1 rows and the others apart (no copy of the right
-    half before or after)."""
-    batch, m, n = a.shape
+def left_half_and_schur(a: Tracer, n: int):
+    """lu_parts's steps before the Schur complement's LU, for a's first n columns: (n1, the left half's
+    LU in its two parts, its pivots, U12, the Schur complement A22 - L21 U12). The left half is read
+    from a itself (no copy of its columns); its row swaps are applied to the right half's rows as they
+    are gathered, its top n1 rows and the others apart (no copy of the right half before or after)."""
+    batch, m, _ = a.shape
     n1 = split(n, lu_leaf(batch, m, a.type.numpy_dtype.itemsize))
-    top1, bottom1, pivots1, permutation1 = lu_parts(a[:, :, :n1])
-    u12 = trsm(top1, rows_of(a, permutation1[:, :n1], first=n1), lower=True, trans=False, unit_diagonal=True)
-    schur = -con.matmul(bottom1, u12) + rows_of(a, permutation1[:, n1:], first=n1)
+    top1, bottom1, pivots1, permutation1 = lu_parts(a, n1)
+    right = lambda rows: rows_of(a, rows, first=n1, columns=n - n1)
+    u12 = trsm(top1, right(permutation1[:, :n1]), lower=True, trans=False, unit_diagonal=True)
+    schur = -con.matmul(bottom1, u12) + right(permutation1[:, n1:])
     return n1, top1, bottom1, pivots1, u12, schur
 
 
@@ -175,7 +178,7 @@ def lu_diagonal(a: Tracer) -> tuple[Tracer, Tracer]:
     if is_empty(a) or n <= lu_leaf(batch, m, a.type.numpy_dtype.itemsize):
         lu, pivots, _ = getrf(a)
         return sh.diagonal(lu, axis1=1, axis2=2), pivots
-    n1, top1, _, pivots1, _, schur = left_half_and_schur(a)
+    n1, top1, _, pivots1, _, schur = left_half_and_schur(a, n)
     diagonal2, pivots2 = lu_diagonal(schur)
     return (sh.concatenate([sh.diagonal(top1, axis1=1, axis2=2), diagonal2], axis=1),
             sh.concatenate([pivots1, pivots2 + n1], axis=1))
