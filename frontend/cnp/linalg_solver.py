@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import lax_shape
 from ..dtypes import is_complex
 from ..tracing import Tracer, bind
 from . import contractions as con
@@ -61,10 +62,10 @@ def is_empty(*xs: Tracer) -> bool:
     return any(x.size == 0 for x in xs)
 
 
-def rows_of(x: Tracer, permutation: Tracer, first: int = 0) -> Tracer:
-    """x[b, permutation[b, i], first:] for every b and i (routines.py's lapmr: the window is read where
-    it lies in x, with no copy of it first)."""
-    columns = x.shape[2] - first
+def rows_of(x: Tracer, permutation: Tracer, first: int = 0, columns: int | None = None) -> Tracer:
+    """x[b, permutation[b, i], first:first + columns] for every b and i, columns to x's last by default
+    (routines.py's lapmr: the window is read where it lies in x, with no copy of it first)."""
+    columns = x.shape[2] - first if columns is None else columns
     if is_empty(permutation) or x.shape[0] == 0 or columns == 0:
         return cr.zeros((x.shape[0], permutation.shape[1], columns), x.type.dtype)
     return solver_call("lapmr", [x, permutation.astype("int32")], first=first, columns=columns)[0]
@@ -132,19 +133,21 @@ def getrf_recursive(a: Tracer) -> tuple[Tracer, Tracer, Tracer]:
     return sh.concatenate([top, bottom], axis=1), pivots, permutation
 
 
-def lu_parts(a: Tracer) -> tuple[Tracer, Tracer, Tracer, Tracer]:
-    """(LU's first n rows, its other rows, pivots, permutation) of a tall stack [B, m, n], m >= n, not
-    empty: above lu_leaf columns the left half's LU, its row swaps on the right half, U12 = L11^-1 A12,
+def lu_parts(a: Tracer, n: int | None = None) -> tuple[Tracer, Tracer, Tracer, Tracer]:
+    """(LU's first n rows, its other rows, pivots, permutation) of the first n columns of a stack [B, m,
+    *] (all of them by default), m >= n, not empty, read where they lie in a (only a leaf's columns are
+    copied, into its getrf call): above lu_leaf columns the left half's LU, its row swaps on the right half, U12 = L11^-1 A12,
     the Schur complement A22 - L21 U12 (a GEMM), its LU, and its row swaps on L21. The same pivots
     as LAPACK's right-looking getrf, but each level moves the matrix once (log(n / leaf) copies in
     all, where a panel loop moves it n / BLOCK times) and its products are large GEMMs. The two parts
     are what a level above reads apart (L11 U11 in a trsm, L21 in a GEMM), so they are not assembled
     into one matrix only to be sliced again."""
-    batch, m, n = a.shape
+    batch, m, columns = a.shape
+    n = columns if n is None else n
     if n <= lu_leaf(batch, m, a.type.numpy_dtype.itemsize):
-        lu, pivots, permutation = solver_call("getrf", [a])
+        lu, pivots, permutation = solver_call("getrf", [a if n == columns else a[:, :, :n]])
         return lu[:, :n], lu[:, n:], pivots, permutation
-    n1, top1, bottom1, pivots1, u12, schur = left_half_and_schur(a)
+    n1, top1, bottom1, pivots1, u12, schur = left_half_and_schur(a, n)
     top2, bottom2, pivots2, permutation2 = lu_parts(schur)
     n2 = n - n1
     l21 = rows_of(bottom1, permutation2)
@@ -153,16 +156,17 @@ def lu_parts(a: Tracer) -> tuple[Tracer, Tracer, Tracer, Tracer]:
     return top, sh.concatenate([l21[:, n2:], bottom2], axis=2), pivots, laswp(pivots, m)[0]
 
 
-def left_half_and_schur(a: Tracer):
-    """lu_parts's steps before the Schur complement's LU: (n1, the left half's LU in its two parts, its
-    pivots, U12, the Schur complement A22 - L21 U12). The left half's row swaps are applied to the
-    right half's rows as they are gathered, its top n1 rows and the others apart (no copy of the right
-    half before or after)."""
-    batch, m, n = a.shape
+def left_half_and_schur(a: Tracer, n: int):
+    """lu_parts's steps before the Schur complement's LU, for a's first n columns: (n1, the left half's
+    LU in its two parts, its pivots, U12, the Schur complement A22 - L21 U12). The left half is read
+    from a itself (no copy of its columns); its row swaps are applied to the right half's rows as they
+    are gathered, its top n1 rows and the others apart (no copy of the right half before or after)."""
+    batch, m, _ = a.shape
     n1 = split(n, lu_leaf(batch, m, a.type.numpy_dtype.itemsize))
-    top1, bottom1, pivots1, permutation1 = lu_parts(a[:, :, :n1])
-    u12 = trsm(top1, rows_of(a, permutation1[:, :n1], first=n1), lower=True, trans=False, unit_diagonal=True)
-    schur = -con.matmul(bottom1, u12) + rows_of(a, permutation1[:, n1:], first=n1)
+    top1, bottom1, pivots1, permutation1 = lu_parts(a, n1)
+    right = lambda rows: rows_of(a, rows, first=n1, columns=n - n1)
+    u12 = trsm(top1, right(permutation1[:, :n1]), lower=True, trans=False, unit_diagonal=True)
+    schur = -con.matmul(bottom1, u12) + right(permutation1[:, n1:])
     return n1, top1, bottom1, pivots1, u12, schur
 
 
@@ -174,7 +178,7 @@ def lu_diagonal(a: Tracer) -> tuple[Tracer, Tracer]:
     if is_empty(a) or n <= lu_leaf(batch, m, a.type.numpy_dtype.itemsize):
         lu, pivots, _ = getrf(a)
         return sh.diagonal(lu, axis1=1, axis2=2), pivots
-    n1, top1, _, pivots1, _, schur = left_half_and_schur(a)
+    n1, top1, _, pivots1, _, schur = left_half_and_schur(a, n)
     diagonal2, pivots2 = lu_diagonal(schur)
     return (sh.concatenate([sh.diagonal(top1, axis1=1, axis2=2), diagonal2], axis=1),
             sh.concatenate([pivots1, pivots2 + n1], axis=1))
@@ -529,8 +533,7 @@ def large_symmetric_eigenproblem(a: Tracer) -> tuple[Tracer, Tracer]:
     (reflected, LAPACK's ormtr)."""
     qr, tau, d, e, phases = tridiagonal_form(a)
     w, z = tridiagonal_eigenvectors(d, e)
-    sz = z.astype(a.type.dtype) * phases[:, :, None]
-    return w, sh.concatenate([sz[:, :1], reflected(qr, tau, sz[:, 1:])], axis=1)
+    return w, reflected(qr, tau, z.astype(a.type.dtype) * phases[:, :, None], first=1)
 
 
 TRIDIAGONAL_PANEL = 64   # columns of a latrd panel
@@ -588,18 +591,22 @@ def below_zeros(x: Tracer, rows: int) -> Tracer:
     return sh.concatenate([cr.zeros((x.shape[0], rows, x.shape[2]), x.type.dtype), x], axis=1)
 
 
-def reflected(qr: Tracer, tau: Tracer, c: Tracer) -> Tracer:
-    """Q C for Q = H_0 ... H_{k-1}, geqrf's reflectors (qr [B, m, k], tau [B, k]), C [B, m, p] (LAPACK's
-    ormqr, side L, no transpose): blocks of BLOCK reflectors, the last first, each in compact WY form
-    on the rows it changes (those from its first reflector's), 2 m k p flops of GEMMs in all (the
-    whole Q's compact WY form, n x n blocks, would take three times as many)."""
+def reflected(qr: Tracer, tau: Tracer, c: Tracer, first: int = 0) -> Tracer:
+    """C with its rows from `first` on replaced by Q times them, for Q = H_0 ... H_{k-1}, geqrf's
+    reflectors (qr [B, m, k], tau [B, k]), C [B, first + m, p] (LAPACK's ormqr, side L, no transpose):
+    blocks of BLOCK reflectors, the last first, each in compact WY form on the rows it changes (those
+    from its first reflector's), 2 m k p flops of GEMMs in all (the whole Q's compact WY form, n x n
+    blocks, would take three times as many). Each block's rows are written back into C by a
+    dynamic_update_slice, which the in_place pass makes an update of C's buffer (C's other rows are
+    not copied)."""
     k = tau.shape[1]
     for start in reversed(range(0, k, BLOCK)):
         stop = min(start + BLOCK, k)
         v = reflectors(qr[:, start:, start:stop], tau[:, start:stop])
         t = larft(v, tau[:, start:stop])
-        below = c[:, start:] - con.matmul(v, con.matmul(t, con.matmul(adjoint(v), c[:, start:])))
-        c = below if start == 0 else sh.concatenate([c[:, :start], below], axis=1)
+        rows = c[:, first + start:]
+        c = lax_shape.dynamic_update_slice(
+            c, rows - con.matmul(v, con.matmul(t, con.matmul(adjoint(v), rows))), (0, first + start, 0))
     return c
 
 
@@ -612,7 +619,7 @@ def tridiagonal_eigenvectors(d: Tracer, e: Tracer) -> tuple[Tracer, Tracer]:
     into 2^L leaves of equal size (at most DIVIDE_LEAF rows, each tear subtracting |e| from the two
     diagonal entries it separates), the leaves solved by steqr and lasr (one call each for all of them),
     then each level's pairs merged by laed1 (one call a level: the rank-one modification's eigenpairs)
-    and the halves' vectors multiplied by the merge's (two batched GEMMs a level). n is padded to
+    and the halves' vectors multiplied by the merge's (one batched GEMM a level, over views of both). n is padded to
     2^L leaves by rows decoupled from T (e = 0) whose diagonal exceeds Gershgorin's bound on T's
     eigenvalues: their eigenpairs stay exact unit vectors, deflated at every merge, and sort last."""
     batch, n = d.shape
@@ -640,12 +647,15 @@ def tridiagonal_eigenvectors(d: Tracer, e: Tracer) -> tuple[Tracer, Tracer]:
     rows = leaf
     while rows < padded:
         groups = batch * padded // (2 * rows)
-        halves = sh.reshape(z, (groups, 2, rows, rows))
-        first, second = halves[:, 0], halves[:, 1]
+        pairs_of_halves = sh.reshape(z, (groups, 2, rows, rows))
         rho = sh.reshape(sh.reshape(off, (groups, 2 * rows))[:, rows - 1], (groups,))
-        w, u, _, _ = solver_call("laed1", [sh.reshape(w, (groups, 2 * rows)),
-                                           sh.concatenate([first[:, rows - 1, :], second[:, 0, :]], axis=1), rho])
-        z = sh.concatenate([con.matmul(first, u[:, :rows]), con.matmul(second, u[:, rows:])], axis=1)
+        w, u, _, _ = solver_call("laed1", [sh.reshape(w, (groups, 2 * rows)), sh.concatenate(
+            [pairs_of_halves[:, 0, rows - 1, :], pairs_of_halves[:, 1, 0, :]], axis=1), rho])
+        # Each half's vectors times its rows of u, as one batched GEMM over views: halves [2 groups,
+        # rows, rows] times u's row halves [2 groups, rows, 2 rows] stack as the merged [groups, 2 rows,
+        # 2 rows] (no copies of the halves, of u's rows or of the products).
+        z = sh.reshape(con.matmul(sh.reshape(z, (2 * groups, rows, rows)), sh.reshape(u, (2 * groups, rows, 2 * rows))),
+                       (groups, 2 * rows, 2 * rows))
         rows *= 2
     return sh.reshape(w, (batch, padded))[:, :n], sh.reshape(z, (batch, padded, padded))[:, :n, :n]
 

@@ -237,13 +237,44 @@ def test_syev_of_hard_symmetric_matrices(dtype, n, steps, monkeypatch):
 @pytest.mark.parametrize("n", [300, 449])
 def test_eigh_of_a_large_matrix_against_numpy(n):
     """eigh at n = 300 (sytrd and divide and conquer) and 449 (two latrd panels of 64 columns, then
-    sytrd on 321 rows): the same bounds as the small cases'."""
+    sytrd on 321 rows): the same bounds as the small cases'. Q's reflections (n - 1 of them, in blocks
+    of 128) write their rows back into the vectors in place, one update a block."""
     x = random((n, n), np.float64, seed=11)
     a = x + x.T
-    w, v = cj.jit(cnp.linalg.eigh)(a)
+    compiled = cj.jit(cnp.linalg.eigh).lower(a).compile()
+    optimized = compiled.as_text("optimized")
+    blocks = -(-(n - 1) // linalg_solver.BLOCK)
+    assert optimized.count("dynamic_update_slice_in_place") == optimized.count("dynamic_update_slice") == blocks
+    w, v = compiled(a)
     assert backward_error(a, (v * w[None, :]) @ v.T, np.float64) <= BOUND
     assert orthogonality(v, np.float64) <= BOUND
     assert np.max(np.abs(w - np.linalg.eigvalsh(a))) <= BOUND * n * eps(np.float64) * np.linalg.norm(a, 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.complex128, marks=pytest.mark.slow)])
+def test_eigh_of_a_stack_by_divide_and_conquer_with_lowered_thresholds(dtype, monkeypatch):
+    """large_symmetric_eigenproblem on a stack of two 67x67 matrices, its thresholds lowered so that each
+    step has several parts: latrd panels of 8 columns from 40 rows, 16 leaves of 5 rows (padded to 80)
+    merged in 4 levels, Q's 66 reflections in 5 blocks of 16 written back in place: A V = V diag(w), V
+    unitary, w numpy's, within BOUND n eps."""
+    monkeypatch.setattr(linalg_solver, "TRIDIAGONAL_FROM", 20)
+    monkeypatch.setattr(linalg_solver, "BLOCKED_SYTRD_FROM", 40)
+    monkeypatch.setattr(linalg_solver, "TRIDIAGONAL_PANEL", 8)
+    monkeypatch.setattr(linalg_solver, "DIVIDE_LEAF", 8)
+    monkeypatch.setattr(linalg_solver, "BLOCK", 16)
+    n = 67
+    x = random((2, n, n), np.float64, seed=5)
+    if np.iscomplexobj(np.zeros(1, dtype)):
+        x = x + 1j * random((2, n, n), np.float64, seed=6)
+    a = ((x + np.conj(np.swapaxes(x, -1, -2))) / 2).astype(dtype)
+    compiled = cj.jit(cnp.linalg.eigh).lower(a).compile()
+    assert compiled.as_text("optimized").count("dynamic_update_slice_in_place") == 5
+    w, v = (np.asarray(r) for r in compiled(a))
+    frobenius = lambda m: np.linalg.norm(m, axis=(-2, -1))
+    unit = n * eps(dtype)
+    assert np.max(frobenius(a - (v * w[:, None, :]) @ np.conj(np.swapaxes(v, -1, -2))) / (frobenius(a) * unit)) <= BOUND
+    assert np.max(frobenius(np.conj(np.swapaxes(v, -1, -2)) @ v - np.eye(n)) / unit) <= BOUND
+    assert np.max(np.abs(w - np.linalg.eigvalsh(a)) / (np.linalg.norm(a, 2, axis=(-2, -1))[:, None] * unit)) <= BOUND
 
 
 def test_eigvalsh_of_a_large_matrix_skips_the_vectors():
