@@ -95,6 +95,14 @@ def test_survey_of_a_gemm_and_a_full_sum_flags_neither():
     assert partials.load_bytes == (16, 16) and partials.grid[0] >= 304 and partials.flags == ()
 
 
+def test_survey_of_the_single_pass_scan_flags_nothing():
+    # A cumsum of 2^22 f32: tiles of 128 work-items (512 workgroups, where 256 of 256 would leave
+    # CUs idle), each work-item's run of 64 read and written 4 f32 at a time (dwordx4).
+    init, scan = survey("gfx942", ["cumsum_row_f32"])
+    assert scan.load_bytes == (16, 16) and scan.grid[0] == 512 >= 304 and scan.flags == ()
+    assert init.flags == ()
+
+
 def test_survey_usage_errors(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["survey", "--only", "softmax_f32,nope"])
