@@ -3,7 +3,7 @@ per-tile look-back states marked invalid) and `lookback_scan` (the scan itself),
 element from memory once (reduce-then-scan, scan.py, reads it twice and launches three times).
 
 A workgroup of `workgroup` work-items (the calls' attribute: 256, or fewer where 256 would give
-fewer tiles than the target's CUs, routines.lookback_workgroup) scans a tile of workgroup x ITEMS
+fewer tiles than the target's CUs and fewer give enough, routines.lookback_workgroup) scans a tile of workgroup x ITEMS
 elements of a row, ITEMS consecutive elements a work-item. The state (`lookback_init`'s result, u64 words; `lookback_scan` writes it,
 see routines.py) holds the ordered tile counter, then per tile (rows x tiles, row-major) its flag
 (INVALID, AGGREGATE, PREFIX), its aggregate and its inclusive prefix, values as their bits in a u64.

@@ -249,7 +249,7 @@ def accumulate(x: np.ndarray, reducer: str) -> np.ndarray:
 LOOKBACK_ITEMS, LOOKBACK_WAVE = 64, 64
 # A tile's work-items (the `workgroup` attribute), the largest first: 256 where the tiles cover the
 # target's CUs (its wave scans' and look-back's cost spread over the most elements), fewer where
-# they would not (lookback_workgroup).
+# only fewer do (lookback_workgroup).
 LOOKBACK_WORKGROUPS = (256, 128, 64)
 LOOKBACK_DTYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64")
 
@@ -260,9 +260,11 @@ def lookback_tile(workgroup: int) -> int:
 
 def lookback_workgroup(rows: int, length: int, compute_units: int) -> int:
     """The work-items of the single-pass scan's tiles for rows x length: the largest of
-    LOOKBACK_WORKGROUPS whose tiles are at least `compute_units` workgroups, else the smallest."""
+    LOOKBACK_WORKGROUPS whose tiles are at least `compute_units` workgroups; the largest where none
+    is (fewer than 4096 elements a CU: smaller tiles would leave CUs idle still, and on the host
+    each tile's own work, its wave and barrier regions and its look-back, costs more per element)."""
     covering = [w for w in LOOKBACK_WORKGROUPS if rows * runs_of(length, lookback_tile(w)) >= compute_units]
-    return covering[0] if covering else LOOKBACK_WORKGROUPS[-1]
+    return covering[0] if covering else LOOKBACK_WORKGROUPS[0]
 
 
 def lookback_state_words(rows: int, length: int, workgroup: int) -> int:

@@ -257,13 +257,15 @@ def test_long_scans_are_single_pass():
 
 
 def test_single_pass_tiles_cover_the_cus():
-    """Tiles of 256 work-items where they are at least the target's CUs, of fewer where they would
-    not be: a cumsum of 2^22 f32 runs 512 tiles of 128 (256 of 256 would leave 48 of gfx942's 304
-    CUs idle); the matcher writes the choice in the calls, and the kernel's grid follows it."""
+    """Tiles of 256 work-items where they are at least the target's CUs, of fewer where only fewer
+    are: a cumsum of 2^22 f32 runs 512 tiles of 128 (256 of 256 would leave 48 of gfx942's 304 CUs
+    idle); a row too short for 304 tiles of 64 keeps 256. The matcher writes the choice in the
+    calls, and the kernel's grid follows it."""
     cus = get_target().compute_units
     assert cus == 304
     assert [prim_routines.lookback_workgroup(rows, length, cus) for rows, length in
-            [(1, 1 << 24), (1, 1 << 22), (2, 1 << 22), (1, 1 << 21), (1, 5000)]] == [256, 128, 256, 64, 64]
+            [(1, 1 << 24), (1, 1 << 22), (2, 1 << 22), (1, 1 << 21), (1, 1 << 20), (1, 5000)]] == \
+        [256, 128, 256, 64, 256, 256]
     graph = cj.make_graph(cnp.cumsum)(np.ones(1 << 22, np.float32))
     calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops if op.name == "library_call"]
     assert [call.attrs["workgroup"] for call in calls] == [128, 128]
