@@ -189,6 +189,7 @@ class Access:
     touched: set = field(default_factory=set)
     sampled: set = field(default_factory=set)   # the index expressions whose first wave is counted
     starts: list = field(default_factory=list)  # per sampled index: each lane's first byte
+    offsets: dict = field(default_factory=dict)  # indices of unknown address: their terms -> constant terms
 
     @property
     def known(self) -> bool:
@@ -198,9 +199,13 @@ class Access:
     def lane_bytes(self) -> int:
         """Bytes per lane of one access as the GPU backend issues it: where the body's accesses give
         every lane runs of consecutive elements (a tile row's 4 f32, say, or a row kernel's groups of
-        4 at its span offsets), LLVM merges each run, up to 16 bytes; the shortest run counts."""
+        4 at its span offsets), LLVM merges each run, up to 16 bytes; the shortest run counts. Where
+        no address is known (an index from data: a tile a work-item took from a counter), the runs
+        are those of indices that differ only in a constant term (a work-item's x + 0, x + 1, ...)."""
         run = 1
-        if len(self.starts) > 1 and len({len(s) for s in self.starts}) == 1 and len(self.starts[0]):
+        if not self.starts and self.offsets:
+            run = min(shortest_run(sorted(constants)) for constants in self.offsets.values())
+        elif len(self.starts) > 1 and len({len(s) for s in self.starts}) == 1 and len(self.starts[0]):
             ordered = np.sort(np.array(self.starts), axis=0)
             steps = np.diff(ordered, axis=0) == self.element_bytes
             if (steps == steps[:, :1]).all():   # every lane's accesses in runs of the same lengths
@@ -222,6 +227,23 @@ class Access:
     @property
     def issued_bytes(self) -> float:
         return self.bytes * self.segment_ratio
+
+
+def index_terms(index: Expr) -> tuple[tuple[str, ...], int]:
+    """An index as a sum: the texts of its terms that are not constants (sorted), and the sum of those that are."""
+    if isinstance(index, Const):
+        return (), int(index.value)
+    if isinstance(index, Binary) and index.op == "add":
+        (a, j), (b, k) = index_terms(index.a), index_terms(index.b)
+        return tuple(sorted(a + b)), j + k
+    return (repr(index),), 0
+
+
+def shortest_run(values: list[int]) -> int:
+    """The length of the shortest run of consecutive integers in sorted, distinct `values`."""
+    breaks = [position for position in range(1, len(values)) if values[position] != values[position - 1] + 1]
+    edges = [0, *breaks, len(values)]
+    return min(b - a for a, b in zip(edges, edges[1:]))
 
 
 class LaunchCounter:
@@ -310,6 +332,8 @@ class LaunchCounter:
         access.sampled.add(id(index))
         addresses = self.value(index, self.sample_env(env))
         if addresses is None:
+            terms, constant = index_terms(index)
+            access.offsets.setdefault(terms, set()).add(constant)
             return
         lanes = self.first_wave(addresses)
         active = self.first_wave(np.asarray(weight) > 0)

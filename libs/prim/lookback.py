@@ -2,8 +2,9 @@
 per-tile look-back states marked invalid) and `lookback_scan` (the scan itself), which reads each
 element from memory once (reduce-then-scan, scan.py, reads it twice and launches three times).
 
-A workgroup of WORKGROUP work-items scans a tile of TILE elements of a row, ITEMS consecutive
-elements a work-item. The state (`lookback_init`'s result, u64 words; `lookback_scan` writes it,
+A workgroup of `workgroup` work-items (the calls' attribute: 256, or fewer where 256 would give
+fewer tiles than the target's CUs and fewer give enough, routines.lookback_workgroup) scans a tile of workgroup x ITEMS
+elements of a row, ITEMS consecutive elements a work-item. The state (`lookback_init`'s result, u64 words; `lookback_scan` writes it,
 see routines.py) holds the ordered tile counter, then per tile (rows x tiles, row-major) its flag
 (INVALID, AGGREGATE, PREFIX), its aggregate and its inclusive prefix, values as their bits in a u64.
 
@@ -14,9 +15,13 @@ earlier on the same thread. That is what keeps the spin-waits free of deadlock, 
 with rocPRIM's ordered block id on the GPU. Each work-item folds its ITEMS elements; each wave scans
 its work-items' totals across lanes as rocPRIM's warp scan does on GFX9 (routines.WAVE_SCAN_MOVES:
 row shifts within rows of 16 lanes, then row broadcasts, one WaveMove each: DPP moves on gfx942);
-work-item 0 folds the WAVES waves' totals, gets the tile's exclusive prefix from its predecessors
+work-item 0 folds the waves' totals, gets the tile's exclusive prefix from its predecessors
 and publishes the tile's inclusive prefix; each work-item then scans its elements again (from
-cache) from its carry.
+cache) from its carry. Where every run is whole (rows of a multiple of ITEMS: the kernel's variant,
+`whole_runs`), a work-item reads and writes its run 16 bytes at a time, as rocPRIM's
+block_load_vectorize: a group's loads, its combinations in element order, then its stores, which
+the GPU backends issue as one vector access each (global_load_dwordx4 on gfx942), with no LDS
+staging that the host would pay for; else it walks its run element by element.
 
 `segmented_lookback_scan` (rocPRIM's segmented scan by head flags) is the same kernel over (value,
 has a head) pairs, whose operator (routines.joined: the right operand where it holds a head, else
@@ -38,15 +43,16 @@ from __future__ import annotations
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from .routines import (LOOKBACK_ITEMS as ITEMS, LOOKBACK_WAVE, LOOKBACK_WORKGROUP as WORKGROUP, WAVE_SCAN_MOVES,
-                       accumulator_type, index_dtype_of)
+from ...ir.types import NUMPY_DTYPES
+from .routines import (LOOKBACK_ITEMS as ITEMS, LOOKBACK_WAVE, WAVE_SCAN_MOVES, accumulator_type, index_dtype_of,
+                       lookback_tile)
 from .scan import combine_scan, scan_identity
 
-TILE = WORKGROUP * ITEMS
 WAVE = LOOKBACK_WAVE
-WAVES = WORKGROUP // WAVE
+ZEROING_WORKGROUP = 256                # lookback_init's work-items, a word each
 INVALID, AGGREGATE, PREFIX = 0, 1, 2   # a tile's flag word: its state in the low bits (STATE_BITS),
 STATE_BITS, HEAD = 3, 4                # and for a segmented scan whether its aggregate holds a head
+GROUP_BYTES = 16                       # a whole run's loads and stores, a group at a time
 UINT_OF_WIDTH = {"f32": "u32", "f64": "u64"}
 
 
@@ -63,9 +69,9 @@ def from_word(word: K.Expr, dtype: str) -> K.Expr:
     return word.cast(dtype)
 
 
-def sizes(x_shape, idx: str):
+def sizes(idx: str, tile: int):
     rows, length = (K.ScalarParam(n, idx) for n in ("rows", "length"))
-    tiles = (length + (TILE - 1)) / TILE
+    tiles = (length + (tile - 1)) / tile
     return rows, length, tiles, rows * tiles
 
 
@@ -73,15 +79,15 @@ def init_kernel(op: Op, name: str) -> K.Kernel:
     """Zeroes the state: the counter, every tile's flag (INVALID) and values."""
     x = op.operands[0].type
     idx = index_dtype_of(*x.shape)
-    rows, length, _, count = sizes(x.shape, idx)
+    rows, length, _, count = sizes(idx, lookback_tile(op.attrs["workgroup"]))
     words = 1 + 3 * count
     source = K.GlobalBuffer("in0", x.dtype, rows * length, readonly=True)
     state = K.GlobalBuffer("out0", "u64", words)
     i = K.Var("i", idx)
-    body = [K.Let(i, K.workgroup_id(0).cast(idx) * WORKGROUP + K.workitem_id(0).cast(idx)),
+    body = [K.Let(i, K.workgroup_id(0).cast(idx) * ZEROING_WORKGROUP + K.workitem_id(0).cast(idx)),
             K.If(i < words, [K.Store(state, i, K.Const(0, "u64"))])]
-    return K.Kernel(name, params=[source, state, rows, length], grid=((words + (WORKGROUP - 1)) / WORKGROUP,),
-                    workgroup_size=(WORKGROUP,), body=body,
+    return K.Kernel(name, params=[source, state, rows, length], grid=((words + (ZEROING_WORKGROUP - 1)) / ZEROING_WORKGROUP,),
+                    workgroup_size=(ZEROING_WORKGROUP,), body=body,
                     arguments=(("rows", x.shape[0]), ("length", x.shape[1])))
 
 
@@ -144,14 +150,16 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
     reducer, exclusive = op.attrs["reducer"], op.attrs["exclusive"]
     segmented = op.attrs["routine"] == "segmented_lookback_scan"
     idx, acc_dtype = index_dtype_of(*x.shape), accumulator_type(x)
-    rows, length, tiles, count = sizes(x.shape, idx)
+    workgroup = op.attrs["workgroup"]
+    tile_length, waves = lookback_tile(workgroup), workgroup // WAVE
+    rows, length, tiles, count = sizes(idx, tile_length)
     source = K.GlobalBuffer("in0", x.dtype, rows * length, readonly=True)
     heads = K.GlobalBuffer("in1", "bool", rows * length, readonly=True) if segmented else None
     state = K.GlobalBuffer(f"in{1 + segmented}", "u64", 1 + 3 * count)   # written: the look-back's state
     result = K.GlobalBuffer("out0", x.dtype, rows * length)
-    taken, totals, prefix_lds = (K.LdsBuffer("taken", "u64", 1), K.LdsBuffer("wave_scans", acc_dtype, WORKGROUP),
+    taken, totals, prefix_lds = (K.LdsBuffer("taken", "u64", 1), K.LdsBuffer("wave_scans", acc_dtype, workgroup),
                                  K.LdsBuffer("tile_prefix", acc_dtype, 1))
-    wave_prefixes = K.LdsBuffer("wave_prefixes", acc_dtype, WAVES)
+    wave_prefixes = K.LdsBuffer("wave_prefixes", acc_dtype, waves)
     lds = [taken, totals, wave_prefixes, prefix_lds]
     lid, tile_id, row, tile, start, stop, j = (K.Var(n, idx) for n in ("lid", "tile_id", "row", "tile", "start",
                                                                        "stop", "j"))
@@ -168,8 +176,8 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
     if segmented:
         head_at = lambda at: heads[row * length + at]
         total_head, run_head, before_head = (K.Var(n, "bool") for n in ("total_head", "run_head", "before_head"))
-        total_heads, prefix_heads = K.LdsBuffer("wave_scan_heads", "bool", WORKGROUP), \
-            K.LdsBuffer("wave_prefix_heads", "bool", WAVES)
+        total_heads, prefix_heads = K.LdsBuffer("wave_scan_heads", "bool", workgroup), \
+            K.LdsBuffer("wave_prefix_heads", "bool", waves)
         lds += [total_heads, prefix_heads]
     else:
         head_at = lambda at: None
@@ -181,6 +189,19 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
                   K.For(j, start + 1, stop, 1, [
                       K.Assign(total, joined(reducer, total, element(j), head_at(j))),
                       *([K.Assign(total_head, total_head | head_at(j))] if segmented else [])])]
+    # The same over a whole run, a group of 16 bytes of elements at a time: the group's loads first
+    # (one vector load on the GPU), then its combinations in element order (the same bits).
+    group, offset, at = GROUP_BYTES // NUMPY_DTYPES[x.dtype].itemsize, K.Var("offset", idx), K.Var("at", idx)
+    values = [K.Var(f"value{k}", acc_dtype) for k in range(group)]
+    value_heads = [K.Var(f"value_head{k}", "bool") for k in range(group)] if segmented else [None] * group
+    load_group = [K.Let(at, start + offset), *(K.Let(v, element(at + k)) for k, v in enumerate(values)),
+                  *(K.Let(h, head_at(at + k)) for k, h in enumerate(value_heads) if segmented)]
+    fold_whole = [K.For(offset, 0, ITEMS, group, [
+        *load_group,
+        *(stmt for k in range(group) for stmt in [
+            K.Assign(total, K.select(offset.eq(0), values[0], joined(reducer, total, values[0], value_heads[0]))
+                     if k == 0 else joined(reducer, total, values[k], value_heads[k])),
+            *([K.Assign(total_head, total_head | value_heads[k])] if segmented else [])])])]
     # Each wave's inclusive scan of its work-items' totals: rocPRIM's DPP moves, a combination each.
     wave_scan = []
     for number, pattern in enumerate(WAVE_SCAN_MOVES):
@@ -198,7 +219,7 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
     lookback = [K.Store(wave_prefixes, 0, identity), K.Let(run, totals[WAVE - 1])]
     if segmented:
         lookback += [K.Store(prefix_heads, 0, no_head), K.Let(run_head, total_heads[WAVE - 1])]
-    for w in range(1, WAVES):
+    for w in range(1, waves):
         lookback.append(K.Store(wave_prefixes, w, run))
         if segmented:
             lookback += [K.Store(prefix_heads, w, run_head),
@@ -246,15 +267,42 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
         fold = lambda var, at: K.Assign(var, combine_scan(reducer, var, element(at)))
         walk = [K.Let(acc, K.select(has_carry, carry, element(start))), K.If(~has_carry, [put(start, acc)]),
                 K.For(j, K.select(has_carry, start, start + 1), stop, 1, [fold(acc, j), put(j, acc)])]
+    # The same over a whole run by groups: each group's results computed in element order, then
+    # stored together (one vector store on the GPU).
+    scanned = [K.Var(f"scanned{k}", acc_dtype) for k in range(group)]
+    step = []
+    for k, (value, value_head, out) in enumerate(zip(values, value_heads, scanned)):
+        starts = offset.eq(0) & ~has_carry if k == 0 else None   # the row's first element: no carry
+        if segmented:
+            restarts = value_head if starts is None else value_head | starts
+            step += [K.Let(out, K.select(restarts, identity, acc))] if exclusive else []
+            step.append(K.Assign(acc, K.select(restarts, value, combine_scan(reducer, acc, value))))
+            step += [] if exclusive else [K.Let(out, acc)]
+        elif exclusive:
+            step += [K.Let(out, acc), K.Assign(acc, combine_scan(reducer, acc, value))]
+        else:
+            folded = combine_scan(reducer, acc, value)
+            step += [K.Assign(acc, folded if starts is None else K.select(starts, value, folded)), K.Let(out, acc)]
+    walk_whole = [K.Let(acc, carry if segmented else K.select(has_carry, carry, identity)),
+                  K.For(offset, 0, ITEMS, group, [
+                      *load_group, *step,
+                      *(K.Store(result, row * length + at + k, out.cast(x.dtype)) for k, out in enumerate(scanned))])]
+    # Every run is whole where the row length is a multiple of ITEMS (this kernel's variant, with
+    # no element-by-element loads: narrower than 16 bytes on the GPU); else the row's last run may
+    # be partial.
+    if whole_runs(op):
+        by_run = lambda whole, partial: K.If(start < length, whole)
+    else:
+        by_run = lambda whole, partial: K.If(start + ITEMS <= length, whole, [K.If(start < stop, partial)])
     body = [
         K.Let(lid, K.workitem_id(0).cast(idx)), K.Let(lane, lid % WAVE), K.Let(wave, lid / WAVE),
         K.If(first, [K.AtomicRMW(ticket, "add", state, 0, K.Const(1, "u64")), K.Store(taken, 0, ticket)]),
         K.Barrier(),
         K.Let(tile_id, taken[0].cast(idx)), K.Let(row, tile_id / tiles), K.Let(tile, tile_id % tiles),
-        K.Let(start, tile * TILE + lid * ITEMS), K.Let(stop, K.minimum(start + ITEMS, length)),
+        K.Let(start, tile * tile_length + lid * ITEMS), K.Let(stop, K.minimum(start + ITEMS, length)),
         K.Let(total, identity),
         *([K.Let(total_head, no_head)] if segmented else []),
-        K.If(start < stop, fold_total),
+        by_run(fold_whole, fold_total),
         *wave_scan,
         K.Store(totals, lid, total),
         *([K.Store(total_heads, lid, total_head)] if segmented else []),
@@ -263,13 +311,24 @@ def scan_kernel(op: Op, name: str) -> K.Kernel:
         K.Barrier(),
         K.Let(has_carry, (tile > 0) | (lid > 0)),
         *carrying,
-        K.If(start < stop, walk)]
+        by_run(walk_whole, walk)]
     params = [source, *([heads] if segmented else []), state, result, rows, length]
-    kernel = K.Kernel(name, params=params, grid=(count,), workgroup_size=(WORKGROUP,), lds=lds, body=body,
+    kernel = K.Kernel(name, params=params, grid=(count,), workgroup_size=(workgroup,), lds=lds, body=body,
                       arguments=(("rows", x.shape[0]), ("length", x.shape[1])))
     if kernel.wave_size != WAVE:   # the reference's association is that of waves of WAVE lanes
         raise NotImplementedError(f"prim.{op.attrs['routine']}: waves of {kernel.wave_size} lanes (written for {WAVE})")
     return kernel
+
+
+def whole_runs(op: Op) -> bool:
+    """Whether every work-item's run is whole: the kernel variant without element-by-element loads."""
+    return op.operands[0].type.shape[1] % ITEMS == 0
+
+
+def solution(op: Op) -> str:
+    segmented = "segmented_" if op.attrs["routine"] == "segmented_lookback_scan" else ""
+    return (f"{segmented}lookback_scan_w{op.attrs['workgroup']}x{ITEMS}"
+            f"{'_whole_runs' if whole_runs(op) else ''}")
 
 
 def describe(op: Op) -> str:
@@ -279,6 +338,6 @@ def describe(op: Op) -> str:
     if op.attrs["routine"] == "segmented_lookback_scan":
         kind += " segmented (head flags, joined as pairs)"
     return (f"single-pass {kind} {op.attrs['reducer']} scan, decoupled look-back folding predecessors' aggregates "
-            f"in tile order (the same bits run to run); tiles of {WORKGROUP} work-items x {ITEMS} "
+            f"in tile order (the same bits run to run); tiles of {op.attrs['workgroup']} work-items x {ITEMS} "
             f"elements, wave scans of the work-items' totals by {len(WAVE_SCAN_MOVES)} DPP moves, ordered tile ids from "
             "an atomic counter")

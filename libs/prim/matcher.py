@@ -12,7 +12,9 @@ from ...ir.core import Value
 from ...ir.types import COMPLEXES
 from ...passes.patterns import Pat
 from .radix import RUN_LENGTH
-from .routines import LOOKBACK_DTYPES, MAX_ROW_LENGTH, SORT_KEY_DTYPES, accumulator_type, digit_shifts
+from ...ir.targets import get_target
+from .routines import (LOOKBACK_DTYPES, MAX_ROW_LENGTH, SORT_KEY_DTYPES, accumulator_type, digit_shifts,
+                       lookback_workgroup)
 
 # Rows shorter than this sort in LDS, a workgroup per row (lowering/emit_sort.py's merge sort):
 # 256 digit counters per run cost more than the row's merge passes.
@@ -46,6 +48,12 @@ def from_rows(m, values, shape, axis: int) -> list[Value]:
     return [v if axis == last else m.op("transpose", v, permutation=inverse) for v in shaped]
 
 
+def single_pass_workgroup(rows: int, length: int) -> int:
+    """The single-pass scan's tile work-items for the default target's CUs (routines.lookback_workgroup):
+    matching runs before a target is chosen (and the frontend calls scan_along with none)."""
+    return lookback_workgroup(rows, length, get_target().compute_units)
+
+
 def scanned(m, x: Value, reducer: str, exclusive: bool) -> Value:
     """The scan of each row of x: one work-item per row; for few long rows the single-pass scan
     (its look-back state, then the scan), or reduce-then-scan of runs for bool."""
@@ -54,8 +62,9 @@ def scanned(m, x: Value, reducer: str, exclusive: bool) -> Value:
         (result,) = call(m, "scan", x, reducer=reducer, exclusive=exclusive)
         return result
     if accumulator_type(x.type) in LOOKBACK_DTYPES:
-        (state,) = call(m, "lookback_init", x, reducer=reducer, exclusive=exclusive)
-        (result,) = call(m, "lookback_scan", x, state, reducer=reducer, exclusive=exclusive)
+        tiles = {"reducer": reducer, "exclusive": exclusive, "workgroup": single_pass_workgroup(rows, length)}
+        (state,) = call(m, "lookback_init", x, **tiles)
+        (result,) = call(m, "lookback_scan", x, state, **tiles)
         return result
     (totals,) = call(m, "run_totals", x, reducer=reducer, run_length=SCAN_RUN_LENGTH)
     (carries,) = call(m, "scan", totals, reducer=reducer, exclusive=True)
@@ -105,8 +114,9 @@ def segmented_scan_along(m, x: Value, heads: Value, reducer: str, axis: int, exc
     rows, flags = as_rows(m, [x, heads], axis)
     count, length = rows.type.shape
     if length > SCAN_RUN_LENGTH and count < FEW_ROWS and accumulator_type(rows.type) in LOOKBACK_DTYPES:
-        (state,) = call(m, "lookback_init", rows, reducer=reducer, exclusive=exclusive)
-        (result,) = call(m, "segmented_lookback_scan", rows, flags, state, reducer=reducer, exclusive=exclusive)
+        tiles = {"reducer": reducer, "exclusive": exclusive, "workgroup": single_pass_workgroup(count, length)}
+        (state,) = call(m, "lookback_init", rows, **tiles)
+        (result,) = call(m, "segmented_lookback_scan", rows, flags, state, **tiles)
         (result,) = from_rows(m, [result], x.type.shape, axis)
         return result
     run_length = min(max(length, 1), SCAN_RUN_LENGTH)

@@ -27,14 +27,14 @@ Scans (reduce-then-scan of runs: a scan of more runs than one is three calls):
   - `scan_runs(x, carries) {reducer, exclusive, run_length}`: each run scanned, run u > 0 starting
     from `carries[r, u]` (the reduction of the runs before it); run 0 as `scan`.
 Single-pass scan (rocPRIM's lookback scan; lookback.py: a plan of these two calls):
-  - `lookback_init(x) {reducer, exclusive}` -> u64 (1 + 3 rows tiles,), tiles = ceil(length /
-    LOOKBACK_TILE): zeros, the look-back state of a `lookback_scan` of x with these attributes (the
+  - `lookback_init(x) {reducer, exclusive, workgroup}` -> u64 (1 + 3 rows tiles,), tiles =
+    ceil(length / (LOOKBACK_ITEMS x workgroup)): zeros, the look-back state of a `lookback_scan` of x with these attributes (the
     same attributes and operand, so two scans share a state only where they are one scan);
-  - `lookback_scan(x, state) {reducer, exclusive}` -> x's type: `scan`'s result, the state
+  - `lookback_scan(x, state) {reducer, exclusive, workgroup}` -> x's type: `scan`'s result, the state
     `lookback_init` made written by the kernel as its scratch (the one library kernel that writes
     an operand: the state is made for it alone, and nothing else reads it). Its association, run to
     run (`lookback_reference`): each work-item's run of LOOKBACK_ITEMS elements folded from its first;
-    within a tile of LOOKBACK_WORKGROUP runs, each wave of LOOKBACK_WAVE runs' totals scanned by
+    within a tile of `workgroup` runs (one of LOOKBACK_WORKGROUPS), each wave of LOOKBACK_WAVE runs' totals scanned by
     rocPRIM's DPP moves (`wave_scans`), the waves' totals folded in order; the tiles' aggregates
     folded in order along the row; each run scanned from prefix (+) (waves before (+) its wave's runs
     before it). For integers that is `scan`'s result.
@@ -246,13 +246,29 @@ def accumulate(x: np.ndarray, reducer: str) -> np.ndarray:
 
 # A work-item's run of 64 elements: on the host, the tile's wave and barrier regions cost little against
 # its elements' (16 took 1.8x as long, 128 5% less).
-LOOKBACK_ITEMS, LOOKBACK_WORKGROUP, LOOKBACK_WAVE = 64, 256, 64
-LOOKBACK_TILE = LOOKBACK_ITEMS * LOOKBACK_WORKGROUP
+LOOKBACK_ITEMS, LOOKBACK_WAVE = 64, 64
+# A tile's work-items (the `workgroup` attribute), the largest first: 256 where the tiles cover the
+# target's CUs (its wave scans' and look-back's cost spread over the most elements), fewer where
+# only fewer do (lookback_workgroup).
+LOOKBACK_WORKGROUPS = (256, 128, 64)
 LOOKBACK_DTYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64")
 
 
-def lookback_state_words(rows: int, length: int) -> int:
-    return 1 + 3 * rows * runs_of(length, LOOKBACK_TILE)
+def lookback_tile(workgroup: int) -> int:
+    return LOOKBACK_ITEMS * workgroup
+
+
+def lookback_workgroup(rows: int, length: int, compute_units: int) -> int:
+    """The work-items of the single-pass scan's tiles for rows x length: the largest of
+    LOOKBACK_WORKGROUPS whose tiles are at least `compute_units` workgroups; the largest where none
+    is (fewer than 4096 elements a CU: smaller tiles would leave CUs idle still, and on the host
+    each tile's own work, its wave and barrier regions and its look-back, costs more per element)."""
+    covering = [w for w in LOOKBACK_WORKGROUPS if rows * runs_of(length, lookback_tile(w)) >= compute_units]
+    return covering[0] if covering else LOOKBACK_WORKGROUPS[0]
+
+
+def lookback_state_words(rows: int, length: int, workgroup: int) -> int:
+    return 1 + 3 * rows * runs_of(length, lookback_tile(workgroup))
 
 
 def lookback_init_infer(types, attrs):
@@ -260,11 +276,13 @@ def lookback_init_infer(types, attrs):
     (x,) = types
     check_scan("lookback_init", x, attrs)
     require(accumulator_type(x) in LOOKBACK_DTYPES, f"prim.lookback_init: no single-pass scan of {x}")
-    return [TensorType("u64", (lookback_state_words(*x.shape),))]
+    require(attrs["workgroup"] in LOOKBACK_WORKGROUPS, f"prim.lookback_init: tiles of {attrs['workgroup']} "
+                                                       f"work-items; expected one of {LOOKBACK_WORKGROUPS}")
+    return [TensorType("u64", (lookback_state_words(*x.shape, attrs["workgroup"]),))]
 
 
-def lookback_init(x, *, reducer, exclusive):
-    return np.zeros(lookback_state_words(*x.shape), np.uint64)
+def lookback_init(x, *, reducer, exclusive, workgroup):
+    return np.zeros(lookback_state_words(*x.shape, workgroup), np.uint64)
 
 
 def lookback_scan_infer(types, attrs):
@@ -310,39 +328,40 @@ def wave_scans(totals: np.ndarray, heads: np.ndarray, reducer: str):
     return lanes.reshape(totals.shape), flags.reshape(totals.shape)
 
 
-def lookback_reference(x, reducer, exclusive, heads=None):
+def lookback_reference(x, reducer, exclusive, workgroup, heads=None):
     """The single-pass scan, association for association (module docstring); segmented where
     `heads` is given."""
     rows, length = x.shape
-    tiles = runs_of(length, LOOKBACK_TILE)
+    tile = lookback_tile(workgroup)
+    tiles = runs_of(length, tile)
     part = wide(x)
     identity = scan_identity(reducer, part.dtype)
-    padded = np.full((rows, tiles * LOOKBACK_TILE), identity, part.dtype)
+    padded = np.full((rows, tiles * tile), identity, part.dtype)
     padded[:, :length] = part
     padded_heads = np.zeros(padded.shape, bool)
     if heads is not None:
         padded_heads[:, :length] = heads
     runs, run_heads = padded.reshape(-1, LOOKBACK_ITEMS), padded_heads.reshape(-1, LOOKBACK_ITEMS)
     totals, total_heads = folded(runs, run_heads, reducer)
-    scans, scan_heads = wave_scans(totals[:, -1].reshape(-1, LOOKBACK_WORKGROUP),
-                                   total_heads[:, -1].reshape(-1, LOOKBACK_WORKGROUP), reducer)
+    scans, scan_heads = wave_scans(totals[:, -1].reshape(-1, workgroup),
+                                   total_heads[:, -1].reshape(-1, workgroup), reducer)
     last_lanes = slice(LOOKBACK_WAVE - 1, None, LOOKBACK_WAVE)
     waves, wave_heads = folded(scans[:, last_lanes], scan_heads[:, last_lanes], reducer)  # [:, w]: waves 0..w
     prefixes, _ = folded(waves[:, -1].reshape(rows, tiles), wave_heads[:, -1].reshape(rows, tiles), reducer)
     previous = np.roll(prefixes.reshape(-1), 1)                 # [t]: the row's tiles before t (t > 0)
-    lane = np.arange(LOOKBACK_WORKGROUP) % LOOKBACK_WAVE
+    lane = np.arange(workgroup) % LOOKBACK_WAVE
     # The waves before this one (w > 0) and this wave's lanes before this one (lane > 0).
     wave_before = [np.repeat(np.roll(a, 1, axis=1), LOOKBACK_WAVE, axis=1) for a in (waves, wave_heads)]
     in_wave = [np.roll(a, 1, axis=1) for a in (scans, scan_heads)]
     both = joined(reducer, *wave_before, *in_wave)
-    before, before_heads = (np.where(lane == 0, w, np.where(np.arange(LOOKBACK_WORKGROUP) < LOOKBACK_WAVE, i, j))
+    before, before_heads = (np.where(lane == 0, w, np.where(np.arange(workgroup) < LOOKBACK_WAVE, i, j))
                             for w, i, j in zip(wave_before, in_wave, both))
-    carries = np.where(np.arange(LOOKBACK_WORKGROUP) == 0, previous[:, None],
+    carries = np.where(np.arange(workgroup) == 0, previous[:, None],
                        joined(reducer, previous[:, None], False, before, before_heads)[0])
     carries = np.where((np.arange(rows * tiles) % tiles == 0)[:, None], before, carries)
     carries = carries.reshape(-1)
-    first = np.zeros(rows * tiles * LOOKBACK_WORKGROUP, bool)
-    first[::tiles * LOOKBACK_WORKGROUP] = True                 # a row's first run has no carry
+    first = np.zeros(rows * tiles * workgroup, bool)
+    first[::tiles * workgroup] = True                 # a row's first run has no carry
     if heads is None:
         result = scanned(runs, carries, reducer, exclusive)
         result[first] = scanned(runs[first], None, reducer, exclusive)
@@ -352,8 +371,8 @@ def lookback_reference(x, reducer, exclusive, heads=None):
     return round_to(result.reshape(rows, -1)[:, :length], x.dtype)
 
 
-def lookback_scan(x, state, *, reducer, exclusive):
-    return lookback_reference(x, reducer, exclusive) if x.shape[1] else x.copy()
+def lookback_scan(x, state, *, reducer, exclusive, workgroup):
+    return lookback_reference(x, reducer, exclusive, workgroup) if x.shape[1] else x.copy()
 
 
 def segmented_lookback_scan_infer(types, attrs):
@@ -363,8 +382,8 @@ def segmented_lookback_scan_infer(types, attrs):
     return lookback_scan_infer([x, state], attrs)
 
 
-def segmented_lookback_scan(x, heads, state, *, reducer, exclusive):
-    return lookback_reference(x, reducer, exclusive, heads) if x.shape[1] else x.copy()
+def segmented_lookback_scan(x, heads, state, *, reducer, exclusive, workgroup):
+    return lookback_reference(x, reducer, exclusive, workgroup, heads) if x.shape[1] else x.copy()
 
 
 def run_totals_infer(types, attrs):
@@ -627,6 +646,7 @@ def radix_sort_rows(*operands, num_keys):
 RADIX_ATTRS = {"shift": "int", "run_length": "int"}
 SEGMENT_ATTRS = {"reducer": "str", "run_length": "int", "num_segments": "int"}
 
+LOOKBACK_ATTRS = {"reducer": "str", "exclusive": "bool", "workgroup": "int"}
 ROUTINES = {
     "radix_histogram": Routine(RADIX_ATTRS, radix_histogram_infer, radix_histogram,
                                "per-run counts of one 8-bit digit of the keys' ordered bits"),
@@ -637,11 +657,11 @@ ROUTINES = {
     "run_totals": Routine({"reducer": "str", "run_length": "int"}, run_totals_infer, run_totals,
                           "each run's reduction"),
     "scan": Routine({"reducer": "str", "exclusive": "bool"}, scan_infer, scan, "a sequential scan of each row"),
-    "lookback_init": Routine({"reducer": "str", "exclusive": "bool"}, lookback_init_infer, lookback_init,
+    "lookback_init": Routine(LOOKBACK_ATTRS, lookback_init_infer, lookback_init,
                              "the single-pass scan's look-back state, zeroed"),
-    "lookback_scan": Routine({"reducer": "str", "exclusive": "bool"}, lookback_scan_infer, lookback_scan,
+    "lookback_scan": Routine(LOOKBACK_ATTRS, lookback_scan_infer, lookback_scan,
                              "a single-pass scan of each row (look-back over tiles)"),
-    "segmented_lookback_scan": Routine({"reducer": "str", "exclusive": "bool"}, segmented_lookback_scan_infer,
+    "segmented_lookback_scan": Routine(LOOKBACK_ATTRS, segmented_lookback_scan_infer,
                                        segmented_lookback_scan,
                                        "a single-pass segmented scan of each row (look-back over tiles of pairs)"),
     "scan_runs": Routine({"reducer": "str", "exclusive": "bool", "run_length": "int"}, scan_runs_infer, scan_runs,

@@ -31,7 +31,7 @@ from cdnajit.lowering.emitters import emit_kernel
 from cdnajit.passes.manager import DEFAULT_PIPELINE, run_pipeline
 
 RUN, WORKGROUP, LONG_ROW = 4096, 4096 * 64, (1 << 16) + 1
-TILE = prim_routines.LOOKBACK_TILE   # the single-pass scan's tile: 256 work-items x 64 elements
+TILE = prim_routines.lookback_tile(256)   # the single-pass scan's largest tile: 256 work-items x 64 elements
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
           ml_dtypes.bfloat16, "float32", "float64"]
 FAST_DTYPES = ("int32", "float32")
@@ -194,9 +194,10 @@ def test_float_cumsum_within_the_summation_bound(length):
     assert np.all(np.abs(got - exact) <= bound)
 
 
-def single_pass_scan(x, reducer, exclusive):
-    """The plan of the single-pass scan, written as the matcher writes it for rows longer than RUN."""
-    attrs = {"library": "prim", "solution": "", "reducer": reducer, "exclusive": exclusive}
+def single_pass_scan(x, reducer, exclusive, workgroup=256):
+    """The plan of the single-pass scan, written as the matcher writes it for rows longer than RUN
+    (tiles of `workgroup` work-items)."""
+    attrs = {"library": "prim", "solution": "", "reducer": reducer, "exclusive": exclusive, "workgroup": workgroup}
     (state,) = bind("library_call", [x], {**attrs, "routine": "lookback_init"})
     return bind("library_call", [x, state], {**attrs, "routine": "lookback_scan"})[0]
 
@@ -236,7 +237,7 @@ def test_single_pass_scan_is_its_reference(dtype, shape, reducer, exclusive):
     if reducer == "prod" and np.dtype(dtype).kind == "f":
         x = np.exp2(np.random.default_rng(1).integers(-2, 3, shape)).astype(dtype)   # exact products
     got = np.asarray(cj.jit(lambda a: single_pass_scan(a, reducer, exclusive))(x))
-    want = prim_routines.lookback_scan(x, None, reducer=reducer, exclusive=exclusive)
+    want = prim_routines.lookback_scan(x, None, reducer=reducer, exclusive=exclusive, workgroup=256)
     assert same_bits_but_nan_signs(got, want)
     if np.dtype(dtype).kind in "iu":
         assert same_bits(got, numpy_scan(x, reducer, exclusive))
@@ -253,6 +254,84 @@ def test_long_scans_are_single_pass():
     assert 'routine = "lookback_init"' in optimized and 'routine = "lookback_scan"' in optimized
     assert 'routine = "run_totals"' not in optimized
     assert "decoupled look-back folding predecessors' aggregates in tile order" in compiled.report()
+
+
+def test_single_pass_tiles_cover_the_cus():
+    """Tiles of 256 work-items where they are at least the target's CUs, of fewer where only fewer
+    are: a cumsum of 2^22 f32 runs 512 tiles of 128 (256 of 256 would leave 48 of gfx942's 304 CUs
+    idle); a row too short for 304 tiles of 64 keeps 256. The matcher writes the choice in the
+    calls, and the kernel's grid follows it."""
+    cus = get_target().compute_units
+    assert cus == 304
+    assert [prim_routines.lookback_workgroup(rows, length, cus) for rows, length in
+            [(1, 1 << 24), (1, 1 << 22), (2, 1 << 22), (1, 1 << 21), (1, 1 << 20), (1, 5000)]] == \
+        [256, 128, 256, 64, 256, 256]
+    graph = cj.make_graph(cnp.cumsum)(np.ones(1 << 22, np.float32))
+    calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops if op.name == "library_call"]
+    assert [call.attrs["workgroup"] for call in calls] == [128, 128]
+    kernel = emit_kernel(calls[1], "k")
+    assert kernel.launch_grid() == (512, 1, 1) and kernel.workgroup_size == (128, 1, 1)
+
+
+SMALLER_TILE_CASES = [   # workgroup, dtype, (rows, length), exclusive, segmented
+    (128, "float32", (2, 3 * 128 * 64 + 64), False, False),   # whole runs, a partial tile
+    (64, "float32", (1, 5 * 64 * 64 + 5), True, True),        # a partial run
+    *[pytest.param(*case, marks=pytest.mark.slow) for case in [
+        (128, "float64", (1, 4 * 128 * 64), True, False), (64, "int32", (3, 2 * 64 * 64 + 1), False, False),
+        (128, "float32", (1, 4 * 128 * 64), False, True), (64, "int16", (2, 3 * 64 * 64), True, True)]]]
+
+
+@pytest.mark.parametrize("workgroup, dtype, shape, exclusive, segmented", SMALLER_TILE_CASES)
+def test_single_pass_scan_of_smaller_tiles_is_its_reference(workgroup, dtype, shape, exclusive, segmented):
+    """The single-pass scans with tiles of 128 and 64 work-items (64: a wave, no fold of waves)
+    over rows of whole and partial runs: the reference's bits, which follow the tile."""
+    x = keys(shape, dtype, seed=shape[1])
+    heads = tile_edge_heads(shape, 0.002, seed=shape[1])
+    if segmented:
+        got = cj.jit(lambda a, h: segmented_single_pass_scan(a, h, "sum", exclusive, workgroup))(x, heads)
+        want = prim_routines.segmented_lookback_scan(x, heads, None, reducer="sum", exclusive=exclusive,
+                                                     workgroup=workgroup)
+    else:
+        got = cj.jit(lambda a: single_pass_scan(a, "sum", exclusive, workgroup))(x)
+        want = prim_routines.lookback_scan(x, None, reducer="sum", exclusive=exclusive, workgroup=workgroup)
+    assert same_bits_but_nan_signs(np.asarray(got), want)
+    if np.dtype(dtype).kind in "iu":
+        assert same_bits(np.asarray(got), segmented_reference(x, heads, "sum", exclusive, 1).astype(x.dtype)
+                         if segmented else numpy_scan(x, "sum", exclusive))
+
+
+def single_pass_assembly(length: int, dtype, segmented: bool) -> str:
+    import cdnajit.ops as ops
+    x, heads = np.ones(length, dtype), np.ones(length, bool)
+    graph = cj.make_graph(ops.segmented_scan)(x, heads) if segmented else cj.make_graph(cnp.cumsum)(x)
+    (call,) = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops
+               if op.name == "library_call" and "lookback_scan" in op.attrs["routine"]]
+    return amdgpu.assembly(emit_kernel(call, "k"), get_target("gfx942"))
+
+
+def global_widths(asm: str, kind: str) -> set:
+    return set(re.findall(rf"global_{kind}_(\w+)", asm))
+
+
+def test_whole_runs_load_and_store_sixteen_bytes_per_lane_on_gfx942():
+    """Rows of whole runs (a multiple of 64 elements) take the variant that reads and writes each
+    run a group of 16 bytes at a time: global_load_dwordx4 and global_store_dwordx4 only (rocPRIM's
+    block_load_vectorize); a row with a partial run keeps element-by-element loads for it."""
+    whole = single_pass_assembly(1 << 16, np.float32, segmented=False)
+    assert global_widths(whole, "load") == {"dwordx4"} and global_widths(whole, "store") == {"dwordx4"}
+    assert "dword" in global_widths(single_pass_assembly((1 << 16) + 1, np.float32, segmented=False), "load")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype, segmented", [(np.float64, False), (np.float16, False), (np.float32, True)])
+def test_whole_runs_of_other_dtypes_load_sixteen_bytes_of_values_per_lane(dtype, segmented):
+    """2 f64 or 8 f16 a group; a segmented scan's heads come a group of values at a time too (4
+    bools, a dword; LLVM merges some groups' into wider loads)."""
+    asm = single_pass_assembly(1 << 16, dtype, segmented)
+    loads = global_widths(asm, "load")
+    assert "dwordx4" in loads and (loads <= {"dword", "dwordx2", "dwordx3", "dwordx4"} if segmented
+                                   else loads == {"dwordx4"})
+    assert global_widths(asm, "store") == {"dwordx4"}
 
 
 @pytest.mark.slow
@@ -509,10 +588,10 @@ def test_segmented_scan_restarts_at_each_head(dtype, shape, axis, reducer, exclu
         np.testing.assert_array_equal(interpreted, got)
 
 
-def segmented_single_pass_scan(x, heads, reducer, exclusive):
+def segmented_single_pass_scan(x, heads, reducer, exclusive, workgroup=256):
     """The plan of the single-pass segmented scan, written as the matcher writes it for few rows
-    longer than RUN."""
-    attrs = {"library": "prim", "solution": "", "reducer": reducer, "exclusive": exclusive}
+    longer than RUN (tiles of `workgroup` work-items)."""
+    attrs = {"library": "prim", "solution": "", "reducer": reducer, "exclusive": exclusive, "workgroup": workgroup}
     (state,) = bind("library_call", [x], {**attrs, "routine": "lookback_init"})
     return bind("library_call", [x, heads, state], {**attrs, "routine": "segmented_lookback_scan"})[0]
 
@@ -553,7 +632,7 @@ def test_segmented_single_pass_scan_is_its_reference(dtype, shape, reducer, excl
         x = np.random.default_rng(2).standard_normal(shape).astype(dtype)
     heads = tile_edge_heads(shape, density, seed=shape[1])
     got = np.asarray(cj.jit(lambda a, h: segmented_single_pass_scan(a, h, reducer, exclusive))(x, heads))
-    want = prim_routines.segmented_lookback_scan(x, heads, None, reducer=reducer, exclusive=exclusive)
+    want = prim_routines.segmented_lookback_scan(x, heads, None, reducer=reducer, exclusive=exclusive, workgroup=256)
     if reducer == "logaddexp":   # the kernel's exp and log1p are not numpy's: an ulp per term
         np.testing.assert_allclose(got, want, rtol=4 * shape[1] * float(np.finfo(x.dtype).eps))
     else:
@@ -595,7 +674,7 @@ def test_look_back_folds_published_aggregates_in_tile_order(segmented):
     alone = np.zeros_like(x)
     compile_kernel(dataclasses.replace(kernel, grid=(1,)))(*inputs, state, alone)
     assert same_bits(alone[:, -TILE:], whole[:, -TILE:])
-    assert same_bits(whole, prim_routines.lookback_reference(x, "sum", False, heads if segmented else None))
+    assert same_bits(whole, prim_routines.lookback_reference(x, "sum", False, 256, heads if segmented else None))
 
 
 def test_long_segmented_scans_are_single_pass():

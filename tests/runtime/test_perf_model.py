@@ -184,6 +184,29 @@ def test_a_lanes_consecutive_lds_elements_count_as_one_wide_access():
     assert (wide.conflict, narrow.conflict) == (1, 4)
 
 
+def test_runs_from_an_index_read_from_data_count_as_vector_loads():
+    """A work-item's 4 consecutive f32 from a start the kernel read from memory (a tile taken from a
+    counter): no address is known, but the four indices differ only in their constant terms, so
+    LLVM merges them into one 16-byte load, as the model counts; every other element (x + 0,
+    x + 2) is no run."""
+    def reader(offsets):
+        source = K.GlobalBuffer("in0", "f32", 1 << 20, readonly=True)
+        starts = K.GlobalBuffer("in1", "i32", 1, readonly=True)
+        out = K.GlobalBuffer("out", "f32", 1 << 20)
+        t, start = K.Var("t", "i32"), K.Var("start", "i32")
+        total = source[start + t * 4]
+        for offset in offsets:
+            total = total + source[start + (t * 4 + offset)]
+        body = [K.Let(t, K.workitem_id(0)), K.Let(start, starts[0]), K.Store(out, start + t, total)]
+        return K.Kernel("runs", params=[source, starts, out], grid=(1,), workgroup_size=(64,), body=body)
+
+    def widths(kernel):
+        return [a.lane_bytes for a in count(kernel).accesses.values() if a.buffer == "in0"]
+
+    assert widths(reader([1, 2, 3])) == [16]
+    assert widths(reader([2])) == [4]
+
+
 def test_a_gemms_next_tile_loads_hidden_by_its_mfmas_are_no_load_phase():
     """The GEMM's staging of the next K tile is an alongside if before the MFMAs: the GPU backends
     wait for its loads after the math (codegen/gpu_kernel.py), so of the 256^3 f32 GEMM's load

@@ -95,6 +95,14 @@ def test_survey_of_a_gemm_and_a_full_sum_flags_neither():
     assert partials.load_bytes == (16, 16) and partials.grid[0] >= 304 and partials.flags == ()
 
 
+def test_survey_of_the_single_pass_scan_flags_nothing():
+    # A cumsum of 2^22 f32: tiles of 128 work-items (512 workgroups, where 256 of 256 would leave
+    # CUs idle), each work-item's run of 64 read and written 4 f32 at a time (dwordx4).
+    init, scan = survey("gfx942", ["cumsum_row_f32"])
+    assert scan.load_bytes == (16, 16) and scan.grid[0] == 512 >= 304 and scan.flags == ()
+    assert init.flags == ()
+
+
 def test_survey_usage_errors(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["survey", "--only", "softmax_f32,nope"])
@@ -102,16 +110,22 @@ def test_survey_usage_errors(capsys):
     assert "unknown survey program(s) nope; the corpus is: elementwise_f32" in capsys.readouterr().err
 
 
+def test_survey_command_exits_with_status_1_on_a_flagged_kernel(monkeypatch, capsys):
+    # A row with narrow loads, made by hand, stands in for a flagged kernel of the corpus.
+    monkeypatch.setattr("cdnajit.survey.survey", lambda target, only: [dataclasses.replace(ROW, load_bytes=(4, 4))])
+    assert main(["survey", "--only", "softmax_f32", "--flagged"]) == 1
+    assert "narrow loads 1" in capsys.readouterr().out
+    assert main(["survey", "--only", "softmax_f32"]) == 0
+
+
 @pytest.mark.slow
 def test_survey_command_exit_status_says_whether_a_kernel_is_flagged():
     def run(*args):
         return subprocess.run([sys.executable, "-m", "cdnajit", "survey", *args], capture_output=True, text=True,
                               timeout=600, env={**os.environ, "CDNAJIT_DUMP_DIR": ""})
-    flagged = run("--only", "cumsum_row_f32,gemm_f16_small", "--flagged")
-    assert flagged.returncode == 1, flagged.stderr
-    lines = flagged.stdout.splitlines()
-    assert [line.split()[0] for line in lines[1:4]] == ["cumsum_row_f32", "cumsum_row_f32", "gemm_f16_small"]
-    assert "loads are 4-byte per lane" in flagged.stdout
-    # softmax's rows and the column sum's columns: 16 bytes per lane at their span offsets.
-    assert run("--only", "transpose_f32,softmax_f16,sum_columns_f32", "--flagged").returncode == 0
+    # softmax's rows and the column sum's columns at their span offsets, the single-pass scan's runs
+    # by groups: 16 bytes per lane; the scan's tiles fill the CUs.
+    clean = run("--only", "transpose_f32,softmax_f16,sum_columns_f32,cumsum_row_f32", "--flagged")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert [line.split()[0] for line in clean.stdout.splitlines()[1:7]].count("cumsum_row_f32") == 2
     assert len(CORPUS) >= 20
