@@ -484,6 +484,12 @@ def item_values(e: Expr, operands: list[np.ndarray], items: np.ndarray, workgrou
     return OPS[e.op].reference(*operands)
 
 
+# How a variable is held in its slot: as in registers, but a bool in a byte, so that the work-item
+# loops' accesses to a per-work-item bool array vectorize (an i1 array's elements are bytes that
+# LLVM loads one at a time).
+VARIABLE_TYPES = {**REGISTER_TYPES, "bool": I8}
+
+
 class HostKernelBuilder(KernelBuilder):
     """Builds the LLVM module of one kernel for the host CPU: `wg` (one workgroup, its body cut
     into work-item loops) and the `run` entry. Row values are reloaded from global memory rather
@@ -776,7 +782,7 @@ class HostKernelBuilder(KernelBuilder):
         """The storage of a variable or private array: (pointer, per_item)."""
         if key not in self.storage:
             per_item = key in self.plan.per_item
-            type_ = (REGISTER_TYPES if count == 1 else MEMORY_TYPES)[dtype]
+            type_ = (VARIABLE_TYPES if count == 1 else MEMORY_TYPES)[dtype]
             total = count * (self.items if per_item else 1)
             self.storage[key] = (self.entry_alloca(type_, total if total > 1 else None, name=str(key)), per_item)
         return self.storage[key]
@@ -787,14 +793,18 @@ class HostKernelBuilder(KernelBuilder):
     def variable_pointer(self, var: Var):
         pointer, per_item = self.slot((var.name, var.dtype), var.dtype)
         if per_item:
-            return self.b.gep(pointer, [self.current_item()], source_etype=REGISTER_TYPES[var.dtype])
+            return self.b.gep(pointer, [self.current_item()], source_etype=VARIABLE_TYPES[var.dtype])
         return pointer
 
     def read_var(self, var: Var):
         reloaded = self.plan.reloaded.get((var.name, var.dtype))
         if reloaded is not None:
             return self.expr(reloaded)
-        return self.b.load(self.variable_pointer(var), typ=REGISTER_TYPES[var.dtype])
+        value = self.b.load(self.variable_pointer(var), typ=VARIABLE_TYPES[var.dtype])
+        return self.b.trunc(value, I1) if var.dtype == "bool" else value
+
+    def write_var(self, var: Var, value):
+        self.b.store(self.b.zext(value, I8) if var.dtype == "bool" else value, self.variable_pointer(var))
 
     def index64(self, expr):
         """A buffer index as an i64: a u32 one u32_bound proves computed in i64 (WIDENED_OPS)."""
@@ -1098,7 +1108,7 @@ def wave_vector_loader(kb: HostKernelBuilder, value: Expr, name: str):
     vector = ir.VectorType(I8 if value.dtype == "bool" else register, kb.wave_size)
     if key in kb.plan.per_item:
         lanes = kb.slot(key, value.dtype)[0]
-        return lambda w: b.load(b.gep(lanes, [b.mul(w, ir.Constant(I64, kb.wave_size))], source_etype=register),
+        return lambda w: b.load(b.gep(lanes, [b.mul(w, ir.Constant(I64, kb.wave_size))], source_etype=vector.element),
                                 typ=vector, align=16)   # the arrays' alignment (a vector's own would be its size)
     lanes = kb.entry_alloca(vector.element, kb.wave_size, name="wave." + name)
 
@@ -1158,7 +1168,7 @@ def lower_wave_shuffle(kb: HostKernelBuilder, op: WaveShuffle):
 def lower_wave_move(kb: HostKernelBuilder, op: WaveMove):
     """Per wave: the lanes' values as one vector, permuted by the pattern's constant lane map (one
     shufflevector) and stored as the result's lanes (a wave op's result lives in a per-work-item array)."""
-    b, register = kb.b, REGISTER_TYPES[op.value.dtype]
+    b, register = kb.b, VARIABLE_TYPES[op.value.dtype]
     load = wave_vector_loader(kb, op.value, op.dest.name)
     sources = ir.Constant(ir.VectorType(I32, kb.wave_size), wave_move_sources(op.pattern, kb.wave_size))
     results = kb.slot((op.dest.name, op.dest.dtype), op.dest.dtype)[0]
@@ -1178,11 +1188,12 @@ def lower_wave_ballot(kb: HostKernelBuilder, op: WaveBallot):
     any other predicate is gathered lane by lane."""
     b = kb.b
     key = (op.predicate.name, "bool") if isinstance(op.predicate, Var) else None
+    dest = (op.dest.name, op.dest.dtype)
     mask = kb.entry_alloca(I64, name="ballot." + op.dest.name)
 
     def wave(w):
         if key in kb.plan.per_item:
-            flags = b.gep(kb.slot(key, "bool")[0], [b.mul(w, ir.Constant(I64, kb.wave_size))], source_etype=I1)
+            flags = b.gep(kb.slot(key, "bool")[0], [b.mul(w, ir.Constant(I64, kb.wave_size))], source_etype=I8)
             lanes = b.load(flags, typ=ir.VectorType(I8, kb.wave_size), align=1)
             b.store(b.bitcast(b.trunc(lanes, ir.VectorType(I1, kb.wave_size)), I64), mask)
         else:
@@ -1193,7 +1204,14 @@ def lower_wave_ballot(kb: HostKernelBuilder, op: WaveBallot):
                 b.store(b.or_(b.load(mask, typ=I64), bit), mask)
             kb.for_each_lane(w, gather)
         whole = b.load(mask, typ=I64)
-        kb.for_each_lane(w, lambda lane: kb.write_var(op.dest, whole))
+        if dest in kb.plan.per_item:   # the wave's lanes of the result side by side: one vector store
+            splat = ir.VectorType(I64, kb.wave_size)
+            lanes = b.gep(kb.slot(dest, "u64")[0], [b.mul(w, ir.Constant(I64, kb.wave_size))], source_etype=I64)
+            b.store(b.shuffle_vector(b.insert_element(ir.Constant(splat, None), whole, ir.Constant(I32, 0)),
+                                     ir.Constant(splat, None), ir.Constant(ir.VectorType(I32, kb.wave_size), None)),
+                    b.bitcast(lanes, splat.as_pointer()), align=16)
+        else:
+            kb.for_each_lane(w, lambda lane: kb.write_var(op.dest, whole))
 
     kb.for_each_wave(wave)
 

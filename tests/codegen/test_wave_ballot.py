@@ -79,6 +79,15 @@ def test_ballot_and_count_below_compact_each_wave_on_the_host(share):
         np.testing.assert_array_equal(out[wave * WAVE:wave * WAVE + chosen.size], chosen)
 
 
+def test_host_bool_variables_are_bytes_and_a_ballot_broadcasts_as_one_vector():
+    """The per-work-item array of `positive` is read by the work-item loops as vectors of bytes
+    (an i1 array's elements would be loaded one at a time, and the loops built lane by lane), and
+    the ballot's mask reaches its wave's 64 lanes by one vector store."""
+    optimized = host.optimized_llvm_ir(compaction_kernel())
+    assert "load i1," not in optimized and "store i1 " not in optimized
+    assert "store <64 x i64>" in optimized
+
+
 def test_gfx942_ballot_is_a_compare_into_an_sgpr_pair_and_mbcnt():
     compiled = amdgpu.compile_kernel(compaction_kernel(), "gfx942")
     text = compiled.assembly
