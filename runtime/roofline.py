@@ -41,6 +41,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ..codegen import mathlib
+from ..codegen.mfma_host import terms
 from ..ir.kernel import (Assign, AtomicRMW, Barrier, Binary, Cast, Compare, Const, Expr, For, ForSpan, If, Kernel, Let,
                          Load, Math, Prefetch, ScalarParam, Select, SpanOffset, Special, Store, Unary, Var, WaveOp,
                          WaveReduce, While, walk)
@@ -231,12 +232,9 @@ class Access:
 
 def index_terms(index: Expr) -> tuple[tuple[str, ...], int]:
     """An index as a sum: the texts of its terms that are not constants (sorted), and the sum of those that are."""
-    if isinstance(index, Const):
-        return (), int(index.value)
-    if isinstance(index, Binary) and index.op == "add":
-        (a, j), (b, k) = index_terms(index.a), index_terms(index.b)
-        return tuple(sorted(a + b)), j + k
-    return (repr(index),), 0
+    parts = terms(index)
+    return (tuple(sorted(repr(t) for t in parts if not isinstance(t, Const))),
+            sum(int(t.value) for t in parts if isinstance(t, Const)))
 
 
 def shortest_run(values: list[int]) -> int:
