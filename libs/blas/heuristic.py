@@ -169,8 +169,9 @@ def small_grid(problem: GemmProblem, target: Target) -> bool:
     inputs over LARGE_INPUT_BYTES, the problem being memory-bound. A compute-bound problem keeps the
     large tiles: a smaller tile issues more loads, LDS traffic and barriers per MFMA than the tiles
     SUSTAINED_ISSUE and the VGPR weights were calibrated on, so the compute term would flatter it.
-    A grid that fills the CUs keeps the peak bandwidth alone: it keeps a DepthU block per CU in
-    flight, and its picks stay those the tests and benchmarks measure."""
+    A grid that fills the CUs is charged the peak bandwidth alone, as its picks were measured (the
+    benchmarks' GEMMs): `estimate`'s Little's-law bound counts one DepthU block per workgroup in
+    flight and no L2 hit, a floor that would rank such a grid's candidates by DepthU."""
     grid = math.ceil(problem.m / smallest_tile_edge(problem.m)) * math.ceil(problem.n / smallest_tile_edge(problem.n))
     return (grid * problem.batch < target.compute_units and input_bytes(problem) > LARGE_INPUT_BYTES
             and memory_bound(problem, target))
