@@ -34,8 +34,9 @@ the launch's time is the launch cost plus the largest term, and that term is the
   phase (the L2's for bytes reread from it, HBM's for the rest), hidden only by the other
   workgroups its CU holds: workgroups per CU x phases x latency / workgroups in flight per CU.
 
-MI300X figures: peaks, CUs and HBM bandwidth from ir/targets.py (AMD's data sheet), and the memory
-latency under load from there too (calibrated, shared with libs/blas's GEMM heuristic); the L2 of
+MI300X figures: peaks, CUs and HBM bandwidth from ir/targets.py (AMD's data sheet), which also keeps
+the memory latency under load and the achievable HBM fraction (calibrated; libs/blas's GEMM heuristic
+shares them); the L2 of
 2 KB per clock per XCD (16 channels of 128 bytes) over 8 XCDs, 4 MB each, and the Infinity
 Cache's 17.2 TB/s peak (AMD CDNA 3 white paper); the
 achievable HBM fraction (copy kernels reach about 81 % of the 5.3 TB/s) and the constants
