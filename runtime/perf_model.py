@@ -34,7 +34,9 @@ the launch's time is the launch cost plus the largest term, and that term is the
   phase (the L2's for bytes reread from it, HBM's for the rest), hidden only by the other
   workgroups its CU holds: workgroups per CU x phases x latency / workgroups in flight per CU.
 
-MI300X figures: peaks, CUs and HBM bandwidth from ir/targets.py (AMD's data sheet); the L2 of
+MI300X figures: peaks, CUs and HBM bandwidth from ir/targets.py (AMD's data sheet), which also keeps
+the memory latency under load and the achievable HBM fraction (calibrated; libs/blas's GEMM heuristic
+shares them); the L2 of
 2 KB per clock per XCD (16 channels of 128 bytes) over 8 XCDs, 4 MB each, and the Infinity
 Cache's 17.2 TB/s peak (AMD CDNA 3 white paper); the
 achievable HBM fraction (copy kernels reach about 81 % of the 5.3 TB/s) and the constants
@@ -52,8 +54,6 @@ from ..ir.types import NUMPY_DTYPES
 from .occupancy import Occupancy
 from .roofline import SEGMENT_BYTES, Counts
 
-ACHIEVABLE_HBM_FRACTION = 0.81      # a STREAM-style copy of 16-byte loads on MI300X: ~4.3 of 5.3 TB/s
-MEMORY_LATENCY_S = 0.8e-6           # a global load's latency under load, HBM (several hundred ns unloaded)
 L2_LATENCY_S = 0.3e-6               # a load that hits the L2 (an assumed figure, not yet calibrated)
 LAUNCH_S = 2.0e-6                   # one kernel dispatch, back to back in a stream
 L2_BYTES_PER_CLOCK_PER_CU = 2048 * 8 / 304   # 2 KB per clock per XCD, 8 XCDs, shared by the CUs
@@ -129,11 +129,11 @@ def model(kernel: Kernel, target: Target, counts: Counts, occupied: Occupancy) -
     wave_load_bytes = (sum(min(a.segments * SEGMENT_BYTES, a.lanes * a.element_bytes) if a.known
                            else target.wave_size * a.element_bytes for a in loads) / len(loads)) if loads else 0.0
     bytes_in_flight = waves_in_flight * max(counts.loads_in_flight, 1) * wave_load_bytes
-    achievable = target.hbm_bandwidth * ACHIEVABLE_HBM_FRACTION
-    latency_bound_bandwidth = bytes_in_flight / MEMORY_LATENCY_S if loads else achievable
+    achievable = target.achievable_hbm_bandwidth
+    latency_bound_bandwidth = bytes_in_flight / target.memory_latency_s if loads else achievable
     hbm_bandwidth = min(achievable, latency_bound_bandwidth)
 
-    latency = (dram * MEMORY_LATENCY_S + (issued - dram) * L2_LATENCY_S) / issued if issued else 0.0
+    latency = (dram * target.memory_latency_s + (issued - dram) * L2_LATENCY_S) / issued if issued else 0.0
     by_unit = {}
     for dtype, flops in counts.flops.items():
         by_unit["vector"] = by_unit.get("vector", 0.0) + flops / target.peak(dtype, "vector")
@@ -175,7 +175,7 @@ def findings(kernel: Kernel, target: Target, counts: Counts, m: PerfModel, hbm_b
     if width and width < WIDEST_LOAD_BYTES and m.limiter in ("hbm", "cu memory"):
         said.append(f"loads are {width}-byte per lane: {WIDEST_LOAD_BYTES // width}x the load instructions and "
                     f"1/{WIDEST_LOAD_BYTES // width} of the bytes in flight of 16-byte loads")
-    if hbm_bandwidth < target.hbm_bandwidth * ACHIEVABLE_HBM_FRACTION and m.limiter == "hbm":
+    if hbm_bandwidth < target.achievable_hbm_bandwidth and m.limiter == "hbm":
         said.append(f"{m.waves_in_flight} wave{'s' * (m.waves_in_flight != 1)} in flight keep "
                     f"{m.bytes_in_flight:.3g} bytes in flight: {hbm_bandwidth / 1e9:.3g} GB/s by Little's law")
     # The access that moves the most bytes it does not use, when that is a tenth of the traffic or more.

@@ -15,14 +15,21 @@ modelled time (`select`). The model, per solution, on the target's published fig
     CU (each operand's LDS layout follows its contiguous dimension, generator.py, so neither
     conflicts in the banks);
   - L2 -> CU: each workgroup's A and B panels, at 64 bytes per clock per CU;
-  - HBM: A, B (and C) read once and D written once, at the HBM bandwidth;
+  - HBM: A, B (and C) read once and D written once, at the HBM bandwidth; for a small-grid problem
+    (below) as runtime/perf_model.py models it: at the achievable bandwidth, or at what the grid's
+    requests sustain by Little's law, the bytes in flight (a DepthU block of each panel per
+    workgroup in flight) over the target's memory latency;
   - latency: below 2 running waves per SIMD, nothing hides the LDS and global latency: x1.25.
 The time is the largest of compute, LDS, L2 and HBM, times the latency factor; the efficiency is
 the problem's own flops at the peak over that time. Ties go to fewer workgroups, then to less
 padding (a 256x10 problem's four workgroups of 64x16 rather than of 64x32: the same modelled time
 on the GPU, where half of the wider tile's SIMDs would multiply zeros, and half the work on the host).
 Candidates: macro tiles of at least 64 along M and N, or the power of two covering a smaller M or
-N (`smallest_tile_edge`).
+N (`smallest_tile_edge`); for a small-grid problem down to SMALL_TILE_EDGE. A small-grid problem
+(`small_grid`) is a memory-bound one whose grid of those tiles leaves CUs idle on inputs over
+LARGE_INPUT_BYTES (attention's second product, 1024x64x1024 f16 over 8 heads: 128 workgroups of
+64x64 on 304 CUs), for which Tensile's libraries keep smaller tiles: the model then weighs the HBM
+bandwidth a grid of few workgroups reaches against the smaller tiles' rereads of A and B.
 """
 from __future__ import annotations
 
@@ -54,6 +61,13 @@ HIDING_WAVES = 2              # waves per SIMD below which LOW_OCCUPANCY_PENALTY
 # and loop work between the math): rocBLAS reaches 85-92 % of the MI300X peak on large problems.
 SUSTAINED_ISSUE = 0.92
 LARGE_TILE_EDGE = 64
+SMALL_TILE_EDGE = 16          # the MFMA instructions' least edge (16x16xK)
+# Inputs from which a grid that leaves CUs idle is modelled as such (the size from which survey.py
+# flags a "small grid"): their bytes come from HBM (they exceed an XCD's 4 MB L2), where a grid of
+# few workgroups cannot keep enough loads in flight, and the kernel takes several launches' time.
+# Smaller problems keep the large tiles and the bandwidth bound alone: they take about a launch
+# whatever the tile, and the host, which runs the same kernels, runs the large tiles faster.
+LARGE_INPUT_BYTES = 4 * 2**20
 
 
 @dataclass(frozen=True)
@@ -127,10 +141,15 @@ def estimate(problem: GemmProblem, solution: Solution, target: Target) -> Estima
     lds_write = (solution.mt0 + solution.mt1) * padded_k * bytes_in
     lds_time = per_cu_groups * (lds_read + lds_write) / (LDS_BYTES_PER_CLOCK * clock)
     l2_time = per_cu_groups * (solution.mt0 + solution.mt1) * padded_k * bytes_in / (L2_BYTES_PER_CLOCK * clock)
-    out_bytes = ELEMENT_BYTES.get(problem.result_dtype, 4)
-    hbm_bytes = problem.batch * ((problem.m + problem.n) * problem.k * bytes_in
-                                 + problem.m * problem.n * out_bytes * (2 if problem.beta != 0 else 1))
-    hbm_time = hbm_bytes / target.hbm_bandwidth
+    bandwidth = target.hbm_bandwidth
+    if small_grid(problem, target):
+        # runtime/perf_model.py's HBM bandwidth: the achievable one, or by Little's law what the
+        # requests in flight sustain, each workgroup in flight having one DepthU block of its A and B
+        # panels requested (the staging of the next block, issued before this block's math).
+        groups_in_flight = min(tiles, target.compute_units * groups_per_cu)
+        bytes_in_flight = groups_in_flight * (solution.mt0 + solution.mt1) * solution.depth_u * bytes_in
+        bandwidth = min(target.achievable_hbm_bandwidth, bytes_in_flight / target.memory_latency_s)
+    hbm_time = hbm_bytes(problem) / bandwidth
     times = {"compute": compute, "lds": lds_time, "l2": l2_time, "hbm": hbm_time}
     bound = max(times, key=times.get)
     seconds = times[bound] * (LOW_OCCUPANCY_PENALTY if running_waves < HIDING_WAVES else 1.0)
@@ -145,10 +164,33 @@ def smallest_tile_edge(size: int) -> int:
     return min(LARGE_TILE_EDGE, 1 << max(size - 1, 0).bit_length())
 
 
+def small_grid(problem: GemmProblem, target: Target) -> bool:
+    """Whether the grid of the problem's least large tiles (`smallest_tile_edge`) leaves CUs idle on
+    inputs over LARGE_INPUT_BYTES, the problem being memory-bound. A compute-bound problem keeps the
+    large tiles: a smaller tile issues more loads, LDS traffic and barriers per MFMA than the tiles
+    SUSTAINED_ISSUE and the VGPR weights were calibrated on, so the compute term would flatter it.
+    A grid that fills the CUs is charged the peak bandwidth alone, as its picks were measured (the
+    benchmarks' GEMMs): `estimate`'s Little's-law bound counts one DepthU block per workgroup in
+    flight and no L2 hit, a floor that would rank such a grid's candidates by DepthU."""
+    grid = math.ceil(problem.m / smallest_tile_edge(problem.m)) * math.ceil(problem.n / smallest_tile_edge(problem.n))
+    return (grid * problem.batch < target.compute_units and input_bytes(problem) > LARGE_INPUT_BYTES
+            and memory_bound(problem, target))
+
+
+def memory_bound(problem: GemmProblem, target: Target) -> bool:
+    """Whether the problem is below the target's ridge point: its HBM bytes take longer at the
+    bandwidth than its flops at the matrix peak."""
+    return hbm_bytes(problem) / target.hbm_bandwidth > problem.flops / target.peak(problem.in_dtype, "matrix")
+
+
 def candidates(problem: GemmProblem, target: Target) -> list[Solution]:
-    """The pool's solutions with macro tiles fit for the problem's sizes."""
+    """The pool's solutions with macro tiles fit for the problem's sizes: from `smallest_tile_edge`,
+    or from SMALL_TILE_EDGE for a small-grid problem."""
+    edge_m, edge_n = smallest_tile_edge(problem.m), smallest_tile_edge(problem.n)
+    if small_grid(problem, target):
+        edge_m, edge_n = min(edge_m, SMALL_TILE_EDGE), min(edge_n, SMALL_TILE_EDGE)
     return [s for s in solution_pool(problem.in_dtype, problem.compute_dtype, target)
-            if s.mt0 >= smallest_tile_edge(problem.m) and s.mt1 >= smallest_tile_edge(problem.n)]
+            if s.mt0 >= edge_m and s.mt1 >= edge_n]
 
 
 def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
@@ -167,6 +209,17 @@ def ranked(problem: GemmProblem, target: Target) -> list[Estimate]:
                                           -min(e.waves_per_simd, HIDING_WAVES), -e.solution.global_read_vector_width,
                                           -instruction_size(e.solution),
                                           e.solution.name))
+
+
+def input_bytes(problem: GemmProblem) -> int:
+    """The bytes the kernel reads: A and B, and C when beta != 0."""
+    c_bytes = problem.m * problem.n * ELEMENT_BYTES.get(problem.result_dtype, 4) if problem.beta != 0 else 0
+    return problem.batch * ((problem.m + problem.n) * problem.k * ELEMENT_BYTES[problem.in_dtype] + c_bytes)
+
+
+def hbm_bytes(problem: GemmProblem) -> int:
+    """The bytes the kernel moves to and from HBM: its inputs read once, D written once."""
+    return input_bytes(problem) + problem.batch * problem.m * problem.n * ELEMENT_BYTES.get(problem.result_dtype, 4)
 
 
 def tile_count(problem: GemmProblem, solution: Solution) -> int:

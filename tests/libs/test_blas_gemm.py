@@ -27,7 +27,7 @@ from cdnajit.codegen.host import StoragePlan, compile_object
 from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES
 from cdnajit.libs.blas.generator import Edges, GemmProblem, gemm_call, gemm_kernel
-from cdnajit.libs.blas.heuristic import pick, select
+from cdnajit.libs.blas.heuristic import pick, select, tile_count
 from cdnajit.libs.blas.solutions import ELEMENT_BYTES, StagingSlot, solution_by_name, solution_pool, staging_slots
 from cdnajit.libs.blas.tuning import DATABASE_NAME
 from cdnajit.runtime.blas_tune import MARGIN, head_to_head_winner
@@ -689,6 +689,23 @@ def test_sixteen_byte_global_reads_stage_flat_vectors(name, in_dtype, trans_a, t
     lies in one row of the block (staging_slots' flat numbering); every RUNTIME_SIZES problem
     against the reference (assert_gemm_close: the dot-product error bound of the dtype)."""
     assert_runs_every_runtime_size(name, in_dtype, trans_a, trans_b)
+
+
+@pytest.mark.slow
+def test_the_small_grid_pick_of_attentions_value_product_runs_correctly():
+    """1024x64x1024 f16 over 8 heads, whose 64x64 tiles leave CUs idle (libs/blas/heuristic.py
+    `small_grid`): the pick's grid fills the CUs, and its kernel matches the reference on the
+    problem itself and on every RUNTIME_SIZES problem (edges, K of 0, batches)."""
+    op = gemm_call(1024, 64, 1024, "f16", "f16", batch=8)
+    problem = GemmProblem.from_op(op)
+    solution = pick(problem, GFX942).solution
+    assert min(solution.mt0, solution.mt1) < 64 and tile_count(problem, solution) >= GFX942.compute_units
+    rng = np.random.default_rng(30)
+    arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
+    d = np.full(op.result.type.shape, -7, np.float16)
+    compile_kernel(gemm_kernel(op, solution, "attention_values"))(*arrays, d)
+    assert_gemm_close(d, op, arrays, 1024)
+    assert_runs_every_runtime_size(solution.name, "f16", False, False)
 
 
 @pytest.mark.parametrize("in_dtype", ["f64", "f32", "f16", "bf16"])

@@ -1,15 +1,18 @@
 """The GEMM heuristic's model (libs/blas/heuristic.py) on gfx942: what it charges for registers,
-LDS bank conflicts, occupancy and small problems, and what it picks."""
+LDS bank conflicts, occupancy, small problems and small grids on large inputs, and what it picks."""
+import pytest
+
 from cdnajit.ir.targets import get_target
 from cdnajit.libs.blas.generator import GemmProblem, gemm_call
-from cdnajit.libs.blas.heuristic import estimate, estimated_vgprs, pick, ranked, select
+from cdnajit.libs.blas.heuristic import (LOW_OCCUPANCY_PENALTY, candidates, estimate, estimated_vgprs, hbm_bytes, pick,
+                                         ranked, select, small_grid, smallest_tile_edge, tile_count)
 from cdnajit.libs.blas.solutions import solution_by_name
 
 GFX942 = get_target("gfx942")
 
 
-def problem(m, n, k, dtype="f32", result="f32", trans_a=False, trans_b=False):
-    return GemmProblem.from_op(gemm_call(m, n, k, dtype, result, trans_a=trans_a, trans_b=trans_b))
+def problem(m, n, k, dtype="f32", result="f32", trans_a=False, trans_b=False, batch=1):
+    return GemmProblem.from_op(gemm_call(m, n, k, dtype, result, batch=batch, trans_a=trans_a, trans_b=trans_b))
 
 
 def solution(name, dtype="f32"):
@@ -62,3 +65,45 @@ def test_a_tuned_solution_wins_and_says_so():
     chosen = select(p, GFX942, valu)
     assert chosen.solution == valu and chosen.reason.startswith("tuned")
     assert pick(p, GFX942).reason.startswith("heuristic")   # the test cache holds no tuning database
+
+
+def test_a_small_grid_on_large_inputs_takes_smaller_tiles_that_fill_the_cus():
+    """Attention's second product, 1024x64x1024 f16 over 8 heads (17 MiB of inputs, memory-bound):
+    64x64 tiles make 128 workgroups for 304 CUs, whose bytes in flight cannot reach the HBM
+    bandwidth; smaller tiles fill the CUs and are modelled faster."""
+    p = problem(1024, 64, 1024, "f16", "f16", batch=8)
+    assert small_grid(p, GFX942)
+    assert min(s.mt0 for s in candidates(p, GFX942)) == min(s.mt1 for s in candidates(p, GFX942)) == 16
+    best = ranked(p, GFX942)[0]
+    assert tile_count(p, best.solution) >= GFX942.compute_units and best.bound == "hbm"
+    large = [e for e in ranked(p, GFX942) if min(e.solution.mt0, e.solution.mt1) >= 64]
+    assert tile_count(p, large[0].solution) < GFX942.compute_units
+    assert best.seconds < large[0].seconds
+    assert pick(p, GFX942).reason.startswith("heuristic")
+
+
+def test_littles_law_bounds_a_small_grids_bandwidth_by_its_bytes_in_flight():
+    """The same problem on 32x32 tiles: DepthU 16 keeps a quarter of DepthU 64's bytes in flight."""
+    p = problem(1024, 64, 1024, "f16", "f16", batch=8)
+    shallow = estimate(p, solution("Cijk_MT32x32x16_MI16x16x16_W2x2_GRVW1_PAD4", "f16"), GFX942)
+    deep = estimate(p, solution("Cijk_MT32x32x64_MI16x16x16_W2x2_GRVW8_PAD4", "f16"), GFX942)
+    assert shallow.bound == deep.bound == "hbm"
+    assert shallow.seconds > 2 * deep.seconds
+    assert deep.seconds >= hbm_bytes(p) / GFX942.achievable_hbm_bandwidth
+
+
+@pytest.mark.parametrize("m, n, k, batch, dtype", [
+    (256, 256, 256, 1, "f32"),      # small inputs
+    (64, 64, 64, 1, "f16"),
+    (100, 300, 50, 1, "f32"),
+    (1024, 1024, 1024, 1, "f32"),   # 256 workgroups of 64x64 on 8 MiB, but compute-bound
+    (4096, 4096, 4096, 1, "f16"),   # a grid that fills the CUs
+    (1024, 1024, 64, 8, "f16"),     # attention's first product: 512 workgroups of 128x128
+])
+def test_other_problems_keep_the_large_tiles_and_the_peak_bandwidth(m, n, k, batch, dtype):
+    p = problem(m, n, k, dtype, dtype, batch=batch)
+    assert not small_grid(p, GFX942)
+    assert all(s.mt0 >= smallest_tile_edge(m) and s.mt1 >= smallest_tile_edge(n) for s in candidates(p, GFX942))
+    for e in ranked(p, GFX942)[:5]:
+        if e.bound == "hbm":
+            assert e.seconds <= hbm_bytes(p) / GFX942.hbm_bandwidth * LOW_OCCUPANCY_PENALTY

@@ -89,8 +89,9 @@ def test_a_program_hit_skips_passes_emission_and_llvm(tmp_path, monkeypatch):
 
 def test_a_program_from_the_cache_launches_as_the_compiled_one(tmp_path):
     """Whether a launch uses the thread pool depends on the kernel's body, which a cached plan
-    does not keep: a GEMM of two workgroups with a long K loop runs in parallel either way."""
-    a, b = np.ones((128, 8192), np.float32), np.ones((8192, 64), np.float32)
+    does not keep: a GEMM of two workgroups with a long K loop runs in parallel either way (3 MiB of
+    inputs: from 4 MiB the BLAS heuristic would give this memory-bound product smaller tiles)."""
+    a, b = np.ones((128, 4096), np.float32), np.ones((4096, 64), np.float32)
     fresh = ex.Executable.compile(cj.make_graph(lambda x, y: x @ y)(a, b), CompileCache(tmp_path))
     cached = ex.Executable.compile(cj.make_graph(lambda x, y: x @ y)(a, b), CompileCache(tmp_path))
     assert cached.compiled_kernels[0].kernel.body == ()   # loaded, not compiled

@@ -2,6 +2,7 @@
 hand-written code, its flags on hand-made rows, and the command on a small part of the corpus
 (an f16 elementwise kernel: memory-bound, with 16-byte loads)."""
 import dataclasses
+import math
 import os
 import subprocess
 import sys
@@ -9,7 +10,8 @@ import sys
 import pytest
 
 from cdnajit.__main__ import main
-from cdnajit.survey import CORPUS, FLAGS, SurveyRow, format_survey, load_waits, load_widths, survey
+from cdnajit.survey import (CORPUS, FLAGS, LARGE_INPUT_BYTES, SurveyRow, format_survey, load_waits, load_widths,
+                            survey)
 
 NO_PREFETCH = """
     global_load_ushort v1, v[2:3], off
@@ -101,6 +103,16 @@ def test_survey_of_the_single_pass_scan_flags_nothing():
     init, scan = survey("gfx942", ["cumsum_row_f32"])
     assert scan.load_bytes == (16, 16) and scan.grid[0] == 512 >= 304 and scan.flags == ()
     assert init.flags == ()
+
+
+@pytest.mark.slow
+def test_survey_of_attention_flags_nothing():
+    # The value product (1024x64x1024 f16 over 8 heads, 17 MiB of inputs) takes tiles that fill the
+    # CUs (libs/blas/heuristic.py's small-grid model): 128 workgroups of 64x64 would leave 176 idle.
+    rows = survey("gfx942", ["attention_f16"])
+    assert [row.flags for row in rows] == [()] * 3
+    values = rows[-1]
+    assert values.input_bytes > LARGE_INPUT_BYTES and math.prod(values.grid) >= 304
 
 
 def test_survey_usage_errors(capsys):
