@@ -622,8 +622,10 @@ class AllReducePlan:
         key = (what, x.shape, x.dtype, reducer, algorithm, described)
         return PLANS.get(key) or plan_for(key, lambda: cls(x.shape, x.dtype, reducer, algorithm, what, described))
 
-    def __call__(self, x: np.ndarray, timeout: float, given: np.ndarray | None = None) -> np.ndarray:
-        """x reduced over the processes; `given` (x by default) is the array a mismatch's error describes."""
+    def __call__(self, x: np.ndarray | None, timeout: float, given: np.ndarray | None = None) -> np.ndarray:
+        """x reduced over the processes; `given` (x by default) is the array a mismatch's error describes.
+        x None: the message is already in the doubling plan's buffer (`self.doubling.data`, written
+        there by the caller: a short all_gather's blocks); the result is that buffer, not a copy."""
         if self.doubling is None:                  # one process
             return x.copy()
         try:
@@ -637,7 +639,7 @@ class AllReducePlan:
                              f"different reducers or algorithms (process {comm().Get_rank()}: {self.reducer!r}, "
                              f"{self.algorithm})")
         if self.runs_doubling:
-            return self.doubling.data.copy()
+            return self.doubling.data if x is None else self.doubling.data.copy()
         if self.algorithm == "ring":
             return stepped("all_reduce", x, self.reducer, timeout, "ring all-reduce")
         return stepped("tree_all_reduce", x, self.reducer, timeout, "tree all-reduce")
@@ -719,30 +721,56 @@ def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
     return stepped("broadcast", x, "sum", timeout, "broadcast", root)
 
 
-def chosen(collective: str, x: np.ndarray, algorithm: str | None) -> bool:
-    """Whether an all_gather or reduce_scatter of x runs as recursive doubling: as `algorithm` says
-    ("ring" or "doubling"), else as runs_doubling's model picks."""
+def chosen(collective: str, nbytes: int, algorithm: str | None) -> bool:
+    """Whether an all_gather or reduce_scatter of `nbytes` per process runs as recursive doubling: as
+    `algorithm` says ("ring" or "doubling"), else as runs_doubling's model picks."""
     if algorithm not in (None, "ring", "doubling"):
         raise ValueError(f"cdnajit.distributed.{collective}: algorithm {algorithm!r} is not 'ring' or 'doubling'")
     if algorithm is None:
-        return runs_doubling(collective, x.nbytes)
-    return algorithm == "doubling" and comm().Get_size() > 1 and x.nbytes > 0
+        return runs_doubling(collective, nbytes)
+    return algorithm == "doubling" and comm().Get_size() > 1 and nbytes > 0
+
+
+class GatherPlan:
+    """An all_gather of one shape, dtype and requested algorithm, kept between calls (PLANS): the
+    ring after the shape check, or for a short message (runs_doubling, or `algorithm`) recursive
+    doubling's all-reduce of the processes' bytes, each process's in its own block of zeros, summed
+    as u64 words (integers of which all but one are 0: every byte exact; words, not bytes, so the
+    reduction handles an eighth of the elements). The blocks are the doubling plan's own message
+    buffer: a call zeroes it, writes its bytes into its block and gathers the blocks' bytes out."""
+
+    def __init__(self, shape: tuple, dtype: np.dtype, algorithm: str | None):
+        n, rank = comm().Get_size(), comm().Get_rank()
+        nbytes = math.prod(shape) * dtype.itemsize
+        self.dtype, self.shape = dtype, ((n * shape[0],) + shape[1:] if shape else (n,))
+        self.short = chosen("all_gather", nbytes, algorithm)
+        if self.short:
+            words = -(-nbytes // 8)
+            self.reduce = AllReducePlan((n, words), np.dtype(np.uint64), "sum", "doubling", "all_gather",
+                                        (shape, dtype.str))
+            self.blocks = self.reduce.doubling.data.view(np.uint8)
+            self.mine, self.gathered = self.blocks[rank, :nbytes], self.blocks[:, :nbytes]
+
+    def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray:
+        if not self.short:
+            checked(x, "all_gather", timeout)
+            return stepped("all_gather", x, "sum", timeout, "ring all-gather")
+        self.blocks.fill(0)
+        self.mine[...] = x.reshape(-1).view(np.uint8)
+        self.reduce(None, timeout, x)
+        return self.gathered.copy().view(self.dtype).reshape(self.shape)
+
+    def free(self):
+        if self.short:
+            self.reduce.free()
 
 
 def all_gather(x, *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
-    """Every process's x concatenated along axis 0 in rank order, on every process: the ring, or for
-    a short message (runs_doubling, or `algorithm`) recursive doubling's all-reduce of the processes'
-    bytes, each process's in its own block of zeros (a sum of integers of which all but one are 0:
-    every byte exact)."""
+    """Every process's x concatenated along axis 0 in rank order, on every process (GatherPlan: the
+    ring, or recursive doubling for a short message)."""
     x = np.asarray(x, order="C")
-    n, rank = comm().Get_size(), comm().Get_rank()
-    if chosen("all_gather", x, algorithm):
-        blocks = np.zeros((n, x.nbytes), np.uint8)
-        blocks[rank] = x.reshape(-1).view(np.uint8)
-        gathered = AllReducePlan.get(blocks, "sum", "doubling", "all_gather", x)(blocks, timeout, x).view(x.dtype)
-        return gathered.reshape((n * x.shape[0],) + x.shape[1:] if x.ndim else (n,))
-    checked(x, "all_gather", timeout)
-    return stepped("all_gather", x, "sum", timeout, "ring all-gather")
+    key = ("all_gather", x.shape, x.dtype, algorithm)
+    return (PLANS.get(key) or plan_for(key, lambda: GatherPlan(x.shape, x.dtype, algorithm)))(x, timeout)
 
 
 TRANSFER_TAG = 23
@@ -763,25 +791,45 @@ def transfer(x: np.ndarray, outgoing, incoming, what: str, *, timeout: float = D
     wait(requests, timeout, f"{what} between processes")
 
 
+class ReduceScatterPlan:
+    """A reduce_scatter of one shape, dtype, reducer and requested algorithm, kept between calls
+    (PLANS): the ring's reduce-scatter after the shape check, block d starting at process d + 1 and
+    ending at d, each step's partial the received one reduced with the process's own block, the
+    received first; for a short message (runs_doubling, or `algorithm`), this process's block of
+    recursive doubling's all-reduce (whose headers compare the shapes)."""
+
+    def __init__(self, shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
+        n, rank = comm().Get_size(), comm().Get_rank()
+        self.reducer, self.n = reducer, n
+        self.short = chosen("reduce_scatter", math.prod(shape) * dtype.itemsize, algorithm) and len(shape) > 0
+        self.divisible = len(shape) > 0 and shape[0] % n == 0
+        self.block_shape = (shape[0] // n,) + shape[1:] if self.divisible else None
+        self.reduce = AllReducePlan(shape, dtype, reducer, "doubling", "reduce_scatter", (shape, dtype.str)) \
+            if self.short else None
+        self.rank = rank
+
+    def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray:
+        # Either way every process's shape and dtype are compared before the divisibility is.
+        summed = self.reduce(x, timeout) if self.short else None
+        if not self.short:
+            checked(x, "reduce_scatter", timeout)
+        if not self.divisible:
+            raise ValueError(f"cdnajit.distributed.reduce_scatter: the leading dimension of {x.shape} is not a "
+                             f"multiple of the {self.n} processes")
+        if summed is not None:
+            return summed.reshape((self.n, -1))[self.rank].reshape(self.block_shape).copy()
+        if self.n == 1:
+            return x.copy()
+        return stepped("reduce_scatter", x, self.reducer, timeout, "ring reduce-scatter")
+
+    def free(self):
+        if self.short:
+            self.reduce.free()
+
+
 def reduce_scatter(x, op: str = "sum", *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
     """Block p (of n equal blocks along axis 0) of every process's x reduced elementwise, on process
-    p (MPI_Reduce_scatter_block, lax.psum_scatter): the ring's reduce-scatter, block d starting at
-    process d + 1 and ending at d, each step's partial the received one reduced with the process's
-    own block, the received first; for a short message (runs_doubling, or `algorithm`), this
-    process's block of recursive doubling's all-reduce."""
+    p (MPI_Reduce_scatter_block, lax.psum_scatter): ReduceScatterPlan."""
     x = np.asarray(x, order="C")
-    n, rank = comm().Get_size(), comm().Get_rank()
-    short = chosen("reduce_scatter", x, algorithm) and x.ndim > 0
-    # Either way every process's shape and dtype are compared first (in the all-reduce's headers).
-    summed = AllReducePlan.get(x, op, "doubling", "reduce_scatter", x)(x, timeout) if short else None
-    if not short:
-        checked(x, "reduce_scatter", timeout)
-    if x.ndim == 0 or x.shape[0] % n:
-        raise ValueError(f"cdnajit.distributed.reduce_scatter: the leading dimension of {x.shape} is not a multiple "
-                         f"of the {n} processes")
-    block_shape = (x.shape[0] // n,) + x.shape[1:]
-    if summed is not None:
-        return summed.reshape((n, -1))[rank].reshape(block_shape).copy()
-    if n == 1:
-        return x.copy()
-    return stepped("reduce_scatter", x, op, timeout, "ring reduce-scatter")
+    key = ("reduce_scatter", x.shape, x.dtype, op, algorithm)
+    return (PLANS.get(key) or plan_for(key, lambda: ReduceScatterPlan(x.shape, x.dtype, op, algorithm)))(x, timeout)
