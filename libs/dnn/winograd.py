@@ -298,12 +298,13 @@ def span_work(features: K.Expr, count: K.Expr, per_item: int, body, fast: K.Expr
     values) instead of being tested, so that a work-item's features stay consecutive: a workgroup whose
     features all lie below `features` takes them as they are (a uniform branch; the host's loop then reads
     and writes consecutive elements), the others clamped, which takes `features` >= per_item.
-    `body(elements, whole)` gives the statements of the work-item's (feature, tile) pairs, k-th at k; whole
+    `body(elements, whole)` gives the statements of the work-item's (label, feature, tile) elements, the
+    labels naming their variables; whole
     also takes `fast` (uniform) where given."""
     block, first_tile = K.workgroup_id(0).cast("i64") * FEATURES, K.workgroup_id(1).cast("i64") * per_item
 
     def elements(whole: bool):
-        pairs = []
+        elements = []
         for k in range(per_item):
             column = K.span_offset(per_item, k, part="column")
             row = K.span_offset(per_item, k, part="row").cast("i64")
@@ -312,8 +313,9 @@ def span_work(features: K.Expr, count: K.Expr, per_item: int, body, fast: K.Expr
             else:
                 within = column % per_item
                 feature = K.minimum(block + (column - within).cast("i64"), features - per_item) + within.cast("i64")
-            pairs.append((feature, K.minimum(first_tile + row, count - 1)))
-        return pairs
+            # Each branch's variables are its own: the host keeps a variable that two regions share per work-item.
+            elements.append((f"{k}" if whole else f"{k}e", feature, K.minimum(first_tile + row, count - 1)))
+        return elements
 
     whole = block + FEATURES <= features if fast is None else (block + FEATURES <= features) & fast
     stmts = [K.If(whole, body(elements(True), True), body(elements(False), False), uniform=True)]
@@ -347,7 +349,7 @@ def input_kernel(op, name: str) -> K.Kernel:
     # elsewhere (NCHW) a work-item's features lie planes apart, and taking several gains no wide load.
     per_item = features_per_item(x_type.shape[spec[1]]) if spec[1] == len(spec) - 1 else 1
 
-    def tile_values(k: int, feature: K.Var, tile: K.Var) -> tuple[list[K.Stmt], list[list[K.Expr]]]:
+    def tile_values(k: str, feature: K.Var, tile: K.Var) -> tuple[list[K.Stmt], list[list[K.Expr]]]:
         """(statements, the a x a values of x's tile, zero outside x) of the work-item's k-th element."""
         stmts, (batch, tile_row, tile_col) = unravel(tile, [n, th, tw], f"t{k}_")
         row0, col0 = K.Var(f"row0_{k}", "i64"), K.Var(f"col0_{k}", "i64")
@@ -361,21 +363,21 @@ def input_kernel(op, name: str) -> K.Kernel:
         return stmts, [[K.select(inside[i][j], values[i][j].cast(acc), K.Const(0.0, acc)) for j in range(a)]
                        for i in range(a)]
 
-    def body(pairs, whole):
-        # Every element's reads first, then the transforms, then the stores, consecutive features together,
-        # so that AMDGPU's load/store vectorizer finds each run of consecutive accesses without a store between.
-        reads, arithmetic, stores = [], [], []
-        for k, (feature_value, tile_value) in enumerate(pairs):
+    def body(elements, whole):
+        # Every element's reads first, then the transforms, then the stores, consecutive features together:
+        # fewer registers on AMDGPU than element after element.
+        loads, arithmetic, stores = [], [], []
+        for k, feature_value, tile_value in elements:
             feature, tile = K.Var(f"feature{k}", "i64"), K.Var(f"tile{k}", "i64")
-            stmts, values = tile_values(k, feature, tile)
+            reads, values = tile_values(k, feature, tile)
             d = [[K.Var(f"d{k}_{i}_{j}", acc) for j in range(a)] for i in range(a)]
-            reads += [K.Let(feature, feature_value), K.Let(tile, tile_value), *stmts]
-            reads += [K.Let(d[i][j], values[i][j]) for i in range(a) for j in range(a)]
+            loads += [K.Let(feature, feature_value), K.Let(tile, tile_value), *reads]
+            loads += [K.Let(d[i][j], values[i][j]) for i in range(a) for j in range(a)]
             transformed, v = transform(TRANSFORMS[m][0], d, acc, f"v{k}_")
             arithmetic += transformed
             stores.append([K.Store(v_buf, (K.Const(i * a + j, "i64") * count + tile) * c + feature,
                                    v[i][j].cast(x_type.dtype)) for i in range(a) for j in range(a)])
-        return reads + arithmetic + [store for point in zip(*stores) for store in point]
+        return loads + arithmetic + [store for point in zip(*stores) for store in point]
 
     grid, workgroup, stmts = span_work(c, count, per_item, body)
     return K.Kernel(name, params=(x_buf, v_buf, n, c, h, w, th, tw, pad_h, pad_w), grid=grid,
@@ -453,12 +455,11 @@ def output_kernel(op, name: str) -> K.Kernel:
     group_tiles = [K.minimum(first_tile + r, count - 1) for r in range(per_item)]
     full_tiles = all_of([((t / tw % th + 1) * m <= ho) & ((t % tw + 1) * m <= wo) for t in group_tiles])
 
-    def body(pairs, whole):
+    def body(elements, whole):
         # Every element's reads first, then the transforms, then the stores, consecutive features together
-        # where they are consecutive in y, so that AMDGPU's load/store vectorizer finds each run of
-        # consecutive accesses without a store between.
+        # where they are consecutive in y: fewer registers on AMDGPU than element after element.
         reads, arithmetic, stores = [], [], []
-        for e, (feature_value, tile_value) in enumerate(pairs):
+        for e, feature_value, tile_value in elements:
             feature, tile = K.Var(f"feature{e}", "i64"), K.Var(f"tile{e}", "i64")
             coords_stmts, (batch, tile_row, tile_col) = unravel(tile, [n, th, tw], f"t{e}_")
             reads += [K.Let(feature, feature_value), K.Let(tile, tile_value), *coords_stmts]
@@ -475,7 +476,7 @@ def output_kernel(op, name: str) -> K.Kernel:
                 last_row, last_col = K.Var(f"last_row{e}", "i64"), K.Var(f"last_col{e}", "i64")
                 arithmetic += [K.Let(last_row, ho - 1 - tile_row * m), K.Let(last_col, wo - 1 - tile_col * m)]
                 y = edge_values(y, last_row, last_col, acc, f"y{e}_edge")
-                arithmetic += [stmt for stmt in y.pop()]
+                arithmetic += y.pop()
                 rows, cols = [K.minimum(i, last_row) for i in rows], [K.minimum(j, last_col) for j in cols]
             outputs = []
             for i in range(m):
@@ -485,9 +486,8 @@ def output_kernel(op, name: str) -> K.Kernel:
                     outputs.append(K.Store(y_buf, offset([batch, feature, row, col], strides, spec),
                                            value.cast(attrs["result_dtype"])))
             stores.append(outputs)
-        features_innermost = spec[1] == len(spec) - 1
-        return reads + arithmetic + ([s for output in zip(*stores) for s in output] if features_innermost
-                                else [s for outputs in stores for s in outputs])
+        in_order = zip(*stores) if spec[1] == len(spec) - 1 else stores
+        return reads + arithmetic + [store for group in in_order for store in group]
 
     grid, workgroup, stmts = span_work(k, count, per_item, body, full_tiles)
     return K.Kernel(name, params=(*buffers, *scalars), grid=grid, workgroup_size=workgroup,
