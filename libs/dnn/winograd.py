@@ -253,23 +253,22 @@ def numpy_transform(left, values: np.ndarray) -> np.ndarray:
 
 
 def grid_of(features: K.Expr, count: K.Expr, feature_name: str, major_name: str):
-    """(feature var, major var, their Lets, the guard, grid, workgroup) of workgroups of FEATURES consecutive
-    features of one tile (one input feature for the filter): a one-dimensional workgroup, whose work-item
-    loop the host vectorizes (its reads and writes consecutive, the tile's coordinates invariant in it)."""
+    """(feature var, major var, their Lets, the guard, grid, workgroup) of the filter transform's workgroups of
+    FEATURES consecutive output features of one input feature: a one-dimensional workgroup, whose work-item
+    loop the host vectorizes (its writes consecutive, the input feature invariant in it)."""
     feature, major = K.Var(feature_name, "i64"), K.Var(major_name, "i64")
     lets = [K.Let(feature, K.workgroup_id(0).cast("i64") * FEATURES + K.workitem_id(0).cast("i64")),
             K.Let(major, K.workgroup_id(1).cast("i64"))]
     return feature, major, lets, features, ((features + (FEATURES - 1)) / FEATURES, count), (FEATURES,)
 
 
-def guarded(features: K.Expr, body, full_tile: K.Expr | None = None) -> K.Stmt:
-    """body(full) for the work-items of a feature below `features`: a workgroup whose features all are (and
-    whose tile is whole, where `full_tile` says so) runs body(True) unguarded (a uniform branch, so the host's
-    work-item loop has no condition and vectorizes, the tile's coordinates invariant in it), the others
-    body(False) under a test per work-item."""
+def guarded(features: K.Expr, body) -> K.Stmt:
+    """body(full) for the work-items of a feature below `features`: a workgroup whose features all are runs
+    body(True) unguarded (a uniform branch, so the host's work-item loop has no condition and vectorizes),
+    the others body(False) under a test per work-item."""
     full = (K.workgroup_id(0).cast("i64") + 1) * FEATURES <= features
     inside = K.workgroup_id(0).cast("i64") * FEATURES + K.workitem_id(0).cast("i64") < features
-    return K.If(full if full_tile is None else full & full_tile, body(True), [K.If(inside, body(False))], uniform=True)
+    return K.If(full, body(True), [K.If(inside, body(False))], uniform=True)
 
 
 def spec_shape(spec, sizes) -> list:
@@ -299,12 +298,11 @@ def span_work(features: K.Expr, count: K.Expr, per_item: int, body, fast: K.Expr
     features all lie below `features` takes them as they are (a uniform branch; the host's loop then reads
     and writes consecutive elements), the others clamped, which takes `features` >= per_item.
     `body(elements, whole)` gives the statements of the work-item's (label, feature, tile) elements, the
-    labels naming their variables; whole
-    also takes `fast` (uniform) where given."""
+    labels naming their variables; the whole branch also takes `fast` (uniform) where given."""
     block, first_tile = K.workgroup_id(0).cast("i64") * FEATURES, K.workgroup_id(1).cast("i64") * per_item
 
     def elements(whole: bool):
-        elements = []
+        chosen = []
         for k in range(per_item):
             column = K.span_offset(per_item, k, part="column")
             row = K.span_offset(per_item, k, part="row").cast("i64")
@@ -314,8 +312,8 @@ def span_work(features: K.Expr, count: K.Expr, per_item: int, body, fast: K.Expr
                 within = column % per_item
                 feature = K.minimum(block + (column - within).cast("i64"), features - per_item) + within.cast("i64")
             # Each branch's variables are its own: the host keeps a variable that two regions share per work-item.
-            elements.append((f"{k}" if whole else f"{k}e", feature, K.minimum(first_tile + row, count - 1)))
-        return elements
+            chosen.append((f"{k}" if whole else f"{k}e", feature, K.minimum(first_tile + row, count - 1)))
+        return chosen
 
     whole = block + FEATURES <= features if fast is None else (block + FEATURES <= features) & fast
     stmts = [K.If(whole, body(elements(True), True), body(elements(False), False), uniform=True)]
@@ -407,8 +405,8 @@ def filter_kernel(op, name: str) -> K.Kernel:
                     arguments=(("c", w_type.shape[spec[1]]), ("k", w_type.shape[spec[0]])))
 
 
-def edge_values(y, last_row: K.Expr, last_col: K.Expr, dtype: str, prefix: str):
-    """[the m x m variables of y[min(i, last_row)][min(j, last_col)]..., their Lets] (last_row, last_col >= 0)."""
+def edge_values(y, last_row: K.Expr, last_col: K.Expr, dtype: str, prefix: str) -> tuple[list[K.Stmt], list]:
+    """(Lets, the m x m variables of y[min(i, last_row)][min(j, last_col)]), last_row and last_col >= 0."""
     m, stmts = len(y), []
     along_cols = [[K.Var(f"{prefix}c{i}_{j}", dtype) for j in range(m)] for i in range(m)]
     picked = [[K.Var(f"{prefix}{i}_{j}", dtype) for j in range(m)] for i in range(m)]
@@ -420,7 +418,7 @@ def edge_values(y, last_row: K.Expr, last_col: K.Expr, dtype: str, prefix: str):
         for j in range(m):
             stmts.append(K.Let(picked[i][j], along_cols[i][j] if i == 0 else
                                K.select(last_row >= i, along_cols[i][j], picked[i - 1][j])))
-    return [*picked, stmts]
+    return stmts, picked
 
 
 def output_kernel(op, name: str) -> K.Kernel:
@@ -475,8 +473,8 @@ def output_kernel(op, name: str) -> K.Kernel:
                 # under a branch would be sunk into it, out of the 16-byte loads of the work-item's features).
                 last_row, last_col = K.Var(f"last_row{e}", "i64"), K.Var(f"last_col{e}", "i64")
                 arithmetic += [K.Let(last_row, ho - 1 - tile_row * m), K.Let(last_col, wo - 1 - tile_col * m)]
-                y = edge_values(y, last_row, last_col, acc, f"y{e}_edge")
-                arithmetic += y.pop()
+                picks, y = edge_values(y, last_row, last_col, acc, f"y{e}_edge")
+                arithmetic += picks
                 rows, cols = [K.minimum(i, last_row) for i in rows], [K.minimum(j, last_col) for j in cols]
             outputs = []
             for i in range(m):
