@@ -362,20 +362,19 @@ def input_kernel(op, name: str) -> K.Kernel:
                        for i in range(a)]
 
     def body(elements, whole):
-        # Every element's reads first, then the transforms, then the stores, consecutive features together:
-        # fewer registers on AMDGPU than element after element.
-        loads, arithmetic, stores = [], [], []
+        # Element after element: the host splits the work-item loop after each one's stores, so that a loop
+        # holds one element's values (all four at once spill on the host).
+        stmts = []
         for k, feature_value, tile_value in elements:
             feature, tile = K.Var(f"feature{k}", "i64"), K.Var(f"tile{k}", "i64")
             reads, values = tile_values(k, feature, tile)
             d = [[K.Var(f"d{k}_{i}_{j}", acc) for j in range(a)] for i in range(a)]
-            loads += [K.Let(feature, feature_value), K.Let(tile, tile_value), *reads]
-            loads += [K.Let(d[i][j], values[i][j]) for i in range(a) for j in range(a)]
+            stmts += [K.Let(feature, feature_value), K.Let(tile, tile_value), *reads]
+            stmts += [K.Let(d[i][j], values[i][j]) for i in range(a) for j in range(a)]
             transformed, v = transform(TRANSFORMS[m][0], d, acc, f"v{k}_")
-            arithmetic += transformed
-            stores.append([K.Store(v_buf, (K.Const(i * a + j, "i64") * count + tile) * c + feature,
-                                   v[i][j].cast(x_type.dtype)) for i in range(a) for j in range(a)])
-        return loads + arithmetic + [store for point in zip(*stores) for store in point]
+            stmts += transformed + [K.Store(v_buf, (K.Const(i * a + j, "i64") * count + tile) * c + feature,
+                                            v[i][j].cast(x_type.dtype)) for i in range(a) for j in range(a)]
+        return stmts
 
     grid, workgroup, stmts = span_work(c, count, per_item, body)
     return K.Kernel(name, params=(x_buf, v_buf, n, c, h, w, th, tw, pad_h, pad_w), grid=grid,
@@ -454,38 +453,34 @@ def output_kernel(op, name: str) -> K.Kernel:
     full_tiles = all_of([((t / tw % th + 1) * m <= ho) & ((t % tw + 1) * m <= wo) for t in group_tiles])
 
     def body(elements, whole):
-        # Every element's reads first, then the transforms, then the stores, consecutive features together
-        # where they are consecutive in y: fewer registers on AMDGPU than element after element.
-        reads, arithmetic, stores = [], [], []
+        # Element after element, as the input transform's.
+        stmts = []
         for e, feature_value, tile_value in elements:
             feature, tile = K.Var(f"feature{e}", "i64"), K.Var(f"tile{e}", "i64")
             coords_stmts, (batch, tile_row, tile_col) = unravel(tile, [n, th, tw], f"t{e}_")
-            reads += [K.Let(feature, feature_value), K.Let(tile, tile_value), *coords_stmts]
+            stmts += [K.Let(feature, feature_value), K.Let(tile, tile_value), *coords_stmts]
             points_at = [[K.Var(f"m{e}_{i}_{j}", acc) for j in range(a)] for i in range(a)]
-            reads += [K.Let(points_at[i][j], m_buf[(K.Const(i * a + j, "i64") * count + tile) * k + feature].cast(acc))
+            stmts += [K.Let(points_at[i][j], m_buf[(K.Const(i * a + j, "i64") * count + tile) * k + feature].cast(acc))
                       for i in range(a) for j in range(a)]
             transformed, y = transform(TRANSFORMS[m][2], points_at, acc, f"y{e}_")
-            arithmetic += transformed
+            stmts += transformed
             rows, cols = list(range(m)), list(range(m))
             if not whole:
                 # An output past y's edge stores instead the tile's last one inside y before it, so that every
                 # store is unconditional and every point of M is read whatever the tile (a load used only
                 # under a branch would be sunk into it, out of the 16-byte loads of the work-item's features).
                 last_row, last_col = K.Var(f"last_row{e}", "i64"), K.Var(f"last_col{e}", "i64")
-                arithmetic += [K.Let(last_row, ho - 1 - tile_row * m), K.Let(last_col, wo - 1 - tile_col * m)]
+                stmts += [K.Let(last_row, ho - 1 - tile_row * m), K.Let(last_col, wo - 1 - tile_col * m)]
                 picks, y = edge_values(y, last_row, last_col, acc, f"y{e}_edge")
-                arithmetic += picks
+                stmts += picks
                 rows, cols = [K.minimum(i, last_row) for i in rows], [K.minimum(j, last_col) for j in cols]
-            outputs = []
             for i in range(m):
                 for j in range(m):
                     row, col = tile_row * m + rows[i], tile_col * m + cols[j]
                     value = apply_epilogue(attrs["epilogue"], bias, clamp, y[i][j], feature)
-                    outputs.append(K.Store(y_buf, offset([batch, feature, row, col], strides, spec),
+                    stmts.append(K.Store(y_buf, offset([batch, feature, row, col], strides, spec),
                                            value.cast(attrs["result_dtype"])))
-            stores.append(outputs)
-        in_order = zip(*stores) if spec[1] == len(spec) - 1 else stores
-        return reads + arithmetic + [store for group in in_order for store in group]
+        return stmts
 
     grid, workgroup, stmts = span_work(k, count, per_item, body, full_tiles)
     return K.Kernel(name, params=(*buffers, *scalars), grid=grid, workgroup_size=workgroup,
