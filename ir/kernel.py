@@ -39,7 +39,9 @@ Semantics
   from start, per_item per work-item, in an assignment the backend picks (its docstring).
   `SpanOffset(per_item, k)` is that assignment as an expression: where the work-item's k-th
   element lies in such a span, for kernels that keep what they compute per element across barriers
-  and wave ops (a row reduction's elements, held in registers from phase to phase).
+  and wave ops (a row reduction's elements, held in registers from phase to phase); its `part`
+  "row" or "column" is that offset's place in the span seen as per_item rows of workgroup-size
+  elements (libs/dnn/winograd.py: rows of tiles, columns of features).
   `uniform=True` on a `For` or `If` promises every work-item of the workgroup takes the same
   path; only then may its body hold a `Barrier` or a wave op (the verifier checks both).
 - Between workgroups: `AtomicRMW` (add or exchange on an integer element of a written global
@@ -344,20 +346,29 @@ class SpanOffset(Expr):
     consecutive elements (k x workgroup size + linear id: its work-item loop vectorizes). The
     producer promises that its results do not depend on which work-item takes which offset: it
     stores elementwise results there, or keeps a partial result per (work-item, k) that it combines
-    in an order of offsets, not of work-items (lowering/emit_fusion.py: a row's float sums)."""
+    in an order of offsets, not of work-items (lowering/emit_fusion.py: a row's float sums).
+
+    `part` "row" and "column" are the offset's quotient and remainder by the workgroup size: the
+    span as `per_item` rows of workgroup-size elements, of which AMDGPU gives a work-item `per_item`
+    consecutive elements of one row and the host the work-item's column of each row (the row is k,
+    the same for every work-item of its work-item loop)."""
     per_item: int
     k: int
     dtype: str
+    part: str = "offset"
 
     def offset(self, workgroup_items: int, item_major: bool) -> Expr:
-        """The offset in one backend's assignment: consecutive per work-item (`item_major`, AMDGPU's)
-        or across work-items (the host's)."""
+        """The offset (or its row or column) in one backend's assignment: consecutive per work-item
+        (`item_major`, AMDGPU's) or across work-items (the host's)."""
         lane = workitem_id(0).cast(self.dtype)
-        return lane * self.per_item + self.k if item_major else lane + self.k * workgroup_items
+        if not item_major:
+            return {"offset": lane + self.k * workgroup_items, "row": Const(self.k, self.dtype), "column": lane}[self.part]
+        offset = lane * self.per_item + self.k
+        return {"offset": offset, "row": offset / workgroup_items, "column": offset % workgroup_items}[self.part]
 
 
-def span_offset(per_item: int, k: int, dtype: str = "u32") -> SpanOffset:
-    return SpanOffset(per_item, k, dtype)
+def span_offset(per_item: int, k: int, dtype: str = "u32", part: str = "offset") -> SpanOffset:
+    return SpanOffset(per_item, k, dtype, part)
 
 
 # ---- memory -----------------------------------------------------------------------------

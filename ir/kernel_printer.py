@@ -50,7 +50,8 @@ def print_expr(expr: Expr) -> str:
     if isinstance(expr, Special):
         return f"{expr.kind}({expr.dim})"
     if isinstance(expr, SpanOffset):
-        return f"span_offset_{expr.dtype}({expr.per_item}, {expr.k})"
+        part = "" if expr.part == "offset" else f", {expr.part}"
+        return f"span_offset_{expr.dtype}({expr.per_item}, {expr.k}{part})"
     return f"<unprintable {type(expr).__name__}>"
 
 

@@ -433,6 +433,8 @@ class KernelVerifier:
             if expr.dtype not in INTS or not 0 <= expr.k < expr.per_item:
                 bad(f"a span offset is an integer k of 0 <= k < per_item, got {expr.dtype} k = {expr.k} of "
                     f"{expr.per_item}")
+            if expr.part not in ("offset", "row", "column"):
+                bad(f"a span offset's part is offset, row or column, not {expr.part!r}")
             if self.kernel.workgroup_size[1:] != (1, 1):
                 bad(f"a span offset needs a 1-D workgroup, not {list(self.kernel.workgroup_size)}")
         else:

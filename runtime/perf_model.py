@@ -90,8 +90,9 @@ class PerfModel:
 
 
 def load_bytes_per_lane(counts: Counts) -> int:
-    """The narrowest global load of the kernel per lane, in bytes, as the GPU issues it (0: no global loads)."""
-    widths = [a.lane_bytes for a in counts.accesses.values() if a.kind == "load"]
+    """The narrowest global load the kernel executes per lane, in bytes, as the GPU issues it (0: no global
+    loads; a branch no work-item takes, such as the edge path of a launch without edges, loads nothing)."""
+    widths = [a.lane_bytes for a in counts.accesses.values() if a.kind == "load" and a.bytes]
     return min(widths) if widths else 0
 
 
@@ -125,7 +126,7 @@ def model(kernel: Kernel, target: Target, counts: Counts, occupied: Occupancy) -
     from_l2 = max(issued - dram - from_infinity_cache, 0.0)
     cache_s = max(from_l2 * cu_share / (L2_BYTES_PER_CLOCK_PER_CU * clock), from_infinity_cache / INFINITY_CACHE_BANDWIDTH)
 
-    loads = [a for a in counts.accesses.values() if a.kind == "load"]
+    loads = [a for a in counts.accesses.values() if a.kind == "load" and a.bytes]
     wave_load_bytes = (sum(min(a.segments * SEGMENT_BYTES, a.lanes * a.element_bytes) if a.known
                            else target.wave_size * a.element_bytes for a in loads) / len(loads)) if loads else 0.0
     bytes_in_flight = waves_in_flight * max(counts.loads_in_flight, 1) * wave_load_bytes

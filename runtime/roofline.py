@@ -25,7 +25,8 @@ Counting (`count`) follows what the work-items execute:
   buffer in one straight-line body (`Access`) with the 64-byte segments a sample wave's addresses
   touch; the LDS loads and stores likewise (`LdsAccess`) with their bank conflicts; the most global
   loads of one straight-line body (what a wave has in flight); and the load phases (a body that
-  loads global memory and passes a barrier, unless all it loads is prefetched: `prefetched`). The sample wave is the first of workgroup 0; a loop
+  loads global memory and passes a barrier, unless all it loads is prefetched: `prefetched`). The sample wave is the first of workgroup 0
+  (for a body it does not run, the first wave that does: `sample_wave`); a loop
   whose trip is unknown is sampled at its first trip (`samples`: values known only there).
 
 Roofline time = max(FLOPs / peak of the unit for their dtype, DRAM bytes / HBM bandwidth), with
@@ -333,8 +334,8 @@ class LaunchCounter:
             terms, constant = index_terms(index)
             access.offsets.setdefault(terms, set()).add(constant)
             return
-        lanes = self.first_wave(addresses)
-        active = self.first_wave(np.asarray(weight) > 0)
+        wave = self.sample_wave(np.asarray(weight) > 0)
+        lanes, active = self.first_wave(addresses, wave), self.first_wave(np.asarray(weight) > 0, wave)
         first = lanes[active] * itemsize   # each lane's access: element_bytes from there
         access.starts.append(first)
         for offset in [*range(0, access.element_bytes, SEGMENT_BYTES), access.element_bytes - 1]:
@@ -356,10 +357,25 @@ class LaunchCounter:
             access.addresses.append(self.first_wave(elements)[active] * element_bytes
                                     + self.kernel.lds_offsets()[buffer.name])
 
-    def first_wave(self, values) -> np.ndarray:
-        """`values` (over the launch axes) at the lanes of workgroup 0's first wave, in lane order."""
-        group = np.broadcast_to(np.asarray(values), self.shape)[0, 0, 0]
-        return np.ascontiguousarray(group.transpose(2, 1, 0)).reshape(-1)[:self.kernel.wave_size]
+    def first_wave(self, values, wave: tuple = ((0, 0, 0), 0)) -> np.ndarray:
+        """`values` (over the launch axes) at the lanes of a wave (a workgroup's index and the wave's
+        number in it: workgroup 0's first by default), in lane order."""
+        (x, y, z), number = wave
+        group = np.broadcast_to(np.asarray(values), self.shape)[x, y, z]
+        lanes = np.ascontiguousarray(group.transpose(2, 1, 0)).reshape(-1)
+        return lanes[number * self.kernel.wave_size:(number + 1) * self.kernel.wave_size]
+
+    def sample_wave(self, active) -> tuple:
+        """The wave that samples an access that the work-items where `active` holds execute: workgroup 0's
+        first, or where none of its lanes does (an edge workgroup's branch), the first that has one that
+        does, in the order of the launch's workgroups (x fastest) and their waves."""
+        if self.first_wave(active).any() or not np.any(active):
+            return (0, 0, 0), 0
+        items = np.broadcast_to(active, self.shape).transpose(2, 1, 0, 5, 4, 3).reshape(-1)
+        first = int(np.argmax(items))
+        group, item = divmod(first, self.kernel.workgroup_items)
+        x, rest = group % self.grid[0], group // self.grid[0]
+        return (x, rest % self.grid[1], rest // self.grid[1]), item // self.kernel.wave_size
 
     def expression_cost(self, e, times, env=None, weight=1.0):
         c = self.counts

@@ -63,7 +63,8 @@ TRANSFORMS = {
 SOLVERS = {"winograd_f2": 2, "winograd_f4": 4}
 # The dtypes the heuristic takes each tile size for (the error model above); forced, any float.
 PRECISE_ENOUGH = {2: ("f64", "f32", "f16"), 4: ("f64", "f32")}
-FEATURES = 64    # a workgroup: 64 consecutive features of one tile (of one input feature, for the filter)
+FEATURES = 64    # a workgroup: 64 consecutive features of some tiles (of one input feature, for the filter)
+FEATURES_PER_ITEM = 4    # of one tile, taken by a transform's work-item: 16 bytes of f32
 # Shares of the target's peak the model credits: libs/blas's GEMM (as gemm_1x1's) and the transforms'
 # vector arithmetic.
 GEMM_EFFICIENCY, TRANSFORM_EFFICIENCY = 0.7, 0.25
@@ -252,23 +253,22 @@ def numpy_transform(left, values: np.ndarray) -> np.ndarray:
 
 
 def grid_of(features: K.Expr, count: K.Expr, feature_name: str, major_name: str):
-    """(feature var, major var, their Lets, the guard, grid, workgroup) of workgroups of FEATURES consecutive
-    features of one tile (one input feature for the filter): a one-dimensional workgroup, whose work-item
-    loop the host vectorizes (its reads and writes consecutive, the tile's coordinates invariant in it)."""
+    """(feature var, major var, their Lets, the guard, grid, workgroup) of the filter transform's workgroups of
+    FEATURES consecutive output features of one input feature: a one-dimensional workgroup, whose work-item
+    loop the host vectorizes (its writes consecutive, the input feature invariant in it)."""
     feature, major = K.Var(feature_name, "i64"), K.Var(major_name, "i64")
     lets = [K.Let(feature, K.workgroup_id(0).cast("i64") * FEATURES + K.workitem_id(0).cast("i64")),
             K.Let(major, K.workgroup_id(1).cast("i64"))]
     return feature, major, lets, features, ((features + (FEATURES - 1)) / FEATURES, count), (FEATURES,)
 
 
-def guarded(features: K.Expr, body, full_tile: K.Expr | None = None) -> K.Stmt:
-    """body(full) for the work-items of a feature below `features`: a workgroup whose features all are (and
-    whose tile is whole, where `full_tile` says so) runs body(True) unguarded (a uniform branch, so the host's
-    work-item loop has no condition and vectorizes, the tile's coordinates invariant in it), the others
-    body(False) under a test per work-item."""
+def guarded(features: K.Expr, body) -> K.Stmt:
+    """body(full) for the work-items of a feature below `features`: a workgroup whose features all are runs
+    body(True) unguarded (a uniform branch, so the host's work-item loop has no condition and vectorizes),
+    the others body(False) under a test per work-item."""
     full = (K.workgroup_id(0).cast("i64") + 1) * FEATURES <= features
     inside = K.workgroup_id(0).cast("i64") * FEATURES + K.workitem_id(0).cast("i64") < features
-    return K.If(full if full_tile is None else full & full_tile, body(True), [K.If(inside, body(False))], uniform=True)
+    return K.If(full, body(True), [K.If(inside, body(False))], uniform=True)
 
 
 def spec_shape(spec, sizes) -> list:
@@ -283,9 +283,52 @@ def offset(coords, strides, spec) -> K.Expr:
     return sum((coord * strides[dim] for coord, dim in zip(coords[1:], spec[1:])), coords[0] * strides[spec[0]])
 
 
+def clamped(value: K.Expr, low, high) -> K.Expr:
+    return K.minimum(K.maximum(value, low), high)
+
+
+def span_work(features: K.Expr, count: K.Expr, per_item: int, body, fast: K.Expr | None = None):
+    """(grid, workgroup, statements) of workgroups of FEATURES work-items over FEATURES consecutive features of
+    `per_item` consecutive tiles (of `count`): a span (ir/kernel.py: SpanOffset) of per_item rows (tiles) of
+    FEATURES columns (features), so that AMDGPU gives a work-item per_item consecutive features of one tile
+    (its accesses along the features merge into 16-byte ones) and the host's work-item loop runs over
+    consecutive features of one tile (it vectorizes, the tile invariant in it). Tiles past the last, and the
+    last workgroup's features past the last, move back (those elements are computed twice, storing the same
+    values) instead of being tested, so that a work-item's features stay consecutive: a workgroup whose
+    features all lie below `features` takes them as they are (a uniform branch; the host's loop then reads
+    and writes consecutive elements), the others clamped, which takes `features` >= per_item.
+    `body(elements, whole)` gives the statements of the work-item's (label, feature, tile) elements, the
+    labels naming their variables; the whole branch also takes `fast` (uniform) where given."""
+    block, first_tile = K.workgroup_id(0).cast("i64") * FEATURES, K.workgroup_id(1).cast("i64") * per_item
+
+    def elements(whole: bool):
+        chosen = []
+        for k in range(per_item):
+            column = K.span_offset(per_item, k, part="column")
+            row = K.span_offset(per_item, k, part="row").cast("i64")
+            if whole:
+                feature = block + column.cast("i64")
+            else:
+                within = column % per_item
+                feature = K.minimum(block + (column - within).cast("i64"), features - per_item) + within.cast("i64")
+            # Each branch's variables are its own: the host keeps a variable that two regions share per work-item.
+            chosen.append((f"{k}" if whole else f"{k}e", feature, K.minimum(first_tile + row, count - 1)))
+        return chosen
+
+    whole = block + FEATURES <= features if fast is None else (block + FEATURES <= features) & fast
+    stmts = [K.If(whole, body(elements(True), True), body(elements(False), False), uniform=True)]
+    return ((features + (FEATURES - 1)) / FEATURES, (count + (per_item - 1)) / per_item), (FEATURES,), stmts
+
+
+def features_per_item(features: int) -> int:
+    """FEATURES_PER_ITEM where there are that many features (span_work moves the last ones back), else 1."""
+    return FEATURES_PER_ITEM if features >= FEATURES_PER_ITEM else 1
+
+
 def input_kernel(op, name: str) -> K.Kernel:
-    """A work-item per (tile, input feature), consecutive features in consecutive work-items: reads the
-    a x a tile (zero outside x), writes its a^2 transform points a T*C apart."""
+    """A work-item per tile and 4 consecutive input features (span_work) where features are innermost in x
+    (one feature elsewhere, or where there are fewer): reads each a x a tile (zero outside x, read at
+    coordinates clamped into x), writes its a^2 transform points a T*C apart."""
     m, spec, x_type = op.attrs["tile"], op.attrs["lhs_spec"], op.operands[0].type
     a, acc = m + 2, dtype_name(compute_dtype(numpy_dtype(x_type.dtype)))
     param = lambda label: K.ScalarParam(label, "i64")
@@ -299,28 +342,43 @@ def input_kernel(op, name: str) -> K.Kernel:
     count = n * th * tw
     x_buf = K.GlobalBuffer(x_buf.name, x_buf.dtype, n * c * h * w, True)
     v_buf = K.GlobalBuffer(v_buf.name, v_buf.dtype, count * c * (a * a))
-    feature, tile, lets, inside, grid, workgroup = grid_of(c, count, "feature", "tile")
-    row0, col0 = K.Var("row0", "i64"), K.Var("col0", "i64")
-    coords_stmts, (batch, tile_row, tile_col) = unravel(tile, [n, th, tw], "t")
     strides = row_major(x_shape)
-    # The tile's coordinates before the guard (the work-item loop's invariants: the host vectorizes a loop
-    # whose guarded part has no division), then branch-free reads: each at its coordinates clamped into x,
-    # selected to zero outside it.
-    lets += [*coords_stmts, K.Let(row0, tile_row * m - pad_h), K.Let(col0, tile_col * m - pad_w)]
-    rows, cols = [K.Var(f"x_row{i}", "i64") for i in range(a)], [K.Var(f"x_col{j}", "i64") for j in range(a)]
-    for coords, start, size in ((rows, row0, h), (cols, col0, w)):
-        lets += [K.Let(var, K.minimum(K.maximum(start + i, 0), size - 1)) for i, var in enumerate(coords)]
-    body = []
-    d = [[K.Var(f"d{i}_{j}", acc) for j in range(a)] for i in range(a)]
-    body += [K.Let(d[i][j], K.select(all_of([row0 + i >= 0, row0 + i < h, col0 + j >= 0, col0 + j < w]),
-                                     x_buf[offset([batch, feature, rows[i], cols[j]], strides, spec)].cast(acc),
-                                     K.Const(0.0, acc)))
-             for i in range(a) for j in range(a)]
-    stmts, v = transform(TRANSFORMS[m][0], d, acc, "v")
-    body += stmts + [K.Store(v_buf, (K.Const(i * a + j, "i64") * count + tile) * c + feature, v[i][j].cast(x_type.dtype))
-                     for i in range(a) for j in range(a)]
+    # Consecutive features are consecutive elements of x only where they are innermost in memory (NHWC);
+    # elsewhere (NCHW) a work-item's features lie planes apart, and taking several gains no wide load.
+    per_item = features_per_item(x_type.shape[spec[1]]) if spec[1] == len(spec) - 1 else 1
+
+    def tile_values(k: str, feature: K.Var, tile: K.Var) -> tuple[list[K.Stmt], list[list[K.Expr]]]:
+        """(statements, the a x a values of x's tile, zero outside x) of the work-item's k-th element."""
+        stmts, (batch, tile_row, tile_col) = unravel(tile, [n, th, tw], f"t{k}_")
+        row0, col0 = K.Var(f"row0_{k}", "i64"), K.Var(f"col0_{k}", "i64")
+        stmts += [K.Let(row0, tile_row * m - pad_h), K.Let(col0, tile_col * m - pad_w)]
+        rows = [K.Var(f"x_row{k}_{i}", "i64") for i in range(a)]
+        stmts += [K.Let(var, clamped(row0 + i, 0, h - 1)) for i, var in enumerate(rows)]
+        inside = [[all_of([row0 + i >= 0, row0 + i < h, col0 + j >= 0, col0 + j < w]) for j in range(a)] for i in range(a)]
+        cols = [K.Var(f"x_col{k}_{j}", "i64") for j in range(a)]
+        stmts += [K.Let(var, clamped(col0 + j, 0, w - 1)) for j, var in enumerate(cols)]
+        values = [[x_buf[offset([batch, feature, rows[i], cols[j]], strides, spec)] for j in range(a)] for i in range(a)]
+        return stmts, [[K.select(inside[i][j], values[i][j].cast(acc), K.Const(0.0, acc)) for j in range(a)]
+                       for i in range(a)]
+
+    def body(elements, whole):
+        # Element after element: the host splits the work-item loop after each one's stores, so that a loop
+        # holds one element's values (all four at once spill on the host).
+        stmts = []
+        for k, feature_value, tile_value in elements:
+            feature, tile = K.Var(f"feature{k}", "i64"), K.Var(f"tile{k}", "i64")
+            reads, values = tile_values(k, feature, tile)
+            d = [[K.Var(f"d{k}_{i}_{j}", acc) for j in range(a)] for i in range(a)]
+            stmts += [K.Let(feature, feature_value), K.Let(tile, tile_value), *reads]
+            stmts += [K.Let(d[i][j], values[i][j]) for i in range(a) for j in range(a)]
+            transformed, v = transform(TRANSFORMS[m][0], d, acc, f"v{k}_")
+            stmts += transformed + [K.Store(v_buf, (K.Const(i * a + j, "i64") * count + tile) * c + feature,
+                                            v[i][j].cast(x_type.dtype)) for i in range(a) for j in range(a)]
+        return stmts
+
+    grid, workgroup, stmts = span_work(c, count, per_item, body)
     return K.Kernel(name, params=(x_buf, v_buf, n, c, h, w, th, tw, pad_h, pad_w), grid=grid,
-                    workgroup_size=workgroup, body=[guarded(inside, lambda full: lets + body)], arguments=arguments)
+                    workgroup_size=workgroup, body=stmts, arguments=arguments)
 
 
 def filter_kernel(op, name: str) -> K.Kernel:
@@ -346,8 +404,24 @@ def filter_kernel(op, name: str) -> K.Kernel:
                     arguments=(("c", w_type.shape[spec[1]]), ("k", w_type.shape[spec[0]])))
 
 
+def edge_values(y, last_row: K.Expr, last_col: K.Expr, dtype: str, prefix: str) -> tuple[list[K.Stmt], list]:
+    """(Lets, the m x m variables of y[min(i, last_row)][min(j, last_col)]), last_row and last_col >= 0."""
+    m, stmts = len(y), []
+    along_cols = [[K.Var(f"{prefix}c{i}_{j}", dtype) for j in range(m)] for i in range(m)]
+    picked = [[K.Var(f"{prefix}{i}_{j}", dtype) for j in range(m)] for i in range(m)]
+    for i in range(m):
+        for j in range(m):
+            stmts.append(K.Let(along_cols[i][j], y[i][j] if j == 0 else
+                               K.select(last_col >= j, y[i][j], along_cols[i][j - 1])))
+    for i in range(m):
+        for j in range(m):
+            stmts.append(K.Let(picked[i][j], along_cols[i][j] if i == 0 else
+                               K.select(last_row >= i, along_cols[i][j], picked[i - 1][j])))
+    return stmts, picked
+
+
 def output_kernel(op, name: str) -> K.Kernel:
-    """A work-item per (tile, output feature), consecutive features in consecutive work-items: reads
+    """A work-item per (tile, output feature), or per tile and 4 consecutive features (span_work): reads
     the tile's a^2 points of M, writes its m x m outputs inside y, each with the bias and activation
     in the accumulator and rounded once."""
     attrs, m_type = op.attrs, op.operands[0].type
@@ -369,29 +443,45 @@ def output_kernel(op, name: str) -> K.Kernel:
         arguments += [("clamp_min", -math.inf if attrs["clamp_min"] is None else attrs["clamp_min"]),
                       ("clamp_max", math.inf if attrs["clamp_max"] is None else attrs["clamp_max"])]
         scalars += list(clamp)
-    feature, tile, lets, inside, grid, workgroup = grid_of(k, count, "feature", "tile")
-    coords_stmts, (batch, tile_row, tile_col) = unravel(tile, [n, th, tw], "t")
-    lets += coords_stmts
-    body = []
-    points_at = [[K.Var(f"m{i}_{j}", acc) for j in range(a)] for i in range(a)]
-    body += [K.Let(points_at[i][j], m_buf[(K.Const(i * a + j, "i64") * count + tile) * k + feature].cast(acc))
-             for i in range(a) for j in range(a)]
-    stmts, y = transform(TRANSFORMS[m][2], points_at, acc, "y")
-    body += stmts
+    per_item = features_per_item(m_type.shape[2])
     strides = row_major(spec_shape(spec, [n, k, ho, wo]))
     bias = buffers[1] if len(buffers) == 3 else None
-    stores = {}
-    for i in range(m):
-        for j in range(m):
-            row, col = tile_row * m + i, tile_col * m + j
-            value = apply_epilogue(attrs["epilogue"], bias, clamp, y[i][j], feature)
-            stores[row, col] = K.Store(y_buf, offset([batch, feature, row, col], strides, spec),
-                                       value.cast(attrs["result_dtype"]))
-    # A tile inside y stores unguarded (no branch per output); the edge tiles test each output. Whole tiles
-    # are told by the workgroup's tile (workgroup_id(1)) itself, so the branch is uniform.
-    group_tile = K.workgroup_id(1).cast("i64")
-    full_tile = ((group_tile / tw % th + 1) * m <= ho) & ((group_tile % tw + 1) * m <= wo)
-    edge = [K.If((row < ho) & (col < wo), [store]) for (row, col), store in stores.items()]
+    # A workgroup whose tiles all lie inside y stores unguarded (no branch per output); the others test each
+    # output. Its tiles (span_work's) are told by workgroup_id(1) itself, so the branch is uniform.
+    first_tile = K.workgroup_id(1).cast("i64") * per_item
+    group_tiles = [K.minimum(first_tile + r, count - 1) for r in range(per_item)]
+    full_tiles = all_of([((t / tw % th + 1) * m <= ho) & ((t % tw + 1) * m <= wo) for t in group_tiles])
+
+    def body(elements, whole):
+        # Element after element, as the input transform's.
+        stmts = []
+        for e, feature_value, tile_value in elements:
+            feature, tile = K.Var(f"feature{e}", "i64"), K.Var(f"tile{e}", "i64")
+            coords_stmts, (batch, tile_row, tile_col) = unravel(tile, [n, th, tw], f"t{e}_")
+            stmts += [K.Let(feature, feature_value), K.Let(tile, tile_value), *coords_stmts]
+            points_at = [[K.Var(f"m{e}_{i}_{j}", acc) for j in range(a)] for i in range(a)]
+            stmts += [K.Let(points_at[i][j], m_buf[(K.Const(i * a + j, "i64") * count + tile) * k + feature].cast(acc))
+                      for i in range(a) for j in range(a)]
+            transformed, y = transform(TRANSFORMS[m][2], points_at, acc, f"y{e}_")
+            stmts += transformed
+            rows, cols = list(range(m)), list(range(m))
+            if not whole:
+                # An output past y's edge stores instead the tile's last one inside y before it, so that every
+                # store is unconditional and every point of M is read whatever the tile (a load used only
+                # under a branch would be sunk into it, out of the 16-byte loads of the work-item's features).
+                last_row, last_col = K.Var(f"last_row{e}", "i64"), K.Var(f"last_col{e}", "i64")
+                stmts += [K.Let(last_row, ho - 1 - tile_row * m), K.Let(last_col, wo - 1 - tile_col * m)]
+                picks, y = edge_values(y, last_row, last_col, acc, f"y{e}_edge")
+                stmts += picks
+                rows, cols = [K.minimum(i, last_row) for i in rows], [K.minimum(j, last_col) for j in cols]
+            for i in range(m):
+                for j in range(m):
+                    row, col = tile_row * m + rows[i], tile_col * m + cols[j]
+                    value = apply_epilogue(attrs["epilogue"], bias, clamp, y[i][j], feature)
+                    stmts.append(K.Store(y_buf, offset([batch, feature, row, col], strides, spec),
+                                           value.cast(attrs["result_dtype"])))
+        return stmts
+
+    grid, workgroup, stmts = span_work(k, count, per_item, body, full_tiles)
     return K.Kernel(name, params=(*buffers, *scalars), grid=grid, workgroup_size=workgroup,
-                    body=[guarded(inside, lambda full: lets + body + (list(stores.values()) if full else edge), full_tile)],
-                    arguments=tuple(arguments))
+                    body=stmts, arguments=tuple(arguments))

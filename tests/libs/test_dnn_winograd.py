@@ -156,7 +156,10 @@ def arrays(rng, dtype, sizes, specs):
 
 
 def check_problem(rng, monkeypatch):
-    dtype, sizes, padding, specs, epilogue, m = random_problem(rng)
+    check(rng, monkeypatch, *random_problem(rng))
+
+
+def check(rng, monkeypatch, dtype, sizes, padding, specs, epilogue, m):
     x, w, bias = arrays(rng, dtype, sizes, specs)
     features = specs[2].index("C")
 
@@ -193,6 +196,18 @@ def check_problem(rng, monkeypatch):
 def test_winograd_matches_the_interpreter(monkeypatch):
     """One random problem (make test: bf16, F(2x2), bias and relu, negative padding)."""
     check_problem(np.random.default_rng(2), monkeypatch)
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_winograd_feature_and_tile_edges(layout, monkeypatch):
+    """The transforms' work-items take 4 consecutive features of a tile, their workgroups 64 features of 4
+    tiles, the last ones moved back: C and K below 4 (one feature each), not multiples of 4, over 64 and not a
+    multiple of it (the last workgroup's features clamped), tile counts not a multiple of 4, N = 1."""
+    specs = [layout, "HWIO" if layout == "NHWC" else "OIHW", layout]
+    rng = np.random.default_rng(30)
+    for dtype, (n, c, h, w, k), m in [("f32", (1, 3, 5, 7, 2), 4), ("f32", (2, 5, 9, 6, 6), 2),
+                                      ("f64", (1, 70, 6, 5, 67), 4), ("f16", (1, 7, 4, 11, 9), 2)]:
+        check(rng, monkeypatch, dtype, (n, c, h, w, k), [(1, 1), (1, 1)], specs, "bias_relu", m)
 
 
 @pytest.mark.slow
