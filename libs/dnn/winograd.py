@@ -65,6 +65,10 @@ SOLVERS = {"winograd_f2": 2, "winograd_f4": 4}
 PRECISE_ENOUGH = {2: ("f64", "f32", "f16"), 4: ("f64", "f32")}
 FEATURES = 64    # a workgroup: 64 consecutive features of some tiles (of one input feature, for the filter)
 FEATURES_PER_ITEM = 4    # of one tile, taken by a transform's work-item: 16 bytes of f32
+# The input transform takes FEATURES_PER_ITEM features only where their tile values fit this many 32-bit
+# registers: 4 features of a 6x6 f32 tile (144) took 257 VGPRs on gfx942, one wave per SIMD to hide 36
+# loads' latency, where one feature takes 60 (8 waves); 4 of a 4x4 f32 or f16 tile (64) take 73.
+WIDE_INPUT_REGISTERS = 64
 # Shares of the target's peak the model credits: libs/blas's GEMM (as gemm_1x1's) and the transforms'
 # vector arithmetic.
 GEMM_EFFICIENCY, TRANSFORM_EFFICIENCY = 0.7, 0.25
@@ -327,7 +331,7 @@ def features_per_item(features: int) -> int:
 
 def input_kernel(op, name: str) -> K.Kernel:
     """A work-item per tile and 4 consecutive input features (span_work) where features are innermost in x
-    (one feature elsewhere, or where there are fewer): reads each a x a tile (zero outside x, read at
+    and their tiles fit WIDE_INPUT_REGISTERS (one feature elsewhere, or where there are fewer): reads each a x a tile (zero outside x, read at
     coordinates clamped into x), writes its a^2 transform points a T*C apart."""
     m, spec, x_type = op.attrs["tile"], op.attrs["lhs_spec"], op.operands[0].type
     a, acc = m + 2, dtype_name(compute_dtype(numpy_dtype(x_type.dtype)))
@@ -345,7 +349,10 @@ def input_kernel(op, name: str) -> K.Kernel:
     strides = row_major(x_shape)
     # Consecutive features are consecutive elements of x only where they are innermost in memory (NHWC);
     # elsewhere (NCHW) a work-item's features lie planes apart, and taking several gains no wide load.
-    per_item = features_per_item(x_type.shape[spec[1]]) if spec[1] == len(spec) - 1 else 1
+    # Several features' tiles must also fit WIDE_INPUT_REGISTERS.
+    tile_registers = a * a * FEATURES_PER_ITEM * max(1, np.dtype(NUMPY_DTYPES[acc]).itemsize // 4)
+    per_item = features_per_item(x_type.shape[spec[1]]) \
+        if spec[1] == len(spec) - 1 and tile_registers <= WIDE_INPUT_REGISTERS else 1
 
     def tile_values(k: str, feature: K.Var, tile: K.Var) -> tuple[list[K.Stmt], list[list[K.Expr]]]:
         """(statements, the a x a values of x's tile, zero outside x) of the work-item's k-th element."""
