@@ -26,7 +26,7 @@ products are large GEMMs:
     wide (the block-size heuristic: narrow for few matrices); orgqr's T likewise;
   - getri: A^-1 = U^-1 L^-1 P, L^-1 by a recursive trtri (GEMMs), U^-1 by trsm; potrs: two trsm.
 svd of a real matrix is gesvd: gebrd's bidiagonalization (unblocked), bdsqr's QR iteration logging
-its rotations, Q and P formed by orgqr (compact WY above SMALL: GEMMs) and turned by the logs in
+its rotations, Q and P formed by orgqr (compact-WY blocks above SMALL: GEMMs) and turned by the logs in
 lasr, one work-item per row (from GESVD_FROM columns, takes_gesvd; gesvdj's one-sided Jacobi below, and for
 complex matrices). eigh of a large matrix runs syevd's steps (tridiagonal_form: sytrd, blocked from
 BLOCKED_SYTRD_FROM rows as latrd panels and GEMM updates; divide and conquer: steqr and lasr on the leaves,
@@ -475,8 +475,10 @@ def apply_transposed(v: Tracer, t: Tracer, c: Tracer) -> Tracer:
 
 
 def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
-    """The first `columns` columns of Q (routines.py's orgqr); above SMALL reflections by the compact
-    WY form, I[:, :columns] - V T V[:columns]^H."""
+    """The first `columns` columns of Q (routines.py's orgqr); above SMALL blocked as LAPACK's orgqr:
+    Q = H_0 ... H_{k-1} applied to I[:, :columns] by reflected, a block of BLOCK reflectors at a time,
+    the last first, each on the corner it changes: 4 / 3 n^3 flops of GEMMs for a square Q, where the
+    whole Q's compact WY form (I - V T V^H with an n x n T) takes 4 n^3 and T's own GEMMs."""
     batch, m, n = qr.shape
     if batch == 0 or m == 0 or columns == 0:
         return cr.zeros((batch, m, columns), qr.type.dtype)
@@ -484,10 +486,8 @@ def orgqr(qr: Tracer, tau: Tracer, columns: int) -> Tracer:
         return identity_stack(batch, m, qr.type.dtype)[:, :, :columns]
     if min(m, n) <= SMALL:
         return solver_call("orgqr", [qr, tau], columns=columns)[0]
-    v = reflectors(qr, tau)
-    t = larft(v, tau)
-    identity = sh.broadcast_to(cr.eye(m, columns, dtype=qr.type.dtype), (batch, m, columns))
-    return identity - con.matmul(v, con.matmul(t, adjoint(v[:, :columns])))
+    return reflected(qr, tau, sh.broadcast_to(cr.eye(m, columns, dtype=qr.type.dtype), (batch, m, columns)),
+                     corners=True)
 
 
 # ---- syev, syevj ---------------------------------------------------------------------------------
@@ -591,22 +591,24 @@ def below_zeros(x: Tracer, rows: int) -> Tracer:
     return sh.concatenate([cr.zeros((x.shape[0], rows, x.shape[2]), x.type.dtype), x], axis=1)
 
 
-def reflected(qr: Tracer, tau: Tracer, c: Tracer, first: int = 0) -> Tracer:
+def reflected(qr: Tracer, tau: Tracer, c: Tracer, first: int = 0, corners: bool = False) -> Tracer:
     """C with its rows from `first` on replaced by Q times them, for Q = H_0 ... H_{k-1}, geqrf's
     reflectors (qr [B, m, k], tau [B, k]), C [B, first + m, p] (LAPACK's ormqr, side L, no transpose):
     blocks of BLOCK reflectors, the last first, each in compact WY form on the rows it changes (those
     from its first reflector's), 2 m k p flops of GEMMs in all (the whole Q's compact WY form, n x n
     blocks, would take three times as many). Each block's rows are written back into C by a
     dynamic_update_slice, which the in_place pass makes an update of C's buffer (C's other rows are
-    not copied)."""
+    not copied). corners: C's rows from a block's first on are zero left of its first column, as I's
+    rows are under the blocks after it (orgqr), so the block changes only that corner."""
     k = tau.shape[1]
     for start in reversed(range(0, k, BLOCK)):
         stop = min(start + BLOCK, k)
         v = reflectors(qr[:, start:, start:stop], tau[:, start:stop])
         t = larft(v, tau[:, start:stop])
-        rows = c[:, first + start:]
+        left = start if corners else 0
+        rows = c[:, first + start:, left:]
         c = lax_shape.dynamic_update_slice(
-            c, rows - con.matmul(v, con.matmul(t, con.matmul(adjoint(v), rows))), (0, first + start, 0))
+            c, rows - con.matmul(v, con.matmul(t, con.matmul(adjoint(v), rows))), (0, first + start, left))
     return c
 
 

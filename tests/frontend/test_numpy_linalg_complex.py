@@ -173,8 +173,8 @@ def test_complex_qr_against_lapack(dtype, shape):
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", [(2, 19, 11), (9, 17)])
 def test_complex_recursive_qr_at_small_sizes(monkeypatch, shape):
-    """The recursive geqrf (compact WY with V^H, T from the halves) and orgqr on complex matrices, leaves
-    of 4 columns, blocks of 8: Q R = A, Q unitary, and the packed factors and tau equal to the unblocked
+    """The recursive geqrf (compact WY with V^H, T from the halves) and the blocked orgqr on complex
+    matrices, leaves of 4 columns, blocks of 8 (orgqr's on their corners): Q R = A, Q unitary, and the packed factors and tau equal to the unblocked
     kernel's (the same reflections); a zero column gives tau = 0."""
     from cdnajit.frontend.cnp import linalg_solver
     dtype = np.complex128
@@ -183,6 +183,7 @@ def test_complex_recursive_qr_at_small_sizes(monkeypatch, shape):
     unblocked_raw, unblocked_tau = cnp.linalg.qr(a, "raw")
     monkeypatch.setattr(linalg_solver, "SMALL", 4)
     monkeypatch.setattr(linalg_solver, "QR_WY_COLUMNS", 8)
+    monkeypatch.setattr(linalg_solver, "BLOCK", 8)
     for mode in ("reduced", "complete"):
         q, r = cj.jit(lambda x: cnp.linalg.qr(x, mode))(a)
         assert factor_backward_error(a, q @ r, dtype) <= BOUND and unitarity(q, dtype) <= BOUND

@@ -338,7 +338,8 @@ def test_expm_edge_cases():
 @pytest.mark.parametrize("shape", [(2, 19, 11), (9, 17), (23, 6), (40, 37)])
 def test_recursive_qr_at_small_sizes(monkeypatch, shape):
     """The recursive geqrf (leaves of 4 columns, compact-WY blocks of 8 applied in turn: at 37 columns
-    three to the top level's right half) and the compact-WY orgqr against the identities, and their
+    three to the top level's right half) and the blocked orgqr (blocks of 8 on their corners: five at 37
+    columns, the 23 x 23 Q of 6 reflectors one) against the identities, and their
     packed factors and tau against the unblocked kernel's (the same reflections, so equal up to
     rounding: BOUND n eps on these well-conditioned random matrices); a zero column gives tau = 0."""
     from cdnajit.frontend.cnp import linalg_solver
@@ -347,6 +348,7 @@ def test_recursive_qr_at_small_sizes(monkeypatch, shape):
     unblocked_raw, unblocked_tau = cnp.linalg.qr(a, "raw")
     monkeypatch.setattr(linalg_solver, "SMALL", 4)
     monkeypatch.setattr(linalg_solver, "QR_WY_COLUMNS", 8)
+    monkeypatch.setattr(linalg_solver, "BLOCK", 8)
     for mode in ("reduced", "complete"):
         q, r = cj.jit(lambda x: cnp.linalg.qr(x, mode))(a)
         assert backward_error(a, q @ r, np.float64) <= BOUND and orthogonality(q, np.float64) <= BOUND
