@@ -757,7 +757,11 @@ class GatherPlan:
             return stepped("all_gather", x, "sum", timeout, "ring all-gather")
         self.blocks.fill(0)
         self.mine[...] = x.reshape(-1).view(np.uint8)
-        self.reduce(None, timeout, x)
+        try:
+            self.reduce(None, timeout, x)
+        except TimeoutError:
+            forget(self)       # its requests may still be pending
+            raise
         return self.gathered.copy().view(self.dtype).reshape(self.shape)
 
     def free(self):
@@ -810,7 +814,11 @@ class ReduceScatterPlan:
 
     def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray:
         # Either way every process's shape and dtype are compared before the divisibility is.
-        summed = self.reduce(x, timeout) if self.short else None
+        try:
+            summed = self.reduce(x, timeout) if self.short else None
+        except TimeoutError:
+            forget(self)       # its requests may still be pending
+            raise
         if not self.short:
             checked(x, "reduce_scatter", timeout)
         if not self.divisible:
