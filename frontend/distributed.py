@@ -803,14 +803,13 @@ class ReduceScatterPlan:
     recursive doubling's all-reduce (whose headers compare the shapes)."""
 
     def __init__(self, shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
-        n, rank = comm().Get_size(), comm().Get_rank()
-        self.reducer, self.n = reducer, n
+        n = comm().Get_size()
+        self.reducer, self.n, self.rank = reducer, n, comm().Get_rank()
         self.short = chosen("reduce_scatter", math.prod(shape) * dtype.itemsize, algorithm) and len(shape) > 0
         self.divisible = len(shape) > 0 and shape[0] % n == 0
         self.block_shape = (shape[0] // n,) + shape[1:] if self.divisible else None
         self.reduce = AllReducePlan(shape, dtype, reducer, "doubling", "reduce_scatter", (shape, dtype.str)) \
             if self.short else None
-        self.rank = rank
 
     def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray:
         # Either way every process's shape and dtype are compared before the divisibility is.

@@ -331,8 +331,9 @@ def features_per_item(features: int) -> int:
 
 def input_kernel(op, name: str) -> K.Kernel:
     """A work-item per tile and 4 consecutive input features (span_work) where features are innermost in x
-    and their tiles fit WIDE_INPUT_REGISTERS (one feature elsewhere, or where there are fewer): reads each a x a tile (zero outside x, read at
-    coordinates clamped into x), writes its a^2 transform points a T*C apart."""
+    and their tiles fit WIDE_INPUT_REGISTERS (one feature elsewhere, or where there are fewer): reads each
+    a x a tile (zero outside x, read at coordinates clamped into x), writes its a^2 transform points a T*C
+    apart."""
     m, spec, x_type = op.attrs["tile"], op.attrs["lhs_spec"], op.operands[0].type
     a, acc = m + 2, dtype_name(compute_dtype(numpy_dtype(x_type.dtype)))
     param = lambda label: K.ScalarParam(label, "i64")
