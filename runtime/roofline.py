@@ -203,12 +203,15 @@ class Access:
         every lane runs of consecutive elements (a tile row's 4 f32, say, or a row kernel's groups of
         4 at its span offsets), LLVM merges each run, up to 16 bytes; the shortest run counts. Where
         no address is known (an index from data: a tile a work-item took from a counter), the runs
-        are those of indices that differ only in a constant term (a work-item's x + 0, x + 1, ...)."""
+        are those of indices that differ only in a constant term (a work-item's x + 0, x + 1, ...).
+        An access that repeats another's address on every lane (an edge tile's row clamped onto the one
+        next to it) is a merged load of its own, and is counted once."""
         run = 1
         if not self.starts and self.offsets:
             run = min(shortest_run(sorted(constants)) for constants in self.offsets.values())
         elif len(self.starts) > 1 and len({len(s) for s in self.starts}) == 1 and len(self.starts[0]):
             ordered = np.sort(np.array(self.starts), axis=0)
+            ordered = ordered[np.concatenate([[True], (np.diff(ordered, axis=0) != 0).any(axis=1)])]
             steps = np.diff(ordered, axis=0) == self.element_bytes
             if (steps == steps[:, :1]).all():   # every lane's accesses in runs of the same lengths
                 breaks = np.flatnonzero(~steps[:, 0])

@@ -161,12 +161,17 @@ def winograd_input_infer(types, attrs):
     require(attrs["tile"] in winograd.TRANSFORMS and min(out) > 0,
             f"library_call: dnn.winograd_input takes tiles {list(winograd.TRANSFORMS)} and a nonempty output, got "
             f"tile {attrs['tile']}, output {out}")
+    window = winograd.row_window(x, spec, attrs["tile"])
+    require(attrs["row_window"] in (0, window),
+            f"library_call: dnn.winograd_input's row_window is 0 or {window} for x {x} with lhs_spec {list(spec)}, "
+            f"got {attrs['row_window']}")
     count = x.shape[spec[0]] * int(np.prod(winograd.tiles(out, attrs["tile"])))
     return [TensorType(x.dtype, (winograd.points(attrs["tile"]), count, x.shape[spec[1]]))]
 
 
-def winograd_input_reference(x, *, tile, padding, lhs_spec):
-    """V[p, t, c]: B^T d B of each input tile d (zero outside x), in the accumulator dtype, rounded once."""
+def winograd_input_reference(x, *, tile, padding, lhs_spec, row_window):
+    """V[p, t, c]: B^T d B of each input tile d (zero outside x), in the accumulator dtype, rounded once
+    (row_window is how the kernel reads x, not what it computes)."""
     a, acc = tile + 2, compute_dtype(x.dtype)
     xt = np.transpose(x, (lhs_spec[0], lhs_spec[1], *lhs_spec[2:])).astype(acc)
     out = [xt.shape[2 + j] + sum(padding[j]) - 2 for j in range(2)]
@@ -256,8 +261,8 @@ def mha_fwd_reference(q, k, v, *mask, scale, is_causal):
     return np.einsum("bnts,bsnh->btnh", probs, vf).astype(q.dtype)
 
 
-ROUTINES = {"winograd_input": Routine({"tile": "int", "padding": "int_pairs", "lhs_spec": "ints"}, winograd_input_infer,
-                                      winograd_input_reference, "V[p, t, c] = (B^T d B)[p] of x's tiles (libs/dnn/winograd.py)"),
+ROUTINES = {"winograd_input": Routine({"tile": "int", "padding": "int_pairs", "lhs_spec": "ints", "row_window": "int"},
+                                      winograd_input_infer, winograd_input_reference, "V[p, t, c] = (B^T d B)[p] of x's tiles (libs/dnn/winograd.py)"),
             "winograd_filter": Routine({"tile": "int", "rhs_spec": "ints"}, winograd_filter_infer, winograd_filter_reference,
                                        "U[p, c, k] = (G g G^T)[p] of w's 3x3 kernels (libs/dnn/winograd.py)"),
             "winograd_output": Routine(WINOGRAD_OUTPUT_ATTRS, winograd_output_infer, winograd_output_reference,

@@ -69,6 +69,10 @@ FEATURES_PER_ITEM = 4    # of one tile, taken by a transform's work-item: 16 byt
 # registers: 4 features of a 6x6 f32 tile (144) took 257 VGPRs on gfx942, one wave per SIMD to hide 36
 # loads' latency, where one feature takes 60 (8 waves); 4 of a 4x4 f32 or f16 tile (64) take 73.
 WIDE_INPUT_REGISTERS = 64
+# Where x's columns are innermost (NCHW) and a row holds ROW_WINDOW_BYTES, a work-item reads each row of its
+# tile as a window of consecutive elements that starts inside the row (`row_window`), so that the loads merge
+# into 16-byte ones; the elements are then picked from the window by selects.
+ROW_WINDOW_BYTES = 16
 # Shares of the target's peak the model credits: libs/blas's GEMM (as gemm_1x1's) and the transforms'
 # vector arithmetic.
 GEMM_EFFICIENCY, TRANSFORM_EFFICIENCY = 0.7, 0.25
@@ -209,7 +213,7 @@ def candidate_times(lhs: Value, rhs: Value, attrs: dict) -> dict[str, float]:
 def winograd_conv(m_, lhs: Value, rhs: Value, attrs: dict, result_type, m: int) -> Value:
     acc = dtype_name(compute_dtype(numpy_dtype(lhs.type.dtype)))
     v = m_.op("library_call", lhs, library="dnn", routine="winograd_input", solution="", tile=m,
-              padding=attrs["padding"], lhs_spec=attrs["lhs_spec"])
+              padding=attrs["padding"], lhs_spec=attrs["lhs_spec"], row_window=row_window(lhs.type, attrs["lhs_spec"], m))
     u = m_.op("library_call", rhs, library="dnn", routine="winograd_filter", solution="", tile=m,
               rhs_spec=attrs["rhs_spec"])
     product = m_.op("dot_general", v, u, lhs_contracting=(2,), rhs_contracting=(1,), lhs_batch=(0,), rhs_batch=(0,),
@@ -324,17 +328,42 @@ def span_work(features: K.Expr, count: K.Expr, per_item: int, body, fast: K.Expr
     return ((features + (FEATURES - 1)) / FEATURES, (count + (per_item - 1)) / per_item), (FEATURES,), stmts
 
 
+def row_window(x_type, lhs_spec, m: int) -> int:
+    """The elements a work-item of the input transform reads per tile row at once: a whole number of
+    ROW_WINDOW_BYTES covering a tile row, where x's columns are innermost and a row holds that many (0: each
+    element at its own column, clamped into x)."""
+    item = np.dtype(NUMPY_DTYPES[x_type.dtype]).itemsize
+    per_vector = max(1, ROW_WINDOW_BYTES // item)
+    window = -(-(m + 2) // per_vector) * per_vector
+    columns_innermost = lhs_spec[3] == len(lhs_spec) - 1
+    return window if columns_innermost and x_type.shape[lhs_spec[3]] >= window else 0
+
+
+def moved(values: list, move: K.Expr, count: int, moves: int) -> list:
+    """values[move:move + count] for a runtime move in [0, moves), through a select per element and bit of
+    move (a barrel shifter)."""
+    bits = max(1, (moves - 1).bit_length())
+    for bit in range(bits):
+        step = 1 << bit
+        # After this step, element q is values[q + (move mod 2 step)]: what the remaining bits still need.
+        needed = count + ((1 << bits) - 1 - (2 * step - 1))
+        taken = ((move / step) % 2).eq(1)
+        values = [K.select(taken, values[q + step], values[q]) if q + step < len(values) else values[q]
+                  for q in range(min(needed, len(values)))]
+    return values[:count]
+
+
 def features_per_item(features: int) -> int:
     """FEATURES_PER_ITEM where there are that many features (span_work moves the last ones back), else 1."""
     return FEATURES_PER_ITEM if features >= FEATURES_PER_ITEM else 1
 
 
 def input_kernel(op, name: str) -> K.Kernel:
-    """A work-item per tile and 4 consecutive input features (span_work) where features are innermost in x
-    and their tiles fit WIDE_INPUT_REGISTERS (one feature elsewhere, or where there are fewer): reads each
-    a x a tile (zero outside x, read at coordinates clamped into x), writes its a^2 transform points a T*C
-    apart."""
-    m, spec, x_type = op.attrs["tile"], op.attrs["lhs_spec"], op.operands[0].type
+    """A work-item per tile and 4 consecutive input features (span_work) where features are innermost in x and
+    their tiles fit WIDE_INPUT_REGISTERS (one feature elsewhere, or where there are fewer): reads each a x a
+    tile (zero outside x, read at coordinates clamped into x, or, with the call's row_window, each tile row as
+    a window starting inside x's row), writes its a^2 transform points a T*C apart."""
+    m, spec, x_type, window = op.attrs["tile"], op.attrs["lhs_spec"], op.operands[0].type, op.attrs["row_window"]
     a, acc = m + 2, dtype_name(compute_dtype(numpy_dtype(x_type.dtype)))
     param = lambda label: K.ScalarParam(label, "i64")
     n, c, h, w, th, tw, pad_h, pad_w = map(param, ("n", "c", "h", "w", "th", "tw", "pad_h", "pad_w"))
@@ -363,9 +392,24 @@ def input_kernel(op, name: str) -> K.Kernel:
         rows = [K.Var(f"x_row{k}_{i}", "i64") for i in range(a)]
         stmts += [K.Let(var, clamped(row0 + i, 0, h - 1)) for i, var in enumerate(rows)]
         inside = [[all_of([row0 + i >= 0, row0 + i < h, col0 + j >= 0, col0 + j < w]) for j in range(a)] for i in range(a)]
-        cols = [K.Var(f"x_col{k}_{j}", "i64") for j in range(a)]
-        stmts += [K.Let(var, clamped(col0 + j, 0, w - 1)) for j, var in enumerate(cols)]
-        values = [[x_buf[offset([batch, feature, rows[i], cols[j]], strides, spec)] for j in range(a)] for i in range(a)]
+        if window:
+            # Row i's window: `window` consecutive elements from a start clamped so that all lie in x's row
+            # (its loads merge into 16-byte ones). Tile column j is window element j + shift: shift is 0
+            # inside x, and elsewhere the columns that fall outside the window lie outside x. With a zeros
+            # on either side of the window, column j is element j + a + shift, which `moved` takes through
+            # log2 steps of selects on the bits of a + shift (a select per column and shift took 48
+            # uniform conditions per tile, which spilled SGPRs on gfx942; this takes 4).
+            start, move = K.Var(f"x_start{k}", "i64"), K.Var(f"x_move{k}", "i64")
+            stmts += [K.Let(start, clamped(col0, 0, w - window)), K.Let(move, clamped(col0 - start + a, 0, a + window))]
+            zero = K.Const(0.0, x_type.dtype)
+            loaded = [[K.Var(f"x{k}_{i}_{q}", x_type.dtype) for q in range(window)] for i in range(a)]
+            stmts += [K.Let(loaded[i][q], x_buf[offset([batch, feature, rows[i], start], strides, spec) + q])
+                      for i in range(a) for q in range(window)]
+            values = [moved([zero] * a + loaded[i] + [zero] * a, move, a, a + window + 1) for i in range(a)]
+        else:
+            cols = [K.Var(f"x_col{k}_{j}", "i64") for j in range(a)]
+            stmts += [K.Let(var, clamped(col0 + j, 0, w - 1)) for j, var in enumerate(cols)]
+            values = [[x_buf[offset([batch, feature, rows[i], cols[j]], strides, spec)] for j in range(a)] for i in range(a)]
         return stmts, [[K.select(inside[i][j], values[i][j].cast(acc), K.Const(0.0, acc)) for j in range(a)]
                        for i in range(a)]
 

@@ -126,7 +126,7 @@ def magnitude(x, w, attrs, m, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setitem(winograd.TRANSFORMS, m, absolute(winograd.TRANSFORMS[m]))
         v = routines.winograd_input_reference(np.abs(x).astype(np.float64), tile=m, padding=attrs["padding"],
-                                              lhs_spec=lhs_spec)
+                                              lhs_spec=lhs_spec, row_window=0)
         u = routines.winograd_filter_reference(np.abs(w).astype(np.float64), tile=m, rhs_spec=rhs_spec)
         out = [x.shape[lhs_spec[2 + j]] + sum(attrs["padding"][j]) - 2 for j in range(2)]
         return routines.winograd_output_reference(v @ u, tile=m, out_spec=(0, 1, 2, 3), out_size=out, result_dtype="f64",
@@ -202,11 +202,13 @@ def test_winograd_matches_the_interpreter(monkeypatch):
 def test_winograd_feature_and_tile_edges(layout, monkeypatch):
     """The transforms' work-items take 4 consecutive features of a tile, their workgroups 64 features of 4
     tiles, the last ones moved back: C and K below 4 (one feature each), not multiples of 4, over 64 and not a
-    multiple of it (the last workgroup's features clamped), tile counts not a multiple of 4, N = 1."""
+    multiple of it (the last workgroup's features clamped), tile counts not a multiple of 4, N = 1; in NCHW,
+    rows read as windows (row_window) at both of x's edges, and rows narrower than a window."""
     specs = [layout, "HWIO" if layout == "NHWC" else "OIHW", layout]
     rng = np.random.default_rng(30)
     for dtype, (n, c, h, w, k), m in [("f32", (1, 3, 5, 7, 2), 4), ("f32", (2, 5, 9, 6, 6), 2),
-                                      ("f64", (1, 70, 6, 5, 67), 4), ("f16", (1, 7, 4, 11, 9), 2)]:
+                                      ("f64", (1, 70, 6, 5, 67), 4), ("f16", (1, 7, 4, 11, 9), 2),
+                                      ("f32", (1, 3, 9, 13, 5), 4)]:
         check(rng, monkeypatch, dtype, (n, c, h, w, k), [(1, 1), (1, 1)], specs, "bias_relu", m)
 
 
@@ -229,7 +231,7 @@ def test_one_kernel_text_per_solution():
     texts = []
     for (n, h, w, c, k), padding in [((8, 56, 56, 64, 64), ((1, 1), (1, 1))), ((3, 9, 7, 5, 11), ((2, 0), (-1, 1)))]:
         x, kernel = TensorType("f32", (n, h, w, c)), TensorType("f32", (3, 3, c, k))
-        v = winograd_call("winograd_input", [x], tile=4, padding=padding, lhs_spec=(0, 3, 1, 2))
+        v = winograd_call("winograd_input", [x], tile=4, padding=padding, lhs_spec=(0, 3, 1, 2), row_window=0)
         u = winograd_call("winograd_filter", [kernel], tile=4, rhs_spec=(3, 2, 0, 1))
         out = [h + sum(padding[0]) - 2, w + sum(padding[1]) - 2]
         product = TensorType("f32", (36, v.result.type.shape[1], k))

@@ -115,6 +115,22 @@ def test_survey_of_attention_flags_nothing():
     assert values.input_bytes > LARGE_INPUT_BYTES and math.prod(values.grid) >= 304
 
 
+@pytest.mark.slow
+def test_survey_of_an_nchw_winograd_conv_flags_nothing():
+    # The input transform reads NCHW x a tile row at a time, 8 consecutive f32 from a start inside x's row
+    # (two dwordx4), where one element per load at clamped columns read 4 bytes per lane.
+    rows = survey("gfx942", ["conv3x3_f32"])
+    assert [row.flags for row in rows] == [()] * 4
+    assert rows[0].load_bytes == (16, 16) and "loads are" not in rows[0].finding
+
+
+@pytest.mark.slow
+def test_the_whole_corpus_flags_nothing():
+    rows = survey("gfx942")
+    assert {row.program for row in rows} == set(CORPUS)
+    assert [(row.kernel, row.flags) for row in rows if row.flags] == []
+
+
 def test_survey_usage_errors(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["survey", "--only", "softmax_f32,nope"])
