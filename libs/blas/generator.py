@@ -36,7 +36,10 @@ K values is kept
   - K-major in groups of `k_pack` K values, element (r, k) at ((k // P) * (R + pad) + r) * P + k % P,
     P = k_pack: the values one MFMA lane reads are adjacent (one ds_read of P elements),
     consecutive lanes read consecutive rows (no bank conflicts), and `pad` rows of slack stagger
-    consecutive K groups across banks; or
+    consecutive K groups across banks; a packed tile (P > 1) whose rows are contiguous in global
+    memory pads instead one entry after every B = lds_row_block rows of each K group, element
+    (r, k) at ((k // P) * (R + R / B) + r + r // B) * P + k % P (staging writes it GRVW rows
+    apart across lanes: the pad spreads those rows over the banks); or
   - row-major when K is contiguous in global memory (A not transposed, B transposed) and P is 1
     (f32, f64; Tensile's TransposeLDS): element (r, k) at r * (DepthU + 1) + k, so staging copies
     rows as they lie instead of transposing them, and the odd row stride in words puts
@@ -45,7 +48,11 @@ K values is kept
 Staging: work-item (x, y, z) of the workgroup (X, Y, Z) moves the elements at GRVW * (x + X*u) + w
 (w < GRVW: the vector it reads) along the operand's contiguous dimension in global memory (tile
 rows, or K) and at y + Y * (z + Z*v) along the other, for every u, v that cover the tile: global
-reads are consecutive across x (coalesced on the GPU, vector loads on the host).
+reads are consecutive across x (coalesced on the GPU, vector loads on the host). A packed tile
+whose rows are contiguous takes K in runs of P (Solution.staging_k_run, where the tile has a
+run for every work-item): the K position y + Y * (z + Z*v) numbers a K group, whose P values the
+work-item loads in turn (P vectors), all loads before the stores, so that the backend writes
+each of its rows' entries with one ds_write.
 A tile entirely inside A or B reads without bounds checks; an edge tile reads zeros outside N and
 K (checked, in the variant whose N or K ends inside a tile: Edges) and clamps A's rows to M
 (a row past M reads the last row, whose products reach only rows of D that are not stored).
@@ -291,7 +298,9 @@ class GemmKernelBuilder:
         stride = s.lds_stride(tile_rows, k_contiguous)
         if s.row_major_lds(k_contiguous):
             return row * stride + k_group + within   # k_pack is 1
-        return k_group * stride + row * s.k_pack + within
+        block = s.lds_row_block(k_contiguous)
+        entry = row if block is None else row + row / block
+        return k_group * stride + entry * s.k_pack + within
 
     def lds_index_of_k(self, tile_rows: int, row: K.Expr, k: K.Expr, k_contiguous: bool) -> K.Expr:
         pack = self.solution.k_pack
@@ -313,37 +322,57 @@ class GemmKernelBuilder:
         lds, source, rows, extent, origin, rows_contiguous, elements, matrix, edge, clamped = operand
         wx, wy, wz = s.workgroup_size
         grvw = s.global_read_vector_width
-        stmts = []
+        stmts, loads = [], []
         k0 = tile * s.depth_u
         along_yz = self.y + wy * self.z if wz > 1 else self.y
         base = self.batch_base(matrix)
         # x runs along the contiguous dimension (so the global reads are consecutive, and for
-        # rows the LDS writes too), y and z along the other.
-        x_extent, yz_extent = (rows, s.depth_u) if rows_contiguous else (s.depth_u, rows)
-        for slot in staging_slots(x_extent, yz_extent, (wx, wy, wz), grvw):
-            for w in range(grvw):
-                if slot.flat is None:
-                    along_x = (self.x + wx * slot.u) * grvw + w if grvw > 1 else self.x + wx * slot.u
-                    across = along_yz + wy * wz * slot.v
-                else:
-                    # A block narrower than the workgroup's x (or shorter than its y z): the
-                    # work-items, numbered flat, take consecutive vectors of its rows in turn.
-                    vector = self.x + wx * along_yz + slot.flat
-                    along_x = (vector % (x_extent // grvw)) * grvw + w if grvw > 1 else vector % x_extent
-                    across = vector / (x_extent // grvw)
+        # rows the LDS writes too), y and z along the other, where that is K in runs of k_run
+        # consecutive K values: a work-item then writes each of its rows' runs whole.
+        k_run = s.staging_k_run(rows, not rows_contiguous)
+        x_extent, yz_extent = (rows, s.depth_u // k_run) if rows_contiguous else (s.depth_u, rows)
+        slots = staging_slots(x_extent, yz_extent, (wx, wy, wz), grvw)
+        for slot, j, w in ((slot, j, w) for slot in slots for j in range(k_run) for w in range(grvw)):
+            if slot.flat is None:
+                along_vectors = self.x + wx * slot.u
+                across = along_yz + wy * wz * slot.v
+            else:
+                # A block narrower than the workgroup's x (or shorter than its y z): the
+                # work-items, numbered flat, take consecutive vectors of its rows in turn.
+                vector = self.x + wx * along_yz + slot.flat
+                along_vectors = vector % (x_extent // grvw)
+                across = vector / (x_extent // grvw)
+            along_x = along_vectors * grvw + w if grvw > 1 else along_vectors
+            if k_run > 1:
+                # `across` numbers the K group, whose value j this is.
+                row_local, k_local = along_x, across * k_run + j
+                target = self.lds_index(rows, row_local, across, j, False)
+            elif not rows_contiguous and s.k_pack > 1 and grvw % s.k_pack == 0:
+                # The vector's K groups and places in them, known without dividing its K.
+                row_local, k_local = across, along_x
+                groups = along_vectors * (grvw // s.k_pack) if grvw > s.k_pack else along_vectors
+                target = self.lds_index(rows, row_local, groups + w // s.k_pack, w % s.k_pack, True)
+            else:
                 row_local, k_local = (along_x, across) if rows_contiguous else (across, along_x)
-                row, k = origin + row_local, k0 + k_local
-                read = K.minimum(row, extent - 1) if clamp and clamped else row
-                index = base + (k * extent + read if rows_contiguous else read * self.k + k)
-                target = buffer * elements + self.lds_index_of_k(rows, row_local, k_local, not rows_contiguous)
-                value = source[index]
-                if guarded:
-                    inside = all_of(([row < extent] if edge else []) + ([k < self.k] if self.edges.k else []))
-                    stmts.append(K.If(inside, [K.Store(lds, target, value)],
-                                      [K.Store(lds, target, K.Const(0, p.in_dtype))]))
-                else:
-                    stmts.append(K.Store(lds, target, value))
-        return stmts
+                target = self.lds_index_of_k(rows, row_local, k_local, not rows_contiguous)
+            row, k = origin + row_local, k0 + k_local
+            read = K.minimum(row, extent - 1) if clamp and clamped else row
+            index = base + (k * extent + read if rows_contiguous else read * self.k + k)
+            target = buffer * elements + target
+            value = source[index]
+            if guarded:
+                inside = all_of(([row < extent] if edge else []) + ([k < self.k] if self.edges.k else []))
+                stmts.append(K.If(inside, [K.Store(lds, target, value)],
+                                  [K.Store(lds, target, K.Const(0, p.in_dtype))]))
+            elif k_run > 1:
+                # Every value loaded before the first store: the backend merges a run's stores into
+                # one wide ds_write only when no global load lies between them.
+                loaded = K.Var(f"{lds.name}_staged{len(loads)}", p.in_dtype)
+                loads.append(K.Let(loaded, value))
+                stmts.append(K.Store(lds, target, loaded))
+            else:
+                stmts.append(K.Store(lds, target, value))
+        return loads + stmts
 
     def batch_base(self, matrix: K.Expr) -> K.Expr:
         """This workgroup's first element in an operand of `matrix` elements per batch."""
