@@ -322,7 +322,7 @@ class GemmKernelBuilder:
         lds, source, rows, extent, origin, rows_contiguous, elements, matrix, edge, clamped = operand
         wx, wy, wz = s.workgroup_size
         grvw = s.global_read_vector_width
-        stmts, loads = [], []
+        stmts, loads, entry_stores = [], [], []
         k0 = tile * s.depth_u
         along_yz = self.y + wy * self.z if wz > 1 else self.y
         base = self.batch_base(matrix)
@@ -365,14 +365,16 @@ class GemmKernelBuilder:
                 stmts.append(K.If(inside, [K.Store(lds, target, value)],
                                   [K.Store(lds, target, K.Const(0, p.in_dtype))]))
             elif k_run > 1:
-                # Every value loaded before the first store: the backend merges a run's stores into
-                # one wide ds_write only when no global load lies between them.
+                # Every value loaded before the first store, the loads vector by vector and the
+                # stores entry by entry: the backend merges a run's stores into one wide ds_write
+                # only when no global load lies between them, and looks for them among nearby
+                # stores (LLVM's load-store vectorizer scans 64 instructions).
                 loaded = K.Var(f"{lds.name}_staged{len(loads)}", p.in_dtype)
                 loads.append(K.Let(loaded, value))
-                stmts.append(K.Store(lds, target, loaded))
+                entry_stores.append(((slot, w, j), K.Store(lds, target, loaded)))
             else:
                 stmts.append(K.Store(lds, target, value))
-        return loads + stmts
+        return loads + [store for _, store in sorted(entry_stores, key=lambda pair: pair[0])] + stmts
 
     def batch_base(self, matrix: K.Expr) -> K.Expr:
         """This workgroup's first element in an operand of `matrix` elements per batch."""
