@@ -41,9 +41,11 @@ K values is kept
     (r, k) at ((k // P) * (R + R / B) + r + r // B) * P + k % P (staging writes it GRVW rows
     apart across lanes: the pad spreads those rows over the banks); or
   - row-major when K is contiguous in global memory (A not transposed, B transposed) and P is 1
-    (f32, f64; Tensile's TransposeLDS): element (r, k) at r * (DepthU + 1) + k, so staging copies
-    rows as they lie instead of transposing them, and the odd row stride in words puts
-    consecutive lanes' rows in different banks.
+    (f32, f64; Tensile's TransposeLDS): element (r, k) at r * (DepthU + W) + k, so staging copies
+    rows as they lie instead of transposing them, W = Solution.local_read_vector_width (16 bytes
+    of K values where DepthU allows, else 1): a lane reads W consecutive K values of its row at
+    once (ds_read_b128), and the odd row stride in W-element units puts consecutive lanes' rows in
+    different banks.
 
 Staging: work-item (x, y, z) of the workgroup (X, Y, Z) moves the elements at GRVW * (x + X*u) + w
 (w < GRVW: the vector it reads) along the operand's contiguous dimension in global memory (tile
@@ -63,7 +65,9 @@ lanes (a row of A, a column of B and D) with i = x + 16 (y mod m/16), in run y d
 Math, "mfma": wave z of the workgroup owns an (MT0 / waves_m) x (MT1 / waves_n) wave tile of
 instruction blocks; per instruction K step, every lane loads its A and B fragments from LDS by
 the instruction's lane layout (ir/kernel_mfma.py: row i of a block in lane x, its K group in
-lane row y) and the wave issues one `Mfma` per block, accumulating in a private array.
+lane row y) and the wave issues one `Mfma` per block, accumulating in a private array. With
+W > 1 the steps take K in a permuted order, the same for A and B (`fragment_k_group`): step
+W t + e reads K value W (k t + run) + e, so a lane's W steps read W consecutive K values.
 "valu": work-item (x, y) owns rows y + 16 p and columns x + 16 q of the macro tile (p, q over the
 thread tile), an accumulator each, and per K reads its rows of A and columns of B from LDS.
 
@@ -468,11 +472,17 @@ class GemmKernelBuilder:
                     ("b", self.b_lds, s.mt1, blocks_n, wave_n * s.wave_tile[1], self.b_elements, b_k_contiguous)):
                 for block in range(count):
                     row = wave_origin + block * inst.m + self.lane_in_run
-                    k_group = step * (inst.k // pack) + self.run
+                    k_group, k_offset = self.fragment_k_group(step)
                     values = []
                     for e in range(pack):
                         var = K.Var(f"{operand}{block}_{step}_{e}", self.problem.in_dtype)
-                        index = buffer * elements + self.lds_index(rows, row, k_group, e, k_contiguous)
+                        if s.row_major_lds(k_contiguous):
+                            # The constant last: the backend sees a lane's W values at one address
+                            # plus 0 .. W-1 and reads them at once.
+                            index = self.lds_index(rows, row, k_group, k_offset, k_contiguous)
+                        else:
+                            index = self.lds_index(rows, row, k_group + k_offset, e, k_contiguous)
+                        index = buffer * elements + index
                         loads.append(K.Let(var, lds[index]))
                         values.append(var)
                     fragments[operand, block] = values
@@ -481,6 +491,19 @@ class GemmKernelBuilder:
                     accumulator = PrivateSlice(self.acc, (bm * blocks_n + bn) * inst.d_elements, inst.d_elements)
                     issues.append(Mfma(inst.name, accumulator, fragments["a", bm], fragments["b", bn], accumulator))
         return loads + issues
+
+    def fragment_k_group(self, step: int) -> tuple[K.Expr, int]:
+        """The K group (of k_pack values) this lane reads for instruction K step `step`, as a term of
+        the lane's run and a constant: its run + step * k / k_pack, or, with a
+        local_read_vector_width W > 1, element e = step % W of the W consecutive K values its run
+        reads at once for W steps: W * run + t * W * k + e for t = step // W. The sum over K is the
+        same in any order, and A and B read alike."""
+        s = self.solution
+        inst, width = s.spec, s.local_read_vector_width
+        if width == 1:
+            return self.run, step * (inst.k // s.k_pack)
+        t, e = divmod(step, width)
+        return width * self.run, t * width * inst.k + e
 
     def valu_step(self, buffer: K.Expr) -> list[K.Stmt]:
         s = self.solution

@@ -117,6 +117,17 @@ class Solution:
         K-major, where staging writes each run of k_pack values together anyway."""
         return k_contiguous and self.k_pack == 1
 
+    @property
+    def local_read_vector_width(self) -> int:
+        """K values a lane reads from a row-major LDS tile at once (Tensile's LocalReadVectorWidth):
+        16 bytes where DepthU holds whole runs of them for every lane of an instruction K step (f32:
+        4, f64: 2), else 1. The MFMAs then consume K in a permuted order, the same for A and B
+        (generator.py: mfma_step), and the rows of a row-major tile lie 16 bytes further apart."""
+        if self.kind != "mfma" or self.k_pack != 1:
+            return 1
+        width = 16 // ELEMENT_BYTES[self.spec.in_dtype]
+        return width if self.depth_u % (width * self.spec.k) == 0 and self.depth_u // width % 2 == 0 else 1
+
     def staging_k_run(self, rows: int, k_contiguous: bool) -> int:
         """K values a work-item stages from each row of its vector of a tile of `rows` rows: k_pack
         for a packed tile whose rows are contiguous in memory when the tile has a vector of k_pack
@@ -139,12 +150,15 @@ class Solution:
         return max(self.global_read_vector_width, entries_per_pass)
 
     def lds_stride(self, rows: int, k_contiguous: bool) -> int:
-        """Elements between consecutive rows of a row-major LDS tile (DepthU + 1), or between
-        consecutive K groups of a K-major one ((rows + pad) entries of k_pack values, the pad being
-        lds_pad, or one entry per lds_row_block rows): generator.py's layouts of an operand tile of
-        `rows` rows (M for A, N for B) by DepthU."""
+        """Elements between consecutive rows of a row-major LDS tile, or between consecutive K groups
+        of a K-major one ((rows + pad) entries of k_pack values, the pad being lds_pad, or one entry
+        per lds_row_block rows): generator.py's layouts of an operand tile of `rows` rows (M for A,
+        N for B) by DepthU. A row-major row is DepthU + 1 elements (an odd number of words: lanes
+        reading one K value of consecutive rows hit different banks), or DepthU + W for a
+        local_read_vector_width W > 1 (an odd number of 16-byte units, DepthU being a multiple of 2W:
+        the 8 lanes of a ds_read_b128 pass read 8 rows over all 32 banks)."""
         if self.row_major_lds(k_contiguous):
-            return self.depth_u + 1
+            return self.depth_u + self.local_read_vector_width
         block = self.lds_row_block(k_contiguous)
         return (rows + (self.lds_pad if block is None else rows // block)) * self.k_pack
 

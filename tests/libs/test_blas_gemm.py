@@ -715,7 +715,24 @@ def test_f16_lds_traffic_is_eight_bytes_wide_and_free_of_bank_conflicts(trans_a,
     assert_runs_every_runtime_size(K_RUN_STAGED, "f16", trans_a, trans_b)
 
 
-@pytest.mark.parametrize("in_dtype, size", [("f16", 4096), ("f16", 256), ("f64", 4096)])
+@pytest.mark.parametrize("in_dtype, trans_b", [("f32", True), ("f64", True), pytest.param("f32", False, marks=pytest.mark.slow)])
+def test_f32_and_f64_fragments_are_read_sixteen_bytes_at_a_time(in_dtype, trans_b):
+    """A row-major LDS tile (K contiguous in memory: A, and B transposed) rows DepthU + 16 bytes
+    apart, read 16 bytes per lane (local_read_vector_width: 4 f32, 2 f64): every read of both
+    operands in A B^T is a ds_read_b128, every staging write a ds_write_b128, none conflicting by
+    the model. With B not transposed, A's reads are."""
+    op = gemm_call(4096, 4096, 4096, in_dtype, in_dtype, trans_b=trans_b)
+    solution = select(GemmProblem.from_op(op), GFX942).solution
+    assert solution.local_read_vector_width == 16 // ELEMENT_BYTES[in_dtype]
+    kernel = gemm_kernel(op, solution, "g")
+    body = next(body for body in loop_bodies(amdgpu.assembly(kernel, GFX942)) if "v_mfma_" in body)
+    reads = set(re.findall(r"\bds_read\w*", body))
+    assert reads == {"ds_read_b128"} if trans_b else "ds_read_b128" in reads
+    assert set(re.findall(r"\bds_write\w*", body)) == {"ds_write_b128"}
+    assert {a.conflict for a in count(kernel).lds_accesses.values()} == {1}
+
+
+@pytest.mark.parametrize("in_dtype, size", [("f16", 4096), ("f16", 256), ("f32", 4096), ("f64", 4096)])
 def test_the_picks_lds_accesses_are_free_of_bank_conflicts(in_dtype, size):
     """The heuristic's picks, by the model (an f16 tile too small for a K run per work-item writes
     2-byte values, each lane's GRVW rows apart: lds_row_block's padding spreads them)."""
