@@ -280,7 +280,8 @@ class GemmKernelBuilder:
             # A wave's lane is x + 16 y: its place in its run of m lanes (a row of A, a column of
             # B and D) and which run it is in (its K group of A and B, its row group of D).
             runs_per_y = s.spec.m // s.workgroup_size[0]
-            self.lane_in_run = self.x + s.workgroup_size[0] * (self.y % runs_per_y) if runs_per_y > 1 else self.x
+            self.run_rows = s.workgroup_size[0] * (self.y % runs_per_y) if runs_per_y > 1 else self.const(0)
+            self.lane_in_run = self.x + self.run_rows if runs_per_y > 1 else self.x
             self.run = self.y / runs_per_y if runs_per_y > 1 else self.y
         self.n0 = K.workgroup_id(0).cast(self.dtype) * s.mt1
         self.m0 = K.workgroup_id(1).cast(self.dtype) * s.mt0
@@ -295,22 +296,32 @@ class GemmKernelBuilder:
 
     # -- staging: global -> LDS --
 
-    def lds_index(self, tile_rows: int, row: K.Expr, k_group: K.Expr, within: K.Expr | int, k_contiguous: bool) -> K.Expr:
+    def lds_index(self, tile_rows: int, row: K.Expr, k_group: K.Expr, within: K.Expr | int, k_contiguous: bool,
+                  aligned_row: K.Expr | None = None) -> K.Expr:
         """Where element (row, k) of an operand tile lies in one LDS buffer (module docstring), with
-        k = k_group * k_pack + within (whose parts the fragment loads know without dividing)."""
+        k = k_group * k_pack + within (whose parts the fragment loads know without dividing).
+        `aligned_row`, when given, is `row` less the work-item's x (a multiple of the workgroup's 16
+        x lanes): the padding after every lds_row_block rows then follows from it alone, and the
+        index stays affine in x (the host's work-item loops vectorize such accesses)."""
         s = self.solution
         stride = s.lds_stride(tile_rows, k_contiguous)
         if s.row_major_lds(k_contiguous):
             return row * stride + k_group + within   # k_pack is 1
         block = s.lds_row_block(k_contiguous)
-        entry = row if block is None else row + row / block
+        if block is None:
+            entry = row
+        elif aligned_row is not None and block % s.workgroup_size[0] == 0:
+            entry = row + aligned_row / block
+        else:
+            entry = row + row / block
         return k_group * stride + entry * s.k_pack + within
 
-    def lds_index_of_k(self, tile_rows: int, row: K.Expr, k: K.Expr, k_contiguous: bool) -> K.Expr:
+    def lds_index_of_k(self, tile_rows: int, row: K.Expr, k: K.Expr, k_contiguous: bool,
+                       aligned_row: K.Expr | None = None) -> K.Expr:
         pack = self.solution.k_pack
         if pack == 1:
-            return self.lds_index(tile_rows, row, k, 0, k_contiguous)
-        return self.lds_index(tile_rows, row, k / pack, k % pack, k_contiguous)
+            return self.lds_index(tile_rows, row, k, 0, k_contiguous, aligned_row)
+        return self.lds_index(tile_rows, row, k / pack, k % pack, k_contiguous, aligned_row)
 
     def operands(self) -> list[Operand]:
         p, s = self.problem, self.solution
@@ -347,10 +358,12 @@ class GemmKernelBuilder:
                 along_vectors = vector % (x_extent // grvw)
                 across = vector / (x_extent // grvw)
             along_x = along_vectors * grvw + w if grvw > 1 else along_vectors
+            # Rows x + X*u: the rows less x are X*u.
+            aligned_row = self.const(wx * slot.u) if rows_contiguous and slot.flat is None and grvw == 1 else None
             if k_run > 1:
                 # `across` numbers the K group, whose value j this is.
                 row_local, k_local = along_x, across * k_run + j
-                target = self.lds_index(rows, row_local, across, j, False)
+                target = self.lds_index(rows, row_local, across, j, False, aligned_row)
             elif not rows_contiguous and s.k_pack > 1 and grvw % s.k_pack == 0:
                 # The vector's K groups and places in them, known without dividing its K.
                 row_local, k_local = across, along_x
@@ -358,7 +371,7 @@ class GemmKernelBuilder:
                 target = self.lds_index(rows, row_local, groups + w // s.k_pack, w % s.k_pack, True)
             else:
                 row_local, k_local = (along_x, across) if rows_contiguous else (across, along_x)
-                target = self.lds_index_of_k(rows, row_local, k_local, not rows_contiguous)
+                target = self.lds_index_of_k(rows, row_local, k_local, not rows_contiguous, aligned_row)
             row, k = origin + row_local, k0 + k_local
             read = K.minimum(row, extent - 1) if clamp and clamped else row
             index = base + (k * extent + read if rows_contiguous else read * self.k + k)
@@ -472,6 +485,7 @@ class GemmKernelBuilder:
                     ("b", self.b_lds, s.mt1, blocks_n, wave_n * s.wave_tile[1], self.b_elements, b_k_contiguous)):
                 for block in range(count):
                     row = wave_origin + block * inst.m + self.lane_in_run
+                    aligned_row = wave_origin + block * inst.m + self.run_rows
                     k_group, k_offset = self.fragment_k_group(step)
                     values = []
                     for e in range(pack):
@@ -481,7 +495,7 @@ class GemmKernelBuilder:
                             # plus 0 .. W-1 and reads them at once.
                             index = self.lds_index(rows, row, k_group, k_offset, k_contiguous)
                         else:
-                            index = self.lds_index(rows, row, k_group + k_offset, e, k_contiguous)
+                            index = self.lds_index(rows, row, k_group + k_offset, e, k_contiguous, aligned_row)
                         index = buffer * elements + index
                         loads.append(K.Let(var, lds[index]))
                         values.append(var)
