@@ -693,17 +693,16 @@ def test_sixteen_byte_global_reads_stage_flat_vectors(name, in_dtype, trans_a, t
 
 
 K_RUN_STAGED = "Cijk_MT128x128x32_MI32x32x8_W2x1_GRVW8_PAD4"   # each work-item: 4 K of 8 rows (or 8 K of a row)
+LAYOUTS = [(False, False), (True, True), (False, True), (True, False)]
 
 
-@pytest.mark.parametrize("trans_a, trans_b", [(False, False), pytest.param(True, True, marks=pytest.mark.slow),
-                                              pytest.param(False, True, marks=pytest.mark.slow),
-                                              pytest.param(True, False, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, True),
+                                              *(pytest.param(*layout, marks=pytest.mark.slow) for layout in LAYOUTS[2:])])
 def test_f16_lds_traffic_is_eight_bytes_wide_and_free_of_bank_conflicts(trans_a, trans_b):
     """An f16 operand whose rows (M or N) are contiguous in memory is staged in runs of k_pack (4)
     K values (solutions.staging_k_run), so every LDS write of the main loop, as every fragment read,
     moves a lane's 4 K values of a row at once (ds_write_b64 or ds_write2_b64, no ds_write_b16); the
-    model finds no bank conflict in them (the padding of lds_row_block); and the kernel computes
-    every RUNTIME_SIZES problem against the reference."""
+    model finds no bank conflict in them (the padding of lds_row_block)."""
     op = gemm_call(4096, 4096, 4096, "f16", "f32", trans_a=trans_a, trans_b=trans_b)
     solution = solution_by_name(K_RUN_STAGED, "f16", "f32", GFX942)
     assert solution.staging_k_run(solution.mt0, False) == solution.staging_k_run(solution.mt1, False) == 4
@@ -712,6 +711,12 @@ def test_f16_lds_traffic_is_eight_bytes_wide_and_free_of_bank_conflicts(trans_a,
     assert set(re.findall(r"\bds_write\w*", body)) <= {"ds_write_b64", "ds_write2_b64"}
     assert set(re.findall(r"\bds_read\w*", body)) <= {"ds_read_b64", "ds_read2_b64"}
     assert {a.conflict for a in count(kernel).lds_accesses.values()} == {1}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trans_a, trans_b", LAYOUTS)
+def test_k_run_staging_runs_every_runtime_size(trans_a, trans_b):
+    """The K-run staged f16 solution against the reference on every RUNTIME_SIZES problem."""
     assert_runs_every_runtime_size(K_RUN_STAGED, "f16", trans_a, trans_b)
 
 
