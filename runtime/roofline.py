@@ -140,20 +140,29 @@ def bank_conflict(byte_addresses: np.ndarray, element_bytes: int) -> float:
 
 def merged_conflict(addresses: np.ndarray, element_bytes: int) -> float:
     """The bank conflict degree of one body's LDS accesses to a buffer, `addresses` being (access,
-    lane) byte addresses of a sample wave. The backend merges a lane's consecutive elements into one
-    wide ds_read/ds_write (b64, b128) when they start at a multiple of the width, as the MFMA
-    kernels' fragments do: the widest such width is taken, and each merged access's degree averaged."""
-    ordered = np.sort(addresses, axis=0)
-    count = len(ordered)
-    for width in (16, 8, 4):
-        per = width // element_bytes
-        if per < 1 or count % per:
-            continue
-        starts = ordered[::per]
-        expected = np.repeat(starts, per, axis=0) + (np.arange(count) % per * element_bytes)[:, None]
-        if per == 1 or (np.array_equal(ordered, expected) and not (starts % width).any()):
-            return float(np.mean([bank_conflict(lane_starts, width) for lane_starts in starts]))
-    return float(np.mean([bank_conflict(lane_addresses, element_bytes) for lane_addresses in ordered]))
+    lane) byte addresses of a sample wave. The backend merges accesses into one wide ds_read/ds_write
+    (b64, b128) as LLVM's load-store vectorizer does: accesses whose addresses differ by the same
+    constant in every lane, taken in the order of that constant, when each lane's elements are
+    consecutive and start at a multiple of the width (the MFMA kernels' fragments; a lane's values
+    at addresses that differ from lane to lane, as in a rotated layout, stay apart). Each group of
+    such accesses takes its widest width, and each merged access's degree is averaged."""
+    groups = {}
+    for lane_addresses in addresses:
+        groups.setdefault(tuple(lane_addresses - lane_addresses[0]), []).append(lane_addresses)
+    degrees = []
+    for rows in groups.values():
+        ordered = np.array(sorted(rows, key=lambda row: row[0]))
+        count = len(ordered)
+        for width in (16, 8, 4, element_bytes):
+            per = width // element_bytes
+            if per < 1 or count % per:
+                continue
+            starts = ordered[::per]
+            expected = np.repeat(starts, per, axis=0) + (np.arange(count) % per * element_bytes)[:, None]
+            if per == 1 or (np.array_equal(ordered, expected) and not (starts % width).any()):
+                degrees += [bank_conflict(lane_starts, max(width, element_bytes)) for lane_starts in starts]
+                break
+    return float(np.mean(degrees))
 
 
 @dataclass

@@ -36,16 +36,25 @@ K values is kept
   - K-major in groups of `k_pack` K values, element (r, k) at ((k // P) * (R + pad) + r) * P + k % P,
     P = k_pack: the values one MFMA lane reads are adjacent (one ds_read of P elements),
     consecutive lanes read consecutive rows (no bank conflicts), and `pad` rows of slack stagger
-    consecutive K groups across banks; or
+    consecutive K groups across banks; a packed tile (P > 1) whose rows are contiguous in global
+    memory pads instead one entry after every B = lds_row_block rows of each K group, element
+    (r, k) at ((k // P) * (R + R / B) + r + r // B) * P + k % P (staging writes it GRVW rows
+    apart across lanes: the pad spreads those rows over the banks); or
   - row-major when K is contiguous in global memory (A not transposed, B transposed) and P is 1
-    (f32, f64; Tensile's TransposeLDS): element (r, k) at r * (DepthU + 1) + k, so staging copies
-    rows as they lie instead of transposing them, and the odd row stride in words puts
-    consecutive lanes' rows in different banks.
+    (f32, f64; Tensile's TransposeLDS): element (r, k) at r * (DepthU + W) + k, so staging copies
+    rows as they lie instead of transposing them, W = Solution.local_read_vector_width (16 bytes
+    of K values where DepthU allows, else 1): a lane reads W consecutive K values of its row at
+    once (ds_read_b128), and the odd row stride in W-element units puts consecutive lanes' rows in
+    different banks.
 
 Staging: work-item (x, y, z) of the workgroup (X, Y, Z) moves the elements at GRVW * (x + X*u) + w
 (w < GRVW: the vector it reads) along the operand's contiguous dimension in global memory (tile
 rows, or K) and at y + Y * (z + Z*v) along the other, for every u, v that cover the tile: global
-reads are consecutive across x (coalesced on the GPU, vector loads on the host).
+reads are consecutive across x (coalesced on the GPU, vector loads on the host). A packed tile
+whose rows are contiguous takes K in runs of P (Solution.staging_k_run, where the tile has a
+run for every work-item): the K position y + Y * (z + Z*v) numbers a K group, whose P values the
+work-item loads in turn (P vectors), all loads before the stores, so that the backend writes
+each of its rows' entries with one ds_write.
 A tile entirely inside A or B reads without bounds checks; an edge tile reads zeros outside N and
 K (checked, in the variant whose N or K ends inside a tile: Edges) and clamps A's rows to M
 (a row past M reads the last row, whose products reach only rows of D that are not stored).
@@ -56,7 +65,9 @@ lanes (a row of A, a column of B and D) with i = x + 16 (y mod m/16), in run y d
 Math, "mfma": wave z of the workgroup owns an (MT0 / waves_m) x (MT1 / waves_n) wave tile of
 instruction blocks; per instruction K step, every lane loads its A and B fragments from LDS by
 the instruction's lane layout (ir/kernel_mfma.py: row i of a block in lane x, its K group in
-lane row y) and the wave issues one `Mfma` per block, accumulating in a private array.
+lane row y) and the wave issues one `Mfma` per block, accumulating in a private array. With
+W > 1 the steps take K in a permuted order, the same for A and B (`fragment_k_group`): step
+W t + e reads K value W (k t + run) + e, so a lane's W steps read W consecutive K values.
 "valu": work-item (x, y) owns rows y + 16 p and columns x + 16 q of the macro tile (p, q over the
 thread tile), an accumulator each, and per K reads its rows of A and columns of B from LDS.
 
@@ -269,7 +280,8 @@ class GemmKernelBuilder:
             # A wave's lane is x + 16 y: its place in its run of m lanes (a row of A, a column of
             # B and D) and which run it is in (its K group of A and B, its row group of D).
             runs_per_y = s.spec.m // s.workgroup_size[0]
-            self.lane_in_run = self.x + s.workgroup_size[0] * (self.y % runs_per_y) if runs_per_y > 1 else self.x
+            self.run_rows = s.workgroup_size[0] * (self.y % runs_per_y) if runs_per_y > 1 else self.const(0)
+            self.lane_in_run = self.x + self.run_rows if runs_per_y > 1 else self.x
             self.run = self.y / runs_per_y if runs_per_y > 1 else self.y
         self.n0 = K.workgroup_id(0).cast(self.dtype) * s.mt1
         self.m0 = K.workgroup_id(1).cast(self.dtype) * s.mt0
@@ -284,20 +296,32 @@ class GemmKernelBuilder:
 
     # -- staging: global -> LDS --
 
-    def lds_index(self, tile_rows: int, row: K.Expr, k_group: K.Expr, within: K.Expr | int, k_contiguous: bool) -> K.Expr:
+    def lds_index(self, tile_rows: int, row: K.Expr, k_group: K.Expr, within: K.Expr | int, k_contiguous: bool,
+                  aligned_row: K.Expr | None = None) -> K.Expr:
         """Where element (row, k) of an operand tile lies in one LDS buffer (module docstring), with
-        k = k_group * k_pack + within (whose parts the fragment loads know without dividing)."""
+        k = k_group * k_pack + within (whose parts the fragment loads know without dividing).
+        `aligned_row`, when given, is `row` less the work-item's x (a multiple of the workgroup's 16
+        x lanes): the padding after every lds_row_block rows then follows from it alone, and the
+        index stays affine in x (the host's work-item loops vectorize such accesses)."""
         s = self.solution
         stride = s.lds_stride(tile_rows, k_contiguous)
         if s.row_major_lds(k_contiguous):
             return row * stride + k_group + within   # k_pack is 1
-        return k_group * stride + row * s.k_pack + within
+        block = s.lds_row_block(k_contiguous)
+        if block is None:
+            entry = row
+        elif aligned_row is not None and block % s.workgroup_size[0] == 0:
+            entry = row + aligned_row / block
+        else:
+            entry = row + row / block
+        return k_group * stride + entry * s.k_pack + within
 
-    def lds_index_of_k(self, tile_rows: int, row: K.Expr, k: K.Expr, k_contiguous: bool) -> K.Expr:
+    def lds_index_of_k(self, tile_rows: int, row: K.Expr, k: K.Expr, k_contiguous: bool,
+                       aligned_row: K.Expr | None = None) -> K.Expr:
         pack = self.solution.k_pack
         if pack == 1:
-            return self.lds_index(tile_rows, row, k, 0, k_contiguous)
-        return self.lds_index(tile_rows, row, k / pack, k % pack, k_contiguous)
+            return self.lds_index(tile_rows, row, k, 0, k_contiguous, aligned_row)
+        return self.lds_index(tile_rows, row, k / pack, k % pack, k_contiguous, aligned_row)
 
     def operands(self) -> list[Operand]:
         p, s = self.problem, self.solution
@@ -313,37 +337,61 @@ class GemmKernelBuilder:
         lds, source, rows, extent, origin, rows_contiguous, elements, matrix, edge, clamped = operand
         wx, wy, wz = s.workgroup_size
         grvw = s.global_read_vector_width
-        stmts = []
+        stmts, loads, entry_stores = [], [], []
         k0 = tile * s.depth_u
         along_yz = self.y + wy * self.z if wz > 1 else self.y
         base = self.batch_base(matrix)
         # x runs along the contiguous dimension (so the global reads are consecutive, and for
-        # rows the LDS writes too), y and z along the other.
-        x_extent, yz_extent = (rows, s.depth_u) if rows_contiguous else (s.depth_u, rows)
-        for slot in staging_slots(x_extent, yz_extent, (wx, wy, wz), grvw):
-            for w in range(grvw):
-                if slot.flat is None:
-                    along_x = (self.x + wx * slot.u) * grvw + w if grvw > 1 else self.x + wx * slot.u
-                    across = along_yz + wy * wz * slot.v
-                else:
-                    # A block narrower than the workgroup's x (or shorter than its y z): the
-                    # work-items, numbered flat, take consecutive vectors of its rows in turn.
-                    vector = self.x + wx * along_yz + slot.flat
-                    along_x = (vector % (x_extent // grvw)) * grvw + w if grvw > 1 else vector % x_extent
-                    across = vector / (x_extent // grvw)
+        # rows the LDS writes too), y and z along the other, where that is K in runs of k_run
+        # consecutive K values: a work-item then writes each of its rows' runs whole.
+        k_run = s.staging_k_run(rows, not rows_contiguous)
+        x_extent, yz_extent = (rows, s.depth_u // k_run) if rows_contiguous else (s.depth_u, rows)
+        slots = staging_slots(x_extent, yz_extent, (wx, wy, wz), grvw)
+        for slot, j, w in ((slot, j, w) for slot in slots for j in range(k_run) for w in range(grvw)):
+            if slot.flat is None:
+                along_vectors = self.x + wx * slot.u
+                across = along_yz + wy * wz * slot.v
+            else:
+                # A block narrower than the workgroup's x (or shorter than its y z): the
+                # work-items, numbered flat, take consecutive vectors of its rows in turn.
+                vector = self.x + wx * along_yz + slot.flat
+                along_vectors = vector % (x_extent // grvw)
+                across = vector / (x_extent // grvw)
+            along_x = along_vectors * grvw + w if grvw > 1 else along_vectors
+            # Rows x + X*u: the rows less x are X*u.
+            aligned_row = self.const(wx * slot.u) if rows_contiguous and slot.flat is None and grvw == 1 else None
+            if k_run > 1:
+                # `across` numbers the K group, whose value j this is.
+                row_local, k_local = along_x, across * k_run + j
+                target = self.lds_index(rows, row_local, across, j, False, aligned_row)
+            elif not rows_contiguous and s.k_pack > 1 and grvw % s.k_pack == 0:
+                # The vector's K groups and places in them, known without dividing its K.
+                row_local, k_local = across, along_x
+                groups = along_vectors * (grvw // s.k_pack) if grvw > s.k_pack else along_vectors
+                target = self.lds_index(rows, row_local, groups + w // s.k_pack, w % s.k_pack, True)
+            else:
                 row_local, k_local = (along_x, across) if rows_contiguous else (across, along_x)
-                row, k = origin + row_local, k0 + k_local
-                read = K.minimum(row, extent - 1) if clamp and clamped else row
-                index = base + (k * extent + read if rows_contiguous else read * self.k + k)
-                target = buffer * elements + self.lds_index_of_k(rows, row_local, k_local, not rows_contiguous)
-                value = source[index]
-                if guarded:
-                    inside = all_of(([row < extent] if edge else []) + ([k < self.k] if self.edges.k else []))
-                    stmts.append(K.If(inside, [K.Store(lds, target, value)],
-                                      [K.Store(lds, target, K.Const(0, p.in_dtype))]))
-                else:
-                    stmts.append(K.Store(lds, target, value))
-        return stmts
+                target = self.lds_index_of_k(rows, row_local, k_local, not rows_contiguous, aligned_row)
+            row, k = origin + row_local, k0 + k_local
+            read = K.minimum(row, extent - 1) if clamp and clamped else row
+            index = base + (k * extent + read if rows_contiguous else read * self.k + k)
+            target = buffer * elements + target
+            value = source[index]
+            if guarded:
+                inside = all_of(([row < extent] if edge else []) + ([k < self.k] if self.edges.k else []))
+                stmts.append(K.If(inside, [K.Store(lds, target, value)],
+                                  [K.Store(lds, target, K.Const(0, p.in_dtype))]))
+            elif k_run > 1:
+                # Every value loaded before the first store, the loads vector by vector and the
+                # stores entry by entry: the backend merges a run's stores into one wide ds_write
+                # only when no global load lies between them, and looks for them among nearby
+                # stores (LLVM's load-store vectorizer scans 64 instructions).
+                loaded = K.Var(f"{lds.name}_staged{len(loads)}", p.in_dtype)
+                loads.append(K.Let(loaded, value))
+                entry_stores.append(((slot, w, j), K.Store(lds, target, loaded)))
+            else:
+                stmts.append(K.Store(lds, target, value))
+        return loads + [store for _, store in sorted(entry_stores, key=lambda pair: pair[0])] + stmts
 
     def batch_base(self, matrix: K.Expr) -> K.Expr:
         """This workgroup's first element in an operand of `matrix` elements per batch."""
@@ -437,11 +485,18 @@ class GemmKernelBuilder:
                     ("b", self.b_lds, s.mt1, blocks_n, wave_n * s.wave_tile[1], self.b_elements, b_k_contiguous)):
                 for block in range(count):
                     row = wave_origin + block * inst.m + self.lane_in_run
-                    k_group = step * (inst.k // pack) + self.run
+                    aligned_row = wave_origin + block * inst.m + self.run_rows
+                    k_group, k_offset = self.fragment_k_group(step)
                     values = []
                     for e in range(pack):
                         var = K.Var(f"{operand}{block}_{step}_{e}", self.problem.in_dtype)
-                        index = buffer * elements + self.lds_index(rows, row, k_group, e, k_contiguous)
+                        if s.row_major_lds(k_contiguous):
+                            # The constant last: the backend sees a lane's W values at one address
+                            # plus 0 .. W-1 and reads them at once.
+                            index = self.lds_index(rows, row, k_group, k_offset, k_contiguous)
+                        else:
+                            index = self.lds_index(rows, row, k_group + k_offset, e, k_contiguous, aligned_row)
+                        index = buffer * elements + index
                         loads.append(K.Let(var, lds[index]))
                         values.append(var)
                     fragments[operand, block] = values
@@ -450,6 +505,19 @@ class GemmKernelBuilder:
                     accumulator = PrivateSlice(self.acc, (bm * blocks_n + bn) * inst.d_elements, inst.d_elements)
                     issues.append(Mfma(inst.name, accumulator, fragments["a", bm], fragments["b", bn], accumulator))
         return loads + issues
+
+    def fragment_k_group(self, step: int) -> tuple[K.Expr, int]:
+        """The K group (of k_pack values) this lane reads for instruction K step `step`, as a term of
+        the lane's run and a constant: its run + step * k / k_pack, or, with a
+        local_read_vector_width W > 1, element e = step % W of the W consecutive K values its run
+        reads at once for W steps: W * run + t * W * k + e for t = step // W. The sum over K is the
+        same in any order, and A and B read alike."""
+        s = self.solution
+        inst, width = s.spec, s.local_read_vector_width
+        if width == 1:
+            return self.run, step * (inst.k // s.k_pack)
+        t, e = divmod(step, width)
+        return width * self.run, t * width * inst.k + e
 
     def valu_step(self, buffer: K.Expr) -> list[K.Stmt]:
         s = self.solution

@@ -10,7 +10,8 @@ A `Solution` fixes everything the kernel generator (generator.py) needs besides 
   - valu: the thread tile (rows x columns per work-item) of a 16 x 16 workgroup;
   - `global_read_vector_width`: consecutive elements one work-item reads from global memory along
     the operand's contiguous dimension per load (the width of one buffer_load);
-  - `lds_pad`: entries added to each K group of a K-major LDS tile against bank conflicts.
+  - `lds_pad`: entries added to each K group of a K-major LDS tile against bank conflicts (a packed
+    tile whose rows are contiguous in memory pads within its K groups instead: `lds_row_block`).
 LDS holds two copies of each tile (double buffering: the next DepthU block is read from global
 memory while the waves multiply the current one, one barrier per step).
 
@@ -31,6 +32,7 @@ from ...ir.targets import Target
 VALU_WORKGROUP = (16, 16)     # the VALU kernels' workgroup: x along N, y along M
 MFMA_LANES_X = 16             # the MFMA kernels' workgroup x: 16 lanes, so staging can also run along K
 ELEMENT_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i8": 1, "i32": 4}
+LDS_PASS_BYTES = 128          # the LDS serves 32 banks of 4 bytes per clock: a wide access goes in passes of this
 
 
 class StagingSlot(NamedTuple):
@@ -115,13 +117,50 @@ class Solution:
         K-major, where staging writes each run of k_pack values together anyway."""
         return k_contiguous and self.k_pack == 1
 
+    @property
+    def local_read_vector_width(self) -> int:
+        """K values a lane reads from a row-major LDS tile at once (Tensile's LocalReadVectorWidth):
+        16 bytes where DepthU holds whole runs of them for every lane of an instruction K step (f32:
+        4, f64: 2), else 1. The MFMAs then consume K in a permuted order, the same for A and B
+        (generator.py: mfma_step), and the rows of a row-major tile lie 16 bytes further apart."""
+        if self.kind != "mfma" or self.k_pack != 1:
+            return 1
+        width = 16 // ELEMENT_BYTES[self.spec.in_dtype]
+        return width if self.depth_u % (width * self.spec.k) == 0 and self.depth_u // width % 2 == 0 else 1
+
+    def staging_k_run(self, rows: int, k_contiguous: bool) -> int:
+        """K values a work-item stages from each row of its vector of a tile of `rows` rows: k_pack
+        for a packed tile whose rows are contiguous in memory when the tile has a vector of k_pack
+        runs for every work-item (its GRVW rows' entries of k_pack K values are then each written
+        whole, one ds_write of k_pack elements), else 1."""
+        if k_contiguous or self.k_pack == 1 or not staging_slots(
+                rows, self.depth_u // self.k_pack, self.workgroup_size, self.global_read_vector_width):
+            return 1
+        return self.k_pack
+
+    def lds_row_block(self, k_contiguous: bool) -> int | None:
+        """For a packed tile whose rows are contiguous in memory: the rows after which one entry of
+        padding follows in each K group, max(GRVW, the entries of one LDS pass). A work-item writes
+        in each of GRVW consecutive rows, and the lanes of a pass write rows GRVW apart: the pad
+        after every block puts them in different banks, while the fragment reads of a pass (a
+        pass's worth of consecutive rows in one block) stay contiguous. None for other tiles."""
+        if k_contiguous or self.k_pack == 1:
+            return None
+        entries_per_pass = LDS_PASS_BYTES // (self.k_pack * ELEMENT_BYTES[self.spec.in_dtype])
+        return max(self.global_read_vector_width, entries_per_pass)
+
     def lds_stride(self, rows: int, k_contiguous: bool) -> int:
-        """Elements between consecutive rows of a row-major LDS tile (DepthU + 1), or between
-        consecutive K groups of a K-major one ((rows + pad) entries of k_pack values): generator.py's
-        layouts of an operand tile of `rows` rows (M for A, N for B) by DepthU."""
+        """Elements between consecutive rows of a row-major LDS tile, or between consecutive K groups
+        of a K-major one ((rows + pad) entries of k_pack values, the pad being lds_pad, or one entry
+        per lds_row_block rows): generator.py's layouts of an operand tile of `rows` rows (M for A,
+        N for B) by DepthU. A row-major row is DepthU + 1 elements (an odd number of words: lanes
+        reading one K value of consecutive rows hit different banks), or DepthU + W for a
+        local_read_vector_width W > 1 (an odd number of 16-byte units, DepthU being a multiple of 2W:
+        the 8 lanes of a ds_read_b128 pass read 8 rows over all 32 banks)."""
         if self.row_major_lds(k_contiguous):
-            return self.depth_u + 1
-        return (rows + self.lds_pad) * self.k_pack
+            return self.depth_u + self.local_read_vector_width
+        block = self.lds_row_block(k_contiguous)
+        return (rows + (self.lds_pad if block is None else rows // block)) * self.k_pack
 
     def lds_tile(self, rows: int, k_contiguous: bool) -> int:
         """Elements of one LDS buffer of such a tile: its rows, or its DepthU / k_pack K groups."""
@@ -159,16 +198,17 @@ class Solution:
                 return f"DepthU {self.depth_u} is not a multiple of the instruction's K {inst.k}"
         elif self.mt0 != VALU_WORKGROUP[1] * self.thread_tile[0] or self.mt1 != VALU_WORKGROUP[0] * self.thread_tile[1]:
             return f"macro tile {self.mt0}x{self.mt1} is not the workgroup times the thread tile {self.thread_tile}"
+        if self.depth_u % self.k_pack:
+            return f"DepthU {self.depth_u} is not a multiple of the {self.k_pack} K values a lane reads"
         # Staging (generator.py) runs x along an operand's contiguous dimension, in vectors of GRVW, and
-        # y + Y*z along the other: each operand's block of tile rows by DepthU must split evenly.
+        # y + Y*z along the other (in runs of staging_k_run K values, where that is K and they split):
+        # each operand's block of tile rows by DepthU must split evenly.
         for rows in (self.mt0, self.mt1):
             for extents in ((rows, self.depth_u), (self.depth_u, rows)):
                 if not staging_slots(*extents, (x, y, z), self.global_read_vector_width):
                     return (f"a {extents[0]}x{extents[1]} block of the macro tile {self.mt0}x{self.mt1} by DepthU "
                             f"{self.depth_u} does not split into vectors of {self.global_read_vector_width} over the "
                             f"workgroup {x}x{y}x{z}")
-        if self.depth_u % self.k_pack:
-            return f"DepthU {self.depth_u} is not a multiple of the {self.k_pack} K values a lane reads"
         return None
 
 

@@ -34,6 +34,7 @@ from cdnajit.runtime.blas_tune import MARGIN, head_to_head_winner
 from cdnajit.runtime import launch
 from cdnajit.runtime.launch import CompiledKernel, compile_kernel
 from cdnajit.runtime.occupancy import occupancy
+from cdnajit.runtime.roofline import count
 
 GFX942 = get_target("gfx942")
 SIZES = (1, 2, 3, 5, 7, 13, 16, 31, 33, 64, 70)
@@ -689,6 +690,60 @@ def test_sixteen_byte_global_reads_stage_flat_vectors(name, in_dtype, trans_a, t
     lies in one row of the block (staging_slots' flat numbering); every RUNTIME_SIZES problem
     against the reference (assert_gemm_close: the dot-product error bound of the dtype)."""
     assert_runs_every_runtime_size(name, in_dtype, trans_a, trans_b)
+
+
+K_RUN_STAGED = "Cijk_MT128x128x32_MI32x32x8_W2x1_GRVW8_PAD4"   # each work-item: 4 K of 8 rows (or 8 K of a row)
+LAYOUTS = [(False, False), (True, True), (False, True), (True, False)]
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, True),
+                                              *(pytest.param(*layout, marks=pytest.mark.slow) for layout in LAYOUTS[2:])])
+def test_f16_lds_traffic_is_eight_bytes_wide_and_free_of_bank_conflicts(trans_a, trans_b):
+    """An f16 operand whose rows (M or N) are contiguous in memory is staged in runs of k_pack (4)
+    K values (solutions.staging_k_run), so every LDS write of the main loop, as every fragment read,
+    moves a lane's 4 K values of a row at once (ds_write_b64 or ds_write2_b64, no ds_write_b16); the
+    model finds no bank conflict in them (the padding of lds_row_block)."""
+    op = gemm_call(4096, 4096, 4096, "f16", "f32", trans_a=trans_a, trans_b=trans_b)
+    solution = solution_by_name(K_RUN_STAGED, "f16", "f32", GFX942)
+    assert solution.staging_k_run(solution.mt0, False) == solution.staging_k_run(solution.mt1, False) == 4
+    kernel = gemm_kernel(op, solution, "g")
+    body = next(body for body in loop_bodies(amdgpu.assembly(kernel, GFX942)) if "v_mfma_" in body)
+    assert set(re.findall(r"\bds_write\w*", body)) <= {"ds_write_b64", "ds_write2_b64"}
+    assert set(re.findall(r"\bds_read\w*", body)) <= {"ds_read_b64", "ds_read2_b64"}
+    assert {a.conflict for a in count(kernel).lds_accesses.values()} == {1}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trans_a, trans_b", LAYOUTS)
+def test_k_run_staging_runs_every_runtime_size(trans_a, trans_b):
+    """The K-run staged f16 solution against the reference on every RUNTIME_SIZES problem."""
+    assert_runs_every_runtime_size(K_RUN_STAGED, "f16", trans_a, trans_b)
+
+
+@pytest.mark.parametrize("in_dtype, trans_b", [("f32", True), ("f64", True), pytest.param("f32", False, marks=pytest.mark.slow)])
+def test_f32_and_f64_fragments_are_read_sixteen_bytes_at_a_time(in_dtype, trans_b):
+    """A row-major LDS tile (K contiguous in memory: A, and B transposed) rows DepthU + 16 bytes
+    apart, read 16 bytes per lane (local_read_vector_width: 4 f32, 2 f64): every read of both
+    operands in A B^T is a ds_read_b128, every staging write a ds_write_b128, none conflicting by
+    the model. With B not transposed, A's reads are."""
+    op = gemm_call(4096, 4096, 4096, in_dtype, in_dtype, trans_b=trans_b)
+    solution = select(GemmProblem.from_op(op), GFX942).solution
+    assert solution.local_read_vector_width == 16 // ELEMENT_BYTES[in_dtype]
+    kernel = gemm_kernel(op, solution, "g")
+    body = next(body for body in loop_bodies(amdgpu.assembly(kernel, GFX942)) if "v_mfma_" in body)
+    reads = set(re.findall(r"\bds_read\w*", body))
+    assert reads == {"ds_read_b128"} if trans_b else "ds_read_b128" in reads
+    assert set(re.findall(r"\bds_write\w*", body)) == {"ds_write_b128"}
+    assert {a.conflict for a in count(kernel).lds_accesses.values()} == {1}
+
+
+@pytest.mark.parametrize("in_dtype, size", [("f16", 4096), ("f16", 256), ("f32", 4096), ("f64", 4096)])
+def test_the_picks_lds_accesses_are_free_of_bank_conflicts(in_dtype, size):
+    """The heuristic's picks, by the model (an f16 tile too small for a K run per work-item writes
+    2-byte values, each lane's GRVW rows apart: lds_row_block's padding spreads them)."""
+    op = gemm_call(size, size, size, in_dtype, DTYPES[in_dtype][0])
+    kernel = gemm_kernel(op, select(GemmProblem.from_op(op), GFX942).solution, "g")
+    assert {a.conflict for a in count(kernel).lds_accesses.values()} == {1}
 
 
 @pytest.mark.slow

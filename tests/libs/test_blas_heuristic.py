@@ -27,7 +27,8 @@ def test_registers_grow_with_the_tile():
 
 def test_the_lds_layout_follows_each_operands_contiguous_dimension():
     s = solution("Cijk_MT64x64x16_MI32x32x2_W2x2_GRVW1_PAD4")
-    assert s.lds_tile(64, k_contiguous=True) == 64 * (16 + 1)       # row-major: DepthU + 1 per row
+    assert s.local_read_vector_width == 4                            # a lane reads 4 K values at once
+    assert s.lds_tile(64, k_contiguous=True) == 64 * (16 + 4)       # row-major: DepthU + 4 per row
     assert s.lds_tile(64, k_contiguous=False) == 16 * (64 + 4)      # K-major: rows + pad per K value
     packed = solution("Cijk_MT64x64x16_MI32x32x8_W2x2_GRVW1_PAD4", "f16")
     assert packed.lds_tile(64, k_contiguous=True) == packed.lds_tile(64, k_contiguous=False)  # f16: K-major

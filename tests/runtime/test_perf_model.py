@@ -184,6 +184,21 @@ def test_a_lanes_consecutive_lds_elements_count_as_one_wide_access():
     assert (wide.conflict, narrow.conflict) == (1, 4)
 
 
+def test_a_lanes_elements_at_offsets_that_differ_between_lanes_stay_single_accesses():
+    """Each lane reads the same 4 f32 of a row of 256 as above, in an order rotated by its number
+    (element (e + t) % 4 in the e-th read): each read's addresses differ from the next one's by
+    other amounts in other lanes, so no backend merges them, and each single-dword read of 32
+    lanes 16 bytes apart falls 4 to a bank."""
+    tile = K.LdsBuffer("tile", "f32", 256)
+    out = K.GlobalBuffer("out", "f32", 64)
+    t = K.Var("t", "i32")
+    reads = [tile[t * 4 + (t + e) % 4] for e in range(4)]
+    body = [K.Let(t, K.workitem_id(0)), K.Store(out, t, reads[0] + reads[1] + reads[2] + reads[3])]
+    kernel = K.Kernel("rotated", params=[out], grid=(1,), workgroup_size=(64,), body=body, lds=[tile])
+    (rotated,) = count(kernel).lds_accesses.values()
+    assert rotated.conflict == 4
+
+
 def test_runs_from_an_index_read_from_data_count_as_vector_loads():
     """A work-item's 4 consecutive f32 from a start the kernel read from memory (a tile taken from a
     counter): no address is known, but the four indices differ only in their constant terms, so
