@@ -87,11 +87,19 @@ def convert(v: Val, dtype: str) -> Val:
 
 def integer_pow(v: Val, n: int) -> Val:
     """jnp.power(x, n) of a Python int n is lax.integer_pow: repeated squaring in x's dtype, each
-    step rounding, so the relative error grows to about |n| u."""
+    step rounding, so the relative error grows to about |n| u. A negative n takes the reciprocal of
+    x^|n| in x's dtype, which is 0 where x^|n| overflows it (1 / inf), though x^n itself would be a
+    subnormal (fuzz seed 1207, program 1207003684); near that edge it may be either."""
     x = v.wide()
+    slack = 2 * (abs(n) + 1) * unit_roundoff(v.dtype)
     with np.errstate(all="ignore"):
         ref = np.power(x, float(n))
-        err = np.where(v.err > 0, UNKNOWN, 2 * (abs(n) + 1) * unit_roundoff(v.dtype) * np.abs(ref))
+        err = np.where(v.err > 0, UNKNOWN, slack * np.abs(ref))
+        if n < 0 and v.kind == "f":
+            magnitude, largest = np.abs(np.power(x, float(-n))), float(finfo(v.dtype).max)
+            overflows, may_overflow = magnitude * (1 - slack) > largest, magnitude * (1 + slack) > largest
+            ref = np.where(overflows, np.copysign(0.0, ref), ref)
+            err = np.where(may_overflow & ~overflows & (v.err == 0), np.abs(ref), err)
     return rounded(ref, v.dtype, np.where(np.isfinite(ref) & (ref != 0), err, np.where(v.err > 0, UNKNOWN, 0.0)))
 
 
