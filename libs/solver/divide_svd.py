@@ -26,8 +26,9 @@ The merge, one problem at a time as lasd1/lasd2/lasd3 run it, scaled by max(|alp
      taken as d_i = 0 and its w rotated into w[o] by a rotation of columns o and i (its row is then zero:
      the triple (0, e_i, the rotated e_i)); of two neighbours (the deflated skipped) whose rotation zeroing
      one w entry would couple them by |t c s| <= tol (t their distance), the rotation is applied to rows and
-     columns alike and the first deflated; w[o] is raised to tol if smaller (so that it stays a pole
-     apart from the first root); o stays unless w[o] = 0 (a zero problem);
+     columns alike and the first deflated; o stays, w[o] raised to tol if smaller (so that d[o] stays a
+     pole apart from the first root), unless all the others are deflated and |w[o]| <= tol, when it is the
+     triple (0, e_o, e_o);
   3. the K kept d's (d[o] = 0 first, strictly ascending, > tol apart) and w's: the secular equation
      1 + sum_i w_i^2 / ((d_i - sigma)(d_i + sigma)) = 0 has one root in each (d_j, d_j+1) and one in
      (d_K-1, sqrt(d_K-1^2 + |w|^2)). Each is found from the nearer pole d_origin in the singular values
@@ -103,9 +104,9 @@ def deflated(ds, w, o, tol):
         candidate = i
     if candidate >= 0:
         kept.append(candidate)
-    if abs(w[o]) <= tol:
+    if kept and abs(w[o]) <= tol:
         w[o] = tol
-    return ([o] if w[o] != 0 else []) + kept, rotations
+    return ([o] if kept or abs(w[o]) > tol else []) + kept, rotations
 
 
 def squared_distance(di, origin, tau):

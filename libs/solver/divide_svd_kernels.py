@@ -193,9 +193,10 @@ def lasd1_kernel(op: Op, name: str) -> Kernel:
             deflation,
             K.If(candidate >= 0, [set_idx(kept, i32(candidate)), set_kind(candidate, K.Const(1, "i32")),
                                   K.Assign(kept, kept + 1)]),
-            # w[o] raised to tol; o kept (idx's entry 0) unless w[o] = 0, when nothing else is kept either.
-            K.If(K.abs(ws(o)) <= tol, [set_ws(o, tol)]),
-            K.If(ws(o).ne(0), [set_idx(0, i32(o)), set_kind(o, K.Const(1, "i32"))], [K.Assign(kept, K.Const(0, INDEX))]),
+            # o kept (idx's entry 0), w[o] raised to tol, unless nothing else is kept and |w[o]| <= tol.
+            K.If((kept > 1) & (K.abs(ws(o)) <= tol), [set_ws(o, tol)]),
+            K.If((kept > 1) | (K.abs(ws(o)) > tol), [set_idx(0, i32(o)), set_kind(o, K.Const(1, "i32"))],
+                 [K.Assign(kept, K.Const(0, INDEX))]),
             loop("i", 0, kept, [set_dl(i, ds(idx(i).cast(INDEX))), set_zl(i, ws(idx(i).cast(INDEX))),
                                 K.Assign(zsq, zsq + zl(i) * zl(i))]),
             secular, *vectors]

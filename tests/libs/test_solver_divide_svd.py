@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import cdnajit as cj
+from cdnajit.frontend.cnp import linalg_solver
 from cdnajit.libs.solver.divide_svd import IWORK, WORK, lasd1_reference
 
 from .test_solver import call, eps, relative
@@ -112,3 +113,51 @@ def test_lasd1_takes_halves_of_equal_size():
     d = np.zeros((2, 5))
     with pytest.raises(Exception, match=r"n even"):
         cj.jit(lambda *x: tuple(call("lasd1", *x)))(d, d, np.zeros(2), np.zeros(2))
+
+
+def hard_bidiagonals(n, dtype, seed):
+    """(d, e) of 8 upper bidiagonals: random; zero; identity; zero diagonal entries every third row
+    (rank-deficient); graded 1 .. 1e-15; a repeated diagonal with tiny couplings (clusters); decoupled
+    blocks (zero e every fifth); tiny d's among ordinary ones."""
+    rng = np.random.default_rng(seed)
+    d, e = np.zeros((8, n)), np.zeros((8, n))
+    d[0], e[0] = rng.standard_normal(n), rng.standard_normal(n)
+    d[2] = 1
+    d[3], e[3] = rng.standard_normal(n), rng.standard_normal(n)
+    d[3, ::3] = 0
+    d[4], e[4] = 10.0 ** -(np.arange(n) % 16), 10.0 ** -(np.arange(n) % 16) / 2
+    d[5], e[5] = 2, 1e-10 * rng.standard_normal(n)
+    d[6], e[6] = rng.standard_normal(n), np.where(np.arange(n) % 5 == 4, 0, 1)
+    d[7], e[7] = np.where(np.arange(n) % 4 == 1, 1e-30, rng.standard_normal(n)), rng.standard_normal(n)
+    return d.astype(dtype), e.astype(dtype)
+
+
+def bidiagonal(d, e):
+    n = d.shape[1]
+    b = d[:, :, None] * np.eye(n)
+    b[:, np.arange(n - 1), np.arange(1, n)] = e[:, :n - 1]
+    return b
+
+
+@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n,leaf", [(20, 8)] + [pytest.param(n, 64, marks=pytest.mark.slow) for n in (1, 2, 62, 63, 64, 130, 300)])
+def test_divide_and_conquer_of_hard_bidiagonals(dtype, n, leaf, monkeypatch):
+    """bidiagonal_vectors (LAPACK's bdsdc): B = U_B diag(s) V_B^T, U_B and V_B orthogonal, s numpy's.
+    20 rows in leaves of at most 8: 3 leaves of 21 / 4 = 6 rows with 3 padding rows, two levels of merges;
+    63: one leaf of 64 (bdsqr alone); 64: two leaves of 33 with one padding row; 300: 8 leaves of 38."""
+    monkeypatch.setattr(linalg_solver, "DIVIDE_LEAF", leaf)
+    d, e = hard_bidiagonals(n, dtype, seed=n)
+    s, u, v = (np.asarray(x) for x in cj.jit(linalg_solver.bidiagonal_vectors)(d, e))
+    assert (s.dtype, u.dtype, v.dtype, s.shape, u.shape, v.shape) == (dtype,) * 3 + ((8, n), (8, n, n), (8, n, n))
+    b = bidiagonal(d.astype(np.float64), e.astype(np.float64))
+    assert np.all(np.diff(s, axis=-1) <= 0) and np.all(s >= 0)
+    wide_u, wide_v = u.astype(np.float64), v.astype(np.float64)
+    assert relative(b - (wide_u * s[:, None, :]) @ np.swapaxes(wide_v, 1, 2), b, n, dtype) <= BOUND
+    for x in (wide_u, wide_v):
+        assert relative(np.swapaxes(x, 1, 2) @ x - np.eye(n), np.eye(n)[None], n, dtype) <= BOUND
+    scale = np.maximum(np.linalg.norm(b, 2, axis=(-2, -1)), 1e-300)[:, None] * n * eps(dtype)
+    assert np.max(np.abs(s - np.linalg.svd(b, compute_uv=False)) / scale) <= BOUND
+    np.testing.assert_array_equal(s[1], 0)   # the zero matrix's vectors: exact signed unit vectors
+    for x in (u[1], v[1]):
+        assert np.all(np.isin(np.abs(x), (0, 1))) and np.all(np.abs(x).sum(axis=0) == 1)
+        assert np.all(np.abs(x).sum(axis=1) == 1)
