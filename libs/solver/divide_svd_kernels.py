@@ -11,6 +11,7 @@ from ...ir.core import Op
 from ...ir.kernel import Kernel
 from ...ir.types import NUMPY_DTYPES
 from .divide import SECULAR_STEPS
+from .divide_kernels import neighbour_deflation, two_pole_step, work_fields
 from .divide_svd import IWORK, WORK
 from .kernels import INDEX, loop, per_item, resized, sizes
 
@@ -39,13 +40,10 @@ def lasd1_kernel(op: Op, name: str) -> Kernel:
     squared_distance = lambda di_, origin_, tau_: ((di_ - origin_) - tau_) * ((di_ + origin_) + tau_)
 
     def body(g):
-        def field(buffer, stride, k):   # (read, write) of a work array's k-th field of this merge
-            at = lambda e: (g * stride + k) * size + e
-            return (lambda e: buffer[at(e)]), (lambda e, val: K.Store(buffer, at(e), val))
         (ds, set_ds), (ws, set_ws), (dl, set_dl), (zl, set_zl), (taus, set_tau), (zhat, set_zhat), \
-            (values, set_value), (cosines, set_cosine), (sines, set_sine) = (field(work, WORK, k) for k in range(WORK))
+            (values, set_value), (cosines, set_cosine), (sines, set_sine) = work_fields(work, WORK, g, size)
         (order, set_order), (kind, set_kind), (idx, set_idx), (origins, set_origin), (columns, set_column), \
-            (firsts, set_first), (seconds, set_second), (both, set_both) = (field(iwork, IWORK, k) for k in range(IWORK))
+            (firsts, set_first), (seconds, set_second), (both, set_both) = work_fields(iwork, IWORK, g, size)
         i32 = lambda e: e.cast("i32")
         at_matrix = lambda row, col: (g * size + row) * size + col
         structural = lambda e: e.eq(o) | e.eq(last)
@@ -86,18 +84,11 @@ def lasd1_kernel(op: Op, name: str) -> Kernel:
                 K.If(ds(p) <= tol, [
                     K.Assign(hyp, K.sqrt(ws(o) * ws(o) + ws(p) * ws(p))),
                     K.Assign(c, ws(o) / hyp), K.Assign(s, ws(p) / hyp),
-                    set_ws(o, hyp), set_ws(p, zero), set_ds(p, zero), *rotation(o, p, c, s, 0)], [
-                    K.If(candidate >= 0, [
-                        K.Assign(hyp, K.sqrt(ws(candidate) * ws(candidate) + ws(p) * ws(p))),
-                        K.Assign(c, ws(p) / hyp), K.Assign(s, ws(candidate) / hyp),
-                        K.If(K.abs((ds(p) - ds(candidate)) * c * s) <= tol, [
-                            set_ws(p, hyp), set_ws(candidate, zero),
-                            K.Assign(dp, ds(candidate)), K.Assign(di, ds(p)),
-                            set_ds(candidate, c * c * dp + s * s * di), set_ds(p, s * s * dp + c * c * di),
-                            *rotation(candidate, p, c, -s, 1)],
-                             [set_idx(kept, i32(candidate)), set_kind(candidate, K.Const(1, "i32")),
-                              K.Assign(kept, kept + 1)])]),
-                    K.Assign(candidate, p)])])])
+                    set_ws(o, hyp), set_ws(p, zero), set_ds(p, zero), *rotation(o, p, c, s, 0)],
+                     neighbour_deflation(
+                         p, candidate, kept, (ds, set_ds), (ws, set_ws),
+                         lambda e: [set_idx(kept, i32(e)), set_kind(e, K.Const(1, "i32")), K.Assign(kept, kept + 1)],
+                         tol, (hyp, c, s, dp, di), lambda cosine, sine: rotation(candidate, p, cosine, -sine, 1)))])])
         # One step of root j's iteration (divide_svd.singular_root's loop body).
         sums = [K.Assign(tau, mu / (base + K.sqrt(base * base + mu))), *[K.Assign(e, zero) for e in (psi, phi, dpsi, dphi)]]
         for low, high, total, slope in ((0, j + 1, psi, dpsi), (j + 1, kept, phi, dphi)):
@@ -110,12 +101,7 @@ def lasd1_kernel(op: Op, name: str) -> Kernel:
             K.If(final.eq(1), [K.Assign(y, b1 / qa)], [
                 K.Assign(dq, squared_distance(dl(j + 1), base, tau)), K.Assign(b2, dphi * dq * dq),
                 K.Assign(qa, qa + phi - b2 / dq),
-                # a y^2 + b y + c = 0 from the origin's pole (singular_root's two cases)
-                K.Assign(qb, K.select(origin.eq(j), -(qa * gap + b1 + b2), qa * gap - b1 - b2)),
-                K.Assign(qc, K.select(origin.eq(j), b1 * gap, -b2 * gap)),
-                K.Assign(root, K.sqrt(qb * qb - 4 * qa * qc)),
-                K.Assign(root, -(qb + K.select(qb >= 0, root, -root)) / 2),
-                K.Assign(y, K.select(inside(root / qa), root / qa, qc / root))]),
+                *two_pole_step(y, origin.eq(j), qa, b1, b2, gap, (qb, qc, root), inside)]),
             K.Assign(mu, K.select(inside(y), y, (lo + hi) / 2))]
         iteration = [
             *sums,
