@@ -807,7 +807,11 @@ def takes_gesvd(a: Tracer, vectors: bool) -> bool:
     return not is_complex(a.type.dtype) and a.shape[2] >= GESVD_FROM[vectors]
 
 
-DIVIDE_SVD_FROM = 64   # columns from which gesvd's vectors come by divide and conquer (gesdd's way)
+DIVIDE_SVD_FROM = 256   # columns from which gesvd's vectors come by divide and conquer (gesdd's way). Measured
+# on the host (f64, CPU time, median of 7, loaded machine), divide and conquer vs bdsqr's logs and lasr: one
+# 128x128 5.4 vs 6.4 ms, 192x192 12.2 vs 11.1, 256x256 22.0 vs 22.8, 384x384 56 vs 68, 512x512 132 vs 162,
+# 10 64x64 16 vs 8, 10 128x128 63 vs 59; one 1000x1000 (per-kernel sums of a profile) about 0.7 vs 1.5 s
+# for all but gebrd.
 
 
 def gesvd(a: Tracer, columns: int | None) -> tuple[Tracer, Tracer | None, Tracer | None]:

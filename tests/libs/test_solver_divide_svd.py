@@ -69,7 +69,7 @@ def check_triples(m, s, u, v, dtype):
     assert np.max(np.abs(s - np.linalg.svd(m, compute_uv=False)) / scale) <= BOUND
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("n", [18, pytest.param(2, marks=pytest.mark.slow), pytest.param(4, marks=pytest.mark.slow),
                                pytest.param(10, marks=pytest.mark.slow), pytest.param(130, marks=pytest.mark.slow)])
 def test_lasd1_solves_the_merged_bidiagonal(dtype, n):
@@ -139,8 +139,9 @@ def bidiagonal(d, e):
     return b
 
 
-@pytest.mark.parametrize("dtype", [np.float64, pytest.param(np.float32, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("n,leaf", [(20, 8)] + [pytest.param(n, 64, marks=pytest.mark.slow) for n in (1, 2, 62, 63, 64, 130, 300)])
+@pytest.mark.slow   # the fast tier runs it through svd (test_numpy_linalg_decompositions.py)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n,leaf", [(20, 8)] + [(n, 64) for n in (1, 2, 62, 63, 64, 130, 300)])
 def test_divide_and_conquer_of_hard_bidiagonals(dtype, n, leaf, monkeypatch):
     """bidiagonal_vectors (LAPACK's bdsdc): B = U_B diag(s) V_B^T, U_B and V_B orthogonal, s numpy's.
     20 rows in leaves of at most 8: 3 leaves of 21 / 4 = 6 rows with 3 padding rows, two levels of merges;
