@@ -165,7 +165,7 @@ SOLVER_WORKLOADS = (
              "conquer on the tridiagonal (steqr leaves, laed1 merges, GEMMs), Q's reflectors "
              "applied to its vectors in blocks (GEMMs)",
              build_eigh),
-    Workload("W15.svd", "linalg.svd, 1000x1000 f64 (s and mean |U|, |Vh| compared): gesvd, gebrd bidiagonalization "
-             "(a workgroup) and bdsqr QR (one work-item), U and V formed by orgqr (GEMMs) and turned by lasr, a work-item "
-             "per row", build_svd),
+    Workload("W15.svd", "linalg.svd, 1000x1000 f64 (s and mean |U|, |Vh| compared): gesdd's steps, gebrd "
+             "bidiagonalization (a workgroup), the bidiagonal's vectors by divide and conquer (bdsqr leaves, lasd1 "
+             "merges, GEMMs), U and V by gebrd's reflectors (GEMMs)", build_svd),
 )

@@ -28,7 +28,9 @@ products are large GEMMs:
 svd of a real matrix is gesvd: gebrd's bidiagonalization (unblocked), bdsqr's QR iteration logging
 its rotations, Q and P formed by orgqr (compact-WY blocks above SMALL: GEMMs) and turned by the logs in
 lasr, one work-item per row (from GESVD_FROM columns, takes_gesvd; gesvdj's one-sided Jacobi below, and for
-complex matrices). eigh of a large matrix runs syevd's steps (tridiagonal_form: sytrd, blocked from
+complex matrices); from DIVIDE_SVD_FROM columns gesdd's steps instead: the bidiagonal's vectors by divide and
+conquer (bidiagonal_vectors: bdsqr and lasr on the leaves, lasd1 merges and GEMMs), then Q's and P's
+reflectors applied to them by GEMMs (reflected). eigh of a large matrix runs syevd's steps (tridiagonal_form: sytrd, blocked from
 BLOCKED_SYTRD_FROM rows as latrd panels and GEMM updates; divide and conquer: steqr and lasr on the leaves,
 laed1 merges and GEMMs; then Q's reflectors applied by GEMMs: large_symmetric_eigenproblem);
 smaller ones syev, and gesvdj, gebal and geev run unblocked at every size (one work-item per matrix; trevc one per
@@ -662,6 +664,71 @@ def tridiagonal_eigenvectors(d: Tracer, e: Tracer) -> tuple[Tracer, Tracer]:
     return sh.reshape(w, (batch, padded))[:, :n], sh.reshape(z, (batch, padded, padded))[:, :n, :n]
 
 
+def bidiagonal_vectors(d: Tracer, e: Tracer) -> tuple[Tracer, Tracer, Tracer]:
+    """(s descending, U_B, V_B) with B = U_B diag(s) V_B^T for real upper bidiagonals B (d[B, n], e[B, n]:
+    e[k] in row k and column k + 1, e[n - 1] not read), by LAPACK's divide and conquer (bdsdc, lasd0).
+    Its problems are square upper bidiagonals whose last diagonal entry is zero (divide_svd.py's lasd1):
+    B padded to such a T of 2^L leaves of equal size (at most DIVIDE_LEAF rows), T = diag(B, p, ..., p, 0)
+    with p = 2 (max |d| + max |e|) > ||B||, whose rows decoupled from B keep exact unit vectors (their z
+    entries are exactly zero at every merge) and whose values p sort first; each leaf's last diagonal entry
+    read as zero and its last e dropped (they are the alpha and beta of the merge above it), the leaves
+    solved by bdsqr and lasr (one call each for all of them, their zero row's left vector then put last:
+    leaf_with_zero_row_last), each level's pairs merged by lasd1 (one call a level) and the halves'
+    vectors multiplied by the merge's (one batched GEMM a level for U and one for V, over views of both)."""
+    batch, n = d.shape
+    dtype = d.type.dtype
+    levels = 0
+    while -(-(n + 1) // 2 ** levels) > DIVIDE_LEAF:
+        levels += 1
+    leaves = 2 ** levels
+    leaf = -(-(n + 1) // leaves)
+    padded = leaf * leaves
+    bound = red.max(el.abs(d), axis=1) + red.max(el.abs(e[:, :n - 1]), axis=1) if n > 1 else red.max(el.abs(d), axis=1)
+    pad = el.where(bound > 0, bound * 2.0, cr.ones((batch,), dtype))
+    diagonal = sh.concatenate([d, sh.broadcast_to(pad[:, None], (batch, padded - n - 1)), cr.zeros((batch, 1), dtype)],
+                              axis=1)
+    off = sh.concatenate([e[:, :n - 1], cr.zeros((batch, padded - n + 1), dtype)], axis=1)
+    inner = np.ones(padded)
+    inner[leaf - 1::leaf] = 0   # each leaf's last row: the merge's alpha and beta
+    inner = cr.asarray(inner, dtype=dtype)
+    s, _, left_pairs, left_cs, right_pairs, right_cs, counts = solver_call(
+        "bdsqr", [sh.reshape(diagonal * inner, (batch * leaves, leaf)), sh.reshape(off * inner, (batch * leaves, leaf))],
+        vectors=True)
+    identity = identity_stack(batch * leaves, leaf, dtype)
+    u = leaf_with_zero_row_last(sh.swapaxes(solver_call("lasr", [identity, left_pairs, left_cs, counts[:, 0]])[0], 1, 2))
+    v = sh.swapaxes(solver_call("lasr", [identity, right_pairs, right_cs, counts[:, 1]])[0], 1, 2)
+    rows = leaf
+    while rows < padded:
+        groups = batch * padded // (2 * rows)
+        middle = lambda x: sh.reshape(sh.reshape(x, (groups, 2 * rows))[:, rows - 1], (groups,))
+        halves = sh.reshape(v, (groups, 2, rows, rows))
+        s, u_merge, v_merge, _, _ = solver_call("lasd1", [
+            sh.reshape(s, (groups, 2 * rows)), sh.concatenate([halves[:, 0, rows - 1, :], halves[:, 1, 0, :]], axis=1),
+            middle(diagonal), middle(off)])
+        # Each half's vectors times its rows of the merge's, one batched GEMM over views (as
+        # tridiagonal_eigenvectors).
+        u, v = (sh.reshape(con.matmul(sh.reshape(x, (2 * groups, rows, rows)), sh.reshape(y, (2 * groups, rows, 2 * rows))),
+                           (groups, 2 * rows, 2 * rows)) for x, y in ((u, u_merge), (v, v_merge)))
+        rows *= 2
+    first = padded - n - 1   # the values p before B's
+    return (sh.reshape(s, (batch, padded))[:, first:first + n], sh.reshape(u, (batch, padded, padded))[:, :n, first:first + n],
+            sh.reshape(v, (batch, padded, padded))[:, :n, first:first + n])
+
+
+def leaf_with_zero_row_last(u: Tracer) -> Tracer:
+    """U of a leaf S = U diag(s) V^T whose last row is zero, as bdsqr's log gives it, with e_last as its
+    last column: bdsqr chases the zero row's entry out by rotations of columns alone, so U's last row is
+    exactly +-e_c^T for a column c of singular value 0, and column c is +-e_last; s[last] = 0 too (the
+    smallest), so columns c and last are swapped (V's left as they are) and c's sign made +1, exactly:
+    U + (b - sign e_last) r + (e_last - b) e_last^T, r = |U's last row|, b = U's last column."""
+    m = u.shape[1]
+    r = el.abs(u[:, m - 1:, :])
+    b = u[:, :, m - 1:]
+    sign = red.sum(u[:, m - 1:, :], axis=2, keepdims=True)
+    unit = cr.asarray(np.eye(m)[:, m - 1:], dtype=u.type.dtype)
+    return u + (b - sign * unit) * r + (unit - b) * sh.swapaxes(unit, 0, 1)
+
+
 def bordered(x: Tracer) -> Tracer:
     """[[1, 0], [0, x]] for each matrix of a stack [B, k, k]."""
     batch, k, _ = x.shape
@@ -740,22 +807,40 @@ def takes_gesvd(a: Tracer, vectors: bool) -> bool:
     return not is_complex(a.type.dtype) and a.shape[2] >= GESVD_FROM[vectors]
 
 
+DIVIDE_SVD_FROM = 256   # columns from which gesvd's vectors come by divide and conquer (gesdd's way). Measured
+# on the host (f64, CPU time, median of 7, loaded machine), divide and conquer vs bdsqr's logs and lasr: one
+# 128x128 5.4 vs 6.4 ms, 192x192 12.2 vs 11.1, 256x256 22.0 vs 22.8, 384x384 56 vs 68, 512x512 132 vs 162,
+# 10 64x64 16 vs 8, 10 128x128 63 vs 59; one 1000x1000 (per-kernel sums of a profile) about 0.7 vs 1.5 s
+# for all but gebrd.
+
+
 def gesvd(a: Tracer, columns: int | None) -> tuple[Tracer, Tracer | None, Tracer | None]:
-    """(s descending, U [B, m, columns], V^T [B, n, n]) of a real stack [B, m, n], m >= n, not empty, as
-    LAPACK's gesvd: A = Q B P^T (gebrd), B = U_B diag(s) V_B^T (bdsqr's rotation logs), U = Q U_B
-    and V = P V_B (lasr turning the rows of orgqr's Q^T and P^T); columns = None: s alone (bdsqr
-    without logs)."""
+    """(s descending, U [B, m, columns], V^T [B, n, n]) of a real stack [B, m, n], m >= n, not empty:
+    A = Q B P^T (gebrd), B = U_B diag(s) V_B^T. columns = None: s alone (bdsqr without logs). From
+    DIVIDE_SVD_FROM columns as LAPACK's gesdd: U_B and V_B by divide and conquer (bidiagonal_vectors),
+    then U = Q U_B and V = P V_B by Q's and P's reflectors applied to them (reflected: GEMMs, ormbr's way,
+    without forming Q or P); below, as gesvd: bdsqr's rotation logs turning the rows of orgqr's Q^T and
+    P^T (lasr), whose n^2 rotations a side cost O(n^3) flops that are not GEMMs."""
     batch, m, n = a.shape
+    dtype = a.type.dtype
     packed, tauq, taup = solver_call("gebrd", [a])
     d = sh.diagonal(packed, axis1=1, axis2=2)
-    e = sh.concatenate([sh.diagonal(packed, offset=1, axis1=1, axis2=2), cr.zeros((batch, 1), a.type.dtype)], axis=1)
+    e = sh.concatenate([sh.diagonal(packed, offset=1, axis1=1, axis2=2), cr.zeros((batch, 1), dtype)], axis=1)
     if columns is None:
         return solver_call("bdsqr", [d, e], vectors=False)[0], None, None
-    s, _, left_pairs, left_cs, right_pairs, right_cs, counts = solver_call("bdsqr", [d, e], vectors=True)
-    q = orgqr(packed, tauq, columns)
     # P = diag(1, P'), P' the Q of the row reflectors read as columns (their vectors right of the
     # superdiagonal, the 1 on it).
-    p = bordered(orgqr(sh.swapaxes(packed, 1, 2)[:, 1:, :n - 1], taup[:, :n - 1], n - 1))
+    row_reflectors, row_tau = sh.swapaxes(packed, 1, 2)[:, 1:, :n - 1], taup[:, :n - 1]
+    if n >= DIVIDE_SVD_FROM:
+        s, u_b, v_b = bidiagonal_vectors(d, e)
+        # U = Q [[U_B, 0], [0, I]] (its first `columns` columns), V = diag(1, P') V_B.
+        below = sh.concatenate([cr.zeros((batch, m - n, n), dtype), identity_stack(batch, m - n, dtype)], axis=2)
+        c = sh.concatenate([sh.concatenate([u_b, cr.zeros((batch, n, m - n), dtype)], axis=2), below], axis=1)
+        u = reflected(packed, tauq, c[:, :, :columns])
+        return s, u, sh.swapaxes(reflected(row_reflectors, row_tau, v_b, first=1), 1, 2)
+    s, _, left_pairs, left_cs, right_pairs, right_cs, counts = solver_call("bdsqr", [d, e], vectors=True)
+    q = orgqr(packed, tauq, columns)
+    p = bordered(orgqr(row_reflectors, row_tau, n - 1))
     ut = turned_rows(sh.swapaxes(q, 1, 2), left_pairs, left_cs, counts[:, 0])
     vt = turned_rows(sh.swapaxes(p, 1, 2), right_pairs, right_cs, counts[:, 1])
     return s, sh.swapaxes(ut, 1, 2), vt

@@ -14,6 +14,46 @@ from .divide import IWORK, SECULAR_STEPS, WORK
 from .kernels import INDEX, loop, per_item, resized, sizes
 
 
+def work_fields(buffer, stride, g, size) -> list:
+    """(read, write) of each of merge g's `stride` fields of `size` entries in a work array."""
+    def field(k):
+        at = lambda e: (g * stride + k) * size + e
+        return (lambda e: buffer[at(e)]), (lambda e, v: K.Store(buffer, at(e), v))
+    return [field(k) for k in range(stride)]
+
+
+def neighbour_deflation(i, candidate, kept, d, z, keep, tol, scratch, rotated) -> list:
+    """laed2's (and lasd2's) rule for entry i after the candidate before it (both undeflated): the rotation
+    zeroing the candidate's z entry, z_c, z_i = 0, hypot(z_c, z_i), applied where it couples the two by
+    |t c s| <= tol (t their distance; their d's turned with it, rotated(c, s) recording it), else the
+    candidate kept (keep(candidate)); i is then the candidate. d and z: (read, write) pairs; scratch: the
+    real variables (hyp, c, s, dp, di)."""
+    (ds, set_ds), (zs, set_zs) = d, z
+    hyp, c, s, dp, di = scratch
+    return [
+        K.If(candidate >= 0, [
+            K.Assign(hyp, K.sqrt(zs(candidate) * zs(candidate) + zs(i) * zs(i))),
+            K.Assign(c, zs(i) / hyp), K.Assign(s, zs(candidate) / hyp),
+            K.If(K.abs((ds(i) - ds(candidate)) * c * s) <= tol, [
+                set_zs(i, hyp), set_zs(candidate, K.Const(0, hyp.dtype)),
+                K.Assign(dp, ds(candidate)), K.Assign(di, ds(i)),
+                set_ds(candidate, c * c * dp + s * s * di), set_ds(i, s * s * dp + c * c * di), *rotated(c, s)],
+                 keep(candidate))]),
+        K.Assign(candidate, i)]
+
+
+def two_pole_step(y, from_lower, qa, b1, b2, gap, scratch, inside) -> list:
+    """y = the root inside the bracket of secular_root's quadratic a y^2 + b y + c = 0 (a = qa) from the
+    lower pole (from_lower: -(a gap + b1 + b2), b1 gap) or the upper one (a gap - b1 - b2, -b2 gap), as
+    model_step takes it (the other root form where the first is outside). scratch: (qb, qc, root)."""
+    qb, qc, root = scratch
+    return [K.Assign(qb, K.select(from_lower, -(qa * gap + b1 + b2), qa * gap - b1 - b2)),
+            K.Assign(qc, K.select(from_lower, b1 * gap, -b2 * gap)),
+            K.Assign(root, K.sqrt(qb * qb - 4 * qa * qc)),
+            K.Assign(root, -(qb + K.select(qb >= 0, root, -root)) / 2),
+            K.Assign(y, K.select(inside(root / qa), root / qa, qc / root))]
+
+
 def laed1_kernel(op: Op, name: str) -> Kernel:
     groups, m = op.operands[0].type.shape
     dtype = op.operands[0].type.dtype
@@ -36,30 +76,20 @@ def laed1_kernel(op: Op, name: str) -> Kernel:
     inside = lambda v: (lo < v) & (v < hi)
 
     def body(g):
-        def field(buffer, stride, k):   # (read, write) of a work array's k-th field of this merge
-            at = lambda e: (g * stride + k) * size + e
-            return (lambda e: buffer[at(e)]), (lambda e, v: K.Store(buffer, at(e), v))
         (ds, set_ds), (zs, set_zs), (dl, set_dl), (zl, set_zl), (taus, set_tau), (zhat, set_zhat), (values, set_value), \
-            (cosines, set_cosine), (sines, set_sine) = (field(work, WORK, k) for k in range(WORK))
+            (cosines, set_cosine), (sines, set_sine) = work_fields(work, WORK, g, size)
         (perm, set_perm), (kind, set_kind), (idx, set_idx), (origins, set_origin), (columns, set_column), \
-            (firsts, set_firsts), (seconds, set_seconds) = (field(iwork, IWORK, k) for k in range(IWORK))
+            (firsts, set_firsts), (seconds, set_seconds) = work_fields(iwork, IWORK, g, size)
         at_u = lambda row, col: (g * size + row) * size + col
         distance = lambda row, root_index: (dl(row) - dl(origins(root_index).cast(INDEX))) - taus(root_index)
         merged = (second >= size) | ((first < half) & (d[g * size + first] <= d[g * size + K.minimum(second, size - 1)]))
-        deflation = [
-            K.If(r * K.abs(zs(i)) > tol, [
-                K.If(candidate >= 0, [
-                    K.Assign(hyp, K.sqrt(zs(candidate) * zs(candidate) + zs(i) * zs(i))),
-                    K.Assign(c, zs(i) / hyp), K.Assign(s, zs(candidate) / hyp),
-                    K.If(K.abs((ds(i) - ds(candidate)) * c * s) <= tol, [
-                        set_zs(i, hyp), set_zs(candidate, zero),
-                        K.Assign(dp, ds(candidate)), K.Assign(di, ds(i)),
-                        set_ds(candidate, c * c * dp + s * s * di), set_ds(i, s * s * dp + c * c * di),
-                        set_firsts(rotations, candidate.cast("i32")), set_seconds(rotations, i.cast("i32")),
-                        set_cosine(rotations, c), set_sine(rotations, s), K.Assign(rotations, rotations + 1)],
-                         [set_idx(kept, candidate.cast("i32")), set_kind(candidate, K.Const(1, "i32")),
-                          K.Assign(kept, kept + 1)])]),
-                K.Assign(candidate, i)])]
+        deflation = [K.If(r * K.abs(zs(i)) > tol, neighbour_deflation(
+            i, candidate, kept, (ds, set_ds), (zs, set_zs),
+            lambda e: [set_idx(kept, e.cast("i32")), set_kind(e, K.Const(1, "i32")), K.Assign(kept, kept + 1)],
+            tol, (hyp, c, s, dp, di),
+            lambda cosine, sine: [set_firsts(rotations, candidate.cast("i32")), set_seconds(rotations, i.cast("i32")),
+                                  set_cosine(rotations, cosine), set_sine(rotations, sine),
+                                  K.Assign(rotations, rotations + 1)]))]
         # One step of root j's iteration (secular_root's loop body).
         pole = lambda e: dl(e) - dl(origin)
         sums = [K.Assign(v, zero) for v in (psi, phi, dpsi, dphi)]
@@ -72,12 +102,7 @@ def laed1_kernel(op: Op, name: str) -> Kernel:
             K.If(last.eq(1), [K.Assign(y, pole(j) + b1 / qa)], [
                 K.Assign(dq, pole(j + 1) - tau), K.Assign(b2, r * dphi * dq * dq),
                 K.Assign(qa, qa + r * phi - b2 / dq),
-                # a y^2 + b y + c = 0 from the origin's pole (secular_root's two cases)
-                K.Assign(qb, K.select(origin.eq(j), -(qa * gap + b1 + b2), qa * gap - b1 - b2)),
-                K.Assign(qc, K.select(origin.eq(j), b1 * gap, -b2 * gap)),
-                K.Assign(root, K.sqrt(qb * qb - 4 * qa * qc)),
-                K.Assign(root, -(qb + K.select(qb >= 0, root, -root)) / 2),
-                K.Assign(y, K.select(inside(root / qa), root / qa, qc / root))]),
+                *two_pole_step(y, origin.eq(j), qa, b1, b2, gap, (qb, qc, root), inside)]),
             K.Assign(tau, K.select(inside(y), y, (lo + hi) / 2))]
         iteration = [
             *sums,

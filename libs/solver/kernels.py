@@ -91,7 +91,7 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
     unit = {"trsm": "right-hand side column", "getrs": "right-hand side column", "potrs": "right-hand side column",
             "getri": "column of the inverse", "trtri": "column of the inverse",
             "trevc": "eigenvalue's vector", "lasr": "row of the matrix turned",
-            "laed1": "merge"}.get(op.attrs["routine"], "matrix")
+            "laed1": "merge", "lasd1": "merge"}.get(op.attrs["routine"], "matrix")
     if op.attrs["routine"] in ("sytrd", "latrd") or (
             op.attrs["routine"] == "gebrd" and op.operands[0].type.shape[2] >= WORKGROUP_GEBRD_FROM):
         return SOLUTION, "a workgroup per matrix, its work-items on consecutive entries of a row, the batch in the grid"

@@ -434,3 +434,20 @@ def test_gesvd_at_small_sizes(monkeypatch, shape):
 def test_svd_of_a_large_matrix_against_numpy():
     a = random((300, 260), np.float64, 16)
     check_svd(a, *cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=False))(a), np.float64, False)
+
+
+@pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
+@pytest.mark.parametrize("cases", ["plain", pytest.param("all", marks=pytest.mark.slow)])
+def test_svd_by_divide_and_conquer_with_lowered_thresholds(dtype, cases, monkeypatch):
+    """gesvd's divide-and-conquer path (from 16 columns, leaves of at most 8 rows: 17 columns are 4 leaves
+    of 5 with 2 padding rows, two levels of lasd1 merges; U and V by the reflectors): a hard square matrix
+    (repeated and graded singular values), a zero and an identity one; slow: also random, rank-deficient and
+    graded ones, tall and wide, full and reduced."""
+    monkeypatch.setattr(linalg_solver, "DIVIDE_SVD_FROM", 16)
+    monkeypatch.setattr(linalg_solver, "DIVIDE_LEAF", 8)
+    stacks = gesvd_cases(dtype) if cases == "all" else [gesvd_cases(dtype)[3]]
+    for a in stacks:
+        for full_matrices in (True, False) if cases == "all" else (True,):
+            check_svd(a, *cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=full_matrices))(a), dtype, full_matrices)
+    text = cj.jit(lambda x: cnp.linalg.svd(x)).lower(stacks[0]).as_text()
+    assert text.count('routine = "lasd1"') == 2 and 'routine = "orgqr"' not in text
