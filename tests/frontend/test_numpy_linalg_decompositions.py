@@ -436,8 +436,11 @@ def test_svd_of_a_large_matrix_against_numpy():
     check_svd(a, *cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=False))(a), np.float64, False)
 
 
+# About 40 s of compiling (gebrd, bdsqr, lasr, lasd1, the GEMMs and reflections): make test-all only;
+# the fast tier runs lasd1's kernel (tests/libs/test_solver_divide_svd.py).
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
-@pytest.mark.parametrize("cases", ["plain", pytest.param("all", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("cases", ["plain", "all"])
 def test_svd_by_divide_and_conquer_with_lowered_thresholds(dtype, cases, monkeypatch):
     """gesvd's divide-and-conquer path (from 16 columns, leaves of at most 8 rows: 17 columns are 4 leaves
     of 5 with 2 padding rows, two levels of lasd1 merges; U and V by the reflectors): a hard square matrix

@@ -139,7 +139,7 @@ def bidiagonal(d, e):
     return b
 
 
-@pytest.mark.slow   # the fast tier runs it through svd (test_numpy_linalg_decompositions.py)
+@pytest.mark.slow   # compiling bdsqr, lasr, lasd1 and the GEMMs: the fast tier runs lasd1 alone (above)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n,leaf", [(20, 8)] + [(n, 64) for n in (1, 2, 62, 63, 64, 130, 300)])
 def test_divide_and_conquer_of_hard_bidiagonals(dtype, n, leaf, monkeypatch):
