@@ -9,9 +9,11 @@ run as MIOpen's implicit-GEMM and direct backward solvers do: GEMMs over (N*H*W)
 K x (C*R*S) x (N*Ho*Wo) with the patches formed on the fly, or a work-item per dx or dw element.
 
 The cost model: time = max(flops / (peak * efficiency), bytes / bandwidth), where efficiency is the
-solver's share of the target's vector (or matrix) peak its kernel reaches, and bytes count the
-operands each kernel reads from memory as it reads them (the direct kernels re-read x once per
-output feature group of a wave; the tiled ones once per tile).
+solver's share of the target's vector peak its kernel reaches, and bytes count the operands each
+kernel reads from memory as it reads them (the direct kernels re-read x once per output feature
+group of a wave; the blocked one once per block of output features). implicit_gemm's efficiency is
+libs/blas's model's time for its GEMM (which counts the GEMM's traffic through LDS, L2 and HBM, and
+can exceed the vector peak: its solutions multiply by MFMA), its bytes x, w and y once.
 """
 from __future__ import annotations
 
