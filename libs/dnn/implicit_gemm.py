@@ -19,18 +19,17 @@ indexed by the output feature. Every size is a scalar parameter (problem.py), th
 """
 from __future__ import annotations
 
-import functools
 import math
 
 from ...ir import kernel as K
 from ...ir.core import Op
-from ...ir.targets import Target, get_target
+from ...ir.targets import Target
 from ...lowering.emit_ops import all_of
 from ..blas.generator import GemmKernelBuilder, GemmOperands, GemmProblem
 from ..blas.heuristic import Estimate, ranked
 from ..blas.solutions import Solution
 from .direct import tap_position
-from .problem import ConvParams, ConvProblem, product
+from .problem import ConvParams, ConvProblem
 
 
 def depth_dims(p: ConvProblem) -> list[int]:
@@ -63,14 +62,9 @@ def vector_runs(p: ConvProblem, solution: Solution) -> bool:
 
 def selection(p: ConvProblem, target: Target) -> Estimate:
     """libs/blas's model's fastest solution for the problem's GEMM among those whose A reads the kernel
-    can make: a GRVW above 1 where A's vectors are x's (`vector_runs`), else GRVW 1."""
-    return selection_on(p, target.name)
-
-
-@functools.lru_cache(maxsize=256)
-def selection_on(p: ConvProblem, target_name: str) -> Estimate:
-    """selection, once per problem and target (a compile asks for it several times)."""
-    return next(e for e in ranked(gemm_problem(p), get_target(target_name))
+    can make: a GRVW above 1 where A's vectors are x's (`vector_runs`), else GRVW 1. (About 2 ms: the
+    few times a compile asks need no cache.)"""
+    return next(e for e in ranked(gemm_problem(p), target)
                 if e.solution.global_read_vector_width == 1 or vector_runs(p, e.solution))
 
 

@@ -21,6 +21,7 @@ import cdnajit as cj
 import cdnajit.nn as nn
 import cdnajit.numpy as cnp
 from cdnajit import lax
+from cdnajit.codegen import amdgpu
 from cdnajit.errors import TracingTypeError
 from cdnajit.ir.core import Value, make_op, walk
 from cdnajit.ir.opdef import infer_types
@@ -28,7 +29,6 @@ from cdnajit.ir.ops.linalg import conv_general_dilated
 from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES, TensorType
 from cdnajit.libs.blas.heuristic import ranked
-from cdnajit.codegen import amdgpu
 from cdnajit.libs.dnn import im2col, implicit_gemm, matcher, subpixel, winograd
 from cdnajit.libs.dnn import kernels as dnn_kernels
 from cdnajit.libs.dnn.problem import ConvProblem
