@@ -43,6 +43,7 @@ gives the unlinked ELF. Code objects are version 5 (ROCm 5.x and 6.x load them).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -335,6 +336,17 @@ def compile_kernel(kernel: Kernel, target: Target | str | None = None) -> Amdgpu
 
 def assembly(kernel: Kernel, target: Target | str | None = None) -> str:
     return compile_kernel(kernel, target).assembly
+
+
+def loop_bodies(assembly_text: str):
+    """The text from each label of an assembly listing to the last branch back to it: its loops (what a
+    check of a main loop's instructions reads)."""
+    lines = assembly_text.splitlines()
+    labels = {m.group(1): i for i, line in enumerate(lines) if (m := re.match(r"(\.LBB\d+_\d+):", line))}
+    for label, start in labels.items():
+        back = [i for i, line in enumerate(lines) if i > start and re.search(rf"s_c?branch\w*\s+{label}\b", line)]
+        if back:
+            yield "\n".join(lines[start:back[-1] + 1])
 
 
 def relocatable_object(kernel: Kernel, target: Target | str | None = None) -> bytes:

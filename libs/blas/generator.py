@@ -80,7 +80,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from ...ir import kernel as K
 from ...ir.core import Op, Value, make_op
@@ -147,9 +147,11 @@ class Operand(NamedTuple):
     (MT0 for A, MT1 for B) and the matrix's (M or N), this workgroup's first row, whether rows are
     the contiguous dimension in global memory, one LDS buffer's elements, elements per batch, and
     how rows past the matrix are kept out. A clamped row past M reads row M - 1: a value of A
-    whose products only reach rows of D that are never stored, so no bounds check is needed."""
+    whose products only reach rows of D that are never stored, so no bounds check is needed.
+    `at` gives the index of element (row, k) in `source` and when it is stored (GemmOperands)."""
     lds: K.LdsBuffer
     source: K.GlobalBuffer
+    at: Callable[[K.Expr, K.Expr], tuple[K.Expr, K.Expr | None]]
     rows: int
     extent: K.Expr
     origin: K.Expr
@@ -242,36 +244,79 @@ def activation_expr(name: str | None, x: K.Expr, bounds: tuple | None = None) ->
     raise NotImplementedError(f"blas: epilogue activation {name!r}")
 
 
-class GemmKernelBuilder:
-    """Builds the kernel of one (problem, solution); see the module docstring."""
+class GemmOperands:
+    """Where a kernel finds its operands and puts D, as index expressions: here dense matrices (the
+    library_call's), element (row, k) of A[b] at b*M*K + row*K + k (k*M + row transposed), (column,
+    k) of B[b] at b*K*N + k*N + column (column*K + k transposed), (row, column) of C[b] and D[b] at
+    (b*M + row)*N + column, the bias's at column. The sizes M, N, K and the batch count are scalar
+    parameters (module docstring). A solver whose operands are not dense matrices gives a subclass
+    with its own buffers, scalar parameters and index expressions (libs/dnn's implicit GEMM: A
+    gathered from a convolution's input, D scattered into its output). `a` and `b` give, with the
+    index, a bool expression for whether the element is stored at all (None: always; elsewhere it
+    reads zero), and `gathered` says whether A's elements are anything but a dense matrix's: such a
+    kernel prefetches nothing. `gathered_k_runs`: whether A's runs of GRVW K values from a multiple of
+    GRVW lie consecutively in memory, stored alike (then the kernel computes one index and check per
+    vector, and the loads merge into one vector load)."""
+    gathered = False
+    gathered_k_runs = False
 
-    def __init__(self, op: Op, solution: Solution, name: str):
-        self.problem = p = GemmProblem.from_op(op)
+    def __init__(self, op: Op, problem: GemmProblem):
+        self.m, self.n, self.k, self.batches = (K.ScalarParam(name, "i64") for name in ("m", "n", "k", "batch"))
+        p = problem
+        has_bias = split_epilogue(p.epilogue)[0]
+        matrix = {"a": self.m * self.k, "b": self.k * self.n, "d": self.m * self.n}
+        counts = [self.batches * matrix["a"], self.batches * matrix["b"]] \
+            + [self.batches * matrix["d"]] * (p.beta != 0) + [self.n] * has_bias + [self.batches * matrix["d"]]
+        self.buffers = [K.GlobalBuffer(b.name, b.dtype, count, b.readonly)
+                        for b, count in zip(operand_buffers(op), counts)]
+        self.c_buf = self.buffers[2] if p.beta != 0 else None
+        self.bias_buf = self.buffers[-2] if has_bias else None
+        self.scalars = [self.m, self.n, self.k, self.batches]
+        self.arguments = [("m", p.m), ("n", p.n), ("k", p.k), ("batch", p.batch)]
+        self.trans_a, self.trans_b = p.trans_a, p.trans_b
+
+    def a(self, batch: K.Expr, row: K.Expr, k: K.Expr) -> tuple[K.Expr, K.Expr | None]:
+        base = batch * (self.m * self.k)
+        return base + (k * self.m + row if self.trans_a else row * self.k + k), None
+
+    def b(self, batch: K.Expr, column: K.Expr, k: K.Expr) -> tuple[K.Expr, K.Expr | None]:
+        base = batch * (self.k * self.n)
+        return base + (column * self.k + k if self.trans_b else k * self.n + column), None
+
+    def d(self, batch: K.Expr, row: K.Expr, column: K.Expr) -> K.Expr:
+        """Element (row, column) of D[batch] (and of C[batch])."""
+        return (batch * self.m + row) * self.n + column
+
+    def bias(self, batch: K.Expr, column: K.Expr) -> K.Expr:
+        return column
+
+
+class GemmKernelBuilder:
+    """Builds the kernel of one (problem, solution) on `operands` (dense ones by default); see the
+    module docstring."""
+
+    def __init__(self, problem: GemmProblem, solution: Solution, name: str, operands: GemmOperands):
+        self.problem = p = problem
         self.solution = s = solution
         self.name = name
+        self.operands_at = operands
         self.acc_dtype = p.compute_dtype
         self.edges = Edges.of(p, s)
         # 64-bit index arithmetic: the host vectorizes the staging and fragment loops only when
         # addresses are affine in the work-item id, which 32-bit math (wrapping, sign-extended) hides.
         self.dtype = "i64"
         # The problem's sizes and scalars: kernel parameters, bound by `arguments` (module docstring).
-        self.m, self.n, self.k, self.batches = (K.ScalarParam(name, self.dtype) for name in ("m", "n", "k", "batch"))
+        self.m, self.n, self.k, self.batches = operands.m, operands.n, operands.k, operands.batches
         self.alpha = K.ScalarParam("alpha", self.acc_dtype)
         self.beta = K.ScalarParam("beta", self.acc_dtype) if p.beta != 0 else None
-        has_bias, self.activation = split_epilogue(p.epilogue)
-        matrix = {"a": self.m * self.k, "b": self.k * self.n, "d": self.m * self.n}
-        counts = [self.batches * matrix["a"], self.batches * matrix["b"]] \
-            + [self.batches * matrix["d"]] * (p.beta != 0) + [self.n] * has_bias + [self.batches * matrix["d"]]
-        self.params = [K.GlobalBuffer(b.name, b.dtype, count, b.readonly) for b, count in zip(operand_buffers(op), counts)]
+        self.activation = split_epilogue(p.epilogue)[1]
+        self.params = operands.buffers
         self.a_buf, self.b_buf = self.params[0], self.params[1]
-        self.c_buf = self.params[2] if p.beta != 0 else None
-        self.bias_buf = self.params[-2] if has_bias else None
-        self.d_buf = self.params[-1]
+        self.c_buf, self.bias_buf, self.d_buf = operands.c_buf, operands.bias_buf, self.params[-1]
         self.clamp, clamp_arguments = clamp_parameters(p, self.acc_dtype)
-        self.scalars = [self.m, self.n, self.k, self.batches, self.alpha] + [self.beta] * (p.beta != 0) \
-            + list(self.clamp or ())
-        self.arguments = [("m", p.m), ("n", p.n), ("k", p.k), ("batch", p.batch), ("alpha", p.alpha)] \
-            + [("beta", p.beta)] * (p.beta != 0) + clamp_arguments
+        self.scalars = operands.scalars + [self.alpha] + [self.beta] * (p.beta != 0) + list(self.clamp or ())
+        self.arguments = operands.arguments + [("alpha", p.alpha)] + [("beta", p.beta)] * (p.beta != 0) \
+            + clamp_arguments
         # Ids and tile origins are expressions, not variables: every region recomputes them from
         # the ids (on the host, a variable read in several regions would live in a per-work-item
         # array, and addresses loaded from memory stop the work-item loops from vectorizing).
@@ -325,26 +370,27 @@ class GemmKernelBuilder:
 
     def operands(self) -> list[Operand]:
         p, s = self.problem, self.solution
-        return [Operand(self.a_lds, self.a_buf, s.mt0, self.m, self.m0, p.trans_a, self.a_elements, self.m * self.k,
-                        False, True),
-                Operand(self.b_lds, self.b_buf, s.mt1, self.n, self.n0, not p.trans_b, self.b_elements,
-                        self.k * self.n, self.edges.n, False)]
+        at = self.operands_at
+        return [Operand(self.a_lds, self.a_buf, lambda row, k: at.a(self.batch, row, k), s.mt0, self.m, self.m0,
+                        p.trans_a, self.a_elements, self.m * self.k, False, True),
+                Operand(self.b_lds, self.b_buf, lambda column, k: at.b(self.batch, column, k), s.mt1, self.n,
+                        self.n0, not p.trans_b, self.b_elements, self.k * self.n, self.edges.n, False)]
 
     def stage(self, operand: Operand, tile: K.Expr, buffer: K.Expr, guarded: bool, clamp: bool) -> list[K.Stmt]:
         """Statements moving K block `tile` of one operand into LDS buffer `buffer` (0 or 1), with
         bounds checks (`guarded`) and clamped rows (`clamp`) where the operand's edges need them."""
         p, s = self.problem, self.solution
-        lds, source, rows, extent, origin, rows_contiguous, elements, matrix, edge, clamped = operand
+        lds, source, at, rows, extent, origin, rows_contiguous, elements, matrix, edge, clamped = operand
         wx, wy, wz = s.workgroup_size
         grvw = s.global_read_vector_width
         stmts, loads, entry_stores = [], [], []
         k0 = tile * s.depth_u
         along_yz = self.y + wy * self.z if wz > 1 else self.y
-        base = self.batch_base(matrix)
         # x runs along the contiguous dimension (so the global reads are consecutive, and for
         # rows the LDS writes too), y and z along the other, where that is K in runs of k_run
         # consecutive K values: a work-item then writes each of its rows' runs whole.
         k_run = s.staging_k_run(rows, not rows_contiguous)
+        runs = source is self.a_buf and self.operands_at.gathered_k_runs
         x_extent, yz_extent = (rows, s.depth_u // k_run) if rows_contiguous else (s.depth_u, rows)
         slots = staging_slots(x_extent, yz_extent, (wx, wy, wz), grvw)
         for slot, j, w in ((slot, j, w) for slot in slots for j in range(k_run) for w in range(grvw)):
@@ -374,11 +420,16 @@ class GemmKernelBuilder:
                 target = self.lds_index_of_k(rows, row_local, k_local, not rows_contiguous, aligned_row)
             row, k = origin + row_local, k0 + k_local
             read = K.minimum(row, extent - 1) if clamp and clamped else row
-            index = base + (k * extent + read if rows_contiguous else read * self.k + k)
+            if w > 0 and runs and not rows_contiguous:
+                # The vector's K values lie consecutively from its first one's, stored alike.
+                index, stored = first[0] + w, first[1]
+            else:
+                index, stored = first = at(read, k)
             target = buffer * elements + target
             value = source[index]
-            if guarded:
-                inside = all_of(([row < extent] if edge else []) + ([k < self.k] if self.edges.k else []))
+            checks = ([row < extent] if guarded and edge else []) + ([k < self.k] if guarded and self.edges.k else [])
+            if checks or stored is not None:
+                inside = all_of(checks + ([stored] if stored is not None else []))
                 stmts.append(K.If(inside, [K.Store(lds, target, value)],
                                   [K.Store(lds, target, K.Const(0, p.in_dtype))]))
             elif k_run > 1:
@@ -431,7 +482,7 @@ class GemmKernelBuilder:
         depth = self.solution.depth_u
         stmts = []
         for operand in self.operands():
-            if operand.rows_contiguous:
+            if operand.rows_contiguous and not self.operands_at.gathered:
                 start = self.batch_base(operand.matrix) + tile * depth * operand.extent + operand.origin
                 prefetch = K.Prefetch(operand.source, start, depth, operand.extent, operand.rows)
                 inside = self.block_inside(operand, tile)
@@ -575,13 +626,13 @@ class GemmKernelBuilder:
         stmts = []
         for index, row_local, column_local in self.accumulator_positions():
             row, column = self.m0 + row_local, self.n0 + column_local
-            at = (self.batch * self.m + row) * self.n + column
+            at = self.operands_at.d(self.batch, row, column)
             # Multiplying by an alpha or beta of 1 changes no value (x * 1 is x, for -0, inf and NaN too).
             value = self.acc[index] * self.alpha
             if self.c_buf is not None:
                 value = value + self.widened(self.c_buf[at]) * self.beta
             if self.bias_buf is not None:
-                value = value + self.widened(self.bias_buf[column])
+                value = value + self.widened(self.bias_buf[self.operands_at.bias(self.batch, column)])
             value = activation_expr(self.activation, value, self.clamp)
             inside = all_of(([row < self.m] if rows_checked else []) + ([column < self.n] if self.edges.n else []))
             if inside is not None:
@@ -612,4 +663,5 @@ N_FIRST, M_FIRST = (0, 1, 2), (1, 0, 2)
 
 def gemm_kernel(op: Op, solution: Solution, name: str) -> K.Kernel:
     """The kernel of `solution` computing the library_call `op`."""
-    return GemmKernelBuilder(op, solution, name).build()
+    problem = GemmProblem.from_op(op)
+    return GemmKernelBuilder(problem, solution, name, GemmOperands(op, problem)).build()

@@ -16,7 +16,9 @@ fft_conv.py   FFT convolution: the graph rewrite (libs/fft's real transforms of 
               per frequency, the inverse transform, a strided crop), its model.
 im2col.py     im2col + GEMM: the graph rewrite (dnn.im2col, then a dot_general libs/blas takes) for
               ungrouped float convolutions with windows above 1x1.
-direct.py, implicit_gemm.py, blocked.py   the solvers' kernels (gemm_1x1 is libs/blas's GEMM kernel).
+direct.py, blocked.py   the direct solvers' kernels.
+implicit_gemm.py   implicit_gemm's kernel: libs/blas's GEMM kernel on the convolution's operands (A gathered
+              from x, D scattered into y), its solution libs/blas's pick (gemm_1x1 is libs/blas's GEMM kernel too).
 pool.py       dnn.pool's applicability and kernel.
 attention.py  the hand-written softmax(q k^T) v -> dnn.mha_fwd rule (where the logits would be large, or forced).
 mha.py        dnn.mha_fwd's applicability and kernel (online softmax); nn.dot_product_attention's

@@ -51,7 +51,8 @@ def explain(op: Op, target: Target) -> tuple[str, str]:
     if op.attrs["routine"] in ONE_KERNEL:
         return ONE_KERNEL[op.attrs["routine"]][:2]
     solver, reason = selection_for(op, target)
-    return solver.name, f"{reason}; {solver.doc}"
+    details = f" ({solver.details(ConvProblem.from_op(op), target)})" if solver.details else ""
+    return solver.name, f"{reason}; {solver.doc}{details}"
 
 
 def emit(op: Op, name: str, target: Target) -> Kernel:

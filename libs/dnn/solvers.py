@@ -9,9 +9,11 @@ run as MIOpen's implicit-GEMM and direct backward solvers do: GEMMs over (N*H*W)
 K x (C*R*S) x (N*Ho*Wo) with the patches formed on the fly, or a work-item per dx or dw element.
 
 The cost model: time = max(flops / (peak * efficiency), bytes / bandwidth), where efficiency is the
-solver's share of the target's vector (or matrix) peak its kernel reaches, and bytes count the
-operands each kernel reads from memory as it reads them (the direct kernels re-read x once per
-output feature group of a wave; the tiled ones once per tile).
+solver's share of the target's vector peak its kernel reaches, and bytes count the operands each
+kernel reads from memory as it reads them (the direct kernels re-read x once per output feature
+group of a wave; the blocked one once per block of output features). implicit_gemm's efficiency is
+libs/blas's model's time for its GEMM (which counts the GEMM's traffic through LDS, L2 and HBM, and
+can exceed the vector peak: its solutions multiply by MFMA), its bytes x, w and y once.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from ..blas import kernels as blas_kernels
 from ..blas.generator import gemm_call
 from . import blocked, find_db
 from .direct import direct_kernel
-from .implicit_gemm import TILE, implicit_gemm_kernel
+from . import implicit_gemm
 from .problem import ConvProblem
 
 
@@ -37,6 +39,7 @@ class Solver:
     traffic: Callable[[ConvProblem], float]        # elements read and written
     emit: Callable                                 # (op, problem, name, target) -> Kernel
     doc: str
+    details: Callable[[ConvProblem, Target], str] | None = None     # the kernel's parameters, for the report
 
 
 def element_bytes(p: ConvProblem) -> int:
@@ -105,24 +108,26 @@ def implicit_gemm_refuse(p: ConvProblem) -> str | None:
         return "batch groups (the backward-weights form) are not a GEMM of one batch"
     if p.in_dtype not in FLOATS:
         return f"{p.in_dtype} operands: the tiled kernels accumulate floats"
+    rows, depth = p.n * math.prod(p.out_size), p.c * math.prod(p.window)
+    if max(rows, depth) >= 2**31:
+        return f"the GEMM's {rows} rows or {depth} depth reach 2**31 (the kernel divides them in 32 bits)"
     return None
 
 
-def implicit_gemm_traffic(p: ConvProblem) -> float:
-    """x's im2col tiles are read once per TILE output features, w's once per TILE output positions."""
-    x, w, y = sizes(p)
-    im2col = p.n * math.prod(p.out_size) * p.c * p.groups * math.prod(p.window)
-    return y + max(1.0, p.k / p.groups / TILE) * max(x, im2col) + max(1.0, p.n * math.prod(p.out_size) / TILE) * w
+def implicit_gemm_efficiency(p: ConvProblem, target: Target) -> float:
+    """The share of the target's peak (modelled_time's) that libs/blas's model gives the GEMM's solution
+    (its time counts the operands' traffic through LDS, L2 and HBM too)."""
+    return p.flops / (target.peak(p.in_dtype) * implicit_gemm.selection(p, target).seconds)
 
 
 SOLVERS = {solver.name: solver for solver in [
     Solver("gemm_1x1", gemm_1x1_refuse, gemm_1x1_efficiency,
            lambda p: sum(sizes(p)), gemm_1x1_emit,
            "a 1x1 convolution of NHWC-like layouts is one GEMM: libs/blas's solution for it"),
-    Solver("implicit_gemm", implicit_gemm_refuse, lambda p, t: 0.25,
-           implicit_gemm_traffic,
-           lambda op, p, name, target: implicit_gemm_kernel(op, p, name),
-           "GEMM of output positions x output features over C*R*S, im2col tiles formed in LDS, never in memory"),
+    Solver("implicit_gemm", implicit_gemm_refuse, implicit_gemm_efficiency,
+           lambda p: sum(sizes(p)), implicit_gemm.implicit_gemm_kernel,
+           "libs/blas's GEMM kernel of output positions x output features over C*R*S per group, A's tiles "
+           "gathered from x as they are staged (the im2col never in memory)", implicit_gemm.describe),
     Solver("direct_blocked", blocked.refuse, lambda p, t: 0.25,
            lambda p: (lambda x, w, y: y + x * math.ceil(p.k / blocked.BLOCK)
                       + w * p.n * math.prod(p.out_size) / blocked.POSITIONS)(*sizes(p)),

@@ -332,16 +332,6 @@ def test_tune_rejects_bad_sizes():
 
 # ---- the gfx942 kernel for f16 4096^3 --------------------------------------------------------------
 
-def loop_bodies(assembly: str):
-    """The text from each label to the last branch back to it (the loops of the kernel)."""
-    lines = assembly.splitlines()
-    labels = {m.group(1): i for i, line in enumerate(lines) if (m := re.match(r"(\.LBB\d+_\d+):", line))}
-    for label, start in labels.items():
-        back = [i for i, line in enumerate(lines) if i > start and re.search(rf"s_c?branch\w*\s+{label}\b", line)]
-        if back:
-            yield "\n".join(lines[start:back[-1] + 1])
-
-
 def test_gfx942_f16_4096_pick_uses_mfma_in_its_main_loop_without_spills():
     op = gemm_call(4096, 4096, 4096, "f16", "f32")   # f16 in, f32 accumulate and out, as the benchmark's
     chosen = select(GemmProblem.from_op(op), GFX942)
@@ -353,7 +343,7 @@ def test_gfx942_f16_4096_pick_uses_mfma_in_its_main_loop_without_spills():
     waves = occupancy(GFX942, vgprs=resources.allocated_vgprs, sgprs=resources.sgpr_count, lds_bytes=resources.lds_bytes,
                       workgroup_items=chosen.solution.workgroup_items).waves_per_simd
     assert waves >= 2
-    assert any("v_mfma_f32_" in body for body in loop_bodies(amdgpu.assembly(kernel, GFX942)))
+    assert any("v_mfma_f32_" in body for body in amdgpu.loop_bodies(amdgpu.assembly(kernel, GFX942)))
 
 
 @pytest.mark.parametrize("in_dtype, size", [("f16", 4096), ("f32", 1024), ("f64", 256)])
@@ -363,7 +353,7 @@ def test_gfx942_main_loops_accumulate_in_place(in_dtype, size):
     different registers at the join, and every trip copied each accumulator back)."""
     op = gemm_call(size, size, size, in_dtype, DTYPES[in_dtype][0])
     kernel = gemm_kernel(op, select(GemmProblem.from_op(op), GFX942).solution, "g")
-    bodies = [body for body in loop_bodies(amdgpu.assembly(kernel, GFX942)) if "v_mfma_" in body]
+    bodies = [body for body in amdgpu.loop_bodies(amdgpu.assembly(kernel, GFX942)) if "v_mfma_" in body]
     assert bodies and not any(re.search(r"^\s+v_mov_b(32|64)", body, re.M) for body in bodies)
 
 
@@ -707,7 +697,7 @@ def test_f16_lds_traffic_is_eight_bytes_wide_and_free_of_bank_conflicts(trans_a,
     solution = solution_by_name(K_RUN_STAGED, "f16", "f32", GFX942)
     assert solution.staging_k_run(solution.mt0, False) == solution.staging_k_run(solution.mt1, False) == 4
     kernel = gemm_kernel(op, solution, "g")
-    body = next(body for body in loop_bodies(amdgpu.assembly(kernel, GFX942)) if "v_mfma_" in body)
+    body = next(body for body in amdgpu.loop_bodies(amdgpu.assembly(kernel, GFX942)) if "v_mfma_" in body)
     assert set(re.findall(r"\bds_write\w*", body)) <= {"ds_write_b64", "ds_write2_b64"}
     assert set(re.findall(r"\bds_read\w*", body)) <= {"ds_read_b64", "ds_read2_b64"}
     assert {a.conflict for a in count(kernel).lds_accesses.values()} == {1}
@@ -730,7 +720,7 @@ def test_f32_and_f64_fragments_are_read_sixteen_bytes_at_a_time(in_dtype, trans_
     solution = select(GemmProblem.from_op(op), GFX942).solution
     assert solution.local_read_vector_width == 16 // ELEMENT_BYTES[in_dtype]
     kernel = gemm_kernel(op, solution, "g")
-    body = next(body for body in loop_bodies(amdgpu.assembly(kernel, GFX942)) if "v_mfma_" in body)
+    body = next(body for body in amdgpu.loop_bodies(amdgpu.assembly(kernel, GFX942)) if "v_mfma_" in body)
     reads = set(re.findall(r"\bds_read\w*", body))
     assert reads == {"ds_read_b128"} if trans_b else "ds_read_b128" in reads
     assert set(re.findall(r"\bds_write\w*", body)) == {"ds_write_b128"}

@@ -21,18 +21,22 @@ import cdnajit as cj
 import cdnajit.nn as nn
 import cdnajit.numpy as cnp
 from cdnajit import lax
+from cdnajit.codegen import amdgpu
 from cdnajit.errors import TracingTypeError
 from cdnajit.ir.core import Value, make_op, walk
 from cdnajit.ir.opdef import infer_types
 from cdnajit.ir.ops.linalg import conv_general_dilated
 from cdnajit.ir.targets import get_target
 from cdnajit.ir.types import NUMPY_DTYPES, TensorType
-from cdnajit.libs.dnn import im2col, matcher, subpixel, winograd
+from cdnajit.libs.blas.heuristic import ranked
+from cdnajit.libs.dnn import im2col, implicit_gemm, matcher, subpixel, winograd
+from cdnajit.libs.dnn import kernels as dnn_kernels
 from cdnajit.libs.dnn.problem import ConvProblem
 from cdnajit.libs.dnn.routines import ROUTINES
 from cdnajit.libs.dnn.solvers import SOLVERS, applicable, pick, solver_named
 from cdnajit.passes.match_libraries import match_libraries
 from cdnajit.runtime.launch import compile_kernel
+from cdnajit.runtime.occupancy import occupancy
 
 GFX942 = get_target("gfx942")
 FLOAT_DTYPES = ("f32", "f64", "f16", "bf16")
@@ -156,7 +160,11 @@ def magnitude_sums(x, w, conv_attrs):
 
 def run_solver(name, op, rng):
     solver = solver_named(name, ConvProblem.from_op(op))
-    kernel = solver.emit(op, ConvProblem.from_op(op), "conv", GFX942)
+    return run_kernel(solver.emit(op, ConvProblem.from_op(op), "conv", GFX942), op, rng)
+
+
+def run_kernel(kernel, op, rng):
+    """`kernel` (computing call `op`) on random operands, against the reference."""
     arrays = [random_values(rng, v.type.dtype, v.type.shape) for v in op.operands]
     y = np.full(op.result.type.shape, -7, NUMPY_DTYPES[op.result.type.dtype])
     compile_kernel(kernel)(*arrays, y)
@@ -182,18 +190,22 @@ SOLVER_OPTIONS = {"direct": {}, "implicit_gemm": {}, "direct_blocked": {}, "dept
                   "gemm_1x1": {"one_by_one": True}}
 
 
-# gemm_1x1's problems pick BLAS solutions whose kernels take seconds each to compile: two problems here.
+# gemm_1x1's and implicit_gemm's problems pick BLAS solutions whose kernels take seconds each to compile:
+# two problems here (implicit_gemm's layouts and dtypes: test_implicit_gemm_crosses_tile_edges_*).
+BLAS_SOLVERS = ("gemm_1x1", "implicit_gemm")
+
+
 @pytest.mark.parametrize("name", SOLVER_OPTIONS)
 @pytest.mark.parametrize("seed", range(1))
 def test_random_convolutions_match_reference(name, seed):
-    run_random(name, seed, 2 if name == "gemm_1x1" else 6, **SOLVER_OPTIONS[name])
+    run_random(name, seed, 2 if name in BLAS_SOLVERS else 6, **SOLVER_OPTIONS[name])
 
 
 @pytest.mark.parametrize("name,epilogue", [("direct", "clamp"), ("implicit_gemm", "bias_clamp")])
 def test_clamp_epilogue_matches_reference(name, epilogue):
     """The clamp epilogue (bounds drawn from CLAMP_BOUNDS) on random problems; the bounds are kernel
     parameters, so two bounds give one kernel text."""
-    run_random(name, 7, 3, epilogue=epilogue)  # seed 7: f16 for direct, bf16 for implicit_gemm
+    run_random(name, 7, 2 if name in BLAS_SOLVERS else 3, epilogue=epilogue)  # seed 7: f16 direct, bf16 implicit_gemm
     conv = dict(window_strides=(1,), padding=((1, 1),), lhs_dilation=(1,), rhs_dilation=(1,), lhs_spec=(0, 1, 2),
                 rhs_spec=(0, 1, 2), out_spec=(0, 1, 2), feature_group_count=1, batch_group_count=1)
     ops = [conv_call((2, 3, 5), (4, 3, 3), "f32", epilogue, clamp=bounds, **conv) for bounds in CLAMP_BOUNDS[:2]]
@@ -217,7 +229,7 @@ BACKWARD = [("conv_bwd_data", "direct"), ("conv_bwd_data", "implicit_gemm"), ("c
 
 @pytest.mark.parametrize("routine,name", BACKWARD[:2] + BACKWARD[3:5])
 def test_random_backward_convolutions_match_reference(routine, name):
-    run_random(name, 0, 3, routine=routine)
+    run_random(name, 0, 2 if name in BLAS_SOLVERS else 3, routine=routine)
 
 
 @pytest.mark.slow
@@ -228,17 +240,105 @@ def test_random_backward_convolutions_match_reference_long(routine, name, seed):
     run_random(name, seed, 3 if name == "gemm_1x1" else 20, **options)
 
 
+# ---- implicit_gemm: libs/blas's GEMM kernel with A gathered from x --------------------------------
+
+LAYOUTS = {"NHWC": ((0, 3, 1, 2), (3, 2, 0, 1)), "NCHW": ((0, 1, 2, 3), (0, 1, 2, 3)),
+           "NWC": ((0, 2, 1), (2, 1, 0)), "NDHWC": ((0, 4, 1, 2, 3), (4, 3, 0, 1, 2))}
+
+
+def layout_call(layout, dtype, n, c, size, k, window, epilogue="none", groups=1, stride=1, pad=(1, 1), lhs_dilation=1,
+                rhs_dilation=1):
+    """A conv_fwd call of `layout` (x and y alike; w HWIO with x NHWC-like, else OIHW), square sizes."""
+    lhs_spec, rhs_spec = LAYOUTS[layout]
+    spatial = len(lhs_spec) - 2
+    x_shape, w_shape = [0] * len(lhs_spec), [0] * len(lhs_spec)
+    for d, s in zip(lhs_spec, [n, c * groups] + [size] * spatial):
+        x_shape[d] = s
+    for d, s in zip(rhs_spec, [k, c] + [window] * spatial):
+        w_shape[d] = s
+    return conv_call(tuple(x_shape), tuple(w_shape), dtype, epilogue, window_strides=(stride,) * spatial,
+                     padding=(pad,) * spatial, lhs_dilation=(lhs_dilation,) * spatial,
+                     rhs_dilation=(rhs_dilation,) * spatial, lhs_spec=lhs_spec, rhs_spec=rhs_spec, out_spec=lhs_spec,
+                     feature_group_count=groups, batch_group_count=1)
+
+
+# Rows (N * output positions) and output features crossing the macro tiles, depths (C * taps) crossing
+# DepthU, in each dtype and layout: vector reads of x where its features are innermost and C a multiple
+# of the read width (gathered_k_runs: the case's True, run on the best-modelled solution of GRVW above 1,
+# the heuristic picking GRVW 1 for some of these small problems), one element at a time elsewhere (odd C,
+# NCHW: the heuristic's pick).
+IMPLICIT_GEMM_CASES = {
+    "nhwc-f16-vectors": (dict(layout="NHWC", dtype="f16", n=2, c=16, size=9, k=20, window=3, epilogue="bias_relu"),
+                         True),
+    "nchw-f32-odd-c-strided": (dict(layout="NCHW", dtype="f32", n=3, c=3, size=11, k=33, window=3, stride=2,
+                                    pad=(2, 1), rhs_dilation=2), False),
+    "nhwc-bf16-groups": (dict(layout="NHWC", dtype="bf16", n=2, c=8, size=7, k=6, window=3, groups=3, stride=2,
+                              epilogue="bias_clamp"), True),
+    "nwc-f64-lhs-dilated": (dict(layout="NWC", dtype="f64", n=2, c=5, size=13, k=17, window=3, lhs_dilation=2,
+                                 epilogue="bias_tanh"), False),
+    "ndhwc-f32-vectors": (dict(layout="NDHWC", dtype="f32", n=1, c=4, size=5, k=9, window=2, pad=(0, 1),
+                               epilogue="relu"), True),
+}
+
+
+@pytest.mark.parametrize("case", [case if i < 2 else pytest.param(case, marks=pytest.mark.slow)
+                                  for i, case in enumerate(IMPLICIT_GEMM_CASES)])
+def test_implicit_gemm_crosses_tile_edges_in_each_layout_and_dtype(case):
+    options, vectors = IMPLICIT_GEMM_CASES[case]
+    op = layout_call(**options)
+    problem = ConvProblem.from_op(op)
+    assert solver_named("implicit_gemm", problem)
+    solutions = [e.solution for e in ranked(implicit_gemm.gemm_problem(problem), GFX942)]
+    solution = next(s for s in solutions if implicit_gemm.vector_runs(problem, s)) if vectors else \
+        implicit_gemm.selection(problem, GFX942).solution
+    assert implicit_gemm.vector_runs(problem, solution) == vectors, solution.name
+    run_kernel(implicit_gemm.solution_kernel(op, problem, solution, "conv"), op, np.random.default_rng(len(case)))
+
+
+def test_implicit_gemm_reports_its_blas_solution_and_model():
+    """The report (the heuristic's pick) names libs/blas's solution and its modelled figures; the solver's
+    efficiency is the BLAS model's (no constant): a larger batch of the same conv fills more of the GPU."""
+    small, large = (ConvProblem.from_op(layout_call("NHWC", "f16", n, 64, 28, 64, 3)) for n in (1, 8))
+    name, why = dnn_kernels.explain(layout_call("NHWC", "f16", 8, 64, 28, 64, 3), GFX942)
+    assert name == "implicit_gemm" and implicit_gemm.selection(large, GFX942).solution.name in why
+    assert "of peak" in why and "GEMM 6272x64x576 NN f16->f16" in why
+    efficiency = SOLVERS["implicit_gemm"].efficiency
+    assert 0 < efficiency(small, GFX942) <= efficiency(large, GFX942)
+
+
+@pytest.mark.slow
+def test_gfx942_implicit_gemm_uses_mfma_in_its_main_loop_without_spills():
+    """W6's 3x3 conv in f16 NHWC (8x56x56x64 -> 64, bias and relu) on the implicit-GEMM solver: libs/blas's
+    MFMA solution, x's features read 8 at a time, at least 2 waves per SIMD and no spills."""
+    op = layout_call("NHWC", "f16", 8, 64, 56, 64, 3, epilogue="bias_relu")
+    problem = ConvProblem.from_op(op)
+    assert pick(problem, GFX942)[0].name == "implicit_gemm"
+    chosen = implicit_gemm.selection(problem, GFX942)
+    assert chosen.solution.kind == "mfma" and implicit_gemm.vector_runs(problem, chosen.solution)
+    kernel = SOLVERS["implicit_gemm"].emit(op, problem, "igemm", GFX942)
+    resources = amdgpu.resources(kernel, GFX942)
+    assert resources.vgpr_spill_count == 0 and resources.sgpr_spill_count == 0
+    waves = occupancy(GFX942, vgprs=resources.allocated_vgprs, sgprs=resources.sgpr_count,
+                      lds_bytes=resources.lds_bytes, workgroup_items=kernel.workgroup_items).waves_per_simd
+    assert waves >= 2
+    assert any("v_mfma_f32_" in body for body in amdgpu.loop_bodies(amdgpu.assembly(kernel, GFX942)))
+
+
 def test_a_solver_compiles_per_solution_not_per_problem():
-    """Problems that differ only in sizes (batch, spatial, features, strides, padding) share a kernel text."""
+    """Problems that differ only in sizes (batch, spatial, features, strides, padding) share a kernel text:
+    the direct solver's, and implicit_gemm's where they pick the same GEMM solution and variant (libs/blas's
+    kernels are per solution and variant: here GRVW 1, the problems' C not a multiple of 4)."""
     def call(n, h, c, k, stride, pad):
         return conv_call((n, h, h + 1, c), (3, 3, c, k), "f32", "bias_relu", window_strides=(stride, stride),
                          padding=((pad, pad), (pad, 0)), lhs_dilation=(1, 1), rhs_dilation=(1, 1),
                          lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2),
                          feature_group_count=1, batch_group_count=1)
-    for name in ("direct", "implicit_gemm"):
-        texts = {SOLVERS[name].emit(op, ConvProblem.from_op(op), "k", GFX942).code_text()
-                 for op in (call(1, 5, 3, 4, 1, 1), call(4, 9, 7, 17, 2, 0))}
+    for name, ops in (("direct", (call(1, 5, 3, 4, 1, 1), call(4, 9, 7, 17, 2, 0))),
+                      ("implicit_gemm", (call(2, 11, 3, 7, 1, 1), call(4, 9, 7, 11, 2, 0)))):
+        texts = {SOLVERS[name].emit(op, ConvProblem.from_op(op), "k", GFX942).code_text() for op in ops}
         assert len(texts) == 1, name
+    solutions = {implicit_gemm.selection(ConvProblem.from_op(op), GFX942).solution for op in ops}
+    assert len(solutions) == 1
 
 
 def test_a_solver_forced_that_does_not_apply_says_why():
@@ -375,9 +475,9 @@ def gradient_program(window, stride):
 
 def test_gradient_of_a_convolution_runs_the_backward_routines(monkeypatch):
     """A 1x1 convolution's data gradient is dnn.conv_bwd_data (the rev of w absorbed; the 1x1 GEMM of
-    libs/blas); its weight gradient im2col + GEMM, or dnn.conv_bwd_weights (implicit GEMM) where the
-    patches would exceed im2col's memory limit; both routines name the forward problem in MIOpen's key,
-    with their direction."""
+    libs/blas); its weight gradient im2col + GEMM, or dnn.conv_bwd_weights (which implicit GEMM and direct
+    serve) where the patches would exceed im2col's memory limit; both routines name the forward problem in
+    MIOpen's key, with their direction."""
     calls, _ = gradient_program(1, 1)
     assert {op.attrs["routine"] for op in calls if op.attrs["library"] == "dnn"} == {"conv_fwd", "conv_bwd_data",
                                                                                        "im2col"}
@@ -388,7 +488,11 @@ def test_gradient_of_a_convolution_runs_the_backward_routines(monkeypatch):
     data, weights = (ConvProblem.from_op(by_routine[r]) for r in ("conv_bwd_data", "conv_bwd_weights"))
     assert data.key() == forward.key()[:-1] + "B" and weights.key() == forward.key()[:-1] + "W"
     assert data.describe().startswith("backward data of N2 C5 7x6 -> K3 window 1x1")
-    assert [pick(p, GFX942)[0].name for p in (data, weights)] == ["gemm_1x1", "implicit_gemm"]
+    assert pick(data, GFX942)[0].name == "gemm_1x1"
+    # Its GEMM, 5x3x84, is one 16x16 workgroup, which libs/blas's model gives one CU's rate: the direct
+    # kernel (modelled at the GPU's) is picked.
+    assert [s.name for s in applicable(weights)] == ["implicit_gemm", "direct"]
+    assert pick(weights, GFX942)[0].name == "direct"
 
 
 @pytest.mark.slow
