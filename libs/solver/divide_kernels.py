@@ -14,6 +14,22 @@ from .divide import IWORK, SECULAR_STEPS, WORK
 from .kernels import INDEX, loop, per_item, resized, sizes
 
 
+def merge_setup(op: Op, name: str, size_name: str, extents):
+    """What laed1's and lasd1's kernels start from: the dtype, its unit roundoff, the symbolic batch b and
+    merge size (named size_name), the parameters resized to extents(b, size), makers of index and real
+    variables (each takes a space-separated string of names), the dtype's 0 and 1, and run(body): the
+    kernel running body(g) once per merge g."""
+    groups, merge_size = op.operands[0].type.shape
+    dtype = op.operands[0].type.dtype
+    b, size = sizes("groups", size_name)
+    params = resized(op, extents(b, size))
+    index = lambda names: [K.Var(x, INDEX) for x in names.split()]
+    real = lambda names: [K.Var(x, dtype) for x in names.split()]
+    run = lambda body: per_item(name, params, [b, size], b, body, [("groups", groups), (size_name, merge_size)])
+    return (dtype, float(np.finfo(NUMPY_DTYPES[dtype]).eps) / 2, b, size, params, index, real, K.Const(0, dtype),
+            K.Const(1, dtype), run)
+
+
 def work_fields(buffer, stride, g, size) -> list:
     """(read, write) of each of merge g's `stride` fields of `size` entries in a work array."""
     def field(k):
@@ -55,24 +71,18 @@ def two_pole_step(y, from_lower, qa, b1, b2, gap, scratch, inside) -> list:
 
 
 def laed1_kernel(op: Op, name: str) -> Kernel:
-    groups, m = op.operands[0].type.shape
-    dtype = op.operands[0].type.dtype
-    eps = float(np.finfo(NUMPY_DTYPES[dtype]).eps) / 2
-    b, size = sizes("groups", "m")
+    dtype, eps, b, size, params, index, real, zero, one, run = merge_setup(
+        op, name, "m", lambda b, size: [b * size, b * size, b, b * size, b * size * size, b * WORK * size,
+                                        b * IWORK * size])
     half = size / 2
-    d, z, rho, w, u, work, iwork = params = resized(
-        op, [b * size, b * size, b, b * size, b * size * size, b * WORK * size, b * IWORK * size])
-    index = lambda name: K.Var(name, INDEX)
-    real = lambda name: K.Var(name, dtype)
-    i, j, t, first, second, take, took, candidate, kept, rotations, origin, last, running, step, slot, count, p, q, column = (
-        index(x) for x in ("i", "j", "t", "first", "second", "take", "took", "candidate", "kept", "rotations", "origin", "last",
-                           "running", "step", "slot", "count", "p", "q", "column"))
+    d, z, rho, w, u, work, iwork = params
+    i, j, t, first, second, take, took, candidate, kept, rotations, origin, last, running, step, slot, count, p, q, \
+        column = index("i j t first second take took candidate kept rotations origin last running step slot count p q "
+                       "column")
     (r, sign, dmax, zmax, tol, hyp, c, s, dp, di, gap, mid, at_mid, lo, hi, tau, psi, phi, dpsi, dphi, inverse, term,
-     value, bound, dj, dq, b1, b2, qa, qb, qc, root, y, product, norm, x, zsq) = (
-        real(x) for x in ("r", "sign", "dmax", "zmax", "tol", "hyp", "c", "s", "dp", "di", "gap", "mid", "at_mid", "lo",
-                          "hi", "tau", "psi", "phi", "dpsi", "dphi", "inverse", "term", "value", "bound", "dj", "dq",
-                          "b1", "b2", "qa", "qb", "qc", "root", "y", "product", "norm", "x", "zsq"))
-    zero, one = K.Const(0, dtype), K.Const(1, dtype)
+     value, bound, dj, dq, b1, b2, qa, qb, qc, root, y, product, norm, x, zsq) = real(
+        "r sign dmax zmax tol hyp c s dp di gap mid at_mid lo hi tau psi phi dpsi dphi inverse term value bound dj dq "
+        "b1 b2 qa qb qc root y product norm x zsq")
     inside = lambda v: (lo < v) & (v < hi)
 
     def body(g):
@@ -184,7 +194,7 @@ def laed1_kernel(op: Op, name: str) -> Kernel:
                                 K.Assign(zsq, zsq + zs(idx(i).cast(INDEX)) * zs(idx(i).cast(INDEX)))]),
             secular, *vectors]
 
-    return per_item(name, params, [b, size], b, body, [("groups", groups), ("m", m)])
+    return run(body)
 
 
 KERNELS = {"laed1": laed1_kernel}

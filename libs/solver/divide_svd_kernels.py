@@ -4,38 +4,28 @@ roots, Gu and Eisenstat's vector entries and U's and V's entries; the O(n^3) pro
 vectors are the frontend's GEMMs)."""
 from __future__ import annotations
 
-import numpy as np
-
 from ...ir import kernel as K
 from ...ir.core import Op
 from ...ir.kernel import Kernel
-from ...ir.types import NUMPY_DTYPES
 from .divide import SECULAR_STEPS
-from .divide_kernels import neighbour_deflation, two_pole_step, work_fields
+from .divide_kernels import merge_setup, neighbour_deflation, two_pole_step, work_fields
 from .divide_svd import IWORK, WORK
-from .kernels import INDEX, loop, per_item, resized, sizes
+from .kernels import INDEX, loop
 
 
 def lasd1_kernel(op: Op, name: str) -> Kernel:
-    groups, n = op.operands[0].type.shape
-    dtype = op.operands[0].type.dtype
-    eps = float(np.finfo(NUMPY_DTYPES[dtype]).eps) / 2
-    b, size = sizes("groups", "n")
+    dtype, eps, b, size, params, index, real, zero, one, run = merge_setup(
+        op, name, "n", lambda b, size: [b * size, b * size, b, b, b * size, b * size * size, b * size * size,
+                                        b * WORK * size, b * IWORK * size])
     half = size / 2
     o, last = half - 1, size - 1
-    d, z, alpha, beta, s_out, u, v, work, iwork = params = resized(
-        op, [b * size, b * size, b, b, b * size, b * size * size, b * size * size, b * WORK * size, b * IWORK * size])
-    index = lambda name: K.Var(name, INDEX)
-    real = lambda name: K.Var(name, dtype)
-    i, j, t, candidate, kept, rotations, origin, final, running, slot, count, p, q, column, rank = (
-        index(x) for x in ("i", "j", "t", "candidate", "kept", "rotations", "origin", "final", "running", "slot",
-                           "count", "p", "q", "column", "rank"))
+    d, z, alpha, beta, s_out, u, v, work, iwork = params
+    i, j, t, candidate, kept, rotations, origin, final, running, slot, count, p, q, column, rank = index(
+        "i j t candidate kept rotations origin final running slot count p q column rank")
     (scale, tol, hyp, c, s, dp, di, gap, mid, at_mid, lo, hi, mu, tau, base, psi, phi, dpsi, dphi, inverse, term,
-     value, bound, dj, dq, b1, b2, qa, qb, qc, root, y, product, right_norm, left_norm, x, zsq) = (
-        real(x) for x in ("scale", "tol", "hyp", "c", "s", "dp", "di", "gap", "mid", "at_mid", "lo", "hi", "mu", "tau",
-                          "base", "psi", "phi", "dpsi", "dphi", "inverse", "term", "value", "bound", "dj", "dq", "b1",
-                          "b2", "qa", "qb", "qc", "root", "y", "product", "right_norm", "left_norm", "x", "zsq"))
-    zero, one = K.Const(0, dtype), K.Const(1, dtype)
+     value, bound, dj, dq, b1, b2, qa, qb, qc, root, y, product, right_norm, left_norm, x, zsq) = real(
+        "scale tol hyp c s dp di gap mid at_mid lo hi mu tau base psi phi dpsi dphi inverse term value bound dj dq b1 "
+        "b2 qa qb qc root y product right_norm left_norm x zsq")
     inside = lambda e: (lo < e) & (e < hi)
     squared_distance = lambda di_, origin_, tau_: ((di_ - origin_) - tau_) * ((di_ + origin_) + tau_)
 
@@ -187,7 +177,7 @@ def lasd1_kernel(op: Op, name: str) -> Kernel:
                                 K.Assign(zsq, zsq + zl(i) * zl(i))]),
             secular, *vectors]
 
-    return per_item(name, params, [b, size], b, body, [("groups", groups), ("n", n)])
+    return run(body)
 
 
 KERNELS = {"lasd1": lasd1_kernel}
