@@ -29,7 +29,7 @@ from . import shaping as sh
 from .array_funcs import matrix_transpose, vecdot
 from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
-from .numerical import cross as numpy_cross
+from .numerical import cross as numpy_cross, frexp
 from .linalg_rules import complex_transposed, transposed, with_rules
 from .indexing_funcs import take_along_axis
 from .linalg_solver import adjoint, direct_solve, geev, geev_vectors, geqrf, gesvd, gesvdj, getrf, getri, getrs, orgqr, \
@@ -91,6 +91,32 @@ def broadcast_batches(name: str, a: Tracer, b: Tracer, b_core: int) -> tuple[Tra
 
 
 # ---- solves -----------------------------------------------------------------------------------------
+
+def times_power_of_two(x: Tracer, exponent: Tracer) -> Tracer:
+    """x 2^exponent (int32 exponents broadcasting against x), exactly: the power is split in two factors of
+    at most 2^537 (a single one overflows for exponents past the dtype's largest)."""
+    real = el.real(x).type.dtype if is_complex(x.type.dtype) else x.type.dtype
+    half = el.floor_divide(exponent, 2)
+    return x * el.exp2(half.astype(real)) * el.exp2((exponent - half).astype(real))
+
+
+def in_safe_range(a: Tracer) -> tuple[Tracer, Tracer]:
+    """(a 2^-e, e [B, 1, 1]) for a stack [B, m, n]: e is the exponent of a matrix's largest entry where that lies
+    outside [sqrt(safmin) / eps, eps / sqrt(safmin)], else 0 (also for zero and non-finite matrices). Inside the
+    range the factorizations' sums of squares can neither overflow nor lose everything to underflow, as
+    LAPACK's drivers (gesdd, syevd, geev) ensure by scaling A first (dlascl). A power of 2 scales exactly: only
+    the magnitudes of singular values, eigenvalues and R change, by 2^e."""
+    info = np.finfo(np.dtype(el.real(a).type.numpy_dtype if is_complex(a.type.dtype) else a.type.numpy_dtype))
+    small = math.sqrt(float(info.tiny)) / float(info.eps)
+    if is_empty(a):
+        return a, cr.zeros((a.shape[0], 1, 1), "int32")
+    magnitude = el.maximum(el.abs(el.real(a)), el.abs(el.imag(a))) if is_complex(a.type.dtype) else el.abs(a)
+    largest = red.max(magnitude, axis=(1, 2), keepdims=True)
+    outside = el.logical_and(el.logical_or(el.less(largest, small), el.greater(largest, 1 / small)),
+                             el.logical_and(el.greater(largest, 0), el.isfinite(largest)))
+    exponent = el.where(outside, frexp(el.where(outside, largest, 1))[1], 0)
+    return el.where(outside, times_power_of_two(a, -exponent), a), exponent
+
 
 def solve(a, b):
     """jnp.linalg.solve: x with a @ x = b. b is one vector per matrix (..., n) when 1-d, else matrices
@@ -238,7 +264,9 @@ def qr(a, mode: str = "reduced"):
     a = matrices("qr", a, square=False)
     *batch, m, n = a.shape
     if mode == "raw":
-        packed, tau = geqrf(as_stack(a))
+        scaled, exponent = in_safe_range(as_stack(a))
+        packed, tau = geqrf(scaled)
+        packed = sh.triu(times_power_of_two(packed, exponent)) + sh.tril(packed, -1)
         return from_stack(sh.swapaxes(packed, 1, 2), tuple(batch)), sh.reshape(tau, (*batch, tau.shape[1]))
     q, r = qr_stack(as_stack(a), m if mode == "complete" else min(m, n))
     r = from_stack(r, tuple(batch))
@@ -264,8 +292,9 @@ def qr_stack(a: Tracer, rows: int) -> tuple[Tracer, Tracer]:
     complete_tall = rows > n
 
     def factor(a):
-        packed, tau = geqrf(a)
-        return orgqr(packed, tau, rows), sh.triu(packed[:, :rows, :])
+        scaled, exponent = in_safe_range(a)
+        packed, tau = geqrf(scaled)
+        return orgqr(packed, tau, rows), times_power_of_two(sh.triu(packed[:, :rows, :]), exponent)
 
     def thin(q, r, da):
         x = right_solve(da, r, transposed=False)
@@ -341,7 +370,11 @@ def eigh_stack(a: Tracer) -> tuple[Tracer, Tracer]:
         (w, v), (ct_w, ct_v) = outs, cts
         inner = inverse_gaps(w) * (matrix_transpose(v) @ ct_v) + ct_w[..., None] * cr.eye(w.shape[-1], dtype=w.dtype)
         return (v @ inner @ matrix_transpose(v),)
-    return with_rules("linalg.eigh", symmetric_eigenproblem, jvp, complex_transposed(jvp, vjp), a)
+    def factor(a):
+        scaled, exponent = in_safe_range(a)
+        w, v = symmetric_eigenproblem(scaled)
+        return times_power_of_two(w, exponent[:, 0]), v
+    return with_rules("linalg.eigh", factor, jvp, complex_transposed(jvp, vjp), a)
 
 
 def eigvals(a):
@@ -350,7 +383,8 @@ def eigvals(a):
     steps (geev without vectors: Francis double shifts for real matrices, single shifts for complex
     ones; one work-item per matrix), in LAPACK's order (where each deflated), not sorted."""
     a = matrices("eigvals", a)
-    return sh.reshape(geev(as_stack(a)), a.shape[:-1])
+    scaled, exponent = in_safe_range(as_stack(a))
+    return sh.reshape(times_power_of_two(geev(scaled), exponent[:, 0]), a.shape[:-1])
 
 
 def eig(a):
@@ -363,7 +397,9 @@ def eig(a):
     if a.size == 0:
         values = geev(as_stack(a))
         return sh.reshape(values, a.shape[:-1]), cr.zeros(a.shape, values.type.dtype)
-    w, v = geev_vectors(as_stack(a))
+    scaled, exponent = in_safe_range(as_stack(a))
+    w, v = geev_vectors(scaled)
+    w = times_power_of_two(w, exponent[:, 0])
     v = v / el.sqrt(red.sum(el.real(v * el.conj(v)), axis=1, keepdims=True))
     largest = red.argmax(el.real(v * el.conj(v)), axis=1, keepdims=True)
     component = take_along_axis(v, largest, axis=1)
@@ -392,11 +428,14 @@ def eigvalsh_stack(a: Tracer) -> Tracer:
     def vjp(primals, w, ct_w):
         _, v = symmetric_eigenproblem(primals[0])
         return ((v * ct_w[:, None, :]) @ matrix_transpose(v),)
-    return with_rules("linalg.eigvalsh", symmetric_eigenvalues, jvp, complex_transposed(jvp, vjp), a)
+    def factor(a):
+        scaled, exponent = in_safe_range(a)
+        return times_power_of_two(symmetric_eigenvalues(scaled), exponent[:, 0])
+    return with_rules("linalg.eigvalsh", factor, jvp, complex_transposed(jvp, vjp), a)
 
 
 def svd_stack(a: Tracer, full_matrices: bool, compute_uv: bool):
-    """(U, s, V^H) of a stack [B, m, n] from the taller of a and a^H: gesvd (bidiagonalization and
+    """(U, s, V^H) of a stack [B, m, n] from the taller of a and a^H, scaled into in_safe_range's range: gesvd (bidiagonalization and
     implicit QR) where linalg_solver.takes_gesvd, else one-sided Jacobi (gesvdj) with U completed to
     an orthonormal basis (m x m when full_matrices) by a QR of its columns, whose R is diag(+-1)
     where s > 0 (geqrf's beta is real; the zero singular values' columns, sorted last, are zero
@@ -405,6 +444,14 @@ def svd_stack(a: Tracer, full_matrices: bool, compute_uv: bool):
     if m < n:
         u, s, vt = svd_stack(adjoint(a), full_matrices, compute_uv)
         return (None if vt is None else adjoint(vt)), s, (None if u is None else adjoint(u))
+    scaled, exponent = in_safe_range(a)
+    u, s, vt = tall_svd(scaled, full_matrices, compute_uv)
+    return u, times_power_of_two(s, exponent[:, 0]), vt
+
+
+def tall_svd(a: Tracer, full_matrices: bool, compute_uv: bool):
+    """svd_stack of a stack with m >= n in in_safe_range's range."""
+    batch, m, n = a.shape
     if not is_empty(a) and takes_gesvd(a, compute_uv):
         s, u, vt = gesvd(a, (m if full_matrices else n) if compute_uv else None)
         return u, s, vt

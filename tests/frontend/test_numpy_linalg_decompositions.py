@@ -454,3 +454,51 @@ def test_svd_by_divide_and_conquer_with_lowered_thresholds(dtype, cases, monkeyp
             check_svd(a, *cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=full_matrices))(a), dtype, full_matrices)
     text = cj.jit(lambda x: cnp.linalg.svd(x)).lower(stacks[0]).as_text()
     assert text.count('routine = "lasd1"') == 2 and 'routine = "orgqr"' not in text
+
+
+# Scales far outside in_safe_range's range (sums of squares of the entries overflow or underflow) and one
+# inside it: powers of 2, so that the test divides them out exactly and checks the scaled results by the
+# bounds above.
+BAD_SCALES = {np.float32: (2.0 ** 100, 1.0, 2.0 ** -100), np.float64: (2.0 ** 900, 1.0, 2.0 ** -1000)}
+
+
+def badly_scaled(shape, dtype, seed):
+    """A stack of len(BAD_SCALES[dtype]) random matrices, matrix i scaled by BAD_SCALES[dtype][i], and the scales
+    ([B, 1, 1] in float64)."""
+    scales = np.array(BAD_SCALES[np.dtype(dtype).type], np.float64)[:, None, None]
+    base = random((len(scales), *shape), dtype, seed)
+    return (base * scales).astype(dtype), scales
+
+
+@pytest.mark.parametrize("dtype", DTYPES_FAST_F64)
+def test_decompositions_of_matrices_near_overflow_and_underflow(dtype):
+    """LAPACK's drivers scale A into a safe range first (gesdd, syevd, geev: dlascl) and its Householder
+    vectors' norms cannot overflow (dnrm2): svd (Jacobi at 5x4, gesvd at 17x16), eigh, eigvalsh, eig, eigvals
+    and qr of matrices whose entries' squares overflow or underflow agree with numpy on the matrices scaled
+    back by the same power of 2 (the error model above; before scaling they gave inf and NaN)."""
+    for shape, seed in (((5, 4), 20), ((17, 16), 21)):
+        a, scales = badly_scaled(shape, dtype, seed)
+        u, s, vh = cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=False))(a)
+        check_svd((a / scales).astype(dtype), u, (s / scales[:, 0]).astype(dtype), vh, dtype, False)
+        np.testing.assert_array_equal(cnp.linalg.norm(a, 2, axis=(-2, -1)), s[:, 0])
+    a, scales = badly_scaled((6, 6), dtype, 22)
+    w, v = cj.jit(cnp.linalg.eigh)(a)
+    symmetric = (a / scales + np.swapaxes(a / scales, -1, -2)).astype(np.float64) / 2
+    unscaled = w / scales[:, 0]
+    assert backward_error(symmetric, (v * unscaled[..., None, :]).astype(np.float64) @ np.swapaxes(v, -1, -2),
+                          dtype) <= BOUND and orthogonality(v, dtype) <= BOUND
+    norm = np.linalg.norm(symmetric, 2, axis=(-2, -1))[:, None]
+    assert np.max(np.abs(unscaled - np.linalg.eigvalsh(symmetric)) / (norm * 6 * eps(dtype))) <= BOUND
+    np.testing.assert_array_equal(cj.jit(cnp.linalg.eigvalsh)(a), w)
+    w, v = cj.jit(cnp.linalg.eig)(a)
+    unscaled = w / scales[:, 0]
+    general = (a / scales).astype(np.float64)
+    residuals = np.linalg.norm(general @ v - v * unscaled[:, None, :], axis=(-2, -1))
+    assert np.max(residuals / (norms(general) * 6 * eps(dtype))) <= BOUND
+    np.testing.assert_array_equal(cj.jit(cnp.linalg.eigvals)(a), w)
+    a, scales = badly_scaled((7, 5), dtype, 23)
+    q, r = cj.jit(cnp.linalg.qr)(a)
+    assert backward_error(a / scales, q.astype(np.float64) @ (r / scales), dtype) <= BOUND
+    assert orthogonality(q, dtype) <= BOUND
+    packed, tau = cj.jit(lambda x: cnp.linalg.qr(x, mode="raw"))(a)
+    np.testing.assert_array_equal(np.triu(np.swapaxes(packed, -1, -2))[:, :5], r)
