@@ -446,7 +446,11 @@ def svd_stack(a: Tracer, full_matrices: bool, compute_uv: bool):
         return (None if vt is None else adjoint(vt)), s, (None if u is None else adjoint(u))
     scaled, exponent = in_safe_range(a)
     u, s, vt = tall_svd(scaled, full_matrices, compute_uv)
-    return u, times_power_of_two(s, exponent[:, 0]), vt
+    # A matrix with an inf or NaN gives NaNs, as JAX's svd does (gesdd fails on it).
+    finite = red.all(el.isfinite(a), axis=(1, 2))
+    u, vt = ((None, None) if u is None else (el.where(finite[:, None, None], u, np.nan),
+                                              el.where(finite[:, None, None], vt, np.nan)))
+    return u, el.where(finite[:, None], times_power_of_two(s, exponent[:, 0]), np.nan), vt
 
 
 def tall_svd(a: Tracer, full_matrices: bool, compute_uv: bool):

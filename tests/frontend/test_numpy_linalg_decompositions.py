@@ -502,3 +502,15 @@ def test_decompositions_of_matrices_near_overflow_and_underflow(dtype):
     assert orthogonality(q, dtype) <= BOUND
     packed, tau = cj.jit(lambda x: cnp.linalg.qr(x, mode="raw"))(a)
     np.testing.assert_array_equal(np.triu(np.swapaxes(packed, -1, -2))[:, :5], r)
+
+
+@pytest.mark.parametrize("shape", [(5, 4), (4, 17)])
+def test_svd_of_a_matrix_with_inf_or_nan_is_nan(shape):
+    """As JAX's svd (LAPACK's gesdd fails on such a matrix): each of u, s and vh is NaN for a matrix of the
+    stack holding an inf or a NaN, and the finite matrix beside them is unaffected."""
+    a = random((3, *shape), np.float64, 24)
+    a[1, 0, 1], a[2, 2, 0] = np.inf, np.nan
+    u, s, vh = cj.jit(lambda x: cnp.linalg.svd(x, full_matrices=False))(a)
+    for x in (u, s, vh):
+        assert np.all(np.isnan(x[1:]))
+    check_svd(a[:1], u[:1], s[:1], vh[:1], np.float64, False)
