@@ -127,16 +127,16 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
     digit's last lane moves the counter past the stripe's elements of the digit. Stripes in order,
     lanes in order: equal digits keep their order, so every pass is stable and the LSD sort of all
     passes is."""
-    layout = RunLayout(op, op.attrs["key"])
+    key_operand = op.attrs["key"]
+    layout = RunLayout(op, key_operand)
     operands = len(op.operands)
     buffers = layout.buffers(op, counts_operand=operands - 1)
     sources, offsets, results = buffers[:operands - 1], buffers[operands - 1], buffers[operands:]
-    idx, lane, row, start, stop, j, key = (layout.index, layout.lane, layout.row, layout.start, layout.stop, layout.j,
-                                           op.attrs["key"])
+    idx, lane, row, start, stop, j = layout.index, layout.lane, layout.row, layout.start, layout.stop, layout.j
     length = layout.length
     counter = K.LdsBuffer("counter", "i32", RADIX)   # places, or counts below 2^31 within the run
     d, c, s, place = K.Var("d", idx), K.Var("c", idx), K.Var("s", idx), K.Var("place", idx)
-    value, inside = K.Var("key", layout.key_dtype), K.Var("inside", "bool")
+    key, inside = K.Var("key", layout.key_dtype), K.Var("inside", "bool")
     rank, last, next_place = K.Var("rank", "i32"), K.Var("last", "bool"), K.Var("next_place", "i32")
     if idx == "i32":
         # The counters hold the places themselves.
@@ -146,15 +146,15 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
         # Places past 2^31 do not fit the i32 counters: they count within the run, from its offset.
         first_place = K.Const(0, "i32")
         place_of = offsets[layout.count_place(d)] + next_place.cast(idx)
-    moves = [K.Store(result, row * length + place, value if k == key else source[row * length + j])
+    moves = [K.Store(result, row * length + place, key if k == key_operand else source[row * length + j])
              for k, (source, result) in enumerate(zip(sources, results))]
     # Lanes past the run's end (in its last stripe) read its last element and rank above every lane
     # inside it; they move nothing, and the counters they move are not read again.
     stripe = K.For(s, 0, (stop - start + (WAVE - 1)) / WAVE, 1, [
         K.Let(j, start + s * WAVE + lane),
         K.Let(inside, j < stop),
-        K.Let(value, sources[key][row * length + K.minimum(j, stop - 1)]),
-        K.Let(d, digit(value, layout.key_dtype, layout.shift, idx)),
+        K.Let(key, sources[key_operand][row * length + K.minimum(j, stop - 1)]),
+        K.Let(d, digit(key, layout.key_dtype, layout.shift, idx)),
         K.WaveMatchRank(rank, last, d, RADIX_BITS),
         K.Let(next_place, counter[d] + rank),
         K.Let(place, place_of),
