@@ -18,7 +18,8 @@ convention per kernel, executed by every work-item of the grid.
   offset 32 through `ds_bpermute`, 16/8/4 through `ds_swizzle` (bit-mask mode), 2/1 through DPP
   quad permutes; `WaveShuffle` is a `ds_bpermute` from lane src % 64; `WaveMove` a DPP move
   (`DPP_MOVES`: row_shr, row_bcast); `WaveBallot` is `llvm.amdgcn.ballot` (a compare
-  into an SGPR pair) and `WaveCountBelow` `v_mbcnt_lo/hi`. f16/bf16 values are computed in f32
+  into an SGPR pair), `WaveCountBelow` `v_mbcnt_lo/hi`, and `WaveMatchRank` rocPRIM's match_any (a
+  ballot per bit of the value, and-ed) then v_mbcnt. f16/bf16 values are computed in f32
   and rounded as on the host; the math library (codegen/mathlib.py) is the same.
 - Of the facts a kernel states for scheduling (Prefetch, `Kernel.streams`, `Kernel.grid_order`,
   `If.alongside`: ir/kernel.py), only `alongside` is used: an alongside if's global loads are
@@ -55,7 +56,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from ..errors import CdnajitError
-from ..ir.kernel import Kernel, WaveBallot, WaveCountBelow, WaveMove, WaveReduce, WaveShuffle
+from ..ir.kernel import Kernel, WaveBallot, WaveCountBelow, WaveMatchRank, WaveMove, WaveReduce, WaveShuffle
 from ..ir.kernel_verifier import verify_kernel
 from ..ir.targets import Target, get_target
 from .amdgpu_metadata import KernelResources, parse_resources
@@ -250,11 +251,32 @@ def lower_wave_ballot(kb: AmdgpuKernelBuilder, op: WaveBallot):
     kb.write_var(op.dest, kb.intrinsic("llvm.amdgcn.ballot.i64", I64, [kb.expr(op.predicate)]))
 
 
-def lower_wave_count_below(kb: AmdgpuKernelBuilder, op: WaveCountBelow):
-    b, mask = kb.b, kb.expr(op.mask)
+def count_below(kb: AmdgpuKernelBuilder, mask):
+    """The set bits of an i64 lane mask below this lane: v_mbcnt_lo then v_mbcnt_hi."""
+    b = kb.b
     low = kb.intrinsic("llvm.amdgcn.mbcnt.lo", I32, [b.trunc(mask, I32), ir.Constant(I32, 0)])
     high_half = b.trunc(b.lshr(mask, ir.Constant(I64, 32)), I32)
-    kb.write_var(op.dest, kb.intrinsic("llvm.amdgcn.mbcnt.hi", I32, [high_half, low]))
+    return kb.intrinsic("llvm.amdgcn.mbcnt.hi", I32, [high_half, low])
+
+
+def lower_wave_count_below(kb: AmdgpuKernelBuilder, op: WaveCountBelow):
+    kb.write_var(op.dest, count_below(kb, kb.expr(op.mask)))
+
+
+def lower_wave_match_rank(kb: AmdgpuKernelBuilder, op: WaveMatchRank):
+    """rocPRIM's match_any: from the active lanes, a ballot per bit of the value keeps the lanes
+    whose bit equals this lane's (the ballot, or its complement); the matching lanes' mask then
+    gives the rank (v_mbcnt) and whether no lane above matches."""
+    b, value = kb.b, kb.expr(op.value)
+    ballot = lambda predicate: kb.intrinsic("llvm.amdgcn.ballot.i64", I64, [predicate])
+    matched = ballot(ir.Constant(I1, 1))
+    for bit in range(op.bits):
+        is_set = b.icmp_unsigned("!=", b.and_(value, ir.Constant(value.type, 1 << bit)), ir.Constant(value.type, 0))
+        votes = ballot(is_set)
+        matched = b.and_(matched, b.select(is_set, votes, b.not_(votes)))
+    kb.write_var(op.rank, count_below(kb, matched))
+    above_and_own = b.lshr(matched, b.zext(lane_id(kb), I64))
+    kb.write_var(op.last, b.icmp_unsigned("==", above_and_own, ir.Constant(I64, 1)))
 
 
 register_wave_op = AmdgpuKernelBuilder.register_wave_op
@@ -263,6 +285,7 @@ register_wave_op(WaveShuffle, lower_wave_shuffle)
 register_wave_op(WaveMove, lower_wave_move)
 register_wave_op(WaveBallot, lower_wave_ballot)
 register_wave_op(WaveCountBelow, lower_wave_count_below)
+register_wave_op(WaveMatchRank, lower_wave_match_rank)
 
 
 # ---- compiling ------------------------------------------------------------------------------

@@ -45,8 +45,8 @@ import numpy as np
 from ..environment import compile_jobs
 from ..ir.kernel import (LDS_ALIGNMENT, Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For,
                          ForSpan, GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, Special,
-                         Store, Unary, Var, WaveBallot, WaveCountBelow, WaveMove, WaveOp, WaveReduce, WaveShuffle, While,
-                         contains_cut, span_offsets_resolved, wave_move_sources, walk)
+                         Store, Unary, Var, WaveBallot, WaveCountBelow, WaveMatchRank, WaveMove, WaveOp, WaveReduce,
+                         WaveShuffle, While, contains_cut, span_offsets_resolved, wave_move_sources, walk)
 from ..ir.opdef import OPS
 from ..ir.kernel_verifier import control_expressions, sub_expressions, verify_kernel
 from ..ir.types import INTS, NUMPY_DTYPES
@@ -1227,6 +1227,45 @@ def lower_wave_count_below(kb: HostKernelBuilder, op: WaveCountBelow):
     kb.for_each_wave(lambda w: kb.for_each_lane(w, count))
 
 
+def lower_wave_match_rank(kb: HostKernelBuilder, op: WaveMatchRank):
+    """Per wave, a table of 2^bits counters (zero between ops): a walk of the lanes upwards gives
+    each lane its counter's value (its rank: the matching lanes below) and counts it; a walk
+    downwards finds each group's last lane as the first to see its counter non-zero, and clears it.
+    Two loops of the wave's 64 lanes, where the ballot sequence would take 2 x bits cuts."""
+    b, size = kb.b, 1 << op.bits
+    table = kb.entry_alloca(I32, size, name="match." + op.rank.name)
+    with b.goto_block(kb.fn.entry_basic_block):
+        b.position_after(table)   # zeroed once per workgroup, at its entry
+        memset = kb.module.globals.get("llvm.memset.p0.i64") or ir.Function(
+            kb.module, ir.FunctionType(ir.VoidType(), [PTR, I8, I64, I1]), name="llvm.memset.p0.i64")
+        b.call(memset, [b.bitcast(table, PTR), ir.Constant(I8, 0), ir.Constant(I64, 4 * size), ir.Constant(I1, 0)])
+
+    def counter():
+        value = kb.expr(op.value)
+        value = b.and_(value, ir.Constant(value.type, size - 1))
+        value = b.zext(value, I64) if value.type.width < 64 else value
+        return b.gep(table, [value], source_etype=I32)
+
+    def wave(w):
+        def rank(lane):
+            entry = counter()
+            below = b.load(entry, typ=I32)
+            kb.write_var(op.rank, below)
+            b.store(b.add(below, ir.Constant(I32, 1)), entry)
+
+        def last(step):
+            lane = b.sub(ir.Constant(I64, kb.wave_size - 1), step)
+            kb.set_item(b.add(b.mul(w, ir.Constant(I64, kb.wave_size)), lane))
+            entry = counter()
+            kb.write_var(op.last, b.icmp_unsigned("!=", b.load(entry, typ=I32), ir.Constant(I32, 0)))
+            b.store(ir.Constant(I32, 0), entry)
+        kb.for_each_lane(w, rank)
+        kb.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, kb.wave_size), ir.Constant(I64, 1), last, name="lane")
+        kb.set_item(None)
+
+    kb.for_each_wave(wave)
+
+
 def register_wave_op(cls, lower, lds_reads=None) -> None:
     """Add the host lowering of a new WaveOp subclass: lower(builder, run of consecutive ops); and
     `lds_reads`, how many operand reads of a variable it can take straight from LDS (`LDS_OPERANDS`)."""
@@ -1240,6 +1279,7 @@ register_wave_op(WaveShuffle, one_at_a_time(lower_wave_shuffle))
 register_wave_op(WaveMove, one_at_a_time(lower_wave_move))
 register_wave_op(WaveBallot, one_at_a_time(lower_wave_ballot))
 register_wave_op(WaveCountBelow, one_at_a_time(lower_wave_count_below))
+register_wave_op(WaveMatchRank, one_at_a_time(lower_wave_match_rank))
 
 
 # ---- compiling --------------------------------------------------------------------------

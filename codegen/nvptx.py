@@ -30,7 +30,8 @@ threads of a block, so a wave of 64 is two consecutive warps).
   and every lane combines the 64 in the host's order (v[:32] op v[32:], then halves again, the xor
   butterfly's result; f16/bf16 combined in f32 and rounded once), `WaveShuffle` reads lane
   src % 64's value, `WaveMove` the lane its pattern names, `WaveBallot` gathers the 64 predicates into a u64 (`WaveCountBelow` needs no
-  exchange: a popcount of the mask below the lane), and MFMA (codegen/mfma_nvptx.py) gathers A and B into tiles and computes each
+  exchange: a popcount of the mask below the lane), `WaveMatchRank` the mask of the lanes whose
+  value equals the lane's (then a popcount below the lane, and a shift for the lanes above), and MFMA (codegen/mfma_nvptx.py) gathers A and B into tiles and computes each
   lane's D elements with the exact CDNA lane layout and the host's arithmetic. PTX has 16 named
   barriers; barrier 0 is the block's, so a workgroup of 16 waves (1024 work-items) synchronises its
   wave ops on barrier 0, which is correct too: wave ops stand only under workgroup-uniform control
@@ -54,8 +55,8 @@ from typing import ClassVar
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from ..ir.kernel import (Kernel, Special, WaveBallot, WaveCountBelow, WaveMove, WaveOp, WaveReduce, WaveShuffle,
-                         wave_move_sources, walk)
+from ..ir.kernel import (Kernel, Special, WaveBallot, WaveCountBelow, WaveMatchRank, WaveMove, WaveOp, WaveReduce,
+                         WaveShuffle, wave_move_sources, walk)
 from ..ir.kernel_mfma import Mfma
 from ..ir.kernel_verifier import verify_kernel
 from . import exact_remainder
@@ -96,7 +97,7 @@ def mfma_scratch_bytes(op: Mfma) -> int:
 def wave_scratch(kernel: Kernel) -> WaveScratch:
     per_wave = 0
     for stmt in walk(kernel.body):
-        if isinstance(stmt, (WaveReduce, WaveShuffle, WaveMove, WaveBallot)):
+        if isinstance(stmt, (WaveReduce, WaveShuffle, WaveMove, WaveBallot, WaveMatchRank)):
             per_wave = max(per_wave, kernel.wave_size * LANE_SLOT_BYTES)
         elif isinstance(stmt, WaveCountBelow):
             pass  # the lane's own arithmetic: no exchange
@@ -264,12 +265,34 @@ def lower_wave_count_below(kb: NvptxKernelBuilder, op: WaveCountBelow):
     kb.write_var(op.dest, b.trunc(b.ctpop(b.and_(kb.expr(op.mask), below)), I32))
 
 
+def lower_wave_match_rank(kb: NvptxKernelBuilder, op: WaveMatchRank):
+    """The 64 lanes' values (their low `bits` bits) exchanged; each lane gathers the mask of the
+    lanes whose value equals its own, then counts it below its lane and looks for one above."""
+    b = kb.b
+    value = kb.expr(op.value)
+    value = b.and_(value, ir.Constant(value.type, (1 << op.bits) - 1))
+    value = b.zext(value, I32) if value.type.width < 32 else b.trunc(value, I32) if value.type.width > 32 else value
+
+    def gather(load, lane):
+        mask = ir.Constant(I64, 0)
+        for i in range(kb.wave_size):
+            matches = b.zext(b.icmp_unsigned("==", load(ir.Constant(I32, i)), value), I64)
+            mask = b.or_(mask, b.shl(matches, ir.Constant(I64, i)))
+        return mask
+    matched = exchange(kb, value, gather)
+    lane = b.zext(kb.wave_and_lane()[1], I64)
+    below = b.sub(b.shl(ir.Constant(I64, 1), lane), ir.Constant(I64, 1))
+    kb.write_var(op.rank, b.trunc(b.ctpop(b.and_(matched, below)), I32))
+    kb.write_var(op.last, b.icmp_unsigned("==", b.lshr(matched, lane), ir.Constant(I64, 1)))
+
+
 register_wave_op = NvptxKernelBuilder.register_wave_op
 register_wave_op(WaveReduce, lower_wave_reduce)
 register_wave_op(WaveShuffle, lower_wave_shuffle)
 register_wave_op(WaveMove, lower_wave_move)
 register_wave_op(WaveBallot, lower_wave_ballot)
 register_wave_op(WaveCountBelow, lower_wave_count_below)
+register_wave_op(WaveMatchRank, lower_wave_match_rank)
 
 
 # ---- compiling ------------------------------------------------------------------------------

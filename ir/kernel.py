@@ -62,7 +62,10 @@ Semantics
   DPP row shifts and row broadcasts, with which rocPRIM scans a wave). `WaveBallot` gives every
   lane the u64 mask of the lanes whose predicate holds (bit l for lane l: HIP's `__ballot`), and `WaveCountBelow` each lane the number of set bits of a
   u64 mask in the lanes below its own (`v_mbcnt_lo/hi`): together a lane's rank among the lanes
-  that hold a flag, as rocPRIM's stream compaction and block radix rank compute it. Both need W = 64.
+  that hold a flag, as rocPRIM's stream compaction and block radix rank compute it. `WaveMatchRank`
+  groups the lanes by the low bits of an integer (rocPRIM's match_any) and gives each lane its rank
+  in its group and whether it is the group's last lane: a stable ranking of digits across the wave.
+  All three need W = 64.
 
 Extension point for wave-level matrix ops (MFMA): subclass `WaveOp`, list the Vars it
 defines in `defines()` and the per-lane expressions it reads in `reads()`, give the verifier its
@@ -756,6 +759,36 @@ class WaveCountBelow(WaveOp):
             error(f"the lane mask must be u64, got {self.mask.dtype}")
         if self.dest.dtype not in ("i32", "u32"):
             error(f"result {self.dest.name}: a count of lanes is i32 or u32, not {self.dest.dtype}")
+
+
+@dataclass(frozen=True, eq=False)
+class WaveMatchRank(WaveOp):
+    """Lanes matched by the low `bits` bits of `value` (an integer): rank (i32) = the number of
+    lanes below this lane's whose value matches its own, and last (bool) = whether no lane above
+    it matches (rocPRIM's block radix rank takes the same from its match_any mask: the rank, and the
+    group's leader, its highest lane); different in every lane."""
+    rank: Var
+    last: Var
+    value: Expr
+    bits: int
+    kind: ClassVar[str] = "wave_match_rank"
+
+    def defines(self): return (self.rank, self.last)
+    def reads(self): return (self.value,)
+
+    def check(self, error, wave_size):
+        check_lane_mask_width(error, wave_size)
+        if self.value.dtype not in INTS:
+            error(f"matched values must be integers, got {self.value.dtype}")
+        elif not 1 <= self.bits <= min(MAX_MATCH_BITS, 8 * NUMPY_DTYPES[self.value.dtype].itemsize):
+            error(f"{self.bits} bits of a {self.value.dtype} cannot be matched (1 to {MAX_MATCH_BITS} bits)")
+        if self.rank.dtype != "i32":
+            error(f"result {self.rank.name}: a count of lanes is i32, not {self.rank.dtype}")
+        if self.last.dtype != "bool":
+            error(f"result {self.last.name}: whether the lane is its group's last is bool, not {self.last.dtype}")
+
+
+MAX_MATCH_BITS = 16     # the host counts matches in a table of 2^bits entries
 
 
 def check_lane_mask_width(error, wave_size):

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from .kernel import (Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr, For, ForSpan,
                      GlobalBuffer, If, Kernel, Let, Load, Math, Prefetch, ScalarParam, Select, SpanOffset, Special,
-                     Stmt, Store, Unary, Var, WaveBallot, WaveCountBelow, WaveMove, WaveReduce, WaveShuffle, While)
+                     Stmt, Store, Unary, Var, WaveBallot, WaveCountBelow, WaveMatchRank, WaveMove, WaveReduce,
+                     WaveShuffle, While)
 
 BINARY_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%", "and": "&", "or": "|", "xor": "^",
                   "shift_left": "<<", "shift_right_arithmetic": ">>", "shift_right_logical": ">>>",
@@ -96,6 +97,9 @@ def statement_head(stmt: Stmt) -> str:
         return f"let {stmt.dest.name}: {stmt.dest.dtype} = wave_ballot({print_expr(stmt.predicate)})"
     if isinstance(stmt, WaveCountBelow):
         return f"let {stmt.dest.name}: {stmt.dest.dtype} = wave_count_below({print_expr(stmt.mask)})"
+    if isinstance(stmt, WaveMatchRank):
+        return (f"let {stmt.rank.name}: {stmt.rank.dtype}, {stmt.last.name}: {stmt.last.dtype} = "
+                f"wave_match_rank({print_expr(stmt.value)}, bits={stmt.bits})")
     return f"<{type(stmt).__name__}: {stmt!r}>"
 
 

@@ -28,8 +28,8 @@ from ..errors import VerifyError
 from .kernel import (ARITHMETIC_OPS, ATOMIC_OPS, BITWISE_OPS, COMPARE_OPS, DTYPES, MATH_FUNCTIONS, SHIFT_OPS,
                      SPECIAL_KINDS, UNARY_OPS, Assign, AtomicRMW, Barrier, Binary, Bitcast, Cast, Compare, Const, Expr,
                      For, ForSpan, GlobalBuffer, If, Kernel, LdsBuffer, Let, Load, Math, Prefetch, PrivateArray,
-                     ScalarParam, Select, SpanOffset, Special, Stmt, Store, Unary, Var, WaveCountBelow, WaveMove,
-                     WaveOp, WaveShuffle, While, contains_cut, is_extent, walk)
+                     ScalarParam, Select, SpanOffset, Special, Stmt, Store, Unary, Var, WaveCountBelow, WaveMatchRank,
+                     WaveMove, WaveOp, WaveShuffle, While, contains_cut, is_extent, walk)
 from .kernel_printer import print_expr, print_extent, statement_head
 from .types import INTS, MAX_ARRAY_BYTES, NUMPY_DTYPES, format_bytes
 
@@ -194,7 +194,7 @@ class KernelVerifier:
                 elif isinstance(stmt, AtomicRMW):    # each work-item's atomic returns its own value
                     varying.add(stmt.var.name)
                 elif isinstance(stmt, WaveOp):
-                    if wave_results_vary or isinstance(stmt, (WaveShuffle, WaveMove, WaveCountBelow)) \
+                    if wave_results_vary or isinstance(stmt, (WaveShuffle, WaveMove, WaveCountBelow, WaveMatchRank)) \
                             or under_varying_control \
                             or any(self.is_varying(e, varying) for e in stmt.reads()):
                         varying.update(v.name for v in stmt.defines())

@@ -7,13 +7,9 @@ the number of digits d in run u (digit-major, run-minor, so that the exclusive s
 counts gives every run's first place for each digit).
   - histogram (`histogram_kernel`): rocPRIM's block histogram, a workgroup per run counting the
     digits into LDS by atomic adds;
-  - scatter (`scatter_kernel`): a grid of (ceil(runs / ITEMS), rows) workgroups of ITEMS
-    work-items, work-item t of workgroup g owning run u = g * ITEMS + t, which it walks in order.
-    Each work-item keeps its 256 digit counters in its own part of an LDS table (`counter_slot`),
-    so work-items never share a counter and the kernel needs no barrier and no atomics: it loads
-    its column from the offsets (the place of the run's first element of digit d), then walks
-    the run in order, sending each element to its digit's counter and incrementing it: equal
-    digits keep their order, so every pass is stable and the LSD sort of all passes is.
+  - scatter (`scatter_kernel`): rocPRIM's onesweep scatter, a wave per run reading it in
+    coalesced stripes, ranking each stripe's digits across the lanes (`WaveMatchRank`) and
+    sending each element to its digit's place in LDS plus its rank.
 The digit is read from the key on the fly (`ordered_bits`), so the keys travel unchanged: the
 sorted keys keep their -0.0 and NaN bits. The shift is a scalar parameter: one kernel serves every
 pass of a key dtype, and the row count and length are scalar parameters: one kernel serves every
@@ -26,9 +22,10 @@ from ...ir.core import Op
 from ...lowering.emitters import operand_buffers
 from .routines import RADIX, RADIX_BITS, index_dtype_of, key_bits, row_passes
 
-ITEMS = 64          # work-items (runs) per workgroup, a wave: a 256 x 64 table of i32 counters fills 64 KiB of LDS
+ITEMS = 64          # radix_sort_rows: rows (work-items) per workgroup
 BLOCK_ITEMS = RADIX  # the histogram's workgroup: a work-item per digit counter
-RUN_LENGTH = 4096   # elements per run (the calls' run_length): a work-item's sequential share of its row
+WAVE = 64           # the scatter's workgroup: one wave per run, a lane per element of a stripe
+RUN_LENGTH = 4096   # elements per run (the calls' run_length)
 
 
 def ordered_bits(key: K.Expr, dtype: str) -> K.Expr:
@@ -51,14 +48,6 @@ def ordered_bits(key: K.Expr, dtype: str) -> K.Expr:
     return K.select(key.ne(key), mask, K.select(key.eq(K.Const(0.0, dtype)), sign, mapped))
 
 
-def counter_slot(d: K.Expr, t: K.Expr) -> K.Expr:
-    """Work-item t's counter of digit d in the LDS table: a work-item's 256 counters are
-    contiguous (1 KiB, in the host core's L1 cache while it walks its run), and the digit is
-    swizzled by the lane (d xor t mod 32) so that the lanes of a wave counting the same digit hit
-    32 different LDS banks on the GPU."""
-    return t * RADIX + (d ^ (t & 31))
-
-
 def digit(key: K.Expr, dtype: str, shift: K.Expr, index: str) -> K.Expr:
     bits = ordered_bits(key, dtype)
     return ((bits >> shift.cast(bits.dtype)) & K.Const(RADIX - 1, bits.dtype)).cast(index)
@@ -76,12 +65,9 @@ class RunLayout:
         self.run_length = op.attrs["run_length"]
         self.runs = (self.length + (self.run_length - 1)) / self.run_length
         self.arguments = (("rows", keys.shape[0]), ("length", keys.shape[1]), ("shift", op.attrs["shift"]))
-        self.grid = ((self.runs + (ITEMS - 1)) / ITEMS, self.rows)
         idx = self.index
-        self.t, self.run, self.row, self.start, self.stop, self.j, self.d, self.place = (
-            K.Var(n, idx) for n in ("t", "run", "row", "start", "stop", "j", "d", "place"))
-        self.key = K.Var("key", keys.dtype)
-        self.counter = K.LdsBuffer("counter", "i32", RADIX * ITEMS)  # counts, or places below 2^31
+        self.lane, self.run, self.row, self.start, self.stop, self.j = (
+            K.Var(n, idx) for n in ("lane", "run", "row", "start", "stop", "j"))
 
     def buffers(self, op: Op, counts_operand: int | None) -> list:
         """The op's buffers, sized by the scalar parameters: rows x length elements, or the counts."""
@@ -93,31 +79,15 @@ class RunLayout:
         return sized
 
     def prologue(self) -> list[K.Stmt]:
+        """A workgroup per run: its lane, run, row and the run's elements [start, stop)."""
         idx = self.index
-        return [K.Let(self.t, K.workitem_id(0).cast(idx)),
-                K.Let(self.run, K.workgroup_id(0).cast(idx) * ITEMS + self.t),
-                K.Let(self.row, K.workgroup_id(1).cast(idx)),
-                K.Let(self.start, self.run * self.run_length),
+        return [K.Let(self.lane, K.workitem_id(0).cast(idx)), K.Let(self.run, K.workgroup_id(0).cast(idx)),
+                K.Let(self.row, K.workgroup_id(1).cast(idx)), K.Let(self.start, self.run * self.run_length),
                 K.Let(self.stop, K.minimum(self.start + self.run_length, self.length))]
-
-    def column(self, d: K.Expr) -> K.Expr:
-        return counter_slot(d, self.t)
 
     def count_place(self, d: K.Expr) -> K.Expr:
         """Where digit d of this run counts in the row's counts (digit-major, run-minor)."""
         return (self.row * RADIX + d) * self.runs + self.run
-
-    def walk(self, keys: K.GlobalBuffer, body: list[K.Stmt]) -> K.For:
-        """For each element j of the run in order: `key` and its digit `d` defined, then body."""
-        return K.For(self.j, self.start, self.stop, 1, [
-            K.Let(self.key, keys[self.row * self.length + self.j]),
-            K.Let(self.d, digit(self.key, self.key_dtype, self.shift, self.index)), *body])
-
-    def kernel(self, name: str, params, body) -> K.Kernel:
-        scalars = [self.rows, self.length, self.shift]
-        return K.Kernel(name, params=[*params, *scalars], grid=self.grid, workgroup_size=(ITEMS,),
-                        body=[*self.prologue(), K.If(self.run < self.runs, body)], lds=[self.counter],
-                        arguments=self.arguments)
 
 
 def histogram_kernel(op: Op, name: str) -> K.Kernel:
@@ -129,12 +99,10 @@ def histogram_kernel(op: Op, name: str) -> K.Kernel:
     so the adds' order changes nothing."""
     layout = RunLayout(op)
     keys, counts = layout.buffers(op, counts_operand=1)
-    idx, j, run, row, lid = layout.index, layout.j, layout.run, layout.row, layout.t
+    idx, j, row, lid = layout.index, layout.j, layout.row, layout.lane
     bins = K.LdsBuffer("bins", "i32", RADIX)
     key, stripe = K.Var("key", layout.key_dtype), K.Var("stripe", idx)
-    body = [K.Let(lid, K.workitem_id(0).cast(idx)), K.Let(run, K.workgroup_id(0).cast(idx)),
-            K.Let(row, K.workgroup_id(1).cast(idx)), K.Let(layout.start, run * layout.run_length),
-            K.Let(layout.stop, K.minimum(layout.start + layout.run_length, layout.length)),
+    body = [*layout.prologue(),
             K.Store(bins, lid, K.Const(0, "i32")),
             K.Barrier(),
             K.For(stripe, layout.start, layout.stop, BLOCK_ITEMS, [
@@ -151,26 +119,55 @@ def histogram_kernel(op: Op, name: str) -> K.Kernel:
 
 
 def scatter_kernel(op: Op, name: str) -> K.Kernel:
-    layout = RunLayout(op, op.attrs["key"])
+    """rocPRIM's onesweep scatter within a run: a workgroup of one wave per run, reading it in
+    stripes of WAVE consecutive elements (a lane each: coalesced on the GPU). The wave keeps one LDS
+    counter per digit, from the offsets: the place of the run's next element of that digit. Per
+    stripe, each lane's rank among the lanes below it with the same digit (`WaveMatchRank`: a
+    ballot per digit bit on gfx942) puts its element at its digit's counter plus its rank, and the
+    digit's last lane moves the counter past the stripe's elements of the digit. Stripes in order,
+    lanes in order: equal digits keep their order, so every pass is stable and the LSD sort of all
+    passes is."""
+    key_operand = op.attrs["key"]
+    layout = RunLayout(op, key_operand)
     operands = len(op.operands)
     buffers = layout.buffers(op, counts_operand=operands - 1)
     sources, offsets, results = buffers[:operands - 1], buffers[operands - 1], buffers[operands:]
-    d, c, place, row, key = layout.d, layout.counter, layout.place, layout.row, op.attrs["key"]
+    idx, lane, row, start, stop, j = layout.index, layout.lane, layout.row, layout.start, layout.stop, layout.j
     length = layout.length
-    moves = [K.Store(result, row * length + place, layout.key if k == key else source[row * length + layout.j])
-             for k, (source, result) in enumerate(zip(sources, results))]
-    if layout.index == "i32":
+    counter = K.LdsBuffer("counter", "i32", RADIX)   # places, or counts below 2^31 within the run
+    d, c, s, place = K.Var("d", idx), K.Var("c", idx), K.Var("s", idx), K.Var("place", idx)
+    key, inside = K.Var("key", layout.key_dtype), K.Var("inside", "bool")
+    rank, last, next_place = K.Var("rank", "i32"), K.Var("last", "bool"), K.Var("next_place", "i32")
+    if idx == "i32":
         # The counters hold the places themselves.
-        start = offsets[layout.count_place(d)].cast("i32")
-        place_of = c[layout.column(d)].cast(layout.index)
+        first_place = offsets[layout.count_place(c)].cast("i32")
+        place_of = next_place.cast(idx)
     else:
         # Places past 2^31 do not fit the i32 counters: they count within the run, from its offset.
-        start = K.Const(0, "i32")
-        place_of = offsets[layout.count_place(d)] + c[layout.column(d)].cast(layout.index)
-    body = [K.For(d, 0, RADIX, 1, [K.Store(c, layout.column(d), start)]),
-            layout.walk(sources[key], [K.Let(place, place_of), *moves,
-                                       K.Store(c, layout.column(d), (c[layout.column(d)] + 1))])]
-    return layout.kernel(name, buffers, body)
+        first_place = K.Const(0, "i32")
+        place_of = offsets[layout.count_place(d)] + next_place.cast(idx)
+    moves = [K.Store(result, row * length + place, key if k == key_operand else source[row * length + j])
+             for k, (source, result) in enumerate(zip(sources, results))]
+    # Lanes past the run's end (in its last stripe) read its last element and rank above every lane
+    # inside it; they move nothing, and the counters they move are not read again.
+    stripe = K.For(s, 0, (stop - start + (WAVE - 1)) / WAVE, 1, [
+        K.Let(j, start + s * WAVE + lane),
+        K.Let(inside, j < stop),
+        K.Let(key, sources[key_operand][row * length + K.minimum(j, stop - 1)]),
+        K.Let(d, digit(key, layout.key_dtype, layout.shift, idx)),
+        K.WaveMatchRank(rank, last, d, RADIX_BITS),
+        K.Let(next_place, counter[d] + rank),
+        K.Let(place, place_of),
+        K.If(inside, moves),
+        K.If(last, [K.Store(counter, d, next_place + 1)]),
+        K.Barrier()], uniform=True)   # the counters the last lanes moved, for the next stripe's lanes
+    body = [*layout.prologue(),
+            K.For(c, lane, RADIX, WAVE, [K.Store(counter, c, first_place)]),
+            K.Barrier(),
+            stripe]
+    return K.Kernel(name, params=[*buffers, layout.rows, layout.length, layout.shift],
+                    grid=(layout.runs, layout.rows), workgroup_size=(WAVE,), body=body, lds=[counter],
+                    arguments=layout.arguments)
 
 
 def rows_kernel(op: Op, name: str) -> K.Kernel:
@@ -253,5 +250,5 @@ def describe(op: Op) -> str:
     if op.attrs["routine"] == "radix_histogram":
         return sort + (f"block histogram: a workgroup of {BLOCK_ITEMS} work-items per run of {op.attrs['run_length']} "
                        f"elements (read striped), digit counters in LDS ({RADIX}) counted by atomic adds")
-    return sort + (f"runs of {op.attrs['run_length']} elements per work-item, {ITEMS} work-items per workgroup, "
-                   f"digit counters in LDS ({RADIX} x {ITEMS})")
+    return sort + (f"a wave per run of {op.attrs['run_length']} elements, read in stripes of {WAVE} ranked by "
+                   f"lane match (a ballot per digit bit), digit counters in LDS ({RADIX})")

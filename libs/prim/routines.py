@@ -2,7 +2,7 @@
 kernels over rows: every operand is 2-D, (rows, length), row-major, and a routine works on each row
 on its own (a batched sort or scan is one call; the matcher moves the axis last and flattens the
 others). A row is cut into *runs* of `run_length` consecutive elements, the unit one work-item
-scans or sorts sequentially; `runs = ceil(length / run_length)`.
+(or, for the radix scatter, one wave) scans or sorts in order; `runs = ceil(length / run_length)`.
 
 Radix sort (LSD, 8-bit digits, one pass per digit from the least significant):
   - `radix_histogram(keys) {shift, run_length}` -> counts (rows, 256 * runs), index dtype: row r's

@@ -122,6 +122,8 @@ LIBRARY_PROGRAMS = {
     "fft2": (lambda x: cnp.fft.fft2(x), (complex_normal(2, 48, 40),)),
     "prim_radix_sort": (lambda x: cnp.sort(x), (normal(5000),)),
     "prim_radix_argsort_rows": (lambda x: cnp.argsort(x, axis=-1), (normal(3, 2000),)),
+    # rows past 2^16: histogram, scan and the scatter's wave ranking (WaveMatchRank), ties kept in order
+    "prim_radix_argsort_runs": (lambda x: cnp.argsort(x), (np.round(normal(70_000) * 8),)),
     "prim_scan": (lambda x: cnp.cumsum(x), (normal(20_000),)),   # scan_rows, run_totals, scan_runs
     "prim_histogram": (lambda x: cnp.histogram(x, bins=37)[0], (normal(10_000),)),   # bin_counts
     "random_normal_threefry": (lambda key: cj.random.normal(key, (3000,)), (np.asarray(cj.random.PRNGKey(3)),)),

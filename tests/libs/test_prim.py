@@ -11,7 +11,7 @@ bit for bit.
 
 Sizes cross the layouts' boundaries: rows shorter than 1024 are left to the LDS merge sort, rows
 up to 2^16 sort whole (a row per work-item, 64 rows per workgroup), longer ones pass through
-memory per digit in runs of 4096 elements per work-item, 64 runs per workgroup (262144 elements).
+memory per digit in runs of 4096 elements, a wave per run reading stripes of 64.
 """
 import dataclasses
 import re
@@ -380,6 +380,40 @@ def test_block_histograms_count_in_lds_on_the_gpus(program, dtype, routine):
         asm = amdgpu.assembly(kernel, get_target("gfx942"))
         assert "ds_add_u32" in asm or "ds_add_rtn_u32" in asm, asm[:3000]
         assert "global_atomic" not in asm
+
+
+@pytest.mark.parametrize("program, dtype", [(cnp.sort, np.float32),
+                                            pytest.param(cnp.argsort, np.int64, marks=pytest.mark.slow)])
+def test_radix_scatter_ranks_by_lane_match_on_the_gpus(program, dtype):
+    """gfx942: the scatter's wave ranks each stripe's digits by rocPRIM's match_any, a ballot per
+    digit bit (a compare into an SGPR pair) and v_mbcnt, its counters in LDS, with no spills; PTX
+    builds too."""
+    graph = cj.make_graph(program)(np.ones(LONG_ROW, dtype))
+    calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops
+             if op.name == "library_call" and op.attrs["routine"] == "radix_scatter"]
+    assert calls
+    kernel = emit_kernel(calls[0], "k")
+    assert kernel.workgroup_items == 64
+    resources = amdgpu.resources(kernel, get_target("gfx942"))
+    assert (resources.vgpr_spill_count, resources.sgpr_spill_count) == (0, 0)
+    asm = amdgpu.assembly(kernel, get_target("gfx942"))
+    ballots = [line for line in asm.splitlines() if "v_cmp" in line and " s[" in line]
+    assert len(ballots) >= 8, asm[:3000]
+    assert "v_mbcnt_hi_u32_b32" in asm and "ds_read" in asm and "ds_write" in asm
+    assert "global_atomic" not in asm and "ds_add" not in asm
+    assert "popc.b64" in nvptx.ptx(kernel)
+
+
+def test_long_rows_of_few_digits_keep_their_order():
+    """The scatter's lane groups at their extremes: every lane of every stripe in one group (one
+    key), two groups alternating lane by lane, and a run's last stripe cut short (argsort: the
+    payload shows the order)."""
+    length = LONG_ROW + 3 * RUN + 37
+    x = np.zeros((3, length), np.float32)
+    x[1, ::2] = -0.0
+    x[1, 1::2] = 1.0
+    x[2, 5::64] = np.nan
+    check_sort(x, axis=1)
 
 
 def test_reverse_scan():
