@@ -40,7 +40,9 @@ import atexit
 import ctypes
 import hashlib
 import math
+import mmap
 import os
+import tempfile
 import time
 
 import numpy as np
@@ -54,8 +56,9 @@ from ..libs.ccl import LIBRARY, cost
 from ..libs.ccl.kernels import ITEMS
 from ..runtime import devices
 from ..runtime import distributed_steps as steps
+from ..runtime import shared_steps as shared
 from ..runtime.distributed_steps import INPUT, OUTPUT, SCRATCH
-from ..runtime.launch import (PARALLEL_MIN_WORK_ITEMS, address, aligned_empty, aligned_empty_at,
+from ..runtime.launch import (PARALLEL_MIN_WORK_ITEMS, STAGGER_BYTES, address, aligned_empty, aligned_empty_at,
                               compile_kernel, worker_pool)
 from ..runtime.native_pool import pool_code
 
@@ -65,7 +68,8 @@ SPIN_S = 2e-3   # polling back to back for this long, then yielding the CPU betw
 # job's processes than this process has CPUs, oversubscribed (a spinning poller then holds the CPU
 # its partner needs: 4 processes on 2 CPUs took 5-15 ms per 8-byte all-reduce spinning, 0.2-5 ms
 # yielding at once).
-_state = {"comm": None, "MPI": None, "spin_s": SPIN_S}
+# shared: the SharedSegment of the job's processes where they all run on this host, else None.
+_state = {"comm": None, "MPI": None, "spin_s": SPIN_S, "shared": None}
 
 
 def comm():
@@ -83,9 +87,13 @@ def initialize():
     if _state["MPI"] is None:
         atexit.register(free_plans)
     _state["comm"], _state["MPI"] = MPI.COMM_WORLD, MPI
-    on_this_host = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED).Get_size()
+    host = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED)
+    on_this_host = host.Get_size()
+    host.Free()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     _state["spin_s"] = 0.0 if on_this_host > cpus else SPIN_S
+    everyone_here = on_this_host == MPI.COMM_WORLD.Get_size() > 1
+    _state["shared"] = SharedSegment.create(MPI.COMM_WORLD) if everyone_here else None
     devices.Processes.index, devices.Processes.count = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
 
 
@@ -96,7 +104,7 @@ def is_initialized() -> bool:
 def shutdown():
     """Back to one process (the MPI library stays initialized until the interpreter exits)."""
     free_plans()
-    _state["comm"] = None
+    _state["comm"], _state["shared"] = None, None
     devices.Processes.index, devices.Processes.count = 0, 1
 
 
@@ -150,24 +158,29 @@ def wait(requests, timeout: float, what: str):
 MAX_RANK = 32
 
 
-def describe(x: np.ndarray) -> np.ndarray:
-    """x's rank, shape and dtype as int64s, for the processes to compare."""
-    if x.ndim > MAX_RANK:
-        raise ValueError(f"cdnajit.distributed: arrays of rank above {MAX_RANK} are not supported ({x.shape})")
-    code = int.from_bytes(x.dtype.str.encode().ljust(8, b" ")[:8], "little", signed=True)
-    return np.array([x.ndim, code, *x.shape] + [0] * (MAX_RANK - x.ndim), np.int64)
+def describe(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """An array's rank, shape and dtype as int64s, for the processes to compare."""
+    if len(shape) > MAX_RANK:
+        raise ValueError(f"cdnajit.distributed: arrays of rank above {MAX_RANK} are not supported ({shape})")
+    code = int.from_bytes(dtype.str.encode().ljust(8, b" ")[:8], "little", signed=True)
+    return np.array([len(shape), code, *shape] + [0] * (MAX_RANK - len(shape)), np.int64)
+
+
+def described(words: np.ndarray) -> tuple[tuple, np.dtype]:
+    """The shape and dtype that describe() wrote as `words`."""
+    shape = tuple(int(d) for d in words[2:2 + int(words[0])])
+    return shape, np.dtype(int(words[1]).to_bytes(8, "little", signed=True).decode().strip())
 
 
 def check_same(x: np.ndarray, what: str, timeout: float):
     """Every process's shape and dtype equal (ValueError naming the first that differs); a
     non-blocking all-gather of the descriptions, so that a missing process times out here too."""
-    mine = describe(x)
+    mine = describe(x.shape, x.dtype)
     everyone = np.empty((comm().Get_size(), mine.size), np.int64)
     wait([comm().Iallgather(mine, everyone)], timeout, f"{what}'s shape check")
     for rank, theirs in enumerate(everyone):
         if not np.array_equal(theirs, mine):
-            shape = tuple(int(d) for d in theirs[2:2 + int(theirs[0])])
-            dtype = np.dtype(int(theirs[1]).to_bytes(8, "little", signed=True).decode().strip())
+            shape, dtype = described(theirs)
             raise ValueError(f"cdnajit.distributed.{what}: process {rank} has {shape} {dtype}, process "
                              f"{comm().Get_rank()} {x.shape} {x.dtype}")
 
@@ -178,6 +191,228 @@ def chunk_bounds(size: int, n: int, dtype: np.dtype) -> list[tuple[int, int]]:
     step = max(1, WRITTEN_BUFFER_ALIGNMENT // dtype.itemsize)
     length = -(-size // (n * step)) * step
     return [(min(c * length, size), min((c + 1) * length, size)) for c in range(n)]
+
+
+# Messages up to SHARED_SLOT_BYTES per process run in the shared-memory segment of the processes of
+# one host; an all_reduce from SHARED_SPLIT_BYTES splits the reduction between the processes, each
+# reducing 1/n of the message (RCCL's and MPICH's intranode reduce-scatter then all-gather) rather
+# than every process reducing all of it, for one wait more (measured: see benchmarks/ccl_mpi.py).
+SHARED_SLOT_BYTES = 16 << 20
+SHARED_SPLIT_BYTES = 64 << 10
+
+
+class SharedSegment:
+    """A shared-memory segment of every process of the job, all on this host (runtime/shared_steps.py:
+    a control block per process, then a data slot of SHARED_SLOT_BYTES per process, each slot
+    STAGGER_BYTES further into its page than the one before: slots read together never alias in
+    the CPU's 4 KiB store-to-load check). Rank 0 creates a file in /dev/shm, every process maps
+    it, and rank 0 unlinks it once all have: nothing is left behind, however the job ends.
+
+    A collective that timed out leaves the processes' sequence numbers out of step: `broken`, after
+    which every shared-memory collective raises."""
+
+    def __init__(self, mapping: mmap.mmap, n: int, rank: int):
+        self.mapping, self.n, self.rank, self.broken = mapping, n, rank, False
+        self.base = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
+        self.control = np.frombuffer(mapping, np.int64, n * shared.CONTROL_BYTES // 8).reshape(n, -1)
+
+    @staticmethod
+    def size(n: int) -> int:
+        return SharedSegment.slot_offset(n, n)
+
+    @staticmethod
+    def slot_offset(n: int, p: int) -> int:
+        stride = SHARED_SLOT_BYTES + STAGGER_BYTES + mmap.PAGESIZE
+        return -(-n * shared.CONTROL_BYTES // mmap.PAGESIZE) * mmap.PAGESIZE + p * stride + p * STAGGER_BYTES
+
+    def slot(self, p: int) -> int:
+        """The address of process p's slot."""
+        return self.base + self.slot_offset(self.n, p)
+
+    @classmethod
+    def create(cls, world) -> "SharedSegment | None":
+        """The job's segment (a collective call of every process), or None where /dev/shm is missing."""
+        n, rank = world.Get_size(), world.Get_rank()
+        path = None
+        if rank == 0 and os.path.isdir(SHM_DIRECTORY):
+            descriptor, path = tempfile.mkstemp(prefix="cdnajit-", dir=SHM_DIRECTORY)
+            os.ftruncate(descriptor, cls.size(n))
+            os.close(descriptor)
+        path = world.bcast(path)
+        if path is None:
+            return None
+        try:
+            descriptor = os.open(path, os.O_RDWR)
+            try:
+                mapping = mmap.mmap(descriptor, cls.size(n))
+            finally:
+                os.close(descriptor)
+        finally:
+            world.Barrier()
+            if rank == 0:
+                os.unlink(path)
+        return cls(mapping, n, rank)
+
+    def mismatch(self, what: str, shape: tuple, dtype: np.dtype) -> ValueError:
+        """The error of a call whose processes' signatures differed (a CHECK's MISMATCH), from their
+        control blocks; then this process's DONE flag set, so that the processes carry on in step."""
+        mine = self.control[self.rank]
+        error = None
+        for p, theirs in enumerate(self.control):
+            if not np.array_equal(theirs[DESCRIPTION:DESCRIPTION + MAX_RANK + 2],
+                                  mine[DESCRIPTION:DESCRIPTION + MAX_RANK + 2]):
+                other_shape, other_dtype = described(theirs[DESCRIPTION:])
+                error = ValueError(f"cdnajit.distributed.{what}: process {p} has {other_shape} {other_dtype}, process "
+                                   f"{self.rank} {shape} {dtype}")
+                break
+        if error is None:
+            calls = "; ".join(f"process {p}: {called(words)}" for p, words in enumerate(self.control))
+            error = ValueError(f"cdnajit.distributed.{what}: the processes called different collectives, or with "
+                               f"different arguments ({calls})")
+        mine[shared.DONE * shared.FLAG_BYTES // 8] += 1      # x86's stores are seen in program order
+        return error
+
+
+SHM_DIRECTORY = "/dev/shm"
+DESCRIPTION = shared.SIGNATURE + 1           # the control block's words: the shape, then the call's text
+CALL = DESCRIPTION + MAX_RANK + 2
+CALL_BYTES = shared.CONTROL_BYTES - 8 * CALL
+
+
+def called(words: np.ndarray) -> str:
+    """The call's text in a control block (SharedPlan.identity)."""
+    return words[CALL:].tobytes().rstrip(b"\0").decode(errors="replace")
+
+
+class SharedPlan:
+    """A collective of one shape, dtype and set of arguments through the SharedSegment, kept between
+    calls (PLANS): the ops of runtime/shared_steps.py, run as one native call. Every process waits
+    until its slot is free (each process DONE with the call before), writes its identity (the
+    call's signature, its shape and dtype, and the call as text: the collective and its arguments)
+    into its control block and its message into its slot, sets READY, waits for every process to
+    be READY and compares their signatures (a mismatch: a ValueError on every process); then
+
+    - all_reduce: every process reduces the slots in rank order into its result (so each computes
+      the same values); from SHARED_SPLIT_BYTES, process p reduces only chunk p (chunk_bounds) into
+      its result and its own slot, sets REDUCED, waits for every process to be REDUCED, and copies
+      the other chunks from their slots;
+    - reduce_scatter: process p reduces block p of the slots in rank order;
+    - all_gather: every process copies the slots into its result; broadcast: the root's slot;
+    - check (`message` False): nothing more: the identity alone, before an MPI algorithm's steps
+      (the collectives of a message over SHARED_SLOT_BYTES, or of an `algorithm` asked for).
+
+    and sets DONE. `error`: raised after the ops, once every process agrees (an indivisible
+    reduce_scatter)."""
+
+    def __init__(self, what: str, arguments: str, shape: tuple, dtype: np.dtype, reducer: str = "sum",
+                 root: int = 0, message: bool = True, error: str | None = None):
+        segment = _state["shared"]
+        n, rank = segment.n, segment.rank
+        count, size = math.prod(shape), dtype.itemsize
+        nbytes = count * size
+        self.what, self.shape, self.dtype, self.error = what, shape, dtype, error
+        text = f"{what} {arguments}".encode()[:CALL_BYTES]
+        self.identity = np.zeros(shared.CONTROL_BYTES // 8 - shared.SIGNATURE, np.int64)
+        self.identity[0] = signature_of(text, shape, dtype.str)
+        self.identity[1:1 + MAX_RANK + 2] = describe(shape, dtype)
+        self.identity.view(np.uint8)[8 * (CALL - shared.SIGNATURE):][:len(text)] = np.frombuffer(text, np.uint8)
+        reduces = message and what in ("all_reduce", "reduce_scatter") and count > 0 and error is None
+        self.kernel = ReductionStep.get(reducer, dtype).kernel if reduces else None
+        ops = []
+
+        def op(kind, a=(0, 0), b=(0, 0), c=(0, 0), count=0):
+            parallel = kind == shared.REDUCE and count >= PARALLEL_MIN_WORK_ITEMS
+            ops.append([kind, *a, *b, *c, count, -(-count // ITEMS) if kind == shared.REDUCE else 0, parallel])
+
+        def slot(p: int, byte_offset: int = 0):
+            return shared.ABSOLUTE, segment.slot(p) + byte_offset
+
+        def reduce_slots(first: int, stop: int, out_offset: int):
+            """OUTPUT at out_offset <- elements first..stop of every slot, reduced in rank order."""
+            if stop > first:
+                op(shared.REDUCE, slot(0, first * size), slot(1, first * size), (OUTPUT, out_offset), stop - first)
+                for p in range(2, n):
+                    op(shared.REDUCE, (OUTPUT, out_offset), slot(p, first * size), (OUTPUT, out_offset), stop - first)
+        control = segment.base + rank * shared.CONTROL_BYTES
+        op(shared.WAIT, (0, shared.DONE), (0, -1))
+        op(shared.COPY, (shared.ABSOLUTE, address(self.identity)), c=(shared.ABSOLUTE, control + 8 * shared.SIGNATURE),
+           count=self.identity.nbytes)
+        sends = message and error is None and (what != "broadcast" or rank == root)
+        if sends and nbytes:
+            op(shared.COPY, (INPUT, 0), c=slot(rank), count=nbytes)
+        op(shared.SIGNAL, (0, shared.READY))
+        op(shared.WAIT, (0, shared.READY), (0, 0))
+        op(shared.CHECK)
+        self.output_shape = None
+        if message and error is None:
+            self.output_shape = {"all_reduce": shape, "broadcast": shape,
+                                 "reduce_scatter": (shape[0] // n,) + shape[1:] if shape else shape,
+                                 "all_gather": (n * shape[0],) + shape[1:] if shape else (n,)}[what]
+        if self.output_shape is None:
+            pass
+        elif what == "all_reduce" and nbytes >= SHARED_SPLIT_BYTES:
+            bounds = chunk_bounds(count, n, dtype)
+            first, stop = bounds[rank]
+            reduce_slots(first, stop, first * size)
+            if stop > first:
+                op(shared.COPY, (OUTPUT, first * size), c=slot(rank, first * size), count=(stop - first) * size)
+            op(shared.SIGNAL, (0, shared.REDUCED))
+            op(shared.WAIT, (0, shared.REDUCED), (0, 0))
+            for p, (first, stop) in enumerate(bounds):
+                if p != rank and stop > first:
+                    op(shared.COPY, slot(p, first * size), c=(OUTPUT, first * size), count=(stop - first) * size)
+        elif what == "all_reduce":
+            reduce_slots(0, count, 0)
+        elif what == "reduce_scatter":
+            block = count // n
+            reduce_slots(rank * block, (rank + 1) * block, 0)
+        elif what == "all_gather":
+            for p in range(n):
+                op(shared.COPY, (INPUT, 0) if p == rank else slot(p), c=(OUTPUT, p * nbytes), count=nbytes)
+        elif rank != root:            # a broadcast's, the root's copy made from its input
+            op(shared.COPY, slot(root), c=(OUTPUT, 0), count=nbytes)
+        op(shared.SIGNAL, (0, shared.DONE))
+        self.copies_input = self.output_shape is not None and what == "broadcast" and rank == root
+        self.counter = ctypes.c_int64(0)
+        self.plan = np.zeros(shared.HEADER_WORDS + shared.OP_WORDS * len(ops), np.int64)
+        parallel = any(row[-1] for row in ops)
+        self.plan[:shared.HEADER_WORDS] = [
+            self.kernel.run_address if self.kernel else 0, ctypes.addressof(self.counter),
+            pool_code().launch_address if parallel else 0, worker_pool().address if parallel else 0,
+            n, rank, segment.base, int(_state["spin_s"] * 1e9), 0, len(ops), 0, 0, 0, 0, 0]
+        self.plan[shared.HEADER_WORDS:] = np.array(ops, np.int64).reshape(-1)
+        self.words, self.timeout = memoryview(self.plan).cast("B").cast("q"), None
+        self.driver, self.plan_address = shared.shared_steps_function()[0], address(self.plan)
+
+    def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray | None:
+        """The collective of x (C-contiguous), in a new array (None for a check)."""
+        segment, words = _state["shared"], self.words
+        if segment.broken:
+            raise RuntimeError("cdnajit.distributed: a collective between the processes timed out before: they are "
+                               "out of step (end the job)")
+        output = None
+        if self.kernel is not None:
+            output, words[shared.OUTPUT_BASE] = aligned_empty_at(self.output_shape, self.dtype)
+        elif self.output_shape is not None:
+            output = np.empty(self.output_shape, self.dtype)
+            words[shared.OUTPUT_BASE] = address(output)
+        words[shared.INPUT_BASE] = address(x)
+        if timeout != self.timeout:
+            words[shared.TIMEOUT_NS], self.timeout = int(timeout * 1e9), timeout
+        status = self.driver(self.plan_address)
+        if status == shared.TIMED_OUT:
+            segment.broken = True
+            raise timed_out(self.what, timeout)
+        if status == shared.MISMATCH:
+            raise segment.mismatch(self.what, x.shape, x.dtype)
+        if self.error is not None:
+            raise ValueError(f"cdnajit.distributed.{self.what}: {self.error}")
+        if self.copies_input:
+            output[...] = x
+        return output
+
+    def free(self):
+        """Nothing to free: the segment is the job's."""
 
 
 class DoublingPlan:
@@ -591,9 +826,21 @@ class ShapeCheck:
 
 
 def checked(x: np.ndarray, what: str, timeout: float, extra=None):
-    """x's shape and dtype checked across processes (ShapeCheck; nothing to compare for one)."""
-    if comm().Get_size() > 1:
-        plan_for(("check", what, extra, x.shape, x.dtype), lambda: ShapeCheck(what, extra, x.shape, x.dtype))(x, timeout)
+    """x's shape and dtype, and the collective with its arguments (`extra`), checked across processes:
+    a SharedPlan's check where every process is on this host, else ShapeCheck (nothing to compare
+    for one process)."""
+    key = ("check", what, extra, x.shape, x.dtype)
+    if _state["shared"] is not None:
+        plan_for(key, lambda: SharedPlan(what, repr(extra), x.shape, x.dtype, message=False))(x, timeout)
+    elif comm().Get_size() > 1:
+        plan_for(key, lambda: ShapeCheck(what, extra, x.shape, x.dtype))(x, timeout)
+
+
+def in_shared_memory(nbytes: int, algorithm: str | None) -> bool:
+    """Whether a collective of `nbytes` per process runs in the SharedSegment (SharedPlan): where
+    every process is on this host, for a message that fits a slot, unless `algorithm` asks for one
+    of MPI point-to-point."""
+    return _state["shared"] is not None and algorithm is None and nbytes <= SHARED_SLOT_BYTES
 
 
 class AllReducePlan:
@@ -611,28 +858,29 @@ class AllReducePlan:
         self.shape, self.reducer, self.what = shape, reducer, what
         self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize)
         signature = signature_of(what, self.algorithm, reducer, dtype.str, shape, given)
-        self.doubling = DoublingPlan(signature, shape if self.algorithm == "doubling" else (0,), dtype, reducer) \
-            if n > 1 else None
-        self.runs_doubling = self.doubling is not None and self.algorithm == "doubling"
-
-    @classmethod
-    def get(cls, x: np.ndarray, reducer: str, algorithm: str | None, what: str = "all_reduce",
-            given: np.ndarray | None = None) -> "AllReducePlan":
-        described = () if given is None else (given.shape, given.dtype.str)
-        key = (what, x.shape, x.dtype, reducer, algorithm, described)
-        return PLANS.get(key) or plan_for(key, lambda: cls(x.shape, x.dtype, reducer, algorithm, what, described))
+        # Where every process is on this host, a SharedPlan's check compares the processes' calls
+        # first (as it does for the collectives in shared memory, so that a process running one never
+        # waits for another running this), and the ring and the tree need no header exchange.
+        self.shared_check = _state["shared"] is not None
+        self.runs_doubling = n > 1 and self.algorithm == "doubling"
+        self.doubling = DoublingPlan(signature, shape if self.runs_doubling else (0,), dtype, reducer) \
+            if self.runs_doubling or n > 1 and not self.shared_check else None
 
     def __call__(self, x: np.ndarray | None, timeout: float, given: np.ndarray | None = None) -> np.ndarray:
         """x reduced over the processes; `given` (x by default) is the array a mismatch's error describes.
         x None: the message is already in the doubling plan's buffer (`self.doubling.data`, written
         there by the caller: a short all_gather's blocks); the result is that buffer, not a copy."""
-        if self.doubling is None:                  # one process
+        if self.shared_check:
+            checked(x if given is None else given, self.what, timeout, (self.reducer, self.algorithm))
+        elif self.doubling is None:                  # one process
             return x.copy()
-        try:
-            matched = self.doubling(x if self.runs_doubling else None, timeout, self.what)
-        except TimeoutError:
-            forget(self)       # its requests may still be pending
-            raise
+        matched = True
+        if self.doubling is not None:
+            try:
+                matched = self.doubling(x if self.runs_doubling else None, timeout, self.what)
+            except TimeoutError:
+                forget(self)       # its requests may still be pending
+                raise
         if not matched:
             check_same(x if given is None else given, self.what, timeout)
             raise ValueError(f"cdnajit.distributed.{self.what}: the processes called different collectives, or with "
@@ -709,15 +957,28 @@ def all_reduce(x, op: str = "sum", *, algorithm: str | None = None, timeout: flo
     the tree or recursive doubling as the host model above picks for the size, or as `algorithm`
     says."""
     x = np.asarray(x, order="C")   # keeps a 0-d array 0-d (ascontiguousarray makes it 1-d)
-    return AllReducePlan.get(x, op, algorithm)(x, timeout)
+    key = ("all_reduce", x.shape, x.dtype, op, algorithm)
+    return (PLANS.get(key) or plan_for(key, lambda: all_reduce_plan(x.shape, x.dtype, op, algorithm)))(x, timeout)
+
+
+def all_reduce_plan(shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
+    if in_shared_memory(math.prod(shape) * dtype.itemsize, algorithm):
+        return SharedPlan("all_reduce", f"{reducer}, shared memory", shape, dtype, reducer)
+    return AllReducePlan(shape, dtype, reducer, algorithm)
 
 
 def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
     """Process `root`'s x on every process (a binomial tree)."""
     x = np.asarray(x, order="C")
+    n = comm().Get_size()
+    unknown = None if 0 <= root < n else f"root {root} is not a process of {n}"
+    if in_shared_memory(x.nbytes, None):
+        key = ("broadcast", x.shape, x.dtype, root)
+        return (PLANS.get(key) or plan_for(key, lambda: SharedPlan("broadcast", f"root {root}", x.shape, x.dtype,
+                                                                   root=root, error=unknown)))(x, timeout)
     checked(x, "broadcast", timeout, extra=root)
-    if not 0 <= root < comm().Get_size():
-        raise ValueError(f"cdnajit.distributed.broadcast: root {root} is not a process of {comm().Get_size()}")
+    if unknown:
+        raise ValueError(f"cdnajit.distributed.broadcast: {unknown}")
     return stepped("broadcast", x, "sum", timeout, "broadcast", root)
 
 
@@ -753,7 +1014,7 @@ class GatherPlan:
 
     def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray:
         if not self.short:
-            checked(x, "all_gather", timeout)
+            checked(x, "all_gather", timeout, "ring")
             return stepped("all_gather", x, "sum", timeout, "ring all-gather")
         self.blocks.fill(0)
         self.mine[...] = x.reshape(-1).view(np.uint8)
@@ -774,7 +1035,9 @@ def all_gather(x, *, algorithm: str | None = None, timeout: float = DEFAULT_TIME
     ring, or recursive doubling for a short message)."""
     x = np.asarray(x, order="C")
     key = ("all_gather", x.shape, x.dtype, algorithm)
-    return (PLANS.get(key) or plan_for(key, lambda: GatherPlan(x.shape, x.dtype, algorithm)))(x, timeout)
+    return (PLANS.get(key) or plan_for(key, lambda: SharedPlan("all_gather", "shared memory", x.shape, x.dtype)
+                                       if in_shared_memory(x.nbytes, algorithm)
+                                       else GatherPlan(x.shape, x.dtype, algorithm)))(x, timeout)
 
 
 TRANSFER_TAG = 23
@@ -819,7 +1082,7 @@ class ReduceScatterPlan:
             forget(self)       # its requests may still be pending
             raise
         if not self.short:
-            checked(x, "reduce_scatter", timeout)
+            checked(x, "reduce_scatter", timeout, (self.reducer, "ring"))
         if not self.divisible:
             raise ValueError(f"cdnajit.distributed.reduce_scatter: the leading dimension of {x.shape} is not a "
                              f"multiple of the {self.n} processes")
@@ -839,4 +1102,13 @@ def reduce_scatter(x, op: str = "sum", *, algorithm: str | None = None, timeout:
     p (MPI_Reduce_scatter_block, lax.psum_scatter): ReduceScatterPlan."""
     x = np.asarray(x, order="C")
     key = ("reduce_scatter", x.shape, x.dtype, op, algorithm)
-    return (PLANS.get(key) or plan_for(key, lambda: ReduceScatterPlan(x.shape, x.dtype, op, algorithm)))(x, timeout)
+    return (PLANS.get(key) or plan_for(key, lambda: reduce_scatter_plan(x.shape, x.dtype, op, algorithm)))(x, timeout)
+
+
+def reduce_scatter_plan(shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
+    n = comm().Get_size()
+    if in_shared_memory(math.prod(shape) * dtype.itemsize, algorithm):
+        indivisible = None if shape and shape[0] % n == 0 else \
+            f"the leading dimension of {shape} is not a multiple of the {n} processes"
+        return SharedPlan("reduce_scatter", f"{reducer}, shared memory", shape, dtype, reducer, error=indivisible)
+    return ReduceScatterPlan(shape, dtype, reducer, algorithm)
