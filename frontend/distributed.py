@@ -196,47 +196,56 @@ def chunk_bounds(size: int, n: int, dtype: np.dtype) -> list[tuple[int, int]]:
 # Messages up to SHARED_SLOT_BYTES per process run in the shared-memory segment of the processes of
 # one host; an all_reduce from SHARED_SPLIT_BYTES splits the reduction between the processes, each
 # reducing 1/n of the message (RCCL's and MPICH's intranode reduce-scatter then all-gather) rather
-# than every process reducing all of it, for one wait more (measured: see benchmarks/ccl_mpi.py).
+# than every process reducing all of it, for one wait more. A result up to OWNED_RESULT_BYTES is
+# written into the plan's own buffer and copied out (a copy of a short array costs less than
+# allocating an aligned one for the kernel to write).
 SHARED_SLOT_BYTES = 16 << 20
 SHARED_SPLIT_BYTES = 64 << 10
+OWNED_RESULT_BYTES = 16 << 10
+SHM_DIRECTORY = "/dev/shm"
 
 
 class SharedSegment:
     """A shared-memory segment of every process of the job, all on this host (runtime/shared_steps.py:
-    a control block per process, then a data slot of SHARED_SLOT_BYTES per process, each slot
-    STAGGER_BYTES further into its page than the one before: slots read together never alias in
-    the CPU's 4 KiB store-to-load check). Rank 0 creates a file in /dev/shm, every process maps
-    it, and rank 0 unlinks it once all have: nothing is left behind, however the job ends.
+    the processes' flags, then two halves, each the processes' identities and a data slot of
+    SHARED_SLOT_BYTES per process, each slot STAGGER_BYTES further into its page than the one
+    before: slots read together never alias in the CPU's 4 KiB store-to-load check). Rank 0 creates
+    a file in /dev/shm, every process maps it, and rank 0 unlinks it once all have: nothing is left
+    behind, however the job ends.
 
-    A collective that timed out leaves the processes' sequence numbers out of step: `broken`, after
-    which every shared-memory collective raises."""
+    `sequence` counts this process's calls (every process's count alike). A call that timed out
+    leaves the processes out of step: `broken`, after which every shared-memory collective raises."""
 
     def __init__(self, mapping: mmap.mmap, n: int, rank: int):
-        self.mapping, self.n, self.rank, self.broken = mapping, n, rank, False
+        self.mapping, self.n, self.rank, self.sequence, self.broken = mapping, n, rank, 0, False
         self.base = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
-        self.control = np.frombuffer(mapping, np.int64, n * shared.CONTROL_BYTES // 8).reshape(n, -1)
+        self.halves, self.half_bytes = self.layout(n)
 
     @staticmethod
-    def size(n: int) -> int:
-        return SharedSegment.slot_offset(n, n)
-
-    @staticmethod
-    def slot_offset(n: int, p: int) -> int:
-        stride = SHARED_SLOT_BYTES + STAGGER_BYTES + mmap.PAGESIZE
-        return -(-n * shared.CONTROL_BYTES // mmap.PAGESIZE) * mmap.PAGESIZE + p * stride + p * STAGGER_BYTES
+    def layout(n: int) -> tuple[int, int]:
+        """(the byte offset of half 0, the bytes of a half) of a segment of n processes."""
+        def pages(nbytes: int) -> int:
+            return -(-nbytes // mmap.PAGESIZE) * mmap.PAGESIZE
+        return pages(n * shared.CONTROL_BYTES), pages(n * shared.IDENTITY_BYTES + n * (SHARED_SLOT_BYTES + STAGGER_BYTES))
 
     def slot(self, p: int) -> int:
-        """The address of process p's slot."""
-        return self.base + self.slot_offset(self.n, p)
+        """The byte offset of process p's slot in a half."""
+        return self.n * shared.IDENTITY_BYTES + p * (SHARED_SLOT_BYTES + STAGGER_BYTES)
+
+    def array(self, half: int, offset: int, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        """The segment's bytes at `offset` in half `half` as an array."""
+        start = self.halves + half * self.half_bytes + offset
+        return np.frombuffer(self.mapping, dtype, math.prod(shape), start).reshape(shape)
 
     @classmethod
     def create(cls, world) -> "SharedSegment | None":
         """The job's segment (a collective call of every process), or None where /dev/shm is missing."""
         n, rank = world.Get_size(), world.Get_rank()
-        path = None
+        halves, half_bytes = cls.layout(n)
+        size, path = halves + 2 * half_bytes, None
         if rank == 0 and os.path.isdir(SHM_DIRECTORY):
             descriptor, path = tempfile.mkstemp(prefix="cdnajit-", dir=SHM_DIRECTORY)
-            os.ftruncate(descriptor, cls.size(n))
+            os.ftruncate(descriptor, size)
             os.close(descriptor)
         path = world.bcast(path)
         if path is None:
@@ -244,7 +253,7 @@ class SharedSegment:
         try:
             descriptor = os.open(path, os.O_RDWR)
             try:
-                mapping = mmap.mmap(descriptor, cls.size(n))
+                mapping = mmap.mmap(descriptor, size)
             finally:
                 os.close(descriptor)
         finally:
@@ -255,54 +264,45 @@ class SharedSegment:
 
     def mismatch(self, what: str, shape: tuple, dtype: np.dtype) -> ValueError:
         """The error of a call whose processes' signatures differed (a CHECK's MISMATCH), from their
-        control blocks; then this process's DONE flag set, so that the processes carry on in step."""
-        mine = self.control[self.rank]
-        error = None
-        for p, theirs in enumerate(self.control):
-            if not np.array_equal(theirs[DESCRIPTION:DESCRIPTION + MAX_RANK + 2],
-                                  mine[DESCRIPTION:DESCRIPTION + MAX_RANK + 2]):
-                other_shape, other_dtype = described(theirs[DESCRIPTION:])
-                error = ValueError(f"cdnajit.distributed.{what}: process {p} has {other_shape} {other_dtype}, process "
-                                   f"{self.rank} {shape} {dtype}")
-                break
-        if error is None:
-            calls = "; ".join(f"process {p}: {called(words)}" for p, words in enumerate(self.control))
-            error = ValueError(f"cdnajit.distributed.{what}: the processes called different collectives, or with "
-                               f"different arguments ({calls})")
-        mine[shared.DONE * shared.FLAG_BYTES // 8] += 1      # x86's stores are seen in program order
-        return error
+        identities in the call's half."""
+        identities = self.array(self.sequence % 2, 0, (self.n, shared.IDENTITY_BYTES // 8), np.dtype(np.int64))
+        mine = identities[self.rank, DESCRIPTION:CALL]
+        for p, theirs in enumerate(identities):
+            if not np.array_equal(theirs[DESCRIPTION:CALL], mine):
+                other_shape, other_dtype = described(theirs[DESCRIPTION:CALL])
+                return ValueError(f"cdnajit.distributed.{what}: process {p} has {other_shape} {other_dtype}, process "
+                                  f"{self.rank} {shape} {dtype}")
+        calls = "; ".join(f"process {p}: {words[CALL:].tobytes().rstrip(bytes(1)).decode(errors='replace')}"
+                          for p, words in enumerate(identities))
+        return ValueError(f"cdnajit.distributed.{what}: the processes called different collectives, or with "
+                          f"different arguments ({calls})")
 
 
-SHM_DIRECTORY = "/dev/shm"
-DESCRIPTION = shared.SIGNATURE + 1           # the control block's words: the shape, then the call's text
+# A call's identity, IDENTITY_BYTES: its signature, the message's shape and dtype (describe), and the
+# call (the collective and its arguments) as text, for a mismatch's error.
+DESCRIPTION = 1
 CALL = DESCRIPTION + MAX_RANK + 2
-CALL_BYTES = shared.CONTROL_BYTES - 8 * CALL
-
-
-def called(words: np.ndarray) -> str:
-    """The call's text in a control block (SharedPlan.identity)."""
-    return words[CALL:].tobytes().rstrip(b"\0").decode(errors="replace")
+CALL_BYTES = shared.IDENTITY_BYTES - 8 * CALL
 
 
 class SharedPlan:
     """A collective of one shape, dtype and set of arguments through the SharedSegment, kept between
-    calls (PLANS): the ops of runtime/shared_steps.py, run as one native call. Every process waits
-    until its slot is free (each process DONE with the call before), writes its identity (the
-    call's signature, its shape and dtype, and the call as text: the collective and its arguments)
-    into its control block and its message into its slot, sets READY, waits for every process to
-    be READY and compares their signatures (a mismatch: a ValueError on every process); then
+    calls (PLANS): the ops of runtime/shared_steps.py, run as one native call. Each process copies
+    its message into its slot of the call's half (here, before the native call), writes its
+    identity there, sets READY, waits until every process is READY and compares their signatures
+    (a mismatch: a ValueError on every process); then
 
     - all_reduce: every process reduces the slots in rank order into its result (so each computes
       the same values); from SHARED_SPLIT_BYTES, process p reduces only chunk p (chunk_bounds) into
-      its result and its own slot, sets REDUCED, waits for every process to be REDUCED, and copies
+      its result and its own slot, sets REDUCED, waits until every process is REDUCED, and copies
       the other chunks from their slots;
     - reduce_scatter: process p reduces block p of the slots in rank order;
     - all_gather: every process copies the slots into its result; broadcast: the root's slot;
-    - check (`message` False): nothing more: the identity alone, before an MPI algorithm's steps
+    - a check (`message` False): nothing more: the identity alone, before an MPI algorithm's steps
       (the collectives of a message over SHARED_SLOT_BYTES, or of an `algorithm` asked for).
 
-    and sets DONE. `error`: raised after the ops, once every process agrees (an indivisible
-    reduce_scatter)."""
+    `error`: raised once every process has compared the calls (an indivisible reduce_scatter, a
+    broadcast's unknown root)."""
 
     def __init__(self, what: str, arguments: str, shape: tuple, dtype: np.dtype, reducer: str = "sum",
                  root: int = 0, message: bool = True, error: str | None = None):
@@ -312,12 +312,26 @@ class SharedPlan:
         nbytes = count * size
         self.what, self.shape, self.dtype, self.error = what, shape, dtype, error
         text = f"{what} {arguments}".encode()[:CALL_BYTES]
-        self.identity = np.zeros(shared.CONTROL_BYTES // 8 - shared.SIGNATURE, np.int64)
+        self.identity = np.zeros(shared.IDENTITY_BYTES // 8, np.int64)
         self.identity[0] = signature_of(text, shape, dtype.str)
-        self.identity[1:1 + MAX_RANK + 2] = describe(shape, dtype)
-        self.identity.view(np.uint8)[8 * (CALL - shared.SIGNATURE):][:len(text)] = np.frombuffer(text, np.uint8)
-        reduces = message and what in ("all_reduce", "reduce_scatter") and count > 0 and error is None
+        self.identity[DESCRIPTION:CALL] = describe(shape, dtype)
+        self.identity.view(np.uint8)[8 * CALL:][:len(text)] = np.frombuffer(text, np.uint8)
+        message = message and error is None
+        reduces = message and what in ("all_reduce", "reduce_scatter") and count > 0
         self.kernel = ReductionStep.get(reducer, dtype).kernel if reduces else None
+        self.slots = [segment.array(half, segment.slot(rank), shape, dtype) for half in (0, 1)] \
+            if message and (what != "broadcast" or rank == root) else None
+        self.output_shape = None
+        if message:
+            self.output_shape = {"all_reduce": shape, "broadcast": shape,
+                                 "reduce_scatter": (shape[0] // n,) + shape[1:] if shape else shape,
+                                 "all_gather": (n * shape[0],) + shape[1:] if shape else (n,)}[what]
+        self.copies_input = message and what == "broadcast" and rank == root
+        result_bytes = math.prod(self.output_shape or ()) * size
+        self.result = aligned_empty(self.output_shape, dtype) \
+            if message and result_bytes <= OWNED_RESULT_BYTES and not self.copies_input else None
+        result = (shared.ABSOLUTE, address(self.result)) if self.result is not None and result_bytes else \
+            (shared.OUTPUT, 0)
         ops = []
 
         def op(kind, a=(0, 0), b=(0, 0), c=(0, 0), count=0):
@@ -325,42 +339,35 @@ class SharedPlan:
             ops.append([kind, *a, *b, *c, count, -(-count // ITEMS) if kind == shared.REDUCE else 0, parallel])
 
         def slot(p: int, byte_offset: int = 0):
-            return shared.ABSOLUTE, segment.slot(p) + byte_offset
+            return shared.SHARED, segment.slot(p) + byte_offset
+
+        def out(byte_offset: int):
+            return result[0], result[1] + byte_offset
 
         def reduce_slots(first: int, stop: int, out_offset: int):
-            """OUTPUT at out_offset <- elements first..stop of every slot, reduced in rank order."""
+            """The result at out_offset <- elements first..stop of every slot, reduced in rank order."""
             if stop > first:
-                op(shared.REDUCE, slot(0, first * size), slot(1, first * size), (OUTPUT, out_offset), stop - first)
+                op(shared.REDUCE, slot(0, first * size), slot(1, first * size), out(out_offset), stop - first)
                 for p in range(2, n):
-                    op(shared.REDUCE, (OUTPUT, out_offset), slot(p, first * size), (OUTPUT, out_offset), stop - first)
-        control = segment.base + rank * shared.CONTROL_BYTES
-        op(shared.WAIT, (0, shared.DONE), (0, -1))
-        op(shared.COPY, (shared.ABSOLUTE, address(self.identity)), c=(shared.ABSOLUTE, control + 8 * shared.SIGNATURE),
+                    op(shared.REDUCE, out(out_offset), slot(p, first * size), out(out_offset), stop - first)
+        op(shared.COPY, (shared.ABSOLUTE, address(self.identity)), c=(shared.SHARED, rank * shared.IDENTITY_BYTES),
            count=self.identity.nbytes)
-        sends = message and error is None and (what != "broadcast" or rank == root)
-        if sends and nbytes:
-            op(shared.COPY, (INPUT, 0), c=slot(rank), count=nbytes)
         op(shared.SIGNAL, (0, shared.READY))
-        op(shared.WAIT, (0, shared.READY), (0, 0))
+        op(shared.WAIT, (0, shared.READY))
         op(shared.CHECK)
-        self.output_shape = None
-        if message and error is None:
-            self.output_shape = {"all_reduce": shape, "broadcast": shape,
-                                 "reduce_scatter": (shape[0] // n,) + shape[1:] if shape else shape,
-                                 "all_gather": (n * shape[0],) + shape[1:] if shape else (n,)}[what]
-        if self.output_shape is None:
+        if not message:
             pass
         elif what == "all_reduce" and nbytes >= SHARED_SPLIT_BYTES:
             bounds = chunk_bounds(count, n, dtype)
             first, stop = bounds[rank]
             reduce_slots(first, stop, first * size)
             if stop > first:
-                op(shared.COPY, (OUTPUT, first * size), c=slot(rank, first * size), count=(stop - first) * size)
+                op(shared.COPY, out(first * size), c=slot(rank, first * size), count=(stop - first) * size)
             op(shared.SIGNAL, (0, shared.REDUCED))
-            op(shared.WAIT, (0, shared.REDUCED), (0, 0))
+            op(shared.WAIT, (0, shared.REDUCED))
             for p, (first, stop) in enumerate(bounds):
                 if p != rank and stop > first:
-                    op(shared.COPY, slot(p, first * size), c=(OUTPUT, first * size), count=(stop - first) * size)
+                    op(shared.COPY, slot(p, first * size), c=out(first * size), count=(stop - first) * size)
         elif what == "all_reduce":
             reduce_slots(0, count, 0)
         elif what == "reduce_scatter":
@@ -368,35 +375,39 @@ class SharedPlan:
             reduce_slots(rank * block, (rank + 1) * block, 0)
         elif what == "all_gather":
             for p in range(n):
-                op(shared.COPY, (INPUT, 0) if p == rank else slot(p), c=(OUTPUT, p * nbytes), count=nbytes)
-        elif rank != root:            # a broadcast's, the root's copy made from its input
-            op(shared.COPY, slot(root), c=(OUTPUT, 0), count=nbytes)
-        op(shared.SIGNAL, (0, shared.DONE))
-        self.copies_input = self.output_shape is not None and what == "broadcast" and rank == root
+                if nbytes:
+                    op(shared.COPY, slot(p), c=out(p * nbytes), count=nbytes)
+        elif rank != root and nbytes:     # a broadcast's; the root's result is its input's copy
+            op(shared.COPY, slot(root), c=out(0), count=nbytes)
         self.counter = ctypes.c_int64(0)
         self.plan = np.zeros(shared.HEADER_WORDS + shared.OP_WORDS * len(ops), np.int64)
         parallel = any(row[-1] for row in ops)
         self.plan[:shared.HEADER_WORDS] = [
             self.kernel.run_address if self.kernel else 0, ctypes.addressof(self.counter),
             pool_code().launch_address if parallel else 0, worker_pool().address if parallel else 0,
-            n, rank, segment.base, int(_state["spin_s"] * 1e9), 0, len(ops), 0, 0, 0, 0, 0]
+            n, rank, segment.base, segment.base + segment.halves, segment.half_bytes, int(_state["spin_s"] * 1e9),
+            0, len(ops), 0, 0, 0, 0, 0]
         self.plan[shared.HEADER_WORDS:] = np.array(ops, np.int64).reshape(-1)
         self.words, self.timeout = memoryview(self.plan).cast("B").cast("q"), None
         self.driver, self.plan_address = shared.shared_steps_function()[0], address(self.plan)
 
     def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray | None:
-        """The collective of x (C-contiguous), in a new array (None for a check)."""
+        """The collective of x, in a new array (None for a check)."""
         segment, words = _state["shared"], self.words
         if segment.broken:
             raise RuntimeError("cdnajit.distributed: a collective between the processes timed out before: they are "
                                "out of step (end the job)")
+        segment.sequence += 1
+        sequence = segment.sequence
+        if self.slots is not None:
+            self.slots[sequence % 2][...] = x
         output = None
-        if self.kernel is not None:
+        if self.result is None and self.kernel is not None:
             output, words[shared.OUTPUT_BASE] = aligned_empty_at(self.output_shape, self.dtype)
-        elif self.output_shape is not None:
+        elif self.result is None and self.output_shape is not None and not self.copies_input:
             output = np.empty(self.output_shape, self.dtype)
-            words[shared.OUTPUT_BASE] = address(output)
-        words[shared.INPUT_BASE] = address(x)
+            words[shared.OUTPUT_BASE] = address(output) if output.size else 0
+        words[shared.SEQUENCE] = sequence
         if timeout != self.timeout:
             words[shared.TIMEOUT_NS], self.timeout = int(timeout * 1e9), timeout
         status = self.driver(self.plan_address)
@@ -408,8 +419,8 @@ class SharedPlan:
         if self.error is not None:
             raise ValueError(f"cdnajit.distributed.{self.what}: {self.error}")
         if self.copies_input:
-            output[...] = x
-        return output
+            return x.copy()
+        return self.result.copy() if self.result is not None else output
 
     def free(self):
         """Nothing to free: the segment is the job's."""

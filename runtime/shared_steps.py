@@ -4,27 +4,27 @@ cache-line transfers rather than MPI's transport and a Python round trip per ste
 
     i64 cdnajit_shared_steps(i64* plan)     FINISHED, or TIMED_OUT / MISMATCH at op plan[STEP]
 
-The segment holds a control block of CONTROL_BYTES per process, then a data slot per process. A
-control block's first lines are the process's flags (READY, REDUCED, DONE: one 64-byte line each,
-written by that process alone, read by the others) and after them its call's identity (SIGNATURE,
-then what a mismatch's error describes). A call's sequence number is one more than the process's
-DONE flag, so every process numbers its calls alike; a flag set to the call's sequence number says
-that the process has passed that point of this call.
+The segment holds a control block of CONTROL_BYTES per process (its flags READY and REDUCED, one
+64-byte line each, written by that process alone, read by the others), then two halves, each an
+identity of IDENTITY_BYTES per process (its call's SIGNATURE first) and a data slot per process.
+The processes number their calls alike (the caller's sequence number, plan[SEQUENCE]); call s uses
+half s % 2, and a flag set to s says that its process has passed that point of call s. So a
+process writes half s % 2 in call s only after every process was READY in call s - 1, that is done
+with call s - 2, the last to read that half: no process waits for the others to finish reading.
 
 A plan is a header of i64 words (the kernel's run and its counter, pool_launch and the pool, the
-process count and this process's rank, the address of process 0's control block, SPIN_NS,
-TIMEOUT_NS, the op count, the INPUT, OUTPUT and ABSOLUTE bases (a call sets the first two; the
-third is 0, for addresses in the segment), then STEP and SEQUENCE written back) and a list of ops,
-OP_WORDS each: the kind, three (buffer, byte offset) operands A, B and C, a count, the reduction's
-workgroups and whether the worker pool runs it:
+process count and this process's rank, the address of process 0's control block and of half 0,
+the bytes between the halves, SPIN_NS, TIMEOUT_NS, the op count, SEQUENCE and the OUTPUT base (a
+call sets both), the ABSOLUTE and SHARED bases (0; the call's half, which the function sets), then
+STEP written back) and a list of ops, OP_WORDS each: the kind, three (buffer, byte offset) operands
+A, B and C, a count, the reduction's workgroups and whether the worker pool runs it:
 
     COPY     C <- A, COUNT bytes
     REDUCE   C <- A <reducer> B, COUNT elements (the compiled CCL kernel: operand A first)
-    SIGNAL   this process's flag A_OFFSET <- the sequence number (a release store)
-    WAIT     until every process's flag A_OFFSET >= the sequence number + B_OFFSET (acquire loads),
-             polling back to back with a pause for SPIN_NS, then yielding the CPU between polls;
-             TIMED_OUT after TIMEOUT_NS
-    CHECK    MISMATCH unless every process's SIGNATURE equals this process's
+    SIGNAL   this process's flag A_OFFSET <- SEQUENCE (a release store)
+    WAIT     until every process's flag A_OFFSET >= SEQUENCE (acquire loads), polling back to back
+             with a pause for SPIN_NS, then yielding the CPU between polls; TIMED_OUT after TIMEOUT_NS
+    CHECK    MISMATCH unless every process's SIGNATURE (in the call's half) equals this process's
 
 So a plan is made once per collective, shape, dtype and reducer, and a call sets two words.
 """
@@ -39,17 +39,17 @@ import llvmlite.ir as ir
 from .distributed_steps import CLOCK_MONOTONIC, POOL_LAUNCH_TYPE, RUN_TYPE, constant
 from .native import link_module
 
-(RUN, COUNTER, POOL_LAUNCH, POOL, PROCESSES, RANK, CONTROL, SPIN_NS, TIMEOUT_NS, OP_COUNT, INPUT_BASE,
- OUTPUT_BASE, ABSOLUTE_BASE, STEP, SEQUENCE) = range(15)
-HEADER_WORDS = 15
-INPUT, OUTPUT, ABSOLUTE = range(3)     # the buffers whose addresses (the *_BASE words) operands add to
+(RUN, COUNTER, POOL_LAUNCH, POOL, PROCESSES, RANK, CONTROL, HALVES, HALF_BYTES, SPIN_NS, TIMEOUT_NS, OP_COUNT,
+ SEQUENCE, OUTPUT_BASE, ABSOLUTE_BASE, SHARED_BASE, STEP) = range(17)
+HEADER_WORDS = 17
+OUTPUT, ABSOLUTE, SHARED = range(3)    # the buffers whose addresses (the *_BASE words) operands add to
 (KIND, A_BUFFER, A_OFFSET, B_BUFFER, B_OFFSET, C_BUFFER, C_OFFSET, COUNT, WORKGROUPS, PARALLEL) = range(10)
 OP_WORDS = 10
 COPY, REDUCE, SIGNAL, WAIT, CHECK = range(5)
-READY, REDUCED, DONE = range(3)        # the flags, one 64-byte line each
+READY, REDUCED = range(2)              # the flags, one 64-byte line each
 FLAG_BYTES = 64
-SIGNATURE = 24                         # the control block's word holding the call's signature
-CONTROL_BYTES = 1024
+CONTROL_BYTES = 2 * FLAG_BYTES
+IDENTITY_BYTES = 1024                  # its first word the call's signature
 FINISHED, TIMED_OUT, MISMATCH = 0, 1, 3
 ENTRY = "cdnajit_shared_steps"
 
@@ -77,7 +77,7 @@ def build_module() -> ir.Module:
 
     def operand(this, buffer: int) -> ir.Value:
         """The address of an op's operand: its buffer's base (a plan word) plus its offset."""
-        base = load(b.add(constant(INPUT_BASE), load(buffer, this)))
+        base = load(b.add(constant(OUTPUT_BASE), load(buffer, this)))
         return b.add(base, load(buffer + 1, this))
 
     def flag(process: ir.Value, index: ir.Value) -> ir.Value:
@@ -96,10 +96,9 @@ def build_module() -> ir.Module:
     pool_launch = b.inttoptr(load(POOL_LAUNCH), ir.PointerType(POOL_LAUNCH_TYPE))
     pool = b.inttoptr(load(POOL), PTR)
     processes, rank, control = load(PROCESSES), load(RANK), load(CONTROL)
-    spin, timeout, ops = load(SPIN_NS), load(TIMEOUT_NS), load(OP_COUNT)
-    done = b.load_atomic(flag(rank, constant(DONE)), "acquire", 8, typ=I64)
-    sequence = b.add(done, constant(1))
-    b.store(sequence, word(SEQUENCE))
+    spin, timeout, ops, sequence = load(SPIN_NS), load(TIMEOUT_NS), load(OP_COUNT), load(SEQUENCE)
+    half = b.add(load(HALVES), b.mul(b.and_(sequence, constant(1)), load(HALF_BYTES)))
+    b.store(half, word(SHARED_BASE))
     b.branch(blocks["op"])
 
     b.position_at_end(blocks["op"])
@@ -139,7 +138,7 @@ def build_module() -> ir.Module:
 
     # WAIT: scan the processes' flags from the first not yet seen set, remembering where it stopped.
     b.position_at_end(blocks["wait"])
-    target, index = b.add(sequence, load(B_OFFSET, this)), load(A_OFFSET, this)
+    index = load(A_OFFSET, this)
     began = now()
     b.branch(blocks["scan"])
     b.position_at_end(blocks["scan"])
@@ -149,7 +148,7 @@ def build_module() -> ir.Module:
     b.position_at_end(blocks["polled"])
     value = b.load_atomic(flag(process, index), "acquire", 8, typ=I64)
     process.add_incoming(b.add(process, constant(1)), blocks["polled"])
-    b.cbranch(b.icmp_signed(">=", value, target), blocks["scan"], blocks["unready"])
+    b.cbranch(b.icmp_signed(">=", value, sequence), blocks["scan"], blocks["unready"])
     b.position_at_end(blocks["unready"])
     waited = b.sub(now(), began)
     b.cbranch(b.icmp_signed(">", waited, timeout), blocks["timed_out"], blocks["pause"])
@@ -164,14 +163,16 @@ def build_module() -> ir.Module:
     b.branch(blocks["scan"])
 
     b.position_at_end(blocks["check"])
-    mine = load(SIGNATURE, b.inttoptr(b.add(control, b.mul(rank, constant(CONTROL_BYTES))), I64.as_pointer()))
+    def signature(process: ir.Value) -> ir.Value:
+        return b.load(b.inttoptr(b.add(half, b.mul(process, constant(IDENTITY_BYTES))), I64.as_pointer()), typ=I64)
+    mine = signature(rank)
     b.branch(blocks["compare"])
     b.position_at_end(blocks["compare"])
     other = b.phi(I64, name="other")
     other.add_incoming(constant(0), blocks["check"])
     with b.if_then(b.icmp_signed(">=", other, processes)):
         b.branch(blocks["next"])
-    theirs = load(SIGNATURE, b.inttoptr(b.add(control, b.mul(other, constant(CONTROL_BYTES))), I64.as_pointer()))
+    theirs = signature(other)
     other.add_incoming(b.add(other, constant(1)), b.block)
     b.cbranch(b.icmp_signed("==", theirs, mine), blocks["compare"], blocks["mismatch"])
 
