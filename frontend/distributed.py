@@ -385,8 +385,7 @@ class SharedPlan:
         self.plan[:shared.HEADER_WORDS] = [
             self.kernel.run_address if self.kernel else 0, ctypes.addressof(self.counter),
             pool_code().launch_address if parallel else 0, worker_pool().address if parallel else 0,
-            n, rank, segment.base, segment.base + segment.halves, segment.half_bytes, int(_state["spin_s"] * 1e9),
-            0, len(ops), 0, 0, 0, 0, 0]
+            n, rank, segment.base, segment.base + segment.halves, segment.half_bytes, 0, len(ops), 0, 0, 0, 0, 0]
         self.plan[shared.HEADER_WORDS:] = np.array(ops, np.int64).reshape(-1)
         self.words, self.timeout = memoryview(self.plan).cast("B").cast("q"), None
         self.driver, self.plan_address = shared.shared_steps_function()[0], address(self.plan)
