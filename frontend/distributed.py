@@ -9,7 +9,22 @@
 `pip install mpich mpi4py` brings `mpiexec`), after which `cj.devices()` lists every process's
 devices, process p's numbered from p * CDNAJIT_NUM_DEVICES, and `cj.process_index()` is the rank.
 
-The collectives run RCCL's and MPICH's algorithms between processes over MPI point-to-point
+Where every process of the job runs on this host (the usual `mpiexec -n P` on one machine), the
+collectives skip MPI's transport: `initialize()` maps a shared-memory segment of them all
+(`SharedSegment`: a file in /dev/shm, unlinked once mapped), and a collective of a message up to
+SHARED_SLOT_BYTES per process runs as RCCL's and MPICH's intranode algorithms do (`SharedPlan`,
+its steps run by one native call, runtime/shared_steps.py): each process copies its message into
+its slot, sets a flag and waits for the others' (yielding the CPU between polls), then reduces or
+gathers straight from their slots into its result, every process reducing in rank order, so that
+all compute the same values; an all-reduce from SHARED_SPLIT_BYTES has each process reduce 1/n
+of the message and the others copy that part (reduce-scatter then all-gather in shared memory).
+Calls alternate between two halves of the segment, so no process waits for the others to finish
+reading. The identity a process writes beside its message (a signature of the collective, its
+arguments, the shape and dtype) is the shape check: any difference is a ValueError on every
+process, naming the first process whose shape differs or the calls.
+
+Otherwise (processes on several hosts, a longer message, or an `algorithm` asked for) the
+collectives run RCCL's and MPICH's algorithms between processes over MPI point-to-point
 transfers: the ring (the message in one chunk per process; n - 1 reduce-scatter steps, each
 receiving a chunk from the left neighbour while sending one to the right, then n - 1 all-gather
 steps; no copies: partials are reduced straight into the result) for large messages, recursive
@@ -28,7 +43,8 @@ copying its message in and its result out. The ring's and the tree's steps (all_
 all_gather's, reduce_scatter's and broadcast's; `StepPlan`) run in that native driver too, as one
 call on the caller's buffers. A transfer that does not complete within `timeout`
 seconds (a process that died or never called the collective) raises TimeoutError on the
-processes waiting for it, rather than hanging.
+processes waiting for it, rather than hanging; on one host the processes' shared-memory calls are
+then out of step, and each later one raises RuntimeError.
 
 A jitted program over a mesh of several processes' devices runs its collectives between processes
 through these (frontend/sharding.py: ProcessCollectives), its all_to_all and ppermute through
@@ -963,9 +979,10 @@ def host_all_reduce_algorithm(n: int, nbytes: int) -> str:
 
 
 def all_reduce(x, op: str = "sum", *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
-    """Every process's x reduced elementwise (op: sum, prod, max, min), on every process; the ring,
-    the tree or recursive doubling as the host model above picks for the size, or as `algorithm`
-    says."""
+    """Every process's x reduced elementwise (op: sum, prod, max, min), on every process: in shared
+    memory where every process is on this host and x fits a slot (SharedPlan), else the ring, the
+    tree or recursive doubling over MPI as the host model above picks for the size; `algorithm`
+    (ring, tree, doubling) asks for one of those over MPI on any host."""
     x = np.asarray(x, order="C")   # keeps a 0-d array 0-d (ascontiguousarray makes it 1-d)
     key = ("all_reduce", x.shape, x.dtype, op, algorithm)
     return (PLANS.get(key) or plan_for(key, lambda: all_reduce_plan(x.shape, x.dtype, op, algorithm)))(x, timeout)
@@ -978,7 +995,7 @@ def all_reduce_plan(shape: tuple, dtype: np.dtype, reducer: str, algorithm: str 
 
 
 def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
-    """Process `root`'s x on every process (a binomial tree)."""
+    """Process `root`'s x on every process (SharedPlan on one host, else a binomial tree over MPI)."""
     x = np.asarray(x, order="C")
     n = comm().Get_size()
     unknown = None if 0 <= root < n else f"root {root} is not a process of {n}"
@@ -1041,8 +1058,9 @@ class GatherPlan:
 
 
 def all_gather(x, *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
-    """Every process's x concatenated along axis 0 in rank order, on every process (GatherPlan: the
-    ring, or recursive doubling for a short message)."""
+    """Every process's x concatenated along axis 0 in rank order, on every process (SharedPlan on one
+    host, else GatherPlan: the ring, or recursive doubling for a short message, or as `algorithm`
+    says on any host)."""
     x = np.asarray(x, order="C")
     key = ("all_gather", x.shape, x.dtype, algorithm)
     return (PLANS.get(key) or plan_for(key, lambda: SharedPlan("all_gather", "shared memory", x.shape, x.dtype)
@@ -1109,7 +1127,8 @@ class ReduceScatterPlan:
 
 def reduce_scatter(x, op: str = "sum", *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
     """Block p (of n equal blocks along axis 0) of every process's x reduced elementwise, on process
-    p (MPI_Reduce_scatter_block, lax.psum_scatter): ReduceScatterPlan."""
+    p (MPI_Reduce_scatter_block, lax.psum_scatter): SharedPlan on one host, else ReduceScatterPlan
+    (or as `algorithm` says on any host)."""
     x = np.asarray(x, order="C")
     key = ("reduce_scatter", x.shape, x.dtype, op, algorithm)
     return (PLANS.get(key) or plan_for(key, lambda: reduce_scatter_plan(x.shape, x.dtype, op, algorithm)))(x, timeout)

@@ -35,14 +35,12 @@ once, 12, 28 and 3100 us spinning 5, 20 and 100 us first).
 """
 from __future__ import annotations
 
-import ctypes
 from functools import lru_cache
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from .distributed_steps import CLOCK_MONOTONIC, POOL_LAUNCH_TYPE, RUN_TYPE, constant
-from .native import link_module
+from .distributed_steps import POOL_LAUNCH_TYPE, RUN_TYPE, constant, monotonic_clock, plan_function
 
 (RUN, COUNTER, POOL_LAUNCH, POOL, PROCESSES, RANK, CONTROL, HALVES, HALF_BYTES, TIMEOUT_NS, OP_COUNT,
  SEQUENCE, OUTPUT_BASE, ABSOLUTE_BASE, SHARED_BASE, STEP) = range(16)
@@ -64,7 +62,6 @@ I32, I64, PTR = ir.IntType(32), ir.IntType(64), ir.PointerType()
 def build_module() -> ir.Module:
     module = ir.Module(name="cdnajit_shared_steps")
     module.triple = llvm.get_process_triple()
-    clock_gettime = ir.Function(module, ir.FunctionType(I32, [I32, PTR]), name="clock_gettime")
     sched_yield = ir.Function(module, ir.FunctionType(I32, []), name="sched_yield")
     memcpy = module.declare_intrinsic("llvm.memcpy", [PTR, PTR, I64])
     function = ir.Function(module, ir.FunctionType(I64, [I64.as_pointer()]), name=ENTRY)
@@ -89,14 +86,9 @@ def build_module() -> ir.Module:
         at = b.add(control, b.add(b.mul(process, constant(CONTROL_BYTES)), b.mul(index, constant(FLAG_BYTES))))
         return b.inttoptr(at, I64.as_pointer())
 
-    clock = b.alloca(ir.ArrayType(I64, 2))   # struct timespec: seconds, nanoseconds
+    now = monotonic_clock(module, b)
     block = b.alloca(ir.ArrayType(I64, 4))   # the reduction's argument block: A, B, C, the count's address
     count_word = b.alloca(I64)
-
-    def now() -> ir.Value:
-        b.call(clock_gettime, [ir.Constant(I32, CLOCK_MONOTONIC), clock])
-        seconds, nanoseconds = (b.load(b.gep(clock, [ir.Constant(I32, 0), ir.Constant(I32, k)]), typ=I64) for k in (0, 1))
-        return b.add(b.mul(seconds, constant(10 ** 9)), nanoseconds)
     run, counter = load(RUN), b.inttoptr(load(COUNTER), I64.as_pointer())
     pool_launch = b.inttoptr(load(POOL_LAUNCH), ir.PointerType(POOL_LAUNCH_TYPE))
     pool = b.inttoptr(load(POOL), PTR)
@@ -188,7 +180,5 @@ def build_module() -> ir.Module:
 
 @lru_cache(maxsize=1)
 def shared_steps_function():
-    """The driver, compiled and linked once per process: (ctypes function of the plan's address,
-    its library, kept alive with it)."""
-    library = link_module(build_module(), ENTRY)
-    return ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(library[ENTRY]), library
+    """The driver, compiled and linked once per process (plan_function)."""
+    return plan_function(build_module(), ENTRY)
