@@ -871,8 +871,9 @@ def in_shared_memory(nbytes: int, algorithm: str | None) -> bool:
 
 class AllReducePlan:
     """What an all-reduce of one shape, dtype, reducer and requested algorithm needs, kept between
-    calls (PLANS): the algorithm the host model picks, and the recursive-doubling plan that runs
-    it or (ring, tree) checks the processes' shapes before it. `what` is the collective a caller
+    calls (PLANS): the algorithm the host model picks (or the caller asks for), and the
+    recursive-doubling plan that runs it or (ring, tree) checks the processes' shapes before it,
+    where a SharedPlan's check does not (processes of one host). `what` is the collective a caller
     runs through it (a short all_gather or reduce_scatter) and `given` the shape and dtype that
     caller was given: both are in the processes' signatures, and a mismatch's error names them."""
 
