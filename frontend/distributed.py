@@ -16,8 +16,8 @@ SHARED_SLOT_BYTES per process runs as RCCL's and MPICH's intranode algorithms do
 its steps run by one native call, runtime/shared_steps.py): each process copies its message into
 its slot, sets a flag and waits for the others' (yielding the CPU between polls), then reduces or
 gathers straight from their slots into its result, every process reducing in rank order, so that
-all compute the same values; an all-reduce from SHARED_SPLIT_BYTES has each process reduce 1/n
-of the message and the others copy that part (reduce-scatter then all-gather in shared memory).
+all compute the same values; a long all-reduce of more than 2 processes has each process reduce
+1/n of the message and the others copy that part (reduce-scatter then all-gather in shared memory).
 Calls alternate between two halves of the segment, so no process waits for the others to finish
 reading. The identity a process writes beside its message (a signature of the collective, its
 arguments, the shape and dtype) is the shape check: any difference is a ValueError on every
@@ -210,13 +210,17 @@ def chunk_bounds(size: int, n: int, dtype: np.dtype) -> list[tuple[int, int]]:
 
 
 # Messages up to SHARED_SLOT_BYTES per process run in the shared-memory segment of the processes of
-# one host; an all_reduce from SHARED_SPLIT_BYTES splits the reduction between the processes, each
-# reducing 1/n of the message (RCCL's and MPICH's intranode reduce-scatter then all-gather) rather
-# than every process reducing all of it, for one wait more. A result up to OWNED_RESULT_BYTES is
+# one host. An all_reduce of more than 2 processes from SHARED_SPLIT_BYTES splits the reduction
+# between them, each reducing 1/n of the message (RCCL's and MPICH's intranode reduce-scatter then
+# all-gather) rather than every process reducing all of it, for one wait and two copies of the
+# message more: n - 1 passes over 3S/n bytes and 2S copied, against n - 1 passes over 3S. For 2
+# processes that moves more bytes, not fewer (measured on a loaded 2-CPU host: every process
+# reducing all of it 1.1-1.3x faster from 16 KiB to 4 MiB); for 4, splitting was 1.2x faster at
+# 4 MiB and 1.5x slower at 256 KiB. A result up to OWNED_RESULT_BYTES is
 # written into the plan's own buffer and copied out (a copy of a short array costs less than
 # allocating an aligned one for the kernel to write).
 SHARED_SLOT_BYTES = 16 << 20
-SHARED_SPLIT_BYTES = 64 << 10
+SHARED_SPLIT_BYTES = 1 << 20
 OWNED_RESULT_BYTES = 16 << 10
 SHM_DIRECTORY = "/dev/shm"
 
@@ -309,7 +313,8 @@ class SharedPlan:
     (a mismatch: a ValueError on every process); then
 
     - all_reduce: every process reduces the slots in rank order into its result (so each computes
-      the same values); from SHARED_SPLIT_BYTES, process p reduces only chunk p (chunk_bounds) into
+      the same values); for more than 2 processes from SHARED_SPLIT_BYTES, process p reduces only
+      chunk p (chunk_bounds) into
       its result and its own slot, sets REDUCED, waits until every process is REDUCED, and copies
       the other chunks from their slots;
     - reduce_scatter: process p reduces block p of the slots in rank order;
@@ -373,7 +378,7 @@ class SharedPlan:
         op(shared.CHECK)
         if not message:
             pass
-        elif what == "all_reduce" and nbytes >= SHARED_SPLIT_BYTES:
+        elif what == "all_reduce" and n > 2 and nbytes >= SHARED_SPLIT_BYTES:
             bounds = chunk_bounds(count, n, dtype)
             first, stop = bounds[rank]
             reduce_slots(first, stop, first * size)

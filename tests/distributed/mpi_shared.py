@@ -37,8 +37,9 @@ def made(p: int, shape: tuple, dtype) -> np.ndarray:
     return (rng.standard_normal(shape) * 10).astype(dtype)
 
 
-# Sizes: none, one, odd ones, and (not quick) ones across SHARED_SPLIT_BYTES (each process reducing
-# its own chunk, chunks of odd lengths) and long enough for the worker pool (2**17 elements a chunk).
+# Sizes: none, one, odd ones, and (not quick) ones across SHARED_SPLIT_BYTES (for more than 2
+# processes each reducing its own chunk, chunks of odd lengths) and long enough for the worker pool
+# (2**17 elements a chunk).
 split = distributed.SHARED_SPLIT_BYTES
 sizes = [0, 1, 5, 1023] + ([] if quick else [split // 4 - 1, split // 4 + 17, n << 17 | 3])
 # (dtype, reducer): every dtype's sum, every reducer on int32 and float32 (a kernel each, compiled once).
