@@ -53,7 +53,7 @@ READY, REDUCED = range(2)              # the flags, one 64-byte line each
 FLAG_BYTES = 64
 CONTROL_BYTES = 2 * FLAG_BYTES
 IDENTITY_BYTES = 1024                  # its first word the call's signature
-FINISHED, TIMED_OUT, MISMATCH = 0, 1, 3
+FINISHED, TIMED_OUT, MISMATCH = range(3)
 ENTRY = "cdnajit_shared_steps"
 
 I32, I64, PTR = ir.IntType(32), ir.IntType(64), ir.PointerType()
