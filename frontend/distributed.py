@@ -9,7 +9,22 @@
 `pip install mpich mpi4py` brings `mpiexec`), after which `cj.devices()` lists every process's
 devices, process p's numbered from p * CDNAJIT_NUM_DEVICES, and `cj.process_index()` is the rank.
 
-The collectives run RCCL's and MPICH's algorithms between processes over MPI point-to-point
+Where every process of the job runs on this host (the usual `mpiexec -n P` on one machine), the
+collectives skip MPI's transport: `initialize()` maps a shared-memory segment of them all
+(`SharedSegment`: a file in /dev/shm, unlinked once mapped), and a collective of a message up to
+SHARED_SLOT_BYTES per process runs as RCCL's and MPICH's intranode algorithms do (`SharedPlan`,
+its steps run by one native call, runtime/shared_steps.py): each process copies its message into
+its slot, sets a flag and waits for the others' (yielding the CPU between polls), then reduces or
+gathers straight from their slots into its result, every process reducing in rank order, so that
+all compute the same values; a long all-reduce of more than 2 processes has each process reduce
+1/n of the message and the others copy that part (reduce-scatter then all-gather in shared memory).
+Calls alternate between two halves of the segment, so no process waits for the others to finish
+reading. The identity a process writes beside its message (a signature of the collective, its
+arguments, the shape and dtype) is the shape check: any difference is a ValueError on every
+process, naming the first process whose shape differs or the calls.
+
+Otherwise (processes on several hosts, a longer message, or an `algorithm` asked for) the
+collectives run RCCL's and MPICH's algorithms between processes over MPI point-to-point
 transfers: the ring (the message in one chunk per process; n - 1 reduce-scatter steps, each
 receiving a chunk from the left neighbour while sending one to the right, then n - 1 all-gather
 steps; no copies: partials are reduced straight into the result) for large messages, recursive
@@ -28,7 +43,8 @@ copying its message in and its result out. The ring's and the tree's steps (all_
 all_gather's, reduce_scatter's and broadcast's; `StepPlan`) run in that native driver too, as one
 call on the caller's buffers. A transfer that does not complete within `timeout`
 seconds (a process that died or never called the collective) raises TimeoutError on the
-processes waiting for it, rather than hanging.
+processes waiting for it, rather than hanging; on one host the processes' shared-memory calls are
+then out of step, and each later one raises RuntimeError.
 
 A jitted program over a mesh of several processes' devices runs its collectives between processes
 through these (frontend/sharding.py: ProcessCollectives), its all_to_all and ppermute through
@@ -40,7 +56,9 @@ import atexit
 import ctypes
 import hashlib
 import math
+import mmap
 import os
+import tempfile
 import time
 
 import numpy as np
@@ -54,8 +72,9 @@ from ..libs.ccl import LIBRARY, cost
 from ..libs.ccl.kernels import ITEMS
 from ..runtime import devices
 from ..runtime import distributed_steps as steps
+from ..runtime import shared_steps as shared
 from ..runtime.distributed_steps import INPUT, OUTPUT, SCRATCH
-from ..runtime.launch import (PARALLEL_MIN_WORK_ITEMS, address, aligned_empty, aligned_empty_at,
+from ..runtime.launch import (PARALLEL_MIN_WORK_ITEMS, STAGGER_BYTES, address, aligned_empty, aligned_empty_at,
                               compile_kernel, worker_pool)
 from ..runtime.native_pool import pool_code
 
@@ -65,7 +84,8 @@ SPIN_S = 2e-3   # polling back to back for this long, then yielding the CPU betw
 # job's processes than this process has CPUs, oversubscribed (a spinning poller then holds the CPU
 # its partner needs: 4 processes on 2 CPUs took 5-15 ms per 8-byte all-reduce spinning, 0.2-5 ms
 # yielding at once).
-_state = {"comm": None, "MPI": None, "spin_s": SPIN_S}
+# shared: the SharedSegment of the job's processes where they all run on this host, else None.
+_state = {"comm": None, "MPI": None, "spin_s": SPIN_S, "shared": None}
 
 
 def comm():
@@ -83,9 +103,13 @@ def initialize():
     if _state["MPI"] is None:
         atexit.register(free_plans)
     _state["comm"], _state["MPI"] = MPI.COMM_WORLD, MPI
-    on_this_host = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED).Get_size()
+    host = MPI.COMM_WORLD.Split_type(MPI.COMM_TYPE_SHARED)
+    on_this_host = host.Get_size()
+    host.Free()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     _state["spin_s"] = 0.0 if on_this_host > cpus else SPIN_S
+    everyone_here = on_this_host == MPI.COMM_WORLD.Get_size() > 1
+    _state["shared"] = SharedSegment.create(MPI.COMM_WORLD) if everyone_here else None
     devices.Processes.index, devices.Processes.count = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
 
 
@@ -96,7 +120,7 @@ def is_initialized() -> bool:
 def shutdown():
     """Back to one process (the MPI library stays initialized until the interpreter exits)."""
     free_plans()
-    _state["comm"] = None
+    _state["comm"], _state["shared"] = None, None
     devices.Processes.index, devices.Processes.count = 0, 1
 
 
@@ -150,24 +174,29 @@ def wait(requests, timeout: float, what: str):
 MAX_RANK = 32
 
 
-def describe(x: np.ndarray) -> np.ndarray:
-    """x's rank, shape and dtype as int64s, for the processes to compare."""
-    if x.ndim > MAX_RANK:
-        raise ValueError(f"cdnajit.distributed: arrays of rank above {MAX_RANK} are not supported ({x.shape})")
-    code = int.from_bytes(x.dtype.str.encode().ljust(8, b" ")[:8], "little", signed=True)
-    return np.array([x.ndim, code, *x.shape] + [0] * (MAX_RANK - x.ndim), np.int64)
+def describe(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """An array's rank, shape and dtype as int64s, for the processes to compare."""
+    if len(shape) > MAX_RANK:
+        raise ValueError(f"cdnajit.distributed: arrays of rank above {MAX_RANK} are not supported ({shape})")
+    code = int.from_bytes(dtype.str.encode().ljust(8, b" ")[:8], "little", signed=True)
+    return np.array([len(shape), code, *shape] + [0] * (MAX_RANK - len(shape)), np.int64)
+
+
+def described(words: np.ndarray) -> tuple[tuple, np.dtype]:
+    """The shape and dtype that describe() wrote as `words`."""
+    shape = tuple(int(d) for d in words[2:2 + int(words[0])])
+    return shape, np.dtype(int(words[1]).to_bytes(8, "little", signed=True).decode().strip())
 
 
 def check_same(x: np.ndarray, what: str, timeout: float):
     """Every process's shape and dtype equal (ValueError naming the first that differs); a
     non-blocking all-gather of the descriptions, so that a missing process times out here too."""
-    mine = describe(x)
+    mine = describe(x.shape, x.dtype)
     everyone = np.empty((comm().Get_size(), mine.size), np.int64)
     wait([comm().Iallgather(mine, everyone)], timeout, f"{what}'s shape check")
     for rank, theirs in enumerate(everyone):
         if not np.array_equal(theirs, mine):
-            shape = tuple(int(d) for d in theirs[2:2 + int(theirs[0])])
-            dtype = np.dtype(int(theirs[1]).to_bytes(8, "little", signed=True).decode().strip())
+            shape, dtype = described(theirs)
             raise ValueError(f"cdnajit.distributed.{what}: process {rank} has {shape} {dtype}, process "
                              f"{comm().Get_rank()} {x.shape} {x.dtype}")
 
@@ -178,6 +207,243 @@ def chunk_bounds(size: int, n: int, dtype: np.dtype) -> list[tuple[int, int]]:
     step = max(1, WRITTEN_BUFFER_ALIGNMENT // dtype.itemsize)
     length = -(-size // (n * step)) * step
     return [(min(c * length, size), min((c + 1) * length, size)) for c in range(n)]
+
+
+# Messages up to SHARED_SLOT_BYTES per process run in the shared-memory segment of the processes of
+# one host. An all_reduce of more than 2 processes from SHARED_SPLIT_BYTES splits the reduction
+# between them, each reducing 1/n of the message (RCCL's and MPICH's intranode reduce-scatter then
+# all-gather) rather than every process reducing all of it, for one wait and two copies of the
+# message more: n - 1 passes over 3S/n bytes and 2S copied, against n - 1 passes over 3S. For 2
+# processes that moves more bytes, not fewer (measured on a loaded 2-CPU host: every process
+# reducing all of it 1.1-1.3x faster from 16 KiB to 4 MiB); for 4, splitting was 1.2x faster at
+# 4 MiB and 1.5x slower at 256 KiB. A result up to OWNED_RESULT_BYTES is
+# written into the plan's own buffer and copied out (a copy of a short array costs less than
+# allocating an aligned one for the kernel to write).
+SHARED_SLOT_BYTES = 16 << 20
+SHARED_SPLIT_BYTES = 1 << 20
+OWNED_RESULT_BYTES = 16 << 10
+SHM_DIRECTORY = "/dev/shm"
+
+
+class SharedSegment:
+    """A shared-memory segment of every process of the job, all on this host (runtime/shared_steps.py:
+    the processes' flags, then two halves, each the processes' identities and a data slot of
+    SHARED_SLOT_BYTES per process, each slot STAGGER_BYTES further into its page than the one
+    before: slots read together never alias in the CPU's 4 KiB store-to-load check). Rank 0 creates
+    a file in /dev/shm, every process maps it, and rank 0 unlinks it once all have: nothing is left
+    behind, however the job ends.
+
+    `sequence` counts this process's calls (every process's count alike). A call that timed out
+    leaves the processes out of step: `broken`, after which every shared-memory collective raises."""
+
+    def __init__(self, mapping: mmap.mmap, n: int, rank: int):
+        self.mapping, self.n, self.rank, self.sequence, self.broken = mapping, n, rank, 0, False
+        self.base = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
+        self.halves, self.half_bytes = self.layout(n)
+
+    @staticmethod
+    def layout(n: int) -> tuple[int, int]:
+        """(the byte offset of half 0, the bytes of a half) of a segment of n processes."""
+        def pages(nbytes: int) -> int:
+            return -(-nbytes // mmap.PAGESIZE) * mmap.PAGESIZE
+        return pages(n * shared.CONTROL_BYTES), pages(n * shared.IDENTITY_BYTES + n * (SHARED_SLOT_BYTES + STAGGER_BYTES))
+
+    def slot(self, p: int) -> int:
+        """The byte offset of process p's slot in a half."""
+        return self.n * shared.IDENTITY_BYTES + p * (SHARED_SLOT_BYTES + STAGGER_BYTES)
+
+    def array(self, half: int, offset: int, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        """The segment's bytes at `offset` in half `half` as an array."""
+        start = self.halves + half * self.half_bytes + offset
+        return np.frombuffer(self.mapping, dtype, math.prod(shape), start).reshape(shape)
+
+    @classmethod
+    def create(cls, world) -> "SharedSegment | None":
+        """The job's segment (a collective call of every process), or None where /dev/shm is missing."""
+        n, rank = world.Get_size(), world.Get_rank()
+        halves, half_bytes = cls.layout(n)
+        size, path = halves + 2 * half_bytes, None
+        if rank == 0 and os.path.isdir(SHM_DIRECTORY):
+            descriptor, path = tempfile.mkstemp(prefix="cdnajit-", dir=SHM_DIRECTORY)
+            os.ftruncate(descriptor, size)
+            os.close(descriptor)
+        path = world.bcast(path)
+        if path is None:
+            return None
+        try:
+            descriptor = os.open(path, os.O_RDWR)
+            try:
+                mapping = mmap.mmap(descriptor, size)
+            finally:
+                os.close(descriptor)
+        finally:
+            world.Barrier()
+            if rank == 0:
+                os.unlink(path)
+        return cls(mapping, n, rank)
+
+    def mismatch(self, what: str, shape: tuple, dtype: np.dtype) -> ValueError:
+        """The error of a call whose processes' signatures differed (a CHECK's MISMATCH), from their
+        identities in the call's half."""
+        identities = self.array(self.sequence % 2, 0, (self.n, shared.IDENTITY_BYTES // 8), np.dtype(np.int64))
+        mine = identities[self.rank, DESCRIPTION:CALL]
+        for p, theirs in enumerate(identities):
+            if not np.array_equal(theirs[DESCRIPTION:CALL], mine):
+                other_shape, other_dtype = described(theirs[DESCRIPTION:CALL])
+                return ValueError(f"cdnajit.distributed.{what}: process {p} has {other_shape} {other_dtype}, process "
+                                  f"{self.rank} {shape} {dtype}")
+        calls = "; ".join(f"process {p}: {words[CALL:].tobytes().rstrip(bytes(1)).decode(errors='replace')}"
+                          for p, words in enumerate(identities))
+        return ValueError(f"cdnajit.distributed.{what}: the processes called different collectives, or with "
+                          f"different arguments ({calls})")
+
+
+# A call's identity, IDENTITY_BYTES: its signature, the message's shape and dtype (describe), and the
+# call (the collective and its arguments) as text, for a mismatch's error.
+DESCRIPTION = 1
+CALL = DESCRIPTION + MAX_RANK + 2
+CALL_BYTES = shared.IDENTITY_BYTES - 8 * CALL
+
+
+class SharedPlan:
+    """A collective of one shape, dtype and set of arguments through the SharedSegment, kept between
+    calls (PLANS): the ops of runtime/shared_steps.py, run as one native call. Each process copies
+    its message into its slot of the call's half (here, before the native call), writes its
+    identity there, sets READY, waits until every process is READY and compares their signatures
+    (a mismatch: a ValueError on every process); then
+
+    - all_reduce: every process reduces the slots in rank order into its result (so each computes
+      the same values); for more than 2 processes from SHARED_SPLIT_BYTES, process p reduces only
+      chunk p (chunk_bounds) into
+      its result and its own slot, sets REDUCED, waits until every process is REDUCED, and copies
+      the other chunks from their slots;
+    - reduce_scatter: process p reduces block p of the slots in rank order;
+    - all_gather: every process copies the slots into its result; broadcast: the root's slot;
+    - a check (`message` False): nothing more: the identity alone, before an MPI algorithm's steps
+      (the collectives of a message over SHARED_SLOT_BYTES, or of an `algorithm` asked for).
+
+    `error`: raised once every process has compared the calls (an indivisible reduce_scatter, a
+    broadcast's unknown root)."""
+
+    def __init__(self, what: str, arguments: str, shape: tuple, dtype: np.dtype, reducer: str = "sum",
+                 root: int = 0, message: bool = True, error: str | None = None):
+        segment = _state["shared"]
+        n, rank = segment.n, segment.rank
+        count, size = math.prod(shape), dtype.itemsize
+        nbytes = count * size
+        self.what, self.shape, self.dtype, self.error = what, shape, dtype, error
+        text = f"{what} {arguments}".encode()[:CALL_BYTES]
+        self.identity = np.zeros(shared.IDENTITY_BYTES // 8, np.int64)
+        self.identity[0] = signature_of(text, shape, dtype.str)
+        self.identity[DESCRIPTION:CALL] = describe(shape, dtype)
+        self.identity.view(np.uint8)[8 * CALL:][:len(text)] = np.frombuffer(text, np.uint8)
+        message = message and error is None
+        reduces = message and what in ("all_reduce", "reduce_scatter") and count > 0
+        self.kernel = ReductionStep.get(reducer, dtype).kernel if reduces else None
+        self.slots = [segment.array(half, segment.slot(rank), shape, dtype) for half in (0, 1)] \
+            if message and (what != "broadcast" or rank == root) else None
+        self.output_shape = None
+        if message:
+            self.output_shape = {"all_reduce": shape, "broadcast": shape,
+                                 "reduce_scatter": (shape[0] // n,) + shape[1:] if shape else shape,
+                                 "all_gather": (n * shape[0],) + shape[1:] if shape else (n,)}[what]
+        self.copies_input = message and what == "broadcast" and rank == root
+        result_bytes = math.prod(self.output_shape or ()) * size
+        self.result = aligned_empty(self.output_shape, dtype) \
+            if message and result_bytes <= OWNED_RESULT_BYTES and not self.copies_input else None
+        result = (shared.ABSOLUTE, address(self.result)) if self.result is not None and result_bytes else \
+            (shared.OUTPUT, 0)
+        ops = []
+
+        def op(kind, a=(0, 0), b=(0, 0), c=(0, 0), count=0):
+            parallel = kind == shared.REDUCE and count >= PARALLEL_MIN_WORK_ITEMS
+            ops.append([kind, *a, *b, *c, count, -(-count // ITEMS) if kind == shared.REDUCE else 0, parallel])
+
+        def slot(p: int, byte_offset: int = 0):
+            return shared.SHARED, segment.slot(p) + byte_offset
+
+        def out(byte_offset: int):
+            return result[0], result[1] + byte_offset
+
+        def reduce_slots(first: int, stop: int, out_offset: int):
+            """The result at out_offset <- elements first..stop of every slot, reduced in rank order."""
+            if stop > first:
+                op(shared.REDUCE, slot(0, first * size), slot(1, first * size), out(out_offset), stop - first)
+                for p in range(2, n):
+                    op(shared.REDUCE, out(out_offset), slot(p, first * size), out(out_offset), stop - first)
+        op(shared.COPY, (shared.ABSOLUTE, address(self.identity)), c=(shared.SHARED, rank * shared.IDENTITY_BYTES),
+           count=self.identity.nbytes)
+        op(shared.SIGNAL, (0, shared.READY))
+        op(shared.WAIT, (0, shared.READY))
+        op(shared.CHECK)
+        if not message:
+            pass
+        elif what == "all_reduce" and n > 2 and nbytes >= SHARED_SPLIT_BYTES:
+            bounds = chunk_bounds(count, n, dtype)
+            first, stop = bounds[rank]
+            reduce_slots(first, stop, first * size)
+            if stop > first:
+                op(shared.COPY, out(first * size), c=slot(rank, first * size), count=(stop - first) * size)
+            op(shared.SIGNAL, (0, shared.REDUCED))
+            op(shared.WAIT, (0, shared.REDUCED))
+            for p, (first, stop) in enumerate(bounds):
+                if p != rank and stop > first:
+                    op(shared.COPY, slot(p, first * size), c=out(first * size), count=(stop - first) * size)
+        elif what == "all_reduce":
+            reduce_slots(0, count, 0)
+        elif what == "reduce_scatter":
+            block = count // n
+            reduce_slots(rank * block, (rank + 1) * block, 0)
+        elif what == "all_gather":
+            for p in range(n):
+                if nbytes:
+                    op(shared.COPY, slot(p), c=out(p * nbytes), count=nbytes)
+        elif rank != root and nbytes:     # a broadcast's; the root's result is its input's copy
+            op(shared.COPY, slot(root), c=out(0), count=nbytes)
+        self.counter = ctypes.c_int64(0)
+        self.plan = np.zeros(shared.HEADER_WORDS + shared.OP_WORDS * len(ops), np.int64)
+        parallel = any(row[-1] for row in ops)
+        self.plan[:shared.HEADER_WORDS] = [
+            self.kernel.run_address if self.kernel else 0, ctypes.addressof(self.counter),
+            pool_code().launch_address if parallel else 0, worker_pool().address if parallel else 0,
+            n, rank, segment.base, segment.base + segment.halves, segment.half_bytes, 0, len(ops), 0, 0, 0, 0, 0]
+        self.plan[shared.HEADER_WORDS:] = np.array(ops, np.int64).reshape(-1)
+        self.words, self.timeout = memoryview(self.plan).cast("B").cast("q"), None
+        self.driver, self.plan_address = shared.shared_steps_function()[0], address(self.plan)
+
+    def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray | None:
+        """The collective of x, in a new array (None for a check)."""
+        segment, words = _state["shared"], self.words
+        if segment.broken:
+            raise RuntimeError("cdnajit.distributed: a collective between the processes timed out before: they are "
+                               "out of step (end the job)")
+        segment.sequence += 1
+        sequence = segment.sequence
+        if self.slots is not None:
+            self.slots[sequence % 2][...] = x
+        output = None
+        if self.result is None and self.kernel is not None:
+            output, words[shared.OUTPUT_BASE] = aligned_empty_at(self.output_shape, self.dtype)
+        elif self.result is None and self.output_shape is not None and not self.copies_input:
+            output = np.empty(self.output_shape, self.dtype)
+            words[shared.OUTPUT_BASE] = address(output) if output.size else 0
+        words[shared.SEQUENCE] = sequence
+        if timeout != self.timeout:
+            words[shared.TIMEOUT_NS], self.timeout = int(timeout * 1e9), timeout
+        status = self.driver(self.plan_address)
+        if status == shared.TIMED_OUT:
+            segment.broken = True
+            raise timed_out(self.what, timeout)
+        if status == shared.MISMATCH:
+            raise segment.mismatch(self.what, x.shape, x.dtype)
+        if self.error is not None:
+            raise ValueError(f"cdnajit.distributed.{self.what}: {self.error}")
+        if self.copies_input:
+            return x.copy()
+        return self.result.copy() if self.result is not None else output
+
+    def free(self):
+        """Nothing to free: the segment is the job's."""
 
 
 class DoublingPlan:
@@ -591,15 +857,28 @@ class ShapeCheck:
 
 
 def checked(x: np.ndarray, what: str, timeout: float, extra=None):
-    """x's shape and dtype checked across processes (ShapeCheck; nothing to compare for one)."""
-    if comm().Get_size() > 1:
-        plan_for(("check", what, extra, x.shape, x.dtype), lambda: ShapeCheck(what, extra, x.shape, x.dtype))(x, timeout)
+    """x's shape and dtype, and the collective with its arguments (`extra`), checked across processes:
+    a SharedPlan's check where every process is on this host, else ShapeCheck (nothing to compare
+    for one process)."""
+    key = ("check", what, extra, x.shape, x.dtype)
+    if _state["shared"] is not None:
+        plan_for(key, lambda: SharedPlan(what, repr(extra), x.shape, x.dtype, message=False))(x, timeout)
+    elif comm().Get_size() > 1:
+        plan_for(key, lambda: ShapeCheck(what, extra, x.shape, x.dtype))(x, timeout)
+
+
+def in_shared_memory(nbytes: int, algorithm: str | None) -> bool:
+    """Whether a collective of `nbytes` per process runs in the SharedSegment (SharedPlan): where
+    every process is on this host, for a message that fits a slot, unless `algorithm` asks for one
+    of MPI point-to-point."""
+    return _state["shared"] is not None and algorithm is None and nbytes <= SHARED_SLOT_BYTES
 
 
 class AllReducePlan:
     """What an all-reduce of one shape, dtype, reducer and requested algorithm needs, kept between
-    calls (PLANS): the algorithm the host model picks, and the recursive-doubling plan that runs
-    it or (ring, tree) checks the processes' shapes before it. `what` is the collective a caller
+    calls (PLANS): the algorithm the host model picks (or the caller asks for), and the
+    recursive-doubling plan that runs it or (ring, tree) checks the processes' shapes before it,
+    where a SharedPlan's check does not (processes of one host). `what` is the collective a caller
     runs through it (a short all_gather or reduce_scatter) and `given` the shape and dtype that
     caller was given: both are in the processes' signatures, and a mismatch's error names them."""
 
@@ -611,28 +890,29 @@ class AllReducePlan:
         self.shape, self.reducer, self.what = shape, reducer, what
         self.algorithm = algorithm or host_all_reduce_algorithm(n, math.prod(shape) * dtype.itemsize)
         signature = signature_of(what, self.algorithm, reducer, dtype.str, shape, given)
-        self.doubling = DoublingPlan(signature, shape if self.algorithm == "doubling" else (0,), dtype, reducer) \
-            if n > 1 else None
-        self.runs_doubling = self.doubling is not None and self.algorithm == "doubling"
-
-    @classmethod
-    def get(cls, x: np.ndarray, reducer: str, algorithm: str | None, what: str = "all_reduce",
-            given: np.ndarray | None = None) -> "AllReducePlan":
-        described = () if given is None else (given.shape, given.dtype.str)
-        key = (what, x.shape, x.dtype, reducer, algorithm, described)
-        return PLANS.get(key) or plan_for(key, lambda: cls(x.shape, x.dtype, reducer, algorithm, what, described))
+        # Where every process is on this host, a SharedPlan's check compares the processes' calls
+        # first (as it does for the collectives in shared memory, so that a process running one never
+        # waits for another running this), and the ring and the tree need no header exchange.
+        self.shared_check = _state["shared"] is not None
+        self.runs_doubling = n > 1 and self.algorithm == "doubling"
+        self.doubling = DoublingPlan(signature, shape if self.runs_doubling else (0,), dtype, reducer) \
+            if self.runs_doubling or n > 1 and not self.shared_check else None
 
     def __call__(self, x: np.ndarray | None, timeout: float, given: np.ndarray | None = None) -> np.ndarray:
         """x reduced over the processes; `given` (x by default) is the array a mismatch's error describes.
         x None: the message is already in the doubling plan's buffer (`self.doubling.data`, written
         there by the caller: a short all_gather's blocks); the result is that buffer, not a copy."""
-        if self.doubling is None:                  # one process
+        if self.shared_check:
+            checked(x if given is None else given, self.what, timeout, (self.reducer, self.algorithm))
+        elif self.doubling is None:                  # one process
             return x.copy()
-        try:
-            matched = self.doubling(x if self.runs_doubling else None, timeout, self.what)
-        except TimeoutError:
-            forget(self)       # its requests may still be pending
-            raise
+        matched = True
+        if self.doubling is not None:
+            try:
+                matched = self.doubling(x if self.runs_doubling else None, timeout, self.what)
+            except TimeoutError:
+                forget(self)       # its requests may still be pending
+                raise
         if not matched:
             check_same(x if given is None else given, self.what, timeout)
             raise ValueError(f"cdnajit.distributed.{self.what}: the processes called different collectives, or with "
@@ -705,19 +985,33 @@ def host_all_reduce_algorithm(n: int, nbytes: int) -> str:
 
 
 def all_reduce(x, op: str = "sum", *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
-    """Every process's x reduced elementwise (op: sum, prod, max, min), on every process; the ring,
-    the tree or recursive doubling as the host model above picks for the size, or as `algorithm`
-    says."""
+    """Every process's x reduced elementwise (op: sum, prod, max, min), on every process: in shared
+    memory where every process is on this host and x fits a slot (SharedPlan), else the ring, the
+    tree or recursive doubling over MPI as the host model above picks for the size; `algorithm`
+    (ring, tree, doubling) asks for one of those over MPI on any host."""
     x = np.asarray(x, order="C")   # keeps a 0-d array 0-d (ascontiguousarray makes it 1-d)
-    return AllReducePlan.get(x, op, algorithm)(x, timeout)
+    key = ("all_reduce", x.shape, x.dtype, op, algorithm)
+    return (PLANS.get(key) or plan_for(key, lambda: all_reduce_plan(x.shape, x.dtype, op, algorithm)))(x, timeout)
+
+
+def all_reduce_plan(shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
+    if in_shared_memory(math.prod(shape) * dtype.itemsize, algorithm):
+        return SharedPlan("all_reduce", f"{reducer}, shared memory", shape, dtype, reducer)
+    return AllReducePlan(shape, dtype, reducer, algorithm)
 
 
 def broadcast(x, root: int = 0, *, timeout: float = DEFAULT_TIMEOUT_S):
-    """Process `root`'s x on every process (a binomial tree)."""
+    """Process `root`'s x on every process (SharedPlan on one host, else a binomial tree over MPI)."""
     x = np.asarray(x, order="C")
+    n = comm().Get_size()
+    unknown = None if 0 <= root < n else f"root {root} is not a process of {n}"
+    if in_shared_memory(x.nbytes, None):
+        key = ("broadcast", x.shape, x.dtype, root)
+        return (PLANS.get(key) or plan_for(key, lambda: SharedPlan("broadcast", f"root {root}", x.shape, x.dtype,
+                                                                   root=root, error=unknown)))(x, timeout)
     checked(x, "broadcast", timeout, extra=root)
-    if not 0 <= root < comm().Get_size():
-        raise ValueError(f"cdnajit.distributed.broadcast: root {root} is not a process of {comm().Get_size()}")
+    if unknown:
+        raise ValueError(f"cdnajit.distributed.broadcast: {unknown}")
     return stepped("broadcast", x, "sum", timeout, "broadcast", root)
 
 
@@ -753,7 +1047,7 @@ class GatherPlan:
 
     def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray:
         if not self.short:
-            checked(x, "all_gather", timeout)
+            checked(x, "all_gather", timeout, "ring")
             return stepped("all_gather", x, "sum", timeout, "ring all-gather")
         self.blocks.fill(0)
         self.mine[...] = x.reshape(-1).view(np.uint8)
@@ -770,11 +1064,14 @@ class GatherPlan:
 
 
 def all_gather(x, *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
-    """Every process's x concatenated along axis 0 in rank order, on every process (GatherPlan: the
-    ring, or recursive doubling for a short message)."""
+    """Every process's x concatenated along axis 0 in rank order, on every process (SharedPlan on one
+    host, else GatherPlan: the ring, or recursive doubling for a short message, or as `algorithm`
+    says on any host)."""
     x = np.asarray(x, order="C")
     key = ("all_gather", x.shape, x.dtype, algorithm)
-    return (PLANS.get(key) or plan_for(key, lambda: GatherPlan(x.shape, x.dtype, algorithm)))(x, timeout)
+    return (PLANS.get(key) or plan_for(key, lambda: SharedPlan("all_gather", "shared memory", x.shape, x.dtype)
+                                       if in_shared_memory(x.nbytes, algorithm)
+                                       else GatherPlan(x.shape, x.dtype, algorithm)))(x, timeout)
 
 
 TRANSFER_TAG = 23
@@ -819,7 +1116,7 @@ class ReduceScatterPlan:
             forget(self)       # its requests may still be pending
             raise
         if not self.short:
-            checked(x, "reduce_scatter", timeout)
+            checked(x, "reduce_scatter", timeout, (self.reducer, "ring"))
         if not self.divisible:
             raise ValueError(f"cdnajit.distributed.reduce_scatter: the leading dimension of {x.shape} is not a "
                              f"multiple of the {self.n} processes")
@@ -836,7 +1133,17 @@ class ReduceScatterPlan:
 
 def reduce_scatter(x, op: str = "sum", *, algorithm: str | None = None, timeout: float = DEFAULT_TIMEOUT_S):
     """Block p (of n equal blocks along axis 0) of every process's x reduced elementwise, on process
-    p (MPI_Reduce_scatter_block, lax.psum_scatter): ReduceScatterPlan."""
+    p (MPI_Reduce_scatter_block, lax.psum_scatter): SharedPlan on one host, else ReduceScatterPlan
+    (or as `algorithm` says on any host)."""
     x = np.asarray(x, order="C")
     key = ("reduce_scatter", x.shape, x.dtype, op, algorithm)
-    return (PLANS.get(key) or plan_for(key, lambda: ReduceScatterPlan(x.shape, x.dtype, op, algorithm)))(x, timeout)
+    return (PLANS.get(key) or plan_for(key, lambda: reduce_scatter_plan(x.shape, x.dtype, op, algorithm)))(x, timeout)
+
+
+def reduce_scatter_plan(shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
+    n = comm().Get_size()
+    if in_shared_memory(math.prod(shape) * dtype.itemsize, algorithm):
+        indivisible = None if shape and shape[0] % n == 0 else \
+            f"the leading dimension of {shape} is not a multiple of the {n} processes"
+        return SharedPlan("reduce_scatter", f"{reducer}, shared memory", shape, dtype, reducer, error=indivisible)
+    return ReduceScatterPlan(shape, dtype, reducer, algorithm)

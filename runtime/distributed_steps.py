@@ -67,10 +67,29 @@ def constant(value: int) -> ir.Constant:
     return ir.Constant(I64, value)
 
 
+def monotonic_clock(module: ir.Module, b: ir.IRBuilder):
+    """now(): emits a read of CLOCK_MONOTONIC in nanoseconds at the builder's position (its timespec
+    allocated where the builder is now: the function's entry)."""
+    clock_gettime = ir.Function(module, ir.FunctionType(I32, [I32, PTR]), name="clock_gettime")
+    clock = b.alloca(ir.ArrayType(I64, 2))   # struct timespec: seconds, nanoseconds
+
+    def now() -> ir.Value:
+        b.call(clock_gettime, [ir.Constant(I32, CLOCK_MONOTONIC), clock])
+        seconds, nanoseconds = (b.load(b.gep(clock, [ir.Constant(I32, 0), ir.Constant(I32, k)]), typ=I64) for k in (0, 1))
+        return b.add(b.mul(seconds, constant(10 ** 9)), nanoseconds)
+    return now
+
+
+def plan_function(module: ir.Module, entry: str):
+    """A driver `i64 entry(i64* plan)` compiled and linked: (its ctypes function of the plan's
+    address, its library, kept alive with it)."""
+    library = link_module(module, entry)
+    return ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(library[entry]), library
+
+
 def build_module() -> ir.Module:
     module = ir.Module(name="cdnajit_mpi_steps")
     module.triple = llvm.get_process_triple()
-    clock_gettime = ir.Function(module, ir.FunctionType(I32, [I32, PTR]), name="clock_gettime")
     sched_yield = ir.Function(module, ir.FunctionType(I32, []), name="sched_yield")
     function = ir.Function(module, ir.FunctionType(I64, [I64.as_pointer()]), name=ENTRY)
     (plan,) = function.args
@@ -94,13 +113,8 @@ def build_module() -> ir.Module:
     def buffer_address(buffer: ir.Value, offset: ir.Value) -> ir.Value:
         return b.add(load(b.add(constant(INPUT_BASE), buffer)), offset)
 
-    clock = b.alloca(ir.ArrayType(I64, 2))   # struct timespec: seconds, nanoseconds
+    now = monotonic_clock(module, b)
     flag = b.alloca(I32)
-
-    def now() -> ir.Value:
-        b.call(clock_gettime, [ir.Constant(I32, CLOCK_MONOTONIC), clock])
-        seconds, nanoseconds = (b.load(b.gep(clock, [ir.Constant(I32, 0), ir.Constant(I32, k)]), typ=I64) for k in (0, 1))
-        return b.add(b.mul(seconds, constant(10 ** 9)), nanoseconds)
     startall, testall = function_at(STARTALL, STARTALL_TYPE), function_at(TESTALL, TESTALL_TYPE)
     isend, irecv = function_at(ISEND, POST_TYPE), function_at(IRECV, POST_TYPE)
     byte, comm, tag = i32(load(BYTE)), i32(load(COMM)), i32(load(TAG))
@@ -213,7 +227,5 @@ def build_module() -> ir.Module:
 
 @lru_cache(maxsize=1)
 def steps_function():
-    """The driver, compiled and linked once per process: (ctypes function of the plan's address,
-    its library, kept alive with it)."""
-    library = link_module(build_module(), ENTRY)
-    return ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(library[ENTRY]), library
+    """The driver, compiled and linked once per process (plan_function)."""
+    return plan_function(build_module(), ENTRY)

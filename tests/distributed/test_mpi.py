@@ -32,12 +32,16 @@ def run(processes: int, script: str, *args, timeout: float = 240, status: int = 
     return result.stdout
 
 
-# mpi_collectives.py: cdnajit.distributed's collectives; mpi_jit.py: jitted programs over every
-# process's devices. Each in its quick form on 2 processes in make test; in full on more under test-all
-# (3: recursive doubling folds rank 0 into rank 1 and back, not a power of two).
+# mpi_collectives.py: cdnajit.distributed's collectives (their MPI algorithms asked for by name);
+# mpi_shared.py: the collectives in shared memory (every process on this host) and their errors;
+# mpi_jit.py: jitted programs over every process's devices. Each in its quick form on 2 processes in
+# make test; in full on more under test-all (3: recursive doubling folds rank 0 into rank 1 and back,
+# not a power of two).
 @pytest.mark.parametrize("script, processes, quick", [
     ("mpi_collectives.py", 2, True),
+    ("mpi_shared.py", 2, True),
     ("mpi_jit.py", 2, True),
+    pytest.param("mpi_shared.py", 4, False, marks=pytest.mark.slow),
     pytest.param("mpi_collectives.py", 3, False, marks=pytest.mark.slow),
     pytest.param("mpi_collectives.py", 4, False, marks=pytest.mark.slow),
     pytest.param("mpi_jit.py", 2, False, marks=pytest.mark.slow),
