@@ -368,7 +368,10 @@ class BroadcastSplitter(Rebuilder):
 def fuse(module: Module) -> Module:
     """A copy of `module` with its ops grouped into `fusion` ops (see the module docstring).
 
-    CSE at the end merges the broadcasts that copies of shared ones left side by side in a kernel.
+    CSE first merges the library matcher's reshapes of one operand for several calls (else a kernel
+    writes the operand once per reshape); CSE at the end merges the broadcasts that copies of shared
+    ones left side by side in a kernel.
     """
+    module = eliminate_common_subexpressions(module)
     fused = Fuser().run(BroadcastSplitter(module).run(module))
     return eliminate_common_subexpressions(fused)

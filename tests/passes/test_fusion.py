@@ -492,6 +492,27 @@ func @f(%0: f32[300], %1: f32[]) -> (f32[300]) {
   }
   return %2
 }"""),
+    # The library matcher reshapes a sliced operand once per call that reads it: one kernel writes it once.
+    ("one_slice_reshaped_for_two_library_calls_is_written_once", """
+func @f(%0: f32[1,40,30], %1: f32[30,8]) -> (f32[39,8], f32[39,8]) {
+  %2 = slice(%0) {start_indices = [0, 1, 0], limit_indices = [1, 40, 30], strides = [1, 1, 1]} : f32[1,39,30]
+  %3 = reshape(%2) {new_sizes = [39, 30]} : f32[39,30]
+  %4 = library_call(%3, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[39,8]
+  %5 = reshape(%2) {new_sizes = [39, 30]} : f32[39,30]
+  %6 = library_call(%5, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 2.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[39,8]
+  return %4, %6
+}""", """
+func @f(%0: f32[1,40,30], %1: f32[30,8]) -> (f32[39,8], f32[39,8]) {
+  %2 = fusion(%0) {kind = "loop"} : f32[39,30] {
+    ^(%3: f32[1,40,30]):
+      %4 = slice(%3) {start_indices = [0, 1, 0], limit_indices = [1, 40, 30], strides = [1, 1, 1]} : f32[1,39,30]
+      %5 = reshape(%4) {new_sizes = [39, 30]} : f32[39,30]
+      yield %5
+  }
+  %6 = library_call(%2, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 1.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[39,8]
+  %7 = library_call(%2, %1) {library = "blas", routine = "gemm", solution = "", trans_a = false, trans_b = false, alpha = 2.0, beta = 0.0, epilogue = "none", result_dtype = f32, compute_dtype = f32, clamp_min = none, clamp_max = none} : f32[39,8]
+  return %6, %7
+}"""),
     ("widening_bitcast_of_a_parameter_fuses", """
 func @f(%0: u8[4,8,4]) -> (f32[4,8]) {
   %1 = bitcast_convert(%0) {dtype = f32} : f32[4,8]
