@@ -225,6 +225,11 @@ OWNED_RESULT_BYTES = 16 << 10
 SHM_DIRECTORY = "/dev/shm"
 
 
+def free_bytes(directory: str) -> int:
+    status = os.statvfs(directory)
+    return status.f_bavail * status.f_frsize
+
+
 class SharedSegment:
     """A shared-memory segment of every process of the job, all on this host (runtime/shared_steps.py:
     the processes' flags, then two halves, each the processes' identities and a data slot of
@@ -259,11 +264,13 @@ class SharedSegment:
 
     @classmethod
     def create(cls, world) -> "SharedSegment | None":
-        """The job's segment (a collective call of every process), or None where /dev/shm is missing."""
+        """The job's segment (a collective call of every process), or None where /dev/shm is missing or has
+        less room than the segment could fill (a container's 64 MiB, say: a page touched past a tmpfs's
+        room is a SIGBUS, not an error)."""
         n, rank = world.Get_size(), world.Get_rank()
         halves, half_bytes = cls.layout(n)
         size, path = halves + 2 * half_bytes, None
-        if rank == 0 and os.path.isdir(SHM_DIRECTORY):
+        if rank == 0 and os.path.isdir(SHM_DIRECTORY) and free_bytes(SHM_DIRECTORY) >= size:
             descriptor, path = tempfile.mkstemp(prefix="cdnajit-", dir=SHM_DIRECTORY)
             os.ftruncate(descriptor, size)
             os.close(descriptor)
