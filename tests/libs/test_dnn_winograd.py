@@ -198,7 +198,8 @@ def test_winograd_matches_the_interpreter(monkeypatch):
     check_problem(np.random.default_rng(2), monkeypatch)
 
 
-@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+# NCHW repeats NHWC's edges through the other transforms' layout (about 9 s): in `make test-all` only.
+@pytest.mark.parametrize("layout", ["NHWC", pytest.param("NCHW", marks=pytest.mark.slow)])
 def test_winograd_feature_and_tile_edges(layout, monkeypatch):
     """The transforms' work-items take 4 consecutive features of a tile, their workgroups 64 features of 4
     tiles, the last ones moved back: C and K below 4 (one feature each), not multiples of 4, over 64 and not a
