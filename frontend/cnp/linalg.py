@@ -29,7 +29,7 @@ from . import shaping as sh
 from .array_funcs import matrix_transpose, vecdot
 from .base import broadcast_shapes, convert, result_type
 from ..dtypes import to_inexact
-from .numerical import cross as numpy_cross, frexp
+from .numerical import cross as numpy_cross, frexp, times_power_of_two
 from .linalg_rules import complex_transposed, transposed, with_rules
 from .indexing_funcs import take_along_axis
 from .linalg_solver import adjoint, direct_solve, geev, geev_vectors, geqrf, gesvd, gesvdj, getrf, getri, getrs, orgqr, \
@@ -91,14 +91,6 @@ def broadcast_batches(name: str, a: Tracer, b: Tracer, b_core: int) -> tuple[Tra
 
 
 # ---- solves -----------------------------------------------------------------------------------------
-
-def times_power_of_two(x: Tracer, exponent: Tracer) -> Tracer:
-    """x 2^exponent (int32 exponents broadcasting against x), exactly: the power is split in two factors of
-    at most 2^537 (a single one overflows for exponents past the dtype's largest)."""
-    real = el.real(x).type.dtype if is_complex(x.type.dtype) else x.type.dtype
-    half = el.floor_divide(exponent, 2)
-    return x * el.exp2(half.astype(real)) * el.exp2((exponent - half).astype(real))
-
 
 def in_safe_range(a: Tracer) -> tuple[Tracer, Tracer]:
     """(a 2^-e, e [B, 1, 1]) for a stack [B, m, n]: e is the exponent of a matrix's largest entry where that lies

@@ -605,10 +605,15 @@ def ldexp(x1, x2):
     exponent = asarray(x2)
     if not is_integer(exponent.type.dtype):
         raise TracingTypeError(located(f"ldexp: x2 must be integers, got {exponent.type}"))
-    exponent = convert(exponent, "i64")
+    return times_power_of_two(x, convert(exponent, "i64"))
+
+
+def times_power_of_two(x: Tracer, exponent: Tracer) -> Tracer:
+    """x 2^exponent (integer exponents broadcasting against x; complex x too), exactly: the power is split
+    in two factors of at most 2^537 (a single one overflows for exponents past the dtype's largest)."""
+    real = el.real(x).type.dtype if is_complex(x.type.dtype) else x.type.dtype
     half = el.floor_divide(exponent, 2)
-    rest = el.subtract(exponent, half)
-    return el.multiply(el.multiply(x, el.exp2(convert(half, x.type.dtype))), el.exp2(convert(rest, x.type.dtype)))
+    return el.multiply(el.multiply(x, el.exp2(convert(half, real))), el.exp2(convert(el.subtract(exponent, half), real)))
 
 
 def frexp(x):
