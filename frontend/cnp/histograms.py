@@ -92,15 +92,14 @@ def merge_path_pays(n: int, m: int) -> bool:
 
 
 def merge_path_search(sorted_a: Tracer, queries: Tracer, side: str) -> Tracer:
-    """searchsorted by prim's merge path: the queries sorted with their positions (stable, NaN last),
-    merged with sorted_a, and the indices sorted back to the queries' order by those positions."""
+    """searchsorted by prim's merge path: the queries sorted with their positions (stable, NaN last)
+    and merged with sorted_a, the merge storing each query's index at its position."""
     flat = sh.reshape(queries, (queries.size,))
     positions = arange(queries.size, dtype=SEARCH_DTYPE)
     ordered, order = bind("sort", [flat, positions], {"dimension": 0, "is_stable": True, "num_keys": 1})
-    found = bind1("library_call", [sorted_a, ordered], {"library": "prim", "routine": "merge_search", "solution": "",
-                                                        "side": side})
-    _, back = bind("sort", [order, found], {"dimension": 0, "is_stable": True, "num_keys": 1})
-    return sh.reshape(back, queries.shape)
+    found = bind1("library_call", [sorted_a, ordered, order],
+                  {"library": "prim", "routine": "merge_search", "solution": "", "side": side})
+    return sh.reshape(found, queries.shape)
 
 
 def digitize(x, bins, right=False, *, method=None):

@@ -62,8 +62,10 @@ a row's first element always a head):
     at a head), run u > 0 starting from carries[:, u] (the inclusive segmented scan of the runs'
     (totals, reset) at run u - 1). With one run per row it is the whole segmented scan.
 Searching:
-  - `merge_search(a, v) {side}` -> i32 (m,): for sorted a (n,) and sorted queries v (m,) of one
-    dtype, jnp.searchsorted(a, v, side) (NaN last); queries out of order give unspecified indices.
+  - `merge_search(a, v, places) {side}` -> i32 (m,): for sorted a (n,), sorted queries v (m,) of
+    one dtype and places (m,) i32, a permutation of 0..m-1: v[j]'s jnp.searchsorted(a, v[j], side)
+    (NaN last) at places[j], so that the queries' sort is undone by the merge's own stores; queries
+    out of order give unspecified indices, repeated places unspecified elements.
 Top k:
   - `top_k_rows(x) {k}` -> (values (rows, k), indices (rows, k) i32): each row's k largest in the
     sort's order (`ordered_bits`: NaN largest, -0.0 equal to 0.0), descending, equal values in
@@ -515,15 +517,18 @@ def segmented_scan_runs(x, heads, carries, *, reducer, exclusive, run_length):
 
 
 def merge_search_infer(types, attrs):
-    require(len(types) == 2 and all(t.ndim == 1 for t in types) and types[0].dtype == types[1].dtype
-            and types[0].dtype in SORT_KEY_DTYPES and attrs["side"] in ("left", "right"),
-            f"prim.merge_search takes a sorted 1-d array and sorted 1-d queries of one real dtype, side left or "
-            f"right, got {fmt_types(types)}, side {attrs['side']!r}")
+    require(len(types) == 3 and all(t.ndim == 1 for t in types) and types[0].dtype == types[1].dtype
+            and types[0].dtype in SORT_KEY_DTYPES and types[2] == TensorType("i32", types[1].shape)
+            and attrs["side"] in ("left", "right"),
+            f"prim.merge_search takes a sorted 1-d array, sorted 1-d queries of one real dtype and the queries' i32 "
+            f"places, side left or right, got {fmt_types(types)}, side {attrs['side']!r}")
     return [TensorType("i32", types[1].shape)]
 
 
-def merge_search(a, v, *, side):
-    return np.searchsorted(a, v, side=side).astype(np.int32)   # numpy's order: NaN last, as jnp.sort
+def merge_search(a, v, places, *, side):
+    result = np.empty(v.shape, np.int32)
+    result[places] = np.searchsorted(a, v, side=side)   # numpy's order: NaN last, as jnp.sort
+    return result
 
 
 def bin_slots(x: np.ndarray, edges: np.ndarray) -> np.ndarray:

@@ -1,5 +1,6 @@
 """The merge-path search's kernel (routines.py: merge_search): searchsorted of sorted queries by
-merging them with the sorted array instead of a binary search per query.
+merging them with the sorted array instead of a binary search per query, each result stored at
+its query's place before the queries' sort (a permutation: no two work-items store one element).
 
 The merge of a (n) and the queries v (m) puts a[i] before v[j] when a[i] sorts before v[j]
 (side 'left': a[i] < v[j]; 'right': a[i] <= v[j], in jnp.sort's order where NaN is the largest);
@@ -33,8 +34,8 @@ def merge_search_kernel(op: Op, name: str) -> K.Kernel:
     or_equal = op.attrs["side"] == "right"
     idx = "i32" if a_type.size + v_type.size < 2 ** 31 - DIAGONAL else "i64"
     n, m = K.ScalarParam("n", idx), K.ScalarParam("m", idx)
-    sized = {"in0": n, "in1": m, "out0": m}
-    a, v, out = [K.GlobalBuffer(b.name, b.dtype, sized[b.name], b.readonly) for b in operand_buffers(op)]
+    sized = {"in0": n, "in1": m, "in2": m, "out0": m}
+    a, v, places, out = [K.GlobalBuffer(b.name, b.dtype, sized[b.name], b.readonly) for b in operand_buffers(op)]
     t, first, last, low, high, middle, i, j, step = (
         K.Var(x, idx) for x in ("t", "first", "last", "low", "high", "middle", "i", "j", "step"))
     take_a = K.Var("take_a", "bool")
@@ -50,15 +51,16 @@ def merge_search_kernel(op: Op, name: str) -> K.Kernel:
     walk = [K.Let(i, low), K.Let(j, first - low),
             K.For(step, first, last, 1, [
                 K.Let(take_a, (i < n) & ((j >= m) | sorts_before(a[clamp(i, n)], v[clamp(j, m)], or_equal))),
-                K.If(take_a, [K.Assign(i, i + one)], [K.Store(out, j, i.cast("i32")), K.Assign(j, j + one)])])]
+                K.If(take_a, [K.Assign(i, i + one)], [K.Store(out, places[j], i.cast("i32")), K.Assign(j, j + one)])])]
     body = [K.Let(t, K.workgroup_id(0).cast(idx) * ITEMS + K.workitem_id(0).cast(idx)),
             K.Let(first, t * DIAGONAL), K.Let(last, K.minimum(first + DIAGONAL, n + m)),
             K.If(first < last, search + walk)]
-    return K.Kernel(name, params=[a, v, out, n, m], grid=((n + m + (ITEMS * DIAGONAL - 1)) / (ITEMS * DIAGONAL),),
+    return K.Kernel(name, params=[a, v, places, out, n, m], grid=((n + m + (ITEMS * DIAGONAL - 1)) / (ITEMS * DIAGONAL),),
                     workgroup_size=(ITEMS,), body=body,
                     arguments=(("n", a_type.shape[0]), ("m", v_type.shape[0])))
 
 
 def describe(op: Op) -> str:
     return (f"searchsorted (side {op.attrs['side']}) of sorted queries by a merge path: {DIAGONAL} merge steps per "
-            f"work-item from a binary search of its diagonal, {ITEMS} work-items per workgroup")
+            f"work-item from a binary search of its diagonal, {ITEMS} work-items per workgroup, each result stored at "
+            f"its query's place before the sort")

@@ -738,8 +738,8 @@ def test_segmented_scan_bad_input():
     pytest.param("float16", 0, 7, "right", "sort", marks=pytest.mark.slow)])
 def test_searchsorted_by_merge_path(dtype, n, m, side, method):
     """searchsorted of many queries (or method='sort'): the queries sorted, prim.merge_search (a
-    merge path, diagonals of 4096 steps per work-item) and sorted back; exact against numpy's
-    searchsorted (NaNs last, -0.0 equal to 0.0), duplicates in both arrays."""
+    merge path, diagonals of 4096 steps per work-item, storing each index at its query's position);
+    exact against numpy's searchsorted (NaNs last, -0.0 equal to 0.0), duplicates in both arrays."""
     rng = np.random.default_rng(8)
     kind = np.dtype(dtype).kind
     draw = (lambda k: rng.integers(0, 50, k)) if kind == "u" else (lambda k: rng.integers(-60, 60, k))
