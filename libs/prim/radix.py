@@ -137,7 +137,8 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
     counter = K.LdsBuffer("counter", "i32", RADIX)   # places, or counts below 2^31 within the run
     d, c, s, place = K.Var("d", idx), K.Var("c", idx), K.Var("s", idx), K.Var("place", idx)
     key, inside = K.Var("key", layout.key_dtype), K.Var("inside", "bool")
-    rank, last, next_place = K.Var("rank", "i32"), K.Var("last", "bool"), K.Var("next_place", "i32")
+    rank, last = K.Var("rank", "i32"), K.Var("last", "bool")
+    counted, next_place = K.Var("counted", "i32"), K.Var("next_place", "i32")
     if idx == "i32":
         # The counters hold the places themselves.
         first_place = offsets[layout.count_place(c)].cast("i32")
@@ -155,8 +156,11 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
         K.Let(inside, j < stop),
         K.Let(key, sources[key_operand][row * length + K.minimum(j, stop - 1)]),
         K.Let(d, digit(key, layout.key_dtype, layout.shift, idx)),
+        # Every lane reads its counter before the wave op, which every lane of the wave reaches
+        # before any goes on to move a counter (on NVPTX a wave is two warps, not in lockstep).
+        K.Let(counted, counter[d]),
         K.WaveMatchRank(rank, last, d, RADIX_BITS),
-        K.Let(next_place, counter[d] + rank),
+        K.Let(next_place, counted + rank),
         K.Let(place, place_of),
         K.If(inside, moves),
         K.If(last, [K.Store(counter, d, next_place + 1)]),
