@@ -624,7 +624,9 @@ class Prefetch(Stmt):
 
 class WaveOp(Stmt):
     """A collective over the lanes of a wave (Kernel.wave_size); like a barrier, it stands only under
-    uniform control flow."""
+    uniform control flow. The lanes of a wave are in step only at wave ops: an LDS element that one
+    lane writes and another reads needs a wave op or a barrier between the two (the NVPTX backend
+    runs a wave as two warps)."""
     kind: ClassVar[str]
 
     def defines(self) -> tuple[Var, ...]:
