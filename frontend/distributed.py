@@ -222,6 +222,7 @@ def chunk_bounds(size: int, n: int, dtype: np.dtype) -> list[tuple[int, int]]:
 SHARED_SLOT_BYTES = 16 << 20
 SHARED_SPLIT_BYTES = 1 << 20
 OWNED_RESULT_BYTES = 16 << 10
+INPUT_READ_BYTES = 16 << 10
 SHM_DIRECTORY = "/dev/shm"
 
 
@@ -346,9 +347,13 @@ class SharedPlan:
         self.identity.view(np.uint8)[8 * CALL:][:len(text)] = np.frombuffer(text, np.uint8)
         message = message and error is None
         reduces = message and what in ("all_reduce", "reduce_scatter") and count > 0
+        splits = what == "all_reduce" and n > 2 and nbytes >= SHARED_SPLIT_BYTES
+        # Where a process reduces only a part of the message, its slot holds the other parts alone, and
+        # its own part is read from its input (this process's message, the call's INPUT).
+        self.reads_input = message and (what == "reduce_scatter" or splits) and nbytes >= INPUT_READ_BYTES
         self.kernel = ReductionStep.get(reducer, dtype).kernel if reduces else None
         self.slots = [segment.array(half, segment.slot(rank), shape, dtype) for half in (0, 1)] \
-            if message and (what != "broadcast" or rank == root) else None
+            if message and (what != "broadcast" or rank == root) and not self.reads_input else None
         self.output_shape = None
         if message:
             self.output_shape = {"all_reduce": shape, "broadcast": shape,
@@ -369,23 +374,39 @@ class SharedPlan:
         def slot(p: int, byte_offset: int = 0):
             return shared.SHARED, segment.slot(p) + byte_offset
 
+        def message_of(p: int, byte_offset: int):
+            """Where process p's message is read from: this process's input, else p's slot."""
+            return (shared.INPUT, byte_offset) if p == rank and self.reads_input else slot(p, byte_offset)
+
         def out(byte_offset: int):
             return result[0], result[1] + byte_offset
 
         def reduce_slots(first: int, stop: int, out_offset: int):
-            """The result at out_offset <- elements first..stop of every slot, reduced in rank order."""
+            """The result at out_offset <- elements first..stop of every message, reduced in rank order."""
             if stop > first:
-                op(shared.REDUCE, slot(0, first * size), slot(1, first * size), out(out_offset), stop - first)
+                op(shared.REDUCE, message_of(0, first * size), message_of(1, first * size), out(out_offset),
+                   stop - first)
                 for p in range(2, n):
-                    op(shared.REDUCE, out(out_offset), slot(p, first * size), out(out_offset), stop - first)
+                    op(shared.REDUCE, out(out_offset), message_of(p, first * size), out(out_offset), stop - first)
+
+        def write_parts(bounds: list[tuple[int, int]]):
+            """This process's slot <- the parts of its input that the others reduce."""
+            for p, (first, stop) in enumerate(bounds):
+                if p != rank and stop > first:
+                    op(shared.COPY, (shared.INPUT, first * size), c=slot(rank, first * size), count=(stop - first) * size)
+        if self.reads_input:
+            write_parts(chunk_bounds(count, n, dtype) if splits else
+                        [(p * (count // n), (p + 1) * (count // n)) for p in range(n)])
         op(shared.COPY, (shared.ABSOLUTE, address(self.identity)), c=(shared.SHARED, rank * shared.IDENTITY_BYTES),
            count=self.identity.nbytes)
         op(shared.SIGNAL, (0, shared.READY))
+        if message and what == "all_gather" and nbytes:     # its own part while the others may still write theirs
+            op(shared.COPY, slot(rank), c=out(rank * nbytes), count=nbytes)
         op(shared.WAIT, (0, shared.READY))
         op(shared.CHECK)
         if not message:
             pass
-        elif what == "all_reduce" and n > 2 and nbytes >= SHARED_SPLIT_BYTES:
+        elif splits:
             bounds = chunk_bounds(count, n, dtype)
             first, stop = bounds[rank]
             reduce_slots(first, stop, first * size)
@@ -403,7 +424,7 @@ class SharedPlan:
             reduce_slots(rank * block, (rank + 1) * block, 0)
         elif what == "all_gather":
             for p in range(n):
-                if nbytes:
+                if nbytes and p != rank:
                     op(shared.COPY, slot(p), c=out(p * nbytes), count=nbytes)
         elif rank != root and nbytes:     # a broadcast's; the root's result is its input's copy
             op(shared.COPY, slot(root), c=out(0), count=nbytes)
@@ -413,7 +434,7 @@ class SharedPlan:
         self.plan[:shared.HEADER_WORDS] = [
             self.kernel.run_address if self.kernel else 0, ctypes.addressof(self.counter),
             pool_code().launch_address if parallel else 0, worker_pool().address if parallel else 0,
-            n, rank, segment.base, segment.base + segment.halves, segment.half_bytes, 0, len(ops), 0, 0, 0, 0, 0]
+            n, rank, segment.base, segment.base + segment.halves, segment.half_bytes, 0, len(ops), 0, 0, 0, 0, 0, 0]
         self.plan[shared.HEADER_WORDS:] = np.array(ops, np.int64).reshape(-1)
         self.words, self.timeout = memoryview(self.plan).cast("B").cast("q"), None
         self.driver, self.plan_address = shared.shared_steps_function()[0], address(self.plan)
@@ -428,6 +449,8 @@ class SharedPlan:
         sequence = segment.sequence
         if self.slots is not None:
             self.slots[sequence % 2][...] = x
+        elif self.reads_input:
+            words[shared.INPUT_BASE] = address(x)
         output = None
         if self.result is None and self.kernel is not None:
             output, words[shared.OUTPUT_BASE] = aligned_empty_at(self.output_shape, self.dtype)

@@ -39,7 +39,7 @@ def run(segment: Segment, ops: list, sequence: int, timeout_s: float = 5.0, run_
     counter = ctypes.c_int64(0)
     plan = np.zeros(shared.HEADER_WORDS + shared.OP_WORDS * len(ops), np.int64)
     plan[:shared.HEADER_WORDS] = [run_address, ctypes.addressof(counter), 0, 0, 2, 0, segment.base, segment.halves,
-                                  HALF, int(timeout_s * 1e9), len(ops), sequence, 0, 0, 0, 0]
+                                  HALF, int(timeout_s * 1e9), len(ops), sequence, 0, 0, 0, 0, 0]
     plan[shared.HEADER_WORDS:] = np.array(ops, np.int64).reshape(-1)
     status = shared.shared_steps_function()[0](address(plan))
     return status, int(plan[shared.STEP])
