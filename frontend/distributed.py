@@ -331,19 +331,21 @@ class SharedPlan:
       (the collectives of a message over SHARED_SLOT_BYTES, or of an `algorithm` asked for).
 
     `error`: raised once every process has compared the calls (an indivisible reduce_scatter, a
-    broadcast's unknown root)."""
+    broadcast's unknown root). `whole`: the plan is of a piece of a longer message of that shape
+    (PiecesPlan), which its identity describes, and whose result a call writes into the caller's
+    array (process p's part of an all_gather's at p times the whole message's bytes)."""
 
     def __init__(self, what: str, arguments: str, shape: tuple, dtype: np.dtype, reducer: str = "sum",
-                 root: int = 0, message: bool = True, error: str | None = None):
+                 root: int = 0, message: bool = True, error: str | None = None, whole: tuple | None = None):
         segment = _state["shared"]
         n, rank = segment.n, segment.rank
         count, size = math.prod(shape), dtype.itemsize
         nbytes = count * size
-        self.what, self.shape, self.dtype, self.error = what, shape, dtype, error
+        self.what, self.shape, self.dtype, self.error, self.described = what, shape, dtype, error, whole or shape
         text = f"{what} {arguments}".encode()[:CALL_BYTES]
         self.identity = np.zeros(shared.IDENTITY_BYTES // 8, np.int64)
         self.identity[0] = signature_of(text, shape, dtype.str)
-        self.identity[DESCRIPTION:CALL] = describe(shape, dtype)
+        self.identity[DESCRIPTION:CALL] = describe(self.described, dtype)
         self.identity.view(np.uint8)[8 * CALL:][:len(text)] = np.frombuffer(text, np.uint8)
         message = message and error is None
         reduces = message and what in ("all_reduce", "reduce_scatter") and count > 0
@@ -361,8 +363,9 @@ class SharedPlan:
                                  "all_gather": (n * shape[0],) + shape[1:] if shape else (n,)}[what]
         self.copies_input = message and what == "broadcast" and rank == root
         result_bytes = math.prod(self.output_shape or ()) * size
-        self.result = aligned_empty(self.output_shape, dtype) \
-            if message and result_bytes <= OWNED_RESULT_BYTES and not self.copies_input else None
+        self.result = aligned_empty(self.output_shape, dtype) if message and result_bytes <= OWNED_RESULT_BYTES \
+            and not self.copies_input and whole is None else None
+        gathered_bytes = math.prod(self.described) * size   # between the processes' parts
         result = (shared.ABSOLUTE, address(self.result)) if self.result is not None and result_bytes else \
             (shared.OUTPUT, 0)
         ops = []
@@ -401,7 +404,7 @@ class SharedPlan:
            count=self.identity.nbytes)
         op(shared.SIGNAL, (0, shared.READY))
         if message and what == "all_gather" and nbytes:     # its own part while the others may still write theirs
-            op(shared.COPY, slot(rank), c=out(rank * nbytes), count=nbytes)
+            op(shared.COPY, slot(rank), c=out(rank * gathered_bytes), count=nbytes)
         op(shared.WAIT, (0, shared.READY))
         op(shared.CHECK)
         if not message:
@@ -425,7 +428,7 @@ class SharedPlan:
         elif what == "all_gather":
             for p in range(n):
                 if nbytes and p != rank:
-                    op(shared.COPY, slot(p), c=out(p * nbytes), count=nbytes)
+                    op(shared.COPY, slot(p), c=out(p * gathered_bytes), count=nbytes)
         elif rank != root and nbytes:     # a broadcast's; the root's result is its input's copy
             op(shared.COPY, slot(root), c=out(0), count=nbytes)
         self.counter = ctypes.c_int64(0)
@@ -439,8 +442,9 @@ class SharedPlan:
         self.words, self.timeout = memoryview(self.plan).cast("B").cast("q"), None
         self.driver, self.plan_address = shared.shared_steps_function()[0], address(self.plan)
 
-    def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray | None:
-        """The collective of x, in a new array (None for a check)."""
+    def __call__(self, x: np.ndarray, timeout: float, into: np.ndarray | None = None) -> np.ndarray | None:
+        """The collective of x, in a new array (None for a check), or for a piece (`whole`), into
+        `into` (the whole message's result, from this piece's first element)."""
         segment, words = _state["shared"], self.words
         if segment.broken:
             raise RuntimeError("cdnajit.distributed: a collective between the processes timed out before: they are "
@@ -451,8 +455,10 @@ class SharedPlan:
             self.slots[sequence % 2][...] = x
         elif self.reads_input:
             words[shared.INPUT_BASE] = address(x)
-        output = None
-        if self.result is None and self.kernel is not None:
+        output = into
+        if into is not None:
+            words[shared.OUTPUT_BASE] = address(into)
+        elif self.result is None and self.kernel is not None:
             output, words[shared.OUTPUT_BASE] = aligned_empty_at(self.output_shape, self.dtype)
         elif self.result is None and self.output_shape is not None and not self.copies_input:
             output = np.empty(self.output_shape, self.dtype)
@@ -465,12 +471,39 @@ class SharedPlan:
             segment.broken = True
             raise timed_out(self.what, timeout)
         if status == shared.MISMATCH:
-            raise segment.mismatch(self.what, x.shape, x.dtype)
+            raise segment.mismatch(self.what, self.described, x.dtype)
         if self.error is not None:
             raise ValueError(f"cdnajit.distributed.{self.what}: {self.error}")
         if self.copies_input:
             return x.copy()
         return self.result.copy() if self.result is not None else output
+
+    def free(self):
+        """Nothing to free: the segment is the job's."""
+
+
+class PiecesPlan:
+    """An all_reduce or all_gather of a message over SHARED_SLOT_BYTES per process, in the SharedSegment:
+    pieces of SHARED_SLOT_BYTES of the flattened message, each one call of a SharedPlan (a call of every
+    process, the halves alternating as ever), written into one result. Every piece's identity names
+    the whole shape, so processes with different messages differ at the first piece."""
+
+    def __init__(self, what: str, arguments: str, shape: tuple, dtype: np.dtype, reducer: str = "sum"):
+        count, piece = math.prod(shape), SHARED_SLOT_BYTES // dtype.itemsize
+        self.what, self.dtype = what, dtype
+        self.shape = shape if what == "all_reduce" else (_state["shared"].n * shape[0],) + shape[1:]
+        self.bounds = [(first, min(first + piece, count)) for first in range(0, count, piece)]
+        self.plans = {stop - first: SharedPlan(what, f"{arguments}, pieces of {shape}", (stop - first,), dtype,
+                                               reducer, whole=shape)
+                      for first, stop in self.bounds}
+
+    def __call__(self, x: np.ndarray, timeout: float) -> np.ndarray:
+        result = aligned_empty(self.shape, self.dtype) if self.what == "all_reduce" else \
+            np.empty(self.shape, self.dtype)
+        flat, into = x.reshape(-1), result.reshape(-1)
+        for first, stop in self.bounds:
+            self.plans[stop - first](flat[first:stop], timeout, into[first:])
+        return result
 
     def free(self):
         """Nothing to free: the segment is the job's."""
@@ -897,11 +930,11 @@ def checked(x: np.ndarray, what: str, timeout: float, extra=None):
         plan_for(key, lambda: ShapeCheck(what, extra, x.shape, x.dtype))(x, timeout)
 
 
-def in_shared_memory(nbytes: int, algorithm: str | None) -> bool:
+def in_shared_memory(nbytes: int, algorithm: str | None, in_pieces: bool = False) -> bool:
     """Whether a collective of `nbytes` per process runs in the SharedSegment (SharedPlan): where
-    every process is on this host, for a message that fits a slot, unless `algorithm` asks for one
-    of MPI point-to-point."""
-    return _state["shared"] is not None and algorithm is None and nbytes <= SHARED_SLOT_BYTES
+    every process is on this host, for a message that fits a slot (any message, for a collective
+    that runs `in_pieces`: PiecesPlan), unless `algorithm` asks for one of MPI point-to-point."""
+    return _state["shared"] is not None and algorithm is None and (nbytes <= SHARED_SLOT_BYTES or in_pieces)
 
 
 class AllReducePlan:
@@ -1025,8 +1058,10 @@ def all_reduce(x, op: str = "sum", *, algorithm: str | None = None, timeout: flo
 
 
 def all_reduce_plan(shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
-    if in_shared_memory(math.prod(shape) * dtype.itemsize, algorithm):
-        return SharedPlan("all_reduce", f"{reducer}, shared memory", shape, dtype, reducer)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if in_shared_memory(nbytes, algorithm, in_pieces=True):
+        return (SharedPlan if nbytes <= SHARED_SLOT_BYTES else PiecesPlan)(
+            "all_reduce", f"{reducer}, shared memory", shape, dtype, reducer)
     return AllReducePlan(shape, dtype, reducer, algorithm)
 
 
@@ -1099,9 +1134,14 @@ def all_gather(x, *, algorithm: str | None = None, timeout: float = DEFAULT_TIME
     says on any host)."""
     x = np.asarray(x, order="C")
     key = ("all_gather", x.shape, x.dtype, algorithm)
-    return (PLANS.get(key) or plan_for(key, lambda: SharedPlan("all_gather", "shared memory", x.shape, x.dtype)
-                                       if in_shared_memory(x.nbytes, algorithm)
-                                       else GatherPlan(x.shape, x.dtype, algorithm)))(x, timeout)
+    return (PLANS.get(key) or plan_for(key, lambda: all_gather_plan(x.shape, x.dtype, algorithm)))(x, timeout)
+
+
+def all_gather_plan(shape: tuple, dtype: np.dtype, algorithm: str | None):
+    nbytes = math.prod(shape) * dtype.itemsize
+    if in_shared_memory(nbytes, algorithm, in_pieces=True):
+        return (SharedPlan if nbytes <= SHARED_SLOT_BYTES else PiecesPlan)("all_gather", "shared memory", shape, dtype)
+    return GatherPlan(shape, dtype, algorithm)
 
 
 TRANSFER_TAG = 23

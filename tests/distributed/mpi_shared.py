@@ -87,6 +87,14 @@ for dtype in (np.int8, np.uint16, np.int32, np.int64, np.float16, np.float32, np
         for root in range(n):
             np.testing.assert_array_equal(cj.distributed.broadcast(made(rank, shape, dtype), root=root),
                                           made(root, shape, dtype))
+# Over SHARED_SLOT_BYTES a process: all_reduce and all_gather in pieces of a slot (the last of 5 elements).
+long = distributed.SHARED_SLOT_BYTES // 4 + 5
+data = [made(p, (long,), np.int32) for p in range(n)]
+got = cj.distributed.all_reduce(data[rank])
+same_everywhere(got)
+np.testing.assert_array_equal(got, np.sum(data, axis=0, dtype=np.int32))
+np.testing.assert_array_equal(cj.distributed.all_gather(data[rank].reshape(-1, 1)[:long - 1]),
+                              np.concatenate([d[:long - 1] for d in data]).reshape(-1, 1))
 odd = np.array([-0.0, np.nan, np.inf, rank], np.float32)
 odd[1] = np.frombuffer(np.uint32(0x7FC00000 + rank).tobytes(), np.float32)[0]
 gathered = cj.distributed.all_gather(odd).view(np.uint32).reshape(n, 4)
@@ -101,7 +109,9 @@ for call, expected in ((lambda: cj.distributed.all_reduce(np.zeros(3 + rank, np.
                        (lambda: cj.distributed.reduce_scatter(np.zeros((2 * n + 1, 3))), "not a multiple"),
                        (lambda: cj.distributed.reduce_scatter(np.zeros((n * (input_rows + rank), 3), np.float32)),
                         "has ("),
-                       (lambda: cj.distributed.broadcast(np.zeros(3), root=n), "is not a process")):
+                       (lambda: cj.distributed.broadcast(np.zeros(3), root=n), "is not a process"),
+                       (lambda: cj.distributed.all_reduce(np.zeros(long - 5 + rank, np.int32)), "has ("),
+                       (lambda: cj.distributed.all_gather(np.zeros(long + rank, np.int32)), "has (")):
     try:
         call()
         raise AssertionError(f"a mismatch was accepted ({expected})")
