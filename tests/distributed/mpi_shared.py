@@ -87,7 +87,8 @@ for dtype in (np.int8, np.uint16, np.int32, np.int64, np.float16, np.float32, np
         for root in range(n):
             np.testing.assert_array_equal(cj.distributed.broadcast(made(rank, shape, dtype), root=root),
                                           made(root, shape, dtype))
-# Over SHARED_SLOT_BYTES a process: all_reduce and all_gather in pieces of a slot (the last of 5 elements).
+# Over SHARED_SLOT_BYTES a process: all_reduce in pieces of a slot (the last of 5 elements); all_gather
+# over MPI after the shared-memory check.
 long = distributed.SHARED_SLOT_BYTES // 4 + 5
 data = [made(p, (long,), np.int32) for p in range(n)]
 got = cj.distributed.all_reduce(data[rank])
@@ -111,7 +112,8 @@ for call, expected in ((lambda: cj.distributed.all_reduce(np.zeros(3 + rank, np.
                         "has ("),
                        (lambda: cj.distributed.broadcast(np.zeros(3), root=n), "is not a process"),
                        (lambda: cj.distributed.all_reduce(np.zeros(long - 5 + rank, np.int32)), "has ("),
-                       (lambda: cj.distributed.all_gather(np.zeros(long + rank, np.int32)), "has (")):
+                       (lambda: cj.distributed.all_gather(np.zeros(long + rank, np.int32)), "has ("),
+                       (lambda: cj.distributed.all_gather(np.zeros(long - 5 + rank, np.int32)), "has (")):
     try:
         call()
         raise AssertionError(f"a mismatch was accepted ({expected})")
