@@ -15,9 +15,10 @@ with call s - 2, the last to read that half: no process waits for the others to 
 A plan is a header of i64 words (the kernel's run and its counter, pool_launch and the pool, the
 process count and this process's rank, the address of process 0's control block and of half 0,
 the bytes between the halves, TIMEOUT_NS, the op count, SEQUENCE and the OUTPUT base (a
-call sets both), the ABSOLUTE and SHARED bases (0; the call's half, which the function sets), then
-STEP written back) and a list of ops, OP_WORDS each: the kind, three (buffer, byte offset) operands
-A, B and C, a count, the reduction's workgroups and whether the worker pool runs it:
+call sets both), the ABSOLUTE and SHARED bases (0; the call's half, which the function sets), the
+INPUT base (the caller's message, where a plan reads it: a call sets it), then STEP written back)
+and a list of ops, OP_WORDS each: the kind, three (buffer, byte offset) operands A, B and C, a
+count, the reduction's workgroups and whether the worker pool runs it:
 
     COPY     C <- A, COUNT bytes
     REDUCE   C <- A <reducer> B, COUNT elements (the compiled CCL kernel: operand A first)
@@ -26,7 +27,8 @@ A, B and C, a count, the reduction's workgroups and whether the worker pool runs
              polls; TIMED_OUT after TIMEOUT_NS
     CHECK    MISMATCH unless every process's SIGNATURE (in the call's half) equals this process's
 
-So a plan is made once per collective, shape, dtype and reducer, and a call sets two words.
+So a plan is made once per collective, shape, dtype and reducer, and a call sets two words (three
+where the plan reads its input).
 
 A waiter yields at once rather than spinning first: sched_yield returns at once where no other
 thread wants the CPU, and a spinning waiter where the host is busy holds a CPU that the process
@@ -43,9 +45,9 @@ import llvmlite.ir as ir
 from .distributed_steps import POOL_LAUNCH_TYPE, RUN_TYPE, constant, monotonic_clock, plan_function
 
 (RUN, COUNTER, POOL_LAUNCH, POOL, PROCESSES, RANK, CONTROL, HALVES, HALF_BYTES, TIMEOUT_NS, OP_COUNT,
- SEQUENCE, OUTPUT_BASE, ABSOLUTE_BASE, SHARED_BASE, STEP) = range(16)
-HEADER_WORDS = 16
-OUTPUT, ABSOLUTE, SHARED = range(3)    # the buffers whose addresses (the *_BASE words) operands add to
+ SEQUENCE, OUTPUT_BASE, ABSOLUTE_BASE, SHARED_BASE, INPUT_BASE, STEP) = range(17)
+HEADER_WORDS = 17
+OUTPUT, ABSOLUTE, SHARED, INPUT = range(4)    # the buffers whose addresses (the *_BASE words) operands add to
 (KIND, A_BUFFER, A_OFFSET, B_BUFFER, B_OFFSET, C_BUFFER, C_OFFSET, COUNT, WORKGROUPS, PARALLEL) = range(10)
 OP_WORDS = 10
 COPY, REDUCE, SIGNAL, WAIT, CHECK = range(5)

@@ -66,11 +66,18 @@ for dtype, op in cases:
         else:
             np.testing.assert_array_equal(got, expected)
 for dtype in (np.int32,) if quick else (np.int32, np.float32):
-    # reduce_scatter: blocks of one row and of three (not aligned in the slots).
-    for rows in (1, 3):
+    # reduce_scatter: blocks of one row and of three (not aligned in the slots), and from
+    # INPUT_READ_BYTES blocks of odd lengths that the processes read from their own input (not
+    # quick: long enough for the worker pool), summed in rank order as numpy's does.
+    input_rows = distributed.INPUT_READ_BYTES // (12 * n) + 1
+    for rows in (1, 3, input_rows) + (() if quick else (input_rows + 2, (1 << 17) // 3 + 5)):
         blocks = [made(p, (n * rows, 3), dtype) for p in range(n)]
         got = cj.distributed.reduce_scatter(blocks[rank], "max")
         np.testing.assert_array_equal(got, np.max(blocks, axis=0)[rows * rank:rows * (rank + 1)])
+        expected = blocks[0][rows * rank:rows * (rank + 1)]
+        for p in range(1, n):
+            expected = expected + blocks[p][rows * rank:rows * (rank + 1)]
+        np.testing.assert_array_equal(cj.distributed.reduce_scatter(blocks[rank]), expected)
 # all_gather and broadcast move every byte: every dtype (bool and complex too), a 0-d array, NaN payloads.
 for dtype in (np.int8, np.uint16, np.int32, np.int64, np.float16, np.float32, np.float64, np.complex64, np.bool_):
     for shape in ((), (1,), (3, 5), (1001,)):
@@ -80,6 +87,15 @@ for dtype in (np.int8, np.uint16, np.int32, np.int64, np.float16, np.float32, np
         for root in range(n):
             np.testing.assert_array_equal(cj.distributed.broadcast(made(rank, shape, dtype), root=root),
                                           made(root, shape, dtype))
+# Over SHARED_SLOT_BYTES a process: all_reduce in pieces of a slot (the last of 5 elements); all_gather
+# over MPI after the shared-memory check.
+long = distributed.SHARED_SLOT_BYTES // 4 + 5
+data = [made(p, (long,), np.int32) for p in range(n)]
+got = cj.distributed.all_reduce(data[rank])
+same_everywhere(got)
+np.testing.assert_array_equal(got, np.sum(data, axis=0, dtype=np.int32))
+np.testing.assert_array_equal(cj.distributed.all_gather(data[rank].reshape(-1, 1)[:long - 1]),
+                              np.concatenate([d[:long - 1] for d in data]).reshape(-1, 1))
 odd = np.array([-0.0, np.nan, np.inf, rank], np.float32)
 odd[1] = np.frombuffer(np.uint32(0x7FC00000 + rank).tobytes(), np.float32)[0]
 gathered = cj.distributed.all_gather(odd).view(np.uint32).reshape(n, 4)
@@ -92,7 +108,12 @@ for call, expected in ((lambda: cj.distributed.all_reduce(np.zeros(3 + rank, np.
                        (lambda: cj.distributed.all_gather(np.zeros(3)) if rank else cj.distributed.broadcast(np.zeros(3)),
                         "different collectives"),
                        (lambda: cj.distributed.reduce_scatter(np.zeros((2 * n + 1, 3))), "not a multiple"),
-                       (lambda: cj.distributed.broadcast(np.zeros(3), root=n), "is not a process")):
+                       (lambda: cj.distributed.reduce_scatter(np.zeros((n * (input_rows + rank), 3), np.float32)),
+                        "has ("),
+                       (lambda: cj.distributed.broadcast(np.zeros(3), root=n), "is not a process"),
+                       (lambda: cj.distributed.all_reduce(np.zeros(long - 5 + rank, np.int32)), "has ("),
+                       (lambda: cj.distributed.all_gather(np.zeros(long + rank, np.int32)), "has ("),
+                       (lambda: cj.distributed.all_gather(np.zeros(long - 5 + rank, np.int32)), "has (")):
     try:
         call()
         raise AssertionError(f"a mismatch was accepted ({expected})")

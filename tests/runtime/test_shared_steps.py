@@ -34,12 +34,13 @@ class Segment:
         return self.words.view(np.uint8)[start:start + count * np.dtype(dtype).itemsize].view(dtype)
 
 
-def run(segment: Segment, ops: list, sequence: int, timeout_s: float = 5.0, run_address: int = 0):
+def run(segment: Segment, ops: list, sequence: int, timeout_s: float = 5.0, run_address: int = 0,
+        input_address: int = 0):
     """Process 0's ops (rows of KIND, A, B, C, COUNT, WORKGROUPS, PARALLEL); (status, STEP)."""
     counter = ctypes.c_int64(0)
     plan = np.zeros(shared.HEADER_WORDS + shared.OP_WORDS * len(ops), np.int64)
     plan[:shared.HEADER_WORDS] = [run_address, ctypes.addressof(counter), 0, 0, 2, 0, segment.base, segment.halves,
-                                  HALF, int(timeout_s * 1e9), len(ops), sequence, 0, 0, 0, 0]
+                                  HALF, int(timeout_s * 1e9), len(ops), sequence, 0, 0, 0, input_address, 0]
     plan[shared.HEADER_WORDS:] = np.array(ops, np.int64).reshape(-1)
     status = shared.shared_steps_function()[0](address(plan))
     return status, int(plan[shared.STEP])
@@ -88,3 +89,23 @@ def test_a_reduction_runs_the_ccl_kernel_on_the_two_slots_operand_a_first():
             -(-count // ITEMS), 0]]
     assert run(segment, ops, 3, run_address=kernel.run_address) == (shared.FINISHED, 1)
     np.testing.assert_array_equal(out, np.arange(count) + np.float32(0.5))
+
+
+def test_input_operands_read_the_callers_message_at_the_input_base():
+    # A reduce_scatter's ops: the part the other process reduces copied from the input into this
+    # process's slot, its own part reduced from the other's slot and its input, the other's first.
+    segment = Segment()
+    kernel = ReductionStep.get("sum", np.dtype(np.float32)).kernel
+    count = 37
+    message = aligned_empty((2 * count,), np.float32)
+    message[:] = np.arange(2 * count)
+    theirs = segment.half(2, SLOT + 512, count, np.float32)          # the other process's slot
+    theirs[:] = 0.25
+    out = aligned_empty((count,), np.float32)
+    ops = [[shared.COPY, shared.INPUT, 4 * count, 0, 0, shared.SHARED, SLOT + 4 * count, 4 * count, 0, 0],
+           [shared.REDUCE, shared.SHARED, SLOT + 512, shared.INPUT, 0, shared.ABSOLUTE, address(out), count,
+            -(-count // ITEMS), 0]]
+    assert run(segment, ops, 2, run_address=kernel.run_address, input_address=address(message)) == \
+        (shared.FINISHED, 2)
+    np.testing.assert_array_equal(segment.half(2, SLOT + 4 * count, count, np.float32), message[count:])
+    np.testing.assert_array_equal(out, np.float32(0.25) + message[:count])
