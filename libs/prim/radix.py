@@ -20,11 +20,10 @@ from __future__ import annotations
 from ...ir import kernel as K
 from ...ir.core import Op
 from ...lowering.emitters import operand_buffers
-from .routines import RADIX, RADIX_BITS, index_dtype_of, key_bits, row_passes
+from .routines import RADIX, RADIX_BITS, WAVE_SCAN_MOVES, index_dtype_of, key_bits, row_passes
 
-ITEMS = 64          # radix_sort_rows: rows (work-items) per workgroup
 BLOCK_ITEMS = RADIX  # the histogram's workgroup: a work-item per digit counter
-WAVE = 64           # the scatter's workgroup: one wave per run, a lane per element of a stripe
+WAVE = 64           # the scatter's and the row sort's workgroup: one wave, a lane per element of a stripe
 RUN_LENGTH = 4096   # elements per run (the calls' run_length)
 
 
@@ -171,13 +170,20 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
 
 
 def rows_kernel(op: Op, name: str) -> K.Kernel:
-    """radix_sort_rows: work-item t of workgroup g sorts row g * ITEMS + t whole, pass after pass
-    (routines.row_passes, unrolled: each pass's source and destination buffers are fixed). Its
-    counters are two LDS columns of 256 u16 (places below 2^16: routines.MAX_ROW_LENGTH; a count of
-    2^16 wraps to 0 only where it is the row's one digit, whose place is 0), one for the pass and one
-    for the next: a read of the row counts the first pass's digits, and each pass's stable scatter
-    also counts the next pass's digits of the elements it moves (a key's digits are where it goes,
-    not where it is), so the row is read once per pass plus once."""
+    """radix_sort_rows: rocPRIM's segmented radix sort, a workgroup of one wave per row sorting it
+    whole, pass after pass (routines.row_passes, unrolled: each pass's source and destination
+    buffers are fixed), the row staying in cache between passes. Every sweep of the row reads it in
+    stripes of WAVE consecutive elements (a lane each: coalesced on the GPU) and ranks each
+    stripe's digits across the lanes (`WaveMatchRank`), as `scatter_kernel` does. The counters are
+    two LDS columns of 256 i32, one for the pass and one for the next:
+      - a first sweep counts the first pass's digits: each digit's last lane adds its group's size
+        (its rank + 1) to the digit's counter;
+      - an exclusive scan turns a column of counts into places (`scanned_column`);
+      - each pass's stable scatter puts an element at its digit's place plus its rank, the digit's
+        last lane moving the place past the stripe's elements of the digit, and counts the next
+        pass's digits of the elements it moves the same way as the first sweep (a key's digits are
+        where it goes, not where it is), so the row is read once per pass plus once.
+    Stripes in order, lanes in order: equal digits keep their order, every pass is stable."""
     types = [v.type for v in op.operands]
     count = len(types)
     rows_count, length_count = types[0].shape
@@ -185,61 +191,97 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
     rows, length = K.ScalarParam("rows", idx), K.ScalarParam("length", idx)
     buffers = [K.GlobalBuffer(b.name, b.dtype, rows * length, b.readonly) for b in operand_buffers(op)]
     inputs, results, scratch = buffers[:count], buffers[count:2 * count], buffers[2 * count:]
-    t, row, base, j, d, place, total, seen = (K.Var(n, idx) for n in ("t", "row", "base", "j", "d", "place", "total",
-                                                                       "seen"))
-    counter = K.LdsBuffer("counter", "u16", 2 * RADIX * ITEMS)
-    column = lambda number, digit_value: (t * 2 + number % 2) * RADIX + (digit_value ^ (t & 31))
+    lane, base, s, j = (K.Var(n, idx) for n in ("lane", "base", "s", "j"))
+    inside = K.Var("inside", "bool")
+    counter = K.LdsBuffer("counter", "i32", 2 * RADIX)
+    column = lambda number, d: (number % 2) * RADIX + d
     passes = row_passes(types, op.attrs["num_keys"])
+    stripes = (length + (WAVE - 1)) / WAVE
+    # Lanes past the row's end (in its last stripe) read its last element: they rank above every
+    # lane inside it, so they move nothing and the places they move are not read again; they count
+    # under a digit of their own (RADIX), so that no digit's count takes them in.
+    stripe_start = [K.Let(j, s * WAVE + lane), K.Let(inside, j < length)]
+    element = lambda buffer: buffer[base + K.minimum(j, length - 1)]
 
     def digit_of(number: int, value: K.Expr) -> K.Expr:
         key, shift = passes[number]
         return digit(value, types[key].dtype, K.Const(shift, "u32"), idx)
 
-    def counted(number: int, d_next: K.Var, value: K.Expr) -> list[K.Stmt]:
-        return [K.Let(d_next, digit_of(number, value)),
-                K.Store(counter, column(number, d_next), counter[column(number, d_next)] + 1)]
+    def counted(number: int, value: K.Expr) -> list[K.Stmt]:
+        """The stripe's digits of pass `number` added to its column: each digit's last lane adds
+        its group's size."""
+        d, rank, last = K.Var(f"dc{number}", idx), K.Var(f"rank_c{number}", "i32"), K.Var(f"last_c{number}", "bool")
+        place = column(number, d)
+        return [K.Let(d, K.select(inside, digit_of(number, value), K.Const(RADIX, idx))),
+                K.WaveMatchRank(rank, last, d, RADIX_BITS + 1),
+                K.If(last & inside, [K.Store(counter, place, counter[place] + rank + 1)])]
 
     def cleared(number: int) -> K.For:
-        return K.For(d, 0, RADIX, 1, [K.Store(counter, column(number, d), K.Const(0, "u16"))])
+        c = K.Var("c", idx)
+        return K.For(c, lane, RADIX, WAVE, [K.Store(counter, column(number, c), K.Const(0, "i32"))])
 
-    def scanned(number: int) -> list[K.Stmt]:
-        return [K.Assign(total, K.Const(0, idx)),
-                K.For(d, 0, RADIX, 1, [K.Let(seen, counter[column(number, d)].cast(idx)),
-                                       K.Store(counter, column(number, d), total.cast("u16")),
-                                       K.Assign(total, total + seen)])]
     first_key = passes[0][0]
-    body = [cleared(0), K.For(j, 0, length, 1, counted(0, K.Var("dc", idx), inputs[first_key][base + j])),
-            *scanned(0)]
+    body = [cleared(0), K.Barrier(),
+            K.For(s, 0, stripes, 1, [*stripe_start, *counted(0, element(inputs[first_key])), K.Barrier()],
+                  uniform=True),
+            *scanned_column(counter, column(0, 0), lane, idx, "0")]
     source = inputs
     for number, (key, shift) in enumerate(passes):
         target = results if (len(passes) - 1 - number) % 2 == 0 else scratch
         values = [K.Var(f"v{number}_{k}", src.dtype) for k, src in enumerate(source)]
-        moves = [K.Store(out, base + place, value) for value, out in zip(values, target)]
-        last = number == len(passes) - 1
+        d, rank, last = K.Var(f"d{number}", idx), K.Var(f"rank{number}", "i32"), K.Var(f"last{number}", "bool")
+        place, next_place = K.Var(f"place{number}", idx), K.Var(f"next_place{number}", "i32")
+        final = number == len(passes) - 1
         body += [
-            *([] if last else [cleared(number + 1)]),
-            K.For(j, 0, length, 1, [
-                *(K.Let(value, src[base + j]) for value, src in zip(values, source)),
+            *([] if final else [cleared(number + 1), K.Barrier()]),
+            K.For(s, 0, stripes, 1, [
+                *stripe_start,
+                *(K.Let(value, element(src)) for value, src in zip(values, source)),
                 K.Let(d, digit_of(number, values[key])),
-                K.Let(place, counter[column(number, d)].cast(idx)), *moves,
-                K.Store(counter, column(number, d), (place + 1).cast("u16")),
-                *([] if last else counted(number + 1, K.Var(f"dn{number}", idx), values[passes[number + 1][0]]))]),
-            *([] if last else scanned(number + 1))]
+                K.WaveMatchRank(rank, last, d, RADIX_BITS),
+                K.Let(next_place, counter[column(number, d)] + rank),
+                K.Let(place, next_place.cast(idx)),
+                K.If(inside, [K.Store(out, base + place, value) for value, out in zip(values, target)]),
+                K.If(last, [K.Store(counter, column(number, d), next_place + 1)]),
+                *([] if final else counted(number + 1, values[passes[number + 1][0]])),
+                K.Barrier()], uniform=True),   # the counters the last lanes moved, for the next stripe's lanes
+            *([] if final else scanned_column(counter, column(number + 1, 0), lane, idx, str(number + 1)))]
         source = target
-    prologue = [K.Let(t, K.workitem_id(0).cast(idx)), K.Let(row, K.workgroup_id(0).cast(idx) * ITEMS + t)]
-    return K.Kernel(name, params=[*buffers, rows, length], grid=((rows + (ITEMS - 1)) / ITEMS,),
-                    workgroup_size=(ITEMS,), lds=[counter],
-                    body=[*prologue, K.If(row < rows, [K.Let(base, row * length), K.Let(total, K.Const(0, idx)),
-                                                       *body])],
-                    arguments=(("rows", rows_count), ("length", length_count)))
+    prologue = [K.Let(lane, K.workitem_id(0).cast(idx)), K.Let(base, K.workgroup_id(0).cast(idx) * length)]
+    return K.Kernel(name, params=[*buffers, rows, length], grid=(rows,), workgroup_size=(WAVE,), lds=[counter],
+                    body=[*prologue, *body], arguments=(("rows", rows_count), ("length", length_count)))
+
+
+def scanned_column(counter: K.LdsBuffer, first: K.Expr, lane: K.Var, idx: str, tag: str) -> list[K.Stmt]:
+    """The exclusive scan of counter[first : first + RADIX] by one wave, in place: lane l takes the
+    RADIX / WAVE consecutive counts from first + l x RADIX / WAVE, the wave scans the lanes' sums
+    (WAVE_SCAN_MOVES: DPP row shifts and broadcasts on gfx942), and each lane writes its counts'
+    places from the sum of the lanes below it. Barriers before (the counts) and after (the places).
+    Its variables' names end in `tag`."""
+    per_lane = RADIX // WAVE
+    at = K.Var(f"scan_at{tag}", idx)
+    counts = [K.Var(f"count{k}_{tag}", "i32") for k in range(per_lane)]
+    total = K.Var(f"scan_total{tag}", "i32")
+    stmts = [K.Barrier(), K.Let(at, first + lane * per_lane),
+             *(K.Let(c, counter[at + k]) for k, c in enumerate(counts)),
+             K.Let(total, sum(counts[1:], counts[0]))]
+    for number, pattern in enumerate(WAVE_SCAN_MOVES):
+        moved, reads = K.Var(f"scan_moved{number}_{tag}", "i32"), K.WAVE_MOVES[pattern][0]
+        stmts += [K.WaveMove(moved, total, pattern), K.Assign(total, K.select(reads(lane), moved + total, total))]
+    place = K.Var(f"scan_place{tag}", "i32")
+    stmts.append(K.Let(place, total - sum(counts[1:], counts[0])))
+    for k, c in enumerate(counts):
+        stmts += [K.Store(counter, at + k, place), *([K.Assign(place, place + c)] if k < per_lane - 1 else [])]
+    return [*stmts, K.Barrier()]
 
 
 def describe_rows(op: Op) -> str:
     passes = row_passes([v.type for v in op.operands], op.attrs["num_keys"])
-    return (f"segmented LSD radix sort, a row per work-item ({ITEMS} per workgroup), {len(passes)} passes of "
-            f"{RADIX_BITS}-bit digits in one kernel (a count of the first pass's digits, then per pass a scan "
-            f"and a stable scatter that counts the next pass's digits), u16 digit counters in LDS "
-            f"(2 x {RADIX} x {ITEMS})")
+    return (f"segmented LSD radix sort, a wave per row ({WAVE} lanes, one row per workgroup), {len(passes)} passes "
+            f"of {RADIX_BITS}-bit digits in one kernel (a count of the first pass's digits, then per pass a wave "
+            f"scan of the counts and a stable scatter that counts the next pass's digits), the row read in "
+            f"stripes of {WAVE} ranked by lane match (a ballot per digit bit), i32 digit counters in LDS "
+            f"(2 x {RADIX})")
 
 
 def describe(op: Op) -> str:
