@@ -20,7 +20,7 @@ from __future__ import annotations
 from ...ir import kernel as K
 from ...ir.core import Op
 from ...lowering.emitters import operand_buffers
-from .routines import RADIX, RADIX_BITS, WAVE_SCAN_MOVES, index_dtype_of, key_bits, row_passes
+from .routines import RADIX, RADIX_BITS, WAVE_SCAN_MOVES, digit_shifts, index_dtype_of, key_bits, row_passes
 
 BLOCK_ITEMS = RADIX  # the histogram's workgroup: a work-item per digit counter
 WAVE = 64           # the scatter's and the row sort's workgroup: one wave, a lane per element of a stripe
@@ -173,17 +173,17 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
     """radix_sort_rows: rocPRIM's segmented radix sort, a workgroup of one wave per row sorting it
     whole, pass after pass (routines.row_passes, unrolled: each pass's source and destination
     buffers are fixed), the row staying in cache between passes. Every sweep of the row reads it in
-    stripes of WAVE consecutive elements (a lane each: coalesced on the GPU) and ranks each
-    stripe's digits across the lanes (`WaveMatchRank`), as `scatter_kernel` does. The counters are
-    two LDS columns of 256 i32, one for the pass and one for the next:
-      - a first sweep counts the first pass's digits: each digit's last lane adds its group's size
-        (its rank + 1) to the digit's counter;
-      - an exclusive scan turns a column of counts into places (`scanned_column`);
-      - each pass's stable scatter puts an element at its digit's place plus its rank, the digit's
-        last lane moving the place past the stripe's elements of the digit, and counts the next
-        pass's digits of the elements it moves the same way as the first sweep (a key's digits are
-        where it goes, not where it is), so the row is read once per pass plus once.
-    Stripes in order, lanes in order: equal digits keep their order, every pass is stable."""
+    stripes of WAVE consecutive elements (a lane each: coalesced on the GPU). The wave's LDS holds a
+    column of RADIX i32 counters per pass of a key:
+      - a first sweep per key counts the digits of all its passes at once (rocPRIM's onesweep
+        histogram: a digit's count does not depend on the order of the elements), each lane adding
+        its element's digits to their columns by LDS atomic adds;
+      - before a pass, the wave scans its column into places (`scanned_column`);
+      - the pass's stable scatter ranks each stripe's digits across the lanes (`WaveMatchRank`, as
+        `scatter_kernel` does), puts each element at its digit's place plus its rank, and the
+        digit's last lane moves the place past the stripe's elements of the digit.
+    Stripes in order, lanes in order: equal digits keep their order, every pass is stable. The row
+    is read once per pass plus once per key."""
     types = [v.type for v in op.operands]
     count = len(types)
     rows_count, length_count = types[0].shape
@@ -191,61 +191,56 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
     rows, length = K.ScalarParam("rows", idx), K.ScalarParam("length", idx)
     buffers = [K.GlobalBuffer(b.name, b.dtype, rows * length, b.readonly) for b in operand_buffers(op)]
     inputs, results, scratch = buffers[:count], buffers[count:2 * count], buffers[2 * count:]
-    lane, base, s, j = (K.Var(n, idx) for n in ("lane", "base", "s", "j"))
+    lane, base, s, j, c = (K.Var(n, idx) for n in ("lane", "base", "s", "j", "c"))
     inside = K.Var("inside", "bool")
-    counter = K.LdsBuffer("counter", "i32", 2 * RADIX)
-    column = lambda number, d: (number % 2) * RADIX + d
     passes = row_passes(types, op.attrs["num_keys"])
+    columns = max(key_bits(t.dtype) for t in types[:op.attrs["num_keys"]]) // RADIX_BITS
+    counter = K.LdsBuffer("counter", "i32", columns * RADIX)
     stripes = (length + (WAVE - 1)) / WAVE
-    # Lanes past the row's end (in its last stripe) read its last element: they rank above every
-    # lane inside it, so they move nothing and the places they move are not read again; they count
-    # under a digit of their own (RADIX), so that no digit's count takes them in.
+    # Lanes past the row's end (in its last stripe) read its last element: they count nothing, and
+    # in a scatter they rank above every lane inside it, so they move nothing and the places they
+    # move are not read again.
     stripe_start = [K.Let(j, s * WAVE + lane), K.Let(inside, j < length)]
     element = lambda buffer: buffer[base + K.minimum(j, length - 1)]
 
-    def digit_of(number: int, value: K.Expr) -> K.Expr:
-        key, shift = passes[number]
-        return digit(value, types[key].dtype, K.Const(shift, "u32"), idx)
+    def counted(key: int, source: K.GlobalBuffer) -> list[K.Stmt]:
+        """The count of every pass's digits of operand `key`, a column per pass (the shift's)."""
+        value = K.Var(f"key{key}", types[key].dtype)
+        shifts = digit_shifts(types[key].dtype)
+        digits = [K.Var(f"digit{key}_{shift}", idx) for shift in shifts]
+        adds = [K.AtomicRMW(K.Var(f"before{key}_{shift}", "i32"), "add", counter, number * RADIX + d, K.Const(1, "i32"))
+                for number, (shift, d) in enumerate(zip(shifts, digits))]
+        return [K.For(c, lane, columns * RADIX, WAVE, [K.Store(counter, c, K.Const(0, "i32"))]),
+                K.Barrier(),
+                K.For(s, 0, stripes, 1, [
+                    *stripe_start, K.Let(value, element(source)),
+                    *(K.Let(d, digit(value, types[key].dtype, K.Const(shift, "u32"), idx))
+                      for shift, d in zip(shifts, digits)),
+                    K.Barrier(),   # the digits vectorize on the host, apart from the adds' ordered walk
+                    K.If(inside, adds)], uniform=True)]
 
-    def counted(number: int, value: K.Expr) -> list[K.Stmt]:
-        """The stripe's digits of pass `number` added to its column: each digit's last lane adds
-        its group's size."""
-        d, rank, last = K.Var(f"dc{number}", idx), K.Var(f"rank_c{number}", "i32"), K.Var(f"last_c{number}", "bool")
-        place = column(number, d)
-        return [K.Let(d, K.select(inside, digit_of(number, value), K.Const(RADIX, idx))),
-                K.WaveMatchRank(rank, last, d, RADIX_BITS + 1),
-                K.If(last & inside, [K.Store(counter, place, counter[place] + rank + 1)])]
-
-    def cleared(number: int) -> K.For:
-        c = K.Var("c", idx)
-        return K.For(c, lane, RADIX, WAVE, [K.Store(counter, column(number, c), K.Const(0, "i32"))])
-
-    first_key = passes[0][0]
-    body = [cleared(0), K.Barrier(),
-            K.For(s, 0, stripes, 1, [*stripe_start, *counted(0, element(inputs[first_key])), K.Barrier()],
-                  uniform=True),
-            *scanned_column(counter, column(0, 0), lane, idx, "0")]
+    body = []
     source = inputs
     for number, (key, shift) in enumerate(passes):
+        if number == 0 or passes[number - 1][0] != key:
+            body += counted(key, source[key])
         target = results if (len(passes) - 1 - number) % 2 == 0 else scratch
         values = [K.Var(f"v{number}_{k}", src.dtype) for k, src in enumerate(source)]
         d, rank, last = K.Var(f"d{number}", idx), K.Var(f"rank{number}", "i32"), K.Var(f"last{number}", "bool")
         place, next_place = K.Var(f"place{number}", idx), K.Var(f"next_place{number}", "i32")
-        final = number == len(passes) - 1
+        at = shift // RADIX_BITS * RADIX + d
         body += [
-            *([] if final else [cleared(number + 1), K.Barrier()]),
+            *scanned_column(counter, K.Const(shift // RADIX_BITS * RADIX, idx), lane, idx, str(number)),
             K.For(s, 0, stripes, 1, [
                 *stripe_start,
                 *(K.Let(value, element(src)) for value, src in zip(values, source)),
-                K.Let(d, digit_of(number, values[key])),
+                K.Let(d, digit(values[key], types[key].dtype, K.Const(shift, "u32"), idx)),
                 K.WaveMatchRank(rank, last, d, RADIX_BITS),
-                K.Let(next_place, counter[column(number, d)] + rank),
+                K.Let(next_place, counter[at] + rank),
                 K.Let(place, next_place.cast(idx)),
                 K.If(inside, [K.Store(out, base + place, value) for value, out in zip(values, target)]),
-                K.If(last, [K.Store(counter, column(number, d), next_place + 1)]),
-                *([] if final else counted(number + 1, values[passes[number + 1][0]])),
-                K.Barrier()], uniform=True),   # the counters the last lanes moved, for the next stripe's lanes
-            *([] if final else scanned_column(counter, column(number + 1, 0), lane, idx, str(number + 1)))]
+                K.If(last, [K.Store(counter, at, next_place + 1)]),
+                K.Barrier()], uniform=True)]   # the places the last lanes moved, for the next stripe's lanes
         source = target
     prologue = [K.Let(lane, K.workitem_id(0).cast(idx)), K.Let(base, K.workgroup_id(0).cast(idx) * length)]
     return K.Kernel(name, params=[*buffers, rows, length], grid=(rows,), workgroup_size=(WAVE,), lds=[counter],
