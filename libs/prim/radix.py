@@ -197,11 +197,14 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
     columns = max(key_bits(t.dtype) for t in types[:op.attrs["num_keys"]]) // RADIX_BITS
     counter = K.LdsBuffer("counter", "i32", columns * RADIX)
     stripes = (length + (WAVE - 1)) / WAVE
-    # Lanes past the row's end (in its last stripe) read its last element: they count nothing, and
-    # in a scatter they rank above every lane inside it, so they move nothing and the places they
-    # move are not read again.
+    # Lanes past the row's end (in its last stripe) read nothing and hold 0: they count nothing,
+    # and in a scatter they rank above every lane inside it, so they move nothing, and the places
+    # they move are not read again (each pass has its column). On the host the stripe's loads are
+    # then one masked vector load.
     stripe_start = [K.Let(j, s * WAVE + lane), K.Let(inside, j < length)]
-    element = lambda buffer: buffer[base + K.minimum(j, length - 1)]
+
+    def loaded(value: K.Var, buffer: K.GlobalBuffer) -> list[K.Stmt]:
+        return [K.Let(value, K.Const(0, value.dtype)), K.If(inside, [K.Assign(value, buffer[base + j])])]
 
     def counted(key: int, source: K.GlobalBuffer) -> list[K.Stmt]:
         """The count of every pass's digits of operand `key`, a column per pass (the shift's)."""
@@ -213,7 +216,7 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
         return [K.For(c, lane, columns * RADIX, WAVE, [K.Store(counter, c, K.Const(0, "i32"))]),
                 K.Barrier(),
                 K.For(s, 0, stripes, 1, [
-                    *stripe_start, K.Let(value, element(source)),
+                    *stripe_start, *loaded(value, source),
                     *(K.Let(d, digit(value, types[key].dtype, K.Const(shift, "u32"), idx))
                       for shift, d in zip(shifts, digits)),
                     K.Barrier(),   # the digits vectorize on the host, apart from the adds' ordered walk
@@ -233,7 +236,7 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
             *scanned_column(counter, K.Const(shift // RADIX_BITS * RADIX, idx), lane, idx, str(number)),
             K.For(s, 0, stripes, 1, [
                 *stripe_start,
-                *(K.Let(value, element(src)) for value, src in zip(values, source)),
+                *(stmt for value, src in zip(values, source) for stmt in loaded(value, src)),
                 K.Let(d, digit(values[key], types[key].dtype, K.Const(shift, "u32"), idx)),
                 K.WaveMatchRank(rank, last, d, RADIX_BITS),
                 K.Let(next_place, counter[at] + rank),
