@@ -1,6 +1,6 @@
 """The radix sort's kernels: one digit's per-run histogram and its stable scatter (rows longer
 than a cache holds: one pass through memory per digit), and the whole sort of rows that fit, a
-row per work-item (`rows_kernel`).
+wave per row (`rows_kernel`).
 
 Both passes cut a row into runs of RUN_LENGTH consecutive elements; counts[row, d * runs + u] is
 the number of digits d in run u (digit-major, run-minor, so that the exclusive scan of a row's
@@ -274,12 +274,13 @@ def scanned_column(counter: K.LdsBuffer, first: K.Expr, lane: K.Var, idx: str, t
 
 
 def describe_rows(op: Op) -> str:
-    passes = row_passes([v.type for v in op.operands], op.attrs["num_keys"])
-    return (f"segmented LSD radix sort, a wave per row ({WAVE} lanes, one row per workgroup), {len(passes)} passes "
-            f"of {RADIX_BITS}-bit digits in one kernel (a count of the first pass's digits, then per pass a wave "
-            f"scan of the counts and a stable scatter that counts the next pass's digits), the row read in "
-            f"stripes of {WAVE} ranked by lane match (a ballot per digit bit), i32 digit counters in LDS "
-            f"(2 x {RADIX})")
+    types = [v.type for v in op.operands]
+    passes = row_passes(types, op.attrs["num_keys"])
+    columns = max(key_bits(t.dtype) for t in types[:op.attrs["num_keys"]]) // RADIX_BITS
+    return (f"segmented LSD radix sort, a wave per row ({WAVE} lanes, a row per workgroup), {len(passes)} passes of "
+            f"{RADIX_BITS}-bit digits in one kernel (per key a count of all its passes' digits by LDS atomic adds, "
+            f"then per pass a wave scan of its counts and a stable scatter), the row read in stripes of {WAVE} ranked "
+            f"by lane match (a ballot per digit bit), i32 digit counters in LDS ({columns} x {RADIX})")
 
 
 def describe(op: Op) -> str:
