@@ -169,6 +169,11 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
                     arguments=layout.arguments)
 
 
+def count_columns(op: Op) -> int:
+    """radix_sort_rows' LDS columns of digit counters: one per pass of its widest key."""
+    return max(key_bits(v.type.dtype) for v in op.operands[:op.attrs["num_keys"]]) // RADIX_BITS
+
+
 def rows_kernel(op: Op, name: str) -> K.Kernel:
     """radix_sort_rows: rocPRIM's segmented radix sort, a workgroup of one wave per row sorting it
     whole, pass after pass (routines.row_passes, unrolled: each pass's source and destination
@@ -194,7 +199,7 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
     lane, base, s, j, c = (K.Var(n, idx) for n in ("lane", "base", "s", "j", "c"))
     inside = K.Var("inside", "bool")
     passes = row_passes(types, op.attrs["num_keys"])
-    columns = max(key_bits(t.dtype) for t in types[:op.attrs["num_keys"]]) // RADIX_BITS
+    columns = count_columns(op)
     counter = K.LdsBuffer("counter", "i32", columns * RADIX)
     stripes = (length + (WAVE - 1)) / WAVE
     # Lanes past the row's end (in its last stripe) read nothing and hold 0: they count nothing,
@@ -204,6 +209,7 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
     stripe_start = [K.Let(j, s * WAVE + lane), K.Let(inside, j < length)]
 
     def loaded(value: K.Var, buffer: K.GlobalBuffer) -> list[K.Stmt]:
+        """value = the lane's element of the row in `buffer`, 0 past the row's end."""
         return [K.Let(value, K.Const(0, value.dtype)), K.If(inside, [K.Assign(value, buffer[base + j])])]
 
     def counted(key: int, source: K.GlobalBuffer) -> list[K.Stmt]:
@@ -274,13 +280,11 @@ def scanned_column(counter: K.LdsBuffer, first: K.Expr, lane: K.Var, idx: str, t
 
 
 def describe_rows(op: Op) -> str:
-    types = [v.type for v in op.operands]
-    passes = row_passes(types, op.attrs["num_keys"])
-    columns = max(key_bits(t.dtype) for t in types[:op.attrs["num_keys"]]) // RADIX_BITS
+    passes = row_passes([v.type for v in op.operands], op.attrs["num_keys"])
     return (f"segmented LSD radix sort, a wave per row ({WAVE} lanes, a row per workgroup), {len(passes)} passes of "
             f"{RADIX_BITS}-bit digits in one kernel (per key a count of all its passes' digits by LDS atomic adds, "
             f"then per pass a wave scan of its counts and a stable scatter), the row read in stripes of {WAVE} ranked "
-            f"by lane match (a ballot per digit bit), i32 digit counters in LDS ({columns} x {RADIX})")
+            f"by lane match (a ballot per digit bit), i32 digit counters in LDS ({count_columns(op)} x {RADIX})")
 
 
 def describe(op: Op) -> str:
