@@ -416,17 +416,22 @@ def test_block_histograms_count_in_lds_on_the_gpus(program, dtype, routine):
         assert "global_atomic" not in asm
 
 
+def library_kernel(program, x, routine: str):
+    """The kernel of the first call of a prim routine in the optimized program, as emitted."""
+    graph = cj.make_graph(program)(x)
+    calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops
+             if op.name == "library_call" and op.attrs["routine"] == routine]
+    assert calls
+    return emit_kernel(calls[0], "k")
+
+
 @pytest.mark.parametrize("program, dtype", [(cnp.sort, np.float32),
                                             pytest.param(cnp.argsort, np.int64, marks=pytest.mark.slow)])
 def test_radix_scatter_ranks_by_lane_match_on_the_gpus(program, dtype):
     """gfx942: the scatter's wave ranks each stripe's digits by rocPRIM's match_any, a ballot per
     digit bit (a compare into an SGPR pair) and v_mbcnt, its counters in LDS, with no spills; PTX
     builds too."""
-    graph = cj.make_graph(program)(np.ones(LONG_ROW, dtype))
-    calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops
-             if op.name == "library_call" and op.attrs["routine"] == "radix_scatter"]
-    assert calls
-    kernel = emit_kernel(calls[0], "k")
+    kernel = library_kernel(program, np.ones(LONG_ROW, dtype), "radix_scatter")
     assert kernel.workgroup_items == 64
     resources = amdgpu.resources(kernel, get_target("gfx942"))
     assert (resources.vgpr_spill_count, resources.sgpr_spill_count) == (0, 0)
@@ -444,11 +449,7 @@ def test_whole_row_sort_ranks_by_lane_match_on_the_gpus(program, dtype):
     """gfx942: the row sort's wave counts digits by LDS atomic adds, scans the counts by DPP moves,
     ranks each stripe's digits by rocPRIM's match_any (a ballot per digit bit, v_mbcnt) against
     its counters in LDS, with no spills and no scratch; PTX builds too."""
-    graph = cj.make_graph(lambda a: program(a, axis=-1))(np.ones((3, 5000), dtype))
-    calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops
-             if op.name == "library_call" and op.attrs["routine"] == "radix_sort_rows"]
-    assert calls
-    kernel = emit_kernel(calls[0], "k")
+    kernel = library_kernel(lambda a: program(a, axis=-1), np.ones((3, 5000), dtype), "radix_sort_rows")
     assert kernel.workgroup_items == 64
     resources = amdgpu.resources(kernel, get_target("gfx942"))
     assert (resources.vgpr_spill_count, resources.sgpr_spill_count, resources.scratch_bytes) == (0, 0, 0)
