@@ -1229,15 +1229,17 @@ def lower_wave_count_below(kb: HostKernelBuilder, op: WaveCountBelow):
 
 def lower_wave_match_rank(kb: HostKernelBuilder, op: WaveMatchRank):
     """Per wave, a table of 2^bits counters (zero between ops): a walk of the lanes upwards gives
-    each lane its counter's value (its rank: the matching lanes below) and counts it; a walk
-    downwards finds each group's last lane as the first to see its counter non-zero, and clears it.
-    Two loops of the wave's 64 lanes, where the ballot sequence would take 2 x bits cuts."""
+    each lane its counter's value (its rank: the matching lanes below) and counts it, the one
+    serial loop; then, lane by lane independently (a loop LLVM may vectorize), a lane is its
+    group's last when its counter ended at its rank + 1; then the table is cleared: whole when it
+    is no larger than the lanes' stores would be, else at the lanes' counters."""
     b, size = kb.b, 1 << op.bits
     table = kb.entry_alloca(I32, size, name="match." + op.rank.name)
+    memset = kb.module.globals.get("llvm.memset.p0.i64") or ir.Function(
+        kb.module, ir.FunctionType(ir.VoidType(), [PTR, I8, I64, I1]), name="llvm.memset.p0.i64")
+    clear_whole = size <= 4 * kb.wave_size
     with b.goto_block(kb.fn.entry_basic_block):
         b.position_after(table)   # zeroed once per workgroup, at its entry
-        memset = kb.module.globals.get("llvm.memset.p0.i64") or ir.Function(
-            kb.module, ir.FunctionType(ir.VoidType(), [PTR, I8, I64, I1]), name="llvm.memset.p0.i64")
         b.call(memset, [b.bitcast(table, PTR), ir.Constant(I8, 0), ir.Constant(I64, 4 * size), ir.Constant(I1, 0)])
 
     def counter():
@@ -1253,15 +1255,16 @@ def lower_wave_match_rank(kb: HostKernelBuilder, op: WaveMatchRank):
             kb.write_var(op.rank, below)
             b.store(b.add(below, ir.Constant(I32, 1)), entry)
 
-        def last(step):
-            lane = b.sub(ir.Constant(I64, kb.wave_size - 1), step)
-            kb.set_item(b.add(b.mul(w, ir.Constant(I64, kb.wave_size)), lane))
-            entry = counter()
-            kb.write_var(op.last, b.icmp_unsigned("!=", b.load(entry, typ=I32), ir.Constant(I32, 0)))
-            b.store(ir.Constant(I32, 0), entry)
+        def last(lane):
+            final = b.load(counter(), typ=I32)
+            kb.write_var(op.last, b.icmp_unsigned("==", final, b.add(kb.read_var(op.rank), ir.Constant(I32, 1))))
+
         kb.for_each_lane(w, rank)
-        kb.counted_loop(ir.Constant(I64, 0), ir.Constant(I64, kb.wave_size), ir.Constant(I64, 1), last, name="lane")
-        kb.set_item(None)
+        kb.for_each_lane(w, last)
+        if clear_whole:
+            b.call(memset, [b.bitcast(table, PTR), ir.Constant(I8, 0), ir.Constant(I64, 4 * size), ir.Constant(I1, 0)])
+        else:
+            kb.for_each_lane(w, lambda lane: b.store(ir.Constant(I32, 0), counter()))
 
     kb.for_each_wave(wave)
 

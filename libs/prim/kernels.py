@@ -11,7 +11,7 @@ from . import histogram, lookback, radix, scan, search, segments, select, topk
 SOLUTIONS = {
     "radix_histogram": (f"radix_histogram_8bit_lds_w{radix.BLOCK_ITEMS}", radix.histogram_kernel, radix.describe),
     "radix_scatter": (f"radix_scatter_8bit_match_w{radix.WAVE}", radix.scatter_kernel, radix.describe),
-    "radix_sort_rows": (f"radix_sort_rows_8bit_w{radix.ITEMS}", radix.rows_kernel, radix.describe_rows),
+    "radix_sort_rows": (f"radix_sort_rows_8bit_match_w{radix.WAVE}", radix.rows_kernel, radix.describe_rows),
     "run_totals": (f"run_totals_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
     "scan": (f"scan_rows_w{scan.ITEMS}", scan.scan_kernel, scan.describe),
     "scan_runs": (f"scan_runs_w{scan.ITEMS}", scan.scan_kernel, scan.describe),

@@ -80,7 +80,7 @@ def radix_sorted(m, sort):
             operands[0].type.shape[dimension] < MIN_RADIX_LENGTH:
         return None
     rows = as_rows(m, operands, dimension)
-    # rows up to MAX_ROW_LENGTH sort whole in one kernel, a row per work-item, staying in its cache
+    # rows up to MAX_ROW_LENGTH sort whole in one kernel, a wave per row, staying in its cache
     # between passes (256 KiB of f32 keys); longer rows go through memory once per pass
     if rows[0].type.shape[1] <= MAX_ROW_LENGTH:
         sorted_rows = call(m, "radix_sort_rows", *rows, num_keys=num_keys)[:len(rows)]

@@ -1,6 +1,6 @@
 """The radix sort's kernels: one digit's per-run histogram and its stable scatter (rows longer
 than a cache holds: one pass through memory per digit), and the whole sort of rows that fit, a
-row per work-item (`rows_kernel`).
+wave per row (`rows_kernel`).
 
 Both passes cut a row into runs of RUN_LENGTH consecutive elements; counts[row, d * runs + u] is
 the number of digits d in run u (digit-major, run-minor, so that the exclusive scan of a row's
@@ -20,11 +20,10 @@ from __future__ import annotations
 from ...ir import kernel as K
 from ...ir.core import Op
 from ...lowering.emitters import operand_buffers
-from .routines import RADIX, RADIX_BITS, index_dtype_of, key_bits, row_passes
+from .routines import RADIX, RADIX_BITS, WAVE_SCAN_MOVES, digit_shifts, index_dtype_of, key_bits, row_passes
 
-ITEMS = 64          # radix_sort_rows: rows (work-items) per workgroup
 BLOCK_ITEMS = RADIX  # the histogram's workgroup: a work-item per digit counter
-WAVE = 64           # the scatter's workgroup: one wave per run, a lane per element of a stripe
+WAVE = 64           # the scatter's and the row sort's workgroup: one wave, a lane per element of a stripe
 RUN_LENGTH = 4096   # elements per run (the calls' run_length)
 
 
@@ -174,14 +173,26 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
                     arguments=layout.arguments)
 
 
+def count_columns(op: Op) -> int:
+    """radix_sort_rows' LDS columns of digit counters: one per pass of its widest key."""
+    return max(key_bits(v.type.dtype) for v in op.operands[:op.attrs["num_keys"]]) // RADIX_BITS
+
+
 def rows_kernel(op: Op, name: str) -> K.Kernel:
-    """radix_sort_rows: work-item t of workgroup g sorts row g * ITEMS + t whole, pass after pass
-    (routines.row_passes, unrolled: each pass's source and destination buffers are fixed). Its
-    counters are two LDS columns of 256 u16 (places below 2^16: routines.MAX_ROW_LENGTH; a count of
-    2^16 wraps to 0 only where it is the row's one digit, whose place is 0), one for the pass and one
-    for the next: a read of the row counts the first pass's digits, and each pass's stable scatter
-    also counts the next pass's digits of the elements it moves (a key's digits are where it goes,
-    not where it is), so the row is read once per pass plus once."""
+    """radix_sort_rows: rocPRIM's segmented radix sort, a workgroup of one wave per row sorting it
+    whole, pass after pass (routines.row_passes, unrolled: each pass's source and destination
+    buffers are fixed), the row staying in cache between passes. Every sweep of the row reads it in
+    stripes of WAVE consecutive elements (a lane each: coalesced on the GPU). The wave's LDS holds a
+    column of RADIX i32 counters per pass of a key:
+      - a first sweep per key counts the digits of all its passes at once (rocPRIM's onesweep
+        histogram: a digit's count does not depend on the order of the elements), each lane adding
+        its element's digits to their columns by LDS atomic adds;
+      - before a pass, the wave scans its column into places (`scanned_column`);
+      - the pass's stable scatter ranks each stripe's digits across the lanes (`WaveMatchRank`, as
+        `scatter_kernel` does), puts each element at its digit's place plus its rank, and the
+        digit's last lane moves the place past the stripe's elements of the digit.
+    Stripes in order, lanes in order: equal digits keep their order, every pass is stable. The row
+    is read once per pass plus once per key."""
     types = [v.type for v in op.operands]
     count = len(types)
     rows_count, length_count = types[0].shape
@@ -189,61 +200,95 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
     rows, length = K.ScalarParam("rows", idx), K.ScalarParam("length", idx)
     buffers = [K.GlobalBuffer(b.name, b.dtype, rows * length, b.readonly) for b in operand_buffers(op)]
     inputs, results, scratch = buffers[:count], buffers[count:2 * count], buffers[2 * count:]
-    t, row, base, j, d, place, total, seen = (K.Var(n, idx) for n in ("t", "row", "base", "j", "d", "place", "total",
-                                                                       "seen"))
-    counter = K.LdsBuffer("counter", "u16", 2 * RADIX * ITEMS)
-    column = lambda number, digit_value: (t * 2 + number % 2) * RADIX + (digit_value ^ (t & 31))
+    lane, base, s, j, c = (K.Var(n, idx) for n in ("lane", "base", "s", "j", "c"))
+    inside = K.Var("inside", "bool")
     passes = row_passes(types, op.attrs["num_keys"])
+    columns = count_columns(op)
+    counter = K.LdsBuffer("counter", "i32", columns * RADIX)
+    stripes = (length + (WAVE - 1)) / WAVE
+    # Lanes past the row's end (in its last stripe) read nothing and hold 0: they count nothing,
+    # and in a scatter they rank above every lane inside it, so they move nothing, and the places
+    # they move are not read again (each pass has its column). On the host the stripe's loads are
+    # then one masked vector load.
+    stripe_start = [K.Let(j, s * WAVE + lane), K.Let(inside, j < length)]
 
-    def digit_of(number: int, value: K.Expr) -> K.Expr:
-        key, shift = passes[number]
-        return digit(value, types[key].dtype, K.Const(shift, "u32"), idx)
+    def loaded(value: K.Var, buffer: K.GlobalBuffer) -> list[K.Stmt]:
+        """value = the lane's element of the row in `buffer`, 0 past the row's end."""
+        return [K.Let(value, K.Const(0, value.dtype)), K.If(inside, [K.Assign(value, buffer[base + j])])]
 
-    def counted(number: int, d_next: K.Var, value: K.Expr) -> list[K.Stmt]:
-        return [K.Let(d_next, digit_of(number, value)),
-                K.Store(counter, column(number, d_next), counter[column(number, d_next)] + 1)]
+    def counted(key: int, source: K.GlobalBuffer) -> list[K.Stmt]:
+        """The count of every pass's digits of operand `key`, a column per pass (the shift's)."""
+        value = K.Var(f"key{key}", types[key].dtype)
+        shifts = digit_shifts(types[key].dtype)
+        digits = [K.Var(f"digit{key}_{shift}", idx) for shift in shifts]
+        adds = [K.AtomicRMW(K.Var(f"before{key}_{shift}", "i32"), "add", counter, number * RADIX + d, K.Const(1, "i32"))
+                for number, (shift, d) in enumerate(zip(shifts, digits))]
+        return [K.For(c, lane, columns * RADIX, WAVE, [K.Store(counter, c, K.Const(0, "i32"))]),
+                K.Barrier(),
+                K.For(s, 0, stripes, 1, [
+                    *stripe_start, *loaded(value, source),
+                    *(K.Let(d, digit(value, types[key].dtype, K.Const(shift, "u32"), idx))
+                      for shift, d in zip(shifts, digits)),
+                    K.Barrier(),   # the digits vectorize on the host, apart from the adds' ordered walk
+                    K.If(inside, adds)], uniform=True)]
 
-    def cleared(number: int) -> K.For:
-        return K.For(d, 0, RADIX, 1, [K.Store(counter, column(number, d), K.Const(0, "u16"))])
-
-    def scanned(number: int) -> list[K.Stmt]:
-        return [K.Assign(total, K.Const(0, idx)),
-                K.For(d, 0, RADIX, 1, [K.Let(seen, counter[column(number, d)].cast(idx)),
-                                       K.Store(counter, column(number, d), total.cast("u16")),
-                                       K.Assign(total, total + seen)])]
-    first_key = passes[0][0]
-    body = [cleared(0), K.For(j, 0, length, 1, counted(0, K.Var("dc", idx), inputs[first_key][base + j])),
-            *scanned(0)]
+    body = []
     source = inputs
     for number, (key, shift) in enumerate(passes):
+        if number == 0 or passes[number - 1][0] != key:
+            body += counted(key, source[key])
         target = results if (len(passes) - 1 - number) % 2 == 0 else scratch
         values = [K.Var(f"v{number}_{k}", src.dtype) for k, src in enumerate(source)]
-        moves = [K.Store(out, base + place, value) for value, out in zip(values, target)]
-        last = number == len(passes) - 1
+        d, rank, last = K.Var(f"d{number}", idx), K.Var(f"rank{number}", "i32"), K.Var(f"last{number}", "bool")
+        place, next_place = K.Var(f"place{number}", idx), K.Var(f"next_place{number}", "i32")
+        at = shift // RADIX_BITS * RADIX + d
         body += [
-            *([] if last else [cleared(number + 1)]),
-            K.For(j, 0, length, 1, [
-                *(K.Let(value, src[base + j]) for value, src in zip(values, source)),
-                K.Let(d, digit_of(number, values[key])),
-                K.Let(place, counter[column(number, d)].cast(idx)), *moves,
-                K.Store(counter, column(number, d), (place + 1).cast("u16")),
-                *([] if last else counted(number + 1, K.Var(f"dn{number}", idx), values[passes[number + 1][0]]))]),
-            *([] if last else scanned(number + 1))]
+            *scanned_column(counter, K.Const(shift // RADIX_BITS * RADIX, idx), lane, idx, str(number)),
+            K.For(s, 0, stripes, 1, [
+                *stripe_start,
+                *(stmt for value, src in zip(values, source) for stmt in loaded(value, src)),
+                K.Let(d, digit(values[key], types[key].dtype, K.Const(shift, "u32"), idx)),
+                K.WaveMatchRank(rank, last, d, RADIX_BITS),
+                K.Let(next_place, counter[at] + rank),
+                K.Let(place, next_place.cast(idx)),
+                K.If(inside, [K.Store(out, base + place, value) for value, out in zip(values, target)]),
+                K.If(last, [K.Store(counter, at, next_place + 1)]),
+                K.Barrier()], uniform=True)]   # the places the last lanes moved, for the next stripe's lanes
         source = target
-    prologue = [K.Let(t, K.workitem_id(0).cast(idx)), K.Let(row, K.workgroup_id(0).cast(idx) * ITEMS + t)]
-    return K.Kernel(name, params=[*buffers, rows, length], grid=((rows + (ITEMS - 1)) / ITEMS,),
-                    workgroup_size=(ITEMS,), lds=[counter],
-                    body=[*prologue, K.If(row < rows, [K.Let(base, row * length), K.Let(total, K.Const(0, idx)),
-                                                       *body])],
-                    arguments=(("rows", rows_count), ("length", length_count)))
+    prologue = [K.Let(lane, K.workitem_id(0).cast(idx)), K.Let(base, K.workgroup_id(0).cast(idx) * length)]
+    return K.Kernel(name, params=[*buffers, rows, length], grid=(rows,), workgroup_size=(WAVE,), lds=[counter],
+                    body=[*prologue, *body], arguments=(("rows", rows_count), ("length", length_count)))
+
+
+def scanned_column(counter: K.LdsBuffer, first: K.Expr, lane: K.Var, idx: str, tag: str) -> list[K.Stmt]:
+    """The exclusive scan of counter[first : first + RADIX] by one wave, in place: lane l takes the
+    RADIX / WAVE consecutive counts from first + l x RADIX / WAVE, the wave scans the lanes' sums
+    (WAVE_SCAN_MOVES: DPP row shifts and broadcasts on gfx942), and each lane writes its counts'
+    places from the sum of the lanes below it. Barriers before (the counts) and after (the places).
+    Its variables' names end in `tag`."""
+    per_lane = RADIX // WAVE
+    at = K.Var(f"scan_at{tag}", idx)
+    counts = [K.Var(f"count{k}_{tag}", "i32") for k in range(per_lane)]
+    total = K.Var(f"scan_total{tag}", "i32")
+    stmts = [K.Barrier(), K.Let(at, first + lane * per_lane),
+             *(K.Let(c, counter[at + k]) for k, c in enumerate(counts)),
+             K.Let(total, sum(counts[1:], counts[0]))]
+    for number, pattern in enumerate(WAVE_SCAN_MOVES):
+        moved, reads = K.Var(f"scan_moved{number}_{tag}", "i32"), K.WAVE_MOVES[pattern][0]
+        stmts += [K.WaveMove(moved, total, pattern), K.Assign(total, K.select(reads(lane), moved + total, total))]
+    place = K.Var(f"scan_place{tag}", "i32")
+    stmts.append(K.Let(place, total - sum(counts[1:], counts[0])))
+    for k, c in enumerate(counts):
+        stmts += [K.Store(counter, at + k, place), *([K.Assign(place, place + c)] if k < per_lane - 1 else [])]
+    return [*stmts, K.Barrier()]
 
 
 def describe_rows(op: Op) -> str:
     passes = row_passes([v.type for v in op.operands], op.attrs["num_keys"])
-    return (f"segmented LSD radix sort, a row per work-item ({ITEMS} per workgroup), {len(passes)} passes of "
-            f"{RADIX_BITS}-bit digits in one kernel (a count of the first pass's digits, then per pass a scan "
-            f"and a stable scatter that counts the next pass's digits), u16 digit counters in LDS "
-            f"(2 x {RADIX} x {ITEMS})")
+    return (f"segmented LSD radix sort, a wave per row ({WAVE} lanes, a row per workgroup), {len(passes)} passes of "
+            f"{RADIX_BITS}-bit digits in one kernel (per key a count of all its passes' digits by LDS atomic adds, "
+            f"then per pass a wave scan of its counts and a stable scatter), the row read in stripes of {WAVE} ranked "
+            f"by lane match (a ballot per digit bit), i32 digit counters in LDS ({count_columns(op)} x {RADIX})")
 
 
 def describe(op: Op) -> str:

@@ -15,7 +15,7 @@ Radix sort (LSD, 8-bit digits, one pass per digit from the least significant):
     digit d: the rows of every operand stably sorted by the key's digit. Several keys sort as
     numpy's lexsort: every digit of the least significant key first.
   - `radix_sort_rows(operands...) {num_keys}` -> (operands..., scratch...): each row (at most
-    MAX_ROW_LENGTH elements) sorted whole by one work-item, every pass of every key in one kernel, the row staying in cache between
+    MAX_ROW_LENGTH elements) sorted whole by one wave, every pass of every key in one kernel, the row staying in cache between
     passes (rocPRIM's segmented radix sort, a segment per row); passes alternate between the
     results and scratch copies of every operand (results only when there is one pass), so that
     the last pass writes the results. The scratch holds the rows after the next-to-last pass.
@@ -625,7 +625,7 @@ def row_passes(types, num_keys: int) -> list[tuple[int, int]]:
     return [(key, shift) for key in reversed(range(num_keys)) for shift in digit_shifts(types[key].dtype)]
 
 
-MAX_ROW_LENGTH = 1 << 16     # radix_sort_rows' rows: their places fit the kernel's u16 counters
+MAX_ROW_LENGTH = 1 << 16     # radix_sort_rows' rows: 256 KiB of f32 keys, which stay in cache between passes
 
 
 def radix_sort_rows_infer(types, attrs):
@@ -658,7 +658,7 @@ ROUTINES = {
     "radix_scatter": Routine({**RADIX_ATTRS, "key": "int"}, radix_scatter_infer, radix_scatter,
                              "every operand stably scattered by one digit of one of them"),
     "radix_sort_rows": Routine({"num_keys": "int"}, radix_sort_rows_infer, radix_sort_rows,
-                               "each row radix sorted whole by one work-item, in cache"),
+                               "each row radix sorted whole by one wave, in cache"),
     "run_totals": Routine({"reducer": "str", "run_length": "int"}, run_totals_infer, run_totals,
                           "each run's reduction"),
     "scan": Routine({"reducer": "str", "exclusive": "bool"}, scan_infer, scan, "a sequential scan of each row"),

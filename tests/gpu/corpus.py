@@ -121,7 +121,9 @@ LIBRARY_PROGRAMS = {
     "fft_real_round_trip": (lambda x: cnp.fft.irfft(cnp.fft.rfft(x)), (normal(3, 512),)),   # rfft_post, irfft_pre
     "fft2": (lambda x: cnp.fft.fft2(x), (complex_normal(2, 48, 40),)),
     "prim_radix_sort": (lambda x: cnp.sort(x), (normal(5000),)),
-    "prim_radix_argsort_rows": (lambda x: cnp.argsort(x, axis=-1), (normal(3, 2000),)),
+    # rows up to 2^16: the row sort's wave (LDS atomic counts, a DPP scan, WaveMatchRank), ties in
+    # order, a last stripe cut short
+    "prim_radix_argsort_rows": (lambda x: cnp.argsort(x, axis=-1), (np.round(normal(3, 2037) * 8),)),
     # rows past 2^16: histogram, scan and the scatter's wave ranking (WaveMatchRank), ties kept in order
     "prim_radix_argsort_runs": (lambda x: cnp.argsort(x), (np.round(normal(70_000) * 8),)),
     "prim_scan": (lambda x: cnp.cumsum(x), (normal(20_000),)),   # scan_rows, run_totals, scan_runs

@@ -10,7 +10,7 @@ routines' references follow the kernels' order, so the interpreter agrees with t
 bit for bit.
 
 Sizes cross the layouts' boundaries: rows shorter than 1024 are left to the LDS merge sort, rows
-up to 2^16 sort whole (a row per work-item, 64 rows per workgroup), longer ones pass through
+up to 2^16 sort whole (a wave per row reading stripes of 64), longer ones pass through
 memory per digit in runs of 4096 elements, a wave per run reading stripes of 64.
 """
 import dataclasses
@@ -141,20 +141,54 @@ def test_rows_that_fit_sort_whole_in_one_kernel():
     for shape in ((3, 5000), (1000, 1200)):
         compiled = cj.jit(lambda a: cnp.sort(a, axis=1)).lower(np.zeros(shape, np.float32)).compile()
         assert compiled.as_text("optimized").count('routine = "radix_sort_rows"') == 1
-        assert "segmented LSD radix sort, a row per work-item" in compiled.report()
+        assert "segmented LSD radix sort, a wave per row" in compiled.report()
         texts.append(library_codes(compiled))
     assert texts[0] == texts[1] and len(texts[0]) == 1
 
 
 def test_whole_rows_of_2_16_elements_of_one_digit():
-    """The row sort's u16 counters at rows of 2^16 elements: a digit held by every element counts to
-    2^16 (wrapping to 0), or by all but one; with payloads (argsort) and -0.0 against 0.0."""
+    """The row sort's counters at rows of 2^16 elements: a digit held by every element counts to
+    2^16, or by all but one; with payloads (argsort) and -0.0 against 0.0."""
     rows = np.zeros((4, LONG_ROW - 1), np.float32)
     rows[1] = -0.0
     rows[2, 7] = 3.0
     rows[3, ::2] = -0.0
     rows[3, 100] = np.nan
     check_sort(rows, axis=1)
+
+
+def sorted_rows(*operands, num_keys):
+    """prim.radix_sort_rows called directly (the matcher leaves rows shorter than 1024 to the merge
+    sort): the sorted operands."""
+    attrs = {"library": "prim", "solution": "", "routine": "radix_sort_rows", "num_keys": num_keys}
+    return bind("library_call", list(operands), attrs)[:len(operands)]
+
+
+@pytest.mark.parametrize("dtype", [pytest.param(d, marks=() if d in FAST_DTYPES else pytest.mark.slow) for d in DTYPES],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("length", [1, 63, 64, 65, 1000 + 37])
+def test_whole_rows_across_stripes_of_a_wave(dtype, length):
+    """The row sort's wave reads stripes of 64: rows of one element, of a stripe but one, of one,
+    of one and one element, of many and a part; keys with NaNs, both zeros and many duplicates, an
+    index payload (the stable order)."""
+    x = keys((3, length), dtype, seed=length)
+    index = np.broadcast_to(np.arange(length, dtype=np.int32), x.shape).copy()
+    got_keys, got_index = cj.jit(lambda a, b: sorted_rows(a, b, num_keys=1))(x, index)
+    order = expected_order(x, axis=1)
+    assert same_bits(np.asarray(got_keys), np.take_along_axis(x, order, axis=1))
+    np.testing.assert_array_equal(got_index, order)
+
+
+def test_whole_rows_of_several_keys_of_mixed_widths():
+    """num_keys = 2 of different widths (a u8 key of one pass, an f64 key of eight: the kernel's
+    LDS holds a column per pass of the widest) and an i64 payload, rows as numpy's lexsort."""
+    rng = np.random.default_rng(12)
+    a = rng.integers(0, 3, (2, 1500)).astype(np.uint8)
+    b, c = keys((2, 1500), np.float64, seed=12), rng.integers(-9, 9, (2, 1500)).astype(np.int64)
+    results = cj.jit(lambda a, b, c: sorted_rows(a, b, c, num_keys=2))(a, b, c)
+    order = np.stack([np.lexsort((b[r], a[r])) for r in range(2)])
+    for result, operand in zip(results, (a, b, c)):
+        assert same_bits(np.asarray(result), np.take_along_axis(operand, order, axis=1))
 
 
 def test_the_interpreter_runs_the_routines_as_the_kernels():
@@ -382,17 +416,22 @@ def test_block_histograms_count_in_lds_on_the_gpus(program, dtype, routine):
         assert "global_atomic" not in asm
 
 
+def library_kernel(program, x, routine: str):
+    """The kernel of the first call of a prim routine in the optimized program, as emitted."""
+    graph = cj.make_graph(program)(x)
+    calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops
+             if op.name == "library_call" and op.attrs["routine"] == routine]
+    assert calls
+    return emit_kernel(calls[0], "k")
+
+
 @pytest.mark.parametrize("program, dtype", [(cnp.sort, np.float32),
                                             pytest.param(cnp.argsort, np.int64, marks=pytest.mark.slow)])
 def test_radix_scatter_ranks_by_lane_match_on_the_gpus(program, dtype):
     """gfx942: the scatter's wave ranks each stripe's digits by rocPRIM's match_any, a ballot per
     digit bit (a compare into an SGPR pair) and v_mbcnt, its counters in LDS, with no spills; PTX
     builds too."""
-    graph = cj.make_graph(program)(np.ones(LONG_ROW, dtype))
-    calls = [op for op in run_pipeline(graph, DEFAULT_PIPELINE).module.body.ops
-             if op.name == "library_call" and op.attrs["routine"] == "radix_scatter"]
-    assert calls
-    kernel = emit_kernel(calls[0], "k")
+    kernel = library_kernel(program, np.ones(LONG_ROW, dtype), "radix_scatter")
     assert kernel.workgroup_items == 64
     resources = amdgpu.resources(kernel, get_target("gfx942"))
     assert (resources.vgpr_spill_count, resources.sgpr_spill_count) == (0, 0)
@@ -404,11 +443,31 @@ def test_radix_scatter_ranks_by_lane_match_on_the_gpus(program, dtype):
     assert "popc.b64" in nvptx.ptx(kernel)
 
 
-def test_long_rows_of_few_digits_keep_their_order():
-    """The scatter's lane groups at their extremes: every lane of every stripe in one group (one
-    key), two groups alternating lane by lane, and a run's last stripe cut short (argsort: the
-    payload shows the order)."""
-    length = LONG_ROW + 3 * RUN + 37
+@pytest.mark.parametrize("program, dtype", [(cnp.sort, np.float32),
+                                            pytest.param(cnp.argsort, np.float64, marks=pytest.mark.slow)])
+def test_whole_row_sort_ranks_by_lane_match_on_the_gpus(program, dtype):
+    """gfx942: the row sort's wave counts digits by LDS atomic adds, scans the counts by DPP moves,
+    ranks each stripe's digits by rocPRIM's match_any (a ballot per digit bit, v_mbcnt) against
+    its counters in LDS, with no spills and no scratch; PTX builds too."""
+    kernel = library_kernel(lambda a: program(a, axis=-1), np.ones((3, 5000), dtype), "radix_sort_rows")
+    assert kernel.workgroup_items == 64
+    resources = amdgpu.resources(kernel, get_target("gfx942"))
+    assert (resources.vgpr_spill_count, resources.sgpr_spill_count, resources.scratch_bytes) == (0, 0, 0)
+    asm = amdgpu.assembly(kernel, get_target("gfx942"))
+    ballots = [line for line in asm.splitlines() if "v_cmp" in line and " s[" in line]
+    passes = 8 if dtype == np.float64 else 4
+    assert len(ballots) >= 8 * passes, asm[:3000]
+    assert asm.count("v_mbcnt_hi_u32_b32") >= passes and "ds_read" in asm and "ds_write" in asm
+    assert "ds_add_u32" in asm and "row_shr:1" in asm and "row_bcast:31" in asm
+    assert "global_atomic" not in asm and "ds_bpermute" not in asm
+    assert "popc.b64" in nvptx.ptx(kernel)
+
+
+@pytest.mark.parametrize("length", [LONG_ROW + 3 * RUN + 37, 5000 + 37])
+def test_rows_of_few_digits_keep_their_order(length):
+    """The scatters' lane groups at their extremes: every lane of every stripe in one group (one
+    key), two groups alternating lane by lane, and a run's or row's last stripe cut short (argsort:
+    the payload shows the order); long rows (the per-digit passes) and whole rows (the row sort)."""
     x = np.zeros((3, length), np.float32)
     x[1, ::2] = -0.0
     x[1, 1::2] = 1.0
