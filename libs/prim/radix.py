@@ -137,7 +137,7 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
     d, c, s, place = K.Var("d", idx), K.Var("c", idx), K.Var("s", idx), K.Var("place", idx)
     key, inside = K.Var("key", layout.key_dtype), K.Var("inside", "bool")
     rank, last = K.Var("rank", "i32"), K.Var("last", "bool")
-    counted, next_place = K.Var("counted", "i32"), K.Var("next_place", "i32")
+    held, next_place = K.Var("held", "i32"), K.Var("next_place", "i32")
     if idx == "i32":
         # The counters hold the places themselves.
         first_place = offsets[layout.count_place(c)].cast("i32")
@@ -157,9 +157,9 @@ def scatter_kernel(op: Op, name: str) -> K.Kernel:
         K.Let(d, digit(key, layout.key_dtype, layout.shift, idx)),
         # Every lane reads its counter before the wave op, which every lane of the wave reaches
         # before any goes on to move a counter (on NVPTX a wave is two warps, not in lockstep).
-        K.Let(counted, counter[d]),
+        K.Let(held, counter[d]),
         K.WaveMatchRank(rank, last, d, RADIX_BITS),
-        K.Let(next_place, counted + rank),
+        K.Let(next_place, held + rank),
         K.Let(place, place_of),
         K.If(inside, moves),
         K.If(last, [K.Store(counter, d, next_place + 1)]),
@@ -241,6 +241,7 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
         values = [K.Var(f"v{number}_{k}", src.dtype) for k, src in enumerate(source)]
         d, rank, last = K.Var(f"d{number}", idx), K.Var(f"rank{number}", "i32"), K.Var(f"last{number}", "bool")
         place, next_place = K.Var(f"place{number}", idx), K.Var(f"next_place{number}", "i32")
+        held = K.Var(f"held{number}", "i32")
         at = shift // RADIX_BITS * RADIX + d
         body += [
             *scanned_column(counter, K.Const(shift // RADIX_BITS * RADIX, idx), lane, idx, str(number)),
@@ -248,8 +249,9 @@ def rows_kernel(op: Op, name: str) -> K.Kernel:
                 *stripe_start,
                 *(stmt for value, src in zip(values, source) for stmt in loaded(value, src)),
                 K.Let(d, digit(values[key], types[key].dtype, K.Const(shift, "u32"), idx)),
+                K.Let(held, counter[at]),   # read before the wave op, as in scatter_kernel: no lane has moved it
                 K.WaveMatchRank(rank, last, d, RADIX_BITS),
-                K.Let(next_place, counter[at] + rank),
+                K.Let(next_place, held + rank),
                 K.Let(place, next_place.cast(idx)),
                 K.If(inside, [K.Store(out, base + place, value) for value, out in zip(values, target)]),
                 K.If(last, [K.Store(counter, at, next_place + 1)]),
