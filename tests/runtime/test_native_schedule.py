@@ -223,9 +223,12 @@ def test_a_forked_child_runs_the_schedule_on_a_pool_of_its_own(cache):
 
 
 ENDLESS_LOOP_UNDER_CTRL_C = """
-import faulthandler, signal, sys, numpy as np, cdnajit as cj
+import faulthandler, os, signal, sys, numpy as np, cdnajit as cj
 from cdnajit import lax
 faulthandler.register(signal.SIGUSR1)       # the test asks where a child that never answers is
+if os.path.exists("/proc/self/status"):     # the signal state it inherited, for a failure's message
+    print(*(line for line in open("/proc/self/status") if line.startswith("Sig")), signal.getsignal(signal.SIGINT),
+          file=sys.stderr, flush=True)
 endless = cj.jit(lambda n: lax.while_loop(lambda c: c >= 0, lambda c: c + 1, n))
 assert endless(np.int64(-5)) == -5          # compiled before the loop starts
 try:
