@@ -941,11 +941,11 @@ def checked(x: np.ndarray, what: str, timeout: float, extra=None):
         plan_for(key, lambda: ShapeCheck(what, extra, x.shape, x.dtype))(x, timeout)
 
 
-def in_shared_memory(nbytes: int, algorithm: str | None, in_pieces: bool = False) -> bool:
+def in_shared_memory(nbytes: int, algorithm: str | None) -> bool:
     """Whether a collective of `nbytes` per process runs in the SharedSegment (SharedPlan): where
-    every process is on this host, for a message that fits a slot (any message, for one that runs
-    `in_pieces`: PiecesPlan's all_reduce), unless `algorithm` asks for one of MPI point-to-point."""
-    return _state["shared"] is not None and algorithm is None and (nbytes <= SHARED_SLOT_BYTES or in_pieces)
+    every process is on this host, for a message that fits a slot, unless `algorithm` asks for one
+    of MPI point-to-point."""
+    return _state["shared"] is not None and algorithm is None and nbytes <= SHARED_SLOT_BYTES
 
 
 class AllReducePlan:
@@ -1070,9 +1070,9 @@ def all_reduce(x, op: str = "sum", *, algorithm: str | None = None, timeout: flo
 
 def all_reduce_plan(shape: tuple, dtype: np.dtype, reducer: str, algorithm: str | None):
     nbytes = math.prod(shape) * dtype.itemsize
-    if in_shared_memory(nbytes, algorithm, in_pieces=True):
-        if nbytes <= SHARED_SLOT_BYTES:
-            return SharedPlan("all_reduce", f"{reducer}, shared memory", shape, dtype, reducer)
+    if in_shared_memory(nbytes, algorithm):
+        return SharedPlan("all_reduce", f"{reducer}, shared memory", shape, dtype, reducer)
+    if in_shared_memory(SHARED_SLOT_BYTES, algorithm):    # a longer message, in pieces of a slot
         return PiecesPlan(f"{reducer}, shared memory", shape, dtype, reducer)
     return AllReducePlan(shape, dtype, reducer, algorithm)
 
